@@ -1,0 +1,3 @@
+//! The vsh command line.
+
+fn main() {}

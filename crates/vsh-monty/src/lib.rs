@@ -1,0 +1,1 @@
+//! Run Monty programs against a VirtualFs with execution budgets.

@@ -1,0 +1,1 @@
+//! Protected-path rules and the transaction decision: Denied, AutoApproved or PendingApproval.

@@ -1,0 +1,1 @@
+//! The trusted data directory: content-addressed blobs and durable transaction records.

@@ -1,0 +1,25 @@
+//! Values shared by every vsh crate: workspace paths, domain-separated digests,
+//! node states, diff entries and the transaction state machine.
+//!
+//! This crate owns no I/O and depends on no other vsh crate. Everything here is a
+//! plain value with a documented canonical encoding (see [`canon`]), so two hosts
+//! that agree on the values agree on every digest derived from them.
+
+#![forbid(unsafe_code)]
+
+pub mod canon;
+mod diff;
+mod digest;
+mod node;
+mod path;
+mod state;
+
+pub use diff::{DiffEntry, DiffKind};
+pub use digest::{
+    BlobId, DiffDigest, DigestParseError, DomainHasher, ExecutionEvidenceDigest, IntentDigest,
+    PolicyDigest, PrincipalId, ProgramDigest, ReadSetDigest, RuntimeConfigDigest, SnapshotId,
+    TransactionId, WriteSetDigest,
+};
+pub use node::{NodeKind, NodeState};
+pub use path::{VPath, VPathError};
+pub use state::{TransactionState, TransitionError};
