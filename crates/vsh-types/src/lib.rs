@@ -20,6 +20,6 @@ pub use digest::{
     PolicyDigest, PrincipalId, ProgramDigest, ReadSetDigest, RuntimeConfigDigest, SnapshotId,
     TransactionId, WriteSetDigest,
 };
-pub use node::{NodeKind, NodeState};
+pub use node::{MODE_MASK, NodeKind, NodeState};
 pub use path::{VPath, VPathError};
 pub use state::{TransactionState, TransitionError};

@@ -1,1 +1,810 @@
-//! The virtual image of a workspace: an observed snapshot and a copy-on-write overlay with a canonical diff.
+//! The virtual image of a workspace: an observed snapshot of the base and a
+//! copy-on-write overlay, with a canonical diff.
+//!
+//! A [`VirtualFs`] never writes to the host. It observes base nodes on demand
+//! through a [`vsh_host::CapDir`] and freezes each observation for the rest of
+//! the run, so repeated reads agree (repeatable reads) and a run that touches
+//! `k` paths costs `O(k)` host operations whatever the workspace's size. Every
+//! observation the run *used* is recorded in the [`ReadSet`]; the commit engine
+//! revalidates exactly those facts.
+//!
+//! Changes go to an overlay keyed by path. Symlinks are data: they are stored and
+//! moved as their target bytes and never followed; a path that continues below a
+//! symlink is an error ([`VfsError::SymlinkInPath`]).
+//!
+//! [`VirtualFs::canonical_diff`] compares the overlay with the base and returns
+//! the changed paths sorted by path, with before and after [`NodeState`]s.
+
+#![forbid(unsafe_code)]
+
+mod base;
+mod error;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use vsh_host::CapDir;
+use vsh_types::canon::{self, Canonical};
+use vsh_types::{BlobId, DiffDigest, DiffEntry, NodeKind, NodeState, SnapshotId, VPath, WriteSetDigest};
+
+pub use base::{Dependency, ReadSet, SnapshotLimits, names_digest};
+pub use error::VfsError;
+
+use base::Base;
+
+/// Mode of files a guest creates.
+pub const DEFAULT_FILE_MODE: u32 = 0o644;
+/// Mode of directories a guest creates.
+pub const DEFAULT_DIR_MODE: u32 = 0o755;
+
+/// Where the bytes of a file (or symlink target) in the final state come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContentSource {
+    /// Bytes written during the run.
+    Bytes(Arc<[u8]>),
+    /// The unread content of a base file at this path (for example after a rename).
+    Base(VPath),
+}
+
+#[derive(Debug, Clone)]
+enum Overlay {
+    File { content: ContentSource, mode: u32 },
+    Symlink { target: Arc<[u8]> },
+    /// `opaque`: the base's children at this path do not show through.
+    Dir { mode: u32, opaque: bool },
+    Tombstone,
+}
+
+/// Metadata of a node in the virtual image.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Metadata {
+    /// Kind.
+    pub kind: NodeKind,
+    /// Size in bytes (0 for directories).
+    pub size: u64,
+    /// Permission bits.
+    pub mode: u32,
+    /// Modification time in seconds: the base's for unchanged base nodes, 0.0 for
+    /// nodes written during the run.
+    pub mtime: f64,
+}
+
+/// One recorded effect, in the order the guest caused it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// A file or symlink was written or created.
+    Write(VPath),
+    /// A directory was created.
+    Mkdir(VPath),
+    /// A node was removed (a directory with everything beneath it).
+    Remove(VPath),
+    /// A node was moved.
+    Rename {
+        /// The source.
+        from: VPath,
+        /// The destination.
+        to: VPath,
+    },
+    /// Permission bits changed.
+    SetMode(VPath),
+}
+
+/// The canonical diff of a run: changed paths in path order, and their digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanonicalDiff {
+    entries: Vec<DiffEntry>,
+    digest: DiffDigest,
+}
+
+impl CanonicalDiff {
+    /// Build from entries (sorted and checked: strictly increasing paths, no root).
+    pub fn from_entries(entries: Vec<DiffEntry>) -> Result<Self, VfsError> {
+        for pair in entries.windows(2) {
+            if pair[0].path >= pair[1].path {
+                return Err(VfsError::InvalidOperation { path: pair[1].path.clone(), reason: "diff entries out of order" });
+            }
+        }
+        if entries.first().is_some_and(|entry| entry.path.is_root()) {
+            return Err(VfsError::RootMutation);
+        }
+        let mut out = Vec::new();
+        canon::put_seq(&mut out, entries.iter());
+        Ok(Self { digest: DiffDigest::digest(&out), entries })
+    }
+
+    /// The entries, sorted by path.
+    pub fn entries(&self) -> &[DiffEntry] {
+        &self.entries
+    }
+
+    /// The digest of the canonical encoding (count, then each entry).
+    pub fn digest(&self) -> DiffDigest {
+        self.digest
+    }
+
+    /// The write set's digest: the preconditions (path and before state) of every
+    /// changed path.
+    pub fn write_set_digest(&self) -> WriteSetDigest {
+        let mut out = Vec::new();
+        canon::put_u64(&mut out, self.entries.len() as u64);
+        for entry in &self.entries {
+            entry.path.encode_canonical(&mut out);
+            canon::put_option(&mut out, entry.before.as_ref());
+        }
+        WriteSetDigest::digest(&out)
+    }
+
+    /// Number of changed paths.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// The virtual image of one run.
+#[derive(Debug)]
+pub struct VirtualFs {
+    base: Base,
+    overlay: BTreeMap<VPath, Overlay>,
+    effects: Vec<Effect>,
+    renames: u64,
+}
+
+/// The resolved state of a path in the virtual image.
+enum Node {
+    Base(NodeKind),
+    File,
+    Symlink,
+    Dir { opaque: bool },
+}
+
+impl Node {
+    fn kind(&self) -> NodeKind {
+        match self {
+            Self::Base(kind) => *kind,
+            Self::File => NodeKind::File,
+            Self::Symlink => NodeKind::Symlink,
+            Self::Dir { .. } => NodeKind::Directory,
+        }
+    }
+}
+
+impl VirtualFs {
+    /// A fresh image over the directory `dir`. Paths within `excluded` (the data
+    /// directory, when it lies inside the workspace) are invisible: absent to
+    /// lookups and missing from listings.
+    pub fn new(dir: Arc<CapDir>, excluded: Vec<VPath>, limits: SnapshotLimits) -> Self {
+        Self { base: Base::new(dir, excluded, limits), overlay: BTreeMap::new(), effects: Vec::new(), renames: 0 }
+    }
+
+    /// The host directory behind the base.
+    pub fn host(&self) -> &Arc<CapDir> {
+        self.base.dir()
+    }
+
+    /// The dependencies recorded so far.
+    pub fn read_set(&self) -> &ReadSet {
+        &self.base.reads
+    }
+
+    /// The id of the observed snapshot so far.
+    pub fn snapshot_id(&self) -> SnapshotId {
+        self.base.snapshot_id()
+    }
+
+    /// Number of base nodes observed to exist.
+    pub fn observed_base_nodes(&self) -> u64 {
+        self.base.observed_nodes()
+    }
+
+    /// The recorded effects, in order.
+    pub fn effects(&self) -> &[Effect] {
+        &self.effects
+    }
+
+    /// Number of renames performed.
+    pub fn renames(&self) -> u64 {
+        self.renames
+    }
+
+    // ----- resolution -----
+
+    /// Resolve every proper ancestor of `path`; returns whether base nodes still
+    /// show through at `path` (no opaque or replaced ancestor), or `None` when an
+    /// ancestor is absent.
+    fn resolve_parents(&mut self, path: &VPath) -> Result<Option<bool>, VfsError> {
+        let mut base_visible = true;
+        for ancestor in path.ancestors() {
+            if ancestor.is_root() {
+                continue;
+            }
+            match self.overlay.get(&ancestor) {
+                Some(Overlay::Tombstone) => return Ok(None),
+                Some(Overlay::File { .. }) => return Err(VfsError::NotADirectory { path: ancestor }),
+                Some(Overlay::Symlink { .. }) => return Err(VfsError::SymlinkInPath { path: ancestor }),
+                Some(Overlay::Dir { opaque, .. }) => base_visible &= !opaque,
+                None if !base_visible => return Ok(None),
+                None => match self.base.kind(&ancestor)? {
+                    None => return Ok(None),
+                    Some(NodeKind::Directory) => {}
+                    Some(NodeKind::File) => return Err(VfsError::NotADirectory { path: ancestor }),
+                    Some(NodeKind::Symlink) => return Err(VfsError::SymlinkInPath { path: ancestor }),
+                },
+            }
+        }
+        Ok(Some(base_visible))
+    }
+
+    fn resolve(&mut self, path: &VPath) -> Result<Option<Node>, VfsError> {
+        if path.is_root() {
+            return Ok(Some(Node::Dir { opaque: false }));
+        }
+        let Some(base_visible) = self.resolve_parents(path)? else { return Ok(None) };
+        Ok(match self.overlay.get(path) {
+            Some(Overlay::Tombstone) => None,
+            Some(Overlay::File { .. }) => Some(Node::File),
+            Some(Overlay::Symlink { .. }) => Some(Node::Symlink),
+            Some(Overlay::Dir { opaque, .. }) => Some(Node::Dir { opaque: *opaque }),
+            None if base_visible => self.base.kind(path)?.map(Node::Base),
+            None => None,
+        })
+    }
+
+    fn require(&mut self, path: &VPath) -> Result<Node, VfsError> {
+        self.resolve(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })
+    }
+
+    /// Resolve the parent of `path` and require it to be a directory.
+    fn require_parent_dir(&mut self, path: &VPath) -> Result<(), VfsError> {
+        let parent = path.parent().ok_or(VfsError::RootMutation)?;
+        match self.require(&parent)?.kind() {
+            NodeKind::Directory => Ok(()),
+            NodeKind::File => Err(VfsError::NotADirectory { path: parent }),
+            NodeKind::Symlink => Err(VfsError::SymlinkInPath { path: parent }),
+        }
+    }
+
+    // ----- queries -----
+
+    /// The kind of the node at `path`, or `None` if absent. A path below a file
+    /// or symlink is an error, as on the host.
+    pub fn kind(&mut self, path: &VPath) -> Result<Option<NodeKind>, VfsError> {
+        Ok(self.resolve(path)?.map(|node| node.kind()))
+    }
+
+    /// Whether `path` exists. Paths below a file or symlink do not exist.
+    pub fn exists(&mut self, path: &VPath) -> Result<bool, VfsError> {
+        match self.kind(path) {
+            Ok(kind) => Ok(kind.is_some()),
+            Err(VfsError::NotADirectory { .. } | VfsError::SymlinkInPath { .. }) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Metadata of the node at `path` (never following a symlink).
+    pub fn metadata(&mut self, path: &VPath) -> Result<Metadata, VfsError> {
+        if path.is_root() {
+            let mode = self.base.metadata(path)?.map_or(DEFAULT_DIR_MODE, |(_, _, mode)| mode);
+            let mtime = self.base.mtime_seconds(path)?.unwrap_or(0.0);
+            return Ok(Metadata { kind: NodeKind::Directory, size: 0, mode, mtime });
+        }
+        match self.require(path)? {
+            Node::Base(_) => {
+                let (kind, size, mode) = self.base.metadata(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
+                let mtime = self.base.mtime_seconds(path)?.unwrap_or(0.0);
+                Ok(Metadata { kind, size, mode, mtime })
+            }
+            node => {
+                let kind = node.kind();
+                let (size, mode) = match self.overlay.get(path).cloned() {
+                    Some(Overlay::File { content, mode }) => (self.content_len(&content)?, mode),
+                    Some(Overlay::Symlink { target }) => (target.len() as u64, 0o777),
+                    Some(Overlay::Dir { mode, .. }) => (0, mode),
+                    _ => unreachable!("resolved overlay node"),
+                };
+                Ok(Metadata { kind, size, mode, mtime: 0.0 })
+            }
+        }
+    }
+
+    fn content_len(&mut self, content: &ContentSource) -> Result<u64, VfsError> {
+        match content {
+            ContentSource::Bytes(bytes) => Ok(bytes.len() as u64),
+            ContentSource::Base(origin) => {
+                Ok(self.base.metadata(origin)?.ok_or_else(|| VfsError::BaseChanged { path: origin.clone() })?.1)
+            }
+        }
+    }
+
+    /// The size of a file without reading it.
+    pub fn file_size(&mut self, path: &VPath) -> Result<u64, VfsError> {
+        let meta = self.metadata(path)?;
+        match meta.kind {
+            NodeKind::File => Ok(meta.size),
+            NodeKind::Directory => Err(VfsError::IsADirectory { path: path.clone() }),
+            NodeKind::Symlink => Err(VfsError::SymlinkInPath { path: path.clone() }),
+        }
+    }
+
+    /// Read a file's bytes. Symlinks are not followed.
+    pub fn read(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
+        match self.require(path)? {
+            Node::Base(NodeKind::File) => self.base.content(path),
+            Node::File => match self.overlay.get(path) {
+                Some(Overlay::File { content: ContentSource::Bytes(bytes), .. }) => Ok(Arc::clone(bytes)),
+                Some(Overlay::File { content: ContentSource::Base(origin), .. }) => {
+                    let origin = origin.clone();
+                    self.base.content(&origin)
+                }
+                _ => unreachable!("resolved overlay file"),
+            },
+            Node::Base(NodeKind::Directory) | Node::Dir { .. } => Err(VfsError::IsADirectory { path: path.clone() }),
+            Node::Base(NodeKind::Symlink) | Node::Symlink => Err(VfsError::SymlinkInPath { path: path.clone() }),
+        }
+    }
+
+    /// Read a symlink's target bytes.
+    pub fn read_link(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
+        match self.require(path)? {
+            Node::Base(NodeKind::Symlink) => self.base.content(path),
+            Node::Symlink => match self.overlay.get(path) {
+                Some(Overlay::Symlink { target }) => Ok(Arc::clone(target)),
+                _ => unreachable!("resolved overlay symlink"),
+            },
+            _ => Err(VfsError::InvalidOperation { path: path.clone(), reason: "not a symlink" }),
+        }
+    }
+
+    /// The names of a directory's children, sorted.
+    pub fn read_dir(&mut self, path: &VPath) -> Result<Vec<String>, VfsError> {
+        let node = self.require(path)?;
+        let base_children = match node {
+            Node::Base(NodeKind::Directory) => true,
+            Node::Dir { opaque } => !opaque && self.base_shows_through(path)?,
+            Node::Base(NodeKind::File) | Node::File => return Err(VfsError::NotADirectory { path: path.clone() }),
+            Node::Base(NodeKind::Symlink) | Node::Symlink => return Err(VfsError::SymlinkInPath { path: path.clone() }),
+        };
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        if base_children {
+            for name in self.base.names(path)?.iter() {
+                let child = path.child(name).map_err(|_| VfsError::NonUtf8Name { path: path.clone() })?;
+                if !matches!(self.overlay.get(&child), Some(Overlay::Tombstone)) {
+                    names.insert(name.clone());
+                }
+            }
+        }
+        for (child, entry) in self.overlay_children(path) {
+            if matches!(entry, Overlay::Tombstone) {
+                names.remove(child.file_name().unwrap_or_default());
+            } else {
+                names.insert(child.file_name().unwrap_or_default().to_owned());
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    /// Whether base children show through at `path` (no opaque or replaced ancestor).
+    fn base_shows_through(&mut self, path: &VPath) -> Result<bool, VfsError> {
+        Ok(self.resolve_parents(path)?.unwrap_or(false))
+    }
+
+    /// Direct overlay children of `path`.
+    fn overlay_children(&self, path: &VPath) -> Vec<(VPath, Overlay)> {
+        let depth = path.depth() + 1;
+        self.overlay_range(path).filter(|(child, _)| child.depth() == depth).map(|(p, o)| (p.clone(), o.clone())).collect()
+    }
+
+    /// Overlay entries strictly below `path`.
+    fn overlay_range(&self, path: &VPath) -> impl Iterator<Item = (&VPath, &Overlay)> {
+        let lower = Bound::Included(path.descendants_lower_bound());
+        let upper = path.descendants_upper_bound().map_or(Bound::Unbounded, Bound::Excluded);
+        self.overlay.range((lower, upper)).filter(move |(child, _)| !child.is_root() && child.is_strictly_within(path))
+    }
+
+    // ----- mutations -----
+
+    /// Create or replace a file's content. The parent must be a directory; an
+    /// existing file keeps its mode, a new one gets [`DEFAULT_FILE_MODE`].
+    pub fn write(&mut self, path: &VPath, bytes: Arc<[u8]>) -> Result<(), VfsError> {
+        if path.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        self.require_parent_dir(path)?;
+        let mode = match self.resolve(path)? {
+            None => DEFAULT_FILE_MODE,
+            Some(Node::Base(NodeKind::File)) => {
+                self.base.metadata(path)?.map_or(DEFAULT_FILE_MODE, |(_, _, mode)| mode)
+            }
+            Some(Node::File) => match self.overlay.get(path) {
+                Some(Overlay::File { mode, .. }) => *mode,
+                _ => DEFAULT_FILE_MODE,
+            },
+            Some(Node::Base(NodeKind::Directory) | Node::Dir { .. }) => {
+                return Err(VfsError::IsADirectory { path: path.clone() });
+            }
+            Some(Node::Base(NodeKind::Symlink) | Node::Symlink) => {
+                return Err(VfsError::SymlinkInPath { path: path.clone() });
+            }
+        };
+        self.overlay.insert(path.clone(), Overlay::File { content: ContentSource::Bytes(bytes), mode });
+        self.effects.push(Effect::Write(path.clone()));
+        Ok(())
+    }
+
+    /// Append to a file, creating it if missing. Returns the new length.
+    pub fn append(&mut self, path: &VPath, bytes: &[u8]) -> Result<u64, VfsError> {
+        let existing = match self.read(path) {
+            Ok(existing) => Some(existing),
+            Err(VfsError::NotFound { .. }) => None,
+            Err(other) => return Err(other),
+        };
+        let mut joined = Vec::with_capacity(existing.as_ref().map_or(0, |e| e.len()) + bytes.len());
+        if let Some(existing) = existing {
+            joined.extend_from_slice(&existing);
+        }
+        joined.extend_from_slice(bytes);
+        let length = joined.len() as u64;
+        self.write(path, joined.into())?;
+        Ok(length)
+    }
+
+    /// Create a symlink (stored as its target bytes, never followed).
+    pub fn symlink(&mut self, path: &VPath, target: &[u8]) -> Result<(), VfsError> {
+        if path.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        self.require_parent_dir(path)?;
+        if self.resolve(path)?.is_some() {
+            return Err(VfsError::AlreadyExists { path: path.clone() });
+        }
+        self.overlay.insert(path.clone(), Overlay::Symlink { target: target.into() });
+        self.effects.push(Effect::Write(path.clone()));
+        Ok(())
+    }
+
+    /// Create a directory with `mode`. The parent must exist.
+    pub fn mkdir(&mut self, path: &VPath, mode: u32) -> Result<(), VfsError> {
+        if path.is_root() {
+            return Err(VfsError::AlreadyExists { path: path.clone() });
+        }
+        self.require_parent_dir(path)?;
+        if self.resolve(path)?.is_some() {
+            return Err(VfsError::AlreadyExists { path: path.clone() });
+        }
+        self.overlay.insert(path.clone(), Overlay::Dir { mode: mode & 0o7777, opaque: true });
+        self.effects.push(Effect::Mkdir(path.clone()));
+        Ok(())
+    }
+
+    /// Create a directory and any missing ancestors (each with `mode`).
+    pub fn mkdir_all(&mut self, path: &VPath, mode: u32) -> Result<(), VfsError> {
+        let mut chain = path.ancestors();
+        chain.push(path.clone());
+        for dir in chain.into_iter().filter(|dir| !dir.is_root()) {
+            match self.kind(&dir)? {
+                Some(NodeKind::Directory) => {}
+                Some(NodeKind::File) => return Err(VfsError::NotADirectory { path: dir }),
+                Some(NodeKind::Symlink) => return Err(VfsError::SymlinkInPath { path: dir }),
+                None => self.mkdir(&dir, mode)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove a file or symlink.
+    pub fn unlink(&mut self, path: &VPath) -> Result<(), VfsError> {
+        if path.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        match self.require(path)?.kind() {
+            NodeKind::Directory => Err(VfsError::IsADirectory { path: path.clone() }),
+            NodeKind::File | NodeKind::Symlink => {
+                self.overlay.insert(path.clone(), Overlay::Tombstone);
+                self.effects.push(Effect::Remove(path.clone()));
+                Ok(())
+            }
+        }
+    }
+
+    /// Remove an empty directory.
+    pub fn rmdir(&mut self, path: &VPath) -> Result<(), VfsError> {
+        if path.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        if self.require(path)?.kind() != NodeKind::Directory {
+            return Err(VfsError::NotADirectory { path: path.clone() });
+        }
+        if !self.read_dir(path)?.is_empty() {
+            return Err(VfsError::DirectoryNotEmpty { path: path.clone() });
+        }
+        self.tombstone_tree(path);
+        self.effects.push(Effect::Remove(path.clone()));
+        Ok(())
+    }
+
+    /// Remove a node and, for a directory, everything beneath it.
+    pub fn remove_tree(&mut self, path: &VPath) -> Result<(), VfsError> {
+        if path.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        self.require(path)?;
+        self.tombstone_tree(path);
+        self.effects.push(Effect::Remove(path.clone()));
+        Ok(())
+    }
+
+    fn tombstone_tree(&mut self, path: &VPath) {
+        let below: Vec<VPath> = self.overlay_range(path).map(|(child, _)| child.clone()).collect();
+        for child in below {
+            self.overlay.remove(&child);
+        }
+        self.overlay.insert(path.clone(), Overlay::Tombstone);
+    }
+
+    /// Set the permission bits of a file or directory (not a symlink).
+    pub fn set_mode(&mut self, path: &VPath, mode: u32) -> Result<(), VfsError> {
+        if path.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        let mode = mode & 0o7777;
+        match self.require(path)? {
+            Node::Base(NodeKind::File) => {
+                self.overlay.insert(path.clone(), Overlay::File { content: ContentSource::Base(path.clone()), mode });
+            }
+            Node::Base(NodeKind::Directory) => {
+                self.overlay.insert(path.clone(), Overlay::Dir { mode, opaque: false });
+            }
+            Node::File | Node::Dir { .. } => match self.overlay.get_mut(path) {
+                Some(Overlay::File { mode: current, .. } | Overlay::Dir { mode: current, .. }) => *current = mode,
+                _ => unreachable!("resolved overlay node"),
+            },
+            Node::Base(NodeKind::Symlink) | Node::Symlink => {
+                return Err(VfsError::InvalidOperation { path: path.clone(), reason: "cannot change a symlink's mode" });
+            }
+        }
+        self.effects.push(Effect::SetMode(path.clone()));
+        Ok(())
+    }
+
+    /// Rename `from` to `to` with POSIX semantics: a file replaces a file; a
+    /// directory replaces a missing path or an empty directory; a directory
+    /// cannot move into itself. Moving a path onto itself does nothing.
+    pub fn rename(&mut self, from: &VPath, to: &VPath) -> Result<(), VfsError> {
+        if from.is_root() || to.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        let source_kind = self.require(from)?.kind();
+        self.require_parent_dir(to)?;
+        if from == to {
+            return Ok(());
+        }
+        if to.is_strictly_within(from) {
+            return Err(VfsError::InvalidOperation { path: to.clone(), reason: "cannot move a directory into itself" });
+        }
+        match (source_kind, self.kind(to)?) {
+            (_, None) => {}
+            (NodeKind::Directory, Some(NodeKind::Directory)) => {
+                if !self.read_dir(to)?.is_empty() {
+                    return Err(VfsError::DirectoryNotEmpty { path: to.clone() });
+                }
+            }
+            (NodeKind::Directory, Some(_)) => return Err(VfsError::NotADirectory { path: to.clone() }),
+            (_, Some(NodeKind::Directory)) => return Err(VfsError::IsADirectory { path: to.clone() }),
+            (_, Some(_)) => {}
+        }
+        let moved = self.capture_tree(from)?;
+        self.tombstone_tree(from);
+        if self.overlay.contains_key(to) || self.kind(to)?.is_some() {
+            self.tombstone_tree(to);
+        }
+        for (path, entry) in moved {
+            let target = path.rebase(from, to).expect("captured below the source");
+            self.overlay.insert(target, entry);
+        }
+        self.renames += 1;
+        self.effects.push(Effect::Rename { from: from.clone(), to: to.clone() });
+        Ok(())
+    }
+
+    /// Copy a file's content to `to`. An existing destination file keeps its
+    /// mode; a new one gets the source's mode. The copy depends on the source's
+    /// content, which is not read into memory.
+    pub fn copy_file(&mut self, from: &VPath, to: &VPath) -> Result<(), VfsError> {
+        if to.is_root() {
+            return Err(VfsError::RootMutation);
+        }
+        let (content, source_mode) = match self.require(from)? {
+            Node::Base(NodeKind::File) => {
+                self.base.digest(from)?;
+                let mode = self.base.metadata(from)?.map_or(DEFAULT_FILE_MODE, |(_, _, mode)| mode);
+                (ContentSource::Base(from.clone()), mode)
+            }
+            Node::File => match self.overlay.get(from) {
+                Some(Overlay::File { content, mode }) => (content.clone(), *mode),
+                _ => unreachable!("resolved overlay file"),
+            },
+            Node::Base(NodeKind::Directory) | Node::Dir { .. } => return Err(VfsError::IsADirectory { path: from.clone() }),
+            Node::Base(NodeKind::Symlink) | Node::Symlink => return Err(VfsError::SymlinkInPath { path: from.clone() }),
+        };
+        self.require_parent_dir(to)?;
+        let mode = match self.resolve(to)? {
+            None => source_mode,
+            Some(Node::Base(NodeKind::File)) => self.base.metadata(to)?.map_or(source_mode, |(_, _, mode)| mode),
+            Some(Node::File) => match self.overlay.get(to) {
+                Some(Overlay::File { mode, .. }) => *mode,
+                _ => source_mode,
+            },
+            Some(Node::Base(NodeKind::Directory) | Node::Dir { .. }) => return Err(VfsError::IsADirectory { path: to.clone() }),
+            Some(Node::Base(NodeKind::Symlink) | Node::Symlink) => return Err(VfsError::SymlinkInPath { path: to.clone() }),
+        };
+        if from != to {
+            self.overlay.insert(to.clone(), Overlay::File { content, mode });
+            self.effects.push(Effect::Write(to.clone()));
+        }
+        Ok(())
+    }
+
+    /// Snapshot the subtree at `path` as overlay entries (path relative order),
+    /// observing base nodes that have no overlay entry. Directories become opaque.
+    fn capture_tree(&mut self, path: &VPath) -> Result<Vec<(VPath, Overlay)>, VfsError> {
+        let mut out = Vec::new();
+        let mut stack = vec![path.clone()];
+        while let Some(current) = stack.pop() {
+            let entry = match self.require(&current)? {
+                Node::Base(NodeKind::File) => {
+                    let mode = self.base.metadata(&current)?.map_or(DEFAULT_FILE_MODE, |(_, _, mode)| mode);
+                    // The move depends on the content it moves.
+                    self.base.digest(&current)?;
+                    Overlay::File { content: ContentSource::Base(current.clone()), mode }
+                }
+                Node::Base(NodeKind::Symlink) => Overlay::Symlink { target: self.base.content(&current)? },
+                Node::Base(NodeKind::Directory) => {
+                    let mode = self.base.metadata(&current)?.map_or(DEFAULT_DIR_MODE, |(_, _, mode)| mode);
+                    Overlay::Dir { mode, opaque: true }
+                }
+                Node::File | Node::Symlink => self.overlay.get(&current).cloned().expect("resolved overlay node"),
+                Node::Dir { .. } => match self.overlay.get(&current) {
+                    Some(Overlay::Dir { mode, .. }) => Overlay::Dir { mode: *mode, opaque: true },
+                    _ => unreachable!("resolved overlay dir"),
+                },
+            };
+            if matches!(entry, Overlay::Dir { .. }) {
+                for name in self.read_dir(&current)? {
+                    stack.push(current.child(&name).map_err(|_| VfsError::NonUtf8Name { path: current.clone() })?);
+                }
+            }
+            out.push((current, entry));
+        }
+        Ok(out)
+    }
+
+    // ----- diff -----
+
+    /// The canonical diff: every path whose final state differs from the base,
+    /// sorted by path. Computing it observes (and records as dependencies) the
+    /// before state of every changed path, including every descendant of a
+    /// removed or replaced base directory.
+    pub fn canonical_diff(&mut self) -> Result<CanonicalDiff, VfsError> {
+        let mut candidates: BTreeSet<VPath> = BTreeSet::new();
+        let roots: Vec<(VPath, bool)> = self
+            .overlay
+            .iter()
+            .map(|(path, entry)| (path.clone(), !matches!(entry, Overlay::Dir { opaque: false, .. })))
+            .collect();
+        for (path, replaces_base) in roots {
+            candidates.insert(path.clone());
+            if replaces_base {
+                self.collect_base_subtree(&path, &mut candidates)?;
+            }
+        }
+        let mut entries = Vec::new();
+        for path in candidates {
+            let before = self.base_state(&path)?;
+            let after = self.final_state(&path)?;
+            if let Some(entry) = DiffEntry::between(path, before, after) {
+                entries.push(entry);
+            }
+        }
+        CanonicalDiff::from_entries(entries)
+    }
+
+    /// Every base descendant of `path` (if `path` is a base directory reachable
+    /// through base directories).
+    fn collect_base_subtree(&mut self, path: &VPath, out: &mut BTreeSet<VPath>) -> Result<(), VfsError> {
+        if !self.base_reachable(path)? {
+            return Ok(());
+        }
+        let mut stack = vec![path.clone()];
+        while let Some(dir) = stack.pop() {
+            if self.base.kind(&dir)? != Some(NodeKind::Directory) {
+                continue;
+            }
+            for name in self.base.names(&dir)?.iter() {
+                let child = dir.child(name).map_err(|_| VfsError::NonUtf8Name { path: dir.clone() })?;
+                out.insert(child.clone());
+                stack.push(child);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every proper ancestor of `path` is a base directory.
+    fn base_reachable(&mut self, path: &VPath) -> Result<bool, VfsError> {
+        for ancestor in path.ancestors() {
+            if !ancestor.is_root() && self.base.kind(&ancestor)? != Some(NodeKind::Directory) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The base state of `path`, or `None` when it is absent from the base.
+    fn base_state(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        if !self.base_reachable(path)? {
+            return Ok(None);
+        }
+        self.base.state(path)
+    }
+
+    /// The final (virtual) state of `path`, or `None` when absent.
+    fn final_state(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        let node = match self.resolve(path) {
+            Ok(node) => node,
+            Err(VfsError::NotADirectory { .. } | VfsError::SymlinkInPath { .. }) => None,
+            Err(other) => return Err(other),
+        };
+        Ok(match node {
+            None => None,
+            Some(Node::Base(_)) => self.base.state(path)?,
+            Some(_) => match self.overlay.get(path).cloned() {
+                Some(Overlay::File { content: ContentSource::Bytes(bytes), mode }) => Some(NodeState::file_with(&bytes, mode)),
+                Some(Overlay::File { content: ContentSource::Base(origin), mode }) => {
+                    let size = self.content_len(&ContentSource::Base(origin.clone()))?;
+                    Some(NodeState::file(size, mode, self.base.digest(&origin)?))
+                }
+                Some(Overlay::Symlink { target }) => Some(NodeState::symlink(&target)),
+                Some(Overlay::Dir { mode, .. }) => Some(NodeState::directory(mode)),
+                Some(Overlay::Tombstone) | None => None,
+            },
+        })
+    }
+
+    /// Where the final content of a file or symlink at `path` comes from.
+    pub fn content_source(&mut self, path: &VPath) -> Result<Option<ContentSource>, VfsError> {
+        Ok(match self.overlay.get(path) {
+            Some(Overlay::File { content, .. }) => Some(content.clone()),
+            Some(Overlay::Symlink { target }) => Some(ContentSource::Bytes(Arc::clone(target))),
+            Some(Overlay::Dir { .. } | Overlay::Tombstone) => None,
+            None => match self.kind(path)? {
+                Some(NodeKind::File) => Some(ContentSource::Base(path.clone())),
+                Some(NodeKind::Symlink) => Some(ContentSource::Bytes(self.base.content(path)?)),
+                _ => None,
+            },
+        })
+    }
+
+    /// Materialize a [`ContentSource`] into bytes (a base source is read through
+    /// the host and checked against the frozen observation).
+    pub fn materialize(&mut self, source: &ContentSource) -> Result<Arc<[u8]>, VfsError> {
+        match source {
+            ContentSource::Bytes(bytes) => Ok(Arc::clone(bytes)),
+            ContentSource::Base(origin) => self.base.content(origin),
+        }
+    }
+
+    /// The content digest a [`ContentSource`] must have (without materializing it).
+    pub fn source_digest(&mut self, source: &ContentSource) -> Result<BlobId, VfsError> {
+        match source {
+            ContentSource::Bytes(bytes) => Ok(BlobId::of(bytes)),
+            ContentSource::Base(origin) => self.base.digest(origin),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

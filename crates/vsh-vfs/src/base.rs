@@ -1,0 +1,384 @@
+//! The observed base: workspace nodes observed on demand through vsh-host and
+//! frozen for the rest of the run, and the read set that records what the run
+//! used of each.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use vsh_host::{CapDir, HostKind, HostStat};
+use vsh_types::canon::{self, Canonical};
+use vsh_types::{BlobId, NodeKind, NodeState, ReadSetDigest, SnapshotId, VPath};
+
+use crate::error::VfsError;
+
+/// Bounds on what a run may materialize from the base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotLimits {
+    /// Total bytes of base content held in memory by one run (default 64 MiB).
+    pub max_materialized_bytes: u64,
+    /// Bytes of one base file or symlink target held in memory (default 4 MiB).
+    pub max_materialized_file_bytes: u64,
+    /// Distinct base paths one run may observe (default 250,000).
+    pub max_observations: u64,
+}
+
+impl Default for SnapshotLimits {
+    fn default() -> Self {
+        Self {
+            max_materialized_bytes: 64 << 20,
+            max_materialized_file_bytes: 4 << 20,
+            max_observations: 250_000,
+        }
+    }
+}
+
+/// What the run depended on at one base path. Each facet is compared exactly at
+/// commit time; facets that were never used are never compared, so an unrelated
+/// change (a touched mtime, a new sibling) is not a conflict.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dependency {
+    /// Existence and kind: `Some(None)` means "was absent".
+    pub kind: Option<Option<NodeKind>>,
+    /// Size and mode (from `stat`), for the recorded kind.
+    pub size_mode: Option<(u64, u32)>,
+    /// Content digest of a file or symlink target that was read.
+    pub content: Option<BlobId>,
+    /// Digest of the sorted child names of a directory that was listed
+    /// (see [`names_digest`]).
+    pub names: Option<[u8; 32]>,
+}
+
+impl Canonical for Dependency {
+    fn encode_canonical(&self, out: &mut Vec<u8>) {
+        match self.kind {
+            None => canon::put_u8(out, 0),
+            Some(None) => canon::put_u8(out, 1),
+            Some(Some(kind)) => {
+                canon::put_u8(out, 2);
+                canon::put_u8(out, kind.tag());
+            }
+        }
+        match self.size_mode {
+            None => canon::put_u8(out, 0),
+            Some((size, mode)) => {
+                canon::put_u8(out, 1);
+                canon::put_u64(out, size);
+                canon::put_u32(out, mode);
+            }
+        }
+        canon::put_option(out, self.content.as_ref());
+        match self.names {
+            None => canon::put_u8(out, 0),
+            Some(digest) => {
+                canon::put_u8(out, 1);
+                out.extend_from_slice(&digest);
+            }
+        }
+    }
+}
+
+/// Every dependency of a run on the base, keyed by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadSet {
+    /// The dependencies, sorted by path.
+    pub entries: BTreeMap<VPath, Dependency>,
+}
+
+impl ReadSet {
+    /// The digest of the canonical encoding (count, then path and dependency per entry).
+    pub fn digest(&self) -> ReadSetDigest {
+        let mut out = Vec::new();
+        canon::put_u64(&mut out, self.entries.len() as u64);
+        for (path, dependency) in &self.entries {
+            path.encode_canonical(&mut out);
+            dependency.encode_canonical(&mut out);
+        }
+        ReadSetDigest::digest(&out)
+    }
+
+    /// Number of paths with a dependency.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the run depended on nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// The digest of a directory's child names, as recorded for a listing dependency.
+/// Names are sorted bytewise; the encoding is a count then each name as a byte string.
+pub fn names_digest<'a>(names: impl IntoIterator<Item = &'a str>) -> [u8; 32] {
+    let mut sorted: Vec<&str> = names.into_iter().collect();
+    sorted.sort_unstable();
+    let mut out = Vec::new();
+    canon::put_u64(&mut out, sorted.len() as u64);
+    for name in sorted {
+        canon::put_bytes(&mut out, name.as_bytes());
+    }
+    *blake3::Hasher::new_derive_key("vsh 2026 directory-names v1").update(&out).finalize().as_bytes()
+}
+
+/// A frozen observation of one base node.
+#[derive(Debug, Clone)]
+pub(crate) struct BaseNode {
+    pub(crate) kind: NodeKind,
+    pub(crate) size: u64,
+    pub(crate) mode: u32,
+    pub(crate) stat: HostStat,
+    pub(crate) bytes: Option<Arc<[u8]>>,
+    pub(crate) digest: Option<BlobId>,
+    pub(crate) names: Option<Arc<Vec<String>>>,
+}
+
+/// The base view of one run: the host directory, the frozen observations and the
+/// dependencies recorded so far.
+#[derive(Debug)]
+pub(crate) struct Base {
+    dir: Arc<CapDir>,
+    excluded: Vec<VPath>,
+    limits: SnapshotLimits,
+    observed: BTreeMap<VPath, Option<BaseNode>>,
+    materialized: u64,
+    pub(crate) reads: ReadSet,
+}
+
+fn same_stat(a: &HostStat, b: &HostStat) -> bool {
+    a.kind == b.kind && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns && a.identity == b.identity
+}
+
+impl Base {
+    pub(crate) fn new(dir: Arc<CapDir>, excluded: Vec<VPath>, limits: SnapshotLimits) -> Self {
+        Self { dir, excluded, limits, observed: BTreeMap::new(), materialized: 0, reads: ReadSet::default() }
+    }
+
+    pub(crate) fn is_excluded(&self, path: &VPath) -> bool {
+        self.excluded.iter().any(|excluded| path.is_within(excluded))
+    }
+
+    fn dependency(&mut self, path: &VPath) -> &mut Dependency {
+        self.reads.entries.entry(path.clone()).or_default()
+    }
+
+    /// Observe a node without recording a dependency. The caller resolved every
+    /// ancestor first, so the host sees a path whose parents are base directories.
+    pub(crate) fn peek(&mut self, path: &VPath) -> Result<Option<&BaseNode>, VfsError> {
+        if !self.observed.contains_key(path) {
+            let node = if self.is_excluded(path) { None } else { self.stat_host(path)? };
+            if self.observed.len() as u64 >= self.limits.max_observations {
+                return Err(VfsError::SnapshotLimit {
+                    limit: "max_observations",
+                    path: path.clone(),
+                    attempted: self.observed.len() as u64 + 1,
+                    max: self.limits.max_observations,
+                });
+            }
+            self.observed.insert(path.clone(), node);
+        }
+        Ok(self.observed.get(path).and_then(Option::as_ref))
+    }
+
+    fn stat_host(&self, path: &VPath) -> Result<Option<BaseNode>, VfsError> {
+        let Some(stat) = self.dir.lstat(path)? else { return Ok(None) };
+        let kind = match stat.kind {
+            HostKind::File => NodeKind::File,
+            HostKind::Directory => NodeKind::Directory,
+            HostKind::Symlink => NodeKind::Symlink,
+            _ => return Err(VfsError::SpecialFile { path: path.clone() }),
+        };
+        let (size, mode) = match kind {
+            NodeKind::File => (stat.size, stat.mode),
+            NodeKind::Directory => (0, stat.mode),
+            NodeKind::Symlink => (stat.size, 0o777),
+        };
+        Ok(Some(BaseNode { kind, size, mode, stat, bytes: None, digest: None, names: None }))
+    }
+
+    /// Observe a node's existence and kind and record that as a dependency.
+    pub(crate) fn kind(&mut self, path: &VPath) -> Result<Option<NodeKind>, VfsError> {
+        let kind = self.peek(path)?.map(|node| node.kind);
+        self.dependency(path).kind = Some(kind);
+        Ok(kind)
+    }
+
+    /// Observe kind, size and mode, recorded as a dependency.
+    pub(crate) fn metadata(&mut self, path: &VPath) -> Result<Option<(NodeKind, u64, u32)>, VfsError> {
+        let meta = self.peek(path)?.map(|node| (node.kind, node.size, node.mode));
+        let dependency = self.dependency(path);
+        dependency.kind = Some(meta.map(|(kind, _, _)| kind));
+        if let Some((_, size, mode)) = meta {
+            dependency.size_mode = Some((size, mode));
+        }
+        Ok(meta)
+    }
+
+    /// The frozen mtime of a base node, in seconds (for `stat()` results only;
+    /// times are never a dependency).
+    pub(crate) fn mtime_seconds(&mut self, path: &VPath) -> Result<Option<f64>, VfsError> {
+        #[allow(clippy::cast_precision_loss)]
+        Ok(self.peek(path)?.map(|node| node.stat.mtime_ns as f64 / 1e9))
+    }
+
+    /// Read a base file's bytes (or a symlink's target), frozen and recorded as a
+    /// content dependency.
+    pub(crate) fn content(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
+        let limits = self.limits;
+        let materialized = self.materialized;
+        let node = self.peek(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
+        if let Some(bytes) = &node.bytes {
+            let bytes = Arc::clone(bytes);
+            let digest = node.digest;
+            self.dependency(path).content = digest;
+            return Ok(bytes);
+        }
+        let (kind, size) = (node.kind, node.size);
+        if size > limits.max_materialized_file_bytes {
+            return Err(VfsError::SnapshotLimit {
+                limit: "max_materialized_file_bytes",
+                path: path.clone(),
+                attempted: size,
+                max: limits.max_materialized_file_bytes,
+            });
+        }
+        if materialized.saturating_add(size) > limits.max_materialized_bytes {
+            return Err(VfsError::SnapshotLimit {
+                limit: "max_materialized_bytes",
+                path: path.clone(),
+                attempted: materialized.saturating_add(size),
+                max: limits.max_materialized_bytes,
+            });
+        }
+        let bytes: Arc<[u8]> = match kind {
+            NodeKind::File => {
+                let read = self.dir.read_file(path, limits.max_materialized_file_bytes)?;
+                let frozen = self.observed_node(path);
+                if !same_stat(&read.stat, &frozen.stat) || read.bytes.len() as u64 != frozen.size {
+                    return Err(VfsError::BaseChanged { path: path.clone() });
+                }
+                read.bytes.into()
+            }
+            NodeKind::Symlink => {
+                let target = self.dir.read_link(path, limits.max_materialized_file_bytes)?;
+                if target.len() as u64 != size {
+                    return Err(VfsError::BaseChanged { path: path.clone() });
+                }
+                target.into()
+            }
+            NodeKind::Directory => return Err(VfsError::IsADirectory { path: path.clone() }),
+        };
+        let digest = BlobId::of(&bytes);
+        self.materialized += bytes.len() as u64;
+        let node = self.observed_node_mut(path);
+        node.bytes = Some(Arc::clone(&bytes));
+        node.digest = Some(digest);
+        self.dependency(path).content = Some(digest);
+        Ok(bytes)
+    }
+
+    /// The content digest of a base file or symlink, hashing without keeping the
+    /// bytes. Recorded as a content dependency.
+    pub(crate) fn digest(&mut self, path: &VPath) -> Result<BlobId, VfsError> {
+        let node = self.peek(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
+        let digest = match (node.digest, node.kind) {
+            (Some(digest), _) => digest,
+            (None, NodeKind::File) => {
+                let (digest, stat) = self.dir.hash_file(path)?;
+                let frozen = self.observed_node(path);
+                if !same_stat(&stat, &frozen.stat) {
+                    return Err(VfsError::BaseChanged { path: path.clone() });
+                }
+                self.observed_node_mut(path).digest = Some(digest);
+                digest
+            }
+            (None, NodeKind::Symlink) => {
+                self.content(path)?;
+                self.observed_node(path).digest.expect("content() sets the digest")
+            }
+            (None, NodeKind::Directory) => return Err(VfsError::IsADirectory { path: path.clone() }),
+        };
+        self.dependency(path).content = Some(digest);
+        Ok(digest)
+    }
+
+    /// The full state of a base node (hashing its content if needed), or `None`
+    /// if absent. Records kind, size, mode and content dependencies: this is the
+    /// precondition a commit checks before changing the path.
+    pub(crate) fn state(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        let Some((kind, size, mode)) = self.metadata(path)? else { return Ok(None) };
+        Ok(Some(match kind {
+            NodeKind::Directory => NodeState::directory(mode),
+            NodeKind::File => NodeState::file(size, mode, self.digest(path)?),
+            NodeKind::Symlink => {
+                let digest = self.digest(path)?;
+                NodeState { kind, size, mode: 0o777, content: Some(digest) }
+            }
+        }))
+    }
+
+    /// The sorted child names of a base directory, recorded as a listing dependency.
+    pub(crate) fn names(&mut self, path: &VPath) -> Result<Arc<Vec<String>>, VfsError> {
+        let node = self.peek(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
+        if node.kind != NodeKind::Directory {
+            return Err(VfsError::NotADirectory { path: path.clone() });
+        }
+        let names = if let Some(names) = &node.names {
+            Arc::clone(names)
+        } else {
+            let mut names = Vec::new();
+            for entry in self.dir.list_dir(path)? {
+                let name = String::from_utf8(entry.name).map_err(|_| VfsError::NonUtf8Name { path: path.clone() })?;
+                let child = path.child(&name).map_err(|_| VfsError::NonUtf8Name { path: path.clone() })?;
+                if !self.is_excluded(&child) {
+                    names.push(name);
+                }
+            }
+            names.sort_unstable();
+            let names = Arc::new(names);
+            self.observed_node_mut(path).names = Some(Arc::clone(&names));
+            names
+        };
+        let digest = names_digest(names.iter().map(String::as_str));
+        let dependency = self.dependency(path);
+        dependency.kind = Some(Some(NodeKind::Directory));
+        dependency.names = Some(digest);
+        Ok(names)
+    }
+
+    fn observed_node(&self, path: &VPath) -> &BaseNode {
+        self.observed.get(path).and_then(Option::as_ref).expect("observed before use")
+    }
+
+    fn observed_node_mut(&mut self, path: &VPath) -> &mut BaseNode {
+        self.observed.get_mut(path).and_then(Option::as_mut).expect("observed before use")
+    }
+
+    /// Number of base nodes observed to exist.
+    pub(crate) fn observed_nodes(&self) -> u64 {
+        self.observed.values().filter(|node| node.is_some()).count() as u64
+    }
+
+    /// The snapshot id: a digest of every observation (path, then absent or
+    /// kind, size and mode, and the content digest where known).
+    pub(crate) fn snapshot_id(&self) -> SnapshotId {
+        let mut out = Vec::new();
+        canon::put_u64(&mut out, self.observed.len() as u64);
+        for (path, node) in &self.observed {
+            path.encode_canonical(&mut out);
+            match node {
+                None => canon::put_u8(&mut out, 0),
+                Some(node) => {
+                    canon::put_u8(&mut out, node.kind.tag());
+                    canon::put_u64(&mut out, node.size);
+                    canon::put_u32(&mut out, node.mode);
+                    canon::put_option(&mut out, node.digest.as_ref());
+                }
+            }
+        }
+        SnapshotId::digest(&out)
+    }
+
+    pub(crate) fn dir(&self) -> &Arc<CapDir> {
+        &self.dir
+    }
+}

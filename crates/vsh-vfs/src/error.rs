@@ -1,0 +1,119 @@
+//! [`VfsError`]: why a virtual filesystem operation failed.
+
+use vsh_host::HostError;
+use vsh_types::VPath;
+
+/// A failed [`crate::VirtualFs`] operation.
+///
+/// Errors split in two classes (see [`VfsError::is_terminal`]): *guest errors*
+/// describe the virtual image (a missing file, a non-empty directory) and become
+/// ordinary, catchable exceptions in the guest; *terminal errors* mean the image
+/// itself can no longer be trusted or bounded (host I/O failed, the base changed
+/// under the run, a snapshot limit was reached) and end the run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VfsError {
+    /// The path does not exist.
+    #[error("no such file or directory: {path}")]
+    NotFound {
+        /// The missing path.
+        path: VPath,
+    },
+    /// The path already exists.
+    #[error("file exists: {path}")]
+    AlreadyExists {
+        /// The existing path.
+        path: VPath,
+    },
+    /// A directory was required (or a path continued below a non-directory).
+    #[error("not a directory: {path}")]
+    NotADirectory {
+        /// The offending path.
+        path: VPath,
+    },
+    /// A non-directory was required.
+    #[error("is a directory: {path}")]
+    IsADirectory {
+        /// The offending path.
+        path: VPath,
+    },
+    /// The directory has entries.
+    #[error("directory not empty: {path}")]
+    DirectoryNotEmpty {
+        /// The directory.
+        path: VPath,
+    },
+    /// A path continues below a symlink; vsh never follows symlinks.
+    #[error("path goes through a symlink, which is never followed: {path}")]
+    SymlinkInPath {
+        /// The symlink.
+        path: VPath,
+    },
+    /// The operation is not valid for these arguments (for example moving a
+    /// directory into itself).
+    #[error("invalid operation on {path}: {reason}")]
+    InvalidOperation {
+        /// The path involved.
+        path: VPath,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// The workspace root cannot be removed, renamed or replaced.
+    #[error("the workspace root cannot be changed")]
+    RootMutation,
+    /// The base holds a node vsh does not model (a FIFO, socket or device).
+    #[error("unsupported special file: {path}")]
+    SpecialFile {
+        /// The path.
+        path: VPath,
+    },
+    /// A directory entry name is not valid UTF-8 and cannot be named by a guest.
+    #[error("directory {path} holds a name that is not valid UTF-8")]
+    NonUtf8Name {
+        /// The directory.
+        path: VPath,
+    },
+    /// A base file changed between two observations in the same run.
+    #[error("base changed during the run: {path}")]
+    BaseChanged {
+        /// The path.
+        path: VPath,
+    },
+    /// A snapshot limit was reached.
+    #[error("snapshot limit {limit} exceeded at {path}: {attempted} > {max}")]
+    SnapshotLimit {
+        /// Which limit.
+        limit: &'static str,
+        /// The path being observed.
+        path: VPath,
+        /// What the operation needed.
+        attempted: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Host I/O failed.
+    #[error("host I/O failed")]
+    Host(#[from] HostError),
+}
+
+impl VfsError {
+    /// Whether the error ends the run (the guest must not see or catch it).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Self::BaseChanged { .. } | Self::SnapshotLimit { .. } | Self::Host(_))
+    }
+
+    /// The POSIX errno a guest sees for a guest error, `None` for terminal errors.
+    pub fn errno(&self) -> Option<i32> {
+        Some(match self {
+            Self::NotFound { .. } => 2,
+            Self::AlreadyExists { .. } => 17,
+            Self::NotADirectory { .. } => 20,
+            Self::IsADirectory { .. } => 21,
+            Self::InvalidOperation { .. } => 22,
+            Self::DirectoryNotEmpty { .. } => 39,
+            Self::SymlinkInPath { .. } => 40,
+            Self::RootMutation | Self::SpecialFile { .. } | Self::NonUtf8Name { .. } => 13,
+            Self::BaseChanged { .. } | Self::SnapshotLimit { .. } | Self::Host(_) => return None,
+        })
+    }
+}

@@ -1,0 +1,320 @@
+//! Unit and property tests of the virtual image against real temporary directories.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use vsh_host::CapDir;
+use vsh_types::{DiffKind, NodeKind, NodeState, VPath};
+
+use crate::{SnapshotLimits, VfsError, VirtualFs};
+
+fn p(path: &str) -> VPath {
+    VPath::parse(path).unwrap()
+}
+
+fn vfs_over(root: &Path) -> VirtualFs {
+    VirtualFs::new(Arc::new(CapDir::open(root).unwrap()), vec![p(".vsh")], SnapshotLimits::default())
+}
+
+fn write(root: &Path, rel: &str, bytes: &[u8]) {
+    let full = root.join(rel);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, bytes).unwrap();
+}
+
+#[test]
+fn overlay_reads_writes_and_lists_without_touching_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"alpha");
+    write(dir.path(), "d/b.txt", b"beta");
+    let mut vfs = vfs_over(dir.path());
+    assert_eq!(&*vfs.read(&p("a.txt")).unwrap(), b"alpha");
+    vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])).unwrap();
+    vfs.write(&p("d/c.txt"), Arc::from(&b"gamma"[..])).unwrap();
+    vfs.unlink(&p("d/b.txt")).unwrap();
+    assert_eq!(&*vfs.read(&p("a.txt")).unwrap(), b"changed");
+    assert_eq!(vfs.read_dir(&p("d")).unwrap(), vec!["c.txt".to_owned()]);
+    assert!(!vfs.exists(&p("d/b.txt")).unwrap());
+    // The host is untouched.
+    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"alpha");
+    assert!(dir.path().join("d/b.txt").exists());
+    let diff = vfs.canonical_diff().unwrap();
+    let kinds: Vec<_> = diff.entries().iter().map(|e| (e.path.as_str().to_owned(), e.kind)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("a.txt".to_owned(), DiffKind::Modify),
+            ("d/b.txt".to_owned(), DiffKind::Delete),
+            ("d/c.txt".to_owned(), DiffKind::Create)
+        ]
+    );
+}
+
+#[test]
+fn rewriting_identical_bytes_is_not_a_change() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a", b"same");
+    let mut vfs = vfs_over(dir.path());
+    vfs.write(&p("a"), Arc::from(&b"same"[..])).unwrap();
+    vfs.unlink(&p("a")).unwrap();
+    vfs.write(&p("a"), Arc::from(&b"same"[..])).unwrap();
+    assert!(vfs.canonical_diff().unwrap().is_empty());
+}
+
+#[test]
+fn observations_are_frozen_and_changes_under_the_run_fail_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "read", b"one");
+    write(dir.path(), "stat-only", b"one");
+    let mut vfs = vfs_over(dir.path());
+    assert_eq!(&*vfs.read(&p("read")).unwrap(), b"one");
+    assert!(vfs.exists(&p("stat-only")).unwrap());
+    write(dir.path(), "read", b"two!");
+    write(dir.path(), "stat-only", b"two!");
+    write(dir.path(), "late", b"x");
+    // Repeatable read of content already observed.
+    assert_eq!(&*vfs.read(&p("read")).unwrap(), b"one");
+    // Content observed after its metadata changed is refused, never mixed.
+    assert!(matches!(vfs.read(&p("stat-only")), Err(VfsError::BaseChanged { .. })));
+    assert!(vfs.read(&p("stat-only")).unwrap_err().is_terminal());
+}
+
+#[test]
+fn symlinks_are_data_and_never_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "secret", b"top secret");
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("dirlink")).unwrap();
+    let mut vfs = vfs_over(dir.path());
+    assert!(matches!(vfs.read(&p("link")), Err(VfsError::SymlinkInPath { .. })));
+    assert_eq!(&*vfs.read_link(&p("link")).unwrap(), outside.path().join("secret").as_os_str().as_encoded_bytes());
+    assert!(matches!(vfs.read(&p("dirlink/secret")), Err(VfsError::SymlinkInPath { .. })));
+    assert!(!vfs.exists(&p("dirlink/secret")).unwrap());
+    assert!(matches!(vfs.write(&p("dirlink/new"), Arc::from(&b"x"[..])), Err(VfsError::SymlinkInPath { .. })));
+    assert!(matches!(vfs.write(&p("link"), Arc::from(&b"x"[..])), Err(VfsError::SymlinkInPath { .. })));
+    assert_eq!(vfs.kind(&p("link")).unwrap(), Some(NodeKind::Symlink));
+    // Renaming a link moves the link itself.
+    vfs.rename(&p("link"), &p("moved")).unwrap();
+    let diff = vfs.canonical_diff().unwrap();
+    assert_eq!(diff.entries()[1].after.unwrap().kind, NodeKind::Symlink);
+    assert_eq!(std::fs::read(outside.path().join("secret")).unwrap(), b"top secret");
+}
+
+#[test]
+fn paths_below_files_are_not_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"x");
+    let mut vfs = vfs_over(dir.path());
+    assert!(!vfs.exists(&p("a.txt/x")).unwrap());
+    assert!(matches!(vfs.read(&p("a.txt/x")), Err(VfsError::NotADirectory { .. })));
+    assert!(matches!(vfs.write(&p("a.txt/x"), Arc::from(&b"x"[..])), Err(VfsError::NotADirectory { .. })));
+    assert!(vfs.canonical_diff().unwrap().is_empty());
+}
+
+#[test]
+fn rename_semantics() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "tree/a", b"a");
+    write(dir.path(), "tree/sub/b", b"b");
+    write(dir.path(), "file", b"f");
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    write(dir.path(), "full/x", b"x");
+    let mut vfs = vfs_over(dir.path());
+    assert!(matches!(vfs.rename(&p("tree"), &p("tree/sub/inner")), Err(VfsError::InvalidOperation { .. })));
+    assert!(matches!(vfs.rename(&p("tree"), &p("full")), Err(VfsError::DirectoryNotEmpty { .. })));
+    assert!(matches!(vfs.rename(&p("tree"), &p("file")), Err(VfsError::NotADirectory { .. })));
+    assert!(matches!(vfs.rename(&p("file"), &p("empty")), Err(VfsError::IsADirectory { .. })));
+    vfs.rename(&p("tree"), &p("empty")).unwrap();
+    assert_eq!(&*vfs.read(&p("empty/sub/b")).unwrap(), b"b");
+    assert!(!vfs.exists(&p("tree")).unwrap());
+    assert_eq!(vfs.renames(), 1);
+    let diff = vfs.canonical_diff().unwrap();
+    let paths: Vec<_> = diff.entries().iter().map(|e| format!("{} {}", e.kind.name(), e.path)).collect();
+    assert_eq!(
+        paths,
+        vec!["create empty/a", "create empty/sub", "create empty/sub/b", "delete tree", "delete tree/a", "delete tree/sub", "delete tree/sub/b"]
+    );
+}
+
+#[test]
+fn set_mode_is_a_metadata_change_and_excluded_paths_are_invisible() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "run.sh", b"#!/bin/sh\n");
+    write(dir.path(), ".vsh/data", b"internal");
+    std::fs::set_permissions(dir.path().join("run.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut vfs = vfs_over(dir.path());
+    assert_eq!(vfs.read_dir(&VPath::root()).unwrap(), vec!["run.sh".to_owned()]);
+    assert!(!vfs.exists(&p(".vsh/data")).unwrap());
+    vfs.set_mode(&p("run.sh"), 0o755).unwrap();
+    let diff = vfs.canonical_diff().unwrap();
+    assert_eq!(diff.entries().len(), 1);
+    assert_eq!(diff.entries()[0].kind, DiffKind::MetadataChange);
+    assert_eq!(diff.entries()[0].after.unwrap().mode, 0o755);
+}
+
+#[test]
+fn read_set_records_what_was_used() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "read.txt", b"r");
+    write(dir.path(), "d/listed", b"l");
+    let mut vfs = vfs_over(dir.path());
+    vfs.read(&p("read.txt")).unwrap();
+    vfs.read_dir(&p("d")).unwrap();
+    vfs.write(&p("new.txt"), Arc::from(&b"n"[..])).unwrap();
+    let reads = vfs.read_set();
+    let read = &reads.entries[&p("read.txt")];
+    assert_eq!(read.content, Some(vsh_types::BlobId::of(b"r")));
+    let listed = &reads.entries[&p("d")];
+    assert_eq!(listed.names, Some(crate::names_digest(["listed"])));
+    assert_eq!(reads.entries[&p("new.txt")].kind, Some(None));
+    // Creating a name depends on the parent being a directory, not on its listing.
+    assert!(!reads.entries.contains_key(&VPath::root()) || reads.entries[&VPath::root()].names.is_none());
+    assert!(!reads.entries.contains_key(&p("d/listed")));
+}
+
+#[test]
+fn one_touched_file_costs_constant_host_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..2_000 {
+        write(dir.path(), &format!("d{}/f{index}", index % 20), b"x");
+    }
+    let host = Arc::new(CapDir::open(dir.path()).unwrap());
+    let mut vfs = VirtualFs::new(Arc::clone(&host), vec![], SnapshotLimits::default());
+    let before = host.counters().snapshot();
+    vfs.read(&p("d7/f7")).unwrap();
+    vfs.write(&p("d7/f7"), Arc::from(&b"y"[..])).unwrap();
+    vfs.canonical_diff().unwrap();
+    let after = host.counters().snapshot();
+    assert_eq!(after.lists - before.lists, 0);
+    assert!(after.stats - before.stats <= 3, "{before:?} -> {after:?}");
+    assert!(after.reads - before.reads <= 2, "{before:?} -> {after:?}");
+}
+
+// ----- property test: random operations, then diff replay -----
+
+const NAMES: [&str; 7] = ["a", "b", "a/x", "a/y", "b/x", "a/x/z", "c"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Write(usize, u8),
+    Append(usize, u8),
+    Mkdir(usize),
+    Unlink(usize),
+    Rmdir(usize),
+    RemoveTree(usize),
+    Rename(usize, usize),
+    SetMode(usize, bool),
+    Copy(usize, usize),
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let index = 0..NAMES.len();
+    prop_oneof![
+        (index.clone(), any::<u8>()).prop_map(|(i, b)| Op::Write(i, b % 4)),
+        (index.clone(), any::<u8>()).prop_map(|(i, b)| Op::Append(i, b % 4)),
+        index.clone().prop_map(Op::Mkdir),
+        index.clone().prop_map(Op::Unlink),
+        index.clone().prop_map(Op::Rmdir),
+        index.clone().prop_map(Op::RemoveTree),
+        (index.clone(), index.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+        (index.clone(), any::<bool>()).prop_map(|(i, x)| Op::SetMode(i, x)),
+        (index.clone(), index).prop_map(|(a, b)| Op::Copy(a, b)),
+    ]
+}
+
+fn apply(vfs: &mut VirtualFs, op: &Op) -> Result<(), VfsError> {
+    let r = match op {
+        Op::Write(i, b) => vfs.write(&p(NAMES[*i]), Arc::from(vec![b'0' + b; usize::from(*b)])),
+        Op::Append(i, b) => vfs.append(&p(NAMES[*i]), &[b'a' + b]).map(|_| ()),
+        Op::Mkdir(i) => vfs.mkdir(&p(NAMES[*i]), 0o755),
+        Op::Unlink(i) => vfs.unlink(&p(NAMES[*i])),
+        Op::Rmdir(i) => vfs.rmdir(&p(NAMES[*i])),
+        Op::RemoveTree(i) => vfs.remove_tree(&p(NAMES[*i])),
+        Op::Rename(a, b) => vfs.rename(&p(NAMES[*a]), &p(NAMES[*b])),
+        Op::SetMode(i, x) => vfs.set_mode(&p(NAMES[*i]), if *x { 0o700 } else { 0o640 }),
+        Op::Copy(a, b) => vfs.copy_file(&p(NAMES[*a]), &p(NAMES[*b])),
+    };
+    match r {
+        Err(error) if error.is_terminal() => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// The final state of every node reachable in the image, by walking it.
+fn walk(vfs: &mut VirtualFs) -> BTreeMap<VPath, NodeState> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![VPath::root()];
+    while let Some(dir) = stack.pop() {
+        for name in vfs.read_dir(&dir).unwrap() {
+            let path = dir.child(&name).unwrap();
+            let meta = vfs.metadata(&path).unwrap();
+            let state = match meta.kind {
+                NodeKind::Directory => {
+                    stack.push(path.clone());
+                    NodeState::directory(meta.mode)
+                }
+                NodeKind::File => NodeState::file_with(&vfs.read(&path).unwrap(), meta.mode),
+                NodeKind::Symlink => NodeState::symlink(&vfs.read_link(&path).unwrap()),
+            };
+            out.insert(path, state);
+        }
+    }
+    out
+}
+
+fn base_strategy() -> impl Strategy<Value = Vec<(usize, bool)>> {
+    proptest::collection::vec((0..NAMES.len(), any::<bool>()), 0..6)
+}
+
+fn build_base(root: &Path, spec: &[(usize, bool)]) {
+    for (index, is_dir) in spec {
+        let path = root.join(NAMES[*index]);
+        if path.ancestors().skip(1).any(Path::is_file) || path.exists() {
+            continue;
+        }
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        if *is_dir {
+            std::fs::create_dir(&path).unwrap();
+        } else {
+            std::fs::write(&path, NAMES[*index].as_bytes()).unwrap();
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn diff_replayed_on_the_base_reproduces_the_overlay(base in base_strategy(), ops in proptest::collection::vec(op_strategy(), 1..24)) {
+        let dir = tempfile::tempdir().unwrap();
+        build_base(dir.path(), &base);
+        let mut initial = vfs_over(dir.path());
+        let mut model = walk(&mut initial);
+
+        let mut vfs = vfs_over(dir.path());
+        for op in &ops {
+            apply(&mut vfs, op).unwrap();
+        }
+        let diff = vfs.canonical_diff().unwrap();
+        prop_assert_eq!(vfs.canonical_diff().unwrap().digest(), diff.digest());
+        for entry in diff.entries() {
+            prop_assert_eq!(model.get(&entry.path).copied(), entry.before, "before state of {}", entry.path);
+            match entry.after {
+                Some(state) => { model.insert(entry.path.clone(), state); }
+                None => { model.remove(&entry.path); }
+            }
+        }
+        let final_state = walk(&mut vfs);
+        prop_assert_eq!(&model, &final_state);
+
+        // Deterministic: a fresh image replaying the same operations gives the same diff.
+        let mut again = vfs_over(dir.path());
+        for op in &ops {
+            apply(&mut again, op).unwrap();
+        }
+        prop_assert_eq!(again.canonical_diff().unwrap(), diff);
+    }
+}
