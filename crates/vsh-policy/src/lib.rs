@@ -1,1 +1,39 @@
-//! Protected-path rules and the transaction decision: Denied, AutoApproved or PendingApproval.
+//! Protected-path rules and the transaction decision: denied, auto-approved or
+//! pending approval.
+//!
+//! Two layers:
+//!
+//! - **Pre-call authorization.** A [`CallPolicy`] is a canonical list of
+//!   [`ProtectedRule`]s, each a [`Pattern`] (see [`pattern`] for the glob
+//!   language: `*`, `?`, character classes and `**`; [`rules`] for the defaults)
+//!   with the [`AccessSet`] it denies. Guest operations call [`CallPolicy::authorize`]
+//!   before touching the virtual image, so protected names and bytes never reach
+//!   a guest; listings drop [`CallPolicy::is_hidden`] children.
+//! - **The transaction decision.** A [`TransactionPolicy`] (profile, validated
+//!   [`PolicyThresholds`] and the call policy, bound by one [`PolicyDigest`])
+//!   evaluates a run's diff, its denied accesses and its renames into a
+//!   [`Decision`]: [`Decision::Denied`] with a [`DenyManifest`],
+//!   [`Decision::AutoApproved`], or [`Decision::PendingApproval`] with a
+//!   [`RiskManifest`]. [`transaction`] documents the decision order and
+//!   [`profile`] the thresholds of each profile.
+//!
+//! Every type is re-exported at the crate root; the modules carry the reference
+//! documentation.
+//!
+//! [`PolicyDigest`]: vsh_types::PolicyDigest
+
+#![forbid(unsafe_code)]
+
+pub mod access;
+pub mod decision;
+pub mod pattern;
+pub mod profile;
+pub mod rules;
+pub mod transaction;
+
+pub use access::{AccessKind, AccessSet};
+pub use decision::{Decision, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest, RiskMetrics};
+pub use pattern::{MAX_PATTERN_BYTES, Pattern, PatternError};
+pub use profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
+pub use rules::{CallPolicy, DEFAULT_DATA_DIR, DeniedAccess, ProtectedRule, RuleLabel};
+pub use transaction::{POLICY_SCHEMA, PolicyInput, TransactionPolicy};

@@ -77,7 +77,11 @@ impl DiffEntry {
     pub fn decode_canonical(reader: &mut Reader<'_>, max_path_bytes: u64) -> Result<Self, DecodeError> {
         let raw = reader.bytes(max_path_bytes)?;
         let text = std::str::from_utf8(raw).map_err(|_| reader.invalid("diff path utf-8"))?;
-        let path = if text.is_empty() { VPath::root() } else { VPath::parse(text).map_err(|_| reader.invalid("diff path"))? };
+        let path = if text.is_empty() {
+            VPath::root()
+        } else {
+            VPath::parse(text).map_err(|_| reader.invalid("diff path"))?
+        };
         if path.as_str() != text {
             return Err(reader.invalid("non-canonical diff path"));
         }

@@ -16,9 +16,8 @@ mod state;
 
 pub use diff::{DiffEntry, DiffKind};
 pub use digest::{
-    BlobId, DiffDigest, DigestParseError, DomainHasher, ExecutionEvidenceDigest, IntentDigest,
-    PolicyDigest, PrincipalId, ProgramDigest, ReadSetDigest, RuntimeConfigDigest, SnapshotId,
-    TransactionId, WriteSetDigest,
+    BlobId, DiffDigest, DigestParseError, DomainHasher, ExecutionEvidenceDigest, IntentDigest, PolicyDigest,
+    PrincipalId, ProgramDigest, ReadSetDigest, RuntimeConfigDigest, SnapshotId, TransactionId, WriteSetDigest,
 };
 pub use node::{MODE_MASK, NodeKind, NodeState};
 pub use path::{VPath, VPathError};

@@ -92,12 +92,7 @@ impl NodeState {
 
     /// A symlink whose target bytes are `target`.
     pub fn symlink(target: &[u8]) -> Self {
-        Self {
-            kind: NodeKind::Symlink,
-            size: target.len() as u64,
-            mode: 0o777,
-            content: Some(BlobId::of(target)),
-        }
+        Self { kind: NodeKind::Symlink, size: target.len() as u64, mode: 0o777, content: Some(BlobId::of(target)) }
     }
 
     /// Whether the two states differ only in mode.

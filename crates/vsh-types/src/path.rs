@@ -195,9 +195,7 @@ impl VPath {
     pub fn is_within(&self, base: &VPath) -> bool {
         base.is_root()
             || self.0 == base.0
-            || (self.0.len() > base.0.len()
-                && self.0.starts_with(&base.0)
-                && self.0.as_bytes()[base.0.len()] == b'/')
+            || (self.0.len() > base.0.len() && self.0.starts_with(&base.0) && self.0.as_bytes()[base.0.len()] == b'/')
     }
 
     /// Whether `self` lies strictly beneath `base`.
@@ -241,6 +239,7 @@ impl VPath {
     }
 
     /// The inclusive lower bound of the strict descendants of `self`.
+    #[must_use]
     pub fn descendants_lower_bound(&self) -> VPath {
         if self.is_root() {
             return Self::root();
@@ -291,7 +290,7 @@ impl Canonical for VPath {
 
 impl serde::Serialize for VPath {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_string())
+        if self.is_root() { serializer.serialize_str(".") } else { serializer.serialize_str(&self.0) }
     }
 }
 

@@ -24,11 +24,7 @@ pub struct SnapshotLimits {
 
 impl Default for SnapshotLimits {
     fn default() -> Self {
-        Self {
-            max_materialized_bytes: 64 << 20,
-            max_materialized_file_bytes: 4 << 20,
-            max_observations: 250_000,
-        }
+        Self { max_materialized_bytes: 64 << 20, max_materialized_file_bytes: 4 << 20, max_observations: 250_000 }
     }
 }
 
@@ -145,7 +141,11 @@ pub(crate) struct Base {
 }
 
 fn same_stat(a: &HostStat, b: &HostStat) -> bool {
-    a.kind == b.kind && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns && a.identity == b.identity
+    a.kind == b.kind
+        && a.size == b.size
+        && a.mtime_ns == b.mtime_ns
+        && a.ctime_ns == b.ctime_ns
+        && a.identity == b.identity
 }
 
 impl Base {
@@ -185,7 +185,7 @@ impl Base {
             HostKind::File => NodeKind::File,
             HostKind::Directory => NodeKind::Directory,
             HostKind::Symlink => NodeKind::Symlink,
-            _ => return Err(VfsError::SpecialFile { path: path.clone() }),
+            HostKind::Other => return Err(VfsError::SpecialFile { path: path.clone() }),
         };
         let (size, mode) = match kind {
             NodeKind::File => (stat.size, stat.mode),

@@ -49,10 +49,18 @@ pub enum ContentSource {
 
 #[derive(Debug, Clone)]
 enum Overlay {
-    File { content: ContentSource, mode: u32 },
-    Symlink { target: Arc<[u8]> },
+    File {
+        content: ContentSource,
+        mode: u32,
+    },
+    Symlink {
+        target: Arc<[u8]>,
+    },
     /// `opaque`: the base's children at this path do not show through.
-    Dir { mode: u32, opaque: bool },
+    Dir {
+        mode: u32,
+        opaque: bool,
+    },
     Tombstone,
 }
 
@@ -102,7 +110,10 @@ impl CanonicalDiff {
     pub fn from_entries(entries: Vec<DiffEntry>) -> Result<Self, VfsError> {
         for pair in entries.windows(2) {
             if pair[0].path >= pair[1].path {
-                return Err(VfsError::InvalidOperation { path: pair[1].path.clone(), reason: "diff entries out of order" });
+                return Err(VfsError::InvalidOperation {
+                    path: pair[1].path.clone(),
+                    reason: "diff entries out of order",
+                });
             }
         }
         if entries.first().is_some_and(|entry| entry.path.is_root()) {
@@ -246,12 +257,11 @@ impl VirtualFs {
         }
         let Some(base_visible) = self.resolve_parents(path)? else { return Ok(None) };
         Ok(match self.overlay.get(path) {
-            Some(Overlay::Tombstone) => None,
             Some(Overlay::File { .. }) => Some(Node::File),
             Some(Overlay::Symlink { .. }) => Some(Node::Symlink),
             Some(Overlay::Dir { opaque, .. }) => Some(Node::Dir { opaque: *opaque }),
             None if base_visible => self.base.kind(path)?.map(Node::Base),
-            None => None,
+            Some(Overlay::Tombstone) | None => None,
         })
     }
 
@@ -295,7 +305,8 @@ impl VirtualFs {
         }
         match self.require(path)? {
             Node::Base(_) => {
-                let (kind, size, mode) = self.base.metadata(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
+                let (kind, size, mode) =
+                    self.base.metadata(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
                 let mtime = self.base.mtime_seconds(path)?.unwrap_or(0.0);
                 Ok(Metadata { kind, size, mode, mtime })
             }
@@ -367,7 +378,9 @@ impl VirtualFs {
             Node::Base(NodeKind::Directory) => true,
             Node::Dir { opaque } => !opaque && self.base_shows_through(path)?,
             Node::Base(NodeKind::File) | Node::File => return Err(VfsError::NotADirectory { path: path.clone() }),
-            Node::Base(NodeKind::Symlink) | Node::Symlink => return Err(VfsError::SymlinkInPath { path: path.clone() }),
+            Node::Base(NodeKind::Symlink) | Node::Symlink => {
+                return Err(VfsError::SymlinkInPath { path: path.clone() });
+            }
         };
         let mut names: BTreeSet<String> = BTreeSet::new();
         if base_children {
@@ -396,7 +409,10 @@ impl VirtualFs {
     /// Direct overlay children of `path`.
     fn overlay_children(&self, path: &VPath) -> Vec<(VPath, Overlay)> {
         let depth = path.depth() + 1;
-        self.overlay_range(path).filter(|(child, _)| child.depth() == depth).map(|(p, o)| (p.clone(), o.clone())).collect()
+        self.overlay_range(path)
+            .filter(|(child, _)| child.depth() == depth)
+            .map(|(p, o)| (p.clone(), o.clone()))
+            .collect()
     }
 
     /// Overlay entries strictly below `path`.
@@ -564,7 +580,10 @@ impl VirtualFs {
                 _ => unreachable!("resolved overlay node"),
             },
             Node::Base(NodeKind::Symlink) | Node::Symlink => {
-                return Err(VfsError::InvalidOperation { path: path.clone(), reason: "cannot change a symlink's mode" });
+                return Err(VfsError::InvalidOperation {
+                    path: path.clone(),
+                    reason: "cannot change a symlink's mode",
+                });
             }
         }
         self.effects.push(Effect::SetMode(path.clone()));
@@ -587,7 +606,6 @@ impl VirtualFs {
             return Err(VfsError::InvalidOperation { path: to.clone(), reason: "cannot move a directory into itself" });
         }
         match (source_kind, self.kind(to)?) {
-            (_, None) => {}
             (NodeKind::Directory, Some(NodeKind::Directory)) => {
                 if !self.read_dir(to)?.is_empty() {
                     return Err(VfsError::DirectoryNotEmpty { path: to.clone() });
@@ -595,7 +613,7 @@ impl VirtualFs {
             }
             (NodeKind::Directory, Some(_)) => return Err(VfsError::NotADirectory { path: to.clone() }),
             (_, Some(NodeKind::Directory)) => return Err(VfsError::IsADirectory { path: to.clone() }),
-            (_, Some(_)) => {}
+            (_, None | Some(_)) => {}
         }
         let moved = self.capture_tree(from)?;
         self.tombstone_tree(from);
@@ -628,8 +646,12 @@ impl VirtualFs {
                 Some(Overlay::File { content, mode }) => (content.clone(), *mode),
                 _ => unreachable!("resolved overlay file"),
             },
-            Node::Base(NodeKind::Directory) | Node::Dir { .. } => return Err(VfsError::IsADirectory { path: from.clone() }),
-            Node::Base(NodeKind::Symlink) | Node::Symlink => return Err(VfsError::SymlinkInPath { path: from.clone() }),
+            Node::Base(NodeKind::Directory) | Node::Dir { .. } => {
+                return Err(VfsError::IsADirectory { path: from.clone() });
+            }
+            Node::Base(NodeKind::Symlink) | Node::Symlink => {
+                return Err(VfsError::SymlinkInPath { path: from.clone() });
+            }
         };
         self.require_parent_dir(to)?;
         let mode = match self.resolve(to)? {
@@ -639,8 +661,12 @@ impl VirtualFs {
                 Some(Overlay::File { mode, .. }) => *mode,
                 _ => source_mode,
             },
-            Some(Node::Base(NodeKind::Directory) | Node::Dir { .. }) => return Err(VfsError::IsADirectory { path: to.clone() }),
-            Some(Node::Base(NodeKind::Symlink) | Node::Symlink) => return Err(VfsError::SymlinkInPath { path: to.clone() }),
+            Some(Node::Base(NodeKind::Directory) | Node::Dir { .. }) => {
+                return Err(VfsError::IsADirectory { path: to.clone() });
+            }
+            Some(Node::Base(NodeKind::Symlink) | Node::Symlink) => {
+                return Err(VfsError::SymlinkInPath { path: to.clone() });
+            }
         };
         if from != to {
             self.overlay.insert(to.clone(), Overlay::File { content, mode });
@@ -762,7 +788,9 @@ impl VirtualFs {
             None => None,
             Some(Node::Base(_)) => self.base.state(path)?,
             Some(_) => match self.overlay.get(path).cloned() {
-                Some(Overlay::File { content: ContentSource::Bytes(bytes), mode }) => Some(NodeState::file_with(&bytes, mode)),
+                Some(Overlay::File { content: ContentSource::Bytes(bytes), mode }) => {
+                    Some(NodeState::file_with(&bytes, mode))
+                }
                 Some(Overlay::File { content: ContentSource::Base(origin), mode }) => {
                     let size = self.content_len(&ContentSource::Base(origin.clone()))?;
                     Some(NodeState::file(size, mode, self.base.digest(&origin)?))

@@ -136,7 +136,15 @@ fn rename_semantics() {
     let paths: Vec<_> = diff.entries().iter().map(|e| format!("{} {}", e.kind.name(), e.path)).collect();
     assert_eq!(
         paths,
-        vec!["create empty/a", "create empty/sub", "create empty/sub/b", "delete tree", "delete tree/a", "delete tree/sub", "delete tree/sub/b"]
+        vec![
+            "create empty/a",
+            "create empty/sub",
+            "create empty/sub/b",
+            "delete tree",
+            "delete tree/a",
+            "delete tree/sub",
+            "delete tree/sub/b"
+        ]
     );
 }
 

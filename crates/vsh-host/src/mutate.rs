@@ -1,0 +1,275 @@
+//! Mutation primitives of [`CapDir`], used by the commit engine and the store,
+//! and advisory locks ([`LockGuard`]).
+//!
+//! Each primitive is one step: it creates, renames, removes, changes a mode or
+//! syncs exactly one thing, resolving paths like every other [`CapDir`] method
+//! (beneath the handle, never following a symlink in any component or at the
+//! leaf). Each call counts one write, whether or not it succeeds. Ordering and
+//! durability across steps are the caller's job.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{self as rfs, AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+use vsh_types::VPath;
+
+use crate::capdir::{CapDir, fstat};
+use crate::error::HostError;
+use crate::resolve::{Failure, retry_intr};
+use crate::stat::{HostKind, HostStat};
+
+/// Mode given to a new file before its exact mode is set with `fchmod`.
+const INITIAL_FILE_MODE: u32 = 0o600;
+
+/// Mode of a lock file created by [`CapDir::lock_exclusive`] or [`CapDir::lock_shared`].
+const LOCK_FILE_MODE: u32 = 0o600;
+
+/// Permission bits accepted by mode-setting calls; file-type bits are dropped.
+const PERMISSION_BITS: u32 = 0o7777;
+
+impl CapDir {
+    /// Create a directory at `path` with exactly `mode` (permission bits only):
+    /// `mkdirat`, then a chmod that the umask does not narrow.
+    ///
+    /// Anything already at `path`, a symlink included, is
+    /// [`HostError::AlreadyExists`]; a missing parent is [`HostError::NotFound`].
+    pub fn create_dir(&self, path: &VPath, mode: u32) -> Result<(), HostError> {
+        self.counters.write();
+        if path.is_root() {
+            return Err(HostError::AlreadyExists { path: path.clone() });
+        }
+        let (parent, leaf) = self.open_parent(path).map_err(|failure| failure.into_error("open", path))?;
+        match retry_intr(|| rfs::mkdirat(&parent, leaf, Mode::from_raw_mode(mode & PERMISSION_BITS))) {
+            Ok(()) => {}
+            Err(Errno::EXIST) => return Err(HostError::AlreadyExists { path: path.clone() }),
+            Err(Errno::NOENT) => return Err(HostError::NotFound { path: path.clone() }),
+            Err(errno) => return Err(HostError::io("mkdirat", path, errno)),
+        }
+        // Reopen the new directory by name without following anything: if it was
+        // swapped for a symlink in between, this fails instead of chmodding the target.
+        let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = retry_intr(|| rfs::openat(&parent, leaf, dir_flags, Mode::empty())).map_err(|errno| match errno {
+            Errno::LOOP | Errno::NOTDIR => HostError::SymlinkInPath { path: path.clone() },
+            Errno::NOENT => HostError::NotFound { path: path.clone() },
+            errno => HostError::io("openat", path, errno),
+        })?;
+        chmod_opened(fd.as_fd(), mode).map_err(|errno| HostError::io("chmod", path, errno))
+    }
+
+    /// Create a new regular file at `path` holding `bytes`, with exactly `mode`
+    /// (permission bits only), and `fsync` it. Returns its metadata after the sync.
+    ///
+    /// The file is opened `O_CREAT | O_EXCL | O_NOFOLLOW`, so anything already at
+    /// `path`, a dangling symlink included, is [`HostError::AlreadyExists`] and
+    /// nothing is created at a symlink's target. The parent directory is not
+    /// synced (see [`CapDir::sync_dir`]). If writing fails part-way, the partial
+    /// file is left for the caller to remove.
+    pub fn create_file_exclusive(&self, path: &VPath, bytes: &[u8], mode: u32) -> Result<HostStat, HostError> {
+        self.counters.write();
+        if path.is_root() {
+            return Err(HostError::AlreadyExists { path: path.clone() });
+        }
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+        let fd = self.open_beneath(path, flags, Mode::from_raw_mode(INITIAL_FILE_MODE)).map_err(|failure| {
+            failure.leaf_symlink_as(path, || HostError::AlreadyExists { path: path.clone() }, "open")
+        })?;
+        let mut file = File::from(fd);
+        file.write_all(bytes).map_err(|source| HostError::Io { op: "write", path: path.clone(), source })?;
+        rfs::fchmod(&file, Mode::from_raw_mode(mode & PERMISSION_BITS))
+            .map_err(|errno| HostError::io("fchmod", path, errno))?;
+        retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        fstat(file.as_fd(), path)
+    }
+
+    /// Create a symbolic link at `path` pointing at `target` (stored verbatim,
+    /// never resolved). Anything already at `path` is [`HostError::AlreadyExists`].
+    pub fn create_symlink(&self, path: &VPath, target: &[u8]) -> Result<(), HostError> {
+        self.counters.write();
+        if path.is_root() {
+            return Err(HostError::AlreadyExists { path: path.clone() });
+        }
+        let (parent, leaf) = self.open_parent(path).map_err(|failure| failure.into_error("open", path))?;
+        match retry_intr(|| rfs::symlinkat(target, &parent, leaf)) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => Err(HostError::AlreadyExists { path: path.clone() }),
+            Err(Errno::NOENT) => Err(HostError::NotFound { path: path.clone() }),
+            Err(errno) => Err(HostError::io("symlinkat", path, errno)),
+        }
+    }
+
+    /// Rename `from` to `to` (`renameat`), replacing a file, symlink or empty
+    /// directory at `to` as `rename(2)` does. Symlinks are moved, never followed.
+    ///
+    /// A missing `from` is [`HostError::NotFound`] naming `from`; a non-empty
+    /// directory at `to` is [`HostError::DirectoryNotEmpty`] naming `to`.
+    pub fn rename(&self, from: &VPath, to: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        self.rename_with(from, to, RenameFlags::empty(), "renameat")
+    }
+
+    /// Rename `from` to `to` only if nothing exists at `to` (`renameat2` with
+    /// `RENAME_NOREPLACE`); otherwise [`HostError::AlreadyExists`] naming `to`.
+    pub fn rename_noreplace(&self, from: &VPath, to: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        self.rename_with(from, to, RenameFlags::NOREPLACE, "renameat2")
+    }
+
+    fn rename_with(&self, from: &VPath, to: &VPath, flags: RenameFlags, op: &'static str) -> Result<(), HostError> {
+        if from.is_root() || to.is_root() {
+            return Err(HostError::IsRoot { op: "rename" });
+        }
+        let (from_parent, from_leaf) = self.open_parent(from).map_err(|failure| failure.into_error("open", from))?;
+        let (to_parent, to_leaf) = self.open_parent(to).map_err(|failure| failure.into_error("open", to))?;
+        match retry_intr(|| rfs::renameat_with(&from_parent, from_leaf, &to_parent, to_leaf, flags)) {
+            Ok(()) => Ok(()),
+            Err(Errno::NOENT) => Err(HostError::NotFound { path: from.clone() }),
+            Err(Errno::EXIST) if flags.contains(RenameFlags::NOREPLACE) => {
+                Err(HostError::AlreadyExists { path: to.clone() })
+            }
+            Err(Errno::NOTEMPTY | Errno::EXIST) => Err(HostError::DirectoryNotEmpty { path: to.clone() }),
+            Err(errno) => Err(HostError::io(op, from, errno)),
+        }
+    }
+
+    /// Remove the file, symlink (the link itself) or other non-directory at
+    /// `path` (`unlinkat`). A directory is [`HostError::NotAFile`].
+    pub fn remove_file(&self, path: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        if path.is_root() {
+            return Err(HostError::IsRoot { op: "remove" });
+        }
+        let (parent, leaf) = self.open_parent(path).map_err(|failure| failure.into_error("open", path))?;
+        match retry_intr(|| rfs::unlinkat(&parent, leaf, AtFlags::empty())) {
+            Ok(()) => Ok(()),
+            Err(Errno::NOENT) => Err(HostError::NotFound { path: path.clone() }),
+            Err(Errno::ISDIR) => Err(HostError::NotAFile { path: path.clone() }),
+            Err(errno) => Err(HostError::io("unlinkat", path, errno)),
+        }
+    }
+
+    /// Remove the empty directory at `path` (`unlinkat` with `AT_REMOVEDIR`).
+    /// A non-empty one is [`HostError::DirectoryNotEmpty`]; a non-directory
+    /// (a symlink included) is [`HostError::NotADirectory`].
+    pub fn remove_dir(&self, path: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        if path.is_root() {
+            return Err(HostError::IsRoot { op: "remove" });
+        }
+        let (parent, leaf) = self.open_parent(path).map_err(|failure| failure.into_error("open", path))?;
+        match retry_intr(|| rfs::unlinkat(&parent, leaf, AtFlags::REMOVEDIR)) {
+            Ok(()) => Ok(()),
+            Err(Errno::NOENT) => Err(HostError::NotFound { path: path.clone() }),
+            Err(Errno::NOTEMPTY | Errno::EXIST) => Err(HostError::DirectoryNotEmpty { path: path.clone() }),
+            Err(Errno::NOTDIR) => Err(HostError::NotADirectory { path: path.clone() }),
+            Err(errno) => Err(HostError::io("unlinkat", path, errno)),
+        }
+    }
+
+    /// Set the permission bits of the file or directory at `path` (the root
+    /// included) to exactly `mode & 0o7777`. A symlink at `path` is
+    /// [`HostError::IsASymlink`] and is left alone; its target is never touched.
+    ///
+    /// How: `path` is opened `O_PATH | O_NOFOLLOW`, which yields a descriptor
+    /// for the object itself, symlink or not; `fstat` on it refuses symlinks;
+    /// then the mode is set through `/proc/self/fd/N`, which names exactly that
+    /// inode. The alternatives do not work here: `fchmod` refuses `O_PATH`
+    /// descriptors (`EBADF`), opening the object for reading needs read
+    /// permission and has side effects on FIFOs and devices, `fchmodat` without
+    /// a working `AT_SYMLINK_NOFOLLOW` follows a symlink raced in at the leaf,
+    /// and `fchmodat2` (Linux 6.6+, which has it) has no binding in rustix 1.1
+    /// and would need `unsafe`. The `/proc` route works on every Linux with
+    /// procfs mounted at `/proc`, Linux 6.18 included; without it this fails
+    /// with [`HostError::Io`].
+    pub fn set_mode(&self, path: &VPath, mode: u32) -> Result<(), HostError> {
+        self.counters.write();
+        let fd =
+            self.open_beneath(path, OFlags::PATH, Mode::empty()).map_err(|failure| failure.into_error("open", path))?;
+        if fstat(fd.as_fd(), path)?.kind == HostKind::Symlink {
+            return Err(HostError::IsASymlink { path: path.clone() });
+        }
+        chmod_opened(fd.as_fd(), mode).map_err(|errno| HostError::io("chmod", path, errno))
+    }
+
+    /// `fsync` the directory at `path` (the root included), making entries
+    /// created, renamed or removed in it durable.
+    pub fn sync_dir(&self, path: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        let fd = self
+            .open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .map_err(|failure| failure.into_error("open", path))?;
+        retry_intr(|| rfs::fsync(&fd)).map_err(|errno| HostError::io("fsync", path, errno))
+    }
+
+    /// `fsync` the regular file at `path`; anything else, a symlink included, is
+    /// [`HostError::NotAFile`].
+    pub fn sync_file(&self, path: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        let (file, _) = self.open_regular(path)?;
+        retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))
+    }
+
+    /// `syncfs(2)` on the filesystem holding this directory.
+    pub fn syncfs(&self) -> Result<(), HostError> {
+        self.counters.write();
+        retry_intr(|| rfs::syncfs(&self.fd)).map_err(|errno| HostError::io("syncfs", &VPath::root(), errno))
+    }
+
+    /// Take an exclusive advisory lock (`flock(LOCK_EX)`) on the lock file at
+    /// `path`, creating it with mode `0o600` if missing (`O_NOFOLLOW`). Blocks
+    /// until the lock is granted; it is released when the guard drops.
+    ///
+    /// The lock belongs to the open file description, so two calls in one
+    /// process exclude each other like two processes do. Anything but a regular
+    /// file at `path`, a symlink included, is [`HostError::NotAFile`]. Counts one write.
+    pub fn lock_exclusive(&self, path: &VPath) -> Result<LockGuard, HostError> {
+        self.lock(path, FlockOperation::LockExclusive)
+    }
+
+    /// Take a shared advisory lock (`flock(LOCK_SH)`); otherwise as
+    /// [`CapDir::lock_exclusive`].
+    pub fn lock_shared(&self, path: &VPath) -> Result<LockGuard, HostError> {
+        self.lock(path, FlockOperation::LockShared)
+    }
+
+    fn lock(&self, path: &VPath, operation: FlockOperation) -> Result<LockGuard, HostError> {
+        self.counters.write();
+        let flags = OFlags::RDONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOCTTY;
+        let not_a_file = || HostError::NotAFile { path: path.clone() };
+        let fd =
+            self.open_beneath(path, flags, Mode::from_raw_mode(LOCK_FILE_MODE)).map_err(|failure| match failure {
+                // O_CREAT on an existing directory (the root included) fails with EISDIR.
+                Failure::Errno(Errno::ISDIR) => not_a_file(),
+                other => other.leaf_symlink_as(path, not_a_file, "open"),
+            })?;
+        if fstat(fd.as_fd(), path)?.kind != HostKind::File {
+            return Err(HostError::NotAFile { path: path.clone() });
+        }
+        retry_intr(|| rfs::flock(&fd, operation)).map_err(|errno| HostError::io("flock", path, errno))?;
+        Ok(LockGuard { fd })
+    }
+}
+
+/// Set the mode of the object behind an `O_PATH` descriptor (see [`CapDir::set_mode`]).
+fn chmod_opened(fd: BorrowedFd<'_>, mode: u32) -> rustix::io::Result<()> {
+    let magic = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    retry_intr(|| rfs::chmod(magic.as_str(), Mode::from_raw_mode(mode & PERMISSION_BITS)))
+}
+
+/// A held advisory lock from [`CapDir::lock_exclusive`] or [`CapDir::lock_shared`].
+///
+/// Dropping the guard unlocks and closes the lock file.
+#[derive(Debug)]
+#[must_use = "dropping the guard releases the lock"]
+pub struct LockGuard {
+    fd: OwnedFd,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Closing the descriptor would release the lock too; unlocking first
+        // releases it even if the descriptor was duplicated elsewhere.
+        let _ = rfs::flock(&self.fd, FlockOperation::Unlock);
+    }
+}
