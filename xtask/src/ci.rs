@@ -1,0 +1,61 @@
+//! `cargo xtask ci`: exactly what CI runs, in order, stopping at the first failure.
+//!
+//! `.ci/run` calls this and nothing else, so a green local run means a green CI run.
+//! The steps:
+//!
+//! 1. `fmt`: `cargo fmt --all -- --check`;
+//! 2. `clippy`: `cargo clippy --workspace --all-targets --locked -- -D warnings`;
+//! 3. `test`: `cargo test --workspace --locked` with `VSH_REQUIRE_SANDBOX=1`, so tests that need
+//!    kernel sandbox features fail instead of skipping; xtask is a workspace member, so this
+//!    also runs the tidy checks (see `tidy.rs`);
+//! 4. `doc`: `cargo doc --workspace --no-deps --locked` with `RUSTDOCFLAGS=-D warnings`.
+//!
+//! `--workspace` matters: the root manifest's `default-members` leaves xtask out.
+
+use std::time::Duration;
+
+use crate::shell::{Step, format_duration};
+use crate::{Result, no_arguments};
+
+/// Run every CI step and print the wall time of each.
+pub(crate) fn run(args: &[String]) -> Result {
+    no_arguments("ci", args)?;
+    let steps = [
+        Step::cargo("fmt", &["fmt", "--all", "--", "--check"]),
+        Step::cargo("clippy", &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
+        Step::cargo("test", &["test", "--workspace", "--locked"]).env("VSH_REQUIRE_SANDBOX", "1"),
+        Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"]).env("RUSTDOCFLAGS", rustdoc_flags()),
+    ];
+    let mut timings: Vec<(String, Duration)> = Vec::new();
+    for step in steps {
+        let name = step.name().to_owned();
+        let elapsed = step.run()?;
+        timings.push((name, elapsed));
+    }
+    print_summary(&timings);
+    Ok(())
+}
+
+/// Run only the tidy checks: the `tidy::` tests of xtask.
+pub(crate) fn run_tidy(args: &[String]) -> Result {
+    no_arguments("tidy", args)?;
+    Step::cargo("tidy", &["test", "--package", "xtask", "--locked", "--", "tidy::"]).run()?;
+    Ok(())
+}
+
+/// `-D warnings` added to whatever `RUSTDOCFLAGS` the caller already set.
+fn rustdoc_flags() -> String {
+    match std::env::var("RUSTDOCFLAGS") {
+        Ok(existing) if !existing.trim().is_empty() => format!("{existing} -D warnings"),
+        _ => "-D warnings".to_owned(),
+    }
+}
+
+fn print_summary(timings: &[(String, Duration)]) {
+    let total: Duration = timings.iter().map(|(_, elapsed)| *elapsed).sum();
+    eprintln!("\ncargo xtask ci: all {} steps passed", timings.len());
+    for (name, elapsed) in timings {
+        eprintln!("  {name:<8} {:>8}", format_duration(*elapsed));
+    }
+    eprintln!("  {:<8} {:>8}", "total", format_duration(total));
+}
