@@ -1,1 +1,62 @@
-//! Shared helpers for the end-to-end tests.
+//! Shared helpers for the end-to-end tests: temporary workspaces with known
+//! contents, and a snapshot of a directory tree to compare before and after.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// One node of a directory tree as seen on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// A file's bytes and permission bits.
+    File(Vec<u8>, u32),
+    /// A directory's permission bits.
+    Dir(u32),
+    /// A symlink's target.
+    Link(String),
+}
+
+/// Every node under `root` (excluding vsh's own `.vsh` directory), by relative path.
+pub fn tree(root: &Path) -> BTreeMap<String, Entry> {
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Entry>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).expect("readable test tree").map(|e| e.expect("entry")).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        let relative = path.strip_prefix(root).expect("below root").to_string_lossy().into_owned();
+        if relative == ".vsh" {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&path).expect("stat");
+        let mode = meta.permissions().mode() & 0o7777;
+        if meta.file_type().is_symlink() {
+            out.insert(relative, Entry::Link(std::fs::read_link(&path).expect("link").to_string_lossy().into_owned()));
+        } else if meta.is_dir() {
+            out.insert(relative, Entry::Dir(mode));
+            walk(root, &path, out);
+        } else {
+            out.insert(relative, Entry::File(std::fs::read(&path).expect("read"), mode));
+        }
+    }
+}
+
+/// Write `contents` at `root/relative`, creating parent directories.
+pub fn put(root: &Path, relative: &str, contents: &str) {
+    let path = root.join(relative);
+    std::fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir");
+    std::fs::write(path, contents).expect("write");
+}
+
+/// A fresh temporary workspace holding `files`.
+pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, contents) in files {
+        put(dir.path(), path, contents);
+    }
+    dir
+}

@@ -1,3 +1,94 @@
-//! The vsh command line.
+//! The `vsh` command line: run agent programs against a virtual image of a
+//! workspace, preview or commit their changes, and print receipts.
+//!
+//! Exit codes tell a script what happened without parsing output:
+//! 0 committed, 3 auto-approved preview (not committed), 4 pending approval,
+//! 5 denied, 1 error, 2 usage.
 
-fn main() {}
+#![forbid(unsafe_code)]
+
+mod args;
+mod demo;
+mod render;
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use vsh::{RunRequest, Runtime, RuntimeConfig, RuntimeDecision, TransactionState};
+
+use crate::args::{Command, RunArgs};
+
+/// Exit code: the transaction was committed.
+const EXIT_COMMITTED: u8 = 0;
+/// Exit code: an error.
+const EXIT_ERROR: u8 = 1;
+/// Exit code: bad usage.
+const EXIT_USAGE: u8 = 2;
+/// Exit code: an auto-approved preview (nothing written).
+const EXIT_AUTO_APPROVED: u8 = 3;
+/// Exit code: the transaction waits for approval.
+const EXIT_PENDING: u8 = 4;
+/// Exit code: policy denied the transaction.
+const EXIT_DENIED: u8 = 5;
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let command = match args::parse(&arguments) {
+        Ok(command) => command,
+        Err(message) => {
+            eprintln!("vsh: {message}\n\n{}", args::USAGE);
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result = match command {
+        Command::Help => {
+            println!("{}", args::USAGE);
+            Ok(EXIT_COMMITTED)
+        }
+        Command::Version => {
+            println!("vsh {} ({})", vsh::VERSION, vsh::engine_kind());
+            Ok(EXIT_COMMITTED)
+        }
+        Command::Run(run) => run_command(&run),
+        Command::Demo => demo::run(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("vsh: {}", render::error_chain(error.as_ref()));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// The exit code for a receipt.
+pub(crate) fn exit_code(receipt: &vsh::Receipt) -> u8 {
+    match (&receipt.decision, receipt.state) {
+        (_, TransactionState::Committed) => EXIT_COMMITTED,
+        (RuntimeDecision::Denied(_), _) => EXIT_DENIED,
+        (RuntimeDecision::PendingApproval(_), _) => EXIT_PENDING,
+        (RuntimeDecision::AutoApproved, _) => EXIT_AUTO_APPROVED,
+    }
+}
+
+fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let code = if run.program == "-" {
+        let mut code = String::new();
+        std::io::stdin().read_to_string(&mut code)?;
+        code
+    } else {
+        std::fs::read_to_string(&run.program).map_err(|error| format!("cannot read {}: {error}", run.program))?
+    };
+    let runtime = Runtime::open(RuntimeConfig::new(&run.workspace))?;
+    let mut request = RunRequest::new(&code).with_mode(run.mode).with_detail(run.detail);
+    if let Some(intent) = &run.intent {
+        request = request.with_intent(intent);
+    }
+    let receipt = runtime.run(&request)?;
+    if run.json {
+        println!("{}", serde_json::to_string_pretty(&render::receipt_json(&receipt))?);
+    } else {
+        print!("{}", render::receipt_text(&receipt));
+    }
+    Ok(exit_code(&receipt))
+}

@@ -165,6 +165,15 @@ impl CapDir {
         Ok(Self::from_parts(fd, Arc::clone(&self.counters), display, self.strategy))
     }
 
+    /// The same directory with counters of its own, so operations on it (for
+    /// example vsh's data directory inside a workspace) are not counted as
+    /// operations on the handle it was opened from.
+    #[must_use]
+    pub fn with_own_counters(mut self) -> Self {
+        self.counters = Arc::default();
+        self
+    }
+
     fn from_parts(fd: OwnedFd, counters: Arc<HostCounters>, display: PathBuf, strategy: Strategy) -> Self {
         Self { fd, counters, display, strategy }
     }

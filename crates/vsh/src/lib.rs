@@ -1,1 +1,52 @@
-//! The vsh facade: run agent programs against a virtual workspace image and commit approved changes exactly once.
+//! The vsh facade: run agent programs against a virtual image of a workspace,
+//! decide by policy, and commit approved changes exactly once.
+//!
+//! The facade owns no filesystem, policy or execution logic of its own: it
+//! composes [`vsh_vfs`], [`vsh_monty`], [`vsh_policy`], [`vsh_store`] and
+//! [`vsh_commit`]. The project README follows.
+//!
+#![doc = include_str!("../../../README.md")]
+#![forbid(unsafe_code)]
+
+mod config;
+mod error;
+mod receipt;
+mod request;
+mod runtime;
+
+pub use config::RuntimeConfig;
+pub use error::VshError;
+pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
+pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
+pub use runtime::Runtime;
+
+pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObject};
+pub use vsh_policy::{
+    AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics,
+};
+pub use vsh_types::{
+    BlobId, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState, SnapshotId, TransactionId, TransactionState, VPath,
+};
+pub use vsh_vfs::SnapshotLimits;
+
+/// The policy decision of a run.
+pub type RuntimeDecision = vsh_policy::Decision;
+
+/// The lower-level crates, for configuring the facade or processing receipts.
+pub mod lower {
+    pub use vsh_commit;
+    pub use vsh_host;
+    pub use vsh_monty;
+    pub use vsh_policy;
+    pub use vsh_store;
+    pub use vsh_types;
+    pub use vsh_vfs;
+}
+
+/// The vsh version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The engine behind this facade: always `"rust"`.
+pub const fn engine_kind() -> &'static str {
+    "rust"
+}

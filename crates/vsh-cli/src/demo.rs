@@ -1,0 +1,66 @@
+//! `vsh demo`: the main job on an embedded example, with nothing to set up.
+//!
+//! The example workspace and programs ship in the repository (`examples/`) and
+//! are compiled into the binary, so the demo runs from anywhere, copies the
+//! workspace into a fresh temporary directory, and never touches the checkout.
+
+use std::path::Path;
+
+use vsh::{ReceiptDetail, RunRequest, Runtime, RuntimeConfig};
+
+use crate::render::receipt_text;
+
+const FILES: &[(&str, &str)] = &[
+    ("README.md", include_str!("../../../examples/demo-workspace/README.md")),
+    ("src/greeting.txt", include_str!("../../../examples/demo-workspace/src/greeting.txt")),
+    ("notes/todo.txt", include_str!("../../../examples/demo-workspace/notes/todo.txt")),
+    (".env", include_str!("../../../examples/demo-workspace/.env")),
+];
+const PROGRAM: &str = include_str!("../../../examples/demo.py");
+const DENIED_PROGRAM: &str = include_str!("../../../examples/demo-denied.py");
+
+fn copy_example(root: &Path) -> std::io::Result<()> {
+    for (path, contents) in FILES {
+        let target = root.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(target, contents)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn run() -> Result<u8, Box<dyn std::error::Error>> {
+    let scratch = tempfile::Builder::new().prefix("vsh-demo-").tempdir()?;
+    let workspace = scratch.path().join("workspace");
+    std::fs::create_dir(&workspace)?;
+    copy_example(&workspace)?;
+    println!("== vsh demo: example workspace copied to {}\n", workspace.display());
+    println!("== program\n{}", PROGRAM.trim_end());
+
+    let runtime = Runtime::open(RuntimeConfig::new(&workspace))?;
+    let preview = runtime.preview(&RunRequest::new(PROGRAM).with_detail(ReceiptDetail::Full).with_intent("demo"))?;
+    println!("\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
+    let unchanged = !workspace.join("notes/summary.txt").exists();
+    println!("notes/summary.txt exists on disk after preview: {}", !unchanged);
+
+    let committed = runtime.commit(preview.transaction, 0)?;
+    println!("\n== commit receipt\n{}", receipt_text(&committed));
+    println!(
+        "== notes/summary.txt on disk after commit:\n{}",
+        std::fs::read_to_string(workspace.join("notes/summary.txt"))?
+    );
+    println!(
+        "== src/greeting.txt on disk after commit:\n{}",
+        std::fs::read_to_string(workspace.join("src/greeting.txt"))?
+    );
+
+    println!("== a program that reaches for a secret\n{}", DENIED_PROGRAM.trim_end());
+    let denied = runtime.preview(&RunRequest::new(DENIED_PROGRAM).with_detail(ReceiptDetail::Full))?;
+    println!("\n== its receipt\n{}", receipt_text(&denied));
+    println!("notes/leak.txt exists on disk: {}", workspace.join("notes/leak.txt").exists());
+    if !unchanged || workspace.join("notes/leak.txt").exists() {
+        return Err("the demo observed a change that should not have happened".into());
+    }
+    Ok(crate::exit_code(&committed))
+}

@@ -1,0 +1,199 @@
+//! Rendering receipts as text for people and as JSON for programs.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value, json};
+use vsh::{DiffEntry, MontyObject, NodeState, Receipt, RuntimeDecision};
+
+/// An error and its sources, one per line.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let _ = write!(text, "\n  caused by: {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+fn decision_name(decision: &RuntimeDecision) -> &'static str {
+    match decision {
+        RuntimeDecision::Denied(_) => "denied",
+        RuntimeDecision::AutoApproved => "auto-approved",
+        RuntimeDecision::PendingApproval(_) => "pending-approval",
+    }
+}
+
+fn state_text(state: Option<&NodeState>) -> String {
+    state.map_or_else(
+        || "-".to_owned(),
+        |state| {
+            let content = state.content.map(|id| format!(" {}", id.short())).unwrap_or_default();
+            format!("{} {:o} {}B{content}", state.kind.name(), state.mode, state.size)
+        },
+    )
+}
+
+/// A readable, multi-line receipt.
+pub(crate) fn receipt_text(receipt: &Receipt) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "transaction  {}", receipt.transaction);
+    let _ = writeln!(out, "snapshot     {}", receipt.base_snapshot);
+    let _ = writeln!(out, "state        {}", receipt.state.name());
+    let _ = writeln!(out, "decision     {}", decision_name(&receipt.decision));
+    match &receipt.decision {
+        RuntimeDecision::Denied(manifest) => {
+            let _ = writeln!(out, "  reason     {:?}", manifest.reason);
+            for denied in &manifest.denied {
+                let _ = writeln!(out, "  denied     {denied}");
+            }
+        }
+        RuntimeDecision::PendingApproval(manifest) => {
+            let flags: Vec<String> = manifest.flags.iter().map(|flag| format!("{flag:?}")).collect();
+            let _ = writeln!(out, "  risk flags {}", flags.join(", "));
+        }
+        RuntimeDecision::AutoApproved => {}
+    }
+    let _ = writeln!(out, "diff         {} ({} changed paths)", receipt.diff.short(), receipt.changed_paths);
+    for entry in &receipt.changes {
+        let _ = writeln!(
+            out,
+            "  {:<7} {}  [{} -> {}]",
+            entry.kind.name(),
+            entry.path,
+            state_text(entry.before.as_ref()),
+            state_text(entry.after.as_ref())
+        );
+    }
+    let stdout = String::from_utf8_lossy(receipt.output.stdout_bytes());
+    if !stdout.is_empty() {
+        let _ = writeln!(out, "stdout");
+        for line in stdout.lines() {
+            let _ = writeln!(out, "  | {line}");
+        }
+    }
+    if let Some(value) = receipt.output.monty_value() {
+        let _ = writeln!(out, "value        {}", value.py_repr());
+    }
+    let stats = &receipt.execution;
+    let _ = writeln!(
+        out,
+        "execution    {} os calls, {} B read, {} B written, {} denied",
+        stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses
+    );
+    #[allow(clippy::cast_precision_loss)]
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let t = &receipt.timings;
+    let _ = writeln!(
+        out,
+        "timings ms   execute {:.3}, diff {:.3}, policy {:.3}, bind {:.3}, commit {:.3}, total {:.3}",
+        ms(t.execute),
+        ms(t.diff),
+        ms(t.policy),
+        ms(t.bind_and_store),
+        ms(t.commit),
+        ms(t.total)
+    );
+    if let Some(commit) = &receipt.commit {
+        let _ = writeln!(
+            out,
+            "commit       {} operations, {} paths verified, {} dependencies revalidated",
+            commit.operations, commit.verified_paths, commit.revalidated_dependencies
+        );
+    }
+    out
+}
+
+fn state_json(state: Option<&NodeState>) -> Value {
+    state.map_or(Value::Null, |state| {
+        json!({
+            "kind": state.kind.name(),
+            "size": state.size,
+            "mode": format!("{:o}", state.mode),
+            "content": state.content.map(|id| id.to_hex()),
+        })
+    })
+}
+
+fn entry_json(entry: &DiffEntry) -> Value {
+    json!({
+        "path": entry.path.to_string(),
+        "kind": entry.kind.name(),
+        "before": state_json(entry.before.as_ref()),
+        "after": state_json(entry.after.as_ref()),
+    })
+}
+
+/// A Monty value as JSON: scalars, lists and string-keyed dicts map directly;
+/// everything else is `{"$repr": "..."}`.
+pub(crate) fn value_json(value: &MontyObject) -> Value {
+    match value {
+        MontyObject::None => Value::Null,
+        MontyObject::Bool(flag) => Value::Bool(*flag),
+        MontyObject::Int(number) => json!(number),
+        MontyObject::Float(number) => {
+            serde_json::Number::from_f64(*number).map_or_else(|| json!({"$repr": value.py_repr()}), Value::Number)
+        }
+        MontyObject::String(text) | MontyObject::Path(text) => Value::String(text.clone()),
+        MontyObject::List(items) | MontyObject::Tuple(items) => Value::Array(items.iter().map(value_json).collect()),
+        MontyObject::Dict(pairs) => {
+            let mut object = Map::new();
+            for (key, item) in pairs {
+                match key {
+                    MontyObject::String(key) => {
+                        object.insert(key.clone(), value_json(item));
+                    }
+                    _ => return json!({"$repr": value.py_repr()}),
+                }
+            }
+            Value::Object(object)
+        }
+        _ => json!({"$repr": value.py_repr()}),
+    }
+}
+
+/// The receipt as a JSON value.
+pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
+    let decision = match &receipt.decision {
+        RuntimeDecision::Denied(manifest) => json!({
+            "kind": "denied",
+            "reason": format!("{:?}", manifest.reason),
+            "denied": manifest.denied.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        }),
+        RuntimeDecision::AutoApproved => json!({"kind": "auto-approved"}),
+        RuntimeDecision::PendingApproval(manifest) => json!({
+            "kind": "pending-approval",
+            "flags": manifest.flags.iter().map(|flag| format!("{flag:?}")).collect::<Vec<_>>(),
+        }),
+    };
+    let stats = &receipt.execution;
+    let t = &receipt.timings;
+    json!({
+        "transaction": receipt.transaction.to_hex(),
+        "base_snapshot": receipt.base_snapshot.to_hex(),
+        "state": receipt.state.name(),
+        "decision": decision,
+        "diff": receipt.diff.to_hex(),
+        "changed_paths": receipt.changed_paths,
+        "changes": receipt.changes.iter().map(entry_json).collect::<Vec<_>>(),
+        "stdout": String::from_utf8_lossy(receipt.output.stdout_bytes()),
+        "value": receipt.output.monty_value().map_or(Value::Null, value_json),
+        "execution": {
+            "os_calls": stats.os_calls,
+            "read_bytes": stats.read_bytes,
+            "write_bytes": stats.write_bytes,
+            "directory_entries": stats.directory_entries,
+            "output_bytes": stats.output_bytes,
+            "denied_accesses": stats.denied_accesses,
+        },
+        "timings_ns": {
+            "snapshot": t.snapshot, "execute": t.execute, "diff": t.diff, "policy": t.policy,
+            "bind_and_store": t.bind_and_store, "commit": t.commit, "total": t.total,
+        },
+        "commit": receipt.commit.map(|commit| json!({
+            "operations": commit.operations,
+            "verified_paths": commit.verified_paths,
+            "revalidated_dependencies": commit.revalidated_dependencies,
+        })),
+    })
+}

@@ -1,0 +1,96 @@
+//! The `vsh` binary: exit codes, output forms and the demo.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn vsh(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
+    command.args(args).env_clear();
+    if let Some(input) = stdin {
+        use std::io::Write;
+        let mut child = command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        return child.wait_with_output().unwrap();
+    }
+    command.output().unwrap()
+}
+
+fn write(root: &Path, relative: &str, contents: &str) {
+    std::fs::create_dir_all(root.join(relative).parent().unwrap()).unwrap();
+    std::fs::write(root.join(relative), contents).unwrap();
+}
+
+#[test]
+fn exit_codes_distinguish_every_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    write(dir.path(), "old.txt", "old\n");
+    write(dir.path(), ".env", "SECRET=1\n");
+    let ws = dir.path().to_str().unwrap();
+    let create = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
+
+    let preview = vsh(&["run", "--workspace", ws, "-"], Some(create));
+    assert_eq!(preview.status.code(), Some(3), "{}", String::from_utf8_lossy(&preview.stderr));
+    assert!(!dir.path().join("b.txt").exists());
+
+    let committed = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(create));
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
+
+    let delete = "from pathlib import Path\nPath('/workspace/old.txt').unlink()";
+    let pending = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(delete));
+    assert_eq!(pending.status.code(), Some(4));
+    assert!(dir.path().join("old.txt").exists());
+
+    let secret = "from pathlib import Path\ntry:\n    Path('/workspace/.env').write_text('x')\nexcept PermissionError:\n    pass";
+    let denied = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(secret));
+    assert_eq!(denied.status.code(), Some(5));
+    assert_eq!(std::fs::read_to_string(dir.path().join(".env")).unwrap(), "SECRET=1\n");
+
+    let broken = vsh(&["run", "--workspace", ws, "-"], Some("raise ValueError('no')"));
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&broken.stderr).contains("ValueError"));
+
+    assert_eq!(vsh(&["run", "--mode", "sideways", "x.py"], None).status.code(), Some(2));
+}
+
+#[test]
+fn json_receipt_is_machine_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "n.txt", "41");
+    let program_path = dir.path().join("program.py");
+    std::fs::write(&program_path, "from pathlib import Path\nint(Path('/workspace/n.txt').read_text()) + 1").unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::rename(dir.path().join("n.txt"), workspace.join("n.txt")).unwrap();
+    let output = vsh(
+        &["run", "--workspace", workspace.to_str().unwrap(), "--json", "--full", program_path.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(3));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["value"], serde_json::json!(42));
+    assert_eq!(value["state"], "auto-approved");
+    assert_eq!(value["decision"]["kind"], "auto-approved");
+    assert_eq!(value["changed_paths"], 0);
+    assert_eq!(value["transaction"].as_str().unwrap().len(), 64);
+}
+
+#[test]
+fn demo_runs_twice_and_reports_both_receipts() {
+    for _ in 0..2 {
+        let output = vsh(&["demo"], None);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("== preview receipt"), "{stdout}");
+        assert!(stdout.contains("== commit receipt"), "{stdout}");
+        assert!(stdout.contains("state        committed"), "{stdout}");
+        assert!(stdout.contains("3 open items"), "{stdout}");
+        assert!(stdout.contains("decision     denied"), "{stdout}");
+    }
+}

@@ -1,0 +1,180 @@
+//! Observing the live workspace through the capability handle, in the terms a
+//! transaction recorded: kinds, sizes and modes, content digests and name sets.
+//!
+//! Paths within the runtime directory are invisible here, exactly as they are
+//! to a run (the caller excludes the runtime directory from snapshots), so a
+//! dependency recorded as "absent" there stays satisfied.
+//!
+//! Host errors that mean "this node changed or cannot be reached as it was"
+//! become a [`ConflictReason`]; any other host error is a
+//! [`CommitError::Host`], never silently a conflict.
+
+use std::io;
+
+use vsh_host::{CapDir, HostError, HostKind, HostStat};
+use vsh_types::{BlobId, NodeKind, NodeState, VPath};
+use vsh_vfs::names_digest;
+
+use crate::error::{CommitError, ConflictReason};
+
+/// The longest symlink target read back (Linux stores at most 4095 bytes).
+const LINK_TARGET_MAX: u64 = 4096;
+
+/// What the workspace holds at a path.
+#[derive(Debug, Clone)]
+pub(crate) enum Live {
+    /// Nothing (or the path lies within the runtime directory).
+    Absent,
+    /// A proper ancestor, `at`, is a symlink or not a directory.
+    Unreachable {
+        /// The blocking ancestor.
+        at: VPath,
+    },
+    /// Something, as `lstat` reports it.
+    Present(HostStat),
+}
+
+/// Either a value or the conflict that prevented observing it.
+pub(crate) type Observed<T> = Result<T, ConflictReason>;
+
+/// A read-only view of the live workspace.
+pub(crate) struct LiveView<'a> {
+    pub(crate) dir: &'a CapDir,
+    /// Paths hidden from runs: the runtime directory and any data directory inside the workspace.
+    pub(crate) excluded: &'a [VPath],
+}
+
+/// The vsh kind of a host kind; `None` for FIFOs, sockets and devices.
+pub(crate) fn node_kind(kind: HostKind) -> Option<NodeKind> {
+    match kind {
+        HostKind::File => Some(NodeKind::File),
+        HostKind::Directory => Some(NodeKind::Directory),
+        HostKind::Symlink => Some(NodeKind::Symlink),
+        HostKind::Other => None,
+    }
+}
+
+impl LiveView<'_> {
+    /// Whether `path` is hidden from runs (within the runtime or data directory).
+    pub(crate) fn is_excluded(&self, path: &VPath) -> bool {
+        self.excluded.iter().any(|excluded| path.is_within(excluded))
+    }
+
+    /// `lstat` `path` without following anything.
+    pub(crate) fn observe(&self, path: &VPath) -> Result<Live, CommitError> {
+        if self.is_excluded(path) {
+            return Ok(Live::Absent);
+        }
+        match self.dir.lstat(path) {
+            Ok(None) => Ok(Live::Absent),
+            Ok(Some(stat)) => Ok(Live::Present(stat)),
+            Err(HostError::SymlinkInPath { path: at } | HostError::NotADirectory { path: at }) => {
+                Ok(Live::Unreachable { at })
+            }
+            Err(source) => Err(CommitError::Host { op: "lstat", path: path.clone(), source }),
+        }
+    }
+
+    /// The content digest of the file or symlink at `path`, expected to be of
+    /// `kind`. A node that changed while being read is `Err(changed)`.
+    pub(crate) fn content(
+        &self,
+        path: &VPath,
+        kind: NodeKind,
+        changed: ConflictReason,
+    ) -> Result<Observed<BlobId>, CommitError> {
+        let read = match kind {
+            NodeKind::File => self.dir.hash_file(path).map(|(digest, _)| digest),
+            NodeKind::Symlink => self.dir.read_link(path, LINK_TARGET_MAX).map(|target| BlobId::of(&target)),
+            NodeKind::Directory => return Ok(Err(changed)),
+        };
+        match read {
+            Ok(digest) => Ok(Ok(digest)),
+            Err(error) => classify(error, "read", path, changed).map(Err),
+        }
+    }
+
+    /// The names digest of the directory at `path`, as a run records it: child
+    /// names sorted, the runtime directory left out. A name that is not UTF-8
+    /// (which no run can have seen) is `Err(changed)`.
+    pub(crate) fn names(&self, path: &VPath, changed: ConflictReason) -> Result<Observed<[u8; 32]>, CommitError> {
+        let children = match self.children(path, changed)? {
+            Ok(children) => children,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        Ok(Ok(names_digest(children.iter().map(String::as_str))))
+    }
+
+    /// The visible child names of the directory at `path`.
+    pub(crate) fn children(&self, path: &VPath, changed: ConflictReason) -> Result<Observed<Vec<String>>, CommitError> {
+        let entries = match self.dir.list_dir(path) {
+            Ok(entries) => entries,
+            Err(error) => return classify(error, "list", path, changed).map(Err),
+        };
+        let mut names = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let Ok(name) = String::from_utf8(entry.name) else { return Ok(Err(changed)) };
+            let Ok(child) = path.child(&name) else { return Ok(Err(changed)) };
+            if !self.is_excluded(&child) {
+                names.push(name);
+            }
+        }
+        Ok(Ok(names))
+    }
+
+    /// The full state of the node `stat` describes, compared with `expected`
+    /// cheaply first: the content is hashed only when kind, size and mode agree.
+    /// `Ok(Ok(true))` when the live state equals `expected`.
+    pub(crate) fn matches_state(
+        &self,
+        path: &VPath,
+        stat: &HostStat,
+        expected: &NodeState,
+    ) -> Result<Observed<bool>, CommitError> {
+        let Some(kind) = node_kind(stat.kind) else { return Ok(Ok(false)) };
+        if kind != expected.kind {
+            return Ok(Ok(false));
+        }
+        let (size, mode) = match kind {
+            NodeKind::File => (stat.size, stat.mode),
+            NodeKind::Directory => (0, stat.mode),
+            NodeKind::Symlink => (stat.size, 0o777),
+        };
+        if size != expected.size || mode != expected.mode {
+            return Ok(Ok(false));
+        }
+        if kind == NodeKind::Directory {
+            return Ok(Ok(true));
+        }
+        match self.content(path, kind, ConflictReason::Precondition)? {
+            Ok(digest) => Ok(Ok(Some(digest) == expected.content)),
+            Err(reason) => Ok(Err(reason)),
+        }
+    }
+}
+
+/// Turn a host error met while observing `path` into the conflict it stands
+/// for, or pass it on as a [`CommitError::Host`].
+fn classify(
+    error: HostError,
+    op: &'static str,
+    path: &VPath,
+    changed: ConflictReason,
+) -> Result<ConflictReason, CommitError> {
+    match error {
+        HostError::NotFound { .. }
+        | HostError::NotAFile { .. }
+        | HostError::NotASymlink { .. }
+        | HostError::Unstable { .. }
+        | HostError::TooLarge { .. } => Ok(changed),
+        // The node itself is no longer what was observed (listing a path that
+        // became a symlink or a file); a blocking ancestor makes it unreachable.
+        HostError::SymlinkInPath { path: at } | HostError::NotADirectory { path: at } => {
+            Ok(if at == *path { changed } else { ConflictReason::Unreadable })
+        }
+        HostError::Io { ref source, .. } if source.kind() == io::ErrorKind::PermissionDenied => {
+            Ok(ConflictReason::Unreadable)
+        }
+        source => Err(CommitError::Host { op, path: path.clone(), source }),
+    }
+}

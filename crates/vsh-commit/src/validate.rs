@@ -1,0 +1,70 @@
+//! Static checks of a diff before anything is observed or written.
+//!
+//! A diff that passes describes a set of changes that can be applied in the
+//! order `crate::plan` lowers it to, provided the live workspace matches every
+//! before state (which revalidation checks under the lock).
+
+use std::collections::BTreeMap;
+
+use vsh_types::{DiffEntry, NodeKind, NodeState, VPath};
+
+use crate::error::CommitError;
+
+/// The largest permission bits a state may carry.
+const MODE_MASK: u32 = 0o7777;
+
+/// Check `diff` against the rules in the crate docs; the first violation is
+/// [`CommitError::InvalidDiff`].
+pub(crate) fn validate(diff: &[DiffEntry], excluded: &[VPath]) -> Result<(), CommitError> {
+    let invalid = |path: &VPath, reason: &'static str| CommitError::InvalidDiff { path: path.clone(), reason };
+    for pair in diff.windows(2) {
+        if pair[0].path >= pair[1].path {
+            return Err(invalid(&pair[1].path, "entries are not strictly sorted by path"));
+        }
+    }
+    let by_path: BTreeMap<&VPath, &DiffEntry> = diff.iter().map(|entry| (&entry.path, entry)).collect();
+    for entry in diff {
+        let path = &entry.path;
+        if path.is_root() {
+            return Err(invalid(path, "the workspace root cannot change"));
+        }
+        if excluded.iter().any(|excluded| path.is_within(excluded)) {
+            return Err(invalid(path, "path is within vsh's runtime or data directory"));
+        }
+        if excluded.iter().any(|excluded| excluded.is_strictly_within(path))
+            && entry.after.is_none_or(|after| after.kind != NodeKind::Directory)
+        {
+            return Err(invalid(path, "would remove an ancestor of vsh's runtime or data directory"));
+        }
+        match DiffEntry::between(path.clone(), entry.before, entry.after) {
+            Some(classified) if classified.kind == entry.kind => {}
+            Some(_) => return Err(invalid(path, "change kind does not match the before and after states")),
+            None => return Err(invalid(path, "entry records no change")),
+        }
+        for state in [entry.before, entry.after].into_iter().flatten() {
+            check_state(&state).map_err(|reason| invalid(path, reason))?;
+        }
+        if let Some(parent) = path.parent().and_then(|parent| by_path.get(&parent).copied()) {
+            if entry.after.is_some() && parent.after.is_none_or(|after| after.kind != NodeKind::Directory) {
+                return Err(invalid(path, "parent is not a directory after the change"));
+            }
+            if entry.before.is_some() && parent.before.is_none_or(|before| before.kind != NodeKind::Directory) {
+                return Err(invalid(path, "parent was not a directory before the change"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_state(state: &NodeState) -> Result<(), &'static str> {
+    if state.mode & !MODE_MASK != 0 {
+        return Err("mode has bits outside 0o7777");
+    }
+    match state.kind {
+        NodeKind::File if state.content.is_none() => Err("a file state has no content digest"),
+        NodeKind::Symlink if state.content.is_none() => Err("a symlink state has no content digest"),
+        NodeKind::Symlink if state.mode != 0o777 => Err("a symlink state has a mode other than 0o777"),
+        NodeKind::Directory if state.content.is_some() || state.size != 0 => Err("a directory state has content"),
+        _ => Ok(()),
+    }
+}

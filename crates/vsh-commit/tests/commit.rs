@@ -1,0 +1,621 @@
+//! End-to-end tests of the committer: runs are made with a real `VirtualFs`
+//! over a temporary workspace, their new content is stored in a real blob
+//! store, and the commit is checked byte for byte and mode for mode on disk.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, SystemTime};
+
+use vsh_commit::{CommitError, CommitReceipt, CommitRequest, Committer, ConflictReason};
+use vsh_host::CapDir;
+use vsh_store::{BlobStore, DataDir};
+use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, TransactionId, VPath};
+use vsh_vfs::{CanonicalDiff, ReadSet, SnapshotLimits, VfsError, VirtualFs};
+
+type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn p(path: &str) -> VPath {
+    VPath::parse(path).unwrap()
+}
+
+fn write(root: &Path, rel: &str, bytes: &[u8]) {
+    let full = root.join(rel);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, bytes).unwrap();
+}
+
+fn chmod(root: &Path, rel: &str, mode: u32) {
+    std::fs::set_permissions(root.join(rel), std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mode_of(root: &Path, rel: &str) -> u32 {
+    std::fs::symlink_metadata(root.join(rel)).unwrap().permissions().mode() & 0o7777
+}
+
+/// A workspace with a data directory and blob store inside its runtime dir.
+struct Fixture {
+    dir: tempfile::TempDir,
+    workspace: Arc<CapDir>,
+    blobs: BlobStore,
+    committer: Committer,
+}
+
+impl Fixture {
+    fn new() -> Result<Self> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir(dir.path().join("ws"))?;
+        let workspace = Arc::new(CapDir::open(&dir.path().join("ws"))?);
+        let data = DataDir::open_in_workspace(&workspace, &DataDir::default_relative())?;
+        let blobs = BlobStore::open(&data)?;
+        let committer = Committer::new(Arc::clone(&workspace), p(".vsh"))?;
+        Ok(Self { dir, workspace, blobs, committer })
+    }
+
+    fn root(&self) -> std::path::PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    /// Run `ops` against a fresh virtual image, store the new content, and
+    /// return the diff and read set like a real run would.
+    fn run(&self, ops: impl FnOnce(&mut VirtualFs) -> std::result::Result<(), VfsError>) -> Result<Run> {
+        let mut vfs = VirtualFs::new(Arc::clone(&self.workspace), vec![p(".vsh")], SnapshotLimits::default());
+        ops(&mut vfs)?;
+        let diff = vfs.canonical_diff()?;
+        for entry in diff.entries() {
+            let Some(after) = entry.after else { continue };
+            if after.kind == NodeKind::Directory {
+                continue;
+            }
+            let source = vfs.content_source(&entry.path)?.expect("a file or symlink has a content source");
+            let bytes = vfs.materialize(&source)?;
+            self.blobs.put_expected(&bytes, after.content.expect("content digest"))?;
+        }
+        let transaction = TransactionId::digest(diff.digest().as_bytes());
+        Ok(Run { diff, reads: vfs.read_set().clone(), transaction })
+    }
+
+    fn commit(&self, run: &Run) -> std::result::Result<CommitReceipt, CommitError> {
+        self.committer.commit(&run.request(&self.blobs))
+    }
+
+    /// Every node of the workspace except the runtime directory.
+    fn tree(&self) -> BTreeMap<String, Node> {
+        let mut out = BTreeMap::new();
+        walk(&self.root(), "", &mut out);
+        out
+    }
+
+    fn stage_is_empty(&self) -> bool {
+        std::fs::read_dir(self.root().join(".vsh/stage")).map_or(true, |mut entries| entries.next().is_none())
+    }
+}
+
+struct Run {
+    diff: CanonicalDiff,
+    reads: ReadSet,
+    transaction: TransactionId,
+}
+
+impl Run {
+    fn request<'a>(&'a self, blobs: &'a BlobStore) -> CommitRequest<'a> {
+        CommitRequest::new(self.transaction, self.diff.entries(), &self.reads, blobs)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    File { bytes: Vec<u8>, mode: u32 },
+    Dir { mode: u32 },
+    Link { target: Vec<u8> },
+}
+
+fn walk(root: &Path, rel: &str, out: &mut BTreeMap<String, Node>) {
+    let full = if rel.is_empty() { root.to_owned() } else { root.join(rel) };
+    let mut names: Vec<String> =
+        std::fs::read_dir(&full).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    for name in names {
+        let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        if child == ".vsh" {
+            continue;
+        }
+        let path = root.join(&child);
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o7777;
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes();
+            out.insert(child, Node::Link { target });
+        } else if meta.is_dir() {
+            out.insert(child.clone(), Node::Dir { mode });
+            walk(root, &child, out);
+        } else {
+            out.insert(child, Node::File { bytes: std::fs::read(&path).unwrap(), mode });
+        }
+    }
+}
+
+fn file(bytes: &[u8], mode: u32) -> Node {
+    Node::File { bytes: bytes.to_vec(), mode }
+}
+
+fn stale_paths(error: &CommitError) -> Vec<(String, ConflictReason)> {
+    match error {
+        CommitError::Stale { conflicts, .. } => {
+            conflicts.iter().map(|conflict| (conflict.path.as_str().to_owned(), conflict.reason)).collect()
+        }
+        other => panic!("expected a stale commit, got {other:?}"),
+    }
+}
+
+#[test]
+fn create_modify_delete_rename_mkdir_tree_and_mode_changes_commit_exactly() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    write(&root, "d/b.txt", b"beta");
+    write(&root, "old/x", b"x");
+    write(&root, "old/sub/y", b"y");
+    write(&root, "script.sh", b"#!/bin/sh\n");
+    chmod(&root, "script.sh", 0o644);
+    write(&root, "k", b"a file that becomes a directory");
+    std::fs::create_dir(root.join("z"))?;
+    std::fs::create_dir(root.join("keep"))?;
+    chmod(&root, "keep", 0o755);
+    std::os::unix::fs::symlink("a.txt", root.join("link"))?;
+    std::os::unix::fs::symlink("a.txt", root.join("relink"))?;
+
+    let run = fx.run(|vfs| {
+        vfs.write(&p("a.txt"), Arc::from(&b"changed"[..]))?;
+        vfs.write(&p("d/new.txt"), Arc::from(&b"new"[..]))?;
+        vfs.unlink(&p("d/b.txt"))?;
+        vfs.rename(&p("old"), &p("moved"))?;
+        vfs.mkdir_all(&p("t/u/v"), 0o750)?;
+        vfs.write(&p("t/u/v/deep"), Arc::from(&b"deep"[..]))?;
+        vfs.set_mode(&p("script.sh"), 0o755)?;
+        vfs.set_mode(&p("keep"), 0o700)?;
+        vfs.unlink(&p("link"))?;
+        vfs.unlink(&p("relink"))?;
+        vfs.symlink(&p("relink"), b"d/new.txt")?;
+        vfs.symlink(&p("newlink"), b"../outside")?;
+        vfs.unlink(&p("k"))?;
+        vfs.mkdir(&p("k"), 0o755)?;
+        vfs.write(&p("k/inside"), Arc::from(&b"inside"[..]))?;
+        vfs.rmdir(&p("z"))?;
+        vfs.write(&p("z"), Arc::from(&b"dir became file"[..]))?;
+        Ok(())
+    })?;
+    let kinds: BTreeMap<&str, DiffKind> =
+        run.diff.entries().iter().map(|entry| (entry.path.as_str(), entry.kind)).collect();
+    assert_eq!(kinds["keep"], DiffKind::MetadataChange);
+    assert_eq!(kinds["k"], DiffKind::Modify);
+
+    let receipt = fx.commit(&run)?;
+    assert_eq!(receipt.transaction, run.transaction);
+    assert_eq!(receipt.verified_paths, run.diff.len() as u64);
+    assert!(receipt.operations >= run.diff.len() as u64);
+    assert_eq!(receipt.revalidated_dependencies, (run.reads.len() + run.diff.len()) as u64);
+
+    let expected: BTreeMap<String, Node> = [
+        ("a.txt", file(b"changed", 0o644)),
+        ("d", Node::Dir { mode: mode_of(&root, "d") }),
+        ("d/new.txt", file(b"new", 0o644)),
+        ("k", Node::Dir { mode: 0o755 }),
+        ("k/inside", file(b"inside", 0o644)),
+        ("keep", Node::Dir { mode: 0o700 }),
+        ("moved", Node::Dir { mode: mode_of(&root, "moved") }),
+        ("moved/sub", Node::Dir { mode: mode_of(&root, "moved/sub") }),
+        ("moved/sub/y", file(b"y", mode_of(&root, "moved/sub/y"))),
+        ("moved/x", file(b"x", mode_of(&root, "moved/x"))),
+        ("newlink", Node::Link { target: b"../outside".to_vec() }),
+        ("relink", Node::Link { target: b"d/new.txt".to_vec() }),
+        ("script.sh", file(b"#!/bin/sh\n", 0o755)),
+        ("t", Node::Dir { mode: 0o750 }),
+        ("t/u", Node::Dir { mode: 0o750 }),
+        ("t/u/v", Node::Dir { mode: 0o750 }),
+        ("t/u/v/deep", file(b"deep", 0o644)),
+        ("z", file(b"dir became file", 0o644)),
+    ]
+    .into_iter()
+    .map(|(path, node)| (path.to_owned(), node))
+    .collect();
+    assert_eq!(fx.tree(), expected);
+    assert!(fx.stage_is_empty());
+
+    // The workspace now equals the run's final image: a new run sees no change.
+    let again = fx.run(|vfs| {
+        assert_eq!(&*vfs.read(&p("a.txt"))?, b"changed");
+        Ok(())
+    })?;
+    assert!(again.diff.is_empty());
+    Ok(())
+}
+
+#[test]
+fn restrictive_directory_modes_are_applied_after_their_children() -> Result {
+    let fx = Fixture::new()?;
+    let run = fx.run(|vfs| {
+        vfs.mkdir(&p("ro"), 0o555)?;
+        vfs.mkdir(&p("ro/inner"), 0o500)?;
+        vfs.write(&p("ro/inner/f"), Arc::from(&b"locked in"[..]))?;
+        vfs.set_mode(&p("ro/inner/f"), 0o400)?;
+        Ok(())
+    })?;
+    fx.commit(&run)?;
+    let root = fx.root();
+    assert_eq!(mode_of(&root, "ro"), 0o555);
+    assert_eq!(mode_of(&root, "ro/inner"), 0o500);
+    assert_eq!(mode_of(&root, "ro/inner/f"), 0o400);
+    assert_eq!(std::fs::read(root.join("ro/inner/f"))?, b"locked in");
+    // Let the temporary directory be removed.
+    chmod(&root, "ro/inner", 0o700);
+    chmod(&root, "ro", 0o700);
+    Ok(())
+}
+
+#[test]
+fn external_edit_of_a_read_file_is_stale_and_survives() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "input.txt", b"v1");
+    write(&root, "other.txt", b"untouched");
+    let run = fx.run(|vfs| {
+        let input = vfs.read(&p("input.txt"))?;
+        vfs.write(&p("output.txt"), Arc::from([&input[..], b" processed"].concat()))?;
+        vfs.write(&p("other.txt"), Arc::from(&b"rewritten"[..]))?;
+        Ok(())
+    })?;
+    write(&root, "input.txt", b"v2 edited externally");
+    let before = fx.tree();
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![("input.txt".to_owned(), ConflictReason::Content)]);
+    assert!(matches!(error, CommitError::Stale { total: 1, .. }));
+    assert!(!error.workspace_may_be_changed());
+    assert_eq!(fx.tree(), before);
+    assert_eq!(std::fs::read(root.join("input.txt"))?, b"v2 edited externally");
+    assert!(!root.join("output.txt").exists());
+    assert!(fx.stage_is_empty());
+    Ok(())
+}
+
+#[test]
+fn touching_the_mtime_of_a_read_file_is_not_stale() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "input.txt", b"same bytes");
+    let run = fx.run(|vfs| {
+        let input = vfs.read(&p("input.txt"))?;
+        vfs.write(&p("copy.txt"), input)?;
+        Ok(())
+    })?;
+    let handle = std::fs::File::options().write(true).open(root.join("input.txt"))?;
+    handle.set_modified(SystemTime::now() - Duration::from_hours(1))?;
+    drop(handle);
+    fx.commit(&run)?;
+    assert_eq!(std::fs::read(root.join("copy.txt"))?, b"same bytes");
+    Ok(())
+}
+
+#[test]
+fn unrelated_sibling_beside_a_created_file_is_not_stale() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "d/existing", b"e");
+    let run = fx.run(|vfs| vfs.write(&p("d/created.txt"), Arc::from(&b"mine"[..])))?;
+    write(&root, "d/sibling.txt", b"someone else's");
+    fx.commit(&run)?;
+    assert_eq!(std::fs::read(root.join("d/created.txt"))?, b"mine");
+    assert_eq!(std::fs::read(root.join("d/sibling.txt"))?, b"someone else's");
+    Ok(())
+}
+
+#[test]
+fn new_entry_in_a_listed_directory_is_stale() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "d/one", b"1");
+    let run = fx.run(|vfs| {
+        let names = vfs.read_dir(&p("d"))?;
+        vfs.write(&p("index.txt"), Arc::from(names.join("\n").into_bytes()))?;
+        Ok(())
+    })?;
+    write(&root, "d/two", b"2");
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![("d".to_owned(), ConflictReason::Listing)]);
+    assert!(!root.join("index.txt").exists());
+    Ok(())
+}
+
+#[test]
+fn parent_swapped_for_a_symlink_is_refused_and_nothing_is_written_through_it() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "d/f", b"original");
+    let target = fx.dir.path().join("outside-target");
+    std::fs::create_dir(&target)?;
+    let run = fx.run(|vfs| {
+        vfs.write(&p("d/new.txt"), Arc::from(&b"new"[..]))?;
+        vfs.write(&p("d/f"), Arc::from(&b"modified"[..]))?;
+        Ok(())
+    })?;
+    std::fs::rename(root.join("d"), root.join("d.moved"))?;
+    std::os::unix::fs::symlink(&target, root.join("d"))?;
+    let error = fx.commit(&run).unwrap_err();
+    let conflicts = stale_paths(&error);
+    assert!(
+        conflicts.contains(&(
+            "d".to_owned(),
+            ConflictReason::Kind { expected: Some(NodeKind::Directory), actual: Some(NodeKind::Symlink) }
+        )),
+        "{conflicts:?}"
+    );
+    assert_eq!(std::fs::read_dir(&target)?.count(), 0);
+    assert_eq!(std::fs::read(root.join("d.moved/f"))?, b"original");
+    assert!(!root.join("d.moved/new.txt").exists());
+    // Revalidation alone reports the same.
+    assert!(matches!(fx.committer.revalidate(&run.request(&fx.blobs)), Err(CommitError::Stale { .. })));
+    Ok(())
+}
+
+#[test]
+fn overlapping_transactions_committed_from_two_threads_have_exactly_one_winner() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    for round in 0..8 {
+        write(&root, "counter.txt", format!("{round}").as_bytes());
+        let runs: Vec<Run> = ["left", "right"]
+            .iter()
+            .map(|who| {
+                fx.run(|vfs| {
+                    let current = vfs.read(&p("counter.txt"))?;
+                    let next = format!("{} +1 by {who}", String::from_utf8_lossy(&current));
+                    vfs.write(&p("counter.txt"), Arc::from(next.into_bytes()))?;
+                    vfs.write(&p(&format!("{who}-{round}.log")), Arc::from(&b"ran"[..]))?;
+                    Ok(())
+                })
+            })
+            .collect::<Result<_>>()?;
+        let barrier = Barrier::new(2);
+        let results: Vec<std::result::Result<CommitReceipt, CommitError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = runs
+                .iter()
+                .map(|run| {
+                    let barrier = &barrier;
+                    let blobs = &fx.blobs;
+                    let root = &root;
+                    scope.spawn(move || {
+                        // Each thread has its own handles, like separate processes.
+                        let workspace = Arc::new(CapDir::open(root).unwrap());
+                        let committer = Committer::new(workspace, p(".vsh")).unwrap();
+                        barrier.wait();
+                        committer.commit(&run.request(blobs))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        let winners: Vec<usize> = (0..2).filter(|index| results[*index].is_ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let winner = winners[0];
+        let loser = 1 - winner;
+        // The loser read the counter (content) and replaced it (size and
+        // mode, then content): the first facet that fails is named.
+        let conflicts = stale_paths(results[loser].as_ref().unwrap_err());
+        assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+        assert_eq!(conflicts[0].0, "counter.txt");
+        assert!(matches!(conflicts[0].1, ConflictReason::Metadata | ConflictReason::Content), "{conflicts:?}");
+        let who = ["left", "right"][winner];
+        assert_eq!(std::fs::read(root.join("counter.txt"))?, format!("{round} +1 by {who}").into_bytes());
+        assert!(root.join(format!("{who}-{round}.log")).exists());
+        assert!(!root.join(format!("{}-{round}.log", ["left", "right"][loser])).exists());
+    }
+    Ok(())
+}
+
+#[test]
+fn deleted_file_edited_externally_is_stale_and_kept() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "victim", b"v1");
+    let run = fx.run(|vfs| vfs.unlink(&p("victim")))?;
+    write(&root, "victim", b"v2, newer work");
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(stale_paths(&error).len(), 1);
+    assert_eq!(std::fs::read(root.join("victim"))?, b"v2, newer work");
+    Ok(())
+}
+
+#[test]
+fn conflicts_are_capped_but_counted() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    for index in 0..5 {
+        write(&root, &format!("in{index}"), b"old");
+    }
+    let run = fx.run(|vfs| {
+        for index in 0..5 {
+            vfs.read(&p(&format!("in{index}")))?;
+        }
+        vfs.write(&p("out"), Arc::from(&b"x"[..]))
+    })?;
+    for index in 0..5 {
+        write(&root, &format!("in{index}"), b"new!");
+    }
+    let mut request = run.request(&fx.blobs);
+    request.max_conflicts = 2;
+    match fx.committer.commit(&request) {
+        Err(CommitError::Stale { conflicts, total }) => {
+            assert_eq!(total, 5);
+            let paths: Vec<&str> = conflicts.iter().map(|conflict| conflict.path.as_str()).collect();
+            assert_eq!(paths, vec!["in0", "in1"]);
+        }
+        other => panic!("expected stale, got {other:?}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn hard_linked_files_content_change_keeps_the_alias_and_mode_change_is_refused() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "f", b"shared");
+    chmod(&root, "f", 0o644);
+    std::fs::hard_link(root.join("f"), root.join("alias"))?;
+    let chmod_run = fx.run(|vfs| vfs.set_mode(&p("f"), 0o600))?;
+    let error = fx.commit(&chmod_run).unwrap_err();
+    assert!(matches!(&error, CommitError::HardLinked { path, links: 2 } if path.as_str() == "f"), "{error:?}");
+    assert_eq!(mode_of(&root, "f"), 0o644);
+    assert_eq!(mode_of(&root, "alias"), 0o644);
+
+    let write_run = fx.run(|vfs| vfs.write(&p("f"), Arc::from(&b"replaced"[..])))?;
+    fx.commit(&write_run)?;
+    assert_eq!(std::fs::read(root.join("f"))?, b"replaced");
+    assert_eq!(std::fs::read(root.join("alias"))?, b"shared");
+    assert_eq!(std::fs::metadata(root.join("f"))?.nlink(), 1);
+    Ok(())
+}
+
+#[test]
+fn missing_blob_refuses_with_nothing_written() -> Result {
+    let fx = Fixture::new()?;
+    write(&fx.root(), "a", b"a");
+    let run = fx.run(|vfs| {
+        vfs.write(&p("a"), Arc::from(&b"b"[..]))?;
+        vfs.write(&p("c"), Arc::from(&b"only in the other store"[..]))
+    })?;
+    let other = tempfile::tempdir()?;
+    let empty_blobs = BlobStore::open(&DataDir::open_external(other.path())?)?;
+    let before = fx.tree();
+    let error = fx.committer.commit(&run.request(&empty_blobs)).unwrap_err();
+    assert!(matches!(error, CommitError::Blob { .. }), "{error:?}");
+    assert_eq!(fx.tree(), before);
+    assert!(fx.stage_is_empty());
+    Ok(())
+}
+
+#[test]
+fn revalidate_applies_nothing() -> Result {
+    let fx = Fixture::new()?;
+    let run = fx.run(|vfs| vfs.write(&p("new"), Arc::from(&b"n"[..])))?;
+    fx.committer.revalidate(&run.request(&fx.blobs))?;
+    assert!(!fx.root().join("new").exists());
+    fx.commit(&run)?;
+    assert!(fx.root().join("new").exists());
+    // The same diff again is stale: its precondition (absent) no longer holds.
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(
+        stale_paths(&error),
+        vec![("new".to_owned(), ConflictReason::Kind { expected: None, actual: Some(NodeKind::File) })]
+    );
+    Ok(())
+}
+
+#[test]
+fn malformed_diffs_are_refused_before_anything_is_observed() -> Result {
+    let fx = Fixture::new()?;
+    let reads = ReadSet::default();
+    let file = NodeState::file_with(b"x", 0o644);
+    let check = |entries: Vec<DiffEntry>, reason: &str| {
+        let request = CommitRequest::new(TransactionId::digest(b"bad"), &entries, &reads, &fx.blobs);
+        match fx.committer.commit(&request) {
+            Err(CommitError::InvalidDiff { reason: got, .. }) => assert_eq!(got, reason),
+            other => panic!("expected an invalid diff ({reason}), got {other:?}"),
+        }
+    };
+    let create = |path: &str| DiffEntry::between(p(path), None, Some(file)).unwrap();
+    check(vec![create("b"), create("a")], "entries are not strictly sorted by path");
+    check(vec![create(".vsh/evil")], "path is within the runtime directory");
+    check(
+        vec![DiffEntry::between(p(".vsh"), Some(NodeState::directory(0o700)), None).unwrap()],
+        "path is within the runtime directory",
+    );
+    let mut lying = create("a");
+    lying.kind = DiffKind::Delete;
+    check(vec![lying], "change kind does not match the before and after states");
+    let mut no_content = create("a");
+    no_content.after = Some(NodeState { content: None, ..file });
+    check(vec![no_content], "a file state has no content digest");
+    let mut wide_mode = create("a");
+    wide_mode.after = Some(NodeState { mode: 0o17777, ..file });
+    check(vec![wide_mode], "mode has bits outside 0o7777");
+    check(vec![create("f"), create("f/child")], "parent is not a directory after the change");
+    assert!(fx.tree().is_empty());
+    Ok(())
+}
+
+#[test]
+fn runtime_dir_symlink_is_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir(dir.path().join("ws"))?;
+    std::fs::create_dir(dir.path().join("elsewhere"))?;
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), dir.path().join("ws/.vsh"))?;
+    let workspace = Arc::new(CapDir::open(&dir.path().join("ws"))?);
+    assert!(matches!(Committer::new(workspace, p(".vsh")), Err(CommitError::Host { .. })));
+    assert_eq!(std::fs::read_dir(dir.path().join("elsewhere"))?.count(), 0);
+    Ok(())
+}
+
+#[test]
+fn without_read_set_dependencies_preconditions_still_guard_the_apply() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    let reads = ReadSet::default();
+    let new_file = NodeState::file_with(b"payload", 0o644);
+    fx.blobs.put(b"payload")?;
+
+    // The parent of a created file is a symlink now: refused, nothing written through it.
+    let target = fx.dir.path().join("outside-target");
+    std::fs::create_dir(&target)?;
+    std::os::unix::fs::symlink(&target, root.join("d"))?;
+    let create = vec![DiffEntry::between(p("d/new"), None, Some(new_file)).unwrap()];
+    let request = CommitRequest::new(TransactionId::digest(b"create"), &create, &reads, &fx.blobs);
+    let error = fx.committer.commit(&request).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![("d/new".to_owned(), ConflictReason::Unreadable)]);
+    assert_eq!(std::fs::read_dir(&target)?.count(), 0);
+
+    // A directory to delete gained a child the diff does not delete.
+    write(&root, "gone/known", b"k");
+    chmod(&root, "gone", 0o755);
+    chmod(&root, "gone/known", 0o644);
+    let delete = vec![
+        DiffEntry::between(p("gone"), Some(NodeState::directory(0o755)), None).unwrap(),
+        DiffEntry::between(p("gone/known"), Some(NodeState::file_with(b"k", 0o644)), None).unwrap(),
+    ];
+    write(&root, "gone/late", b"arrived after the preview");
+    let request = CommitRequest::new(TransactionId::digest(b"delete"), &delete, &reads, &fx.blobs);
+    let error = fx.committer.commit(&request).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![("gone".to_owned(), ConflictReason::Listing)]);
+    assert_eq!(std::fs::read(root.join("gone/known"))?, b"k");
+
+    // Without the late child the same diff applies.
+    std::fs::remove_file(root.join("gone/late"))?;
+    fx.committer.commit(&request)?;
+    assert!(!root.join("gone").exists());
+    Ok(())
+}
+
+#[test]
+fn listing_the_workspace_root_ignores_the_runtime_dir() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "readme", b"r");
+    let run = fx.run(|vfs| {
+        let names = vfs.read_dir(&VPath::root())?;
+        assert_eq!(names, vec!["readme".to_owned()]);
+        vfs.write(&p("listing"), Arc::from(names.join(",").into_bytes()))
+    })?;
+    // vsh's own files change between preview and commit; the run never saw them.
+    write(&root, ".vsh/unrelated-state", b"x");
+    fx.commit(&run)?;
+    assert_eq!(std::fs::read(root.join("listing"))?, b"readme");
+    // A real new name at the root is a conflict for a run that listed it.
+    let run = fx.run(|vfs| {
+        let names = vfs.read_dir(&VPath::root())?;
+        vfs.write(&p("listing"), Arc::from(names.join(",").into_bytes()))
+    })?;
+    write(&root, "newcomer", b"n");
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![(String::new(), ConflictReason::Listing)]);
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Execution budgets ([`ExecutionLimits`]), what a run used ([`ExecutionStats`])
+//! and the typed report of a budget that ran out ([`LimitExceeded`]).
+//!
+//! Every budget is charged *before* the work it pays for; a failed charge leaves
+//! the counters unchanged and ends the run (see [`crate::ExecutionError::Limit`]).
+//! Arithmetic saturates, so an overflow is always "over the limit", never
+//! "unlimited".
+
+use std::fmt;
+use std::time::Duration;
+
+use vsh_types::canon;
+
+/// Version tag written first by [`ExecutionLimits::encode_canonical`]. Changing
+/// the encoding changes this tag.
+const LIMITS_ENCODING_VERSION: u8 = 1;
+
+/// Per-run budgets of a Monty execution. `Default` gives the documented
+/// defaults.
+///
+/// Units: bytes for every `*_bytes` field, guest suspensions for
+/// `max_os_calls`, interpreter frames for `max_recursion_depth`, entries for
+/// `max_directory_entries`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionLimits {
+    /// Size of the program text, checked before it is compiled (default 1 MiB).
+    pub max_program_bytes: u64,
+    /// Cumulative time spent running guest bytecode (default 1 s). Monty pauses
+    /// this clock while the host services a call, so host work is bounded by
+    /// the I/O budgets instead. A single long native operation can overshoot it.
+    pub max_duration: Duration,
+    /// Guest call depth (default 512). Exceeding it raises a catchable
+    /// `RecursionError` in the guest, as in `CPython`.
+    pub max_recursion_depth: usize,
+    /// Guest heap size (default 256 MiB).
+    ///
+    /// **Not enforced by the in-process executor**: a memory ceiling needs the
+    /// limited global allocator of the worker subprocess, which applies it.
+    pub max_memory_bytes: u64,
+    /// Suspensions of the guest: OS calls, name lookups and external calls
+    /// (default 10,000).
+    pub max_os_calls: u64,
+    /// Cumulative bytes read from files, including the old content an append
+    /// extends (default 64 MiB).
+    pub max_read_bytes: u64,
+    /// Cumulative bytes written (default 64 MiB).
+    pub max_write_bytes: u64,
+    /// Bytes of one read or one write call, checked before the cumulative
+    /// budget (default 4 MiB).
+    pub max_io_call_bytes: u64,
+    /// Bytes of one guest path (default 16 KiB).
+    pub max_path_bytes: u64,
+    /// Cumulative directory entries listed, hidden ones included (default 100,000).
+    pub max_directory_entries: u64,
+    /// Bytes of captured standard output (default 1 MiB).
+    pub max_output_bytes: u64,
+    /// Host footprint of the returned value (default 1 MiB).
+    pub max_result_bytes: u64,
+    /// Bytes of an uncaught exception's message plus traceback; longer text is
+    /// truncated with a marker (default 256 KiB).
+    pub max_exception_bytes: u64,
+}
+
+/// The name the public API of vsh uses for [`ExecutionLimits`].
+pub type ExecutionBudget = ExecutionLimits;
+
+impl Default for ExecutionLimits {
+    fn default() -> Self {
+        Self {
+            max_program_bytes: 1 << 20,
+            max_duration: Duration::from_secs(1),
+            max_recursion_depth: 512,
+            max_memory_bytes: 256 << 20,
+            max_os_calls: 10_000,
+            max_read_bytes: 64 << 20,
+            max_write_bytes: 64 << 20,
+            max_io_call_bytes: 4 << 20,
+            max_path_bytes: 16 << 10,
+            max_directory_entries: 100_000,
+            max_output_bytes: 1 << 20,
+            max_result_bytes: 1 << 20,
+            max_exception_bytes: 256 << 10,
+        }
+    }
+}
+
+impl ExecutionLimits {
+    /// Append the canonical encoding (for the runtime-config digest): a version
+    /// byte (`1`), then every field in declaration order as a little-endian
+    /// `u64`, except `max_duration`, which is its whole seconds as `u64`
+    /// followed by its sub-second nanoseconds as `u32`.
+    pub fn encode_canonical(&self, out: &mut Vec<u8>) {
+        canon::put_u8(out, LIMITS_ENCODING_VERSION);
+        canon::put_u64(out, self.max_program_bytes);
+        canon::put_u64(out, self.max_duration.as_secs());
+        canon::put_u32(out, self.max_duration.subsec_nanos());
+        canon::put_u64(out, self.max_recursion_depth as u64);
+        canon::put_u64(out, self.max_memory_bytes);
+        canon::put_u64(out, self.max_os_calls);
+        canon::put_u64(out, self.max_read_bytes);
+        canon::put_u64(out, self.max_write_bytes);
+        canon::put_u64(out, self.max_io_call_bytes);
+        canon::put_u64(out, self.max_path_bytes);
+        canon::put_u64(out, self.max_directory_entries);
+        canon::put_u64(out, self.max_output_bytes);
+        canon::put_u64(out, self.max_result_bytes);
+        canon::put_u64(out, self.max_exception_bytes);
+    }
+}
+
+/// What one run used. Counters only grow by successful charges.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecutionStats {
+    /// Guest suspensions serviced (OS calls, name lookups, external calls).
+    pub os_calls: u64,
+    /// Bytes read from files (and old content extended by appends).
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Directory entries listed, hidden ones included.
+    pub directory_entries: u64,
+    /// Bytes of captured standard output.
+    pub output_bytes: u64,
+    /// Accesses refused by the call policy (each is also in the `denied` list).
+    pub denied_accesses: u64,
+    /// Host footprint of the returned value (0 unless the run completed).
+    pub result_bytes: u64,
+    /// Wall-clock nanoseconds of the whole execution: compile, guest bytecode
+    /// and the host's servicing of its calls.
+    pub duration_ns: u64,
+}
+
+/// Which budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LimitKind {
+    /// [`ExecutionLimits::max_program_bytes`].
+    ProgramBytes,
+    /// [`ExecutionLimits::max_duration`]; `attempted` and `max` are nanoseconds.
+    Duration,
+    /// [`ExecutionLimits::max_recursion_depth`]. The in-process executor never
+    /// reports it: recursion errors stay catchable guest exceptions.
+    Recursion,
+    /// [`ExecutionLimits::max_os_calls`].
+    OsCalls,
+    /// [`ExecutionLimits::max_read_bytes`].
+    ReadBytes,
+    /// [`ExecutionLimits::max_write_bytes`].
+    WriteBytes,
+    /// [`ExecutionLimits::max_io_call_bytes`] for one read.
+    ReadCallBytes,
+    /// [`ExecutionLimits::max_io_call_bytes`] for one write.
+    WriteCallBytes,
+    /// [`ExecutionLimits::max_path_bytes`].
+    PathBytes,
+    /// [`ExecutionLimits::max_directory_entries`].
+    DirectoryEntries,
+    /// [`ExecutionLimits::max_output_bytes`].
+    OutputBytes,
+    /// [`ExecutionLimits::max_result_bytes`]; `attempted` is the size measured
+    /// when the walk over the value passed the limit (a lower bound).
+    ResultBytes,
+    /// [`ExecutionLimits::max_exception_bytes`]. The in-process executor
+    /// truncates exception text instead of reporting it.
+    ExceptionBytes,
+    /// [`ExecutionLimits::max_memory_bytes`]; only the worker enforces it.
+    Memory,
+}
+
+impl LimitKind {
+    /// A lower-case, hyphenated name for display (`read-call-bytes`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::ProgramBytes => "program-bytes",
+            Self::Duration => "duration",
+            Self::Recursion => "recursion",
+            Self::OsCalls => "os-calls",
+            Self::ReadBytes => "read-bytes",
+            Self::WriteBytes => "write-bytes",
+            Self::ReadCallBytes => "read-call-bytes",
+            Self::WriteCallBytes => "write-call-bytes",
+            Self::PathBytes => "path-bytes",
+            Self::DirectoryEntries => "directory-entries",
+            Self::OutputBytes => "output-bytes",
+            Self::ResultBytes => "result-bytes",
+            Self::ExceptionBytes => "exception-bytes",
+            Self::Memory => "memory",
+        }
+    }
+}
+
+impl fmt::Display for LimitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A budget that ran out: which one, what the run needed, and the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LimitExceeded {
+    /// Which budget.
+    pub limit: LimitKind,
+    /// The total the refused charge would have reached (or the size refused).
+    pub attempted: u64,
+    /// The configured limit.
+    pub max: u64,
+}
+
+impl fmt::Display for LimitExceeded {
+    /// `read-bytes limit exceeded: 70 > 64`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} limit exceeded: {} > {}", self.limit, self.attempted, self.max)
+    }
+}
+
+/// The counters of one run and the limits they are charged against.
+#[derive(Debug)]
+pub(crate) struct Meter<'a> {
+    limits: &'a ExecutionLimits,
+    pub(crate) stats: ExecutionStats,
+}
+
+/// Refuse `used + amount` if it passes `max`; otherwise return the new total.
+fn checked_total(limit: LimitKind, used: u64, amount: u64, max: u64) -> Result<u64, LimitExceeded> {
+    let attempted = used.saturating_add(amount);
+    if attempted > max { Err(LimitExceeded { limit, attempted, max }) } else { Ok(attempted) }
+}
+
+impl<'a> Meter<'a> {
+    pub(crate) fn new(limits: &'a ExecutionLimits) -> Self {
+        Self { limits, stats: ExecutionStats::default() }
+    }
+
+    /// One more guest suspension.
+    pub(crate) fn charge_os_call(&mut self) -> Result<(), LimitExceeded> {
+        self.stats.os_calls = checked_total(LimitKind::OsCalls, self.stats.os_calls, 1, self.limits.max_os_calls)?;
+        Ok(())
+    }
+
+    /// One guest path of `len` bytes (not cumulative).
+    pub(crate) fn check_path(&self, len: usize) -> Result<(), LimitExceeded> {
+        checked_total(LimitKind::PathBytes, 0, len as u64, self.limits.max_path_bytes).map(drop)
+    }
+
+    /// One read call of `bytes`: the per-call limit first, then the cumulative one.
+    pub(crate) fn charge_read_call(&mut self, bytes: u64) -> Result<(), LimitExceeded> {
+        checked_total(LimitKind::ReadCallBytes, 0, bytes, self.limits.max_io_call_bytes)?;
+        self.charge_read_bytes(bytes)
+    }
+
+    /// Cumulative read bytes only (the old content an append extends).
+    pub(crate) fn charge_read_bytes(&mut self, bytes: u64) -> Result<(), LimitExceeded> {
+        self.stats.read_bytes =
+            checked_total(LimitKind::ReadBytes, self.stats.read_bytes, bytes, self.limits.max_read_bytes)?;
+        Ok(())
+    }
+
+    /// One write call of `bytes`: the per-call limit first, then the cumulative one.
+    pub(crate) fn charge_write_call(&mut self, bytes: u64) -> Result<(), LimitExceeded> {
+        checked_total(LimitKind::WriteCallBytes, 0, bytes, self.limits.max_io_call_bytes)?;
+        self.stats.write_bytes =
+            checked_total(LimitKind::WriteBytes, self.stats.write_bytes, bytes, self.limits.max_write_bytes)?;
+        Ok(())
+    }
+
+    /// A listing of `entries` names (hidden ones included).
+    pub(crate) fn charge_directory_entries(&mut self, entries: u64) -> Result<(), LimitExceeded> {
+        self.stats.directory_entries = checked_total(
+            LimitKind::DirectoryEntries,
+            self.stats.directory_entries,
+            entries,
+            self.limits.max_directory_entries,
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_charges_leave_counters_unchanged() {
+        let limits = ExecutionLimits { max_read_bytes: 10, max_io_call_bytes: 8, ..ExecutionLimits::default() };
+        let mut meter = Meter::new(&limits);
+        meter.charge_read_call(6).unwrap();
+        assert_eq!(
+            meter.charge_read_call(9),
+            Err(LimitExceeded { limit: LimitKind::ReadCallBytes, attempted: 9, max: 8 })
+        );
+        assert_eq!(
+            meter.charge_read_call(5),
+            Err(LimitExceeded { limit: LimitKind::ReadBytes, attempted: 11, max: 10 })
+        );
+        assert_eq!(meter.stats.read_bytes, 6);
+        meter.charge_read_call(4).unwrap();
+        assert_eq!(meter.stats.read_bytes, 10);
+        assert_eq!(
+            meter.charge_read_bytes(u64::MAX).unwrap_err(),
+            LimitExceeded { limit: LimitKind::ReadBytes, attempted: u64::MAX, max: 10 }
+        );
+    }
+
+    #[test]
+    fn canonical_encoding_is_fixed_width_and_distinguishes_fields() {
+        let limits = ExecutionLimits::default();
+        let mut out = Vec::new();
+        limits.encode_canonical(&mut out);
+        assert_eq!(out.len(), 1 + 13 * 8 + 4);
+        assert_eq!(out[0], LIMITS_ENCODING_VERSION);
+        let mut other = Vec::new();
+        ExecutionLimits { max_duration: Duration::from_millis(1500), ..limits.clone() }.encode_canonical(&mut other);
+        assert_ne!(out, other);
+        let mut swapped = Vec::new();
+        ExecutionLimits { max_read_bytes: limits.max_write_bytes + 1, ..limits }.encode_canonical(&mut swapped);
+        assert_ne!(out, swapped);
+    }
+
+    #[test]
+    fn defaults_match_the_documented_budgets() {
+        let limits = ExecutionLimits::default();
+        assert_eq!(limits.max_program_bytes, 1_048_576);
+        assert_eq!(limits.max_duration, Duration::from_secs(1));
+        assert_eq!(limits.max_recursion_depth, 512);
+        assert_eq!(limits.max_memory_bytes, 268_435_456);
+        assert_eq!(limits.max_os_calls, 10_000);
+        assert_eq!(limits.max_io_call_bytes, 4_194_304);
+        assert_eq!(limits.max_path_bytes, 16_384);
+        assert_eq!(limits.max_directory_entries, 100_000);
+        assert_eq!(limits.max_exception_bytes, 262_144);
+        assert_eq!(
+            LimitExceeded { limit: LimitKind::OsCalls, attempted: 3, max: 2 }.to_string(),
+            "os-calls limit exceeded: 3 > 2"
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! Integration tests of the in-process executor against real temporary
+//! workspaces: one binary, one module per area.
+
+#![allow(
+    clippy::result_large_err,
+    reason = "the helpers pass `ExecutionError` through unchanged, as `execute` returns it"
+)]
+
+mod common;
+mod confinement;
+mod errors;
+mod features;
+mod limits;
+mod os_module;
+mod pathlib;
+mod policy;
+mod text;

@@ -1,0 +1,117 @@
+//! Pre-call authorization: refusals become catchable `PermissionError`s and are
+//! recorded; protected names never reach the guest.
+
+use vsh_policy::{AccessKind, RuleLabel};
+use vsh_types::DiffKind;
+
+use crate::common::{Workspace, s};
+
+#[test]
+fn reading_a_protected_file_is_denied_and_recorded_even_when_caught() {
+    let mut ws = Workspace::with(&[(".env", b"TOKEN=hunter2"), ("ok.txt", b"fine")]);
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         try:\n    leaked = Path('.env').read_text()\nexcept PermissionError as e:\n    leaked = str(e)\n\
+         leaked",
+    );
+    assert_eq!(outcome.value.py_repr(), s("[Errno 13] Permission denied: '.env'"));
+    assert_eq!(outcome.denied.len(), 1);
+    let denied = &outcome.denied[0];
+    assert_eq!(denied.path.as_str(), ".env");
+    assert_eq!(denied.access, AccessKind::ContentRead);
+    assert_eq!(denied.label, RuleLabel::Secret);
+    assert_eq!(denied.rule, "**/.env/**");
+    assert_eq!(outcome.stats.denied_accesses, 1);
+    assert_eq!(outcome.stats.read_bytes, 0, "nothing of the secret was read");
+}
+
+#[test]
+fn listings_hide_protected_children_but_charge_them() {
+    let mut ws = Workspace::with(&[(".env", b"x"), ("a.txt", b"a"), ("key.pem", b"k"), ("sub/.env.local", b"y")]);
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         import os\n\
+         (sorted(p.name for p in Path('.').iterdir()), sorted(os.listdir('sub')))",
+    );
+    assert_eq!(outcome.value.py_repr(), "(['a.txt', 'sub'], [])");
+    assert_eq!(outcome.stats.directory_entries, 5);
+    assert!(outcome.denied.is_empty(), "hiding is not a denial");
+}
+
+#[test]
+fn probing_a_protected_path_answers_false_and_is_recorded() {
+    let mut ws = Workspace::with(&[(".env", b"x")]);
+    let outcome = ws.outcome("from pathlib import Path\n(Path('.env').exists(), Path('.env').is_file())");
+    assert_eq!(outcome.value.py_repr(), "(False, False)");
+    assert_eq!(outcome.denied.iter().map(|d| d.access).collect::<Vec<_>>(), vec![AccessKind::MetadataRead; 2]);
+}
+
+#[test]
+fn git_metadata_is_readable_but_never_changed() {
+    let mut ws = Workspace::with(&[(".git/config", b"[core]\n")]);
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         text = Path('.git/config').read_text()\n\
+         try:\n    Path('.git/config').write_text('evil')\n    r = 'written'\nexcept PermissionError as e:\n    r = str(e)\n\
+         try:\n    Path('.git/hooks').mkdir()\n    r2 = 'made'\nexcept PermissionError as e:\n    r2 = str(e)\n\
+         (text, r, r2)",
+    );
+    assert_eq!(
+        outcome.value.py_repr(),
+        format!(
+            "('[core]\\n', {}, {})",
+            s("[Errno 13] Permission denied: '.git/config'"),
+            s("[Errno 13] Permission denied: '.git/hooks'")
+        )
+    );
+    let refused: Vec<_> = outcome.denied.iter().map(|d| (d.path.as_str().to_owned(), d.access)).collect();
+    assert_eq!(refused, vec![(".git/config".into(), AccessKind::Modify), (".git/hooks".into(), AccessKind::Create)]);
+    assert_eq!(ws.diff(), vec![]);
+}
+
+#[test]
+fn one_protected_child_blocks_a_whole_directory_rename() {
+    let mut ws = Workspace::with(&[("proj/a.txt", b"a"), ("proj/deep/id_rsa", b"key"), ("proj/z.txt", b"z")]);
+    let outcome = ws.outcome(
+        "import os\n\
+         try:\n    os.rename('proj', 'moved')\n    r = 'moved'\nexcept PermissionError as e:\n    r = str(e)\n\
+         (r, sorted(os.listdir('proj')))",
+    );
+    assert_eq!(
+        outcome.value.py_repr(),
+        format!("({}, ['a.txt', 'deep', 'z.txt'])", s("[Errno 13] Permission denied: 'proj' -> 'moved'"))
+    );
+    assert_eq!(outcome.denied.len(), 1);
+    assert_eq!(outcome.denied[0].path.as_str(), "proj/deep/id_rsa");
+    assert_eq!(outcome.denied[0].access, AccessKind::RenameSource);
+    assert_eq!(ws.diff(), vec![], "no partial change");
+}
+
+#[test]
+fn renaming_onto_a_protected_name_is_refused() {
+    let mut ws = Workspace::with(&[("plain.txt", b"p")]);
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         try:\n    Path('plain.txt').rename('server.key')\n    r = 'renamed'\nexcept PermissionError:\n    r = 'denied'\n\
+         r",
+    );
+    assert_eq!(outcome.value.py_repr(), s("denied"));
+    assert_eq!(outcome.denied[0].access, AccessKind::RenameDestination);
+    assert_eq!(ws.diff(), vec![]);
+    let mut ws = Workspace::with(&[("a.txt", b"a")]);
+    ws.eval("from pathlib import Path\nPath('a.txt').rename('b.txt')");
+    assert_eq!(ws.diff(), vec![("a.txt".into(), DiffKind::Delete), ("b.txt".into(), DiffKind::Create)]);
+}
+
+#[test]
+fn a_symlink_to_a_protected_file_is_refused_at_the_target() {
+    let mut ws = Workspace::with(&[(".env", b"TOKEN=1")]);
+    ws.symlink("innocent.txt", ".env");
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         try:\n    r = Path('innocent.txt').read_text()\nexcept PermissionError as e:\n    r = str(e)\n\
+         r",
+    );
+    assert_eq!(outcome.value.py_repr(), s("[Errno 13] Permission denied: 'innocent.txt'"));
+    assert_eq!(outcome.denied[0].path.as_str(), ".env");
+}

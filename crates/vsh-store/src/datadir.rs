@@ -1,0 +1,86 @@
+//! [`DataDir`]: the trusted data directory, opened once as a capability handle.
+//!
+//! The data directory is either inside the workspace (default `.vsh/data`),
+//! created beneath the workspace handle without following any symlink, or an
+//! external directory opened by path. Either way every later access goes
+//! through the handle, so a symlink planted in the workspace cannot redirect
+//! vsh's own writes outside it.
+
+use std::path::Path;
+
+use vsh_host::{CapDir, HostError};
+use vsh_types::VPath;
+
+use crate::error::StoreError;
+
+/// The trusted data directory holding blobs and transaction records.
+#[derive(Debug)]
+pub struct DataDir {
+    dir: CapDir,
+}
+
+impl DataDir {
+    /// The default location of the data directory, relative to the workspace.
+    pub const DEFAULT_RELATIVE: &'static str = ".vsh/data";
+
+    /// The default location as a path: `.vsh/data`.
+    pub fn default_relative() -> VPath {
+        VPath::parse(Self::DEFAULT_RELATIVE).expect("a valid constant path")
+    }
+
+    /// Open `rel` beneath the workspace handle, creating missing components with
+    /// mode `0o700`. No component is followed if it is a symlink: a symlink
+    /// planted at `.vsh` or `.vsh/data` is [`StoreError::DataDir`] and nothing is
+    /// created through it.
+    pub fn open_in_workspace(workspace: &CapDir, rel: &VPath) -> Result<DataDir, StoreError> {
+        if rel.is_root() {
+            return Err(StoreError::DataDirIsRoot);
+        }
+        let failed = |source| StoreError::DataDir { path: rel.clone(), source };
+        let created = workspace.lstat(rel).map_err(failed)?.is_none();
+        let dir = workspace.open_subdir(rel, true).map_err(failed)?.with_own_counters();
+        if created {
+            // Make the new directory entries durable. Syncing opens each parent
+            // beneath the handle without following symlinks, like every access.
+            sync_ancestors(workspace, rel).map_err(failed)?;
+        }
+        Ok(DataDir { dir })
+    }
+
+    /// Open (creating if needed, mode `0o700`) an external data directory at a
+    /// host path.
+    ///
+    /// # Ambient authority
+    ///
+    /// This reaches the host filesystem by path (see
+    /// [`CapDir::open_or_create_trusted`]).
+    pub fn open_external(path: &Path) -> Result<DataDir, StoreError> {
+        let dir = CapDir::open_or_create_trusted(path)
+            .map_err(|source| StoreError::DataDir { path: VPath::root(), source })?;
+        Ok(DataDir { dir })
+    }
+
+    /// The directory handle.
+    pub fn dir(&self) -> &CapDir {
+        &self.dir
+    }
+
+    /// Open (creating if needed) a subdirectory of the data directory as its
+    /// own handle, and make its entry durable.
+    pub(crate) fn subdir(&self, name: &VPath) -> Result<CapDir, StoreError> {
+        let created = self.dir.lstat(name).map_err(StoreError::host("open store directory"))?.is_none();
+        let handle = self.dir.open_subdir(name, true).map_err(StoreError::host("open store directory"))?;
+        if created {
+            sync_ancestors(&self.dir, name).map_err(StoreError::host("sync store directory"))?;
+        }
+        Ok(handle)
+    }
+}
+
+/// `fsync` every proper ancestor of `path` (the root included).
+pub(crate) fn sync_ancestors(dir: &CapDir, path: &VPath) -> Result<(), HostError> {
+    for ancestor in path.ancestors() {
+        dir.sync_dir(&ancestor)?;
+    }
+    Ok(())
+}

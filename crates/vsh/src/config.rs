@@ -1,0 +1,80 @@
+//! [`RuntimeConfig`]: where the workspace and vsh's own data live, and which policy applies.
+
+use std::path::{Path, PathBuf};
+
+use vsh_policy::PolicyProfile;
+use vsh_vfs::SnapshotLimits;
+
+/// Configuration of a [`crate::Runtime`].
+///
+/// ```
+/// use vsh::{PolicyProfile, RuntimeConfig};
+/// let config = RuntimeConfig::new("/srv/repo")
+///     .with_data_directory("/var/lib/vsh/repo")
+///     .with_policy_profile(PolicyProfile::Strict);
+/// assert_eq!(config.policy_profile(), PolicyProfile::Strict);
+/// ```
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    pub(crate) workspace_root: PathBuf,
+    pub(crate) data_directory: Option<PathBuf>,
+    pub(crate) policy_profile: PolicyProfile,
+    pub(crate) snapshot_limits: SnapshotLimits,
+}
+
+impl RuntimeConfig {
+    /// A configuration for the workspace at `workspace_root`, with vsh's data in
+    /// `<workspace>/.vsh/data`, the Balanced policy and default limits.
+    pub fn new(workspace_root: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace_root: workspace_root.into(),
+            data_directory: None,
+            policy_profile: PolicyProfile::default(),
+            snapshot_limits: SnapshotLimits::default(),
+        }
+    }
+
+    /// Keep vsh's trusted data (blobs, transaction records) in `path` instead of
+    /// `<workspace>/.vsh/data`. The directory is created if missing and is never
+    /// opened through a symlink. If it lies inside the workspace it is hidden from
+    /// and protected against programs like the default location.
+    #[must_use]
+    pub fn with_data_directory(mut self, path: impl Into<PathBuf>) -> Self {
+        self.data_directory = Some(path.into());
+        self
+    }
+
+    /// Choose the policy profile.
+    #[must_use]
+    pub fn with_policy_profile(mut self, profile: PolicyProfile) -> Self {
+        self.policy_profile = profile;
+        self
+    }
+
+    /// Bound what one run may read from the workspace into memory.
+    #[must_use]
+    pub fn with_snapshot_limits(mut self, limits: SnapshotLimits) -> Self {
+        self.snapshot_limits = limits;
+        self
+    }
+
+    /// The workspace root as given.
+    pub fn workspace_root(&self) -> &Path {
+        &self.workspace_root
+    }
+
+    /// The data directory, if one was set.
+    pub fn data_directory(&self) -> Option<&Path> {
+        self.data_directory.as_deref()
+    }
+
+    /// The policy profile.
+    pub fn policy_profile(&self) -> PolicyProfile {
+        self.policy_profile
+    }
+
+    /// The snapshot limits.
+    pub fn snapshot_limits(&self) -> SnapshotLimits {
+        self.snapshot_limits
+    }
+}

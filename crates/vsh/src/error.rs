@@ -1,0 +1,48 @@
+//! [`VshError`]: every way a runtime call can fail, as typed variants.
+
+use vsh_types::{TransactionId, TransactionState};
+
+/// A failed [`crate::Runtime`] call. Match the variants you handle and keep a
+/// fallback arm; never parse the display text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VshError {
+    /// The workspace could not be opened.
+    #[error("cannot open the workspace")]
+    Workspace(#[source] vsh_host::HostError),
+    /// The data directory could not be opened or is unsafe.
+    #[error("cannot use the data directory")]
+    DataDirectory(#[source] vsh_store::StoreError),
+    /// The store (blobs, transaction records) failed.
+    #[error("store error")]
+    Store(#[from] vsh_store::StoreError),
+    /// The program failed: an uncaught exception, a budget limit, or a terminal
+    /// virtual-filesystem error.
+    #[error("execution failed")]
+    Execution(#[source] Box<vsh_monty::ExecutionError>),
+    /// The virtual image failed while computing the diff.
+    #[error("virtual filesystem error")]
+    Vfs(#[from] vsh_vfs::VfsError),
+    /// The commit failed; `Stale` means the workspace changed and nothing was written.
+    #[error("commit failed")]
+    Commit(#[from] vsh_commit::CommitError),
+    /// No transaction with this id is known to this runtime.
+    #[error("unknown transaction {0}")]
+    UnknownTransaction(TransactionId),
+    /// The transaction is in a state that cannot be committed.
+    #[error("transaction {transaction} cannot be committed from state {}", state.name())]
+    NotCommittable {
+        /// The transaction.
+        transaction: TransactionId,
+        /// Its state.
+        state: TransactionState,
+    },
+    /// The process-local table of previews is full; commit or discard some first.
+    #[error("process-local preview capacity reached ({entries} previews, {bytes} bytes)")]
+    EphemeralCapacity {
+        /// Previews held.
+        entries: usize,
+        /// Bytes held.
+        bytes: u64,
+    },
+}

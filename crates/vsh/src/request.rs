@@ -1,0 +1,98 @@
+//! [`RunRequest`]: one program to run, and how.
+
+use vsh_monty::ExecutionBudget;
+
+/// The program's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Language {
+    /// Monty, a sandboxed Python subset.
+    #[default]
+    Monty,
+}
+
+/// What happens after the policy decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunMode {
+    /// Never change the workspace; keep the transaction for a later commit.
+    #[default]
+    Preview,
+    /// Commit at once if, and only if, the policy auto-approves.
+    Auto,
+}
+
+/// How much of the diff a receipt carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReceiptDetail {
+    /// Identity and counts only.
+    #[default]
+    Compact,
+    /// Every changed path with its before and after states.
+    Full,
+}
+
+/// One program to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest<'a> {
+    /// The program's source.
+    pub code: &'a str,
+    /// Its language.
+    pub language: Language,
+    /// A free-text statement of what the program is for, bound into the transaction.
+    pub intent: Option<&'a str>,
+    /// Preview or auto-commit.
+    pub mode: RunMode,
+    /// Receipt detail.
+    pub detail: ReceiptDetail,
+    /// Execution budget.
+    pub budget: ExecutionBudget,
+}
+
+impl<'a> RunRequest<'a> {
+    /// A compact Monty preview with default limits.
+    pub fn new(code: &'a str) -> Self {
+        Self {
+            code,
+            language: Language::Monty,
+            intent: None,
+            mode: RunMode::Preview,
+            detail: ReceiptDetail::Compact,
+            budget: ExecutionBudget::default(),
+        }
+    }
+
+    /// Replace the language.
+    #[must_use]
+    pub fn with_language(mut self, language: Language) -> Self {
+        self.language = language;
+        self
+    }
+
+    /// Replace the intent.
+    #[must_use]
+    pub fn with_intent(mut self, intent: &'a str) -> Self {
+        self.intent = Some(intent);
+        self
+    }
+
+    /// Replace the mode.
+    #[must_use]
+    pub fn with_mode(mut self, mode: RunMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Replace the receipt detail.
+    #[must_use]
+    pub fn with_detail(mut self, detail: ReceiptDetail) -> Self {
+        self.detail = detail;
+        self
+    }
+
+    /// Replace the budget.
+    #[must_use]
+    pub fn with_budget(mut self, budget: ExecutionBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+}

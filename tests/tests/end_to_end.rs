@@ -1,0 +1,267 @@
+//! End to end: a Monty program previews and commits a real workspace.
+
+use std::os::unix::fs::PermissionsExt;
+
+use vsh::{
+    DiffKind, ReceiptDetail, RunMode, RunRequest, Runtime, RuntimeConfig, RuntimeDecision, TransactionState, VshError,
+};
+use vsh_integration_tests::{Entry, put, tree, workspace};
+
+fn runtime(dir: &tempfile::TempDir) -> Runtime {
+    Runtime::open(RuntimeConfig::new(dir.path())).expect("open runtime")
+}
+
+const EDIT: &str = r"
+from pathlib import Path
+root = Path('/workspace')
+text = (root / 'src' / 'main.txt').read_text()
+(root / 'src' / 'main.txt').write_text(text.replace('old', 'new'))
+(root / 'docs').mkdir()
+(root / 'docs' / 'CHANGES.txt').write_text('changed main\n')
+(root / 'obsolete.txt').unlink()
+len(text)
+";
+
+#[test]
+fn preview_changes_nothing_and_auto_commits_exactly_the_diff() {
+    let dir = workspace(&[("src/main.txt", "old value\n"), ("obsolete.txt", "bye\n"), ("keep.txt", "keep\n")]);
+    let before = tree(dir.path());
+    let runtime = runtime(&dir);
+
+    let preview = runtime.preview(&RunRequest::new(EDIT).with_detail(ReceiptDetail::Full)).unwrap();
+    assert_eq!(tree(dir.path()), before, "a preview never changes the workspace");
+    // A deletion is not small and non-destructive: Balanced escalates it.
+    assert!(matches!(preview.decision, RuntimeDecision::PendingApproval(_)), "{:?}", preview.decision);
+    let kinds: Vec<_> = preview.changes.iter().map(|e| (e.path.to_string(), e.kind)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("docs".to_owned(), DiffKind::Create),
+            ("docs/CHANGES.txt".to_owned(), DiffKind::Create),
+            ("obsolete.txt".to_owned(), DiffKind::Delete),
+            ("src/main.txt".to_owned(), DiffKind::Modify),
+        ]
+    );
+    // Pending work is not committed in Auto mode either.
+    let pending = runtime.run(&RunRequest::new(EDIT).with_mode(RunMode::Auto)).unwrap();
+    assert_eq!(pending.state, TransactionState::PendingApproval);
+    assert_eq!(tree(dir.path()), before);
+    assert!(matches!(runtime.commit(pending.transaction, 0), Err(VshError::NotCommittable { .. })));
+
+    // An auto-approvable edit commits, bytes and modes exactly as previewed.
+    let program = r"
+from pathlib import Path
+root = Path('/workspace')
+(root / 'src' / 'main.txt').write_text('new value\n')
+(root / 'docs').mkdir()
+(root / 'docs' / 'CHANGES.txt').write_text('changed main\n')
+";
+    let auto =
+        runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto).with_detail(ReceiptDetail::Full)).unwrap();
+    assert_eq!(auto.state, TransactionState::Committed);
+    assert!(auto.commit.is_some());
+    let after = tree(dir.path());
+    let mut expected = before.clone();
+    expected.insert("src/main.txt".into(), Entry::File(b"new value\n".to_vec(), 0o644));
+    expected.insert("docs".into(), Entry::Dir(0o755));
+    expected.insert("docs/CHANGES.txt".into(), Entry::File(b"changed main\n".to_vec(), 0o644));
+    assert_eq!(after, expected);
+    for entry in &auto.changes {
+        let after_state = entry.after.expect("creates and modifies have an after state");
+        let meta = std::fs::symlink_metadata(dir.path().join(entry.path.as_str())).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, after_state.mode, "{}", entry.path);
+    }
+    assert_eq!(runtime.transaction(auto.transaction).unwrap().unwrap().state, TransactionState::Committed);
+}
+
+#[test]
+fn preview_then_commit_applies_the_previewed_transaction_once() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let runtime = runtime(&dir);
+    let program =
+        "from pathlib import Path\nPath('/workspace/b.txt').write_text(Path('/workspace/a.txt').read_text() * 2)";
+    let preview = runtime.preview(&RunRequest::new(program)).unwrap();
+    assert_eq!(preview.state, TransactionState::AutoApproved);
+    assert!(!dir.path().join("b.txt").exists());
+    let committed = runtime.commit(preview.transaction, 1).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert_eq!(committed.transaction, preview.transaction);
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "a\na\n");
+    // Exactly once: the same transaction cannot be committed again.
+    assert!(matches!(runtime.commit(preview.transaction, 2), Err(VshError::UnknownTransaction(_))));
+    // Previewing the same program twice is not an error: each run is its own transaction.
+    let first = runtime.preview(&RunRequest::new("1 + 1")).unwrap();
+    let second = runtime.preview(&RunRequest::new("1 + 1")).unwrap();
+    assert_ne!(first.transaction, second.transaction);
+}
+
+#[test]
+fn external_edit_of_a_read_file_makes_the_commit_stale_and_survives() {
+    let dir = workspace(&[("config.txt", "v1\n"), ("other.txt", "x\n")]);
+    let runtime = runtime(&dir);
+    let program = "from pathlib import Path\nc = Path('/workspace/config.txt').read_text()\nPath('/workspace/out.txt').write_text(c)";
+    let preview = runtime.preview(&RunRequest::new(program)).unwrap();
+    assert_eq!(preview.state, TransactionState::AutoApproved);
+
+    put(dir.path(), "config.txt", "v2 edited by someone else\n");
+    let before_commit = tree(dir.path());
+    match runtime.commit(preview.transaction, 0) {
+        Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { conflicts, .. })) => {
+            let paths: Vec<_> = conflicts.iter().map(|conflict| conflict.path.to_string()).collect();
+            assert_eq!(paths, vec!["config.txt".to_owned()]);
+        }
+        other => panic!("expected a stale commit, got {other:?}"),
+    }
+    assert_eq!(tree(dir.path()), before_commit, "a stale commit writes nothing");
+    assert_eq!(std::fs::read_to_string(dir.path().join("config.txt")).unwrap(), "v2 edited by someone else\n");
+    assert_eq!(runtime.transaction(preview.transaction).unwrap().unwrap().state, TransactionState::Stale);
+}
+
+#[test]
+fn unrelated_changes_do_not_make_a_commit_stale() {
+    let dir = workspace(&[("config.txt", "v1\n"), ("src/lib.txt", "lib\n")]);
+    let runtime = runtime(&dir);
+    let program = "from pathlib import Path\nc = Path('/workspace/config.txt').read_text()\nPath('/workspace/src/new.txt').write_text(c)";
+    let preview = runtime.preview(&RunRequest::new(program)).unwrap();
+    // Same bytes, new mtime; and a new sibling next to the created file.
+    put(dir.path(), "config.txt", "v1\n");
+    put(dir.path(), "src/sibling.txt", "unrelated\n");
+    let committed = runtime.commit(preview.transaction, 0).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/new.txt")).unwrap(), "v1\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/sibling.txt")).unwrap(), "unrelated\n");
+}
+
+#[test]
+fn writing_a_secret_is_denied_and_changes_nothing() {
+    let dir = workspace(&[(".env", "TOKEN=1\n"), ("a.txt", "a\n")]);
+    let before = tree(dir.path());
+    let runtime = runtime(&dir);
+    let program = r"
+from pathlib import Path
+try:
+    Path('/workspace/.env').write_text('TOKEN=stolen\n')
+except PermissionError:
+    pass
+Path('/workspace/a.txt').write_text('changed\n')
+";
+    let receipt = runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)).unwrap();
+    assert_eq!(receipt.state, TransactionState::Denied);
+    let RuntimeDecision::Denied(manifest) = &receipt.decision else { panic!("expected a denial") };
+    assert_eq!(manifest.denied[0].path.as_str(), ".env");
+    assert_eq!(tree(dir.path()), before);
+}
+
+#[test]
+fn paths_outside_the_workspace_raise_permission_error_and_touch_nothing() {
+    let outside = tempfile::tempdir().unwrap();
+    put(outside.path(), "x", "outside\n");
+    let parent_name = outside.path().file_name().unwrap().to_string_lossy().into_owned();
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let runtime = runtime(&dir);
+    let program = format!(
+        r"
+from pathlib import Path
+caught = []
+for target in ['/etc/passwd', '../x', '/workspace/../etc/passwd', '../{parent_name}/x']:
+    try:
+        Path(target).read_text()
+    except PermissionError:
+        caught.append(target)
+try:
+    Path('../escape.txt').write_text('no')
+except PermissionError:
+    caught.append('write')
+caught
+"
+    );
+    let receipt = runtime.run(&RunRequest::new(&program).with_mode(RunMode::Auto)).unwrap();
+    let value = receipt.output.monty_value().unwrap().py_repr();
+    assert_eq!(value, format!("['/etc/passwd', '../x', '/workspace/../etc/passwd', '../{parent_name}/x', 'write']"));
+    assert_eq!(receipt.changed_paths, 0);
+    assert!(!dir.path().parent().unwrap().join("escape.txt").exists());
+    assert_eq!(std::fs::read_to_string(outside.path().join("x")).unwrap(), "outside\n");
+}
+
+#[test]
+fn symlinks_pointing_outside_are_never_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    put(outside.path(), "secret.txt", "outside secret\n");
+    let dir = workspace(&[("a.txt", "a\n")]);
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), dir.path().join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
+    let runtime = runtime(&dir);
+    let program = r"
+from pathlib import Path
+results = []
+for action in ['read', 'read-through-dir', 'write', 'write-through-dir']:
+    try:
+        if action == 'read':
+            results.append(Path('/workspace/link.txt').read_text())
+        elif action == 'read-through-dir':
+            results.append(Path('/workspace/linkdir/secret.txt').read_text())
+        elif action == 'write':
+            Path('/workspace/link.txt').write_text('overwritten')
+            results.append('wrote')
+        else:
+            Path('/workspace/linkdir/new.txt').write_text('planted')
+            results.append('wrote')
+    except OSError as error:
+        results.append(type(error).__name__)
+results
+";
+    let receipt = runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)).unwrap();
+    let value = receipt.output.monty_value().unwrap().py_repr();
+    assert!(!value.contains("outside secret"), "{value}");
+    assert!(!value.contains("wrote"), "{value}");
+    assert_eq!(receipt.changed_paths, 0);
+    assert_eq!(std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(), "outside secret\n");
+    assert!(!outside.path().join("new.txt").exists());
+    assert!(std::fs::symlink_metadata(dir.path().join("link.txt")).unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn touching_one_file_in_twenty_thousand_reads_only_that_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..20_000 {
+        let path = dir.path().join(format!("d{:03}", index % 100)).join(format!("f{index:05}.txt"));
+        if index < 100 {
+            std::fs::create_dir(path.parent().unwrap()).unwrap();
+        }
+        std::fs::write(path, b"payload\n").unwrap();
+    }
+    let runtime = runtime(&dir);
+    let counters_before = runtime.host_counters();
+    let program =
+        "from pathlib import Path\np = Path('/workspace/d042/f00042.txt')\np.write_text(p.read_text().upper())";
+    let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
+    let counters = runtime.host_counters();
+    assert_eq!(receipt.changed_paths, 1);
+    let reads = runtime.dependencies(receipt.transaction).expect("a kept preview");
+    let paths: Vec<_> = reads.entries.keys().map(ToString::to_string).collect();
+    assert_eq!(paths, vec!["d042".to_owned(), "d042/f00042.txt".to_owned()]);
+    assert_eq!(counters.lists - counters_before.lists, 0, "no directory was listed");
+    assert!(counters.reads - counters_before.reads <= 2, "{counters_before:?} -> {counters:?}");
+    assert!(counters.stats - counters_before.stats <= 4, "{counters_before:?} -> {counters:?}");
+    let committed = runtime.commit(receipt.transaction, 0).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("d042/f00042.txt")).unwrap(), "PAYLOAD\n");
+}
+
+#[test]
+fn a_program_that_raises_is_an_execution_error_and_changes_nothing() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let before = tree(dir.path());
+    let runtime = runtime(&dir);
+    let program = "from pathlib import Path\nPath('/workspace/a.txt').write_text('x')\nraise ValueError('boom')";
+    match runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)) {
+        Err(VshError::Execution(error)) => match *error {
+            vsh::lower::vsh_monty::ExecutionError::Exception { exception, .. } => {
+                assert_eq!(exception.type_name, "ValueError");
+            }
+            other => panic!("expected an exception, got {other:?}"),
+        },
+        other => panic!("expected an exception, got {other:?}"),
+    }
+    assert_eq!(tree(dir.path()), before);
+}
