@@ -265,3 +265,32 @@ fn a_program_that_raises_is_an_execution_error_and_changes_nothing() {
     }
     assert_eq!(tree(dir.path()), before);
 }
+
+#[test]
+fn a_data_directory_inside_the_workspace_is_hidden_protected_and_never_stale() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let data = dir.path().join("state");
+    let runtime = Runtime::open(RuntimeConfig::new(dir.path()).with_data_directory(&data)).unwrap();
+    // The program lists the root (a dependency on its names) and tries the data directory.
+    let program = r"
+from pathlib import Path
+names = sorted(p.name for p in Path('/workspace').iterdir())
+try:
+    Path('/workspace/state/planted').write_text('x')
+except PermissionError:
+    names.append('refused')
+names
+";
+    let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
+    assert_eq!(receipt.output.monty_value().unwrap().py_repr(), "['a.txt', 'refused']");
+    assert_eq!(receipt.state, TransactionState::Denied);
+    // A run that lists the root and writes commits even though the data
+    // directory changes between preview and commit.
+    let lister = "from pathlib import Path\nPath('/workspace/list.txt').write_text(','.join(sorted(p.name for p in Path('/workspace').iterdir())))";
+    let preview = runtime.preview(&RunRequest::new(lister)).unwrap();
+    runtime.preview(&RunRequest::new("1")).unwrap();
+    let committed = runtime.commit(preview.transaction, 0).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("list.txt")).unwrap(), "a.txt");
+    assert!(!data.join("planted").exists());
+}

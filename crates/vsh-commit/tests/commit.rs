@@ -525,10 +525,10 @@ fn malformed_diffs_are_refused_before_anything_is_observed() -> Result {
     };
     let create = |path: &str| DiffEntry::between(p(path), None, Some(file)).unwrap();
     check(vec![create("b"), create("a")], "entries are not strictly sorted by path");
-    check(vec![create(".vsh/evil")], "path is within the runtime directory");
+    check(vec![create(".vsh/evil")], "path is within vsh's runtime or data directory");
     check(
         vec![DiffEntry::between(p(".vsh"), Some(NodeState::directory(0o700)), None).unwrap()],
-        "path is within the runtime directory",
+        "path is within vsh's runtime or data directory",
     );
     let mut lying = create("a");
     lying.kind = DiffKind::Delete;
