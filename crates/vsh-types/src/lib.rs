@@ -12,6 +12,7 @@ mod diff;
 mod digest;
 mod node;
 mod path;
+mod readset;
 mod state;
 
 pub use diff::{DiffEntry, DiffKind};
@@ -21,4 +22,5 @@ pub use digest::{
 };
 pub use node::{MODE_MASK, NodeKind, NodeState};
 pub use path::{VPath, VPathError};
+pub use readset::{Dependency, ReadSet, names_digest};
 pub use state::{TransactionState, TransitionError};

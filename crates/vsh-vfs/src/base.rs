@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use vsh_host::{CapDir, HostKind, HostStat};
 use vsh_types::canon::{self, Canonical};
-use vsh_types::{BlobId, NodeKind, NodeState, ReadSetDigest, SnapshotId, VPath};
+use vsh_types::{BlobId, Dependency, NodeKind, NodeState, ReadSet, SnapshotId, VPath, names_digest};
 
 use crate::error::VfsError;
 
@@ -26,94 +26,6 @@ impl Default for SnapshotLimits {
     fn default() -> Self {
         Self { max_materialized_bytes: 64 << 20, max_materialized_file_bytes: 4 << 20, max_observations: 250_000 }
     }
-}
-
-/// What the run depended on at one base path. Each facet is compared exactly at
-/// commit time; facets that were never used are never compared, so an unrelated
-/// change (a touched mtime, a new sibling) is not a conflict.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Dependency {
-    /// Existence and kind: `Some(None)` means "was absent".
-    pub kind: Option<Option<NodeKind>>,
-    /// Size and mode (from `stat`), for the recorded kind.
-    pub size_mode: Option<(u64, u32)>,
-    /// Content digest of a file or symlink target that was read.
-    pub content: Option<BlobId>,
-    /// Digest of the sorted child names of a directory that was listed
-    /// (see [`names_digest`]).
-    pub names: Option<[u8; 32]>,
-}
-
-impl Canonical for Dependency {
-    fn encode_canonical(&self, out: &mut Vec<u8>) {
-        match self.kind {
-            None => canon::put_u8(out, 0),
-            Some(None) => canon::put_u8(out, 1),
-            Some(Some(kind)) => {
-                canon::put_u8(out, 2);
-                canon::put_u8(out, kind.tag());
-            }
-        }
-        match self.size_mode {
-            None => canon::put_u8(out, 0),
-            Some((size, mode)) => {
-                canon::put_u8(out, 1);
-                canon::put_u64(out, size);
-                canon::put_u32(out, mode);
-            }
-        }
-        canon::put_option(out, self.content.as_ref());
-        match self.names {
-            None => canon::put_u8(out, 0),
-            Some(digest) => {
-                canon::put_u8(out, 1);
-                out.extend_from_slice(&digest);
-            }
-        }
-    }
-}
-
-/// Every dependency of a run on the base, keyed by path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadSet {
-    /// The dependencies, sorted by path.
-    pub entries: BTreeMap<VPath, Dependency>,
-}
-
-impl ReadSet {
-    /// The digest of the canonical encoding (count, then path and dependency per entry).
-    pub fn digest(&self) -> ReadSetDigest {
-        let mut out = Vec::new();
-        canon::put_u64(&mut out, self.entries.len() as u64);
-        for (path, dependency) in &self.entries {
-            path.encode_canonical(&mut out);
-            dependency.encode_canonical(&mut out);
-        }
-        ReadSetDigest::digest(&out)
-    }
-
-    /// Number of paths with a dependency.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether the run depended on nothing.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
-
-/// The digest of a directory's child names, as recorded for a listing dependency.
-/// Names are sorted bytewise; the encoding is a count then each name as a byte string.
-pub fn names_digest<'a>(names: impl IntoIterator<Item = &'a str>) -> [u8; 32] {
-    let mut sorted: Vec<&str> = names.into_iter().collect();
-    sorted.sort_unstable();
-    let mut out = Vec::new();
-    canon::put_u64(&mut out, sorted.len() as u64);
-    for name in sorted {
-        canon::put_bytes(&mut out, name.as_bytes());
-    }
-    *blake3::Hasher::new_derive_key("vsh 2026 directory-names v1").update(&out).finalize().as_bytes()
 }
 
 /// A frozen observation of one base node.

@@ -28,8 +28,9 @@ use vsh_host::CapDir;
 use vsh_types::canon::{self, Canonical};
 use vsh_types::{BlobId, DiffDigest, DiffEntry, NodeKind, NodeState, SnapshotId, VPath, WriteSetDigest};
 
-pub use base::{Dependency, ReadSet, SnapshotLimits, names_digest};
+pub use base::SnapshotLimits;
 pub use error::VfsError;
+pub use vsh_types::{Dependency, ReadSet, names_digest};
 
 use base::Base;
 
