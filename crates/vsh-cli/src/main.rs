@@ -88,7 +88,8 @@ fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if run.json {
         println!("{}", serde_json::to_string_pretty(&render::receipt_json(&receipt))?);
     } else {
-        print!("{}", render::receipt_text(&receipt));
+        use std::io::IsTerminal;
+        print!("{}", render::receipt_text_colored(&receipt, std::io::stdout().is_terminal()));
     }
     Ok(exit_code(&receipt))
 }

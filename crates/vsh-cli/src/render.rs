@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
-use vsh::{DiffEntry, MontyObject, NodeState, Receipt, RuntimeDecision};
+use vsh::{DiffEntry, MontyObject, NoHunks, NodeState, Receipt, RuntimeDecision};
 
 /// An error and its sources, one per line.
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
@@ -34,8 +34,96 @@ fn state_text(state: Option<&NodeState>) -> String {
     )
 }
 
+/// ANSI colour codes, or nothing.
+struct Palette {
+    added: &'static str,
+    removed: &'static str,
+    hunk: &'static str,
+    strong: &'static str,
+    reset: &'static str,
+}
+
+impl Palette {
+    fn new(color: bool) -> Self {
+        if color {
+            Self { added: "\x1b[32m", removed: "\x1b[31m", hunk: "\x1b[36m", strong: "\x1b[1m", reset: "\x1b[0m" }
+        } else {
+            Self { added: "", removed: "", hunk: "", strong: "", reset: "" }
+        }
+    }
+}
+
+fn no_hunks_reason(reason: NoHunks) -> &'static str {
+    match reason {
+        NoHunks::NotFileContent => "no text change",
+        NoHunks::Binary => "binary content",
+        NoHunks::TooLarge => "too large to show",
+        NoHunks::BudgetSpent => "review budget spent",
+    }
+}
+
+/// The review block: the decision, why, and every change with its text hunks.
+/// Deterministic for a given program and workspace (no ids, no timings).
+pub(crate) fn review_text(receipt: &Receipt, color: bool) -> String {
+    let palette = Palette::new(color);
+    let mut out = String::new();
+    let _ = writeln!(out, "{}review{}", palette.strong, palette.reset);
+    let _ = match &receipt.decision {
+        RuntimeDecision::AutoApproved => writeln!(out, "  decision: auto-approved"),
+        RuntimeDecision::PendingApproval(manifest) => {
+            let flags: Vec<String> = manifest.flags.iter().map(|flag| format!("{flag:?}")).collect();
+            writeln!(out, "  decision: pending approval (risk: {})", flags.join(", "))
+        }
+        RuntimeDecision::Denied(manifest) => {
+            let _ = writeln!(out, "  decision: denied ({:?})", manifest.reason);
+            for denied in &manifest.denied {
+                let _ = writeln!(out, "    {denied}");
+            }
+            Ok(())
+        }
+    };
+    for (entry, review) in receipt.changes.iter().zip(&receipt.review) {
+        let _ = writeln!(
+            out,
+            "  {}{:<6}{} {}  [{} -> {}]",
+            palette.strong,
+            entry.kind.name(),
+            palette.reset,
+            entry.path,
+            state_text(entry.before.as_ref()),
+            state_text(entry.after.as_ref())
+        );
+        match &review.hunks {
+            Ok(text) => {
+                for line in text.lines() {
+                    let paint = if line.starts_with("@@") {
+                        palette.hunk
+                    } else if line.starts_with('+') && !line.starts_with("+++") {
+                        palette.added
+                    } else if line.starts_with('-') && !line.starts_with("---") {
+                        palette.removed
+                    } else {
+                        ""
+                    };
+                    let reset = if paint.is_empty() { "" } else { palette.reset };
+                    let _ = writeln!(out, "    {paint}{line}{reset}");
+                }
+            }
+            Err(reason) => {
+                let _ = writeln!(out, "    ({})", no_hunks_reason(*reason));
+            }
+        }
+    }
+    out
+}
+
 /// A readable, multi-line receipt.
 pub(crate) fn receipt_text(receipt: &Receipt) -> String {
+    receipt_text_colored(receipt, false)
+}
+
+/// A readable, multi-line receipt, the review coloured when `color`.
+pub(crate) fn receipt_text_colored(receipt: &Receipt, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "transaction  {}", receipt.transaction);
     let _ = writeln!(out, "snapshot     {}", receipt.base_snapshot);
@@ -55,7 +143,7 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         RuntimeDecision::AutoApproved => {}
     }
     let _ = writeln!(out, "diff         {} ({} changed paths)", receipt.diff.short(), receipt.changed_paths);
-    for entry in &receipt.changes {
+    for entry in receipt.changes.iter().filter(|_| receipt.review.is_empty()) {
         let _ = writeln!(
             out,
             "  {:<7} {}  [{} -> {}]",
@@ -100,6 +188,9 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
             "commit       {} operations, {} paths verified, {} dependencies revalidated",
             commit.operations, commit.verified_paths, commit.revalidated_dependencies
         );
+    }
+    if !receipt.review.is_empty() {
+        out.push_str(&review_text(receipt, color));
     }
     out
 }

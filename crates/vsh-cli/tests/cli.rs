@@ -94,3 +94,32 @@ fn demo_runs_twice_and_reports_both_receipts() {
         assert!(stdout.contains("decision     denied"), "{stdout}");
     }
 }
+
+#[test]
+fn review_of_a_multi_file_change_matches_the_golden_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "src/lib.txt", "alpha\nbeta\ngamma\ndelta\n");
+    write(&ws, "notes.txt", "keep this line\nand remove this one\n");
+    std::fs::write(ws.join("old.bin"), [0u8, 159, 146, 150]).unwrap();
+    let program = r"
+from pathlib import Path
+root = Path('/workspace')
+lib = (root / 'src' / 'lib.txt').read_text()
+(root / 'src' / 'lib.txt').write_text(lib.replace('beta', 'BETA').replace('delta', 'delta\nepsilon'))
+(root / 'notes.txt').write_text('keep this line\n')
+(root / 'docs').mkdir()
+(root / 'docs' / 'NEW.md').write_text('# New\n\nA new page.\n')
+(root / 'old.bin').unlink()
+";
+    let output = vsh(&["run", "--workspace", ws.to_str().unwrap(), "--full", "-"], Some(program));
+    assert_eq!(output.status.code(), Some(4), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let review = &stdout[stdout.find("review\n").expect("a review block")..];
+    let golden_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/review.txt");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden_path, review).unwrap();
+    }
+    let golden = std::fs::read_to_string(&golden_path).expect("golden file (UPDATE_GOLDEN=1 writes it)");
+    assert_eq!(review, golden);
+}

@@ -78,6 +78,11 @@ impl AccessKind {
         }
     }
 
+    /// The kind named `name` (the inverse of [`AccessKind::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
     /// Whether this kind only reads.
     pub const fn is_read(self) -> bool {
         AccessSet::READS.contains(self)
@@ -170,6 +175,21 @@ impl AccessSet {
     }
 }
 
+impl Serialize for AccessSet {
+    /// The raw bits, as a `u16`.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u16(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for AccessSet {
+    /// The raw bits; unknown bits are an error.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bits = u16::deserialize(deserializer)?;
+        Self::from_bits(bits).ok_or_else(|| serde::de::Error::custom(format!("unknown access bits {bits:#x}")))
+    }
+}
+
 impl From<AccessKind> for AccessSet {
     fn from(kind: AccessKind) -> Self {
         Self::single(kind)
@@ -220,10 +240,13 @@ mod tests {
             assert!(!AccessSet::NONE.contains(kind));
             assert_ne!(kind.is_read(), kind.is_mutation());
             assert_eq!(AccessKind::from_tag(kind.tag()), Some(kind));
+            assert_eq!(AccessKind::from_name(kind.name()), Some(kind));
             assert_eq!(AccessSet::single(kind).iter().collect::<Vec<_>>(), vec![kind]);
         }
         assert_eq!(AccessKind::from_tag(0), None);
         assert_eq!(AccessKind::from_tag(9), None);
+        assert_eq!(AccessKind::from_name("Create"), None);
+        assert_eq!(AccessKind::from_name("all"), None);
     }
 
     #[test]

@@ -1,14 +1,33 @@
 //! The outcome of evaluating a transaction: [`Decision`], with the metrics,
 //! risk flags and deny reasons that explain it.
+//!
+//! # Content rewrites
+//!
+//! [`RiskFlag::ContentRewrite`] catches a program that silently empties or cuts
+//! down existing files. A diff entry is a content rewrite ([`is_content_rewrite`])
+//! when it is a Modify of a file that stays a file, the file had at least one
+//! byte, and either it is now empty, or its new size is below `1 - r` of the old
+//! one, where `r` is `rewrite_escalate_ratio_bps / 10000` (0.5 in Balanced, 0.25
+//! in Strict, 0.1 in Paranoid):
+//!
+//! ```text
+//! after.size == 0  ||  after.size * 10000 < before.size * (10000 - rewrite_escalate_ratio_bps)
+//! ```
+//!
+//! The policy sees only sizes and content digests, not the bytes, so a rewrite
+//! that keeps the size (or grows the file) is not flagged by this rule, however
+//! different the new content is; a growing file still counts toward the byte
+//! ceilings.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use vsh_types::canon::{self, Canonical};
-use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, PolicyDigest};
+use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, PolicyDigest, VPath};
 
-use crate::profile::MAX_RATIO_BPS;
-use crate::rules::DeniedAccess;
+use crate::access::{AccessKind, AccessSet};
+use crate::profile::{MAX_RATIO_BPS, PolicyThresholds};
+use crate::rules::{DeniedAccess, RuleLabel};
 
 /// The most denials a [`DenyManifest`] lists; `denied_total` counts them all.
 pub const MAX_LISTED_DENIALS: usize = 64;
@@ -19,7 +38,8 @@ const EXECUTE_BITS: u32 = 0o111;
 /// Measurements of a diff, reported with every decision.
 ///
 /// `touched = created + modified + deleted + mode_changes`: every diff entry is
-/// exactly one of those kinds.
+/// exactly one of those kinds. `rewritten` counts the modified entries that are
+/// content rewrites (see the [module documentation](self#content-rewrites)).
 ///
 /// Canonical encoding: every field in declaration order, `u64` except
 /// `delete_ratio_bps` (`u32`).
@@ -46,12 +66,28 @@ pub struct RiskMetrics {
     pub symlink_changes: u64,
     /// Entries whose only change is the permission bits.
     pub mode_changes: u64,
+    /// Existing files emptied or shrunk beyond the rewrite ratio.
+    pub rewritten: u64,
 }
 
 impl RiskMetrics {
     /// Measure `diff`, given the rename count and the number of observed base
-    /// nodes (the delete ratio's denominator).
+    /// nodes (the delete ratio's denominator), counting content rewrites with
+    /// the Balanced rewrite ratio. [`RiskMetrics::measure_with_ratio`] takes the
+    /// ratio of a policy.
     pub fn measure(diff: &[DiffEntry], renamed: u64, observed_base_nodes: u64) -> Self {
+        let ratio = PolicyThresholds::default().rewrite_escalate_ratio_bps;
+        Self::measure_with_ratio(diff, renamed, observed_base_nodes, ratio)
+    }
+
+    /// [`RiskMetrics::measure`] with content rewrites judged by
+    /// `rewrite_escalate_ratio_bps` (see [`is_content_rewrite`]).
+    pub fn measure_with_ratio(
+        diff: &[DiffEntry],
+        renamed: u64,
+        observed_base_nodes: u64,
+        rewrite_escalate_ratio_bps: u32,
+    ) -> Self {
         let mut metrics = Self { renamed, ..Self::default() };
         for entry in diff {
             metrics.touched += 1;
@@ -60,6 +96,9 @@ impl RiskMetrics {
                 DiffKind::Delete => metrics.deleted += 1,
                 DiffKind::Modify => metrics.modified += 1,
                 DiffKind::MetadataChange => metrics.mode_changes += 1,
+            }
+            if is_content_rewrite(entry, rewrite_escalate_ratio_bps) {
+                metrics.rewritten += 1;
             }
             if entry.kind != DiffKind::MetadataChange {
                 let sizes = size_of(entry.before.as_ref()).saturating_add(size_of(entry.after.as_ref()));
@@ -79,6 +118,25 @@ impl RiskMetrics {
         }
         metrics
     }
+}
+
+/// Whether `entry` rewrites an existing file's content beyond the ratio: a
+/// Modify of a file that stays a file and had at least one byte, leaving it
+/// empty or smaller than `1 - rewrite_escalate_ratio_bps / 10000` of its old
+/// size (see the [module documentation](self#content-rewrites)). A ratio above
+/// 10,000 counts as 10,000.
+pub fn is_content_rewrite(entry: &DiffEntry, rewrite_escalate_ratio_bps: u32) -> bool {
+    if entry.kind != DiffKind::Modify {
+        return false;
+    }
+    let (Some(before), Some(after)) = (entry.before.as_ref(), entry.after.as_ref()) else {
+        return false;
+    };
+    if before.kind != NodeKind::File || after.kind != NodeKind::File || before.size == 0 {
+        return false;
+    }
+    let kept = u128::from(MAX_RATIO_BPS - rewrite_escalate_ratio_bps.min(MAX_RATIO_BPS));
+    after.size == 0 || u128::from(after.size) * u128::from(MAX_RATIO_BPS) < u128::from(before.size) * kept
 }
 
 fn size_of(state: Option<&NodeState>) -> u64 {
@@ -110,6 +168,7 @@ impl Canonical for RiskMetrics {
         canon::put_u64(out, self.executable_changes);
         canon::put_u64(out, self.symlink_changes);
         canon::put_u64(out, self.mode_changes);
+        canon::put_u64(out, self.rewritten);
     }
 }
 
@@ -133,10 +192,13 @@ pub enum RiskFlag {
     LargeByteChange,
     /// A path's permission bits changed.
     PermissionChange,
+    /// An existing file was emptied, or shrunk by more than the rewrite ratio
+    /// (see the [module documentation](self#content-rewrites)).
+    ContentRewrite,
 }
 
 impl RiskFlag {
-    /// The canonical tag: `Mutation`=1 through `PermissionChange`=8.
+    /// The canonical tag: `Mutation`=1 through `ContentRewrite`=9.
     pub const fn tag(self) -> u8 {
         match self {
             Self::Mutation => 1,
@@ -147,6 +209,7 @@ impl RiskFlag {
             Self::LargeTouchedSet => 6,
             Self::LargeByteChange => 7,
             Self::PermissionChange => 8,
+            Self::ContentRewrite => 9,
         }
     }
 
@@ -161,6 +224,7 @@ impl RiskFlag {
             Self::LargeTouchedSet => "large-touched-set",
             Self::LargeByteChange => "large-byte-change",
             Self::PermissionChange => "permission-change",
+            Self::ContentRewrite => "content-rewrite",
         }
     }
 }
@@ -245,19 +309,128 @@ impl Canonical for RiskManifest {
     }
 }
 
-/// Why a transaction was denied, with the evidence.
+/// One protected access or mutation in a [`DenyManifest`]: the path, the rule
+/// that refused it and how the policy would have to change to allow it.
+///
+/// Canonical encoding: path, access tag `u8`, rule text as a byte string, label
+/// tag `u8`, the rule's access bits as a `u32`, the remedy as a byte string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Denial {
+    /// The path that was refused.
+    pub path: VPath,
+    /// The access that was refused.
+    pub access: AccessKind,
+    /// The text of the refusing rule's pattern; for [`RuleLabel::WritableRoots`],
+    /// the allow-list.
+    pub rule: String,
+    /// Why that rule exists.
+    pub label: RuleLabel,
+    /// Every access that rule denies.
+    pub rule_access: AccessSet,
+    /// How the policy would have to change to allow the access, for example
+    /// ``remove or narrow the `[[protect]]` rule `config/prod/**` ``.
+    pub remedy: String,
+}
+
+impl Denial {
+    /// The denial `denied`, explained by `remedy`.
+    pub fn new(denied: &DeniedAccess, remedy: String) -> Self {
+        Self {
+            path: denied.path.clone(),
+            access: denied.access,
+            rule: denied.rule.clone(),
+            label: denied.label,
+            rule_access: denied.rule_access,
+            remedy,
+        }
+    }
+
+    /// The refused access without its explanation.
+    pub fn denied_access(&self) -> DeniedAccess {
+        DeniedAccess {
+            path: self.path.clone(),
+            access: self.access,
+            rule: self.rule.clone(),
+            label: self.label,
+            rule_access: self.rule_access,
+        }
+    }
+}
+
+impl fmt::Display for Denial {
+    /// `` modify of config/prod/a denied by rule `config/prod/**` (custom, denies
+    /// modify+delete); to allow: remove or narrow ... ``.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} of {} denied by rule `{}` ({}, denies {}); to allow: {}",
+            self.access, self.path, self.rule, self.label, self.rule_access, self.remedy
+        )
+    }
+}
+
+impl Canonical for Denial {
+    fn encode_canonical(&self, out: &mut Vec<u8>) {
+        self.path.encode_canonical(out);
+        canon::put_u8(out, self.access.tag());
+        canon::put_bytes(out, self.rule.as_bytes());
+        canon::put_u8(out, self.label.tag());
+        canon::put_u32(out, u32::from(self.rule_access.bits()));
+        canon::put_bytes(out, self.remedy.as_bytes());
+    }
+}
+
+/// The ceiling a denied diff went through, and the setting that would have let
+/// it pass (see [`DenyManifest::ceiling`]).
+///
+/// Values are counts of paths or bytes; for `thresholds.deny_delete_ratio`
+/// they are basis points (5,000 is the fraction 0.5 of a policy file).
+///
+/// Canonical encoding: the threshold name as a byte string, then `limit`,
+/// `value` and `allowing` as `u64`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CeilingBreach {
+    /// The threshold as a policy file names it (`thresholds.deny_touched_paths`).
+    pub threshold: String,
+    /// Its value in the policy that decided.
+    pub limit: u64,
+    /// What the diff measured.
+    pub value: u64,
+    /// The least setting of the threshold that would have allowed the diff (on
+    /// this ceiling; a later ceiling may still apply).
+    pub allowing: u64,
+}
+
+impl Canonical for CeilingBreach {
+    fn encode_canonical(&self, out: &mut Vec<u8>) {
+        canon::put_bytes(out, self.threshold.as_bytes());
+        canon::put_u64(out, self.limit);
+        canon::put_u64(out, self.value);
+        canon::put_u64(out, self.allowing);
+    }
+}
+
+/// Why a transaction was denied, with the evidence and what it would take for
+/// the policy to allow it.
 ///
 /// Canonical encoding: reason tag, the listed denials as a sequence, the total,
+/// the ceiling (flag `u8`, then the breach), the remedy as a byte string,
 /// metrics, policy digest.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DenyManifest {
     /// The first rule of the decision order that failed.
     pub reason: DenyReason,
-    /// The first [`MAX_LISTED_DENIALS`] protected accesses or mutations (empty
-    /// for the ceiling reasons).
-    pub denied: Vec<DeniedAccess>,
+    /// The first [`MAX_LISTED_DENIALS`] protected accesses or mutations, each
+    /// with its rule and remedy (empty for the ceiling reasons).
+    pub denied: Vec<Denial>,
     /// How many there were in all.
     pub denied_total: u64,
+    /// For the ceiling reasons, which threshold was passed and the value that
+    /// would have allowed the diff; `None` for protected accesses.
+    pub ceiling: Option<CeilingBreach>,
+    /// How the policy would have to change, in one line: the distinct remedies
+    /// of the listed denials, or the threshold to raise.
+    pub remedy: String,
     /// Measurements of the diff.
     pub metrics: RiskMetrics,
     /// The policy that decided.
@@ -269,6 +442,8 @@ impl Canonical for DenyManifest {
         canon::put_u8(out, self.reason.tag());
         canon::put_seq(out, self.denied.iter());
         canon::put_u64(out, self.denied_total);
+        canon::put_option(out, self.ceiling.as_ref());
+        canon::put_bytes(out, self.remedy.as_bytes());
         self.metrics.encode_canonical(out);
         self.policy.encode_canonical(out);
     }
@@ -332,9 +507,9 @@ impl Canonical for Decision {
 
 #[cfg(test)]
 mod tests {
-    use vsh_types::VPath;
-
     use super::*;
+
+    use vsh_types::canon::Canonical;
 
     fn entry(path: &str, before: Option<NodeState>, after: Option<NodeState>) -> DiffEntry {
         DiffEntry::between(VPath::parse(path).unwrap(), before, after).unwrap()
@@ -365,6 +540,7 @@ mod tests {
                 executable_changes: 0,
                 symlink_changes: 0,
                 mode_changes: 1,
+                rewritten: 0,
             }
         );
     }
@@ -405,6 +581,101 @@ mod tests {
         assert_eq!(RiskMetrics::measure(&deletes, 0, u64::MAX).delete_ratio_bps, 0);
     }
 
+    /// Name, before, after, ratio in basis points, whether it is a rewrite.
+    type RewriteCase = (&'static str, Option<NodeState>, Option<NodeState>, u32, bool);
+
+    fn sized(size: u64) -> NodeState {
+        // Distinct content per size, so equal sizes still differ in content.
+        NodeState { size, ..NodeState::file_with(&size.to_le_bytes(), 0o644) }
+    }
+
+    #[test]
+    fn content_rewrite_rule() {
+        let same_size_other_bytes = (NodeState::file_with(b"aaaa", 0o644), NodeState::file_with(b"bbbb", 0o644));
+        let cases: [RewriteCase; 17] = [
+            // Balanced ratio 0.5: below half the size escalates, half does not.
+            ("half-minus-one", Some(sized(100)), Some(sized(49)), 5_000, true),
+            ("exactly-half", Some(sized(100)), Some(sized(50)), 5_000, false),
+            ("emptied", Some(sized(100)), Some(sized(0)), 5_000, true),
+            ("one-byte-emptied", Some(sized(1)), Some(sized(0)), 10_000, true),
+            ("grown", Some(sized(100)), Some(sized(1_000)), 5_000, false),
+            ("same-size-rewrite", Some(same_size_other_bytes.0), Some(same_size_other_bytes.1), 1, false),
+            ("was-empty", Some(sized(0)), Some(sized(10)), 5_000, false),
+            // Strict 0.25 and Paranoid 0.1.
+            ("strict-74", Some(sized(100)), Some(sized(74)), 2_500, true),
+            ("strict-75", Some(sized(100)), Some(sized(75)), 2_500, false),
+            ("paranoid-89", Some(sized(100)), Some(sized(89)), 1_000, true),
+            ("paranoid-90", Some(sized(100)), Some(sized(90)), 1_000, false),
+            // Ratio 1.0: only emptying; the smallest ratio: any shrink of a large file.
+            ("ratio-one", Some(sized(100)), Some(sized(1)), 10_000, false),
+            ("ratio-tiny", Some(sized(10_000)), Some(sized(9_998)), 1, true),
+            ("ratio-tiny-edge", Some(sized(10_000)), Some(sized(9_999)), 1, false),
+            // Not File -> File, or not a Modify.
+            ("file-to-dir", Some(sized(100)), Some(NodeState::directory(0o755)), 5_000, false),
+            ("file-to-link", Some(sized(100)), Some(NodeState::symlink(b"t")), 5_000, false),
+            ("deleted", Some(sized(100)), None, 5_000, false),
+        ];
+        for (name, before, after, ratio, expected) in cases {
+            let diff_entry = entry(name, before, after);
+            assert_eq!(is_content_rewrite(&diff_entry, ratio), expected, "{name}");
+            let metrics = RiskMetrics::measure_with_ratio(std::slice::from_ref(&diff_entry), 0, 0, ratio);
+            assert_eq!(metrics.rewritten, u64::from(expected), "{name}");
+        }
+        // Sizes near u64::MAX do not overflow.
+        let huge = entry("huge", Some(sized(u64::MAX)), Some(sized(u64::MAX / 2 - 1)));
+        assert!(is_content_rewrite(&huge, 5_000));
+        // A mode change alone is never a rewrite; `measure` uses the Balanced ratio.
+        let chmod = entry("chmod", Some(sized(100)), Some(NodeState { mode: 0o600, ..sized(100) }));
+        assert!(!is_content_rewrite(&chmod, 10_000));
+        let shrink = [entry("s", Some(sized(100)), Some(sized(49))), entry("t", Some(sized(100)), Some(sized(60)))];
+        assert_eq!(RiskMetrics::measure(&shrink, 0, 0).rewritten, 1);
+        assert_eq!(RiskMetrics::measure_with_ratio(&shrink, 0, 0, 2_500).rewritten, 2);
+    }
+
+    #[test]
+    fn denial_and_ceiling_forms() {
+        let denied = DeniedAccess {
+            path: VPath::parse("config/prod/a").unwrap(),
+            access: AccessKind::Modify,
+            rule: "config/prod/**".to_owned(),
+            label: RuleLabel::Custom,
+            rule_access: AccessSet::MUTATIONS,
+        };
+        let denial = Denial::new(&denied, "remove it".to_owned());
+        assert_eq!(denial.denied_access(), denied);
+        assert_eq!(
+            denial.to_string(),
+            "modify of config/prod/a denied by rule `config/prod/**` (custom, denies mutations); to allow: remove it"
+        );
+        let other_remedy = Denial { remedy: "else".to_owned(), ..denial.clone() };
+        assert_ne!(other_remedy.to_canonical_bytes(), denial.to_canonical_bytes());
+        let other_access = Denial { rule_access: AccessSet::ALL, ..denial.clone() };
+        assert_ne!(other_access.to_canonical_bytes(), denial.to_canonical_bytes());
+        let breach =
+            CeilingBreach { threshold: "thresholds.deny_touched_paths".to_owned(), limit: 3, value: 4, allowing: 4 };
+        let manifest = |ceiling: Option<CeilingBreach>, remedy: &str| DenyManifest {
+            reason: DenyReason::TooManyTouchedPaths,
+            denied: Vec::new(),
+            denied_total: 0,
+            ceiling,
+            remedy: remedy.to_owned(),
+            metrics: RiskMetrics::default(),
+            policy: PolicyDigest::digest(b"p"),
+        };
+        let encodings = [
+            manifest(Some(breach.clone()), "raise"),
+            manifest(None, "raise"),
+            manifest(Some(breach.clone()), "lower"),
+            manifest(Some(CeilingBreach { allowing: 5, ..breach }), "raise"),
+        ]
+        .map(|manifest| manifest.to_canonical_bytes());
+        for (index, encoding) in encodings.iter().enumerate() {
+            assert!(!encodings[..index].contains(encoding), "{index}");
+        }
+        let with_rewrites = RiskMetrics { rewritten: 1, ..RiskMetrics::default() };
+        assert_ne!(with_rewrites.to_canonical_bytes(), RiskMetrics::default().to_canonical_bytes());
+    }
+
     #[test]
     fn names_tags_and_canonical_forms() {
         let flags = [
@@ -416,12 +687,14 @@ mod tests {
             RiskFlag::LargeTouchedSet,
             RiskFlag::LargeByteChange,
             RiskFlag::PermissionChange,
+            RiskFlag::ContentRewrite,
         ];
         for (index, flag) in flags.iter().enumerate() {
             assert_eq!(usize::from(flag.tag()), index + 1);
         }
         assert!(flags.windows(2).all(|pair| pair[0] < pair[1]));
         assert_eq!(RiskFlag::ExecutableChange.to_string(), "executable-change");
+        assert_eq!(RiskFlag::ContentRewrite.to_string(), "content-rewrite");
         assert_eq!(DenyReason::DeleteRatio.to_string(), "delete-ratio");
         assert_eq!(DenyReason::ProtectedAccessAttempt.tag(), 1);
         let policy = PolicyDigest::digest(b"p");
@@ -434,6 +707,8 @@ mod tests {
             reason: DenyReason::TooManyDeletions,
             denied: Vec::new(),
             denied_total: 0,
+            ceiling: None,
+            remedy: String::new(),
             metrics: RiskMetrics::default(),
             policy,
         });

@@ -1,21 +1,30 @@
 //! Protected-path rules and the transaction decision: denied, auto-approved or
 //! pending approval.
 //!
-//! Two layers:
+//! Two layers, and a file format for both:
 //!
 //! - **Pre-call authorization.** A [`CallPolicy`] is a canonical list of
 //!   [`ProtectedRule`]s, each a [`Pattern`] (see [`pattern`] for the glob
 //!   language: `*`, `?`, character classes and `**`; [`rules`] for the defaults)
 //!   with the [`AccessSet`] it denies. Guest operations call [`CallPolicy::authorize`]
 //!   before touching the virtual image, so protected names and bytes never reach
-//!   a guest; listings drop [`CallPolicy::is_hidden`] children.
+//!   a guest; listings drop [`CallPolicy::is_hidden`] children; recursive
+//!   operations preflight the whole tree with [`CallPolicy::authorize_tree`].
+//!   An optional allow-list of writable roots refuses every mutation outside
+//!   it.
 //! - **The transaction decision.** A [`TransactionPolicy`] (profile, validated
 //!   [`PolicyThresholds`] and the call policy, bound by one [`PolicyDigest`])
 //!   evaluates a run's diff, its denied accesses and its renames into a
 //!   [`Decision`]: [`Decision::Denied`] with a [`DenyManifest`],
 //!   [`Decision::AutoApproved`], or [`Decision::PendingApproval`] with a
 //!   [`RiskManifest`]. [`transaction`] documents the decision order and
-//!   [`profile`] the thresholds of each profile.
+//!   [`profile`] the thresholds of each profile. A [`DenyManifest`] names, for
+//!   every denial, the rule and how the policy would have to change.
+//! - **Policy files.** [`PolicyFile`] reads a TOML document (base profile,
+//!   threshold overrides, extra protected patterns, built-in rule groups,
+//!   writable roots) into the same validated [`TransactionPolicy`]; every bad
+//!   field is a [`PolicyFileError`] that names it. [`file`](mod@file) documents
+//!   the format.
 //!
 //! Every type is re-exported at the crate root; the modules carry the reference
 //! documentation.
@@ -26,14 +35,19 @@
 
 pub mod access;
 pub mod decision;
+pub mod file;
 pub mod pattern;
 pub mod profile;
 pub mod rules;
 pub mod transaction;
 
 pub use access::{AccessKind, AccessSet};
-pub use decision::{Decision, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest, RiskMetrics};
+pub use decision::{
+    CeilingBreach, Decision, Denial, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest, RiskMetrics,
+    is_content_rewrite,
+};
+pub use file::{MAX_POLICY_FILE_BYTES, MAX_REASON_BYTES, POLICY_FILE_VERSION, PolicyFile, PolicyFileError};
 pub use pattern::{MAX_PATTERN_BYTES, Pattern, PatternError};
 pub use profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
-pub use rules::{CallPolicy, DEFAULT_DATA_DIR, DeniedAccess, ProtectedRule, RuleLabel};
+pub use rules::{CallPolicy, DEFAULT_DATA_DIR, DefaultRules, DeniedAccess, ProtectedRule, RuleLabel};
 pub use transaction::{POLICY_SCHEMA, PolicyInput, TransactionPolicy};

@@ -1,11 +1,18 @@
 //! [`PolicyProfile`] and [`PolicyThresholds`]: how much change a transaction may
 //! make before it escalates to a reviewer or is denied outright.
 //!
-//! | profile | escalate: paths / bytes | deny: paths / bytes / deletes / ratio (min paths) | every mutation escalates |
-//! |---|---|---|---|
-//! | Balanced | 500 / 64 MiB | 50,000 / 1 GiB / 10,000 / 75% (100) | no |
-//! | Strict | 100 / 8 MiB | 10,000 / 256 MiB / 2,000 / 50% (25) | yes |
-//! | Paranoid | 25 / 1 MiB | 5,000 / 128 MiB / 500 / 25% (10) | yes |
+//! | profile | escalate: paths / bytes | deny: paths / bytes / deletes / ratio (min paths) | rewrite ratio | every mutation escalates |
+//! |---|---|---|---|---|
+//! | Balanced | 500 / 64 MiB | 50,000 / 1 GiB / 10,000 / 75% (100) | 0.5 | no |
+//! | Strict | 100 / 8 MiB | 10,000 / 256 MiB / 2,000 / 50% (25) | 0.25 | yes |
+//! | Paranoid | 25 / 1 MiB | 5,000 / 128 MiB / 500 / 25% (10) | 0.1 | yes |
+//!
+//! The rewrite ratio drives [`RiskFlag::ContentRewrite`]: an existing file that
+//! shrinks to less than `1 - ratio` of its size, or to nothing, escalates (see
+//! [`is_content_rewrite`]).
+//!
+//! [`RiskFlag::ContentRewrite`]: crate::RiskFlag::ContentRewrite
+//! [`is_content_rewrite`]: crate::decision::is_content_rewrite
 
 use std::fmt;
 
@@ -133,9 +140,13 @@ impl PolicyConfigError {
 /// more than `deny_touched_paths`, changes more than `deny_changed_bytes`, deletes
 /// more than `deny_deleted_paths`, or deletes at least `delete_ratio_min_paths`
 /// paths amounting to at least `deny_delete_ratio_bps` of the observed base.
+/// An existing file rewritten smaller than `1 - rewrite_escalate_ratio_bps /
+/// 10000` of its size escalates with [`RiskFlag::ContentRewrite`].
 ///
-/// Canonical encoding: the six `u64` fields and the `u32` ratio, in declaration
-/// order.
+/// Canonical encoding: the six `u64` fields and the two `u32` ratios, in
+/// declaration order.
+///
+/// [`RiskFlag::ContentRewrite`]: crate::RiskFlag::ContentRewrite
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PolicyThresholds {
     /// Touched paths at which a diff escalates.
@@ -152,6 +163,11 @@ pub struct PolicyThresholds {
     pub deny_delete_ratio_bps: u32,
     /// Fewest deleted paths for which the delete ratio applies.
     pub delete_ratio_min_paths: u64,
+    /// Share of an existing file's size (basis points) that a rewrite may cut
+    /// before it escalates with [`RiskFlag::ContentRewrite`].
+    ///
+    /// [`RiskFlag::ContentRewrite`]: crate::RiskFlag::ContentRewrite
+    pub rewrite_escalate_ratio_bps: u32,
 }
 
 impl PolicyThresholds {
@@ -166,6 +182,7 @@ impl PolicyThresholds {
                 deny_deleted_paths: 10_000,
                 deny_delete_ratio_bps: 7_500,
                 delete_ratio_min_paths: 100,
+                rewrite_escalate_ratio_bps: 5_000,
             },
             PolicyProfile::Strict => Self {
                 escalate_touched_paths: 100,
@@ -175,6 +192,7 @@ impl PolicyThresholds {
                 deny_deleted_paths: 2_000,
                 deny_delete_ratio_bps: 5_000,
                 delete_ratio_min_paths: 25,
+                rewrite_escalate_ratio_bps: 2_500,
             },
             PolicyProfile::Paranoid => Self {
                 escalate_touched_paths: 25,
@@ -184,12 +202,14 @@ impl PolicyThresholds {
                 deny_deleted_paths: 500,
                 deny_delete_ratio_bps: 2_500,
                 delete_ratio_min_paths: 10,
+                rewrite_escalate_ratio_bps: 1_000,
             },
         }
     }
 
-    /// Check the thresholds: no zero, a ratio within `1..=10000` basis points, and
-    /// no escalation threshold above its denial threshold. The error names the field.
+    /// Check the thresholds: no zero, both ratios within `1..=10000` basis points,
+    /// and no escalation threshold above its denial threshold. The error names
+    /// the field.
     pub fn validate(&self) -> Result<(), PolicyConfigError> {
         let counts = [
             ("escalate_touched_paths", self.escalate_touched_paths),
@@ -202,11 +222,12 @@ impl PolicyThresholds {
         if let Some((field, _)) = counts.iter().find(|(_, value)| *value == 0) {
             return Err(PolicyConfigError::ZeroThreshold { field });
         }
-        if !(1..=MAX_RATIO_BPS).contains(&self.deny_delete_ratio_bps) {
-            return Err(PolicyConfigError::RatioOutOfRange {
-                field: "deny_delete_ratio_bps",
-                value: self.deny_delete_ratio_bps,
-            });
+        let ratios = [
+            ("deny_delete_ratio_bps", self.deny_delete_ratio_bps),
+            ("rewrite_escalate_ratio_bps", self.rewrite_escalate_ratio_bps),
+        ];
+        if let Some((field, value)) = ratios.into_iter().find(|(_, value)| !(1..=MAX_RATIO_BPS).contains(value)) {
+            return Err(PolicyConfigError::RatioOutOfRange { field, value });
         }
         let pairs = [
             ("escalate_touched_paths", self.escalate_touched_paths, "deny_touched_paths", self.deny_touched_paths),
@@ -229,6 +250,7 @@ impl PolicyThresholds {
         canon::put_u64(out, self.deny_deleted_paths);
         canon::put_u32(out, self.deny_delete_ratio_bps);
         canon::put_u64(out, self.delete_ratio_min_paths);
+        canon::put_u32(out, self.rewrite_escalate_ratio_bps);
     }
 }
 
@@ -256,6 +278,7 @@ mod tests {
                 deny_deleted_paths: 10_000,
                 deny_delete_ratio_bps: 7_500,
                 delete_ratio_min_paths: 100,
+                rewrite_escalate_ratio_bps: 5_000,
             }
         );
         let strict = PolicyThresholds::for_profile(PolicyProfile::Strict);
@@ -269,6 +292,7 @@ mod tests {
                 deny_deleted_paths: 2_000,
                 deny_delete_ratio_bps: 5_000,
                 delete_ratio_min_paths: 25,
+                rewrite_escalate_ratio_bps: 2_500,
             }
         );
         let paranoid = PolicyThresholds::for_profile(PolicyProfile::Paranoid);
@@ -282,6 +306,7 @@ mod tests {
                 deny_deleted_paths: 500,
                 deny_delete_ratio_bps: 2_500,
                 delete_ratio_min_paths: 10,
+                rewrite_escalate_ratio_bps: 1_000,
             }
         );
         for profile in PolicyProfile::ALL {
@@ -315,8 +340,13 @@ mod tests {
             assert_eq!(error.field(), Some("deny_delete_ratio_bps"));
             assert!(error.to_string().contains("deny_delete_ratio_bps"), "{error}");
         }
+        for bps in [0, MAX_RATIO_BPS + 1] {
+            let error = PolicyThresholds { rewrite_escalate_ratio_bps: bps, ..base }.validate().unwrap_err();
+            assert_eq!(error, PolicyConfigError::RatioOutOfRange { field: "rewrite_escalate_ratio_bps", value: bps });
+        }
         for bps in [1, MAX_RATIO_BPS] {
             assert_eq!(PolicyThresholds { deny_delete_ratio_bps: bps, ..base }.validate(), Ok(()));
+            assert_eq!(PolicyThresholds { rewrite_escalate_ratio_bps: bps, ..base }.validate(), Ok(()));
         }
         let paths = PolicyThresholds { escalate_touched_paths: 50_001, ..base }.validate().unwrap_err();
         assert_eq!(paths.field(), Some("escalate_touched_paths"));
@@ -350,7 +380,7 @@ mod tests {
             thresholds.encode_canonical(&mut out);
             out
         };
-        assert_eq!(encode(&base).len(), 6 * 8 + 4);
+        assert_eq!(encode(&base).len(), 6 * 8 + 2 * 4);
         let variants = [
             PolicyThresholds { escalate_touched_paths: 501, ..base },
             PolicyThresholds { escalate_changed_bytes: 1, ..base },
@@ -359,6 +389,7 @@ mod tests {
             PolicyThresholds { deny_deleted_paths: 1, ..base },
             PolicyThresholds { deny_delete_ratio_bps: 1, ..base },
             PolicyThresholds { delete_ratio_min_paths: 1, ..base },
+            PolicyThresholds { rewrite_escalate_ratio_bps: 1, ..base },
         ];
         for variant in variants {
             assert_ne!(encode(&variant), encode(&base), "{variant:?}");

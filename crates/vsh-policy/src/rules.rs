@@ -25,9 +25,28 @@
 //! `.env.*` requires the name to *start* with `.env.`: `env.txt`, `my.env.bak` and
 //! `.envrc` are not protected. `*` is a wildcard only in rules, so a file
 //! literally named `*.key` is protected by `**/*.key` like any other `.key` file.
+//!
+//! [`CallPolicy::with_defaults`] chooses the groups: the secret and git rules may
+//! be left out ([`DefaultRules`]); the runtime-data rules never can.
+//!
+//! # Writable roots
+//!
+//! Beside its deny rules, a policy may carry an allow-list of *writable roots*
+//! ([`CallPolicy::with_writable_roots`]): every mutation of a path that is not a
+//! root or beneath one is refused, with [`RuleLabel::WritableRoots`] and a rule
+//! text naming the list (`writable_roots = ["docs", "src"]`). Roots are literal
+//! paths, not patterns. A root's ancestors are not writable either, so a root
+//! whose parent directory does not exist cannot be populated. Deny rules still
+//! apply inside the roots, and are reported first when both refuse an access.
+//!
+//! # Recursive operations
+//!
+//! A recursive remove, copy or move must not change anything if one path of the
+//! tree is protected. [`CallPolicy::authorize_tree`] checks the root and every
+//! descendant before the operation starts.
 
-use std::collections::BTreeMap;
-use std::fmt;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 use vsh_types::VPath;
@@ -74,16 +93,20 @@ pub enum RuleLabel {
     Git,
     /// A rule supplied by the operator.
     Custom,
+    /// The allow-list of writable roots: the path is outside every root.
+    WritableRoots,
 }
 
 impl RuleLabel {
-    /// The canonical tag: Secret=1, `RuntimeData`=2, Git=3, Custom=4.
+    /// The canonical tag: Secret=1, `RuntimeData`=2, Git=3, Custom=4,
+    /// `WritableRoots`=5.
     pub const fn tag(self) -> u8 {
         match self {
             Self::Secret => 1,
             Self::RuntimeData => 2,
             Self::Git => 3,
             Self::Custom => 4,
+            Self::WritableRoots => 5,
         }
     }
 
@@ -94,6 +117,7 @@ impl RuleLabel {
             Self::RuntimeData => "runtime-data",
             Self::Git => "git",
             Self::Custom => "custom",
+            Self::WritableRoots => "writable-roots",
         }
     }
 }
@@ -114,36 +138,69 @@ pub struct ProtectedRule {
     pub access: AccessSet,
     /// Why it exists.
     pub label: RuleLabel,
+    /// The operator's explanation, shown to reviewers with a denial.
+    pub reason: Option<String>,
 }
 
 impl ProtectedRule {
-    /// Bundle a rule.
+    /// Bundle a rule without a reason.
     pub fn new(pattern: Pattern, access: AccessSet, label: RuleLabel) -> Self {
-        Self { pattern, access, label }
+        Self { pattern, access, label, reason: None }
+    }
+
+    /// This rule with `reason` attached.
+    #[must_use]
+    pub fn with_reason(self, reason: impl Into<String>) -> Self {
+        Self { reason: Some(reason.into()), ..self }
     }
 }
 
 impl fmt::Display for ProtectedRule {
-    /// `` `**/*.key` denies all (secret) ``.
+    /// `` `**/*.key` denies all (secret) ``, or with a reason
+    /// `` `config/prod/**` denies modify+delete (custom: production config) ``.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` denies {} ({})", self.pattern, self.access, self.label)
+        write!(f, "`{}` denies {} ({}", self.pattern, self.access, self.label)?;
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Which built-in rule groups [`CallPolicy::with_defaults`] installs. The
+/// runtime-data rules are not optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DefaultRules {
+    /// The secret rules (key material, `.env`, credentials).
+    pub secrets: bool,
+    /// The rule that keeps `.git` from being changed.
+    pub git: bool,
+}
+
+impl Default for DefaultRules {
+    /// Every group.
+    fn default() -> Self {
+        Self { secrets: true, git: true }
     }
 }
 
 /// One refused access, as reported to the guest, the decision and the reviewer.
 ///
 /// Canonical encoding: path, access tag `u8`, rule text as a byte string, label
-/// tag `u8`.
+/// tag `u8`, the rule's access bits as a `u32`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DeniedAccess {
     /// The path that was refused.
     pub path: VPath,
     /// The access that was refused.
     pub access: AccessKind,
-    /// The text of the pattern of the rule that refused it.
+    /// The text of the pattern of the rule that refused it; for
+    /// [`RuleLabel::WritableRoots`], the allow-list (`writable_roots = ["src"]`).
     pub rule: String,
     /// Why that rule exists.
     pub label: RuleLabel,
+    /// Every access that rule denies.
+    pub rule_access: AccessSet,
 }
 
 impl fmt::Display for DeniedAccess {
@@ -159,16 +216,78 @@ impl Canonical for DeniedAccess {
         canon::put_u8(out, self.access.tag());
         canon::put_bytes(out, self.rule.as_bytes());
         canon::put_u8(out, self.label.tag());
+        canon::put_u32(out, u32::from(self.rule_access.bits()));
     }
 }
 
 /// The protected-path rules of a policy, in canonical form: sorted by pattern
-/// text, one rule per pattern, no rule with an empty access set.
+/// text, one rule per pattern, no rule with an empty access set; and the
+/// optional allow-list of writable roots.
 ///
 /// See the [module documentation](self) for the default rules.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CallPolicy {
     rules: Vec<ProtectedRule>,
+    writable: Option<WritableRoots>,
+}
+
+/// The allow-list in canonical form: sorted, no root beneath another, never the
+/// workspace root; with the rule text its denials report.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct WritableRoots {
+    roots: Vec<VPath>,
+    rule: String,
+}
+
+/// How many roots a writable-roots rule text names before it abbreviates.
+const LISTED_ROOTS: usize = 8;
+
+impl WritableRoots {
+    /// Canonicalize `roots`; `None` when one of them is the workspace root (then
+    /// every path is writable).
+    fn new(roots: impl IntoIterator<Item = VPath>) -> Option<Self> {
+        let mut sorted: Vec<VPath> = roots.into_iter().collect();
+        if sorted.iter().any(VPath::is_root) {
+            return None;
+        }
+        sorted.sort();
+        sorted.dedup();
+        let mut kept: Vec<VPath> = Vec::with_capacity(sorted.len());
+        for root in sorted {
+            // A root beneath another is redundant; test every kept root, since
+            // `a-b` sorts between `a` and `a/x`.
+            if !kept.iter().any(|outer| root.is_within(outer)) {
+                kept.push(root);
+            }
+        }
+        let mut rule = String::from("writable_roots = [");
+        for (index, root) in kept.iter().take(LISTED_ROOTS).enumerate() {
+            if index > 0 {
+                rule.push_str(", ");
+            }
+            let _ = write!(rule, "{:?}", root.as_str());
+        }
+        if kept.len() > LISTED_ROOTS {
+            let _ = write!(rule, ", ... {} more", kept.len() - LISTED_ROOTS);
+        }
+        rule.push(']');
+        Some(Self { roots: kept, rule })
+    }
+
+    /// Whether `path` is a root or beneath one: one lookup per ancestor.
+    fn contains(&self, path: &VPath) -> bool {
+        let text = path.as_str();
+        let mut end = 0;
+        for component in path.components() {
+            end += component.len();
+            let prefix = &text[..end];
+            if self.roots.binary_search_by(|root| root.as_str().cmp(prefix)).is_ok() {
+                return true;
+            }
+            end += 1;
+        }
+        false
+    }
 }
 
 impl CallPolicy {
@@ -180,10 +299,18 @@ impl CallPolicy {
     /// A data directory at the workspace root itself protects every path: the
     /// guest could otherwise reach the store, so the policy fails closed.
     pub fn balanced_default(data_dir: Option<&VPath>) -> CallPolicy {
+        Self::with_defaults(data_dir, DefaultRules::default())
+    }
+
+    /// The default rule groups chosen by `groups`, and always the runtime-data
+    /// rules for `data_dir` (see [`CallPolicy::balanced_default`]).
+    pub fn with_defaults(data_dir: Option<&VPath>, groups: DefaultRules) -> CallPolicy {
         let parse = |text: &str| Pattern::parse(text).expect("default patterns are valid");
         let mut rules = Vec::with_capacity(DEFAULT_SECRET_PATTERNS.len() + 3);
-        for text in DEFAULT_SECRET_PATTERNS {
-            rules.push(ProtectedRule::new(parse(text), AccessSet::ALL, RuleLabel::Secret));
+        if groups.secrets {
+            for text in DEFAULT_SECRET_PATTERNS {
+                rules.push(ProtectedRule::new(parse(text), AccessSet::ALL, RuleLabel::Secret));
+            }
         }
         for text in DEFAULT_RUNTIME_PATTERNS {
             rules.push(ProtectedRule::new(parse(text), AccessSet::ALL, RuleLabel::RuntimeData));
@@ -191,42 +318,44 @@ impl CallPolicy {
         if let Some(dir) = data_dir {
             rules.push(ProtectedRule::new(Pattern::subtree(dir), AccessSet::ALL, RuleLabel::RuntimeData));
         }
-        for text in DEFAULT_GIT_PATTERNS {
-            rules.push(ProtectedRule::new(parse(text), AccessSet::MUTATIONS, RuleLabel::Git));
+        if groups.git {
+            for text in DEFAULT_GIT_PATTERNS {
+                rules.push(ProtectedRule::new(parse(text), AccessSet::MUTATIONS, RuleLabel::Git));
+            }
         }
         Self::new(rules)
     }
 
     /// Canonicalize `rules`: sort by pattern text, merge rules with the same
     /// pattern (their access sets are united; the earliest [`RuleLabel`] in
-    /// declaration order is kept), and drop rules that deny nothing.
+    /// declaration order is kept; distinct reasons are sorted and joined with
+    /// `"; "`), and drop rules that deny nothing. The policy has no writable
+    /// roots.
     ///
     /// The result does not depend on the order of `rules`.
     pub fn new(rules: Vec<ProtectedRule>) -> CallPolicy {
-        let mut merged: BTreeMap<Pattern, (AccessSet, RuleLabel)> = BTreeMap::new();
-        for rule in rules {
-            if rule.access.is_empty() {
-                continue;
-            }
-            merged
-                .entry(rule.pattern)
-                .and_modify(|(access, label)| {
-                    *access = access.union(rule.access);
-                    *label = (*label).min(rule.label);
-                })
-                .or_insert((rule.access, rule.label));
-        }
-        let rules =
-            merged.into_iter().map(|(pattern, (access, label))| ProtectedRule::new(pattern, access, label)).collect();
-        Self { rules }
+        Self { rules: canonical_rules(rules), writable: None }
     }
 
     /// This policy with `extra` rules added (and the result re-canonicalized).
+    /// Writable roots are kept.
     #[must_use]
     pub fn with_rules(self, extra: impl IntoIterator<Item = ProtectedRule>) -> CallPolicy {
         let mut rules = self.rules;
         rules.extend(extra);
-        Self::new(rules)
+        Self { rules: canonical_rules(rules), writable: self.writable }
+    }
+
+    /// This policy with mutations limited to `roots` and the paths beneath them
+    /// (see the [module documentation](self#writable-roots)), replacing any
+    /// earlier list.
+    ///
+    /// The list is canonicalized: sorted, duplicates and roots beneath another
+    /// root dropped. A list holding the workspace root allows every path (as
+    /// if there were no list); an empty list allows no mutation at all.
+    #[must_use]
+    pub fn with_writable_roots(self, roots: impl IntoIterator<Item = VPath>) -> CallPolicy {
+        Self { writable: WritableRoots::new(roots), ..self }
     }
 
     /// The canonical rules.
@@ -234,18 +363,71 @@ impl CallPolicy {
         &self.rules
     }
 
-    /// Refuse `access` to `path` if a rule denies it; the error names the first
-    /// such rule in canonical order.
+    /// The rule whose pattern text is `pattern`, if any.
+    pub fn rule(&self, pattern: &str) -> Option<&ProtectedRule> {
+        self.rules.binary_search_by(|rule| rule.pattern.as_str().cmp(pattern)).ok().map(|index| &self.rules[index])
+    }
+
+    /// The canonical writable roots, or `None` when every path is writable.
+    pub fn writable_roots(&self) -> Option<&[VPath]> {
+        self.writable.as_ref().map(|writable| writable.roots.as_slice())
+    }
+
+    /// Refuse `access` to `path` if a rule denies it, or if it is a mutation
+    /// outside the writable roots; the error names the first such rule in
+    /// canonical order, and the allow-list only when no rule refuses.
     pub fn authorize(&self, path: &VPath, access: AccessKind) -> Result<(), DeniedAccess> {
-        match self.first_rule(path, AccessSet::single(access)) {
-            None => Ok(()),
-            Some(rule) => Err(DeniedAccess {
+        if let Some(rule) = self.first_rule(path, AccessSet::single(access)) {
+            return Err(DeniedAccess {
                 path: path.clone(),
                 access,
                 rule: rule.pattern.as_str().to_owned(),
                 label: rule.label,
-            }),
+                rule_access: rule.access,
+            });
         }
+        match &self.writable {
+            Some(writable) if access.is_mutation() && !writable.contains(path) => Err(DeniedAccess {
+                path: path.clone(),
+                access,
+                rule: writable.rule.clone(),
+                label: RuleLabel::WritableRoots,
+                rule_access: AccessSet::MUTATIONS,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Authorize every access in `access` for `root` and each of its
+    /// `descendants`: the preflight of a recursive remove, copy or move, so one
+    /// protected path blocks the whole operation before anything changes.
+    ///
+    /// The root is checked first. Otherwise the reported denial is that of the
+    /// smallest denied descendant in path order, whatever order `descendants`
+    /// come in; for one path, the first denied kind in [`AccessKind`] order.
+    /// Every path given is checked, including any that is not beneath `root`.
+    pub fn authorize_tree<'a>(
+        &self,
+        root: &VPath,
+        descendants: impl IntoIterator<Item = &'a VPath>,
+        access: impl Into<AccessSet>,
+    ) -> Result<(), DeniedAccess> {
+        let access = access.into();
+        self.authorize_set(root, access)?;
+        let mut first: Option<DeniedAccess> = None;
+        for path in descendants {
+            if first.as_ref().is_some_and(|denial| denial.path <= *path) {
+                continue;
+            }
+            if let Err(denial) = self.authorize_set(path, access) {
+                first = Some(denial);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    fn authorize_set(&self, path: &VPath, access: AccessSet) -> Result<(), DeniedAccess> {
+        access.iter().try_for_each(|kind| self.authorize(path, kind))
     }
 
     /// Whether a listing should hide this child: some read access to it is denied.
@@ -253,14 +435,47 @@ impl CallPolicy {
         self.first_rule(path, AccessSet::READS).is_some()
     }
 
-    /// Every access denied for `path` (the union over all matching rules).
+    /// Every access denied for `path` (the union over all matching rules, and
+    /// every mutation if the path is outside the writable roots).
     pub fn denied_accesses(&self, path: &VPath) -> AccessSet {
-        with_components(path, |components| {
+        let by_rules = with_components(path, |components| {
             self.rules
                 .iter()
                 .filter(|rule| rule.pattern.matches_split(path.as_str(), components))
                 .fold(AccessSet::NONE, |denied, rule| denied.union(rule.access))
-        })
+        });
+        match &self.writable {
+            Some(writable) if !writable.contains(path) => by_rules.union(AccessSet::MUTATIONS),
+            _ => by_rules,
+        }
+    }
+
+    /// How this policy would have to change for `denied` to be allowed, for a
+    /// reviewer: which rule to remove or narrow, which `[defaults]` switch turns
+    /// it off, or that nothing can (runtime data).
+    pub fn remedy(&self, denied: &DeniedAccess) -> String {
+        let rule = &denied.rule;
+        match denied.label {
+            RuleLabel::Secret => format!("built-in secret rule `{rule}` (disable with defaults.secrets = false)"),
+            RuleLabel::Git => format!("built-in git rule `{rule}` (disable with defaults.git = false)"),
+            RuleLabel::RuntimeData => {
+                format!("runtime data is always protected (rule `{rule}`); no policy change allows this access")
+            }
+            RuleLabel::Custom => {
+                let mut remedy = format!("remove or narrow the `[[protect]]` rule `{rule}`");
+                if let Some(reason) = self.rule(rule).and_then(|rule| rule.reason.as_deref()) {
+                    let _ = write!(remedy, " (reason: {reason})");
+                }
+                if denied.rule_access != AccessSet::single(denied.access) {
+                    let _ = write!(remedy, ", or drop `{}` from its access list", denied.access);
+                }
+                remedy
+            }
+            RuleLabel::WritableRoots => format!(
+                "add a root containing `{}` to defaults.writable_roots (now {rule}), or remove defaults.writable_roots",
+                denied.path
+            ),
+        }
     }
 
     /// The first rule (canonical order) that matches `path` and denies one of `access`.
@@ -274,15 +489,53 @@ impl CallPolicy {
     }
 
     /// Append the canonical encoding: a `u64` rule count, then per rule the pattern
-    /// text as a byte string, the access bits as a `u32` and the label tag `u8`.
+    /// text as a byte string, the access bits as a `u32`, the label tag `u8` and
+    /// the reason (flag `u8`, then the text as a byte string); then the writable
+    /// roots (flag `u8`, then a `u64` count and each root as a path).
     pub fn encode_canonical(&self, out: &mut Vec<u8>) {
         canon::put_u64(out, self.rules.len() as u64);
         for rule in &self.rules {
             canon::put_bytes(out, rule.pattern.as_str().as_bytes());
             canon::put_u32(out, u32::from(rule.access.bits()));
             canon::put_u8(out, rule.label.tag());
+            match &rule.reason {
+                None => canon::put_u8(out, 0),
+                Some(reason) => {
+                    canon::put_u8(out, 1);
+                    canon::put_bytes(out, reason.as_bytes());
+                }
+            }
+        }
+        match &self.writable {
+            None => canon::put_u8(out, 0),
+            Some(writable) => {
+                canon::put_u8(out, 1);
+                canon::put_seq(out, writable.roots.iter());
+            }
         }
     }
+}
+
+/// Sort, merge and filter rules (see [`CallPolicy::new`]).
+fn canonical_rules(rules: Vec<ProtectedRule>) -> Vec<ProtectedRule> {
+    let mut merged: BTreeMap<Pattern, (AccessSet, RuleLabel, BTreeSet<String>)> = BTreeMap::new();
+    for rule in rules {
+        if rule.access.is_empty() {
+            continue;
+        }
+        let (access, label, reasons) =
+            merged.entry(rule.pattern).or_insert_with(|| (AccessSet::NONE, rule.label, BTreeSet::new()));
+        *access = access.union(rule.access);
+        *label = (*label).min(rule.label);
+        reasons.extend(rule.reason);
+    }
+    merged
+        .into_iter()
+        .map(|(pattern, (access, label, reasons))| {
+            let reason = (!reasons.is_empty()).then(|| reasons.into_iter().collect::<Vec<_>>().join("; "));
+            ProtectedRule { pattern, access, label, reason }
+        })
+        .collect()
 }
 
 /// Call `f` with the components of `path`, without allocating for paths of up to
@@ -474,6 +727,194 @@ mod tests {
         let mut inherent = Vec::new();
         base.encode_canonical(&mut inherent);
         assert_eq!(inherent, encode(&base));
+    }
+
+    #[test]
+    fn denials_carry_the_rules_access_set() {
+        let policy = CallPolicy::balanced_default(None);
+        let git = policy.authorize(&p(".git/HEAD"), AccessKind::Delete).unwrap_err();
+        assert_eq!(git.rule_access, AccessSet::MUTATIONS);
+        let secret = policy.authorize(&p("a.pem"), AccessKind::MetadataRead).unwrap_err();
+        assert_eq!(secret.rule_access, AccessSet::ALL);
+        let narrow = CallPolicy::new(vec![rule("x", AccessSet::single(AccessKind::Modify), RuleLabel::Custom)]);
+        let denial = narrow.authorize(&p("x"), AccessKind::Modify).unwrap_err();
+        assert_eq!(denial.rule_access, AccessSet::single(AccessKind::Modify));
+        // The rule's access set is part of the canonical form.
+        let widened = DeniedAccess { rule_access: AccessSet::ALL, ..denial.clone() };
+        assert_ne!(widened.to_canonical_bytes(), denial.to_canonical_bytes());
+    }
+
+    #[test]
+    fn with_defaults_drops_groups_but_never_runtime_data() {
+        let labels = |groups: DefaultRules| -> Vec<RuleLabel> {
+            let mut labels: Vec<RuleLabel> =
+                CallPolicy::with_defaults(None, groups).rules().iter().map(|rule| rule.label).collect();
+            labels.dedup();
+            labels.sort();
+            labels.dedup();
+            labels
+        };
+        assert_eq!(labels(DefaultRules::default()), [RuleLabel::Secret, RuleLabel::RuntimeData, RuleLabel::Git]);
+        assert_eq!(labels(DefaultRules { secrets: false, git: true }), [RuleLabel::RuntimeData, RuleLabel::Git]);
+        assert_eq!(labels(DefaultRules { secrets: true, git: false }), [RuleLabel::Secret, RuleLabel::RuntimeData]);
+        let bare = CallPolicy::with_defaults(Some(&p("data")), DefaultRules { secrets: false, git: false });
+        assert_eq!(labels(DefaultRules { secrets: false, git: false }), [RuleLabel::RuntimeData]);
+        assert!(bare.is_hidden(&p(".vsh/x")));
+        assert!(bare.is_hidden(&p("data/x")));
+        assert!(!bare.is_hidden(&p(".env")));
+        assert_eq!(CallPolicy::with_defaults(None, DefaultRules::default()), CallPolicy::balanced_default(None));
+    }
+
+    #[test]
+    fn rules_keep_and_merge_reasons() {
+        let policy = CallPolicy::new(vec![
+            rule("a/**", AccessSet::single(AccessKind::Create), RuleLabel::Custom).with_reason("second"),
+            rule("a/**", AccessSet::single(AccessKind::Delete), RuleLabel::Custom).with_reason("first"),
+            rule("a/**", AccessSet::single(AccessKind::Modify), RuleLabel::Custom).with_reason("first"),
+            rule("b", AccessSet::ALL, RuleLabel::Custom),
+        ]);
+        assert_eq!(policy.rule("a/**").unwrap().reason.as_deref(), Some("first; second"));
+        assert_eq!(policy.rule("b").unwrap().reason, None);
+        assert_eq!(policy.rule("c"), None);
+        assert_eq!(
+            policy.rule("a/**").unwrap().to_string(),
+            "`a/**` denies create+modify+delete (custom: first; second)"
+        );
+        let without = CallPolicy::new(vec![rule("a/**", AccessSet::ALL, RuleLabel::Custom)]);
+        let with = CallPolicy::new(vec![rule("a/**", AccessSet::ALL, RuleLabel::Custom).with_reason("why")]);
+        assert_ne!(without.to_canonical_bytes(), with.to_canonical_bytes());
+    }
+
+    #[test]
+    fn writable_roots_limit_mutations_only() {
+        let policy = CallPolicy::balanced_default(None).with_writable_roots([p("src"), p("docs/api")]);
+        assert_eq!(policy.writable_roots(), Some(&[p("docs/api"), p("src")][..]));
+        for path in ["src", "src/main.rs", "src/a/b/c", "docs/api", "docs/api/x.md"] {
+            for access in AccessSet::MUTATIONS.iter() {
+                assert_eq!(policy.authorize(&p(path), access), Ok(()), "{path} {access}");
+            }
+            assert_eq!(policy.denied_accesses(&p(path)), AccessSet::NONE, "{path}");
+        }
+        for path in ["README.md", "srcx", "src-old/a", "docs", "docs/apix", "docs/other/x"] {
+            for access in AccessSet::MUTATIONS.iter() {
+                let error = policy.authorize(&p(path), access).expect_err(path);
+                assert_eq!(error.label, RuleLabel::WritableRoots);
+                assert_eq!(error.rule, r#"writable_roots = ["docs/api", "src"]"#);
+                assert_eq!(error.rule_access, AccessSet::MUTATIONS);
+            }
+            for access in AccessSet::READS.iter() {
+                assert_eq!(policy.authorize(&p(path), access), Ok(()), "{path} {access}");
+            }
+            assert!(!policy.is_hidden(&p(path)));
+            assert_eq!(policy.denied_accesses(&p(path)), AccessSet::MUTATIONS, "{path}");
+        }
+        // Deny rules still apply inside the roots, and win outside them.
+        assert_eq!(policy.authorize(&p("src/.env"), AccessKind::Create).unwrap_err().label, RuleLabel::Secret);
+        assert_eq!(policy.authorize(&p("top.key"), AccessKind::Create).unwrap_err().label, RuleLabel::Secret);
+        assert_eq!(policy.denied_accesses(&p("src/.env")), AccessSet::ALL);
+        // `a-b` sorts between `a` and `a/x`: lookups still find the right root.
+        let tricky = CallPolicy::new(Vec::new()).with_writable_roots([p("a-b"), p("a")]);
+        assert_eq!(tricky.authorize(&p("a/x"), AccessKind::Create), Ok(()));
+        assert_eq!(tricky.authorize(&p("a-b/x"), AccessKind::Create), Ok(()));
+        assert!(tricky.authorize(&p("a-bc"), AccessKind::Create).is_err());
+        assert!(tricky.authorize(&p("ab"), AccessKind::Create).is_err());
+        // Rules added later keep the roots.
+        let extended = policy.clone().with_rules([rule("src/gen/**", AccessSet::ALL, RuleLabel::Custom)]);
+        assert_eq!(extended.writable_roots(), policy.writable_roots());
+    }
+
+    #[test]
+    fn writable_roots_canonical_form() {
+        let base = CallPolicy::balanced_default(None);
+        let forward = base.clone().with_writable_roots([p("b"), p("a"), p("a/x"), p("b")]);
+        let backward = base.clone().with_writable_roots([p("a/x"), p("b"), p("a")]);
+        assert_eq!(forward, backward);
+        assert_eq!(forward.writable_roots(), Some(&[p("a"), p("b")][..]));
+        assert_eq!(forward.to_canonical_bytes(), backward.to_canonical_bytes());
+        // The workspace root allows everything, as if there were no list.
+        let everything = base.clone().with_writable_roots([p("a"), VPath::root()]);
+        assert_eq!(everything, base);
+        assert_eq!(everything.writable_roots(), None);
+        // An empty list allows no mutation.
+        let none = base.clone().with_writable_roots([]);
+        assert_eq!(none.writable_roots(), Some(&[][..]));
+        assert_eq!(none.authorize(&p("x"), AccessKind::Create).unwrap_err().rule, "writable_roots = []");
+        let encodings = [&base, &forward, &none].map(Canonical::to_canonical_bytes);
+        assert_ne!(encodings[0], encodings[1]);
+        assert_ne!(encodings[0], encodings[2]);
+        assert_ne!(encodings[1], encodings[2]);
+        // Long lists are abbreviated in the rule text.
+        let many = base.with_writable_roots((0..10).map(|index| p(&format!("r{index}"))));
+        let error = many.authorize(&p("x"), AccessKind::Delete).unwrap_err();
+        assert_eq!(error.rule, r#"writable_roots = ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", ... 2 more]"#);
+    }
+
+    #[test]
+    fn authorize_tree_preflights_every_descendant() {
+        let policy = CallPolicy::balanced_default(None);
+        let root = p("proj");
+        let tree: Vec<VPath> =
+            ["proj/src", "proj/src/main.rs", "proj/z/.env", "proj/deep/id_rsa", "proj/b.txt"].map(p).to_vec();
+        let error = policy.authorize_tree(&root, &tree, AccessKind::Delete).unwrap_err();
+        // The smallest denied path, whatever the order.
+        assert_eq!(error.path, p("proj/deep/id_rsa"));
+        assert_eq!(error.access, AccessKind::Delete);
+        let reversed: Vec<VPath> = tree.iter().rev().cloned().collect();
+        assert_eq!(policy.authorize_tree(&root, &reversed, AccessKind::Delete), Err(error));
+        // Clean trees pass, for every access.
+        let clean = [p("proj/src"), p("proj/src/main.rs")];
+        assert_eq!(policy.authorize_tree(&root, &clean, AccessSet::ALL), Ok(()));
+        assert_eq!(policy.authorize_tree(&root, [].iter(), AccessKind::Delete), Ok(()));
+        // The root is checked first.
+        let error = policy.authorize_tree(&p("secrets"), &tree, AccessKind::RenameSource).unwrap_err();
+        assert_eq!(error.path, p("secrets"));
+        // Several kinds: the first denied kind in declaration order for that path.
+        let git = [p(".git/HEAD"), p(".git/config")];
+        let error =
+            policy.authorize_tree(&p(".git"), &git[..1], AccessSet::READS.union(AccessSet::MUTATIONS)).unwrap_err();
+        assert_eq!((error.path, error.access), (p(".git"), AccessKind::Create));
+        assert_eq!(policy.authorize_tree(&p(".git"), &git, AccessSet::READS), Ok(()));
+        // Read denials hide nothing: a copy of a tree with a secret is refused.
+        let error = policy.authorize_tree(&root, &tree, AccessKind::ContentRead).unwrap_err();
+        assert_eq!(error.path, p("proj/deep/id_rsa"));
+        // Writable roots take part too.
+        let limited = CallPolicy::new(Vec::new()).with_writable_roots([p("proj/src")]);
+        let error = limited.authorize_tree(&p("proj/src"), &[p("proj/src/a"), p("proj/b")], AccessKind::Delete);
+        assert_eq!(error.unwrap_err().label, RuleLabel::WritableRoots);
+    }
+
+    #[test]
+    fn remedy_names_the_policy_change() {
+        let policy = CallPolicy::balanced_default(Some(&p("state")))
+            .with_rules([
+                rule("config/prod/**", AccessSet::MUTATIONS, RuleLabel::Custom).with_reason("production config"),
+                rule("notes", AccessSet::single(AccessKind::Modify), RuleLabel::Custom),
+            ])
+            .with_writable_roots([p("config"), p("notes")]);
+        let remedy = |path: &str, access| policy.remedy(&policy.authorize(&p(path), access).unwrap_err());
+        assert_eq!(
+            remedy("a/server.pem", AccessKind::ContentRead),
+            "built-in secret rule `**/*.pem` (disable with defaults.secrets = false)"
+        );
+        assert_eq!(
+            remedy(".git/HEAD", AccessKind::Modify),
+            "built-in git rule `**/.git/**` (disable with defaults.git = false)"
+        );
+        assert_eq!(
+            remedy("state/blobs", AccessKind::MetadataRead),
+            "runtime data is always protected (rule `state/**`); no policy change allows this access"
+        );
+        assert_eq!(
+            remedy("config/prod/db.yml", AccessKind::Delete),
+            "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or drop \
+             `delete` from its access list"
+        );
+        assert_eq!(remedy("notes", AccessKind::Modify), "remove or narrow the `[[protect]]` rule `notes`");
+        assert_eq!(
+            remedy("src/x", AccessKind::Create),
+            "add a root containing `src/x` to defaults.writable_roots (now writable_roots = [\"config\", \
+             \"notes\"]), or remove defaults.writable_roots"
+        );
     }
 
     proptest! {

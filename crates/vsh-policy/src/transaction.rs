@@ -6,7 +6,8 @@
 //! 1. Any denied access the guest attempted (even one it caught):
 //!    [`DenyReason::ProtectedAccessAttempt`].
 //! 2. Any diff entry whose mutation the [`CallPolicy`] refuses (Create as
-//!    `Create`, Delete as `Delete`, Modify and `MetadataChange` as `Modify`):
+//!    `Create`, Delete as `Delete`, Modify and `MetadataChange` as `Modify`),
+//!    whether a rule protects the path or it lies outside the writable roots:
 //!    [`DenyReason::ProtectedMutation`]. This covers callers that build a diff
 //!    without going through authorized guest calls.
 //! 3. Ceilings, in this order: more touched paths than `deny_touched_paths`, more
@@ -17,18 +18,33 @@
 //! 4. An empty diff is [`Decision::AutoApproved`].
 //! 5. Risk flags; none gives [`Decision::AutoApproved`], any gives
 //!    [`Decision::PendingApproval`].
+//!
+//! # Explaining a denial
+//!
+//! A [`DenyManifest`] says how the policy would have to change. Each listed
+//! [`Denial`] carries its rule (pattern text, label, access set) and a remedy
+//! ([`CallPolicy::remedy`]): remove or narrow a `[[protect]]` rule, turn off a
+//! built-in group with `defaults.secrets = false` or `defaults.git = false`,
+//! widen `defaults.writable_roots`, or nothing at all for runtime data. A
+//! ceiling denial carries a [`CeilingBreach`]: the threshold passed and the
+//! least value that would have allowed the diff, and the remedy says the same
+//! in words (`raise thresholds.deny_touched_paths from 3 to at least 4`).
+
+use std::fmt::Write as _;
 
 use vsh_types::canon;
 use vsh_types::{DiffEntry, DiffKind, PolicyDigest, VPath};
 
 use crate::access::AccessKind;
-use crate::decision::{Decision, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest, RiskMetrics};
-use crate::profile::{PolicyConfigError, PolicyProfile, PolicyThresholds};
+use crate::decision::{
+    CeilingBreach, Decision, Denial, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest, RiskMetrics,
+};
+use crate::profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
 use crate::rules::{CallPolicy, DeniedAccess};
 
 /// The schema tag hashed first into every [`PolicyDigest`]. Changing how a
 /// policy is encoded or evaluated changes this tag.
-pub const POLICY_SCHEMA: &str = "vsh-policy-schema-1";
+pub const POLICY_SCHEMA: &str = "vsh-policy-schema-2";
 
 /// What a transaction did, as the policy sees it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -77,7 +93,7 @@ impl TransactionPolicy {
         Self::assemble(profile, PolicyThresholds::for_profile(profile), CallPolicy::balanced_default(data_dir))
     }
 
-    fn assemble(profile: PolicyProfile, thresholds: PolicyThresholds, calls: CallPolicy) -> Self {
+    pub(crate) fn assemble(profile: PolicyProfile, thresholds: PolicyThresholds, calls: CallPolicy) -> Self {
         let mut bytes = Vec::new();
         canon::put_bytes(&mut bytes, POLICY_SCHEMA.as_bytes());
         canon::put_u8(&mut bytes, profile.tag());
@@ -102,18 +118,25 @@ impl TransactionPolicy {
         &self.calls
     }
 
-    /// The digest over [`POLICY_SCHEMA`], the profile tag, the thresholds and the
-    /// canonical rules. Pending approvals are bound to it.
+    /// The digest over [`POLICY_SCHEMA`], the profile tag, every threshold
+    /// (including the rewrite ratio) and the canonical call policy (rules with
+    /// their access sets, labels and reasons, and the writable roots). Pending
+    /// approvals are bound to it.
     pub fn digest(&self) -> PolicyDigest {
         self.digest
     }
 
     /// Decide on a transaction (see the [module documentation](self) for the order).
     pub fn evaluate(&self, input: &PolicyInput<'_>) -> Decision {
-        let metrics = RiskMetrics::measure(input.diff, input.renames, input.observed_base_nodes);
+        let metrics = RiskMetrics::measure_with_ratio(
+            input.diff,
+            input.renames,
+            input.observed_base_nodes,
+            self.thresholds.rewrite_escalate_ratio_bps,
+        );
         if !input.denied.is_empty() {
-            let listed = input.denied.iter().take(MAX_LISTED_DENIALS).cloned().collect();
-            return self.deny(DenyReason::ProtectedAccessAttempt, listed, input.denied.len() as u64, metrics);
+            let listed = input.denied.iter().take(MAX_LISTED_DENIALS).map(|denied| self.explain(denied)).collect();
+            return self.deny_protected(DenyReason::ProtectedAccessAttempt, listed, input.denied.len() as u64, metrics);
         }
         let mut listed = Vec::new();
         let mut total: u64 = 0;
@@ -121,15 +144,23 @@ impl TransactionPolicy {
             if let Err(denial) = self.calls.authorize(&entry.path, mutation_of(entry.kind)) {
                 total += 1;
                 if listed.len() < MAX_LISTED_DENIALS {
-                    listed.push(denial);
+                    listed.push(self.explain(&denial));
                 }
             }
         }
         if total > 0 {
-            return self.deny(DenyReason::ProtectedMutation, listed, total, metrics);
+            return self.deny_protected(DenyReason::ProtectedMutation, listed, total, metrics);
         }
-        if let Some(reason) = self.ceiling(&metrics, input.observed_base_nodes) {
-            return self.deny(reason, Vec::new(), 0, metrics);
+        if let Some((reason, ceiling, remedy)) = self.ceiling(&metrics, input.observed_base_nodes) {
+            return Decision::Denied(DenyManifest {
+                reason,
+                denied: Vec::new(),
+                denied_total: 0,
+                ceiling: Some(ceiling),
+                remedy,
+                metrics,
+                policy: self.digest,
+            });
         }
         if input.diff.is_empty() {
             return Decision::AutoApproved;
@@ -142,22 +173,75 @@ impl TransactionPolicy {
         }
     }
 
-    fn ceiling(&self, metrics: &RiskMetrics, observed_base_nodes: u64) -> Option<DenyReason> {
+    /// The first ceiling `metrics` passes, with the breach and its remedy.
+    fn ceiling(&self, metrics: &RiskMetrics, observed_base_nodes: u64) -> Option<(DenyReason, CeilingBreach, String)> {
         let limits = &self.thresholds;
-        if metrics.touched > limits.deny_touched_paths {
-            Some(DenyReason::TooManyTouchedPaths)
-        } else if metrics.changed_bytes > limits.deny_changed_bytes {
-            Some(DenyReason::TooManyChangedBytes)
-        } else if metrics.deleted > limits.deny_deleted_paths {
-            Some(DenyReason::TooManyDeletions)
-        } else if observed_base_nodes > 0
-            && metrics.deleted >= limits.delete_ratio_min_paths
-            && metrics.delete_ratio_bps >= limits.deny_delete_ratio_bps
-        {
-            Some(DenyReason::DeleteRatio)
-        } else {
-            None
+        let counted = [
+            (
+                DenyReason::TooManyTouchedPaths,
+                "deny_touched_paths",
+                limits.deny_touched_paths,
+                metrics.touched,
+                "touches",
+                "paths",
+            ),
+            (
+                DenyReason::TooManyChangedBytes,
+                "deny_changed_bytes",
+                limits.deny_changed_bytes,
+                metrics.changed_bytes,
+                "changes",
+                "bytes",
+            ),
+            (
+                DenyReason::TooManyDeletions,
+                "deny_deleted_paths",
+                limits.deny_deleted_paths,
+                metrics.deleted,
+                "deletes",
+                "paths",
+            ),
+        ];
+        for (reason, name, limit, value, verb, unit) in counted {
+            if value > limit {
+                let threshold = format!("thresholds.{name}");
+                let remedy =
+                    format!("raise {threshold} from {limit} to at least {value} (the diff {verb} {value} {unit})");
+                return Some((reason, CeilingBreach { threshold, limit, value, allowing: value }, remedy));
+            }
         }
+        if observed_base_nodes == 0
+            || metrics.deleted < limits.delete_ratio_min_paths
+            || metrics.delete_ratio_bps < limits.deny_delete_ratio_bps
+        {
+            return None;
+        }
+        let ratio = u64::from(metrics.delete_ratio_bps);
+        let limit = u64::from(limits.deny_delete_ratio_bps);
+        let min_paths = limits.delete_ratio_min_paths;
+        let above_deleted = metrics.deleted.saturating_add(1);
+        let share = format!(
+            "the diff deletes {} paths, {} of the {observed_base_nodes} observed base nodes",
+            metrics.deleted,
+            fraction(ratio)
+        );
+        let (breach, remedy) = if ratio < u64::from(MAX_RATIO_BPS) {
+            let threshold = "thresholds.deny_delete_ratio".to_owned();
+            let remedy = format!(
+                "raise {threshold} from {} to at least {} ({share}), or thresholds.delete_ratio_min_paths from \
+                 {min_paths} to at least {above_deleted}",
+                fraction(limit),
+                fraction(ratio + 1)
+            );
+            (CeilingBreach { threshold, limit, value: ratio, allowing: ratio + 1 }, remedy)
+        } else {
+            // No ratio can exceed 100%: only the minimum path count can let it pass.
+            let threshold = "thresholds.delete_ratio_min_paths".to_owned();
+            let remedy = format!("raise {threshold} from {min_paths} to at least {above_deleted} ({share})");
+            let breach = CeilingBreach { threshold, limit: min_paths, value: metrics.deleted, allowing: above_deleted };
+            (breach, remedy)
+        };
+        Some((DenyReason::DeleteRatio, breach, remedy))
     }
 
     fn flags(&self, metrics: &RiskMetrics) -> Vec<RiskFlag> {
@@ -171,6 +255,7 @@ impl TransactionPolicy {
             (RiskFlag::LargeTouchedSet, metrics.touched >= limits.escalate_touched_paths),
             (RiskFlag::LargeByteChange, metrics.changed_bytes >= limits.escalate_changed_bytes),
             (RiskFlag::PermissionChange, metrics.mode_changes > 0),
+            (RiskFlag::ContentRewrite, metrics.rewritten > 0),
         ];
         let mut flags: Vec<RiskFlag> =
             candidates.into_iter().filter_map(|(flag, raised)| raised.then_some(flag)).collect();
@@ -179,9 +264,53 @@ impl TransactionPolicy {
         flags
     }
 
-    fn deny(&self, reason: DenyReason, denied: Vec<DeniedAccess>, denied_total: u64, metrics: RiskMetrics) -> Decision {
-        Decision::Denied(DenyManifest { reason, denied, denied_total, metrics, policy: self.digest })
+    fn explain(&self, denied: &DeniedAccess) -> Denial {
+        Denial::new(denied, self.calls.remedy(denied))
     }
+
+    /// A protected-access denial; its remedy lists the distinct remedies of the
+    /// listed denials in order.
+    fn deny_protected(
+        &self,
+        reason: DenyReason,
+        denied: Vec<Denial>,
+        denied_total: u64,
+        metrics: RiskMetrics,
+    ) -> Decision {
+        let mut remedies: Vec<&str> = Vec::new();
+        for denial in &denied {
+            if !remedies.contains(&denial.remedy.as_str()) {
+                remedies.push(&denial.remedy);
+            }
+        }
+        let mut remedy = remedies.join("; ");
+        let unlisted = denied_total.saturating_sub(denied.len() as u64);
+        if unlisted > 0 {
+            let _ = write!(remedy, "; and {unlisted} more denials not listed");
+        }
+        Decision::Denied(DenyManifest {
+            reason,
+            denied,
+            denied_total,
+            ceiling: None,
+            remedy,
+            metrics,
+            policy: self.digest,
+        })
+    }
+}
+
+/// A ratio in basis points as the fraction a policy file writes (`0.5`, `1`,
+/// `0.0001`).
+fn fraction(bps: u64) -> String {
+    let scale = u64::from(MAX_RATIO_BPS);
+    let whole = bps / scale;
+    let part = bps % scale;
+    if part == 0 {
+        return whole.to_string();
+    }
+    let digits = format!("{part:04}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
 impl Default for TransactionPolicy {
@@ -272,7 +401,7 @@ mod tests {
         let decision = policy.evaluate(&input);
         let manifest = denied(&decision);
         assert_eq!(manifest.reason, DenyReason::ProtectedAccessAttempt);
-        assert_eq!(manifest.denied, vec![attempt]);
+        assert_eq!(manifest.denied.iter().map(Denial::denied_access).collect::<Vec<_>>(), vec![attempt]);
         assert_eq!(manifest.denied_total, 1);
         assert_eq!(manifest.metrics.created, 1);
         assert_eq!(manifest.policy, policy.digest());
@@ -317,7 +446,7 @@ mod tests {
         assert_eq!(manifest.denied.len(), MAX_LISTED_DENIALS);
         assert_eq!(manifest.denied_total, 100);
         assert_eq!(manifest.denied[0].path, p("k000.key"));
-        let attempts = vec![manifest.denied[0].clone(); 70];
+        let attempts = vec![manifest.denied[0].denied_access(); 70];
         let input = PolicyInput { denied: &attempts, ..PolicyInput::default() };
         let repeated = policy.evaluate(&input);
         assert_eq!(denied(&repeated).denied.len(), MAX_LISTED_DENIALS);
@@ -550,6 +679,7 @@ mod tests {
             PolicyThresholds { deny_deleted_paths: 9_999, ..limits },
             PolicyThresholds { deny_delete_ratio_bps: 7_501, ..limits },
             PolicyThresholds { delete_ratio_min_paths: 101, ..limits },
+            PolicyThresholds { rewrite_escalate_ratio_bps: 4_999, ..limits },
         ];
         let mut seen = vec![base.digest()];
         for thresholds in threshold_variants {
@@ -564,7 +694,14 @@ mod tests {
             CallPolicy::balanced_default(None).with_rules([extra.clone()]),
             CallPolicy::balanced_default(None)
                 .with_rules([ProtectedRule { access: AccessSet::READS, ..extra.clone() }]),
-            CallPolicy::balanced_default(None).with_rules([ProtectedRule { label: RuleLabel::Secret, ..extra }]),
+            CallPolicy::balanced_default(None)
+                .with_rules([ProtectedRule { label: RuleLabel::Secret, ..extra.clone() }]),
+            CallPolicy::balanced_default(None).with_rules([extra.clone().with_reason("private notes")]),
+            CallPolicy::balanced_default(None).with_writable_roots([p("src")]),
+            CallPolicy::balanced_default(None).with_writable_roots([p("src"), p("docs")]),
+            CallPolicy::balanced_default(None).with_writable_roots([]),
+            CallPolicy::with_defaults(None, crate::rules::DefaultRules { secrets: false, git: true }),
+            CallPolicy::with_defaults(None, crate::rules::DefaultRules { secrets: true, git: false }),
             CallPolicy::balanced_default(Some(&p("data"))),
             CallPolicy::new(Vec::new()),
         ];
@@ -577,6 +714,233 @@ mod tests {
             let same_limits = TransactionPolicy::new(profile, limits, CallPolicy::balanced_default(None)).unwrap();
             assert!(!seen.contains(&same_limits.digest()), "{profile}");
             seen.push(same_limits.digest());
+        }
+    }
+
+    /// Diff, observed base nodes, expected reason, threshold, limit, value,
+    /// allowing value, remedy, and how to set the threshold.
+    type CeilingCase<'a> =
+        (&'a [DiffEntry], u64, DenyReason, &'a str, u64, u64, u64, &'a str, fn(&mut PolicyThresholds, u64));
+
+    fn resize(path: &str, before: u64, after: u64) -> DiffEntry {
+        // Before and after differ in content even at equal sizes, so each is a Modify.
+        let state = |size: u64, salt: &str| NodeState {
+            size,
+            ..NodeState::file_with(format!("{path}:{salt}:{size}").as_bytes(), 0o644)
+        };
+        DiffEntry::between(p(path), Some(state(before, "before")), Some(state(after, "after"))).unwrap()
+    }
+
+    #[test]
+    fn content_rewrites_escalate_per_profile() {
+        let balanced = policy(PolicyProfile::Balanced);
+        assert_eq!(pending_or_auto(&balanced, &[resize("a.txt", 100, 60)]), Vec::new());
+        assert_eq!(pending_or_auto(&balanced, &[resize("a.txt", 100, 49)]), [RiskFlag::ContentRewrite]);
+        assert_eq!(pending_or_auto(&balanced, &[resize("a.txt", 100, 0)]), [RiskFlag::ContentRewrite]);
+        // A same-size rewrite is invisible to this rule.
+        assert_eq!(pending_or_auto(&balanced, &[modify("a.txt"), resize("b.txt", 8, 8)]), Vec::new());
+        let cases = [(PolicyProfile::Strict, 75, 74), (PolicyProfile::Paranoid, 90, 89)];
+        for (profile, kept, flagged) in cases {
+            let policy = policy(profile);
+            assert_eq!(pending_or_auto(&policy, &[resize("a", 100, kept)]), [RiskFlag::Mutation], "{profile}");
+            assert_eq!(
+                pending_or_auto(&policy, &[resize("a", 100, flagged)]),
+                [RiskFlag::Mutation, RiskFlag::ContentRewrite],
+                "{profile}"
+            );
+        }
+        let Decision::PendingApproval(manifest) =
+            balanced.evaluate(&PolicyInput::new(&[resize("a", 100, 10), resize("b", 100, 0), resize("c", 100, 90)]))
+        else {
+            panic!("expected pending approval")
+        };
+        assert_eq!(manifest.metrics.rewritten, 2);
+        assert_eq!(manifest.metrics.modified, 3);
+        // The policy's own ratio decides.
+        let loose =
+            thresholds_policy(PolicyThresholds { rewrite_escalate_ratio_bps: 10_000, ..PolicyThresholds::default() });
+        assert_eq!(pending_or_auto(&loose, &[resize("a", 100, 1)]), Vec::new());
+        assert_eq!(pending_or_auto(&loose, &[resize("a", 100, 0)]), [RiskFlag::ContentRewrite]);
+    }
+
+    #[test]
+    fn deny_manifest_explains_each_denial() {
+        let calls = CallPolicy::balanced_default(None)
+            .with_rules([ProtectedRule::new(
+                Pattern::parse("config/prod/**").unwrap(),
+                AccessSet::MUTATIONS,
+                RuleLabel::Custom,
+            )
+            .with_reason("production config")])
+            .with_writable_roots([p("config"), p("src"), p(".git"), p(".vsh")]);
+        let policy = TransactionPolicy::new(PolicyProfile::Balanced, PolicyThresholds::default(), calls).unwrap();
+        let diff = [
+            modify(".git/HEAD"),
+            delete(".vsh/x"),
+            create("Makefile", b"all:"),
+            create("config/prod/db.yml", b"x"),
+            create("config/prod/z.yml", b"x"),
+            create("src/key.pem", b"k"),
+            create("src/ok.rs", b"fine"),
+        ];
+        let decision = policy.evaluate(&PolicyInput::new(&diff));
+        let manifest = denied(&decision);
+        assert_eq!(manifest.reason, DenyReason::ProtectedMutation);
+        assert_eq!(manifest.ceiling, None);
+        let explained: Vec<(&str, RuleLabel, AccessSet, &str)> = manifest
+            .denied
+            .iter()
+            .map(|denial| (denial.rule.as_str(), denial.label, denial.rule_access, denial.remedy.as_str()))
+            .collect();
+        let git = "built-in git rule `**/.git/**` (disable with defaults.git = false)";
+        let runtime = "runtime data is always protected (rule `.vsh/**`); no policy change allows this access";
+        let roots = "add a root containing `Makefile` to defaults.writable_roots (now writable_roots = [\".git\", \
+                     \".vsh\", \"config\", \"src\"]), or remove defaults.writable_roots";
+        let custom = "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or drop \
+                      `create` from its access list";
+        let secret = "built-in secret rule `**/*.pem` (disable with defaults.secrets = false)";
+        assert_eq!(
+            explained,
+            [
+                ("**/.git/**", RuleLabel::Git, AccessSet::MUTATIONS, git),
+                (".vsh/**", RuleLabel::RuntimeData, AccessSet::ALL, runtime),
+                (
+                    r#"writable_roots = [".git", ".vsh", "config", "src"]"#,
+                    RuleLabel::WritableRoots,
+                    AccessSet::MUTATIONS,
+                    roots
+                ),
+                ("config/prod/**", RuleLabel::Custom, AccessSet::MUTATIONS, custom),
+                ("config/prod/**", RuleLabel::Custom, AccessSet::MUTATIONS, custom),
+                ("**/*.pem", RuleLabel::Secret, AccessSet::ALL, secret),
+            ]
+        );
+        // The manifest's remedy lists each distinct remedy once, in order.
+        assert_eq!(manifest.remedy, [git, runtime, roots, custom, secret].join("; "));
+        // Guest-reported denials are explained the same way.
+        let attempt = policy.calls().authorize(&p("a/.env"), AccessKind::ContentRead).unwrap_err();
+        let input = PolicyInput { denied: std::slice::from_ref(&attempt), ..PolicyInput::default() };
+        let decision = policy.evaluate(&input);
+        let manifest = denied(&decision);
+        assert_eq!(manifest.denied[0].denied_access(), attempt);
+        assert_eq!(manifest.remedy, "built-in secret rule `**/.env/**` (disable with defaults.secrets = false)");
+        // Unlisted denials are counted in the remedy.
+        let many: Vec<DiffEntry> = (0..70).map(|index| create(&format!("k{index:03}.key"), b"k")).collect();
+        let decision = policy.evaluate(&PolicyInput::new(&many));
+        // (The secret rule is reported before the allow-list.)
+        assert_eq!(
+            denied(&decision).remedy,
+            "built-in secret rule `**/*.key` (disable with defaults.secrets = false); and 6 more denials not listed"
+        );
+    }
+
+    #[test]
+    fn ceiling_denials_name_the_threshold_and_the_allowing_value() {
+        let limits = PolicyThresholds {
+            escalate_touched_paths: 3,
+            deny_touched_paths: 3,
+            escalate_changed_bytes: 12,
+            deny_changed_bytes: 12,
+            deny_deleted_paths: 2,
+            deny_delete_ratio_bps: 5_000,
+            delete_ratio_min_paths: 2,
+            ..PolicyThresholds::default()
+        };
+        let four: Vec<DiffEntry> = (0..4).map(|index| create(&format!("f{index}"), b"x")).collect();
+        let big = [create_sized("big", 13)];
+        let deletes = [delete("a"), delete("b"), delete("c")];
+        let two_deletes = [delete("a"), delete("b")];
+        let cases: [CeilingCase<'_>; 5] = [
+            (
+                &four,
+                0,
+                DenyReason::TooManyTouchedPaths,
+                "thresholds.deny_touched_paths",
+                3,
+                4,
+                4,
+                "raise thresholds.deny_touched_paths from 3 to at least 4 (the diff touches 4 paths)",
+                |limits, value| limits.deny_touched_paths = value,
+            ),
+            (
+                &big,
+                0,
+                DenyReason::TooManyChangedBytes,
+                "thresholds.deny_changed_bytes",
+                12,
+                13,
+                13,
+                "raise thresholds.deny_changed_bytes from 12 to at least 13 (the diff changes 13 bytes)",
+                |limits, value| limits.deny_changed_bytes = value,
+            ),
+            (
+                &deletes,
+                0,
+                DenyReason::TooManyDeletions,
+                "thresholds.deny_deleted_paths",
+                2,
+                3,
+                3,
+                "raise thresholds.deny_deleted_paths from 2 to at least 3 (the diff deletes 3 paths)",
+                |limits, value| limits.deny_deleted_paths = value,
+            ),
+            (
+                &two_deletes,
+                3,
+                DenyReason::DeleteRatio,
+                "thresholds.deny_delete_ratio",
+                5_000,
+                6_666,
+                6_667,
+                "raise thresholds.deny_delete_ratio from 0.5 to at least 0.6667 (the diff deletes 2 paths, 0.6666 of \
+                 the 3 observed base nodes), or thresholds.delete_ratio_min_paths from 2 to at least 3",
+                |limits, value| limits.deny_delete_ratio_bps = u32::try_from(value).unwrap(),
+            ),
+            (
+                &two_deletes,
+                2,
+                DenyReason::DeleteRatio,
+                "thresholds.delete_ratio_min_paths",
+                2,
+                2,
+                3,
+                "raise thresholds.delete_ratio_min_paths from 2 to at least 3 (the diff deletes 2 paths, 1 of the 2 \
+                 observed base nodes)",
+                |limits, value| limits.delete_ratio_min_paths = value,
+            ),
+        ];
+        for (diff, observed_base_nodes, reason, threshold, limit, value, allowing, remedy, raise) in cases {
+            let policy = thresholds_policy(limits);
+            let input = PolicyInput { diff, observed_base_nodes, ..PolicyInput::default() };
+            let decision = policy.evaluate(&input);
+            let manifest = denied(&decision);
+            assert_eq!(manifest.reason, reason);
+            let breach = manifest.ceiling.as_ref().expect("a ceiling denial names its threshold");
+            assert_eq!(
+                (breach.threshold.as_str(), breach.limit, breach.value, breach.allowing),
+                (threshold, limit, value, allowing),
+                "{reason}"
+            );
+            assert_eq!(manifest.remedy, remedy);
+            // The allowing value passes this ceiling; one less does not.
+            let mut raised = limits;
+            raise(&mut raised, allowing);
+            raised.escalate_touched_paths = raised.escalate_touched_paths.min(raised.deny_touched_paths);
+            let decision = thresholds_policy(raised).evaluate(&input);
+            assert!(!matches!(&decision, Decision::Denied(manifest) if manifest.reason == reason), "{reason}");
+            let mut short = limits;
+            raise(&mut short, allowing - 1);
+            if short.validate().is_ok() {
+                assert_eq!(denied(&thresholds_policy(short).evaluate(&input)).reason, reason);
+            }
+        }
+    }
+
+    #[test]
+    fn ratio_fractions_render_like_the_file() {
+        for (bps, text) in [(5_000, "0.5"), (10_000, "1"), (1, "0.0001"), (6_667, "0.6667"), (2_500, "0.25"), (0, "0")]
+        {
+            assert_eq!(fraction(bps), text);
         }
     }
 

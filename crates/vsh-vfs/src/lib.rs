@@ -19,6 +19,7 @@
 
 mod base;
 mod error;
+mod review;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -30,6 +31,7 @@ use vsh_types::{BlobId, DiffDigest, DiffEntry, NodeKind, NodeState, SnapshotId, 
 
 pub use base::SnapshotLimits;
 pub use error::VfsError;
+pub use review::{FileReview, NoHunks, ReviewLimits, unified_hunks};
 pub use vsh_types::{Dependency, ReadSet, names_digest};
 
 use base::Base;

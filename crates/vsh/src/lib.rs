@@ -27,7 +27,7 @@ pub use vsh_policy::{
 pub use vsh_types::{
     BlobId, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState, SnapshotId, TransactionId, TransactionState, VPath,
 };
-pub use vsh_vfs::SnapshotLimits;
+pub use vsh_vfs::{FileReview, NoHunks, ReviewLimits, SnapshotLimits};
 
 /// The policy decision of a run.
 pub type RuntimeDecision = vsh_policy::Decision;

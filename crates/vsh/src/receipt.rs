@@ -2,6 +2,7 @@
 
 use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_types::{DiffDigest, DiffEntry, SnapshotId, TransactionId, TransactionState};
+use vsh_vfs::FileReview;
 
 use crate::RuntimeDecision;
 
@@ -83,6 +84,9 @@ pub struct Receipt {
     pub changed_paths: usize,
     /// The changed paths (only with [`crate::ReceiptDetail::Full`]).
     pub changes: Vec<DiffEntry>,
+    /// Unified text hunks of changed text files, for human review (only with
+    /// [`crate::ReceiptDetail::Full`]; bounded by [`vsh_vfs::ReviewLimits`]).
+    pub review: Vec<FileReview>,
     /// The program's output.
     pub output: ExecutionOutput,
     /// Execution statistics.

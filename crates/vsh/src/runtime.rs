@@ -16,7 +16,7 @@ use vsh_types::{
     DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeKind, ProgramDigest, RuntimeConfigDigest, TransactionId,
     TransactionState, VPath,
 };
-use vsh_vfs::{CanonicalDiff, ReadSet, SnapshotLimits, VirtualFs};
+use vsh_vfs::{CanonicalDiff, ReadSet, ReviewLimits, SnapshotLimits, VirtualFs};
 
 use crate::receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
 use crate::request::{Language, ReceiptDetail, RunMode, RunRequest};
@@ -153,6 +153,11 @@ impl Runtime {
         });
         timings.policy = elapsed_ns(stage_start);
 
+        let review = match request.detail {
+            ReceiptDetail::Full => vfs.review(diff.entries(), ReviewLimits::default())?,
+            ReceiptDetail::Compact => Vec::new(),
+        };
+
         let stage_start = Instant::now();
         let state = match &decision {
             Decision::Denied(_) => TransactionState::Denied,
@@ -179,6 +184,7 @@ impl Runtime {
                 ReceiptDetail::Full => diff.entries().to_vec(),
                 ReceiptDetail::Compact => Vec::new(),
             },
+            review,
             output: ExecutionOutput::Monty { value: outcome.value, stdout: outcome.stdout },
             execution: outcome.stats,
             timings,

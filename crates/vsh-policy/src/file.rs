@@ -1,0 +1,1255 @@
+//! Policy files: a TOML document that picks a base profile and adjusts it,
+//! parsed into one validated [`TransactionPolicy`].
+//!
+//! # Format (version 1)
+//!
+//! ```toml
+//! version = 1                      # required; the only version this build reads
+//! profile = "strict"               # base profile: balanced (default) | strict | paranoid
+//!
+//! [thresholds]                     # optional; each key overrides the profile's value
+//! escalate_touched_paths = 200     # counts are non-negative integers
+//! escalate_changed_bytes = "16MiB" # byte thresholds take integers or size strings
+//! deny_touched_paths = 5000
+//! deny_changed_bytes = "512MiB"    # units B, KiB, MiB, GiB, TiB (powers of 1024)
+//! deny_deleted_paths = 1000
+//! deny_delete_ratio = 0.5          # fractions in (0, 1], rounded to 1/10000
+//! delete_ratio_min_paths = 25
+//! rewrite_escalate_ratio = 0.5     # a file shrunk by more than this share, or emptied, escalates
+//!
+//! [[protect]]                      # extra protected patterns, any number of them
+//! pattern = "config/prod/**"       # the pattern language of `vsh_policy::pattern`
+//! access = ["modify", "delete", "create"]
+//! reason = "production config"     # optional; shown to reviewers with a denial
+//!
+//! [[protect]]
+//! pattern = "**/*.sqlite"
+//! access = "all"                   # one name, or an array of names; default "all"
+//!
+//! [defaults]
+//! secrets = true                   # keep the built-in secret rules (default true)
+//! git = true                       # keep the rule that keeps `.git` unchanged (default true)
+//! writable_roots = ["src", "docs"] # optional: every mutation outside these is denied
+//! ```
+//!
+//! - **`version`** must be the integer `1`.
+//! - **`profile`** names the base profile (ASCII case is ignored); its thresholds
+//!   (see [`profile`](crate::profile)) and its escalation of every mutation
+//!   (Strict, Paranoid) apply unless overridden.
+//! - **`[thresholds]`** overrides fields of [`PolicyThresholds`]. The two ratios
+//!   are written as fractions (`deny_delete_ratio` for `deny_delete_ratio_bps`,
+//!   `rewrite_escalate_ratio` for `rewrite_escalate_ratio_bps`). The result must
+//!   pass [`PolicyThresholds::validate`]: no zero, no escalation threshold above
+//!   its denial threshold.
+//! - **`[[protect]]`** adds [`RuleLabel::Custom`] rules. `access` names are `all`,
+//!   `reads`, `mutations` and the kinds of [`AccessKind::name`]: `metadata-read`,
+//!   `content-read`, `directory-read`, `create`, `modify`, `delete`,
+//!   `rename-source`, `rename-destination`. An empty list is an error: a rule
+//!   must deny something.
+//! - **`[defaults]`** keeps or drops the built-in secret and git rule groups
+//!   ([`DefaultRules`]). The runtime-data rules cannot be dropped: there is no
+//!   key for them. `writable_roots` is an allow-list of workspace-relative paths
+//!   (see [`CallPolicy::with_writable_roots`]): a mutation outside every root is
+//!   denied as a `ProtectedMutation` whose rule names the list. Roots are literal
+//!   paths, not patterns; `..` components and the workspace root itself are
+//!   rejected. An empty list makes the policy read-only.
+//!
+//! Every table rejects keys it does not know, so a misspelled key is an error
+//! rather than a silently ignored setting.
+//!
+//! # Errors
+//!
+//! Each problem is a [`PolicyFileError`] that names the field as a path into the
+//! document ([`PolicyFileError::field`]): `version`, `thresholds.deny_changed_bytes`,
+//! `protect[2].pattern` (array indices count from 0), `protect[0].access[1]`,
+//! `defaults.writable_roots[0]`. A file is read whole, at most
+//! [`MAX_POLICY_FILE_BYTES`], and must be UTF-8 TOML. When several fields are
+//! wrong, one error is reported, the first found: unknown top-level keys, then
+//! `version`, `profile`, `thresholds`, `protect` (in array order) and
+//! `defaults`.
+//!
+//! A policy file is operator configuration, not workspace content: it is read
+//! with plain file I/O, never through the workspace's capability handle.
+//!
+//! # Example
+//!
+//! ```
+//! use vsh_policy::{PolicyFile, PolicyProfile};
+//!
+//! let policy = PolicyFile::parse(
+//!     r#"
+//!     version = 1
+//!     profile = "strict"
+//!     [thresholds]
+//!     deny_changed_bytes = "512MiB"
+//!     [[protect]]
+//!     pattern = "config/prod/**"
+//!     access = "mutations"
+//!     "#,
+//! )?;
+//! assert_eq!(policy.profile(), PolicyProfile::Strict);
+//! assert_eq!(policy.thresholds().deny_changed_bytes, 512 << 20);
+//! # Ok::<(), vsh_policy::PolicyFileError>(())
+//! ```
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use vsh_types::VPath;
+
+use crate::access::{AccessKind, AccessSet};
+use crate::pattern::{Pattern, PatternError};
+use crate::profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
+use crate::rules::{CallPolicy, DefaultRules, ProtectedRule, RuleLabel};
+use crate::transaction::TransactionPolicy;
+
+/// The only policy file `version` this build reads.
+pub const POLICY_FILE_VERSION: i64 = 1;
+
+/// The largest policy file accepted, in bytes (1 MiB).
+pub const MAX_POLICY_FILE_BYTES: u64 = 1 << 20;
+
+/// The longest `reason` of a `[[protect]]` rule, in bytes.
+pub const MAX_REASON_BYTES: usize = 1024;
+
+/// The longest key quoted in an error, in characters.
+const MAX_QUOTED_KEY_CHARS: usize = 64;
+
+const TOP_KEYS: &str = "version, profile, thresholds, protect, defaults";
+const THRESHOLD_KEYS: &str = "escalate_touched_paths, escalate_changed_bytes, deny_touched_paths, deny_changed_bytes, \
+                              deny_deleted_paths, deny_delete_ratio, delete_ratio_min_paths, rewrite_escalate_ratio";
+const PROTECT_KEYS: &str = "pattern, access, reason";
+const DEFAULTS_KEYS: &str = "secrets, git, writable_roots";
+
+/// Why a policy file was refused. Every variant about the document's content
+/// names the field ([`PolicyFileError::field`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyFileError {
+    /// The file could not be opened or read.
+    #[error("cannot read the policy file {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path is a directory, device or other non-regular file.
+    #[error("the policy file {} is not a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The document is larger than [`MAX_POLICY_FILE_BYTES`].
+    #[error("the policy file is {size} bytes, more than the limit of {limit}")]
+    TooLarge {
+        /// The size found (for a file that grows while read, at least this).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The file is not UTF-8 text.
+    #[error("the policy file is not UTF-8 text")]
+    NotUtf8,
+    /// The document is not TOML.
+    #[error("the policy file is not valid TOML at line {line}, column {column}: {message}")]
+    Syntax {
+        /// The line of the error, from 1.
+        line: usize,
+        /// The column of the error, in characters from 1.
+        column: usize,
+        /// The parser's description.
+        message: String,
+    },
+    /// A required key is missing.
+    #[error("`{field}` is missing")]
+    MissingField {
+        /// The missing field.
+        field: String,
+    },
+    /// A key that the table does not define.
+    #[error("`{field}` is not a known key; expected one of: {expected}")]
+    UnknownField {
+        /// The unknown key, as a path.
+        field: String,
+        /// The keys this table accepts.
+        expected: &'static str,
+    },
+    /// A value of the wrong TOML type.
+    #[error("`{field}` must be {expected}, found {found}")]
+    WrongType {
+        /// The field.
+        field: String,
+        /// What it must be.
+        expected: &'static str,
+        /// The TOML type found.
+        found: &'static str,
+    },
+    /// A `version` this build does not read.
+    #[error("`{field}` is {found}; this build reads version {supported}")]
+    UnsupportedVersion {
+        /// The field (`version`).
+        field: String,
+        /// The version found.
+        found: i64,
+        /// The version supported ([`POLICY_FILE_VERSION`]).
+        supported: i64,
+    },
+    /// A `profile` that is not balanced, strict or paranoid.
+    #[error("`{field}` is {name:?}; expected balanced, strict or paranoid")]
+    UnknownProfile {
+        /// The field (`profile`).
+        field: String,
+        /// The name found (at most 64 characters of it).
+        name: String,
+    },
+    /// A negative count or size.
+    #[error("`{field}` must not be negative, found {value}")]
+    Negative {
+        /// The field.
+        field: String,
+        /// The value found.
+        value: i64,
+    },
+    /// A size string that does not parse.
+    #[error("`{field}` is {value:?}, not a byte size: {problem}")]
+    InvalidSize {
+        /// The field.
+        field: String,
+        /// The string found (at most 64 characters of it).
+        value: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// A ratio outside `(0, 1]`.
+    #[error("`{field}` is {value}; a ratio must be greater than 0 and at most 1 (at least 0.0001)")]
+    InvalidRatio {
+        /// The field.
+        field: String,
+        /// The value found, as written by Rust's float formatting.
+        value: String,
+    },
+    /// The thresholds, once the overrides are applied, fail validation.
+    #[error("`{field}` is not a valid threshold")]
+    Threshold {
+        /// The threshold field the validation named.
+        field: String,
+        /// The validation failure.
+        #[source]
+        source: PolicyConfigError,
+    },
+    /// A `[[protect]]` pattern that does not parse.
+    #[error("`{field}` is not a valid pattern")]
+    Pattern {
+        /// The field (`protect[N].pattern`).
+        field: String,
+        /// Why the pattern is invalid.
+        #[source]
+        source: PatternError,
+    },
+    /// An access name that is not known.
+    #[error(
+        "`{field}` is {name:?}; expected all, reads, mutations, metadata-read, content-read, directory-read, \
+         create, modify, delete, rename-source or rename-destination"
+    )]
+    UnknownAccess {
+        /// The field (`protect[N].access` or `protect[N].access[M]`).
+        field: String,
+        /// The name found (at most 64 characters of it).
+        name: String,
+    },
+    /// An empty access list.
+    #[error("`{field}` is empty; a rule must deny at least one access")]
+    EmptyAccess {
+        /// The field (`protect[N].access`).
+        field: String,
+    },
+    /// A `reason` longer than [`MAX_REASON_BYTES`].
+    #[error("`{field}` is {length} bytes, more than the limit of {limit}")]
+    ReasonTooLong {
+        /// The field (`protect[N].reason`).
+        field: String,
+        /// Its length in bytes.
+        length: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A writable root that is not a valid relative path.
+    #[error("`{field}` is {value:?}, not a valid writable root: {problem}")]
+    InvalidRoot {
+        /// The field (`defaults.writable_roots[N]`).
+        field: String,
+        /// The string found (at most 64 characters of it).
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+impl PolicyFileError {
+    /// The offending field as a path into the document (`protect[2].pattern`),
+    /// or `None` for errors about the file as a whole (reading, size, encoding,
+    /// syntax).
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::Read { .. } | Self::NotAFile { .. } | Self::TooLarge { .. } | Self::NotUtf8 | Self::Syntax { .. } => {
+                None
+            }
+            Self::MissingField { field }
+            | Self::UnknownField { field, .. }
+            | Self::WrongType { field, .. }
+            | Self::UnsupportedVersion { field, .. }
+            | Self::UnknownProfile { field, .. }
+            | Self::Negative { field, .. }
+            | Self::InvalidSize { field, .. }
+            | Self::InvalidRatio { field, .. }
+            | Self::Threshold { field, .. }
+            | Self::Pattern { field, .. }
+            | Self::UnknownAccess { field, .. }
+            | Self::EmptyAccess { field }
+            | Self::ReasonTooLong { field, .. }
+            | Self::InvalidRoot { field, .. } => Some(field),
+        }
+    }
+}
+
+/// A validated policy file: everything in it, checked, before it is combined
+/// with a data directory into a [`TransactionPolicy`] ([`PolicyFile::policy`]).
+///
+/// See the [module documentation](self) for the format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyFile {
+    profile: PolicyProfile,
+    thresholds: PolicyThresholds,
+    protect: Vec<ProtectedRule>,
+    defaults: DefaultRules,
+    writable_roots: Option<Vec<VPath>>,
+}
+
+impl PolicyFile {
+    /// Parse and validate a policy document into the policy it describes, with
+    /// the default data directory (see [`PolicyFile::policy`]).
+    pub fn parse(text: &str) -> Result<TransactionPolicy, PolicyFileError> {
+        Ok(Self::from_toml(text)?.policy(None))
+    }
+
+    /// Parse and validate a policy document, keeping its parts.
+    pub fn from_toml(text: &str) -> Result<PolicyFile, PolicyFileError> {
+        let size = text.len() as u64;
+        if size > MAX_POLICY_FILE_BYTES {
+            return Err(PolicyFileError::TooLarge { size, limit: MAX_POLICY_FILE_BYTES });
+        }
+        let document: toml::Table = text.parse().map_err(|error: toml::de::Error| syntax_error(text, &error))?;
+        Self::from_table(&document)
+    }
+
+    /// Read the file at `path` (at most [`MAX_POLICY_FILE_BYTES`], checked before
+    /// and while reading) and validate it.
+    pub fn read(path: &Path) -> Result<PolicyFile, PolicyFileError> {
+        let read_error = |source| PolicyFileError::Read { path: path.to_owned(), source };
+        // Refuse directories, FIFOs and devices before opening: opening a FIFO
+        // would block.
+        let metadata = std::fs::metadata(path).map_err(read_error)?;
+        if !metadata.is_file() {
+            return Err(PolicyFileError::NotAFile { path: path.to_owned() });
+        }
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let metadata = file.metadata().map_err(read_error)?;
+        if !metadata.is_file() {
+            return Err(PolicyFileError::NotAFile { path: path.to_owned() });
+        }
+        if metadata.len() > MAX_POLICY_FILE_BYTES {
+            return Err(PolicyFileError::TooLarge { size: metadata.len(), limit: MAX_POLICY_FILE_BYTES });
+        }
+        let mut bytes = Vec::with_capacity(metadata.len() as usize);
+        file.take(MAX_POLICY_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
+        if bytes.len() as u64 > MAX_POLICY_FILE_BYTES {
+            return Err(PolicyFileError::TooLarge { size: bytes.len() as u64, limit: MAX_POLICY_FILE_BYTES });
+        }
+        let text = String::from_utf8(bytes).map_err(|_| PolicyFileError::NotUtf8)?;
+        Self::from_toml(&text)
+    }
+
+    /// The policy this file describes: its profile and thresholds, the chosen
+    /// built-in rule groups with the runtime-data rules for `data_dir` (see
+    /// [`CallPolicy::balanced_default`]), its `[[protect]]` rules and its
+    /// writable roots.
+    pub fn policy(&self, data_dir: Option<&VPath>) -> TransactionPolicy {
+        let mut calls = CallPolicy::with_defaults(data_dir, self.defaults).with_rules(self.protect.iter().cloned());
+        if let Some(roots) = &self.writable_roots {
+            calls = calls.with_writable_roots(roots.iter().cloned());
+        }
+        TransactionPolicy::assemble(self.profile, self.thresholds, calls)
+    }
+
+    /// The base profile.
+    pub fn profile(&self) -> PolicyProfile {
+        self.profile
+    }
+
+    /// The thresholds: the profile's, with the file's overrides (validated).
+    pub fn thresholds(&self) -> &PolicyThresholds {
+        &self.thresholds
+    }
+
+    /// The `[[protect]]` rules, in file order, each labelled [`RuleLabel::Custom`].
+    pub fn protect(&self) -> &[ProtectedRule] {
+        &self.protect
+    }
+
+    /// The built-in rule groups kept.
+    pub fn defaults(&self) -> DefaultRules {
+        self.defaults
+    }
+
+    /// The writable roots as written (normalized), or `None` when the file sets
+    /// none.
+    pub fn writable_roots(&self) -> Option<&[VPath]> {
+        self.writable_roots.as_deref()
+    }
+
+    fn from_table(document: &toml::Table) -> Result<PolicyFile, PolicyFileError> {
+        for key in document.keys() {
+            if !["version", "profile", "thresholds", "protect", "defaults"].contains(&key.as_str()) {
+                return Err(unknown(&field_of("", key), TOP_KEYS));
+            }
+        }
+        match document.get("version") {
+            None => return Err(PolicyFileError::MissingField { field: "version".to_owned() }),
+            Some(toml::Value::Integer(POLICY_FILE_VERSION)) => {}
+            Some(toml::Value::Integer(found)) => {
+                return Err(PolicyFileError::UnsupportedVersion {
+                    field: "version".to_owned(),
+                    found: *found,
+                    supported: POLICY_FILE_VERSION,
+                });
+            }
+            Some(other) => return Err(wrong_type("version", "an integer", other)),
+        }
+        let profile = match document.get("profile") {
+            None => PolicyProfile::default(),
+            Some(toml::Value::String(name)) => name
+                .parse()
+                .map_err(|_| PolicyFileError::UnknownProfile { field: "profile".to_owned(), name: shorten(name) })?,
+            Some(other) => return Err(wrong_type("profile", "a string", other)),
+        };
+        let mut thresholds = PolicyThresholds::for_profile(profile);
+        if let Some(value) = document.get("thresholds") {
+            thresholds = parse_thresholds(table_of("thresholds", value)?, thresholds)?;
+        }
+        let protect = match document.get("protect") {
+            None => Vec::new(),
+            Some(toml::Value::Array(entries)) => entries
+                .iter()
+                .enumerate()
+                .map(|(index, entry)| parse_protect(&format!("protect[{index}]"), entry))
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(wrong_type("protect", "an array of tables ([[protect]])", other)),
+        };
+        let (defaults, writable_roots) = match document.get("defaults") {
+            None => (DefaultRules::default(), None),
+            Some(value) => parse_defaults(table_of("defaults", value)?)?,
+        };
+        Ok(PolicyFile { profile, thresholds, protect, defaults, writable_roots })
+    }
+}
+
+impl TransactionPolicy {
+    /// Read and validate the policy file at `path` (see [`crate::file`]), with
+    /// the default data directory.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<TransactionPolicy, PolicyFileError> {
+        Self::from_file_with_data_dir(path, None)
+    }
+
+    /// [`TransactionPolicy::from_file`], protecting `data_dir` as runtime data
+    /// as [`TransactionPolicy::from_profile`] does.
+    pub fn from_file_with_data_dir(
+        path: impl AsRef<Path>,
+        data_dir: Option<&VPath>,
+    ) -> Result<TransactionPolicy, PolicyFileError> {
+        Ok(PolicyFile::read(path.as_ref())?.policy(data_dir))
+    }
+}
+
+/// `[thresholds]`: the profile's values with the overrides applied, validated.
+fn parse_thresholds(table: &toml::Table, base: PolicyThresholds) -> Result<PolicyThresholds, PolicyFileError> {
+    let mut thresholds = base;
+    for (key, value) in table {
+        let field = field_of("thresholds", key);
+        match key.as_str() {
+            "escalate_touched_paths" => thresholds.escalate_touched_paths = count(&field, value)?,
+            "escalate_changed_bytes" => thresholds.escalate_changed_bytes = bytes(&field, value)?,
+            "deny_touched_paths" => thresholds.deny_touched_paths = count(&field, value)?,
+            "deny_changed_bytes" => thresholds.deny_changed_bytes = bytes(&field, value)?,
+            "deny_deleted_paths" => thresholds.deny_deleted_paths = count(&field, value)?,
+            "deny_delete_ratio" => thresholds.deny_delete_ratio_bps = ratio(&field, value)?,
+            "delete_ratio_min_paths" => thresholds.delete_ratio_min_paths = count(&field, value)?,
+            "rewrite_escalate_ratio" => thresholds.rewrite_escalate_ratio_bps = ratio(&field, value)?,
+            _ => return Err(unknown(&field, THRESHOLD_KEYS)),
+        }
+    }
+    thresholds.validate().map_err(|source| {
+        let named = match &source {
+            // Name the field the file set: lowering a denial threshold below the
+            // profile's escalation threshold is a problem with the denial one.
+            PolicyConfigError::EscalateAboveDeny { field, limit_field, .. }
+                if !table.contains_key(file_key(field)) && table.contains_key(file_key(limit_field)) =>
+            {
+                limit_field
+            }
+            _ => source.field().unwrap_or("thresholds"),
+        };
+        PolicyFileError::Threshold { field: format!("thresholds.{}", file_key(named)), source }
+    })?;
+    Ok(thresholds)
+}
+
+/// The policy file's key for a [`PolicyThresholds`] field (ratios drop `_bps`).
+fn file_key(field: &str) -> &str {
+    field.strip_suffix("_bps").unwrap_or(field)
+}
+
+/// One `[[protect]]` entry.
+fn parse_protect(prefix: &str, value: &toml::Value) -> Result<ProtectedRule, PolicyFileError> {
+    let table = table_of(prefix, value)?;
+    for key in table.keys() {
+        if !["pattern", "access", "reason"].contains(&key.as_str()) {
+            return Err(unknown(&field_of(prefix, key), PROTECT_KEYS));
+        }
+    }
+    let pattern_field = format!("{prefix}.pattern");
+    let pattern = match table.get("pattern") {
+        None => return Err(PolicyFileError::MissingField { field: pattern_field }),
+        Some(toml::Value::String(text)) => {
+            Pattern::parse(text).map_err(|source| PolicyFileError::Pattern { field: pattern_field, source })?
+        }
+        Some(other) => return Err(wrong_type(&pattern_field, "a string", other)),
+    };
+    let access_field = format!("{prefix}.access");
+    let access = match table.get("access") {
+        None => AccessSet::ALL,
+        Some(toml::Value::String(name)) => access_named(&access_field, name)?,
+        Some(toml::Value::Array(names)) => {
+            if names.is_empty() {
+                return Err(PolicyFileError::EmptyAccess { field: access_field });
+            }
+            let mut access = AccessSet::NONE;
+            for (index, name) in names.iter().enumerate() {
+                let field = format!("{access_field}[{index}]");
+                match name {
+                    toml::Value::String(name) => access = access.union(access_named(&field, name)?),
+                    other => return Err(wrong_type(&field, "a string", other)),
+                }
+            }
+            access
+        }
+        Some(other) => return Err(wrong_type(&access_field, "a string or an array of strings", other)),
+    };
+    let mut rule = ProtectedRule::new(pattern, access, RuleLabel::Custom);
+    let reason_field = format!("{prefix}.reason");
+    match table.get("reason") {
+        None => {}
+        Some(toml::Value::String(reason)) if reason.len() > MAX_REASON_BYTES => {
+            return Err(PolicyFileError::ReasonTooLong {
+                field: reason_field,
+                length: reason.len(),
+                limit: MAX_REASON_BYTES,
+            });
+        }
+        Some(toml::Value::String(reason)) => rule = rule.with_reason(reason.clone()),
+        Some(other) => return Err(wrong_type(&reason_field, "a string", other)),
+    }
+    Ok(rule)
+}
+
+/// An access name: a group (`all`, `reads`, `mutations`) or one kind.
+fn access_named(field: &str, name: &str) -> Result<AccessSet, PolicyFileError> {
+    match name {
+        "all" => Ok(AccessSet::ALL),
+        "reads" => Ok(AccessSet::READS),
+        "mutations" => Ok(AccessSet::MUTATIONS),
+        _ => AccessKind::from_name(name)
+            .map(AccessSet::single)
+            .ok_or_else(|| PolicyFileError::UnknownAccess { field: field.to_owned(), name: shorten(name) }),
+    }
+}
+
+/// `[defaults]`: the rule groups kept and the writable roots.
+fn parse_defaults(table: &toml::Table) -> Result<(DefaultRules, Option<Vec<VPath>>), PolicyFileError> {
+    let mut defaults = DefaultRules::default();
+    let mut roots = None;
+    for (key, value) in table {
+        let field = field_of("defaults", key);
+        match (key.as_str(), value) {
+            ("secrets", toml::Value::Boolean(keep)) => defaults.secrets = *keep,
+            ("git", toml::Value::Boolean(keep)) => defaults.git = *keep,
+            ("secrets" | "git", other) => return Err(wrong_type(&field, "a boolean", other)),
+            ("writable_roots", toml::Value::Array(items)) => {
+                let parsed = items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| writable_root(&format!("{field}[{index}]"), item))
+                    .collect::<Result<Vec<_>, _>>()?;
+                roots = Some(parsed);
+            }
+            ("writable_roots", other) => return Err(wrong_type(&field, "an array of strings", other)),
+            _ => return Err(unknown(&field, DEFAULTS_KEYS)),
+        }
+    }
+    Ok((defaults, roots))
+}
+
+/// One writable root: a workspace-relative path without `..`, not the root.
+fn writable_root(field: &str, value: &toml::Value) -> Result<VPath, PolicyFileError> {
+    let toml::Value::String(text) = value else {
+        return Err(wrong_type(field, "a string", value));
+    };
+    let invalid =
+        |problem: String| PolicyFileError::InvalidRoot { field: field.to_owned(), value: shorten(text), problem };
+    let path = VPath::parse(text).map_err(|error| invalid(error.to_string()))?;
+    if text.split('/').any(|component| component == "..") {
+        return Err(invalid("`..` components are not allowed".to_owned()));
+    }
+    if path.is_root() {
+        return Err(invalid(
+            "it is the workspace root; leave out defaults.writable_roots to allow every path".to_owned(),
+        ));
+    }
+    Ok(path)
+}
+
+/// A non-negative integer.
+fn count(field: &str, value: &toml::Value) -> Result<u64, PolicyFileError> {
+    match value {
+        toml::Value::Integer(number) => {
+            u64::try_from(*number).map_err(|_| PolicyFileError::Negative { field: field.to_owned(), value: *number })
+        }
+        other => Err(wrong_type(field, "an integer", other)),
+    }
+}
+
+/// A non-negative integer or a size string (`512MiB`).
+fn bytes(field: &str, value: &toml::Value) -> Result<u64, PolicyFileError> {
+    match value {
+        toml::Value::String(text) => parse_size(text).map_err(|problem| PolicyFileError::InvalidSize {
+            field: field.to_owned(),
+            value: shorten(text),
+            problem,
+        }),
+        toml::Value::Integer(_) => count(field, value),
+        other => Err(wrong_type(field, "an integer or a size string such as \"512MiB\"", other)),
+    }
+}
+
+/// Parse `<digits>[ ][unit]` where unit is `B`, `KiB`, `MiB`, `GiB` or `TiB`
+/// (ASCII case ignored), into bytes.
+pub(crate) fn parse_size(text: &str) -> Result<u64, &'static str> {
+    let trimmed = text.trim();
+    let digits = trimmed.find(|ch: char| !ch.is_ascii_digit()).unwrap_or(trimmed.len());
+    if digits == 0 {
+        return Err("expected a whole number, then an optional unit B, KiB, MiB, GiB or TiB");
+    }
+    let number: u64 = trimmed[..digits].parse().map_err(|_| "the number is too large")?;
+    let unit = trimmed[digits..].trim_start();
+    let units: [(&str, u64); 6] =
+        [("", 1), ("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)];
+    let (_, multiplier) = units
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(unit))
+        .ok_or("unknown unit; expected B, KiB, MiB, GiB or TiB (powers of 1024)")?;
+    number.checked_mul(*multiplier).ok_or("the size is too large")
+}
+
+/// A fraction in `(0, 1]`, as basis points (rounded to the nearest).
+fn ratio(field: &str, value: &toml::Value) -> Result<u32, PolicyFileError> {
+    let invalid = |shown: String| PolicyFileError::InvalidRatio { field: field.to_owned(), value: shown };
+    match value {
+        toml::Value::Integer(1) => Ok(MAX_RATIO_BPS),
+        toml::Value::Integer(number) => Err(invalid(number.to_string())),
+        toml::Value::Float(fraction) => {
+            if !(*fraction > 0.0 && *fraction <= 1.0) {
+                return Err(invalid(fraction.to_string()));
+            }
+            let scaled = (fraction * f64::from(MAX_RATIO_BPS)).round();
+            // `scaled` is within 0..=10000 here, so the conversion is exact.
+            #[expect(clippy::cast_sign_loss, reason = "the value is checked to be positive")]
+            let bps = scaled as u32;
+            if bps == 0 { Err(invalid(fraction.to_string())) } else { Ok(bps) }
+        }
+        other => Err(wrong_type(field, "a number (a fraction such as 0.5)", other)),
+    }
+}
+
+/// The table `value`, or a type error naming `field`.
+fn table_of<'a>(field: &str, value: &'a toml::Value) -> Result<&'a toml::Table, PolicyFileError> {
+    match value {
+        toml::Value::Table(table) => Ok(table),
+        other => Err(wrong_type(field, "a table", other)),
+    }
+}
+
+fn wrong_type(field: &str, expected: &'static str, found: &toml::Value) -> PolicyFileError {
+    PolicyFileError::WrongType { field: field.to_owned(), expected, found: found.type_str() }
+}
+
+fn unknown(field: &str, expected: &'static str) -> PolicyFileError {
+    PolicyFileError::UnknownField { field: field.to_owned(), expected }
+}
+
+/// `prefix.key`, quoting a key that is not a bare TOML key, and shortening a
+/// long one.
+fn field_of(prefix: &str, key: &str) -> String {
+    let bare = !key.is_empty() && key.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+    let key = if bare && key.len() <= MAX_QUOTED_KEY_CHARS { key.to_owned() } else { format!("{:?}", shorten(key)) };
+    if prefix.is_empty() { key } else { format!("{prefix}.{key}") }
+}
+
+/// At most [`MAX_QUOTED_KEY_CHARS`] characters of `text`, for error messages.
+fn shorten(text: &str) -> String {
+    text.chars().take(MAX_QUOTED_KEY_CHARS).collect()
+}
+
+/// A syntax error with its line and column.
+fn syntax_error(text: &str, error: &toml::de::Error) -> PolicyFileError {
+    let offset = error.span().map_or(0, |span| span.start);
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |last| last.chars().count()) + 1;
+    PolicyFileError::Syntax { line, column, message: error.message().trim().to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use vsh_types::{DiffEntry, NodeState};
+
+    use super::*;
+    use crate::decision::{Decision, DenyReason};
+    use crate::transaction::PolicyInput;
+
+    const EXAMPLE: &str = include_str!("../examples/policy.toml");
+
+    fn p(text: &str) -> VPath {
+        VPath::parse(text).unwrap()
+    }
+
+    fn error(text: &str) -> PolicyFileError {
+        match PolicyFile::from_toml(text) {
+            Ok(file) => panic!("expected an error for {text:?}, got {file:?}"),
+            Err(error) => error,
+        }
+    }
+
+    /// A version-1 document with `body` after the version line.
+    fn v1(body: &str) -> String {
+        format!("version = 1\n{body}")
+    }
+
+    fn create(path: &str) -> DiffEntry {
+        DiffEntry::between(p(path), None, Some(NodeState::file_with(b"x", 0o644))).unwrap()
+    }
+
+    #[test]
+    fn example_file_parses_into_its_settings() {
+        let file = PolicyFile::from_toml(EXAMPLE).unwrap();
+        assert_eq!(file.profile(), PolicyProfile::Balanced);
+        let expected = PolicyThresholds {
+            escalate_touched_paths: 200,
+            escalate_changed_bytes: 16 << 20,
+            deny_changed_bytes: 512 << 20,
+            rewrite_escalate_ratio_bps: 5_000,
+            ..PolicyThresholds::for_profile(PolicyProfile::Balanced)
+        };
+        assert_eq!(*file.thresholds(), expected);
+        let rules: Vec<String> = file.protect().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            rules,
+            [
+                "`config/prod/**` denies create+modify+delete (custom: production config)",
+                "`**/*.sqlite` denies all (custom: local databases hold customer data)",
+            ]
+        );
+        assert_eq!(file.defaults(), DefaultRules { secrets: true, git: true });
+        assert_eq!(file.writable_roots(), Some(&[p("src"), p("docs"), p("config")][..]));
+
+        let policy = file.policy(None);
+        assert_eq!(PolicyFile::parse(EXAMPLE).unwrap(), policy);
+        let calls = policy.calls();
+        assert_eq!(calls.writable_roots(), Some(&[p("config"), p("docs"), p("src")][..]));
+        assert!(calls.authorize(&p("config/prod/db.yml"), AccessKind::Modify).is_err());
+        assert!(calls.authorize(&p("config/prod/db.yml"), AccessKind::ContentRead).is_ok());
+        assert!(calls.is_hidden(&p("src/cache.sqlite")));
+        assert!(calls.is_hidden(&p("src/.env")));
+        assert_eq!(calls.authorize(&p("src/main.rs"), AccessKind::Modify), Ok(()));
+        let outside = calls.authorize(&p("README.md"), AccessKind::Modify).unwrap_err();
+        assert_eq!(outside.label, RuleLabel::WritableRoots);
+        assert_eq!(outside.rule, r#"writable_roots = ["config", "docs", "src"]"#);
+        // Balanced with the lower escalation threshold.
+        let diff: Vec<DiffEntry> = (0..200).map(|index| create(&format!("src/f{index:03}"))).collect();
+        assert!(policy.evaluate(&PolicyInput::new(&diff)).is_pending_approval());
+        assert!(policy.evaluate(&PolicyInput::new(&diff[..199])).is_auto_approved());
+    }
+
+    #[test]
+    fn from_file_reads_the_example_and_protects_the_data_dir() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policy.toml");
+        let policy = TransactionPolicy::from_file(&path).unwrap();
+        assert_eq!(policy, PolicyFile::parse(EXAMPLE).unwrap());
+        let data_dir = p("state/vsh");
+        let with_dir = TransactionPolicy::from_file_with_data_dir(&path, Some(&data_dir)).unwrap();
+        assert_ne!(with_dir.digest(), policy.digest());
+        let denial = with_dir.calls().authorize(&p("state/vsh/blobs"), AccessKind::MetadataRead).unwrap_err();
+        assert_eq!(denial.label, RuleLabel::RuntimeData);
+    }
+
+    #[test]
+    fn from_file_refuses_missing_odd_large_and_binary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.toml");
+        let error = TransactionPolicy::from_file(&missing).unwrap_err();
+        assert!(matches!(&error, PolicyFileError::Read { path, .. } if *path == missing), "{error:?}");
+        assert_eq!(error.field(), None);
+        assert!(std::error::Error::source(&error).is_some());
+
+        let error = TransactionPolicy::from_file(dir.path()).unwrap_err();
+        assert!(matches!(error, PolicyFileError::NotAFile { .. }), "{error:?}");
+
+        let large = dir.path().join("large.toml");
+        let mut text = String::from("version = 1\n");
+        text.push_str(&"#".repeat(MAX_POLICY_FILE_BYTES as usize - text.len()));
+        std::fs::write(&large, &text).unwrap();
+        // Exactly at the limit is fine.
+        assert!(TransactionPolicy::from_file(&large).is_ok());
+        text.push('#');
+        std::fs::write(&large, &text).unwrap();
+        let error = TransactionPolicy::from_file(&large).unwrap_err();
+        assert!(
+            matches!(error, PolicyFileError::TooLarge { size, limit } if size == MAX_POLICY_FILE_BYTES + 1 && limit == MAX_POLICY_FILE_BYTES),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "the policy file is 1048577 bytes, more than the limit of 1048576");
+        // The same cap applies to text parsed directly.
+        assert!(matches!(PolicyFile::parse(&text), Err(PolicyFileError::TooLarge { .. })));
+
+        let binary = dir.path().join("binary.toml");
+        std::fs::write(&binary, b"version = 1\n# \xff\xfe\n").unwrap();
+        assert!(matches!(TransactionPolicy::from_file(&binary), Err(PolicyFileError::NotUtf8)));
+    }
+
+    #[test]
+    fn minimal_files_are_their_profiles() {
+        assert_eq!(PolicyFile::parse("version = 1").unwrap(), TransactionPolicy::default());
+        for profile in PolicyProfile::ALL {
+            let text = v1(&format!("profile = {:?}", profile.name().to_uppercase()));
+            assert_eq!(PolicyFile::parse(&text).unwrap(), TransactionPolicy::from_profile(profile, None), "{profile}");
+        }
+        let explicit = v1("[thresholds]\n[defaults]\nsecrets = true\ngit = true\n");
+        assert_eq!(PolicyFile::parse(&explicit).unwrap(), TransactionPolicy::default());
+    }
+
+    #[test]
+    fn thresholds_accept_integers_sizes_and_fractions() {
+        let text = v1(r#"
+profile = "paranoid"
+[thresholds]
+escalate_touched_paths = 30
+escalate_changed_bytes = 2048
+deny_touched_paths = 6000
+deny_changed_bytes = "1 GiB"
+deny_deleted_paths = 700
+deny_delete_ratio = 0.3333
+delete_ratio_min_paths = 12
+rewrite_escalate_ratio = 1
+"#);
+        let file = PolicyFile::from_toml(&text).unwrap();
+        assert_eq!(
+            *file.thresholds(),
+            PolicyThresholds {
+                escalate_touched_paths: 30,
+                escalate_changed_bytes: 2048,
+                deny_touched_paths: 6000,
+                deny_changed_bytes: 1 << 30,
+                deny_deleted_paths: 700,
+                deny_delete_ratio_bps: 3_333,
+                delete_ratio_min_paths: 12,
+                rewrite_escalate_ratio_bps: 10_000,
+            }
+        );
+        assert_eq!(file.policy(None).profile(), PolicyProfile::Paranoid);
+        let rounded = PolicyFile::from_toml(&v1("[thresholds]\nrewrite_escalate_ratio = 0.00005\n")).unwrap();
+        assert_eq!(rounded.thresholds().rewrite_escalate_ratio_bps, 1);
+    }
+
+    #[test]
+    fn size_strings() {
+        let cases: [(&str, u64); 9] = [
+            ("0", 0),
+            ("512", 512),
+            ("512B", 512),
+            ("1KiB", 1024),
+            ("512MiB", 512 << 20),
+            ("2 GiB", 2 << 30),
+            (" 3gib ", 3 << 30),
+            ("1TiB", 1 << 40),
+            ("16777215TiB", 16_777_215 << 40),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_size(text), Ok(expected), "{text}");
+        }
+        for text in ["", "MiB", "-1MiB", "1.5GiB", "1MB", "1 KB", "1 MiB x", "16777216TiB", "99999999999999999999"] {
+            assert!(parse_size(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn protect_access_forms() {
+        let file = PolicyFile::from_toml(&v1(r#"
+[[protect]]
+pattern = "a/**"
+[[protect]]
+pattern = "b"
+access = "reads"
+[[protect]]
+pattern = "c"
+access = ["mutations", "content-read"]
+[[protect]]
+pattern = "d"
+access = ["rename-source", "rename-destination", "metadata-read", "directory-read"]
+"#))
+        .unwrap();
+        let access: Vec<AccessSet> = file.protect().iter().map(|rule| rule.access).collect();
+        assert_eq!(
+            access,
+            [
+                AccessSet::ALL,
+                AccessSet::READS,
+                AccessSet::MUTATIONS.with(AccessKind::ContentRead),
+                [
+                    AccessKind::RenameSource,
+                    AccessKind::RenameDestination,
+                    AccessKind::MetadataRead,
+                    AccessKind::DirectoryRead
+                ]
+                .into_iter()
+                .collect(),
+            ]
+        );
+        assert!(file.protect().iter().all(|rule| rule.label == RuleLabel::Custom && rule.reason.is_none()));
+    }
+
+    #[test]
+    fn defaults_drop_secret_and_git_rules_but_never_runtime_data() {
+        let policy = PolicyFile::parse(&v1("[defaults]\nsecrets = false\ngit = false\n")).unwrap();
+        let calls = policy.calls();
+        assert_eq!(calls.authorize(&p(".env"), AccessKind::ContentRead), Ok(()));
+        assert_eq!(calls.authorize(&p(".git/HEAD"), AccessKind::Modify), Ok(()));
+        assert!(calls.authorize(&p(".vsh/store"), AccessKind::ContentRead).is_err());
+        assert!(calls.rules().iter().all(|rule| rule.label == RuleLabel::RuntimeData));
+        // There is no key for the runtime-data rules.
+        let error = error(&v1("[defaults]\nruntime_data = false\n"));
+        assert_eq!(error.field(), Some("defaults.runtime_data"));
+        let read_only = PolicyFile::parse(&v1("[defaults]\nwritable_roots = []\n")).unwrap();
+        assert!(read_only.calls().authorize(&p("src/a"), AccessKind::Create).is_err());
+        assert_eq!(read_only.calls().authorize(&p("src/a"), AccessKind::ContentRead), Ok(()));
+    }
+
+    #[test]
+    fn writable_roots_outside_deny_as_protected_mutation() {
+        let policy =
+            PolicyFile::parse(&v1("[defaults]\nwritable_roots = [\"src/\", \"./docs\", \"src/deep\"]\n")).unwrap();
+        assert_eq!(policy.calls().writable_roots(), Some(&[p("docs"), p("src")][..]));
+        let inside = [create("src/a.rs"), create("docs/b.md")];
+        assert!(policy.evaluate(&PolicyInput::new(&inside)).is_auto_approved());
+        let outside = [create("src/a.rs"), create("Makefile")];
+        let Decision::Denied(manifest) = policy.evaluate(&PolicyInput::new(&outside)) else { panic!("not denied") };
+        assert_eq!(manifest.reason, DenyReason::ProtectedMutation);
+        assert_eq!(manifest.denied.len(), 1);
+        let denial = &manifest.denied[0];
+        assert_eq!(denial.path, p("Makefile"));
+        assert_eq!(denial.label, RuleLabel::WritableRoots);
+        assert_eq!(denial.rule, r#"writable_roots = ["docs", "src"]"#);
+        assert_eq!(denial.rule_access, AccessSet::MUTATIONS);
+        assert_eq!(
+            denial.remedy,
+            "add a root containing `Makefile` to defaults.writable_roots (now writable_roots = [\"docs\", \"src\"]), \
+             or remove defaults.writable_roots"
+        );
+    }
+
+    /// Each bad field is a typed error naming it.
+    #[test]
+    fn every_error_names_its_field() {
+        type Check = fn(&PolicyFileError) -> bool;
+        let cases: Vec<(String, &str, Check)> = vec![
+            // version
+            ("profile = \"strict\"".to_owned(), "version", |e| matches!(e, PolicyFileError::MissingField { .. })),
+            ("version = 2".to_owned(), "version", |e| {
+                matches!(e, PolicyFileError::UnsupportedVersion { found: 2, supported: 1, .. })
+            }),
+            ("version = 0".to_owned(), "version", |e| {
+                matches!(e, PolicyFileError::UnsupportedVersion { found: 0, .. })
+            }),
+            ("version = \"1\"".to_owned(), "version", |e| {
+                matches!(e, PolicyFileError::WrongType { expected: "an integer", found: "string", .. })
+            }),
+            ("version = 1.0".to_owned(), "version", |e| matches!(e, PolicyFileError::WrongType { found: "float", .. })),
+            // unknown keys at each level
+            (v1("colour = 1"), "colour", |e| matches!(e, PolicyFileError::UnknownField { .. })),
+            (v1("\"odd key\" = 1"), "\"odd key\"", |e| matches!(e, PolicyFileError::UnknownField { .. })),
+            (v1("[thresholds]\ndeny_touched = 5"), "thresholds.deny_touched", |e| {
+                matches!(e, PolicyFileError::UnknownField { .. })
+            }),
+            (v1("[thresholds]\ndeny_delete_ratio_bps = 5"), "thresholds.deny_delete_ratio_bps", |e| {
+                matches!(e, PolicyFileError::UnknownField { .. })
+            }),
+            (v1("[[protect]]\npattern = \"a\"\nlabel = \"secret\""), "protect[0].label", |e| {
+                matches!(e, PolicyFileError::UnknownField { .. })
+            }),
+            (v1("[defaults]\nenv = true"), "defaults.env", |e| matches!(e, PolicyFileError::UnknownField { .. })),
+            // profile
+            (
+                v1("profile = \"lenient\""),
+                "profile",
+                |e| matches!(e, PolicyFileError::UnknownProfile { name, .. } if name == "lenient"),
+            ),
+            (v1("profile = 1"), "profile", |e| matches!(e, PolicyFileError::WrongType { found: "integer", .. })),
+            // section types
+            (v1("thresholds = 5"), "thresholds", |e| {
+                matches!(e, PolicyFileError::WrongType { expected: "a table", .. })
+            }),
+            (v1("protect = \"a/**\""), "protect", |e| matches!(e, PolicyFileError::WrongType { .. })),
+            (v1("protect = [\"a/**\"]"), "protect[0]", |e| {
+                matches!(e, PolicyFileError::WrongType { expected: "a table", found: "string", .. })
+            }),
+            (v1("defaults = [1]"), "defaults", |e| matches!(e, PolicyFileError::WrongType { found: "array", .. })),
+            // threshold values
+            (v1("[thresholds]\ndeny_touched_paths = \"many\""), "thresholds.deny_touched_paths", |e| {
+                matches!(e, PolicyFileError::WrongType { expected: "an integer", found: "string", .. })
+            }),
+            (v1("[thresholds]\ndeny_deleted_paths = -1"), "thresholds.deny_deleted_paths", |e| {
+                matches!(e, PolicyFileError::Negative { value: -1, .. })
+            }),
+            (
+                v1("[thresholds]\ndeny_changed_bytes = \"512XB\""),
+                "thresholds.deny_changed_bytes",
+                |e| matches!(e, PolicyFileError::InvalidSize { value, .. } if value == "512XB"),
+            ),
+            (v1("[thresholds]\ndeny_changed_bytes = true"), "thresholds.deny_changed_bytes", |e| {
+                matches!(e, PolicyFileError::WrongType { found: "boolean", .. })
+            }),
+            (v1("[thresholds]\nescalate_changed_bytes = -5"), "thresholds.escalate_changed_bytes", |e| {
+                matches!(e, PolicyFileError::Negative { value: -5, .. })
+            }),
+            (
+                v1("[thresholds]\nrewrite_escalate_ratio = 1.5"),
+                "thresholds.rewrite_escalate_ratio",
+                |e| matches!(e, PolicyFileError::InvalidRatio { value, .. } if value == "1.5"),
+            ),
+            (v1("[thresholds]\nrewrite_escalate_ratio = 0.0"), "thresholds.rewrite_escalate_ratio", |e| {
+                matches!(e, PolicyFileError::InvalidRatio { .. })
+            }),
+            (v1("[thresholds]\ndeny_delete_ratio = 0.00001"), "thresholds.deny_delete_ratio", |e| {
+                matches!(e, PolicyFileError::InvalidRatio { .. })
+            }),
+            (
+                v1("[thresholds]\ndeny_delete_ratio = nan"),
+                "thresholds.deny_delete_ratio",
+                |e| matches!(e, PolicyFileError::InvalidRatio { value, .. } if value == "NaN"),
+            ),
+            (
+                v1("[thresholds]\ndeny_delete_ratio = 75"),
+                "thresholds.deny_delete_ratio",
+                |e| matches!(e, PolicyFileError::InvalidRatio { value, .. } if value == "75"),
+            ),
+            (v1("[thresholds]\ndeny_delete_ratio = \"75%\""), "thresholds.deny_delete_ratio", |e| {
+                matches!(e, PolicyFileError::WrongType { found: "string", .. })
+            }),
+            // thresholds that fail validation
+            (v1("[thresholds]\ndeny_touched_paths = 0"), "thresholds.deny_touched_paths", |e| {
+                matches!(
+                    e,
+                    PolicyFileError::Threshold {
+                        source: PolicyConfigError::ZeroThreshold { field: "deny_touched_paths" },
+                        ..
+                    }
+                )
+            }),
+            (v1("[thresholds]\nescalate_touched_paths = 60000"), "thresholds.escalate_touched_paths", |e| {
+                matches!(e, PolicyFileError::Threshold { source: PolicyConfigError::EscalateAboveDeny { .. }, .. })
+            }),
+            // Lowering only the denial threshold names the denial threshold.
+            (v1("[thresholds]\ndeny_changed_bytes = \"1MiB\""), "thresholds.deny_changed_bytes", |e| {
+                matches!(e, PolicyFileError::Threshold { source: PolicyConfigError::EscalateAboveDeny { .. }, .. })
+            }),
+            // protect entries
+            (v1("[[protect]]\naccess = \"all\""), "protect[0].pattern", |e| {
+                matches!(e, PolicyFileError::MissingField { .. })
+            }),
+            (
+                v1(
+                    "[[protect]]\npattern = \"ok/**\"\n[[protect]]\npattern = \"a\"\n[[protect]]\npattern = \"/etc/**\"",
+                ),
+                "protect[2].pattern",
+                |e| matches!(e, PolicyFileError::Pattern { source: PatternError::Absolute { .. }, .. }),
+            ),
+            (v1("[[protect]]\npattern = \"a/[z-a]\""), "protect[0].pattern", |e| {
+                matches!(e, PolicyFileError::Pattern { source: PatternError::ReversedRange { .. }, .. })
+            }),
+            (v1("[[protect]]\npattern = 7"), "protect[0].pattern", |e| matches!(e, PolicyFileError::WrongType { .. })),
+            (
+                v1("[[protect]]\npattern = \"a\"\naccess = \"write\""),
+                "protect[0].access",
+                |e| matches!(e, PolicyFileError::UnknownAccess { name, .. } if name == "write"),
+            ),
+            (
+                v1("[[protect]]\npattern = \"a\"\naccess = [\"modify\", \"Delete\"]"),
+                "protect[0].access[1]",
+                |e| matches!(e, PolicyFileError::UnknownAccess { name, .. } if name == "Delete"),
+            ),
+            (v1("[[protect]]\npattern = \"a\"\naccess = [\"modify\", 3]"), "protect[0].access[1]", |e| {
+                matches!(e, PolicyFileError::WrongType { found: "integer", .. })
+            }),
+            (v1("[[protect]]\npattern = \"a\"\naccess = []"), "protect[0].access", |e| {
+                matches!(e, PolicyFileError::EmptyAccess { .. })
+            }),
+            (v1("[[protect]]\npattern = \"a\"\naccess = { all = true }"), "protect[0].access", |e| {
+                matches!(e, PolicyFileError::WrongType { found: "table", .. })
+            }),
+            (v1("[[protect]]\npattern = \"a\"\nreason = 5"), "protect[0].reason", |e| {
+                matches!(e, PolicyFileError::WrongType { .. })
+            }),
+            (
+                v1(&format!("[[protect]]\npattern = \"a\"\nreason = \"{}\"", "r".repeat(MAX_REASON_BYTES + 1))),
+                "protect[0].reason",
+                |e| matches!(e, PolicyFileError::ReasonTooLong { length: 1025, limit: 1024, .. }),
+            ),
+            // defaults
+            (v1("[defaults]\nsecrets = \"no\""), "defaults.secrets", |e| {
+                matches!(e, PolicyFileError::WrongType { expected: "a boolean", .. })
+            }),
+            (v1("[defaults]\ngit = 0"), "defaults.git", |e| matches!(e, PolicyFileError::WrongType { .. })),
+            (v1("[defaults]\nwritable_roots = \"src\""), "defaults.writable_roots", |e| {
+                matches!(e, PolicyFileError::WrongType { .. })
+            }),
+            (v1("[defaults]\nwritable_roots = [\"src\", 1]"), "defaults.writable_roots[1]", |e| {
+                matches!(e, PolicyFileError::WrongType { .. })
+            }),
+            (
+                v1("[defaults]\nwritable_roots = [\"/etc\"]"),
+                "defaults.writable_roots[0]",
+                |e| matches!(e, PolicyFileError::InvalidRoot { value, .. } if value == "/etc"),
+            ),
+            (v1("[defaults]\nwritable_roots = [\"src\", \"../outside\"]"), "defaults.writable_roots[1]", |e| {
+                matches!(e, PolicyFileError::InvalidRoot { .. })
+            }),
+            (
+                v1("[defaults]\nwritable_roots = [\"src/../docs\"]"),
+                "defaults.writable_roots[0]",
+                |e| matches!(e, PolicyFileError::InvalidRoot { problem, .. } if problem.contains("..")),
+            ),
+            (v1("[defaults]\nwritable_roots = [\"\"]"), "defaults.writable_roots[0]", |e| {
+                matches!(e, PolicyFileError::InvalidRoot { .. })
+            }),
+            (
+                v1("[defaults]\nwritable_roots = [\".\"]"),
+                "defaults.writable_roots[0]",
+                |e| matches!(e, PolicyFileError::InvalidRoot { problem, .. } if problem.contains("workspace root")),
+            ),
+            (v1("[defaults]\nwritable_roots = [\"a\\u0000b\"]"), "defaults.writable_roots[0]", |e| {
+                matches!(e, PolicyFileError::InvalidRoot { .. })
+            }),
+        ];
+        for (text, field, check) in &cases {
+            let error = error(text);
+            assert!(check(&error), "{text:?}: unexpected {error:?}");
+            assert_eq!(error.field(), Some(*field), "{text:?}: {error}");
+            assert!(error.to_string().contains(&format!("`{field}`")), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn error_messages_explain_the_problem() {
+        let cases = [
+            (
+                v1("colour = 1"),
+                "`colour` is not a known key; expected one of: version, profile, thresholds, protect, defaults",
+            ),
+            ("profile = \"strict\"".to_owned(), "`version` is missing"),
+            ("version = 3".to_owned(), "`version` is 3; this build reads version 1"),
+            (
+                v1("[thresholds]\ndeny_changed_bytes = \"512XB\""),
+                "`thresholds.deny_changed_bytes` is \"512XB\", not a byte size: unknown unit; expected B, KiB, MiB, GiB or TiB (powers of 1024)",
+            ),
+            (
+                v1("[[protect]]\npattern = \"a\"\naccess = []"),
+                "`protect[0].access` is empty; a rule must deny at least one access",
+            ),
+        ];
+        for (text, message) in cases {
+            assert_eq!(error(&text).to_string(), message);
+        }
+        // Sources carry the underlying cause.
+        let threshold = error(&v1("[thresholds]\ndeny_touched_paths = 0"));
+        let source = std::error::Error::source(&threshold).unwrap();
+        assert_eq!(source.to_string(), "policy threshold `deny_touched_paths` must be greater than zero");
+        let pattern = error(&v1("[[protect]]\npattern = \"\""));
+        assert_eq!(std::error::Error::source(&pattern).unwrap().to_string(), "pattern is empty");
+    }
+
+    #[test]
+    fn syntax_errors_carry_a_location() {
+        for (text, line) in [("version = 1\nprofile = \n", 2), ("version = 1\nversion = 1\n", 2), ("[[protect]\n", 1)] {
+            let error = error(text);
+            let PolicyFileError::Syntax { line: found, column, message } = &error else {
+                panic!("{text:?}: {error:?}")
+            };
+            assert_eq!(*found, line, "{text:?}: {error}");
+            assert!(*column >= 1 && !message.is_empty(), "{error}");
+            assert_eq!(error.field(), None);
+        }
+    }
+
+    #[test]
+    fn digest_tracks_every_file_setting() {
+        let base = v1(r#"
+profile = "balanced"
+[thresholds]
+escalate_touched_paths = 200
+[[protect]]
+pattern = "config/prod/**"
+access = ["modify"]
+reason = "production config"
+[defaults]
+writable_roots = ["src", "docs"]
+"#);
+        let digest = |text: &str| PolicyFile::parse(text).unwrap_or_else(|error| panic!("{text}: {error}")).digest();
+        let mut seen = vec![digest(&base)];
+        // Equivalent spellings share the digest.
+        assert_eq!(digest(&base.replace("[\"src\", \"docs\"]", "[\"docs\", \"src/\", \"src/x\"]")), seen[0]);
+        assert_eq!(digest(&base.replace("\"balanced\"", "\"Balanced\"")), seen[0]);
+        let variants = [
+            base.replace("\"balanced\"", "\"strict\""),
+            base.replace("escalate_touched_paths = 200", "escalate_touched_paths = 201"),
+            base.replace("escalate_touched_paths = 200", "escalate_changed_bytes = \"1MiB\""),
+            base.replace("escalate_touched_paths = 200", "deny_touched_paths = 40000"),
+            base.replace("escalate_touched_paths = 200", "deny_changed_bytes = \"900MiB\""),
+            base.replace("escalate_touched_paths = 200", "deny_deleted_paths = 9000"),
+            base.replace("escalate_touched_paths = 200", "deny_delete_ratio = 0.7"),
+            base.replace("escalate_touched_paths = 200", "delete_ratio_min_paths = 99"),
+            base.replace("escalate_touched_paths = 200", "rewrite_escalate_ratio = 0.4"),
+            base.replace("config/prod/**", "config/staging/**"),
+            base.replace("[\"modify\"]", "[\"modify\", \"delete\"]"),
+            base.replace("production config", "prod"),
+            base.replace("[\"src\", \"docs\"]", "[\"src\"]"),
+            base.replace("[\"src\", \"docs\"]", "[]"),
+            base.replace("writable_roots = [\"src\", \"docs\"]", ""),
+            base.replace("[defaults]", "[defaults]\nsecrets = false"),
+            base.replace("[defaults]", "[defaults]\ngit = false"),
+        ];
+        for variant in &variants {
+            let changed = digest(variant);
+            assert!(!seen.contains(&changed), "{variant}");
+            seen.push(changed);
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Unified text hunks of a diff, for human review.
+//!
+//! The canonical diff is structural (states and digests). Reviewers also want to
+//! read what changed, so for text files within a size bound this module renders
+//! unified hunks with three lines of context. Binary content, files over the
+//! bound, and files beyond the total bound are listed with the reason they have no
+//! hunks, never silently skipped.
+
+use similar::TextDiff;
+use vsh_types::{DiffEntry, NodeKind, VPath};
+
+use crate::{ContentSource, VfsError, VirtualFs};
+
+/// Bounds on the text rendered for review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewLimits {
+    /// Largest before or after side of one file that gets hunks (default 128 KiB).
+    pub max_file_bytes: u64,
+    /// Total bytes of content read for review in one diff (default 1 MiB).
+    pub max_total_bytes: u64,
+}
+
+impl Default for ReviewLimits {
+    fn default() -> Self {
+        Self { max_file_bytes: 128 << 10, max_total_bytes: 1 << 20 }
+    }
+}
+
+/// Why a changed file has no hunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoHunks {
+    /// The change is not to a file's content (a directory, a symlink, a mode).
+    NotFileContent,
+    /// One side is not valid UTF-8.
+    Binary,
+    /// One side is larger than [`ReviewLimits::max_file_bytes`].
+    TooLarge,
+    /// The diff's review budget ([`ReviewLimits::max_total_bytes`]) was spent.
+    BudgetSpent,
+}
+
+/// The review text of one changed path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReview {
+    /// The changed path.
+    pub path: VPath,
+    /// Unified hunks (with `--- a/…` and `+++ b/…` headers), or why there are none.
+    pub hunks: Result<String, NoHunks>,
+}
+
+/// Render unified hunks between two texts; `None` side means the file is absent.
+pub fn unified_hunks(path: &VPath, before: Option<&str>, after: Option<&str>) -> String {
+    let old_name = if before.is_some() { format!("a/{path}") } else { "/dev/null".to_owned() };
+    let new_name = if after.is_some() { format!("b/{path}") } else { "/dev/null".to_owned() };
+    let diff = TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""));
+    diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string()
+}
+
+impl VirtualFs {
+    /// Review text for every file-content change in `entries`, within `limits`.
+    /// Reading before-content for review records a content dependency on paths
+    /// whose before-state the commit checks anyway.
+    pub fn review(&mut self, entries: &[DiffEntry], limits: ReviewLimits) -> Result<Vec<FileReview>, VfsError> {
+        let mut spent = 0u64;
+        let mut out = Vec::new();
+        for entry in entries {
+            let is_file = |state: Option<vsh_types::NodeState>| state.is_none_or(|s| s.kind == NodeKind::File);
+            let content_changed = entry.before.map(|s| s.content) != entry.after.map(|s| s.content);
+            if !is_file(entry.before) || !is_file(entry.after) || !content_changed {
+                out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::NotFileContent) });
+                continue;
+            }
+            let sizes = entry.before.map_or(0, |s| s.size) + entry.after.map_or(0, |s| s.size);
+            let hunks = if entry.before.is_some_and(|s| s.size > limits.max_file_bytes)
+                || entry.after.is_some_and(|s| s.size > limits.max_file_bytes)
+            {
+                Err(NoHunks::TooLarge)
+            } else if spent.saturating_add(sizes) > limits.max_total_bytes {
+                Err(NoHunks::BudgetSpent)
+            } else {
+                spent += sizes;
+                let before = match entry.before {
+                    Some(_) => Some(self.materialize(&ContentSource::Base(entry.path.clone()))?),
+                    None => None,
+                };
+                let after = match self.content_source(&entry.path)? {
+                    Some(source) if entry.after.is_some() => Some(self.materialize(&source)?),
+                    _ => None,
+                };
+                let before_text = before.as_deref().map(std::str::from_utf8).transpose();
+                let after_text = after.as_deref().map(std::str::from_utf8).transpose();
+                match (before_text, after_text) {
+                    (Ok(old), Ok(new)) => Ok(unified_hunks(&entry.path, old, new)),
+                    _ => Err(NoHunks::Binary),
+                }
+            };
+            out.push(FileReview { path: entry.path.clone(), hunks });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::SnapshotLimits;
+
+    #[test]
+    fn hunks_for_text_and_reasons_for_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(dir.path().join("bin"), [0xff, 0xfe, 0]).unwrap();
+        std::fs::write(dir.path().join("gone.txt"), "bye\n").unwrap();
+        let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
+        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        let p = |s: &str| VPath::parse(s).unwrap();
+        vfs.write(&p("a.txt"), Arc::from(&b"one\n2\nthree\n"[..])).unwrap();
+        vfs.write(&p("bin"), Arc::from(&[0xff, 0x00][..])).unwrap();
+        vfs.unlink(&p("gone.txt")).unwrap();
+        vfs.write(&p("new.txt"), Arc::from(&b"fresh\n"[..])).unwrap();
+        vfs.mkdir(&p("d"), 0o755).unwrap();
+        let diff = vfs.canonical_diff().unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
+        assert_eq!(by_path("a.txt").unwrap(), "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
+        assert_eq!(by_path("bin"), Err(NoHunks::Binary));
+        assert_eq!(by_path("gone.txt").unwrap(), "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n");
+        assert_eq!(by_path("new.txt").unwrap(), "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+fresh\n");
+        assert_eq!(by_path("d"), Err(NoHunks::NotFileContent));
+        let tight = vfs.review(diff.entries(), ReviewLimits { max_file_bytes: 8, max_total_bytes: 1 << 20 }).unwrap();
+        assert_eq!(tight.iter().find(|r| r.path.as_str() == "a.txt").unwrap().hunks, Err(NoHunks::TooLarge));
+        let spent = vfs.review(diff.entries(), ReviewLimits { max_file_bytes: 1024, max_total_bytes: 30 }).unwrap();
+        assert_eq!(spent.iter().find(|r| r.path.as_str() == "new.txt").unwrap().hunks, Err(NoHunks::BudgetSpent));
+    }
+}
