@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use vsh::{ReceiptDetail, RunMode};
+use vsh::{PolicyProfile, ReceiptDetail, RunMode};
 
 pub(crate) const USAGE: &str = "\
 usage:
-  vsh run [--workspace DIR] [--mode preview|auto] [--full] [--json] [--intent TEXT] FILE|-
+  vsh run [--workspace DIR] [--mode preview|auto] [--profile balanced|strict|paranoid]
+          [--policy FILE] [--full] [--json] [--intent TEXT] FILE|-
   vsh demo        copy the example workspace to a temporary directory, preview a
                   program there, commit it, and print both receipts
   vsh --version
@@ -30,6 +31,8 @@ pub(crate) struct RunArgs {
     pub(crate) detail: ReceiptDetail,
     pub(crate) json: bool,
     pub(crate) intent: Option<String>,
+    pub(crate) profile: PolicyProfile,
+    pub(crate) policy: Option<PathBuf>,
     pub(crate) program: String,
 }
 
@@ -52,6 +55,8 @@ fn parse_run(arguments: &[String]) -> Result<RunArgs, String> {
         detail: ReceiptDetail::Compact,
         json: false,
         intent: None,
+        profile: PolicyProfile::default(),
+        policy: None,
         program: String::new(),
     };
     let mut program = None;
@@ -68,6 +73,13 @@ fn parse_run(arguments: &[String]) -> Result<RunArgs, String> {
                 }
             }
             "--intent" => run.intent = Some(value("--intent")?),
+            "--profile" => {
+                let name = value("--profile")?;
+                run.profile = name
+                    .parse()
+                    .map_err(|_| format!("--profile must be balanced, strict or paranoid, not {name:?}"))?;
+            }
+            "--policy" => run.policy = Some(PathBuf::from(value("--policy")?)),
             "--full" => run.detail = ReceiptDetail::Full,
             "--json" => run.json = true,
             "-" => program = Some("-".to_owned()),
@@ -103,6 +115,8 @@ mod tests {
                 detail: ReceiptDetail::Full,
                 json: true,
                 intent: None,
+                profile: PolicyProfile::Balanced,
+                policy: None,
                 program: "p.py".into()
             })
         );
@@ -116,5 +130,13 @@ mod tests {
         assert!(parse(&strings(&["run", "a.py", "b.py"])).is_err());
         assert!(parse(&strings(&["run", "--bogus", "a.py"])).is_err());
         assert!(parse(&strings(&["frobnicate"])).is_err());
+        assert!(parse(&strings(&["run", "--profile", "lax", "a.py"])).is_err());
+        match parse(&strings(&["run", "--profile", "Strict", "--policy", "p.toml", "a.py"])).unwrap() {
+            Command::Run(run) => {
+                assert_eq!(run.profile, PolicyProfile::Strict);
+                assert_eq!(run.policy, Some(PathBuf::from("p.toml")));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
     }
 }

@@ -79,7 +79,11 @@ fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
     } else {
         std::fs::read_to_string(&run.program).map_err(|error| format!("cannot read {}: {error}", run.program))?
     };
-    let runtime = Runtime::open(RuntimeConfig::new(&run.workspace))?;
+    let mut config = RuntimeConfig::new(&run.workspace).with_policy_profile(run.profile);
+    if let Some(policy) = &run.policy {
+        config = config.with_policy_file(policy);
+    }
+    let runtime = Runtime::open(config)?;
     let mut request = RunRequest::new(&code).with_mode(run.mode).with_detail(run.detail);
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);

@@ -123,3 +123,32 @@ lib = (root / 'src' / 'lib.txt').read_text()
     let golden = std::fs::read_to_string(&golden_path).expect("golden file (UPDATE_GOLDEN=1 writes it)");
     assert_eq!(review, golden);
 }
+
+#[test]
+fn profiles_and_policy_files_change_the_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "a.txt", "a\n");
+    let ws_arg = ws.to_str().unwrap();
+    let create = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
+    assert_eq!(vsh(&["run", "--workspace", ws_arg, "-"], Some(create)).status.code(), Some(3));
+    assert_eq!(vsh(&["run", "--workspace", ws_arg, "--profile", "strict", "-"], Some(create)).status.code(), Some(4));
+
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "version = 1\n[[protect]]\npattern = \"b.txt\"\naccess = \"create\"\nreason = \"test\"\n")
+        .unwrap();
+    let denied =
+        vsh(&["run", "--workspace", ws_arg, "--policy", policy.to_str().unwrap(), "--mode", "auto", "-"], Some(create));
+    assert_eq!(denied.status.code(), Some(1), "an uncaught PermissionError is an execution error");
+    assert!(String::from_utf8_lossy(&denied.stderr).contains("PermissionError"));
+    assert!(!ws.join("b.txt").exists());
+
+    std::fs::write(&policy, "version = 1\n[thresholds]\ndeny_touched_paths = \"lots\"\n").unwrap();
+    let bad = vsh(&["run", "--workspace", ws_arg, "--policy", policy.to_str().unwrap(), "-"], Some(create));
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("thresholds.deny_touched_paths"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}

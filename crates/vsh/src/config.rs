@@ -19,6 +19,7 @@ pub struct RuntimeConfig {
     pub(crate) workspace_root: PathBuf,
     pub(crate) data_directory: Option<PathBuf>,
     pub(crate) policy_profile: PolicyProfile,
+    pub(crate) policy_file: Option<PathBuf>,
     pub(crate) snapshot_limits: SnapshotLimits,
 }
 
@@ -30,6 +31,7 @@ impl RuntimeConfig {
             workspace_root: workspace_root.into(),
             data_directory: None,
             policy_profile: PolicyProfile::default(),
+            policy_file: None,
             snapshot_limits: SnapshotLimits::default(),
         }
     }
@@ -49,6 +51,20 @@ impl RuntimeConfig {
     pub fn with_policy_profile(mut self, profile: PolicyProfile) -> Self {
         self.policy_profile = profile;
         self
+    }
+
+    /// Load the policy from a TOML policy file (see [`vsh_policy::PolicyFile`])
+    /// instead of a built-in profile. The file names its own base profile; a bad
+    /// file fails [`crate::Runtime::open`] with an error naming the field.
+    #[must_use]
+    pub fn with_policy_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.policy_file = Some(path.into());
+        self
+    }
+
+    /// The policy file, if one was set.
+    pub fn policy_file(&self) -> Option<&Path> {
+        self.policy_file.as_deref()
     }
 
     /// Bound what one run may read from the workspace into memory.

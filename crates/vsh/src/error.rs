@@ -13,6 +13,9 @@ pub enum VshError {
     /// The data directory could not be opened or is unsafe.
     #[error("cannot use the data directory")]
     DataDirectory(#[source] vsh_store::StoreError),
+    /// The policy file could not be read or is invalid.
+    #[error("invalid policy file")]
+    PolicyFile(#[source] vsh_policy::PolicyFileError),
     /// The store (blobs, transaction records) failed.
     #[error("store error")]
     Store(#[from] vsh_store::StoreError),

@@ -68,7 +68,7 @@ fn now_ms() -> u64 {
 impl Runtime {
     /// Open the workspace and vsh's data directory.
     pub fn open(config: RuntimeConfig) -> Result<Self, VshError> {
-        let RuntimeConfig { workspace_root, data_directory, policy_profile, snapshot_limits } = config;
+        let RuntimeConfig { workspace_root, data_directory, policy_profile, policy_file, snapshot_limits } = config;
         let workspace = Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?);
         let runtime_dir = VPath::parse(RUNTIME_DIR).expect("constant path");
         let mut excluded = vec![runtime_dir.clone()];
@@ -84,7 +84,11 @@ impl Runtime {
             }
         };
         let protected_data = excluded.get(1).cloned();
-        let policy = TransactionPolicy::from_profile(policy_profile, protected_data.as_ref());
+        let policy = match &policy_file {
+            None => TransactionPolicy::from_profile(policy_profile, protected_data.as_ref()),
+            Some(path) => TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
+                .map_err(VshError::PolicyFile)?,
+        };
         let blobs = BlobStore::open(&data)?;
         let transactions = TransactionStore::open(&data)?;
         let mut committer = Committer::new(Arc::clone(&workspace), runtime_dir)?;
