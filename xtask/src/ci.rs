@@ -8,13 +8,17 @@
 //! 3. `test`: `cargo test --workspace --locked` with `VSH_REQUIRE_SANDBOX=1`, so tests that need
 //!    kernel sandbox features fail instead of skipping; xtask is a workspace member, so this
 //!    also runs the tidy checks (see `tidy.rs`);
-//! 4. `doc`: `cargo doc --workspace --no-deps --locked` with `RUSTDOCFLAGS=-D warnings`.
+//! 4. `test-sandbox`: the sandbox-capability suite of vsh-sandbox again, alone, with
+//!    `VSH_REQUIRE_SANDBOX=1` and `--nocapture`, so the log shows the enforcement table and every
+//!    blocked attempt (see `test_sandbox.rs`);
+//! 5. `doc`: `cargo doc --workspace --no-deps --locked` with `RUSTDOCFLAGS=-D warnings`.
 //!
 //! `--workspace` matters: the root manifest's `default-members` leaves xtask out.
 
 use std::time::Duration;
 
 use crate::shell::{Step, format_duration};
+use crate::test_sandbox;
 use crate::{Result, no_arguments};
 
 /// Run every CI step and print the wall time of each.
@@ -24,6 +28,7 @@ pub(crate) fn run(args: &[String]) -> Result {
         Step::cargo("fmt", &["fmt", "--all", "--", "--check"]),
         Step::cargo("clippy", &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
         Step::cargo("test", &["test", "--workspace", "--locked"]).env("VSH_REQUIRE_SANDBOX", "1"),
+        test_sandbox::step().env("VSH_REQUIRE_SANDBOX", "1"),
         Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"]).env("RUSTDOCFLAGS", rustdoc_flags()),
     ];
     let mut timings: Vec<(String, Duration)> = Vec::new();
@@ -55,7 +60,7 @@ fn print_summary(timings: &[(String, Duration)]) {
     let total: Duration = timings.iter().map(|(_, elapsed)| *elapsed).sum();
     eprintln!("\ncargo xtask ci: all {} steps passed", timings.len());
     for (name, elapsed) in timings {
-        eprintln!("  {name:<8} {:>8}", format_duration(*elapsed));
+        eprintln!("  {name:<12} {:>8}", format_duration(*elapsed));
     }
-    eprintln!("  {:<8} {:>8}", "total", format_duration(total));
+    eprintln!("  {:<12} {:>8}", "total", format_duration(total));
 }

@@ -15,6 +15,7 @@ mod bench;
 mod ci;
 mod fuzz;
 mod shell;
+mod test_sandbox;
 #[cfg(test)]
 mod tidy;
 
@@ -29,6 +30,7 @@ Tasks:
   ci                  run exactly what CI runs: fmt check, clippy, tests (tidy included), docs
   tidy                run only the repository checks (the tidy tests of xtask)
   fuzz [--seconds N]  run every fuzz target for N seconds each (default 60); needs nightly and cargo-fuzz
+  test-sandbox        run the sandbox-capability suite alone and print the enforcement table
   bench               run the workspace benchmarks
   help                print this message
 ";
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         "ci" => ci::run(&rest),
         "tidy" => ci::run_tidy(&rest),
         "fuzz" => fuzz::run(&rest),
+        "test-sandbox" => test_sandbox::run(&rest),
         "bench" => bench::run(&rest),
         "help" | "-h" | "--help" => {
             print!("{HELP}");

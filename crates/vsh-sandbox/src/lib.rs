@@ -1,1 +1,76 @@
 //! Confine one child process with Landlock, seccomp and rlimits, and report honestly what the kernel enforces.
+//!
+//! [`ConfinedCommand`] is shaped like [`std::process::Command`], with three differences: the
+//! environment starts empty (only [`ConfinedCommand::env`] variables cross), the program must be
+//! admitted by a [`ToolContext`], and [`ConfinedCommand::spawn`] confines the child according to
+//! a [`SandboxPolicy`] and fails closed when the kernel cannot meet the policy's floors.
+//!
+//! # Spawn order
+//!
+//! 1. Admission: [`ToolContext::check_exec`] resolves the program to an absolute canonical path
+//!    and refuses it unless granted. The environment is checked against a denylist of
+//!    loader and interpreter hijacks ([`env_denylisted`]). Nothing has run yet.
+//! 2. Enforcement: [`probe`] says what this kernel can enforce; [`KernelSupport::report_for`]
+//!    turns that and the policy into an [`EnforcementReport`] with one [`Enforcement`] level per
+//!    [`Axis`]. If any axis is below the policy's floor, the spawn fails with
+//!    [`ToolError::BelowFloor`] naming the axis, and the target never runs.
+//! 3. Confinement and spawn: the Landlock ruleset and the seccomp program are built in the
+//!    parent; between `fork` and `exec` the child only makes raw system calls on that prepared
+//!    data (rlimits, `no_new_privs`, `landlock_restrict_self`, `capset`, `seccomp`). Any failure
+//!    there aborts before `exec` and comes back as [`ToolError::Setup`] naming the step.
+//!
+//! # Mechanisms (Linux)
+//!
+//! - **Landlock**, with every filesystem right of the kernel's ABI (pinned to at most
+//!   [`NEWEST_REVIEWED_LANDLOCK_ABI`]), built with `CompatLevel::HardRequirement`; TCP bind and
+//!   connect (no port rules means all TCP is denied; [`SandboxPolicy::allow_loopback_tcp`] adds
+//!   connect rules); the abstract-unix-socket and signal scopes.
+//! - **seccomp**, one BPF program: x32 syscall numbers denied, `clone3` answered with `ENOSYS`
+//!   (so libc falls back to `clone`, whose namespace flags are checked), and a deny list
+//!   (`socket` for every family but `AF_UNIX`, ptrace and `process_vm_*`, the mount family,
+//!   `unshare`/`setns`, `bpf`, keyrings, `io_uring`, `perf_event_open`, `userfaultfd`, kexec,
+//!   modules, `setsid`/`setpgid`, terminal injection ioctls, and more; see [`SandboxPolicy`]).
+//! - **`no_new_privs`**, **rlimits**, **all capabilities dropped**, and optionally another uid
+//!   and gid ([`SandboxPolicy::run_as`]).
+//!
+//! # Limitations
+//!
+//! - **Inherited file descriptors bypass Landlock**: access is checked when a file is opened, so
+//!   a descriptor the child inherits stays usable. std opens everything `O_CLOEXEC`; only the
+//!   three standard streams cross, as configured.
+//! - Landlock does not restrict metadata: `stat`, `readlink` and `chdir` work on any path.
+//! - **The exec axis limits `execve`, not code**: a granted interpreter runs whatever it can read;
+//!   so does the dynamic loader, which must stay executable (`ld.so <readable ELF file>` runs a
+//!   file `execve` would refuse, including any system program); and a program copied into a
+//!   memfd executes through `/proc/self/fd`, because Landlock does not govern the kernel's
+//!   internal mounts. None of these reaches anything the filesystem, network or IPC axes deny.
+//!   Grant exec and write roots with that in mind.
+//! - Connecting to *pathname* unix sockets is not governed by Landlock before ABI 9 (this crate
+//!   pins at most ABI 7), so a socket file the child can name (for example a daemon's socket in
+//!   `/run`) is reachable. The IPC axis reason says so.
+//! - `RLIMIT_NPROC` is not enforced for uid 0 and counts every process of the uid system-wide:
+//!   use [`SandboxPolicy::run_as`] with a dedicated uid.
+//! - Nothing here kills or reaps the child: lifecycle (timeouts, group kill) is the caller's job.
+//!   Because `setsid` and `setpgid` are denied, a child started with
+//!   [`ConfinedCommand::new_process_group`] and all its descendants stay in that group.
+
+mod command;
+mod context;
+mod env;
+mod error;
+mod kernel;
+mod policy;
+mod report;
+mod ruleset;
+mod seccomp;
+mod setup;
+#[allow(unsafe_code)]
+mod sys;
+
+pub use command::{ConfinedChild, ConfinedCommand};
+pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext};
+pub use env::env_denylisted;
+pub use error::ToolError;
+pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
+pub use policy::{ResourceLimits, SandboxPolicy};
+pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};

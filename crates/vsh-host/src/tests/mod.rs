@@ -4,6 +4,7 @@
 //! the `O_NOFOLLOW` walk only), so the fast path and the fallback are held to
 //! the same expectations.
 
+mod host;
 mod lock;
 mod mutate;
 mod observe;
@@ -106,4 +107,7 @@ fn handles_can_be_shared_between_threads() {
     assert_send_sync::<crate::HostCounters>();
     assert_send_sync::<crate::LockGuard>();
     assert_send_sync::<crate::HostError>();
+    assert_send_sync::<crate::Host>();
+    assert_send_sync::<crate::FsError>();
+    assert_send_sync::<crate::ExecError>();
 }

@@ -1,0 +1,265 @@
+//! [`ConfinedCommand`], the builder, and [`ConfinedChild`], what a successful spawn returns.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+
+use crate::context::ToolContext;
+use crate::env::{env_denylisted, malformed_name};
+use crate::error::ToolError;
+use crate::kernel::{self, KernelSupport};
+use crate::policy::SandboxPolicy;
+use crate::report::EnforcementReport;
+use crate::setup::ChildSetup;
+use crate::sys;
+
+/// Builder for a subprocess confined by a [`ToolContext`] and a [`SandboxPolicy`].
+///
+/// Like [`std::process::Command`], but: the environment starts empty (only variables added with
+/// [`ConfinedCommand::env`] reach the child), and [`ConfinedCommand::spawn`] admission-checks the
+/// program, applies the OS sandbox, and fails closed when a restricted axis cannot meet its
+/// required enforcement floor. Standard streams are inherited unless configured, as with std.
+#[derive(Debug)]
+pub struct ConfinedCommand {
+    program: String,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+    current_dir: Option<PathBuf>,
+    stdin: Option<Stdio>,
+    stdout: Option<Stdio>,
+    stderr: Option<Stdio>,
+    new_process_group: bool,
+    policy: Arc<SandboxPolicy>,
+}
+
+impl ConfinedCommand {
+    /// Start building a confined spawn of `program` (no inherited environment), under
+    /// [`SandboxPolicy::new`] until [`ConfinedCommand::sandbox_policy`] says otherwise.
+    ///
+    /// `program` is an absolute path or a bare name looked up in
+    /// [`crate::EXEC_SEARCH_PATH`]; see [`ToolContext::check_exec`].
+    pub fn new(program: impl Into<String>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            envs: Vec::new(),
+            current_dir: None,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            new_process_group: false,
+            policy: Arc::new(SandboxPolicy::new()),
+        }
+    }
+
+    /// Set the sandbox policy the OS backend enforces. It never adds authority to execute: that
+    /// comes from the [`ToolContext`] given to [`ConfinedCommand::spawn`].
+    #[must_use]
+    pub fn sandbox_policy(mut self, policy: Arc<SandboxPolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Append a single argument.
+    #[must_use]
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Append several arguments.
+    #[must_use]
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args.extend(args.into_iter().map(|arg| arg.as_ref().to_owned()));
+        self
+    }
+
+    /// Grant one environment variable to the child. This is the only way a variable reaches the
+    /// child: there is no ambient inheritance, not even `PATH`.
+    ///
+    /// A name on the loader/interpreter-hijack denylist ([`crate::env_denylisted`]) makes
+    /// [`ConfinedCommand::spawn`] fail with [`ToolError::EnvDenied`]; a malformed name (empty,
+    /// containing `=` or NUL) with [`ToolError::InvalidPolicy`].
+    #[must_use]
+    pub fn env(mut self, key: impl AsRef<OsStr>, val: impl AsRef<OsStr>) -> Self {
+        self.envs.push((key.as_ref().to_owned(), val.as_ref().to_owned()));
+        self
+    }
+
+    /// Set the child's working directory. Landlock does not restrict `chdir`; what the child can
+    /// do there is still limited by the policy.
+    #[must_use]
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.current_dir = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// Configure the child's stdin (e.g. [`Stdio::piped`] for an MCP server).
+    #[must_use]
+    pub fn stdin(mut self, cfg: Stdio) -> Self {
+        self.stdin = Some(cfg);
+        self
+    }
+
+    /// Configure the child's stdout.
+    #[must_use]
+    pub fn stdout(mut self, cfg: Stdio) -> Self {
+        self.stdout = Some(cfg);
+        self
+    }
+
+    /// Configure the child's stderr.
+    #[must_use]
+    pub fn stderr(mut self, cfg: Stdio) -> Self {
+        self.stderr = Some(cfg);
+        self
+    }
+
+    /// Start the child as leader of a fresh process group (`setpgid(0, 0)`), so a supervisor can
+    /// signal the child and every descendant together. `setsid` and `setpgid` are denied inside
+    /// the sandbox, so no descendant can leave the group.
+    #[must_use]
+    pub fn new_process_group(mut self) -> Self {
+        self.new_process_group = true;
+        self
+    }
+
+    /// Admission-check, confine, and spawn the child.
+    ///
+    /// Order: (1) `cx.check_exec(program)` and the environment denylist, before anything else;
+    /// (2) the per-axis [`EnforcementReport`] of the policy on this kernel, refusing with
+    /// [`ToolError::BelowFloor`] if a restricted axis cannot meet its floor; (3) the Landlock
+    /// ruleset and seccomp program are prepared here, applied by the child between `fork` and
+    /// `exec`, and the program is executed inside that boundary.
+    ///
+    /// The program runs as its canonical path, with `argv[0]` as given.
+    ///
+    /// # Errors
+    ///
+    /// Every variant of [`ToolError`]; only with [`ToolError::Spawn`] can `execve` have been
+    /// attempted, and even then the sandbox was already in place.
+    pub fn spawn(self, cx: &ToolContext) -> Result<ConfinedChild, ToolError> {
+        let program_path = cx.check_exec(&self.program)?;
+        self.check_env()?;
+        self.policy.validate()?;
+
+        let support: KernelSupport = kernel::probe();
+        let report = support.report_for(&self.policy);
+        if let Some(below) = report.first_below_floor() {
+            return Err(ToolError::BelowFloor {
+                axis: below.axis(),
+                required: below.floor(),
+                available: below.level(),
+                reason: below.reason().to_owned(),
+            });
+        }
+
+        let (setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support)?;
+        let mut command = Command::new(&program_path);
+        command.arg0(&self.program).args(&self.args).env_clear();
+        command.envs(self.envs.iter().map(|(key, value)| (key, value)));
+        if let Some(dir) = &self.current_dir {
+            command.current_dir(dir);
+        }
+        if let Some(stdin) = self.stdin {
+            command.stdin(stdin);
+        }
+        if let Some(stdout) = self.stdout {
+            command.stdout(stdout);
+        }
+        if let Some(stderr) = self.stderr {
+            command.stderr(stderr);
+        }
+        if self.new_process_group {
+            command.process_group(0);
+        }
+        if let Some((uid, gid)) = self.policy.runs_as() {
+            command.uid(uid).gid(gid);
+        }
+        sys::set_pre_exec(&mut command, setup);
+        let spawned = command.spawn();
+        // Dropping the command closes the parent's copies of the setup's descriptors, including
+        // the status pipe's write end, so the read below sees only what the child wrote.
+        drop(command);
+        match spawned {
+            Ok(child) => Ok(ConfinedChild { child, report }),
+            Err(source) => match stage_reader.failed_stage() {
+                Some(stage) => Err(ToolError::Setup { stage, source }),
+                None => Err(ToolError::Spawn { program: self.program, source }),
+            },
+        }
+    }
+
+    /// Refuse malformed or denylisted environment variable names.
+    fn check_env(&self) -> Result<(), ToolError> {
+        for (key, _) in &self.envs {
+            if let Some(reason) = malformed_name(key) {
+                return Err(ToolError::InvalidPolicy { reason: reason.to_owned() });
+            }
+            if env_denylisted(key) {
+                return Err(ToolError::EnvDenied { name: key.to_string_lossy().into_owned() });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A child spawned by [`ConfinedCommand::spawn`], with the report it was spawned under.
+///
+/// Dropping it neither kills nor waits for the child, exactly like [`std::process::Child`].
+#[must_use = "the child keeps running; wait for it or kill it"]
+#[derive(Debug)]
+pub struct ConfinedChild {
+    child: Child,
+    report: EnforcementReport,
+}
+
+impl ConfinedChild {
+    /// The child's process id (also its process group id with
+    /// [`ConfinedCommand::new_process_group`]).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The underlying [`std::process::Child`], to wait, kill or take streams.
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Give up the report and keep the [`std::process::Child`].
+    pub fn into_child(self) -> Child {
+        self.child
+    }
+
+    /// What was enforced on each axis for this child.
+    pub fn report(&self) -> &EnforcementReport {
+        &self.report
+    }
+
+    /// Take the child's stdin, if it was piped.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Take the child's stdout, if it was piped.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Take the child's stderr, if it was piped.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Wait for the child to exit ([`std::process::Child::wait`]).
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.child.wait()
+    }
+}

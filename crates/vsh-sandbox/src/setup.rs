@@ -1,0 +1,220 @@
+//! What the child does between `fork` and `exec`, prepared in the parent.
+//!
+//! [`ChildSetup::prepare`] does all the work that allocates or can fail in interesting ways (the
+//! Landlock ruleset, the seccomp program, the clamped rlimits, a status pipe).
+//! [`ChildSetup::apply`] then runs in the child and only makes raw system calls on that data.
+//! If a step fails, the child writes the step's number into the status pipe and returns the
+//! errno; std then reports the errno from `spawn` and never executes the target, and the
+//! parent reads the step from the pipe ([`StageReader`]).
+
+use std::io;
+use std::os::fd::{AsFd as _, OwnedFd};
+
+use rustix::pipe::PipeFlags;
+use rustix::process::{Resource, Rlimit};
+use rustix::thread::{CapabilitySet, CapabilitySets};
+
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::kernel::KernelSupport;
+use crate::policy::{Mode, ResourceLimits, SandboxPolicy};
+use crate::seccomp::{self, FilterSpec};
+use crate::{ruleset, sys};
+
+/// A step of the child's setup, as written into the status pipe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Rlimits = 1,
+    NoNewPrivs = 2,
+    Landlock = 3,
+    Capabilities = 4,
+    Seccomp = 5,
+}
+
+impl Stage {
+    const ALL: [Stage; 5] = [Stage::Rlimits, Stage::NoNewPrivs, Stage::Landlock, Stage::Capabilities, Stage::Seccomp];
+
+    fn byte(self) -> u8 {
+        self as u8
+    }
+
+    /// The name used in [`ToolError::Setup`].
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Rlimits => "setrlimit",
+            Stage::NoNewPrivs => "no_new_privs",
+            Stage::Landlock => "landlock_restrict_self",
+            Stage::Capabilities => "capset",
+            Stage::Seccomp => "seccomp",
+        }
+    }
+}
+
+/// The parent's end of the status pipe.
+pub(crate) struct StageReader {
+    fd: OwnedFd,
+}
+
+impl StageReader {
+    /// The step that failed in the child, if it reported one. Call after `spawn` failed and the
+    /// [`ChildSetup`] (the pipe's write end) was dropped; never blocks.
+    pub(crate) fn failed_stage(&self) -> Option<&'static str> {
+        let mut byte = [0_u8; 1];
+        match rustix::io::read(&self.fd, &mut byte) {
+            Ok(1) => Stage::ALL.into_iter().find(|stage| stage.byte() == byte[0]).map(Stage::name),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the child applies to itself before `exec`, ready to use without allocating.
+pub(crate) struct ChildSetup {
+    limits: Vec<(Resource, Rlimit)>,
+    landlock: Option<OwnedFd>,
+    drop_capabilities: bool,
+    seccomp: Option<Vec<libc::sock_filter>>,
+    status: OwnedFd,
+}
+
+impl ChildSetup {
+    /// Prepare the setup of a child under `policy` on a kernel with `support`.
+    ///
+    /// A mechanism the kernel lacks is left out; the caller has already checked that the
+    /// resulting levels meet the policy's floors.
+    pub(crate) fn prepare(
+        policy: &SandboxPolicy,
+        context: &ToolContext,
+        support: &KernelSupport,
+    ) -> Result<(Self, StageReader), ToolError> {
+        let confined = policy.mode() == Mode::Confined;
+        let landlock = match support.landlock_rights_abi() {
+            Some(abi) if confined => Some(ruleset::build(abi, policy, context)?),
+            _ => None,
+        };
+        let seccomp = if support.seccomp {
+            let spec = FilterSpec { confined, tcp: policy.has_tcp_grants() };
+            let program = seccomp::program(spec)
+                .map_err(|error| ToolError::Setup { stage: "seccomp filter", source: io::Error::other(error) })?;
+            Some(program)
+        } else {
+            None
+        };
+        let (reader, writer) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
+            .map_err(|errno| ToolError::Setup { stage: "status pipe", source: errno.into() })?;
+        let setup = Self {
+            limits: clamped_limits(policy.limits(), confined),
+            landlock,
+            drop_capabilities: confined,
+            seccomp,
+            status: writer,
+        };
+        Ok((setup, StageReader { fd: reader }))
+    }
+
+    /// Apply the setup to the calling process. Runs in the child between `fork` and `exec`.
+    ///
+    /// This is async-signal-safe code, and must stay so: the parent may have had other threads
+    /// holding the allocator's or stdio's locks at the moment of `fork`, so allocating, printing,
+    /// reading the environment, taking any lock, or panicking here can deadlock or corrupt the
+    /// child. Every line below is one raw system call (through rustix's raw backend or
+    /// [`sys`]) on data prepared by [`ChildSetup::prepare`]; errors are bare errno values, which
+    /// `io::Error` holds without allocating. Review any change to this function with that rule.
+    ///
+    /// The order matters: limits first (still privileged), then `no_new_privs` (needed by the
+    /// unprivileged forms of the next two steps), Landlock, the capability drop, and seccomp last
+    /// so the filter never sees the setup's own calls. `execve` itself stays allowed.
+    pub(crate) fn apply(&self) -> io::Result<()> {
+        for (resource, limit) in &self.limits {
+            rustix::process::setrlimit(*resource, *limit).map_err(|errno| self.fail(Stage::Rlimits, errno.into()))?;
+        }
+        rustix::thread::set_no_new_privs(true).map_err(|errno| self.fail(Stage::NoNewPrivs, errno.into()))?;
+        if let Some(ruleset) = &self.landlock {
+            sys::landlock_restrict_self(ruleset.as_fd()).map_err(|error| self.fail(Stage::Landlock, error))?;
+        }
+        if self.drop_capabilities {
+            let none = CapabilitySet::empty();
+            let sets = CapabilitySets { effective: none, permitted: none, inheritable: none };
+            rustix::thread::set_capabilities(None, sets)
+                .map_err(|errno| self.fail(Stage::Capabilities, errno.into()))?;
+        }
+        if let Some(program) = &self.seccomp {
+            sys::seccomp_set_filter(program).map_err(|error| self.fail(Stage::Seccomp, error))?;
+        }
+        Ok(())
+    }
+
+    /// Report `stage` to the parent and pass `error` on. Async-signal-safe: one `write`.
+    fn fail(&self, stage: Stage, error: io::Error) -> io::Error {
+        let _ = rustix::io::write(&self.status, &[stage.byte()]);
+        error
+    }
+}
+
+/// The rlimits to set, each clamped to the current hard limit so that lowering never fails.
+/// Confined children also get `RLIMIT_CORE` 0: a core dump would copy their memory to disk.
+fn clamped_limits(limits: &ResourceLimits, confined: bool) -> Vec<(Resource, Rlimit)> {
+    let mut wanted: Vec<(Resource, u64, u64)> = Vec::new();
+    if let Some(seconds) = limits.cpu_seconds {
+        // Soft below hard: SIGXCPU first, SIGKILL a second later.
+        wanted.push((Resource::Cpu, seconds, seconds.saturating_add(1)));
+    }
+    let exact = [
+        (Resource::As, limits.address_space_bytes),
+        (Resource::Fsize, limits.file_size_bytes),
+        (Resource::Nofile, limits.open_files),
+        (Resource::Nproc, limits.processes),
+    ];
+    wanted.extend(exact.into_iter().filter_map(|(resource, value)| value.map(|value| (resource, value, value))));
+    if confined {
+        wanted.push((Resource::Core, 0, 0));
+    }
+    wanted
+        .into_iter()
+        .map(|(resource, soft, hard)| {
+            let ceiling = rustix::process::getrlimit(resource).maximum.unwrap_or(u64::MAX);
+            let hard = hard.min(ceiling);
+            (resource, Rlimit { current: Some(soft.min(hard)), maximum: Some(hard) })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_clamped_and_cpu_soft_is_below_hard() {
+        let limits = ResourceLimits { cpu_seconds: Some(5), open_files: Some(u64::MAX - 1), ..ResourceLimits::none() };
+        let clamped = clamped_limits(&limits, true);
+        let cpu = clamped.iter().find(|(resource, _)| *resource == Resource::Cpu).expect("cpu limit").1;
+        let cpu_ceiling = rustix::process::getrlimit(Resource::Cpu).maximum.unwrap_or(u64::MAX);
+        assert_eq!(cpu.maximum, Some(6.min(cpu_ceiling)));
+        assert_eq!(cpu.current, Some(5.min(cpu_ceiling)));
+        let nofile = clamped.iter().find(|(resource, _)| *resource == Resource::Nofile).expect("nofile limit").1;
+        assert_eq!(
+            nofile.maximum,
+            Some((u64::MAX - 1).min(rustix::process::getrlimit(Resource::Nofile).maximum.unwrap_or(u64::MAX)))
+        );
+        assert!(clamped.iter().any(|(resource, limit)| *resource == Resource::Core && limit.maximum == Some(0)));
+        assert!(clamped_limits(&ResourceLimits::none(), false).is_empty());
+    }
+
+    #[test]
+    fn a_failed_stage_reaches_the_parent_through_the_pipe() {
+        let context = ToolContext::new(crate::ExecGrant::Any);
+        let support = KernelSupport::emulated(None, false);
+        let (setup, reader) = ChildSetup::prepare(&SandboxPolicy::new(), &context, &support).expect("prepare");
+        assert_eq!(reader.failed_stage(), None, "nothing reported yet");
+        let error = setup.fail(Stage::Landlock, io::Error::from_raw_os_error(libc::EPERM));
+        assert_eq!(error.raw_os_error(), Some(libc::EPERM));
+        drop(setup);
+        assert_eq!(reader.failed_stage(), Some("landlock_restrict_self"));
+    }
+
+    #[test]
+    fn stages_round_trip_through_their_byte() {
+        for stage in Stage::ALL {
+            assert_eq!(Stage::ALL.into_iter().find(|other| other.byte() == stage.byte()), Some(stage));
+        }
+    }
+}

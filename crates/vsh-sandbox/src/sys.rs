@@ -1,0 +1,79 @@
+//! Raw system calls: the only `unsafe` code of this crate.
+//!
+//! Each function wraps one call, so its safety argument fits in the comment above it. The
+//! functions used between `fork` and `exec` ([`landlock_restrict_self`], [`seccomp_set_filter`])
+//! are async-signal-safe: they allocate nothing, take no lock, and only read memory prepared by
+//! the parent before the fork.
+
+use std::io;
+use std::os::fd::{AsRawFd as _, BorrowedFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::Command;
+
+use crate::setup::ChildSetup;
+
+/// `LANDLOCK_CREATE_RULESET_VERSION` from `<linux/landlock.h>`.
+const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+
+/// The Landlock ABI version of the running kernel, or `None` when Landlock is unavailable.
+///
+/// Restricts nothing: with this flag the kernel only reports the version.
+pub(crate) fn landlock_abi_version() -> Option<u32> {
+    // SAFETY: with a null attribute pointer, a size of 0 and the VERSION flag, the kernel reads
+    // no memory and returns the version, or -1 with errno when Landlock is unavailable.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0_usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(version).ok().filter(|version| *version > 0)
+}
+
+/// Whether seccomp filters that return an errno are available.
+///
+/// Restricts nothing: `SECCOMP_GET_ACTION_AVAIL` only asks the kernel about an action.
+pub(crate) fn seccomp_filter_available() -> bool {
+    let action: u32 = libc::SECCOMP_RET_ERRNO;
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 through the pointer, which points at
+    // `action`, alive for the whole call; the call changes no state.
+    let result = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_GET_ACTION_AVAIL, 0_u32, &raw const action) };
+    result == 0
+}
+
+/// `landlock_restrict_self(ruleset, 0)`: confine the calling thread (and what it executes).
+///
+/// Async-signal-safe.
+pub(crate) fn landlock_restrict_self(ruleset: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: the call takes a file descriptor, borrowed and therefore open, and a flags word;
+    // it reads no memory of ours.
+    let result = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0_u32) };
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, 0, program)`: install a filter on the calling thread.
+///
+/// Async-signal-safe. Needs `no_new_privs` (or `CAP_SYS_ADMIN`).
+pub(crate) fn seccomp_set_filter(program: &[libc::sock_filter]) -> io::Result<()> {
+    let Ok(len) = u16::try_from(program.len()) else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    let fprog = libc::sock_fprog { len, filter: program.as_ptr().cast_mut() };
+    // SAFETY: `fprog` points at `len` initialized instructions borrowed for the whole call; the
+    // kernel copies them and never writes through the pointer.
+    let result = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0_u32, &raw const fprog) };
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Make `command` run `setup` in the child between `fork` and `exec`.
+pub(crate) fn set_pre_exec(command: &mut Command, setup: ChildSetup) {
+    // SAFETY: the closure runs in the forked child of a possibly multi-threaded parent, where
+    // only async-signal-safe work is allowed. `ChildSetup::apply` makes raw system calls on data
+    // prepared before the fork and never allocates, takes a lock or panics (see setup.rs); the
+    // `ChildSetup` it reads is owned by the closure, so it outlives the spawn.
+    unsafe {
+        command.pre_exec(move || setup.apply());
+    }
+}
