@@ -8,25 +8,32 @@
 //! ```
 //!
 //! A blob is written to a fresh temporary file (created exclusively, mode
-//! `0o600`, `fsync`ed), renamed into its shard and the shard directory is
-//! `fsync`ed, so a blob path either does not exist or holds complete bytes.
+//! `0o600`, fsynced), renamed into its shard and the shard directory is
+//! fsynced, so a blob path either does not exist or holds complete bytes.
 //! Every read re-hashes the bytes: a blob that does not match its id is
 //! [`StoreError::CorruptBlob`] and its bytes are never returned. Writing the
 //! same content again repairs a corrupt blob by atomically replacing it.
 //!
-//! There is no deletion yet; retention and garbage collection come later.
+//! All I/O goes through a [`StoreBackend`]. After a storage failure the blob
+//! store is fail-stop: every later call is [`StoreError::Poisoned`] until it
+//! is reopened. Blobs are deleted only by garbage collection
+//! ([`crate::TransactionStore::gc`]).
 
-use vsh_host::{CapDir, HostError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use vsh_types::{BlobId, VPath};
 
+use crate::backend::{BackendError, StoreBackend};
 use crate::datadir::DataDir;
 use crate::error::StoreError;
 use crate::tempname;
 
-/// Mode of stored blob files.
-const BLOB_MODE: u32 = 0o600;
-/// Mode of shard directories.
-const SHARD_MODE: u32 = 0o700;
+/// A stored copy older than this (by its modification time) is rewritten when
+/// the same bytes are stored again, so garbage collection's grace period
+/// counts from the latest store, not the first.
+pub const REFRESH_AFTER_MS: u64 = 10 * 60 * 1000;
 
 /// What [`BlobStore::put_with_outcome`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,29 +49,65 @@ pub enum PutOutcome {
 /// The content-addressed blob store of one data directory.
 #[derive(Debug)]
 pub struct BlobStore {
-    /// `blobs/` in the data directory.
-    dir: CapDir,
+    backend: Arc<dyn StoreBackend>,
+    poisoned: AtomicBool,
 }
 
 impl BlobStore {
-    /// Open (creating `blobs/` and `blobs/tmp/` if needed) the blob store.
+    /// Open (creating `blobs/` and `blobs/tmp/` if needed) the blob store of a
+    /// data directory, with the real backend.
     pub fn open(data: &DataDir) -> Result<BlobStore, StoreError> {
-        let dir = data.subdir(&blobs_dir())?;
-        let tmp = tmp_dir();
-        if dir.lstat(&tmp).map_err(StoreError::host("open blob store"))?.is_none() {
-            match dir.create_dir(&tmp, SHARD_MODE) {
-                Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
-                Err(source) => return Err(StoreError::Host { op: "open blob store", source }),
+        Self::open_with(data.backend()?)
+    }
+
+    /// Open the blob store over `backend`, whose root is the data directory.
+    pub fn open_with(backend: Arc<dyn StoreBackend>) -> Result<BlobStore, StoreError> {
+        let store = BlobStore { backend, poisoned: AtomicBool::new(false) };
+        for (dir, parent) in [(blobs_dir(), VPath::root()), (tmp_dir(), blobs_dir())] {
+            if store.create_dir(&dir)? {
+                store.io("open blob store", store.backend.sync_dir(&parent))?;
             }
-            dir.sync_dir(&VPath::root()).map_err(StoreError::host("open blob store"))?;
         }
-        Ok(BlobStore { dir })
+        Ok(store)
     }
 
     /// The path of a blob relative to `blobs/`: `<2 hex>/<62 hex>`.
     pub fn relative_path(id: &BlobId) -> VPath {
         let hex = id.to_hex();
         VPath::parse(&format!("{}/{}", &hex[..2], &hex[2..])).expect("hex digits form a valid path")
+    }
+
+    /// The path of a blob relative to the data directory.
+    fn path(id: &BlobId) -> VPath {
+        blobs_dir().join(Self::relative_path(id).as_str()).expect("a relative path joins")
+    }
+
+    /// Whether a storage failure has stopped this store.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::SeqCst)
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        if self.is_poisoned() { Err(StoreError::Poisoned) } else { Ok(()) }
+    }
+
+    /// Pass `result` through, poisoning the store on a storage failure.
+    fn io<T>(&self, op: &'static str, result: Result<T, BackendError>) -> Result<T, StoreError> {
+        result.map_err(|source| {
+            if source.is_io_failure() {
+                self.poisoned.store(true, Ordering::SeqCst);
+            }
+            StoreError::Io { op, source }
+        })
+    }
+
+    /// Create a directory; `Ok(false)` if it already existed.
+    fn create_dir(&self, dir: &VPath) -> Result<bool, StoreError> {
+        match self.backend.create_dir(dir) {
+            Ok(()) => Ok(true),
+            Err(BackendError::AlreadyExists { .. }) => Ok(false),
+            Err(source) => self.io("create blob directory", Err(source)),
+        }
     }
 
     /// Store `bytes` and return their id. An intact copy is left alone; a
@@ -76,6 +119,7 @@ impl BlobStore {
     /// Store `bytes`, which must hash to `expected`
     /// ([`StoreError::DigestMismatch`] otherwise, and nothing is written).
     pub fn put_expected(&self, bytes: &[u8], expected: BlobId) -> Result<BlobId, StoreError> {
+        self.check()?;
         let actual = BlobId::of(bytes);
         if actual != expected {
             return Err(StoreError::DigestMismatch { expected, actual });
@@ -86,14 +130,17 @@ impl BlobStore {
     /// Store `bytes` and say whether they were written, already present, or
     /// replaced a corrupt copy.
     pub fn put_with_outcome(&self, bytes: &[u8]) -> Result<(BlobId, PutOutcome), StoreError> {
+        self.check()?;
         let id = BlobId::of(bytes);
         self.store(bytes, id).map(|outcome| (id, outcome))
     }
 
     fn store(&self, bytes: &[u8], id: BlobId) -> Result<PutOutcome, StoreError> {
-        let path = Self::relative_path(&id);
+        let path = Self::path(&id);
         let outcome = match self.verify(&path, id)? {
-            Verified::Intact => return Ok(PutOutcome::AlreadyPresent),
+            Verified::Intact if !self.is_stale(&path)? => return Ok(PutOutcome::AlreadyPresent),
+            // Rewritten only to refresh its modification time.
+            Verified::Intact => PutOutcome::AlreadyPresent,
             Verified::Missing => PutOutcome::Written,
             Verified::Corrupt => PutOutcome::Repaired,
         };
@@ -101,13 +148,20 @@ impl BlobStore {
         Ok(outcome)
     }
 
+    /// Whether the intact copy at `path` is older than [`REFRESH_AFTER_MS`].
+    fn is_stale(&self, path: &VPath) -> Result<bool, StoreError> {
+        let meta = self.io("stat blob", self.backend.stat(path))?;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis());
+        Ok(meta.is_some_and(|meta| now.saturating_sub(u128::from(meta.modified_ms)) > u128::from(REFRESH_AFTER_MS)))
+    }
+
     /// Re-hash the stored copy at `path`, if any.
     fn verify(&self, path: &VPath, id: BlobId) -> Result<Verified, StoreError> {
-        match self.dir.hash_file(path) {
-            Ok((digest, _)) if digest == id => Ok(Verified::Intact),
-            Ok(_) | Err(HostError::NotAFile { .. } | HostError::Unstable { .. }) => Ok(Verified::Corrupt),
-            Err(HostError::NotFound { .. }) => Ok(Verified::Missing),
-            Err(source) => Err(StoreError::Host { op: "verify blob", source }),
+        match self.backend.hash(path) {
+            Ok(Some(digest)) if digest == id => Ok(Verified::Intact),
+            Ok(Some(_)) | Err(BackendError::NotAFile { .. } | BackendError::Unstable { .. }) => Ok(Verified::Corrupt),
+            Ok(None) | Err(BackendError::NotFound { .. }) => Ok(Verified::Missing),
+            Err(source) => self.io("verify blob", Err(source)),
         }
     }
 
@@ -115,21 +169,34 @@ impl BlobStore {
     /// whatever is there; then make the new entry durable.
     fn write_new(&self, path: &VPath, bytes: &[u8]) -> Result<(), StoreError> {
         let shard = path.parent().expect("a blob path has a shard");
-        let shard_created = match self.dir.create_dir(&shard, SHARD_MODE) {
-            Ok(()) => true,
-            Err(HostError::AlreadyExists { .. }) => false,
-            Err(source) => return Err(StoreError::Host { op: "create blob shard", source }),
-        };
-        let temp = write_temp(&self.dir, &tmp_dir(), bytes, BLOB_MODE)?;
-        if let Err(source) = self.dir.rename(&temp, path) {
-            let _ = self.dir.remove_file(&temp);
-            return Err(StoreError::Host { op: "rename blob", source });
+        let shard_created = self.create_dir(&shard)?;
+        let temp = self.write_temp(bytes)?;
+        if let Err(source) = self.backend.rename(&temp, path) {
+            let _ = self.backend.remove(&temp);
+            return self.io("rename blob", Err(source));
         }
-        self.dir.sync_dir(&shard).map_err(StoreError::host("sync blob shard"))?;
+        self.io("sync blob shard", self.backend.sync_dir(&shard))?;
         if shard_created {
-            self.dir.sync_dir(&VPath::root()).map_err(StoreError::host("sync blob store"))?;
+            self.io("sync blob store", self.backend.sync_dir(&blobs_dir()))?;
         }
         Ok(())
+    }
+
+    /// Create a uniquely named, fsynced file holding `bytes` in `blobs/tmp`.
+    fn write_temp(&self, bytes: &[u8]) -> Result<VPath, StoreError> {
+        let dir = tmp_dir();
+        for _ in 0..tempname::ATTEMPTS {
+            let temp = tempname::next(&dir);
+            match self.backend.create_new(&temp, bytes) {
+                Ok(()) => return Ok(temp),
+                Err(BackendError::AlreadyExists { .. }) => {}
+                Err(source) => {
+                    let _ = self.backend.remove(&temp);
+                    return self.io("write temporary blob", Err(source));
+                }
+            }
+        }
+        Err(StoreError::TempNames { path: dir })
     }
 
     /// The bytes of blob `id`, re-hashed before they are returned.
@@ -139,28 +206,108 @@ impl BlobStore {
     /// [`StoreError::MissingBlob`]; one whose bytes do not hash to `id` is
     /// [`StoreError::CorruptBlob`].
     pub fn get(&self, id: BlobId, max_bytes: u64) -> Result<Vec<u8>, StoreError> {
-        let path = Self::relative_path(&id);
-        let content = match self.dir.read_file(&path, max_bytes) {
-            Ok(content) => content,
-            Err(HostError::TooLarge { size, max, .. }) => return Err(StoreError::TooLarge { id, size, max }),
-            Err(HostError::NotFound { .. }) => return Err(StoreError::MissingBlob { id }),
-            Err(HostError::NotAFile { .. } | HostError::Unstable { .. }) => return Err(StoreError::CorruptBlob { id }),
-            Err(source) => return Err(StoreError::Host { op: "read blob", source }),
+        self.check()?;
+        let bytes = match self.backend.read(&Self::path(&id), max_bytes) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) | Err(BackendError::NotFound { .. }) => return Err(StoreError::MissingBlob { id }),
+            Err(BackendError::TooLarge { size, max, .. }) => return Err(StoreError::TooLarge { id, size, max }),
+            Err(BackendError::NotAFile { .. } | BackendError::Unstable { .. }) => {
+                return Err(StoreError::CorruptBlob { id });
+            }
+            Err(source) => return self.io("read blob", Err(source)),
         };
-        if BlobId::of(&content.bytes) != id {
+        if BlobId::of(&bytes) != id {
             return Err(StoreError::CorruptBlob { id });
         }
-        Ok(content.bytes)
+        Ok(bytes)
     }
 
     /// Whether blob `id` is stored. The stored copy is re-hashed: a corrupt one
     /// is [`StoreError::CorruptBlob`] (storing the bytes again repairs it).
     pub fn contains(&self, id: BlobId) -> Result<bool, StoreError> {
-        match self.verify(&Self::relative_path(&id), id)? {
+        self.check()?;
+        match self.verify(&Self::path(&id), id)? {
             Verified::Intact => Ok(true),
             Verified::Missing => Ok(false),
             Verified::Corrupt => Err(StoreError::CorruptBlob { id }),
         }
+    }
+
+    /// The shard directory names (two lower-case hex digits), sorted.
+    pub(crate) fn shards(&self) -> Result<Vec<String>, StoreError> {
+        self.check()?;
+        let mut names = self.io("list blob shards", self.backend.list(&blobs_dir()))?;
+        names.retain(|name| name.len() == 2 && is_lower_hex(name));
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    /// The blobs in one shard (names that form a canonical id), sorted.
+    pub(crate) fn ids_in_shard(&self, shard: &str) -> Result<Vec<BlobId>, StoreError> {
+        self.check()?;
+        let dir = blobs_dir().child(shard).expect("a shard name is one component");
+        let names = match self.backend.list(&dir) {
+            Ok(names) => names,
+            Err(BackendError::NotFound { .. }) => return Ok(Vec::new()),
+            Err(source) => return self.io("list blob shard", Err(source)),
+        };
+        let mut ids: Vec<BlobId> = names
+            .iter()
+            .filter(|name| name.len() == 62 && is_lower_hex(name))
+            .filter_map(|name| BlobId::parse_hex(&format!("{shard}{name}")).ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// When blob `id` was last written (milliseconds since the Unix epoch), if it exists.
+    pub(crate) fn modified_ms(&self, id: BlobId) -> Result<Option<u64>, StoreError> {
+        self.check()?;
+        Ok(self.io("stat blob", self.backend.stat(&Self::path(&id)))?.map(|meta| meta.modified_ms))
+    }
+
+    /// Delete blob `id`; its shard must be synced afterwards ([`BlobStore::sync_shard_of`]).
+    pub(crate) fn remove(&self, id: BlobId) -> Result<(), StoreError> {
+        self.check()?;
+        match self.backend.remove(&Self::path(&id)) {
+            Ok(()) | Err(BackendError::NotFound { .. }) => Ok(()),
+            Err(source) => self.io("remove blob", Err(source)),
+        }
+    }
+
+    /// Make removals in the shard of `id` durable.
+    pub(crate) fn sync_shard_of(&self, id: BlobId) -> Result<(), StoreError> {
+        self.check()?;
+        let shard = Self::path(&id).parent().expect("a blob path has a shard");
+        self.io("sync blob shard", self.backend.sync_dir(&shard))
+    }
+
+    /// Remove temporary files older than `grace_ms` at `now_ms`, at most
+    /// `max` of them. Returns how many were removed.
+    pub(crate) fn remove_stale_temporaries(&self, now_ms: u64, grace_ms: u64, max: usize) -> Result<usize, StoreError> {
+        self.check()?;
+        let dir = tmp_dir();
+        let mut names = self.io("list temporary blobs", self.backend.list(&dir))?;
+        names.sort_unstable();
+        let mut removed = 0;
+        for name in names {
+            if removed >= max {
+                break;
+            }
+            let Ok(path) = dir.child(&name) else { continue };
+            let Some(meta) = self.io("stat temporary blob", self.backend.stat(&path))? else { continue };
+            if now_ms.saturating_sub(meta.modified_ms) < grace_ms {
+                continue;
+            }
+            match self.backend.remove(&path) {
+                Ok(()) | Err(BackendError::NotFound { .. }) => removed += 1,
+                Err(source) => return self.io("remove temporary blob", Err(source)),
+            }
+        }
+        if removed > 0 {
+            self.io("sync temporary blobs", self.backend.sync_dir(&dir))?;
+        }
+        Ok(removed)
     }
 }
 
@@ -170,34 +317,14 @@ enum Verified {
     Corrupt,
 }
 
+fn is_lower_hex(text: &str) -> bool {
+    text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 fn blobs_dir() -> VPath {
     VPath::from_component("blobs").expect("a valid constant name")
 }
 
 fn tmp_dir() -> VPath {
-    VPath::from_component("tmp").expect("a valid constant name")
-}
-
-/// Create a uniquely named, `fsync`ed file holding `bytes` in `temp_dir`
-/// (relative to `dir`) and return its path.
-pub(crate) fn write_temp(dir: &CapDir, temp_dir: &VPath, bytes: &[u8], mode: u32) -> Result<VPath, StoreError> {
-    for _ in 0..tempname::ATTEMPTS {
-        let temp = tempname::next(temp_dir);
-        match dir.create_file_exclusive(&temp, bytes, mode) {
-            Ok(stat) if stat.size == bytes.len() as u64 => return Ok(temp),
-            Ok(_) => {
-                let _ = dir.remove_file(&temp);
-                return Err(StoreError::Host {
-                    op: "write temporary file",
-                    source: HostError::Unstable { path: temp },
-                });
-            }
-            Err(HostError::AlreadyExists { .. }) => {}
-            Err(source) => {
-                let _ = dir.remove_file(&temp);
-                return Err(StoreError::Host { op: "write temporary file", source });
-            }
-        }
-    }
-    Err(StoreError::TempNames { path: temp_dir.clone() })
+    VPath::parse("blobs/tmp").expect("a valid constant path")
 }

@@ -7,10 +7,12 @@
 //! vsh's own writes outside it.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use vsh_host::{CapDir, HostError};
 use vsh_types::VPath;
 
+use crate::backend::{CapDirBackend, StoreBackend};
 use crate::error::StoreError;
 
 /// The trusted data directory holding blobs and transaction records.
@@ -65,20 +67,19 @@ impl DataDir {
         &self.dir
     }
 
-    /// Open (creating if needed) a subdirectory of the data directory as its
-    /// own handle, and make its entry durable.
-    pub(crate) fn subdir(&self, name: &VPath) -> Result<CapDir, StoreError> {
-        let created = self.dir.lstat(name).map_err(StoreError::host("open store directory"))?.is_none();
-        let handle = self.dir.open_subdir(name, true).map_err(StoreError::host("open store directory"))?;
-        if created {
-            sync_ancestors(&self.dir, name).map_err(StoreError::host("sync store directory"))?;
-        }
-        Ok(handle)
+    /// The real storage backend over this directory (a second handle to it),
+    /// for [`crate::BlobStore::open_with`] and [`crate::TransactionStore::open_with`].
+    pub fn backend(&self) -> Result<Arc<dyn StoreBackend>, StoreError> {
+        let handle = self
+            .dir
+            .open_subdir(&VPath::root(), false)
+            .map_err(|source| StoreError::DataDir { path: VPath::root(), source })?;
+        Ok(Arc::new(CapDirBackend::new(handle)))
     }
 }
 
 /// `fsync` every proper ancestor of `path` (the root included).
-pub(crate) fn sync_ancestors(dir: &CapDir, path: &VPath) -> Result<(), HostError> {
+fn sync_ancestors(dir: &CapDir, path: &VPath) -> Result<(), HostError> {
     for ancestor in path.ancestors() {
         dir.sync_dir(&ancestor)?;
     }

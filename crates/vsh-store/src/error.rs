@@ -1,12 +1,19 @@
-//! [`StoreError`]: every way a data-directory, blob or transaction-record
-//! operation can fail.
+//! [`StoreError`]: every way a data-directory, blob, transaction-log, approval
+//! or artifact operation can fail.
 //!
-//! Corruption is always an error naming the blob or transaction, never data:
-//! a blob whose bytes do not hash to its id and a record whose checksum, magic,
-//! state tag or length is wrong are refused before anything is returned.
+//! Corruption is always an error naming the blob, log offset or transaction,
+//! never data: a blob whose bytes do not hash to its id, a log frame whose
+//! checksum or rules fail and an artifact whose binding does not re-derive are
+//! refused before anything is returned. Storage failures
+//! ([`StoreError::Io`]) stop the store: every later call is
+//! [`StoreError::Poisoned`] until it is reopened.
 
 use vsh_host::HostError;
 use vsh_types::{BlobId, TransactionId, TransactionState, TransitionError, VPath};
+
+use crate::artifact::ArtifactError;
+use crate::backend::BackendError;
+use crate::txlog::LogError;
 
 /// An error from the trusted data directory.
 #[derive(Debug, thiserror::Error)]
@@ -25,14 +32,50 @@ pub enum StoreError {
     /// The data directory would be the workspace root itself.
     #[error("the data directory cannot be the workspace root")]
     DataDirIsRoot,
-    /// Host I/O inside the data directory failed.
+    /// Storage I/O inside the data directory failed (or a test injected a
+    /// fault). The store that reported it is now poisoned.
     #[error("i/o failed in the data directory during {op}")]
-    Host {
-        /// The step that failed, e.g. `"write blob"`.
+    Io {
+        /// The step that failed, e.g. `"append to the transaction log"`.
         op: &'static str,
-        /// What the host reported (it names the path).
+        /// What the backend reported (it names the path).
         #[source]
-        source: HostError,
+        source: BackendError,
+    },
+    /// An earlier storage failure stopped this store; reopen it to continue.
+    /// Reopening replays the durable state, which is the state before or after
+    /// the failed operation.
+    #[error("the store stopped after an earlier i/o failure; reopen it")]
+    Poisoned,
+    /// The transaction log failed a check (see [`crate::txlog`]).
+    #[error("transaction log is corrupt at byte {offset}: {reason}")]
+    CorruptLog {
+        /// Where the bad header or frame starts.
+        offset: u64,
+        /// Which check failed.
+        reason: &'static str,
+    },
+    /// A file in the data directory was written by a newer format version.
+    #[error("{file} has format {}, newer than this build; upgrade vsh", String::from_utf8_lossy(.found))]
+    UpgradeRequired {
+        /// The file, relative to the data directory.
+        file: &'static str,
+        /// The magic found.
+        found: [u8; 8],
+    },
+    /// The transaction log has reached its size bound even after compaction.
+    #[error("the transaction log is full ({size} bytes of at most {max})")]
+    LogFull {
+        /// The size the log would reach.
+        size: u64,
+        /// The configured bound.
+        max: u64,
+    },
+    /// Creating one more live record would pass the configured bound.
+    #[error("the store holds {max} live records, its limit")]
+    RecordLimit {
+        /// The configured bound.
+        max: u64,
     },
     /// A stored blob's bytes do not hash to its id (or it is not a regular file).
     #[error("blob {id} is corrupt")]
@@ -70,7 +113,7 @@ pub enum StoreError {
         /// The temporary directory, relative to the data directory.
         path: VPath,
     },
-    /// A stored transaction record failed its checks.
+    /// A legacy (`VSHTXR01`) transaction record failed its checks during migration.
     #[error("transaction record {id} is corrupt: {reason}")]
     CorruptRecord {
         /// The transaction the record belongs to (from its file name).
@@ -119,10 +162,107 @@ pub enum StoreError {
         /// The artifact the caller tried to set.
         requested: BlobId,
     },
+    /// A record given to [`crate::TransactionStore::create`] breaks a creation rule.
+    #[error("transaction {id} cannot be created: {reason}")]
+    InvalidRecord {
+        /// The transaction.
+        id: TransactionId,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// An approval grant that would expire no later than it was issued.
+    #[error("a grant issued at {issued_ms} must expire after it, not at {expires_ms}")]
+    InvalidGrant {
+        /// When it was issued.
+        issued_ms: u64,
+        /// When it would expire.
+        expires_ms: u64,
+    },
+    /// A grant was offered for a different transaction.
+    #[error("grant for transaction {grant_for} offered to transaction {id}")]
+    GrantMismatch {
+        /// The transaction being approved.
+        id: TransactionId,
+        /// The transaction the grant names.
+        grant_for: TransactionId,
+    },
+    /// The operation does not apply to a transaction in this state (for
+    /// example approving one that is not pending approval).
+    #[error("cannot {op} transaction {id} while it is {}", .state.name())]
+    WrongState {
+        /// The transaction.
+        id: TransactionId,
+        /// The refused operation, e.g. `"approve"`.
+        op: &'static str,
+        /// Its current state.
+        state: TransactionState,
+    },
+    /// Only an auto-approved transaction, or an approved one whose grant has
+    /// not expired, can be reserved for commit.
+    #[error("transaction {id} is {} and cannot be reserved", .state.name())]
+    NotReservable {
+        /// The transaction.
+        id: TransactionId,
+        /// Its current state.
+        state: TransactionState,
+    },
+    /// The approval lapsed; the transaction is now durably `Expired`.
+    #[error("the approval of transaction {id} expired at {expires_ms} (now {now_ms})")]
+    ApprovalExpired {
+        /// The transaction.
+        id: TransactionId,
+        /// When the grant expired.
+        expires_ms: u64,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// The record changed since the reservation last moved it (someone else
+    /// transitioned it), so the reservation no longer holds.
+    #[error("the reservation of transaction {id} was lost: the record changed under it")]
+    ReservationLost {
+        /// The transaction.
+        id: TransactionId,
+    },
+    /// A reservation was used for a step it cannot make (for example
+    /// [`crate::TransactionStore::advance`] to a terminal state).
+    #[error("reservation of transaction {id} cannot move to {}: {reason}", .next.name())]
+    ReservationMisuse {
+        /// The transaction.
+        id: TransactionId,
+        /// The requested state.
+        next: TransactionState,
+        /// Why not.
+        reason: &'static str,
+    },
+    /// The transaction has no pending-approval artifact.
+    #[error("transaction {id} has no artifact")]
+    NoArtifact {
+        /// The transaction.
+        id: TransactionId,
+    },
+    /// A pending-approval artifact failed to decode or verify.
+    #[error("artifact {blob} is invalid")]
+    Artifact {
+        /// The artifact's blob (of the bytes that were checked).
+        blob: BlobId,
+        /// What failed.
+        #[source]
+        source: ArtifactError,
+    },
 }
 
 impl StoreError {
-    pub(crate) fn host(op: &'static str) -> impl FnOnce(HostError) -> StoreError {
-        move |source| StoreError::Host { op, source }
+    /// Whether this error stopped (poisoned) the store that returned it.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, Self::Io { .. } | Self::Poisoned)
+    }
+}
+
+impl From<LogError> for StoreError {
+    fn from(error: LogError) -> Self {
+        match error {
+            LogError::Corrupt { offset, reason } => Self::CorruptLog { offset, reason },
+            LogError::UpgradeRequired { found } => Self::UpgradeRequired { file: "txlog", found },
+        }
     }
 }

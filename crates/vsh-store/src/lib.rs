@@ -1,34 +1,62 @@
-//! The trusted data directory: content-addressed blobs with verified reads and
-//! durable transaction records changed only by compare-and-transition.
+//! The trusted data directory: content-addressed blobs with verified reads, a
+//! durable transaction log changed only along the state table, approvals,
+//! single-use commit reservations, pending-approval artifacts, and retention.
 //!
 //! - [`DataDir`] opens the data directory as a capability handle, inside the
 //!   workspace (default `.vsh/data`, never through a symlink) or outside it.
+//! - [`StoreBackend`] is the only I/O seam: [`CapDirBackend`] is the real one,
+//!   [`FaultyBackend`] fails the Nth write, fsync or rename for tests.
 //! - [`BlobStore`] stores bytes under their BLAKE3 id (`blobs/<2>/<62>`),
 //!   written atomically and re-hashed on every read.
-//! - [`TransactionStore`] keeps one checksummed [`TransactionRecord`] per
-//!   transaction (`txns/<64 hex>`), replaced atomically under an in-process
-//!   mutex and a cross-process `flock`.
+//! - [`TransactionStore`] keeps every [`TransactionRecord`] version in one
+//!   append-only, checksummed log (`txlog`, format in [`txlog`]) under an
+//!   in-process mutex and a cross-process `flock`: compare-and-transition,
+//!   approvals ([`ApprovalGrant`]) with exclusive expiry, single-use
+//!   [`CommitReservation`]s, compaction, and retention with blob garbage
+//!   collection ([`TransactionStore::gc`]).
+//! - [`PendingArtifact`] is what a pending transaction needs to be reviewed and
+//!   committed later: versioned, checksummed, bounded before allocation, with
+//!   its binding re-derived on decode.
+//!
+//! After any storage failure a store is fail-stop ([`StoreError::Poisoned`])
+//! until it is reopened; reopening replays the durable state, which is the
+//! state before or after the failed operation. `docs/store-format.md` draws
+//! every on-disk record.
 //!
 //! # Limitations
 //!
-//! This is the first part of the store. There is no deletion, retention or
-//! garbage collection of blobs or records; records are one file each rather
-//! than a log with compaction; approvals, reservations and pending-approval
-//! artifacts are not modelled yet; and there is no fault-injection backend
-//! (the transaction store's I/O is confined to one private type so one can be
-//! slotted in).
+//! - **The real backend rewrites the log to append to it**: `vsh_host::CapDir`
+//!   has no append or truncate primitive, so [`CapDirBackend`] replaces the
+//!   file atomically instead, at a cost proportional to its size. The log is
+//!   compacted at 8 MiB by default to keep that small.
+//! - Times are the caller's clock; a principal is an opaque digest whose
+//!   authentication is the host's job.
+//! - Garbage collection knows only the blobs that stored artifacts name; blobs
+//!   of runs in flight must be passed in its keep-set (see [`TransactionStore::gc`]).
 
 #![forbid(unsafe_code)]
 
-mod blob;
+mod artifact;
+mod backend;
+pub mod blob;
 mod datadir;
 mod error;
+mod faulty;
+mod gc;
+mod legacy;
 mod record;
 mod tempname;
+pub mod txlog;
 mod txn;
 
+pub use artifact::{
+    ARTIFACT_MAGIC, ArtifactBinding, ArtifactError, ArtifactLimits, PendingArtifact, diff_digest, write_set_digest,
+};
+pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
 pub use blob::{BlobStore, PutOutcome};
 pub use datadir::DataDir;
 pub use error::StoreError;
-pub use record::{MAX_RECORD_BYTES, RECORD_MAGIC, TransactionRecord};
-pub use txn::TransactionStore;
+pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
+pub use gc::{BlobSweep, GcReport, RetentionConfig};
+pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
+pub use txn::{CommitOutcome, CommitStep, EXPIRE_BATCH, LogStats, TransactionStore, TxStoreConfig};

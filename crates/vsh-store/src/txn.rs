@@ -1,82 +1,422 @@
-//! [`TransactionStore`]: one durable record per transaction, changed only by
-//! compare-and-transition under a cross-process lock.
+//! [`TransactionStore`]: durable transaction records in one append-only,
+//! checksummed log, changed only along the state table.
 //!
 //! Layout, relative to the data directory:
 //!
 //! ```text
-//! txns.lock               advisory lock file (flock), held by every mutation
-//! txns/<64 hex>           one record per transaction (see crate::record)
-//! txns/tmp/<name>.tmp     records being written
+//! txlog            the log (format in crate::txlog)
+//! txlog.lock       advisory lock file (flock)
+//! txlog.next       the next generation while compaction writes it
+//! txns.migrated/   legacy VSHTXR01 record files, after migration into the log
 //! ```
 //!
-//! A record is replaced atomically: the new encoding is written to a fresh
-//! temporary file (created exclusively, `fsync`ed), renamed over the old one,
-//! and `txns/` is `fsync`ed. Every mutation holds an in-process mutex and an
-//! exclusive `flock` on `txns.lock`, reads the current record under them, and
-//! writes at most one new record, so concurrent handles (threads or processes)
-//! serialize and a compare-and-transition has exactly one winner. Reads take no
-//! lock: a rename is atomic, so a reader sees the old or the new record.
+//! # Protocol
 //!
-//! All file I/O goes through the private `RecordFiles` type, the seam where a
-//! log-structured backend (with compaction and fault injection) will slot in.
+//! Every call takes an in-process mutex, then the cross-process lock on
+//! `txlog.lock` (exclusive for changes, shared for reads), then re-reads the
+//! log and replays only the bytes this handle has not seen (from scratch if
+//! the header's generation changed: another handle compacted). A change then
+//! checks its precondition against that state, checks the new record version
+//! against the state table, appends one frame per record version in a single
+//! append and fsyncs. So concurrent handles, in threads or processes,
+//! serialize, and a compare-and-transition or a reservation has exactly one
+//! winner.
+//!
+//! A torn tail (a frame cut short by a crash) is truncated, and the truncation
+//! fsynced, under the exclusive lock before anything is appended; readers
+//! under the shared lock just stop before it. A complete frame that fails its
+//! checksum or rules is [`StoreError::CorruptLog`] and nothing is returned.
+//!
+//! Compaction writes the latest version of every live record into
+//! `txlog.next` (a new generation, fsynced), renames it over `txlog` and
+//! fsyncs the directory. A crash before the rename leaves the old log (and a
+//! stray `txlog.next`, removed on the next open); after it, the new one. Both
+//! are complete, so either replays to the same records.
+//!
+//! After any storage failure the store is fail-stop: the in-memory state may
+//! be behind or ahead of the disk, so every later call is
+//! [`StoreError::Poisoned`]. Reopening replays what is durable: the state
+//! before the failed operation or after it.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use vsh_host::{CapDir, HostError, LockGuard};
-use vsh_types::{BlobId, TransactionId, TransactionState, VPath};
+use vsh_types::{BlobId, TransactionId, TransactionState};
 
-use crate::blob::write_temp;
+use crate::artifact::{ArtifactError, ArtifactLimits, PendingArtifact};
+use crate::backend::{BackendError, BackendLock, StoreBackend};
+use crate::blob::BlobStore;
 use crate::datadir::DataDir;
 use crate::error::StoreError;
-use crate::record::{MAX_RECORD_BYTES, TransactionRecord};
+use crate::legacy;
+use crate::record::{self, ApprovalGrant, CommitReservation, TransactionRecord};
+use crate::txlog::{LogEntry, LogState, Tail};
 
-/// Mode of record files.
-const RECORD_MODE: u32 = 0o600;
+/// The most records [`TransactionStore::expire_due`] expires in one call.
+pub const EXPIRE_BATCH: usize = 4096;
+
+/// Sizes and bounds of a [`TransactionStore`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxStoreConfig {
+    /// Compact before a change once the log is this long and at least half of
+    /// it is superseded versions (default 8 MiB).
+    pub compact_at_bytes: u64,
+    /// The log never grows past this; a change that would is
+    /// [`StoreError::LogFull`] (default 256 MiB).
+    pub max_log_bytes: u64,
+    /// Most live records; creating one more is [`StoreError::RecordLimit`]
+    /// (default 1,000,000). Retention ([`TransactionStore::gc`]) frees room.
+    pub max_records: u64,
+}
+
+impl Default for TxStoreConfig {
+    fn default() -> Self {
+        Self { compact_at_bytes: 8 << 20, max_log_bytes: 256 << 20, max_records: 1_000_000 }
+    }
+}
+
+/// A summary of the log, as of the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogStats {
+    /// The generation (compactions so far, plus one).
+    pub generation: u64,
+    /// Length of the log up to its last complete frame.
+    pub bytes: u64,
+    /// Frames in the log.
+    pub frames: u64,
+    /// Live records.
+    pub live_records: u64,
+}
+
+/// The step a [`CommitReservation`] takes with [`TransactionStore::advance`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitStep {
+    /// `Reserved -> Revalidating`.
+    Revalidating,
+    /// `Revalidating -> Committing`.
+    Committing,
+    /// `Committing -> RecoveryRequired`: the commit was interrupted after it began applying.
+    RecoveryRequired,
+}
+
+impl CommitStep {
+    const fn state(self) -> TransactionState {
+        match self {
+            Self::Revalidating => TransactionState::Revalidating,
+            Self::Committing => TransactionState::Committing,
+            Self::RecoveryRequired => TransactionState::RecoveryRequired,
+        }
+    }
+}
+
+/// How a reserved commit ended, for [`TransactionStore::finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// The changes are on disk and verified.
+    Committed,
+    /// Revalidation found the workspace changed; nothing was written.
+    Stale,
+    /// The commit failed; the workspace holds its before state.
+    Failed,
+}
+
+impl CommitOutcome {
+    const fn state(self) -> TransactionState {
+        match self {
+            Self::Committed => TransactionState::Committed,
+            Self::Stale => TransactionState::Stale,
+            Self::Failed => TransactionState::Failed,
+        }
+    }
+}
 
 /// The transaction records of one data directory.
 #[derive(Debug)]
 pub struct TransactionStore {
-    files: RecordFiles,
-    mutex: Mutex<()>,
+    backend: Arc<dyn StoreBackend>,
+    config: TxStoreConfig,
+    inner: Mutex<Inner>,
 }
 
-/// Both locks held by a mutation; dropped in reverse order of acquisition.
-struct Held<'a> {
-    _file: LockGuard,
-    _mutex: MutexGuard<'a, ()>,
+#[derive(Debug)]
+pub(crate) struct Inner {
+    poisoned: bool,
+    state: LogState,
+    /// Where the next blob sweep resumes (see `crate::gc`).
+    pub(crate) blob_cursor: Option<BlobId>,
+}
+
+/// What a change computed: frames to append, then what to return.
+pub(crate) struct Change<T> {
+    pub(crate) entries: Vec<LogEntry>,
+    pub(crate) outcome: Result<T, StoreError>,
+}
+
+impl<T> Change<T> {
+    fn done(entries: Vec<LogEntry>, value: T) -> Self {
+        Self { entries, outcome: Ok(value) }
+    }
+}
+
+fn log_path() -> vsh_types::VPath {
+    vsh_types::VPath::from_component("txlog").expect("a valid constant name")
+}
+
+fn lock_path() -> vsh_types::VPath {
+    vsh_types::VPath::from_component("txlog.lock").expect("a valid constant name")
+}
+
+fn next_path() -> vsh_types::VPath {
+    vsh_types::VPath::from_component("txlog.next").expect("a valid constant name")
+}
+
+fn legacy_dir() -> vsh_types::VPath {
+    vsh_types::VPath::from_component("txns").expect("a valid constant name")
+}
+
+fn migrated_dir() -> vsh_types::VPath {
+    vsh_types::VPath::from_component("txns.migrated").expect("a valid constant name")
 }
 
 impl TransactionStore {
-    /// Open (creating `txns/` if needed) the transaction store, and remove
-    /// temporary files left by writers that stopped part-way.
+    /// Open the transaction store of a data directory with the real backend
+    /// and the default configuration (see [`TransactionStore::open_with`]).
     pub fn open(data: &DataDir) -> Result<TransactionStore, StoreError> {
-        let files = RecordFiles::open(data)?;
-        let store = TransactionStore { files, mutex: Mutex::new(()) };
+        Self::open_with(data.backend()?, TxStoreConfig::default())
+    }
+
+    /// Open the transaction store over `backend`, whose root is the data directory.
+    ///
+    /// Under the exclusive lock: remove a `txlog.next` left by an interrupted
+    /// compaction; create the log if there is none (migrating legacy
+    /// `txns/` record files into it, then renaming that directory to
+    /// `txns.migrated`); replay it, truncating a torn tail.
+    pub fn open_with(backend: Arc<dyn StoreBackend>, config: TxStoreConfig) -> Result<TransactionStore, StoreError> {
+        let store = TransactionStore {
+            backend,
+            config,
+            // Generation 0 never matches a real header, so the first refresh replays from scratch.
+            inner: Mutex::new(Inner { poisoned: false, state: LogState::empty(0), blob_cursor: None }),
+        };
         {
-            let _held = store.lock()?;
-            store.files.remove_stale_temporaries()?;
+            let mut inner = store.lock_inner()?;
+            let _lock = store.flock(&mut inner, true)?;
+            store.remove_next(&mut inner)?;
+            let exists = io(&mut inner, "open transaction log", store.backend.stat(&log_path()))?.is_some();
+            if !exists {
+                store.create_log(&mut inner)?;
+            }
+            store.refresh(&mut inner, true)?;
         }
         Ok(store)
     }
 
-    fn lock(&self) -> Result<Held<'_>, StoreError> {
-        // A panic while holding the mutex cannot leave a half-written record
-        // (records are replaced by rename), so a poisoned mutex is still usable.
-        let mutex = self.mutex.lock().unwrap_or_else(PoisonError::into_inner);
-        let file = self.files.lock()?;
-        Ok(Held { _file: file, _mutex: mutex })
+    pub(crate) fn lock_inner(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
+        // A panic while the mutex was held may have left the state half-updated.
+        let inner = self.inner.lock().map_err(|_| StoreError::Poisoned)?;
+        if inner.poisoned {
+            return Err(StoreError::Poisoned);
+        }
+        Ok(inner)
     }
 
-    /// Store a new record. [`StoreError::Duplicate`] if one exists for its id.
+    fn flock(&self, inner: &mut Inner, exclusive: bool) -> Result<BackendLock, StoreError> {
+        let result = self.backend.lock(&lock_path(), exclusive);
+        io(inner, "lock transaction log", result)
+    }
+
+    fn remove_next(&self, inner: &mut Inner) -> Result<(), StoreError> {
+        match self.backend.remove(&next_path()) {
+            Ok(()) | Err(BackendError::NotFound { .. }) => Ok(()),
+            Err(source) => io(inner, "remove interrupted compaction", Err(source)),
+        }
+    }
+
+    /// Write the first log: empty, or holding the migrated legacy records.
+    fn create_log(&self, inner: &mut Inner) -> Result<(), StoreError> {
+        let legacy = self.read_legacy(inner)?;
+        let image = LogState::initial(1, legacy.as_deref().unwrap_or_default());
+        self.install(inner, "create transaction log", &image)?;
+        if legacy.is_some() {
+            let renamed = self.backend.rename(&legacy_dir(), &migrated_dir());
+            io(inner, "retire legacy records", renamed)?;
+            let synced = self.backend.sync_dir(&vsh_types::VPath::root());
+            io(inner, "retire legacy records", synced)?;
+        }
+        Ok(())
+    }
+
+    /// The records of a legacy `txns/` directory, or `None` if there is none.
+    fn read_legacy(&self, inner: &mut Inner) -> Result<Option<Vec<TransactionRecord>>, StoreError> {
+        let dir = legacy_dir();
+        let names = match self.backend.list(&dir) {
+            Ok(names) => names,
+            Err(BackendError::NotFound { .. }) => return Ok(None),
+            Err(source) => return io(inner, "list legacy records", Err(source)),
+        };
+        let mut records = Vec::new();
+        for name in names {
+            let Ok(id) = TransactionId::parse_hex(&name) else { continue };
+            if id.to_hex() != name {
+                continue;
+            }
+            let path = dir.child(&name).expect("hex digits form a valid name");
+            let bytes = match self.backend.read(&path, legacy::MAX_LEGACY_RECORD_BYTES as u64) {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => continue,
+                Err(BackendError::TooLarge { .. }) => {
+                    return Err(StoreError::CorruptRecord { id, reason: "record is too long" });
+                }
+                Err(BackendError::NotAFile { .. }) => {
+                    return Err(StoreError::CorruptRecord { id, reason: "not a regular file" });
+                }
+                Err(source) => return io(inner, "read legacy record", Err(source)),
+            };
+            let record = legacy::decode(id, &bytes)?;
+            record::check_consistent(&record).map_err(|reason| StoreError::CorruptRecord { id, reason })?;
+            records.push(record);
+        }
+        Ok(Some(records))
+    }
+
+    /// Replace the log with `image` atomically: write `txlog.next`, fsync it,
+    /// rename it over `txlog`, fsync the directory.
+    fn install(&self, inner: &mut Inner, op: &'static str, image: &[u8]) -> Result<(), StoreError> {
+        self.remove_next(inner)?;
+        let written = self.backend.create_new(&next_path(), image);
+        io(inner, op, written)?;
+        let renamed = self.backend.rename(&next_path(), &log_path());
+        io(inner, op, renamed)?;
+        let synced = self.backend.sync_dir(&vsh_types::VPath::root());
+        io(inner, op, synced)
+    }
+
+    /// Replay what this handle has not seen. With the exclusive lock, a torn
+    /// tail is truncated (and the truncation fsynced).
+    fn refresh(&self, inner: &mut Inner, exclusive: bool) -> Result<(), StoreError> {
+        let bytes = match self.backend.read(&log_path(), self.config.max_log_bytes) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is missing" }),
+            Err(BackendError::TooLarge { size, max, .. }) => return Err(StoreError::LogFull { size, max }),
+            Err(BackendError::NotAFile { .. }) => {
+                return Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is not a regular file" });
+            }
+            Err(source) => return io(inner, "read transaction log", Err(source)),
+        };
+        let tail = inner.state.refresh(&bytes)?;
+        if let (Tail::Torn { at }, true) = (tail, exclusive) {
+            let truncated = self.backend.truncate(&log_path(), at);
+            io(inner, "truncate torn log tail", truncated)?;
+        }
+        Ok(())
+    }
+
+    /// Run a read under the shared lock on an up-to-date state.
+    pub(crate) fn read<T>(&self, view: impl FnOnce(&LogState) -> T) -> Result<T, StoreError> {
+        let mut inner = self.lock_inner()?;
+        let _lock = self.flock(&mut inner, false)?;
+        self.refresh(&mut inner, false)?;
+        Ok(view(&inner.state))
+    }
+
+    /// Run a change under the exclusive lock: refresh, compact if due, let
+    /// `decide` compute the record versions, append them in one fsynced write.
+    pub(crate) fn mutate<T>(
+        &self,
+        op: &'static str,
+        decide: impl FnOnce(&LogState) -> Result<Change<T>, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut inner = self.lock_inner()?;
+        let _lock = self.flock(&mut inner, true)?;
+        self.refresh(&mut inner, true)?;
+        if self.compaction_due(&inner.state) {
+            self.compact_locked(&mut inner)?;
+        }
+        let change = decide(&inner.state)?;
+        if !change.entries.is_empty() {
+            self.append(&mut inner, op, &change.entries)?;
+        }
+        change.outcome
+    }
+
+    fn append(&self, inner: &mut Inner, op: &'static str, entries: &[LogEntry]) -> Result<(), StoreError> {
+        let (next, bytes) = inner.state.prepare_append(entries).map_err(|reason| StoreError::InvalidRecord {
+            id: entries.first().map_or(TransactionId::from_bytes([0; 32]), entry_id),
+            reason,
+        })?;
+        if next.end() > self.config.max_log_bytes {
+            return Err(StoreError::LogFull { size: next.end(), max: self.config.max_log_bytes });
+        }
+        let appended = self.backend.append(&log_path(), &bytes);
+        io(inner, op, appended)?;
+        inner.state = next;
+        Ok(())
+    }
+
+    /// Whether the log is long enough, and mostly superseded versions, to compact.
+    fn compaction_due(&self, state: &LogState) -> bool {
+        state.end() >= self.config.compact_at_bytes && state.end() >= state.compacted_len().saturating_mul(2)
+    }
+
+    fn compact_locked(&self, inner: &mut Inner) -> Result<(), StoreError> {
+        let image = inner.state.compacted();
+        if image.len() as u64 > self.config.max_log_bytes {
+            return Err(StoreError::LogFull { size: image.len() as u64, max: self.config.max_log_bytes });
+        }
+        let (fresh, _) = LogState::parse(&image)?;
+        self.install(inner, "compact transaction log", &image)?;
+        inner.state = fresh;
+        Ok(())
+    }
+
+    /// Rewrite the log now as a new generation holding only the latest
+    /// version of every live record (see the module docs for the crash
+    /// analysis). Other handles notice the new generation on their next call.
+    pub fn compact(&self) -> Result<LogStats, StoreError> {
+        let mut inner = self.lock_inner()?;
+        let _lock = self.flock(&mut inner, true)?;
+        self.refresh(&mut inner, true)?;
+        self.compact_locked(&mut inner)?;
+        Ok(stats_of(&inner.state))
+    }
+
+    /// The log's generation, size, frame count and live records.
+    pub fn stats(&self) -> Result<LogStats, StoreError> {
+        self.read(stats_of)
+    }
+
+    /// Whether a storage failure has stopped this store.
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.lock().map_or(true, |inner| inner.poisoned)
+    }
+
+    /// Store a new record. [`StoreError::Duplicate`] if a live record has its
+    /// id; [`StoreError::InvalidRecord`] if it carries a grant or is in a state
+    /// that needs an approval or a reservation; [`StoreError::RecordLimit`] at
+    /// the configured bound. Its `sequence` is set to 0.
     pub fn create(&self, record: &TransactionRecord) -> Result<(), StoreError> {
-        let _held = self.lock()?;
-        self.files.write(record, WriteMode::CreateNew)
+        self.mutate("create transaction", |state| {
+            if state.get(&record.id).is_some() {
+                return Err(StoreError::Duplicate { id: record.id });
+            }
+            if state.records().len() as u64 >= self.config.max_records {
+                return Err(StoreError::RecordLimit { max: self.config.max_records });
+            }
+            let mut version = *record;
+            version.sequence = 0;
+            record::check_created(&version).map_err(|reason| StoreError::InvalidRecord { id: record.id, reason })?;
+            Ok(Change::done(vec![LogEntry::Version(version)], ()))
+        })
     }
 
-    /// The record of transaction `id`, or `None` if there is none. A record that
-    /// fails its checks is [`StoreError::CorruptRecord`].
+    /// The record of transaction `id`, or `None` if there is none (or it was
+    /// dropped by retention).
     pub fn get(&self, id: TransactionId) -> Result<Option<TransactionRecord>, StoreError> {
-        self.files.read(id)
+        self.read(|state| state.get(&id).copied())
+    }
+
+    /// Every live record, sorted by id.
+    pub fn list(&self) -> Result<Vec<TransactionRecord>, StoreError> {
+        self.read(|state| state.records().values().copied().collect())
     }
 
     /// Move transaction `id` from `expected` to `next` atomically.
@@ -84,8 +424,9 @@ impl TransactionStore {
     /// The current state must equal `expected` ([`StoreError::StateConflict`]
     /// otherwise) and the state table must allow the edge
     /// ([`StoreError::Transition`]); a missing record is
-    /// [`StoreError::NotFound`]. Returns the updated record, whose `updated_ms`
-    /// is `now_ms`.
+    /// [`StoreError::NotFound`]. `Approved` needs a grant: use
+    /// [`TransactionStore::approve`]. Returns the updated record, whose
+    /// `updated_ms` is `now_ms`.
     pub fn compare_and_transition(
         &self,
         id: TransactionId,
@@ -93,15 +434,18 @@ impl TransactionStore {
         next: TransactionState,
         now_ms: u64,
     ) -> Result<TransactionRecord, StoreError> {
-        let _held = self.lock()?;
-        let mut record = self.files.read(id)?.ok_or(StoreError::NotFound { id })?;
-        if record.state != expected {
-            return Err(StoreError::StateConflict { id, expected, actual: record.state });
-        }
-        record.state = record.state.transition(next).map_err(|source| StoreError::Transition { id, source })?;
-        record.updated_ms = now_ms;
-        self.files.write(&record, WriteMode::Replace)?;
-        Ok(record)
+        self.mutate("transition transaction", |state| {
+            let record = live(state, id)?;
+            if record.state != expected {
+                return Err(StoreError::StateConflict { id, expected, actual: record.state });
+            }
+            record.state.transition(next).map_err(|source| StoreError::Transition { id, source })?;
+            if next == TransactionState::Approved {
+                return Err(StoreError::WrongState { id, op: "approve without a grant", state: record.state });
+            }
+            let version = successor(record, now_ms, |version| version.state = next)?;
+            Ok(Change::done(vec![LogEntry::Version(version)], version))
+        })
     }
 
     /// Record the artifact blob of transaction `id`. Setting the same artifact
@@ -109,137 +453,257 @@ impl TransactionStore {
     /// [`StoreError::ArtifactConflict`] (an artifact is bound to its
     /// transaction). Returns the current record.
     pub fn set_artifact(&self, id: TransactionId, artifact: BlobId) -> Result<TransactionRecord, StoreError> {
-        let _held = self.lock()?;
-        let mut record = self.files.read(id)?.ok_or(StoreError::NotFound { id })?;
-        match record.artifact {
-            Some(existing) if existing == artifact => return Ok(record),
-            Some(existing) => return Err(StoreError::ArtifactConflict { id, existing, requested: artifact }),
-            None => record.artifact = Some(artifact),
+        self.mutate("record artifact", |state| {
+            let record = live(state, id)?;
+            match record.artifact {
+                Some(existing) if existing == artifact => Ok(Change::done(Vec::new(), *record)),
+                Some(existing) => Err(StoreError::ArtifactConflict { id, existing, requested: artifact }),
+                None => {
+                    let version = successor(record, record.updated_ms, |version| version.artifact = Some(artifact))?;
+                    Ok(Change::done(vec![LogEntry::Version(version)], version))
+                }
+            }
+        })
+    }
+
+    /// Approve a pending transaction: `PendingApproval -> Approved`, recording
+    /// `grant` (which must name `id`: [`StoreError::GrantMismatch`]). Any other
+    /// state is [`StoreError::WrongState`]. A request whose pending expiry has
+    /// passed at `grant.issued_ms()` is moved to `Expired` durably and
+    /// [`StoreError::ApprovalExpired`] returned.
+    pub fn approve(&self, id: TransactionId, grant: &ApprovalGrant) -> Result<TransactionRecord, StoreError> {
+        if grant.transaction() != id {
+            return Err(StoreError::GrantMismatch { id, grant_for: grant.transaction() });
         }
-        self.files.write(&record, WriteMode::Replace)?;
+        let now_ms = grant.issued_ms();
+        self.mutate("approve transaction", |state| {
+            let record = live(state, id)?;
+            if record.state != TransactionState::PendingApproval {
+                return Err(StoreError::WrongState { id, op: "approve", state: record.state });
+            }
+            if record.is_due_to_expire(now_ms) {
+                let expired = successor(record, now_ms, |version| version.state = TransactionState::Expired)?;
+                let expires_ms = record.pending_expires_ms.unwrap_or(now_ms);
+                return Ok(Change {
+                    entries: vec![LogEntry::Version(expired)],
+                    outcome: Err(StoreError::ApprovalExpired { id, expires_ms, now_ms }),
+                });
+            }
+            let version = successor(record, now_ms, |version| {
+                version.state = TransactionState::Approved;
+                version.approval = Some(*grant);
+            })?;
+            Ok(Change::done(vec![LogEntry::Version(version)], version))
+        })
+    }
+
+    /// Reject a transaction that is pending approval, auto-approved or
+    /// approved (a reviewer's refusal, or a discarded preview). Any other state
+    /// is [`StoreError::WrongState`].
+    pub fn reject(&self, id: TransactionId, now_ms: u64) -> Result<TransactionRecord, StoreError> {
+        use TransactionState as S;
+        self.mutate("reject transaction", |state| {
+            let record = live(state, id)?;
+            if !matches!(record.state, S::PendingApproval | S::AutoApproved | S::Approved) {
+                return Err(StoreError::WrongState { id, op: "reject", state: record.state });
+            }
+            let version = successor(record, now_ms, |version| version.state = S::Rejected)?;
+            Ok(Change::done(vec![LogEntry::Version(version)], version))
+        })
+    }
+
+    /// Move every record due at `now_ms` to `Expired`: pending requests past
+    /// their pending expiry and approvals whose grant has lapsed (expiry is
+    /// exclusive: `now_ms == expires` is due). At most [`EXPIRE_BATCH`] per
+    /// call, in id order, in one fsynced append; call again while the result
+    /// is full. Returns the expired ids.
+    pub fn expire_due(&self, now_ms: u64) -> Result<Vec<TransactionId>, StoreError> {
+        self.expire_due_bounded(now_ms, EXPIRE_BATCH)
+    }
+
+    pub(crate) fn expire_due_bounded(&self, now_ms: u64, max: usize) -> Result<Vec<TransactionId>, StoreError> {
+        self.mutate("expire transactions", |state| {
+            let mut entries = Vec::new();
+            let mut ids = Vec::new();
+            for record in state.records().values().filter(|record| record.is_due_to_expire(now_ms)).take(max) {
+                entries.push(LogEntry::Version(successor(record, now_ms, |version| {
+                    version.state = TransactionState::Expired;
+                })?));
+                ids.push(record.id);
+            }
+            Ok(Change::done(entries, ids))
+        })
+    }
+
+    /// Take the single-use right to commit transaction `id`.
+    ///
+    /// An `AutoApproved` transaction, or an `Approved` one whose grant has not
+    /// expired at `now_ms`, moves to `Reserved`. An `Approved` one whose grant
+    /// has expired (`now_ms >= expires`) is moved to `Expired` durably and
+    /// [`StoreError::ApprovalExpired`] returned; any other state (a second
+    /// reservation included) is [`StoreError::NotReservable`].
+    pub fn reserve(&self, id: TransactionId, now_ms: u64) -> Result<CommitReservation, StoreError> {
+        use TransactionState as S;
+        self.mutate("reserve transaction", |state| {
+            let record = live(state, id)?;
+            match (record.state, record.approval) {
+                (S::Approved, Some(grant)) if grant.is_expired_at(now_ms) => {
+                    let expired = successor(record, now_ms, |version| version.state = S::Expired)?;
+                    return Ok(Change {
+                        entries: vec![LogEntry::Version(expired)],
+                        outcome: Err(StoreError::ApprovalExpired { id, expires_ms: grant.expires_ms(), now_ms }),
+                    });
+                }
+                (S::AutoApproved, _) | (S::Approved, Some(_)) => {}
+                (state, _) => return Err(StoreError::NotReservable { id, state }),
+            }
+            let version = successor(record, now_ms, |version| version.state = S::Reserved)?;
+            let reservation = CommitReservation {
+                transaction: id,
+                base_snapshot: version.base_snapshot,
+                artifact: version.artifact,
+                state: version.state,
+                sequence: version.sequence,
+            };
+            Ok(Change::done(vec![LogEntry::Version(version)], reservation))
+        })
+    }
+
+    /// Move a reserved transaction one step through its commit.
+    ///
+    /// The record must still be exactly as the reservation last left it
+    /// ([`StoreError::ReservationLost`] otherwise), and the table must allow
+    /// the edge ([`StoreError::Transition`]).
+    pub fn advance(
+        &self,
+        reservation: &mut CommitReservation,
+        step: CommitStep,
+        now_ms: u64,
+    ) -> Result<TransactionRecord, StoreError> {
+        let record = self.move_reserved(reservation, step.state(), now_ms)?;
+        reservation.state = record.state;
+        reservation.sequence = record.sequence;
         Ok(record)
     }
 
-    /// Every record, sorted by id. Any corrupt record fails the whole listing.
-    pub fn list(&self) -> Result<Vec<TransactionRecord>, StoreError> {
-        let mut records = Vec::new();
-        for id in self.files.ids()? {
-            // A record cannot disappear (there is no deletion yet), but a
-            // missing one is skipped rather than reported as corrupt.
-            if let Some(record) = self.files.read(id)? {
-                records.push(record);
+    /// End a reserved commit, consuming the reservation. The edge must be in
+    /// the table from where the reservation stands (`Committed` only from
+    /// `Committing` or `RecoveryRequired`). If this fails the reservation is
+    /// gone; the record stays where it was for recovery to settle.
+    #[allow(clippy::needless_pass_by_value, reason = "taking the reservation by value is what makes it single-use")]
+    pub fn finish(
+        &self,
+        reservation: CommitReservation,
+        outcome: CommitOutcome,
+        now_ms: u64,
+    ) -> Result<TransactionRecord, StoreError> {
+        self.move_reserved(&reservation, outcome.state(), now_ms)
+    }
+
+    fn move_reserved(
+        &self,
+        reservation: &CommitReservation,
+        next: TransactionState,
+        now_ms: u64,
+    ) -> Result<TransactionRecord, StoreError> {
+        let id = reservation.transaction;
+        self.mutate("advance reserved transaction", |state| {
+            let record = state.get(&id).ok_or(StoreError::ReservationLost { id })?;
+            if record.sequence != reservation.sequence || record.state != reservation.state {
+                return Err(StoreError::ReservationLost { id });
             }
+            record.state.transition(next).map_err(|source| StoreError::Transition { id, source })?;
+            let version = successor(record, now_ms, |version| version.state = next)?;
+            Ok(Change::done(vec![LogEntry::Version(version)], version))
+        })
+    }
+
+    /// Verify `artifact` against `limits`, check that its transaction exists
+    /// with the same base snapshot, store it as a blob and record the blob on
+    /// the transaction (as [`TransactionStore::set_artifact`]).
+    pub fn put_artifact(
+        &self,
+        blobs: &BlobStore,
+        artifact: &PendingArtifact,
+        limits: &ArtifactLimits,
+    ) -> Result<TransactionRecord, StoreError> {
+        let id = artifact.binding.transaction;
+        let bytes = artifact.encode();
+        let blob = BlobId::of(&bytes);
+        artifact.verify(limits).map_err(|source| StoreError::Artifact { blob, source })?;
+        let record = self.get(id)?.ok_or(StoreError::NotFound { id })?;
+        if record.base_snapshot != artifact.binding.snapshot {
+            return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field: "snapshot" } });
         }
-        records.sort_by_key(|record| record.id);
-        Ok(records)
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum WriteMode {
-    CreateNew,
-    Replace,
-}
-
-/// The file backend: every host operation of the transaction store.
-#[derive(Debug)]
-struct RecordFiles {
-    /// The data directory (for the lock file and rename paths).
-    root: CapDir,
-}
-
-impl RecordFiles {
-    fn open(data: &DataDir) -> Result<Self, StoreError> {
-        let root = data.dir().open_subdir(&VPath::root(), false).map_err(StoreError::host("open transaction store"))?;
-        let files = Self { root };
-        for dir in [txns_dir(), temp_dir()] {
-            if files.root.lstat(&dir).map_err(StoreError::host("open transaction store"))?.is_none() {
-                match files.root.create_dir(&dir, 0o700) {
-                    Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
-                    Err(source) => return Err(StoreError::Host { op: "open transaction store", source }),
-                }
-                let parent = dir.parent().expect("not the root");
-                files.root.sync_dir(&parent).map_err(StoreError::host("open transaction store"))?;
-            }
-        }
-        Ok(files)
+        blobs.put_expected(&bytes, blob)?;
+        self.set_artifact(id, blob)
     }
 
-    fn lock(&self) -> Result<LockGuard, StoreError> {
-        let path = VPath::from_component("txns.lock").expect("a valid constant name");
-        self.root.lock_exclusive(&path).map_err(StoreError::host("lock transaction store"))
-    }
-
-    fn record_path(id: TransactionId) -> VPath {
-        txns_dir().child(&id.to_hex()).expect("hex digits form a valid name")
-    }
-
-    fn read(&self, id: TransactionId) -> Result<Option<TransactionRecord>, StoreError> {
-        let path = Self::record_path(id);
-        match self.root.read_file(&path, MAX_RECORD_BYTES as u64) {
-            Ok(content) => TransactionRecord::decode(id, &content.bytes).map(Some),
-            Err(HostError::NotFound { .. }) => Ok(None),
-            Err(HostError::TooLarge { .. }) => Err(StoreError::CorruptRecord { id, reason: "record is too long" }),
-            Err(HostError::NotAFile { .. }) => Err(StoreError::CorruptRecord { id, reason: "not a regular file" }),
-            Err(source) => Err(StoreError::Host { op: "read transaction record", source }),
-        }
-    }
-
-    fn write(&self, record: &TransactionRecord, mode: WriteMode) -> Result<(), StoreError> {
-        let path = Self::record_path(record.id);
-        let temp = write_temp(&self.root, &temp_dir(), &record.encode(), RECORD_MODE)?;
-        let renamed = match mode {
-            WriteMode::CreateNew => self.root.rename_noreplace(&temp, &path),
-            WriteMode::Replace => self.root.rename(&temp, &path),
+    /// Load and verify the artifact of transaction `id`: bounded by
+    /// `limits.max_total_bytes` before reading, re-hashed, decoded with every
+    /// bound, every re-derivable digest checked, and its binding checked
+    /// against the record (transaction id and base snapshot).
+    pub fn load_artifact(
+        &self,
+        blobs: &BlobStore,
+        id: TransactionId,
+        limits: &ArtifactLimits,
+    ) -> Result<PendingArtifact, StoreError> {
+        let record = self.get(id)?.ok_or(StoreError::NotFound { id })?;
+        let blob = record.artifact.ok_or(StoreError::NoArtifact { id })?;
+        let bytes = blobs.get(blob, limits.max_total_bytes)?;
+        let artifact =
+            PendingArtifact::decode(&bytes, limits).map_err(|source| StoreError::Artifact { blob, source })?;
+        let field = if artifact.binding.transaction != id {
+            Some("transaction")
+        } else if artifact.binding.snapshot != record.base_snapshot {
+            Some("snapshot")
+        } else {
+            None
         };
-        if let Err(error) = renamed {
-            let _ = self.root.remove_file(&temp);
-            return Err(match error {
-                HostError::AlreadyExists { .. } if mode == WriteMode::CreateNew => {
-                    StoreError::Duplicate { id: record.id }
-                }
-                source => StoreError::Host { op: "write transaction record", source },
-            });
+        if let Some(field) = field {
+            return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field } });
         }
-        self.root.sync_dir(&txns_dir()).map_err(StoreError::host("sync transaction records"))
-    }
-
-    /// The ids of every record file (names that are exactly 64 lower-case hex digits).
-    fn ids(&self) -> Result<Vec<TransactionId>, StoreError> {
-        let entries = self.root.list_dir(&txns_dir()).map_err(StoreError::host("list transaction records"))?;
-        let mut ids = Vec::new();
-        for entry in entries {
-            let Ok(name) = std::str::from_utf8(&entry.name) else { continue };
-            if let Ok(id) = TransactionId::parse_hex(name)
-                && id.to_hex() == name
-            {
-                ids.push(id);
-            }
-        }
-        Ok(ids)
-    }
-
-    /// Remove every file in the temporary directory. Called with the lock held,
-    /// when no writer can be part-way through.
-    fn remove_stale_temporaries(&self) -> Result<(), StoreError> {
-        let temp = temp_dir();
-        let entries = self.root.list_dir(&temp).map_err(StoreError::host("list temporary records"))?;
-        for entry in entries {
-            let Ok(name) = std::str::from_utf8(&entry.name) else { continue };
-            let Ok(path) = temp.child(name) else { continue };
-            match self.root.remove_file(&path) {
-                Ok(()) | Err(HostError::NotFound { .. }) => {}
-                Err(source) => return Err(StoreError::Host { op: "remove temporary record", source }),
-            }
-        }
-        Ok(())
+        Ok(artifact)
     }
 }
 
-fn txns_dir() -> VPath {
-    VPath::from_component("txns").expect("a valid constant name")
+/// Pass `result` through, poisoning the store on any backend error.
+fn io<T>(inner: &mut Inner, op: &'static str, result: Result<T, BackendError>) -> Result<T, StoreError> {
+    result.map_err(|source| {
+        inner.poisoned = true;
+        StoreError::Io { op, source }
+    })
 }
 
-fn temp_dir() -> VPath {
-    VPath::parse("txns/tmp").expect("a valid constant path")
+fn stats_of(state: &LogState) -> LogStats {
+    LogStats {
+        generation: state.generation(),
+        bytes: state.end(),
+        frames: state.frames(),
+        live_records: state.records().len() as u64,
+    }
+}
+
+fn live(state: &LogState, id: TransactionId) -> Result<&TransactionRecord, StoreError> {
+    state.get(&id).ok_or(StoreError::NotFound { id })
+}
+
+/// The next version of `record` at `now_ms`, changed by `edit`.
+pub(crate) fn successor(
+    record: &TransactionRecord,
+    now_ms: u64,
+    edit: impl FnOnce(&mut TransactionRecord),
+) -> Result<TransactionRecord, StoreError> {
+    let mut version =
+        record.next_version(now_ms).ok_or(StoreError::InvalidRecord { id: record.id, reason: "sequence overflow" })?;
+    edit(&mut version);
+    Ok(version)
+}
+
+fn entry_id(entry: &LogEntry) -> TransactionId {
+    match entry {
+        LogEntry::Version(record) | LogEntry::Checkpoint(record) => record.id,
+        LogEntry::Forget(entries) => entries.first().map_or(TransactionId::from_bytes([0; 32]), |(id, _)| *id),
+    }
 }

@@ -1,0 +1,412 @@
+//! [`PendingArtifact`]: everything a pending transaction needs to be reviewed
+//! and committed later, possibly by another process, in a versioned,
+//! checksummed encoding whose decoder bounds every length before allocating.
+//!
+//! An artifact is stored as a blob and its [`BlobId`] recorded on the
+//! transaction's record ([`crate::TransactionStore::put_artifact`]). Decoding
+//! re-derives the diff, write-set and read-set digests from the entries it
+//! carries, and the intent and evidence digests from their bytes, and refuses
+//! any mismatch with the binding ([`ArtifactError::Binding`]): a tampered
+//! entry cannot ride on an untouched binding. The transaction id itself cannot
+//! be re-derived here (it also binds a per-run nonce the runtime chooses), so
+//! [`crate::TransactionStore::load_artifact`] checks it against the record the
+//! artifact was loaded for.
+//!
+//! # Layout
+//!
+//! ```text
+//!    0   8  magic "VSHART01"
+//!    8   8  body length B, u64 LE (the file is 48 + B bytes)
+//!   16   B  body
+//! 16+B  32  BLAKE3 derive-key "vsh 2026 artifact v1" over bytes 0..16+B
+//!
+//! body (canonical encoding of vsh_types::canon)
+//!   binding: ten 32-byte digests, in this order: transaction, snapshot,
+//!            program, intent, read set, write set, diff, policy,
+//!            runtime config, execution evidence
+//!   intent:  byte string (u64 length + UTF-8)
+//!   diff:    u64 count, then each DiffEntry (paths strictly increasing, no root)
+//!   reads:   ReadSet (u64 count, then path + Dependency, paths strictly increasing)
+//!   evidence: byte string (opaque to the store)
+//! ```
+//!
+//! The store does not interpret the evidence: the runtime encodes the decision,
+//! output and statistics there, and binds them through the evidence digest.
+
+use vsh_types::canon::{self, Canonical, DecodeError, Reader};
+use vsh_types::{
+    BlobId, DiffDigest, DiffEntry, DomainHasher, ExecutionEvidenceDigest, IntentDigest, PolicyDigest, ProgramDigest,
+    ReadSet, ReadSetDigest, RuntimeConfigDigest, SnapshotId, TransactionId, WriteSetDigest,
+};
+
+/// The first eight bytes of an artifact.
+pub const ARTIFACT_MAGIC: [u8; 8] = *b"VSHART01";
+/// The prefix every version of the artifact magic shares.
+const ARTIFACT_MAGIC_FAMILY: &[u8; 6] = b"VSHART";
+/// The checksum domain.
+const ARTIFACT_DOMAIN: &str = "vsh 2026 artifact v1";
+/// Magic, body length and checksum.
+const ARTIFACT_OVERHEAD: usize = 8 + 8 + 32;
+/// The encoded binding.
+const BINDING_LEN: usize = 10 * 32;
+/// The smallest encoded diff entry: path length, kind, two option flags.
+const MIN_DIFF_ENTRY: usize = 8 + 1 + 1 + 1;
+
+/// Bounds applied before anything is allocated while decoding (and checked
+/// before encoding). The defaults are the peer's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArtifactLimits {
+    /// Largest encoded artifact (default 128 MiB).
+    pub max_total_bytes: u64,
+    /// Most diff entries (default 100,000).
+    pub max_entries: u64,
+    /// Most read-set dependencies (default 250,000).
+    pub max_dependencies: u64,
+    /// Longest path in bytes (default 16 KiB).
+    pub max_path_bytes: u64,
+    /// Longest intent in bytes (default 64 KiB).
+    pub max_intent_bytes: u64,
+    /// Largest evidence section (default 16 MiB).
+    pub max_evidence_bytes: u64,
+}
+
+impl Default for ArtifactLimits {
+    fn default() -> Self {
+        Self {
+            max_total_bytes: 128 << 20,
+            max_entries: 100_000,
+            max_dependencies: 250_000,
+            max_path_bytes: 16 << 10,
+            max_intent_bytes: 64 << 10,
+            max_evidence_bytes: 16 << 20,
+        }
+    }
+}
+
+/// What a pending transaction is bound to: every digest its id was derived from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArtifactBinding {
+    /// The transaction.
+    pub transaction: TransactionId,
+    /// The observed base.
+    pub snapshot: SnapshotId,
+    /// The program.
+    pub program: ProgramDigest,
+    /// The intent text (`IntentDigest::digest` of its UTF-8 bytes).
+    pub intent: IntentDigest,
+    /// The read set.
+    pub read_set: ReadSetDigest,
+    /// The write set (see [`write_set_digest`]).
+    pub write_set: WriteSetDigest,
+    /// The diff (see [`diff_digest`]).
+    pub diff: DiffDigest,
+    /// The policy in force.
+    pub policy: PolicyDigest,
+    /// The security-relevant runtime configuration.
+    pub runtime_config: RuntimeConfigDigest,
+    /// The execution evidence (`ExecutionEvidenceDigest::digest` of the evidence bytes).
+    pub evidence: ExecutionEvidenceDigest,
+}
+
+/// A pending transaction's artifact: its binding and what the binding covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingArtifact {
+    /// The digests the transaction is bound to.
+    pub binding: ArtifactBinding,
+    /// The caller's intent text.
+    pub intent: String,
+    /// The canonical diff entries, sorted by path.
+    pub diff: Vec<DiffEntry>,
+    /// What the run depended on.
+    pub read_set: ReadSet,
+    /// Opaque evidence (decision, output, statistics) as the runtime encoded it.
+    pub evidence: Vec<u8>,
+}
+
+/// Why an artifact was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArtifactError {
+    /// The encoding is larger than the limit; nothing was decoded.
+    #[error("artifact is {size} bytes, over the limit of {max}")]
+    TooLarge {
+        /// Its size.
+        size: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The bytes end before the artifact does, or its length field disagrees with them.
+    #[error("artifact is truncated")]
+    Truncated,
+    /// Bytes follow the artifact or its last field.
+    #[error("{remaining} trailing bytes in the artifact")]
+    Trailing {
+        /// How many.
+        remaining: u64,
+    },
+    /// Not an artifact.
+    #[error("bad artifact magic")]
+    BadMagic,
+    /// An artifact of a newer format version.
+    #[error("artifact format {} is newer than this build", String::from_utf8_lossy(.found))]
+    UpgradeRequired {
+        /// The magic found.
+        found: [u8; 8],
+    },
+    /// The checksum trailer does not match.
+    #[error("artifact checksum mismatch")]
+    Checksum,
+    /// A count or length is over its limit (checked before allocating).
+    #[error("artifact {what} is {value}, over the limit of {max}")]
+    LimitExceeded {
+        /// Which count or length.
+        what: &'static str,
+        /// The value found.
+        value: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// A field failed to decode.
+    #[error("artifact field is malformed")]
+    Malformed(#[from] DecodeError),
+    /// Diff entries out of order, duplicated, or touching the root.
+    #[error("artifact diff entries are not canonical")]
+    DiffOrder,
+    /// The intent is not UTF-8.
+    #[error("artifact intent is not UTF-8")]
+    IntentEncoding,
+    /// A digest re-derived from the content differs from the binding.
+    #[error("artifact binding does not match its {field}")]
+    Binding {
+        /// Which digest.
+        field: &'static str,
+    },
+}
+
+/// The diff digest of canonical entries: `DiffDigest` over the canonical
+/// sequence (count, then each entry), as `vsh_vfs::CanonicalDiff` computes it.
+pub fn diff_digest(entries: &[DiffEntry]) -> DiffDigest {
+    let mut out = Vec::new();
+    canon::put_seq(&mut out, entries.iter());
+    DiffDigest::digest(&out)
+}
+
+/// The write-set digest of canonical entries: `WriteSetDigest` over the count,
+/// then each entry's path and optional before state, as
+/// `vsh_vfs::CanonicalDiff::write_set_digest` computes it.
+pub fn write_set_digest(entries: &[DiffEntry]) -> WriteSetDigest {
+    let mut out = Vec::new();
+    canon::put_u64(&mut out, entries.len() as u64);
+    for entry in entries {
+        entry.path.encode_canonical(&mut out);
+        canon::put_option(&mut out, entry.before.as_ref());
+    }
+    WriteSetDigest::digest(&out)
+}
+
+impl PendingArtifact {
+    /// The encoding (see the module docs). It does not check anything; use
+    /// [`PendingArtifact::verify`] first, or let
+    /// [`crate::TransactionStore::put_artifact`] do it.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        let binding = &self.binding;
+        for digest in [
+            binding.transaction.as_bytes(),
+            binding.snapshot.as_bytes(),
+            binding.program.as_bytes(),
+            binding.intent.as_bytes(),
+            binding.read_set.as_bytes(),
+            binding.write_set.as_bytes(),
+            binding.diff.as_bytes(),
+            binding.policy.as_bytes(),
+            binding.runtime_config.as_bytes(),
+            binding.evidence.as_bytes(),
+        ] {
+            body.extend_from_slice(digest);
+        }
+        canon::put_bytes(&mut body, self.intent.as_bytes());
+        canon::put_seq(&mut body, self.diff.iter());
+        self.read_set.encode_canonical(&mut body);
+        canon::put_bytes(&mut body, &self.evidence);
+        let mut out = Vec::with_capacity(body.len() + ARTIFACT_OVERHEAD);
+        out.extend_from_slice(&ARTIFACT_MAGIC);
+        canon::put_u64(&mut out, body.len() as u64);
+        out.extend_from_slice(&body);
+        let sum = checksum(&out);
+        out.extend_from_slice(&sum);
+        out
+    }
+
+    /// Decode and verify an artifact: the size bound first, then magic,
+    /// length and checksum, then every field with its count or length checked
+    /// against `limits` and the remaining bytes before any allocation, then
+    /// the re-derived digests against the binding.
+    pub fn decode(bytes: &[u8], limits: &ArtifactLimits) -> Result<Self, ArtifactError> {
+        let size = bytes.len() as u64;
+        if size > limits.max_total_bytes {
+            return Err(ArtifactError::TooLarge { size, max: limits.max_total_bytes });
+        }
+        if bytes.len() >= 8 && bytes[..8] != ARTIFACT_MAGIC {
+            if bytes[..6] == *ARTIFACT_MAGIC_FAMILY {
+                let mut found = [0_u8; 8];
+                found.copy_from_slice(&bytes[..8]);
+                return Err(ArtifactError::UpgradeRequired { found });
+            }
+            return Err(ArtifactError::BadMagic);
+        }
+        if bytes.len() < ARTIFACT_OVERHEAD {
+            return Err(ArtifactError::Truncated);
+        }
+        let body_len = u64::from_le_bytes(bytes[8..16].try_into().expect("eight bytes"));
+        let actual = (bytes.len() - ARTIFACT_OVERHEAD) as u64;
+        if body_len > actual {
+            return Err(ArtifactError::Truncated);
+        }
+        if body_len < actual {
+            return Err(ArtifactError::Trailing { remaining: actual - body_len });
+        }
+        let (sealed, sum) = bytes.split_at(bytes.len() - 32);
+        if checksum(sealed) != sum {
+            return Err(ArtifactError::Checksum);
+        }
+        let artifact = Self::decode_body(&sealed[16..], limits)?;
+        artifact.verify_digests()?;
+        Ok(artifact)
+    }
+
+    fn decode_body(body: &[u8], limits: &ArtifactLimits) -> Result<Self, ArtifactError> {
+        let mut reader = Reader::new(body);
+        if body.len() < BINDING_LEN {
+            return Err(ArtifactError::Truncated);
+        }
+        let binding = ArtifactBinding {
+            transaction: TransactionId::from_bytes(reader.array()?),
+            snapshot: SnapshotId::from_bytes(reader.array()?),
+            program: ProgramDigest::from_bytes(reader.array()?),
+            intent: IntentDigest::from_bytes(reader.array()?),
+            read_set: ReadSetDigest::from_bytes(reader.array()?),
+            write_set: WriteSetDigest::from_bytes(reader.array()?),
+            diff: DiffDigest::from_bytes(reader.array()?),
+            policy: PolicyDigest::from_bytes(reader.array()?),
+            runtime_config: RuntimeConfigDigest::from_bytes(reader.array()?),
+            evidence: ExecutionEvidenceDigest::from_bytes(reader.array()?),
+        };
+        check_limit("intent length", peek_u64(&reader)?, limits.max_intent_bytes)?;
+        let intent = reader.bytes(limits.max_intent_bytes)?;
+        let intent = String::from_utf8(intent.to_vec()).map_err(|_| ArtifactError::IntentEncoding)?;
+        let count = peek_u64(&reader)?;
+        check_limit("diff entry count", count, limits.max_entries)?;
+        let count = reader.length(limits.max_entries, MIN_DIFF_ENTRY)?;
+        let mut diff: Vec<DiffEntry> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let entry = DiffEntry::decode_canonical(&mut reader, limits.max_path_bytes)?;
+            if entry.path.is_root() || diff.last().is_some_and(|last| last.path >= entry.path) {
+                return Err(ArtifactError::DiffOrder);
+            }
+            diff.push(entry);
+        }
+        check_limit("dependency count", peek_u64(&reader)?, limits.max_dependencies)?;
+        // The decoder bounds the count by the remaining bytes too, before allocating.
+        let read_set = ReadSet::decode_canonical(&mut reader, limits.max_dependencies, limits.max_path_bytes)?;
+        check_limit("evidence length", peek_u64(&reader)?, limits.max_evidence_bytes)?;
+        let evidence = reader.bytes(limits.max_evidence_bytes)?.to_vec();
+        if reader.remaining() != 0 {
+            return Err(ArtifactError::Trailing { remaining: reader.remaining() as u64 });
+        }
+        Ok(Self { binding, intent, diff, read_set, evidence })
+    }
+
+    /// Check this artifact as [`PendingArtifact::decode`] would: limits,
+    /// canonical diff order, and every re-derivable digest of the binding.
+    pub fn verify(&self, limits: &ArtifactLimits) -> Result<(), ArtifactError> {
+        check_limit("intent length", self.intent.len() as u64, limits.max_intent_bytes)?;
+        check_limit("diff entry count", self.diff.len() as u64, limits.max_entries)?;
+        check_limit("dependency count", self.read_set.len() as u64, limits.max_dependencies)?;
+        check_limit("evidence length", self.evidence.len() as u64, limits.max_evidence_bytes)?;
+        let longest = self
+            .diff
+            .iter()
+            .map(|entry| entry.path.as_str().len())
+            .chain(self.read_set.entries.keys().map(|path| path.as_str().len()))
+            .max()
+            .unwrap_or(0);
+        check_limit("path length", longest as u64, limits.max_path_bytes)?;
+        for (index, entry) in self.diff.iter().enumerate() {
+            if entry.path.is_root() || (index > 0 && self.diff[index - 1].path >= entry.path) {
+                return Err(ArtifactError::DiffOrder);
+            }
+        }
+        self.verify_digests()?;
+        let size = self.encoded_len();
+        if size > limits.max_total_bytes {
+            return Err(ArtifactError::TooLarge { size, max: limits.max_total_bytes });
+        }
+        Ok(())
+    }
+
+    fn verify_digests(&self) -> Result<(), ArtifactError> {
+        let binding = &self.binding;
+        let checks = [
+            (diff_digest(&self.diff) == binding.diff, "diff"),
+            (write_set_digest(&self.diff) == binding.write_set, "write set"),
+            (self.read_set.digest() == binding.read_set, "read set"),
+            (IntentDigest::digest(self.intent.as_bytes()) == binding.intent, "intent"),
+            (ExecutionEvidenceDigest::digest(&self.evidence) == binding.evidence, "evidence"),
+        ];
+        match checks.iter().find(|(ok, _)| !ok) {
+            Some((_, field)) => Err(ArtifactError::Binding { field }),
+            None => Ok(()),
+        }
+    }
+
+    /// The encoded length, without encoding.
+    fn encoded_len(&self) -> u64 {
+        let diff: usize = self.diff.iter().map(|entry| entry.to_canonical_bytes().len()).sum();
+        let reads = self.read_set.to_canonical_bytes().len();
+        (ARTIFACT_OVERHEAD + BINDING_LEN + 8 + self.intent.len() + 8 + diff + reads + 8 + self.evidence.len()) as u64
+    }
+
+    /// The blobs the diff's after states need (file contents and symlink
+    /// targets): what a commit reads from the blob store.
+    pub fn content_blobs(&self) -> impl Iterator<Item = BlobId> + '_ {
+        self.diff.iter().filter_map(|entry| entry.after.and_then(|state| state.content))
+    }
+}
+
+fn checksum(bytes: &[u8]) -> [u8; 32] {
+    DomainHasher::new(ARTIFACT_DOMAIN).update(bytes).finalize()
+}
+
+/// The next `u64` without consuming it.
+fn peek_u64(reader: &Reader<'_>) -> Result<u64, ArtifactError> {
+    let mut ahead = reader.clone();
+    Ok(ahead.u64()?)
+}
+
+fn check_limit(what: &'static str, value: u64, max: u64) -> Result<(), ArtifactError> {
+    if value > max { Err(ArtifactError::LimitExceeded { what, value, max }) } else { Ok(()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use vsh_types::{NodeState, VPath};
+
+    use super::*;
+
+    #[test]
+    fn digests_match_the_documented_formulas() {
+        let entries = vec![
+            DiffEntry::between(VPath::parse("a").unwrap(), None, Some(NodeState::file_with(b"x", 0o644))).unwrap(),
+        ];
+        let mut out = Vec::new();
+        canon::put_u64(&mut out, 1);
+        entries[0].encode_canonical(&mut out);
+        assert_eq!(diff_digest(&entries), DiffDigest::digest(&out));
+        let mut out = Vec::new();
+        canon::put_u64(&mut out, 1);
+        entries[0].path.encode_canonical(&mut out);
+        canon::put_u8(&mut out, 0);
+        assert_eq!(write_set_digest(&entries), WriteSetDigest::digest(&out));
+    }
+}

@@ -1,0 +1,354 @@
+//! [`StoreBackend`]: the only I/O seam of the store, and [`CapDirBackend`], its
+//! implementation over a capability-rooted [`CapDir`].
+//!
+//! Every byte the blob store and the transaction log read or write goes
+//! through this trait, so tests can swap in [`crate::FaultyBackend`] and fail
+//! the Nth write, fsync or rename. The operations are the few the store needs,
+//! each one durable step or one observation; ordering them (temporary file,
+//! fsync, rename, directory fsync) is the store's job, not the backend's.
+//!
+//! Paths are [`VPath`]s relative to the data directory. No operation follows a
+//! symbolic link.
+//!
+//! This module does not decide what a missing or corrupt file means: it
+//! reports [`BackendError::NotFound`], [`BackendError::NotAFile`] and the like,
+//! and the caller maps them to [`crate::StoreError`] variants.
+
+use std::any::Any;
+use std::fmt;
+
+use vsh_host::{CapDir, HostError, HostKind, LockGuard};
+use vsh_types::{BlobId, VPath};
+
+/// Mode of every file the real backend creates.
+const FILE_MODE: u32 = 0o600;
+/// Mode of every directory the real backend creates.
+const DIR_MODE: u32 = 0o700;
+
+/// What [`StoreBackend::stat`] reports about a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Length in bytes.
+    pub len: u64,
+    /// Last modification, milliseconds since the Unix epoch (0 if before it).
+    pub modified_ms: u64,
+    /// Whether it is a regular file (anything else, a symlink included, is not).
+    pub is_file: bool,
+}
+
+/// A held lock from [`StoreBackend::lock`]; dropping it releases the lock.
+#[must_use = "dropping the lock releases it at once"]
+pub struct BackendLock {
+    _held: Box<dyn Any + Send>,
+}
+
+impl BackendLock {
+    /// Wrap whatever value keeps a backend's lock held until it drops.
+    pub fn new(held: impl Any + Send) -> Self {
+        Self { _held: Box::new(held) }
+    }
+}
+
+impl fmt::Debug for BackendLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BackendLock")
+    }
+}
+
+/// Which kind of durable step an injected fault hit (see [`crate::FaultyBackend`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultKind {
+    /// Writing bytes: creating, appending to, truncating or removing a file, or creating a directory.
+    Write,
+    /// Making bytes or directory entries durable.
+    Fsync,
+    /// Renaming a directory entry.
+    Rename,
+}
+
+impl FaultKind {
+    /// A lower-case name for messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Write => "write",
+            Self::Fsync => "fsync",
+            Self::Rename => "rename",
+        }
+    }
+}
+
+/// An error from a [`StoreBackend`] operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// The path, or one of its ancestors, does not exist.
+    #[error("no such file or directory: {path}")]
+    NotFound {
+        /// The requested path.
+        path: VPath,
+    },
+    /// Something already exists where a new file or directory was to be created.
+    #[error("already exists: {path}")]
+    AlreadyExists {
+        /// The requested path.
+        path: VPath,
+    },
+    /// A regular file was expected and something else (a symlink included) is there.
+    #[error("not a regular file: {path}")]
+    NotAFile {
+        /// The requested path.
+        path: VPath,
+    },
+    /// The file is larger than the caller's bound; nothing was allocated for it.
+    #[error("{path} is {size} bytes, over the limit of {max}")]
+    TooLarge {
+        /// The requested path.
+        path: VPath,
+        /// The size found.
+        size: u64,
+        /// The caller's bound.
+        max: u64,
+    },
+    /// The file changed while it was being read.
+    #[error("{path} changed while it was being read")]
+    Unstable {
+        /// The requested path.
+        path: VPath,
+    },
+    /// Any other failure reported by the host.
+    #[error("{op} failed on {path}")]
+    Io {
+        /// The backend operation, e.g. `"append"`.
+        op: &'static str,
+        /// The requested path.
+        path: VPath,
+        /// What the host reported.
+        #[source]
+        source: HostError,
+    },
+    /// A fault injected by [`crate::FaultyBackend`].
+    #[error("injected {} fault during {op} on {path}", .fault.name())]
+    Injected {
+        /// The kind of step that was failed.
+        fault: FaultKind,
+        /// The backend operation.
+        op: &'static str,
+        /// The requested path.
+        path: VPath,
+    },
+}
+
+impl BackendError {
+    /// Map a host error, keeping the semantic variants the store acts on.
+    pub fn from_host(op: &'static str, path: &VPath, source: HostError) -> Self {
+        match source {
+            HostError::NotFound { .. } => Self::NotFound { path: path.clone() },
+            HostError::AlreadyExists { .. } => Self::AlreadyExists { path: path.clone() },
+            HostError::NotAFile { .. } | HostError::IsASymlink { .. } => Self::NotAFile { path: path.clone() },
+            HostError::TooLarge { size, max, .. } => Self::TooLarge { path: path.clone(), size, max },
+            HostError::Unstable { .. } => Self::Unstable { path: path.clone() },
+            source => Self::Io { op, path: path.clone(), source },
+        }
+    }
+
+    /// Whether this is a failure of the storage itself (an I/O error or an
+    /// injected fault), after which the store stops ([`crate::StoreError::Poisoned`]),
+    /// rather than a fact about a path (missing, wrong kind, too large).
+    pub fn is_io_failure(&self) -> bool {
+        matches!(self, Self::Io { .. } | Self::Injected { .. })
+    }
+}
+
+/// The storage operations of the store. Every path is relative to the data directory.
+///
+/// Implementations must make each durable operation durable before returning
+/// `Ok`: [`StoreBackend::create_new`], [`StoreBackend::append`] and
+/// [`StoreBackend::truncate`] fsync the file, [`StoreBackend::sync_dir`] fsyncs
+/// a directory. Renames and removals are made durable by a later
+/// [`StoreBackend::sync_dir`] of the parent.
+pub trait StoreBackend: Send + Sync + fmt::Debug {
+    /// The whole content of the regular file at `path`, or `None` if it does
+    /// not exist. A file over `max_bytes` is [`BackendError::TooLarge`], found
+    /// before anything is allocated.
+    fn read(&self, path: &VPath, max_bytes: u64) -> Result<Option<Vec<u8>>, BackendError>;
+
+    /// The BLAKE3 id of the regular file at `path` (streamed, no size bound),
+    /// or `None` if it does not exist.
+    fn hash(&self, path: &VPath) -> Result<Option<BlobId>, BackendError>;
+
+    /// Metadata of `path` without following a symlink, or `None` if it does not exist.
+    fn stat(&self, path: &VPath) -> Result<Option<FileMeta>, BackendError>;
+
+    /// Create a new file holding `bytes` and fsync it. Anything already at
+    /// `path` is [`BackendError::AlreadyExists`]. The parent directory is not synced.
+    fn create_new(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError>;
+
+    /// Append `bytes` to the existing regular file at `path` and fsync it.
+    ///
+    /// Not safe against a concurrent append to the same file: the store holds
+    /// its log lock around every append.
+    fn append(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError>;
+
+    /// Cut the regular file at `path` to `len` bytes and fsync it. Like
+    /// [`StoreBackend::append`], callers serialize truncations with a lock.
+    fn truncate(&self, path: &VPath, len: u64) -> Result<(), BackendError>;
+
+    /// Rename `from` to `to`, replacing a file at `to` atomically.
+    fn rename(&self, from: &VPath, to: &VPath) -> Result<(), BackendError>;
+
+    /// Fsync the directory at `dir` (the root included).
+    fn sync_dir(&self, dir: &VPath) -> Result<(), BackendError>;
+
+    /// Remove the file at `path`.
+    fn remove(&self, path: &VPath) -> Result<(), BackendError>;
+
+    /// Create the directory at `dir`; an existing one is [`BackendError::AlreadyExists`].
+    fn create_dir(&self, dir: &VPath) -> Result<(), BackendError>;
+
+    /// The names in the directory at `dir` that are valid UTF-8 single
+    /// components, in no particular order. A missing directory is [`BackendError::NotFound`].
+    fn list(&self, dir: &VPath) -> Result<Vec<String>, BackendError>;
+
+    /// Take an advisory lock on the lock file at `path` (created if missing),
+    /// blocking until granted. Exclusive locks exclude every other lock, in
+    /// this process and in others; shared locks exclude only exclusive ones.
+    fn lock(&self, path: &VPath, exclusive: bool) -> Result<BackendLock, BackendError>;
+}
+
+/// The real backend: every operation through a [`CapDir`] opened on the data directory.
+///
+/// # Limitations
+///
+/// [`CapDir`] has no primitive to append to or truncate an open file, so
+/// [`StoreBackend::append`] and [`StoreBackend::truncate`] rewrite the file:
+/// read it, write the new content to `<name>.rewrite` beside it (created
+/// exclusively, fsynced), rename that over the file and fsync the directory.
+/// Each is atomic (a crash leaves the old or the new file, never a torn one),
+/// but costs time proportional to the file's size, so the log is compacted at a
+/// modest size (see [`crate::TxStoreConfig`]). With an appending primitive in
+/// `vsh-host` both become one write and one fsync; nothing else changes.
+#[derive(Debug)]
+pub struct CapDirBackend {
+    dir: CapDir,
+}
+
+impl CapDirBackend {
+    /// Use `dir` (the data directory) as the root of every path.
+    pub fn new(dir: CapDir) -> Self {
+        Self { dir }
+    }
+
+    /// Replace the file at `path` with `bytes`, atomically and durably.
+    fn rewrite(&self, op: &'static str, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
+        let name = path.file_name().ok_or_else(|| BackendError::NotAFile { path: path.clone() })?;
+        let parent = path.parent().unwrap_or_else(VPath::root);
+        let temp =
+            parent.child(&format!("{name}.rewrite")).map_err(|_| BackendError::NotAFile { path: path.clone() })?;
+        match self.dir.remove_file(&temp) {
+            Ok(()) | Err(HostError::NotFound { .. }) => {}
+            Err(source) => return Err(BackendError::from_host(op, &temp, source)),
+        }
+        self.create_new(&temp, bytes)?;
+        if let Err(source) = self.dir.rename(&temp, path) {
+            let _ = self.dir.remove_file(&temp);
+            return Err(BackendError::from_host(op, path, source));
+        }
+        self.sync_dir(&parent)
+    }
+
+    /// The current bytes of the regular file at `path`, which must exist.
+    fn read_existing(&self, op: &'static str, path: &VPath) -> Result<Vec<u8>, BackendError> {
+        let meta = self.stat(path)?.ok_or_else(|| BackendError::NotFound { path: path.clone() })?;
+        if !meta.is_file {
+            return Err(BackendError::NotAFile { path: path.clone() });
+        }
+        match self.dir.read_file(path, meta.len) {
+            Ok(content) => Ok(content.bytes),
+            // It grew in between: nobody else may write it, so this is a broken lock discipline.
+            Err(HostError::TooLarge { .. }) => Err(BackendError::Unstable { path: path.clone() }),
+            Err(source) => Err(BackendError::from_host(op, path, source)),
+        }
+    }
+}
+
+impl StoreBackend for CapDirBackend {
+    fn read(&self, path: &VPath, max_bytes: u64) -> Result<Option<Vec<u8>>, BackendError> {
+        match self.dir.read_file(path, max_bytes) {
+            Ok(content) => Ok(Some(content.bytes)),
+            Err(HostError::NotFound { .. }) => Ok(None),
+            Err(source) => Err(BackendError::from_host("read", path, source)),
+        }
+    }
+
+    fn hash(&self, path: &VPath) -> Result<Option<BlobId>, BackendError> {
+        match self.dir.hash_file(path) {
+            Ok((id, _)) => Ok(Some(id)),
+            Err(HostError::NotFound { .. }) => Ok(None),
+            Err(source) => Err(BackendError::from_host("hash", path, source)),
+        }
+    }
+
+    fn stat(&self, path: &VPath) -> Result<Option<FileMeta>, BackendError> {
+        let stat = self.dir.lstat(path).map_err(|source| BackendError::from_host("stat", path, source))?;
+        Ok(stat.map(|stat| FileMeta {
+            len: stat.size,
+            modified_ms: u64::try_from(stat.mtime_ns / 1_000_000).unwrap_or(0),
+            is_file: stat.kind == HostKind::File,
+        }))
+    }
+
+    fn create_new(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
+        match self.dir.create_file_exclusive(path, bytes, FILE_MODE) {
+            Ok(stat) if stat.size == bytes.len() as u64 => Ok(()),
+            Ok(_) => Err(BackendError::Unstable { path: path.clone() }),
+            Err(source) => Err(BackendError::from_host("create", path, source)),
+        }
+    }
+
+    fn append(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
+        let mut content = self.read_existing("append", path)?;
+        content.extend_from_slice(bytes);
+        self.rewrite("append", path, &content)
+    }
+
+    fn truncate(&self, path: &VPath, len: u64) -> Result<(), BackendError> {
+        let mut content = self.read_existing("truncate", path)?;
+        let keep = usize::try_from(len).unwrap_or(usize::MAX);
+        if keep >= content.len() {
+            return Ok(());
+        }
+        content.truncate(keep);
+        self.rewrite("truncate", path, &content)
+    }
+
+    fn rename(&self, from: &VPath, to: &VPath) -> Result<(), BackendError> {
+        self.dir.rename(from, to).map_err(|source| BackendError::from_host("rename", from, source))
+    }
+
+    fn sync_dir(&self, dir: &VPath) -> Result<(), BackendError> {
+        self.dir.sync_dir(dir).map_err(|source| BackendError::from_host("sync directory", dir, source))
+    }
+
+    fn remove(&self, path: &VPath) -> Result<(), BackendError> {
+        self.dir.remove_file(path).map_err(|source| BackendError::from_host("remove", path, source))
+    }
+
+    fn create_dir(&self, dir: &VPath) -> Result<(), BackendError> {
+        self.dir.create_dir(dir, DIR_MODE).map_err(|source| BackendError::from_host("create directory", dir, source))
+    }
+
+    fn list(&self, dir: &VPath) -> Result<Vec<String>, BackendError> {
+        let entries = self.dir.list_dir(dir).map_err(|source| BackendError::from_host("list", dir, source))?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|entry| String::from_utf8(entry.name).ok())
+            .filter(|name| VPath::from_component(name).is_ok())
+            .collect())
+    }
+
+    fn lock(&self, path: &VPath, exclusive: bool) -> Result<BackendLock, BackendError> {
+        let guard: LockGuard = if exclusive { self.dir.lock_exclusive(path) } else { self.dir.lock_shared(path) }
+            .map_err(|source| BackendError::from_host("lock", path, source))?;
+        Ok(BackendLock::new(guard))
+    }
+}

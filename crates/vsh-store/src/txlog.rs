@@ -1,0 +1,640 @@
+//! The transaction log's byte format and replay, as pure functions over bytes.
+//!
+//! [`crate::TransactionStore`] keeps one append-only file, `txlog`, and uses
+//! this module to parse it, check every record version against the state table
+//! and encode new frames. Nothing here does I/O, so the fuzz target
+//! `txlog_frame` and the tests drive exactly the code the store runs.
+//!
+//! # Layout
+//!
+//! ```text
+//! header (56 bytes)
+//!    0   8  magic "VSHTXL01"
+//!    8   8  generation, u64 LE (>= 1; every compaction writes the next one)
+//!   16   8  checkpoint count, u64 LE (frames at the start that are checkpoints)
+//!   24  32  BLAKE3 derive-key "vsh 2026 txlog header v1" over bytes 0..24
+//! frame at file offset `o` (40 + L bytes)
+//!    0   4  L, payload length, u32 LE, 1 ..= MAX_FRAME_PAYLOAD
+//!    4   4  !L, the bitwise complement of L
+//!    8   L  payload (a LogEntry)
+//!  8+L  32  BLAKE3 derive-key "vsh 2026 txlog frame v1" over
+//!           generation u64 LE | o u64 LE | L u32 LE | payload
+//! ```
+//!
+//! The checksum binds each frame to its generation and offset, so a frame
+//! copied to another place or into another generation is refused. The length
+//! complement tells a flipped length bit (always corruption) from a frame cut
+//! short by a crash (a torn tail).
+//!
+//! # Replay
+//!
+//! Frames are read in order from the end of the header. At each frame start:
+//!
+//! 1. No bytes left: the log is clean.
+//! 2. Only zero bytes left, or fewer than 8: a torn tail (a crash during an
+//!    append; some filesystems zero-fill an extended tail).
+//! 3. `!L` does not match `L`, or `L` is out of range: corruption.
+//! 4. Fewer than `40 + L` bytes left: a torn tail.
+//! 5. The checksum does not match, the payload does not decode, or the record
+//!    version breaks a rule (state edge not in the table, sequence gap, changed
+//!    snapshot, replaced artifact, grant outside approval): corruption.
+//!
+//! A torn tail ends the replay at its start (the writer truncates it before
+//! appending); corruption stops everything with the frame's offset. A complete
+//! frame is never skipped or truncated.
+
+use std::collections::BTreeMap;
+
+use vsh_types::canon::{self, Reader};
+use vsh_types::{BlobId, DomainHasher, PrincipalId, SnapshotId, TransactionId, TransactionState};
+
+use crate::record::{self, ApprovalGrant, TransactionRecord};
+
+/// The first eight bytes of the log.
+pub const LOG_MAGIC: [u8; 8] = *b"VSHTXL01";
+/// The magic prefix every version of the log shares.
+const LOG_MAGIC_FAMILY: &[u8; 6] = b"VSHTXL";
+/// Length of the log header.
+pub const HEADER_LEN: usize = 56;
+/// Bytes a frame adds around its payload: length, complement, checksum.
+pub const FRAME_OVERHEAD: usize = 8 + 32;
+/// The largest payload a frame may carry.
+pub const MAX_FRAME_PAYLOAD: u32 = 1 << 20;
+/// The most records one forget entry may name.
+pub const MAX_FORGET_PER_FRAME: usize = 4096;
+/// The largest encoded record version.
+pub const MAX_VERSION_PAYLOAD: usize = 1 + 32 + 32 + 1 + 8 + 8 + 8 + 33 + 49 + 9;
+
+const HEADER_DOMAIN: &str = "vsh 2026 txlog header v1";
+const FRAME_DOMAIN: &str = "vsh 2026 txlog frame v1";
+
+const TAG_VERSION: u8 = 1;
+const TAG_FORGET: u8 = 2;
+const TAG_CHECKPOINT: u8 = 3;
+
+/// Why a log could not be replayed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogError {
+    /// A complete frame or the header failed a check.
+    #[error("transaction log is corrupt at byte {offset}: {reason}")]
+    Corrupt {
+        /// Where the bad header or frame starts.
+        offset: u64,
+        /// Which check failed.
+        reason: &'static str,
+    },
+    /// The log was written by a newer version of the format.
+    #[error("transaction log format {} is newer than this build", String::from_utf8_lossy(.found))]
+    UpgradeRequired {
+        /// The magic found.
+        found: [u8; 8],
+    },
+}
+
+/// The decoded log header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogHeader {
+    /// Incremented by every compaction; stale handles notice the change.
+    pub generation: u64,
+    /// How many frames at the start of the log are checkpoints.
+    pub checkpoints: u64,
+}
+
+impl LogHeader {
+    /// The 56-byte encoding.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0_u8; HEADER_LEN];
+        out[..8].copy_from_slice(&LOG_MAGIC);
+        out[8..16].copy_from_slice(&self.generation.to_le_bytes());
+        out[16..24].copy_from_slice(&self.checkpoints.to_le_bytes());
+        let sum = DomainHasher::new(HEADER_DOMAIN).update(&out[..24]).finalize();
+        out[24..].copy_from_slice(&sum);
+        out
+    }
+
+    /// Decode the header at the start of `log`.
+    pub fn decode(log: &[u8]) -> Result<Self, LogError> {
+        let corrupt = |reason| LogError::Corrupt { offset: 0, reason };
+        if log.len() >= 8 && log[..8] != LOG_MAGIC {
+            if log[..6] == *LOG_MAGIC_FAMILY {
+                let mut found = [0_u8; 8];
+                found.copy_from_slice(&log[..8]);
+                return Err(LogError::UpgradeRequired { found });
+            }
+            return Err(corrupt("bad log magic"));
+        }
+        if log.len() < HEADER_LEN {
+            return Err(corrupt("log header is truncated"));
+        }
+        let sum = DomainHasher::new(HEADER_DOMAIN).update(&log[..24]).finalize();
+        if log[24..HEADER_LEN] != sum {
+            return Err(corrupt("log header checksum mismatch"));
+        }
+        let generation = u64::from_le_bytes(log[8..16].try_into().expect("eight bytes"));
+        let checkpoints = u64::from_le_bytes(log[16..24].try_into().expect("eight bytes"));
+        if generation == 0 {
+            return Err(corrupt("log generation is zero"));
+        }
+        Ok(Self { generation, checkpoints })
+    }
+}
+
+/// One frame's payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogEntry {
+    /// A new version of a record: its creation (sequence 0) or a change.
+    Version(TransactionRecord),
+    /// A record as compaction carried it over (only in the checkpoint prefix).
+    Checkpoint(TransactionRecord),
+    /// Terminal records dropped by retention: `(id, sequence of its latest version)`,
+    /// ids strictly increasing.
+    Forget(Vec<(TransactionId, u64)>),
+}
+
+impl LogEntry {
+    /// The payload encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Self::Version(record) => {
+                canon::put_u8(&mut out, TAG_VERSION);
+                encode_record(&mut out, record);
+            }
+            Self::Checkpoint(record) => {
+                canon::put_u8(&mut out, TAG_CHECKPOINT);
+                encode_record(&mut out, record);
+            }
+            Self::Forget(entries) => {
+                canon::put_u8(&mut out, TAG_FORGET);
+                canon::put_u32(&mut out, u32::try_from(entries.len()).unwrap_or(u32::MAX));
+                for (id, sequence) in entries {
+                    out.extend_from_slice(id.as_bytes());
+                    canon::put_u64(&mut out, *sequence);
+                }
+            }
+        }
+        out
+    }
+
+    /// Decode a payload. Every field is checked; nothing may trail.
+    pub fn decode(payload: &[u8]) -> Result<Self, &'static str> {
+        let mut reader = Reader::new(payload);
+        let truncated = |_| "frame payload is truncated";
+        let entry = match reader.u8().map_err(truncated)? {
+            TAG_VERSION => Self::Version(decode_record(&mut reader)?),
+            TAG_CHECKPOINT => Self::Checkpoint(decode_record(&mut reader)?),
+            TAG_FORGET => {
+                let count = reader.u32().map_err(truncated)? as usize;
+                if count == 0 || count > MAX_FORGET_PER_FRAME || count * 40 != reader.remaining() {
+                    return Err("bad forget count");
+                }
+                let mut entries: Vec<(TransactionId, u64)> = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let id = TransactionId::from_bytes(reader.array().map_err(truncated)?);
+                    let sequence = reader.u64().map_err(truncated)?;
+                    if entries.last().is_some_and(|(last, _)| *last >= id) {
+                        return Err("forget ids out of order");
+                    }
+                    entries.push((id, sequence));
+                }
+                Self::Forget(entries)
+            }
+            _ => return Err("unknown frame tag"),
+        };
+        if reader.finish().is_err() {
+            return Err("trailing bytes in frame payload");
+        }
+        Ok(entry)
+    }
+}
+
+fn encode_record(out: &mut Vec<u8>, record: &TransactionRecord) {
+    out.extend_from_slice(record.id.as_bytes());
+    out.extend_from_slice(record.base_snapshot.as_bytes());
+    canon::put_u8(out, record.state.tag());
+    canon::put_u64(out, record.sequence);
+    canon::put_u64(out, record.created_ms);
+    canon::put_u64(out, record.updated_ms);
+    match &record.artifact {
+        None => canon::put_u8(out, 0),
+        Some(artifact) => {
+            canon::put_u8(out, 1);
+            out.extend_from_slice(artifact.as_bytes());
+        }
+    }
+    match &record.approval {
+        None => canon::put_u8(out, 0),
+        Some(grant) => {
+            canon::put_u8(out, 1);
+            out.extend_from_slice(grant.principal().as_bytes());
+            canon::put_u64(out, grant.issued_ms());
+            canon::put_u64(out, grant.expires_ms());
+        }
+    }
+    match record.pending_expires_ms {
+        None => canon::put_u8(out, 0),
+        Some(expires) => {
+            canon::put_u8(out, 1);
+            canon::put_u64(out, expires);
+        }
+    }
+}
+
+fn decode_record(reader: &mut Reader<'_>) -> Result<TransactionRecord, &'static str> {
+    let truncated = |_| "frame payload is truncated";
+    let id = TransactionId::from_bytes(reader.array().map_err(truncated)?);
+    let base_snapshot = SnapshotId::from_bytes(reader.array().map_err(truncated)?);
+    let state = TransactionState::from_tag(reader.u8().map_err(truncated)?).ok_or("bad state tag")?;
+    let sequence = reader.u64().map_err(truncated)?;
+    let created_ms = reader.u64().map_err(truncated)?;
+    let updated_ms = reader.u64().map_err(truncated)?;
+    let artifact = if reader.flag("artifact flag").map_err(|_| "bad artifact flag")? {
+        Some(BlobId::from_bytes(reader.array().map_err(truncated)?))
+    } else {
+        None
+    };
+    let approval = if reader.flag("approval flag").map_err(|_| "bad approval flag")? {
+        let principal = PrincipalId::from_bytes(reader.array().map_err(truncated)?);
+        let issued = reader.u64().map_err(truncated)?;
+        let expires = reader.u64().map_err(truncated)?;
+        Some(ApprovalGrant::from_parts(id, principal, issued, expires))
+    } else {
+        None
+    };
+    let pending_expires_ms = if reader.flag("expiry flag").map_err(|_| "bad expiry flag")? {
+        Some(reader.u64().map_err(truncated)?)
+    } else {
+        None
+    };
+    let mut record = TransactionRecord::new(id, base_snapshot, state, created_ms);
+    record.updated_ms = updated_ms;
+    record.sequence = sequence;
+    record.artifact = artifact;
+    record.approval = approval;
+    record.pending_expires_ms = pending_expires_ms;
+    Ok(record)
+}
+
+/// The frame checksum of `payload` at `offset` in a log of `generation`.
+fn frame_checksum(generation: u64, offset: u64, payload: &[u8]) -> [u8; 32] {
+    let length = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    DomainHasher::new(FRAME_DOMAIN)
+        .update(&generation.to_le_bytes())
+        .update(&offset.to_le_bytes())
+        .update(&length.to_le_bytes())
+        .update(payload)
+        .finalize()
+}
+
+/// Encode one frame holding `payload` at `offset` in a log of `generation`.
+pub fn encode_frame(generation: u64, offset: u64, payload: &[u8]) -> Vec<u8> {
+    let length = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(payload.len() + FRAME_OVERHEAD);
+    canon::put_u32(&mut out, length);
+    canon::put_u32(&mut out, !length);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&frame_checksum(generation, offset, payload));
+    out
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// Every byte belongs to a complete, valid frame.
+    Clean,
+    /// The bytes from `at` on are an incomplete frame left by a crash.
+    Torn {
+        /// Where the incomplete frame starts (the length to truncate to).
+        at: u64,
+    },
+}
+
+/// The state a log replays to: every live record's latest version, and where
+/// the next frame goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogState {
+    header: LogHeader,
+    records: BTreeMap<TransactionId, TransactionRecord>,
+    /// Offset just past the last complete frame applied.
+    end: u64,
+    /// Frames applied.
+    frames: u64,
+}
+
+impl LogState {
+    /// The state of an empty log of `generation` (no frames yet).
+    pub fn empty(generation: u64) -> Self {
+        Self {
+            header: LogHeader { generation, checkpoints: 0 },
+            records: BTreeMap::new(),
+            end: HEADER_LEN as u64,
+            frames: 0,
+        }
+    }
+
+    /// Replay a whole log file.
+    pub fn parse(log: &[u8]) -> Result<(Self, Tail), LogError> {
+        let header = LogHeader::decode(log)?;
+        let mut state = Self { header, records: BTreeMap::new(), end: HEADER_LEN as u64, frames: 0 };
+        let tail = state.replay_from_end(log)?;
+        Ok((state, tail))
+    }
+
+    /// Bring this state up to date with `log`, the current whole file: replay
+    /// only the frames after [`LogState::end`] if the generation is unchanged,
+    /// otherwise (a compaction happened) replay from scratch. On error, this
+    /// state may have applied some valid frames; it never applies an invalid one.
+    pub fn refresh(&mut self, log: &[u8]) -> Result<Tail, LogError> {
+        let header = LogHeader::decode(log)?;
+        if header != self.header {
+            let (fresh, tail) = Self::parse(log)?;
+            *self = fresh;
+            return Ok(tail);
+        }
+        if (log.len() as u64) < self.end {
+            return Err(LogError::Corrupt { offset: log.len() as u64, reason: "log shrank below replayed frames" });
+        }
+        self.replay_from_end(log)
+    }
+
+    fn replay_from_end(&mut self, log: &[u8]) -> Result<Tail, LogError> {
+        let generation = self.header.generation;
+        let tail = loop {
+            let offset = self.end;
+            let rest = &log[usize::try_from(offset).expect("offset within the log")..];
+            if rest.is_empty() {
+                break Tail::Clean;
+            }
+            if rest.len() < 8 || rest.iter().all(|byte| *byte == 0) {
+                break Tail::Torn { at: offset };
+            }
+            let corrupt = |reason| LogError::Corrupt { offset, reason };
+            let length = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
+            let check = u32::from_le_bytes(rest[4..8].try_into().expect("four bytes"));
+            if check != !length {
+                return Err(corrupt("frame length check mismatch"));
+            }
+            if length == 0 || length > MAX_FRAME_PAYLOAD {
+                return Err(corrupt("frame length out of range"));
+            }
+            let length = length as usize;
+            if rest.len() < length + FRAME_OVERHEAD {
+                break Tail::Torn { at: offset };
+            }
+            let payload = &rest[8..8 + length];
+            if rest[8 + length..length + FRAME_OVERHEAD] != frame_checksum(generation, offset, payload) {
+                return Err(corrupt("frame checksum mismatch"));
+            }
+            let entry = LogEntry::decode(payload).map_err(corrupt)?;
+            self.apply(&entry).map_err(corrupt)?;
+            self.end = offset + (length + FRAME_OVERHEAD) as u64;
+        };
+        if self.frames < self.header.checkpoints {
+            return Err(LogError::Corrupt { offset: self.end, reason: "compacted log is incomplete" });
+        }
+        Ok(tail)
+    }
+
+    /// Check `entry` against this state without changing it.
+    pub fn check(&self, entry: &LogEntry) -> Result<(), &'static str> {
+        let in_checkpoints = self.frames < self.header.checkpoints;
+        match entry {
+            LogEntry::Checkpoint(record) => {
+                if !in_checkpoints {
+                    return Err("checkpoint outside the checkpoint prefix");
+                }
+                if self.records.contains_key(&record.id) {
+                    return Err("checkpoint of a record already present");
+                }
+                record::check_consistent(record)
+            }
+            _ if in_checkpoints => Err("missing checkpoint"),
+            LogEntry::Version(record) => match self.records.get(&record.id) {
+                None => record::check_created(record),
+                Some(previous) => record::check_successor(previous, record),
+            },
+            LogEntry::Forget(entries) => {
+                if entries.is_empty() || entries.len() > MAX_FORGET_PER_FRAME {
+                    return Err("bad forget count");
+                }
+                for pair in entries.windows(2) {
+                    if pair[0].0 >= pair[1].0 {
+                        return Err("forget ids out of order");
+                    }
+                }
+                for (id, sequence) in entries {
+                    let record = self.records.get(id).ok_or("forget of an unknown record")?;
+                    if record.sequence != *sequence {
+                        return Err("forget of a superseded version");
+                    }
+                    if !record.state.is_terminal() {
+                        return Err("forget of a live transaction");
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Check and apply one entry (as if its frame had just been read).
+    pub fn apply(&mut self, entry: &LogEntry) -> Result<(), &'static str> {
+        self.check(entry)?;
+        match entry {
+            LogEntry::Version(record) | LogEntry::Checkpoint(record) => {
+                self.records.insert(record.id, *record);
+            }
+            LogEntry::Forget(entries) => {
+                for (id, _) in entries {
+                    self.records.remove(id);
+                }
+            }
+        }
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Check `entries` in order (each against the state the earlier ones leave)
+    /// and encode their frames for appending at [`LogState::end`]. Returns the
+    /// state after them and the bytes to append; `self` is unchanged.
+    pub fn prepare_append(&self, entries: &[LogEntry]) -> Result<(Self, Vec<u8>), &'static str> {
+        let mut next = self.clone();
+        let mut bytes = Vec::new();
+        for entry in entries {
+            let payload = entry.encode();
+            if payload.is_empty() || payload.len() > MAX_FRAME_PAYLOAD as usize {
+                return Err("frame payload out of range");
+            }
+            next.apply(entry)?;
+            let frame = encode_frame(next.header.generation, next.end, &payload);
+            next.end += frame.len() as u64;
+            bytes.extend_from_slice(&frame);
+        }
+        Ok((next, bytes))
+    }
+
+    /// The whole file of the next generation: a header and one checkpoint
+    /// frame per live record, in id order. Forgotten records are gone.
+    pub fn compacted(&self) -> Vec<u8> {
+        let generation = self.header.generation + 1;
+        let header = LogHeader { generation, checkpoints: self.records.len() as u64 };
+        let mut out = header.encode().to_vec();
+        for record in self.records.values() {
+            let payload = LogEntry::Checkpoint(*record).encode();
+            let frame = encode_frame(generation, out.len() as u64, &payload);
+            out.extend_from_slice(&frame);
+        }
+        out
+    }
+
+    /// The length [`LogState::compacted`] would have, computed without encoding.
+    pub fn compacted_len(&self) -> u64 {
+        let frames: usize = self
+            .records
+            .values()
+            .map(|record| {
+                FRAME_OVERHEAD + MAX_VERSION_PAYLOAD
+                    - if record.artifact.is_some() { 0 } else { 32 }
+                    - if record.approval.is_some() { 0 } else { 48 }
+                    - if record.pending_expires_ms.is_some() { 0 } else { 8 }
+            })
+            .sum();
+        (HEADER_LEN + frames) as u64
+    }
+
+    /// The first file of a new log: a header of `generation` and one checkpoint
+    /// frame per record (migrated from an older format), in id order.
+    pub fn initial(generation: u64, records: &[TransactionRecord]) -> Vec<u8> {
+        let mut sorted: Vec<TransactionRecord> = records.to_vec();
+        sorted.sort_by_key(|record| record.id);
+        let state = Self {
+            header: LogHeader { generation: generation.saturating_sub(1), checkpoints: 0 },
+            records: sorted.into_iter().map(|record| (record.id, record)).collect(),
+            end: HEADER_LEN as u64,
+            frames: 0,
+        };
+        state.compacted()
+    }
+
+    /// The generation being replayed.
+    pub fn generation(&self) -> u64 {
+        self.header.generation
+    }
+
+    /// Offset just past the last complete frame: the length of a clean log.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Frames replayed or appended so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The latest version of `id`, if it is live.
+    pub fn get(&self, id: &TransactionId) -> Option<&TransactionRecord> {
+        self.records.get(id)
+    }
+
+    /// Every live record, by id.
+    pub fn records(&self) -> &BTreeMap<TransactionId, TransactionRecord> {
+        &self.records
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn created(name: &[u8], state: TransactionState) -> TransactionRecord {
+        TransactionRecord::new(TransactionId::digest(name), SnapshotId::digest(b"base"), state, 10)
+    }
+
+    #[test]
+    fn header_round_trip_and_checks() {
+        let header = LogHeader { generation: 3, checkpoints: 2 };
+        let bytes = header.encode();
+        assert_eq!(LogHeader::decode(&bytes), Ok(header));
+        let mut future = bytes;
+        future[7] = b'2';
+        assert_eq!(LogHeader::decode(&future), Err(LogError::UpgradeRequired { found: *b"VSHTXL02" }));
+        let mut flipped = bytes;
+        flipped[9] ^= 1;
+        assert!(matches!(LogHeader::decode(&flipped), Err(LogError::Corrupt { offset: 0, .. })));
+        assert!(matches!(LogHeader::decode(&bytes[..20]), Err(LogError::Corrupt { offset: 0, .. })));
+        assert!(matches!(LogHeader::decode(b"garbage!garbage!"), Err(LogError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn payload_round_trips() {
+        let mut record = created(b"a", TransactionState::PendingApproval).with_pending_expiry(99);
+        record.artifact = Some(BlobId::of(b"artifact"));
+        let mut approved = record.next_version(20).unwrap();
+        approved.state = TransactionState::Approved;
+        approved.approval = Some(ApprovalGrant::new(record.id, PrincipalId::digest(b"alice"), 20, 30).unwrap());
+        for entry in [
+            LogEntry::Version(record),
+            LogEntry::Checkpoint(approved),
+            LogEntry::Forget(vec![(TransactionId::digest(b"x"), 4), (TransactionId::digest(b"y"), 0)]),
+        ] {
+            let mut entry = entry;
+            if let LogEntry::Forget(entries) = &mut entry {
+                entries.sort();
+            }
+            let bytes = entry.encode();
+            assert!(bytes.len() <= MAX_VERSION_PAYLOAD || matches!(entry, LogEntry::Forget(_)));
+            assert_eq!(LogEntry::decode(&bytes), Ok(entry));
+        }
+        assert_eq!(LogEntry::Version(approved).encode().len(), MAX_VERSION_PAYLOAD);
+    }
+
+    #[test]
+    fn state_rules_are_enforced() {
+        let mut state = LogState::empty(1);
+        let record = created(b"a", TransactionState::AutoApproved);
+        assert_eq!(state.apply(&LogEntry::Version(record)), Ok(()));
+        assert_eq!(state.check(&LogEntry::Version(record)), Err("version out of sequence"));
+        let mut skip = record.next_version(11).unwrap();
+        skip.state = TransactionState::Committed;
+        assert_eq!(state.check(&LogEntry::Version(skip)), Err("illegal state edge"));
+        let mut same = record.next_version(11).unwrap();
+        assert_eq!(state.check(&LogEntry::Version(same)), Err("version changes nothing"));
+        same.base_snapshot = SnapshotId::digest(b"other");
+        assert_eq!(state.check(&LogEntry::Version(same)), Err("version changes a fixed field"));
+        let mut reserved = created(b"b", TransactionState::Reserved);
+        assert!(state.check(&LogEntry::Version(reserved)).is_err());
+        reserved.state = TransactionState::Approved;
+        assert!(state.check(&LogEntry::Version(reserved)).is_err());
+        assert_eq!(state.check(&LogEntry::Forget(vec![(record.id, 0)])), Err("forget of a live transaction"));
+        assert_eq!(state.check(&LogEntry::Checkpoint(record)), Err("checkpoint outside the checkpoint prefix"));
+    }
+
+    #[test]
+    fn frames_replay_and_compaction_preserves_records() {
+        let state = LogState::empty(1);
+        let first = created(b"one", TransactionState::PendingApproval);
+        let second = created(b"two", TransactionState::Denied);
+        let (state, bytes) = state.prepare_append(&[LogEntry::Version(first), LogEntry::Version(second)]).unwrap();
+        let mut log = LogHeader { generation: 1, checkpoints: 0 }.encode().to_vec();
+        log.extend_from_slice(&bytes);
+        let (parsed, tail) = LogState::parse(&log).unwrap();
+        assert_eq!((parsed.clone(), tail), (state.clone(), Tail::Clean));
+        let (state, more) = state.prepare_append(&[LogEntry::Forget(vec![(second.id, 0)])]).unwrap();
+        log.extend_from_slice(&more);
+        let compacted = state.compacted();
+        assert_eq!(compacted.len() as u64, state.compacted_len());
+        let (after, tail) = LogState::parse(&compacted).unwrap();
+        assert_eq!(tail, Tail::Clean);
+        assert_eq!(after.generation(), 2);
+        assert_eq!(after.records(), state.records());
+        assert_eq!(after.get(&second.id), None);
+        // A stale state notices the new generation and replays from scratch.
+        let mut outdated = parsed;
+        assert_eq!(outdated.refresh(&compacted), Ok(Tail::Clean));
+        assert_eq!(outdated, after);
+        // A frame moved to another offset fails its checksum.
+        let mut moved = log.clone();
+        moved.extend_from_slice(&bytes);
+        assert!(matches!(LogState::parse(&moved), Err(LogError::Corrupt { .. })));
+    }
+}

@@ -1,0 +1,197 @@
+//! Approvals with exclusive expiry, rejection, expiry of pending requests, and
+//! single-use commit reservations.
+
+use vsh_store::{ApprovalGrant, CommitOutcome, CommitStep, StoreError, TransactionStore};
+use vsh_types::{PrincipalId, TransactionId, TransactionState as S};
+
+use crate::Result;
+use crate::common::{record, store};
+
+fn alice() -> PrincipalId {
+    PrincipalId::digest(b"alice")
+}
+
+fn pending(store: &TransactionStore, name: &[u8]) -> Result<TransactionId> {
+    let rec = record(name, S::PendingApproval);
+    store.create(&rec)?;
+    Ok(rec.id)
+}
+
+#[test]
+fn a_grant_must_expire_after_it_is_issued() {
+    let id = TransactionId::digest(b"tx");
+    assert!(matches!(
+        ApprovalGrant::new(id, alice(), 100, 100),
+        Err(StoreError::InvalidGrant { issued_ms: 100, expires_ms: 100 })
+    ));
+    assert!(matches!(ApprovalGrant::new(id, alice(), 100, 99), Err(StoreError::InvalidGrant { .. })));
+    let grant = ApprovalGrant::new(id, alice(), 100, 101).expect("one millisecond is enough");
+    assert!(!grant.is_expired_at(100));
+    assert!(grant.is_expired_at(101), "expiry is exclusive");
+    assert_eq!(
+        (grant.transaction(), grant.principal(), grant.issued_ms(), grant.expires_ms()),
+        (id, alice(), 100, 101)
+    );
+}
+
+#[test]
+fn approve_moves_only_pending_transactions_and_records_the_grant() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let id = pending(&store, b"review me")?;
+    let grant = ApprovalGrant::new(id, alice(), 2_000, 3_000)?;
+    let other = ApprovalGrant::new(TransactionId::digest(b"other"), alice(), 2_000, 3_000)?;
+    assert!(matches!(store.approve(id, &other), Err(StoreError::GrantMismatch { .. })));
+    let approved = store.approve(id, &grant)?;
+    assert_eq!((approved.state, approved.approval, approved.updated_ms), (S::Approved, Some(grant), 2_000));
+    assert!(matches!(store.approve(id, &grant), Err(StoreError::WrongState { op: "approve", state: S::Approved, .. })));
+    let auto = record(b"auto", S::AutoApproved);
+    store.create(&auto)?;
+    let grant = ApprovalGrant::new(auto.id, alice(), 2_000, 3_000)?;
+    assert!(matches!(store.approve(auto.id, &grant), Err(StoreError::WrongState { state: S::AutoApproved, .. })));
+    // The grant survives a reopen.
+    assert_eq!(self::store(dir.path())?.get(id)?.and_then(|record| record.approval), approved.approval);
+    Ok(())
+}
+
+#[test]
+fn reserve_at_the_expiry_instant_is_expired_and_that_is_durable() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let early = pending(&store, b"early")?;
+    let late = pending(&store, b"late")?;
+    for id in [early, late] {
+        store.approve(id, &ApprovalGrant::new(id, alice(), 1_000, 5_000)?)?;
+    }
+    let reservation = store.reserve(early, 4_999)?;
+    assert_eq!((reservation.transaction(), reservation.state()), (early, S::Reserved));
+    assert!(matches!(
+        store.reserve(late, 5_000),
+        Err(StoreError::ApprovalExpired { id, expires_ms: 5_000, now_ms: 5_000 }) if id == late
+    ));
+    let reopened = self::store(dir.path())?;
+    assert_eq!(reopened.get(late)?.map(|record| record.state), Some(S::Expired));
+    assert!(matches!(reopened.reserve(late, 1), Err(StoreError::NotReservable { state: S::Expired, .. })));
+    // A reservation may give up straight away.
+    assert_eq!(store.finish(reservation, CommitOutcome::Failed, 5_000)?.state, S::Failed);
+    Ok(())
+}
+
+#[test]
+fn a_reservation_is_single_use_and_walks_the_commit_edges() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let auto = record(b"auto", S::AutoApproved);
+    store.create(&auto)?;
+    let mut reservation = store.reserve(auto.id, 10)?;
+    assert!(matches!(store.reserve(auto.id, 11), Err(StoreError::NotReservable { state: S::Reserved, .. })));
+    assert!(matches!(
+        self::store(dir.path())?.reserve(auto.id, 11),
+        Err(StoreError::NotReservable { state: S::Reserved, .. })
+    ));
+    // The table is enforced: no commit straight from Reserved.
+    assert!(matches!(store.advance(&mut reservation, CommitStep::Committing, 12), Err(StoreError::Transition { .. })));
+    assert_eq!(store.advance(&mut reservation, CommitStep::Revalidating, 12)?.state, S::Revalidating);
+    assert_eq!(store.advance(&mut reservation, CommitStep::Committing, 13)?.state, S::Committing);
+    let committed = store.finish(reservation, CommitOutcome::Committed, 14)?;
+    assert_eq!((committed.state, committed.sequence, committed.updated_ms), (S::Committed, 4, 14));
+    assert!(matches!(store.reserve(auto.id, 15), Err(StoreError::NotReservable { state: S::Committed, .. })));
+    Ok(())
+}
+
+#[test]
+fn a_reservation_is_lost_when_someone_else_moves_the_record() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let auto = record(b"auto", S::AutoApproved);
+    store.create(&auto)?;
+    let mut reservation = store.reserve(auto.id, 10)?;
+    // Recovery, in another handle, fails the stuck reservation.
+    self::store(dir.path())?.compare_and_transition(auto.id, S::Reserved, S::Failed, 11)?;
+    assert!(matches!(
+        store.advance(&mut reservation, CommitStep::Revalidating, 12),
+        Err(StoreError::ReservationLost { id }) if id == auto.id
+    ));
+    assert!(matches!(store.finish(reservation, CommitOutcome::Failed, 12), Err(StoreError::ReservationLost { .. })));
+    assert_eq!(store.get(auto.id)?.map(|record| record.state), Some(S::Failed));
+    Ok(())
+}
+
+#[test]
+fn stale_and_recovery_outcomes_follow_the_table() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let stale = record(b"stale", S::AutoApproved);
+    let crashed = record(b"crashed", S::AutoApproved);
+    store.create(&stale)?;
+    store.create(&crashed)?;
+    let mut reservation = store.reserve(stale.id, 1)?;
+    store.advance(&mut reservation, CommitStep::Revalidating, 2)?;
+    assert_eq!(store.finish(reservation, CommitOutcome::Stale, 3)?.state, S::Stale);
+    let mut reservation = store.reserve(crashed.id, 1)?;
+    store.advance(&mut reservation, CommitStep::Revalidating, 2)?;
+    store.advance(&mut reservation, CommitStep::Committing, 3)?;
+    store.advance(&mut reservation, CommitStep::RecoveryRequired, 4)?;
+    assert_eq!(store.finish(reservation, CommitOutcome::Committed, 5)?.state, S::Committed);
+    Ok(())
+}
+
+#[test]
+fn reject_applies_to_pending_auto_approved_and_approved_only() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let id = pending(&store, b"no")?;
+    assert_eq!(store.reject(id, 5)?.state, S::Rejected);
+    assert!(matches!(store.reject(id, 6), Err(StoreError::WrongState { op: "reject", state: S::Rejected, .. })));
+    let auto = record(b"discarded preview", S::AutoApproved);
+    store.create(&auto)?;
+    assert_eq!(store.reject(auto.id, 5)?.state, S::Rejected);
+    let approved = pending(&store, b"changed my mind")?;
+    let grant = ApprovalGrant::new(approved, alice(), 1, 100)?;
+    store.approve(approved, &grant)?;
+    let rejected = store.reject(approved, 50)?;
+    assert_eq!((rejected.state, rejected.approval), (S::Rejected, Some(grant)), "the grant stays on record");
+    Ok(())
+}
+
+#[test]
+fn pending_requests_and_grants_expire_at_the_exclusive_edge() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let request = record(b"request", S::PendingApproval).with_pending_expiry(10_000);
+    store.create(&request)?;
+    let forever = pending(&store, b"no expiry")?;
+    let approved = pending(&store, b"approved")?;
+    store.approve(approved, &ApprovalGrant::new(approved, alice(), 1_000, 8_000)?)?;
+    assert_eq!(store.expire_due(7_999)?, Vec::<TransactionId>::new());
+    assert_eq!(store.expire_due(8_000)?, vec![approved]);
+    assert_eq!(store.expire_due(9_999)?, Vec::<TransactionId>::new());
+    assert_eq!(store.expire_due(10_000)?, vec![request.id]);
+    assert_eq!(store.expire_due(u64::MAX)?, Vec::<TransactionId>::new());
+    let reopened = self::store(dir.path())?;
+    assert_eq!(reopened.get(request.id)?.map(|record| record.state), Some(S::Expired));
+    assert_eq!(reopened.get(approved)?.map(|record| record.state), Some(S::Expired));
+    assert_eq!(reopened.get(forever)?.map(|record| record.state), Some(S::PendingApproval));
+    Ok(())
+}
+
+#[test]
+fn approving_a_lapsed_request_expires_it() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let request = record(b"lapsed", S::PendingApproval).with_pending_expiry(5_000);
+    store.create(&request)?;
+    let grant = ApprovalGrant::new(request.id, alice(), 5_000, 9_000)?;
+    assert!(matches!(
+        store.approve(request.id, &grant),
+        Err(StoreError::ApprovalExpired { expires_ms: 5_000, now_ms: 5_000, .. })
+    ));
+    assert_eq!(store.get(request.id)?.map(|record| record.state), Some(S::Expired));
+    let timely = record(b"timely", S::PendingApproval).with_pending_expiry(5_000);
+    store.create(&timely)?;
+    let grant = ApprovalGrant::new(timely.id, alice(), 4_999, 9_000)?;
+    assert_eq!(store.approve(timely.id, &grant)?.state, S::Approved);
+    // The grant, not the request's expiry, governs the reservation.
+    assert_eq!(store.reserve(timely.id, 8_999)?.state(), S::Reserved);
+    Ok(())
+}

@@ -1,0 +1,200 @@
+//! The data directory and the blob store: layout, verified reads, repair,
+//! size bounds, symlink refusal, and fail-stop after a storage fault.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use vsh_host::CapDir;
+use vsh_store::{BlobStore, DataDir, FaultKind, FaultPlan, FaultyBackend, PutOutcome, StoreError};
+use vsh_types::{BlobId, VPath};
+
+use crate::Result;
+use crate::common::{backend, data_dir};
+
+fn blob_file(root: &Path, id: &BlobId) -> std::path::PathBuf {
+    root.join(".vsh/data/blobs").join(BlobStore::relative_path(id).as_str())
+}
+
+fn flip_byte(path: &Path, index: usize) -> Result {
+    let mut bytes = std::fs::read(path)?;
+    bytes[index] ^= 0x20;
+    std::fs::write(path, bytes)?;
+    Ok(())
+}
+
+#[test]
+fn blob_round_trip_and_layout() -> Result {
+    let dir = tempfile::tempdir()?;
+    let blobs = BlobStore::open(&data_dir(dir.path())?)?;
+    let id = blobs.put(b"hello blob")?;
+    assert_eq!(id, BlobId::of(b"hello blob"));
+    assert_eq!(blobs.get(id, 1024)?, b"hello blob");
+    assert!(blobs.contains(id)?);
+    assert!(!blobs.contains(BlobId::of(b"absent"))?);
+    let file = blob_file(dir.path(), &id);
+    assert_eq!(std::fs::read(&file)?, b"hello blob");
+    assert_eq!(std::fs::metadata(&file)?.permissions().mode() & 0o777, 0o600);
+    assert_eq!(file.file_name().unwrap().len(), 62);
+    assert_eq!(blobs.put_with_outcome(b"hello blob")?, (id, PutOutcome::AlreadyPresent));
+    // The empty blob is a blob too.
+    let empty = blobs.put(b"")?;
+    assert_eq!(blobs.get(empty, 0)?, b"");
+    // Nothing is left in the temporary directory.
+    assert_eq!(std::fs::read_dir(dir.path().join(".vsh/data/blobs/tmp"))?.count(), 0);
+    Ok(())
+}
+
+#[test]
+fn missing_blob_and_expected_digest() -> Result {
+    let dir = tempfile::tempdir()?;
+    let blobs = BlobStore::open(&data_dir(dir.path())?)?;
+    let absent = BlobId::of(b"never stored");
+    assert!(matches!(blobs.get(absent, 100), Err(StoreError::MissingBlob { id }) if id == absent));
+    let wrong = BlobId::of(b"other");
+    assert!(matches!(
+        blobs.put_expected(b"bytes", wrong),
+        Err(StoreError::DigestMismatch { expected, actual }) if expected == wrong && actual == BlobId::of(b"bytes")
+    ));
+    assert!(!blobs.contains(BlobId::of(b"bytes"))?);
+    assert_eq!(blobs.put_expected(b"bytes", BlobId::of(b"bytes"))?, BlobId::of(b"bytes"));
+    Ok(())
+}
+
+#[test]
+fn flipped_byte_is_detected_on_get_and_repaired_on_put() -> Result {
+    let dir = tempfile::tempdir()?;
+    let blobs = BlobStore::open(&data_dir(dir.path())?)?;
+    let id = blobs.put(b"precious content")?;
+    let file = blob_file(dir.path(), &id);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
+    flip_byte(&file, 3)?;
+    assert!(matches!(blobs.get(id, 1024), Err(StoreError::CorruptBlob { id: bad }) if bad == id));
+    assert!(matches!(blobs.contains(id), Err(StoreError::CorruptBlob { .. })));
+    assert_eq!(blobs.put_with_outcome(b"precious content")?, (id, PutOutcome::Repaired));
+    assert_eq!(blobs.get(id, 1024)?, b"precious content");
+    assert!(blobs.contains(id)?);
+    Ok(())
+}
+
+#[test]
+fn truncated_blob_and_non_file_blob_are_corrupt() -> Result {
+    let dir = tempfile::tempdir()?;
+    let blobs = BlobStore::open(&data_dir(dir.path())?)?;
+    let id = blobs.put(b"0123456789")?;
+    let file = blob_file(dir.path(), &id);
+    std::fs::write(&file, b"01234")?;
+    assert!(matches!(blobs.get(id, 1024), Err(StoreError::CorruptBlob { .. })));
+    // A symlink planted at a blob path is never followed.
+    let other = BlobId::of(b"target bytes");
+    let planted = blob_file(dir.path(), &other);
+    std::fs::create_dir_all(planted.parent().unwrap())?;
+    std::fs::write(dir.path().join("outside"), b"target bytes")?;
+    std::os::unix::fs::symlink(dir.path().join("outside"), &planted)?;
+    assert!(matches!(blobs.get(other, 1024), Err(StoreError::CorruptBlob { .. })));
+    assert_eq!(blobs.put_with_outcome(b"target bytes")?, (other, PutOutcome::Repaired));
+    assert!(std::fs::symlink_metadata(&planted)?.is_file());
+    Ok(())
+}
+
+#[test]
+fn oversized_get_is_refused_before_reading() -> Result {
+    let dir = tempfile::tempdir()?;
+    let blobs = BlobStore::open(&data_dir(dir.path())?)?;
+    let bytes = vec![7_u8; 10_000];
+    let id = blobs.put(&bytes)?;
+    assert!(matches!(
+        blobs.get(id, 9_999),
+        Err(StoreError::TooLarge { id: big, size: 10_000, max: 9_999 }) if big == id
+    ));
+    // A blob grown on disk to a terabyte (sparse) is refused from its size at
+    // once: neither allocated nor read.
+    let file = blob_file(dir.path(), &id);
+    std::fs::OpenOptions::new().write(true).open(&file)?.set_len(1 << 40)?;
+    assert!(matches!(blobs.get(id, 1 << 20), Err(StoreError::TooLarge { size, .. }) if size == 1 << 40));
+    Ok(())
+}
+
+#[test]
+fn symlink_planted_at_runtime_dir_is_refused_and_nothing_is_written_through_it() -> Result {
+    let dir = tempfile::tempdir()?;
+    let workspace = dir.path().join("ws");
+    let target = dir.path().join("elsewhere");
+    std::fs::create_dir(&workspace)?;
+    std::fs::create_dir(&target)?;
+    std::os::unix::fs::symlink(&target, workspace.join(".vsh"))?;
+    let handle = CapDir::open(&workspace)?;
+    let error = DataDir::open_in_workspace(&handle, &DataDir::default_relative()).unwrap_err();
+    assert!(matches!(error, StoreError::DataDir { .. }), "{error:?}");
+    assert_eq!(std::fs::read_dir(&target)?.count(), 0);
+
+    // A symlink at `.vsh/data` (with a real `.vsh`) is refused as well.
+    std::fs::remove_file(workspace.join(".vsh"))?;
+    std::fs::create_dir(workspace.join(".vsh"))?;
+    std::os::unix::fs::symlink(&target, workspace.join(".vsh/data"))?;
+    let error = DataDir::open_in_workspace(&handle, &DataDir::default_relative()).unwrap_err();
+    assert!(matches!(error, StoreError::DataDir { .. }), "{error:?}");
+    assert_eq!(std::fs::read_dir(&target)?.count(), 0);
+    Ok(())
+}
+
+#[test]
+fn data_dir_is_created_private_and_external_dirs_work() -> Result {
+    let dir = tempfile::tempdir()?;
+    let data = data_dir(dir.path())?;
+    let meta = std::fs::metadata(dir.path().join(".vsh/data"))?;
+    assert!(meta.is_dir());
+    assert_eq!(meta.permissions().mode() & 0o077, 0);
+    drop(data);
+    assert!(matches!(
+        DataDir::open_in_workspace(&CapDir::open(dir.path())?, &VPath::root()),
+        Err(StoreError::DataDirIsRoot)
+    ));
+    let external = DataDir::open_external(&dir.path().join("ext/data"))?;
+    let blobs = BlobStore::open(&external)?;
+    let id = blobs.put(b"x")?;
+    assert!(dir.path().join("ext/data/blobs").join(BlobStore::relative_path(&id).as_str()).is_file());
+    Ok(())
+}
+
+#[test]
+fn failed_blob_write_poisons_and_leaves_no_torn_blob() -> Result {
+    let content = b"bytes that must arrive whole".as_slice();
+    let id = BlobId::of(content);
+    // A data directory whose blob store exists already, as in every iteration below.
+    let prepared = || -> Result<tempfile::TempDir> {
+        let dir = tempfile::tempdir()?;
+        BlobStore::open(&data_dir(dir.path())?)?;
+        Ok(dir)
+    };
+    for kind in [FaultKind::Write, FaultKind::Fsync, FaultKind::Rename] {
+        // Count the steps of opening the store and of one put.
+        let dir = prepared()?;
+        let counting = Arc::new(FaultyBackend::new(backend(dir.path())?, None));
+        let blobs = BlobStore::open_with(counting.clone())?;
+        let opening = counting.counts().of(kind);
+        blobs.put(content)?;
+        let total = counting.counts().of(kind);
+        assert!(kind == FaultKind::Rename || total > opening, "{kind:?}: a put writes and syncs");
+        for nth in opening + 1..=total {
+            let dir = prepared()?;
+            let faulty = Arc::new(FaultyBackend::new(backend(dir.path())?, Some(FaultPlan::fail_nth(kind, nth))));
+            let blobs = BlobStore::open_with(faulty)?;
+            let error = blobs.put(content).expect_err("the planned fault fails the put");
+            assert!(matches!(error, StoreError::Io { .. }), "{kind:?} {nth}: {error:?}");
+            assert!(blobs.is_poisoned());
+            assert!(matches!(blobs.get(id, 1024), Err(StoreError::Poisoned)));
+            assert!(matches!(blobs.put(b"other"), Err(StoreError::Poisoned)));
+            // Reopened, the blob is either absent or whole, never torn.
+            let reopened = BlobStore::open(&data_dir(dir.path())?)?;
+            match reopened.get(id, 1024) {
+                Ok(bytes) => assert_eq!(bytes, content),
+                Err(StoreError::MissingBlob { .. }) => {}
+                Err(other) => panic!("{kind:?} {nth}: {other:?}"),
+            }
+            assert_eq!(reopened.put(content)?, id);
+            assert_eq!(reopened.get(id, 1024)?, content);
+        }
+    }
+    Ok(())
+}

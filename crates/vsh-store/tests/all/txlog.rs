@@ -1,0 +1,390 @@
+//! The transaction log: records through the store, torn tails truncated at
+//! every byte offset, every flipped bit detected, compaction and stale
+//! handles, legacy migration and newer formats.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use vsh_store::txlog::{HEADER_LEN, LogHeader, LogState};
+use vsh_store::{StoreError, TransactionRecord, TransactionStore, TxStoreConfig};
+use vsh_types::{BlobId, TransactionId, TransactionState as S};
+
+use crate::Result;
+use crate::common::{data_path, log_file, record, store, store_with};
+
+/// Build a store with a few records; return the records before the last
+/// change, the log before it, and the log after it.
+fn history(root: &Path) -> Result<(Vec<TransactionRecord>, Vec<u8>, Vec<u8>)> {
+    let store = store(root)?;
+    let first = record(b"first", S::PendingApproval);
+    store.create(&first)?;
+    store.create(&record(b"second", S::AutoApproved))?;
+    store.set_artifact(first.id, BlobId::of(b"artifact"))?;
+    let before_records = store.list()?;
+    let before = std::fs::read(log_file(root))?;
+    store.compare_and_transition(first.id, S::PendingApproval, S::Rejected, 2_000)?;
+    let after = std::fs::read(log_file(root))?;
+    assert!(after.len() > before.len() && after.starts_with(&before));
+    Ok((before_records, before, after))
+}
+
+#[test]
+fn records_round_trip_through_the_log() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let first = record(b"one", S::Created);
+    store.create(&first)?;
+    assert_eq!(store.get(first.id)?, Some(first));
+    assert_eq!(store.get(TransactionId::digest(b"absent"))?, None);
+    let moved = store.compare_and_transition(first.id, S::Created, S::Running, 2_000)?;
+    assert_eq!((moved.state, moved.sequence), (S::Running, 1));
+    assert_eq!((moved.created_ms, moved.updated_ms), (1_000, 2_000));
+    let artifact = BlobId::of(b"artifact");
+    assert_eq!(store.set_artifact(first.id, artifact)?.artifact, Some(artifact));
+    assert_eq!(store.set_artifact(first.id, artifact)?.sequence, 2, "setting the same artifact is a no-op");
+    assert!(matches!(
+        store.set_artifact(first.id, BlobId::of(b"another")),
+        Err(StoreError::ArtifactConflict { existing, .. }) if existing == artifact
+    ));
+    let second = record(b"two", S::Created);
+    store.create(&second)?;
+    // A fresh handle replays the same durable state.
+    let reopened = self::store(dir.path())?;
+    let listed = reopened.list()?;
+    let mut expected = vec![store.get(first.id)?.unwrap(), second];
+    expected.sort_by_key(|record| record.id);
+    assert_eq!(listed, expected);
+    let stats = reopened.stats()?;
+    assert_eq!((stats.generation, stats.frames, stats.live_records), (1, 4, 2));
+    assert_eq!(stats.bytes, std::fs::metadata(log_file(dir.path()))?.len());
+    Ok(())
+}
+
+#[test]
+fn duplicate_and_invalid_creations_are_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let rec = record(b"dup", S::Created);
+    store.create(&rec)?;
+    let mut changed = rec;
+    changed.state = S::Running;
+    assert!(matches!(store.create(&changed), Err(StoreError::Duplicate { id }) if id == rec.id));
+    assert_eq!(store.get(rec.id)?, Some(rec));
+    for state in [S::Approved, S::Reserved, S::Committing, S::Committed] {
+        let invalid = record(b"skips the approval", state);
+        assert!(matches!(store.create(&invalid), Err(StoreError::InvalidRecord { .. })), "{state:?}");
+    }
+    assert_eq!(store.list()?.len(), 1);
+    Ok(())
+}
+
+#[test]
+fn cas_conflicts_and_illegal_transitions_are_typed() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let rec = record(b"cas", S::PendingApproval);
+    store.create(&rec)?;
+    assert!(matches!(
+        store.compare_and_transition(rec.id, S::AutoApproved, S::Reserved, 2),
+        Err(StoreError::StateConflict { id, expected: S::AutoApproved, actual: S::PendingApproval }) if id == rec.id
+    ));
+    assert!(matches!(
+        store.compare_and_transition(rec.id, S::PendingApproval, S::Reserved, 2),
+        Err(StoreError::Transition { id, source }) if id == rec.id && source.to == S::Reserved
+    ));
+    assert!(matches!(
+        store.compare_and_transition(rec.id, S::PendingApproval, S::Approved, 2),
+        Err(StoreError::WrongState { .. })
+    ));
+    let missing = TransactionId::digest(b"missing");
+    assert!(matches!(
+        store.compare_and_transition(missing, S::Created, S::Running, 2),
+        Err(StoreError::NotFound { id }) if id == missing
+    ));
+    assert_eq!(store.get(rec.id)?, Some(rec));
+    assert_eq!(store.stats()?.frames, 1, "refused changes append nothing");
+    Ok(())
+}
+
+#[test]
+fn log_truncated_at_every_offset_of_its_last_frame_reopens_to_the_previous_state() -> Result {
+    let dir = tempfile::tempdir()?;
+    let (before_records, before, after) = history(dir.path())?;
+    for cut in before.len()..after.len() {
+        std::fs::write(log_file(dir.path()), &after[..cut])?;
+        let reopened = store(dir.path())?;
+        assert_eq!(reopened.list()?, before_records, "cut at {cut}");
+        assert_eq!(std::fs::read(log_file(dir.path()))?, before, "cut at {cut}: the torn tail is gone on disk");
+        // The log goes on from there.
+        reopened.create(&record(b"after the crash", S::Created))?;
+        assert_eq!(store(dir.path())?.list()?.len(), before_records.len() + 1);
+    }
+    // A zero-filled tail (a filesystem that extended the file before the data landed) is torn too.
+    let mut zeroed = before.clone();
+    zeroed.resize(after.len(), 0);
+    std::fs::write(log_file(dir.path()), &zeroed)?;
+    assert_eq!(store(dir.path())?.list()?, before_records);
+    assert_eq!(std::fs::read(log_file(dir.path()))?, before);
+    Ok(())
+}
+
+#[test]
+fn every_flipped_bit_of_a_small_log_is_detected() -> Result {
+    let dir = tempfile::tempdir()?;
+    // A header and two frames: every bit is flipped in turn, each time through a real open.
+    let rec = record(b"small", S::Created);
+    let small = store(dir.path())?;
+    small.create(&rec)?;
+    small.compare_and_transition(rec.id, S::Created, S::Running, 2)?;
+    drop(small);
+    let log = std::fs::read(log_file(dir.path()))?;
+    for bit in 0..log.len() * 8 {
+        let mut flipped = log.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        std::fs::write(log_file(dir.path()), &flipped)?;
+        match TransactionStore::open(&crate::common::data_dir(dir.path())?) {
+            Err(StoreError::CorruptLog { offset, .. }) => assert!(offset as usize <= bit / 8, "bit {bit}: {offset}"),
+            // A flip in the version digits of the magic reads as a newer format: refused too.
+            Err(StoreError::UpgradeRequired { .. }) => assert!((6..8).contains(&(bit / 8)), "bit {bit}"),
+            Err(other) => panic!("bit {bit}: unexpected {other:?}"),
+            Ok(_) => panic!("bit {bit}: a flipped bit was accepted"),
+        }
+        assert_eq!(std::fs::read(log_file(dir.path()))?, flipped, "bit {bit}: a corrupt log is never rewritten");
+    }
+    Ok(())
+}
+
+#[test]
+fn flipped_bits_in_a_torn_tail_are_truncated_or_refused_never_misread() -> Result {
+    let dir = tempfile::tempdir()?;
+    let (before_records, before, after) = history(dir.path())?;
+    let torn = &after[..after.len() - 5];
+    for bit in before.len() * 8..torn.len() * 8 {
+        let mut flipped = torn.to_vec();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        std::fs::write(log_file(dir.path()), &flipped)?;
+        match TransactionStore::open(&crate::common::data_dir(dir.path())?) {
+            Ok(reopened) => {
+                assert_eq!(reopened.list()?, before_records, "bit {bit}");
+                assert_eq!(std::fs::read(log_file(dir.path()))?, before, "bit {bit}");
+            }
+            Err(StoreError::CorruptLog { offset, .. }) => assert_eq!(offset as usize, before.len(), "bit {bit}"),
+            Err(other) => panic!("bit {bit}: unexpected {other:?}"),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_complete_frame_with_a_bad_checksum_fails_closed_even_at_the_end() -> Result {
+    let dir = tempfile::tempdir()?;
+    let (_, before, mut after) = history(dir.path())?;
+    let last = after.len() - 1;
+    after[last] ^= 0x80;
+    std::fs::write(log_file(dir.path()), &after)?;
+    let error = store(dir.path()).unwrap_err();
+    assert!(
+        matches!(error.downcast_ref::<StoreError>(), Some(StoreError::CorruptLog { offset, reason: "frame checksum mismatch" }) if *offset == before.len() as u64),
+        "{error:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn corruption_seen_by_an_open_handle_is_refused_and_never_returned() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let rec = record(b"victim", S::Created);
+    store.create(&rec)?;
+    // Another writer's frame arrives damaged.
+    let mut log = std::fs::read(log_file(dir.path()))?;
+    let other = self::store(dir.path())?;
+    other.create(&record(b"second", S::Created))?;
+    let full = std::fs::read(log_file(dir.path()))?;
+    log.extend_from_slice(&full[log.len()..]);
+    let index = log.len() - 40;
+    log[index] ^= 1;
+    std::fs::write(log_file(dir.path()), &log)?;
+    assert!(matches!(store.get(rec.id), Err(StoreError::CorruptLog { .. })));
+    assert!(matches!(store.list(), Err(StoreError::CorruptLog { .. })));
+    assert!(matches!(
+        store.compare_and_transition(rec.id, S::Created, S::Running, 5),
+        Err(StoreError::CorruptLog { .. })
+    ));
+    assert_eq!(std::fs::read(log_file(dir.path()))?, log, "nothing was appended after the corruption");
+    Ok(())
+}
+
+#[test]
+fn compaction_preserves_every_live_record_and_stale_handles_replay_the_new_generation() -> Result {
+    let dir = tempfile::tempdir()?;
+    let writer = store(dir.path())?;
+    let reader = store(dir.path())?;
+    for index in 0..20_u8 {
+        let rec = record(&[b'c', index], S::Created);
+        writer.create(&rec)?;
+        writer.compare_and_transition(rec.id, S::Created, S::Running, 2_000)?;
+        writer.compare_and_transition(rec.id, S::Running, S::VirtualComplete, 3_000)?;
+    }
+    let expected = writer.list()?;
+    assert_eq!(reader.list()?, expected);
+    let before = writer.stats()?;
+    let after = writer.compact()?;
+    assert_eq!(after.generation, before.generation + 1);
+    assert_eq!((after.frames, after.live_records), (20, 20));
+    assert!(after.bytes < before.bytes);
+    // The reader cached generation 1; it notices and replays from scratch.
+    assert_eq!(reader.list()?, expected);
+    assert_eq!(reader.stats()?, after);
+    // Both keep working on the new generation, in either order.
+    let first = expected[0].id;
+    reader.compare_and_transition(first, S::VirtualComplete, S::AutoApproved, 4_000)?;
+    writer.compare_and_transition(first, S::AutoApproved, S::Rejected, 5_000)?;
+    assert_eq!(store(dir.path())?.get(first)?.map(|record| (record.state, record.sequence)), Some((S::Rejected, 4)));
+    assert!(!data_path(dir.path()).join("txlog.next").exists());
+    Ok(())
+}
+
+#[test]
+fn compaction_runs_by_itself_once_the_log_is_long_and_mostly_superseded() -> Result {
+    let dir = tempfile::tempdir()?;
+    let config = TxStoreConfig { compact_at_bytes: 4_096, ..TxStoreConfig::default() };
+    let store = store_with(dir.path(), config)?;
+    let mut generations = BTreeSet::new();
+    for index in 0..30_u64 {
+        let rec = record(&index.to_le_bytes(), S::Created);
+        store.create(&rec)?;
+        for (from, to) in [(S::Created, S::Running), (S::Running, S::VirtualComplete), (S::VirtualComplete, S::Denied)]
+        {
+            store.compare_and_transition(rec.id, from, to, index)?;
+        }
+        generations.insert(store.stats()?.generation);
+    }
+    assert!(generations.len() > 1, "the log was compacted: {generations:?}");
+    let stats = store.stats()?;
+    assert!(stats.bytes < 8_192, "{stats:?}");
+    assert_eq!(stats.live_records, 30);
+    assert_eq!(self::store(dir.path())?.list()?, store.list()?);
+    Ok(())
+}
+
+#[test]
+fn log_full_and_record_limit_are_refused_without_changing_anything() -> Result {
+    let dir = tempfile::tempdir()?;
+    // Automatic compaction is off, so the log fills.
+    let config = TxStoreConfig { max_log_bytes: 1_024, compact_at_bytes: u64::MAX, max_records: 3 };
+    let store = store_with(dir.path(), config)?;
+    let ids: Vec<TransactionId> = (0..3_u8).map(|index| record(&[index], S::Created).id).collect();
+    for index in 0..3_u8 {
+        store.create(&record(&[index], S::Created))?;
+    }
+    assert!(matches!(store.create(&record(b"fourth", S::Created)), Err(StoreError::RecordLimit { max: 3 })));
+    let mut refused = None;
+    'steps: for (from, to) in [(S::Created, S::Running), (S::Running, S::VirtualComplete)] {
+        for id in &ids {
+            let before = store.list()?;
+            if let Err(error) = store.compare_and_transition(*id, from, to, 7) {
+                assert_eq!(store.list()?, before);
+                refused = Some((error, *id, from, to));
+                break 'steps;
+            }
+        }
+    }
+    let Some((error, id, from, to)) = refused else { panic!("the log never filled") };
+    assert!(matches!(error, StoreError::LogFull { max: 1_024, .. }), "{error:?}");
+    assert!(std::fs::metadata(log_file(dir.path()))?.len() <= 1_024);
+    assert_eq!(self::store_with(dir.path(), config)?.list()?, store.list()?);
+    // Compacting makes room again.
+    store.compact()?;
+    store.compare_and_transition(id, from, to, 8)?;
+    Ok(())
+}
+
+#[test]
+fn an_interrupted_compaction_leaves_the_old_log_and_its_leftover_is_removed() -> Result {
+    let dir = tempfile::tempdir()?;
+    let (_, _, log) = history(dir.path())?;
+    // A crash after writing the next generation but before renaming it.
+    let (state, _) = LogState::parse(&log)?;
+    let records: Vec<TransactionRecord> = state.records().values().copied().collect();
+    std::fs::write(data_path(dir.path()).join("txlog.next"), state.compacted())?;
+    let reopened = store(dir.path())?;
+    assert_eq!(reopened.list()?, records);
+    assert_eq!(reopened.stats()?.generation, 1);
+    assert!(!data_path(dir.path()).join("txlog.next").exists());
+    Ok(())
+}
+
+#[test]
+fn a_newer_log_format_requires_an_upgrade() -> Result {
+    let dir = tempfile::tempdir()?;
+    drop(store(dir.path())?);
+    let mut log = std::fs::read(log_file(dir.path()))?;
+    log[..8].copy_from_slice(b"VSHTXL02");
+    std::fs::write(log_file(dir.path()), &log)?;
+    let error = store(dir.path()).unwrap_err();
+    assert!(
+        matches!(error.downcast_ref::<StoreError>(), Some(StoreError::UpgradeRequired { file: "txlog", found }) if found == b"VSHTXL02"),
+        "{error:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn legacy_record_files_are_migrated_into_the_log() -> Result {
+    let dir = tempfile::tempdir()?;
+    let legacy = data_path(dir.path()).join("txns");
+    std::fs::create_dir_all(legacy.join("tmp"))?;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-txns");
+    for entry in std::fs::read_dir(&fixtures)? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), legacy.join(entry.file_name()))?;
+    }
+    let store = store(dir.path())?;
+    let pending = TransactionId::digest(b"legacy pending");
+    let committed = TransactionId::digest(b"legacy committed");
+    let records = store.list()?;
+    assert_eq!(records.len(), 2);
+    let pending = store.get(pending)?.expect("migrated");
+    assert_eq!(pending.state, S::PendingApproval);
+    assert_eq!(pending.artifact, Some(BlobId::of(b"legacy artifact")));
+    assert_eq!((pending.created_ms, pending.updated_ms, pending.sequence), (1_700_000_000_000, 1_700_000_000_500, 0));
+    assert_eq!(store.get(committed)?.map(|record| record.state), Some(S::Committed));
+    assert!(!legacy.exists());
+    assert!(data_path(dir.path()).join("txns.migrated").is_dir());
+    let header = LogHeader::decode(&std::fs::read(log_file(dir.path()))?)?;
+    assert_eq!(header, LogHeader { generation: 1, checkpoints: 2 });
+    // Migrated records go on along the table.
+    store.compare_and_transition(pending.id, S::PendingApproval, S::Rejected, 1_700_000_001_000)?;
+    assert_eq!(self::store(dir.path())?.get(pending.id)?.map(|record| record.sequence), Some(1));
+    Ok(())
+}
+
+#[test]
+fn a_corrupt_legacy_record_stops_the_migration() -> Result {
+    let dir = tempfile::tempdir()?;
+    let legacy = data_path(dir.path()).join("txns");
+    std::fs::create_dir_all(&legacy)?;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-txns");
+    let name = TransactionId::digest(b"legacy committed").to_hex();
+    let mut bytes = std::fs::read(fixtures.join(&name))?;
+    bytes[80] ^= 4;
+    std::fs::write(legacy.join(&name), bytes)?;
+    let error = store(dir.path()).unwrap_err();
+    assert!(matches!(error.downcast_ref::<StoreError>(), Some(StoreError::CorruptRecord { .. })), "{error:?}");
+    assert!(!log_file(dir.path()).exists(), "no log is created from a corrupt legacy directory");
+    assert!(legacy.exists());
+    Ok(())
+}
+
+#[test]
+fn the_header_is_the_documented_56_bytes() -> Result {
+    let dir = tempfile::tempdir()?;
+    drop(store(dir.path())?);
+    let log = std::fs::read(log_file(dir.path()))?;
+    assert_eq!(log.len(), HEADER_LEN);
+    assert_eq!(&log[..8], b"VSHTXL01");
+    assert_eq!(u64::from_le_bytes(log[8..16].try_into()?), 1);
+    assert_eq!(u64::from_le_bytes(log[16..24].try_into()?), 0);
+    Ok(())
+}

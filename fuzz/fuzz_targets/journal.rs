@@ -1,0 +1,10 @@
+//! Fuzz `vsh_commit::format::Journal::decode` and `Marker::decode`; the invariants are in
+//! `fuzz/src/commit.rs` (`check_journal`).
+
+#![no_main]
+
+#[allow(dead_code, reason = "each target uses one of the checks")]
+#[path = "../src/commit.rs"]
+mod commit;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| commit::check_journal(data));
