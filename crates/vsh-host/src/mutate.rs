@@ -83,6 +83,54 @@ impl CapDir {
         fstat(file.as_fd(), path)
     }
 
+    /// Append `bytes` to the existing regular file at `path` (`O_APPEND`), then
+    /// fsync it; returns the file's new length. Used for append-only logs: a crash
+    /// part-way leaves a torn tail, which the log's reader detects and truncates.
+    ///
+    /// A missing file is [`HostError::NotFound`]; a symlink, directory, FIFO or
+    /// device at `path` is [`HostError::NotAFile`] (opened non-blocking, so a FIFO
+    /// cannot hang the call).
+    pub fn append(&self, path: &VPath, bytes: &[u8]) -> Result<u64, HostError> {
+        self.counters.write();
+        let mut file = self.open_regular_for_write(path, OFlags::APPEND)?;
+        file.write_all(bytes).map_err(|source| HostError::Io { op: "write", path: path.clone(), source })?;
+        retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        Ok(fstat(file.as_fd(), path)?.size)
+    }
+
+    /// Cut the existing regular file at `path` to `len` bytes (no-op when it is
+    /// already that short) and fsync it. Errors as for [`CapDir::append`].
+    pub fn truncate(&self, path: &VPath, len: u64) -> Result<(), HostError> {
+        self.counters.write();
+        let file = self.open_regular_for_write(path, OFlags::empty())?;
+        if fstat(file.as_fd(), path)?.size > len {
+            retry_intr(|| rfs::ftruncate(&file, len)).map_err(|errno| HostError::io("ftruncate", path, errno))?;
+            retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        }
+        Ok(())
+    }
+
+    /// Open an existing regular file for writing, never through a symlink.
+    fn open_regular_for_write(&self, path: &VPath, extra: OFlags) -> Result<File, HostError> {
+        if path.is_root() {
+            return Err(HostError::NotAFile { path: path.clone() });
+        }
+        let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::NOCTTY | extra;
+        let fd = match self.open_beneath(path, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            // A directory, or a FIFO with no reader (ENXIO under O_NONBLOCK).
+            Err(Failure::Errno(Errno::ISDIR | Errno::NXIO)) => return Err(HostError::NotAFile { path: path.clone() }),
+            Err(failure) => {
+                return Err(failure.leaf_symlink_as(path, || HostError::NotAFile { path: path.clone() }, "open"));
+            }
+        };
+        let file = File::from(fd);
+        if fstat(file.as_fd(), path)?.kind != HostKind::File {
+            return Err(HostError::NotAFile { path: path.clone() });
+        }
+        Ok(file)
+    }
+
     /// Create a symbolic link at `path` pointing at `target` (stored verbatim,
     /// never resolved). Anything already at `path` is [`HostError::AlreadyExists`].
     pub fn create_symlink(&self, path: &VPath, target: &[u8]) -> Result<(), HostError> {

@@ -217,16 +217,9 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
 
 /// The real backend: every operation through a [`CapDir`] opened on the data directory.
 ///
-/// # Limitations
-///
-/// [`CapDir`] has no primitive to append to or truncate an open file, so
-/// [`StoreBackend::append`] and [`StoreBackend::truncate`] rewrite the file:
-/// read it, write the new content to `<name>.rewrite` beside it (created
-/// exclusively, fsynced), rename that over the file and fsync the directory.
-/// Each is atomic (a crash leaves the old or the new file, never a torn one),
-/// but costs time proportional to the file's size, so the log is compacted at a
-/// modest size (see [`crate::TxStoreConfig`]). With an appending primitive in
-/// `vsh-host` both become one write and one fsync; nothing else changes.
+/// [`StoreBackend::append`] is one `O_APPEND` write and one fsync
+/// ([`CapDir::append`]); a crash part-way leaves a torn tail that log replay
+/// detects and truncates. [`StoreBackend::truncate`] is `ftruncate` and fsync.
 #[derive(Debug)]
 pub struct CapDirBackend {
     dir: CapDir,
@@ -236,38 +229,6 @@ impl CapDirBackend {
     /// Use `dir` (the data directory) as the root of every path.
     pub fn new(dir: CapDir) -> Self {
         Self { dir }
-    }
-
-    /// Replace the file at `path` with `bytes`, atomically and durably.
-    fn rewrite(&self, op: &'static str, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
-        let name = path.file_name().ok_or_else(|| BackendError::NotAFile { path: path.clone() })?;
-        let parent = path.parent().unwrap_or_else(VPath::root);
-        let temp =
-            parent.child(&format!("{name}.rewrite")).map_err(|_| BackendError::NotAFile { path: path.clone() })?;
-        match self.dir.remove_file(&temp) {
-            Ok(()) | Err(HostError::NotFound { .. }) => {}
-            Err(source) => return Err(BackendError::from_host(op, &temp, source)),
-        }
-        self.create_new(&temp, bytes)?;
-        if let Err(source) = self.dir.rename(&temp, path) {
-            let _ = self.dir.remove_file(&temp);
-            return Err(BackendError::from_host(op, path, source));
-        }
-        self.sync_dir(&parent)
-    }
-
-    /// The current bytes of the regular file at `path`, which must exist.
-    fn read_existing(&self, op: &'static str, path: &VPath) -> Result<Vec<u8>, BackendError> {
-        let meta = self.stat(path)?.ok_or_else(|| BackendError::NotFound { path: path.clone() })?;
-        if !meta.is_file {
-            return Err(BackendError::NotAFile { path: path.clone() });
-        }
-        match self.dir.read_file(path, meta.len) {
-            Ok(content) => Ok(content.bytes),
-            // It grew in between: nobody else may write it, so this is a broken lock discipline.
-            Err(HostError::TooLarge { .. }) => Err(BackendError::Unstable { path: path.clone() }),
-            Err(source) => Err(BackendError::from_host(op, path, source)),
-        }
     }
 }
 
@@ -306,19 +267,11 @@ impl StoreBackend for CapDirBackend {
     }
 
     fn append(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
-        let mut content = self.read_existing("append", path)?;
-        content.extend_from_slice(bytes);
-        self.rewrite("append", path, &content)
+        self.dir.append(path, bytes).map(|_| ()).map_err(|source| BackendError::from_host("append", path, source))
     }
 
     fn truncate(&self, path: &VPath, len: u64) -> Result<(), BackendError> {
-        let mut content = self.read_existing("truncate", path)?;
-        let keep = usize::try_from(len).unwrap_or(usize::MAX);
-        if keep >= content.len() {
-            return Ok(());
-        }
-        content.truncate(keep);
-        self.rewrite("truncate", path, &content)
+        self.dir.truncate(path, len).map_err(|source| BackendError::from_host("truncate", path, source))
     }
 
     fn rename(&self, from: &VPath, to: &VPath) -> Result<(), BackendError> {

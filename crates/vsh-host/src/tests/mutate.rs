@@ -371,3 +371,36 @@ fn errno_gives_the_kernel_number() {
     assert_eq!(io.errno(), Some(Errno::IO.raw_os_error()));
     assert_eq!(io.to_string(), "fsync failed on f");
 }
+
+#[test]
+fn append_and_truncate_act_on_regular_files_only_and_never_through_a_symlink() {
+    for strategy in STRATEGIES {
+        let fx = Fixture::new(strategy);
+        fx.dir.create_file_exclusive(&p("log"), b"head", 0o600).unwrap();
+        assert_eq!(fx.dir.append(&p("log"), b"+tail").unwrap(), 9);
+        assert_eq!(fs::read(fx.ws("log")).unwrap(), b"head+tail");
+        fx.dir.truncate(&p("log"), 4).unwrap();
+        assert_eq!(fs::read(fx.ws("log")).unwrap(), b"head");
+        fx.dir.truncate(&p("log"), 100).unwrap();
+        assert_eq!(fs::read(fx.ws("log")).unwrap(), b"head", "truncate never extends");
+
+        assert!(matches!(fx.dir.append(&p("missing"), b"x"), Err(HostError::NotFound { .. })));
+        fx.mkdir("d");
+        let err = fx.dir.append(&p("d"), b"x").unwrap_err();
+        assert!(matches!(err, HostError::NotAFile { .. }), "{strategy:?}: {err:?}");
+        fx.symlink(fx.outside("target.txt"), "link");
+        fs::write(fx.outside("target.txt"), b"outside").unwrap();
+        assert!(matches!(fx.dir.append(&p("link"), b"x"), Err(HostError::NotAFile { .. })));
+        assert!(matches!(fx.dir.truncate(&p("link"), 0), Err(HostError::NotAFile { .. })));
+        assert_eq!(fs::read(fx.outside("target.txt")).unwrap(), b"outside");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            fx.ws("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(matches!(fx.dir.append(&p("fifo"), b"x"), Err(HostError::NotAFile { .. })), "a FIFO never blocks");
+    }
+}
