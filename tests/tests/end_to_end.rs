@@ -88,7 +88,10 @@ fn preview_then_commit_applies_the_previewed_transaction_once() {
     assert_eq!(committed.transaction, preview.transaction);
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "a\na\n");
     // Exactly once: the same transaction cannot be committed again.
-    assert!(matches!(runtime.commit(preview.transaction, 2), Err(VshError::UnknownTransaction(_))));
+    assert!(matches!(
+        runtime.commit(preview.transaction, 2),
+        Err(VshError::NotCommittable { state: TransactionState::Committed, .. })
+    ));
     // Previewing the same program twice is not an error: each run is its own transaction.
     let first = runtime.preview(&RunRequest::new("1 + 1")).unwrap();
     let second = runtime.preview(&RunRequest::new("1 + 1")).unwrap();

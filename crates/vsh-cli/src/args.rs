@@ -8,6 +8,12 @@ pub(crate) const USAGE: &str = "\
 usage:
   vsh run [--workspace DIR] [--mode preview|auto] [--profile balanced|strict|paranoid]
           [--policy FILE] [--full] [--json] [--intent TEXT] FILE|-
+  vsh pending [--workspace DIR] [--json]         transactions waiting for approval or commit
+  vsh show TX [--workspace DIR] [--json]         a stored transaction's review
+  vsh approve TX [--workspace DIR] [--principal NAME] [--ttl SECONDS]
+  vsh reject TX [--workspace DIR]
+  vsh commit TX [--workspace DIR] [--json]       commit an approved transaction
+  vsh recover [--workspace DIR]                  finish or roll back interrupted commits
   vsh demo        copy the example workspace to a temporary directory, preview a
                   program there, commit it, and print both receipts
   vsh --version
@@ -22,6 +28,29 @@ pub(crate) enum Command {
     Version,
     Demo,
     Run(RunArgs),
+    Tx(TxArgs),
+}
+
+/// What to do with a stored transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TxAction {
+    Pending,
+    Show,
+    Approve,
+    Reject,
+    Commit,
+    Recover,
+}
+
+/// Arguments of the transaction commands.
+#[derive(Debug, PartialEq)]
+pub(crate) struct TxArgs {
+    pub(crate) action: TxAction,
+    pub(crate) workspace: PathBuf,
+    pub(crate) transaction: Option<String>,
+    pub(crate) principal: String,
+    pub(crate) ttl_seconds: u64,
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -44,6 +73,12 @@ pub(crate) fn parse(arguments: &[String]) -> Result<Command, String> {
         "demo" if rest.is_empty() => Ok(Command::Demo),
         "demo" => Err("demo takes no arguments".into()),
         "run" => parse_run(rest).map(Command::Run),
+        "pending" => parse_tx(TxAction::Pending, rest).map(Command::Tx),
+        "show" => parse_tx(TxAction::Show, rest).map(Command::Tx),
+        "approve" => parse_tx(TxAction::Approve, rest).map(Command::Tx),
+        "reject" => parse_tx(TxAction::Reject, rest).map(Command::Tx),
+        "commit" => parse_tx(TxAction::Commit, rest).map(Command::Tx),
+        "recover" => parse_tx(TxAction::Recover, rest).map(Command::Tx),
         other => Err(format!("unknown command {other:?}")),
     }
 }
@@ -95,6 +130,46 @@ fn parse_run(arguments: &[String]) -> Result<RunArgs, String> {
     Ok(run)
 }
 
+fn parse_tx(action: TxAction, arguments: &[String]) -> Result<TxArgs, String> {
+    let mut tx = TxArgs {
+        action,
+        workspace: PathBuf::from("."),
+        transaction: None,
+        principal: "cli".to_owned(),
+        ttl_seconds: 15 * 60,
+        json: false,
+    };
+    let mut iter = arguments.iter();
+    while let Some(argument) = iter.next() {
+        let mut value = |name: &str| iter.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+        match argument.as_str() {
+            "--workspace" | "-w" => tx.workspace = PathBuf::from(value("--workspace")?),
+            "--json" => tx.json = true,
+            "--principal" if action == TxAction::Approve => tx.principal = value("--principal")?,
+            "--ttl" if action == TxAction::Approve => {
+                let text = value("--ttl")?;
+                tx.ttl_seconds = text
+                    .parse()
+                    .ok()
+                    .filter(|ttl| *ttl > 0)
+                    .ok_or(format!("--ttl must be a positive number of seconds, not {text:?}"))?;
+            }
+            flag if flag.starts_with('-') => return Err(format!("unknown option {flag:?}")),
+            id => {
+                if tx.transaction.replace(id.to_owned()).is_some() {
+                    return Err("more than one transaction given".into());
+                }
+            }
+        }
+    }
+    let needs_id = !matches!(action, TxAction::Pending | TxAction::Recover);
+    match (needs_id, &tx.transaction) {
+        (true, None) => Err("missing transaction id".into()),
+        (false, Some(_)) => Err("this command takes no transaction id".into()),
+        _ => Ok(tx),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +206,18 @@ mod tests {
         assert!(parse(&strings(&["run", "--bogus", "a.py"])).is_err());
         assert!(parse(&strings(&["frobnicate"])).is_err());
         assert!(parse(&strings(&["run", "--profile", "lax", "a.py"])).is_err());
+        assert!(parse(&strings(&["approve"])).is_err());
+        assert!(parse(&strings(&["pending", "abc"])).is_err());
+        assert!(parse(&strings(&["approve", "abc", "--ttl", "0"])).is_err());
+        assert!(parse(&strings(&["reject", "abc", "--principal", "x"])).is_err());
+        match parse(&strings(&["approve", "abc", "--principal", "ann", "--ttl", "60", "-w", "/w"])).unwrap() {
+            Command::Tx(tx) => {
+                assert_eq!(tx.action, TxAction::Approve);
+                assert_eq!(tx.transaction.as_deref(), Some("abc"));
+                assert_eq!((tx.principal.as_str(), tx.ttl_seconds), ("ann", 60));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
         match parse(&strings(&["run", "--profile", "Strict", "--policy", "p.toml", "a.py"])).unwrap() {
             Command::Run(run) => {
                 assert_eq!(run.profile, PolicyProfile::Strict);

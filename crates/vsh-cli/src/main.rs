@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use vsh::{RunRequest, Runtime, RuntimeConfig, RuntimeDecision, TransactionState};
 
-use crate::args::{Command, RunArgs};
+use crate::args::{Command, RunArgs, TxAction, TxArgs};
 
 /// Exit code: the transaction was committed.
 const EXIT_COMMITTED: u8 = 0;
@@ -50,6 +50,7 @@ fn main() -> ExitCode {
             Ok(EXIT_COMMITTED)
         }
         Command::Run(run) => run_command(&run),
+        Command::Tx(tx) => tx_command(&tx),
         Command::Demo => demo::run(),
     };
     match result {
@@ -89,11 +90,84 @@ fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
         request = request.with_intent(intent);
     }
     let receipt = runtime.run(&request)?;
-    if run.json {
-        println!("{}", serde_json::to_string_pretty(&render::receipt_json(&receipt))?);
-    } else {
-        use std::io::IsTerminal;
-        print!("{}", render::receipt_text_colored(&receipt, std::io::stdout().is_terminal()));
-    }
+    print_receipt(&receipt, run.json)?;
     Ok(exit_code(&receipt))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn print_receipt(receipt: &vsh::Receipt, json: bool) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::IsTerminal;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&render::receipt_json(receipt))?);
+    } else {
+        print!("{}", render::receipt_text_colored(receipt, std::io::stdout().is_terminal()));
+    }
+    Ok(())
+}
+
+fn tx_command(tx: &TxArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let runtime = Runtime::open(RuntimeConfig::new(&tx.workspace))?;
+    let id = tx.transaction.as_deref().map(vsh::TransactionId::parse_hex).transpose()?;
+    let now = now_ms();
+    match (tx.action, id) {
+        (TxAction::Pending, _) => {
+            let pending = runtime.pending()?;
+            if tx.json {
+                let rows: Vec<_> = pending
+                    .iter()
+                    .map(|record| serde_json::json!({"transaction": record.id.to_hex(), "state": record.state.name()}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else if pending.is_empty() {
+                println!("no pending transactions");
+            } else {
+                for record in pending {
+                    println!("{}  {}", record.id, record.state.name());
+                }
+            }
+            Ok(EXIT_COMMITTED)
+        }
+        (TxAction::Show, Some(id)) => {
+            let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
+            print_receipt(&receipt, tx.json)?;
+            Ok(exit_code(&receipt))
+        }
+        (TxAction::Approve, Some(id)) => {
+            let principal = vsh::PrincipalId::digest(tx.principal.as_bytes());
+            let expires = now.saturating_add(tx.ttl_seconds.saturating_mul(1000));
+            let record = runtime.approve(id, principal, now, expires)?;
+            println!("{}  {} by {} for {} s", record.id, record.state.name(), tx.principal, tx.ttl_seconds);
+            Ok(EXIT_COMMITTED)
+        }
+        (TxAction::Reject, Some(id)) => {
+            let record = runtime.reject(id, now)?;
+            println!("{}  {}", record.id, record.state.name());
+            Ok(EXIT_COMMITTED)
+        }
+        (TxAction::Commit, Some(id)) => {
+            let receipt = runtime.commit(id, now)?;
+            print_receipt(&receipt, tx.json)?;
+            Ok(exit_code(&receipt))
+        }
+        (TxAction::Recover, _) => {
+            let startup = runtime.startup_recovery();
+            println!(
+                "rolled forward {}, rolled back {}, cleaned {}, conflicts {}",
+                startup.rolled_forward.len(),
+                startup.rolled_back.len(),
+                startup.cleaned.len(),
+                startup.conflicts.len()
+            );
+            for conflict in &startup.conflicts {
+                println!("  conflict: {conflict:?}");
+            }
+            Ok(if startup.is_clean() { EXIT_COMMITTED } else { EXIT_ERROR })
+        }
+        (_, None) => Err("missing transaction id".into()),
+    }
 }

@@ -152,3 +152,45 @@ fn profiles_and_policy_files_change_the_decision() {
         String::from_utf8_lossy(&bad.stderr)
     );
 }
+
+#[test]
+fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let delete = "from pathlib import Path\nPath('/workspace/old.txt').unlink()";
+    let run = vsh(&["run", "--workspace", ws, "--json", "-"], Some(delete));
+    assert_eq!(run.status.code(), Some(4));
+    let receipt: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let id = receipt["transaction"].as_str().unwrap().to_owned();
+
+    let pending = vsh(&["pending", "--workspace", ws], None);
+    assert_eq!(String::from_utf8_lossy(&pending.stdout), format!("{id}  pending-approval\n"));
+    let shown = vsh(&["show", &id, "--workspace", ws], None);
+    assert_eq!(shown.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("old.txt"));
+
+    let early = vsh(&["commit", &id, "--workspace", ws], None);
+    assert_eq!(early.status.code(), Some(1), "not approved yet");
+    assert!(dir.path().join("old.txt").exists());
+
+    let approved = vsh(&["approve", &id, "--workspace", ws, "--principal", "ann", "--ttl", "60"], None);
+    assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    let committed = vsh(&["commit", &id, "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert!(!dir.path().join("old.txt").exists());
+    assert_eq!(
+        String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout),
+        "no pending transactions\n"
+    );
+    let recover = vsh(&["recover", "--workspace", ws], None);
+    assert_eq!(String::from_utf8_lossy(&recover.stdout), "rolled forward 0, rolled back 0, cleaned 0, conflicts 0\n");
+
+    let again = vsh(
+        &["run", "--workspace", ws, "--json", "-"],
+        Some(
+            "from pathlib import Path\nPath('/workspace/x').write_text('x')\nPath('/workspace/x').unlink()\nPath('/workspace/y').unlink()",
+        ),
+    );
+    assert_eq!(again.status.code(), Some(1), "FileNotFoundError is uncaught");
+}

@@ -1,221 +1,288 @@
-//! Staging, applying, syncing and verifying a [`Plan`].
+//! Staging, applying and verifying the operations of a [`Plan`].
 //!
-//! Staging writes every new file and symlink into
-//! `<runtime dir>/stage/<transaction hex>/<slot>` before the workspace is
-//! touched, with content read from the blob store (which re-hashes it).
-//! Applying then only renames, creates, removes and changes modes; a staged
-//! file reaches its final name by one `rename`, so a reader never sees a
-//! partially written file.
+//! Staging writes every new file and symlink into the transaction's `stage/`
+//! before the workspace is touched, with content read from the blob store
+//! (which re-hashes it); a few threads stage at once, so the filesystem can
+//! group their writes. Applying only renames, creates directories and changes
+//! modes: a staged node reaches its final name by one `rename`, so a reader
+//! never sees a partially written file, and an old node leaves by a rename
+//! into `quarantine/`, so it can be moved back.
+//!
+//! Each operation leaves a state recovery can recognize (see
+//! `crate::recover`): the *witness* of an operation is the inode number of the
+//! node it moves or changes, journaled with its intent.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use vsh_host::{CapDir, FileIdentity, HostError, HostKind, HostStat};
+use vsh_host::{CapDir, HostError, HostKind, HostStat};
 use vsh_store::BlobStore;
-use vsh_types::{DiffEntry, NodeKind, NodeState, TransactionId, VPath};
+use vsh_types::{DiffEntry, NodeKind, NodeState, VPath};
 
 use crate::error::{CommitError, ConflictReason};
+use crate::format::{Action, Plan};
 use crate::live::{Live, LiveView};
-use crate::plan::{Op, Plan};
+use crate::txndir::TxnDir;
 
-/// Mode of vsh's own directories.
-const PRIVATE_DIR_MODE: u32 = 0o700;
+/// At most this many threads stage files.
+const MAX_STAGE_WORKERS: usize = 8;
+/// A thread is started per this many staged nodes (so small commits stage inline).
+const STAGED_PER_WORKER: usize = 16;
 
-/// The staging area of one transaction.
-pub(crate) struct Stage {
-    /// `<runtime dir>/stage`.
-    root: VPath,
-    /// `<runtime dir>/stage/<transaction hex>`.
-    dir: VPath,
-    /// The inode of each staged file, by slot (`None` for symlinks).
-    identities: Vec<Option<FileIdentity>>,
+/// Durability barriers issued by one commit.
+#[derive(Debug, Default)]
+pub(crate) struct Syncs {
+    pub(crate) file_fsyncs: AtomicU64,
+    pub(crate) dir_fsyncs: AtomicU64,
+    pub(crate) syncfs: AtomicU64,
 }
 
-impl Stage {
-    pub(crate) fn new(runtime_dir: &VPath, transaction: TransactionId) -> Stage {
-        let root = runtime_dir.child("stage").expect("a valid constant name");
-        let dir = root.child(&transaction.to_hex()).expect("hex digits form a valid name");
-        Stage { root, dir, identities: Vec::new() }
+impl Syncs {
+    pub(crate) fn file(&self) {
+        self.file_fsyncs.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn slot_path(&self, slot: usize) -> VPath {
-        self.dir.child(&slot.to_string()).expect("digits form a valid name")
+    pub(crate) fn dir(&self) {
+        self.dir_fsyncs.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Remove every staging directory (left by an attempt that stopped
-    /// part-way). Called with the commit lock held, when no commit is staging.
-    pub(crate) fn clear_all(&self, workspace: &CapDir) -> Result<(), CommitError> {
-        match workspace.create_dir(&self.root, PRIVATE_DIR_MODE) {
-            Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
-            Err(source) => return Err(CommitError::Host { op: "create stage", path: self.root.clone(), source }),
-        }
-        let entries = workspace.list_dir(&self.root).map_err(CommitError::host("list stage", &self.root))?;
-        for entry in entries {
-            let Some(dir) = std::str::from_utf8(&entry.name).ok().and_then(|name| self.root.child(name).ok()) else {
-                continue;
-            };
-            remove_tree_shallow(workspace, &dir)?;
-        }
-        Ok(())
-    }
-
-    /// Write every staged file and symlink, then sync the staging directory.
-    ///
-    /// Each file is `fsync`ed as it is created (one `fsync` per file; batching
-    /// them behind one `syncfs` is left for the journaled commit).
-    pub(crate) fn write(&mut self, workspace: &CapDir, plan: &Plan, blobs: &BlobStore) -> Result<(), CommitError> {
-        workspace.create_dir(&self.dir, PRIVATE_DIR_MODE).map_err(CommitError::host("create stage", &self.dir))?;
-        for (slot, staged) in plan.staged.iter().enumerate() {
-            let invalid = |reason| CommitError::InvalidDiff { path: staged.path.clone(), reason };
-            let content = staged.state.content.ok_or_else(|| invalid("no content digest"))?;
-            let bytes = blobs
-                .get(content, staged.state.size)
-                .map_err(|source| CommitError::Blob { path: staged.path.clone(), source: Box::new(source) })?;
-            if bytes.len() as u64 != staged.state.size {
-                return Err(invalid("size does not match the content"));
-            }
-            let target = self.slot_path(slot);
-            let identity = match staged.state.kind {
-                NodeKind::File => {
-                    let stat = workspace
-                        .create_file_exclusive(&target, &bytes, staged.state.mode)
-                        .map_err(CommitError::host("stage file", &target))?;
-                    Some(stat.identity)
-                }
-                NodeKind::Symlink => {
-                    workspace.create_symlink(&target, &bytes).map_err(CommitError::host("stage symlink", &target))?;
-                    None
-                }
-                NodeKind::Directory => return Err(invalid("a directory cannot be staged")),
-            };
-            self.identities.push(identity);
-        }
-        workspace.sync_dir(&self.dir).map_err(CommitError::host("sync stage", &self.dir))
-    }
-
-    /// Remove this transaction's staging directory and anything left in it.
-    pub(crate) fn remove(&self, workspace: &CapDir) -> Result<(), CommitError> {
-        remove_tree_shallow(workspace, &self.dir)
+    pub(crate) fn filesystem(&self) {
+        self.syncfs.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// Remove a staging directory: its non-directory entries, then itself.
-fn remove_tree_shallow(workspace: &CapDir, dir: &VPath) -> Result<(), CommitError> {
-    let entries = match workspace.list_dir(dir) {
-        Ok(entries) => entries,
-        Err(HostError::NotFound { .. }) => return Ok(()),
-        Err(HostError::NotADirectory { path }) if path == *dir => {
-            return workspace.remove_file(dir).map_err(CommitError::host("clear stage", dir));
-        }
-        Err(source) => return Err(CommitError::Host { op: "clear stage", path: dir.clone(), source }),
-    };
-    for entry in entries {
-        // A name vsh cannot have written is left; removing the directory then fails.
-        let Some(path) = std::str::from_utf8(&entry.name).ok().and_then(|name| dir.child(name).ok()) else {
-            continue;
-        };
-        match workspace.remove_file(&path) {
-            Ok(()) | Err(HostError::NotFound { .. }) => {}
-            Err(source) => return Err(CommitError::Host { op: "clear stage", path, source }),
-        }
-    }
-    match workspace.remove_dir(dir) {
-        Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
-        Err(source) => Err(CommitError::Host { op: "clear stage", path: dir.clone(), source }),
-    }
-}
-
-/// Apply every operation in order. Returns how many were applied; a failure is
-/// [`CommitError::Apply`].
-pub(crate) fn apply(workspace: &CapDir, plan: &Plan, stage: &Stage) -> Result<u64, CommitError> {
-    let mut applied: u64 = 0;
-    for op in &plan.ops {
-        let result = match op {
-            Op::SetDirMode { path, mode } | Op::SetFileMode { path, mode } => workspace.set_mode(path, *mode),
-            Op::Remove { path, directory: true } => workspace.remove_dir(path),
-            Op::Remove { path, directory: false } => workspace.remove_file(path),
-            Op::CreateDir { path, mode } => workspace.create_dir(path, *mode),
-            Op::Install { path, slot } => workspace.rename(&stage.slot_path(*slot), path),
-        };
-        result.map_err(|source| CommitError::Apply { path: op.path().clone(), applied, source })?;
-        applied += 1;
-    }
-    Ok(applied)
-}
-
-/// Make the applied changes durable: `fsync` each directory whose entries
-/// changed, once, deepest first; then, if modes changed (or a directory could
-/// not be opened for syncing), one `syncfs` for the inode metadata.
-pub(crate) fn sync(workspace: &CapDir, plan: &Plan, applied: u64) -> Result<(), CommitError> {
-    let mut parents: BTreeSet<VPath> = BTreeSet::new();
-    let mut gone: BTreeSet<&VPath> = BTreeSet::new();
-    let mut needs_syncfs = false;
-    for op in &plan.ops {
-        if op.changes_parent() {
-            parents.insert(op.path().parent().expect("diff paths are not the root"));
-        } else {
-            needs_syncfs = true;
-        }
-        match op {
-            Op::Remove { path, directory: true } => {
-                gone.insert(path);
-            }
-            Op::CreateDir { path, .. } => {
-                gone.remove(path);
-            }
-            _ => {}
-        }
-    }
-    // A removed directory's own entries need no sync: its removal from its
-    // parent, which is synced, makes them unreachable.
-    parents.retain(|parent| !gone.contains(parent));
-    for parent in parents.iter().rev() {
-        match workspace.sync_dir(parent) {
-            Ok(()) => {}
-            Err(HostError::Io { ref source, .. }) if source.kind() == io::ErrorKind::PermissionDenied => {
-                needs_syncfs = true;
-            }
-            Err(source) => return Err(CommitError::Apply { path: parent.clone(), applied, source }),
-        }
-    }
-    if needs_syncfs {
-        workspace.syncfs().map_err(|source| CommitError::Apply { path: VPath::root(), applied, source })?;
-    }
-    Ok(())
-}
-
-/// Check that every diff path now holds its after state.
+/// Stage the node of every [`Action::Install`] at `stage/<operation>`.
+/// Returns, per operation, the staged inode number (0 for other operations).
 ///
-/// Files are re-hashed; a file whose final mode denies its owner reading is
-/// checked by kind, size, mode and, for installed files, the inode that was
-/// staged from verified bytes.
-pub(crate) fn verify(view: &LiveView<'_>, diff: &[DiffEntry], plan: &Plan, stage: &Stage) -> Result<u64, CommitError> {
-    let mismatch = |path: &VPath| CommitError::Verification { path: path.clone() };
-    let slots: BTreeMap<&VPath, usize> =
-        plan.staged.iter().enumerate().map(|(slot, staged)| (&staged.path, slot)).collect();
-    for entry in diff {
-        let path = &entry.path;
-        let live = view.observe(path)?;
-        let Some(after) = &entry.after else {
-            match live {
-                Live::Absent | Live::Unreachable { .. } => continue,
-                Live::Present(_) => return Err(mismatch(path)),
+/// Each file is written by [`CapDir::create_file_exclusive_unsynced`]; the
+/// caller makes the files and their directory entries durable with one `syncfs`.
+pub(crate) fn stage(
+    workspace: &CapDir,
+    txn: &TxnDir,
+    plan: &Plan,
+    blobs: &BlobStore,
+    syncs: &Syncs,
+) -> Result<Vec<u64>, CommitError> {
+    let jobs: Vec<usize> =
+        (0..plan.operations.len()).filter(|index| plan.operations[*index].action == Action::Install).collect();
+    let mut staged = vec![0_u64; plan.operations.len()];
+    let workers = jobs.len().div_ceil(STAGED_PER_WORKER).clamp(1, MAX_STAGE_WORKERS);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // Nodes are created by name through a handle on `stage/` itself (opened
+    // without following a symlink), one short resolution each.
+    let stage_dir = workspace.open_subdir(&txn.stage(), false).map_err(CommitError::host("stage", &txn.stage()))?;
+    let stage_dir = &stage_dir;
+    let work = || -> Result<Vec<(usize, u64)>, CommitError> {
+        let mut done = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
+            let entry = &plan.entries[plan.operations[operation].entry as usize];
+            match stage_one(stage_dir, txn, operation, entry, blobs, syncs) {
+                Ok(inode) => done.push((operation, inode)),
+                Err(error) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(error);
+                }
             }
-        };
-        let Live::Present(stat) = live else { return Err(mismatch(path)) };
-        if let Some(slot) = slots.get(path)
-            && let Some(Some(identity)) = stage.identities.get(*slot)
-            && (stat.kind != HostKind::File || stat.identity != *identity)
-        {
-            return Err(mismatch(path));
         }
-        match view.matches_state(path, &stat, after)? {
-            Ok(true) => {}
-            Err(ConflictReason::Unreadable) if unreadable_by_owner(after) && metadata_matches(&stat, after) => {}
-            Ok(false) | Err(_) => return Err(mismatch(path)),
+        Ok(done)
+    };
+    let results: Vec<Result<Vec<(usize, u64)>, CommitError>> = if workers == 1 {
+        vec![work()]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers).map(|_| scope.spawn(work)).collect();
+            handles.into_iter().map(|handle| handle.join().expect("a staging thread panicked")).collect()
+        })
+    };
+    for result in results {
+        for (operation, inode) in result? {
+            staged[operation] = inode;
         }
     }
-    Ok(diff.len() as u64)
+    Ok(staged)
+}
+
+/// Stage one node in `stage_dir` (the handle on `txn`'s `stage/`).
+fn stage_one(
+    stage_dir: &CapDir,
+    txn: &TxnDir,
+    operation: usize,
+    entry: &DiffEntry,
+    blobs: &BlobStore,
+    syncs: &Syncs,
+) -> Result<u64, CommitError> {
+    let invalid = |reason| CommitError::InvalidDiff { path: entry.path.clone(), reason };
+    let after = entry.after.ok_or_else(|| invalid("an install has no after state"))?;
+    let content = after.content.ok_or_else(|| invalid("no content digest"))?;
+    let bytes = blobs
+        .get(content, after.size)
+        .map_err(|source| CommitError::Blob { path: entry.path.clone(), source: Box::new(source) })?;
+    if bytes.len() as u64 != after.size {
+        return Err(invalid("size does not match the content"));
+    }
+    let slot = txn.stage_slot(operation);
+    let name = VPath::from_component(&operation.to_string()).expect("digits form a valid name");
+    match after.kind {
+        NodeKind::File => {
+            // Not synced one by one: the caller makes every staged file durable
+            // with one `syncfs` before anything depends on them.
+            let stat = stage_dir
+                .create_file_exclusive_unsynced(&name, &bytes, after.mode)
+                .map_err(CommitError::host("stage file", &slot))?;
+            Ok(stat.identity.ino)
+        }
+        NodeKind::Symlink => {
+            stage_dir.create_symlink(&name, &bytes).map_err(CommitError::host("stage symlink", &slot))?;
+            match stage_dir.lstat(&name).map_err(CommitError::host("stage symlink", &slot))? {
+                Some(stat) if stat.kind == HostKind::Symlink => Ok(stat.identity.ino),
+                _ => Err(CommitError::Host {
+                    op: "stage symlink",
+                    path: slot.clone(),
+                    source: HostError::NotASymlink { path: slot },
+                }),
+            }
+        }
+        NodeKind::Directory => Err(invalid("a directory cannot be staged")),
+    }
+}
+
+/// The witness of every operation's intent: the inode of the existing node it
+/// moves or changes, the staged inode for an install, 0 for a directory still
+/// to be created (and a mode change of one).
+///
+/// Called under the lock right after revalidation, which established that
+/// every node exists as the diff says; a node that vanished since is stale.
+pub(crate) fn intent_witnesses(workspace: &CapDir, plan: &Plan, staged: &[u64]) -> Result<Vec<u64>, CommitError> {
+    let mut witnesses = Vec::with_capacity(plan.operations.len());
+    for (index, operation) in plan.operations.iter().enumerate() {
+        let entry = &plan.entries[operation.entry as usize];
+        let existing = match operation.action {
+            Action::Quarantine | Action::SetFileMode { .. } => true,
+            Action::SetDirMode { .. } => entry.before.is_some_and(|before| before.kind == NodeKind::Directory),
+            Action::CreateDir { .. } | Action::Install => false,
+        };
+        let witness = if existing {
+            match workspace.lstat(&entry.path) {
+                Ok(Some(stat)) => stat.identity.ino,
+                Ok(None) | Err(HostError::SymlinkInPath { .. } | HostError::NotADirectory { .. }) => {
+                    return Err(stale(&entry.path, ConflictReason::Precondition));
+                }
+                Err(source) => return Err(CommitError::Host { op: "lstat", path: entry.path.clone(), source }),
+            }
+        } else {
+            staged[index]
+        };
+        witnesses.push(witness);
+    }
+    Ok(witnesses)
+}
+
+/// A single-path stale error.
+pub(crate) fn stale(path: &VPath, reason: ConflictReason) -> CommitError {
+    CommitError::Stale { conflicts: vec![crate::Conflict { path: path.clone(), reason }], total: 1 }
+}
+
+/// Why one operation could not be applied.
+#[derive(Debug)]
+pub(crate) enum ApplyFailure {
+    /// The host refused.
+    Host(HostError),
+    /// A file whose mode was to change has other hard links now.
+    HardLinked(u64),
+    /// The node is no longer the one revalidated (its witness changed).
+    Changed,
+}
+
+/// Apply operation `index`; returns its done witness (the new directory's
+/// inode for [`Action::CreateDir`], else the intent witness).
+pub(crate) fn apply_one(
+    workspace: &CapDir,
+    txn: &TxnDir,
+    plan: &Plan,
+    index: usize,
+    witness: u64,
+) -> Result<u64, ApplyFailure> {
+    let operation = plan.operations[index];
+    let path = &plan.entries[operation.entry as usize].path;
+    match operation.action {
+        Action::SetDirMode { after, .. } => workspace.set_mode(path, after).map_err(ApplyFailure::Host)?,
+        Action::Quarantine => {
+            workspace.rename_noreplace(path, &txn.quarantine_slot(index)).map_err(ApplyFailure::Host)?;
+        }
+        Action::CreateDir { mode } => {
+            workspace.create_dir(path, mode).map_err(ApplyFailure::Host)?;
+            return match workspace.lstat(path).map_err(ApplyFailure::Host)? {
+                Some(stat) if stat.kind == HostKind::Directory => Ok(stat.identity.ino),
+                _ => Err(ApplyFailure::Changed),
+            };
+        }
+        Action::Install => {
+            workspace.rename_noreplace(&txn.stage_slot(index), path).map_err(ApplyFailure::Host)?;
+        }
+        Action::SetFileMode { after, .. } => {
+            match workspace.lstat(path).map_err(ApplyFailure::Host)? {
+                Some(stat) if stat.kind == HostKind::File && stat.identity.ino == witness => {
+                    if stat.nlink > 1 {
+                        return Err(ApplyFailure::HardLinked(stat.nlink));
+                    }
+                }
+                _ => return Err(ApplyFailure::Changed),
+            }
+            workspace.set_mode(path, after).map_err(ApplyFailure::Host)?;
+        }
+    }
+    Ok(witness)
+}
+
+/// The inode each installed diff entry must have: entry index to witness.
+pub(crate) fn installed_identities(plan: &Plan, witnesses: &[u64]) -> BTreeMap<u32, u64> {
+    plan.operations
+        .iter()
+        .zip(witnesses)
+        .filter(|(operation, witness)| operation.action == Action::Install && **witness != 0)
+        .map(|(operation, witness)| (operation.entry, *witness))
+        .collect()
+}
+
+/// Whether `path` holds `expected` (`None`: absent or unreachable), and, when
+/// `identity` is given, is that inode.
+///
+/// Files are re-hashed; a file whose mode denies its owner reading is checked
+/// by kind, size and mode (and identity, when known).
+pub(crate) fn holds(
+    view: &LiveView<'_>,
+    path: &VPath,
+    expected: Option<&NodeState>,
+    identity: Option<u64>,
+) -> Result<bool, CommitError> {
+    let live = view.observe(path)?;
+    let Some(expected) = expected else { return Ok(!matches!(live, Live::Present(_))) };
+    let Live::Present(stat) = live else { return Ok(false) };
+    if identity.is_some_and(|inode| inode != stat.identity.ino) {
+        return Ok(false);
+    }
+    Ok(match view.matches_state(path, &stat, expected)? {
+        Ok(matches) => matches,
+        Err(ConflictReason::Unreadable) => unreadable_by_owner(expected) && metadata_matches(&stat, expected),
+        Err(_) => false,
+    })
+}
+
+/// The first diff path that does not hold its after state, if any.
+pub(crate) fn verify_after(
+    view: &LiveView<'_>,
+    plan: &Plan,
+    installed: &BTreeMap<u32, u64>,
+) -> Result<Option<VPath>, CommitError> {
+    for (index, entry) in plan.entries.iter().enumerate() {
+        let identity = u32::try_from(index).ok().and_then(|index| installed.get(&index).copied());
+        if !holds(view, &entry.path, entry.after.as_ref(), identity)? {
+            return Ok(Some(entry.path.clone()));
+        }
+    }
+    Ok(None)
 }
 
 fn unreadable_by_owner(state: &NodeState) -> bool {

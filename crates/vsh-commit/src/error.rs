@@ -3,7 +3,11 @@
 
 use vsh_host::HostError;
 use vsh_store::StoreError;
-use vsh_types::{NodeKind, VPath};
+use vsh_types::{NodeKind, TransactionId, VPath};
+
+use crate::fault::FaultPoint;
+use crate::ledger::LedgerError;
+use crate::recover::RecoveryConflict;
 
 /// Why a live path no longer satisfies what the transaction depended on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,10 +45,13 @@ pub struct Conflict {
 
 /// Why a commit did not happen, or did not finish.
 ///
-/// Every variant except [`CommitError::Apply`] and
-/// [`CommitError::Verification`] means **nothing in the workspace was changed**
-/// (vsh's own runtime directory aside). `Apply` and `Verification` mean the
-/// workspace may hold a partial state of the transaction (see the crate docs).
+/// Unless the variant says otherwise, **nothing in the workspace was changed**
+/// (vsh's own runtime directory aside) and the transaction may be marked Stale
+/// or Failed by the caller. [`CommitError::Apply`] and
+/// [`CommitError::Verification`] mean the workspace changed part-way and was
+/// rolled back (the ledger holds Failed). [`CommitError::RecoveryRequired`]
+/// and [`CommitError::FaultInjected`] mean the workspace may hold a partial
+/// state until [`crate::Committer::recover`] runs.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommitError {
@@ -98,9 +105,28 @@ pub enum CommitError {
         #[source]
         source: HostError,
     },
-    /// A host operation failed while applying: the workspace may hold a
-    /// partial state of the transaction.
-    #[error("applying failed at {path} after {applied} operations; the workspace may be partially changed")]
+    /// The ledger refused or failed a transition before the workspace was
+    /// changed; nothing was written.
+    #[error("the ledger refused to move {transaction} to {step}")]
+    Ledger {
+        /// The transaction.
+        transaction: TransactionId,
+        /// The state it was to move to, e.g. `"committing"`.
+        step: &'static str,
+        /// What the ledger reported.
+        #[source]
+        source: LedgerError,
+    },
+    /// A directory for this transaction already exists in the runtime
+    /// directory (an earlier attempt that recovery could not finish).
+    #[error("transaction {transaction} already has a commit directory")]
+    TransactionDirExists {
+        /// The transaction.
+        transaction: TransactionId,
+    },
+    /// A host operation failed while applying. Everything applied was rolled
+    /// back: the workspace holds the before state and the ledger Failed.
+    #[error("applying failed at {path} after {applied} operations; rolled back")]
     Apply {
         /// The path being changed.
         path: VPath,
@@ -110,12 +136,41 @@ pub enum CommitError {
         #[source]
         source: HostError,
     },
-    /// After applying, a path does not hold its expected final state.
-    #[error("after applying, {path} does not hold its expected state")]
+    /// After applying, a path did not hold its expected final state. The
+    /// transaction was rolled back: the workspace holds the before state and
+    /// the ledger Failed.
+    #[error("after applying, {path} did not hold its expected state; rolled back")]
     Verification {
         /// The path.
         path: VPath,
     },
+    /// The commit stopped after the workspace began to change and could not
+    /// be finished or rolled back in place; its journal is kept and
+    /// [`crate::Committer::recover`] decides (forward if the completion marker
+    /// is durable, back otherwise).
+    #[error("commit of {transaction} was interrupted and needs recovery")]
+    RecoveryRequired {
+        /// The transaction.
+        transaction: TransactionId,
+        /// What stopped it.
+        #[source]
+        source: Box<CommitError>,
+    },
+    /// Earlier interrupted transactions could not be recovered; no commit runs
+    /// until an operator resolves them.
+    #[error("{} interrupted transactions need an operator, first: {}", .conflicts.len(), first_conflict(.conflicts))]
+    RecoveryPending {
+        /// What recovery could not decide.
+        conflicts: Vec<RecoveryConflict>,
+    },
+    /// A [`crate::FaultInjector`] stopped the commit here; the disk is as a
+    /// crash at this point would leave it.
+    #[error("fault injected at {0}")]
+    FaultInjected(FaultPoint),
+}
+
+fn first_conflict(conflicts: &[RecoveryConflict]) -> String {
+    conflicts.first().map_or_else(|| "(none listed)".to_owned(), ToString::to_string)
 }
 
 fn first_path(conflicts: &[Conflict]) -> String {
@@ -123,9 +178,10 @@ fn first_path(conflicts: &[Conflict]) -> String {
 }
 
 impl CommitError {
-    /// Whether the workspace may have been changed (partially) by this attempt.
+    /// Whether the workspace may hold a partial state of this attempt until
+    /// recovery runs.
     pub fn workspace_may_be_changed(&self) -> bool {
-        matches!(self, Self::Apply { .. } | Self::Verification { .. })
+        matches!(self, Self::RecoveryRequired { .. } | Self::FaultInjected(_))
     }
 
     pub(crate) fn host(op: &'static str, path: &VPath) -> impl FnOnce(HostError) -> CommitError {

@@ -12,8 +12,8 @@
 use std::io;
 
 use vsh_host::{CapDir, HostError, HostKind, HostStat};
+use vsh_types::names_digest;
 use vsh_types::{BlobId, NodeKind, NodeState, VPath};
-use vsh_vfs::names_digest;
 
 use crate::error::{CommitError, ConflictReason};
 

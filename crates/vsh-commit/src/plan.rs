@@ -1,124 +1,85 @@
-//! Lowering a validated diff to host operations in an order that is always
-//! valid to apply.
+//! Lowering a validated diff to the operations of a [`Plan`], in an order that
+//! is always valid to apply and to undo in reverse.
 //!
 //! 1. **Grants**: mode changes of existing directories to modes that keep the
 //!    owner's write and search bits, shallowest first, so later steps can
 //!    change entries inside them.
-//! 2. **Removals**, deepest first: deleted paths, and existing nodes whose kind
-//!    changes to or from a directory.
+//! 2. **Quarantines**, in path order: every existing node the diff deletes,
+//!    replaces (content or kind change) or turns into another kind is moved
+//!    into the transaction's `quarantine/` directory, never deleted, so a
+//!    rollback can move it back. A deleted directory moves with its whole
+//!    subtree in one rename; the deletions below it are subsumed.
 //! 3. **Creations**, shallowest first: new directories (made with the owner's
 //!    write and search bits at least), staged files and symlinks renamed into
-//!    place (a file or symlink replacing a file or symlink is one atomic
-//!    rename), and mode changes of files.
+//!    place (the name is free: anything there was quarantined), and mode
+//!    changes of files.
 //! 4. **Restrictions**, deepest first: the final modes of directories that
 //!    lack the owner's write or search bit, so their children could still be
 //!    created before.
 
-use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, VPath};
+use std::collections::BTreeSet;
+
+use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, TransactionId, VPath};
+
+use crate::format::{Action, Operation, Plan};
 
 /// Owner write and search bits: what creating or removing entries needs.
 const OWNER_WRITE_SEARCH: u32 = 0o300;
 
-/// One host operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Op {
-    /// Set the mode of an existing or new directory.
-    SetDirMode { path: VPath, mode: u32 },
-    /// Remove a node (`directory`: an empty directory, else a file or symlink).
-    Remove { path: VPath, directory: bool },
-    /// Create a directory.
-    CreateDir { path: VPath, mode: u32 },
-    /// Rename staged slot `slot` to `path`, replacing a file or symlink there.
-    Install { path: VPath, slot: usize },
-    /// Set the mode of an existing file.
-    SetFileMode { path: VPath, mode: u32 },
-}
-
-impl Op {
-    pub(crate) fn path(&self) -> &VPath {
-        match self {
-            Self::SetDirMode { path, .. }
-            | Self::Remove { path, .. }
-            | Self::CreateDir { path, .. }
-            | Self::Install { path, .. }
-            | Self::SetFileMode { path, .. } => path,
-        }
-    }
-
-    /// Whether the operation adds or removes a name in the parent directory.
-    pub(crate) fn changes_parent(&self) -> bool {
-        matches!(self, Self::Remove { .. } | Self::CreateDir { .. } | Self::Install { .. })
-    }
-}
-
-/// A file or symlink to stage before applying.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Staged {
-    /// Where it will be installed.
-    pub(crate) path: VPath,
-    /// Its final state (kind File or Symlink, with content).
-    pub(crate) state: NodeState,
-}
-
-/// The operations of one diff, in application order, and what to stage.
-#[derive(Debug, Default)]
-pub(crate) struct Plan {
-    pub(crate) ops: Vec<Op>,
-    /// Indexed by slot.
-    pub(crate) staged: Vec<Staged>,
-}
-
-/// Lower a validated diff (sorted by path).
-pub(crate) fn lower(diff: &[DiffEntry]) -> Plan {
-    let mut plan = Plan::default();
+/// Lower a validated diff (sorted by path, at most `u32::MAX` entries).
+pub(crate) fn lower(transaction: TransactionId, diff: &[DiffEntry]) -> Plan {
     let mut grants = Vec::new();
-    let mut removals = Vec::new();
+    let mut quarantines = Vec::new();
     let mut creations = Vec::new();
     let mut restrictions = Vec::new();
-    for entry in diff {
-        let path = &entry.path;
-        let is_dir = |state: &NodeState| state.kind == NodeKind::Directory;
+    let mut quarantined_dirs: BTreeSet<&VPath> = BTreeSet::new();
+    let is_dir = |state: &NodeState| state.kind == NodeKind::Directory;
+    for (index, entry) in diff.iter().enumerate() {
+        let entry_index = u32::try_from(index).expect("validated diffs have at most u32::MAX entries");
+        let op = |action| Operation { entry: entry_index, action };
         if let Some(before) = &entry.before {
-            let removed = match &entry.after {
+            let replaced = match &entry.after {
                 None => true,
-                Some(after) => before.kind != after.kind && (is_dir(before) || is_dir(after)),
+                Some(after) => entry.kind == DiffKind::Modify || before.kind != after.kind,
             };
-            if removed {
-                removals.push(Op::Remove { path: path.clone(), directory: is_dir(before) });
+            let subsumed = entry.path.ancestors().iter().any(|ancestor| quarantined_dirs.contains(ancestor));
+            if replaced && !subsumed {
+                quarantines.push(op(Action::Quarantine));
+                if is_dir(before) {
+                    quarantined_dirs.insert(&entry.path);
+                }
             }
         }
-        let Some(after) = entry.after else { continue };
+        let Some(after) = &entry.after else { continue };
         match after.kind {
             NodeKind::Directory if entry.before.as_ref().is_some_and(is_dir) => {
-                let op = Op::SetDirMode { path: path.clone(), mode: after.mode };
+                let before = entry.before.expect("checked above").mode;
+                let action = Action::SetDirMode { before, after: after.mode };
                 if after.mode & OWNER_WRITE_SEARCH == OWNER_WRITE_SEARCH {
-                    grants.push(op);
+                    grants.push(op(action));
                 } else {
-                    restrictions.push(op);
+                    restrictions.push(op(action));
                 }
             }
             NodeKind::Directory => {
                 let workable = after.mode | OWNER_WRITE_SEARCH;
-                creations.push(Op::CreateDir { path: path.clone(), mode: workable });
+                creations.push(op(Action::CreateDir { mode: workable }));
                 if workable != after.mode {
-                    restrictions.push(Op::SetDirMode { path: path.clone(), mode: after.mode });
+                    restrictions.push(op(Action::SetDirMode { before: workable, after: after.mode }));
                 }
             }
             NodeKind::File if entry.kind == DiffKind::MetadataChange => {
-                creations.push(Op::SetFileMode { path: path.clone(), mode: after.mode });
+                let before = entry.before.expect("a metadata change has a before state").mode;
+                creations.push(op(Action::SetFileMode { before, after: after.mode }));
             }
-            NodeKind::File | NodeKind::Symlink => {
-                let slot = plan.staged.len();
-                plan.staged.push(Staged { path: path.clone(), state: after });
-                creations.push(Op::Install { path: path.clone(), slot });
-            }
+            NodeKind::File | NodeKind::Symlink => creations.push(op(Action::Install)),
         }
     }
-    plan.ops.extend(grants);
-    plan.ops.extend(removals.into_iter().rev());
-    plan.ops.extend(creations);
-    plan.ops.extend(restrictions.into_iter().rev());
-    plan
+    let mut operations = grants;
+    operations.extend(quarantines);
+    operations.extend(creations);
+    operations.extend(restrictions.into_iter().rev());
+    Plan { transaction, entries: diff.to_vec(), operations }
 }
 
 #[cfg(test)]
@@ -134,7 +95,7 @@ mod tests {
     }
 
     #[test]
-    fn order_is_grants_removals_deepest_first_creations_then_restrictions() {
+    fn order_is_grants_quarantines_creations_then_restrictions_deepest_first() {
         let file = NodeState::file_with(b"x", 0o644);
         let link = NodeState::symlink(b"target");
         let diff = vec![
@@ -145,23 +106,30 @@ mod tests {
             entry("k/inner", None, Some(file)),
             entry("l", Some(file), Some(link)),
             entry("m", Some(file), Some(NodeState::file_with(b"x", 0o600))),
+            entry("n", Some(file), Some(NodeState::file_with(b"y", 0o644))),
+            entry("r", Some(NodeState::directory(0o755)), Some(NodeState::directory(0o500))),
         ];
-        let plan = lower(&diff);
+        let plan = lower(TransactionId::digest(b"t"), &diff);
+        let ops: Vec<(&str, Action)> =
+            plan.operations.iter().map(|op| (diff[op.entry as usize].path.as_str(), op.action)).collect();
         assert_eq!(
-            plan.ops,
+            ops,
             vec![
-                Op::SetDirMode { path: p("a"), mode: 0o755 },
-                Op::Remove { path: p("k"), directory: false },
-                Op::Remove { path: p("a/old/f"), directory: false },
-                Op::Remove { path: p("a/old"), directory: true },
-                Op::CreateDir { path: p("k"), mode: 0o700 },
-                Op::Install { path: p("k/inner"), slot: 0 },
-                Op::Install { path: p("l"), slot: 1 },
-                Op::SetFileMode { path: p("m"), mode: 0o600 },
-                Op::SetDirMode { path: p("k"), mode: 0o500 },
+                ("a", Action::SetDirMode { before: 0o555, after: 0o755 }),
+                ("a/old", Action::Quarantine),
+                ("k", Action::Quarantine),
+                ("l", Action::Quarantine),
+                ("n", Action::Quarantine),
+                ("k", Action::CreateDir { mode: 0o700 }),
+                ("k/inner", Action::Install),
+                ("l", Action::Install),
+                ("m", Action::SetFileMode { before: 0o644, after: 0o600 }),
+                ("n", Action::Install),
+                ("r", Action::SetDirMode { before: 0o755, after: 0o500 }),
+                ("k", Action::SetDirMode { before: 0o700, after: 0o500 }),
             ]
         );
-        assert_eq!(plan.staged.len(), 2);
-        assert_eq!(plan.staged[1].state, link);
+        // The encoding accepts every lowered plan.
+        assert_eq!(crate::format::Plan::decode(&plan.encode()).unwrap().0, plan);
     }
 }

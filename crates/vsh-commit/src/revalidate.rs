@@ -20,8 +20,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use vsh_types::{Dependency, ReadSet};
 use vsh_types::{DiffEntry, DiffKind, NodeKind, VPath};
-use vsh_vfs::{Dependency, ReadSet};
 
 use crate::error::{CommitError, Conflict, ConflictReason};
 use crate::live::{Live, LiveView, node_kind};

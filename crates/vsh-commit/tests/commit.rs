@@ -88,7 +88,7 @@ impl Fixture {
     }
 
     fn stage_is_empty(&self) -> bool {
-        std::fs::read_dir(self.root().join(".vsh/stage")).map_or(true, |mut entries| entries.next().is_none())
+        std::fs::read_dir(self.root().join(".vsh/txn")).map_or(true, |mut entries| entries.next().is_none())
     }
 }
 

@@ -67,6 +67,24 @@ impl CapDir {
     /// synced (see [`CapDir::sync_dir`]). If writing fails part-way, the partial
     /// file is left for the caller to remove.
     pub fn create_file_exclusive(&self, path: &VPath, bytes: &[u8], mode: u32) -> Result<HostStat, HostError> {
+        self.create_file_exclusive_with(path, bytes, mode, true)
+    }
+
+    /// [`CapDir::create_file_exclusive`] without the `fsync`: for callers that
+    /// create many files and then make them durable together with one
+    /// [`CapDir::syncfs`] (a constant number of barriers instead of one per
+    /// file). Until that barrier the data may be lost in a crash.
+    pub fn create_file_exclusive_unsynced(&self, path: &VPath, bytes: &[u8], mode: u32) -> Result<HostStat, HostError> {
+        self.create_file_exclusive_with(path, bytes, mode, false)
+    }
+
+    fn create_file_exclusive_with(
+        &self,
+        path: &VPath,
+        bytes: &[u8],
+        mode: u32,
+        sync: bool,
+    ) -> Result<HostStat, HostError> {
         self.counters.write();
         if path.is_root() {
             return Err(HostError::AlreadyExists { path: path.clone() });
@@ -79,7 +97,9 @@ impl CapDir {
         file.write_all(bytes).map_err(|source| HostError::Io { op: "write", path: path.clone(), source })?;
         rfs::fchmod(&file, Mode::from_raw_mode(mode & PERMISSION_BITS))
             .map_err(|errno| HostError::io("fchmod", path, errno))?;
-        retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        if sync {
+            retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        }
         fstat(file.as_fd(), path)
     }
 

@@ -40,6 +40,31 @@ pub enum VshError {
         /// Its state.
         state: TransactionState,
     },
+    /// A stored artifact's binding does not derive its transaction id: it was
+    /// tampered with or belongs to another transaction. Nothing was committed.
+    #[error("the artifact of transaction {0} does not bind to it")]
+    ArtifactBinding(TransactionId),
+    /// The transaction was made under a different policy than the active one; it
+    /// needs a fresh preview.
+    #[error("transaction {0} was made under a different policy")]
+    PolicyChanged(TransactionId),
+    /// Stored execution evidence could not be decoded.
+    #[error("the execution evidence of transaction {transaction} is invalid")]
+    Evidence {
+        /// The transaction.
+        transaction: TransactionId,
+        /// Why.
+        #[source]
+        source: crate::evidence::EvidenceError,
+    },
+    /// The program's result nests deeper than vsh records.
+    #[error("the result nests {depth} levels deep, more than {max}")]
+    ResultNesting {
+        /// Its depth.
+        depth: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The process-local table of previews is full; commit or discard some first.
     #[error("process-local preview capacity reached ({entries} previews, {bytes} bytes)")]
     EphemeralCapacity {

@@ -10,22 +10,28 @@
 
 mod config;
 mod error;
+mod evidence;
+mod ledger;
 mod receipt;
 mod request;
 mod runtime;
 
 pub use config::RuntimeConfig;
 pub use error::VshError;
+pub use evidence::EvidenceError;
 pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;
 
+pub use vsh_commit::RecoveryReport;
 pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObject};
 pub use vsh_policy::{
     AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics,
 };
+pub use vsh_store::{GcReport, RetentionConfig, TransactionRecord};
 pub use vsh_types::{
-    BlobId, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState, SnapshotId, TransactionId, TransactionState, VPath,
+    BlobId, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState, PrincipalId, SnapshotId, TransactionId,
+    TransactionState, VPath,
 };
 pub use vsh_vfs::{FileReview, NoHunks, ReviewLimits, SnapshotLimits};
 

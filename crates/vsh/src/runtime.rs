@@ -1,37 +1,42 @@
 //! [`Runtime`]: composes the stages of a run and of a commit.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use vsh_commit::{CommitRequest, Committer};
+use vsh_commit::{CommitError, CommitRequest, Committer, RecoveryReport};
 use vsh_host::CapDir;
 use vsh_monty::ExecutionBudget;
 use vsh_policy::{Decision, PolicyInput, TransactionPolicy};
-use vsh_store::{BlobStore, DataDir, TransactionRecord, TransactionStore};
+use vsh_store::{
+    ApprovalGrant, ArtifactBinding, ArtifactLimits, BlobStore, CommitOutcome, CommitStep, DataDir, GcReport,
+    PendingArtifact, RetentionConfig, TransactionRecord, TransactionStore,
+};
 use vsh_types::canon::{self, Canonical};
 use vsh_types::{
-    DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeKind, ProgramDigest, RuntimeConfigDigest, TransactionId,
-    TransactionState, VPath,
+    BlobId, DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeKind, PrincipalId, ProgramDigest, ReadSet,
+    RuntimeConfigDigest, SnapshotId, TransactionId, TransactionState, VPath,
 };
-use vsh_vfs::{CanonicalDiff, ReadSet, ReviewLimits, SnapshotLimits, VirtualFs};
+use vsh_vfs::{CanonicalDiff, ReviewLimits, SnapshotLimits, VirtualFs};
 
+use crate::evidence::{Evidence, MAX_VALUE_DEPTH, derive_transaction_id, value_depth};
+use crate::ledger::StoreLedger;
 use crate::receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
 use crate::request::{Language, ReceiptDetail, RunMode, RunRequest};
 use crate::{RuntimeConfig, VshError};
 
-/// vsh's own directory inside the workspace: the commit lock and staging area.
+/// vsh's own directory inside the workspace: the commit lock, journal and staging area.
 const RUNTIME_DIR: &str = ".vsh";
 /// The default data directory, inside [`RUNTIME_DIR`].
 const DEFAULT_DATA_DIR: &str = ".vsh/data";
 /// Process-local previews kept for a later commit (fail closed beyond this).
 const MAX_PREPARED: usize = 64;
-/// Bytes of process-local previews (approximate: diff entries and stdout).
+/// Bytes of process-local previews (approximate: diff entries, dependencies and stdout).
 const MAX_PREPARED_BYTES: u64 = 128 << 20;
 
-/// A transaction bound and kept by this live runtime until it is committed or discarded.
+/// An auto-approved preview held by this live runtime until it is committed or discarded.
 #[derive(Debug, Clone)]
 struct Prepared {
     diff: Vec<DiffEntry>,
@@ -40,10 +45,19 @@ struct Prepared {
     bytes: u64,
 }
 
+/// A transaction ready to commit: what to apply and the receipt to complete.
+struct Committable {
+    diff: Vec<DiffEntry>,
+    reads: ReadSet,
+    receipt: Receipt,
+}
+
 /// A vsh runtime over one workspace.
 ///
 /// Runs are independent: each captures a fresh observed snapshot. Commits are
-/// serialized per workspace by the commit engine's lock.
+/// serialized per workspace by the commit engine's lock, across runtimes and
+/// processes. Pending approvals are durable; auto-approved previews are held in
+/// this runtime's memory and must be committed by it.
 #[derive(Debug)]
 pub struct Runtime {
     workspace: Arc<CapDir>,
@@ -53,20 +67,23 @@ pub struct Runtime {
     committer: Committer,
     policy: TransactionPolicy,
     snapshot_limits: SnapshotLimits,
+    artifact_limits: ArtifactLimits,
     prepared: Mutex<HashMap<TransactionId, Prepared>>,
     nonce: AtomicU64,
+    startup_recovery: RecoveryReport,
 }
 
 fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn now_ms() -> u64 {
+fn clock_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Runtime {
-    /// Open the workspace and vsh's data directory.
+    /// Open the workspace and vsh's data directory, then recover any commit a
+    /// crash interrupted (see [`Runtime::startup_recovery`]).
     pub fn open(config: RuntimeConfig) -> Result<Self, VshError> {
         let RuntimeConfig { workspace_root, data_directory, policy_profile, policy_file, snapshot_limits } = config;
         let workspace = Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?);
@@ -95,6 +112,7 @@ impl Runtime {
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }
+        let startup_recovery = committer.recover(&StoreLedger::recovery(&transactions, clock_ms()))?;
         Ok(Self {
             workspace,
             excluded,
@@ -103,8 +121,10 @@ impl Runtime {
             committer,
             policy,
             snapshot_limits,
+            artifact_limits: ArtifactLimits::default(),
             prepared: Mutex::new(HashMap::new()),
             nonce: AtomicU64::new(0),
+            startup_recovery,
         })
     }
 
@@ -112,6 +132,18 @@ impl Runtime {
     fn path_within_workspace(root: &Path, inner: &Path) -> Option<VPath> {
         let relative = inner.strip_prefix(root).ok()?;
         VPath::parse(relative.to_str()?).ok().filter(|path| !path.is_root())
+    }
+
+    /// What recovery did when this runtime opened: commits a crash interrupted
+    /// are rolled forward (past their completion marker) or back (before it).
+    /// Conflicts are left untouched and block further commits until resolved.
+    pub fn startup_recovery(&self) -> &RecoveryReport {
+        &self.startup_recovery
+    }
+
+    /// Run recovery again (for example after an operator resolved a conflict).
+    pub fn recover(&self) -> Result<RecoveryReport, VshError> {
+        Ok(self.committer.recover(&StoreLedger::recovery(&self.transactions, clock_ms()))?)
     }
 
     /// The active policy.
@@ -126,6 +158,10 @@ impl Runtime {
 
     /// Run a program against a fresh virtual image of the workspace, decide, and in
     /// [`RunMode::Auto`] commit it if, and only if, the policy auto-approves.
+    ///
+    /// A `PendingApproval` transaction is stored durably (it survives a reopen)
+    /// and waits for [`Runtime::approve`]; an auto-approved preview is held by
+    /// this runtime for [`Runtime::commit`].
     pub fn run(&self, request: &RunRequest<'_>) -> Result<Receipt, VshError> {
         let started = Instant::now();
         let mut timings = StageTimings::default();
@@ -140,6 +176,10 @@ impl Runtime {
                 .map_err(|error| VshError::Execution(Box::new(error)))?,
         };
         timings.execute = elapsed_ns(stage_start);
+        let depth = value_depth(&outcome.value);
+        if depth > MAX_VALUE_DEPTH {
+            return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });
+        }
 
         let stage_start = Instant::now();
         let diff = vfs.canonical_diff()?;
@@ -168,18 +208,13 @@ impl Runtime {
             Decision::AutoApproved => TransactionState::AutoApproved,
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
-        let transaction = self.bind(request, &vfs, &diff, &outcome, &decision);
-        let base_snapshot = vfs.snapshot_id();
-        if state != TransactionState::Denied {
-            self.store_contents(&mut vfs, &diff)?;
-        }
-        let now = now_ms();
-        self.transactions.create(&TransactionRecord::new(transaction, base_snapshot, state, now))?;
+        let (transaction, snapshot, reads) =
+            self.bind_and_store(request, &mut vfs, &diff, state, &decision, &outcome)?;
         timings.bind_and_store = elapsed_ns(stage_start);
 
         let mut receipt = Receipt {
             transaction,
-            base_snapshot,
+            base_snapshot: snapshot,
             state,
             decision,
             diff: diff.digest(),
@@ -195,42 +230,115 @@ impl Runtime {
             commit: None,
         };
 
-        if state == TransactionState::Denied {
-            receipt.timings.total = elapsed_ns(started);
-            return Ok(receipt);
-        }
-        let reads = vfs.read_set().clone();
         if request.mode == RunMode::Auto && state == TransactionState::AutoApproved {
             let stage_start = Instant::now();
-            let commit = self.commit_bound(transaction, TransactionState::AutoApproved, diff.entries(), &reads, now)?;
+            let commit = self.commit_bound(transaction, diff.entries(), &reads, clock_ms())?;
             receipt.timings.commit = elapsed_ns(stage_start);
             receipt.state = TransactionState::Committed;
             receipt.commit = Some(commit);
-            receipt.timings.total = elapsed_ns(started);
-            return Ok(receipt);
+        } else if state == TransactionState::AutoApproved {
+            self.keep_prepared(transaction, diff.entries().to_vec(), reads, receipt.clone())?;
         }
         receipt.timings.total = elapsed_ns(started);
-        self.keep_prepared(transaction, diff.entries().to_vec(), reads, receipt.clone())?;
         Ok(receipt)
     }
 
-    /// Commit a transaction previewed by this runtime. It must be auto-approved
-    /// (or approved); it is revalidated against the live workspace first, and a
-    /// stale transaction writes nothing. `now_ms` (milliseconds since the Unix
-    /// epoch, supplied by the host) stamps the record's transitions.
+    /// Bind the run into its transaction id and store what a commit will need:
+    /// the record, the final contents, and for pending work the durable artifact.
+    fn bind_and_store(
+        &self,
+        request: &RunRequest<'_>,
+        vfs: &mut VirtualFs,
+        diff: &CanonicalDiff,
+        state: TransactionState,
+        decision: &Decision,
+        outcome: &vsh_monty::MontyOutcome,
+    ) -> Result<(TransactionId, SnapshotId, ReadSet), VshError> {
+        let evidence = Evidence::new(
+            self.next_nonce(),
+            decision.clone(),
+            outcome.value.clone(),
+            outcome.stdout.clone(),
+            &outcome.stats,
+        );
+        let evidence_bytes = evidence.encode();
+        let intent = request.intent.unwrap_or("");
+        let binding = ArtifactBinding {
+            transaction: TransactionId::from_bytes([0; 32]),
+            snapshot: vfs.snapshot_id(),
+            program: Self::program_digest(request),
+            intent: IntentDigest::digest(intent.as_bytes()),
+            read_set: vfs.read_set().digest(),
+            write_set: diff.write_set_digest(),
+            diff: diff.digest(),
+            policy: self.policy.digest(),
+            runtime_config: self.config_digest(&request.budget),
+            evidence: ExecutionEvidenceDigest::digest(&evidence_bytes),
+        };
+        let transaction = derive_transaction_id(&binding);
+        let binding = ArtifactBinding { transaction, ..binding };
+        if state != TransactionState::Denied {
+            self.store_contents(vfs, diff)?;
+        }
+        let now = clock_ms();
+        self.transactions.create(&TransactionRecord::new(transaction, binding.snapshot, state, now))?;
+        let reads = vfs.read_set().clone();
+        if state == TransactionState::PendingApproval {
+            let artifact = PendingArtifact {
+                binding,
+                intent: intent.to_owned(),
+                diff: diff.entries().to_vec(),
+                read_set: reads.clone(),
+                evidence: evidence_bytes,
+            };
+            self.transactions.put_artifact(&self.blobs, &artifact, &self.artifact_limits)?;
+        }
+        Ok((transaction, binding.snapshot, reads))
+    }
+
+    /// Approve a pending transaction on behalf of `principal` (an opaque label's
+    /// digest: vsh binds it, authenticating it is the host's job), valid from
+    /// `issued_ms` until `expires_ms` (exclusive, milliseconds since the Unix
+    /// epoch). The transaction must have been made under the active policy.
+    pub fn approve(
+        &self,
+        transaction: TransactionId,
+        principal: PrincipalId,
+        issued_ms: u64,
+        expires_ms: u64,
+    ) -> Result<TransactionRecord, VshError> {
+        self.load_verified(transaction)?;
+        let grant = ApprovalGrant::new(transaction, principal, issued_ms, expires_ms)?;
+        Ok(self.transactions.approve(transaction, &grant)?)
+    }
+
+    /// Reject a pending, approved or auto-approved transaction: it can never be committed.
+    pub fn reject(&self, transaction: TransactionId, now_ms: u64) -> Result<TransactionRecord, VshError> {
+        self.lock_prepared().remove(&transaction);
+        Ok(self.transactions.reject(transaction, now_ms)?)
+    }
+
+    /// Commit a transaction: an auto-approved preview of this runtime, or an
+    /// approved pending transaction (from this or an earlier runtime). It is
+    /// revalidated against the live workspace first; stale work writes nothing.
+    /// `now_ms` (milliseconds since the Unix epoch, supplied by the host) decides
+    /// whether an approval has expired and stamps the record.
     pub fn commit(&self, transaction: TransactionId, now_ms: u64) -> Result<Receipt, VshError> {
         let started = Instant::now();
-        let prepared =
-            self.lock_prepared().get(&transaction).cloned().ok_or(VshError::UnknownTransaction(transaction))?;
         let record = self.transactions.get(transaction)?.ok_or(VshError::UnknownTransaction(transaction))?;
-        if !matches!(record.state, TransactionState::AutoApproved | TransactionState::Approved) {
-            return Err(VshError::NotCommittable { transaction, state: record.state });
-        }
-        let result = self.commit_bound(transaction, record.state, &prepared.diff, &prepared.reads, now_ms);
-        // Whatever the outcome, the reservation was consumed.
-        self.lock_prepared().remove(&transaction);
-        let commit = result?;
-        let mut receipt = prepared.receipt;
+        let committable = match record.state {
+            TransactionState::AutoApproved => {
+                let prepared = self
+                    .lock_prepared()
+                    .remove(&transaction)
+                    .ok_or(VshError::NotCommittable { transaction, state: record.state })?;
+                Committable { diff: prepared.diff, reads: prepared.reads, receipt: prepared.receipt }
+            }
+            TransactionState::Approved => self.committable_from_artifact(transaction, record.state)?,
+            state => return Err(VshError::NotCommittable { transaction, state }),
+        };
+        let commit = self.commit_bound(transaction, &committable.diff, &committable.reads, now_ms)?;
+        let mut receipt = committable.receipt;
         receipt.state = TransactionState::Committed;
         receipt.commit = Some(commit);
         receipt.timings =
@@ -238,21 +346,56 @@ impl Runtime {
         Ok(receipt)
     }
 
-    /// Forget a previewed transaction without committing it. Returns whether it was known.
+    /// The receipt of a stored transaction, rebuilt from its durable artifact
+    /// (pending and approved transactions), or from this runtime's memory
+    /// (auto-approved previews). `None` for transactions without either.
+    pub fn show(&self, transaction: TransactionId) -> Result<Option<Receipt>, VshError> {
+        if let Some(prepared) = self.lock_prepared().get(&transaction) {
+            return Ok(Some(prepared.receipt.clone()));
+        }
+        let Some(record) = self.transactions.get(transaction)? else { return Ok(None) };
+        if record.artifact.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(self.committable_from_artifact(transaction, record.state)?.receipt))
+    }
+
+    /// Transactions waiting for a decision or a commit: `PendingApproval` and `Approved`.
+    pub fn pending(&self) -> Result<Vec<TransactionRecord>, VshError> {
+        Ok(self
+            .transactions
+            .list()?
+            .into_iter()
+            .filter(|record| matches!(record.state, TransactionState::PendingApproval | TransactionState::Approved))
+            .collect())
+    }
+
+    /// Forget an auto-approved preview without committing it (it becomes
+    /// `Rejected`). Returns whether this runtime held it.
     pub fn discard_preview(&self, transaction: TransactionId) -> Result<bool, VshError> {
         let removed = self.lock_prepared().remove(&transaction).is_some();
         if removed {
-            let record = self.transactions.get(transaction)?;
-            if let Some(record) = record.filter(|record| record.state == TransactionState::AutoApproved) {
-                self.transactions.compare_and_transition(
-                    transaction,
-                    record.state,
-                    TransactionState::Rejected,
-                    now_ms(),
-                )?;
-            }
+            self.transactions.reject(transaction, clock_ms())?;
         }
         Ok(removed)
+    }
+
+    /// The durable record of a transaction.
+    pub fn transaction(&self, transaction: TransactionId) -> Result<Option<TransactionRecord>, VshError> {
+        Ok(self.transactions.get(transaction)?)
+    }
+
+    /// Expire lapsed approvals, drop old finished transactions and delete
+    /// unreferenced blobs, within `retention`'s bounds. Pending approvals are
+    /// never collected before they expire, and content held for this runtime's
+    /// previews is kept.
+    pub fn collect_garbage(&self, now_ms: u64, retention: &RetentionConfig) -> Result<GcReport, VshError> {
+        let keep: BTreeSet<BlobId> = self
+            .lock_prepared()
+            .values()
+            .flat_map(|prepared| prepared.diff.iter().filter_map(|entry| entry.after.and_then(|after| after.content)))
+            .collect();
+        Ok(self.transactions.gc(&self.blobs, now_ms, retention, &keep)?)
     }
 
     /// What the workspace handle has done so far (stats, reads, listings, writes):
@@ -261,14 +404,9 @@ impl Runtime {
         self.workspace.counters().snapshot()
     }
 
-    /// The dependencies (read set) of a transaction this runtime still holds.
+    /// The dependencies (read set) of an auto-approved preview this runtime holds.
     pub fn dependencies(&self, transaction: TransactionId) -> Option<ReadSet> {
         self.lock_prepared().get(&transaction).map(|prepared| prepared.reads.clone())
-    }
-
-    /// The durable record of a transaction.
-    pub fn transaction(&self, transaction: TransactionId) -> Result<Option<TransactionRecord>, VshError> {
-        Ok(self.transactions.get(transaction)?)
     }
 
     fn lock_prepared(&self) -> std::sync::MutexGuard<'_, HashMap<TransactionId, Prepared>> {
@@ -288,54 +426,83 @@ impl Runtime {
         let mut prepared = self.lock_prepared();
         let held: u64 = prepared.values().map(|entry| entry.bytes).sum();
         if prepared.len() >= MAX_PREPARED || held.saturating_add(bytes) > MAX_PREPARED_BYTES {
-            return Err(VshError::EphemeralCapacity { entries: prepared.len(), bytes: held });
+            let entries = prepared.len();
+            drop(prepared);
+            // Nobody can commit it now: close it rather than leave it reservable.
+            self.transactions.reject(transaction, clock_ms())?;
+            return Err(VshError::EphemeralCapacity { entries, bytes: held });
         }
         prepared.insert(transaction, Prepared { diff, reads, receipt, bytes });
         Ok(())
     }
 
+    /// Load a stored artifact and check it still binds: its id re-derives from its
+    /// binding, and it was made under the active policy.
+    fn load_verified(&self, transaction: TransactionId) -> Result<(PendingArtifact, Evidence), VshError> {
+        let artifact = self.transactions.load_artifact(&self.blobs, transaction, &self.artifact_limits)?;
+        if derive_transaction_id(&artifact.binding) != transaction {
+            return Err(VshError::ArtifactBinding(transaction));
+        }
+        if artifact.binding.policy != self.policy.digest() {
+            return Err(VshError::PolicyChanged(transaction));
+        }
+        let evidence =
+            Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
+        Ok((artifact, evidence))
+    }
+
+    fn committable_from_artifact(
+        &self,
+        transaction: TransactionId,
+        state: TransactionState,
+    ) -> Result<Committable, VshError> {
+        let (artifact, evidence) = self.load_verified(transaction)?;
+        let execution = evidence.stats();
+        let receipt = Receipt {
+            transaction,
+            base_snapshot: artifact.binding.snapshot,
+            state,
+            decision: evidence.decision,
+            diff: artifact.binding.diff,
+            changed_paths: artifact.diff.len(),
+            changes: artifact.diff.clone(),
+            review: Vec::new(),
+            output: ExecutionOutput::Monty { value: evidence.value, stdout: evidence.stdout },
+            execution,
+            timings: StageTimings::default(),
+            commit: None,
+        };
+        Ok(Committable { diff: artifact.diff, reads: artifact.read_set, receipt })
+    }
+
     /// Reserve, revalidate and apply a bound transaction, moving its record
-    /// through the state table.
+    /// through the state table (the commit engine moves it past revalidation).
     fn commit_bound(
         &self,
         transaction: TransactionId,
-        from: TransactionState,
         diff: &[DiffEntry],
         reads: &ReadSet,
         now: u64,
     ) -> Result<CommitReceipt, VshError> {
-        let store = &self.transactions;
-        store.compare_and_transition(transaction, from, TransactionState::Reserved, now)?;
-        store.compare_and_transition(transaction, TransactionState::Reserved, TransactionState::Revalidating, now)?;
+        let mut reservation = self.transactions.reserve(transaction, now)?;
+        self.transactions.advance(&mut reservation, CommitStep::Revalidating, now)?;
+        let ledger = StoreLedger::reserved(&self.transactions, reservation, now);
         let request = CommitRequest { transaction, diff, reads, blobs: &self.blobs, max_conflicts: 128 };
-        match self.committer.commit(&request) {
-            Ok(receipt) => {
-                store.compare_and_transition(
-                    transaction,
-                    TransactionState::Revalidating,
-                    TransactionState::Committing,
-                    now,
-                )?;
-                store.compare_and_transition(
-                    transaction,
-                    TransactionState::Committing,
-                    TransactionState::Committed,
-                    now,
-                )?;
-                Ok(CommitReceipt {
-                    transaction,
-                    operations: receipt.operations,
-                    verified_paths: receipt.verified_paths,
-                    revalidated_dependencies: receipt.revalidated_dependencies,
-                })
-            }
+        match self.committer.commit_with_ledger(&request, &ledger) {
+            Ok(receipt) => Ok(CommitReceipt {
+                transaction,
+                operations: receipt.operations,
+                verified_paths: receipt.verified_paths,
+                revalidated_dependencies: receipt.revalidated_dependencies,
+            }),
             Err(error) => {
-                let next = if matches!(error, vsh_commit::CommitError::Stale { .. }) {
-                    TransactionState::Stale
+                // If the engine never reached a durable step, the outcome is ours to record.
+                let outcome = if matches!(error, CommitError::Stale { .. }) {
+                    CommitOutcome::Stale
                 } else {
-                    TransactionState::Failed
+                    CommitOutcome::Failed
                 };
-                store.compare_and_transition(transaction, TransactionState::Revalidating, next, now)?;
+                ledger.finish_if_held(outcome)?;
                 Err(VshError::Commit(error))
             }
         }
@@ -360,47 +527,23 @@ impl Runtime {
         Ok(())
     }
 
-    /// The transaction id: binds the program, intent, observed snapshot, read
-    /// set, write set, diff, policy, runtime configuration, execution evidence
-    /// and a per-run nonce (each run is its own transaction, so previewing the
-    /// same program twice is never a duplicate).
-    fn bind(
-        &self,
-        request: &RunRequest<'_>,
-        vfs: &VirtualFs,
-        diff: &CanonicalDiff,
-        outcome: &vsh_monty::MontyOutcome,
-        decision: &Decision,
-    ) -> TransactionId {
+    fn program_digest(request: &RunRequest<'_>) -> ProgramDigest {
         let mut program = Vec::new();
         canon::put_u8(&mut program, 1);
         canon::put_bytes(&mut program, request.code.as_bytes());
-        let program = ProgramDigest::digest(&program);
-        let intent = IntentDigest::digest(request.intent.unwrap_or("").as_bytes());
-        let config = self.config_digest(&request.budget);
-        let mut evidence = Vec::new();
-        canon::put_bytes(&mut evidence, outcome.value.py_repr().as_bytes());
-        canon::put_bytes(&mut evidence, outcome.stdout.as_bytes());
-        canon::put_u64(&mut evidence, outcome.stats.os_calls);
-        canon::put_u64(&mut evidence, outcome.denied.len() as u64);
-        canon::put_bytes(&mut evidence, format!("{decision:?}").as_bytes());
-        let evidence = ExecutionEvidenceDigest::digest(&evidence);
-        let nonce = self.nonce.fetch_add(1, Ordering::Relaxed);
-        let mut hasher = TransactionId::hasher();
-        hasher
-            .update_canonical(&program)
-            .update_canonical(&intent)
-            .update_canonical(&vfs.snapshot_id())
-            .update_canonical(&vfs.read_set().digest())
-            .update_canonical(&diff.write_set_digest())
-            .update_canonical(&diff.digest())
-            .update_canonical(&self.policy.digest())
-            .update_canonical(&config)
-            .update_canonical(&evidence);
-        hasher.update(&nonce.to_le_bytes());
-        hasher.update(&now_ms().to_le_bytes());
+        ProgramDigest::digest(&program)
+    }
+
+    /// 16 bytes that differ for every run of every runtime: a counter, the clock and the process.
+    fn next_nonce(&self) -> [u8; 16] {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&self.nonce.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        hasher.update(&SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()).to_le_bytes());
         hasher.update(&std::process::id().to_le_bytes());
-        TransactionId::from_hasher(&hasher)
+        hasher.update(&(std::ptr::from_ref(self) as usize).to_le_bytes());
+        let mut nonce = [0; 16];
+        nonce.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        nonce
     }
 
     fn config_digest(&self, budget: &ExecutionBudget) -> RuntimeConfigDigest {

@@ -1,0 +1,118 @@
+//! Named fault points for crash injection: [`FaultPoint`], the
+//! [`FaultInjector`] trait, and two injectors ([`NoFaults`], [`CrashAt`]).
+//!
+//! A commit (or a recovery) asks its injector at every durable step whether
+//! to stop there. Stopping returns [`crate::CommitError::FaultInjected`] at
+//! once, with no cleanup and no ledger call, so the disk is exactly what a
+//! crash at that instant would leave (the commit lock is released, as a dying
+//! process's lock is). An injector may also act at a point and continue, for
+//! example to race the commit by swapping a directory for a symlink.
+
+use std::fmt;
+use std::sync::Mutex;
+
+/// A durable step of the commit protocol (see the crate docs for the order).
+///
+/// Per-operation points carry the operation's index in the plan. Intents are
+/// synced in one batch, so every `IntentSynced(i)` names the same disk state;
+/// likewise every `DoneSynced(i)`. They are distinct points all the same, so a
+/// harness that stops at each covers the batching too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum FaultPoint {
+    /// The plan file is written and `fsync`ed.
+    PlanSynced,
+    /// Every file and symlink is staged and the filesystem synced (`syncfs`).
+    StageSynced,
+    /// Revalidation passed under the lock.
+    Revalidated,
+    /// The ledger holds Committing.
+    CommitStatePersisted,
+    /// The intent of operation `i` is durable (with the whole batch).
+    IntentSynced(u32),
+    /// Operation `i` was applied (not yet synced).
+    OperationApplied(u32),
+    /// The done record of operation `i` is durable, with every operation's
+    /// effect (one `syncfs`).
+    DoneSynced(u32),
+    /// Every operation is applied and synced.
+    Applied,
+    /// Every diff path holds its after state.
+    Verified,
+    /// The completion marker is written and synced.
+    CommitMarkerSynced,
+    /// The ledger holds Committed.
+    CommittedStatePersisted,
+    /// Cleanup removed the quarantined nodes; the transaction directory remains.
+    QuarantineRemoved,
+    /// Recovery undid operation `i` while rolling back.
+    Undone(u32),
+}
+
+impl fmt::Display for FaultPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::IntentSynced(index) => write!(f, "intent-synced({index})"),
+            Self::OperationApplied(index) => write!(f, "operation-applied({index})"),
+            Self::DoneSynced(index) => write!(f, "done-synced({index})"),
+            Self::Undone(index) => write!(f, "undone({index})"),
+            Self::PlanSynced => f.write_str("plan-synced"),
+            Self::StageSynced => f.write_str("stage-synced"),
+            Self::Revalidated => f.write_str("revalidated"),
+            Self::CommitStatePersisted => f.write_str("commit-state-persisted"),
+            Self::Applied => f.write_str("applied"),
+            Self::Verified => f.write_str("verified"),
+            Self::CommitMarkerSynced => f.write_str("commit-marker-synced"),
+            Self::CommittedStatePersisted => f.write_str("committed-state-persisted"),
+            Self::QuarantineRemoved => f.write_str("quarantine-removed"),
+        }
+    }
+}
+
+/// Decides, at each [`FaultPoint`], whether the commit stops there as if the
+/// process had crashed.
+pub trait FaultInjector {
+    /// `true` to stop at `point`. May act on the host before answering.
+    fn crash_at(&self, point: FaultPoint) -> bool;
+}
+
+/// Never stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoFaults;
+
+impl FaultInjector for NoFaults {
+    fn crash_at(&self, _: FaultPoint) -> bool {
+        false
+    }
+}
+
+/// Stops at one point, and records every point it was asked about.
+#[derive(Debug, Default)]
+pub struct CrashAt {
+    point: Option<FaultPoint>,
+    seen: Mutex<Vec<FaultPoint>>,
+}
+
+impl CrashAt {
+    /// Stop at `point`.
+    pub fn new(point: FaultPoint) -> CrashAt {
+        CrashAt { point: Some(point), seen: Mutex::default() }
+    }
+
+    /// Never stop; only record (to list the points a commit passes).
+    pub fn recording() -> CrashAt {
+        CrashAt::default()
+    }
+
+    /// The points asked about so far, in order.
+    pub fn seen(&self) -> Vec<FaultPoint> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
+impl FaultInjector for CrashAt {
+    fn crash_at(&self, point: FaultPoint) -> bool {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(point);
+        self.point == Some(point)
+    }
+}

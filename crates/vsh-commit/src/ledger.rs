@@ -1,0 +1,198 @@
+//! [`CommitLedger`]: the durable transaction states the committer moves a
+//! transaction through, implemented by the caller over its transaction store;
+//! [`MemoryLedger`] and [`NoLedger`] for tests and ledger-less callers.
+//!
+//! The committer never reads or writes the store itself: it calls the ledger
+//! at the protocol's durable steps, and recovery asks it what it knows.
+//!
+//! | call | transition | when |
+//! |---|---|---|
+//! | [`CommitLedger::committing`] | `Revalidating` → `Committing` | after revalidation, before the first journaled intent (fault point `CommitStatePersisted`) |
+//! | [`CommitLedger::committed`] | `Committing` or `RecoveryRequired` → `Committed` | after the completion marker is synced (`CommittedStatePersisted`) |
+//! | [`CommitLedger::recovery_required`] | `Committing` → `RecoveryRequired` | recovery is about to roll back, or a failed commit could not roll back |
+//! | [`CommitLedger::failed`] | `Revalidating`, `Committing` or `RecoveryRequired` → `Failed` | the workspace holds the before state again (or was never touched) |
+//!
+//! Each call must be durable when it returns. Before `committing` the caller
+//! owns the transaction's state: it moves `Reserved` → `Revalidating` before
+//! committing, and when a commit returns an error while the ledger *still*
+//! holds `Revalidating` (the workspace was never touched), it moves it to
+//! `Stale` (for [`crate::CommitError::Stale`]) or `Failed`. Any other state
+//! after an error was set by the committer: `Failed` after an in-place
+//! rollback, `Committing` or `RecoveryRequired` for recovery to finish.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use vsh_types::{TransactionId, TransactionState};
+
+/// Why the ledger refused or failed a call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The transaction is not in a state the call can move it from.
+    #[error("transaction {transaction} cannot move from {from:?} to {to:?}")]
+    Transition {
+        /// The transaction.
+        transaction: TransactionId,
+        /// Its current state (`None`: unknown to the ledger).
+        from: Option<TransactionState>,
+        /// The requested state.
+        to: TransactionState,
+    },
+    /// The ledger's storage failed.
+    #[error("the transaction ledger failed")]
+    Storage {
+        /// What the storage reported.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The caller's durable record of each transaction's state.
+///
+/// See the module docs for when each method is called. Implementations move
+/// the state with a compare-and-transition along
+/// [`TransactionState::can_transition`] and return only once the new state is
+/// durable.
+pub trait CommitLedger {
+    /// Revalidation passed; the workspace is about to change
+    /// (`Revalidating` → `Committing`).
+    fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError>;
+
+    /// The completion marker is durable: the transaction is committed
+    /// (`Committing` or `RecoveryRequired` → `Committed`).
+    fn committed(&self, transaction: TransactionId) -> Result<(), LedgerError>;
+
+    /// The commit stopped part-way and will be rolled back by recovery
+    /// (`Committing` → `RecoveryRequired`).
+    fn recovery_required(&self, transaction: TransactionId) -> Result<(), LedgerError>;
+
+    /// The workspace holds the transaction's before state (`Revalidating`,
+    /// `Committing` or `RecoveryRequired` → `Failed`).
+    fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError>;
+
+    /// The transaction's current state, `None` if the ledger does not know it.
+    fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError>;
+}
+
+/// A ledger that records nothing and knows nothing: recovery then decides by
+/// the completion marker alone. What [`crate::Committer::commit`] uses.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoLedger;
+
+impl CommitLedger for NoLedger {
+    fn committing(&self, _: TransactionId) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
+    fn committed(&self, _: TransactionId) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
+    fn recovery_required(&self, _: TransactionId) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
+    fn failed(&self, _: TransactionId) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
+    fn state(&self, _: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
+        Ok(None)
+    }
+}
+
+/// An in-memory ledger with the checked state table, for tests: every call is
+/// a compare-and-transition, and an unknown transaction is refused.
+#[derive(Debug, Default)]
+pub struct MemoryLedger {
+    states: Mutex<BTreeMap<TransactionId, TransactionState>>,
+}
+
+impl MemoryLedger {
+    /// An empty ledger.
+    pub fn new() -> MemoryLedger {
+        MemoryLedger::default()
+    }
+
+    /// Record `transaction` in `state` (as the caller's store would before
+    /// committing, typically [`TransactionState::Revalidating`]).
+    pub fn insert(&self, transaction: TransactionId, state: TransactionState) {
+        self.lock().insert(transaction, state);
+    }
+
+    /// The current state of `transaction`.
+    pub fn get(&self, transaction: TransactionId) -> Option<TransactionState> {
+        self.lock().get(&transaction).copied()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<TransactionId, TransactionState>> {
+        // A panic elsewhere cannot leave the map half-updated: each update is one insert.
+        self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn transition(
+        &self,
+        transaction: TransactionId,
+        from: &[TransactionState],
+        to: TransactionState,
+    ) -> Result<(), LedgerError> {
+        let mut states = self.lock();
+        match states.get(&transaction).copied() {
+            Some(current) if from.contains(&current) && current.can_transition(to) => {
+                states.insert(transaction, to);
+                Ok(())
+            }
+            current => Err(LedgerError::Transition { transaction, from: current, to }),
+        }
+    }
+}
+
+impl CommitLedger for MemoryLedger {
+    fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(transaction, &[TransactionState::Revalidating], TransactionState::Committing)
+    }
+
+    fn committed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(
+            transaction,
+            &[TransactionState::Committing, TransactionState::RecoveryRequired],
+            TransactionState::Committed,
+        )
+    }
+
+    fn recovery_required(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(transaction, &[TransactionState::Committing], TransactionState::RecoveryRequired)
+    }
+
+    fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(
+            transaction,
+            &[TransactionState::Revalidating, TransactionState::Committing, TransactionState::RecoveryRequired],
+            TransactionState::Failed,
+        )
+    }
+
+    fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
+        Ok(self.get(transaction))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_ledger_follows_the_table() {
+        let ledger = MemoryLedger::new();
+        let tx = TransactionId::digest(b"t");
+        assert!(matches!(ledger.committing(tx), Err(LedgerError::Transition { from: None, .. })));
+        ledger.insert(tx, TransactionState::Revalidating);
+        ledger.committing(tx).unwrap();
+        assert!(ledger.committing(tx).is_err());
+        ledger.recovery_required(tx).unwrap();
+        ledger.committed(tx).unwrap();
+        assert!(ledger.failed(tx).is_err());
+        assert_eq!(ledger.state(tx).unwrap(), Some(TransactionState::Committed));
+    }
+}

@@ -1,0 +1,99 @@
+//! `FileLedger`: a [`CommitLedger`] kept in an append-only text file, one
+//! `fsync`ed line per transition, so the state a killed process reached is
+//! what the next process reads back.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use vsh_commit::{CommitLedger, LedgerError};
+use vsh_types::{TransactionId, TransactionState};
+
+/// Bytes of one line: 64 hex digits, a space, two decimal digits, a newline.
+const LINE: usize = 64 + 1 + 2 + 1;
+
+pub struct FileLedger {
+    path: PathBuf,
+    states: Mutex<BTreeMap<TransactionId, TransactionState>>,
+}
+
+impl FileLedger {
+    /// Open (or start) the ledger at `path`, replaying every complete line.
+    pub fn open(path: &Path) -> FileLedger {
+        let bytes = std::fs::read(path).unwrap_or_default();
+        let mut states = BTreeMap::new();
+        for line in bytes.chunks_exact(LINE) {
+            let text = std::str::from_utf8(line).expect("ledger lines are ASCII");
+            let transaction = TransactionId::parse_hex(&text[..64]).expect("ledger id");
+            let tag: u8 = text[65..67].parse().expect("ledger tag");
+            states.insert(transaction, TransactionState::from_tag(tag).expect("ledger state"));
+        }
+        FileLedger { path: path.to_owned(), states: Mutex::new(states) }
+    }
+
+    /// Record `transaction` in `state`, durably.
+    pub fn insert(&self, transaction: TransactionId, state: TransactionState) {
+        self.append(transaction, state).expect("append to the test ledger");
+        self.states.lock().unwrap().insert(transaction, state);
+    }
+
+    pub fn get(&self, transaction: TransactionId) -> Option<TransactionState> {
+        self.states.lock().unwrap().get(&transaction).copied()
+    }
+
+    fn append(&self, transaction: TransactionId, state: TransactionState) -> std::io::Result<()> {
+        let mut file: File = OpenOptions::new().create(true).append(true).open(&self.path)?;
+        file.write_all(format!("{} {:02}\n", transaction.to_hex(), state.tag()).as_bytes())?;
+        file.sync_data()
+    }
+
+    fn transition(
+        &self,
+        transaction: TransactionId,
+        from: &[TransactionState],
+        to: TransactionState,
+    ) -> Result<(), LedgerError> {
+        let mut states = self.states.lock().unwrap();
+        let current = states.get(&transaction).copied();
+        match current {
+            Some(state) if from.contains(&state) && state.can_transition(to) => {
+                self.append(transaction, to).map_err(|error| LedgerError::Storage { source: Box::new(error) })?;
+                states.insert(transaction, to);
+                Ok(())
+            }
+            _ => Err(LedgerError::Transition { transaction, from: current, to }),
+        }
+    }
+}
+
+impl CommitLedger for FileLedger {
+    fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(transaction, &[TransactionState::Revalidating], TransactionState::Committing)
+    }
+
+    fn committed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(
+            transaction,
+            &[TransactionState::Committing, TransactionState::RecoveryRequired],
+            TransactionState::Committed,
+        )
+    }
+
+    fn recovery_required(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(transaction, &[TransactionState::Committing], TransactionState::RecoveryRequired)
+    }
+
+    fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(
+            transaction,
+            &[TransactionState::Revalidating, TransactionState::Committing, TransactionState::RecoveryRequired],
+            TransactionState::Failed,
+        )
+    }
+
+    fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
+        Ok(self.get(transaction))
+    }
+}

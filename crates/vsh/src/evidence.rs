@@ -1,0 +1,172 @@
+//! Execution evidence and the transaction binding.
+//!
+//! The evidence (decision, output value, stdout, statistics and a per-run
+//! nonce) is encoded once with postcard; those exact bytes are hashed into the
+//! `ExecutionEvidenceDigest` and stored in a pending artifact. The transaction id
+//! is a digest of every binding digest, so a loaded artifact's id can be derived
+//! again and compared: a tampered artifact never passes for its transaction.
+
+use serde::{Deserialize, Serialize};
+use vsh_monty::{ExecutionStats, MontyObject};
+use vsh_policy::Decision;
+use vsh_store::ArtifactBinding;
+use vsh_types::TransactionId;
+
+/// Version of the evidence encoding.
+const EVIDENCE_VERSION: u8 = 1;
+
+/// The deepest value nesting kept as evidence. Encoding and decoding recurse
+/// once per level, so the bound keeps both far from the stack's limit.
+pub(crate) const MAX_VALUE_DEPTH: usize = 256;
+
+/// What a run produced, as bound into its transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Evidence {
+    version: u8,
+    /// Distinguishes two runs of the same program against the same state.
+    pub(crate) nonce: [u8; 16],
+    pub(crate) decision: Decision,
+    pub(crate) value: MontyObject,
+    pub(crate) stdout: String,
+    /// `ExecutionStats` fields in declaration order.
+    stats: [u64; 8],
+}
+
+impl Evidence {
+    pub(crate) fn new(
+        nonce: [u8; 16],
+        decision: Decision,
+        value: MontyObject,
+        stdout: String,
+        stats: &ExecutionStats,
+    ) -> Self {
+        let stats = [
+            stats.os_calls,
+            stats.read_bytes,
+            stats.write_bytes,
+            stats.directory_entries,
+            stats.output_bytes,
+            stats.denied_accesses,
+            stats.result_bytes,
+            stats.duration_ns,
+        ];
+        Self { version: EVIDENCE_VERSION, nonce, decision, value, stdout, stats }
+    }
+
+    pub(crate) fn stats(&self) -> ExecutionStats {
+        let [
+            os_calls,
+            read_bytes,
+            write_bytes,
+            directory_entries,
+            output_bytes,
+            denied_accesses,
+            result_bytes,
+            duration_ns,
+        ] = self.stats;
+        ExecutionStats {
+            os_calls,
+            read_bytes,
+            write_bytes,
+            directory_entries,
+            output_bytes,
+            denied_accesses,
+            result_bytes,
+            duration_ns,
+            ..ExecutionStats::default()
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        postcard::to_allocvec(self).expect("serializing to a vector cannot fail")
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, EvidenceError> {
+        let evidence: Self = postcard::from_bytes(bytes).map_err(|_| EvidenceError::Malformed)?;
+        if evidence.version != EVIDENCE_VERSION {
+            return Err(EvidenceError::Version(evidence.version));
+        }
+        if value_depth(&evidence.value) > MAX_VALUE_DEPTH {
+            return Err(EvidenceError::TooDeep);
+        }
+        Ok(evidence)
+    }
+}
+
+/// Why stored evidence was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvidenceError {
+    /// The bytes do not decode.
+    #[error("execution evidence is malformed")]
+    Malformed,
+    /// An unknown encoding version.
+    #[error("execution evidence has unknown version {0}")]
+    Version(u8),
+    /// The value nests deeper than vsh keeps.
+    #[error("execution evidence nests deeper than {MAX_VALUE_DEPTH} levels")]
+    TooDeep,
+}
+
+/// The nesting depth of a value, computed without recursion.
+pub(crate) fn value_depth(value: &MontyObject) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((current, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        if depth > MAX_VALUE_DEPTH {
+            return depth;
+        }
+        match current {
+            MontyObject::List(items)
+            | MontyObject::Tuple(items)
+            | MontyObject::Set(items)
+            | MontyObject::FrozenSet(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            MontyObject::NamedTuple { values, .. } => stack.extend(values.iter().map(|item| (item, depth + 1))),
+            MontyObject::Dict(pairs) => {
+                for (key, item) in pairs {
+                    stack.push((key, depth + 1));
+                    stack.push((item, depth + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The transaction id of a binding: a digest over every binding digest but the
+/// id itself, in a fixed order.
+pub(crate) fn derive_transaction_id(binding: &ArtifactBinding) -> TransactionId {
+    let mut hasher = TransactionId::hasher();
+    hasher
+        .update_canonical(&binding.program)
+        .update_canonical(&binding.intent)
+        .update_canonical(&binding.snapshot)
+        .update_canonical(&binding.read_set)
+        .update_canonical(&binding.write_set)
+        .update_canonical(&binding.diff)
+        .update_canonical(&binding.policy)
+        .update_canonical(&binding.runtime_config)
+        .update_canonical(&binding.evidence);
+    TransactionId::from_hasher(&hasher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_round_trips_and_depth_is_bounded() {
+        let value = MontyObject::List(vec![MontyObject::Int(1), MontyObject::String("x".into())]);
+        let evidence = Evidence::new([7; 16], Decision::AutoApproved, value, "out".into(), &ExecutionStats::default());
+        assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
+        assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Malformed));
+        let mut deep = MontyObject::None;
+        for _ in 0..MAX_VALUE_DEPTH + 5 {
+            deep = MontyObject::List(vec![deep]);
+        }
+        assert!(value_depth(&deep) > MAX_VALUE_DEPTH);
+        assert_eq!(value_depth(&MontyObject::Int(1)), 1);
+    }
+}

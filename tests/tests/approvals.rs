@@ -1,0 +1,133 @@
+//! Durable approvals: pending work survives a reopen, is approved by a bound
+//! principal within a window, and commits exactly once; a changed policy, a
+//! lapsed approval or a rejection never commits.
+
+use vsh::lower::vsh_store::StoreError;
+use vsh::{
+    PolicyProfile, PrincipalId, ReceiptDetail, RunMode, RunRequest, Runtime, RuntimeConfig, RuntimeDecision,
+    TransactionState, VshError,
+};
+use vsh_integration_tests::{tree, workspace};
+
+const DELETE: &str = "from pathlib import Path\nPath('/workspace/old.txt').unlink()\nprint('deleted')\n'done'";
+
+fn open(dir: &tempfile::TempDir) -> Runtime {
+    Runtime::open(RuntimeConfig::new(dir.path())).expect("open runtime")
+}
+
+#[test]
+fn pending_work_survives_a_reopen_and_commits_once_approved() {
+    let dir = workspace(&[("old.txt", "old\n"), ("keep.txt", "keep\n")]);
+    let before = tree(dir.path());
+    let pending = {
+        let runtime = open(&dir);
+        let receipt =
+            runtime.run(&RunRequest::new(DELETE).with_mode(RunMode::Auto).with_detail(ReceiptDetail::Full)).unwrap();
+        assert_eq!(receipt.state, TransactionState::PendingApproval);
+        assert!(matches!(receipt.decision, RuntimeDecision::PendingApproval(_)));
+        assert_eq!(runtime.pending().unwrap().len(), 1);
+        receipt
+    };
+    assert_eq!(tree(dir.path()), before);
+
+    let runtime = open(&dir);
+    assert!(runtime.startup_recovery().is_empty());
+    let listed = runtime.pending().unwrap();
+    assert_eq!(listed.iter().map(|record| record.id).collect::<Vec<_>>(), vec![pending.transaction]);
+    let shown = runtime.show(pending.transaction).unwrap().expect("a stored artifact");
+    assert_eq!(shown.diff, pending.diff);
+    assert_eq!(shown.changes, pending.changes);
+    assert_eq!(shown.output, pending.output);
+    assert_eq!(shown.decision, pending.decision);
+
+    // Not approved yet: no commit.
+    assert!(matches!(
+        runtime.commit(pending.transaction, 1_000),
+        Err(VshError::NotCommittable { state: TransactionState::PendingApproval, .. })
+    ));
+    let principal = PrincipalId::digest(b"reviewer@example");
+    let approved = runtime.approve(pending.transaction, principal, 1_000, 61_000).unwrap();
+    assert_eq!(approved.state, TransactionState::Approved);
+    let committed = runtime.commit(pending.transaction, 2_000).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert_eq!(committed.output, pending.output);
+    assert!(!dir.path().join("old.txt").exists());
+    assert!(dir.path().join("keep.txt").exists());
+    assert!(matches!(
+        runtime.commit(pending.transaction, 3_000),
+        Err(VshError::NotCommittable { state: TransactionState::Committed, .. })
+    ));
+    assert!(runtime.pending().unwrap().is_empty());
+}
+
+#[test]
+fn a_lapsed_approval_expires_and_never_commits() {
+    let dir = workspace(&[("old.txt", "old\n")]);
+    let before = tree(dir.path());
+    let runtime = open(&dir);
+    let pending = runtime.preview(&RunRequest::new(DELETE)).unwrap();
+    runtime.approve(pending.transaction, PrincipalId::digest(b"r"), 1_000, 2_000).unwrap();
+    // The window is exclusive at its end.
+    let lapsed = runtime.commit(pending.transaction, 2_000);
+    assert!(matches!(lapsed, Err(VshError::Store(StoreError::ApprovalExpired { now_ms: 2_000, .. }))), "{lapsed:?}");
+    assert_eq!(runtime.transaction(pending.transaction).unwrap().unwrap().state, TransactionState::Expired);
+    assert_eq!(tree(dir.path()), before);
+    let again = runtime.approve(pending.transaction, PrincipalId::digest(b"r"), 3_000, 4_000);
+    assert!(matches!(again, Err(VshError::Store(_))), "{again:?}");
+    assert_eq!(runtime.transaction(pending.transaction).unwrap().unwrap().state, TransactionState::Expired);
+}
+
+#[test]
+fn a_changed_policy_blocks_approval_of_earlier_work() {
+    let dir = workspace(&[("old.txt", "old\n")]);
+    let pending = open(&dir).preview(&RunRequest::new(DELETE)).unwrap();
+    let strict = Runtime::open(RuntimeConfig::new(dir.path()).with_policy_profile(PolicyProfile::Strict)).unwrap();
+    assert!(matches!(
+        strict.approve(pending.transaction, PrincipalId::digest(b"r"), 0, 10),
+        Err(VshError::PolicyChanged(id)) if id == pending.transaction
+    ));
+    // Under the original policy the same work can still be approved.
+    open(&dir).approve(pending.transaction, PrincipalId::digest(b"r"), 0, 10).unwrap();
+    assert!(matches!(strict.commit(pending.transaction, 5), Err(VshError::PolicyChanged(_))));
+    assert!(dir.path().join("old.txt").exists());
+}
+
+#[test]
+fn rejected_work_never_commits() {
+    let dir = workspace(&[("old.txt", "old\n")]);
+    let runtime = open(&dir);
+    let pending = runtime.preview(&RunRequest::new(DELETE)).unwrap();
+    assert_eq!(runtime.reject(pending.transaction, 10).unwrap().state, TransactionState::Rejected);
+    assert!(runtime.approve(pending.transaction, PrincipalId::digest(b"r"), 0, 100).is_err());
+    assert!(matches!(
+        runtime.commit(pending.transaction, 20),
+        Err(VshError::NotCommittable { state: TransactionState::Rejected, .. })
+    ));
+    assert!(dir.path().join("old.txt").exists());
+
+    let preview =
+        runtime.preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/n').write_text('n')")).unwrap();
+    assert!(runtime.discard_preview(preview.transaction).unwrap());
+    assert!(matches!(runtime.commit(preview.transaction, 30), Err(VshError::NotCommittable { .. })));
+    assert!(!dir.path().join("n").exists());
+}
+
+#[test]
+fn two_runtimes_with_overlapping_work_have_exactly_one_winner() {
+    let dir = workspace(&[("counter.txt", "0\n")]);
+    let bump = "from pathlib import Path\np = Path('/workspace/counter.txt')\np.write_text(str(int(p.read_text()) + 1) + '\\n')";
+    let first = open(&dir);
+    let second = open(&dir);
+    let a = first.preview(&RunRequest::new(bump)).unwrap();
+    let b = second.preview(&RunRequest::new(bump)).unwrap();
+    let results = std::thread::scope(|scope| {
+        let one = scope.spawn(|| first.commit(a.transaction, 1));
+        let two = scope.spawn(|| second.commit(b.transaction, 1));
+        [one.join().unwrap(), two.join().unwrap()]
+    });
+    let winners = results.iter().filter(|result| result.is_ok()).count();
+    assert_eq!(winners, 1, "{results:?}");
+    let loser = results.iter().find_map(|result| result.as_ref().err()).unwrap();
+    assert!(matches!(loser, VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. })), "{loser:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("counter.txt")).unwrap(), "1\n");
+}
