@@ -61,7 +61,6 @@ pub(crate) fn stage(
     txn: &TxnDir,
     plan: &Plan,
     blobs: &BlobStore,
-    syncs: &Syncs,
 ) -> Result<Vec<u64>, CommitError> {
     let jobs: Vec<usize> =
         (0..plan.operations.len()).filter(|index| plan.operations[*index].action == Action::Install).collect();
@@ -78,7 +77,7 @@ pub(crate) fn stage(
         while !stop.load(Ordering::Relaxed) {
             let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             let entry = &plan.entries[plan.operations[operation].entry as usize];
-            match stage_one(stage_dir, txn, operation, entry, blobs, syncs) {
+            match stage_one(stage_dir, txn, operation, entry, blobs) {
                 Ok(inode) => done.push((operation, inode)),
                 Err(error) => {
                     stop.store(true, Ordering::Relaxed);
@@ -111,7 +110,6 @@ fn stage_one(
     operation: usize,
     entry: &DiffEntry,
     blobs: &BlobStore,
-    syncs: &Syncs,
 ) -> Result<u64, CommitError> {
     let invalid = |reason| CommitError::InvalidDiff { path: entry.path.clone(), reason };
     let after = entry.after.ok_or_else(|| invalid("an install has no after state"))?;

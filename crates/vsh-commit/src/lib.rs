@@ -420,7 +420,7 @@ impl Committer {
         txn.write_plan(ws, encoded).map_err(CommitError::host("write plan", &txn.plan()))?;
         syncs.file();
         check(faults, FaultPoint::PlanSynced)?;
-        let staged = apply::stage(ws, txn, plan, request.blobs, syncs)?;
+        let staged = apply::stage(ws, txn, plan, request.blobs)?;
         ws.syncfs().map_err(CommitError::host("sync stage", &txn.root))?;
         syncs.filesystem();
         check(faults, FaultPoint::StageSynced)?;
