@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use vsh_policy::PolicyProfile;
 use vsh_vfs::SnapshotLimits;
 
+use crate::HookConfig;
+
 /// Configuration of a [`crate::Runtime`].
 ///
 /// ```
@@ -21,6 +23,7 @@ pub struct RuntimeConfig {
     pub(crate) policy_profile: PolicyProfile,
     pub(crate) policy_file: Option<PathBuf>,
     pub(crate) snapshot_limits: SnapshotLimits,
+    pub(crate) hook: Option<HookConfig>,
 }
 
 impl RuntimeConfig {
@@ -33,6 +36,7 @@ impl RuntimeConfig {
             policy_profile: PolicyProfile::default(),
             policy_file: None,
             snapshot_limits: SnapshotLimits::default(),
+            hook: None,
         }
     }
 
@@ -71,6 +75,16 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_snapshot_limits(mut self, limits: SnapshotLimits) -> Self {
         self.snapshot_limits = limits;
+        self
+    }
+
+    /// Put a commit hook in the commit path (see [`crate::HookConfig`]). A
+    /// direct [`crate::Runtime::commit`] of a transaction in the hook's scope is
+    /// then refused; commit through `prepare_commit`/`resolve_commit` or
+    /// [`crate::HookedRuntime`].
+    #[must_use]
+    pub fn with_commit_hook(mut self, hook: HookConfig) -> Self {
+        self.hook = Some(hook);
         self
     }
 

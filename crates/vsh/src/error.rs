@@ -65,6 +65,33 @@ pub enum VshError {
         /// The limit.
         max: usize,
     },
+    /// The request was cancelled before its commit entered; nothing was committed.
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// A configured commit hook applies to this transaction: commit through
+    /// `prepare_commit` and `resolve_commit` (or `HookedRuntime`).
+    #[error("a commit hook must review transaction {}", .0.transaction)]
+    HookRequired(Box<crate::RequestEvent>),
+    /// No commit hook is configured.
+    #[error("no commit hook is configured")]
+    NoHook,
+    /// The hook's handler failed; auto-approved work fell back to pending review.
+    #[error("the commit hook's handler failed")]
+    HookHandler(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The transaction changed since the event was made (its state or evidence).
+    #[error("transaction {0} changed since the hook event was made")]
+    HookEventMismatch(TransactionId),
+    /// The handler's reason or feedback is longer than the hook allows.
+    #[error("hook reason is {length} bytes, more than {max}")]
+    HookReasonLimit {
+        /// Its length.
+        length: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// An Approve decision needs complete structural evidence.
+    #[error("the hook cannot approve transaction {0}: its evidence is incomplete")]
+    IncompleteHookEvidence(TransactionId),
     /// The process-local table of previews is full; commit or discard some first.
     #[error("process-local preview capacity reached ({entries} previews, {bytes} bytes)")]
     EphemeralCapacity {

@@ -8,17 +8,24 @@
 #![doc = include_str!("../../../README.md")]
 #![forbid(unsafe_code)]
 
+mod cancel;
 mod config;
 mod error;
 mod evidence;
+mod hook;
 mod ledger;
 mod receipt;
 mod request;
 mod runtime;
 
+pub use cancel::ExecutionCancellation;
 pub use config::RuntimeConfig;
 pub use error::VshError;
 pub use evidence::EvidenceError;
+pub use hook::{
+    CommitHook, CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, HookId, HookScope,
+    HookedRuntime, RequestEvent, ReviewContent,
+};
 pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;

@@ -17,11 +17,15 @@ use vsh_store::{
 use vsh_types::canon::{self, Canonical};
 use vsh_types::{
     BlobId, DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeKind, PrincipalId, ProgramDigest, ReadSet,
-    RuntimeConfigDigest, SnapshotId, TransactionId, TransactionState, VPath,
+    RuntimeConfigDigest, TransactionId, TransactionState, VPath,
 };
 use vsh_vfs::{CanonicalDiff, ReviewLimits, SnapshotLimits, VirtualFs};
 
+use crate::cancel::ExecutionCancellation;
 use crate::evidence::{Evidence, MAX_VALUE_DEPTH, derive_transaction_id, value_depth};
+use crate::hook::{
+    CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, RequestEvent, ReviewContent,
+};
 use crate::ledger::StoreLedger;
 use crate::receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
 use crate::request::{Language, ReceiptDetail, RunMode, RunRequest};
@@ -38,10 +42,9 @@ const MAX_PREPARED_BYTES: u64 = 128 << 20;
 
 /// An auto-approved preview held by this live runtime until it is committed or discarded.
 #[derive(Debug, Clone)]
-struct Prepared {
-    diff: Vec<DiffEntry>,
-    reads: ReadSet,
-    receipt: Receipt,
+pub(crate) struct Prepared {
+    pub(crate) artifact: PendingArtifact,
+    pub(crate) receipt: Receipt,
     bytes: u64,
 }
 
@@ -71,6 +74,7 @@ pub struct Runtime {
     prepared: Mutex<HashMap<TransactionId, Prepared>>,
     nonce: AtomicU64,
     startup_recovery: RecoveryReport,
+    hook: Option<HookConfig>,
 }
 
 fn elapsed_ns(since: Instant) -> u64 {
@@ -85,7 +89,8 @@ impl Runtime {
     /// Open the workspace and vsh's data directory, then recover any commit a
     /// crash interrupted (see [`Runtime::startup_recovery`]).
     pub fn open(config: RuntimeConfig) -> Result<Self, VshError> {
-        let RuntimeConfig { workspace_root, data_directory, policy_profile, policy_file, snapshot_limits } = config;
+        let RuntimeConfig { workspace_root, data_directory, policy_profile, policy_file, snapshot_limits, hook } =
+            config;
         let workspace = Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?);
         let runtime_dir = VPath::parse(RUNTIME_DIR).expect("constant path");
         let mut excluded = vec![runtime_dir.clone()];
@@ -125,6 +130,7 @@ impl Runtime {
             prepared: Mutex::new(HashMap::new()),
             nonce: AtomicU64::new(0),
             startup_recovery,
+            hook,
         })
     }
 
@@ -163,7 +169,22 @@ impl Runtime {
     /// and waits for [`Runtime::approve`]; an auto-approved preview is held by
     /// this runtime for [`Runtime::commit`].
     pub fn run(&self, request: &RunRequest<'_>) -> Result<Receipt, VshError> {
+        self.run_cancellable(request, &ExecutionCancellation::new())
+    }
+
+    /// [`Runtime::run`] with a cancellation handle, checked between stages. A
+    /// cancellation that wins before the commit enters returns
+    /// [`VshError::Cancelled`] and commits nothing (a preview it left behind is
+    /// discarded as by [`Runtime::discard_cancelled`]); once the commit has
+    /// entered, its real outcome is returned.
+    pub fn run_cancellable(
+        &self,
+        request: &RunRequest<'_>,
+        cancel: &ExecutionCancellation,
+    ) -> Result<Receipt, VshError> {
         let started = Instant::now();
+        let check = || if cancel.is_cancelled() { Err(VshError::Cancelled) } else { Ok(()) };
+        check()?;
         let mut timings = StageTimings::default();
 
         let stage_start = Instant::now();
@@ -176,6 +197,7 @@ impl Runtime {
                 .map_err(|error| VshError::Execution(Box::new(error)))?,
         };
         timings.execute = elapsed_ns(stage_start);
+        check()?;
         let depth = value_depth(&outcome.value);
         if depth > MAX_VALUE_DEPTH {
             return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });
@@ -197,6 +219,7 @@ impl Runtime {
         });
         timings.policy = elapsed_ns(stage_start);
 
+        check()?;
         let review = match request.detail {
             ReceiptDetail::Full => vfs.review(diff.entries(), ReviewLimits::default())?,
             ReceiptDetail::Compact => Vec::new(),
@@ -208,8 +231,8 @@ impl Runtime {
             Decision::AutoApproved => TransactionState::AutoApproved,
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
-        let (transaction, snapshot, reads) =
-            self.bind_and_store(request, &mut vfs, &diff, state, &decision, &outcome)?;
+        let artifact = self.bind_and_store(request, &mut vfs, &diff, state, &decision, &outcome)?;
+        let (transaction, snapshot) = (artifact.binding.transaction, artifact.binding.snapshot);
         timings.bind_and_store = elapsed_ns(stage_start);
 
         let mut receipt = Receipt {
@@ -230,14 +253,18 @@ impl Runtime {
             commit: None,
         };
 
+        if state == TransactionState::AutoApproved {
+            self.keep_prepared(artifact, receipt.clone())?;
+        }
+        if cancel.is_cancelled() {
+            self.discard_cancelled(transaction)?;
+            return Err(VshError::Cancelled);
+        }
         if request.mode == RunMode::Auto && state == TransactionState::AutoApproved {
-            let stage_start = Instant::now();
-            let commit = self.commit_bound(transaction, diff.entries(), &reads, clock_ms())?;
-            receipt.timings.commit = elapsed_ns(stage_start);
-            receipt.state = TransactionState::Committed;
-            receipt.commit = Some(commit);
-        } else if state == TransactionState::AutoApproved {
-            self.keep_prepared(transaction, diff.entries().to_vec(), reads, receipt.clone())?;
+            let committed = self.commit_cancellable(transaction, clock_ms(), cancel)?;
+            receipt.state = committed.state;
+            receipt.commit = committed.commit;
+            receipt.timings.commit = committed.timings.commit;
         }
         receipt.timings.total = elapsed_ns(started);
         Ok(receipt)
@@ -253,7 +280,7 @@ impl Runtime {
         state: TransactionState,
         decision: &Decision,
         outcome: &vsh_monty::MontyOutcome,
-    ) -> Result<(TransactionId, SnapshotId, ReadSet), VshError> {
+    ) -> Result<PendingArtifact, VshError> {
         let evidence = Evidence::new(
             self.next_nonce(),
             decision.clone(),
@@ -282,18 +309,17 @@ impl Runtime {
         }
         let now = clock_ms();
         self.transactions.create(&TransactionRecord::new(transaction, binding.snapshot, state, now))?;
-        let reads = vfs.read_set().clone();
+        let artifact = PendingArtifact {
+            binding,
+            intent: intent.to_owned(),
+            diff: diff.entries().to_vec(),
+            read_set: vfs.read_set().clone(),
+            evidence: evidence_bytes,
+        };
         if state == TransactionState::PendingApproval {
-            let artifact = PendingArtifact {
-                binding,
-                intent: intent.to_owned(),
-                diff: diff.entries().to_vec(),
-                read_set: reads.clone(),
-                evidence: evidence_bytes,
-            };
             self.transactions.put_artifact(&self.blobs, &artifact, &self.artifact_limits)?;
         }
-        Ok((transaction, binding.snapshot, reads))
+        Ok(artifact)
     }
 
     /// Approve a pending transaction on behalf of `principal` (an opaque label's
@@ -324,26 +350,284 @@ impl Runtime {
     /// `now_ms` (milliseconds since the Unix epoch, supplied by the host) decides
     /// whether an approval has expired and stamps the record.
     pub fn commit(&self, transaction: TransactionId, now_ms: u64) -> Result<Receipt, VshError> {
-        let started = Instant::now();
+        self.commit_cancellable(transaction, now_ms, &ExecutionCancellation::new())
+    }
+
+    /// [`Runtime::commit`] unless `cancel` wins first ([`VshError::Cancelled`]).
+    /// Once the commit has entered, `cancel` returns `false` and the real commit
+    /// or recovery outcome is returned.
+    pub fn commit_cancellable(
+        &self,
+        transaction: TransactionId,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+    ) -> Result<Receipt, VshError> {
         let record = self.transactions.get(transaction)?.ok_or(VshError::UnknownTransaction(transaction))?;
-        let committable = match record.state {
+        if let Some(hook) = &self.hook
+            && hook.applies_to(record.state)
+        {
+            let event = self.request_event(hook, transaction, record.state)?;
+            return Err(VshError::HookRequired(Box::new(event)));
+        }
+        self.commit_unhooked(transaction, record.state, now_ms, cancel)
+    }
+
+    /// Commit without asking a hook (the caller already did, or none applies).
+    fn commit_unhooked(
+        &self,
+        transaction: TransactionId,
+        state: TransactionState,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+    ) -> Result<Receipt, VshError> {
+        let started = Instant::now();
+        let committable = match state {
             TransactionState::AutoApproved => {
-                let prepared = self
-                    .lock_prepared()
-                    .remove(&transaction)
-                    .ok_or(VshError::NotCommittable { transaction, state: record.state })?;
-                Committable { diff: prepared.diff, reads: prepared.reads, receipt: prepared.receipt }
+                let prepared = self.lock_prepared().get(&transaction).cloned();
+                match prepared {
+                    Some(prepared) => Committable {
+                        diff: prepared.artifact.diff,
+                        reads: prepared.artifact.read_set,
+                        receipt: prepared.receipt,
+                    },
+                    None => return Err(VshError::NotCommittable { transaction, state }),
+                }
             }
-            TransactionState::Approved => self.committable_from_artifact(transaction, record.state)?,
+            TransactionState::Approved => self.committable_from_artifact(transaction, state)?,
             state => return Err(VshError::NotCommittable { transaction, state }),
         };
-        let commit = self.commit_bound(transaction, &committable.diff, &committable.reads, now_ms)?;
+        if !cancel.enter_commit() {
+            return Err(VshError::Cancelled);
+        }
+        let result = self.commit_bound(transaction, &committable.diff, &committable.reads, now_ms);
+        // The reservation was consumed whatever the outcome: the preview cannot be committed again.
+        self.lock_prepared().remove(&transaction);
+        let commit = result?;
         let mut receipt = committable.receipt;
         receipt.state = TransactionState::Committed;
         receipt.commit = Some(commit);
         receipt.timings =
             StageTimings { commit: elapsed_ns(started), total: elapsed_ns(started), ..StageTimings::default() };
         Ok(receipt)
+    }
+
+    /// Clean up after a request whose receipt was never delivered: a process-local
+    /// preview is dropped (rejected); durable auto-approved work moves to pending
+    /// review. Returns whether anything changed.
+    pub fn discard_cancelled(&self, transaction: TransactionId) -> Result<bool, VshError> {
+        if self.lock_prepared().remove(&transaction).is_some() {
+            let record = self.transactions.get(transaction)?;
+            if let Some(record) = record.filter(|record| record.state == TransactionState::AutoApproved) {
+                if record.artifact.is_some() {
+                    self.transactions.compare_and_transition(
+                        transaction,
+                        TransactionState::AutoApproved,
+                        TransactionState::PendingApproval,
+                        clock_ms(),
+                    )?;
+                } else {
+                    self.transactions.reject(transaction, clock_ms())?;
+                }
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Ask whether a hook must decide before `transaction` commits. Makes a
+    /// process-local preview durable first (so a hook's Review or a failed
+    /// handler can move it to pending review). Runs no handler code.
+    pub fn prepare_commit(&self, transaction: TransactionId) -> Result<CommitPreparation, VshError> {
+        let record = self.transactions.get(transaction)?.ok_or(VshError::UnknownTransaction(transaction))?;
+        if !matches!(
+            record.state,
+            TransactionState::AutoApproved | TransactionState::PendingApproval | TransactionState::Approved
+        ) {
+            return Err(VshError::NotCommittable { transaction, state: record.state });
+        }
+        let Some(hook) = self.hook.as_ref().filter(|hook| hook.applies_to(record.state)) else {
+            return Ok(CommitPreparation::Ready { transaction, state: record.state });
+        };
+        if record.artifact.is_none() {
+            let artifact = self
+                .lock_prepared()
+                .get(&transaction)
+                .map(|prepared| prepared.artifact.clone())
+                .ok_or(VshError::NotCommittable { transaction, state: record.state })?;
+            self.transactions.put_artifact(&self.blobs, &artifact, &self.artifact_limits)?;
+        }
+        Ok(CommitPreparation::Review(Box::new(self.request_event(hook, transaction, record.state)?)))
+    }
+
+    /// Apply a hook's decision on `event` (see [`HookDecision`]). The event is
+    /// regenerated from the stored transaction and must be identical, so the
+    /// decision applies exactly to what the handler saw.
+    pub fn resolve_commit(
+        &self,
+        event: &RequestEvent,
+        decision: HookDecision,
+        now_ms: u64,
+    ) -> Result<CommitResolution, VshError> {
+        self.resolve_commit_cancellable(event, decision, now_ms, &ExecutionCancellation::new())
+    }
+
+    /// [`Runtime::resolve_commit`] with a cancellation handle that can stop the
+    /// commit until it enters.
+    pub fn resolve_commit_cancellable(
+        &self,
+        event: &RequestEvent,
+        decision: HookDecision,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+    ) -> Result<CommitResolution, VshError> {
+        let hook = self.hook.as_ref().ok_or(VshError::NoHook)?;
+        let transaction = event.transaction;
+        let record = self.transactions.get(transaction)?.ok_or(VshError::UnknownTransaction(transaction))?;
+        if record.state != event.state || self.request_event(hook, transaction, record.state)? != *event {
+            return Err(VshError::HookEventMismatch(transaction));
+        }
+        let text = match &decision {
+            HookDecision::FollowPolicy => "",
+            HookDecision::Approve { reason } | HookDecision::Reject { reason } => reason,
+            HookDecision::Review { feedback } => feedback,
+        };
+        if text.len() > hook.max_reason_bytes() {
+            return Err(VshError::HookReasonLimit { length: text.len(), max: hook.max_reason_bytes() });
+        }
+        let record_of =
+            |decision: HookDecision| HookDecisionRecord { event_id: event.event_id, hook: event.hook, decision };
+        let (state, receipt) = match (&decision, record.state) {
+            (HookDecision::Reject { .. }, _) => {
+                self.lock_prepared().remove(&transaction);
+                (self.transactions.reject(transaction, now_ms)?.state, None)
+            }
+            (HookDecision::Review { .. }, TransactionState::AutoApproved) => {
+                self.lock_prepared().remove(&transaction);
+                let moved = self.transactions.compare_and_transition(
+                    transaction,
+                    TransactionState::AutoApproved,
+                    TransactionState::PendingApproval,
+                    now_ms,
+                )?;
+                (moved.state, None)
+            }
+            (HookDecision::Review { .. } | HookDecision::FollowPolicy, TransactionState::PendingApproval) => {
+                (record.state, None)
+            }
+            (HookDecision::Approve { .. }, TransactionState::PendingApproval) => {
+                if !event.evidence_complete {
+                    return Err(VshError::IncompleteHookEvidence(transaction));
+                }
+                let principal = PrincipalId::digest(&event.hook.0);
+                let grant = ApprovalGrant::new(transaction, principal, now_ms, now_ms + hook.approval_ttl_ms())?;
+                self.transactions.approve(transaction, &grant)?;
+                let receipt = self.commit_unhooked(transaction, TransactionState::Approved, now_ms, cancel)?;
+                (receipt.state, Some(receipt))
+            }
+            (HookDecision::Approve { .. } | HookDecision::FollowPolicy, state) => {
+                if matches!(decision, HookDecision::Approve { .. }) && !event.evidence_complete {
+                    return Err(VshError::IncompleteHookEvidence(transaction));
+                }
+                let receipt = self.commit_unhooked(transaction, state, now_ms, cancel)?;
+                (receipt.state, Some(receipt))
+            }
+            (HookDecision::Review { .. }, state) => (state, None),
+        };
+        Ok(CommitResolution { state, receipt, hook: record_of(decision) })
+    }
+
+    /// The handler failed (an error, a timeout, a cancellation): auto-approved
+    /// work falls back to pending review; nothing commits.
+    pub fn fail_hook(&self, event: &RequestEvent, now_ms: u64) -> Result<TransactionState, VshError> {
+        let transaction = event.transaction;
+        let record = self.transactions.get(transaction)?.ok_or(VshError::UnknownTransaction(transaction))?;
+        if record.state == TransactionState::AutoApproved && record.artifact.is_some() {
+            self.lock_prepared().remove(&transaction);
+            let moved = self.transactions.compare_and_transition(
+                transaction,
+                TransactionState::AutoApproved,
+                TransactionState::PendingApproval,
+                now_ms,
+            )?;
+            return Ok(moved.state);
+        }
+        Ok(record.state)
+    }
+
+    /// The event a hook sees for `transaction`, regenerated from what is stored.
+    fn request_event(
+        &self,
+        hook: &HookConfig,
+        transaction: TransactionId,
+        state: TransactionState,
+    ) -> Result<RequestEvent, VshError> {
+        let prepared = self.lock_prepared().get(&transaction).map(|prepared| prepared.artifact.clone());
+        let artifact = match prepared {
+            Some(artifact) => artifact,
+            None => self.load_verified(transaction)?.0,
+        };
+        let evidence =
+            Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
+        let (contents, content_complete) = self.content_evidence(&artifact.diff, hook.max_content_bytes())?;
+        let binding = &artifact.binding;
+        Ok(RequestEvent {
+            event_id: RequestEvent::derive_id(transaction, hook.id(), state),
+            hook: hook.id(),
+            transaction,
+            state,
+            decision: evidence.decision,
+            snapshot: binding.snapshot,
+            program: binding.program,
+            intent: (binding.intent, artifact.intent.clone()),
+            read_set: binding.read_set,
+            write_set: binding.write_set,
+            diff_digest: binding.diff,
+            policy: binding.policy,
+            runtime_config: binding.runtime_config,
+            evidence: binding.evidence,
+            diff: artifact.diff,
+            stdout: evidence.stdout,
+            contents,
+            evidence_complete: true,
+            content_complete,
+        })
+    }
+
+    /// Before and after contents of changed files, from hash-verified bytes
+    /// only: after-states from the blob store, before-states from the workspace
+    /// when (and only when) the live bytes still hash to the recorded state.
+    fn content_evidence(&self, diff: &[DiffEntry], budget: u64) -> Result<(Vec<ReviewContent>, bool), VshError> {
+        let mut contents = Vec::new();
+        let mut complete = true;
+        let mut spent = 0u64;
+        for entry in diff {
+            for (after, state) in [(false, entry.before), (true, entry.after)] {
+                let Some(state) = state.filter(|state| state.kind == NodeKind::File) else { continue };
+                let Some(blob) = state.content else { continue };
+                if budget == 0 || spent.saturating_add(state.size) > budget {
+                    complete = false;
+                    continue;
+                }
+                let bytes = if after {
+                    // A missing or corrupt blob is a store failure, never "not reviewed".
+                    Some(self.blobs.get(blob, state.size)?)
+                } else {
+                    self.workspace
+                        .read_file(&entry.path, state.size)
+                        .ok()
+                        .map(|read| read.bytes)
+                        .filter(|bytes| BlobId::of(bytes) == blob)
+                };
+                match bytes {
+                    Some(bytes) => {
+                        spent += state.size;
+                        contents.push(ReviewContent { path: entry.path.clone(), after, blob, bytes });
+                    }
+                    None => complete = false,
+                }
+            }
+        }
+        Ok((contents, complete))
     }
 
     /// The receipt of a stored transaction, rebuilt from its durable artifact
@@ -393,7 +677,9 @@ impl Runtime {
         let keep: BTreeSet<BlobId> = self
             .lock_prepared()
             .values()
-            .flat_map(|prepared| prepared.diff.iter().filter_map(|entry| entry.after.and_then(|after| after.content)))
+            .flat_map(|prepared| {
+                prepared.artifact.diff.iter().filter_map(|entry| entry.after.and_then(|after| after.content))
+            })
             .collect();
         Ok(self.transactions.gc(&self.blobs, now_ms, retention, &keep)?)
     }
@@ -406,22 +692,18 @@ impl Runtime {
 
     /// The dependencies (read set) of an auto-approved preview this runtime holds.
     pub fn dependencies(&self, transaction: TransactionId) -> Option<ReadSet> {
-        self.lock_prepared().get(&transaction).map(|prepared| prepared.reads.clone())
+        self.lock_prepared().get(&transaction).map(|prepared| prepared.artifact.read_set.clone())
     }
 
     fn lock_prepared(&self) -> std::sync::MutexGuard<'_, HashMap<TransactionId, Prepared>> {
         self.prepared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn keep_prepared(
-        &self,
-        transaction: TransactionId,
-        diff: Vec<DiffEntry>,
-        reads: ReadSet,
-        receipt: Receipt,
-    ) -> Result<(), VshError> {
-        let bytes = (diff.len() as u64).saturating_mul(256)
-            + (reads.len() as u64).saturating_mul(128)
+    fn keep_prepared(&self, artifact: PendingArtifact, receipt: Receipt) -> Result<(), VshError> {
+        let transaction = artifact.binding.transaction;
+        let bytes = (artifact.diff.len() as u64).saturating_mul(256)
+            + (artifact.read_set.len() as u64).saturating_mul(128)
+            + artifact.evidence.len() as u64
             + receipt.output.stdout_bytes().len() as u64;
         let mut prepared = self.lock_prepared();
         let held: u64 = prepared.values().map(|entry| entry.bytes).sum();
@@ -432,7 +714,7 @@ impl Runtime {
             self.transactions.reject(transaction, clock_ms())?;
             return Err(VshError::EphemeralCapacity { entries, bytes: held });
         }
-        prepared.insert(transaction, Prepared { diff, reads, receipt, bytes });
+        prepared.insert(transaction, Prepared { artifact, receipt, bytes });
         Ok(())
     }
 
@@ -557,6 +839,13 @@ impl Runtime {
         canon::put_u64(&mut out, self.excluded.len() as u64);
         for path in &self.excluded {
             path.encode_canonical(&mut out);
+        }
+        match &self.hook {
+            None => canon::put_u8(&mut out, 0),
+            Some(hook) => {
+                canon::put_u8(&mut out, 1);
+                hook.encode_canonical(&mut out);
+            }
         }
         RuntimeConfigDigest::digest(&out)
     }
