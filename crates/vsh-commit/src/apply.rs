@@ -56,12 +56,7 @@ impl Syncs {
 ///
 /// Each file is written by [`CapDir::create_file_exclusive_unsynced`]; the
 /// caller makes the files and their directory entries durable with one `syncfs`.
-pub(crate) fn stage(
-    workspace: &CapDir,
-    txn: &TxnDir,
-    plan: &Plan,
-    blobs: &BlobStore,
-) -> Result<Vec<u64>, CommitError> {
+pub(crate) fn stage(workspace: &CapDir, txn: &TxnDir, plan: &Plan, blobs: &BlobStore) -> Result<Vec<u64>, CommitError> {
     let jobs: Vec<usize> =
         (0..plan.operations.len()).filter(|index| plan.operations[*index].action == Action::Install).collect();
     let mut staged = vec![0_u64; plan.operations.len()];
