@@ -60,3 +60,20 @@ pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
     }
     dir
 }
+
+/// The runtime configuration the end-to-end tests use: the real confined Monty
+/// worker (built by `cargo test --workspace` next to the test binaries). Under
+/// `VSH_REQUIRE_SANDBOX=1` a missing worker fails the test; otherwise the test
+/// says so and runs in-process.
+pub fn config(root: &Path) -> vsh::RuntimeConfig {
+    let config = vsh::RuntimeConfig::new(root);
+    if vsh::lower::vsh_monty::default_worker_path().is_some() {
+        return config;
+    }
+    assert!(
+        std::env::var_os("VSH_REQUIRE_SANDBOX").is_none_or(|value| value != "1"),
+        "VSH_REQUIRE_SANDBOX=1 but no vsh-monty-worker binary was built (run `cargo test --workspace`)"
+    );
+    eprintln!("vsh-monty-worker not built: running Monty in-process");
+    config.with_in_process_execution()
+}

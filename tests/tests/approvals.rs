@@ -4,15 +4,15 @@
 
 use vsh::lower::vsh_store::StoreError;
 use vsh::{
-    PolicyProfile, PrincipalId, ReceiptDetail, RunMode, RunRequest, Runtime, RuntimeConfig, RuntimeDecision,
-    TransactionState, VshError,
+    PolicyProfile, PrincipalId, ReceiptDetail, RunMode, RunRequest, Runtime, RuntimeDecision, TransactionState,
+    VshError,
 };
-use vsh_integration_tests::{tree, workspace};
+use vsh_integration_tests::{config, tree, workspace};
 
 const DELETE: &str = "from pathlib import Path\nPath('/workspace/old.txt').unlink()\nprint('deleted')\n'done'";
 
 fn open(dir: &tempfile::TempDir) -> Runtime {
-    Runtime::open(RuntimeConfig::new(dir.path())).expect("open runtime")
+    Runtime::open(config(dir.path())).expect("open runtime")
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn a_lapsed_approval_expires_and_never_commits() {
 fn a_changed_policy_blocks_approval_of_earlier_work() {
     let dir = workspace(&[("old.txt", "old\n")]);
     let pending = open(&dir).preview(&RunRequest::new(DELETE)).unwrap();
-    let strict = Runtime::open(RuntimeConfig::new(dir.path()).with_policy_profile(PolicyProfile::Strict)).unwrap();
+    let strict = Runtime::open(config(dir.path()).with_policy_profile(PolicyProfile::Strict)).unwrap();
     assert!(matches!(
         strict.approve(pending.transaction, PrincipalId::digest(b"r"), 0, 10),
         Err(VshError::PolicyChanged(id)) if id == pending.transaction

@@ -2,13 +2,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use vsh::{
-    DiffKind, ReceiptDetail, RunMode, RunRequest, Runtime, RuntimeConfig, RuntimeDecision, TransactionState, VshError,
-};
-use vsh_integration_tests::{Entry, put, tree, workspace};
+use vsh::{DiffKind, ReceiptDetail, RunMode, RunRequest, Runtime, RuntimeDecision, TransactionState, VshError};
+use vsh_integration_tests::{Entry, config, put, tree, workspace};
 
 fn runtime(dir: &tempfile::TempDir) -> Runtime {
-    Runtime::open(RuntimeConfig::new(dir.path())).expect("open runtime")
+    Runtime::open(config(dir.path())).expect("open runtime")
 }
 
 const EDIT: &str = r"
@@ -273,7 +271,7 @@ fn a_program_that_raises_is_an_execution_error_and_changes_nothing() {
 fn a_data_directory_inside_the_workspace_is_hidden_protected_and_never_stale() {
     let dir = workspace(&[("a.txt", "a\n")]);
     let data = dir.path().join("state");
-    let runtime = Runtime::open(RuntimeConfig::new(dir.path()).with_data_directory(&data)).unwrap();
+    let runtime = Runtime::open(config(dir.path()).with_data_directory(&data)).unwrap();
     // The program lists the root (a dependency on its names) and tries the data directory.
     let program = r"
 from pathlib import Path

@@ -5,9 +5,9 @@ use std::sync::Mutex;
 
 use vsh::{
     CommitHook, CommitPreparation, ExecutionCancellation, HookConfig, HookDecision, HookScope, HookedRuntime,
-    RequestEvent, RunMode, RunRequest, Runtime, RuntimeConfig, TransactionState, VshError,
+    RequestEvent, RunMode, RunRequest, Runtime, TransactionState, VshError,
 };
-use vsh_integration_tests::{tree, workspace};
+use vsh_integration_tests::{config, tree, workspace};
 
 const CREATE: &str = "from pathlib import Path\nPath('/workspace/new.txt').write_text('new\\n')";
 const DELETE: &str = "from pathlib import Path\nPath('/workspace/old.txt').unlink()";
@@ -15,7 +15,7 @@ const SECRET: &str = "from pathlib import Path\ntry:\n    Path('/workspace/.env'
 
 fn hooked(dir: &tempfile::TempDir, scope: HookScope) -> Runtime {
     let hook = HookConfig::new("reviewer").with_scope(scope).with_max_content_bytes(1 << 20);
-    Runtime::open(RuntimeConfig::new(dir.path()).with_commit_hook(hook)).unwrap()
+    Runtime::open(config(dir.path()).with_commit_hook(hook)).unwrap()
 }
 
 fn files() -> tempfile::TempDir {
@@ -195,7 +195,7 @@ fn events_carry_hash_verified_content_evidence() {
 #[test]
 fn cancellation_and_commit_never_both_win() {
     let dir = workspace(&[("a.txt", "0")]);
-    let runtime = Runtime::open(RuntimeConfig::new(dir.path())).unwrap();
+    let runtime = Runtime::open(config(dir.path())).unwrap();
     for trial in 0..40 {
         let program = format!("from pathlib import Path\nPath('/workspace/t{trial}.txt').write_text('{trial}')");
         let preview = runtime.preview(&RunRequest::new(&program)).unwrap();

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use vsh::{ReceiptDetail, RunRequest, Runtime, RuntimeConfig};
+use vsh::{ReceiptDetail, RunRequest, Runtime};
 
 use crate::render::receipt_text;
 
@@ -38,7 +38,8 @@ pub(crate) fn run() -> Result<u8, Box<dyn std::error::Error>> {
     println!("== vsh demo: example workspace copied to {}\n", workspace.display());
     println!("== program\n{}", PROGRAM.trim_end());
 
-    let runtime = Runtime::open(RuntimeConfig::new(&workspace))?;
+    let runtime = Runtime::open(crate::runtime_config(&workspace)?)?;
+    println!("Monty runs in the confined worker: {}\n", !runtime.is_in_process());
     let preview = runtime.preview(&RunRequest::new(PROGRAM).with_detail(ReceiptDetail::Full).with_intent("demo"))?;
     println!("\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
     let unchanged = !workspace.join("notes/summary.txt").exists();

@@ -31,7 +31,18 @@ const EXIT_PENDING: u8 = 4;
 /// Exit code: policy denied the transaction.
 const EXIT_DENIED: u8 = 5;
 
+/// The argument that makes this binary serve as its own confined Monty worker.
+const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
+
+// The worker's memory budget is enforced by monty's limited allocator; with no
+// limit set (the command line itself) it only counts.
+#[global_allocator]
+static ALLOCATOR: monty_alloc::LimitedAllocator = monty_alloc::LimitedAllocator;
+
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|argument| argument == WORKER_ARGUMENT) {
+        return vsh::lower::vsh_monty::worker_process::worker_main();
+    }
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let command = match args::parse(&arguments) {
         Ok(command) => command,
@@ -62,6 +73,14 @@ fn main() -> ExitCode {
     }
 }
 
+/// A runtime configuration whose Monty worker is this very binary, confined
+/// by the sandbox like any worker (so the command line needs no second binary).
+pub(crate) fn runtime_config(workspace: &std::path::Path) -> Result<RuntimeConfig, Box<dyn std::error::Error>> {
+    let exe = std::env::current_exe()?;
+    let worker = vsh::WorkerConfig::new(exe).with_args([WORKER_ARGUMENT]);
+    Ok(RuntimeConfig::new(workspace).with_worker(worker))
+}
+
 /// The exit code for a receipt.
 pub(crate) fn exit_code(receipt: &vsh::Receipt) -> u8 {
     match (&receipt.decision, receipt.state) {
@@ -80,7 +99,7 @@ fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
     } else {
         std::fs::read_to_string(&run.program).map_err(|error| format!("cannot read {}: {error}", run.program))?
     };
-    let mut config = RuntimeConfig::new(&run.workspace).with_policy_profile(run.profile);
+    let mut config = runtime_config(&run.workspace)?.with_policy_profile(run.profile);
     if let Some(policy) = &run.policy {
         config = config.with_policy_file(policy);
     }
@@ -111,7 +130,7 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool) -> Result<(), Box<dyn std::
 }
 
 fn tx_command(tx: &TxArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let runtime = Runtime::open(RuntimeConfig::new(&tx.workspace))?;
+    let runtime = Runtime::open(runtime_config(&tx.workspace)?)?;
     let id = tx.transaction.as_deref().map(vsh::TransactionId::parse_hex).transpose()?;
     let now = now_ms();
     match (tx.action, id) {

@@ -1,7 +1,11 @@
-//! [`ExecutionError`]: why a run produced no value, and [`GuestException`], the
-//! bounded text of an uncaught guest exception.
+//! [`ExecutionError`]: why a run produced no value; [`WorkerError`]: how the
+//! worker subprocess failed; [`CompatibilityError`]: why a value has no Python
+//! projection; and [`GuestException`], the bounded text of an uncaught guest
+//! exception.
 
 use std::fmt;
+use std::io;
+use std::path::PathBuf;
 
 use monty_types::MontyException;
 use vsh_policy::DeniedAccess;
@@ -78,7 +82,12 @@ fn bound_text(text: &str, budget: usize) -> String {
     out
 }
 
-/// Why [`crate::execute`] returned no value.
+/// Why [`crate::execute`] or [`crate::MontyExecutor::execute`] returned no
+/// value.
+///
+/// Only [`ExecutionError::Exception`] is the guest's own doing in the usual
+/// sense; every other variant ended the run from outside the guest, and none
+/// of them can be caught by it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExecutionError {
@@ -114,12 +123,143 @@ pub enum ExecutionError {
         /// The terminal error.
         source: VfsError,
     },
-    /// The guest suspended in a way this executor does not serve (an external
-    /// function call or awaiting host futures).
+    /// The guest suspended in a way no executor serves (a method call on a
+    /// host object, or awaiting host futures).
     #[error("unsupported guest suspension: {what}")]
     UnsupportedSuspension {
         /// What the guest asked for.
         what: String,
+    },
+    /// The worker subprocess failed: it could not be started, crashed, broke
+    /// the protocol, or is not the binary the executor was created with. The
+    /// worker was discarded; the executor stays usable.
+    #[error("monty worker failed")]
+    Worker {
+        /// How.
+        #[source]
+        source: WorkerError,
+    },
+    /// The run completed, but its value has no projection under
+    /// [`crate::ResultCompatibility::Python`].
+    #[error("result is not compatible: {source}")]
+    Incompatible {
+        /// Why.
+        #[source]
+        source: CompatibilityError,
+        /// Standard output of the run.
+        stdout: String,
+        /// What the run used.
+        stats: ExecutionStats,
+        /// Accesses the policy refused.
+        denied: Vec<DeniedAccess>,
+    },
+}
+
+/// How the worker subprocess, or its configuration, failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The [`crate::WorkerConfig`] is unusable.
+    #[error("invalid worker configuration: {reason}")]
+    Config {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The worker binary could not be read to pin or verify it.
+    #[error("cannot read the worker binary {}", path.display())]
+    Binary {
+        /// The binary.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The worker binary is not the one the executor pinned at creation.
+    #[error("worker binary {} changed: BLAKE3 {found}, pinned {expected}", path.display())]
+    BinaryChanged {
+        /// The binary.
+        path: PathBuf,
+        /// The pinned BLAKE3 (hex).
+        expected: String,
+        /// The BLAKE3 found now (hex).
+        found: String,
+    },
+    /// The sandbox refused to start the worker, or the spawn failed.
+    #[error("cannot start the worker")]
+    Spawn {
+        /// Why.
+        #[source]
+        source: vsh_sandbox::ToolError,
+    },
+    /// The worker's greeting was missing, late or malformed.
+    #[error("worker handshake failed: {reason}")]
+    Handshake {
+        /// What went wrong.
+        reason: String,
+    },
+    /// The worker is a different build than this library.
+    #[error("worker build identity {found} does not match {expected}")]
+    Identity {
+        /// This library's build identity.
+        expected: String,
+        /// What the worker announced.
+        found: String,
+    },
+    /// The worker exited or was killed in the middle of a request.
+    #[error("worker crashed (exit code {code:?}, signal {signal:?})")]
+    Crashed {
+        /// Its exit code, if it exited.
+        code: Option<i32>,
+        /// The signal that killed it, if one did.
+        signal: Option<i32>,
+    },
+    /// The worker sent something the protocol does not allow at that point.
+    #[error("worker broke the protocol: {reason}")]
+    Protocol {
+        /// What it did.
+        reason: String,
+    },
+    /// The worker announced a frame larger than its kind may be; nothing was
+    /// allocated for it.
+    #[error("worker frame of kind {kind} is {len} bytes, more than the {max} allowed")]
+    FrameTooLarge {
+        /// The frame's kind byte.
+        kind: u8,
+        /// Its announced length.
+        len: u64,
+        /// The most that kind may carry for this request.
+        max: u64,
+    },
+    /// A value from the worker is nested deeper than the parent rebuilds.
+    #[error("worker value nested deeper than {max} levels")]
+    ValueTooDeep {
+        /// The deepest nesting accepted.
+        max: usize,
+    },
+    /// Talking to the worker failed.
+    #[error("worker transport failed")]
+    Transport {
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Why a value has no projection under [`crate::ResultCompatibility::Python`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompatibilityError {
+    /// Containers are nested deeper than [`crate::PYTHON_MAX_DEPTH`].
+    #[error("value nested deeper than {max} levels")]
+    Depth {
+        /// The deepest nesting accepted.
+        max: usize,
+    },
+    /// A type object with no Python counterpart.
+    #[error("type object `{type_name}` has no Python projection")]
+    TypeObject {
+        /// The type's name.
+        type_name: String,
     },
 }
 

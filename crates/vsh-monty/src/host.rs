@@ -17,6 +17,7 @@
 //! `unlink`, `rmdir`, `rename` and `mkdir` act on the link itself.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use monty_types::{
     ExcType, FileMode, GetenvArgs, MkdirCallArgs, MontyException, MontyFileHandle, MontyObject, OpenCallArgs,
@@ -64,27 +65,33 @@ impl From<MontyException> for Fault {
 
 /// A terminal VFS error ends the run; any other becomes the guest's `OSError`
 /// about `guest`.
-fn vfs_fault(error: VfsError, guest: &str) -> Fault {
+pub(crate) fn vfs_fault(error: VfsError, guest: &str) -> Fault {
     if error.is_terminal() { Fault::Vfs(error) } else { Fault::Guest(oserror::from_vfs(&error, guest)) }
 }
 
 /// A guest path and the workspace path it names.
-struct Target<'g> {
-    guest: &'g str,
-    path: VPath,
+pub(crate) struct Target<'g> {
+    pub(crate) guest: &'g str,
+    pub(crate) path: VPath,
 }
 
-/// The host side of one run's OS calls.
+/// The host side of one run's OS calls and `vsh_*` functions.
 pub(crate) struct OsHost<'a> {
-    vfs: &'a mut VirtualFs,
-    policy: &'a CallPolicy,
+    pub(crate) vfs: &'a mut VirtualFs,
+    pub(crate) policy: &'a CallPolicy,
     pub(crate) meter: Meter<'a>,
     pub(crate) denied: Vec<DeniedAccess>,
 }
 
 impl<'a> OsHost<'a> {
-    pub(crate) fn new(vfs: &'a mut VirtualFs, policy: &'a CallPolicy, limits: &'a ExecutionLimits) -> Self {
-        Self { vfs, policy, meter: Meter::new(limits), denied: Vec::new() }
+    /// The host of a request that began at `started`.
+    pub(crate) fn new(
+        vfs: &'a mut VirtualFs,
+        policy: &'a CallPolicy,
+        limits: &'a ExecutionLimits,
+        started: Instant,
+    ) -> Self {
+        Self { vfs, policy, meter: Meter::new(limits, started), denied: Vec::new() }
     }
 
     /// Serve one call. The match names every variant of monty 0.0.23, so a new
@@ -195,7 +202,7 @@ impl<'a> OsHost<'a> {
 
     /// Check a guest path's size (a budget), then NUL (`ValueError`), then that
     /// it lies in the workspace (`PermissionError`).
-    fn target<'g>(&self, guest: &'g str, null_message: &str) -> Result<Target<'g>, Fault> {
+    pub(crate) fn target<'g>(&self, guest: &'g str, null_message: &str) -> Result<Target<'g>, Fault> {
         self.lexical(guest, null_message)?;
         match path::to_workspace(guest) {
             Some(path) => Ok(Target { guest, path }),
@@ -213,22 +220,41 @@ impl<'a> OsHost<'a> {
     }
 
     /// Ask the policy; a refusal is recorded and becomes the guest's
-    /// `PermissionError` about `guest`.
-    fn authorize(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<(), Fault> {
+    /// `PermissionError` about `guest`. The check is one evidence record, and
+    /// a refusal kept is another (see
+    /// [`ExecutionLimits::max_evidence_records`]), both charged first.
+    pub(crate) fn authorize(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<(), Fault> {
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
         match self.policy.authorize(path, access) {
             Ok(()) => Ok(()),
             Err(denied) => {
-                self.denied.push(denied);
-                self.meter.stats.denied_accesses = self.denied.len() as u64;
+                self.record_denial(denied)?;
                 Err(Fault::Guest(oserror::os_error(EACCES, guest)))
             }
         }
     }
 
+    /// Keep a refusal (charged to the evidence budget first).
+    pub(crate) fn record_denial(&mut self, denied: DeniedAccess) -> Result<(), Fault> {
+        let bytes = (denied.path.as_str().len() + denied.rule.len()) as u64;
+        self.meter.charge_evidence(1, bytes)?;
+        self.denied.push(denied);
+        self.meter.stats.denied_accesses = self.denied.len() as u64;
+        Ok(())
+    }
+
+    /// One path a tree walk visits: an evidence record, and a check of the
+    /// end-to-end deadline.
+    pub(crate) fn visit(&mut self, path: &VPath) -> Result<(), Fault> {
+        self.meter.check_deadline()?;
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
+        Ok(())
+    }
+
     /// The path `target` ends at after following a symlink in its last
     /// component (see the module documentation). `access` has been authorized
     /// for `target` and is authorized for every hop.
-    fn follow(&mut self, target: &Target<'_>, access: AccessKind) -> Result<VPath, Fault> {
+    pub(crate) fn follow(&mut self, target: &Target<'_>, access: AccessKind) -> Result<VPath, Fault> {
         let mut current = target.path.clone();
         let mut hops = 0;
         loop {
@@ -295,7 +321,7 @@ impl<'a> OsHost<'a> {
     }
 
     /// Authorize, size, charge, then read a file's bytes.
-    fn read_file(&mut self, target: &Target<'_>) -> Result<Arc<[u8]>, Fault> {
+    pub(crate) fn read_file(&mut self, target: &Target<'_>) -> Result<Arc<[u8]>, Fault> {
         self.authorize(&target.path, AccessKind::ContentRead, target.guest)?;
         let last = self.follow(target, AccessKind::ContentRead)?;
         let size = self.vfs.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?;
@@ -303,7 +329,7 @@ impl<'a> OsHost<'a> {
         self.vfs.read(&last).map_err(|error| vfs_fault(error, target.guest))
     }
 
-    fn iterdir(&mut self, target: &Target<'_>) -> Result<MontyObject, Fault> {
+    pub(crate) fn iterdir(&mut self, target: &Target<'_>) -> Result<MontyObject, Fault> {
         self.authorize(&target.path, AccessKind::DirectoryRead, target.guest)?;
         let last = self.follow(target, AccessKind::DirectoryRead)?;
         let names = self.vfs.read_dir(&last).map_err(|error| vfs_fault(error, target.guest))?;
@@ -339,7 +365,7 @@ impl<'a> OsHost<'a> {
         Ok((last, existing_size))
     }
 
-    fn write_file(&mut self, target: &Target<'_>, data: Vec<u8>, kind: WriteKind) -> Result<(), Fault> {
+    pub(crate) fn write_file(&mut self, target: &Target<'_>, data: Vec<u8>, kind: WriteKind) -> Result<(), Fault> {
         let (last, existing_size) = self.prepare_write(target)?;
         self.meter.charge_write_call(data.len() as u64)?;
         match kind {
@@ -393,7 +419,7 @@ impl<'a> OsHost<'a> {
         Ok(MontyObject::FileHandle(MontyFileHandle { path: target.guest.to_owned(), mode, position }))
     }
 
-    fn mkdir(&mut self, target: &Target<'_>, parents: bool, exist_ok: bool) -> Result<(), Fault> {
+    pub(crate) fn mkdir(&mut self, target: &Target<'_>, parents: bool, exist_ok: bool) -> Result<(), Fault> {
         self.authorize(&target.path, AccessKind::MetadataRead, target.guest)?;
         let existing = if parents {
             // Every missing ancestor is created, so each is authorized first.
@@ -434,7 +460,7 @@ impl<'a> OsHost<'a> {
     /// (`RenameDestination`, then `Create` or `Modify`) and each path the
     /// descendants land on (`RenameDestination`). One refusal leaves everything
     /// unchanged.
-    fn rename(&mut self, source: &Target<'_>, destination: &Target<'_>) -> Result<(), Fault> {
+    pub(crate) fn rename(&mut self, source: &Target<'_>, destination: &Target<'_>) -> Result<(), Fault> {
         let fault = |error: VfsError| {
             if error.is_terminal() {
                 Fault::Vfs(error)
@@ -457,7 +483,7 @@ impl<'a> OsHost<'a> {
         let access = if destination_exists { AccessKind::Modify } else { AccessKind::Create };
         refused(self, &destination.path, access)?;
         if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {
-            for descendant in self.descendants(&source.path).map_err(fault)? {
+            for descendant in self.descendants(&source.path, &fault)? {
                 refused(self, &descendant, AccessKind::RenameSource)?;
                 if let Some(landing) = descendant.rebase(&source.path, &destination.path) {
                     refused(self, &landing, AccessKind::RenameDestination)?;
@@ -467,14 +493,18 @@ impl<'a> OsHost<'a> {
         self.vfs.rename(&source.path, &destination.path).map_err(fault)
     }
 
-    /// Every path strictly below the directory `root`, listed through the VFS.
-    fn descendants(&mut self, root: &VPath) -> Result<Vec<VPath>, VfsError> {
+    /// Every path strictly below the directory `root`, listed through the VFS
+    /// (hidden ones included: the caller authorizes them). Each visited path
+    /// is charged to the evidence budget, and the deadline is checked at each;
+    /// `fault` maps VFS errors.
+    pub(crate) fn descendants(&mut self, root: &VPath, fault: &dyn Fn(VfsError) -> Fault) -> Result<Vec<VPath>, Fault> {
         let mut out = Vec::new();
         let mut pending = vec![root.clone()];
         while let Some(dir) = pending.pop() {
-            for name in self.vfs.read_dir(&dir)? {
-                let child = dir.child(&name).map_err(|_| VfsError::NonUtf8Name { path: dir.clone() })?;
-                if self.vfs.kind(&child)? == Some(NodeKind::Directory) {
+            for name in self.vfs.read_dir(&dir).map_err(fault)? {
+                let child = dir.child(&name).map_err(|_| fault(VfsError::NonUtf8Name { path: dir.clone() }))?;
+                self.visit(&child)?;
+                if self.vfs.kind(&child).map_err(fault)? == Some(NodeKind::Directory) {
                     pending.push(child.clone());
                 }
                 out.push(child);
@@ -495,12 +525,12 @@ enum Predicate {
 
 /// Whether a write replaces the file or extends it.
 #[derive(Debug, Clone, Copy)]
-enum WriteKind {
+pub(crate) enum WriteKind {
     Replace,
     Append,
 }
 
-fn int(value: usize) -> MontyObject {
+pub(crate) fn int(value: usize) -> MontyObject {
     MontyObject::Int(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
@@ -512,21 +542,24 @@ fn no_clock(what: &str) -> Fault {
     ))
 }
 
+/// Strict UTF-8 decoding; invalid bytes raise `UnicodeDecodeError` as
+/// `CPython` words it.
+pub(crate) fn decode_strict(bytes: &[u8]) -> Result<&str, MontyException> {
+    std::str::from_utf8(bytes).map_err(|error| {
+        let start = error.valid_up_to();
+        let end = error.error_len().map_or(bytes.len(), |len| start + len);
+        let first = bytes[start];
+        let reason = utf8_error_reason(first, error.error_len());
+        let message = unicode_decode_error_msg("utf-8", first, start, end, reason);
+        MontyException::new(ExcType::UnicodeDecodeError, Some(message))
+            .with_data(UnicodeErrorData::decode("utf-8", bytes, start, end, reason))
+    })
+}
+
 /// Strict UTF-8 decoding with `CPython`'s universal newlines (`\r\n` and `\r`
 /// become `\n`); invalid bytes raise `UnicodeDecodeError` as `CPython` words it.
 fn decode_text(bytes: &[u8]) -> Result<String, MontyException> {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(error) => {
-            let start = error.valid_up_to();
-            let end = error.error_len().map_or(bytes.len(), |len| start + len);
-            let first = bytes[start];
-            let reason = utf8_error_reason(first, error.error_len());
-            let message = unicode_decode_error_msg("utf-8", first, start, end, reason);
-            return Err(MontyException::new(ExcType::UnicodeDecodeError, Some(message))
-                .with_data(UnicodeErrorData::decode("utf-8", bytes, start, end, reason)));
-        }
-    };
+    let text = decode_strict(bytes)?;
     if !text.contains('\r') {
         return Ok(text.to_owned());
     }

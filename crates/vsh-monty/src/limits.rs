@@ -7,20 +7,43 @@
 //! "unlimited".
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use vsh_types::canon;
 
 /// Version tag written first by [`ExecutionLimits::encode_canonical`]. Changing
 /// the encoding changes this tag.
-const LIMITS_ENCODING_VERSION: u8 = 1;
+const LIMITS_ENCODING_VERSION: u8 = 2;
 
 /// Per-run budgets of a Monty execution. `Default` gives the documented
 /// defaults.
 ///
 /// Units: bytes for every `*_bytes` field, guest suspensions for
 /// `max_os_calls`, interpreter frames for `max_recursion_depth`, entries for
-/// `max_directory_entries`.
+/// `max_directory_entries`, records for `max_evidence_records`.
+///
+/// Build budgets with struct update syntax from `Default`
+/// (`ExecutionLimits { max_os_calls: 100, ..ExecutionLimits::default() }`) so
+/// later fields get their safe defaults.
+///
+/// | field | default | charged |
+/// |---|---:|---|
+/// | `max_program_bytes` | 1 MiB | before compiling (and before framing for the worker) |
+/// | `max_duration` | 1 s | guest bytecode time (monty's clock); the worker's watchdog kills at this plus the grace |
+/// | `max_recursion_depth` | 512 | guest frames; a catchable `RecursionError`, as in `CPython` |
+/// | `max_memory_bytes` | 256 MiB | the worker's heap (limited allocator) and, with headroom, its address space |
+/// | `max_os_calls` | 10,000 | every suspension: OS calls, `vsh_*` calls, name lookups |
+/// | `max_read_bytes` | 64 MiB | cumulative bytes read (and old content an append extends) |
+/// | `max_write_bytes` | 64 MiB | cumulative bytes written |
+/// | `max_io_call_bytes` | 4 MiB | one read or write, before the cumulative budget |
+/// | `max_path_bytes` | 16 KiB | one guest path or glob pattern |
+/// | `max_directory_entries` | 100,000 | cumulative entries listed, hidden ones included |
+/// | `max_evidence_records` | 250,000 | records the parent keeps about the run: one per authorization, per path a walk visits, per refusal |
+/// | `max_evidence_bytes` | 64 MiB | the path bytes of those records (and the rule text of refusals) |
+/// | `max_output_bytes` | 1 MiB | captured standard output |
+/// | `max_result_bytes` | 1 MiB | host footprint of the returned value |
+/// | `max_exception_bytes` | 256 KiB | message plus traceback of an uncaught exception (longer text is truncated) |
+/// | `max_request_duration` | 10 s | wall clock of the whole request: waiting for a worker, spawning it, the run, and the parent's servicing of every call |
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutionLimits {
     /// Size of the program text, checked before it is compiled (default 1 MiB).
@@ -52,6 +75,14 @@ pub struct ExecutionLimits {
     pub max_path_bytes: u64,
     /// Cumulative directory entries listed, hidden ones included (default 100,000).
     pub max_directory_entries: u64,
+    /// Evidence records the parent keeps about the run (default 250,000): one
+    /// per path authorization, one per path a tree walk (`vsh_glob`,
+    /// `vsh_search`, recursive copy, remove or rename) visits, and one per
+    /// refused access retained.
+    pub max_evidence_records: u64,
+    /// Path bytes of those evidence records, plus the rule text of each
+    /// refusal (default 64 MiB). Accounted bytes, not the parent's RSS.
+    pub max_evidence_bytes: u64,
     /// Bytes of captured standard output (default 1 MiB).
     pub max_output_bytes: u64,
     /// Host footprint of the returned value (default 1 MiB).
@@ -59,6 +90,12 @@ pub struct ExecutionLimits {
     /// Bytes of an uncaught exception's message plus traceback; longer text is
     /// truncated with a marker (default 256 KiB).
     pub max_exception_bytes: u64,
+    /// The end-to-end deadline of the request (default 10 s), measured from
+    /// the executor's entry: waiting for a worker slot, spawning and
+    /// handshaking, the guest's run, and the parent's servicing of every call
+    /// (a large `vsh_glob` included). Checked in every parent-side loop; the
+    /// worker is killed when it passes.
+    pub max_request_duration: Duration,
 }
 
 /// The name the public API of vsh uses for [`ExecutionLimits`].
@@ -77,17 +114,20 @@ impl Default for ExecutionLimits {
             max_io_call_bytes: 4 << 20,
             max_path_bytes: 16 << 10,
             max_directory_entries: 100_000,
+            max_evidence_records: 250_000,
+            max_evidence_bytes: 64 << 20,
             max_output_bytes: 1 << 20,
             max_result_bytes: 1 << 20,
             max_exception_bytes: 256 << 10,
+            max_request_duration: Duration::from_secs(10),
         }
     }
 }
 
 impl ExecutionLimits {
     /// Append the canonical encoding (for the runtime-config digest): a version
-    /// byte (`1`), then every field in declaration order as a little-endian
-    /// `u64`, except `max_duration`, which is its whole seconds as `u64`
+    /// byte (`2`), then every field in declaration order as a little-endian
+    /// `u64`, except the two durations, each its whole seconds as `u64`
     /// followed by its sub-second nanoseconds as `u32`.
     pub fn encode_canonical(&self, out: &mut Vec<u8>) {
         canon::put_u8(out, LIMITS_ENCODING_VERSION);
@@ -102,9 +142,13 @@ impl ExecutionLimits {
         canon::put_u64(out, self.max_io_call_bytes);
         canon::put_u64(out, self.max_path_bytes);
         canon::put_u64(out, self.max_directory_entries);
+        canon::put_u64(out, self.max_evidence_records);
+        canon::put_u64(out, self.max_evidence_bytes);
         canon::put_u64(out, self.max_output_bytes);
         canon::put_u64(out, self.max_result_bytes);
         canon::put_u64(out, self.max_exception_bytes);
+        canon::put_u64(out, self.max_request_duration.as_secs());
+        canon::put_u32(out, self.max_request_duration.subsec_nanos());
     }
 }
 
@@ -119,14 +163,18 @@ pub struct ExecutionStats {
     pub write_bytes: u64,
     /// Directory entries listed, hidden ones included.
     pub directory_entries: u64,
+    /// Evidence records charged (see [`ExecutionLimits::max_evidence_records`]).
+    pub evidence_records: u64,
+    /// Evidence bytes charged (see [`ExecutionLimits::max_evidence_bytes`]).
+    pub evidence_bytes: u64,
     /// Bytes of captured standard output.
     pub output_bytes: u64,
     /// Accesses refused by the call policy (each is also in the `denied` list).
     pub denied_accesses: u64,
     /// Host footprint of the returned value (0 unless the run completed).
     pub result_bytes: u64,
-    /// Wall-clock nanoseconds of the whole execution: compile, guest bytecode
-    /// and the host's servicing of its calls.
+    /// Wall-clock nanoseconds of the whole execution: waiting for a worker,
+    /// compile, guest bytecode and the host's servicing of its calls.
     pub duration_ns: u64,
 }
 
@@ -164,7 +212,16 @@ pub enum LimitKind {
     /// truncates exception text instead of reporting it.
     ExceptionBytes,
     /// [`ExecutionLimits::max_memory_bytes`]; only the worker enforces it.
+    /// `attempted` is what monty measured, or `max + 1` when the worker's
+    /// allocator ended the process (the size is then unknown).
     Memory,
+    /// [`ExecutionLimits::max_evidence_records`].
+    EvidenceRecords,
+    /// [`ExecutionLimits::max_evidence_bytes`].
+    EvidenceBytes,
+    /// [`ExecutionLimits::max_request_duration`]; `attempted` and `max` are
+    /// nanoseconds.
+    RequestDuration,
 }
 
 impl LimitKind {
@@ -185,7 +242,43 @@ impl LimitKind {
             Self::ResultBytes => "result-bytes",
             Self::ExceptionBytes => "exception-bytes",
             Self::Memory => "memory",
+            Self::EvidenceRecords => "evidence-records",
+            Self::EvidenceBytes => "evidence-bytes",
+            Self::RequestDuration => "request-duration",
         }
+    }
+
+    /// Every kind, in declaration order.
+    pub const ALL: [LimitKind; 17] = [
+        Self::ProgramBytes,
+        Self::Duration,
+        Self::Recursion,
+        Self::OsCalls,
+        Self::ReadBytes,
+        Self::WriteBytes,
+        Self::ReadCallBytes,
+        Self::WriteCallBytes,
+        Self::PathBytes,
+        Self::DirectoryEntries,
+        Self::OutputBytes,
+        Self::ResultBytes,
+        Self::ExceptionBytes,
+        Self::Memory,
+        Self::EvidenceRecords,
+        Self::EvidenceBytes,
+        Self::RequestDuration,
+    ];
+
+    /// A stable tag (1-based position in [`LimitKind::ALL`]), used on the
+    /// worker protocol.
+    pub(crate) fn tag(self) -> u8 {
+        let position = Self::ALL.iter().position(|kind| *kind == self).expect("every kind is listed");
+        position as u8 + 1
+    }
+
+    /// The kind of a tag from [`LimitKind::tag`].
+    pub(crate) fn from_tag(tag: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(tag).checked_sub(1)?).copied()
     }
 }
 
@@ -217,7 +310,27 @@ impl fmt::Display for LimitExceeded {
 #[derive(Debug)]
 pub(crate) struct Meter<'a> {
     limits: &'a ExecutionLimits,
+    started: Instant,
     pub(crate) stats: ExecutionStats,
+}
+
+/// Nanoseconds of `duration`, saturating.
+pub(crate) fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The request-duration limit, if `started` is longer ago than the limit allows.
+pub(crate) fn request_deadline_passed(started: Instant, limits: &ExecutionLimits) -> Result<(), LimitExceeded> {
+    let elapsed = started.elapsed();
+    if elapsed > limits.max_request_duration {
+        Err(LimitExceeded {
+            limit: LimitKind::RequestDuration,
+            attempted: nanos(elapsed),
+            max: nanos(limits.max_request_duration),
+        })
+    } else {
+        Ok(())
+    }
 }
 
 /// Refuse `used + amount` if it passes `max`; otherwise return the new total.
@@ -227,8 +340,35 @@ fn checked_total(limit: LimitKind, used: u64, amount: u64, max: u64) -> Result<u
 }
 
 impl<'a> Meter<'a> {
-    pub(crate) fn new(limits: &'a ExecutionLimits) -> Self {
-        Self { limits, stats: ExecutionStats::default() }
+    /// Counters for a request that began at `started` (the end-to-end
+    /// deadline counts from there).
+    pub(crate) fn new(limits: &'a ExecutionLimits, started: Instant) -> Self {
+        Self { limits, started, stats: ExecutionStats::default() }
+    }
+
+    /// The limits charged against.
+    pub(crate) fn limits(&self) -> &'a ExecutionLimits {
+        self.limits
+    }
+
+    /// The end-to-end deadline ([`ExecutionLimits::max_request_duration`]).
+    pub(crate) fn check_deadline(&self) -> Result<(), LimitExceeded> {
+        request_deadline_passed(self.started, self.limits)
+    }
+
+    /// `records` evidence records holding `bytes` bytes, both or neither.
+    pub(crate) fn charge_evidence(&mut self, records: u64, bytes: u64) -> Result<(), LimitExceeded> {
+        let records_total = checked_total(
+            LimitKind::EvidenceRecords,
+            self.stats.evidence_records,
+            records,
+            self.limits.max_evidence_records,
+        )?;
+        let bytes_total =
+            checked_total(LimitKind::EvidenceBytes, self.stats.evidence_bytes, bytes, self.limits.max_evidence_bytes)?;
+        self.stats.evidence_records = records_total;
+        self.stats.evidence_bytes = bytes_total;
+        Ok(())
     }
 
     /// One more guest suspension.
@@ -282,7 +422,7 @@ mod tests {
     #[test]
     fn failed_charges_leave_counters_unchanged() {
         let limits = ExecutionLimits { max_read_bytes: 10, max_io_call_bytes: 8, ..ExecutionLimits::default() };
-        let mut meter = Meter::new(&limits);
+        let mut meter = Meter::new(&limits, Instant::now());
         meter.charge_read_call(6).unwrap();
         assert_eq!(
             meter.charge_read_call(9),
@@ -302,11 +442,32 @@ mod tests {
     }
 
     #[test]
+    fn evidence_is_charged_as_a_pair_and_tags_round_trip() {
+        let limits = ExecutionLimits { max_evidence_records: 3, max_evidence_bytes: 10, ..ExecutionLimits::default() };
+        let mut meter = Meter::new(&limits, Instant::now());
+        meter.charge_evidence(2, 4).unwrap();
+        assert_eq!(
+            meter.charge_evidence(1, 7),
+            Err(LimitExceeded { limit: LimitKind::EvidenceBytes, attempted: 11, max: 10 })
+        );
+        assert_eq!((meter.stats.evidence_records, meter.stats.evidence_bytes), (2, 4), "nothing charged");
+        assert_eq!(
+            meter.charge_evidence(2, 1),
+            Err(LimitExceeded { limit: LimitKind::EvidenceRecords, attempted: 4, max: 3 })
+        );
+        for kind in LimitKind::ALL {
+            assert_eq!(LimitKind::from_tag(kind.tag()), Some(kind));
+        }
+        assert_eq!(LimitKind::from_tag(0), None);
+        assert_eq!(LimitKind::from_tag(200), None);
+    }
+
+    #[test]
     fn canonical_encoding_is_fixed_width_and_distinguishes_fields() {
         let limits = ExecutionLimits::default();
         let mut out = Vec::new();
         limits.encode_canonical(&mut out);
-        assert_eq!(out.len(), 1 + 13 * 8 + 4);
+        assert_eq!(out.len(), 1 + 15 * 8 + 4 + 8 + 4);
         assert_eq!(out[0], LIMITS_ENCODING_VERSION);
         let mut other = Vec::new();
         ExecutionLimits { max_duration: Duration::from_millis(1500), ..limits.clone() }.encode_canonical(&mut other);
@@ -328,6 +489,13 @@ mod tests {
         assert_eq!(limits.max_path_bytes, 16_384);
         assert_eq!(limits.max_directory_entries, 100_000);
         assert_eq!(limits.max_exception_bytes, 262_144);
+        assert_eq!(limits.max_read_bytes, 67_108_864);
+        assert_eq!(limits.max_write_bytes, 67_108_864);
+        assert_eq!(limits.max_evidence_records, 250_000);
+        assert_eq!(limits.max_evidence_bytes, 67_108_864);
+        assert_eq!(limits.max_output_bytes, 1_048_576);
+        assert_eq!(limits.max_result_bytes, 1_048_576);
+        assert_eq!(limits.max_request_duration, Duration::from_secs(10));
         assert_eq!(
             LimitExceeded { limit: LimitKind::OsCalls, attempted: 3, max: 2 }.to_string(),
             "os-calls limit exceeded: 3 > 2"

@@ -12,6 +12,8 @@ pub(crate) const EIO: i32 = 5;
 pub(crate) const EACCES: i32 = 13;
 /// `EEXIST`.
 pub(crate) const EEXIST: i32 = 17;
+/// `ENOTDIR`.
+pub(crate) const ENOTDIR: i32 = 20;
 /// `EISDIR`.
 pub(crate) const EISDIR: i32 = 21;
 /// `ELOOP`.
@@ -23,7 +25,7 @@ fn exc_type(errno: i32) -> ExcType {
         ENOENT => ExcType::FileNotFoundError,
         EACCES | 1 => ExcType::PermissionError,
         EEXIST => ExcType::FileExistsError,
-        20 => ExcType::NotADirectoryError,
+        ENOTDIR => ExcType::NotADirectoryError,
         EISDIR => ExcType::IsADirectoryError,
         _ => ExcType::OSError,
     }
@@ -37,7 +39,7 @@ fn describe(errno: i32) -> &'static str {
         EIO => "Input/output error",
         EACCES => "Permission denied",
         EEXIST => "File exists",
-        20 => "Not a directory",
+        ENOTDIR => "Not a directory",
         EISDIR => "Is a directory",
         22 => "Invalid argument",
         39 => "Directory not empty",

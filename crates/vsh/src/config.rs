@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use vsh_policy::PolicyProfile;
 use vsh_vfs::SnapshotLimits;
 
+use vsh_monty::{ResultCompatibility, WorkerConfig};
+
 use crate::HookConfig;
 
 /// Configuration of a [`crate::Runtime`].
@@ -24,6 +26,21 @@ pub struct RuntimeConfig {
     pub(crate) policy_file: Option<PathBuf>,
     pub(crate) snapshot_limits: SnapshotLimits,
     pub(crate) hook: Option<HookConfig>,
+    pub(crate) execution: Execution,
+    pub(crate) max_idle_workers: Option<usize>,
+    pub(crate) result_compatibility: ResultCompatibility,
+}
+
+/// Where Monty programs run.
+#[derive(Debug, Clone)]
+pub(crate) enum Execution {
+    /// The confined worker found by [`vsh_monty::default_worker_path`]; opening
+    /// fails if there is none.
+    DefaultWorker,
+    /// The confined worker with this configuration.
+    Worker(WorkerConfig),
+    /// In this process (trusted programs and tests only).
+    InProcess,
 }
 
 impl RuntimeConfig {
@@ -37,6 +54,9 @@ impl RuntimeConfig {
             policy_file: None,
             snapshot_limits: SnapshotLimits::default(),
             hook: None,
+            execution: Execution::DefaultWorker,
+            max_idle_workers: None,
+            result_compatibility: ResultCompatibility::Native,
         }
     }
 
@@ -85,6 +105,45 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_commit_hook(mut self, hook: HookConfig) -> Self {
         self.hook = Some(hook);
+        self
+    }
+
+    /// Run programs in the confined worker binary at `path` (by default:
+    /// `$VSH_MONTY_WORKER`, or `vsh-monty-worker` next to the current executable;
+    /// [`crate::Runtime::open`] fails if neither exists).
+    #[must_use]
+    pub fn with_worker_path(self, path: impl Into<PathBuf>) -> Self {
+        self.with_worker(WorkerConfig::new(path))
+    }
+
+    /// Run programs in a confined worker with this configuration (pool sizes,
+    /// timeouts, sandbox, arguments).
+    #[must_use]
+    pub fn with_worker(mut self, worker: WorkerConfig) -> Self {
+        self.execution = Execution::Worker(worker);
+        self
+    }
+
+    /// Keep at most `count` idle workers for reuse (0 disables reuse).
+    #[must_use]
+    pub fn with_max_idle_workers(mut self, count: usize) -> Self {
+        self.max_idle_workers = Some(count);
+        self
+    }
+
+    /// Run programs in this process instead of the confined worker: no crash
+    /// isolation, no memory limit, no kernel confinement. For trusted programs
+    /// and tests.
+    #[must_use]
+    pub fn with_in_process_execution(mut self) -> Self {
+        self.execution = Execution::InProcess;
+        self
+    }
+
+    /// Which result values are accepted (see [`ResultCompatibility`]).
+    #[must_use]
+    pub fn with_result_compatibility(mut self, compatibility: ResultCompatibility) -> Self {
+        self.result_compatibility = compatibility;
         self
     }
 

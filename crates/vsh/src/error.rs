@@ -65,6 +65,13 @@ pub enum VshError {
         /// The limit.
         max: usize,
     },
+    /// No Monty worker binary was found (set one with
+    /// `RuntimeConfig::with_worker_path`, or choose in-process execution).
+    #[error("no vsh-monty-worker binary found ($VSH_MONTY_WORKER, or next to the executable)")]
+    WorkerNotFound,
+    /// The Monty worker could not be set up.
+    #[error("cannot set up the Monty worker")]
+    Worker(#[source] vsh_monty::WorkerError),
     /// The request was cancelled before its commit entered; nothing was committed.
     #[error("the request was cancelled")]
     Cancelled,

@@ -29,7 +29,7 @@ pub(crate) struct Evidence {
     pub(crate) value: MontyObject,
     pub(crate) stdout: String,
     /// `ExecutionStats` fields in declaration order.
-    stats: [u64; 8],
+    stats: [u64; 10],
 }
 
 impl Evidence {
@@ -45,6 +45,8 @@ impl Evidence {
             stats.read_bytes,
             stats.write_bytes,
             stats.directory_entries,
+            stats.evidence_records,
+            stats.evidence_bytes,
             stats.output_bytes,
             stats.denied_accesses,
             stats.result_bytes,
@@ -59,6 +61,8 @@ impl Evidence {
             read_bytes,
             write_bytes,
             directory_entries,
+            evidence_records,
+            evidence_bytes,
             output_bytes,
             denied_accesses,
             result_bytes,
@@ -69,11 +73,12 @@ impl Evidence {
             read_bytes,
             write_bytes,
             directory_entries,
+            evidence_records,
+            evidence_bytes,
             output_bytes,
             denied_accesses,
             result_bytes,
             duration_ns,
-            ..ExecutionStats::default()
         }
     }
 

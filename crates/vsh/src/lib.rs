@@ -31,7 +31,7 @@ pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;
 
 pub use vsh_commit::RecoveryReport;
-pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObject};
+pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObject, ResultCompatibility, WorkerConfig};
 pub use vsh_policy::{
     AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics,
 };

@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use vsh_commit::{CommitError, CommitRequest, Committer, RecoveryReport};
 use vsh_host::CapDir;
-use vsh_monty::ExecutionBudget;
+use vsh_monty::{ExecutionBudget, MontyExecutor, WorkerConfig, default_worker_path};
 use vsh_policy::{Decision, PolicyInput, TransactionPolicy};
 use vsh_store::{
     ApprovalGrant, ArtifactBinding, ArtifactLimits, BlobStore, CommitOutcome, CommitStep, DataDir, GcReport,
@@ -22,6 +22,7 @@ use vsh_types::{
 use vsh_vfs::{CanonicalDiff, ReviewLimits, SnapshotLimits, VirtualFs};
 
 use crate::cancel::ExecutionCancellation;
+use crate::config::Execution;
 use crate::evidence::{Evidence, MAX_VALUE_DEPTH, derive_transaction_id, value_depth};
 use crate::hook::{
     CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, RequestEvent, ReviewContent,
@@ -75,6 +76,7 @@ pub struct Runtime {
     nonce: AtomicU64,
     startup_recovery: RecoveryReport,
     hook: Option<HookConfig>,
+    executor: MontyExecutor,
 }
 
 fn elapsed_ns(since: Instant) -> u64 {
@@ -89,8 +91,18 @@ impl Runtime {
     /// Open the workspace and vsh's data directory, then recover any commit a
     /// crash interrupted (see [`Runtime::startup_recovery`]).
     pub fn open(config: RuntimeConfig) -> Result<Self, VshError> {
-        let RuntimeConfig { workspace_root, data_directory, policy_profile, policy_file, snapshot_limits, hook } =
-            config;
+        let RuntimeConfig {
+            workspace_root,
+            data_directory,
+            policy_profile,
+            policy_file,
+            snapshot_limits,
+            hook,
+            execution,
+            max_idle_workers,
+            result_compatibility,
+        } = config;
+        let executor = Self::executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
         let workspace = Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?);
         let runtime_dir = VPath::parse(RUNTIME_DIR).expect("constant path");
         let mut excluded = vec![runtime_dir.clone()];
@@ -131,7 +143,25 @@ impl Runtime {
             nonce: AtomicU64::new(0),
             startup_recovery,
             hook,
+            executor,
         })
+    }
+
+    fn executor(execution: Execution, max_idle: Option<usize>) -> Result<MontyExecutor, VshError> {
+        let mut worker = match execution {
+            Execution::InProcess => return Ok(MontyExecutor::in_process()),
+            Execution::Worker(worker) => worker,
+            Execution::DefaultWorker => WorkerConfig::new(default_worker_path().ok_or(VshError::WorkerNotFound)?),
+        };
+        if let Some(max_idle) = max_idle {
+            worker.max_idle = max_idle;
+        }
+        MontyExecutor::worker(worker).map_err(VshError::Worker)
+    }
+
+    /// Whether programs run in this process rather than the confined worker.
+    pub fn is_in_process(&self) -> bool {
+        self.executor.is_in_process()
     }
 
     /// The workspace-relative path of `inner` if it lies within `root`.
@@ -193,7 +223,9 @@ impl Runtime {
 
         let stage_start = Instant::now();
         let outcome = match request.language {
-            Language::Monty => vsh_monty::execute(request.code, &mut vfs, self.policy.calls(), &request.budget)
+            Language::Monty => self
+                .executor
+                .execute(request.code, &mut vfs, self.policy.calls(), &request.budget)
                 .map_err(|error| VshError::Execution(Box::new(error)))?,
         };
         timings.execute = elapsed_ns(stage_start);
@@ -832,6 +864,7 @@ impl Runtime {
         let mut out = Vec::new();
         canon::put_bytes(&mut out, crate::VERSION.as_bytes());
         canon::put_bytes(&mut out, vsh_monty::VIRTUAL_ROOT.as_bytes());
+        out.extend_from_slice(&self.executor.config_digest());
         budget.encode_canonical(&mut out);
         canon::put_u64(&mut out, self.snapshot_limits.max_materialized_bytes);
         canon::put_u64(&mut out, self.snapshot_limits.max_materialized_file_bytes);

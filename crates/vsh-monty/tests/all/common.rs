@@ -2,20 +2,53 @@
 //! run a program and describe its value and diff.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tempfile::TempDir;
 use vsh_host::CapDir;
-use vsh_monty::{ExecutionError, ExecutionLimits, GuestException, LimitExceeded, MontyObject, MontyOutcome, execute};
+use vsh_monty::{
+    ExecutionError, ExecutionLimits, GuestException, LimitExceeded, MontyExecutor, MontyObject, MontyOutcome,
+    WorkerConfig, execute,
+};
 use vsh_policy::CallPolicy;
 use vsh_types::DiffKind;
 use vsh_vfs::{SnapshotLimits, VirtualFs};
+
+/// The worker binary cargo built for these tests (with the `test-hooks`
+/// feature, through the package's self dev-dependency).
+pub(crate) const WORKER: &str = env!("CARGO_BIN_EXE_vsh-monty-worker");
+
+/// A worker executor with the defaults.
+pub(crate) fn worker_executor(config: WorkerConfig) -> MontyExecutor {
+    MontyExecutor::worker(config).expect("the worker executor starts")
+}
+
+/// One worker executor shared by every test that just needs programs run in
+/// a worker.
+pub(crate) fn shared_worker() -> &'static MontyExecutor {
+    static SHARED: OnceLock<MontyExecutor> = OnceLock::new();
+    SHARED.get_or_init(|| worker_executor(WorkerConfig::new(WORKER)))
+}
+
+/// Where a test's programs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// [`execute`], in this process.
+    InProcess,
+    /// The shared worker executor.
+    Worker,
+}
+
+/// Both modes: tests of the guest surface run in each, proving the two
+/// share their adapter code.
+pub(crate) const MODES: [Mode; 2] = [Mode::InProcess, Mode::Worker];
 
 /// A temporary workspace (inside a parent directory the guest must never
 /// reach) and a virtual image over it.
 pub(crate) struct Workspace {
     pub(crate) parent: TempDir,
     pub(crate) vfs: VirtualFs,
+    pub(crate) mode: Mode,
 }
 
 impl Workspace {
@@ -35,7 +68,13 @@ impl Workspace {
             std::fs::write(full, bytes).unwrap();
         }
         let vfs = VirtualFs::new(Arc::new(CapDir::open(&root).unwrap()), vec![], limits);
-        Workspace { parent, vfs }
+        Workspace { parent, vfs, mode: Mode::InProcess }
+    }
+
+    /// The same workspace, running its programs in `mode`.
+    pub(crate) fn in_mode(mut self, mode: Mode) -> Workspace {
+        self.mode = mode;
+        self
     }
 
     pub(crate) fn empty() -> Workspace {
@@ -61,7 +100,21 @@ impl Workspace {
     }
 
     pub(crate) fn run_with(&mut self, code: &str, limits: &ExecutionLimits) -> Result<MontyOutcome, ExecutionError> {
-        execute(code, &mut self.vfs, &CallPolicy::balanced_default(None), limits)
+        let policy = CallPolicy::balanced_default(None);
+        match self.mode {
+            Mode::InProcess => execute(code, &mut self.vfs, &policy, limits),
+            Mode::Worker => shared_worker().execute(code, &mut self.vfs, &policy, limits),
+        }
+    }
+
+    /// Run on `executor`.
+    pub(crate) fn run_on(
+        &mut self,
+        executor: &MontyExecutor,
+        code: &str,
+        limits: &ExecutionLimits,
+    ) -> Result<MontyOutcome, ExecutionError> {
+        executor.execute(code, &mut self.vfs, &CallPolicy::balanced_default(None), limits)
     }
 
     /// Run a program that must complete; its value's Python repr.
@@ -69,8 +122,29 @@ impl Workspace {
     pub(crate) fn eval(&mut self, code: &str) -> String {
         match self.run(code) {
             Ok(outcome) => outcome.value.py_repr(),
-            Err(error) => panic!("program failed: {error:?}"),
+            Err(error) => panic!("program failed ({:?}): {error:?}", self.mode),
         }
+    }
+
+    /// Run `code` in process on this image and in the shared worker on a
+    /// fresh image of the same workspace; both must complete with the same
+    /// value, whose Python repr is returned.
+    #[track_caller]
+    pub(crate) fn eval_both(&mut self, code: &str) -> String {
+        let policy = CallPolicy::balanced_default(None);
+        let limits = ExecutionLimits::default();
+        let here = match execute(code, &mut self.vfs, &policy, &limits) {
+            Ok(outcome) => outcome.value.py_repr(),
+            Err(error) => panic!("program failed in process: {error:?}"),
+        };
+        let mut fresh =
+            VirtualFs::new(Arc::new(CapDir::open(&self.root()).unwrap()), vec![], SnapshotLimits::default());
+        let there = match shared_worker().execute(code, &mut fresh, &policy, &limits) {
+            Ok(outcome) => outcome.value.py_repr(),
+            Err(error) => panic!("program failed in the worker: {error:?}"),
+        };
+        assert_eq!(here, there, "in process and in the worker differ");
+        here
     }
 
     /// Run a program that must complete; the full outcome.

@@ -1,11 +1,12 @@
 //! VFS errors reach the guest as `CPython`'s `OSError` subclasses, with errno and
-//! the quoted path.
+//! the quoted path; every mapping is checked in process and in the worker.
 
-use crate::common::{Workspace, exception, s};
+use crate::common::{MODES, Workspace, exception, s};
 
-/// Run `statement` and return `type(e).__name__` and `str(e)` of what it raised.
+/// Run `statement` (in process and in the worker) and return
+/// `type(e).__name__` and `str(e)` of what it raised.
 fn raised(ws: &mut Workspace, statement: &str) -> String {
-    ws.eval(&format!(
+    ws.eval_both(&format!(
         "from pathlib import Path\nimport os\ntry:\n    {statement}\n    r = 'no error'\nexcept OSError as e:\n    r = (type(e).__name__, str(e))\nr"
     ))
 }
@@ -106,23 +107,58 @@ fn errno_22_invalid_rename() {
 }
 
 #[test]
-fn uncaught_errors_end_the_run_with_a_traceback() {
-    let mut ws = fixture();
-    let error = exception(ws.run("from pathlib import Path\nx = 1\nPath('missing').read_bytes()"));
-    assert_eq!(error.type_name, "FileNotFoundError");
-    assert_eq!(error.message, "[Errno 2] No such file or directory: 'missing'");
-    assert!(
-        error.traceback.starts_with("Traceback (most recent call last):\n  File \"<vsh>\", line 3"),
-        "{}",
-        error.traceback
+fn errno_13_permission_denied() {
+    let mut ws = Workspace::with(&[(".env", b"SECRET=1"), ("ok.txt", b"ok")]);
+    assert_eq!(
+        raised(&mut ws, "Path('.env').read_text()"),
+        pair("PermissionError", "[Errno 13] Permission denied: '.env'")
     );
-    assert!(error.to_string().ends_with("FileNotFoundError: [Errno 2] No such file or directory: 'missing'"));
+    assert_eq!(
+        raised(&mut ws, "Path('/etc/passwd').read_text()"),
+        pair("PermissionError", "[Errno 13] Permission denied: '/etc/passwd'")
+    );
+    assert_eq!(
+        raised(&mut ws, "vsh_write('.env', 'x')"),
+        pair("PermissionError", "[Errno 13] Permission denied: '.env'")
+    );
+}
+
+#[test]
+fn invalid_utf8_is_unicode_decode_error() {
+    let mut ws = Workspace::with(&[("bin.dat", b"ok\xff")]);
+    let value = ws.eval_both(
+        "from pathlib import Path\n\
+         out = []\n\
+         for read in [lambda: Path('bin.dat').read_text(), lambda: vsh_read('bin.dat'), lambda: open('bin.dat').read()]:\n    \
+             try:\n        read()\n    except UnicodeDecodeError as e:\n        out.append((type(e).__name__, str(e)))\n\
+         out",
+    );
+    let one = pair("UnicodeDecodeError", "'utf-8' codec can't decode byte 0xff in position 2: invalid start byte");
+    assert_eq!(value, format!("[{one}, {one}, {one}]"));
+}
+
+#[test]
+fn uncaught_errors_end_the_run_with_a_traceback() {
+    for mode in MODES {
+        let mut ws = fixture().in_mode(mode);
+        let error = exception(ws.run("from pathlib import Path\nx = 1\nPath('missing').read_bytes()"));
+        assert_eq!(error.type_name, "FileNotFoundError");
+        assert_eq!(error.message, "[Errno 2] No such file or directory: 'missing'");
+        assert!(
+            error.traceback.starts_with("Traceback (most recent call last):\n  File \"<vsh>\", line 3"),
+            "{}",
+            error.traceback
+        );
+        assert!(error.to_string().ends_with("FileNotFoundError: [Errno 2] No such file or directory: 'missing'"));
+    }
 }
 
 #[test]
 fn syntax_errors_are_exceptions() {
-    let mut ws = fixture();
-    let error = exception(ws.run("def broken(:\n    pass"));
-    assert_eq!(error.type_name, "SyntaxError");
-    assert!(!error.message.is_empty());
+    for mode in MODES {
+        let mut ws = fixture().in_mode(mode);
+        let error = exception(ws.run("def broken(:\n    pass"));
+        assert_eq!(error.type_name, "SyntaxError");
+        assert!(!error.message.is_empty());
+    }
 }

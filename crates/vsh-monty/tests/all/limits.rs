@@ -189,3 +189,44 @@ fn name_lookups_are_undefined_and_count_as_suspensions() {
     assert_eq!(outcome.value.py_repr(), "\"name 'undefined_name' is not defined\"");
     assert_eq!(outcome.stats.os_calls, 1);
 }
+
+#[test]
+fn evidence_records_are_bounded() {
+    let mut ws = Workspace::empty();
+    let code = "from pathlib import Path\ntry:\n    for i in range(5):\n        Path('x').exists()\nexcept BaseException:\n    pass\n'caught'";
+    let result = ws.run_with(code, &ExecutionLimits { max_evidence_records: 3, ..limits() });
+    let Err(ExecutionError::Limit { limit: exceeded, stats, .. }) = result else {
+        panic!("expected a limit: {result:?}")
+    };
+    assert_eq!(exceeded, LimitExceeded { limit: LimitKind::EvidenceRecords, attempted: 4, max: 3 });
+    assert_eq!(stats.evidence_records, 3);
+    // A walk charges each path it visits.
+    let mut ws = Workspace::with(&[("d/a", b""), ("d/b", b""), ("d/c", b""), ("d/e", b"")]);
+    let (exceeded, _) =
+        limit(ws.run_with("vsh_glob('**/*')", &ExecutionLimits { max_evidence_records: 4, ..limits() }));
+    assert_eq!(exceeded.limit, LimitKind::EvidenceRecords);
+}
+
+#[test]
+fn evidence_bytes_are_bounded() {
+    let mut ws = Workspace::empty();
+    let code = "from pathlib import Path\nPath('abcdefgh').exists()\nPath('abcdefgh').exists()";
+    let (exceeded, _) = limit(ws.run_with(code, &ExecutionLimits { max_evidence_bytes: 10, ..limits() }));
+    assert_eq!(exceeded, LimitExceeded { limit: LimitKind::EvidenceBytes, attempted: 16, max: 10 });
+    // A refusal kept is charged with its rule text.
+    let mut ws = Workspace::with(&[(".env", b"x")]);
+    let code = "try:\n    vsh_read('.env')\nexcept PermissionError:\n    pass";
+    let (exceeded, _) = limit(ws.run_with(code, &ExecutionLimits { max_evidence_bytes: 8, ..limits() }));
+    assert_eq!(exceeded.limit, LimitKind::EvidenceBytes);
+    assert_eq!(ws.run(code).unwrap().stats.evidence_records, 2, "the check and the refusal");
+}
+
+#[test]
+fn the_request_deadline_is_checked_at_every_call_in_process() {
+    let mut ws = Workspace::empty();
+    let expired = ExecutionLimits { max_request_duration: Duration::ZERO, ..limits() };
+    let code = "try:\n    vsh_list()\nexcept BaseException:\n    pass\n'caught'";
+    let (exceeded, _) = limit(ws.run_with(code, &expired));
+    assert_eq!(exceeded.limit, LimitKind::RequestDuration);
+    assert_eq!(exceeded.max, 0);
+}

@@ -15,3 +15,5 @@ mod os_module;
 mod pathlib;
 mod policy;
 mod text;
+mod tools;
+mod worker;

@@ -1,0 +1,106 @@
+//! [`Dispatcher`]: the parent's side of a run. It answers every suspension of
+//! the guest, in process or for the worker, with the same code: the deadline
+//! and the call budget first, then the typed OS call or `vsh_*` function on
+//! the [`OsHost`].
+//!
+//! A call of an unknown function is a `NameError`, as in `CPython` (monty
+//! suspends on any call of an undefined global). A budget that runs out, a
+//! terminal VFS error or an unsupported suspension (a method call on a host
+//! object, awaiting futures) ends the run: the dispatcher keeps the cause ([`Stop`]) and answers
+//! [`Reply::Abort`], which the drive loop turns into an exception the guest
+//! cannot catch. Once stopped, every later request is refused too.
+
+use monty_types::{ExcType, MontyException};
+use vsh_vfs::VfsError;
+
+use crate::drive::{Reply, Request, Service};
+use crate::host::{Fault, OsHost};
+use crate::limits::{LimitExceeded, LimitKind};
+use crate::output::OutputSink;
+use crate::tools::Tool;
+
+/// Why the dispatcher ended a run.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// A budget ran out.
+    Limit(LimitExceeded),
+    /// The virtual image failed terminally.
+    Vfs(VfsError),
+    /// The guest asked for something no executor serves.
+    Unsupported(String),
+}
+
+/// Serves one run's suspensions from an [`OsHost`].
+pub(crate) struct Dispatcher<'a> {
+    pub(crate) host: OsHost<'a>,
+    stop: Option<Stop>,
+}
+
+impl<'a> Dispatcher<'a> {
+    pub(crate) fn new(host: OsHost<'a>) -> Self {
+        Self { host, stop: None }
+    }
+
+    /// The cause of the end, if the dispatcher ended the run.
+    pub(crate) fn take_stop(&mut self) -> Option<Stop> {
+        self.stop.take()
+    }
+
+    /// Whether the dispatcher has ended the run.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// End the run (outside a request, e.g. when the worker's wait passed the
+    /// deadline); the first cause wins.
+    pub(crate) fn end(&mut self, stop: Stop, reason: &str) -> Reply {
+        self.stop.get_or_insert(stop);
+        Reply::Abort(reason.to_owned())
+    }
+}
+
+impl Service for Dispatcher<'_> {
+    fn serve(&mut self, request: Request, _sink: &mut OutputSink) -> Reply {
+        if self.stop.is_some() {
+            return Reply::Abort("the run was already ended".to_owned());
+        }
+        if let Err(limit) = self.host.meter.check_deadline() {
+            return self.end(Stop::Limit(limit), "request deadline passed");
+        }
+        if let Err(limit) = self.host.meter.charge_os_call() {
+            return self.end(Stop::Limit(limit), "too many host calls");
+        }
+        let served = match request {
+            Request::Os(call) => self.host.handle(call),
+            Request::Function { name, args, kwargs } => match Tool::from_name(&name) {
+                Some(tool) => self.host.call_tool(tool, args, kwargs),
+                // Monty suspends on a call of any undefined global name; as in
+                // `CPython`, that is a `NameError` the guest may catch.
+                None => Err(Fault::Guest(MontyException::new(
+                    ExcType::NameError,
+                    Some(format!("name '{name}' is not defined")),
+                ))),
+            },
+            Request::Method { name } => {
+                let what = format!("method call `{name}` on a host object");
+                return self.end(Stop::Unsupported(what), "unsupported suspension");
+            }
+            Request::Lookup { .. } => return Reply::Undefined,
+            Request::Futures { pending } => {
+                let what = format!("waiting on {pending} host futures");
+                return self.end(Stop::Unsupported(what), "unsupported suspension");
+            }
+            Request::Oversized { bytes } => {
+                let max = self.host.meter.limits().max_io_call_bytes;
+                let limit = LimitExceeded { limit: LimitKind::WriteCallBytes, attempted: bytes, max };
+                return self.end(Stop::Limit(limit), "budget exhausted");
+            }
+        };
+        match served {
+            Ok(value) => Reply::Return(value),
+            Err(Fault::Guest(exception)) => Reply::Raise(exception),
+            Err(Fault::Limit(limit)) => self.end(Stop::Limit(limit), "budget exhausted"),
+            Err(Fault::Vfs(error)) => self.end(Stop::Vfs(error), "virtual filesystem failed"),
+        }
+    }
+}

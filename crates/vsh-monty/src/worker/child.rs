@@ -1,0 +1,237 @@
+//! The worker process: greets the parent, then runs programs it is sent,
+//! forwarding every suspension to the parent and printing nothing of its own.
+//!
+//! The worker has no workspace, no environment and (confined by the parent's
+//! sandbox) no filesystem or network access: everything a program does to
+//! files is a request the parent's `VirtualFs` answers. Its global allocator
+//! (`monty_alloc::LimitedAllocator`, installed by the binary) enforces the
+//! memory budget; past the hard ceiling it exits with code 65, which the
+//! parent reports as the memory limit.
+//!
+//! Exit codes: 0 when the parent closes stdin, 3 on an I/O error talking to
+//! the parent, 4 when the limited allocator is not installed, 76 when the
+//! parent broke the protocol, 65 past the memory ceiling.
+
+use std::io::{self, BufReader, BufWriter, StdinLock, StdoutLock};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use monty_types::{DictPairs, MontyObject};
+
+use crate::drive::{self, DriveOptions, Ended, Reply, Request, Service};
+use crate::error::GuestException;
+use crate::limits::{LimitExceeded, LimitKind};
+use crate::output::OutputSink;
+use crate::tools::MONTY_VSH_TOOL_NAMES;
+use crate::value;
+use crate::worker::protocol::{
+    self, FrameCaps, HARD_MAX_FRAME, Hello, MAGIC, OUTPUT_CHUNK, PROTOCOL_VERSION, ResetDone, RunRequest, WireFinish,
+    WireReply, WireRequest, kind,
+};
+use crate::worker::wire::{WireOsCall, WireValue};
+
+/// Exit code: talking to the parent failed.
+const EXIT_IO: u8 = 3;
+/// Exit code: the limited allocator is not the global allocator.
+const EXIT_ALLOCATOR: u8 = 4;
+/// Exit code: the parent sent something out of protocol.
+const EXIT_PROTOCOL: u8 = 76;
+
+/// The worker's two pipes.
+pub(crate) struct Link {
+    input: BufReader<StdinLock<'static>>,
+    pub(crate) output: BufWriter<StdoutLock<'static>>,
+}
+
+impl Link {
+    /// The next frame from the parent, or `None` when it closed the pipe.
+    pub(crate) fn recv(&mut self) -> io::Result<Option<(u8, Vec<u8>)>> {
+        let Some((frame_kind, len)) = protocol::read_header(&mut self.input)? else { return Ok(None) };
+        if len > HARD_MAX_FRAME {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "frame larger than the protocol allows"));
+        }
+        Ok(Some((frame_kind, protocol::read_body(&mut self.input, len)?)))
+    }
+}
+
+/// The entry point of the `vsh-monty-worker` binary. Not for other use: it
+/// takes over the process's stdin and stdout.
+pub fn worker_main() -> ExitCode {
+    let mut link = Link { input: BufReader::new(io::stdin().lock()), output: BufWriter::new(io::stdout().lock()) };
+    let hello = Hello {
+        magic: MAGIC,
+        protocol: PROTOCOL_VERSION,
+        identity: protocol::build_identity(),
+        live_bytes: monty_types::LIVE_MEMORY.load(Ordering::Relaxed) as u64,
+    };
+    if protocol::send(&mut link.output, kind::HELLO, &hello).is_err() {
+        return ExitCode::from(EXIT_IO);
+    }
+    loop {
+        let (frame_kind, body) = match link.recv() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return ExitCode::SUCCESS,
+            Err(_) => return ExitCode::from(EXIT_IO),
+        };
+        match frame_kind {
+            kind::RUN => {
+                let Ok(request) = protocol::decode::<RunRequest>(&body) else { return ExitCode::from(EXIT_PROTOCOL) };
+                if let Err(code) = run(&mut link, &request) {
+                    return ExitCode::from(code);
+                }
+            }
+            kind::RESET => {
+                if monty_alloc::set_limit(None, false).is_err() {
+                    return ExitCode::from(EXIT_ALLOCATOR);
+                }
+                let done = ResetDone { live_bytes: monty_types::LIVE_MEMORY.load(Ordering::Relaxed) as u64 };
+                if protocol::send(&mut link.output, kind::RESET_DONE, &done).is_err() {
+                    return ExitCode::from(EXIT_IO);
+                }
+            }
+            _ => return ExitCode::from(EXIT_PROTOCOL),
+        }
+    }
+}
+
+/// The external functions a worker's programs see.
+fn functions() -> Vec<&'static str> {
+    let names = MONTY_VSH_TOOL_NAMES.to_vec();
+    #[cfg(feature = "test-hooks")]
+    let names = {
+        let mut names = names;
+        names.push(crate::worker::hooks::HOOK_NAME);
+        names
+    };
+    names
+}
+
+/// Run one program and report how it ended; `Err` is the exit code for a
+/// failure to talk to the parent.
+fn run(link: &mut Link, request: &RunRequest) -> Result<(), u8> {
+    let limits = request.limits.to_limits();
+    let memory = usize::try_from(limits.max_memory_bytes).unwrap_or(usize::MAX);
+    monty_alloc::set_limit(Some(memory), false).map_err(|_| EXIT_ALLOCATOR)?;
+    let caps = FrameCaps::for_limits(&limits);
+    let mut sink = OutputSink::new(limits.max_output_bytes);
+    let names = functions();
+    let mut remote = Remote { link, caps, failed: None };
+    let result = drive::run_program(
+        &request.code,
+        &mut remote,
+        &mut sink,
+        &limits,
+        DriveOptions { functions: &names, memory_armed: true },
+    );
+    if let Some(code) = remote.failed {
+        return Err(code);
+    }
+    flush_output(link, &mut sink)?;
+    let finish = match result {
+        Ok(value) => match value::measure(&value, limits.max_result_bytes) {
+            Ok(_) => WireFinish::Value(WireValue::flatten(&value)),
+            Err(attempted) => WireFinish::limit(LimitExceeded {
+                limit: LimitKind::ResultBytes,
+                attempted,
+                max: limits.max_result_bytes,
+            }),
+        },
+        Err(Ended::Exception(exception)) => {
+            let bounded = GuestException::bounded(&exception, limits.max_exception_bytes);
+            WireFinish::Exception {
+                type_name: bounded.type_name,
+                message: bounded.message,
+                traceback: bounded.traceback,
+            }
+        }
+        Err(Ended::Limit(limit)) => WireFinish::limit(limit),
+        Err(Ended::Aborted) => WireFinish::Aborted,
+    };
+    let mut body = protocol::encode(&finish).map_err(|_| EXIT_IO)?;
+    if body.len() as u64 > caps.finished {
+        let limit =
+            LimitExceeded { limit: LimitKind::ResultBytes, attempted: body.len() as u64, max: limits.max_result_bytes };
+        body = protocol::encode(&WireFinish::limit(limit)).map_err(|_| EXIT_IO)?;
+    }
+    protocol::write_frame(&mut link.output, kind::FINISHED, &body).map_err(|_| EXIT_IO)
+}
+
+/// Send the output printed since the last flush, in chunks of at most
+/// [`OUTPUT_CHUNK`] bytes cut on character boundaries.
+fn flush_output(link: &mut Link, sink: &mut OutputSink) -> Result<(), u8> {
+    let text = sink.take_pending();
+    let mut rest = text.as_str();
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(OUTPUT_CHUNK);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (chunk, tail) = rest.split_at(cut);
+        protocol::send(&mut link.output, kind::OUTPUT, &chunk.to_owned()).map_err(|_| EXIT_IO)?;
+        rest = tail;
+    }
+    Ok(())
+}
+
+/// The worker's [`Service`]: every suspension is a request to the parent.
+struct Remote<'l> {
+    link: &'l mut Link,
+    caps: FrameCaps,
+    /// Set when talking to the parent failed; the run is then aborted and the
+    /// worker exits with this code.
+    failed: Option<u8>,
+}
+
+impl Remote<'_> {
+    fn exchange(&mut self, request: Request, sink: &mut OutputSink) -> Result<Reply, u8> {
+        flush_output(self.link, sink)?;
+        let wire = match request {
+            Request::Os(call) => WireRequest::Os(WireOsCall::from_call(call)),
+            Request::Function { name, args, kwargs } => WireRequest::Function {
+                name,
+                args: WireValue::flatten(&MontyObject::List(args)),
+                kwargs: WireValue::flatten(&MontyObject::Dict(DictPairs::from(kwargs))),
+            },
+            Request::Method { name } => WireRequest::Method { name },
+            Request::Lookup { name } => WireRequest::Lookup { name },
+            Request::Futures { pending } => WireRequest::Futures { pending: pending as u64 },
+            Request::Oversized { bytes } => WireRequest::Oversized { bytes },
+        };
+        let mut body = protocol::encode(&wire).map_err(|_| EXIT_IO)?;
+        if body.len() as u64 > self.caps.suspend {
+            body = protocol::encode(&WireRequest::Oversized { bytes: body.len() as u64 }).map_err(|_| EXIT_IO)?;
+        }
+        protocol::write_frame(&mut self.link.output, kind::SUSPEND, &body).map_err(|_| EXIT_IO)?;
+        let (frame_kind, body) = self.link.recv().map_err(|_| EXIT_IO)?.ok_or(EXIT_IO)?;
+        if frame_kind != kind::REPLY {
+            return Err(EXIT_PROTOCOL);
+        }
+        Ok(match protocol::decode::<WireReply>(&body).map_err(|_| EXIT_PROTOCOL)? {
+            WireReply::Return(value) => Reply::Return(value),
+            WireReply::Raise(exception) => Reply::Raise(exception),
+            WireReply::Undefined => Reply::Undefined,
+            WireReply::Abort(reason) => Reply::Abort(reason),
+        })
+    }
+}
+
+impl Service for Remote<'_> {
+    fn serve(&mut self, request: Request, sink: &mut OutputSink) -> Reply {
+        if self.failed.is_some() {
+            return Reply::Abort("worker transport failed".to_owned());
+        }
+        #[cfg(feature = "test-hooks")]
+        if let Request::Function { name, args, .. } = &request
+            && name == crate::worker::hooks::HOOK_NAME
+        {
+            return crate::worker::hooks::run(self.link, args);
+        }
+        match self.exchange(request, sink) {
+            Ok(reply) => reply,
+            Err(code) => {
+                self.failed = Some(code);
+                Reply::Abort("worker transport failed".to_owned())
+            }
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! The worker pool: a bound on live workers, idle reuse only after a clean
+//! reset, and the binary pin.
+//!
+//! At most `max_active` worker processes exist at any moment: a request takes
+//! a slot (waiting, up to its deadline, while all are taken), reuses an idle
+//! worker sized for its memory budget or spawns one, and gives the slot back
+//! only after its worker is either idle again or killed and reaped. Idle
+//! workers count against the bound too (an idle worker sized for another
+//! memory budget is killed to make room), so the number of processes never
+//! exceeds `max_active`.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use vsh_policy::CallPolicy;
+use vsh_sandbox::{ExecGrant, SandboxPolicy, ToolContext};
+use vsh_vfs::VirtualFs;
+
+use crate::dispatch::Dispatcher;
+use crate::error::{ExecutionError, WorkerError};
+use crate::host::OsHost;
+use crate::limits::{ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind, nanos};
+use crate::run::{self, MontyOutcome};
+use crate::worker::WorkerConfig;
+use crate::worker::process::{Launch, Registry, WorkerProcess, lock};
+use crate::worker::protocol;
+use crate::worker::session;
+
+/// Address space granted above `max_memory_bytes`: the binary and its
+/// libraries, stacks, the allocator's headroom above the soft limit, and
+/// protocol buffers.
+pub(crate) const ADDRESS_SPACE_HEADROOM: u64 = 256 << 20;
+
+/// Descriptors a worker may hold (it needs its three standard streams).
+const WORKER_OPEN_FILES: u64 = 64;
+
+/// How long a reset may take.
+const RESET_WAIT: Duration = Duration::from_secs(2);
+
+/// Live allocator bytes a reset worker may hold above its first greeting's
+/// before it is considered leaky and discarded.
+const LEAK_SLACK: u64 = 16 << 20;
+
+/// The identity of a file as `stat` sees it; a change means the content must
+/// be hashed again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(metadata: &fs::Metadata) -> Self {
+        Self {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            size: metadata.size(),
+            mtime: (metadata.mtime(), metadata.mtime_nsec()),
+            ctime: (metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+}
+
+/// The worker binary, pinned by its BLAKE3 when the pool was created.
+#[derive(Debug)]
+pub(crate) struct BinaryPin {
+    path: PathBuf,
+    digest: [u8; 32],
+    stamp: Mutex<Stamp>,
+}
+
+fn hash_file(path: &Path) -> Result<([u8; 32], Stamp), WorkerError> {
+    let failed = |source: io::Error| WorkerError::Binary { path: path.to_owned(), source };
+    let file = fs::File::open(path).map_err(failed)?;
+    let metadata = file.metadata().map_err(failed)?;
+    if !metadata.is_file() {
+        return Err(failed(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")));
+    }
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(&file).map_err(failed)?;
+    Ok((*hasher.finalize().as_bytes(), Stamp::of(&metadata)))
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    blake3::Hash::from_bytes(*bytes).to_hex().to_string()
+}
+
+impl BinaryPin {
+    /// Pin the file at `path` (canonicalized).
+    pub(crate) fn new(path: &Path) -> Result<Self, WorkerError> {
+        let canonical =
+            fs::canonicalize(path).map_err(|source| WorkerError::Binary { path: path.to_owned(), source })?;
+        let (digest, stamp) = hash_file(&canonical)?;
+        Ok(Self { path: canonical, digest, stamp: Mutex::new(stamp) })
+    }
+
+    /// The pinned digest.
+    pub(crate) fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
+
+    /// The canonical path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Refuse the binary if it is no longer the pinned one. Its content is
+    /// hashed again whenever its `stat` identity changed.
+    pub(crate) fn verify(&self) -> Result<(), WorkerError> {
+        let metadata =
+            fs::metadata(&self.path).map_err(|source| WorkerError::Binary { path: self.path.clone(), source })?;
+        let mut stamp = lock(&self.stamp);
+        if Stamp::of(&metadata) == *stamp {
+            return Ok(());
+        }
+        let (digest, fresh) = hash_file(&self.path)?;
+        if digest != self.digest {
+            return Err(WorkerError::BinaryChanged {
+                path: self.path.clone(),
+                expected: hex(&self.digest),
+                found: hex(&digest),
+            });
+        }
+        *stamp = fresh;
+        Ok(())
+    }
+}
+
+/// A snapshot of a pool's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStatus {
+    /// Workers serving a request (or being spawned for one).
+    pub active: usize,
+    /// Workers waiting, reset, for the next request.
+    pub idle: usize,
+    /// Workers spawned since the pool was created.
+    pub spawned: u64,
+    /// Workers killed (crashed, timed out, over a limit, broke the protocol,
+    /// failed a reset, or surplus).
+    pub discarded: u64,
+    /// The most requests that ever held a slot at once.
+    pub peak_active: usize,
+}
+
+#[derive(Debug, Default)]
+struct PoolState {
+    idle: Vec<WorkerProcess>,
+    active: usize,
+    spawned: u64,
+    discarded: u64,
+    peak_active: usize,
+}
+
+/// The pool behind a worker executor.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    config: WorkerConfig,
+    pin: BinaryPin,
+    context: ToolContext,
+    identity: String,
+    state: Mutex<PoolState>,
+    freed: Condvar,
+    pids: Registry,
+}
+
+/// A taken slot; dropping it gives the slot back.
+struct Slot<'p> {
+    pool: &'p Pool,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.pool.state);
+        state.active -= 1;
+        self.pool.freed.notify_one();
+    }
+}
+
+impl Pool {
+    pub(crate) fn new(mut config: WorkerConfig) -> Result<Self, WorkerError> {
+        if config.max_active == 0 {
+            return Err(WorkerError::Config { reason: "max_active must be at least 1".to_owned() });
+        }
+        if config.handshake_timeout.is_zero() {
+            return Err(WorkerError::Config { reason: "handshake_timeout must be positive".to_owned() });
+        }
+        config.max_idle = config.max_idle.min(config.max_active);
+        let pin = BinaryPin::new(&config.path)?;
+        let context = ToolContext::try_new(ExecGrant::Only(vec![pin.path().to_owned()]))
+            .map_err(|source| WorkerError::Spawn { source })?;
+        Ok(Self {
+            config,
+            pin,
+            context,
+            identity: protocol::build_identity(),
+            state: Mutex::new(PoolState::default()),
+            freed: Condvar::new(),
+            pids: Registry::default(),
+        })
+    }
+
+    pub(crate) fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    pub(crate) fn pin(&self) -> &BinaryPin {
+        &self.pin
+    }
+
+    pub(crate) fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The process ids of the live workers (spawned and not yet reaped).
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        lock(&self.pids).iter().copied().collect()
+    }
+
+    pub(crate) fn status(&self) -> PoolStatus {
+        let state = lock(&self.state);
+        PoolStatus {
+            active: state.active,
+            idle: state.idle.len(),
+            spawned: state.spawned,
+            discarded: state.discarded,
+            peak_active: state.peak_active,
+        }
+    }
+
+    /// The sandbox policy of a worker sized for `max_memory_bytes`: the
+    /// configured policy with its address space capped at the budget plus
+    /// [`ADDRESS_SPACE_HEADROOM`], no file writes, and few descriptors.
+    fn sandbox_for(&self, max_memory_bytes: u64) -> SandboxPolicy {
+        let policy: SandboxPolicy = (*self.config.sandbox).clone();
+        let mut limits = policy.limits().clone();
+        let address_space = max_memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM);
+        limits.address_space_bytes =
+            Some(limits.address_space_bytes.map_or(address_space, |set| set.min(address_space)));
+        limits.file_size_bytes = Some(0);
+        limits.open_files = Some(limits.open_files.map_or(WORKER_OPEN_FILES, |set| set.min(WORKER_OPEN_FILES)));
+        policy.rlimits(limits)
+    }
+
+    /// Take a slot (waiting until `deadline`), with an idle worker sized for
+    /// `memory` if there is one.
+    fn acquire(&self, memory: u64, deadline: Instant) -> Option<(Slot<'_>, Option<WorkerProcess>)> {
+        let mut state = lock(&self.state);
+        loop {
+            if state.active < self.config.max_active {
+                state.active += 1;
+                state.peak_active = state.peak_active.max(state.active);
+                let reused = state
+                    .idle
+                    .iter()
+                    .position(|worker| worker.memory_class == memory)
+                    .map(|index| state.idle.swap_remove(index));
+                // An idle worker that sent anything since its reset is not
+                // trusted with another run.
+                let reused = match reused {
+                    Some(worker) if !worker.is_quiet() => {
+                        drop(worker);
+                        state.discarded += 1;
+                        None
+                    }
+                    other => other,
+                };
+                if reused.is_none() && state.active + state.idle.len() > self.config.max_active {
+                    // Make room: an idle worker sized for another budget goes,
+                    // killed and reaped before anything new is spawned.
+                    drop(state.idle.pop());
+                    state.discarded += 1;
+                }
+                return Some((Slot { pool: self }, reused));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            state = self.freed.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// Give a worker back: idle if it reset cleanly and there is room,
+    /// otherwise killed. Either way before its slot is released.
+    fn release(&self, worker: WorkerProcess, reusable: bool) {
+        let mut worker = worker;
+        let keep = reusable
+            && worker.runs < self.config.max_runs_per_worker
+            && session::reset(&mut worker, RESET_WAIT, LEAK_SLACK);
+        let mut state = lock(&self.state);
+        if keep && state.idle.len() < self.config.max_idle {
+            state.idle.push(worker);
+        } else {
+            state.discarded += 1;
+            drop(state);
+            drop(worker);
+        }
+    }
+
+    fn spawn(&self, memory: u64, deadline: Instant) -> Result<WorkerProcess, WorkerError> {
+        self.pin.verify()?;
+        let wait = self.config.handshake_timeout.min(deadline.saturating_duration_since(Instant::now()));
+        let worker = WorkerProcess::spawn(
+            &self.pids,
+            Launch { program: self.pin.path(), args: &self.config.args },
+            &self.context,
+            Arc::new(self.sandbox_for(memory)),
+            memory,
+            wait.max(Duration::from_millis(1)),
+            &self.identity,
+        )?;
+        lock(&self.state).spawned += 1;
+        Ok(worker)
+    }
+
+    /// Serve one request.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    pub(crate) fn execute(
+        &self,
+        code: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        started: Instant,
+    ) -> Result<MontyOutcome, ExecutionError> {
+        run::check_program(code, limits, started)?;
+        let deadline = started + limits.max_request_duration;
+        let Some((slot, idle)) = self.acquire(limits.max_memory_bytes, deadline) else {
+            return Err(deadline_error(limits, started));
+        };
+        let mut worker = match idle {
+            Some(worker) => worker,
+            None => match self.spawn(limits.max_memory_bytes, deadline) {
+                Ok(worker) => worker,
+                Err(source) => {
+                    drop(slot);
+                    if Instant::now() >= deadline {
+                        // The deadline cut the spawn or its handshake short.
+                        return Err(deadline_error(limits, started));
+                    }
+                    return Err(ExecutionError::Worker { source });
+                }
+            },
+        };
+        worker.runs += 1;
+        let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started));
+        let outcome = session::serve(&mut worker, code, &mut dispatcher, limits, self.config.wall_grace, deadline);
+        self.release(worker, outcome.reusable);
+        drop(slot);
+        match outcome.end {
+            Ok(end) => run::conclude(end, &mut dispatcher, outcome.stdout, outcome.output_bytes, limits, started),
+            Err(source) => Err(ExecutionError::Worker { source }),
+        }
+    }
+}
+
+/// The request-duration limit, for a request that ended before it ran.
+fn deadline_error(limits: &ExecutionLimits, started: Instant) -> ExecutionError {
+    let limit = LimitExceeded {
+        limit: LimitKind::RequestDuration,
+        attempted: nanos(started.elapsed()),
+        max: nanos(limits.max_request_duration),
+    };
+    let stats = ExecutionStats { duration_ns: nanos(started.elapsed()), ..ExecutionStats::default() };
+    ExecutionError::Limit { limit, stdout: String::new(), stats, denied: Vec::new() }
+}

@@ -1,0 +1,328 @@
+//! One live worker process as the parent holds it: its pipes, a reader thread
+//! that frames its stdout (checking every header against the current bounds
+//! before allocating), and a watchdog thread that kills it at a wall-clock
+//! deadline even while the parent is blocked writing to it.
+//!
+//! Dropping a [`WorkerProcess`] kills the process and reaps it before
+//! returning, so a discarded worker is gone by the time its pool slot is
+//! released. The two threads are not joined: each ends on its own once the
+//! process is gone (the reader at end of stream, the watchdog when told).
+
+use std::collections::BTreeSet;
+use std::io::{self, BufReader, BufWriter};
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use vsh_sandbox::{ConfinedCommand, SandboxPolicy, ToolContext};
+
+use crate::error::WorkerError;
+use crate::worker::protocol::{self, FrameCaps, Hello, MAGIC, PROTOCOL_VERSION, kind};
+
+/// Frames the reader thread may hold before it waits for the parent.
+const QUEUE_FRAMES: usize = 4;
+
+/// How long the parent waits for a worker that closed its stdout to exit
+/// before it kills it.
+const EXIT_WAIT: Duration = Duration::from_millis(500);
+
+/// Stack size of the helper threads (they only copy bytes and wait).
+const HELPER_STACK: usize = 128 << 10;
+
+/// Lock, recovering from poisoning (the data stays consistent: every
+/// critical section here is a few assignments).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the reader thread delivers.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A frame within its bound.
+    Frame(u8, Vec<u8>),
+    /// A frame announced larger than its bound; the reader stopped.
+    TooLarge {
+        /// Its kind.
+        kind: u8,
+        /// Its announced length.
+        len: u64,
+        /// The bound.
+        max: u64,
+    },
+    /// A frame of a kind the worker never sends; the reader stopped.
+    UnknownKind(u8),
+    /// The stream ended (cleanly, or inside a frame); the reader stopped.
+    Closed,
+}
+
+/// The watchdog's shared state.
+#[derive(Debug, Default)]
+struct WatchState {
+    deadline: Option<Instant>,
+    fired: bool,
+    shutdown: bool,
+}
+
+#[derive(Debug, Default)]
+struct Watchdog {
+    state: Mutex<WatchState>,
+    changed: Condvar,
+}
+
+/// The process ids of a pool's live workers.
+pub(crate) type Registry = Arc<Mutex<BTreeSet<u32>>>;
+
+/// A running, greeted worker.
+#[derive(Debug)]
+pub(crate) struct WorkerProcess {
+    child: Arc<Mutex<Child>>,
+    pid: u32,
+    registry: Registry,
+    stdin: BufWriter<ChildStdin>,
+    frames: Receiver<Incoming>,
+    caps: Arc<Mutex<FrameCaps>>,
+    watchdog: Arc<Watchdog>,
+    /// The `max_memory_bytes` its address-space limit was sized for.
+    pub(crate) memory_class: u64,
+    /// Live allocator bytes it reported before any run.
+    pub(crate) baseline_live: u64,
+    /// Runs it has served.
+    pub(crate) runs: u32,
+}
+
+/// The worker binary and the arguments it is started with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Launch<'a> {
+    /// The binary.
+    pub(crate) program: &'a Path,
+    /// Its arguments.
+    pub(crate) args: &'a [String],
+}
+
+impl WorkerProcess {
+    /// Spawn the worker at `program` confined by `policy`, and wait up to
+    /// `handshake` for a greeting carrying `identity`. Its pid is in
+    /// `registry` until it has been reaped.
+    pub(crate) fn spawn(
+        registry: &Registry,
+        launch: Launch<'_>,
+        context: &ToolContext,
+        policy: Arc<SandboxPolicy>,
+        memory_class: u64,
+        handshake: Duration,
+        identity: &str,
+    ) -> Result<Self, WorkerError> {
+        let Launch { program, args } = launch;
+        let program_text = program.to_str().ok_or_else(|| WorkerError::Config {
+            reason: format!("worker path {} is not valid UTF-8", program.display()),
+        })?;
+        let spawned = ConfinedCommand::new(program_text)
+            .args(args)
+            .sandbox_policy(policy)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .current_dir("/")
+            .new_process_group()
+            .spawn(context)
+            .map_err(|source| WorkerError::Spawn { source })?;
+        let mut child = spawned.into_child();
+        let pid = child.id();
+        lock(registry).insert(pid);
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            lock(registry).remove(&pid);
+            return Err(WorkerError::Transport { source: io::Error::other("worker pipes missing") });
+        };
+        let child = Arc::new(Mutex::new(child));
+        let caps = Arc::new(Mutex::new(FrameCaps::idle()));
+        let (sender, frames) = mpsc::sync_channel(QUEUE_FRAMES);
+        let watchdog = Arc::new(Watchdog::default());
+        let mut worker = WorkerProcess {
+            child: Arc::clone(&child),
+            pid,
+            registry: Arc::clone(registry),
+            stdin: BufWriter::new(stdin),
+            frames,
+            caps: Arc::clone(&caps),
+            watchdog: Arc::clone(&watchdog),
+            memory_class,
+            baseline_live: 0,
+            runs: 0,
+        };
+        let reader = thread::Builder::new()
+            .name("vsh-monty-reader".to_owned())
+            .stack_size(HELPER_STACK)
+            .spawn(move || read_frames(stdout, &caps, &sender));
+        let guard = thread::Builder::new()
+            .name("vsh-monty-watchdog".to_owned())
+            .stack_size(HELPER_STACK)
+            .spawn(move || watch(&watchdog, &child));
+        if let Err(source) = reader.and(guard) {
+            return Err(WorkerError::Transport { source });
+        }
+        worker.baseline_live = worker.handshake(handshake, identity)?;
+        Ok(worker)
+    }
+
+    /// Read and check the greeting; the worker's live allocator bytes.
+    fn handshake(&mut self, wait: Duration, identity: &str) -> Result<u64, WorkerError> {
+        let failed = |reason: String| WorkerError::Handshake { reason };
+        let body = match self.frames.recv_timeout(wait) {
+            Ok(Incoming::Frame(kind::HELLO, body)) => body,
+            Ok(Incoming::Frame(other, _)) => {
+                return Err(failed(format!("expected a greeting, got a frame of kind {other}")));
+            }
+            Ok(Incoming::TooLarge { kind, len, max }) => return Err(WorkerError::FrameTooLarge { kind, len, max }),
+            Ok(Incoming::UnknownKind(other)) => return Err(failed(format!("frame of unknown kind {other}"))),
+            Ok(Incoming::Closed) | Err(RecvTimeoutError::Disconnected) => {
+                return Err(failed("the worker exited before greeting".to_owned()));
+            }
+            Err(RecvTimeoutError::Timeout) => return Err(failed(format!("no greeting within {wait:?}"))),
+        };
+        let hello: Hello = protocol::decode(&body).map_err(failed)?;
+        if hello.magic != MAGIC {
+            return Err(failed("bad magic".to_owned()));
+        }
+        if hello.protocol != PROTOCOL_VERSION {
+            return Err(failed(format!("protocol {} where {PROTOCOL_VERSION} was expected", hello.protocol)));
+        }
+        if hello.identity != identity {
+            return Err(WorkerError::Identity { expected: identity.to_owned(), found: hello.identity });
+        }
+        Ok(hello.live_bytes)
+    }
+
+    /// Bound the frames of the coming request.
+    pub(crate) fn set_caps(&self, caps: FrameCaps) {
+        *lock(&self.caps) = caps;
+    }
+
+    /// Send one frame.
+    pub(crate) fn send(&mut self, frame_kind: u8, body: &[u8]) -> Result<(), WorkerError> {
+        protocol::write_frame(&mut self.stdin, frame_kind, body).map_err(|source| WorkerError::Transport { source })
+    }
+
+    /// The next frame, waiting at most `timeout`.
+    pub(crate) fn recv(&self, timeout: Duration) -> Result<Incoming, RecvTimeoutError> {
+        self.frames.recv_timeout(timeout)
+    }
+
+    /// Kill the worker at `deadline` unless disarmed first.
+    pub(crate) fn arm(&self, deadline: Instant) {
+        let mut state = lock(&self.watchdog.state);
+        state.deadline = Some(deadline);
+        state.fired = false;
+        self.watchdog.changed.notify_all();
+    }
+
+    /// Cancel the armed deadline; whether the watchdog already fired.
+    pub(crate) fn disarm(&self) -> bool {
+        let mut state = lock(&self.watchdog.state);
+        state.deadline = None;
+        state.fired
+    }
+
+    /// Whether no frame is waiting: an idle worker has nothing to say, so
+    /// one that does is not reused.
+    pub(crate) fn is_quiet(&self) -> bool {
+        matches!(self.frames.try_recv(), Err(mpsc::TryRecvError::Empty))
+    }
+
+    /// Kill the process now.
+    pub(crate) fn kill(&self) {
+        let _ = lock(&self.child).kill();
+    }
+
+    /// How the process ended: waits up to a short grace for it to exit on its
+    /// own (it closed its stdout), then kills it.
+    pub(crate) fn exit_status(&self) -> Option<ExitStatus> {
+        let started = Instant::now();
+        loop {
+            let mut child = lock(&self.child);
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if started.elapsed() < EXIT_WAIT => {}
+                Ok(None) | Err(_) => {
+                    let _ = child.kill();
+                    return child.wait().ok();
+                }
+            }
+            drop(child);
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// The exit code and the signal of an ended process, as far as known.
+pub(crate) fn describe_exit(status: Option<ExitStatus>) -> (Option<i32>, Option<i32>) {
+    status.map_or((None, None), |status| (status.code(), status.signal()))
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        {
+            let mut child = lock(&self.child);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        lock(&self.registry).remove(&self.pid);
+        let mut state = lock(&self.watchdog.state);
+        state.shutdown = true;
+        self.watchdog.changed.notify_all();
+    }
+}
+
+/// The reader thread: frame the worker's stdout until it ends or breaks a
+/// bound.
+fn read_frames(stdout: ChildStdout, caps: &Mutex<FrameCaps>, sender: &SyncSender<Incoming>) {
+    let mut input = BufReader::new(stdout);
+    loop {
+        let incoming = match protocol::read_header(&mut input) {
+            Ok(None) | Err(_) => Incoming::Closed,
+            Ok(Some((frame_kind, len))) => match lock(caps).bound(frame_kind) {
+                None => Incoming::UnknownKind(frame_kind),
+                Some(max) if len > max => Incoming::TooLarge { kind: frame_kind, len, max },
+                Some(_) => match protocol::read_body(&mut input, len) {
+                    Ok(body) => Incoming::Frame(frame_kind, body),
+                    Err(_) => Incoming::Closed,
+                },
+            },
+        };
+        let last = !matches!(incoming, Incoming::Frame(..));
+        if sender.send(incoming).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// The watchdog thread: kill the child when an armed deadline passes.
+fn watch(watchdog: &Watchdog, child: &Mutex<Child>) {
+    let mut state = lock(&watchdog.state);
+    loop {
+        if state.shutdown {
+            return;
+        }
+        match state.deadline {
+            None => state = watchdog.changed.wait(state).unwrap_or_else(PoisonError::into_inner),
+            Some(deadline) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    state.deadline = None;
+                    state.fired = true;
+                    drop(state);
+                    let _ = lock(child).kill();
+                    state = lock(&watchdog.state);
+                } else {
+                    state =
+                        watchdog.changed.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! One request served by one worker: send the program, answer every
+//! suspension with the parent's [`Dispatcher`], collect the output, and learn
+//! how the run ended, enforcing every bound on the way.
+//!
+//! Two clocks watch the worker. The *watchdog* allows the worker
+//! `max_duration` plus the grace of running time (time the parent spends
+//! answering a request is not counted: the guest's clock is paused then too);
+//! the *deadline* is the request's end-to-end `max_request_duration`. Waiting
+//! for a frame never outlasts either, and a per-worker watchdog thread kills
+//! the worker at the deadline even if the parent is stuck writing to it.
+
+use std::time::{Duration, Instant};
+
+use monty_types::MontyObject;
+
+use crate::dispatch::Dispatcher;
+use crate::drive::{Reply, Request, Service};
+use crate::error::{GuestException, WorkerError};
+use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind, nanos};
+use crate::output::OutputSink;
+use crate::run::RunEnd;
+use crate::worker::process::{Incoming, WorkerProcess, describe_exit};
+use crate::worker::protocol::{
+    self, FrameCaps, HARD_MAX_FRAME, RunRequest, WORKER_LIMITS, WireFinish, WireLimits, WireReply, WireRequest, kind,
+};
+use crate::worker::wire::WireError;
+
+/// The deepest value the parent rebuilds from the worker: monty's own
+/// conversion stops at the recursion limit, so a little above it, but never
+/// so deep that dropping the value could exhaust the parent's stack.
+fn max_value_depth(limits: &ExecutionLimits) -> usize {
+    limits.max_recursion_depth.saturating_add(64).min(4096)
+}
+
+/// What a session produced.
+pub(crate) struct Session {
+    /// How the run ended, or how the worker failed.
+    pub(crate) end: Result<RunEnd, WorkerError>,
+    /// The output the worker sent.
+    pub(crate) stdout: String,
+    /// Its size.
+    pub(crate) output_bytes: u64,
+    /// Whether the worker may serve another run (after a reset).
+    pub(crate) reusable: bool,
+}
+
+/// Serve one request on `worker`.
+pub(crate) fn serve(
+    worker: &mut WorkerProcess,
+    code: &str,
+    dispatcher: &mut Dispatcher<'_>,
+    limits: &ExecutionLimits,
+    grace: Duration,
+    deadline: Instant,
+) -> Session {
+    let mut session = Session { end: Ok(RunEnd::Aborted), stdout: String::new(), output_bytes: 0, reusable: false };
+    worker.set_caps(FrameCaps::for_limits(limits));
+    worker.arm(deadline);
+    let end = converse(worker, code, dispatcher, limits, grace, deadline, &mut session);
+    let fired = worker.disarm();
+    session.end = match end {
+        Err(Failure::Worker(WorkerError::Crashed { .. } | WorkerError::Transport { .. })) if fired => {
+            Ok(RunEnd::Limit(deadline_passed(limits, deadline)))
+        }
+        Err(Failure::Worker(error)) => Err(error),
+        Err(Failure::Limit(limit)) => Ok(RunEnd::Limit(limit)),
+        Ok(end) => {
+            session.reusable = matches!(end, RunEnd::Value(_) | RunEnd::Exception(_));
+            Ok(end)
+        }
+    };
+    if !session.reusable {
+        worker.kill();
+    }
+    session
+}
+
+/// How a conversation failed.
+enum Failure {
+    /// A limit the parent enforced on the worker (watchdog, deadline, output).
+    Limit(LimitExceeded),
+    /// The worker failed.
+    Worker(WorkerError),
+}
+
+impl From<WorkerError> for Failure {
+    fn from(error: WorkerError) -> Self {
+        Self::Worker(error)
+    }
+}
+
+fn protocol_error(reason: impl Into<String>) -> Failure {
+    Failure::Worker(WorkerError::Protocol { reason: reason.into() })
+}
+
+fn wire_error(error: WireError) -> Failure {
+    match error {
+        WireError::TooDeep(max) => Failure::Worker(WorkerError::ValueTooDeep { max }),
+        WireError::Malformed(reason) => protocol_error(reason),
+    }
+}
+
+fn deadline_passed(limits: &ExecutionLimits, deadline: Instant) -> LimitExceeded {
+    let started = deadline.checked_sub(limits.max_request_duration).unwrap_or(deadline);
+    LimitExceeded {
+        limit: LimitKind::RequestDuration,
+        attempted: nanos(started.elapsed()),
+        max: nanos(limits.max_request_duration),
+    }
+}
+
+/// The conversation itself.
+fn converse(
+    worker: &mut WorkerProcess,
+    code: &str,
+    dispatcher: &mut Dispatcher<'_>,
+    limits: &ExecutionLimits,
+    grace: Duration,
+    deadline: Instant,
+    session: &mut Session,
+) -> Result<RunEnd, Failure> {
+    let request = RunRequest { code: code.to_owned(), limits: WireLimits::of(limits) };
+    let body = protocol::encode(&request).map_err(|source| WorkerError::Transport { source })?;
+    send(worker, kind::RUN, &body, limits)?;
+    let watchdog = limits.max_duration.saturating_add(grace);
+    let max_depth = max_value_depth(limits);
+    let mut worker_time = Duration::ZERO;
+    // The dispatcher's `serve` takes a sink; the parent's is unused.
+    let mut unused_sink = OutputSink::new(0);
+    loop {
+        let now = Instant::now();
+        let to_deadline = deadline.saturating_duration_since(now);
+        let to_watchdog = watchdog.saturating_sub(worker_time);
+        let incoming = worker.recv(to_deadline.min(to_watchdog));
+        worker_time += now.elapsed();
+        let (frame_kind, body) = match incoming {
+            Ok(Incoming::Frame(frame_kind, body)) => (frame_kind, body),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                worker.kill();
+                if to_watchdog <= to_deadline {
+                    return Err(Failure::Limit(LimitExceeded {
+                        limit: LimitKind::Duration,
+                        attempted: nanos(worker_time),
+                        max: nanos(limits.max_duration),
+                    }));
+                }
+                return Err(Failure::Limit(deadline_passed(limits, deadline)));
+            }
+            Ok(Incoming::TooLarge { kind, len, max }) => {
+                return Err(Failure::Worker(WorkerError::FrameTooLarge { kind, len, max }));
+            }
+            Ok(Incoming::UnknownKind(other)) => return Err(protocol_error(format!("frame of unknown kind {other}"))),
+            Ok(Incoming::Closed) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(ended(worker, limits));
+            }
+        };
+        match frame_kind {
+            kind::OUTPUT => {
+                let text: String = protocol::decode(&body).map_err(protocol_error)?;
+                if text.is_empty() {
+                    return Err(protocol_error("empty output frame"));
+                }
+                let total = session.output_bytes.saturating_add(text.len() as u64);
+                if total > limits.max_output_bytes {
+                    return Err(Failure::Limit(LimitExceeded {
+                        limit: LimitKind::OutputBytes,
+                        attempted: total,
+                        max: limits.max_output_bytes,
+                    }));
+                }
+                session.output_bytes = total;
+                session.stdout.push_str(&text);
+            }
+            kind::SUSPEND => {
+                if dispatcher.stopped() {
+                    return Err(protocol_error("a request after the parent ended the run"));
+                }
+                let wire: WireRequest = protocol::decode(&body).map_err(protocol_error)?;
+                let request = request_from_wire(wire, max_depth)?;
+                let reply = match request {
+                    Some(request) => dispatcher.serve(request, &mut unused_sink),
+                    None => return Err(protocol_error("malformed function call")),
+                };
+                let wire_reply = match reply {
+                    Reply::Return(value) => WireReply::Return(value),
+                    Reply::Raise(exception) => WireReply::Raise(exception),
+                    Reply::Undefined => WireReply::Undefined,
+                    Reply::Abort(reason) => WireReply::Abort(reason),
+                };
+                let body = protocol::encode(&wire_reply).map_err(|source| WorkerError::Transport { source })?;
+                if body.len() as u64 > HARD_MAX_FRAME {
+                    return Err(Failure::Worker(WorkerError::FrameTooLarge {
+                        kind: kind::REPLY,
+                        len: body.len() as u64,
+                        max: HARD_MAX_FRAME,
+                    }));
+                }
+                send(worker, kind::REPLY, &body, limits)?;
+            }
+            kind::FINISHED => {
+                let finish: WireFinish = protocol::decode(&body).map_err(protocol_error)?;
+                return finish_from_wire(finish, dispatcher, limits, max_depth);
+            }
+            other => return Err(protocol_error(format!("frame of kind {other} during a run"))),
+        }
+    }
+}
+
+/// Why a worker that stopped talking did: exit code 65 is its allocator's
+/// memory ceiling, anything else a crash.
+fn ended(worker: &WorkerProcess, limits: &ExecutionLimits) -> Failure {
+    let (code, signal) = describe_exit(worker.exit_status());
+    if code == Some(monty_types::OOM_EXIT_CODE) {
+        return Failure::Limit(LimitExceeded {
+            limit: LimitKind::Memory,
+            attempted: limits.max_memory_bytes.saturating_add(1),
+            max: limits.max_memory_bytes,
+        });
+    }
+    Failure::Worker(WorkerError::Crashed { code, signal })
+}
+
+/// Send one frame; a worker that no longer reads has ended (see [`ended`]).
+fn send(worker: &mut WorkerProcess, frame_kind: u8, body: &[u8], limits: &ExecutionLimits) -> Result<(), Failure> {
+    match worker.send(frame_kind, body) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(ended(worker, limits)),
+    }
+}
+
+/// The dispatcher's request for a wire request; `None` for a function call
+/// whose arguments are not a list and a dict.
+fn request_from_wire(wire: WireRequest, max_depth: usize) -> Result<Option<Request>, Failure> {
+    Ok(Some(match wire {
+        WireRequest::Os(call) => Request::Os(call.into_call(max_depth).map_err(wire_error)?),
+        WireRequest::Function { name, args, kwargs } => {
+            let args = args.rebuild(max_depth).map_err(wire_error)?;
+            let kwargs = kwargs.rebuild(max_depth).map_err(wire_error)?;
+            let (MontyObject::List(args), MontyObject::Dict(kwargs)) = (args, kwargs) else { return Ok(None) };
+            Request::Function { name, args, kwargs: kwargs.into_iter().collect() }
+        }
+        WireRequest::Method { name } => Request::Method { name },
+        WireRequest::Lookup { name } => Request::Lookup { name },
+        WireRequest::Futures { pending } => {
+            Request::Futures { pending: usize::try_from(pending).unwrap_or(usize::MAX) }
+        }
+        WireRequest::Oversized { bytes } => Request::Oversized { bytes },
+    }))
+}
+
+/// How the run ended, checked against what the parent knows.
+fn finish_from_wire(
+    finish: WireFinish,
+    dispatcher: &Dispatcher<'_>,
+    limits: &ExecutionLimits,
+    max_depth: usize,
+) -> Result<RunEnd, Failure> {
+    let aborted = dispatcher.stopped();
+    if aborted && !matches!(finish, WireFinish::Aborted) {
+        return Err(protocol_error("the run went on after the parent ended it"));
+    }
+    match finish {
+        WireFinish::Value(value) => Ok(RunEnd::Value(value.rebuild(max_depth).map_err(wire_error)?)),
+        WireFinish::Exception { type_name, message, traceback } => {
+            let budget = limits.max_exception_bytes.max(2 * crate::TRUNCATION_MARKER.len() as u64);
+            if type_name.len() > 256 || (message.len() + traceback.len()) as u64 > budget {
+                return Err(protocol_error("an exception larger than its budget"));
+            }
+            Ok(RunEnd::Exception(GuestException { type_name, message, traceback }))
+        }
+        WireFinish::Limit { tag, attempted, max } => match LimitKind::from_tag(tag) {
+            Some(limit) if WORKER_LIMITS.contains(&limit) => Ok(RunEnd::Limit(LimitExceeded { limit, attempted, max })),
+            _ => Err(protocol_error(format!("a limit the worker does not enforce (tag {tag})"))),
+        },
+        WireFinish::Aborted if aborted => Ok(RunEnd::Aborted),
+        WireFinish::Aborted => Err(protocol_error("an abort the parent did not ask for")),
+    }
+}
+
+/// After a clean run: reset the worker and check it is fit for another.
+pub(crate) fn reset(worker: &mut WorkerProcess, wait: Duration, leak_slack: u64) -> bool {
+    // Armed, so a worker that stopped reading cannot block the write.
+    worker.arm(Instant::now() + wait);
+    let sent = worker.send(kind::RESET, &[]);
+    let done = match worker.recv(wait) {
+        Ok(Incoming::Frame(kind::RESET_DONE, body)) if sent.is_ok() => protocol::decode::<protocol::ResetDone>(&body),
+        _ => {
+            worker.disarm();
+            return false;
+        }
+    };
+    if worker.disarm() {
+        return false;
+    }
+    match done {
+        Ok(done) => done.live_bytes <= worker.baseline_live.saturating_add(leak_slack),
+        Err(_) => false,
+    }
+}
