@@ -225,3 +225,20 @@ fn cancellation_and_commit_never_both_win() {
     assert!(matches!(runtime.run_cancellable(&RunRequest::new(CREATE), &cancel), Err(VshError::Cancelled)));
     assert!(!dir.path().join("new.txt").exists());
 }
+
+#[test]
+fn events_carry_the_ordered_effects() {
+    let dir = files();
+    let runtime = hooked(&dir, HookScope::ReviewRequired);
+    let program = "from pathlib import Path\nPath('/workspace/d').mkdir()\nPath('/workspace/old.txt').rename('/workspace/d/moved.txt')";
+    let preview = runtime.preview(&RunRequest::new(program)).unwrap();
+    let CommitPreparation::Review(event) = runtime.prepare_commit(preview.transaction).unwrap() else { panic!() };
+    let p = |path: &str| vsh::VPath::parse(path).unwrap();
+    assert_eq!(
+        event.effects,
+        vec![
+            vsh::lower::vsh_vfs::Effect::Mkdir(p("d")),
+            vsh::lower::vsh_vfs::Effect::Rename { from: p("old.txt"), to: p("d/moved.txt") }
+        ]
+    );
+}

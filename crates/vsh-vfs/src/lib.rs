@@ -82,7 +82,7 @@ pub struct Metadata {
 }
 
 /// One recorded effect, in the order the guest caused it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Effect {
     /// A file or symlink was written or created.
     Write(VPath),

@@ -11,6 +11,7 @@ use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
 use vsh_store::ArtifactBinding;
 use vsh_types::TransactionId;
+use vsh_vfs::Effect;
 
 /// Version of the evidence encoding.
 const EVIDENCE_VERSION: u8 = 1;
@@ -30,6 +31,9 @@ pub(crate) struct Evidence {
     pub(crate) stdout: String,
     /// `ExecutionStats` fields in declaration order.
     stats: [u64; 10],
+    /// What the program did, in order (writes, directories made, removals,
+    /// renames, mode changes): the rename evidence the diff alone does not show.
+    pub(crate) effects: Vec<Effect>,
 }
 
 impl Evidence {
@@ -39,6 +43,7 @@ impl Evidence {
         value: MontyObject,
         stdout: String,
         stats: &ExecutionStats,
+        effects: Vec<Effect>,
     ) -> Self {
         let stats = [
             stats.os_calls,
@@ -52,7 +57,7 @@ impl Evidence {
             stats.result_bytes,
             stats.duration_ns,
         ];
-        Self { version: EVIDENCE_VERSION, nonce, decision, value, stdout, stats }
+        Self { version: EVIDENCE_VERSION, nonce, decision, value, stdout, stats, effects }
     }
 
     pub(crate) fn stats(&self) -> ExecutionStats {
@@ -164,7 +169,12 @@ mod tests {
     #[test]
     fn evidence_round_trips_and_depth_is_bounded() {
         let value = MontyObject::List(vec![MontyObject::Int(1), MontyObject::String("x".into())]);
-        let evidence = Evidence::new([7; 16], Decision::AutoApproved, value, "out".into(), &ExecutionStats::default());
+        let effects = vec![Effect::Rename {
+            from: vsh_types::VPath::parse("a").unwrap(),
+            to: vsh_types::VPath::parse("b").unwrap(),
+        }];
+        let evidence =
+            Evidence::new([7; 16], Decision::AutoApproved, value, "out".into(), &ExecutionStats::default(), effects);
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
         assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Malformed));
         let mut deep = MontyObject::None;

@@ -16,6 +16,8 @@ use vsh_types::{
     RuntimeConfigDigest, SnapshotId, TransactionId, TransactionState, VPath, WriteSetDigest,
 };
 
+use vsh_vfs::Effect;
+
 use crate::{Receipt, RunRequest, Runtime, VshError};
 
 /// Which transactions a hook reviews.
@@ -203,6 +205,9 @@ pub struct RequestEvent {
     pub evidence: ExecutionEvidenceDigest,
     /// The canonical diff.
     pub diff: Vec<DiffEntry>,
+    /// What the program did, in order (the diff shows a rename as a delete and
+    /// a create; the effects show it was a rename).
+    pub effects: Vec<Effect>,
     /// The program's stdout.
     pub stdout: String,
     /// Content evidence (empty unless [`HookConfig::with_max_content_bytes`]).

@@ -319,6 +319,7 @@ impl Runtime {
             outcome.value.clone(),
             outcome.stdout.clone(),
             &outcome.stats,
+            vfs.effects().to_vec(),
         );
         let evidence_bytes = evidence.encode();
         let intent = request.intent.unwrap_or("");
@@ -618,6 +619,7 @@ impl Runtime {
             runtime_config: binding.runtime_config,
             evidence: binding.evidence,
             diff: artifact.diff,
+            effects: evidence.effects,
             stdout: evidence.stdout,
             contents,
             evidence_complete: true,
