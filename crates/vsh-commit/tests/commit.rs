@@ -3,8 +3,7 @@
 //! store, and the commit is checked byte for byte and mode for mode on disk.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
 
@@ -12,27 +11,11 @@ use vsh_commit::{CommitError, CommitReceipt, CommitRequest, Committer, ConflictR
 use vsh_host::CapDir;
 use vsh_store::{BlobStore, DataDir};
 use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, TransactionId, VPath};
-use vsh_vfs::{CanonicalDiff, ReadSet, SnapshotLimits, VfsError, VirtualFs};
+use vsh_vfs::{ReadSet, SnapshotLimits, VfsError, VirtualFs};
 
-type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+mod support;
 
-fn p(path: &str) -> VPath {
-    VPath::parse(path).unwrap()
-}
-
-fn write(root: &Path, rel: &str, bytes: &[u8]) {
-    let full = root.join(rel);
-    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-    std::fs::write(full, bytes).unwrap();
-}
-
-fn chmod(root: &Path, rel: &str, mode: u32) {
-    std::fs::set_permissions(root.join(rel), std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn mode_of(root: &Path, rel: &str) -> u32 {
-    std::fs::symlink_metadata(root.join(rel)).unwrap().permissions().mode() & 0o7777
-}
+use support::{Node, Result, Run, Tree, chmod, file, mode_of, p, tree, write};
 
 /// A workspace with a data directory and blob store inside its runtime dir.
 struct Fixture {
@@ -81,63 +64,13 @@ impl Fixture {
     }
 
     /// Every node of the workspace except the runtime directory.
-    fn tree(&self) -> BTreeMap<String, Node> {
-        let mut out = BTreeMap::new();
-        walk(&self.root(), "", &mut out);
-        out
+    fn tree(&self) -> Tree {
+        tree(&self.root())
     }
 
     fn stage_is_empty(&self) -> bool {
         std::fs::read_dir(self.root().join(".vsh/txn")).map_or(true, |mut entries| entries.next().is_none())
     }
-}
-
-struct Run {
-    diff: CanonicalDiff,
-    reads: ReadSet,
-    transaction: TransactionId,
-}
-
-impl Run {
-    fn request<'a>(&'a self, blobs: &'a BlobStore) -> CommitRequest<'a> {
-        CommitRequest::new(self.transaction, self.diff.entries(), &self.reads, blobs)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Node {
-    File { bytes: Vec<u8>, mode: u32 },
-    Dir { mode: u32 },
-    Link { target: Vec<u8> },
-}
-
-fn walk(root: &Path, rel: &str, out: &mut BTreeMap<String, Node>) {
-    let full = if rel.is_empty() { root.to_owned() } else { root.join(rel) };
-    let mut names: Vec<String> =
-        std::fs::read_dir(&full).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
-    names.sort();
-    for name in names {
-        let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-        if child == ".vsh" {
-            continue;
-        }
-        let path = root.join(&child);
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        let mode = meta.permissions().mode() & 0o7777;
-        if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes();
-            out.insert(child, Node::Link { target });
-        } else if meta.is_dir() {
-            out.insert(child.clone(), Node::Dir { mode });
-            walk(root, &child, out);
-        } else {
-            out.insert(child, Node::File { bytes: std::fs::read(&path).unwrap(), mode });
-        }
-    }
-}
-
-fn file(bytes: &[u8], mode: u32) -> Node {
-    Node::File { bytes: bytes.to_vec(), mode }
 }
 
 fn stale_paths(error: &CommitError) -> Vec<(String, ConflictReason)> {
