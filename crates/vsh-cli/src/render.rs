@@ -78,6 +78,10 @@ pub(crate) fn review_text(receipt: &Receipt, color: bool) -> String {
             let _ = writeln!(out, "  decision: denied ({:?})", manifest.reason);
             for denied in &manifest.denied {
                 let _ = writeln!(out, "    {denied}");
+                let _ = writeln!(out, "      to allow it: {}", denied.remedy);
+            }
+            if manifest.denied.is_empty() && !manifest.remedy.is_empty() {
+                let _ = writeln!(out, "    to allow it: {}", manifest.remedy);
             }
             Ok(())
         }

@@ -194,3 +194,17 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     );
     assert_eq!(again.status.code(), Some(1), "FileNotFoundError is uncaught");
 }
+
+#[test]
+fn a_denial_review_names_the_rule_and_how_to_allow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".env", "S=1\n");
+    let ws = dir.path().to_str().unwrap();
+    let program = "from pathlib import Path\ntry:\n    Path('/workspace/.env').read_text()\nexcept PermissionError:\n    pass\nPath('/workspace/a.txt').write_text('a')";
+    let output = vsh(&["run", "--workspace", ws, "--full", "-"], Some(program));
+    assert_eq!(output.status.code(), Some(5));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("decision: denied (ProtectedAccessAttempt)"), "{stdout}");
+    assert!(stdout.contains("content-read of .env denied by rule"), "{stdout}");
+    assert!(stdout.contains("to allow it: "), "{stdout}");
+}
