@@ -295,3 +295,37 @@ names
     assert_eq!(std::fs::read_to_string(dir.path().join("list.txt")).unwrap(), "a.txt");
     assert!(!data.join("planted").exists());
 }
+
+#[test]
+fn the_delete_ratio_ceiling_counts_the_workspace_only_as_far_as_it_must() {
+    let program = "from pathlib import Path\nimport os\nfor name in os.listdir('/workspace/build'):\n    Path('/workspace/build/' + name).unlink()";
+    // 150 build files among 1,000 sources: a large deletion, but not most of the workspace.
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..150 {
+        put(dir.path(), &format!("build/out{index}.o"), "o");
+    }
+    for index in 0..1_000 {
+        put(dir.path(), &format!("src/m{:02}/f{index}.rs", index % 50), "fn f() {}");
+    }
+    let runtime = runtime(&dir);
+    let before = runtime.host_counters();
+    let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
+    assert!(matches!(receipt.decision, RuntimeDecision::PendingApproval(_)), "{:?}", receipt.decision);
+    let listed = runtime.host_counters().lists - before.lists;
+    assert!(listed < 40, "the count stopped early: {listed} listings of 52 directories");
+
+    // Deleting 150 of 160 files is most of the workspace: denied.
+    let small = tempfile::tempdir().unwrap();
+    for index in 0..150 {
+        put(small.path(), &format!("build/out{index}.o"), "o");
+    }
+    for index in 0..10 {
+        put(small.path(), &format!("keep{index}.txt"), "k");
+    }
+    let runtime = Runtime::open(config(small.path())).unwrap();
+    let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
+    let RuntimeDecision::Denied(manifest) = &receipt.decision else {
+        panic!("expected a denial: {:?}", receipt.decision)
+    };
+    assert_eq!(manifest.reason, vsh::DenyReason::DeleteRatio);
+}
