@@ -48,6 +48,21 @@ pub enum LedgerError {
     },
 }
 
+/// The states each [`CommitLedger`] call may move a transaction from: one table
+/// for every implementation.
+pub mod from_states {
+    use vsh_types::TransactionState as S;
+
+    /// [`super::CommitLedger::committing`] moves from these.
+    pub const COMMITTING: &[S] = &[S::Revalidating];
+    /// [`super::CommitLedger::committed`] moves from these.
+    pub const COMMITTED: &[S] = &[S::Committing, S::RecoveryRequired];
+    /// [`super::CommitLedger::recovery_required`] moves from these.
+    pub const RECOVERY_REQUIRED: &[S] = &[S::Committing];
+    /// [`super::CommitLedger::failed`] moves from these.
+    pub const FAILED: &[S] = &[S::Revalidating, S::Committing, S::RecoveryRequired];
+}
+
 /// The caller's durable record of each transaction's state.
 ///
 /// See the module docs for when each method is called. Implementations move
@@ -150,27 +165,19 @@ impl MemoryLedger {
 
 impl CommitLedger for MemoryLedger {
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(transaction, &[TransactionState::Revalidating], TransactionState::Committing)
+        self.transition(transaction, from_states::COMMITTING, TransactionState::Committing)
     }
 
     fn committed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(
-            transaction,
-            &[TransactionState::Committing, TransactionState::RecoveryRequired],
-            TransactionState::Committed,
-        )
+        self.transition(transaction, from_states::COMMITTED, TransactionState::Committed)
     }
 
     fn recovery_required(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(transaction, &[TransactionState::Committing], TransactionState::RecoveryRequired)
+        self.transition(transaction, from_states::RECOVERY_REQUIRED, TransactionState::RecoveryRequired)
     }
 
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(
-            transaction,
-            &[TransactionState::Revalidating, TransactionState::Committing, TransactionState::RecoveryRequired],
-            TransactionState::Failed,
-        )
+        self.transition(transaction, from_states::FAILED, TransactionState::Failed)
     }
 
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {

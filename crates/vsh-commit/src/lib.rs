@@ -121,7 +121,7 @@ use vsh_types::{DiffEntry, ReadSet, TransactionId, VPath};
 
 pub use error::{CommitError, Conflict, ConflictReason};
 pub use fault::{CrashAt, FaultInjector, FaultPoint, NoFaults};
-pub use ledger::{CommitLedger, LedgerError, MemoryLedger, NoLedger};
+pub use ledger::{CommitLedger, LedgerError, MemoryLedger, NoLedger, from_states};
 pub use recover::{RecoveryConflict, RecoveryConflictReason, RecoveryReport};
 
 use apply::{ApplyFailure, Syncs};

@@ -8,7 +8,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use vsh_commit::{CommitLedger, LedgerError};
+use vsh_commit::{CommitLedger, LedgerError, from_states};
 use vsh_store::{CommitOutcome, CommitReservation, CommitStep, StoreError, TransactionStore};
 use vsh_types::{TransactionId, TransactionState};
 
@@ -102,23 +102,24 @@ impl<'a> StoreLedger<'a> {
 
 impl CommitLedger for StoreLedger<'_> {
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        use TransactionState as S;
-        self.step(transaction, CommitStep::Committing, &[S::Revalidating], S::Committing)
+        self.step(transaction, CommitStep::Committing, from_states::COMMITTING, TransactionState::Committing)
     }
 
     fn committed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        use TransactionState as S;
-        self.end(transaction, CommitOutcome::Committed, &[S::Committing, S::RecoveryRequired], S::Committed)
+        self.end(transaction, CommitOutcome::Committed, from_states::COMMITTED, TransactionState::Committed)
     }
 
     fn recovery_required(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        use TransactionState as S;
-        self.step(transaction, CommitStep::RecoveryRequired, &[S::Committing], S::RecoveryRequired)
+        self.step(
+            transaction,
+            CommitStep::RecoveryRequired,
+            from_states::RECOVERY_REQUIRED,
+            TransactionState::RecoveryRequired,
+        )
     }
 
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        use TransactionState as S;
-        self.end(transaction, CommitOutcome::Failed, &[S::Revalidating, S::Committing, S::RecoveryRequired], S::Failed)
+        self.end(transaction, CommitOutcome::Failed, from_states::FAILED, TransactionState::Failed)
     }
 
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {

@@ -70,27 +70,19 @@ impl FileLedger {
 
 impl CommitLedger for FileLedger {
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(transaction, &[TransactionState::Revalidating], TransactionState::Committing)
+        self.transition(transaction, vsh_commit::from_states::COMMITTING, TransactionState::Committing)
     }
 
     fn committed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(
-            transaction,
-            &[TransactionState::Committing, TransactionState::RecoveryRequired],
-            TransactionState::Committed,
-        )
+        self.transition(transaction, vsh_commit::from_states::COMMITTED, TransactionState::Committed)
     }
 
     fn recovery_required(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(transaction, &[TransactionState::Committing], TransactionState::RecoveryRequired)
+        self.transition(transaction, vsh_commit::from_states::RECOVERY_REQUIRED, TransactionState::RecoveryRequired)
     }
 
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
-        self.transition(
-            transaction,
-            &[TransactionState::Revalidating, TransactionState::Committing, TransactionState::RecoveryRequired],
-            TransactionState::Failed,
-        )
+        self.transition(transaction, vsh_commit::from_states::FAILED, TransactionState::Failed)
     }
 
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
