@@ -170,8 +170,8 @@ pub(crate) fn receipt_text_colored(receipt: &Receipt, color: bool) -> String {
     let stats = &receipt.execution;
     let _ = writeln!(
         out,
-        "execution    {} os calls, {} B read, {} B written, {} denied",
-        stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses
+        "execution    {} os calls, {} B read, {} B written, {} denied, {} truncated result lists",
+        stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses, stats.truncated_results
     );
     #[allow(clippy::cast_precision_loss)]
     let ms = |ns: u64| ns as f64 / 1e6;
@@ -280,6 +280,7 @@ pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
             "directory_entries": stats.directory_entries,
             "output_bytes": stats.output_bytes,
             "denied_accesses": stats.denied_accesses,
+            "truncated_results": stats.truncated_results,
         },
         "timings_ns": {
             "snapshot": t.snapshot, "execute": t.execute, "diff": t.diff, "policy": t.policy,

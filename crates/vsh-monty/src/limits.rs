@@ -173,6 +173,10 @@ pub struct ExecutionStats {
     pub denied_accesses: u64,
     /// Host footprint of the returned value (0 unless the run completed).
     pub result_bytes: u64,
+    /// `vsh_glob` and `vsh_search` calls whose results were cut at
+    /// `max_results` (counted whether or not the guest asked to be told, so
+    /// the host always knows a listing was incomplete).
+    pub truncated_results: u64,
     /// Wall-clock nanoseconds of the whole execution: waiting for a worker,
     /// compile, guest bytecode and the host's servicing of its calls.
     pub duration_ns: u64,

@@ -411,6 +411,7 @@ impl<'a> OsHost<'a> {
         let pattern = Pattern::parse(&pattern).map_err(|reason| value_error(format!("{func}() {reason}")))?;
         let target = self.target(&guest, NUL_MESSAGE)?;
         let (results, truncated) = self.glob(&target, &pattern, max_results)?;
+        self.meter.stats.truncated_results += u64::from(truncated);
         Ok(with_truncation(results, truncated, report))
     }
 
@@ -425,6 +426,7 @@ impl<'a> OsHost<'a> {
         let target = self.target(&guest, NUL_MESSAGE)?;
         let matcher = Matcher::new(&query, case_sensitive);
         let (results, truncated) = self.search(&target, &matcher, max_results)?;
+        self.meter.stats.truncated_results += u64::from(truncated);
         Ok(with_truncation(results, truncated, report))
     }
 

@@ -30,7 +30,7 @@ pub(crate) struct Evidence {
     pub(crate) value: MontyObject,
     pub(crate) stdout: String,
     /// `ExecutionStats` fields in declaration order.
-    stats: [u64; 10],
+    stats: [u64; 11],
     /// What the program did, in order (writes, directories made, removals,
     /// renames, mode changes): the rename evidence the diff alone does not show.
     pub(crate) effects: Vec<Effect>,
@@ -55,6 +55,7 @@ impl Evidence {
             stats.output_bytes,
             stats.denied_accesses,
             stats.result_bytes,
+            stats.truncated_results,
             stats.duration_ns,
         ];
         Self { version: EVIDENCE_VERSION, nonce, decision, value, stdout, stats, effects }
@@ -71,6 +72,7 @@ impl Evidence {
             output_bytes,
             denied_accesses,
             result_bytes,
+            truncated_results,
             duration_ns,
         ] = self.stats;
         ExecutionStats {
@@ -83,6 +85,7 @@ impl Evidence {
             output_bytes,
             denied_accesses,
             result_bytes,
+            truncated_results,
             duration_ns,
         }
     }

@@ -361,6 +361,12 @@ fn vsh_glob_matches_in_order_and_reports_truncation() {
             "exactly full is not truncated"
         );
         assert_eq!(ws.eval("vsh_glob('**/*.py', max_results=0, report_truncation=True)"), "([], True)");
+        // Truncation is counted for the host even when the guest does not ask.
+        assert_eq!(
+            ws.outcome("vsh_glob('**/*', max_results=1)\nvsh_search('hello', max_results=1)").stats.truncated_results,
+            2
+        );
+        assert_eq!(ws.outcome("vsh_glob('**/*.py')").stats.truncated_results, 0);
         assert_eq!(ws.eval("vsh_glob('*.none', max_results=0, report_truncation=True)"), "([], False)");
         assert_eq!(raised(&mut ws, "vsh_glob('/etc/*')"), pair("ValueError", "vsh_glob() pattern must be relative"));
         assert_eq!(raised(&mut ws, "vsh_glob('../*')"), pair("ValueError", "vsh_glob() pattern must not contain '..'"));
