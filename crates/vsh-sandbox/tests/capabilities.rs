@@ -149,10 +149,24 @@ fn baseline(program: &str, args: &[&str]) -> Run {
 
 fn baseline_command(mut command: Command) -> Run {
     command.env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    collect(command.spawn().expect("the baseline starts"))
+    // A binary this test just copied can be briefly "busy" (ETXTBSY): another
+    // test thread's fork may hold the copy's write descriptor until its exec.
+    // That is a property of the test harness, so retry a bounded number of times.
+    let mut attempts = 0;
+    loop {
+        match command.spawn() {
+            Err(error) if error.kind() == ErrorKind::ExecutableFileBusy && attempts < 100 => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            result => return collect(result.expect("the baseline starts")),
+        }
+    }
 }
 
-/// Spawn `command` confined and wait for it.
+/// Spawn `command` confined and wait for it. (Copied binaries are first run by
+/// [`baseline_command`], which waits out a harness ETXTBSY; once that run
+/// started, no writer of the copy is left, so confined runs cannot hit it.)
 fn confined(command: ConfinedCommand, context: &ToolContext) -> Result<Run, ToolError> {
     let child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn(context)?;
     Ok(collect(child.into_child()))
