@@ -329,3 +329,21 @@ fn the_delete_ratio_ceiling_counts_the_workspace_only_as_far_as_it_must() {
     };
     assert_eq!(manifest.reason, vsh::DenyReason::DeleteRatio);
 }
+
+#[test]
+fn the_request_deadline_covers_the_whole_request() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let runtime = runtime(&dir);
+    let budget =
+        vsh::ExecutionBudget { max_request_duration: std::time::Duration::from_nanos(1), ..Default::default() };
+    let program = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
+    match runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto).with_budget(budget)) {
+        Err(VshError::RequestDeadline(limit)) => {
+            assert_eq!(limit.limit, vsh::lower::vsh_monty::LimitKind::RequestDuration);
+            assert!(limit.attempted > limit.max);
+        }
+        other => panic!("expected the deadline, got {other:?}"),
+    }
+    assert!(!dir.path().join("b.txt").exists());
+    assert!(runtime.pending().unwrap().is_empty());
+}

@@ -72,6 +72,11 @@ pub enum VshError {
     /// The Monty worker could not be set up.
     #[error("cannot set up the Monty worker")]
     Worker(#[source] vsh_monty::WorkerError),
+    /// The request's end-to-end deadline (`max_request_duration`) passed after
+    /// the program ran (while diffing, deciding or rendering the review); nothing
+    /// was stored or committed.
+    #[error("request deadline exceeded: {0}")]
+    RequestDeadline(vsh_monty::LimitExceeded),
     /// The request was cancelled before its commit entered; nothing was committed.
     #[error("the request was cancelled")]
     Cancelled,

@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use vsh_commit::{CommitError, CommitRequest, Committer, RecoveryReport};
 use vsh_host::CapDir;
-use vsh_monty::{ExecutionBudget, MontyExecutor, WorkerConfig, default_worker_path};
+use vsh_monty::{ExecutionBudget, LimitExceeded, LimitKind, MontyExecutor, WorkerConfig, default_worker_path};
 use vsh_policy::{Decision, PolicyInput, TransactionPolicy};
 use vsh_store::{
     ApprovalGrant, ArtifactBinding, ArtifactLimits, BlobStore, CommitOutcome, CommitStep, DataDir, GcReport,
@@ -213,7 +213,23 @@ impl Runtime {
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
         let started = Instant::now();
-        let check = || if cancel.is_cancelled() { Err(VshError::Cancelled) } else { Ok(()) };
+        // Cancellation, and the end-to-end deadline: the executor enforces it during
+        // the run; the stages after it (diff, policy, review) are checked here.
+        let deadline = request.budget.max_request_duration;
+        let check = || {
+            if cancel.is_cancelled() {
+                return Err(VshError::Cancelled);
+            }
+            let elapsed = started.elapsed();
+            if elapsed > deadline {
+                return Err(VshError::RequestDeadline(LimitExceeded {
+                    limit: LimitKind::RequestDuration,
+                    attempted: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+                    max: u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
+                }));
+            }
+            Ok(())
+        };
         check()?;
         let mut timings = StageTimings::default();
 
@@ -238,6 +254,7 @@ impl Runtime {
         let stage_start = Instant::now();
         let diff = vfs.canonical_diff()?;
         timings.diff = elapsed_ns(stage_start);
+        check()?;
 
         let stage_start = Instant::now();
         let base_nodes = self.base_nodes_for_ratio(diff.entries())?;
@@ -254,6 +271,7 @@ impl Runtime {
             ReceiptDetail::Full => vfs.review(diff.entries(), ReviewLimits::default())?,
             ReceiptDetail::Compact => Vec::new(),
         };
+        check()?;
 
         let stage_start = Instant::now();
         let state = match &decision {
