@@ -11,16 +11,16 @@ use vsh_commit::{CommitError, CommitReceipt, CommitRequest, Committer, ConflictR
 use vsh_host::CapDir;
 use vsh_store::{BlobStore, DataDir};
 use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, TransactionId, VPath};
-use vsh_vfs::{ReadSet, SnapshotLimits, VfsError, VirtualFs};
+use vsh_vfs::{ReadSet, VfsError, VirtualFs};
 
 mod support;
 
-use support::{Node, Result, Run, Tree, chmod, file, mode_of, p, tree, write};
+use support::{Node, Result, Run, Tree, Workspace, chmod, file, mode_of, p, tree, write};
 
 /// A workspace with a data directory and blob store inside its runtime dir.
 struct Fixture {
     dir: tempfile::TempDir,
-    workspace: Arc<CapDir>,
+    ws: Workspace,
     blobs: BlobStore,
     committer: Committer,
 }
@@ -29,11 +29,11 @@ impl Fixture {
     fn new() -> Result<Self> {
         let dir = tempfile::tempdir()?;
         std::fs::create_dir(dir.path().join("ws"))?;
-        let workspace = Arc::new(CapDir::open(&dir.path().join("ws"))?);
-        let data = DataDir::open_in_workspace(&workspace, &DataDir::default_relative())?;
+        let ws = Workspace::open(&dir.path().join("ws"))?;
+        let data = DataDir::open_in_workspace(&ws.dir, &DataDir::default_relative())?;
         let blobs = BlobStore::open(&data)?;
-        let committer = Committer::new(Arc::clone(&workspace), p(".vsh"))?;
-        Ok(Self { dir, workspace, blobs, committer })
+        let committer = Committer::new(Arc::clone(&ws.dir), p(".vsh"))?;
+        Ok(Self { dir, ws, blobs, committer })
     }
 
     fn root(&self) -> std::path::PathBuf {
@@ -43,20 +43,7 @@ impl Fixture {
     /// Run `ops` against a fresh virtual image, store the new content, and
     /// return the diff and read set like a real run would.
     fn run(&self, ops: impl FnOnce(&mut VirtualFs) -> std::result::Result<(), VfsError>) -> Result<Run> {
-        let mut vfs = VirtualFs::new(Arc::clone(&self.workspace), vec![p(".vsh")], SnapshotLimits::default());
-        ops(&mut vfs)?;
-        let diff = vfs.canonical_diff()?;
-        for entry in diff.entries() {
-            let Some(after) = entry.after else { continue };
-            if after.kind == NodeKind::Directory {
-                continue;
-            }
-            let source = vfs.content_source(&entry.path)?.expect("a file or symlink has a content source");
-            let bytes = vfs.materialize(&source)?;
-            self.blobs.put_expected(&bytes, after.content.expect("content digest"))?;
-        }
-        let transaction = TransactionId::digest(diff.digest().as_bytes());
-        Ok(Run { diff, reads: vfs.read_set().clone(), transaction })
+        self.ws.run(&self.blobs, ops)
     }
 
     fn commit(&self, run: &Run) -> std::result::Result<CommitReceipt, CommitError> {

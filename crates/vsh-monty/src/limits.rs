@@ -153,7 +153,7 @@ impl ExecutionLimits {
 }
 
 /// What one run used. Counters only grow by successful charges.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecutionStats {
     /// Guest suspensions serviced (OS calls, name lookups, external calls).
     pub os_calls: u64,

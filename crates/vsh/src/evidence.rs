@@ -29,8 +29,7 @@ pub(crate) struct Evidence {
     pub(crate) decision: Decision,
     pub(crate) value: MontyObject,
     pub(crate) stdout: String,
-    /// `ExecutionStats` fields in declaration order.
-    stats: [u64; 11],
+    pub(crate) stats: ExecutionStats,
     /// What the program did, in order (writes, directories made, removals,
     /// renames, mode changes): the rename evidence the diff alone does not show.
     pub(crate) effects: Vec<Effect>,
@@ -45,49 +44,7 @@ impl Evidence {
         stats: &ExecutionStats,
         effects: Vec<Effect>,
     ) -> Self {
-        let stats = [
-            stats.os_calls,
-            stats.read_bytes,
-            stats.write_bytes,
-            stats.directory_entries,
-            stats.evidence_records,
-            stats.evidence_bytes,
-            stats.output_bytes,
-            stats.denied_accesses,
-            stats.result_bytes,
-            stats.truncated_results,
-            stats.duration_ns,
-        ];
-        Self { version: EVIDENCE_VERSION, nonce, decision, value, stdout, stats, effects }
-    }
-
-    pub(crate) fn stats(&self) -> ExecutionStats {
-        let [
-            os_calls,
-            read_bytes,
-            write_bytes,
-            directory_entries,
-            evidence_records,
-            evidence_bytes,
-            output_bytes,
-            denied_accesses,
-            result_bytes,
-            truncated_results,
-            duration_ns,
-        ] = self.stats;
-        ExecutionStats {
-            os_calls,
-            read_bytes,
-            write_bytes,
-            directory_entries,
-            evidence_records,
-            evidence_bytes,
-            output_bytes,
-            denied_accesses,
-            result_bytes,
-            truncated_results,
-            duration_ns,
-        }
+        Self { version: EVIDENCE_VERSION, nonce, decision, value, stdout, stats: stats.clone(), effects }
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {

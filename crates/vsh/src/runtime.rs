@@ -840,7 +840,7 @@ impl Runtime {
         state: TransactionState,
     ) -> Result<Committable, VshError> {
         let (artifact, evidence) = self.load_verified(transaction)?;
-        let execution = evidence.stats();
+        let execution = evidence.stats.clone();
         let receipt = Receipt {
             transaction,
             base_snapshot: artifact.binding.snapshot,
