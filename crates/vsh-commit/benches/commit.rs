@@ -73,6 +73,10 @@ impl CommitLedger for DurableLedger {
         self.change(transaction, TransactionState::RecoveryRequired)
     }
 
+    fn stale(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.change(transaction, TransactionState::Stale)
+    }
+
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.change(transaction, TransactionState::Failed)
     }

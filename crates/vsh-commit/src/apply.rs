@@ -143,11 +143,18 @@ fn stage_one(
 
 /// The witness of every operation's intent: the inode of the existing node it
 /// moves or changes, the staged inode for an install, 0 for a directory still
-/// to be created (and a mode change of one).
+/// to be created (and a mode change of one); and, for a quarantine, the
+/// [`crate::format::stamp`] of the node revalidation checked (0 otherwise).
 ///
 /// Called under the lock right after revalidation, which established that
-/// every node exists as the diff says; a node that vanished since is stale.
-pub(crate) fn intent_witnesses(workspace: &CapDir, plan: &Plan, staged: &[u64]) -> Result<Vec<u64>, CommitError> {
+/// every node exists as the diff says (`before` holds the node each before
+/// state was checked on); a node that vanished or changed since is stale.
+pub(crate) fn intent_witnesses(
+    workspace: &CapDir,
+    plan: &Plan,
+    staged: &[u64],
+    before: &BTreeMap<VPath, HostStat>,
+) -> Result<Vec<(u64, u64)>, CommitError> {
     let mut witnesses = Vec::with_capacity(plan.operations.len());
     for (index, operation) in plan.operations.iter().enumerate() {
         let entry = &plan.entries[operation.entry as usize];
@@ -156,18 +163,28 @@ pub(crate) fn intent_witnesses(workspace: &CapDir, plan: &Plan, staged: &[u64]) 
             Action::SetDirMode { .. } => entry.before.is_some_and(|before| before.kind == NodeKind::Directory),
             Action::CreateDir { .. } | Action::Install => false,
         };
-        let witness = if existing {
-            match workspace.lstat(&entry.path) {
-                Ok(Some(stat)) => stat.identity.ino,
-                Ok(None) | Err(HostError::SymlinkInPath { .. } | HostError::NotADirectory { .. }) => {
-                    return Err(stale(&entry.path, ConflictReason::Precondition));
-                }
-                Err(source) => return Err(CommitError::Host { op: "lstat", path: entry.path.clone(), source }),
+        if !existing {
+            witnesses.push((staged[index], 0));
+            continue;
+        }
+        let live = match workspace.lstat(&entry.path) {
+            Ok(Some(stat)) => stat,
+            Ok(None) | Err(HostError::SymlinkInPath { .. } | HostError::NotADirectory { .. }) => {
+                return Err(stale(&entry.path, ConflictReason::Precondition));
             }
-        } else {
-            staged[index]
+            Err(source) => return Err(CommitError::Host { op: "lstat", path: entry.path.clone(), source }),
         };
-        witnesses.push(witness);
+        let checked = before.get(&entry.path);
+        if checked.is_some_and(|checked| {
+            checked.identity != live.identity || checked.size != live.size || checked.mtime_ns != live.mtime_ns
+        }) {
+            return Err(stale(&entry.path, ConflictReason::Precondition));
+        }
+        let stamp = match (operation.action, checked) {
+            (Action::Quarantine, Some(checked)) => crate::format::stamp(checked.mtime_ns, checked.size),
+            _ => 0,
+        };
+        witnesses.push((live.identity.ino, stamp));
     }
     Ok(witnesses)
 }
@@ -276,6 +293,23 @@ pub(crate) fn verify_after(
         }
     }
     Ok(None)
+}
+
+/// Every diff path that does not hold its after state (for a recovery that
+/// rolls forward: those were changed after the commit point).
+pub(crate) fn paths_not_after(
+    view: &LiveView<'_>,
+    plan: &Plan,
+    installed: &BTreeMap<u32, u64>,
+) -> Result<Vec<VPath>, CommitError> {
+    let mut changed = Vec::new();
+    for (index, entry) in plan.entries.iter().enumerate() {
+        let identity = u32::try_from(index).ok().and_then(|index| installed.get(&index).copied());
+        if !holds(view, &entry.path, entry.after.as_ref(), identity)? {
+            changed.push(entry.path.clone());
+        }
+    }
+    Ok(changed)
 }
 
 fn unreadable_by_owner(state: &NodeState) -> bool {

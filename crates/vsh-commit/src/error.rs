@@ -46,12 +46,13 @@ pub struct Conflict {
 /// Why a commit did not happen, or did not finish.
 ///
 /// Unless the variant says otherwise, **nothing in the workspace was changed**
-/// (vsh's own runtime directory aside) and the transaction may be marked Stale
-/// or Failed by the caller. [`CommitError::Apply`] and
-/// [`CommitError::Verification`] mean the workspace changed part-way and was
-/// rolled back (the ledger holds Failed). [`CommitError::RecoveryRequired`]
-/// and [`CommitError::FaultInjected`] mean the workspace may hold a partial
-/// state until [`crate::Committer::recover`] runs.
+/// (vsh's own runtime directory aside) and the ledger records Stale or Failed.
+/// [`CommitError::Apply`] and [`CommitError::Verification`] mean the
+/// workspace changed part-way and was rolled back (the ledger holds Failed).
+/// [`CommitError::Unresolved`] means it was rolled back except for paths
+/// someone else changed meanwhile. [`CommitError::RecoveryRequired`] and
+/// [`CommitError::FaultInjected`] mean the workspace may hold a partial state
+/// until recovery runs.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommitError {
@@ -156,6 +157,31 @@ pub enum CommitError {
         #[source]
         source: Box<CommitError>,
     },
+    /// The commit stopped part-way because someone else changed paths it had
+    /// already changed, and was rolled back in place except for those: each
+    /// is left exactly as found (their bytes kept, the old node kept in the
+    /// commit directory's `quarantine/`), everything independent of them was
+    /// undone. The ledger holds `RecoveryRequired` until an operator restores
+    /// the transaction ([`crate::CommitSession::restore`]); other commits go on.
+    #[error("commit of {transaction} was rolled back except for {} paths someone else changed meanwhile, first: {}", .paths.len(), first_left(.paths))]
+    Unresolved {
+        /// The transaction.
+        transaction: TransactionId,
+        /// What was left, and where each old node is kept.
+        paths: Vec<crate::recover::LeftPath>,
+        /// What stopped the commit.
+        #[source]
+        source: Box<CommitError>,
+    },
+    /// An operator's restore refused: the transaction is not one recovery
+    /// left unresolved, or its evidence is incomplete. Nothing was changed.
+    #[error("cannot restore {transaction}: {reason}")]
+    Restore {
+        /// The transaction.
+        transaction: TransactionId,
+        /// Why.
+        reason: &'static str,
+    },
     /// Earlier interrupted transactions could not be recovered; no commit runs
     /// until an operator resolves them.
     #[error("{} interrupted transactions need an operator, first: {}", .conflicts.len(), first_conflict(.conflicts))]
@@ -173,6 +199,10 @@ fn first_conflict(conflicts: &[RecoveryConflict]) -> String {
     conflicts.first().map_or_else(|| "(none listed)".to_owned(), ToString::to_string)
 }
 
+fn first_left(paths: &[crate::recover::LeftPath]) -> String {
+    paths.first().map_or_else(|| "(none listed)".to_owned(), ToString::to_string)
+}
+
 fn first_path(conflicts: &[Conflict]) -> String {
     conflicts.first().map_or_else(|| "(none listed)".to_owned(), |conflict| conflict.path.to_string())
 }
@@ -181,7 +211,7 @@ impl CommitError {
     /// Whether the workspace may hold a partial state of this attempt until
     /// recovery runs.
     pub fn workspace_may_be_changed(&self) -> bool {
-        matches!(self, Self::RecoveryRequired { .. } | Self::FaultInjected(_))
+        matches!(self, Self::RecoveryRequired { .. } | Self::Unresolved { .. } | Self::FaultInjected(_))
     }
 
     pub(crate) fn host(op: &'static str, path: &VPath) -> impl FnOnce(HostError) -> CommitError {

@@ -26,10 +26,10 @@ pub enum FaultPoint {
     StageSynced,
     /// Revalidation passed under the lock.
     Revalidated,
-    /// The ledger holds Committing.
-    CommitStatePersisted,
     /// The intent of operation `i` is durable (with the whole batch).
     IntentSynced(u32),
+    /// The ledger holds Committing.
+    CommitStatePersisted,
     /// Operation `i` was applied (not yet synced).
     OperationApplied(u32),
     /// The done record of operation `i` is durable, with every operation's
@@ -47,6 +47,12 @@ pub enum FaultPoint {
     QuarantineRemoved,
     /// Recovery undid operation `i` while rolling back.
     Undone(u32),
+    /// The rollback's settled record is durable; cleanup has not begun.
+    Settled,
+    /// Cleanup finished its step `i` (see `txndir::Cleanup` for the order).
+    CleanedUp(u32),
+    /// An operator's restore moved an operation's node out of the way.
+    Restored(u32),
 }
 
 impl fmt::Display for FaultPoint {
@@ -56,6 +62,9 @@ impl fmt::Display for FaultPoint {
             Self::OperationApplied(index) => write!(f, "operation-applied({index})"),
             Self::DoneSynced(index) => write!(f, "done-synced({index})"),
             Self::Undone(index) => write!(f, "undone({index})"),
+            Self::CleanedUp(step) => write!(f, "cleaned-up({step})"),
+            Self::Restored(index) => write!(f, "restored({index})"),
+            Self::Settled => f.write_str("settled"),
             Self::PlanSynced => f.write_str("plan-synced"),
             Self::StageSynced => f.write_str("stage-synced"),
             Self::Revalidated => f.write_str("revalidated"),

@@ -1,25 +1,32 @@
-//! The commit's on-disk records: the [`Plan`] (`VSHPLN01`), the [`Journal`]
-//! (`VSHJRN01`) and the completion [`Marker`] (`VSHDON01`).
+//! The commit's on-disk records: the [`Plan`] (`VSHPLN02`), the [`Journal`]
+//! (`VSHJRN02`), the completion [`Marker`] (`VSHDON02`) and the rollback's
+//! [`Settled`] record (`VSHSTL01`).
 //!
 //! Each is written once as a whole file (created exclusively and `fsync`ed,
 //! the journal replaced by an atomic rename), so a reader sees either no file
 //! or complete bytes; a decoder still trusts nothing: every length is checked
 //! against the remaining input and a bound before anything is allocated, every
-//! record carries a checksum, and a value decodes only from its one canonical
-//! encoding (re-encoding a decoded value gives back the same bytes).
+//! record carries a MAC keyed with the workspace's [`AuthorityKey`] (so a
+//! record cannot be forged by whoever can write the workspace), and a value
+//! decodes only from its one canonical encoding (re-encoding a decoded value
+//! gives back the same bytes). The journal ends with a trailer that counts its
+//! records, so a journal cut back to fewer records (or to its header) is
+//! refused, never read as "nothing was applied".
 //! `docs/store-format.md` (section *Commit protocol*) draws the byte layouts.
 //!
 //! These types describe files; they do no I/O and make no decisions.
 
 use vsh_types::canon::{self, DecodeError, Reader};
-use vsh_types::{DiffEntry, DomainHasher, NodeKind, TransactionId};
+use vsh_types::{AuthorityKey, DiffEntry, NodeKind, TransactionId};
 
 /// First bytes of a plan file.
-pub const PLAN_MAGIC: [u8; 8] = *b"VSHPLN01";
+pub const PLAN_MAGIC: [u8; 8] = *b"VSHPLN02";
 /// First bytes of a journal file.
-pub const JOURNAL_MAGIC: [u8; 8] = *b"VSHJRN01";
+pub const JOURNAL_MAGIC: [u8; 8] = *b"VSHJRN02";
 /// First bytes of a completion marker.
-pub const MARKER_MAGIC: [u8; 8] = *b"VSHDON01";
+pub const MARKER_MAGIC: [u8; 8] = *b"VSHDON02";
+/// First bytes of a settled record.
+pub const SETTLED_MAGIC: [u8; 8] = *b"VSHSTL01";
 
 /// The most diff entries a plan holds.
 pub const MAX_PLAN_ENTRIES: u64 = 1 << 20;
@@ -34,8 +41,14 @@ pub const MARKER_BYTES: usize = 8 + 32 + 32 + 32;
 
 /// Bytes of a journal header: magic, transaction, plan digest, checksum.
 pub const JOURNAL_HEADER_BYTES: usize = 8 + 32 + 32 + 16;
-/// Bytes of one journal record: kind, operation, witness, checksum.
-pub const JOURNAL_RECORD_BYTES: usize = 1 + 4 + 8 + 16;
+/// Bytes of one journal record: kind, operation, witness, stamp, checksum.
+pub const JOURNAL_RECORD_BYTES: usize = 1 + 4 + 8 + 8 + 16;
+/// Bytes of the journal's trailer: record count, checksum.
+pub const JOURNAL_TRAILER_BYTES: usize = 8 + 16;
+/// The most operations a settled record lists.
+pub const MAX_SETTLED_LEFT: u64 = MAX_PLAN_ENTRIES * MAX_OPERATIONS_PER_ENTRY;
+/// The largest settled record read back.
+pub const MAX_SETTLED_BYTES: u64 = 8 + 32 + 32 + 8 + MAX_SETTLED_LEFT * 5 + 32;
 
 /// Operations per diff entry at most: quarantine, create or install, mode.
 const MAX_OPERATIONS_PER_ENTRY: u64 = 3;
@@ -44,14 +57,18 @@ const MIN_ENTRY_BYTES: usize = 8 + 1 + 1 + 1;
 /// Smallest encoded operation: tag and entry index.
 const MIN_OPERATION_BYTES: usize = 1 + 4;
 
-/// BLAKE3 derive-key context of the plan's digest trailer.
-pub const PLAN_DOMAIN: &str = "vsh 2026 commit plan v1";
-/// BLAKE3 derive-key context of the journal header's checksum.
-pub const JOURNAL_HEADER_DOMAIN: &str = "vsh 2026 commit journal header v1";
-/// BLAKE3 derive-key context of each journal record's checksum.
-pub const JOURNAL_RECORD_DOMAIN: &str = "vsh 2026 commit journal record v1";
-/// BLAKE3 derive-key context of the marker's checksum.
-pub const MARKER_DOMAIN: &str = "vsh 2026 commit marker v1";
+/// MAC domain of the plan's digest trailer.
+pub const PLAN_DOMAIN: &str = "vsh 2026 commit plan v2";
+/// MAC domain of the journal header's checksum.
+pub const JOURNAL_HEADER_DOMAIN: &str = "vsh 2026 commit journal header v2";
+/// MAC domain of each journal record's checksum.
+pub const JOURNAL_RECORD_DOMAIN: &str = "vsh 2026 commit journal record v2";
+/// MAC domain of the journal trailer's checksum.
+pub const JOURNAL_TRAILER_DOMAIN: &str = "vsh 2026 commit journal trailer v2";
+/// MAC domain of the marker's checksum.
+pub const MARKER_DOMAIN: &str = "vsh 2026 commit marker v2";
+/// MAC domain of the settled record's checksum.
+pub const SETTLED_DOMAIN: &str = "vsh 2026 commit settled v1";
 
 /// Why bytes are not a valid plan, journal or marker.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,7 +200,7 @@ pub struct Operation {
 /// Encoding: magic, transaction id (32 bytes), the diff (a counted sequence
 /// of canonical [`DiffEntry`] values, strictly sorted by path), the
 /// operations (a counted sequence of `tag u8, entry u32, fields`), then a
-/// 32-byte BLAKE3 digest (derive-key mode) of everything before it.
+/// 32-byte MAC ([`PLAN_DOMAIN`]) of everything before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// The transaction.
@@ -195,8 +212,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The canonical encoding, digest trailer included.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The canonical encoding, MAC trailer included.
+    pub fn encode(&self, key: &AuthorityKey) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.entries.len() * 96 + self.operations.len() * 13);
         out.extend_from_slice(&PLAN_MAGIC);
         out.extend_from_slice(self.transaction.as_bytes());
@@ -214,7 +231,7 @@ impl Plan {
                 Action::Quarantine | Action::Install => {}
             }
         }
-        let digest = plan_digest(&out);
+        let digest = plan_digest(key, &out);
         out.extend_from_slice(&digest.0);
         out
     }
@@ -224,7 +241,7 @@ impl Plan {
     /// Checked: size bound, magic, digest trailer (before anything else is
     /// parsed), bounded counts, canonical entries strictly sorted by path and
     /// never the root, and every operation consistent with its entry.
-    pub fn decode(bytes: &[u8]) -> Result<(Plan, PlanDigest), FormatError> {
+    pub fn decode(bytes: &[u8], key: &AuthorityKey) -> Result<(Plan, PlanDigest), FormatError> {
         const FILE: &str = "plan";
         if bytes.len() as u64 > MAX_PLAN_BYTES {
             return Err(FormatError::TooLarge { file: FILE, size: bytes.len() as u64, max: MAX_PLAN_BYTES });
@@ -233,8 +250,8 @@ impl Plan {
             return Err(FormatError::BadMagic { file: FILE });
         }
         let (body, trailer) = bytes.split_at(bytes.len() - 32);
-        let digest = plan_digest(body);
-        if digest.0 != trailer {
+        let digest = plan_digest(key, body);
+        if !key.mac(PLAN_DOMAIN).update(body).verify(trailer) {
             return Err(FormatError::Checksum { file: FILE, offset: body.len() });
         }
         let decode = |source| FormatError::Decode { file: FILE, source };
@@ -308,10 +325,8 @@ fn consistent(entry: &DiffEntry, action: Action) -> bool {
     }
 }
 
-fn plan_digest(body: &[u8]) -> PlanDigest {
-    let mut hasher = DomainHasher::new(PLAN_DOMAIN);
-    hasher.update(body);
-    PlanDigest(hasher.finalize())
+fn plan_digest(key: &AuthorityKey, body: &[u8]) -> PlanDigest {
+    PlanDigest(key.mac(PLAN_DOMAIN).update(body).finalize())
 }
 
 /// What a journal record says about one operation.
@@ -343,16 +358,35 @@ pub struct JournalRecord {
     /// node to move or change; for a done record of a created directory: the
     /// new directory), or 0 when none is known.
     pub witness: u64,
+    /// For the intent of a quarantine: [`stamp`] of the node as revalidation
+    /// saw it (its modification time and size), so that cleanup can tell an
+    /// old node someone wrote to after revalidation (their bytes) from one
+    /// that is exactly what the transaction replaced. 0 otherwise.
+    pub stamp: u64,
+}
+
+/// A node's modification time and size, folded into 64 bits (never 0).
+pub fn stamp(mtime_ns: i128, size: u64) -> u64 {
+    let digest = vsh_types::DomainHasher::new("vsh 2026 commit node stamp v1")
+        .update(&mtime_ns.to_le_bytes())
+        .update(&size.to_le_bytes())
+        .finalize();
+    let mut out = [0_u8; 8];
+    out.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(out).max(1)
 }
 
 /// The write-ahead journal of one transaction: intents before operations are
 /// applied, done records after.
 ///
-/// Encoding: a header (magic, transaction id, plan digest, 16-byte checksum of
-/// those) followed by fixed-size records (kind `u8`, operation `u32`, witness
-/// `u64`, 16-byte checksum over the header's transaction and plan digest, the
-/// record's position and its fields). A record therefore cannot be moved,
-/// duplicated or carried over to another transaction unnoticed.
+/// Encoding: a header (magic, transaction id, plan digest, 16-byte MAC of
+/// those), fixed-size records (kind `u8`, operation `u32`, witness `u64`, stamp `u64`,
+/// 16-byte MAC over the header's transaction and plan digest, the record's
+/// position and its fields), then a trailer (the record count `u64` and a
+/// 16-byte MAC over the transaction, the plan digest and the count). A record
+/// therefore cannot be moved, duplicated or carried over to another
+/// transaction unnoticed, and a journal cut back to fewer records (its header
+/// alone included) fails its trailer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Journal {
     /// The transaction.
@@ -370,24 +404,29 @@ impl Journal {
     }
 
     /// The canonical encoding.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(JOURNAL_HEADER_BYTES + self.records.len() * JOURNAL_RECORD_BYTES);
+    pub fn encode(&self, key: &AuthorityKey) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            JOURNAL_HEADER_BYTES + self.records.len() * JOURNAL_RECORD_BYTES + JOURNAL_TRAILER_BYTES,
+        );
         out.extend_from_slice(&JOURNAL_MAGIC);
         out.extend_from_slice(self.transaction.as_bytes());
         out.extend_from_slice(&self.plan.0);
-        let check = self.header_check();
-        out.extend_from_slice(&check);
+        out.extend_from_slice(&self.header_check(key));
         for (position, record) in self.records.iter().enumerate() {
             canon::put_u8(&mut out, record.kind.tag());
             canon::put_u32(&mut out, record.operation);
             canon::put_u64(&mut out, record.witness);
-            out.extend_from_slice(&self.record_check(position as u64, record));
+            canon::put_u64(&mut out, record.stamp);
+            out.extend_from_slice(&self.record_check(key, position as u64, record));
         }
+        let count = self.records.len() as u64;
+        canon::put_u64(&mut out, count);
+        out.extend_from_slice(&self.trailer_check(key, count));
         out
     }
 
     /// Decode and check a journal file (see the type's docs for the layout).
-    pub fn decode(bytes: &[u8]) -> Result<Journal, FormatError> {
+    pub fn decode(bytes: &[u8], key: &AuthorityKey) -> Result<Journal, FormatError> {
         const FILE: &str = "journal";
         let size = bytes.len() as u64;
         if size > MAX_JOURNAL_BYTES {
@@ -396,7 +435,8 @@ impl Journal {
         if bytes.len() < JOURNAL_HEADER_BYTES || bytes[..8] != JOURNAL_MAGIC {
             return Err(FormatError::BadMagic { file: FILE });
         }
-        if !(bytes.len() - JOURNAL_HEADER_BYTES).is_multiple_of(JOURNAL_RECORD_BYTES) {
+        let framed = bytes.len() - JOURNAL_HEADER_BYTES;
+        if framed < JOURNAL_TRAILER_BYTES || !(framed - JOURNAL_TRAILER_BYTES).is_multiple_of(JOURNAL_RECORD_BYTES) {
             return Err(FormatError::Length { file: FILE, size });
         }
         let decode = |source| FormatError::Decode { file: FILE, source };
@@ -404,10 +444,10 @@ impl Journal {
         let transaction = TransactionId::from_bytes(reader.array().map_err(decode)?);
         let plan = PlanDigest(reader.array().map_err(decode)?);
         let mut journal = Journal::new(transaction, plan);
-        if reader.array::<16>().map_err(decode)? != journal.header_check() {
+        if !journal.header_mac(key).verify_prefix(&reader.array::<16>().map_err(decode)?) {
             return Err(FormatError::Checksum { file: FILE, offset: 0 });
         }
-        let count = reader.remaining() / JOURNAL_RECORD_BYTES;
+        let count = (framed - JOURNAL_TRAILER_BYTES) / JOURNAL_RECORD_BYTES;
         journal.records.reserve_exact(count);
         for position in 0..count {
             let offset = JOURNAL_HEADER_BYTES + position * JOURNAL_RECORD_BYTES;
@@ -420,32 +460,59 @@ impl Journal {
                 kind,
                 operation: reader.u32().map_err(decode)?,
                 witness: reader.u64().map_err(decode)?,
+                stamp: reader.u64().map_err(decode)?,
             };
-            if reader.array::<16>().map_err(decode)? != journal.record_check(position as u64, &record) {
+            if !journal.record_mac(key, position as u64, &record).verify_prefix(&reader.array::<16>().map_err(decode)?)
+            {
                 return Err(FormatError::Checksum { file: FILE, offset });
             }
             journal.records.push(record);
+        }
+        let trailer = JOURNAL_HEADER_BYTES + count * JOURNAL_RECORD_BYTES;
+        let written = reader.u64().map_err(decode)?;
+        if written != count as u64
+            || !journal.trailer_mac(key, written).verify_prefix(&reader.array::<16>().map_err(decode)?)
+        {
+            return Err(FormatError::Checksum { file: FILE, offset: trailer });
         }
         reader.finish().map_err(decode)?;
         Ok(journal)
     }
 
-    fn header_check(&self) -> [u8; 16] {
-        let mut hasher = DomainHasher::new(JOURNAL_HEADER_DOMAIN);
-        hasher.update(&JOURNAL_MAGIC).update(self.transaction.as_bytes()).update(&self.plan.0);
-        truncate16(hasher.finalize())
+    fn header_mac(&self, key: &AuthorityKey) -> vsh_types::Mac {
+        let mut mac = key.mac(JOURNAL_HEADER_DOMAIN);
+        mac.update(&JOURNAL_MAGIC).update(self.transaction.as_bytes()).update(&self.plan.0);
+        mac
     }
 
-    fn record_check(&self, position: u64, record: &JournalRecord) -> [u8; 16] {
-        let mut hasher = DomainHasher::new(JOURNAL_RECORD_DOMAIN);
-        hasher
-            .update(self.transaction.as_bytes())
+    fn header_check(&self, key: &AuthorityKey) -> [u8; 16] {
+        truncate16(self.header_mac(key).finalize())
+    }
+
+    fn record_mac(&self, key: &AuthorityKey, position: u64, record: &JournalRecord) -> vsh_types::Mac {
+        let mut mac = key.mac(JOURNAL_RECORD_DOMAIN);
+        mac.update(self.transaction.as_bytes())
             .update(&self.plan.0)
             .update(&position.to_le_bytes())
             .update(&[record.kind.tag()])
             .update(&record.operation.to_le_bytes())
-            .update(&record.witness.to_le_bytes());
-        truncate16(hasher.finalize())
+            .update(&record.witness.to_le_bytes())
+            .update(&record.stamp.to_le_bytes());
+        mac
+    }
+
+    fn record_check(&self, key: &AuthorityKey, position: u64, record: &JournalRecord) -> [u8; 16] {
+        truncate16(self.record_mac(key, position, record).finalize())
+    }
+
+    fn trailer_mac(&self, key: &AuthorityKey, count: u64) -> vsh_types::Mac {
+        let mut mac = key.mac(JOURNAL_TRAILER_DOMAIN);
+        mac.update(self.transaction.as_bytes()).update(&self.plan.0).update(&count.to_le_bytes());
+        mac
+    }
+
+    fn trailer_check(&self, key: &AuthorityKey, count: u64) -> [u8; 16] {
+        truncate16(self.trailer_mac(key, count).finalize())
     }
 }
 
@@ -459,7 +526,7 @@ fn truncate16(digest: [u8; 32]) -> [u8; 16] {
 /// applied, synced and verified. Its presence decides recovery: roll forward.
 ///
 /// Encoding (104 bytes): magic, transaction id, plan digest, then a 32-byte
-/// checksum of those.
+/// MAC of those.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Marker {
     /// The committed transaction.
@@ -470,19 +537,18 @@ pub struct Marker {
 
 impl Marker {
     /// The canonical encoding.
-    pub fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self, key: &AuthorityKey) -> Vec<u8> {
         let mut out = Vec::with_capacity(MARKER_BYTES);
         out.extend_from_slice(&MARKER_MAGIC);
         out.extend_from_slice(self.transaction.as_bytes());
         out.extend_from_slice(&self.plan.0);
-        let mut hasher = DomainHasher::new(MARKER_DOMAIN);
-        hasher.update(&out);
-        out.extend_from_slice(&hasher.finalize());
+        let tag = key.mac(MARKER_DOMAIN).update(&out).finalize();
+        out.extend_from_slice(&tag);
         out
     }
 
     /// Decode and check a marker.
-    pub fn decode(bytes: &[u8]) -> Result<Marker, FormatError> {
+    pub fn decode(bytes: &[u8], key: &AuthorityKey) -> Result<Marker, FormatError> {
         const FILE: &str = "marker";
         if bytes.len() != MARKER_BYTES {
             return Err(FormatError::Length { file: FILE, size: bytes.len() as u64 });
@@ -491,9 +557,7 @@ impl Marker {
             return Err(FormatError::BadMagic { file: FILE });
         }
         let (body, check) = bytes.split_at(MARKER_BYTES - 32);
-        let mut hasher = DomainHasher::new(MARKER_DOMAIN);
-        hasher.update(body);
-        if hasher.finalize() != check {
+        if !key.mac(MARKER_DOMAIN).update(body).verify(check) {
             return Err(FormatError::Checksum { file: FILE, offset: body.len() });
         }
         let mut transaction = [0_u8; 32];
@@ -504,11 +568,133 @@ impl Marker {
     }
 }
 
+/// Why a rollback left an operation as it found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LeftReason {
+    /// Someone else changed the operation's node since it was applied (or
+    /// took its path while the old node was quarantined): undoing it would
+    /// overwrite or remove their work.
+    Ambiguous,
+    /// The operation was undone, but its path does not hold the before state.
+    StateMismatch,
+}
+
+impl LeftReason {
+    fn tag(self) -> u8 {
+        match self {
+            Self::Ambiguous => 1,
+            Self::StateMismatch => 2,
+        }
+    }
+
+    fn from_tag(tag: u8) -> Option<Self> {
+        match tag {
+            1 => Some(Self::Ambiguous),
+            2 => Some(Self::StateMismatch),
+            _ => None,
+        }
+    }
+
+    /// A short lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ambiguous => "changed by someone else during the commit",
+            Self::StateMismatch => "does not hold its before state after the rollback",
+        }
+    }
+}
+
+/// What a rollback left for an operator: one operation and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Left {
+    /// The operation's index in the plan.
+    pub operation: u32,
+    /// Why it was left.
+    pub reason: LeftReason,
+}
+
+/// The rollback's durable conclusion, written (and synced) after the rollback
+/// pass and before any cleanup: every operation it does not list was undone
+/// (or never applied) and every path of an undone operation holds its before
+/// state; the listed operations were left exactly as found, their old nodes
+/// kept in `quarantine/`. With it, a crash at any instant of the cleanup that
+/// follows is recognized, and nothing is ever undone twice.
+///
+/// Encoding: magic, transaction id, plan digest, count `u64`, count times
+/// (operation `u32`, reason `u8`) with operations strictly increasing, then a
+/// 32-byte MAC of everything before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// The transaction.
+    pub transaction: TransactionId,
+    /// Its plan.
+    pub plan: PlanDigest,
+    /// The operations left for an operator, by index.
+    pub left: Vec<Left>,
+}
+
+impl Settled {
+    /// The canonical encoding.
+    pub fn encode(&self, key: &AuthorityKey) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + 32 + 32 + 8 + self.left.len() * 5 + 32);
+        out.extend_from_slice(&SETTLED_MAGIC);
+        out.extend_from_slice(self.transaction.as_bytes());
+        out.extend_from_slice(&self.plan.0);
+        canon::put_u64(&mut out, self.left.len() as u64);
+        for left in &self.left {
+            canon::put_u32(&mut out, left.operation);
+            canon::put_u8(&mut out, left.reason.tag());
+        }
+        let tag = key.mac(SETTLED_DOMAIN).update(&out).finalize();
+        out.extend_from_slice(&tag);
+        out
+    }
+
+    /// Decode and check a settled record.
+    pub fn decode(bytes: &[u8], key: &AuthorityKey) -> Result<Settled, FormatError> {
+        const FILE: &str = "settled";
+        let size = bytes.len() as u64;
+        if size > MAX_SETTLED_BYTES {
+            return Err(FormatError::TooLarge { file: FILE, size, max: MAX_SETTLED_BYTES });
+        }
+        if bytes.len() < 8 + 32 + 32 + 8 + 32 || bytes[..8] != SETTLED_MAGIC {
+            return Err(FormatError::BadMagic { file: FILE });
+        }
+        let (body, check) = bytes.split_at(bytes.len() - 32);
+        if !key.mac(SETTLED_DOMAIN).update(body).verify(check) {
+            return Err(FormatError::Checksum { file: FILE, offset: body.len() });
+        }
+        let decode = |source| FormatError::Decode { file: FILE, source };
+        let mut reader = Reader::new(&body[8..]);
+        let transaction = TransactionId::from_bytes(reader.array().map_err(decode)?);
+        let plan = PlanDigest(reader.array().map_err(decode)?);
+        let count = reader.length(MAX_SETTLED_LEFT, 5).map_err(decode)?;
+        let mut left: Vec<Left> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let offset = reader.offset() + 8;
+            let operation = reader.u32().map_err(decode)?;
+            let reason = LeftReason::from_tag(reader.u8().map_err(decode)?)
+                .ok_or_else(|| decode(DecodeError::Invalid { what: "left reason", offset }))?;
+            if left.last().is_some_and(|last| last.operation >= operation) {
+                return Err(FormatError::Invalid { file: FILE, reason: "operations are not strictly increasing" });
+            }
+            left.push(Left { operation, reason });
+        }
+        reader.finish().map_err(decode)?;
+        Ok(Settled { transaction, plan, left })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use vsh_types::{NodeState, VPath};
 
     use super::*;
+
+    fn key() -> AuthorityKey {
+        AuthorityKey::from_bytes([5; 32])
+    }
 
     fn sample_plan() -> Plan {
         let p = |path: &str| VPath::parse(path).unwrap();
@@ -540,17 +726,17 @@ mod tests {
     #[test]
     fn plan_round_trips_and_every_flipped_bit_is_detected() {
         let plan = sample_plan();
-        let bytes = plan.encode();
-        let (decoded, digest) = Plan::decode(&bytes).unwrap();
+        let bytes = plan.encode(&key());
+        let (decoded, digest) = Plan::decode(&bytes, &key()).unwrap();
         assert_eq!(decoded, plan);
         assert_eq!(digest.0, bytes[bytes.len() - 32..]);
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(Plan::decode(&flipped).is_err(), "bit {bit}");
+            assert!(Plan::decode(&flipped, &key()).is_err(), "bit {bit}");
         }
         for length in 0..bytes.len() {
-            assert!(Plan::decode(&bytes[..length]).is_err(), "length {length}");
+            assert!(Plan::decode(&bytes[..length], &key()).is_err(), "length {length}");
         }
     }
 
@@ -559,25 +745,25 @@ mod tests {
         let mut plan = sample_plan();
         plan.operations.push(Operation { entry: 1, action: Action::Install });
         assert_eq!(
-            Plan::decode(&plan.encode()),
+            Plan::decode(&plan.encode(&key()), &key()),
             Err(FormatError::Invalid { file: "plan", reason: "operation does not fit its entry" })
         );
         let mut plan = sample_plan();
         plan.operations.push(Operation { entry: 9, action: Action::Quarantine });
-        assert!(matches!(Plan::decode(&plan.encode()), Err(FormatError::Invalid { .. })));
+        assert!(matches!(Plan::decode(&plan.encode(&key()), &key()), Err(FormatError::Invalid { .. })));
     }
 
     #[test]
     fn journal_round_trips_and_records_are_bound_to_their_position() {
         let mut journal = Journal::new(TransactionId::digest(b"t"), PlanDigest([7; 32]));
         journal.records = vec![
-            JournalRecord { kind: RecordKind::Intent, operation: 0, witness: 11 },
-            JournalRecord { kind: RecordKind::Intent, operation: 1, witness: 0 },
-            JournalRecord { kind: RecordKind::Done, operation: 0, witness: 12 },
+            JournalRecord { kind: RecordKind::Intent, operation: 0, witness: 11, stamp: 0 },
+            JournalRecord { kind: RecordKind::Intent, operation: 1, witness: 0, stamp: 0 },
+            JournalRecord { kind: RecordKind::Done, operation: 0, witness: 12, stamp: 0 },
         ];
-        let bytes = journal.encode();
-        assert_eq!(bytes.len(), JOURNAL_HEADER_BYTES + 3 * JOURNAL_RECORD_BYTES);
-        assert_eq!(Journal::decode(&bytes).unwrap(), journal);
+        let bytes = journal.encode(&key());
+        assert_eq!(bytes.len(), JOURNAL_HEADER_BYTES + 3 * JOURNAL_RECORD_BYTES + JOURNAL_TRAILER_BYTES);
+        assert_eq!(Journal::decode(&bytes, &key()).unwrap(), journal);
         // Swapping two records breaks both checksums.
         let mut swapped = bytes.clone();
         let first = JOURNAL_HEADER_BYTES;
@@ -585,24 +771,76 @@ mod tests {
         let record: Vec<u8> = swapped[first..second].to_vec();
         swapped.copy_within(second..second + JOURNAL_RECORD_BYTES, first);
         swapped[second..second + JOURNAL_RECORD_BYTES].copy_from_slice(&record);
-        assert!(matches!(Journal::decode(&swapped), Err(FormatError::Checksum { .. })));
+        assert!(matches!(Journal::decode(&swapped, &key()), Err(FormatError::Checksum { .. })));
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(Journal::decode(&flipped).is_err(), "bit {bit}");
+            assert!(Journal::decode(&flipped, &key()).is_err(), "bit {bit}");
         }
-        assert!(matches!(Journal::decode(&bytes[..bytes.len() - 1]), Err(FormatError::Length { .. })));
+        assert!(matches!(Journal::decode(&bytes[..bytes.len() - 1], &key()), Err(FormatError::Length { .. })));
+        // Cut back to fewer records (the header alone included), with the
+        // trailer kept or dropped: always refused.
+        let trailer = &bytes[bytes.len() - JOURNAL_TRAILER_BYTES..];
+        for records in 0..journal.records.len() {
+            let cut = &bytes[..JOURNAL_HEADER_BYTES + records * JOURNAL_RECORD_BYTES];
+            assert!(Journal::decode(cut, &key()).is_err(), "{records} records, no trailer");
+            let mut with_trailer = cut.to_vec();
+            with_trailer.extend_from_slice(trailer);
+            assert!(Journal::decode(&with_trailer, &key()).is_err(), "{records} records, old trailer");
+        }
+        // Another key (or the public one) cannot make or read it.
+        assert!(Journal::decode(&bytes, &AuthorityKey::unauthenticated()).is_err());
+        let forged = journal.encode(&AuthorityKey::unauthenticated());
+        assert!(Journal::decode(&forged, &key()).is_err());
     }
 
     #[test]
     fn marker_round_trips_and_rejects_damage() {
         let marker = Marker { transaction: TransactionId::digest(b"t"), plan: PlanDigest([3; 32]) };
-        let bytes = marker.encode();
+        let bytes = marker.encode(&key());
         assert_eq!(bytes.len(), MARKER_BYTES);
-        assert_eq!(Marker::decode(&bytes), Ok(marker));
+        assert_eq!(Marker::decode(&bytes, &key()), Ok(marker));
         let mut damaged = bytes.clone();
         damaged[50] ^= 0x10;
-        assert!(matches!(Marker::decode(&damaged), Err(FormatError::Checksum { .. })));
-        assert!(Marker::decode(&bytes[..MARKER_BYTES - 1]).is_err());
+        assert!(matches!(Marker::decode(&damaged, &key()), Err(FormatError::Checksum { .. })));
+        assert!(Marker::decode(&bytes[..MARKER_BYTES - 1], &key()).is_err());
+    }
+
+    #[test]
+    fn settled_round_trips_and_rejects_damage_and_other_keys() {
+        let settled = Settled {
+            transaction: TransactionId::digest(b"t"),
+            plan: PlanDigest([9; 32]),
+            left: vec![
+                Left { operation: 2, reason: LeftReason::Ambiguous },
+                Left { operation: 7, reason: LeftReason::StateMismatch },
+            ],
+        };
+        let bytes = settled.encode(&key());
+        assert_eq!(Settled::decode(&bytes, &key()), Ok(settled.clone()));
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(Settled::decode(&flipped, &key()).is_err(), "bit {bit}");
+        }
+        for length in 0..bytes.len() {
+            assert!(Settled::decode(&bytes[..length], &key()).is_err(), "length {length}");
+        }
+        assert!(Settled::decode(&bytes, &AuthorityKey::unauthenticated()).is_err());
+        let empty = Settled { left: Vec::new(), ..settled.clone() };
+        assert_eq!(Settled::decode(&empty.encode(&key()), &key()), Ok(empty));
+        let unsorted = Settled { left: vec![settled.left[1], settled.left[0]], ..settled };
+        assert!(matches!(
+            Settled::decode(&unsorted.encode(&key()), &key()),
+            Err(FormatError::Invalid { file: "settled", .. })
+        ));
+    }
+
+    #[test]
+    fn a_record_made_with_another_key_is_refused() {
+        let plan = sample_plan();
+        assert!(Plan::decode(&plan.encode(&AuthorityKey::unauthenticated()), &key()).is_err());
+        let marker = Marker { transaction: plan.transaction, plan: PlanDigest([1; 32]) };
+        assert!(Marker::decode(&marker.encode(&AuthorityKey::unauthenticated()), &key()).is_err());
     }
 }

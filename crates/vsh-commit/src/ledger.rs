@@ -9,16 +9,19 @@
 //! |---|---|---|
 //! | [`CommitLedger::committing`] | `Revalidating` → `Committing` | after revalidation, before the first journaled intent (fault point `CommitStatePersisted`) |
 //! | [`CommitLedger::committed`] | `Committing` or `RecoveryRequired` → `Committed` | after the completion marker is synced (`CommittedStatePersisted`) |
-//! | [`CommitLedger::recovery_required`] | `Committing` → `RecoveryRequired` | recovery is about to roll back, or a failed commit could not roll back |
-//! | [`CommitLedger::failed`] | `Revalidating`, `Committing` or `RecoveryRequired` → `Failed` | the workspace holds the before state again (or was never touched) |
+//! | [`CommitLedger::recovery_required`] | `Committing` → `RecoveryRequired` | recovery is about to roll back, or a rollback left paths for an operator |
+//! | [`CommitLedger::stale`] | `Revalidating` → `Stale` | revalidation found a conflict; nothing was written |
+//! | [`CommitLedger::failed`] | `Reserved`, `Revalidating`, `Committing` or `RecoveryRequired` → `Failed` | the workspace holds the before state again (or was never touched) |
 //!
-//! Each call must be durable when it returns. Before `committing` the caller
-//! owns the transaction's state: it moves `Reserved` → `Revalidating` before
-//! committing, and when a commit returns an error while the ledger *still*
-//! holds `Revalidating` (the workspace was never touched), it moves it to
-//! `Stale` (for [`crate::CommitError::Stale`]) or `Failed`. Any other state
-//! after an error was set by the committer: `Failed` after an in-place
-//! rollback, `Committing` or `RecoveryRequired` for recovery to finish.
+//! Each call must be durable when it returns. The caller moves `Reserved` →
+//! `Revalidating` before committing, *while holding the commit session*
+//! ([`crate::CommitSession`]), so that recovery, which runs under the same
+//! lock, may treat any `Reserved` or `Revalidating` record without a commit
+//! directory as abandoned. From then on the committer owns the state: every
+//! outcome of the commit, an error included, is recorded by one of the calls
+//! above, and a state is never left behind that the disk contradicts
+//! (`Failed` only when the workspace holds the before state, `Committed` only
+//! after the completion marker is durable).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -59,8 +62,13 @@ pub mod from_states {
     pub const COMMITTED: &[S] = &[S::Committing, S::RecoveryRequired];
     /// [`super::CommitLedger::recovery_required`] moves from these.
     pub const RECOVERY_REQUIRED: &[S] = &[S::Committing];
+    /// [`super::CommitLedger::stale`] moves from these.
+    pub const STALE: &[S] = &[S::Revalidating];
     /// [`super::CommitLedger::failed`] moves from these.
-    pub const FAILED: &[S] = &[S::Revalidating, S::Committing, S::RecoveryRequired];
+    pub const FAILED: &[S] = &[S::Reserved, S::Revalidating, S::Committing, S::RecoveryRequired];
+    /// The states of a commit that began and has not ended, which
+    /// [`super::CommitLedger::open_transactions`] lists.
+    pub const OPEN: &[S] = &[S::Reserved, S::Revalidating, S::Committing, S::RecoveryRequired];
 }
 
 /// The caller's durable record of each transaction's state.
@@ -82,12 +90,23 @@ pub trait CommitLedger {
     /// (`Committing` → `RecoveryRequired`).
     fn recovery_required(&self, transaction: TransactionId) -> Result<(), LedgerError>;
 
-    /// The workspace holds the transaction's before state (`Revalidating`,
-    /// `Committing` or `RecoveryRequired` → `Failed`).
+    /// Revalidation found that the workspace changed under the transaction;
+    /// nothing was written (`Revalidating` → `Stale`).
+    fn stale(&self, transaction: TransactionId) -> Result<(), LedgerError>;
+
+    /// The workspace holds the transaction's before state (`Reserved`,
+    /// `Revalidating`, `Committing` or `RecoveryRequired` → `Failed`).
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError>;
 
     /// The transaction's current state, `None` if the ledger does not know it.
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError>;
+
+    /// Every transaction in one of [`from_states::OPEN`], so that recovery
+    /// settles those whose commit directory is gone (or was never made).
+    /// Ledgers that cannot list return none.
+    fn open_transactions(&self) -> Result<Vec<(TransactionId, TransactionState)>, LedgerError> {
+        Ok(Vec::new())
+    }
 }
 
 /// A ledger that records nothing and knows nothing: recovery then decides by
@@ -105,6 +124,10 @@ impl CommitLedger for NoLedger {
     }
 
     fn recovery_required(&self, _: TransactionId) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
+    fn stale(&self, _: TransactionId) -> Result<(), LedgerError> {
         Ok(())
     }
 
@@ -176,12 +199,25 @@ impl CommitLedger for MemoryLedger {
         self.transition(transaction, from_states::RECOVERY_REQUIRED, TransactionState::RecoveryRequired)
     }
 
+    fn stale(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(transaction, from_states::STALE, TransactionState::Stale)
+    }
+
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.transition(transaction, from_states::FAILED, TransactionState::Failed)
     }
 
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
         Ok(self.get(transaction))
+    }
+
+    fn open_transactions(&self) -> Result<Vec<(TransactionId, TransactionState)>, LedgerError> {
+        Ok(self
+            .lock()
+            .iter()
+            .filter(|(_, state)| from_states::OPEN.contains(state))
+            .map(|(transaction, state)| (*transaction, *state))
+            .collect())
     }
 }
 

@@ -11,11 +11,13 @@
 //!    no root, nothing within the runtime or data directory, kinds that agree
 //!    with the states, content digests, modes within `0o7777`, parents that
 //!    are directories on both sides).
-//! 2. **Lock**: `flock(LOCK_EX)` on `<runtime dir>/commit.lock`, held to the
-//!    end. Every `Committer` on the workspace, in any thread or process, takes
-//!    it, so revalidation and mutation are serialized. Any transaction
-//!    directory an interrupted commit left is **recovered** first (see below);
-//!    if one cannot be, the commit refuses ([`CommitError::RecoveryPending`]).
+//! 2. **Lock**: `flock(LOCK_EX)` on `<runtime dir>/commit.lock`, held by a
+//!    [`CommitSession`] to the end. Every `Committer` on the workspace, in any
+//!    thread or process, takes it, so revalidation and mutation are
+//!    serialized; a caller that keeps durable states takes its reservation
+//!    under it too. Any transaction directory an interrupted commit left is
+//!    **recovered** first (see below); if one cannot be, the commit refuses
+//!    ([`CommitError::RecoveryPending`]).
 //! 3. **Plan**: lower the diff to operations (quarantine, create directory,
 //!    install, set mode; see [`format::Action`]) and write the plan to
 //!    `<runtime dir>/txn/<transaction hex>/plan`, `fsync`ed [`PlanSynced`](FaultPoint::PlanSynced).
@@ -27,10 +29,11 @@
 //!    [`CommitError::Stale`] naming up to `max_conflicts` paths; the
 //!    transaction directory is removed and the workspace was never touched
 //!    [`Revalidated`](FaultPoint::Revalidated).
-//! 6. **Committing**: the ledger moves Revalidating → Committing
-//!    [`CommitStatePersisted`](FaultPoint::CommitStatePersisted).
-//! 7. **Journal the intents** of every operation (with the inode each acts
+//! 6. **Journal the intents** of every operation (with the inode each acts
 //!    on) in one write, `fsync`ed with its directory [`IntentSynced`](FaultPoint::IntentSynced)`(i)`.
+//! 7. **Committing**: the ledger moves Revalidating → Committing
+//!    [`CommitStatePersisted`](FaultPoint::CommitStatePersisted). A ledger in
+//!    Committing therefore always has a journal to recover from.
 //! 8. **Apply** each operation [`OperationApplied`](FaultPoint::OperationApplied)`(i)`: an old node is
 //!    renamed into `quarantine/` (never deleted), a staged node renamed into
 //!    place, directories created, modes set. Then the done records are
@@ -51,19 +54,27 @@
 //!
 //! A host failure while applying, or a failed verification, rolls the
 //! transaction back in place ([`CommitError::Apply`],
-//! [`CommitError::Verification`]; the ledger holds Failed); if even that
-//! fails, [`CommitError::RecoveryRequired`].
+//! [`CommitError::Verification`]; the ledger holds Failed). If someone else
+//! changed a path the commit had already changed, that operation is left as
+//! it is (their bytes are never overwritten or removed, the old node stays in
+//! `quarantine/`), every independent one is still undone, and the error is
+//! [`CommitError::Unresolved`] naming what was left (the ledger holds
+//! `RecoveryRequired`). If the rollback cannot finish at all,
+//! [`CommitError::RecoveryRequired`].
 //!
 //! # Recovery
 //!
-//! [`Committer::recover`] (under the same lock) resolves every transaction
+//! [`CommitSession::recover`] (under the same lock) resolves every transaction
 //! directory in name order: with a valid completion marker it **rolls
-//! forward** (verify the after state, ledger Committed, clean up); without it
-//! it **rolls back** every operation whose intent was journaled, in reverse,
-//! telling from the filesystem whether each was applied (the quarantined or
-//! staged node is where the operation would have moved it from, or not), then
-//! verifies the before state of what it restored and moves the ledger to
-//! Failed. Anything ambiguous is a [`RecoveryConflict`], left untouched.
+//! forward** (ledger Committed, clean up); without it it **rolls back** every
+//! operation whose intent was journaled, in reverse, telling from the
+//! filesystem whether each was applied (the quarantined or staged node is
+//! where the operation would have moved it from, or not), leaving any
+//! operation someone else's change is in the way of, verifies the before
+//! state of what it restored, writes a durable settled record, and only then
+//! moves the ledger (Failed, or `RecoveryRequired` with [`Unresolved`] paths)
+//! and cleans up. A journal the evidence contradicts, or anything else that
+//! cannot be decided, is a [`RecoveryConflict`], left untouched.
 //! `docs/store-format.md` (*Commit protocol*) gives the byte layouts and the
 //! case analysis of a crash at each step.
 //!
@@ -74,9 +85,13 @@
 //!
 //! # Guarantees
 //!
-//! - A commit that returns any error but [`CommitError::RecoveryRequired`] and
-//!   [`CommitError::FaultInjected`] leaves the workspace in its before state
-//!   (vsh's runtime directory aside).
+//! - A commit that returns any error but [`CommitError::RecoveryRequired`],
+//!   [`CommitError::Unresolved`] and [`CommitError::FaultInjected`] leaves
+//!   the workspace in its before state (vsh's runtime directory aside), and
+//!   the ledger says so (Stale or Failed).
+//! - Nothing is ever deleted that is not vsh's own or the transaction's
+//!   committed effect: old nodes leave `quarantine/` only after the commit
+//!   point, or by being moved back.
 //! - External changes to anything the transaction depended on, made before the
 //!   lock is taken, are detected and never overwritten. Changes the
 //!   transaction did not depend on (a touched mtime, an unrelated sibling) do
@@ -108,27 +123,31 @@ mod ledger;
 mod live;
 mod plan;
 mod recover;
+mod restore;
 mod revalidate;
 mod txndir;
 mod validate;
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use vsh_host::{CapDir, HostError, LockGuard};
+use vsh_host::{CapDir, HostError, LockGuard, LockWait};
 use vsh_store::BlobStore;
-use vsh_types::{DiffEntry, ReadSet, TransactionId, VPath};
+use vsh_types::{AuthorityKey, DiffEntry, ReadSet, TransactionId, VPath};
 
 pub use error::{CommitError, Conflict, ConflictReason};
 pub use fault::{CrashAt, FaultInjector, FaultPoint, NoFaults};
+pub use format::{Left, LeftReason};
 pub use ledger::{CommitLedger, LedgerError, MemoryLedger, NoLedger, from_states};
-pub use recover::{RecoveryConflict, RecoveryConflictReason, RecoveryReport};
+pub use recover::{KeptNode, LeftPath, RecoveryConflict, RecoveryConflictReason, RecoveryReport, Unresolved};
+pub use restore::RestoreReport;
 
 use apply::{ApplyFailure, Syncs};
 use format::{Action, Journal, JournalRecord, Marker, Plan, PlanDigest, RecordKind};
 use live::LiveView;
-use recover::check;
-use txndir::{PRIVATE_DIR_MODE, TxnDir};
+use recover::{Outcome, check};
+use txndir::{Cleanup, PRIVATE_DIR_MODE, TxnDir};
 
 /// How many conflicts a stale commit lists by default.
 pub const DEFAULT_MAX_CONFLICTS: usize = 128;
@@ -159,7 +178,7 @@ impl<'a> CommitRequest<'a> {
 }
 
 /// What a successful commit did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitReceipt {
     /// The committed transaction.
     pub transaction: TransactionId,
@@ -172,6 +191,9 @@ pub struct CommitReceipt {
     pub revalidated_dependencies: u64,
     /// The durability barriers the commit issued (the ledger's own aside).
     pub syncs: SyncCounts,
+    /// Old nodes someone wrote to after revalidation checked them: moved
+    /// aside under the runtime directory instead of deleted (usually none).
+    pub kept: Vec<KeptNode>,
 }
 
 /// Durability barriers issued by one commit.
@@ -203,6 +225,24 @@ pub struct Committer {
     runtime_dir: VPath,
     /// The runtime directory first, then any other hidden directory.
     excluded: Vec<VPath>,
+    /// Authenticates the plan, journal and markers (see [`Committer::with_authority`]).
+    key: AuthorityKey,
+}
+
+/// The workspace's commit lock, held: the only way to commit or recover.
+///
+/// Everything a session does is serialized with every other session on the
+/// workspace, in any thread or process. A caller that keeps durable states
+/// moves its transaction to Revalidating while it holds the session, after
+/// [`CommitSession::recover`] and before [`CommitSession::commit`], so that
+/// recovery may treat a Revalidating record without a commit directory as
+/// abandoned. Dropping the session releases the lock.
+#[derive(Debug)]
+pub struct CommitSession<'a> {
+    committer: &'a Committer,
+    _lock: LockGuard,
+    /// Whether [`CommitSession::recover`] ran clean in this session.
+    recovered: Cell<bool>,
 }
 
 /// How the journaled apply stopped.
@@ -237,7 +277,17 @@ impl Committer {
         }
         workspace.open_subdir(&runtime_dir, true).map_err(CommitError::host("open runtime directory", &runtime_dir))?;
         let excluded = vec![runtime_dir.clone()];
-        Ok(Committer { workspace, runtime_dir, excluded })
+        Ok(Committer { workspace, runtime_dir, excluded, key: AuthorityKey::unauthenticated() })
+    }
+
+    /// Authenticate the commit's own records (plan, journal, completion
+    /// marker, settled record) with `key`, so that a commit directory planted
+    /// by whoever can write the workspace is refused instead of recovered.
+    /// Without it they carry a public checksum.
+    #[must_use]
+    pub fn with_authority(mut self, key: AuthorityKey) -> Committer {
+        self.key = key;
+        self
     }
 
     /// Also hide `path` (a data directory placed inside the workspace) from
@@ -260,14 +310,40 @@ impl Committer {
         &self.runtime_dir
     }
 
-    /// Take the workspace's commit lock (blocking until it is free).
-    fn lock(&self) -> Result<LockGuard, CommitError> {
-        let runtime = self
-            .workspace
+    fn lock_path() -> VPath {
+        VPath::from_component("commit.lock").expect("a valid constant name")
+    }
+
+    fn runtime(&self) -> Result<CapDir, CommitError> {
+        self.workspace
             .open_subdir(&self.runtime_dir, true)
-            .map_err(CommitError::host("open runtime directory", &self.runtime_dir))?;
-        let lock = VPath::from_component("commit.lock").expect("a valid constant name");
-        runtime.lock_exclusive(&lock).map_err(CommitError::host("lock", &self.runtime_dir))
+            .map_err(CommitError::host("open runtime directory", &self.runtime_dir))
+    }
+
+    /// Take the workspace's commit lock, waiting as long as `wait` allows
+    /// ([`CommitError::Host`] with [`HostError::LockTimeout`] past it).
+    pub fn session(&self, wait: &LockWait) -> Result<CommitSession<'_>, CommitError> {
+        let lock = self
+            .runtime()?
+            .lock_exclusive_within(&Self::lock_path(), wait)
+            .map_err(CommitError::host("lock", &self.runtime_dir))?;
+        Ok(CommitSession { committer: self, _lock: lock, recovered: Cell::new(false) })
+    }
+
+    /// Take the commit lock if no one holds it; `None` if someone does.
+    pub fn try_session(&self) -> Result<Option<CommitSession<'_>>, CommitError> {
+        let lock = self
+            .runtime()?
+            .try_lock_exclusive(&Self::lock_path())
+            .map_err(CommitError::host("lock", &self.runtime_dir))?;
+        Ok(lock.map(|lock| CommitSession { committer: self, _lock: lock, recovered: Cell::new(false) }))
+    }
+
+    /// Take the commit lock, blocking until it is free.
+    fn blocking_session(&self) -> Result<CommitSession<'_>, CommitError> {
+        let lock =
+            self.runtime()?.lock_exclusive(&Self::lock_path()).map_err(CommitError::host("lock", &self.runtime_dir))?;
+        Ok(CommitSession { committer: self, _lock: lock, recovered: Cell::new(false) })
     }
 
     fn view(&self) -> LiveView<'_> {
@@ -278,8 +354,25 @@ impl Committer {
     /// dependency and precondition, and apply nothing.
     pub fn revalidate(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
         validate::validate(request.diff, &self.excluded)?;
-        let _lock = self.lock()?;
-        revalidate::revalidate(&self.view(), request.diff, request.reads, request.max_conflicts).map(|_| ())
+        let _session = self.blocking_session()?;
+        revalidate::revalidate(&self.view(), request.diff, request.reads, request.max_conflicts).map(drop)
+    }
+
+    /// Recover every interrupted commit on this workspace (blocking for the
+    /// lock); see [`CommitSession::recover`].
+    pub fn recover(&self, ledger: &dyn CommitLedger) -> Result<RecoveryReport, CommitError> {
+        self.blocking_session()?.recover(ledger)
+    }
+
+    /// [`Committer::recover`], asking `faults` at every step of recovery
+    /// (each undo, the settled record, each cleanup step), to test that a
+    /// crash during recovery is itself recoverable.
+    pub fn recover_with_faults(
+        &self,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+    ) -> Result<RecoveryReport, CommitError> {
+        self.blocking_session()?.recover_with_faults(ledger, faults)
     }
 
     /// Commit without a ledger ([`NoLedger`]): recovery then decides by the
@@ -311,43 +404,68 @@ impl Committer {
         ledger: &dyn CommitLedger,
         faults: &dyn FaultInjector,
     ) -> Result<CommitReceipt, CommitError> {
-        validate::validate(request.diff, &self.excluded)?;
-        if request.diff.len() as u64 > format::MAX_PLAN_ENTRIES {
-            let path = request.diff[0].path.clone();
-            return Err(CommitError::InvalidDiff { path, reason: "the diff has more entries than a plan holds" });
-        }
-        let _lock = self.lock()?;
-        let report = self.recover_locked(ledger, &NoFaults)?;
-        if !report.is_clean() {
-            return Err(CommitError::RecoveryPending { conflicts: report.conflicts });
-        }
+        self.blocking_session()?.commit_with_faults(request, ledger, faults)
+    }
+
+    /// The body of a commit, the lock held and recovery clean.
+    fn commit_locked(
+        &self,
+        request: &CommitRequest<'_>,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+    ) -> Result<CommitReceipt, CommitError> {
         let transaction = request.transaction;
+        // Nothing has touched the workspace yet: every failure before the
+        // journal's intents is recorded as Stale or Failed and leaves no trace.
+        let untouched = |error: CommitError| -> CommitError {
+            let recorded = if matches!(error, CommitError::Stale { .. }) {
+                ledger.stale(transaction)
+            } else {
+                ledger.failed(transaction)
+            };
+            // A ledger that cannot record it leaves Revalidating behind, which
+            // the next recovery settles as abandoned (Failed): still true.
+            let _ = recorded;
+            error
+        };
+        if let Err(error) = self.check_request(request) {
+            return Err(untouched(error));
+        }
         let plan = plan::lower(transaction, request.diff);
-        let encoded = plan.encode();
+        let encoded = plan.encode(&self.key);
         let mut digest = [0_u8; 32];
         digest.copy_from_slice(&encoded[encoded.len() - 32..]);
         let digest = PlanDigest(digest);
-        let txn = self.create_txn_dir(transaction)?;
+        let txn = self.create_txn_dir(transaction).map_err(untouched)?;
         let syncs = Syncs::default();
 
-        // Until the ledger holds Committing, the workspace is untouched and a
-        // failure only removes the transaction directory.
         let (witnesses, revalidated) = match self.prepare(&txn, &plan, &encoded, request, faults, &syncs) {
             Ok(prepared) => prepared,
             Err(CommitError::FaultInjected(point)) => return Err(CommitError::FaultInjected(point)),
             Err(error) => {
-                let _ = txn.remove(&self.workspace, || Ok(()));
+                // The outcome is recorded first: a crash before the directory
+                // is gone leaves a terminal record and a directory recovery
+                // only needs to remove.
+                let error = untouched(error);
+                let _ = txn.clean(&self.workspace, Cleanup::Restored, &NoFaults);
                 return Err(error);
             }
         };
+
+        // From the first durable intent on, a failure rolls back in place.
+        let mut journal = Journal::new(plan.transaction, digest);
+        match self.journal_intents(&txn, &mut journal, &witnesses, faults, &syncs) {
+            Ok(()) => {}
+            Err(Stop::Fault(point)) => return Err(CommitError::FaultInjected(point)),
+            Err(Stop::Abort { error, limit }) => return Err(self.abort(ledger, transaction, &txn, error, limit)),
+        }
         if let Err(source) = ledger.committing(transaction) {
-            let _ = txn.remove(&self.workspace, || Ok(()));
-            return Err(CommitError::Ledger { transaction, step: "committing", source });
+            let error = CommitError::Ledger { transaction, step: "committing", source };
+            return Err(self.abort(ledger, transaction, &txn, error, Some(0)));
         }
         check(faults, FaultPoint::CommitStatePersisted)?;
 
-        // From here the workspace changes: a failure rolls back in place.
-        match self.apply_journaled(&txn, &plan, digest, &witnesses, faults, &syncs) {
+        match self.apply_journaled(&txn, &plan, &mut journal, &witnesses, faults, &syncs) {
             Ok(()) => {}
             Err(Stop::Fault(point)) => return Err(CommitError::FaultInjected(point)),
             Err(Stop::Abort { error, limit }) => return Err(self.abort(ledger, transaction, &txn, error, limit)),
@@ -355,7 +473,7 @@ impl Committer {
 
         let interrupted = |source| CommitError::RecoveryRequired { transaction, source: Box::new(source) };
         let marker = Marker { transaction, plan: digest };
-        txn.write_marker(&self.workspace, &marker)
+        txn.write_marker(&self.workspace, &marker, &self.key)
             .map_err(|source| interrupted(CommitError::host("write marker", &txn.marker())(source)))?;
         syncs.file();
         self.workspace
@@ -370,19 +488,27 @@ impl Committer {
         check(faults, FaultPoint::CommittedStatePersisted)?;
 
         // The transaction is committed; a directory that cannot be removed
-        // now is removed by the next recovery.
-        if let Err(CommitError::FaultInjected(point)) =
-            txn.remove(&self.workspace, || check(faults, FaultPoint::QuarantineRemoved))
-        {
+        // now is removed by the next recovery. An old node someone wrote to
+        // after revalidation holds their bytes: it is moved aside, not deleted,
+        // and if even that fails the directory stays for recovery.
+        let kept = match self.keep_changed_originals(&txn, &plan, &journal) {
+            Ok(kept) => kept.into_iter().map(|(path, kept)| KeptNode { transaction, path, kept }).collect(),
+            Err(_) => return Ok(receipt(transaction, &plan, revalidated, &syncs, Vec::new())),
+        };
+        if let Err(CommitError::FaultInjected(point)) = txn.clean(&self.workspace, Cleanup::Committed, faults) {
             return Err(CommitError::FaultInjected(point));
         }
-        Ok(CommitReceipt {
-            transaction,
-            operations: plan.operations.len() as u64,
-            verified_paths: plan.entries.len() as u64,
-            revalidated_dependencies: revalidated,
-            syncs: SyncCounts::of(&syncs),
-        })
+        Ok(receipt(transaction, &plan, revalidated, &syncs, kept))
+    }
+
+    /// The checks of a request that need no host access.
+    fn check_request(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
+        validate::validate(request.diff, &self.excluded)?;
+        if request.diff.len() as u64 > format::MAX_PLAN_ENTRIES {
+            let path = request.diff[0].path.clone();
+            return Err(CommitError::InvalidDiff { path, reason: "the diff has more entries than a plan holds" });
+        }
+        Ok(())
     }
 
     /// Create `txn/<transaction hex>/` with `stage/` and `quarantine/`.
@@ -399,7 +525,7 @@ impl Committer {
                 Err(CommitError::TransactionDirExists { transaction })
             }
             Err(source) => {
-                let _ = txn.remove(&self.workspace, || Ok(()));
+                let _ = txn.clean(&self.workspace, Cleanup::Restored, &NoFaults);
                 Err(CommitError::Host { op: "create transaction directory", path: txn.root, source })
             }
         }
@@ -415,7 +541,7 @@ impl Committer {
         request: &CommitRequest<'_>,
         faults: &dyn FaultInjector,
         syncs: &Syncs,
-    ) -> Result<(Vec<u64>, u64), CommitError> {
+    ) -> Result<(Vec<(u64, u64)>, u64), CommitError> {
         let ws = &*self.workspace;
         txn.write_plan(ws, encoded).map_err(CommitError::host("write plan", &txn.plan()))?;
         syncs.file();
@@ -425,44 +551,58 @@ impl Committer {
         syncs.filesystem();
         check(faults, FaultPoint::StageSynced)?;
         let revalidated = revalidate::revalidate(&self.view(), request.diff, request.reads, request.max_conflicts)?;
-        let witnesses = apply::intent_witnesses(ws, plan, &staged)?;
+        let witnesses = apply::intent_witnesses(ws, plan, &staged, &revalidated.before)?;
         check(faults, FaultPoint::Revalidated)?;
-        Ok((witnesses, revalidated))
+        Ok((witnesses, revalidated.checked))
     }
 
-    /// Journal the intents, apply every operation, journal the done records,
-    /// sync, verify.
-    fn apply_journaled(
+    /// Journal the intent of every operation in one write, made durable with
+    /// its directory.
+    fn journal_intents(
         &self,
         txn: &TxnDir,
-        plan: &Plan,
-        digest: PlanDigest,
-        witnesses: &[u64],
+        journal: &mut Journal,
+        witnesses: &[(u64, u64)],
         faults: &dyn FaultInjector,
         syncs: &Syncs,
     ) -> Result<(), Stop> {
         let ws = &*self.workspace;
-        let count = plan.operations.len();
-        let index32 = |index: usize| u32::try_from(index).expect("a plan has at most u32::MAX operations");
-        let mut journal = Journal::new(plan.transaction, digest);
-        journal.records = (0..count)
-            .map(|index| JournalRecord {
+        journal.records = witnesses
+            .iter()
+            .enumerate()
+            .map(|(index, (witness, stamp))| JournalRecord {
                 kind: RecordKind::Intent,
                 operation: index32(index),
-                witness: witnesses[index],
+                witness: *witness,
+                stamp: *stamp,
             })
             .collect();
         let nothing_applied = |error| Stop::Abort { error, limit: Some(0) };
-        txn.write_journal(ws, &journal)
+        txn.write_journal(ws, journal, &self.key)
             .map_err(|source| nothing_applied(CommitError::host("write journal", &txn.journal())(source)))?;
         syncs.file();
         ws.sync_dir(&txn.root)
             .map_err(|source| nothing_applied(CommitError::host("sync journal", &txn.root)(source)))?;
         syncs.dir();
-        for index in 0..count {
+        for index in 0..witnesses.len() {
             check(faults, FaultPoint::IntentSynced(index32(index)))?;
         }
-        for (index, witness) in witnesses.iter().copied().enumerate() {
+        Ok(())
+    }
+
+    /// Apply every operation, journal the done records, sync, verify.
+    fn apply_journaled(
+        &self,
+        txn: &TxnDir,
+        plan: &Plan,
+        journal: &mut Journal,
+        witnesses: &[(u64, u64)],
+        faults: &dyn FaultInjector,
+        syncs: &Syncs,
+    ) -> Result<(), Stop> {
+        let ws = &*self.workspace;
+        let count = plan.operations.len();
+        for (index, (witness, _)) in witnesses.iter().copied().enumerate() {
             let done = apply::apply_one(ws, txn, plan, index, witness).map_err(|failure| {
                 let operation = plan.operations[index];
                 let path = plan.entries[operation.entry as usize].path.clone();
@@ -475,10 +615,16 @@ impl Committer {
                 let maybe_applied = matches!(operation.action, Action::CreateDir { .. });
                 Stop::Abort { error, limit: Some(index + usize::from(maybe_applied)) }
             })?;
-            journal.records.push(JournalRecord { kind: RecordKind::Done, operation: index32(index), witness: done });
+            journal.records.push(JournalRecord {
+                kind: RecordKind::Done,
+                operation: index32(index),
+                witness: done,
+                stamp: 0,
+            });
             check(faults, FaultPoint::OperationApplied(index32(index)))?;
         }
-        txn.write_journal(ws, &journal).map_err(|source| CommitError::host("write journal", &txn.journal())(source))?;
+        txn.write_journal(ws, journal, &self.key)
+            .map_err(|source| CommitError::host("write journal", &txn.journal())(source))?;
         syncs.file();
         ws.syncfs().map_err(|source| CommitError::host("sync", &VPath::root())(source))?;
         syncs.filesystem();
@@ -486,7 +632,8 @@ impl Committer {
             check(faults, FaultPoint::DoneSynced(index32(index)))?;
         }
         check(faults, FaultPoint::Applied)?;
-        let installed = apply::installed_identities(plan, witnesses);
+        let inodes: Vec<u64> = witnesses.iter().map(|(witness, _)| *witness).collect();
+        let installed = apply::installed_identities(plan, &inodes);
         if let Some(path) = apply::verify_after(&self.view(), plan, &installed)? {
             return Err(Stop::Abort { error: CommitError::Verification { path }, limit: None });
         }
@@ -494,8 +641,11 @@ impl Committer {
         Ok(())
     }
 
-    /// Roll a failed commit back in place; if that cannot finish, the
-    /// transaction needs recovery.
+    /// Roll a failed commit back in place. Everything undone and verified:
+    /// `error` (the ledger holds Failed). Operations someone else's change is
+    /// in the way of left as they are: [`CommitError::Unresolved`] (the ledger
+    /// holds `RecoveryRequired`). The rollback unable to finish:
+    /// [`CommitError::RecoveryRequired`], for the next recovery.
     fn abort(
         &self,
         ledger: &dyn CommitLedger,
@@ -504,12 +654,106 @@ impl Committer {
         error: CommitError,
         limit: Option<usize>,
     ) -> CommitError {
-        if let Ok(Ok(_)) = self.recover_one(ledger, &NoFaults, transaction, txn, limit) {
-            return error;
+        match self.recover_one(ledger, &NoFaults, transaction, txn, limit) {
+            Ok(Ok(Outcome::RolledBack | Outcome::Cleaned)) => error,
+            Ok(Ok(Outcome::Unresolved(unresolved))) => {
+                CommitError::Unresolved { transaction, paths: unresolved.paths, source: Box::new(error) }
+            }
+            _ => {
+                if ledger.state(transaction).ok().flatten() == Some(vsh_types::TransactionState::Committing) {
+                    let _ = ledger.recovery_required(transaction);
+                }
+                CommitError::RecoveryRequired { transaction, source: Box::new(error) }
+            }
         }
-        if ledger.state(transaction).ok().flatten() == Some(vsh_types::TransactionState::Committing) {
-            let _ = ledger.recovery_required(transaction);
+    }
+}
+
+fn receipt(
+    transaction: TransactionId,
+    plan: &Plan,
+    revalidated: u64,
+    syncs: &Syncs,
+    kept: Vec<KeptNode>,
+) -> CommitReceipt {
+    CommitReceipt {
+        transaction,
+        operations: plan.operations.len() as u64,
+        verified_paths: plan.entries.len() as u64,
+        revalidated_dependencies: revalidated,
+        syncs: SyncCounts::of(syncs),
+        kept,
+    }
+}
+
+fn index32(index: usize) -> u32 {
+    u32::try_from(index).expect("a plan has at most u32::MAX operations")
+}
+
+impl CommitSession<'_> {
+    /// Recover every interrupted commit on this workspace (see the module
+    /// docs of `recover.rs`, summarized in the crate docs). A commit in this
+    /// session does this first if the caller has not, and refuses to run if
+    /// any conflict remains.
+    pub fn recover(&self, ledger: &dyn CommitLedger) -> Result<RecoveryReport, CommitError> {
+        self.recover_with_faults(ledger, &NoFaults)
+    }
+
+    /// [`CommitSession::recover`], asking `faults` at every step of recovery.
+    pub fn recover_with_faults(
+        &self,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+    ) -> Result<RecoveryReport, CommitError> {
+        let report = self.committer.recover_locked(ledger, faults)?;
+        self.recovered.set(report.is_clean());
+        Ok(report)
+    }
+
+    /// Apply the transaction's diff to the workspace, exactly as previewed,
+    /// moving it through `ledger` (see the crate docs for the protocol and
+    /// [`CommitError`] for what each failure leaves). The ledger must hold
+    /// the transaction in Revalidating (moved there in this session); every
+    /// outcome is recorded by the committer.
+    pub fn commit(&self, request: &CommitRequest<'_>, ledger: &dyn CommitLedger) -> Result<CommitReceipt, CommitError> {
+        self.commit_with_faults(request, ledger, &NoFaults)
+    }
+
+    /// [`CommitSession::commit`], asking `faults` at every [`FaultPoint`].
+    pub fn commit_with_faults(
+        &self,
+        request: &CommitRequest<'_>,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+    ) -> Result<CommitReceipt, CommitError> {
+        if !self.recovered.get() {
+            // The caller moved this transaction to Revalidating already: it is
+            // this session's, not an abandoned one.
+            let report = self.committer.recover_locked_except(ledger, &NoFaults, Some(request.transaction))?;
+            self.recovered.set(report.is_clean());
+            if !report.is_clean() {
+                let error = CommitError::RecoveryPending { conflicts: report.conflicts };
+                let _ = ledger.failed(request.transaction);
+                return Err(error);
+            }
         }
-        CommitError::RecoveryRequired { transaction, source: Box::new(error) }
+        self.committer.commit_locked(request, ledger, faults)
+    }
+
+    /// An operator's decision for a transaction recovery left unresolved:
+    /// put the workspace back in the before state, moving whatever is in the
+    /// way aside, never deleting it (see [`RestoreReport`]).
+    pub fn restore(&self, transaction: TransactionId, ledger: &dyn CommitLedger) -> Result<RestoreReport, CommitError> {
+        self.restore_with_faults(transaction, ledger, &NoFaults)
+    }
+
+    /// [`CommitSession::restore`], asking `faults` after each step.
+    pub fn restore_with_faults(
+        &self,
+        transaction: TransactionId,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+    ) -> Result<RestoreReport, CommitError> {
+        self.committer.restore_locked(transaction, ledger, faults)
     }
 }

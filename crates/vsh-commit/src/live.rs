@@ -146,6 +146,20 @@ impl LiveView<'_> {
         if kind == NodeKind::Directory {
             return Ok(Ok(true));
         }
+        if kind == NodeKind::File {
+            // The bytes must be those of the node `stat` describes: a file
+            // written between the lstat and the read is not the one checked.
+            return match self.dir.hash_file(path) {
+                Ok((digest, read)) => {
+                    Ok(if read.identity != stat.identity || read.size != stat.size || read.mtime_ns != stat.mtime_ns {
+                        Err(ConflictReason::Precondition)
+                    } else {
+                        Ok(Some(digest) == expected.content)
+                    })
+                }
+                Err(error) => classify(error, "read", path, ConflictReason::Precondition).map(Err),
+            };
+        }
         match self.content(path, kind, ConflictReason::Precondition)? {
             Ok(digest) => Ok(Ok(Some(digest) == expected.content)),
             Err(reason) => Ok(Err(reason)),

@@ -130,6 +130,7 @@ mod tests {
             ]
         );
         // The encoding accepts every lowered plan.
-        assert_eq!(crate::format::Plan::decode(&plan.encode()).unwrap().0, plan);
+        let key = vsh_types::AuthorityKey::unauthenticated();
+        assert_eq!(crate::format::Plan::decode(&plan.encode(&key), &key).unwrap().0, plan);
     }
 }

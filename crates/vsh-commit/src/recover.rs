@@ -4,11 +4,18 @@
 //! For each `txn/<transaction hex>/`, in name order:
 //!
 //! - **A valid completion marker**: the commit was applied, synced and
-//!   verified before the marker was written. Roll forward: verify every diff
-//!   path holds its after state, move the ledger to Committed, clean up.
-//! - **No marker**: roll back, in reverse order, every operation with a
-//!   journaled intent (an operation is never applied before its intent is
-//!   durable), deciding from the filesystem whether each was applied:
+//!   verified before the marker was written. Roll forward: move the ledger to
+//!   Committed, clean up (paths someone changed since are reported, never
+//!   touched).
+//! - **A valid settled record**: an earlier rollback finished its pass; only
+//!   its ledger step and cleanup may be left. Nothing is undone twice.
+//! - **Neither**: roll back. First the evidence is checked against the
+//!   journal: an operation without a journaled intent must show no sign of
+//!   having been applied (no old node in `quarantine/`, no new node at its
+//!   path), and a ledger in Committing needs a journal; a journal that
+//!   contradicts the evidence is a conflict, never read as "nothing ran".
+//!   Then every operation with a journaled intent is undone if it was
+//!   applied, in reverse order, deciding from the filesystem:
 //!
 //!   | operation | applied when | undo |
 //!   |---|---|---|
@@ -17,15 +24,37 @@
 //!   | create dir | a directory is at the path (the done witness, when journaled) | remove it if empty |
 //!   | set mode | the witness node has the after mode | set the before mode |
 //!
-//!   Each undo restores exactly the state before the operation, so a crash
-//!   during recovery is recovered the same way. Then every path an undone
-//!   operation touched must hold its before state; the ledger moves to Failed.
-//! - Anything ambiguous (a state no interleaving of the protocol produces, a
-//!   ledger that contradicts the disk, a corrupt record, a symlink or file
-//!   planted where vsh keeps a directory) is a [`RecoveryConflict`]: that
-//!   transaction is left untouched for an operator, and no commit runs until
-//!   it is resolved.
+//!   An operation someone else got in the way of (the installed file was
+//!   edited, the path of a quarantined node was taken, the new directory
+//!   holds their files) is **left** exactly as found, and the pass goes on
+//!   with every operation independent of it; the old node of a left
+//!   quarantine stays in `quarantine/`. Every path an undone operation
+//!   touched must then hold its before state (a path that does not is left
+//!   too). The pass ends with a durable [`Settled`] record naming what was
+//!   left, and only then does cleanup begin.
+//!
+//!   With nothing left the ledger moves to Failed (the workspace holds the
+//!   before state) and the directory is removed, `quarantine/` only if it is
+//!   empty. With something left the ledger stays in `RecoveryRequired`, only
+//!   vsh's own new bytes (`stage/`) are removed, and the transaction is
+//!   reported as [`Unresolved`] with every left path and where its old node
+//!   is kept, until an operator restores it ([`crate::CommitSession::restore`]).
+//!   A settled transaction no longer blocks other commits: recovery will
+//!   never act on it again by itself.
+//!
+//! A ledger record still in Reserved or Revalidating whose transaction has no
+//! directory was abandoned before the workspace was touched (reservations are
+//! taken under the commit lock, so its holder is gone): it moves to Failed.
+//! One in Committing or `RecoveryRequired` without a directory has lost its
+//! evidence: it is reported as unresolved.
+//!
+//! Anything else that cannot be decided (a corrupt or contradicted record, a
+//! symlink or file planted where vsh keeps a directory, a host error) is a
+//! [`RecoveryConflict`]: that transaction is left untouched for an operator,
+//! and no commit runs until it is resolved, because recovery still has work
+//! to do there.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use vsh_host::{HostError, HostKind, HostStat};
@@ -34,34 +63,108 @@ use vsh_types::{NodeKind, TransactionId, TransactionState, VPath};
 use crate::Committer;
 use crate::apply;
 use crate::error::CommitError;
-use crate::fault::{FaultInjector, FaultPoint, NoFaults};
-use crate::format::{Action, FormatError, Journal, Plan, PlanDigest, RecordKind};
+use crate::fault::{FaultInjector, FaultPoint};
+use crate::format::{Action, FormatError, Journal, Left, LeftReason, Plan, PlanDigest, RecordKind, Settled};
 use crate::ledger::{CommitLedger, LedgerError};
-use crate::txndir::{Read, TXN_DIR, TxnDir};
+use crate::txndir::{Cleanup, Read, TXN_DIR, TxnDir};
 
-/// What [`Committer::recover`] did.
+/// What [`crate::CommitSession::recover`] did.
 #[derive(Debug, Default)]
 pub struct RecoveryReport {
     /// Transactions found complete (marker durable) and finished: Committed.
     pub rolled_forward: Vec<TransactionId>,
-    /// Transactions undone to their before state: Failed.
+    /// Transactions undone to their before state, or abandoned before they
+    /// touched the workspace: Failed.
     pub rolled_back: Vec<TransactionId>,
     /// Directories of transactions already finished (or never started) that
     /// only needed removing.
     pub cleaned: Vec<TransactionId>,
-    /// What could not be decided; each is left untouched.
+    /// Rollbacks settled as far as they safely could: what is left needs an
+    /// operator, but recovery will not act on it again, so commits go on.
+    pub unresolved: Vec<Unresolved>,
+    /// Paths of rolled-forward transactions that someone changed after the
+    /// commit point; theirs, and left alone.
+    pub changed_since_commit: Vec<(TransactionId, VPath)>,
+    /// Old nodes of rolled-forward transactions that someone wrote to after
+    /// revalidation: kept, not deleted.
+    pub kept: Vec<KeptNode>,
+    /// What could not be decided; each is left untouched and blocks commits.
     pub conflicts: Vec<RecoveryConflict>,
 }
 
 impl RecoveryReport {
-    /// Whether nothing needs an operator.
+    /// Whether commits may run: no conflict blocks them.
     pub fn is_clean(&self) -> bool {
         self.conflicts.is_empty()
     }
 
+    /// Whether an operator has something to look at.
+    pub fn needs_attention(&self) -> bool {
+        !self.conflicts.is_empty() || !self.unresolved.is_empty()
+    }
+
     /// Whether there was nothing to recover at all.
     pub fn is_empty(&self) -> bool {
-        self.rolled_forward.is_empty() && self.rolled_back.is_empty() && self.cleaned.is_empty() && self.is_clean()
+        self.rolled_forward.is_empty()
+            && self.rolled_back.is_empty()
+            && self.cleaned.is_empty()
+            && self.changed_since_commit.is_empty()
+            && self.kept.is_empty()
+            && !self.needs_attention()
+    }
+}
+
+/// A transaction whose rollback left something for an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    /// The transaction.
+    pub transaction: TransactionId,
+    /// Its commit directory (which holds the evidence), relative to the
+    /// workspace; `None` when it has none.
+    pub directory: Option<VPath>,
+    /// The ledger's state (`RecoveryRequired`, or Committing for a record whose
+    /// directory is gone).
+    pub state: Option<TransactionState>,
+    /// Every operation left as found; empty when the directory is gone and
+    /// nothing can be told.
+    pub paths: Vec<LeftPath>,
+}
+
+/// An old node a committed transaction replaced or deleted, which someone
+/// wrote to after revalidation checked it: moved aside instead of deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptNode {
+    /// The transaction.
+    pub transaction: TransactionId,
+    /// The workspace path the node had.
+    pub path: VPath,
+    /// Where it is now, relative to the workspace.
+    pub kept: VPath,
+}
+
+/// One operation a rollback left as it found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftPath {
+    /// The workspace path.
+    pub path: VPath,
+    /// The operation's index in the plan.
+    pub operation: u32,
+    /// Its action's name.
+    pub action: &'static str,
+    /// Why it was left.
+    pub reason: LeftReason,
+    /// Where the path's old node is kept, relative to the workspace (for a
+    /// left quarantine: `quarantine/<i>` in the commit directory).
+    pub kept: Option<VPath>,
+}
+
+impl fmt::Display for LeftPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.path, self.action, self.reason.name())?;
+        if let Some(kept) = &self.kept {
+            write!(f, "; the old node is kept at {kept}")?;
+        }
+        Ok(())
     }
 }
 
@@ -111,8 +214,17 @@ pub enum RecoveryConflictReason {
         #[source]
         source: Option<FormatError>,
     },
-    /// The completion marker is corrupt or names another plan.
-    #[error("completion marker is corrupt or names another plan")]
+    /// The journal is missing or lists fewer operations than the evidence
+    /// shows were applied (an old node in `quarantine/`, a new node at its
+    /// path, a ledger in Committing). Nothing was deleted.
+    #[error("the journal is missing or contradicted: operation {operation:?} shows signs of having been applied")]
+    JournalContradicted {
+        /// The operation whose effect was found (`None`: the ledger's state
+        /// needs a journal that is not there).
+        operation: Option<u32>,
+    },
+    /// The completion marker or settled record is corrupt or names another plan.
+    #[error("completion marker or settled record is corrupt or names another plan")]
     Marker {
         /// The decoding error (`None`: mismatched).
         #[source]
@@ -127,22 +239,6 @@ pub enum RecoveryConflictReason {
     /// The ledger failed.
     #[error("the ledger failed")]
     Ledger(#[source] LedgerError),
-    /// An operation's effect is neither clearly applied nor clearly not:
-    /// something outside vsh changed the path or the transaction's state.
-    #[error("cannot tell whether operation {operation} ({action}) was applied")]
-    Ambiguous {
-        /// The operation's index in the plan.
-        operation: u32,
-        /// Its action's name.
-        action: &'static str,
-    },
-    /// After rolling forward (or back), the path does not hold the after (or
-    /// before) state.
-    #[error("does not hold its {} state", if *.after { "after" } else { "before" })]
-    StateMismatch {
-        /// Whether the after state was expected.
-        after: bool,
-    },
     /// A host operation failed.
     #[error("host operation failed")]
     Host(#[source] HostError),
@@ -150,40 +246,33 @@ pub enum RecoveryConflictReason {
 
 /// How one transaction directory was resolved.
 pub(crate) enum Outcome {
-    RolledForward,
+    RolledForward { changed: Vec<VPath>, kept: Vec<KeptNode> },
     RolledBack,
     Cleaned,
+    Unresolved(Unresolved),
 }
 
 pub(crate) type Resolved = Result<Outcome, RecoveryConflict>;
 
 /// What an undo found.
 enum Undo {
+    /// It was applied and is undone now.
     Undone,
+    /// It was never applied (or was undone before).
     NotApplied,
+    /// Someone else's change is in the way: leave it as it is.
+    Left,
 }
 
+/// The ledger states of a commit that has begun and not ended.
+const OPEN: [TransactionState; 4] = [
+    TransactionState::Reserved,
+    TransactionState::Revalidating,
+    TransactionState::Committing,
+    TransactionState::RecoveryRequired,
+];
+
 impl Committer {
-    /// Recover every interrupted commit on this workspace (see the module
-    /// docs of `recover.rs`, summarized in the crate docs). Takes the commit
-    /// lock; a commit also does this first, and refuses to run if any
-    /// conflict remains.
-    pub fn recover(&self, ledger: &dyn CommitLedger) -> Result<RecoveryReport, CommitError> {
-        self.recover_with_faults(ledger, &NoFaults)
-    }
-
-    /// [`Committer::recover`], asking `faults` at every undo
-    /// ([`FaultPoint::Undone`]) and at cleanup, to test that a crash during
-    /// recovery is itself recoverable.
-    pub fn recover_with_faults(
-        &self,
-        ledger: &dyn CommitLedger,
-        faults: &dyn FaultInjector,
-    ) -> Result<RecoveryReport, CommitError> {
-        let _lock = self.lock()?;
-        self.recover_locked(ledger, faults)
-    }
-
     pub(crate) fn txn_root(&self) -> VPath {
         self.runtime_dir.child(TXN_DIR).expect("a valid constant name")
     }
@@ -194,7 +283,31 @@ impl Committer {
         ledger: &dyn CommitLedger,
         faults: &dyn FaultInjector,
     ) -> Result<RecoveryReport, CommitError> {
+        self.recover_locked_except(ledger, faults, None)
+    }
+
+    /// Recovery with the lock held, treating `current` (a transaction the
+    /// caller moved to Revalidating in this session) as live, not abandoned.
+    pub(crate) fn recover_locked_except(
+        &self,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+        current: Option<TransactionId>,
+    ) -> Result<RecoveryReport, CommitError> {
         let mut report = RecoveryReport::default();
+        let mut visited: BTreeSet<TransactionId> = current.into_iter().collect();
+        self.recover_directories(ledger, faults, &mut report, &mut visited)?;
+        self.recover_orphans(ledger, &visited, &mut report);
+        Ok(report)
+    }
+
+    fn recover_directories(
+        &self,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+        report: &mut RecoveryReport,
+        visited: &mut BTreeSet<TransactionId>,
+    ) -> Result<(), CommitError> {
         let root = self.txn_root();
         let refuse = |kind| RecoveryConflict {
             transaction: None,
@@ -202,15 +315,15 @@ impl Committer {
             reason: RecoveryConflictReason::UnexpectedEntry { kind },
         };
         match self.workspace.lstat(&root) {
-            Ok(None) => return Ok(report),
+            Ok(None) => return Ok(()),
             Ok(Some(stat)) if stat.kind == HostKind::Directory => {}
             Ok(Some(stat)) => {
                 report.conflicts.push(refuse(Some(stat.kind)));
-                return Ok(report);
+                return Ok(());
             }
             Err(HostError::SymlinkInPath { .. } | HostError::NotADirectory { .. }) => {
                 report.conflicts.push(refuse(None));
-                return Ok(report);
+                return Ok(());
             }
             Err(source) => return Err(CommitError::Host { op: "recover", path: root, source }),
         }
@@ -232,6 +345,7 @@ impl Committer {
                 });
                 continue;
             };
+            visited.insert(transaction);
             let conflict = |reason| RecoveryConflict { transaction: Some(transaction), path: path.clone(), reason };
             match self.workspace.lstat(&path) {
                 Ok(Some(stat)) if stat.kind == HostKind::Directory => {}
@@ -247,13 +361,62 @@ impl Committer {
             }
             let txn = TxnDir::new(&root, transaction);
             match self.recover_one(ledger, faults, transaction, &txn, None)? {
-                Ok(Outcome::RolledForward) => report.rolled_forward.push(transaction),
+                Ok(Outcome::RolledForward { changed, kept }) => {
+                    report.rolled_forward.push(transaction);
+                    report.changed_since_commit.extend(changed.into_iter().map(|path| (transaction, path)));
+                    report.kept.extend(kept);
+                }
                 Ok(Outcome::RolledBack) => report.rolled_back.push(transaction),
                 Ok(Outcome::Cleaned) => report.cleaned.push(transaction),
+                Ok(Outcome::Unresolved(unresolved)) => report.unresolved.push(unresolved),
                 Err(conflict) => report.conflicts.push(conflict),
             }
         }
-        Ok(report)
+        Ok(())
+    }
+
+    /// Settle every open ledger record whose transaction has no directory.
+    fn recover_orphans(
+        &self,
+        ledger: &dyn CommitLedger,
+        visited: &BTreeSet<TransactionId>,
+        report: &mut RecoveryReport,
+    ) {
+        let open = match ledger.open_transactions() {
+            Ok(open) => open,
+            Err(error) => {
+                report.conflicts.push(RecoveryConflict {
+                    transaction: None,
+                    path: self.txn_root(),
+                    reason: RecoveryConflictReason::Ledger(error),
+                });
+                return;
+            }
+        };
+        for (transaction, state) in open {
+            if visited.contains(&transaction) {
+                continue;
+            }
+            match state {
+                // Reservations are taken under the commit lock this recovery
+                // holds: the committer that took this one is gone, and it never
+                // created a directory, so it never touched the workspace.
+                TransactionState::Reserved | TransactionState::Revalidating => match ledger.failed(transaction) {
+                    Ok(()) => report.rolled_back.push(transaction),
+                    Err(error) => report.conflicts.push(RecoveryConflict {
+                        transaction: Some(transaction),
+                        path: self.txn_root(),
+                        reason: RecoveryConflictReason::Ledger(error),
+                    }),
+                },
+                _ => report.unresolved.push(Unresolved {
+                    transaction,
+                    directory: None,
+                    state: Some(state),
+                    paths: Vec::new(),
+                }),
+            }
+        }
     }
 
     /// Resolve one transaction directory. Operations at index `limit` and
@@ -274,31 +437,32 @@ impl Committer {
             Ok(found) => found,
             Err(conflict) => return Ok(Err(conflict)),
         };
-        if found.marker_valid { resolver.roll_forward(found) } else { resolver.roll_back(found, limit) }
+        if found.marker_valid { resolver.roll_forward(&found) } else { resolver.roll_back(&found, limit) }
     }
 }
 
 /// What a transaction directory holds, read and cross-checked.
-struct Found {
+pub(crate) struct Found {
     /// The ledger's state.
-    state: Option<TransactionState>,
+    pub(crate) state: Option<TransactionState>,
     /// Whether a valid completion marker for this plan is durable.
     marker_valid: bool,
-    plan: Read<(Plan, PlanDigest)>,
+    pub(crate) plan: Read<(Plan, PlanDigest)>,
     journal: Option<Journal>,
+    pub(crate) settled: Option<Settled>,
 }
 
 /// Resolves one transaction directory.
-struct Resolver<'a> {
-    committer: &'a Committer,
-    ledger: &'a dyn CommitLedger,
-    faults: &'a dyn FaultInjector,
-    transaction: TransactionId,
-    txn: &'a TxnDir,
+pub(crate) struct Resolver<'a> {
+    pub(crate) committer: &'a Committer,
+    pub(crate) ledger: &'a dyn CommitLedger,
+    pub(crate) faults: &'a dyn FaultInjector,
+    pub(crate) transaction: TransactionId,
+    pub(crate) txn: &'a TxnDir,
 }
 
 impl Resolver<'_> {
-    fn conflict(&self, path: &VPath, reason: RecoveryConflictReason) -> RecoveryConflict {
+    pub(crate) fn conflict(&self, path: &VPath, reason: RecoveryConflictReason) -> RecoveryConflict {
         RecoveryConflict { transaction: Some(self.transaction), path: path.clone(), reason }
     }
 
@@ -307,22 +471,34 @@ impl Resolver<'_> {
         move |source| self.conflict(&path, RecoveryConflictReason::Host(source))
     }
 
-    /// Read the ledger state, the marker, the plan and the journal, and check
-    /// that they belong together.
-    fn read(&self) -> Result<Found, RecoveryConflict> {
-        let (txn, workspace, transaction) = (self.txn, &*self.committer.workspace, self.transaction);
+    /// Read the ledger state, the marker, the settled record, the plan and
+    /// the journal, and check that they belong together.
+    pub(crate) fn read(&self) -> Result<Found, RecoveryConflict> {
+        let (txn, workspace, transaction, key) =
+            (self.txn, &*self.committer.workspace, self.transaction, &self.committer.key);
         let unexpected = |path: &VPath| self.conflict(path, RecoveryConflictReason::UnexpectedEntry { kind: None });
         let state = self
             .ledger
             .state(transaction)
             .map_err(|error| self.conflict(&txn.root, RecoveryConflictReason::Ledger(error)))?;
         let marker_path = txn.marker();
-        let marker = match txn.read_marker(workspace).map_err(self.host(&marker_path))? {
+        let marker = match txn.read_marker(workspace, key).map_err(self.host(&marker_path))? {
             Read::Unexpected => return Err(unexpected(&marker_path)),
             marker => marker,
         };
+        let settled_path = txn.settled();
+        let settled = match txn.read_settled(workspace, key).map_err(self.host(&settled_path))? {
+            Read::Unexpected => return Err(unexpected(&settled_path)),
+            // A settled record that does not decode was never synced: the
+            // crash came while it was written, and the rollback pass runs again.
+            Read::Invalid(_) | Read::Absent => None,
+            Read::Valid(settled) if settled.transaction != transaction => {
+                return Err(self.conflict(&settled_path, RecoveryConflictReason::Marker { source: None }));
+            }
+            Read::Valid(settled) => Some(settled),
+        };
         let plan_path = txn.plan();
-        let plan = match txn.read_plan(workspace).map_err(self.host(&plan_path))? {
+        let plan = match txn.read_plan(workspace, key).map_err(self.host(&plan_path))? {
             Read::Unexpected => return Err(unexpected(&plan_path)),
             Read::Valid((plan, _)) if plan.transaction != transaction => {
                 return Err(self.conflict(&plan_path, RecoveryConflictReason::Plan { source: None }));
@@ -333,8 +509,13 @@ impl Resolver<'_> {
             Read::Valid((_, digest)) => Some(*digest),
             _ => None,
         };
+        if let Some(settled) = &settled
+            && plan_digest.is_some_and(|digest| digest != settled.plan)
+        {
+            return Err(self.conflict(&settled_path, RecoveryConflictReason::Marker { source: None }));
+        }
         let journal_path = txn.journal();
-        let journal = match txn.read_journal(workspace).map_err(self.host(&journal_path))? {
+        let journal = match txn.read_journal(workspace, key).map_err(self.host(&journal_path))? {
             Read::Unexpected => return Err(unexpected(&journal_path)),
             Read::Invalid(error) => {
                 return Err(self.conflict(&journal_path, RecoveryConflictReason::Journal { source: Some(error) }));
@@ -352,6 +533,10 @@ impl Resolver<'_> {
                 if marker.transaction != transaction || plan_digest.is_some_and(|digest| digest != marker.plan) {
                     return Err(self.conflict(&marker_path, RecoveryConflictReason::Marker { source: None }));
                 }
+                if settled.is_some() {
+                    // A commit point and a finished rollback exclude each other.
+                    return Err(self.conflict(&settled_path, RecoveryConflictReason::Marker { source: None }));
+                }
                 true
             }
             Read::Invalid(error) if state == Some(TransactionState::Committed) => {
@@ -361,13 +546,12 @@ impl Resolver<'_> {
             // while it was being written.
             Read::Invalid(_) | Read::Absent | Read::Unexpected => false,
         };
-        Ok(Found { state, marker_valid, plan, journal })
+        Ok(Found { state, marker_valid, plan, journal, settled })
     }
 
-    /// Remove the transaction directory and report `outcome`.
-    fn finish(&self, outcome: Outcome) -> Result<Resolved, CommitError> {
-        let workspace = &*self.committer.workspace;
-        match self.txn.remove(workspace, || check(self.faults, FaultPoint::QuarantineRemoved)) {
+    /// Remove what `cleanup` names and report `outcome`.
+    fn finish(&self, cleanup: Cleanup, outcome: Outcome) -> Result<Resolved, CommitError> {
+        match self.txn.clean(&self.committer.workspace, cleanup, self.faults) {
             Ok(()) => Ok(Ok(outcome)),
             Err(CommitError::Host { path, source, .. }) => {
                 Ok(Err(self.conflict(&path, RecoveryConflictReason::Host(source))))
@@ -376,13 +560,13 @@ impl Resolver<'_> {
         }
     }
 
-    fn ledger_conflict(&self, error: LedgerError) -> RecoveryConflict {
+    pub(crate) fn ledger_conflict(&self, error: LedgerError) -> RecoveryConflict {
         self.conflict(&self.txn.root, RecoveryConflictReason::Ledger(error))
     }
 
-    fn plan_conflict(&self, plan: Read<(Plan, PlanDigest)>) -> RecoveryConflict {
+    fn plan_conflict(&self, plan: &Read<(Plan, PlanDigest)>) -> RecoveryConflict {
         let source = match plan {
-            Read::Invalid(error) => Some(error),
+            Read::Invalid(error) => Some(error.clone()),
             _ => None,
         };
         self.conflict(&self.txn.plan(), RecoveryConflictReason::Plan { source })
@@ -392,71 +576,113 @@ impl Resolver<'_> {
         self.conflict(&self.txn.root, RecoveryConflictReason::LedgerDisagrees { state })
     }
 
-    /// The marker is durable: verify the after state, record Committed, clean up.
-    fn roll_forward(&self, found: Found) -> Result<Resolved, CommitError> {
+    /// The marker is durable: record Committed, clean up. Paths that do not
+    /// hold their after state were changed by someone after the commit
+    /// point; they are reported and left alone.
+    fn roll_forward(&self, found: &Found) -> Result<Resolved, CommitError> {
         let state = found.state;
         match state {
-            Some(TransactionState::Committed) => return self.finish(Outcome::Cleaned),
+            Some(TransactionState::Committed) => {
+                // Only cleanup was left; it still keeps old nodes someone wrote to.
+                let kept = match (&found.plan, &found.journal) {
+                    (Read::Valid((plan, _)), Some(journal)) => match self.keep(plan, journal) {
+                        Ok(kept) => kept,
+                        Err(conflict) => return Ok(Err(conflict)),
+                    },
+                    _ => Vec::new(),
+                };
+                let outcome = if kept.is_empty() {
+                    Outcome::Cleaned
+                } else {
+                    Outcome::RolledForward { changed: Vec::new(), kept }
+                };
+                return self.finish(Cleanup::Committed, outcome);
+            }
             None | Some(TransactionState::Committing | TransactionState::RecoveryRequired) => {}
             Some(_) => return Ok(Err(self.disagrees(state))),
         }
-        let Read::Valid((plan, _)) = found.plan else {
+        let Read::Valid((plan, _)) = &found.plan else {
             // Cleanup removes the plan only after the ledger holds Committed;
             // without a ledger the marker is the record.
             return if state.is_none() {
-                self.finish(Outcome::Cleaned)
+                self.finish(Cleanup::Committed, Outcome::Cleaned)
             } else {
-                Ok(Err(self.plan_conflict(found.plan)))
+                Ok(Err(self.plan_conflict(&found.plan)))
             };
         };
         let installed = found
             .journal
             .as_ref()
-            .map(|journal| apply::installed_identities(&plan, &intents(journal, plan.operations.len()).1))
+            .map(|journal| apply::installed_identities(plan, &intents(journal, plan.operations.len()).1))
             .unwrap_or_default();
-        match apply::verify_after(&self.committer.view(), &plan, &installed) {
-            Ok(None) => {}
-            Ok(Some(path)) => {
-                return Ok(Err(self.conflict(&path, RecoveryConflictReason::StateMismatch { after: true })));
-            }
+        let changed = match apply::paths_not_after(&self.committer.view(), plan, &installed) {
+            Ok(changed) => changed,
             Err(error) => return Ok(Err(self.conflict(&self.txn.root, from_commit_error(error)))),
-        }
+        };
         if state.is_some()
             && let Err(error) = self.ledger.committed(self.transaction)
         {
             return Ok(Err(self.ledger_conflict(error)));
         }
-        self.finish(Outcome::RolledForward)
+        let kept = match &found.journal {
+            Some(journal) => match self.keep(plan, journal) {
+                Ok(kept) => kept,
+                Err(conflict) => return Ok(Err(conflict)),
+            },
+            None => Vec::new(),
+        };
+        self.finish(Cleanup::Committed, Outcome::RolledForward { changed, kept })
     }
 
-    /// No marker: undo every journaled operation that was applied, verify
-    /// what was restored, record Failed, clean up.
-    fn roll_back(&self, found: Found, limit: Option<usize>) -> Result<Resolved, CommitError> {
+    /// Move aside every old node of this committed transaction that someone
+    /// wrote to after revalidation.
+    fn keep(&self, plan: &Plan, journal: &Journal) -> Result<Vec<KeptNode>, RecoveryConflict> {
+        let kept = self
+            .committer
+            .keep_changed_originals(self.txn, plan, journal)
+            .map_err(|error| self.conflict(&self.txn.quarantine(), from_commit_error(error)))?;
+        Ok(kept.into_iter().map(|(path, kept)| KeptNode { transaction: self.transaction, path, kept }).collect())
+    }
+
+    /// No marker: check the evidence, undo every journaled operation that was
+    /// applied, settle, record the outcome, clean up.
+    fn roll_back(&self, found: &Found, limit: Option<usize>) -> Result<Resolved, CommitError> {
         let state = found.state;
         if state == Some(TransactionState::Committed) {
             // Cleanup of a committed transaction removes the journal and the
             // plan before the marker; anything else contradicts the ledger.
             let leftover = found.journal.is_none() && matches!(found.plan, Read::Absent);
-            return if leftover { self.finish(Outcome::Cleaned) } else { Ok(Err(self.disagrees(state))) };
+            return if leftover {
+                self.finish(Cleanup::Committed, Outcome::Cleaned)
+            } else {
+                Ok(Err(self.disagrees(state)))
+            };
         }
-        let open = matches!(
-            state,
-            Some(TransactionState::Revalidating | TransactionState::Committing | TransactionState::RecoveryRequired)
-        );
-        let (intended, witnesses) = match &found.journal {
-            Some(journal) => intents(journal, limit.unwrap_or(usize::MAX)),
+        if let Some(settled) = &found.settled {
+            let plan = match &found.plan {
+                Read::Valid((plan, _)) => Some(plan),
+                _ => None,
+            };
+            return self.finish_settled(state, settled, plan, false);
+        }
+        let Read::Valid((plan, digest)) = &found.plan else { return self.without_plan(found) };
+        let (journaled, witnesses) = match &found.journal {
+            Some(journal) => intents(journal, usize::MAX),
             None => (Vec::new(), Vec::new()),
         };
-        if intended.is_empty() {
-            // No operation was ever allowed to run: the workspace is untouched.
-            if open && let Err(error) = self.ledger.failed(self.transaction) {
-                return Ok(Err(self.ledger_conflict(error)));
-            }
-            return self.finish(if open { Outcome::RolledBack } else { Outcome::Cleaned });
-        }
-        let Read::Valid((plan, _)) = found.plan else { return Ok(Err(self.plan_conflict(found.plan))) };
-        if intended.iter().any(|index| *index >= plan.operations.len()) {
+        if journaled.iter().any(|index| *index >= plan.operations.len()) {
             return Ok(Err(self.conflict(&self.txn.journal(), RecoveryConflictReason::Journal { source: None })));
+        }
+        // Intents are durable before the ledger moves to Committing.
+        if journaled.is_empty()
+            && matches!(state, Some(TransactionState::Committing | TransactionState::RecoveryRequired))
+        {
+            return Ok(Err(
+                self.conflict(&self.txn.journal(), RecoveryConflictReason::JournalContradicted { operation: None })
+            ));
+        }
+        if let Err(conflict) = self.check_evidence(plan, &journaled) {
+            return Ok(Err(conflict));
         }
         if state == Some(TransactionState::Committing)
             && let Err(error) = self.ledger.recovery_required(self.transaction)
@@ -465,40 +691,197 @@ impl Resolver<'_> {
         }
         let done =
             found.journal.as_ref().map(|journal| done_witnesses(journal, plan.operations.len())).unwrap_or_default();
+        let applicable = journaled.iter().copied().filter(|index| limit.is_none_or(|limit| *index < limit));
         let mut touched: Vec<usize> = Vec::new();
-        for &index in intended.iter().rev() {
-            match self.committer.undo(self.txn, &plan, index, witnesses[index], done.get(index).copied().flatten()) {
+        let mut left: Vec<Left> = Vec::new();
+        for index in applicable.rev() {
+            match self.committer.undo(self.txn, plan, index, witnesses[index], done.get(index).copied().flatten()) {
                 Ok(Undo::Undone) => {
                     touched.push(index);
                     check(self.faults, FaultPoint::Undone(index as u32))?;
                 }
                 Ok(Undo::NotApplied) => {}
+                Ok(Undo::Left) => left.push(Left { operation: index as u32, reason: LeftReason::Ambiguous }),
                 Err(reason) => {
                     let path = &plan.entries[plan.operations[index].entry as usize].path;
                     return Ok(Err(self.conflict(path, reason)));
                 }
             }
         }
+        if let Err(conflict) = self.check_quarantine(plan, &left) {
+            return Ok(Err(conflict));
+        }
         let view = self.committer.view();
-        for entry_index in touched_entries(&plan, &touched) {
-            let entry = &plan.entries[entry_index];
-            match apply::holds(&view, &entry.path, entry.before.as_ref(), None) {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Ok(Err(self.conflict(&entry.path, RecoveryConflictReason::StateMismatch { after: false })));
+        let left_paths: Vec<&VPath> = left
+            .iter()
+            .map(|left| &plan.entries[plan.operations[left.operation as usize].entry as usize].path)
+            .collect();
+        for &index in &touched {
+            for entry_index in touched_entries(plan, &[index]) {
+                let entry = &plan.entries[entry_index];
+                if left_paths.iter().any(|path| entry.path.is_within(path)) {
+                    continue;
                 }
-                Err(error) => return Ok(Err(self.conflict(&entry.path, from_commit_error(error)))),
+                match apply::holds(&view, &entry.path, entry.before.as_ref(), None) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        left.push(Left { operation: index as u32, reason: LeftReason::StateMismatch });
+                        break;
+                    }
+                    Err(error) => return Ok(Err(self.conflict(&entry.path, from_commit_error(error)))),
+                }
             }
         }
+        left.sort_by_key(|left| left.operation);
+        left.dedup_by_key(|left| left.operation);
+        let settled = Settled { transaction: self.transaction, plan: *digest, left };
+        if let Err(error) = self.txn.write_settled(&self.committer.workspace, &settled, &self.committer.key) {
+            return Ok(Err(self.conflict(&self.txn.settled(), RecoveryConflictReason::Host(error))));
+        }
+        check(self.faults, FaultPoint::Settled)?;
+        let state =
+            if state == Some(TransactionState::Committing) { Some(TransactionState::RecoveryRequired) } else { state };
+        self.finish_settled(state, &settled, Some(plan), !touched.is_empty())
+    }
+
+    /// Every operation without a journaled intent must show no sign of having
+    /// been applied: otherwise the journal is contradicted by the evidence.
+    fn check_evidence(&self, plan: &Plan, journaled: &[usize]) -> Result<(), RecoveryConflict> {
+        let journaled: BTreeSet<usize> = journaled.iter().copied().collect();
+        for index in (0..plan.operations.len()).filter(|index| !journaled.contains(index)) {
+            match self.committer.shows_applied(self.txn, plan, index) {
+                Ok(false) => {}
+                Ok(true) => {
+                    let operation = Some(index as u32);
+                    return Err(
+                        self.conflict(&self.txn.journal(), RecoveryConflictReason::JournalContradicted { operation })
+                    );
+                }
+                Err(reason) => {
+                    let path = &plan.entries[plan.operations[index].entry as usize].path;
+                    return Err(self.conflict(path, reason));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After the undo pass, every old node still in `quarantine/` must be one
+    /// that a left quarantine keeps.
+    fn check_quarantine(&self, plan: &Plan, left: &[Left]) -> Result<(), RecoveryConflict> {
+        let kept: BTreeSet<usize> = left
+            .iter()
+            .map(|left| left.operation as usize)
+            .filter(|index| plan.operations[*index].action == Action::Quarantine)
+            .collect();
+        let slots = self
+            .txn
+            .quarantined(&self.committer.workspace)
+            .map_err(|error| self.conflict(&self.txn.quarantine(), RecoveryConflictReason::Host(error)))?;
+        for slot in slots {
+            match slot {
+                Some(index) if kept.contains(&index) => {}
+                Some(index) => {
+                    let operation = Some(index as u32);
+                    return Err(self
+                        .conflict(&self.txn.quarantine(), RecoveryConflictReason::JournalContradicted { operation }));
+                }
+                None => {
+                    return Err(
+                        self.conflict(&self.txn.quarantine(), RecoveryConflictReason::UnexpectedEntry { kind: None })
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rollback pass is over (now or before a crash): record the outcome
+    /// and clean up what may go.
+    fn finish_settled(
+        &self,
+        state: Option<TransactionState>,
+        settled: &Settled,
+        plan: Option<&Plan>,
+        undid: bool,
+    ) -> Result<Resolved, CommitError> {
+        let open = state.is_some_and(|state| OPEN.contains(&state));
+        if settled.left.is_empty() {
+            if open && let Err(error) = self.ledger.failed(self.transaction) {
+                return Ok(Err(self.ledger_conflict(error)));
+            }
+            let outcome = if open || undid { Outcome::RolledBack } else { Outcome::Cleaned };
+            return self.finish(Cleanup::Restored, outcome);
+        }
+        let Some(plan) = plan else {
+            // The plan is kept with anything left; without it nothing can be named.
+            return Ok(Err(self.conflict(&self.txn.plan(), RecoveryConflictReason::Plan { source: None })));
+        };
+        if state == Some(TransactionState::Committing)
+            && let Err(error) = self.ledger.recovery_required(self.transaction)
+        {
+            return Ok(Err(self.ledger_conflict(error)));
+        }
+        let unresolved = Unresolved {
+            transaction: self.transaction,
+            directory: Some(self.txn.root.clone()),
+            state: if state == Some(TransactionState::Committing) {
+                Some(TransactionState::RecoveryRequired)
+            } else {
+                state
+            },
+            paths: left_paths(self.txn, plan, &settled.left),
+        };
+        self.finish(Cleanup::KeepEvidence, Outcome::Unresolved(unresolved))
+    }
+
+    /// No valid plan: nothing can have been journaled or staged (the plan is
+    /// synced first), so anything else in the directory is unexplained.
+    fn without_plan(&self, found: &Found) -> Result<Resolved, CommitError> {
+        if found.journal.as_ref().is_some_and(|journal| !journal.records.is_empty())
+            || matches!(found.state, Some(TransactionState::Committing | TransactionState::RecoveryRequired))
+        {
+            return Ok(Err(self.plan_conflict(&found.plan)));
+        }
+        let workspace = &self.committer.workspace;
+        for dir in [self.txn.quarantine(), self.txn.stage()] {
+            match workspace.list_dir(&dir) {
+                Ok(entries) if entries.is_empty() => {}
+                Err(HostError::NotFound { .. }) => {}
+                Ok(_) => return Ok(Err(self.plan_conflict(&found.plan))),
+                Err(error) => return Ok(Err(self.conflict(&dir, RecoveryConflictReason::Host(error)))),
+            }
+        }
+        let open = found.state.is_some_and(|state| OPEN.contains(&state));
         if open && let Err(error) = self.ledger.failed(self.transaction) {
             return Ok(Err(self.ledger_conflict(error)));
         }
-        self.finish(if open || !touched.is_empty() { Outcome::RolledBack } else { Outcome::Cleaned })
+        self.finish(Cleanup::Restored, if open { Outcome::RolledBack } else { Outcome::Cleaned })
     }
 }
 
+/// The operations `left` names, as paths with where each old node is kept.
+pub(crate) fn left_paths(txn: &TxnDir, plan: &Plan, left: &[Left]) -> Vec<LeftPath> {
+    left.iter()
+        .filter_map(|left| {
+            let operation = plan.operations.get(left.operation as usize)?;
+            let entry = plan.entries.get(operation.entry as usize)?;
+            let kept = (operation.action == Action::Quarantine).then(|| txn.quarantine_slot(left.operation as usize));
+            Some(LeftPath {
+                path: entry.path.clone(),
+                operation: left.operation,
+                action: operation.action.name(),
+                reason: left.reason,
+                kept,
+            })
+        })
+        .collect()
+}
+
 impl Committer {
-    /// Undo operation `index` if it was applied (see the module docs).
+    /// Undo operation `index` if it was applied (see the module docs). An
+    /// operation someone else's change is in the way of is [`Undo::Left`];
+    /// the error is a host failure or something planted in vsh's own state.
     fn undo(
         &self,
         txn: &TxnDir,
@@ -511,8 +894,6 @@ impl Committer {
         let entry = &plan.entries[operation.entry as usize];
         let path = &entry.path;
         let ws = &*self.workspace;
-        let ambiguous =
-            || RecoveryConflictReason::Ambiguous { operation: index as u32, action: operation.action.name() };
         let at_path = observe(ws, path)?;
         match operation.action {
             Action::Quarantine => {
@@ -521,36 +902,61 @@ impl Committer {
                     // Never moved, or moved back: nothing of ours to restore.
                     return Ok(Undo::NotApplied);
                 };
-                if (witness != 0 && quarantined.identity.ino != witness) || at_path.is_some() {
-                    return Err(ambiguous());
+                if witness != 0 && quarantined.identity.ino != witness {
+                    // Not the node this transaction moved there: keep it, touch nothing.
+                    return Ok(Undo::Left);
                 }
-                ws.rename_noreplace(&slot, path).map_err(RecoveryConflictReason::Host)?;
-                Ok(Undo::Undone)
+                if at_path.is_some() {
+                    // Someone took the path meanwhile: their node stays, ours is kept.
+                    return Ok(Undo::Left);
+                }
+                match ws.rename_noreplace(&slot, path) {
+                    Ok(()) => Ok(Undo::Undone),
+                    // Someone took the path, or its parent is gone or became
+                    // something else: their change, left as it is.
+                    Err(
+                        HostError::AlreadyExists { .. }
+                        | HostError::NotFound { .. }
+                        | HostError::NotADirectory { .. }
+                        | HostError::SymlinkInPath { .. },
+                    ) => Ok(Undo::Left),
+                    Err(error) => Err(RecoveryConflictReason::Host(error)),
+                }
             }
             Action::Install => {
                 let slot = txn.stage_slot(index);
                 if internal(ws, &slot)?.is_some_and(|staged| staged.identity.ino == witness) {
                     return Ok(Undo::NotApplied);
                 }
-                let Some(stat) = at_path.filter(|stat| stat.identity.ino == witness) else { return Err(ambiguous()) };
+                // The intent was journaled after staging, so the node left
+                // `stage/`: it was installed. Someone has since replaced it at
+                // the path (their node stays) or removed it (nothing of ours
+                // is left to move back; the old node can be restored).
+                let Some(stat) = at_path else { return Ok(Undo::NotApplied) };
+                if stat.identity.ino != witness {
+                    return Ok(Undo::Left);
+                }
                 // The installed node must still hold the new content: a node
                 // edited since is someone's work and is not moved away.
                 let unchanged = apply::holds(&self.view(), path, entry.after.as_ref(), Some(stat.identity.ino))
                     .map_err(from_commit_error)?;
                 if !unchanged {
-                    return Err(ambiguous());
+                    return Ok(Undo::Left);
                 }
-                ws.rename_noreplace(path, &slot).map_err(RecoveryConflictReason::Host)?;
-                Ok(Undo::Undone)
+                match ws.rename_noreplace(path, &slot) {
+                    Ok(()) => Ok(Undo::Undone),
+                    Err(error) => Err(RecoveryConflictReason::Host(error)),
+                }
             }
             Action::CreateDir { .. } => match at_path {
                 Some(stat) if stat.kind == HostKind::Directory => {
                     if done.is_some_and(|inode| inode != stat.identity.ino) {
-                        return Err(ambiguous());
+                        // A directory, but not the one this transaction made.
+                        return Ok(Undo::Left);
                     }
                     match ws.remove_dir(path) {
                         Ok(()) => Ok(Undo::Undone),
-                        Err(HostError::DirectoryNotEmpty { .. }) => Err(ambiguous()),
+                        Err(HostError::DirectoryNotEmpty { .. }) => Ok(Undo::Left),
                         Err(error) => Err(RecoveryConflictReason::Host(error)),
                     }
                 }
@@ -568,7 +974,7 @@ impl Committer {
                     Some(stat) if stat.kind == kind && (witness == 0 || stat.identity.ino == witness) => stat,
                     // A directory this transaction creates, not made yet.
                     _ if witness == 0 => return Ok(Undo::NotApplied),
-                    _ => return Err(ambiguous()),
+                    _ => return Ok(Undo::Left),
                 };
                 if stat.mode == after && before != after {
                     ws.set_mode(path, before).map_err(RecoveryConflictReason::Host)?;
@@ -576,10 +982,33 @@ impl Committer {
                 } else if stat.mode == before {
                     Ok(Undo::NotApplied)
                 } else {
-                    Err(ambiguous())
+                    Ok(Undo::Left)
                 }
             }
         }
+    }
+
+    /// Whether operation `index`, which has no journaled intent, shows signs
+    /// of having been applied: its old node in `quarantine/`, its new node at
+    /// the path, its directory made, its mode set.
+    fn shows_applied(&self, txn: &TxnDir, plan: &Plan, index: usize) -> Result<bool, RecoveryConflictReason> {
+        let operation = plan.operations[index];
+        let entry = &plan.entries[operation.entry as usize];
+        let ws = &*self.workspace;
+        Ok(match operation.action {
+            Action::Quarantine => internal(ws, &txn.quarantine_slot(index))?.is_some(),
+            Action::Install => {
+                internal(ws, &txn.stage_slot(index))?.is_none()
+                    && apply::holds(&self.view(), &entry.path, entry.after.as_ref(), None).map_err(from_commit_error)?
+            }
+            Action::CreateDir { .. } => {
+                observe(ws, &entry.path)?.is_some_and(|stat| stat.kind == HostKind::Directory)
+                    && entry.before.is_none_or(|before| before.kind != NodeKind::Directory)
+            }
+            Action::SetDirMode { before, after } | Action::SetFileMode { before, after } => {
+                before != after && observe(ws, &entry.path)?.is_some_and(|stat| stat.mode == after)
+            }
+        })
     }
 }
 
@@ -589,7 +1018,7 @@ pub(crate) fn check(faults: &dyn FaultInjector, point: FaultPoint) -> Result<(),
 }
 
 /// `lstat` a workspace path: `None` when absent or below a non-directory.
-fn observe(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Option<HostStat>, RecoveryConflictReason> {
+pub(crate) fn observe(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Option<HostStat>, RecoveryConflictReason> {
     match workspace.lstat(path) {
         Ok(stat) => Ok(stat),
         Err(HostError::SymlinkInPath { .. } | HostError::NotADirectory { .. }) => Ok(None),
@@ -598,7 +1027,7 @@ fn observe(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Option<HostStat
 }
 
 /// `lstat` a path in vsh's internal state, refusing a symlink in its way.
-fn internal(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Option<HostStat>, RecoveryConflictReason> {
+pub(crate) fn internal(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Option<HostStat>, RecoveryConflictReason> {
     match workspace.lstat(path) {
         Ok(stat) => Ok(stat),
         Err(HostError::SymlinkInPath { .. } | HostError::NotADirectory { .. }) => {
@@ -610,27 +1039,24 @@ fn internal(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Option<HostSta
 
 /// The operations with an intent below `limit`, ascending, and each
 /// operation's intent witness (indexed by operation; 0 when none).
-fn intents(journal: &Journal, limit: usize) -> (Vec<usize>, Vec<u64>) {
-    let mut witnesses: Vec<u64> = Vec::new();
-    let mut intended: Vec<usize> = Vec::new();
+pub(crate) fn intents(journal: &Journal, limit: usize) -> (Vec<usize>, Vec<u64>) {
+    let mut witnesses: BTreeMap<usize, u64> = BTreeMap::new();
     for record in &journal.records {
         let index = record.operation as usize;
-        if record.kind != RecordKind::Intent || index >= limit {
-            continue;
+        if record.kind == RecordKind::Intent && index < limit {
+            witnesses.insert(index, record.witness);
         }
-        if witnesses.len() <= index {
-            witnesses.resize(index + 1, 0);
-        }
-        witnesses[index] = record.witness;
-        intended.push(index);
     }
-    intended.sort_unstable();
-    intended.dedup();
-    (intended, witnesses)
+    let size = witnesses.keys().next_back().map_or(0, |last| last + 1);
+    let mut by_index = vec![0; size];
+    for (index, witness) in &witnesses {
+        by_index[*index] = *witness;
+    }
+    (witnesses.into_keys().collect(), by_index)
 }
 
 /// Each operation's done witness, when journaled (indexed by operation).
-fn done_witnesses(journal: &Journal, operations: usize) -> Vec<Option<u64>> {
+pub(crate) fn done_witnesses(journal: &Journal, operations: usize) -> Vec<Option<u64>> {
     let mut done = vec![None; operations];
     for record in &journal.records {
         if record.kind == RecordKind::Done
@@ -667,9 +1093,9 @@ fn touched_entries(plan: &Plan, touched: &[usize]) -> Vec<usize> {
     entries
 }
 
-fn from_commit_error(error: CommitError) -> RecoveryConflictReason {
+pub(crate) fn from_commit_error(error: CommitError) -> RecoveryConflictReason {
     match error {
         CommitError::Host { source, .. } => RecoveryConflictReason::Host(source),
-        _ => RecoveryConflictReason::StateMismatch { after: false },
+        _ => RecoveryConflictReason::LedgerDisagrees { state: None },
     }
 }

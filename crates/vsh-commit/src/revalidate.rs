@@ -24,17 +24,29 @@ use vsh_types::{Dependency, ReadSet};
 use vsh_types::{DiffEntry, DiffKind, NodeKind, VPath};
 
 use crate::error::{CommitError, Conflict, ConflictReason};
+use vsh_host::HostStat;
+
 use crate::live::{Live, LiveView, node_kind};
 
+/// What revalidation established.
+pub(crate) struct Revalidated {
+    /// Dependencies plus preconditions checked.
+    pub(crate) checked: u64,
+    /// The live node of every diff entry with a before state, as checked.
+    pub(crate) before: BTreeMap<VPath, HostStat>,
+}
+
 /// Check `reads` and the preconditions of `diff`. Returns how many
-/// dependencies were checked; any conflict is [`CommitError::Stale`] with at
-/// most `max_conflicts` entries listed.
+/// dependencies were checked and the nodes the before states were checked
+/// on; any conflict is [`CommitError::Stale`] with at most `max_conflicts`
+/// entries listed.
 pub(crate) fn revalidate(
     view: &LiveView<'_>,
     diff: &[DiffEntry],
     reads: &ReadSet,
     max_conflicts: usize,
-) -> Result<u64, CommitError> {
+) -> Result<Revalidated, CommitError> {
+    let mut before: BTreeMap<VPath, HostStat> = BTreeMap::new();
     let mut conflicts: BTreeMap<VPath, ConflictReason> = BTreeMap::new();
     for (path, dependency) in &reads.entries {
         if let Some(reason) = check_dependency(view, path, dependency)? {
@@ -46,7 +58,11 @@ pub(crate) fn revalidate(
     let mut parents_checked: BTreeSet<VPath> = BTreeSet::new();
     for entry in diff {
         match check_precondition(view, entry, &changed)? {
-            Precondition::Holds => {}
+            Precondition::Holds(stat) => {
+                if let Some(stat) = stat {
+                    before.insert(entry.path.clone(), stat);
+                }
+            }
             Precondition::Conflict(reason) => {
                 conflicts.entry(entry.path.clone()).or_insert(reason);
                 continue;
@@ -77,7 +93,7 @@ pub(crate) fn revalidate(
     if let Some(refusal) = refusal {
         return Err(refusal);
     }
-    Ok((reads.len() + diff.len()) as u64)
+    Ok(Revalidated { checked: (reads.len() + diff.len()) as u64, before })
 }
 
 /// Whether the dependency records that the path existed.
@@ -149,7 +165,8 @@ fn check_dependency(
 }
 
 enum Precondition {
-    Holds,
+    /// The before state holds (on this node, when there is one).
+    Holds(Option<HostStat>),
     Conflict(ConflictReason),
     /// The before state holds, but a mode change would reach other hard links.
     HardLinked(u64),
@@ -164,10 +181,10 @@ fn check_precondition(
     let live = view.observe(&entry.path)?;
     let Some(before) = entry.before else {
         return Ok(match live {
-            Live::Absent => Precondition::Holds,
+            Live::Absent => Precondition::Holds(None),
             // Below a node the diff itself replaces (a file becoming a
             // directory, say): that node's own precondition covers it.
-            Live::Unreachable { at } if changed.contains(&at) => Precondition::Holds,
+            Live::Unreachable { at } if changed.contains(&at) => Precondition::Holds(None),
             Live::Unreachable { .. } => Precondition::Conflict(ConflictReason::Unreadable),
             Live::Present(_) => Precondition::Conflict(ConflictReason::Precondition),
         });
@@ -185,7 +202,7 @@ fn check_precondition(
     if entry.kind == DiffKind::MetadataChange && before.kind == NodeKind::File && stat.nlink > 1 {
         return Ok(Precondition::HardLinked(stat.nlink));
     }
-    Ok(Precondition::Holds)
+    Ok(Precondition::Holds(Some(stat)))
 }
 
 /// A directory the diff removes (or turns into a non-directory) must hold no

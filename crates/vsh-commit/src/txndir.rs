@@ -8,17 +8,29 @@
 //! journal.next  the next journal version while it is written
 //! stage/<i>     the new file or symlink of Install operation i
 //! quarantine/<i> the old node moved away by Quarantine operation i
-//! complete      the completion Marker (VSHDON01)
+//! complete      the completion Marker (VSHDON02)
+//! settled       the rollback's Settled record (VSHSTL01)
 //! ```
+//!
+//! Cleanup removes these in an order that keeps every intermediate state
+//! recognizable (see [`Cleanup`]), and never removes an old node from
+//! `quarantine/` unless the transaction is committed: after a rollback the
+//! quarantine must be empty (everything was moved back) or it stays.
 //!
 //! Everything is reached through the workspace's [`CapDir`], so a symlink
 //! planted anywhere in this state is never followed: reading it is
 //! [`Read::Unexpected`], writing through it fails.
 
 use vsh_host::{CapDir, HostError, HostKind};
-use vsh_types::{TransactionId, VPath};
+use vsh_types::{AuthorityKey, TransactionId, VPath};
 
-use crate::format::{FormatError, Journal, MARKER_BYTES, MAX_JOURNAL_BYTES, MAX_PLAN_BYTES, Marker, Plan, PlanDigest};
+use crate::CommitError;
+use crate::fault::{FaultInjector, FaultPoint};
+use crate::format::{
+    FormatError, Journal, MARKER_BYTES, MAX_JOURNAL_BYTES, MAX_PLAN_BYTES, MAX_SETTLED_BYTES, Marker, Plan, PlanDigest,
+    Settled,
+};
+use crate::recover::check;
 
 /// Mode of vsh's own directories.
 pub(crate) const PRIVATE_DIR_MODE: u32 = 0o700;
@@ -79,6 +91,10 @@ impl TxnDir {
         self.file("complete")
     }
 
+    pub(crate) fn settled(&self) -> VPath {
+        self.file("settled")
+    }
+
     pub(crate) fn stage(&self) -> VPath {
         self.file("stage")
     }
@@ -112,50 +128,174 @@ impl TxnDir {
     /// Replace the journal with `journal`: write `journal.next` (`fsync`ed),
     /// then rename it over `journal`. The caller syncs the directory when the
     /// new version must be durable.
-    pub(crate) fn write_journal(&self, workspace: &CapDir, journal: &Journal) -> Result<(), HostError> {
+    pub(crate) fn write_journal(
+        &self,
+        workspace: &CapDir,
+        journal: &Journal,
+        key: &AuthorityKey,
+    ) -> Result<(), HostError> {
         let next = self.journal_next();
-        match workspace.remove_file(&next) {
-            Ok(()) | Err(HostError::NotFound { .. }) => {}
-            Err(error) => return Err(error),
-        }
-        workspace.create_file_exclusive(&next, &journal.encode(), PRIVATE_FILE_MODE)?;
+        remove_file_if_present(workspace, &next)?;
+        workspace.create_file_exclusive(&next, &journal.encode(key), PRIVATE_FILE_MODE)?;
         workspace.rename(&next, &self.journal())
     }
 
     /// Write the completion marker (`fsync`ed; the caller syncs the directory).
-    pub(crate) fn write_marker(&self, workspace: &CapDir, marker: &Marker) -> Result<(), HostError> {
-        workspace.create_file_exclusive(&self.marker(), &marker.encode(), PRIVATE_FILE_MODE).map(|_| ())
-    }
-
-    pub(crate) fn read_plan(&self, workspace: &CapDir) -> Result<Read<(Plan, PlanDigest)>, HostError> {
-        read(workspace, &self.plan(), MAX_PLAN_BYTES, Plan::decode)
-    }
-
-    pub(crate) fn read_journal(&self, workspace: &CapDir) -> Result<Read<Journal>, HostError> {
-        read(workspace, &self.journal(), MAX_JOURNAL_BYTES, Journal::decode)
-    }
-
-    pub(crate) fn read_marker(&self, workspace: &CapDir) -> Result<Read<Marker>, HostError> {
-        read(workspace, &self.marker(), MARKER_BYTES as u64, Marker::decode)
-    }
-
-    /// Remove the directory and everything in it, in an order that keeps
-    /// every intermediate state recoverable: quarantined nodes, staged nodes,
-    /// then the journal (no intents left: nothing to roll back), the plan, the
-    /// marker, and the directory itself. `between` runs after the quarantine
-    /// is gone (a fault point).
-    pub(crate) fn remove(
+    pub(crate) fn write_marker(
         &self,
         workspace: &CapDir,
-        between: impl FnOnce() -> Result<(), crate::CommitError>,
-    ) -> Result<(), crate::CommitError> {
+        marker: &Marker,
+        key: &AuthorityKey,
+    ) -> Result<(), HostError> {
+        workspace.create_file_exclusive(&self.marker(), &marker.encode(key), PRIVATE_FILE_MODE).map(|_| ())
+    }
+
+    /// Write the settled record (a torn one from an earlier crash is replaced)
+    /// and make it durable: the file and the directory are `fsync`ed.
+    pub(crate) fn write_settled(
+        &self,
+        workspace: &CapDir,
+        settled: &Settled,
+        key: &AuthorityKey,
+    ) -> Result<(), HostError> {
+        let path = self.settled();
+        remove_file_if_present(workspace, &path)?;
+        workspace.create_file_exclusive(&path, &settled.encode(key), PRIVATE_FILE_MODE)?;
+        workspace.sync_dir(&self.root)
+    }
+
+    pub(crate) fn read_plan(
+        &self,
+        workspace: &CapDir,
+        key: &AuthorityKey,
+    ) -> Result<Read<(Plan, PlanDigest)>, HostError> {
+        read(workspace, &self.plan(), MAX_PLAN_BYTES, |bytes| Plan::decode(bytes, key))
+    }
+
+    pub(crate) fn read_journal(&self, workspace: &CapDir, key: &AuthorityKey) -> Result<Read<Journal>, HostError> {
+        read(workspace, &self.journal(), MAX_JOURNAL_BYTES, |bytes| Journal::decode(bytes, key))
+    }
+
+    pub(crate) fn read_marker(&self, workspace: &CapDir, key: &AuthorityKey) -> Result<Read<Marker>, HostError> {
+        read(workspace, &self.marker(), MARKER_BYTES as u64, |bytes| Marker::decode(bytes, key))
+    }
+
+    pub(crate) fn read_settled(&self, workspace: &CapDir, key: &AuthorityKey) -> Result<Read<Settled>, HostError> {
+        read(workspace, &self.settled(), MAX_SETTLED_BYTES, |bytes| Settled::decode(bytes, key))
+    }
+
+    /// The entries of `quarantine/` (missing: none). A name vsh never writes
+    /// is returned as `None`.
+    pub(crate) fn quarantined(&self, workspace: &CapDir) -> Result<Vec<Option<usize>>, HostError> {
+        let entries = match workspace.list_dir(&self.quarantine()) {
+            Ok(entries) => entries,
+            Err(HostError::NotFound { .. }) => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        Ok(entries
+            .iter()
+            .map(|entry| {
+                std::str::from_utf8(&entry.name)
+                    .ok()
+                    .filter(|name| !name.starts_with('0') || *name == "0")
+                    .and_then(|name| name.parse().ok())
+            })
+            .collect())
+    }
+
+    /// Remove what `cleanup` names, in its order, asking `faults` after each
+    /// step ([`FaultPoint::QuarantineRemoved`] after the quarantine of a
+    /// committed transaction, [`FaultPoint::CleanedUp`] after every other step).
+    pub(crate) fn clean(
+        &self,
+        workspace: &CapDir,
+        cleanup: Cleanup,
+        faults: &dyn FaultInjector,
+    ) -> Result<(), CommitError> {
         let quarantine = self.quarantine();
-        remove_tree(workspace, &quarantine).map_err(crate::CommitError::host("clean up", &quarantine))?;
-        between()?;
-        for path in [self.stage(), self.journal_next(), self.journal(), self.plan(), self.marker(), self.root.clone()] {
-            remove_tree(workspace, &path).map_err(crate::CommitError::host("clean up", &path))?;
+        let steps: Vec<(VPath, Removal)> = match cleanup {
+            Cleanup::Committed => vec![
+                (quarantine, Removal::Tree),
+                (self.stage(), Removal::Tree),
+                (self.journal_next(), Removal::Tree),
+                (self.journal(), Removal::Tree),
+                (self.plan(), Removal::Tree),
+                (self.settled(), Removal::Tree),
+                (self.marker(), Removal::Tree),
+                (self.root.clone(), Removal::EmptyDir),
+            ],
+            Cleanup::Restored => vec![
+                (quarantine, Removal::EmptyDir),
+                (self.stage(), Removal::Tree),
+                (self.journal_next(), Removal::Tree),
+                (self.journal(), Removal::Tree),
+                (self.plan(), Removal::Tree),
+                (self.marker(), Removal::Tree),
+                (self.settled(), Removal::Tree),
+                (self.root.clone(), Removal::EmptyDir),
+            ],
+            Cleanup::KeepEvidence => {
+                vec![(self.stage(), Removal::Tree), (self.journal_next(), Removal::Tree)]
+            }
+        };
+        for (step, (path, removal)) in steps.into_iter().enumerate() {
+            let removed = match removal {
+                Removal::Tree => remove_tree(workspace, &path),
+                Removal::EmptyDir => remove_empty_dir(workspace, &path),
+            };
+            removed.map_err(CommitError::host("clean up", &path))?;
+            let point = if cleanup == Cleanup::Committed && step == 0 {
+                FaultPoint::QuarantineRemoved
+            } else {
+                FaultPoint::CleanedUp(step as u32)
+            };
+            check(faults, point)?;
         }
         Ok(())
+    }
+}
+
+/// What a cleanup removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cleanup {
+    /// The transaction is committed (its marker is durable): everything goes,
+    /// the old nodes in `quarantine/` first, the marker last.
+    Committed,
+    /// Nothing of the transaction is in the workspace (rolled back, or never
+    /// applied): everything goes, but only once `quarantine/` is found empty
+    /// (an old node there was not restored: it and all the evidence stay, and
+    /// the cleanup fails), and the settled record last, so a crash in between
+    /// is recognized as a finished rollback.
+    Restored,
+    /// A rollback left operations for an operator: only vsh's own new bytes
+    /// (`stage/`) go; the plan, journal, settled record and every old node in
+    /// `quarantine/` stay as evidence.
+    KeepEvidence,
+}
+
+/// How one cleanup step removes its path.
+#[derive(Debug, Clone, Copy)]
+enum Removal {
+    /// The path and everything below it.
+    Tree,
+    /// A directory that must be empty; one that is not stays, and the
+    /// cleanup fails.
+    EmptyDir,
+}
+
+fn remove_file_if_present(workspace: &CapDir, path: &VPath) -> Result<(), HostError> {
+    match workspace.remove_file(path) {
+        Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Remove the directory at `path` if it is empty; a missing one is success,
+/// a non-empty one [`HostError::DirectoryNotEmpty`].
+fn remove_empty_dir(workspace: &CapDir, path: &VPath) -> Result<(), HostError> {
+    match workspace.remove_dir(path) {
+        Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
+        Err(error) => Err(error),
     }
 }
 

@@ -13,85 +13,9 @@ use std::sync::Arc;
 use vsh_commit::{CommitError, CommitLedger, CrashAt, FaultPoint, MemoryLedger, NoLedger, RecoveryConflictReason};
 use vsh_store::BlobStore;
 use vsh_types::{TransactionState, VPath};
-use vsh_vfs::{VfsError, VirtualFs};
 
-use support::{Result, Run, Tree, Workspace, chmod, p, tree_difference, write};
-
-/// Build the before tree under `root` (which exists and is empty).
-fn build_before(root: &std::path::Path) {
-    write(root, "a.txt", b"alpha");
-    write(root, "d/b.txt", b"beta");
-    write(root, "old/x", b"x");
-    write(root, "old/sub/y", b"y");
-    write(root, "script.sh", b"#!/bin/sh\n");
-    chmod(root, "script.sh", 0o644);
-    write(root, "k", b"a file that becomes a directory");
-    std::fs::create_dir(root.join("z")).unwrap();
-    std::fs::create_dir(root.join("keep")).unwrap();
-    chmod(root, "keep", 0o755);
-    std::os::unix::fs::symlink("a.txt", root.join("link")).unwrap();
-    std::os::unix::fs::symlink("a.txt", root.join("relink")).unwrap();
-    write(root, "gone/1", b"one");
-    write(root, "gone/deep/2", b"two");
-    std::fs::create_dir(root.join("shared")).unwrap();
-    chmod(root, "shared", 0o755);
-    write(root, "locked.txt", b"readable");
-    chmod(root, "locked.txt", 0o644);
-}
-
-/// The transaction, as a program would make it.
-fn transaction(vfs: &mut VirtualFs) -> std::result::Result<(), VfsError> {
-    vfs.write(&p("a.txt"), Arc::from(&b"changed"[..]))?;
-    vfs.write(&p("d/new.txt"), Arc::from(&b"new"[..]))?;
-    vfs.unlink(&p("d/b.txt"))?;
-    vfs.rename(&p("old"), &p("moved"))?;
-    vfs.mkdir_all(&p("t/u/v"), 0o750)?;
-    vfs.write(&p("t/u/v/deep"), Arc::from(&b"deep"[..]))?;
-    vfs.mkdir(&p("ro"), 0o555)?;
-    vfs.mkdir(&p("ro/inner"), 0o500)?;
-    vfs.write(&p("ro/inner/f"), Arc::from(&b"locked in"[..]))?;
-    vfs.set_mode(&p("ro/inner/f"), 0o400)?;
-    vfs.set_mode(&p("script.sh"), 0o755)?;
-    vfs.set_mode(&p("keep"), 0o700)?;
-    vfs.set_mode(&p("locked.txt"), 0o000)?;
-    vfs.unlink(&p("link"))?;
-    vfs.unlink(&p("relink"))?;
-    vfs.symlink(&p("relink"), b"d/new.txt")?;
-    vfs.symlink(&p("newlink"), b"../outside")?;
-    vfs.unlink(&p("k"))?;
-    vfs.mkdir(&p("k"), 0o755)?;
-    vfs.write(&p("k/inside"), Arc::from(&b"inside"[..]))?;
-    vfs.rmdir(&p("z"))?;
-    vfs.write(&p("z"), Arc::from(&b"dir became file"[..]))?;
-    vfs.remove_tree(&p("gone"))?;
-    vfs.write(&p("shared/new"), Arc::from(&b"in a directory that becomes read-only"[..]))?;
-    vfs.set_mode(&p("shared"), 0o555)?;
-    Ok(())
-}
-
-/// A fresh workspace holding the before tree, and the run of the transaction on it.
-struct Trial {
-    _dir: tempfile::TempDir,
-    ws: Workspace,
-    run: Run,
-}
-
-impl Trial {
-    fn new(blobs: &BlobStore) -> Result<Trial> {
-        let dir = tempfile::tempdir()?;
-        let root = dir.path().join("ws");
-        std::fs::create_dir(&root)?;
-        build_before(&root);
-        let ws = Workspace::open(&root)?;
-        let run = ws.run(blobs, transaction)?;
-        Ok(Trial { _dir: dir, ws, run })
-    }
-
-    /// A committer on new handles, as after a restart.
-    fn reopened(&self) -> Result<Workspace> {
-        Workspace::open(&self.ws.root)
-    }
-}
+use support::fixture::Trial;
+use support::{Result, Tree, p, tree_difference};
 
 struct Reference {
     before: Tree,
@@ -140,13 +64,9 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
     // Every per-operation point is passed, in order, around the global points.
     let count = u32::try_from(reference.operations)?;
     assert!(count >= 20, "the transaction lowers to {count} operations");
-    let mut expected = vec![
-        FaultPoint::PlanSynced,
-        FaultPoint::StageSynced,
-        FaultPoint::Revalidated,
-        FaultPoint::CommitStatePersisted,
-    ];
+    let mut expected = vec![FaultPoint::PlanSynced, FaultPoint::StageSynced, FaultPoint::Revalidated];
     expected.extend((0..count).map(FaultPoint::IntentSynced));
+    expected.push(FaultPoint::CommitStatePersisted);
     expected.extend((0..count).map(FaultPoint::OperationApplied));
     expected.extend((0..count).map(FaultPoint::DoneSynced));
     expected.extend([
@@ -156,6 +76,9 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
         FaultPoint::CommittedStatePersisted,
         FaultPoint::QuarantineRemoved,
     ]);
+    // Then every further cleanup step: stage, journal.next, journal, plan,
+    // settled, marker, the directory itself.
+    expected.extend((1..8).map(FaultPoint::CleanedUp));
     assert_eq!(reference.points, expected);
 
     for (index, point) in reference.points.iter().copied().enumerate() {
@@ -170,8 +93,11 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
         let restarted = trial.reopened()?;
         let report = restarted.committer.recover(&ledger)?;
         assert!(report.is_clean(), "{point}: {:?}", report.conflicts);
+        assert!(report.unresolved.is_empty(), "{point}: {:?}", report.unresolved);
         let resolved = report.rolled_forward.len() + report.rolled_back.len() + report.cleaned.len();
-        assert_eq!(resolved, 1, "{point}: {report:?}");
+        // After the last cleanup step the directory is gone: nothing is left to recover.
+        let expected = usize::from(point != FaultPoint::CleanedUp(7));
+        assert_eq!(resolved, expected, "{point}: {report:?}");
         check_outcome(&trial, &reference, point, ledger.get(transaction));
         // Recovering again finds nothing.
         assert!(restarted.committer.recover(&ledger)?.is_empty());
@@ -190,37 +116,82 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
     Ok(())
 }
 
+/// A trial whose commit crashed with every operation applied (so recovery rolls all of them back).
+fn crashed_with_everything_applied(blobs: &BlobStore, last: u32) -> Result<(Trial, MemoryLedger)> {
+    let trial = Trial::new(blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let crash = CrashAt::new(FaultPoint::OperationApplied(last));
+    assert!(trial.ws.committer.commit_with_faults(&trial.run.request(blobs), &ledger, &crash).is_err());
+    Ok((trial, ledger))
+}
+
 #[test]
-fn a_crash_during_rollback_is_recovered_by_the_next_recovery() -> Result {
+fn a_crash_at_every_step_of_recovery_is_recovered_by_the_next_recovery() -> Result {
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
     let reference = reference(&blobs)?;
     let last = u32::try_from(reference.operations - 1)?;
-    // Stop the commit with every operation applied, then stop the rollback
-    // after each undo in turn (and during its cleanup).
-    let mut recovery_points: Vec<FaultPoint> = (0..=last).rev().map(FaultPoint::Undone).collect();
-    recovery_points.push(FaultPoint::QuarantineRemoved);
-    for recovery_point in recovery_points {
-        let trial = Trial::new(&blobs)?;
-        let ledger = MemoryLedger::new();
-        let transaction = trial.run.transaction;
-        ledger.insert(transaction, TransactionState::Revalidating);
-        let crash = CrashAt::new(FaultPoint::OperationApplied(last));
-        assert!(trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &crash).is_err());
 
-        let first = trial.reopened()?;
-        let stopped = first.committer.recover_with_faults(&ledger, &CrashAt::new(recovery_point));
+    // Every step a rollback passes: each undo, the settled record, each cleanup step.
+    let (trial, ledger) = crashed_with_everything_applied(&blobs, last)?;
+    let recorder = CrashAt::recording();
+    let report = trial.reopened()?.committer.recover_with_faults(&ledger, &recorder)?;
+    assert_eq!(report.rolled_back, vec![trial.run.transaction]);
+    let points = recorder.seen();
+    let mut expected: Vec<FaultPoint> = (0..=last).rev().map(FaultPoint::Undone).collect();
+    expected.push(FaultPoint::Settled);
+    expected.extend((0..8).map(FaultPoint::CleanedUp));
+    assert_eq!(points, expected);
+
+    for (index, recovery_point) in points.iter().copied().enumerate() {
+        let (trial, ledger) = crashed_with_everything_applied(&blobs, last)?;
+        let transaction = trial.run.transaction;
+        let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(recovery_point));
         assert!(matches!(stopped, Err(CommitError::FaultInjected(at)) if at == recovery_point), "{stopped:?}");
-        let in_cleanup = recovery_point == FaultPoint::QuarantineRemoved;
+        // The ledger says Failed only once the settled record is durable.
+        let in_cleanup = matches!(recovery_point, FaultPoint::CleanedUp(_));
         let state = if in_cleanup { TransactionState::Failed } else { TransactionState::RecoveryRequired };
         assert_eq!(ledger.get(transaction), Some(state), "{recovery_point}");
 
+        // Crash the next recovery too, at a later step of its own (each
+        // resumes where the last one stopped), then finish.
+        if let Some(&again) = points.get(index + 1 + index % 3) {
+            let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(again));
+            assert!(
+                matches!(stopped, Err(CommitError::FaultInjected(at)) if at == again),
+                "{recovery_point} then {again}: {stopped:?}"
+            );
+        }
         let report = trial.reopened()?.committer.recover(&ledger)?;
         assert!(report.is_clean(), "{recovery_point}: {:?}", report.conflicts);
-        let resolved = if in_cleanup { &report.cleaned } else { &report.rolled_back };
-        assert_eq!(resolved, &vec![transaction], "{recovery_point}: {report:?}");
+        assert!(report.unresolved.is_empty(), "{recovery_point}: {:?}", report.unresolved);
         check_outcome(&trial, &reference, FaultPoint::OperationApplied(last), ledger.get(transaction));
     }
+    Ok(())
+}
+
+#[test]
+fn a_crash_in_the_middle_of_deleting_the_stage_is_recovered() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let reference = reference(&blobs)?;
+    let last = u32::try_from(reference.operations - 1)?;
+    let (trial, ledger) = crashed_with_everything_applied(&blobs, last)?;
+    let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::Settled));
+    assert!(matches!(stopped, Err(CommitError::FaultInjected(FaultPoint::Settled))), "{stopped:?}");
+    // The crash came while `stage/` was being emptied: every other entry is gone.
+    let stage = trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex()).join("stage");
+    let mut staged: Vec<_> =
+        std::fs::read_dir(&stage)?.map(|entry| entry.map(|entry| entry.path())).collect::<std::io::Result<_>>()?;
+    staged.sort();
+    assert!(staged.len() >= 4, "{staged:?}");
+    for path in staged.iter().step_by(2) {
+        std::fs::remove_file(path)?;
+    }
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert_eq!(report.rolled_back, vec![trial.run.transaction], "{report:?}");
+    check_outcome(&trial, &reference, FaultPoint::OperationApplied(last), ledger.get(trial.run.transaction));
     Ok(())
 }
 
@@ -412,7 +383,7 @@ fn a_parent_swapped_for_a_symlink_after_revalidation_is_refused_and_rolled_back(
 }
 
 #[test]
-fn an_external_write_during_apply_is_never_overwritten_by_the_rollback() -> Result {
+fn an_external_write_during_apply_is_kept_and_everything_else_is_rolled_back() -> Result {
     /// Recreates a deleted file as soon as the commit has applied everything.
     struct Recreate<'a>(&'a std::path::Path);
     impl vsh_commit::FaultInjector for Recreate<'_> {
@@ -426,6 +397,7 @@ fn an_external_write_during_apply_is_never_overwritten_by_the_rollback() -> Resu
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
     let trial = Trial::new(&blobs)?;
+    let before = trial.ws.tree();
     let ledger = MemoryLedger::new();
     let transaction = trial.run.transaction;
     ledger.insert(transaction, TransactionState::Revalidating);
@@ -434,21 +406,49 @@ fn an_external_write_during_apply_is_never_overwritten_by_the_rollback() -> Resu
         .committer
         .commit_with_faults(&trial.run.request(&blobs), &ledger, &Recreate(&trial.ws.root))
         .unwrap_err();
-    // Verification fails on d/b.txt; rolling back would need to put the old
-    // d/b.txt where the new work is, so the transaction is left for recovery.
-    assert!(
-        matches!(&error, CommitError::RecoveryRequired { source, .. }
-        if matches!(**source, CommitError::Verification { .. })),
-        "{error:?}"
-    );
+    // Verification fails on d/b.txt; putting the old d/b.txt back would need
+    // the path someone else's work now holds, so that one operation is left,
+    // and every other one is undone.
+    let CommitError::Unresolved { paths, source, .. } = &error else { panic!("{error:?}") };
+    assert!(matches!(**source, CommitError::Verification { .. }), "{source:?}");
     assert!(error.workspace_may_be_changed());
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    assert_eq!(paths[0].path, p("d/b.txt"));
+    let kept = paths[0].kept.clone().expect("the old d/b.txt is kept");
+    assert_eq!(std::fs::read(trial.ws.root.join(kept.as_str()))?, b"beta");
     assert_eq!(ledger.get(transaction), Some(TransactionState::RecoveryRequired));
-    assert_eq!(std::fs::read(trial.ws.root.join("d/b.txt"))?, b"someone else's new work");
-    let report = trial.reopened()?.committer.recover(&ledger)?;
-    assert_eq!(report.conflicts.len(), 1, "{report:?}");
-    assert_eq!(report.conflicts[0].path, p("d/b.txt"));
-    assert!(matches!(report.conflicts[0].reason, RecoveryConflictReason::Ambiguous { .. }));
-    assert_eq!(std::fs::read(trial.ws.root.join("d/b.txt"))?, b"someone else's new work");
+    let mut expected = before.clone();
+    expected.insert("d/b.txt".to_owned(), support::file(b"someone else's new work", 0o644));
+    assert_eq!(trial.ws.tree(), expected, "{:?}", tree_difference(&trial.ws.tree(), &expected));
+
+    // Recovery finds it settled: reported, not a conflict, and nothing changes.
+    let restarted = trial.reopened()?;
+    let report = restarted.committer.recover(&ledger)?;
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    assert_eq!(report.unresolved[0].paths, *paths);
+    assert_eq!(trial.ws.tree(), expected);
+    assert_eq!(std::fs::read(trial.ws.root.join(kept.as_str()))?, b"beta");
+
+    // Other work still commits.
+    let other = restarted.run(&blobs, |vfs| vfs.write(&p("unrelated"), Arc::from(&b"u"[..])))?;
+    ledger.insert(other.transaction, TransactionState::Revalidating);
+    restarted.committer.commit_with_ledger(&other.request(&blobs), &ledger)?;
+    assert_eq!(ledger.get(other.transaction), Some(TransactionState::Committed));
+    expected.insert("unrelated".to_owned(), support::file(b"u", 0o644));
+
+    // The operator restores: their file moves aside, the old one comes back.
+    let restored = restarted.committer.session(&vsh_host::LockWait::default())?.restore(transaction, &ledger)?;
+    assert_eq!(restored.restored, vec![p("d/b.txt")]);
+    assert_eq!(restored.moved_aside.len(), 1);
+    let (from, aside) = &restored.moved_aside[0];
+    assert_eq!(*from, p("d/b.txt"));
+    assert_eq!(std::fs::read(trial.ws.root.join(aside.as_str()))?, b"someone else's new work");
+    assert_eq!(ledger.get(transaction), Some(TransactionState::Failed));
+    let mut back = before;
+    back.insert("unrelated".to_owned(), support::file(b"u", 0o644));
+    assert_eq!(trial.ws.tree(), back, "{:?}", tree_difference(&trial.ws.tree(), &back));
+    assert!(trial.ws.no_transaction_dirs());
     Ok(())
 }
 
@@ -515,6 +515,152 @@ fn a_corrupt_journal_or_plan_is_a_conflict_and_changes_nothing() -> Result {
         assert!(expected, "{file}: {reason:?}");
         assert_eq!(trial.ws.tree(), partial, "{file}");
         assert_eq!(ledger.get(transaction), Some(TransactionState::Committing), "{file}");
+    }
+    Ok(())
+}
+
+/// The names and bytes of everything in a transaction's `quarantine/`.
+fn quarantine_of(trial: &Trial) -> Tree {
+    support::tree(&trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex()).join("quarantine"))
+}
+
+#[test]
+fn a_journal_deleted_or_cut_back_after_a_crash_is_a_conflict_and_deletes_nothing() -> Result {
+    use vsh_commit::format::{JOURNAL_HEADER_BYTES, Journal};
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let key = vsh_types::AuthorityKey::unauthenticated();
+    for tamper in ["deleted", "cut to its header", "cut and resealed"] {
+        let trial = Trial::new(&blobs)?;
+        let ledger = MemoryLedger::new();
+        let transaction = trial.run.transaction;
+        ledger.insert(transaction, TransactionState::Revalidating);
+        let crash = CrashAt::new(FaultPoint::OperationApplied(8));
+        assert!(trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &crash).is_err());
+        let partial = trial.ws.tree();
+        let quarantined = quarantine_of(&trial);
+        assert!(!quarantined.is_empty(), "the crash left old nodes in quarantine");
+        let path = trial.ws.root.join(".vsh/txn").join(transaction.to_hex()).join("journal");
+        let saved = std::fs::read(&path)?;
+        match tamper {
+            "deleted" => std::fs::remove_file(&path)?,
+            "cut to its header" => std::fs::write(&path, &saved[..JOURNAL_HEADER_BYTES])?,
+            _ => {
+                // Whoever holds the key (here the public one) could write a
+                // valid, shorter journal: the evidence still contradicts it.
+                let mut journal = Journal::decode(&saved, &key)?;
+                journal.records.truncate(2);
+                std::fs::write(&path, journal.encode(&key))?;
+            }
+        }
+        for ledger in [&ledger as &dyn CommitLedger, &NoLedger] {
+            let report = trial.reopened()?.committer.recover(ledger)?;
+            assert_eq!(report.conflicts.len(), 1, "{tamper}: {report:?}");
+            let reason = &report.conflicts[0].reason;
+            assert!(
+                matches!(
+                    reason,
+                    RecoveryConflictReason::JournalContradicted { .. } | RecoveryConflictReason::Journal { .. }
+                ),
+                "{tamper}: {reason:?}"
+            );
+            assert!(report.rolled_back.is_empty() && report.cleaned.is_empty(), "{tamper}: {report:?}");
+            // Nothing moved, nothing deleted: every old node is still there.
+            assert_eq!(trial.ws.tree(), partial, "{tamper}");
+            assert_eq!(quarantine_of(&trial), quarantined, "{tamper}");
+        }
+        assert_eq!(ledger.get(transaction), Some(TransactionState::Committing), "{tamper}");
+        // No commit runs meanwhile.
+        let restarted = trial.reopened()?;
+        let other = restarted.run(&blobs, |vfs| vfs.write(&p("unrelated"), Arc::from(&b"u"[..])))?;
+        ledger.insert(other.transaction, TransactionState::Revalidating);
+        let refused = restarted.committer.commit_with_ledger(&other.request(&blobs), &ledger);
+        assert!(matches!(refused, Err(CommitError::RecoveryPending { .. })), "{tamper}: {refused:?}");
+        assert_eq!(ledger.get(other.transaction), Some(TransactionState::Failed), "{tamper}");
+        // With the journal back, recovery rolls back as it should.
+        std::fs::write(&path, &saved)?;
+        let report = restarted.committer.recover(&ledger)?;
+        assert_eq!(report.rolled_back, vec![transaction], "{tamper}: {report:?}");
+        check_outcome(&trial, &reference_before(&blobs)?, FaultPoint::OperationApplied(8), ledger.get(transaction));
+    }
+    Ok(())
+}
+
+/// A reference whose before tree is the fixture's (for `check_outcome` on a rollback).
+fn reference_before(blobs: &BlobStore) -> Result<Reference> {
+    let trial = Trial::new(blobs)?;
+    let before = trial.ws.tree();
+    Ok(Reference { before: before.clone(), after: before, points: Vec::new(), operations: 0 })
+}
+
+#[test]
+fn open_records_without_a_commit_directory_are_settled_by_recovery() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let before = trial.ws.tree();
+    let ledger = MemoryLedger::new();
+    // Killed right after the reservation, or after the move to Revalidating:
+    // no directory was made, the workspace was never touched.
+    let reserved = vsh_types::TransactionId::digest(b"reserved");
+    let revalidating = vsh_types::TransactionId::digest(b"revalidating");
+    // Past the point of no return, with its evidence gone.
+    let committing = vsh_types::TransactionId::digest(b"committing");
+    ledger.insert(reserved, TransactionState::Reserved);
+    ledger.insert(revalidating, TransactionState::Revalidating);
+    ledger.insert(committing, TransactionState::Committing);
+    ledger.insert(vsh_types::TransactionId::digest(b"pending"), TransactionState::PendingApproval);
+    let report = trial.ws.committer.recover(&ledger)?;
+    let mut rolled_back = report.rolled_back.clone();
+    rolled_back.sort();
+    let mut expected = vec![reserved, revalidating];
+    expected.sort();
+    assert_eq!(rolled_back, expected, "{report:?}");
+    assert_eq!(ledger.get(reserved), Some(TransactionState::Failed));
+    assert_eq!(ledger.get(revalidating), Some(TransactionState::Failed));
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    assert_eq!(report.unresolved[0].transaction, committing);
+    assert_eq!(report.unresolved[0].directory, None);
+    assert_eq!(ledger.get(committing), Some(TransactionState::Committing));
+    assert_eq!(ledger.get(vsh_types::TransactionId::digest(b"pending")), Some(TransactionState::PendingApproval));
+    // Commits go on; the operator acknowledges the one without evidence.
+    trial.ws.committer.commit(&trial.run.request(&blobs))?;
+    let restored = trial.ws.committer.session(&vsh_host::LockWait::default())?.restore(committing, &ledger)?;
+    assert!(restored.restored.is_empty() && restored.moved_aside.is_empty());
+    assert_eq!(ledger.get(committing), Some(TransactionState::Failed));
+    assert_ne!(trial.ws.tree(), before);
+    Ok(())
+}
+
+#[test]
+fn a_ledger_that_contradicts_the_disk_is_a_conflict_and_changes_nothing() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    // A durable marker, but the ledger says the transaction went stale; and
+    // no marker, with intents journaled, but the ledger says committed.
+    for (point, lie) in
+        [(FaultPoint::CommitMarkerSynced, TransactionState::Stale), (FaultPoint::Applied, TransactionState::Committed)]
+    {
+        let trial = Trial::new(&blobs)?;
+        let ledger = MemoryLedger::new();
+        let transaction = trial.run.transaction;
+        ledger.insert(transaction, TransactionState::Revalidating);
+        assert!(
+            trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(point)).is_err()
+        );
+        let partial = trial.ws.tree();
+        ledger.insert(transaction, lie);
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert_eq!(report.conflicts.len(), 1, "{point}: {report:?}");
+        assert!(
+            matches!(report.conflicts[0].reason, RecoveryConflictReason::LedgerDisagrees { state: Some(state) } if state == lie),
+            "{point}: {:?}",
+            report.conflicts[0]
+        );
+        assert_eq!(trial.ws.tree(), partial, "{point}");
+        assert_eq!(ledger.get(transaction), Some(lie));
+        assert!(!trial.ws.no_transaction_dirs());
     }
     Ok(())
 }

@@ -103,6 +103,14 @@ pub enum HostError {
         /// The operation, e.g. `"rename"`.
         op: &'static str,
     },
+    /// Another process held the lock for longer than the caller would wait.
+    #[error("gave up waiting for the lock {path} after {waited_ms} ms: another vsh process holds it")]
+    LockTimeout {
+        /// The lock file.
+        path: VPath,
+        /// How long the call waited.
+        waited_ms: u64,
+    },
     /// Any other operating-system error.
     #[error("{op} failed on {path}")]
     Io {
@@ -138,6 +146,7 @@ impl HostError {
             Self::NotASymlink { .. } => Errno::INVAL,
             Self::TooLarge { .. } => Errno::FBIG,
             Self::NotAFile { .. } | Self::Unstable { .. } | Self::IsRoot { .. } => return None,
+            Self::LockTimeout { .. } => Errno::WOULDBLOCK,
         };
         Some(errno.raw_os_error())
     }

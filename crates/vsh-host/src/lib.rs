@@ -40,7 +40,7 @@ pub use host::{
     DEFAULT_MAX_READ_BYTES, DirEntry, EscapeReason, ExecError, ExecLimits, ExecOutput, ExecRequest, FIXED_PATH,
     FileRead, FileStat, FsError, Host, HostConfig, PathError, PathPolicy, ShellSpec,
 };
-pub use mutate::LockGuard;
+pub use mutate::{LockGuard, LockWait};
 pub use stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostStat};
 /// The cooperative-cancellation token of [`Host::exec`] and [`Host::run_capture`].
 ///

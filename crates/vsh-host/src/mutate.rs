@@ -301,6 +301,47 @@ impl CapDir {
         self.lock(path, FlockOperation::LockShared)
     }
 
+    /// Take the exclusive lock at `path` if no one holds it; `Ok(None)` if
+    /// someone does. Never blocks; otherwise as [`CapDir::lock_exclusive`].
+    pub fn try_lock_exclusive(&self, path: &VPath) -> Result<Option<LockGuard>, HostError> {
+        match self.lock(path, FlockOperation::NonBlockingLockExclusive) {
+            Ok(guard) => Ok(Some(guard)),
+            Err(HostError::Io { source, .. }) if source.raw_os_error() == Some(Errno::WOULDBLOCK.raw_os_error()) => {
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Take the exclusive lock at `path`, waiting at most `wait.timeout`.
+    ///
+    /// While the lock is held elsewhere the call polls (every 5 ms at first,
+    /// backing off to 100 ms); once it has waited `wait.notice_after`, it calls
+    /// `wait.notice` once, so a command line can say what it is waiting for.
+    /// Past the timeout it is [`HostError::LockTimeout`].
+    pub fn lock_exclusive_within(&self, path: &VPath, wait: &LockWait) -> Result<LockGuard, HostError> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(5);
+        let mut noticed = false;
+        loop {
+            if let Some(guard) = self.try_lock_exclusive(path)? {
+                return Ok(guard);
+            }
+            let waited = started.elapsed();
+            if waited >= wait.timeout {
+                return Err(HostError::LockTimeout { path: path.clone(), waited_ms: waited.as_millis() as u64 });
+            }
+            if !noticed && waited >= wait.notice_after {
+                noticed = true;
+                if let Some(notice) = &wait.notice {
+                    notice(waited);
+                }
+            }
+            std::thread::sleep(pause.min(wait.timeout.saturating_sub(waited)));
+            pause = (pause * 2).min(std::time::Duration::from_millis(100));
+        }
+    }
+
     fn lock(&self, path: &VPath, operation: FlockOperation) -> Result<LockGuard, HostError> {
         self.counters.write();
         let flags = OFlags::RDONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOCTTY;
@@ -323,6 +364,56 @@ impl CapDir {
 fn chmod_opened(fd: BorrowedFd<'_>, mode: u32) -> rustix::io::Result<()> {
     let magic = format!("/proc/self/fd/{}", fd.as_raw_fd());
     retry_intr(|| rfs::chmod(magic.as_str(), Mode::from_raw_mode(mode & PERMISSION_BITS)))
+}
+
+/// How long [`CapDir::lock_exclusive_within`] waits, and whom it tells.
+#[derive(Clone)]
+pub struct LockWait {
+    /// Give up after this long (default 60 s).
+    pub timeout: std::time::Duration,
+    /// Call `notice` once after waiting this long (default 1 s).
+    pub notice_after: std::time::Duration,
+    /// Told how long the wait has lasted so far.
+    pub notice: Option<std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>>,
+}
+
+impl Default for LockWait {
+    fn default() -> Self {
+        Self {
+            timeout: std::time::Duration::from_mins(1),
+            notice_after: std::time::Duration::from_secs(1),
+            notice: None,
+        }
+    }
+}
+
+impl LockWait {
+    /// Wait at most `timeout`, telling nobody.
+    pub fn within(timeout: std::time::Duration) -> Self {
+        Self { timeout, ..Self::default() }
+    }
+
+    /// Also call `notice` once the wait has lasted `after`.
+    #[must_use]
+    pub fn with_notice(
+        mut self,
+        after: std::time::Duration,
+        notice: impl Fn(std::time::Duration) + Send + Sync + 'static,
+    ) -> Self {
+        self.notice_after = after;
+        self.notice = Some(std::sync::Arc::new(notice));
+        self
+    }
+}
+
+impl std::fmt::Debug for LockWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockWait")
+            .field("timeout", &self.timeout)
+            .field("notice_after", &self.notice_after)
+            .field("notice", &self.notice.is_some())
+            .finish()
+    }
 }
 
 /// A held advisory lock from [`CapDir::lock_exclusive`] or [`CapDir::lock_shared`].

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+mod authority;
 pub mod canon;
 mod diff;
 mod digest;
@@ -15,6 +16,7 @@ mod path;
 mod readset;
 mod state;
 
+pub use authority::{AuthorityKey, Mac};
 pub use diff::{DiffEntry, DiffKind};
 pub use digest::{
     BlobId, DiffDigest, DigestParseError, DomainHasher, ExecutionEvidenceDigest, IntentDigest, PolicyDigest,

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use vsh_host::LockWait;
 use vsh_policy::PolicyProfile;
 use vsh_vfs::SnapshotLimits;
 
@@ -29,6 +30,7 @@ pub struct RuntimeConfig {
     pub(crate) execution: Execution,
     pub(crate) max_idle_workers: Option<usize>,
     pub(crate) result_compatibility: ResultCompatibility,
+    pub(crate) lock_wait: LockWait,
 }
 
 /// Where Monty programs run.
@@ -57,7 +59,20 @@ impl RuntimeConfig {
             execution: Execution::DefaultWorker,
             max_idle_workers: None,
             result_compatibility: ResultCompatibility::Native,
+            lock_wait: LockWait::default(),
         }
+    }
+
+    /// How long a commit, a recovery or a restore waits for the workspace's
+    /// commit lock while another process holds it, and whom it tells once it
+    /// has waited a moment (default: 60 s, nobody). Past the timeout the call
+    /// fails with a typed error ([`vsh_host::HostError::LockTimeout`] inside
+    /// [`crate::VshError::Commit`]). Opening a runtime and read-only calls
+    /// never wait for it.
+    #[must_use]
+    pub fn with_lock_wait(mut self, wait: LockWait) -> Self {
+        self.lock_wait = wait;
+        self
     }
 
     /// Keep vsh's trusted data (blobs, transaction records) in `path` instead of

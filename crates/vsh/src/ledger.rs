@@ -1,10 +1,12 @@
 //! [`StoreLedger`]: the commit engine's durable state steps, kept in the
 //! transaction store.
 //!
-//! During a commit the ledger holds the store's single-use reservation and moves
-//! it step by step, so no other runtime can move the record meanwhile. During
-//! recovery there is no reservation (the process that held it is gone) and the
-//! ledger moves records by compare-and-transition along the state table.
+//! During a commit the ledger holds the store's single-use reservation (taken
+//! while the commit session is held) and moves it step by step, so no other
+//! runtime can move the record meanwhile; the commit engine records every
+//! outcome through it, errors included. During recovery there is no
+//! reservation (the process that held it is gone) and the ledger moves records
+//! by compare-and-transition along the state table.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -35,15 +37,6 @@ impl<'a> StoreLedger<'a> {
 
     fn held(&self) -> std::sync::MutexGuard<'_, Option<CommitReservation>> {
         self.reservation.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// End the commit with `outcome` if the reservation is still held (the
-    /// commit engine never reached a durable step of its own).
-    pub(crate) fn finish_if_held(&self, outcome: CommitOutcome) -> Result<(), StoreError> {
-        if let Some(reservation) = self.held().take() {
-            self.store.finish(reservation, outcome, self.now_ms)?;
-        }
-        Ok(())
     }
 
     /// Move without a reservation: from any of `from` to `to`.
@@ -118,11 +111,26 @@ impl CommitLedger for StoreLedger<'_> {
         )
     }
 
+    fn stale(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.end(transaction, CommitOutcome::Stale, from_states::STALE, TransactionState::Stale)
+    }
+
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.end(transaction, CommitOutcome::Failed, from_states::FAILED, TransactionState::Failed)
     }
 
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
         Ok(self.store.get(transaction).map_err(storage)?.map(|record| record.state))
+    }
+
+    fn open_transactions(&self) -> Result<Vec<(TransactionId, TransactionState)>, LedgerError> {
+        Ok(self
+            .store
+            .list()
+            .map_err(storage)?
+            .into_iter()
+            .filter(|record| from_states::OPEN.contains(&record.state))
+            .map(|record| (record.id, record.state))
+            .collect())
     }
 }

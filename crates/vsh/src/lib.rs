@@ -30,7 +30,8 @@ pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;
 
-pub use vsh_commit::RecoveryReport;
+pub use vsh_commit::{KeptNode, LeftPath, RecoveryConflict, RecoveryReport, RestoreReport, Unresolved};
+pub use vsh_host::LockWait;
 pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObject, ResultCompatibility, WorkerConfig};
 pub use vsh_policy::{
     AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics,

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use vsh_commit::{CommitError, CommitRequest, Committer, RecoveryReport};
-use vsh_host::CapDir;
+use vsh_commit::{CommitRequest, Committer, RecoveryReport, RestoreReport};
+use vsh_host::{CapDir, LockWait};
 use vsh_monty::{ExecutionBudget, LimitExceeded, LimitKind, MontyExecutor, WorkerConfig, default_worker_path};
 use vsh_policy::{Decision, PolicyInput, TransactionPolicy};
 use vsh_store::{
-    ApprovalGrant, ArtifactBinding, ArtifactLimits, BlobStore, CommitOutcome, CommitStep, DataDir, GcReport,
-    PendingArtifact, RetentionConfig, TransactionRecord, TransactionStore,
+    ApprovalGrant, ArtifactBinding, ArtifactLimits, BlobStore, CommitStep, DataDir, GcReport, PendingArtifact,
+    RetentionConfig, TransactionRecord, TransactionStore,
 };
 use vsh_types::canon::{self, Canonical};
 use vsh_types::{
@@ -75,6 +75,10 @@ pub struct Runtime {
     prepared: Mutex<HashMap<TransactionId, Prepared>>,
     nonce: AtomicU64,
     startup_recovery: RecoveryReport,
+    /// Whether another process held the commit lock when this runtime opened,
+    /// so startup recovery was left to it (or to this runtime's first commit).
+    recovery_deferred: bool,
+    lock_wait: LockWait,
     hook: Option<HookConfig>,
     executor: MontyExecutor,
 }
@@ -101,6 +105,7 @@ impl Runtime {
             execution,
             max_idle_workers,
             result_compatibility,
+            lock_wait,
         } = config;
         let executor = Self::executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
         let workspace = Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?);
@@ -129,7 +134,13 @@ impl Runtime {
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }
-        let startup_recovery = committer.recover(&StoreLedger::recovery(&transactions, clock_ms()))?;
+        // Recovery needs the commit lock. If another process holds it, it is
+        // committing or recovering this workspace right now, and every commit
+        // recovers first anyway: opening never waits for it.
+        let (startup_recovery, recovery_deferred) = match committer.try_session()? {
+            Some(session) => (session.recover(&StoreLedger::recovery(&transactions, clock_ms()))?, false),
+            None => (RecoveryReport::default(), true),
+        };
         Ok(Self {
             workspace,
             excluded,
@@ -142,6 +153,8 @@ impl Runtime {
             prepared: Mutex::new(HashMap::new()),
             nonce: AtomicU64::new(0),
             startup_recovery,
+            recovery_deferred,
+            lock_wait,
             hook,
             executor,
         })
@@ -177,9 +190,34 @@ impl Runtime {
         &self.startup_recovery
     }
 
-    /// Run recovery again (for example after an operator resolved a conflict).
+    /// Whether startup recovery was left to the other process that held the
+    /// commit lock when this runtime opened ([`Runtime::startup_recovery`] is
+    /// then empty; [`Runtime::recover`] waits for the lock).
+    pub fn recovery_deferred(&self) -> bool {
+        self.recovery_deferred
+    }
+
+    /// Run recovery again (for example after an operator resolved a
+    /// conflict), waiting for the commit lock as configured
+    /// ([`RuntimeConfig::with_lock_wait`]).
     pub fn recover(&self) -> Result<RecoveryReport, VshError> {
-        Ok(self.committer.recover(&StoreLedger::recovery(&self.transactions, clock_ms()))?)
+        let session = self.committer.session(&self.lock_wait)?;
+        Ok(session.recover(&StoreLedger::recovery(&self.transactions, clock_ms()))?)
+    }
+
+    /// An operator's decision for a transaction whose rollback recovery left
+    /// unresolved (someone else changed some of its paths during the commit):
+    /// put the workspace back in the before state. Whatever is in the way is
+    /// moved aside into vsh's runtime directory (`.vsh/recovered/<tx>/`),
+    /// never deleted; the transaction becomes Failed.
+    pub fn restore(&self, transaction: TransactionId) -> Result<RestoreReport, VshError> {
+        let session = self.committer.session(&self.lock_wait)?;
+        let ledger = StoreLedger::recovery(&self.transactions, clock_ms());
+        let report = session.recover(&ledger)?;
+        if !report.is_clean() {
+            return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
+        }
+        Ok(session.restore(transaction, &ledger)?)
     }
 
     /// The active policy.
@@ -859,7 +897,10 @@ impl Runtime {
     }
 
     /// Reserve, revalidate and apply a bound transaction, moving its record
-    /// through the state table (the commit engine moves it past revalidation).
+    /// through the state table. Everything happens in one commit session:
+    /// recovery first, then the reservation, so that recovery (which holds
+    /// the same lock) may settle any reservation it finds as abandoned. From
+    /// the move to Revalidating on, the commit engine records every outcome.
     fn commit_bound(
         &self,
         transaction: TransactionId,
@@ -867,28 +908,22 @@ impl Runtime {
         reads: &ReadSet,
         now: u64,
     ) -> Result<CommitReceipt, VshError> {
+        let session = self.committer.session(&self.lock_wait)?;
+        let report = session.recover(&StoreLedger::recovery(&self.transactions, now))?;
+        if !report.is_clean() {
+            return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
+        }
         let mut reservation = self.transactions.reserve(transaction, now)?;
         self.transactions.advance(&mut reservation, CommitStep::Revalidating, now)?;
         let ledger = StoreLedger::reserved(&self.transactions, reservation, now);
         let request = CommitRequest { transaction, diff, reads, blobs: &self.blobs, max_conflicts: 128 };
-        match self.committer.commit_with_ledger(&request, &ledger) {
-            Ok(receipt) => Ok(CommitReceipt {
-                transaction,
-                operations: receipt.operations,
-                verified_paths: receipt.verified_paths,
-                revalidated_dependencies: receipt.revalidated_dependencies,
-            }),
-            Err(error) => {
-                // If the engine never reached a durable step, the outcome is ours to record.
-                let outcome = if matches!(error, CommitError::Stale { .. }) {
-                    CommitOutcome::Stale
-                } else {
-                    CommitOutcome::Failed
-                };
-                ledger.finish_if_held(outcome)?;
-                Err(VshError::Commit(error))
-            }
-        }
+        let receipt = session.commit(&request, &ledger)?;
+        Ok(CommitReceipt {
+            transaction,
+            operations: receipt.operations,
+            verified_paths: receipt.verified_paths,
+            revalidated_dependencies: receipt.revalidated_dependencies,
+        })
     }
 
     /// Put every final file and symlink content into the blob store, checked

@@ -43,6 +43,11 @@ impl FileLedger {
         self.states.lock().unwrap().get(&transaction).copied()
     }
 
+    /// Every transaction and its state.
+    pub fn all(&self) -> Vec<(TransactionId, TransactionState)> {
+        self.states.lock().unwrap().iter().map(|(id, state)| (*id, *state)).collect()
+    }
+
     fn append(&self, transaction: TransactionId, state: TransactionState) -> std::io::Result<()> {
         let mut file: File = OpenOptions::new().create(true).append(true).open(&self.path)?;
         file.write_all(format!("{} {:02}\n", transaction.to_hex(), state.tag()).as_bytes())?;
@@ -81,11 +86,19 @@ impl CommitLedger for FileLedger {
         self.transition(transaction, vsh_commit::from_states::RECOVERY_REQUIRED, TransactionState::RecoveryRequired)
     }
 
+    fn stale(&self, transaction: TransactionId) -> Result<(), LedgerError> {
+        self.transition(transaction, vsh_commit::from_states::STALE, TransactionState::Stale)
+    }
+
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.transition(transaction, vsh_commit::from_states::FAILED, TransactionState::Failed)
     }
 
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
         Ok(self.get(transaction))
+    }
+
+    fn open_transactions(&self) -> Result<Vec<(TransactionId, TransactionState)>, LedgerError> {
+        Ok(self.all().into_iter().filter(|(_, state)| vsh_commit::from_states::OPEN.contains(state)).collect())
     }
 }

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub, reason = "shared test support: each test binary uses part of it")]
 
+pub mod fixture;
 pub mod ledger;
 
 use std::collections::BTreeMap;
@@ -149,6 +150,19 @@ fn walk(root: &Path, rel: &str, out: &mut Tree) {
             out.insert(child, Node::File { bytes: std::fs::read(&path).unwrap(), mode });
         }
     }
+}
+
+/// The node at `path` (not followed if a symlink), if any.
+pub fn node_at(path: &Path) -> Option<Node> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let mode = meta.permissions().mode() & 0o7777;
+    Some(if meta.file_type().is_symlink() {
+        Node::Link { target: std::fs::read_link(path).ok()?.into_os_string().into_encoded_bytes() }
+    } else if meta.is_dir() {
+        Node::Dir { mode }
+    } else {
+        Node::File { bytes: std::fs::read(path).ok()?, mode }
+    })
 }
 
 /// The paths where two trees differ, for assertion messages.

@@ -1,0 +1,295 @@
+//! An operator's restore of a transaction recovery left [`crate::Unresolved`]:
+//! the workspace is put back in its before state, and whatever someone else
+//! put in the way is moved aside into `<runtime dir>/recovered/<transaction
+//! hex>/<path>`, never overwritten and never deleted.
+//!
+//! Entry by entry, deepest path first, for every entry with a left operation:
+//!
+//! | the entry | restore |
+//! |---|---|
+//! | its old node is still in `quarantine/` | move the node at the path aside (if any), then move the old node back |
+//! | it did not exist before | move the node at the path aside (if any) |
+//! | only its mode was changed | set the before mode |
+//! | it was restored, but someone changed it since (a state mismatch) | nothing can be put back: listed as changed by others |
+//!
+//! Each step is one rename or chmod, and each is decided from the disk, so a
+//! crash during a restore is finished by running it again. When every entry
+//! is done, the ledger moves `RecoveryRequired` → Failed and the commit
+//! directory is removed (its `quarantine/` is empty by then).
+
+use std::collections::BTreeMap;
+
+use vsh_host::{HostError, HostKind};
+use vsh_types::{TransactionId, TransactionState, VPath};
+
+use crate::Committer;
+use crate::error::CommitError;
+use crate::fault::{FaultInjector, FaultPoint};
+use crate::format::{Action, Journal, LeftReason, Plan, RecordKind};
+use crate::ledger::CommitLedger;
+use crate::recover::{Resolver, check, internal, observe};
+use crate::txndir::{Cleanup, Read, TxnDir};
+
+/// What [`crate::CommitSession::restore`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// The transaction (now Failed: the workspace holds its before state).
+    pub transaction: Option<TransactionId>,
+    /// Old nodes moved back to their paths.
+    pub restored: Vec<VPath>,
+    /// Nodes someone else had put in the way: (their path, where they are now),
+    /// both relative to the workspace.
+    pub moved_aside: Vec<(VPath, VPath)>,
+    /// Paths whose before state could not be put back because someone
+    /// changed them after the rollback restored them; left as they are.
+    pub changed_by_others: Vec<VPath>,
+}
+
+/// Why a restore refused.
+fn refused(transaction: TransactionId, reason: &'static str) -> CommitError {
+    CommitError::Restore { transaction, reason }
+}
+
+impl Committer {
+    /// The directory under `recovered/` for what is moved aside for `transaction`.
+    pub(crate) fn aside_root(&self, transaction: TransactionId) -> VPath {
+        self.runtime_dir
+            .child("recovered")
+            .and_then(|dir| dir.child(&transaction.to_hex()))
+            .expect("valid constant names")
+    }
+
+    pub(crate) fn restore_locked(
+        &self,
+        transaction: TransactionId,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+    ) -> Result<RestoreReport, CommitError> {
+        let txn = TxnDir::new(&self.txn_root(), transaction);
+        let mut report = RestoreReport { transaction: Some(transaction), ..RestoreReport::default() };
+        let state = ledger.state(transaction).map_err(|source| CommitError::Ledger {
+            transaction,
+            step: "read the state",
+            source,
+        })?;
+        let exists = match self.workspace.lstat(&txn.root) {
+            Ok(stat) => stat.is_some(),
+            Err(source) => return Err(CommitError::Host { op: "restore", path: txn.root, source }),
+        };
+        if !exists {
+            // Nothing was kept: the operator has checked the workspace by hand.
+            return match state {
+                Some(TransactionState::Committing | TransactionState::RecoveryRequired) => {
+                    ledger.failed(transaction).map_err(|source| CommitError::Ledger {
+                        transaction,
+                        step: "failed",
+                        source,
+                    })?;
+                    Ok(report)
+                }
+                _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),
+            };
+        }
+        let resolver = Resolver { committer: self, ledger, faults, transaction, txn: &txn };
+        let found = resolver.read().map_err(|conflict| CommitError::RecoveryPending { conflicts: vec![conflict] })?;
+        let Some(settled) = found.settled else {
+            return Err(refused(transaction, "its rollback has not settled: run recovery first"));
+        };
+        let Read::Valid((plan, _)) = &found.plan else {
+            return Err(refused(transaction, "its plan is missing or corrupt"));
+        };
+        if state != Some(TransactionState::RecoveryRequired) && state.is_some() {
+            return Err(refused(transaction, "its record is not waiting for recovery"));
+        }
+        // Every entry with a left operation, deepest path first.
+        let mut entries: BTreeMap<u32, Vec<(usize, LeftReason)>> = BTreeMap::new();
+        for left in &settled.left {
+            let index = left.operation as usize;
+            let operation = plan
+                .operations
+                .get(index)
+                .ok_or_else(|| refused(transaction, "a left operation is not in the plan"))?;
+            entries.entry(operation.entry).or_default().push((index, left.reason));
+        }
+        let mut order: Vec<u32> = entries.keys().copied().collect();
+        order.sort_by(|a, b| plan.entries[*b as usize].path.cmp(&plan.entries[*a as usize].path));
+        let aside = self.aside_root(transaction);
+        for entry_index in order {
+            self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &aside, &mut report)?;
+            check(faults, FaultPoint::Restored(entry_index))?;
+        }
+        if state.is_some() {
+            ledger.failed(transaction).map_err(|source| CommitError::Ledger { transaction, step: "failed", source })?;
+        }
+        txn.clean(&self.workspace, Cleanup::Restored, faults)?;
+        Ok(report)
+    }
+
+    /// Restore one entry with left operations (see the module docs).
+    fn restore_entry(
+        &self,
+        txn: &TxnDir,
+        plan: &Plan,
+        entry_index: u32,
+        lefts: &[(usize, LeftReason)],
+        aside: &VPath,
+        report: &mut RestoreReport,
+    ) -> Result<(), CommitError> {
+        let transaction = plan.transaction;
+        let entry = &plan.entries[entry_index as usize];
+        if lefts.iter().all(|(_, reason)| *reason == LeftReason::StateMismatch) {
+            report.changed_by_others.push(entry.path.clone());
+            return Ok(());
+        }
+        let quarantine =
+            lefts.iter().map(|(index, _)| *index).find(|index| plan.operations[*index].action == Action::Quarantine);
+        let kept = match quarantine {
+            Some(index) => {
+                let slot = txn.quarantine_slot(index);
+                internal(&self.workspace, &slot)
+                    .map_err(|reason| restore_error(transaction, &slot, reason))?
+                    .map(|_| slot)
+            }
+            None => None,
+        };
+        let mode_only = lefts.iter().all(|(index, _)| {
+            matches!(plan.operations[*index].action, Action::SetDirMode { .. } | Action::SetFileMode { .. })
+        });
+        if mode_only {
+            if let Some(before) = entry.before {
+                self.workspace.set_mode(&entry.path, before.mode).map_err(|source| CommitError::Host {
+                    op: "restore mode",
+                    path: entry.path.clone(),
+                    source,
+                })?;
+                report.restored.push(entry.path.clone());
+            }
+            return Ok(());
+        }
+        if kept.is_none() && entry.before.is_some() {
+            // The old node is already back (a restore interrupted after it).
+            return Ok(());
+        }
+        let occupied =
+            observe(&self.workspace, &entry.path).map_err(|reason| restore_error(transaction, &entry.path, reason))?;
+        if occupied.is_some() {
+            let to = self.move_aside(aside, &entry.path)?;
+            report.moved_aside.push((entry.path.clone(), to));
+        }
+        if let Some(slot) = kept {
+            self.workspace.rename_noreplace(&slot, &entry.path).map_err(|source| CommitError::Host {
+                op: "restore",
+                path: entry.path.clone(),
+                source,
+            })?;
+            report.restored.push(entry.path.clone());
+        }
+        Ok(())
+    }
+
+    /// Move the node at `path` to `aside/<path>` (with a numeric suffix if
+    /// that name is taken), creating the directories on the way.
+    fn move_aside(&self, aside: &VPath, path: &VPath) -> Result<VPath, CommitError> {
+        self.move_to_aside(aside, path, path)
+    }
+
+    /// Move the node at `from` to `aside/<name>` (with a numeric suffix if
+    /// that name is taken), creating the directories on the way.
+    pub(crate) fn move_to_aside(&self, aside: &VPath, name: &VPath, from: &VPath) -> Result<VPath, CommitError> {
+        let path = name;
+        let target = aside
+            .join(path.as_str())
+            .map_err(|_| CommitError::InvalidDiff { path: path.clone(), reason: "path too long to move aside" })?;
+        let parent = target.parent().unwrap_or_default();
+        self.workspace.open_subdir(&parent, true).map_err(|source| CommitError::Host {
+            op: "create the aside directory",
+            path: parent.clone(),
+            source,
+        })?;
+        let name = target.file_name().unwrap_or("node").to_owned();
+        for attempt in 0_u32..1000 {
+            let candidate = if attempt == 0 {
+                target.clone()
+            } else {
+                parent.child(&format!("{name}~{attempt}")).map_err(|_| CommitError::InvalidDiff {
+                    path: path.clone(),
+                    reason: "path too long to move aside",
+                })?
+            };
+            match self.workspace.rename_noreplace(from, &candidate) {
+                Ok(()) => return Ok(candidate),
+                Err(HostError::AlreadyExists { .. }) => {}
+                Err(source) => return Err(CommitError::Host { op: "move aside", path: from.clone(), source }),
+            }
+        }
+        Err(CommitError::InvalidDiff { path: path.clone(), reason: "no free name to move aside to" })
+    }
+}
+
+fn restore_error(transaction: TransactionId, path: &VPath, reason: crate::RecoveryConflictReason) -> CommitError {
+    CommitError::RecoveryPending {
+        conflicts: vec![crate::RecoveryConflict { transaction: Some(transaction), path: path.clone(), reason }],
+    }
+}
+
+impl Committer {
+    /// Before a committed transaction's old nodes are deleted: move aside,
+    /// into `recovered/<transaction hex>/<path>`, every one that someone
+    /// changed after revalidation checked it (a file whose modification time
+    /// or size differs from the journaled stamp, a directory whose names
+    /// differ from what the diff deleted), so their bytes are never lost.
+    /// Returns each such path and where its old node is now.
+    pub(crate) fn keep_changed_originals(
+        &self,
+        txn: &TxnDir,
+        plan: &Plan,
+        journal: &Journal,
+    ) -> Result<Vec<(VPath, VPath)>, CommitError> {
+        let stamps: BTreeMap<usize, u64> = journal
+            .records
+            .iter()
+            .filter(|record| record.kind == RecordKind::Intent)
+            .map(|record| (record.operation as usize, record.stamp))
+            .collect();
+        let mut kept = Vec::new();
+        for slot in txn.quarantined(&self.workspace).map_err(CommitError::host("clean up", &txn.quarantine()))? {
+            let Some(index) = slot.filter(|index| *index < plan.operations.len()) else { continue };
+            let entry = &plan.entries[plan.operations[index].entry as usize];
+            let slot_path = txn.quarantine_slot(index);
+            let Some(stat) = self.workspace.lstat(&slot_path).map_err(CommitError::host("clean up", &slot_path))?
+            else {
+                continue;
+            };
+            let changed = if stat.kind == HostKind::Directory {
+                let mut found: Vec<Vec<u8>> = self
+                    .workspace
+                    .list_dir(&slot_path)
+                    .map_err(CommitError::host("clean up", &slot_path))?
+                    .into_iter()
+                    .map(|entry| entry.name)
+                    .collect();
+                found.sort();
+                let mut deleted: Vec<Vec<u8>> = plan
+                    .entries
+                    .iter()
+                    .filter(|other| other.before.is_some() && other.path.parent().as_ref() == Some(&entry.path))
+                    .filter_map(|other| other.path.file_name().map(|name| name.as_bytes().to_vec()))
+                    .collect();
+                deleted.sort();
+                found != deleted
+            } else {
+                stamps.get(&index).is_some_and(|stamp| *stamp != 0 && *stamp != stamp_of(&stat))
+            };
+            if changed {
+                let aside = self.aside_root(plan.transaction);
+                let to = self.move_to_aside(&aside, &entry.path, &slot_path)?;
+                kept.push((entry.path.clone(), to));
+            }
+        }
+        Ok(kept)
+    }
+}
+
+fn stamp_of(stat: &vsh_host::HostStat) -> u64 {
+    crate::format::stamp(stat.mtime_ns, stat.size)
+}

@@ -1,0 +1,431 @@
+//! Writers that ignore the commit lock, racing a commit while it applies.
+//!
+//! The lock is advisory: an editor, a build tool or another program can
+//! change a path between revalidation and the commit's end. Whatever the
+//! moment, the outcome must be one of three, with the record agreeing:
+//!
+//! - **Committed**: every path holds its after state, except the writer's;
+//! - **Failed** (or **Stale**, when the write came before revalidation):
+//!   every path holds its before state, except the writer's;
+//! - **Unresolved** (the ledger in `RecoveryRequired`): every path holds its
+//!   before state except the writer's, which are named, with their old nodes kept.
+//!
+//! and the writer's bytes are never overwritten or deleted: they are at their
+//! path, or (for an old node they wrote to after it was checked) moved aside
+//! and reported. The deterministic tests put the writer at the two moments
+//! the issue names (right after an install, while the old node is
+//! quarantined); the randomized one at every kind of moment, with every kind
+//! of write, over 150 seeded trials, a third of them crashed and recovered.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use vsh_commit::{CommitError, CrashAt, FaultInjector, FaultPoint, MemoryLedger};
+use vsh_host::LockWait;
+use vsh_store::BlobStore;
+use vsh_types::TransactionState;
+
+use support::fixture::Trial;
+use support::{Node, Result, Tree, p, tree_difference};
+
+/// What a racing writer does to its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    /// Append bytes to the file at the path (an open, write, close).
+    Append,
+    /// Write a new file beside it and rename it over the path (how editors save).
+    Replace,
+    /// Create the file if the path is free.
+    Create,
+    /// Change the file's mode.
+    Chmod,
+}
+
+/// Every write, in the order a writer falls back through them.
+const WRITES: [Write; 4] = [Write::Append, Write::Replace, Write::Create, Write::Chmod];
+
+/// When a writer acts: at the first fault point for which this is true (given
+/// the full path of its target).
+type Moment = Box<dyn Fn(FaultPoint, &Path) -> bool + Send + Sync>;
+
+/// What became of a writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Acted {
+    /// Its moment has not come.
+    Waiting,
+    /// Its moment came, and no write applied to the path's state.
+    Nothing,
+    /// It made this write and left this node at its path.
+    Wrote(Write, Node),
+}
+
+/// A writer that acts once, at its moment.
+struct Writer {
+    root: PathBuf,
+    path: &'static str,
+    write: Write,
+    when: Moment,
+    wrote: Mutex<Acted>,
+    /// A crash to inject after the writer acted (for the recovery trials).
+    crash_after: Option<FaultPoint>,
+}
+
+impl Writer {
+    /// The write it made, if any.
+    fn made(&self) -> Option<(Write, Node)> {
+        match self.wrote.lock().unwrap().clone() {
+            Acted::Wrote(write, node) => Some((write, node)),
+            Acted::Waiting | Acted::Nothing => None,
+        }
+    }
+
+    /// Make the writer's write, or, if the path is not in a state it applies
+    /// to, the first of the others that applies.
+    fn act(&self) -> Option<(Write, Node)> {
+        let first = WRITES.iter().position(|write| *write == self.write).unwrap_or(0);
+        (0..WRITES.len()).map(|offset| WRITES[(first + offset) % WRITES.len()]).find_map(|write| {
+            let node = self.try_write(write)?;
+            Some((write, node))
+        })
+    }
+
+    fn try_write(&self, write: Write) -> Option<Node> {
+        let full = self.root.join(self.path);
+        let meta = std::fs::symlink_metadata(&full).ok();
+        let is_file = meta.as_ref().is_some_and(std::fs::Metadata::is_file);
+        let parent_is_dir = full.parent().is_some_and(|parent| {
+            std::fs::symlink_metadata(parent).is_ok_and(|meta| meta.is_dir() && meta.permissions().mode() & 0o200 != 0)
+        });
+        match write {
+            Write::Append if is_file => {
+                use std::io::Write as _;
+                let mut file = std::fs::OpenOptions::new().append(true).open(&full).ok()?;
+                file.write_all(b" +theirs").ok()?;
+            }
+            Write::Replace if parent_is_dir => {
+                let temp = full.with_file_name(".editor-swap");
+                std::fs::write(&temp, b"their saved version").ok()?;
+                std::fs::rename(&temp, &full).ok()?;
+            }
+            Write::Create if meta.is_none() && parent_is_dir => std::fs::write(&full, b"their new file").ok()?,
+            Write::Chmod if is_file => {
+                std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o604)).ok()?;
+            }
+            _ => return None,
+        }
+        support::node_at(&full)
+    }
+}
+
+impl FaultInjector for Writer {
+    fn crash_at(&self, point: FaultPoint) -> bool {
+        let mut wrote = self.wrote.lock().unwrap();
+        if *wrote == Acted::Waiting && (self.when)(point, &self.root.join(self.path)) {
+            *wrote = match self.act() {
+                Some((made, node)) => Acted::Wrote(made, node),
+                None => Acted::Nothing,
+            };
+            return false;
+        }
+        *wrote != Acted::Waiting && self.crash_after == Some(point)
+    }
+}
+
+/// `tree` without `path`, its descendants and its ancestors.
+fn without(tree: &Tree, path: &str) -> Tree {
+    tree.iter()
+        .filter(|(other, _)| {
+            let other = other.as_str();
+            other != path && !other.starts_with(&format!("{path}/")) && !path.starts_with(&format!("{other}/"))
+        })
+        .map(|(other, node)| (other.clone(), node.clone()))
+        .collect()
+}
+
+/// Check one raced commit's outcome (see the module docs); returns which of
+/// the three it was.
+fn check_outcome(trial: &Trial, fixture: &Fixture, writer: &Writer, raced: &Raced, label: &str) -> &'static str {
+    let (before, after) = (&fixture.before, &fixture.after);
+    let (state, kept, unresolved) = (raced.state, &raced.kept, &raced.left);
+    let now = trial.ws.tree();
+    let made = writer.made();
+    let wrote = made.as_ref().map(|(_, node)| node.clone());
+    let (now_cmp, before_cmp, after_cmp) = match &wrote {
+        Some(_) => (without(&now, writer.path), without(before, writer.path), without(after, writer.path)),
+        None => (now.clone(), before.clone(), after.clone()),
+    };
+    let outcome = match state {
+        Some(TransactionState::Committed) => {
+            assert!(now_cmp == after_cmp, "{label}: committed but {:?} differ", tree_difference(&now_cmp, &after_cmp));
+            "committed"
+        }
+        Some(state @ (TransactionState::Failed | TransactionState::Stale)) => {
+            assert!(
+                now_cmp == before_cmp,
+                "{label}: {state:?} but {:?} differ",
+                tree_difference(&now_cmp, &before_cmp)
+            );
+            if state == TransactionState::Stale { "stale" } else { "failed" }
+        }
+        Some(TransactionState::RecoveryRequired) => {
+            assert!(
+                now_cmp == before_cmp,
+                "{label}: unresolved but {:?} differ",
+                tree_difference(&now_cmp, &before_cmp)
+            );
+            assert!(wrote.is_some(), "{label}: unresolved without a writer");
+            for left in unresolved {
+                let left = left.path.as_str();
+                let related = left == writer.path
+                    || left.starts_with(&format!("{}/", writer.path))
+                    || writer.path.starts_with(&format!("{left}/"));
+                assert!(related, "{label}: left {left}, which the writer ({}) did not touch", writer.path);
+            }
+            "unresolved"
+        }
+        other => panic!("{label}: the record says {other:?}"),
+    };
+    // The writer's bytes are at their path, or kept aside and reported. (A
+    // mode set on a node the committed transaction then replaced carries no
+    // bytes: the replacement supersedes it, as any later write would.)
+    let superseded = made.as_ref().is_some_and(|(write, _)| *write == Write::Chmod)
+        && outcome == "committed"
+        && before.get(writer.path) != after.get(writer.path);
+    if let Some(node) = wrote.filter(|_| !superseded) {
+        let at_path = now.get(writer.path) == Some(&node);
+        let aside = kept.iter().any(|kept| {
+            kept.path.as_str() == writer.path
+                && support::node_at(&trial.ws.root.join(kept.kept.as_str())) == Some(node.clone())
+        });
+        assert!(
+            at_path || aside,
+            "{label}: the writer's {node:?} is lost (now {:?}, kept {kept:?})",
+            now.get(writer.path)
+        );
+    }
+    outcome
+}
+
+struct Fixture {
+    _data: tempfile::TempDir,
+    blobs: BlobStore,
+    before: Tree,
+    after: Tree,
+}
+
+fn fixture() -> Result<Fixture> {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let before = trial.ws.tree();
+    trial.ws.committer.commit(&trial.run.request(&blobs))?;
+    let after = trial.ws.tree();
+    Ok(Fixture { _data: data, blobs, before, after })
+}
+
+/// How a raced commit ended.
+struct Raced {
+    /// The ledger's state.
+    state: Option<TransactionState>,
+    /// Old nodes kept aside.
+    kept: Vec<vsh_commit::KeptNode>,
+    /// Operations a rollback left.
+    left: Vec<vsh_commit::LeftPath>,
+}
+
+/// Commit `trial` with `writer` racing it (and recover, if it crashed).
+fn race(fixture: &Fixture, trial: &Trial, writer: &Writer) -> Result<Raced> {
+    let ledger = MemoryLedger::new();
+    let transaction = trial.run.transaction;
+    ledger.insert(transaction, TransactionState::Revalidating);
+    let result = trial.ws.committer.commit_with_faults(&trial.run.request(&fixture.blobs), &ledger, writer);
+    let (mut kept, mut left) = (Vec::new(), Vec::new());
+    match result {
+        Ok(receipt) => kept = receipt.kept,
+        Err(CommitError::Unresolved { paths, .. }) => left = paths,
+        Err(CommitError::FaultInjected(_)) => {
+            let report = trial.reopened()?.committer.recover(&ledger)?;
+            assert!(report.is_clean(), "{:?}", report.conflicts);
+            kept = report.kept;
+            left = report.unresolved.into_iter().flat_map(|unresolved| unresolved.paths).collect();
+        }
+        Err(error) => assert!(!error.workspace_may_be_changed(), "{error:?}"),
+    }
+    // Recovery afterwards finds nothing new to do, and never blocks commits.
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert!(report.is_clean() && report.rolled_back.is_empty() && report.rolled_forward.is_empty(), "{report:?}");
+    Ok(Raced { state: ledger.get(transaction), kept, left })
+}
+
+fn writer(
+    trial: &Trial,
+    path: &'static str,
+    write: Write,
+    when: impl Fn(FaultPoint, &Path) -> bool + Send + Sync + 'static,
+) -> Writer {
+    Writer {
+        root: trial.ws.root.clone(),
+        path,
+        write,
+        when: Box::new(when),
+        wrote: Mutex::new(Acted::Waiting),
+        crash_after: None,
+    }
+}
+
+#[test]
+fn a_writer_appending_right_after_the_install_keeps_its_bytes_and_everything_else_rolls_back() -> Result {
+    let fixture = fixture()?;
+    let trial = Trial::new(&fixture.blobs)?;
+    // Right after the operation that installed the new a.txt.
+    let writer = writer(&trial, "a.txt", Write::Append, |point, path| {
+        matches!(point, FaultPoint::OperationApplied(_)) && std::fs::read(path).is_ok_and(|bytes| bytes == b"changed")
+    });
+    let raced = race(&fixture, &trial, &writer)?;
+    let outcome = check_outcome(&trial, &fixture, &writer, &raced, "append");
+    let left = raced.left;
+    assert_eq!(outcome, "unresolved");
+    assert_eq!(std::fs::read(trial.ws.root.join("a.txt"))?, b"changed +theirs");
+    // Both of a.txt's operations are left; the old a.txt is kept.
+    let names: BTreeSet<&str> = left.iter().map(|left| left.action).collect();
+    assert_eq!(names, BTreeSet::from(["install", "quarantine"]), "{left:?}");
+    let old = left.iter().find_map(|left| left.kept.clone()).expect("the old node is kept");
+    assert_eq!(std::fs::read(trial.ws.root.join(old.as_str()))?, b"alpha");
+
+    // An operator's restore puts a.txt back, their version aside.
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
+    let restored = trial.ws.committer.session(&LockWait::default())?.restore(trial.run.transaction, &ledger)?;
+    assert_eq!(restored.restored, vec![p("a.txt")]);
+    assert_eq!(std::fs::read(trial.ws.root.join(restored.moved_aside[0].1.as_str()))?, b"changed +theirs");
+    assert_eq!(trial.ws.tree(), fixture.before, "{:?}", tree_difference(&trial.ws.tree(), &fixture.before));
+    assert!(trial.ws.no_transaction_dirs());
+    Ok(())
+}
+
+#[test]
+fn a_writer_taking_the_path_while_the_old_node_is_quarantined_keeps_its_file() -> Result {
+    let fixture = fixture()?;
+    let trial = Trial::new(&fixture.blobs)?;
+    // a.txt is absent exactly between its quarantine and its install.
+    let writer = writer(&trial, "a.txt", Write::Create, |point, path| {
+        matches!(point, FaultPoint::OperationApplied(_)) && std::fs::symlink_metadata(path).is_err()
+    });
+    let raced = race(&fixture, &trial, &writer)?;
+    let outcome = check_outcome(&trial, &fixture, &writer, &raced, "create");
+    let left = raced.left;
+    assert_eq!(outcome, "unresolved");
+    assert_eq!(std::fs::read(trial.ws.root.join("a.txt"))?, b"their new file");
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!((left[0].path.as_str(), left[0].action), ("a.txt", "quarantine"));
+    assert_eq!(std::fs::read(trial.ws.root.join(left[0].kept.as_ref().expect("kept").as_str()))?, b"alpha");
+    Ok(())
+}
+
+#[test]
+fn a_write_to_an_old_node_after_revalidation_is_kept_when_the_commit_succeeds() -> Result {
+    let fixture = fixture()?;
+    let trial = Trial::new(&fixture.blobs)?;
+    // d/b.txt is deleted by the transaction: the writer appends to it after it
+    // was checked and before it was moved away; the commit still succeeds.
+    let writer = writer(&trial, "d/b.txt", Write::Append, |point, _| point == FaultPoint::Revalidated);
+    let Raced { state, kept, left } = race(&fixture, &trial, &writer)?;
+    assert_eq!(state, Some(TransactionState::Committed));
+    assert!(left.is_empty());
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].path, p("d/b.txt"));
+    assert_eq!(std::fs::read(trial.ws.root.join(kept[0].kept.as_str()))?, b"beta +theirs");
+    // The workspace is exactly the after tree.
+    assert_eq!(trial.ws.tree(), fixture.after);
+    Ok(())
+}
+
+/// A small deterministic generator, so every trial can be replayed from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound as u64) as usize
+    }
+}
+
+#[test]
+fn randomized_writers_racing_commits_never_leave_a_partial_workspace_or_lose_a_byte() -> Result {
+    const TRIALS: usize = 150;
+    const PATHS: [&str; 10] = [
+        "a.txt",
+        "d/b.txt",
+        "d/new.txt",
+        "script.sh",
+        "t/u/v/deep",
+        "t/u/v/extra",
+        "k/inside",
+        "moved/x",
+        "locked.txt",
+        "unrelated.txt",
+    ];
+    let fixture = fixture()?;
+    let operations = {
+        let trial = Trial::new(&fixture.blobs)?;
+        let recorder = CrashAt::recording();
+        trial.ws.committer.commit_with_faults(&trial.run.request(&fixture.blobs), &vsh_commit::NoLedger, &recorder)?;
+        recorder.seen()
+    };
+    let moments: Vec<FaultPoint> =
+        operations.iter().copied().filter(|point| *point <= FaultPoint::CommitMarkerSynced).collect();
+    let mut rng = Rng(0x5eed_cafe_f00d_0001);
+    let mut outcomes: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let mut acted = 0;
+    for index in 0..TRIALS {
+        let trial = Trial::new(&fixture.blobs)?;
+        let path = PATHS[rng.below(PATHS.len())];
+        let write = WRITES[rng.below(WRITES.len())];
+        let moment = moments[rng.below(moments.len())];
+        // A third of the trials also crash a few steps after the writer.
+        let crash_after = (rng.below(3) == 0).then(|| {
+            let later: Vec<FaultPoint> = operations.iter().copied().filter(|point| *point > moment).collect();
+            later[rng.below(later.len().max(1)).min(later.len().saturating_sub(1))]
+        });
+        let mut writer = writer(&trial, path, write, move |point, _| point == moment);
+        writer.crash_after = crash_after;
+        let label = format!("trial {index}: {write:?} {path} at {moment}, crash after {crash_after:?}");
+        let raced = race(&fixture, &trial, &writer)?;
+        let outcome = check_outcome(&trial, &fixture, &writer, &raced, &label);
+        *outcomes.entry(outcome).or_default() += 1;
+        if writer.made().is_some() {
+            acted += 1;
+        }
+        // An unresolved transaction restores to exactly the before tree, their
+        // bytes moved aside.
+        if outcome == "unresolved" {
+            let ledger = MemoryLedger::new();
+            ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
+            let restored = trial.ws.committer.session(&LockWait::default())?.restore(trial.run.transaction, &ledger)?;
+            let now = trial.ws.tree();
+            assert!(
+                without(&now, path) == without(&fixture.before, path),
+                "{label}: after the restore {:?} differ",
+                tree_difference(&now, &fixture.before)
+            );
+            assert!(trial.ws.no_transaction_dirs(), "{label}: {restored:?}");
+        }
+    }
+    // The trials covered every outcome, and most writers found something to do.
+    for outcome in ["committed", "failed", "unresolved"] {
+        assert!(outcomes.get(outcome).copied().unwrap_or(0) > 0, "no trial ended {outcome}: {outcomes:?}");
+    }
+    assert!(acted * 3 > TRIALS * 2, "only {acted} of {TRIALS} writers acted");
+    eprintln!("{TRIALS} trials, {acted} writers acted: {outcomes:?}");
+    Ok(())
+}
