@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use vsh_store::txlog::{LogEntry, LogError, LogHeader, LogState, Tail};
+use vsh_store::txlog::{LogEntry, LogError, LogHeader, LogKey, LogState, Tail};
 use vsh_store::{
     ApprovalGrant, ArtifactBinding, ArtifactError, ArtifactLimits, PendingArtifact, TransactionRecord, diff_digest,
     write_set_digest,
@@ -25,6 +25,12 @@ use vsh_types::{
     BlobId, Dependency, DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeKind, NodeState, PolicyDigest,
     PrincipalId, ProgramDigest, ReadSet, RuntimeConfigDigest, SnapshotId, TransactionId, TransactionState, VPath,
 };
+
+/// The key every log here is written and replayed with: the public one, so the fuzzer can
+/// build valid frames (a keyed log is checked the same way, with another subkey).
+fn key() -> LogKey {
+    LogKey::unauthenticated()
+}
 
 /// A cursor over fuzz bytes that yields zeros once they run out.
 struct Bytes<'a> {
@@ -66,18 +72,19 @@ fn check_log_bytes(log: &[u8]) {
     if let Ok(entry) = LogEntry::decode(log) {
         assert_eq!(entry.encode(), log, "a decoded payload re-encodes to the same bytes");
     }
-    let Ok((state, tail)) = LogState::parse(log) else { return };
+    let Ok((state, tail)) = LogState::parse(log, &key()) else { return };
     match tail {
         Tail::Clean => assert_eq!(state.end(), log.len() as u64),
         Tail::Torn { at } => {
             assert_eq!(at, state.end());
-            let (cut, cut_tail) = LogState::parse(&log[..at as usize]).expect("the part before a torn tail parses");
+            let (cut, cut_tail) =
+                LogState::parse(&log[..at as usize], &key()).expect("the part before a torn tail parses");
             assert_eq!((cut, cut_tail), (state.clone(), Tail::Clean));
         }
     }
     let compacted = state.compacted();
     assert_eq!(compacted.len() as u64, state.compacted_len());
-    let (after, tail) = LogState::parse(&compacted).expect("a compacted log parses");
+    let (after, tail) = LogState::parse(&compacted, &key()).expect("a compacted log parses");
     assert_eq!(tail, Tail::Clean);
     assert_eq!(after.records(), state.records());
     assert_eq!(after.generation(), state.generation() + 1);
@@ -157,8 +164,8 @@ fn log_step(ops: &mut Bytes<'_>, state: &LogState) -> LogStep {
 fn check_log_script(script: &[u8]) {
     let (ops, damage) = script.split_at(script.len().saturating_sub(5));
     let mut ops = Bytes { data: ops };
-    let mut log = LogHeader { generation: 1, checkpoints: 0 }.encode().to_vec();
-    let (mut state, _) = LogState::parse(&log).expect("a fresh header parses");
+    let mut log = LogHeader { generation: 1, checkpoints: 0 }.encode(&key()).to_vec();
+    let (mut state, _) = LogState::parse(&log, &key()).expect("a fresh header parses");
     let mut boundaries: Boundaries = vec![(log.len(), BTreeMap::new())];
     for _ in 0..64 {
         if ops.is_empty() {
@@ -168,7 +175,7 @@ fn check_log_script(script: &[u8]) {
             LogStep::Skip => {}
             LogStep::Compact => {
                 log = state.compacted();
-                state = LogState::parse(&log).expect("a compacted log parses").0;
+                state = LogState::parse(&log, &key()).expect("a compacted log parses").0;
                 boundaries = vec![(log.len(), state.records().clone())];
             }
             LogStep::Append(entry) => {
@@ -181,7 +188,7 @@ fn check_log_script(script: &[u8]) {
             }
         }
     }
-    let (parsed, tail) = LogState::parse(&log).expect("a log built by the encoder parses");
+    let (parsed, tail) = LogState::parse(&log, &key()).expect("a log built by the encoder parses");
     assert_eq!((parsed.records(), tail), (state.records(), Tail::Clean));
     check_log_damage(&log, &state, &boundaries, &mut Bytes { data: damage });
 }
@@ -195,7 +202,7 @@ fn check_log_damage(log: &[u8], state: &LogState, boundaries: &Boundaries, damag
             // Truncation anywhere: the state at the last boundary before the cut, torn unless the
             // cut is a boundary; inside the header or the checkpoint prefix, refused.
             let cut = position % (log.len() + 1);
-            let result = LogState::parse(&log[..cut]);
+            let result = LogState::parse(&log[..cut], &key());
             match boundaries.iter().rev().find(|(end, _)| *end <= cut) {
                 None => assert!(result.is_err(), "cut at {cut} inside the header or checkpoints was accepted"),
                 Some((end, records)) => {
@@ -211,7 +218,7 @@ fn check_log_damage(log: &[u8], state: &LogState, boundaries: &Boundaries, damag
             let bit = position % (log.len() * 8);
             let mut flipped = log.to_vec();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            match LogState::parse(&flipped) {
+            match LogState::parse(&flipped, &key()) {
                 Err(LogError::Corrupt { offset, .. }) => assert!(offset as usize <= bit / 8, "bit {bit}"),
                 Err(LogError::UpgradeRequired { .. }) => assert!(bit / 8 < 8, "bit {bit}"),
                 Err(other) => panic!("bit {bit}: {other:?}"),
@@ -222,7 +229,8 @@ fn check_log_damage(log: &[u8], state: &LogState, boundaries: &Boundaries, damag
             // A stray non-zero byte after the last frame is a torn tail, never a record.
             let mut longer = log.to_vec();
             longer.push(damage.next() | 1);
-            let (longer_state, longer_tail) = LogState::parse(&longer).expect("a short tail is torn, not corrupt");
+            let (longer_state, longer_tail) =
+                LogState::parse(&longer, &key()).expect("a short tail is torn, not corrupt");
             assert_eq!(longer_state.records(), state.records());
             assert_eq!(longer_tail, Tail::Torn { at: log.len() as u64 });
         }

@@ -62,18 +62,23 @@ pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 /// The runtime configuration the end-to-end tests use: the real confined Monty
-/// worker (built by `cargo test --workspace` next to the test binaries). Under
-/// `VSH_REQUIRE_SANDBOX=1` a missing worker fails the test; otherwise the test
-/// says so and runs in-process.
+/// worker, `vsh-test-worker`, this package's own binary (which cargo builds with
+/// the tests, so its build identity matches theirs however the tests are run).
 pub fn config(root: &Path) -> vsh::RuntimeConfig {
-    let config = vsh::RuntimeConfig::new(root);
-    if vsh::lower::vsh_monty::default_worker_path().is_some() {
-        return config;
-    }
+    vsh::RuntimeConfig::new(root).with_worker_path(test_worker())
+}
+
+/// Where cargo put `vsh-test-worker`: beside the `deps/` directory holding the
+/// running test binary.
+pub fn test_worker() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe.parent().expect("the test binary's directory");
+    let profile = if dir.ends_with("deps") { dir.parent().expect("the profile directory") } else { dir };
+    let worker = profile.join("vsh-test-worker");
     assert!(
-        std::env::var_os("VSH_REQUIRE_SANDBOX").is_none_or(|value| value != "1"),
-        "VSH_REQUIRE_SANDBOX=1 but no vsh-monty-worker binary was built (run `cargo test --workspace`)"
+        worker.is_file(),
+        "{} is missing: cargo builds it with this package's tests (run them through cargo)",
+        worker.display()
     );
-    eprintln!("vsh-monty-worker not built: running Monty in-process");
-    config.with_in_process_execution()
+    worker
 }

@@ -286,10 +286,12 @@ pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
             "snapshot": t.snapshot, "execute": t.execute, "diff": t.diff, "policy": t.policy,
             "bind_and_store": t.bind_and_store, "commit": t.commit, "total": t.total,
         },
-        "commit": receipt.commit.map(|commit| json!({
+        "commit": receipt.commit.as_ref().map(|commit| json!({
             "operations": commit.operations,
             "verified_paths": commit.verified_paths,
             "revalidated_dependencies": commit.revalidated_dependencies,
+            "kept": commit.kept.iter().map(|kept| json!({"path": kept.path.as_str(), "kept": kept.kept.as_str()})).collect::<Vec<_>>(),
         })),
+        "warnings": receipt.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
     })
 }

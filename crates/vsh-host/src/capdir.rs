@@ -203,6 +203,76 @@ impl CapDir {
         Ok(HostStat::from_raw(&stat).identity)
     }
 
+    /// Where this directory lies within `root`: the path from `root` down to
+    /// it (the root itself for the same directory), or `None` if it is not
+    /// inside `root` at all. Decided by device and inode, walking up through
+    /// `..` from this handle (so neither symlinks nor a display path can
+    /// mislead it) and naming each step by the parent's entry that has the
+    /// child's identity.
+    pub fn location_within(&self, root: &CapDir) -> Result<Option<VPath>, HostError> {
+        let root_identity = root.identity()?;
+        let here = VPath::root();
+        let open_dir = |at: BorrowedFd<'_>, name: &str| {
+            rfs::openat(at, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                .map_err(|errno| HostError::io("open ..", &here, errno))
+        };
+        // Walk up by identity only; the chain is this directory, then each parent.
+        let mut chain: Vec<(OwnedFd, FileIdentity)> = Vec::new();
+        let mut current = open_dir(self.fd.as_fd(), ".")?;
+        // Bounded: a path has at most PATH_MAX / 2 components.
+        for _ in 0..2048 {
+            let identity = fstat(current.as_fd(), &here)?.identity;
+            if identity == root_identity {
+                return Self::name_chain(&chain).map(Some);
+            }
+            let parent = open_dir(current.as_fd(), "..")?;
+            if fstat(parent.as_fd(), &here)?.identity == identity {
+                // The filesystem root: `root` was never passed.
+                return Ok(None);
+            }
+            chain.push((current, identity));
+            current = parent;
+        }
+        Err(HostError::Io {
+            op: "locate",
+            path: here,
+            source: io::Error::new(io::ErrorKind::InvalidData, "too many levels walking up"),
+        })
+    }
+
+    /// The path down `chain` (each directory and its identity, deepest first,
+    /// the last one a child of the root looked for): each step named by the
+    /// parent's entry with the child's identity.
+    fn name_chain(chain: &[(OwnedFd, FileIdentity)]) -> Result<VPath, HostError> {
+        let here = VPath::root();
+        let unnamed = || HostError::Io {
+            op: "locate",
+            path: VPath::root(),
+            source: io::Error::new(io::ErrorKind::InvalidData, "a directory on the way has no valid name"),
+        };
+        let mut names: Vec<String> = Vec::with_capacity(chain.len());
+        for (fd, identity) in chain {
+            let parent = rfs::openat(fd, "..", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                .map_err(|errno| HostError::io("open ..", &here, errno))?;
+            let name = Dir::read_from(&parent)
+                .map_err(|errno| HostError::io("opendir", &here, errno))?
+                .filter_map(Result::ok)
+                .find(|entry| {
+                    let name = entry.file_name().to_bytes();
+                    name != b"."
+                        && name != b".."
+                        && entry.ino() == identity.ino
+                        && rfs::statat(&parent, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                            .is_ok_and(|stat| HostStat::from_raw(&stat).identity == *identity)
+                })
+                .and_then(|entry| entry.file_name().to_str().ok().map(str::to_owned))
+                .ok_or_else(unnamed)?;
+            names.push(name);
+        }
+        names.reverse();
+        VPath::parse(&names.join("/")).map_err(|_| unnamed())
+    }
+
     /// Metadata of `path` without following a symlink at the leaf (a symlink
     /// reports [`HostKind::Symlink`]). Counts one stat.
     ///

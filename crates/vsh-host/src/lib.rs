@@ -50,3 +50,8 @@ pub use stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostStat};
 /// supervisor selects on next to the deadline. It is re-exported here so callers
 /// need not depend on tokio-util themselves.
 pub use tokio_util::sync::CancellationToken;
+
+/// The effective user id of this process (who owns what it creates).
+pub fn effective_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}

@@ -57,6 +57,8 @@ pub struct HostStat {
     pub identity: FileIdentity,
     /// Hard link count.
     pub nlink: u64,
+    /// The owner's user id.
+    pub uid: u32,
 }
 
 impl HostStat {
@@ -73,6 +75,7 @@ impl HostStat {
             ctime_ns: i128::from(stat.st_ctime) * NANOS + i128::from(stat.st_ctime_nsec),
             identity: FileIdentity { dev: u64::from(stat.st_dev), ino: u64::from(stat.st_ino) },
             nlink: u64::from(stat.st_nlink),
+            uid: stat.st_uid,
         }
     }
 

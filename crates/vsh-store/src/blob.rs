@@ -46,23 +46,42 @@ pub enum PutOutcome {
     Repaired,
 }
 
+/// What [`BlobStore::status`] found for one blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobStatus {
+    /// Stored, and its bytes hash to its id.
+    Intact,
+    /// Not stored.
+    Missing,
+    /// Stored, but its bytes do not hash to its id (or it is not a regular
+    /// file); storing the same bytes again repairs it.
+    Corrupt {
+        /// Where its file is, for the operator.
+        path: std::path::PathBuf,
+    },
+}
+
 /// The content-addressed blob store of one data directory.
 #[derive(Debug)]
 pub struct BlobStore {
     backend: Arc<dyn StoreBackend>,
     poisoned: AtomicBool,
+    /// The data directory's host path, for messages only.
+    display: std::path::PathBuf,
 }
 
 impl BlobStore {
     /// Open (creating `blobs/` and `blobs/tmp/` if needed) the blob store of a
     /// data directory, with the real backend.
     pub fn open(data: &DataDir) -> Result<BlobStore, StoreError> {
-        Self::open_with(data.backend()?)
+        let mut store = Self::open_with(data.backend()?)?;
+        data.dir().display_path().clone_into(&mut store.display);
+        Ok(store)
     }
 
     /// Open the blob store over `backend`, whose root is the data directory.
     pub fn open_with(backend: Arc<dyn StoreBackend>) -> Result<BlobStore, StoreError> {
-        let store = BlobStore { backend, poisoned: AtomicBool::new(false) };
+        let store = BlobStore { backend, poisoned: AtomicBool::new(false), display: std::path::PathBuf::new() };
         for (dir, parent) in [(blobs_dir(), VPath::root()), (tmp_dir(), blobs_dir())] {
             if store.create_dir(&dir)? {
                 store.io("open blob store", store.backend.sync_dir(&parent))?;
@@ -80,6 +99,11 @@ impl BlobStore {
     /// The path of a blob relative to the data directory.
     fn path(id: &BlobId) -> VPath {
         blobs_dir().join(Self::relative_path(id).as_str()).expect("a relative path joins")
+    }
+
+    /// The host path of blob `id`'s file, for messages only.
+    pub fn display_path(&self, id: &BlobId) -> std::path::PathBuf {
+        self.display.join(Self::path(id).as_str())
     }
 
     /// Whether a storage failure has stopped this store.
@@ -119,12 +143,18 @@ impl BlobStore {
     /// Store `bytes`, which must hash to `expected`
     /// ([`StoreError::DigestMismatch`] otherwise, and nothing is written).
     pub fn put_expected(&self, bytes: &[u8], expected: BlobId) -> Result<BlobId, StoreError> {
+        self.put_expected_with_outcome(bytes, expected).map(|_| expected)
+    }
+
+    /// [`BlobStore::put_expected`], saying whether the bytes were written,
+    /// already present, or replaced a corrupt copy.
+    pub fn put_expected_with_outcome(&self, bytes: &[u8], expected: BlobId) -> Result<PutOutcome, StoreError> {
         self.check()?;
         let actual = BlobId::of(bytes);
         if actual != expected {
             return Err(StoreError::DigestMismatch { expected, actual });
         }
-        self.store(bytes, actual).map(|_| actual)
+        self.store(bytes, actual)
     }
 
     /// Store `bytes` and say whether they were written, already present, or
@@ -212,25 +242,37 @@ impl BlobStore {
             Ok(None) | Err(BackendError::NotFound { .. }) => return Err(StoreError::MissingBlob { id }),
             Err(BackendError::TooLarge { size, max, .. }) => return Err(StoreError::TooLarge { id, size, max }),
             Err(BackendError::NotAFile { .. } | BackendError::Unstable { .. }) => {
-                return Err(StoreError::CorruptBlob { id });
+                return Err(StoreError::CorruptBlob { id, path: self.display_path(&id) });
             }
             Err(source) => return self.io("read blob", Err(source)),
         };
         if BlobId::of(&bytes) != id {
-            return Err(StoreError::CorruptBlob { id });
+            return Err(StoreError::CorruptBlob { id, path: self.display_path(&id) });
         }
         Ok(bytes)
     }
 
     /// Whether blob `id` is stored. The stored copy is re-hashed: a corrupt one
-    /// is [`StoreError::CorruptBlob`] (storing the bytes again repairs it).
+    /// is [`StoreError::CorruptBlob`] (storing the bytes again repairs it; a
+    /// writer that means to store them asks [`BlobStore::status`] instead).
     pub fn contains(&self, id: BlobId) -> Result<bool, StoreError> {
-        self.check()?;
-        match self.verify(&Self::path(&id), id)? {
-            Verified::Intact => Ok(true),
-            Verified::Missing => Ok(false),
-            Verified::Corrupt => Err(StoreError::CorruptBlob { id }),
+        match self.status(id)? {
+            BlobStatus::Intact => Ok(true),
+            BlobStatus::Missing => Ok(false),
+            BlobStatus::Corrupt { path } => Err(StoreError::CorruptBlob { id, path }),
         }
+    }
+
+    /// Whether blob `id` is stored intact, missing, or corrupt (re-hashed).
+    /// Corruption is an answer here, not an error, so a caller about to store
+    /// the same bytes repairs the copy instead of failing on it.
+    pub fn status(&self, id: BlobId) -> Result<BlobStatus, StoreError> {
+        self.check()?;
+        Ok(match self.verify(&Self::path(&id), id)? {
+            Verified::Intact => BlobStatus::Intact,
+            Verified::Missing => BlobStatus::Missing,
+            Verified::Corrupt => BlobStatus::Corrupt { path: self.display_path(&id) },
+        })
     }
 
     /// The shard directory names (two lower-case hex digits), sorted.

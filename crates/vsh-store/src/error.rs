@@ -77,11 +77,50 @@ pub enum StoreError {
         /// The configured bound.
         max: u64,
     },
+    /// The transaction log was written under another authority key: this
+    /// process holds a different key (another user's, or a replaced key file),
+    /// so nothing in the log can be trusted or changed with it.
+    #[error(
+        "the transaction log was written under another authority key (id {}…, this key's id {}…), or its header is damaged",
+        hex4(found),
+        hex4(expected)
+    )]
+    WrongAuthorityKey {
+        /// The id of the key that wrote the log.
+        found: [u8; 32],
+        /// The id of the key in use.
+        expected: [u8; 32],
+    },
+    /// The authority key file is unusable (see `AuthorityKeyFile`): missing
+    /// where it must exist, not a regular file, owned by another user, open to
+    /// group or others, or not a key.
+    #[error("authority key {}: {reason}", path.display())]
+    AuthorityKey {
+        /// The key file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// Reading or creating the authority key file failed.
+    #[error("authority key {}: host I/O failed", path.display())]
+    AuthorityKeyIo {
+        /// The key file.
+        path: std::path::PathBuf,
+        /// What the host reported.
+        #[source]
+        source: vsh_host::HostError,
+    },
+    /// The transaction log is in the unauthenticated first format; opening the
+    /// store migrates it (voiding every approval it holds).
+    #[error("the transaction log is in the unauthenticated first format and must be migrated")]
+    LegacyLog,
     /// A stored blob's bytes do not hash to its id (or it is not a regular file).
-    #[error("blob {id} is corrupt")]
+    #[error("blob {id} at {} is corrupt", path.display())]
     CorruptBlob {
         /// The blob's id.
         id: BlobId,
+        /// Where its file is (for the operator; never used to reach it).
+        path: std::path::PathBuf,
     },
     /// No blob with this id is stored.
     #[error("blob {id} is missing")]
@@ -258,11 +297,21 @@ impl StoreError {
     }
 }
 
+fn hex4(id: &[u8; 32]) -> String {
+    use std::fmt::Write as _;
+    id[..4].iter().fold(String::new(), |mut out, byte| {
+        let _ = write!(out, "{byte:02x}");
+        out
+    })
+}
+
 impl From<LogError> for StoreError {
     fn from(error: LogError) -> Self {
         match error {
             LogError::Corrupt { offset, reason } => Self::CorruptLog { offset, reason },
             LogError::UpgradeRequired { found } => Self::UpgradeRequired { file: "txlog", found },
+            LogError::WrongKey { found, expected } => Self::WrongAuthorityKey { found, expected },
+            LogError::Legacy => Self::LegacyLog,
         }
     }
 }

@@ -37,6 +37,7 @@
 #![forbid(unsafe_code)]
 
 mod artifact;
+mod authority;
 mod backend;
 pub mod blob;
 mod datadir;
@@ -52,8 +53,9 @@ mod txn;
 pub use artifact::{
     ARTIFACT_MAGIC, ArtifactBinding, ArtifactError, ArtifactLimits, PendingArtifact, diff_digest, write_set_digest,
 };
+pub use authority::{AUTHORITY_KEY_ENV, AuthorityKeyFile};
 pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
-pub use blob::{BlobStore, PutOutcome};
+pub use blob::{BlobStatus, BlobStore, PutOutcome};
 pub use datadir::DataDir;
 pub use error::StoreError;
 pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};

@@ -8,23 +8,33 @@
 //! # Layout
 //!
 //! ```text
-//! header (56 bytes)
-//!    0   8  magic "VSHTXL01"
+//! header (88 bytes)
+//!    0   8  magic "VSHTXL02"
 //!    8   8  generation, u64 LE (>= 1; every compaction writes the next one)
 //!   16   8  checkpoint count, u64 LE (frames at the start that are checkpoints)
-//!   24  32  BLAKE3 derive-key "vsh 2026 txlog header v1" over bytes 0..24
+//!   24  32  the authority key's id (AuthorityKey::id)
+//!   56  32  MAC "vsh 2026 txlog header v2" over bytes 0..56
 //! frame at file offset `o` (40 + L bytes)
 //!    0   4  L, payload length, u32 LE, 1 ..= MAX_FRAME_PAYLOAD
 //!    4   4  !L, the bitwise complement of L
 //!    8   L  payload (a LogEntry)
-//!  8+L  32  BLAKE3 derive-key "vsh 2026 txlog frame v1" over
+//!  8+L  32  MAC "vsh 2026 txlog frame v2" over
 //!           generation u64 LE | o u64 LE | L u32 LE | payload
 //! ```
 //!
-//! The checksum binds each frame to its generation and offset, so a frame
-//! copied to another place or into another generation is refused. The length
-//! complement tells a flipped length bit (always corruption) from a frame cut
-//! short by a crash (a torn tail).
+//! Every MAC is keyed with the workspace's [`AuthorityKey`], which no guest
+//! and no workspace file can reach: whoever can write the data directory but
+//! does not hold the key cannot add a frame (an approval, say) that replays.
+//! The MAC binds each frame to its generation and offset, so a frame copied to
+//! another place or into another generation is refused too. The key id in the
+//! header tells "written under another key" ([`LogError::WrongKey`]) from
+//! corruption. The length complement tells a flipped length bit (always
+//! corruption) from a frame cut short by a crash (a torn tail).
+//!
+//! The first format, `VSHTXL01` (56-byte header, public derive-key
+//! checksums), is read only to migrate it ([`LogState::parse_legacy`]): its
+//! frames carry no authority, so the store rewrites it with every approval
+//! voided.
 //!
 //! # Replay
 //!
@@ -46,16 +56,20 @@
 use std::collections::BTreeMap;
 
 use vsh_types::canon::{self, Reader};
-use vsh_types::{BlobId, DomainHasher, PrincipalId, SnapshotId, TransactionId, TransactionState};
+use vsh_types::{AuthorityKey, BlobId, DomainHasher, MacKey, PrincipalId, SnapshotId, TransactionId, TransactionState};
 
 use crate::record::{self, ApprovalGrant, TransactionRecord};
 
 /// The first eight bytes of the log.
-pub const LOG_MAGIC: [u8; 8] = *b"VSHTXL01";
+pub const LOG_MAGIC: [u8; 8] = *b"VSHTXL02";
+/// The first eight bytes of the first, unauthenticated format.
+pub const LEGACY_LOG_MAGIC: [u8; 8] = *b"VSHTXL01";
 /// The magic prefix every version of the log shares.
 const LOG_MAGIC_FAMILY: &[u8; 6] = b"VSHTXL";
 /// Length of the log header.
-pub const HEADER_LEN: usize = 56;
+pub const HEADER_LEN: usize = 88;
+/// Length of the first format's header.
+const LEGACY_HEADER_LEN: usize = 56;
 /// Bytes a frame adds around its payload: length, complement, checksum.
 pub const FRAME_OVERHEAD: usize = 8 + 32;
 /// The largest payload a frame may carry.
@@ -65,8 +79,39 @@ pub const MAX_FORGET_PER_FRAME: usize = 4096;
 /// The largest encoded record version.
 pub const MAX_VERSION_PAYLOAD: usize = 1 + 32 + 32 + 1 + 8 + 8 + 8 + 33 + 49 + 9;
 
-const HEADER_DOMAIN: &str = "vsh 2026 txlog header v1";
-const FRAME_DOMAIN: &str = "vsh 2026 txlog frame v1";
+const HEADER_DOMAIN: &str = "vsh 2026 txlog header v2";
+const FRAME_DOMAIN: &str = "vsh 2026 txlog frame v2";
+const LEGACY_HEADER_DOMAIN: &str = "vsh 2026 txlog header v1";
+const LEGACY_FRAME_DOMAIN: &str = "vsh 2026 txlog frame v1";
+
+/// The authority a log is written and checked with (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogKey {
+    id: [u8; 32],
+    header: MacKey,
+    frame: MacKey,
+}
+
+impl LogKey {
+    /// The log key of `key`.
+    pub fn new(key: &AuthorityKey) -> Self {
+        Self { id: key.id(), header: key.mac_key(HEADER_DOMAIN), frame: key.mac_key(FRAME_DOMAIN) }
+    }
+
+    /// The public key's log key (integrity without authenticity).
+    pub fn unauthenticated() -> Self {
+        Self::new(&AuthorityKey::unauthenticated())
+    }
+}
+
+/// How the frames being replayed are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Auth {
+    /// `VSHTXL02`: MACs under this key.
+    Keyed(LogKey),
+    /// `VSHTXL01`: public derive-key checksums (read only to migrate).
+    Legacy,
+}
 
 const TAG_VERSION: u8 = 1;
 const TAG_FORGET: u8 = 2;
@@ -90,6 +135,19 @@ pub enum LogError {
         /// The magic found.
         found: [u8; 8],
     },
+    /// The log was written under another authority key (its header names
+    /// another key id): nothing in it can be verified with this one.
+    #[error("transaction log was written under another authority key")]
+    WrongKey {
+        /// The id of the key that wrote it.
+        found: [u8; 32],
+        /// The id of the key in use.
+        expected: [u8; 32],
+    },
+    /// The log is in the first, unauthenticated format: it must be migrated
+    /// ([`LogState::parse_legacy`]) before anything is appended.
+    #[error("transaction log is in the unauthenticated first format")]
+    Legacy,
 }
 
 /// The decoded log header.
@@ -102,21 +160,26 @@ pub struct LogHeader {
 }
 
 impl LogHeader {
-    /// The 56-byte encoding.
-    pub fn encode(&self) -> [u8; HEADER_LEN] {
+    /// The 88-byte encoding under `key`.
+    pub fn encode(&self, key: &LogKey) -> [u8; HEADER_LEN] {
         let mut out = [0_u8; HEADER_LEN];
         out[..8].copy_from_slice(&LOG_MAGIC);
         out[8..16].copy_from_slice(&self.generation.to_le_bytes());
         out[16..24].copy_from_slice(&self.checkpoints.to_le_bytes());
-        let sum = DomainHasher::new(HEADER_DOMAIN).update(&out[..24]).finalize();
-        out[24..].copy_from_slice(&sum);
+        out[24..56].copy_from_slice(&key.id);
+        let tag = key.header.mac().update(&out[..56]).finalize();
+        out[56..].copy_from_slice(&tag);
         out
     }
 
-    /// Decode the header at the start of `log`.
-    pub fn decode(log: &[u8]) -> Result<Self, LogError> {
+    /// Decode the header at the start of `log`, checked under `key`. A log
+    /// in the first format is [`LogError::Legacy`].
+    pub fn decode(log: &[u8], key: &LogKey) -> Result<Self, LogError> {
         let corrupt = |reason| LogError::Corrupt { offset: 0, reason };
         if log.len() >= 8 && log[..8] != LOG_MAGIC {
+            if log[..8] == LEGACY_LOG_MAGIC {
+                return Err(LogError::Legacy);
+            }
             if log[..6] == *LOG_MAGIC_FAMILY {
                 let mut found = [0_u8; 8];
                 found.copy_from_slice(&log[..8]);
@@ -127,14 +190,35 @@ impl LogHeader {
         if log.len() < HEADER_LEN {
             return Err(corrupt("log header is truncated"));
         }
-        let sum = DomainHasher::new(HEADER_DOMAIN).update(&log[..24]).finalize();
-        if log[24..HEADER_LEN] != sum {
+        if !key.header.mac().update(&log[..56]).verify(&log[56..HEADER_LEN]) {
+            let mut found = [0_u8; 32];
+            found.copy_from_slice(&log[24..56]);
+            if found != key.id {
+                return Err(LogError::WrongKey { found, expected: key.id });
+            }
             return Err(corrupt("log header checksum mismatch"));
         }
+        Self::fields(log)
+    }
+
+    /// Decode a first-format header (public checksum).
+    fn decode_legacy(log: &[u8]) -> Result<Self, LogError> {
+        let corrupt = |reason| LogError::Corrupt { offset: 0, reason };
+        if log.len() < LEGACY_HEADER_LEN || log[..8] != LEGACY_LOG_MAGIC {
+            return Err(corrupt("not a first-format log header"));
+        }
+        let sum = DomainHasher::new(LEGACY_HEADER_DOMAIN).update(&log[..24]).finalize();
+        if log[24..LEGACY_HEADER_LEN] != sum {
+            return Err(corrupt("log header checksum mismatch"));
+        }
+        Self::fields(log)
+    }
+
+    fn fields(log: &[u8]) -> Result<Self, LogError> {
         let generation = u64::from_le_bytes(log[8..16].try_into().expect("eight bytes"));
         let checkpoints = u64::from_le_bytes(log[16..24].try_into().expect("eight bytes"));
         if generation == 0 {
-            return Err(corrupt("log generation is zero"));
+            return Err(LogError::Corrupt { offset: 0, reason: "log generation is zero" });
         }
         Ok(Self { generation, checkpoints })
     }
@@ -276,25 +360,45 @@ fn decode_record(reader: &mut Reader<'_>) -> Result<TransactionRecord, &'static 
     Ok(record)
 }
 
-/// The frame checksum of `payload` at `offset` in a log of `generation`.
-fn frame_checksum(generation: u64, offset: u64, payload: &[u8]) -> [u8; 32] {
+/// The checksum bytes a frame's MAC covers: generation, offset, length.
+fn frame_prefix(generation: u64, offset: u64, payload: &[u8]) -> [u8; 20] {
     let length = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    DomainHasher::new(FRAME_DOMAIN)
-        .update(&generation.to_le_bytes())
-        .update(&offset.to_le_bytes())
-        .update(&length.to_le_bytes())
-        .update(payload)
-        .finalize()
+    let mut prefix = [0_u8; 20];
+    prefix[..8].copy_from_slice(&generation.to_le_bytes());
+    prefix[8..16].copy_from_slice(&offset.to_le_bytes());
+    prefix[16..].copy_from_slice(&length.to_le_bytes());
+    prefix
+}
+
+/// The MAC of `payload` at `offset` in a log of `generation`.
+fn frame_mac(key: &LogKey, generation: u64, offset: u64, payload: &[u8]) -> vsh_types::Mac {
+    let mut mac = key.frame.mac();
+    mac.update(&frame_prefix(generation, offset, payload)).update(payload);
+    mac
+}
+
+/// Whether `tag` is the right checksum of `payload` at `offset`.
+fn frame_verifies(auth: &Auth, generation: u64, offset: u64, payload: &[u8], tag: &[u8]) -> bool {
+    match auth {
+        Auth::Keyed(key) => frame_mac(key, generation, offset, payload).verify(tag),
+        Auth::Legacy => {
+            DomainHasher::new(LEGACY_FRAME_DOMAIN)
+                .update(&frame_prefix(generation, offset, payload))
+                .update(payload)
+                .finalize()
+                == tag
+        }
+    }
 }
 
 /// Encode one frame holding `payload` at `offset` in a log of `generation`.
-pub fn encode_frame(generation: u64, offset: u64, payload: &[u8]) -> Vec<u8> {
+pub fn encode_frame(key: &LogKey, generation: u64, offset: u64, payload: &[u8]) -> Vec<u8> {
     let length = u32::try_from(payload.len()).unwrap_or(u32::MAX);
     let mut out = Vec::with_capacity(payload.len() + FRAME_OVERHEAD);
     canon::put_u32(&mut out, length);
     canon::put_u32(&mut out, !length);
     out.extend_from_slice(payload);
-    out.extend_from_slice(&frame_checksum(generation, offset, payload));
+    out.extend_from_slice(&frame_mac(key, generation, offset, payload).finalize());
     out
 }
 
@@ -320,25 +424,46 @@ pub struct LogState {
     end: u64,
     /// Frames applied.
     frames: u64,
+    /// How frames are checked.
+    auth: Auth,
 }
 
 impl LogState {
-    /// The state of an empty log of `generation` (no frames yet).
-    pub fn empty(generation: u64) -> Self {
+    /// The state of an empty log of `generation` under `key` (no frames yet).
+    pub fn empty(generation: u64, key: &LogKey) -> Self {
         Self {
             header: LogHeader { generation, checkpoints: 0 },
             records: BTreeMap::new(),
             end: HEADER_LEN as u64,
             frames: 0,
+            auth: Auth::Keyed(key.clone()),
         }
     }
 
-    /// Replay a whole log file.
-    pub fn parse(log: &[u8]) -> Result<(Self, Tail), LogError> {
-        let header = LogHeader::decode(log)?;
-        let mut state = Self { header, records: BTreeMap::new(), end: HEADER_LEN as u64, frames: 0 };
+    /// Replay a whole log file, every frame checked under `key`.
+    pub fn parse(log: &[u8], key: &LogKey) -> Result<(Self, Tail), LogError> {
+        let header = LogHeader::decode(log, key)?;
+        let mut state = Self::empty(header.generation, key);
+        state.header = header;
         let tail = state.replay_from_end(log)?;
         Ok((state, tail))
+    }
+
+    /// Replay a log in the first, unauthenticated format, to migrate it. The
+    /// result can only be read ([`LogState::records`]); appending to it is refused.
+    pub fn parse_legacy(log: &[u8]) -> Result<(Self, Tail), LogError> {
+        let header = LogHeader::decode_legacy(log)?;
+        let mut state =
+            Self { header, records: BTreeMap::new(), end: LEGACY_HEADER_LEN as u64, frames: 0, auth: Auth::Legacy };
+        let tail = state.replay_from_end(log)?;
+        Ok((state, tail))
+    }
+
+    fn key(&self) -> Option<&LogKey> {
+        match &self.auth {
+            Auth::Keyed(key) => Some(key),
+            Auth::Legacy => None,
+        }
     }
 
     /// Bring this state up to date with `log`, the current whole file: replay
@@ -346,9 +471,10 @@ impl LogState {
     /// otherwise (a compaction happened) replay from scratch. On error, this
     /// state may have applied some valid frames; it never applies an invalid one.
     pub fn refresh(&mut self, log: &[u8]) -> Result<Tail, LogError> {
-        let header = LogHeader::decode(log)?;
+        let key = self.key().ok_or(LogError::Legacy)?.clone();
+        let header = LogHeader::decode(log, &key)?;
         if header != self.header {
-            let (fresh, tail) = Self::parse(log)?;
+            let (fresh, tail) = Self::parse(log, &key)?;
             *self = fresh;
             return Ok(tail);
         }
@@ -383,7 +509,8 @@ impl LogState {
                 break Tail::Torn { at: offset };
             }
             let payload = &rest[8..8 + length];
-            if rest[8 + length..length + FRAME_OVERHEAD] != frame_checksum(generation, offset, payload) {
+            if !frame_verifies(&self.auth, generation, offset, payload, &rest[8 + length..length + FRAME_OVERHEAD]) {
+                // Damage, or a frame written without the authority key: both are refused.
                 return Err(corrupt("frame checksum mismatch"));
             }
             let entry = LogEntry::decode(payload).map_err(corrupt)?;
@@ -458,6 +585,7 @@ impl LogState {
     /// and encode their frames for appending at [`LogState::end`]. Returns the
     /// state after them and the bytes to append; `self` is unchanged.
     pub fn prepare_append(&self, entries: &[LogEntry]) -> Result<(Self, Vec<u8>), &'static str> {
+        let key = self.key().ok_or("the log must be migrated before it is appended to")?.clone();
         let mut next = self.clone();
         let mut bytes = Vec::new();
         for entry in entries {
@@ -466,22 +594,29 @@ impl LogState {
                 return Err("frame payload out of range");
             }
             next.apply(entry)?;
-            let frame = encode_frame(next.header.generation, next.end, &payload);
+            let frame = encode_frame(&key, next.header.generation, next.end, &payload);
             next.end += frame.len() as u64;
             bytes.extend_from_slice(&frame);
         }
         Ok((next, bytes))
     }
 
-    /// The whole file of the next generation: a header and one checkpoint
-    /// frame per live record, in id order. Forgotten records are gone.
+    /// The whole file of the next generation, under this log's key (or
+    /// `key` for a first-format log being migrated): a header and one
+    /// checkpoint frame per live record, in id order. Forgotten records are gone.
     pub fn compacted(&self) -> Vec<u8> {
+        let key = self.key().cloned().unwrap_or_else(LogKey::unauthenticated);
+        self.compacted_under(&key)
+    }
+
+    /// [`LogState::compacted`] under `key`.
+    pub fn compacted_under(&self, key: &LogKey) -> Vec<u8> {
         let generation = self.header.generation + 1;
         let header = LogHeader { generation, checkpoints: self.records.len() as u64 };
-        let mut out = header.encode().to_vec();
+        let mut out = header.encode(key).to_vec();
         for record in self.records.values() {
             let payload = LogEntry::Checkpoint(*record).encode();
-            let frame = encode_frame(generation, out.len() as u64, &payload);
+            let frame = encode_frame(key, generation, out.len() as u64, &payload);
             out.extend_from_slice(&frame);
         }
         out
@@ -502,18 +637,12 @@ impl LogState {
         (HEADER_LEN + frames) as u64
     }
 
-    /// The first file of a new log: a header of `generation` and one checkpoint
-    /// frame per record (migrated from an older format), in id order.
-    pub fn initial(generation: u64, records: &[TransactionRecord]) -> Vec<u8> {
-        let mut sorted: Vec<TransactionRecord> = records.to_vec();
-        sorted.sort_by_key(|record| record.id);
-        let state = Self {
-            header: LogHeader { generation: generation.saturating_sub(1), checkpoints: 0 },
-            records: sorted.into_iter().map(|record| (record.id, record)).collect(),
-            end: HEADER_LEN as u64,
-            frames: 0,
-        };
-        state.compacted()
+    /// The first file of a new log under `key`: a header of `generation` and
+    /// one checkpoint frame per record (migrated from an older format), in id order.
+    pub fn initial(generation: u64, records: &[TransactionRecord], key: &LogKey) -> Vec<u8> {
+        let mut state = Self::empty(generation.saturating_sub(1), key);
+        state.records = records.iter().map(|record| (record.id, *record)).collect();
+        state.compacted_under(key)
     }
 
     /// The generation being replayed.
@@ -546,6 +675,10 @@ impl LogState {
 mod tests {
     use super::*;
 
+    fn key() -> LogKey {
+        LogKey::new(&AuthorityKey::from_bytes([9; 32]))
+    }
+
     fn created(name: &[u8], state: TransactionState) -> TransactionRecord {
         TransactionRecord::new(TransactionId::digest(name), SnapshotId::digest(b"base"), state, 10)
     }
@@ -553,16 +686,22 @@ mod tests {
     #[test]
     fn header_round_trip_and_checks() {
         let header = LogHeader { generation: 3, checkpoints: 2 };
-        let bytes = header.encode();
-        assert_eq!(LogHeader::decode(&bytes), Ok(header));
+        let bytes = header.encode(&key());
+        assert_eq!(LogHeader::decode(&bytes, &key()), Ok(header));
         let mut future = bytes;
-        future[7] = b'2';
-        assert_eq!(LogHeader::decode(&future), Err(LogError::UpgradeRequired { found: *b"VSHTXL02" }));
+        future[7] = b'3';
+        assert_eq!(LogHeader::decode(&future, &key()), Err(LogError::UpgradeRequired { found: *b"VSHTXL03" }));
         let mut flipped = bytes;
         flipped[9] ^= 1;
-        assert!(matches!(LogHeader::decode(&flipped), Err(LogError::Corrupt { offset: 0, .. })));
-        assert!(matches!(LogHeader::decode(&bytes[..20]), Err(LogError::Corrupt { offset: 0, .. })));
-        assert!(matches!(LogHeader::decode(b"garbage!garbage!"), Err(LogError::Corrupt { .. })));
+        assert!(matches!(LogHeader::decode(&flipped, &key()), Err(LogError::Corrupt { offset: 0, .. })));
+        assert!(matches!(LogHeader::decode(&bytes[..20], &key()), Err(LogError::Corrupt { offset: 0, .. })));
+        assert!(matches!(LogHeader::decode(b"garbage!garbage!", &key()), Err(LogError::Corrupt { .. })));
+        // Under another key: told apart from corruption by the key id.
+        let other = LogKey::unauthenticated();
+        assert!(matches!(LogHeader::decode(&bytes, &other), Err(LogError::WrongKey { .. })));
+        let mut legacy = bytes;
+        legacy[..8].copy_from_slice(b"VSHTXL01");
+        assert_eq!(LogHeader::decode(&legacy, &key()), Err(LogError::Legacy));
     }
 
     #[test]
@@ -590,7 +729,7 @@ mod tests {
 
     #[test]
     fn state_rules_are_enforced() {
-        let mut state = LogState::empty(1);
+        let mut state = LogState::empty(1, &key());
         let record = created(b"a", TransactionState::AutoApproved);
         assert_eq!(state.apply(&LogEntry::Version(record)), Ok(()));
         assert_eq!(state.check(&LogEntry::Version(record)), Err("version out of sequence"));
@@ -611,19 +750,19 @@ mod tests {
 
     #[test]
     fn frames_replay_and_compaction_preserves_records() {
-        let state = LogState::empty(1);
+        let state = LogState::empty(1, &key());
         let first = created(b"one", TransactionState::PendingApproval);
         let second = created(b"two", TransactionState::Denied);
         let (state, bytes) = state.prepare_append(&[LogEntry::Version(first), LogEntry::Version(second)]).unwrap();
-        let mut log = LogHeader { generation: 1, checkpoints: 0 }.encode().to_vec();
+        let mut log = LogHeader { generation: 1, checkpoints: 0 }.encode(&key()).to_vec();
         log.extend_from_slice(&bytes);
-        let (parsed, tail) = LogState::parse(&log).unwrap();
+        let (parsed, tail) = LogState::parse(&log, &key()).unwrap();
         assert_eq!((parsed.clone(), tail), (state.clone(), Tail::Clean));
         let (state, more) = state.prepare_append(&[LogEntry::Forget(vec![(second.id, 0)])]).unwrap();
         log.extend_from_slice(&more);
         let compacted = state.compacted();
         assert_eq!(compacted.len() as u64, state.compacted_len());
-        let (after, tail) = LogState::parse(&compacted).unwrap();
+        let (after, tail) = LogState::parse(&compacted, &key()).unwrap();
         assert_eq!(tail, Tail::Clean);
         assert_eq!(after.generation(), 2);
         assert_eq!(after.records(), state.records());
@@ -635,6 +774,25 @@ mod tests {
         // A frame moved to another offset fails its checksum.
         let mut moved = log.clone();
         moved.extend_from_slice(&bytes);
-        assert!(matches!(LogState::parse(&moved), Err(LogError::Corrupt { .. })));
+        assert!(matches!(LogState::parse(&moved, &key()), Err(LogError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn a_frame_written_without_the_key_is_refused() {
+        let state = LogState::empty(1, &key());
+        let record = created(b"forged", TransactionState::AutoApproved);
+        let mut log = LogHeader { generation: 1, checkpoints: 0 }.encode(&key()).to_vec();
+        // The same frame, sealed with the public key instead of the authority's.
+        let without_key = LogState::empty(1, &LogKey::unauthenticated());
+        let (_, forged_frame) = without_key.prepare_append(&[LogEntry::Version(record)]).unwrap();
+        log.extend_from_slice(&forged_frame);
+        assert!(
+            matches!(LogState::parse(&log, &key()), Err(LogError::Corrupt { offset, .. }) if offset == HEADER_LEN as u64)
+        );
+        // Sealed with the right key, it replays.
+        let (_, genuine) = state.prepare_append(&[LogEntry::Version(record)]).unwrap();
+        log.truncate(HEADER_LEN);
+        log.extend_from_slice(&genuine);
+        assert_eq!(LogState::parse(&log, &key()).unwrap().0.get(&record.id), Some(&record));
     }
 }

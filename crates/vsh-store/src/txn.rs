@@ -40,7 +40,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use vsh_types::{BlobId, TransactionId, TransactionState};
+use vsh_types::{AuthorityKey, BlobId, TransactionId, TransactionState};
 
 use crate::artifact::{ArtifactError, ArtifactLimits, PendingArtifact};
 use crate::backend::{BackendError, BackendLock, StoreBackend};
@@ -49,7 +49,7 @@ use crate::datadir::DataDir;
 use crate::error::StoreError;
 use crate::legacy;
 use crate::record::{self, ApprovalGrant, CommitReservation, TransactionRecord};
-use crate::txlog::{LogEntry, LogState, Tail};
+use crate::txlog::{LogEntry, LogKey, LogState, Tail};
 
 /// The most records [`TransactionStore::expire_due`] expires in one call.
 pub const EXPIRE_BATCH: usize = 4096;
@@ -134,6 +134,7 @@ impl CommitOutcome {
 pub struct TransactionStore {
     backend: Arc<dyn StoreBackend>,
     config: TxStoreConfig,
+    key: LogKey,
     inner: Mutex<Inner>,
 }
 
@@ -180,8 +181,8 @@ fn migrated_dir() -> vsh_types::VPath {
 impl TransactionStore {
     /// Open the transaction store of a data directory with the real backend
     /// and the default configuration (see [`TransactionStore::open_with`]).
-    pub fn open(data: &DataDir) -> Result<TransactionStore, StoreError> {
-        Self::open_with(data.backend()?, TxStoreConfig::default())
+    pub fn open(data: &DataDir, key: &AuthorityKey) -> Result<TransactionStore, StoreError> {
+        Self::open_with(data.backend()?, TxStoreConfig::default(), key)
     }
 
     /// Open the transaction store over `backend`, whose root is the data directory.
@@ -189,13 +190,22 @@ impl TransactionStore {
     /// Under the exclusive lock: remove a `txlog.next` left by an interrupted
     /// compaction; create the log if there is none (migrating legacy
     /// `txns/` record files into it, then renaming that directory to
-    /// `txns.migrated`); replay it, truncating a torn tail.
-    pub fn open_with(backend: Arc<dyn StoreBackend>, config: TxStoreConfig) -> Result<TransactionStore, StoreError> {
+    /// `txns.migrated`); migrate a first-format log ([`TransactionStore::migrate`]);
+    /// replay it, truncating a torn tail. Every frame is checked under `key`
+    /// (see `crate::txlog`): a log written under another key is
+    /// [`StoreError::WrongAuthorityKey`].
+    pub fn open_with(
+        backend: Arc<dyn StoreBackend>,
+        config: TxStoreConfig,
+        key: &AuthorityKey,
+    ) -> Result<TransactionStore, StoreError> {
+        let key = LogKey::new(key);
         let store = TransactionStore {
             backend,
             config,
             // Generation 0 never matches a real header, so the first refresh replays from scratch.
-            inner: Mutex::new(Inner { poisoned: false, state: LogState::empty(0), blob_cursor: None }),
+            inner: Mutex::new(Inner { poisoned: false, state: LogState::empty(0, &key), blob_cursor: None }),
+            key,
         };
         {
             let mut inner = store.lock_inner()?;
@@ -205,9 +215,32 @@ impl TransactionStore {
             if !exists {
                 store.create_log(&mut inner)?;
             }
-            store.refresh(&mut inner, true)?;
+            match store.refresh(&mut inner, true) {
+                Err(StoreError::LegacyLog) => {
+                    store.migrate(&mut inner)?;
+                    store.refresh(&mut inner, true)?;
+                }
+                other => other?,
+            }
         }
         Ok(store)
+    }
+
+    /// Rewrite a first-format (`VSHTXL01`) log in the current one. Its frames
+    /// were never authenticated, so nothing in it may let work commit: every
+    /// approval is voided (`Approved` becomes `Expired`, `AutoApproved`
+    /// becomes `Rejected`); everything else is carried over as it was.
+    fn migrate(&self, inner: &mut Inner) -> Result<(), StoreError> {
+        let bytes = match self.backend.read(&log_path(), self.config.max_log_bytes) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is missing" }),
+            Err(BackendError::TooLarge { size, max, .. }) => return Err(StoreError::LogFull { size, max }),
+            Err(source) => return io(inner, "read transaction log", Err(source)),
+        };
+        let (legacy, _) = LogState::parse_legacy(&bytes)?;
+        let records: Vec<TransactionRecord> = legacy.records().values().copied().map(void_approval).collect();
+        let image = LogState::initial(legacy.generation() + 1, &records, &self.key);
+        self.install(inner, "migrate transaction log", &image)
     }
 
     pub(crate) fn lock_inner(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
@@ -234,7 +267,8 @@ impl TransactionStore {
     /// Write the first log: empty, or holding the migrated legacy records.
     fn create_log(&self, inner: &mut Inner) -> Result<(), StoreError> {
         let legacy = self.read_legacy(inner)?;
-        let image = LogState::initial(1, legacy.as_deref().unwrap_or_default());
+        let records: Vec<TransactionRecord> = legacy.iter().flatten().copied().map(void_approval).collect();
+        let image = LogState::initial(1, &records, &self.key);
         self.install(inner, "create transaction log", &image)?;
         if legacy.is_some() {
             let renamed = self.backend.rename(&legacy_dir(), &migrated_dir());
@@ -362,7 +396,7 @@ impl TransactionStore {
         if image.len() as u64 > self.config.max_log_bytes {
             return Err(StoreError::LogFull { size: image.len() as u64, max: self.config.max_log_bytes });
         }
-        let (fresh, _) = LogState::parse(&image)?;
+        let (fresh, _) = LogState::parse(&image, &self.key)?;
         self.install(inner, "compact transaction log", &image)?;
         inner.state = fresh;
         Ok(())
@@ -639,6 +673,39 @@ impl TransactionStore {
         self.set_artifact(id, blob)
     }
 
+    /// Store a new record together with its artifact: verify `artifact`
+    /// against `limits` and against `record` (transaction and base snapshot),
+    /// store it as a blob, then create the record with the artifact already
+    /// set, in one frame. If anything fails, no record exists: a record and
+    /// its artifact appear together or not at all (a blob stored for a record
+    /// that was then refused is unreferenced, and garbage collection removes it).
+    pub fn create_with_artifact(
+        &self,
+        blobs: &BlobStore,
+        record: &TransactionRecord,
+        artifact: &PendingArtifact,
+        limits: &ArtifactLimits,
+    ) -> Result<BlobId, StoreError> {
+        let bytes = artifact.encode();
+        let blob = BlobId::of(&bytes);
+        artifact.verify(limits).map_err(|source| StoreError::Artifact { blob, source })?;
+        let field = if artifact.binding.transaction != record.id {
+            Some("transaction")
+        } else if artifact.binding.snapshot != record.base_snapshot {
+            Some("snapshot")
+        } else {
+            None
+        };
+        if let Some(field) = field {
+            return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field } });
+        }
+        blobs.put_expected(&bytes, blob)?;
+        let mut with_artifact = *record;
+        with_artifact.artifact = Some(blob);
+        self.create(&with_artifact)?;
+        Ok(blob)
+    }
+
     /// Load and verify the artifact of transaction `id`: bounded by
     /// `limits.max_total_bytes` before reading, re-hashed, decoded with every
     /// bound, every re-derivable digest checked, and its binding checked
@@ -674,6 +741,17 @@ fn io<T>(inner: &mut Inner, op: &'static str, result: Result<T, BackendError>) -
         inner.poisoned = true;
         StoreError::Io { op, source }
     })
+}
+
+/// A record carried over from an unauthenticated format: whatever approval
+/// it holds is not trusted.
+fn void_approval(mut record: TransactionRecord) -> TransactionRecord {
+    record.state = match record.state {
+        TransactionState::Approved => TransactionState::Expired,
+        TransactionState::AutoApproved => TransactionState::Rejected,
+        state => state,
+    };
+    record
 }
 
 fn stats_of(state: &LogState) -> LogStats {

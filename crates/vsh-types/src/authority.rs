@@ -51,7 +51,13 @@ impl AuthorityKey {
     /// A MAC for records of `domain` (a fixed context string naming the record
     /// kind and its version).
     pub fn mac(&self, domain: &str) -> Mac {
-        Mac(blake3::Hasher::new_keyed(&blake3::derive_key(domain, &self.key)))
+        self.mac_key(domain).mac()
+    }
+
+    /// The subkey for `domain`, derived once, for callers that compute many
+    /// MACs of one kind (the transaction log's frames).
+    pub fn mac_key(&self, domain: &str) -> MacKey {
+        MacKey(blake3::derive_key(domain, &self.key))
     }
 
     /// The raw bytes, for writing a key file.
@@ -65,6 +71,23 @@ impl fmt::Debug for AuthorityKey {
         // Never print the secret: its id is enough to tell keys apart.
         let id = self.id();
         write!(f, "AuthorityKey(id {:02x}{:02x}{:02x}{:02x}..)", id[0], id[1], id[2], id[3])
+    }
+}
+
+/// A derived subkey for one record kind (see [`AuthorityKey::mac_key`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct MacKey([u8; 32]);
+
+impl MacKey {
+    /// A fresh MAC under this subkey.
+    pub fn mac(&self) -> Mac {
+        Mac(blake3::Hasher::new_keyed(&self.0))
+    }
+}
+
+impl fmt::Debug for MacKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MacKey")
     }
 }
 

@@ -16,7 +16,7 @@ mod path;
 mod readset;
 mod state;
 
-pub use authority::{AuthorityKey, Mac};
+pub use authority::{AuthorityKey, Mac, MacKey};
 pub use diff::{DiffEntry, DiffKind};
 pub use digest::{
     BlobId, DiffDigest, DigestParseError, DomainHasher, ExecutionEvidenceDigest, IntentDigest, PolicyDigest,

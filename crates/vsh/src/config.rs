@@ -31,6 +31,39 @@ pub struct RuntimeConfig {
     pub(crate) max_idle_workers: Option<usize>,
     pub(crate) result_compatibility: ResultCompatibility,
     pub(crate) lock_wait: LockWait,
+    pub(crate) faults: Option<CommitFaults>,
+    pub(crate) authority: Authority,
+}
+
+/// Where the authority key comes from.
+#[derive(Clone)]
+pub(crate) enum Authority {
+    /// The user's key file ([`vsh_store::AuthorityKeyFile::default_location`]).
+    DefaultFile,
+    /// A key file at this path.
+    File(PathBuf),
+    /// A key the application holds.
+    Key(vsh_types::AuthorityKey),
+}
+
+impl std::fmt::Debug for Authority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DefaultFile => f.write_str("DefaultFile"),
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+            Self::Key(key) => f.debug_tuple("Key").field(key).finish(),
+        }
+    }
+}
+
+/// A fault injector for commits (see [`RuntimeConfig::with_commit_fault_injector`]).
+#[derive(Clone)]
+pub(crate) struct CommitFaults(pub(crate) std::sync::Arc<dyn vsh_commit::FaultInjector + Send + Sync>);
+
+impl std::fmt::Debug for CommitFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommitFaults")
+    }
 }
 
 /// Where Monty programs run.
@@ -60,7 +93,43 @@ impl RuntimeConfig {
             max_idle_workers: None,
             result_compatibility: ResultCompatibility::Native,
             lock_wait: LockWait::default(),
+            faults: None,
+            authority: Authority::DefaultFile,
         }
+    }
+
+    /// Authenticate this workspace's transaction log and commit records with
+    /// `key`, which the application keeps somewhere no guest and no workspace
+    /// file can reach (by default the user's key file is used, see
+    /// [`vsh_store::AuthorityKeyFile`]). Whoever can write the data directory
+    /// without the key cannot approve work: a frame they add fails closed.
+    /// Every runtime on a workspace must use the same key.
+    #[must_use]
+    pub fn with_authority_key(mut self, key: vsh_types::AuthorityKey) -> Self {
+        self.authority = Authority::Key(key);
+        self
+    }
+
+    /// Load (or create) the authority key from the key file at `path`
+    /// instead of the user's default one. It must lie outside the workspace.
+    #[must_use]
+    pub fn with_authority_key_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.authority = Authority::File(path.into());
+        self
+    }
+
+    /// Ask `faults` at every durable step of every commit this runtime makes
+    /// (see [`vsh_commit::FaultPoint`]): for crash and race tests of an
+    /// application built on vsh. An injector that stops a commit leaves the
+    /// disk as a crash there would; one that acts and goes on races it.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_commit_fault_injector(
+        mut self,
+        faults: std::sync::Arc<dyn vsh_commit::FaultInjector + Send + Sync>,
+    ) -> Self {
+        self.faults = Some(CommitFaults(faults));
+        self
     }
 
     /// How long a commit, a recovery or a restore waits for the workspace's

@@ -13,6 +13,14 @@ pub enum VshError {
     /// The data directory could not be opened or is unsafe.
     #[error("cannot use the data directory")]
     DataDirectory(#[source] vsh_store::StoreError),
+    /// The authority key could not be loaded, or its file lies inside the
+    /// workspace (where whoever can write the workspace could read it).
+    #[error("cannot use the authority key")]
+    Authority(#[source] vsh_store::StoreError),
+    /// The authority key file lies inside the workspace at this path: anyone
+    /// who can read the workspace could approve its work. Keep it outside.
+    #[error("the authority key file is inside the workspace at {0}")]
+    AuthorityKeyInWorkspace(vsh_types::VPath),
     /// The policy file could not be read or is invalid.
     #[error("invalid policy file")]
     PolicyFile(#[source] vsh_policy::PolicyFileError),
@@ -77,6 +85,15 @@ pub enum VshError {
     /// was stored or committed.
     #[error("request deadline exceeded: {0}")]
     RequestDeadline(vsh_monty::LimitExceeded),
+    /// The request's intent is longer than a durable record keeps; nothing
+    /// ran and nothing was stored.
+    #[error("the intent is {length} bytes, more than {max}")]
+    IntentTooLarge {
+        /// Its length in bytes.
+        length: usize,
+        /// The limit (`ArtifactLimits::max_intent_bytes`).
+        max: u64,
+    },
     /// The request was cancelled before its commit entered; nothing was committed.
     #[error("the request was cancelled")]
     Cancelled,

@@ -26,7 +26,7 @@ pub use hook::{
     CommitHook, CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, HookId, HookScope,
     HookedRuntime, RequestEvent, ReviewContent,
 };
-pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings};
+pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings, Warning};
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;
 
@@ -36,9 +36,9 @@ pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObjec
 pub use vsh_policy::{
     AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics,
 };
-pub use vsh_store::{GcReport, RetentionConfig, TransactionRecord};
+pub use vsh_store::{AuthorityKeyFile, GcReport, RetentionConfig, TransactionRecord};
 pub use vsh_types::{
-    BlobId, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState, PrincipalId, SnapshotId, TransactionId,
+    AuthorityKey, BlobId, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState, PrincipalId, SnapshotId, TransactionId,
     TransactionState, VPath,
 };
 pub use vsh_vfs::{FileReview, NoHunks, ReviewLimits, SnapshotLimits};

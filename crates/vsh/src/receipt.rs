@@ -55,7 +55,7 @@ impl ExecutionOutput {
 }
 
 /// What a commit applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitReceipt {
     /// The committed transaction.
     pub transaction: TransactionId,
@@ -65,6 +65,33 @@ pub struct CommitReceipt {
     pub verified_paths: u64,
     /// Dependencies revalidated under the writer lock.
     pub revalidated_dependencies: u64,
+    /// Old nodes someone else wrote to while the commit ran: moved aside
+    /// under `.vsh/recovered/` instead of deleted (usually none).
+    pub kept: Vec<vsh_commit::KeptNode>,
+}
+
+/// Something the operator should know about a run that still succeeded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A stored blob's bytes did not hash to its id; this run produced the
+    /// same content and replaced the copy (reported once: it is intact now).
+    BlobRepaired {
+        /// The blob.
+        id: vsh_types::BlobId,
+        /// Its file.
+        path: std::path::PathBuf,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BlobRepaired { id, path } => {
+                write!(f, "blob {} at {} was corrupt; repaired from this run's content", id.short(), path.display())
+            }
+        }
+    }
 }
 
 /// The result of a run or a commit.
@@ -95,4 +122,6 @@ pub struct Receipt {
     pub timings: StageTimings,
     /// The commit, when the transaction was committed.
     pub commit: Option<CommitReceipt>,
+    /// What the operator should know (a repaired blob, ...); usually empty.
+    pub warnings: Vec<Warning>,
 }

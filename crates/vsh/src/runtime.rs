@@ -1,7 +1,6 @@
 //! [`Runtime`]: composes the stages of a run and of a commit.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -22,7 +21,7 @@ use vsh_types::{
 use vsh_vfs::{CanonicalDiff, ReviewLimits, SnapshotLimits, VirtualFs};
 
 use crate::cancel::ExecutionCancellation;
-use crate::config::Execution;
+use crate::config::{Authority, Execution};
 use crate::evidence::{Evidence, MAX_VALUE_DEPTH, derive_transaction_id, value_depth};
 use crate::hook::{
     CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, RequestEvent, ReviewContent,
@@ -79,6 +78,7 @@ pub struct Runtime {
     /// so startup recovery was left to it (or to this runtime's first commit).
     recovery_deferred: bool,
     lock_wait: LockWait,
+    faults: Option<crate::config::CommitFaults>,
     hook: Option<HookConfig>,
     executor: MontyExecutor,
 }
@@ -106,6 +106,8 @@ impl Runtime {
             max_idle_workers,
             result_compatibility,
             lock_wait,
+            faults,
+            authority,
         } = config;
         let executor = Self::executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
         let workspace = Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?);
@@ -116,8 +118,13 @@ impl Runtime {
                 .map_err(VshError::DataDirectory)?,
             Some(path) => {
                 let data = DataDir::open_external(path).map_err(VshError::DataDirectory)?;
-                if let Some(inside) = Self::path_within_workspace(workspace.display_path(), data.dir().display_path()) {
-                    excluded.push(inside);
+                // Decided by device and inode through the handles, never by a path string.
+                match data.dir().location_within(&workspace).map_err(VshError::Workspace)? {
+                    Some(inside) if inside.is_root() => {
+                        return Err(VshError::DataDirectory(vsh_store::StoreError::DataDirIsRoot));
+                    }
+                    Some(inside) => excluded.push(inside),
+                    None => {}
                 }
                 data
             }
@@ -128,9 +135,10 @@ impl Runtime {
             Some(path) => TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
                 .map_err(VshError::PolicyFile)?,
         };
+        let key = Self::authority_key(&authority, &workspace)?;
         let blobs = BlobStore::open(&data)?;
-        let transactions = TransactionStore::open(&data)?;
-        let mut committer = Committer::new(Arc::clone(&workspace), runtime_dir)?;
+        let transactions = TransactionStore::open(&data, &key)?;
+        let mut committer = Committer::new(Arc::clone(&workspace), runtime_dir)?.with_authority(key);
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }
@@ -155,9 +163,27 @@ impl Runtime {
             startup_recovery,
             recovery_deferred,
             lock_wait,
+            faults,
             hook,
             executor,
         })
+    }
+
+    /// The authority key, from the application or a key file outside the workspace.
+    fn authority_key(authority: &Authority, workspace: &CapDir) -> Result<vsh_types::AuthorityKey, VshError> {
+        let file = match authority {
+            Authority::Key(key) => return Ok(key.clone()),
+            Authority::File(path) => vsh_store::AuthorityKeyFile::at(path),
+            Authority::DefaultFile => vsh_store::AuthorityKeyFile::default_location().map_err(VshError::Authority)?,
+        };
+        let directory = file.directory().map_err(VshError::Authority)?;
+        let inside = directory.location_within(workspace).map_err(|source| {
+            VshError::Authority(vsh_store::StoreError::AuthorityKeyIo { path: file.path().to_owned(), source })
+        })?;
+        if let Some(inside) = inside {
+            return Err(VshError::AuthorityKeyInWorkspace(inside));
+        }
+        file.load_or_create().map_err(VshError::Authority)
     }
 
     fn executor(execution: Execution, max_idle: Option<usize>) -> Result<MontyExecutor, VshError> {
@@ -175,12 +201,6 @@ impl Runtime {
     /// Whether programs run in this process rather than the confined worker.
     pub fn is_in_process(&self) -> bool {
         self.executor.is_in_process()
-    }
-
-    /// The workspace-relative path of `inner` if it lies within `root`.
-    fn path_within_workspace(root: &Path, inner: &Path) -> Option<VPath> {
-        let relative = inner.strip_prefix(root).ok()?;
-        VPath::parse(relative.to_str()?).ok().filter(|path| !path.is_root())
     }
 
     /// What recovery did when this runtime opened: commits a crash interrupted
@@ -269,6 +289,10 @@ impl Runtime {
             Ok(())
         };
         check()?;
+        let intent_length = request.intent.map_or(0, str::len);
+        if intent_length as u64 > self.artifact_limits.max_intent_bytes {
+            return Err(VshError::IntentTooLarge { length: intent_length, max: self.artifact_limits.max_intent_bytes });
+        }
         let mut timings = StageTimings::default();
 
         let stage_start = Instant::now();
@@ -317,7 +341,7 @@ impl Runtime {
             Decision::AutoApproved => TransactionState::AutoApproved,
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
-        let artifact = self.bind_and_store(request, &mut vfs, &diff, state, &decision, &outcome)?;
+        let (artifact, warnings) = self.bind_and_store(request, &mut vfs, &diff, state, &decision, &outcome)?;
         let (transaction, snapshot) = (artifact.binding.transaction, artifact.binding.snapshot);
         timings.bind_and_store = elapsed_ns(stage_start);
 
@@ -337,6 +361,7 @@ impl Runtime {
             execution: outcome.stats,
             timings,
             commit: None,
+            warnings,
         };
 
         if state == TransactionState::AutoApproved {
@@ -417,7 +442,7 @@ impl Runtime {
         state: TransactionState,
         decision: &Decision,
         outcome: &vsh_monty::MontyOutcome,
-    ) -> Result<PendingArtifact, VshError> {
+    ) -> Result<(PendingArtifact, Vec<crate::Warning>), VshError> {
         let evidence = Evidence::new(
             self.next_nonce(),
             decision.clone(),
@@ -442,11 +467,12 @@ impl Runtime {
         };
         let transaction = derive_transaction_id(&binding);
         let binding = ArtifactBinding { transaction, ..binding };
+        let mut warnings = Vec::new();
         if state != TransactionState::Denied {
-            self.store_contents(vfs, diff)?;
+            self.store_contents(vfs, diff, &mut warnings)?;
         }
         let now = clock_ms();
-        self.transactions.create(&TransactionRecord::new(transaction, binding.snapshot, state, now))?;
+        let record = TransactionRecord::new(transaction, binding.snapshot, state, now);
         let artifact = PendingArtifact {
             binding,
             intent: intent.to_owned(),
@@ -455,9 +481,12 @@ impl Runtime {
             evidence: evidence_bytes,
         };
         if state == TransactionState::PendingApproval {
-            self.transactions.put_artifact(&self.blobs, &artifact, &self.artifact_limits)?;
+            // The record and its artifact appear together or not at all.
+            self.transactions.create_with_artifact(&self.blobs, &record, &artifact, &self.artifact_limits)?;
+        } else {
+            self.transactions.create(&record)?;
         }
-        Ok(artifact)
+        Ok((artifact, warnings))
     }
 
     /// Approve a pending transaction on behalf of `principal` (an opaque label's
@@ -892,6 +921,7 @@ impl Runtime {
             execution,
             timings: StageTimings::default(),
             commit: None,
+            warnings: Vec::new(),
         };
         Ok(Committable { diff: artifact.diff, reads: artifact.read_set, receipt })
     }
@@ -917,30 +947,44 @@ impl Runtime {
         self.transactions.advance(&mut reservation, CommitStep::Revalidating, now)?;
         let ledger = StoreLedger::reserved(&self.transactions, reservation, now);
         let request = CommitRequest { transaction, diff, reads, blobs: &self.blobs, max_conflicts: 128 };
-        let receipt = session.commit(&request, &ledger)?;
+        let receipt = match &self.faults {
+            Some(faults) => session.commit_with_faults(&request, &ledger, faults.0.as_ref())?,
+            None => session.commit(&request, &ledger)?,
+        };
         Ok(CommitReceipt {
             transaction,
             operations: receipt.operations,
             verified_paths: receipt.verified_paths,
             revalidated_dependencies: receipt.revalidated_dependencies,
+            kept: receipt.kept,
         })
     }
 
     /// Put every final file and symlink content into the blob store, checked
     /// against the digest the diff promised.
-    fn store_contents(&self, vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<(), VshError> {
+    ///
+    /// A stored copy that is corrupt is replaced by this run's identical
+    /// bytes (and reported in `warnings`), never an obstacle to the run.
+    fn store_contents(
+        &self,
+        vfs: &mut VirtualFs,
+        diff: &CanonicalDiff,
+        warnings: &mut Vec<crate::Warning>,
+    ) -> Result<(), VshError> {
         for entry in diff.entries() {
             let Some(after) = entry.after else { continue };
             if after.kind == NodeKind::Directory || entry.before.is_some_and(|before| before.content == after.content) {
                 continue;
             }
             let expected = after.content.expect("files and symlinks carry a digest");
-            if self.blobs.contains(expected)? {
+            if self.blobs.status(expected)? == vsh_store::BlobStatus::Intact {
                 continue;
             }
             let source = vfs.content_source(&entry.path)?.expect("a file or symlink has content");
             let bytes = vfs.materialize(&source)?;
-            self.blobs.put_expected(&bytes, expected)?;
+            if self.blobs.put_expected_with_outcome(&bytes, expected)? == vsh_store::PutOutcome::Repaired {
+                warnings.push(crate::Warning::BlobRepaired { id: expected, path: self.blobs.display_path(&expected) });
+            }
         }
         Ok(())
     }

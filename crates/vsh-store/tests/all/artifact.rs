@@ -311,3 +311,76 @@ fn put_artifact_refuses_an_artifact_over_the_limits() -> Result {
     assert_eq!(store.get(rec.id)?.and_then(|record| record.artifact), None);
     Ok(())
 }
+
+#[test]
+fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
+    use std::sync::Arc;
+    use vsh_store::{BlobStore, FaultKind, FaultPlan, FaultyBackend, StoreBackend, TransactionStore};
+    let limits = ArtifactLimits::default();
+    // Over a bound (a 70 KB intent): refused, and no record exists.
+    let dir = tempfile::tempdir()?;
+    let (store, blobs) = (store(dir.path())?, blobs(dir.path())?);
+    let rec = record(b"pending", S::PendingApproval);
+    let mut long = sample(rec.id);
+    long.intent = "x".repeat(70 * 1024);
+    long.binding.intent = IntentDigest::digest(long.intent.as_bytes());
+    let refused = store.create_with_artifact(&blobs, &rec, &long, &limits);
+    assert!(
+        matches!(
+            refused,
+            Err(StoreError::Artifact { source: ArtifactError::LimitExceeded { what: "intent length", .. }, .. })
+        ),
+        "{refused:?}"
+    );
+    assert!(store.get(rec.id)?.is_none());
+    // Whole: created with its artifact in one frame.
+    let blob = store.create_with_artifact(&blobs, &rec, &sample(rec.id), &limits)?;
+    assert_eq!(store.get(rec.id)?.and_then(|record| record.artifact), Some(blob));
+    assert_eq!(store.load_artifact(&blobs, rec.id, &limits)?, sample(rec.id));
+
+    // Every failed write, fsync or rename (ENOSPC, EIO): the record is there
+    // with its artifact, or not there at all.
+    let counting_dir = tempfile::tempdir()?;
+    let counting = Arc::new(FaultyBackend::new(crate::common::backend(counting_dir.path())?, None));
+    {
+        let shared: Arc<dyn StoreBackend> = counting.clone();
+        let store = TransactionStore::open_with(
+            Arc::clone(&shared),
+            vsh_store::TxStoreConfig::default(),
+            &crate::common::key(),
+        )?;
+        let blobs = BlobStore::open_with(shared)?;
+        store.create_with_artifact(&blobs, &rec, &sample(rec.id), &limits)?;
+    }
+    let totals = counting.counts();
+    let mut failures = 0;
+    for kind in [FaultKind::Write, FaultKind::Fsync, FaultKind::Rename] {
+        for nth in 1..=totals.of(kind) {
+            let dir = tempfile::tempdir()?;
+            let faulty =
+                Arc::new(FaultyBackend::new(crate::common::backend(dir.path())?, Some(FaultPlan::fail_nth(kind, nth))));
+            let shared: Arc<dyn StoreBackend> = faulty.clone();
+            let opened = TransactionStore::open_with(
+                Arc::clone(&shared),
+                vsh_store::TxStoreConfig::default(),
+                &crate::common::key(),
+            )
+            .and_then(|store| Ok((store, BlobStore::open_with(shared)?)));
+            if let Ok((store, blobs)) = opened
+                && store.create_with_artifact(&blobs, &rec, &sample(rec.id), &limits).is_err()
+            {
+                failures += 1;
+            }
+            let reopened = self::store(dir.path())?;
+            match reopened.get(rec.id)? {
+                None => {}
+                Some(found) => {
+                    assert!(found.artifact.is_some(), "{kind:?} {nth}: a record without its artifact");
+                    assert_eq!(reopened.load_artifact(&self::blobs(dir.path())?, rec.id, &limits)?, sample(rec.id));
+                }
+            }
+        }
+    }
+    assert!(failures > 0, "some injected fault made the call fail");
+    Ok(())
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use vsh_host::CapDir;
-use vsh_store::{BlobStore, DataDir, FaultKind, FaultPlan, FaultyBackend, PutOutcome, StoreError};
+use vsh_store::{BlobStatus, BlobStore, DataDir, FaultKind, FaultPlan, FaultyBackend, PutOutcome, StoreError};
 use vsh_types::{BlobId, VPath};
 
 use crate::Result;
@@ -69,9 +69,13 @@ fn flipped_byte_is_detected_on_get_and_repaired_on_put() -> Result {
     let file = blob_file(dir.path(), &id);
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
     flip_byte(&file, 3)?;
-    assert!(matches!(blobs.get(id, 1024), Err(StoreError::CorruptBlob { id: bad }) if bad == id));
+    // Reported with its id and the file's path.
+    assert!(matches!(blobs.get(id, 1024), Err(StoreError::CorruptBlob { id: bad, path }) if bad == id && path == file));
     assert!(matches!(blobs.contains(id), Err(StoreError::CorruptBlob { .. })));
-    assert_eq!(blobs.put_with_outcome(b"precious content")?, (id, PutOutcome::Repaired));
+    assert_eq!(blobs.status(id)?, BlobStatus::Corrupt { path: file.clone() });
+    assert_eq!(blobs.put_expected_with_outcome(b"precious content", id)?, PutOutcome::Repaired);
+    assert_eq!(blobs.status(id)?, BlobStatus::Intact);
+    assert_eq!(blobs.put_with_outcome(b"precious content")?, (id, PutOutcome::AlreadyPresent));
     assert_eq!(blobs.get(id, 1024)?, b"precious content");
     assert!(blobs.contains(id)?);
     Ok(())

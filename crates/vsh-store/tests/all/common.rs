@@ -27,14 +27,19 @@ pub(crate) fn backend(root: &Path) -> Result<Arc<dyn StoreBackend>> {
     Ok(data_dir(root)?.backend()?)
 }
 
+/// The authority key every test store is opened with.
+pub(crate) fn key() -> vsh_types::AuthorityKey {
+    vsh_types::AuthorityKey::from_bytes([42; 32])
+}
+
 /// A transaction store with the default configuration.
 pub(crate) fn store(root: &Path) -> Result<TransactionStore> {
-    Ok(TransactionStore::open(&data_dir(root)?)?)
+    Ok(TransactionStore::open(&data_dir(root)?, &key())?)
 }
 
 /// A transaction store with a configuration.
 pub(crate) fn store_with(root: &Path, config: TxStoreConfig) -> Result<TransactionStore> {
-    Ok(TransactionStore::open_with(backend(root)?, config)?)
+    Ok(TransactionStore::open_with(backend(root)?, config, &crate::common::key())?)
 }
 
 /// A blob store.

@@ -86,7 +86,10 @@ const SCRIPT: &[(&str, Step)] = &[
 /// Open both stores over `backend` (a step of its own: it writes the log's first generation).
 fn open(backend: &Arc<dyn StoreBackend>) -> std::result::Result<(TransactionStore, BlobStore), StoreError> {
     let config = TxStoreConfig::default();
-    Ok((TransactionStore::open_with(Arc::clone(backend), config)?, BlobStore::open_with(Arc::clone(backend))?))
+    Ok((
+        TransactionStore::open_with(Arc::clone(backend), config, &crate::common::key())?,
+        BlobStore::open_with(Arc::clone(backend))?,
+    ))
 }
 
 /// The durable records, and whether the script's blob is stored.
@@ -188,7 +191,7 @@ fn a_compaction_interrupted_at_any_step_leaves_a_consistent_store() -> Result {
     // Count the steps of opening and of one compaction.
     let (dir, _) = prepare()?;
     let counting = Arc::new(FaultyBackend::new(backend(dir.path())?, None));
-    let store = TransactionStore::open_with(counting.clone(), TxStoreConfig::default())?;
+    let store = TransactionStore::open_with(counting.clone(), TxStoreConfig::default(), &crate::common::key())?;
     let opening = counting.counts();
     store.compact()?;
     let total = counting.counts();
@@ -197,7 +200,7 @@ fn a_compaction_interrupted_at_any_step_leaves_a_consistent_store() -> Result {
         for nth in opening.of(kind) + 1..=total.of(kind) {
             let (dir, records) = prepare()?;
             let faulty = Arc::new(FaultyBackend::new(backend(dir.path())?, Some(FaultPlan::fail_nth(kind, nth))));
-            let store = TransactionStore::open_with(faulty, TxStoreConfig::default())?;
+            let store = TransactionStore::open_with(faulty, TxStoreConfig::default(), &crate::common::key())?;
             assert!(matches!(store.compact(), Err(StoreError::Io { .. })), "{kind:?} {nth}");
             assert!(matches!(store.get(records[0].id), Err(StoreError::Poisoned)));
             let reopened = self::store(dir.path())?;

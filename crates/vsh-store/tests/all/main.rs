@@ -4,6 +4,7 @@
 
 mod approval;
 mod artifact;
+mod authority;
 mod blob;
 mod common;
 mod concurrency;

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use vsh_store::txlog::{HEADER_LEN, LogHeader, LogState};
+use vsh_store::txlog::{HEADER_LEN, LogHeader, LogKey, LogState};
 use vsh_store::{StoreError, TransactionRecord, TransactionStore, TxStoreConfig};
 use vsh_types::{BlobId, TransactionId, TransactionState as S};
 
@@ -142,10 +142,12 @@ fn every_flipped_bit_of_a_small_log_is_detected() -> Result {
         let mut flipped = log.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
         std::fs::write(log_file(dir.path()), &flipped)?;
-        match TransactionStore::open(&crate::common::data_dir(dir.path())?) {
+        match TransactionStore::open(&crate::common::data_dir(dir.path())?, &crate::common::key()) {
             Err(StoreError::CorruptLog { offset, .. }) => assert!(offset as usize <= bit / 8, "bit {bit}: {offset}"),
             // A flip in the version digits of the magic reads as a newer format: refused too.
             Err(StoreError::UpgradeRequired { .. }) => assert!((6..8).contains(&(bit / 8)), "bit {bit}"),
+            // A flip in the header's key id reads as another key: refused too.
+            Err(StoreError::WrongAuthorityKey { .. }) => assert!((24..56).contains(&(bit / 8)), "bit {bit}"),
             Err(other) => panic!("bit {bit}: unexpected {other:?}"),
             Ok(_) => panic!("bit {bit}: a flipped bit was accepted"),
         }
@@ -163,7 +165,7 @@ fn flipped_bits_in_a_torn_tail_are_truncated_or_refused_never_misread() -> Resul
         let mut flipped = torn.to_vec();
         flipped[bit / 8] ^= 1 << (bit % 8);
         std::fs::write(log_file(dir.path()), &flipped)?;
-        match TransactionStore::open(&crate::common::data_dir(dir.path())?) {
+        match TransactionStore::open(&crate::common::data_dir(dir.path())?, &crate::common::key()) {
             Ok(reopened) => {
                 assert_eq!(reopened.list()?, before_records, "bit {bit}");
                 assert_eq!(std::fs::read(log_file(dir.path()))?, before, "bit {bit}");
@@ -305,7 +307,7 @@ fn an_interrupted_compaction_leaves_the_old_log_and_its_leftover_is_removed() ->
     let dir = tempfile::tempdir()?;
     let (_, _, log) = history(dir.path())?;
     // A crash after writing the next generation but before renaming it.
-    let (state, _) = LogState::parse(&log)?;
+    let (state, _) = LogState::parse(&log, &LogKey::new(&crate::common::key()))?;
     let records: Vec<TransactionRecord> = state.records().values().copied().collect();
     std::fs::write(data_path(dir.path()).join("txlog.next"), state.compacted())?;
     let reopened = store(dir.path())?;
@@ -320,11 +322,11 @@ fn a_newer_log_format_requires_an_upgrade() -> Result {
     let dir = tempfile::tempdir()?;
     drop(store(dir.path())?);
     let mut log = std::fs::read(log_file(dir.path()))?;
-    log[..8].copy_from_slice(b"VSHTXL02");
+    log[..8].copy_from_slice(b"VSHTXL03");
     std::fs::write(log_file(dir.path()), &log)?;
     let error = store(dir.path()).unwrap_err();
     assert!(
-        matches!(error.downcast_ref::<StoreError>(), Some(StoreError::UpgradeRequired { file: "txlog", found }) if found == b"VSHTXL02"),
+        matches!(error.downcast_ref::<StoreError>(), Some(StoreError::UpgradeRequired { file: "txlog", found }) if found == b"VSHTXL03"),
         "{error:?}"
     );
     Ok(())
@@ -352,7 +354,7 @@ fn legacy_record_files_are_migrated_into_the_log() -> Result {
     assert_eq!(store.get(committed)?.map(|record| record.state), Some(S::Committed));
     assert!(!legacy.exists());
     assert!(data_path(dir.path()).join("txns.migrated").is_dir());
-    let header = LogHeader::decode(&std::fs::read(log_file(dir.path()))?)?;
+    let header = LogHeader::decode(&std::fs::read(log_file(dir.path()))?, &LogKey::new(&crate::common::key()))?;
     assert_eq!(header, LogHeader { generation: 1, checkpoints: 2 });
     // Migrated records go on along the table.
     store.compare_and_transition(pending.id, S::PendingApproval, S::Rejected, 1_700_000_001_000)?;
@@ -378,13 +380,158 @@ fn a_corrupt_legacy_record_stops_the_migration() -> Result {
 }
 
 #[test]
-fn the_header_is_the_documented_56_bytes() -> Result {
+fn the_header_is_the_documented_88_bytes() -> Result {
     let dir = tempfile::tempdir()?;
     drop(store(dir.path())?);
     let log = std::fs::read(log_file(dir.path()))?;
     assert_eq!(log.len(), HEADER_LEN);
-    assert_eq!(&log[..8], b"VSHTXL01");
+    assert_eq!(HEADER_LEN, 88);
+    assert_eq!(&log[..8], b"VSHTXL02");
     assert_eq!(u64::from_le_bytes(log[8..16].try_into()?), 1);
     assert_eq!(u64::from_le_bytes(log[16..24].try_into()?), 0);
+    assert_eq!(log[24..56], crate::common::key().id());
+    // The MAC is keyed: the public derive-key checksum of the same bytes is not it.
+    let public = vsh_types::DomainHasher::new("vsh 2026 txlog header v2").update(&log[..56]).finalize();
+    assert_ne!(log[56..88], public);
+    assert_eq!(log[56..88], crate::common::key().mac("vsh 2026 txlog header v2").update(&log[..56]).finalize());
+    Ok(())
+}
+
+/// One frame of the log format, built here from the documented layout: length,
+/// its complement, the payload, and a 32-byte checksum over generation,
+/// offset, length and payload made by `seal`.
+fn frame(offset: u64, generation: u64, payload: &[u8], seal: impl Fn(&[u8]) -> [u8; 32]) -> Vec<u8> {
+    let length = u32::try_from(payload.len()).expect("small payload");
+    let mut covered = generation.to_le_bytes().to_vec();
+    covered.extend_from_slice(&offset.to_le_bytes());
+    covered.extend_from_slice(&length.to_le_bytes());
+    covered.extend_from_slice(payload);
+    let mut out = length.to_le_bytes().to_vec();
+    out.extend_from_slice(&(!length).to_le_bytes());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&seal(&covered));
+    out
+}
+
+/// A way to seal a frame's checksum.
+type Seal = Box<dyn Fn(&[u8]) -> [u8; 32]>;
+
+#[test]
+fn a_forged_or_replayed_frame_fails_closed_and_nothing_it_says_is_believed() -> Result {
+    use vsh_store::txlog::LogEntry;
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let pending = record(b"pending", S::PendingApproval);
+    store.create(&pending)?;
+    let good = std::fs::read(log_file(dir.path()))?;
+    let end = good.len() as u64;
+    // A forger who can write the data directory but does not hold the key
+    // appends an approval, sealed every way they can: the public key, the
+    // first format's checksum, a key of their own.
+    let mut approved = pending;
+    approved.sequence = 1;
+    approved.updated_ms = 2_000;
+    approved.state = S::Approved;
+    approved.approval =
+        Some(vsh_store::ApprovalGrant::new(pending.id, vsh_types::PrincipalId::digest(b"me"), 2_000, u64::MAX)?);
+    let payload = LogEntry::Version(approved).encode();
+    let seals: [(&str, Seal); 3] = [
+        (
+            "public key",
+            Box::new(|bytes| {
+                vsh_types::AuthorityKey::unauthenticated().mac("vsh 2026 txlog frame v2").update(bytes).finalize()
+            }),
+        ),
+        (
+            "first format",
+            Box::new(|bytes| vsh_types::DomainHasher::new("vsh 2026 txlog frame v1").update(bytes).finalize()),
+        ),
+        (
+            "own key",
+            Box::new(|bytes| {
+                vsh_types::AuthorityKey::from_bytes([7; 32]).mac("vsh 2026 txlog frame v2").update(bytes).finalize()
+            }),
+        ),
+    ];
+    for (how, seal) in &seals {
+        let mut forged = good.clone();
+        forged.extend_from_slice(&frame(end, 1, &payload, seal));
+        std::fs::write(log_file(dir.path()), &forged)?;
+        let error = self::store(dir.path()).unwrap_err();
+        assert!(
+            matches!(error.downcast_ref::<StoreError>(), Some(StoreError::CorruptLog { offset, .. }) if *offset == end),
+            "{how}: {error:?}"
+        );
+        // An open handle refuses too, and changes nothing.
+        assert!(matches!(store.get(pending.id), Err(StoreError::CorruptLog { .. })), "{how}");
+        assert!(matches!(store.reserve(pending.id, 3_000), Err(StoreError::CorruptLog { .. })), "{how}");
+        assert_eq!(std::fs::read(log_file(dir.path()))?, forged, "{how}");
+    }
+    // A genuine frame copied to the end (a replay) fails its offset binding.
+    std::fs::write(log_file(dir.path()), &good)?;
+    let first_frame = good[HEADER_LEN..].to_vec();
+    let mut replayed = good.clone();
+    replayed.extend_from_slice(&first_frame);
+    std::fs::write(log_file(dir.path()), &replayed)?;
+    let error = self::store(dir.path()).unwrap_err();
+    assert!(matches!(error.downcast_ref::<StoreError>(), Some(StoreError::CorruptLog { .. })), "{error:?}");
+    // Put back, the log is whole again.
+    std::fs::write(log_file(dir.path()), &good)?;
+    assert_eq!(self::store(dir.path())?.get(pending.id)?, Some(pending));
+    Ok(())
+}
+
+#[test]
+fn a_log_written_under_another_key_is_refused_as_such() -> Result {
+    let dir = tempfile::tempdir()?;
+    store(dir.path())?.create(&record(b"a", S::PendingApproval))?;
+    let other = vsh_types::AuthorityKey::from_bytes([1; 32]);
+    let error = TransactionStore::open(&crate::common::data_dir(dir.path())?, &other).unwrap_err();
+    assert!(
+        matches!(&error, StoreError::WrongAuthorityKey { found, expected } if *found == crate::common::key().id() && *expected == other.id()),
+        "{error:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_first_format_log_is_migrated_with_every_approval_voided() -> Result {
+    let dir = tempfile::tempdir()?;
+    drop(store(dir.path())?);
+    // A first-format log, built from its documented layout.
+    let legacy_header = |generation: u64, checkpoints: u64| {
+        let mut out = b"VSHTXL01".to_vec();
+        out.extend_from_slice(&generation.to_le_bytes());
+        out.extend_from_slice(&checkpoints.to_le_bytes());
+        let sum = vsh_types::DomainHasher::new("vsh 2026 txlog header v1").update(&out).finalize();
+        out.extend_from_slice(&sum);
+        out
+    };
+    let seal = |bytes: &[u8]| vsh_types::DomainHasher::new("vsh 2026 txlog frame v1").update(bytes).finalize();
+    let pending = record(b"pending", S::PendingApproval);
+    let auto = record(b"auto", S::AutoApproved);
+    let mut approved = record(b"approved", S::PendingApproval);
+    approved.sequence = 1;
+    approved.updated_ms = 2_000;
+    approved.state = S::Approved;
+    approved.approval =
+        Some(vsh_store::ApprovalGrant::new(approved.id, vsh_types::PrincipalId::digest(b"r"), 2_000, u64::MAX)?);
+    let records = [pending, auto, approved];
+    let mut log = legacy_header(4, 3);
+    for checkpoint in &records {
+        let payload = vsh_store::txlog::LogEntry::Checkpoint(*checkpoint).encode();
+        let offset = log.len() as u64;
+        log.extend_from_slice(&frame(offset, 4, &payload, seal));
+    }
+    std::fs::write(log_file(dir.path()), &log)?;
+    let store = store(dir.path())?;
+    assert_eq!(store.get(pending.id)?.map(|record| record.state), Some(S::PendingApproval));
+    assert_eq!(store.get(auto.id)?.map(|record| record.state), Some(S::Rejected));
+    let voided = store.get(approved.id)?.expect("migrated");
+    assert_eq!(voided.state, S::Expired);
+    assert!(matches!(store.reserve(approved.id, 3_000), Err(StoreError::NotReservable { .. })));
+    let migrated = std::fs::read(log_file(dir.path()))?;
+    assert_eq!(&migrated[..8], b"VSHTXL02");
+    assert_eq!(LogHeader::decode(&migrated, &LogKey::new(&crate::common::key()))?.generation, 5);
     Ok(())
 }

@@ -1,0 +1,183 @@
+//! [`AuthorityKeyFile`]: where the [`AuthorityKey`] that authenticates a
+//! workspace's transaction log and commit records lives on disk.
+//!
+//! The key is the line between "can write the workspace" and "can approve its
+//! work": it must be readable by the operator's vsh and by nothing a guest or
+//! a workspace file can reach. So the default key is a per-user file outside
+//! every workspace:
+//!
+//! 1. `$VSH_AUTHORITY_KEY`, if set (a path);
+//! 2. else `$XDG_CONFIG_HOME/vsh/authority.key`;
+//! 3. else `~/.config/vsh/authority.key` (`$HOME`, or this user's home in
+//!    the password database).
+//!
+//! It is created on first use with 32 random bytes from the kernel, mode
+//! `0o600`, in directories created `0o700`. Loading refuses (with
+//! [`StoreError::AuthorityKey`]) a key file that is not a regular file (a
+//! symlink included), is owned by another user, is readable or writable by
+//! group or others, sits in a directory others may write, or does not hold
+//! exactly one key. The runtime also refuses a key file inside the workspace
+//! it opens. An application that keeps its own secret passes it instead
+//! (`RuntimeConfig::with_authority_key`).
+//!
+//! File format: the 21 bytes `vsh-authority-key-v1 `, 64 lower-case hex
+//! digits, a newline (86 bytes).
+
+use std::path::{Path, PathBuf};
+
+use vsh_host::{CapDir, HostError, HostKind};
+use vsh_types::{AuthorityKey, VPath};
+
+use crate::error::StoreError;
+
+/// The environment variable that names the key file.
+pub const AUTHORITY_KEY_ENV: &str = "VSH_AUTHORITY_KEY";
+
+const PREFIX: &[u8] = b"vsh-authority-key-v1 ";
+const FILE_BYTES: usize = PREFIX.len() + 64 + 1;
+
+/// A key file at a host path (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorityKeyFile {
+    path: PathBuf,
+}
+
+impl AuthorityKeyFile {
+    /// The key file at `path`.
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// The default key file of this user (see the module docs), or
+    /// [`StoreError::AuthorityKey`] if neither variable names a place.
+    pub fn default_location() -> Result<Self, StoreError> {
+        if let Some(path) = std::env::var_os(AUTHORITY_KEY_ENV).filter(|path| !path.is_empty()) {
+            return Ok(Self::at(path));
+        }
+        // `home_dir` is `$HOME`, or the password database's entry for this user.
+        let config = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|path| Path::new(path).is_absolute())
+            .map(PathBuf::from)
+            .or_else(|| std::env::home_dir().filter(|home| home.is_absolute()).map(|home| home.join(".config")));
+        match config {
+            Some(config) => Ok(Self::at(config.join("vsh").join("authority.key"))),
+            None => Err(StoreError::AuthorityKey {
+                path: PathBuf::new(),
+                reason: "neither $VSH_AUTHORITY_KEY, $XDG_CONFIG_HOME nor a home directory names a place for the key",
+            }),
+        }
+    }
+
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Load the key, creating the file (and its directories) if missing.
+    ///
+    /// # Ambient authority
+    ///
+    /// This reaches the host filesystem by path.
+    pub fn load_or_create(&self) -> Result<AuthorityKey, StoreError> {
+        let (dir, name) = self.open_dir()?;
+        match self.read(&dir, &name) {
+            Err(StoreError::AuthorityKey { reason: MISSING, .. }) => {}
+            other => return other,
+        }
+        let mut key = [0_u8; 32];
+        getrandom::fill(&mut key).map_err(|_| self.error("the kernel gave no random bytes for a new key"))?;
+        let mut text = PREFIX.to_vec();
+        for byte in key {
+            text.extend_from_slice(format!("{byte:02x}").as_bytes());
+        }
+        text.push(b'\n');
+        match dir.create_file_exclusive(&name, &text, 0o600) {
+            // Another process made it first: theirs is the key.
+            Ok(_) | Err(HostError::AlreadyExists { .. }) => {}
+            Err(source) => return Err(self.host(source)),
+        }
+        dir.sync_dir(&VPath::root()).map_err(|source| self.host(source))?;
+        self.read(&dir, &name)
+    }
+
+    /// Load the key; a missing file is an error.
+    pub fn load(&self) -> Result<AuthorityKey, StoreError> {
+        let (dir, name) = self.open_dir()?;
+        self.read(&dir, &name)
+    }
+
+    /// The directory holding the key, opened without following symlinks
+    /// (created `0o700` if missing), as a handle; and the file's name.
+    pub fn directory(&self) -> Result<CapDir, StoreError> {
+        self.open_dir().map(|(dir, _)| dir)
+    }
+
+    fn open_dir(&self) -> Result<(CapDir, VPath), StoreError> {
+        let name = self
+            .path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| VPath::from_component(name).ok())
+            .ok_or_else(|| self.error("the key file's name is not a valid file name"))?;
+        let parent = self.path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = CapDir::open_or_create_trusted(parent).map_err(|source| self.host(source))?;
+        let stat = dir.lstat(&VPath::root()).map_err(|source| self.host(source))?.ok_or_else(|| self.error(MISSING))?;
+        if stat.mode & 0o022 != 0 && stat.mode & 0o1000 == 0 {
+            return Err(self.error("the key's directory is writable by group or others"));
+        }
+        Ok((dir, name))
+    }
+
+    fn read(&self, dir: &CapDir, name: &VPath) -> Result<AuthorityKey, StoreError> {
+        let content = match dir.read_file(name, FILE_BYTES as u64) {
+            Ok(content) => content,
+            Err(HostError::NotFound { .. }) => return Err(self.error(MISSING)),
+            Err(HostError::NotAFile { .. }) => return Err(self.error("the key file is not a regular file")),
+            Err(HostError::TooLarge { .. }) => return Err(self.error("the key file holds more than one key")),
+            Err(source) => return Err(self.host(source)),
+        };
+        let stat = content.stat;
+        if stat.kind != HostKind::File {
+            return Err(self.error("the key file is not a regular file"));
+        }
+        if stat.uid != rustix_euid() {
+            return Err(self.error("the key file belongs to another user"));
+        }
+        if stat.mode & 0o077 != 0 {
+            return Err(self.error("the key file is readable or writable by group or others (it must be 0600)"));
+        }
+        let bytes = content.bytes;
+        let hex = bytes
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.strip_suffix(b"\n"))
+            .filter(|hex| hex.len() == 64)
+            .ok_or_else(|| self.error("the key file is not a vsh authority key"))?;
+        let mut key = [0_u8; 32];
+        for (index, pair) in hex.chunks_exact(2).enumerate() {
+            let digit = |byte: u8| match byte {
+                b'0'..=b'9' => Some(byte - b'0'),
+                b'a'..=b'f' => Some(byte - b'a' + 10),
+                _ => None,
+            };
+            key[index] = match (digit(pair[0]), digit(pair[1])) {
+                (Some(high), Some(low)) => (high << 4) | low,
+                _ => return Err(self.error("the key file is not a vsh authority key")),
+            };
+        }
+        Ok(AuthorityKey::from_bytes(key))
+    }
+
+    fn error(&self, reason: &'static str) -> StoreError {
+        StoreError::AuthorityKey { path: self.path.clone(), reason }
+    }
+
+    fn host(&self, source: HostError) -> StoreError {
+        StoreError::AuthorityKeyIo { path: self.path.clone(), source }
+    }
+}
+
+const MISSING: &str = "the key file does not exist";
+
+fn rustix_euid() -> u32 {
+    vsh_host::effective_uid()
+}

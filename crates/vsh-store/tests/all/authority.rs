@@ -1,0 +1,85 @@
+//! The authority key file: created once with fresh random bytes and private
+//! modes, read back identically, and refused whenever someone else could read
+//! or replace it.
+
+use std::os::unix::fs::PermissionsExt;
+
+use vsh_store::{AuthorityKeyFile, StoreError};
+
+use crate::Result;
+
+fn reason(error: &StoreError) -> &'static str {
+    match error {
+        StoreError::AuthorityKey { reason, .. } => reason,
+        other => panic!("not a key-file refusal: {other:?}"),
+    }
+}
+
+#[test]
+fn a_key_file_is_created_once_privately_and_read_back_the_same() -> Result {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("config/vsh/authority.key");
+    let file = AuthorityKeyFile::at(&path);
+    assert!(matches!(file.load(), Err(StoreError::AuthorityKey { .. })), "load never creates");
+    let key = file.load_or_create()?;
+    assert!(!key.is_unauthenticated());
+    assert_eq!(std::fs::metadata(&path)?.permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(path.parent().unwrap())?.permissions().mode() & 0o777, 0o700);
+    let text = std::fs::read(&path)?;
+    assert_eq!(text.len(), 86);
+    assert!(text.starts_with(b"vsh-authority-key-v1 ") && text.ends_with(b"\n"));
+    assert_eq!(file.load_or_create()?, key);
+    assert_eq!(AuthorityKeyFile::at(&path).load()?, key);
+    // Another file gets another key.
+    let other = AuthorityKeyFile::at(dir.path().join("other.key")).load_or_create()?;
+    assert_ne!(other, key);
+    // Racing creators agree on one key.
+    let race = dir.path().join("race/authority.key");
+    let keys: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| AuthorityKeyFile::at(&race).load_or_create())).collect();
+        handles.into_iter().map(|handle| handle.join().unwrap()).collect::<std::result::Result<Vec<_>, _>>()
+    })?;
+    assert!(keys.windows(2).all(|pair| pair[0] == pair[1]));
+    Ok(())
+}
+
+#[test]
+fn a_key_file_others_could_read_or_replace_is_refused() -> Result {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("vsh/authority.key");
+    AuthorityKeyFile::at(&path).load_or_create()?;
+    let file = AuthorityKeyFile::at(&path);
+    for mode in [0o640, 0o604, 0o660, 0o666] {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+        let error = file.load().unwrap_err();
+        assert!(reason(&error).contains("group or others"), "{mode:o}: {error}");
+        assert!(file.load_or_create().is_err(), "{mode:o}: never replaced");
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::set_permissions(path.parent().unwrap(), std::fs::Permissions::from_mode(0o777))?;
+    assert!(reason(&file.load().unwrap_err()).contains("directory"), "a directory others may write");
+    std::fs::set_permissions(path.parent().unwrap(), std::fs::Permissions::from_mode(0o700))?;
+    let key = file.load()?;
+
+    // A symlink is never followed, whatever it points at.
+    let link = dir.path().join("vsh/linked.key");
+    std::os::unix::fs::symlink(&path, &link)?;
+    assert!(reason(&AuthorityKeyFile::at(&link).load().unwrap_err()).contains("regular file"));
+    // Not a key: refused, and not overwritten.
+    for bad in [&b"vsh-authority-key-v1 xyz\n"[..], b"", &[b'0'; 86][..]] {
+        let bad_path = dir.path().join("vsh/bad.key");
+        std::fs::write(&bad_path, bad)?;
+        std::fs::set_permissions(&bad_path, std::fs::Permissions::from_mode(0o600))?;
+        assert!(AuthorityKeyFile::at(&bad_path).load_or_create().is_err(), "{bad:?}");
+        assert_eq!(std::fs::read(&bad_path)?, bad);
+    }
+    // Owned by someone else (needs root to make one): refused.
+    if vsh_host::effective_uid() == 0 {
+        let foreign = dir.path().join("vsh/foreign.key");
+        std::fs::copy(&path, &foreign)?;
+        std::os::unix::fs::chown(&foreign, Some(65_534), None)?;
+        assert!(reason(&AuthorityKeyFile::at(&foreign).load().unwrap_err()).contains("another user"));
+    }
+    assert_eq!(file.load()?, key);
+    Ok(())
+}

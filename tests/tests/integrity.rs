@@ -1,0 +1,186 @@
+//! Nothing lost, nothing forged, end to end: what the record says always
+//! agrees with the disk, a racing writer's bytes are never lost, a record and
+//! its artifact exist together or not at all, and one corrupt blob repairs
+//! itself instead of blocking work.
+
+use std::sync::{Arc, Mutex};
+
+use vsh::lower::vsh_commit::{CommitError, FaultInjector, FaultPoint};
+use vsh::{BlobId, PrincipalId, RunMode, RunRequest, Runtime, RuntimeDecision, TransactionState, VshError, Warning};
+use vsh_integration_tests::{Entry, config, tree, workspace};
+
+/// Appends to `a.txt` once, right after the commit installed its new content.
+struct AppendAfterInstall {
+    root: std::path::PathBuf,
+    done: Mutex<bool>,
+}
+
+impl FaultInjector for AppendAfterInstall {
+    fn crash_at(&self, point: FaultPoint) -> bool {
+        let mut done = self.done.lock().unwrap();
+        let path = self.root.join("a.txt");
+        if !*done
+            && matches!(point, FaultPoint::OperationApplied(_))
+            && std::fs::read(&path).is_ok_and(|b| b == b"changed")
+        {
+            use std::io::Write;
+            std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b" +theirs").unwrap();
+            *done = true;
+        }
+        false
+    }
+}
+
+fn approved(runtime: &Runtime, receipt: &vsh::Receipt) {
+    if matches!(receipt.decision, RuntimeDecision::PendingApproval(_)) {
+        runtime.approve(receipt.transaction, PrincipalId::digest(b"reviewer"), 1_000, u64::MAX).unwrap();
+    }
+}
+
+#[test]
+fn a_writer_racing_the_commit_keeps_its_bytes_and_the_record_agrees_with_the_disk() {
+    let mut files: Vec<(String, String)> = (0..30).map(|i| (format!("f{i:02}.txt"), format!("old {i}\n"))).collect();
+    files.push(("a.txt".to_owned(), "alpha".to_owned()));
+    let borrowed: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+    let dir = workspace(&borrowed);
+    let before = tree(dir.path());
+    let writer = Arc::new(AppendAfterInstall { root: dir.path().to_owned(), done: Mutex::new(false) });
+    let runtime = Runtime::open(config(dir.path()).with_commit_fault_injector(writer.clone())).unwrap();
+    let program = "from pathlib import Path\n\
+                   Path('/workspace/a.txt').write_text('changed')\n\
+                   for i in range(30):\n    Path(f'/workspace/f{i:02}.txt').write_text(f'new {i}\\n')\n";
+    let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
+    approved(&runtime, &receipt);
+    let error = runtime.commit(receipt.transaction, 2_000).unwrap_err();
+    let VshError::Commit(CommitError::Unresolved { paths, .. }) = &error else { panic!("{error:?}") };
+    assert!(*writer.done.lock().unwrap());
+    assert!(paths.iter().all(|left| left.path.as_str() == "a.txt"), "{paths:?}");
+    // The record does not claim Failed: the workspace does not hold the before state at a.txt.
+    let record = runtime.transaction(receipt.transaction).unwrap().unwrap();
+    assert_eq!(record.state, TransactionState::RecoveryRequired);
+    // Every other file is back; a.txt holds the writer's bytes.
+    let mut expected = before.clone();
+    expected.insert("a.txt".to_owned(), Entry::File(b"changed +theirs".to_vec(), 0o644));
+    assert_eq!(tree(dir.path()), expected);
+    drop(runtime);
+
+    // A new process sees it settled: reported, and not blocking other work.
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    let startup = runtime.startup_recovery();
+    assert!(startup.is_clean(), "{startup:?}");
+    assert_eq!(startup.unresolved.len(), 1, "{startup:?}");
+    assert_eq!(startup.unresolved[0].transaction, receipt.transaction);
+    let other = runtime
+        .run(
+            &RunRequest::new("from pathlib import Path\nPath('/workspace/new.txt').write_text('n')")
+                .with_mode(RunMode::Auto),
+        )
+        .unwrap();
+    assert_eq!(other.state, TransactionState::Committed);
+    // The operator restores: a.txt back as it was, the writer's version moved aside.
+    let restored = runtime.restore(receipt.transaction).unwrap();
+    assert_eq!(restored.restored.iter().map(vsh::VPath::as_str).collect::<Vec<_>>(), vec!["a.txt"]);
+    let (_, aside) = &restored.moved_aside[0];
+    assert_eq!(std::fs::read(dir.path().join(aside.as_str())).unwrap(), b"changed +theirs");
+    assert_eq!(runtime.transaction(receipt.transaction).unwrap().unwrap().state, TransactionState::Failed);
+    let mut expected = before;
+    expected.insert("new.txt".to_owned(), Entry::File(b"n".to_vec(), 0o644));
+    assert_eq!(tree(dir.path()), expected);
+}
+
+#[test]
+fn an_intent_too_long_to_keep_is_refused_before_anything_runs_or_is_stored() {
+    let dir = workspace(&[("old.txt", "old\n")]);
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    let intent = "x".repeat(70 * 1024);
+    let program = "from pathlib import Path\nPath('/workspace/old.txt').unlink()";
+    let refused = runtime.preview(&RunRequest::new(program).with_intent(&intent));
+    assert!(
+        matches!(refused, Err(VshError::IntentTooLarge { length, max }) if length == 70 * 1024 && max == 64 * 1024),
+        "{refused:?}"
+    );
+    assert!(runtime.pending().unwrap().is_empty());
+    // The same work with a short intent is stored whole: record and artifact together.
+    let pending = runtime.preview(&RunRequest::new(program).with_intent("delete old.txt")).unwrap();
+    assert_eq!(pending.state, TransactionState::PendingApproval);
+    let record = runtime.transaction(pending.transaction).unwrap().unwrap();
+    assert!(record.artifact.is_some());
+    assert!(runtime.show(pending.transaction).unwrap().is_some());
+}
+
+#[test]
+fn a_corrupt_blob_is_repaired_by_the_next_run_that_produces_the_same_bytes_and_reported_once() {
+    let dir = workspace(&[("keep.txt", "keep\n")]);
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    let program = "from pathlib import Path\nPath('/workspace/p.txt').write_text('payload')";
+    let first = runtime.preview(&RunRequest::new(program)).unwrap();
+    assert!(first.warnings.is_empty());
+    let id = BlobId::of(b"payload");
+    let hex = id.to_hex();
+    let blob = dir.path().join(".vsh/data/blobs").join(&hex[..2]).join(&hex[2..]);
+    assert_eq!(std::fs::read(&blob).unwrap(), b"payload");
+    std::fs::write(&blob, b"garbage!").unwrap();
+
+    let second = runtime.preview(&RunRequest::new(program)).unwrap();
+    assert_eq!(second.warnings, vec![Warning::BlobRepaired { id, path: std::fs::canonicalize(&blob).unwrap() }]);
+    assert_eq!(std::fs::read(&blob).unwrap(), b"payload");
+    let third = runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)).unwrap();
+    assert!(third.warnings.is_empty(), "{:?}", third.warnings);
+    assert_eq!(third.state, TransactionState::Committed);
+    assert_eq!(std::fs::read(dir.path().join("p.txt")).unwrap(), b"payload");
+}
+
+#[test]
+fn an_approval_forged_into_the_log_without_the_key_fails_closed() {
+    use vsh::lower::vsh_store::txlog::{LogEntry, LogKey, encode_frame};
+    use vsh::lower::vsh_store::{ApprovalGrant, StoreError};
+    let dir = workspace(&[("old.txt", "old\n")]);
+    let before = tree(dir.path());
+    let key = vsh::AuthorityKey::from_bytes([3; 32]);
+    let open = |key: &vsh::AuthorityKey| Runtime::open(config(dir.path()).with_authority_key(key.clone()));
+    let runtime = open(&key).unwrap();
+    let pending =
+        runtime.preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/old.txt').unlink()")).unwrap();
+    assert_eq!(pending.state, TransactionState::PendingApproval);
+    let record = runtime.transaction(pending.transaction).unwrap().unwrap();
+    drop(runtime);
+
+    // Someone who can write the data directory, but holds no key, appends an
+    // approval frame built exactly as the format says, sealed with the only
+    // key they have (the public one).
+    let log = dir.path().join(".vsh/data/txlog");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let mut approved = record;
+    approved.sequence += 1;
+    approved.updated_ms += 1;
+    approved.state = TransactionState::Approved;
+    approved.approval = Some(ApprovalGrant::new(record.id, PrincipalId::digest(b"forger"), 1, u64::MAX).unwrap());
+    let generation = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
+    let frame =
+        encode_frame(&LogKey::unauthenticated(), generation, bytes.len() as u64, &LogEntry::Version(approved).encode());
+    bytes.extend_from_slice(&frame);
+    std::fs::write(&log, &bytes).unwrap();
+
+    // Fail closed: the runtime refuses the log, nothing commits.
+    let refused = open(&key);
+    assert!(matches!(refused, Err(VshError::Store(StoreError::CorruptLog { .. }))), "{refused:?}");
+    assert_eq!(tree(dir.path()), before);
+    // A runtime with another key cannot even read it.
+    let other = open(&vsh::AuthorityKey::from_bytes([4; 32]));
+    assert!(matches!(other, Err(VshError::Store(StoreError::WrongAuthorityKey { .. }))), "{other:?}");
+}
+
+#[test]
+fn an_authority_key_file_inside_the_workspace_is_refused() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let inside = dir.path().join("keys/authority.key");
+    let refused = Runtime::open(config(dir.path()).with_authority_key_file(&inside));
+    assert!(matches!(&refused, Err(VshError::AuthorityKeyInWorkspace(path)) if path.as_str() == "keys"), "{refused:?}");
+    assert!(!inside.exists(), "no key was written inside the workspace");
+    // Outside it, the file is made and used.
+    let outside = tempfile::tempdir().unwrap();
+    let key_file = outside.path().join("vsh/authority.key");
+    let runtime = Runtime::open(config(dir.path()).with_authority_key_file(&key_file)).unwrap();
+    assert!(key_file.exists());
+    assert!(runtime.preview(&RunRequest::new("1")).is_ok());
+}
