@@ -77,6 +77,18 @@ pub enum CommitError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// The diff changes a protected path (a secret, `.git`, vsh's data at any
+    /// depth, a custom rule's path, or a nested vsh data directory); nothing
+    /// was written.
+    #[error("refusing to change protected path {path}: rule `{rule}` ({label})")]
+    Protected {
+        /// The path.
+        path: VPath,
+        /// The rule that protects it.
+        rule: String,
+        /// Why the rule exists.
+        label: vsh_policy::RuleLabel,
+    },
     /// A mode change would apply to a file with other hard links, changing an
     /// alias the transaction never saw; nothing was written.
     #[error("refusing to change the mode of {path}: it has {links} hard links")]

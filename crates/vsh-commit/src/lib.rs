@@ -227,6 +227,8 @@ pub struct Committer {
     excluded: Vec<VPath>,
     /// Authenticates the plan, journal and markers (see [`Committer::with_authority`]).
     key: AuthorityKey,
+    /// The protected-path rules every diff is checked against (see [`Committer::with_protection`]).
+    protection: Option<vsh_policy::CallPolicy>,
 }
 
 /// The workspace's commit lock, held: the only way to commit or recover.
@@ -277,7 +279,7 @@ impl Committer {
         }
         workspace.open_subdir(&runtime_dir, true).map_err(CommitError::host("open runtime directory", &runtime_dir))?;
         let excluded = vec![runtime_dir.clone()];
-        Ok(Committer { workspace, runtime_dir, excluded, key: AuthorityKey::unauthenticated() })
+        Ok(Committer { workspace, runtime_dir, excluded, key: AuthorityKey::unauthenticated(), protection: None })
     }
 
     /// Authenticate the commit's own records (plan, journal, completion
@@ -287,6 +289,18 @@ impl Committer {
     #[must_use]
     pub fn with_authority(mut self, key: AuthorityKey) -> Committer {
         self.key = key;
+        self
+    }
+
+    /// Refuse, before anything is written, any diff that changes a path the
+    /// policy's protected rules deny mutating (secrets, `.git`, vsh's data at
+    /// any depth, custom rules) or that lies in a nested vsh data directory
+    /// (found by its store magic): [`CommitError::Protected`]. Runs refuse
+    /// such changes already; this holds even for an artifact forged or
+    /// damaged after the run.
+    #[must_use]
+    pub fn with_protection(mut self, policy: vsh_policy::CallPolicy) -> Committer {
+        self.protection = Some(policy);
         self
     }
 
@@ -501,12 +515,16 @@ impl Committer {
         Ok(receipt(transaction, &plan, revalidated, &syncs, kept))
     }
 
-    /// The checks of a request that need no host access.
+    /// The checks of a request before anything is written: its shape, and
+    /// the protected paths.
     fn check_request(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
         validate::validate(request.diff, &self.excluded)?;
         if request.diff.len() as u64 > format::MAX_PLAN_ENTRIES {
             let path = request.diff[0].path.clone();
             return Err(CommitError::InvalidDiff { path, reason: "the diff has more entries than a plan holds" });
+        }
+        if let Some(policy) = &self.protection {
+            validate::check_protected(request.diff, policy, &self.view())?;
         }
         Ok(())
     }

@@ -60,6 +60,19 @@ impl LiveView<'_> {
         self.excluded.iter().any(|excluded| path.is_within(excluded))
     }
 
+    /// Whether the live directory `dir` is a vsh data directory: it holds a
+    /// regular file `txlog` and an entry `txlog.lock`. Anything else at `dir`
+    /// (absent, a file, unreachable) is not one.
+    pub(crate) fn is_store_dir(&self, dir: &VPath) -> Result<bool, CommitError> {
+        let Live::Present(stat) = self.observe(dir)? else { return Ok(false) };
+        if stat.kind != HostKind::Directory {
+            return Ok(false);
+        }
+        let child = |name: &str| dir.child(name).expect("a valid constant name");
+        let log = matches!(self.observe(&child("txlog"))?, Live::Present(stat) if stat.kind == HostKind::File);
+        Ok(log && matches!(self.observe(&child("txlog.lock"))?, Live::Present(_)))
+    }
+
     /// `lstat` `path` without following anything.
     pub(crate) fn observe(&self, path: &VPath) -> Result<Live, CommitError> {
         if self.is_excluded(path) {

@@ -68,3 +68,44 @@ fn check_state(state: &NodeState) -> Result<(), &'static str> {
         _ => Ok(()),
     }
 }
+
+/// Refuse a diff that changes a protected path: one the policy's rules deny
+/// mutating, or one in a nested vsh data directory of the live workspace
+/// (a directory holding `txlog` and `txlog.lock`).
+pub(crate) fn check_protected(
+    diff: &[DiffEntry],
+    policy: &vsh_policy::CallPolicy,
+    view: &crate::live::LiveView<'_>,
+) -> Result<(), CommitError> {
+    use vsh_policy::AccessKind;
+    let mut stores: BTreeMap<VPath, bool> = BTreeMap::new();
+    for entry in diff {
+        let access = match (entry.before, entry.after) {
+            (None, _) => AccessKind::Create,
+            (_, None) => AccessKind::Delete,
+            _ => AccessKind::Modify,
+        };
+        if let Err(denied) = policy.authorize(&entry.path, access) {
+            return Err(CommitError::Protected { path: entry.path.clone(), rule: denied.rule, label: denied.label });
+        }
+        let mut dirs = entry.path.ancestors();
+        dirs.push(entry.path.clone());
+        for dir in dirs.into_iter().filter(|dir| !dir.is_root()) {
+            let store = if let Some(store) = stores.get(&dir) {
+                *store
+            } else {
+                let store = view.is_store_dir(&dir)?;
+                stores.insert(dir.clone(), store);
+                store
+            };
+            if store {
+                return Err(CommitError::Protected {
+                    path: entry.path.clone(),
+                    rule: format!("vsh data directory at {dir} (store magic)"),
+                    label: vsh_policy::RuleLabel::RuntimeData,
+                });
+            }
+        }
+    }
+    Ok(())
+}

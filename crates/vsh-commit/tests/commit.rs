@@ -539,3 +539,52 @@ fn listing_the_workspace_root_ignores_the_runtime_dir() -> Result {
     assert_eq!(stale_paths(&error), vec![(String::new(), ConflictReason::Listing)]);
     Ok(())
 }
+
+#[test]
+fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written() -> Result {
+    let fixture = Fixture::new()?;
+    let root = fixture.root();
+    write(&root, ".git/config", b"[core]\n");
+    write(&root, "config/.ENV", b"TOKEN=1\n");
+    write(&root, "pkg/state/txlog", b"VSHTXL02");
+    write(&root, "pkg/state/txlog.lock", b"");
+    write(&root, "pkg/state/blobs/x", b"blob");
+    let before = tree(&root);
+    let evil = NodeState::file_with(b"[core]\nhooksPath = /tmp/evil\n", 0o644);
+    fixture.blobs.put(b"[core]\nhooksPath = /tmp/evil\n")?;
+    let protected = Committer::new(Arc::clone(&fixture.ws.dir), p(".vsh"))?
+        .with_protection(vsh_policy::CallPolicy::balanced_default(None));
+    // Each diff's before states match the live workspace, so only the
+    // protection check stands between it and the disk.
+    for (path, before_state, after_state) in [
+        (".git/config", Some(NodeState::file_with(b"[core]\n", 0o644)), Some(evil)),
+        ("config/.ENV", Some(NodeState::file_with(b"TOKEN=1\n", 0o644)), None),
+        (".GIT/hooks", None, Some(NodeState::directory(0o755))),
+        ("pkg/state/blobs/x", Some(NodeState::file_with(b"blob", 0o644)), None),
+        ("sub/.vsh", None, Some(NodeState::directory(0o700))),
+    ] {
+        let diff = vec![DiffEntry::between(p(path), before_state, after_state).expect("a change")];
+        let reads = ReadSet::default();
+        let request = CommitRequest::new(TransactionId::digest(path.as_bytes()), &diff, &reads, &fixture.blobs);
+        let refused = protected.commit(&request);
+        assert!(
+            matches!(&refused, Err(CommitError::Protected { path: at, .. }) if at.as_str() == path),
+            "{path}: {refused:?}"
+        );
+        assert_eq!(tree(&root), before, "{path}");
+    }
+    // Without the check, the same forged diff would have been written.
+    let diff = vec![
+        DiffEntry::between(p(".git/config"), Some(NodeState::file_with(b"[core]\n", 0o644)), Some(evil))
+            .expect("a change"),
+    ];
+    let reads = ReadSet::default();
+    fixture.committer.commit(&CommitRequest::new(
+        TransactionId::digest(b"unchecked"),
+        &diff,
+        &reads,
+        &fixture.blobs,
+    ))?;
+    assert_ne!(tree(&root), before);
+    Ok(())
+}

@@ -223,15 +223,44 @@ impl<'a> OsHost<'a> {
     /// `PermissionError` about `guest`. The check is one evidence record, and
     /// a refusal kept is another (see
     /// [`ExecutionLimits::max_evidence_records`]), both charged first.
+    ///
+    /// Beside the policy's rules, a path in (or at) another workspace's vsh
+    /// data directory nested in this one, found by its store magic
+    /// ([`VirtualFs::vsh_data_within`]), is refused for every access as
+    /// runtime data.
     pub(crate) fn authorize(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<(), Fault> {
         self.meter.charge_evidence(1, path.as_str().len() as u64)?;
-        match self.policy.authorize(path, access) {
-            Ok(()) => Ok(()),
-            Err(denied) => {
+        let denied = match self.policy.authorize(path, access) {
+            Ok(()) => self.nested_store(path, access).map_err(|error| vfs_fault(error, guest))?,
+            Err(denied) => Some(denied),
+        };
+        match denied {
+            None => Ok(()),
+            Some(denied) => {
                 self.record_denial(denied)?;
                 Err(Fault::Guest(oserror::os_error(EACCES, guest)))
             }
         }
+    }
+
+    /// The refusal of `access` to `path` if it lies in a nested vsh data directory.
+    pub(crate) fn nested_store(&mut self, path: &VPath, access: AccessKind) -> Result<Option<DeniedAccess>, VfsError> {
+        Ok(self.vfs.vsh_data_within(path)?.map(|store| DeniedAccess {
+            path: path.clone(),
+            access,
+            rule: format!("vsh data directory at {store} (store magic)"),
+            label: vsh_policy::RuleLabel::RuntimeData,
+            rule_access: vsh_policy::AccessSet::ALL,
+        }))
+    }
+
+    /// Whether a listing hides `child`: a read of it is refused by a rule, or
+    /// it is (in) a nested vsh data directory.
+    pub(crate) fn is_hidden(&mut self, child: &VPath, guest: &str) -> Result<bool, Fault> {
+        if self.policy.is_hidden(child) {
+            return Ok(true);
+        }
+        Ok(self.vfs.vsh_data_within(child).map_err(|error| vfs_fault(error, guest))?.is_some())
     }
 
     /// Keep a refusal (charged to the evidence budget first).
@@ -336,7 +365,10 @@ impl<'a> OsHost<'a> {
         self.meter.charge_directory_entries(names.len() as u64)?;
         let mut entries = Vec::with_capacity(names.len());
         for name in names {
-            let hidden = last.child(&name).is_ok_and(|child| self.policy.is_hidden(&child));
+            let hidden = match last.child(&name) {
+                Ok(child) => self.is_hidden(&child, target.guest)?,
+                Err(_) => false,
+            };
             if !hidden {
                 entries.push(MontyObject::Path(path::guest_child(target.guest, &name)));
             }

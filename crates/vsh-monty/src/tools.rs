@@ -476,7 +476,17 @@ impl<'a> OsHost<'a> {
                 }
                 self.authorize(&target.path, AccessKind::Delete, guest)?;
                 let descendants = self.descendants(&target.path, &fault)?;
-                if let Err(denied) = self.policy.authorize_tree(&target.path, &descendants, AccessKind::Delete) {
+                let mut refusal = self.policy.authorize_tree(&target.path, &descendants, AccessKind::Delete).err();
+                if refusal.is_none() {
+                    // A nested workspace's vsh data directory goes nowhere either.
+                    for descendant in &descendants {
+                        refusal = self.nested_store(descendant, AccessKind::Delete).map_err(fault)?;
+                        if refusal.is_some() {
+                            break;
+                        }
+                    }
+                }
+                if let Some(denied) = refusal {
                     // The refused path may be hidden from the guest: name only
                     // the path it gave.
                     self.record_denial(denied)?;
@@ -616,7 +626,7 @@ impl<'a> OsHost<'a> {
             let Ok(child) = frame.dir.child(&name) else { continue };
             let state = frame.state.clone();
             self.visit(&child)?;
-            if self.policy.is_hidden(&child) {
+            if self.is_hidden(&child, guest)? {
                 continue;
             }
             match on_entry(self, &child, &name, &state)? {

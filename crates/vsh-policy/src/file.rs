@@ -25,6 +25,7 @@
 //! [[protect]]
 //! pattern = "**/*.sqlite"
 //! access = "all"                   # one name, or an array of names; default "all"
+//! case_sensitive = false           # default false: `DATA.SQLITE` is protected too
 //!
 //! [defaults]
 //! secrets = true                   # keep the built-in secret rules (default true)
@@ -118,7 +119,7 @@ const MAX_QUOTED_KEY_CHARS: usize = 64;
 const TOP_KEYS: &str = "version, profile, thresholds, protect, defaults";
 const THRESHOLD_KEYS: &str = "escalate_touched_paths, escalate_changed_bytes, deny_touched_paths, deny_changed_bytes, \
                               deny_deleted_paths, deny_delete_ratio, delete_ratio_min_paths, rewrite_escalate_ratio";
-const PROTECT_KEYS: &str = "pattern, access, reason";
+const PROTECT_KEYS: &str = "pattern, access, reason, case_sensitive";
 const DEFAULTS_KEYS: &str = "secrets, git, writable_roots";
 
 /// Why a policy file was refused. Every variant about the document's content
@@ -514,7 +515,7 @@ fn file_key(field: &str) -> &str {
 fn parse_protect(prefix: &str, value: &toml::Value) -> Result<ProtectedRule, PolicyFileError> {
     let table = table_of(prefix, value)?;
     for key in table.keys() {
-        if !["pattern", "access", "reason"].contains(&key.as_str()) {
+        if !["pattern", "access", "reason", "case_sensitive"].contains(&key.as_str()) {
             return Err(unknown(&field_of(prefix, key), PROTECT_KEYS));
         }
     }
@@ -525,6 +526,14 @@ fn parse_protect(prefix: &str, value: &toml::Value) -> Result<ProtectedRule, Pol
             Pattern::parse(text).map_err(|source| PolicyFileError::Pattern { field: pattern_field, source })?
         }
         Some(other) => return Err(wrong_type(&pattern_field, "a string", other)),
+    };
+    // Rules ignore case unless asked not to: on a case-insensitive filesystem
+    // `Config/Prod` is `config/prod`.
+    let case_field = format!("{prefix}.case_sensitive");
+    let pattern = match table.get("case_sensitive") {
+        None | Some(toml::Value::Boolean(false)) => pattern.case_insensitive(),
+        Some(toml::Value::Boolean(true)) => pattern,
+        Some(other) => return Err(wrong_type(&case_field, "a boolean", other)),
     };
     let access_field = format!("{prefix}.access");
     let access = match table.get("access") {
@@ -899,6 +908,21 @@ rewrite_escalate_ratio = 1
         for text in ["", "MiB", "-1MiB", "1.5GiB", "1MB", "1 KB", "1 MiB x", "16777216TiB", "99999999999999999999"] {
             assert!(parse_size(text).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn custom_rules_ignore_case_unless_asked_not_to() {
+        let policy = PolicyFile::parse(&v1(
+            "[[protect]]\npattern = \"config/prod/**\"\n[[protect]]\npattern = \"Exact/**\"\ncase_sensitive = true",
+        ))
+        .unwrap();
+        let calls = policy.calls();
+        let path = |text: &str| VPath::parse(text).unwrap();
+        assert!(calls.authorize(&path("Config/PROD/db.yml"), AccessKind::Modify).is_err());
+        assert!(calls.authorize(&path("Exact/x"), AccessKind::Modify).is_err());
+        assert_eq!(calls.authorize(&path("exact/x"), AccessKind::Modify), Ok(()));
+        let wrong = PolicyFile::parse(&v1("[[protect]]\npattern = \"a\"\ncase_sensitive = \"yes\"")).unwrap_err();
+        assert_eq!(wrong.field(), Some("protect[0].case_sensitive"));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! | `?` | exactly one character (a Unicode scalar value, never `/`) |
 //! | `[abc]`, `[a-z]` | one character from the class |
 //! | `[!a-z]`, `[^a-z]` | one character not in the class |
-//! | anything else | itself, exactly (case-sensitive) |
+//! | anything else | itself, exactly (or case-insensitively, see below) |
 //!
 //! A component that is exactly `**` matches zero or more whole components, so
 //! `a/**` matches `a` itself and everything beneath it, and `**/x` matches `x` at
@@ -23,6 +23,17 @@
 //! (`a//b`, a trailing `/`), `.` and `..` components, `**` mixed with other
 //! text in one component (`a**`, `***`), unclosed or empty classes, reversed
 //! ranges (`[z-a]`), and patterns longer than [`MAX_PATTERN_BYTES`].
+//!
+//! # Case
+//!
+//! [`Pattern::parse`] compiles a case-sensitive pattern;
+//! [`Pattern::case_insensitive`] turns it into one that compares letters
+//! without regard to case, as a case-insensitive filesystem (vfat, exfat,
+//! cifs, ext4 casefold directories) resolves names: `**/.env/**` then also
+//! protects `.ENV` and `config/.Env`. Letters are compared by their Unicode
+//! lower-case mapping, with the full case folds of `ß`, `ẞ`, `ſ`, `ς` and the
+//! iota forms added, so `STRASSE` matches `straße`. Protected-path rules use
+//! case-insensitive patterns unless a policy file asks otherwise.
 //!
 //! Matching never recurses: components are matched with the classic two-cursor
 //! algorithm that backtracks only to the most recent `*`, and `**` is handled the
@@ -115,8 +126,11 @@ pub enum PatternError {
 pub struct Pattern {
     text: String,
     segments: Vec<Segment>,
-    /// The whole path this pattern matches, when it has no wildcard at all.
+    /// The whole path this pattern matches, when it has no wildcard at all
+    /// (folded when the pattern is case-insensitive).
     literal: Option<String>,
+    /// Whether letters compare without regard to case (segments are folded).
+    case_insensitive: bool,
 }
 
 /// One pattern component.
@@ -140,7 +154,16 @@ enum Token {
     Char(char),
     AnyChar,
     Star,
-    Class { negated: bool, ranges: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+    /// A class of a case-insensitive pattern: a (folded) character is a member
+    /// if it, or its upper-case form, is in a range.
+    FoldedClass {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
 }
 
 impl Pattern {
@@ -223,7 +246,25 @@ impl Pattern {
                 _ => literal = None,
             }
         }
-        Self { text, segments, literal }
+        Self { text, segments, literal, case_insensitive: false }
+    }
+
+    /// This pattern, comparing letters without regard to case (see the
+    /// module docs).
+    #[must_use]
+    pub fn case_insensitive(self) -> Pattern {
+        if self.case_insensitive {
+            return self;
+        }
+        let segments = self.segments.into_iter().map(Segment::folded).collect();
+        let mut pattern = Self::from_segments(self.text, segments);
+        pattern.case_insensitive = true;
+        pattern
+    }
+
+    /// Whether letters compare without regard to case.
+    pub fn is_case_insensitive(&self) -> bool {
+        self.case_insensitive
     }
 
     /// The pattern text, as written.
@@ -238,15 +279,17 @@ impl Pattern {
 
     /// Whether `path` matches the pattern.
     pub fn matches(&self, path: &VPath) -> bool {
-        if let Some(literal) = &self.literal {
-            return path.as_str() == literal;
-        }
         let components: Vec<&str> = path.components().collect();
+        if self.case_insensitive {
+            let folded: Vec<std::borrow::Cow<'_, str>> = components.iter().map(|name| fold(name)).collect();
+            return self.matches_split(&fold(path.as_str()), &folded);
+        }
         self.matches_split(path.as_str(), &components)
     }
 
-    /// [`Pattern::matches`] with the path already split into its components.
-    pub(crate) fn matches_split(&self, path: &str, components: &[&str]) -> bool {
+    /// [`Pattern::matches`] with the path already split into its components
+    /// (folded with [`fold`] for a case-insensitive pattern, as `path` is).
+    pub(crate) fn matches_split<S: AsRef<str>>(&self, path: &str, components: &[S]) -> bool {
         if let Some(literal) = &self.literal {
             return path == literal;
         }
@@ -255,7 +298,7 @@ impl Pattern {
         match self.segments.last() {
             Some(Segment::AnyDepth) | None => {}
             Some(last) => match components.last() {
-                Some(name) if last.matches(name) => {}
+                Some(name) if last.matches(name.as_ref()) => {}
                 _ => return false,
             },
         }
@@ -359,7 +402,59 @@ fn parse_class(pattern: &str, chars: &mut std::str::Chars<'_>) -> Result<Token, 
     Ok(Token::Class { negated, ranges })
 }
 
+/// A name as a case-insensitive pattern compares it: every letter replaced by
+/// its case fold (see the module docs). Borrowed when nothing changes.
+pub fn fold(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.bytes().all(|byte| byte.is_ascii() && !byte.is_ascii_uppercase()) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        push_folded(&mut out, ch);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Append the case fold of `ch`.
+fn push_folded(out: &mut String, ch: char) {
+    match ch {
+        'A'..='Z' => out.push(ch.to_ascii_lowercase()),
+        _ if ch.is_ascii() => out.push(ch),
+        // Full case folds that the lower-case mapping does not give.
+        'ß' | 'ẞ' => out.push_str("ss"),
+        'ſ' => out.push('s'),
+        'ς' => out.push('σ'),
+        '\u{345}' | '\u{1fbe}' => out.push('ι'),
+        _ => out.extend(ch.to_lowercase()),
+    }
+}
+
 impl Segment {
+    /// The segment with its literal letters folded.
+    fn folded(self) -> Segment {
+        let fold_owned = |text: String| fold(&text).into_owned();
+        match self {
+            Segment::AnyDepth => Segment::AnyDepth,
+            Segment::Literal(text) => Segment::Literal(fold_owned(text)),
+            Segment::Suffix(text) => Segment::Suffix(fold_owned(text)),
+            Segment::Prefix(text) => Segment::Prefix(fold_owned(text)),
+            Segment::Glob(tokens) => Segment::Glob(
+                tokens
+                    .into_iter()
+                    .flat_map(|token| match token {
+                        Token::Char(ch) => {
+                            let mut folded = String::new();
+                            push_folded(&mut folded, ch);
+                            folded.chars().map(Token::Char).collect::<Vec<_>>()
+                        }
+                        Token::Class { negated, ranges } => vec![Token::FoldedClass { negated, ranges }],
+                        other => vec![other],
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
     fn matches(&self, name: &str) -> bool {
         match self {
             Segment::AnyDepth => true,
@@ -379,6 +474,12 @@ impl Token {
             Token::Star => false,
             Token::Class { negated, ranges } => {
                 ranges.iter().any(|(start, end)| *start <= ch && ch <= *end) != *negated
+            }
+            Token::FoldedClass { negated, ranges } => {
+                let within = |ch: char| ranges.iter().any(|(start, end)| *start <= ch && ch <= *end);
+                let mut upper = ch.to_uppercase();
+                let member = within(ch) || (upper.len() == 1 && upper.next().is_some_and(within));
+                member != *negated
             }
         }
     }
@@ -416,7 +517,7 @@ fn match_tokens(tokens: &[Token], text: &str) -> bool {
 }
 
 /// Match the component list: the same algorithm, with `**` as the star.
-fn match_segments(segments: &[Segment], components: &[&str]) -> bool {
+fn match_segments<S: AsRef<str>>(segments: &[Segment], components: &[S]) -> bool {
     let mut segment = 0;
     let mut index = 0;
     let mut resume: Option<(usize, usize)> = None;
@@ -427,7 +528,7 @@ fn match_segments(segments: &[Segment], components: &[&str]) -> bool {
                 segment += 1;
                 continue;
             }
-            Some(expected) if expected.matches(components[index]) => {
+            Some(expected) if expected.matches(components[index].as_ref()) => {
                 segment += 1;
                 index += 1;
                 continue;
@@ -456,7 +557,7 @@ impl fmt::Debug for Pattern {
 
 impl PartialEq for Pattern {
     fn eq(&self, other: &Self) -> bool {
-        self.text == other.text
+        self.text == other.text && self.case_insensitive == other.case_insensitive
     }
 }
 
@@ -465,6 +566,7 @@ impl Eq for Pattern {}
 impl Hash for Pattern {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.text.hash(state);
+        self.case_insensitive.hash(state);
     }
 }
 
@@ -476,7 +578,7 @@ impl PartialOrd for Pattern {
 
 impl Ord for Pattern {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.text.cmp(&other.text)
+        self.text.cmp(&other.text).then(self.case_insensitive.cmp(&other.case_insensitive))
     }
 }
 
@@ -547,6 +649,33 @@ mod tests {
         // Error messages are lower-case and name the pattern.
         let message = Pattern::parse("[z-a]").unwrap_err().to_string();
         assert!(message.starts_with("pattern \"[z-a]\""), "{message}");
+    }
+
+    #[test]
+    fn case_insensitive_patterns_ignore_case_the_way_case_insensitive_filesystems_do() {
+        let insensitive =
+            |pattern: &str, path: &str| pat(pattern).case_insensitive().matches(&VPath::parse(path).unwrap());
+        for path in [".env", ".ENV", "a/.Env/x", "A/.eNv"] {
+            assert!(insensitive("**/.env/**", path), "{path}");
+        }
+        assert!(!hits("**/.env/**", ".ENV"), "parse alone is case-sensitive");
+        assert!(insensitive("**/*.pem", "keys/SERVER.PEM"));
+        assert!(insensitive("**/id_rsa", "home/ID_RSA"));
+        assert!(insensitive("**/secrets/**", "SECRETS/db"));
+        assert!(!insensitive("**/secrets/**", "secret/db"));
+        // Full folds: ß and ſ, and the Kelvin sign's lower case.
+        assert!(insensitive("strasse", "STRAßE"));
+        assert!(insensitive("straße", "STRASSE"));
+        assert!(insensitive("*.sh", "run.ſh"));
+        assert!(insensitive("[a-c]*", "Bee"));
+        assert!(insensitive("[!a-c]*", "Dee"));
+        assert!(!insensitive("[!a-c]*", "Bee"));
+        assert!(insensitive("?ey", "KEY"));
+        assert!(insensitive("k*", "\u{212a}elvin"));
+        // Equality, ordering and hashing tell the two apart.
+        assert_ne!(pat("a"), pat("a").case_insensitive());
+        assert!(pat("a").case_insensitive().is_case_insensitive());
+        assert_eq!(pat("a").case_insensitive().as_str(), "a");
     }
 
     #[test]

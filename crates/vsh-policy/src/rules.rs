@@ -19,11 +19,13 @@
 //! | `**/secrets/**` | all | secret | `secrets` directories and their contents |
 //! | `**/credentials.json`, `**/*_credentials.json` | all | secret | credential files |
 //! | `**/id_rsa`, `**/id_rsa.pub`, `**/id_ed25519` | all | secret | SSH keys |
-//! | `.vsh/**` (and the configured data directory's subtree) | all | runtime-data | vsh's own state |
+//! | `**/.vsh/**` (and the configured data directory's subtree) | all | runtime-data | vsh's own state, at any depth |
 //! | `**/.git/**` | mutations | git | repository metadata: readable, never changed |
 //!
 //! `.env.*` requires the name to *start* with `.env.`: `env.txt`, `my.env.bak` and
-//! `.envrc` are not protected. `*` is a wildcard only in rules, so a file
+//! `.envrc` are not protected. Every built-in rule ignores case (`.ENV`,
+//! `SECRETS/`, `ID_RSA`, `.GIT/config` are protected like their lower-case
+//! forms): on a case-insensitive filesystem they are the same files. `*` is a wildcard only in rules, so a file
 //! literally named `*.key` is protected by `**/*.key` like any other `.key` file.
 //!
 //! [`CallPolicy::with_defaults`] chooses the groups: the secret and git rules may
@@ -53,7 +55,7 @@ use vsh_types::VPath;
 use vsh_types::canon::{self, Canonical};
 
 use crate::access::{AccessKind, AccessSet};
-use crate::pattern::Pattern;
+use crate::pattern::{Pattern, fold};
 
 /// The data directory's default location inside the workspace.
 pub const DEFAULT_DATA_DIR: &str = ".vsh";
@@ -74,7 +76,7 @@ const DEFAULT_SECRET_PATTERNS: [&str; 11] = [
 ];
 
 /// Runtime-data patterns of the default policy (all access denied).
-const DEFAULT_RUNTIME_PATTERNS: [&str; 1] = [".vsh/**"];
+const DEFAULT_RUNTIME_PATTERNS: [&str; 1] = ["**/.vsh/**"];
 
 /// Repository-metadata patterns of the default policy (mutations denied).
 const DEFAULT_GIT_PATTERNS: [&str; 1] = ["**/.git/**"];
@@ -305,18 +307,25 @@ impl CallPolicy {
     /// The default rule groups chosen by `groups`, and always the runtime-data
     /// rules for `data_dir` (see [`CallPolicy::balanced_default`]).
     pub fn with_defaults(data_dir: Option<&VPath>, groups: DefaultRules) -> CallPolicy {
-        let parse = |text: &str| Pattern::parse(text).expect("default patterns are valid");
+        // Built-in rules ignore case: on a case-insensitive filesystem `.ENV` is `.env`.
+        let parse = |text: &str| Pattern::parse(text).expect("default patterns are valid").case_insensitive();
         let mut rules = Vec::with_capacity(DEFAULT_SECRET_PATTERNS.len() + 3);
         if groups.secrets {
             for text in DEFAULT_SECRET_PATTERNS {
                 rules.push(ProtectedRule::new(parse(text), AccessSet::ALL, RuleLabel::Secret));
             }
         }
-        for text in DEFAULT_RUNTIME_PATTERNS {
-            rules.push(ProtectedRule::new(parse(text), AccessSet::ALL, RuleLabel::RuntimeData));
+        let runtime: Vec<Pattern> = DEFAULT_RUNTIME_PATTERNS.iter().map(|text| parse(text)).collect();
+        // A data directory the built-in rules already cover (`.vsh/data`, say) adds nothing.
+        if let Some(dir) = data_dir.filter(|dir| !runtime.iter().any(|pattern| pattern.matches(dir))) {
+            rules.push(ProtectedRule::new(
+                Pattern::subtree(dir).case_insensitive(),
+                AccessSet::ALL,
+                RuleLabel::RuntimeData,
+            ));
         }
-        if let Some(dir) = data_dir {
-            rules.push(ProtectedRule::new(Pattern::subtree(dir), AccessSet::ALL, RuleLabel::RuntimeData));
+        for pattern in runtime {
+            rules.push(ProtectedRule::new(pattern, AccessSet::ALL, RuleLabel::RuntimeData));
         }
         if groups.git {
             for text in DEFAULT_GIT_PATTERNS {
@@ -438,10 +447,10 @@ impl CallPolicy {
     /// Every access denied for `path` (the union over all matching rules, and
     /// every mutation if the path is outside the writable roots).
     pub fn denied_accesses(&self, path: &VPath) -> AccessSet {
-        let by_rules = with_components(path, |components| {
+        let by_rules = with_components(path, |split| {
             self.rules
                 .iter()
-                .filter(|rule| rule.pattern.matches_split(path.as_str(), components))
+                .filter(|rule| split.matched_by(&rule.pattern))
                 .fold(AccessSet::NONE, |denied, rule| denied.union(rule.access))
         });
         match &self.writable {
@@ -480,22 +489,20 @@ impl CallPolicy {
 
     /// The first rule (canonical order) that matches `path` and denies one of `access`.
     fn first_rule(&self, path: &VPath, access: AccessSet) -> Option<&ProtectedRule> {
-        with_components(path, |components| {
-            self.rules
-                .iter()
-                .filter(|rule| rule.access.intersects(access))
-                .find(|rule| rule.pattern.matches_split(path.as_str(), components))
+        with_components(path, |split| {
+            self.rules.iter().filter(|rule| rule.access.intersects(access)).find(|rule| split.matched_by(&rule.pattern))
         })
     }
 
     /// Append the canonical encoding: a `u64` rule count, then per rule the pattern
-    /// text as a byte string, the access bits as a `u32`, the label tag `u8` and
+    /// text as a byte string, whether it ignores case (`u8`), the access bits as a `u32`, the label tag `u8` and
     /// the reason (flag `u8`, then the text as a byte string); then the writable
     /// roots (flag `u8`, then a `u64` count and each root as a path).
     pub fn encode_canonical(&self, out: &mut Vec<u8>) {
         canon::put_u64(out, self.rules.len() as u64);
         for rule in &self.rules {
             canon::put_bytes(out, rule.pattern.as_str().as_bytes());
+            canon::put_u8(out, u8::from(rule.pattern.is_case_insensitive()));
             canon::put_u32(out, u32::from(rule.access.bits()));
             canon::put_u8(out, rule.label.tag());
             match &rule.reason {
@@ -540,19 +547,43 @@ fn canonical_rules(rules: Vec<ProtectedRule>) -> Vec<ProtectedRule> {
 
 /// Call `f` with the components of `path`, without allocating for paths of up to
 /// 32 components (authorization runs on every guest call).
-fn with_components<R>(path: &VPath, f: impl FnOnce(&[&str]) -> R) -> R {
+fn with_components<R>(path: &VPath, f: impl FnOnce(&Split<'_>) -> R) -> R {
     const INLINE: usize = 32;
     let mut inline = [""; INLINE];
     let mut count = 0;
     for component in path.components() {
         if count == INLINE {
             let all: Vec<&str> = path.components().collect();
-            return f(&all);
+            return f(&Split::new(path, &all));
         }
         inline[count] = component;
         count += 1;
     }
-    f(&inline[..count])
+    f(&Split::new(path, &inline[..count]))
+}
+
+/// A path split into components, and its case fold (made once, when a
+/// case-insensitive pattern first asks).
+struct Split<'a> {
+    path: &'a str,
+    components: &'a [&'a str],
+    folded: std::cell::OnceCell<(std::borrow::Cow<'a, str>, Vec<std::borrow::Cow<'a, str>>)>,
+}
+
+impl<'a> Split<'a> {
+    fn new(path: &'a VPath, components: &'a [&'a str]) -> Self {
+        Self { path: path.as_str(), components, folded: std::cell::OnceCell::new() }
+    }
+
+    /// Whether `pattern` matches, comparing folded forms if it is case-insensitive.
+    fn matched_by(&self, pattern: &Pattern) -> bool {
+        if !pattern.is_case_insensitive() {
+            return pattern.matches_split(self.path, self.components);
+        }
+        let (path, components) =
+            self.folded.get_or_init(|| (fold(self.path), self.components.iter().map(|name| fold(name)).collect()));
+        pattern.matches_split(path, components)
+    }
 }
 
 impl Canonical for CallPolicy {
@@ -645,6 +676,31 @@ mod tests {
         let error = policy.authorize(&p(".git/x"), AccessKind::Create).unwrap_err();
         assert_eq!(error.rule, "**/.git/**");
         assert_eq!(policy.authorize(&p(".gitignore"), AccessKind::Modify), Ok(()));
+    }
+
+    #[test]
+    fn built_in_rules_ignore_case_and_vsh_data_is_protected_at_any_depth() {
+        let policy = CallPolicy::balanced_default(None);
+        for (path, access, label) in [
+            (".ENV", AccessKind::ContentRead, RuleLabel::Secret),
+            ("config/.Env.Local", AccessKind::ContentRead, RuleLabel::Secret),
+            ("SECRETS/db.txt", AccessKind::MetadataRead, RuleLabel::Secret),
+            ("tls/SERVER.PEM", AccessKind::ContentRead, RuleLabel::Secret),
+            ("home/ID_RSA", AccessKind::ContentRead, RuleLabel::Secret),
+            ("Credentials.JSON", AccessKind::ContentRead, RuleLabel::Secret),
+            (".GIT/config", AccessKind::Modify, RuleLabel::Git),
+            (".VSH/data/txlog", AccessKind::ContentRead, RuleLabel::RuntimeData),
+            ("pkg/.vsh", AccessKind::MetadataRead, RuleLabel::RuntimeData),
+            ("pkg/.vsh/data/txlog", AccessKind::Modify, RuleLabel::RuntimeData),
+            ("a/b/.Vsh/txn", AccessKind::Create, RuleLabel::RuntimeData),
+        ] {
+            let error = policy.authorize(&p(path), access).unwrap_err();
+            assert_eq!(error.label, label, "{path}");
+        }
+        assert!(policy.is_hidden(&p("pkg/.VSH")));
+        assert_eq!(policy.authorize(&p(".GIT/config"), AccessKind::ContentRead), Ok(()));
+        assert_eq!(policy.authorize(&p("vsh/notes"), AccessKind::Modify), Ok(()));
+        assert_eq!(policy.authorize(&p("my.vsh"), AccessKind::Modify), Ok(()));
     }
 
     #[test]

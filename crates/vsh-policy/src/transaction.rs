@@ -793,7 +793,7 @@ mod tests {
             .map(|denial| (denial.rule.as_str(), denial.label, denial.rule_access, denial.remedy.as_str()))
             .collect();
         let git = "built-in git rule `**/.git/**` (disable with defaults.git = false)";
-        let runtime = "runtime data is always protected (rule `.vsh/**`); no policy change allows this access";
+        let runtime = "runtime data is always protected (rule `**/.vsh/**`); no policy change allows this access";
         let roots = "add a root containing `Makefile` to defaults.writable_roots (now writable_roots = [\".git\", \
                      \".vsh\", \"config\", \"src\"]), or remove defaults.writable_roots";
         let custom = "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or drop \
@@ -803,7 +803,7 @@ mod tests {
             explained,
             [
                 ("**/.git/**", RuleLabel::Git, AccessSet::MUTATIONS, git),
-                (".vsh/**", RuleLabel::RuntimeData, AccessSet::ALL, runtime),
+                ("**/.vsh/**", RuleLabel::RuntimeData, AccessSet::ALL, runtime),
                 (
                     r#"writable_roots = [".git", ".vsh", "config", "src"]"#,
                     RuleLabel::WritableRoots,

@@ -91,9 +91,21 @@ impl AuthorityKeyFile {
             text.extend_from_slice(format!("{byte:02x}").as_bytes());
         }
         text.push(b'\n');
-        match dir.create_file_exclusive(&name, &text, 0o600) {
-            // Another process made it first: theirs is the key.
-            Ok(_) | Err(HostError::AlreadyExists { .. }) => {}
+        // Written whole under a private name, then moved to the key's name
+        // without replacing anything: a reader sees no key or a whole one, and
+        // of two racing creators the first to move wins (theirs is the key).
+        let temp = VPath::from_component(&format!(
+            ".{}.{}.{:08x}.tmp",
+            name.as_str(),
+            std::process::id(),
+            u32::from_le_bytes([key[0], key[1], key[2], key[3]])
+        ))
+        .map_err(|_| self.error("the key file's name is too long"))?;
+        dir.create_file_exclusive(&temp, &text, 0o600).map_err(|source| self.host(source))?;
+        let moved = dir.rename_noreplace(&temp, &name);
+        let _ = dir.remove_file(&temp);
+        match moved {
+            Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
             Err(source) => return Err(self.host(source)),
         }
         dir.sync_dir(&VPath::root()).map_err(|source| self.host(source))?;

@@ -50,7 +50,14 @@ pub(crate) struct Base {
     observed: BTreeMap<VPath, Option<BaseNode>>,
     materialized: u64,
     pub(crate) reads: ReadSet,
+    /// Base directories checked for vsh's store magic, and the answer.
+    store_dirs: BTreeMap<VPath, bool>,
 }
+
+/// The file every vsh data directory holds: the transaction log.
+const STORE_LOG: &str = "txlog";
+/// Its lock file, which every store creates beside it.
+const STORE_LOCK: &str = "txlog.lock";
 
 fn same_stat(a: &HostStat, b: &HostStat) -> bool {
     a.kind == b.kind
@@ -62,7 +69,15 @@ fn same_stat(a: &HostStat, b: &HostStat) -> bool {
 
 impl Base {
     pub(crate) fn new(dir: Arc<CapDir>, excluded: Vec<VPath>, limits: SnapshotLimits) -> Self {
-        Self { dir, excluded, limits, observed: BTreeMap::new(), materialized: 0, reads: ReadSet::default() }
+        Self {
+            dir,
+            excluded,
+            limits,
+            observed: BTreeMap::new(),
+            materialized: 0,
+            reads: ReadSet::default(),
+            store_dirs: BTreeMap::new(),
+        }
     }
 
     pub(crate) fn is_excluded(&self, path: &VPath) -> bool {
@@ -255,6 +270,28 @@ impl Base {
         dependency.kind = Some(Some(NodeKind::Directory));
         dependency.names = Some(digest);
         Ok(names)
+    }
+
+    /// Whether the base directory `dir` is a vsh data directory: it holds a
+    /// regular file `txlog` and an entry `txlog.lock`, as every transaction
+    /// store does (another workspace's store, nested in this one). Checked once
+    /// per directory by two host stats at most, which are not dependencies.
+    pub(crate) fn is_store_dir(&mut self, dir: &VPath) -> Result<bool, VfsError> {
+        if let Some(known) = self.store_dirs.get(dir) {
+            return Ok(*known);
+        }
+        let child = |name: &str| dir.child(name).expect("a valid constant name");
+        let present = |base: &Self, path: &VPath| -> Result<Option<HostKind>, VfsError> {
+            match base.dir.lstat(path) {
+                Ok(stat) => Ok(stat.map(|stat| stat.kind)),
+                Err(vsh_host::HostError::NotADirectory { .. } | vsh_host::HostError::SymlinkInPath { .. }) => Ok(None),
+                Err(error) => Err(VfsError::Host(error)),
+            }
+        };
+        let store =
+            present(self, &child(STORE_LOG))? == Some(HostKind::File) && present(self, &child(STORE_LOCK))?.is_some();
+        self.store_dirs.insert(dir.clone(), store);
+        Ok(store)
     }
 
     fn observed_node(&self, path: &VPath) -> &BaseNode {

@@ -282,6 +282,32 @@ impl VirtualFs {
         }
     }
 
+    /// The vsh data directory `path` lies in or is, if any: a base directory
+    /// on the way (`path` included) that carries vsh's store magic (see
+    /// [`VirtualFs::new`] for the data directory this runtime knows, which is
+    /// hidden instead). Such a directory is another workspace's trusted state,
+    /// nested in this one: callers refuse every access to it and hide it from
+    /// listings. Only directories of the base are checked, each once.
+    pub fn vsh_data_within(&mut self, path: &VPath) -> Result<Option<VPath>, VfsError> {
+        let mut candidates = path.ancestors();
+        candidates.push(path.clone());
+        for dir in candidates.into_iter().filter(|dir| !dir.is_root()) {
+            // A guest-made directory is not anyone's store.
+            if self.overlay.contains_key(&dir) {
+                return Ok(None);
+            }
+            match self.base.peek(&dir) {
+                Ok(Some(node)) if node.kind == NodeKind::Directory => {}
+                Err(error) if error.is_terminal() => return Err(error),
+                Ok(_) | Err(_) => return Ok(None),
+            }
+            if self.base.is_store_dir(&dir)? {
+                return Ok(Some(dir));
+            }
+        }
+        Ok(None)
+    }
+
     // ----- queries -----
 
     /// The kind of the node at `path`, or `None` if absent. A path below a file

@@ -138,7 +138,9 @@ impl Runtime {
         let key = Self::authority_key(&authority, &workspace)?;
         let blobs = BlobStore::open(&data)?;
         let transactions = TransactionStore::open(&data, &key)?;
-        let mut committer = Committer::new(Arc::clone(&workspace), runtime_dir)?.with_authority(key);
+        let mut committer = Committer::new(Arc::clone(&workspace), runtime_dir)?
+            .with_authority(key)
+            .with_protection(policy.calls().clone());
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }

@@ -33,13 +33,18 @@ fn a_key_file_is_created_once_privately_and_read_back_the_same() -> Result {
     // Another file gets another key.
     let other = AuthorityKeyFile::at(dir.path().join("other.key")).load_or_create()?;
     assert_ne!(other, key);
-    // Racing creators agree on one key.
-    let race = dir.path().join("race/authority.key");
-    let keys: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| AuthorityKeyFile::at(&race).load_or_create())).collect();
-        handles.into_iter().map(|handle| handle.join().unwrap()).collect::<std::result::Result<Vec<_>, _>>()
-    })?;
-    assert!(keys.windows(2).all(|pair| pair[0] == pair[1]));
+    // Racing creators agree on one key, and none of them sees half a file.
+    for round in 0..20 {
+        let race = dir.path().join(format!("race{round}/authority.key"));
+        let keys: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                (0..4).map(|_| scope.spawn(|| AuthorityKeyFile::at(&race).load_or_create())).collect();
+            handles.into_iter().map(|handle| handle.join().unwrap()).collect::<std::result::Result<Vec<_>, _>>()
+        })?;
+        assert!(keys.windows(2).all(|pair| pair[0] == pair[1]), "round {round}");
+        let names: Vec<_> = std::fs::read_dir(race.parent().unwrap())?.collect();
+        assert_eq!(names.len(), 1, "round {round}: no temporary file is left");
+    }
     Ok(())
 }
 

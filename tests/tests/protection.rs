@@ -1,0 +1,108 @@
+//! Protected paths, tried as an attacker would: another vsh workspace nested
+//! in this one (its data at the default place or elsewhere), and the case
+//! variants of every protected name. Each attempt is refused before any byte
+//! reaches the guest, hidden from listings, and denies the transaction.
+
+use vsh::{RunRequest, Runtime, RuntimeDecision, TransactionState};
+use vsh_integration_tests::{config, put, tree, workspace};
+
+/// Run `program` as a preview; return its value's repr and the decision.
+fn attempt(runtime: &Runtime, program: &str) -> (String, vsh::Receipt) {
+    let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
+    (receipt.output.monty_value().map(vsh::MontyObject::py_repr).unwrap_or_default(), receipt)
+}
+
+fn denied(receipt: &vsh::Receipt) -> Vec<String> {
+    let RuntimeDecision::Denied(manifest) = &receipt.decision else {
+        panic!("expected a denial, got {:?}", receipt.decision)
+    };
+    manifest.denied.iter().map(|denial| denial.path.to_string()).collect()
+}
+
+#[test]
+fn a_nested_workspaces_vsh_data_is_invisible_and_untouchable() {
+    let dir = workspace(&[("pkg/src/lib.rs", "fn main() {}\n"), ("top.txt", "top\n")]);
+    // `pkg` is a vsh workspace of its own, with data at the default place and
+    // a second store somewhere else inside it.
+    Runtime::open(config(&dir.path().join("pkg"))).unwrap();
+    Runtime::open(config(&dir.path().join("pkg")).with_data_directory(dir.path().join("pkg/state"))).unwrap();
+    assert!(dir.path().join("pkg/.vsh/data/txlog").is_file());
+    assert!(dir.path().join("pkg/state/txlog").is_file());
+    let before = tree(dir.path());
+    let outer = Runtime::open(config(dir.path())).unwrap();
+
+    let (listing, receipt) =
+        attempt(&outer, "from pathlib import Path\nsorted(p.name for p in Path('/workspace/pkg').iterdir())");
+    assert_eq!(listing, "['src']", "hidden from listings");
+    assert_eq!(receipt.state, TransactionState::AutoApproved);
+    let (found, _) = attempt(&outer, "vsh_glob('**')");
+    assert!(!found.contains(".vsh") && !found.contains("state") && found.contains("pkg/src/lib.rs"), "{found}");
+
+    for (what, program) in [
+        ("read the log", "from pathlib import Path\nPath('/workspace/pkg/.vsh/data/txlog').read_bytes()"),
+        ("read the other store", "from pathlib import Path\nPath('/workspace/pkg/state/txlog').read_bytes()"),
+        ("list the store", "from pathlib import Path\nlist(Path('/workspace/pkg/state').iterdir())"),
+        (
+            "append a frame",
+            "from pathlib import Path\nwith open('/workspace/pkg/.vsh/data/txlog', 'ab') as f:\n    f.write(b'x')",
+        ),
+        ("plant a txn directory", "from pathlib import Path\nPath('/workspace/pkg/.vsh/txn/aa').mkdir(parents=True)"),
+        ("remove the nested workspace", "vsh_remove('/workspace/pkg', recursive=True)"),
+        ("remove its state", "vsh_remove('/workspace/pkg/state', recursive=True)"),
+        ("move it away", "from pathlib import Path\nPath('/workspace/pkg').rename('/workspace/elsewhere')"),
+        ("read the case variant", "from pathlib import Path\nPath('/workspace/pkg/.VSH/data/txlog').read_bytes()"),
+    ] {
+        let guarded = format!(
+            "result = 'allowed'\ntry:\n{}\nexcept PermissionError:\n    result = 'refused'\nresult",
+            indent(program)
+        );
+        let (value, receipt) = attempt(&outer, &guarded);
+        assert_eq!(value, "'refused'", "{what}");
+        assert_eq!(receipt.state, TransactionState::Denied, "{what}");
+        assert!(!denied(&receipt).is_empty(), "{what}");
+    }
+    assert_eq!(tree(dir.path()), before, "nothing changed");
+}
+
+fn indent(program: &str) -> String {
+    program.lines().map(|line| format!("    {line}")).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn case_variants_of_protected_names_are_protected() {
+    let dir = workspace(&[("readme.txt", "r\n")]);
+    put(dir.path(), ".ENV", "TOKEN=1\n");
+    put(dir.path(), "SECRETS/db.txt", "password\n");
+    put(dir.path(), "tls/SERVER.PEM", "-----BEGIN-----\n");
+    put(dir.path(), "home/ID_RSA", "key\n");
+    put(dir.path(), ".GIT/config", "[core]\n");
+    let before = tree(dir.path());
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    let (listing, _) =
+        attempt(&runtime, "from pathlib import Path\nsorted(p.name for p in Path('/workspace').iterdir())");
+    assert_eq!(listing, "['.GIT', 'home', 'readme.txt', 'tls']", "secrets are hidden, .git is readable");
+    for (path, program) in [
+        (".ENV", "Path('/workspace/.ENV').read_text()"),
+        ("SECRETS/db.txt", "Path('/workspace/SECRETS/db.txt').read_text()"),
+        ("SECRETS/new", "Path('/workspace/SECRETS/new').write_text('x')"),
+        ("tls/SERVER.PEM", "Path('/workspace/tls/SERVER.PEM').read_bytes()"),
+        ("home/ID_RSA", "Path('/workspace/home/ID_RSA').read_bytes()"),
+        (".GIT/config", "Path('/workspace/.GIT/config').write_text('[core]\\nhooksPath = /tmp\\n')"),
+        (".Env.Local", "Path('/workspace/.Env.Local').write_text('x')"),
+        (".VSH/data/txlog", "Path('/workspace/.VSH/data/txlog').read_bytes()"),
+    ] {
+        let program = format!(
+            "from pathlib import Path\nresult = 'allowed'\ntry:\n    {program}\nexcept PermissionError:\n    result = 'refused'\nresult"
+        );
+        let (value, receipt) = attempt(&runtime, &program);
+        assert_eq!(value, "'refused'", "{path}");
+        assert_eq!(receipt.state, TransactionState::Denied, "{path}");
+        assert_eq!(denied(&receipt), vec![path.to_owned()], "{path}");
+    }
+    // `.git` (any case) stays readable.
+    let (config_text, receipt) =
+        attempt(&runtime, "from pathlib import Path\nPath('/workspace/.GIT/config').read_text()");
+    assert_eq!(config_text, "'[core]\\n'");
+    assert_eq!(receipt.state, TransactionState::AutoApproved);
+    assert_eq!(tree(dir.path()), before);
+}
