@@ -82,3 +82,41 @@ pub fn test_worker() -> std::path::PathBuf {
     );
     worker
 }
+
+/// In a child made by this function: `true`, run the test's body. Otherwise
+/// re-run `test` (its full name) in a private mount namespace (`unshare
+/// --user --map-root-user --mount`, which needs no privilege where user
+/// namespaces are enabled), require it to pass, and return `false`. Under
+/// `VSH_REQUIRE_SANDBOX=1` a machine that cannot make one fails the test.
+pub fn in_own_mount_namespace(test: &str) -> bool {
+    const CHILD: &str = "VSH_TEST_MOUNT_NAMESPACE";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "--propagation", "private"])
+        .arg(&exe)
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(CHILD, "1")
+        .output();
+    match output {
+        Ok(output) if output.status.success() => {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(stdout.contains("1 passed"), "the child ran nothing:\n{stdout}");
+        }
+        Ok(output) => panic!(
+            "the child failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(error) => {
+            assert!(
+                std::env::var_os("VSH_REQUIRE_SANDBOX").is_none_or(|value| value != "1"),
+                "VSH_REQUIRE_SANDBOX=1 but no mount namespace can be made: {error}"
+            );
+            eprintln!("skipped: cannot run unshare ({error})");
+        }
+    }
+    false
+}

@@ -182,6 +182,23 @@ caught
     assert_eq!(receipt.changed_paths, 0);
     assert!(!dir.path().parent().unwrap().join("escape.txt").exists());
     assert_eq!(std::fs::read_to_string(outside.path().join("x")).unwrap(), "outside\n");
+    // Caught or not, every attempt counts: the transaction is denied, and the
+    // manifest names each attempt.
+    assert_eq!(receipt.state, TransactionState::Denied);
+    let RuntimeDecision::Denied(manifest) = &receipt.decision else { panic!("{:?}", receipt.decision) };
+    assert_eq!(manifest.reason, vsh::DenyReason::ProtectedAccessAttempt);
+    let rules: Vec<&str> = manifest.denied.iter().map(|denial| denial.rule.as_str()).collect();
+    for attempt in ["/etc/passwd", "../x", "/workspace/../etc/passwd", "../escape.txt"] {
+        assert!(rules.iter().any(|rule| rule.contains(&format!("{attempt:?}"))), "{attempt}: {rules:?}");
+    }
+    assert!(manifest.denied.iter().all(|denial| denial.label == vsh::RuleLabel::OutsideWorkspace));
+
+    // A program that only probes the way out, and catches nothing, is denied too.
+    let probe = "from pathlib import Path\n[Path(p).exists() for p in ['/etc/passwd', '/workspace/../..']]";
+    let receipt = runtime.run(&RunRequest::new(probe).with_mode(RunMode::Auto)).unwrap();
+    assert_eq!(receipt.output.monty_value().unwrap().py_repr(), "[False, False]");
+    assert_eq!(receipt.state, TransactionState::Denied);
+    assert_eq!(receipt.execution.denied_accesses, 2);
 }
 
 #[test]

@@ -106,3 +106,38 @@ fn case_variants_of_protected_names_are_protected() {
     assert_eq!(receipt.state, TransactionState::AutoApproved);
     assert_eq!(tree(dir.path()), before);
 }
+
+#[test]
+fn reads_never_cross_a_mount_point_inside_the_workspace() {
+    if !vsh_integration_tests::in_own_mount_namespace("reads_never_cross_a_mount_point_inside_the_workspace") {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    put(outside.path(), "secret.txt", "outside bytes\n");
+    let dir = workspace(&[("a.txt", "a\n"), ("mnt/.keep", "")]);
+    let status = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(outside.path())
+        .arg(dir.path().join("mnt"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // In this process: a user namespace maps only this user, so the worker
+    // cannot drop to another uid here; the checks are the same in process.
+    let runtime = Runtime::open(config(dir.path()).with_in_process_execution()).unwrap();
+    let program = "from pathlib import Path\nresult = []\nfor p in ['/workspace/mnt/secret.txt', '/workspace/mnt']:\n    try:\n        result.append(Path(p).read_text() if p.endswith('.txt') else [x.name for x in Path(p).iterdir()])\n    except PermissionError:\n        result.append('refused')\nresult";
+    let (value, receipt) = attempt(&runtime, program);
+    assert_eq!(value, "['refused', 'refused']");
+    assert_eq!(receipt.state, TransactionState::Denied);
+    let RuntimeDecision::Denied(manifest) = &receipt.decision else { panic!() };
+    assert!(manifest.denied.iter().all(|denial| denial.rule.contains("mount point at mnt")), "{:?}", manifest.denied);
+    assert!(!receipt.output.stdout_bytes().windows(7).any(|window| window == b"outside"));
+    // Allowed explicitly, the mount is part of the workspace.
+    let allowed = Runtime::open(
+        config(dir.path()).with_in_process_execution().with_allowed_mounts([vsh::VPath::parse("mnt").unwrap()]),
+    )
+    .unwrap();
+    let (value, receipt) = attempt(&allowed, "from pathlib import Path\nPath('/workspace/mnt/secret.txt').read_text()");
+    assert_eq!(value, "'outside bytes\\n'");
+    assert_eq!(receipt.state, TransactionState::AutoApproved);
+}

@@ -21,7 +21,7 @@ use vsh_types::{BlobId, VPath};
 
 use crate::counters::HostCounters;
 use crate::error::HostError;
-use crate::resolve::{self, Failure, Strategy, retry_intr};
+use crate::resolve::{self, Failure, Mounts, Strategy, retry_intr};
 use crate::stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostStat};
 
 /// Buffer size for streaming hashes.
@@ -49,6 +49,8 @@ pub struct CapDir {
     display: PathBuf,
     /// How paths are resolved (tests force one strategy).
     strategy: Strategy,
+    /// The mount points below this handle its paths may cross.
+    mounts: Mounts,
 }
 
 impl fmt::Debug for CapDir {
@@ -137,6 +139,7 @@ impl CapDir {
             .map_err(|errno| invalid(errno.into()))?;
         let fd = resolve::open_or_create_dirs(root.as_fd(), &names).map_err(|failure| match failure {
             Failure::Symlink(at) => HostError::SymlinkInPath { path: at },
+            Failure::Mount(at) => HostError::CrossesMount { path: at },
             Failure::NotDir(at) => HostError::NotADirectory { path: at },
             Failure::Errno(errno) => HostError::InvalidRoot { path: full.clone(), source: errno.into() },
         })?;
@@ -162,7 +165,26 @@ impl CapDir {
             Err(failure) => return Err(failure.into_error("open", path)),
         };
         let display = if path.is_root() { self.display.clone() } else { self.display.join(path.as_str()) };
-        Ok(Self::from_parts(fd, Arc::clone(&self.counters), display, self.strategy))
+        let mut dir = Self::from_parts(fd, Arc::clone(&self.counters), display, self.strategy);
+        dir.mounts = self.mounts.below(path);
+        Ok(dir)
+    }
+
+    /// Let paths cross the mount points at `mounts` (relative to this
+    /// handle). Every other mount point inside the directory is refused, at
+    /// any depth, as [`HostError::CrossesMount`]: a bind mount of a directory
+    /// outside the workspace is no way out. Crossing a mount point listed here
+    /// is allowed, and so is anything beneath it.
+    #[must_use]
+    pub fn with_allowed_mounts(mut self, mounts: impl IntoIterator<Item = VPath>) -> Self {
+        let allowed: Vec<VPath> = mounts.into_iter().filter(|mount| !mount.is_root()).collect();
+        self.mounts = Mounts { allowed: allowed.into() };
+        self
+    }
+
+    /// The mount points this handle may cross.
+    pub fn allowed_mounts(&self) -> &[VPath] {
+        &self.mounts.allowed
     }
 
     /// The same directory with counters of its own, so operations on it (for
@@ -175,7 +197,7 @@ impl CapDir {
     }
 
     fn from_parts(fd: OwnedFd, counters: Arc<HostCounters>, display: PathBuf, strategy: Strategy) -> Self {
-        Self { fd, counters, display, strategy }
+        Self { fd, counters, display, strategy, mounts: Mounts::default() }
     }
 
     /// Force a resolution strategy (tests only), for this handle and the
@@ -292,9 +314,38 @@ impl CapDir {
             Err(failure) => return Err(failure.into_error("open", path)),
         };
         match rfs::statat(&parent, leaf, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => Ok(Some(HostStat::from_raw(&stat))),
+            Ok(stat) => {
+                let stat = HostStat::from_raw(&stat);
+                // A directory at a mount point describes the mounted filesystem:
+                // its metadata is no more the workspace's than its content.
+                if stat.kind == HostKind::Directory && self.is_mount_root(&parent, leaf, path)? {
+                    return Err(HostError::CrossesMount { path: path.clone() });
+                }
+                Ok(Some(stat))
+            }
             Err(Errno::NOENT) => Ok(None),
             Err(errno) => Err(HostError::io("fstatat", path, errno)),
+        }
+    }
+
+    /// Whether the directory `leaf` in `parent` is the root of a mount this
+    /// handle may not cross.
+    fn is_mount_root(&self, parent: &OwnedFd, leaf: &str, path: &VPath) -> Result<bool, HostError> {
+        if self.mounts.allowed.iter().any(|mount| path.is_within(mount)) {
+            return Ok(false);
+        }
+        match rfs::statx(parent, leaf, AtFlags::SYMLINK_NOFOLLOW, rfs::StatxFlags::empty()) {
+            Ok(statx) if statx.stx_attributes_mask.contains(rfs::StatxAttributes::MOUNT_ROOT) => {
+                Ok(statx.stx_attributes.contains(rfs::StatxAttributes::MOUNT_ROOT))
+            }
+            // A kernel that cannot tell: opening it tells (RESOLVE_NO_XDEV).
+            Ok(_) | Err(Errno::NOSYS) => match self.open_beneath(path, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+            {
+                Err(Failure::Mount(_)) => Ok(true),
+                _ => Ok(false),
+            },
+            Err(Errno::NOENT) => Ok(false),
+            Err(errno) => Err(HostError::io("statx", path, errno)),
         }
     }
 
@@ -429,7 +480,7 @@ impl CapDir {
 
     /// Resolve `path` beneath this handle with this handle's strategy.
     pub(crate) fn open_beneath(&self, path: &VPath, flags: OFlags, mode: Mode) -> Result<OwnedFd, Failure> {
-        resolve::open_beneath(self.fd.as_fd(), path, flags, mode, self.strategy)
+        resolve::open_beneath(self.fd.as_fd(), path, flags, mode, self.strategy, &self.mounts)
     }
 
     /// Open the parent of a non-root `path` as an `O_PATH` directory and return
@@ -475,6 +526,7 @@ impl Failure {
         match self {
             Failure::Symlink(at) => HostError::SymlinkInPath { path: at },
             Failure::NotDir(at) => HostError::NotADirectory { path: at },
+            Failure::Mount(at) => HostError::CrossesMount { path: at },
             Failure::Errno(Errno::NOENT) => HostError::NotFound { path: path.clone() },
             Failure::Errno(Errno::EXIST) => HostError::AlreadyExists { path: path.clone() },
             Failure::Errno(errno) => HostError::io(op, path, errno),

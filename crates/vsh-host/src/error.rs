@@ -39,6 +39,14 @@ pub enum HostError {
         /// The offending component (a prefix of the requested path).
         path: VPath,
     },
+    /// Resolution would cross a mount point inside the root (a bind mount,
+    /// say) that the handle was not allowed to cross: its files are not the
+    /// workspace's. `path` names the mount point.
+    #[error("{path} is a mount point; paths do not cross it")]
+    CrossesMount {
+        /// The mount point (a prefix of, or equal to, the requested path).
+        path: VPath,
+    },
     /// A component that must be a directory is not one.
     #[error("not a directory: {path}")]
     NotADirectory {
@@ -147,6 +155,7 @@ impl HostError {
             Self::TooLarge { .. } => Errno::FBIG,
             Self::NotAFile { .. } | Self::Unstable { .. } | Self::IsRoot { .. } => return None,
             Self::LockTimeout { .. } => Errno::WOULDBLOCK,
+            Self::CrossesMount { .. } => Errno::XDEV,
         };
         Some(errno.raw_os_error())
     }

@@ -4,9 +4,10 @@
 //! There is one entry point, [`open_beneath`], with two strategies behind it:
 //!
 //! - **openat2**: a single `openat2(2)` call with `RESOLVE_BENEATH |
-//!   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`. The kernel refuses any
-//!   symlink in any component (`ELOOP`) and any escape from the starting
-//!   directory (`EXDEV`), atomically with the open.
+//!   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV`. The kernel
+//!   refuses any symlink in any component (`ELOOP`), any escape from the
+//!   starting directory and any crossing of a mount point, bind mounts
+//!   included (`EXDEV`), atomically with the open.
 //! - **walk**: the portable fallback, used when `openat2` is missing (`ENOSYS`)
 //!   or blocked by a seccomp filter (`EPERM`), and when `openat2` keeps returning
 //!   `EAGAIN`. Each directory component is opened with
@@ -15,10 +16,19 @@
 //!   open, so nothing is ever followed; a path swapped for a symlink between two
 //!   calls is refused by the second.
 //!
-//! `openat2` reports `ELOOP` and `ENOTDIR` without saying which component was
-//! at fault. On those errors the walk is rerun for the same request to name the
-//! component; the walk is itself safe, so if the path changed in between, its
-//! outcome (even a successful open) stands.
+//! `openat2` reports `ELOOP`, `ENOTDIR` and `EXDEV` without saying which
+//! component was at fault. On those errors the walk is rerun for the same
+//! request to name the component; the walk is itself safe, so if the path
+//! changed in between, its outcome (even a successful open) stands.
+//!
+//! **Mounts.** A mount point inside the workspace (a bind mount of a
+//! directory outside it, say) would let reads leave the workspace without any
+//! symlink. Both strategies refuse to cross one ([`Failure::Mount`] naming it):
+//! openat2 with `RESOLVE_NO_XDEV`, the walk by comparing the mount id
+//! (`statx` `STATX_MNT_ID`, or the device where that is unknown) of every
+//! component it opens with the one it came from. A handle may be told which
+//! mount points it may cross ([`Mounts`]); paths through one of them are
+//! resolved without `RESOLVE_NO_XDEV`, and the walk lets exactly those pass.
 //!
 //! This module does not follow `..`: a [`VPath`] never contains it, so every
 //! escape attempt comes from a symlink and is refused as one.
@@ -43,6 +53,30 @@ pub(crate) enum Strategy {
     WalkOnly,
 }
 
+/// The mount points (relative to a handle) its resolutions may cross.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Mounts {
+    pub(crate) allowed: std::sync::Arc<[VPath]>,
+}
+
+impl Mounts {
+    /// Whether `path` lies at or below an allowed mount point.
+    fn through_allowed(&self, path: &VPath) -> bool {
+        self.allowed.iter().any(|mount| path.is_within(mount))
+    }
+
+    /// The allowed mount points as seen from the subdirectory `dir`.
+    pub(crate) fn below(&self, dir: &VPath) -> Mounts {
+        let allowed: Vec<VPath> = self
+            .allowed
+            .iter()
+            .filter_map(|mount| mount.relative_to(dir).and_then(|relative| VPath::parse(relative).ok()))
+            .filter(|mount| !mount.is_root())
+            .collect();
+        Mounts { allowed: allowed.into() }
+    }
+}
+
 /// Why a path could not be opened.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Failure {
@@ -51,6 +85,8 @@ pub(crate) enum Failure {
     Symlink(VPath),
     /// The component at this prefix had to be a directory and is not.
     NotDir(VPath),
+    /// The component at this prefix is a mount point the handle may not cross.
+    Mount(VPath),
     /// Any other error, including `ENOENT` for a missing leaf or ancestor.
     Errno(Errno),
 }
@@ -61,8 +97,9 @@ static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 /// How many times an `EAGAIN` from `openat2` is retried before walking instead.
 const OPENAT2_ATTEMPTS: usize = 3;
 
-fn resolve_flags() -> ResolveFlags {
-    ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
+fn resolve_flags(cross_mounts: bool) -> ResolveFlags {
+    let flags = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    if cross_mounts { flags } else { flags | ResolveFlags::NO_XDEV }
 }
 
 /// Open `path` beneath `root` with `flags` (to which `O_NOFOLLOW | O_CLOEXEC` are
@@ -77,26 +114,27 @@ pub(crate) fn open_beneath(
     flags: OFlags,
     mode: Mode,
     strategy: Strategy,
+    mounts: &Mounts,
 ) -> Result<OwnedFd, Failure> {
     let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match strategy {
         Strategy::Auto => {
             if OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
-                return walk(root, path, flags, mode);
+                return walk(root, path, flags, mode, mounts);
             }
-            match via_openat2(root, path, flags, mode) {
+            match via_openat2(root, path, flags, mode, mounts) {
                 Openat2::Done(result) => result,
-                Openat2::Unsupported | Openat2::Busy => walk(root, path, flags, mode),
+                Openat2::Unsupported | Openat2::Busy => walk(root, path, flags, mode, mounts),
             }
         }
         #[cfg(test)]
-        Strategy::Openat2Only => match via_openat2(root, path, flags, mode) {
+        Strategy::Openat2Only => match via_openat2(root, path, flags, mode, mounts) {
             Openat2::Done(result) => result,
             Openat2::Unsupported => Err(Failure::Errno(Errno::NOSYS)),
             Openat2::Busy => Err(Failure::Errno(Errno::AGAIN)),
         },
         #[cfg(test)]
-        Strategy::WalkOnly => walk(root, path, flags, mode),
+        Strategy::WalkOnly => walk(root, path, flags, mode, mounts),
     }
 }
 
@@ -113,9 +151,10 @@ fn as_relative(path: &VPath) -> &str {
     if path.is_root() { "." } else { path.as_str() }
 }
 
-fn via_openat2(root: BorrowedFd<'_>, path: &VPath, flags: OFlags, mode: Mode) -> Openat2 {
+fn via_openat2(root: BorrowedFd<'_>, path: &VPath, flags: OFlags, mode: Mode, mounts: &Mounts) -> Openat2 {
+    let cross = mounts.through_allowed(path);
     for _ in 0..OPENAT2_ATTEMPTS {
-        match rfs::openat2(root, as_relative(path), flags, mode, resolve_flags()) {
+        match rfs::openat2(root, as_relative(path), flags, mode, resolve_flags(cross)) {
             Ok(fd) => return Openat2::Done(Ok(fd)),
             Err(Errno::AGAIN | Errno::INTR) => {}
             Err(Errno::NOSYS) => {
@@ -132,11 +171,16 @@ fn via_openat2(root: BorrowedFd<'_>, path: &VPath, flags: OFlags, mode: Mode) ->
                 return Openat2::Done(Err(Failure::Errno(Errno::PERM)));
             }
             // Name the offending component (or find that the path changed).
-            Err(Errno::LOOP | Errno::NOTDIR) => return Openat2::Done(walk(root, path, flags, mode)),
-            // RESOLVE_BENEATH refused an escape. A VPath has no `..`, and symlinks
-            // are refused earlier with ELOOP, so this is not expected; it is
-            // reported as a symlink escape at the requested path.
-            Err(Errno::XDEV) => return Openat2::Done(Err(Failure::Symlink(path.clone()))),
+            Err(Errno::LOOP | Errno::NOTDIR) => return Openat2::Done(walk(root, path, flags, mode, mounts)),
+            // RESOLVE_NO_XDEV refused a mount point (RESOLVE_BENEATH's escapes
+            // need `..` or a symlink, which are refused otherwise): the walk
+            // names it. If the walk finds none, the crossing is still refused.
+            Err(Errno::XDEV) => {
+                return Openat2::Done(match walk(root, path, flags, mode, mounts) {
+                    Ok(_) if !cross => Err(Failure::Mount(path.clone())),
+                    other => other,
+                });
+            }
             Err(errno) => return Openat2::Done(Err(Failure::Errno(errno))),
         }
     }
@@ -144,15 +188,55 @@ fn via_openat2(root: BorrowedFd<'_>, path: &VPath, flags: OFlags, mode: Mode) ->
 }
 
 fn openat2_blocked(root: BorrowedFd<'_>) -> bool {
-    let probe =
-        rfs::openat2(root, ".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty(), resolve_flags());
+    let probe = rfs::openat2(
+        root,
+        ".",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        resolve_flags(false),
+    );
     matches!(probe, Err(Errno::NOSYS | Errno::PERM))
 }
 
+/// What tells one mount from another: the mount id where `statx` reports it,
+/// else the device (which cannot tell a bind mount of the same filesystem).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MountKey {
+    Id(u64),
+    Device(u64),
+}
+
+fn mount_key(fd: BorrowedFd<'_>) -> Result<MountKey, Errno> {
+    match rfs::statx(fd, "", AtFlags::EMPTY_PATH, rfs::StatxFlags::MNT_ID) {
+        Ok(statx) if statx.stx_mask & rfs::StatxFlags::MNT_ID.bits() != 0 => Ok(MountKey::Id(statx.stx_mnt_id)),
+        Ok(_) | Err(Errno::NOSYS) => {
+            let stat = rfs::fstat(fd)?;
+            // `st_dev` is `u64` on some targets and narrower on others.
+            #[allow(clippy::useless_conversion)]
+            Ok(MountKey::Device(u64::from(stat.st_dev)))
+        }
+        Err(errno) => Err(errno),
+    }
+}
+
 /// The component-at-a-time fallback. `flags` already carry `O_NOFOLLOW`.
-fn walk(root: BorrowedFd<'_>, path: &VPath, flags: OFlags, mode: Mode) -> Result<OwnedFd, Failure> {
+/// Every component it opens must be on the mount it came from, unless it is
+/// one of `mounts`' allowed mount points.
+fn walk(root: BorrowedFd<'_>, path: &VPath, flags: OFlags, mode: Mode, mounts: &Mounts) -> Result<OwnedFd, Failure> {
     let Some(leaf) = path.file_name() else {
         return retry_intr(|| rfs::openat(root, ".", flags, mode)).map_err(Failure::Errno);
+    };
+    let mut mount = mount_key(root).map_err(Failure::Errno)?;
+    let mut check = |fd: &OwnedFd, prefix: &dyn Fn() -> VPath| -> Result<(), Failure> {
+        let here = mount_key(fd.as_fd()).map_err(Failure::Errno)?;
+        if here != mount {
+            let prefix = prefix();
+            if !mounts.allowed.contains(&prefix) {
+                return Err(Failure::Mount(prefix));
+            }
+            mount = here;
+        }
+        Ok(())
     };
     let full = path.as_str();
     let parent_len = full.len() - leaf.len();
@@ -163,14 +247,20 @@ fn walk(root: BorrowedFd<'_>, path: &VPath, flags: OFlags, mode: Mode) -> Result
         let dir = current.as_ref().map_or(root, AsFd::as_fd);
         let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match retry_intr(|| rfs::openat(dir, component, dir_flags, Mode::empty())) {
-            Ok(fd) => current = Some(fd),
+            Ok(fd) => {
+                check(&fd, &|| prefix_of(full, end))?;
+                current = Some(fd);
+            }
             Err(errno) => return Err(classify(dir, component, errno, || prefix_of(full, end))),
         }
         // Skip the separator.
         end += 1;
     }
     let dir = current.as_ref().map_or(root, AsFd::as_fd);
-    retry_intr(|| rfs::openat(dir, leaf, flags, mode)).map_err(|errno| classify(dir, leaf, errno, || path.clone()))
+    let fd = retry_intr(|| rfs::openat(dir, leaf, flags, mode))
+        .map_err(|errno| classify(dir, leaf, errno, || path.clone()))?;
+    check(&fd, &|| path.clone())?;
+    Ok(fd)
 }
 
 fn prefix_of(full: &str, end: usize) -> VPath {

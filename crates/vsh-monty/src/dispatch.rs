@@ -99,6 +99,13 @@ impl Service for Dispatcher<'_> {
         match served {
             Ok(value) => Reply::Return(value),
             Err(Fault::Guest(exception)) => Reply::Raise(exception),
+            Err(Fault::Refused(refused)) => {
+                let (exception, denied) = *refused;
+                match self.host.record_denial(denied) {
+                    Err(Fault::Limit(limit)) => self.end(Stop::Limit(limit), "budget exhausted"),
+                    _ => Reply::Raise(exception),
+                }
+            }
             Err(Fault::Limit(limit)) => self.end(Stop::Limit(limit), "budget exhausted"),
             Err(Fault::Vfs(error)) => self.end(Stop::Vfs(error), "virtual filesystem failed"),
         }

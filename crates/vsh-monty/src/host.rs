@@ -49,6 +49,10 @@ pub(crate) enum Fault {
     Limit(LimitExceeded),
     /// The virtual image failed terminally: the run ends.
     Vfs(VfsError),
+    /// An access that leaves the workspace (or is otherwise refused where the
+    /// refusal was found, deep in a call): raise the exception, and record
+    /// the refusal so the transaction is denied even if the guest catches it.
+    Refused(Box<(MontyException, DeniedAccess)>),
 }
 
 impl From<LimitExceeded> for Fault {
@@ -63,10 +67,23 @@ impl From<MontyException> for Fault {
     }
 }
 
-/// A terminal VFS error ends the run; any other becomes the guest's `OSError`
-/// about `guest`.
+/// A terminal VFS error ends the run; a mount point crossed is a refused way
+/// out of the workspace; any other becomes the guest's `OSError` about `guest`.
 pub(crate) fn vfs_fault(error: VfsError, guest: &str) -> Fault {
-    if error.is_terminal() { Fault::Vfs(error) } else { Fault::Guest(oserror::from_vfs(&error, guest)) }
+    match error {
+        VfsError::CrossesMount { path } => {
+            let denied = DeniedAccess::outside(&format!("mount point at {path}"), path, AccessKind::MetadataRead);
+            Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied)))
+        }
+        error if error.is_terminal() => Fault::Vfs(error),
+        error => Fault::Guest(oserror::from_vfs(&error, guest)),
+    }
+}
+
+/// The refusal of a guest path outside the workspace.
+fn outside(guest: &str) -> Fault {
+    let denied = DeniedAccess::outside(guest, VPath::root(), AccessKind::MetadataRead);
+    Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied)))
 }
 
 /// A guest path and the workspace path it names.
@@ -206,7 +223,8 @@ impl<'a> OsHost<'a> {
         self.lexical(guest, null_message)?;
         match path::to_workspace(guest) {
             Some(path) => Ok(Target { guest, path }),
-            None => Err(Fault::Guest(oserror::os_error(EACCES, guest))),
+            // Refused, and counted: probing the way out denies the transaction.
+            None => Err(outside(guest)),
         }
     }
 
@@ -297,7 +315,9 @@ impl<'a> OsHost<'a> {
             }
             let link_target = self.vfs.read_link(&current).map_err(|error| vfs_fault(error, target.guest))?;
             let Some(next) = path::link_destination(&current, &link_target) else {
-                return Err(Fault::Guest(oserror::os_error(EACCES, target.guest)));
+                let attempt = format!("{} -> {}", target.guest, String::from_utf8_lossy(&link_target));
+                let denied = DeniedAccess::outside(&attempt, current, access);
+                return Err(Fault::Refused(Box::new((oserror::os_error(EACCES, target.guest), denied))));
             };
             self.authorize(&next, access, target.guest)?;
             current = next;
@@ -313,6 +333,10 @@ impl<'a> OsHost<'a> {
         match self.probe(guest, predicate) {
             Ok(answer) => Ok(MontyObject::Bool(answer)),
             Err(Fault::Guest(_)) => Ok(MontyObject::Bool(false)),
+            Err(Fault::Refused(refused)) => {
+                self.record_denial(refused.1)?;
+                Ok(MontyObject::Bool(false))
+            }
             Err(fatal) => Err(fatal),
         }
     }

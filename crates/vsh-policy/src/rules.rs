@@ -97,11 +97,14 @@ pub enum RuleLabel {
     Custom,
     /// The allow-list of writable roots: the path is outside every root.
     WritableRoots,
+    /// The path leaves the workspace (`..` above it, an absolute path
+    /// elsewhere, a symlink or a mount point leading out): never reachable.
+    OutsideWorkspace,
 }
 
 impl RuleLabel {
     /// The canonical tag: Secret=1, `RuntimeData`=2, Git=3, Custom=4,
-    /// `WritableRoots`=5.
+    /// `WritableRoots`=5, `OutsideWorkspace`=6.
     pub const fn tag(self) -> u8 {
         match self {
             Self::Secret => 1,
@@ -109,6 +112,7 @@ impl RuleLabel {
             Self::Git => 3,
             Self::Custom => 4,
             Self::WritableRoots => 5,
+            Self::OutsideWorkspace => 6,
         }
     }
 
@@ -120,6 +124,7 @@ impl RuleLabel {
             Self::Git => "git",
             Self::Custom => "custom",
             Self::WritableRoots => "writable-roots",
+            Self::OutsideWorkspace => "outside-workspace",
         }
     }
 }
@@ -209,6 +214,31 @@ impl fmt::Display for DeniedAccess {
     /// `` content-read of .env denied by rule `**/.env/**` (secret) ``.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} of {} denied by rule `{}` ({})", self.access, self.path, self.rule, self.label)
+    }
+}
+
+/// The longest guest path an outside-the-workspace denial quotes, in bytes.
+pub const MAX_OUTSIDE_QUOTE: usize = 256;
+
+impl DeniedAccess {
+    /// The refusal of an attempt to reach `attempt` (a guest path, or a
+    /// description such as `mount point at mnt`), which lies outside the
+    /// workspace: recorded like a protected access, so a program that probes
+    /// such paths and catches the errors is still denied. The rule text quotes
+    /// the attempt, cut at [`MAX_OUTSIDE_QUOTE`] bytes.
+    pub fn outside(attempt: &str, at: VPath, access: AccessKind) -> DeniedAccess {
+        let mut end = attempt.len().min(MAX_OUTSIDE_QUOTE);
+        while !attempt.is_char_boundary(end) {
+            end -= 1;
+        }
+        let quoted = if end < attempt.len() { format!("{:?}...", &attempt[..end]) } else { format!("{attempt:?}") };
+        DeniedAccess {
+            path: at,
+            access,
+            rule: format!("outside the workspace: {quoted}"),
+            label: RuleLabel::OutsideWorkspace,
+            rule_access: AccessSet::ALL,
+        }
     }
 }
 
@@ -484,6 +514,9 @@ impl CallPolicy {
                 "add a root containing `{}` to defaults.writable_roots (now {rule}), or remove defaults.writable_roots",
                 denied.path
             ),
+            RuleLabel::OutsideWorkspace => {
+                format!("{rule}: nothing outside the workspace is reachable; no policy change allows this access")
+            }
         }
     }
 

@@ -73,6 +73,14 @@ pub enum VfsError {
         /// The directory.
         path: VPath,
     },
+    /// The path crosses a mount point inside the workspace (a bind mount of
+    /// something outside it, say): what lies beyond is not the workspace's.
+    /// A guest error (`EACCES`), refused like any way out.
+    #[error("{path} is a mount point; paths do not cross it")]
+    CrossesMount {
+        /// The mount point.
+        path: VPath,
+    },
     /// A base file changed between two observations in the same run.
     #[error("base changed during the run: {path}")]
     BaseChanged {
@@ -93,7 +101,16 @@ pub enum VfsError {
     },
     /// Host I/O failed.
     #[error("host I/O failed")]
-    Host(#[from] HostError),
+    Host(#[source] HostError),
+}
+
+impl From<HostError> for VfsError {
+    fn from(error: HostError) -> Self {
+        match error {
+            HostError::CrossesMount { path } => Self::CrossesMount { path },
+            other => Self::Host(other),
+        }
+    }
 }
 
 impl VfsError {
@@ -112,7 +129,7 @@ impl VfsError {
             Self::InvalidOperation { .. } => 22,
             Self::DirectoryNotEmpty { .. } => 39,
             Self::SymlinkInPath { .. } => 40,
-            Self::RootMutation | Self::SpecialFile { .. } | Self::NonUtf8Name { .. } => 13,
+            Self::RootMutation | Self::SpecialFile { .. } | Self::NonUtf8Name { .. } | Self::CrossesMount { .. } => 13,
             Self::BaseChanged { .. } | Self::SnapshotLimit { .. } | Self::Host(_) => return None,
         })
     }

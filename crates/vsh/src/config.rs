@@ -33,6 +33,7 @@ pub struct RuntimeConfig {
     pub(crate) lock_wait: LockWait,
     pub(crate) faults: Option<CommitFaults>,
     pub(crate) authority: Authority,
+    pub(crate) allowed_mounts: Vec<vsh_types::VPath>,
 }
 
 /// Where the authority key comes from.
@@ -95,7 +96,21 @@ impl RuntimeConfig {
             lock_wait: LockWait::default(),
             faults: None,
             authority: Authority::DefaultFile,
+            allowed_mounts: Vec::new(),
         }
+    }
+
+    /// Let programs (and commits) cross the mount points at `mounts`
+    /// (workspace-relative). By default no mount point inside the workspace
+    /// is crossed: a bind mount of a directory outside it is refused like a
+    /// symlink out, and counts as a denied access. Part of the configuration
+    /// every transaction is bound to.
+    #[must_use]
+    pub fn with_allowed_mounts(mut self, mounts: impl IntoIterator<Item = vsh_types::VPath>) -> Self {
+        self.allowed_mounts = mounts.into_iter().collect();
+        self.allowed_mounts.sort();
+        self.allowed_mounts.dedup();
+        self
     }
 
     /// Authenticate this workspace's transaction log and commit records with

@@ -34,7 +34,7 @@ pub use vsh_commit::{KeptNode, LeftPath, RecoveryConflict, RecoveryReport, Resto
 pub use vsh_host::LockWait;
 pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObject, ResultCompatibility, WorkerConfig};
 pub use vsh_policy::{
-    AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics,
+    AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics, RuleLabel,
 };
 pub use vsh_store::{AuthorityKeyFile, GcReport, RetentionConfig, TransactionRecord};
 pub use vsh_types::{

@@ -108,9 +108,11 @@ impl Runtime {
             lock_wait,
             faults,
             authority,
+            allowed_mounts,
         } = config;
         let executor = Self::executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
-        let workspace = Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?);
+        let workspace =
+            Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?.with_allowed_mounts(allowed_mounts));
         let runtime_dir = VPath::parse(RUNTIME_DIR).expect("constant path");
         let mut excluded = vec![runtime_dir.clone()];
         let data = match &data_directory {
@@ -1023,6 +1025,7 @@ impl Runtime {
         for path in &self.excluded {
             path.encode_canonical(&mut out);
         }
+        canon::put_seq(&mut out, self.workspace.allowed_mounts().iter());
         match &self.hook {
             None => canon::put_u8(&mut out, 0),
             Some(hook) => {

@@ -6,6 +6,7 @@
 
 mod host;
 mod lock;
+mod mounts;
 mod mutate;
 mod observe;
 mod resolve;

@@ -8,7 +8,7 @@ use vsh_types::VPath;
 
 use super::{Fixture, STRATEGIES, p};
 use crate::HostKind;
-use crate::resolve::{self, Failure, Strategy};
+use crate::resolve::{self, Failure, Mounts, Strategy};
 
 /// What an open produced, comparable across strategies.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,9 +90,24 @@ fn openat2_and_the_walk_agree_on_a_table_of_cases() {
     for flags in flag_sets {
         for input in PATHS {
             let path = vpath(input);
-            let fast = outcome(resolve::open_beneath(root, &path, flags, Mode::empty(), Strategy::Openat2Only));
-            let walk = outcome(resolve::open_beneath(root, &path, flags, Mode::empty(), Strategy::WalkOnly));
-            let auto = outcome(resolve::open_beneath(root, &path, flags, Mode::empty(), Strategy::Auto));
+            let fast = outcome(resolve::open_beneath(
+                root,
+                &path,
+                flags,
+                Mode::empty(),
+                Strategy::Openat2Only,
+                &Mounts::default(),
+            ));
+            let walk = outcome(resolve::open_beneath(
+                root,
+                &path,
+                flags,
+                Mode::empty(),
+                Strategy::WalkOnly,
+                &Mounts::default(),
+            ));
+            let auto =
+                outcome(resolve::open_beneath(root, &path, flags, Mode::empty(), Strategy::Auto, &Mounts::default()));
             assert_eq!(fast, walk, "{input:?} with {flags:?}");
             assert_eq!(fast, auto, "{input:?} with {flags:?}");
         }
@@ -127,12 +142,20 @@ fn both_strategies_classify_failures_precisely() {
     ];
     for strategy in STRATEGIES {
         for (input, flags, expected) in &cases {
-            let got = outcome(resolve::open_beneath(root, &vpath(input), *flags, Mode::empty(), strategy));
+            let got = outcome(resolve::open_beneath(
+                root,
+                &vpath(input),
+                *flags,
+                Mode::empty(),
+                strategy,
+                &Mounts::default(),
+            ));
             assert_eq!(&got, expected, "{strategy:?} {input:?}");
         }
         // O_PATH on a symlink leaf opens the link itself.
         for link in ["link_f", "abs", "dangling"] {
-            let got = outcome(resolve::open_beneath(root, &p(link), path_only, Mode::empty(), strategy));
+            let got =
+                outcome(resolve::open_beneath(root, &p(link), path_only, Mode::empty(), strategy, &Mounts::default()));
             assert!(matches!(got, Outcome::Opened { kind: HostKind::Symlink, .. }), "{strategy:?} {link}: {got:?}");
         }
     }
@@ -148,9 +171,18 @@ fn openat2_and_the_walk_agree_on_exclusive_creation() {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
         let outcomes: Vec<_> = inputs
             .iter()
-            .map(|input| match resolve::open_beneath(root, &p(input), flags, Mode::from_raw_mode(0o600), strategy) {
-                Ok(_) => Ok(()),
-                Err(failure) => Err(failure),
+            .map(|input| {
+                match resolve::open_beneath(
+                    root,
+                    &p(input),
+                    flags,
+                    Mode::from_raw_mode(0o600),
+                    strategy,
+                    &Mounts::default(),
+                ) {
+                    Ok(_) => Ok(()),
+                    Err(failure) => Err(failure),
+                }
             })
             .collect();
         let created: Vec<bool> =
