@@ -120,3 +120,45 @@ pub fn in_own_mount_namespace(test: &str) -> bool {
     }
     false
 }
+
+/// In a child made by this function (or when not root): `true`, run the
+/// test's body. As root: re-run `test` (its full name) in a child process as
+/// the unprivileged user `nobody` (uid and gid 65534, its own temporary home),
+/// require it to pass, and return `false`, so a test of what a permission
+/// refusal does runs where permissions are enforced.
+pub fn as_unprivileged_user(test: &str) -> bool {
+    use std::os::unix::process::CommandExt;
+    const CHILD: &str = "VSH_TEST_UNPRIVILEGED";
+    const NOBODY: u32 = 65_534;
+    if std::env::var_os(CHILD).is_some() || !is_root() {
+        return true;
+    }
+    let home = tempfile::tempdir().expect("a home for the child");
+    std::os::unix::fs::chown(home.path(), Some(NOBODY), Some(NOBODY)).expect("chown the child's home");
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = std::process::Command::new(&exe)
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(CHILD, "1")
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("VSH_AUTHORITY_KEY")
+        .current_dir(home.path())
+        .gid(NOBODY)
+        .uid(NOBODY)
+        .output()
+        .expect("run the test as nobody");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the unprivileged child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    false
+}
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    // The owner of a file made now is this process's effective user.
+    let probe = tempfile::NamedTempFile::new().expect("a probe file");
+    std::os::unix::fs::MetadataExt::uid(&probe.as_file().metadata().expect("stat the probe")) == 0
+}

@@ -34,6 +34,14 @@ pub(crate) enum Live {
     Present(HostStat),
 }
 
+/// A live directory's entries, as a run would list them.
+pub(crate) struct Children {
+    /// The names a run sees (the runtime directory left out).
+    pub(crate) names: Vec<String>,
+    /// Entries with names no guest can spell (not UTF-8), left out of `names`.
+    pub(crate) unlisted: u64,
+}
+
 /// Either a value or the conflict that prevented observing it.
 pub(crate) type Observed<T> = Result<T, ConflictReason>;
 
@@ -108,31 +116,36 @@ impl LiveView<'_> {
     }
 
     /// The names digest of the directory at `path`, as a run records it: child
-    /// names sorted, the runtime directory left out. A name that is not UTF-8
-    /// (which no run can have seen) is `Err(changed)`.
+    /// names sorted, the runtime directory and names no guest can spell (not
+    /// UTF-8, which a run leaves out of its listing) left out.
     pub(crate) fn names(&self, path: &VPath, changed: ConflictReason) -> Result<Observed<[u8; 32]>, CommitError> {
         let children = match self.children(path, changed)? {
             Ok(children) => children,
             Err(reason) => return Ok(Err(reason)),
         };
-        Ok(Ok(names_digest(children.iter().map(String::as_str))))
+        Ok(Ok(names_digest(children.names.iter().map(String::as_str))))
     }
 
-    /// The visible child names of the directory at `path`.
-    pub(crate) fn children(&self, path: &VPath, changed: ConflictReason) -> Result<Observed<Vec<String>>, CommitError> {
+    /// The visible child names of the directory at `path`, and how many
+    /// entries had names no guest can spell.
+    pub(crate) fn children(&self, path: &VPath, changed: ConflictReason) -> Result<Observed<Children>, CommitError> {
         let entries = match self.dir.list_dir(path) {
             Ok(entries) => entries,
             Err(error) => return classify(error, "list", path, changed).map(Err),
         };
-        let mut names = Vec::with_capacity(entries.len());
+        let mut children = Children { names: Vec::with_capacity(entries.len()), unlisted: 0 };
         for entry in entries {
-            let Ok(name) = String::from_utf8(entry.name) else { return Ok(Err(changed)) };
-            let Ok(child) = path.child(&name) else { return Ok(Err(changed)) };
+            let Some((name, child)) =
+                String::from_utf8(entry.name).ok().and_then(|name| path.child(&name).ok().map(|child| (name, child)))
+            else {
+                children.unlisted += 1;
+                continue;
+            };
             if !self.is_excluded(&child) {
-                names.push(name);
+                children.names.push(name);
             }
         }
-        Ok(Ok(names))
+        Ok(Ok(children))
     }
 
     /// The full state of the node `stat` describes, compared with `expected`

@@ -221,7 +221,11 @@ fn check_removed_directory(
         Ok(children) => children,
         Err(reason) => return Ok(Some(reason)),
     };
-    for name in children {
+    // An entry no run could see (or name) would be removed with the directory.
+    if children.unlisted > 0 {
+        return Ok(Some(ConflictReason::Listing));
+    }
+    for name in children.names {
         let Ok(child) = entry.path.child(&name) else { return Ok(Some(ConflictReason::Listing)) };
         if !changed.contains(&child) {
             return Ok(Some(ConflictReason::Listing));

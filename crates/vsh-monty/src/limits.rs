@@ -177,6 +177,11 @@ pub struct ExecutionStats {
     /// `max_results` (counted whether or not the guest asked to be told, so
     /// the host always knows a listing was incomplete).
     pub truncated_results: u64,
+    /// Nodes a listing or a walk (`iterdir`, `vsh_glob`, `vsh_search`, ...)
+    /// left out because the guest cannot be shown them: a FIFO, socket or
+    /// device, a name that is not UTF-8, a node the host refuses, a mount
+    /// point. Counted whether or not the guest asked.
+    pub skipped_nodes: u64,
     /// Wall-clock nanoseconds of the whole execution: waiting for a worker,
     /// compile, guest bytecode and the host's servicing of its calls.
     pub duration_ns: u64,

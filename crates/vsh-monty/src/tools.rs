@@ -629,6 +629,10 @@ impl<'a> OsHost<'a> {
             if self.is_hidden(&child, guest)? {
                 continue;
             }
+            let kind = self.vfs.kind(&child).map(drop);
+            if !self.representable(kind, guest)? {
+                continue;
+            }
             match on_entry(self, &child, &name, &state)? {
                 Step::Skip => {}
                 Step::Stop => return Ok(()),
@@ -636,13 +640,33 @@ impl<'a> OsHost<'a> {
                     if self.authorize(&child, AccessKind::DirectoryRead, guest).is_err() {
                         continue;
                     }
-                    let names = self.vfs.read_dir(&child).map_err(fault)?;
+                    let names = self.vfs.read_dir(&child);
+                    let Some(names) = self.representable_value(names, guest)? else { continue };
                     self.meter.charge_directory_entries(names.len() as u64)?;
                     stack.push(Frame { dir: child, names: names.into_iter(), state: next });
                 }
             }
         }
         Ok(())
+    }
+
+    /// Whether a walk goes on with a node it reached (`result` of looking at
+    /// it): a node the guest cannot be shown (see [`VfsError::is_unrepresentable`])
+    /// is skipped and counted; any other error is the walk's.
+    fn representable(&mut self, result: Result<(), VfsError>, guest: &str) -> Result<bool, Fault> {
+        Ok(self.representable_value(result, guest)?.is_some())
+    }
+
+    /// [`Self::representable`], keeping the value.
+    fn representable_value<T>(&mut self, result: Result<T, VfsError>, guest: &str) -> Result<Option<T>, Fault> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(error) if error.is_unrepresentable() => {
+                self.meter.stats.skipped_nodes += 1;
+                Ok(None)
+            }
+            Err(error) => Err(vfs_fault(error, guest)),
+        }
     }
 
     /// The directory a walk starts at: authorized, and required to be one.
@@ -742,7 +766,8 @@ impl<'a> OsHost<'a> {
         }
         let size = self.vfs.file_size(file).map_err(|error| vfs_fault(error, guest))?;
         self.meter.charge_read_call(size)?;
-        let bytes = self.vfs.read(file).map_err(|error| vfs_fault(error, guest))?;
+        let read = self.vfs.read(file);
+        let Some(bytes) = self.representable_value(read, guest)? else { return Ok(true) };
         let Ok(text) = std::str::from_utf8(&bytes) else { return Ok(true) };
         for (index, line) in text.split('\n').enumerate() {
             let line = line.strip_suffix('\r').unwrap_or(line);

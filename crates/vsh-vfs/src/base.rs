@@ -38,6 +38,8 @@ pub(crate) struct BaseNode {
     pub(crate) bytes: Option<Arc<[u8]>>,
     pub(crate) digest: Option<BlobId>,
     pub(crate) names: Option<Arc<Vec<String>>>,
+    /// Entries of a listed directory left out of `names` (not UTF-8).
+    pub(crate) unlisted: u64,
 }
 
 /// The base view of one run: the host directory, the frozen observations and the
@@ -52,6 +54,8 @@ pub(crate) struct Base {
     pub(crate) reads: ReadSet,
     /// Base directories checked for vsh's store magic, and the answer.
     store_dirs: BTreeMap<VPath, bool>,
+    /// Directory entries left out of listings so far (names no guest can spell).
+    pub(crate) unlisted: u64,
 }
 
 /// The file every vsh data directory holds: the transaction log.
@@ -77,6 +81,7 @@ impl Base {
             materialized: 0,
             reads: ReadSet::default(),
             store_dirs: BTreeMap::new(),
+            unlisted: 0,
         }
     }
 
@@ -106,8 +111,23 @@ impl Base {
         Ok(self.observed.get(path).and_then(Option::as_ref))
     }
 
-    fn stat_host(&self, path: &VPath) -> Result<Option<BaseNode>, VfsError> {
-        let Some(stat) = self.dir.lstat(path)? else { return Ok(None) };
+    fn stat_host(&mut self, path: &VPath) -> Result<Option<BaseNode>, VfsError> {
+        let stat = match self.dir.lstat(path) {
+            Ok(stat) => stat,
+            Err(error) => {
+                let error = VfsError::from(error);
+                if matches!(error, VfsError::Inaccessible { .. })
+                    && let Some(parent) = path.parent()
+                    && !parent.is_root()
+                    && self.observed.get(&parent).is_some_and(Option::is_some)
+                {
+                    // Refused because of the parent directory's mode: a dependency.
+                    self.metadata(&parent)?;
+                }
+                return Err(error);
+            }
+        };
+        let Some(stat) = stat else { return Ok(None) };
         let kind = match stat.kind {
             HostKind::File => NodeKind::File,
             HostKind::Directory => NodeKind::Directory,
@@ -119,7 +139,7 @@ impl Base {
             NodeKind::Directory => (0, stat.mode),
             NodeKind::Symlink => (stat.size, 0o777),
         };
-        Ok(Some(BaseNode { kind, size, mode, stat, bytes: None, digest: None, names: None }))
+        Ok(Some(BaseNode { kind, size, mode, stat, bytes: None, digest: None, names: None, unlisted: 0 }))
     }
 
     /// Observe a node's existence and kind and record that as a dependency.
@@ -178,7 +198,10 @@ impl Base {
         }
         let bytes: Arc<[u8]> = match kind {
             NodeKind::File => {
-                let read = self.dir.read_file(path, limits.max_materialized_file_bytes)?;
+                let read = match self.dir.read_file(path, limits.max_materialized_file_bytes) {
+                    Ok(read) => read,
+                    Err(error) => return Err(self.refused(path, error)),
+                };
                 let frozen = self.observed_node(path);
                 if !same_stat(&read.stat, &frozen.stat) || read.bytes.len() as u64 != frozen.size {
                     return Err(VfsError::BaseChanged { path: path.clone() });
@@ -210,7 +233,10 @@ impl Base {
         let digest = match (node.digest, node.kind) {
             (Some(digest), _) => digest,
             (None, NodeKind::File) => {
-                let (digest, stat) = self.dir.hash_file(path)?;
+                let (digest, stat) = match self.dir.hash_file(path) {
+                    Ok(hashed) => hashed,
+                    Err(error) => return Err(self.refused(path, error)),
+                };
                 let frozen = self.observed_node(path);
                 if !same_stat(&stat, &frozen.stat) {
                     return Err(VfsError::BaseChanged { path: path.clone() });
@@ -252,17 +278,33 @@ impl Base {
         let names = if let Some(names) = &node.names {
             Arc::clone(names)
         } else {
+            let listed = match self.dir.list_dir(path) {
+                Ok(listed) => listed,
+                Err(error) => return Err(self.refused(path, error)),
+            };
             let mut names = Vec::new();
-            for entry in self.dir.list_dir(path)? {
-                let name = String::from_utf8(entry.name).map_err(|_| VfsError::NonUtf8Name { path: path.clone() })?;
-                let child = path.child(&name).map_err(|_| VfsError::NonUtf8Name { path: path.clone() })?;
+            let mut unlisted = 0;
+            for entry in listed {
+                // A name no guest can spell (not UTF-8, or not a valid
+                // component) is left out of the listing and counted; the
+                // directory is then never empty to the guest.
+                let Some((name, child)) = String::from_utf8(entry.name)
+                    .ok()
+                    .and_then(|name| path.child(&name).ok().map(|child| (name, child)))
+                else {
+                    unlisted += 1;
+                    continue;
+                };
                 if !self.is_excluded(&child) {
                     names.push(name);
                 }
             }
             names.sort_unstable();
             let names = Arc::new(names);
-            self.observed_node_mut(path).names = Some(Arc::clone(&names));
+            self.unlisted += unlisted;
+            let node = self.observed_node_mut(path);
+            node.names = Some(Arc::clone(&names));
+            node.unlisted = unlisted;
             names
         };
         let digest = names_digest(names.iter().map(String::as_str));
@@ -270,6 +312,25 @@ impl Base {
         dependency.kind = Some(Some(NodeKind::Directory));
         dependency.names = Some(digest);
         Ok(names)
+    }
+
+    /// Entries of the listed base directory `dir` left out of its names (0 if
+    /// it was not listed).
+    pub(crate) fn unlisted_in(&self, dir: &VPath) -> u64 {
+        self.observed.get(dir).and_then(Option::as_ref).map_or(0, |node| node.unlisted)
+    }
+
+    /// `error`, met reading the node at `path`, as a [`VfsError`]; a refusal
+    /// by the host (its mode) records the node's metadata as a dependency, so
+    /// a commit that relied on the refusal is stale if the mode changes.
+    fn refused(&mut self, path: &VPath, error: vsh_host::HostError) -> VfsError {
+        let error = VfsError::from(error);
+        if matches!(error, VfsError::Inaccessible { .. })
+            && let Err(terminal) = self.metadata(path)
+        {
+            return terminal;
+        }
+        error
     }
 
     /// Whether the base directory `dir` is a vsh data directory: it holds a
@@ -285,7 +346,11 @@ impl Base {
             match base.dir.lstat(path) {
                 Ok(stat) => Ok(stat.map(|stat| stat.kind)),
                 Err(vsh_host::HostError::NotADirectory { .. } | vsh_host::HostError::SymlinkInPath { .. }) => Ok(None),
-                Err(error) => Err(VfsError::Host(error)),
+                // A directory this process may not search holds nothing it can reach.
+                Err(error) => match VfsError::from(error) {
+                    VfsError::Inaccessible { .. } | VfsError::CrossesMount { .. } => Ok(None),
+                    other => Err(other),
+                },
             }
         };
         let store =

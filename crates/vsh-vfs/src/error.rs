@@ -81,6 +81,17 @@ pub enum VfsError {
         /// The mount point.
         path: VPath,
     },
+    /// The host refused to show a node (`EACCES`, `EPERM`: its mode or its
+    /// directory's mode forbids this process), or its name is too long for
+    /// the host (`ENAMETOOLONG`). A guest error with that errno, as `CPython`
+    /// raises it; the run goes on.
+    #[error("{path}: the host refused access (errno {errno})")]
+    Inaccessible {
+        /// The node.
+        path: VPath,
+        /// The host's errno.
+        errno: i32,
+    },
     /// A base file changed between two observations in the same run.
     #[error("base changed during the run: {path}")]
     BaseChanged {
@@ -105,9 +116,20 @@ pub enum VfsError {
 }
 
 impl From<HostError> for VfsError {
+    /// Per-node refusals of the host (permissions, a name too long, a mount
+    /// point) describe the node, not a failure of the image: they become
+    /// guest errors. Every other host error is terminal.
     fn from(error: HostError) -> Self {
+        const EPERM: i32 = 1;
+        const EACCES: i32 = 13;
+        const ENAMETOOLONG: i32 = 36;
         match error {
             HostError::CrossesMount { path } => Self::CrossesMount { path },
+            HostError::Io { path, source, .. }
+                if matches!(source.raw_os_error(), Some(EPERM | EACCES | ENAMETOOLONG)) =>
+            {
+                Self::Inaccessible { path, errno: source.raw_os_error().unwrap_or(EACCES) }
+            }
             other => Self::Host(other),
         }
     }
@@ -117,6 +139,16 @@ impl VfsError {
     /// Whether the error ends the run (the guest must not see or catch it).
     pub fn is_terminal(&self) -> bool {
         matches!(self, Self::BaseChanged { .. } | Self::SnapshotLimit { .. } | Self::Host(_))
+    }
+
+    /// Whether the error names a node the guest cannot be shown (a special
+    /// file, a name that is not UTF-8, one the host refuses, a mount point):
+    /// a walk over a tree skips such nodes instead of failing.
+    pub fn is_unrepresentable(&self) -> bool {
+        matches!(
+            self,
+            Self::SpecialFile { .. } | Self::NonUtf8Name { .. } | Self::Inaccessible { .. } | Self::CrossesMount { .. }
+        )
     }
 
     /// The POSIX errno a guest sees for a guest error, `None` for terminal errors.
@@ -130,6 +162,7 @@ impl VfsError {
             Self::DirectoryNotEmpty { .. } => 39,
             Self::SymlinkInPath { .. } => 40,
             Self::RootMutation | Self::SpecialFile { .. } | Self::NonUtf8Name { .. } | Self::CrossesMount { .. } => 13,
+            Self::Inaccessible { errno, .. } => *errno,
             Self::BaseChanged { .. } | Self::SnapshotLimit { .. } | Self::Host(_) => return None,
         })
     }

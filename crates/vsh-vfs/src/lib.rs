@@ -226,6 +226,12 @@ impl VirtualFs {
         self.renames
     }
 
+    /// Directory entries left out of listings so far, because no guest can
+    /// spell their names (not UTF-8). A directory holding one is never empty.
+    pub fn unlisted_names(&self) -> u64 {
+        self.base.unlisted
+    }
+
     // ----- resolution -----
 
     /// Resolve every proper ancestor of `path`; returns whether base nodes still
@@ -564,7 +570,7 @@ impl VirtualFs {
         if self.require(path)?.kind() != NodeKind::Directory {
             return Err(VfsError::NotADirectory { path: path.clone() });
         }
-        if !self.read_dir(path)?.is_empty() {
+        if !self.read_dir(path)?.is_empty() || self.base.unlisted_in(path) > 0 {
             return Err(VfsError::DirectoryNotEmpty { path: path.clone() });
         }
         self.tombstone_tree(path);
@@ -577,7 +583,11 @@ impl VirtualFs {
         if path.is_root() {
             return Err(VfsError::RootMutation);
         }
-        self.require(path)?;
+        if matches!(self.require(path)?, Node::Base(NodeKind::Directory)) {
+            // Everything below must be something the diff can name: a special
+            // file or a name no guest can spell is refused here, naming it.
+            self.collect_base_subtree(path, &mut BTreeSet::new())?;
+        }
         self.tombstone_tree(path);
         self.effects.push(Effect::Remove(path.clone()));
         Ok(())
@@ -732,6 +742,9 @@ impl VirtualFs {
                 for name in self.read_dir(&current)? {
                     stack.push(current.child(&name).map_err(|_| VfsError::NonUtf8Name { path: current.clone() })?);
                 }
+                if self.base.unlisted_in(&current) > 0 {
+                    return Err(VfsError::NonUtf8Name { path: current });
+                }
             }
             out.push((current, entry));
         }
@@ -783,6 +796,9 @@ impl VirtualFs {
                 let child = dir.child(name).map_err(|_| VfsError::NonUtf8Name { path: dir.clone() })?;
                 out.insert(child.clone());
                 stack.push(child);
+            }
+            if self.base.unlisted_in(&dir) > 0 {
+                return Err(VfsError::NonUtf8Name { path: dir });
             }
         }
         Ok(())
