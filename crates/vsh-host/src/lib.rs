@@ -53,5 +53,5 @@ pub use tokio_util::sync::CancellationToken;
 
 /// The effective user id of this process (who owns what it creates).
 pub fn effective_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
+    vsh_sandbox::effective_uid()
 }

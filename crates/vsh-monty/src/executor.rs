@@ -96,6 +96,25 @@ impl MontyExecutor {
         }
     }
 
+    /// What the kernel enforces on a worker of this executor, axis by axis,
+    /// with the user it runs as and its process-count limit in the resources
+    /// axis (`None` in process: nothing is confined).
+    pub fn worker_enforcement(&self) -> Option<vsh_sandbox::EnforcementReport> {
+        match &self.mode {
+            Mode::InProcess => None,
+            Mode::Worker(pool) => Some(vsh_sandbox::probe().report_for(&pool.sandbox_for(0))),
+        }
+    }
+
+    /// The user a worker of this executor runs as, `(uid, gid)` (`None` in
+    /// process, or when it runs as the host's own user).
+    pub fn worker_user(&self) -> Option<(u32, u32)> {
+        match &self.mode {
+            Mode::InProcess => None,
+            Mode::Worker(pool) => pool.config().effective_sandbox().runs_as(),
+        }
+    }
+
     /// The BLAKE3 of the pinned worker binary (`None` in process).
     pub fn worker_digest(&self) -> Option<[u8; 32]> {
         match &self.mode {
@@ -155,7 +174,7 @@ impl MontyExecutor {
                 put_duration(&mut out, config.wall_grace);
                 put_duration(&mut out, config.handshake_timeout);
                 canon::put_u32(&mut out, config.max_runs_per_worker);
-                encode_sandbox(&mut out, &config.sandbox);
+                encode_sandbox(&mut out, &config.effective_sandbox());
                 canon::put_u64(&mut out, config.args.len() as u64);
                 for arg in &config.args {
                     canon::put_bytes(&mut out, arg.as_bytes());

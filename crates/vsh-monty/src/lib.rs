@@ -139,7 +139,9 @@ pub use path::VIRTUAL_ROOT;
 pub use run::{MontyOutcome, execute};
 pub use tools::MONTY_VSH_TOOL_NAMES;
 pub use worker::pool::PoolStatus;
-pub use worker::{WORKER_BINARY_NAME, WORKER_PATH_VARIABLE, WorkerConfig, default_worker_path};
+pub use worker::{
+    NOBODY, WORKER_BINARY_NAME, WORKER_PATH_VARIABLE, WORKER_PROCESSES, WorkerConfig, WorkerUser, default_worker_path,
+};
 
 /// The worker binary's entry point (it is the whole of `vsh-monty-worker`'s
 /// `main`). Not for other use: it takes over the process's stdin and stdout.

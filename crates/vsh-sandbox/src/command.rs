@@ -161,7 +161,26 @@ impl ConfinedCommand {
             });
         }
 
-        let (setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support)?;
+        let (mut setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support)?;
+        if self.policy.runs_as().is_some() {
+            // The new uid may not be able to search the program's directories
+            // (a binary under /root, say): the child executes it by descriptor.
+            let mut argv: Vec<&std::ffi::OsStr> = vec![std::ffi::OsStr::new(self.program.as_str())];
+            argv.extend(self.args.iter().map(std::ffi::OsString::as_os_str));
+            let envp: Vec<std::ffi::OsString> = self
+                .envs
+                .iter()
+                .map(|(key, value)| {
+                    let mut var = key.clone();
+                    var.push("=");
+                    var.push(value);
+                    var
+                })
+                .collect();
+            let image = crate::sys::ExecImage::new(&program_path, &argv, &envp)
+                .map_err(|source| ToolError::Spawn { program: self.program.clone(), source })?;
+            setup.exec_by_descriptor(image);
+        }
         let mut command = Command::new(&program_path);
         command.arg0(&self.program).args(&self.args).env_clear();
         command.envs(self.envs.iter().map(|(key, value)| (key, value)));

@@ -111,7 +111,7 @@ fn confined_levels(support: &KernelSupport, policy: &SandboxPolicy, child_is_roo
     });
     let network = network_level(abi, seccomp, policy);
     let ipc = ipc_level(abi, seccomp);
-    let resources = resources_level(policy.limits(), child_is_root, true);
+    let resources = resources_level(policy.limits(), policy.runs_as(), child_is_root, true);
     [fs_read, fs_write, exec, network, ipc, resources]
 }
 
@@ -189,7 +189,7 @@ fn ipc_level(abi: Option<u32>, seccomp: bool) -> Level {
     }
 }
 
-fn resources_level(limits: &ResourceLimits, child_is_root: bool, confined: bool) -> Level {
+fn resources_level(limits: &ResourceLimits, runs_as: Option<(u32, u32)>, child_is_root: bool, confined: bool) -> Level {
     let mut set = String::new();
     let named = [
         ("CPU", limits.cpu_seconds, "s"),
@@ -211,7 +211,15 @@ fn resources_level(limits: &ResourceLimits, child_is_root: bool, confined: bool)
     if set.is_empty() {
         return (Enforcement::None, "no rlimits set".to_owned());
     }
-    let extras = if confined { "; no_new_privs; all capabilities dropped" } else { "; no_new_privs" };
+    let user = match runs_as {
+        Some((uid, gid)) => format!("; runs as uid {uid} gid {gid}"),
+        None => format!("; runs as the caller's uid {}", rustix::process::geteuid().as_raw()),
+    };
+    let extras = if confined {
+        format!("; no_new_privs; all capabilities dropped{user}")
+    } else {
+        format!("; no_new_privs{user}")
+    };
     if limits.processes.is_some() && child_is_root {
         return (
             Enforcement::Partial,
@@ -239,7 +247,7 @@ fn group_only_levels(support: &KernelSupport, policy: &SandboxPolicy, child_is_r
         not_confined(),
         not_confined(),
         ipc,
-        resources_level(policy.limits(), child_is_root, false),
+        resources_level(policy.limits(), policy.runs_as(), child_is_root, false),
     ]
 }
 

@@ -74,3 +74,9 @@ pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
 pub use policy::{ResourceLimits, SandboxPolicy};
 pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
+
+/// The effective user id of this process: the uid a child runs as unless its
+/// policy names another ([`SandboxPolicy::run_as`]).
+pub fn effective_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}

@@ -29,10 +29,12 @@ enum Stage {
     Landlock = 3,
     Capabilities = 4,
     Seccomp = 5,
+    Exec = 6,
 }
 
 impl Stage {
-    const ALL: [Stage; 5] = [Stage::Rlimits, Stage::NoNewPrivs, Stage::Landlock, Stage::Capabilities, Stage::Seccomp];
+    const ALL: [Stage; 6] =
+        [Stage::Rlimits, Stage::NoNewPrivs, Stage::Landlock, Stage::Capabilities, Stage::Seccomp, Stage::Exec];
 
     fn byte(self) -> u8 {
         self as u8
@@ -46,6 +48,7 @@ impl Stage {
             Stage::Landlock => "landlock_restrict_self",
             Stage::Capabilities => "capset",
             Stage::Seccomp => "seccomp",
+            Stage::Exec => "execveat",
         }
     }
 }
@@ -73,6 +76,9 @@ pub(crate) struct ChildSetup {
     landlock: Option<OwnedFd>,
     drop_capabilities: bool,
     seccomp: Option<Vec<libc::sock_filter>>,
+    /// When set, the child executes this image by descriptor itself, last
+    /// (a child that changed uid may not be able to search the program's path).
+    exec: Option<sys::ExecImage>,
     status: OwnedFd,
 }
 
@@ -106,9 +112,16 @@ impl ChildSetup {
             landlock,
             drop_capabilities: confined,
             seccomp,
+            exec: None,
             status: writer,
         };
         Ok((setup, StageReader { fd: reader }))
+    }
+
+    /// Execute `image` by descriptor at the end of the setup instead of
+    /// letting std execute the program by path.
+    pub(crate) fn exec_by_descriptor(&mut self, image: sys::ExecImage) {
+        self.exec = Some(image);
     }
 
     /// Apply the setup to the calling process. Runs in the child between `fork` and `exec`.
@@ -139,6 +152,10 @@ impl ChildSetup {
         }
         if let Some(program) = &self.seccomp {
             sys::seccomp_set_filter(program).map_err(|error| self.fail(Stage::Seccomp, error))?;
+        }
+        if let Some(image) = &self.exec {
+            // Returns only if the exec failed.
+            return Err(self.fail(Stage::Exec, sys::exec_image(image)));
         }
         Ok(())
     }

@@ -67,6 +67,79 @@ pub(crate) fn seccomp_set_filter(program: &[libc::sock_filter]) -> io::Result<()
     if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
+/// The program, arguments and environment of an `execveat` by descriptor,
+/// built in the parent so the child only reads them.
+pub(crate) struct ExecImage {
+    /// The program, opened `O_PATH | O_CLOEXEC` by the parent.
+    fd: std::os::fd::OwnedFd,
+    /// Owners of the strings `argv` and `envp` point into.
+    _strings: Vec<std::ffi::CString>,
+    /// Null-terminated pointer arrays into `_strings`.
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the raw pointers point into the `CString`s the same value owns; they are only read
+// (by the child, through `execveat`), never written, and live as long as the value.
+unsafe impl Send for ExecImage {}
+// SAFETY: as for `Send`: shared access only reads.
+unsafe impl Sync for ExecImage {}
+
+impl ExecImage {
+    /// Open `program` and lay out `argv` and `envp` (each `KEY=VALUE`).
+    pub(crate) fn new(
+        program: &std::path::Path,
+        argv: &[&std::ffi::OsStr],
+        envp: &[std::ffi::OsString],
+    ) -> io::Result<ExecImage> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let fd = rustix::fs::open(
+            program,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        let cstring = |text: &std::ffi::OsStr| {
+            std::ffi::CString::new(text.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+        };
+        let mut strings = Vec::with_capacity(argv.len() + envp.len());
+        for arg in argv {
+            strings.push(cstring(arg)?);
+        }
+        for var in envp {
+            strings.push(cstring(var)?);
+        }
+        let mut pointers: Vec<*const libc::c_char> = strings.iter().map(|string| string.as_ptr()).collect();
+        let envp_ptrs: Vec<*const libc::c_char> =
+            pointers.split_off(argv.len()).into_iter().chain(std::iter::once(std::ptr::null())).collect();
+        pointers.push(std::ptr::null());
+        Ok(ExecImage { fd, _strings: strings, argv: pointers, envp: envp_ptrs })
+    }
+}
+
+/// `execveat(fd, "", argv, envp, AT_EMPTY_PATH)`: replace the calling process
+/// with the program the image's descriptor names. Returns only on failure.
+///
+/// Async-signal-safe. Executing by descriptor needs no search permission on
+/// the program's directories, so a child that dropped to another uid still
+/// runs a program the parent could reach (Landlock and the file's own mode
+/// still decide).
+pub(crate) fn exec_image(image: &ExecImage) -> io::Error {
+    // SAFETY: the descriptor is open (owned by `image`), the path is an empty C string, and
+    // `argv`/`envp` are null-terminated arrays of pointers to NUL-terminated strings owned by
+    // `image`, which outlives the call; on success the call does not return.
+    unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            image.fd.as_raw_fd(),
+            c"".as_ptr(),
+            image.argv.as_ptr(),
+            image.envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        );
+    }
+    io::Error::last_os_error()
+}
+
 /// Make `command` run `setup` in the child between `fork` and `exec`.
 pub(crate) fn set_pre_exec(command: &mut Command, setup: ChildSetup) {
     // SAFETY: the closure runs in the forked child of a possibly multi-threaded parent, where

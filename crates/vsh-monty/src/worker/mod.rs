@@ -65,7 +65,36 @@ pub struct WorkerConfig {
     /// Arguments passed to the worker (default none). A host binary that also
     /// serves as its own worker (the `vsh` command line does) dispatches on one.
     pub args: Vec<String>,
+    /// Which user the worker runs as (default [`WorkerUser::Unprivileged`]).
+    pub user: WorkerUser,
 }
+
+/// Which user a worker runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum WorkerUser {
+    /// When the host runs as root, as `nobody` (uid and gid 65534), with a
+    /// process-count limit (`RLIMIT_NPROC`, which the kernel does not apply to
+    /// root); otherwise as the host's own user. The default.
+    #[default]
+    Unprivileged,
+    /// As this uid and gid (the host must be allowed to switch to them).
+    Id {
+        /// The user id.
+        uid: u32,
+        /// The group id.
+        gid: u32,
+    },
+    /// As the host's own user, root included (capabilities are still dropped).
+    Host,
+}
+
+/// The uid and gid of `nobody`, the default unprivileged worker user.
+pub const NOBODY: (u32, u32) = (65_534, 65_534);
+
+/// The most processes the worker's user may have (`RLIMIT_NPROC`): a worker
+/// needs none of its own, so this only caps what a compromised one can start.
+pub const WORKER_PROCESSES: u64 = 64;
 
 impl WorkerConfig {
     /// The defaults, with the worker at `path`.
@@ -79,7 +108,35 @@ impl WorkerConfig {
             max_runs_per_worker: 256,
             sandbox: Arc::new(SandboxPolicy::new()),
             args: Vec::new(),
+            user: WorkerUser::default(),
         }
+    }
+
+    /// Set [`WorkerConfig::user`].
+    #[must_use]
+    pub fn with_user(mut self, user: WorkerUser) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// The sandbox a worker runs in: [`WorkerConfig::sandbox`] with the user
+    /// [`WorkerConfig::user`] decides (a uid the sandbox names itself wins)
+    /// and the process-count limit.
+    pub(crate) fn effective_sandbox(&self) -> SandboxPolicy {
+        let mut policy = (*self.sandbox).clone();
+        if policy.runs_as().is_none() {
+            let user = match self.user {
+                WorkerUser::Unprivileged if vsh_sandbox::effective_uid() == 0 => Some(NOBODY),
+                WorkerUser::Id { uid, gid } => Some((uid, gid)),
+                WorkerUser::Unprivileged | WorkerUser::Host => None,
+            };
+            if let Some((uid, gid)) = user {
+                policy = policy.run_as(uid, gid);
+            }
+        }
+        let mut limits = policy.limits().clone();
+        limits.processes = Some(limits.processes.map_or(WORKER_PROCESSES, |set| set.min(WORKER_PROCESSES)));
+        policy.rlimits(limits)
     }
 
     /// Pass `args` to every worker process.

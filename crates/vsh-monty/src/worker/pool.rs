@@ -238,8 +238,8 @@ impl Pool {
     /// The sandbox policy of a worker sized for `max_memory_bytes`: the
     /// configured policy with its address space capped at the budget plus
     /// [`ADDRESS_SPACE_HEADROOM`], no file writes, and few descriptors.
-    fn sandbox_for(&self, max_memory_bytes: u64) -> SandboxPolicy {
-        let policy: SandboxPolicy = (*self.config.sandbox).clone();
+    pub(crate) fn sandbox_for(&self, max_memory_bytes: u64) -> SandboxPolicy {
+        let policy: SandboxPolicy = self.config.effective_sandbox();
         let mut limits = policy.limits().clone();
         let address_space = max_memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM);
         limits.address_space_bytes =

@@ -528,9 +528,58 @@ fn the_worker_cannot_open_host_files_or_sockets() {
     assert!(!outside.exists() && !ws.root().join("planted.txt").exists());
 
     let unconfined = worker_executor(
-        WorkerConfig::new(WORKER).with_max_active(1).with_sandbox(Arc::new(SandboxPolicy::group_only())),
+        WorkerConfig::new(WORKER)
+            .with_max_active(1)
+            .with_sandbox(Arc::new(SandboxPolicy::group_only()))
+            .with_user(vsh_monty::WorkerUser::Host),
     );
     let baseline = ws_run.run_on(&unconfined, &program, &ExecutionLimits::default()).unwrap().value.py_repr();
     assert!(baseline.starts_with("[0, 0, 0, 0, 0, 0, 0, 0, 0"), "unconfined, the attempts succeed: {baseline}");
     assert!(outside.exists(), "and the unconfined worker could plant a file");
+}
+
+/// As root, a worker runs as `nobody` with a process-count limit, and the
+/// enforcement report says both; the same holds in a child that is not root
+/// (it runs as its own user then).
+#[test]
+fn a_worker_never_runs_as_root_and_has_a_process_limit() {
+    let confined = executor();
+    let mut ws_run = workspace();
+    ws_run.run_on(&confined, "1", &ExecutionLimits::default()).unwrap();
+    let pid = *confined.worker_pids().first().expect("an idle worker is kept");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uid_line = status.lines().find(|line| line.starts_with("Uid:")).unwrap().to_owned();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let nproc = limits.lines().find(|line| line.starts_with("Max processes")).unwrap().to_owned();
+    assert!(nproc.split_whitespace().any(|field| field == vsh_monty::WORKER_PROCESSES.to_string()), "{nproc}");
+    let report = confined.worker_enforcement().expect("a worker executor reports");
+    let resources = report.axes().iter().find(|axis| axis.axis() == vsh_sandbox::Axis::Resources).unwrap();
+    assert!(resources.reason().contains(&format!("NPROC {}", vsh_monty::WORKER_PROCESSES)), "{}", resources.reason());
+    if vsh_sandbox::effective_uid() == 0 {
+        assert!(uid_line.split_whitespace().skip(1).all(|uid| uid == "65534"), "{uid_line}");
+        assert_eq!(confined.worker_user(), Some(vsh_monty::NOBODY));
+        assert!(resources.reason().contains("runs as uid 65534 gid 65534"), "{}", resources.reason());
+        assert_eq!(resources.level(), vsh_sandbox::Enforcement::Kernel, "NPROC is enforced for nobody");
+        // The non-root variant: the same executor built by a process that is not root.
+        let exe = std::env::current_exe().unwrap();
+        let output = std::os::unix::process::CommandExt::gid(
+            std::os::unix::process::CommandExt::uid(&mut std::process::Command::new(exe), vsh_monty::NOBODY.0),
+            vsh_monty::NOBODY.1,
+        )
+        .args(["--exact", "worker::a_worker_never_runs_as_root_and_has_a_process_limit", "--test-threads", "1"])
+        .env("HOME", "/tmp")
+        .output()
+        .unwrap();
+        assert!(
+            output.status.success() && String::from_utf8_lossy(&output.stdout).contains("1 passed"),
+            "as nobody: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    } else {
+        let own = vsh_sandbox::effective_uid().to_string();
+        assert!(uid_line.split_whitespace().skip(1).all(|uid| uid == own), "{uid_line}");
+        assert_eq!(confined.worker_user(), None);
+        assert!(resources.reason().contains(&format!("caller's uid {own}")), "{}", resources.reason());
+    }
 }
