@@ -1,229 +1,288 @@
-//! Command-line parsing (hand-written: the grammar is small and fixed).
+//! Command-line grammar, parsed by clap (derive): per-command `--help`,
+//! `--opt=value`, suggestions for typos, and usage errors with exit code 2.
+//!
+//! Every path argument is a `PathBuf` built from the raw `OsString`, so a
+//! name that is not UTF-8 reaches the runtime (which answers with a typed
+//! error if it cannot be used) instead of panicking the parser.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use vsh::{PolicyProfile, ReceiptDetail, RunMode};
 
-pub(crate) const USAGE: &str = "\
-usage:
-  vsh run [--workspace DIR] [--mode preview|auto] [--profile balanced|strict|paranoid]
-          [--policy FILE] [--full] [--json] [--intent TEXT] FILE|-
-  vsh pending [--workspace DIR] [--json]         transactions waiting for approval or commit
-  vsh show TX [--workspace DIR] [--json]         a stored transaction's review
-  vsh approve TX [--workspace DIR] [--principal NAME] [--ttl SECONDS]
-  vsh reject TX [--workspace DIR]
-  vsh commit TX [--workspace DIR] [--json]       commit an approved transaction
-  vsh recover [--workspace DIR]                  finish or roll back interrupted commits
-  vsh demo        copy the example workspace to a temporary directory, preview a
-                  program there, commit it, and print both receipts
-  vsh --version
-  vsh help
+/// The exit-code table, shown after `--help`.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0   committed, or the command did what it was asked
+  3   auto-approved preview (nothing written)
+  4   pending approval
+  5   denied by policy
+  1   error
+  2   usage error
+  75  gave up waiting for another vsh process (--lock-timeout)";
 
-exit codes: 0 committed, 3 auto-approved preview, 4 pending approval, 5 denied,
-            1 error, 2 usage";
+/// Run agent programs against a virtual image of a workspace; preview,
+/// approve and commit their changes exactly once.
+#[derive(Debug, Parser)]
+#[command(name = "vsh", version = version(), after_help = EXIT_CODES, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
 
-#[derive(Debug, PartialEq)]
+fn version() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("{} ({})", vsh::VERSION, vsh::engine_kind()));
+    &TEXT
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    Help,
-    Version,
-    Demo,
+    /// Run a program (a file, or - for stdin) against the workspace's virtual image.
     Run(RunArgs),
-    Tx(TxArgs),
+    /// List transactions waiting for approval or commit.
+    Pending(Common),
+    /// Show a stored transaction's review.
+    Show(Stored),
+    /// Approve a pending transaction.
+    Approve(ApproveArgs),
+    /// Reject a pending transaction.
+    Reject(Stored),
+    /// Commit an approved transaction (revalidated against the live workspace).
+    Commit(CommitArgs),
+    /// Finish or roll back interrupted commits; with --restore, put a
+    /// transaction that recovery left unresolved back into its before state.
+    Recover(RecoverArgs),
+    /// Copy the example workspace to a temporary directory, preview a program
+    /// there, commit it, and print both receipts.
+    Demo,
 }
 
-/// What to do with a stored transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TxAction {
-    Pending,
-    Show,
-    Approve,
-    Reject,
-    Commit,
-    Recover,
-}
-
-/// Arguments of the transaction commands.
-#[derive(Debug, PartialEq)]
-pub(crate) struct TxArgs {
-    pub(crate) action: TxAction,
+/// Options every workspace command takes.
+#[derive(Debug, Args)]
+pub(crate) struct Common {
+    /// The workspace directory.
+    #[arg(short, long, value_name = "DIR", default_value = ".")]
     pub(crate) workspace: PathBuf,
-    pub(crate) transaction: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// How long a command that must take the commit lock waits for it.
+#[derive(Debug, Args)]
+pub(crate) struct LockArgs {
+    /// Give up after this many seconds while another vsh process commits or
+    /// recovers the workspace (exit 75).
+    #[arg(long, value_name = "SECS", env = "VSH_LOCK_TIMEOUT", default_value = "60", value_parser = seconds)]
+    pub(crate) lock_timeout: Duration,
+}
+
+/// A command about one stored transaction.
+#[derive(Debug, Args)]
+pub(crate) struct Stored {
+    /// The transaction id (64 hex digits).
+    #[arg(value_name = "TX")]
+    pub(crate) transaction: String,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApproveArgs {
+    #[command(flatten)]
+    pub(crate) stored: Stored,
+    /// Who approves (recorded as a digest of the name).
+    #[arg(long, value_name = "NAME", default_value = "cli")]
     pub(crate) principal: String,
-    pub(crate) ttl_seconds: u64,
-    pub(crate) json: bool,
+    /// How long the approval lasts, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value = "900", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) ttl: u64,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Args)]
+pub(crate) struct CommitArgs {
+    #[command(flatten)]
+    pub(crate) stored: Stored,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RecoverArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Put this unresolved transaction's paths back into their before state;
+    /// whatever is in the way is moved aside under .vsh/recovered/, never deleted.
+    #[arg(long, value_name = "TX")]
+    pub(crate) restore: Option<String>,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Mode {
+    /// Compute the diff and decision; write nothing.
+    Preview,
+    /// Commit at once when policy auto-approves.
+    Auto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Profile {
+    Balanced,
+    Strict,
+    Paranoid,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    pub(crate) workspace: PathBuf,
-    pub(crate) mode: RunMode,
-    pub(crate) detail: ReceiptDetail,
-    pub(crate) json: bool,
-    pub(crate) intent: Option<String>,
-    pub(crate) profile: PolicyProfile,
+    /// The program file, or - to read it from stdin.
+    #[arg(value_name = "FILE")]
+    pub(crate) program: PathBuf,
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Preview only, or commit when auto-approved.
+    #[arg(long, value_enum, default_value = "preview")]
+    pub(crate) mode: Mode,
+    /// The built-in policy profile.
+    #[arg(long, value_enum, ignore_case = true, default_value = "balanced")]
+    pub(crate) profile: Profile,
+    /// A policy file (TOML) to use instead of a profile.
+    #[arg(long, value_name = "FILE")]
     pub(crate) policy: Option<PathBuf>,
-    pub(crate) program: String,
+    /// Print every diff entry and metric.
+    #[arg(long)]
+    pub(crate) full: bool,
+    /// What the program is for, recorded with the transaction.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) intent: Option<String>,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
-pub(crate) fn parse(arguments: &[String]) -> Result<Command, String> {
-    let Some((first, rest)) = arguments.split_first() else { return Err("missing command".into()) };
-    match first.as_str() {
-        "help" | "--help" | "-h" => Ok(Command::Help),
-        "--version" | "-V" | "version" => Ok(Command::Version),
-        "demo" if rest.is_empty() => Ok(Command::Demo),
-        "demo" => Err("demo takes no arguments".into()),
-        "run" => parse_run(rest).map(Command::Run),
-        "pending" => parse_tx(TxAction::Pending, rest).map(Command::Tx),
-        "show" => parse_tx(TxAction::Show, rest).map(Command::Tx),
-        "approve" => parse_tx(TxAction::Approve, rest).map(Command::Tx),
-        "reject" => parse_tx(TxAction::Reject, rest).map(Command::Tx),
-        "commit" => parse_tx(TxAction::Commit, rest).map(Command::Tx),
-        "recover" => parse_tx(TxAction::Recover, rest).map(Command::Tx),
-        other => Err(format!("unknown command {other:?}")),
-    }
-}
-
-fn parse_run(arguments: &[String]) -> Result<RunArgs, String> {
-    let mut run = RunArgs {
-        workspace: PathBuf::from("."),
-        mode: RunMode::Preview,
-        detail: ReceiptDetail::Compact,
-        json: false,
-        intent: None,
-        profile: PolicyProfile::default(),
-        policy: None,
-        program: String::new(),
-    };
-    let mut program = None;
-    let mut iter = arguments.iter();
-    while let Some(argument) = iter.next() {
-        let mut value = |name: &str| iter.next().cloned().ok_or_else(|| format!("{name} needs a value"));
-        match argument.as_str() {
-            "--workspace" | "-w" => run.workspace = PathBuf::from(value("--workspace")?),
-            "--mode" => {
-                run.mode = match value("--mode")?.as_str() {
-                    "preview" => RunMode::Preview,
-                    "auto" => RunMode::Auto,
-                    other => return Err(format!("--mode must be preview or auto, not {other:?}")),
-                }
-            }
-            "--intent" => run.intent = Some(value("--intent")?),
-            "--profile" => {
-                let name = value("--profile")?;
-                run.profile = name
-                    .parse()
-                    .map_err(|_| format!("--profile must be balanced, strict or paranoid, not {name:?}"))?;
-            }
-            "--policy" => run.policy = Some(PathBuf::from(value("--policy")?)),
-            "--full" => run.detail = ReceiptDetail::Full,
-            "--json" => run.json = true,
-            "-" => program = Some("-".to_owned()),
-            flag if flag.starts_with('-') => return Err(format!("unknown option {flag:?}")),
-            path => {
-                if program.replace(path.to_owned()).is_some() {
-                    return Err("more than one program given".into());
-                }
-            }
+impl RunArgs {
+    pub(crate) fn mode(&self) -> RunMode {
+        match self.mode {
+            Mode::Preview => RunMode::Preview,
+            Mode::Auto => RunMode::Auto,
         }
     }
-    run.program = program.ok_or("missing program file (or - for stdin)")?;
-    Ok(run)
-}
 
-fn parse_tx(action: TxAction, arguments: &[String]) -> Result<TxArgs, String> {
-    let mut tx = TxArgs {
-        action,
-        workspace: PathBuf::from("."),
-        transaction: None,
-        principal: "cli".to_owned(),
-        ttl_seconds: 15 * 60,
-        json: false,
-    };
-    let mut iter = arguments.iter();
-    while let Some(argument) = iter.next() {
-        let mut value = |name: &str| iter.next().cloned().ok_or_else(|| format!("{name} needs a value"));
-        match argument.as_str() {
-            "--workspace" | "-w" => tx.workspace = PathBuf::from(value("--workspace")?),
-            "--json" => tx.json = true,
-            "--principal" if action == TxAction::Approve => tx.principal = value("--principal")?,
-            "--ttl" if action == TxAction::Approve => {
-                let text = value("--ttl")?;
-                tx.ttl_seconds = text
-                    .parse()
-                    .ok()
-                    .filter(|ttl| *ttl > 0)
-                    .ok_or(format!("--ttl must be a positive number of seconds, not {text:?}"))?;
-            }
-            flag if flag.starts_with('-') => return Err(format!("unknown option {flag:?}")),
-            id => {
-                if tx.transaction.replace(id.to_owned()).is_some() {
-                    return Err("more than one transaction given".into());
-                }
-            }
+    pub(crate) fn profile(&self) -> PolicyProfile {
+        match self.profile {
+            Profile::Balanced => PolicyProfile::Balanced,
+            Profile::Strict => PolicyProfile::Strict,
+            Profile::Paranoid => PolicyProfile::Paranoid,
         }
     }
-    let needs_id = !matches!(action, TxAction::Pending | TxAction::Recover);
-    match (needs_id, &tx.transaction) {
-        (true, None) => Err("missing transaction id".into()),
-        (false, Some(_)) => Err("this command takes no transaction id".into()),
-        _ => Ok(tx),
+
+    pub(crate) fn detail(&self) -> ReceiptDetail {
+        if self.full { ReceiptDetail::Full } else { ReceiptDetail::Compact }
     }
+
+    /// Whether the program comes from stdin.
+    pub(crate) fn program_is_stdin(&self) -> bool {
+        self.program.as_os_str() == "-"
+    }
+}
+
+/// A non-negative number of seconds (fractions allowed), at most a day.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let value: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !value.is_finite() || !(0.0..=86_400.0).contains(&value) {
+        return Err(format!("{text:?} must be between 0 and 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(value))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    use clap::CommandFactory;
+
     use super::*;
 
-    fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|item| (*item).to_owned()).collect()
+    fn parse(items: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("vsh").chain(items.iter().copied()))
+    }
+
+    #[test]
+    fn the_grammar_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
     fn parses_run() {
-        let command =
-            parse(&strings(&["run", "--workspace", "/tmp/w", "--mode", "auto", "--json", "--full", "p.py"])).unwrap();
-        assert_eq!(
-            command,
-            Command::Run(RunArgs {
-                workspace: PathBuf::from("/tmp/w"),
-                mode: RunMode::Auto,
-                detail: ReceiptDetail::Full,
-                json: true,
-                intent: None,
-                profile: PolicyProfile::Balanced,
-                policy: None,
-                program: "p.py".into()
-            })
-        );
+        let Command::Run(run) =
+            parse(&["run", "--workspace", "/tmp/w", "--mode", "auto", "--json", "--full", "p.py"]).unwrap().command
+        else {
+            panic!("not a run");
+        };
+        assert_eq!(run.common.workspace, PathBuf::from("/tmp/w"));
+        assert_eq!(run.mode(), RunMode::Auto);
+        assert_eq!(run.detail(), ReceiptDetail::Full);
+        assert!(run.common.json);
+        assert_eq!(run.intent, None);
+        assert_eq!(run.profile(), PolicyProfile::Balanced);
+        assert_eq!(run.program, PathBuf::from("p.py"));
+        assert_eq!(run.lock.lock_timeout, Duration::from_mins(1));
     }
 
     #[test]
     fn rejects_bad_usage() {
-        assert!(parse(&[]).is_err());
-        assert!(parse(&strings(&["run"])).is_err());
-        assert!(parse(&strings(&["run", "--mode", "yolo", "p.py"])).is_err());
-        assert!(parse(&strings(&["run", "a.py", "b.py"])).is_err());
-        assert!(parse(&strings(&["run", "--bogus", "a.py"])).is_err());
-        assert!(parse(&strings(&["frobnicate"])).is_err());
-        assert!(parse(&strings(&["run", "--profile", "lax", "a.py"])).is_err());
-        assert!(parse(&strings(&["approve"])).is_err());
-        assert!(parse(&strings(&["pending", "abc"])).is_err());
-        assert!(parse(&strings(&["approve", "abc", "--ttl", "0"])).is_err());
-        assert!(parse(&strings(&["reject", "abc", "--principal", "x"])).is_err());
-        match parse(&strings(&["approve", "abc", "--principal", "ann", "--ttl", "60", "-w", "/w"])).unwrap() {
-            Command::Tx(tx) => {
-                assert_eq!(tx.action, TxAction::Approve);
-                assert_eq!(tx.transaction.as_deref(), Some("abc"));
-                assert_eq!((tx.principal.as_str(), tx.ttl_seconds), ("ann", 60));
-            }
-            other => panic!("unexpected {other:?}"),
+        for bad in [
+            &[][..],
+            &["run"],
+            &["run", "--mode", "yolo", "p.py"],
+            &["run", "a.py", "b.py"],
+            &["run", "--bogus", "a.py"],
+            &["frobnicate"],
+            &["run", "--profile", "lax", "a.py"],
+            &["approve"],
+            &["pending", "abc"],
+            &["approve", "abc", "--ttl", "0"],
+            &["reject", "abc", "--principal", "x"],
+            &["commit", "abc", "--lock-timeout", "-1"],
+            &["commit", "abc", "--lock-timeout", "soon"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} parsed");
         }
-        match parse(&strings(&["run", "--profile", "Strict", "--policy", "p.toml", "a.py"])).unwrap() {
-            Command::Run(run) => {
-                assert_eq!(run.profile, PolicyProfile::Strict);
-                assert_eq!(run.policy, Some(PathBuf::from("p.toml")));
-            }
-            other => panic!("unexpected {other:?}"),
-        }
+        let Command::Approve(approve) =
+            parse(&["approve", "abc", "--principal", "ann", "--ttl=60", "-w", "/w"]).unwrap().command
+        else {
+            panic!("not an approval");
+        };
+        assert_eq!(approve.stored.transaction, "abc");
+        assert_eq!((approve.principal.as_str(), approve.ttl), ("ann", 60));
+        assert_eq!(approve.stored.common.workspace, PathBuf::from("/w"));
+        let Command::Run(run) = parse(&["run", "--profile", "Strict", "--policy", "p.toml", "a.py"]).unwrap().command
+        else {
+            panic!("not a run");
+        };
+        assert_eq!(run.profile(), PolicyProfile::Strict);
+        assert_eq!(run.policy, Some(PathBuf::from("p.toml")));
+        let Command::Recover(recover) =
+            parse(&["recover", "--restore", "abc", "--lock-timeout", "0.5"]).unwrap().command
+        else {
+            panic!("not a recovery");
+        };
+        assert_eq!(recover.restore.as_deref(), Some("abc"));
+        assert_eq!(recover.lock.lock_timeout, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn paths_that_are_not_utf8_parse_as_paths() {
+        let workspace = OsString::from_vec(b"ws\xff".to_vec());
+        let arguments = [OsString::from("vsh"), "run".into(), "--workspace".into(), workspace.clone(), "-".into()];
+        let Command::Run(run) = Cli::try_parse_from(arguments).unwrap().command else { panic!("not a run") };
+        assert_eq!(run.common.workspace.as_os_str(), workspace);
+        assert!(run.program_is_stdin());
+        // A transaction id is text: bytes that are not UTF-8 are a usage error.
+        let arguments = [OsString::from("vsh"), "show".into(), OsString::from_vec(b"\xff".to_vec())];
+        assert_eq!(Cli::try_parse_from(arguments).unwrap_err().exit_code(), 2);
     }
 }

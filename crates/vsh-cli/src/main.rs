@@ -3,7 +3,7 @@
 //!
 //! Exit codes tell a script what happened without parsing output:
 //! 0 committed, 3 auto-approved preview (not committed), 4 pending approval,
-//! 5 denied, 1 error, 2 usage.
+//! 5 denied, 1 error, 2 usage, 75 gave up waiting for another vsh process.
 
 #![forbid(unsafe_code)]
 
@@ -12,24 +12,27 @@ mod demo;
 mod render;
 
 use std::io::Read;
+
+use clap::Parser as _;
 use std::process::ExitCode;
 
 use vsh::{RunRequest, Runtime, RuntimeConfig, RuntimeDecision, TransactionState};
 
-use crate::args::{Command, RunArgs, TxAction, TxArgs};
+use crate::args::{Command, RunArgs};
 
 /// Exit code: the transaction was committed.
 const EXIT_COMMITTED: u8 = 0;
 /// Exit code: an error.
 const EXIT_ERROR: u8 = 1;
-/// Exit code: bad usage.
-const EXIT_USAGE: u8 = 2;
 /// Exit code: an auto-approved preview (nothing written).
 const EXIT_AUTO_APPROVED: u8 = 3;
 /// Exit code: the transaction waits for approval.
 const EXIT_PENDING: u8 = 4;
 /// Exit code: policy denied the transaction.
 const EXIT_DENIED: u8 = 5;
+/// Exit code: another vsh process held the commit lock for longer than
+/// `--lock-timeout` (`EX_TEMPFAIL`: try again later).
+const EXIT_BUSY: u8 = 75;
 
 /// The argument that makes this binary serve as its own confined Monty worker.
 const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
@@ -43,32 +46,26 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|argument| argument == WORKER_ARGUMENT) {
         return vsh::lower::vsh_monty::worker_process::worker_main();
     }
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    let command = match args::parse(&arguments) {
-        Ok(command) => command,
-        Err(message) => {
-            eprintln!("vsh: {message}\n\n{}", args::USAGE);
-            return ExitCode::from(EXIT_USAGE);
-        }
+    let cli = match args::Cli::try_parse_from(std::env::args_os()) {
+        Ok(cli) => cli,
+        // Help and version print to stdout and exit 0; usage errors print to
+        // stderr and exit 2.
+        Err(error) => error.exit(),
     };
-    let result = match command {
-        Command::Help => {
-            println!("{}", args::USAGE);
-            Ok(EXIT_COMMITTED)
-        }
-        Command::Version => {
-            println!("vsh {} ({})", vsh::VERSION, vsh::engine_kind());
-            Ok(EXIT_COMMITTED)
-        }
+    let result = match cli.command {
         Command::Run(run) => run_command(&run),
-        Command::Tx(tx) => tx_command(&tx),
         Command::Demo => demo::run(),
+        other => tx_command(&other),
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("vsh: {}", render::error_chain(error.as_ref()));
-            ExitCode::from(EXIT_ERROR)
+            let busy = matches!(
+                error.downcast_ref::<vsh::VshError>(),
+                Some(vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::LockTimeout { .. }))
+            );
+            ExitCode::from(if busy { EXIT_BUSY } else { EXIT_ERROR })
         }
     }
 }
@@ -79,6 +76,18 @@ pub(crate) fn runtime_config(workspace: &std::path::Path) -> Result<RuntimeConfi
     let exe = std::env::current_exe()?;
     let worker = vsh::WorkerConfig::new(exe).with_args([WORKER_ARGUMENT]);
     Ok(RuntimeConfig::new(workspace).with_worker(worker))
+}
+
+/// How a command that must take the commit lock waits for it: it says so on
+/// stderr once it has waited a second, and gives up after `timeout`.
+fn lock_wait(timeout: std::time::Duration) -> vsh::LockWait {
+    vsh::LockWait::within(timeout).with_notice(std::time::Duration::from_secs(1), move |_| {
+        eprintln!(
+            "vsh: waiting for another vsh process to finish committing or recovering this workspace \
+             (giving up after {:.1} s; see --lock-timeout)",
+            timeout.as_secs_f64()
+        );
+    })
 }
 
 /// The exit code for a receipt.
@@ -92,25 +101,39 @@ pub(crate) fn exit_code(receipt: &vsh::Receipt) -> u8 {
 }
 
 fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let code = if run.program == "-" {
+    let code = if run.program_is_stdin() {
         let mut code = String::new();
         std::io::stdin().read_to_string(&mut code)?;
         code
     } else {
-        std::fs::read_to_string(&run.program).map_err(|error| format!("cannot read {}: {error}", run.program))?
+        std::fs::read_to_string(&run.program)
+            .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
     };
-    let mut config = runtime_config(&run.workspace)?.with_policy_profile(run.profile);
+    let mut config = runtime_config(&run.common.workspace)?
+        .with_policy_profile(run.profile())
+        .with_lock_wait(lock_wait(run.lock.lock_timeout));
     if let Some(policy) = &run.policy {
         config = config.with_policy_file(policy);
     }
-    let runtime = Runtime::open(config)?;
-    let mut request = RunRequest::new(&code).with_mode(run.mode).with_detail(run.detail);
+    let runtime = open(config)?;
+    let mut request = RunRequest::new(&code).with_mode(run.mode()).with_detail(run.detail());
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
     let receipt = runtime.run(&request)?;
-    print_receipt(&receipt, run.json)?;
+    print_receipt(&receipt, run.common.json)?;
     Ok(exit_code(&receipt))
+}
+
+/// Open the runtime, telling the operator on stderr what its startup
+/// recovery found (it never waits: with the lock held elsewhere it defers).
+fn open(config: RuntimeConfig) -> Result<Runtime, vsh::VshError> {
+    let runtime = Runtime::open(config)?;
+    let startup = runtime.startup_recovery();
+    if !startup.is_empty() {
+        eprint!("vsh: recovered interrupted commits first: {}", render::recovery_text(startup));
+    }
+    Ok(runtime)
 }
 
 fn now_ms() -> u64 {
@@ -126,17 +149,44 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool) -> Result<(), Box<dyn std::
     } else {
         print!("{}", render::receipt_text_colored(receipt, std::io::stdout().is_terminal()));
     }
+    // Things the operator must know even when stdout goes to a program.
+    for warning in &receipt.warnings {
+        eprintln!("vsh: warning: {warning}");
+    }
+    if let Some(commit) = &receipt.commit {
+        for kept in &commit.kept {
+            eprintln!(
+                "vsh: {} was written by someone else during the commit; its old node is kept at {}",
+                kept.path, kept.kept
+            );
+        }
+    }
     Ok(())
 }
 
-fn tx_command(tx: &TxArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let runtime = Runtime::open(runtime_config(&tx.workspace)?)?;
-    let id = tx.transaction.as_deref().map(vsh::TransactionId::parse_hex).transpose()?;
+fn tx_command(command: &Command) -> Result<u8, Box<dyn std::error::Error>> {
+    let (common, transaction, timeout) = match command {
+        Command::Pending(common) => (common, None, None),
+        Command::Show(stored) | Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
+        Command::Approve(approve) => (&approve.stored.common, Some(&approve.stored.transaction), None),
+        Command::Commit(commit) => {
+            (&commit.stored.common, Some(&commit.stored.transaction), Some(commit.lock.lock_timeout))
+        }
+        Command::Recover(recover) => (&recover.common, recover.restore.as_ref(), Some(recover.lock.lock_timeout)),
+        Command::Run(_) | Command::Demo => unreachable!("handled by main"),
+    };
+    let mut config = runtime_config(&common.workspace)?;
+    if let Some(timeout) = timeout {
+        config = config.with_lock_wait(lock_wait(timeout));
+    }
+    let id = transaction.map(|text| vsh::TransactionId::parse_hex(text)).transpose()?;
+    // `recover` reports startup recovery itself, as its result.
+    let runtime = if matches!(command, Command::Recover(_)) { Runtime::open(config)? } else { open(config)? };
     let now = now_ms();
-    match (tx.action, id) {
-        (TxAction::Pending, _) => {
+    match (command, id) {
+        (Command::Pending(_), _) => {
             let pending = runtime.pending()?;
-            if tx.json {
+            if common.json {
                 let rows: Vec<_> = pending
                     .iter()
                     .map(|record| serde_json::json!({"transaction": record.id.to_hex(), "state": record.state.name()}))
@@ -151,42 +201,55 @@ fn tx_command(tx: &TxArgs) -> Result<u8, Box<dyn std::error::Error>> {
             }
             Ok(EXIT_COMMITTED)
         }
-        (TxAction::Show, Some(id)) => {
+        (Command::Show(_), Some(id)) => {
             let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
-            print_receipt(&receipt, tx.json)?;
+            print_receipt(&receipt, common.json)?;
             Ok(exit_code(&receipt))
         }
-        (TxAction::Approve, Some(id)) => {
-            let principal = vsh::PrincipalId::digest(tx.principal.as_bytes());
-            let expires = now.saturating_add(tx.ttl_seconds.saturating_mul(1000));
+        (Command::Approve(approve), Some(id)) => {
+            let principal = vsh::PrincipalId::digest(approve.principal.as_bytes());
+            let expires = now.saturating_add(approve.ttl.saturating_mul(1000));
             let record = runtime.approve(id, principal, now, expires)?;
-            println!("{}  {} by {} for {} s", record.id, record.state.name(), tx.principal, tx.ttl_seconds);
+            println!("{}  {} by {} for {} s", record.id, record.state.name(), approve.principal, approve.ttl);
             Ok(EXIT_COMMITTED)
         }
-        (TxAction::Reject, Some(id)) => {
+        (Command::Reject(_), Some(id)) => {
             let record = runtime.reject(id, now)?;
             println!("{}  {}", record.id, record.state.name());
             Ok(EXIT_COMMITTED)
         }
-        (TxAction::Commit, Some(id)) => {
+        (Command::Commit(_), Some(id)) => {
             let receipt = runtime.commit(id, now)?;
-            print_receipt(&receipt, tx.json)?;
+            print_receipt(&receipt, common.json)?;
             Ok(exit_code(&receipt))
         }
-        (TxAction::Recover, _) => {
-            let startup = runtime.startup_recovery();
-            println!(
-                "rolled forward {}, rolled back {}, cleaned {}, conflicts {}",
-                startup.rolled_forward.len(),
-                startup.rolled_back.len(),
-                startup.cleaned.len(),
-                startup.conflicts.len()
-            );
-            for conflict in &startup.conflicts {
-                println!("  conflict: {conflict:?}");
+        (Command::Recover(_), Some(id)) => {
+            let restored = runtime.restore(id)?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&render::restore_json(&restored))?);
+            } else {
+                print!("{}", render::restore_text(&restored));
             }
-            Ok(if startup.is_clean() { EXIT_COMMITTED } else { EXIT_ERROR })
+            Ok(EXIT_COMMITTED)
+        }
+        (Command::Recover(_), None) => {
+            // Recovery ran when the runtime opened, unless another process
+            // held the commit lock: then wait for it (bounded) and run it now.
+            let deferred;
+            let report = if runtime.recovery_deferred() {
+                deferred = runtime.recover()?;
+                &deferred
+            } else {
+                runtime.startup_recovery()
+            };
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&render::recovery_json(report))?);
+            } else {
+                print!("{}", render::recovery_text(report));
+            }
+            Ok(if report.needs_attention() { EXIT_ERROR } else { EXIT_COMMITTED })
         }
         (_, None) => Err("missing transaction id".into()),
+        (Command::Run(_) | Command::Demo, _) => unreachable!("handled by main"),
     }
 }

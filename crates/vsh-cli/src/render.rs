@@ -295,3 +295,114 @@ pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
         "warnings": receipt.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
     })
 }
+
+/// What a recovery did, for people: a summary line, then one line per
+/// transaction and per path an operator should know about.
+pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
+    let mut text = format!(
+        "rolled forward {}, rolled back {}, cleaned {}, unresolved {}, conflicts {}\n",
+        report.rolled_forward.len(),
+        report.rolled_back.len(),
+        report.cleaned.len(),
+        report.unresolved.len(),
+        report.conflicts.len()
+    );
+    for transaction in &report.rolled_forward {
+        let _ = writeln!(text, "  rolled forward (committed): {transaction}");
+    }
+    for transaction in &report.rolled_back {
+        let _ = writeln!(text, "  rolled back (failed, before state restored): {transaction}");
+    }
+    for (transaction, path) in &report.changed_since_commit {
+        let _ = writeln!(text, "  changed by someone else after {} committed, left as is: {path}", transaction.short());
+    }
+    for kept in &report.kept {
+        let _ = writeln!(
+            text,
+            "  written by someone else while {} committed; the old node is kept at {} (was {})",
+            kept.transaction.short(),
+            kept.kept,
+            kept.path
+        );
+    }
+    for unresolved in &report.unresolved {
+        let state = unresolved.state.map_or("unknown", |state| state.name());
+        let _ = writeln!(text, "  unresolved: {} ({state})", unresolved.transaction);
+        for left in &unresolved.paths {
+            let _ = writeln!(text, "    {left}");
+        }
+        let _ = writeln!(
+            text,
+            "    someone else changed these paths during the commit; to put the before state back \
+             (moving their nodes aside, never deleting them): vsh recover --restore {}",
+            unresolved.transaction
+        );
+    }
+    for conflict in &report.conflicts {
+        let _ = writeln!(text, "  conflict (blocks commits until resolved): {conflict}");
+    }
+    text
+}
+
+/// What a recovery did, for programs.
+pub(crate) fn recovery_json(report: &vsh::RecoveryReport) -> Value {
+    let ids = |ids: &[vsh::TransactionId]| ids.iter().map(vsh::TransactionId::to_hex).collect::<Vec<_>>();
+    json!({
+        "rolled_forward": ids(&report.rolled_forward),
+        "rolled_back": ids(&report.rolled_back),
+        "cleaned": ids(&report.cleaned),
+        "changed_since_commit": report.changed_since_commit.iter()
+            .map(|(transaction, path)| json!({"transaction": transaction.to_hex(), "path": path.as_str()}))
+            .collect::<Vec<_>>(),
+        "kept": report.kept.iter()
+            .map(|kept| json!({"transaction": kept.transaction.to_hex(), "path": kept.path.as_str(), "kept": kept.kept.as_str()}))
+            .collect::<Vec<_>>(),
+        "unresolved": report.unresolved.iter().map(|unresolved| json!({
+            "transaction": unresolved.transaction.to_hex(),
+            "directory": unresolved.directory.as_ref().map(vsh::VPath::as_str),
+            "state": unresolved.state.map(vsh::TransactionState::name),
+            "paths": unresolved.paths.iter().map(|left| json!({
+                "path": left.path.as_str(),
+                "operation": left.operation,
+                "action": left.action,
+                "reason": left.reason.name(),
+                "kept": left.kept.as_ref().map(vsh::VPath::as_str),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "conflicts": report.conflicts.iter().map(|conflict| json!({
+            "transaction": conflict.transaction.map(|id| id.to_hex()),
+            "path": conflict.path.as_str(),
+            "reason": error_chain(&conflict.reason),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// What a restore did, for people.
+pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
+    let mut text = match report.transaction {
+        Some(transaction) => format!("{transaction}  failed: before state restored\n"),
+        None => "nothing to restore\n".to_owned(),
+    };
+    for path in &report.restored {
+        let _ = writeln!(text, "  restored {path}");
+    }
+    for (path, aside) in &report.moved_aside {
+        let _ = writeln!(text, "  moved aside {path} -> {aside}");
+    }
+    for path in &report.changed_by_others {
+        let _ = writeln!(text, "  changed by someone else after the rollback, left as is: {path}");
+    }
+    text
+}
+
+/// What a restore did, for programs.
+pub(crate) fn restore_json(report: &vsh::RestoreReport) -> Value {
+    json!({
+        "transaction": report.transaction.map(|id| id.to_hex()),
+        "restored": report.restored.iter().map(vsh::VPath::as_str).collect::<Vec<_>>(),
+        "moved_aside": report.moved_aside.iter()
+            .map(|(path, aside)| json!({"path": path.as_str(), "moved_to": aside.as_str()}))
+            .collect::<Vec<_>>(),
+        "changed_by_others": report.changed_by_others.iter().map(vsh::VPath::as_str).collect::<Vec<_>>(),
+    })
+}

@@ -184,7 +184,11 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
         "no pending transactions\n"
     );
     let recover = vsh(&["recover", "--workspace", ws], None);
-    assert_eq!(String::from_utf8_lossy(&recover.stdout), "rolled forward 0, rolled back 0, cleaned 0, conflicts 0\n");
+    assert_eq!(
+        String::from_utf8_lossy(&recover.stdout),
+        "rolled forward 0, rolled back 0, cleaned 0, unresolved 0, conflicts 0\n"
+    );
+    assert_eq!(recover.status.code(), Some(0));
 
     let again = vsh(
         &["run", "--workspace", ws, "--json", "-"],
@@ -207,4 +211,219 @@ fn a_denial_review_names_the_rule_and_how_to_allow_it() {
     assert!(stdout.contains("decision: denied (ProtectedAccessAttempt)"), "{stdout}");
     assert!(stdout.contains("content-read of .env denied by rule"), "{stdout}");
     assert!(stdout.contains("to allow it: "), "{stdout}");
+}
+
+/// Holds `.vsh/commit.lock` of a workspace, as a committing vsh process would,
+/// until dropped.
+struct HeldLock(std::process::Child);
+
+impl HeldLock {
+    fn take(workspace: &Path) -> Self {
+        std::fs::create_dir_all(workspace.join(".vsh")).unwrap();
+        let ready = workspace.join("lock-held");
+        // One process (the shell, exec'ed into sleep) holds the lock, so
+        // killing it releases the lock.
+        let child = Command::new("sh")
+            .args(["-c", "exec 9>\"$0\" && flock 9 && touch \"$1\" && exec sleep 60"])
+            .arg(workspace.join(".vsh/commit.lock"))
+            .arg(&ready)
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !ready.exists() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(20), "flock never took the lock");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::remove_file(ready).unwrap();
+        Self(child)
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn commands_that_need_the_commit_lock_wait_visibly_and_give_up_with_exit_75() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let run =
+        vsh(&["run", "--workspace", ws, "--json", "-"], Some("from pathlib import Path\nPath('old.txt').unlink()"));
+    assert_eq!(run.status.code(), Some(4));
+    let id =
+        serde_json::from_slice::<serde_json::Value>(&run.stdout).unwrap()["transaction"].as_str().unwrap().to_owned();
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+
+    let held = HeldLock::take(dir.path());
+    // Read-only commands and approvals never wait for the writer.
+    for read_only in [&["pending", "--workspace", ws][..], &["show", &id, "--workspace", ws]] {
+        let started = std::time::Instant::now();
+        let output = vsh(read_only, None);
+        assert!(matches!(output.status.code(), Some(0 | 4)), "{read_only:?}: {output:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        assert!(output.stderr.is_empty(), "{read_only:?}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let preview = vsh(&["run", "--workspace", ws, "-"], Some("print('hi')"));
+    assert_eq!(preview.status.code(), Some(3), "{}", String::from_utf8_lossy(&preview.stderr));
+
+    // A commit says it waits, then gives up with its own exit code.
+    for waiting in [
+        vec!["commit", &id, "--workspace", ws, "--lock-timeout", "1.5"],
+        vec!["recover", "--workspace", ws, "--lock-timeout", "1.5"],
+        vec!["run", "--mode", "auto", "--workspace", ws, "--lock-timeout", "1.5", "-"],
+    ] {
+        let output = vsh(&waiting, Some("from pathlib import Path\nPath('new.txt').write_text('n')"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(75), "{waiting:?}: {stderr}");
+        assert!(stderr.contains("waiting for another vsh process"), "{waiting:?}: {stderr}");
+        assert!(stderr.contains("gave up after"), "{waiting:?}: {stderr}");
+    }
+    // The timeout also comes from the environment.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
+    let output =
+        command.args(["commit", &id, "--workspace", ws]).env_clear().env("VSH_LOCK_TIMEOUT", "0.2").output().unwrap();
+    assert_eq!(output.status.code(), Some(75), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(dir.path().join("old.txt").exists(), "nothing was committed while the lock was held");
+    assert!(!dir.path().join("new.txt").exists());
+
+    // Once the holder is gone, the same commit goes through.
+    drop(held);
+    let committed = vsh(&["commit", &id, "--workspace", ws, "--lock-timeout", "30"], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert!(!dir.path().join("old.txt").exists());
+}
+
+#[test]
+fn arguments_that_are_not_utf8_are_paths_or_usage_errors_never_a_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join(OsStr::from_bytes(b"ws\xff"));
+    std::fs::create_dir(&workspace).unwrap();
+    let program = dir.path().join(OsStr::from_bytes(b"p\xfe.py"));
+    std::fs::write(&program, "from pathlib import Path\nPath('out.txt').write_text('ok')").unwrap();
+    let run = |args: &[&OsStr]| Command::new(env!("CARGO_BIN_EXE_vsh")).args(args).env_clear().output().unwrap();
+
+    let committed = run(&[
+        "run".as_ref(),
+        "--mode=auto".as_ref(),
+        "--workspace".as_ref(),
+        workspace.as_os_str(),
+        program.as_os_str(),
+    ]);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(workspace.join("out.txt")).unwrap(), "ok");
+
+    let missing = dir.path().join(OsStr::from_bytes(b"missing\xff"));
+    let error = run(&["run".as_ref(), "--workspace".as_ref(), missing.as_os_str(), program.as_os_str()]);
+    assert_eq!(error.status.code(), Some(1), "{}", String::from_utf8_lossy(&error.stderr));
+    assert!(String::from_utf8_lossy(&error.stderr).contains("cannot open the workspace"));
+
+    let no_program = run(&["run".as_ref(), "--workspace".as_ref(), workspace.as_os_str(), missing.as_os_str()]);
+    assert_eq!(no_program.status.code(), Some(1), "{}", String::from_utf8_lossy(&no_program.stderr));
+    assert!(String::from_utf8_lossy(&no_program.stderr).contains("cannot read"));
+
+    for text_argument in [
+        &["show".as_ref(), OsStr::from_bytes(b"\xff")][..],
+        &["run".as_ref(), "--intent".as_ref(), OsStr::from_bytes(b"\xff"), "-".as_ref()],
+        &["run".as_ref(), "--mode".as_ref(), OsStr::from_bytes(b"\xff"), "-".as_ref()],
+        &[OsStr::from_bytes(b"\xff")],
+    ] {
+        let usage = run(text_argument);
+        assert_eq!(usage.status.code(), Some(2), "{text_argument:?}: {}", String::from_utf8_lossy(&usage.stderr));
+    }
+}
+
+#[test]
+fn every_command_has_help_and_usage_errors_exit_2() {
+    for command in ["run", "pending", "show", "approve", "reject", "commit", "recover", "demo"] {
+        let help = vsh(&[command, "--help"], None);
+        assert_eq!(help.status.code(), Some(0), "{command}");
+        assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: vsh "), "{command}");
+    }
+    let top = vsh(&["--help"], None);
+    assert!(String::from_utf8_lossy(&top.stdout).contains("75  gave up waiting"));
+    assert_eq!(vsh(&["--version"], None).status.code(), Some(0));
+    assert_eq!(vsh(&["commit"], None).status.code(), Some(2));
+    assert_eq!(vsh(&["recover", "--restore"], None).status.code(), Some(2));
+}
+
+/// Appends to `a.txt` once, right after the commit installed its new content,
+/// as an editor saving at the wrong moment would.
+struct AppendAfterInstall {
+    path: std::path::PathBuf,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl vsh::lower::vsh_commit::FaultInjector for AppendAfterInstall {
+    fn crash_at(&self, point: vsh::lower::vsh_commit::FaultPoint) -> bool {
+        use std::io::Write;
+        use std::sync::atomic::Ordering;
+        if matches!(point, vsh::lower::vsh_commit::FaultPoint::OperationApplied(_))
+            && std::fs::read(&self.path).is_ok_and(|bytes| bytes == b"changed")
+            && !self.done.swap(true, Ordering::SeqCst)
+        {
+            std::fs::OpenOptions::new().append(true).open(&self.path).unwrap().write_all(b" +theirs").unwrap();
+        }
+        false
+    }
+}
+
+#[test]
+fn recover_names_what_a_racing_writer_left_and_restore_puts_the_before_state_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "a.txt", "alpha");
+    write(&ws, "b.txt", "bravo");
+    let key = dir.path().join("authority.key");
+    let worker = vsh::WorkerConfig::new(env!("CARGO_BIN_EXE_vsh")).with_args(["__vsh-monty-worker"]);
+    let writer = std::sync::Arc::new(AppendAfterInstall { path: ws.join("a.txt"), done: false.into() });
+    let runtime = vsh::Runtime::open(
+        vsh::RuntimeConfig::new(&ws)
+            .with_worker(worker)
+            .with_authority_key_file(&key)
+            .with_commit_fault_injector(writer),
+    )
+    .unwrap();
+    let program = "from pathlib import Path\nPath('a.txt').write_text('changed')\nPath('b.txt').write_text('new b')";
+    let receipt = runtime.run(&vsh::RunRequest::new(program).with_mode(vsh::RunMode::Auto)).unwrap_err();
+    assert!(matches!(receipt, vsh::VshError::Commit(_)), "{receipt:?}");
+    drop(runtime);
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_vsh")).args(args).env_clear().env("VSH_AUTHORITY_KEY", &key).output().unwrap()
+    };
+    let ws_arg = ws.to_str().unwrap();
+
+    let report = cli(&["recover", "--workspace", ws_arg]);
+    let stdout = String::from_utf8_lossy(&report.stdout);
+    assert_eq!(report.status.code(), Some(1), "an operator has something to look at: {stdout}");
+    assert!(stdout.starts_with("rolled forward 0, rolled back 0, cleaned 0, unresolved 1, conflicts 0\n"), "{stdout}");
+    assert!(stdout.contains("    a.txt (install)"), "the ambiguous path is named: {stdout}");
+    let hint = stdout.lines().find(|line| line.contains("vsh recover --restore ")).expect("a restore hint");
+    let id = hint.rsplit(' ').next().unwrap().to_owned();
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"changed +theirs", "the writer's bytes are kept");
+    assert_eq!(std::fs::read(ws.join("b.txt")).unwrap(), b"bravo", "the independent path was rolled back");
+
+    let json = cli(&["recover", "--workspace", ws_arg, "--json"]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["unresolved"][0]["transaction"], id.as_str());
+    assert_eq!(value["unresolved"][0]["paths"][0]["path"], "a.txt");
+
+    let restored = cli(&["recover", "--workspace", ws_arg, "--restore", &id]);
+    let stdout = String::from_utf8_lossy(&restored.stdout);
+    assert_eq!(restored.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&restored.stderr));
+    assert!(stdout.contains("  restored a.txt\n"), "{stdout}");
+    let aside = stdout.lines().find_map(|line| line.strip_prefix("  moved aside a.txt -> ")).expect("moved aside");
+    assert_eq!(std::fs::read(ws.join(aside)).unwrap(), b"changed +theirs", "nothing is deleted");
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"alpha");
+
+    let clean = cli(&["recover", "--workspace", ws_arg]);
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stdout));
+    let again = cli(&["recover", "--workspace", ws_arg, "--restore", &id]);
+    assert_eq!(again.status.code(), Some(1), "a settled transaction has nothing to restore");
 }

@@ -201,6 +201,14 @@ pub enum CommitError {
         /// What recovery could not decide.
         conflicts: Vec<RecoveryConflict>,
     },
+    /// Another process held the workspace's commit lock (it is committing or
+    /// recovering) for longer than the caller's [`vsh_host::LockWait`]
+    /// allowed; nothing was done.
+    #[error("another vsh process is committing or recovering this workspace; gave up after {waited_ms} ms")]
+    LockTimeout {
+        /// How long the call waited.
+        waited_ms: u64,
+    },
     /// A [`crate::FaultInjector`] stopped the commit here; the disk is as a
     /// crash at this point would leave it.
     #[error("fault injected at {0}")]

@@ -335,12 +335,12 @@ impl Committer {
     }
 
     /// Take the workspace's commit lock, waiting as long as `wait` allows
-    /// ([`CommitError::Host`] with [`HostError::LockTimeout`] past it).
+    /// ([`CommitError::LockTimeout`] past it).
     pub fn session(&self, wait: &LockWait) -> Result<CommitSession<'_>, CommitError> {
-        let lock = self
-            .runtime()?
-            .lock_exclusive_within(&Self::lock_path(), wait)
-            .map_err(CommitError::host("lock", &self.runtime_dir))?;
+        let lock = self.runtime()?.lock_exclusive_within(&Self::lock_path(), wait).map_err(|error| match error {
+            HostError::LockTimeout { waited_ms, .. } => CommitError::LockTimeout { waited_ms },
+            other => CommitError::host("lock", &self.runtime_dir)(other),
+        })?;
         Ok(CommitSession { committer: self, _lock: lock, recovered: Cell::new(false) })
     }
 

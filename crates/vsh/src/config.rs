@@ -150,8 +150,8 @@ impl RuntimeConfig {
     /// How long a commit, a recovery or a restore waits for the workspace's
     /// commit lock while another process holds it, and whom it tells once it
     /// has waited a moment (default: 60 s, nobody). Past the timeout the call
-    /// fails with a typed error ([`vsh_host::HostError::LockTimeout`] inside
-    /// [`crate::VshError::Commit`]). Opening a runtime and read-only calls
+    /// fails with a typed error ([`vsh_commit::CommitError::LockTimeout`]
+    /// inside [`crate::VshError::Commit`]). Opening a runtime and read-only calls
     /// never wait for it.
     #[must_use]
     pub fn with_lock_wait(mut self, wait: LockWait) -> Self {
