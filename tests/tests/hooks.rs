@@ -193,16 +193,58 @@ fn events_carry_hash_verified_content_evidence() {
 }
 
 #[test]
+fn a_cancellation_during_execution_stores_nothing() {
+    let dir = workspace(&[("old.txt", "old\n")]);
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    // A deletion waits for approval, so a run that got past the checks after
+    // execution would store a pending record; the loop outlasts the cancel.
+    let program = "from pathlib import Path\nPath('/workspace/old.txt').unlink()\n\
+                   n = 0\nfor i in range(2000000):\n    n += i\n";
+    let probe =
+        runtime.preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/old.txt').unlink()")).unwrap();
+    assert_eq!(probe.state, TransactionState::PendingApproval);
+    runtime.reject(probe.transaction, 1).unwrap();
+    let cancel = ExecutionCancellation::new();
+    let result = std::thread::scope(|scope| {
+        let run = scope.spawn(|| runtime.run_cancellable(&RunRequest::new(program), &cancel));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(cancel.cancel(), "the run is still executing, so cancel wins");
+        run.join().unwrap()
+    });
+    assert!(matches!(result, Err(VshError::Cancelled)), "{result:?}");
+    assert!(runtime.pending().unwrap().is_empty(), "nothing was stored");
+    assert!(dir.path().join("old.txt").exists());
+}
+
+#[test]
 fn cancellation_and_commit_never_both_win() {
     let dir = workspace(&[("a.txt", "0")]);
     let runtime = Runtime::open(config(dir.path())).unwrap();
-    for trial in 0..40 {
+    // Both threads start together; the canceller waits a different while each
+    // trial (0 to 400 µs, cycling), so both winners occur.
+    let (mut cancel_won, mut commit_won) = (0, 0);
+    for trial in 0..400_u32 {
+        if cancel_won >= 3 && commit_won >= 3 {
+            break;
+        }
         let program = format!("from pathlib import Path\nPath('/workspace/t{trial}.txt').write_text('{trial}')");
         let preview = runtime.preview(&RunRequest::new(&program)).unwrap();
         let cancel = ExecutionCancellation::new();
+        let delay = std::time::Duration::from_micros(u64::from(trial % 41) * 10);
+        let start = std::sync::Barrier::new(2);
         let (cancelled, committed) = std::thread::scope(|scope| {
-            let canceller = scope.spawn(|| cancel.cancel());
-            let committer = scope.spawn(|| runtime.commit_cancellable(preview.transaction, 1, &cancel));
+            let canceller = scope.spawn(|| {
+                start.wait();
+                let waiting = std::time::Instant::now();
+                while waiting.elapsed() < delay {
+                    std::hint::spin_loop();
+                }
+                cancel.cancel()
+            });
+            let committer = scope.spawn(|| {
+                start.wait();
+                runtime.commit_cancellable(preview.transaction, 1, &cancel)
+            });
             (canceller.join().unwrap(), committer.join().unwrap())
         });
         let exists = dir.path().join(format!("t{trial}.txt")).exists();
@@ -211,15 +253,21 @@ fn cancellation_and_commit_never_both_win() {
                 assert!(!cancelled, "trial {trial}: cancel reported success but the commit happened");
                 assert_eq!(receipt.state, TransactionState::Committed);
                 assert!(exists);
+                commit_won += 1;
             }
             Err(VshError::Cancelled) => {
                 assert!(cancelled);
                 assert!(!exists, "trial {trial}: cancelled but written");
                 assert!(runtime.discard_cancelled(preview.transaction).is_ok());
+                cancel_won += 1;
             }
             Err(other) => panic!("trial {trial}: {other:?}"),
         }
     }
+    assert!(
+        cancel_won >= 3 && commit_won >= 3,
+        "cancel won {cancel_won}, commit won {commit_won}: the race was not run"
+    );
     let cancel = ExecutionCancellation::new();
     assert!(cancel.cancel());
     assert!(matches!(runtime.run_cancellable(&RunRequest::new(CREATE), &cancel), Err(VshError::Cancelled)));

@@ -200,6 +200,28 @@ fn external_edit_of_a_read_file_is_stale_and_survives() -> Result {
 }
 
 #[test]
+fn a_mode_change_to_a_file_the_program_only_statted_is_stale() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "tool.sh", b"#!/bin/sh\n");
+    chmod(&root, "tool.sh", 0o644);
+    let run = fx.run(|vfs| {
+        let meta = vfs.metadata(&p("tool.sh"))?;
+        let verdict: &[u8] = if meta.mode & 0o111 == 0 { b"not executable" } else { b"executable" };
+        vfs.write(&p("verdict.txt"), Arc::from(verdict))?;
+        Ok(())
+    })?;
+    // Same bytes, same size: only the mode differs from what the program saw.
+    chmod(&root, "tool.sh", 0o755);
+    let before = fx.tree();
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![("tool.sh".to_owned(), ConflictReason::Metadata)]);
+    assert_eq!(fx.tree(), before);
+    assert!(!root.join("verdict.txt").exists());
+    Ok(())
+}
+
+#[test]
 fn touching_the_mtime_of_a_read_file_is_not_stale() -> Result {
     let fx = Fixture::new()?;
     let root = fx.root();

@@ -514,6 +514,108 @@ fn namespaces_cannot_be_created() {
     show("unshare -U true", "ran", run.stderr.trim());
 }
 
+/// Every system call the confined filter denies whatever its arguments, written here from the
+/// policy's documentation (`SandboxPolicy`), not read from the implementation: leaving the
+/// process group, other processes' memory, mounts and root changes, namespaces, kernel attack
+/// surface, and the machine itself.
+const DENIED_SYSCALLS: &[&str] = &[
+    "setsid",
+    "setpgid", // the process group stays killable
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "open_tree_attr",
+    "unshare",
+    "setns",
+    "bpf",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "perf_event_open",
+    "userfaultfd",
+    "open_by_handle_at",
+    "fanotify_init",
+    "quotactl",
+    "quotactl_fd",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "acct",
+    "syslog",
+    "vhangup",
+    #[cfg(target_arch = "x86_64")]
+    "iopl",
+    #[cfg(target_arch = "x86_64")]
+    "ioperm",
+    #[cfg(target_arch = "x86_64")]
+    "modify_ldt",
+    #[cfg(target_arch = "x86_64")]
+    "uselib",
+    #[cfg(target_arch = "x86_64")]
+    "lookup_dcookie",
+    #[cfg(target_arch = "x86_64")]
+    "nfsservctl",
+];
+
+#[test]
+fn every_denied_syscall_reaches_the_kernel_unconfined_and_is_refused_confined() {
+    if !full_sandbox() {
+        return;
+    }
+    let root = rustix::process::geteuid().is_root();
+    let mut inconclusive = Vec::new();
+    for name in DENIED_SYSCALLS {
+        let base = baseline(PROBE, &["syscall", name]);
+        assert!(
+            base.verdict().starts_with("ok ") || base.verdict().starts_with("denied "),
+            "{name}: the probe must make the call: {}",
+            base.describe()
+        );
+        // Unconfined, the kernel itself answers, and (as root) never with the filter's EPERM:
+        // the call is real, and the confined EPERM below is the filter's.
+        if base.verdict().starts_with("denied EPERM ") {
+            assert!(!root, "{name}: unconfined as root, the kernel answered EPERM: {}", base.describe());
+            inconclusive.push(*name);
+        }
+        let run = probe_confined(SandboxPolicy::new(), &["syscall", name]);
+        assert!(run.verdict().starts_with("denied EPERM "), "{name} must be denied with EPERM: {}", run.describe());
+        show(&format!("syscall {name}"), base.verdict(), run.verdict());
+    }
+    // Calls any user may make are always conclusive, root or not.
+    for always in ["setsid", "setpgid", "unshare", "ptrace", "process_vm_readv", "pidfd_getfd"] {
+        assert!(!inconclusive.contains(&always), "{always}: the baseline must not be EPERM");
+    }
+    if !inconclusive.is_empty() {
+        println!("not root: the kernel itself refused {inconclusive:?} unconfined; the filter's unit test covers them");
+    }
+}
+
 #[test]
 fn mount_is_denied() {
     if !full_sandbox() || !rustix::process::geteuid().is_root() {

@@ -165,6 +165,21 @@ fn set_mode_is_a_metadata_change_and_excluded_paths_are_invisible() {
 }
 
 #[test]
+fn set_mode_on_a_node_written_in_the_run_reaches_the_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut vfs = vfs_over(dir.path());
+    vfs.write(&p("new.sh"), Arc::from(&b"#!/bin/sh\n"[..])).unwrap();
+    vfs.mkdir(&p("private"), 0o755).unwrap();
+    vfs.set_mode(&p("new.sh"), 0o750).unwrap();
+    vfs.set_mode(&p("private"), 0o700).unwrap();
+    assert_eq!(vfs.metadata(&p("new.sh")).unwrap().mode, 0o750);
+    let diff = vfs.canonical_diff().unwrap();
+    let modes: Vec<(&str, DiffKind, u32)> =
+        diff.entries().iter().map(|entry| (entry.path.as_str(), entry.kind, entry.after.unwrap().mode)).collect();
+    assert_eq!(modes, vec![("new.sh", DiffKind::Create, 0o750), ("private", DiffKind::Create, 0o700)]);
+}
+
+#[test]
 fn read_set_records_what_was_used() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "read.txt", b"r");

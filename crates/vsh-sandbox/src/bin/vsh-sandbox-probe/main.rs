@@ -32,6 +32,8 @@ attempts:
   netlink                 socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)
   io-uring                io_uring_setup(1, ..)
   setsid                  setsid()
+  syscall NAME            make the system call NAME with arguments that fail harmlessly (or change
+                          nothing) unconfined, even as root
   escape PIDFILE          start a grandchild that calls setsid(), writes \"<pid> <result>\" to PIDFILE
                           and sleeps 30 s; print what it wrote
   spawn N                 start N sleeping copies of this probe; report how many started
@@ -65,6 +67,10 @@ fn main() -> ExitCode {
         ["mount", dir] => attempt(sys::mount_tmpfs(Path::new(dir)).map(|()| "mounted and unmounted".to_owned())),
         ["netlink"] => attempt(sys::netlink_socket().map(|()| "opened".to_owned())),
         ["io-uring"] => attempt(sys::io_uring_setup().map(|()| "set up".to_owned())),
+        ["syscall", name] => match sys::harmless_call(name) {
+            Some(result) => attempt(result.map(|value| format!("returned {value}"))),
+            None => Outcome::Usage(format!("no harmless form of {name} is known")),
+        },
         ["setsid"] => attempt(rustix::process::setsid().map_err(io::Error::from).map(|_| "new session".to_owned())),
         ["escape", pidfile] => escape(Path::new(pidfile)),
         ["grandchild", pidfile] => grandchild(Path::new(pidfile)),
@@ -121,6 +127,13 @@ fn errno_name(error: &io::Error) -> String {
         libc::ENOSYS => "ENOSYS",
         libc::ECONNREFUSED => "ECONNREFUSED",
         libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::EFAULT => "EFAULT",
+        libc::EBADF => "EBADF",
+        libc::ESRCH => "ESRCH",
+        libc::ENODEV => "ENODEV",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EIO => "EIO",
+        libc::ENOTDIR => "ENOTDIR",
         _ => "E?",
     };
     format!("{name} {code}")
