@@ -681,6 +681,18 @@ impl Resolver<'_> {
                 self.conflict(&self.txn.journal(), RecoveryConflictReason::JournalContradicted { operation: None })
             ));
         }
+        // No operation is applied before the ledger holds Committing (which it
+        // does only after every intent is durable): a transaction the ledger
+        // still holds before that point touched nothing in the workspace, even
+        // with intents journaled, and whatever differs there now is someone
+        // else's. Only an old node in quarantine would say otherwise.
+        if matches!(state, Some(TransactionState::Reserved | TransactionState::Revalidating)) {
+            if let Err(conflict) = self.check_quarantine(plan, &[]) {
+                return Ok(Err(conflict));
+            }
+            let settled = Settled { transaction: self.transaction, plan: *digest, left: Vec::new() };
+            return self.settle(state, &settled, plan, false);
+        }
         if let Err(conflict) = self.check_evidence(plan, &journaled) {
             return Ok(Err(conflict));
         }
@@ -735,13 +747,25 @@ impl Resolver<'_> {
         left.sort_by_key(|left| left.operation);
         left.dedup_by_key(|left| left.operation);
         let settled = Settled { transaction: self.transaction, plan: *digest, left };
-        if let Err(error) = self.txn.write_settled(&self.committer.workspace, &settled, &self.committer.key) {
+        self.settle(state, &settled, plan, !touched.is_empty())
+    }
+
+    /// Make the rollback's outcome durable (the settled record), so that a
+    /// crash during what follows repeats only that, then record it and clean up.
+    fn settle(
+        &self,
+        state: Option<TransactionState>,
+        settled: &Settled,
+        plan: &Plan,
+        undid: bool,
+    ) -> Result<Resolved, CommitError> {
+        if let Err(error) = self.txn.write_settled(&self.committer.workspace, settled, &self.committer.key) {
             return Ok(Err(self.conflict(&self.txn.settled(), RecoveryConflictReason::Host(error))));
         }
         check(self.faults, FaultPoint::Settled)?;
         let state =
             if state == Some(TransactionState::Committing) { Some(TransactionState::RecoveryRequired) } else { state };
-        self.finish_settled(state, &settled, Some(plan), !touched.is_empty())
+        self.finish_settled(state, settled, Some(plan), undid)
     }
 
     /// Every operation without a journaled intent must show no sign of having

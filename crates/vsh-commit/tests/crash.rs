@@ -664,3 +664,36 @@ fn a_ledger_that_contradicts_the_disk_is_a_conflict_and_changes_nothing() -> Res
     }
     Ok(())
 }
+
+#[test]
+fn a_crash_before_committing_leaves_someone_elses_later_edits_theirs_and_fails_cleanly() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let before = trial.ws.tree();
+    // Killed with every intent durable, before the ledger moved to Committing:
+    // nothing was applied.
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let crash = CrashAt::new(FaultPoint::IntentSynced(5));
+    let error = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &crash).unwrap_err();
+    assert!(matches!(error, CommitError::FaultInjected(_)), "{error:?}");
+    // Then someone edits paths the plan would have changed, differently.
+    support::write(&trial.ws.root, "a.txt", b"their a");
+    support::chmod(&trial.ws.root, "locked.txt", 0o604);
+    let mut theirs = before.clone();
+    theirs.insert("a.txt".to_owned(), support::file(b"their a", 0o644));
+    theirs.insert("locked.txt".to_owned(), support::file(b"readable", 0o604));
+
+    // Recovery (crashed once after settling, then run again) fails the
+    // transaction and leaves their edits alone: nothing to leave for an operator.
+    let crash_after_settling = CrashAt::new(FaultPoint::Settled);
+    let interrupted = trial.reopened()?.committer.recover_with_faults(&ledger, &crash_after_settling);
+    assert!(matches!(interrupted, Err(CommitError::FaultInjected(FaultPoint::Settled))), "{interrupted:?}");
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert!(report.is_clean() && report.unresolved.is_empty(), "{report:?}");
+    assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::Failed));
+    assert!(trial.ws.tree() == theirs, "{:?}", tree_difference(&trial.ws.tree(), &theirs));
+    assert!(trial.ws.no_transaction_dirs());
+    Ok(())
+}

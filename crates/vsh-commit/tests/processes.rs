@@ -12,7 +12,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,20 +19,14 @@ use vsh_commit::{CommitError, FaultInjector, FaultPoint};
 use vsh_types::TransactionState;
 use vsh_vfs::{VfsError, VirtualFs};
 
+use support::child::{DATA, ROLE, TRIAL, spawn, wait_exit, wait_for, wait_ready, wait_signal};
 use support::ledger::FileLedger;
 use support::{Result, Tree, Workspace, p, tree_difference, write};
-
-const ROLE: &str = "VSH_COMMIT_TEST_ROLE";
-const TRIAL: &str = "VSH_COMMIT_TEST_TRIAL";
-const DATA: &str = "VSH_COMMIT_TEST_DATA";
 
 /// Exit codes of a committing child.
 const COMMITTED: i32 = 0;
 const STALE: i32 = 3;
 const FAILED: i32 = 2;
-
-/// The longest any wait in these tests may take.
-const DEADLINE: Duration = Duration::from_mins(1);
 
 /// If this process is a child, play its role and exit.
 fn child_role() {
@@ -114,73 +107,6 @@ fn read_timeline(trial: &Path) -> Result<(Duration, Duration)> {
     let applying = times.next().ok_or("no timeline")?;
     let marked = times.next().ok_or("no marker in the timeline")?;
     Ok((applying, marked))
-}
-
-fn wait_for(mut condition: impl FnMut() -> bool, what: &str) {
-    let start = Instant::now();
-    while !condition() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
-fn spawn(test: &str, role: &str, trial: &Path, data: &Path) -> Result<Child> {
-    Ok(Command::new(std::env::current_exe()?)
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .env(TRIAL, trial)
-        .env(DATA, data)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()?)
-}
-
-/// Wait for `child`, or wait until it has signalled `ready` (failing if it
-/// exits first).
-fn wait_ready(child: &mut Child, ready: &Path) -> Result {
-    let start = Instant::now();
-    while !ready.exists() {
-        if let Some(status) = child.try_wait()? {
-            return Err(format!("child exited before it was ready: {status}").into());
-        }
-        if start.elapsed() > DEADLINE {
-            child.kill()?;
-            return Err("child never became ready".into());
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    Ok(())
-}
-
-/// Wait until `signal` exists (`true`) or the child exits first (`false`).
-fn wait_signal(child: &mut Child, signal: &Path) -> Result<bool> {
-    let start = Instant::now();
-    while !signal.exists() {
-        if child.try_wait()?.is_some() {
-            return Ok(false);
-        }
-        if start.elapsed() > DEADLINE {
-            child.kill()?;
-            return Err(format!("child never signalled {}", signal.display()).into());
-        }
-        std::thread::sleep(Duration::from_micros(100));
-    }
-    Ok(true)
-}
-
-fn wait_exit(child: &mut Child) -> Result<ExitStatus> {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        if start.elapsed() > DEADLINE {
-            child.kill()?;
-            return Err("child did not exit in time".into());
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
 }
 
 /// 10 directories of 20 files, each with distinct content and a mode.
@@ -299,6 +225,12 @@ fn sigkill_at_any_moment_of_a_commit_never_leaves_a_partial_state() -> Result {
         assert!(ws.no_transaction_dirs(), "trial {index}");
         std::fs::remove_dir_all(&trial)?;
     }
+    assert!(saw_before > 0 && saw_after > 0, "both outcomes: {saw_before} before, {saw_after} after");
+    // Before the journal (with or without a directory), while applying, after the marker.
+    assert!(
+        phases[0] + phases[1] > 0 && phases[2] > 0 && phases[3] > 0,
+        "every phase of the commit was killed: {phases:?}"
+    );
     eprintln!(
         "{TRIALS} trials over a {commit_time:?} commit of {} paths (applying from {applying:?}, marker at \
          {marked:?}): {saw_before} before, {saw_after} after; killed with no transaction directory {}, while preparing {}, while applying {}, after the marker {}",

@@ -30,7 +30,7 @@ use vsh_store::BlobStore;
 use vsh_types::TransactionState;
 
 use support::fixture::Trial;
-use support::{Node, Result, Tree, p, tree_difference};
+use support::{Node, Result, Tree, p, tree_difference, without};
 
 /// What a racing writer does to its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,17 +133,6 @@ impl FaultInjector for Writer {
         }
         *wrote != Acted::Waiting && self.crash_after == Some(point)
     }
-}
-
-/// `tree` without `path`, its descendants and its ancestors.
-fn without(tree: &Tree, path: &str) -> Tree {
-    tree.iter()
-        .filter(|(other, _)| {
-            let other = other.as_str();
-            other != path && !other.starts_with(&format!("{path}/")) && !path.starts_with(&format!("{other}/"))
-        })
-        .map(|(other, node)| (other.clone(), node.clone()))
-        .collect()
 }
 
 /// Check one raced commit's outcome (see the module docs); returns which of

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub, reason = "shared test support: each test binary uses part of it")]
 
+pub mod child;
 pub mod fixture;
 pub mod ledger;
 
@@ -176,4 +177,15 @@ pub fn tree_difference(left: &Tree, right: &Tree) -> Vec<String> {
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// `tree` without `path`, its descendants and its ancestors.
+pub fn without(tree: &Tree, path: &str) -> Tree {
+    tree.iter()
+        .filter(|(other, _)| {
+            let other = other.as_str();
+            other != path && !other.starts_with(&format!("{path}/")) && !path.starts_with(&format!("{other}/"))
+        })
+        .map(|(other, node)| (other.clone(), node.clone()))
+        .collect()
 }
