@@ -35,32 +35,13 @@ use vsh_types::TransactionState;
 use support::child::{DATA, ROLE, TRIAL, spawn, spawn_with, wait_exit, wait_ready};
 use support::fixture::{build_before, transaction};
 use support::ledger::FileLedger;
+use support::random::{Rng, WRITES, Write, phase_of};
 use support::{Result, Tree, Workspace, tree, tree_difference, without};
 
 const TEST: &str = "sigkill_campaign_of_commits_and_recoveries_with_racing_writers";
 const TRIALS: u64 = 220;
 /// Where a child finds the fault point to kill itself at (absent: run on).
 const KILL_AT: &str = "VSH_COMMIT_TEST_KILL_AT";
-
-/// A small deterministic generator, so every trial replays from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound.max(1)
-    }
-
-    fn chance(&mut self, numerator: u64, denominator: u64) -> bool {
-        self.below(denominator) < numerator
-    }
-}
 
 /// Kills its own process with `SIGKILL` at the `n`-th fault point it sees:
 /// no unwinding, no cleanup, no flushing, exactly as a crash.
@@ -128,22 +109,6 @@ fn child_role() {
     };
     std::process::exit(code);
 }
-
-/// What a racing writer does to its path, through the path, as another
-/// program would (the commit lock is advisory).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Write {
-    /// Open, append, close (`>>`, or an editor writing in place).
-    Append,
-    /// Write a new file beside it and rename it over the path (how editors save).
-    Replace,
-    /// Create the file if the path is free.
-    Create,
-    /// Change the file's mode.
-    Chmod,
-}
-
-const WRITES: [Write; 4] = [Write::Append, Write::Replace, Write::Create, Write::Chmod];
 
 /// Paths of the shared transaction's before or after tree (and one outside
 /// it) a writer may pick.
@@ -284,8 +249,8 @@ fn draw(rng: &mut Rng, campaign: &Campaign) -> Plan {
     let commit_delay = delay(rng);
     let recovery = rng.chance(1, 2).then(|| (rng.chance(1, 2).then(|| rng.below(14) as usize), delay(rng)));
     let writer = rng.chance(1, 2).then(|| {
-        let path = PATHS[rng.below(PATHS.len() as u64) as usize];
-        let write = WRITES[rng.below(WRITES.len() as u64) as usize];
+        let path = PATHS[rng.index(PATHS.len())];
+        let write = WRITES[rng.index(WRITES.len())];
         (path, write, delay(rng))
     });
     Plan { commit_point, commit_delay, recovery, writer }
@@ -316,22 +281,6 @@ fn run_killed(role: &str, trial: &Path, campaign: &Campaign, point: Option<usize
         "{role} exited {status} (not a kill, a commit outcome or a clean recovery)"
     );
     Ok(killed)
-}
-
-/// Where a killed commit stopped: 0 no transaction directory, 1 no journal
-/// yet, 2 journal without marker, 3 marker.
-fn phase_of(ws: &Path) -> usize {
-    let Some(Ok(dir)) = std::fs::read_dir(ws.join(".vsh/txn")).ok().and_then(|mut entries| entries.next()) else {
-        return 0;
-    };
-    let dir = dir.path();
-    if dir.join("complete").exists() {
-        3
-    } else if dir.join("journal").exists() {
-        2
-    } else {
-        1
-    }
 }
 
 #[derive(Default, Debug)]

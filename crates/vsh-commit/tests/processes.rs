@@ -21,6 +21,7 @@ use vsh_vfs::{VfsError, VirtualFs};
 
 use support::child::{DATA, ROLE, TRIAL, spawn, wait_exit, wait_for, wait_ready, wait_signal};
 use support::ledger::FileLedger;
+use support::random::phase_of;
 use support::{Result, Tree, Workspace, p, tree_difference, write};
 
 /// Exit codes of a committing child.
@@ -241,22 +242,6 @@ fn sigkill_at_any_moment_of_a_commit_never_leaves_a_partial_state() -> Result {
         phases[3],
     );
     Ok(())
-}
-
-/// Where a killed commit stopped, from what its transaction directory holds:
-/// 0 none, 1 no journal yet, 2 journal without marker, 3 marker.
-fn phase_of(ws: &Path) -> usize {
-    let Some(Ok(dir)) = std::fs::read_dir(ws.join(".vsh/txn")).ok().and_then(|mut entries| entries.next()) else {
-        return 0;
-    };
-    let dir = dir.path();
-    if dir.join("complete").exists() {
-        3
-    } else if dir.join("journal").exists() {
-        2
-    } else {
-        1
-    }
 }
 
 /// Read the counter, append who bumped it, and log the run.

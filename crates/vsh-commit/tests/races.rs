@@ -30,23 +30,8 @@ use vsh_store::BlobStore;
 use vsh_types::TransactionState;
 
 use support::fixture::Trial;
+use support::random::{Rng, WRITES, Write};
 use support::{Node, Result, Tree, p, tree_difference, without};
-
-/// What a racing writer does to its path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Write {
-    /// Append bytes to the file at the path (an open, write, close).
-    Append,
-    /// Write a new file beside it and rename it over the path (how editors save).
-    Replace,
-    /// Create the file if the path is free.
-    Create,
-    /// Change the file's mode.
-    Chmod,
-}
-
-/// Every write, in the order a writer falls back through them.
-const WRITES: [Write; 4] = [Write::Append, Write::Replace, Write::Create, Write::Chmod];
 
 /// When a writer acts: at the first fault point for which this is true (given
 /// the full path of its target).
@@ -333,22 +318,6 @@ fn a_write_to_an_old_node_after_revalidation_is_kept_when_the_commit_succeeds() 
     Ok(())
 }
 
-/// A small deterministic generator, so every trial can be replayed from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound as u64) as usize
-    }
-}
-
 #[test]
 fn randomized_writers_racing_commits_never_leave_a_partial_workspace_or_lose_a_byte() -> Result {
     const TRIALS: usize = 150;
@@ -378,13 +347,13 @@ fn randomized_writers_racing_commits_never_leave_a_partial_workspace_or_lose_a_b
     let mut acted = 0;
     for index in 0..TRIALS {
         let trial = Trial::new(&fixture.blobs)?;
-        let path = PATHS[rng.below(PATHS.len())];
-        let write = WRITES[rng.below(WRITES.len())];
-        let moment = moments[rng.below(moments.len())];
+        let path = PATHS[rng.index(PATHS.len())];
+        let write = WRITES[rng.index(WRITES.len())];
+        let moment = moments[rng.index(moments.len())];
         // A third of the trials also crash a few steps after the writer.
-        let crash_after = (rng.below(3) == 0).then(|| {
+        let crash_after = (rng.index(3) == 0).then(|| {
             let later: Vec<FaultPoint> = operations.iter().copied().filter(|point| *point > moment).collect();
-            later[rng.below(later.len().max(1)).min(later.len().saturating_sub(1))]
+            later[rng.index(later.len().max(1)).min(later.len().saturating_sub(1))]
         });
         let mut writer = writer(&trial, path, write, move |point, _| point == moment);
         writer.crash_after = crash_after;

@@ -7,6 +7,7 @@
 pub mod child;
 pub mod fixture;
 pub mod ledger;
+pub mod random;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
