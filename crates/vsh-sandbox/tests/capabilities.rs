@@ -59,6 +59,41 @@ fn full_sandbox() -> bool {
     available("Landlock ABI 6 and seccomp filters", kernel.landlock_abi.is_some_and(|abi| abi >= 6) && kernel.seccomp)
 }
 
+/// Set in the unprivileged re-run of a root-only test.
+const AS_NOBODY: &str = "VSH_TEST_AS_NOBODY";
+const NOBODY: u32 = 65_534;
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Root-only tests also run their unprivileged variant: as root (and not
+/// already in the re-run), run `test` again in a child as uid and gid 65534,
+/// which takes the test's non-root branch, and require it to pass.
+fn also_as_nobody(test: &str) {
+    if !is_root() || std::env::var_os(AS_NOBODY).is_some() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("a home for the child");
+    std::os::unix::fs::chown(home.path(), Some(NOBODY), Some(NOBODY)).expect("chown the child's home");
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(AS_NOBODY, "1")
+        .env("HOME", home.path())
+        .env("TMPDIR", home.path())
+        .current_dir(home.path())
+        .gid(NOBODY)
+        .uid(NOBODY)
+        .output()
+        .expect("run the test as nobody");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test} as nobody failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[test]
 fn declared_landlock_abi_matches_the_kernel() {
     let Some(declared) = std::env::var_os("VSH_TEST_LANDLOCK_ABI") else { return };
@@ -373,13 +408,17 @@ fn the_dynamic_loader_can_still_run_a_readable_copy() {
 
 #[test]
 fn capabilities_are_dropped() {
-    if !full_sandbox() || !rustix::process::geteuid().is_root() {
+    if !full_sandbox() {
         return;
     }
+    also_as_nobody("capabilities_are_dropped");
     let dir = scratch();
     let file = dir.path().join("owned");
     std::fs::write(&file, b"x").expect("create a file");
-    let base = baseline("/bin/chown", &["65534", path_str(&file)]);
+    // As root the baseline gives the file away (CAP_CHOWN); as anyone else it
+    // may only "change" it to its own owner.
+    let owner = rustix::process::geteuid().as_raw().to_string();
+    let base = baseline("/bin/chown", &[if is_root() { "65534" } else { &owner }, path_str(&file)]);
     assert!(base.success, "baseline: {}", base.describe());
     let run = confined_ok(
         ConfinedCommand::new("/bin/chown")
@@ -388,7 +427,7 @@ fn capabilities_are_dropped() {
         &any_context(),
     );
     assert!(!run.success && run.stderr.contains("not permitted"), "{}", run.describe());
-    show("chown as root", "changed owner", run.stderr.trim());
+    show(if is_root() { "chown as root" } else { "chown as an unprivileged user" }, "changed owner", run.stderr.trim());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -618,13 +657,17 @@ fn every_denied_syscall_reaches_the_kernel_unconfined_and_is_refused_confined() 
 
 #[test]
 fn mount_is_denied() {
-    if !full_sandbox() || !rustix::process::geteuid().is_root() {
+    if !full_sandbox() {
         return;
     }
+    also_as_nobody("mount_is_denied");
     let dir = scratch();
     let target = path_str(dir.path());
-    // The baseline mounts in a private mount namespace, so the host's mount table is untouched.
-    let base = baseline("/usr/bin/unshare", &["-m", "--propagation", "private", PROBE, "mount", target]);
+    // The baseline mounts in a private mount namespace, so the host's mount
+    // table is untouched; an unprivileged user maps itself to root in a new
+    // user namespace first.
+    let user_namespace = if is_root() { "-m" } else { "-Urm" };
+    let base = baseline("/usr/bin/unshare", &[user_namespace, "--propagation", "private", PROBE, "mount", target]);
     let run = probe_confined(SandboxPolicy::new().allow_write(dir.path()), &["mount", target]);
     assert_blocked("mount a tmpfs", &base, &run, "EPERM");
 }
@@ -767,18 +810,27 @@ fn group_only_keeps_the_group_killable_without_confining() {
 
 #[test]
 fn a_fork_bomb_stops_at_the_process_limit_as_nobody() {
-    if !full_sandbox() || !rustix::process::geteuid().is_root() {
+    if !full_sandbox() {
         return;
     }
+    also_as_nobody("a_fork_bomb_stops_at_the_process_limit_as_nobody");
+    // As root the child is told to run as nobody; as nobody it already does.
     let mut command = Command::new(PROBE);
-    command.args(["spawn", "32"]).uid(65534).gid(65534).current_dir("/");
+    command.args(["spawn", "32"]).current_dir("/");
+    if is_root() {
+        command.uid(NOBODY).gid(NOBODY);
+    }
     let base = baseline_command(command);
     assert_eq!(base.verdict(), "ok started 32 of 32", "{}", base.describe());
     let limits = ResourceLimits { processes: Some(8), ..ResourceLimits::default() };
+    let mut sandbox = SandboxPolicy::new().rlimits(limits);
+    if is_root() {
+        sandbox = sandbox.run_as(NOBODY, NOBODY);
+    }
     let child = ConfinedCommand::new(PROBE)
         .args(["spawn", "32"])
         .current_dir("/")
-        .sandbox_policy(policy(SandboxPolicy::new().rlimits(limits).run_as(65534, 65534)))
+        .sandbox_policy(policy(sandbox))
         .new_process_group()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
