@@ -14,6 +14,7 @@
 mod bench;
 mod ci;
 mod fuzz;
+mod mutants;
 mod shell;
 mod test_sandbox;
 #[cfg(test)]
@@ -32,6 +33,9 @@ Tasks:
   fuzz [--seconds N]  run every fuzz target for N seconds each (default 60); needs nightly and cargo-fuzz
   test-sandbox        run the sandbox-capability suite alone and print the enforcement table
   bench               run the workspace benchmarks
+  mutants [--package P]... [--shard K/N] [--file PATH]...
+                      mutation testing (cargo-mutants, installed pinned) of vsh-commit, vsh-store,
+                      vsh-policy and vsh-host; results in target/mutants/<package>/
   help                print this message
 ";
 
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::run(&rest),
         "test-sandbox" => test_sandbox::run(&rest),
         "bench" => bench::run(&rest),
+        "mutants" => mutants::run(&rest),
         "help" | "-h" | "--help" => {
             print!("{HELP}");
             Ok(())

@@ -1,0 +1,133 @@
+//! `cargo xtask mutants [--package P]... [--shard K/N] [--file PATH]...`: mutation testing with
+//! cargo-mutants over the crates whose tests guard data and authority.
+//!
+//! Each crate is run on its own (`cargo mutants --package P`), so a mutant counts as caught only
+//! when that crate's own tests catch it; the results go to `target/mutants/<package>/mutants.out`
+//! (`caught.txt`, `missed.txt`, `timeout.txt`, `unviable.txt`). `docs/testing.md` records the
+//! counts and a test or a reason for every missed mutant.
+//!
+//! cargo-mutants is installed with cargo, pinned to [`VERSION`], when it is missing or another
+//! version. A full run is long (some 2,500 mutants); `--shard K/N` runs the K-th of N slices, so a
+//! run can be split across sessions or machines. Not part of `cargo xtask ci`.
+
+use crate::shell::Step;
+use crate::{Error, Result, project_root};
+
+/// The cargo-mutants release this task is written against.
+const VERSION: &str = "27.1.0";
+
+/// The crates mutated by default.
+const PACKAGES: [&str; 4] = ["vsh-commit", "vsh-store", "vsh-policy", "vsh-host"];
+
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Options {
+    packages: Vec<String>,
+    shard: Option<String>,
+    files: Vec<String>,
+}
+
+pub(crate) fn run(args: &[String]) -> Result {
+    let options = parse(args)?;
+    ensure_installed()?;
+    let packages: Vec<String> = if options.packages.is_empty() {
+        PACKAGES.iter().map(|package| (*package).to_owned()).collect()
+    } else {
+        options.packages.clone()
+    };
+    for package in &packages {
+        let output = project_root().join("target").join("mutants").join(package);
+        std::fs::create_dir_all(&output)
+            .map_err(|error| Error::new(format!("cannot create {}: {error}", output.display())))?;
+        let output = output.to_string_lossy().into_owned();
+        let mut args = vec![
+            "mutants",
+            "--package",
+            package.as_str(),
+            "--output",
+            output.as_str(),
+            "--no-shuffle",
+            "--jobs",
+            "1",
+            "--timeout-multiplier",
+            "3",
+        ];
+        if let Some(shard) = &options.shard {
+            args.extend(["--shard", shard.as_str()]);
+        }
+        for file in &options.files {
+            args.extend(["--file", file.as_str()]);
+        }
+        // cargo-mutants exits non-zero when a mutant survives: that is a result, not a failure
+        // of this task, and the summary it prints says so.
+        let step = Step::cargo(format!("mutants {package}"), &args).env("VSH_REQUIRE_SANDBOX", "1");
+        if let Err(error) = step.run() {
+            eprintln!("{error} (missed mutants are listed in {output}/mutants.out/missed.txt)");
+        }
+    }
+    Ok(())
+}
+
+fn parse(args: &[String]) -> Result<Options> {
+    let mut options = Options::default();
+    let mut iter = args.iter();
+    while let Some(flag) = iter.next() {
+        let mut value = || {
+            iter.next().cloned().ok_or_else(|| Error::new(format!("`{flag}` needs a value; see `cargo xtask help`")))
+        };
+        match flag.as_str() {
+            "--package" | "-p" => options.packages.push(value()?),
+            "--shard" => {
+                let shard = value()?;
+                let valid = shard.split_once('/').is_some_and(|(k, n)| {
+                    k.parse::<u32>().ok().zip(n.parse::<u32>().ok()).is_some_and(|(k, n)| n > 0 && k < n)
+                });
+                if !valid {
+                    return Err(Error::new(format!("--shard takes K/N with K < N, got `{shard}`")));
+                }
+                options.shard = Some(shard);
+            }
+            "--file" | "-f" => options.files.push(value()?),
+            other => return Err(Error::new(format!("unknown option `{other}` for `cargo xtask mutants`"))),
+        }
+    }
+    Ok(options)
+}
+
+/// Install cargo-mutants [`VERSION`] unless it is already there.
+fn ensure_installed() -> Result {
+    let installed = std::process::Command::new(crate::shell::cargo_program())
+        .args(["mutants", "--version"])
+        .output()
+        .is_ok_and(|output| output.status.success() && String::from_utf8_lossy(&output.stdout).contains(VERSION));
+    if installed {
+        return Ok(());
+    }
+    Step::cargo("install cargo-mutants", &["install", "cargo-mutants", "--locked", "--version", VERSION]).run()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_parse() {
+        assert_eq!(parse(&[]).unwrap(), Options::default());
+        let options = parse(&strings(&["-p", "vsh-host", "--shard", "2/8", "--file", "crates/vsh-host/src/lib.rs"]));
+        assert_eq!(
+            options.unwrap(),
+            Options {
+                packages: vec!["vsh-host".into()],
+                shard: Some("2/8".into()),
+                files: vec!["crates/vsh-host/src/lib.rs".into()]
+            }
+        );
+        for bad in [&["--shard", "8/8"][..], &["--shard", "x"], &["--package"], &["--jobs", "2"]] {
+            assert!(parse(&strings(bad)).is_err(), "{bad:?}");
+        }
+    }
+}
