@@ -206,7 +206,13 @@ fn a_cancellation_during_execution_stores_nothing() {
     runtime.reject(probe.transaction, 1).unwrap();
     let cancel = ExecutionCancellation::new();
     let result = std::thread::scope(|scope| {
-        let run = scope.spawn(|| runtime.run_cancellable(&RunRequest::new(program), &cancel));
+        // Room for a slow machine: the cancel, not a limit, must end the run.
+        let budget = vsh::ExecutionBudget {
+            max_duration: std::time::Duration::from_mins(1),
+            max_request_duration: std::time::Duration::from_mins(2),
+            ..Default::default()
+        };
+        let run = scope.spawn(|| runtime.run_cancellable(&RunRequest::new(program).with_budget(budget), &cancel));
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(cancel.cancel(), "the run is still executing, so cancel wins");
         run.join().unwrap()

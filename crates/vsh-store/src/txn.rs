@@ -190,7 +190,7 @@ impl TransactionStore {
     /// Under the exclusive lock: remove a `txlog.next` left by an interrupted
     /// compaction; create the log if there is none (migrating legacy
     /// `txns/` record files into it, then renaming that directory to
-    /// `txns.migrated`); migrate a first-format log ([`TransactionStore::migrate`]);
+    /// `txns.migrated`); migrate a first-format log (`TransactionStore::migrate`);
     /// replay it, truncating a torn tail. Every frame is checked under `key`
     /// (see `crate::txlog`): a log written under another key is
     /// [`StoreError::WrongAuthorityKey`].
