@@ -199,8 +199,8 @@ pub struct CommitReceipt {
 /// Durability barriers issued by one commit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SyncCounts {
-    /// `fsync` of a file: the plan, each journal version, the marker, and each
-    /// staged file (see the crate docs' *Limitations*).
+    /// `fsync` of one of the commit's own files (the plan, the journal, the
+    /// marker); staged files are made durable together, by one `syncfs`.
     pub file_fsyncs: u64,
     /// `fsync` of a directory.
     pub dir_fsyncs: u64,

@@ -262,4 +262,16 @@ mod tests {
         assert_eq!(AccessSet::ALL.to_string(), "all");
         assert_eq!(AccessSet::MUTATIONS.to_string(), "mutations");
     }
+
+    #[test]
+    fn adding_a_kind_twice_keeps_it_and_sets_deserialize_from_their_bits() {
+        use serde::Deserialize as _;
+        use serde::de::value::{Error, U16Deserializer};
+        let read = AccessSet::NONE.with(AccessKind::ContentRead);
+        assert_eq!(read.with(AccessKind::ContentRead), read);
+        assert!(read.with(AccessKind::ContentRead).contains(AccessKind::ContentRead));
+        let bits = AccessSet::MUTATIONS.bits();
+        assert_eq!(AccessSet::deserialize(U16Deserializer::<Error>::new(bits)).unwrap(), AccessSet::MUTATIONS);
+        assert!(AccessSet::deserialize(U16Deserializer::<Error>::new(0x8000)).is_err());
+    }
 }

@@ -718,4 +718,28 @@ mod tests {
         assert_eq!(pending.name(), "pending-approval");
         assert!(pending.is_pending_approval() && denied.is_denied() && Decision::AutoApproved.is_auto_approved());
     }
+
+    #[test]
+    fn predicates_and_tags_tell_every_variant_apart() {
+        let policy = PolicyDigest::digest(b"p");
+        let manifest = |flags: Vec<RiskFlag>| RiskManifest { metrics: RiskMetrics::default(), flags, policy };
+        let pending = Decision::PendingApproval(manifest(vec![RiskFlag::Deletion]));
+        assert!(!pending.is_auto_approved() && !Decision::AutoApproved.is_pending_approval());
+        assert!(!pending.is_denied() && !Decision::AutoApproved.is_denied());
+        let reasons = [
+            DenyReason::ProtectedAccessAttempt,
+            DenyReason::ProtectedMutation,
+            DenyReason::TooManyTouchedPaths,
+            DenyReason::TooManyChangedBytes,
+            DenyReason::TooManyDeletions,
+            DenyReason::DeleteRatio,
+        ];
+        assert_eq!(reasons.map(DenyReason::tag), [1, 2, 3, 4, 5, 6]);
+        // A manifest's encoding carries its flags and its policy.
+        let one = manifest(vec![RiskFlag::Deletion]).to_canonical_bytes();
+        assert_ne!(one, manifest(vec![RiskFlag::Rename]).to_canonical_bytes());
+        assert_ne!(one, manifest(vec![]).to_canonical_bytes());
+        let other_policy = RiskManifest { policy: PolicyDigest::digest(b"q"), ..manifest(vec![RiskFlag::Deletion]) };
+        assert_ne!(one, other_policy.to_canonical_bytes());
+    }
 }

@@ -1276,4 +1276,32 @@ writable_roots = ["src", "docs"]
             seen.push(changed);
         }
     }
+
+    #[test]
+    fn accessors_boundaries_and_the_field_an_error_names() {
+        let file = PolicyFile::from_toml(&v1("profile = \"strict\"\n[defaults]\nsecrets = false\n")).unwrap();
+        assert_eq!(file.profile(), PolicyProfile::Strict);
+        assert_eq!(file.defaults(), DefaultRules { secrets: false, git: true });
+        // A file of exactly the largest size is read whole (its last byte matters).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        let tail = "profile = \"paranoid\"\n";
+        let head = "version = 1\n#";
+        let padding = "x".repeat(MAX_POLICY_FILE_BYTES as usize - head.len() - tail.len() - 1);
+        std::fs::write(&path, format!("{head}{padding}\n{tail}")).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), MAX_POLICY_FILE_BYTES);
+        assert_eq!(PolicyFile::read(&path).unwrap().profile(), PolicyProfile::Paranoid);
+        std::fs::write(&path, format!("{head}{padding}x\n{tail}")).unwrap();
+        assert!(matches!(PolicyFile::read(&path), Err(PolicyFileError::TooLarge { .. })));
+        // A reason of exactly the largest length is kept; one byte more is not.
+        let reason =
+            |length: usize| v1(&format!("[[protect]]\npattern = \"a\"\nreason = \"{}\"\n", "r".repeat(length)));
+        assert!(PolicyFile::from_toml(&reason(MAX_REASON_BYTES)).is_ok());
+        assert!(matches!(error(&reason(MAX_REASON_BYTES + 1)), PolicyFileError::ReasonTooLong { .. }));
+        // A ratio must be above zero.
+        assert!(matches!(error(&v1("[thresholds]\ndeny_delete_ratio = 0.0")), PolicyFileError::InvalidRatio { .. }));
+        // Setting both sides of an inconsistent pair names the escalation side.
+        let both = error(&v1("[thresholds]\nescalate_touched_paths = 100\ndeny_touched_paths = 50"));
+        assert_eq!(both.field(), Some("thresholds.escalate_touched_paths"));
+    }
 }

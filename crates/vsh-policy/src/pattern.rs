@@ -870,4 +870,12 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_range_of_one_character_is_a_range() {
+        let pattern = Pattern::parse("[a-a]").unwrap();
+        assert!(pattern.matches(&VPath::parse("a").unwrap()));
+        assert!(!pattern.matches(&VPath::parse("b").unwrap()));
+        assert!(Pattern::parse("[b-a]").is_err());
+    }
 }
