@@ -1,4 +1,4 @@
-//! `cargo xtask mutants [--package P]... [--shard K/N] [--file PATH]...`: mutation testing with
+//! `cargo xtask mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate]`: mutation testing with
 //! cargo-mutants over the crates whose tests guard data and authority.
 //!
 //! Each crate is run on its own (`cargo mutants --package P`), so a mutant counts as caught only
@@ -8,7 +8,8 @@
 //!
 //! cargo-mutants is installed with cargo, pinned to [`VERSION`], when it is missing or another
 //! version. A full run is long (some 2,500 mutants); `--shard K/N` runs the K-th of N slices, so a
-//! run can be split across sessions or machines. Not part of `cargo xtask ci`.
+//! run can be split across sessions or machines, and `--iterate` re-tests only what the previous
+//! run of a crate did not catch. Not part of `cargo xtask ci`.
 
 use crate::shell::Step;
 use crate::{Error, Result, project_root};
@@ -24,6 +25,7 @@ struct Options {
     packages: Vec<String>,
     shard: Option<String>,
     files: Vec<String>,
+    iterate: bool,
 }
 
 pub(crate) fn run(args: &[String]) -> Result {
@@ -57,6 +59,9 @@ pub(crate) fn run(args: &[String]) -> Result {
         for file in &options.files {
             args.extend(["--file", file.as_str()]);
         }
+        if options.iterate {
+            args.push("--iterate");
+        }
         // cargo-mutants exits non-zero when a mutant survives: that is a result, not a failure
         // of this task, and the summary it prints says so.
         let step = Step::cargo(format!("mutants {package}"), &args).env("VSH_REQUIRE_SANDBOX", "1");
@@ -87,6 +92,7 @@ fn parse(args: &[String]) -> Result<Options> {
                 options.shard = Some(shard);
             }
             "--file" | "-f" => options.files.push(value()?),
+            "--iterate" => options.iterate = true,
             other => return Err(Error::new(format!("unknown option `{other}` for `cargo xtask mutants`"))),
         }
     }
@@ -123,7 +129,8 @@ mod tests {
             Options {
                 packages: vec!["vsh-host".into()],
                 shard: Some("2/8".into()),
-                files: vec!["crates/vsh-host/src/lib.rs".into()]
+                files: vec!["crates/vsh-host/src/lib.rs".into()],
+                iterate: false,
             }
         );
         for bad in [&["--shard", "8/8"][..], &["--shard", "x"], &["--package"], &["--jobs", "2"]] {

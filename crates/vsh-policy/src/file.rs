@@ -1285,7 +1285,8 @@ writable_roots = ["src", "docs"]
         // A file of exactly the largest size is read whole (its last byte matters).
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("policy.toml");
-        let tail = "profile = \"paranoid\"\n";
+        // The closing quote is the last byte: a read one byte short would not parse.
+        let tail = "profile = \"paranoid\"";
         let head = "version = 1\n#";
         let padding = "x".repeat(MAX_POLICY_FILE_BYTES as usize - head.len() - tail.len() - 1);
         std::fs::write(&path, format!("{head}{padding}\n{tail}")).unwrap();

@@ -878,4 +878,39 @@ mod tests {
         assert!(!pattern.matches(&VPath::parse("b").unwrap()));
         assert!(Pattern::parse("[b-a]").is_err());
     }
+
+    #[test]
+    fn folding_covers_the_full_folds_and_upper_case_classes() {
+        assert_eq!(fold("\u{345}"), "ι");
+        assert_eq!(fold("\u{1fbe}"), "ι");
+        assert_eq!(fold("Straße"), "strasse");
+        assert_eq!(fold("ſ"), "s");
+        assert_eq!(fold("ς"), "σ");
+        let classes = Pattern::parse("[A-C]*.txt").unwrap().case_insensitive();
+        for name in ["b.txt", "B.TXT", "a.Txt"] {
+            assert!(classes.matches(&VPath::parse(name).unwrap()), "{name}");
+        }
+        assert!(!classes.matches(&VPath::parse("d.txt").unwrap()));
+        let negated = Pattern::parse("[!A-C]*").unwrap().case_insensitive();
+        assert!(!negated.matches(&VPath::parse("b").unwrap()));
+        assert!(negated.matches(&VPath::parse("x").unwrap()));
+    }
+
+    #[test]
+    fn equal_patterns_hash_alike_and_case_sensitivity_tells_them_apart() {
+        use std::collections::HashSet;
+        let set: HashSet<Pattern> =
+            [pat("a/**"), pat("a/**"), pat("a/**").case_insensitive(), pat("b/**")].into_iter().collect();
+        assert_eq!(set.len(), 3);
+        assert!(set.contains(&pat("a/**").case_insensitive()));
+        // The hash covers the text and the flag (SipHash: a collision here is not luck, it is a bug).
+        let hash = |pattern: &Pattern| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            pattern.hash(&mut hasher);
+            hasher.finish()
+        };
+        assert_eq!(hash(&pat("a/**")), hash(&pat("a/**")));
+        assert_ne!(hash(&pat("a/**")), hash(&pat("b/**")));
+        assert_ne!(hash(&pat("a/**")), hash(&pat("a/**").case_insensitive()));
+    }
 }

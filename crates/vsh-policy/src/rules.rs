@@ -1045,4 +1045,19 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn an_outside_attempt_is_quoted_whole_or_cut_at_a_character_boundary() {
+        let at = VPath::root();
+        let short = DeniedAccess::outside("../etc/passwd", at.clone(), AccessKind::ContentRead);
+        assert_eq!(short.rule, "outside the workspace: \"../etc/passwd\"");
+        assert_eq!(short.label, RuleLabel::OutsideWorkspace);
+        let exact = "a".repeat(MAX_OUTSIDE_QUOTE);
+        let whole = DeniedAccess::outside(&exact, at.clone(), AccessKind::ContentRead);
+        assert_eq!(whole.rule, format!("outside the workspace: {exact:?}"));
+        // A two-byte character straddles the cut: the quote stops before it.
+        let long = format!("{}é{}", "b".repeat(MAX_OUTSIDE_QUOTE - 1), "c".repeat(10));
+        let cut = DeniedAccess::outside(&long, at, AccessKind::ContentRead);
+        assert_eq!(cut.rule, format!("outside the workspace: {:?}...", "b".repeat(MAX_OUTSIDE_QUOTE - 1)));
+    }
 }

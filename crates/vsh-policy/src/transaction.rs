@@ -559,6 +559,8 @@ mod tests {
             let Decision::PendingApproval(manifest) = &decision else { unreachable!() };
             assert_eq!(manifest.policy, policy(profile).digest());
             assert_eq!(manifest.metrics.touched, 1);
+            // A run that changes nothing needs no reviewer, even here.
+            assert!(policy(profile).evaluate(&PolicyInput::new(&[])).is_auto_approved(), "{profile}");
         }
     }
 
