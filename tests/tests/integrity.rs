@@ -172,11 +172,16 @@ fn an_approval_forged_into_the_log_without_the_key_fails_closed() {
 
 #[test]
 fn an_authority_key_file_inside_the_workspace_is_refused() {
-    let dir = workspace(&[("a.txt", "a\n")]);
+    let dir = workspace(&[("a.txt", "a\n"), ("keys/README", "keys go here\n")]);
     let inside = dir.path().join("keys/authority.key");
     let refused = Runtime::open(config(dir.path()).with_authority_key_file(&inside));
     assert!(matches!(&refused, Err(VshError::AuthorityKeyInWorkspace(path)) if path.as_str() == "keys"), "{refused:?}");
     assert!(!inside.exists(), "no key was written inside the workspace");
+    // Nor is a directory for it made there.
+    let deeper = dir.path().join("new/vsh/authority.key");
+    let refused = Runtime::open(config(dir.path()).with_authority_key_file(&deeper));
+    assert!(matches!(&refused, Err(VshError::AuthorityKeyInWorkspace(_))), "{refused:?}");
+    assert!(!dir.path().join("new").exists(), "no directory was made inside the workspace");
     // Outside it, the file is made and used.
     let outside = tempfile::tempdir().unwrap();
     let key_file = outside.path().join("vsh/authority.key");

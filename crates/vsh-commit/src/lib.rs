@@ -461,7 +461,9 @@ impl Committer {
                 // is gone leaves a terminal record and a directory recovery
                 // only needs to remove.
                 let error = untouched(error);
-                let _ = txn.clean(&self.workspace, Cleanup::Restored, &NoFaults);
+                if let Err(CommitError::FaultInjected(point)) = txn.clean(&self.workspace, Cleanup::Restored, faults) {
+                    return Err(CommitError::FaultInjected(point));
+                }
                 return Err(error);
             }
         };

@@ -686,7 +686,8 @@ impl Resolver<'_> {
         // still holds before that point touched nothing in the workspace, even
         // with intents journaled, and whatever differs there now is someone
         // else's. Only an old node in quarantine would say otherwise.
-        if matches!(state, Some(TransactionState::Reserved | TransactionState::Revalidating)) {
+        if matches!(state, Some(TransactionState::Reserved | TransactionState::Revalidating | TransactionState::Stale))
+        {
             if let Err(conflict) = self.check_quarantine(plan, &[]) {
                 return Ok(Err(conflict));
             }
@@ -759,6 +760,11 @@ impl Resolver<'_> {
         plan: &Plan,
         undid: bool,
     ) -> Result<Resolved, CommitError> {
+        // What the undo pass moved must be durable before the record that says
+        // it is done (the ledger may be on another filesystem).
+        if undid && let Err(error) = self.committer.workspace.syncfs() {
+            return Ok(Err(self.conflict(&self.txn.root, RecoveryConflictReason::Host(error))));
+        }
         if let Err(error) = self.txn.write_settled(&self.committer.workspace, settled, &self.committer.key) {
             return Ok(Err(self.conflict(&self.txn.settled(), RecoveryConflictReason::Host(error))));
         }
@@ -830,6 +836,11 @@ impl Resolver<'_> {
         undid: bool,
     ) -> Result<Resolved, CommitError> {
         let open = state.is_some_and(|state| OPEN.contains(&state));
+        if state == Some(TransactionState::Failed) && !settled.left.is_empty() {
+            // Only an operator's restore fails a rollback that left paths, and
+            // only once it has put every one back: its cleanup is all that remains.
+            return self.finish(Cleanup::Restored, Outcome::Cleaned);
+        }
         if settled.left.is_empty() {
             if open && let Err(error) = self.ledger.failed(self.transaction) {
                 return Ok(Err(self.ledger_conflict(error)));

@@ -15,7 +15,9 @@
 //! Each step is one rename or chmod, and each is decided from the disk, so a
 //! crash during a restore is finished by running it again. When every entry
 //! is done, the ledger moves `RecoveryRequired` → Failed and the commit
-//! directory is removed (its `quarantine/` is empty by then).
+//! directory is removed (its `quarantine/` is empty by then). A crash during
+//! that cleanup is finished by the next restore or the next recovery, which
+//! both read Failed with a settled record as "restored, not yet cleaned".
 
 use std::collections::BTreeMap;
 
@@ -90,6 +92,12 @@ impl Committer {
                 _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),
             };
         }
+        if state == Some(TransactionState::Failed) {
+            // A restore that recorded Failed and was interrupted in its cleanup:
+            // every entry is back; finish the cleanup.
+            txn.clean(&self.workspace, Cleanup::Restored, faults)?;
+            return Ok(report);
+        }
         let resolver = Resolver { committer: self, ledger, faults, transaction, txn: &txn };
         let found = resolver.read().map_err(|conflict| CommitError::RecoveryPending { conflicts: vec![conflict] })?;
         let Some(settled) = found.settled else {
@@ -118,6 +126,8 @@ impl Committer {
             self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &aside, &mut report)?;
             check(faults, FaultPoint::Restored(entry_index))?;
         }
+        // The renames must be durable before the record says the before state holds.
+        self.workspace.syncfs().map_err(|source| CommitError::Host { op: "syncfs", path: txn.root.clone(), source })?;
         if state.is_some() {
             ledger.failed(transaction).map_err(|source| CommitError::Ledger { transaction, step: "failed", source })?;
         }

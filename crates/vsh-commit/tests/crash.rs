@@ -697,3 +697,40 @@ fn a_crash_before_committing_leaves_someone_elses_later_edits_theirs_and_fails_c
     assert!(trial.ws.no_transaction_dirs());
     Ok(())
 }
+
+#[test]
+fn a_stale_commit_crashed_in_its_cleanup_is_cleaned_even_if_someone_made_the_same_change() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    // Someone edits a path the transaction deletes: revalidation fails.
+    support::write(&trial.ws.root, "d/b.txt", b"their b");
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let recorder = CrashAt::recording();
+    let stale = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &recorder).unwrap_err();
+    assert!(matches!(stale, CommitError::Stale { .. }), "{stale:?}");
+    let cleanup: Vec<FaultPoint> =
+        recorder.seen().into_iter().filter(|point| matches!(point, FaultPoint::CleanedUp(_))).collect();
+    assert!(!cleanup.is_empty(), "a stale commit cleans up its directory");
+    for point in cleanup {
+        let trial = Trial::new(&blobs)?;
+        support::write(&trial.ws.root, "d/b.txt", b"their b");
+        let ledger = MemoryLedger::new();
+        ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+        let crashed = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(point));
+        assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{point}: {crashed:?}");
+        assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::Stale));
+        // Then someone makes some of the planned changes themselves.
+        support::write(&trial.ws.root, "a.txt", b"changed");
+        support::chmod(&trial.ws.root, "script.sh", 0o755);
+        std::fs::create_dir(trial.ws.root.join("t"))?;
+        let before = trial.ws.tree();
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert!(report.is_clean() && report.unresolved.is_empty(), "{point}: {report:?}");
+        assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::Stale), "{point}");
+        assert_eq!(trial.ws.tree(), before, "{point}: recovery changed nothing in the workspace");
+        assert!(trial.ws.no_transaction_dirs(), "{point}");
+    }
+    Ok(())
+}

@@ -387,3 +387,90 @@ fn randomized_writers_racing_commits_never_leave_a_partial_workspace_or_lose_a_b
     eprintln!("{TRIALS} trials, {acted} writers acted: {outcomes:?}");
     Ok(())
 }
+
+#[test]
+fn a_restore_crashed_at_any_step_is_finished_by_the_next_restore_or_recovery() -> Result {
+    let fixture = fixture()?;
+    // Every step a restore takes: the entries it puts back, then its cleanup.
+    let steps = {
+        let trial = unresolved_trial(&fixture)?;
+        let ledger = MemoryLedger::new();
+        ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
+        let recorder = CrashAt::recording();
+        trial.ws.committer.session(&LockWait::default())?.restore_with_faults(
+            trial.run.transaction,
+            &ledger,
+            &recorder,
+        )?;
+        recorder.seen()
+    };
+    assert!(steps.iter().any(|point| matches!(point, FaultPoint::Restored(_))), "{steps:?}");
+    assert!(steps.iter().any(|point| matches!(point, FaultPoint::CleanedUp(_))), "{steps:?}");
+    for point in steps {
+        for finish_by_recovery in [false, true] {
+            let trial = unresolved_trial(&fixture)?;
+            let transaction = trial.run.transaction;
+            let ledger = MemoryLedger::new();
+            ledger.insert(transaction, TransactionState::RecoveryRequired);
+            let crashed = trial.ws.committer.session(&LockWait::default())?.restore_with_faults(
+                transaction,
+                &ledger,
+                &CrashAt::new(point),
+            );
+            assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{point}: {crashed:?}");
+            let label = format!(
+                "restore crashed at {point}, finished by {}",
+                if finish_by_recovery { "recovery" } else { "restore" }
+            );
+            let restarted = trial.reopened()?;
+            if finish_by_recovery {
+                let report = restarted.committer.recover(&ledger)?;
+                assert!(report.is_clean(), "{label}: {report:?}");
+            }
+            // Whatever recovery did, an operator's restore (again) ends it.
+            if !restarted.no_transaction_dirs() {
+                let session = restarted.committer.session(&LockWait::default())?;
+                session.restore(transaction, &ledger).unwrap_or_else(|error| panic!("{label}: {error}"));
+            }
+            assert_eq!(ledger.get(transaction), Some(TransactionState::Failed), "{label}");
+            let now = restarted.tree();
+            assert!(
+                without(&now, "a.txt") == without(&fixture.before, "a.txt")
+                    && now.get("a.txt") == fixture.before.get("a.txt"),
+                "{label}: {:?}",
+                tree_difference(&now, &fixture.before)
+            );
+            assert!(restarted.no_transaction_dirs(), "{label}");
+            // Their bytes are kept aside, not lost.
+            let mut kept = Vec::new();
+            collect_files(&trial.ws.root.join(".vsh/recovered"), &mut kept);
+            assert!(kept.iter().any(|bytes| bytes == b"changed +theirs"), "{label}");
+            let report = restarted.committer.recover(&ledger)?;
+            assert!(report.is_empty(), "{label}: {report:?}");
+        }
+    }
+    Ok(())
+}
+
+/// A trial whose commit a writer left unresolved at a.txt (as in the test above).
+fn unresolved_trial(fixture: &Fixture) -> Result<Trial> {
+    let trial = Trial::new(&fixture.blobs)?;
+    let writer = writer(&trial, "a.txt", Write::Append, |point, path| {
+        matches!(point, FaultPoint::OperationApplied(_)) && std::fs::read(path).is_ok_and(|bytes| bytes == b"changed")
+    });
+    let raced = race(fixture, &trial, &writer)?;
+    assert_eq!(check_outcome(&trial, fixture, &writer, &raced, "append"), "unresolved");
+    Ok(trial)
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<Vec<u8>>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push(bytes);
+        }
+    }
+}

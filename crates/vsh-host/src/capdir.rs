@@ -291,6 +291,10 @@ impl CapDir {
                 .ok_or_else(unnamed)?;
             names.push(name);
         }
+        if names.is_empty() {
+            // The directory is the root itself.
+            return Ok(VPath::root());
+        }
         names.reverse();
         VPath::parse(&names.join("/")).map_err(|_| unnamed())
     }

@@ -84,8 +84,11 @@ impl AuthorityKeyFile {
             Err(StoreError::AuthorityKey { reason: MISSING, .. }) => {}
             other => return other,
         }
-        let mut key = [0_u8; 32];
-        getrandom::fill(&mut key).map_err(|_| self.error("the kernel gave no random bytes for a new key"))?;
+        // 32 bytes of key, and 4 more that name the temporary file (the name
+        // must tell nothing about the key).
+        let mut random = [0_u8; 36];
+        getrandom::fill(&mut random).map_err(|_| self.error("the kernel gave no random bytes for a new key"))?;
+        let (key, nonce) = random.split_at(32);
         let mut text = PREFIX.to_vec();
         for byte in key {
             text.extend_from_slice(format!("{byte:02x}").as_bytes());
@@ -98,7 +101,7 @@ impl AuthorityKeyFile {
             ".{}.{}.{:08x}.tmp",
             name.as_str(),
             std::process::id(),
-            u32::from_le_bytes([key[0], key[1], key[2], key[3]])
+            u32::from_le_bytes([nonce[0], nonce[1], nonce[2], nonce[3]])
         ))
         .map_err(|_| self.error("the key file's name is too long"))?;
         dir.create_file_exclusive(&temp, &text, 0o600).map_err(|source| self.host(source))?;
@@ -122,6 +125,18 @@ impl AuthorityKeyFile {
     /// (created `0o700` if missing), as a handle; and the file's name.
     pub fn directory(&self) -> Result<CapDir, StoreError> {
         self.open_dir().map(|(dir, _)| dir)
+    }
+
+    /// The nearest directory on the way to the key's that exists now, opened
+    /// without creating anything: where the key would be made, for a caller
+    /// that must refuse a place (a workspace) before anything is created there.
+    pub fn nearest_existing_directory(&self) -> Result<CapDir, StoreError> {
+        let parent = self.path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let existing = parent
+            .ancestors()
+            .find(|ancestor| !ancestor.as_os_str().is_empty() && std::fs::metadata(ancestor).is_ok_and(|m| m.is_dir()))
+            .unwrap_or(Path::new("."));
+        CapDir::open(existing).map_err(|source| self.host(source))
     }
 
     fn open_dir(&self) -> Result<(CapDir, VPath), StoreError> {

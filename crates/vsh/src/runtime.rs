@@ -180,12 +180,19 @@ impl Runtime {
             Authority::File(path) => vsh_store::AuthorityKeyFile::at(path),
             Authority::DefaultFile => vsh_store::AuthorityKeyFile::default_location().map_err(VshError::Authority)?,
         };
-        let directory = file.directory().map_err(VshError::Authority)?;
-        let inside = directory.location_within(workspace).map_err(|source| {
-            VshError::Authority(vsh_store::StoreError::AuthorityKeyIo { path: file.path().to_owned(), source })
-        })?;
-        if let Some(inside) = inside {
-            return Err(VshError::AuthorityKeyInWorkspace(inside));
+        // Refuse a key inside the workspace before creating anything there:
+        // first where its directory would be made, then the directory itself.
+        let inside = |directory: CapDir| {
+            directory.location_within(workspace).map_err(|source| {
+                VshError::Authority(vsh_store::StoreError::AuthorityKeyIo { path: file.path().to_owned(), source })
+            })
+        };
+        let steps: [&dyn Fn() -> Result<CapDir, vsh_store::StoreError>; 2] =
+            [&|| file.nearest_existing_directory(), &|| file.directory()];
+        for directory in steps {
+            if let Some(inside) = inside(directory().map_err(VshError::Authority)?)? {
+                return Err(VshError::AuthorityKeyInWorkspace(inside));
+            }
         }
         file.load_or_create().map_err(VshError::Authority)
     }
