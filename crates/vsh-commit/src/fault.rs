@@ -51,7 +51,8 @@ pub enum FaultPoint {
     Settled,
     /// Cleanup finished its step `i` (see `txndir::Cleanup` for the order).
     CleanedUp(u32),
-    /// An operator's restore moved an operation's node out of the way.
+    /// An operator's restore finished plan entry `e` (its index in the plan's
+    /// entries, not an operation index).
     Restored(u32),
 }
 

@@ -7,7 +7,7 @@
 //!
 //! | call | transition | when |
 //! |---|---|---|
-//! | [`CommitLedger::committing`] | `Revalidating` → `Committing` | after revalidation, before the first journaled intent (fault point `CommitStatePersisted`) |
+//! | [`CommitLedger::committing`] | `Revalidating` → `Committing` | after revalidation and after every intent is journaled, before the first operation (fault point `CommitStatePersisted`) |
 //! | [`CommitLedger::committed`] | `Committing` or `RecoveryRequired` → `Committed` | after the completion marker is synced (`CommittedStatePersisted`) |
 //! | [`CommitLedger::recovery_required`] | `Committing` → `RecoveryRequired` | recovery is about to roll back, or a rollback left paths for an operator |
 //! | [`CommitLedger::stale`] | `Revalidating` → `Stale` | revalidation found a conflict; nothing was written |

@@ -295,7 +295,8 @@ impl Committer {
     /// Refuse, before anything is written, any diff that changes a path the
     /// policy's protected rules deny mutating (secrets, `.git`, vsh's data at
     /// any depth, custom rules) or that lies in a nested vsh data directory
-    /// (found by its store magic): [`CommitError::Protected`]. Runs refuse
+    /// (a directory holding both a `txlog` and a `txlog.lock`, as every vsh
+    /// data directory does): [`CommitError::Protected`]. Runs refuse
     /// such changes already; this holds even for an artifact forged or
     /// damaged after the run.
     #[must_use]

@@ -3,8 +3,8 @@
 //! of what it holds:
 //!
 //! ```text
-//! plan          the Plan, written once (VSHPLN01)
-//! journal       the Journal, replaced whole by rename (VSHJRN01)
+//! plan          the Plan, written once (VSHPLN02)
+//! journal       the Journal, replaced whole by rename (VSHJRN02)
 //! journal.next  the next journal version while it is written
 //! stage/<i>     the new file or symlink of Install operation i
 //! quarantine/<i> the old node moved away by Quarantine operation i

@@ -25,10 +25,10 @@
 //!
 //! # Limitations
 //!
-//! - **The real backend rewrites the log to append to it**: `vsh_host::CapDir`
-//!   has no append or truncate primitive, so [`CapDirBackend`] replaces the
-//!   file atomically instead, at a cost proportional to its size. The log is
-//!   compacted at 8 MiB by default to keep that small.
+//! - **Appends can tear**: [`CapDirBackend`] appends each frame in place
+//!   (`O_APPEND`, then `fsync`), so a crash can leave a partial frame at the
+//!   tail, which replay truncates (see `docs/store-format.md`). The log is
+//!   compacted at 8 MiB by default.
 //! - Times are the caller's clock; a principal is an opaque digest whose
 //!   authentication is the host's job.
 //! - Garbage collection knows only the blobs that stored artifacts name; blobs
