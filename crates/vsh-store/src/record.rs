@@ -294,3 +294,123 @@ impl CommitReservation {
         self.state
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TransactionState as S;
+
+    fn id(seed: &[u8]) -> TransactionId {
+        TransactionId::digest(seed)
+    }
+
+    fn record(state: S) -> TransactionRecord {
+        TransactionRecord::new(id(b"t"), SnapshotId::digest(b"base"), state, 1_000)
+    }
+
+    fn grant(transaction: TransactionId, issued: u64, expires: u64) -> ApprovalGrant {
+        ApprovalGrant::from_parts(transaction, PrincipalId::digest(b"ann"), issued, expires)
+    }
+
+    /// `previous` moved to `state`, with `change` applied to the new version.
+    fn next(previous: &TransactionRecord, state: S, change: impl FnOnce(&mut TransactionRecord)) -> TransactionRecord {
+        let mut next = previous.next_version(2_000).expect("a next version");
+        next.state = state;
+        change(&mut next);
+        next
+    }
+
+    #[test]
+    fn a_record_stands_on_its_own_only_with_a_grant_that_fits_it() {
+        assert_eq!(check_consistent(&record(S::PendingApproval)), Ok(()));
+        assert_eq!(check_consistent(&record(S::Approved)), Err("approved without a grant"));
+        let mut approved = record(S::Approved);
+        approved.approval = Some(grant(approved.id, 10, 20));
+        assert_eq!(check_consistent(&approved), Ok(()));
+        approved.approval = Some(grant(id(b"other"), 10, 20));
+        assert_eq!(check_consistent(&approved), Err("grant for another transaction"));
+        approved.approval = Some(grant(approved.id, 20, 20));
+        assert_eq!(check_consistent(&approved), Err("grant expires before it is issued"));
+        // Every state reachable from Approved may keep its grant; none before it may have one.
+        let carrying = [
+            S::Approved,
+            S::Expired,
+            S::Rejected,
+            S::Reserved,
+            S::Revalidating,
+            S::Committing,
+            S::Committed,
+            S::Stale,
+            S::Failed,
+            S::RecoveryRequired,
+        ];
+        for tag in 1..=16 {
+            let state = S::from_tag(tag).expect("a state tag");
+            let mut with_grant = record(state);
+            with_grant.approval = Some(grant(with_grant.id, 10, 20));
+            let expected =
+                if carrying.contains(&state) { Ok(()) } else { Err("grant on a record that was never approved") };
+            assert_eq!(check_consistent(&with_grant), expected, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn a_first_version_is_sequence_zero_in_an_initial_state_without_a_grant() {
+        assert_eq!(check_created(&record(S::PendingApproval)), Ok(()));
+        let mut later = record(S::PendingApproval);
+        later.sequence = 1;
+        assert_eq!(check_created(&later), Err("first version of a record is not sequence 0"));
+        assert!(check_created(&record(S::Approved)).is_err());
+        assert!(check_created(&record(S::Committed)).is_err());
+        let mut granted = record(S::Failed);
+        granted.approval = Some(grant(granted.id, 10, 20));
+        assert_eq!(check_created(&granted), Err("record created with a grant"));
+    }
+
+    #[test]
+    fn a_successor_follows_every_rule_of_the_log() {
+        let pending = record(S::PendingApproval);
+        let approve = |record: &mut TransactionRecord| record.approval = Some(grant(record.id, 1_500, 9_000));
+        let approved = next(&pending, S::Approved, approve);
+        assert_eq!(check_successor(&pending, &approved), Ok(()));
+        // The sequence moves by exactly one.
+        let mut skipped = approved;
+        skipped.sequence = 2;
+        assert_eq!(check_successor(&pending, &skipped), Err("version out of sequence"));
+        // Fixed fields stay fixed.
+        for change in [
+            (|r: &mut TransactionRecord| r.base_snapshot = SnapshotId::digest(b"other")) as fn(&mut TransactionRecord),
+            |r| r.created_ms = 7,
+            |r| r.pending_expires_ms = Some(5),
+        ] {
+            let changed = next(&pending, S::Rejected, change);
+            assert_eq!(check_successor(&pending, &changed), Err("version changes a fixed field"));
+        }
+        // An artifact may be set once, never replaced or removed.
+        let with_artifact = next(&pending, S::PendingApproval, |r| r.artifact = Some(BlobId::of(b"a")));
+        assert_eq!(check_successor(&pending, &with_artifact), Ok(()));
+        let replaced = next(&with_artifact, S::PendingApproval, |r| r.artifact = Some(BlobId::of(b"b")));
+        assert_eq!(check_successor(&with_artifact, &replaced), Err("version replaces or removes the artifact"));
+        let removed = next(&with_artifact, S::Rejected, |r| r.artifact = None);
+        assert_eq!(check_successor(&with_artifact, &removed), Err("version replaces or removes the artifact"));
+        let kept = next(&with_artifact, S::Rejected, |_| {});
+        assert_eq!(check_successor(&with_artifact, &kept), Ok(()));
+        // A grant appears only by approving, and never changes afterwards.
+        let granted_elsewhere = next(&pending, S::Rejected, approve);
+        assert_eq!(check_successor(&pending, &granted_elsewhere), Err("grant added outside approval"));
+        let reserved = next(&approved, S::Reserved, |_| {});
+        assert_eq!(check_successor(&approved, &reserved), Ok(()));
+        let regranted = next(&approved, S::Reserved, |r| r.approval = Some(grant(r.id, 1_500, 9_999)));
+        assert_eq!(check_successor(&approved, &regranted), Err("version changes the grant"));
+        let dropped = next(&approved, S::Reserved, |r| r.approval = None);
+        assert_eq!(check_successor(&approved, &dropped), Err("version changes the grant"));
+        // A version that changes nothing is refused; so is an illegal edge.
+        let same = next(&pending, S::PendingApproval, |_| {});
+        assert_eq!(check_successor(&pending, &same), Err("version changes nothing"));
+        let illegal = next(&pending, S::Committed, |_| {});
+        assert_eq!(check_successor(&pending, &illegal), Err("illegal state edge"));
+        // And the new version must stand on its own.
+        let approved_without = next(&pending, S::Approved, |_| {});
+        assert!(check_successor(&pending, &approved_without).is_err());
+    }
+}

@@ -795,4 +795,96 @@ mod tests {
         log.extend_from_slice(&genuine);
         assert_eq!(LogState::parse(&log, &key()).unwrap().0.get(&record.id), Some(&record));
     }
+
+    /// A first-format header (public checksum) of `generation`, no checkpoints.
+    fn legacy_header(generation: u64) -> Vec<u8> {
+        let mut bytes = LEGACY_LOG_MAGIC.to_vec();
+        bytes.extend_from_slice(&generation.to_le_bytes());
+        bytes.extend_from_slice(&0_u64.to_le_bytes());
+        let sum = DomainHasher::new(LEGACY_HEADER_DOMAIN).update(&bytes).finalize();
+        bytes.extend_from_slice(&sum);
+        bytes
+    }
+
+    #[test]
+    fn a_first_format_header_alone_parses_and_anything_shorter_is_corrupt() {
+        let header = legacy_header(4);
+        assert_eq!(header.len(), LEGACY_HEADER_LEN);
+        let (state, tail) = LogState::parse_legacy(&header).unwrap();
+        assert_eq!((state.generation(), tail), (4, Tail::Clean));
+        for len in [0, 8, 30, LEGACY_HEADER_LEN - 1] {
+            assert!(matches!(LogState::parse_legacy(&header[..len]), Err(LogError::Corrupt { .. })), "{len} bytes");
+        }
+    }
+
+    /// An empty log under `key()` followed by `tail`.
+    fn log_with(tail: &[u8]) -> Vec<u8> {
+        let mut log = LogHeader { generation: 1, checkpoints: 0 }.encode(&key()).to_vec();
+        log.extend_from_slice(tail);
+        log
+    }
+
+    fn frame_header(length: u32, check: u32) -> Vec<u8> {
+        let mut bytes = length.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&check.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_frame_header_is_checked_before_the_tail_counts_as_torn() {
+        // Fewer than 8 bytes, or only zeros: an append cut short.
+        for tail in [&[7_u8; 7][..], &[0; 8], &[0; 100]] {
+            assert_eq!(LogState::parse(&log_with(tail), &key()).unwrap().1, Tail::Torn { at: HEADER_LEN as u64 });
+        }
+        // A whole frame header must be consistent and in range, whatever follows.
+        let corrupt =
+            |tail: Vec<u8>| matches!(LogState::parse(&log_with(&tail), &key()), Err(LogError::Corrupt { .. }));
+        assert!(corrupt(frame_header(10, 11)), "length check mismatch");
+        assert!(corrupt(frame_header(0, !0)), "empty payload");
+        assert!(corrupt(frame_header(MAX_FRAME_PAYLOAD + 1, !(MAX_FRAME_PAYLOAD + 1))), "payload too long");
+        // The largest payload is in range: with its bytes missing, the frame is torn.
+        let (_, tail) =
+            LogState::parse(&log_with(&frame_header(MAX_FRAME_PAYLOAD, !MAX_FRAME_PAYLOAD)), &key()).unwrap();
+        assert_eq!(tail, Tail::Torn { at: HEADER_LEN as u64 });
+    }
+
+    #[test]
+    fn forget_frames_hold_one_to_the_limit_of_ids_and_nothing_more() {
+        let ids = |count: usize| -> Vec<(TransactionId, u64)> {
+            let mut ids: Vec<TransactionId> =
+                (0..count).map(|index| TransactionId::digest(&index.to_le_bytes())).collect();
+            ids.sort();
+            ids.into_iter().map(|id| (id, 0)).collect()
+        };
+        for count in [1, MAX_FORGET_PER_FRAME] {
+            let entry = LogEntry::Forget(ids(count));
+            assert_eq!(LogEntry::decode(&entry.encode()), Ok(entry), "{count}");
+        }
+        assert_eq!(LogEntry::decode(&[TAG_FORGET, 0, 0, 0, 0]), Err("bad forget count"));
+        let too_many = LogEntry::Forget(ids(MAX_FORGET_PER_FRAME + 1)).encode();
+        assert_eq!(LogEntry::decode(&too_many), Err("bad forget count"));
+        let mut trailing = LogEntry::Forget(ids(1)).encode();
+        trailing.push(0);
+        assert_eq!(LogEntry::decode(&trailing), Err("bad forget count"));
+        // The same bounds hold for what is about to be appended.
+        let state = LogState::empty(1, &key());
+        assert!(state.prepare_append(&[LogEntry::Forget(Vec::new())]).is_err());
+        assert!(state.prepare_append(&[LogEntry::Forget(ids(MAX_FORGET_PER_FRAME + 1))]).is_err());
+    }
+
+    #[test]
+    fn a_version_inside_the_checkpoint_prefix_is_refused() {
+        let record = created(b"c", TransactionState::PendingApproval);
+        let header = LogHeader { generation: 1, checkpoints: 1 };
+        let mut log = header.encode(&key()).to_vec();
+        let payload = LogEntry::Version(record).encode();
+        log.extend_from_slice(&encode_frame(&key(), 1, HEADER_LEN as u64, &payload));
+        assert!(matches!(LogState::parse(&log, &key()), Err(LogError::Corrupt { .. })));
+        // As a checkpoint it is what the prefix holds.
+        let mut log = header.encode(&key()).to_vec();
+        let payload = LogEntry::Checkpoint(record).encode();
+        log.extend_from_slice(&encode_frame(&key(), 1, HEADER_LEN as u64, &payload));
+        let (state, tail) = LogState::parse(&log, &key()).unwrap();
+        assert_eq!((state.records().len(), tail), (1, Tail::Clean));
+    }
 }
