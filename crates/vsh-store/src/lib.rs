@@ -55,7 +55,7 @@ pub use artifact::{
 };
 pub use authority::{AUTHORITY_KEY_ENV, AuthorityKeyFile};
 pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
-pub use blob::{BlobStatus, BlobStore, PutOutcome};
+pub use blob::{BlobStatus, BlobStore, PutOutcome, REFRESH_AFTER_MS};
 pub use datadir::DataDir;
 pub use error::StoreError;
 pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};

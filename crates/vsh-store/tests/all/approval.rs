@@ -2,7 +2,7 @@
 //! single-use commit reservations.
 
 use vsh_store::{ApprovalGrant, CommitOutcome, CommitStep, StoreError, TransactionStore};
-use vsh_types::{PrincipalId, TransactionId, TransactionState as S};
+use vsh_types::{BlobId, PrincipalId, TransactionId, TransactionState as S};
 
 use crate::Result;
 use crate::common::{record, store};
@@ -63,8 +63,11 @@ fn reserve_at_the_expiry_instant_is_expired_and_that_is_durable() -> Result {
     for id in [early, late] {
         store.approve(id, &ApprovalGrant::new(id, alice(), 1_000, 5_000)?)?;
     }
+    store.set_artifact(early, BlobId::of(b"early artifact"))?;
     let reservation = store.reserve(early, 4_999)?;
     assert_eq!((reservation.transaction(), reservation.state()), (early, S::Reserved));
+    assert_eq!(reservation.artifact(), Some(BlobId::of(b"early artifact")));
+    assert_eq!(Some(reservation.base_snapshot()), store.get(early)?.map(|record| record.base_snapshot));
     assert!(matches!(
         store.reserve(late, 5_000),
         Err(StoreError::ApprovalExpired { id, expires_ms: 5_000, now_ms: 5_000 }) if id == late

@@ -203,6 +203,8 @@ fn trailing_bytes_truncations_and_flipped_bits_are_refused() {
     let mut trailing = encoded.clone();
     trailing.push(0);
     assert_eq!(decode(&trailing), Err(ArtifactError::Trailing { remaining: 1 }));
+    trailing.extend_from_slice(&[0; 4]);
+    assert_eq!(decode(&trailing), Err(ArtifactError::Trailing { remaining: 5 }));
     let mut inner = body(&encoded);
     inner.extend_from_slice(b"xyz");
     assert_eq!(decode(&seal(&inner)), Err(ArtifactError::Trailing { remaining: 3 }));
@@ -383,4 +385,18 @@ fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
     }
     assert!(failures > 0, "some injected fault made the call fail");
     Ok(())
+}
+
+#[test]
+fn an_artifact_of_exactly_the_size_limit_is_accepted_and_one_byte_less_is_not() {
+    let artifact = sample(tx());
+    let size = artifact.encode().len() as u64;
+    let exact = ArtifactLimits { max_total_bytes: size, ..ArtifactLimits::default() };
+    let short = ArtifactLimits { max_total_bytes: size - 1, ..ArtifactLimits::default() };
+    // verify computes the encoded size without encoding: it must be the real one.
+    assert_eq!(artifact.verify(&exact), Ok(()));
+    assert_eq!(artifact.verify(&short), Err(ArtifactError::TooLarge { size, max: size - 1 }));
+    let bytes = artifact.encode();
+    assert_eq!(PendingArtifact::decode(&bytes, &exact).as_ref(), Ok(&artifact));
+    assert_eq!(PendingArtifact::decode(&bytes, &short), Err(ArtifactError::TooLarge { size, max: size - 1 }));
 }

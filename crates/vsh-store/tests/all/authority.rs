@@ -88,3 +88,60 @@ fn a_key_file_others_could_read_or_replace_is_refused() -> Result {
     assert_eq!(file.load()?, key);
     Ok(())
 }
+
+#[test]
+fn a_key_file_written_by_hand_reads_as_exactly_its_bytes() -> Result {
+    let dir = tempfile::tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+    let path = dir.path().join("authority.key");
+    // Every hex digit in both nibbles, so each one's value matters.
+    let bytes: [u8; 32] = std::array::from_fn(|index| (index as u8).wrapping_mul(0x1f) ^ 0xa5);
+    let hex = bytes.iter().fold(String::new(), |mut hex, byte| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{byte:02x}");
+        hex
+    });
+    std::fs::write(&path, format!("vsh-authority-key-v1 {hex}\n"))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    let key = AuthorityKeyFile::at(&path).load()?;
+    assert_eq!(key.to_bytes(), bytes);
+    // Upper-case digits, a missing newline or one digit too few are not a key.
+    for bad in [
+        format!("vsh-authority-key-v1 {}\n", hex.to_uppercase()),
+        format!("vsh-authority-key-v1 {hex}"),
+        format!("vsh-authority-key-v1 {}\n", &hex[1..]),
+    ] {
+        std::fs::write(&path, bad)?;
+        assert_eq!(reason(&AuthorityKeyFile::at(&path).load().unwrap_err()), "the key file is not a vsh authority key");
+    }
+    Ok(())
+}
+
+#[test]
+fn the_default_location_follows_the_variables_in_order() {
+    const EXPECT: &str = "VSH_TEST_EXPECT_KEY_AT";
+    // The child: check what this process's environment names.
+    if let Some(expected) = std::env::var_os(EXPECT) {
+        assert_eq!(AuthorityKeyFile::default_location().unwrap().path(), std::path::Path::new(&expected));
+        return;
+    }
+    // The parent: one child per case, so this binary's environment is untouched.
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (&[("VSH_AUTHORITY_KEY", "/keys/explicit.key"), ("XDG_CONFIG_HOME", "/xdg")], "/keys/explicit.key"),
+        (&[("VSH_AUTHORITY_KEY", ""), ("XDG_CONFIG_HOME", "/xdg")], "/xdg/vsh/authority.key"),
+        (&[("XDG_CONFIG_HOME", "relative/dir")], "/home/someone/.config/vsh/authority.key"),
+        (&[], "/home/someone/.config/vsh/authority.key"),
+    ];
+    for (env, expected) in cases {
+        let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", "authority::the_default_location_follows_the_variables_in_order", "--test-threads=1"])
+            .env_clear()
+            .env("HOME", "/home/someone")
+            .envs(env.iter().copied())
+            .env(EXPECT, expected)
+            .output()
+            .expect("run the child");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success() && stdout.contains("1 passed"), "{env:?}: {stdout}");
+    }
+}

@@ -230,3 +230,77 @@ fn stale_temporary_blob_files_are_removed() -> Result {
     assert!(!temp.exists());
     Ok(())
 }
+
+/// The modification time of `path`, in milliseconds since the epoch.
+fn mtime_ms(path: &std::path::Path) -> u64 {
+    let modified = std::fs::metadata(path).and_then(|meta| meta.modified()).expect("a modification time");
+    u64::try_from(modified.duration_since(std::time::UNIX_EPOCH).expect("after the epoch").as_millis()).expect("fits")
+}
+
+fn set_mtime(path: &std::path::Path, ms: u64) {
+    let file = std::fs::File::options().write(true).open(path).expect("open to set the time");
+    file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).expect("set the time");
+}
+
+#[test]
+fn the_grace_period_is_exact_for_blobs_and_temporary_files() -> Result {
+    // At least the refresh age (a copy is rewritten at most that often).
+    let grace = vsh_store::REFRESH_AFTER_MS + 60_000;
+    let written = 1_000_000_000;
+    // A fresh store each time: the sweep resumes after what it examined.
+    for (now, removed) in [(written + grace - 1, 0), (written + grace, 1), (written + 10 * DAY_MS, 1)] {
+        let dir = tempfile::tempdir()?;
+        let store = store(dir.path())?;
+        let blobs = blobs(dir.path())?;
+        let config = RetentionConfig { blob_grace_ms: grace, ..eager() };
+        let id = blobs.put(b"unreferenced")?;
+        let data = crate::common::data_path(dir.path());
+        let blob = data.join("blobs").join(&id.to_hex()[..2]).join(&id.to_hex()[2..]);
+        let temp = data.join("blobs/tmp/9-9-9.tmp");
+        std::fs::write(&temp, b"half")?;
+        set_mtime(&blob, written);
+        set_mtime(&temp, written);
+        let report = store.gc(&blobs, now, &config, &BTreeSet::new())?;
+        assert_eq!((report.blobs_removed, report.temporaries_removed), (removed, removed), "at {now}");
+        assert_eq!((blob.exists(), temp.exists()), (removed == 0, removed == 0), "at {now}");
+    }
+    Ok(())
+}
+
+#[test]
+fn storing_the_same_bytes_again_refreshes_an_old_copy_and_leaves_a_recent_one() -> Result {
+    let dir = tempfile::tempdir()?;
+    let blobs = blobs(dir.path())?;
+    let id = blobs.put(b"shared")?;
+    let blob = crate::common::data_path(dir.path()).join("blobs").join(&id.to_hex()[..2]).join(&id.to_hex()[2..]);
+    let now = wall_ms();
+    // Older than the refresh age: rewritten, so the grace period starts again.
+    set_mtime(&blob, now - vsh_store::REFRESH_AFTER_MS - 60_000);
+    blobs.put(b"shared")?;
+    assert!(mtime_ms(&blob) + 60_000 >= now, "refreshed");
+    // Recent: left alone (no rewrite on every store).
+    let recent = now - vsh_store::REFRESH_AFTER_MS / 2;
+    set_mtime(&blob, recent);
+    blobs.put(b"shared")?;
+    assert_eq!(mtime_ms(&blob), recent);
+    Ok(())
+}
+
+#[test]
+fn names_in_the_blob_directory_that_are_not_blobs_are_never_collected() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let blobs = blobs(dir.path())?;
+    let root = crate::common::data_path(dir.path()).join("blobs");
+    let name = "a".repeat(62);
+    // A three-letter "shard", a shard with an upper-case digit, a name one digit short.
+    let strays = [root.join("abc").join(&name), root.join("aB").join(&name), root.join("ab").join(&name[1..])];
+    for stray in &strays {
+        std::fs::create_dir_all(stray.parent().unwrap())?;
+        std::fs::write(stray, b"not a blob")?;
+    }
+    let report = store.gc(&blobs, wall_ms() + 2 * DAY_MS, &eager(), &BTreeSet::new())?;
+    assert_eq!(report.blobs_removed, 0);
+    assert!(strays.iter().all(|stray| stray.exists()));
+    Ok(())
+}

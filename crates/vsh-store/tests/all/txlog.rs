@@ -535,3 +535,29 @@ fn a_first_format_log_is_migrated_with_every_approval_voided() -> Result {
     assert_eq!(LogHeader::decode(&migrated, &LogKey::new(&crate::common::key()))?.generation, 5);
     Ok(())
 }
+
+#[test]
+fn a_log_may_grow_to_exactly_its_limit_and_compact_into_exactly_it() -> Result {
+    // The same three records, written once without a limit to learn the size.
+    let write = |root: &Path, config: TxStoreConfig| -> std::result::Result<TransactionStore, StoreError> {
+        let store = store_with(root, config).map_err(|_| StoreError::LogFull { size: 0, max: 0 })?;
+        for index in 0..3_u8 {
+            store.create(&record(&[index], S::Created))?;
+        }
+        Ok(store)
+    };
+    let unlimited = TxStoreConfig { max_log_bytes: u64::MAX, compact_at_bytes: u64::MAX, max_records: 100 };
+    let dir = tempfile::tempdir()?;
+    write(dir.path(), unlimited)?;
+    let size = std::fs::metadata(log_file(dir.path()))?.len();
+
+    let exact = tempfile::tempdir()?;
+    let store = write(exact.path(), TxStoreConfig { max_log_bytes: size, ..unlimited })?;
+    assert_eq!(std::fs::metadata(log_file(exact.path()))?.len(), size);
+    // Compaction's image of the same records fits the same limit.
+    store.compact()?;
+    let short = tempfile::tempdir()?;
+    let refused = write(short.path(), TxStoreConfig { max_log_bytes: size - 1, ..unlimited });
+    assert!(matches!(refused, Err(StoreError::LogFull { .. })), "{:?}", refused.err());
+    Ok(())
+}
