@@ -5,6 +5,7 @@
 //! the same expectations.
 
 mod host;
+mod location;
 mod lock;
 mod mounts;
 mod mutate;
