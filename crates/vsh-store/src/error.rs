@@ -315,3 +315,17 @@ impl From<LogError> for StoreError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fatal_errors_and_key_ids_in_messages() {
+        assert!(StoreError::Poisoned.is_fatal());
+        let wrong = StoreError::WrongAuthorityKey { found: [0xab; 32], expected: [0x01; 32] };
+        assert!(!wrong.is_fatal());
+        let text = wrong.to_string();
+        assert!(text.contains("id abababab…") && text.contains("this key's id 01010101…"), "{text}");
+    }
+}

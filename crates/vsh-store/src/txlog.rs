@@ -866,7 +866,18 @@ mod tests {
         let mut trailing = LogEntry::Forget(ids(1)).encode();
         trailing.push(0);
         assert_eq!(LogEntry::decode(&trailing), Err("bad forget count"));
-        // The same bounds hold for what is about to be appended.
+        // The same bounds hold for what is about to be appended: the limit is
+        // allowed, one more is not.
+        let mut full = LogState::empty(1, &key());
+        let mut terminal: Vec<(TransactionId, u64)> = (0..MAX_FORGET_PER_FRAME)
+            .map(|index| {
+                let record = created(&index.to_le_bytes(), TransactionState::Failed);
+                full.apply(&LogEntry::Version(record)).expect("a new terminal record");
+                (record.id, 0)
+            })
+            .collect();
+        terminal.sort();
+        assert!(full.prepare_append(&[LogEntry::Forget(terminal)]).is_ok());
         let state = LogState::empty(1, &key());
         assert!(state.prepare_append(&[LogEntry::Forget(Vec::new())]).is_err());
         assert!(state.prepare_append(&[LogEntry::Forget(ids(MAX_FORGET_PER_FRAME + 1))]).is_err());

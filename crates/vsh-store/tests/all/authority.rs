@@ -145,3 +145,31 @@ fn the_default_location_follows_the_variables_in_order() {
         assert!(output.status.success() && stdout.contains("1 passed"), "{env:?}: {stdout}");
     }
 }
+
+#[test]
+fn a_key_file_holding_more_than_one_key_is_refused_as_such() -> Result {
+    let dir = tempfile::tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+    let path = dir.path().join("authority.key");
+    let line = format!("vsh-authority-key-v1 {}\n", "ab".repeat(32));
+    std::fs::write(&path, line.repeat(2))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    assert_eq!(reason(&AuthorityKeyFile::at(&path).load().unwrap_err()), "the key file holds more than one key");
+    Ok(())
+}
+
+#[test]
+fn the_nearest_existing_directory_is_found_without_creating_anything() -> Result {
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir(dir.path().join("existing"))?;
+    let file = AuthorityKeyFile::at(dir.path().join("existing/missing/deeper/authority.key"));
+    let nearest = file.nearest_existing_directory()?;
+    let existing = vsh_host::CapDir::open(&dir.path().join("existing"))?;
+    assert_eq!(nearest.location_within(&existing)?, Some(vsh_types::VPath::root()));
+    assert!(!dir.path().join("existing/missing").exists(), "nothing was created");
+    // A key directory that exists is its own nearest.
+    std::fs::create_dir_all(dir.path().join("existing/missing/deeper"))?;
+    let deeper = vsh_host::CapDir::open(&dir.path().join("existing/missing/deeper"))?;
+    assert_eq!(file.nearest_existing_directory()?.location_within(&deeper)?, Some(vsh_types::VPath::root()));
+    Ok(())
+}

@@ -202,3 +202,32 @@ fn failed_blob_write_poisons_and_leaves_no_torn_blob() -> Result {
     }
     Ok(())
 }
+
+#[test]
+fn a_fact_about_a_path_never_stops_the_store() -> Result {
+    let dir = tempfile::tempdir()?;
+    let blobs = BlobStore::open(&data_dir(dir.path())?)?;
+    // A directory where a blob belongs: the path is wrong, the storage is fine.
+    let id = BlobId::of(b"a directory sits here");
+    let path = blob_file(dir.path(), &id);
+    std::fs::create_dir_all(&path)?;
+    assert!(blobs.get(id, 1024).is_err());
+    assert!(!blobs.is_poisoned(), "a wrong kind of node is not a storage failure");
+    blobs.put(b"other bytes")?;
+    Ok(())
+}
+
+#[test]
+fn the_backend_tells_files_from_other_nodes() -> Result {
+    use vsh_store::StoreBackend as _;
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("file"), b"12345")?;
+    std::fs::create_dir(dir.path().join("dir"))?;
+    let backend = vsh_store::CapDirBackend::new(vsh_host::CapDir::open(dir.path())?);
+    let file = backend.stat(&vsh_types::VPath::parse("file")?)?.expect("the file");
+    assert!(file.is_file && file.len == 5);
+    let directory = backend.stat(&vsh_types::VPath::parse("dir")?)?.expect("the directory");
+    assert!(!directory.is_file);
+    assert!(backend.stat(&vsh_types::VPath::parse("absent")?)?.is_none());
+    Ok(())
+}

@@ -274,12 +274,14 @@ fn storing_the_same_bytes_again_refreshes_an_old_copy_and_leaves_a_recent_one() 
     let id = blobs.put(b"shared")?;
     let blob = crate::common::data_path(dir.path()).join("blobs").join(&id.to_hex()[..2]).join(&id.to_hex()[2..]);
     let now = wall_ms();
-    // Older than the refresh age: rewritten, so the grace period starts again.
-    set_mtime(&blob, now - vsh_store::REFRESH_AFTER_MS - 60_000);
+    // The documented refresh age is ten minutes.
+    assert_eq!(vsh_store::REFRESH_AFTER_MS, 10 * 60 * 1000);
+    // Eleven minutes old: rewritten, so the grace period starts again.
+    set_mtime(&blob, now - 11 * 60 * 1000);
     blobs.put(b"shared")?;
     assert!(mtime_ms(&blob) + 60_000 >= now, "refreshed");
-    // Recent: left alone (no rewrite on every store).
-    let recent = now - vsh_store::REFRESH_AFTER_MS / 2;
+    // Five minutes old: left alone (no rewrite on every store).
+    let recent = now - 5 * 60 * 1000;
     set_mtime(&blob, recent);
     blobs.put(b"shared")?;
     assert_eq!(mtime_ms(&blob), recent);
@@ -302,5 +304,33 @@ fn names_in_the_blob_directory_that_are_not_blobs_are_never_collected() -> Resul
     let report = store.gc(&blobs, wall_ms() + 2 * DAY_MS, &eager(), &BTreeSet::new())?;
     assert_eq!(report.blobs_removed, 0);
     assert!(strays.iter().all(|stray| stray.exists()));
+    Ok(())
+}
+
+#[test]
+fn a_bounded_sweep_resumes_inside_the_shard_where_it_stopped() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let blobs = blobs(dir.path())?;
+    // Two unreferenced blobs in the same shard (same first byte of the id).
+    let mut by_shard: std::collections::BTreeMap<u8, Vec<Vec<u8>>> = std::collections::BTreeMap::new();
+    let pair = (0_u32..)
+        .find_map(|index| {
+            let bytes = format!("blob {index}").into_bytes();
+            let shard = BlobId::of(&bytes).as_bytes()[0];
+            let same = by_shard.entry(shard).or_default();
+            same.push(bytes);
+            (same.len() == 2).then(|| same.clone())
+        })
+        .expect("two ids share a first byte");
+    for bytes in &pair {
+        blobs.put(bytes)?;
+    }
+    let config = RetentionConfig { max_blobs_per_call: 1, ..eager() };
+    let later = wall_ms() + 2 * DAY_MS;
+    let first = store.gc(&blobs, later, &config, &BTreeSet::new())?;
+    let second = store.gc(&blobs, later, &config, &BTreeSet::new())?;
+    assert_eq!((first.blobs_removed, second.blobs_removed), (1, 1), "{first:?} {second:?}");
+    assert!(pair.iter().all(|bytes| blobs.get(BlobId::of(bytes), 1024).is_err()), "both are gone");
     Ok(())
 }
