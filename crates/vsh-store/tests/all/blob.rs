@@ -214,6 +214,14 @@ fn a_fact_about_a_path_never_stops_the_store() -> Result {
     assert!(blobs.get(id, 1024).is_err());
     assert!(!blobs.is_poisoned(), "a wrong kind of node is not a storage failure");
     blobs.put(b"other bytes")?;
+    // A directory of the store that someone removed: missing is a fact too.
+    std::fs::remove_dir(dir.path().join(".vsh/data/blobs/tmp"))?;
+    let store =
+        vsh_store::TransactionStore::open(&data_dir(dir.path())?, &vsh_types::AuthorityKey::from_bytes([3; 32]))?;
+    let swept =
+        store.gc(&blobs, u64::MAX / 2, &vsh_store::RetentionConfig::default(), &std::collections::BTreeSet::new());
+    assert!(swept.is_err());
+    assert!(!blobs.is_poisoned(), "a missing directory is not a storage failure");
     Ok(())
 }
 
