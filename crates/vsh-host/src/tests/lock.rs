@@ -74,3 +74,62 @@ fn lock_refuses_what_is_not_a_regular_file() {
         assert!(matches!(&err, HostError::NotFound { .. }), "{err:?}");
     }
 }
+
+#[test]
+fn try_lock_takes_a_free_lock_and_never_waits_for_a_held_one() {
+    let fx = Fixture::new(STRATEGIES[0]);
+    let dir = &fx.dir;
+    let held = dir.try_lock_exclusive(&p("commit.lock")).unwrap().expect("a free lock is taken");
+    thread::scope(|scope| {
+        let other = scope.spawn(|| dir.try_lock_exclusive(&p("commit.lock")).unwrap().is_none());
+        assert!(other.join().unwrap(), "a held lock is not taken, and the call returns at once");
+    });
+    drop(held);
+    assert!(dir.try_lock_exclusive(&p("commit.lock")).unwrap().is_some(), "free again once dropped");
+}
+
+#[test]
+fn a_bounded_wait_tells_once_and_gives_up_with_a_typed_error() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    let fx = Fixture::new(STRATEGIES[0]);
+    let dir = &fx.dir;
+    let held = dir.lock_exclusive(&p("commit.lock")).unwrap();
+    let told = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&told);
+    let wait = crate::LockWait::within(Duration::from_millis(400)).with_notice(Duration::from_millis(100), move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let started = Instant::now();
+    let error = thread::scope(|scope| scope.spawn(|| dir.lock_exclusive_within(&p("commit.lock"), &wait)).join())
+        .unwrap()
+        .expect_err("the lock stays held");
+    let waited = started.elapsed();
+    assert!(matches!(error, HostError::LockTimeout { waited_ms, .. } if waited_ms >= 400), "{error:?}");
+    assert!(waited >= Duration::from_millis(400), "{waited:?}");
+    assert_eq!(told.load(Ordering::SeqCst), 1, "told once, after a moment");
+    // A wait shorter than the notice delay tells nobody.
+    told.store(0, Ordering::SeqCst);
+    let counter = Arc::clone(&told);
+    let quiet = crate::LockWait::within(Duration::from_millis(50)).with_notice(Duration::from_secs(10), move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let error = thread::scope(|scope| scope.spawn(|| dir.lock_exclusive_within(&p("commit.lock"), &quiet)).join())
+        .unwrap()
+        .expect_err("still held");
+    assert!(matches!(error, HostError::LockTimeout { .. }));
+    assert_eq!(told.load(Ordering::SeqCst), 0);
+    // Released meanwhile: granted well within the wait.
+    let (sender, receiver) = mpsc::channel();
+    thread::scope(|scope| {
+        scope.spawn(move || {
+            let granted = dir.lock_exclusive_within(&p("commit.lock"), &crate::LockWait::within(MUST_BE_GRANTED));
+            sender.send(granted.is_ok()).unwrap();
+        });
+        thread::sleep(Duration::from_millis(50));
+        drop(held);
+        assert!(receiver.recv_timeout(MUST_BE_GRANTED).unwrap(), "granted once released");
+    });
+}
