@@ -39,3 +39,16 @@ fn allowed_mounts_are_kept_as_given() {
     let dir = dir.with_allowed_mounts(mounts.clone());
     assert_eq!(dir.allowed_mounts(), &mounts[..]);
 }
+
+#[test]
+fn a_subdirectory_handle_sees_the_allowed_mounts_below_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    fs::create_dir_all(scratch.path().join("a/b")).unwrap();
+    let parse = |text: &str| vsh_types::VPath::parse(text).unwrap();
+    let dir =
+        CapDir::open(scratch.path()).unwrap().with_allowed_mounts([parse("a/mnt"), parse("a/b/data"), parse("c/mnt")]);
+    let a = dir.open_subdir(&parse("a"), false).unwrap();
+    assert_eq!(a.allowed_mounts(), &[parse("mnt"), parse("b/data")][..]);
+    let b = a.open_subdir(&parse("b"), false).unwrap();
+    assert_eq!(b.allowed_mounts(), &[parse("data")][..]);
+}
