@@ -189,3 +189,20 @@ fn an_authority_key_file_inside_the_workspace_is_refused() {
     assert!(key_file.exists());
     assert!(runtime.preview(&RunRequest::new("1")).is_ok());
 }
+
+#[test]
+fn a_run_that_needs_an_old_stored_copy_restarts_its_grace_period() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    let program = "from pathlib import Path\nPath('/workspace/new.txt').write_text('shared bytes')";
+    runtime.preview(&RunRequest::new(program)).unwrap();
+    let id = BlobId::of(b"shared bytes").to_hex();
+    let blob = dir.path().join(".vsh/data/blobs").join(&id[..2]).join(&id[2..]);
+    let eleven_minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_mins(11);
+    std::fs::File::options().write(true).open(&blob).unwrap().set_modified(eleven_minutes_ago).unwrap();
+    // A second run producing the same bytes keeps the copy fresh for garbage collection.
+    runtime.preview(&RunRequest::new(program)).unwrap();
+    let modified = std::fs::metadata(&blob).unwrap().modified().unwrap();
+    assert!(modified > eleven_minutes_ago + std::time::Duration::from_mins(5), "the copy was refreshed");
+    assert_eq!(std::fs::read(&blob).unwrap(), b"shared bytes");
+}

@@ -275,6 +275,16 @@ impl BlobStore {
         })
     }
 
+    /// Whether the stored copy of `id` (which [`BlobStore::status`] found
+    /// intact) is older than [`REFRESH_AFTER_MS`], so that storing its bytes
+    /// again would rewrite it and restart garbage collection's grace period.
+    /// A caller that skips storing bytes the store already holds must still
+    /// store these. One `stat`; the bytes are not read again.
+    pub fn refresh_due(&self, id: BlobId) -> Result<bool, StoreError> {
+        self.check()?;
+        self.is_stale(&Self::path(&id))
+    }
+
     /// The shard directory names (two lower-case hex digits), sorted.
     pub(crate) fn shards(&self) -> Result<Vec<String>, StoreError> {
         self.check()?;

@@ -988,7 +988,10 @@ impl Runtime {
                 continue;
             }
             let expected = after.content.expect("files and symlinks carry a digest");
-            if self.blobs.status(expected)? == vsh_store::BlobStatus::Intact {
+            // Bytes the store holds are not read again, unless the copy is old
+            // enough that rewriting it must restart the GC grace period (this
+            // run's preview depends on it until it commits).
+            if self.blobs.status(expected)? == vsh_store::BlobStatus::Intact && !self.blobs.refresh_due(expected)? {
                 continue;
             }
             let source = vfs.content_source(&entry.path)?.expect("a file or symlink has content");
