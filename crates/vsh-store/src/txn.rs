@@ -305,7 +305,9 @@ impl TransactionStore {
                 }
                 Err(source) => return io(inner, "read legacy record", Err(source)),
             };
-            let record = legacy::decode(id, &bytes)?;
+            // The first format kept no grants: an approval is voided before the
+            // record is checked (an Approved record without its grant is not one).
+            let record = void_approval(legacy::decode(id, &bytes)?);
             record::check_consistent(&record).map_err(|reason| StoreError::CorruptRecord { id, reason })?;
             records.push(record);
         }

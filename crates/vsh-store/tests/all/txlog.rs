@@ -561,3 +561,25 @@ fn a_log_may_grow_to_exactly_its_limit_and_compact_into_exactly_it() -> Result {
     assert!(matches!(refused, Err(StoreError::LogFull { .. })), "{:?}", refused.err());
     Ok(())
 }
+
+#[test]
+fn a_legacy_approved_record_is_migrated_with_its_approval_voided() -> Result {
+    let dir = tempfile::tempdir()?;
+    let legacy = data_path(dir.path()).join("txns");
+    std::fs::create_dir_all(&legacy)?;
+    // A first-format record (VSHTXR01) of an approved transaction, written by hand.
+    let id = TransactionId::digest(b"legacy approved");
+    let mut bytes = b"VSHTXR01".to_vec();
+    bytes.extend_from_slice(id.as_bytes());
+    bytes.extend_from_slice(vsh_types::SnapshotId::digest(b"base").as_bytes());
+    bytes.push(S::Approved.tag());
+    bytes.push(0);
+    bytes.extend_from_slice(&1_700_000_000_000_u64.to_le_bytes());
+    bytes.extend_from_slice(&1_700_000_000_500_u64.to_le_bytes());
+    let sum = *blake3::hash(&bytes).as_bytes();
+    bytes.extend_from_slice(&sum);
+    std::fs::write(legacy.join(id.to_hex()), &bytes)?;
+    let store = store(dir.path())?;
+    assert_eq!(store.get(id)?.map(|record| (record.state, record.approval)), Some((S::Expired, None)));
+    Ok(())
+}
