@@ -10,7 +10,11 @@
 //! - every locked package comes from crates.io;
 //! - every dependency's license is allowed by `deny.toml`, so that file is enforced even where
 //!   cargo-deny is not installed;
-//! - no trailing whitespace in the Rust, TOML and Markdown files of the repository.
+//! - no trailing whitespace in the Rust, TOML and Markdown files of the repository;
+//! - every test (or function) a document names in a code span exists, so a guarantee never
+//!   points at a test that was renamed or removed;
+//! - every on-disk magic the store and commit crates define, and every commit `FaultPoint`, is
+//!   named in `docs/store-format.md`.
 //!
 //! Source patterns are matched on code with comments and literals blanked out (see [`code`]),
 //! so this file can name the patterns it bans.
@@ -263,6 +267,131 @@ fn no_trailing_whitespace() {
         }
     }
     fail_if_any("lines with trailing whitespace", &problems);
+}
+
+/// The documents whose claims name the tests that check them.
+const CLAIMING_DOCS: &[&str] =
+    &["docs/guarantees.md", "docs/store-format.md", "docs/testing.md", "ARCHITECTURE.md", "README.md"];
+
+#[test]
+fn every_test_a_document_names_exists() {
+    let mut functions = BTreeSet::new();
+    for file in rust_files() {
+        functions.extend(function_names(&read(&file)));
+    }
+    let mut problems = Vec::new();
+    for doc in CLAIMING_DOCS {
+        let text = read(&project_root().join(doc));
+        for name in test_like_names(&text) {
+            if !functions.contains(&name) {
+                problems.push(format!("{doc}: `{name}`"));
+            }
+        }
+    }
+    fail_if_any("documents name tests (or functions) that do not exist", &problems);
+}
+
+/// The names of `fn` items in Rust source (any visibility).
+fn function_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("fn ") {
+        let preceded = at == 0 || !rest.as_bytes()[at - 1].is_ascii_alphanumeric() && rest.as_bytes()[at - 1] != b'_';
+        rest = &rest[at + 3..];
+        let name: String = rest.chars().take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_').collect();
+        if preceded && !name.is_empty() {
+            names.insert(name);
+        }
+    }
+    names
+}
+
+/// Code spans in Markdown that read like a test's name: lower-case words
+/// joined by at least four underscores (field and option names are shorter).
+fn test_like_names(markdown: &str) -> Vec<String> {
+    markdown
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| {
+            span.matches('_').count() >= 4
+                && span.starts_with(|ch: char| ch.is_ascii_lowercase())
+                && span.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The crates whose constants define on-disk formats, and the document that describes them.
+const FORMAT_CRATES: &[&str] = &["crates/vsh-store/src", "crates/vsh-commit/src"];
+
+#[test]
+fn every_file_magic_and_fault_point_is_documented() {
+    let format_doc = read(&project_root().join("docs/store-format.md"));
+    let mut problems = Vec::new();
+    for dir in FORMAT_CRATES {
+        let mut files = Vec::new();
+        collect_files(&project_root().join(dir), &["rs"], &mut files);
+        for file in files {
+            for magic in defined_magics(&read(&file)) {
+                if !format_doc.contains(&magic) {
+                    problems.push(format!("{}: magic {magic} is not in docs/store-format.md", relative(&file)));
+                }
+            }
+        }
+    }
+    let faults = read(&project_root().join("crates/vsh-commit/src/fault.rs"));
+    for point in enum_variants(&faults, "pub enum FaultPoint") {
+        if !format_doc.contains(&format!("`{point}")) {
+            problems.push(format!("fault point {point} is not in docs/store-format.md"));
+        }
+    }
+    fail_if_any("formats and fault points the documentation does not name", &problems);
+}
+
+/// The eight-byte magics a file defines as constants (`const X: [u8; 8] = *b"VSH.....";`).
+fn defined_magics(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            line.trim_start().starts_with("pub const ")
+                || line.trim_start().starts_with("const ")
+                || line.trim_start().starts_with("pub(crate) const ")
+        })
+        .filter(|line| line.contains("[u8; 8]"))
+        .filter_map(|line| {
+            let start = line.find("b\"VSH")? + 2;
+            let magic = line.get(start..start + 8)?;
+            magic.chars().all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit()).then(|| magic.to_owned())
+        })
+        .collect()
+}
+
+/// The variant names of the enum whose declaration line starts with `header`.
+fn enum_variants(text: &str, header: &str) -> Vec<String> {
+    let Some(start) = text.find(header) else { return Vec::new() };
+    let body = &text[start..];
+    let Some(end) = body.find("\n}") else { return Vec::new() };
+    body[..end]
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|line| line.starts_with(|ch: char| ch.is_ascii_uppercase()))
+        .map(|line| line.chars().take_while(char::is_ascii_alphanumeric).collect())
+        .collect()
+}
+
+#[test]
+fn test_name_extraction() {
+    let names = test_like_names("see `a_test_that_names_its_claim` and `max_log_bytes`, `Not_a_name_at_all_x`");
+    assert_eq!(names, vec!["a_test_that_names_its_claim".to_owned()]);
+    let functions = function_names("fn one() {}\npub(crate) fn two_three() {}\nlet defn = 1; // fn\n");
+    assert!(functions.contains("one") && functions.contains("two_three") && !functions.contains("defn"));
+    assert_eq!(defined_magics("pub const LOG: [u8; 8] = *b\"VSHTXL02\";\nlet x = b\"VSHNOPE1\";"), vec!["VSHTXL02"]);
+    let variants = enum_variants(
+        "pub enum FaultPoint {\n    /// doc\n    PlanSynced,\n    Undone(u32),\n}\n",
+        "pub enum FaultPoint",
+    );
+    assert_eq!(variants, vec!["PlanSynced".to_owned(), "Undone".to_owned()]);
 }
 
 #[test]
