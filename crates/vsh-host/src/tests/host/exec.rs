@@ -161,6 +161,12 @@ async fn output_over_the_cap_keeps_head_and_tail_with_a_marker() {
     assert_eq!((out.stdout_bytes, out.stderr_bytes), (200_008, 5000));
     assert!(out.truncated && out.stdout_truncated && out.stderr_truncated);
     assert_eq!(out.exit_code, Some(0));
+    // One stream over the cap is enough for the whole output to say so.
+    for (command, stdout_over) in [("head -c 5000 /dev/zero", true), ("head -c 5000 /dev/zero >&2", false)] {
+        let out = fx.host.exec(ExecRequest::new(command, fx.root()), &CancellationToken::new()).await.unwrap();
+        assert_eq!((out.stdout_truncated, out.stderr_truncated), (stdout_over, !stdout_over), "{command}");
+        assert!(out.truncated, "{command}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 
 mod exec;
 mod fs;
+mod parts;
 
 use std::fs as stdfs;
 use std::path::{Path, PathBuf};
