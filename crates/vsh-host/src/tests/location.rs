@@ -11,6 +11,14 @@ fn a_directory_is_located_by_identity_at_any_depth_or_not_at_all() {
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path().join("root");
     fs::create_dir_all(root.join("a/b/c")).unwrap();
+    // Siblings at every level, before and after in any order: each step must
+    // find its own entry, not the first one listed.
+    for dir in ["", "a", "a/b"] {
+        for sibling in ["0", "m", "zz"] {
+            fs::create_dir_all(root.join(dir).join(sibling)).unwrap();
+            fs::write(root.join(dir).join(format!("{sibling}.txt")), b"x").unwrap();
+        }
+    }
     fs::create_dir_all(scratch.path().join("outside/d")).unwrap();
     let root_dir = CapDir::open(&root).unwrap();
     let within = |path: &std::path::Path| CapDir::open(path).unwrap().location_within(&root_dir).unwrap();
