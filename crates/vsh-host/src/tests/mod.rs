@@ -6,6 +6,7 @@
 
 mod host;
 mod location;
+mod parts_uid;
 mod lock;
 mod mounts;
 mod mutate;
