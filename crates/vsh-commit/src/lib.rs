@@ -627,13 +627,16 @@ impl Committer {
             let done = apply::apply_one(ws, txn, plan, index, witness).map_err(|failure| {
                 let operation = plan.operations[index];
                 let path = plan.entries[operation.entry as usize].path.clone();
+                // Creating a directory is two steps; the first may have happened,
+                // unless it is what failed because the name was taken (by
+                // someone else: their directory is not ours to remove).
+                let maybe_applied = matches!(operation.action, Action::CreateDir { .. })
+                    && !matches!(failure, ApplyFailure::Host(HostError::AlreadyExists { .. }));
                 let error = match failure {
                     ApplyFailure::Host(source) => CommitError::Apply { path, applied: index as u64, source },
                     ApplyFailure::HardLinked(links) => CommitError::HardLinked { path, links },
                     ApplyFailure::Changed => apply::stale(&path, ConflictReason::Precondition),
                 };
-                // Creating a directory is two steps; the first may have happened.
-                let maybe_applied = matches!(operation.action, Action::CreateDir { .. });
                 Stop::Abort { error, limit: Some(index + usize::from(maybe_applied)) }
             })?;
             journal.records.push(JournalRecord {

@@ -610,3 +610,28 @@ fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written
     assert_ne!(tree(&root), before);
     Ok(())
 }
+
+#[test]
+fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its_exclusions() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| {
+        vfs.write(&p("a.txt"), Arc::from(&b"changed"[..]))?;
+        vfs.write(&p("new.txt"), Arc::from(&b"new"[..]))
+    })?;
+    let receipt = fx.commit(&run)?;
+    // A constant number of barriers, whatever the size of the diff: the plan,
+    // the intents, the done records and the marker are fsynced (4 files, 2
+    // directories), and staging and applying each end with one syncfs.
+    let expected = vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 2, syncfs: 2 };
+    assert_eq!(receipt.syncs, expected);
+    // Exclusions: the runtime directory always, others once each, never the root.
+    let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?
+        .with_excluded(p("data"))
+        .with_excluded(p("data"))
+        .with_excluded(VPath::root());
+    assert_eq!(committer.excluded(), &[p(".vsh"), p("data")][..]);
+    assert_eq!(committer.runtime_dir(), &p(".vsh"));
+    Ok(())
+}

@@ -734,3 +734,66 @@ fn a_stale_commit_crashed_in_its_cleanup_is_cleaned_even_if_someone_made_the_sam
     }
     Ok(())
 }
+
+#[test]
+fn after_the_commit_point_a_replaced_install_is_someone_elses_even_with_the_same_bytes() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let crashed = trial.ws.committer.commit_with_faults(
+        &trial.run.request(&blobs),
+        &ledger,
+        &CrashAt::new(FaultPoint::CommitMarkerSynced),
+    );
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    // Someone saves a.txt again with exactly the bytes and mode vsh installed:
+    // a new file, not the one the commit put there.
+    let path = trial.ws.root.join("a.txt");
+    let bytes = std::fs::read(&path)?;
+    std::fs::remove_file(&path)?;
+    std::fs::write(&path, &bytes)?;
+    support::chmod(&trial.ws.root, "a.txt", 0o644);
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert_eq!(report.rolled_forward, vec![trial.run.transaction]);
+    let changed: Vec<&str> = report.changed_since_commit.iter().map(|(_, path)| path.as_str()).collect();
+    assert_eq!(changed, vec!["a.txt"], "{report:?}");
+    assert_eq!(std::fs::read(&path)?, bytes, "their file is left alone");
+    Ok(())
+}
+
+#[test]
+fn a_directory_someone_makes_first_fails_the_commit_and_every_earlier_operation_is_undone() -> Result {
+    /// Makes the directory `t` once every intent is durable, before any operation runs.
+    struct MakeDir<'a>(&'a std::path::Path);
+    impl vsh_commit::FaultInjector for MakeDir<'_> {
+        fn crash_at(&self, point: FaultPoint) -> bool {
+            if point == FaultPoint::CommitStatePersisted {
+                std::fs::create_dir(self.0.join("t")).unwrap();
+            }
+            false
+        }
+    }
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let before = trial.ws.tree();
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let error = trial
+        .ws
+        .committer
+        .commit_with_faults(&trial.run.request(&blobs), &ledger, &MakeDir(&trial.ws.root))
+        .unwrap_err();
+    // Creating `t` failed after earlier operations were applied: all of them
+    // are undone; `t` is theirs and stays.
+    assert!(matches!(error, CommitError::Apply { .. }), "{error:?}");
+    assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::Failed));
+    let mut expected = before;
+    let mode = support::mode_of(&trial.ws.root, "t");
+    expected.insert("t".to_owned(), support::Node::Dir { mode });
+    assert!(trial.ws.tree() == expected, "{:?}", tree_difference(&trial.ws.tree(), &expected));
+    assert!(trial.ws.no_transaction_dirs());
+    Ok(())
+}

@@ -6,11 +6,11 @@
 
 mod host;
 mod location;
-mod parts_uid;
 mod lock;
 mod mounts;
 mod mutate;
 mod observe;
+mod parts_uid;
 mod resolve;
 mod trusted;
 
