@@ -149,7 +149,7 @@ fn walk(root: &Path, rel: &str, out: &mut Tree) {
             out.insert(child.clone(), Node::Dir { mode });
             walk(root, &child, out);
         } else {
-            out.insert(child, Node::File { bytes: std::fs::read(&path).unwrap(), mode });
+            out.insert(child, Node::File { bytes: file_bytes(&path, &meta), mode });
         }
     }
 }
@@ -163,8 +163,52 @@ pub fn node_at(path: &Path) -> Option<Node> {
     } else if meta.is_dir() {
         Node::Dir { mode }
     } else {
-        Node::File { bytes: std::fs::read(path).ok()?, mode }
+        Node::File { bytes: file_bytes(path, &meta), mode }
     })
+}
+
+/// A file's bytes; for a file this user may not read (a `0o000` file when the
+/// tests run as someone other than root), a placeholder naming its size, so
+/// trees still compare.
+fn file_bytes(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            format!("<unreadable: {} bytes>", meta.size()).into_bytes()
+        }
+        Err(error) => panic!("cannot read {}: {error}", path.display()),
+    }
+}
+
+/// In a child made by this function (or when not root): `true`, run the
+/// test's body. As root: run `test` again as uid and gid 65534 in a child,
+/// where a `0o000` file is really unreadable, require it to pass, and return
+/// `true` so the body also runs as root.
+pub fn also_as_nobody(test: &str) -> bool {
+    use std::os::unix::process::CommandExt as _;
+    const CHILD: &str = "VSH_COMMIT_TEST_AS_NOBODY";
+    if std::env::var_os(CHILD).is_some() || !rustix::process::geteuid().is_root() {
+        return true;
+    }
+    let home = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(home.path(), Some(65_534), Some(65_534)).unwrap();
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--test-threads", "1"])
+        .env(CHILD, "1")
+        .env("TMPDIR", home.path())
+        .current_dir(home.path())
+        .gid(65_534)
+        .uid(65_534)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test} as nobody:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    true
 }
 
 /// The paths where two trees differ, for assertion messages.
