@@ -1,4 +1,4 @@
-//! `cargo xtask mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate]`: mutation testing with
+//! `cargo xtask mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N]`: mutation testing with
 //! cargo-mutants over the crates whose tests guard data and authority.
 //!
 //! Each crate is run on its own (`cargo mutants --package P`), so a mutant counts as caught only
@@ -9,7 +9,9 @@
 //! cargo-mutants is installed with cargo, pinned to [`VERSION`], when it is missing or another
 //! version. A full run is long (some 2,500 mutants); `--shard K/N` runs the K-th of N slices, so a
 //! run can be split across sessions or machines, and `--iterate` re-tests only what the previous
-//! run of a crate did not catch. Not part of `cargo xtask ci`.
+//! run of a crate did not catch, and `--jobs N` builds and tests N mutants at once (each in its own
+//! copy of the tree; the sandbox and race tests are timing-tolerant enough for 2 on 2 cores). Not
+//! part of `cargo xtask ci`.
 
 use crate::shell::Step;
 use crate::{Error, Result, project_root};
@@ -26,6 +28,8 @@ struct Options {
     shard: Option<String>,
     files: Vec<String>,
     iterate: bool,
+    /// Mutants built and tested at once (cargo-mutants' `--jobs`); 1 when not given.
+    jobs: Option<u8>,
 }
 
 pub(crate) fn run(args: &[String]) -> Result {
@@ -41,6 +45,7 @@ pub(crate) fn run(args: &[String]) -> Result {
         std::fs::create_dir_all(&output)
             .map_err(|error| Error::new(format!("cannot create {}: {error}", output.display())))?;
         let output = output.to_string_lossy().into_owned();
+        let jobs = options.jobs.unwrap_or(1).to_string();
         let mut args = vec![
             "mutants",
             "--package",
@@ -49,7 +54,7 @@ pub(crate) fn run(args: &[String]) -> Result {
             output.as_str(),
             "--no-shuffle",
             "--jobs",
-            "1",
+            jobs.as_str(),
             "--timeout-multiplier",
             "3",
         ];
@@ -93,6 +98,13 @@ fn parse(args: &[String]) -> Result<Options> {
             }
             "--file" | "-f" => options.files.push(value()?),
             "--iterate" => options.iterate = true,
+            "--jobs" | "-j" => {
+                let jobs = value()?;
+                match jobs.parse::<u8>() {
+                    Ok(count @ 1..=8) => options.jobs = Some(count),
+                    _ => return Err(Error::new(format!("--jobs takes a count from 1 to 8, got `{jobs}`"))),
+                }
+            }
             other => return Err(Error::new(format!("unknown option `{other}` for `cargo xtask mutants`"))),
         }
     }
@@ -131,9 +143,16 @@ mod tests {
                 shard: Some("2/8".into()),
                 files: vec!["crates/vsh-host/src/lib.rs".into()],
                 iterate: false,
+                jobs: None,
             }
         );
-        for bad in [&["--shard", "8/8"][..], &["--shard", "x"], &["--package"], &["--jobs", "2"]] {
+        assert_eq!(
+            parse(&strings(&["--iterate", "-j", "2"])).unwrap(),
+            Options { iterate: true, jobs: Some(2), ..Options::default() }
+        );
+        for bad in
+            [&["--shard", "8/8"][..], &["--shard", "x"], &["--package"], &["--jobs", "0"], &["--jobs", "9"], &["-j"]]
+        {
             assert!(parse(&strings(bad)).is_err(), "{bad:?}");
         }
     }
