@@ -52,14 +52,20 @@ impl Syncs {
 }
 
 /// Stage the node of every [`Action::Install`] at `stage/<operation>`.
-/// Returns, per operation, the staged inode number (0 for other operations).
+/// Returns, per operation, the staged node's [`Installed`] identity (zeros
+/// for other operations).
 ///
 /// Each file is written by [`CapDir::create_file_exclusive_unsynced`]; the
 /// caller makes the files and their directory entries durable with one `syncfs`.
-pub(crate) fn stage(workspace: &CapDir, txn: &TxnDir, plan: &Plan, blobs: &BlobStore) -> Result<Vec<u64>, CommitError> {
+pub(crate) fn stage(
+    workspace: &CapDir,
+    txn: &TxnDir,
+    plan: &Plan,
+    blobs: &BlobStore,
+) -> Result<Vec<Installed>, CommitError> {
     let jobs: Vec<usize> =
         (0..plan.operations.len()).filter(|index| plan.operations[*index].action == Action::Install).collect();
-    let mut staged = vec![0_u64; plan.operations.len()];
+    let mut staged = vec![Installed::default(); plan.operations.len()];
     let workers = jobs.len().div_ceil(STAGED_PER_WORKER).clamp(1, MAX_STAGE_WORKERS);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -67,13 +73,13 @@ pub(crate) fn stage(workspace: &CapDir, txn: &TxnDir, plan: &Plan, blobs: &BlobS
     // without following a symlink), one short resolution each.
     let stage_dir = workspace.open_subdir(&txn.stage(), false).map_err(CommitError::host("stage", &txn.stage()))?;
     let stage_dir = &stage_dir;
-    let work = || -> Result<Vec<(usize, u64)>, CommitError> {
+    let work = || -> Result<Vec<(usize, Installed)>, CommitError> {
         let mut done = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             let entry = &plan.entries[plan.operations[operation].entry as usize];
             match stage_one(stage_dir, txn, operation, entry, blobs) {
-                Ok(inode) => done.push((operation, inode)),
+                Ok(installed) => done.push((operation, installed)),
                 Err(error) => {
                     stop.store(true, Ordering::Relaxed);
                     return Err(error);
@@ -82,7 +88,7 @@ pub(crate) fn stage(workspace: &CapDir, txn: &TxnDir, plan: &Plan, blobs: &BlobS
         }
         Ok(done)
     };
-    let results: Vec<Result<Vec<(usize, u64)>, CommitError>> = if workers == 1 {
+    let results: Vec<Result<Vec<(usize, Installed)>, CommitError>> = if workers == 1 {
         vec![work()]
     } else {
         std::thread::scope(|scope| {
@@ -91,8 +97,8 @@ pub(crate) fn stage(workspace: &CapDir, txn: &TxnDir, plan: &Plan, blobs: &BlobS
         })
     };
     for result in results {
-        for (operation, inode) in result? {
-            staged[operation] = inode;
+        for (operation, installed) in result? {
+            staged[operation] = installed;
         }
     }
     Ok(staged)
@@ -105,7 +111,7 @@ fn stage_one(
     operation: usize,
     entry: &DiffEntry,
     blobs: &BlobStore,
-) -> Result<u64, CommitError> {
+) -> Result<Installed, CommitError> {
     let invalid = |reason| CommitError::InvalidDiff { path: entry.path.clone(), reason };
     let after = entry.after.ok_or_else(|| invalid("an install has no after state"))?;
     let content = after.content.ok_or_else(|| invalid("no content digest"))?;
@@ -121,15 +127,16 @@ fn stage_one(
         NodeKind::File => {
             // Not synced one by one: the caller makes every staged file durable
             // with one `syncfs` before anything depends on them.
-            let stat = stage_dir
+            let (stat, generation) = stage_dir
                 .create_file_exclusive_unsynced(&name, &bytes, after.mode)
                 .map_err(CommitError::host("stage file", &slot))?;
-            Ok(stat.identity.ino)
+            Ok(Installed { ino: stat.identity.ino, generation: generation_stamp(generation) })
         }
         NodeKind::Symlink => {
             stage_dir.create_symlink(&name, &bytes).map_err(CommitError::host("stage symlink", &slot))?;
             match stage_dir.lstat(&name).map_err(CommitError::host("stage symlink", &slot))? {
-                Some(stat) if stat.kind == HostKind::Symlink => Ok(stat.identity.ino),
+                // A symlink cannot be opened to ask its generation.
+                Some(stat) if stat.kind == HostKind::Symlink => Ok(Installed { ino: stat.identity.ino, generation: 0 }),
                 _ => Err(CommitError::Host {
                     op: "stage symlink",
                     path: slot.clone(),
@@ -143,8 +150,9 @@ fn stage_one(
 
 /// The witness of every operation's intent: the inode of the existing node it
 /// moves or changes, the staged inode for an install, 0 for a directory still
-/// to be created (and a mode change of one); and, for a quarantine, the
-/// [`crate::format::stamp`] of the node revalidation checked (0 otherwise).
+/// to be created (and a mode change of one); and its stamp: for a quarantine,
+/// the [`crate::format::stamp`] of the node revalidation checked, for an
+/// install the staged node's [`generation_stamp`], 0 otherwise.
 ///
 /// Called under the lock right after revalidation, which established that
 /// every node exists as the diff says (`before` holds the node each before
@@ -152,7 +160,7 @@ fn stage_one(
 pub(crate) fn intent_witnesses(
     workspace: &CapDir,
     plan: &Plan,
-    staged: &[u64],
+    staged: &[Installed],
     before: &BTreeMap<VPath, HostStat>,
 ) -> Result<Vec<(u64, u64)>, CommitError> {
     let mut witnesses = Vec::with_capacity(plan.operations.len());
@@ -164,7 +172,7 @@ pub(crate) fn intent_witnesses(
             Action::CreateDir { .. } | Action::Install => false,
         };
         if !existing {
-            witnesses.push((staged[index], 0));
+            witnesses.push((staged[index].ino, staged[index].generation));
             continue;
         }
         let live = match workspace.lstat(&entry.path) {
@@ -246,18 +254,60 @@ pub(crate) fn apply_one(
     Ok(witness)
 }
 
-/// The inode each installed diff entry must have: entry index to witness.
-pub(crate) fn installed_identities(plan: &Plan, witnesses: &[u64]) -> BTreeMap<u32, u64> {
+/// Set in an install's [`generation_stamp`] when the generation is known, so
+/// a known generation of 0 differs from "unknown".
+const GENERATION_KNOWN: u64 = 1 << 32;
+
+/// What an install's intent journals as its stamp: the staged node's inode
+/// generation (see [`CapDir::generation`]) with [`GENERATION_KNOWN`] set, or
+/// 0 when the filesystem keeps none (or the node is a symlink).
+pub(crate) fn generation_stamp(generation: Option<u32>) -> u64 {
+    generation.map_or(0, |generation| GENERATION_KNOWN | u64::from(generation))
+}
+
+/// The identity of a node this transaction installed: its inode number and
+/// its [`generation_stamp`]. The inode number alone does not tell our node
+/// from one someone made after deleting it, because ext4 hands the freed
+/// number to the next new file; the generation does.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct Installed {
+    pub(crate) ino: u64,
+    pub(crate) generation: u64,
+}
+
+impl Installed {
+    /// Whether the node at `path`, whose inode number is `ino`, is this one:
+    /// the same inode number and, when both generations can be known, the
+    /// same generation. One that cannot be asked now (its mode denies this
+    /// process opening it) is judged by its inode number.
+    pub(crate) fn is(&self, dir: &CapDir, path: &VPath, ino: u64) -> Result<bool, CommitError> {
+        if ino != self.ino {
+            return Ok(false);
+        }
+        if self.generation == 0 {
+            return Ok(true);
+        }
+        match dir.generation(path) {
+            Ok(Some(generation)) => Ok(generation_stamp(Some(generation)) == self.generation),
+            Ok(None) => Ok(true),
+            Err(source) => Err(CommitError::Host { op: "generation", path: path.clone(), source }),
+        }
+    }
+}
+
+/// The node each installed diff entry must be: entry index to identity, from
+/// each operation's intent witness and stamp.
+pub(crate) fn installed_identities(plan: &Plan, witnesses: &[(u64, u64)]) -> BTreeMap<u32, Installed> {
     plan.operations
         .iter()
         .zip(witnesses)
-        .filter(|(operation, witness)| operation.action == Action::Install && **witness != 0)
-        .map(|(operation, witness)| (operation.entry, *witness))
+        .filter(|(operation, (ino, _))| operation.action == Action::Install && *ino != 0)
+        .map(|(operation, (ino, generation))| (operation.entry, Installed { ino: *ino, generation: *generation }))
         .collect()
 }
 
 /// Whether `path` holds `expected` (`None`: absent or unreachable), and, when
-/// `identity` is given, is that inode.
+/// `identity` is given, is that node.
 ///
 /// Files are re-hashed; a file whose mode denies its owner reading is checked
 /// by kind, size and mode (and identity, when known).
@@ -265,12 +315,14 @@ pub(crate) fn holds(
     view: &LiveView<'_>,
     path: &VPath,
     expected: Option<&NodeState>,
-    identity: Option<u64>,
+    identity: Option<Installed>,
 ) -> Result<bool, CommitError> {
     let live = view.observe(path)?;
     let Some(expected) = expected else { return Ok(!matches!(live, Live::Present(_))) };
     let Live::Present(stat) = live else { return Ok(false) };
-    if identity.is_some_and(|inode| inode != stat.identity.ino) {
+    if let Some(identity) = identity
+        && !identity.is(view.dir, path, stat.identity.ino)?
+    {
         return Ok(false);
     }
     Ok(match view.matches_state(path, &stat, expected)? {
@@ -284,7 +336,7 @@ pub(crate) fn holds(
 pub(crate) fn verify_after(
     view: &LiveView<'_>,
     plan: &Plan,
-    installed: &BTreeMap<u32, u64>,
+    installed: &BTreeMap<u32, Installed>,
 ) -> Result<Option<VPath>, CommitError> {
     for (index, entry) in plan.entries.iter().enumerate() {
         let identity = u32::try_from(index).ok().and_then(|index| installed.get(&index).copied());
@@ -300,7 +352,7 @@ pub(crate) fn verify_after(
 pub(crate) fn paths_not_after(
     view: &LiveView<'_>,
     plan: &Plan,
-    installed: &BTreeMap<u32, u64>,
+    installed: &BTreeMap<u32, Installed>,
 ) -> Result<Vec<VPath>, CommitError> {
     let mut changed = Vec::new();
     for (index, entry) in plan.entries.iter().enumerate() {

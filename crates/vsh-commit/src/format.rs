@@ -361,7 +361,11 @@ pub struct JournalRecord {
     /// For the intent of a quarantine: [`stamp`] of the node as revalidation
     /// saw it (its modification time and size), so that cleanup can tell an
     /// old node someone wrote to after revalidation (their bytes) from one
-    /// that is exactly what the transaction replaced. 0 otherwise.
+    /// that is exactly what the transaction replaced. For the intent of an
+    /// install: the staged file's inode generation with bit 32 set, so that
+    /// recovery can tell the installed node from a new one that reused its
+    /// inode number (0 when the filesystem keeps no generation, and for a
+    /// symlink). 0 otherwise.
     pub stamp: u64,
 }
 

@@ -656,8 +656,7 @@ impl Committer {
             check(faults, FaultPoint::DoneSynced(index32(index)))?;
         }
         check(faults, FaultPoint::Applied)?;
-        let inodes: Vec<u64> = witnesses.iter().map(|(witness, _)| *witness).collect();
-        let installed = apply::installed_identities(plan, &inodes);
+        let installed = apply::installed_identities(plan, witnesses);
         if let Some(path) = apply::verify_after(&self.view(), plan, &installed)? {
             return Err(Stop::Abort { error: CommitError::Verification { path }, limit: None });
         }

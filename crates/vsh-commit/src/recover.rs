@@ -922,7 +922,7 @@ impl Committer {
         txn: &TxnDir,
         plan: &Plan,
         index: usize,
-        witness: u64,
+        (witness, stamp): (u64, u64),
         done: Option<u64>,
     ) -> Result<Undo, RecoveryConflictReason> {
         let operation = plan.operations[index];
@@ -968,13 +968,17 @@ impl Committer {
                 // the path (their node stays) or removed it (nothing of ours
                 // is left to move back; the old node can be restored).
                 let Some(stat) = at_path else { return Ok(Undo::NotApplied) };
-                if stat.identity.ino != witness {
+                // The inode number alone could be a new file that took the
+                // number of ours after someone deleted it: the generation
+                // (the intent's stamp) tells.
+                let ours = apply::Installed { ino: witness, generation: stamp };
+                if !ours.is(ws, path, stat.identity.ino).map_err(from_commit_error)? {
                     return Ok(Undo::Left);
                 }
                 // The installed node must still hold the new content: a node
                 // edited since is someone's work and is not moved away.
-                let unchanged = apply::holds(&self.view(), path, entry.after.as_ref(), Some(stat.identity.ino))
-                    .map_err(from_commit_error)?;
+                let unchanged =
+                    apply::holds(&self.view(), path, entry.after.as_ref(), Some(ours)).map_err(from_commit_error)?;
                 if !unchanged {
                     return Ok(Undo::Left);
                 }
@@ -1073,17 +1077,17 @@ pub(crate) fn internal(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Opt
 }
 
 /// The operations with an intent below `limit`, ascending, and each
-/// operation's intent witness (indexed by operation; 0 when none).
-pub(crate) fn intents(journal: &Journal, limit: usize) -> (Vec<usize>, Vec<u64>) {
-    let mut witnesses: BTreeMap<usize, u64> = BTreeMap::new();
+/// operation's intent witness and stamp (indexed by operation; zeros when none).
+pub(crate) fn intents(journal: &Journal, limit: usize) -> (Vec<usize>, Vec<(u64, u64)>) {
+    let mut witnesses: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
     for record in &journal.records {
         let index = record.operation as usize;
         if record.kind == RecordKind::Intent && index < limit {
-            witnesses.insert(index, record.witness);
+            witnesses.insert(index, (record.witness, record.stamp));
         }
     }
     let size = witnesses.keys().next_back().map_or(0, |last| last + 1);
-    let mut by_index = vec![0; size];
+    let mut by_index = vec![(0, 0); size];
     for (index, witness) in &witnesses {
         by_index[*index] = *witness;
     }

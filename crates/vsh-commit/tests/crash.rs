@@ -752,17 +752,43 @@ fn after_the_commit_point_a_replaced_install_is_someone_elses_even_with_the_same
     );
     assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
     // Someone saves a.txt again with exactly the bytes and mode vsh installed:
-    // a new file, not the one the commit put there.
+    // a new file, not the one the commit put there, even with its inode number.
     let path = trial.ws.root.join("a.txt");
     let bytes = std::fs::read(&path)?;
-    std::fs::remove_file(&path)?;
-    std::fs::write(&path, &bytes)?;
-    support::chmod(&trial.ws.root, "a.txt", 0o644);
+    let reused = support::replace_with_same_bytes(&trial.ws.root, "a.txt");
+    eprintln!("the new a.txt reused the inode number: {reused}");
     let report = trial.reopened()?.committer.recover(&ledger)?;
     assert_eq!(report.rolled_forward, vec![trial.run.transaction]);
     let changed: Vec<&str> = report.changed_since_commit.iter().map(|(_, path)| path.as_str()).collect();
     assert_eq!(changed, vec!["a.txt"], "{report:?}");
     assert_eq!(std::fs::read(&path)?, bytes, "their file is left alone");
+    Ok(())
+}
+
+#[test]
+fn a_rollback_never_takes_a_file_someone_saved_over_an_install_even_with_its_inode_number() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    // Everything applied, nothing committed: recovery rolls back.
+    let crashed =
+        trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(FaultPoint::Verified));
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    let installed = std::fs::read(trial.ws.root.join("a.txt"))?;
+    let reused = support::replace_with_same_bytes(&trial.ws.root, "a.txt");
+    eprintln!("the new a.txt reused the inode number: {reused}");
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    // Their a.txt is not the node the commit installed: it stays where they
+    // saved it, and only that path is left for the operator (its install,
+    // and the old a.txt, which cannot go back while their file is there).
+    assert_eq!(std::fs::read(trial.ws.root.join("a.txt"))?, installed, "their file is left alone: {report:?}");
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    let left = &report.unresolved[0].paths;
+    assert!(!left.is_empty() && left.iter().all(|left| left.path == p("a.txt")), "{report:?}");
+    let kept = left.iter().find_map(|left| left.kept.clone()).expect("the old a.txt is kept");
+    assert_eq!(std::fs::read(trial.ws.root.join(kept.as_str()))?, b"alpha");
     Ok(())
 }
 

@@ -67,15 +67,26 @@ impl CapDir {
     /// synced (see [`CapDir::sync_dir`]). If writing fails part-way, the partial
     /// file is left for the caller to remove.
     pub fn create_file_exclusive(&self, path: &VPath, bytes: &[u8], mode: u32) -> Result<HostStat, HostError> {
-        self.create_file_exclusive_with(path, bytes, mode, true)
+        self.create_file_exclusive_with(path, bytes, mode, true, None)
     }
 
     /// [`CapDir::create_file_exclusive`] without the `fsync`: for callers that
     /// create many files and then make them durable together with one
     /// [`CapDir::syncfs`] (a constant number of barriers instead of one per
     /// file). Until that barrier the data may be lost in a crash.
-    pub fn create_file_exclusive_unsynced(&self, path: &VPath, bytes: &[u8], mode: u32) -> Result<HostStat, HostError> {
-        self.create_file_exclusive_with(path, bytes, mode, false)
+    ///
+    /// Returns the file's inode generation too (see [`CapDir::generation`]),
+    /// read from the descriptor it was written through, so it is known even
+    /// when `mode` denies this process reading the file.
+    pub fn create_file_exclusive_unsynced(
+        &self,
+        path: &VPath,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<(HostStat, Option<u32>), HostError> {
+        let mut generation = None;
+        let stat = self.create_file_exclusive_with(path, bytes, mode, false, Some(&mut generation))?;
+        Ok((stat, generation))
     }
 
     fn create_file_exclusive_with(
@@ -84,6 +95,7 @@ impl CapDir {
         bytes: &[u8],
         mode: u32,
         sync: bool,
+        generation: Option<&mut Option<u32>>,
     ) -> Result<HostStat, HostError> {
         self.counters.write();
         if path.is_root() {
@@ -99,6 +111,9 @@ impl CapDir {
             .map_err(|errno| HostError::io("fchmod", path, errno))?;
         if sync {
             retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        }
+        if let Some(generation) = generation {
+            *generation = crate::capdir::generation_of(file.as_fd());
         }
         fstat(file.as_fd(), path)
     }

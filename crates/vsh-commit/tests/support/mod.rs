@@ -36,6 +36,40 @@ pub fn chmod(root: &Path, rel: &str, mode: u32) {
     std::fs::set_permissions(root.join(rel), std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// Someone deletes the file `rel` and saves it again with the same bytes
+/// and mode: a new file. Made, where the filesystem allows, with the old
+/// file's inode number (ext4 gives the lowest free number in the group to the
+/// next new file, so new files are made and held until one gets it), so that
+/// only the inode generation tells the two apart. Returns whether it has.
+pub fn replace_with_same_bytes(root: &Path, rel: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let path = root.join(rel);
+    let old = std::fs::symlink_metadata(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let holder = |index: usize| root.join(format!("{rel}.holder{index}"));
+    let mut reused = false;
+    let mut held = 0;
+    for index in 0..512 {
+        std::fs::write(holder(index), &bytes).unwrap();
+        held = index + 1;
+        if std::fs::symlink_metadata(holder(index)).unwrap().ino() == old.ino() {
+            std::fs::rename(holder(index), &path).unwrap();
+            held = index;
+            reused = true;
+            break;
+        }
+    }
+    if !reused {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(old.mode() & 0o7777)).unwrap();
+    for index in 0..held {
+        std::fs::remove_file(holder(index)).unwrap();
+    }
+    reused
+}
+
 pub fn mode_of(root: &Path, rel: &str) -> u32 {
     std::fs::symlink_metadata(root.join(rel)).unwrap().permissions().mode() & 0o7777
 }

@@ -273,3 +273,59 @@ fn touching_one_file_of_many_reads_only_that_file() {
     assert_eq!(fx.dir.read_file(&target, 100).unwrap().bytes, b"content 1234");
     assert_eq!(fx.dir.counters().snapshot(), CounterSnapshot { stats: 1, reads: 1, lists: 0, writes: 0 });
 }
+
+/// Whether `path` lies on a filesystem known to keep inode generations
+/// (ext4, XFS, Btrfs), by its `statfs` magic.
+fn keeps_generations(path: &std::path::Path) -> bool {
+    const EXT4: i64 = 0xEF53;
+    const XFS: i64 = 0x5846_5342;
+    const BTRFS: i64 = 0x9123_683E;
+    // `f_type` is `i64` on x86_64 and narrower elsewhere.
+    #[allow(clippy::useless_conversion)]
+    let magic = i64::from(rustix::fs::statfs(path).unwrap().f_type);
+    [EXT4, XFS, BTRFS].contains(&magic)
+}
+
+#[test]
+fn generation_tells_a_new_inode_from_an_old_one_with_the_same_number() {
+    for strategy in STRATEGIES {
+        let fx = Fixture::new(strategy);
+        fx.mkdir("d");
+        fx.write("f.txt", b"x");
+        fx.symlink("f.txt", "link");
+        rustix::fs::mkfifoat(CWD, fx.ws("fifo"), Mode::from_raw_mode(0o600)).unwrap();
+        for path in ["link", "fifo", "missing", "d/missing"] {
+            assert_eq!(fx.dir.generation(&p(path)).unwrap(), None, "{strategy:?} {path}");
+        }
+        let err = fx.dir.generation(&p("link/x")).unwrap_err();
+        assert!(matches!(&err, HostError::SymlinkInPath { path } if path.as_str() == "link"), "{err:?}");
+        if !keeps_generations(fx.tmp.path()) {
+            continue;
+        }
+        let file = fx.dir.generation(&p("f.txt")).unwrap();
+        assert!(file.is_some(), "{strategy:?}");
+        assert_eq!(fx.dir.generation(&p("f.txt")).unwrap(), file, "the same inode, the same generation");
+        assert!(fx.dir.generation(&p("d")).unwrap().is_some(), "{strategy:?}");
+        assert!(fx.dir.generation(&VPath::root()).unwrap().is_some(), "{strategy:?}");
+
+        // The file written for staging reports the generation a later look finds,
+        // even when its mode lets nobody read it.
+        let (stat, staged) = fx.dir.create_file_exclusive_unsynced(&p("staged"), b"new", 0o000).unwrap();
+        assert!(staged.is_some());
+        assert_eq!(fx.dir.generation(&p("staged")).unwrap(), staged, "root may open it");
+
+        // Delete and recreate until the inode number comes back: the generation differs.
+        let mut reused = 0;
+        let mut previous = (stat.identity.ino, staged);
+        for _ in 0..64 {
+            fs::remove_file(fx.ws("staged")).unwrap();
+            let (stat, generation) = fx.dir.create_file_exclusive_unsynced(&p("staged"), b"new", 0o644).unwrap();
+            if stat.identity.ino == previous.0 {
+                reused += 1;
+                assert_ne!(generation, previous.1, "{strategy:?}: inode {} came back", stat.identity.ino);
+            }
+            previous = (stat.identity.ino, generation);
+        }
+        eprintln!("{strategy:?}: {reused} of 64 recreations reused the inode number");
+    }
+}
