@@ -33,7 +33,7 @@ Tasks:
   fuzz [--seconds N]  run every fuzz target for N seconds each (default 60); needs nightly and cargo-fuzz
   test-sandbox        run the sandbox-capability suite alone and print the enforcement table
   bench               run the workspace benchmarks
-  mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N]
+  mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N] [--nextest]
                       mutation testing (cargo-mutants, installed pinned) of vsh-commit, vsh-store,
                       vsh-policy and vsh-host; results in target/mutants/<package>/
   help                print this message

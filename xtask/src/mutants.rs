@@ -1,4 +1,4 @@
-//! `cargo xtask mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N]`: mutation testing with
+//! `cargo xtask mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N] [--nextest]`: mutation testing with
 //! cargo-mutants over the crates whose tests guard data and authority.
 //!
 //! Each crate is run on its own (`cargo mutants --package P`), so a mutant counts as caught only
@@ -11,13 +11,17 @@
 //! run can be split across sessions or machines, and `--iterate` re-tests only what the previous
 //! run of a crate did not catch, and `--jobs N` builds and tests N mutants at once (each in its own
 //! copy of the tree; the sandbox and race tests are timing-tolerant enough for 2 on 2 cores). Not
-//! part of `cargo xtask ci`.
+//! part of `cargo xtask ci`. `--nextest` runs each mutant's tests with cargo-nextest (installed
+//! pinned to [`NEXTEST_VERSION`]), every test binary at once, stopping at the first failure.
 
 use crate::shell::Step;
 use crate::{Error, Result, project_root};
 
 /// The cargo-mutants release this task is written against.
 const VERSION: &str = "27.1.0";
+
+/// The cargo-nextest release `--nextest` installs when another is there.
+const NEXTEST_VERSION: &str = "0.9.143";
 
 /// The crates mutated by default.
 const PACKAGES: [&str; 4] = ["vsh-commit", "vsh-store", "vsh-policy", "vsh-host"];
@@ -30,11 +34,16 @@ struct Options {
     iterate: bool,
     /// Mutants built and tested at once (cargo-mutants' `--jobs`); 1 when not given.
     jobs: Option<u8>,
+    /// Run each mutant's tests with cargo-nextest (all test binaries at once).
+    nextest: bool,
 }
 
 pub(crate) fn run(args: &[String]) -> Result {
     let options = parse(args)?;
-    ensure_installed()?;
+    ensure_installed("cargo-mutants", "mutants", VERSION)?;
+    if options.nextest {
+        ensure_installed("cargo-nextest", "nextest", NEXTEST_VERSION)?;
+    }
     let packages: Vec<String> = if options.packages.is_empty() {
         PACKAGES.iter().map(|package| (*package).to_owned()).collect()
     } else {
@@ -67,6 +76,9 @@ pub(crate) fn run(args: &[String]) -> Result {
         if options.iterate {
             args.push("--iterate");
         }
+        if options.nextest {
+            args.extend(["--test-tool", "nextest"]);
+        }
         // cargo-mutants exits non-zero when a mutant survives: that is a result, not a failure
         // of this task, and the summary it prints says so.
         let step = Step::cargo(format!("mutants {package}"), &args).env("VSH_REQUIRE_SANDBOX", "1");
@@ -98,6 +110,7 @@ fn parse(args: &[String]) -> Result<Options> {
             }
             "--file" | "-f" => options.files.push(value()?),
             "--iterate" => options.iterate = true,
+            "--nextest" => options.nextest = true,
             "--jobs" | "-j" => {
                 let jobs = value()?;
                 match jobs.parse::<u8>() {
@@ -111,16 +124,16 @@ fn parse(args: &[String]) -> Result<Options> {
     Ok(options)
 }
 
-/// Install cargo-mutants [`VERSION`] unless it is already there.
-fn ensure_installed() -> Result {
+/// Install `krate` at `version` unless `cargo <subcommand> --version` already reports it.
+fn ensure_installed(krate: &str, subcommand: &str, version: &str) -> Result {
     let installed = std::process::Command::new(crate::shell::cargo_program())
-        .args(["mutants", "--version"])
+        .args([subcommand, "--version"])
         .output()
-        .is_ok_and(|output| output.status.success() && String::from_utf8_lossy(&output.stdout).contains(VERSION));
+        .is_ok_and(|output| output.status.success() && String::from_utf8_lossy(&output.stdout).contains(version));
     if installed {
         return Ok(());
     }
-    Step::cargo("install cargo-mutants", &["install", "cargo-mutants", "--locked", "--version", VERSION]).run()?;
+    Step::cargo(format!("install {krate}"), &["install", krate, "--locked", "--version", version]).run()?;
     Ok(())
 }
 
@@ -144,12 +157,14 @@ mod tests {
                 files: vec!["crates/vsh-host/src/lib.rs".into()],
                 iterate: false,
                 jobs: None,
+                nextest: false,
             }
         );
         assert_eq!(
             parse(&strings(&["--iterate", "-j", "2"])).unwrap(),
             Options { iterate: true, jobs: Some(2), ..Options::default() }
         );
+        assert_eq!(parse(&strings(&["--nextest"])).unwrap(), Options { nextest: true, ..Options::default() });
         for bad in
             [&["--shard", "8/8"][..], &["--shard", "x"], &["--package"], &["--jobs", "0"], &["--jobs", "9"], &["-j"]]
         {

@@ -635,3 +635,18 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
     assert_eq!(committer.runtime_dir(), &p(".vsh"));
     Ok(())
 }
+
+#[test]
+fn try_session_takes_a_free_commit_lock_and_never_waits_for_a_held_one() -> Result {
+    let fx = Fixture::new()?;
+    let other = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?;
+    let session = fx.committer.try_session()?.expect("nobody holds the lock");
+    // Another committer (another open of the lock file, as another process
+    // would have) finds it held and gets no session, at once.
+    assert!(other.try_session()?.is_none());
+    drop(session);
+    let again = other.try_session()?.expect("the lock is free again");
+    // A held session is a working one.
+    assert!(again.recover(&vsh_commit::NoLedger)?.is_clean());
+    Ok(())
+}
