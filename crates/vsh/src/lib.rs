@@ -9,13 +9,18 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+mod commit_path;
 mod config;
 mod error;
 mod evidence;
 mod hook;
+mod hook_gate;
 mod ledger;
+mod previews;
 mod receipt;
+mod records;
 mod request;
+mod run;
 mod runtime;
 
 pub use cancel::ExecutionCancellation;

@@ -1,0 +1,115 @@
+//! [`CommitPath`]: the way from a bound, approved transaction to the
+//! workspace: one commit session (recovery first, then the reservation, then
+//! the journaled commit), and recovery and an operator's restore on their own.
+
+use vsh_commit::{CommitRequest, Committer, RecoveryReport, RestoreReport};
+use vsh_host::LockWait;
+use vsh_store::{CommitStep, TransactionStore};
+use vsh_types::{DiffEntry, ReadSet, TransactionId};
+
+use crate::VshError;
+use crate::config::CommitFaults;
+use crate::ledger::StoreLedger;
+use crate::receipt::CommitReceipt;
+use crate::records::Records;
+
+/// The committer of one workspace, how long it waits for the commit lock, and
+/// what recovery did when the runtime opened.
+#[derive(Debug)]
+pub(crate) struct CommitPath {
+    committer: Committer,
+    lock_wait: LockWait,
+    faults: Option<CommitFaults>,
+    startup_recovery: RecoveryReport,
+    /// Whether another process held the commit lock when this runtime opened,
+    /// so startup recovery was left to it (or to this runtime's first commit).
+    recovery_deferred: bool,
+}
+
+impl CommitPath {
+    /// Recover whatever a crash interrupted, unless another process holds the
+    /// commit lock right now: it is committing or recovering this workspace,
+    /// and every commit recovers first anyway, so opening never waits for it.
+    pub(crate) fn open(
+        committer: Committer,
+        lock_wait: LockWait,
+        faults: Option<CommitFaults>,
+        transactions: &TransactionStore,
+        now_ms: u64,
+    ) -> Result<Self, VshError> {
+        let (startup_recovery, recovery_deferred) = match committer.try_session()? {
+            Some(session) => (session.recover(&StoreLedger::recovery(transactions, now_ms))?, false),
+            None => (RecoveryReport::default(), true),
+        };
+        Ok(Self { committer, lock_wait, faults, startup_recovery, recovery_deferred })
+    }
+
+    /// What recovery did when the runtime opened.
+    pub(crate) fn startup_recovery(&self) -> &RecoveryReport {
+        &self.startup_recovery
+    }
+
+    /// Whether startup recovery was left to another process.
+    pub(crate) fn recovery_deferred(&self) -> bool {
+        self.recovery_deferred
+    }
+
+    /// Run recovery, waiting for the commit lock as configured.
+    pub(crate) fn recover(&self, transactions: &TransactionStore, now_ms: u64) -> Result<RecoveryReport, VshError> {
+        let session = self.committer.session(&self.lock_wait)?;
+        Ok(session.recover(&StoreLedger::recovery(transactions, now_ms))?)
+    }
+
+    /// An operator's restore of a transaction recovery left unresolved, after
+    /// a recovery that must come out clean.
+    pub(crate) fn restore(
+        &self,
+        transactions: &TransactionStore,
+        transaction: TransactionId,
+        now_ms: u64,
+    ) -> Result<RestoreReport, VshError> {
+        let session = self.committer.session(&self.lock_wait)?;
+        let ledger = StoreLedger::recovery(transactions, now_ms);
+        let report = session.recover(&ledger)?;
+        if !report.is_clean() {
+            return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
+        }
+        Ok(session.restore(transaction, &ledger)?)
+    }
+
+    /// Reserve, revalidate and apply a bound transaction, moving its record
+    /// through the state table. Everything happens in one commit session:
+    /// recovery first, then the reservation, so that recovery (which holds
+    /// the same lock) may settle any reservation it finds as abandoned. From
+    /// the move to Revalidating on, the commit engine records every outcome.
+    pub(crate) fn commit(
+        &self,
+        records: &Records,
+        transaction: TransactionId,
+        diff: &[DiffEntry],
+        reads: &ReadSet,
+        now: u64,
+    ) -> Result<CommitReceipt, VshError> {
+        let transactions = records.transactions();
+        let session = self.committer.session(&self.lock_wait)?;
+        let report = session.recover(&StoreLedger::recovery(transactions, now))?;
+        if !report.is_clean() {
+            return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
+        }
+        let mut reservation = transactions.reserve(transaction, now)?;
+        transactions.advance(&mut reservation, CommitStep::Revalidating, now)?;
+        let ledger = StoreLedger::reserved(transactions, reservation, now);
+        let request = CommitRequest { transaction, diff, reads, blobs: records.blobs(), max_conflicts: 128 };
+        let receipt = match &self.faults {
+            Some(faults) => session.commit_with_faults(&request, &ledger, faults.0.as_ref())?,
+            None => session.commit(&request, &ledger)?,
+        };
+        Ok(CommitReceipt {
+            transaction,
+            operations: receipt.operations,
+            verified_paths: receipt.verified_paths,
+            revalidated_dependencies: receipt.revalidated_dependencies,
+            kept: receipt.kept,
+        })
+    }
+}

@@ -1,0 +1,139 @@
+//! [`Previews`]: the auto-approved previews a live runtime holds for a later
+//! commit, bounded in count and bytes, and the one way a preview leaves the
+//! auto-approved path without being committed ([`Previews::demote`]).
+//!
+//! A preview exists only in this process's memory; its durable record says
+//! `AutoApproved`. Whatever ends it (a commit, a discard, a rejection, a hook's
+//! Review, a failed handler, a cancelled request) removes it here first, so it
+//! can never be committed twice.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use vsh_store::{PendingArtifact, TransactionStore};
+use vsh_types::{BlobId, ReadSet, TransactionId, TransactionState};
+
+use crate::VshError;
+use crate::receipt::Receipt;
+
+/// Process-local previews kept for a later commit (fail closed beyond this).
+const MAX_PREVIEWS: usize = 64;
+/// Bytes of process-local previews (approximate: diff entries, dependencies and stdout).
+const MAX_PREVIEW_BYTES: u64 = 128 << 20;
+
+/// An auto-approved preview held by this live runtime until it is committed or discarded.
+#[derive(Debug, Clone)]
+pub(crate) struct Preview {
+    pub(crate) artifact: PendingArtifact,
+    pub(crate) receipt: Receipt,
+    bytes: u64,
+}
+
+/// The previews of one runtime.
+#[derive(Debug, Default)]
+pub(crate) struct Previews {
+    held: Mutex<HashMap<TransactionId, Preview>>,
+}
+
+impl Previews {
+    fn lock(&self) -> MutexGuard<'_, HashMap<TransactionId, Preview>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hold `artifact` (recorded `AutoApproved` in `store`) with its receipt.
+    /// Beyond the count or byte bound the preview is rejected in `store`
+    /// (nobody could commit it) and [`VshError::EphemeralCapacity`] returned.
+    pub(crate) fn keep(
+        &self,
+        store: &TransactionStore,
+        artifact: PendingArtifact,
+        receipt: Receipt,
+        now_ms: u64,
+    ) -> Result<(), VshError> {
+        let transaction = artifact.binding.transaction;
+        let bytes = (artifact.diff.len() as u64).saturating_mul(256)
+            + (artifact.read_set.len() as u64).saturating_mul(128)
+            + artifact.evidence.len() as u64
+            + receipt.output.stdout_bytes().len() as u64;
+        let mut held = self.lock();
+        let total: u64 = held.values().map(|preview| preview.bytes).sum();
+        if held.len() >= MAX_PREVIEWS || total.saturating_add(bytes) > MAX_PREVIEW_BYTES {
+            let entries = held.len();
+            drop(held);
+            store.reject(transaction, now_ms)?;
+            return Err(VshError::EphemeralCapacity { entries, bytes: total });
+        }
+        held.insert(transaction, Preview { artifact, receipt, bytes });
+        Ok(())
+    }
+
+    /// A copy of the preview of `transaction`, if held.
+    pub(crate) fn get(&self, transaction: TransactionId) -> Option<Preview> {
+        self.lock().get(&transaction).cloned()
+    }
+
+    /// Whether the preview of `transaction` is held.
+    pub(crate) fn holds(&self, transaction: TransactionId) -> bool {
+        self.lock().contains_key(&transaction)
+    }
+
+    /// The artifact of `transaction`'s preview, if held.
+    pub(crate) fn artifact(&self, transaction: TransactionId) -> Option<PendingArtifact> {
+        self.lock().get(&transaction).map(|preview| preview.artifact.clone())
+    }
+
+    /// The receipt of `transaction`'s preview, if held.
+    pub(crate) fn receipt(&self, transaction: TransactionId) -> Option<Receipt> {
+        self.lock().get(&transaction).map(|preview| preview.receipt.clone())
+    }
+
+    /// The dependencies (read set) of `transaction`'s preview, if held.
+    pub(crate) fn dependencies(&self, transaction: TransactionId) -> Option<ReadSet> {
+        self.lock().get(&transaction).map(|preview| preview.artifact.read_set.clone())
+    }
+
+    /// Stop holding `transaction`'s preview; whether it was held.
+    pub(crate) fn forget(&self, transaction: TransactionId) -> bool {
+        self.lock().remove(&transaction).is_some()
+    }
+
+    /// Every blob a held preview's commit will need (garbage collection keeps them).
+    pub(crate) fn blobs(&self) -> BTreeSet<BlobId> {
+        self.lock()
+            .values()
+            .flat_map(|preview| {
+                preview.artifact.diff.iter().filter_map(|entry| entry.after.and_then(|after| after.content))
+            })
+            .collect()
+    }
+
+    /// Take auto-approved work off the auto-approved path without committing
+    /// it: the preview is forgotten, and a record still `AutoApproved` moves
+    /// to `PendingApproval` when its artifact is durable (an operator can
+    /// still review it) or to `Rejected` when it is not (nobody could).
+    /// Returns the state it moved to, or `None` when the record is missing or
+    /// no longer `AutoApproved` (nothing moved).
+    pub(crate) fn demote(
+        &self,
+        store: &TransactionStore,
+        transaction: TransactionId,
+        now_ms: u64,
+    ) -> Result<Option<TransactionState>, VshError> {
+        self.forget(transaction);
+        let Some(record) = store.get(transaction)? else { return Ok(None) };
+        if record.state != TransactionState::AutoApproved {
+            return Ok(None);
+        }
+        let moved = if record.artifact.is_some() {
+            store.compare_and_transition(
+                transaction,
+                TransactionState::AutoApproved,
+                TransactionState::PendingApproval,
+                now_ms,
+            )?
+        } else {
+            store.reject(transaction, now_ms)?
+        };
+        Ok(Some(moved.state))
+    }
+}

@@ -1,0 +1,153 @@
+//! Binding a run into its transaction and storing what a commit will need.
+
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use vsh_policy::Decision;
+use vsh_store::{ArtifactBinding, PendingArtifact, TransactionRecord};
+use vsh_types::canon::{self, Canonical};
+use vsh_types::{
+    ExecutionEvidenceDigest, IntentDigest, NodeKind, ProgramDigest, RuntimeConfigDigest, TransactionId,
+    TransactionState,
+};
+use vsh_vfs::{CanonicalDiff, VirtualFs};
+
+use super::{Runs, clock_ms};
+use crate::evidence::{Evidence, derive_transaction_id};
+use crate::records::Records;
+use crate::request::RunRequest;
+use crate::{VshError, Warning};
+
+impl Runs {
+    /// Bind the run into its transaction id and store what a commit will need:
+    /// the record, the final contents, and for pending work the durable artifact.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn bind_and_store(
+        &self,
+        records: &Records,
+        request: &RunRequest<'_>,
+        vfs: &mut VirtualFs,
+        diff: &CanonicalDiff,
+        state: TransactionState,
+        decision: &Decision,
+        outcome: &vsh_monty::MontyOutcome,
+    ) -> Result<(PendingArtifact, Vec<Warning>), VshError> {
+        let evidence = Evidence::new(
+            self.next_nonce(),
+            decision.clone(),
+            outcome.value.clone(),
+            outcome.stdout.clone(),
+            &outcome.stats,
+            vfs.effects().to_vec(),
+        );
+        let evidence_bytes = evidence.encode();
+        let intent = request.intent.unwrap_or("");
+        let binding = ArtifactBinding {
+            transaction: TransactionId::from_bytes([0; 32]),
+            snapshot: vfs.snapshot_id(),
+            program: program_digest(request),
+            intent: IntentDigest::digest(intent.as_bytes()),
+            read_set: vfs.read_set().digest(),
+            write_set: diff.write_set_digest(),
+            diff: diff.digest(),
+            policy: self.policy.digest(),
+            runtime_config: self.config_digest(request),
+            evidence: ExecutionEvidenceDigest::digest(&evidence_bytes),
+        };
+        let transaction = derive_transaction_id(&binding);
+        let binding = ArtifactBinding { transaction, ..binding };
+        let mut warnings = Vec::new();
+        if state != TransactionState::Denied {
+            store_contents(records, vfs, diff, &mut warnings)?;
+        }
+        let record = TransactionRecord::new(transaction, binding.snapshot, state, clock_ms());
+        let artifact = PendingArtifact {
+            binding,
+            intent: intent.to_owned(),
+            diff: diff.entries().to_vec(),
+            read_set: vfs.read_set().clone(),
+            evidence: evidence_bytes,
+        };
+        let transactions = records.transactions();
+        if state == TransactionState::PendingApproval {
+            // The record and its artifact appear together or not at all.
+            transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
+        } else {
+            transactions.create(&record)?;
+        }
+        Ok((artifact, warnings))
+    }
+
+    /// 16 bytes that differ for every run of every runtime: a counter, the clock and the process.
+    fn next_nonce(&self) -> [u8; 16] {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&self.nonce.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        hasher.update(&SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()).to_le_bytes());
+        hasher.update(&std::process::id().to_le_bytes());
+        hasher.update(&(std::ptr::from_ref(self) as usize).to_le_bytes());
+        let mut nonce = [0; 16];
+        nonce.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+        nonce
+    }
+
+    /// The digest of everything a run's outcome depends on besides the program
+    /// and the workspace: the version, the executor, the request's budget, the
+    /// snapshot limits, the hidden paths, the mounts a run may cross, the hook.
+    fn config_digest(&self, request: &RunRequest<'_>) -> RuntimeConfigDigest {
+        let mut out = Vec::new();
+        canon::put_bytes(&mut out, crate::VERSION.as_bytes());
+        canon::put_bytes(&mut out, vsh_monty::VIRTUAL_ROOT.as_bytes());
+        out.extend_from_slice(&self.executor.config_digest());
+        request.budget.encode_canonical(&mut out);
+        canon::put_u64(&mut out, self.snapshot_limits.max_materialized_bytes);
+        canon::put_u64(&mut out, self.snapshot_limits.max_materialized_file_bytes);
+        canon::put_u64(&mut out, self.snapshot_limits.max_observations);
+        canon::put_u64(&mut out, self.excluded.len() as u64);
+        for path in &self.excluded {
+            path.encode_canonical(&mut out);
+        }
+        canon::put_seq(&mut out, self.workspace.allowed_mounts().iter());
+        out.extend_from_slice(&self.hook_encoding);
+        RuntimeConfigDigest::digest(&out)
+    }
+}
+
+fn program_digest(request: &RunRequest<'_>) -> ProgramDigest {
+    let mut program = Vec::new();
+    canon::put_u8(&mut program, 1);
+    canon::put_bytes(&mut program, request.code.as_bytes());
+    ProgramDigest::digest(&program)
+}
+
+/// Put every final file and symlink content into the blob store, checked
+/// against the digest the diff promised.
+///
+/// A stored copy that is corrupt is replaced by this run's identical
+/// bytes (and reported in `warnings`), never an obstacle to the run.
+fn store_contents(
+    records: &Records,
+    vfs: &mut VirtualFs,
+    diff: &CanonicalDiff,
+    warnings: &mut Vec<Warning>,
+) -> Result<(), VshError> {
+    let blobs = records.blobs();
+    for entry in diff.entries() {
+        let Some(after) = entry.after else { continue };
+        if after.kind == NodeKind::Directory || entry.before.is_some_and(|before| before.content == after.content) {
+            continue;
+        }
+        let expected = after.content.expect("files and symlinks carry a digest");
+        // Bytes the store holds are not read again, unless the copy is old
+        // enough that rewriting it must restart the GC grace period (this
+        // run's preview depends on it until it commits).
+        if blobs.status(expected)? == vsh_store::BlobStatus::Intact && !blobs.refresh_due(expected)? {
+            continue;
+        }
+        let source = vfs.content_source(&entry.path)?.expect("a file or symlink has content");
+        let bytes = vfs.materialize(&source)?;
+        if blobs.put_expected_with_outcome(&bytes, expected)? == vsh_store::PutOutcome::Repaired {
+            warnings.push(Warning::BlobRepaired { id: expected, path: blobs.display_path(&expected) });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! [`Runs`]: the stages of a run, from a fresh observed snapshot to a bound,
+//! stored transaction: snapshot, execute, diff, policy, review, bind and
+//! store (binding and storing are in [`bind`]). What happens to the result
+//! (held as a preview, committed) is the runtime's.
+
+mod bind;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use vsh_host::CapDir;
+use vsh_monty::{LimitExceeded, LimitKind, MontyExecutor};
+use vsh_policy::{Decision, PolicyInput, TransactionPolicy};
+use vsh_store::PendingArtifact;
+use vsh_types::canon;
+use vsh_types::{DiffEntry, TransactionState, VPath};
+use vsh_vfs::{ReviewLimits, SnapshotLimits, VirtualFs};
+
+use crate::VshError;
+use crate::cancel::ExecutionCancellation;
+use crate::evidence::{MAX_VALUE_DEPTH, value_depth};
+use crate::hook::HookConfig;
+use crate::receipt::{ExecutionOutput, Receipt, StageTimings};
+use crate::records::Records;
+use crate::request::{Language, ReceiptDetail, RunRequest};
+
+/// Milliseconds since the Unix epoch by this machine's clock.
+pub(crate) fn clock_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Nanoseconds since `since`, saturating.
+pub(crate) fn elapsed_ns(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A run that reached its decision, bound and stored.
+pub(crate) struct Ran {
+    pub(crate) artifact: PendingArtifact,
+    pub(crate) receipt: Receipt,
+}
+
+/// What every run of a runtime is made with.
+#[derive(Debug)]
+pub(crate) struct Runs {
+    workspace: Arc<CapDir>,
+    /// Paths hidden from runs: the runtime directory and a data directory inside the workspace.
+    excluded: Vec<VPath>,
+    snapshot_limits: SnapshotLimits,
+    executor: MontyExecutor,
+    policy: TransactionPolicy,
+    /// Counts runs, for each run's nonce.
+    nonce: AtomicU64,
+    /// The hook configuration's part of the configuration digest.
+    hook_encoding: Vec<u8>,
+}
+
+impl Runs {
+    pub(crate) fn new(
+        workspace: Arc<CapDir>,
+        excluded: Vec<VPath>,
+        snapshot_limits: SnapshotLimits,
+        executor: MontyExecutor,
+        policy: TransactionPolicy,
+        hook: Option<&HookConfig>,
+    ) -> Self {
+        let mut hook_encoding = Vec::new();
+        match hook {
+            None => canon::put_u8(&mut hook_encoding, 0),
+            Some(hook) => {
+                canon::put_u8(&mut hook_encoding, 1);
+                hook.encode_canonical(&mut hook_encoding);
+            }
+        }
+        Self { workspace, excluded, snapshot_limits, executor, policy, nonce: AtomicU64::new(0), hook_encoding }
+    }
+
+    /// The workspace handle runs observe.
+    pub(crate) fn workspace(&self) -> &CapDir {
+        &self.workspace
+    }
+
+    /// The active policy.
+    pub(crate) fn policy(&self) -> &TransactionPolicy {
+        &self.policy
+    }
+
+    /// Whether programs run in this process rather than the confined worker.
+    pub(crate) fn is_in_process(&self) -> bool {
+        self.executor.is_in_process()
+    }
+
+    /// Run `request` through every stage up to a stored, bound transaction.
+    /// `cancel` and the request's end-to-end deadline are checked between
+    /// stages (the executor enforces the deadline during execution).
+    pub(crate) fn run(
+        &self,
+        request: &RunRequest<'_>,
+        cancel: &ExecutionCancellation,
+        records: &Records,
+        started: Instant,
+    ) -> Result<Ran, VshError> {
+        let deadline = request.budget.max_request_duration;
+        let check = || {
+            if cancel.is_cancelled() {
+                return Err(VshError::Cancelled);
+            }
+            let elapsed = started.elapsed();
+            if elapsed > deadline {
+                return Err(VshError::RequestDeadline(LimitExceeded {
+                    limit: LimitKind::RequestDuration,
+                    attempted: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+                    max: u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
+                }));
+            }
+            Ok(())
+        };
+        check()?;
+        let intent_length = request.intent.map_or(0, str::len);
+        let max_intent = records.limits().max_intent_bytes;
+        if intent_length as u64 > max_intent {
+            return Err(VshError::IntentTooLarge { length: intent_length, max: max_intent });
+        }
+        let mut timings = StageTimings::default();
+
+        let stage_start = Instant::now();
+        let mut vfs = VirtualFs::new(Arc::clone(&self.workspace), self.excluded.clone(), self.snapshot_limits);
+        timings.snapshot = elapsed_ns(stage_start);
+
+        let stage_start = Instant::now();
+        let outcome = match request.language {
+            Language::Monty => self
+                .executor
+                .execute(request.code, &mut vfs, self.policy.calls(), &request.budget)
+                .map_err(|error| VshError::Execution(Box::new(error)))?,
+        };
+        timings.execute = elapsed_ns(stage_start);
+        check()?;
+        let depth = value_depth(&outcome.value);
+        if depth > MAX_VALUE_DEPTH {
+            return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });
+        }
+
+        let stage_start = Instant::now();
+        let diff = vfs.canonical_diff()?;
+        timings.diff = elapsed_ns(stage_start);
+        check()?;
+
+        let stage_start = Instant::now();
+        let base_nodes = self.base_nodes_for_ratio(diff.entries())?;
+        let decision = self.policy.evaluate(&PolicyInput {
+            diff: diff.entries(),
+            denied: &outcome.denied,
+            renames: vfs.renames(),
+            observed_base_nodes: base_nodes,
+        });
+        timings.policy = elapsed_ns(stage_start);
+
+        check()?;
+        let review = match request.detail {
+            ReceiptDetail::Full => vfs.review(diff.entries(), ReviewLimits::default())?,
+            ReceiptDetail::Compact => Vec::new(),
+        };
+        check()?;
+
+        let stage_start = Instant::now();
+        let state = match &decision {
+            Decision::Denied(_) => TransactionState::Denied,
+            Decision::AutoApproved => TransactionState::AutoApproved,
+            Decision::PendingApproval(_) => TransactionState::PendingApproval,
+        };
+        let (artifact, warnings) =
+            self.bind_and_store(records, request, &mut vfs, &diff, state, &decision, &outcome)?;
+        timings.bind_and_store = elapsed_ns(stage_start);
+
+        let receipt = Receipt {
+            transaction: artifact.binding.transaction,
+            base_snapshot: artifact.binding.snapshot,
+            state,
+            decision,
+            diff: diff.digest(),
+            changed_paths: diff.len(),
+            changes: match request.detail {
+                ReceiptDetail::Full => diff.entries().to_vec(),
+                ReceiptDetail::Compact => Vec::new(),
+            },
+            review,
+            output: ExecutionOutput::Monty { value: outcome.value, stdout: outcome.stdout },
+            execution: outcome.stats,
+            timings,
+            commit: None,
+            warnings,
+        };
+        Ok(Ran { artifact, receipt })
+    }
+
+    /// The number of workspace nodes the delete-ratio ceiling divides by.
+    ///
+    /// An observed snapshot does not know the workspace's size, and counting it
+    /// on every run would make every run cost O(workspace). So the count happens
+    /// only when the rule can apply (at least `delete_ratio_min_paths` deletions)
+    /// and stops as soon as it proves the ratio below the ceiling: the walk is
+    /// bounded by `deleted × 10,000 / deny_delete_ratio_bps` nodes, proportional
+    /// to the deletion itself. Returns 0 (rule inactive) below the minimum.
+    fn base_nodes_for_ratio(&self, diff: &[DiffEntry]) -> Result<u64, VshError> {
+        let thresholds = self.policy.thresholds();
+        let deleted = diff.iter().filter(|entry| entry.after.is_none()).count() as u64;
+        if deleted < thresholds.delete_ratio_min_paths || thresholds.deny_delete_ratio_bps == 0 {
+            return Ok(0);
+        }
+        // With more than `enough` nodes the ratio is certainly below the ceiling.
+        let enough = deleted.saturating_mul(10_000) / u64::from(thresholds.deny_delete_ratio_bps) + 1;
+        let mut count = 0u64;
+        let mut stack = vec![VPath::root()];
+        while let Some(dir) = stack.pop() {
+            let entries = match self.workspace.list_dir(&dir) {
+                Ok(entries) => entries,
+                // A directory that vanished or is not listable holds nothing countable.
+                Err(vsh_host::HostError::NotFound { .. } | vsh_host::HostError::NotADirectory { .. }) => continue,
+                Err(error) => return Err(VshError::Workspace(error)),
+            };
+            for entry in entries {
+                let Ok(child) =
+                    std::str::from_utf8(&entry.name).map_err(drop).and_then(|name| dir.child(name).map_err(drop))
+                else {
+                    count += 1;
+                    continue;
+                };
+                if self.excluded.iter().any(|excluded| child.is_within(excluded)) {
+                    continue;
+                }
+                count += 1;
+                if count > enough {
+                    return Ok(count);
+                }
+                let kind = match entry.kind {
+                    Some(kind) => Some(kind),
+                    None => self.workspace.lstat(&child).map_err(VshError::Workspace)?.map(|stat| stat.kind),
+                };
+                if kind == Some(vsh_host::HostKind::Directory) {
+                    stack.push(child);
+                }
+            }
+        }
+        Ok(count)
+    }
+}

@@ -1,0 +1,328 @@
+//! [`Runtime`]: the facade over one workspace, composed of owned parts, each
+//! with one job:
+//!
+//! - [`Runs`]: the stages of a run, up to a bound, stored transaction;
+//! - [`Records`]: transaction records, durable artifacts and blobs;
+//! - [`Previews`]: auto-approved previews held in this process, and the one
+//!   way off the auto-approved path ([`Previews::demote`]);
+//! - [`CommitPath`]: commit sessions, recovery and restore;
+//! - [`HookGate`]: the commit hook's prepare, resolve and fail.
+//!
+//! The runtime decides only what crosses parts: what a run's result becomes,
+//! and whether a commit needs the hook first. Opening is in [`open`].
+
+mod open;
+
+use std::time::Instant;
+
+use vsh_commit::{RecoveryReport, RestoreReport};
+use vsh_policy::TransactionPolicy;
+use vsh_store::{ApprovalGrant, GcReport, RetentionConfig, TransactionRecord};
+use vsh_types::{PrincipalId, ReadSet, TransactionId, TransactionState};
+
+use crate::VshError;
+use crate::cancel::ExecutionCancellation;
+use crate::commit_path::CommitPath;
+use crate::hook::{CommitPreparation, CommitResolution, HookDecision, HookDecisionRecord, RequestEvent};
+use crate::hook_gate::{HookGate, Sources, Verdict};
+use crate::previews::Previews;
+use crate::receipt::{Receipt, StageTimings};
+use crate::records::{Committable, Records};
+use crate::request::{RunMode, RunRequest};
+use crate::run::{Ran, Runs, clock_ms, elapsed_ns};
+
+/// A vsh runtime over one workspace.
+///
+/// Runs are independent: each captures a fresh observed snapshot. Commits are
+/// serialized per workspace by the commit engine's lock, across runtimes and
+/// processes. Pending approvals are durable; auto-approved previews are held in
+/// this runtime's memory and must be committed by it.
+#[derive(Debug)]
+pub struct Runtime {
+    runs: Runs,
+    records: Records,
+    previews: Previews,
+    commits: CommitPath,
+    gate: HookGate,
+}
+
+impl Runtime {
+    fn sources(&self) -> Sources<'_> {
+        Sources { records: &self.records, previews: &self.previews, workspace: self.runs.workspace() }
+    }
+
+    /// Whether programs run in this process rather than the confined worker.
+    pub fn is_in_process(&self) -> bool {
+        self.runs.is_in_process()
+    }
+
+    /// What recovery did when this runtime opened: commits a crash interrupted
+    /// are rolled forward (past their completion marker) or back (before it).
+    /// Conflicts are left untouched and block further commits until resolved.
+    pub fn startup_recovery(&self) -> &RecoveryReport {
+        self.commits.startup_recovery()
+    }
+
+    /// Whether startup recovery was left to the other process that held the
+    /// commit lock when this runtime opened ([`Runtime::startup_recovery`] is
+    /// then empty; [`Runtime::recover`] waits for the lock).
+    pub fn recovery_deferred(&self) -> bool {
+        self.commits.recovery_deferred()
+    }
+
+    /// Run recovery again (for example after an operator resolved a
+    /// conflict), waiting for the commit lock as configured
+    /// ([`crate::RuntimeConfig::with_lock_wait`]).
+    pub fn recover(&self) -> Result<RecoveryReport, VshError> {
+        self.commits.recover(self.records.transactions(), clock_ms())
+    }
+
+    /// An operator's decision for a transaction whose rollback recovery left
+    /// unresolved (someone else changed some of its paths during the commit):
+    /// put the workspace back in the before state. Whatever is in the way is
+    /// moved aside into vsh's runtime directory (`.vsh/recovered/<tx>/`),
+    /// never deleted; the transaction becomes Failed.
+    pub fn restore(&self, transaction: TransactionId) -> Result<RestoreReport, VshError> {
+        self.commits.restore(self.records.transactions(), transaction, clock_ms())
+    }
+
+    /// The active policy.
+    pub fn policy(&self) -> &TransactionPolicy {
+        self.runs.policy()
+    }
+
+    /// Run a program and preview its effect, whatever the request's mode.
+    pub fn preview(&self, request: &RunRequest<'_>) -> Result<Receipt, VshError> {
+        self.run(&request.clone().with_mode(RunMode::Preview))
+    }
+
+    /// Run a program against a fresh virtual image of the workspace, decide, and in
+    /// [`RunMode::Auto`] commit it if, and only if, the policy auto-approves.
+    ///
+    /// A `PendingApproval` transaction is stored durably (it survives a reopen)
+    /// and waits for [`Runtime::approve`]; an auto-approved preview is held by
+    /// this runtime for [`Runtime::commit`].
+    pub fn run(&self, request: &RunRequest<'_>) -> Result<Receipt, VshError> {
+        self.run_cancellable(request, &ExecutionCancellation::new())
+    }
+
+    /// [`Runtime::run`] with a cancellation handle, checked between stages. A
+    /// cancellation that wins before the commit enters returns
+    /// [`VshError::Cancelled`] and commits nothing (a preview it left behind is
+    /// discarded as by [`Runtime::discard_cancelled`]); once the commit has
+    /// entered, its real outcome is returned.
+    pub fn run_cancellable(
+        &self,
+        request: &RunRequest<'_>,
+        cancel: &ExecutionCancellation,
+    ) -> Result<Receipt, VshError> {
+        let started = Instant::now();
+        let Ran { artifact, mut receipt } = self.runs.run(request, cancel, &self.records, started)?;
+        let (transaction, state) = (receipt.transaction, receipt.state);
+        if state == TransactionState::AutoApproved {
+            self.previews.keep(self.records.transactions(), artifact, receipt.clone(), clock_ms())?;
+        }
+        if cancel.is_cancelled() {
+            self.discard_cancelled(transaction)?;
+            return Err(VshError::Cancelled);
+        }
+        if request.mode == RunMode::Auto && state == TransactionState::AutoApproved {
+            let committed = self.commit_cancellable(transaction, clock_ms(), cancel)?;
+            receipt.state = committed.state;
+            receipt.commit = committed.commit;
+            receipt.timings.commit = committed.timings.commit;
+        }
+        receipt.timings.total = elapsed_ns(started);
+        Ok(receipt)
+    }
+
+    /// Approve a pending transaction on behalf of `principal` (an opaque label's
+    /// digest: vsh binds it, authenticating it is the host's job), valid from
+    /// `issued_ms` until `expires_ms` (exclusive, milliseconds since the Unix
+    /// epoch). The transaction must have been made under the active policy.
+    pub fn approve(
+        &self,
+        transaction: TransactionId,
+        principal: PrincipalId,
+        issued_ms: u64,
+        expires_ms: u64,
+    ) -> Result<TransactionRecord, VshError> {
+        self.records.load_verified(transaction)?;
+        let grant = ApprovalGrant::new(transaction, principal, issued_ms, expires_ms)?;
+        Ok(self.records.transactions().approve(transaction, &grant)?)
+    }
+
+    /// Reject a pending, approved or auto-approved transaction: it can never be committed.
+    pub fn reject(&self, transaction: TransactionId, now_ms: u64) -> Result<TransactionRecord, VshError> {
+        self.previews.forget(transaction);
+        Ok(self.records.transactions().reject(transaction, now_ms)?)
+    }
+
+    /// Commit a transaction: an auto-approved preview of this runtime, or an
+    /// approved pending transaction (from this or an earlier runtime). It is
+    /// revalidated against the live workspace first; stale work writes nothing.
+    /// `now_ms` (milliseconds since the Unix epoch, supplied by the host) decides
+    /// whether an approval has expired and stamps the record.
+    pub fn commit(&self, transaction: TransactionId, now_ms: u64) -> Result<Receipt, VshError> {
+        self.commit_cancellable(transaction, now_ms, &ExecutionCancellation::new())
+    }
+
+    /// [`Runtime::commit`] unless `cancel` wins first ([`VshError::Cancelled`]).
+    /// Once the commit has entered, `cancel` returns `false` and the real commit
+    /// or recovery outcome is returned.
+    pub fn commit_cancellable(
+        &self,
+        transaction: TransactionId,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+    ) -> Result<Receipt, VshError> {
+        let record = self.records.require(transaction)?;
+        self.gate.check(&self.sources(), transaction, record.state)?;
+        self.commit_unhooked(transaction, record.state, now_ms, cancel)
+    }
+
+    /// Commit without asking a hook (the caller already did, or none applies).
+    fn commit_unhooked(
+        &self,
+        transaction: TransactionId,
+        state: TransactionState,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+    ) -> Result<Receipt, VshError> {
+        let started = Instant::now();
+        let committable = match state {
+            TransactionState::AutoApproved => match self.previews.get(transaction) {
+                Some(preview) => Committable {
+                    diff: preview.artifact.diff,
+                    reads: preview.artifact.read_set,
+                    receipt: preview.receipt,
+                },
+                None => return Err(VshError::NotCommittable { transaction, state }),
+            },
+            TransactionState::Approved => self.records.committable(transaction, state)?,
+            state => return Err(VshError::NotCommittable { transaction, state }),
+        };
+        if !cancel.enter_commit() {
+            return Err(VshError::Cancelled);
+        }
+        let result = self.commits.commit(&self.records, transaction, &committable.diff, &committable.reads, now_ms);
+        // The reservation was consumed whatever the outcome: the preview cannot be committed again.
+        self.previews.forget(transaction);
+        let commit = result?;
+        let mut receipt = committable.receipt;
+        receipt.state = TransactionState::Committed;
+        receipt.commit = Some(commit);
+        receipt.timings =
+            StageTimings { commit: elapsed_ns(started), total: elapsed_ns(started), ..StageTimings::default() };
+        Ok(receipt)
+    }
+
+    /// Clean up after a request whose receipt was never delivered: a process-local
+    /// preview is dropped (rejected); durable auto-approved work moves to pending
+    /// review. Returns whether anything changed.
+    pub fn discard_cancelled(&self, transaction: TransactionId) -> Result<bool, VshError> {
+        if !self.previews.holds(transaction) {
+            return Ok(false);
+        }
+        Ok(self.previews.demote(self.records.transactions(), transaction, clock_ms())?.is_some())
+    }
+
+    /// Ask whether a hook must decide before `transaction` commits. Makes a
+    /// process-local preview durable first (so a hook's Review or a failed
+    /// handler can move it to pending review). Runs no handler code.
+    pub fn prepare_commit(&self, transaction: TransactionId) -> Result<CommitPreparation, VshError> {
+        self.gate.prepare(&self.sources(), transaction)
+    }
+
+    /// Apply a hook's decision on `event` (see [`HookDecision`]). The event is
+    /// regenerated from the stored transaction and must be identical, so the
+    /// decision applies exactly to what the handler saw.
+    pub fn resolve_commit(
+        &self,
+        event: &RequestEvent,
+        decision: HookDecision,
+        now_ms: u64,
+    ) -> Result<CommitResolution, VshError> {
+        self.resolve_commit_cancellable(event, decision, now_ms, &ExecutionCancellation::new())
+    }
+
+    /// [`Runtime::resolve_commit`] with a cancellation handle that can stop the
+    /// commit until it enters.
+    pub fn resolve_commit_cancellable(
+        &self,
+        event: &RequestEvent,
+        decision: HookDecision,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+    ) -> Result<CommitResolution, VshError> {
+        let (state, receipt) = match self.gate.resolve(&self.sources(), event, &decision, now_ms)? {
+            Verdict::Settled(state) => (state, None),
+            Verdict::Commit(state) => {
+                let receipt = self.commit_unhooked(event.transaction, state, now_ms, cancel)?;
+                (receipt.state, Some(receipt))
+            }
+        };
+        let hook = HookDecisionRecord { event_id: event.event_id, hook: event.hook, decision };
+        Ok(CommitResolution { state, receipt, hook })
+    }
+
+    /// The handler failed (an error, a timeout, a cancellation): auto-approved
+    /// work falls back to pending review; nothing commits.
+    pub fn fail_hook(&self, event: &RequestEvent, now_ms: u64) -> Result<TransactionState, VshError> {
+        HookGate::fail(&self.sources(), event, now_ms)
+    }
+
+    /// The receipt of a stored transaction, rebuilt from its durable artifact
+    /// (pending and approved transactions), or from this runtime's memory
+    /// (auto-approved previews). `None` for transactions without either.
+    pub fn show(&self, transaction: TransactionId) -> Result<Option<Receipt>, VshError> {
+        if let Some(receipt) = self.previews.receipt(transaction) {
+            return Ok(Some(receipt));
+        }
+        let Some(record) = self.records.get(transaction)? else { return Ok(None) };
+        if record.artifact.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(self.records.committable(transaction, record.state)?.receipt))
+    }
+
+    /// Transactions waiting for a decision or a commit: `PendingApproval` and `Approved`.
+    pub fn pending(&self) -> Result<Vec<TransactionRecord>, VshError> {
+        self.records.pending()
+    }
+
+    /// Forget an auto-approved preview without committing it (it becomes
+    /// `Rejected`). Returns whether this runtime held it.
+    pub fn discard_preview(&self, transaction: TransactionId) -> Result<bool, VshError> {
+        let removed = self.previews.forget(transaction);
+        if removed {
+            self.records.transactions().reject(transaction, clock_ms())?;
+        }
+        Ok(removed)
+    }
+
+    /// The durable record of a transaction.
+    pub fn transaction(&self, transaction: TransactionId) -> Result<Option<TransactionRecord>, VshError> {
+        self.records.get(transaction)
+    }
+
+    /// Expire lapsed approvals, drop old finished transactions and delete
+    /// unreferenced blobs, within `retention`'s bounds. Pending approvals are
+    /// never collected before they expire, and content held for this runtime's
+    /// previews is kept.
+    pub fn collect_garbage(&self, now_ms: u64, retention: &RetentionConfig) -> Result<GcReport, VshError> {
+        let keep = self.previews.blobs();
+        Ok(self.records.transactions().gc(self.records.blobs(), now_ms, retention, &keep)?)
+    }
+
+    /// What the workspace handle has done so far (stats, reads, listings, writes):
+    /// evidence that a run's cost follows what it touched, not the workspace's size.
+    pub fn host_counters(&self) -> vsh_host::CounterSnapshot {
+        self.runs.workspace().counters().snapshot()
+    }
+
+    /// The dependencies (read set) of an auto-approved preview this runtime holds.
+    pub fn dependencies(&self, transaction: TransactionId) -> Option<ReadSet> {
+        self.previews.dependencies(transaction)
+    }
+}

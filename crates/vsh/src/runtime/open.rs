@@ -1,0 +1,123 @@
+//! Opening a [`Runtime`]: the workspace, vsh's data directory, the policy,
+//! the authority key, the executor, and startup recovery.
+
+use std::sync::Arc;
+
+use vsh_commit::Committer;
+use vsh_host::CapDir;
+use vsh_monty::{MontyExecutor, WorkerConfig, default_worker_path};
+use vsh_policy::TransactionPolicy;
+use vsh_store::{BlobStore, DataDir, TransactionStore};
+use vsh_types::VPath;
+
+use super::Runtime;
+use crate::commit_path::CommitPath;
+use crate::config::{Authority, Execution};
+use crate::hook_gate::HookGate;
+use crate::previews::Previews;
+use crate::records::Records;
+use crate::run::{Runs, clock_ms};
+use crate::{RuntimeConfig, VshError};
+
+/// vsh's own directory inside the workspace: the commit lock, journal and staging area.
+const RUNTIME_DIR: &str = ".vsh";
+/// The default data directory, inside [`RUNTIME_DIR`].
+const DEFAULT_DATA_DIR: &str = ".vsh/data";
+
+impl Runtime {
+    /// Open the workspace and vsh's data directory, then recover any commit a
+    /// crash interrupted (see [`Runtime::startup_recovery`]).
+    pub fn open(config: RuntimeConfig) -> Result<Self, VshError> {
+        let RuntimeConfig {
+            workspace_root,
+            data_directory,
+            policy_profile,
+            policy_file,
+            snapshot_limits,
+            hook,
+            execution,
+            max_idle_workers,
+            result_compatibility,
+            lock_wait,
+            faults,
+            authority,
+            allowed_mounts,
+        } = config;
+        let executor = executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
+        let workspace =
+            Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?.with_allowed_mounts(allowed_mounts));
+        let runtime_dir = VPath::parse(RUNTIME_DIR).expect("constant path");
+        let mut excluded = vec![runtime_dir.clone()];
+        let data = match &data_directory {
+            None => DataDir::open_in_workspace(&workspace, &VPath::parse(DEFAULT_DATA_DIR).expect("constant path"))
+                .map_err(VshError::DataDirectory)?,
+            Some(path) => {
+                let data = DataDir::open_external(path).map_err(VshError::DataDirectory)?;
+                // Decided by device and inode through the handles, never by a path string.
+                match data.dir().location_within(&workspace).map_err(VshError::Workspace)? {
+                    Some(inside) if inside.is_root() => {
+                        return Err(VshError::DataDirectory(vsh_store::StoreError::DataDirIsRoot));
+                    }
+                    Some(inside) => excluded.push(inside),
+                    None => {}
+                }
+                data
+            }
+        };
+        let protected_data = excluded.get(1).cloned();
+        let policy = match &policy_file {
+            None => TransactionPolicy::from_profile(policy_profile, protected_data.as_ref()),
+            Some(path) => TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
+                .map_err(VshError::PolicyFile)?,
+        };
+        let key = authority_key(&authority, &workspace)?;
+        let blobs = BlobStore::open(&data)?;
+        let transactions = TransactionStore::open(&data, &key)?;
+        let mut committer = Committer::new(Arc::clone(&workspace), runtime_dir)?
+            .with_authority(key)
+            .with_protection(policy.calls().clone());
+        if let Some(inside) = &protected_data {
+            committer = committer.with_excluded(inside.clone());
+        }
+        let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
+        let records = Records::new(transactions, blobs, policy.digest());
+        let runs = Runs::new(workspace, excluded, snapshot_limits, executor, policy, hook.as_ref());
+        Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
+    }
+}
+
+/// The authority key, from the application or a key file outside the workspace.
+fn authority_key(authority: &Authority, workspace: &CapDir) -> Result<vsh_types::AuthorityKey, VshError> {
+    let file = match authority {
+        Authority::Key(key) => return Ok(key.clone()),
+        Authority::File(path) => vsh_store::AuthorityKeyFile::at(path),
+        Authority::DefaultFile => vsh_store::AuthorityKeyFile::default_location().map_err(VshError::Authority)?,
+    };
+    // Refuse a key inside the workspace before creating anything there:
+    // first where its directory would be made, then the directory itself.
+    let inside = |directory: CapDir| {
+        directory.location_within(workspace).map_err(|source| {
+            VshError::Authority(vsh_store::StoreError::AuthorityKeyIo { path: file.path().to_owned(), source })
+        })
+    };
+    let steps: [&dyn Fn() -> Result<CapDir, vsh_store::StoreError>; 2] =
+        [&|| file.nearest_existing_directory(), &|| file.directory()];
+    for directory in steps {
+        if let Some(inside) = inside(directory().map_err(VshError::Authority)?)? {
+            return Err(VshError::AuthorityKeyInWorkspace(inside));
+        }
+    }
+    file.load_or_create().map_err(VshError::Authority)
+}
+
+fn executor(execution: Execution, max_idle: Option<usize>) -> Result<MontyExecutor, VshError> {
+    let mut worker = match execution {
+        Execution::InProcess => return Ok(MontyExecutor::in_process()),
+        Execution::Worker(worker) => worker,
+        Execution::DefaultWorker => WorkerConfig::new(default_worker_path().ok_or(VshError::WorkerNotFound)?),
+    };
+    if let Some(max_idle) = max_idle {
+        worker.max_idle = max_idle;
+    }
+    MontyExecutor::worker(worker).map_err(VshError::Worker)
+}
