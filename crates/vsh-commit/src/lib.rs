@@ -125,6 +125,7 @@ mod plan;
 mod recover;
 mod restore;
 mod revalidate;
+mod store_ledger;
 mod txndir;
 mod validate;
 
@@ -142,6 +143,7 @@ pub use format::{Left, LeftReason};
 pub use ledger::{CommitLedger, LedgerError, MemoryLedger, NoLedger, from_states};
 pub use recover::{KeptNode, LeftPath, RecoveryConflict, RecoveryConflictReason, RecoveryReport, Unresolved};
 pub use restore::RestoreReport;
+pub use store_ledger::StoreLedger;
 
 use apply::{ApplyFailure, Syncs};
 use format::{Action, Journal, JournalRecord, Marker, Plan, PlanDigest, RecordKind};

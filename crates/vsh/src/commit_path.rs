@@ -2,14 +2,13 @@
 //! workspace: one commit session (recovery first, then the reservation, then
 //! the journaled commit), and recovery and an operator's restore on their own.
 
-use vsh_commit::{CommitRequest, Committer, RecoveryReport, RestoreReport};
+use vsh_commit::{CommitRequest, Committer, RecoveryReport, RestoreReport, StoreLedger};
 use vsh_host::LockWait;
 use vsh_store::{CommitStep, TransactionStore};
 use vsh_types::{DiffEntry, ReadSet, TransactionId};
 
 use crate::VshError;
 use crate::config::CommitFaults;
-use crate::ledger::StoreLedger;
 use crate::receipt::CommitReceipt;
 use crate::records::Records;
 

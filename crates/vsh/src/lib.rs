@@ -15,7 +15,6 @@ mod error;
 mod evidence;
 mod hook;
 mod hook_gate;
-mod ledger;
 mod previews;
 mod receipt;
 mod records;
