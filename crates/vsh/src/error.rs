@@ -3,7 +3,8 @@
 use vsh_types::{TransactionId, TransactionState};
 
 /// A failed [`crate::Runtime`] call. Match the variants you handle and keep a
-/// fallback arm; never parse the display text.
+/// fallback arm, or match [`VshError::category`] to handle a whole kind of
+/// failure at once; never parse the display text.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VshError {
@@ -129,4 +130,91 @@ pub enum VshError {
         /// Bytes held.
         bytes: u64,
     },
+}
+
+/// The kind of a [`VshError`], for callers that handle failures by category
+/// rather than one variant at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCategory {
+    /// The program or the run around it: an exception, a budget or deadline,
+    /// the virtual image, an oversized intent or result, a cancellation.
+    Execution,
+    /// The policy: an invalid policy file, or work made under another policy.
+    Policy,
+    /// vsh's own records, artifacts and blobs: unreadable, corrupt or tampered.
+    Store,
+    /// Applying approved work: stale, refused, failed, or recovery pending;
+    /// and the bound on previews held for a commit.
+    Commit,
+    /// The way to a commit: an unknown transaction, one not in a committable
+    /// state, or a commit hook's requirements.
+    Approval,
+    /// Opening a runtime: the workspace, the data directory, the authority
+    /// key, the worker.
+    Configuration,
+}
+
+impl VshError {
+    /// The category this error belongs to.
+    pub fn category(&self) -> ErrorCategory {
+        use ErrorCategory as C;
+        match self {
+            Self::Workspace(_)
+            | Self::DataDirectory(_)
+            | Self::Authority(_)
+            | Self::AuthorityKeyInWorkspace(_)
+            | Self::WorkerNotFound
+            | Self::Worker(_) => C::Configuration,
+            Self::PolicyFile(_) | Self::PolicyChanged(_) => C::Policy,
+            Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } => C::Store,
+            Self::Execution(_)
+            | Self::Vfs(_)
+            | Self::ResultNesting { .. }
+            | Self::RequestDeadline(_)
+            | Self::IntentTooLarge { .. }
+            | Self::Cancelled => C::Execution,
+            Self::Commit(_) | Self::EphemeralCapacity { .. } => C::Commit,
+            Self::UnknownTransaction(_)
+            | Self::NotCommittable { .. }
+            | Self::HookRequired(_)
+            | Self::NoHook
+            | Self::HookHandler(_)
+            | Self::HookEventMismatch(_)
+            | Self::HookReasonLimit { .. }
+            | Self::IncompleteHookEvidence(_) => C::Approval,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_the_category_its_cause_belongs_to() {
+        let id = TransactionId::from_bytes([1; 32]);
+        let cases = [
+            (VshError::WorkerNotFound, ErrorCategory::Configuration),
+            (VshError::AuthorityKeyInWorkspace(vsh_types::VPath::root()), ErrorCategory::Configuration),
+            (VshError::PolicyChanged(id), ErrorCategory::Policy),
+            (VshError::ArtifactBinding(id), ErrorCategory::Store),
+            (VshError::Store(vsh_store::StoreError::DataDirIsRoot), ErrorCategory::Store),
+            (VshError::Cancelled, ErrorCategory::Execution),
+            (VshError::ResultNesting { depth: 300, max: 256 }, ErrorCategory::Execution),
+            (VshError::IntentTooLarge { length: 9, max: 8 }, ErrorCategory::Execution),
+            (VshError::EphemeralCapacity { entries: 64, bytes: 0 }, ErrorCategory::Commit),
+            (
+                VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: Vec::new() }),
+                ErrorCategory::Commit,
+            ),
+            (VshError::UnknownTransaction(id), ErrorCategory::Approval),
+            (VshError::NotCommittable { transaction: id, state: TransactionState::Denied }, ErrorCategory::Approval),
+            (VshError::NoHook, ErrorCategory::Approval),
+            (VshError::IncompleteHookEvidence(id), ErrorCategory::Approval),
+        ];
+        for (error, category) in cases {
+            assert_eq!(error.category(), category, "{error:?}");
+        }
+    }
 }

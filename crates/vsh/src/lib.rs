@@ -24,7 +24,7 @@ mod runtime;
 
 pub use cancel::ExecutionCancellation;
 pub use config::RuntimeConfig;
-pub use error::VshError;
+pub use error::{ErrorCategory, VshError};
 pub use evidence::EvidenceError;
 pub use hook::{
     CommitHook, CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, HookId, HookScope,
