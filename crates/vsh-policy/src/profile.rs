@@ -207,6 +207,20 @@ impl PolicyThresholds {
         }
     }
 
+    /// How many workspace nodes must be counted to judge the delete ratio of
+    /// a diff that deletes `deleted` paths. `None` when the rule cannot apply
+    /// (fewer than `delete_ratio_min_paths` deletions, or no ratio set): then
+    /// nothing needs counting. Otherwise the count past which the ratio is
+    /// certainly below the ceiling, `deleted × 10,000 / deny_delete_ratio_bps + 1`:
+    /// a count may stop there, so judging the ratio costs in proportion to the
+    /// deletion, never to the workspace.
+    pub fn delete_ratio_count_bound(&self, deleted: u64) -> Option<u64> {
+        if deleted < self.delete_ratio_min_paths || self.deny_delete_ratio_bps == 0 {
+            return None;
+        }
+        Some(deleted.saturating_mul(MAX_RATIO_BPS.into()) / u64::from(self.deny_delete_ratio_bps) + 1)
+    }
+
     /// Check the thresholds: no zero, both ratios within `1..=10000` basis points,
     /// and no escalation threshold above its denial threshold. The error names
     /// the field.
@@ -264,6 +278,24 @@ impl Default for PolicyThresholds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_delete_ratio_count_bound_applies_from_the_minimum_and_proves_the_ratio_below_the_ceiling() {
+        // Balanced: 100 deletions at least, a ceiling of 75%.
+        let balanced = PolicyThresholds::for_profile(PolicyProfile::Balanced);
+        assert_eq!(balanced.delete_ratio_count_bound(99), None);
+        // 100 deletions are under 75% of any base over 133 nodes.
+        assert_eq!(balanced.delete_ratio_count_bound(100), Some(134));
+        let bound = balanced.delete_ratio_count_bound(1_000).unwrap();
+        assert_eq!(bound, 1_334);
+        // With `bound` nodes counted the ratio is below the ceiling; one fewer is not proof.
+        let ratio_bps = |base: u64| 1_000 * u64::from(MAX_RATIO_BPS) / base;
+        assert!(ratio_bps(bound) < u64::from(balanced.deny_delete_ratio_bps));
+        assert!(ratio_bps(bound - 1) >= u64::from(balanced.deny_delete_ratio_bps));
+        let off = PolicyThresholds { deny_delete_ratio_bps: 0, ..balanced };
+        assert_eq!(off.delete_ratio_count_bound(1_000), None);
+        assert_eq!(balanced.delete_ratio_count_bound(u64::MAX), Some(u64::MAX / 7_500 + 1));
+    }
 
     #[test]
     fn profile_thresholds_match_the_table() {

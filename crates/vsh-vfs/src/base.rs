@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use vsh_host::{CapDir, HostKind, HostStat};
+use vsh_host::{CapDir, HostError, HostKind, HostStat};
 use vsh_types::canon::{self, Canonical};
 use vsh_types::{BlobId, Dependency, NodeKind, NodeState, ReadSet, SnapshotId, VPath, names_digest};
 
@@ -87,6 +87,46 @@ impl Base {
 
     pub(crate) fn is_excluded(&self, path: &VPath) -> bool {
         self.excluded.iter().any(|excluded| path.is_within(excluded))
+    }
+
+    /// See [`crate::VirtualFs::count_base_nodes`].
+    pub(crate) fn count_nodes(&self, at_most: u64) -> Result<u64, VfsError> {
+        const EPERM: i32 = 1;
+        const EACCES: i32 = 13;
+        let mut count = 0_u64;
+        let mut stack = vec![VPath::root()];
+        while let Some(dir) = stack.pop() {
+            let entries = match self.dir.list_dir(&dir) {
+                Ok(entries) => entries,
+                Err(
+                    HostError::NotFound { .. }
+                    | HostError::NotADirectory { .. }
+                    | HostError::SymlinkInPath { .. }
+                    | HostError::CrossesMount { .. },
+                ) => continue,
+                Err(HostError::Io { source, .. }) if matches!(source.raw_os_error(), Some(EPERM | EACCES)) => continue,
+                Err(error) => return Err(VfsError::Host(error)),
+            };
+            for entry in entries {
+                let child = std::str::from_utf8(&entry.name).ok().and_then(|name| dir.child(name).ok());
+                if child.as_ref().is_some_and(|child| self.is_excluded(child)) {
+                    continue;
+                }
+                count += 1;
+                if count > at_most {
+                    return Ok(count);
+                }
+                let Some(child) = child else { continue };
+                let kind = match entry.kind {
+                    Some(kind) => Some(kind),
+                    None => self.dir.lstat(&child).map_err(VfsError::Host)?.map(|stat| stat.kind),
+                };
+                if kind == Some(HostKind::Directory) {
+                    stack.push(child);
+                }
+            }
+        }
+        Ok(count)
     }
 
     fn dependency(&mut self, path: &VPath) -> &mut Dependency {

@@ -216,6 +216,19 @@ impl VirtualFs {
         self.base.observed_nodes()
     }
 
+    /// Count the nodes of the live workspace (every file, directory, symlink
+    /// and other node, the excluded paths left out), stopping as soon as the
+    /// count exceeds `at_most`: a caller that only needs to know whether there
+    /// are more than `at_most` pays for `at_most + 1` nodes, not for the
+    /// workspace. Records no dependency and freezes no observation.
+    ///
+    /// A directory that vanished, is no longer a directory, may not be listed
+    /// or is a mount point counts as a node with nothing below it. A name no
+    /// guest can spell (not UTF-8) counts as a node that is not descended.
+    pub fn count_base_nodes(&self, at_most: u64) -> Result<u64, VfsError> {
+        self.base.count_nodes(at_most)
+    }
+
     /// The recorded effects, in order.
     pub fn effects(&self) -> &[Effect] {
         &self.effects

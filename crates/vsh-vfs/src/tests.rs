@@ -341,3 +341,24 @@ proptest! {
         prop_assert_eq!(again.canonical_diff().unwrap(), diff);
     }
 }
+
+#[test]
+fn counting_base_nodes_leaves_out_the_excluded_and_stops_past_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for file in ["a", "d/b", "d/e/c", ".vsh/x", ".vsh/y/z"] {
+        write(root, file, b"x");
+    }
+    std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+    let vfs = vfs_over(root);
+    // a, d, d/b, d/e, d/e/c, link: six nodes outside `.vsh`.
+    assert_eq!(vfs.count_base_nodes(u64::MAX).unwrap(), 6);
+    assert_eq!(vfs.count_base_nodes(6).unwrap(), 6);
+    let before = vfs.host().counters().snapshot();
+    assert_eq!(vfs.count_base_nodes(2).unwrap(), 3, "stops at the first node past the bound");
+    let spent = vfs.host().counters().snapshot().lists - before.lists;
+    assert_eq!(spent, 1, "the root listing alone already holds three nodes");
+    assert_eq!(vfs.count_base_nodes(0).unwrap(), 1);
+    // Counting records nothing: the run depends on none of it.
+    assert!(vfs.read_set().entries.is_empty());
+}

@@ -148,7 +148,7 @@ impl Runs {
         check()?;
 
         let stage_start = Instant::now();
-        let base_nodes = self.base_nodes_for_ratio(diff.entries())?;
+        let base_nodes = self.base_nodes_for_ratio(&vfs, diff.entries())?;
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
@@ -195,54 +195,16 @@ impl Runs {
         Ok(Ran { artifact, receipt })
     }
 
-    /// The number of workspace nodes the delete-ratio ceiling divides by.
-    ///
-    /// An observed snapshot does not know the workspace's size, and counting it
-    /// on every run would make every run cost O(workspace). So the count happens
-    /// only when the rule can apply (at least `delete_ratio_min_paths` deletions)
-    /// and stops as soon as it proves the ratio below the ceiling: the walk is
-    /// bounded by `deleted × 10,000 / deny_delete_ratio_bps` nodes, proportional
-    /// to the deletion itself. Returns 0 (rule inactive) below the minimum.
-    fn base_nodes_for_ratio(&self, diff: &[DiffEntry]) -> Result<u64, VshError> {
-        let thresholds = self.policy.thresholds();
+    /// The number of workspace nodes the delete-ratio ceiling divides by: 0
+    /// (the rule inactive) unless the policy says the diff's deletions need a
+    /// count, and then counted only up to the policy's bound (see
+    /// `PolicyThresholds::delete_ratio_count_bound`), so no run pays for the
+    /// workspace's size.
+    fn base_nodes_for_ratio(&self, vfs: &VirtualFs, diff: &[DiffEntry]) -> Result<u64, VshError> {
         let deleted = diff.iter().filter(|entry| entry.after.is_none()).count() as u64;
-        if deleted < thresholds.delete_ratio_min_paths || thresholds.deny_delete_ratio_bps == 0 {
-            return Ok(0);
+        match self.policy.thresholds().delete_ratio_count_bound(deleted) {
+            None => Ok(0),
+            Some(enough) => Ok(vfs.count_base_nodes(enough)?),
         }
-        // With more than `enough` nodes the ratio is certainly below the ceiling.
-        let enough = deleted.saturating_mul(10_000) / u64::from(thresholds.deny_delete_ratio_bps) + 1;
-        let mut count = 0u64;
-        let mut stack = vec![VPath::root()];
-        while let Some(dir) = stack.pop() {
-            let entries = match self.workspace.list_dir(&dir) {
-                Ok(entries) => entries,
-                // A directory that vanished or is not listable holds nothing countable.
-                Err(vsh_host::HostError::NotFound { .. } | vsh_host::HostError::NotADirectory { .. }) => continue,
-                Err(error) => return Err(VshError::Workspace(error)),
-            };
-            for entry in entries {
-                let Ok(child) =
-                    std::str::from_utf8(&entry.name).map_err(drop).and_then(|name| dir.child(name).map_err(drop))
-                else {
-                    count += 1;
-                    continue;
-                };
-                if self.excluded.iter().any(|excluded| child.is_within(excluded)) {
-                    continue;
-                }
-                count += 1;
-                if count > enough {
-                    return Ok(count);
-                }
-                let kind = match entry.kind {
-                    Some(kind) => Some(kind),
-                    None => self.workspace.lstat(&child).map_err(VshError::Workspace)?.map(|stat| stat.kind),
-                };
-                if kind == Some(vsh_host::HostKind::Directory) {
-                    stack.push(child);
-                }
-            }
-        }
-        Ok(count)
     }
 }
