@@ -13,8 +13,9 @@
 //! - no trailing whitespace in the Rust, TOML and Markdown files of the repository;
 //! - every test (or function) a document names in a code span exists, so a guarantee never
 //!   points at a test that was renamed or removed;
-//! - every on-disk magic the store and commit crates define, and every commit `FaultPoint`, is
-//!   named in `docs/store-format.md`.
+//! - every on-disk magic the store and commit crates define is named in `docs/store-format.md`,
+//!   and every commit `FaultPoint` in `docs/commit-protocol.md`, the one numbered list of the
+//!   protocol's steps (no other document or crate doc numbers them).
 //!
 //! Source patterns are matched on code with comments and literals blanked out (see [`code`]),
 //! so this file can name the patterns it bans.
@@ -270,8 +271,14 @@ fn no_trailing_whitespace() {
 }
 
 /// The documents whose claims name the tests that check them.
-const CLAIMING_DOCS: &[&str] =
-    &["docs/guarantees.md", "docs/store-format.md", "docs/testing.md", "ARCHITECTURE.md", "README.md"];
+const CLAIMING_DOCS: &[&str] = &[
+    "docs/guarantees.md",
+    "docs/store-format.md",
+    "docs/commit-protocol.md",
+    "docs/testing.md",
+    "ARCHITECTURE.md",
+    "README.md",
+];
 
 #[test]
 fn every_test_a_document_names_exists() {
@@ -340,13 +347,46 @@ fn every_file_magic_and_fault_point_is_documented() {
             }
         }
     }
+    let protocol_doc = read(&project_root().join("docs/commit-protocol.md"));
     let faults = read(&project_root().join("crates/vsh-commit/src/fault.rs"));
     for point in enum_variants(&faults, "pub enum FaultPoint") {
-        if !format_doc.contains(&format!("`{point}")) {
-            problems.push(format!("fault point {point} is not in docs/store-format.md"));
+        if !protocol_doc.contains(&format!("`{point}")) {
+            problems.push(format!("fault point {point} is not in docs/commit-protocol.md"));
         }
     }
     fail_if_any("formats and fault points the documentation does not name", &problems);
+}
+
+/// The commit protocol is written once: no other document or crate doc numbers its
+/// steps by their fault points, so there is one list to keep true.
+#[test]
+fn the_commit_protocol_steps_are_listed_only_in_the_protocol_doc() {
+    let faults = read(&project_root().join("crates/vsh-commit/src/fault.rs"));
+    let points = enum_variants(&faults, "pub enum FaultPoint");
+    let mut places = vec![project_root().join("docs/store-format.md"), project_root().join("ARCHITECTURE.md")];
+    collect_files(&project_root().join("crates/vsh-commit/src"), &["rs"], &mut places);
+    let mut problems = Vec::new();
+    for place in places {
+        let text = read(&place);
+        // A step of the list is a numbered line that names its fault point in brackets.
+        for (number, line) in text.lines().enumerate() {
+            let item = line.trim_start().trim_start_matches("//!").trim_start();
+            let numbered =
+                item.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if numbered
+                && points
+                    .iter()
+                    .any(|point| line.contains(&format!("`{point}`")) || line.contains(&format!("FaultPoint::{point}")))
+            {
+                problems.push(format!(
+                    "{}:{}: a numbered protocol step outside docs/commit-protocol.md",
+                    relative(&place),
+                    number + 1
+                ));
+            }
+        }
+    }
+    fail_if_any("the commit protocol's steps listed twice", &problems);
 }
 
 /// The eight-byte magics a file defines as constants (`const X: [u8; 8] = *b"VSH.....";`).

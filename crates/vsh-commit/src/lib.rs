@@ -4,53 +4,19 @@
 //!
 //! # The commit protocol
 //!
-//! [`Committer::commit_with_ledger`] runs, for one [`CommitRequest`], with the
-//! durable steps named by their [`FaultPoint`] in brackets:
-//!
-//! 1. **Validate** the diff without touching the host (strictly sorted paths,
-//!    no root, nothing within the runtime or data directory, kinds that agree
-//!    with the states, content digests, modes within `0o7777`, parents that
-//!    are directories on both sides).
-//! 2. **Lock**: `flock(LOCK_EX)` on `<runtime dir>/commit.lock`, held by a
-//!    [`CommitSession`] to the end. Every `Committer` on the workspace, in any
-//!    thread or process, takes it, so revalidation and mutation are
-//!    serialized; a caller that keeps durable states takes its reservation
-//!    under it too. Any transaction directory an interrupted commit left is
-//!    **recovered** first (see below); if one cannot be, the commit refuses
-//!    ([`CommitError::RecoveryPending`]).
-//! 3. **Plan**: lower the diff to operations (quarantine, create directory,
-//!    install, set mode; see [`format::Action`]) and write the plan to
-//!    `<runtime dir>/txn/<transaction hex>/plan`, `fsync`ed [`PlanSynced`](FaultPoint::PlanSynced).
-//! 4. **Stage** every new file and symlink into `stage/<operation>`, content
-//!    read from the blob store and re-hashed, then one `syncfs` makes the
-//!    transaction directory and everything staged durable [`StageSynced`](FaultPoint::StageSynced).
-//! 5. **Revalidate** under the lock: every facet of every read-set dependency
-//!    and every diff entry's before state (see `revalidate.rs`). A conflict is
-//!    [`CommitError::Stale`] naming up to `max_conflicts` paths; the
-//!    transaction directory is removed and the workspace was never touched
-//!    [`Revalidated`](FaultPoint::Revalidated).
-//! 6. **Journal the intents** of every operation (with the inode each acts
-//!    on) in one write, `fsync`ed with its directory [`IntentSynced`](FaultPoint::IntentSynced)`(i)`.
-//! 7. **Committing**: the ledger moves Revalidating → Committing
-//!    [`CommitStatePersisted`](FaultPoint::CommitStatePersisted). A ledger in
-//!    Committing therefore always has a journal to recover from.
-//! 8. **Apply** each operation [`OperationApplied`](FaultPoint::OperationApplied)`(i)`: an old node is
-//!    renamed into `quarantine/` (never deleted), a staged node renamed into
-//!    place, directories created, modes set. Then the done records are
-//!    journaled and one `syncfs` makes everything durable
-//!    [`DoneSynced`](FaultPoint::DoneSynced)`(i)`, [`Applied`](FaultPoint::Applied).
-//! 9. **Verify** that every diff path holds its after state [`Verified`](FaultPoint::Verified).
-//! 10. **Mark complete**: write `complete`, `fsync` it and the directory
-//!     [`CommitMarkerSynced`](FaultPoint::CommitMarkerSynced). From here the transaction is committed.
-//! 11. **Committed**: the ledger moves to Committed [`CommittedStatePersisted`](FaultPoint::CommittedStatePersisted).
-//! 12. **Clean up** the transaction directory: the quarantined nodes first
-//!     [`QuarantineRemoved`](FaultPoint::QuarantineRemoved), then stage, journal, plan, marker.
-//!
-//! Durability costs a constant number of barriers per commit: one `fsync` of
-//! the plan, one `syncfs` after staging, two `fsync`s for the intents, one
-//! for the done records, one `syncfs` after applying, two for the marker, plus
-//! the ledger's own. Staged files are written without a per-file `fsync`; the
-//! one `syncfs` after staging covers them all.
+//! [`Committer::commit_with_ledger`] runs, for one [`CommitRequest`] and
+//! under the commit lock ([`CommitSession`]): recovery of anything an
+//! interrupted commit left; validation of the diff; a plan, written and
+//! synced; staging of every new file and symlink; revalidation of every
+//! dependency and before state (a conflict is [`CommitError::Stale`] and
+//! nothing was touched); the intents journaled; the ledger to Committing;
+//! the operations applied (old nodes quarantined, never deleted); the done
+//! records journaled; verification; the completion marker (the commit point);
+//! the ledger to Committed; cleanup. Each durable step is a [`FaultPoint`],
+//! and a commit costs a constant number of barriers whatever its size.
+//! `docs/commit-protocol.md` is the one numbered list of these steps, with
+//! the syscall that makes each durable and the case analysis of a crash at
+//! each; `docs/store-format.md` gives the bytes of every file.
 //!
 //! A host failure while applying, or a failed verification, rolls the
 //! transaction back in place ([`CommitError::Apply`],
@@ -75,8 +41,8 @@
 //! moves the ledger (Failed, or `RecoveryRequired` with [`Unresolved`] paths)
 //! and cleans up. A journal the evidence contradicts, or anything else that
 //! cannot be decided, is a [`RecoveryConflict`], left untouched.
-//! `docs/store-format.md` (*Commit protocol*) gives the byte layouts and the
-//! case analysis of a crash at each step.
+//! `docs/store-format.md` (*Recovery*) gives its decisions case by case, and
+//! `docs/commit-protocol.md` the analysis of a crash at each step.
 //!
 //! Every host access goes through the workspace's [`CapDir`], which resolves
 //! paths beneath it without following any symlink, so a directory swapped for
