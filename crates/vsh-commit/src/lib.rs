@@ -489,11 +489,12 @@ impl Committer {
     /// The checks of a request before anything is written: its shape, and
     /// the protected paths.
     fn check_request(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
-        validate::validate(request.diff, &self.excluded)?;
+        // The bound first: validating a diff costs in proportion to its length.
         if request.diff.len() as u64 > format::MAX_PLAN_ENTRIES {
             let path = request.diff[0].path.clone();
             return Err(CommitError::InvalidDiff { path, reason: "the diff has more entries than a plan holds" });
         }
+        validate::validate(request.diff, &self.excluded)?;
         if let Some(policy) = &self.protection {
             validate::check_protected(request.diff, policy, &self.view())?;
         }

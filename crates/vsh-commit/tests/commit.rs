@@ -650,3 +650,160 @@ fn try_session_takes_a_free_commit_lock_and_never_waits_for_a_held_one() -> Resu
     assert!(again.recover(&vsh_commit::NoLedger)?.is_clean());
     Ok(())
 }
+
+/// Runs `act` the first time the commit reaches `at`, then lets it go on.
+struct Act<F: Fn()> {
+    at: vsh_commit::FaultPoint,
+    then: F,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl<F: Fn()> Act<F> {
+    fn new(at: vsh_commit::FaultPoint, then: F) -> Self {
+        Self { at, then, done: std::sync::atomic::AtomicBool::new(false) }
+    }
+}
+
+impl<F: Fn()> vsh_commit::FaultInjector for Act<F> {
+    fn crash_at(&self, point: vsh_commit::FaultPoint) -> bool {
+        if point == self.at && !self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            (self.then)();
+        }
+        false
+    }
+}
+
+/// Commit `run` with a ledger that holds it in Revalidating, as a runtime's does.
+fn commit_recorded(
+    fx: &Fixture,
+    run: &Run,
+    faults: &dyn vsh_commit::FaultInjector,
+) -> (std::result::Result<CommitReceipt, CommitError>, vsh_commit::MemoryLedger) {
+    let ledger = vsh_commit::MemoryLedger::new();
+    ledger.insert(run.transaction, vsh_types::TransactionState::Revalidating);
+    let result = fx.committer.commit_with_faults(&run.request(&fx.blobs), &ledger, faults);
+    (result, ledger)
+}
+
+#[test]
+fn a_diff_with_more_entries_than_a_plan_holds_is_refused_before_anything_is_looked_at() -> Result {
+    let fx = Fixture::new()?;
+    let entry = DiffEntry {
+        path: p("x"),
+        kind: DiffKind::Create,
+        before: None,
+        after: Some(NodeState { kind: NodeKind::Directory, size: 0, mode: 0o755, content: None }),
+    };
+    // Not even a valid diff (one path, many times): the bound is checked first.
+    let entries = usize::try_from(vsh_commit::format::MAX_PLAN_ENTRIES).unwrap() + 1;
+    let diff = vec![entry; entries];
+    let reads = ReadSet::default();
+    let request = CommitRequest {
+        transaction: TransactionId::from_bytes([3; 32]),
+        diff: &diff,
+        reads: &reads,
+        blobs: &fx.blobs,
+        max_conflicts: 8,
+    };
+    let error = fx.committer.commit(&request).unwrap_err();
+    assert!(
+        matches!(&error, CommitError::InvalidDiff { reason, .. } if reason.contains("more entries than a plan holds")),
+        "{error:?}"
+    );
+    assert!(fx.stage_is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_directory_whose_parent_vanishes_before_it_is_made_rolls_back_every_earlier_operation() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    std::fs::create_dir(root.join("z"))?;
+    let run = fx.run(|vfs| {
+        vfs.write(&p("a.txt"), Arc::from(&b"changed"[..]))?;
+        vfs.mkdir(&p("z/q"), 0o755)
+    })?;
+    let before = fx.tree();
+    // Operations: quarantine a.txt, install a.txt, make z/q. Once the
+    // install is done, someone removes z: making z/q fails, and both
+    // operations before it must be undone.
+    let remove = Act::new(vsh_commit::FaultPoint::OperationApplied(1), || std::fs::remove_dir(root.join("z")).unwrap());
+    let (result, ledger) = commit_recorded(&fx, &run, &remove);
+    let error = result.unwrap_err();
+    assert!(matches!(&error, CommitError::Apply { path, .. } if path.as_str() == "z/q"), "{error:?}");
+    let mut expected = before;
+    expected.remove("z");
+    assert_eq!(fx.tree(), expected, "a.txt is back, and nothing of the commit is left");
+    assert_eq!(ledger.get(run.transaction), Some(vsh_types::TransactionState::Failed));
+    assert!(fx.stage_is_empty());
+    Ok(())
+}
+
+#[test]
+fn an_in_place_rollback_that_cannot_finish_leaves_the_ledger_saying_recovery_required() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    let outside = fx.dir.path().join("outside");
+    std::fs::create_dir(&outside)?;
+    // After the quarantine, the transaction's stage/ becomes a symlink (the
+    // install fails) and its journal garbage: the rollback cannot even read
+    // what it would undo (a conflict before it records anything).
+    let plant = Act::new(vsh_commit::FaultPoint::OperationApplied(0), || {
+        let txn = std::fs::read_dir(root.join(".vsh/txn")).unwrap().next().unwrap().unwrap().path();
+        std::fs::rename(txn.join("stage"), fx.dir.path().join("stage.moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, txn.join("stage")).unwrap();
+        std::fs::write(txn.join("journal"), b"not a journal").unwrap();
+    });
+    let (result, ledger) = commit_recorded(&fx, &run, &plant);
+    let error = result.unwrap_err();
+    assert!(matches!(error, CommitError::RecoveryRequired { .. }), "{error:?}");
+    assert_eq!(ledger.get(run.transaction), Some(vsh_types::TransactionState::RecoveryRequired));
+    assert_eq!(std::fs::read_dir(&outside)?.count(), 0, "nothing went through the symlink");
+    Ok(())
+}
+
+#[test]
+fn a_hard_link_made_after_revalidation_stops_a_mode_change_before_it_is_applied() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "f", b"shared");
+    chmod(&root, "f", 0o644);
+    let run = fx.run(|vfs| vfs.set_mode(&p("f"), 0o600))?;
+    let link = Act::new(vsh_commit::FaultPoint::CommitStatePersisted, || {
+        std::fs::hard_link(root.join("f"), root.join("alias")).unwrap();
+    });
+    let (result, ledger) = commit_recorded(&fx, &run, &link);
+    let error = result.unwrap_err();
+    assert!(matches!(&error, CommitError::HardLinked { path, links: 2 } if path.as_str() == "f"), "{error:?}");
+    assert_eq!((mode_of(&root, "f"), mode_of(&root, "alias")), (0o644, 0o644), "the alias's mode is untouched");
+    assert_eq!(ledger.get(run.transaction), Some(vsh_types::TransactionState::Failed));
+    Ok(())
+}
+
+#[test]
+fn a_directory_someone_replaced_after_its_mode_change_is_left_as_they_made_it() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    std::fs::create_dir(root.join("d"))?;
+    chmod(&root, "d", 0o755);
+    let run = fx.run(|vfs| vfs.set_mode(&p("d"), 0o700))?;
+    let crashed = fx.committer.commit_with_faults(
+        &run.request(&fx.blobs),
+        &vsh_commit::NoLedger,
+        &vsh_commit::CrashAt::new(vsh_commit::FaultPoint::OperationApplied(0)),
+    );
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    // Someone moves the directory away and makes their own, with the mode
+    // the commit set: the same name and mode, another directory.
+    std::fs::rename(root.join("d"), root.join("d.moved"))?;
+    std::fs::create_dir(root.join("d"))?;
+    chmod(&root, "d", 0o700);
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert_eq!(mode_of(&root, "d"), 0o700, "their directory keeps its mode: {report:?}");
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    assert_eq!(report.unresolved[0].paths.iter().map(|left| left.path.as_str()).collect::<Vec<_>>(), vec!["d"]);
+    Ok(())
+}
