@@ -327,7 +327,9 @@ pub(crate) fn holds(
     }
     Ok(match view.matches_state(path, &stat, expected)? {
         Ok(matches) => matches,
-        Err(ConflictReason::Unreadable) => unreadable_by_owner(expected) && metadata_matches(&stat, expected),
+        // Only a node whose kind, size and mode match is read, so an unreadable
+        // one is judged by those when its mode denies its owner reading.
+        Err(ConflictReason::Unreadable) => unreadable_by_owner(expected),
         Err(_) => false,
     })
 }
@@ -364,10 +366,9 @@ pub(crate) fn paths_not_after(
     Ok(changed)
 }
 
+/// Whether `state`'s mode denies its owner reading (`0o400` clear): then nobody
+/// but a privileged process can read the node back, and its metadata is all
+/// there is to check.
 fn unreadable_by_owner(state: &NodeState) -> bool {
-    state.kind == NodeKind::File && state.mode & 0o400 == 0
-}
-
-fn metadata_matches(stat: &HostStat, state: &NodeState) -> bool {
-    stat.kind == HostKind::File && stat.size == state.size && stat.mode == state.mode
+    state.mode & 0o400 == 0
 }

@@ -239,3 +239,61 @@ impl CommitError {
         move |source| CommitError::Host { op, path, source }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use vsh_host::HostKind;
+
+    use super::*;
+    use crate::recover::{LeftPath, RecoveryConflictReason};
+
+    fn path(text: &str) -> vsh_types::VPath {
+        vsh_types::VPath::parse(text).unwrap()
+    }
+
+    #[test]
+    fn messages_name_the_first_path_or_say_none_is_listed() {
+        let stale = CommitError::Stale {
+            conflicts: vec![
+                Conflict { path: path("src/a.rs"), reason: ConflictReason::Precondition },
+                Conflict { path: path("src/b.rs"), reason: ConflictReason::Precondition },
+            ],
+            total: 7,
+        };
+        assert_eq!(stale.to_string(), "workspace changed under the transaction: 7 conflicting paths, first src/a.rs");
+        let none = CommitError::Stale { conflicts: Vec::new(), total: 0 };
+        assert!(none.to_string().ends_with("first (none listed)"), "{none}");
+
+        let transaction = TransactionId::from_bytes([0xab; 32]);
+        let left = LeftPath {
+            path: path("a.txt"),
+            operation: 1,
+            action: "install",
+            reason: crate::LeftReason::Ambiguous,
+            kept: None,
+        };
+        let unresolved = CommitError::Unresolved {
+            transaction,
+            paths: vec![left.clone()],
+            source: Box::new(CommitError::FaultInjected(FaultPoint::Applied)),
+        };
+        let message = unresolved.to_string();
+        assert!(
+            message.ends_with(&format!("except for 1 paths someone else changed meanwhile, first: {left}")),
+            "{message}"
+        );
+        assert!(message.contains("a.txt (install)"), "{message}");
+
+        let conflict = RecoveryConflict {
+            transaction: None,
+            path: path(".vsh/txn"),
+            reason: RecoveryConflictReason::UnexpectedEntry { kind: Some(HostKind::Symlink) },
+        };
+        let expected = format!("1 interrupted transactions need an operator, first: {conflict}");
+        let pending = CommitError::RecoveryPending { conflicts: vec![conflict] };
+        assert_eq!(pending.to_string(), expected);
+        assert!(pending.to_string().contains(".vsh/txn: unexpected entry"), "{pending}");
+        let empty = CommitError::RecoveryPending { conflicts: Vec::new() };
+        assert!(empty.to_string().ends_with("first: (none listed)"), "{empty}");
+    }
+}

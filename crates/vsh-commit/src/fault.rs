@@ -126,3 +126,27 @@ impl FaultInjector for CrashAt {
         self.point == Some(point)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_points_print_as_kebab_case_names_with_their_index() {
+        let cases = [
+            (FaultPoint::PlanSynced, "plan-synced"),
+            (FaultPoint::IntentSynced(3), "intent-synced(3)"),
+            (FaultPoint::OperationApplied(0), "operation-applied(0)"),
+            (FaultPoint::DoneSynced(12), "done-synced(12)"),
+            (FaultPoint::CommitMarkerSynced, "commit-marker-synced"),
+            (FaultPoint::Undone(4), "undone(4)"),
+            (FaultPoint::CleanedUp(7), "cleaned-up(7)"),
+            (FaultPoint::Restored(2), "restored(2)"),
+            (FaultPoint::Settled, "settled"),
+            (FaultPoint::QuarantineRemoved, "quarantine-removed"),
+        ];
+        for (point, name) in cases {
+            assert_eq!(point.to_string(), name);
+        }
+    }
+}

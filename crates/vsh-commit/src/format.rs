@@ -700,6 +700,25 @@ mod tests {
         AuthorityKey::from_bytes([5; 32])
     }
 
+    #[test]
+    fn the_largest_settled_record_a_rollback_can_write_is_read_back_and_one_more_is_refused() {
+        // A plan of 2^20 entries lowers to at most three operations each
+        // (quarantine, create or install, mode), and a rollback could leave all.
+        let most = (1_u32 << 20) * 3;
+        let settled = |count: u32| Settled {
+            transaction: TransactionId::from_bytes([1; 32]),
+            plan: PlanDigest([2; 32]),
+            left: (0..count).map(|operation| Left { operation, reason: LeftReason::Ambiguous }).collect(),
+        };
+        let largest = settled(most).encode(&key());
+        // magic, transaction, plan, count, 5 bytes per operation, MAC
+        assert_eq!(largest.len(), 8 + 32 + 32 + 8 + 5 * most as usize + 32);
+        assert_eq!(largest.len() as u64, MAX_SETTLED_BYTES);
+        assert_eq!(Settled::decode(&largest, &key()).unwrap().left.len(), most as usize);
+        let over = settled(most + 1).encode(&key());
+        assert!(matches!(Settled::decode(&over, &key()), Err(FormatError::TooLarge { .. })));
+    }
+
     fn sample_plan() -> Plan {
         let p = |path: &str| VPath::parse(path).unwrap();
         let entries = vec![

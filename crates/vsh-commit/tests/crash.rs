@@ -766,6 +766,37 @@ fn after_the_commit_point_a_replaced_install_is_someone_elses_even_with_the_same
 }
 
 #[test]
+fn after_the_commit_point_an_unreadable_file_someone_rewrote_is_reported_by_its_metadata() -> Result {
+    // As an unprivileged user, for whom locked.txt (made 0o000 by the
+    // commit) cannot be read back: only its kind, size and mode tell.
+    if !support::also_as_nobody("after_the_commit_point_an_unreadable_file_someone_rewrote_is_reported_by_its_metadata")
+        || rustix::process::geteuid().is_root()
+    {
+        return Ok(());
+    }
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let crashed = trial.ws.committer.commit_with_faults(
+        &trial.run.request(&blobs),
+        &ledger,
+        &CrashAt::new(FaultPoint::CommitMarkerSynced),
+    );
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    // Its owner rewrites it (a different size) and locks it again.
+    support::chmod(&trial.ws.root, "locked.txt", 0o600);
+    std::fs::write(trial.ws.root.join("locked.txt"), b"rewritten, longer than before")?;
+    support::chmod(&trial.ws.root, "locked.txt", 0o000);
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert_eq!(report.rolled_forward, vec![trial.run.transaction]);
+    let changed: Vec<&str> = report.changed_since_commit.iter().map(|(_, path)| path.as_str()).collect();
+    assert_eq!(changed, vec!["locked.txt"], "{report:?}");
+    Ok(())
+}
+
+#[test]
 fn a_rollback_never_takes_a_file_someone_saved_over_an_install_even_with_its_inode_number() -> Result {
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
