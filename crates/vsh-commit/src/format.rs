@@ -777,6 +777,95 @@ mod tests {
     }
 
     #[test]
+    fn every_operation_that_cannot_apply_to_its_entry_is_refused() {
+        let p = |path: &str| VPath::parse(path).unwrap();
+        let mut plan = sample_plan();
+        // A directory whose mode changes, and a file that becomes a directory.
+        plan.entries.push(
+            DiffEntry::between(p("n"), Some(NodeState::directory(0o755)), Some(NodeState::directory(0o700))).unwrap(),
+        );
+        plan.entries.push(
+            DiffEntry::between(p("o"), Some(NodeState::file_with(b"o", 0o644)), Some(NodeState::directory(0o755)))
+                .unwrap(),
+        );
+        let misfits = [
+            // the directory's mode is 0o500, not 0o700
+            Operation { entry: 1, action: Action::SetDirMode { before: 0o700, after: 0o700 } },
+            // n exists as a directory before: nothing to create
+            Operation { entry: 3, action: Action::CreateDir { mode: 0o700 } },
+            // o is a directory after: not a file's mode
+            Operation { entry: 4, action: Action::SetFileMode { before: 0o644, after: 0o755 } },
+            // m's modes are 0o644 and 0o755
+            Operation { entry: 2, action: Action::SetFileMode { before: 0o600, after: 0o755 } },
+            Operation { entry: 2, action: Action::SetFileMode { before: 0o644, after: 0o700 } },
+        ];
+        assert!(Plan::decode(&plan.encode(&key()), &key()).is_ok(), "the entries alone are a valid plan");
+        for misfit in misfits {
+            let mut bad = plan.clone();
+            bad.operations.push(misfit);
+            assert_eq!(
+                Plan::decode(&bad.encode(&key()), &key()),
+                Err(FormatError::Invalid { file: "plan", reason: "operation does not fit its entry" }),
+                "{misfit:?}"
+            );
+        }
+    }
+
+    /// `bytes` with `patch` applied and the plan's MAC made again over the result.
+    fn repatched_plan(bytes: &[u8], patch: impl FnOnce(&mut [u8])) -> Vec<u8> {
+        let mut body = bytes[..bytes.len() - 32].to_vec();
+        patch(&mut body);
+        let trailer = key().mac(PLAN_DOMAIN).update(&body).finalize();
+        body.extend_from_slice(&trailer);
+        body
+    }
+
+    #[test]
+    fn a_bad_operation_tag_or_mode_in_a_plan_is_refused_at_its_file_offset() {
+        let bytes = sample_plan().encode(&key());
+        let body = bytes.len() - 32;
+        // The last operation is a directory mode change: tag, entry, before, after.
+        let tag_at = body - (1 + 4 + 4 + 4);
+        assert_eq!(bytes[tag_at], 1);
+        let bad_tag = repatched_plan(&bytes, |body| body[tag_at] = 9);
+        assert_eq!(
+            Plan::decode(&bad_tag, &key()),
+            Err(FormatError::Decode {
+                file: "plan",
+                source: DecodeError::Invalid { what: "operation tag", offset: tag_at }
+            })
+        );
+        let mode_at = body - 4;
+        let bad_mode = repatched_plan(&bytes, |body| body[mode_at + 1] = 0o20);
+        assert_eq!(
+            Plan::decode(&bad_mode, &key()),
+            Err(FormatError::Decode { file: "plan", source: DecodeError::Invalid { what: "mode", offset: mode_at } })
+        );
+    }
+
+    #[test]
+    fn plans_and_journals_are_bounded_in_size_before_anything_is_parsed() {
+        let mut big = vec![0_u8; usize::try_from(MAX_PLAN_BYTES).unwrap() + 1];
+        assert!(matches!(Plan::decode(&big, &key()), Err(FormatError::TooLarge { file: "plan", .. })));
+        big.pop();
+        assert_eq!(Plan::decode(&big, &key()), Err(FormatError::BadMagic { file: "plan" }), "at the bound: read");
+        big.truncate(usize::try_from(MAX_JOURNAL_BYTES).unwrap() + 1);
+        assert!(matches!(Journal::decode(&big, &key()), Err(FormatError::TooLarge { file: "journal", .. })));
+        big.pop();
+        assert_eq!(Journal::decode(&big, &key()), Err(FormatError::BadMagic { file: "journal" }));
+        // The shortest plan that can be one: magic, transaction and the MAC.
+        let mut shortest = PLAN_MAGIC.to_vec();
+        shortest.resize(8 + 32 + 32, 0);
+        assert!(matches!(Plan::decode(&shortest, &key()), Err(FormatError::Checksum { .. })));
+        assert_eq!(Plan::decode(&shortest[..71], &key()), Err(FormatError::BadMagic { file: "plan" }));
+        // A journal of its header alone has no trailer; shorter is not one at all.
+        let mut header = JOURNAL_MAGIC.to_vec();
+        header.resize(JOURNAL_HEADER_BYTES, 0);
+        assert!(matches!(Journal::decode(&header, &key()), Err(FormatError::Length { .. })));
+        assert_eq!(Journal::decode(&header[..20], &key()), Err(FormatError::BadMagic { file: "journal" }));
+    }
+
+    #[test]
     fn journal_round_trips_and_records_are_bound_to_their_position() {
         let mut journal = Journal::new(TransactionId::digest(b"t"), PlanDigest([7; 32]));
         journal.records = vec![
