@@ -866,6 +866,25 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_journal_round_trips_and_a_broken_record_is_named_by_its_offset() {
+        let mut journal = Journal::new(TransactionId::digest(b"t"), PlanDigest([7; 32]));
+        let empty = journal.encode(&key());
+        assert_eq!(empty.len(), JOURNAL_HEADER_BYTES + JOURNAL_TRAILER_BYTES);
+        assert_eq!(Journal::decode(&empty, &key()).unwrap(), journal);
+        journal.records = vec![
+            JournalRecord { kind: RecordKind::Intent, operation: 0, witness: 11, stamp: 0 },
+            JournalRecord { kind: RecordKind::Intent, operation: 1, witness: 12, stamp: 3 },
+        ];
+        let bytes = journal.encode(&key());
+        for position in 0..2 {
+            let offset = JOURNAL_HEADER_BYTES + position * JOURNAL_RECORD_BYTES;
+            let mut broken = bytes.clone();
+            broken[offset + JOURNAL_RECORD_BYTES - 1] ^= 1;
+            assert_eq!(Journal::decode(&broken, &key()), Err(FormatError::Checksum { file: "journal", offset }));
+        }
+    }
+
+    #[test]
     fn journal_round_trips_and_records_are_bound_to_their_position() {
         let mut journal = Journal::new(TransactionId::digest(b"t"), PlanDigest([7; 32]));
         journal.records = vec![
