@@ -282,7 +282,8 @@ mod tests {
             message.ends_with(&format!("except for 1 paths someone else changed meanwhile, first: {left}")),
             "{message}"
         );
-        assert!(message.contains("a.txt (install)"), "{message}");
+        assert!(message.contains("a.txt (install): changed by someone else during the commit"), "{message}");
+        assert_eq!(crate::LeftReason::StateMismatch.name(), "does not hold its before state after the rollback");
 
         let conflict = RecoveryConflict {
             transaction: None,

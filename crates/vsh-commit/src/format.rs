@@ -676,8 +676,8 @@ impl Settled {
         let count = reader.length(MAX_SETTLED_LEFT, 5).map_err(decode)?;
         let mut left: Vec<Left> = Vec::with_capacity(count);
         for _ in 0..count {
-            let offset = reader.offset() + 8;
             let operation = reader.u32().map_err(decode)?;
+            let offset = reader.offset() + 8;
             let reason = LeftReason::from_tag(reader.u8().map_err(decode)?)
                 .ok_or_else(|| decode(DecodeError::Invalid { what: "left reason", offset }))?;
             if left.last().is_some_and(|last| last.operation >= operation) {
@@ -717,6 +717,28 @@ mod tests {
         assert_eq!(Settled::decode(&largest, &key()).unwrap().left.len(), most as usize);
         let over = settled(most + 1).encode(&key());
         assert!(matches!(Settled::decode(&over, &key()), Err(FormatError::TooLarge { .. })));
+        // The smallest: nothing left; one byte less is not a settled record.
+        let smallest = settled(0).encode(&key());
+        assert_eq!(smallest.len(), 8 + 32 + 32 + 8 + 32);
+        assert!(Settled::decode(&smallest, &key()).unwrap().left.is_empty());
+        assert_eq!(
+            Settled::decode(&smallest[..smallest.len() - 1], &key()),
+            Err(FormatError::BadMagic { file: "settled" })
+        );
+        // A reason that is not one is refused at its file offset.
+        let mut bad = settled(2).encode(&key());
+        let body = bad.len() - 32;
+        let reason_at = body - 1;
+        bad[reason_at] = 9;
+        let tag = key().mac(SETTLED_DOMAIN).update(&bad[..body]).finalize();
+        bad[body..].copy_from_slice(&tag);
+        assert_eq!(
+            Settled::decode(&bad, &key()),
+            Err(FormatError::Decode {
+                file: "settled",
+                source: DecodeError::Invalid { what: "left reason", offset: reason_at }
+            })
+        );
     }
 
     fn sample_plan() -> Plan {
@@ -882,6 +904,10 @@ mod tests {
             broken[offset + JOURNAL_RECORD_BYTES - 1] ^= 1;
             assert_eq!(Journal::decode(&broken, &key()), Err(FormatError::Checksum { file: "journal", offset }));
         }
+        let trailer = JOURNAL_HEADER_BYTES + 2 * JOURNAL_RECORD_BYTES;
+        let mut broken = bytes.clone();
+        broken[bytes.len() - 1] ^= 1;
+        assert_eq!(Journal::decode(&broken, &key()), Err(FormatError::Checksum { file: "journal", offset: trailer }));
     }
 
     #[test]

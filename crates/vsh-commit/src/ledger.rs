@@ -237,5 +237,16 @@ mod tests {
         ledger.committed(tx).unwrap();
         assert!(ledger.failed(tx).is_err());
         assert_eq!(ledger.state(tx).unwrap(), Some(TransactionState::Committed));
+        // The table allows AutoApproved -> Failed, but a commit's failure
+        // never moves a record that is not in one of the commit's states.
+        let other = TransactionId::digest(b"other");
+        ledger.insert(other, TransactionState::AutoApproved);
+        assert!(matches!(
+            ledger.failed(other),
+            Err(LedgerError::Transition { from: Some(TransactionState::AutoApproved), .. })
+        ));
+        assert_eq!(ledger.get(other), Some(TransactionState::AutoApproved));
+        // A ledger that cannot list has nothing open.
+        assert!(NoLedger.open_transactions().unwrap().is_empty());
     }
 }

@@ -807,3 +807,24 @@ fn a_directory_someone_replaced_after_its_mode_change_is_left_as_they_made_it() 
     assert_eq!(report.unresolved[0].paths.iter().map(|left| left.path.as_str()).collect::<Vec<_>>(), vec!["d"]);
     Ok(())
 }
+
+#[test]
+fn protection_lets_ordinary_work_through_even_beside_a_file_named_like_the_store() -> Result {
+    let fixture = Fixture::new()?;
+    let root = fixture.root();
+    // A user's file that happens to be called txlog, without the lock file
+    // beside it: not a vsh data directory.
+    write(&root, "notes/txlog", b"my own log");
+    write(&root, "notes/todo", b"old");
+    let protected = Committer::new(Arc::clone(&fixture.ws.dir), p(".vsh"))?
+        .with_protection(vsh_policy::CallPolicy::balanced_default(None));
+    let run = fixture.run(|vfs| {
+        vfs.write(&p("notes/todo"), Arc::from(&b"new"[..]))?;
+        vfs.mkdir(&p("src"), 0o755)?;
+        vfs.write(&p("src/main.rs"), Arc::from(&b"fn main() {}\n"[..]))
+    })?;
+    protected.commit(&run.request(&fixture.blobs))?;
+    assert_eq!(std::fs::read(root.join("notes/todo"))?, b"new");
+    assert_eq!(std::fs::read(root.join("src/main.rs"))?, b"fn main() {}\n");
+    Ok(())
+}
