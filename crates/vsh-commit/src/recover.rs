@@ -1138,3 +1138,43 @@ pub(crate) fn from_commit_error(error: CommitError) -> RecoveryConflictReason {
         _ => RecoveryConflictReason::LedgerDisagrees { state: None },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_empty_only_when_every_list_is_and_needs_attention_for_conflicts_and_unresolved_work() {
+        let empty = RecoveryReport::default();
+        assert!(empty.is_empty() && empty.is_clean() && !empty.needs_attention());
+        let id = TransactionId::from_bytes([4; 32]);
+        let path = VPath::parse("a.txt").unwrap();
+        let fills: [fn(&mut RecoveryReport, TransactionId, &VPath); 7] = [
+            |report, id, _| report.rolled_forward.push(id),
+            |report, id, _| report.rolled_back.push(id),
+            |report, id, _| report.cleaned.push(id),
+            |report, id, path| report.changed_since_commit.push((id, path.clone())),
+            |report, id, path| {
+                report.kept.push(KeptNode { transaction: id, path: path.clone(), kept: path.clone() });
+            },
+            |report, id, _| {
+                report.unresolved.push(Unresolved { transaction: id, directory: None, state: None, paths: Vec::new() });
+            },
+            |report, id, path| {
+                report.conflicts.push(RecoveryConflict {
+                    transaction: Some(id),
+                    path: path.clone(),
+                    reason: RecoveryConflictReason::Plan { source: None },
+                });
+            },
+        ];
+        for (index, fill) in fills.into_iter().enumerate() {
+            let mut report = RecoveryReport::default();
+            fill(&mut report, id, &path);
+            assert!(!report.is_empty(), "list {index}");
+            // Only the last two (unresolved work, conflicts) need an operator.
+            assert_eq!(report.needs_attention(), index >= 5, "list {index}");
+            assert_eq!(report.is_clean(), index != 6, "list {index}");
+        }
+    }
+}

@@ -828,3 +828,19 @@ fn protection_lets_ordinary_work_through_even_beside_a_file_named_like_the_store
     assert_eq!(std::fs::read(root.join("src/main.rs"))?, b"fn main() {}\n");
     Ok(())
 }
+
+#[test]
+fn a_name_no_program_can_see_appearing_in_a_directory_to_remove_makes_it_stale_and_survives() -> Result {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "gone/x", b"x");
+    let run = fx.run(|vfs| vfs.remove_tree(&p("gone")))?;
+    // Someone adds a file whose name is not UTF-8: no run could list it.
+    let hidden = root.join("gone").join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::write(&hidden, b"theirs")?;
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![("gone".to_owned(), ConflictReason::Listing)], "{error:?}");
+    assert_eq!(std::fs::read(&hidden)?, b"theirs");
+    Ok(())
+}

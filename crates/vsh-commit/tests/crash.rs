@@ -857,3 +857,79 @@ fn a_directory_someone_makes_first_fails_the_commit_and_every_earlier_operation_
     assert!(trial.ws.no_transaction_dirs());
     Ok(())
 }
+
+#[test]
+fn files_of_another_transaction_planted_in_a_commit_directory_are_conflicts() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let ledger = MemoryLedger::new();
+    let only_dir = || -> std::path::PathBuf {
+        let mut dirs: Vec<_> =
+            std::fs::read_dir(trial.ws.root.join(".vsh/txn")).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs.pop().unwrap()
+    };
+    // Transaction A: everything applied, then its rollback stopped right
+    // after its settled record. Its plan, journal and settled record are kept.
+    let a = trial.run.transaction;
+    ledger.insert(a, TransactionState::Revalidating);
+    let crashed =
+        trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(FaultPoint::Verified));
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    let dir_a = only_dir();
+    let plan_a = std::fs::read(dir_a.join("plan"))?;
+    let journal_a = std::fs::read(dir_a.join("journal"))?;
+    let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::Settled));
+    assert!(matches!(stopped, Err(CommitError::FaultInjected(FaultPoint::Settled))), "{stopped:?}");
+    let settled_a = std::fs::read(dir_a.join("settled"))?;
+    assert!(trial.reopened()?.committer.recover(&ledger)?.is_clean());
+
+    // Transaction B: another change, stopped with everything applied.
+    let other = trial.ws.run(&blobs, |vfs| vfs.write(&p("b-only.txt"), Arc::from(&b"b"[..])))?;
+    ledger.insert(other.transaction, TransactionState::Revalidating);
+    let crashed =
+        trial.ws.committer.commit_with_faults(&other.request(&blobs), &ledger, &CrashAt::new(FaultPoint::Verified));
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    let dir_b = only_dir();
+    assert_ne!(dir_a, dir_b);
+    let tree = trial.ws.tree();
+    // Records that name A but B's plan, made with the key (as whoever holds
+    // it could): only their transaction tells them apart.
+    let key = vsh_types::AuthorityKey::unauthenticated();
+    let plan_b = std::fs::read(dir_b.join("plan"))?;
+    let digest_b = vsh_commit::format::PlanDigest(plan_b[plan_b.len() - 32..].try_into()?);
+    let settled_forged = vsh_commit::format::Settled { transaction: a, plan: digest_b, left: Vec::new() }.encode(&key);
+    let mut journal_forged = vsh_commit::format::Journal::decode(&std::fs::read(dir_b.join("journal"))?, &key)?;
+    journal_forged.transaction = a;
+    let journal_forged = journal_forged.encode(&key);
+    // Each of these in B's directory is someone else's record: a conflict
+    // naming it, and nothing is touched.
+    for (file, planted) in [
+        ("plan", &plan_a),
+        ("journal", &journal_a),
+        ("settled", &settled_a),
+        ("settled", &settled_forged),
+        ("journal", &journal_forged),
+    ] {
+        let original = std::fs::read(dir_b.join(file)).ok();
+        std::fs::write(dir_b.join(file), planted)?;
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert_eq!(report.conflicts.len(), 1, "{file}: {report:?}");
+        assert!(report.conflicts[0].path.as_str().ends_with(file), "{file}: {report:?}");
+        assert_eq!(trial.ws.tree(), tree, "{file}");
+        match original {
+            Some(bytes) => std::fs::write(dir_b.join(file), bytes)?,
+            None => std::fs::remove_file(dir_b.join(file))?,
+        }
+    }
+    // A marker that does not decode, where the ledger says Committed, is not
+    // a crash while writing it: a conflict too.
+    std::fs::write(dir_b.join("complete"), b"torn")?;
+    ledger.insert(other.transaction, TransactionState::Committed);
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert!(report.conflicts[0].path.as_str().ends_with("complete"), "{report:?}");
+    assert_eq!(trial.ws.tree(), tree);
+    Ok(())
+}
