@@ -903,6 +903,7 @@ fn files_of_another_transaction_planted_in_a_commit_directory_are_conflicts() ->
     let mut journal_forged = vsh_commit::format::Journal::decode(&std::fs::read(dir_b.join("journal"))?, &key)?;
     journal_forged.transaction = a;
     let journal_forged = journal_forged.encode(&key);
+    let marker_forged = vsh_commit::format::Marker { transaction: a, plan: digest_b }.encode(&key);
     // Each of these in B's directory is someone else's record: a conflict
     // naming it, and nothing is touched.
     for (file, planted) in [
@@ -911,6 +912,7 @@ fn files_of_another_transaction_planted_in_a_commit_directory_are_conflicts() ->
         ("settled", &settled_a),
         ("settled", &settled_forged),
         ("journal", &journal_forged),
+        ("complete", &marker_forged),
     ] {
         let original = std::fs::read(dir_b.join(file)).ok();
         std::fs::write(dir_b.join(file), planted)?;
@@ -931,5 +933,84 @@ fn files_of_another_transaction_planted_in_a_commit_directory_are_conflicts() ->
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
     assert!(report.conflicts[0].path.as_str().ends_with("complete"), "{report:?}");
     assert_eq!(trial.ws.tree(), tree);
+    Ok(())
+}
+
+#[test]
+fn a_rollback_reports_rolled_back_only_when_it_undid_something() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    // Without a ledger, the outcome says what recovery did to the workspace.
+    for (point, undid) in [(FaultPoint::Applied, true), (FaultPoint::IntentSynced(0), false)] {
+        let trial = Trial::new(&blobs)?;
+        let crashed =
+            trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &NoLedger, &CrashAt::new(point));
+        assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+        let report = trial.reopened()?.committer.recover(&NoLedger)?;
+        let id = vec![trial.run.transaction];
+        let (rolled_back, cleaned) = if undid { (id, Vec::new()) } else { (Vec::new(), id) };
+        assert_eq!((report.rolled_back, report.cleaned), (rolled_back, cleaned), "{point}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_committed_record_whose_directory_lost_its_marker_but_not_its_plan_or_journal_disagrees() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    // Committed cleanup removes the journal and the plan before the marker:
+    // a directory without the marker but with either of them is not one.
+    for removed in [["complete", "journal"], ["complete", "plan"]] {
+        let trial = Trial::new(&blobs)?;
+        let ledger = MemoryLedger::new();
+        ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+        let crashed = trial.ws.committer.commit_with_faults(
+            &trial.run.request(&blobs),
+            &ledger,
+            &CrashAt::new(FaultPoint::CommittedStatePersisted),
+        );
+        assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+        let dir = std::fs::read_dir(trial.ws.root.join(".vsh/txn"))?.next().unwrap()?.path();
+        for file in removed {
+            std::fs::remove_file(dir.join(file))?;
+        }
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert_eq!(report.conflicts.len(), 1, "{removed:?}: {report:?}");
+        assert!(
+            matches!(report.conflicts[0].reason, RecoveryConflictReason::LedgerDisagrees { .. }),
+            "{removed:?}: {report:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn an_old_node_someone_wrote_to_is_kept_when_the_crash_came_after_the_ledger_said_committed() -> Result {
+    /// Appends to a.txt once the commit is recorded Committing (after
+    /// revalidation checked it), and crashes once it is recorded Committed.
+    struct AppendThenCrash<'a>(&'a std::path::Path);
+    impl vsh_commit::FaultInjector for AppendThenCrash<'_> {
+        fn crash_at(&self, point: FaultPoint) -> bool {
+            if point == FaultPoint::CommitStatePersisted {
+                use std::io::Write as _;
+                let mut file = std::fs::OpenOptions::new().append(true).open(self.0.join("a.txt")).unwrap();
+                file.write_all(b" and their words").unwrap();
+            }
+            point == FaultPoint::CommittedStatePersisted
+        }
+    }
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let crashed =
+        trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &AppendThenCrash(&trial.ws.root));
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(FaultPoint::CommittedStatePersisted))), "{crashed:?}");
+    assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::Committed));
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert_eq!(report.kept.len(), 1, "{report:?}");
+    assert_eq!(report.kept[0].path, p("a.txt"));
+    assert_eq!(std::fs::read(trial.ws.root.join(report.kept[0].kept.as_str()))?, b"alpha and their words");
     Ok(())
 }
