@@ -1014,3 +1014,38 @@ fn an_old_node_someone_wrote_to_is_kept_when_the_crash_came_after_the_ledger_sai
     assert_eq!(std::fs::read(trial.ws.root.join(report.kept[0].kept.as_str()))?, b"alpha and their words");
     Ok(())
 }
+
+#[test]
+fn a_node_left_in_quarantine_that_no_left_operation_keeps_is_a_conflict_and_survives() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    // Without a ledger, and with one that still says Revalidating (nothing
+    // can have been applied); "1" is the slot of a.txt's quarantine.
+    for (planted, with_ledger) in [("200", false), ("not-a-slot", false), ("1", true)] {
+        let trial = Trial::new(&blobs)?;
+        let memory = MemoryLedger::new();
+        memory.insert(trial.run.transaction, TransactionState::Revalidating);
+        let ledger: &dyn CommitLedger = if with_ledger { &memory } else { &NoLedger };
+        let crashed = trial.ws.committer.commit_with_faults(
+            &trial.run.request(&blobs),
+            ledger,
+            &CrashAt::new(FaultPoint::IntentSynced(0)),
+        );
+        assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+        // Nothing was applied, so the rollback moves nothing out of
+        // quarantine/: whatever is there is no node of this transaction's.
+        let dir = std::fs::read_dir(trial.ws.root.join(".vsh/txn"))?.next().unwrap()?.path();
+        std::fs::write(dir.join("quarantine").join(planted), b"someone's bytes")?;
+        let report = trial.reopened()?.committer.recover(ledger)?;
+        assert_eq!(report.conflicts.len(), 1, "{planted}: {report:?}");
+        assert!(report.conflicts[0].path.as_str().ends_with("quarantine"), "{planted}: {report:?}");
+        assert_eq!(std::fs::read(dir.join("quarantine").join(planted))?, b"someone's bytes");
+        // Decided before anything is recorded: no settled record, and the
+        // ledger still says what it said.
+        assert!(!dir.join("settled").exists(), "{planted}");
+        if with_ledger {
+            assert_eq!(memory.get(trial.run.transaction), Some(TransactionState::Revalidating));
+        }
+    }
+    Ok(())
+}
