@@ -820,6 +820,10 @@ fn a_rollback_never_takes_a_file_someone_saved_over_an_install_even_with_its_ino
     assert!(!left.is_empty() && left.iter().all(|left| left.path == p("a.txt")), "{report:?}");
     let kept = left.iter().find_map(|left| left.kept.clone()).expect("the old a.txt is kept");
     assert_eq!(std::fs::read(trial.ws.root.join(kept.as_str()))?, b"alpha");
+    // The crash came while the ledger said Committing: the report says what
+    // the ledger says now.
+    assert_eq!(report.unresolved[0].state, Some(TransactionState::RecoveryRequired));
+    assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::RecoveryRequired));
     Ok(())
 }
 
@@ -1047,5 +1051,29 @@ fn a_node_left_in_quarantine_that_no_left_operation_keeps_is_a_conflict_and_surv
             assert_eq!(memory.get(trial.run.transaction), Some(TransactionState::Revalidating));
         }
     }
+    Ok(())
+}
+
+#[test]
+fn a_journal_with_intents_but_no_plan_is_a_conflict_even_when_nothing_else_is_left() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::new(&blobs)?;
+    let crashed = trial.ws.committer.commit_with_faults(
+        &trial.run.request(&blobs),
+        &NoLedger,
+        &CrashAt::new(FaultPoint::IntentSynced(0)),
+    );
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    // The plan is synced before anything is staged or journaled: intents
+    // without it, even in an otherwise empty directory, are unexplained.
+    let dir = std::fs::read_dir(trial.ws.root.join(".vsh/txn"))?.next().unwrap()?.path();
+    std::fs::remove_file(dir.join("plan"))?;
+    for staged in std::fs::read_dir(dir.join("stage"))? {
+        std::fs::remove_file(staged?.path())?;
+    }
+    let report = trial.reopened()?.committer.recover(&NoLedger)?;
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert!(dir.join("journal").exists(), "the evidence stays");
     Ok(())
 }
