@@ -844,3 +844,97 @@ fn a_name_no_program_can_see_appearing_in_a_directory_to_remove_makes_it_stale_a
     assert_eq!(std::fs::read(&hidden)?, b"theirs");
     Ok(())
 }
+
+/// The one transaction directory a crashed commit left.
+fn only_txn_dir(fx: &Fixture) -> std::path::PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(fx.root().join(".vsh/txn")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.pop().unwrap()
+}
+
+/// Commit `run` without a ledger and crash at `point`.
+fn crash_at(fx: &Fixture, run: &Run, point: vsh_commit::FaultPoint) {
+    let crashed = fx.committer.commit_with_faults(
+        &run.request(&fx.blobs),
+        &vsh_commit::NoLedger,
+        &vsh_commit::CrashAt::new(point),
+    );
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+}
+
+#[test]
+fn a_commit_directory_without_a_plan_holding_a_node_in_quarantine_is_a_conflict_and_keeps_it() -> Result {
+    let fx = Fixture::new()?;
+    write(&fx.root(), "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    crash_at(&fx, &run, vsh_commit::FaultPoint::StageSynced);
+    let dir = only_txn_dir(&fx);
+    std::fs::remove_file(dir.join("plan"))?;
+    for staged in std::fs::read_dir(dir.join("stage"))? {
+        std::fs::remove_file(staged?.path())?;
+    }
+    std::fs::write(dir.join("quarantine/0"), b"an old node")?;
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert_eq!(std::fs::read(dir.join("quarantine/0"))?, b"an old node");
+    Ok(())
+}
+
+#[test]
+fn with_its_journal_gone_an_applied_mode_change_or_directory_is_evidence_of_a_commit() -> Result {
+    type Change = fn(&mut VirtualFs) -> std::result::Result<(), VfsError>;
+    let cases: [(&str, Change); 2] =
+        [("mode", |vfs| vfs.set_mode(&p("f"), 0o600)), ("directory", |vfs| vfs.mkdir(&p("made"), 0o755))];
+    for (case, change) in cases {
+        let fx = Fixture::new()?;
+        write(&fx.root(), "f", b"f");
+        chmod(&fx.root(), "f", 0o644);
+        let run = fx.run(change)?;
+        crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
+        // Without the journal nothing says what was applied, but the
+        // workspace shows it was: recovery refuses to guess.
+        std::fs::remove_file(only_txn_dir(&fx).join("journal"))?;
+        let changed = fx.tree();
+        let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+        assert_eq!(report.conflicts.len(), 1, "{case}: {report:?}");
+        assert_eq!(fx.tree(), changed, "{case}: nothing is touched");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_directory_someone_swapped_for_the_one_the_commit_made_is_not_removed_by_the_rollback() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    let run = fx.run(|vfs| vfs.mkdir(&p("made"), 0o755))?;
+    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
+    // Someone moves the commit's directory away and makes their own there.
+    std::fs::rename(root.join("made"), root.join("made.moved"))?;
+    std::fs::create_dir(root.join("made"))?;
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert!(root.join("made").is_dir(), "their directory stays: {report:?}");
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    Ok(())
+}
+
+#[test]
+fn an_old_node_changed_in_quarantine_is_restored_but_named_as_not_holding_its_before_state() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
+    let quarantine = only_txn_dir(&fx).join("quarantine");
+    let slot = std::fs::read_dir(&quarantine)?.next().unwrap()?.path();
+    assert_eq!(std::fs::read(&slot)?, b"alpha");
+    std::fs::write(&slot, b"alpha, changed while it waited")?;
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    let left = &report.unresolved[0].paths;
+    assert!(
+        left.iter().any(|left| left.path == p("a.txt") && left.reason == vsh_commit::LeftReason::StateMismatch),
+        "{report:?}"
+    );
+    assert_eq!(std::fs::read(root.join("a.txt"))?, b"alpha, changed while it waited", "nothing is lost");
+    Ok(())
+}
