@@ -938,3 +938,28 @@ fn an_old_node_changed_in_quarantine_is_restored_but_named_as_not_holding_its_be
     assert_eq!(std::fs::read(root.join("a.txt"))?, b"alpha, changed while it waited", "nothing is lost");
     Ok(())
 }
+
+#[test]
+fn a_child_changed_inside_a_quarantined_directory_makes_the_rollback_name_the_directory() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "old/x", b"x");
+    write(&root, "old/y", b"y");
+    let run = fx.run(|vfs| vfs.remove_tree(&p("old")))?;
+    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
+    // The whole directory waits in quarantine; someone edits a file inside it.
+    let quarantine = only_txn_dir(&fx).join("quarantine");
+    let slot = std::fs::read_dir(&quarantine)?.next().unwrap()?.path();
+    std::fs::write(slot.join("x"), b"x, edited in quarantine")?;
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    // The operation that moved the directory is named: its path does not
+    // hold its before state, and nothing of the edit is lost.
+    let left = &report.unresolved[0].paths;
+    assert!(
+        left.iter().any(|left| left.path == p("old") && left.reason == vsh_commit::LeftReason::StateMismatch),
+        "{report:?}"
+    );
+    assert_eq!(std::fs::read(root.join("old/x"))?, b"x, edited in quarantine");
+    Ok(())
+}

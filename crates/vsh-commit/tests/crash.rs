@@ -442,6 +442,7 @@ fn an_external_write_during_apply_is_kept_and_everything_else_is_rolled_back() -
 
     // The operator restores: their file moves aside, the old one comes back.
     let restored = restarted.committer.session(&vsh_host::LockWait::default())?.restore(transaction, &ledger)?;
+    assert_eq!(restored.transaction, Some(transaction));
     assert_eq!(restored.restored, vec![p("d/b.txt")]);
     assert_eq!(restored.moved_aside.len(), 1);
     let (from, aside) = &restored.moved_aside[0];
