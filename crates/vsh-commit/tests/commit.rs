@@ -963,3 +963,20 @@ fn a_child_changed_inside_a_quarantined_directory_makes_the_rollback_name_the_di
     assert_eq!(std::fs::read(root.join("old/x"))?, b"x, edited in quarantine");
     Ok(())
 }
+
+#[test]
+fn without_read_set_dependencies_a_created_files_missing_parent_is_stale() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    let reads = ReadSet::default();
+    fx.blobs.put(b"payload")?;
+    // The parent is gone: the created path itself is still absent, so only
+    // the parent check tells the commit that it cannot be made.
+    let create = vec![DiffEntry::between(p("d/new"), None, Some(NodeState::file_with(b"payload", 0o644))).unwrap()];
+    let request = CommitRequest::new(TransactionId::digest(b"create"), &create, &reads, &fx.blobs);
+    let error = fx.committer.commit(&request).unwrap_err();
+    let expected = ConflictReason::Kind { expected: Some(NodeKind::Directory), actual: None };
+    assert_eq!(stale_paths(&error), vec![("d".to_owned(), expected)], "{error:?}");
+    assert!(!root.join("d").exists());
+    Ok(())
+}

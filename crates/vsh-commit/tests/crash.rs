@@ -447,6 +447,7 @@ fn an_external_write_during_apply_is_kept_and_everything_else_is_rolled_back() -
     assert_eq!(restored.moved_aside.len(), 1);
     let (from, aside) = &restored.moved_aside[0];
     assert_eq!(*from, p("d/b.txt"));
+    assert_eq!(aside.as_str(), format!(".vsh/recovered/{}/d/b.txt", transaction.to_hex()), "under its own name");
     assert_eq!(std::fs::read(trial.ws.root.join(aside.as_str()))?, b"someone else's new work");
     assert_eq!(ledger.get(transaction), Some(TransactionState::Failed));
     let mut back = before;
