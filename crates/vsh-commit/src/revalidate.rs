@@ -245,3 +245,46 @@ fn check_parent_directory(view: &LiveView<'_>, parent: &VPath) -> Result<Option<
         Live::Unreachable { .. } => Some(ConflictReason::Unreadable),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use vsh_host::CapDir;
+    use vsh_types::BlobId;
+
+    use super::*;
+
+    /// A dependency with one facet and no kind, as only a hand-built read set has.
+    fn facets() -> [(Dependency, ConflictReason); 3] {
+        [
+            (Dependency { size_mode: Some((1, 0o644)), ..Dependency::default() }, ConflictReason::Metadata),
+            (Dependency { content: Some(BlobId::of(b"x")), ..Dependency::default() }, ConflictReason::Content),
+            (Dependency { names: Some([0; 32]), ..Dependency::default() }, ConflictReason::Listing),
+        ]
+    }
+
+    #[test]
+    fn a_dependency_that_says_the_path_existed_conflicts_when_it_is_gone_or_unreachable() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), b"f").unwrap();
+        let workspace = Arc::new(CapDir::open(dir.path()).unwrap());
+        let view = LiveView { dir: &workspace, excluded: &[] };
+        let gone = VPath::parse("gone").unwrap();
+        let below_a_file = VPath::parse("file/below").unwrap();
+        for (dependency, reason) in facets() {
+            assert!(says_existed(&dependency), "{dependency:?}");
+            assert_eq!(check_dependency(&view, &gone, &dependency).unwrap(), Some(reason), "{dependency:?}");
+            assert_eq!(
+                check_dependency(&view, &below_a_file, &dependency).unwrap(),
+                Some(ConflictReason::Unreadable),
+                "{dependency:?}"
+            );
+        }
+        // A dependency on the path's absence still holds where nothing is.
+        let absent = Dependency { kind: Some(None), ..Dependency::default() };
+        assert!(!says_existed(&absent));
+        assert_eq!(check_dependency(&view, &gone, &absent).unwrap(), None);
+        assert_eq!(check_dependency(&view, &below_a_file, &absent).unwrap(), None);
+    }
+}

@@ -980,3 +980,43 @@ fn without_read_set_dependencies_a_created_files_missing_parent_is_stale() -> Re
     assert!(!root.join("d").exists());
     Ok(())
 }
+
+#[test]
+fn a_read_only_directory_the_commit_deletes_is_cleaned_up_without_privileges() -> Result {
+    // Emptying a quarantined directory whose mode denies its owner writing
+    // needs that bit back first: root would not notice, so run as nobody too.
+    if !support::also_as_nobody("a_read_only_directory_the_commit_deletes_is_cleaned_up_without_privileges") {
+        return Ok(());
+    }
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    // The directory itself must be writable to be renamed into quarantine
+    // (its `..` changes); the one inside it need not be.
+    write(&root, "ro/inner/f", b"f");
+    chmod(&root, "ro/inner", 0o555);
+    let run = fx.run(|vfs| vfs.remove_tree(&p("ro")))?;
+    fx.commit(&run)?;
+    assert!(!root.join("ro").exists());
+    assert!(fx.stage_is_empty(), "the commit directory is gone, quarantined nodes and all");
+    Ok(())
+}
+
+#[test]
+fn an_old_node_left_in_the_first_quarantine_slot_is_reported_not_a_conflict() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
+    // Someone replaces the installed a.txt with their own file.
+    std::fs::remove_file(root.join("a.txt"))?;
+    write(&root, "a.txt", b"theirs");
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert!(report.conflicts.is_empty(), "{report:?}");
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    let kept = report.unresolved[0].paths.iter().find_map(|left| left.kept.clone()).expect("the old a.txt is kept");
+    assert!(kept.as_str().ends_with("quarantine/0"), "{kept}");
+    assert_eq!(std::fs::read(root.join(kept.as_str()))?, b"alpha");
+    assert_eq!(std::fs::read(root.join("a.txt"))?, b"theirs");
+    Ok(())
+}
