@@ -1020,3 +1020,42 @@ fn an_old_node_left_in_the_first_quarantine_slot_is_reported_not_a_conflict() ->
     assert_eq!(std::fs::read(root.join("a.txt"))?, b"theirs");
     Ok(())
 }
+
+#[test]
+fn a_node_swapped_into_a_quarantine_slot_is_never_put_into_the_workspace() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
+    // Another file (another inode) takes the old a.txt's place in quarantine.
+    let quarantine = only_txn_dir(&fx).join("quarantine");
+    std::fs::write(fx.dir.path().join("planted"), b"not what was quarantined")?;
+    std::fs::rename(fx.dir.path().join("planted"), quarantine.join("0"))?;
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert!(!root.join("a.txt").exists(), "the planted node is not moved to a.txt: {report:?}");
+    assert_eq!(std::fs::read(quarantine.join("0"))?, b"not what was quarantined");
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+    Ok(())
+}
+
+#[test]
+fn a_committed_transactions_quarantine_slot_past_its_operations_is_ignored_by_the_keep_step() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    crash_at(&fx, &run, vsh_commit::FaultPoint::CommitMarkerSynced);
+    let dir = only_txn_dir(&fx);
+    let plan = vsh_commit::format::Plan::decode(
+        &std::fs::read(dir.join("plan"))?,
+        &vsh_types::AuthorityKey::unauthenticated(),
+    )?
+    .0;
+    // A slot named by the number of operations: one past the last index.
+    std::fs::write(dir.join("quarantine").join(plan.operations.len().to_string()), b"planted")?;
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert!(report.kept.is_empty(), "{report:?}");
+    assert_eq!(std::fs::read(root.join("a.txt"))?, b"changed", "rolled forward");
+    Ok(())
+}
