@@ -907,6 +907,11 @@ fn a_directory_someone_swapped_for_the_one_the_commit_made_is_not_removed_by_the
     let fx = Fixture::new()?;
     let root = fx.root();
     let run = fx.run(|vfs| vfs.mkdir(&p("made"), 0o755))?;
+    // The commit's own directory (its inode journaled as done) is removed.
+    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert_eq!(report.rolled_back, vec![run.transaction], "{report:?}");
+    assert!(!root.join("made").exists());
     crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
     // Someone moves the commit's directory away and makes their own there.
     std::fs::rename(root.join("made"), root.join("made.moved"))?;
