@@ -1064,3 +1064,25 @@ fn a_committed_transactions_quarantine_slot_past_its_operations_is_ignored_by_th
     assert_eq!(std::fs::read(root.join("a.txt"))?, b"changed", "rolled forward");
     Ok(())
 }
+
+#[test]
+fn a_diff_removing_an_ancestor_of_an_excluded_data_directory_is_refused() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "state/data/txlog", b"records");
+    let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?.with_excluded(p("state/data"));
+    let reads = ReadSet::default();
+    fx.blobs.put(b"f")?;
+    // Removing it, or turning it into a file, would take the data directory with it.
+    for after in [None, Some(NodeState::file_with(b"f", 0o644))] {
+        let diff = vec![DiffEntry::between(p("state"), Some(NodeState::directory(0o755)), after).unwrap()];
+        let request = CommitRequest::new(TransactionId::digest(b"remove state"), &diff, &reads, &fx.blobs);
+        let error = committer.commit(&request).unwrap_err();
+        assert!(
+            matches!(&error, CommitError::InvalidDiff { reason, .. } if reason.contains("ancestor")),
+            "{after:?}: {error:?}"
+        );
+    }
+    assert_eq!(std::fs::read(root.join("state/data/txlog"))?, b"records");
+    Ok(())
+}
