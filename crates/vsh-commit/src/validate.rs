@@ -109,3 +109,30 @@ pub(crate) fn check_protected(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use vsh_types::{BlobId, NodeState};
+
+    use super::check_state;
+
+    #[test]
+    fn each_malformed_node_state_is_refused_with_its_reason() {
+        let link = NodeState::symlink(b"target");
+        let dir = NodeState::directory(0o755);
+        let cases = [
+            (NodeState { content: None, ..NodeState::file_with(b"f", 0o644) }, "a file state has no content digest"),
+            (NodeState { content: None, ..link }, "a symlink state has no content digest"),
+            (NodeState { mode: 0o755, ..link }, "a symlink state has a mode other than 0o777"),
+            (NodeState { content: Some(BlobId::of(b"x")), ..dir }, "a directory state has content"),
+            (NodeState { size: 3, ..dir }, "a directory state has content"),
+            (NodeState { mode: 0o10_755, ..dir }, "mode has bits outside 0o7777"),
+        ];
+        for (state, reason) in cases {
+            assert_eq!(check_state(&state), Err(reason), "{state:?}");
+        }
+        for state in [link, dir, NodeState::file_with(b"f", 0o4755)] {
+            assert_eq!(check_state(&state), Ok(()), "{state:?}");
+        }
+    }
+}
