@@ -1086,3 +1086,31 @@ fn a_diff_removing_an_ancestor_of_an_excluded_data_directory_is_refused() -> Res
     assert_eq!(std::fs::read(root.join("state/data/txlog"))?, b"records");
     Ok(())
 }
+
+#[test]
+fn a_protection_rule_for_one_kind_of_change_is_held_to_that_kind_at_commit() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "keep/old", b"old");
+    write(&root, "fresh/x", b"x");
+    // Files under keep/ may change but not go; nothing may be created under fresh/.
+    let policy = vsh_policy::PolicyFile::parse(
+        "version = 1\n[[protect]]\npattern = \"keep/**\"\naccess = \"delete\"\n\n[[protect]]\npattern = \"fresh/**\"\naccess = \"create\"\n",
+    )?;
+    let protected = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?.with_protection(policy.calls().clone());
+    let reads = ReadSet::default();
+    fx.blobs.put(b"new")?;
+    let new = NodeState::file_with(b"new", 0o644);
+    for (path, before, after, refused) in [
+        ("keep/old", Some(NodeState::file_with(b"old", 0o644)), None, true),
+        ("fresh/y", None, Some(new), true),
+        ("keep/old", Some(NodeState::file_with(b"old", 0o644)), Some(new), false),
+        ("fresh/x", Some(NodeState::file_with(b"x", 0o644)), Some(new), false),
+    ] {
+        let diff = vec![DiffEntry::between(p(path), before, after).unwrap()];
+        let request = CommitRequest::new(TransactionId::digest(path.as_bytes()), &diff, &reads, &fx.blobs);
+        let result = protected.commit(&request);
+        assert_eq!(matches!(result, Err(CommitError::Protected { .. })), refused, "{path} {after:?}: {result:?}");
+    }
+    Ok(())
+}
