@@ -862,6 +862,15 @@ fn crash_at(fx: &Fixture, run: &Run, point: vsh_commit::FaultPoint) {
     assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
 }
 
+/// A workspace whose a.txt (`alpha`) a commit changes to `changed`, crashed at `point` without a ledger.
+fn a_txt_change_crashed_at(point: vsh_commit::FaultPoint) -> Result<Fixture> {
+    let fx = Fixture::new()?;
+    write(&fx.root(), "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    crash_at(&fx, &run, point);
+    Ok(fx)
+}
+
 #[test]
 fn a_commit_directory_without_a_plan_holding_a_node_in_quarantine_is_a_conflict_and_keeps_it() -> Result {
     let fx = Fixture::new()?;
@@ -924,11 +933,8 @@ fn a_directory_someone_swapped_for_the_one_the_commit_made_is_not_removed_by_the
 
 #[test]
 fn an_old_node_changed_in_quarantine_is_restored_but_named_as_not_holding_its_before_state() -> Result {
-    let fx = Fixture::new()?;
+    let fx = a_txt_change_crashed_at(vsh_commit::FaultPoint::Applied)?;
     let root = fx.root();
-    write(&root, "a.txt", b"alpha");
-    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
-    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
     let quarantine = only_txn_dir(&fx).join("quarantine");
     let slot = std::fs::read_dir(&quarantine)?.next().unwrap()?.path();
     assert_eq!(std::fs::read(&slot)?, b"alpha");
@@ -1008,11 +1014,8 @@ fn a_read_only_directory_the_commit_deletes_is_cleaned_up_without_privileges() -
 
 #[test]
 fn an_old_node_left_in_the_first_quarantine_slot_is_reported_not_a_conflict() -> Result {
-    let fx = Fixture::new()?;
+    let fx = a_txt_change_crashed_at(vsh_commit::FaultPoint::Applied)?;
     let root = fx.root();
-    write(&root, "a.txt", b"alpha");
-    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
-    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
     // Someone replaces the installed a.txt with their own file.
     std::fs::remove_file(root.join("a.txt"))?;
     write(&root, "a.txt", b"theirs");
@@ -1028,11 +1031,8 @@ fn an_old_node_left_in_the_first_quarantine_slot_is_reported_not_a_conflict() ->
 
 #[test]
 fn a_node_swapped_into_a_quarantine_slot_is_never_put_into_the_workspace() -> Result {
-    let fx = Fixture::new()?;
+    let fx = a_txt_change_crashed_at(vsh_commit::FaultPoint::Applied)?;
     let root = fx.root();
-    write(&root, "a.txt", b"alpha");
-    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
-    crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
     // Another file (another inode) takes the old a.txt's place in quarantine.
     let quarantine = only_txn_dir(&fx).join("quarantine");
     std::fs::write(fx.dir.path().join("planted"), b"not what was quarantined")?;
@@ -1046,11 +1046,8 @@ fn a_node_swapped_into_a_quarantine_slot_is_never_put_into_the_workspace() -> Re
 
 #[test]
 fn a_committed_transactions_quarantine_slot_past_its_operations_is_ignored_by_the_keep_step() -> Result {
-    let fx = Fixture::new()?;
+    let fx = a_txt_change_crashed_at(vsh_commit::FaultPoint::CommitMarkerSynced)?;
     let root = fx.root();
-    write(&root, "a.txt", b"alpha");
-    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
-    crash_at(&fx, &run, vsh_commit::FaultPoint::CommitMarkerSynced);
     let dir = only_txn_dir(&fx);
     let plan = vsh_commit::format::Plan::decode(
         &std::fs::read(dir.join("plan"))?,

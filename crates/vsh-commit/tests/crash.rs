@@ -740,19 +740,21 @@ fn a_stale_commit_crashed_in_its_cleanup_is_cleaned_even_if_someone_made_the_sam
     Ok(())
 }
 
+/// A trial whose commit, recorded in `ledger` from Revalidating, crashed at `point`.
+fn crashed_trial(blobs: &BlobStore, ledger: &MemoryLedger, point: FaultPoint) -> Result<Trial> {
+    let trial = Trial::new(blobs)?;
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let crashed = trial.ws.committer.commit_with_faults(&trial.run.request(blobs), ledger, &CrashAt::new(point));
+    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    Ok(trial)
+}
+
 #[test]
 fn after_the_commit_point_a_replaced_install_is_someone_elses_even_with_the_same_bytes() -> Result {
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
-    let trial = Trial::new(&blobs)?;
     let ledger = MemoryLedger::new();
-    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
-    let crashed = trial.ws.committer.commit_with_faults(
-        &trial.run.request(&blobs),
-        &ledger,
-        &CrashAt::new(FaultPoint::CommitMarkerSynced),
-    );
-    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    let trial = crashed_trial(&blobs, &ledger, FaultPoint::CommitMarkerSynced)?;
     // Someone saves a.txt again with exactly the bytes and mode vsh installed:
     // a new file, not the one the commit put there, even with its inode number.
     let path = trial.ws.root.join("a.txt");
@@ -778,15 +780,8 @@ fn after_the_commit_point_an_unreadable_file_someone_rewrote_is_reported_by_its_
     }
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
-    let trial = Trial::new(&blobs)?;
     let ledger = MemoryLedger::new();
-    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
-    let crashed = trial.ws.committer.commit_with_faults(
-        &trial.run.request(&blobs),
-        &ledger,
-        &CrashAt::new(FaultPoint::CommitMarkerSynced),
-    );
-    assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+    let trial = crashed_trial(&blobs, &ledger, FaultPoint::CommitMarkerSynced)?;
     // Its owner rewrites it (a different size) and locks it again.
     support::chmod(&trial.ws.root, "locked.txt", 0o600);
     std::fs::write(trial.ws.root.join("locked.txt"), b"rewritten, longer than before")?;
