@@ -99,16 +99,9 @@ impl CommitPath {
         transactions.advance(&mut reservation, CommitStep::Revalidating, now)?;
         let ledger = StoreLedger::reserved(transactions, reservation, now);
         let request = CommitRequest { transaction, diff, reads, blobs: records.blobs(), max_conflicts: 128 };
-        let receipt = match &self.faults {
+        Ok(match &self.faults {
             Some(faults) => session.commit_with_faults(&request, &ledger, faults.0.as_ref())?,
             None => session.commit(&request, &ledger)?,
-        };
-        Ok(CommitReceipt {
-            transaction,
-            operations: receipt.operations,
-            verified_paths: receipt.verified_paths,
-            revalidated_dependencies: receipt.revalidated_dependencies,
-            kept: receipt.kept,
         })
     }
 }

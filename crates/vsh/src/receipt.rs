@@ -54,21 +54,10 @@ impl ExecutionOutput {
     }
 }
 
-/// What a commit applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommitReceipt {
-    /// The committed transaction.
-    pub transaction: TransactionId,
-    /// Host operations applied.
-    pub operations: u64,
-    /// Paths verified on disk after applying.
-    pub verified_paths: u64,
-    /// Dependencies revalidated under the writer lock.
-    pub revalidated_dependencies: u64,
-    /// Old nodes someone else wrote to while the commit ran: moved aside
-    /// under `.vsh/recovered/` instead of deleted (usually none).
-    pub kept: Vec<vsh_commit::KeptNode>,
-}
+/// What a commit applied: the commit engine's own receipt (the transaction,
+/// operations applied, paths verified, dependencies revalidated, the barriers
+/// issued, and any old node kept aside), one type from engine to facade.
+pub use vsh_commit::CommitReceipt;
 
 /// Something the operator should know about a run that still succeeded.
 #[derive(Debug, Clone, PartialEq, Eq)]
