@@ -90,9 +90,7 @@ impl AuthorityKeyFile {
         getrandom::fill(&mut random).map_err(|_| self.error("the kernel gave no random bytes for a new key"))?;
         let (key, nonce) = random.split_at(32);
         let mut text = PREFIX.to_vec();
-        for byte in key {
-            text.extend_from_slice(format!("{byte:02x}").as_bytes());
-        }
+        text.extend_from_slice(vsh_types::hex::encode(key).as_bytes());
         text.push(b'\n');
         // Written whole under a private name, then moved to the key's name
         // without replacing anything: a reader sees no key or a whole one, and
@@ -179,18 +177,11 @@ impl AuthorityKeyFile {
             .and_then(|rest| rest.strip_suffix(b"\n"))
             .filter(|hex| hex.len() == 64)
             .ok_or_else(|| self.error("the key file is not a vsh authority key"))?;
-        let mut key = [0_u8; 32];
-        for (index, pair) in hex.chunks_exact(2).enumerate() {
-            let digit = |byte: u8| match byte {
-                b'0'..=b'9' => Some(byte - b'0'),
-                b'a'..=b'f' => Some(byte - b'a' + 10),
-                _ => None,
-            };
-            key[index] = match (digit(pair[0]), digit(pair[1])) {
-                (Some(high), Some(low)) => (high << 4) | low,
-                _ => return Err(self.error("the key file is not a vsh authority key")),
-            };
-        }
+        // The file is written in lower case; anything else is not one.
+        let key = Some(hex)
+            .filter(|hex| vsh_types::hex::is_lower(hex))
+            .and_then(vsh_types::hex::decode32)
+            .ok_or_else(|| self.error("the key file is not a vsh authority key"))?;
         Ok(AuthorityKey::from_bytes(key))
     }
 

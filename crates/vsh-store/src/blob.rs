@@ -370,7 +370,7 @@ enum Verified {
 }
 
 fn is_lower_hex(text: &str) -> bool {
-    text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+    vsh_types::hex::is_lower(text.as_bytes())
 }
 
 fn blobs_dir() -> VPath {

@@ -298,11 +298,7 @@ impl StoreError {
 }
 
 fn hex4(id: &[u8; 32]) -> String {
-    use std::fmt::Write as _;
-    id[..4].iter().fold(String::new(), |mut out, byte| {
-        let _ = write!(out, "{byte:02x}");
-        out
-    })
+    vsh_types::hex::encode(&id[..4])
 }
 
 impl From<LogError> for StoreError {

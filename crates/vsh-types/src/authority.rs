@@ -70,7 +70,7 @@ impl fmt::Debug for AuthorityKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print the secret: its id is enough to tell keys apart.
         let id = self.id();
-        write!(f, "AuthorityKey(id {:02x}{:02x}{:02x}{:02x}..)", id[0], id[1], id[2], id[3])
+        write!(f, "AuthorityKey(id {}..)", crate::hex::encode(&id[..4]))
     }
 }
 

@@ -59,33 +59,11 @@ pub struct DigestParseError {
 
 fn parse_hex32(kind: &'static str, input: &str) -> Result<[u8; 32], DigestParseError> {
     let error = || DigestParseError { kind, input: input.chars().take(80).collect() };
-    let bytes = input.as_bytes();
-    if bytes.len() != 64 {
-        return Err(error());
-    }
-    let mut out = [0u8; 32];
-    for (index, pair) in bytes.chunks_exact(2).enumerate() {
-        let high = hex_value(pair[0]).ok_or_else(error)?;
-        let low = hex_value(pair[1]).ok_or_else(error)?;
-        out[index] = (high << 4) | low;
-    }
-    Ok(out)
-}
-
-fn hex_value(byte: u8) -> Option<u8> {
-    match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        b'A'..=b'F' => Some(byte - b'A' + 10),
-        _ => None,
-    }
+    crate::hex::decode32(input.as_bytes()).ok_or_else(error)
 }
 
 fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8; 32]) -> fmt::Result {
-    for byte in bytes {
-        write!(f, "{byte:02x}")?;
-    }
-    Ok(())
+    f.write_str(&crate::hex::encode(bytes))
 }
 
 macro_rules! digest_type {

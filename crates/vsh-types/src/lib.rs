@@ -11,6 +11,7 @@ mod authority;
 pub mod canon;
 mod diff;
 mod digest;
+pub mod hex;
 mod node;
 mod path;
 mod readset;

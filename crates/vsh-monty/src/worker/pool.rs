@@ -89,7 +89,7 @@ fn hash_file(path: &Path) -> Result<([u8; 32], Stamp), WorkerError> {
 }
 
 fn hex(bytes: &[u8; 32]) -> String {
-    blake3::Hash::from_bytes(*bytes).to_hex().to_string()
+    vsh_types::hex::encode(bytes)
 }
 
 impl BinaryPin {
