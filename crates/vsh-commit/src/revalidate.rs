@@ -286,5 +286,7 @@ mod tests {
         assert!(!says_existed(&absent));
         assert_eq!(check_dependency(&view, &gone, &absent).unwrap(), None);
         assert_eq!(check_dependency(&view, &below_a_file, &absent).unwrap(), None);
+        // One that records nothing about the path holds wherever it is.
+        assert_eq!(check_dependency(&view, &gone, &Dependency::default()).unwrap(), None);
     }
 }

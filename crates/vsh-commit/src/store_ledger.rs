@@ -252,6 +252,14 @@ mod tests {
         // Not the reservation's transaction: moved by compare-and-transition.
         ledger.stale(other).unwrap();
         assert_eq!(state(&store, other), Some(TransactionState::Stale));
+        let third = created(&store, 3, TransactionState::AutoApproved);
+        let mut reservation = store.reserve(third, 20).unwrap();
+        store.advance(&mut reservation, CommitStep::Revalidating, 20).unwrap();
+        store.advance(&mut reservation, CommitStep::Committing, 20).unwrap();
+        drop(reservation);
+        ledger.recovery_required(third).unwrap();
+        assert_eq!(state(&store, third), Some(TransactionState::RecoveryRequired));
+        assert_eq!(state(&store, mine), Some(TransactionState::Revalidating), "the reservation's own is untouched");
         // Its own still goes through the reservation afterwards.
         ledger.committing(mine).unwrap();
         ledger.failed(mine).unwrap();
