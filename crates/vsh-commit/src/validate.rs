@@ -10,9 +10,6 @@ use vsh_types::{DiffEntry, NodeKind, NodeState, VPath};
 
 use crate::error::CommitError;
 
-/// The largest permission bits a state may carry.
-const MODE_MASK: u32 = 0o7777;
-
 /// Check `diff` against the rules in the crate docs; the first violation is
 /// [`CommitError::InvalidDiff`].
 pub(crate) fn validate(diff: &[DiffEntry], excluded: &[VPath]) -> Result<(), CommitError> {
@@ -57,7 +54,7 @@ pub(crate) fn validate(diff: &[DiffEntry], excluded: &[VPath]) -> Result<(), Com
 }
 
 fn check_state(state: &NodeState) -> Result<(), &'static str> {
-    if state.mode & !MODE_MASK != 0 {
+    if state.mode & !vsh_types::MODE_MASK != 0 {
         return Err("mode has bits outside 0o7777");
     }
     match state.kind {

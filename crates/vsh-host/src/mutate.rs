@@ -13,7 +13,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{self as rfs, AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
-use vsh_types::VPath;
+use vsh_types::{MODE_MASK, VPath};
 
 use crate::capdir::{CapDir, fstat};
 use crate::error::HostError;
@@ -25,9 +25,6 @@ const INITIAL_FILE_MODE: u32 = 0o600;
 
 /// Mode of a lock file created by [`CapDir::lock_exclusive`] or [`CapDir::lock_shared`].
 const LOCK_FILE_MODE: u32 = 0o600;
-
-/// Permission bits accepted by mode-setting calls; file-type bits are dropped.
-const PERMISSION_BITS: u32 = 0o7777;
 
 impl CapDir {
     /// Create a directory at `path` with exactly `mode` (permission bits only):
@@ -41,7 +38,7 @@ impl CapDir {
             return Err(HostError::AlreadyExists { path: path.clone() });
         }
         let (parent, leaf) = self.open_parent(path).map_err(|failure| failure.into_error("open", path))?;
-        match retry_intr(|| rfs::mkdirat(&parent, leaf, Mode::from_raw_mode(mode & PERMISSION_BITS))) {
+        match retry_intr(|| rfs::mkdirat(&parent, leaf, Mode::from_raw_mode(mode & MODE_MASK))) {
             Ok(()) => {}
             Err(Errno::EXIST) => return Err(HostError::AlreadyExists { path: path.clone() }),
             Err(Errno::NOENT) => return Err(HostError::NotFound { path: path.clone() }),
@@ -107,7 +104,7 @@ impl CapDir {
         })?;
         let mut file = File::from(fd);
         file.write_all(bytes).map_err(|source| HostError::Io { op: "write", path: path.clone(), source })?;
-        rfs::fchmod(&file, Mode::from_raw_mode(mode & PERMISSION_BITS))
+        rfs::fchmod(&file, Mode::from_raw_mode(mode & MODE_MASK))
             .map_err(|errno| HostError::io("fchmod", path, errno))?;
         if sync {
             retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
@@ -378,7 +375,7 @@ impl CapDir {
 /// Set the mode of the object behind an `O_PATH` descriptor (see [`CapDir::set_mode`]).
 fn chmod_opened(fd: BorrowedFd<'_>, mode: u32) -> rustix::io::Result<()> {
     let magic = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    retry_intr(|| rfs::chmod(magic.as_str(), Mode::from_raw_mode(mode & PERMISSION_BITS)))
+    retry_intr(|| rfs::chmod(magic.as_str(), Mode::from_raw_mode(mode & MODE_MASK)))
 }
 
 /// How long [`CapDir::lock_exclusive_within`] waits, and whom it tells.

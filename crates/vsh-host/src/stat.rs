@@ -70,7 +70,7 @@ impl HostStat {
         Self {
             kind: HostKind::from_raw_mode(stat.st_mode),
             size: u64::try_from(stat.st_size).unwrap_or(0),
-            mode: stat.st_mode & 0o7777,
+            mode: stat.st_mode & vsh_types::MODE_MASK,
             mtime_ns: i128::from(stat.st_mtime) * NANOS + i128::from(stat.st_mtime_nsec),
             ctime_ns: i128::from(stat.st_ctime) * NANOS + i128::from(stat.st_ctime_nsec),
             identity: FileIdentity { dev: u64::from(stat.st_dev), ino: u64::from(stat.st_ino) },

@@ -363,7 +363,7 @@ impl<'a> OsHost<'a> {
         self.authorize(&target.path, AccessKind::MetadataRead, target.guest)?;
         let last = self.follow(target, AccessKind::MetadataRead)?;
         let metadata = self.vfs.metadata(&last).map_err(|error| vfs_fault(error, target.guest))?;
-        let permissions = i64::from(metadata.mode & 0o7777);
+        let permissions = i64::from(metadata.mode & vsh_types::MODE_MASK);
         Ok(match metadata.kind {
             NodeKind::File => {
                 file_stat(0o100_000 | permissions, i64::try_from(metadata.size).unwrap_or(i64::MAX), metadata.mtime)

@@ -540,7 +540,7 @@ impl VirtualFs {
         if self.resolve(path)?.is_some() {
             return Err(VfsError::AlreadyExists { path: path.clone() });
         }
-        self.overlay.insert(path.clone(), Overlay::Dir { mode: mode & 0o7777, opaque: true });
+        self.overlay.insert(path.clone(), Overlay::Dir { mode: mode & vsh_types::MODE_MASK, opaque: true });
         self.effects.push(Effect::Mkdir(path.clone()));
         Ok(())
     }
@@ -619,7 +619,7 @@ impl VirtualFs {
         if path.is_root() {
             return Err(VfsError::RootMutation);
         }
-        let mode = mode & 0o7777;
+        let mode = mode & vsh_types::MODE_MASK;
         match self.require(path)? {
             Node::Base(NodeKind::File) => {
                 self.overlay.insert(path.clone(), Overlay::File { content: ContentSource::Base(path.clone()), mode });
