@@ -54,16 +54,7 @@ pub(crate) fn validate(diff: &[DiffEntry], excluded: &[VPath]) -> Result<(), Com
 }
 
 fn check_state(state: &NodeState) -> Result<(), &'static str> {
-    if state.mode & !vsh_types::MODE_MASK != 0 {
-        return Err("mode has bits outside 0o7777");
-    }
-    match state.kind {
-        NodeKind::File if state.content.is_none() => Err("a file state has no content digest"),
-        NodeKind::Symlink if state.content.is_none() => Err("a symlink state has no content digest"),
-        NodeKind::Symlink if state.mode != 0o777 => Err("a symlink state has a mode other than 0o777"),
-        NodeKind::Directory if state.content.is_some() || state.size != 0 => Err("a directory state has content"),
-        _ => Ok(()),
-    }
+    state.check()
 }
 
 /// Refuse a diff that changes a protected path: one the policy's rules deny

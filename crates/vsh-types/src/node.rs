@@ -109,14 +109,27 @@ impl NodeState {
             return Err(reader.invalid("node mode"));
         }
         let content = if reader.flag("content flag")? { Some(BlobId::from_bytes(reader.array()?)) } else { None };
-        let consistent = match kind {
-            NodeKind::Directory => content.is_none() && size == 0,
-            NodeKind::File | NodeKind::Symlink => content.is_some(),
-        };
-        if !consistent {
-            return Err(reader.invalid("node state"));
+        let state = Self { kind, size, mode, content };
+        state.check().map_err(|_| reader.invalid("node state"))?;
+        Ok(state)
+    }
+
+    /// The one check of a state's shape, wherever a state comes from (a
+    /// decoded record, a diff given to the committer): permission bits within
+    /// [`MODE_MASK`]; a file or symlink carries its content digest; a symlink's
+    /// mode is `0o777`; a directory has no content and size 0. The error says
+    /// which rule the state breaks.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.mode & !MODE_MASK != 0 {
+            return Err("mode has bits outside 0o7777");
         }
-        Ok(Self { kind, size, mode, content })
+        match self.kind {
+            NodeKind::File if self.content.is_none() => Err("a file state has no content digest"),
+            NodeKind::Symlink if self.content.is_none() => Err("a symlink state has no content digest"),
+            NodeKind::Symlink if self.mode != 0o777 => Err("a symlink state has a mode other than 0o777"),
+            NodeKind::Directory if self.content.is_some() || self.size != 0 => Err("a directory state has content"),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -132,6 +145,19 @@ impl Canonical for NodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symlink_state_with_another_mode_does_not_decode() {
+        let bad = NodeState { mode: 0o755, ..NodeState::symlink(b"target") };
+        assert_eq!(bad.check(), Err("a symlink state has a mode other than 0o777"));
+        let mut bytes = Vec::new();
+        bad.encode_canonical(&mut bytes);
+        assert!(NodeState::decode_canonical(&mut Reader::new(&bytes)).is_err());
+        let good = NodeState::symlink(b"target");
+        let mut bytes = Vec::new();
+        good.encode_canonical(&mut bytes);
+        assert_eq!(NodeState::decode_canonical(&mut Reader::new(&bytes)).unwrap(), good);
+    }
 
     #[test]
     fn canonical_round_trip() {
