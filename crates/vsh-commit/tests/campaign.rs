@@ -301,8 +301,19 @@ fn sigkill_campaign_of_commits_and_recoveries_with_racing_writers() -> Result {
     let mut tally = Tally::default();
     // VSH_CAMPAIGN_ONLY=N replays trial N alone (with the same draws).
     let only: Option<u64> = std::env::var("VSH_CAMPAIGN_ONLY").ok().and_then(|only| only.parse().ok());
-    for index in 0..TRIALS {
+    // Kills land by time, so on a loaded machine an outcome can be missed in
+    // the first TRIALS: up to as many more trials (the same seeded draws, in
+    // order) run until every outcome and phase has been seen.
+    let covered = |tally: &Tally| {
+        ["committed", "failed", "unresolved"].iter().all(|outcome| tally.outcomes.get(*outcome).is_some_and(|n| *n > 0))
+            && tally.commit_phases[1..].iter().all(|count| *count > 0)
+    };
+    let mut index = 0;
+    while index < TRIALS || (only.is_none() && !covered(&tally) && index < 2 * TRIALS) {
         let plan = draw(&mut rng, &campaign);
+        let index_now = index;
+        index += 1;
+        let index = index_now;
         if only.is_some_and(|only| only != index) {
             continue;
         }
@@ -342,7 +353,7 @@ fn sigkill_campaign_of_commits_and_recoveries_with_racing_writers() -> Result {
         *tally.outcomes.entry(outcome).or_default() += 1;
         std::fs::remove_dir_all(&trial)?;
     }
-    eprintln!("campaign seed {seed:#x}, {TRIALS} trials over a {:?} commit: {tally:?}", campaign.commit_time);
+    eprintln!("campaign seed {seed:#x}, {index} trials over a {:?} commit: {tally:?}", campaign.commit_time);
     if only.is_some() {
         return Ok(());
     }
