@@ -17,13 +17,11 @@
 use std::collections::BTreeMap;
 
 use vsh_store::txlog::{LogEntry, LogError, LogHeader, LogKey, LogState, Tail};
-use vsh_store::{
-    ApprovalGrant, ArtifactBinding, ArtifactError, ArtifactLimits, PendingArtifact, TransactionRecord, diff_digest,
-    write_set_digest,
-};
+use vsh_store::{ApprovalGrant, ArtifactError, ArtifactLimits, PendingArtifact, TransactionRecord};
 use vsh_types::{
-    BlobId, Dependency, DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeKind, NodeState, PolicyDigest,
-    PrincipalId, ProgramDigest, ReadSet, RuntimeConfigDigest, SnapshotId, TransactionId, TransactionState, VPath,
+    BindingDigests, BlobId, CanonicalDiff, Dependency, DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeKind,
+    NodeState, PolicyDigest, PrincipalId, ProgramDigest, ReadSet, RuntimeConfigDigest, SnapshotId, TransactionBinding,
+    TransactionId, TransactionState, VPath,
 };
 
 /// The key every log here is written and replayed with: the public one, so the fuzzer can
@@ -291,21 +289,20 @@ fn check_artifact_script(script: &[u8]) {
             [usize::from(bytes.next() % 4)];
         read_set.entries.insert(path, Dependency { kind, ..Dependency::default() });
     }
-    let diff: Vec<DiffEntry> = diff.into_values().collect();
+    let diff = CanonicalDiff::new(diff.into_values().collect()).expect("a map's entries are sorted");
     let intent: String = (0..bytes.next() % 16).map(|_| char::from(b'a' + bytes.next() % 26)).collect();
     let evidence: Vec<u8> = (0..bytes.next() % 32).map(|_| bytes.next()).collect();
-    let binding = ArtifactBinding {
-        transaction: TransactionId::digest(&[bytes.next()]),
+    let binding = TransactionBinding::new(BindingDigests {
         snapshot: SnapshotId::digest(b"base"),
-        program: ProgramDigest::digest(b"program"),
+        program: ProgramDigest::digest(&[bytes.next()]),
         intent: IntentDigest::digest(intent.as_bytes()),
         read_set: read_set.digest(),
-        write_set: write_set_digest(&diff),
-        diff: diff_digest(&diff),
+        write_set: diff.write_set_digest(),
+        diff: diff.digest(),
         policy: PolicyDigest::digest(b"policy"),
         runtime_config: RuntimeConfigDigest::digest(b"config"),
         evidence: ExecutionEvidenceDigest::digest(&evidence),
-    };
+    });
     let artifact = PendingArtifact { binding, intent, diff, read_set, evidence };
     assert_eq!(artifact.verify(&LIMITS), Ok(()));
     let encoded = artifact.encode();

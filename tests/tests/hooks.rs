@@ -82,7 +82,7 @@ fn every_decision_on_pending_work() {
             assert_eq!(resolution.state, expected, "{decision:?} {scope:?}");
             assert_eq!(resolution.hook.decision, decision);
             assert_eq!(hooked.hook().calls(), 1);
-            assert_eq!(hooked.hook().seen.lock().unwrap()[0].transaction, receipt.transaction);
+            assert_eq!(hooked.hook().seen.lock().unwrap()[0].transaction(), receipt.transaction);
             assert_eq!(state(hooked.runtime(), &receipt), expected);
             assert_eq!(!dir.path().join("old.txt").exists(), deleted, "{decision:?} {scope:?}");
         }
@@ -135,7 +135,7 @@ fn direct_commit_cannot_bypass_an_applicable_hook() {
     let Err(VshError::HookRequired(event)) = runtime.commit(preview.transaction, 1) else {
         panic!("commit bypassed the hook")
     };
-    assert_eq!(event.transaction, preview.transaction);
+    assert_eq!(event.transaction(), preview.transaction);
     let pending = runtime.preview(&RunRequest::new(DELETE)).unwrap();
     assert!(matches!(runtime.commit(pending.transaction, 1), Err(VshError::HookRequired(_))));
     assert_eq!(tree(dir.path()), before);
@@ -143,7 +143,7 @@ fn direct_commit_cannot_bypass_an_applicable_hook() {
     // A forged or stale event is refused.
     let CommitPreparation::Review(real) = runtime.prepare_commit(preview.transaction).unwrap() else { panic!() };
     let mut forged = (*real).clone();
-    forged.diff.clear();
+    forged.diff = vsh::CanonicalDiff::default();
     assert!(matches!(
         runtime.resolve_commit(&forged, HookDecision::Approve { reason: String::new() }, 2),
         Err(VshError::HookEventMismatch(_))

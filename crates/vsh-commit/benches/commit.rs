@@ -23,7 +23,7 @@ use vsh_commit::{
 };
 use vsh_host::CapDir;
 use vsh_store::{BlobStore, DataDir};
-use vsh_types::{DiffEntry, NodeState, ReadSet, TransactionId, TransactionState, VPath};
+use vsh_types::{CanonicalDiff, DiffEntry, NodeState, ReadSet, TransactionId, TransactionState, VPath};
 
 const SIZES: [usize; 3] = [1, 100, 1000];
 const RUNS: usize = 9;
@@ -114,7 +114,7 @@ fn workspace(parent: &Path, files: usize) -> PathBuf {
 }
 
 /// The diff rewriting every file; the new contents go into `blobs`.
-fn diff(files: usize, blobs: &BlobStore) -> Vec<DiffEntry> {
+fn diff(files: usize, blobs: &BlobStore) -> CanonicalDiff {
     let mut entries: Vec<DiffEntry> = (0..files)
         .map(|index| {
             let after = after_bytes(index);
@@ -128,7 +128,7 @@ fn diff(files: usize, blobs: &BlobStore) -> Vec<DiffEntry> {
         })
         .collect();
     entries.sort_by(|left, right| left.path.cmp(&right.path));
-    entries
+    CanonicalDiff::new(entries).expect("sorted")
 }
 
 struct Setup {
@@ -165,7 +165,7 @@ impl FaultInjector for Phases {
 }
 
 /// Where the time of one commit of `entries` goes, phase by phase.
-fn phases(scratch: &Path, files: usize, entries: &[DiffEntry], blobs: &BlobStore) {
+fn phases(scratch: &Path, files: usize, entries: &CanonicalDiff, blobs: &BlobStore) {
     let setup = setup(scratch, files, 1000);
     let reads = ReadSet::default();
     let request = CommitRequest::new(setup.transaction, entries, &reads, blobs);

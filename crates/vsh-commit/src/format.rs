@@ -17,7 +17,7 @@
 //! These types describe files; they do no I/O and make no decisions.
 
 use vsh_types::canon::{self, DecodeError, Reader};
-use vsh_types::{AuthorityKey, DiffEntry, NodeKind, TransactionId};
+use vsh_types::{AuthorityKey, CanonicalDiff, DiffEntry, DiffOrderError, NodeKind, TransactionId};
 
 /// First bytes of a plan file.
 pub const PLAN_MAGIC: [u8; 8] = *b"VSHPLN02";
@@ -261,15 +261,12 @@ impl Plan {
         let count = reader.length(MAX_PLAN_ENTRIES, MIN_ENTRY_BYTES).map_err(decode)?;
         let mut entries: Vec<DiffEntry> = Vec::with_capacity(count);
         for _ in 0..count {
-            let entry = DiffEntry::decode_canonical(&mut reader, MAX_PATH_BYTES).map_err(decode)?;
-            if entry.path.is_root() {
-                return Err(invalid("the root is a diff entry"));
-            }
-            if entries.last().is_some_and(|last| last.path >= entry.path) {
-                return Err(invalid("entries are not strictly sorted by path"));
-            }
-            entries.push(entry);
+            entries.push(DiffEntry::decode_canonical(&mut reader, MAX_PATH_BYTES).map_err(decode)?);
         }
+        CanonicalDiff::check_order(&entries).map_err(|error| match error {
+            DiffOrderError::Root => invalid("the root is a diff entry"),
+            _ => invalid("entries are not strictly sorted by path"),
+        })?;
         let bound = (entries.len() as u64).saturating_mul(MAX_OPERATIONS_PER_ENTRY);
         let count = reader.length(bound, MIN_OPERATION_BYTES).map_err(decode)?;
         let mut operations = Vec::with_capacity(count);

@@ -101,7 +101,7 @@ use std::sync::atomic::Ordering;
 
 use vsh_host::{CapDir, HostError, LockGuard, LockWait};
 use vsh_store::BlobStore;
-use vsh_types::{AuthorityKey, DiffEntry, ReadSet, TransactionId, VPath};
+use vsh_types::{AuthorityKey, CanonicalDiff, ReadSet, TransactionId, VPath};
 
 pub use error::{CommitError, Conflict, ConflictReason};
 pub use fault::{CrashAt, FaultInjector, FaultPoint, NoFaults};
@@ -128,8 +128,8 @@ pub const DEFAULT_RUNTIME_DIR: &str = ".vsh";
 pub struct CommitRequest<'a> {
     /// The transaction (names its staging directory and its receipt).
     pub transaction: TransactionId,
-    /// The canonical diff, sorted by path.
-    pub diff: &'a [DiffEntry],
+    /// The canonical diff (sorted by path by construction).
+    pub diff: &'a CanonicalDiff,
     /// Everything the run depended on.
     pub reads: &'a ReadSet,
     /// Where the new content of every file and symlink is stored.
@@ -140,7 +140,7 @@ pub struct CommitRequest<'a> {
 
 impl<'a> CommitRequest<'a> {
     /// A request listing up to [`DEFAULT_MAX_CONFLICTS`] conflicts.
-    pub fn new(transaction: TransactionId, diff: &'a [DiffEntry], reads: &'a ReadSet, blobs: &'a BlobStore) -> Self {
+    pub fn new(transaction: TransactionId, diff: &'a CanonicalDiff, reads: &'a ReadSet, blobs: &'a BlobStore) -> Self {
         Self { transaction, diff, reads, blobs, max_conflicts: DEFAULT_MAX_CONFLICTS }
     }
 }
@@ -336,9 +336,9 @@ impl Committer {
     /// Revalidate only: validate the diff, take the lock, check every
     /// dependency and precondition, and apply nothing.
     pub fn revalidate(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
-        validate::validate(request.diff, &self.excluded)?;
+        validate::validate(request.diff.entries(), &self.excluded)?;
         let _session = self.blocking_session()?;
-        revalidate::revalidate(&self.view(), request.diff, request.reads, request.max_conflicts).map(drop)
+        revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts).map(drop)
     }
 
     /// Recover every interrupted commit on this workspace (blocking for the
@@ -414,7 +414,7 @@ impl Committer {
         if let Err(error) = self.check_request(request) {
             return Err(untouched(error));
         }
-        let plan = plan::lower(transaction, request.diff);
+        let plan = plan::lower(transaction, request.diff.entries());
         let encoded = plan.encode(&self.key);
         let mut digest = [0_u8; 32];
         digest.copy_from_slice(&encoded[encoded.len() - 32..]);
@@ -491,12 +491,12 @@ impl Committer {
     fn check_request(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
         // The bound first: validating a diff costs in proportion to its length.
         if request.diff.len() as u64 > format::MAX_PLAN_ENTRIES {
-            let path = request.diff[0].path.clone();
+            let path = request.diff.entries()[0].path.clone();
             return Err(CommitError::InvalidDiff { path, reason: "the diff has more entries than a plan holds" });
         }
-        validate::validate(request.diff, &self.excluded)?;
+        validate::validate(request.diff.entries(), &self.excluded)?;
         if let Some(policy) = &self.protection {
-            validate::check_protected(request.diff, policy, &self.view())?;
+            validate::check_protected(request.diff.entries(), policy, &self.view())?;
         }
         Ok(())
     }
@@ -540,7 +540,8 @@ impl Committer {
         ws.syncfs().map_err(CommitError::host("sync stage", &txn.root))?;
         syncs.filesystem();
         check(faults, FaultPoint::StageSynced)?;
-        let revalidated = revalidate::revalidate(&self.view(), request.diff, request.reads, request.max_conflicts)?;
+        let revalidated =
+            revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts)?;
         let witnesses = apply::intent_witnesses(ws, plan, &staged, &revalidated.before)?;
         check(faults, FaultPoint::Revalidated)?;
         Ok((witnesses, revalidated.checked))

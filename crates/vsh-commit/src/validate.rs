@@ -11,14 +11,10 @@ use vsh_types::{DiffEntry, NodeKind, NodeState, VPath};
 use crate::error::CommitError;
 
 /// Check `diff` against the rules in the crate docs; the first violation is
-/// [`CommitError::InvalidDiff`].
+/// [`CommitError::InvalidDiff`]. The entries' order is held by
+/// [`vsh_types::CanonicalDiff`], which every caller's diff is.
 pub(crate) fn validate(diff: &[DiffEntry], excluded: &[VPath]) -> Result<(), CommitError> {
     let invalid = |path: &VPath, reason: &'static str| CommitError::InvalidDiff { path: path.clone(), reason };
-    for pair in diff.windows(2) {
-        if pair[0].path >= pair[1].path {
-            return Err(invalid(&pair[1].path, "entries are not strictly sorted by path"));
-        }
-    }
     let by_path: BTreeMap<&VPath, &DiffEntry> = diff.iter().map(|entry| (&entry.path, entry)).collect();
     for entry in diff {
         let path = &entry.path;

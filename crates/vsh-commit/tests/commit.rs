@@ -10,12 +10,12 @@ use std::time::{Duration, SystemTime};
 use vsh_commit::{CommitError, CommitReceipt, CommitRequest, Committer, ConflictReason};
 use vsh_host::CapDir;
 use vsh_store::{BlobStore, DataDir};
-use vsh_types::{DiffEntry, DiffKind, NodeKind, NodeState, TransactionId, VPath};
+use vsh_types::{CanonicalDiff, DiffEntry, DiffKind, NodeKind, NodeState, TransactionId, VPath};
 use vsh_vfs::{ReadSet, VfsError, VirtualFs};
 
 mod support;
 
-use support::{Node, Result, Run, Tree, Workspace, chmod, file, mode_of, p, tree, write};
+use support::{Node, Result, Run, Tree, Workspace, canonical, chmod, file, mode_of, p, tree, write};
 
 /// A workspace with a data directory and blob store inside its runtime dir.
 struct Fixture {
@@ -459,14 +459,19 @@ fn malformed_diffs_are_refused_before_anything_is_observed() -> Result {
     let reads = ReadSet::default();
     let file = NodeState::file_with(b"x", 0o644);
     let check = |entries: Vec<DiffEntry>, reason: &str| {
-        let request = CommitRequest::new(TransactionId::digest(b"bad"), &entries, &reads, &fx.blobs);
+        let diff = CanonicalDiff::new(entries).expect("sorted");
+        let request = CommitRequest::new(TransactionId::digest(b"bad"), &diff, &reads, &fx.blobs);
         match fx.committer.commit(&request) {
             Err(CommitError::InvalidDiff { reason: got, .. }) => assert_eq!(got, reason),
             other => panic!("expected an invalid diff ({reason}), got {other:?}"),
         }
     };
     let create = |path: &str| DiffEntry::between(p(path), None, Some(file)).unwrap();
-    check(vec![create("b"), create("a")], "entries are not strictly sorted by path");
+    // Unsorted entries never make a diff: the order is the type's.
+    assert_eq!(
+        CanonicalDiff::new(vec![create("b"), create("a")]),
+        Err(vsh_types::DiffOrderError::OutOfOrder { path: p("a") })
+    );
     check(vec![create(".vsh/evil")], "path is within vsh's runtime or data directory");
     check(
         vec![DiffEntry::between(p(".vsh"), Some(NodeState::directory(0o700)), None).unwrap()],
@@ -510,7 +515,7 @@ fn without_read_set_dependencies_preconditions_still_guard_the_apply() -> Result
     let target = fx.dir.path().join("outside-target");
     std::fs::create_dir(&target)?;
     std::os::unix::fs::symlink(&target, root.join("d"))?;
-    let create = vec![DiffEntry::between(p("d/new"), None, Some(new_file)).unwrap()];
+    let create = canonical(vec![DiffEntry::between(p("d/new"), None, Some(new_file)).unwrap()]);
     let request = CommitRequest::new(TransactionId::digest(b"create"), &create, &reads, &fx.blobs);
     let error = fx.committer.commit(&request).unwrap_err();
     assert_eq!(stale_paths(&error), vec![("d/new".to_owned(), ConflictReason::Unreadable)]);
@@ -520,10 +525,10 @@ fn without_read_set_dependencies_preconditions_still_guard_the_apply() -> Result
     write(&root, "gone/known", b"k");
     chmod(&root, "gone", 0o755);
     chmod(&root, "gone/known", 0o644);
-    let delete = vec![
+    let delete = canonical(vec![
         DiffEntry::between(p("gone"), Some(NodeState::directory(0o755)), None).unwrap(),
         DiffEntry::between(p("gone/known"), Some(NodeState::file_with(b"k", 0o644)), None).unwrap(),
-    ];
+    ]);
     write(&root, "gone/late", b"arrived after the preview");
     let request = CommitRequest::new(TransactionId::digest(b"delete"), &delete, &reads, &fx.blobs);
     let error = fx.committer.commit(&request).unwrap_err();
@@ -585,7 +590,7 @@ fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written
         ("pkg/state/blobs/x", Some(NodeState::file_with(b"blob", 0o644)), None),
         ("sub/.vsh", None, Some(NodeState::directory(0o700))),
     ] {
-        let diff = vec![DiffEntry::between(p(path), before_state, after_state).expect("a change")];
+        let diff = canonical(vec![DiffEntry::between(p(path), before_state, after_state).expect("a change")]);
         let reads = ReadSet::default();
         let request = CommitRequest::new(TransactionId::digest(path.as_bytes()), &diff, &reads, &fixture.blobs);
         let refused = protected.commit(&request);
@@ -596,10 +601,10 @@ fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written
         assert_eq!(tree(&root), before, "{path}");
     }
     // Without the check, the same forged diff would have been written.
-    let diff = vec![
+    let diff = canonical(vec![
         DiffEntry::between(p(".git/config"), Some(NodeState::file_with(b"[core]\n", 0o644)), Some(evil))
             .expect("a change"),
-    ];
+    ]);
     let reads = ReadSet::default();
     fixture.committer.commit(&CommitRequest::new(
         TransactionId::digest(b"unchecked"),
@@ -688,15 +693,12 @@ fn commit_recorded(
 #[test]
 fn a_diff_with_more_entries_than_a_plan_holds_is_refused_before_anything_is_looked_at() -> Result {
     let fx = Fixture::new()?;
-    let entry = DiffEntry {
-        path: p("x"),
-        kind: DiffKind::Create,
-        before: None,
-        after: Some(NodeState { kind: NodeKind::Directory, size: 0, mode: 0o755, content: None }),
-    };
-    // Not even a valid diff (one path, many times): the bound is checked first.
+    let directory = Some(NodeState { kind: NodeKind::Directory, size: 0, mode: 0o755, content: None });
+    // Not even a valid diff (no parent directory for any of them): the bound is checked first.
     let entries = usize::try_from(vsh_commit::format::MAX_PLAN_ENTRIES).unwrap() + 1;
-    let diff = vec![entry; entries];
+    let diff = canonical(
+        (0..entries).map(|index| DiffEntry::between(p(&format!("x/{index:08}")), None, directory).unwrap()).collect(),
+    );
     let reads = ReadSet::default();
     let request = CommitRequest {
         transaction: TransactionId::from_bytes([3; 32]),
@@ -983,7 +985,8 @@ fn without_read_set_dependencies_a_created_files_missing_parent_is_stale() -> Re
     fx.blobs.put(b"payload")?;
     // The parent is gone: the created path itself is still absent, so only
     // the parent check tells the commit that it cannot be made.
-    let create = vec![DiffEntry::between(p("d/new"), None, Some(NodeState::file_with(b"payload", 0o644))).unwrap()];
+    let create =
+        canonical(vec![DiffEntry::between(p("d/new"), None, Some(NodeState::file_with(b"payload", 0o644))).unwrap()]);
     let request = CommitRequest::new(TransactionId::digest(b"create"), &create, &reads, &fx.blobs);
     let error = fx.committer.commit(&request).unwrap_err();
     let expected = ConflictReason::Kind { expected: Some(NodeKind::Directory), actual: None };
@@ -1072,7 +1075,7 @@ fn a_diff_removing_an_ancestor_of_an_excluded_data_directory_is_refused() -> Res
     fx.blobs.put(b"f")?;
     // Removing it, or turning it into a file, would take the data directory with it.
     for after in [None, Some(NodeState::file_with(b"f", 0o644))] {
-        let diff = vec![DiffEntry::between(p("state"), Some(NodeState::directory(0o755)), after).unwrap()];
+        let diff = canonical(vec![DiffEntry::between(p("state"), Some(NodeState::directory(0o755)), after).unwrap()]);
         let request = CommitRequest::new(TransactionId::digest(b"remove state"), &diff, &reads, &fx.blobs);
         let error = committer.commit(&request).unwrap_err();
         assert!(
@@ -1104,7 +1107,7 @@ fn a_protection_rule_for_one_kind_of_change_is_held_to_that_kind_at_commit() -> 
         ("keep/old", Some(NodeState::file_with(b"old", 0o644)), Some(new), false),
         ("fresh/x", Some(NodeState::file_with(b"x", 0o644)), Some(new), false),
     ] {
-        let diff = vec![DiffEntry::between(p(path), before, after).unwrap()];
+        let diff = canonical(vec![DiffEntry::between(p(path), before, after).unwrap()]);
         let request = CommitRequest::new(TransactionId::digest(path.as_bytes()), &diff, &reads, &fx.blobs);
         let result = protected.commit(&request);
         assert_eq!(matches!(result, Err(CommitError::Protected { .. })), refused, "{path} {after:?}: {result:?}");

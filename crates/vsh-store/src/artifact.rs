@@ -7,10 +7,11 @@
 //! re-derives the diff, write-set and read-set digests from the entries it
 //! carries, and the intent and evidence digests from their bytes, and refuses
 //! any mismatch with the binding ([`ArtifactError::Binding`]): a tampered
-//! entry cannot ride on an untouched binding. The transaction id itself cannot
-//! be re-derived here (it also binds a per-run nonce the runtime chooses), so
-//! [`crate::TransactionStore::load_artifact`] checks it against the record the
-//! artifact was loaded for.
+//! entry cannot ride on an untouched binding. The transaction id is then
+//! re-derived from the binding's digests ([`TransactionBinding::verify`]), so a
+//! changed snapshot, program, policy or configuration digest is refused too, and
+//! [`crate::TransactionStore::load_artifact`] checks the id against the record
+//! the artifact was loaded for.
 //!
 //! # Layout
 //!
@@ -35,8 +36,9 @@
 
 use vsh_types::canon::{self, Canonical, DecodeError, Reader};
 use vsh_types::{
-    BlobId, DiffDigest, DiffEntry, DomainHasher, ExecutionEvidenceDigest, IntentDigest, PolicyDigest, ProgramDigest,
-    ReadSet, ReadSetDigest, RuntimeConfigDigest, SnapshotId, TransactionId, WriteSetDigest,
+    BindingDigests, BlobId, CanonicalDiff, DiffDigest, DiffEntry, DomainHasher, ExecutionEvidenceDigest, IntentDigest,
+    PolicyDigest, ProgramDigest, ReadSet, ReadSetDigest, RuntimeConfigDigest, SnapshotId, TransactionBinding,
+    TransactionId, WriteSetDigest,
 };
 
 /// The first eight bytes of an artifact.
@@ -83,40 +85,15 @@ impl Default for ArtifactLimits {
     }
 }
 
-/// What a pending transaction is bound to: every digest its id was derived from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ArtifactBinding {
-    /// The transaction.
-    pub transaction: TransactionId,
-    /// The observed base.
-    pub snapshot: SnapshotId,
-    /// The program.
-    pub program: ProgramDigest,
-    /// The intent text (`IntentDigest::digest` of its UTF-8 bytes).
-    pub intent: IntentDigest,
-    /// The read set.
-    pub read_set: ReadSetDigest,
-    /// The write set (see [`write_set_digest`]).
-    pub write_set: WriteSetDigest,
-    /// The diff (see [`diff_digest`]).
-    pub diff: DiffDigest,
-    /// The policy in force.
-    pub policy: PolicyDigest,
-    /// The security-relevant runtime configuration.
-    pub runtime_config: RuntimeConfigDigest,
-    /// The execution evidence (`ExecutionEvidenceDigest::digest` of the evidence bytes).
-    pub evidence: ExecutionEvidenceDigest,
-}
-
 /// A pending transaction's artifact: its binding and what the binding covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingArtifact {
-    /// The digests the transaction is bound to.
-    pub binding: ArtifactBinding,
+    /// The transaction id and the digests it derives from.
+    pub binding: TransactionBinding,
     /// The caller's intent text.
     pub intent: String,
-    /// The canonical diff entries, sorted by path.
-    pub diff: Vec<DiffEntry>,
+    /// The canonical diff.
+    pub diff: CanonicalDiff,
     /// What the run depended on.
     pub read_set: ReadSet,
     /// Opaque evidence (decision, output, statistics) as the runtime encoded it.
@@ -170,8 +147,8 @@ pub enum ArtifactError {
     #[error("artifact field is malformed")]
     Malformed(#[from] DecodeError),
     /// Diff entries out of order, duplicated, or touching the root.
-    #[error("artifact diff entries are not canonical")]
-    DiffOrder,
+    #[error("artifact diff entries are not canonical: {0}")]
+    DiffOrder(#[from] vsh_types::DiffOrderError),
     /// The intent is not UTF-8.
     #[error("artifact intent is not UTF-8")]
     IntentEncoding,
@@ -183,36 +160,15 @@ pub enum ArtifactError {
     },
 }
 
-/// The diff digest of canonical entries: `DiffDigest` over the canonical
-/// sequence (count, then each entry), as `vsh_vfs::CanonicalDiff` computes it.
-pub fn diff_digest(entries: &[DiffEntry]) -> DiffDigest {
-    let mut out = Vec::new();
-    canon::put_seq(&mut out, entries.iter());
-    DiffDigest::digest(&out)
-}
-
-/// The write-set digest of canonical entries: `WriteSetDigest` over the count,
-/// then each entry's path and optional before state, as
-/// `vsh_vfs::CanonicalDiff::write_set_digest` computes it.
-pub fn write_set_digest(entries: &[DiffEntry]) -> WriteSetDigest {
-    let mut out = Vec::new();
-    canon::put_u64(&mut out, entries.len() as u64);
-    for entry in entries {
-        entry.path.encode_canonical(&mut out);
-        canon::put_option(&mut out, entry.before.as_ref());
-    }
-    WriteSetDigest::digest(&out)
-}
-
 impl PendingArtifact {
     /// The encoding (see the module docs). It does not check anything; use
     /// [`PendingArtifact::verify`] first, or let
     /// [`crate::TransactionStore::put_artifact`] do it.
     pub fn encode(&self) -> Vec<u8> {
         let mut body = Vec::new();
-        let binding = &self.binding;
+        let binding = self.binding.digests();
         for digest in [
-            binding.transaction.as_bytes(),
+            self.binding.transaction().as_bytes(),
             binding.snapshot.as_bytes(),
             binding.program.as_bytes(),
             binding.intent.as_bytes(),
@@ -226,7 +182,7 @@ impl PendingArtifact {
             body.extend_from_slice(digest);
         }
         canon::put_bytes(&mut body, self.intent.as_bytes());
-        canon::put_seq(&mut body, self.diff.iter());
+        self.diff.encode_canonical(&mut body);
         self.read_set.encode_canonical(&mut body);
         canon::put_bytes(&mut body, &self.evidence);
         let mut out = Vec::with_capacity(body.len() + ARTIFACT_OVERHEAD);
@@ -241,7 +197,8 @@ impl PendingArtifact {
     /// Decode and verify an artifact: the size bound first, then magic,
     /// length and checksum, then every field with its count or length checked
     /// against `limits` and the remaining bytes before any allocation, then
-    /// the re-derived digests against the binding.
+    /// the re-derived digests against the binding, then the transaction id
+    /// against the digests.
     pub fn decode(bytes: &[u8], limits: &ArtifactLimits) -> Result<Self, ArtifactError> {
         let size = bytes.len() as u64;
         if size > limits.max_total_bytes {
@@ -270,9 +227,7 @@ impl PendingArtifact {
         if checksum(sealed) != sum {
             return Err(ArtifactError::Checksum);
         }
-        let artifact = Self::decode_body(&sealed[16..], limits)?;
-        artifact.verify_digests()?;
-        Ok(artifact)
+        Self::decode_body(&sealed[16..], limits)
     }
 
     fn decode_body(body: &[u8], limits: &ArtifactLimits) -> Result<Self, ArtifactError> {
@@ -280,8 +235,8 @@ impl PendingArtifact {
         if body.len() < BINDING_LEN {
             return Err(ArtifactError::Truncated);
         }
-        let binding = ArtifactBinding {
-            transaction: TransactionId::from_bytes(reader.array()?),
+        let transaction = TransactionId::from_bytes(reader.array()?);
+        let digests = BindingDigests {
             snapshot: SnapshotId::from_bytes(reader.array()?),
             program: ProgramDigest::from_bytes(reader.array()?),
             intent: IntentDigest::from_bytes(reader.array()?),
@@ -298,14 +253,11 @@ impl PendingArtifact {
         let count = peek_u64(&reader)?;
         check_limit("diff entry count", count, limits.max_entries)?;
         let count = reader.length(limits.max_entries, MIN_DIFF_ENTRY)?;
-        let mut diff: Vec<DiffEntry> = Vec::with_capacity(count);
+        let mut entries: Vec<DiffEntry> = Vec::with_capacity(count);
         for _ in 0..count {
-            let entry = DiffEntry::decode_canonical(&mut reader, limits.max_path_bytes)?;
-            if entry.path.is_root() || diff.last().is_some_and(|last| last.path >= entry.path) {
-                return Err(ArtifactError::DiffOrder);
-            }
-            diff.push(entry);
+            entries.push(DiffEntry::decode_canonical(&mut reader, limits.max_path_bytes)?);
         }
+        let diff = CanonicalDiff::new(entries)?;
         check_limit("dependency count", peek_u64(&reader)?, limits.max_dependencies)?;
         // The decoder bounds the count by the remaining bytes too, before allocating.
         let read_set = ReadSet::decode_canonical(&mut reader, limits.max_dependencies, limits.max_path_bytes)?;
@@ -314,11 +266,15 @@ impl PendingArtifact {
         if reader.remaining() != 0 {
             return Err(ArtifactError::Trailing { remaining: reader.remaining() as u64 });
         }
+        check_digests(&digests, &intent, &diff, &read_set, &evidence)?;
+        let binding = TransactionBinding::verify(transaction, digests)
+            .map_err(|_| ArtifactError::Binding { field: "transaction" })?;
         Ok(Self { binding, intent, diff, read_set, evidence })
     }
 
-    /// Check this artifact as [`PendingArtifact::decode`] would: limits,
-    /// canonical diff order, and every re-derivable digest of the binding.
+    /// Check this artifact as [`PendingArtifact::decode`] would: limits and
+    /// every re-derivable digest of the binding (the diff's order and the
+    /// binding's id are held by their types).
     pub fn verify(&self, limits: &ArtifactLimits) -> Result<(), ArtifactError> {
         check_limit("intent length", self.intent.len() as u64, limits.max_intent_bytes)?;
         check_limit("diff entry count", self.diff.len() as u64, limits.max_entries)?;
@@ -326,18 +282,14 @@ impl PendingArtifact {
         check_limit("evidence length", self.evidence.len() as u64, limits.max_evidence_bytes)?;
         let longest = self
             .diff
+            .entries()
             .iter()
             .map(|entry| entry.path.as_str().len())
             .chain(self.read_set.entries.keys().map(|path| path.as_str().len()))
             .max()
             .unwrap_or(0);
         check_limit("path length", longest as u64, limits.max_path_bytes)?;
-        for (index, entry) in self.diff.iter().enumerate() {
-            if entry.path.is_root() || (index > 0 && self.diff[index - 1].path >= entry.path) {
-                return Err(ArtifactError::DiffOrder);
-            }
-        }
-        self.verify_digests()?;
+        check_digests(self.binding.digests(), &self.intent, &self.diff, &self.read_set, &self.evidence)?;
         let size = self.encoded_len();
         if size > limits.max_total_bytes {
             return Err(ArtifactError::TooLarge { size, max: limits.max_total_bytes });
@@ -345,32 +297,38 @@ impl PendingArtifact {
         Ok(())
     }
 
-    fn verify_digests(&self) -> Result<(), ArtifactError> {
-        let binding = &self.binding;
-        let checks = [
-            (diff_digest(&self.diff) == binding.diff, "diff"),
-            (write_set_digest(&self.diff) == binding.write_set, "write set"),
-            (self.read_set.digest() == binding.read_set, "read set"),
-            (IntentDigest::digest(self.intent.as_bytes()) == binding.intent, "intent"),
-            (ExecutionEvidenceDigest::digest(&self.evidence) == binding.evidence, "evidence"),
-        ];
-        match checks.iter().find(|(ok, _)| !ok) {
-            Some((_, field)) => Err(ArtifactError::Binding { field }),
-            None => Ok(()),
-        }
-    }
-
     /// The encoded length, without encoding.
     fn encoded_len(&self) -> u64 {
-        let diff: usize = self.diff.iter().map(|entry| entry.to_canonical_bytes().len()).sum();
+        let diff = self.diff.encoded_len();
         let reads = self.read_set.to_canonical_bytes().len();
-        (ARTIFACT_OVERHEAD + BINDING_LEN + 8 + self.intent.len() + 8 + diff + reads + 8 + self.evidence.len()) as u64
+        (ARTIFACT_OVERHEAD + BINDING_LEN + 8 + self.intent.len() + diff + reads + 8 + self.evidence.len()) as u64
     }
 
     /// The blobs the diff's after states need (file contents and symlink
     /// targets): what a commit reads from the blob store.
     pub fn content_blobs(&self) -> impl Iterator<Item = BlobId> + '_ {
-        self.diff.iter().filter_map(|entry| entry.after.and_then(|state| state.content))
+        self.diff.content_blobs()
+    }
+}
+
+/// Every digest of `digests` that can be re-derived from the content beside it.
+fn check_digests(
+    digests: &BindingDigests,
+    intent: &str,
+    diff: &CanonicalDiff,
+    read_set: &ReadSet,
+    evidence: &[u8],
+) -> Result<(), ArtifactError> {
+    let checks = [
+        (diff.digest() == digests.diff, "diff"),
+        (diff.write_set_digest() == digests.write_set, "write set"),
+        (read_set.digest() == digests.read_set, "read set"),
+        (IntentDigest::digest(intent.as_bytes()) == digests.intent, "intent"),
+        (ExecutionEvidenceDigest::digest(evidence) == digests.evidence, "evidence"),
+    ];
+    match checks.iter().find(|(ok, _)| !ok) {
+        Some((_, field)) => Err(ArtifactError::Binding { field }),
+        None => Ok(()),
     }
 }
 
@@ -386,27 +344,4 @@ fn peek_u64(reader: &Reader<'_>) -> Result<u64, ArtifactError> {
 
 fn check_limit(what: &'static str, value: u64, max: u64) -> Result<(), ArtifactError> {
     if value > max { Err(ArtifactError::LimitExceeded { what, value, max }) } else { Ok(()) }
-}
-
-#[cfg(test)]
-mod tests {
-    use vsh_types::{NodeState, VPath};
-
-    use super::*;
-
-    #[test]
-    fn digests_match_the_documented_formulas() {
-        let entries = vec![
-            DiffEntry::between(VPath::parse("a").unwrap(), None, Some(NodeState::file_with(b"x", 0o644))).unwrap(),
-        ];
-        let mut out = Vec::new();
-        canon::put_u64(&mut out, 1);
-        entries[0].encode_canonical(&mut out);
-        assert_eq!(diff_digest(&entries), DiffDigest::digest(&out));
-        let mut out = Vec::new();
-        canon::put_u64(&mut out, 1);
-        entries[0].path.encode_canonical(&mut out);
-        canon::put_u8(&mut out, 0);
-        assert_eq!(write_set_digest(&entries), WriteSetDigest::digest(&out));
-    }
 }

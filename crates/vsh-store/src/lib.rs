@@ -50,9 +50,7 @@ mod tempname;
 pub mod txlog;
 mod txn;
 
-pub use artifact::{
-    ARTIFACT_MAGIC, ArtifactBinding, ArtifactError, ArtifactLimits, PendingArtifact, diff_digest, write_set_digest,
-};
+pub use artifact::{ARTIFACT_MAGIC, ArtifactError, ArtifactLimits, PendingArtifact};
 pub use authority::{AUTHORITY_KEY_ENV, AuthorityKeyFile};
 pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
 pub use blob::{BlobStatus, BlobStore, PutOutcome, REFRESH_AFTER_MS};

@@ -663,12 +663,12 @@ impl TransactionStore {
         artifact: &PendingArtifact,
         limits: &ArtifactLimits,
     ) -> Result<TransactionRecord, StoreError> {
-        let id = artifact.binding.transaction;
+        let id = artifact.binding.transaction();
         let bytes = artifact.encode();
         let blob = BlobId::of(&bytes);
         artifact.verify(limits).map_err(|source| StoreError::Artifact { blob, source })?;
         let record = self.get(id)?.ok_or(StoreError::NotFound { id })?;
-        if record.base_snapshot != artifact.binding.snapshot {
+        if record.base_snapshot != artifact.binding.digests().snapshot {
             return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field: "snapshot" } });
         }
         blobs.put_expected(&bytes, blob)?;
@@ -691,9 +691,9 @@ impl TransactionStore {
         let bytes = artifact.encode();
         let blob = BlobId::of(&bytes);
         artifact.verify(limits).map_err(|source| StoreError::Artifact { blob, source })?;
-        let field = if artifact.binding.transaction != record.id {
+        let field = if artifact.binding.transaction() != record.id {
             Some("transaction")
-        } else if artifact.binding.snapshot != record.base_snapshot {
+        } else if artifact.binding.digests().snapshot != record.base_snapshot {
             Some("snapshot")
         } else {
             None
@@ -723,9 +723,9 @@ impl TransactionStore {
         let bytes = blobs.get(blob, limits.max_total_bytes)?;
         let artifact =
             PendingArtifact::decode(&bytes, limits).map_err(|source| StoreError::Artifact { blob, source })?;
-        let field = if artifact.binding.transaction != id {
+        let field = if artifact.binding.transaction() != id {
             Some("transaction")
-        } else if artifact.binding.snapshot != record.base_snapshot {
+        } else if artifact.binding.digests().snapshot != record.base_snapshot {
             Some("snapshot")
         } else {
             None

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod authority;
+mod binding;
 pub mod canon;
 mod diff;
 mod digest;
@@ -18,6 +19,7 @@ mod readset;
 mod state;
 
 pub use authority::{AuthorityKey, Mac, MacKey};
+pub use binding::{BindingDigests, BindingMismatch, CanonicalDiff, DiffOrderError, TransactionBinding};
 pub use diff::{DiffEntry, DiffKind};
 pub use digest::{
     BlobId, DiffDigest, DigestParseError, DomainHasher, ExecutionEvidenceDigest, IntentDigest, PolicyDigest,

@@ -26,8 +26,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use vsh_host::CapDir;
-use vsh_types::canon::{self, Canonical};
-use vsh_types::{BlobId, DiffDigest, DiffEntry, NodeKind, NodeState, SnapshotId, VPath, WriteSetDigest};
+use vsh_types::{BlobId, CanonicalDiff, DiffEntry, NodeKind, NodeState, SnapshotId, VPath};
 
 pub use base::SnapshotLimits;
 pub use error::VfsError;
@@ -99,65 +98,6 @@ pub enum Effect {
     },
     /// Permission bits changed.
     SetMode(VPath),
-}
-
-/// The canonical diff of a run: changed paths in path order, and their digest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CanonicalDiff {
-    entries: Vec<DiffEntry>,
-    digest: DiffDigest,
-}
-
-impl CanonicalDiff {
-    /// Build from entries (sorted and checked: strictly increasing paths, no root).
-    pub fn from_entries(entries: Vec<DiffEntry>) -> Result<Self, VfsError> {
-        for pair in entries.windows(2) {
-            if pair[0].path >= pair[1].path {
-                return Err(VfsError::InvalidOperation {
-                    path: pair[1].path.clone(),
-                    reason: "diff entries out of order",
-                });
-            }
-        }
-        if entries.first().is_some_and(|entry| entry.path.is_root()) {
-            return Err(VfsError::RootMutation);
-        }
-        let mut out = Vec::new();
-        canon::put_seq(&mut out, entries.iter());
-        Ok(Self { digest: DiffDigest::digest(&out), entries })
-    }
-
-    /// The entries, sorted by path.
-    pub fn entries(&self) -> &[DiffEntry] {
-        &self.entries
-    }
-
-    /// The digest of the canonical encoding (count, then each entry).
-    pub fn digest(&self) -> DiffDigest {
-        self.digest
-    }
-
-    /// The write set's digest: the preconditions (path and before state) of every
-    /// changed path.
-    pub fn write_set_digest(&self) -> WriteSetDigest {
-        let mut out = Vec::new();
-        canon::put_u64(&mut out, self.entries.len() as u64);
-        for entry in &self.entries {
-            entry.path.encode_canonical(&mut out);
-            canon::put_option(&mut out, entry.before.as_ref());
-        }
-        WriteSetDigest::digest(&out)
-    }
-
-    /// Number of changed paths.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether nothing changed.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
 }
 
 /// The virtual image of one run.
@@ -791,7 +731,14 @@ impl VirtualFs {
                 entries.push(entry);
             }
         }
-        CanonicalDiff::from_entries(entries)
+        // The candidates come from a sorted set and the root never enters the
+        // overlay, so the order rule cannot fail; if it did, say which rule.
+        CanonicalDiff::new(entries).map_err(|error| match error {
+            vsh_types::DiffOrderError::OutOfOrder { path } => {
+                VfsError::InvalidOperation { path, reason: "diff entries out of order" }
+            }
+            _ => VfsError::RootMutation,
+        })
     }
 
     /// Every base descendant of `path` (if `path` is a base directory reachable

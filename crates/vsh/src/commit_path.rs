@@ -5,7 +5,7 @@
 use vsh_commit::{CommitRequest, Committer, RecoveryReport, RestoreReport, StoreLedger};
 use vsh_host::LockWait;
 use vsh_store::{CommitStep, TransactionStore};
-use vsh_types::{DiffEntry, ReadSet, TransactionId};
+use vsh_types::{CanonicalDiff, ReadSet, TransactionId};
 
 use crate::VshError;
 use crate::config::CommitFaults;
@@ -85,7 +85,7 @@ impl CommitPath {
         &self,
         records: &Records,
         transaction: TransactionId,
-        diff: &[DiffEntry],
+        diff: &CanonicalDiff,
         reads: &ReadSet,
         now: u64,
     ) -> Result<CommitReceipt, VshError> {

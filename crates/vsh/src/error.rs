@@ -100,7 +100,7 @@ pub enum VshError {
     Cancelled,
     /// A configured commit hook applies to this transaction: commit through
     /// `prepare_commit` and `resolve_commit` (or `HookedRuntime`).
-    #[error("a commit hook must review transaction {}", .0.transaction)]
+    #[error("a commit hook must review transaction {}", .0.transaction())]
     HookRequired(Box<crate::RequestEvent>),
     /// No commit hook is configured.
     #[error("no commit hook is configured")]

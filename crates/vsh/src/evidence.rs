@@ -3,14 +3,13 @@
 //! The evidence (decision, output value, stdout, statistics and a per-run
 //! nonce) is encoded once with postcard; those exact bytes are hashed into the
 //! `ExecutionEvidenceDigest` and stored in a pending artifact. The transaction id
-//! is a digest of every binding digest, so a loaded artifact's id can be derived
-//! again and compared: a tampered artifact never passes for its transaction.
+//! is a digest of every binding digest (`vsh_types::BindingDigests::derive_id`),
+//! so a loaded artifact's id is derived again and compared: a tampered artifact
+//! never passes for its transaction.
 
 use serde::{Deserialize, Serialize};
 use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
-use vsh_store::ArtifactBinding;
-use vsh_types::TransactionId;
 use vsh_vfs::Effect;
 
 /// Version of the evidence encoding.
@@ -103,23 +102,6 @@ pub(crate) fn value_depth(value: &MontyObject) -> usize {
         }
     }
     deepest
-}
-
-/// The transaction id of a binding: a digest over every binding digest but the
-/// id itself, in a fixed order.
-pub(crate) fn derive_transaction_id(binding: &ArtifactBinding) -> TransactionId {
-    let mut hasher = TransactionId::hasher();
-    hasher
-        .update_canonical(&binding.program)
-        .update_canonical(&binding.intent)
-        .update_canonical(&binding.snapshot)
-        .update_canonical(&binding.read_set)
-        .update_canonical(&binding.write_set)
-        .update_canonical(&binding.diff)
-        .update_canonical(&binding.policy)
-        .update_canonical(&binding.runtime_config)
-        .update_canonical(&binding.evidence);
-    TransactionId::from_hasher(&hasher)
 }
 
 #[cfg(test)]

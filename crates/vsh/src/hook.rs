@@ -11,10 +11,7 @@
 
 use vsh_policy::Decision;
 use vsh_types::canon::{self, Canonical};
-use vsh_types::{
-    BlobId, DiffDigest, DiffEntry, ExecutionEvidenceDigest, IntentDigest, PolicyDigest, ProgramDigest, ReadSetDigest,
-    RuntimeConfigDigest, SnapshotId, TransactionId, TransactionState, VPath, WriteSetDigest,
-};
+use vsh_types::{BlobId, CanonicalDiff, TransactionBinding, TransactionId, TransactionState, VPath};
 
 use vsh_vfs::Effect;
 
@@ -179,32 +176,17 @@ pub struct RequestEvent {
     pub event_id: [u8; 32],
     /// The hook.
     pub hook: HookId,
-    /// The transaction.
-    pub transaction: TransactionId,
     /// Its state when the event was made.
     pub state: TransactionState,
     /// The policy decision.
     pub decision: Decision,
-    /// The observed snapshot.
-    pub snapshot: SnapshotId,
-    /// The program's digest.
-    pub program: ProgramDigest,
-    /// The intent's digest and text.
-    pub intent: (IntentDigest, String),
-    /// The read set's digest.
-    pub read_set: ReadSetDigest,
-    /// The write set's digest.
-    pub write_set: WriteSetDigest,
-    /// The diff's digest.
-    pub diff_digest: DiffDigest,
-    /// The policy's digest.
-    pub policy: PolicyDigest,
-    /// The runtime configuration's digest.
-    pub runtime_config: RuntimeConfigDigest,
-    /// The execution evidence's digest.
-    pub evidence: ExecutionEvidenceDigest,
-    /// The canonical diff.
-    pub diff: Vec<DiffEntry>,
+    /// Every binding digest (snapshot, program, intent, read set, write set,
+    /// diff, policy, runtime configuration, evidence), with the id derived from them.
+    pub binding: TransactionBinding,
+    /// The intent text (its digest is the binding's).
+    pub intent: String,
+    /// The canonical diff (its digest is the binding's).
+    pub diff: CanonicalDiff,
     /// What the program did, in order (the diff shows a rename as a delete and
     /// a create; the effects show it was a rename).
     pub effects: Vec<Effect>,
@@ -221,6 +203,11 @@ pub struct RequestEvent {
 }
 
 impl RequestEvent {
+    /// The transaction (the binding's id).
+    pub fn transaction(&self) -> TransactionId {
+        self.binding.transaction()
+    }
+
     /// The event id for a transaction, hook and state.
     pub(crate) fn derive_id(transaction: TransactionId, hook: HookId, state: TransactionState) -> [u8; 32] {
         let mut out = Vec::new();

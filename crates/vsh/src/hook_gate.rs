@@ -98,7 +98,7 @@ impl HookGate {
         now_ms: u64,
     ) -> Result<Verdict, VshError> {
         let hook = self.hook.as_ref().ok_or(VshError::NoHook)?;
-        let transaction = event.transaction;
+        let transaction = event.transaction();
         let records = sources.records;
         let record = records.require(transaction)?;
         if record.state != event.state || Self::event(sources, hook, transaction, record.state)? != *event {
@@ -146,7 +146,7 @@ impl HookGate {
     /// work whose artifact is durable falls back to pending review; nothing
     /// commits. Returns the transaction's state afterwards.
     pub(crate) fn fail(sources: &Sources<'_>, event: &RequestEvent, now_ms: u64) -> Result<TransactionState, VshError> {
-        let transaction = event.transaction;
+        let transaction = event.transaction();
         let record = sources.records.require(transaction)?;
         if record.state == TransactionState::AutoApproved && record.artifact.is_some() {
             let transactions = sources.records.transactions();
@@ -168,23 +168,15 @@ impl HookGate {
         };
         let evidence =
             Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
-        let (contents, content_complete) = content_evidence(sources, &artifact.diff, hook.max_content_bytes())?;
-        let binding = &artifact.binding;
+        let (contents, content_complete) =
+            content_evidence(sources, artifact.diff.entries(), hook.max_content_bytes())?;
         Ok(RequestEvent {
             event_id: RequestEvent::derive_id(transaction, hook.id(), state),
             hook: hook.id(),
-            transaction,
             state,
             decision: evidence.decision,
-            snapshot: binding.snapshot,
-            program: binding.program,
-            intent: (binding.intent, artifact.intent.clone()),
-            read_set: binding.read_set,
-            write_set: binding.write_set,
-            diff_digest: binding.diff,
-            policy: binding.policy,
-            runtime_config: binding.runtime_config,
-            evidence: binding.evidence,
+            binding: artifact.binding,
+            intent: artifact.intent,
             diff: artifact.diff,
             effects: evidence.effects,
             stdout: evidence.stdout,

@@ -42,8 +42,8 @@ pub use vsh_policy::{
 };
 pub use vsh_store::{AuthorityKeyFile, GcReport, RetentionConfig, TransactionRecord};
 pub use vsh_types::{
-    AuthorityKey, BlobId, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState, PrincipalId, SnapshotId, TransactionId,
-    TransactionState, VPath,
+    AuthorityKey, BindingDigests, BlobId, CanonicalDiff, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState,
+    PrincipalId, SnapshotId, TransactionBinding, TransactionId, TransactionState, VPath,
 };
 pub use vsh_vfs::{FileReview, NoHunks, ReviewLimits, SnapshotLimits};
 

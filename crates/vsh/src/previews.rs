@@ -50,7 +50,7 @@ impl Previews {
         receipt: Receipt,
         now_ms: u64,
     ) -> Result<(), VshError> {
-        let transaction = artifact.binding.transaction;
+        let transaction = artifact.binding.transaction();
         let bytes = (artifact.diff.len() as u64).saturating_mul(256)
             + (artifact.read_set.len() as u64).saturating_mul(128)
             + artifact.evidence.len() as u64
@@ -99,12 +99,7 @@ impl Previews {
 
     /// Every blob a held preview's commit will need (garbage collection keeps them).
     pub(crate) fn blobs(&self) -> BTreeSet<BlobId> {
-        self.lock()
-            .values()
-            .flat_map(|preview| {
-                preview.artifact.diff.iter().filter_map(|entry| entry.after.and_then(|after| after.content))
-            })
-            .collect()
+        self.lock().values().flat_map(|preview| preview.artifact.diff.content_blobs()).collect()
     }
 
     /// Take auto-approved work off the auto-approved path without committing

@@ -2,16 +2,18 @@
 //! artifacts and the blob store, and the check that a stored artifact still
 //! binds to its transaction under the active policy.
 
-use vsh_store::{ArtifactLimits, BlobStore, PendingArtifact, TransactionRecord, TransactionStore};
-use vsh_types::{DiffEntry, PolicyDigest, ReadSet, TransactionId, TransactionState};
+use vsh_store::{
+    ArtifactError, ArtifactLimits, BlobStore, PendingArtifact, StoreError, TransactionRecord, TransactionStore,
+};
+use vsh_types::{CanonicalDiff, PolicyDigest, ReadSet, TransactionId, TransactionState};
 
 use crate::VshError;
-use crate::evidence::{Evidence, derive_transaction_id};
+use crate::evidence::Evidence;
 use crate::receipt::{ExecutionOutput, Receipt, StageTimings};
 
 /// A transaction ready to commit: what to apply and the receipt to complete.
 pub(crate) struct Committable {
-    pub(crate) diff: Vec<DiffEntry>,
+    pub(crate) diff: CanonicalDiff,
     pub(crate) reads: ReadSet,
     pub(crate) receipt: Receipt,
 }
@@ -64,13 +66,16 @@ impl Records {
     }
 
     /// Load a stored artifact and check it still binds: its id re-derives from its
-    /// binding, and it was made under the active policy.
+    /// binding and is this transaction's (the store checks both), and it was
+    /// made under the active policy.
     pub(crate) fn load_verified(&self, transaction: TransactionId) -> Result<(PendingArtifact, Evidence), VshError> {
-        let artifact = self.transactions.load_artifact(&self.blobs, transaction, &self.limits)?;
-        if derive_transaction_id(&artifact.binding) != transaction {
-            return Err(VshError::ArtifactBinding(transaction));
-        }
-        if artifact.binding.policy != self.policy {
+        let artifact = match self.transactions.load_artifact(&self.blobs, transaction, &self.limits) {
+            Err(StoreError::Artifact { source: ArtifactError::Binding { field: "transaction" }, .. }) => {
+                return Err(VshError::ArtifactBinding(transaction));
+            }
+            loaded => loaded?,
+        };
+        if artifact.binding.digests().policy != self.policy {
             return Err(VshError::PolicyChanged(transaction));
         }
         let evidence =
@@ -89,12 +94,12 @@ impl Records {
         let execution = evidence.stats.clone();
         let receipt = Receipt {
             transaction,
-            base_snapshot: artifact.binding.snapshot,
+            base_snapshot: artifact.binding.digests().snapshot,
             state,
             decision: evidence.decision,
-            diff: artifact.binding.diff,
+            diff: artifact.diff.digest(),
             changed_paths: artifact.diff.len(),
-            changes: artifact.diff.clone(),
+            changes: artifact.diff.entries().to_vec(),
             review: Vec::new(),
             output: ExecutionOutput::Monty { value: evidence.value, stdout: evidence.stdout },
             execution,

@@ -17,10 +17,16 @@ use std::sync::Arc;
 use vsh_commit::{CommitRequest, Committer};
 use vsh_host::CapDir;
 use vsh_store::{BlobStore, DataDir};
+use vsh_types::CanonicalDiff;
 use vsh_types::{NodeKind, TransactionId, VPath};
-use vsh_vfs::{CanonicalDiff, ReadSet, SnapshotLimits, VfsError, VirtualFs};
+use vsh_vfs::{ReadSet, SnapshotLimits, VfsError, VirtualFs};
 
 pub type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Entries known to be sorted, as a canonical diff.
+pub fn canonical(entries: Vec<vsh_types::DiffEntry>) -> CanonicalDiff {
+    CanonicalDiff::new(entries).expect("sorted entries")
+}
 
 pub fn p(path: &str) -> VPath {
     VPath::parse(path).unwrap()
@@ -133,7 +139,7 @@ pub struct Run {
 
 impl Run {
     pub fn request<'a>(&'a self, blobs: &'a BlobStore) -> CommitRequest<'a> {
-        CommitRequest::new(self.transaction, self.diff.entries(), &self.reads, blobs)
+        CommitRequest::new(self.transaction, &self.diff, &self.reads, blobs)
     }
 }
 

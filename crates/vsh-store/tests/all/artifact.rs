@@ -1,46 +1,39 @@
 //! Pending-approval artifacts: round trip through the store, tampering of
 //! every part refused, and bounds enforced before allocation.
 
-use vsh_store::{
-    ArtifactBinding, ArtifactError, ArtifactLimits, PendingArtifact, StoreError, diff_digest, write_set_digest,
-};
-use vsh_types::canon::{self, DecodeError};
+use vsh_store::{ArtifactError, ArtifactLimits, PendingArtifact, StoreError, TransactionRecord};
+use vsh_types::canon::{self, Canonical, DecodeError};
 use vsh_types::{
-    BlobId, Dependency, DiffEntry, DomainHasher, ExecutionEvidenceDigest, IntentDigest, NodeKind, NodeState,
-    PolicyDigest, ProgramDigest, ReadSet, RuntimeConfigDigest, SnapshotId, TransactionId, TransactionState as S, VPath,
+    BindingDigests, BlobId, CanonicalDiff, Dependency, DiffEntry, DiffOrderError, DomainHasher,
+    ExecutionEvidenceDigest, IntentDigest, NodeKind, NodeState, PolicyDigest, ProgramDigest, ReadSet,
+    RuntimeConfigDigest, SnapshotId, TransactionBinding, TransactionState as S, VPath,
 };
 
 use crate::Result;
-use crate::common::{blobs, record, store};
+use crate::common::{blobs, store};
 
 fn path(text: &str) -> VPath {
     VPath::parse(text).expect("a valid test path")
 }
 
-/// Bind `diff`, `read_set`, `intent` and `evidence` correctly.
-fn bind(
-    transaction: TransactionId,
-    diff: &[DiffEntry],
-    read_set: &ReadSet,
-    intent: &str,
-    evidence: &[u8],
-) -> ArtifactBinding {
-    ArtifactBinding {
-        transaction,
+/// The digests of `diff`, `read_set`, `intent` and `evidence`, over `program`.
+fn digests(program: &[u8], diff: &CanonicalDiff, read_set: &ReadSet, intent: &str, evidence: &[u8]) -> BindingDigests {
+    BindingDigests {
         snapshot: SnapshotId::digest(b"base"),
-        program: ProgramDigest::digest(b"print('hi')"),
+        program: ProgramDigest::digest(program),
         intent: IntentDigest::digest(intent.as_bytes()),
         read_set: read_set.digest(),
-        write_set: write_set_digest(diff),
-        diff: diff_digest(diff),
+        write_set: diff.write_set_digest(),
+        diff: diff.digest(),
         policy: PolicyDigest::digest(b"balanced"),
         runtime_config: RuntimeConfigDigest::digest(b"config"),
         evidence: ExecutionEvidenceDigest::digest(evidence),
     }
 }
 
-fn sample(transaction: TransactionId) -> PendingArtifact {
-    let diff = vec![
+/// The sample's diff entries, sorted.
+fn entries() -> Vec<DiffEntry> {
+    vec![
         DiffEntry::between(
             path("config/app.toml"),
             Some(NodeState::file_with(b"old", 0o644)),
@@ -51,7 +44,12 @@ fn sample(transaction: TransactionId) -> PendingArtifact {
             .expect("a change"),
         DiffEntry::between(path("link"), None, Some(NodeState::symlink(b"config/new.txt"))).expect("a change"),
         DiffEntry::between(path("old.log"), Some(NodeState::file_with(b"gone", 0o644)), None).expect("a change"),
-    ];
+    ]
+}
+
+/// A correctly bound artifact of `program`.
+fn sample_of(program: &[u8]) -> PendingArtifact {
+    let diff = CanonicalDiff::new(entries()).expect("sorted");
     let mut read_set = ReadSet::default();
     read_set.entries.insert(
         path("config/app.toml"),
@@ -60,12 +58,25 @@ fn sample(transaction: TransactionId) -> PendingArtifact {
     read_set.entries.insert(path("config/new.txt"), Dependency { kind: Some(None), ..Dependency::default() });
     let intent = "tidy the configuration".to_owned();
     let evidence = b"decision: pending; stdout: done".to_vec();
-    let binding = bind(transaction, &diff, &read_set, &intent, &evidence);
+    let binding = TransactionBinding::new(digests(program, &diff, &read_set, &intent, &evidence));
     PendingArtifact { binding, intent, diff, read_set, evidence }
 }
 
-fn tx() -> TransactionId {
-    record(b"pending", S::PendingApproval).id
+fn sample() -> PendingArtifact {
+    sample_of(b"print('hi')")
+}
+
+/// `artifact` with its binding's digests changed by `change` (the id derived again).
+fn rebound(mut artifact: PendingArtifact, change: impl FnOnce(&mut BindingDigests)) -> PendingArtifact {
+    let mut digests = *artifact.binding.digests();
+    change(&mut digests);
+    artifact.binding = TransactionBinding::new(digests);
+    artifact
+}
+
+/// The pending record `artifact` belongs to.
+fn record_of(artifact: &PendingArtifact) -> TransactionRecord {
+    TransactionRecord::new(artifact.binding.transaction(), SnapshotId::digest(b"base"), S::PendingApproval, 1_000)
 }
 
 /// Wrap `body` in a magic, length and valid checksum.
@@ -98,7 +109,7 @@ fn default_limits_are_the_peers() {
 
 #[test]
 fn artifact_round_trips_and_content_blobs_are_the_after_states() -> Result {
-    let artifact = sample(tx());
+    let artifact = sample();
     artifact.verify(&ArtifactLimits::default())?;
     let bytes = artifact.encode();
     assert_eq!(&bytes[..8], b"VSHART01");
@@ -115,8 +126,8 @@ fn artifact_is_stored_as_a_blob_bound_to_its_record_and_survives_reopen() -> Res
     let store = store(dir.path())?;
     let blobs = blobs(dir.path())?;
     let limits = ArtifactLimits::default();
-    let rec = record(b"pending", S::PendingApproval);
-    let artifact = sample(rec.id);
+    let artifact = sample();
+    let rec = record_of(&artifact);
     assert!(matches!(store.put_artifact(&blobs, &artifact, &limits), Err(StoreError::NotFound { .. })));
     store.create(&rec)?;
     assert!(matches!(store.load_artifact(&blobs, rec.id, &limits), Err(StoreError::NoArtifact { .. })));
@@ -125,10 +136,8 @@ fn artifact_is_stored_as_a_blob_bound_to_its_record_and_survives_reopen() -> Res
     let reopened = self::store(dir.path())?;
     assert_eq!(reopened.load_artifact(&self::blobs(dir.path())?, rec.id, &limits)?, artifact);
     // An artifact over a different base is refused before anything is stored.
-    let other = record(b"other base", S::PendingApproval);
-    store.create(&other)?;
-    let mut wrong = sample(other.id);
-    wrong.binding.snapshot = SnapshotId::digest(b"elsewhere");
+    let wrong = rebound(sample(), |digests| digests.snapshot = SnapshotId::digest(b"elsewhere"));
+    store.create(&record_of(&wrong))?;
     assert!(matches!(
         store.put_artifact(&blobs, &wrong, &limits),
         Err(StoreError::Artifact { source: ArtifactError::Binding { field: "snapshot" }, .. })
@@ -142,10 +151,10 @@ fn an_artifact_attached_to_another_transaction_is_refused_on_load() -> Result {
     let dir = tempfile::tempdir()?;
     let store = store(dir.path())?;
     let blobs = blobs(dir.path())?;
-    let victim = record(b"victim", S::PendingApproval);
+    let victim = record_of(&sample());
     store.create(&victim)?;
     // Bytes of a valid artifact for another transaction, attached to the victim.
-    let foreign = sample(TransactionId::digest(b"someone else"));
+    let foreign = sample_of(b"someone else's program");
     let blob = blobs.put(&foreign.encode())?;
     store.set_artifact(victim.id, blob)?;
     assert!(matches!(
@@ -157,10 +166,23 @@ fn an_artifact_attached_to_another_transaction_is_refused_on_load() -> Result {
 
 #[test]
 fn tampered_binding_fields_are_refused() {
-    let artifact = sample(tx());
+    let artifact = sample();
     let encoded = artifact.encode();
     // Digest position in the binding, and what decoding says about a change to it.
-    let derived = [(3, "intent"), (4, "read set"), (5, "write set"), (6, "diff"), (9, "evidence")];
+    // The id (0) and the digests that cannot be re-derived from the content
+    // (snapshot 1, program 2, policy 7, configuration 8) fail the id's derivation.
+    let derived = [
+        (0, "transaction"),
+        (1, "transaction"),
+        (2, "transaction"),
+        (3, "intent"),
+        (4, "read set"),
+        (5, "write set"),
+        (6, "diff"),
+        (7, "transaction"),
+        (8, "transaction"),
+        (9, "evidence"),
+    ];
     for (index, field) in derived {
         let mut tampered = body(&encoded);
         tampered[index * 32] ^= 1;
@@ -174,12 +196,15 @@ fn tampered_binding_fields_are_refused() {
 
 #[test]
 fn tampered_content_under_an_untouched_binding_is_refused() {
-    let original = sample(tx());
+    let original = sample();
     let limits = ArtifactLimits::default();
-    let mut mode = original.clone();
-    mode.diff[1].after = Some(NodeState::file_with(b"created", 0o755));
-    let mut before = original.clone();
-    before.diff[0].before = Some(NodeState::file_with(b"older", 0o644));
+    let with_entries = |change: &dyn Fn(&mut Vec<DiffEntry>)| {
+        let mut entries = entries();
+        change(&mut entries);
+        PendingArtifact { diff: CanonicalDiff::new(entries).expect("still sorted"), ..original.clone() }
+    };
+    let mode = with_entries(&|entries| entries[1].after = Some(NodeState::file_with(b"created", 0o755)));
+    let before = with_entries(&|entries| entries[0].before = Some(NodeState::file_with(b"older", 0o644)));
     let mut reads = original.clone();
     reads.read_set.entries.remove(&path("config/new.txt"));
     let mut intent = original.clone();
@@ -192,14 +217,13 @@ fn tampered_content_under_an_untouched_binding_is_refused() {
         assert_eq!(decode(&tampered.encode()), Err(ArtifactError::Binding { field }), "{field}");
         assert_eq!(tampered.verify(&limits), Err(ArtifactError::Binding { field }), "{field}");
     }
-    let mut write_set = original;
-    write_set.binding.write_set = vsh_types::WriteSetDigest::digest(b"something else");
+    let write_set = rebound(original, |digests| digests.write_set = vsh_types::WriteSetDigest::digest(b"else"));
     assert_eq!(decode(&write_set.encode()), Err(ArtifactError::Binding { field: "write set" }));
 }
 
 #[test]
 fn trailing_bytes_truncations_and_flipped_bits_are_refused() {
-    let encoded = sample(tx()).encode();
+    let encoded = sample().encode();
     let mut trailing = encoded.clone();
     trailing.push(0);
     assert_eq!(decode(&trailing), Err(ArtifactError::Trailing { remaining: 1 }));
@@ -220,13 +244,18 @@ fn trailing_bytes_truncations_and_flipped_bits_are_refused() {
 
 #[test]
 fn unsorted_diff_entries_and_other_formats_are_refused() {
-    let mut unsorted = sample(tx());
-    unsorted.diff.swap(0, 1);
-    unsorted.binding =
-        bind(unsorted.binding.transaction, &unsorted.diff, &unsorted.read_set, &unsorted.intent, &unsorted.evidence);
-    assert_eq!(decode(&unsorted.encode()), Err(ArtifactError::DiffOrder));
-    assert_eq!(unsorted.verify(&ArtifactLimits::default()), Err(ArtifactError::DiffOrder));
-    let mut future = sample(tx()).encode();
+    // An unsorted diff cannot be built in memory; bytes that hold one are refused.
+    let mut swapped = entries();
+    swapped.swap(0, 1);
+    let second = swapped[1].path.clone();
+    assert_eq!(CanonicalDiff::new(swapped.clone()), Err(DiffOrderError::OutOfOrder { path: second.clone() }));
+    let mut unsorted = body_with(&[]);
+    canon::put_seq(&mut unsorted, swapped.iter());
+    let original = sample();
+    original.read_set.encode_canonical(&mut unsorted);
+    canon::put_bytes(&mut unsorted, &original.evidence);
+    assert_eq!(decode(&seal(&unsorted)), Err(ArtifactError::DiffOrder(DiffOrderError::OutOfOrder { path: second })));
+    let mut future = sample().encode();
     future[7] = b'2';
     assert_eq!(decode(&future), Err(ArtifactError::UpgradeRequired { found: *b"VSHART02" }));
     future[0] = b'X';
@@ -235,7 +264,7 @@ fn unsorted_diff_entries_and_other_formats_are_refused() {
 
 /// A body whose binding and intent are valid, followed by `rest`.
 fn body_with(rest: &[u8]) -> Vec<u8> {
-    let encoded = sample(tx()).encode();
+    let encoded = sample().encode();
     let mut out = body(&encoded)[..10 * 32].to_vec();
     canon::put_bytes(&mut out, b"tidy the configuration");
     out.extend_from_slice(rest);
@@ -247,7 +276,7 @@ fn oversized_counts_and_lengths_are_refused_before_allocation() {
     let limits = ArtifactLimits::default();
     // The total size comes first: nothing is even looked at.
     let small = ArtifactLimits { max_total_bytes: 64, ..limits };
-    let encoded = sample(tx()).encode();
+    let encoded = sample().encode();
     assert_eq!(
         PendingArtifact::decode(&encoded, &small),
         Err(ArtifactError::TooLarge { size: encoded.len() as u64, max: 64 })
@@ -290,12 +319,9 @@ fn oversized_counts_and_lengths_are_refused_before_allocation() {
     // A long path inside an entry is bounded by max_path_bytes.
     let tight = ArtifactLimits { max_path_bytes: 8, ..limits };
     assert!(matches!(PendingArtifact::decode(&encoded, &tight), Err(ArtifactError::Malformed(_))));
-    assert!(matches!(sample(tx()).verify(&tight), Err(ArtifactError::LimitExceeded { what: "path length", .. })));
+    assert!(matches!(sample().verify(&tight), Err(ArtifactError::LimitExceeded { what: "path length", .. })));
     let few = ArtifactLimits { max_entries: 3, ..limits };
-    assert_eq!(
-        sample(tx()).verify(&few),
-        Err(ArtifactError::LimitExceeded { what: "diff entry count", value: 4, max: 3 })
-    );
+    assert_eq!(sample().verify(&few), Err(ArtifactError::LimitExceeded { what: "diff entry count", value: 4, max: 3 }));
 }
 
 #[test]
@@ -303,11 +329,11 @@ fn put_artifact_refuses_an_artifact_over_the_limits() -> Result {
     let dir = tempfile::tempdir()?;
     let store = store(dir.path())?;
     let blobs = blobs(dir.path())?;
-    let rec = record(b"pending", S::PendingApproval);
+    let rec = record_of(&sample());
     store.create(&rec)?;
     let few = ArtifactLimits { max_entries: 1, ..ArtifactLimits::default() };
     assert!(matches!(
-        store.put_artifact(&blobs, &sample(rec.id), &few),
+        store.put_artifact(&blobs, &sample(), &few),
         Err(StoreError::Artifact { source: ArtifactError::LimitExceeded { .. }, .. })
     ));
     assert_eq!(store.get(rec.id)?.and_then(|record| record.artifact), None);
@@ -322,11 +348,10 @@ fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
     // Over a bound (a 70 KB intent): refused, and no record exists.
     let dir = tempfile::tempdir()?;
     let (store, blobs) = (store(dir.path())?, blobs(dir.path())?);
-    let rec = record(b"pending", S::PendingApproval);
-    let mut long = sample(rec.id);
+    let mut long = sample();
     long.intent = "x".repeat(70 * 1024);
-    long.binding.intent = IntentDigest::digest(long.intent.as_bytes());
-    let refused = store.create_with_artifact(&blobs, &rec, &long, &limits);
+    let long = rebound(long, |digests| digests.intent = IntentDigest::digest("x".repeat(70 * 1024).as_bytes()));
+    let refused = store.create_with_artifact(&blobs, &record_of(&long), &long, &limits);
     assert!(
         matches!(
             refused,
@@ -334,11 +359,12 @@ fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
         ),
         "{refused:?}"
     );
-    assert!(store.get(rec.id)?.is_none());
+    assert!(store.get(long.binding.transaction())?.is_none());
     // Whole: created with its artifact in one frame.
-    let blob = store.create_with_artifact(&blobs, &rec, &sample(rec.id), &limits)?;
+    let rec = record_of(&sample());
+    let blob = store.create_with_artifact(&blobs, &rec, &sample(), &limits)?;
     assert_eq!(store.get(rec.id)?.and_then(|record| record.artifact), Some(blob));
-    assert_eq!(store.load_artifact(&blobs, rec.id, &limits)?, sample(rec.id));
+    assert_eq!(store.load_artifact(&blobs, rec.id, &limits)?, sample());
 
     // Every failed write, fsync or rename (ENOSPC, EIO): the record is there
     // with its artifact, or not there at all.
@@ -352,7 +378,7 @@ fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
             &crate::common::key(),
         )?;
         let blobs = BlobStore::open_with(shared)?;
-        store.create_with_artifact(&blobs, &rec, &sample(rec.id), &limits)?;
+        store.create_with_artifact(&blobs, &rec, &sample(), &limits)?;
     }
     let totals = counting.counts();
     let mut failures = 0;
@@ -369,7 +395,7 @@ fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
             )
             .and_then(|store| Ok((store, BlobStore::open_with(shared)?)));
             if let Ok((store, blobs)) = opened
-                && store.create_with_artifact(&blobs, &rec, &sample(rec.id), &limits).is_err()
+                && store.create_with_artifact(&blobs, &rec, &sample(), &limits).is_err()
             {
                 failures += 1;
             }
@@ -378,7 +404,7 @@ fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
                 None => {}
                 Some(found) => {
                     assert!(found.artifact.is_some(), "{kind:?} {nth}: a record without its artifact");
-                    assert_eq!(reopened.load_artifact(&self::blobs(dir.path())?, rec.id, &limits)?, sample(rec.id));
+                    assert_eq!(reopened.load_artifact(&self::blobs(dir.path())?, rec.id, &limits)?, sample());
                 }
             }
         }
@@ -389,7 +415,7 @@ fn a_record_and_its_artifact_appear_together_or_not_at_all() -> Result {
 
 #[test]
 fn an_artifact_of_exactly_the_size_limit_is_accepted_and_one_byte_less_is_not() {
-    let artifact = sample(tx());
+    let artifact = sample();
     let size = artifact.encode().len() as u64;
     let exact = ArtifactLimits { max_total_bytes: size, ..ArtifactLimits::default() };
     let short = ArtifactLimits { max_total_bytes: size - 1, ..ArtifactLimits::default() };

@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 
 use vsh_store::{
-    ArtifactBinding, ArtifactLimits, BlobStore, BlobSweep, PendingArtifact, RetentionConfig, TransactionStore,
-    diff_digest, write_set_digest,
+    ArtifactLimits, BlobStore, BlobSweep, PendingArtifact, RetentionConfig, TransactionRecord, TransactionStore,
 };
 use vsh_types::{
-    BlobId, DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeState, PolicyDigest, ProgramDigest, ReadSet,
-    RuntimeConfigDigest, SnapshotId, TransactionState as S, VPath,
+    BindingDigests, BlobId, CanonicalDiff, DiffEntry, ExecutionEvidenceDigest, IntentDigest, NodeState, PolicyDigest,
+    ProgramDigest, ReadSet, RuntimeConfigDigest, SnapshotId, TransactionBinding, TransactionId, TransactionState as S,
+    VPath,
 };
 
 use crate::Result;
@@ -22,39 +22,40 @@ fn eager() -> RetentionConfig {
     RetentionConfig { terminal_max_age_ms: Some(0), max_terminal_records: Some(0), ..RetentionConfig::default() }
 }
 
-/// Store an artifact for a pending record, with its content blobs.
+/// Store an artifact for a pending record, with its content blobs; the
+/// record's id, its artifact's blob and the content blobs.
 fn pending_with_artifact(
     store: &TransactionStore,
     blobs: &BlobStore,
     name: &[u8],
     expires_ms: u64,
-) -> Result<(BlobId, Vec<BlobId>)> {
-    let rec = record(name, S::PendingApproval).with_pending_expiry(expires_ms);
-    store.create(&rec)?;
+) -> Result<(TransactionId, BlobId, Vec<BlobId>)> {
     let mut content = name.to_vec();
     content.extend_from_slice(b" contents");
-    let diff = vec![
+    let diff = CanonicalDiff::new(vec![
         DiffEntry::between(VPath::parse("file")?, None, Some(NodeState::file_with(&content, 0o644))).expect("a change"),
-    ];
+    ])?;
     let read_set = ReadSet::default();
     let intent = String::from_utf8_lossy(name).into_owned();
     let evidence = b"evidence".to_vec();
-    let binding = ArtifactBinding {
-        transaction: rec.id,
+    let binding = TransactionBinding::new(BindingDigests {
         snapshot: SnapshotId::digest(b"base"),
         program: ProgramDigest::digest(b"program"),
         intent: IntentDigest::digest(intent.as_bytes()),
         read_set: read_set.digest(),
-        write_set: write_set_digest(&diff),
-        diff: diff_digest(&diff),
+        write_set: diff.write_set_digest(),
+        diff: diff.digest(),
         policy: PolicyDigest::digest(b"policy"),
         runtime_config: RuntimeConfigDigest::digest(b"config"),
         evidence: ExecutionEvidenceDigest::digest(&evidence),
-    };
+    });
+    let rec = TransactionRecord::new(binding.transaction(), SnapshotId::digest(b"base"), S::PendingApproval, 1_000)
+        .with_pending_expiry(expires_ms);
+    store.create(&rec)?;
     let artifact = PendingArtifact { binding, intent, diff, read_set, evidence };
     let content_id = blobs.put(&content)?;
     let record = store.put_artifact(blobs, &artifact, &ArtifactLimits::default())?;
-    Ok((record.artifact.expect("just set"), vec![content_id]))
+    Ok((rec.id, record.artifact.expect("just set"), vec![content_id]))
 }
 
 #[test]
@@ -63,8 +64,7 @@ fn gc_never_collects_pending_unexpired_records_or_referenced_blobs() -> Result {
     let store = store(dir.path())?;
     let blobs = blobs(dir.path())?;
     let now = wall_ms() + 2 * DAY_MS;
-    let (artifact, content) = pending_with_artifact(&store, &blobs, b"waiting", now + 10 * DAY_MS)?;
-    let pending = record(b"waiting", S::PendingApproval).id;
+    let (pending, artifact, content) = pending_with_artifact(&store, &blobs, b"waiting", now + 10 * DAY_MS)?;
     let finished = record(b"finished", S::Failed);
     store.create(&finished)?;
     let garbage = blobs.put(b"nobody needs this")?;

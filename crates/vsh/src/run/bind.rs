@@ -4,16 +4,16 @@ use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use vsh_policy::Decision;
-use vsh_store::{ArtifactBinding, PendingArtifact, TransactionRecord};
+use vsh_store::{PendingArtifact, TransactionRecord};
 use vsh_types::canon::{self, Canonical};
 use vsh_types::{
-    ExecutionEvidenceDigest, IntentDigest, NodeKind, ProgramDigest, RuntimeConfigDigest, TransactionId,
-    TransactionState,
+    BindingDigests, CanonicalDiff, ExecutionEvidenceDigest, IntentDigest, NodeKind, ProgramDigest, RuntimeConfigDigest,
+    TransactionBinding, TransactionState,
 };
-use vsh_vfs::{CanonicalDiff, VirtualFs};
+use vsh_vfs::VirtualFs;
 
 use super::{Runs, clock_ms};
-use crate::evidence::{Evidence, derive_transaction_id};
+use crate::evidence::Evidence;
 use crate::records::Records;
 use crate::request::RunRequest;
 use crate::{VshError, Warning};
@@ -42,8 +42,7 @@ impl Runs {
         );
         let evidence_bytes = evidence.encode();
         let intent = request.intent.unwrap_or("");
-        let binding = ArtifactBinding {
-            transaction: TransactionId::from_bytes([0; 32]),
+        let binding = TransactionBinding::new(BindingDigests {
             snapshot: vfs.snapshot_id(),
             program: program_digest(request),
             intent: IntentDigest::digest(intent.as_bytes()),
@@ -53,18 +52,17 @@ impl Runs {
             policy: self.policy.digest(),
             runtime_config: self.config_digest(request),
             evidence: ExecutionEvidenceDigest::digest(&evidence_bytes),
-        };
-        let transaction = derive_transaction_id(&binding);
-        let binding = ArtifactBinding { transaction, ..binding };
+        });
+        let transaction = binding.transaction();
         let mut warnings = Vec::new();
         if state != TransactionState::Denied {
             store_contents(records, vfs, diff, &mut warnings)?;
         }
-        let record = TransactionRecord::new(transaction, binding.snapshot, state, clock_ms());
+        let record = TransactionRecord::new(transaction, binding.digests().snapshot, state, clock_ms());
         let artifact = PendingArtifact {
             binding,
             intent: intent.to_owned(),
-            diff: diff.entries().to_vec(),
+            diff: diff.clone(),
             read_set: vfs.read_set().clone(),
             evidence: evidence_bytes,
         };

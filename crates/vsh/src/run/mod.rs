@@ -175,8 +175,8 @@ impl Runs {
         timings.bind_and_store = elapsed_ns(stage_start);
 
         let receipt = Receipt {
-            transaction: artifact.binding.transaction,
-            base_snapshot: artifact.binding.snapshot,
+            transaction: artifact.binding.transaction(),
+            base_snapshot: artifact.binding.digests().snapshot,
             state,
             decision,
             diff: diff.digest(),

@@ -258,7 +258,7 @@ impl Runtime {
         let (state, receipt) = match self.gate.resolve(&self.sources(), event, &decision, now_ms)? {
             Verdict::Settled(state) => (state, None),
             Verdict::Commit(state) => {
-                let receipt = self.commit_unhooked(event.transaction, state, now_ms, cancel)?;
+                let receipt = self.commit_unhooked(event.transaction(), state, now_ms, cancel)?;
                 (receipt.state, Some(receipt))
             }
         };
