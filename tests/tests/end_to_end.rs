@@ -364,3 +364,20 @@ fn the_request_deadline_covers_the_whole_request() {
     assert!(!dir.path().join("b.txt").exists());
     assert!(runtime.pending().unwrap().is_empty());
 }
+
+#[test]
+fn a_value_nested_deeper_than_evidence_keeps_is_refused_inside_class_instances_too() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let before = tree(dir.path());
+    let runtime = runtime(&dir);
+    let lists = "v = 1\nfor i in range(300):\n    v = [v]\nv";
+    let instances = "from dataclasses import dataclass\n\n@dataclass\nclass Box:\n    inner: object\n\nv = 1\nfor i in range(300):\n    v = Box(v)\nv";
+    for program in [lists, instances] {
+        let refused = runtime.preview(&RunRequest::new(program));
+        assert!(matches!(refused, Err(VshError::ResultNesting { depth: 257, max: 256 })), "{program}: {refused:?}");
+    }
+    // Just within the bound, both kinds of nesting are kept.
+    let shallow = "from dataclasses import dataclass\n\n@dataclass\nclass Box:\n    inner: object\n\nv = 1\nfor i in range(254):\n    v = Box(v)\n[v]";
+    runtime.preview(&RunRequest::new(shallow)).unwrap();
+    assert_eq!(tree(dir.path()), before);
+}

@@ -9,6 +9,8 @@
 //! run, before the outcome is returned, so a caller never commits work whose
 //! value it then cannot convert.
 
+use std::ops::ControlFlow;
+
 use monty_types::{ExcType, MontyObject, MontyType};
 
 use crate::error::CompatibilityError;
@@ -81,33 +83,25 @@ fn type_has_projection(ty: &MontyType) -> bool {
     }
 }
 
-/// Walk `value` iteratively: depth first, with each container's depth.
+/// Every type object projectable, and no container [`PYTHON_MAX_DEPTH`] or
+/// more containers deep (so at most that many levels of containers), by the
+/// one value walk ([`crate::value::walk`]).
 fn check_python(value: &MontyObject) -> Result<(), CompatibilityError> {
-    let mut pending: Vec<(&MontyObject, usize)> = vec![(value, 0)];
-    while let Some((current, depth)) = pending.pop() {
-        let children: Vec<&MontyObject> = match current {
-            MontyObject::List(items)
-            | MontyObject::Tuple(items)
-            | MontyObject::Set(items)
-            | MontyObject::FrozenSet(items)
-            | MontyObject::NamedTuple { values: items, .. } => items.iter().collect(),
-            MontyObject::Dict(pairs) => pairs.iter().flat_map(|(key, item)| [key, item]).collect(),
-            MontyObject::ClassInstance(instance) => instance.attrs.iter().flat_map(|(key, item)| [key, item]).collect(),
-            MontyObject::Type(ty) => {
-                if !type_has_projection(ty) {
-                    return Err(CompatibilityError::TypeObject { type_name: ty.name().to_owned() });
-                }
-                continue;
-            }
-            _ => continue,
-        };
-        let depth = depth + 1;
-        if depth > PYTHON_MAX_DEPTH {
-            return Err(CompatibilityError::Depth { max: PYTHON_MAX_DEPTH });
+    let walked = crate::value::walk(value, |current, depth| {
+        if let MontyObject::Type(ty) = current
+            && !type_has_projection(ty)
+        {
+            return ControlFlow::Break(CompatibilityError::TypeObject { type_name: ty.name().to_owned() });
         }
-        pending.extend(children.into_iter().map(|child| (child, depth)));
+        if depth >= PYTHON_MAX_DEPTH && crate::value::is_container(current) {
+            return ControlFlow::Break(CompatibilityError::Depth { max: PYTHON_MAX_DEPTH });
+        }
+        ControlFlow::Continue(())
+    });
+    match walked {
+        ControlFlow::Continue(()) => Ok(()),
+        ControlFlow::Break(error) => Err(error),
     }
-    Ok(())
 }
 
 #[cfg(test)]

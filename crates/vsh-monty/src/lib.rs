@@ -61,9 +61,11 @@
 //!   destination (no merge), a destination inside the source and any symlink
 //!   in the tree (`ValueError`). Every path is authorized and the whole payload
 //!   charged before anything is created.
-//! - **Glob.** `*` and `?` match within one component, `**` matches whole
-//!   components (zero or more); brackets are literal. The pattern is relative
-//!   to `path` and may not contain `..`. Matches (files, directories and
+//! - **Glob.** The pattern is written in the one glob dialect vsh has, the
+//!   one protected-path rules use (`vsh_policy::Pattern`, documented there:
+//!   `*`, `?`, classes `[a-z]` and `[!a]`, `**` for whole components),
+//!   case-sensitive, relative to `path`; a pattern the dialect refuses is a
+//!   `ValueError` saying why. Matches (files, directories and
 //!   symlinks, which are never followed) come in depth-first order of sorted
 //!   names. At most `max_results` are returned; `truncated` says whether at
 //!   least one more match exists, so with `max_results=0` the walk stops at
@@ -127,7 +129,7 @@ mod output;
 mod path;
 mod run;
 mod tools;
-mod value;
+pub mod value;
 mod worker;
 
 pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};

@@ -39,6 +39,17 @@
 //! algorithm that backtracks only to the most recent `*`, and `**` is handled the
 //! same way one level up, over components. The cost is bounded by
 //! O(pattern length × path length) whatever the input.
+//!
+//! # Walks
+//!
+//! A tree walk matches one component at a time: [`Pattern::start`] gives the
+//! state before the first component, [`Pattern::step`] consumes one name,
+//! [`Pattern::is_match`] says whether the names so far are a match and
+//! [`Pattern::can_continue`] whether any longer path still could be (so a walk
+//! prunes every directory below which nothing can match). Stepping through a
+//! path's components answers exactly what [`Pattern::matches`] answers for it.
+//! This is the one glob engine: protected-path rules and the guest's
+//! `vsh_glob` both use it, so the same text means the same paths in both.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -303,6 +314,77 @@ impl Pattern {
             },
         }
         match_segments(&self.segments, components)
+    }
+}
+
+/// Where an incremental match stands after some leading components of a path:
+/// the pattern positions still alive. Built by [`Pattern::start`] and
+/// [`Pattern::step`]; at most one position per pattern component, plus the end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchState {
+    /// Sorted, without duplicates.
+    positions: Vec<usize>,
+}
+
+impl MatchState {
+    /// Whether no path with these leading components can match (nothing is alive).
+    pub fn is_dead(&self) -> bool {
+        self.positions.is_empty()
+    }
+}
+
+impl Pattern {
+    /// The state before any component is consumed.
+    pub fn start(&self) -> MatchState {
+        self.close(vec![0])
+    }
+
+    /// The state after also consuming the component `name` (folded first when
+    /// the pattern is case-insensitive).
+    pub fn step(&self, state: &MatchState, name: &str) -> MatchState {
+        let folded;
+        let name = if self.case_insensitive {
+            folded = fold(name);
+            folded.as_ref()
+        } else {
+            name
+        };
+        let mut next = Vec::with_capacity(state.positions.len());
+        for &position in &state.positions {
+            match self.segments.get(position) {
+                // `**` consumes the name and stays.
+                Some(Segment::AnyDepth) => next.push(position),
+                Some(segment) if segment.matches(name) => next.push(position + 1),
+                _ => {}
+            }
+        }
+        self.close(next)
+    }
+
+    /// Whether the components consumed so far are a match.
+    pub fn is_match(&self, state: &MatchState) -> bool {
+        state.positions.last() == Some(&self.segments.len())
+    }
+
+    /// Whether a path longer than the components consumed so far could match.
+    pub fn can_continue(&self, state: &MatchState) -> bool {
+        state.positions.first().is_some_and(|first| *first < self.segments.len())
+    }
+
+    /// `positions` with the position after every `**` added (it may match
+    /// nothing), sorted and without duplicates.
+    fn close(&self, mut positions: Vec<usize>) -> MatchState {
+        let mut index = 0;
+        while index < positions.len() {
+            let position = positions[index];
+            if self.segments.get(position) == Some(&Segment::AnyDepth) && !positions.contains(&(position + 1)) {
+                positions.push(position + 1);
+            }
+            index += 1;
+        }
+        positions.sort_unstable();
+        positions.dedup();
+        MatchState { positions }
     }
 }
 
@@ -866,6 +948,24 @@ mod tests {
                     prop_assert!(!invalid, "{text:?} accepted");
                     let expected = reference_matches(&text, &path_text);
                     prop_assert_eq!(pattern.matches(&path), expected, "{} vs {}", text, path_text);
+                    // A walk that steps through the components agrees, and it
+                    // never prunes a prefix of a path that matches.
+                    let mut state = pattern.start();
+                    for (index, component) in components.iter().enumerate() {
+                        if index > 0 && expected {
+                            prop_assert!(pattern.can_continue(&state), "{} pruned at {}", text, index);
+                        }
+                        state = pattern.step(&state, component);
+                    }
+                    prop_assert_eq!(pattern.is_match(&state), expected, "stepped {} vs {}", text, path_text);
+                    prop_assert_eq!(state.is_dead(), !expected && !pattern.can_continue(&state));
+                    let insensitive = pattern.clone().case_insensitive();
+                    let upper = VPath::parse(&path_text.to_uppercase()).unwrap_or(VPath::root());
+                    let mut state = insensitive.start();
+                    for component in upper.components() {
+                        state = insensitive.step(&state, component);
+                    }
+                    prop_assert_eq!(insensitive.is_match(&state), insensitive.matches(&upper));
                 }
             }
         }

@@ -77,31 +77,10 @@ pub enum EvidenceError {
     TooDeep,
 }
 
-/// The nesting depth of a value, computed without recursion.
+/// The nesting depth of a value (by `vsh_monty`'s one value walk, which
+/// descends into class instances too), counted until it passes the bound.
 pub(crate) fn value_depth(value: &MontyObject) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(value, 1usize)];
-    while let Some((current, depth)) = stack.pop() {
-        deepest = deepest.max(depth);
-        if depth > MAX_VALUE_DEPTH {
-            return depth;
-        }
-        match current {
-            MontyObject::List(items)
-            | MontyObject::Tuple(items)
-            | MontyObject::Set(items)
-            | MontyObject::FrozenSet(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
-            MontyObject::NamedTuple { values, .. } => stack.extend(values.iter().map(|item| (item, depth + 1))),
-            MontyObject::Dict(pairs) => {
-                for (key, item) in pairs {
-                    stack.push((key, depth + 1));
-                    stack.push((item, depth + 1));
-                }
-            }
-            _ => {}
-        }
-    }
-    deepest
+    vsh_monty::value::nesting(value, MAX_VALUE_DEPTH)
 }
 
 #[cfg(test)]

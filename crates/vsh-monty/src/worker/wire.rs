@@ -15,6 +15,7 @@
 //! In the other direction (parent to worker) values are the parent's own and
 //! shallow, so they travel as plain serde values.
 
+use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
 use monty_types::{
@@ -115,12 +116,6 @@ fn len32(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-/// One item still to flatten: a value, or a class's attribute pairs.
-enum Pending<'v> {
-    Value(&'v MontyObject),
-    Pairs(&'v DictPairs),
-}
-
 impl WireValue {
     /// A value made of these nodes, well-formed or not (for test hooks).
     #[cfg(feature = "test-hooks")]
@@ -128,92 +123,15 @@ impl WireValue {
         Self(nodes)
     }
 
-    /// Flatten `value` (iteratively).
+    /// Flatten `value` in the order of the one value walk
+    /// ([`crate::value::walk`]): each value's node, then its children's.
     pub(crate) fn flatten(value: &MontyObject) -> WireValue {
         let mut nodes = Vec::new();
-        let mut pending = vec![Pending::Value(value)];
-        while let Some(item) = pending.pop() {
-            let value = match item {
-                Pending::Value(value) => value,
-                Pending::Pairs(pairs) => {
-                    for (key, item) in pairs.into_iter().rev() {
-                        pending.push(Pending::Value(item));
-                        pending.push(Pending::Value(key));
-                    }
-                    continue;
-                }
-            };
-            // Children are pushed in reverse so they pop in order.
-            match value {
-                MontyObject::List(items) => {
-                    nodes.push(WireNode::List(len32(items.len())));
-                    pending.extend(items.iter().rev().map(Pending::Value));
-                }
-                MontyObject::Tuple(items) => {
-                    nodes.push(WireNode::Tuple(len32(items.len())));
-                    pending.extend(items.iter().rev().map(Pending::Value));
-                }
-                MontyObject::Set(items) => {
-                    nodes.push(WireNode::Set(len32(items.len())));
-                    pending.extend(items.iter().rev().map(Pending::Value));
-                }
-                MontyObject::FrozenSet(items) => {
-                    nodes.push(WireNode::FrozenSet(len32(items.len())));
-                    pending.extend(items.iter().rev().map(Pending::Value));
-                }
-                MontyObject::NamedTuple { type_name, field_names, values } => {
-                    nodes.push(WireNode::NamedTuple {
-                        type_name: type_name.clone(),
-                        field_names: field_names.clone(),
-                        len: len32(values.len()),
-                    });
-                    pending.extend(values.iter().rev().map(Pending::Value));
-                }
-                MontyObject::Dict(pairs) => {
-                    nodes.push(WireNode::Dict(len32(pairs.len())));
-                    pending.push(Pending::Pairs(pairs));
-                }
-                MontyObject::Type(MontyType::Instance(class)) => {
-                    nodes.push(WireNode::ClassType { class: ClassHeader::of(class), attrs: len32(class.attrs.len()) });
-                    pending.push(Pending::Pairs(&class.attrs));
-                }
-                MontyObject::ClassInstance(instance) => {
-                    nodes.push(WireNode::Instance {
-                        class: ClassHeader::of(&instance.class_type),
-                        instance_id: instance.instance_id,
-                        class_attrs: len32(instance.class_type.attrs.len()),
-                        attrs: len32(instance.attrs.len()),
-                    });
-                    pending.push(Pending::Pairs(&instance.attrs));
-                    pending.push(Pending::Pairs(&instance.class_type.attrs));
-                }
-                MontyObject::Ellipsis
-                | MontyObject::NotImplemented
-                | MontyObject::None
-                | MontyObject::Bool(_)
-                | MontyObject::Int(_)
-                | MontyObject::BigInt(_)
-                | MontyObject::Float(_)
-                | MontyObject::String(_)
-                | MontyObject::Bytes(_)
-                | MontyObject::Date(_)
-                | MontyObject::DateTime(_)
-                | MontyObject::Time(_)
-                | MontyObject::TimeDelta(_)
-                | MontyObject::TimeZone(_)
-                | MontyObject::Exception { .. }
-                | MontyObject::Type(_)
-                | MontyObject::BuiltinFunction(_)
-                | MontyObject::Path(_)
-                | MontyObject::FileHandle(_)
-                | MontyObject::Function { .. }
-                | MontyObject::Repr(_)
-                | MontyObject::Cycle(..) => {
-                    let bytes = postcard::to_allocvec(value).unwrap_or_default();
-                    nodes.push(WireNode::Scalar(bytes));
-                }
-            }
-        }
+        let walked: ControlFlow<()> = crate::value::walk(value, |value, _| {
+            nodes.push(node_of(value));
+            ControlFlow::Continue(())
+        });
+        debug_assert!(walked.is_continue());
         WireValue(nodes)
     }
 
@@ -255,6 +173,54 @@ impl WireValue {
                 finished = full.close();
             }
         }
+    }
+}
+
+/// The node of one value: a container's header (its children follow it), or
+/// a scalar's postcard bytes.
+fn node_of(value: &MontyObject) -> WireNode {
+    match value {
+        MontyObject::List(items) => WireNode::List(len32(items.len())),
+        MontyObject::Tuple(items) => WireNode::Tuple(len32(items.len())),
+        MontyObject::Set(items) => WireNode::Set(len32(items.len())),
+        MontyObject::FrozenSet(items) => WireNode::FrozenSet(len32(items.len())),
+        MontyObject::NamedTuple { type_name, field_names, values } => WireNode::NamedTuple {
+            type_name: type_name.clone(),
+            field_names: field_names.clone(),
+            len: len32(values.len()),
+        },
+        MontyObject::Dict(pairs) => WireNode::Dict(len32(pairs.len())),
+        MontyObject::Type(MontyType::Instance(class)) => {
+            WireNode::ClassType { class: ClassHeader::of(class), attrs: len32(class.attrs.len()) }
+        }
+        MontyObject::ClassInstance(instance) => WireNode::Instance {
+            class: ClassHeader::of(&instance.class_type),
+            instance_id: instance.instance_id,
+            class_attrs: len32(instance.class_type.attrs.len()),
+            attrs: len32(instance.attrs.len()),
+        },
+        MontyObject::Ellipsis
+        | MontyObject::NotImplemented
+        | MontyObject::None
+        | MontyObject::Bool(_)
+        | MontyObject::Int(_)
+        | MontyObject::BigInt(_)
+        | MontyObject::Float(_)
+        | MontyObject::String(_)
+        | MontyObject::Bytes(_)
+        | MontyObject::Date(_)
+        | MontyObject::DateTime(_)
+        | MontyObject::Time(_)
+        | MontyObject::TimeDelta(_)
+        | MontyObject::TimeZone(_)
+        | MontyObject::Exception { .. }
+        | MontyObject::Type(_)
+        | MontyObject::BuiltinFunction(_)
+        | MontyObject::Path(_)
+        | MontyObject::FileHandle(_)
+        | MontyObject::Function { .. }
+        | MontyObject::Repr(_)
+        | MontyObject::Cycle(..) => WireNode::Scalar(postcard::to_allocvec(value).unwrap_or_default()),
     }
 }
 

@@ -1,0 +1,308 @@
+//! The tree walk every `vsh_*` walker shares (depth-first, sorted, hidden
+//! paths skipped, every budget charged), and the two walkers: `vsh_glob`,
+//! which steps `vsh_policy`'s one glob engine one component at a time and
+//! prunes what cannot match, and `vsh_search`.
+
+use monty_types::MontyObject;
+use vsh_policy::{AccessKind, MatchState, Pattern};
+use vsh_types::{NodeKind, VPath};
+use vsh_vfs::VfsError;
+
+use crate::host::{Fault, OsHost, Target, int, vfs_fault};
+use crate::oserror::{self, ELOOP, ENOENT, ENOTDIR};
+use crate::path;
+
+/// What a tree walk does with one entry; `S` is what the walker keeps per
+/// directory (a glob's match state, or nothing).
+pub(super) enum Step<S> {
+    /// Go on with the next entry.
+    Skip,
+    /// Walk into this directory (after its remaining siblings' turn comes
+    /// later: the walk is depth-first).
+    Descend(S),
+    /// End the walk.
+    Stop,
+}
+
+/// What a walk asks about each entry: the host, the entry's path and name,
+/// and the state of its directory.
+type OnEntry<'f, 'h, S> = dyn FnMut(&mut OsHost<'h>, &VPath, &str, &S) -> Result<Step<S>, Fault> + 'f;
+
+/// One directory being walked.
+struct Frame<S> {
+    dir: VPath,
+    names: std::vec::IntoIter<String>,
+    state: S,
+}
+
+impl<'a> OsHost<'a> {
+    /// Walk below the directory `root` depth-first in sorted name order,
+    /// skipping hidden paths. `on_entry` decides for each child; the walk
+    /// lists each directory it enters (charging the directory-entry budget),
+    /// charges one evidence record per child and checks the deadline.
+    pub(super) fn walk<S: Clone>(
+        &mut self,
+        root: &VPath,
+        guest: &str,
+        state: S,
+        on_entry: &mut OnEntry<'_, 'a, S>,
+    ) -> Result<(), Fault> {
+        let fault = |error: VfsError| vfs_fault(error, guest);
+        let mut stack: Vec<Frame<S>> = Vec::new();
+        let names = self.vfs.read_dir(root).map_err(fault)?;
+        self.meter.charge_directory_entries(names.len() as u64)?;
+        stack.push(Frame { dir: root.clone(), names: names.into_iter(), state });
+        while let Some(frame) = stack.last_mut() {
+            let Some(name) = frame.names.next() else {
+                stack.pop();
+                continue;
+            };
+            let Ok(child) = frame.dir.child(&name) else { continue };
+            let state = frame.state.clone();
+            self.visit(&child)?;
+            if self.is_hidden(&child, guest)? {
+                continue;
+            }
+            let kind = self.vfs.kind(&child).map(drop);
+            if !self.representable(kind, guest)? {
+                continue;
+            }
+            match on_entry(self, &child, &name, &state)? {
+                Step::Skip => {}
+                Step::Stop => return Ok(()),
+                Step::Descend(next) => {
+                    if self.authorize(&child, AccessKind::DirectoryRead, guest).is_err() {
+                        continue;
+                    }
+                    let names = self.vfs.read_dir(&child);
+                    let Some(names) = self.representable_value(names, guest)? else { continue };
+                    self.meter.charge_directory_entries(names.len() as u64)?;
+                    stack.push(Frame { dir: child, names: names.into_iter(), state: next });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a walk goes on with a node it reached (`result` of looking at
+    /// it): a node the guest cannot be shown (see [`VfsError::is_unrepresentable`])
+    /// is skipped and counted; any other error is the walk's.
+    fn representable(&mut self, result: Result<(), VfsError>, guest: &str) -> Result<bool, Fault> {
+        Ok(self.representable_value(result, guest)?.is_some())
+    }
+
+    /// [`Self::representable`], keeping the value.
+    fn representable_value<T>(&mut self, result: Result<T, VfsError>, guest: &str) -> Result<Option<T>, Fault> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(error) if error.is_unrepresentable() => {
+                self.meter.stats.skipped_nodes += 1;
+                Ok(None)
+            }
+            Err(error) => Err(vfs_fault(error, guest)),
+        }
+    }
+
+    /// The directory a walk starts at: authorized, and required to be one.
+    fn walk_root(&mut self, target: &Target<'_>) -> Result<(), Fault> {
+        self.authorize(&target.path, AccessKind::DirectoryRead, target.guest)?;
+        match self.vfs.kind(&target.path).map_err(|error| vfs_fault(error, target.guest))? {
+            Some(NodeKind::Directory) => Ok(()),
+            None => Err(Fault::Guest(oserror::os_error(ENOENT, target.guest))),
+            Some(NodeKind::File) => Err(Fault::Guest(oserror::os_error(ENOTDIR, target.guest))),
+            Some(NodeKind::Symlink) => Err(Fault::Guest(oserror::os_error(ELOOP, target.guest))),
+        }
+    }
+
+    /// `vsh_glob`: the matches and whether there were more.
+    pub(super) fn glob(
+        &mut self,
+        target: &Target<'_>,
+        pattern: &Pattern,
+        max_results: usize,
+    ) -> Result<(Vec<MontyObject>, bool), Fault> {
+        self.walk_root(target)?;
+        let mut results = Vec::new();
+        let mut truncated = false;
+        let root = target.path.clone();
+        let guest = target.guest;
+        self.walk(&root, guest, pattern.start(), &mut |host, child, name, state| {
+            let next: MatchState = pattern.step(state, name);
+            if next.is_dead() {
+                return Ok(Step::Skip);
+            }
+            if pattern.is_match(&next) {
+                if results.len() == max_results {
+                    truncated = true;
+                    return Ok(Step::Stop);
+                }
+                let relative = child.relative_to(&root).unwrap_or_default();
+                results.push(MontyObject::Path(path::guest_child(guest, relative)));
+            }
+            if pattern.can_continue(&next)
+                && host.vfs.kind(child).map_err(|error| vfs_fault(error, guest))? == Some(NodeKind::Directory)
+            {
+                return Ok(Step::Descend(next));
+            }
+            Ok(Step::Skip)
+        })?;
+        Ok((results, truncated))
+    }
+
+    /// `vsh_search`: the hits and whether there were more.
+    pub(super) fn search(
+        &mut self,
+        target: &Target<'_>,
+        matcher: &Matcher,
+        max_results: usize,
+    ) -> Result<(Vec<MontyObject>, bool), Fault> {
+        self.authorize(&target.path, AccessKind::MetadataRead, target.guest)?;
+        let mut hits = Hits { results: Vec::new(), max_results, truncated: false };
+        if self.vfs.kind(&target.path).map_err(|error| vfs_fault(error, target.guest))? == Some(NodeKind::File) {
+            self.search_file(&target.path, target.guest, target.guest, matcher, &mut hits)?;
+        } else {
+            self.walk_root(target)?;
+            {
+                let root = target.path.clone();
+                let guest = target.guest;
+                self.walk(&root, guest, (), &mut |host, child, _name, _state| match host
+                    .vfs
+                    .kind(child)
+                    .map_err(|error| vfs_fault(error, guest))?
+                {
+                    Some(NodeKind::Directory) => Ok(Step::Descend(())),
+                    Some(NodeKind::File) => {
+                        let relative = child.relative_to(&root).unwrap_or_default();
+                        let shown = path::guest_child(guest, relative);
+                        let go_on = host.search_file(child, &shown, guest, matcher, &mut hits)?;
+                        Ok(if go_on { Step::Skip } else { Step::Stop })
+                    }
+                    _ => Ok(Step::Skip),
+                })?;
+            }
+        }
+        Ok((hits.results, hits.truncated))
+    }
+
+    /// Search one file; `false` once the results are full.
+    fn search_file(
+        &mut self,
+        file: &VPath,
+        shown: &str,
+        guest: &str,
+        matcher: &Matcher,
+        hits: &mut Hits,
+    ) -> Result<bool, Fault> {
+        match self.authorize(file, AccessKind::ContentRead, guest) {
+            Ok(()) => {}
+            Err(Fault::Guest(_)) => return Ok(true),
+            Err(other) => return Err(other),
+        }
+        let size = self.vfs.file_size(file).map_err(|error| vfs_fault(error, guest))?;
+        self.meter.charge_read_call(size)?;
+        let read = self.vfs.read(file);
+        let Some(bytes) = self.representable_value(read, guest)? else { return Ok(true) };
+        let Ok(text) = std::str::from_utf8(&bytes) else { return Ok(true) };
+        for (index, line) in text.split('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let Some(column) = matcher.find(line) else { continue };
+            if hits.results.len() == hits.max_results {
+                hits.truncated = true;
+                return Ok(false);
+            }
+            hits.results.push(MontyObject::dict(vec![
+                (MontyObject::String("path".to_owned()), MontyObject::String(shown.to_owned())),
+                (MontyObject::String("line".to_owned()), int(index + 1)),
+                (MontyObject::String("column".to_owned()), int(column)),
+                (MontyObject::String("text".to_owned()), MontyObject::String(line.to_owned())),
+            ]));
+        }
+        Ok(true)
+    }
+}
+
+/// The hits of one search.
+struct Hits {
+    results: Vec<MontyObject>,
+    max_results: usize,
+    truncated: bool,
+}
+
+/// A literal query, case-sensitive or Unicode-lowercased.
+pub(crate) struct Matcher {
+    query: String,
+    case_sensitive: bool,
+}
+
+/// `text` lowercased character by character (so every character maps to its
+/// own run of bytes), with the index of the original character of each
+/// output byte.
+fn lowercase_with_origins(text: &str) -> (String, Vec<usize>) {
+    let mut lowered = String::with_capacity(text.len());
+    let mut origins = Vec::with_capacity(text.len());
+    for (index, character) in text.chars().enumerate() {
+        let start = lowered.len();
+        lowered.extend(character.to_lowercase());
+        origins.resize(origins.len() + (lowered.len() - start), index);
+    }
+    (lowered, origins)
+}
+
+impl Matcher {
+    pub(crate) fn new(query: &str, case_sensitive: bool) -> Self {
+        let query = if case_sensitive { query.to_owned() } else { lowercase_with_origins(query).0 };
+        Self { query, case_sensitive }
+    }
+
+    /// The 1-based column (in characters) of the first hit in `line`.
+    pub(crate) fn find(&self, line: &str) -> Option<usize> {
+        if self.case_sensitive {
+            line.find(&self.query).map(|offset| line[..offset].chars().count() + 1)
+        } else {
+            let (lowered, origins) = lowercase_with_origins(line);
+            lowered.find(&self.query).map(|offset| origins[offset] + 1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Tool;
+
+    #[test]
+    fn case_insensitive_columns_map_back_to_the_original_line() {
+        let matcher = Matcher::new("STRASSE", false);
+        assert_eq!(matcher.find("in der Straße, strasse"), Some(16));
+        let matcher = Matcher::new("i̇x", false);
+        assert_eq!(matcher.find("aİX"), Some(2), "İ lowercases to two characters");
+        assert_eq!(Matcher::new("b", true).find("ébc"), Some(2));
+        assert_eq!(Matcher::new("B", true).find("ébc"), None);
+    }
+
+    #[test]
+    fn a_walk_checks_the_request_deadline_at_every_path() {
+        use std::sync::Arc;
+        use std::time::{Duration, Instant};
+
+        use vsh_policy::CallPolicy;
+        use vsh_vfs::{SnapshotLimits, VirtualFs};
+
+        use crate::limits::{ExecutionLimits, LimitKind};
+
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::write(parent.path().join("a.txt"), b"a").unwrap();
+        let dir = Arc::new(vsh_host::CapDir::open(parent.path()).unwrap());
+        let mut vfs = VirtualFs::new(dir, vec![], SnapshotLimits::default());
+        let policy = CallPolicy::balanced_default(None);
+        let limits = ExecutionLimits { max_request_duration: Duration::from_millis(1), ..ExecutionLimits::default() };
+        let long_ago = Instant::now().checked_sub(Duration::from_secs(1)).unwrap();
+        let mut host = OsHost::new(&mut vfs, &policy, &limits, long_ago);
+        // The dispatcher would refuse the call outright; called directly, the
+        // walk itself must notice.
+        match host.call_tool(Tool::Glob, vec![MontyObject::String("**/*".to_owned())], Vec::new()) {
+            Err(Fault::Limit(limit)) => assert_eq!(limit.limit, LimitKind::RequestDuration),
+            other => panic!("expected the deadline, got {other:?}"),
+        }
+    }
+}
