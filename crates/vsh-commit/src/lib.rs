@@ -120,9 +120,6 @@ use txndir::{Cleanup, PRIVATE_DIR_MODE, TxnDir};
 /// How many conflicts a stale commit lists by default.
 pub const DEFAULT_MAX_CONFLICTS: usize = 128;
 
-/// The default runtime directory, relative to the workspace.
-pub const DEFAULT_RUNTIME_DIR: &str = ".vsh";
-
 /// One transaction to commit.
 #[derive(Debug, Clone, Copy)]
 pub struct CommitRequest<'a> {
@@ -236,8 +233,8 @@ impl From<CommitError> for Stop {
 impl Committer {
     /// A committer for `workspace`.
     ///
-    /// `runtime_dir` is vsh's own directory inside the workspace (default
-    /// [`DEFAULT_RUNTIME_DIR`]), used for `commit.lock` and `txn/`; it is
+    /// `runtime_dir` is vsh's own directory inside the workspace
+    /// ([`vsh_types::VshLayout::runtime`]), used for `commit.lock` and `txn/`; it is
     /// created (mode `0o700`, never through a symlink) if missing. The caller
     /// must exclude it from snapshots; diffs may not touch it. Call
     /// [`Committer::recover`] before relying on the workspace's state.

@@ -30,7 +30,7 @@ impl Fixture {
         let dir = tempfile::tempdir()?;
         std::fs::create_dir(dir.path().join("ws"))?;
         let ws = Workspace::open(&dir.path().join("ws"))?;
-        let data = DataDir::open_in_workspace(&ws.dir, &DataDir::default_relative())?;
+        let data = DataDir::open_in_workspace(&ws.dir, &vsh_types::VshLayout::default_data())?;
         let blobs = BlobStore::open(&data)?;
         let committer = Committer::new(Arc::clone(&ws.dir), p(".vsh"))?;
         Ok(Self { dir, ws, blobs, committer })

@@ -49,5 +49,5 @@ pub use decision::{
 pub use file::{MAX_POLICY_FILE_BYTES, MAX_REASON_BYTES, POLICY_FILE_VERSION, PolicyFile, PolicyFileError};
 pub use pattern::{MAX_PATTERN_BYTES, MatchState, Pattern, PatternError};
 pub use profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
-pub use rules::{CallPolicy, DEFAULT_DATA_DIR, DefaultRules, DeniedAccess, ProtectedRule, RuleLabel};
+pub use rules::{CallPolicy, DefaultRules, DeniedAccess, ProtectedRule, RuleLabel};
 pub use transaction::{POLICY_SCHEMA, PolicyInput, TransactionPolicy};

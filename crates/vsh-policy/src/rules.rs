@@ -57,9 +57,6 @@ use vsh_types::canon::{self, Canonical};
 use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, fold};
 
-/// The data directory's default location inside the workspace.
-pub const DEFAULT_DATA_DIR: &str = ".vsh";
-
 /// Secret patterns of the default policy (all access denied).
 const DEFAULT_SECRET_PATTERNS: [&str; 11] = [
     "**/.env/**",
@@ -75,8 +72,11 @@ const DEFAULT_SECRET_PATTERNS: [&str; 11] = [
     "**/id_ed25519",
 ];
 
-/// Runtime-data patterns of the default policy (all access denied).
-const DEFAULT_RUNTIME_PATTERNS: [&str; 1] = ["**/.vsh/**"];
+/// The runtime-data pattern of the default policy (all access denied): vsh's
+/// runtime directory at any depth, `**/.vsh/**`.
+fn default_runtime_pattern() -> String {
+    format!("**/{}/**", vsh_types::RUNTIME_DIR_NAME)
+}
 
 /// Repository-metadata patterns of the default policy (mutations denied).
 const DEFAULT_GIT_PATTERNS: [&str; 1] = ["**/.git/**"];
@@ -326,7 +326,7 @@ impl CallPolicy {
     /// Default protected paths (see the [module documentation](self)).
     ///
     /// `data_dir` is the vsh data directory's path inside the workspace if it lies
-    /// there (`.vsh` by default, which is always protected). It and everything
+    /// there (`.vsh/data` by default, inside the runtime directory, which is always protected). It and everything
     /// beneath it are protected for all accesses with [`RuleLabel::RuntimeData`].
     /// A data directory at the workspace root itself protects every path: the
     /// guest could otherwise reach the store, so the policy fails closed.
@@ -345,7 +345,7 @@ impl CallPolicy {
                 rules.push(ProtectedRule::new(parse(text), AccessSet::ALL, RuleLabel::Secret));
             }
         }
-        let runtime: Vec<Pattern> = DEFAULT_RUNTIME_PATTERNS.iter().map(|text| parse(text)).collect();
+        let runtime: Vec<Pattern> = vec![parse(&default_runtime_pattern())];
         // A data directory the built-in rules already cover (`.vsh/data`, say) adds nothing.
         if let Some(dir) = data_dir.filter(|dir| !runtime.iter().any(|pattern| pattern.matches(dir))) {
             rules.push(ProtectedRule::new(
@@ -747,7 +747,7 @@ mod tests {
         assert_eq!(policy.authorize(&p("state/other"), AccessKind::Create), Ok(()));
         assert_eq!(policy.authorize(&p("state"), AccessKind::DirectoryRead), Ok(()));
         // The default directory merges with the built-in rule.
-        let default_dir = CallPolicy::balanced_default(Some(&p(DEFAULT_DATA_DIR)));
+        let default_dir = CallPolicy::balanced_default(Some(&vsh_types::VshLayout::default_data()));
         assert_eq!(default_dir, CallPolicy::balanced_default(None));
         // A data directory with wildcard characters protects only itself.
         let odd = CallPolicy::balanced_default(Some(&p("d*")));

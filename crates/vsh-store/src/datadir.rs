@@ -1,6 +1,7 @@
 //! [`DataDir`]: the trusted data directory, opened once as a capability handle.
 //!
-//! The data directory is either inside the workspace (default `.vsh/data`),
+//! The data directory is either inside the workspace (default `.vsh/data`, see
+//! [`vsh_types::VshLayout`]),
 //! created beneath the workspace handle without following any symlink, or an
 //! external directory opened by path. Either way every later access goes
 //! through the handle, so a symlink planted in the workspace cannot redirect
@@ -22,14 +23,6 @@ pub struct DataDir {
 }
 
 impl DataDir {
-    /// The default location of the data directory, relative to the workspace.
-    pub const DEFAULT_RELATIVE: &'static str = ".vsh/data";
-
-    /// The default location as a path: `.vsh/data`.
-    pub fn default_relative() -> VPath {
-        VPath::parse(Self::DEFAULT_RELATIVE).expect("a valid constant path")
-    }
-
     /// Open `rel` beneath the workspace handle, creating missing components with
     /// mode `0o700`. No component is followed if it is a symlink: a symlink
     /// planted at `.vsh` or `.vsh/data` is [`StoreError::DataDir`] and nothing is

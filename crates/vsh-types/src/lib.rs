@@ -13,6 +13,7 @@ pub mod canon;
 mod diff;
 mod digest;
 pub mod hex;
+mod layout;
 mod node;
 mod path;
 mod readset;
@@ -25,6 +26,7 @@ pub use digest::{
     BlobId, DiffDigest, DigestParseError, DomainHasher, ExecutionEvidenceDigest, IntentDigest, PolicyDigest,
     PrincipalId, ProgramDigest, ReadSetDigest, RuntimeConfigDigest, SnapshotId, TransactionId, WriteSetDigest,
 };
+pub use layout::{DataPlacement, RUNTIME_DIR_NAME, VshLayout};
 pub use node::{MODE_MASK, NodeKind, NodeState};
 pub use path::{VPath, VPathError};
 pub use readset::{Dependency, ReadSet, names_digest};

@@ -128,7 +128,7 @@ fn symlink_planted_at_runtime_dir_is_refused_and_nothing_is_written_through_it()
     std::fs::create_dir(&target)?;
     std::os::unix::fs::symlink(&target, workspace.join(".vsh"))?;
     let handle = CapDir::open(&workspace)?;
-    let error = DataDir::open_in_workspace(&handle, &DataDir::default_relative()).unwrap_err();
+    let error = DataDir::open_in_workspace(&handle, &vsh_types::VshLayout::default_data()).unwrap_err();
     assert!(matches!(error, StoreError::DataDir { .. }), "{error:?}");
     assert_eq!(std::fs::read_dir(&target)?.count(), 0);
 
@@ -136,7 +136,7 @@ fn symlink_planted_at_runtime_dir_is_refused_and_nothing_is_written_through_it()
     std::fs::remove_file(workspace.join(".vsh"))?;
     std::fs::create_dir(workspace.join(".vsh"))?;
     std::os::unix::fs::symlink(&target, workspace.join(".vsh/data"))?;
-    let error = DataDir::open_in_workspace(&handle, &DataDir::default_relative()).unwrap_err();
+    let error = DataDir::open_in_workspace(&handle, &vsh_types::VshLayout::default_data()).unwrap_err();
     assert!(matches!(error, StoreError::DataDir { .. }), "{error:?}");
     assert_eq!(std::fs::read_dir(&target)?.count(), 0);
     Ok(())

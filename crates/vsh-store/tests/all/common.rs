@@ -14,7 +14,7 @@ use crate::Result;
 /// The data directory inside a temporary workspace (`.vsh/data`).
 pub(crate) fn data_dir(root: &Path) -> Result<DataDir> {
     let workspace = CapDir::open(root)?;
-    Ok(DataDir::open_in_workspace(&workspace, &DataDir::default_relative())?)
+    Ok(DataDir::open_in_workspace(&workspace, &vsh_types::VshLayout::default_data())?)
 }
 
 /// Where the data directory of [`data_dir`] lives on the host.

@@ -8,7 +8,7 @@ use vsh_host::CapDir;
 use vsh_monty::{MontyExecutor, WorkerConfig, default_worker_path};
 use vsh_policy::TransactionPolicy;
 use vsh_store::{BlobStore, DataDir, TransactionStore};
-use vsh_types::VPath;
+use vsh_types::{DataPlacement, VshLayout};
 
 use super::Runtime;
 use crate::commit_path::CommitPath;
@@ -18,11 +18,6 @@ use crate::previews::Previews;
 use crate::records::Records;
 use crate::run::{Runs, clock_ms};
 use crate::{RuntimeConfig, VshError};
-
-/// vsh's own directory inside the workspace: the commit lock, journal and staging area.
-const RUNTIME_DIR: &str = ".vsh";
-/// The default data directory, inside [`RUNTIME_DIR`].
-const DEFAULT_DATA_DIR: &str = ".vsh/data";
 
 impl Runtime {
     /// Open the workspace and vsh's data directory, then recover any commit a
@@ -46,25 +41,25 @@ impl Runtime {
         let executor = executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
         let workspace =
             Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?.with_allowed_mounts(allowed_mounts));
-        let runtime_dir = VPath::parse(RUNTIME_DIR).expect("constant path");
-        let mut excluded = vec![runtime_dir.clone()];
-        let data = match &data_directory {
-            None => DataDir::open_in_workspace(&workspace, &VPath::parse(DEFAULT_DATA_DIR).expect("constant path"))
-                .map_err(VshError::DataDirectory)?,
+        let (data, layout) = match &data_directory {
+            None => (
+                DataDir::open_in_workspace(&workspace, &VshLayout::default_data()).map_err(VshError::DataDirectory)?,
+                VshLayout::default(),
+            ),
             Some(path) => {
                 let data = DataDir::open_external(path).map_err(VshError::DataDirectory)?;
                 // Decided by device and inode through the handles, never by a path string.
-                match data.dir().location_within(&workspace).map_err(VshError::Workspace)? {
+                let placement = match data.dir().location_within(&workspace).map_err(VshError::Workspace)? {
                     Some(inside) if inside.is_root() => {
                         return Err(VshError::DataDirectory(vsh_store::StoreError::DataDirIsRoot));
                     }
-                    Some(inside) => excluded.push(inside),
-                    None => {}
-                }
-                data
+                    Some(inside) => DataPlacement::Within(inside),
+                    None => DataPlacement::Outside,
+                };
+                (data, VshLayout::new(placement))
             }
         };
-        let protected_data = excluded.get(1).cloned();
+        let protected_data = layout.separate_data().cloned();
         let policy = match &policy_file {
             None => TransactionPolicy::from_profile(policy_profile, protected_data.as_ref()),
             Some(path) => TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
@@ -73,7 +68,7 @@ impl Runtime {
         let key = authority_key(&authority, &workspace)?;
         let blobs = BlobStore::open(&data)?;
         let transactions = TransactionStore::open(&data, &key)?;
-        let mut committer = Committer::new(Arc::clone(&workspace), runtime_dir)?
+        let mut committer = Committer::new(Arc::clone(&workspace), layout.runtime().clone())?
             .with_authority(key)
             .with_protection(policy.calls().clone());
         if let Some(inside) = &protected_data {
@@ -81,7 +76,7 @@ impl Runtime {
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
         let records = Records::new(transactions, blobs, policy.digest());
-        let runs = Runs::new(workspace, excluded, snapshot_limits, executor, policy, hook.as_ref());
+        let runs = Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref());
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }
