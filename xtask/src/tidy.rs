@@ -6,7 +6,7 @@
 //!   `FIXME` on the line before;
 //! - `unsafe` only in `crates/vsh-host` and `crates/vsh-sandbox`, and every `unsafe` block there
 //!   has a `// SAFETY:` comment just above;
-//! - workspace crates depend only on the crates below them (the "may depend on" table below);
+//! - workspace crates depend on exactly the crates the "may depend on" table below names (the graph as built, checked both ways);
 //! - every locked package comes from crates.io;
 //! - every dependency's license is allowed by `deny.toml`, so that file is enforced even where
 //!   cargo-deny is not installed;
@@ -40,19 +40,21 @@ const SKIPPED_DIRS: &[&str] = &[".git", "fuzz/artifacts", "fuzz/corpus", "fuzz/c
 /// The crates that may contain `unsafe`.
 const UNSAFE_ALLOWED: &[&str] = &["crates/vsh-host", "crates/vsh-sandbox"];
 
-/// For each crate in `crates/`, the workspace crates its `[dependencies]` (and build dependencies)
-/// may name; `None` means any. Dev-dependencies are not restricted.
-const MAY_DEPEND_ON: &[(&str, Option<&[&str]>)] = &[
-    ("vsh-types", Some(&[])),
-    ("vsh-sandbox", Some(&["vsh-types"])),
-    ("vsh-host", Some(&["vsh-types", "vsh-sandbox"])),
-    ("vsh-store", Some(&["vsh-types", "vsh-host"])),
-    ("vsh-vfs", Some(&["vsh-types", "vsh-host", "vsh-store"])),
-    ("vsh-policy", Some(&["vsh-types", "vsh-vfs"])),
-    ("vsh-monty", Some(&["vsh-types", "vsh-vfs", "vsh-policy", "vsh-sandbox", "vsh-host"])),
-    ("vsh-commit", Some(&["vsh-types", "vsh-host", "vsh-store", "vsh-vfs", "vsh-policy"])),
-    ("vsh", None),
-    ("vsh-cli", Some(&["vsh"])),
+/// For each crate in `crates/`, exactly the workspace crates its `[dependencies]` (and build
+/// dependencies) name: the graph as built, checked both ways, so a new edge and an edge no longer
+/// used both fail until this table says so. Dev-dependencies are not restricted.
+const MAY_DEPEND_ON: &[(&str, &[&str])] = &[
+    ("vsh-types", &[]),
+    ("vsh-sandbox", &["vsh-types"]),
+    ("vsh-host", &["vsh-types"]),
+    ("vsh-tools", &["vsh-types", "vsh-host", "vsh-sandbox"]),
+    ("vsh-store", &["vsh-types", "vsh-host"]),
+    ("vsh-vfs", &["vsh-types", "vsh-host"]),
+    ("vsh-policy", &["vsh-types"]),
+    ("vsh-monty", &["vsh-types", "vsh-vfs", "vsh-policy", "vsh-sandbox"]),
+    ("vsh-commit", &["vsh-types", "vsh-host", "vsh-store", "vsh-policy"]),
+    ("vsh", &["vsh-types", "vsh-host", "vsh-store", "vsh-vfs", "vsh-policy", "vsh-monty", "vsh-commit"]),
+    ("vsh-cli", &["vsh"]),
 ];
 
 /// The only package source allowed in a lockfile.
@@ -198,13 +200,19 @@ fn crate_dependencies_respect_layers() {
             problems.push(format!("{name}: not in the MAY_DEPEND_ON table of xtask/src/tidy.rs; add its layer there"));
             continue;
         };
-        let Some(allowed) = allowed else { continue };
+        let mut used = BTreeSet::new();
         for dependency in package["dependencies"].as_array().expect("dependencies") {
             let dependency_name = dependency["name"].as_str().expect("dependency name");
             let is_dev = dependency["kind"].as_str() == Some("dev");
-            if !is_dev && ours.contains(dependency_name) && !allowed.contains(&dependency_name) {
-                problems.push(format!("{name} depends on {dependency_name}; it may depend only on {allowed:?}"));
+            if !is_dev && ours.contains(dependency_name) {
+                used.insert(dependency_name);
+                if !allowed.contains(&dependency_name) {
+                    problems.push(format!("{name} depends on {dependency_name}; it may depend only on {allowed:?}"));
+                }
             }
+        }
+        for unused in allowed.iter().filter(|allowed| !used.contains(*allowed)) {
+            problems.push(format!("{name} may depend on {unused} but does not: tighten its row of the table"));
         }
     }
     fail_if_any("dependencies that break the crate layering (the MAY_DEPEND_ON table in xtask/src/tidy.rs)", &problems);

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use rustix::io::Errno;
 
 use super::HostFixture;
-use crate::{EscapeReason, ExecLimits, FsError, Host, HostConfig, HostError, HostKind, PathError, PathPolicy};
+use vsh_host::{HostError, HostKind};
+
+use crate::{EscapeReason, ExecLimits, FsError, Host, HostConfig, PathError, PathPolicy};
 
 fn is_outside_root(result: Result<PathBuf, PathError>, expected: &Path) {
     match result {

@@ -1,5 +1,10 @@
 //! [`Host`]: the seed side-effect seam for agent tools (`host.txt`), built on
-//! the capability handle [`CapDir`].
+//! vsh-host's capability handle [`CapDir`].
+//!
+//! This is a crate of its own, not a module of vsh-host, so that the async
+//! runtime (tokio) and the command supervisor (vsh-sandbox) it needs are
+//! never compiled into the crates that only need the handle: vsh-vfs,
+//! vsh-store and vsh-commit depend on vsh-host alone.
 //!
 //! A `Host` owns the workspace root (an opened [`CapDir`]), the path policy,
 //! the exec limits and the sandbox policy of commands. It offers:
@@ -22,6 +27,9 @@ mod jail;
 pub(crate) mod spawn;
 pub(crate) mod supervise;
 
+#[cfg(test)]
+mod tests;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,8 +38,8 @@ pub use self::error::{EscapeReason, ExecError, FsError, PathError};
 pub use self::exec::{ExecLimits, ExecOutput, ExecRequest, FIXED_PATH, ShellSpec};
 pub use self::fs::{DirEntry, FileRead, FileStat};
 
-use crate::capdir::CapDir;
-use crate::error::HostError;
+use vsh_host::CapDir;
+use vsh_host::HostError;
 
 /// The default largest file [`Host::read_file`] reads: 64 MiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;

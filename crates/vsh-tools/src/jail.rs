@@ -21,9 +21,9 @@ use std::path::{Component, Path, PathBuf};
 use vsh_types::VPath;
 
 use super::{EscapeReason, Host, PathError, PathPolicy, blocking};
-use crate::capdir::CapDir;
-use crate::error::HostError;
-use crate::stat::HostKind;
+use vsh_host::CapDir;
+use vsh_host::HostError;
+use vsh_host::HostKind;
 
 /// Where a file operation acts: a workspace path beneath a directory handle.
 pub(crate) struct Target {

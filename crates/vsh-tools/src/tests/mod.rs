@@ -77,3 +77,11 @@ impl HostFixture {
         out
     }
 }
+
+#[test]
+fn hosts_and_their_errors_can_be_shared_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<crate::Host>();
+    assert_send_sync::<crate::FsError>();
+    assert_send_sync::<crate::ExecError>();
+}

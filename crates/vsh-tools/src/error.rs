@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use vsh_types::VPathError;
 
-use crate::error::HostError;
+use vsh_host::HostError;
 
 /// Why a path could not be resolved (see [`crate::Host::resolve_in_jail`]).
 #[derive(Debug, thiserror::Error)]

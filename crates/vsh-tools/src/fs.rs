@@ -22,9 +22,9 @@ use vsh_types::VPath;
 
 use super::jail::{Target, TargetDir};
 use super::{FsError, Host, blocking};
-use crate::capdir::CapDir;
-use crate::error::HostError;
-use crate::stat::{HostKind, HostStat};
+use vsh_host::CapDir;
+use vsh_host::HostError;
+use vsh_host::{HostKind, HostStat};
 
 /// Permission bits of a file created by [`Host::write_file`] (`0o666` under the usual umask `022`).
 const NEW_FILE_MODE: u32 = 0o644;

@@ -300,8 +300,8 @@ async fn an_escaped_process_holding_the_pipe_cannot_hang_supervision() {
     // leader has exited and the short drain period has passed.
     use std::os::unix::process::CommandExt as _;
 
-    use crate::host::spawn::GroupChild;
-    use crate::host::supervise::{Plan, deadline_after, supervise};
+    use crate::spawn::GroupChild;
+    use crate::supervise::{Plan, deadline_after, supervise};
 
     let fx = fixture(quick_limits());
     let m = marker();

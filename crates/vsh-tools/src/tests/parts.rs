@@ -4,9 +4,11 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::host::spawn::{GroupChild, GroupId};
-use crate::host::supervise::deadline_after;
-use crate::{ExecLimits, FileStat, HostKind, ShellSpec};
+use crate::spawn::{GroupChild, GroupId};
+use crate::supervise::deadline_after;
+use vsh_host::HostKind;
+
+use crate::{ExecLimits, FileStat, ShellSpec};
 
 #[test]
 fn only_a_plausible_leader_names_a_group() {
