@@ -30,7 +30,7 @@ use vsh_types::{BlobId, CanonicalDiff, DiffEntry, NodeKind, NodeState, SnapshotI
 
 pub use base::SnapshotLimits;
 pub use error::VfsError;
-pub use review::{FileReview, NoHunks, ReviewLimits, unified_hunks};
+pub use review::{FileReview, NoHunks, ReviewLimits, live_content_if_unchanged, unified_hunks};
 pub use vsh_types::{Dependency, ReadSet, names_digest};
 
 use base::Base;

@@ -7,9 +7,24 @@
 //! hunks, never silently skipped.
 
 use similar::TextDiff;
-use vsh_types::{DiffEntry, NodeKind, VPath};
+use vsh_host::CapDir;
+use vsh_types::{BlobId, DiffEntry, NodeKind, NodeState, VPath};
 
 use crate::{ContentSource, VfsError, VirtualFs};
+
+/// The live bytes of the file at `path` in `workspace`, if they still are the
+/// file `state` describes (its content digest): for showing a reviewer a
+/// before-state from the disk only when the disk still holds it. Read through
+/// the handle without following any symlink and bounded by `state`'s size;
+/// `None` when the file changed, went, is not a file, or cannot be read.
+pub fn live_content_if_unchanged(workspace: &CapDir, path: &VPath, state: &NodeState) -> Option<Vec<u8>> {
+    if state.kind != NodeKind::File {
+        return None;
+    }
+    let expected = state.content?;
+    let read = workspace.read_file(path, state.size).ok()?;
+    (BlobId::of(&read.bytes) == expected).then_some(read.bytes)
+}
 
 /// Bounds on the text rendered for review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

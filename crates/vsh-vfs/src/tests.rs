@@ -362,3 +362,24 @@ fn counting_base_nodes_leaves_out_the_excluded_and_stops_past_the_bound() {
     // Counting records nothing: the run depends on none of it.
     assert!(vfs.read_set().entries.is_empty());
 }
+
+#[test]
+fn live_content_is_shown_only_while_the_disk_still_holds_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"before");
+    std::os::unix::fs::symlink("a.txt", dir.path().join("link")).unwrap();
+    let workspace = CapDir::open(dir.path()).unwrap();
+    let state = NodeState::file_with(b"before", 0o644);
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &state), Some(b"before".to_vec()));
+    // A symlink to the same bytes is not followed; a directory state has no content.
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("link"), &state), None);
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &NodeState::directory(0o755)), None);
+    // Changed on disk (same size): not the reviewed state any more.
+    write(dir.path(), "a.txt", b"BEFORE");
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &state), None);
+    // Grown past the recorded size: refused by the read bound, never read whole.
+    write(dir.path(), "a.txt", b"before and more");
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &state), None);
+    std::fs::remove_file(dir.path().join("a.txt")).unwrap();
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &state), None);
+}

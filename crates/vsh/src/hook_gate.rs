@@ -6,7 +6,7 @@
 
 use vsh_host::CapDir;
 use vsh_store::ApprovalGrant;
-use vsh_types::{BlobId, DiffEntry, NodeKind, PrincipalId, TransactionId, TransactionState};
+use vsh_types::{DiffEntry, NodeKind, PrincipalId, TransactionId, TransactionState};
 
 use crate::VshError;
 use crate::evidence::Evidence;
@@ -210,12 +210,7 @@ fn content_evidence(
                 // A missing or corrupt blob is a store failure, never "not reviewed".
                 Some(sources.records.blobs().get(blob, state.size)?)
             } else {
-                sources
-                    .workspace
-                    .read_file(&entry.path, state.size)
-                    .ok()
-                    .map(|read| read.bytes)
-                    .filter(|bytes| BlobId::of(bytes) == blob)
+                vsh_vfs::live_content_if_unchanged(sources.workspace, &entry.path, &state)
             };
             match bytes {
                 Some(bytes) => {
