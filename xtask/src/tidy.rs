@@ -40,6 +40,12 @@ const SKIPPED_DIRS: &[&str] = &[".git", "fuzz/artifacts", "fuzz/corpus", "fuzz/c
 /// The crates that may contain `unsafe`.
 const UNSAFE_ALLOWED: &[&str] = &["crates/vsh-host", "crates/vsh-sandbox"];
 
+/// The crates whose code may name vsh-host's mutating capability, `WritableDir`: vsh-host (which
+/// defines it), the commit engine and the store (the only parts of the pipeline that change a
+/// workspace or data directory), and vsh-tools, whose seed `Host::write_file` writes files directly
+/// by the seed's contract (`host.txt`) and is used by no part of the pipeline.
+const WRITABLE_ALLOWED: &[&str] = &["crates/vsh-host", "crates/vsh-commit", "crates/vsh-store", "crates/vsh-tools"];
+
 /// For each crate in `crates/`, exactly the workspace crates its `[dependencies]` (and build
 /// dependencies) name: the graph as built, checked both ways, so a new edge and an edge no longer
 /// used both fail until this table says so. Dev-dependencies are not restricted.
@@ -119,6 +125,21 @@ fn unsafe_only_in_host_and_sandbox() {
         }
     }
     fail_if_any(&format!("`unsafe` outside {}", UNSAFE_ALLOWED.join(" and ")), &problems);
+}
+
+#[test]
+fn only_the_commit_engine_and_the_store_name_the_writable_handle() {
+    let root = project_root();
+    let mut problems = Vec::new();
+    for file in rust_files() {
+        if WRITABLE_ALLOWED.iter().any(|dir| file.starts_with(root.join(dir))) {
+            continue;
+        }
+        for line in code::find_word(&code::strip(&read(&file)), "WritableDir") {
+            problems.push(format!("{}:{}", relative(&file), line + 1));
+        }
+    }
+    fail_if_any(&format!("the mutating workspace capability named outside {}", WRITABLE_ALLOWED.join(", ")), &problems);
 }
 
 #[test]

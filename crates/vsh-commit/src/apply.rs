@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use vsh_host::{CapDir, HostError, HostKind, HostStat};
+use vsh_host::{CapDir, HostError, HostKind, HostStat, WritableDir};
 use vsh_store::BlobStore;
 use vsh_types::{DiffEntry, NodeKind, NodeState, VPath};
 
@@ -58,7 +58,7 @@ impl Syncs {
 /// Each file is written by [`CapDir::create_file_exclusive_unsynced`]; the
 /// caller makes the files and their directory entries durable with one `syncfs`.
 pub(crate) fn stage(
-    workspace: &CapDir,
+    workspace: &WritableDir,
     txn: &TxnDir,
     plan: &Plan,
     blobs: &BlobStore,
@@ -71,7 +71,8 @@ pub(crate) fn stage(
     let stop = AtomicBool::new(false);
     // Nodes are created by name through a handle on `stage/` itself (opened
     // without following a symlink), one short resolution each.
-    let stage_dir = workspace.open_subdir(&txn.stage(), false).map_err(CommitError::host("stage", &txn.stage()))?;
+    let stage_dir = workspace.open_subdir(&txn.stage()).map_err(CommitError::host("stage", &txn.stage()))?;
+    let stage_dir = WritableDir::new(std::sync::Arc::new(stage_dir));
     let stage_dir = &stage_dir;
     let work = || -> Result<Vec<(usize, Installed)>, CommitError> {
         let mut done = Vec::new();
@@ -106,7 +107,7 @@ pub(crate) fn stage(
 
 /// Stage one node in `stage_dir` (the handle on `txn`'s `stage/`).
 fn stage_one(
-    stage_dir: &CapDir,
+    stage_dir: &WritableDir,
     txn: &TxnDir,
     operation: usize,
     entry: &DiffEntry,
@@ -158,7 +159,7 @@ fn stage_one(
 /// every node exists as the diff says (`before` holds the node each before
 /// state was checked on); a node that vanished or changed since is stale.
 pub(crate) fn intent_witnesses(
-    workspace: &CapDir,
+    workspace: &WritableDir,
     plan: &Plan,
     staged: &[Installed],
     before: &BTreeMap<VPath, HostStat>,
@@ -216,7 +217,7 @@ pub(crate) enum ApplyFailure {
 /// Apply operation `index`; returns its done witness (the new directory's
 /// inode for [`Action::CreateDir`], else the intent witness).
 pub(crate) fn apply_one(
-    workspace: &CapDir,
+    workspace: &WritableDir,
     txn: &TxnDir,
     plan: &Plan,
     index: usize,

@@ -99,7 +99,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use vsh_host::{CapDir, HostError, LockGuard, LockWait};
+use vsh_host::{CapDir, HostError, LockGuard, LockWait, WritableDir};
 use vsh_store::BlobStore;
 use vsh_types::{AuthorityKey, CanonicalDiff, ReadSet, TransactionId, VPath};
 
@@ -186,7 +186,9 @@ impl SyncCounts {
 /// Applies transactions to one workspace.
 #[derive(Debug)]
 pub struct Committer {
-    workspace: Arc<CapDir>,
+    /// The commit engine is one of the two parts that may change the
+    /// workspace: it holds the mutating capability over the shared handle.
+    workspace: WritableDir,
     runtime_dir: VPath,
     /// The runtime directory first, then any other hidden directory.
     excluded: Vec<VPath>,
@@ -242,7 +244,10 @@ impl Committer {
         if runtime_dir.is_root() {
             return Err(CommitError::RuntimeDirIsRoot);
         }
-        workspace.open_subdir(&runtime_dir, true).map_err(CommitError::host("open runtime directory", &runtime_dir))?;
+        let workspace = WritableDir::new(workspace);
+        workspace
+            .open_or_create_subdir(&runtime_dir)
+            .map_err(CommitError::host("open runtime directory", &runtime_dir))?;
         let excluded = vec![runtime_dir.clone()];
         Ok(Committer { workspace, runtime_dir, excluded, key: AuthorityKey::unauthenticated(), protection: None })
     }
@@ -294,9 +299,9 @@ impl Committer {
         VPath::from_component("commit.lock").expect("a valid constant name")
     }
 
-    fn runtime(&self) -> Result<CapDir, CommitError> {
+    fn runtime(&self) -> Result<WritableDir, CommitError> {
         self.workspace
-            .open_subdir(&self.runtime_dir, true)
+            .open_or_create_subdir(&self.runtime_dir)
             .map_err(CommitError::host("open runtime directory", &self.runtime_dir))
     }
 
@@ -529,7 +534,7 @@ impl Committer {
         faults: &dyn FaultInjector,
         syncs: &Syncs,
     ) -> Result<(Vec<(u64, u64)>, u64), CommitError> {
-        let ws = &*self.workspace;
+        let ws = &self.workspace;
         txn.write_plan(ws, encoded).map_err(CommitError::host("write plan", &txn.plan()))?;
         syncs.file();
         check(faults, FaultPoint::PlanSynced)?;
@@ -554,7 +559,7 @@ impl Committer {
         faults: &dyn FaultInjector,
         syncs: &Syncs,
     ) -> Result<(), Stop> {
-        let ws = &*self.workspace;
+        let ws = &self.workspace;
         journal.records = witnesses
             .iter()
             .enumerate()
@@ -588,7 +593,7 @@ impl Committer {
         faults: &dyn FaultInjector,
         syncs: &Syncs,
     ) -> Result<(), Stop> {
-        let ws = &*self.workspace;
+        let ws = &self.workspace;
         let count = plan.operations.len();
         for (index, (witness, _)) in witnesses.iter().copied().enumerate() {
             let done = apply::apply_one(ws, txn, plan, index, witness).map_err(|failure| {

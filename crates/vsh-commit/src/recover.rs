@@ -928,7 +928,7 @@ impl Committer {
         let operation = plan.operations[index];
         let entry = &plan.entries[operation.entry as usize];
         let path = &entry.path;
-        let ws = &*self.workspace;
+        let ws = &self.workspace;
         let at_path = observe(ws, path)?;
         match operation.action {
             Action::Quarantine => {
@@ -1033,7 +1033,7 @@ impl Committer {
     fn shows_applied(&self, txn: &TxnDir, plan: &Plan, index: usize) -> Result<bool, RecoveryConflictReason> {
         let operation = plan.operations[index];
         let entry = &plan.entries[operation.entry as usize];
-        let ws = &*self.workspace;
+        let ws = &self.workspace;
         Ok(match operation.action {
             Action::Quarantine => internal(ws, &txn.quarantine_slot(index))?.is_some(),
             Action::Install => {

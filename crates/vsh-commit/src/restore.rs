@@ -211,7 +211,7 @@ impl Committer {
             .join(path.as_str())
             .map_err(|_| CommitError::InvalidDiff { path: path.clone(), reason: "path too long to move aside" })?;
         let parent = target.parent().unwrap_or_default();
-        self.workspace.open_subdir(&parent, true).map_err(|source| CommitError::Host {
+        self.workspace.open_or_create_subdir(&parent).map_err(|source| CommitError::Host {
             op: "create the aside directory",
             path: parent.clone(),
             source,

@@ -21,7 +21,7 @@
 //! planted anywhere in this state is never followed: reading it is
 //! [`Read::Unexpected`], writing through it fails.
 
-use vsh_host::{CapDir, HostError, HostKind};
+use vsh_host::{CapDir, HostError, HostKind, WritableDir};
 use vsh_types::{AuthorityKey, TransactionId, VPath};
 
 use crate::CommitError;
@@ -113,7 +113,7 @@ impl TxnDir {
 
     /// Create the directory with `stage/` and `quarantine/`. An existing one
     /// is [`HostError::AlreadyExists`].
-    pub(crate) fn create(&self, workspace: &CapDir) -> Result<(), HostError> {
+    pub(crate) fn create(&self, workspace: &WritableDir) -> Result<(), HostError> {
         workspace.create_dir(&self.root, PRIVATE_DIR_MODE)?;
         workspace.create_dir(&self.stage(), PRIVATE_DIR_MODE)?;
         workspace.create_dir(&self.quarantine(), PRIVATE_DIR_MODE)
@@ -121,7 +121,7 @@ impl TxnDir {
 
     /// Write the plan (created exclusively and `fsync`ed; the directory entry
     /// is made durable by a later sync).
-    pub(crate) fn write_plan(&self, workspace: &CapDir, encoded: &[u8]) -> Result<(), HostError> {
+    pub(crate) fn write_plan(&self, workspace: &WritableDir, encoded: &[u8]) -> Result<(), HostError> {
         workspace.create_file_exclusive(&self.plan(), encoded, PRIVATE_FILE_MODE).map(|_| ())
     }
 
@@ -130,7 +130,7 @@ impl TxnDir {
     /// new version must be durable.
     pub(crate) fn write_journal(
         &self,
-        workspace: &CapDir,
+        workspace: &WritableDir,
         journal: &Journal,
         key: &AuthorityKey,
     ) -> Result<(), HostError> {
@@ -143,7 +143,7 @@ impl TxnDir {
     /// Write the completion marker (`fsync`ed; the caller syncs the directory).
     pub(crate) fn write_marker(
         &self,
-        workspace: &CapDir,
+        workspace: &WritableDir,
         marker: &Marker,
         key: &AuthorityKey,
     ) -> Result<(), HostError> {
@@ -154,7 +154,7 @@ impl TxnDir {
     /// and make it durable: the file and the directory are `fsync`ed.
     pub(crate) fn write_settled(
         &self,
-        workspace: &CapDir,
+        workspace: &WritableDir,
         settled: &Settled,
         key: &AuthorityKey,
     ) -> Result<(), HostError> {
@@ -208,7 +208,7 @@ impl TxnDir {
     /// committed transaction, [`FaultPoint::CleanedUp`] after every other step).
     pub(crate) fn clean(
         &self,
-        workspace: &CapDir,
+        workspace: &WritableDir,
         cleanup: Cleanup,
         faults: &dyn FaultInjector,
     ) -> Result<(), CommitError> {
@@ -283,7 +283,7 @@ enum Removal {
     EmptyDir,
 }
 
-fn remove_file_if_present(workspace: &CapDir, path: &VPath) -> Result<(), HostError> {
+fn remove_file_if_present(workspace: &WritableDir, path: &VPath) -> Result<(), HostError> {
     match workspace.remove_file(path) {
         Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
         Err(error) => Err(error),
@@ -292,7 +292,7 @@ fn remove_file_if_present(workspace: &CapDir, path: &VPath) -> Result<(), HostEr
 
 /// Remove the directory at `path` if it is empty; a missing one is success,
 /// a non-empty one [`HostError::DirectoryNotEmpty`].
-fn remove_empty_dir(workspace: &CapDir, path: &VPath) -> Result<(), HostError> {
+fn remove_empty_dir(workspace: &WritableDir, path: &VPath) -> Result<(), HostError> {
     match workspace.remove_dir(path) {
         Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
         Err(error) => Err(error),
@@ -322,7 +322,7 @@ fn read<T>(
 /// Remove `path` and, if it is a directory, everything below it. Symlinks are
 /// removed, never followed; a directory without owner access is opened up
 /// first. A missing `path` is success.
-pub(crate) fn remove_tree(workspace: &CapDir, path: &VPath) -> Result<(), HostError> {
+pub(crate) fn remove_tree(workspace: &WritableDir, path: &VPath) -> Result<(), HostError> {
     let Some(stat) = workspace.lstat(path)? else { return Ok(()) };
     if stat.kind != HostKind::Directory {
         return match workspace.remove_file(path) {
@@ -335,7 +335,7 @@ pub(crate) fn remove_tree(workspace: &CapDir, path: &VPath) -> Result<(), HostEr
     }
     // Entries are removed by name through a handle on the directory itself
     // (opened without following a symlink), one short resolution each.
-    empty(&workspace.open_subdir(path, false)?)?;
+    empty(&WritableDir::new(std::sync::Arc::new(workspace.open_subdir(path)?)))?;
     match workspace.remove_dir(path) {
         Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
         Err(error) => Err(error),
@@ -348,7 +348,7 @@ pub(crate) fn remove_tree(workspace: &CapDir, path: &VPath) -> Result<(), HostEr
 /// cost is freeing the inode's blocks, which happens outside the directory's
 /// lock, so unlinks in one directory overlap. Directories (and anything the
 /// listing could not classify) are then removed one at a time.
-fn empty(dir: &CapDir) -> Result<(), HostError> {
+fn empty(dir: &WritableDir) -> Result<(), HostError> {
     let mut files: Vec<VPath> = Vec::new();
     let mut others: Vec<VPath> = Vec::new();
     for entry in dir.list_dir(&VPath::root())? {

@@ -98,7 +98,7 @@ impl CapDir {
     /// # Ambient authority
     ///
     /// This reaches the host filesystem by path.
-    pub fn open_or_create_trusted(path: &Path) -> Result<CapDir, HostError> {
+    pub(crate) fn open_or_create_trusted(path: &Path) -> Result<CapDir, HostError> {
         let invalid = |source: io::Error| HostError::InvalidRoot { path: path.to_owned(), source };
         let absolute = std::path::absolute(path).map_err(invalid)?;
         let mut existing = absolute.as_path();
@@ -150,11 +150,20 @@ impl CapDir {
     /// counters. Symlinks are never followed, the leaf included.
     ///
     /// A symlink at `path` or in an ancestor is [`HostError::SymlinkInPath`]; a
-    /// non-directory is [`HostError::NotADirectory`]. With `create`, missing
-    /// components are made with mode `0o700` (narrowed by the umask), walking
-    /// one component at a time with `O_NOFOLLOW`; otherwise a missing one is
-    /// [`HostError::NotFound`]. Creating directories here does not count as a write.
-    pub fn open_subdir(&self, path: &VPath, create: bool) -> Result<CapDir, HostError> {
+    /// non-directory is [`HostError::NotADirectory`]; a missing component is
+    /// [`HostError::NotFound`] (creating it takes
+    /// [`crate::WritableDir::open_or_create_subdir`]).
+    pub fn open_subdir(&self, path: &VPath) -> Result<CapDir, HostError> {
+        self.open_subdir_with(path, false)
+    }
+
+    /// [`CapDir::open_subdir`], creating missing components (for
+    /// [`crate::WritableDir::open_or_create_subdir`]).
+    pub(crate) fn open_subdir_creating(&self, path: &VPath) -> Result<CapDir, HostError> {
+        self.open_subdir_with(path, true)
+    }
+
+    fn open_subdir_with(&self, path: &VPath, create: bool) -> Result<CapDir, HostError> {
         let fd = match self.open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()) {
             Ok(fd) => fd,
             Err(Failure::Errno(Errno::NOENT)) if create => {

@@ -32,7 +32,7 @@ mod tests;
 pub use capdir::CapDir;
 pub use counters::{CounterSnapshot, HostCounters};
 pub use error::HostError;
-pub use mutate::{LockGuard, LockWait};
+pub use mutate::{LockGuard, LockWait, WritableDir};
 pub use stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostStat};
 
 /// The effective user id of this process (who owns what it creates).

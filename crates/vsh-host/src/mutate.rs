@@ -1,5 +1,12 @@
-//! Mutation primitives of [`CapDir`], used by the commit engine and the store,
-//! and advisory locks ([`LockGuard`]).
+//! [`WritableDir`]: the mutating capability over a [`CapDir`], with the
+//! mutation primitives used by the commit engine and the store, and advisory
+//! locks ([`LockGuard`]).
+//!
+//! A [`CapDir`] only observes. Changing what a directory holds takes a
+//! [`WritableDir`], which wraps a shared [`CapDir`] (every observation is
+//! reached through it). Only vsh-commit and vsh-store name it, and the seed
+//! `Host` of vsh-tools for its own direct writes; the tidy test
+//! `only_the_commit_engine_and_the_store_name_the_writable_handle` checks it.
 //!
 //! Each primitive is one step: it creates, renames, removes, changes a mode or
 //! syncs exactly one thing, resolving paths like every other [`CapDir`] method
@@ -9,7 +16,10 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::ops::Deref;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
 
 use rustix::fs::{self as rfs, AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
@@ -23,10 +33,57 @@ use crate::stat::{HostKind, HostStat};
 /// Mode given to a new file before its exact mode is set with `fchmod`.
 const INITIAL_FILE_MODE: u32 = 0o600;
 
-/// Mode of a lock file created by [`CapDir::lock_exclusive`] or [`CapDir::lock_shared`].
+/// Mode of a lock file created by [`WritableDir::lock_exclusive`] or [`WritableDir::lock_shared`].
 const LOCK_FILE_MODE: u32 = 0o600;
 
-impl CapDir {
+/// A directory handle that may change what it holds: the read-only [`CapDir`]
+/// it wraps (reached by `Deref`), plus every mutation primitive and lock.
+#[derive(Debug, Clone)]
+pub struct WritableDir {
+    dir: Arc<CapDir>,
+}
+
+impl Deref for WritableDir {
+    type Target = CapDir;
+
+    fn deref(&self) -> &CapDir {
+        &self.dir
+    }
+}
+
+impl WritableDir {
+    /// The mutating capability over `dir`.
+    pub fn new(dir: Arc<CapDir>) -> Self {
+        Self { dir }
+    }
+
+    /// The read-only handle, shared.
+    pub fn read_only(&self) -> &Arc<CapDir> {
+        &self.dir
+    }
+
+    /// Open (creating if needed, mode `0o700`) a directory at a host path, as a
+    /// writable handle: the part of the path that exists is canonicalized once,
+    /// then every component is opened from `/` with `O_NOFOLLOW | O_DIRECTORY`
+    /// and missing ones are made with `mkdirat`. A symlink met on that walk is
+    /// [`HostError::SymlinkInPath`], a non-directory
+    /// [`HostError::NotADirectory`], a `..` below the existing prefix or a
+    /// non-UTF-8 component [`HostError::InvalidRoot`].
+    ///
+    /// # Ambient authority
+    ///
+    /// This reaches the host filesystem by path.
+    pub fn open_or_create_trusted(path: &Path) -> Result<WritableDir, HostError> {
+        CapDir::open_or_create_trusted(path).map(|dir| Self::new(Arc::new(dir)))
+    }
+
+    /// Open the subdirectory at `path` beneath this handle, creating missing
+    /// components with mode `0o700` (narrowed by the umask) one at a time with
+    /// `O_NOFOLLOW`; otherwise as [`CapDir::open_subdir`]. Creating directories
+    /// here does not count as a write.
+    pub fn open_or_create_subdir(&self, path: &VPath) -> Result<WritableDir, HostError> {
+        self.dir.open_subdir_creating(path).map(|dir| Self::new(Arc::new(dir)))
+    }
     /// Create a directory at `path` with exactly `mode` (permission bits only):
     /// `mkdirat`, then a chmod that the umask does not narrow.
     ///
@@ -61,18 +118,18 @@ impl CapDir {
     /// The file is opened `O_CREAT | O_EXCL | O_NOFOLLOW`, so anything already at
     /// `path`, a dangling symlink included, is [`HostError::AlreadyExists`] and
     /// nothing is created at a symlink's target. The parent directory is not
-    /// synced (see [`CapDir::sync_dir`]). If writing fails part-way, the partial
+    /// synced (see [`WritableDir::sync_dir`]). If writing fails part-way, the partial
     /// file is left for the caller to remove.
     pub fn create_file_exclusive(&self, path: &VPath, bytes: &[u8], mode: u32) -> Result<HostStat, HostError> {
         self.create_file_exclusive_with(path, bytes, mode, true, None)
     }
 
-    /// [`CapDir::create_file_exclusive`] without the `fsync`: for callers that
+    /// [`WritableDir::create_file_exclusive`] without the `fsync`: for callers that
     /// create many files and then make them durable together with one
-    /// [`CapDir::syncfs`] (a constant number of barriers instead of one per
+    /// [`WritableDir::syncfs`] (a constant number of barriers instead of one per
     /// file). Until that barrier the data may be lost in a crash.
     ///
-    /// Returns the file's inode generation too (see [`CapDir::generation`]),
+    /// Returns the file's inode generation too (see [`WritableDir::generation`]),
     /// read from the descriptor it was written through, so it is known even
     /// when `mode` denies this process reading the file.
     pub fn create_file_exclusive_unsynced(
@@ -131,7 +188,7 @@ impl CapDir {
     }
 
     /// Cut the existing regular file at `path` to `len` bytes (no-op when it is
-    /// already that short) and fsync it. Errors as for [`CapDir::append`].
+    /// already that short) and fsync it. Errors as for [`WritableDir::append`].
     pub fn truncate(&self, path: &VPath, len: u64) -> Result<(), HostError> {
         self.counters.write();
         let file = self.open_regular_for_write(path, OFlags::empty())?;
@@ -308,13 +365,13 @@ impl CapDir {
     }
 
     /// Take a shared advisory lock (`flock(LOCK_SH)`); otherwise as
-    /// [`CapDir::lock_exclusive`].
+    /// [`WritableDir::lock_exclusive`].
     pub fn lock_shared(&self, path: &VPath) -> Result<LockGuard, HostError> {
         self.lock(path, FlockOperation::LockShared)
     }
 
     /// Take the exclusive lock at `path` if no one holds it; `Ok(None)` if
-    /// someone does. Never blocks; otherwise as [`CapDir::lock_exclusive`].
+    /// someone does. Never blocks; otherwise as [`WritableDir::lock_exclusive`].
     pub fn try_lock_exclusive(&self, path: &VPath) -> Result<Option<LockGuard>, HostError> {
         match self.lock(path, FlockOperation::NonBlockingLockExclusive) {
             Ok(guard) => Ok(Some(guard)),
@@ -372,13 +429,13 @@ impl CapDir {
     }
 }
 
-/// Set the mode of the object behind an `O_PATH` descriptor (see [`CapDir::set_mode`]).
+/// Set the mode of the object behind an `O_PATH` descriptor (see [`WritableDir::set_mode`]).
 fn chmod_opened(fd: BorrowedFd<'_>, mode: u32) -> rustix::io::Result<()> {
     let magic = format!("/proc/self/fd/{}", fd.as_raw_fd());
     retry_intr(|| rfs::chmod(magic.as_str(), Mode::from_raw_mode(mode & MODE_MASK)))
 }
 
-/// How long [`CapDir::lock_exclusive_within`] waits, and whom it tells.
+/// How long [`WritableDir::lock_exclusive_within`] waits, and whom it tells.
 #[derive(Clone)]
 pub struct LockWait {
     /// Give up after this long (default 60 s).
@@ -428,7 +485,7 @@ impl std::fmt::Debug for LockWait {
     }
 }
 
-/// A held advisory lock from [`CapDir::lock_exclusive`] or [`CapDir::lock_shared`].
+/// A held advisory lock from [`WritableDir::lock_exclusive`] or [`WritableDir::lock_shared`].
 ///
 /// Dropping the guard unlocks and closes the lock file.
 #[derive(Debug)]

@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vsh_host::{CapDir, HostError, HostKind};
+use vsh_host::{CapDir, HostError, HostKind, WritableDir};
 use vsh_types::{AuthorityKey, VPath};
 
 use crate::error::StoreError;
@@ -122,7 +122,8 @@ impl AuthorityKeyFile {
     /// The directory holding the key, opened without following symlinks
     /// (created `0o700` if missing), as a handle; and the file's name.
     pub fn directory(&self) -> Result<CapDir, StoreError> {
-        self.open_dir().map(|(dir, _)| dir)
+        let (dir, _) = self.open_dir()?;
+        dir.open_subdir(&VPath::root()).map_err(|source| self.host(source))
     }
 
     /// The nearest directory on the way to the key's that exists now, opened
@@ -137,7 +138,7 @@ impl AuthorityKeyFile {
         CapDir::open(existing).map_err(|source| self.host(source))
     }
 
-    fn open_dir(&self) -> Result<(CapDir, VPath), StoreError> {
+    fn open_dir(&self) -> Result<(WritableDir, VPath), StoreError> {
         let name = self
             .path
             .file_name()
@@ -145,7 +146,7 @@ impl AuthorityKeyFile {
             .and_then(|name| VPath::from_component(name).ok())
             .ok_or_else(|| self.error("the key file's name is not a valid file name"))?;
         let parent = self.path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let dir = CapDir::open_or_create_trusted(parent).map_err(|source| self.host(source))?;
+        let dir = WritableDir::open_or_create_trusted(parent).map_err(|source| self.host(source))?;
         let stat = dir.lstat(&VPath::root()).map_err(|source| self.host(source))?.ok_or_else(|| self.error(MISSING))?;
         if stat.mode & 0o022 != 0 && stat.mode & 0o1000 == 0 {
             return Err(self.error("the key's directory is writable by group or others"));

@@ -17,7 +17,7 @@
 use std::any::Any;
 use std::fmt;
 
-use vsh_host::{CapDir, HostError, HostKind, LockGuard};
+use vsh_host::{HostError, HostKind, LockGuard, WritableDir};
 use vsh_types::{BlobId, VPath};
 
 /// Mode of every file the real backend creates.
@@ -222,12 +222,12 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
 /// detects and truncates. [`StoreBackend::truncate`] is `ftruncate` and fsync.
 #[derive(Debug)]
 pub struct CapDirBackend {
-    dir: CapDir,
+    dir: WritableDir,
 }
 
 impl CapDirBackend {
     /// Use `dir` (the data directory) as the root of every path.
-    pub fn new(dir: CapDir) -> Self {
+    pub fn new(dir: WritableDir) -> Self {
         Self { dir }
     }
 }

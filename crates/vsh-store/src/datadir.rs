@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use vsh_host::{CapDir, HostError};
+use vsh_host::{CapDir, HostError, WritableDir};
 use vsh_types::VPath;
 
 use crate::backend::{CapDirBackend, StoreBackend};
@@ -19,7 +19,7 @@ use crate::error::StoreError;
 /// The trusted data directory holding blobs and transaction records.
 #[derive(Debug)]
 pub struct DataDir {
-    dir: CapDir,
+    dir: WritableDir,
 }
 
 impl DataDir {
@@ -33,11 +33,14 @@ impl DataDir {
         }
         let failed = |source| StoreError::DataDir { path: rel.clone(), source };
         let created = workspace.lstat(rel).map_err(failed)?.is_none();
-        let dir = workspace.open_subdir(rel, true).map_err(failed)?.with_own_counters();
+        // The store changes what it holds: it takes the mutating capability.
+        let workspace = WritableDir::new(Arc::new(workspace.open_subdir(&VPath::root()).map_err(failed)?));
+        let dir = workspace.open_or_create_subdir(rel).map_err(failed)?;
+        let dir = WritableDir::new(Arc::new(dir.open_subdir(&VPath::root()).map_err(failed)?.with_own_counters()));
         if created {
             // Make the new directory entries durable. Syncing opens each parent
             // beneath the handle without following symlinks, like every access.
-            sync_ancestors(workspace, rel).map_err(failed)?;
+            sync_ancestors(&workspace, rel).map_err(failed)?;
         }
         Ok(DataDir { dir })
     }
@@ -50,7 +53,7 @@ impl DataDir {
     /// This reaches the host filesystem by path (see
     /// [`CapDir::open_or_create_trusted`]).
     pub fn open_external(path: &Path) -> Result<DataDir, StoreError> {
-        let dir = CapDir::open_or_create_trusted(path)
+        let dir = WritableDir::open_or_create_trusted(path)
             .map_err(|source| StoreError::DataDir { path: VPath::root(), source })?;
         Ok(DataDir { dir })
     }
@@ -65,14 +68,14 @@ impl DataDir {
     pub fn backend(&self) -> Result<Arc<dyn StoreBackend>, StoreError> {
         let handle = self
             .dir
-            .open_subdir(&VPath::root(), false)
+            .open_subdir(&VPath::root())
             .map_err(|source| StoreError::DataDir { path: VPath::root(), source })?;
-        Ok(Arc::new(CapDirBackend::new(handle)))
+        Ok(Arc::new(CapDirBackend::new(WritableDir::new(Arc::new(handle)))))
     }
 }
 
 /// `fsync` every proper ancestor of `path` (the root included).
-fn sync_ancestors(dir: &CapDir, path: &VPath) -> Result<(), HostError> {
+fn sync_ancestors(dir: &WritableDir, path: &VPath) -> Result<(), HostError> {
     for ancestor in path.ancestors() {
         dir.sync_dir(&ancestor)?;
     }

@@ -22,9 +22,7 @@ use vsh_types::VPath;
 
 use super::jail::{Target, TargetDir};
 use super::{FsError, Host, blocking};
-use vsh_host::CapDir;
-use vsh_host::HostError;
-use vsh_host::{HostKind, HostStat};
+use vsh_host::{HostError, HostKind, HostStat, WritableDir};
 
 /// Permission bits of a file created by [`Host::write_file`] (`0o666` under the usual umask `022`).
 const NEW_FILE_MODE: u32 = 0o644;
@@ -166,7 +164,7 @@ impl Host {
     }
 
     /// The handle a target's path is resolved beneath.
-    fn dir_of<'a>(&'a self, target: &'a Target) -> &'a CapDir {
+    fn dir_of<'a>(&'a self, target: &'a Target) -> &'a WritableDir {
         match &target.dir {
             TargetDir::Jail => &self.inner.dir,
             TargetDir::Ambient(dir) => dir,
@@ -237,7 +235,7 @@ impl Host {
 
 /// Replace (or create) the regular file at `path` beneath `dir` with
 /// `contents`: temporary file, `fsync`, rename. Returns the new file's metadata.
-fn write_replacing(dir: &CapDir, path: &VPath, contents: &[u8]) -> Result<HostStat, HostError> {
+fn write_replacing(dir: &WritableDir, path: &VPath, contents: &[u8]) -> Result<HostStat, HostError> {
     let (Some(parent), Some(_)) = (path.parent(), path.file_name()) else {
         return Err(HostError::NotAFile { path: path.clone() });
     };
@@ -262,7 +260,13 @@ fn write_replacing(dir: &CapDir, path: &VPath, contents: &[u8]) -> Result<HostSt
 
 /// Create a uniquely named temporary file in `parent` holding `contents`.
 /// Errors name `path`, the file being written, not the temporary name.
-fn create_temp(dir: &CapDir, parent: &VPath, path: &VPath, contents: &[u8], mode: u32) -> Result<VPath, HostError> {
+fn create_temp(
+    dir: &WritableDir,
+    parent: &VPath,
+    path: &VPath,
+    contents: &[u8],
+    mode: u32,
+) -> Result<VPath, HostError> {
     let pid = std::process::id();
     for _ in 0..TEMP_ATTEMPTS {
         let sequence = TEMP_SEQUENCE.fetch_add(1, Ordering::Relaxed);

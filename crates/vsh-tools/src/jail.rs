@@ -21,9 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use vsh_types::VPath;
 
 use super::{EscapeReason, Host, PathError, PathPolicy, blocking};
-use vsh_host::CapDir;
-use vsh_host::HostError;
-use vsh_host::HostKind;
+use vsh_host::{CapDir, HostError, HostKind, WritableDir};
 
 /// Where a file operation acts: a workspace path beneath a directory handle.
 pub(crate) struct Target {
@@ -41,7 +39,7 @@ pub(crate) enum TargetDir {
     /// The workspace root's handle; symlinks met through it are escapes.
     Jail,
     /// The parent directory of an unrestricted path, opened by path.
-    Ambient(CapDir),
+    Ambient(WritableDir),
 }
 
 impl Host {
@@ -160,7 +158,7 @@ fn ambient_target(abs: PathBuf) -> Result<Target, super::FsError> {
         Some(leaf) => leaf_vpath(leaf).map_err(|source| PathError::Invalid { path: abs.clone(), source })?,
         None => VPath::root(),
     };
-    Ok(Target { dir: TargetDir::Ambient(dir), rel, abs })
+    Ok(Target { dir: TargetDir::Ambient(WritableDir::new(std::sync::Arc::new(dir))), rel, abs })
 }
 
 /// Expand a leading `~` or `~/` to `home`; anything else (`~user`, `a/~`) is

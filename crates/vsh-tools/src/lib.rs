@@ -38,8 +38,8 @@ pub use self::error::{EscapeReason, ExecError, FsError, PathError};
 pub use self::exec::{ExecLimits, ExecOutput, ExecRequest, FIXED_PATH, ShellSpec};
 pub use self::fs::{DirEntry, FileRead, FileStat};
 
-use vsh_host::CapDir;
 use vsh_host::HostError;
+use vsh_host::{CapDir, WritableDir};
 
 /// The default largest file [`Host::read_file`] reads: 64 MiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
@@ -163,8 +163,10 @@ struct Inner {
     /// The root as configured, made absolute and lexically normalized (it may
     /// go through symlinks). Paths under it are accepted as paths under `root`.
     root_as_given: PathBuf,
-    /// The root, opened: every jailed operation goes through it.
-    dir: CapDir,
+    /// The root, opened: every jailed operation goes through it. The seed
+    /// `Host` writes files directly (`host.txt`), so it holds the mutating
+    /// capability: the one holder outside the commit engine and the store.
+    dir: WritableDir,
     path_policy: PathPolicy,
     limits: ExecLimits,
     /// Whether `policy` came from the configuration (rather than the default).
@@ -213,7 +215,7 @@ impl Host {
             inner: Arc::new(Inner {
                 root,
                 root_as_given,
-                dir,
+                dir: WritableDir::new(Arc::new(dir)),
                 path_policy: config.path_policy,
                 limits: config.limits,
                 confined: config.confinement.is_some(),

@@ -200,6 +200,19 @@ pub(super) fn find_unsafe(stripped: &str) -> Vec<(usize, UnsafeKind)> {
     found
 }
 
+/// The 0-based lines of `stripped` where `word` occurs as a whole identifier.
+pub(super) fn find_word(stripped: &str, word: &str) -> Vec<usize> {
+    let mut lines = Vec::new();
+    for (at, _) in stripped.match_indices(word) {
+        let before_ok = stripped[..at].chars().next_back().is_none_or(|c| !is_ident_char(c));
+        let after_ok = stripped[at + word.len()..].chars().next().is_none_or(|c| !is_ident_char(c));
+        if before_ok && after_ok {
+            lines.push(stripped[..at].matches('\n').count());
+        }
+    }
+    lines
+}
+
 /// Whether `word` occurs in `line` with no identifier character right before it.
 pub(super) fn contains_token(line: &str, word: &str) -> bool {
     line.match_indices(word).any(|(at, _)| line[..at].chars().next_back().is_none_or(|c| !is_ident_char(c)))
@@ -242,5 +255,11 @@ mod tests {
         assert!(contains_token("    dbg!(x)", "dbg!("));
         assert!(contains_token("std::dbg!(x)", "dbg!("));
         assert!(!contains_token("my_dbg!(x)", "dbg!("));
+    }
+
+    #[test]
+    fn words_need_a_boundary_on_both_sides() {
+        let code = "use vsh_host::WritableDir;\nlet a = NotWritableDir;\nlet b = WritableDirs;\nWritableDir::new(x)";
+        assert_eq!(find_word(code, "WritableDir"), vec![0, 3]);
     }
 }

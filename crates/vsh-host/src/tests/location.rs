@@ -55,8 +55,8 @@ fn a_subdirectory_handle_sees_the_allowed_mounts_below_it() {
     let parse = |text: &str| vsh_types::VPath::parse(text).unwrap();
     let dir =
         CapDir::open(scratch.path()).unwrap().with_allowed_mounts([parse("a/mnt"), parse("a/b/data"), parse("c/mnt")]);
-    let a = dir.open_subdir(&parse("a"), false).unwrap();
+    let a = dir.open_subdir(&parse("a")).unwrap();
     assert_eq!(a.allowed_mounts(), &[parse("mnt"), parse("b/data")][..]);
-    let b = a.open_subdir(&parse("b"), false).unwrap();
+    let b = a.open_subdir(&parse("b")).unwrap();
     assert_eq!(b.allowed_mounts(), &[parse("data")][..]);
 }

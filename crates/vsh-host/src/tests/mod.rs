@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 use vsh_types::VPath;
 
-use crate::CapDir;
 use crate::resolve::Strategy;
+use crate::{CapDir, WritableDir};
 
 /// Every strategy a test should pass under.
 const STRATEGIES: [Strategy; 3] = [Strategy::Auto, Strategy::Openat2Only, Strategy::WalkOnly];
@@ -30,7 +30,7 @@ const STRATEGIES: [Strategy; 3] = [Strategy::Auto, Strategy::Openat2Only, Strate
 /// a sibling `outside/` (with `secret.txt` and `sub/`) that must stay unreachable.
 struct Fixture {
     tmp: TempDir,
-    dir: CapDir,
+    dir: WritableDir,
 }
 
 impl Fixture {
@@ -40,7 +40,7 @@ impl Fixture {
         fs::create_dir_all(tmp.path().join("outside/sub")).unwrap();
         fs::write(tmp.path().join("outside/secret.txt"), b"secret").unwrap();
         let dir = CapDir::open(&tmp.path().join("ws")).unwrap().with_strategy(strategy);
-        Self { tmp, dir }
+        Self { tmp, dir: WritableDir::new(std::sync::Arc::new(dir)) }
     }
 
     fn ws(&self, relative: &str) -> PathBuf {

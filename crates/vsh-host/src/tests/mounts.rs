@@ -84,7 +84,7 @@ fn a_bind_mount_inside_the_root_is_never_crossed() {
         crosses(dir.lstat(&p("mnt")).map(drop), "mnt");
         crosses(dir.list_dir(&p("mnt")).map(drop), "mnt");
         crosses(dir.list_dir(&p("mnt/sub")).map(drop), "mnt");
-        crosses(dir.open_subdir(&p("mnt"), false).map(drop), "mnt");
+        crosses(dir.open_subdir(&p("mnt")).map(drop), "mnt");
         crosses(dir.create_file_exclusive(&p("mnt/planted"), b"x", 0o600).map(drop), "mnt");
         crosses(dir.create_dir(&p("mnt/made"), 0o700), "mnt");
         crosses(dir.lstat(&p("rebound")).map(drop), "rebound");
@@ -99,7 +99,7 @@ fn a_bind_mount_inside_the_root_is_never_crossed() {
         assert!(allowed.lstat(&p("mnt")).unwrap().is_some());
         assert!(matches!(allowed.lstat(&p("rebound")), Err(HostError::CrossesMount { .. })));
         // A subdirectory handle keeps the rule.
-        let sub = dir.open_subdir(&p("d"), false).unwrap();
+        let sub = dir.open_subdir(&p("d")).unwrap();
         assert!(sub.list_dir(&p("inner")).is_ok());
         let _ = fs::remove_dir(fixture.ws("mnt/made"));
     }

@@ -248,10 +248,10 @@ fn symlinks_out_of_the_workspace_are_never_followed() {
             assert!(is_escape(fx.dir.read_link(&through("secret.txt"), 100).map(drop)));
             assert!(is_escape(fx.dir.list_dir(&p(link)).map(drop)));
             assert!(is_escape(fx.dir.list_dir(&through("sub")).map(drop)));
-            assert!(is_escape(fx.dir.open_subdir(&p(link), false).map(drop)));
-            assert!(is_escape(fx.dir.open_subdir(&p(link), true).map(drop)));
-            assert!(is_escape(fx.dir.open_subdir(&through("sub"), false).map(drop)));
-            assert!(is_escape(fx.dir.open_subdir(&through("new/deeper"), true).map(drop)));
+            assert!(is_escape(fx.dir.open_subdir(&p(link)).map(drop)));
+            assert!(is_escape(fx.dir.open_or_create_subdir(&p(link)).map(drop)));
+            assert!(is_escape(fx.dir.open_subdir(&through("sub")).map(drop)));
+            assert!(is_escape(fx.dir.open_or_create_subdir(&through("new/deeper")).map(drop)));
             assert!(is_escape(fx.dir.create_file_exclusive(&through("new.txt"), b"x", 0o644).map(drop)));
             assert!(is_escape(fx.dir.create_dir(&through("newdir"), 0o755)));
             assert!(is_escape(fx.dir.create_symlink(&through("newlink"), b"x")));
@@ -277,7 +277,7 @@ fn symlinks_out_of_the_workspace_are_never_followed() {
             assert!(matches!(fx.dir.create_file_exclusive(&path, b"x", 0o644), Err(HostError::AlreadyExists { .. })));
             assert!(matches!(fx.dir.set_mode(&path, 0o777), Err(HostError::IsASymlink { .. })));
             assert!(matches!(fx.dir.list_dir(&path), Err(HostError::SymlinkInPath { .. })));
-            assert!(matches!(fx.dir.open_subdir(&path, true), Err(HostError::SymlinkInPath { .. })));
+            assert!(matches!(fx.dir.open_or_create_subdir(&path), Err(HostError::SymlinkInPath { .. })));
             assert!(matches!(fx.dir.create_dir(&path, 0o755), Err(HostError::AlreadyExists { .. })));
             assert!(matches!(fx.dir.remove_dir(&path), Err(HostError::NotADirectory { .. })));
             assert_eq!(fx.dir.lstat(&path).unwrap().unwrap().kind, HostKind::Symlink);
@@ -297,7 +297,7 @@ fn a_directory_swapped_for_a_symlink_is_refused_on_the_next_call() {
         let fx = Fixture::new(strategy);
         fx.mkdir("d");
         fx.write("d/secret.txt", b"inside");
-        let sub = fx.dir.open_subdir(&p("d"), false).unwrap();
+        let sub = fx.dir.open_subdir(&p("d")).unwrap();
         assert_eq!(fx.dir.read_file(&p("d/secret.txt"), 100).unwrap().bytes, b"inside");
 
         // Swap `d` for a symlink to a directory outside with the same names.
@@ -323,27 +323,27 @@ fn open_subdir_opens_and_creates_beneath_self() {
         let fx = Fixture::new(strategy);
         fx.mkdir("a");
         fx.write("a/f", b"x");
-        let a = fx.dir.open_subdir(&p("a"), false).unwrap();
+        let a = fx.dir.open_subdir(&p("a")).unwrap();
         assert_eq!(a.read_file(&p("f"), 10).unwrap().bytes, b"x");
         assert_eq!(a.display_path(), fx.dir.display_path().join("a"));
         assert_eq!(a.identity().unwrap(), fx.dir.lstat(&p("a")).unwrap().unwrap().identity);
 
-        let err = fx.dir.open_subdir(&p("b/c"), false).unwrap_err();
+        let err = fx.dir.open_subdir(&p("b/c")).unwrap_err();
         assert!(matches!(&err, HostError::NotFound { path } if path.as_str() == "b/c"), "{err:?}");
-        let c = fx.dir.open_subdir(&p("b/c"), true).unwrap();
+        let c = fx.dir.open_or_create_subdir(&p("b/c")).unwrap();
         assert_eq!(mode_of(&fx.ws("b")), 0o700);
         assert_eq!(mode_of(&fx.ws("b/c")), 0o700);
         c.create_file_exclusive(&p("inner"), b"y", 0o644).unwrap();
         assert_eq!(fs::read(fx.ws("b/c/inner")).unwrap(), b"y");
         // Existing directories are reused, not re-created.
-        fx.dir.open_subdir(&p("a/new"), true).unwrap();
+        fx.dir.open_or_create_subdir(&p("a/new")).unwrap();
         assert_eq!(fs::read(fx.ws("a/f")).unwrap(), b"x");
 
-        let err = fx.dir.open_subdir(&p("a/f"), true).unwrap_err();
+        let err = fx.dir.open_or_create_subdir(&p("a/f")).unwrap_err();
         assert!(matches!(&err, HostError::NotADirectory { path } if path.as_str() == "a/f"), "{err:?}");
-        let err = fx.dir.open_subdir(&p("a/f/g"), true).unwrap_err();
+        let err = fx.dir.open_or_create_subdir(&p("a/f/g")).unwrap_err();
         assert!(matches!(&err, HostError::NotADirectory { path } if path.as_str() == "a/f"), "{err:?}");
-        let root = fx.dir.open_subdir(&VPath::root(), false).unwrap();
+        let root = fx.dir.open_subdir(&VPath::root()).unwrap();
         assert_eq!(root.identity().unwrap(), fx.dir.identity().unwrap());
     }
 }

@@ -7,7 +7,7 @@ use rustix::fs::{CWD, Mode};
 use vsh_types::{BlobId, VPath};
 
 use super::{Fixture, STRATEGIES, p};
-use crate::{CounterSnapshot, HostDirEntry, HostError, HostKind};
+use crate::{CounterSnapshot, HostDirEntry, HostError, HostKind, WritableDir};
 
 #[test]
 fn lstat_reports_kinds_without_following_the_leaf() {
@@ -254,9 +254,11 @@ fn counters_count_each_observation() {
     assert_eq!(fx.dir.counters().snapshot(), CounterSnapshot { stats: 2, reads: 4, lists: 1, writes: 0 });
 
     // A subdirectory handle shares the counters.
-    let sub = fx.dir.open_subdir(&p("d"), false).unwrap();
+    let sub = fx.dir.open_subdir(&p("d")).unwrap();
     sub.lstat(&p("f")).unwrap();
-    sub.create_dir(&p("new"), 0o755).unwrap();
+    WritableDir::new(std::sync::Arc::new(sub.open_subdir(&VPath::root()).unwrap()))
+        .create_dir(&p("new"), 0o755)
+        .unwrap();
     assert_eq!(fx.dir.counters().snapshot(), CounterSnapshot { stats: 3, reads: 4, lists: 1, writes: 1 });
     assert_eq!(sub.counters().snapshot(), fx.dir.counters().snapshot());
 }

@@ -231,7 +231,9 @@ fn the_backend_tells_files_from_other_nodes() -> Result {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("file"), b"12345")?;
     std::fs::create_dir(dir.path().join("dir"))?;
-    let backend = vsh_store::CapDirBackend::new(vsh_host::CapDir::open(dir.path())?);
+    let backend = vsh_store::CapDirBackend::new(vsh_host::WritableDir::new(std::sync::Arc::new(
+        vsh_host::CapDir::open(dir.path())?,
+    )));
     let file = backend.stat(&vsh_types::VPath::parse("file")?)?.expect("the file");
     assert!(file.is_file && file.len == 5);
     let directory = backend.stat(&vsh_types::VPath::parse("dir")?)?.expect("the directory");
