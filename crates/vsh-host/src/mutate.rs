@@ -129,7 +129,7 @@ impl WritableDir {
     /// [`WritableDir::syncfs`] (a constant number of barriers instead of one per
     /// file). Until that barrier the data may be lost in a crash.
     ///
-    /// Returns the file's inode generation too (see [`WritableDir::generation`]),
+    /// Returns the file's inode generation too (see [`CapDir::generation`]),
     /// read from the descriptor it was written through, so it is known even
     /// when `mode` denies this process reading the file.
     pub fn create_file_exclusive_unsynced(

@@ -1,5 +1,5 @@
 //! The one walk over a [`MontyObject`] that every bound on a returned value
-//! uses: its host footprint ([`measure`]), its nesting ([`nesting`]) and the
+//! uses: its host footprint (`measure`), its nesting ([`nesting`]) and the
 //! Python projection check (`crate::compat`).
 //!
 //! [`children`] is the only definition of what a value contains: the items of

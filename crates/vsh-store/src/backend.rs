@@ -215,10 +215,10 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     fn lock(&self, path: &VPath, exclusive: bool) -> Result<BackendLock, BackendError>;
 }
 
-/// The real backend: every operation through a [`CapDir`] opened on the data directory.
+/// The real backend: every operation through a [`vsh_host::WritableDir`] opened on the data directory.
 ///
 /// [`StoreBackend::append`] is one `O_APPEND` write and one fsync
-/// ([`CapDir::append`]); a crash part-way leaves a torn tail that log replay
+/// ([`vsh_host::WritableDir::append`]); a crash part-way leaves a torn tail that log replay
 /// detects and truncates. [`StoreBackend::truncate`] is `ftruncate` and fsync.
 #[derive(Debug)]
 pub struct CapDirBackend {
