@@ -1,5 +1,7 @@
 //! Shared helpers for the end-to-end tests: temporary workspaces with known
 //! contents, and a snapshot of a directory tree to compare before and after.
+// Test fixtures build and inspect workspaces by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

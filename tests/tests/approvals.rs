@@ -1,6 +1,8 @@
 //! Durable approvals: pending work survives a reopen, is approved by a bound
 //! principal within a window, and commits exactly once; a changed policy, a
 //! lapsed approval or a rejection never commits.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use vsh::lower::vsh_store::StoreError;
 use vsh::{

@@ -3,6 +3,8 @@
 //! FIFOs, sockets, device nodes and names that are not UTF-8. Each is a guest
 //! error naming the node (the run goes on, as `CPython`'s would), or is
 //! skipped and counted by listings and walks; none ends the run.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -1,4 +1,6 @@
 //! End to end: a Monty program previews and commits a real workspace.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::os::unix::fs::PermissionsExt;
 

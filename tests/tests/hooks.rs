@@ -1,5 +1,7 @@
 //! Commit hooks and cancellation: every decision in both scopes, bypass attempts,
 //! handler failure, content evidence, and cancellation racing a commit.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::sync::Mutex;
 

@@ -2,6 +2,8 @@
 //! agrees with the disk, a racing writer's bytes are never lost, a record and
 //! its artifact exist together or not at all, and one corrupt blob repairs
 //! itself instead of blocking work.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::sync::{Arc, Mutex};
 

@@ -2,6 +2,8 @@
 //! in this one (its data at the default place or elsewhere), and the case
 //! variants of every protected name. Each attempt is refused before any byte
 //! reaches the guest, hidden from listings, and denies the transaction.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use vsh::{RunRequest, Runtime, RuntimeDecision, TransactionState};
 use vsh_integration_tests::{config, put, tree, workspace};

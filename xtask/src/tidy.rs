@@ -6,6 +6,9 @@
 //!   `FIXME` on the line before;
 //! - `unsafe` only in `crates/vsh-host` and `crates/vsh-sandbox`, and every `unsafe` block there
 //!   has a `// SAFETY:` comment just above;
+//! - nothing but vsh-commit, vsh-store and vsh-tools names vsh-host's mutating capability
+//!   (`WritableDir`), and clippy.toml's ban on `std::fs` is lifted for a whole crate or module
+//!   only where the host is reached by path by design (`FS_BAN_LIFTED`);
 //! - workspace crates depend on exactly the crates the "may depend on" table below names (the graph as built, checked both ways);
 //! - every locked package comes from crates.io;
 //! - every dependency's license is allowed by `deny.toml`, so that file is enforced even where
@@ -140,6 +143,42 @@ fn only_the_commit_engine_and_the_store_name_the_writable_handle() {
         }
     }
     fail_if_any(&format!("the mutating workspace capability named outside {}", WRITABLE_ALLOWED.join(", ")), &problems);
+}
+
+/// Where clippy.toml's ban on reaching the host through `std::fs` may be lifted for a whole
+/// crate or module: the crates that build handles or reach the host by path by design, the
+/// build's own tools and tests, and the worker's binary pin and test hooks. Anywhere else an
+/// exception is a `#[allow]` on one function.
+const FS_BAN_LIFTED: &[&str] = &[
+    "crates/vsh-host/",
+    "crates/vsh-sandbox/",
+    "crates/vsh-tools/",
+    "crates/vsh-cli/",
+    "crates/vsh-monty/src/worker/pool.rs",
+    "crates/vsh-monty/src/worker/hooks.rs",
+    "xtask/",
+    "tests/",
+    "fuzz/",
+];
+
+#[test]
+fn the_std_fs_ban_is_lifted_wholesale_only_where_the_host_is_reached_by_path() {
+    let root = project_root();
+    let mut problems = Vec::new();
+    for file in rust_files() {
+        let name = relative(&file);
+        let in_tests = name.contains("/tests/") || name.contains("/benches/") || name.ends_with("/build.rs");
+        if in_tests || FS_BAN_LIFTED.iter().any(|prefix| name.starts_with(prefix)) {
+            continue;
+        }
+        let stripped = code::strip(&read(&root.join(&name)));
+        for (index, line) in stripped.lines().enumerate() {
+            if line.trim_start().starts_with("#![allow(") && line.contains("disallowed_methods") {
+                problems.push(format!("{name}:{}", index + 1));
+            }
+        }
+    }
+    fail_if_any("a whole-module lift of the std::fs ban (clippy.toml) outside FS_BAN_LIFTED", &problems);
 }
 
 #[test]

@@ -1,4 +1,6 @@
 //! The `vsh` binary: exit codes, output forms and the demo.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -78,7 +78,8 @@
 //! - Renaming a directory into quarantine, or removing entries of a directory
 //!   without owner write permission, needs the permissions `rename(2)` and
 //!   `unlink(2)` need; vsh does not grant itself more.
-
+// Unit tests build and inspect their fixtures by path.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 #![forbid(unsafe_code)]
 
 mod apply;

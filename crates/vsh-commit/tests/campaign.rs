@@ -19,6 +19,8 @@
 //!   `.vsh/recovered/`, or in a quarantine entry recovery names; for an
 //!   unresolved trial, the operator's restore gives back the before tree;
 //! - recovery never reports a conflict, and a second recovery finds nothing.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -1,6 +1,8 @@
 //! End-to-end tests of the committer: runs are made with a real `VirtualFs`
 //! over a temporary workspace, their new content is stored in a real blob
 //! store, and the commit is checked byte for byte and mode for mode on disk.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;

@@ -5,6 +5,8 @@
 //! exactly the before tree or exactly the after tree (bytes, modes, kinds,
 //! symlink targets), with the ledger agreeing: Committed if and only if after.
 //! Recovery itself is then crashed at each of its steps and re-run.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -4,6 +4,8 @@
 //! Fuzzing needs nightly and cargo-fuzz (`cargo xtask fuzz`); this test needs neither, so a
 //! regression on an input that is already in `fuzz/corpus/plan` or `fuzz/corpus/journal` fails
 //! plain `cargo test`.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 // The checks are compiled from the fuzz crate's source, so there is one copy of the invariants.
 #[allow(unreachable_pub, reason = "the checks are public for the fuzz targets")]

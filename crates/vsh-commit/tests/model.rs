@@ -4,6 +4,8 @@
 //! listings, metadata, or the kind of error a guest would see) must agree, and
 //! the canonical diff, committed by vsh-commit to the real base directory,
 //! must leave on disk exactly the tree the model holds.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::sync::Arc;
 

@@ -8,6 +8,8 @@
 //! - Two children commit overlapping transactions at once: exactly one wins,
 //!   the other is Stale, and an external edit made before either commits is
 //!   never overwritten.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -16,6 +16,8 @@
 //! the issue names (right after an install, while the old node is
 //! quarantined); the randomized one at every kind of moment, with every kind
 //! of write, over 150 seeded trials, a third of them crashed and recovered.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

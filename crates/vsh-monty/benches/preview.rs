@@ -13,7 +13,8 @@
 //! Run with `cargo bench -p vsh-monty --bench preview` (`cargo xtask bench`
 //! runs every benchmark). `VSH_BENCH_ITERATIONS` overrides the iteration
 //! count (default 200).
-
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::result_large_err, reason = "the benchmark passes `ExecutionError` through unchanged")]
 
 use std::sync::Arc;

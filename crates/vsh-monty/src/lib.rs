@@ -114,7 +114,8 @@
 //!   into `/` inside `pathlib.Path` values; the host cannot supply these.
 //! - `os.rename` returns the destination path (like `Path.rename`) instead of
 //!   `None`: monty sends both as the same call.
-
+// Unit tests build and inspect their fixtures by path.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 #![forbid(unsafe_code)]
 
 mod compat;

@@ -5,7 +5,8 @@
 //! child of this process belongs to the executor under test; a sampling
 //! thread counts them in `/proc` (zombies included: a worker counts until it
 //! has been reaped) for as long as the runs go on.
-
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::result_large_err, reason = "the test passes `ExecutionError` through unchanged")]
 
 use std::sync::Arc;

@@ -347,6 +347,12 @@ impl PolicyFile {
 
     /// Read the file at `path` (at most [`MAX_POLICY_FILE_BYTES`], checked before
     /// and while reading) and validate it.
+    ///
+    /// # Ambient authority
+    ///
+    /// The policy file is an operator's file outside any workspace, named by
+    /// path; it is read by path (never written).
+    #[allow(clippy::disallowed_methods)]
     pub fn read(path: &Path) -> Result<PolicyFile, PolicyFileError> {
         let read_error = |source| PolicyFileError::Read { path: path.to_owned(), source };
         // Refuse directories, FIFOs and devices before opening: opening a FIFO

@@ -30,7 +30,8 @@
 //! documentation.
 //!
 //! [`PolicyDigest`]: vsh_types::PolicyDigest
-
+// Unit tests build and inspect their fixtures by path.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 #![forbid(unsafe_code)]
 
 pub mod access;

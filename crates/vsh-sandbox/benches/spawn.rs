@@ -5,6 +5,8 @@
 //! weighs on all of them alike. The table gives the median, the 95th percentile, the ratio to
 //! plain and the time added. The goal for the confined default is at most 0.3 ms added per
 //! spawn. Run with `cargo bench -p vsh-sandbox --bench spawn` (or `cargo xtask bench`).
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -11,6 +11,8 @@
 //! connection per run, printing `ok ...` or `denied <ERRNO> <n>`). Each attempt prints one line
 //! of the form `attempt: baseline -> confined`; run with `--nocapture` to see them and the
 //! enforcement table (`cargo xtask test-sandbox` does).
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
 
 use std::io::{self, ErrorKind};
 use std::net::{TcpListener, UdpSocket};

@@ -129,6 +129,9 @@ impl AuthorityKeyFile {
     /// The nearest directory on the way to the key's that exists now, opened
     /// without creating anything: where the key would be made, for a caller
     /// that must refuse a place (a workspace) before anything is created there.
+    /// Finding it asks the host by path (the key's location is a host path),
+    /// then opens it as a handle.
+    #[allow(clippy::disallowed_methods)]
     pub fn nearest_existing_directory(&self) -> Result<CapDir, StoreError> {
         let parent = self.path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let existing = parent

@@ -14,7 +14,8 @@
 //!
 //! [`VirtualFs::canonical_diff`] compares the overlay with the base and returns
 //! the changed paths sorted by path, with before and after [`NodeState`]s.
-
+// Unit tests build and inspect their fixtures by path.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 #![forbid(unsafe_code)]
 
 mod base;

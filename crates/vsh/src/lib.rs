@@ -7,6 +7,8 @@
 //!
 #![doc = include_str!("../../../README.md")]
 #![forbid(unsafe_code)]
+// Unit tests build and inspect their fixtures by path.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod cancel;
 mod commit_path;

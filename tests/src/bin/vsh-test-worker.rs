@@ -4,7 +4,6 @@
 //! as the tests, with the same features, and its build identity always matches
 //! theirs: `cargo test -p vsh-integration-tests` alone and `cargo test
 //! --workspace` both pass, whatever was built before.
-
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
