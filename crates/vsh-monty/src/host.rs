@@ -17,23 +17,21 @@
 //! `unlink`, `rmdir`, `rename` and `mkdir` act on the link itself.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use monty_types::{
     ExcType, FileMode, GetenvArgs, MkdirCallArgs, MontyException, MontyFileHandle, MontyObject, OpenCallArgs,
     OsFunctionCall, PathBytesDataArgs, PathStringDataArgs, RenameCallArgs, UnicodeErrorData, dir_stat, file_stat,
     symlink_stat, unicode_decode_error_msg, utf8_error_reason,
 };
-use vsh_policy::{AccessKind, CallPolicy, DeniedAccess};
+use vsh_policy::{AccessKind, DeniedAccess};
 use vsh_types::{NodeKind, VPath};
-use vsh_vfs::{DEFAULT_DIR_MODE, VfsError, VirtualFs};
+use vsh_vfs::{DEFAULT_DIR_MODE, VfsError};
 
-use crate::limits::{ExecutionLimits, LimitExceeded, Meter};
+pub(crate) use crate::guard::OsHost;
+use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, MetadataRead, Modify, Write};
+use crate::limits::LimitExceeded;
 use crate::oserror::{self, EACCES, EEXIST, EISDIR, ELOOP, ENOENT};
 use crate::path;
-
-/// Symlink hops followed before giving up with `ELOOP` (Linux's `MAXSYMLINKS`).
-const MAX_SYMLINK_HOPS: u32 = 40;
 
 /// The synthetic environment every guest sees; nothing comes from the host
 /// process. Sorted by name.
@@ -92,25 +90,7 @@ pub(crate) struct Target<'g> {
     pub(crate) path: VPath,
 }
 
-/// The host side of one run's OS calls and `vsh_*` functions.
-pub(crate) struct OsHost<'a> {
-    pub(crate) vfs: &'a mut VirtualFs,
-    pub(crate) policy: &'a CallPolicy,
-    pub(crate) meter: Meter<'a>,
-    pub(crate) denied: Vec<DeniedAccess>,
-}
-
-impl<'a> OsHost<'a> {
-    /// The host of a request that began at `started`.
-    pub(crate) fn new(
-        vfs: &'a mut VirtualFs,
-        policy: &'a CallPolicy,
-        limits: &'a ExecutionLimits,
-        started: Instant,
-    ) -> Self {
-        Self { vfs, policy, meter: Meter::new(limits, started), denied: Vec::new() }
-    }
-
+impl OsHost<'_> {
     /// Serve one call. The match names every variant of monty 0.0.23, so a new
     /// upstream variant is a compile error here.
     pub(crate) fn handle(&mut self, call: OsFunctionCall) -> Result<MontyObject, Fault> {
@@ -180,14 +160,14 @@ impl<'a> OsHost<'a> {
             }
             OsFunctionCall::Unlink(guest) => {
                 let target = self.target(&guest, null_message)?;
-                self.authorize(&target.path, AccessKind::Delete, target.guest)?;
-                self.vfs.unlink(&target.path).map_err(|error| vfs_fault(error, target.guest))?;
+                let grant = self.authorize::<Delete>(&target.path, target.guest)?;
+                self.unlink(&grant).map_err(|error| vfs_fault(error, target.guest))?;
                 Ok(MontyObject::None)
             }
             OsFunctionCall::Rmdir(guest) => {
                 let target = self.target(&guest, null_message)?;
-                self.authorize(&target.path, AccessKind::Delete, target.guest)?;
-                self.vfs.rmdir(&target.path).map_err(|error| vfs_fault(error, target.guest))?;
+                let grant = self.authorize::<Delete>(&target.path, target.guest)?;
+                self.rmdir(&grant).map_err(|error| vfs_fault(error, target.guest))?;
                 Ok(MontyObject::None)
             }
             OsFunctionCall::Rename(RenameCallArgs { src, dst }) => {
@@ -237,93 +217,6 @@ impl<'a> OsHost<'a> {
         Ok(())
     }
 
-    /// Ask the policy; a refusal is recorded and becomes the guest's
-    /// `PermissionError` about `guest`. The check is one evidence record, and
-    /// a refusal kept is another (see
-    /// [`ExecutionLimits::max_evidence_records`]), both charged first.
-    ///
-    /// Beside the policy's rules, a path in (or at) another workspace's vsh
-    /// data directory nested in this one, found by its store magic
-    /// ([`VirtualFs::vsh_data_within`]), is refused for every access as
-    /// runtime data.
-    pub(crate) fn authorize(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<(), Fault> {
-        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
-        let denied = match self.policy.authorize(path, access) {
-            Ok(()) => self.nested_store(path, access).map_err(|error| vfs_fault(error, guest))?,
-            Err(denied) => Some(denied),
-        };
-        match denied {
-            None => Ok(()),
-            Some(denied) => {
-                self.record_denial(denied)?;
-                Err(Fault::Guest(oserror::os_error(EACCES, guest)))
-            }
-        }
-    }
-
-    /// The refusal of `access` to `path` if it lies in a nested vsh data directory.
-    pub(crate) fn nested_store(&mut self, path: &VPath, access: AccessKind) -> Result<Option<DeniedAccess>, VfsError> {
-        Ok(self.vfs.vsh_data_within(path)?.map(|store| DeniedAccess {
-            path: path.clone(),
-            access,
-            rule: format!("vsh data directory at {store} (store magic)"),
-            label: vsh_policy::RuleLabel::RuntimeData,
-            rule_access: vsh_policy::AccessSet::ALL,
-        }))
-    }
-
-    /// Whether a listing hides `child`: a read of it is refused by a rule, or
-    /// it is (in) a nested vsh data directory.
-    pub(crate) fn is_hidden(&mut self, child: &VPath, guest: &str) -> Result<bool, Fault> {
-        if self.policy.is_hidden(child) {
-            return Ok(true);
-        }
-        Ok(self.vfs.vsh_data_within(child).map_err(|error| vfs_fault(error, guest))?.is_some())
-    }
-
-    /// Keep a refusal (charged to the evidence budget first).
-    pub(crate) fn record_denial(&mut self, denied: DeniedAccess) -> Result<(), Fault> {
-        let bytes = (denied.path.as_str().len() + denied.rule.len()) as u64;
-        self.meter.charge_evidence(1, bytes)?;
-        self.denied.push(denied);
-        self.meter.stats.denied_accesses = self.denied.len() as u64;
-        Ok(())
-    }
-
-    /// One path a tree walk visits: an evidence record, and a check of the
-    /// end-to-end deadline.
-    pub(crate) fn visit(&mut self, path: &VPath) -> Result<(), Fault> {
-        self.meter.check_deadline()?;
-        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
-        Ok(())
-    }
-
-    /// The path `target` ends at after following a symlink in its last
-    /// component (see the module documentation). `access` has been authorized
-    /// for `target` and is authorized for every hop.
-    pub(crate) fn follow(&mut self, target: &Target<'_>, access: AccessKind) -> Result<VPath, Fault> {
-        let mut current = target.path.clone();
-        let mut hops = 0;
-        loop {
-            let kind = self.vfs.kind(&current).map_err(|error| vfs_fault(error, target.guest))?;
-            if kind != Some(NodeKind::Symlink) {
-                return Ok(current);
-            }
-            hops += 1;
-            if hops > MAX_SYMLINK_HOPS {
-                return Err(Fault::Guest(oserror::os_error(ELOOP, target.guest)));
-            }
-            let link_target = self.vfs.read_link(&current).map_err(|error| vfs_fault(error, target.guest))?;
-            let Some(next) = path::link_destination(&current, &link_target) else {
-                let attempt = format!("{} -> {}", target.guest, String::from_utf8_lossy(&link_target));
-                let denied = DeniedAccess::outside(&attempt, current, access);
-                return Err(Fault::Refused(Box::new((oserror::os_error(EACCES, target.guest), denied))));
-            };
-            self.authorize(&next, access, target.guest)?;
-            current = next;
-        }
-    }
-
     // ----- queries -----
 
     /// `exists()`, `is_file()`, `is_dir()`, `is_symlink()`: `False` for any path
@@ -343,14 +236,12 @@ impl<'a> OsHost<'a> {
 
     fn probe(&mut self, guest: &str, predicate: Predicate) -> Result<bool, Fault> {
         let target = self.target(guest, "")?;
-        self.authorize(&target.path, AccessKind::MetadataRead, guest)?;
+        let grant = self.authorize::<MetadataRead>(&target.path, guest)?;
         let last = match predicate {
-            Predicate::IsSymlink => target.path.clone(),
-            Predicate::Exists | Predicate::IsFile | Predicate::IsDir => {
-                self.follow(&target, AccessKind::MetadataRead)?
-            }
+            Predicate::IsSymlink => grant,
+            Predicate::Exists | Predicate::IsFile | Predicate::IsDir => self.follow(grant, guest)?,
         };
-        let kind = self.vfs.kind(&last).map_err(|error| vfs_fault(error, guest))?;
+        let kind = self.kind(&last).map_err(|error| vfs_fault(error, guest))?;
         Ok(match predicate {
             Predicate::Exists => kind.is_some(),
             Predicate::IsFile => kind == Some(NodeKind::File),
@@ -360,9 +251,9 @@ impl<'a> OsHost<'a> {
     }
 
     fn stat(&mut self, target: &Target<'_>) -> Result<MontyObject, Fault> {
-        self.authorize(&target.path, AccessKind::MetadataRead, target.guest)?;
-        let last = self.follow(target, AccessKind::MetadataRead)?;
-        let metadata = self.vfs.metadata(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+        let last = self.follow(grant, target.guest)?;
+        let metadata = self.metadata(&last).map_err(|error| vfs_fault(error, target.guest))?;
         let permissions = i64::from(metadata.mode & vsh_types::MODE_MASK);
         Ok(match metadata.kind {
             NodeKind::File => {
@@ -375,21 +266,21 @@ impl<'a> OsHost<'a> {
 
     /// Authorize, size, charge, then read a file's bytes.
     pub(crate) fn read_file(&mut self, target: &Target<'_>) -> Result<Arc<[u8]>, Fault> {
-        self.authorize(&target.path, AccessKind::ContentRead, target.guest)?;
-        let last = self.follow(target, AccessKind::ContentRead)?;
-        let size = self.vfs.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        let grant = self.authorize::<ContentRead>(&target.path, target.guest)?;
+        let last = self.follow(grant, target.guest)?;
+        let size = self.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?;
         self.meter.charge_read_call(size)?;
-        self.vfs.read(&last).map_err(|error| vfs_fault(error, target.guest))
+        self.read(&last).map_err(|error| vfs_fault(error, target.guest))
     }
 
     pub(crate) fn iterdir(&mut self, target: &Target<'_>) -> Result<MontyObject, Fault> {
-        self.authorize(&target.path, AccessKind::DirectoryRead, target.guest)?;
-        let last = self.follow(target, AccessKind::DirectoryRead)?;
-        let names = self.vfs.read_dir(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        let grant = self.authorize::<DirectoryRead>(&target.path, target.guest)?;
+        let last = self.follow(grant, target.guest)?;
+        let names = self.read_dir(&last).map_err(|error| vfs_fault(error, target.guest))?;
         self.meter.charge_directory_entries(names.len() as u64)?;
         let mut entries = Vec::with_capacity(names.len());
         for name in names {
-            let hidden = match last.child(&name) {
+            let hidden = match last.path().child(&name) {
                 Ok(child) => self.is_hidden(&child, target.guest)?,
                 Err(_) => false,
             };
@@ -403,33 +294,33 @@ impl<'a> OsHost<'a> {
     // ----- mutations -----
 
     /// Authorize a write to `target` (`Create` or `Modify` by existence, decided
-    /// after `MetadataRead` is authorized); returns the path written and whether
-    /// it existed as a file. Refuses directories with `EISDIR`.
-    fn prepare_write(&mut self, target: &Target<'_>) -> Result<(VPath, Option<u64>), Fault> {
-        self.authorize(&target.path, AccessKind::MetadataRead, target.guest)?;
-        let last = self.follow(target, AccessKind::MetadataRead)?;
-        let kind = self.vfs.kind(&last).map_err(|error| vfs_fault(error, target.guest))?;
+    /// after `MetadataRead` is authorized); returns the grant of the path
+    /// written and its size if it existed as a file. Refuses directories with
+    /// `EISDIR`.
+    fn prepare_write(&mut self, target: &Target<'_>) -> Result<(Grant<Write>, Option<u64>), Fault> {
+        let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+        let last = self.follow(grant, target.guest)?;
+        let kind = self.kind(&last).map_err(|error| vfs_fault(error, target.guest))?;
         if kind == Some(NodeKind::Directory) {
             return Err(Fault::Guest(oserror::os_error(EISDIR, target.guest)));
         }
-        let access = if kind.is_some() { AccessKind::Modify } else { AccessKind::Create };
-        self.authorize(&last, access, target.guest)?;
+        let write = self.authorize_write(last.path(), kind.is_some(), target.guest)?;
         let existing_size = match kind {
-            Some(NodeKind::File) => Some(self.vfs.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?),
+            Some(NodeKind::File) => Some(self.file_size(&write).map_err(|error| vfs_fault(error, target.guest))?),
             _ => None,
         };
-        Ok((last, existing_size))
+        Ok((write, existing_size))
     }
 
     pub(crate) fn write_file(&mut self, target: &Target<'_>, data: Vec<u8>, kind: WriteKind) -> Result<(), Fault> {
         let (last, existing_size) = self.prepare_write(target)?;
         self.meter.charge_write_call(data.len() as u64)?;
         match kind {
-            WriteKind::Replace => self.vfs.write(&last, data.into()).map_err(|error| vfs_fault(error, target.guest)),
+            WriteKind::Replace => self.write(&last, data.into()).map_err(|error| vfs_fault(error, target.guest)),
             WriteKind::Append => {
                 // Appending materializes the old content, which is charged as a read.
                 self.meter.charge_read_bytes(existing_size.unwrap_or(0))?;
-                self.vfs.append(&last, &data).map(drop).map_err(|error| vfs_fault(error, target.guest))
+                self.append(&last, &data).map_err(|error| vfs_fault(error, target.guest))
             }
         }
     }
@@ -439,35 +330,35 @@ impl<'a> OsHost<'a> {
     fn open(&mut self, target: &Target<'_>, mode: FileMode) -> Result<MontyObject, Fault> {
         let position = match mode {
             FileMode::Read(_) | FileMode::ReadUpdate(_) => {
-                self.authorize(&target.path, AccessKind::ContentRead, target.guest)?;
-                let last = self.follow(target, AccessKind::ContentRead)?;
-                match self.vfs.kind(&last).map_err(|error| vfs_fault(error, target.guest))? {
+                let grant = self.authorize::<ContentRead>(&target.path, target.guest)?;
+                let last = self.follow(grant, target.guest)?;
+                match self.kind(&last).map_err(|error| vfs_fault(error, target.guest))? {
                     None => return Err(Fault::Guest(oserror::os_error(ENOENT, target.guest))),
                     Some(NodeKind::Directory) => return Err(Fault::Guest(oserror::os_error(EISDIR, target.guest))),
                     Some(NodeKind::File | NodeKind::Symlink) => {}
                 }
                 if matches!(mode, FileMode::ReadUpdate(_)) {
-                    self.authorize(&last, AccessKind::Modify, target.guest)?;
+                    self.authorize::<Modify>(last.path(), target.guest)?;
                 }
                 0
             }
             FileMode::Write(_) | FileMode::WriteUpdate(_) => {
                 if matches!(mode, FileMode::WriteUpdate(_)) {
-                    self.authorize(&target.path, AccessKind::ContentRead, target.guest)?;
+                    self.authorize::<ContentRead>(&target.path, target.guest)?;
                 }
                 let (last, _) = self.prepare_write(target)?;
-                self.vfs.write(&last, Arc::from(&[][..])).map_err(|error| vfs_fault(error, target.guest))?;
+                self.write(&last, Arc::from(&[][..])).map_err(|error| vfs_fault(error, target.guest))?;
                 0
             }
             FileMode::Append(_) | FileMode::AppendUpdate(_) => {
                 if matches!(mode, FileMode::AppendUpdate(_)) {
-                    self.authorize(&target.path, AccessKind::ContentRead, target.guest)?;
+                    self.authorize::<ContentRead>(&target.path, target.guest)?;
                 }
                 let (last, existing_size) = self.prepare_write(target)?;
                 if let Some(size) = existing_size {
                     size
                 } else {
-                    self.vfs.write(&last, Arc::from(&[][..])).map_err(|error| vfs_fault(error, target.guest))?;
+                    self.write(&last, Arc::from(&[][..])).map_err(|error| vfs_fault(error, target.guest))?;
                     0
                 }
             }
@@ -476,97 +367,43 @@ impl<'a> OsHost<'a> {
     }
 
     pub(crate) fn mkdir(&mut self, target: &Target<'_>, parents: bool, exist_ok: bool) -> Result<(), Fault> {
-        self.authorize(&target.path, AccessKind::MetadataRead, target.guest)?;
-        let existing = if parents {
+        let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+        let mut created_ancestors = Vec::new();
+        if parents {
             // Every missing ancestor is created, so each is authorized first.
             let mut missing = Vec::new();
             for ancestor in target.path.ancestors().into_iter().filter(|ancestor| !ancestor.is_root()) {
-                self.authorize(&ancestor, AccessKind::MetadataRead, target.guest)?;
-                match self.vfs.kind(&ancestor).map_err(|error| vfs_fault(error, target.guest))? {
+                let looked = self.authorize::<MetadataRead>(&ancestor, target.guest)?;
+                match self.kind(&looked).map_err(|error| vfs_fault(error, target.guest))? {
                     None => missing.push(ancestor),
                     Some(NodeKind::Directory) => {}
                     Some(NodeKind::File) => return Err(Fault::Guest(oserror::os_error(20, target.guest))),
                     Some(NodeKind::Symlink) => return Err(Fault::Guest(oserror::os_error(ELOOP, target.guest))),
                 }
             }
-            let existing = self.vfs.kind(&target.path).map_err(|error| vfs_fault(error, target.guest))?;
+            let existing = self.kind(&grant).map_err(|error| vfs_fault(error, target.guest))?;
             for ancestor in &missing {
-                self.authorize(ancestor, AccessKind::Create, target.guest)?;
+                created_ancestors.push(self.authorize::<Create>(ancestor, target.guest)?);
             }
-            existing
+            match existing {
+                Some(NodeKind::Directory) if exist_ok => return Ok(()),
+                Some(_) => return Err(Fault::Guest(oserror::os_error(EEXIST, target.guest))),
+                None => {}
+            }
         } else {
-            self.vfs.kind(&target.path).map_err(|error| vfs_fault(error, target.guest))?
-        };
-        match existing {
-            Some(NodeKind::Directory) if exist_ok => return Ok(()),
-            Some(_) => return Err(Fault::Guest(oserror::os_error(EEXIST, target.guest))),
-            None => {}
+            match self.kind(&grant).map_err(|error| vfs_fault(error, target.guest))? {
+                Some(NodeKind::Directory) if exist_ok => return Ok(()),
+                Some(_) => return Err(Fault::Guest(oserror::os_error(EEXIST, target.guest))),
+                None => {}
+            }
         }
-        self.authorize(&target.path, AccessKind::Create, target.guest)?;
+        let create = self.authorize::<Create>(&target.path, target.guest)?;
         let created = if parents {
-            self.vfs.mkdir_all(&target.path, DEFAULT_DIR_MODE)
+            self.mkdir_all(&created_ancestors, &create, DEFAULT_DIR_MODE)
         } else {
-            self.vfs.mkdir(&target.path, DEFAULT_DIR_MODE)
+            self.create_dir(&create, DEFAULT_DIR_MODE)
         };
         created.map_err(|error| vfs_fault(error, target.guest))
-    }
-
-    /// Rename with every path authorized first: the source (`RenameSource`,
-    /// `Delete`) and each of its descendants (`RenameSource`), the destination
-    /// (`RenameDestination`, then `Create` or `Modify`) and each path the
-    /// descendants land on (`RenameDestination`). One refusal leaves everything
-    /// unchanged.
-    pub(crate) fn rename(&mut self, source: &Target<'_>, destination: &Target<'_>) -> Result<(), Fault> {
-        let fault = |error: VfsError| {
-            if error.is_terminal() {
-                Fault::Vfs(error)
-            } else {
-                Fault::Guest(oserror::os_error2(error.errno().unwrap_or(oserror::EIO), source.guest, destination.guest))
-            }
-        };
-        let refused = |host: &mut Self, path: &VPath, access: AccessKind| -> Result<(), Fault> {
-            host.authorize(path, access, source.guest)
-                .map_err(|_| Fault::Guest(oserror::os_error2(EACCES, source.guest, destination.guest)))
-        };
-        refused(self, &source.path, AccessKind::RenameSource)?;
-        refused(self, &source.path, AccessKind::Delete)?;
-        refused(self, &destination.path, AccessKind::RenameDestination)?;
-        let source_kind = self.vfs.kind(&source.path).map_err(fault)?;
-        if source_kind.is_none() {
-            return Err(fault(VfsError::NotFound { path: source.path.clone() }));
-        }
-        let destination_exists = self.vfs.exists(&destination.path).map_err(fault)?;
-        let access = if destination_exists { AccessKind::Modify } else { AccessKind::Create };
-        refused(self, &destination.path, access)?;
-        if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {
-            for descendant in self.descendants(&source.path, &fault)? {
-                refused(self, &descendant, AccessKind::RenameSource)?;
-                if let Some(landing) = descendant.rebase(&source.path, &destination.path) {
-                    refused(self, &landing, AccessKind::RenameDestination)?;
-                }
-            }
-        }
-        self.vfs.rename(&source.path, &destination.path).map_err(fault)
-    }
-
-    /// Every path strictly below the directory `root`, listed through the VFS
-    /// (hidden ones included: the caller authorizes them). Each visited path
-    /// is charged to the evidence budget, and the deadline is checked at each;
-    /// `fault` maps VFS errors.
-    pub(crate) fn descendants(&mut self, root: &VPath, fault: &dyn Fn(VfsError) -> Fault) -> Result<Vec<VPath>, Fault> {
-        let mut out = Vec::new();
-        let mut pending = vec![root.clone()];
-        while let Some(dir) = pending.pop() {
-            for name in self.vfs.read_dir(&dir).map_err(fault)? {
-                let child = dir.child(&name).map_err(|_| fault(VfsError::NonUtf8Name { path: dir.clone() }))?;
-                self.visit(&child)?;
-                if self.vfs.kind(&child).map_err(fault)? == Some(NodeKind::Directory) {
-                    pending.push(child.clone());
-                }
-                out.push(child);
-            }
-        }
-        Ok(out)
     }
 }
 

@@ -123,6 +123,7 @@ mod dispatch;
 mod drive;
 mod error;
 mod executor;
+mod guard;
 mod host;
 mod limits;
 mod oserror;

@@ -140,7 +140,7 @@ pub(crate) fn conclude(
     let mut stats = std::mem::take(&mut host.meter.stats);
     stats.output_bytes = output_bytes;
     stats.denied_accesses = host.denied.len() as u64;
-    stats.skipped_nodes += host.vfs.unlisted_names();
+    stats.skipped_nodes += host.unlisted_names();
     let denied = std::mem::take(&mut host.denied);
     let end = match end {
         RunEnd::Value(value) => match value::measure(&value, limits.max_result_bytes) {

@@ -1,11 +1,11 @@
 //! The `vsh_*` operations over more than one node: `vsh_remove` (a whole tree
 //! authorized before anything changes) and `vsh_copy` (a file, or a tree).
 
-use vsh_policy::AccessKind;
 use vsh_types::NodeKind;
 use vsh_vfs::VfsError;
 
 use super::args::value_error;
+use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, MetadataRead};
 use crate::host::{Fault, OsHost, Target, vfs_fault};
 use crate::oserror::{self, EACCES, EEXIST, EISDIR, ELOOP, ENOENT, ENOTDIR};
 use crate::path;
@@ -17,41 +17,24 @@ impl OsHost<'_> {
     pub(super) fn remove(&mut self, target: &Target<'_>, recursive: bool, missing_ok: bool) -> Result<(), Fault> {
         let guest = target.guest;
         let fault = |error: VfsError| vfs_fault(error, guest);
-        self.authorize(&target.path, AccessKind::MetadataRead, guest)?;
-        match self.vfs.kind(&target.path).map_err(fault)? {
+        let looked = self.authorize::<MetadataRead>(&target.path, guest)?;
+        match self.kind(&looked).map_err(fault)? {
             None if missing_ok => Ok(()),
             None => Err(Fault::Guest(oserror::os_error(ENOENT, guest))),
             Some(NodeKind::File | NodeKind::Symlink) => {
-                self.authorize(&target.path, AccessKind::Delete, guest)?;
-                self.vfs.unlink(&target.path).map_err(fault)
+                let grant = self.authorize::<Delete>(&target.path, guest)?;
+                self.unlink(&grant).map_err(fault)
             }
             Some(NodeKind::Directory) if !recursive => {
-                self.authorize(&target.path, AccessKind::Delete, guest)?;
-                self.vfs.rmdir(&target.path).map_err(fault)
+                let grant = self.authorize::<Delete>(&target.path, guest)?;
+                self.rmdir(&grant).map_err(fault)
             }
             Some(NodeKind::Directory) => {
                 if target.path.is_root() {
                     return Err(Fault::Guest(oserror::os_error(EACCES, guest)));
                 }
-                self.authorize(&target.path, AccessKind::Delete, guest)?;
-                let descendants = self.descendants(&target.path, &fault)?;
-                let mut refusal = self.policy.authorize_tree(&target.path, &descendants, AccessKind::Delete).err();
-                if refusal.is_none() {
-                    // A nested workspace's vsh data directory goes nowhere either.
-                    for descendant in &descendants {
-                        refusal = self.nested_store(descendant, AccessKind::Delete).map_err(fault)?;
-                        if refusal.is_some() {
-                            break;
-                        }
-                    }
-                }
-                if let Some(denied) = refusal {
-                    // The refused path may be hidden from the guest: name only
-                    // the path it gave.
-                    self.record_denial(denied)?;
-                    return Err(Fault::Guest(oserror::os_error(EACCES, guest)));
-                }
-                self.vfs.remove_tree(&target.path).map_err(fault)
+                let grant = self.authorize::<Delete>(&target.path, guest)?;
+                self.remove_tree(&grant, guest)
             }
         }
     }
@@ -64,8 +47,8 @@ impl OsHost<'_> {
         recursive: bool,
         overwrite: bool,
     ) -> Result<(), Fault> {
-        self.authorize(&source.path, AccessKind::MetadataRead, source.guest)?;
-        match self.vfs.kind(&source.path).map_err(|error| vfs_fault(error, source.guest))? {
+        let looked = self.authorize::<MetadataRead>(&source.path, source.guest)?;
+        match self.kind(&looked).map_err(|error| vfs_fault(error, source.guest))? {
             None => Err(Fault::Guest(oserror::os_error(ENOENT, source.guest))),
             Some(NodeKind::Symlink) => {
                 Err(value_error(format!("vsh_copy() cannot copy a symlink: {}", monty_types::StringRepr(source.guest))))
@@ -81,20 +64,19 @@ impl OsHost<'_> {
             return Err(value_error("vsh_copy() source and destination are the same file".to_owned()));
         }
         let to_fault = |error: VfsError| vfs_fault(error, destination.guest);
-        self.authorize(&source.path, AccessKind::ContentRead, source.guest)?;
-        self.authorize(&destination.path, AccessKind::MetadataRead, destination.guest)?;
-        let existing = self.vfs.kind(&destination.path).map_err(to_fault)?;
+        let read = self.authorize::<ContentRead>(&source.path, source.guest)?;
+        let looked = self.authorize::<MetadataRead>(&destination.path, destination.guest)?;
+        let existing = self.kind(&looked).map_err(to_fault)?;
         match existing {
             Some(NodeKind::Directory) => return Err(Fault::Guest(oserror::os_error(EISDIR, destination.guest))),
             Some(_) if !overwrite => return Err(Fault::Guest(oserror::os_error(EEXIST, destination.guest))),
             _ => {}
         }
-        let access = if existing.is_some() { AccessKind::Modify } else { AccessKind::Create };
-        self.authorize(&destination.path, access, destination.guest)?;
-        let size = self.vfs.file_size(&source.path).map_err(|error| vfs_fault(error, source.guest))?;
+        let write = self.authorize_write(&destination.path, existing.is_some(), destination.guest)?;
+        let size = self.file_size(&read).map_err(|error| vfs_fault(error, source.guest))?;
         self.meter.charge_read_call(size)?;
         self.meter.charge_write_call(size)?;
-        self.vfs.copy_file(&source.path, &destination.path).map_err(to_fault)
+        self.copy_content(&read, &write).map_err(to_fault)
     }
 
     /// A recursive copy: everything is authorized and charged before the
@@ -105,12 +87,13 @@ impl OsHost<'_> {
         }
         let from_fault = |error: VfsError| vfs_fault(error, source.guest);
         let to_fault = |error: VfsError| vfs_fault(error, destination.guest);
-        self.authorize(&destination.path, AccessKind::MetadataRead, destination.guest)?;
-        if self.vfs.kind(&destination.path).map_err(to_fault)?.is_some() {
+        let looked = self.authorize::<MetadataRead>(&destination.path, destination.guest)?;
+        if self.kind(&looked).map_err(to_fault)?.is_some() {
             return Err(Fault::Guest(oserror::os_error(EEXIST, destination.guest)));
         }
         if let Some(parent) = destination.path.parent() {
-            let errno = match self.vfs.kind(&parent).map_err(to_fault)? {
+            let parent = self.authorize::<MetadataRead>(&parent, destination.guest)?;
+            let errno = match self.kind(&parent).map_err(to_fault)? {
                 Some(NodeKind::Directory) => None,
                 None => Some(ENOENT),
                 Some(NodeKind::File) => Some(ENOTDIR),
@@ -120,16 +103,16 @@ impl OsHost<'_> {
                 return Err(Fault::Guest(oserror::os_error(errno, destination.guest)));
             }
         }
-        self.authorize(&source.path, AccessKind::DirectoryRead, source.guest)?;
-        self.authorize(&destination.path, AccessKind::Create, destination.guest)?;
-        let mut entries = self.descendants(&source.path, &from_fault)?;
+        let tree = self.authorize::<DirectoryRead>(&source.path, source.guest)?;
+        let root = self.authorize::<Create>(&destination.path, destination.guest)?;
+        let mut entries = self.descendants(&tree, &from_fault)?;
         entries.sort();
         let mut plan = Vec::with_capacity(entries.len());
-        for entry in entries {
-            let kind = self.vfs.kind(&entry).map_err(from_fault)?;
-            let access =
-                if kind == Some(NodeKind::Directory) { AccessKind::DirectoryRead } else { AccessKind::ContentRead };
-            self.authorize(&entry, access, source.guest)?;
+        for (entry, kind) in entries {
+            let read = match kind {
+                Some(NodeKind::Directory) => Copied::Directory(self.authorize::<DirectoryRead>(&entry, source.guest)?),
+                _ => Copied::File(self.authorize::<ContentRead>(&entry, source.guest)?),
+            };
             let relative = entry.relative_to(&source.path).unwrap_or_default().to_owned();
             if kind != Some(NodeKind::File) && kind != Some(NodeKind::Directory) {
                 return Err(value_error(format!(
@@ -140,24 +123,34 @@ impl OsHost<'_> {
             let landing = entry
                 .rebase(&source.path, &destination.path)
                 .ok_or_else(|| Fault::Guest(oserror::os_error(EACCES, destination.guest)))?;
-            self.authorize(&landing, AccessKind::Create, destination.guest)?;
-            let mode = self.vfs.metadata(&entry).map_err(from_fault)?.mode;
-            if kind == Some(NodeKind::File) {
-                let size = self.vfs.file_size(&entry).map_err(from_fault)?;
+            let landing = self.authorize::<Create>(&landing, destination.guest)?;
+            let mode = match &read {
+                Copied::Directory(grant) => self.metadata(grant),
+                Copied::File(grant) => self.metadata(grant),
+            }
+            .map_err(from_fault)?
+            .mode;
+            if let Copied::File(grant) = &read {
+                let size = self.file_size(grant).map_err(from_fault)?;
                 self.meter.charge_read_call(size)?;
                 self.meter.charge_write_call(size)?;
             }
-            plan.push((entry, landing, kind == Some(NodeKind::Directory), mode));
+            plan.push((read, landing, mode));
         }
-        let root_mode = self.vfs.metadata(&source.path).map_err(from_fault)?.mode;
-        self.vfs.mkdir(&destination.path, root_mode).map_err(to_fault)?;
-        for (entry, landing, is_dir, mode) in plan {
-            if is_dir {
-                self.vfs.mkdir(&landing, mode).map_err(to_fault)?;
-            } else {
-                self.vfs.copy_file(&entry, &landing).map_err(to_fault)?;
+        let root_mode = self.metadata(&tree).map_err(from_fault)?.mode;
+        self.create_dir(&root, root_mode).map_err(to_fault)?;
+        for (read, landing, mode) in plan {
+            match read {
+                Copied::Directory(_) => self.create_dir(&landing, mode).map_err(to_fault)?,
+                Copied::File(read) => self.copy_content(&read, &landing.into()).map_err(to_fault)?,
             }
         }
         Ok(())
     }
+}
+
+/// One node of a tree being copied, with the grant its copy reads through.
+enum Copied {
+    Directory(Grant<DirectoryRead>),
+    File(Grant<ContentRead>),
 }

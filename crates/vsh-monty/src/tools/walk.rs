@@ -4,10 +4,11 @@
 //! prunes what cannot match, and `vsh_search`.
 
 use monty_types::MontyObject;
-use vsh_policy::{AccessKind, MatchState, Pattern};
+use vsh_policy::{MatchState, Pattern};
 use vsh_types::{NodeKind, VPath};
 use vsh_vfs::VfsError;
 
+use crate::guard::{ContentRead, DirectoryRead, Grant, MetadataRead};
 use crate::host::{Fault, OsHost, Target, int, vfs_fault};
 use crate::oserror::{self, ELOOP, ENOENT, ENOTDIR};
 use crate::path;
@@ -24,13 +25,14 @@ pub(super) enum Step<S> {
     Stop,
 }
 
-/// What a walk asks about each entry: the host, the entry's path and name,
-/// and the state of its directory.
-type OnEntry<'f, 'h, S> = dyn FnMut(&mut OsHost<'h>, &VPath, &str, &S) -> Result<Step<S>, Fault> + 'f;
+/// What a walk asks about each entry: the host, the entry's path, name and
+/// kind (what its directory's granted listing shows), and the state of its
+/// directory.
+type OnEntry<'f, 'h, S> = dyn FnMut(&mut OsHost<'h>, &VPath, &str, Option<NodeKind>, &S) -> Result<Step<S>, Fault> + 'f;
 
-/// One directory being walked.
+/// One directory being walked, through the grant of its listing.
 struct Frame<S> {
-    dir: VPath,
+    dir: Grant<DirectoryRead>,
     names: std::vec::IntoIter<String>,
     state: S,
 }
@@ -42,56 +44,49 @@ impl<'a> OsHost<'a> {
     /// charges one evidence record per child and checks the deadline.
     pub(super) fn walk<S: Clone>(
         &mut self,
-        root: &VPath,
+        root: Grant<DirectoryRead>,
         guest: &str,
         state: S,
         on_entry: &mut OnEntry<'_, 'a, S>,
     ) -> Result<(), Fault> {
         let fault = |error: VfsError| vfs_fault(error, guest);
         let mut stack: Vec<Frame<S>> = Vec::new();
-        let names = self.vfs.read_dir(root).map_err(fault)?;
+        let names = self.read_dir(&root).map_err(fault)?;
         self.meter.charge_directory_entries(names.len() as u64)?;
-        stack.push(Frame { dir: root.clone(), names: names.into_iter(), state });
+        stack.push(Frame { dir: root, names: names.into_iter(), state });
         while let Some(frame) = stack.last_mut() {
             let Some(name) = frame.names.next() else {
                 stack.pop();
                 continue;
             };
-            let Ok(child) = frame.dir.child(&name) else { continue };
+            let Ok(child) = frame.dir.path().child(&name) else { continue };
             let state = frame.state.clone();
             self.visit(&child)?;
             if self.is_hidden(&child, guest)? {
                 continue;
             }
-            let kind = self.vfs.kind(&child).map(drop);
-            if !self.representable(kind, guest)? {
-                continue;
-            }
-            match on_entry(self, &child, &name, &state)? {
+            let dir = &stack.last().expect("the frame just read from").dir;
+            let kind = self.listed_kind(dir, &child);
+            let Some(kind) = self.representable_value(kind, guest)? else { continue };
+            match on_entry(self, &child, &name, kind, &state)? {
                 Step::Skip => {}
                 Step::Stop => return Ok(()),
                 Step::Descend(next) => {
-                    if self.authorize(&child, AccessKind::DirectoryRead, guest).is_err() {
-                        continue;
-                    }
-                    let names = self.vfs.read_dir(&child);
+                    let Ok(listing) = self.authorize::<DirectoryRead>(&child, guest) else { continue };
+                    let names = self.read_dir(&listing);
                     let Some(names) = self.representable_value(names, guest)? else { continue };
                     self.meter.charge_directory_entries(names.len() as u64)?;
-                    stack.push(Frame { dir: child, names: names.into_iter(), state: next });
+                    stack.push(Frame { dir: listing, names: names.into_iter(), state: next });
                 }
             }
         }
         Ok(())
     }
 
-    /// Whether a walk goes on with a node it reached (`result` of looking at
-    /// it): a node the guest cannot be shown (see [`VfsError::is_unrepresentable`])
-    /// is skipped and counted; any other error is the walk's.
-    fn representable(&mut self, result: Result<(), VfsError>, guest: &str) -> Result<bool, Fault> {
-        Ok(self.representable_value(result, guest)?.is_some())
-    }
-
-    /// [`Self::representable`], keeping the value.
+    /// Whether a walk goes on with what it found (`result` of looking at a
+    /// node): a node the guest cannot be shown (see
+    /// [`VfsError::is_unrepresentable`]) is skipped (`None`) and counted; any
+    /// other error is the walk's.
     fn representable_value<T>(&mut self, result: Result<T, VfsError>, guest: &str) -> Result<Option<T>, Fault> {
         match result {
             Ok(value) => Ok(Some(value)),
@@ -104,10 +99,10 @@ impl<'a> OsHost<'a> {
     }
 
     /// The directory a walk starts at: authorized, and required to be one.
-    fn walk_root(&mut self, target: &Target<'_>) -> Result<(), Fault> {
-        self.authorize(&target.path, AccessKind::DirectoryRead, target.guest)?;
-        match self.vfs.kind(&target.path).map_err(|error| vfs_fault(error, target.guest))? {
-            Some(NodeKind::Directory) => Ok(()),
+    fn walk_root(&mut self, target: &Target<'_>) -> Result<Grant<DirectoryRead>, Fault> {
+        let grant = self.authorize::<DirectoryRead>(&target.path, target.guest)?;
+        match self.kind(&grant).map_err(|error| vfs_fault(error, target.guest))? {
+            Some(NodeKind::Directory) => Ok(grant),
             None => Err(Fault::Guest(oserror::os_error(ENOENT, target.guest))),
             Some(NodeKind::File) => Err(Fault::Guest(oserror::os_error(ENOTDIR, target.guest))),
             Some(NodeKind::Symlink) => Err(Fault::Guest(oserror::os_error(ELOOP, target.guest))),
@@ -121,12 +116,12 @@ impl<'a> OsHost<'a> {
         pattern: &Pattern,
         max_results: usize,
     ) -> Result<(Vec<MontyObject>, bool), Fault> {
-        self.walk_root(target)?;
+        let listing = self.walk_root(target)?;
         let mut results = Vec::new();
         let mut truncated = false;
         let root = target.path.clone();
         let guest = target.guest;
-        self.walk(&root, guest, pattern.start(), &mut |host, child, name, state| {
+        self.walk(listing, guest, pattern.start(), &mut |_, child, name, kind, state| {
             let next: MatchState = pattern.step(state, name);
             if next.is_dead() {
                 return Ok(Step::Skip);
@@ -139,9 +134,7 @@ impl<'a> OsHost<'a> {
                 let relative = child.relative_to(&root).unwrap_or_default();
                 results.push(MontyObject::Path(path::guest_child(guest, relative)));
             }
-            if pattern.can_continue(&next)
-                && host.vfs.kind(child).map_err(|error| vfs_fault(error, guest))? == Some(NodeKind::Directory)
-            {
+            if pattern.can_continue(&next) && kind == Some(NodeKind::Directory) {
                 return Ok(Step::Descend(next));
             }
             Ok(Step::Skip)
@@ -156,20 +149,16 @@ impl<'a> OsHost<'a> {
         matcher: &Matcher,
         max_results: usize,
     ) -> Result<(Vec<MontyObject>, bool), Fault> {
-        self.authorize(&target.path, AccessKind::MetadataRead, target.guest)?;
+        let looked = self.authorize::<MetadataRead>(&target.path, target.guest)?;
         let mut hits = Hits { results: Vec::new(), max_results, truncated: false };
-        if self.vfs.kind(&target.path).map_err(|error| vfs_fault(error, target.guest))? == Some(NodeKind::File) {
+        if self.kind(&looked).map_err(|error| vfs_fault(error, target.guest))? == Some(NodeKind::File) {
             self.search_file(&target.path, target.guest, target.guest, matcher, &mut hits)?;
         } else {
-            self.walk_root(target)?;
+            let listing = self.walk_root(target)?;
             {
                 let root = target.path.clone();
                 let guest = target.guest;
-                self.walk(&root, guest, (), &mut |host, child, _name, _state| match host
-                    .vfs
-                    .kind(child)
-                    .map_err(|error| vfs_fault(error, guest))?
-                {
+                self.walk(listing, guest, (), &mut |host, child, _name, kind, _state| match kind {
                     Some(NodeKind::Directory) => Ok(Step::Descend(())),
                     Some(NodeKind::File) => {
                         let relative = child.relative_to(&root).unwrap_or_default();
@@ -193,14 +182,14 @@ impl<'a> OsHost<'a> {
         matcher: &Matcher,
         hits: &mut Hits,
     ) -> Result<bool, Fault> {
-        match self.authorize(file, AccessKind::ContentRead, guest) {
-            Ok(()) => {}
+        let grant = match self.authorize::<ContentRead>(file, guest) {
+            Ok(grant) => grant,
             Err(Fault::Guest(_)) => return Ok(true),
             Err(other) => return Err(other),
-        }
-        let size = self.vfs.file_size(file).map_err(|error| vfs_fault(error, guest))?;
+        };
+        let size = self.file_size(&grant).map_err(|error| vfs_fault(error, guest))?;
         self.meter.charge_read_call(size)?;
-        let read = self.vfs.read(file);
+        let read = self.read(&grant);
         let Some(bytes) = self.representable_value(read, guest)? else { return Ok(true) };
         let Ok(text) = std::str::from_utf8(&bytes) else { return Ok(true) };
         for (index, line) in text.split('\n').enumerate() {

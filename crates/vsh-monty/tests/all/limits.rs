@@ -205,6 +205,12 @@ fn evidence_records_are_bounded() {
     let (exceeded, _) =
         limit(ws.run_with("vsh_glob('**/*')", &ExecutionLimits { max_evidence_records: 4, ..limits() }));
     assert_eq!(exceeded.limit, LimitKind::EvidenceRecords);
+    // Authorizing a rename's tree spends the budget too, and running out there
+    // ends the run: it is not the rename's catchable PermissionError.
+    let mut ws = Workspace::with(&[("d/a", b""), ("d/b", b""), ("d/c", b""), ("d/e", b"")]);
+    let code = "import os\ntry:\n    os.rename('d', 'moved')\nexcept OSError:\n    pass\n'caught'";
+    let (exceeded, _) = limit(ws.run_with(code, &ExecutionLimits { max_evidence_records: 9, ..limits() }));
+    assert_eq!(exceeded.limit, LimitKind::EvidenceRecords);
 }
 
 #[test]

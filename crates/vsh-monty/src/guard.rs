@@ -1,0 +1,418 @@
+//! The guarded virtual image: [`OsHost`]'s view of the [`VirtualFs`], where
+//! every access is authorized by construction.
+//!
+//! The image and the policy are private to this module. Everything else in the
+//! crate reaches the image only through the methods here, and each of them
+//! takes a [`Grant`]: proof, made only by [`OsHost::authorize`] (or
+//! [`OsHost::authorize_write`]), that the policy allowed that kind of access
+//! to that path in this run and that the refusal, had there been one, was
+//! recorded. The path an operation acts on is the grant's own, so it cannot
+//! act on another. A new guest operation therefore cannot forget the check:
+//! without a grant of the right kind it does not compile.
+//!
+//! What each operation needs:
+//!
+//! | operation | grant |
+//! |---|---|
+//! | what is at a path, its size, its metadata; following a symlink's hop | any grant on the path |
+//! | reading a file | [`ContentRead`] |
+//! | listing a directory; the kinds of the names it listed | [`DirectoryRead`] |
+//! | writing or appending | [`Write`] (`Create` or `Modify`, decided by what is there) |
+//! | making a directory | [`Create`] (each missing ancestor too) |
+//! | removing a file or an empty directory | [`Delete`] |
+//! | copying a file | [`ContentRead`] on the source, [`Write`] on the destination |
+//! | removing a tree, renaming | authorized here as a whole ([`OsHost::remove_tree`], [`OsHost::rename`]) |
+//!
+//! Enumerating what lies below a path to authorize it
+//! ([`OsHost::descendants`]) shows the guest nothing; each path it returns is
+//! authorized before anything uses it.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Instant;
+
+use vsh_policy::{AccessKind, CallPolicy, DeniedAccess};
+use vsh_types::{NodeKind, VPath};
+use vsh_vfs::{Metadata, VfsError, VirtualFs};
+
+use crate::host::{Fault, Target, vfs_fault};
+use crate::limits::{ExecutionLimits, Meter};
+use crate::oserror::{self, EACCES, ELOOP};
+use crate::path;
+
+/// Symlink hops followed before giving up with `ELOOP` (Linux's `MAXSYMLINKS`).
+const MAX_SYMLINK_HOPS: u32 = 40;
+
+/// A kind of access a [`Grant`] proves.
+pub(crate) trait Access {
+    /// The policy's name for it.
+    const KIND: AccessKind;
+}
+
+macro_rules! access {
+    ($($name:ident => $kind:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("[`AccessKind::", stringify!($kind), "`], as a grant's type.")]
+            #[derive(Debug)]
+            pub(crate) enum $name {}
+
+            impl Access for $name {
+                const KIND: AccessKind = AccessKind::$kind;
+            }
+        )*
+    };
+}
+
+access! {
+    MetadataRead => MetadataRead,
+    ContentRead => ContentRead,
+    DirectoryRead => DirectoryRead,
+    Create => Create,
+    Modify => Modify,
+    Delete => Delete,
+    RenameSource => RenameSource,
+    RenameDestination => RenameDestination,
+}
+
+/// `Create` or `Modify`, whichever the path's existence called for.
+#[derive(Debug)]
+pub(crate) enum Write {}
+
+/// Proof that access `A` to one path was authorized in this run. Made only in
+/// this module; the operations that take it act on its path.
+#[derive(Debug)]
+pub(crate) struct Grant<A> {
+    path: VPath,
+    access: PhantomData<fn() -> A>,
+}
+
+impl<A> Grant<A> {
+    fn new(path: VPath) -> Self {
+        Self { path, access: PhantomData }
+    }
+
+    /// The path the grant is for.
+    pub(crate) fn path(&self) -> &VPath {
+        &self.path
+    }
+}
+
+impl From<Grant<Create>> for Grant<Write> {
+    fn from(grant: Grant<Create>) -> Self {
+        Grant::new(grant.path)
+    }
+}
+
+/// The host side of one run's OS calls and `vsh_*` functions.
+pub(crate) struct OsHost<'a> {
+    vfs: &'a mut VirtualFs,
+    policy: &'a CallPolicy,
+    pub(crate) meter: Meter<'a>,
+    pub(crate) denied: Vec<DeniedAccess>,
+}
+
+impl<'a> OsHost<'a> {
+    /// The host of a request that began at `started`.
+    pub(crate) fn new(
+        vfs: &'a mut VirtualFs,
+        policy: &'a CallPolicy,
+        limits: &'a ExecutionLimits,
+        started: Instant,
+    ) -> Self {
+        Self { vfs, policy, meter: Meter::new(limits, started), denied: Vec::new() }
+    }
+
+    /// Names the base never listed (counted into the run's statistics).
+    pub(crate) fn unlisted_names(&self) -> u64 {
+        self.vfs.unlisted_names()
+    }
+
+    // ----- authorization -----
+
+    /// Ask the policy for access `A` to `path`; a refusal is recorded and
+    /// becomes the guest's `PermissionError` about `guest`. The check is one
+    /// evidence record, and a refusal kept is another (see
+    /// [`ExecutionLimits::max_evidence_records`]), both charged first.
+    ///
+    /// Beside the policy's rules, a path in (or at) another workspace's vsh
+    /// data directory nested in this one, found by its store magic
+    /// ([`VirtualFs::vsh_data_within`]), is refused for every access as
+    /// runtime data.
+    pub(crate) fn authorize<A: Access>(&mut self, path: &VPath, guest: &str) -> Result<Grant<A>, Fault> {
+        self.check(path, A::KIND, guest)?;
+        Ok(Grant::new(path.clone()))
+    }
+
+    /// [`OsHost::authorize`] for a write to `path`: `Modify` if something is
+    /// there (`exists`), `Create` if not.
+    pub(crate) fn authorize_write(&mut self, path: &VPath, exists: bool, guest: &str) -> Result<Grant<Write>, Fault> {
+        self.check(path, if exists { AccessKind::Modify } else { AccessKind::Create }, guest)?;
+        Ok(Grant::new(path.clone()))
+    }
+
+    fn check(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<(), Fault> {
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
+        let denied = match self.policy.authorize(path, access) {
+            Ok(()) => self.nested_store(path, access).map_err(|error| vfs_fault(error, guest))?,
+            Err(denied) => Some(denied),
+        };
+        match denied {
+            None => Ok(()),
+            Some(denied) => {
+                self.record_denial(denied)?;
+                Err(Fault::Guest(oserror::os_error(EACCES, guest)))
+            }
+        }
+    }
+
+    /// The refusal of `access` to `path` if it lies in a nested vsh data directory.
+    fn nested_store(&mut self, path: &VPath, access: AccessKind) -> Result<Option<DeniedAccess>, VfsError> {
+        Ok(self.vfs.vsh_data_within(path)?.map(|store| DeniedAccess {
+            path: path.clone(),
+            access,
+            rule: format!("vsh data directory at {store} (store magic)"),
+            label: vsh_policy::RuleLabel::RuntimeData,
+            rule_access: vsh_policy::AccessSet::ALL,
+        }))
+    }
+
+    /// Whether a listing hides `child`: a read of it is refused by a rule, or
+    /// it is (in) a nested vsh data directory.
+    pub(crate) fn is_hidden(&mut self, child: &VPath, guest: &str) -> Result<bool, Fault> {
+        if self.policy.is_hidden(child) {
+            return Ok(true);
+        }
+        Ok(self.vfs.vsh_data_within(child).map_err(|error| vfs_fault(error, guest))?.is_some())
+    }
+
+    /// Keep a refusal (charged to the evidence budget first).
+    pub(crate) fn record_denial(&mut self, denied: DeniedAccess) -> Result<(), Fault> {
+        let bytes = (denied.path.as_str().len() + denied.rule.len()) as u64;
+        self.meter.charge_evidence(1, bytes)?;
+        self.denied.push(denied);
+        self.meter.stats.denied_accesses = self.denied.len() as u64;
+        Ok(())
+    }
+
+    /// The grant for where `grant`'s path ends after following a symlink in
+    /// its last component (see the `host` module's documentation): access `A`
+    /// is authorized for every hop, and a hop out of the workspace is refused.
+    pub(crate) fn follow<A: Access>(&mut self, grant: Grant<A>, guest: &str) -> Result<Grant<A>, Fault> {
+        let mut current = grant;
+        let mut hops = 0;
+        loop {
+            if self.kind(&current).map_err(|error| vfs_fault(error, guest))? != Some(NodeKind::Symlink) {
+                return Ok(current);
+            }
+            hops += 1;
+            if hops > MAX_SYMLINK_HOPS {
+                return Err(Fault::Guest(oserror::os_error(ELOOP, guest)));
+            }
+            let link_target = self.vfs.read_link(current.path()).map_err(|error| vfs_fault(error, guest))?;
+            let Some(next) = path::link_destination(current.path(), &link_target) else {
+                let attempt = format!("{guest} -> {}", String::from_utf8_lossy(&link_target));
+                let denied = DeniedAccess::outside(&attempt, current.path, A::KIND);
+                return Err(Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied))));
+            };
+            current = self.authorize::<A>(&next, guest)?;
+        }
+    }
+
+    // ----- observations -----
+
+    /// What is at the grant's path (nothing, or its kind).
+    pub(crate) fn kind<A>(&mut self, grant: &Grant<A>) -> Result<Option<NodeKind>, VfsError> {
+        self.vfs.kind(grant.path())
+    }
+
+    /// The size of the file at the grant's path.
+    pub(crate) fn file_size<A>(&mut self, grant: &Grant<A>) -> Result<u64, VfsError> {
+        self.vfs.file_size(grant.path())
+    }
+
+    /// The metadata at the grant's path.
+    pub(crate) fn metadata<A>(&mut self, grant: &Grant<A>) -> Result<Metadata, VfsError> {
+        self.vfs.metadata(grant.path())
+    }
+
+    /// The bytes of the file at the grant's path.
+    pub(crate) fn read(&mut self, grant: &Grant<ContentRead>) -> Result<Arc<[u8]>, VfsError> {
+        self.vfs.read(grant.path())
+    }
+
+    /// The names in the directory at the grant's path, sorted.
+    pub(crate) fn read_dir(&mut self, grant: &Grant<DirectoryRead>) -> Result<Vec<String>, VfsError> {
+        self.vfs.read_dir(grant.path())
+    }
+
+    /// What is at `child`, a name the listing `dir` showed.
+    pub(crate) fn listed_kind(
+        &mut self,
+        dir: &Grant<DirectoryRead>,
+        child: &VPath,
+    ) -> Result<Option<NodeKind>, VfsError> {
+        if child.parent().as_ref() != Some(dir.path()) {
+            return Err(VfsError::InvalidOperation {
+                path: child.clone(),
+                reason: "not a name of the listed directory",
+            });
+        }
+        self.vfs.kind(child)
+    }
+
+    /// Every path strictly below the directory at the grant's path, with what
+    /// is there, listed through the image for authorizing them (hidden ones
+    /// included: the caller authorizes each). Each visited path is charged to
+    /// the evidence budget, and the deadline is checked at each; `fault` maps
+    /// image errors.
+    pub(crate) fn descendants<A>(
+        &mut self,
+        root: &Grant<A>,
+        fault: &dyn Fn(VfsError) -> Fault,
+    ) -> Result<Vec<(VPath, Option<NodeKind>)>, Fault> {
+        let mut out = Vec::new();
+        let mut pending = vec![root.path().clone()];
+        while let Some(dir) = pending.pop() {
+            for name in self.vfs.read_dir(&dir).map_err(fault)? {
+                let child = dir.child(&name).map_err(|_| fault(VfsError::NonUtf8Name { path: dir.clone() }))?;
+                self.visit(&child)?;
+                let kind = self.vfs.kind(&child).map_err(fault)?;
+                if kind == Some(NodeKind::Directory) {
+                    pending.push(child.clone());
+                }
+                out.push((child, kind));
+            }
+        }
+        Ok(out)
+    }
+
+    /// One path a tree walk visits: an evidence record, and a check of the
+    /// end-to-end deadline.
+    pub(crate) fn visit(&mut self, path: &VPath) -> Result<(), Fault> {
+        self.meter.check_deadline()?;
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
+        Ok(())
+    }
+
+    // ----- changes -----
+
+    /// Replace the file at the grant's path with `data`.
+    pub(crate) fn write(&mut self, grant: &Grant<Write>, data: Arc<[u8]>) -> Result<(), VfsError> {
+        self.vfs.write(grant.path(), data)
+    }
+
+    /// Extend the file at the grant's path with `data`.
+    pub(crate) fn append(&mut self, grant: &Grant<Write>, data: &[u8]) -> Result<(), VfsError> {
+        self.vfs.append(grant.path(), data).map(drop)
+    }
+
+    /// Make the directory at the grant's path.
+    pub(crate) fn create_dir(&mut self, grant: &Grant<Create>, mode: u32) -> Result<(), VfsError> {
+        self.vfs.mkdir(grant.path(), mode)
+    }
+
+    /// Make each missing directory in `ancestors` (the granted missing
+    /// ancestors of `grant`'s path, outermost first), then `grant`'s.
+    pub(crate) fn mkdir_all(
+        &mut self,
+        ancestors: &[Grant<Create>],
+        grant: &Grant<Create>,
+        mode: u32,
+    ) -> Result<(), VfsError> {
+        for ancestor in ancestors {
+            if !grant.path().is_strictly_within(ancestor.path()) {
+                return Err(VfsError::InvalidOperation {
+                    path: ancestor.path().clone(),
+                    reason: "not an ancestor of the directory made",
+                });
+            }
+            if self.vfs.kind(ancestor.path())?.is_none() {
+                self.vfs.mkdir(ancestor.path(), mode)?;
+            }
+        }
+        self.vfs.mkdir(grant.path(), mode)
+    }
+
+    /// Remove the file or symlink at the grant's path.
+    pub(crate) fn unlink(&mut self, grant: &Grant<Delete>) -> Result<(), VfsError> {
+        self.vfs.unlink(grant.path())
+    }
+
+    /// Remove the empty directory at the grant's path.
+    pub(crate) fn rmdir(&mut self, grant: &Grant<Delete>) -> Result<(), VfsError> {
+        self.vfs.rmdir(grant.path())
+    }
+
+    /// Copy the file `source` to `destination`.
+    pub(crate) fn copy_content(
+        &mut self,
+        source: &Grant<ContentRead>,
+        destination: &Grant<Write>,
+    ) -> Result<(), VfsError> {
+        self.vfs.copy_file(source.path(), destination.path())
+    }
+
+    /// Remove the directory at `root` and everything below it, once `Delete`
+    /// is authorized for every path below it too (by the policy's tree check,
+    /// and for nested vsh data directories). A refusal is recorded and names
+    /// only the path the guest gave; nothing changes.
+    pub(crate) fn remove_tree(&mut self, root: &Grant<Delete>, guest: &str) -> Result<(), Fault> {
+        let fault = |error: VfsError| vfs_fault(error, guest);
+        let descendants: Vec<VPath> = self.descendants(root, &fault)?.into_iter().map(|(path, _)| path).collect();
+        let mut refusal = self.policy.authorize_tree(root.path(), &descendants, AccessKind::Delete).err();
+        if refusal.is_none() {
+            // A nested workspace's vsh data directory goes nowhere either.
+            for descendant in &descendants {
+                refusal = self.nested_store(descendant, AccessKind::Delete).map_err(fault)?;
+                if refusal.is_some() {
+                    break;
+                }
+            }
+        }
+        if let Some(denied) = refusal {
+            // The refused path may be hidden from the guest: name only the path it gave.
+            self.record_denial(denied)?;
+            return Err(Fault::Guest(oserror::os_error(EACCES, guest)));
+        }
+        self.vfs.remove_tree(root.path()).map_err(fault)
+    }
+
+    /// Rename with every path authorized first: the source (`RenameSource`,
+    /// `Delete`) and each of its descendants (`RenameSource`), the destination
+    /// (`RenameDestination`, then `Create` or `Modify`) and each path the
+    /// descendants land on (`RenameDestination`). One refusal leaves everything
+    /// unchanged.
+    pub(crate) fn rename(&mut self, source: &Target<'_>, destination: &Target<'_>) -> Result<(), Fault> {
+        let fault = |error: VfsError| {
+            if error.is_terminal() {
+                Fault::Vfs(error)
+            } else {
+                Fault::Guest(oserror::os_error2(error.errno().unwrap_or(oserror::EIO), source.guest, destination.guest))
+            }
+        };
+        // A refusal is the rename's own `PermissionError`, naming both paths;
+        // a budget or a terminal image error still ends the run.
+        let refused = |error: Fault| match error {
+            Fault::Guest(_) => Fault::Guest(oserror::os_error2(EACCES, source.guest, destination.guest)),
+            other => other,
+        };
+        let moved = self.authorize::<RenameSource>(&source.path, source.guest).map_err(refused)?;
+        self.authorize::<Delete>(&source.path, source.guest).map_err(refused)?;
+        let landing = self.authorize::<RenameDestination>(&destination.path, source.guest).map_err(refused)?;
+        let source_kind = self.kind(&moved).map_err(fault)?;
+        if source_kind.is_none() {
+            return Err(fault(VfsError::NotFound { path: source.path.clone() }));
+        }
+        let destination_exists = self.vfs.exists(landing.path()).map_err(fault)?;
+        self.authorize_write(&destination.path, destination_exists, source.guest).map_err(refused)?;
+        if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {
+            for (descendant, _) in self.descendants(&moved, &fault)? {
+                self.authorize::<RenameSource>(&descendant, source.guest).map_err(refused)?;
+                if let Some(landing) = descendant.rebase(&source.path, &destination.path) {
+                    self.authorize::<RenameDestination>(&landing, source.guest).map_err(refused)?;
+                }
+            }
+        }
+        self.vfs.rename(&source.path, &destination.path).map_err(fault)
+    }
+}
