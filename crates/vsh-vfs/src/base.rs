@@ -28,6 +28,16 @@ impl Default for SnapshotLimits {
     }
 }
 
+/// The three bounds as `u64`s, in field order: part of a runtime's
+/// configuration digest, so a run under other limits is another transaction.
+impl Canonical for SnapshotLimits {
+    fn encode_canonical(&self, out: &mut Vec<u8>) {
+        canon::put_u64(out, self.max_materialized_bytes);
+        canon::put_u64(out, self.max_materialized_file_bytes);
+        canon::put_u64(out, self.max_observations);
+    }
+}
+
 /// A frozen observation of one base node.
 #[derive(Debug, Clone)]
 pub(crate) struct BaseNode {

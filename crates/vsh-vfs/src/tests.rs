@@ -383,3 +383,16 @@ fn live_content_is_shown_only_while_the_disk_still_holds_the_state() {
     std::fs::remove_file(dir.path().join("a.txt")).unwrap();
     assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &state), None);
 }
+
+#[test]
+fn snapshot_limits_encode_every_bound_in_field_order() {
+    use vsh_types::canon::Canonical;
+    let limits = SnapshotLimits { max_materialized_bytes: 1, max_materialized_file_bytes: 2, max_observations: 3 };
+    let mut expected = Vec::new();
+    for value in [1u64, 2, 3] {
+        expected.extend_from_slice(&value.to_le_bytes());
+    }
+    assert_eq!(limits.to_canonical_bytes(), expected);
+    let swapped = SnapshotLimits { max_materialized_bytes: 2, max_materialized_file_bytes: 1, ..limits };
+    assert_ne!(swapped.to_canonical_bytes(), limits.to_canonical_bytes());
+}

@@ -111,9 +111,12 @@ impl HookConfig {
     pub(crate) fn max_content_bytes(&self) -> u64 {
         self.max_content_bytes
     }
+}
 
-    /// The canonical encoding bound into the runtime configuration digest.
-    pub(crate) fn encode_canonical(&self, out: &mut Vec<u8>) {
+/// The encoding bound into the runtime configuration digest: the hook's id,
+/// scope, approval lifetime and bounds.
+impl Canonical for HookConfig {
+    fn encode_canonical(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.id().0);
         canon::put_u8(
             out,

@@ -97,13 +97,8 @@ impl Runs {
         canon::put_bytes(&mut out, vsh_monty::VIRTUAL_ROOT.as_bytes());
         out.extend_from_slice(&self.executor.config_digest());
         request.budget.encode_canonical(&mut out);
-        canon::put_u64(&mut out, self.snapshot_limits.max_materialized_bytes);
-        canon::put_u64(&mut out, self.snapshot_limits.max_materialized_file_bytes);
-        canon::put_u64(&mut out, self.snapshot_limits.max_observations);
-        canon::put_u64(&mut out, self.excluded.len() as u64);
-        for path in &self.excluded {
-            path.encode_canonical(&mut out);
-        }
+        self.snapshot_limits.encode_canonical(&mut out);
+        canon::put_seq(&mut out, self.excluded.iter());
         canon::put_seq(&mut out, self.workspace.allowed_mounts().iter());
         out.extend_from_slice(&self.hook_encoding);
         RuntimeConfigDigest::digest(&out)

@@ -66,13 +66,7 @@ impl Runs {
         hook: Option<&HookConfig>,
     ) -> Self {
         let mut hook_encoding = Vec::new();
-        match hook {
-            None => canon::put_u8(&mut hook_encoding, 0),
-            Some(hook) => {
-                canon::put_u8(&mut hook_encoding, 1);
-                hook.encode_canonical(&mut hook_encoding);
-            }
-        }
+        canon::put_option(&mut hook_encoding, hook);
         Self { workspace, excluded, snapshot_limits, executor, policy, nonce: AtomicU64::new(0), hook_encoding }
     }
 
