@@ -71,6 +71,21 @@ pub mod from_states {
     pub const OPEN: &[S] = &[S::Reserved, S::Revalidating, S::Committing, S::RecoveryRequired];
 }
 
+/// The rule every ledger applies to moving `transaction`, now in `current`,
+/// to `to`: only from one of `from` (see [`from_states`]) and only along
+/// [`TransactionState::can_transition`]. Returns the state it moves from.
+pub fn permitted_move(
+    transaction: TransactionId,
+    current: Option<TransactionState>,
+    from: &[TransactionState],
+    to: TransactionState,
+) -> Result<TransactionState, LedgerError> {
+    match current {
+        Some(state) if from.contains(&state) && state.can_transition(to) => Ok(state),
+        current => Err(LedgerError::Transition { transaction, from: current, to }),
+    }
+}
+
 /// The caller's durable record of each transaction's state.
 ///
 /// See the module docs for when each method is called. Implementations move
@@ -176,13 +191,9 @@ impl MemoryLedger {
         to: TransactionState,
     ) -> Result<(), LedgerError> {
         let mut states = self.lock();
-        match states.get(&transaction).copied() {
-            Some(current) if from.contains(&current) && current.can_transition(to) => {
-                states.insert(transaction, to);
-                Ok(())
-            }
-            current => Err(LedgerError::Transition { transaction, from: current, to }),
-        }
+        permitted_move(transaction, states.get(&transaction).copied(), from, to)?;
+        states.insert(transaction, to);
+        Ok(())
     }
 }
 
@@ -224,6 +235,30 @@ impl CommitLedger for MemoryLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_move_is_permitted_only_from_the_listed_states_and_along_the_table() {
+        use TransactionState as S;
+        let id = TransactionId::from_bytes([5; 32]);
+        let refusal = |result: Result<S, LedgerError>| match result {
+            Err(LedgerError::Transition { transaction, from, to }) if transaction == id => Some((from, to)),
+            _ => None,
+        };
+        assert!(matches!(
+            permitted_move(id, Some(S::Committing), from_states::COMMITTED, S::Committed),
+            Ok(S::Committing)
+        ));
+        // Not in the list, unknown, or listed but not a move the state table allows.
+        assert_eq!(
+            refusal(permitted_move(id, Some(S::Revalidating), from_states::COMMITTED, S::Committed)),
+            Some((Some(S::Revalidating), S::Committed))
+        );
+        assert_eq!(refusal(permitted_move(id, None, from_states::COMMITTED, S::Committed)), Some((None, S::Committed)));
+        assert_eq!(
+            refusal(permitted_move(id, Some(S::Created), &[S::Created], S::Committed)),
+            Some((Some(S::Created), S::Committed))
+        );
+    }
 
     #[test]
     fn memory_ledger_follows_the_table() {

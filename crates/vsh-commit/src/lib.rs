@@ -107,7 +107,7 @@ use vsh_types::{AuthorityKey, CanonicalDiff, ReadSet, TransactionId, VPath};
 pub use error::{CommitError, Conflict, ConflictReason};
 pub use fault::{CrashAt, FaultInjector, FaultPoint, NoFaults};
 pub use format::{Left, LeftReason};
-pub use ledger::{CommitLedger, LedgerError, MemoryLedger, NoLedger, from_states};
+pub use ledger::{CommitLedger, LedgerError, MemoryLedger, NoLedger, from_states, permitted_move};
 pub use recover::{KeptNode, LeftPath, RecoveryConflict, RecoveryConflictReason, RecoveryReport, Unresolved};
 pub use restore::RestoreReport;
 pub use store_ledger::StoreLedger;

@@ -13,7 +13,7 @@ use std::sync::{Mutex, PoisonError};
 use vsh_store::{CommitOutcome, CommitReservation, CommitStep, StoreError, TransactionStore};
 use vsh_types::{TransactionId, TransactionState};
 
-use crate::ledger::{CommitLedger, LedgerError, from_states};
+use crate::ledger::{CommitLedger, LedgerError, from_states, permitted_move};
 
 /// The durable states of a commit, kept in a [`TransactionStore`].
 pub struct StoreLedger<'a> {
@@ -48,15 +48,13 @@ impl<'a> StoreLedger<'a> {
         from: &[TransactionState],
         to: TransactionState,
     ) -> Result<(), LedgerError> {
-        let record = self.store.get(transaction).map_err(storage)?;
-        let current = record.map(|record| record.state);
-        match current {
-            Some(state) if state == to => Ok(()),
-            Some(state) if from.contains(&state) => {
-                self.store.compare_and_transition(transaction, state, to, self.now_ms).map(|_| ()).map_err(storage)
-            }
-            from => Err(LedgerError::Transition { transaction, from, to }),
+        let current = self.store.get(transaction).map_err(storage)?.map(|record| record.state);
+        if current == Some(to) {
+            // Already there (a recovery that repeats a move it made before a crash).
+            return Ok(());
         }
+        let state = permitted_move(transaction, current, from, to)?;
+        self.store.compare_and_transition(transaction, state, to, self.now_ms).map(|_| ()).map_err(storage)
     }
 
     fn step(

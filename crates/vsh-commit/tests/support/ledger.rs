@@ -61,15 +61,10 @@ impl FileLedger {
         to: TransactionState,
     ) -> Result<(), LedgerError> {
         let mut states = self.states.lock().unwrap();
-        let current = states.get(&transaction).copied();
-        match current {
-            Some(state) if from.contains(&state) && state.can_transition(to) => {
-                self.append(transaction, to).map_err(|error| LedgerError::Storage { source: Box::new(error) })?;
-                states.insert(transaction, to);
-                Ok(())
-            }
-            _ => Err(LedgerError::Transition { transaction, from: current, to }),
-        }
+        vsh_commit::permitted_move(transaction, states.get(&transaction).copied(), from, to)?;
+        self.append(transaction, to).map_err(|error| LedgerError::Storage { source: Box::new(error) })?;
+        states.insert(transaction, to);
+        Ok(())
     }
 }
 
