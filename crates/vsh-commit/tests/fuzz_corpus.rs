@@ -12,37 +12,25 @@
 #[path = "../../../fuzz/src/commit.rs"]
 mod fuzz_checks;
 
-use std::path::Path;
+#[allow(unreachable_pub, reason = "shared by every crate's corpus replay")]
+#[path = "../../../fuzz/src/replay.rs"]
+mod replay;
 
-fn replay(target: &str, check: fn(&[u8])) {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
-    let mut seeds: Vec<_> = std::fs::read_dir(&corpus)
-        .unwrap_or_else(|error| panic!("cannot list {}: {error}", corpus.display()))
-        .map(|entry| entry.expect("corpus entry").path())
-        .filter(|path| path.is_file())
-        .collect();
-    seeds.sort();
-    assert!(seeds.len() >= 4, "too few seeds in {}", corpus.display());
-    for seed in seeds {
-        let data = std::fs::read(&seed).unwrap_or_else(|error| panic!("cannot read {}: {error}", seed.display()));
-        eprintln!("replaying {}", seed.display());
-        check(&data);
-    }
-}
+use replay::{corpus, replay};
 
 #[test]
 fn plan_seed_corpus() {
-    replay("plan", fuzz_checks::check_plan);
+    replay("plan", 4, fuzz_checks::check_plan);
 }
 
 #[test]
 fn journal_seed_corpus() {
-    replay("journal", fuzz_checks::check_journal);
+    replay("journal", 4, fuzz_checks::check_journal);
 }
 
 #[test]
 fn sealed_plan_bodies_reach_the_field_decoders() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/plan");
+    let corpus = corpus("plan");
     for name in ["sample-body", "rich-body"] {
         let body = std::fs::read(corpus.join(name)).expect("seed");
         let sealed = fuzz_checks::seal_plan(&body);

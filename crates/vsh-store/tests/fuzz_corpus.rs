@@ -12,35 +12,18 @@
 #[path = "../../../fuzz/src/store.rs"]
 mod fuzz_checks;
 
-use std::path::{Path, PathBuf};
+#[allow(unreachable_pub, reason = "shared by every crate's corpus replay")]
+#[path = "../../../fuzz/src/replay.rs"]
+mod replay;
 
-/// The seed files of one target's corpus, sorted.
-fn seeds(target: &str) -> Vec<PathBuf> {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
-    let mut seeds: Vec<_> = std::fs::read_dir(&corpus)
-        .unwrap_or_else(|error| panic!("cannot list {}: {error}", corpus.display()))
-        .map(|entry| entry.expect("corpus entry").path())
-        .filter(|path| path.is_file())
-        .collect();
-    seeds.sort();
-    assert!(!seeds.is_empty(), "no seeds in {}", corpus.display());
-    seeds
-}
-
-fn replay(target: &str, check: fn(&[u8])) {
-    for seed in seeds(target) {
-        let data = std::fs::read(&seed).unwrap_or_else(|error| panic!("cannot read {}: {error}", seed.display()));
-        eprintln!("replaying {}", seed.display());
-        check(&data);
-    }
-}
+use replay::replay;
 
 #[test]
 fn txlog_frame_seed_corpus() {
-    replay("txlog_frame", fuzz_checks::check_txlog_frame);
+    replay("txlog_frame", 1, fuzz_checks::check_txlog_frame);
 }
 
 #[test]
 fn artifact_seed_corpus() {
-    replay("artifact", fuzz_checks::check_artifact);
+    replay("artifact", 1, fuzz_checks::check_artifact);
 }

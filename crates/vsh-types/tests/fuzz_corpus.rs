@@ -10,21 +10,11 @@
 #[path = "../../../fuzz/src/lib.rs"]
 mod fuzz_checks;
 
-use std::path::Path;
+#[allow(unreachable_pub, reason = "shared by every crate's corpus replay")]
+#[path = "../../../fuzz/src/replay.rs"]
+mod replay;
 
 #[test]
 fn vpath_seed_corpus() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/vpath");
-    let mut seeds: Vec<_> = std::fs::read_dir(&corpus)
-        .unwrap_or_else(|error| panic!("cannot list {}: {error}", corpus.display()))
-        .map(|entry| entry.expect("corpus entry").path())
-        .filter(|path| path.is_file())
-        .collect();
-    seeds.sort();
-    assert!(!seeds.is_empty(), "no seeds in {}", corpus.display());
-    for seed in seeds {
-        let data = std::fs::read(&seed).unwrap_or_else(|error| panic!("cannot read {}: {error}", seed.display()));
-        eprintln!("replaying {}", seed.display());
-        fuzz_checks::check_vpath(&data);
-    }
+    replay::replay("vpath", 1, fuzz_checks::check_vpath);
 }
