@@ -11,16 +11,21 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use vsh::{PolicyProfile, ReceiptDetail, RunMode};
 
-/// The exit-code table, shown after `--help`.
-const EXIT_CODES: &str = "\
+/// The exit-code table, shown after `--help` (and in the README).
+pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
-  0   committed, or the command did what it was asked
-  3   auto-approved preview (nothing written)
-  4   pending approval
-  5   denied by policy
+  0   the command did what it was asked: a preview was made (whatever its
+      decision), a commit landed, a review was shown
   1   error
   2   usage error
-  75  gave up waiting for another vsh process (--lock-timeout)";
+  4   not committed: the transaction awaits approval
+  5   not committed: policy denied the transaction
+  6   not committed: the workspace changed under it (stale; the conflicting
+      paths are listed)
+  75  gave up waiting for another vsh process (--lock-timeout)
+With --detailed-exitcode, run, show and commit exit with the transaction's
+state instead: 0 committed, 3 auto-approved (nothing written), 4 pending
+approval, 5 denied.";
 
 /// Run agent programs against a virtual image of a workspace; preview,
 /// approve and commit their changes exactly once.
@@ -29,6 +34,10 @@ Exit codes:
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Exit with the transaction's state (0 committed, 3 auto-approved, 4
+    /// pending, 5 denied) instead of whether the command did what it was asked.
+    #[arg(long, global = true)]
+    pub(crate) detailed_exitcode: bool,
 }
 
 fn version() -> &'static str {
@@ -213,6 +222,14 @@ mod tests {
     #[test]
     fn the_grammar_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_readme_shows_the_exit_code_table_of_the_help() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+        assert!(readme.contains(EXIT_CODES), "README.md must hold the table of args::EXIT_CODES verbatim");
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("6   not committed: the workspace changed under it"), "{help}");
     }
 
     #[test]

@@ -63,5 +63,5 @@ pub(crate) fn run() -> Result<u8, Box<dyn std::error::Error>> {
     if !unchanged || workspace.join("notes/leak.txt").exists() {
         return Err("the demo observed a change that should not have happened".into());
     }
-    Ok(crate::exit_code(&committed))
+    Ok(crate::exit_code(&committed, crate::Asked::Commit, false))
 }

@@ -1,9 +1,10 @@
 //! The `vsh` command line: run agent programs against a virtual image of a
 //! workspace, preview or commit their changes, and print receipts.
 //!
-//! Exit codes tell a script what happened without parsing output:
-//! 0 committed, 3 auto-approved preview (not committed), 4 pending approval,
-//! 5 denied, 1 error, 2 usage, 75 gave up waiting for another vsh process.
+//! Exit codes tell a script what happened without parsing output (the table
+//! is `args::EXIT_CODES`): 0 whenever the command did what it was asked,
+//! distinct codes only where it did not (awaiting approval, denied, stale,
+//! busy, error, usage); `--detailed-exitcode` exits with the state instead.
 // The command line reads the files an operator names and scaffolds the demo's workspace by path.
 #![allow(clippy::disallowed_methods)]
 #![forbid(unsafe_code)]
@@ -21,16 +22,19 @@ use vsh::{RunRequest, Runtime, RuntimeConfig, RuntimeDecision, TransactionState}
 
 use crate::args::{Command, RunArgs};
 
-/// Exit code: the transaction was committed.
-const EXIT_COMMITTED: u8 = 0;
+/// Exit code: the command did what it was asked (with `--detailed-exitcode`:
+/// the transaction was committed).
+const EXIT_OK: u8 = 0;
 /// Exit code: an error.
 const EXIT_ERROR: u8 = 1;
-/// Exit code: an auto-approved preview (nothing written).
+/// Exit code with `--detailed-exitcode`: an auto-approved preview (nothing written).
 const EXIT_AUTO_APPROVED: u8 = 3;
-/// Exit code: the transaction waits for approval.
+/// Exit code: not committed, the transaction awaits approval.
 const EXIT_PENDING: u8 = 4;
-/// Exit code: policy denied the transaction.
+/// Exit code: not committed, policy denied the transaction.
 const EXIT_DENIED: u8 = 5;
+/// Exit code: not committed, the workspace changed under the transaction.
+const EXIT_STALE: u8 = 6;
 /// Exit code: another vsh process held the commit lock for longer than
 /// `--lock-timeout` (`EX_TEMPFAIL`: try again later).
 const EXIT_BUSY: u8 = 75;
@@ -53,21 +57,46 @@ fn main() -> ExitCode {
         // stderr and exit 2.
         Err(error) => error.exit(),
     };
+    let detailed = cli.detailed_exitcode;
     let result = match cli.command {
-        Command::Run(run) => run_command(&run),
+        Command::Run(run) => run_command(&run, detailed),
         Command::Demo => demo::run(),
-        other => tx_command(&other),
+        other => tx_command(&other, detailed),
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("vsh: {}", render::error_chain(error.as_ref()));
-            let busy = matches!(
-                error.downcast_ref::<vsh::VshError>(),
-                Some(vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::LockTimeout { .. }))
-            );
-            ExitCode::from(if busy { EXIT_BUSY } else { EXIT_ERROR })
+            let vsh_error = error.downcast_ref::<vsh::VshError>();
+            if let Some(vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { conflicts, total })) =
+                vsh_error
+            {
+                eprint!("{}", render::stale_text(conflicts, *total));
+            }
+            ExitCode::from(vsh_error.map_or(EXIT_ERROR, error_exit_code))
         }
+    }
+}
+
+/// What a command was asked to do, which decides its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// Make a preview, or show a review: done whatever the decision.
+    Review,
+    /// Commit (`run --mode auto`, `commit`): done only if it landed.
+    Commit,
+}
+
+/// The exit code for an error: the outcomes a script tells apart by code
+/// (busy, stale, awaiting approval, denied), else 1.
+fn error_exit_code(error: &vsh::VshError) -> u8 {
+    use vsh::lower::vsh_commit::CommitError;
+    match error {
+        vsh::VshError::Commit(CommitError::LockTimeout { .. }) => EXIT_BUSY,
+        vsh::VshError::Commit(CommitError::Stale { .. }) => EXIT_STALE,
+        vsh::VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => EXIT_PENDING,
+        vsh::VshError::NotCommittable { state: TransactionState::Denied, .. } => EXIT_DENIED,
+        _ => EXIT_ERROR,
     }
 }
 
@@ -91,17 +120,25 @@ fn lock_wait(timeout: std::time::Duration) -> vsh::LockWait {
     })
 }
 
-/// The exit code for a receipt.
-pub(crate) fn exit_code(receipt: &vsh::Receipt) -> u8 {
-    match (&receipt.decision, receipt.state) {
-        (_, TransactionState::Committed) => EXIT_COMMITTED,
+/// The exit code for a receipt of a command asked to do `asked`: 0 when it
+/// did; with `detailed`, the transaction's state.
+pub(crate) fn exit_code(receipt: &vsh::Receipt, asked: Asked, detailed: bool) -> u8 {
+    let state = match (&receipt.decision, receipt.state) {
+        (_, TransactionState::Committed) => EXIT_OK,
         (RuntimeDecision::Denied(_), _) => EXIT_DENIED,
         (RuntimeDecision::PendingApproval(_), _) => EXIT_PENDING,
         (RuntimeDecision::AutoApproved, _) => EXIT_AUTO_APPROVED,
+    };
+    match (detailed, asked) {
+        (false, Asked::Review) => EXIT_OK,
+        // Asked to commit and it did not land: why, by the same codes (an
+        // auto-approved transaction that did not land awaits a decision too).
+        (false, Asked::Commit) if state == EXIT_AUTO_APPROVED => EXIT_PENDING,
+        (true, _) | (false, Asked::Commit) => state,
     }
 }
 
-fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
+fn run_command(run: &RunArgs, detailed: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let code = if run.program_is_stdin() {
         let mut code = String::new();
         std::io::stdin().read_to_string(&mut code)?;
@@ -123,7 +160,8 @@ fn run_command(run: &RunArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     let receipt = runtime.run(&request)?;
     print_receipt(&receipt, run.common.json)?;
-    Ok(exit_code(&receipt))
+    let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
+    Ok(exit_code(&receipt, asked, detailed))
 }
 
 /// Open the runtime, telling the operator on stderr what its startup
@@ -165,7 +203,7 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool) -> Result<(), Box<dyn std::
     Ok(())
 }
 
-fn tx_command(command: &Command) -> Result<u8, Box<dyn std::error::Error>> {
+fn tx_command(command: &Command, detailed: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
         Command::Pending(common) => (common, None, None),
         Command::Show(stored) | Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
@@ -200,29 +238,29 @@ fn tx_command(command: &Command) -> Result<u8, Box<dyn std::error::Error>> {
                     println!("{}  {}", record.id, record.state.name());
                 }
             }
-            Ok(EXIT_COMMITTED)
+            Ok(EXIT_OK)
         }
         (Command::Show(_), Some(id)) => {
             let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
             print_receipt(&receipt, common.json)?;
-            Ok(exit_code(&receipt))
+            Ok(exit_code(&receipt, Asked::Review, detailed))
         }
         (Command::Approve(approve), Some(id)) => {
             let principal = vsh::PrincipalId::digest(approve.principal.as_bytes());
             let expires = now.saturating_add(approve.ttl.saturating_mul(1000));
             let record = runtime.approve(id, principal, now, expires)?;
             println!("{}  {} by {} for {} s", record.id, record.state.name(), approve.principal, approve.ttl);
-            Ok(EXIT_COMMITTED)
+            Ok(EXIT_OK)
         }
         (Command::Reject(_), Some(id)) => {
             let record = runtime.reject(id, now)?;
             println!("{}  {}", record.id, record.state.name());
-            Ok(EXIT_COMMITTED)
+            Ok(EXIT_OK)
         }
         (Command::Commit(_), Some(id)) => {
             let receipt = runtime.commit(id, now)?;
             print_receipt(&receipt, common.json)?;
-            Ok(exit_code(&receipt))
+            Ok(exit_code(&receipt, Asked::Commit, detailed))
         }
         (Command::Recover(_), Some(id)) => {
             let restored = runtime.restore(id)?;
@@ -231,7 +269,7 @@ fn tx_command(command: &Command) -> Result<u8, Box<dyn std::error::Error>> {
             } else {
                 print!("{}", render::restore_text(&restored));
             }
-            Ok(EXIT_COMMITTED)
+            Ok(EXIT_OK)
         }
         (Command::Recover(_), None) => {
             // Recovery ran when the runtime opened, unless another process
@@ -248,7 +286,7 @@ fn tx_command(command: &Command) -> Result<u8, Box<dyn std::error::Error>> {
             } else {
                 print!("{}", render::recovery_text(report));
             }
-            Ok(if report.needs_attention() { EXIT_ERROR } else { EXIT_COMMITTED })
+            Ok(if report.needs_attention() { EXIT_ERROR } else { EXIT_OK })
         }
         (_, None) => Err("missing transaction id".into()),
         (Command::Run(_) | Command::Demo, _) => unreachable!("handled by main"),

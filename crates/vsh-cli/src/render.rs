@@ -16,6 +16,31 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// A stale commit's conflicting paths, one a line, with what changed, and how
+/// many more there are beyond the listed ones.
+pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: usize) -> String {
+    use vsh::lower::vsh_commit::ConflictReason;
+    let kind = |kind: Option<vsh::NodeKind>| kind.map_or("nothing", |kind| kind.name());
+    let mut text = String::from("vsh: the workspace changed under the transaction:\n");
+    for conflict in conflicts {
+        let what = match conflict.reason {
+            ConflictReason::Kind { expected, actual } => format!("was {}, is {}", kind(expected), kind(actual)),
+            ConflictReason::Metadata => "size or mode changed".to_owned(),
+            ConflictReason::Content => "content changed".to_owned(),
+            ConflictReason::Listing => "the names in it changed".to_owned(),
+            ConflictReason::Precondition => "no longer its state before the change".to_owned(),
+            ConflictReason::Unreadable => "can no longer be reached or read".to_owned(),
+            _ => "changed".to_owned(),
+        };
+        let _ = writeln!(text, "  {}  {what}", conflict.path);
+    }
+    if total > conflicts.len() {
+        let _ = writeln!(text, "  ... and {} more", total - conflicts.len());
+    }
+    text.push_str("vsh: run the program again on the current workspace (a new transaction)\n");
+    text
+}
+
 fn decision_name(decision: &RuntimeDecision) -> &'static str {
     match decision {
         RuntimeDecision::Denied(_) => "denied",

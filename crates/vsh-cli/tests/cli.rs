@@ -27,37 +27,75 @@ fn write(root: &Path, relative: &str, contents: &str) {
     std::fs::write(root.join(relative), contents).unwrap();
 }
 
+/// The transaction id a text receipt names.
+fn id_of(output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().find(|line| line.starts_with("transaction")).expect("a transaction line");
+    line.split_whitespace().last().expect("an id").to_owned()
+}
+
 #[test]
-fn exit_codes_distinguish_every_outcome() {
+fn exit_codes_follow_the_table_row_by_row() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a.txt", "a\n");
     write(dir.path(), "old.txt", "old\n");
+    write(dir.path(), "gone.txt", "gone\n");
     write(dir.path(), ".env", "SECRET=1\n");
     let ws = dir.path().to_str().unwrap();
+    let code = |output: &Output| output.status.code();
     let create = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
-
-    let preview = vsh(&["run", "--workspace", ws, "-"], Some(create));
-    assert_eq!(preview.status.code(), Some(3), "{}", String::from_utf8_lossy(&preview.stderr));
-    assert!(!dir.path().join("b.txt").exists());
-
-    let committed = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(create));
-    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
-    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
-
     let delete = "from pathlib import Path\nPath('/workspace/old.txt').unlink()";
-    let pending = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(delete));
-    assert_eq!(pending.status.code(), Some(4));
-    assert!(dir.path().join("old.txt").exists());
-
     let secret = "from pathlib import Path\ntry:\n    Path('/workspace/.env').write_text('x')\nexcept PermissionError:\n    pass";
+
+    // 0: a preview was made, whatever its decision.
+    for program in [create, delete, secret] {
+        let preview = vsh(&["run", "--workspace", ws, "-"], Some(program));
+        assert_eq!(code(&preview), Some(0), "{program}: {}", String::from_utf8_lossy(&preview.stderr));
+    }
+    assert!(!dir.path().join("b.txt").exists());
+    // With --detailed-exitcode, a preview exits with its state: 3 auto-approved, 4 pending, 5 denied.
+    for (program, state) in [(create, 3), (delete, 4), (secret, 5)] {
+        let preview = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(program));
+        assert_eq!(code(&preview), Some(state), "{program}");
+        let preview = vsh(&["run", "--detailed-exitcode", "--workspace", ws, "-"], Some(program));
+        assert_eq!(code(&preview), Some(state), "the flag goes after the command too: {program}");
+    }
+
+    // 0: a commit landed (and with --detailed-exitcode, committed is 0 too).
+    let committed = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(create));
+    assert_eq!(code(&committed), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
+    let again = "from pathlib import Path\nPath('/workspace/c.txt').write_text('c')";
+    assert_eq!(code(&vsh(&["--detailed-exitcode", "run", "-w", ws, "--mode", "auto", "-"], Some(again))), Some(0));
+
+    // 4: asked to commit, and it awaits approval (auto mode; commit before approval).
+    let pending = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(delete));
+    assert_eq!(code(&pending), Some(4));
+    assert!(dir.path().join("old.txt").exists());
+    let early = vsh(&["commit", &id_of(&pending), "--workspace", ws], None);
+    assert_eq!(code(&early), Some(4), "{}", String::from_utf8_lossy(&early.stderr));
+
+    // 5: asked to commit, and policy denied it.
     let denied = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(secret));
-    assert_eq!(denied.status.code(), Some(5));
+    assert_eq!(code(&denied), Some(5));
     assert_eq!(std::fs::read_to_string(dir.path().join(".env")).unwrap(), "SECRET=1\n");
 
-    let broken = vsh(&["run", "--workspace", ws, "-"], Some("raise ValueError('no')"));
-    assert_eq!(broken.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&broken.stderr).contains("ValueError"));
+    // 6: asked to commit, and the workspace changed under the transaction; the path is named.
+    let remove = "from pathlib import Path\nPath('/workspace/gone.txt').unlink()";
+    let stale = vsh(&["run", "--workspace", ws, "-"], Some(remove));
+    let id = id_of(&stale);
+    assert_eq!(code(&vsh(&["approve", &id, "--workspace", ws], None)), Some(0));
+    write(dir.path(), "gone.txt", "edited meanwhile\n");
+    let refused = vsh(&["commit", &id, "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(code(&refused), Some(6), "{stderr}");
+    assert!(stderr.contains("  gone.txt  "), "{stderr}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("gone.txt")).unwrap(), "edited meanwhile\n");
 
+    // 1: an error; 2: usage.
+    let broken = vsh(&["run", "--workspace", ws, "-"], Some("raise ValueError('no')"));
+    assert_eq!(code(&broken), Some(1));
+    assert!(String::from_utf8_lossy(&broken.stderr).contains("ValueError"));
     assert_eq!(vsh(&["run", "--mode", "sideways", "x.py"], None).status.code(), Some(2));
 }
 
@@ -74,7 +112,7 @@ fn json_receipt_is_machine_readable() {
         &["run", "--workspace", workspace.to_str().unwrap(), "--json", "--full", program_path.to_str().unwrap()],
         None,
     );
-    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(output.status.code(), Some(0), "a preview was made");
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(value["value"], serde_json::json!(42));
     assert_eq!(value["state"], "auto-approved");
@@ -114,7 +152,8 @@ lib = (root / 'src' / 'lib.txt').read_text()
 (root / 'docs' / 'NEW.md').write_text('# New\n\nA new page.\n')
 (root / 'old.bin').unlink()
 ";
-    let output = vsh(&["run", "--workspace", ws.to_str().unwrap(), "--full", "-"], Some(program));
+    let output =
+        vsh(&["--detailed-exitcode", "run", "--workspace", ws.to_str().unwrap(), "--full", "-"], Some(program));
     assert_eq!(output.status.code(), Some(4), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8(output.stdout).unwrap();
     let review = &stdout[stdout.find("review\n").expect("a review block")..];
@@ -133,8 +172,14 @@ fn profiles_and_policy_files_change_the_decision() {
     write(&ws, "a.txt", "a\n");
     let ws_arg = ws.to_str().unwrap();
     let create = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
-    assert_eq!(vsh(&["run", "--workspace", ws_arg, "-"], Some(create)).status.code(), Some(3));
-    assert_eq!(vsh(&["run", "--workspace", ws_arg, "--profile", "strict", "-"], Some(create)).status.code(), Some(4));
+    let state = |extra: &[&str]| {
+        let mut args = vec!["--detailed-exitcode", "run", "--workspace", ws_arg];
+        args.extend_from_slice(extra);
+        args.push("-");
+        vsh(&args, Some(create)).status.code()
+    };
+    assert_eq!(state(&[]), Some(3));
+    assert_eq!(state(&["--profile", "strict"]), Some(4));
 
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, "version = 1\n[[protect]]\npattern = \"b.txt\"\naccess = \"create\"\nreason = \"test\"\n")
@@ -161,7 +206,7 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     write(dir.path(), "old.txt", "old\n");
     let ws = dir.path().to_str().unwrap();
     let delete = "from pathlib import Path\nPath('/workspace/old.txt').unlink()";
-    let run = vsh(&["run", "--workspace", ws, "--json", "-"], Some(delete));
+    let run = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "--json", "-"], Some(delete));
     assert_eq!(run.status.code(), Some(4));
     let receipt: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let id = receipt["transaction"].as_str().unwrap().to_owned();
@@ -169,11 +214,11 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let pending = vsh(&["pending", "--workspace", ws], None);
     assert_eq!(String::from_utf8_lossy(&pending.stdout), format!("{id}  pending-approval\n"));
     let shown = vsh(&["show", &id, "--workspace", ws], None);
-    assert_eq!(shown.status.code(), Some(4));
+    assert_eq!(shown.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&shown.stdout).contains("old.txt"));
 
     let early = vsh(&["commit", &id, "--workspace", ws], None);
-    assert_eq!(early.status.code(), Some(1), "not approved yet");
+    assert_eq!(early.status.code(), Some(4), "not approved yet");
     assert!(dir.path().join("old.txt").exists());
 
     let approved = vsh(&["approve", &id, "--workspace", ws, "--principal", "ann", "--ttl", "60"], None);
@@ -207,7 +252,7 @@ fn a_denial_review_names_the_rule_and_how_to_allow_it() {
     write(dir.path(), ".env", "S=1\n");
     let ws = dir.path().to_str().unwrap();
     let program = "from pathlib import Path\ntry:\n    Path('/workspace/.env').read_text()\nexcept PermissionError:\n    pass\nPath('/workspace/a.txt').write_text('a')";
-    let output = vsh(&["run", "--workspace", ws, "--full", "-"], Some(program));
+    let output = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "--full", "-"], Some(program));
     assert_eq!(output.status.code(), Some(5));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("decision: denied (ProtectedAccessAttempt)"), "{stdout}");
@@ -255,7 +300,7 @@ fn commands_that_need_the_commit_lock_wait_visibly_and_give_up_with_exit_75() {
     let ws = dir.path().to_str().unwrap();
     let run =
         vsh(&["run", "--workspace", ws, "--json", "-"], Some("from pathlib import Path\nPath('old.txt').unlink()"));
-    assert_eq!(run.status.code(), Some(4));
+    assert_eq!(run.status.code(), Some(0));
     let id =
         serde_json::from_slice::<serde_json::Value>(&run.stdout).unwrap()["transaction"].as_str().unwrap().to_owned();
     assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
@@ -265,12 +310,12 @@ fn commands_that_need_the_commit_lock_wait_visibly_and_give_up_with_exit_75() {
     for read_only in [&["pending", "--workspace", ws][..], &["show", &id, "--workspace", ws]] {
         let started = std::time::Instant::now();
         let output = vsh(read_only, None);
-        assert!(matches!(output.status.code(), Some(0 | 4)), "{read_only:?}: {output:?}");
+        assert_eq!(output.status.code(), Some(0), "{read_only:?}: {output:?}");
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
         assert!(output.stderr.is_empty(), "{read_only:?}: {}", String::from_utf8_lossy(&output.stderr));
     }
     let preview = vsh(&["run", "--workspace", ws, "-"], Some("print('hi')"));
-    assert_eq!(preview.status.code(), Some(3), "{}", String::from_utf8_lossy(&preview.stderr));
+    assert_eq!(preview.status.code(), Some(0), "{}", String::from_utf8_lossy(&preview.stderr));
 
     // A commit says it waits, then gives up with its own exit code.
     for waiting in [
