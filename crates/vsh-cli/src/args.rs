@@ -91,7 +91,7 @@ pub(crate) struct LockArgs {
 /// A command about one stored transaction.
 #[derive(Debug, Args)]
 pub(crate) struct Stored {
-    /// The transaction id (64 hex digits).
+    /// The transaction: its id, or a unique prefix of at least 6 of its hex digits.
     #[arg(value_name = "TX")]
     pub(crate) transaction: String,
     #[command(flatten)]

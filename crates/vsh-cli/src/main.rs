@@ -73,6 +73,9 @@ fn main() -> ExitCode {
             {
                 eprint!("{}", render::stale_text(conflicts, *total));
             }
+            if let Some(vsh::VshError::AmbiguousTransaction { candidates, total, .. }) = vsh_error {
+                eprint!("{}", render::candidates_text(candidates, *total));
+            }
             ExitCode::from(vsh_error.map_or(EXIT_ERROR, error_exit_code))
         }
     }
@@ -218,9 +221,9 @@ fn tx_command(command: &Command, detailed: bool) -> Result<u8, Box<dyn std::erro
     if let Some(timeout) = timeout {
         config = config.with_lock_wait(lock_wait(timeout));
     }
-    let id = transaction.map(|text| vsh::TransactionId::parse_hex(text)).transpose()?;
     // `recover` reports startup recovery itself, as its result.
     let runtime = if matches!(command, Command::Recover(_)) { Runtime::open(config)? } else { open(config)? };
+    let id = transaction.map(|name| runtime.resolve(name)).transpose()?;
     let now = now_ms();
     match (command, id) {
         (Command::Pending(_), _) => {

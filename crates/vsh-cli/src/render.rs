@@ -16,6 +16,20 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The transactions an ambiguous prefix matched, one a line, and how many
+/// more there are.
+pub(crate) fn candidates_text(candidates: &[vsh::TransactionId], total: usize) -> String {
+    let mut text = String::from("vsh: the candidates are:\n");
+    for candidate in candidates {
+        let _ = writeln!(text, "  {candidate}");
+    }
+    if total > candidates.len() {
+        let _ = writeln!(text, "  ... and {} more", total - candidates.len());
+    }
+    text.push_str("vsh: give more hex digits\n");
+    text
+}
+
 /// A stale commit's conflicting paths, one a line, with what changed, and how
 /// many more there are beyond the listed ones.
 pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: usize) -> String {
@@ -430,4 +444,24 @@ pub(crate) fn restore_json(report: &vsh::RestoreReport) -> Value {
             .collect::<Vec<_>>(),
         "changed_by_others": report.changed_by_others.iter().map(vsh::VPath::as_str).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use vsh::lower::vsh_commit::{Conflict, ConflictReason};
+
+    use super::*;
+
+    #[test]
+    fn candidates_and_conflicts_are_listed_with_the_count_beyond_the_list() {
+        let ids = [vsh::TransactionId::from_bytes([0xab; 32]), vsh::TransactionId::from_bytes([0xac; 32])];
+        let text = candidates_text(&ids, 5);
+        assert!(text.contains(&format!("  {}\n  {}\n", ids[0], ids[1])), "{text}");
+        assert!(text.contains("... and 3 more"), "{text}");
+        assert!(!candidates_text(&ids, 2).contains("... and"));
+        let conflicts = [Conflict { path: vsh::VPath::parse("a/b.txt").unwrap(), reason: ConflictReason::Content }];
+        let text = stale_text(&conflicts, 3);
+        assert!(text.contains("  a/b.txt  content changed\n"), "{text}");
+        assert!(text.contains("... and 2 more"), "{text}");
+    }
 }

@@ -474,3 +474,28 @@ fn recover_names_what_a_racing_writer_left_and_restore_puts_the_before_state_bac
     let again = cli(&["recover", "--workspace", ws_arg, "--restore", &id]);
     assert_eq!(again.status.code(), Some(1), "a settled transaction has nothing to restore");
 }
+
+#[test]
+fn a_unique_prefix_names_a_transaction_like_git() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let run = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('old.txt').unlink()"));
+    let id = id_of(&run);
+    let shown = vsh(&["show", &id[..8], "--workspace", ws], None);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(&id), "the review names the whole id");
+    let upper = id[..6].to_ascii_uppercase();
+    assert_eq!(vsh(&["approve", &upper, "--workspace", ws], None).status.code(), Some(0), "six digits, any case");
+    let committed = vsh(&["commit", &id[..10], "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert!(!dir.path().join("old.txt").exists());
+    // One wording for a transaction that is not there, and a clear one for a name too short.
+    let absent = if id.starts_with("ffffff") { "eeeeee" } else { "ffffff" };
+    let missing = vsh(&["show", absent, "--workspace", ws], None);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains(&format!("no such transaction {absent}")));
+    let short = vsh(&["show", &id[..5], "--workspace", ws], None);
+    assert_eq!(short.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&short.stderr).contains("at least 6 of its hex digits"), "{short:?}");
+}

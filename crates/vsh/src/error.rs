@@ -39,8 +39,24 @@ pub enum VshError {
     #[error("commit failed")]
     Commit(#[from] vsh_commit::CommitError),
     /// No transaction with this id is known to this runtime.
-    #[error("unknown transaction {0}")]
+    #[error("no such transaction {0}")]
     UnknownTransaction(TransactionId),
+    /// No transaction's id starts with this prefix (see [`crate::Runtime::resolve`]).
+    #[error("no such transaction {0}")]
+    NoSuchTransaction(String),
+    /// More than one transaction's id starts with this prefix.
+    #[error("transaction prefix {prefix} is ambiguous: {total} transactions match")]
+    AmbiguousTransaction {
+        /// The prefix given.
+        prefix: String,
+        /// The first matching ids, sorted (at most [`crate::MAX_LISTED_CANDIDATES`]).
+        candidates: Vec<TransactionId>,
+        /// How many match in all.
+        total: usize,
+    },
+    /// The text is not a transaction id or a prefix of one.
+    #[error("{0:?} does not name a transaction: give its id or at least {min} of its hex digits", min = crate::MIN_ID_PREFIX)]
+    TransactionName(String),
     /// The transaction is in a state that cannot be committed.
     #[error("transaction {transaction} cannot be committed from state {}", state.name())]
     NotCommittable {
@@ -176,6 +192,9 @@ impl VshError {
             | Self::Cancelled => C::Execution,
             Self::Commit(_) | Self::EphemeralCapacity { .. } => C::Commit,
             Self::UnknownTransaction(_)
+            | Self::NoSuchTransaction(_)
+            | Self::AmbiguousTransaction { .. }
+            | Self::TransactionName(_)
             | Self::NotCommittable { .. }
             | Self::HookRequired(_)
             | Self::NoHook
@@ -209,6 +228,12 @@ mod tests {
                 ErrorCategory::Commit,
             ),
             (VshError::UnknownTransaction(id), ErrorCategory::Approval),
+            (VshError::NoSuchTransaction("abcdef".into()), ErrorCategory::Approval),
+            (VshError::TransactionName("xyz".into()), ErrorCategory::Approval),
+            (
+                VshError::AmbiguousTransaction { prefix: "abcdef".into(), candidates: vec![id], total: 2 },
+                ErrorCategory::Approval,
+            ),
             (VshError::NotCommittable { transaction: id, state: TransactionState::Denied }, ErrorCategory::Approval),
             (VshError::NoHook, ErrorCategory::Approval),
             (VshError::IncompleteHookEvidence(id), ErrorCategory::Approval),

@@ -66,6 +66,12 @@ pub mod lower {
 /// The vsh version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The fewest hex digits of a transaction id that [`Runtime::resolve`] accepts as a prefix.
+pub const MIN_ID_PREFIX: usize = 6;
+
+/// The most candidates [`VshError::AmbiguousTransaction`] lists.
+pub const MAX_LISTED_CANDIDATES: usize = 10;
+
 /// The engine behind this facade: always `"rust"`.
 pub const fn engine_kind() -> &'static str {
     "rust"

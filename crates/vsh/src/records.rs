@@ -53,6 +53,31 @@ impl Records {
         Ok(self.transactions.get(transaction)?)
     }
 
+    /// The one stored transaction `name` names: its whole id, or a unique
+    /// prefix of at least [`crate::MIN_ID_PREFIX`] hex digits (either case).
+    pub(crate) fn resolve(&self, name: &str) -> Result<TransactionId, VshError> {
+        let prefix = name.to_ascii_lowercase();
+        if prefix.len() < crate::MIN_ID_PREFIX || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(VshError::TransactionName(name.to_owned()));
+        }
+        let mut matching: Vec<TransactionId> = self
+            .transactions
+            .list()?
+            .into_iter()
+            .map(|record| record.id)
+            .filter(|id| id.to_hex().starts_with(&prefix))
+            .collect();
+        matching.sort_unstable();
+        match matching.len() {
+            0 => Err(VshError::NoSuchTransaction(name.to_owned())),
+            1 => Ok(matching[0]),
+            total => {
+                matching.truncate(crate::MAX_LISTED_CANDIDATES);
+                Err(VshError::AmbiguousTransaction { prefix: name.to_owned(), candidates: matching, total })
+            }
+        }
+    }
+
     /// The record of `transaction`, or [`VshError::UnknownTransaction`].
     pub(crate) fn require(&self, transaction: TransactionId) -> Result<TransactionRecord, VshError> {
         self.get(transaction)?.ok_or(VshError::UnknownTransaction(transaction))
@@ -118,5 +143,74 @@ impl Records {
             .into_iter()
             .filter(|record| matches!(record.state, TransactionState::PendingApproval | TransactionState::Approved))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use vsh_host::CapDir;
+    use vsh_store::DataDir;
+    use vsh_types::{AuthorityKey, SnapshotId, VshLayout};
+
+    use super::*;
+
+    /// Records over a fresh data directory holding transactions with these ids.
+    fn holding(dir: &tempfile::TempDir, ids: &[[u8; 32]]) -> Records {
+        let workspace = CapDir::open(dir.path()).unwrap();
+        let data = DataDir::open_in_workspace(&workspace, &VshLayout::default_data()).unwrap();
+        let transactions = TransactionStore::open(&data, &AuthorityKey::unauthenticated()).unwrap();
+        for id in ids {
+            let record = TransactionRecord::new(
+                TransactionId::from_bytes(*id),
+                SnapshotId::digest(b"base"),
+                TransactionState::PendingApproval,
+                1,
+            );
+            transactions.create(&record).unwrap();
+        }
+        Records::new(transactions, BlobStore::open(&data).unwrap(), PolicyDigest::digest(b"policy"))
+    }
+
+    fn id(first: [u8; 4]) -> [u8; 32] {
+        let mut bytes = [0x11; 32];
+        bytes[..4].copy_from_slice(&first);
+        bytes
+    }
+
+    #[test]
+    fn a_unique_prefix_names_a_transaction_and_an_ambiguous_one_lists_the_candidates() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (id([0xab, 0xcd, 0xef, 0x01]), id([0xab, 0xcd, 0xef, 0x02]), id([0x12, 0x34, 0x56, 0x78]));
+        let records = holding(&dir, &[a, b, c]);
+        let full = TransactionId::from_bytes(c);
+        assert_eq!(records.resolve(&full.to_hex()).unwrap(), full);
+        assert_eq!(records.resolve("123456").unwrap(), full, "six digits suffice");
+        assert_eq!(records.resolve("ABCDEF02").unwrap(), TransactionId::from_bytes(b), "either case");
+        match records.resolve("abcdef") {
+            Err(VshError::AmbiguousTransaction { prefix, candidates, total }) => {
+                assert_eq!((prefix.as_str(), total), ("abcdef", 2));
+                assert_eq!(candidates, vec![TransactionId::from_bytes(a), TransactionId::from_bytes(b)]);
+            }
+            other => panic!("expected an ambiguity, got {other:?}"),
+        }
+        assert!(matches!(records.resolve("fedcba"), Err(VshError::NoSuchTransaction(name)) if name == "fedcba"));
+        for bad in ["12345", "12345g", "", &"1".repeat(65), "12 456"] {
+            assert!(matches!(records.resolve(bad), Err(VshError::TransactionName(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_ambiguous_prefix_lists_at_most_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids: Vec<[u8; 32]> =
+            (0..=u8::try_from(crate::MAX_LISTED_CANDIDATES).unwrap()).map(|n| id([0xaa, 0xbb, 0xcc, n])).collect();
+        let records = holding(&dir, &ids);
+        match records.resolve("aabbcc") {
+            Err(VshError::AmbiguousTransaction { candidates, total, .. }) => {
+                assert_eq!(total, crate::MAX_LISTED_CANDIDATES + 1);
+                assert_eq!(candidates.len(), crate::MAX_LISTED_CANDIDATES);
+            }
+            other => panic!("expected an ambiguity, got {other:?}"),
+        }
     }
 }

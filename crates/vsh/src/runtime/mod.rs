@@ -301,6 +301,15 @@ impl Runtime {
         Ok(removed)
     }
 
+    /// The transaction `name` names, as git names commits: its whole id, or
+    /// any prefix of at least [`crate::MIN_ID_PREFIX`] hex digits that only
+    /// one stored transaction's id starts with. Otherwise
+    /// [`VshError::NoSuchTransaction`], [`VshError::AmbiguousTransaction`]
+    /// (with the candidates) or [`VshError::TransactionName`].
+    pub fn resolve(&self, name: &str) -> Result<TransactionId, VshError> {
+        self.records.resolve(name)
+    }
+
     /// The durable record of a transaction.
     pub fn transaction(&self, transaction: TransactionId) -> Result<Option<TransactionRecord>, VshError> {
         self.records.get(transaction)
