@@ -246,9 +246,16 @@ impl Committer {
             return Err(CommitError::RuntimeDirIsRoot);
         }
         let workspace = WritableDir::new(workspace);
-        workspace
+        let runtime = workspace
             .open_or_create_subdir(&runtime_dir)
             .map_err(CommitError::host("open runtime directory", &runtime_dir))?;
+        // Keep vsh's own files out of `git status`: a `.gitignore` of `*` in the
+        // runtime directory, made once and never replaced. It is a courtesy, so
+        // a directory vsh may not write to (a read-only checkout) is no error.
+        let ignore = VPath::from_component(".gitignore").expect("a valid constant name");
+        if runtime.lstat(&ignore).ok().flatten().is_none() {
+            let _ = runtime.create_file_exclusive(&ignore, b"*\n", 0o644);
+        }
         let excluded = vec![runtime_dir.clone()];
         Ok(Committer { workspace, runtime_dir, excluded, key: AuthorityKey::unauthenticated(), protection: None })
     }

@@ -494,6 +494,26 @@ fn malformed_diffs_are_refused_before_anything_is_observed() -> Result {
 }
 
 #[test]
+fn the_runtime_directory_keeps_itself_out_of_git_status_once_and_for_all() -> Result {
+    let dir = tempfile::tempdir()?;
+    let workspace = Arc::new(CapDir::open(dir.path())?);
+    Committer::new(Arc::clone(&workspace), p(".vsh"))?;
+    assert_eq!(std::fs::read(dir.path().join(".vsh/.gitignore"))?, b"*\n");
+    // An operator's own file is never replaced.
+    std::fs::write(dir.path().join(".vsh/.gitignore"), b"mine\n")?;
+    Committer::new(workspace, p(".vsh"))?;
+    assert_eq!(std::fs::read(dir.path().join(".vsh/.gitignore"))?, b"mine\n");
+    // Nor does a runtime directory vsh may not write into stop the committer.
+    let read_only = tempfile::tempdir()?;
+    std::fs::create_dir(read_only.path().join(".vsh"))?;
+    chmod(read_only.path(), ".vsh", 0o555);
+    let opened = Committer::new(Arc::new(CapDir::open(read_only.path())?), p(".vsh"));
+    chmod(read_only.path(), ".vsh", 0o755);
+    opened?;
+    Ok(())
+}
+
+#[test]
 fn runtime_dir_symlink_is_refused() -> Result {
     let dir = tempfile::tempdir()?;
     std::fs::create_dir(dir.path().join("ws"))?;
