@@ -38,6 +38,33 @@ pub(crate) struct Cli {
     /// pending, 5 denied) instead of whether the command did what it was asked.
     #[arg(long, global = true)]
     pub(crate) detailed_exitcode: bool,
+    /// Colour the output: auto (on a terminal, unless NO_COLOR is set or
+    /// CLICOLOR_FORCE asks for it anyway), always, or never.
+    #[allow(clippy::doc_markdown, reason = "this text is --help, where backticks would show")]
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub(crate) color: ColorWhen,
+    /// Print no receipt or confirmation, only errors and warnings (JSON is
+    /// still printed when --json asks for it).
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
+}
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    pub(crate) fn choice(self) -> anstream::ColorChoice {
+        match self {
+            Self::Auto => anstream::ColorChoice::Auto,
+            Self::Always => anstream::ColorChoice::Always,
+            Self::Never => anstream::ColorChoice::Never,
+        }
+    }
 }
 
 fn version() -> &'static str {

@@ -35,31 +35,31 @@ pub(crate) fn run() -> Result<u8, Box<dyn std::error::Error>> {
     let workspace = scratch.path().join("workspace");
     std::fs::create_dir(&workspace)?;
     copy_example(&workspace)?;
-    println!("== vsh demo: example workspace copied to {}\n", workspace.display());
-    println!("== program\n{}", PROGRAM.trim_end());
+    anstream::println!("== vsh demo: example workspace copied to {}\n", workspace.display());
+    anstream::println!("== program\n{}", PROGRAM.trim_end());
 
     let runtime = Runtime::open(crate::runtime_config(&workspace)?)?;
-    println!("Monty runs in the confined worker: {}\n", !runtime.is_in_process());
+    anstream::println!("Monty runs in the confined worker: {}\n", !runtime.is_in_process());
     let preview = runtime.preview(&RunRequest::new(PROGRAM).with_detail(ReceiptDetail::Full).with_intent("demo"))?;
-    println!("\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
+    anstream::println!("\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
     let unchanged = !workspace.join("notes/summary.txt").exists();
-    println!("notes/summary.txt exists on disk after preview: {}", !unchanged);
+    anstream::println!("notes/summary.txt exists on disk after preview: {}", !unchanged);
 
     let committed = runtime.commit(preview.transaction, 0)?;
-    println!("\n== commit receipt\n{}", receipt_text(&committed));
-    println!(
+    anstream::println!("\n== commit receipt\n{}", receipt_text(&committed));
+    anstream::println!(
         "== notes/summary.txt on disk after commit:\n{}",
         std::fs::read_to_string(workspace.join("notes/summary.txt"))?
     );
-    println!(
+    anstream::println!(
         "== src/greeting.txt on disk after commit:\n{}",
         std::fs::read_to_string(workspace.join("src/greeting.txt"))?
     );
 
-    println!("== a program that reaches for a secret\n{}", DENIED_PROGRAM.trim_end());
+    anstream::println!("== a program that reaches for a secret\n{}", DENIED_PROGRAM.trim_end());
     let denied = runtime.preview(&RunRequest::new(DENIED_PROGRAM).with_detail(ReceiptDetail::Full))?;
-    println!("\n== its receipt\n{}", receipt_text(&denied));
-    println!("notes/leak.txt exists on disk: {}", workspace.join("notes/leak.txt").exists());
+    anstream::println!("\n== its receipt\n{}", receipt_text(&denied));
+    anstream::println!("notes/leak.txt exists on disk: {}", workspace.join("notes/leak.txt").exists());
     if !unchanged || workspace.join("notes/leak.txt").exists() {
         return Err("the demo observed a change that should not have happened".into());
     }

@@ -57,11 +57,12 @@ fn main() -> ExitCode {
         // stderr and exit 2.
         Err(error) => error.exit(),
     };
-    let detailed = cli.detailed_exitcode;
+    cli.color.choice().write_global();
+    let output = Output { detailed: cli.detailed_exitcode, quiet: cli.quiet };
     let result = match cli.command {
-        Command::Run(run) => run_command(&run, detailed),
+        Command::Run(run) => run_command(&run, output),
         Command::Demo => demo::run(),
-        other => tx_command(&other, detailed),
+        other => tx_command(&other, output),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -79,6 +80,15 @@ fn main() -> ExitCode {
             ExitCode::from(vsh_error.map_or(EXIT_ERROR, error_exit_code))
         }
     }
+}
+
+/// The global output options.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Output {
+    /// `--detailed-exitcode`.
+    detailed: bool,
+    /// `--quiet`.
+    quiet: bool,
 }
 
 /// What a command was asked to do, which decides its exit code.
@@ -141,7 +151,7 @@ pub(crate) fn exit_code(receipt: &vsh::Receipt, asked: Asked, detailed: bool) ->
     }
 }
 
-fn run_command(run: &RunArgs, detailed: bool) -> Result<u8, Box<dyn std::error::Error>> {
+fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let code = if run.program_is_stdin() {
         let mut code = String::new();
         std::io::stdin().read_to_string(&mut code)?;
@@ -162,9 +172,9 @@ fn run_command(run: &RunArgs, detailed: bool) -> Result<u8, Box<dyn std::error::
         request = request.with_intent(intent);
     }
     let receipt = runtime.run(&request)?;
-    print_receipt(&receipt, run.common.json)?;
+    print_receipt(&receipt, run.common.json, output)?;
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
-    Ok(exit_code(&receipt, asked, detailed))
+    Ok(exit_code(&receipt, asked, output.detailed))
 }
 
 /// Open the runtime, telling the operator on stderr what its startup
@@ -184,12 +194,11 @@ fn now_ms() -> u64 {
         .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn print_receipt(receipt: &vsh::Receipt, json: bool) -> Result<(), Box<dyn std::error::Error>> {
-    use std::io::IsTerminal;
+fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(), Box<dyn std::error::Error>> {
     if json {
         println!("{}", serde_json::to_string_pretty(&render::receipt_json(receipt))?);
-    } else {
-        print!("{}", render::receipt_text_colored(receipt, std::io::stdout().is_terminal()));
+    } else if !output.quiet {
+        anstream::print!("{}", render::receipt_text(receipt));
     }
     // Things the operator must know even when stdout goes to a program.
     for warning in &receipt.warnings {
@@ -206,7 +215,7 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool) -> Result<(), Box<dyn std::
     Ok(())
 }
 
-fn tx_command(command: &Command, detailed: bool) -> Result<u8, Box<dyn std::error::Error>> {
+fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
         Command::Pending(common) => (common, None, None),
         Command::Show(stored) | Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
@@ -245,25 +254,29 @@ fn tx_command(command: &Command, detailed: bool) -> Result<u8, Box<dyn std::erro
         }
         (Command::Show(_), Some(id)) => {
             let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
-            print_receipt(&receipt, common.json)?;
-            Ok(exit_code(&receipt, Asked::Review, detailed))
+            print_receipt(&receipt, common.json, output)?;
+            Ok(exit_code(&receipt, Asked::Review, output.detailed))
         }
         (Command::Approve(approve), Some(id)) => {
             let principal = vsh::PrincipalId::digest(approve.principal.as_bytes());
             let expires = now.saturating_add(approve.ttl.saturating_mul(1000));
             let record = runtime.approve(id, principal, now, expires)?;
-            println!("{}  {} by {} for {} s", record.id, record.state.name(), approve.principal, approve.ttl);
+            if !output.quiet {
+                println!("{}  {} by {} for {} s", record.id, record.state.name(), approve.principal, approve.ttl);
+            }
             Ok(EXIT_OK)
         }
         (Command::Reject(_), Some(id)) => {
             let record = runtime.reject(id, now)?;
-            println!("{}  {}", record.id, record.state.name());
+            if !output.quiet {
+                println!("{}  {}", record.id, record.state.name());
+            }
             Ok(EXIT_OK)
         }
         (Command::Commit(_), Some(id)) => {
             let receipt = runtime.commit(id, now)?;
-            print_receipt(&receipt, common.json)?;
-            Ok(exit_code(&receipt, Asked::Commit, detailed))
+            print_receipt(&receipt, common.json, output)?;
+            Ok(exit_code(&receipt, Asked::Commit, output.detailed))
         }
         (Command::Recover(_), Some(id)) => {
             let restored = runtime.restore(id)?;

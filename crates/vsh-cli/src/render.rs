@@ -73,22 +73,48 @@ fn state_text(state: Option<&NodeState>) -> String {
     )
 }
 
-/// ANSI colour codes, or nothing.
-struct Palette {
-    added: &'static str,
-    removed: &'static str,
-    hunk: &'static str,
-    strong: &'static str,
-    reset: &'static str,
+/// The styles of a text receipt. Text is always rendered with them; the
+/// stream it is printed through (`anstream`) keeps or strips them by
+/// `--color`, `NO_COLOR`, `CLICOLOR_FORCE` and whether it is a terminal.
+mod style {
+    use anstyle::{AnsiColor, Style};
+
+    pub(super) const ADDED: Style = AnsiColor::Green.on_default();
+    pub(super) const REMOVED: Style = AnsiColor::Red.on_default();
+    pub(super) const HUNK: Style = AnsiColor::Cyan.on_default();
+    pub(super) const STRONG: Style = Style::new().bold();
+    pub(super) const DENIED: Style = AnsiColor::Red.on_default().bold();
+    pub(super) const PENDING: Style = AnsiColor::Yellow.on_default().bold();
+    pub(super) const APPROVED: Style = AnsiColor::Green.on_default().bold();
+    pub(super) const FLAG: Style = AnsiColor::Yellow.on_default();
 }
 
-impl Palette {
-    fn new(color: bool) -> Self {
-        if color {
-            Self { added: "\x1b[32m", removed: "\x1b[31m", hunk: "\x1b[36m", strong: "\x1b[1m", reset: "\x1b[0m" }
-        } else {
-            Self { added: "", removed: "", hunk: "", strong: "", reset: "" }
-        }
+/// `text` in `style`.
+fn paint(style: anstyle::Style, text: &str) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+/// The style of a decision.
+fn decision_style(decision: &RuntimeDecision) -> anstyle::Style {
+    match decision {
+        RuntimeDecision::Denied(_) => style::DENIED,
+        RuntimeDecision::AutoApproved => style::APPROVED,
+        RuntimeDecision::PendingApproval(_) => style::PENDING,
+    }
+}
+
+/// A duration in nanoseconds, in the unit a person reads best.
+pub(crate) fn human_duration(ns: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let value = ns as f64;
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1} µs", value / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.1} ms", value / 1e6)
+    } else {
+        format!("{:.2} s", value / 1e9)
     }
 }
 
@@ -103,18 +129,19 @@ fn no_hunks_reason(reason: NoHunks) -> &'static str {
 
 /// The review block: the decision, why, and every change with its text hunks.
 /// Deterministic for a given program and workspace (no ids, no timings).
-pub(crate) fn review_text(receipt: &Receipt, color: bool) -> String {
-    let palette = Palette::new(color);
+pub(crate) fn review_text(receipt: &Receipt) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}review{}", palette.strong, palette.reset);
+    let _ = writeln!(out, "{}", paint(style::STRONG, "review"));
+    let decision = |text: &str| paint(decision_style(&receipt.decision), text);
     let _ = match &receipt.decision {
-        RuntimeDecision::AutoApproved => writeln!(out, "  decision: auto-approved"),
+        RuntimeDecision::AutoApproved => writeln!(out, "  decision: {}", decision("auto-approved")),
         RuntimeDecision::PendingApproval(manifest) => {
-            let flags: Vec<String> = manifest.flags.iter().map(|flag| format!("{flag:?}")).collect();
-            writeln!(out, "  decision: pending approval (risk: {})", flags.join(", "))
+            let flags: Vec<String> =
+                manifest.flags.iter().map(|flag| paint(style::FLAG, &format!("{flag:?}"))).collect();
+            writeln!(out, "  decision: {} (risk: {})", decision("pending approval"), flags.join(", "))
         }
         RuntimeDecision::Denied(manifest) => {
-            let _ = writeln!(out, "  decision: denied ({:?})", manifest.reason);
+            let _ = writeln!(out, "  decision: {} ({:?})", decision("denied"), manifest.reason);
             for denied in &manifest.denied {
                 let _ = writeln!(out, "    {denied}");
                 let _ = writeln!(out, "      to allow it: {}", denied.remedy);
@@ -128,10 +155,8 @@ pub(crate) fn review_text(receipt: &Receipt, color: bool) -> String {
     for (entry, review) in receipt.changes.iter().zip(&receipt.review) {
         let _ = writeln!(
             out,
-            "  {}{:<6}{} {}  [{} -> {}]",
-            palette.strong,
-            entry.kind.name(),
-            palette.reset,
+            "  {} {}  [{} -> {}]",
+            paint(style::STRONG, &format!("{:<6}", entry.kind.name())),
             entry.path,
             state_text(entry.before.as_ref()),
             state_text(entry.after.as_ref())
@@ -139,17 +164,17 @@ pub(crate) fn review_text(receipt: &Receipt, color: bool) -> String {
         match &review.hunks {
             Ok(text) => {
                 for line in text.lines() {
-                    let paint = if line.starts_with("@@") {
-                        palette.hunk
+                    let line_style = if line.starts_with("@@") {
+                        Some(style::HUNK)
                     } else if line.starts_with('+') && !line.starts_with("+++") {
-                        palette.added
+                        Some(style::ADDED)
                     } else if line.starts_with('-') && !line.starts_with("---") {
-                        palette.removed
+                        Some(style::REMOVED)
                     } else {
-                        ""
+                        None
                     };
-                    let reset = if paint.is_empty() { "" } else { palette.reset };
-                    let _ = writeln!(out, "    {paint}{line}{reset}");
+                    let shown = line_style.map_or_else(|| line.to_owned(), |line_style| paint(line_style, line));
+                    let _ = writeln!(out, "    {shown}");
                 }
             }
             Err(reason) => {
@@ -160,18 +185,14 @@ pub(crate) fn review_text(receipt: &Receipt, color: bool) -> String {
     out
 }
 
-/// A readable, multi-line receipt.
+/// A readable, multi-line receipt, styled (see [`style`]).
 pub(crate) fn receipt_text(receipt: &Receipt) -> String {
-    receipt_text_colored(receipt, false)
-}
-
-/// A readable, multi-line receipt, the review coloured when `color`.
-pub(crate) fn receipt_text_colored(receipt: &Receipt, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "transaction  {}", receipt.transaction);
     let _ = writeln!(out, "snapshot     {}", receipt.base_snapshot);
     let _ = writeln!(out, "state        {}", receipt.state.name());
-    let _ = writeln!(out, "decision     {}", decision_name(&receipt.decision));
+    let _ =
+        writeln!(out, "decision     {}", paint(decision_style(&receipt.decision), decision_name(&receipt.decision)));
     match &receipt.decision {
         RuntimeDecision::Denied(manifest) => {
             let _ = writeln!(out, "  reason     {:?}", manifest.reason);
@@ -180,7 +201,8 @@ pub(crate) fn receipt_text_colored(receipt: &Receipt, color: bool) -> String {
             }
         }
         RuntimeDecision::PendingApproval(manifest) => {
-            let flags: Vec<String> = manifest.flags.iter().map(|flag| format!("{flag:?}")).collect();
+            let flags: Vec<String> =
+                manifest.flags.iter().map(|flag| paint(style::FLAG, &format!("{flag:?}"))).collect();
             let _ = writeln!(out, "  risk flags {}", flags.join(", "));
         }
         RuntimeDecision::AutoApproved => {}
@@ -212,18 +234,16 @@ pub(crate) fn receipt_text_colored(receipt: &Receipt, color: bool) -> String {
         "execution    {} os calls, {} B read, {} B written, {} denied, {} truncated result lists",
         stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses, stats.truncated_results
     );
-    #[allow(clippy::cast_precision_loss)]
-    let ms = |ns: u64| ns as f64 / 1e6;
     let t = &receipt.timings;
     let _ = writeln!(
         out,
-        "timings ms   execute {:.3}, diff {:.3}, policy {:.3}, bind {:.3}, commit {:.3}, total {:.3}",
-        ms(t.execute),
-        ms(t.diff),
-        ms(t.policy),
-        ms(t.bind_and_store),
-        ms(t.commit),
-        ms(t.total)
+        "timings      execute {}, diff {}, policy {}, bind {}, commit {}, total {}",
+        human_duration(t.execute),
+        human_duration(t.diff),
+        human_duration(t.policy),
+        human_duration(t.bind_and_store),
+        human_duration(t.commit),
+        human_duration(t.total)
     );
     if let Some(commit) = &receipt.commit {
         let _ = writeln!(
@@ -233,7 +253,7 @@ pub(crate) fn receipt_text_colored(receipt: &Receipt, color: bool) -> String {
         );
     }
     if !receipt.review.is_empty() {
-        out.push_str(&review_text(receipt, color));
+        out.push_str(&review_text(receipt));
     }
     out
 }

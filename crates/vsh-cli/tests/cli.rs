@@ -499,3 +499,81 @@ fn a_unique_prefix_names_a_transaction_like_git() {
     assert_eq!(short.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&short.stderr).contains("at least 6 of its hex digits"), "{short:?}");
 }
+
+/// `vsh` run with these environment variables (after clearing the rest).
+fn vsh_env(args: &[&str], env: &[(&str, &str)], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
+    command.args(args).env_clear().envs(env.iter().copied());
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn colour_follows_the_flag_no_color_clicolor_force_and_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "notes.txt", "one\ntwo\n");
+    let ws = dir.path().to_str().unwrap();
+    let edit = "from pathlib import Path\nPath('notes.txt').write_text('one\\nTWO\\n')\nPath('old').mkdir()";
+    let escapes = |output: &Output| output.stdout.windows(2).any(|pair| pair == b"\x1b[");
+    let run = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["run", "--full", "--workspace", ws];
+        args.extend_from_slice(extra);
+        args.push("-");
+        let output = vsh_env(&args, env, edit);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        output
+    };
+    // Piped: plain by default, and whenever NO_COLOR is set or --color never asks.
+    assert!(!escapes(&run(&[], &[])));
+    assert!(!escapes(&run(&["--color", "never"], &[("CLICOLOR_FORCE", "1")])));
+    assert!(!escapes(&run(&[], &[("NO_COLOR", "1")])));
+    // Coloured when asked, the decision included, not only the hunks.
+    let forced = run(&["--color", "always"], &[]);
+    let text = String::from_utf8_lossy(&forced.stdout);
+    assert!(escapes(&forced), "{text}");
+    assert!(text.contains("decision     \x1b["), "the decision is coloured: {text:?}");
+    assert!(text.contains("\x1b[32m+TWO"), "so are the hunks: {text:?}");
+    assert!(escapes(&run(&[], &[("CLICOLOR_FORCE", "1")])), "CLICOLOR_FORCE colours a pipe");
+    // -q prints no receipt at all.
+    assert!(run(&["-q"], &[]).stdout.is_empty());
+}
+
+#[test]
+fn a_terminal_gets_colour_unless_no_color_is_set() {
+    // `script` gives the command a pseudo-terminal and records what it wrote.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "notes.txt", "one\n");
+    let program = dir.path().join("program.py");
+    std::fs::write(&program, "from pathlib import Path\nPath('notes.txt').write_text('two\\n')").unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::rename(dir.path().join("notes.txt"), workspace.join("notes.txt")).unwrap();
+    let in_terminal = |no_color: bool| {
+        let line = format!(
+            "{} run --full --workspace {} {}",
+            env!("CARGO_BIN_EXE_vsh"),
+            workspace.display(),
+            program.display()
+        );
+        let mut command = Command::new("script");
+        command.args(["-q", "-e", "-c", &line, "/dev/null"]).env_clear().env("TERM", "xterm");
+        if no_color {
+            command.env("NO_COLOR", "1");
+        }
+        let output = command.output().expect("script(1) from util-linux");
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+        output.stdout
+    };
+    let coloured = in_terminal(false);
+    assert!(coloured.windows(2).any(|pair| pair == b"\x1b["), "{}", String::from_utf8_lossy(&coloured));
+    assert!(String::from_utf8_lossy(&coloured).contains("+two"));
+    let plain = in_terminal(true);
+    assert!(!plain.windows(2).any(|pair| pair == b"\x1b["), "{}", String::from_utf8_lossy(&plain));
+}
