@@ -114,11 +114,13 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
 }
 
 /// A runtime configuration whose Monty worker is this very binary, confined
-/// by the sandbox like any worker (so the command line needs no second binary).
+/// by the sandbox like any worker (so the command line needs no second binary),
+/// with durable previews: a preview made by `vsh run` is committed by a later
+/// `vsh commit` (until it expires, within the default bounds).
 pub(crate) fn runtime_config(workspace: &std::path::Path) -> Result<RuntimeConfig, Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
     let worker = vsh::WorkerConfig::new(exe).with_args([WORKER_ARGUMENT]);
-    Ok(RuntimeConfig::new(workspace).with_worker(worker))
+    Ok(RuntimeConfig::new(workspace).with_worker(worker).with_durable_previews(vsh::DurablePreviews::default()))
 }
 
 /// How a command that must take the commit lock waits for it: it says so on

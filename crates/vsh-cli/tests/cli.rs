@@ -577,3 +577,22 @@ fn a_terminal_gets_colour_unless_no_color_is_set() {
     let plain = in_terminal(true);
     assert!(!plain.windows(2).any(|pair| pair == b"\x1b["), "{}", String::from_utf8_lossy(&plain));
 }
+
+#[test]
+fn a_preview_is_committed_by_a_later_command() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let create = "from pathlib import Path\nPath('b.txt').write_text(Path('a.txt').read_text() * 2)";
+    let preview = vsh(&["run", "--workspace", ws, "-"], Some(create));
+    assert_eq!(preview.status.code(), Some(0), "{}", String::from_utf8_lossy(&preview.stderr));
+    assert!(!dir.path().join("b.txt").exists());
+    let id = id_of(&preview);
+    let committed = vsh(&["commit", &id[..8], "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "a\na\n");
+    // Exactly once.
+    let again = vsh(&["commit", &id, "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(1), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("cannot be committed from state committed"));
+}

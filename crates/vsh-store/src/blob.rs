@@ -285,6 +285,13 @@ impl BlobStore {
         self.is_stale(&Self::path(&id))
     }
 
+    /// The size of the stored copy of `id` (one `stat`, not verified), or
+    /// `None` when there is none: for bounding what a set of blobs occupies.
+    pub fn stored_size(&self, id: BlobId) -> Result<Option<u64>, StoreError> {
+        self.check()?;
+        Ok(self.io("stat blob", self.backend.stat(&Self::path(&id)))?.map(|meta| meta.len))
+    }
+
     /// The shard directory names (two lower-case hex digits), sorted.
     pub(crate) fn shards(&self) -> Result<Vec<String>, StoreError> {
         self.check()?;

@@ -245,6 +245,17 @@ pub enum StoreError {
         /// Its current state.
         state: TransactionState,
     },
+    /// A durable auto-approved preview was committed after its expiry; the
+    /// transaction is now durably `Expired`.
+    #[error("the preview of transaction {id} expired at {expires_ms} (now {now_ms})")]
+    PreviewExpired {
+        /// The transaction.
+        id: TransactionId,
+        /// When the preview expired.
+        expires_ms: u64,
+        /// The caller's clock.
+        now_ms: u64,
+    },
     /// The approval lapsed; the transaction is now durably `Expired`.
     #[error("the approval of transaction {id} expired at {expires_ms} (now {now_ms})")]
     ApprovalExpired {

@@ -125,11 +125,14 @@ impl TransactionRecord {
         self
     }
 
-    /// Whether this record is due to expire at `now_ms`: a pending request past
-    /// its expiry, or an approval whose grant has lapsed.
+    /// Whether this record is due to expire at `now_ms`: a pending request or
+    /// a durable auto-approved preview past its expiry, or an approval whose
+    /// grant has lapsed.
     pub fn is_due_to_expire(&self, now_ms: u64) -> bool {
         match self.state {
-            TransactionState::PendingApproval => self.pending_expires_ms.is_some_and(|expires| now_ms >= expires),
+            TransactionState::PendingApproval | TransactionState::AutoApproved => {
+                self.pending_expires_ms.is_some_and(|expires| now_ms >= expires)
+            }
             TransactionState::Approved => self.approval.is_some_and(|grant| grant.is_expired_at(now_ms)),
             _ => false,
         }

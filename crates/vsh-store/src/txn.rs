@@ -590,6 +590,14 @@ impl TransactionStore {
                         outcome: Err(StoreError::ApprovalExpired { id, expires_ms: grant.expires_ms(), now_ms }),
                     });
                 }
+                (S::AutoApproved, _) if record.is_due_to_expire(now_ms) => {
+                    let expires_ms = record.pending_expires_ms.unwrap_or(now_ms);
+                    let expired = successor(record, now_ms, |version| version.state = S::Expired)?;
+                    return Ok(Change {
+                        entries: vec![LogEntry::Version(expired)],
+                        outcome: Err(StoreError::PreviewExpired { id, expires_ms, now_ms }),
+                    });
+                }
                 (S::AutoApproved, _) | (S::Approved, Some(_)) => {}
                 (state, _) => return Err(StoreError::NotReservable { id, state }),
             }

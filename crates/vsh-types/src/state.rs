@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// ```text
 /// Created -> Running -> VirtualComplete -> Denied | AutoApproved | PendingApproval | Failed
 /// PendingApproval  -> Approved | Denied | Rejected | Expired | Failed
-/// AutoApproved     -> PendingApproval | Rejected | Reserved | Failed
+/// AutoApproved     -> PendingApproval | Rejected | Reserved | Expired | Failed
 /// Approved         -> Reserved | Expired | Rejected
 /// Reserved         -> Revalidating | Failed
 /// Revalidating     -> Committing | Stale | Failed
@@ -94,7 +94,7 @@ impl TransactionState {
                 | (S::Running, S::VirtualComplete | S::Failed)
                 | (S::VirtualComplete, S::Denied | S::AutoApproved | S::PendingApproval | S::Failed)
                 | (S::PendingApproval, S::Approved | S::Denied | S::Rejected | S::Expired | S::Failed)
-                | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Failed)
+                | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Failed)
                 | (S::Approved, S::Reserved | S::Expired | S::Rejected)
                 | (S::Reserved, S::Revalidating | S::Failed)
                 | (S::Revalidating, S::Committing | S::Stale | S::Failed)

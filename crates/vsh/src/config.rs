@@ -34,6 +34,27 @@ pub struct RuntimeConfig {
     pub(crate) faults: Option<CommitFaults>,
     pub(crate) authority: Authority,
     pub(crate) allowed_mounts: Vec<vsh_types::VPath>,
+    pub(crate) durable_previews: Option<DurablePreviews>,
+}
+
+/// Durable previews: an auto-approved preview stored with its artifact, so
+/// that another process (a later `vsh commit`, a server) can commit it,
+/// revalidated as always (see [`RuntimeConfig::with_durable_previews`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurablePreviews {
+    /// Most durable previews waiting for a commit at once (default 256).
+    pub max_count: usize,
+    /// Most bytes their stored artifacts occupy together (default 256 MiB).
+    pub max_bytes: u64,
+    /// How long a preview may wait for its commit, in milliseconds (default
+    /// one hour); after that it expires and cannot commit.
+    pub ttl_ms: u64,
+}
+
+impl Default for DurablePreviews {
+    fn default() -> Self {
+        Self { max_count: 256, max_bytes: 256 << 20, ttl_ms: 60 * 60 * 1000 }
+    }
 }
 
 /// Where the authority key comes from.
@@ -97,6 +118,7 @@ impl RuntimeConfig {
             faults: None,
             authority: Authority::DefaultFile,
             allowed_mounts: Vec::new(),
+            durable_previews: None,
         }
     }
 
@@ -156,6 +178,18 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_lock_wait(mut self, wait: LockWait) -> Self {
         self.lock_wait = wait;
+        self
+    }
+
+    /// Store auto-approved previews durably, within `limits`, instead of only
+    /// in this runtime's memory (the default, as the seed facade has it): a
+    /// later process can then commit them ([`crate::Runtime::commit`]),
+    /// until they expire. A preview beyond the count or byte bound is
+    /// [`VshError::DurablePreviewCapacity`](crate::VshError::DurablePreviewCapacity)
+    /// and is rejected.
+    #[must_use]
+    pub fn with_durable_previews(mut self, limits: DurablePreviews) -> Self {
+        self.durable_previews = Some(limits);
         self
     }
 

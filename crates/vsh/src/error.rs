@@ -146,6 +146,16 @@ pub enum VshError {
         /// Bytes held.
         bytes: u64,
     },
+    /// The durable previews waiting for a commit are at their bound (see
+    /// [`crate::DurablePreviews`]); commit or discard some first. The new
+    /// preview was rejected.
+    #[error("durable preview capacity reached ({entries} previews, {bytes} bytes waiting for a commit)")]
+    DurablePreviewCapacity {
+        /// Previews waiting.
+        entries: usize,
+        /// Bytes their artifacts occupy.
+        bytes: u64,
+    },
 }
 
 /// The kind of a [`VshError`], for callers that handle failures by category
@@ -190,7 +200,7 @@ impl VshError {
             | Self::RequestDeadline(_)
             | Self::IntentTooLarge { .. }
             | Self::Cancelled => C::Execution,
-            Self::Commit(_) | Self::EphemeralCapacity { .. } => C::Commit,
+            Self::Commit(_) | Self::EphemeralCapacity { .. } | Self::DurablePreviewCapacity { .. } => C::Commit,
             Self::UnknownTransaction(_)
             | Self::NoSuchTransaction(_)
             | Self::AmbiguousTransaction { .. }
@@ -223,6 +233,7 @@ mod tests {
             (VshError::ResultNesting { depth: 300, max: 256 }, ErrorCategory::Execution),
             (VshError::IntentTooLarge { length: 9, max: 8 }, ErrorCategory::Execution),
             (VshError::EphemeralCapacity { entries: 64, bytes: 0 }, ErrorCategory::Commit),
+            (VshError::DurablePreviewCapacity { entries: 256, bytes: 0 }, ErrorCategory::Commit),
             (
                 VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: Vec::new() }),
                 ErrorCategory::Commit,

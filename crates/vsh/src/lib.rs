@@ -25,7 +25,7 @@ mod run;
 mod runtime;
 
 pub use cancel::ExecutionCancellation;
-pub use config::RuntimeConfig;
+pub use config::{DurablePreviews, RuntimeConfig};
 pub use error::{ErrorCategory, VshError};
 pub use evidence::EvidenceError;
 pub use hook::{

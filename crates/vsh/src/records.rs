@@ -7,9 +7,9 @@ use vsh_store::{
 };
 use vsh_types::{CanonicalDiff, PolicyDigest, ReadSet, TransactionId, TransactionState};
 
-use crate::VshError;
 use crate::evidence::Evidence;
 use crate::receipt::{ExecutionOutput, Receipt, StageTimings};
+use crate::{DurablePreviews, VshError};
 
 /// A transaction ready to commit: what to apply and the receipt to complete.
 pub(crate) struct Committable {
@@ -76,6 +76,27 @@ impl Records {
                 Err(VshError::AmbiguousTransaction { prefix: name.to_owned(), candidates: matching, total })
             }
         }
+    }
+
+    /// [`VshError::DurablePreviewCapacity`] if the durable previews still
+    /// waiting for a commit at `now_ms` are at `limits`' count or byte bound.
+    pub(crate) fn check_durable_capacity(&self, limits: &DurablePreviews, now_ms: u64) -> Result<(), VshError> {
+        let waiting: Vec<TransactionRecord> = self
+            .transactions
+            .list()?
+            .into_iter()
+            .filter(|record| record.state == TransactionState::AutoApproved && !record.is_due_to_expire(now_ms))
+            .filter(|record| record.artifact.is_some() && record.pending_expires_ms.is_some())
+            .collect();
+        let mut bytes = 0u64;
+        for record in &waiting {
+            let artifact = record.artifact.expect("filtered on it");
+            bytes = bytes.saturating_add(self.blobs.stored_size(artifact)?.unwrap_or(0));
+        }
+        if waiting.len() >= limits.max_count || bytes >= limits.max_bytes {
+            return Err(VshError::DurablePreviewCapacity { entries: waiting.len(), bytes });
+        }
+        Ok(())
     }
 
     /// The record of `transaction`, or [`VshError::UnknownTransaction`].

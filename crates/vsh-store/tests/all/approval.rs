@@ -81,6 +81,32 @@ fn reserve_at_the_expiry_instant_is_expired_and_that_is_durable() -> Result {
 }
 
 #[test]
+fn a_durable_preview_expires_at_its_exclusive_edge_on_reserve_and_by_gc() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let kept = record(b"kept", S::AutoApproved).with_pending_expiry(5_000);
+    let lapsed = record(b"lapsed", S::AutoApproved).with_pending_expiry(5_000);
+    let swept = record(b"swept", S::AutoApproved).with_pending_expiry(5_000);
+    let local = record(b"local", S::AutoApproved);
+    for record in [kept, lapsed, swept, local] {
+        store.create(&record)?;
+    }
+    assert_eq!(store.reserve(kept.id, 4_999)?.state(), S::Reserved);
+    assert!(matches!(
+        store.reserve(lapsed.id, 5_000),
+        Err(StoreError::PreviewExpired { id, expires_ms: 5_000, now_ms: 5_000 }) if id == lapsed.id
+    ));
+    let expired = store.expire_due(5_000)?;
+    assert_eq!(expired, vec![swept.id], "a preview without an expiry (process-local) never expires");
+    let reopened = self::store(dir.path())?;
+    for id in [lapsed.id, swept.id] {
+        assert_eq!(reopened.get(id)?.map(|record| record.state), Some(S::Expired));
+    }
+    assert_eq!(reopened.get(local.id)?.map(|record| record.state), Some(S::AutoApproved));
+    Ok(())
+}
+
+#[test]
 fn a_reservation_is_single_use_and_walks_the_commit_edges() -> Result {
     let dir = tempfile::tempdir()?;
     let store = store(dir.path())?;

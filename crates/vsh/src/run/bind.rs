@@ -70,6 +70,11 @@ impl Runs {
         if state == TransactionState::PendingApproval {
             // The record and its artifact appear together or not at all.
             transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
+        } else if let Some(limits) = self.durable_preview(request, state) {
+            let now = clock_ms();
+            records.check_durable_capacity(&limits, now)?;
+            let record = record.with_pending_expiry(now.saturating_add(limits.ttl_ms));
+            transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
         } else {
             transactions.create(&record)?;
         }

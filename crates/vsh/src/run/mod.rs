@@ -17,13 +17,13 @@ use vsh_types::canon;
 use vsh_types::{DiffEntry, TransactionState, VPath};
 use vsh_vfs::{ReviewLimits, SnapshotLimits, VirtualFs};
 
-use crate::VshError;
 use crate::cancel::ExecutionCancellation;
 use crate::evidence::{MAX_VALUE_DEPTH, value_depth};
 use crate::hook::HookConfig;
 use crate::receipt::{ExecutionOutput, Receipt, StageTimings};
 use crate::records::Records;
 use crate::request::{Language, ReceiptDetail, RunRequest};
+use crate::{DurablePreviews, RunMode, VshError};
 
 /// Milliseconds since the Unix epoch by this machine's clock.
 pub(crate) fn clock_ms() -> u64 {
@@ -54,6 +54,8 @@ pub(crate) struct Runs {
     nonce: AtomicU64,
     /// The hook configuration's part of the configuration digest.
     hook_encoding: Vec<u8>,
+    /// Whether (and within which bounds) auto-approved previews are stored durably.
+    durable_previews: Option<DurablePreviews>,
 }
 
 impl Runs {
@@ -64,10 +66,27 @@ impl Runs {
         executor: MontyExecutor,
         policy: TransactionPolicy,
         hook: Option<&HookConfig>,
+        durable_previews: Option<DurablePreviews>,
     ) -> Self {
         let mut hook_encoding = Vec::new();
         canon::put_option(&mut hook_encoding, hook);
-        Self { workspace, excluded, snapshot_limits, executor, policy, nonce: AtomicU64::new(0), hook_encoding }
+        Self {
+            workspace,
+            excluded,
+            snapshot_limits,
+            executor,
+            policy,
+            nonce: AtomicU64::new(0),
+            hook_encoding,
+            durable_previews,
+        }
+    }
+
+    /// The bounds a run's result is stored durably within, when it is an
+    /// auto-approved preview and durable previews are on (an auto-mode run
+    /// commits at once and keeps its preview in memory).
+    pub(crate) fn durable_preview(&self, request: &RunRequest<'_>, state: TransactionState) -> Option<DurablePreviews> {
+        self.durable_previews.filter(|_| state == TransactionState::AutoApproved && request.mode == RunMode::Preview)
     }
 
     /// The workspace handle runs observe.

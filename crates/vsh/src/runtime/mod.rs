@@ -119,7 +119,9 @@ impl Runtime {
         let started = Instant::now();
         let Ran { artifact, mut receipt } = self.runs.run(request, cancel, &self.records, started)?;
         let (transaction, state) = (receipt.transaction, receipt.state);
-        if state == TransactionState::AutoApproved {
+        // A durable preview is already stored with its artifact; any other
+        // auto-approved preview lives in this runtime's memory.
+        if state == TransactionState::AutoApproved && self.runs.durable_preview(request, state).is_none() {
             self.previews.keep(self.records.transactions(), artifact, receipt.clone(), clock_ms())?;
         }
         if cancel.is_cancelled() {
@@ -197,6 +199,12 @@ impl Runtime {
                     reads: preview.artifact.read_set,
                     receipt: preview.receipt,
                 },
+                // A durable preview (this process's or another's): from its
+                // verified artifact, made under the active policy; the
+                // reservation refuses it past its expiry.
+                None if self.records.require(transaction)?.artifact.is_some() => {
+                    self.records.committable(transaction, state)?
+                }
                 None => return Err(VshError::NotCommittable { transaction, state }),
             },
             TransactionState::Approved => self.records.committable(transaction, state)?,
@@ -221,7 +229,10 @@ impl Runtime {
     /// preview is dropped (rejected); durable auto-approved work moves to pending
     /// review. Returns whether anything changed.
     pub fn discard_cancelled(&self, transaction: TransactionId) -> Result<bool, VshError> {
-        if !self.previews.holds(transaction) {
+        let durable = self.records.get(transaction)?.is_some_and(|record| {
+            record.state == TransactionState::AutoApproved && record.pending_expires_ms.is_some()
+        });
+        if !self.previews.holds(transaction) && !durable {
             return Ok(false);
         }
         Ok(self.previews.demote(self.records.transactions(), transaction, clock_ms())?.is_some())

@@ -37,6 +37,7 @@ impl Runtime {
             faults,
             authority,
             allowed_mounts,
+            durable_previews,
         } = config;
         let executor = executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
         let workspace =
@@ -76,7 +77,8 @@ impl Runtime {
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
         let records = Records::new(transactions, blobs, policy.digest());
-        let runs = Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref());
+        let runs =
+            Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }

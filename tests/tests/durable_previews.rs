@@ -1,0 +1,105 @@
+//! Durable previews: an auto-approved preview stored with its artifact, so a
+//! later runtime (another process) commits it, revalidated as always, bounded
+//! in count and bytes, and only until it expires.
+// Tests and benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
+
+use vsh::{DurablePreviews, PolicyProfile, RunRequest, Runtime, RuntimeConfig, TransactionState, VshError};
+use vsh_integration_tests::{config, put, tree, workspace};
+
+const WRITE: &str =
+    "from pathlib import Path\nPath('/workspace/b.txt').write_text(Path('/workspace/a.txt').read_text() + '!')";
+
+fn durable(dir: &tempfile::TempDir, limits: DurablePreviews) -> RuntimeConfig {
+    config(dir.path()).with_durable_previews(limits)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis().try_into().unwrap()
+}
+
+#[test]
+fn a_durable_preview_is_committed_once_by_a_later_runtime() {
+    let dir = workspace(&[("a.txt", "a")]);
+    let preview = {
+        let runtime = Runtime::open(durable(&dir, DurablePreviews::default())).unwrap();
+        runtime.preview(&RunRequest::new(WRITE)).unwrap()
+    };
+    assert_eq!(preview.state, TransactionState::AutoApproved);
+    assert!(!dir.path().join("b.txt").exists(), "a preview writes nothing");
+    // Another runtime, as another process would open it (durable or not: the artifact is stored).
+    let later = Runtime::open(config(dir.path())).unwrap();
+    assert_eq!(later.show(preview.transaction).unwrap().map(|receipt| receipt.changed_paths), Some(1));
+    let committed = later.commit(preview.transaction, now_ms()).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "a!");
+    assert!(matches!(
+        later.commit(preview.transaction, now_ms()),
+        Err(VshError::NotCommittable { state: TransactionState::Committed, .. })
+    ));
+}
+
+#[test]
+fn without_the_opt_in_a_preview_stays_in_its_runtime() {
+    let dir = workspace(&[("a.txt", "a")]);
+    let preview = Runtime::open(config(dir.path())).unwrap().preview(&RunRequest::new(WRITE)).unwrap();
+    let later = Runtime::open(config(dir.path())).unwrap();
+    assert!(matches!(
+        later.commit(preview.transaction, now_ms()),
+        Err(VshError::NotCommittable { state: TransactionState::AutoApproved, .. })
+    ));
+    assert!(!dir.path().join("b.txt").exists());
+}
+
+#[test]
+fn a_durable_preview_is_revalidated_and_refused_under_another_policy() {
+    let dir = workspace(&[("a.txt", "a")]);
+    let runtime = Runtime::open(durable(&dir, DurablePreviews::default())).unwrap();
+    let stale = runtime.preview(&RunRequest::new(WRITE)).unwrap();
+    let other_policy = runtime.preview(&RunRequest::new(WRITE)).unwrap();
+    drop(runtime);
+    put(dir.path(), "a.txt", "edited meanwhile");
+    let before = tree(dir.path());
+    let strict = Runtime::open(config(dir.path()).with_policy_profile(PolicyProfile::Strict)).unwrap();
+    assert!(matches!(strict.commit(other_policy.transaction, now_ms()), Err(VshError::PolicyChanged(_))));
+    let later = Runtime::open(config(dir.path())).unwrap();
+    let refused = later.commit(stale.transaction, now_ms());
+    assert!(matches!(refused, Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))), "{refused:?}");
+    assert_eq!(tree(dir.path()), before);
+    assert_eq!(later.transaction(stale.transaction).unwrap().unwrap().state, TransactionState::Stale);
+}
+
+#[test]
+fn a_durable_preview_expires_and_then_never_commits() {
+    let dir = workspace(&[("a.txt", "a")]);
+    let limits = DurablePreviews { ttl_ms: 1, ..DurablePreviews::default() };
+    let preview = Runtime::open(durable(&dir, limits)).unwrap().preview(&RunRequest::new(WRITE)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let later = Runtime::open(config(dir.path())).unwrap();
+    let refused = later.commit(preview.transaction, now_ms());
+    assert!(
+        matches!(refused, Err(VshError::Store(vsh::lower::vsh_store::StoreError::PreviewExpired { .. }))),
+        "{refused:?}"
+    );
+    assert_eq!(later.transaction(preview.transaction).unwrap().unwrap().state, TransactionState::Expired);
+    assert!(!dir.path().join("b.txt").exists());
+}
+
+#[test]
+fn durable_previews_are_bounded_in_count_and_bytes() {
+    let dir = workspace(&[("a.txt", "a")]);
+    let one = DurablePreviews { max_count: 1, ..DurablePreviews::default() };
+    let runtime = Runtime::open(durable(&dir, one)).unwrap();
+    let first = runtime.preview(&RunRequest::new(WRITE)).unwrap();
+    let refused = runtime.preview(&RunRequest::new(WRITE));
+    assert!(matches!(refused, Err(VshError::DurablePreviewCapacity { entries: 1, .. })), "{refused:?}");
+    // Committing the first frees its place.
+    runtime.commit(first.transaction, now_ms()).unwrap();
+    runtime.preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/c.txt').write_text('c')")).unwrap();
+    // A byte bound below one artifact's size refuses the very first.
+    let other = workspace(&[("a.txt", "a")]);
+    let tiny = DurablePreviews { max_bytes: 1, ..DurablePreviews::default() };
+    let runtime = Runtime::open(durable(&other, tiny)).unwrap();
+    runtime.preview(&RunRequest::new(WRITE)).unwrap();
+    assert!(matches!(runtime.preview(&RunRequest::new(WRITE)), Err(VshError::DurablePreviewCapacity { .. })));
+}
