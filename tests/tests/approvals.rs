@@ -133,3 +133,29 @@ fn two_runtimes_with_overlapping_work_have_exactly_one_winner() {
     assert!(matches!(loser, VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. })), "{loser:?}");
     assert_eq!(std::fs::read_to_string(dir.path().join("counter.txt")).unwrap(), "1\n");
 }
+
+#[test]
+fn the_workspace_policy_is_recorded_once_and_used_by_every_later_runtime() {
+    let dir = vsh_integration_tests::workspace(&[("a.txt", "a")]);
+    let create = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
+    let state = |config: vsh::RuntimeConfig| {
+        vsh::Runtime::open(config).unwrap().preview(&vsh::RunRequest::new(create)).unwrap().state
+    };
+    let config = || vsh_integration_tests::config(dir.path());
+    assert_eq!(state(config()), vsh::TransactionState::AutoApproved, "balanced by default");
+    let runtime = vsh::Runtime::open(config()).unwrap();
+    // A bad policy is refused before anything is written.
+    assert!(matches!(runtime.record_workspace_policy("version = 2\n"), Err(vsh::VshError::PolicyFile(_))));
+    assert_eq!(state(config()), vsh::TransactionState::AutoApproved);
+    let digest = runtime.record_workspace_policy("version = 1\nprofile = \"strict\"\n").unwrap();
+    drop(runtime);
+    let later = vsh::Runtime::open(config()).unwrap();
+    assert_eq!(later.policy().digest(), digest);
+    assert_eq!(state(config()), vsh::TransactionState::PendingApproval, "strict, recorded, without restating it");
+    // An explicit profile for one runtime still wins.
+    assert_eq!(state(config().with_policy_profile(vsh::PolicyProfile::Balanced)), vsh::TransactionState::AutoApproved);
+    // The recorded policy lives in the trusted data directory, out of every guest's reach.
+    let probe = "from pathlib import Path\nPath('/workspace/.vsh/data/policy.toml').exists()";
+    let receipt = vsh::Runtime::open(config()).unwrap().preview(&vsh::RunRequest::new(probe)).unwrap();
+    assert!(matches!(receipt.decision, vsh::RuntimeDecision::Denied(_)), "{:?}", receipt.decision);
+}

@@ -75,6 +75,9 @@ fn version() -> &'static str {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Record the workspace's policy (a profile or a policy file) in its trusted
+    /// data directory; every later command uses it unless told otherwise.
+    Init(InitArgs),
     /// Run a program (a file, or - for stdin) against the workspace's virtual image.
     Run(RunArgs),
     /// List transactions waiting for approval or commit.
@@ -172,6 +175,29 @@ pub(crate) enum Profile {
     Paranoid,
 }
 
+impl Profile {
+    pub(crate) fn policy_profile(self) -> PolicyProfile {
+        match self {
+            Self::Balanced => PolicyProfile::Balanced,
+            Self::Strict => PolicyProfile::Strict,
+            Self::Paranoid => PolicyProfile::Paranoid,
+        }
+    }
+}
+
+/// `vsh init`.
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// The built-in profile the workspace uses.
+    #[arg(long, value_enum, ignore_case = true, conflicts_with = "policy", default_value = "balanced")]
+    pub(crate) profile: Profile,
+    /// A policy file (TOML) the workspace uses; its text is recorded.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// The program file, or - to read it from stdin.
@@ -182,10 +208,10 @@ pub(crate) struct RunArgs {
     /// Preview only, or commit when auto-approved.
     #[arg(long, value_enum, default_value = "preview")]
     pub(crate) mode: Mode,
-    /// The built-in policy profile.
-    #[arg(long, value_enum, ignore_case = true, default_value = "balanced")]
-    pub(crate) profile: Profile,
-    /// A policy file (TOML) to use instead of a profile.
+    /// A built-in policy profile for this run, instead of the workspace's policy.
+    #[arg(long, value_enum, ignore_case = true, conflicts_with = "policy")]
+    pub(crate) profile: Option<Profile>,
+    /// A policy file (TOML) for this run, instead of the workspace's policy.
     #[arg(long, value_name = "FILE")]
     pub(crate) policy: Option<PathBuf>,
     /// Print every diff entry and metric.
@@ -206,12 +232,9 @@ impl RunArgs {
         }
     }
 
-    pub(crate) fn profile(&self) -> PolicyProfile {
-        match self.profile {
-            Profile::Balanced => PolicyProfile::Balanced,
-            Profile::Strict => PolicyProfile::Strict,
-            Profile::Paranoid => PolicyProfile::Paranoid,
-        }
+    /// The profile this run asks for, if any.
+    pub(crate) fn profile(&self) -> Option<PolicyProfile> {
+        self.profile.map(Profile::policy_profile)
     }
 
     pub(crate) fn detail(&self) -> ReceiptDetail {
@@ -271,7 +294,7 @@ mod tests {
         assert_eq!(run.detail(), ReceiptDetail::Full);
         assert!(run.common.json);
         assert_eq!(run.intent, None);
-        assert_eq!(run.profile(), PolicyProfile::Balanced);
+        assert_eq!(run.profile(), None, "the workspace's policy unless a run names one");
         assert_eq!(run.program, PathBuf::from("p.py"));
         assert_eq!(run.lock.lock_timeout, Duration::from_mins(1));
     }
@@ -303,12 +326,20 @@ mod tests {
         assert_eq!(approve.stored.transaction, "abc");
         assert_eq!((approve.principal.as_str(), approve.ttl), ("ann", 60));
         assert_eq!(approve.stored.common.workspace, PathBuf::from("/w"));
-        let Command::Run(run) = parse(&["run", "--profile", "Strict", "--policy", "p.toml", "a.py"]).unwrap().command
-        else {
+        let Command::Run(run) = parse(&["run", "--profile", "Strict", "a.py"]).unwrap().command else {
             panic!("not a run");
         };
-        assert_eq!(run.profile(), PolicyProfile::Strict);
+        assert_eq!(run.profile(), Some(PolicyProfile::Strict));
+        let Command::Run(run) = parse(&["run", "--policy", "p.toml", "a.py"]).unwrap().command else {
+            panic!("not a run");
+        };
         assert_eq!(run.policy, Some(PathBuf::from("p.toml")));
+        assert!(parse(&["run", "--profile", "strict", "--policy", "p.toml", "a.py"]).is_err(), "one or the other");
+        assert!(parse(&["init", "--profile", "strict", "--policy", "p.toml"]).is_err(), "one or the other");
+        let Command::Init(init) = parse(&["init", "--profile", "paranoid", "-w", "/w"]).unwrap().command else {
+            panic!("not an init");
+        };
+        assert_eq!(init.profile.policy_profile(), PolicyProfile::Paranoid);
         let Command::Recover(recover) =
             parse(&["recover", "--restore", "abc", "--lock-timeout", "0.5"]).unwrap().command
         else {

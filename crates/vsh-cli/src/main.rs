@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 use vsh::{RunRequest, Runtime, RuntimeConfig, RuntimeDecision, TransactionState};
 
-use crate::args::{Command, RunArgs};
+use crate::args::{Command, InitArgs, RunArgs};
 
 /// Exit code: the command did what it was asked (with `--detailed-exitcode`:
 /// the transaction was committed).
@@ -60,6 +60,7 @@ fn main() -> ExitCode {
     cli.color.choice().write_global();
     let output = Output { detailed: cli.detailed_exitcode, quiet: cli.quiet };
     let result = match cli.command {
+        Command::Init(init) => init_command(&init, output),
         Command::Run(run) => run_command(&run, output),
         Command::Demo => demo::run(),
         other => tx_command(&other, output),
@@ -153,6 +154,32 @@ pub(crate) fn exit_code(receipt: &vsh::Receipt, asked: Asked, detailed: bool) ->
     }
 }
 
+/// `vsh init`: record the workspace's policy in its data directory.
+fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
+    let (text, what) = if let Some(path) = &init.policy {
+        let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        (text, format!("the policy file {}", path.display()))
+    } else {
+        let profile = init.profile.policy_profile();
+        (format!("version = 1\nprofile = \"{}\"\n", profile.name()), format!("the {} profile", profile.name()))
+    };
+    // Whatever the workspace recorded before (even a policy this build
+    // refuses) does not stand in the way of recording a new one.
+    let config = runtime_config(&init.common.workspace)?.with_policy_profile(vsh::PolicyProfile::Balanced);
+    let runtime = open(config)?;
+    let digest = runtime.record_workspace_policy(&text)?;
+    if init.common.json {
+        let recorded = serde_json::json!({"schema": "vsh.init/1", "policy": what, "digest": digest.to_hex()});
+        println!("{}", serde_json::to_string_pretty(&recorded)?);
+    } else if !output.quiet {
+        println!(
+            "recorded {what} as the workspace's policy ({}); every command uses it unless told otherwise",
+            digest.short()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
 fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let code = if run.program_is_stdin() {
         let mut code = String::new();
@@ -162,9 +189,10 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
         std::fs::read_to_string(&run.program)
             .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
     };
-    let mut config = runtime_config(&run.common.workspace)?
-        .with_policy_profile(run.profile())
-        .with_lock_wait(lock_wait(run.lock.lock_timeout));
+    let mut config = runtime_config(&run.common.workspace)?.with_lock_wait(lock_wait(run.lock.lock_timeout));
+    if let Some(profile) = run.profile() {
+        config = config.with_policy_profile(profile);
+    }
     if let Some(policy) = &run.policy {
         config = config.with_policy_file(policy);
     }
@@ -226,7 +254,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             (&commit.stored.common, Some(&commit.stored.transaction), Some(commit.lock.lock_timeout))
         }
         Command::Recover(recover) => (&recover.common, recover.restore.as_ref(), Some(recover.lock.lock_timeout)),
-        Command::Run(_) | Command::Demo => unreachable!("handled by main"),
+        Command::Init(_) | Command::Run(_) | Command::Demo => unreachable!("handled by main"),
     };
     let mut config = runtime_config(&common.workspace)?;
     if let Some(timeout) = timeout {
@@ -307,6 +335,6 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             Ok(if report.needs_attention() { EXIT_ERROR } else { EXIT_OK })
         }
         (_, None) => Err("missing transaction id".into()),
-        (Command::Run(_) | Command::Demo, _) => unreachable!("handled by main"),
+        (Command::Init(_) | Command::Run(_) | Command::Demo, _) => unreachable!("handled by main"),
     }
 }

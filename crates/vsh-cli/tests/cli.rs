@@ -596,3 +596,42 @@ fn a_preview_is_committed_by_a_later_command() {
     assert_eq!(again.status.code(), Some(1), "{}", String::from_utf8_lossy(&again.stderr));
     assert!(String::from_utf8_lossy(&again.stderr).contains("cannot be committed from state committed"));
 }
+
+#[test]
+fn init_strict_then_review_approve_by_prefix_and_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let init = vsh(&["init", "--profile", "strict", "--workspace", ws], None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    assert!(String::from_utf8_lossy(&init.stdout).contains("the strict profile"));
+    // Every command now uses the strict policy without restating it.
+    let create = "from pathlib import Path\nPath('b.txt').write_text('b')";
+    let run = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(create));
+    assert_eq!(run.status.code(), Some(4), "strict escalates every change: {}", String::from_utf8_lossy(&run.stderr));
+    let id = id_of(&run);
+    let pending = vsh(&["pending", "--workspace", ws], None);
+    assert!(String::from_utf8_lossy(&pending.stdout).contains(&id));
+    let shown = vsh(&["show", &id[..7], "--workspace", ws], None);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert_eq!(vsh(&["approve", &id[..7], "--workspace", ws], None).status.code(), Some(0));
+    let committed = vsh(&["commit", &id[..7], "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
+    // One run may name another profile; the workspace's stays recorded.
+    let once = vsh(&["--detailed-exitcode", "run", "--profile", "balanced", "--workspace", ws, "-"], Some(create));
+    assert_eq!(once.status.code(), Some(3));
+    // A policy file is recorded by its text; a bad one is refused and the old policy stays.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "version = 1\nprofile = \"lax\"\n").unwrap();
+    let refused = vsh(&["init", "--policy", bad.to_str().unwrap(), "--workspace", ws], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("profile"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let other = "from pathlib import Path\nPath('c.txt').write_text('c')";
+    let still = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(other));
+    assert_eq!(still.status.code(), Some(4), "still strict");
+}

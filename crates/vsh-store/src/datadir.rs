@@ -63,6 +63,48 @@ impl DataDir {
         &self.dir
     }
 
+    /// The bytes of the settings file `name` (one file name, for example
+    /// `policy.toml`), at most `max_bytes`; `None` when there is none. A
+    /// larger file, or anything but a regular file, is an error.
+    pub fn read_setting(&self, name: &str, max_bytes: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = setting_path(name)?;
+        match self.dir.read_file(&path, max_bytes) {
+            Ok(content) => Ok(Some(content.bytes)),
+            Err(HostError::NotFound { .. }) => Ok(None),
+            Err(source) => Err(StoreError::DataDir { path, source }),
+        }
+    }
+
+    /// Replace the settings file `name` with `bytes`, atomically and durably:
+    /// written whole under a private name and fsynced, renamed over the old
+    /// one, and the directory fsynced. A reader sees the old file or the new
+    /// one, never part of either.
+    pub fn write_setting(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = setting_path(name)?;
+        let failed = |source| StoreError::DataDir { path: path.clone(), source };
+        let mut written = None;
+        for _ in 0..crate::tempname::ATTEMPTS {
+            let temp = crate::tempname::next(&VPath::root());
+            match self.dir.create_file_exclusive(&temp, bytes, 0o600) {
+                Ok(_) => {
+                    written = Some(temp);
+                    break;
+                }
+                Err(HostError::AlreadyExists { .. }) => {}
+                Err(source) => {
+                    let _ = self.dir.remove_file(&temp);
+                    return Err(failed(source));
+                }
+            }
+        }
+        let temp = written.ok_or(StoreError::TempNames { path: VPath::root() })?;
+        if let Err(source) = self.dir.rename(&temp, &path) {
+            let _ = self.dir.remove_file(&temp);
+            return Err(failed(source));
+        }
+        self.dir.sync_dir(&VPath::root()).map_err(failed)
+    }
+
     /// The real storage backend over this directory (a second handle to it),
     /// for [`crate::BlobStore::open_with`] and [`crate::TransactionStore::open_with`].
     pub fn backend(&self) -> Result<Arc<dyn StoreBackend>, StoreError> {
@@ -72,6 +114,12 @@ impl DataDir {
             .map_err(|source| StoreError::DataDir { path: VPath::root(), source })?;
         Ok(Arc::new(CapDirBackend::new(WritableDir::new(Arc::new(handle)))))
     }
+}
+
+/// The path of the settings file `name`: one component.
+fn setting_path(name: &str) -> Result<VPath, StoreError> {
+    VPath::from_component(name)
+        .map_err(|_| StoreError::DataDir { path: VPath::root(), source: HostError::NotAFile { path: VPath::root() } })
 }
 
 /// `fsync` every proper ancestor of `path` (the root included).

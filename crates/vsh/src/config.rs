@@ -23,7 +23,7 @@ use crate::HookConfig;
 pub struct RuntimeConfig {
     pub(crate) workspace_root: PathBuf,
     pub(crate) data_directory: Option<PathBuf>,
-    pub(crate) policy_profile: PolicyProfile,
+    pub(crate) policy_profile: Option<PolicyProfile>,
     pub(crate) policy_file: Option<PathBuf>,
     pub(crate) snapshot_limits: SnapshotLimits,
     pub(crate) hook: Option<HookConfig>,
@@ -107,7 +107,7 @@ impl RuntimeConfig {
         Self {
             workspace_root: workspace_root.into(),
             data_directory: None,
-            policy_profile: PolicyProfile::default(),
+            policy_profile: None,
             policy_file: None,
             snapshot_limits: SnapshotLimits::default(),
             hook: None,
@@ -206,7 +206,7 @@ impl RuntimeConfig {
     /// Choose the policy profile.
     #[must_use]
     pub fn with_policy_profile(mut self, profile: PolicyProfile) -> Self {
-        self.policy_profile = profile;
+        self.policy_profile = Some(profile);
         self
     }
 
@@ -292,7 +292,7 @@ impl RuntimeConfig {
 
     /// The policy profile.
     pub fn policy_profile(&self) -> PolicyProfile {
-        self.policy_profile
+        self.policy_profile.unwrap_or_default()
     }
 
     /// The snapshot limits.

@@ -11,6 +11,9 @@ use crate::evidence::Evidence;
 use crate::receipt::{ExecutionOutput, Receipt, StageTimings};
 use crate::{DurablePreviews, VshError};
 
+/// The settings file in the data directory that holds the workspace's policy.
+pub(crate) const WORKSPACE_POLICY_FILE: &str = "policy.toml";
+
 /// A transaction ready to commit: what to apply and the receipt to complete.
 pub(crate) struct Committable {
     pub(crate) diff: CanonicalDiff,
@@ -23,14 +26,28 @@ pub(crate) struct Committable {
 pub(crate) struct Records {
     transactions: TransactionStore,
     blobs: BlobStore,
+    /// The data directory, for its settings files (the workspace's policy).
+    data: vsh_store::DataDir,
     limits: ArtifactLimits,
     /// The digest of the active policy: artifacts made under another are refused.
     policy: PolicyDigest,
 }
 
 impl Records {
-    pub(crate) fn new(transactions: TransactionStore, blobs: BlobStore, policy: PolicyDigest) -> Self {
-        Self { transactions, blobs, limits: ArtifactLimits::default(), policy }
+    pub(crate) fn new(
+        transactions: TransactionStore,
+        blobs: BlobStore,
+        data: vsh_store::DataDir,
+        policy: PolicyDigest,
+    ) -> Self {
+        Self { transactions, blobs, data, limits: ArtifactLimits::default(), policy }
+    }
+
+    /// Record `text` (validated first) as the workspace's policy.
+    pub(crate) fn record_workspace_policy(&self, text: &str) -> Result<vsh_types::PolicyDigest, VshError> {
+        let policy = vsh_policy::PolicyFile::from_toml(text).map_err(VshError::PolicyFile)?.policy(None);
+        self.data.write_setting(WORKSPACE_POLICY_FILE, text.as_bytes()).map_err(VshError::DataDirectory)?;
+        Ok(policy.digest())
     }
 
     /// The transaction store.
@@ -189,7 +206,8 @@ mod tests {
             );
             transactions.create(&record).unwrap();
         }
-        Records::new(transactions, BlobStore::open(&data).unwrap(), PolicyDigest::digest(b"policy"))
+        let blobs = BlobStore::open(&data).unwrap();
+        Records::new(transactions, blobs, data, PolicyDigest::digest(b"policy"))
     }
 
     fn id(first: [u8; 4]) -> [u8; 32] {

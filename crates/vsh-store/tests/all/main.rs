@@ -12,6 +12,7 @@ mod common;
 mod concurrency;
 mod faults;
 mod gc;
+mod settings;
 mod txlog;
 
 /// Tests return errors instead of unwrapping.

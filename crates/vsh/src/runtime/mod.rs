@@ -86,6 +86,16 @@ impl Runtime {
         self.commits.restore(self.records.transactions(), transaction, clock_ms())
     }
 
+    /// Record `text`, a policy file (see [`vsh_policy::PolicyFile`]), as this
+    /// workspace's policy in its trusted data directory, where no guest can
+    /// reach it: every runtime opened later without an explicit profile or
+    /// policy file uses it. Validated before anything is written; written
+    /// atomically. This runtime keeps the policy it opened with. Returns the
+    /// recorded policy's digest (with the default data directory).
+    pub fn record_workspace_policy(&self, text: &str) -> Result<vsh_types::PolicyDigest, VshError> {
+        self.records.record_workspace_policy(text)
+    }
+
     /// The active policy.
     pub fn policy(&self) -> &TransactionPolicy {
         self.runs.policy()

@@ -61,10 +61,16 @@ impl Runtime {
             }
         };
         let protected_data = layout.separate_data().cloned();
-        let policy = match &policy_file {
-            None => TransactionPolicy::from_profile(policy_profile, protected_data.as_ref()),
-            Some(path) => TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
+        // An explicit file or profile wins; otherwise the policy the workspace
+        // recorded (`Runtime::record_workspace_policy`), else the default profile.
+        let policy = match (&policy_file, policy_profile) {
+            (Some(path), _) => TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
                 .map_err(VshError::PolicyFile)?,
+            (None, Some(profile)) => TransactionPolicy::from_profile(profile, protected_data.as_ref()),
+            (None, None) => match workspace_policy(&data)? {
+                Some(recorded) => recorded.policy(protected_data.as_ref()),
+                None => TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data.as_ref()),
+            },
         };
         let key = authority_key(&authority, &workspace)?;
         let blobs = BlobStore::open(&data)?;
@@ -76,11 +82,21 @@ impl Runtime {
             committer = committer.with_excluded(inside.clone());
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
-        let records = Records::new(transactions, blobs, policy.digest());
+        let records = Records::new(transactions, blobs, data, policy.digest());
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
+}
+
+/// The policy the workspace recorded, parsed and validated, if it recorded one.
+fn workspace_policy(data: &DataDir) -> Result<Option<vsh_policy::PolicyFile>, VshError> {
+    let Some(bytes) = data.read_setting(crate::records::WORKSPACE_POLICY_FILE, vsh_policy::MAX_POLICY_FILE_BYTES)?
+    else {
+        return Ok(None);
+    };
+    let text = String::from_utf8(bytes).map_err(|_| VshError::PolicyFile(vsh_policy::PolicyFileError::NotUtf8))?;
+    vsh_policy::PolicyFile::from_toml(&text).map(Some).map_err(VshError::PolicyFile)
 }
 
 /// The authority key, from the application or a key file outside the workspace.
