@@ -16,6 +16,7 @@
 mod bench;
 mod ci;
 mod fuzz;
+mod man;
 mod mutants;
 mod shell;
 mod test_sandbox;
@@ -35,6 +36,7 @@ Tasks:
   fuzz [--seconds N]  run every fuzz target for N seconds each (default 60); needs nightly and cargo-fuzz
   test-sandbox        run the sandbox-capability suite alone and print the enforcement table
   bench               run the workspace benchmarks
+  man                 write the man page docs/vsh.1 from the command line's grammar
   mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N] [--nextest]
                       mutation testing (cargo-mutants, installed pinned) of vsh-commit, vsh-store,
                       vsh-policy and vsh-host; results in target/mutants/<package>/
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::run(&rest),
         "test-sandbox" => test_sandbox::run(&rest),
         "bench" => bench::run(&rest),
+        "man" => man::run(&rest),
         "mutants" => mutants::run(&rest),
         "help" | "-h" | "--help" => {
             print!("{HELP}");

@@ -96,6 +96,16 @@ pub(crate) enum Command {
     /// Copy the example workspace to a temporary directory, preview a program
     /// there, commit it, and print both receipts.
     Demo,
+    /// Print a completion script for a shell (for example
+    /// `vsh completions bash > ~/.local/share/bash-completion/completions/vsh`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout; `cargo xtask man` writes it to `docs/vsh.1`.
+    #[command(hide = true)]
+    Man,
 }
 
 /// Options every workspace command takes.

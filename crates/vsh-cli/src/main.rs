@@ -63,6 +63,15 @@ fn main() -> ExitCode {
         Command::Init(init) => init_command(&init, output),
         Command::Run(run) => run_command(&run, output),
         Command::Demo => demo::run(),
+        Command::Completions { shell } => {
+            let mut command = <args::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "vsh", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            let command = <args::Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(command).render(&mut std::io::stdout()).map(|()| EXIT_OK).map_err(Into::into)
+        }
         other => tx_command(&other, output),
     };
     match result {
@@ -254,7 +263,9 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             (&commit.stored.common, Some(&commit.stored.transaction), Some(commit.lock.lock_timeout))
         }
         Command::Recover(recover) => (&recover.common, recover.restore.as_ref(), Some(recover.lock.lock_timeout)),
-        Command::Init(_) | Command::Run(_) | Command::Demo => unreachable!("handled by main"),
+        Command::Init(_) | Command::Run(_) | Command::Demo | Command::Completions { .. } | Command::Man => {
+            unreachable!("handled by main")
+        }
     };
     let mut config = runtime_config(&common.workspace)?;
     if let Some(timeout) = timeout {
@@ -335,6 +346,8 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             Ok(if report.needs_attention() { EXIT_ERROR } else { EXIT_OK })
         }
         (_, None) => Err("missing transaction id".into()),
-        (Command::Init(_) | Command::Run(_) | Command::Demo, _) => unreachable!("handled by main"),
+        (Command::Init(_) | Command::Run(_) | Command::Demo | Command::Completions { .. } | Command::Man, _) => {
+            unreachable!("handled by main")
+        }
     }
 }

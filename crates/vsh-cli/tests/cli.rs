@@ -635,3 +635,22 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     let still = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(other));
     assert_eq!(still.status.code(), Some(4), "still strict");
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_grammar() {
+    for (shell, marker) in [("bash", "complete -F"), ("zsh", "#compdef vsh"), ("fish", "complete -c vsh")] {
+        let output = vsh(&["completions", shell], None);
+        assert_eq!(output.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8_lossy(&output.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        for command in ["init", "run", "approve", "commit", "recover"] {
+            assert!(script.contains(command), "{shell} completes {command}");
+        }
+    }
+    assert_eq!(vsh(&["completions", "tcsh-ish"], None).status.code(), Some(2));
+    let man = vsh(&["man"], None);
+    assert_eq!(man.status.code(), Some(0));
+    let committed = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/vsh.1")).unwrap();
+    assert!(man.stdout == committed, "docs/vsh.1 is not the man page the grammar makes now: run `cargo xtask man`");
+    assert!(String::from_utf8_lossy(&man.stdout).contains(".SH NAME"));
+}
