@@ -96,6 +96,9 @@ pub(crate) enum Command {
     /// Copy the example workspace to a temporary directory, preview a program
     /// there, commit it, and print both receipts.
     Demo,
+    /// Print the guide to writing a program: the Python subset, the vsh_*
+    /// functions, what does not work and what to use instead, the limits.
+    Guide,
     /// Print a completion script for a shell (for example
     /// `vsh completions bash > ~/.local/share/bash-completion/completions/vsh`).
     Completions {

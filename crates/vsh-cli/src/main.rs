@@ -39,6 +39,9 @@ const EXIT_STALE: u8 = 6;
 /// `--lock-timeout` (`EX_TEMPFAIL`: try again later).
 const EXIT_BUSY: u8 = 75;
 
+/// `docs/guest.md`, which `vsh guide` prints.
+const GUIDE: &str = include_str!("../../../docs/guest.md");
+
 /// The argument that makes this binary serve as its own confined Monty worker.
 const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
 
@@ -63,6 +66,10 @@ fn main() -> ExitCode {
         Command::Init(init) => init_command(&init, output),
         Command::Run(run) => run_command(&run, output),
         Command::Demo => demo::run(),
+        Command::Guide => {
+            print!("{GUIDE}");
+            Ok(EXIT_OK)
+        }
         Command::Completions { shell } => {
             let mut command = <args::Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "vsh", &mut std::io::stdout());
@@ -263,9 +270,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             (&commit.stored.common, Some(&commit.stored.transaction), Some(commit.lock.lock_timeout))
         }
         Command::Recover(recover) => (&recover.common, recover.restore.as_ref(), Some(recover.lock.lock_timeout)),
-        Command::Init(_) | Command::Run(_) | Command::Demo | Command::Completions { .. } | Command::Man => {
-            unreachable!("handled by main")
-        }
+        other => unreachable!("{other:?} is handled by main"),
     };
     let mut config = runtime_config(&common.workspace)?;
     if let Some(timeout) = timeout {
@@ -346,8 +351,6 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             Ok(if report.needs_attention() { EXIT_ERROR } else { EXIT_OK })
         }
         (_, None) => Err("missing transaction id".into()),
-        (Command::Init(_) | Command::Run(_) | Command::Demo | Command::Completions { .. } | Command::Man, _) => {
-            unreachable!("handled by main")
-        }
+        (other, _) => unreachable!("{other:?} is handled by main"),
     }
 }

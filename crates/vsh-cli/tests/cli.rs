@@ -654,3 +654,33 @@ fn completions_and_the_man_page_come_from_the_grammar() {
     assert!(man.stdout == committed, "docs/vsh.1 is not the man page the grammar makes now: run `cargo xtask man`");
     assert!(String::from_utf8_lossy(&man.stdout).contains(".SH NAME"));
 }
+
+#[test]
+fn every_example_in_the_guest_guide_runs() {
+    let guide = vsh(&["guide"], None);
+    assert_eq!(guide.status.code(), Some(0));
+    let text = String::from_utf8(guide.stdout).unwrap();
+    let committed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guest.md")).unwrap();
+    assert_eq!(text, committed, "vsh guide prints docs/guest.md");
+    let mut examples = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match (&mut current, line) {
+            (None, "```python") => current = Some(String::new()),
+            (Some(_), "```") => examples.push(current.take().unwrap()),
+            (Some(code), line) => {
+                code.push_str(line);
+                code.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert!(examples.len() >= 3, "{} examples", examples.len());
+    for example in examples {
+        let dir = tempfile::tempdir().unwrap();
+        let output = vsh(&["run", "--workspace", dir.path().to_str().unwrap(), "--json", "-"], Some(&example));
+        assert_eq!(output.status.code(), Some(0), "{example}\n{}", String::from_utf8_lossy(&output.stderr));
+        let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_ne!(receipt["value"], serde_json::Value::Null, "each example ends in a value: {example}");
+    }
+}
