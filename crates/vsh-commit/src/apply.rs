@@ -28,6 +28,10 @@ use crate::txndir::TxnDir;
 const MAX_STAGE_WORKERS: usize = 8;
 /// A thread is started per this many staged nodes (so small commits stage inline).
 const STAGED_PER_WORKER: usize = 16;
+/// A stage thread keeps at most this many written files open before it
+/// `fsync`s them (bounding open descriptors; the filesystem's journal batches
+/// the syncs of one batch into one commit).
+const SYNC_BATCH: usize = 32;
 
 /// Durability barriers issued by one commit.
 #[derive(Debug, Default)]
@@ -55,13 +59,17 @@ impl Syncs {
 /// Returns, per operation, the staged node's [`Installed`] identity (zeros
 /// for other operations).
 ///
-/// Each file is written by [`CapDir::create_file_exclusive_unsynced`]; the
-/// caller makes the files and their directory entries durable with one `syncfs`.
+/// Each file is written by [`WritableDir::create_file_exclusive_open`] and
+/// `fsync`ed by the thread that wrote it, in batches of [`SYNC_BATCH`]; the
+/// caller makes the directory entries durable (`sync_stage_dirs`). Only this
+/// commit's own bytes are flushed: no `syncfs`, so other programs' dirty data
+/// on the filesystem does not delay it.
 pub(crate) fn stage(
     workspace: &WritableDir,
     txn: &TxnDir,
     plan: &Plan,
     blobs: &BlobStore,
+    syncs: &Syncs,
 ) -> Result<Vec<Installed>, CommitError> {
     let jobs: Vec<usize> =
         (0..plan.operations.len()).filter(|index| plan.operations[*index].action == Action::Install).collect();
@@ -74,12 +82,27 @@ pub(crate) fn stage(
     let stage_dir = workspace.open_subdir(&txn.stage()).map_err(CommitError::host("stage", &txn.stage()))?;
     let stage_dir = WritableDir::new(std::sync::Arc::new(stage_dir));
     let stage_dir = &stage_dir;
+    let sync = |batch: &mut Vec<(std::fs::File, VPath)>| -> Result<(), CommitError> {
+        for (file, slot) in batch.drain(..) {
+            stage_dir.sync_opened(&file, &slot).map_err(CommitError::host("sync staged file", &slot))?;
+            syncs.file();
+        }
+        Ok(())
+    };
     let work = || -> Result<Vec<(usize, Installed)>, CommitError> {
         let mut done = Vec::new();
+        let mut unsynced = Vec::with_capacity(SYNC_BATCH);
         while !stop.load(Ordering::Relaxed) {
             let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             let entry = &plan.entries[plan.operations[operation].entry as usize];
-            match stage_one(stage_dir, txn, operation, entry, blobs) {
+            let staged = stage_one(stage_dir, txn, operation, entry, blobs).and_then(|(installed, file)| {
+                unsynced.extend(file.map(|file| (file, txn.stage_slot(operation))));
+                if unsynced.len() >= SYNC_BATCH {
+                    sync(&mut unsynced)?;
+                }
+                Ok(installed)
+            });
+            match staged {
                 Ok(installed) => done.push((operation, installed)),
                 Err(error) => {
                     stop.store(true, Ordering::Relaxed);
@@ -87,6 +110,7 @@ pub(crate) fn stage(
                 }
             }
         }
+        sync(&mut unsynced)?;
         Ok(done)
     };
     let results: Vec<Result<Vec<(usize, Installed)>, CommitError>> = if workers == 1 {
@@ -105,14 +129,77 @@ pub(crate) fn stage(
     Ok(staged)
 }
 
-/// Stage one node in `stage_dir` (the handle on `txn`'s `stage/`).
+/// Make every applied operation and the rewritten journal durable, by
+/// `fsync`ing what they changed and nothing else: each directory an entry was
+/// renamed out of or into or made in (the quarantine and stage directories,
+/// the parents of changed paths), each directory made, each node whose mode
+/// changed, and the transaction directory (the journal's rename). Only when a
+/// node cannot be opened to sync it (its new mode denies reading it, to a
+/// process that is not root) does one `syncfs` make everything durable instead.
+pub(crate) fn sync_applied(
+    workspace: &WritableDir,
+    txn: &TxnDir,
+    plan: &Plan,
+    syncs: &Syncs,
+) -> Result<(), CommitError> {
+    let mut dirs = std::collections::BTreeSet::from([txn.root.clone()]);
+    let mut files = std::collections::BTreeSet::new();
+    for operation in &plan.operations {
+        let path = &plan.entries[operation.entry as usize].path;
+        let parent = path.parent().unwrap_or_default();
+        match operation.action {
+            Action::Quarantine => {
+                dirs.insert(parent);
+                dirs.insert(txn.quarantine());
+            }
+            Action::Install => {
+                dirs.insert(parent);
+                dirs.insert(txn.stage());
+            }
+            Action::CreateDir { .. } => {
+                dirs.insert(parent);
+                dirs.insert(path.clone());
+            }
+            Action::SetDirMode { .. } => {
+                dirs.insert(path.clone());
+            }
+            Action::SetFileMode { .. } => {
+                files.insert(path.clone());
+            }
+        }
+    }
+    let denied = |error: &HostError| matches!(error, HostError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied);
+    let mut unsynced = false;
+    for dir in &dirs {
+        match workspace.sync_dir(dir) {
+            Ok(()) => syncs.dir(),
+            Err(error) if denied(&error) => unsynced = true,
+            Err(error) => return Err(CommitError::host("sync", dir)(error)),
+        }
+    }
+    for file in &files {
+        match workspace.sync_file(file) {
+            Ok(()) => syncs.file(),
+            Err(error) if denied(&error) => unsynced = true,
+            Err(error) => return Err(CommitError::host("sync", file)(error)),
+        }
+    }
+    if unsynced {
+        workspace.syncfs().map_err(CommitError::host("sync", &VPath::root()))?;
+        syncs.filesystem();
+    }
+    Ok(())
+}
+
+/// Stage one node in `stage_dir` (the handle on `txn`'s `stage/`); a file is
+/// handed back open, not yet synced.
 fn stage_one(
     stage_dir: &WritableDir,
     txn: &TxnDir,
     operation: usize,
     entry: &DiffEntry,
     blobs: &BlobStore,
-) -> Result<Installed, CommitError> {
+) -> Result<(Installed, Option<std::fs::File>), CommitError> {
     let invalid = |reason| CommitError::InvalidDiff { path: entry.path.clone(), reason };
     let after = entry.after.ok_or_else(|| invalid("an install has no after state"))?;
     let content = after.content.ok_or_else(|| invalid("no content digest"))?;
@@ -126,18 +213,19 @@ fn stage_one(
     let name = VPath::from_component(&operation.to_string()).expect("digits form a valid name");
     match after.kind {
         NodeKind::File => {
-            // Not synced one by one: the caller makes every staged file durable
-            // with one `syncfs` before anything depends on them.
-            let (stat, generation) = stage_dir
-                .create_file_exclusive_unsynced(&name, &bytes, after.mode)
+            // Synced by the caller, in batches, before anything depends on it.
+            let (stat, generation, file) = stage_dir
+                .create_file_exclusive_open(&name, &bytes, after.mode)
                 .map_err(CommitError::host("stage file", &slot))?;
-            Ok(Installed { ino: stat.identity.ino, generation: generation_stamp(generation) })
+            Ok((Installed { ino: stat.identity.ino, generation: generation_stamp(generation) }, Some(file)))
         }
         NodeKind::Symlink => {
             stage_dir.create_symlink(&name, &bytes).map_err(CommitError::host("stage symlink", &slot))?;
             match stage_dir.lstat(&name).map_err(CommitError::host("stage symlink", &slot))? {
                 // A symlink cannot be opened to ask its generation.
-                Some(stat) if stat.kind == HostKind::Symlink => Ok(Installed { ino: stat.identity.ino, generation: 0 }),
+                Some(stat) if stat.kind == HostKind::Symlink => {
+                    Ok((Installed { ino: stat.identity.ino, generation: 0 }, None))
+                }
                 _ => Err(CommitError::Host {
                     op: "stage symlink",
                     path: slot.clone(),

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 pub enum FaultPoint {
     /// The plan file is written and `fsync`ed.
     PlanSynced,
-    /// Every file and symlink is staged and the filesystem synced (`syncfs`).
+    /// Every file and symlink is staged and synced, with the directories that lead to them.
     StageSynced,
     /// Revalidation passed under the lock.
     Revalidated,
@@ -33,7 +33,7 @@ pub enum FaultPoint {
     /// Operation `i` was applied (not yet synced).
     OperationApplied(u32),
     /// The done record of operation `i` is durable, with every operation's
-    /// effect (one `syncfs`).
+    /// effect (the directories and nodes they changed are synced).
     DoneSynced(u32),
     /// Every operation is applied and synced.
     Applied,

@@ -166,11 +166,12 @@ pub struct CommitReceipt {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SyncCounts {
     /// `fsync` of one of the commit's own files (the plan, the journal, the
-    /// marker); staged files are made durable together, by one `syncfs`.
+    /// marker), of each staged file, and of each file whose mode changed.
     pub file_fsyncs: u64,
     /// `fsync` of a directory.
     pub dir_fsyncs: u64,
-    /// `syncfs` of the workspace's filesystem.
+    /// `syncfs` of the workspace's filesystem: none on the normal path; one
+    /// when a changed node cannot be opened to sync it.
     pub syncfs: u64,
 }
 
@@ -246,9 +247,16 @@ impl Committer {
             return Err(CommitError::RuntimeDirIsRoot);
         }
         let workspace = WritableDir::new(workspace);
+        let existed = workspace.lstat(&runtime_dir).ok().flatten().is_some();
         let runtime = workspace
             .open_or_create_subdir(&runtime_dir)
             .map_err(CommitError::host("open runtime directory", &runtime_dir))?;
+        if !existed {
+            // Commits sync what they change inside it; its own entry is made durable once, here.
+            for ancestor in runtime_dir.ancestors() {
+                workspace.sync_dir(&ancestor).map_err(CommitError::host("sync runtime directory", &ancestor))?;
+            }
+        }
         // Keep vsh's own files out of `git status`: a `.gitignore` of `*` in the
         // runtime directory, made once and never replaced. It is a courtesy, so
         // a directory vsh may not write to (a read-only checkout) is no error.
@@ -546,9 +554,12 @@ impl Committer {
         txn.write_plan(ws, encoded).map_err(CommitError::host("write plan", &txn.plan()))?;
         syncs.file();
         check(faults, FaultPoint::PlanSynced)?;
-        let staged = apply::stage(ws, txn, plan, request.blobs)?;
-        ws.syncfs().map_err(CommitError::host("sync stage", &txn.root))?;
-        syncs.filesystem();
+        let staged = apply::stage(ws, txn, plan, request.blobs, syncs)?;
+        // Every staged file is synced; now the entries that lead to them.
+        for dir in [txn.stage(), txn.root.clone(), self.txn_root(), self.runtime_dir.clone()] {
+            ws.sync_dir(&dir).map_err(CommitError::host("sync stage", &dir))?;
+            syncs.dir();
+        }
         check(faults, FaultPoint::StageSynced)?;
         let revalidated =
             revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts)?;
@@ -630,8 +641,7 @@ impl Committer {
         txn.write_journal(ws, journal, &self.key)
             .map_err(|source| CommitError::host("write journal", &txn.journal())(source))?;
         syncs.file();
-        ws.syncfs().map_err(|source| CommitError::host("sync", &VPath::root())(source))?;
-        syncs.filesystem();
+        apply::sync_applied(ws, txn, plan, syncs)?;
         for index in 0..count {
             check(faults, FaultPoint::DoneSynced(index32(index)))?;
         }

@@ -648,10 +648,14 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
         vfs.write(&p("new.txt"), Arc::from(&b"new"[..]))
     })?;
     let receipt = fx.commit(&run)?;
-    // A constant number of barriers, whatever the size of the diff: the plan,
-    // the intents, the done records and the marker are fsynced (4 files, 2
-    // directories), and staging and applying each end with one syncfs.
-    let expected = vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 2, syncfs: 2 };
+    // Barriers on this commit's own files and directories only, no syncfs:
+    // files: the plan, the 2 staged files, the intents, the done records and
+    // the marker (6); directories: after staging stage/, the transaction
+    // directory, txn/ and .vsh (4), after the intents the transaction
+    // directory (1), after applying the transaction directory, the workspace
+    // root (parent of both paths), quarantine/ and stage/ (4), after the marker
+    // the transaction directory (1): 10.
+    let expected = vsh_commit::SyncCounts { file_fsyncs: 6, dir_fsyncs: 10, syncfs: 0 };
     assert_eq!(receipt.syncs, expected);
     // Exclusions: the runtime directory always, others once each, never the root.
     let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?

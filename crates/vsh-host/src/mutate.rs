@@ -121,7 +121,7 @@ impl WritableDir {
     /// synced (see [`WritableDir::sync_dir`]). If writing fails part-way, the partial
     /// file is left for the caller to remove.
     pub fn create_file_exclusive(&self, path: &VPath, bytes: &[u8], mode: u32) -> Result<HostStat, HostError> {
-        self.create_file_exclusive_with(path, bytes, mode, true, None)
+        self.create_file_exclusive_with(path, bytes, mode, true, None).map(|(stat, _)| stat)
     }
 
     /// [`WritableDir::create_file_exclusive`] without the `fsync`: for callers that
@@ -138,9 +138,31 @@ impl WritableDir {
         bytes: &[u8],
         mode: u32,
     ) -> Result<(HostStat, Option<u32>), HostError> {
-        let mut generation = None;
-        let stat = self.create_file_exclusive_with(path, bytes, mode, false, Some(&mut generation))?;
+        let (stat, generation, _) = self.create_file_exclusive_open(path, bytes, mode)?;
         Ok((stat, generation))
+    }
+
+    /// [`WritableDir::create_file_exclusive_unsynced`], handing back the file
+    /// still open, so the caller makes it durable when it chooses
+    /// ([`WritableDir::sync_opened`]): a commit stages many files, then syncs
+    /// each of them, and pays for its own bytes only (a `syncfs` would flush
+    /// every program's dirty data on the filesystem).
+    pub fn create_file_exclusive_open(
+        &self,
+        path: &VPath,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<(HostStat, Option<u32>, File), HostError> {
+        let mut generation = None;
+        let (stat, file) = self.create_file_exclusive_with(path, bytes, mode, false, Some(&mut generation))?;
+        Ok((stat, generation, file))
+    }
+
+    /// `fsync` a file this handle created and handed back open (see
+    /// [`WritableDir::create_file_exclusive_open`]); `path` names it in errors.
+    pub fn sync_opened(&self, file: &File, path: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        retry_intr(|| rfs::fsync(file)).map_err(|errno| HostError::io("fsync", path, errno))
     }
 
     fn create_file_exclusive_with(
@@ -150,7 +172,7 @@ impl WritableDir {
         mode: u32,
         sync: bool,
         generation: Option<&mut Option<u32>>,
-    ) -> Result<HostStat, HostError> {
+    ) -> Result<(HostStat, File), HostError> {
         self.counters.write();
         if path.is_root() {
             return Err(HostError::AlreadyExists { path: path.clone() });
@@ -169,7 +191,7 @@ impl WritableDir {
         if let Some(generation) = generation {
             *generation = crate::capdir::generation_of(file.as_fd());
         }
-        fstat(file.as_fd(), path)
+        Ok((fstat(file.as_fd(), path)?, file))
     }
 
     /// Append `bytes` to the existing regular file at `path` (`O_APPEND`), then
