@@ -80,6 +80,10 @@ pub(crate) enum Command {
     Init(InitArgs),
     /// Run a program (a file, or - for stdin) against the workspace's virtual image.
     Run(RunArgs),
+    /// Run a stored transaction's program again, on the workspace as it is now
+    /// and under the policy in force now, as a new transaction (for work that
+    /// went stale, or was made under a policy since changed).
+    Rerun(RerunArgs),
     /// List transactions waiting for approval or commit.
     Pending(Common),
     /// Show a stored transaction's review.
@@ -151,6 +155,20 @@ pub(crate) struct ApproveArgs {
     /// How long the approval lasts, in seconds.
     #[arg(long, value_name = "SECONDS", default_value = "900", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) ttl: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RerunArgs {
+    #[command(flatten)]
+    pub(crate) stored: Stored,
+    /// Preview only, or commit when auto-approved.
+    #[arg(long, value_enum, default_value = "preview")]
+    pub(crate) mode: Mode,
+    /// Print every diff entry and metric.
+    #[arg(long)]
+    pub(crate) full: bool,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 }
 
 #[derive(Debug, Args)]

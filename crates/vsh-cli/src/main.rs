@@ -65,6 +65,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Init(init) => init_command(&init, output),
         Command::Run(run) => run_command(&run, output),
+        Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo => demo::run(),
         Command::Guide => {
             print!("{GUIDE}");
@@ -93,6 +94,13 @@ fn main() -> ExitCode {
             }
             if let Some(vsh::VshError::AmbiguousTransaction { candidates, total, .. }) = vsh_error {
                 eprint!("{}", render::candidates_text(candidates, *total));
+            }
+            if let Some(vsh::VshError::PolicyChanged(id)) = vsh_error {
+                eprintln!(
+                    "vsh: the workspace's policy changed since it was made; `vsh rerun {}` runs its program again \
+                     under the policy in force now, as a new transaction",
+                    id.short()
+                );
             }
             ExitCode::from(vsh_error.map_or(EXIT_ERROR, error_exit_code))
         }
@@ -223,6 +231,31 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     Ok(exit_code(&receipt, asked, output.detailed))
 }
 
+/// `vsh rerun TX`: the stored program and intent, run again as a new transaction.
+fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
+    let config = runtime_config(&rerun.stored.common.workspace)?.with_lock_wait(lock_wait(rerun.lock.lock_timeout));
+    let runtime = open(config)?;
+    let id = runtime.resolve(&rerun.stored.transaction)?;
+    let stored =
+        runtime.stored_program(id)?.ok_or_else(|| format!("transaction {id} has no stored program to run again"))?;
+    let mode = match rerun.mode {
+        args::Mode::Preview => vsh::RunMode::Preview,
+        args::Mode::Auto => vsh::RunMode::Auto,
+    };
+    let detail = if rerun.full { vsh::ReceiptDetail::Full } else { vsh::ReceiptDetail::Compact };
+    let mut request = RunRequest::new(&stored.code).with_mode(mode).with_detail(detail);
+    if !stored.intent.is_empty() {
+        request = request.with_intent(&stored.intent);
+    }
+    let receipt = runtime.run(&request)?;
+    if !output.quiet && !rerun.stored.common.json {
+        eprintln!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
+    }
+    print_receipt(&receipt, rerun.stored.common.json, output)?;
+    let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
+    Ok(exit_code(&receipt, asked, output.detailed))
+}
+
 /// Open the runtime, telling the operator on stderr what its startup
 /// recovery found (it never waits: with the lock held elsewhere it defers).
 fn open(config: RuntimeConfig) -> Result<Runtime, vsh::VshError> {
@@ -301,6 +334,9 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Show(_), Some(id)) => {
             let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
             print_receipt(&receipt, common.json, output)?;
+            if let (false, false, Some(stored)) = (common.json, output.quiet, runtime.stored_program(id)?) {
+                anstream::print!("{}", render::program_text(&stored));
+            }
             Ok(exit_code(&receipt, Asked::Review, output.detailed))
         }
         (Command::Approve(approve), Some(id)) => {

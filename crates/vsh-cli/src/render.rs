@@ -16,6 +16,19 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// A stored transaction's intent and program, for `vsh show`.
+pub(crate) fn program_text(stored: &vsh::StoredProgram) -> String {
+    let mut out = String::new();
+    if !stored.intent.is_empty() {
+        let _ = writeln!(out, "intent       {}", stored.intent);
+    }
+    let _ = writeln!(out, "{}", paint(style::STRONG, "program"));
+    for line in stored.code.lines() {
+        let _ = writeln!(out, "  | {line}");
+    }
+    out
+}
+
 /// The transactions an ambiguous prefix matched, one a line, and how many
 /// more there are.
 pub(crate) fn candidates_text(candidates: &[vsh::TransactionId], total: usize) -> String {

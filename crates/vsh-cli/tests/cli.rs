@@ -684,3 +684,32 @@ fn every_example_in_the_guest_guide_runs() {
         assert_ne!(receipt["value"], serde_json::Value::Null, "each example ends in a value: {example}");
     }
 }
+
+#[test]
+fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_new_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let delete = "from pathlib import Path\nPath('old.txt').unlink()";
+    let run = vsh(&["run", "--workspace", ws, "--intent", "drop the old file", "-"], Some(delete));
+    let id = id_of(&run);
+    // The review shows the intent and the program.
+    let shown = vsh(&["show", &id[..8], "--workspace", ws], None);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("intent       drop the old file"), "{text}");
+    assert!(text.contains("  | Path('old.txt').unlink()"), "{text}");
+    assert_eq!(vsh(&["init", "--profile", "strict", "--workspace", ws], None).status.code(), Some(0));
+    let refused = vsh(&["approve", &id[..8], "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("made under a different policy"), "{stderr}");
+    assert!(stderr.contains(&format!("vsh rerun {}", &id[..12])), "{stderr}");
+    // Rerun: the same program and intent, a new transaction, under strict.
+    let rerun = vsh(&["--detailed-exitcode", "rerun", &id[..8], "--workspace", ws], None);
+    assert_eq!(rerun.status.code(), Some(4), "{}", String::from_utf8_lossy(&rerun.stderr));
+    let new_id = id_of(&rerun);
+    assert_ne!(new_id, id);
+    assert_eq!(vsh(&["approve", &new_id[..8], "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!(vsh(&["commit", &new_id[..8], "--workspace", ws], None).status.code(), Some(0));
+    assert!(!dir.path().join("old.txt").exists());
+}

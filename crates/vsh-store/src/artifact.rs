@@ -16,7 +16,7 @@
 //! # Layout
 //!
 //! ```text
-//!    0   8  magic "VSHART01"
+//!    0   8  magic "VSHART02" (written), or "VSHART01" (still read)
 //!    8   8  body length B, u64 LE (the file is 48 + B bytes)
 //!   16   B  body
 //! 16+B  32  BLAKE3 derive-key "vsh 2026 artifact v1" over bytes 0..16+B
@@ -26,6 +26,8 @@
 //!            program, intent, read set, write set, diff, policy,
 //!            runtime config, execution evidence
 //!   intent:  byte string (u64 length + UTF-8)
+//!   program: (VSHART02 only) u8 0 (absent) or 1, then a byte string (UTF-8):
+//!            the program's text, for review and for running it again
 //!   diff:    u64 count, then each DiffEntry (paths strictly increasing, no root)
 //!   reads:   ReadSet (u64 count, then path + Dependency, paths strictly increasing)
 //!   evidence: byte string (opaque to the store)
@@ -41,8 +43,11 @@ use vsh_types::{
     TransactionId, WriteSetDigest,
 };
 
-/// The first eight bytes of an artifact.
-pub const ARTIFACT_MAGIC: [u8; 8] = *b"VSHART01";
+/// The first eight bytes of an artifact this build writes.
+pub const ARTIFACT_MAGIC: [u8; 8] = *b"VSHART02";
+/// The first eight bytes of an artifact of the first format (no program
+/// text), which this build still reads.
+pub const ARTIFACT_MAGIC_V1: [u8; 8] = *b"VSHART01";
 /// The prefix every version of the artifact magic shares.
 const ARTIFACT_MAGIC_FAMILY: &[u8; 6] = b"VSHART";
 /// The checksum domain.
@@ -70,6 +75,8 @@ pub struct ArtifactLimits {
     pub max_intent_bytes: u64,
     /// Largest evidence section (default 16 MiB).
     pub max_evidence_bytes: u64,
+    /// Longest program text (default 1 MiB, the runtime's program bound).
+    pub max_program_bytes: u64,
 }
 
 impl Default for ArtifactLimits {
@@ -81,6 +88,7 @@ impl Default for ArtifactLimits {
             max_path_bytes: 16 << 10,
             max_intent_bytes: 64 << 10,
             max_evidence_bytes: 16 << 20,
+            max_program_bytes: 1 << 20,
         }
     }
 }
@@ -92,6 +100,10 @@ pub struct PendingArtifact {
     pub binding: TransactionBinding,
     /// The caller's intent text.
     pub intent: String,
+    /// The program's text (`None` in an artifact of the first format). The
+    /// store keeps it opaque: the runtime checks it against the binding's
+    /// program digest.
+    pub program: Option<String>,
     /// The canonical diff.
     pub diff: CanonicalDiff,
     /// What the run depended on.
@@ -152,6 +164,9 @@ pub enum ArtifactError {
     /// The intent is not UTF-8.
     #[error("artifact intent is not UTF-8")]
     IntentEncoding,
+    /// The program text is not UTF-8.
+    #[error("artifact program is not UTF-8")]
+    ProgramEncoding,
     /// A digest re-derived from the content differs from the binding.
     #[error("artifact binding does not match its {field}")]
     Binding {
@@ -182,6 +197,13 @@ impl PendingArtifact {
             body.extend_from_slice(digest);
         }
         canon::put_bytes(&mut body, self.intent.as_bytes());
+        match &self.program {
+            None => canon::put_u8(&mut body, 0),
+            Some(program) => {
+                canon::put_u8(&mut body, 1);
+                canon::put_bytes(&mut body, program.as_bytes());
+            }
+        }
         self.diff.encode_canonical(&mut body);
         self.read_set.encode_canonical(&mut body);
         canon::put_bytes(&mut body, &self.evidence);
@@ -204,7 +226,8 @@ impl PendingArtifact {
         if size > limits.max_total_bytes {
             return Err(ArtifactError::TooLarge { size, max: limits.max_total_bytes });
         }
-        if bytes.len() >= 8 && bytes[..8] != ARTIFACT_MAGIC {
+        let with_program = bytes.len() >= 8 && bytes[..8] == ARTIFACT_MAGIC;
+        if bytes.len() >= 8 && !with_program && bytes[..8] != ARTIFACT_MAGIC_V1 {
             if bytes[..6] == *ARTIFACT_MAGIC_FAMILY {
                 let mut found = [0_u8; 8];
                 found.copy_from_slice(&bytes[..8]);
@@ -227,10 +250,10 @@ impl PendingArtifact {
         if checksum(sealed) != sum {
             return Err(ArtifactError::Checksum);
         }
-        Self::decode_body(&sealed[16..], limits)
+        Self::decode_body(&sealed[16..], limits, with_program)
     }
 
-    fn decode_body(body: &[u8], limits: &ArtifactLimits) -> Result<Self, ArtifactError> {
+    fn decode_body(body: &[u8], limits: &ArtifactLimits, with_program: bool) -> Result<Self, ArtifactError> {
         let mut reader = Reader::new(body);
         if body.len() < BINDING_LEN {
             return Err(ArtifactError::Truncated);
@@ -250,6 +273,15 @@ impl PendingArtifact {
         check_limit("intent length", peek_u64(&reader)?, limits.max_intent_bytes)?;
         let intent = reader.bytes(limits.max_intent_bytes)?;
         let intent = String::from_utf8(intent.to_vec()).map_err(|_| ArtifactError::IntentEncoding)?;
+        let program = match with_program.then(|| reader.u8()).transpose()? {
+            None | Some(0) => None,
+            Some(1) => {
+                check_limit("program length", peek_u64(&reader)?, limits.max_program_bytes)?;
+                let text = reader.bytes(limits.max_program_bytes)?;
+                Some(String::from_utf8(text.to_vec()).map_err(|_| ArtifactError::ProgramEncoding)?)
+            }
+            Some(_) => return Err(ArtifactError::Malformed(reader.invalid("program presence flag"))),
+        };
         let count = peek_u64(&reader)?;
         check_limit("diff entry count", count, limits.max_entries)?;
         let count = reader.length(limits.max_entries, MIN_DIFF_ENTRY)?;
@@ -269,7 +301,7 @@ impl PendingArtifact {
         check_digests(&digests, &intent, &diff, &read_set, &evidence)?;
         let binding = TransactionBinding::verify(transaction, digests)
             .map_err(|_| ArtifactError::Binding { field: "transaction" })?;
-        Ok(Self { binding, intent, diff, read_set, evidence })
+        Ok(Self { binding, intent, program, diff, read_set, evidence })
     }
 
     /// Check this artifact as [`PendingArtifact::decode`] would: limits and
@@ -277,6 +309,7 @@ impl PendingArtifact {
     /// binding's id are held by their types).
     pub fn verify(&self, limits: &ArtifactLimits) -> Result<(), ArtifactError> {
         check_limit("intent length", self.intent.len() as u64, limits.max_intent_bytes)?;
+        check_limit("program length", self.program.as_ref().map_or(0, String::len) as u64, limits.max_program_bytes)?;
         check_limit("diff entry count", self.diff.len() as u64, limits.max_entries)?;
         check_limit("dependency count", self.read_set.len() as u64, limits.max_dependencies)?;
         check_limit("evidence length", self.evidence.len() as u64, limits.max_evidence_bytes)?;
@@ -301,7 +334,9 @@ impl PendingArtifact {
     fn encoded_len(&self) -> u64 {
         let diff = self.diff.encoded_len();
         let reads = self.read_set.to_canonical_bytes().len();
-        (ARTIFACT_OVERHEAD + BINDING_LEN + 8 + self.intent.len() + diff + reads + 8 + self.evidence.len()) as u64
+        let program = 1 + self.program.as_ref().map_or(0, |program| 8 + program.len());
+        (ARTIFACT_OVERHEAD + BINDING_LEN + 8 + self.intent.len() + program + diff + reads + 8 + self.evidence.len())
+            as u64
     }
 
     /// The blobs the diff's after states need (file contents and symlink

@@ -51,7 +51,7 @@ mod tempname;
 pub mod txlog;
 mod txn;
 
-pub use artifact::{ARTIFACT_MAGIC, ArtifactError, ArtifactLimits, PendingArtifact};
+pub use artifact::{ARTIFACT_MAGIC, ARTIFACT_MAGIC_V1, ArtifactError, ArtifactLimits, PendingArtifact};
 pub use authority::{AUTHORITY_KEY_ENV, AuthorityKeyFile};
 pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
 pub use blob::{BlobStatus, BlobStore, PutOutcome, REFRESH_AFTER_MS};

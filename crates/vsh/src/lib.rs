@@ -32,7 +32,7 @@ pub use hook::{
     CommitHook, CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, HookId, HookScope,
     HookedRuntime, RequestEvent, ReviewContent,
 };
-pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings, Warning};
+pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings, StoredProgram, Warning};
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;
 

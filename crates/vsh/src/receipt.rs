@@ -114,3 +114,12 @@ pub struct Receipt {
     /// What the operator should know (a repaired blob, ...); usually empty.
     pub warnings: Vec<Warning>,
 }
+
+/// A stored transaction's program and intent (see [`crate::Runtime::stored_program`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredProgram {
+    /// The program's text.
+    pub code: String,
+    /// The intent it was run with (empty if none).
+    pub intent: String,
+}

@@ -132,18 +132,30 @@ impl Records {
     /// binding and is this transaction's (the store checks both), and it was
     /// made under the active policy.
     pub(crate) fn load_verified(&self, transaction: TransactionId) -> Result<(PendingArtifact, Evidence), VshError> {
-        let artifact = match self.transactions.load_artifact(&self.blobs, transaction, &self.limits) {
-            Err(StoreError::Artifact { source: ArtifactError::Binding { field: "transaction" }, .. }) => {
-                return Err(VshError::ArtifactBinding(transaction));
-            }
-            loaded => loaded?,
-        };
+        let artifact = self.load_bound(transaction)?;
         if artifact.binding.digests().policy != self.policy {
             return Err(VshError::PolicyChanged(transaction));
         }
         let evidence =
             Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
         Ok((artifact, evidence))
+    }
+
+    /// Load a stored artifact that binds to `transaction` (the store checks
+    /// its id), its program text checked against the binding's program digest
+    /// (the text rides in the artifact for review and reruns). Any policy.
+    pub(crate) fn load_bound(&self, transaction: TransactionId) -> Result<PendingArtifact, VshError> {
+        let artifact = match self.transactions.load_artifact(&self.blobs, transaction, &self.limits) {
+            Err(StoreError::Artifact { source: ArtifactError::Binding { field: "transaction" }, .. }) => {
+                return Err(VshError::ArtifactBinding(transaction));
+            }
+            loaded => loaded?,
+        };
+        let program = artifact.binding.digests().program;
+        if artifact.program.as_deref().is_some_and(|code| crate::run::program_digest(code) != program) {
+            return Err(VshError::ArtifactBinding(transaction));
+        }
+        Ok(artifact)
     }
 
     /// A stored transaction's diff, dependencies and receipt, rebuilt from its
@@ -251,5 +263,48 @@ mod tests {
             }
             other => panic!("expected an ambiguity, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_artifact_whose_program_text_is_not_its_bound_program_is_refused() {
+        use vsh_types::{
+            BindingDigests, CanonicalDiff, ExecutionEvidenceDigest, IntentDigest, RuntimeConfigDigest,
+            TransactionBinding,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let records = holding(&dir, &[]);
+        let stored = |program: &str, text: &str| {
+            let diff = CanonicalDiff::default();
+            let read_set = ReadSet::default();
+            let binding = TransactionBinding::new(BindingDigests {
+                snapshot: SnapshotId::digest(b"base"),
+                program: crate::run::program_digest(program),
+                intent: IntentDigest::digest(b""),
+                read_set: read_set.digest(),
+                write_set: diff.write_set_digest(),
+                diff: diff.digest(),
+                policy: PolicyDigest::digest(b"policy"),
+                runtime_config: RuntimeConfigDigest::digest(b"config"),
+                // The evidence tells the two transactions apart.
+                evidence: ExecutionEvidenceDigest::digest(text.as_bytes()),
+            });
+            let transaction = binding.transaction();
+            let record =
+                TransactionRecord::new(transaction, SnapshotId::digest(b"base"), TransactionState::PendingApproval, 1);
+            let artifact = PendingArtifact {
+                binding,
+                intent: String::new(),
+                program: Some(text.to_owned()),
+                diff,
+                read_set,
+                evidence: text.as_bytes().to_vec(),
+            };
+            records.transactions().create_with_artifact(records.blobs(), &record, &artifact, records.limits()).unwrap();
+            transaction
+        };
+        let honest = stored("print('a')", "print('a')");
+        assert_eq!(records.load_bound(honest).unwrap().program.as_deref(), Some("print('a')"));
+        let swapped = stored("print('a')", "print('evil')");
+        assert!(matches!(records.load_bound(swapped), Err(VshError::ArtifactBinding(id)) if id == swapped));
     }
 }

@@ -59,7 +59,7 @@ fn sample_of(program: &[u8]) -> PendingArtifact {
     let intent = "tidy the configuration".to_owned();
     let evidence = b"decision: pending; stdout: done".to_vec();
     let binding = TransactionBinding::new(digests(program, &diff, &read_set, &intent, &evidence));
-    PendingArtifact { binding, intent, diff, read_set, evidence }
+    PendingArtifact { binding, intent, program: Some("print('hi')".to_owned()), diff, read_set, evidence }
 }
 
 fn sample() -> PendingArtifact {
@@ -81,7 +81,12 @@ fn record_of(artifact: &PendingArtifact) -> TransactionRecord {
 
 /// Wrap `body` in a magic, length and valid checksum.
 fn seal(body: &[u8]) -> Vec<u8> {
-    let mut out = b"VSHART01".to_vec();
+    seal_as(*b"VSHART02", body)
+}
+
+/// Wrap `body` in `magic`, a length and a valid checksum.
+fn seal_as(magic: [u8; 8], body: &[u8]) -> Vec<u8> {
+    let mut out = magic.to_vec();
     canon::put_u64(&mut out, body.len() as u64);
     out.extend_from_slice(body);
     let sum = DomainHasher::new("vsh 2026 artifact v1").update(&out).finalize();
@@ -112,7 +117,7 @@ fn artifact_round_trips_and_content_blobs_are_the_after_states() -> Result {
     let artifact = sample();
     artifact.verify(&ArtifactLimits::default())?;
     let bytes = artifact.encode();
-    assert_eq!(&bytes[..8], b"VSHART01");
+    assert_eq!(&bytes[..8], b"VSHART02");
     assert_eq!(decode(&bytes)?, artifact);
     assert_eq!(decode(&bytes)?.encode(), bytes, "the encoding is canonical");
     let content: Vec<BlobId> = artifact.content_blobs().collect();
@@ -256,19 +261,56 @@ fn unsorted_diff_entries_and_other_formats_are_refused() {
     canon::put_bytes(&mut unsorted, &original.evidence);
     assert_eq!(decode(&seal(&unsorted)), Err(ArtifactError::DiffOrder(DiffOrderError::OutOfOrder { path: second })));
     let mut future = sample().encode();
-    future[7] = b'2';
-    assert_eq!(decode(&future), Err(ArtifactError::UpgradeRequired { found: *b"VSHART02" }));
+    future[7] = b'3';
+    assert_eq!(decode(&future), Err(ArtifactError::UpgradeRequired { found: *b"VSHART03" }));
     future[0] = b'X';
     assert_eq!(decode(&future), Err(ArtifactError::BadMagic));
 }
 
-/// A body whose binding and intent are valid, followed by `rest`.
+/// A body whose binding and intent are valid and which holds no program,
+/// followed by `rest`.
 fn body_with(rest: &[u8]) -> Vec<u8> {
     let encoded = sample().encode();
     let mut out = body(&encoded)[..10 * 32].to_vec();
     canon::put_bytes(&mut out, b"tidy the configuration");
+    canon::put_u8(&mut out, 0);
     out.extend_from_slice(rest);
     out
+}
+
+#[test]
+fn a_first_format_artifact_still_reads_without_its_program_and_the_program_is_bounded() {
+    let current = sample();
+    // The first format: the same body without the program field.
+    let mut first = body(&current.encode())[..10 * 32].to_vec();
+    canon::put_bytes(&mut first, current.intent.as_bytes());
+    current.diff.encode_canonical(&mut first);
+    current.read_set.encode_canonical(&mut first);
+    canon::put_bytes(&mut first, &current.evidence);
+    let read = decode(&seal_as(*b"VSHART01", &first)).expect("a first-format artifact decodes");
+    assert_eq!(read, PendingArtifact { program: None, ..current.clone() });
+    assert_eq!(&read.encode()[..8], b"VSHART02", "and is written in the current format");
+    // A program flag other than 0 or 1, or a program that is not UTF-8, is refused.
+    let mut flag = body_with(&[]);
+    let at = flag.len() - 1;
+    flag[at] = 2;
+    current.diff.encode_canonical(&mut flag);
+    assert!(matches!(decode(&seal(&flag)), Err(ArtifactError::Malformed(_))));
+    let mut text = body_with(&[]);
+    let at = text.len() - 1;
+    text[at] = 1;
+    canon::put_bytes(&mut text, b"\xff\xfe");
+    current.diff.encode_canonical(&mut text);
+    current.read_set.encode_canonical(&mut text);
+    canon::put_bytes(&mut text, &current.evidence);
+    assert_eq!(decode(&seal(&text)), Err(ArtifactError::ProgramEncoding));
+    // The program is bounded like every other field.
+    let tight = ArtifactLimits { max_program_bytes: 4, ..ArtifactLimits::default() };
+    assert!(matches!(current.verify(&tight), Err(ArtifactError::LimitExceeded { what: "program length", .. })));
+    assert!(matches!(
+        PendingArtifact::decode(&current.encode(), &tight),
+        Err(ArtifactError::LimitExceeded { what: "program length", .. })
+    ));
 }
 
 #[test]

@@ -44,7 +44,7 @@ impl Runs {
         let intent = request.intent.unwrap_or("");
         let binding = TransactionBinding::new(BindingDigests {
             snapshot: vfs.snapshot_id(),
-            program: program_digest(request),
+            program: program_digest(request.code),
             intent: IntentDigest::digest(intent.as_bytes()),
             read_set: vfs.read_set().digest(),
             write_set: diff.write_set_digest(),
@@ -62,6 +62,7 @@ impl Runs {
         let artifact = PendingArtifact {
             binding,
             intent: intent.to_owned(),
+            program: Some(request.code.to_owned()),
             diff: diff.clone(),
             read_set: vfs.read_set().clone(),
             evidence: evidence_bytes,
@@ -110,10 +111,11 @@ impl Runs {
     }
 }
 
-fn program_digest(request: &RunRequest<'_>) -> ProgramDigest {
+/// The digest of a Monty program's text, as a binding holds it.
+pub(crate) fn program_digest(code: &str) -> ProgramDigest {
     let mut program = Vec::new();
     canon::put_u8(&mut program, 1);
-    canon::put_bytes(&mut program, request.code.as_bytes());
+    canon::put_bytes(&mut program, code.as_bytes());
     ProgramDigest::digest(&program)
 }
 

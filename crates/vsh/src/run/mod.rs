@@ -5,6 +5,8 @@
 
 mod bind;
 
+pub(crate) use bind::program_digest;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

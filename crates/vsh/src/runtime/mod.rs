@@ -26,7 +26,7 @@ use crate::commit_path::CommitPath;
 use crate::hook::{CommitPreparation, CommitResolution, HookDecision, HookDecisionRecord, RequestEvent};
 use crate::hook_gate::{HookGate, Sources, Verdict};
 use crate::previews::Previews;
-use crate::receipt::{Receipt, StageTimings};
+use crate::receipt::{Receipt, StageTimings, StoredProgram};
 use crate::records::{Committable, Records};
 use crate::request::{RunMode, RunRequest};
 use crate::run::{Ran, Runs, clock_ms, elapsed_ns};
@@ -329,6 +329,23 @@ impl Runtime {
     /// (with the candidates) or [`VshError::TransactionName`].
     pub fn resolve(&self, name: &str) -> Result<TransactionId, VshError> {
         self.records.resolve(name)
+    }
+
+    /// The program text and intent a transaction was made from, for a review
+    /// or for running it again ([`crate::RunRequest::new`] with them makes a
+    /// new transaction on the current workspace under the current policy).
+    /// `None` when nothing is stored (a denied run's record, a preview another
+    /// process held in memory, an artifact of the first format).
+    pub fn stored_program(&self, transaction: TransactionId) -> Result<Option<StoredProgram>, VshError> {
+        let artifact = match self.previews.artifact(transaction) {
+            Some(artifact) => artifact,
+            None => match self.records.get(transaction)? {
+                Some(record) if record.artifact.is_some() => self.records.load_bound(transaction)?,
+                Some(_) => return Ok(None),
+                None => return Err(VshError::UnknownTransaction(transaction)),
+            },
+        };
+        Ok(artifact.program.map(|code| StoredProgram { code, intent: artifact.intent }))
     }
 
     /// The durable record of a transaction.
