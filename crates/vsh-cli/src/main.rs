@@ -315,27 +315,31 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     let now = now_ms();
     match (command, id) {
         (Command::Pending(_), _) => {
-            let pending = runtime.pending()?;
+            let mut rows = Vec::new();
+            for record in runtime.pending()? {
+                let receipt = runtime.show(record.id)?;
+                let intent = runtime.stored_program(record.id)?.map(|stored| stored.intent).unwrap_or_default();
+                rows.push(render::PendingRow { record, receipt, intent });
+            }
             if common.json {
-                let rows: Vec<_> = pending
-                    .iter()
-                    .map(|record| serde_json::json!({"transaction": record.id.to_hex(), "state": record.state.name()}))
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else if pending.is_empty() {
+                println!("{}", serde_json::to_string_pretty(&render::pending_json(&rows))?);
+            } else if rows.is_empty() {
                 println!("no pending transactions");
             } else {
-                for record in pending {
-                    println!("{}  {}", record.id, record.state.name());
-                }
+                anstream::print!("{}", render::pending_table(&rows, now));
             }
             Ok(EXIT_OK)
         }
         (Command::Show(_), Some(id)) => {
             let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
             print_receipt(&receipt, common.json, output)?;
-            if let (false, false, Some(stored)) = (common.json, output.quiet, runtime.stored_program(id)?) {
-                anstream::print!("{}", render::program_text(&stored));
+            if !common.json && !output.quiet {
+                if let Some(record) = runtime.transaction(id)? {
+                    anstream::print!("{}", render::record_text(&record, now));
+                }
+                if let Some(stored) = runtime.stored_program(id)? {
+                    anstream::print!("{}", render::program_text(&stored));
+                }
             }
             Ok(exit_code(&receipt, Asked::Review, output.detailed))
         }

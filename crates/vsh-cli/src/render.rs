@@ -16,6 +16,115 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// `ms` (milliseconds since the Unix epoch) in local time.
+pub(crate) fn local_time(ms: u64) -> String {
+    use chrono::TimeZone as _;
+    i64::try_from(ms)
+        .ok()
+        .and_then(|ms| chrono::Local.timestamp_millis_opt(ms).single())
+        .map_or_else(|| format!("{ms} ms after the epoch"), |time| time.format("%Y-%m-%d %H:%M:%S %Z").to_string())
+}
+
+/// How far `at` is from `now` (milliseconds), as a person says it: "in 14 min", "3 s ago".
+pub(crate) fn relative(at: u64, now: u64) -> String {
+    let (span, future) = if at >= now { (at - now, true) } else { (now - at, false) };
+    let seconds = span / 1000;
+    let amount = match seconds {
+        0..60 => format!("{seconds} s"),
+        60..3600 => format!("{} min", seconds / 60),
+        3600..86_400 => format!("{} h {} min", seconds / 3600, seconds % 3600 / 60),
+        _ => format!("{} d {} h", seconds / 86_400, seconds % 86_400 / 3600),
+    };
+    if future { format!("in {amount}") } else { format!("{amount} ago") }
+}
+
+/// A stored transaction's record, for `vsh show`: its state, when it was made,
+/// who approved it and until when, and when it expires.
+pub(crate) fn record_text(record: &vsh::TransactionRecord, now: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "record       {}, made {} ({}), last changed {}",
+        record.state.name(),
+        local_time(record.created_ms),
+        relative(record.created_ms, now),
+        relative(record.updated_ms, now)
+    );
+    if let Some(grant) = &record.approval {
+        let _ = writeln!(
+            out,
+            "approved     by principal {} at {}, valid until {} ({})",
+            grant.principal().short(),
+            local_time(grant.issued_ms()),
+            local_time(grant.expires_ms()),
+            relative(grant.expires_ms(), now)
+        );
+    }
+    if let Some(expires) = record.pending_expires_ms {
+        let _ = writeln!(out, "expires      {} ({})", local_time(expires), relative(expires, now));
+    }
+    out
+}
+
+/// One row of `vsh pending`.
+pub(crate) struct PendingRow {
+    pub(crate) record: vsh::TransactionRecord,
+    pub(crate) receipt: Option<Receipt>,
+    pub(crate) intent: String,
+}
+
+fn risk_flags(receipt: Option<&Receipt>) -> Vec<String> {
+    match receipt.map(|receipt| &receipt.decision) {
+        Some(RuntimeDecision::PendingApproval(manifest)) => {
+            manifest.flags.iter().map(|flag| format!("{flag:?}")).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `vsh pending` as a table: short id, age, state, paths changed, risk flags, intent.
+pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}",
+        paint(
+            style::STRONG,
+            &format!("{:<12}  {:<10}  {:<16}  {:>5}  {:<28}  intent", "id", "age", "state", "paths", "flags")
+        )
+    );
+    for row in rows {
+        let age = relative(row.record.created_ms, now).trim_end_matches(" ago").to_owned();
+        let paths = row.receipt.as_ref().map_or_else(|| "-".to_owned(), |receipt| receipt.changed_paths.to_string());
+        let flags = risk_flags(row.receipt.as_ref()).join(",");
+        let _ = writeln!(
+            out,
+            "{:<12}  {age:<10}  {:<16}  {paths:>5}  {}  {}",
+            row.record.id.short(),
+            row.record.state.name(),
+            // Padded before it is styled, so the column holds with or without colour.
+            paint(style::FLAG, &format!("{flags:<28}")),
+            row.intent
+        );
+    }
+    out
+}
+
+/// `vsh pending --json`.
+pub(crate) fn pending_json(rows: &[PendingRow]) -> Value {
+    json!({
+        "schema": "vsh.pending/1",
+        "transactions": rows.iter().map(|row| json!({
+            "transaction": row.record.id.to_hex(),
+            "state": row.record.state.name(),
+            "created_ms": row.record.created_ms,
+            "changed_paths": row.receipt.as_ref().map(|receipt| receipt.changed_paths),
+            "flags": risk_flags(row.receipt.as_ref()),
+            "intent": row.intent,
+        })).collect::<Vec<_>>(),
+    })
+}
+
 /// A stored transaction's intent and program, for `vsh show`.
 pub(crate) fn program_text(stored: &vsh::StoredProgram) -> String {
     let mut out = String::new();
@@ -496,5 +605,17 @@ mod tests {
         let text = stale_text(&conflicts, 3);
         assert!(text.contains("  a/b.txt  content changed\n"), "{text}");
         assert!(text.contains("... and 2 more"), "{text}");
+    }
+
+    #[test]
+    fn relative_times_read_as_a_person_says_them() {
+        let now = 10_000_000;
+        assert_eq!(relative(now + 14 * 60_000 + 5_000, now), "in 14 min");
+        assert_eq!(relative(now - 3_000, now), "3 s ago");
+        assert_eq!(relative(now, now), "in 0 s");
+        assert_eq!(relative(now + 59_999, now), "in 59 s");
+        assert_eq!(relative(now + 3_600_000 + 120_000, now), "in 1 h 2 min");
+        assert_eq!(relative(now - 2 * 86_400_000 - 3_600_000, now), "2 d 1 h ago");
+        assert!(local_time(1_700_000_000_000).starts_with("2023-11-1"), "{}", local_time(1_700_000_000_000));
     }
 }

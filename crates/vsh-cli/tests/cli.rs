@@ -212,7 +212,24 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let id = receipt["transaction"].as_str().unwrap().to_owned();
 
     let pending = vsh(&["pending", "--workspace", ws], None);
-    assert_eq!(String::from_utf8_lossy(&pending.stdout), format!("{id}  pending-approval\n"));
+    let table = String::from_utf8_lossy(&pending.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one row: {table}");
+    assert!(lines[0].starts_with("id") && lines[0].contains("flags") && lines[0].ends_with("intent"), "{table}");
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(row[0], &id[..12], "{table}");
+    assert!(row.contains(&"pending-approval") && row.contains(&"1"), "one path changed: {table}");
+    assert!(lines[1].contains("Deletion"), "the risk flag: {table}");
+    let json = vsh(&["pending", "--workspace", ws, "--json"], None);
+    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(rows["schema"], "vsh.pending/1");
+    assert_eq!(rows["transactions"][0]["transaction"], id.as_str());
+    assert_eq!(rows["transactions"][0]["changed_paths"], 1);
+    // The review names when it was made and until when it waits.
+    let review = vsh(&["show", &id, "--workspace", ws], None);
+    let review = String::from_utf8_lossy(&review.stdout);
+    assert!(review.contains("record       pending-approval, made 20"), "{review}");
+    assert!(review.contains(" s ago)"), "{review}");
     let shown = vsh(&["show", &id, "--workspace", ws], None);
     assert_eq!(shown.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&shown.stdout).contains("old.txt"));
@@ -223,6 +240,14 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
 
     let approved = vsh(&["approve", &id, "--workspace", ws, "--principal", "ann", "--ttl", "60"], None);
     assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    let review = vsh(&["show", &id, "--workspace", ws], None);
+    let review = String::from_utf8_lossy(&review.stdout);
+    let ann = vsh::PrincipalId::digest(b"ann").short();
+    assert!(review.contains(&format!("approved     by principal {ann} at ")), "{review}");
+    assert!(
+        review.contains("valid until ") && (review.contains("(in 59 s)") || review.contains("(in 1 min)")),
+        "{review}"
+    );
     let committed = vsh(&["commit", &id, "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert!(!dir.path().join("old.txt").exists());
