@@ -636,7 +636,7 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     assert_eq!(run.status.code(), Some(4), "strict escalates every change: {}", String::from_utf8_lossy(&run.stderr));
     let id = id_of(&run);
     let pending = vsh(&["pending", "--workspace", ws], None);
-    assert!(String::from_utf8_lossy(&pending.stdout).contains(&id));
+    assert!(String::from_utf8_lossy(&pending.stdout).contains(&id[..12]));
     let shown = vsh(&["show", &id[..7], "--workspace", ws], None);
     assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
     assert_eq!(vsh(&["approve", &id[..7], "--workspace", ws], None).status.code(), Some(0));
