@@ -86,6 +86,12 @@ pub(crate) enum Command {
     Rerun(RerunArgs),
     /// List transactions waiting for approval or commit.
     Pending(Common),
+    /// List finished transactions, newest first: committed, rejected,
+    /// expired, stale, failed, denied.
+    Log(LogArgs),
+    /// Apply the store's retention: expire lapsed approvals and previews,
+    /// drop old finished records, delete content nothing needs any more.
+    Gc(Common),
     /// Show a stored transaction's review.
     Show(Stored),
     /// Approve a pending transaction.
@@ -155,6 +161,18 @@ pub(crate) struct ApproveArgs {
     /// How long the approval lasts, in seconds.
     #[arg(long, value_name = "SECONDS", default_value = "900", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) ttl: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Only transactions in this state (committed, rejected, expired, stale, failed, denied).
+    #[arg(long, value_name = "STATE")]
+    pub(crate) state: Option<String>,
+    /// At most this many, newest first.
+    #[arg(long, value_name = "N", default_value = "20")]
+    pub(crate) limit: usize,
 }
 
 #[derive(Debug, Args)]

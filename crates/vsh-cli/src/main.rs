@@ -11,6 +11,7 @@
 
 mod args;
 mod demo;
+mod listing;
 mod render;
 
 use std::io::Read;
@@ -296,7 +297,8 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
 
 fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
-        Command::Pending(common) => (common, None, None),
+        Command::Pending(common) | Command::Gc(common) => (common, None, None),
+        Command::Log(log) => (&log.common, None, None),
         Command::Show(stored) | Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
         Command::Approve(approve) => (&approve.stored.common, Some(&approve.stored.transaction), None),
         Command::Commit(commit) => {
@@ -314,22 +316,9 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     let id = transaction.map(|name| runtime.resolve(name)).transpose()?;
     let now = now_ms();
     match (command, id) {
-        (Command::Pending(_), _) => {
-            let mut rows = Vec::new();
-            for record in runtime.pending()? {
-                let receipt = runtime.show(record.id)?;
-                let intent = runtime.stored_program(record.id)?.map(|stored| stored.intent).unwrap_or_default();
-                rows.push(render::PendingRow { record, receipt, intent });
-            }
-            if common.json {
-                println!("{}", serde_json::to_string_pretty(&render::pending_json(&rows))?);
-            } else if rows.is_empty() {
-                println!("no pending transactions");
-            } else {
-                anstream::print!("{}", render::pending_table(&rows, now));
-            }
-            Ok(EXIT_OK)
-        }
+        (Command::Pending(_), _) => listing::pending(&runtime, common.json, now),
+        (Command::Log(log), _) => listing::log(&runtime, log, now),
+        (Command::Gc(_), _) => listing::gc(&runtime, common.json, output.quiet, now),
         (Command::Show(_), Some(id)) => {
             let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
             print_receipt(&receipt, common.json, output)?;

@@ -125,6 +125,74 @@ pub(crate) fn pending_json(rows: &[PendingRow]) -> Value {
     })
 }
 
+/// `vsh log` as a table: when it finished, short id, state, paths changed, intent.
+pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}",
+        paint(style::STRONG, &format!("{:<12}  {:<12}  {:<10}  {:>5}  intent", "id", "when", "state", "paths"))
+    );
+    for row in rows {
+        let paths = row.receipt.as_ref().map_or_else(|| "-".to_owned(), |receipt| receipt.changed_paths.to_string());
+        let state = format!("{:<10}", row.record.state.name());
+        let state = match row.record.state {
+            vsh::TransactionState::Committed => paint(style::APPROVED, &state),
+            vsh::TransactionState::Denied | vsh::TransactionState::Failed => paint(style::DENIED, &state),
+            _ => paint(style::PENDING, &state),
+        };
+        let _ = writeln!(
+            out,
+            "{:<12}  {:<12}  {state}  {paths:>5}  {}",
+            row.record.id.short(),
+            relative(row.record.updated_ms, now),
+            row.intent
+        );
+    }
+    out
+}
+
+/// `vsh log --json`.
+pub(crate) fn log_json(rows: &[PendingRow]) -> Value {
+    json!({
+        "schema": "vsh.log/1",
+        "transactions": rows.iter().map(|row| json!({
+            "transaction": row.record.id.to_hex(),
+            "state": row.record.state.name(),
+            "created_ms": row.record.created_ms,
+            "updated_ms": row.record.updated_ms,
+            "changed_paths": row.receipt.as_ref().map(|receipt| receipt.changed_paths),
+            "intent": row.intent,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// What `vsh gc` removed.
+pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
+    format!(
+        "expired {} transactions, forgot {} finished ones{}; removed {} of {} blobs examined and {} temporary files\n",
+        report.expired.len(),
+        report.forgotten.len(),
+        if report.compacted { ", compacted the log" } else { "" },
+        report.blobs_removed,
+        report.blobs_examined,
+        report.temporaries_removed
+    )
+}
+
+/// `vsh gc --json`.
+pub(crate) fn gc_json(report: &vsh::GcReport) -> Value {
+    json!({
+        "schema": "vsh.gc/1",
+        "expired": report.expired.iter().map(vsh::TransactionId::to_hex).collect::<Vec<_>>(),
+        "forgotten": report.forgotten.iter().map(vsh::TransactionId::to_hex).collect::<Vec<_>>(),
+        "compacted": report.compacted,
+        "blobs_examined": report.blobs_examined,
+        "blobs_removed": report.blobs_removed,
+        "temporaries_removed": report.temporaries_removed,
+    })
+}
+
 /// A stored transaction's intent and program, for `vsh show`.
 pub(crate) fn program_text(stored: &vsh::StoredProgram) -> String {
     let mut out = String::new();

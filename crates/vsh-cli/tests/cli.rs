@@ -738,3 +738,33 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     assert_eq!(vsh(&["commit", &new_id[..8], "--workspace", ws], None).status.code(), Some(0));
     assert!(!dir.path().join("old.txt").exists());
 }
+
+#[test]
+fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let create = "from pathlib import Path\nPath('b.txt').write_text('b')";
+    let committed = vsh(&["run", "--mode", "auto", "--intent", "add b", "--workspace", ws, "-"], Some(create));
+    let committed = id_of(&committed);
+    let secret = "from pathlib import Path\ntry:\n    Path('.env').write_text('x')\nexcept PermissionError:\n    pass";
+    let denied = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(secret)));
+    let log = vsh(&["log", "--workspace", ws], None);
+    let table = String::from_utf8_lossy(&log.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(log.status.code(), Some(0));
+    assert_eq!(lines.len(), 3, "{table}");
+    assert!(lines[1].starts_with(&denied[..12]) && lines[1].contains("denied"), "newest first: {table}");
+    assert!(lines[2].starts_with(&committed[..12]) && lines[2].contains("committed"), "{table}");
+    let only = vsh(&["log", "--state", "committed", "--workspace", ws, "--json"], None);
+    let rows: serde_json::Value = serde_json::from_slice(&only.stdout).unwrap();
+    assert_eq!(rows["schema"], "vsh.log/1");
+    assert_eq!(rows["transactions"].as_array().unwrap().len(), 1);
+    assert_eq!(rows["transactions"][0]["transaction"], committed.as_str());
+    assert_eq!(vsh(&["log", "--state", "sideways", "--workspace", ws], None).status.code(), Some(1));
+    let gc = vsh(&["gc", "--workspace", ws, "--json"], None);
+    assert_eq!(gc.status.code(), Some(0), "{}", String::from_utf8_lossy(&gc.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&gc.stdout).unwrap();
+    assert_eq!(report["schema"], "vsh.gc/1");
+    assert!(report["forgotten"].as_array().unwrap().is_empty(), "recent finished work is kept: {report}");
+}

@@ -348,6 +348,12 @@ impl Runtime {
         Ok(artifact.program.map(|code| StoredProgram { code, intent: artifact.intent }))
     }
 
+    /// Every transaction record the store holds (garbage collection drops old
+    /// terminal ones), in no particular order.
+    pub fn transactions(&self) -> Result<Vec<TransactionRecord>, VshError> {
+        Ok(self.records.transactions().list()?)
+    }
+
     /// The durable record of a transaction.
     pub fn transaction(&self, transaction: TransactionId) -> Result<Option<TransactionRecord>, VshError> {
         self.records.get(transaction)

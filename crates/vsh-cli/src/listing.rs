@@ -1,0 +1,84 @@
+//! The commands that list and tidy the store: `vsh pending`, `vsh log` and
+//! `vsh gc`.
+
+use vsh::{Runtime, TransactionState};
+
+use crate::args::LogArgs;
+use crate::{EXIT_OK, render};
+
+/// The states `vsh log` lists: every terminal state.
+const FINISHED: [TransactionState; 6] = [
+    TransactionState::Committed,
+    TransactionState::Rejected,
+    TransactionState::Expired,
+    TransactionState::Stale,
+    TransactionState::Failed,
+    TransactionState::Denied,
+];
+
+type Outcome = Result<u8, Box<dyn std::error::Error>>;
+
+/// The rows for `records`: each with its receipt and intent when stored.
+fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::PendingRow> {
+    records
+        .into_iter()
+        .map(|record| {
+            let receipt = runtime.show(record.id).ok().flatten();
+            let intent =
+                runtime.stored_program(record.id).ok().flatten().map(|stored| stored.intent).unwrap_or_default();
+            render::PendingRow { record, receipt, intent }
+        })
+        .collect()
+}
+
+/// `vsh pending`: work waiting for a decision or a commit.
+pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
+    let rows = rows(runtime, runtime.pending()?);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&render::pending_json(&rows))?);
+    } else if rows.is_empty() {
+        println!("no pending transactions");
+    } else {
+        anstream::print!("{}", render::pending_table(&rows, now));
+    }
+    Ok(EXIT_OK)
+}
+
+/// `vsh log`: finished work, newest first.
+pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
+    if let Some(state) = &log.state
+        && !FINISHED.iter().any(|finished| finished.name() == state)
+    {
+        return Err(
+            format!("--state {state:?}: give one of committed, rejected, expired, stale, failed, denied").into()
+        );
+    }
+    let mut finished: Vec<_> = runtime
+        .transactions()?
+        .into_iter()
+        .filter(|record| FINISHED.contains(&record.state))
+        .filter(|record| log.state.as_deref().is_none_or(|state| record.state.name() == state))
+        .collect();
+    finished.sort_by_key(|record| std::cmp::Reverse((record.updated_ms, record.id)));
+    finished.truncate(log.limit);
+    let rows = rows(runtime, finished);
+    if log.common.json {
+        println!("{}", serde_json::to_string_pretty(&render::log_json(&rows))?);
+    } else if rows.is_empty() {
+        println!("no finished transactions");
+    } else {
+        anstream::print!("{}", render::log_table(&rows, now));
+    }
+    Ok(EXIT_OK)
+}
+
+/// `vsh gc`: the store's retention, and what it removed.
+pub(crate) fn gc(runtime: &Runtime, json: bool, quiet: bool, now: u64) -> Outcome {
+    let report = runtime.collect_garbage(now, &vsh::RetentionConfig::default())?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&render::gc_json(&report))?);
+    } else if !quiet {
+        print!("{}", render::gc_text(&report));
+    }
+    Ok(EXIT_OK)
+}
