@@ -121,6 +121,24 @@ pub(crate) enum Command {
     Man,
 }
 
+impl Command {
+    /// Whether the command asked for JSON output (errors are JSON then too).
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            Self::Init(init) => init.common.json,
+            Self::Run(run) => run.common.json,
+            Self::Rerun(rerun) => rerun.stored.common.json,
+            Self::Pending(common) | Self::Gc(common) => common.json,
+            Self::Log(log) => log.common.json,
+            Self::Show(stored) | Self::Reject(stored) => stored.common.json,
+            Self::Approve(approve) => approve.stored.common.json,
+            Self::Commit(commit) => commit.stored.common.json,
+            Self::Recover(recover) => recover.common.json,
+            Self::Demo | Self::Guide | Self::Completions { .. } | Self::Man => false,
+        }
+    }
+}
+
 /// Options every workspace command takes.
 #[derive(Debug, Args)]
 pub(crate) struct Common {

@@ -11,6 +11,7 @@
 
 mod args;
 mod demo;
+mod failure;
 mod listing;
 mod render;
 
@@ -62,6 +63,7 @@ fn main() -> ExitCode {
         Err(error) => error.exit(),
     };
     cli.color.choice().write_global();
+    let json = cli.command.json();
     let output = Output { detailed: cli.detailed_exitcode, quiet: cli.quiet };
     let result = match cli.command {
         Command::Init(init) => init_command(&init, output),
@@ -86,24 +88,16 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
+            let (vsh_error, remedies) = failure::unwrap(error.as_ref());
+            let code = vsh_error.map_or(EXIT_ERROR, error_exit_code);
             eprintln!("vsh: {}", render::error_chain(error.as_ref()));
-            let vsh_error = error.downcast_ref::<vsh::VshError>();
-            if let Some(vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { conflicts, total })) =
-                vsh_error
-            {
-                eprint!("{}", render::stale_text(conflicts, *total));
+            eprint!("{}", failure::advice(vsh_error, remedies));
+            if json {
+                // Errors are JSON too for a program that asked for JSON, on stdout.
+                let value = failure::json(error.as_ref(), code);
+                println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
             }
-            if let Some(vsh::VshError::AmbiguousTransaction { candidates, total, .. }) = vsh_error {
-                eprint!("{}", render::candidates_text(candidates, *total));
-            }
-            if let Some(vsh::VshError::PolicyChanged(id)) = vsh_error {
-                eprintln!(
-                    "vsh: the workspace's policy changed since it was made; `vsh rerun {}` runs its program again \
-                     under the policy in force now, as a new transaction",
-                    id.short()
-                );
-            }
-            ExitCode::from(vsh_error.map_or(EXIT_ERROR, error_exit_code))
+            ExitCode::from(code)
         }
     }
 }
@@ -226,7 +220,7 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
-    let receipt = runtime.run(&request)?;
+    let receipt = runtime.run(&request).map_err(|error| failure::with_remedies(&runtime, error))?;
     print_receipt(&receipt, run.common.json, output)?;
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     Ok(exit_code(&receipt, asked, output.detailed))
@@ -248,7 +242,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }
-    let receipt = runtime.run(&request)?;
+    let receipt = runtime.run(&request).map_err(|error| failure::with_remedies(&runtime, error))?;
     if !output.quiet && !rerun.stored.common.json {
         eprintln!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
     }

@@ -768,3 +768,43 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
     assert_eq!(report["schema"], "vsh.gc/1");
     assert!(report["forgotten"].as_array().unwrap().is_empty(), "recent finished work is kept: {report}");
 }
+
+#[test]
+fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".env", "S=1\n");
+    write(dir.path(), "gone.txt", "gone\n");
+    let ws = dir.path().to_str().unwrap();
+    // An uncaught PermissionError from a denial: the rule, the remedy and the program's output.
+    let leak = "print('before the leak')\nfrom pathlib import Path\nPath('.env').read_text()";
+    let text = vsh(&["run", "--workspace", ws, "-"], Some(leak));
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    assert_eq!(text.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("PermissionError"), "{stderr}");
+    assert!(stderr.contains("vsh: program output | before the leak"), "{stderr}");
+    assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
+    assert!(stderr.contains("vsh:   to allow it: "), "{stderr}");
+    let json = vsh(&["run", "--workspace", ws, "--json", "-"], Some(leak));
+    let error: serde_json::Value = serde_json::from_slice(&json.stdout).expect("the error as JSON on stdout");
+    assert_eq!(error["schema"], "vsh.error/1");
+    assert_eq!(error["kind"], "execution");
+    assert_eq!(error["exit_code"], 1);
+    assert_eq!(error["stdout"], "before the leak\n");
+    assert_eq!(error["denied"][0]["path"], ".env");
+    assert_eq!(error["denied"][0]["access"], "content-read");
+    assert!(error["denied"][0]["remedy"].as_str().is_some_and(|remedy| !remedy.is_empty()), "{error}");
+    // A stale commit names its paths; a prefix that names nothing says so.
+    let remove = "from pathlib import Path\nPath('gone.txt').unlink()";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(remove)));
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+    write(dir.path(), "gone.txt", "edited\n");
+    let stale = vsh(&["commit", &id, "--workspace", ws, "--json"], None);
+    assert_eq!(stale.status.code(), Some(6));
+    let error: serde_json::Value = serde_json::from_slice(&stale.stdout).unwrap();
+    assert_eq!((error["kind"].as_str(), error["exit_code"].as_u64()), (Some("commit"), Some(6)));
+    assert_eq!(error["paths"], serde_json::json!(["gone.txt"]));
+    let missing = vsh(&["show", "abcdef", "--workspace", ws, "--json"], None);
+    let error: serde_json::Value = serde_json::from_slice(&missing.stdout).unwrap();
+    assert_eq!(error["kind"], "approval");
+    assert_eq!(error["message"], "no such transaction abcdef");
+}
