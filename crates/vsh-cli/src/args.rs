@@ -181,6 +181,49 @@ pub(crate) struct ApproveArgs {
     pub(crate) ttl: u64,
 }
 
+/// A run's budget, in an operator's units (unset: the default budget).
+#[derive(Debug, Args)]
+pub(crate) struct BudgetArgs {
+    /// The longest the program may run: its own time and the whole request (30s, 1m 30s, 500ms).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub(crate) timeout: Option<Duration>,
+    /// The most file-system and vsh_* calls the program may make.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_os_calls: Option<u64>,
+    /// The most output the program may print (1MiB, 64KiB, 4096).
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    pub(crate) max_output: Option<u64>,
+    /// The most memory the program may use (256MiB, 1GiB).
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    pub(crate) max_memory: Option<u64>,
+}
+
+impl BudgetArgs {
+    /// The default budget with what was given.
+    pub(crate) fn budget(&self) -> vsh::ExecutionBudget {
+        let mut budget = vsh::ExecutionBudget::default();
+        if let Some(timeout) = self.timeout {
+            budget.max_duration = timeout;
+            budget.max_request_duration = timeout;
+        }
+        if let Some(calls) = self.max_os_calls {
+            budget.max_os_calls = calls;
+        }
+        if let Some(bytes) = self.max_output {
+            budget.max_output_bytes = bytes;
+        }
+        if let Some(bytes) = self.max_memory {
+            budget.max_memory_bytes = bytes;
+        }
+        budget
+    }
+}
+
+/// A size in bytes, in policy files' syntax (`512`, `64KiB`, `1MiB`).
+fn size(text: &str) -> Result<u64, String> {
+    vsh::lower::vsh_policy::parse_size(text).map_err(|problem| format!("{text:?}: {problem}"))
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct LogArgs {
     #[command(flatten)]
@@ -287,6 +330,8 @@ pub(crate) struct RunArgs {
     /// What the program is for, recorded with the transaction.
     #[arg(long, value_name = "TEXT")]
     pub(crate) intent: Option<String>,
+    #[command(flatten)]
+    pub(crate) budget: BudgetArgs,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
 }

@@ -216,7 +216,8 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
         config = config.with_policy_file(policy);
     }
     let runtime = open(config)?;
-    let mut request = RunRequest::new(&code).with_mode(run.mode()).with_detail(run.detail());
+    let mut request =
+        RunRequest::new(&code).with_mode(run.mode()).with_detail(run.detail()).with_budget(run.budget.budget());
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }

@@ -16,7 +16,8 @@ fn vsh(args: &[&str], stdin: Option<&str>) -> Output {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        // A command that refuses its arguments exits before reading stdin.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
         return child.wait_with_output().unwrap();
     }
     command.output().unwrap()
@@ -536,7 +537,7 @@ fn vsh_env(args: &[&str], env: &[(&str, &str)], stdin: &str) -> Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     child.wait_with_output().unwrap()
 }
 
@@ -807,4 +808,33 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let error: serde_json::Value = serde_json::from_slice(&missing.stdout).unwrap();
     assert_eq!(error["kind"], "approval");
     assert_eq!(error["message"], "no such transaction abcdef");
+}
+
+#[test]
+fn budgets_come_from_the_command_line_in_human_units_and_limits_speak_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let spin = "n = 0\nwhile True:\n    n += 1";
+    let started = std::time::Instant::now();
+    let timed = vsh(&["run", "--timeout", "300ms", "--workspace", ws, "-"], Some(spin));
+    let stderr = String::from_utf8_lossy(&timed.stderr);
+    assert_eq!(timed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("limit 0.3 s exceeded after"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let chatty = "for i in range(10000):\n    print('x' * 100)";
+    let output = vsh(&["run", "--max-output", "4KiB", "--workspace", ws, "-"], Some(chatty));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("output-bytes limit 4 KiB exceeded"), "{stderr}");
+    let calls = "from pathlib import Path\nfor i in range(50):\n    Path('x').exists()";
+    let limited = vsh(&["run", "--max-os-calls", "10", "--workspace", ws, "-"], Some(calls));
+    assert!(String::from_utf8_lossy(&limited.stderr).contains("os-calls limit 10 exceeded: 11"), "{limited:?}");
+    // A size or a duration that does not parse is a usage error.
+    for bad in [&["--max-memory", "lots"][..], &["--timeout", "soon"], &["--max-output", "12XB"]] {
+        let mut args = vec!["run", "--workspace", ws];
+        args.extend_from_slice(bad);
+        args.push("-");
+        assert_eq!(vsh(&args, Some("1")).status.code(), Some(2), "{bad:?}");
+    }
+    assert_eq!(vsh(&["run", "--max-memory", "512MiB", "--workspace", ws, "-"], Some("1 + 1")).status.code(), Some(0));
 }

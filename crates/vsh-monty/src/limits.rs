@@ -309,9 +309,35 @@ pub struct LimitExceeded {
 }
 
 impl fmt::Display for LimitExceeded {
-    /// `read-bytes limit exceeded: 70 > 64`.
+    /// In the limit's own unit: `duration limit 1 s exceeded after 1.004 s`,
+    /// `read-bytes limit 64 MiB exceeded: 70 MiB`, `os-calls limit 2 exceeded: 3`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} limit exceeded: {} > {}", self.limit, self.attempted, self.max)
+        let limit = self.limit;
+        match limit {
+            LimitKind::Duration | LimitKind::RequestDuration => {
+                #[allow(clippy::cast_precision_loss)]
+                let seconds = |nanos: u64| nanos as f64 / 1e9;
+                write!(f, "{limit} limit {} s exceeded after {:.3} s", seconds(self.max), seconds(self.attempted))
+            }
+            LimitKind::Recursion | LimitKind::OsCalls | LimitKind::DirectoryEntries | LimitKind::EvidenceRecords => {
+                write!(f, "{limit} limit {} exceeded: {}", self.max, self.attempted)
+            }
+            _ => write!(f, "{limit} limit {} exceeded: {}", human_bytes(self.max), human_bytes(self.attempted)),
+        }
+    }
+}
+
+/// A byte count in binary units: exact when it is a whole number of the unit
+/// (`64 MiB`), else with one decimal (`70.5 MiB`); below 1 KiB in bytes.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1)];
+    let (unit, size) = UNITS.iter().copied().find(|(_, size)| bytes >= *size).unwrap_or(("B", 1));
+    if bytes.is_multiple_of(size) {
+        format!("{} {unit}", bytes / size)
+    } else {
+        #[allow(clippy::cast_precision_loss)]
+        let value = bytes as f64 / size as f64;
+        format!("{value:.1} {unit}")
     }
 }
 
@@ -507,7 +533,19 @@ mod tests {
         assert_eq!(limits.max_request_duration, Duration::from_secs(10));
         assert_eq!(
             LimitExceeded { limit: LimitKind::OsCalls, attempted: 3, max: 2 }.to_string(),
-            "os-calls limit exceeded: 3 > 2"
+            "os-calls limit 2 exceeded: 3"
+        );
+        assert_eq!(
+            LimitExceeded { limit: LimitKind::Duration, attempted: 1_004_000_000, max: 1_000_000_000 }.to_string(),
+            "duration limit 1 s exceeded after 1.004 s"
+        );
+        assert_eq!(
+            LimitExceeded { limit: LimitKind::ReadBytes, attempted: 70 << 20, max: 64 << 20 }.to_string(),
+            "read-bytes limit 64 MiB exceeded: 70 MiB"
+        );
+        assert_eq!(
+            LimitExceeded { limit: LimitKind::OutputBytes, attempted: 1_572_864 + 1, max: 512 }.to_string(),
+            "output-bytes limit 512 B exceeded: 1.5 MiB"
         );
     }
 }

@@ -658,8 +658,9 @@ fn bytes(field: &str, value: &toml::Value) -> Result<u64, PolicyFileError> {
 }
 
 /// Parse `<digits>[ ][unit]` where unit is `B`, `KiB`, `MiB`, `GiB` or `TiB`
-/// (ASCII case ignored), into bytes.
-pub(crate) fn parse_size(text: &str) -> Result<u64, &'static str> {
+/// (ASCII case ignored), into bytes: the size syntax of policy files and of the
+/// command line's budget options.
+pub fn parse_size(text: &str) -> Result<u64, &'static str> {
     let trimmed = text.trim();
     let digits = trimmed.find(|ch: char| !ch.is_ascii_digit()).unwrap_or(trimmed.len());
     if digits == 0 {
