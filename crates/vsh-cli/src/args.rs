@@ -92,6 +92,11 @@ pub(crate) enum Command {
     /// Apply the store's retention: expire lapsed approvals and previews,
     /// drop old finished records, delete content nothing needs any more.
     Gc(Common),
+    /// Show the workspace's effective policy, or check a policy file.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
     /// Show a stored transaction's review.
     Show(Stored),
     /// Approve a pending transaction.
@@ -128,13 +133,19 @@ impl Command {
             Self::Init(init) => init.common.json,
             Self::Run(run) => run.common.json,
             Self::Rerun(rerun) => rerun.stored.common.json,
-            Self::Pending(common) | Self::Gc(common) => common.json,
+            Self::Pending(common) | Self::Gc(common) | Self::Policy { action: PolicyAction::Show(common) } => {
+                common.json
+            }
             Self::Log(log) => log.common.json,
             Self::Show(stored) | Self::Reject(stored) => stored.common.json,
             Self::Approve(approve) => approve.stored.common.json,
             Self::Commit(commit) => commit.stored.common.json,
             Self::Recover(recover) => recover.common.json,
-            Self::Demo | Self::Guide | Self::Completions { .. } | Self::Man => false,
+            Self::Demo
+            | Self::Guide
+            | Self::Completions { .. }
+            | Self::Man
+            | Self::Policy { action: PolicyAction::Check { .. } } => false,
         }
     }
 }
@@ -179,6 +190,21 @@ pub(crate) struct ApproveArgs {
     /// How long the approval lasts, in seconds.
     #[arg(long, value_name = "SECONDS", default_value = "900", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) ttl: u64,
+}
+
+/// `vsh policy`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PolicyAction {
+    /// Print the workspace's effective policy as a policy file (TOML, every
+    /// threshold written out), to start a policy file from.
+    Show(Common),
+    /// Check a policy file: print its digest and profile, or the first error
+    /// with the field it is in.
+    Check {
+        /// The policy file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 /// A run's budget, in an operator's units (unset: the default budget).

@@ -70,6 +70,7 @@ fn main() -> ExitCode {
         Command::Run(run) => run_command(&run, output),
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo => demo::run(),
+        Command::Policy { action: args::PolicyAction::Check { file } } => policy_check(&file),
         Command::Guide => {
             print!("{GUIDE}");
             Ok(EXIT_OK)
@@ -227,6 +228,13 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     Ok(exit_code(&receipt, asked, output.detailed))
 }
 
+/// `vsh policy check FILE`.
+fn policy_check(file: &std::path::Path) -> Result<u8, Box<dyn std::error::Error>> {
+    let policy = vsh::lower::vsh_policy::TransactionPolicy::from_file(file)?;
+    println!("{}: valid; profile {}, digest {}", file.display(), policy.profile().name(), policy.digest().short());
+    Ok(EXIT_OK)
+}
+
 /// `vsh rerun TX`: the stored program and intent, run again as a new transaction.
 fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let config = runtime_config(&rerun.stored.common.workspace)?.with_lock_wait(lock_wait(rerun.lock.lock_timeout));
@@ -292,7 +300,9 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
 
 fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
-        Command::Pending(common) | Command::Gc(common) => (common, None, None),
+        Command::Pending(common)
+        | Command::Gc(common)
+        | Command::Policy { action: args::PolicyAction::Show(common) } => (common, None, None),
         Command::Log(log) => (&log.common, None, None),
         Command::Show(stored) | Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
         Command::Approve(approve) => (&approve.stored.common, Some(&approve.stored.transaction), None),
@@ -313,6 +323,10 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     match (command, id) {
         (Command::Pending(_), _) => listing::pending(&runtime, common.json, now),
         (Command::Log(log), _) => listing::log(&runtime, log, now),
+        (Command::Policy { .. }, _) => {
+            print!("{}", vsh::lower::vsh_policy::render_policy(runtime.policy()));
+            Ok(EXIT_OK)
+        }
         (Command::Gc(_), _) => listing::gc(&runtime, common.json, output.quiet, now),
         (Command::Show(_), Some(id)) => {
             let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;

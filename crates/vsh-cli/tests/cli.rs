@@ -838,3 +838,29 @@ fn budgets_come_from_the_command_line_in_human_units_and_limits_speak_them() {
     }
     assert_eq!(vsh(&["run", "--max-memory", "512MiB", "--workspace", ws, "-"], Some("1 + 1")).status.code(), Some(0));
 }
+
+#[test]
+fn policy_show_prints_a_file_that_check_accepts_and_that_means_the_same_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let ws = ws.to_str().unwrap();
+    assert_eq!(vsh(&["init", "--profile", "strict", "--workspace", ws], None).status.code(), Some(0));
+    let shown = vsh(&["policy", "show", "--workspace", ws], None);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(text.contains("profile = \"strict\""), "{text}");
+    let file = dir.path().join("policy.toml");
+    std::fs::write(&file, &text).unwrap();
+    let checked = vsh(&["policy", "check", file.to_str().unwrap()], None);
+    assert_eq!(checked.status.code(), Some(0), "{}", String::from_utf8_lossy(&checked.stderr));
+    assert!(String::from_utf8_lossy(&checked.stdout).contains("valid; profile strict"));
+    // Recording the shown file keeps the workspace's policy as it was.
+    let before = vsh(&["policy", "show", "--workspace", ws], None).stdout;
+    assert_eq!(vsh(&["init", "--policy", file.to_str().unwrap(), "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!(vsh(&["policy", "show", "--workspace", ws], None).stdout, before);
+    std::fs::write(&file, "version = 1\n[thresholds]\ndeny_touched_paths = \"many\"\n").unwrap();
+    let bad = vsh(&["policy", "check", file.to_str().unwrap()], None);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("thresholds.deny_touched_paths"));
+}

@@ -479,6 +479,77 @@ impl TransactionPolicy {
     }
 }
 
+/// `policy` as a policy file (version 1), every threshold written out (the
+/// profile's defaults included), so an operator can start a file from it;
+/// built-in rules are listed as comments. Parsing the text gives a policy with
+/// the same digest, for a policy made without a data directory.
+pub fn render_policy(policy: &TransactionPolicy) -> String {
+    let mut document = toml::Table::new();
+    document.insert("version".into(), toml::Value::Integer(POLICY_FILE_VERSION));
+    document.insert("profile".into(), toml::Value::String(policy.profile().name().to_owned()));
+    let t = policy.thresholds();
+    let count = |value: u64| toml::Value::Integer(i64::try_from(value).unwrap_or(i64::MAX));
+    let ratio = |bps: u32| toml::Value::Float(f64::from(bps) / f64::from(MAX_RATIO_BPS));
+    let mut thresholds = toml::Table::new();
+    for (key, value) in [
+        ("escalate_touched_paths", count(t.escalate_touched_paths)),
+        ("escalate_changed_bytes", count(t.escalate_changed_bytes)),
+        ("deny_touched_paths", count(t.deny_touched_paths)),
+        ("deny_changed_bytes", count(t.deny_changed_bytes)),
+        ("deny_deleted_paths", count(t.deny_deleted_paths)),
+        ("deny_delete_ratio", ratio(t.deny_delete_ratio_bps)),
+        ("delete_ratio_min_paths", count(t.delete_ratio_min_paths)),
+        ("rewrite_escalate_ratio", ratio(t.rewrite_escalate_ratio_bps)),
+    ] {
+        thresholds.insert(key.into(), value);
+    }
+    document.insert("thresholds".into(), toml::Value::Table(thresholds));
+    let rules = policy.calls().rules();
+    let mut protect = Vec::new();
+    let mut built_in = Vec::new();
+    for rule in rules {
+        if rule.label != RuleLabel::Custom {
+            built_in.push(rule.to_string());
+            continue;
+        }
+        let mut table = toml::Table::new();
+        table.insert("pattern".into(), toml::Value::String(rule.pattern.as_str().to_owned()));
+        let access = if rule.access == AccessSet::ALL {
+            toml::Value::String("all".into())
+        } else {
+            toml::Value::Array(rule.access.iter().map(|kind| toml::Value::String(kind.name().into())).collect())
+        };
+        table.insert("access".into(), access);
+        if let Some(reason) = &rule.reason {
+            table.insert("reason".into(), toml::Value::String(reason.clone()));
+        }
+        table.insert("case_sensitive".into(), toml::Value::Boolean(!rule.pattern.is_case_insensitive()));
+        protect.push(toml::Value::Table(table));
+    }
+    if !protect.is_empty() {
+        document.insert("protect".into(), toml::Value::Array(protect));
+    }
+    let mut defaults = toml::Table::new();
+    let has = |label: RuleLabel| rules.iter().any(|rule| rule.label == label);
+    defaults.insert("secrets".into(), toml::Value::Boolean(has(RuleLabel::Secret)));
+    defaults.insert("git".into(), toml::Value::Boolean(has(RuleLabel::Git)));
+    if let Some(roots) = policy.calls().writable_roots() {
+        let roots = roots.iter().map(|root| toml::Value::String(root.as_str().to_owned())).collect();
+        defaults.insert("writable_roots".into(), toml::Value::Array(roots));
+    }
+    document.insert("defaults".into(), toml::Value::Table(defaults));
+    let mut out = String::from(
+        "# The effective policy (vsh policy show). Built-in rules, which the [defaults]\n# keys keep or drop:\n",
+    );
+    for rule in built_in {
+        out.push_str("#   ");
+        out.push_str(&rule);
+        out.push('\n');
+    }
+    out.push_str(&toml::to_string(&document).unwrap_or_default());
+    out
+}
+
 /// `[thresholds]`: the profile's values with the overrides applied, validated.
 fn parse_thresholds(table: &toml::Table, base: PolicyThresholds) -> Result<PolicyThresholds, PolicyFileError> {
     let mut thresholds = base;
@@ -894,6 +965,29 @@ rewrite_escalate_ratio = 1
         assert_eq!(file.policy(None).profile(), PolicyProfile::Paranoid);
         let rounded = PolicyFile::from_toml(&v1("[thresholds]\nrewrite_escalate_ratio = 0.00005\n")).unwrap();
         assert_eq!(rounded.thresholds().rewrite_escalate_ratio_bps, 1);
+    }
+
+    #[test]
+    fn a_rendered_policy_parses_back_to_the_same_policy() {
+        let texts = [
+            "version = 1\n",
+            "version = 1\nprofile = \"strict\"\n",
+            "version = 1\nprofile = \"paranoid\"\n[thresholds]\ndeny_delete_ratio = 0.25\nrewrite_escalate_ratio = 1\n",
+            concat!(
+                "version = 1\n[[protect]]\npattern = \"config/prod/**\"\naccess = [\"modify\", \"delete\"]\n",
+                "reason = \"production\"\n[[protect]]\npattern = \"**/*.sqlite\"\ncase_sensitive = true\n",
+                "[defaults]\nsecrets = false\nwritable_roots = [\"src\", \"docs\"]\n"
+            ),
+        ];
+        for text in texts {
+            let policy = PolicyFile::parse(text).unwrap();
+            let rendered = render_policy(&policy);
+            let again = PolicyFile::parse(&rendered).unwrap_or_else(|error| panic!("{rendered}\n{error}"));
+            assert_eq!(again.digest(), policy.digest(), "{text}\n---\n{rendered}");
+        }
+        let rendered = render_policy(&TransactionPolicy::from_profile(PolicyProfile::Balanced, None));
+        assert!(rendered.contains("#   `**/.env/**` denies all (secret)"), "{rendered}");
+        assert!(rendered.contains("deny_touched_paths = "), "defaults included: {rendered}");
     }
 
     #[test]

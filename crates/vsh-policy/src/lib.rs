@@ -47,7 +47,10 @@ pub use decision::{
     CeilingBreach, Decision, Denial, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest, RiskMetrics,
     is_content_rewrite,
 };
-pub use file::{MAX_POLICY_FILE_BYTES, MAX_REASON_BYTES, POLICY_FILE_VERSION, PolicyFile, PolicyFileError, parse_size};
+pub use file::{
+    MAX_POLICY_FILE_BYTES, MAX_REASON_BYTES, POLICY_FILE_VERSION, PolicyFile, PolicyFileError, parse_size,
+    render_policy,
+};
 pub use pattern::{MAX_PATTERN_BYTES, MatchState, Pattern, PatternError};
 pub use profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
 pub use rules::{CallPolicy, DefaultRules, DeniedAccess, ProtectedRule, RuleLabel};
