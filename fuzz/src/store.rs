@@ -244,6 +244,7 @@ const LIMITS: ArtifactLimits = ArtifactLimits {
     max_intent_bytes: 256,
     max_evidence_bytes: 4096,
     max_program_bytes: 512,
+    max_policy_bytes: 512,
 };
 
 /// Check the artifact decoder on arbitrary bytes (see the module docs).
@@ -314,7 +315,8 @@ fn check_artifact_script(script: &[u8]) {
     // A program text or none (as a first-format artifact has), from what the
     // script already chose, so the seed corpus keeps its meaning.
     let program = intent.len().is_multiple_of(2).then(|| format!("print({intent:?})"));
-    let artifact = PendingArtifact { binding, intent, program, diff, read_set, evidence };
+    let policy = (intent.len() % 3 == 1).then(|| format!("version = 1\n# {intent}\n"));
+    let artifact = PendingArtifact { binding, intent, program, policy, diff, read_set, evidence };
     assert_eq!(artifact.verify(&LIMITS), Ok(()));
     let encoded = artifact.encode();
     assert_eq!(PendingArtifact::decode(&encoded, &LIMITS).as_ref(), Ok(&artifact));

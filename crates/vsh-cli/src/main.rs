@@ -14,6 +14,7 @@ mod demo;
 mod failure;
 mod listing;
 mod render;
+mod show;
 
 use std::io::Read;
 
@@ -317,8 +318,23 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         config = config.with_lock_wait(lock_wait(timeout));
     }
     // `recover` reports startup recovery itself, as its result.
-    let runtime = if matches!(command, Command::Recover(_)) { Runtime::open(config)? } else { open(config)? };
+    let runtime =
+        if matches!(command, Command::Recover(_)) { Runtime::open(config.clone())? } else { open(config.clone())? };
     let id = transaction.map(|name| runtime.resolve(name)).transpose()?;
+    // A transaction made under a per-run policy is reviewed, approved and
+    // committed under that policy.
+    let runtime = match id {
+        Some(id) if matches!(command, Command::Show(_) | Command::Approve(_) | Command::Commit(_)) => {
+            match runtime.run_policy(id)? {
+                Some(policy) if policy.digest != runtime.policy().digest() => {
+                    drop(runtime);
+                    open(config.with_policy_text(policy.text))?
+                }
+                _ => runtime,
+            }
+        }
+        _ => runtime,
+    };
     let now = now_ms();
     match (command, id) {
         (Command::Pending(_), _) => listing::pending(&runtime, common.json, now),
@@ -328,19 +344,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             Ok(EXIT_OK)
         }
         (Command::Gc(_), _) => listing::gc(&runtime, common.json, output.quiet, now),
-        (Command::Show(_), Some(id)) => {
-            let receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
-            print_receipt(&receipt, common.json, output)?;
-            if !common.json && !output.quiet {
-                if let Some(record) = runtime.transaction(id)? {
-                    anstream::print!("{}", render::record_text(&record, now));
-                }
-                if let Some(stored) = runtime.stored_program(id)? {
-                    anstream::print!("{}", render::program_text(&stored));
-                }
-            }
-            Ok(exit_code(&receipt, Asked::Review, output.detailed))
-        }
+        (Command::Show(_), Some(id)) => show::show(&runtime, id, common.json, output, now),
         (Command::Approve(approve), Some(id)) => {
             let principal = vsh::PrincipalId::digest(approve.principal.as_bytes());
             let expires = now.saturating_add(approve.ttl.saturating_mul(1000));

@@ -314,6 +314,8 @@ fn no_hunks_reason(reason: NoHunks) -> &'static str {
         NoHunks::Binary => "binary content",
         NoHunks::TooLarge => "too large to show",
         NoHunks::BudgetSpent => "review budget spent",
+        NoHunks::Unavailable => "the before state is no longer in the workspace",
+        NoHunks::Protected => "protected content",
     }
 }
 
@@ -556,11 +558,16 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
         report.unresolved.len(),
         report.conflicts.len()
     );
+    let paths = |transaction: &vsh::TransactionId| match report.paths_of(*transaction) {
+        Some(1) => " (1 path)".to_owned(),
+        Some(count) => format!(" ({count} paths)"),
+        None => String::new(),
+    };
     for transaction in &report.rolled_forward {
-        let _ = writeln!(text, "  rolled forward (committed): {transaction}");
+        let _ = writeln!(text, "  rolled forward (committed): {transaction}{}", paths(transaction));
     }
     for transaction in &report.rolled_back {
-        let _ = writeln!(text, "  rolled back (failed, before state restored): {transaction}");
+        let _ = writeln!(text, "  rolled back (failed, before state restored): {transaction}{}", paths(transaction));
     }
     for (transaction, path) in &report.changed_since_commit {
         let _ = writeln!(text, "  changed by someone else after {} committed, left as is: {path}", transaction.short());

@@ -202,6 +202,50 @@ fn profiles_and_policy_files_change_the_decision() {
 }
 
 #[test]
+fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_and_commit_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let create = "from pathlib import Path\nPath('b.txt').write_text('b')";
+    // The workspace's policy is balanced (auto-approves this); the run asks for strict.
+    let run = vsh(&["run", "--workspace", ws, "--profile", "strict", "-"], Some(create));
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let id = id_of(&run);
+    assert!(String::from_utf8_lossy(&run.stdout).contains("pending-approval"));
+    let shown = vsh(&["show", &id[..8], "--workspace", ws], None);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert!(text.contains("made under a per-run policy (profile strict"), "{text}");
+    assert!(text.contains("+b"), "the review has its hunks: {text}");
+    let approved = vsh(&["approve", &id[..8], "--workspace", ws], None);
+    assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    let committed = vsh(&["commit", &id[..8], "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
+
+    // A policy file rides with its transaction too, custom rules and all.
+    let strict = "version = 1\nprofile = \"strict\"\n[[protect]]\npattern = \"c.txt\"\naccess = [\"modify\"]\n";
+    std::fs::write(dir.path().join("strict.toml"), strict).unwrap();
+    let run = vsh(
+        &["run", "--workspace", ws, "--policy", dir.path().join("strict.toml").to_str().unwrap(), "-"],
+        Some("from pathlib import Path\nPath('d.txt').write_text('d')"),
+    );
+    let id = id_of(&run);
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(0));
+    assert!(dir.path().join("d.txt").exists());
+
+    // Work made under the workspace's own policy is not: after `vsh init`
+    // changes it, its approval is refused as before.
+    let run = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('a.txt').unlink()"));
+    let id = id_of(&run);
+    assert_eq!(vsh(&["init", "--workspace", ws, "--profile", "strict"], None).status.code(), Some(0));
+    let refused = vsh(&["approve", &id, "--workspace", ws], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("vsh rerun"), "{refused:?}");
+}
+
+#[test]
 fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "old.txt", "old\n");
@@ -863,4 +907,124 @@ fn policy_show_prints_a_file_that_check_accepts_and_that_means_the_same_policy()
     let bad = vsh(&["policy", "check", file.to_str().unwrap()], None);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("thresholds.deny_touched_paths"));
+}
+
+/// The environment variable that makes this test binary a child that commits
+/// and is killed (`SIGKILL`, by `kill(1)`) at the fault point it names.
+const KILLED_CHILD: &str = "VSH_CLI_TEST_KILLED_AT";
+
+/// A fault injector that `SIGKILL`s its own process at one point of the commit.
+struct KillAt(vsh::lower::vsh_commit::FaultPoint);
+
+impl vsh::lower::vsh_commit::FaultInjector for KillAt {
+    fn crash_at(&self, point: vsh::lower::vsh_commit::FaultPoint) -> bool {
+        if point == self.0 {
+            let _ = Command::new("kill").args(["-KILL", &std::process::id().to_string()]).status();
+            std::thread::sleep(std::time::Duration::from_mins(1));
+        }
+        false
+    }
+}
+
+#[test]
+fn a_kill_during_commit_is_reported_by_the_next_command_whatever_it_is() {
+    use vsh::lower::vsh_commit::FaultPoint;
+    if let Ok(point) = std::env::var(KILLED_CHILD) {
+        let point = if point == "applied" { FaultPoint::OperationApplied(0) } else { FaultPoint::CommitMarkerSynced };
+        let ws = std::env::var_os("VSH_CLI_TEST_WS").unwrap();
+        let key = std::env::var_os("VSH_AUTHORITY_KEY").unwrap();
+        let worker = vsh::WorkerConfig::new(env!("CARGO_BIN_EXE_vsh")).with_args(["__vsh-monty-worker"]);
+        let config = vsh::RuntimeConfig::new(&ws)
+            .with_worker(worker)
+            .with_authority_key_file(key)
+            .with_commit_fault_injector(std::sync::Arc::new(KillAt(point)));
+        let runtime = vsh::Runtime::open(config).unwrap();
+        let program = "from pathlib import Path\nPath('a.txt').write_text('changed')\nPath('b.txt').write_text('new')";
+        let outcome = runtime.run(&vsh::RunRequest::new(program).with_mode(vsh::RunMode::Auto));
+        panic!("the commit was to be killed, and it returned {outcome:?}");
+    }
+    for (point, what, a) in [
+        ("applied", "rolled back (failed, before state restored)", "alpha"),
+        ("marker", "rolled forward (committed)", "changed"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        write(&ws, "a.txt", "alpha");
+        let key = dir.path().join("authority.key");
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args(["a_kill_during_commit_is_reported_by_the_next_command_whatever_it_is", "--exact", "--nocapture"])
+            .env(KILLED_CHILD, point)
+            .env("VSH_CLI_TEST_WS", &ws)
+            .env("VSH_AUTHORITY_KEY", &key)
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&child.status),
+            Some(9),
+            "killed at {point}: {}",
+            String::from_utf8_lossy(&child.stderr)
+        );
+        // Any command, here a read-only listing, recovers first and says so.
+        let next = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["log", "--workspace", ws.to_str().unwrap()])
+            .env_clear()
+            .env("VSH_AUTHORITY_KEY", &key)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&next.stderr);
+        assert_eq!(next.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("vsh: recovered interrupted commits first"), "{point}: {stderr}");
+        let line = stderr.lines().find(|line| line.contains(what)).unwrap_or_else(|| panic!("{point}: {stderr}"));
+        assert!(line.ends_with(" (2 paths)"), "which transaction and how many paths: {line}");
+        let id = line.split_whitespace().rev().nth(2).unwrap();
+        assert_eq!(id.len(), 64, "{line}");
+        assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), a, "{point}");
+        assert_eq!(ws.join("b.txt").exists(), point == "marker", "{point}");
+        // The log agrees with the disk, and the notice is given once.
+        let log = String::from_utf8_lossy(&next.stdout);
+        let state = if point == "marker" { "committed" } else { "failed" };
+        assert!(log.lines().any(|row| row.starts_with(&id[..12]) && row.contains(state)), "{log}");
+        let quiet = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["pending", "--workspace", ws.to_str().unwrap()])
+            .env_clear()
+            .env("VSH_AUTHORITY_KEY", &key)
+            .output()
+            .unwrap();
+        assert_eq!(quiet.status.code(), Some(0), "{}", String::from_utf8_lossy(&quiet.stderr));
+        assert!(!String::from_utf8_lossy(&quiet.stderr).contains("recovered"), "nothing left to recover");
+    }
+}
+
+#[test]
+fn show_reviews_stored_work_from_verified_bytes_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws_path = dir.path().join("ws");
+    write(&ws_path, "a.txt", "one\ntwo\n");
+    write(&ws_path, "notes.txt", "the old secret\n");
+    let ws = ws_path.to_str().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nprofile = \"strict\"\n[[protect]]\npattern = \"notes.txt\"\naccess = [\"content-read\"]\n",
+    )
+    .unwrap();
+    assert_eq!(vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None).status.code(), Some(0));
+    let program =
+        "from pathlib import Path\nPath('a.txt').write_text('one\\nTWO\\n')\nPath('notes.txt').write_text('mine\\n')";
+    let run = vsh(&["run", "--workspace", ws, "-"], Some(program));
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let id = id_of(&run);
+    let show = || String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
+    let text = show();
+    assert!(
+        text.contains("    -two\n") && text.contains("    +TWO\n"),
+        "hunks from the workspace and the store: {text}"
+    );
+    assert!(text.contains("(protected content)"), "a read-protected before state is never shown: {text}");
+    assert!(!text.contains("the old secret"), "{text}");
+    // Once the workspace no longer holds the before state, it is not shown.
+    std::fs::write(ws_path.join("a.txt"), "one\nzwei\n").unwrap();
+    let text = show();
+    assert!(text.contains("(the before state is no longer in the workspace)"), "{text}");
+    assert!(!text.contains("zwei"), "{text}");
 }

@@ -90,9 +90,18 @@ pub struct RecoveryReport {
     pub kept: Vec<KeptNode>,
     /// What could not be decided; each is left untouched and blocks commits.
     pub conflicts: Vec<RecoveryConflict>,
+    /// How many paths the diff of each rolled-forward or rolled-back
+    /// transaction changes (or, rolled back, would have changed), from its
+    /// plan; a transaction abandoned before its plan was written has none.
+    pub paths: Vec<(TransactionId, usize)>,
 }
 
 impl RecoveryReport {
+    /// How many paths `transaction`'s diff changes, when recovery read its plan.
+    pub fn paths_of(&self, transaction: TransactionId) -> Option<usize> {
+        self.paths.iter().find(|(id, _)| *id == transaction).map(|(_, count)| *count)
+    }
+
     /// Whether commits may run: no conflict blocks them.
     pub fn is_clean(&self) -> bool {
         self.conflicts.is_empty()
@@ -360,7 +369,11 @@ impl Committer {
                 }
             }
             let txn = TxnDir::new(&root, transaction);
-            match self.recover_one(ledger, faults, transaction, &txn, None)? {
+            let (resolved, paths) = self.recover_counted(ledger, faults, transaction, &txn, None)?;
+            if let (Ok(Outcome::RolledForward { .. } | Outcome::RolledBack), Some(paths)) = (&resolved, paths) {
+                report.paths.push((transaction, paths));
+            }
+            match resolved {
                 Ok(Outcome::RolledForward { changed, kept }) => {
                     report.rolled_forward.push(transaction);
                     report.changed_since_commit.extend(changed.into_iter().map(|path| (transaction, path)));
@@ -432,12 +445,31 @@ impl Committer {
         txn: &TxnDir,
         limit: Option<usize>,
     ) -> Result<Resolved, CommitError> {
+        self.recover_counted(ledger, faults, transaction, txn, limit).map(|(resolved, _)| resolved)
+    }
+
+    /// [`Committer::recover_one`], with how many paths the plan it read
+    /// changes (none when it read no valid plan).
+    fn recover_counted(
+        &self,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+        transaction: TransactionId,
+        txn: &TxnDir,
+        limit: Option<usize>,
+    ) -> Result<(Resolved, Option<usize>), CommitError> {
         let resolver = Resolver { committer: self, ledger, faults, transaction, txn };
         let found = match resolver.read() {
             Ok(found) => found,
-            Err(conflict) => return Ok(Err(conflict)),
+            Err(conflict) => return Ok((Err(conflict), None)),
         };
-        if found.marker_valid { resolver.roll_forward(&found) } else { resolver.roll_back(&found, limit) }
+        let paths = match &found.plan {
+            Read::Valid((plan, _)) => Some(plan.entries.len()),
+            _ => None,
+        };
+        let outcome =
+            if found.marker_valid { resolver.roll_forward(&found) } else { resolver.roll_back(&found, limit) }?;
+        Ok((outcome, paths))
     }
 }
 

@@ -143,6 +143,7 @@ fn a_crash_at_every_step_of_recovery_is_recovered_by_the_next_recovery() -> Resu
     let recorder = CrashAt::recording();
     let report = trial.reopened()?.committer.recover_with_faults(&ledger, &recorder)?;
     assert_eq!(report.rolled_back, vec![trial.run.transaction]);
+    assert_eq!(report.paths_of(trial.run.transaction), Some(trial.run.diff.len()), "the report counts its paths");
     let points = recorder.seen();
     let mut expected: Vec<FaultPoint> = (0..=last).rev().map(FaultPoint::Undone).collect();
     expected.push(FaultPoint::Settled);
@@ -767,6 +768,7 @@ fn after_the_commit_point_a_replaced_install_is_someone_elses_even_with_the_same
     assert_eq!(report.rolled_forward, vec![trial.run.transaction]);
     let changed: Vec<&str> = report.changed_since_commit.iter().map(|(_, path)| path.as_str()).collect();
     assert_eq!(changed, vec!["a.txt"], "{report:?}");
+    assert_eq!(report.paths_of(trial.run.transaction), Some(trial.run.diff.len()));
     assert_eq!(std::fs::read(&path)?, bytes, "their file is left alone");
     Ok(())
 }

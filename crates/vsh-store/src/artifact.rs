@@ -26,8 +26,11 @@
 //!            program, intent, read set, write set, diff, policy,
 //!            runtime config, execution evidence
 //!   intent:  byte string (u64 length + UTF-8)
-//!   program: (VSHART02 only) u8 0 (absent) or 1, then a byte string (UTF-8):
-//!            the program's text, for review and for running it again
+//!   program: (VSHART02 only) u8 flags: bit 0 the program's text follows,
+//!            bit 1 a per-run policy follows (other bits refused); then the
+//!            program's text, for review and for running it again, and the
+//!            policy file the run was made under when the run overrode the
+//!            workspace's policy, each a byte string (UTF-8)
 //!   diff:    u64 count, then each DiffEntry (paths strictly increasing, no root)
 //!   reads:   ReadSet (u64 count, then path + Dependency, paths strictly increasing)
 //!   evidence: byte string (opaque to the store)
@@ -77,6 +80,8 @@ pub struct ArtifactLimits {
     pub max_evidence_bytes: u64,
     /// Longest program text (default 1 MiB, the runtime's program bound).
     pub max_program_bytes: u64,
+    /// Longest per-run policy file (default 1 MiB, a policy file's bound).
+    pub max_policy_bytes: u64,
 }
 
 impl Default for ArtifactLimits {
@@ -89,6 +94,7 @@ impl Default for ArtifactLimits {
             max_intent_bytes: 64 << 10,
             max_evidence_bytes: 16 << 20,
             max_program_bytes: 1 << 20,
+            max_policy_bytes: 1 << 20,
         }
     }
 }
@@ -104,6 +110,11 @@ pub struct PendingArtifact {
     /// store keeps it opaque: the runtime checks it against the binding's
     /// program digest.
     pub program: Option<String>,
+    /// The policy file (TOML) the transaction was made under, when its run
+    /// overrode the workspace's policy, so that later commands review,
+    /// approve and commit it under that policy. The store keeps it opaque:
+    /// the runtime checks that it parses to the binding's policy digest.
+    pub policy: Option<String>,
     /// The canonical diff.
     pub diff: CanonicalDiff,
     /// What the run depended on.
@@ -167,6 +178,9 @@ pub enum ArtifactError {
     /// The program text is not UTF-8.
     #[error("artifact program is not UTF-8")]
     ProgramEncoding,
+    /// The per-run policy is not UTF-8.
+    #[error("artifact policy is not UTF-8")]
+    PolicyEncoding,
     /// A digest re-derived from the content differs from the binding.
     #[error("artifact binding does not match its {field}")]
     Binding {
@@ -197,12 +211,9 @@ impl PendingArtifact {
             body.extend_from_slice(digest);
         }
         canon::put_bytes(&mut body, self.intent.as_bytes());
-        match &self.program {
-            None => canon::put_u8(&mut body, 0),
-            Some(program) => {
-                canon::put_u8(&mut body, 1);
-                canon::put_bytes(&mut body, program.as_bytes());
-            }
+        canon::put_u8(&mut body, u8::from(self.program.is_some()) | u8::from(self.policy.is_some()) << 1);
+        for text in [&self.program, &self.policy].into_iter().flatten() {
+            canon::put_bytes(&mut body, text.as_bytes());
         }
         self.diff.encode_canonical(&mut body);
         self.read_set.encode_canonical(&mut body);
@@ -273,15 +284,20 @@ impl PendingArtifact {
         check_limit("intent length", peek_u64(&reader)?, limits.max_intent_bytes)?;
         let intent = reader.bytes(limits.max_intent_bytes)?;
         let intent = String::from_utf8(intent.to_vec()).map_err(|_| ArtifactError::IntentEncoding)?;
-        let program = match with_program.then(|| reader.u8()).transpose()? {
-            None | Some(0) => None,
-            Some(1) => {
-                check_limit("program length", peek_u64(&reader)?, limits.max_program_bytes)?;
-                let text = reader.bytes(limits.max_program_bytes)?;
-                Some(String::from_utf8(text.to_vec()).map_err(|_| ArtifactError::ProgramEncoding)?)
+        let flags = if with_program { reader.u8()? } else { 0 };
+        if flags & !0b11 != 0 {
+            return Err(ArtifactError::Malformed(reader.invalid("program presence flag")));
+        }
+        let mut text = |present: bool, what: &'static str, max: u64, error: ArtifactError| {
+            if !present {
+                return Ok(None);
             }
-            Some(_) => return Err(ArtifactError::Malformed(reader.invalid("program presence flag"))),
+            check_limit(what, peek_u64(&reader)?, max)?;
+            let text = reader.bytes(max)?;
+            String::from_utf8(text.to_vec()).map(Some).map_err(|_| error)
         };
+        let program = text(flags & 1 != 0, "program length", limits.max_program_bytes, ArtifactError::ProgramEncoding)?;
+        let policy = text(flags & 2 != 0, "policy length", limits.max_policy_bytes, ArtifactError::PolicyEncoding)?;
         let count = peek_u64(&reader)?;
         check_limit("diff entry count", count, limits.max_entries)?;
         let count = reader.length(limits.max_entries, MIN_DIFF_ENTRY)?;
@@ -301,7 +317,7 @@ impl PendingArtifact {
         check_digests(&digests, &intent, &diff, &read_set, &evidence)?;
         let binding = TransactionBinding::verify(transaction, digests)
             .map_err(|_| ArtifactError::Binding { field: "transaction" })?;
-        Ok(Self { binding, intent, program, diff, read_set, evidence })
+        Ok(Self { binding, intent, program, policy, diff, read_set, evidence })
     }
 
     /// Check this artifact as [`PendingArtifact::decode`] would: limits and
@@ -310,6 +326,7 @@ impl PendingArtifact {
     pub fn verify(&self, limits: &ArtifactLimits) -> Result<(), ArtifactError> {
         check_limit("intent length", self.intent.len() as u64, limits.max_intent_bytes)?;
         check_limit("program length", self.program.as_ref().map_or(0, String::len) as u64, limits.max_program_bytes)?;
+        check_limit("policy length", self.policy.as_ref().map_or(0, String::len) as u64, limits.max_policy_bytes)?;
         check_limit("diff entry count", self.diff.len() as u64, limits.max_entries)?;
         check_limit("dependency count", self.read_set.len() as u64, limits.max_dependencies)?;
         check_limit("evidence length", self.evidence.len() as u64, limits.max_evidence_bytes)?;
@@ -334,7 +351,7 @@ impl PendingArtifact {
     fn encoded_len(&self) -> u64 {
         let diff = self.diff.encoded_len();
         let reads = self.read_set.to_canonical_bytes().len();
-        let program = 1 + self.program.as_ref().map_or(0, |program| 8 + program.len());
+        let program = 1 + [&self.program, &self.policy].into_iter().flatten().map(|text| 8 + text.len()).sum::<usize>();
         (ARTIFACT_OVERHEAD + BINDING_LEN + 8 + self.intent.len() + program + diff + reads + 8 + self.evidence.len())
             as u64
     }

@@ -52,6 +52,20 @@ pub enum NoHunks {
     TooLarge,
     /// The diff's review budget ([`ReviewLimits::max_total_bytes`]) was spent.
     BudgetSpent,
+    /// The before state is no longer what the workspace holds, so its bytes
+    /// are not shown (only hash-verified bytes are).
+    Unavailable,
+    /// The policy protects the file's content from reading.
+    Protected,
+}
+
+/// Which side of a change [`review_entries`] asks the content of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The before state.
+    Before,
+    /// The after state.
+    After,
 }
 
 /// The review text of one changed path.
@@ -71,47 +85,72 @@ pub fn unified_hunks(path: &VPath, before: Option<&str>, after: Option<&str>) ->
     diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string()
 }
 
+/// Review text for every file-content change in `entries`, within `limits`,
+/// with each side's bytes from `content` (asked only for a side that exists,
+/// within the bounds): the bytes, or why a side cannot be shown.
+pub fn review_entries<B: AsRef<[u8]>, E>(
+    entries: &[DiffEntry],
+    limits: ReviewLimits,
+    mut content: impl FnMut(&DiffEntry, Side) -> Result<Result<B, NoHunks>, E>,
+) -> Result<Vec<FileReview>, E> {
+    let mut spent = 0u64;
+    let mut out = Vec::new();
+    for entry in entries {
+        let is_file = |state: Option<vsh_types::NodeState>| state.is_none_or(|s| s.kind == NodeKind::File);
+        let content_changed = entry.before.map(|s| s.content) != entry.after.map(|s| s.content);
+        if !is_file(entry.before) || !is_file(entry.after) || !content_changed {
+            out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::NotFileContent) });
+            continue;
+        }
+        let sizes = entry.before.map_or(0, |s| s.size) + entry.after.map_or(0, |s| s.size);
+        let hunks = if entry.before.is_some_and(|s| s.size > limits.max_file_bytes)
+            || entry.after.is_some_and(|s| s.size > limits.max_file_bytes)
+        {
+            Err(NoHunks::TooLarge)
+        } else if spent.saturating_add(sizes) > limits.max_total_bytes {
+            Err(NoHunks::BudgetSpent)
+        } else {
+            spent += sizes;
+            let mut side = |present: bool, side: Side| -> Result<Result<Option<B>, NoHunks>, E> {
+                if !present {
+                    return Ok(Ok(None));
+                }
+                Ok(content(entry, side)?.map(Some))
+            };
+            let before = side(entry.before.is_some(), Side::Before)?;
+            let after = side(entry.after.is_some(), Side::After)?;
+            match (before, after) {
+                (Ok(before), Ok(after)) => {
+                    let before_text = before.as_ref().map(|bytes| std::str::from_utf8(bytes.as_ref())).transpose();
+                    let after_text = after.as_ref().map(|bytes| std::str::from_utf8(bytes.as_ref())).transpose();
+                    match (before_text, after_text) {
+                        (Ok(old), Ok(new)) => Ok(unified_hunks(&entry.path, old, new)),
+                        _ => Err(NoHunks::Binary),
+                    }
+                }
+                (Err(reason), _) | (_, Err(reason)) => Err(reason),
+            }
+        };
+        out.push(FileReview { path: entry.path.clone(), hunks });
+    }
+    Ok(out)
+}
+
 impl VirtualFs {
     /// Review text for every file-content change in `entries`, within `limits`.
     /// Reading before-content for review records a content dependency on paths
     /// whose before-state the commit checks anyway.
     pub fn review(&mut self, entries: &[DiffEntry], limits: ReviewLimits) -> Result<Vec<FileReview>, VfsError> {
-        let mut spent = 0u64;
-        let mut out = Vec::new();
-        for entry in entries {
-            let is_file = |state: Option<vsh_types::NodeState>| state.is_none_or(|s| s.kind == NodeKind::File);
-            let content_changed = entry.before.map(|s| s.content) != entry.after.map(|s| s.content);
-            if !is_file(entry.before) || !is_file(entry.after) || !content_changed {
-                out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::NotFileContent) });
-                continue;
-            }
-            let sizes = entry.before.map_or(0, |s| s.size) + entry.after.map_or(0, |s| s.size);
-            let hunks = if entry.before.is_some_and(|s| s.size > limits.max_file_bytes)
-                || entry.after.is_some_and(|s| s.size > limits.max_file_bytes)
-            {
-                Err(NoHunks::TooLarge)
-            } else if spent.saturating_add(sizes) > limits.max_total_bytes {
-                Err(NoHunks::BudgetSpent)
-            } else {
-                spent += sizes;
-                let before = match entry.before {
-                    Some(_) => Some(self.materialize(&ContentSource::Base(entry.path.clone()))?),
-                    None => None,
-                };
-                let after = match self.content_source(&entry.path)? {
-                    Some(source) if entry.after.is_some() => Some(self.materialize(&source)?),
-                    _ => None,
-                };
-                let before_text = before.as_deref().map(std::str::from_utf8).transpose();
-                let after_text = after.as_deref().map(std::str::from_utf8).transpose();
-                match (before_text, after_text) {
-                    (Ok(old), Ok(new)) => Ok(unified_hunks(&entry.path, old, new)),
-                    _ => Err(NoHunks::Binary),
-                }
+        review_entries(entries, limits, |entry, side| {
+            let source = match side {
+                Side::Before => ContentSource::Base(entry.path.clone()),
+                Side::After => match self.content_source(&entry.path)? {
+                    Some(source) => source,
+                    None => return Ok(Err(NoHunks::Unavailable)),
+                },
             };
-            out.push(FileReview { path: entry.path.clone(), hunks });
-        }
-        Ok(out)
+            self.materialize(&source).map(Ok)
+        })
     }
 }
 

@@ -25,6 +25,7 @@ pub struct RuntimeConfig {
     pub(crate) data_directory: Option<PathBuf>,
     pub(crate) policy_profile: Option<PolicyProfile>,
     pub(crate) policy_file: Option<PathBuf>,
+    pub(crate) policy_text: Option<String>,
     pub(crate) snapshot_limits: SnapshotLimits,
     pub(crate) hook: Option<HookConfig>,
     pub(crate) execution: Execution,
@@ -109,6 +110,7 @@ impl RuntimeConfig {
             data_directory: None,
             policy_profile: None,
             policy_file: None,
+            policy_text: None,
             snapshot_limits: SnapshotLimits::default(),
             hook: None,
             execution: Execution::DefaultWorker,
@@ -216,6 +218,15 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_policy_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.policy_file = Some(path.into());
+        self
+    }
+
+    /// Use the policy file `text` (TOML, see [`vsh_policy::PolicyFile`]),
+    /// for example a transaction's [`crate::RunPolicy`]; validated when the
+    /// runtime opens. It wins over a policy file and a profile.
+    #[must_use]
+    pub fn with_policy_text(mut self, text: impl Into<String>) -> Self {
+        self.policy_text = Some(text.into());
         self
     }
 

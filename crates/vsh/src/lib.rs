@@ -21,6 +21,7 @@ mod previews;
 mod receipt;
 mod records;
 mod request;
+mod review;
 mod run;
 mod runtime;
 
@@ -32,7 +33,7 @@ pub use hook::{
     CommitHook, CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, HookId, HookScope,
     HookedRuntime, RequestEvent, ReviewContent,
 };
-pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, StageTimings, StoredProgram, Warning};
+pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, RunPolicy, StageTimings, StoredProgram, Warning};
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;
 

@@ -115,6 +115,20 @@ pub struct Receipt {
     pub warnings: Vec<Warning>,
 }
 
+/// The policy a transaction was made under when its run overrode the
+/// workspace's policy (see [`crate::Runtime::run_policy`]): checked against
+/// the transaction's binding, so it is the very policy that decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPolicy {
+    /// The policy file's text (every threshold written out), which
+    /// [`crate::RuntimeConfig::with_policy_text`] opens a runtime with.
+    pub text: String,
+    /// The profile it starts from.
+    pub profile: vsh_policy::PolicyProfile,
+    /// Its digest, the one the transaction's binding holds.
+    pub digest: vsh_types::PolicyDigest,
+}
+
 /// A stored transaction's program and intent (see [`crate::Runtime::stored_program`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredProgram {

@@ -31,6 +31,9 @@ pub(crate) struct Records {
     limits: ArtifactLimits,
     /// The digest of the active policy: artifacts made under another are refused.
     policy: PolicyDigest,
+    /// The data directory's path in the workspace when it lies there, which
+    /// every policy protects (for parsing an artifact's per-run policy).
+    protected_data: Option<vsh_types::VPath>,
 }
 
 impl Records {
@@ -39,8 +42,23 @@ impl Records {
         blobs: BlobStore,
         data: vsh_store::DataDir,
         policy: PolicyDigest,
+        protected_data: Option<vsh_types::VPath>,
     ) -> Self {
-        Self { transactions, blobs, data, limits: ArtifactLimits::default(), policy }
+        Self { transactions, blobs, data, limits: ArtifactLimits::default(), policy, protected_data }
+    }
+
+    /// The per-run policy an artifact carries, parsed as this runtime parses
+    /// policies; an artifact whose policy text is not the policy its binding
+    /// names is refused ([`VshError::ArtifactBinding`]).
+    pub(crate) fn run_policy(&self, artifact: &PendingArtifact) -> Result<Option<crate::RunPolicy>, VshError> {
+        let Some(text) = &artifact.policy else { return Ok(None) };
+        let transaction = artifact.binding.transaction();
+        let file = vsh_policy::PolicyFile::from_toml(text).map_err(|_| VshError::ArtifactBinding(transaction))?;
+        let digest = file.policy(self.protected_data.as_ref()).digest();
+        if digest != artifact.binding.digests().policy {
+            return Err(VshError::ArtifactBinding(transaction));
+        }
+        Ok(Some(crate::RunPolicy { text: text.clone(), profile: file.profile(), digest }))
     }
 
     /// Record `text` (validated first) as the workspace's policy.
@@ -155,6 +173,7 @@ impl Records {
         if artifact.program.as_deref().is_some_and(|code| crate::run::program_digest(code) != program) {
             return Err(VshError::ArtifactBinding(transaction));
         }
+        self.run_policy(&artifact)?;
         Ok(artifact)
     }
 
@@ -219,7 +238,7 @@ mod tests {
             transactions.create(&record).unwrap();
         }
         let blobs = BlobStore::open(&data).unwrap();
-        Records::new(transactions, blobs, data, PolicyDigest::digest(b"policy"))
+        Records::new(transactions, blobs, data, PolicyDigest::digest(b"policy"), None)
     }
 
     fn id(first: [u8; 4]) -> [u8; 32] {
@@ -266,14 +285,18 @@ mod tests {
     }
 
     #[test]
-    fn an_artifact_whose_program_text_is_not_its_bound_program_is_refused() {
+    fn an_artifact_whose_program_or_policy_text_is_not_what_its_binding_names_is_refused() {
         use vsh_types::{
             BindingDigests, CanonicalDiff, ExecutionEvidenceDigest, IntentDigest, RuntimeConfigDigest,
             TransactionBinding,
         };
         let dir = tempfile::tempdir().unwrap();
         let records = holding(&dir, &[]);
-        let stored = |program: &str, text: &str| {
+        let strict = vsh_policy::render_policy(&vsh_policy::TransactionPolicy::from_profile(
+            vsh_policy::PolicyProfile::Strict,
+            None,
+        ));
+        let stored_with = |program: &str, text: &str, policy: (PolicyDigest, Option<String>)| {
             let diff = CanonicalDiff::default();
             let read_set = ReadSet::default();
             let binding = TransactionBinding::new(BindingDigests {
@@ -283,7 +306,7 @@ mod tests {
                 read_set: read_set.digest(),
                 write_set: diff.write_set_digest(),
                 diff: diff.digest(),
-                policy: PolicyDigest::digest(b"policy"),
+                policy: policy.0,
                 runtime_config: RuntimeConfigDigest::digest(b"config"),
                 // The evidence tells the two transactions apart.
                 evidence: ExecutionEvidenceDigest::digest(text.as_bytes()),
@@ -295,6 +318,7 @@ mod tests {
                 binding,
                 intent: String::new(),
                 program: Some(text.to_owned()),
+                policy: policy.1,
                 diff,
                 read_set,
                 evidence: text.as_bytes().to_vec(),
@@ -302,9 +326,23 @@ mod tests {
             records.transactions().create_with_artifact(records.blobs(), &record, &artifact, records.limits()).unwrap();
             transaction
         };
+        let stored = |program: &str, text: &str| stored_with(program, text, (PolicyDigest::digest(b"policy"), None));
         let honest = stored("print('a')", "print('a')");
         assert_eq!(records.load_bound(honest).unwrap().program.as_deref(), Some("print('a')"));
         let swapped = stored("print('a')", "print('evil')");
         assert!(matches!(records.load_bound(swapped), Err(VshError::ArtifactBinding(id)) if id == swapped));
+        // A per-run policy must parse to the policy digest the binding holds.
+        let strict_digest =
+            vsh_policy::TransactionPolicy::from_profile(vsh_policy::PolicyProfile::Strict, None).digest();
+        let kept = stored_with("print('b')", "print('b')", (strict_digest, Some(strict.clone())));
+        let artifact = records.load_bound(kept).unwrap();
+        let policy = records.run_policy(&artifact).unwrap().expect("a per-run policy");
+        assert_eq!((policy.profile, policy.digest), (vsh_policy::PolicyProfile::Strict, strict_digest));
+        let balanced = strict.replace("profile = \"strict\"", "profile = \"balanced\"");
+        assert_ne!(balanced, strict);
+        let swapped = stored_with("print('c')", "print('c')", (strict_digest, Some(balanced)));
+        assert!(matches!(records.load_bound(swapped), Err(VshError::ArtifactBinding(id)) if id == swapped));
+        let garbage = stored_with("print('d')", "print('d')", (strict_digest, Some("version = [".to_owned())));
+        assert!(matches!(records.load_bound(garbage), Err(VshError::ArtifactBinding(id)) if id == garbage));
     }
 }

@@ -59,7 +59,8 @@ fn sample_of(program: &[u8]) -> PendingArtifact {
     let intent = "tidy the configuration".to_owned();
     let evidence = b"decision: pending; stdout: done".to_vec();
     let binding = TransactionBinding::new(digests(program, &diff, &read_set, &intent, &evidence));
-    PendingArtifact { binding, intent, program: Some("print('hi')".to_owned()), diff, read_set, evidence }
+    let policy = Some("version = 1\nprofile = \"strict\"\n".to_owned());
+    PendingArtifact { binding, intent, program: Some("print('hi')".to_owned()), policy, diff, read_set, evidence }
 }
 
 fn sample() -> PendingArtifact {
@@ -288,14 +289,17 @@ fn a_first_format_artifact_still_reads_without_its_program_and_the_program_is_bo
     current.read_set.encode_canonical(&mut first);
     canon::put_bytes(&mut first, &current.evidence);
     let read = decode(&seal_as(*b"VSHART01", &first)).expect("a first-format artifact decodes");
-    assert_eq!(read, PendingArtifact { program: None, ..current.clone() });
+    assert_eq!(read, PendingArtifact { program: None, policy: None, ..current.clone() });
     assert_eq!(&read.encode()[..8], b"VSHART02", "and is written in the current format");
-    // A program flag other than 0 or 1, or a program that is not UTF-8, is refused.
-    let mut flag = body_with(&[]);
-    let at = flag.len() - 1;
-    flag[at] = 2;
-    current.diff.encode_canonical(&mut flag);
-    assert!(matches!(decode(&seal(&flag)), Err(ArtifactError::Malformed(_))));
+    // A flag with a bit other than the program's and the policy's, or a
+    // program that is not UTF-8, is refused.
+    for unknown in [4, 0x80, 0xff] {
+        let mut flag = body_with(&[]);
+        let at = flag.len() - 1;
+        flag[at] = unknown;
+        current.diff.encode_canonical(&mut flag);
+        assert!(matches!(decode(&seal(&flag)), Err(ArtifactError::Malformed(_))), "{unknown:#x}");
+    }
     let mut text = body_with(&[]);
     let at = text.len() - 1;
     text[at] = 1;
@@ -310,6 +314,37 @@ fn a_first_format_artifact_still_reads_without_its_program_and_the_program_is_bo
     assert!(matches!(
         PendingArtifact::decode(&current.encode(), &tight),
         Err(ArtifactError::LimitExceeded { what: "program length", .. })
+    ));
+}
+
+#[test]
+fn a_per_run_policy_is_kept_with_the_program_bounded_and_checked_as_text() {
+    let current = sample();
+    assert!(current.policy.is_some());
+    let read = decode(&current.encode()).expect("decodes");
+    assert_eq!(read.policy, current.policy, "the policy round-trips");
+    for (program, policy) in [(false, false), (true, false), (false, true)] {
+        let artifact = PendingArtifact {
+            program: current.program.clone().filter(|_| program),
+            policy: current.policy.clone().filter(|_| policy),
+            ..current.clone()
+        };
+        assert_eq!(decode(&artifact.encode()).expect("decodes"), artifact, "program {program}, policy {policy}");
+    }
+    // Flag 2 alone: a policy follows, and it must be UTF-8.
+    let mut text = body_with(&[]);
+    let at = text.len() - 1;
+    text[at] = 2;
+    canon::put_bytes(&mut text, b"profile = \"\xff\"");
+    current.diff.encode_canonical(&mut text);
+    current.read_set.encode_canonical(&mut text);
+    canon::put_bytes(&mut text, &current.evidence);
+    assert_eq!(decode(&seal(&text)), Err(ArtifactError::PolicyEncoding));
+    let tight = ArtifactLimits { max_policy_bytes: 8, ..ArtifactLimits::default() };
+    assert!(matches!(current.verify(&tight), Err(ArtifactError::LimitExceeded { what: "policy length", .. })));
+    assert!(matches!(
+        PendingArtifact::decode(&current.encode(), &tight),
+        Err(ArtifactError::LimitExceeded { what: "policy length", .. })
     ));
 }
 

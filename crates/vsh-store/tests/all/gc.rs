@@ -52,8 +52,15 @@ fn pending_with_artifact(
     let rec = TransactionRecord::new(binding.transaction(), SnapshotId::digest(b"base"), S::PendingApproval, 1_000)
         .with_pending_expiry(expires_ms);
     store.create(&rec)?;
-    let artifact =
-        PendingArtifact { binding, intent, program: Some("print('gc')".to_owned()), diff, read_set, evidence };
+    let artifact = PendingArtifact {
+        binding,
+        intent,
+        program: Some("print('gc')".to_owned()),
+        policy: None,
+        diff,
+        read_set,
+        evidence,
+    };
     let content_id = blobs.put(&content)?;
     let record = store.put_artifact(blobs, &artifact, &ArtifactLimits::default())?;
     Ok((rec.id, record.artifact.expect("just set"), vec![content_id]))

@@ -63,6 +63,7 @@ impl Runs {
             binding,
             intent: intent.to_owned(),
             program: Some(request.code.to_owned()),
+            policy: self.run_policy.clone(),
             diff: diff.clone(),
             read_set: vfs.read_set().clone(),
             evidence: evidence_bytes,

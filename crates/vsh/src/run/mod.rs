@@ -58,6 +58,9 @@ pub(crate) struct Runs {
     hook_encoding: Vec<u8>,
     /// Whether (and within which bounds) auto-approved previews are stored durably.
     durable_previews: Option<DurablePreviews>,
+    /// The policy file of the active policy when it overrides the workspace's,
+    /// stored with every transaction made under it.
+    run_policy: Option<String>,
 }
 
 impl Runs {
@@ -81,7 +84,15 @@ impl Runs {
             nonce: AtomicU64::new(0),
             hook_encoding,
             durable_previews,
+            run_policy: None,
         }
+    }
+
+    /// Store `text`, the active policy's file, with every transaction: the
+    /// active policy overrides the workspace's.
+    pub(crate) fn with_run_policy(mut self, text: Option<String>) -> Self {
+        self.run_policy = text;
+        self
     }
 
     /// The bounds a run's result is stored durably within, when it is an

@@ -337,15 +337,50 @@ impl Runtime {
     /// `None` when nothing is stored (a denied run's record, a preview another
     /// process held in memory, an artifact of the first format).
     pub fn stored_program(&self, transaction: TransactionId) -> Result<Option<StoredProgram>, VshError> {
-        let artifact = match self.previews.artifact(transaction) {
-            Some(artifact) => artifact,
-            None => match self.records.get(transaction)? {
-                Some(record) if record.artifact.is_some() => self.records.load_bound(transaction)?,
-                Some(_) => return Ok(None),
-                None => return Err(VshError::UnknownTransaction(transaction)),
-            },
-        };
+        let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(None) };
         Ok(artifact.program.map(|code| StoredProgram { code, intent: artifact.intent }))
+    }
+
+    /// The review of a transaction: each changed path with its unified text
+    /// hunks, or why it has none ([`vsh_vfs::NoHunks`]). Bytes are
+    /// hash-verified: after-states from the blob store, before-states from the
+    /// workspace only while it still holds them and the policy lets a program
+    /// read them. Empty when nothing is stored (a denied run's record).
+    pub fn review(&self, transaction: TransactionId) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
+        let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
+        crate::review::stored_review(
+            &self.records,
+            self.runs.workspace(),
+            self.runs.policy().calls(),
+            artifact.diff.entries(),
+        )
+    }
+
+    /// The policy a transaction was made under when its run overrode the
+    /// workspace's policy (a runtime opened with a profile, file or text other
+    /// than the one the workspace recorded), checked against its binding.
+    /// Open a runtime with [`RuntimeConfig::with_policy_text`] of it to show,
+    /// approve and commit that transaction under the policy that decided it.
+    /// `None` when it was made under the workspace's policy or nothing is stored.
+    ///
+    /// [`RuntimeConfig::with_policy_text`]: crate::RuntimeConfig::with_policy_text
+    pub fn run_policy(&self, transaction: TransactionId) -> Result<Option<crate::RunPolicy>, VshError> {
+        let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(None) };
+        self.records.run_policy(&artifact)
+    }
+
+    /// A transaction's artifact, from this process's previews or the store,
+    /// its program and policy checked against its binding; `None` when only
+    /// its record is stored.
+    fn stored_artifact(&self, transaction: TransactionId) -> Result<Option<vsh_store::PendingArtifact>, VshError> {
+        match self.previews.artifact(transaction) {
+            Some(artifact) => Ok(Some(artifact)),
+            None => match self.records.get(transaction)? {
+                Some(record) if record.artifact.is_some() => self.records.load_bound(transaction).map(Some),
+                Some(_) => Ok(None),
+                None => Err(VshError::UnknownTransaction(transaction)),
+            },
+        }
     }
 
     /// Every transaction record the store holds (garbage collection drops old

@@ -28,6 +28,7 @@ impl Runtime {
             data_directory,
             policy_profile,
             policy_file,
+            policy_text,
             snapshot_limits,
             hook,
             execution,
@@ -61,16 +62,36 @@ impl Runtime {
             }
         };
         let protected_data = layout.separate_data().cloned();
-        // An explicit file or profile wins; otherwise the policy the workspace
-        // recorded (`Runtime::record_workspace_policy`), else the default profile.
-        let policy = match (&policy_file, policy_profile) {
-            (Some(path), _) => TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
-                .map_err(VshError::PolicyFile)?,
-            (None, Some(profile)) => TransactionPolicy::from_profile(profile, protected_data.as_ref()),
-            (None, None) => match workspace_policy(&data)? {
-                Some(recorded) => recorded.policy(protected_data.as_ref()),
-                None => TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data.as_ref()),
-            },
+        // The policy the workspace recorded (`Runtime::record_workspace_policy`),
+        // else the default profile, unless text, a file or a profile overrides it.
+        let workspace_policy = match workspace_policy(&data)? {
+            Some(recorded) => recorded.policy(protected_data.as_ref()),
+            None => TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data.as_ref()),
+        };
+        let explicit = match (&policy_text, &policy_file, policy_profile) {
+            (Some(text), _, _) => Some(
+                vsh_policy::PolicyFile::from_toml(text).map_err(VshError::PolicyFile)?.policy(protected_data.as_ref()),
+            ),
+            (None, Some(path), _) => Some(
+                TransactionPolicy::from_file_with_data_dir(path, protected_data.as_ref())
+                    .map_err(VshError::PolicyFile)?,
+            ),
+            (None, None, Some(profile)) => Some(TransactionPolicy::from_profile(profile, protected_data.as_ref())),
+            (None, None, None) => None,
+        };
+        // A run under another policy than the workspace's records that policy
+        // with its transaction, for the commands that review, approve and commit it.
+        let (policy, run_policy) = match explicit {
+            Some(policy) if policy.digest() != workspace_policy.digest() => {
+                let text = vsh_policy::render_policy(&policy);
+                // The rendering parses back to the same policy (tested for every
+                // profile and for custom rules); were it ever not to, the
+                // transaction is made without it, approvable under its policy only.
+                let faithful = vsh_policy::PolicyFile::from_toml(&text)
+                    .is_ok_and(|file| file.policy(protected_data.as_ref()).digest() == policy.digest());
+                (policy, faithful.then_some(text))
+            }
+            _ => (workspace_policy, None),
         };
         let key = authority_key(&authority, &workspace)?;
         let blobs = BlobStore::open(&data)?;
@@ -82,9 +103,10 @@ impl Runtime {
             committer = committer.with_excluded(inside.clone());
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
-        let records = Records::new(transactions, blobs, data, policy.digest());
+        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
-            Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews);
+            Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
+                .with_run_policy(run_policy);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }

@@ -1,0 +1,39 @@
+//! `vsh show`: a review an operator can act on.
+
+use vsh::{Runtime, TransactionId};
+
+use crate::{Asked, Output, exit_code, print_receipt, render};
+
+/// `vsh show TX`: the receipt with every changed path's hunks, then the
+/// record (state, times, approval, expiry), the per-run policy if any, the
+/// intent and the program.
+pub(crate) fn show(
+    runtime: &Runtime,
+    id: TransactionId,
+    json: bool,
+    output: Output,
+    now: u64,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    let mut receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
+    if receipt.review.is_empty() {
+        receipt.review = runtime.review(id)?;
+    }
+    print_receipt(&receipt, json, output)?;
+    if !json && !output.quiet {
+        if let Some(record) = runtime.transaction(id)? {
+            anstream::print!("{}", render::record_text(&record, now));
+        }
+        if let Some(policy) = runtime.run_policy(id)? {
+            println!(
+                "policy       made under a per-run policy (profile {}, {}), not the workspace's; \
+                 reviewed, approved and committed under it",
+                policy.profile.name(),
+                policy.digest.short()
+            );
+        }
+        if let Some(stored) = runtime.stored_program(id)? {
+            anstream::print!("{}", render::program_text(&stored));
+        }
+    }
+    Ok(exit_code(&receipt, Asked::Review, output.detailed))
+}

@@ -1,0 +1,44 @@
+//! The review of a stored transaction: unified hunks of every changed text
+//! file, from hash-verified bytes only, never from a protected file.
+
+use vsh_host::CapDir;
+use vsh_policy::{AccessKind, CallPolicy};
+use vsh_types::{DiffEntry, NodeKind};
+use vsh_vfs::{FileReview, NoHunks, ReviewLimits, Side};
+
+use crate::VshError;
+use crate::records::Records;
+
+/// The review of `diff`: after-states from the blob store (a missing or
+/// corrupt blob is a store failure), before-states from the workspace when,
+/// and only when, its live bytes still hash to the recorded state and `calls`
+/// lets a program read them.
+pub(crate) fn stored_review(
+    records: &Records,
+    workspace: &CapDir,
+    calls: &CallPolicy,
+    diff: &[DiffEntry],
+) -> Result<Vec<FileReview>, VshError> {
+    vsh_vfs::review_entries(diff, ReviewLimits::default(), |entry, side| {
+        // The after state is the program's own output; the before state is
+        // the workspace's, and a protected one is never shown.
+        if side == Side::Before && calls.authorize(&entry.path, AccessKind::ContentRead).is_err() {
+            return Ok(Err(NoHunks::Protected));
+        }
+        let state = match side {
+            Side::Before => entry.before,
+            Side::After => entry.after,
+        };
+        let Some((state, blob)) =
+            state.filter(|state| state.kind == NodeKind::File).and_then(|s| Some((s, s.content?)))
+        else {
+            return Ok(Err(NoHunks::Unavailable));
+        };
+        Ok(match side {
+            Side::After => Ok(records.blobs().get(blob, state.size)?),
+            Side::Before => {
+                vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &state).ok_or(NoHunks::Unavailable)
+            }
+        })
+    })
+}
