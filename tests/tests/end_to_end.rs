@@ -120,6 +120,64 @@ fn external_edit_of_a_read_file_makes_the_commit_stale_and_survives() {
     assert_eq!(runtime.transaction(preview.transaction).unwrap().unwrap().state, TransactionState::Stale);
 }
 
+/// Someone else edits `config.txt` while the first `races` commits are
+/// between their plan and their revalidation.
+struct EditsDuringCommit {
+    path: std::path::PathBuf,
+    races: u32,
+    done: std::sync::atomic::AtomicU32,
+}
+
+impl vsh::lower::vsh_commit::FaultInjector for EditsDuringCommit {
+    fn crash_at(&self, point: vsh::lower::vsh_commit::FaultPoint) -> bool {
+        use std::sync::atomic::Ordering;
+        if point == vsh::lower::vsh_commit::FaultPoint::PlanSynced && self.done.load(Ordering::SeqCst) < self.races {
+            let round = self.done.fetch_add(1, Ordering::SeqCst) + 1;
+            std::fs::write(&self.path, format!("v{}\n", round + 1)).unwrap();
+        }
+        false
+    }
+}
+
+#[test]
+fn a_stale_commit_is_run_again_on_the_new_workspace_as_a_new_transaction_up_to_the_bound() {
+    let program =
+        "from pathlib import Path\nc = Path('config.txt').read_text()\nPath('out.txt').write_text('from ' + c)";
+    for (races, retries, committed) in [(1, 1, true), (2, 3, true), (3, 2, false), (1, 0, false)] {
+        let dir = workspace(&[("config.txt", "v1\n")]);
+        let injector = EditsDuringCommit { path: dir.path().join("config.txt"), races, done: 0.into() };
+        let runtime =
+            Runtime::open(config(dir.path()).with_commit_fault_injector(std::sync::Arc::new(injector))).unwrap();
+        let mut heard = Vec::new();
+        let outcome = runtime.run_retrying_stale(
+            &RunRequest::new(program).with_mode(RunMode::Auto),
+            retries,
+            |attempt, error| {
+                assert!(
+                    matches!(error, VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. })),
+                    "{error:?}"
+                );
+                heard.push(attempt);
+            },
+        );
+        let attempts = races.min(retries + 1);
+        assert_eq!(heard, (1..=races.min(retries)).collect::<Vec<_>>(), "races {races}, retries {retries}");
+        let records = runtime.transactions().unwrap();
+        let stale = records.iter().filter(|record| record.state == TransactionState::Stale).count();
+        assert_eq!(stale, attempts as usize, "each stale attempt is its own transaction, recorded Stale");
+        if committed {
+            let receipt = outcome.unwrap();
+            assert_eq!(receipt.state, TransactionState::Committed);
+            let last = format!("v{}\n", races + 1);
+            assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).unwrap(), format!("from {last}"));
+            assert_eq!(std::fs::read_to_string(dir.path().join("config.txt")).unwrap(), last, "their edit survives");
+        } else {
+            assert!(matches!(outcome, Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))));
+            assert!(!dir.path().join("out.txt").exists(), "stale work never lands");
+        }
+    }
+}
+
 #[test]
 fn unrelated_changes_do_not_make_a_commit_stale() {
     let dir = workspace(&[("config.txt", "v1\n"), ("src/lib.txt", "lib\n")]);

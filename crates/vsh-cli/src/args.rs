@@ -334,6 +334,9 @@ pub(crate) struct InitArgs {
     pub(crate) policy: Option<PathBuf>,
 }
 
+/// The most re-runs `--retry-stale` asks for.
+pub(crate) const MAX_STALE_RETRIES: i64 = 100;
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// The program file, or - to read it from stdin.
@@ -356,6 +359,11 @@ pub(crate) struct RunArgs {
     /// What the program is for, recorded with the transaction.
     #[arg(long, value_name = "TEXT")]
     pub(crate) intent: Option<String>,
+    /// With --mode auto: when the workspace changed under the commit, run the
+    /// program again on the current workspace, up to N more times (each a new
+    /// transaction in the log).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_STALE_RETRIES))]
+    pub(crate) retry_stale: u32,
     #[command(flatten)]
     pub(crate) budget: BudgetArgs,
     #[command(flatten)]

@@ -202,6 +202,15 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
 }
 
 fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
+    if run.retry_stale > 0 && run.mode() != vsh::RunMode::Auto {
+        let mut command = <args::Cli as clap::CommandFactory>::command();
+        command
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--retry-stale needs --mode auto (a preview never commits)",
+            )
+            .exit();
+    }
     let code = if run.program_is_stdin() {
         let mut code = String::new();
         std::io::stdin().read_to_string(&mut code)?;
@@ -223,7 +232,19 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
-    let receipt = runtime.run(&request).map_err(|error| failure::with_remedies(&runtime, error))?;
+    let on_stale = |attempt: u32, error: &vsh::VshError| {
+        if let vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { total, .. }) = error {
+            eprintln!(
+                "vsh: the workspace changed under the commit ({total} conflicting path{}); running the program \
+                 again on the current workspace (retry {attempt} of {})",
+                if *total == 1 { "" } else { "s" },
+                run.retry_stale
+            );
+        }
+    };
+    let receipt = runtime
+        .run_retrying_stale(&request, run.retry_stale, on_stale)
+        .map_err(|error| failure::with_remedies(&runtime, error))?;
     print_receipt(&receipt, run.common.json, output)?;
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     Ok(exit_code(&receipt, asked, output.detailed))

@@ -1028,3 +1028,53 @@ fn show_reviews_stored_work_from_verified_bytes_only() {
     assert!(text.contains("(the before state is no longer in the workspace)"), "{text}");
     assert!(!text.contains("zwei"), "{text}");
 }
+
+#[test]
+fn a_stale_auto_run_is_run_again_on_the_current_workspace_with_retry_stale() {
+    use std::io::{BufRead as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "config.txt", "v1\n");
+    let ws = dir.path().to_str().unwrap();
+    // The commit waits for a lock this test holds: the program has run on v1
+    // by then, and the test changes config.txt before letting the commit go.
+    let held = HeldLock::take(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "--mode", "auto", "--retry-stale", "2", "--lock-timeout", "60", "--workspace", ws, "-"])
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program =
+        "from pathlib import Path\nc = Path('config.txt').read_text()\nPath('out.txt').write_text('from ' + c)";
+    child.stdin.take().unwrap().write_all(program.as_bytes()).unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("waiting for another vsh process") {
+        let mut line = String::new();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "the run ended before it waited: {seen}");
+        seen.push_str(&line);
+    }
+    write(dir.path(), "config.txt", "v2\n");
+    drop(held);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{seen}{rest}");
+    assert!(
+        rest.contains("(1 conflicting path); running the program again on the current workspace (retry 1 of 2)"),
+        "{rest}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).unwrap(), "from v2\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("config.txt")).unwrap(), "v2\n", "their edit stands");
+    let log = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
+    let states: Vec<&str> = log
+        .lines()
+        .skip(1)
+        .filter_map(|row| row.split_whitespace().find(|word| ["stale", "committed"].contains(word)))
+        .collect();
+    assert_eq!(states, ["committed", "stale"], "each attempt is its own transaction, newest first: {log}");
+    // A preview never commits, so it has nothing to retry.
+    assert_eq!(vsh(&["run", "--retry-stale", "1", "--workspace", ws, "-"], Some("1")).status.code(), Some(2));
+}

@@ -116,6 +116,30 @@ impl Runtime {
         self.run_cancellable(request, &ExecutionCancellation::new())
     }
 
+    /// [`Runtime::run`], and while the commit is stale (the workspace changed
+    /// under the transaction), run the program again on the current workspace,
+    /// at most `retries` more times: each attempt is a new transaction, the
+    /// stale one stays recorded as `Stale`. `on_stale(attempt, &error)` hears of
+    /// each stale attempt (1 for the first) before the next one starts. The
+    /// last attempt's outcome is returned; any other outcome ends the retries.
+    pub fn run_retrying_stale(
+        &self,
+        request: &RunRequest<'_>,
+        retries: u32,
+        mut on_stale: impl FnMut(u32, &VshError),
+    ) -> Result<Receipt, VshError> {
+        let mut attempt = 0;
+        loop {
+            match self.run(request) {
+                Err(error @ VshError::Commit(vsh_commit::CommitError::Stale { .. })) if attempt < retries => {
+                    attempt += 1;
+                    on_stale(attempt, &error);
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
     /// [`Runtime::run`] with a cancellation handle, checked between stages. A
     /// cancellation that wins before the commit enters returns
     /// [`VshError::Cancelled`] and commits nothing (a preview it left behind is
