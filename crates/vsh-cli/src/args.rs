@@ -99,6 +99,11 @@ pub(crate) enum Command {
     },
     /// Show a stored transaction's review.
     Show(Stored),
+    /// Check what this machine and workspace give vsh: the kernel's Landlock
+    /// and seccomp, the worker's sandbox, a confined worker running a program,
+    /// the authority key, the data directory, policy and recovery; each finding
+    /// says what to do when something is missing (exit 1 if anything failed).
+    Doctor(Common),
     /// Approve a pending transaction.
     Approve(ApproveArgs),
     /// Reject a pending transaction.
@@ -133,9 +138,10 @@ impl Command {
             Self::Init(init) => init.common.json,
             Self::Run(run) => run.common.json,
             Self::Rerun(rerun) => rerun.stored.common.json,
-            Self::Pending(common) | Self::Gc(common) | Self::Policy { action: PolicyAction::Show(common) } => {
-                common.json
-            }
+            Self::Pending(common)
+            | Self::Gc(common)
+            | Self::Doctor(common)
+            | Self::Policy { action: PolicyAction::Show(common) } => common.json,
             Self::Log(log) => log.common.json,
             Self::Show(stored) | Self::Reject(stored) => stored.common.json,
             Self::Approve(approve) => approve.stored.common.json,

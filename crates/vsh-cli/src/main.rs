@@ -11,6 +11,7 @@
 
 mod args;
 mod demo;
+mod doctor;
 mod failure;
 mod listing;
 mod render;
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         Command::Run(run) => run_command(&run, output),
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo => demo::run(),
+        Command::Doctor(common) => doctor::doctor(&common.workspace, common.json),
         Command::Policy { action: args::PolicyAction::Check { file } } => policy_check(&file),
         Command::Guide => {
             print!("{GUIDE}");

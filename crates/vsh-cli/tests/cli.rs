@@ -1078,3 +1078,66 @@ fn a_stale_auto_run_is_run_again_on_the_current_workspace_with_retry_stale() {
     // A preview never commits, so it has nothing to retry.
     assert_eq!(vsh(&["run", "--retry-stale", "1", "--workspace", ws, "-"], Some("1")).status.code(), Some(2));
 }
+
+#[test]
+fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let key = dir.path().join("authority.key");
+    let doctor = |key: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["doctor", "--json", "--workspace", ws.to_str().unwrap()])
+            .env_clear()
+            .env("VSH_AUTHORITY_KEY", key)
+            .output()
+            .unwrap()
+    };
+    let output = doctor(&key);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["schema"], "vsh.doctor/1");
+    let status = |report: &serde_json::Value, name: &str| {
+        let check = report["checks"].as_array().unwrap().iter().find(|check| check["name"] == name).cloned();
+        check.unwrap_or_else(|| panic!("no {name} check: {report}"))
+    };
+    for name in
+        ["landlock", "seccomp", "sandbox", "worker", "key", "workspace", "recovery", "pending", "fuse", "userns"]
+    {
+        let check = status(&report, name);
+        assert!(["ok", "warn", "fail", "info"].contains(&check["status"].as_str().unwrap()), "{check}");
+        if ["warn", "fail"].contains(&check["status"].as_str().unwrap()) {
+            assert!(check["remedy"].is_string(), "a finding that is not ok says what to do: {check}");
+        }
+    }
+    if std::env::var_os("VSH_REQUIRE_SANDBOX").is_some() {
+        for name in ["landlock", "seccomp", "sandbox", "worker", "key", "workspace", "recovery"] {
+            assert_eq!(status(&report, name)["status"], "ok", "{name}: {report}");
+        }
+        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(report["ok"], true);
+        assert!(status(&report, "worker")["detail"].as_str().unwrap().contains("started confined and ran a program"));
+    }
+    // A key readable by others is a warning with the command that fixes it.
+    std::fs::write(&key, [7_u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let warned = serde_json::from_slice::<serde_json::Value>(&doctor(&key).stdout).unwrap();
+    let check = status(&warned, "key");
+    assert_eq!(check["status"], "warn", "{check}");
+    assert_eq!(check["remedy"], format!("chmod 600 {}", key.display()));
+    // A key that cannot be reached fails, and the command exits 1.
+    let unreachable = dir.path().join("a-file").join("authority.key");
+    std::fs::write(dir.path().join("a-file"), "").unwrap();
+    let output = doctor(&unreachable);
+    let failed = serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap();
+    assert_eq!(status(&failed, "key")["status"], "fail", "{failed}");
+    assert_eq!(failed["ok"], false);
+    assert_eq!(output.status.code(), Some(1));
+    // The text form lines up status, check and detail, and the to-do under it.
+    let text = vsh(&["doctor", "--workspace", ws.to_str().unwrap()], None);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines().any(|line| line.starts_with("ok    landlock   "))
+            || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(),
+        "{text}"
+    );
+}

@@ -59,6 +59,7 @@ pub mod lower {
     pub use vsh_host;
     pub use vsh_monty;
     pub use vsh_policy;
+    pub use vsh_sandbox;
     pub use vsh_store;
     pub use vsh_types;
     pub use vsh_vfs;

@@ -139,6 +139,14 @@ impl WorkerConfig {
         policy.rlimits(limits)
     }
 
+    /// What a worker's sandbox gets on this kernel, axis by axis with each
+    /// axis's floor (before a run's own limits tighten it): a worker does not
+    /// start, failing closed, where [`vsh_sandbox::EnforcementReport::first_below_floor`]
+    /// names an axis. For diagnostics (`vsh doctor`).
+    pub fn enforcement(&self) -> vsh_sandbox::EnforcementReport {
+        vsh_sandbox::probe().report_for(&self.effective_sandbox())
+    }
+
     /// Pass `args` to every worker process.
     #[must_use]
     pub fn with_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {

@@ -1,0 +1,350 @@
+//! `vsh doctor`: what this machine and workspace give vsh, each finding
+//! with what to do when something is missing.
+//!
+//! Every check is real: the kernel is probed, the worker's sandbox is
+//! reported axis by axis against its floors, a confined worker is started
+//! and runs a program (in a scratch workspace, never the operator's), and
+//! the workspace's data directory, policy, key and recovery state are opened
+//! as any command would open them.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use vsh::lower::vsh_sandbox;
+
+use crate::{EXIT_ERROR, EXIT_OK, render, runtime_config};
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// As vsh needs it.
+    Ok,
+    /// Works, but something deserves attention.
+    Warn,
+    /// vsh cannot do its job here until this is fixed.
+    Fail,
+    /// Not needed by anything vsh does yet; reported for what comes.
+    Info,
+}
+
+impl Status {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Warn => "warn",
+            Self::Fail => "fail",
+            Self::Info => "info",
+        }
+    }
+
+    fn style(self) -> anstyle::Style {
+        match self {
+            Self::Ok => anstyle::AnsiColor::Green.on_default().bold(),
+            Self::Warn | Self::Info => anstyle::AnsiColor::Yellow.on_default().bold(),
+            Self::Fail => anstyle::AnsiColor::Red.on_default().bold(),
+        }
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone)]
+pub(crate) struct Check {
+    name: &'static str,
+    status: Status,
+    detail: String,
+    /// What to do, when the status is not Ok.
+    remedy: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Self {
+        Self { name, status: Status::Ok, detail: detail.into(), remedy: None }
+    }
+
+    fn not_ok(name: &'static str, status: Status, detail: impl Into<String>, remedy: impl Into<String>) -> Self {
+        Self { name, status, detail: detail.into(), remedy: Some(remedy.into()) }
+    }
+}
+
+/// The kernel's Landlock and seccomp support.
+fn kernel() -> Vec<Check> {
+    let support = vsh_sandbox::probe();
+    let reviewed = vsh_sandbox::NEWEST_REVIEWED_LANDLOCK_ABI;
+    let landlock = match support.landlock_abi {
+        Some(abi) if abi >= reviewed => Check::ok("landlock", format!("ABI {abi} (vsh uses up to {reviewed})")),
+        Some(abi) => Check::not_ok(
+            "landlock",
+            Status::Warn,
+            format!("ABI {abi}, older than the ABI {reviewed} vsh can use: some rights are not governed"),
+            "run a newer kernel (6.12 or later has ABI 6; see the sandbox report below for what is missing)",
+        ),
+        None => Check::not_ok(
+            "landlock",
+            Status::Fail,
+            "not available (not built in, or not enabled at boot)",
+            "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in the lsm= list \
+             (for example lsm=landlock,lockdown,yama,integrity,apparmor)",
+        ),
+    };
+    let seccomp = if support.seccomp {
+        Check::ok("seccomp", "filters available")
+    } else {
+        Check::not_ok(
+            "seccomp",
+            Status::Fail,
+            "seccomp filters are not available",
+            "boot a kernel with CONFIG_SECCOMP_FILTER=y; in a container, let the container runtime allow \
+             seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS)",
+        )
+    };
+    vec![landlock, seccomp]
+}
+
+/// The worker's sandbox, axis by axis against each axis's floor.
+fn sandbox(worker: &vsh::WorkerConfig) -> Check {
+    let report = worker.enforcement();
+    let levels: Vec<String> =
+        report.axes().iter().map(|axis| format!("{} {}", axis.axis().name(), axis.level().name())).collect();
+    match report.first_below_floor() {
+        None => Check::ok("sandbox", format!("{} (every axis meets its floor)", levels.join(", "))),
+        Some(axis) => Check::not_ok(
+            "sandbox",
+            Status::Fail,
+            format!(
+                "{} is {}, below its floor {}: {}; the confined worker refuses to start (fails closed)",
+                axis.axis().name(),
+                axis.level().name(),
+                axis.floor().name(),
+                axis.reason()
+            ),
+            "fix the kernel findings above; vsh never runs a program with weaker confinement",
+        ),
+    }
+}
+
+/// A confined worker started and ran a program, in a scratch workspace.
+fn worker() -> Check {
+    let started = Instant::now();
+    let outcome = (|| -> Result<(String, vsh::Receipt), Box<dyn std::error::Error>> {
+        let scratch = tempfile::tempdir()?;
+        let config = runtime_config(scratch.path())?;
+        let what = format!("{}", std::env::current_exe()?.display());
+        let runtime = vsh::Runtime::open(config)?;
+        let receipt = runtime.run(&vsh::RunRequest::new("print('ok')\n6 * 7"))?;
+        Ok((what, receipt))
+    })();
+    match outcome {
+        Ok((exe, receipt)) if receipt.output.monty_value().is_some_and(|value| value.py_repr() == "42") => {
+            let elapsed = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            Check::ok(
+                "worker",
+                format!("{exe}: started confined and ran a program in {}", render::human_duration(elapsed)),
+            )
+        }
+        Ok((exe, receipt)) => Check::not_ok(
+            "worker",
+            Status::Fail,
+            format!(
+                "{exe} ran a program but answered {:?}",
+                receipt.output.monty_value().map(vsh::MontyObject::py_repr)
+            ),
+            "reinstall vsh: the worker is this binary, and it must be the same build",
+        ),
+        Err(error) => Check::not_ok(
+            "worker",
+            Status::Fail,
+            format!("the confined worker did not run a program: {}", render::error_chain(error.as_ref())),
+            "see the kernel and sandbox findings; when run as root, the worker runs as nobody (65534), who must be \
+             able to execute this binary (its directory must be searchable by others)",
+        ),
+    }
+}
+
+/// The workspace: its data directory, policy, recovery and pending work.
+fn workspace(path: &Path) -> Vec<Check> {
+    let config = match runtime_config(path) {
+        Ok(config) => config,
+        Err(error) => {
+            return vec![Check::not_ok(
+                "workspace",
+                Status::Fail,
+                error.to_string(),
+                "run vsh from an installed binary",
+            )];
+        }
+    };
+    let runtime = match vsh::Runtime::open(config) {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            return vec![Check::not_ok(
+                "workspace",
+                Status::Fail,
+                format!("{}: {}", path.display(), render::error_chain(&error)),
+                "give --workspace a directory you own; the data directory (.vsh/data) must be writable by you",
+            )];
+        }
+    };
+    let policy = runtime.policy();
+    let mut checks = vec![Check::ok(
+        "workspace",
+        format!(
+            "{}: data directory open, policy profile {} ({})",
+            path.display(),
+            policy.profile().name(),
+            policy.digest().short()
+        ),
+    )];
+    let recovery = runtime.startup_recovery();
+    checks.push(if runtime.recovery_deferred() {
+        Check::not_ok(
+            "recovery",
+            Status::Warn,
+            "another vsh process holds the commit lock, so recovery was not checked",
+            "run vsh doctor again when it is done",
+        )
+    } else if recovery.needs_attention() {
+        Check::not_ok(
+            "recovery",
+            Status::Warn,
+            format!("interrupted commits need an operator: {}", recovery_summary(recovery)),
+            "run vsh recover to see which paths, and vsh recover --restore TX to put one back",
+        )
+    } else if recovery.is_empty() {
+        Check::ok("recovery", "no interrupted commit")
+    } else {
+        Check::ok("recovery", format!("finished interrupted commits just now: {}", recovery_summary(recovery)))
+    });
+    match runtime.pending() {
+        Ok(pending) => checks.push(Check::ok("pending", format!("{} transactions await a decision", pending.len()))),
+        Err(error) => checks.push(Check::not_ok(
+            "pending",
+            Status::Fail,
+            render::error_chain(&error),
+            "the transaction store cannot be read; keep a copy of .vsh/data and run vsh gc",
+        )),
+    }
+    checks
+}
+
+fn recovery_summary(report: &vsh::RecoveryReport) -> String {
+    render::recovery_text(report).lines().next().unwrap_or_default().to_owned()
+}
+
+/// The key that signs approvals and commit records.
+fn authority_key() -> Check {
+    let location = match vsh::lower::vsh_store::AuthorityKeyFile::default_location() {
+        Ok(location) => location,
+        Err(error) => {
+            return Check::not_ok(
+                "key",
+                Status::Fail,
+                render::error_chain(&error),
+                "set VSH_AUTHORITY_KEY to a file outside the workspace, or HOME or XDG_CONFIG_HOME",
+            );
+        }
+    };
+    let path = location.path();
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = meta.permissions().mode() & 0o777;
+            // Neither its group nor others may read or write it: the low six mode bits are clear.
+            let private = mode.trailing_zeros() >= 6;
+            if private {
+                Check::ok("key", format!("{} (mode {mode:o})", path.display()))
+            } else {
+                Check::not_ok(
+                    "key",
+                    Status::Warn,
+                    format!("{} is readable by others (mode {mode:o})", path.display()),
+                    format!("chmod 600 {}", path.display()),
+                )
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Check::ok("key", format!("{} (created on first use)", path.display()))
+        }
+        Err(error) => Check::not_ok(
+            "key",
+            Status::Fail,
+            format!("{}: {error}", path.display()),
+            "make the key's directory readable by you, or set VSH_AUTHORITY_KEY",
+        ),
+    }
+}
+
+/// What real commands will need (FUSE, user namespaces): reported, not required.
+fn later() -> Vec<Check> {
+    let fuse = if Path::new("/dev/fuse").exists() {
+        Check { name: "fuse", status: Status::Info, detail: "/dev/fuse present".into(), remedy: None }
+    } else {
+        Check::not_ok("fuse", Status::Info, "/dev/fuse absent", "load the fuse module (modprobe fuse)")
+    };
+    let userns = match std::fs::read_to_string("/proc/sys/user/max_user_namespaces") {
+        Ok(text) if text.trim().parse::<u64>().is_ok_and(|count| count > 0) => Check {
+            name: "userns",
+            status: Status::Info,
+            detail: format!("user namespaces allowed ({})", text.trim()),
+            remedy: None,
+        },
+        _ => Check::not_ok(
+            "userns",
+            Status::Info,
+            "user namespaces are not allowed",
+            "sysctl user.max_user_namespaces=15000",
+        ),
+    };
+    let note = " (for real commands in a candidate workspace, which vsh does not run yet)";
+    [fuse, userns].into_iter().map(|check| Check { detail: format!("{}{note}", check.detail), ..check }).collect()
+}
+
+/// Every check, in order.
+pub(crate) fn checks(workspace_path: &Path) -> Result<Vec<Check>, Box<dyn std::error::Error>> {
+    let worker_config = vsh::WorkerConfig::new(std::env::current_exe()?);
+    let mut checks = kernel();
+    checks.push(sandbox(&worker_config));
+    checks.push(worker());
+    checks.push(authority_key());
+    checks.extend(workspace(workspace_path));
+    checks.extend(later());
+    Ok(checks)
+}
+
+/// `vsh doctor`: exit 0 when nothing failed, 1 otherwise.
+pub(crate) fn doctor(workspace_path: &Path, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
+    let checks = checks(workspace_path)?;
+    let failed = checks.iter().any(|check| check.status == Status::Fail);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&doctor_json(&checks, failed))?);
+    } else {
+        anstream::print!("{}", doctor_text(&checks));
+    }
+    Ok(if failed { EXIT_ERROR } else { EXIT_OK })
+}
+
+fn doctor_text(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for check in checks {
+        let status = check.status.style();
+        let _ = writeln!(out, "{status}{:<5}{status:#} {:<10} {}", check.status.name(), check.name, check.detail);
+        if let Some(remedy) = &check.remedy {
+            let _ = writeln!(out, "      {:<10} to do: {remedy}", "");
+        }
+    }
+    out
+}
+
+fn doctor_json(checks: &[Check], failed: bool) -> Value {
+    json!({
+        "schema": "vsh.doctor/1",
+        "ok": !failed,
+        "checks": checks.iter().map(|check| json!({
+            "name": check.name,
+            "status": check.status.name(),
+            "detail": check.detail,
+            "remedy": check.remedy,
+        })).collect::<Vec<_>>(),
+    })
+}
