@@ -66,6 +66,39 @@ pub(crate) fn record_text(record: &vsh::TransactionRecord, now: u64) -> String {
     out
 }
 
+/// A transaction's state history, for `vsh show`: when it entered each state.
+pub(crate) fn history_text(history: &[vsh::lower::vsh_store::RecordVersion], now: u64) -> String {
+    let mut out = String::new();
+    if history.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "{}", paint(style::STRONG, "history"));
+    if history.first().is_some_and(|first| first.carried_over) {
+        let _ = writeln!(out, "  (earlier states were compacted away)");
+    }
+    let mut previous = None;
+    for version in history {
+        let record = &version.record;
+        // Versions that only attach an artifact or refresh an expiry keep the state.
+        if previous == Some(record.state) && !version.carried_over {
+            continue;
+        }
+        previous = Some(record.state);
+        let by = match (&record.approval, record.state) {
+            (Some(grant), vsh::TransactionState::Approved) => format!(" by {}", grant.principal().short()),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {}  {:<16}{by} ({})",
+            local_time(record.updated_ms),
+            record.state.name(),
+            relative(record.updated_ms, now)
+        );
+    }
+    out
+}
+
 /// One row of `vsh pending`.
 pub(crate) struct PendingRow {
     pub(crate) record: vsh::TransactionRecord,

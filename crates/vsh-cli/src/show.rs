@@ -23,6 +23,7 @@ pub(crate) fn show(
         if let Some(record) = runtime.transaction(id)? {
             anstream::print!("{}", render::record_text(&record, now));
         }
+        anstream::print!("{}", render::history_text(&runtime.history(id)?, now));
         if let Some(policy) = runtime.run_policy(id)? {
             println!(
                 "policy       made under a per-run policy (profile {}, {}), not the workspace's; \

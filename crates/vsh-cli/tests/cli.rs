@@ -222,6 +222,20 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     let committed = vsh(&["commit", &id[..8], "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
+    // The review afterwards has the state history, in order.
+    let shown = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
+    let history: Vec<&str> = shown
+        .lines()
+        .skip_while(|line| *line != "history")
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().nth(3))
+        .collect();
+    assert_eq!(
+        history,
+        ["pending-approval", "approved", "reserved", "revalidating", "committing", "committed"],
+        "{shown}"
+    );
 
     // A policy file rides with its transaction too, custom rules and all.
     let strict = "version = 1\nprofile = \"strict\"\n[[protect]]\npattern = \"c.txt\"\naccess = [\"modify\"]\n";

@@ -60,4 +60,4 @@ pub use error::StoreError;
 pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
 pub use gc::{BlobSweep, GcReport, RetentionConfig};
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
-pub use txn::{CommitOutcome, CommitStep, EXPIRE_BATCH, LogStats, TransactionStore, TxStoreConfig};
+pub use txn::{CommitOutcome, CommitStep, EXPIRE_BATCH, LogStats, RecordVersion, TransactionStore, TxStoreConfig};

@@ -449,6 +449,23 @@ impl LogState {
         Ok((state, tail))
     }
 
+    /// Every version of `id`'s record a whole log file holds, oldest first,
+    /// each checked as a replay checks it: its creation and every change since,
+    /// or, in a compacted log, the version compaction carried over (marked
+    /// `true`) and the changes after it. Empty when the log does not know `id`.
+    pub fn history(log: &[u8], key: &LogKey, id: TransactionId) -> Result<Vec<(TransactionRecord, bool)>, LogError> {
+        let header = LogHeader::decode(log, key)?;
+        let mut state = Self::empty(header.generation, key);
+        state.header = header;
+        let mut versions = Vec::new();
+        state.replay_from_end_with(log, &mut |entry| match entry {
+            LogEntry::Version(record) if record.id == id => versions.push((*record, false)),
+            LogEntry::Checkpoint(record) if record.id == id => versions.push((*record, true)),
+            _ => {}
+        })?;
+        Ok(versions)
+    }
+
     /// Replay a log in the first, unauthenticated format, to migrate it. The
     /// result can only be read ([`LogState::records`]); appending to it is refused.
     pub fn parse_legacy(log: &[u8]) -> Result<(Self, Tail), LogError> {
@@ -485,6 +502,11 @@ impl LogState {
     }
 
     fn replay_from_end(&mut self, log: &[u8]) -> Result<Tail, LogError> {
+        self.replay_from_end_with(log, &mut |_| {})
+    }
+
+    /// [`LogState::replay_from_end`], showing `seen` every entry it applies.
+    fn replay_from_end_with(&mut self, log: &[u8], seen: &mut dyn FnMut(&LogEntry)) -> Result<Tail, LogError> {
         let generation = self.header.generation;
         let tail = loop {
             let offset = self.end;
@@ -515,6 +537,7 @@ impl LogState {
             }
             let entry = LogEntry::decode(payload).map_err(corrupt)?;
             self.apply(&entry).map_err(corrupt)?;
+            seen(&entry);
             self.end = offset + (length + FRAME_OVERHEAD) as u64;
         };
         if self.frames < self.header.checkpoints {

@@ -146,6 +146,15 @@ pub(crate) struct Inner {
     pub(crate) blob_cursor: Option<BlobId>,
 }
 
+/// One version of a transaction's record in the log (see [`TransactionStore::history`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordVersion {
+    /// The record as this version left it: its state and when it changed.
+    pub record: TransactionRecord,
+    /// Whether compaction carried this version over, so earlier ones are gone.
+    pub carried_over: bool,
+}
+
 /// What a change computed: frames to append, then what to return.
 pub(crate) struct Change<T> {
     pub(crate) entries: Vec<LogEntry>,
@@ -328,16 +337,21 @@ impl TransactionStore {
 
     /// Replay what this handle has not seen. With the exclusive lock, a torn
     /// tail is truncated (and the truncation fsynced).
-    fn refresh(&self, inner: &mut Inner, exclusive: bool) -> Result<(), StoreError> {
-        let bytes = match self.backend.read(&log_path(), self.config.max_log_bytes) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is missing" }),
-            Err(BackendError::TooLarge { size, max, .. }) => return Err(StoreError::LogFull { size, max }),
+    /// The whole log file, bounded by the configured size.
+    fn read_log(&self, inner: &mut Inner) -> Result<Vec<u8>, StoreError> {
+        match self.backend.read(&log_path(), self.config.max_log_bytes) {
+            Ok(Some(bytes)) => Ok(bytes),
+            Ok(None) => Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is missing" }),
+            Err(BackendError::TooLarge { size, max, .. }) => Err(StoreError::LogFull { size, max }),
             Err(BackendError::NotAFile { .. }) => {
-                return Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is not a regular file" });
+                Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is not a regular file" })
             }
-            Err(source) => return io(inner, "read transaction log", Err(source)),
-        };
+            Err(source) => io(inner, "read transaction log", Err(source)),
+        }
+    }
+
+    fn refresh(&self, inner: &mut Inner, exclusive: bool) -> Result<(), StoreError> {
+        let bytes = self.read_log(inner)?;
         let tail = inner.state.refresh(&bytes)?;
         if let (Tail::Torn { at }, true) = (tail, exclusive) {
             let truncated = self.backend.truncate(&log_path(), at);
@@ -448,6 +462,17 @@ impl TransactionStore {
     /// dropped by retention).
     pub fn get(&self, id: TransactionId) -> Result<Option<TransactionRecord>, StoreError> {
         self.read(|state| state.get(&id).copied())
+    }
+
+    /// Every version of `id`'s record the log holds, oldest first: its state
+    /// history, from its creation, or (once the log was compacted) from the
+    /// version compaction carried over. Empty when the store does not know `id`.
+    pub fn history(&self, id: TransactionId) -> Result<Vec<RecordVersion>, StoreError> {
+        let mut inner = self.lock_inner()?;
+        let _lock = self.flock(&mut inner, false)?;
+        let bytes = self.read_log(&mut inner)?;
+        let versions = LogState::history(&bytes, &self.key, id)?;
+        Ok(versions.into_iter().map(|(record, carried_over)| RecordVersion { record, carried_over }).collect())
     }
 
     /// Every live record, sorted by id.

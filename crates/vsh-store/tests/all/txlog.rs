@@ -583,3 +583,42 @@ fn a_legacy_approved_record_is_migrated_with_its_approval_voided() -> Result {
     assert_eq!(store.get(id)?.map(|record| (record.state, record.approval)), Some((S::Expired, None)));
     Ok(())
 }
+
+#[test]
+fn a_records_history_lists_every_version_oldest_first_and_starts_at_the_checkpoint_after_compaction() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let rec = record(b"history", S::Created);
+    store.create(&rec)?;
+    store.create(&record(b"another", S::Created))?;
+    store.compare_and_transition(rec.id, S::Created, S::Running, 2_000)?;
+    store.compare_and_transition(rec.id, S::Running, S::VirtualComplete, 3_000)?;
+    store.compare_and_transition(rec.id, S::VirtualComplete, S::PendingApproval, 4_000)?;
+    let steps = |store: &TransactionStore| -> Result<Vec<(S, u64, bool)>> {
+        Ok(store
+            .history(rec.id)?
+            .into_iter()
+            .map(|version| (version.record.state, version.record.updated_ms, version.carried_over))
+            .collect())
+    };
+    let expected = vec![
+        (S::Created, 1_000, false),
+        (S::Running, 2_000, false),
+        (S::VirtualComplete, 3_000, false),
+        (S::PendingApproval, 4_000, false),
+    ];
+    assert_eq!(steps(&store)?, expected);
+    assert_eq!(steps(&self::store(dir.path())?)?, expected, "a fresh handle reads the same history");
+    assert!(store.history(TransactionId::digest(b"absent"))?.is_empty());
+    // Compaction keeps the latest version only; later changes follow it.
+    store.compact()?;
+    store.compare_and_transition(rec.id, S::PendingApproval, S::Rejected, 5_000)?;
+    assert_eq!(steps(&store)?, vec![(S::PendingApproval, 4_000, true), (S::Rejected, 5_000, false)]);
+    // A damaged log is refused, not read around.
+    let mut bytes = std::fs::read(log_file(dir.path()))?;
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(log_file(dir.path()), &bytes)?;
+    assert!(matches!(store.history(rec.id), Err(StoreError::CorruptLog { .. })), "{:?}", store.history(rec.id));
+    Ok(())
+}

@@ -413,6 +413,13 @@ impl Runtime {
         Ok(self.records.transactions().list()?)
     }
 
+    /// A transaction's state history: every version of its record the store's
+    /// log holds, oldest first (once the log was compacted, from the version
+    /// compaction carried over). Empty when the store does not know it.
+    pub fn history(&self, transaction: TransactionId) -> Result<Vec<vsh_store::RecordVersion>, VshError> {
+        Ok(self.records.transactions().history(transaction)?)
+    }
+
     /// The durable record of a transaction.
     pub fn transaction(&self, transaction: TransactionId) -> Result<Option<TransactionRecord>, VshError> {
         self.records.get(transaction)
