@@ -18,6 +18,7 @@ mod ci;
 mod fuzz;
 mod man;
 mod mutants;
+mod schemas;
 mod shell;
 mod test_sandbox;
 #[cfg(test)]
@@ -37,6 +38,7 @@ Tasks:
   test-sandbox        run the sandbox-capability suite alone and print the enforcement table
   bench               run the workspace benchmarks
   man                 write the man page docs/vsh.1 from the command line's grammar
+  schemas             write the JSON Schemas of every --json document into docs/json/
   mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N] [--nextest]
                       mutation testing (cargo-mutants, installed pinned) of vsh-commit, vsh-store,
                       vsh-policy and vsh-host; results in target/mutants/<package>/
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         "test-sandbox" => test_sandbox::run(&rest),
         "bench" => bench::run(&rest),
         "man" => man::run(&rest),
+        "schemas" => schemas::run(&rest),
         "mutants" => mutants::run(&rest),
         "help" | "-h" | "--help" => {
             print!("{HELP}");

@@ -126,6 +126,16 @@ pub(crate) enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Print the JSON Schema of a --json document (vsh.receipt/1, vsh.error/1,
+    /// ...), or list their names; the schemas are also in docs/json/.
+    Schema {
+        /// The document's schema name; without it, list the names.
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+        /// Write every schema into this directory instead (`cargo xtask schemas`).
+        #[arg(long, value_name = "DIR", conflicts_with = "name")]
+        write: Option<PathBuf>,
+    },
     /// Print the man page (roff) on stdout; `cargo xtask man` writes it to `docs/vsh.1`.
     #[command(hide = true)]
     Man,
@@ -142,16 +152,13 @@ impl Command {
             | Self::Gc(common)
             | Self::Doctor(common)
             | Self::Policy { action: PolicyAction::Show(common) } => common.json,
+            Self::Policy { action: PolicyAction::Check { json, .. } } => *json,
             Self::Log(log) => log.common.json,
             Self::Show(stored) | Self::Reject(stored) => stored.common.json,
             Self::Approve(approve) => approve.stored.common.json,
             Self::Commit(commit) => commit.stored.common.json,
             Self::Recover(recover) => recover.common.json,
-            Self::Demo
-            | Self::Guide
-            | Self::Completions { .. }
-            | Self::Man
-            | Self::Policy { action: PolicyAction::Check { .. } } => false,
+            Self::Demo | Self::Guide | Self::Completions { .. } | Self::Man | Self::Schema { .. } => false,
         }
     }
 }
@@ -210,6 +217,9 @@ pub(crate) enum PolicyAction {
         /// The policy file.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Print JSON (vsh.policy-check/1) instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 

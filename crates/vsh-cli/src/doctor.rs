@@ -11,23 +11,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
-use serde_json::{Value, json};
 use vsh::lower::vsh_sandbox;
 
+use crate::documents::{CheckDocument, CheckStatus as Status, DoctorDocument};
 use crate::{EXIT_ERROR, EXIT_OK, render, runtime_config};
-
-/// How a check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
-    /// As vsh needs it.
-    Ok,
-    /// Works, but something deserves attention.
-    Warn,
-    /// vsh cannot do its job here until this is fixed.
-    Fail,
-    /// Not needed by anything vsh does yet; reported for what comes.
-    Info,
-}
 
 impl Status {
     fn name(self) -> &'static str {
@@ -336,15 +323,15 @@ fn doctor_text(checks: &[Check]) -> String {
     out
 }
 
-fn doctor_json(checks: &[Check], failed: bool) -> Value {
-    json!({
-        "schema": "vsh.doctor/1",
-        "ok": !failed,
-        "checks": checks.iter().map(|check| json!({
-            "name": check.name,
-            "status": check.status.name(),
-            "detail": check.detail,
-            "remedy": check.remedy,
-        })).collect::<Vec<_>>(),
-    })
+fn doctor_json(checks: &[Check], failed: bool) -> DoctorDocument {
+    let checks = checks
+        .iter()
+        .map(|check| CheckDocument {
+            name: check.name.to_owned(),
+            status: check.status,
+            detail: check.detail.clone(),
+            remedy: check.remedy.clone(),
+        })
+        .collect();
+    DoctorDocument::new(!failed, checks)
 }

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
 use vsh::VshError;
+use vsh::document::{ErrorDocument, ErrorKind};
 use vsh::lower::vsh_commit::CommitError;
 
 use crate::render;
@@ -33,25 +33,8 @@ impl std::error::Error for DeniedRun {
 /// Attach the remedies of `runtime`'s policy to a run's error, when the run
 /// was refused accesses.
 pub(crate) fn with_remedies(runtime: &vsh::Runtime, error: VshError) -> Box<dyn std::error::Error> {
-    let remedies: Vec<String> = match denied_of(&error) {
-        Some((denied, _)) => denied.iter().map(|denied| runtime.policy().calls().remedy(denied)).collect(),
-        None => Vec::new(),
-    };
+    let remedies = runtime.remedies(&error);
     if remedies.is_empty() { Box::new(error) } else { Box::new(DeniedRun { source: error, remedies }) }
-}
-
-/// The refused accesses and captured output of a failed run.
-fn denied_of(error: &VshError) -> Option<(&[vsh::DeniedAccess], &str)> {
-    use vsh::lower::vsh_monty::ExecutionError;
-    match error {
-        VshError::Execution(execution) => match execution.as_ref() {
-            ExecutionError::Exception { denied, stdout, .. } | ExecutionError::Limit { denied, stdout, .. } => {
-                Some((denied.as_slice(), stdout.as_str()))
-            }
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// The `VshError` inside a command's error, and the remedies attached to it.
@@ -83,7 +66,7 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String]) -> String {
             );
         }
         Some(other) => {
-            if let Some((denied, stdout)) = denied_of(other) {
+            if let Some((denied, stdout)) = other.refused_run() {
                 for line in stdout.lines() {
                     let _ = writeln!(text, "vsh: program output | {line}");
                 }
@@ -100,60 +83,12 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String]) -> String {
     text
 }
 
-/// The error as `vsh.error/1` JSON: its category, message and causes, and
-/// what it is about (conflicting paths, candidates, refusals with remedies).
-pub(crate) fn json(error: &(dyn std::error::Error + 'static), code: u8) -> Value {
-    let (vsh_error, remedies) = unwrap(error);
-    let mut causes = Vec::new();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        causes.push(next.to_string());
-        cause = next.source();
+/// The error as a `vsh.error/1` document: its kind, message and causes,
+/// and what it is about (conflicting paths, candidates, refusals with their
+/// remedies). An error that is not vsh's is about the request (`usage`).
+pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocument {
+    match unwrap(error) {
+        (Some(vsh_error), remedies) => ErrorDocument::new(vsh_error, remedies),
+        (None, _) => ErrorDocument::other(ErrorKind::Usage, error),
     }
-    let category = vsh_error.map_or("usage", |error| match error.category() {
-        vsh::ErrorCategory::Execution => "execution",
-        vsh::ErrorCategory::Policy => "policy",
-        vsh::ErrorCategory::Store => "store",
-        vsh::ErrorCategory::Commit => "commit",
-        vsh::ErrorCategory::Approval => "approval",
-        vsh::ErrorCategory::Configuration => "configuration",
-        _ => "other",
-    });
-    let mut value = json!({
-        "schema": "vsh.error/1",
-        "kind": category,
-        "message": error.to_string(),
-        "causes": causes,
-        "exit_code": code,
-    });
-    match vsh_error {
-        Some(VshError::Commit(CommitError::Stale { conflicts, total })) => {
-            value["paths"] = json!(conflicts.iter().map(|conflict| conflict.path.as_str()).collect::<Vec<_>>());
-            value["total_conflicts"] = json!(total);
-        }
-        Some(VshError::AmbiguousTransaction { candidates, total, .. }) => {
-            value["candidates"] = json!(candidates.iter().map(vsh::TransactionId::to_hex).collect::<Vec<_>>());
-            value["total_candidates"] = json!(total);
-        }
-        Some(other) => {
-            if let Some((denied, stdout)) = denied_of(other) {
-                value["stdout"] = json!(stdout);
-                value["denied"] = json!(
-                    denied
-                        .iter()
-                        .enumerate()
-                        .map(|(index, denied)| json!({
-                            "path": denied.path.as_str(),
-                            "access": denied.access.name(),
-                            "rule": denied.rule,
-                            "label": format!("{:?}", denied.label),
-                            "remedy": remedies.get(index),
-                        }))
-                        .collect::<Vec<_>>()
-                );
-            }
-        }
-        None => {}
-    }
-    value
 }

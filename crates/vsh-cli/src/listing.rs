@@ -31,11 +31,18 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
         .collect()
 }
 
+/// The rows as documents.
+fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocument> {
+    rows.iter()
+        .map(|row| vsh::document::TransactionDocument::new(&row.record, row.receipt.as_ref(), &row.intent))
+        .collect()
+}
+
 /// `vsh pending`: work waiting for a decision or a commit.
 pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
     let rows = rows(runtime, runtime.pending()?);
     if json {
-        println!("{}", serde_json::to_string_pretty(&render::pending_json(&rows))?);
+        println!("{}", serde_json::to_string_pretty(&vsh::document::PendingDocument::new(documents(&rows)))?);
     } else if rows.is_empty() {
         println!("no pending transactions");
     } else {
@@ -63,7 +70,7 @@ pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
     finished.truncate(log.limit);
     let rows = rows(runtime, finished);
     if log.common.json {
-        println!("{}", serde_json::to_string_pretty(&render::log_json(&rows))?);
+        println!("{}", serde_json::to_string_pretty(&vsh::document::LogDocument::new(documents(&rows)))?);
     } else if rows.is_empty() {
         println!("no finished transactions");
     } else {
@@ -76,7 +83,7 @@ pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
 pub(crate) fn gc(runtime: &Runtime, json: bool, quiet: bool, now: u64) -> Outcome {
     let report = runtime.collect_garbage(now, &vsh::RetentionConfig::default())?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&render::gc_json(&report))?);
+        println!("{}", serde_json::to_string_pretty(&vsh::document::GcDocument::from(&report))?);
     } else if !quiet {
         print!("{}", render::gc_text(&report));
     }

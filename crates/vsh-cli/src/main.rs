@@ -12,6 +12,7 @@
 mod args;
 mod demo;
 mod doctor;
+mod documents;
 mod failure;
 mod listing;
 mod render;
@@ -73,7 +74,8 @@ fn main() -> ExitCode {
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo => demo::run(),
         Command::Doctor(common) => doctor::doctor(&common.workspace, common.json),
-        Command::Policy { action: args::PolicyAction::Check { file } } => policy_check(&file),
+        Command::Policy { action: args::PolicyAction::Check { file, json } } => policy_check(&file, json),
+        Command::Schema { name, write } => schema_command(name.as_deref(), write.as_deref()),
         Command::Guide => {
             print!("{GUIDE}");
             Ok(EXIT_OK)
@@ -98,8 +100,8 @@ fn main() -> ExitCode {
             eprint!("{}", failure::advice(vsh_error, remedies));
             if json {
                 // Errors are JSON too for a program that asked for JSON, on stdout.
-                let value = failure::json(error.as_ref(), code);
-                println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+                let document = failure::document(error.as_ref()).with_exit_code(code);
+                println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
             }
             ExitCode::from(code)
         }
@@ -192,7 +194,7 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     let runtime = open(config)?;
     let digest = runtime.record_workspace_policy(&text)?;
     if init.common.json {
-        let recorded = serde_json::json!({"schema": "vsh.init/1", "policy": what, "digest": digest.to_hex()});
+        let recorded = documents::InitDocument::new(what, digest.to_hex());
         println!("{}", serde_json::to_string_pretty(&recorded)?);
     } else if !output.quiet {
         println!(
@@ -253,9 +255,46 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
 }
 
 /// `vsh policy check FILE`.
-fn policy_check(file: &std::path::Path) -> Result<u8, Box<dyn std::error::Error>> {
+fn policy_check(file: &std::path::Path, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let policy = vsh::lower::vsh_policy::TransactionPolicy::from_file(file)?;
-    println!("{}: valid; profile {}, digest {}", file.display(), policy.profile().name(), policy.digest().short());
+    if json {
+        let document = documents::PolicyCheckDocument::new(
+            file.display().to_string(),
+            policy.profile().name().to_owned(),
+            policy.digest().to_hex(),
+        );
+        println!("{}", serde_json::to_string_pretty(&document)?);
+    } else {
+        println!("{}: valid; profile {}, digest {}", file.display(), policy.profile().name(), policy.digest().short());
+    }
+    Ok(EXIT_OK)
+}
+
+/// `vsh schema [NAME] [--write DIR]`.
+fn schema_command(name: Option<&str>, write: Option<&std::path::Path>) -> Result<u8, Box<dyn std::error::Error>> {
+    let schemas = documents::schemas();
+    if let Some(dir) = write {
+        for (name, schema) in &schemas {
+            let path = dir.join(documents::file_name(name));
+            std::fs::write(&path, format!("{}\n", serde_json::to_string_pretty(schema)?))
+                .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        }
+        return Ok(EXIT_OK);
+    }
+    match name {
+        None => {
+            for (name, _) in &schemas {
+                println!("{name}");
+            }
+        }
+        Some(wanted) => {
+            let (_, schema) = schemas.iter().find(|(name, _)| *name == wanted).ok_or_else(|| {
+                let names: Vec<&str> = schemas.iter().map(|(name, _)| *name).collect();
+                format!("no document is named {wanted:?}; the names are {}", names.join(", "))
+            })?;
+            println!("{}", serde_json::to_string_pretty(schema)?);
+        }
+    }
     Ok(EXIT_OK)
 }
 
@@ -303,7 +342,7 @@ fn now_ms() -> u64 {
 
 fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(), Box<dyn std::error::Error>> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&render::receipt_json(receipt))?);
+        println!("{}", serde_json::to_string_pretty(&vsh::document::ReceiptDocument::from(receipt))?);
     } else if !output.quiet {
         anstream::print!("{}", render::receipt_text(receipt));
     }
@@ -392,7 +431,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Recover(_), Some(id)) => {
             let restored = runtime.restore(id)?;
             if common.json {
-                println!("{}", serde_json::to_string_pretty(&render::restore_json(&restored))?);
+                println!("{}", serde_json::to_string_pretty(&vsh::document::RestoreDocument::from(&restored))?);
             } else {
                 print!("{}", render::restore_text(&restored));
             }
@@ -409,7 +448,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
                 runtime.startup_recovery()
             };
             if common.json {
-                println!("{}", serde_json::to_string_pretty(&render::recovery_json(report))?);
+                println!("{}", serde_json::to_string_pretty(&vsh::document::RecoveryDocument::from(report))?);
             } else {
                 print!("{}", render::recovery_text(report));
             }

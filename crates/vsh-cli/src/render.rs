@@ -2,8 +2,7 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Map, Value, json};
-use vsh::{DiffEntry, MontyObject, NoHunks, NodeState, Receipt, RuntimeDecision};
+use vsh::{NoHunks, NodeState, Receipt, RuntimeDecision};
 
 /// An error and its sources, one per line.
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
@@ -69,32 +68,18 @@ pub(crate) fn record_text(record: &vsh::TransactionRecord, now: u64) -> String {
 /// A transaction's state history, for `vsh show`: when it entered each state.
 pub(crate) fn history_text(history: &[vsh::lower::vsh_store::RecordVersion], now: u64) -> String {
     let mut out = String::new();
-    if history.is_empty() {
+    let states = vsh::document::HistoryDocument::states(history);
+    if states.is_empty() {
         return out;
     }
     let _ = writeln!(out, "{}", paint(style::STRONG, "history"));
-    if history.first().is_some_and(|first| first.carried_over) {
+    if states.first().is_some_and(|first| first.carried_over) {
         let _ = writeln!(out, "  (earlier states were compacted away)");
     }
-    let mut previous = None;
-    for version in history {
-        let record = &version.record;
-        // Versions that only attach an artifact or refresh an expiry keep the state.
-        if previous == Some(record.state) && !version.carried_over {
-            continue;
-        }
-        previous = Some(record.state);
-        let by = match (&record.approval, record.state) {
-            (Some(grant), vsh::TransactionState::Approved) => format!(" by {}", grant.principal().short()),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "  {}  {:<16}{by} ({})",
-            local_time(record.updated_ms),
-            record.state.name(),
-            relative(record.updated_ms, now)
-        );
+    for state in &states {
+        let by = state.principal.as_ref().map(|principal| format!(" by {}", &principal[..12])).unwrap_or_default();
+        let _ =
+            writeln!(out, "  {}  {:<16}{by} ({})", local_time(state.at_ms), state.state, relative(state.at_ms, now));
     }
     out
 }
@@ -143,21 +128,6 @@ pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
     out
 }
 
-/// `vsh pending --json`.
-pub(crate) fn pending_json(rows: &[PendingRow]) -> Value {
-    json!({
-        "schema": "vsh.pending/1",
-        "transactions": rows.iter().map(|row| json!({
-            "transaction": row.record.id.to_hex(),
-            "state": row.record.state.name(),
-            "created_ms": row.record.created_ms,
-            "changed_paths": row.receipt.as_ref().map(|receipt| receipt.changed_paths),
-            "flags": risk_flags(row.receipt.as_ref()),
-            "intent": row.intent,
-        })).collect::<Vec<_>>(),
-    })
-}
-
 /// `vsh log` as a table: when it finished, short id, state, paths changed, intent.
 pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
     let mut out = String::new();
@@ -185,21 +155,6 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
     out
 }
 
-/// `vsh log --json`.
-pub(crate) fn log_json(rows: &[PendingRow]) -> Value {
-    json!({
-        "schema": "vsh.log/1",
-        "transactions": rows.iter().map(|row| json!({
-            "transaction": row.record.id.to_hex(),
-            "state": row.record.state.name(),
-            "created_ms": row.record.created_ms,
-            "updated_ms": row.record.updated_ms,
-            "changed_paths": row.receipt.as_ref().map(|receipt| receipt.changed_paths),
-            "intent": row.intent,
-        })).collect::<Vec<_>>(),
-    })
-}
-
 /// What `vsh gc` removed.
 pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
     format!(
@@ -211,19 +166,6 @@ pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
         report.blobs_examined,
         report.temporaries_removed
     )
-}
-
-/// `vsh gc --json`.
-pub(crate) fn gc_json(report: &vsh::GcReport) -> Value {
-    json!({
-        "schema": "vsh.gc/1",
-        "expired": report.expired.iter().map(vsh::TransactionId::to_hex).collect::<Vec<_>>(),
-        "forgotten": report.forgotten.iter().map(vsh::TransactionId::to_hex).collect::<Vec<_>>(),
-        "compacted": report.compacted,
-        "blobs_examined": report.blobs_examined,
-        "blobs_removed": report.blobs_removed,
-        "temporaries_removed": report.temporaries_removed,
-    })
 }
 
 /// A stored transaction's intent and program, for `vsh show`.
@@ -483,103 +425,6 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
     out
 }
 
-fn state_json(state: Option<&NodeState>) -> Value {
-    state.map_or(Value::Null, |state| {
-        json!({
-            "kind": state.kind.name(),
-            "size": state.size,
-            "mode": format!("{:o}", state.mode),
-            "content": state.content.map(|id| id.to_hex()),
-        })
-    })
-}
-
-fn entry_json(entry: &DiffEntry) -> Value {
-    json!({
-        "path": entry.path.to_string(),
-        "kind": entry.kind.name(),
-        "before": state_json(entry.before.as_ref()),
-        "after": state_json(entry.after.as_ref()),
-    })
-}
-
-/// A Monty value as JSON: scalars, lists and string-keyed dicts map directly;
-/// everything else is `{"$repr": "..."}`.
-pub(crate) fn value_json(value: &MontyObject) -> Value {
-    match value {
-        MontyObject::None => Value::Null,
-        MontyObject::Bool(flag) => Value::Bool(*flag),
-        MontyObject::Int(number) => json!(number),
-        MontyObject::Float(number) => {
-            serde_json::Number::from_f64(*number).map_or_else(|| json!({"$repr": value.py_repr()}), Value::Number)
-        }
-        MontyObject::String(text) | MontyObject::Path(text) => Value::String(text.clone()),
-        MontyObject::List(items) | MontyObject::Tuple(items) => Value::Array(items.iter().map(value_json).collect()),
-        MontyObject::Dict(pairs) => {
-            let mut object = Map::new();
-            for (key, item) in pairs {
-                match key {
-                    MontyObject::String(key) => {
-                        object.insert(key.clone(), value_json(item));
-                    }
-                    _ => return json!({"$repr": value.py_repr()}),
-                }
-            }
-            Value::Object(object)
-        }
-        _ => json!({"$repr": value.py_repr()}),
-    }
-}
-
-/// The receipt as a JSON value.
-pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
-    let decision = match &receipt.decision {
-        RuntimeDecision::Denied(manifest) => json!({
-            "kind": "denied",
-            "reason": format!("{:?}", manifest.reason),
-            "denied": manifest.denied.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        }),
-        RuntimeDecision::AutoApproved => json!({"kind": "auto-approved"}),
-        RuntimeDecision::PendingApproval(manifest) => json!({
-            "kind": "pending-approval",
-            "flags": manifest.flags.iter().map(|flag| format!("{flag:?}")).collect::<Vec<_>>(),
-        }),
-    };
-    let stats = &receipt.execution;
-    let t = &receipt.timings;
-    json!({
-        "transaction": receipt.transaction.to_hex(),
-        "base_snapshot": receipt.base_snapshot.to_hex(),
-        "state": receipt.state.name(),
-        "decision": decision,
-        "diff": receipt.diff.to_hex(),
-        "changed_paths": receipt.changed_paths,
-        "changes": receipt.changes.iter().map(entry_json).collect::<Vec<_>>(),
-        "stdout": String::from_utf8_lossy(receipt.output.stdout_bytes()),
-        "value": receipt.output.monty_value().map_or(Value::Null, value_json),
-        "execution": {
-            "os_calls": stats.os_calls,
-            "read_bytes": stats.read_bytes,
-            "write_bytes": stats.write_bytes,
-            "directory_entries": stats.directory_entries,
-            "output_bytes": stats.output_bytes,
-            "denied_accesses": stats.denied_accesses,
-            "truncated_results": stats.truncated_results,
-        },
-        "timings_ns": {
-            "snapshot": t.snapshot, "execute": t.execute, "diff": t.diff, "policy": t.policy,
-            "bind_and_store": t.bind_and_store, "commit": t.commit, "total": t.total,
-        },
-        "commit": receipt.commit.as_ref().map(|commit| json!({
-            "operations": commit.operations,
-            "verified_paths": commit.verified_paths,
-            "revalidated_dependencies": commit.revalidated_dependencies,
-            "kept": commit.kept.iter().map(|kept| json!({"path": kept.path.as_str(), "kept": kept.kept.as_str()})).collect::<Vec<_>>(),
-        })),
-        "warnings": receipt.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
-    })
-}
-
 /// What a recovery did, for people: a summary line, then one line per
 /// transaction and per path an operator should know about.
 pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
@@ -633,39 +478,6 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
     text
 }
 
-/// What a recovery did, for programs.
-pub(crate) fn recovery_json(report: &vsh::RecoveryReport) -> Value {
-    let ids = |ids: &[vsh::TransactionId]| ids.iter().map(vsh::TransactionId::to_hex).collect::<Vec<_>>();
-    json!({
-        "rolled_forward": ids(&report.rolled_forward),
-        "rolled_back": ids(&report.rolled_back),
-        "cleaned": ids(&report.cleaned),
-        "changed_since_commit": report.changed_since_commit.iter()
-            .map(|(transaction, path)| json!({"transaction": transaction.to_hex(), "path": path.as_str()}))
-            .collect::<Vec<_>>(),
-        "kept": report.kept.iter()
-            .map(|kept| json!({"transaction": kept.transaction.to_hex(), "path": kept.path.as_str(), "kept": kept.kept.as_str()}))
-            .collect::<Vec<_>>(),
-        "unresolved": report.unresolved.iter().map(|unresolved| json!({
-            "transaction": unresolved.transaction.to_hex(),
-            "directory": unresolved.directory.as_ref().map(vsh::VPath::as_str),
-            "state": unresolved.state.map(vsh::TransactionState::name),
-            "paths": unresolved.paths.iter().map(|left| json!({
-                "path": left.path.as_str(),
-                "operation": left.operation,
-                "action": left.action,
-                "reason": left.reason.name(),
-                "kept": left.kept.as_ref().map(vsh::VPath::as_str),
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "conflicts": report.conflicts.iter().map(|conflict| json!({
-            "transaction": conflict.transaction.map(|id| id.to_hex()),
-            "path": conflict.path.as_str(),
-            "reason": error_chain(&conflict.reason),
-        })).collect::<Vec<_>>(),
-    })
-}
-
 /// What a restore did, for people.
 pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
     let mut text = match report.transaction {
@@ -682,18 +494,6 @@ pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
         let _ = writeln!(text, "  changed by someone else after the rollback, left as is: {path}");
     }
     text
-}
-
-/// What a restore did, for programs.
-pub(crate) fn restore_json(report: &vsh::RestoreReport) -> Value {
-    json!({
-        "transaction": report.transaction.map(|id| id.to_hex()),
-        "restored": report.restored.iter().map(vsh::VPath::as_str).collect::<Vec<_>>(),
-        "moved_aside": report.moved_aside.iter()
-            .map(|(path, aside)| json!({"path": path.as_str(), "moved_to": aside.as_str()}))
-            .collect::<Vec<_>>(),
-        "changed_by_others": report.changed_by_others.iter().map(vsh::VPath::as_str).collect::<Vec<_>>(),
-    })
 }
 
 #[cfg(test)]

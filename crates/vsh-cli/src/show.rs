@@ -18,8 +18,27 @@ pub(crate) fn show(
     if receipt.review.is_empty() {
         receipt.review = runtime.review(id)?;
     }
+    if json {
+        let record = runtime.transaction(id)?;
+        let intent = runtime.stored_program(id)?;
+        let document = vsh::document::ShowDocument::new(
+            &receipt,
+            record.as_ref().map(|record| {
+                vsh::document::TransactionDocument::new(
+                    record,
+                    Some(&receipt),
+                    intent.as_ref().map_or("", |stored| stored.intent.as_str()),
+                )
+            }),
+            &runtime.history(id)?,
+            runtime.run_policy(id)?.as_ref(),
+            intent.map(|stored| stored.code),
+        );
+        println!("{}", serde_json::to_string_pretty(&document)?);
+        return Ok(exit_code(&receipt, Asked::Review, output.detailed));
+    }
     print_receipt(&receipt, json, output)?;
-    if !json && !output.quiet {
+    if !output.quiet {
         if let Some(record) = runtime.transaction(id)? {
             anstream::print!("{}", render::record_text(&record, now));
         }

@@ -1155,3 +1155,136 @@ fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_t
         "{text}"
     );
 }
+
+/// The committed schema of the document `json` names in its `schema` field
+/// (from `docs/json/`), and every way `json` fails it.
+fn schema_violations(json: &serde_json::Value) -> Vec<String> {
+    let name = json["schema"].as_str().unwrap_or_else(|| panic!("a document names its schema: {json}"));
+    violations_of(name, json)
+}
+
+/// Every way `json` fails the committed schema of the document `name`.
+fn violations_of(name: &str, json: &serde_json::Value) -> Vec<String> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/json")
+        .join(format!("{}.schema.json", name.replace('/', "-")));
+    let schema: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap_or_else(|error| panic!("{}: {error}", file.display())))
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    validator.iter_errors(json).map(|error| format!("{error} at {}", error.instance_path())).collect()
+}
+
+/// `output`'s stdout as a JSON document that its committed schema accepts.
+fn valid_document(output: &Output) -> serde_json::Value {
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!("{error}: {}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    });
+    let violations = schema_violations(&json);
+    assert!(violations.is_empty(), "{violations:#?}\n{json:#}");
+    json
+}
+
+#[test]
+fn the_committed_json_schemas_are_the_ones_the_document_types_generate() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = vsh(&["schema", "--write", dir.path().to_str().unwrap()], None);
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+    let files = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".schema.json"))
+            .collect();
+        names.sort();
+        names
+    };
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/json");
+    assert_eq!(files(dir.path()), files(&committed), "run `cargo xtask schemas`");
+    for name in files(dir.path()) {
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(&name)).unwrap(),
+            std::fs::read_to_string(committed.join(&name)).unwrap(),
+            "{name} is stale: run `cargo xtask schemas`"
+        );
+    }
+    // One name, or the list; an unknown name says which there are.
+    let listed = String::from_utf8_lossy(&vsh(&["schema"], None).stdout).into_owned();
+    assert!(listed.lines().any(|line| line == "vsh.receipt/1") && listed.lines().count() == files(dir.path()).len());
+    let one = vsh(&["schema", "vsh.error/1"], None);
+    let schema: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(schema["properties"]["schema"]["const"], "vsh.error/1");
+    let unknown = vsh(&["schema", "vsh.nothing/1"], None);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("vsh.receipt/1"));
+    // The schemas check what they say: another document's name, a missing
+    // field or a wrong type fails.
+    let receipt = valid_document(&vsh(&["run", "--json", "--workspace", dir.path().to_str().unwrap(), "-"], Some("1")));
+    let mut renamed = receipt.clone();
+    renamed["schema"] = "vsh.receipt/2".into();
+    assert!(!violations_of("vsh.receipt/1", &renamed).is_empty());
+    assert!(!violations_of("vsh.show/1", &receipt).is_empty(), "a receipt is not a review");
+    let mut missing = receipt.clone();
+    missing.as_object_mut().unwrap().remove("transaction");
+    assert!(!schema_violations(&missing).is_empty());
+    let mut typed = receipt;
+    typed["changed_paths"] = "none".into();
+    assert!(!schema_violations(&typed).is_empty());
+}
+
+#[test]
+fn every_json_output_is_valid_against_its_committed_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws_path = dir.path().join("ws");
+    write(&ws_path, "a.txt", "one\n");
+    write(&ws_path, "gone.txt", "bye\n");
+    write(&ws_path, ".env", "S=1\n");
+    let ws = ws_path.to_str().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "version = 1\nprofile = \"strict\"\n").unwrap();
+    let init = valid_document(&vsh(&["init", "--json", "--workspace", ws, "--policy", policy.to_str().unwrap()], None));
+    assert_eq!(init["schema"], "vsh.init/1");
+    let check = valid_document(&vsh(&["policy", "check", "--json", policy.to_str().unwrap()], None));
+    assert_eq!(check["profile"], "strict");
+    // Receipts of every decision, with and without detail.
+    let edit = "from pathlib import Path\nPath('a.txt').write_text('two\\n')\nprint('\\u00e9dited')\n{'n': 1, 'pair': (1, 2.5), 'set': {3}}";
+    let pending = valid_document(&vsh(&["run", "--json", "--full", "--workspace", ws, "-"], Some(edit)));
+    assert_eq!(pending["decision"]["kind"], "pending-approval");
+    assert_eq!(pending["value"]["pair"], serde_json::json!([1, 2.5]));
+    assert!(pending["value"]["set"]["$repr"].is_string(), "{pending}");
+    let id = pending["transaction"].as_str().unwrap().to_owned();
+    let denied = valid_document(&vsh(
+        &["run", "--json", "--workspace", ws, "-"],
+        Some("from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass"),
+    ));
+    assert_eq!(denied["decision"]["kind"], "denied");
+    assert_eq!(denied["decision"]["denied"][0]["access"], "content-read");
+    let shown = valid_document(&vsh(&["show", "--json", &id[..8], "--workspace", ws], None));
+    assert_eq!(shown["schema"], "vsh.show/1");
+    assert!(shown["receipt"]["review"][0]["hunks"].as_str().unwrap().contains("+two"), "{shown}");
+    assert_eq!(shown["history"][0]["state"], "pending-approval");
+    assert!(shown["program"].as_str().unwrap().contains("write_text"));
+    valid_document(&vsh(&["pending", "--json", "--workspace", ws], None));
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+    let committed = valid_document(&vsh(&["commit", "--json", &id, "--workspace", ws], None));
+    assert_eq!(committed["state"], "committed");
+    assert!(committed["commit"]["verified_paths"].as_u64().unwrap() >= 1);
+    let log = valid_document(&vsh(&["log", "--json", "--workspace", ws], None));
+    assert!(log["transactions"].as_array().unwrap().iter().any(|row| row["transaction"] == id.as_str()));
+    valid_document(&vsh(&["gc", "--json", "--workspace", ws], None));
+    valid_document(&vsh(&["recover", "--json", "--workspace", ws], None));
+    valid_document(&vsh(&["recover", "--json", "--restore", &id, "--workspace", ws], None));
+    // Errors, of the request and of vsh.
+    let usage = valid_document(&vsh(&["run", "--json", "--workspace", ws, "/nonexistent/program.py"], None));
+    assert_eq!((usage["kind"].as_str(), usage["exit_code"].as_u64()), (Some("usage"), Some(1)));
+    let missing = valid_document(&vsh(&["show", "--json", "abcdef", "--workspace", ws], None));
+    assert_eq!(missing["kind"], "approval");
+    let leak = valid_document(&vsh(
+        &["run", "--json", "--workspace", ws, "-"],
+        Some("from pathlib import Path\nPath('.env').read_text()"),
+    ));
+    assert_eq!(leak["denied"][0]["path"], ".env");
+    // The doctor, whatever this machine has.
+    let doctor = valid_document(&vsh(&["doctor", "--json", "--workspace", ws], None));
+    assert_eq!(doctor["schema"], "vsh.doctor/1");
+}

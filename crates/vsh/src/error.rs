@@ -182,6 +182,24 @@ pub enum ErrorCategory {
 }
 
 impl VshError {
+    /// For a run that failed after the policy refused it accesses (the
+    /// program let the `PermissionError` escape, or a budget ran out after a
+    /// refusal): the refused accesses and the output it printed.
+    pub fn refused_run(&self) -> Option<(&[vsh_policy::DeniedAccess], &str)> {
+        use vsh_monty::ExecutionError;
+        match self {
+            Self::Execution(execution) => match execution.as_ref() {
+                ExecutionError::Exception { denied, stdout, .. } | ExecutionError::Limit { denied, stdout, .. }
+                    if !denied.is_empty() =>
+                {
+                    Some((denied.as_slice(), stdout.as_str()))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The category this error belongs to.
     pub fn category(&self) -> ErrorCategory {
         use ErrorCategory as C;

@@ -13,6 +13,7 @@
 mod cancel;
 mod commit_path;
 mod config;
+pub mod document;
 mod error;
 mod evidence;
 mod hook;

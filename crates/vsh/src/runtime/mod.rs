@@ -96,6 +96,15 @@ impl Runtime {
         self.records.record_workspace_policy(text)
     }
 
+    /// For a run that failed after the policy refused it accesses
+    /// ([`VshError::refused_run`]), how this runtime's policy would have to
+    /// change to allow each one, in order; empty for any other error.
+    pub fn remedies(&self, error: &VshError) -> Vec<String> {
+        error.refused_run().map_or_else(Vec::new, |(denied, _)| {
+            denied.iter().map(|denied| self.runs.policy().calls().remedy(denied)).collect()
+        })
+    }
+
     /// The active policy.
     pub fn policy(&self) -> &TransactionPolicy {
         self.runs.policy()

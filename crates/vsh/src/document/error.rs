@@ -1,0 +1,143 @@
+//! `vsh.error/1`: why a request failed, and what it is about.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use vsh_commit::CommitError;
+
+use super::DenialDocument;
+use crate::{ErrorCategory, VshError};
+
+schema_name!(ErrorSchema, "vsh.error/1");
+
+/// Which kind of failure, by the category of its cause; `usage` for a
+/// request that was malformed before vsh acted on it (a missing file, a bad
+/// argument), `other` for a category this version does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    /// The program or the run around it.
+    Execution,
+    /// The policy.
+    Policy,
+    /// vsh's own records.
+    Store,
+    /// Applying approved work.
+    Commit,
+    /// The way to a commit.
+    Approval,
+    /// Opening a runtime.
+    Configuration,
+    /// The request itself.
+    Usage,
+    /// Anything else.
+    Other,
+}
+
+impl ErrorKind {
+    /// The kind of `error`.
+    pub fn of(error: &VshError) -> Self {
+        match error.category() {
+            ErrorCategory::Execution => Self::Execution,
+            ErrorCategory::Policy => Self::Policy,
+            ErrorCategory::Store => Self::Store,
+            ErrorCategory::Commit => Self::Commit,
+            ErrorCategory::Approval => Self::Approval,
+            ErrorCategory::Configuration => Self::Configuration,
+        }
+    }
+}
+
+/// A failed request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorDocument {
+    /// `vsh.error/1`.
+    pub schema: ErrorSchema,
+    /// Which kind of failure.
+    pub kind: ErrorKind,
+    /// The error, in one line.
+    pub message: String,
+    /// Its causes, outermost first.
+    pub causes: Vec<String>,
+    /// The exit code of the command that failed, on the command line.
+    pub exit_code: Option<u8>,
+    /// A stale commit's conflicting paths (the first ones, in path order).
+    pub paths: Vec<String>,
+    /// How many paths conflict in all.
+    pub total_conflicts: Option<u64>,
+    /// The transactions an ambiguous prefix names (the first ones).
+    pub candidates: Vec<String>,
+    /// How many it names in all.
+    pub total_candidates: Option<u64>,
+    /// A refused run's captured stdout.
+    pub stdout: Option<String>,
+    /// The accesses the policy refused a run, each with its rule and remedy.
+    pub denied: Vec<DenialDocument>,
+    /// What to do next, when there is one thing to do (`vsh rerun 0123abcd...`).
+    pub hint: Option<String>,
+}
+
+/// The causes of `error`, outermost first.
+fn causes(error: &dyn std::error::Error) -> Vec<String> {
+    let mut causes = Vec::new();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        causes.push(next.to_string());
+        cause = next.source();
+    }
+    causes
+}
+
+impl ErrorDocument {
+    /// A failure that is not a [`VshError`], of `kind`.
+    pub fn other(kind: ErrorKind, error: &dyn std::error::Error) -> Self {
+        Self {
+            schema: ErrorSchema,
+            kind,
+            message: error.to_string(),
+            causes: causes(error),
+            exit_code: None,
+            paths: Vec::new(),
+            total_conflicts: None,
+            candidates: Vec::new(),
+            total_candidates: None,
+            stdout: None,
+            denied: Vec::new(),
+            hint: None,
+        }
+    }
+
+    /// `error`, with the remedy of each access its run was refused (the
+    /// runtime's policy names them: [`crate::Runtime::remedies`]).
+    pub fn new(error: &VshError, remedies: &[String]) -> Self {
+        let mut document = Self::other(ErrorKind::of(error), error);
+        match error {
+            VshError::Commit(CommitError::Stale { conflicts, total }) => {
+                document.paths = conflicts.iter().map(|conflict| conflict.path.to_string()).collect();
+                document.total_conflicts = Some(*total as u64);
+            }
+            VshError::AmbiguousTransaction { candidates, total, .. } => {
+                document.candidates = candidates.iter().map(vsh_types::TransactionId::to_hex).collect();
+                document.total_candidates = Some(*total as u64);
+            }
+            VshError::PolicyChanged(id) => document.hint = Some(format!("vsh rerun {}", id.short())),
+            other => {
+                if let Some((denied, stdout)) = other.refused_run() {
+                    document.stdout = Some(stdout.to_owned());
+                    document.denied = denied
+                        .iter()
+                        .enumerate()
+                        .map(|(index, denied)| DenialDocument::of(denied, remedies.get(index).cloned()))
+                        .collect();
+                }
+            }
+        }
+        document
+    }
+
+    /// The same document with the command's exit code.
+    #[must_use]
+    pub fn with_exit_code(mut self, code: u8) -> Self {
+        self.exit_code = Some(code);
+        self
+    }
+}

@@ -1,0 +1,431 @@
+//! `vsh.receipt/1`: a receipt as JSON.
+
+use base64::Engine as _;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use vsh_monty::MontyObject;
+use vsh_policy::{Decision, Denial, RiskMetrics};
+use vsh_types::{DiffEntry, NodeState};
+use vsh_vfs::{FileReview, NoHunks};
+
+use crate::Receipt;
+
+schema_name!(ReceiptSchema, "vsh.receipt/1");
+
+/// A run's or commit's receipt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReceiptDocument {
+    /// `vsh.receipt/1`.
+    pub schema: ReceiptSchema,
+    /// The transaction id, 64 hex digits.
+    pub transaction: String,
+    /// The observed snapshot the run depended on, 64 hex digits.
+    pub base_snapshot: String,
+    /// The transaction's state when the receipt was made (`auto-approved`,
+    /// `pending-approval`, `denied`, `committed`, ...).
+    pub state: String,
+    /// The policy decision, with its evidence.
+    pub decision: DecisionDocument,
+    /// The canonical diff's digest, 64 hex digits.
+    pub diff: String,
+    /// How many paths the diff changes.
+    pub changed_paths: u64,
+    /// The changed paths (with full detail, or in a review).
+    pub changes: Vec<ChangeDocument>,
+    /// Each changed text file's unified hunks, or why it has none.
+    pub review: Vec<ReviewDocument>,
+    /// The program's captured stdout, as text (invalid UTF-8 replaced).
+    pub stdout: String,
+    /// The stdout bytes in base64, only when they are not valid UTF-8.
+    pub stdout_base64: Option<String>,
+    /// The program's final value: JSON scalars, lists and string-keyed
+    /// objects as themselves, anything else as `{"$repr": "..."}`.
+    pub value: serde_json::Value,
+    /// Execution statistics.
+    pub execution: ExecutionDocument,
+    /// Nanoseconds per stage.
+    pub timings_ns: TimingsDocument,
+    /// What the commit applied, when it was committed.
+    pub commit: Option<CommitDocument>,
+    /// What the operator should know about a run that still succeeded.
+    pub warnings: Vec<String>,
+}
+
+/// The policy's verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DecisionDocument {
+    /// Refused; final.
+    Denied {
+        /// The first rule of the decision order that failed (`protected-access-attempt`, ...).
+        reason: String,
+        /// The first refused accesses or mutations, each with its rule and remedy.
+        denied: Vec<DenialDocument>,
+        /// How many there were in all.
+        denied_total: u64,
+        /// For the ceiling reasons, the threshold passed and the setting that would allow the diff.
+        ceiling: Option<CeilingDocument>,
+        /// How the policy would have to change, in one line.
+        remedy: String,
+        /// Measurements of the diff.
+        metrics: MetricsDocument,
+    },
+    /// Small and non-destructive: may be committed without a reviewer.
+    AutoApproved,
+    /// Needs a reviewer's approval.
+    PendingApproval {
+        /// Why (`mutation`, `deletion`, `large-touched-set`, ...).
+        flags: Vec<String>,
+        /// Measurements of the diff.
+        metrics: MetricsDocument,
+    },
+}
+
+/// One refused access or mutation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DenialDocument {
+    /// The path that was refused.
+    pub path: String,
+    /// The access (`content-read`, `modify`, ...).
+    pub access: String,
+    /// The refusing rule's pattern (for writable roots, the allow-list).
+    pub rule: String,
+    /// Why that rule exists (`secret`, `vcs`, `custom`, ...).
+    pub label: String,
+    /// How the policy would have to change to allow it, when known.
+    pub remedy: Option<String>,
+}
+
+impl DenialDocument {
+    /// A refused access, explained by `remedy` when one is known.
+    pub fn of(denied: &vsh_policy::DeniedAccess, remedy: Option<String>) -> Self {
+        Self {
+            path: denied.path.to_string(),
+            access: denied.access.name().to_owned(),
+            rule: denied.rule.clone(),
+            label: denied.label.name().to_owned(),
+            remedy,
+        }
+    }
+
+    fn from_denial(denial: &Denial) -> Self {
+        Self::of(&denial.denied_access(), Some(denial.remedy.clone()))
+    }
+}
+
+/// A ceiling a denied diff went through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CeilingDocument {
+    /// The threshold as a policy file names it (`thresholds.deny_touched_paths`).
+    pub threshold: String,
+    /// Its value in the policy that decided.
+    pub limit: u64,
+    /// What the diff measured.
+    pub value: u64,
+    /// The least setting that would have allowed the diff on this ceiling.
+    pub allowing: u64,
+}
+
+/// Measurements of a diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MetricsDocument {
+    /// Changed paths (a deleted subtree counting every path in it).
+    pub touched: u64,
+    /// Created paths.
+    pub created: u64,
+    /// Paths whose content or kind changed.
+    pub modified: u64,
+    /// Deleted paths.
+    pub deleted: u64,
+    /// Renames the program performed.
+    pub renamed: u64,
+    /// Sum of before and after sizes of the changed entries.
+    pub changed_bytes: u64,
+    /// Deleted paths per 10,000 observed base nodes.
+    pub delete_ratio_bps: u32,
+    /// Files whose execute bits changed or were created executable.
+    pub executable_changes: u64,
+    /// Entries with a symlink before or after.
+    pub symlink_changes: u64,
+    /// Entries whose only change is the permission bits.
+    pub mode_changes: u64,
+    /// Existing files emptied or shrunk beyond the rewrite ratio.
+    pub rewritten: u64,
+}
+
+impl From<&RiskMetrics> for MetricsDocument {
+    fn from(m: &RiskMetrics) -> Self {
+        Self {
+            touched: m.touched,
+            created: m.created,
+            modified: m.modified,
+            deleted: m.deleted,
+            renamed: m.renamed,
+            changed_bytes: m.changed_bytes,
+            delete_ratio_bps: m.delete_ratio_bps,
+            executable_changes: m.executable_changes,
+            symlink_changes: m.symlink_changes,
+            mode_changes: m.mode_changes,
+            rewritten: m.rewritten,
+        }
+    }
+}
+
+impl From<&Decision> for DecisionDocument {
+    fn from(decision: &Decision) -> Self {
+        match decision {
+            Decision::Denied(manifest) => Self::Denied {
+                reason: manifest.reason.name().to_owned(),
+                denied: manifest.denied.iter().map(DenialDocument::from_denial).collect(),
+                denied_total: manifest.denied_total,
+                ceiling: manifest.ceiling.as_ref().map(|ceiling| CeilingDocument {
+                    threshold: ceiling.threshold.clone(),
+                    limit: ceiling.limit,
+                    value: ceiling.value,
+                    allowing: ceiling.allowing,
+                }),
+                remedy: manifest.remedy.clone(),
+                metrics: (&manifest.metrics).into(),
+            },
+            Decision::AutoApproved => Self::AutoApproved,
+            Decision::PendingApproval(manifest) => Self::PendingApproval {
+                flags: manifest.flags.iter().map(|flag| flag.name().to_owned()).collect(),
+                metrics: (&manifest.metrics).into(),
+            },
+        }
+    }
+}
+
+/// A node's state before or after a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NodeDocument {
+    /// `file`, `dir` or `symlink`.
+    pub kind: String,
+    /// Bytes (a file's length, a symlink target's length, 0 for a directory).
+    pub size: u64,
+    /// Permission bits, in octal (`"644"`).
+    pub mode: String,
+    /// The content's digest, 64 hex digits (files and symlinks).
+    pub content: Option<String>,
+}
+
+impl From<&NodeState> for NodeDocument {
+    fn from(state: &NodeState) -> Self {
+        Self {
+            kind: state.kind.name().to_owned(),
+            size: state.size,
+            mode: format!("{:o}", state.mode),
+            content: state.content.map(|id| id.to_hex()),
+        }
+    }
+}
+
+/// One changed path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ChangeDocument {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// `create`, `modify`, `delete`, ...
+    pub kind: String,
+    /// Its state before (none if created).
+    pub before: Option<NodeDocument>,
+    /// Its state after (none if deleted).
+    pub after: Option<NodeDocument>,
+}
+
+impl From<&DiffEntry> for ChangeDocument {
+    fn from(entry: &DiffEntry) -> Self {
+        Self {
+            path: entry.path.to_string(),
+            kind: entry.kind.name().to_owned(),
+            before: entry.before.as_ref().map(Into::into),
+            after: entry.after.as_ref().map(Into::into),
+        }
+    }
+}
+
+/// One changed path's review text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewDocument {
+    /// The path.
+    pub path: String,
+    /// Unified hunks (`--- a/...`, `+++ b/...`), when there are any.
+    pub hunks: Option<String>,
+    /// Why there are none: `not-file-content`, `binary`, `too-large`,
+    /// `budget-spent`, `unavailable`, `protected`.
+    pub no_hunks: Option<String>,
+}
+
+/// The name of a reason for no hunks.
+pub(crate) fn no_hunks_name(reason: NoHunks) -> &'static str {
+    match reason {
+        NoHunks::NotFileContent => "not-file-content",
+        NoHunks::Binary => "binary",
+        NoHunks::TooLarge => "too-large",
+        NoHunks::BudgetSpent => "budget-spent",
+        NoHunks::Unavailable => "unavailable",
+        NoHunks::Protected => "protected",
+    }
+}
+
+impl From<&FileReview> for ReviewDocument {
+    fn from(review: &FileReview) -> Self {
+        let (hunks, no_hunks) = match &review.hunks {
+            Ok(text) => (Some(text.clone()), None),
+            Err(reason) => (None, Some(no_hunks_name(*reason).to_owned())),
+        };
+        Self { path: review.path.to_string(), hunks, no_hunks }
+    }
+}
+
+/// Execution statistics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExecutionDocument {
+    /// Filesystem operations the program made.
+    pub os_calls: u64,
+    /// File bytes it read.
+    pub read_bytes: u64,
+    /// File bytes it wrote.
+    pub write_bytes: u64,
+    /// Directory entries it listed.
+    pub directory_entries: u64,
+    /// Output bytes it printed.
+    pub output_bytes: u64,
+    /// Accesses the policy refused.
+    pub denied_accesses: u64,
+    /// Result lists cut at their bound.
+    pub truncated_results: u64,
+    /// Guest running time, nanoseconds.
+    pub duration_ns: u64,
+}
+
+/// Nanoseconds per stage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TimingsDocument {
+    /// Opening the virtual image.
+    pub snapshot: u64,
+    /// Running the program.
+    pub execute: u64,
+    /// Computing the canonical diff.
+    pub diff: u64,
+    /// Evaluating the policy.
+    pub policy: u64,
+    /// Binding and storing the transaction.
+    pub bind_and_store: u64,
+    /// The commit.
+    pub commit: u64,
+    /// End to end.
+    pub total: u64,
+}
+
+/// What a commit applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CommitDocument {
+    /// Operations applied.
+    pub operations: u64,
+    /// Changed paths verified on disk afterwards.
+    pub verified_paths: u64,
+    /// Dependencies revalidated under the writer lock.
+    pub revalidated_dependencies: u64,
+    /// Files `fsync`ed.
+    pub file_fsyncs: u64,
+    /// Directories `fsync`ed.
+    pub dir_fsyncs: u64,
+    /// Old nodes someone wrote to during the commit, kept aside.
+    pub kept: Vec<KeptDocument>,
+}
+
+/// An old node kept aside instead of deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KeptDocument {
+    /// The path it had.
+    pub path: String,
+    /// Where it is kept.
+    pub kept: String,
+}
+
+/// A Monty value as JSON: scalars, lists, tuples and string-keyed dicts map
+/// directly; anything else (and a float JSON cannot hold) is
+/// `{"$repr": "..."}` with its Python representation.
+pub fn value_json(value: &MontyObject) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    match value {
+        MontyObject::None => Value::Null,
+        MontyObject::Bool(flag) => Value::Bool(*flag),
+        MontyObject::Int(number) => json!(number),
+        MontyObject::Float(number) => {
+            serde_json::Number::from_f64(*number).map_or_else(|| json!({"$repr": value.py_repr()}), Value::Number)
+        }
+        MontyObject::String(text) | MontyObject::Path(text) => Value::String(text.clone()),
+        MontyObject::List(items) | MontyObject::Tuple(items) => Value::Array(items.iter().map(value_json).collect()),
+        MontyObject::Dict(pairs) => {
+            let mut object = Map::new();
+            for (key, item) in pairs {
+                match key {
+                    MontyObject::String(key) => {
+                        object.insert(key.clone(), value_json(item));
+                    }
+                    _ => return json!({"$repr": value.py_repr()}),
+                }
+            }
+            Value::Object(object)
+        }
+        _ => json!({"$repr": value.py_repr()}),
+    }
+}
+
+impl From<&Receipt> for ReceiptDocument {
+    fn from(receipt: &Receipt) -> Self {
+        let stdout = receipt.output.stdout_bytes();
+        let stats = &receipt.execution;
+        let t = &receipt.timings;
+        Self {
+            schema: ReceiptSchema,
+            transaction: receipt.transaction.to_hex(),
+            base_snapshot: receipt.base_snapshot.to_hex(),
+            state: receipt.state.name().to_owned(),
+            decision: (&receipt.decision).into(),
+            diff: receipt.diff.to_hex(),
+            changed_paths: receipt.changed_paths as u64,
+            changes: receipt.changes.iter().map(Into::into).collect(),
+            review: receipt.review.iter().map(Into::into).collect(),
+            stdout: String::from_utf8_lossy(stdout).into_owned(),
+            stdout_base64: std::str::from_utf8(stdout)
+                .is_err()
+                .then(|| base64::engine::general_purpose::STANDARD.encode(stdout)),
+            value: receipt.output.monty_value().map_or(serde_json::Value::Null, value_json),
+            execution: ExecutionDocument {
+                os_calls: stats.os_calls,
+                read_bytes: stats.read_bytes,
+                write_bytes: stats.write_bytes,
+                directory_entries: stats.directory_entries,
+                output_bytes: stats.output_bytes,
+                denied_accesses: stats.denied_accesses,
+                truncated_results: stats.truncated_results,
+                duration_ns: stats.duration_ns,
+            },
+            timings_ns: TimingsDocument {
+                snapshot: t.snapshot,
+                execute: t.execute,
+                diff: t.diff,
+                policy: t.policy,
+                bind_and_store: t.bind_and_store,
+                commit: t.commit,
+                total: t.total,
+            },
+            commit: receipt.commit.as_ref().map(|commit| CommitDocument {
+                operations: commit.operations,
+                verified_paths: commit.verified_paths,
+                revalidated_dependencies: commit.revalidated_dependencies,
+                file_fsyncs: commit.syncs.file_fsyncs,
+                dir_fsyncs: commit.syncs.dir_fsyncs,
+                kept: commit
+                    .kept
+                    .iter()
+                    .map(|kept| KeptDocument { path: kept.path.to_string(), kept: kept.kept.to_string() })
+                    .collect(),
+            }),
+            warnings: receipt.warnings.iter().map(ToString::to_string).collect(),
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Housekeeping reports as JSON: garbage collection (`vsh.gc/1`), recovery
+//! (`vsh.recovery/1`) and an operator's restore (`vsh.restore/1`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use vsh_types::TransactionId;
+
+use super::KeptDocument;
+use crate::{GcReport, RecoveryReport, RestoreReport};
+
+schema_name!(GcSchema, "vsh.gc/1");
+schema_name!(RecoverySchema, "vsh.recovery/1");
+schema_name!(RestoreSchema, "vsh.restore/1");
+
+fn hex(ids: &[TransactionId]) -> Vec<String> {
+    ids.iter().map(TransactionId::to_hex).collect()
+}
+
+/// What garbage collection did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GcDocument {
+    /// `vsh.gc/1`.
+    pub schema: GcSchema,
+    /// Transactions whose approval or preview lapsed, now `expired`.
+    pub expired: Vec<String>,
+    /// Old finished transactions dropped from the log.
+    pub forgotten: Vec<String>,
+    /// Whether the log was compacted.
+    pub compacted: bool,
+    /// Blobs looked at.
+    pub blobs_examined: u64,
+    /// Blobs nothing needed any more, deleted.
+    pub blobs_removed: u64,
+    /// Temporary files left by interrupted writes, deleted.
+    pub temporaries_removed: u64,
+}
+
+impl From<&GcReport> for GcDocument {
+    fn from(report: &GcReport) -> Self {
+        Self {
+            schema: GcSchema,
+            expired: hex(&report.expired),
+            forgotten: hex(&report.forgotten),
+            compacted: report.compacted,
+            blobs_examined: report.blobs_examined as u64,
+            blobs_removed: report.blobs_removed as u64,
+            temporaries_removed: report.temporaries_removed as u64,
+        }
+    }
+}
+
+/// What recovery of interrupted commits did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RecoveryDocument {
+    /// `vsh.recovery/1`.
+    pub schema: RecoverySchema,
+    /// Commits found complete and finished: committed.
+    pub rolled_forward: Vec<String>,
+    /// Commits undone to their before state: failed.
+    pub rolled_back: Vec<String>,
+    /// Finished commits whose leftovers were removed.
+    pub cleaned: Vec<String>,
+    /// How many paths each rolled-forward or rolled-back transaction changes.
+    pub paths: Vec<PathCountDocument>,
+    /// Paths of rolled-forward commits someone changed after the commit point (theirs, left alone).
+    pub changed_since_commit: Vec<TransactionPathDocument>,
+    /// Old nodes someone wrote to during a commit, kept aside.
+    pub kept: Vec<TransactionKeptDocument>,
+    /// Rollbacks settled as far as they safely could: what is left needs an operator.
+    pub unresolved: Vec<UnresolvedDocument>,
+    /// What could not be decided; each blocks commits until resolved.
+    pub conflicts: Vec<ConflictDocument>,
+}
+
+/// A transaction and how many paths it changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PathCountDocument {
+    /// The transaction id.
+    pub transaction: String,
+    /// Its diff's paths.
+    pub paths: u64,
+}
+
+/// A transaction's path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TransactionPathDocument {
+    /// The transaction id.
+    pub transaction: String,
+    /// The path.
+    pub path: String,
+}
+
+/// A transaction's old node, kept aside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TransactionKeptDocument {
+    /// The transaction id.
+    pub transaction: String,
+    /// The path and where its old node is kept.
+    #[serde(flatten)]
+    pub kept: KeptDocument,
+}
+
+/// A rollback that left paths for an operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UnresolvedDocument {
+    /// The transaction id.
+    pub transaction: String,
+    /// Its commit directory, relative to the workspace.
+    pub directory: Option<String>,
+    /// Its state in the store.
+    pub state: Option<String>,
+    /// What was left, and why.
+    pub paths: Vec<LeftPathDocument>,
+}
+
+/// One operation a rollback left as it found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LeftPathDocument {
+    /// The workspace path.
+    pub path: String,
+    /// The operation's index in the plan.
+    pub operation: u32,
+    /// Its action (`install`, `quarantine`, ...).
+    pub action: String,
+    /// Why it was left.
+    pub reason: String,
+    /// Where the old node is kept, if it is.
+    pub kept: Option<String>,
+}
+
+/// Something recovery could not decide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ConflictDocument {
+    /// The transaction, when known.
+    pub transaction: Option<String>,
+    /// The path concerned.
+    pub path: String,
+    /// Why, with its causes.
+    pub reason: String,
+}
+
+/// An error and its sources, joined.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl From<&RecoveryReport> for RecoveryDocument {
+    fn from(report: &RecoveryReport) -> Self {
+        Self {
+            schema: RecoverySchema,
+            rolled_forward: hex(&report.rolled_forward),
+            rolled_back: hex(&report.rolled_back),
+            cleaned: hex(&report.cleaned),
+            paths: report
+                .paths
+                .iter()
+                .map(|(transaction, paths)| PathCountDocument {
+                    transaction: transaction.to_hex(),
+                    paths: *paths as u64,
+                })
+                .collect(),
+            changed_since_commit: report
+                .changed_since_commit
+                .iter()
+                .map(|(transaction, path)| TransactionPathDocument {
+                    transaction: transaction.to_hex(),
+                    path: path.to_string(),
+                })
+                .collect(),
+            kept: report
+                .kept
+                .iter()
+                .map(|kept| TransactionKeptDocument {
+                    transaction: kept.transaction.to_hex(),
+                    kept: KeptDocument { path: kept.path.to_string(), kept: kept.kept.to_string() },
+                })
+                .collect(),
+            unresolved: report
+                .unresolved
+                .iter()
+                .map(|unresolved| UnresolvedDocument {
+                    transaction: unresolved.transaction.to_hex(),
+                    directory: unresolved.directory.as_ref().map(ToString::to_string),
+                    state: unresolved.state.map(|state| state.name().to_owned()),
+                    paths: unresolved
+                        .paths
+                        .iter()
+                        .map(|left| LeftPathDocument {
+                            path: left.path.to_string(),
+                            operation: left.operation,
+                            action: left.action.to_owned(),
+                            reason: left.reason.name().to_owned(),
+                            kept: left.kept.as_ref().map(ToString::to_string),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            conflicts: report
+                .conflicts
+                .iter()
+                .map(|conflict| ConflictDocument {
+                    transaction: conflict.transaction.map(|id| id.to_hex()),
+                    path: conflict.path.to_string(),
+                    reason: chain(&conflict.reason),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What an operator's restore put back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RestoreDocument {
+    /// `vsh.restore/1`.
+    pub schema: RestoreSchema,
+    /// The transaction restored, if there was one to restore.
+    pub transaction: Option<String>,
+    /// Paths put back into their before state.
+    pub restored: Vec<String>,
+    /// Nodes someone else had put there, moved aside (never deleted).
+    pub moved_aside: Vec<MovedDocument>,
+    /// Paths someone changed after the rollback, left as they are.
+    pub changed_by_others: Vec<String>,
+}
+
+/// A node moved aside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MovedDocument {
+    /// Where it was.
+    pub path: String,
+    /// Where it is now.
+    pub moved_to: String,
+}
+
+impl From<&RestoreReport> for RestoreDocument {
+    fn from(report: &RestoreReport) -> Self {
+        Self {
+            schema: RestoreSchema,
+            transaction: report.transaction.map(|id| id.to_hex()),
+            restored: report.restored.iter().map(ToString::to_string).collect(),
+            moved_aside: report
+                .moved_aside
+                .iter()
+                .map(|(path, aside)| MovedDocument { path: path.to_string(), moved_to: aside.to_string() })
+                .collect(),
+            changed_by_others: report.changed_by_others.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
