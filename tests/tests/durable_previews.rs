@@ -30,6 +30,8 @@ fn a_durable_preview_is_committed_once_by_a_later_runtime() {
     // Another runtime, as another process would open it (durable or not: the artifact is stored).
     let later = Runtime::open(config(dir.path())).unwrap();
     assert_eq!(later.show(preview.transaction).unwrap().map(|receipt| receipt.changed_paths), Some(1));
+    let waiting: Vec<_> = later.pending().unwrap().into_iter().map(|record| record.id).collect();
+    assert_eq!(waiting, [preview.transaction], "a durable preview waits for its commit");
     let committed = later.commit(preview.transaction, now_ms()).unwrap();
     assert_eq!(committed.state, TransactionState::Committed);
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "a!");
@@ -37,6 +39,7 @@ fn a_durable_preview_is_committed_once_by_a_later_runtime() {
         later.commit(preview.transaction, now_ms()),
         Err(VshError::NotCommittable { state: TransactionState::Committed, .. })
     ));
+    assert!(later.pending().unwrap().is_empty());
 }
 
 #[test]
@@ -44,6 +47,7 @@ fn without_the_opt_in_a_preview_stays_in_its_runtime() {
     let dir = workspace(&[("a.txt", "a")]);
     let preview = Runtime::open(config(dir.path())).unwrap().preview(&RunRequest::new(WRITE)).unwrap();
     let later = Runtime::open(config(dir.path())).unwrap();
+    assert!(later.pending().unwrap().is_empty(), "a preview held in memory waits for nothing here");
     assert!(matches!(
         later.commit(preview.transaction, now_ms()),
         Err(VshError::NotCommittable { state: TransactionState::AutoApproved, .. })

@@ -361,6 +361,15 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
     Ok(())
 }
 
+/// A record as `vsh.record/1`, with its stored receipt and intent.
+fn print_record(runtime: &Runtime, record: &vsh::TransactionRecord) -> Result<(), Box<dyn std::error::Error>> {
+    let receipt = runtime.show(record.id)?;
+    let intent = runtime.stored_program(record.id)?.map(|stored| stored.intent).unwrap_or_default();
+    let document = vsh::document::TransactionDocument::new(record, receipt.as_ref(), &intent);
+    println!("{}", serde_json::to_string_pretty(&vsh::document::RecordDocument::new(document))?);
+    Ok(())
+}
+
 fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
         Command::Pending(common)
@@ -411,14 +420,18 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             let principal = vsh::PrincipalId::digest(approve.principal.as_bytes());
             let expires = now.saturating_add(approve.ttl.saturating_mul(1000));
             let record = runtime.approve(id, principal, now, expires)?;
-            if !output.quiet {
+            if common.json {
+                print_record(&runtime, &record)?;
+            } else if !output.quiet {
                 println!("{}  {} by {} for {} s", record.id, record.state.name(), approve.principal, approve.ttl);
             }
             Ok(EXIT_OK)
         }
         (Command::Reject(_), Some(id)) => {
             let record = runtime.reject(id, now)?;
-            if !output.quiet {
+            if common.json {
+                print_record(&runtime, &record)?;
+            } else if !output.quiet {
                 println!("{}  {}", record.id, record.state.name());
             }
             Ok(EXIT_OK)

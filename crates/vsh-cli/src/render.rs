@@ -134,7 +134,10 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
     let _ = writeln!(
         out,
         "{}",
-        paint(style::STRONG, &format!("{:<12}  {:<12}  {:<10}  {:>5}  intent", "id", "when", "state", "paths"))
+        paint(
+            style::STRONG,
+            &format!("{:<12}  {:<12}  {:<10}  {:>5}  {:<12}  intent", "id", "when", "state", "paths", "approver")
+        )
     );
     for row in rows {
         let paths = row.receipt.as_ref().map_or_else(|| "-".to_owned(), |receipt| receipt.changed_paths.to_string());
@@ -144,9 +147,10 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
             vsh::TransactionState::Denied | vsh::TransactionState::Failed => paint(style::DENIED, &state),
             _ => paint(style::PENDING, &state),
         };
+        let approver = row.record.approval.as_ref().map_or_else(|| "-".to_owned(), |grant| grant.principal().short());
         let _ = writeln!(
             out,
-            "{:<12}  {:<12}  {state}  {paths:>5}  {}",
+            "{:<12}  {:<12}  {state}  {paths:>5}  {approver:<12}  {}",
             row.record.id.short(),
             relative(row.record.updated_ms, now),
             row.intent

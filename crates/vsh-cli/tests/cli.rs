@@ -1265,7 +1265,14 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     assert_eq!(shown["history"][0]["state"], "pending-approval");
     assert!(shown["program"].as_str().unwrap().contains("write_text"));
     valid_document(&vsh(&["pending", "--json", "--workspace", ws], None));
-    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+    let approved = valid_document(&vsh(&["approve", "--json", &id, "--workspace", ws], None));
+    assert_eq!((approved["state"].as_str(), approved["transaction"].as_str()), (Some("approved"), Some(id.as_str())));
+    assert!(approved["approval"]["expires_ms"].as_u64() > approved["approval"]["issued_ms"].as_u64());
+    let other = "from pathlib import Path\nPath('other.txt').write_text('x')";
+    let other = valid_document(&vsh(&["run", "--json", "--workspace", ws, "-"], Some(other)));
+    let rejected =
+        valid_document(&vsh(&["reject", "--json", other["transaction"].as_str().unwrap(), "--workspace", ws], None));
+    assert_eq!(rejected["state"], "rejected");
     let committed = valid_document(&vsh(&["commit", "--json", &id, "--workspace", ws], None));
     assert_eq!(committed["state"], "committed");
     assert!(committed["commit"]["verified_paths"].as_u64().unwrap() >= 1);

@@ -159,6 +159,19 @@ impl Records {
         Ok((artifact, evidence))
     }
 
+    /// A stored transaction's receipt, rebuilt from its bound artifact under
+    /// whatever policy made it: for a review, never for a commit.
+    pub(crate) fn stored_receipt(
+        &self,
+        transaction: TransactionId,
+        state: TransactionState,
+    ) -> Result<Receipt, VshError> {
+        let artifact = self.load_bound(transaction)?;
+        let evidence =
+            Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
+        Ok(receipt_of(transaction, state, &artifact, evidence))
+    }
+
     /// Load a stored artifact that binds to `transaction` (the store checks
     /// its id), its program text checked against the binding's program digest
     /// (the text rides in the artifact for review and reruns). Any policy.
@@ -185,22 +198,7 @@ impl Records {
         state: TransactionState,
     ) -> Result<Committable, VshError> {
         let (artifact, evidence) = self.load_verified(transaction)?;
-        let execution = evidence.stats.clone();
-        let receipt = Receipt {
-            transaction,
-            base_snapshot: artifact.binding.digests().snapshot,
-            state,
-            decision: evidence.decision,
-            diff: artifact.diff.digest(),
-            changed_paths: artifact.diff.len(),
-            changes: artifact.diff.entries().to_vec(),
-            review: Vec::new(),
-            output: ExecutionOutput::Monty { value: evidence.value, stdout: evidence.stdout },
-            execution,
-            timings: StageTimings::default(),
-            commit: None,
-            warnings: Vec::new(),
-        };
+        let receipt = receipt_of(transaction, state, &artifact, evidence);
         Ok(Committable { diff: artifact.diff, reads: artifact.read_set, receipt })
     }
 
@@ -210,8 +208,38 @@ impl Records {
             .transactions
             .list()?
             .into_iter()
-            .filter(|record| matches!(record.state, TransactionState::PendingApproval | TransactionState::Approved))
+            .filter(|record| match record.state {
+                TransactionState::PendingApproval | TransactionState::Approved => true,
+                // A durable preview: stored with its artifact, committable by a later process.
+                TransactionState::AutoApproved => record.artifact.is_some(),
+                _ => false,
+            })
             .collect())
+    }
+}
+
+/// The receipt an artifact and its evidence describe (no timings: they were
+/// the run's, not this reading's).
+fn receipt_of(
+    transaction: TransactionId,
+    state: TransactionState,
+    artifact: &PendingArtifact,
+    evidence: Evidence,
+) -> Receipt {
+    Receipt {
+        transaction,
+        base_snapshot: artifact.binding.digests().snapshot,
+        state,
+        decision: evidence.decision,
+        diff: artifact.diff.digest(),
+        changed_paths: artifact.diff.len(),
+        changes: artifact.diff.entries().to_vec(),
+        review: Vec::new(),
+        output: ExecutionOutput::Monty { value: evidence.value, stdout: evidence.stdout },
+        execution: evidence.stats,
+        timings: StageTimings::default(),
+        commit: None,
+        warnings: Vec::new(),
     }
 }
 

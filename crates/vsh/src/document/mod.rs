@@ -66,7 +66,7 @@ pub use receipt::{
     NodeDocument, ReceiptDocument, ReviewDocument, TimingsDocument, value_json,
 };
 pub use record::{
-    ApprovalDocument, HistoryDocument, LogDocument, PendingDocument, RunPolicyDocument, ShowDocument,
+    ApprovalDocument, HistoryDocument, LogDocument, PendingDocument, RecordDocument, RunPolicyDocument, ShowDocument,
     TransactionDocument,
 };
 pub use report::{
@@ -81,6 +81,8 @@ pub const RECEIPT: &str = "vsh.receipt/1";
 pub const SHOW: &str = "vsh.show/1";
 /// `vsh.pending/1`: work waiting for a decision or a commit.
 pub const PENDING: &str = "vsh.pending/1";
+/// `vsh.record/1`: one transaction's record.
+pub const RECORD: &str = "vsh.record/1";
 /// `vsh.log/1`: finished work.
 pub const LOG: &str = "vsh.log/1";
 /// `vsh.gc/1`: what garbage collection removed.
@@ -107,6 +109,7 @@ pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
         (SHOW, schema_of::<ShowDocument>(SHOW)),
         (PENDING, schema_of::<PendingDocument>(PENDING)),
         (LOG, schema_of::<LogDocument>(LOG)),
+        (RECORD, schema_of::<RecordDocument>(RECORD)),
         (GC, schema_of::<GcDocument>(GC)),
         (RECOVERY, schema_of::<RecoveryDocument>(RECOVERY)),
         (RESTORE, schema_of::<RestoreDocument>(RESTORE)),

@@ -11,6 +11,24 @@ use crate::{Receipt, RunPolicy, RuntimeDecision};
 schema_name!(PendingSchema, "vsh.pending/1");
 schema_name!(LogSchema, "vsh.log/1");
 schema_name!(ShowSchema, "vsh.show/1");
+schema_name!(RecordSchema, "vsh.record/1");
+
+/// One transaction's record, on its own: what an approval or a rejection left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordDocument {
+    /// `vsh.record/1`.
+    pub schema: RecordSchema,
+    /// The record.
+    #[serde(flatten)]
+    pub record: TransactionDocument,
+}
+
+impl RecordDocument {
+    /// The document of `record`.
+    pub fn new(record: TransactionDocument) -> Self {
+        Self { schema: RecordSchema, record }
+    }
+}
 
 /// A transaction's record, with what its stored receipt says of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

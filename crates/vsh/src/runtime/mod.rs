@@ -328,7 +328,9 @@ impl Runtime {
 
     /// The receipt of a stored transaction, rebuilt from its durable artifact
     /// (pending and approved transactions), or from this runtime's memory
-    /// (auto-approved previews). `None` for transactions without either.
+    /// (auto-approved previews). `None` for transactions without either. A
+    /// review: it shows work made under another policy too (its artifact must
+    /// still bind), which only [`Runtime::approve`] and [`Runtime::commit`] refuse.
     pub fn show(&self, transaction: TransactionId) -> Result<Option<Receipt>, VshError> {
         if let Some(receipt) = self.previews.receipt(transaction) {
             return Ok(Some(receipt));
@@ -337,10 +339,12 @@ impl Runtime {
         if record.artifact.is_none() {
             return Ok(None);
         }
-        Ok(Some(self.records.committable(transaction, record.state)?.receipt))
+        Ok(Some(self.records.stored_receipt(transaction, record.state)?))
     }
 
-    /// Transactions waiting for a decision or a commit: `PendingApproval` and `Approved`.
+    /// Transactions waiting for a decision or a commit: `PendingApproval`,
+    /// `Approved`, and durable auto-approved previews (stored with their
+    /// artifact by [`crate::RuntimeConfig::with_durable_previews`], until they expire).
     pub fn pending(&self) -> Result<Vec<TransactionRecord>, VshError> {
         self.records.pending()
     }
