@@ -115,7 +115,11 @@ pub(crate) enum Command {
     Recover(RecoverArgs),
     /// Copy the example workspace to a temporary directory, preview a program
     /// there, commit it, and print both receipts.
-    Demo,
+    Demo {
+        /// Print the receipts as JSON (vsh.demo/1) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the guide to writing a program: the Python subset, the vsh_*
     /// functions, what does not work and what to use instead, the limits.
     Guide,
@@ -152,13 +156,13 @@ impl Command {
             | Self::Gc(common)
             | Self::Doctor(common)
             | Self::Policy { action: PolicyAction::Show(common) } => common.json,
-            Self::Policy { action: PolicyAction::Check { json, .. } } => *json,
+            Self::Policy { action: PolicyAction::Check { json, .. } } | Self::Demo { json } => *json,
             Self::Log(log) => log.common.json,
             Self::Show(stored) | Self::Reject(stored) => stored.common.json,
             Self::Approve(approve) => approve.stored.common.json,
             Self::Commit(commit) => commit.stored.common.json,
             Self::Recover(recover) => recover.common.json,
-            Self::Demo | Self::Guide | Self::Completions { .. } | Self::Man | Self::Schema { .. } => false,
+            Self::Guide | Self::Completions { .. } | Self::Man | Self::Schema { .. } => false,
         }
     }
 }

@@ -30,38 +30,59 @@ fn copy_example(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-pub(crate) fn run() -> Result<u8, Box<dyn std::error::Error>> {
+/// `println!` through anstream, unless the demo prints JSON.
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if !$json {
+            anstream::println!($($arg)*);
+        }
+    };
+}
+
+pub(crate) fn run(json: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let scratch = tempfile::Builder::new().prefix("vsh-demo-").tempdir()?;
     let workspace = scratch.path().join("workspace");
     std::fs::create_dir(&workspace)?;
     copy_example(&workspace)?;
-    anstream::println!("== vsh demo: example workspace copied to {}\n", workspace.display());
-    anstream::println!("== program\n{}", PROGRAM.trim_end());
+    say!(json, "== vsh demo: example workspace copied to {}\n", workspace.display());
+    say!(json, "== program\n{}", PROGRAM.trim_end());
 
     let runtime = Runtime::open(crate::runtime_config(&workspace)?)?;
-    anstream::println!("Monty runs in the confined worker: {}\n", !runtime.is_in_process());
+    say!(json, "Monty runs in the confined worker: {}\n", !runtime.is_in_process());
     let preview = runtime.preview(&RunRequest::new(PROGRAM).with_detail(ReceiptDetail::Full).with_intent("demo"))?;
-    anstream::println!("\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
+    say!(json, "\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
     let unchanged = !workspace.join("notes/summary.txt").exists();
-    anstream::println!("notes/summary.txt exists on disk after preview: {}", !unchanged);
+    say!(json, "notes/summary.txt exists on disk after preview: {}", !unchanged);
 
     let committed = runtime.commit(preview.transaction, 0)?;
-    anstream::println!("\n== commit receipt\n{}", receipt_text(&committed));
-    anstream::println!(
+    say!(json, "\n== commit receipt\n{}", receipt_text(&committed));
+    say!(
+        json,
         "== notes/summary.txt on disk after commit:\n{}",
         std::fs::read_to_string(workspace.join("notes/summary.txt"))?
     );
-    anstream::println!(
+    say!(
+        json,
         "== src/greeting.txt on disk after commit:\n{}",
         std::fs::read_to_string(workspace.join("src/greeting.txt"))?
     );
 
-    anstream::println!("== a program that reaches for a secret\n{}", DENIED_PROGRAM.trim_end());
+    say!(json, "== a program that reaches for a secret\n{}", DENIED_PROGRAM.trim_end());
     let denied = runtime.preview(&RunRequest::new(DENIED_PROGRAM).with_detail(ReceiptDetail::Full))?;
-    anstream::println!("\n== its receipt\n{}", receipt_text(&denied));
-    anstream::println!("notes/leak.txt exists on disk: {}", workspace.join("notes/leak.txt").exists());
+    say!(json, "\n== its receipt\n{}", receipt_text(&denied));
+    say!(json, "notes/leak.txt exists on disk: {}", workspace.join("notes/leak.txt").exists());
     if !unchanged || workspace.join("notes/leak.txt").exists() {
         return Err("the demo observed a change that should not have happened".into());
+    }
+    if json {
+        let document = crate::documents::DemoDocument {
+            schema: crate::documents::DEMO.to_owned(),
+            workspace: workspace.display().to_string(),
+            preview: (&preview).into(),
+            commit: (&committed).into(),
+            denied: (&denied).into(),
+        };
+        println!("{}", serde_json::to_string_pretty(&document)?);
     }
     Ok(crate::exit_code(&committed, crate::Asked::Commit, false))
 }

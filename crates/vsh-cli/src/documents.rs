@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 pub(crate) const INIT: &str = "vsh.init/1";
 /// `vsh.doctor/1`.
 pub(crate) const DOCTOR: &str = "vsh.doctor/1";
+/// `vsh.demo/1`.
+pub(crate) const DEMO: &str = "vsh.demo/1";
 /// `vsh.policy-check/1`.
 pub(crate) const POLICY_CHECK: &str = "vsh.policy-check/1";
 
@@ -28,6 +30,22 @@ impl InitDocument {
     pub(crate) fn new(policy: String, digest: String) -> Self {
         Self { schema: INIT.to_owned(), policy, digest }
     }
+}
+
+/// What `vsh demo` did: its three receipts.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct DemoDocument {
+    /// `vsh.demo/1`.
+    #[schemars(extend("const" = "vsh.demo/1"))]
+    pub(crate) schema: String,
+    /// Where the example workspace was copied.
+    pub(crate) workspace: String,
+    /// The preview (nothing written yet).
+    pub(crate) preview: vsh::document::ReceiptDocument,
+    /// Its commit.
+    pub(crate) commit: vsh::document::ReceiptDocument,
+    /// A program that reaches for a secret, denied.
+    pub(crate) denied: vsh::document::ReceiptDocument,
 }
 
 /// `vsh policy check FILE`.
@@ -100,6 +118,7 @@ pub(crate) fn schemas() -> Vec<(&'static str, schemars::Schema)> {
     let mut all = vsh::document::schemas();
     all.push((INIT, vsh::document::schema_of::<InitDocument>(INIT)));
     all.push((DOCTOR, vsh::document::schema_of::<DoctorDocument>(DOCTOR)));
+    all.push((DEMO, vsh::document::schema_of::<DemoDocument>(DEMO)));
     all.push((POLICY_CHECK, vsh::document::schema_of::<PolicyCheckDocument>(POLICY_CHECK)));
     all
 }

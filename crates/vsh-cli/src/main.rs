@@ -72,7 +72,7 @@ fn main() -> ExitCode {
         Command::Init(init) => init_command(&init, output),
         Command::Run(run) => run_command(&run, output),
         Command::Rerun(rerun) => rerun_command(&rerun, output),
-        Command::Demo => demo::run(),
+        Command::Demo { json } => demo::run(json),
         Command::Doctor(common) => doctor::doctor(&common.workspace, common.json),
         Command::Policy { action: args::PolicyAction::Check { file, json } } => policy_check(&file, json),
         Command::Schema { name, write } => schema_command(name.as_deref(), write.as_deref()),

@@ -1291,6 +1291,11 @@ fn every_json_output_is_valid_against_its_committed_schema() {
         Some("from pathlib import Path\nPath('.env').read_text()"),
     ));
     assert_eq!(leak["denied"][0]["path"], ".env");
+    let demo = valid_document(&vsh(&["demo", "--json"], None));
+    assert_eq!(
+        (demo["commit"]["state"].as_str(), demo["denied"]["state"].as_str()),
+        (Some("committed"), Some("denied"))
+    );
     // The doctor, whatever this machine has.
     let doctor = valid_document(&vsh(&["doctor", "--json", "--workspace", ws], None));
     assert_eq!(doctor["schema"], "vsh.doctor/1");
