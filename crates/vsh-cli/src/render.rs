@@ -356,6 +356,29 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
     out
 }
 
+/// A diff's measurements, in one line.
+fn metrics_text(m: &vsh::RiskMetrics) -> String {
+    let mut text = format!(
+        "{} touched ({} created, {} modified, {} deleted), {} B changed",
+        m.touched, m.created, m.modified, m.deleted, m.changed_bytes
+    );
+    for (count, what) in [
+        (m.renamed, "renamed"),
+        (m.executable_changes, "executable changes"),
+        (m.symlink_changes, "symlink changes"),
+        (m.mode_changes, "mode-only changes"),
+        (m.rewritten, "rewritten"),
+    ] {
+        if count > 0 {
+            let _ = write!(text, ", {count} {what}");
+        }
+    }
+    if m.delete_ratio_bps > 0 {
+        let _ = write!(text, ", deletes {:.1}% of what it observed", f64::from(m.delete_ratio_bps) / 100.0);
+    }
+    text
+}
+
 /// A readable, multi-line receipt, styled (see [`style`]).
 pub(crate) fn receipt_text(receipt: &Receipt) -> String {
     let mut out = String::new();
@@ -377,6 +400,11 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
             let _ = writeln!(out, "  risk flags {}", flags.join(", "));
         }
         RuntimeDecision::AutoApproved => {}
+    }
+    if let RuntimeDecision::PendingApproval(vsh::RiskManifest { metrics, .. })
+    | RuntimeDecision::Denied(vsh::DenyManifest { metrics, .. }) = &receipt.decision
+    {
+        let _ = writeln!(out, "  metrics    {}", metrics_text(metrics));
     }
     let _ = writeln!(out, "diff         {} ({} changed paths)", receipt.diff.short(), receipt.changed_paths);
     for entry in receipt.changes.iter().filter(|_| receipt.review.is_empty()) {

@@ -698,6 +698,9 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     assert!(String::from_utf8_lossy(&pending.stdout).contains(&id[..12]));
     let shown = vsh(&["show", &id[..7], "--workspace", ws], None);
     assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    let review = String::from_utf8_lossy(&shown.stdout);
+    assert!(review.contains("    +b"), "the review has the hunks: {review}");
+    assert!(review.contains("  metrics    1 touched (1 created, 0 modified, 0 deleted), 1 B changed"), "{review}");
     assert_eq!(vsh(&["approve", &id[..7], "--workspace", ws], None).status.code(), Some(0));
     let committed = vsh(&["commit", &id[..7], "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
