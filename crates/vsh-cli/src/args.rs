@@ -5,7 +5,7 @@
 //! name that is not UTF-8 reaches the runtime (which answers with a typed
 //! error if it cannot be used) instead of panicking the parser.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -170,12 +170,52 @@ impl Command {
 /// Options every workspace command takes.
 #[derive(Debug, Args)]
 pub(crate) struct Common {
-    /// The workspace directory.
-    #[arg(short, long, value_name = "DIR", default_value = ".")]
-    pub(crate) workspace: PathBuf,
+    /// The workspace directory (default: the nearest directory at or above
+    /// the current one that holds a .vsh directory, as git finds a repository;
+    /// else the current directory).
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// The directory vsh keeps a workspace's own data in.
+const VSH_DIR: &str = ".vsh";
+
+impl Common {
+    /// The workspace: `--workspace`, else the nearest directory at or above
+    /// the current one holding `.vsh`, else the current directory.
+    pub(crate) fn root(&self) -> PathBuf {
+        if let Some(dir) = &self.workspace {
+            return dir.clone();
+        }
+        let Ok(cwd) = std::env::current_dir() else { return PathBuf::from(".") };
+        // The filesystem root is never a workspace found this way.
+        cwd.ancestors()
+            .filter(|dir| dir.parent().is_some())
+            .find(|dir| std::fs::symlink_metadata(dir.join(VSH_DIR)).is_ok_and(|meta| meta.is_dir()))
+            .map_or(cwd.clone(), Path::to_path_buf)
+    }
+
+    /// The workspace, which must be one already (vsh has run there): for the
+    /// commands that read or act on stored work, which never make one.
+    pub(crate) fn existing_root(&self) -> Result<PathBuf, String> {
+        let root = self.root();
+        if std::fs::symlink_metadata(root.join(VSH_DIR)).is_ok_and(|meta| meta.is_dir()) {
+            return Ok(root);
+        }
+        Err(match &self.workspace {
+            Some(dir) => {
+                format!("{} is not a vsh workspace (it has no .vsh); `vsh init` or `vsh run` makes one", dir.display())
+            }
+            None => format!(
+                "not in a vsh workspace: neither {} nor any directory above it has a .vsh; \
+                 `vsh init` or `vsh run` makes one, or give --workspace",
+                root.display()
+            ),
+        })
+    }
 }
 
 /// How long a command that must take the commit lock waits for it.
@@ -352,6 +392,9 @@ pub(crate) struct InitArgs {
     /// A policy file (TOML) the workspace uses; its text is recorded.
     #[arg(long, value_name = "FILE")]
     pub(crate) policy: Option<PathBuf>,
+    /// Replace a policy the workspace already records with another.
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 /// The most re-runs `--retry-stale` asks for.
@@ -455,7 +498,7 @@ mod tests {
         else {
             panic!("not a run");
         };
-        assert_eq!(run.common.workspace, PathBuf::from("/tmp/w"));
+        assert_eq!(run.common.workspace, Some(PathBuf::from("/tmp/w")));
         assert_eq!(run.mode(), RunMode::Auto);
         assert_eq!(run.detail(), ReceiptDetail::Full);
         assert!(run.common.json);
@@ -491,7 +534,7 @@ mod tests {
         };
         assert_eq!(approve.stored.transaction, "abc");
         assert_eq!((approve.principal.as_str(), approve.ttl), ("ann", 60));
-        assert_eq!(approve.stored.common.workspace, PathBuf::from("/w"));
+        assert_eq!(approve.stored.common.workspace, Some(PathBuf::from("/w")));
         let Command::Run(run) = parse(&["run", "--profile", "Strict", "a.py"]).unwrap().command else {
             panic!("not a run");
         };
@@ -520,7 +563,7 @@ mod tests {
         let workspace = OsString::from_vec(b"ws\xff".to_vec());
         let arguments = [OsString::from("vsh"), "run".into(), "--workspace".into(), workspace.clone(), "-".into()];
         let Command::Run(run) = Cli::try_parse_from(arguments).unwrap().command else { panic!("not a run") };
-        assert_eq!(run.common.workspace.as_os_str(), workspace);
+        assert_eq!(run.common.workspace.as_deref().map(std::path::Path::as_os_str), Some(workspace.as_os_str()));
         assert!(run.program_is_stdin());
         // A transaction id is text: bytes that are not UTF-8 are a usage error.
         let arguments = [OsString::from("vsh"), "show".into(), OsString::from_vec(b"\xff".to_vec())];

@@ -151,6 +151,15 @@ fn worker() -> Check {
 
 /// The workspace: its data directory, policy, recovery and pending work.
 fn workspace(path: &Path) -> Vec<Check> {
+    if !path.join(".vsh").is_dir() {
+        // The doctor never makes a workspace of a directory that is not one.
+        return vec![Check::not_ok(
+            "workspace",
+            Status::Info,
+            format!("{} is not a vsh workspace yet (no .vsh)", path.display()),
+            "vsh init there (or give --workspace) to check its data directory, policy and recovery",
+        )];
+    }
     let config = match runtime_config(path) {
         Ok(config) => config,
         Err(error) => {

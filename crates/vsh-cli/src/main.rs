@@ -73,7 +73,7 @@ fn main() -> ExitCode {
         Command::Run(run) => run_command(&run, output),
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo { json } => demo::run(json),
-        Command::Doctor(common) => doctor::doctor(&common.workspace, common.json),
+        Command::Doctor(common) => doctor::doctor(&common.root(), common.json),
         Command::Policy { action: args::PolicyAction::Check { file, json } } => policy_check(&file, json),
         Command::Schema { name, write } => schema_command(name.as_deref(), write.as_deref()),
         Command::Guide => {
@@ -190,8 +190,20 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     };
     // Whatever the workspace recorded before (even a policy this build
     // refuses) does not stand in the way of recording a new one.
-    let config = runtime_config(&init.common.workspace)?.with_policy_profile(vsh::PolicyProfile::Balanced);
+    let config = runtime_config(&init.common.root())?.with_policy_profile(vsh::PolicyProfile::Balanced);
     let runtime = open(config)?;
+    if let Some(recorded) = runtime.workspace_policy_text()? {
+        let old = vsh::lower::vsh_policy::PolicyFile::from_toml(&recorded).map(|file| file.policy(None).digest());
+        let new = vsh::lower::vsh_policy::PolicyFile::from_toml(&text)?.policy(None).digest();
+        if old.as_ref().ok() != Some(&new) && !init.force {
+            let old = old.map_or_else(|_| "one this build cannot read".to_owned(), |digest| digest.short());
+            return Err(format!(
+                "the workspace already records a policy ({old}); give --force to replace it with {what} \
+                 (vsh policy show prints the recorded one)"
+            )
+            .into());
+        }
+    }
     let digest = runtime.record_workspace_policy(&text)?;
     if init.common.json {
         let recorded = documents::InitDocument::new(what, digest.to_hex());
@@ -223,7 +235,7 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
         std::fs::read_to_string(&run.program)
             .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
     };
-    let mut config = runtime_config(&run.common.workspace)?.with_lock_wait(lock_wait(run.lock.lock_timeout));
+    let mut config = runtime_config(&run.common.root())?.with_lock_wait(lock_wait(run.lock.lock_timeout));
     if let Some(profile) = run.profile() {
         config = config.with_policy_profile(profile);
     }
@@ -300,7 +312,8 @@ fn schema_command(name: Option<&str>, write: Option<&std::path::Path>) -> Result
 
 /// `vsh rerun TX`: the stored program and intent, run again as a new transaction.
 fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
-    let config = runtime_config(&rerun.stored.common.workspace)?.with_lock_wait(lock_wait(rerun.lock.lock_timeout));
+    let config =
+        runtime_config(&rerun.stored.common.existing_root()?)?.with_lock_wait(lock_wait(rerun.lock.lock_timeout));
     let runtime = open(config)?;
     let id = runtime.resolve(&rerun.stored.transaction)?;
     let stored =
@@ -384,7 +397,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         Command::Recover(recover) => (&recover.common, recover.restore.as_ref(), Some(recover.lock.lock_timeout)),
         other => unreachable!("{other:?} is handled by main"),
     };
-    let mut config = runtime_config(&common.workspace)?;
+    let mut config = runtime_config(&common.existing_root()?)?;
     if let Some(timeout) = timeout {
         config = config.with_lock_wait(lock_wait(timeout));
     }

@@ -721,6 +721,13 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     let other = "from pathlib import Path\nPath('c.txt').write_text('c')";
     let still = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(other));
     assert_eq!(still.status.code(), Some(4), "still strict");
+    // Another policy replaces the recorded one only when forced; the same one again is fine.
+    let replace = vsh(&["init", "--profile", "balanced", "--workspace", ws], None);
+    assert_eq!(replace.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&replace.stderr).contains("give --force"), "{replace:?}");
+    assert_eq!(vsh(&["init", "--profile", "strict", "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!(vsh(&["init", "--profile", "balanced", "--force", "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!(vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(other)).status.code(), Some(3));
 }
 
 #[test]
@@ -1110,13 +1117,24 @@ fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_t
             .output()
             .unwrap()
     };
-    let output = doctor(&key);
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["schema"], "vsh.doctor/1");
     let status = |report: &serde_json::Value, name: &str| {
         let check = report["checks"].as_array().unwrap().iter().find(|check| check["name"] == name).cloned();
         check.unwrap_or_else(|| panic!("no {name} check: {report}"))
     };
+    // A directory that is not a workspace is reported as such, and not made one.
+    let bare = serde_json::from_slice::<serde_json::Value>(&doctor(&key).stdout).unwrap();
+    assert_eq!(status(&bare, "workspace")["status"], "info", "{bare}");
+    assert!(!ws.join(".vsh").exists(), "the doctor made a workspace");
+    let init = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["init", "--workspace", ws.to_str().unwrap()])
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", &key)
+        .output()
+        .unwrap();
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    let output = doctor(&key);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["schema"], "vsh.doctor/1");
     for name in
         ["landlock", "seccomp", "sandbox", "worker", "key", "workspace", "recovery", "pending", "fuse", "userns"]
     {
@@ -1302,4 +1320,53 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     // The doctor, whatever this machine has.
     let doctor = valid_document(&vsh(&["doctor", "--json", "--workspace", ws], None));
     assert_eq!(doctor["schema"], "vsh.doctor/1");
+}
+
+/// `vsh` run in `cwd` (after clearing the environment).
+fn vsh_in(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin.unwrap_or("").as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn commands_find_the_enclosing_workspace_like_git_and_never_make_one_to_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "sub/deeper/a.txt", "a\n");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "version = 1\nprofile = \"strict\"\n").unwrap();
+    assert_eq!(vsh_in(&ws, &["init", "--policy", policy.to_str().unwrap()], None).status.code(), Some(0));
+    // From a subdirectory, the workspace's own policy applies (strict escalates).
+    let deeper = ws.join("sub/deeper");
+    let run = vsh_in(
+        &deeper,
+        &["--detailed-exitcode", "run", "--mode", "auto", "-"],
+        Some("from pathlib import Path\nPath('b.txt').write_text('b')"),
+    );
+    assert_eq!(run.status.code(), Some(4), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(!deeper.join(".vsh").exists() && !ws.join("sub/.vsh").exists(), "no second workspace was made");
+    assert!(!ws.join("b.txt").exists());
+    let pending = vsh_in(&deeper, &["pending"], None);
+    assert!(String::from_utf8_lossy(&pending.stdout).contains("pending-approval"), "{pending:?}");
+    // Outside any workspace, reading commands refuse and make nothing.
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    for args in [&["pending"][..], &["log"], &["show", "abcdef"], &["gc"], &["policy", "show"]] {
+        let refused = vsh_in(&outside, args, None);
+        assert_eq!(refused.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("not in a vsh workspace"), "{args:?}: {refused:?}");
+    }
+    let explicit = vsh_in(&outside, &["pending", "--workspace", outside.to_str().unwrap()], None);
+    assert!(String::from_utf8_lossy(&explicit.stderr).contains("is not a vsh workspace"), "{explicit:?}");
+    assert!(!outside.join(".vsh").exists());
 }

@@ -68,6 +68,18 @@ impl Records {
         Ok(policy.digest())
     }
 
+    /// The text of the policy the workspace recorded, if it recorded one.
+    pub(crate) fn workspace_policy_text(&self) -> Result<Option<String>, VshError> {
+        let Some(bytes) = self
+            .data
+            .read_setting(WORKSPACE_POLICY_FILE, vsh_policy::MAX_POLICY_FILE_BYTES)
+            .map_err(VshError::DataDirectory)?
+        else {
+            return Ok(None);
+        };
+        String::from_utf8(bytes).map(Some).map_err(|_| VshError::PolicyFile(vsh_policy::PolicyFileError::NotUtf8))
+    }
+
     /// The transaction store.
     pub(crate) fn transactions(&self) -> &TransactionStore {
         &self.transactions

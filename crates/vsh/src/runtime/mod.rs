@@ -105,6 +105,12 @@ impl Runtime {
         })
     }
 
+    /// The text of the policy the workspace recorded
+    /// ([`Runtime::record_workspace_policy`]), if it recorded one.
+    pub fn workspace_policy_text(&self) -> Result<Option<String>, VshError> {
+        self.records.workspace_policy_text()
+    }
+
     /// The active policy.
     pub fn policy(&self) -> &TransactionPolicy {
         self.runs.policy()
