@@ -15,11 +15,12 @@ use vsh::{PolicyProfile, ReceiptDetail, RunMode};
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0   the command did what it was asked: a preview was made (whatever its
-      decision), a commit landed, a review was shown
+      decision), a commit landed (or had already), a review was shown
   1   error
   2   usage error
   4   not committed: the transaction awaits approval
-  5   not committed: policy denied the transaction
+  5   not committed: policy denied the transaction, or refused the program
+      an access it did not catch
   6   not committed: the workspace changed under it (stale; the conflicting
       paths are listed)
   75  gave up waiting for another vsh process (--lock-timeout)
@@ -270,8 +271,9 @@ pub(crate) enum PolicyAction {
 /// A run's budget, in an operator's units (unset: the default budget).
 #[derive(Debug, Args)]
 pub(crate) struct BudgetArgs {
-    /// The longest the program may run: its own time and the whole request (30s, 1m 30s, 500ms).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    /// The longest the program may run (30s, 1m 30s, 500ms); the request
+    /// around it gets a second more to wind down, and at least the default 10 s.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
     pub(crate) timeout: Option<Duration>,
     /// The most file-system and vsh_* calls the program may make.
     #[arg(long, value_name = "N")]
@@ -290,7 +292,10 @@ impl BudgetArgs {
         let mut budget = vsh::ExecutionBudget::default();
         if let Some(timeout) = self.timeout {
             budget.max_duration = timeout;
-            budget.max_request_duration = timeout;
+            // The program's own clock ends it first, with its output; the
+            // request's deadline is the backstop for waiting and winding down.
+            budget.max_request_duration =
+                budget.max_request_duration.max(timeout.saturating_add(Duration::from_secs(1)));
         }
         if let Some(calls) = self.max_os_calls {
             budget.max_os_calls = calls;
@@ -302,6 +307,15 @@ impl BudgetArgs {
             budget.max_memory_bytes = bytes;
         }
         budget
+    }
+}
+
+/// A duration an operator writes (`30s`, `1m 30s`, `500ms`), more than zero.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(duration) if duration.is_zero() => Err(format!("{text:?} is no time at all")),
+        Ok(duration) => Ok(duration),
+        Err(error) => Err(error.to_string()),
     }
 }
 

@@ -6,25 +6,27 @@ use std::fmt::Write as _;
 use vsh::VshError;
 use vsh::document::{ErrorDocument, ErrorKind};
 use vsh::lower::vsh_commit::CommitError;
+use vsh::lower::vsh_monty::{ExecutionError, LimitKind};
 
 use crate::render;
 
-/// A run that failed after the policy refused accesses (the program may have
-/// let the `PermissionError` escape): the error, with the remedy for each
-/// refusal, which only the runtime that ran it can name.
+/// A vsh error with what only the command that met it knows: the remedy
+/// of each access a run was refused (from the runtime's policy), and the
+/// one next command to run, when there is one.
 #[derive(Debug)]
-pub(crate) struct DeniedRun {
+pub(crate) struct Failure {
     pub(crate) source: VshError,
     pub(crate) remedies: Vec<String>,
+    pub(crate) hint: Option<String>,
 }
 
-impl std::fmt::Display for DeniedRun {
+impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.source.fmt(f)
     }
 }
 
-impl std::error::Error for DeniedRun {
+impl std::error::Error for Failure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         std::error::Error::source(&self.source)
     }
@@ -34,21 +36,59 @@ impl std::error::Error for DeniedRun {
 /// was refused accesses.
 pub(crate) fn with_remedies(runtime: &vsh::Runtime, error: VshError) -> Box<dyn std::error::Error> {
     let remedies = runtime.remedies(&error);
-    if remedies.is_empty() { Box::new(error) } else { Box::new(DeniedRun { source: error, remedies }) }
+    if remedies.is_empty() { Box::new(error) } else { Box::new(Failure { source: error, remedies, hint: None }) }
 }
 
-/// The `VshError` inside a command's error, and the remedies attached to it.
-pub(crate) fn unwrap<'e>(error: &'e (dyn std::error::Error + 'static)) -> (Option<&'e VshError>, &'e [String]) {
-    match error.downcast_ref::<DeniedRun>() {
-        Some(run) => (Some(&run.source), run.remedies.as_slice()),
-        None => (error.downcast_ref::<VshError>(), &[]),
+/// Attach the next command to run when `error` is a stale commit of
+/// `transaction`: run its program again.
+pub(crate) fn with_rerun_hint(transaction: vsh::TransactionId, error: VshError) -> Box<dyn std::error::Error> {
+    if matches!(error, VshError::Commit(CommitError::Stale { .. })) {
+        let hint = Some(format!("vsh rerun {}", transaction.short()));
+        return Box::new(Failure { source: error, remedies: Vec::new(), hint });
+    }
+    Box::new(error)
+}
+
+/// The `VshError` inside a command's error, the remedies and hint attached to it.
+pub(crate) fn unwrap<'e>(
+    error: &'e (dyn std::error::Error + 'static),
+) -> (Option<&'e VshError>, &'e [String], Option<&'e str>) {
+    match error.downcast_ref::<Failure>() {
+        Some(failure) => (Some(&failure.source), failure.remedies.as_slice(), failure.hint.as_deref()),
+        None => (error.downcast_ref::<VshError>(), &[], None),
     }
 }
 
+/// The program's output carried by a failed run (an uncaught exception, a
+/// budget that ran out), whatever ended it.
+fn program_output(error: &VshError) -> Option<&str> {
+    match error {
+        VshError::Execution(execution) => match execution.as_ref() {
+            ExecutionError::Exception { stdout, .. } | ExecutionError::Limit { stdout, .. } => Some(stdout.as_str()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The `vsh run` option that raises a budget that ran out, if it has one.
+fn raising_option(error: &VshError) -> Option<&'static str> {
+    let VshError::Execution(execution) = error else { return None };
+    let ExecutionError::Limit { limit, .. } = execution.as_ref() else { return None };
+    Some(match limit.limit {
+        LimitKind::Duration | LimitKind::RequestDuration => "--timeout",
+        LimitKind::OsCalls => "--max-os-calls",
+        LimitKind::OutputBytes => "--max-output",
+        LimitKind::Memory => "--max-memory",
+        _ => return None,
+    })
+}
+
 /// What to print on stderr beyond the error chain: conflicting paths, the
-/// candidates of an ambiguous prefix, the command that re-evaluates work made
-/// under an old policy, and a refused run's output, refusals and remedies.
-pub(crate) fn advice(error: Option<&VshError>, remedies: &[String]) -> String {
+/// candidates of an ambiguous prefix, the command that re-evaluates stale
+/// work or work made under an old policy, a failed run's output, and a refused
+/// run's refusals with their remedies.
+pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option<&str>) -> String {
     let mut text = String::new();
     match error {
         Some(VshError::Commit(CommitError::Stale { conflicts, total })) => {
@@ -66,10 +106,10 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String]) -> String {
             );
         }
         Some(other) => {
-            if let Some((denied, stdout)) = other.refused_run() {
-                for line in stdout.lines() {
-                    let _ = writeln!(text, "vsh: program output | {line}");
-                }
+            for line in program_output(other).unwrap_or_default().lines() {
+                let _ = writeln!(text, "vsh: program output | {line}");
+            }
+            if let Some((denied, _)) = other.refused_run() {
                 for (index, denied) in denied.iter().enumerate() {
                     let _ = writeln!(text, "vsh: denied: {denied}");
                     if let Some(remedy) = remedies.get(index) {
@@ -77,18 +117,34 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String]) -> String {
                     }
                 }
             }
+            if let Some(option) = raising_option(other) {
+                let _ = writeln!(text, "vsh: to give the program more, raise it with `vsh run {option}`");
+            }
         }
         None => {}
+    }
+    if let Some(hint) = hint {
+        let _ = writeln!(text, "vsh: next: `{hint}`");
     }
     text
 }
 
 /// The error as a `vsh.error/1` document: its kind, message and causes,
 /// and what it is about (conflicting paths, candidates, refusals with their
-/// remedies). An error that is not vsh's is about the request (`usage`).
+/// remedies, the program's output, the next command). An error that is not
+/// vsh's is about the request (a file that cannot be read, a bad value).
 pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocument {
     match unwrap(error) {
-        (Some(vsh_error), remedies) => ErrorDocument::new(vsh_error, remedies),
-        (None, _) => ErrorDocument::other(ErrorKind::Usage, error),
+        (Some(vsh_error), remedies, hint) => {
+            let mut document = ErrorDocument::new(vsh_error, remedies);
+            if document.stdout.is_none() {
+                document.stdout = program_output(vsh_error).map(str::to_owned);
+            }
+            if let Some(hint) = hint {
+                document.hint = Some(hint.to_owned());
+            }
+            document
+        }
+        (None, _, _) => ErrorDocument::other(ErrorKind::Request, error),
     }
 }

@@ -32,6 +32,8 @@ use crate::args::{Command, InitArgs, RunArgs};
 const EXIT_OK: u8 = 0;
 /// Exit code: an error.
 const EXIT_ERROR: u8 = 1;
+/// Exit code: a usage error (clap's own, and a name that cannot name a transaction).
+const EXIT_USAGE: u8 = 2;
 /// Exit code with `--detailed-exitcode`: an auto-approved preview (nothing written).
 const EXIT_AUTO_APPROVED: u8 = 3;
 /// Exit code: not committed, the transaction awaits approval.
@@ -94,10 +96,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            let (vsh_error, remedies) = failure::unwrap(error.as_ref());
+            let (vsh_error, remedies, hint) = failure::unwrap(error.as_ref());
             let code = vsh_error.map_or(EXIT_ERROR, error_exit_code);
             eprintln!("vsh: {}", render::error_chain(error.as_ref()));
-            eprint!("{}", failure::advice(vsh_error, remedies));
+            eprint!("{}", failure::advice(vsh_error, remedies, hint));
             if json {
                 // Errors are JSON too for a program that asked for JSON, on stdout.
                 let document = failure::document(error.as_ref()).with_exit_code(code);
@@ -132,9 +134,15 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
     use vsh::lower::vsh_commit::CommitError;
     match error {
         vsh::VshError::Commit(CommitError::LockTimeout { .. }) => EXIT_BUSY,
-        vsh::VshError::Commit(CommitError::Stale { .. }) => EXIT_STALE,
+        vsh::VshError::Commit(CommitError::Stale { .. })
+        | vsh::VshError::NotCommittable { state: TransactionState::Stale, .. } => EXIT_STALE,
         vsh::VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => EXIT_PENDING,
-        vsh::VshError::NotCommittable { state: TransactionState::Denied, .. } => EXIT_DENIED,
+        vsh::VshError::NotCommittable { state: TransactionState::Denied, .. }
+        | vsh::VshError::NotApprovable { state: TransactionState::Denied, .. } => EXIT_DENIED,
+        // A name that cannot name a transaction is a usage error.
+        vsh::VshError::TransactionName(_) => EXIT_USAGE,
+        // A run the policy refused and whose program let the refusal escape.
+        refused if refused.refused_run().is_some() => EXIT_DENIED,
         _ => EXIT_ERROR,
     }
 }
@@ -374,6 +382,36 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
     Ok(())
 }
 
+/// `vsh commit TX`. Exactly once: a transaction already committed is
+/// reported as such (exit 0, nothing written again).
+fn commit_command(
+    runtime: &Runtime,
+    id: vsh::TransactionId,
+    json: bool,
+    output: Output,
+    now: u64,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    match runtime.commit(id, now) {
+        Ok(receipt) => {
+            print_receipt(&receipt, json, output)?;
+            Ok(exit_code(&receipt, Asked::Commit, output.detailed))
+        }
+        Err(vsh::VshError::NotCommittable { state: TransactionState::Committed, .. }) => {
+            let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+            if json {
+                print_record(runtime, &record)?;
+            } else if !output.quiet {
+                println!(
+                    "{id}  already committed {}; nothing was written again",
+                    render::relative(record.updated_ms, now)
+                );
+            }
+            Ok(EXIT_OK)
+        }
+        Err(error) => Err(failure::with_rerun_hint(id, error)),
+    }
+}
+
 /// A record as `vsh.record/1`, with its stored receipt and intent.
 fn print_record(runtime: &Runtime, record: &vsh::TransactionRecord) -> Result<(), Box<dyn std::error::Error>> {
     let receipt = runtime.show(record.id)?;
@@ -449,11 +487,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             }
             Ok(EXIT_OK)
         }
-        (Command::Commit(_), Some(id)) => {
-            let receipt = runtime.commit(id, now)?;
-            print_receipt(&receipt, common.json, output)?;
-            Ok(exit_code(&receipt, Asked::Commit, output.detailed))
-        }
+        (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),
         (Command::Recover(_), Some(id)) => {
             let restored = runtime.restore(id)?;
             if common.json {

@@ -187,7 +187,7 @@ fn profiles_and_policy_files_change_the_decision() {
         .unwrap();
     let denied =
         vsh(&["run", "--workspace", ws_arg, "--policy", policy.to_str().unwrap(), "--mode", "auto", "-"], Some(create));
-    assert_eq!(denied.status.code(), Some(1), "an uncaught PermissionError is an execution error");
+    assert_eq!(denied.status.code(), Some(5), "an uncaught PermissionError is a denial");
     assert!(String::from_utf8_lossy(&denied.stderr).contains("PermissionError"));
     assert!(!ws.join("b.txt").exists());
 
@@ -580,7 +580,7 @@ fn a_unique_prefix_names_a_transaction_like_git() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains(&format!("no such transaction {absent}")));
     let short = vsh(&["show", &id[..5], "--workspace", ws], None);
-    assert_eq!(short.status.code(), Some(1));
+    assert_eq!(short.status.code(), Some(2), "a name that cannot name a transaction is a usage error");
     assert!(String::from_utf8_lossy(&short.stderr).contains("at least 6 of its hex digits"), "{short:?}");
 }
 
@@ -675,10 +675,12 @@ fn a_preview_is_committed_by_a_later_command() {
     let committed = vsh(&["commit", &id[..8], "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "a\na\n");
-    // Exactly once.
+    // Exactly once: committing again writes nothing and says it was done.
+    std::fs::write(dir.path().join("b.txt"), "theirs\n").unwrap();
     let again = vsh(&["commit", &id, "--workspace", ws], None);
-    assert_eq!(again.status.code(), Some(1), "{}", String::from_utf8_lossy(&again.stderr));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("cannot be committed from state committed"));
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already committed"), "{again:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "theirs\n");
 }
 
 #[test]
@@ -848,7 +850,7 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let leak = "print('before the leak')\nfrom pathlib import Path\nPath('.env').read_text()";
     let text = vsh(&["run", "--workspace", ws, "-"], Some(leak));
     let stderr = String::from_utf8_lossy(&text.stderr);
-    assert_eq!(text.status.code(), Some(1), "{stderr}");
+    assert_eq!(text.status.code(), Some(5), "a refusal the program let escape is a denial: {stderr}");
     assert!(stderr.contains("PermissionError"), "{stderr}");
     assert!(stderr.contains("vsh: program output | before the leak"), "{stderr}");
     assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
@@ -857,7 +859,7 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let error: serde_json::Value = serde_json::from_slice(&json.stdout).expect("the error as JSON on stdout");
     assert_eq!(error["schema"], "vsh.error/1");
     assert_eq!(error["kind"], "execution");
-    assert_eq!(error["exit_code"], 1);
+    assert_eq!(error["exit_code"], 5);
     assert_eq!(error["stdout"], "before the leak\n");
     assert_eq!(error["denied"][0]["path"], ".env");
     assert_eq!(error["denied"][0]["access"], "content-read");
@@ -872,6 +874,25 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let error: serde_json::Value = serde_json::from_slice(&stale.stdout).unwrap();
     assert_eq!((error["kind"].as_str(), error["exit_code"].as_u64()), (Some("commit"), Some(6)));
     assert_eq!(error["paths"], serde_json::json!(["gone.txt"]));
+    assert_eq!(error["hint"], format!("vsh rerun {}", &id[..12]), "stale work names the command that redoes it");
+    let again = vsh(&["commit", &id, "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(6), "still stale: {again:?}");
+    // Denied work cannot be approved, and says so.
+    let caught = "from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass";
+    let denied = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(caught)));
+    let refused = vsh(&["approve", &denied, "--workspace", ws], None);
+    assert_eq!(refused.status.code(), Some(5), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be approved: it is denied"), "{refused:?}");
+    // A budget that ran out keeps the program's output and names the option that raises it.
+    let slow = "print('progress 1')\nwhile True:\n    pass";
+    let timed = vsh(&["run", "--timeout", "1s", "--workspace", ws, "-"], Some(slow));
+    let stderr = String::from_utf8_lossy(&timed.stderr);
+    assert_eq!(timed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("vsh: program output | progress 1"), "{stderr}");
+    assert!(stderr.contains("raise it with `vsh run --timeout`"), "{stderr}");
+    let timed = vsh(&["run", "--json", "--timeout", "1s", "--workspace", ws, "-"], Some(slow));
+    let error: serde_json::Value = serde_json::from_slice(&timed.stdout).unwrap();
+    assert_eq!(error["stdout"], "progress 1\n");
     let missing = vsh(&["show", "abcdef", "--workspace", ws, "--json"], None);
     let error: serde_json::Value = serde_json::from_slice(&missing.stdout).unwrap();
     assert_eq!(error["kind"], "approval");
@@ -887,7 +908,7 @@ fn budgets_come_from_the_command_line_in_human_units_and_limits_speak_them() {
     let timed = vsh(&["run", "--timeout", "300ms", "--workspace", ws, "-"], Some(spin));
     let stderr = String::from_utf8_lossy(&timed.stderr);
     assert_eq!(timed.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("limit 0.3 s exceeded after"), "{stderr}");
+    assert!(stderr.contains("duration limit 0.3 s exceeded after"), "the program's own clock ends it: {stderr}");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let chatty = "for i in range(10000):\n    print('x' * 100)";
     let output = vsh(&["run", "--max-output", "4KiB", "--workspace", ws, "-"], Some(chatty));
@@ -898,7 +919,8 @@ fn budgets_come_from_the_command_line_in_human_units_and_limits_speak_them() {
     let limited = vsh(&["run", "--max-os-calls", "10", "--workspace", ws, "-"], Some(calls));
     assert!(String::from_utf8_lossy(&limited.stderr).contains("os-calls limit 10 exceeded: 11"), "{limited:?}");
     // A size or a duration that does not parse is a usage error.
-    for bad in [&["--max-memory", "lots"][..], &["--timeout", "soon"], &["--max-output", "12XB"]] {
+    for bad in [&["--max-memory", "lots"][..], &["--timeout", "soon"], &["--timeout", "0s"], &["--max-output", "12XB"]]
+    {
         let mut args = vec!["run", "--workspace", ws];
         args.extend_from_slice(bad);
         args.push("-");
@@ -1304,7 +1326,7 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     valid_document(&vsh(&["recover", "--json", "--restore", &id, "--workspace", ws], None));
     // Errors, of the request and of vsh.
     let usage = valid_document(&vsh(&["run", "--json", "--workspace", ws, "/nonexistent/program.py"], None));
-    assert_eq!((usage["kind"].as_str(), usage["exit_code"].as_u64()), (Some("usage"), Some(1)));
+    assert_eq!((usage["kind"].as_str(), usage["exit_code"].as_u64()), (Some("request"), Some(1)));
     let missing = valid_document(&vsh(&["show", "--json", "abcdef", "--workspace", ws], None));
     assert_eq!(missing["kind"], "approval");
     let leak = valid_document(&vsh(

@@ -65,6 +65,15 @@ pub enum VshError {
         /// Its state.
         state: TransactionState,
     },
+    /// The transaction is in a state that cannot be approved: only work
+    /// pending approval can (denied work never; committed work needs none).
+    #[error("transaction {transaction} cannot be approved: it is {}, and only pending-approval work is approved", state.name())]
+    NotApprovable {
+        /// The transaction.
+        transaction: TransactionId,
+        /// Its state.
+        state: TransactionState,
+    },
     /// A stored artifact's binding does not derive its transaction id: it was
     /// tampered with or belongs to another transaction. Nothing was committed.
     #[error("the artifact of transaction {0} does not bind to it")]
@@ -224,6 +233,7 @@ impl VshError {
             | Self::AmbiguousTransaction { .. }
             | Self::TransactionName(_)
             | Self::NotCommittable { .. }
+            | Self::NotApprovable { .. }
             | Self::HookRequired(_)
             | Self::NoHook
             | Self::HookHandler(_)

@@ -9,9 +9,9 @@ use crate::{ErrorCategory, VshError};
 
 schema_name!(ErrorSchema, "vsh.error/1");
 
-/// Which kind of failure, by the category of its cause; `usage` for a
-/// request that was malformed before vsh acted on it (a missing file, a bad
-/// argument), `other` for a category this version does not know.
+/// Which kind of failure, by the category of its cause; `request` for a
+/// request vsh could not act on (a file that cannot be read, a bad value),
+/// `other` for a category this version does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorKind {
@@ -28,7 +28,7 @@ pub enum ErrorKind {
     /// Opening a runtime.
     Configuration,
     /// The request itself.
-    Usage,
+    Request,
     /// Anything else.
     Other,
 }
@@ -54,7 +54,7 @@ pub struct ErrorDocument {
     pub schema: ErrorSchema,
     /// Which kind of failure.
     pub kind: ErrorKind,
-    /// The error, in one line.
+    /// The error with its causes, in one line (`store error: ...`).
     pub message: String,
     /// Its causes, outermost first.
     pub causes: Vec<String>,
@@ -68,7 +68,7 @@ pub struct ErrorDocument {
     pub candidates: Vec<String>,
     /// How many it names in all.
     pub total_candidates: Option<u64>,
-    /// A refused run's captured stdout.
+    /// A failed run's captured stdout (an uncaught exception, a budget that ran out).
     pub stdout: Option<String>,
     /// The accesses the policy refused a run, each with its rule and remedy.
     pub denied: Vec<DenialDocument>,
@@ -90,11 +90,17 @@ fn causes(error: &dyn std::error::Error) -> Vec<String> {
 impl ErrorDocument {
     /// A failure that is not a [`VshError`], of `kind`.
     pub fn other(kind: ErrorKind, error: &dyn std::error::Error) -> Self {
+        let causes = causes(error);
+        let mut message = error.to_string();
+        for cause in &causes {
+            message.push_str(": ");
+            message.push_str(cause);
+        }
         Self {
             schema: ErrorSchema,
             kind,
-            message: error.to_string(),
-            causes: causes(error),
+            message,
+            causes,
             exit_code: None,
             paths: Vec::new(),
             total_conflicts: None,

@@ -198,6 +198,10 @@ impl Runtime {
         issued_ms: u64,
         expires_ms: u64,
     ) -> Result<TransactionRecord, VshError> {
+        let record = self.records.require(transaction)?;
+        if record.state != TransactionState::PendingApproval {
+            return Err(VshError::NotApprovable { transaction, state: record.state });
+        }
         self.records.load_verified(transaction)?;
         let grant = ApprovalGrant::new(transaction, principal, issued_ms, expires_ms)?;
         Ok(self.records.transactions().approve(transaction, &grant)?)
