@@ -75,7 +75,10 @@ fn a_lapsed_approval_expires_and_never_commits() {
     assert_eq!(runtime.transaction(pending.transaction).unwrap().unwrap().state, TransactionState::Expired);
     assert_eq!(tree(dir.path()), before);
     let again = runtime.approve(pending.transaction, PrincipalId::digest(b"r"), 3_000, 4_000);
-    assert!(matches!(again, Err(VshError::Store(_))), "{again:?}");
+    assert!(
+        matches!(again, Err(VshError::NotApprovable { state: TransactionState::Expired, .. })),
+        "expired work is never approved again: {again:?}"
+    );
     assert_eq!(runtime.transaction(pending.transaction).unwrap().unwrap().state, TransactionState::Expired);
 }
 
