@@ -242,12 +242,12 @@ pub(crate) struct Stored {
 pub(crate) struct ApproveArgs {
     #[command(flatten)]
     pub(crate) stored: Stored,
-    /// Who approves (recorded as a digest of the name).
-    #[arg(long, value_name = "NAME", default_value = "cli")]
-    pub(crate) principal: String,
-    /// How long the approval lasts, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value = "900", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) ttl: u64,
+    /// Who approves, recorded as a digest of the name (default: $USER, else uid:N).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) principal: Option<String>,
+    /// How long the approval lasts (15m, 2h, 900 seconds); at most 30 days.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = approval_window)]
+    pub(crate) ttl: Duration,
 }
 
 /// `vsh policy`.
@@ -310,6 +310,34 @@ impl BudgetArgs {
     }
 }
 
+/// The longest an approval may last.
+const MAX_APPROVAL_WINDOW: Duration = Duration::from_hours(30 * 24);
+
+/// An approval's window: a duration (`15m`, `2h`) or bare seconds, more than
+/// zero and at most [`MAX_APPROVAL_WINDOW`].
+fn approval_window(text: &str) -> Result<Duration, String> {
+    let window = match text.trim().parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => positive_duration(text)?,
+    };
+    if window.is_zero() || window > MAX_APPROVAL_WINDOW {
+        return Err(format!("{text:?}: an approval lasts more than no time and at most 30 days"));
+    }
+    Ok(window)
+}
+
+impl ApproveArgs {
+    /// The approving principal's name: `--principal`, else the user's.
+    pub(crate) fn principal(&self) -> String {
+        self.principal.clone().unwrap_or_else(|| {
+            std::env::var("USER")
+                .ok()
+                .filter(|user| !user.is_empty())
+                .unwrap_or_else(|| format!("uid:{}", vsh::lower::vsh_sandbox::effective_uid()))
+        })
+    }
+}
+
 /// A duration an operator writes (`30s`, `1m 30s`, `500ms`), more than zero.
 fn positive_duration(text: &str) -> Result<Duration, String> {
     match humantime::parse_duration(text) {
@@ -328,12 +356,12 @@ fn size(text: &str) -> Result<u64, String> {
 pub(crate) struct LogArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// Only transactions in this state (committed, rejected, expired, stale, failed, denied).
-    #[arg(long, value_name = "STATE")]
+    /// Only transactions in this state.
+    #[arg(long, value_name = "STATE", value_parser = ["committed", "rejected", "expired", "stale", "failed", "denied"])]
     pub(crate) state: Option<String>,
     /// At most this many, newest first.
-    #[arg(long, value_name = "N", default_value = "20")]
-    pub(crate) limit: usize,
+    #[arg(long, value_name = "N", default_value = "20", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) limit: u64,
 }
 
 #[derive(Debug, Args)]
@@ -547,7 +575,7 @@ mod tests {
             panic!("not an approval");
         };
         assert_eq!(approve.stored.transaction, "abc");
-        assert_eq!((approve.principal.as_str(), approve.ttl), ("ann", 60));
+        assert_eq!((approve.principal(), approve.ttl), ("ann".to_owned(), Duration::from_mins(1)));
         assert_eq!(approve.stored.common.workspace, Some(PathBuf::from("/w")));
         let Command::Run(run) = parse(&["run", "--profile", "Strict", "a.py"]).unwrap().command else {
             panic!("not a run");

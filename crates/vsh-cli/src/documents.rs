@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 pub(crate) const INIT: &str = "vsh.init/1";
 /// `vsh.doctor/1`.
 pub(crate) const DOCTOR: &str = "vsh.doctor/1";
+/// `vsh.policy/1`.
+pub(crate) const POLICY: &str = "vsh.policy/1";
 /// `vsh.demo/1`.
 pub(crate) const DEMO: &str = "vsh.demo/1";
 /// `vsh.policy-check/1`.
@@ -46,6 +48,22 @@ pub(crate) struct DemoDocument {
     pub(crate) commit: vsh::document::ReceiptDocument,
     /// A program that reaches for a secret, denied.
     pub(crate) denied: vsh::document::ReceiptDocument,
+}
+
+/// `vsh policy show`: the workspace's effective policy.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct PolicyDocument {
+    /// `vsh.policy/1`.
+    #[schemars(extend("const" = "vsh.policy/1"))]
+    pub(crate) schema: String,
+    /// The profile it starts from.
+    pub(crate) profile: String,
+    /// Its digest, 64 hex digits (what transactions made under it bind).
+    pub(crate) digest: String,
+    /// Whether the workspace recorded it (`vsh init`), or it is the default.
+    pub(crate) recorded: bool,
+    /// It as a policy file, every threshold written out.
+    pub(crate) text: String,
 }
 
 /// `vsh policy check FILE`.
@@ -119,6 +137,7 @@ pub(crate) fn schemas() -> Vec<(&'static str, schemars::Schema)> {
     all.push((INIT, vsh::document::schema_of::<InitDocument>(INIT)));
     all.push((DOCTOR, vsh::document::schema_of::<DoctorDocument>(DOCTOR)));
     all.push((DEMO, vsh::document::schema_of::<DemoDocument>(DEMO)));
+    all.push((POLICY, vsh::document::schema_of::<PolicyDocument>(POLICY)));
     all.push((POLICY_CHECK, vsh::document::schema_of::<PolicyCheckDocument>(POLICY_CHECK)));
     all
 }

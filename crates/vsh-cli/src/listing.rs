@@ -67,7 +67,7 @@ pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
         .filter(|record| log.state.as_deref().is_none_or(|state| record.state.name() == state))
         .collect();
     finished.sort_by_key(|record| std::cmp::Reverse((record.updated_ms, record.id)));
-    finished.truncate(log.limit);
+    finished.truncate(usize::try_from(log.limit).unwrap_or(usize::MAX));
     let rows = rows(runtime, finished);
     if log.common.json {
         println!("{}", serde_json::to_string_pretty(&vsh::document::LogDocument::new(documents(&rows)))?);

@@ -61,6 +61,7 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|argument| argument == WORKER_ARGUMENT) {
         return vsh::lower::vsh_monty::worker_process::worker_main();
     }
+    quiet_on_closed_stdout();
     let cli = match args::Cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         // Help and version print to stdout and exit 0; usage errors print to
@@ -108,6 +109,26 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// When whoever reads stdout stops reading (`vsh log | head`), end quietly
+/// as Unix tools do (exit 141, as a `SIGPIPE` death reads to a shell) instead
+/// of panicking with a backtrace. `SIGPIPE` itself stays ignored: the runtime
+/// must survive a worker that closes its pipe.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 /// The global output options.
@@ -251,6 +272,9 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
         config = config.with_policy_file(policy);
     }
     let runtime = open(config)?;
+    if (run.profile.is_some() || run.policy.is_some()) && !output.quiet {
+        warn_if_overridden(&runtime)?;
+    }
     let mut request =
         RunRequest::new(&code).with_mode(run.mode()).with_detail(run.detail()).with_budget(run.budget.budget());
     if let Some(intent) = &run.intent {
@@ -272,6 +296,46 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     print_receipt(&receipt, run.common.json, output)?;
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     Ok(exit_code(&receipt, asked, output.detailed))
+}
+
+/// Say on stderr when a run's policy is not the workspace's: the operator
+/// chose it for this run, and its transaction records it.
+fn warn_if_overridden(runtime: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
+    use vsh::lower::vsh_policy::{PolicyFile, PolicyProfile, TransactionPolicy};
+    let workspace = match runtime.workspace_policy_text()? {
+        Some(text) => PolicyFile::from_toml(&text)?.policy(None),
+        None => TransactionPolicy::from_profile(PolicyProfile::default(), None),
+    };
+    let active = runtime.policy();
+    if workspace.digest() != active.digest() {
+        eprintln!(
+            "vsh: this run is decided under profile {} ({}), not the workspace's policy (profile {}, {}); \
+             its transaction records that policy",
+            active.profile().name(),
+            active.digest().short(),
+            workspace.profile().name(),
+            workspace.digest().short()
+        );
+    }
+    Ok(())
+}
+
+/// `vsh policy show`: the workspace's effective policy as a policy file.
+fn policy_show(runtime: &Runtime, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
+    let text = vsh::lower::vsh_policy::render_policy(runtime.policy());
+    if json {
+        let document = documents::PolicyDocument {
+            schema: documents::POLICY.to_owned(),
+            profile: runtime.policy().profile().name().to_owned(),
+            digest: runtime.policy().digest().to_hex(),
+            recorded: runtime.workspace_policy_text()?.is_some(),
+            text,
+        };
+        println!("{}", serde_json::to_string_pretty(&document)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(EXIT_OK)
 }
 
 /// `vsh policy check FILE`.
@@ -413,7 +477,10 @@ fn commit_command(
 }
 
 /// A record as `vsh.record/1`, with its stored receipt and intent.
-fn print_record(runtime: &Runtime, record: &vsh::TransactionRecord) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn print_record(
+    runtime: &Runtime,
+    record: &vsh::TransactionRecord,
+) -> Result<(), Box<dyn std::error::Error>> {
     let receipt = runtime.show(record.id)?;
     let intent = runtime.stored_program(record.id)?.map(|stored| stored.intent).unwrap_or_default();
     let document = vsh::document::TransactionDocument::new(record, receipt.as_ref(), &intent);
@@ -461,20 +528,24 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     match (command, id) {
         (Command::Pending(_), _) => listing::pending(&runtime, common.json, now),
         (Command::Log(log), _) => listing::log(&runtime, log, now),
-        (Command::Policy { .. }, _) => {
-            print!("{}", vsh::lower::vsh_policy::render_policy(runtime.policy()));
-            Ok(EXIT_OK)
-        }
+        (Command::Policy { .. }, _) => policy_show(&runtime, common.json),
         (Command::Gc(_), _) => listing::gc(&runtime, common.json, output.quiet, now),
         (Command::Show(_), Some(id)) => show::show(&runtime, id, common.json, output, now),
         (Command::Approve(approve), Some(id)) => {
-            let principal = vsh::PrincipalId::digest(approve.principal.as_bytes());
-            let expires = now.saturating_add(approve.ttl.saturating_mul(1000));
+            let name = approve.principal();
+            let principal = vsh::PrincipalId::digest(name.as_bytes());
+            let expires = now.saturating_add(u64::try_from(approve.ttl.as_millis()).unwrap_or(u64::MAX));
             let record = runtime.approve(id, principal, now, expires)?;
             if common.json {
                 print_record(&runtime, &record)?;
             } else if !output.quiet {
-                println!("{}  {} by {} for {} s", record.id, record.state.name(), approve.principal, approve.ttl);
+                println!(
+                    "{}  {} by {name} (principal {}) for {}",
+                    record.id,
+                    record.state.name(),
+                    principal.short(),
+                    humantime::format_duration(approve.ttl)
+                );
             }
             Ok(EXIT_OK)
         }

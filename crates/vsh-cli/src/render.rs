@@ -50,13 +50,16 @@ pub(crate) fn record_text(record: &vsh::TransactionRecord, now: u64) -> String {
         relative(record.updated_ms, now)
     );
     if let Some(grant) = &record.approval {
+        let window = if record.state == vsh::TransactionState::Approved {
+            format!("valid until {} ({})", local_time(grant.expires_ms()), relative(grant.expires_ms(), now))
+        } else {
+            format!("{}, no longer needed", record.state.name())
+        };
         let _ = writeln!(
             out,
-            "approved     by principal {} at {}, valid until {} ({})",
+            "approved     by principal {} at {}, {window}",
             grant.principal().short(),
             local_time(grant.issued_ms()),
-            local_time(grant.expires_ms()),
-            relative(grant.expires_ms(), now)
         );
     }
     if let Some(expires) = record.pending_expires_ms {
@@ -94,7 +97,7 @@ pub(crate) struct PendingRow {
 fn risk_flags(receipt: Option<&Receipt>) -> Vec<String> {
     match receipt.map(|receipt| &receipt.decision) {
         Some(RuntimeDecision::PendingApproval(manifest)) => {
-            manifest.flags.iter().map(|flag| format!("{flag:?}")).collect()
+            manifest.flags.iter().map(|flag| flag.name().to_owned()).collect()
         }
         _ => Vec::new(),
     }
@@ -307,12 +310,11 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
     let _ = match &receipt.decision {
         RuntimeDecision::AutoApproved => writeln!(out, "  decision: {}", decision("auto-approved")),
         RuntimeDecision::PendingApproval(manifest) => {
-            let flags: Vec<String> =
-                manifest.flags.iter().map(|flag| paint(style::FLAG, &format!("{flag:?}"))).collect();
+            let flags: Vec<String> = manifest.flags.iter().map(|flag| paint(style::FLAG, flag.name())).collect();
             writeln!(out, "  decision: {} (risk: {})", decision("pending approval"), flags.join(", "))
         }
         RuntimeDecision::Denied(manifest) => {
-            let _ = writeln!(out, "  decision: {} ({:?})", decision("denied"), manifest.reason);
+            let _ = writeln!(out, "  decision: {} ({})", decision("denied"), manifest.reason.name());
             for denied in &manifest.denied {
                 let _ = writeln!(out, "    {denied}");
                 let _ = writeln!(out, "      to allow it: {}", denied.remedy);
@@ -389,24 +391,39 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         writeln!(out, "decision     {}", paint(decision_style(&receipt.decision), decision_name(&receipt.decision)));
     match &receipt.decision {
         RuntimeDecision::Denied(manifest) => {
-            let _ = writeln!(out, "  reason     {:?}", manifest.reason);
+            let _ = writeln!(out, "  reason     {}", manifest.reason.name());
             for denied in &manifest.denied {
                 let _ = writeln!(out, "  denied     {denied}");
             }
         }
         RuntimeDecision::PendingApproval(manifest) => {
-            let flags: Vec<String> =
-                manifest.flags.iter().map(|flag| paint(style::FLAG, &format!("{flag:?}"))).collect();
+            let flags: Vec<String> = manifest.flags.iter().map(|flag| paint(style::FLAG, flag.name())).collect();
             let _ = writeln!(out, "  risk flags {}", flags.join(", "));
         }
         RuntimeDecision::AutoApproved => {}
+    }
+    let short = receipt.transaction.short();
+    match receipt.state {
+        vsh::TransactionState::PendingApproval => {
+            let _ = writeln!(out, "  next       vsh approve {short} && vsh commit {short}");
+        }
+        vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved => {
+            let _ = writeln!(out, "  next       vsh commit {short}");
+        }
+        _ => {}
     }
     if let RuntimeDecision::PendingApproval(vsh::RiskManifest { metrics, .. })
     | RuntimeDecision::Denied(vsh::DenyManifest { metrics, .. }) = &receipt.decision
     {
         let _ = writeln!(out, "  metrics    {}", metrics_text(metrics));
     }
-    let _ = writeln!(out, "diff         {} ({} changed paths)", receipt.diff.short(), receipt.changed_paths);
+    let _ = writeln!(
+        out,
+        "diff         {} ({} changed path{})",
+        receipt.diff.short(),
+        receipt.changed_paths,
+        if receipt.changed_paths == 1 { "" } else { "s" }
+    );
     for entry in receipt.changes.iter().filter(|_| receipt.review.is_empty()) {
         let _ = writeln!(
             out,
@@ -434,16 +451,19 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses, stats.truncated_results
     );
     let t = &receipt.timings;
-    let _ = writeln!(
-        out,
-        "timings      execute {}, diff {}, policy {}, bind {}, commit {}, total {}",
-        human_duration(t.execute),
-        human_duration(t.diff),
-        human_duration(t.policy),
-        human_duration(t.bind_and_store),
-        human_duration(t.commit),
-        human_duration(t.total)
-    );
+    // A stored receipt has no timings of its own (they were its run's).
+    let _ = (t.total > 0).then(|| {
+        writeln!(
+            out,
+            "timings      execute {}, diff {}, policy {}, bind {}, commit {}, total {}",
+            human_duration(t.execute),
+            human_duration(t.diff),
+            human_duration(t.policy),
+            human_duration(t.bind_and_store),
+            human_duration(t.commit),
+            human_duration(t.total)
+        )
+    });
     if let Some(commit) = &receipt.commit {
         let _ = writeln!(
             out,

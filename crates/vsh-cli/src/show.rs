@@ -2,7 +2,16 @@
 
 use vsh::{Runtime, TransactionId};
 
-use crate::{Asked, Output, exit_code, print_receipt, render};
+use crate::{Asked, EXIT_OK, Output, exit_code, print_receipt, render};
+
+/// The digest of the policy that decided `receipt`, when its decision names it.
+fn decided_under(receipt: &vsh::Receipt) -> Option<vsh::lower::vsh_types::PolicyDigest> {
+    match &receipt.decision {
+        vsh::RuntimeDecision::PendingApproval(manifest) => Some(manifest.policy),
+        vsh::RuntimeDecision::Denied(manifest) => Some(manifest.policy),
+        vsh::RuntimeDecision::AutoApproved => None,
+    }
+}
 
 /// `vsh show TX`: the receipt with every changed path's hunks, then the
 /// record (state, times, approval, expiry), the per-run policy if any, the
@@ -14,7 +23,19 @@ pub(crate) fn show(
     output: Output,
     now: u64,
 ) -> Result<u8, Box<dyn std::error::Error>> {
-    let mut receipt = runtime.show(id)?.ok_or_else(|| format!("transaction {id} has nothing stored to show"))?;
+    let Some(mut receipt) = runtime.show(id)? else {
+        // Denied work keeps its record only; its receipt was printed when it ran.
+        let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+        if json {
+            crate::print_record(runtime, &record)?;
+        } else if !output.quiet {
+            println!("transaction  {id}");
+            anstream::print!("{}", render::record_text(&record, now));
+            anstream::print!("{}", render::history_text(&runtime.history(id)?, now));
+            println!("(nothing more is stored for {} work: its receipt was printed when it ran)", record.state.name());
+        }
+        return Ok(EXIT_OK);
+    };
     if receipt.review.is_empty() {
         receipt.review = runtime.review(id)?;
     }
@@ -49,6 +70,12 @@ pub(crate) fn show(
                  reviewed, approved and committed under it",
                 policy.profile.name(),
                 policy.digest.short()
+            );
+        } else if decided_under(&receipt).is_some_and(|digest| digest != runtime.policy().digest()) {
+            println!(
+                "policy       the workspace's policy changed since this was made: approve refuses it; \
+                 `vsh rerun {}` makes new work under the policy in force",
+                id.short()
             );
         }
         if let Some(stored) = runtime.stored_program(id)? {

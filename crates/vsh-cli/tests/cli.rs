@@ -212,6 +212,10 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
     let id = id_of(&run);
     assert!(String::from_utf8_lossy(&run.stdout).contains("pending-approval"));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("not the workspace's policy (profile balanced"),
+        "an override is said out loud: {run:?}"
+    );
     let shown = vsh(&["show", &id[..8], "--workspace", ws], None);
     let text = String::from_utf8_lossy(&shown.stdout);
     assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
@@ -254,9 +258,17 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     let run = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('a.txt').unlink()"));
     let id = id_of(&run);
     assert_eq!(vsh(&["init", "--workspace", ws, "--profile", "strict"], None).status.code(), Some(0));
+    let shown = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
+    assert!(shown.contains("the workspace's policy changed since this was made"), "{shown}");
     let refused = vsh(&["approve", &id, "--workspace", ws], None);
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("vsh rerun"), "{refused:?}");
+    // Denied work is shown by its record.
+    let caught = "from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass";
+    let denied = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(caught)));
+    let shown = vsh(&["show", &denied, "--workspace", ws], None);
+    assert_eq!(shown.status.code(), Some(0), "{shown:?}");
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("record       denied"), "{shown:?}");
 }
 
 #[test]
@@ -278,7 +290,7 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let row: Vec<&str> = lines[1].split_whitespace().collect();
     assert_eq!(row[0], &id[..12], "{table}");
     assert!(row.contains(&"pending-approval") && row.contains(&"1"), "one path changed: {table}");
-    assert!(lines[1].contains("Deletion"), "the risk flag: {table}");
+    assert!(lines[1].contains("deletion"), "the risk flag: {table}");
     let json = vsh(&["pending", "--workspace", ws, "--json"], None);
     let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(rows["schema"], "vsh.pending/1");
@@ -339,7 +351,7 @@ fn a_denial_review_names_the_rule_and_how_to_allow_it() {
     let output = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "--full", "-"], Some(program));
     assert_eq!(output.status.code(), Some(5));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("decision: denied (ProtectedAccessAttempt)"), "{stdout}");
+    assert!(stdout.contains("decision: denied (protected-access-attempt)"), "{stdout}");
     assert!(stdout.contains("content-read of .env denied by rule"), "{stdout}");
     assert!(stdout.contains("to allow it: "), "{stdout}");
 }
@@ -832,7 +844,8 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
     assert_eq!(rows["schema"], "vsh.log/1");
     assert_eq!(rows["transactions"].as_array().unwrap().len(), 1);
     assert_eq!(rows["transactions"][0]["transaction"], committed.as_str());
-    assert_eq!(vsh(&["log", "--state", "sideways", "--workspace", ws], None).status.code(), Some(1));
+    assert_eq!(vsh(&["log", "--state", "sideways", "--workspace", ws], None).status.code(), Some(2));
+    assert_eq!(vsh(&["log", "--limit", "0", "--workspace", ws], None).status.code(), Some(2));
     let gc = vsh(&["gc", "--workspace", ws, "--json"], None);
     assert_eq!(gc.status.code(), Some(0), "{}", String::from_utf8_lossy(&gc.stderr));
     let report: serde_json::Value = serde_json::from_slice(&gc.stdout).unwrap();
@@ -1287,7 +1300,10 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     std::fs::write(&policy, "version = 1\nprofile = \"strict\"\n").unwrap();
     let init = valid_document(&vsh(&["init", "--json", "--workspace", ws, "--policy", policy.to_str().unwrap()], None));
     assert_eq!(init["schema"], "vsh.init/1");
+    let shown = valid_document(&vsh(&["policy", "show", "--json", "--workspace", ws], None));
+    assert_eq!((shown["profile"].as_str(), shown["recorded"].as_bool()), (Some("strict"), Some(true)));
     let check = valid_document(&vsh(&["policy", "check", "--json", policy.to_str().unwrap()], None));
+    assert_eq!(check["digest"], shown["digest"], "the recorded file is the shown policy");
     assert_eq!(check["profile"], "strict");
     // Receipts of every decision, with and without detail.
     let edit = "from pathlib import Path\nPath('a.txt').write_text('two\\n')\nprint('\\u00e9dited')\n{'n': 1, 'pair': (1, 2.5), 'set': {3}}";
@@ -1391,4 +1407,26 @@ fn commands_find_the_enclosing_workspace_like_git_and_never_make_one_to_read() {
     let explicit = vsh_in(&outside, &["pending", "--workspace", outside.to_str().unwrap()], None);
     assert!(String::from_utf8_lossy(&explicit.stderr).contains("is not a vsh workspace"), "{explicit:?}");
     assert!(!outside.join(".vsh").exists());
+}
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_command_quietly() {
+    use std::io::{Read as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "--json", "--workspace", dir.path().to_str().unwrap(), "-"])
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"for i in range(3000):\n    print('x' * 100)\n").unwrap();
+    let mut start = [0_u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut start).unwrap();
+    // The read end is closed now, as `vsh ... | head -c 16` closes it.
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
