@@ -179,6 +179,25 @@ fn a_stale_commit_is_run_again_on_the_new_workspace_as_a_new_transaction_up_to_t
 }
 
 #[test]
+fn bash_without_host_configuration_is_a_typed_refusal_and_runs_nothing() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let runtime = runtime(&dir);
+    let before = tree(dir.path());
+    let request = RunRequest::new("rm a.txt").with_language(vsh::Language::Bash).with_mode(RunMode::Auto);
+    match runtime.run(&request) {
+        Err(VshError::LanguageUnavailable { language: vsh::Language::Bash }) => {}
+        other => panic!("expected LanguageUnavailable, got {other:?}"),
+    }
+    assert_eq!(tree(dir.path()), before);
+    assert!(runtime.transactions().unwrap().is_empty(), "nothing was recorded");
+    assert_eq!(vsh::Language::default(), vsh::Language::Monty);
+    // Monty output names its language and has no stderr of its own.
+    let receipt = runtime.preview(&RunRequest::new("print('hi')")).unwrap();
+    assert_eq!(receipt.output.language(), vsh::Language::Monty);
+    assert_eq!((receipt.output.stdout_bytes(), receipt.output.stderr_bytes()), (&b"hi\n"[..], &b""[..]));
+}
+
+#[test]
 fn unrelated_changes_do_not_make_a_commit_stale() {
     let dir = workspace(&[("config.txt", "v1\n"), ("src/lib.txt", "lib\n")]);
     let runtime = runtime(&dir);

@@ -120,6 +120,13 @@ pub enum VshError {
         /// The limit (`ArtifactLimits::max_intent_bytes`).
         max: u64,
     },
+    /// The request asked for a language this runtime was not configured to
+    /// run (Bash needs explicit host configuration). Nothing ran.
+    #[error("language {} is not available in this runtime", .language.name())]
+    LanguageUnavailable {
+        /// The language asked for.
+        language: crate::Language,
+    },
     /// The request was cancelled before its commit entered; nothing was committed.
     #[error("the request was cancelled")]
     Cancelled,
@@ -226,6 +233,7 @@ impl VshError {
             | Self::ResultNesting { .. }
             | Self::RequestDeadline(_)
             | Self::IntentTooLarge { .. }
+            | Self::LanguageUnavailable { .. }
             | Self::Cancelled => C::Execution,
             Self::Commit(_) | Self::EphemeralCapacity { .. } | Self::DurablePreviewCapacity { .. } => C::Commit,
             Self::UnknownTransaction(_)
@@ -258,6 +266,7 @@ mod tests {
             (VshError::ArtifactBinding(id), ErrorCategory::Store),
             (VshError::Store(vsh_store::StoreError::DataDirIsRoot), ErrorCategory::Store),
             (VshError::Cancelled, ErrorCategory::Execution),
+            (VshError::LanguageUnavailable { language: crate::Language::Bash }, ErrorCategory::Execution),
             (VshError::ResultNesting { depth: 300, max: 256 }, ErrorCategory::Execution),
             (VshError::IntentTooLarge { length: 9, max: 8 }, ErrorCategory::Execution),
             (VshError::EphemeralCapacity { entries: 64, bytes: 0 }, ErrorCategory::Commit),

@@ -39,6 +39,21 @@ pub enum ExecutionOutput {
 }
 
 impl ExecutionOutput {
+    /// The language that produced this output.
+    pub fn language(&self) -> crate::Language {
+        match self {
+            Self::Monty { .. } => crate::Language::Monty,
+        }
+    }
+
+    /// The captured stderr bytes (a Monty program has none of its own:
+    /// exceptions are the run's error, not output).
+    pub fn stderr_bytes(&self) -> &[u8] {
+        match self {
+            Self::Monty { .. } => &[],
+        }
+    }
+
     /// The Monty value, if this is Monty output.
     pub fn monty_value(&self) -> Option<&MontyObject> {
         match self {

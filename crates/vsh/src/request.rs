@@ -9,6 +9,19 @@ pub enum Language {
     /// Monty, a sandboxed Python subset.
     #[default]
     Monty,
+    /// Bash, in a bounded virtual interpreter: only with host configuration
+    /// for it; without, a run is [`crate::VshError::LanguageUnavailable`].
+    Bash,
+}
+
+impl Language {
+    /// `monty` or `bash`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Monty => "monty",
+            Self::Bash => "bash",
+        }
+    }
 }
 
 /// What happens after the policy decision.

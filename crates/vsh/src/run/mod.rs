@@ -160,6 +160,7 @@ impl Runs {
                 .executor
                 .execute(request.code, &mut vfs, self.policy.calls(), &request.budget)
                 .map_err(|error| VshError::Execution(Box::new(error)))?,
+            language @ Language::Bash => return Err(VshError::LanguageUnavailable { language }),
         };
         timings.execute = elapsed_ns(stage_start);
         check()?;
