@@ -450,6 +450,13 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         "execution    {} os calls, {} B read, {} B written, {} denied, {} truncated result lists",
         stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses, stats.truncated_results
     );
+    if stats.skipped_nodes > 0 {
+        let _ = writeln!(
+            out,
+            "skipped      {} nodes the program could not be shown (a name not UTF-8, a FIFO, socket or device, a mount point)",
+            stats.skipped_nodes
+        );
+    }
     let t = &receipt.timings;
     // A stored receipt has no timings of its own (they were its run's).
     let _ = (t.total > 0).then(|| {

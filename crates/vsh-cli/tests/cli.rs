@@ -1430,3 +1430,16 @@ fn a_reader_that_stops_reading_ends_the_command_quietly() {
     assert_eq!(output.status.code(), Some(141), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn a_receipt_counts_the_nodes_a_program_could_not_be_shown() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "seen.txt", "x");
+    std::fs::write(dir.path().join(std::ffi::OsStr::from_bytes(b"unseen\xff")), "y").unwrap();
+    let listing = "from pathlib import Path\nsorted(p.name for p in Path('.').iterdir())";
+    let run = vsh(&["run", "--workspace", dir.path().to_str().unwrap(), "-"], Some(listing));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("value        ['seen.txt']"), "{stdout}");
+    assert!(stdout.contains("skipped      1 nodes the program could not be shown"), "{stdout}");
+}
