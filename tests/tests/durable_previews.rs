@@ -43,16 +43,35 @@ fn a_durable_preview_is_committed_once_by_a_later_runtime() {
 }
 
 #[test]
-fn without_the_opt_in_a_preview_stays_in_its_runtime() {
+fn without_the_opt_in_a_preview_stays_in_its_runtime_and_writes_no_record() {
     let dir = workspace(&[("a.txt", "a")]);
-    let preview = Runtime::open(config(dir.path())).unwrap().preview(&RunRequest::new(WRITE)).unwrap();
+    let log = dir.path().join(".vsh/data/txlog");
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    let log_before = std::fs::read(&log).unwrap();
+    let preview = runtime.preview(&RunRequest::new(WRITE)).unwrap();
+    let second = runtime.preview(&RunRequest::new("print('just a look')")).unwrap();
+    assert_eq!(std::fs::read(&log).unwrap(), log_before, "a process-local preview touches no transaction log");
+    // Its own runtime still knows it by record, history and prefix.
+    assert_eq!(runtime.transaction(preview.transaction).unwrap().unwrap().state, TransactionState::AutoApproved);
+    assert_eq!(runtime.history(preview.transaction).unwrap().len(), 1);
+    assert_eq!(runtime.resolve(&preview.transaction.to_hex()[..10]).unwrap(), preview.transaction);
     let later = Runtime::open(config(dir.path())).unwrap();
     assert!(later.pending().unwrap().is_empty(), "a preview held in memory waits for nothing here");
     assert!(matches!(
         later.commit(preview.transaction, now_ms()),
-        Err(VshError::NotCommittable { state: TransactionState::AutoApproved, .. })
+        Err(VshError::UnknownTransaction(id)) if id == preview.transaction
     ));
     assert!(!dir.path().join("b.txt").exists());
+    // Committing writes its record first, then commits it exactly once.
+    let committed = runtime.commit(preview.transaction, now_ms()).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert_eq!(later.transaction(preview.transaction).unwrap().unwrap().state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "a!");
+    let states: Vec<_> = runtime.history(preview.transaction).unwrap().iter().map(|v| v.record.state).collect();
+    assert_eq!(states.first(), Some(&TransactionState::AutoApproved), "its record begins where the preview was");
+    // A discarded one is recorded rejected, never committable by any runtime.
+    assert!(runtime.discard_preview(second.transaction).unwrap());
+    assert_eq!(later.transaction(second.transaction).unwrap().unwrap().state, TransactionState::Rejected);
 }
 
 #[test]

@@ -22,6 +22,17 @@ pub(crate) struct Sources<'a> {
     pub(crate) workspace: &'a CapDir,
 }
 
+impl Sources<'_> {
+    /// The record of `transaction`: a held preview's not yet written, else
+    /// the store's ([`VshError::UnknownTransaction`] when neither has it).
+    pub(crate) fn record(&self, transaction: TransactionId) -> Result<vsh_store::TransactionRecord, VshError> {
+        match self.previews.unwritten(transaction) {
+            Some(record) => Ok(record),
+            None => self.records.require(transaction),
+        }
+    }
+}
+
 /// What happens after a hook's decision was applied.
 pub(crate) enum Verdict {
     /// Nothing more: the transaction is now in this state.
@@ -68,7 +79,7 @@ impl HookGate {
         sources: &Sources<'_>,
         transaction: TransactionId,
     ) -> Result<CommitPreparation, VshError> {
-        let record = sources.records.require(transaction)?;
+        let record = sources.record(transaction)?;
         if !matches!(
             record.state,
             TransactionState::AutoApproved | TransactionState::PendingApproval | TransactionState::Approved
@@ -78,6 +89,7 @@ impl HookGate {
         let Some(hook) = self.applying(record.state) else {
             return Ok(CommitPreparation::Ready { transaction, state: record.state });
         };
+        sources.previews.materialize(sources.records.transactions(), transaction)?;
         if record.artifact.is_none() {
             let artifact = sources
                 .previews
@@ -100,7 +112,7 @@ impl HookGate {
         let hook = self.hook.as_ref().ok_or(VshError::NoHook)?;
         let transaction = event.transaction();
         let records = sources.records;
-        let record = records.require(transaction)?;
+        let record = sources.record(transaction)?;
         if record.state != event.state || Self::event(sources, hook, transaction, record.state)? != *event {
             return Err(VshError::HookEventMismatch(transaction));
         }
@@ -147,7 +159,7 @@ impl HookGate {
     /// commits. Returns the transaction's state afterwards.
     pub(crate) fn fail(sources: &Sources<'_>, event: &RequestEvent, now_ms: u64) -> Result<TransactionState, VshError> {
         let transaction = event.transaction();
-        let record = sources.records.require(transaction)?;
+        let record = sources.record(transaction)?;
         if record.state == TransactionState::AutoApproved && record.artifact.is_some() {
             let transactions = sources.records.transactions();
             return Ok(sources.previews.demote(transactions, transaction, now_ms)?.unwrap_or(record.state));

@@ -2,15 +2,18 @@
 //! commit, bounded in count and bytes, and the one way a preview leaves the
 //! auto-approved path without being committed ([`Previews::demote`]).
 //!
-//! A preview exists only in this process's memory; its durable record says
-//! `AutoApproved`. Whatever ends it (a commit, a discard, a rejection, a hook's
-//! Review, a failed handler, a cancelled request) removes it here first, so it
-//! can never be committed twice.
+//! A preview exists only in this process's memory, and so, at first, does its
+//! record: nothing is written to the transaction log for a preview until
+//! something must act on it through the store (a commit's reservation, a
+//! rejection, a hook, a cancellation), when [`Previews::materialize`] writes
+//! the record, `AutoApproved`. Whatever ends it (a commit, a discard, a
+//! rejection, a hook's Review, a failed handler, a cancelled request) removes
+//! it here first, so it can never be committed twice.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use vsh_store::{PendingArtifact, TransactionStore};
+use vsh_store::{PendingArtifact, TransactionRecord, TransactionStore};
 use vsh_types::{BlobId, ReadSet, TransactionId, TransactionState};
 
 use crate::VshError;
@@ -27,6 +30,8 @@ pub(crate) struct Preview {
     pub(crate) artifact: PendingArtifact,
     pub(crate) receipt: Receipt,
     bytes: u64,
+    /// Its record while only this process knows it; `None` once written.
+    unwritten: Option<TransactionRecord>,
 }
 
 /// The previews of one runtime.
@@ -40,17 +45,18 @@ impl Previews {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hold `artifact` (recorded `AutoApproved` in `store`) with its receipt.
-    /// Beyond the count or byte bound the preview is rejected in `store`
-    /// (nobody could commit it) and [`VshError::EphemeralCapacity`] returned.
-    pub(crate) fn keep(
-        &self,
-        store: &TransactionStore,
-        artifact: PendingArtifact,
-        receipt: Receipt,
-        now_ms: u64,
-    ) -> Result<(), VshError> {
+    /// Hold `artifact` with its receipt, and its `AutoApproved` record made
+    /// at `now_ms`, unwritten. Beyond the count or byte bound nothing is held
+    /// (nobody could commit it, and no record of it exists) and
+    /// [`VshError::EphemeralCapacity`] is returned.
+    pub(crate) fn keep(&self, artifact: PendingArtifact, receipt: Receipt, now_ms: u64) -> Result<(), VshError> {
         let transaction = artifact.binding.transaction();
+        let record = TransactionRecord::new(
+            transaction,
+            artifact.binding.digests().snapshot,
+            TransactionState::AutoApproved,
+            now_ms,
+        );
         let bytes = (artifact.diff.len() as u64).saturating_mul(256)
             + (artifact.read_set.len() as u64).saturating_mul(128)
             + artifact.evidence.len() as u64
@@ -58,12 +64,31 @@ impl Previews {
         let mut held = self.lock();
         let total: u64 = held.values().map(|preview| preview.bytes).sum();
         if held.len() >= MAX_PREVIEWS || total.saturating_add(bytes) > MAX_PREVIEW_BYTES {
-            let entries = held.len();
-            drop(held);
-            store.reject(transaction, now_ms)?;
-            return Err(VshError::EphemeralCapacity { entries, bytes: total });
+            return Err(VshError::EphemeralCapacity { entries: held.len(), bytes: total });
         }
-        held.insert(transaction, Preview { artifact, receipt, bytes });
+        held.insert(transaction, Preview { artifact, receipt, bytes, unwritten: Some(record) });
+        Ok(())
+    }
+
+    /// The record of `transaction`'s preview while it is not written yet.
+    pub(crate) fn unwritten(&self, transaction: TransactionId) -> Option<TransactionRecord> {
+        self.lock().get(&transaction).and_then(|preview| preview.unwritten)
+    }
+
+    /// The ids of the held previews whose records are not written yet.
+    pub(crate) fn unwritten_ids(&self) -> Vec<TransactionId> {
+        self.lock().iter().filter(|(_, preview)| preview.unwritten.is_some()).map(|(id, _)| *id).collect()
+    }
+
+    /// Write `transaction`'s record to `store` if it is a held preview's and
+    /// not written yet (before anything acts on it through the store).
+    pub(crate) fn materialize(&self, store: &TransactionStore, transaction: TransactionId) -> Result<(), VshError> {
+        let mut held = self.lock();
+        let Some(preview) = held.get_mut(&transaction) else { return Ok(()) };
+        if let Some(record) = preview.unwritten {
+            store.create(&record)?;
+            preview.unwritten = None;
+        }
         Ok(())
     }
 
@@ -114,6 +139,8 @@ impl Previews {
         transaction: TransactionId,
         now_ms: u64,
     ) -> Result<Option<TransactionState>, VshError> {
+        // Its record says where it went, written now if it was not yet.
+        self.materialize(store, transaction)?;
         self.forget(transaction);
         let Some(record) = store.get(transaction)? else { return Ok(None) };
         if record.state != TransactionState::AutoApproved {

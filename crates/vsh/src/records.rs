@@ -102,7 +102,7 @@ impl Records {
 
     /// The one stored transaction `name` names: its whole id, or a unique
     /// prefix of at least [`crate::MIN_ID_PREFIX`] hex digits (either case).
-    pub(crate) fn resolve(&self, name: &str) -> Result<TransactionId, VshError> {
+    pub(crate) fn resolve(&self, name: &str, unwritten: &[TransactionId]) -> Result<TransactionId, VshError> {
         let prefix = name.to_ascii_lowercase();
         if prefix.len() < crate::MIN_ID_PREFIX || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(VshError::TransactionName(name.to_owned()));
@@ -112,9 +112,11 @@ impl Records {
             .list()?
             .into_iter()
             .map(|record| record.id)
+            .chain(unwritten.iter().copied())
             .filter(|id| id.to_hex().starts_with(&prefix))
             .collect();
         matching.sort_unstable();
+        matching.dedup();
         match matching.len() {
             0 => Err(VshError::NoSuchTransaction(name.to_owned())),
             1 => Ok(matching[0]),
@@ -293,19 +295,23 @@ mod tests {
         let (a, b, c) = (id([0xab, 0xcd, 0xef, 0x01]), id([0xab, 0xcd, 0xef, 0x02]), id([0x12, 0x34, 0x56, 0x78]));
         let records = holding(&dir, &[a, b, c]);
         let full = TransactionId::from_bytes(c);
-        assert_eq!(records.resolve(&full.to_hex()).unwrap(), full);
-        assert_eq!(records.resolve("123456").unwrap(), full, "six digits suffice");
-        assert_eq!(records.resolve("ABCDEF02").unwrap(), TransactionId::from_bytes(b), "either case");
-        match records.resolve("abcdef") {
+        assert_eq!(records.resolve(&full.to_hex(), &[]).unwrap(), full);
+        assert_eq!(records.resolve("123456", &[]).unwrap(), full, "six digits suffice");
+        assert_eq!(records.resolve("ABCDEF02", &[]).unwrap(), TransactionId::from_bytes(b), "either case");
+        match records.resolve("abcdef", &[]) {
             Err(VshError::AmbiguousTransaction { prefix, candidates, total }) => {
                 assert_eq!((prefix.as_str(), total), ("abcdef", 2));
                 assert_eq!(candidates, vec![TransactionId::from_bytes(a), TransactionId::from_bytes(b)]);
             }
             other => panic!("expected an ambiguity, got {other:?}"),
         }
-        assert!(matches!(records.resolve("fedcba"), Err(VshError::NoSuchTransaction(name)) if name == "fedcba"));
+        assert!(matches!(records.resolve("fedcba", &[]), Err(VshError::NoSuchTransaction(name)) if name == "fedcba"));
+        // A preview whose record is not written yet is named like any other.
+        let unwritten = TransactionId::from_bytes(id([0xfe, 0xdc, 0xba, 0x98]));
+        assert_eq!(records.resolve("fedcba", &[unwritten]).unwrap(), unwritten);
+        assert!(matches!(records.resolve("123456", &[full]), Ok(found) if found == full), "no duplicate candidate");
         for bad in ["12345", "12345g", "", &"1".repeat(65), "12 456"] {
-            assert!(matches!(records.resolve(bad), Err(VshError::TransactionName(_))), "{bad:?}");
+            assert!(matches!(records.resolve(bad, &[]), Err(VshError::TransactionName(_))), "{bad:?}");
         }
     }
 
@@ -315,7 +321,7 @@ mod tests {
         let ids: Vec<[u8; 32]> =
             (0..=u8::try_from(crate::MAX_LISTED_CANDIDATES).unwrap()).map(|n| id([0xaa, 0xbb, 0xcc, n])).collect();
         let records = holding(&dir, &ids);
-        match records.resolve("aabbcc") {
+        match records.resolve("aabbcc", &[]) {
             Err(VshError::AmbiguousTransaction { candidates, total, .. }) => {
                 assert_eq!(total, crate::MAX_LISTED_CANDIDATES + 1);
                 assert_eq!(candidates.len(), crate::MAX_LISTED_CANDIDATES);

@@ -77,9 +77,12 @@ impl Runs {
             records.check_durable_capacity(&limits, now)?;
             let record = record.with_pending_expiry(now.saturating_add(limits.ttl_ms));
             transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
-        } else {
+        } else if state != TransactionState::AutoApproved {
             transactions.create(&record)?;
         }
+        // A process-local preview has no durable record until something must
+        // act on it through the store (`Previews::materialize`): a preview that
+        // is never committed never touches the transaction log.
         Ok((artifact, warnings))
     }
 

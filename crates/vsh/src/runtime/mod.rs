@@ -171,7 +171,7 @@ impl Runtime {
         // A durable preview is already stored with its artifact; any other
         // auto-approved preview lives in this runtime's memory.
         if state == TransactionState::AutoApproved && self.runs.durable_preview(request, state).is_none() {
-            self.previews.keep(self.records.transactions(), artifact, receipt.clone(), clock_ms())?;
+            self.previews.keep(artifact, receipt.clone(), clock_ms())?;
         }
         if cancel.is_cancelled() {
             self.discard_cancelled(transaction)?;
@@ -198,7 +198,7 @@ impl Runtime {
         issued_ms: u64,
         expires_ms: u64,
     ) -> Result<TransactionRecord, VshError> {
-        let record = self.records.require(transaction)?;
+        let record = self.sources().record(transaction)?;
         if record.state != TransactionState::PendingApproval {
             return Err(VshError::NotApprovable { transaction, state: record.state });
         }
@@ -209,6 +209,7 @@ impl Runtime {
 
     /// Reject a pending, approved or auto-approved transaction: it can never be committed.
     pub fn reject(&self, transaction: TransactionId, now_ms: u64) -> Result<TransactionRecord, VshError> {
+        self.previews.materialize(self.records.transactions(), transaction)?;
         self.previews.forget(transaction);
         Ok(self.records.transactions().reject(transaction, now_ms)?)
     }
@@ -231,7 +232,7 @@ impl Runtime {
         now_ms: u64,
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
-        let record = self.records.require(transaction)?;
+        let record = self.sources().record(transaction)?;
         self.gate.check(&self.sources(), transaction, record.state)?;
         self.commit_unhooked(transaction, record.state, now_ms, cancel)
     }
@@ -266,6 +267,9 @@ impl Runtime {
         if !cancel.enter_commit() {
             return Err(VshError::Cancelled);
         }
+        // The commit reserves the record in the store: a process-local
+        // preview's is written now, its first write.
+        self.previews.materialize(self.records.transactions(), transaction)?;
         let result = self.commits.commit(&self.records, transaction, &committable.diff, &committable.reads, now_ms);
         // The reservation was consumed whatever the outcome: the preview cannot be committed again.
         self.previews.forget(transaction);
@@ -362,11 +366,14 @@ impl Runtime {
     /// Forget an auto-approved preview without committing it (it becomes
     /// `Rejected`). Returns whether this runtime held it.
     pub fn discard_preview(&self, transaction: TransactionId) -> Result<bool, VshError> {
-        let removed = self.previews.forget(transaction);
-        if removed {
-            self.records.transactions().reject(transaction, clock_ms())?;
+        if !self.previews.holds(transaction) {
+            return Ok(false);
         }
-        Ok(removed)
+        // Recorded as rejected, so that it is never committable by any name.
+        self.previews.materialize(self.records.transactions(), transaction)?;
+        self.previews.forget(transaction);
+        self.records.transactions().reject(transaction, clock_ms())?;
+        Ok(true)
     }
 
     /// The transaction `name` names, as git names commits: its whole id, or
@@ -375,7 +382,7 @@ impl Runtime {
     /// [`VshError::NoSuchTransaction`], [`VshError::AmbiguousTransaction`]
     /// (with the candidates) or [`VshError::TransactionName`].
     pub fn resolve(&self, name: &str) -> Result<TransactionId, VshError> {
-        self.records.resolve(name)
+        self.records.resolve(name, &self.previews.unwritten_ids())
     }
 
     /// The program text and intent a transaction was made from, for a review
@@ -440,12 +447,19 @@ impl Runtime {
     /// log holds, oldest first (once the log was compacted, from the version
     /// compaction carried over). Empty when the store does not know it.
     pub fn history(&self, transaction: TransactionId) -> Result<Vec<vsh_store::RecordVersion>, VshError> {
+        if let Some(record) = self.previews.unwritten(transaction) {
+            return Ok(vec![vsh_store::RecordVersion { record, carried_over: false }]);
+        }
         Ok(self.records.transactions().history(transaction)?)
     }
 
-    /// The durable record of a transaction.
+    /// The record of a transaction: the store's, or, for a process-local
+    /// preview whose record is not written yet, this runtime's.
     pub fn transaction(&self, transaction: TransactionId) -> Result<Option<TransactionRecord>, VshError> {
-        self.records.get(transaction)
+        match self.previews.unwritten(transaction) {
+            Some(record) => Ok(Some(record)),
+            None => self.records.get(transaction),
+        }
     }
 
     /// Expire lapsed approvals, drop old finished transactions and delete
