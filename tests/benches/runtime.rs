@@ -1,5 +1,6 @@
 //! Whole-facade workloads of issue 15, through `Runtime` as an application
-//! uses it: a tiny preview and a tiny auto-commit, in process and through the
+//! uses it: a tiny preview (of the same output each time, and of new bytes
+//! each time) and a tiny auto-commit, in process and through the
 //! confined worker, with the median and 95th percentile of every stage the
 //! receipt times (snapshot, execute, diff, policy, bind and store, commit,
 //! total) and of the wall time around the call.
@@ -59,16 +60,23 @@ fn report(name: &str, runs: &[Sample]) {
     }
 }
 
-fn workload(name: &str, runtime: &Runtime, mode: RunMode, iterations: usize) {
+/// A preview that writes bytes it never wrote before (`{n}` is the run's number).
+const TINY_NEW: &str = "from pathlib import Path\n\
+                        Path('out.txt').write_text('run {n}: ' + Path('in.txt').read_text())";
+
+fn workload(name: &str, runtime: &Runtime, mode: RunMode, program: &str, iterations: usize) {
+    let counter = std::cell::Cell::new(0_u64);
     let run = || {
+        counter.set(counter.get() + 1);
+        let code = program.replace("{n}", &counter.get().to_string());
         let started = Instant::now();
-        let code = if mode == RunMode::Auto { TINY_AUTO } else { TINY };
-        let receipt = runtime.run(&RunRequest::new(code).with_mode(mode)).expect("the run succeeds");
+        let receipt = runtime.run(&RunRequest::new(&code).with_mode(mode)).expect("the run succeeds");
         if mode == RunMode::Auto {
             assert_eq!(receipt.state, vsh::TransactionState::Committed);
         }
         let wall = started.elapsed();
         if mode == RunMode::Preview {
+            assert_eq!(receipt.state, vsh::TransactionState::AutoApproved, "{name}");
             // Process-local previews are bounded: let each one go.
             runtime.discard_preview(receipt.transaction).expect("discard");
         }
@@ -91,7 +99,8 @@ fn main() {
             config = config.with_in_process_execution();
         }
         let runtime = Runtime::open(config).expect("a runtime");
-        workload(&format!("tiny preview, {label}"), &runtime, RunMode::Preview, iterations);
-        workload(&format!("tiny auto, {label}"), &runtime, RunMode::Auto, iterations / 4);
+        workload(&format!("tiny preview, {label}"), &runtime, RunMode::Preview, TINY, iterations);
+        workload(&format!("tiny preview of new bytes, {label}"), &runtime, RunMode::Preview, TINY_NEW, iterations);
+        workload(&format!("tiny auto, {label}"), &runtime, RunMode::Auto, TINY_AUTO, iterations / 4);
     }
 }

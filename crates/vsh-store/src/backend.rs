@@ -183,6 +183,14 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     /// `path` is [`BackendError::AlreadyExists`]. The parent directory is not synced.
     fn create_new(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError>;
 
+    /// [`StoreBackend::create_new`] without the fsync: the caller makes the
+    /// file durable later with [`StoreBackend::sync_file`], or never needs it
+    /// to be (whoever reads it re-hashes it).
+    fn create_new_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError>;
+
+    /// Fsync the regular file at `path`.
+    fn sync_file(&self, path: &VPath) -> Result<(), BackendError>;
+
     /// Append `bytes` to the existing regular file at `path` and fsync it.
     ///
     /// Not safe against a concurrent append to the same file: the store holds
@@ -264,6 +272,18 @@ impl StoreBackend for CapDirBackend {
             Ok(_) => Err(BackendError::Unstable { path: path.clone() }),
             Err(source) => Err(BackendError::from_host("create", path, source)),
         }
+    }
+
+    fn create_new_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
+        match self.dir.create_file_exclusive_unsynced(path, bytes, FILE_MODE) {
+            Ok((stat, _)) if stat.size == bytes.len() as u64 => Ok(()),
+            Ok(_) => Err(BackendError::Unstable { path: path.clone() }),
+            Err(source) => Err(BackendError::from_host("create", path, source)),
+        }
+    }
+
+    fn sync_file(&self, path: &VPath) -> Result<(), BackendError> {
+        self.dir.sync_file(path).map_err(|source| BackendError::from_host("sync file", path, source))
     }
 
     fn append(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {

@@ -10,6 +10,11 @@
 //! A blob is written to a fresh temporary file (created exclusively, mode
 //! `0o600`, fsynced), renamed into its shard and the shard directory is
 //! fsynced, so a blob path either does not exist or holds complete bytes.
+//! [`BlobStore::put_expected_deferred`] skips those barriers for content whose
+//! durability nobody needs yet (a process-local preview's): the blob is made
+//! durable by [`BlobStore::make_durable`] before anything durable refers to
+//! it (the artifact writers call it), and a copy a crash tore is found by the
+//! re-hash below and repaired by the next store of the same bytes.
 //! Every read re-hashes the bytes: a blob that does not match its id is
 //! [`StoreError::CorruptBlob`] and its bytes are never returned. Writing the
 //! same content again repairs a corrupt blob by atomically replacing it.
@@ -19,8 +24,9 @@
 //! is reopened. Blobs are deleted only by garbage collection
 //! ([`crate::TransactionStore::gc`]).
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use vsh_types::{BlobId, VPath};
@@ -68,6 +74,22 @@ pub struct BlobStore {
     poisoned: AtomicBool,
     /// The data directory's host path, for messages only.
     display: std::path::PathBuf,
+    /// What deferred writes left not yet durable.
+    deferred: Mutex<Deferred>,
+}
+
+/// Blobs written without their barriers, and shards made for them.
+#[derive(Debug, Default)]
+struct Deferred {
+    blobs: BTreeSet<BlobId>,
+    new_shards: BTreeSet<VPath>,
+}
+
+/// Whether a write makes its blob durable before it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    Now,
+    Deferred,
 }
 
 impl BlobStore {
@@ -81,7 +103,12 @@ impl BlobStore {
 
     /// Open the blob store over `backend`, whose root is the data directory.
     pub fn open_with(backend: Arc<dyn StoreBackend>) -> Result<BlobStore, StoreError> {
-        let store = BlobStore { backend, poisoned: AtomicBool::new(false), display: std::path::PathBuf::new() };
+        let store = BlobStore {
+            backend,
+            poisoned: AtomicBool::new(false),
+            display: std::path::PathBuf::new(),
+            deferred: Mutex::default(),
+        };
         for (dir, parent) in [(blobs_dir(), VPath::root()), (tmp_dir(), blobs_dir())] {
             if store.create_dir(&dir)? {
                 store.io("open blob store", store.backend.sync_dir(&parent))?;
@@ -149,12 +176,59 @@ impl BlobStore {
     /// [`BlobStore::put_expected`], saying whether the bytes were written,
     /// already present, or replaced a corrupt copy.
     pub fn put_expected_with_outcome(&self, bytes: &[u8], expected: BlobId) -> Result<PutOutcome, StoreError> {
+        self.put_checked(bytes, expected, Durability::Now)
+    }
+
+    /// [`BlobStore::put_expected_with_outcome`] without the barriers: the
+    /// blob is complete for every reader of this process at once, and made
+    /// durable by [`BlobStore::make_durable`] when something durable will
+    /// refer to it (a crash before may leave a torn copy, which a read's
+    /// re-hash refuses and the next store of the bytes repairs).
+    pub fn put_expected_deferred(&self, bytes: &[u8], expected: BlobId) -> Result<PutOutcome, StoreError> {
+        self.put_checked(bytes, expected, Durability::Deferred)
+    }
+
+    fn put_checked(&self, bytes: &[u8], expected: BlobId, durability: Durability) -> Result<PutOutcome, StoreError> {
         self.check()?;
         let actual = BlobId::of(bytes);
         if actual != expected {
             return Err(StoreError::DigestMismatch { expected, actual });
         }
-        self.store(bytes, actual)
+        self.store(bytes, actual, durability)
+    }
+
+    fn deferred(&self) -> std::sync::MutexGuard<'_, Deferred> {
+        self.deferred.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Make every blob of `ids` that a deferred write left durable: the file,
+    /// its shard directory and, for a shard made for it, the blob directory.
+    /// Blobs written with their barriers are left alone.
+    pub fn make_durable(&self, ids: impl IntoIterator<Item = BlobId>) -> Result<(), StoreError> {
+        let mut deferred = self.deferred();
+        let wanted: Vec<BlobId> = ids.into_iter().filter(|id| deferred.blobs.contains(id)).collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        self.check()?;
+        let mut shards = BTreeSet::new();
+        for id in &wanted {
+            let path = Self::path(id);
+            self.io("sync blob", self.backend.sync_file(&path))?;
+            shards.insert(path.parent().expect("a blob path has a shard"));
+        }
+        let mut root = false;
+        for shard in &shards {
+            self.io("sync blob shard", self.backend.sync_dir(shard))?;
+            root |= deferred.new_shards.remove(shard);
+        }
+        if root {
+            self.io("sync blob store", self.backend.sync_dir(&blobs_dir()))?;
+        }
+        for id in &wanted {
+            deferred.blobs.remove(id);
+        }
+        Ok(())
     }
 
     /// Store `bytes` and say whether they were written, already present, or
@@ -162,19 +236,28 @@ impl BlobStore {
     pub fn put_with_outcome(&self, bytes: &[u8]) -> Result<(BlobId, PutOutcome), StoreError> {
         self.check()?;
         let id = BlobId::of(bytes);
-        self.store(bytes, id).map(|outcome| (id, outcome))
+        self.store(bytes, id, Durability::Now).map(|outcome| (id, outcome))
     }
 
-    fn store(&self, bytes: &[u8], id: BlobId) -> Result<PutOutcome, StoreError> {
+    fn store(&self, bytes: &[u8], id: BlobId, durability: Durability) -> Result<PutOutcome, StoreError> {
         let path = Self::path(&id);
         let outcome = match self.verify(&path, id)? {
-            Verified::Intact if !self.is_stale(&path)? => return Ok(PutOutcome::AlreadyPresent),
+            Verified::Intact if !self.is_stale(&path)? => {
+                // An intact copy a deferred write left is made durable when asked to be.
+                if durability == Durability::Now {
+                    self.make_durable([id])?;
+                }
+                return Ok(PutOutcome::AlreadyPresent);
+            }
             // Rewritten only to refresh its modification time.
             Verified::Intact => PutOutcome::AlreadyPresent,
             Verified::Missing => PutOutcome::Written,
             Verified::Corrupt => PutOutcome::Repaired,
         };
-        self.write_new(&path, bytes)?;
+        self.write_new(id, bytes, durability)?;
+        if durability == Durability::Now {
+            self.deferred().blobs.remove(&id);
+        }
         Ok(outcome)
     }
 
@@ -195,15 +278,25 @@ impl BlobStore {
         }
     }
 
-    /// Write `bytes` to a temporary file and rename it to `path`, replacing
-    /// whatever is there; then make the new entry durable.
-    fn write_new(&self, path: &VPath, bytes: &[u8]) -> Result<(), StoreError> {
+    /// Write `bytes` to a temporary file and rename it to blob `id`'s path,
+    /// replacing whatever is there; then make the new entry durable, or, when
+    /// its durability is deferred, note it for [`BlobStore::make_durable`].
+    fn write_new(&self, id: BlobId, bytes: &[u8], durability: Durability) -> Result<(), StoreError> {
+        let path = &Self::path(&id);
         let shard = path.parent().expect("a blob path has a shard");
         let shard_created = self.create_dir(&shard)?;
-        let temp = self.write_temp(bytes)?;
+        let temp = self.write_temp(bytes, durability)?;
         if let Err(source) = self.backend.rename(&temp, path) {
             let _ = self.backend.remove(&temp);
             return self.io("rename blob", Err(source));
+        }
+        if durability == Durability::Deferred {
+            let mut deferred = self.deferred();
+            deferred.blobs.insert(id);
+            if shard_created {
+                deferred.new_shards.insert(shard);
+            }
+            return Ok(());
         }
         self.io("sync blob shard", self.backend.sync_dir(&shard))?;
         if shard_created {
@@ -212,12 +305,17 @@ impl BlobStore {
         Ok(())
     }
 
-    /// Create a uniquely named, fsynced file holding `bytes` in `blobs/tmp`.
-    fn write_temp(&self, bytes: &[u8]) -> Result<VPath, StoreError> {
+    /// Create a uniquely named file holding `bytes` in `blobs/tmp`, fsynced
+    /// unless its durability is deferred.
+    fn write_temp(&self, bytes: &[u8], durability: Durability) -> Result<VPath, StoreError> {
         let dir = tmp_dir();
         for _ in 0..tempname::ATTEMPTS {
             let temp = tempname::next(&dir);
-            match self.backend.create_new(&temp, bytes) {
+            let created = match durability {
+                Durability::Now => self.backend.create_new(&temp, bytes),
+                Durability::Deferred => self.backend.create_new_unsynced(&temp, bytes),
+            };
+            match created {
                 Ok(()) => return Ok(temp),
                 Err(BackendError::AlreadyExists { .. }) => {}
                 Err(source) => {

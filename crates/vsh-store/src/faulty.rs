@@ -195,6 +195,14 @@ impl StoreBackend for FaultyBackend {
         )
     }
 
+    fn create_new_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
+        self.single(FaultKind::Write, "create", path, || self.inner.create_new_unsynced(path, bytes))
+    }
+
+    fn sync_file(&self, path: &VPath) -> Result<(), BackendError> {
+        self.single(FaultKind::Fsync, "sync file", path, || self.inner.sync_file(path))
+    }
+
     fn append(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
         self.write_then_sync(
             "append",

@@ -704,6 +704,8 @@ impl TransactionStore {
         if record.base_snapshot != artifact.binding.digests().snapshot {
             return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field: "snapshot" } });
         }
+        // What the artifact refers to is durable before the artifact is.
+        blobs.make_durable(artifact.content_blobs())?;
         blobs.put_expected(&bytes, blob)?;
         self.set_artifact(id, blob)
     }
@@ -734,6 +736,8 @@ impl TransactionStore {
         if let Some(field) = field {
             return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field } });
         }
+        // What the artifact refers to is durable before the artifact is.
+        blobs.make_durable(artifact.content_blobs())?;
         blobs.put_expected(&bytes, blob)?;
         let mut with_artifact = *record;
         with_artifact.artifact = Some(blob);

@@ -503,3 +503,36 @@ fn an_artifact_of_exactly_the_size_limit_is_accepted_and_one_byte_less_is_not() 
     assert_eq!(PendingArtifact::decode(&bytes, &exact).as_ref(), Ok(&artifact));
     assert_eq!(PendingArtifact::decode(&bytes, &short), Err(ArtifactError::TooLarge { size, max: size - 1 }));
 }
+
+#[test]
+fn an_artifact_is_written_only_after_the_contents_it_refers_to_are_durable() -> Result {
+    let limits = ArtifactLimits::default();
+    for create in [true, false] {
+        let dir = tempfile::tempdir()?;
+        let counting = std::sync::Arc::new(vsh_store::FaultyBackend::new(crate::common::backend(dir.path())?, None));
+        let shared: std::sync::Arc<dyn vsh_store::StoreBackend> = counting.clone();
+        let store = vsh_store::TransactionStore::open_with(
+            std::sync::Arc::clone(&shared),
+            vsh_store::TxStoreConfig::default(),
+            &crate::common::key(),
+        )?;
+        let blobs = vsh_store::BlobStore::open_with(shared)?;
+        // The after states, stored as a process-local preview stores them.
+        for content in [&b"new"[..], b"created", b"config/new.txt"] {
+            blobs.put_expected_deferred(content, BlobId::of(content))?;
+        }
+        let artifact = sample();
+        let rec = record_of(&artifact);
+        if create {
+            store.create_with_artifact(&blobs, &rec, &artifact, &limits)?;
+        } else {
+            store.create(&rec)?;
+            store.put_artifact(&blobs, &artifact, &limits)?;
+        }
+        // Nothing is left to make durable: the writer did it first.
+        let synced = counting.counts().fsyncs;
+        blobs.make_durable(artifact.content_blobs())?;
+        assert_eq!(counting.counts().fsyncs, synced, "create {create}");
+    }
+    Ok(())
+}

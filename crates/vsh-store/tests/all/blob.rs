@@ -241,3 +241,43 @@ fn the_backend_tells_files_from_other_nodes() -> Result {
     assert!(backend.stat(&vsh_types::VPath::parse("absent")?)?.is_none());
     Ok(())
 }
+
+#[test]
+fn a_deferred_blob_is_readable_at_once_and_made_durable_only_when_asked() -> Result {
+    let dir = tempfile::tempdir()?;
+    BlobStore::open(&data_dir(dir.path())?)?;
+    let counting = Arc::new(FaultyBackend::new(backend(dir.path())?, None));
+    let blobs = BlobStore::open_with(counting.clone())?;
+    let content = b"a preview's new file";
+    let id = BlobId::of(content);
+    let before = counting.counts().fsyncs;
+    assert_eq!(blobs.put_expected_deferred(content, id)?, PutOutcome::Written);
+    assert_eq!(counting.counts().fsyncs, before, "no barrier for a deferred write");
+    assert_eq!(blobs.get(id, 1024)?, content, "readable at once");
+    assert!(matches!(blobs.put_expected_deferred(b"other", id), Err(StoreError::DigestMismatch { .. })));
+    // Made durable once: the file, its shard (new) and the blob directory.
+    blobs.make_durable([id])?;
+    assert_eq!(counting.counts().fsyncs, before + 3, "file, shard and blob directory");
+    blobs.make_durable([id, BlobId::of(b"never stored")])?;
+    assert_eq!(counting.counts().fsyncs, before + 3, "nothing left to make durable");
+    // A deferred blob that a durable writer stores again is made durable then.
+    let again = b"stored for a preview, then for pending work";
+    let again_id = BlobId::of(again);
+    blobs.put_expected_deferred(again, again_id)?;
+    let deferred = counting.counts().fsyncs;
+    assert_eq!(blobs.put_expected(again, again_id)?, again_id);
+    assert!(counting.counts().fsyncs > deferred, "the durable store of an intact deferred copy syncs it");
+    let synced = counting.counts().fsyncs;
+    blobs.make_durable([again_id])?;
+    assert_eq!(counting.counts().fsyncs, synced);
+    // A torn deferred copy (what a crash may leave) is refused, then repaired.
+    let torn = b"torn by a crash";
+    let torn_id = BlobId::of(torn);
+    blobs.put_expected_deferred(torn, torn_id)?;
+    std::fs::write(blob_file(dir.path(), &torn_id), b"")?;
+    let reopened = BlobStore::open(&data_dir(dir.path())?)?;
+    assert!(matches!(reopened.get(torn_id, 1024), Err(StoreError::CorruptBlob { .. })));
+    assert_eq!(reopened.put_expected_with_outcome(torn, torn_id)?, PutOutcome::Repaired);
+    assert_eq!(reopened.get(torn_id, 1024)?, torn);
+    Ok(())
+}
