@@ -100,6 +100,11 @@ pub(crate) enum Command {
     },
     /// Show a stored transaction's review.
     Show(Stored),
+    #[allow(clippy::doc_markdown, reason = "this text is --help, where backticks would show")]
+    /// Serve the Model Context Protocol on stdin and stdout for an agent:
+    /// tools vsh_run, vsh_show, vsh_pending, vsh_commit and vsh_discard (no
+    /// approve tool: the operator approves with `vsh approve`).
+    Serve(Common),
     /// Check what this machine and workspace give vsh: the kernel's Landlock
     /// and seccomp, the worker's sandbox, a confined worker running a program,
     /// the authority key, the data directory, policy and recovery; each finding
@@ -156,6 +161,7 @@ impl Command {
             Self::Pending(common)
             | Self::Gc(common)
             | Self::Doctor(common)
+            | Self::Serve(common)
             | Self::Policy { action: PolicyAction::Show(common) } => common.json,
             Self::Policy { action: PolicyAction::Check { json, .. } } | Self::Demo { json } => *json,
             Self::Log(log) => log.common.json,

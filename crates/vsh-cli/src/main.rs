@@ -16,6 +16,7 @@ mod documents;
 mod failure;
 mod listing;
 mod render;
+mod serve;
 mod show;
 
 use std::io::Read;
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo { json } => demo::run(json),
         Command::Doctor(common) => doctor::doctor(&common.root(), common.json),
+        Command::Serve(common) => serve::serve(&common.root()),
         Command::Policy { action: args::PolicyAction::Check { file, json } } => policy_check(&file, json),
         Command::Schema { name, write } => schema_command(name.as_deref(), write.as_deref()),
         Command::Guide => {
