@@ -7,7 +7,9 @@
 //! 2. `clippy`: `cargo clippy --workspace --all-targets --locked -- -D warnings`;
 //! 3. `test`: `cargo test --workspace --locked` with `VSH_REQUIRE_SANDBOX=1`, so tests that need
 //!    kernel sandbox features fail instead of skipping; xtask is a workspace member, so this
-//!    also runs the tidy checks (see `tidy.rs`);
+//!    also runs the tidy checks (see `tidy.rs`); the MCP clients the tests drive `vsh serve`
+//!    with are installed first, pinned (see `mcp_clients.rs`), and `VSH_REQUIRE_MCP_CLIENTS=1`
+//!    makes their tests fail, not skip, without them;
 //! 4. `test-sandbox`: the sandbox-capability suite of vsh-sandbox again, alone, with
 //!    `VSH_REQUIRE_SANDBOX=1` and `--nocapture`, so the log shows the enforcement table and every
 //!    blocked attempt (see `test_sandbox.rs`);
@@ -24,10 +26,14 @@ use crate::{Result, no_arguments};
 /// Run every CI step and print the wall time of each.
 pub(crate) fn run(args: &[String]) -> Result {
     no_arguments("ci", args)?;
+    let python = crate::mcp_clients::python()?;
     let steps = [
         Step::cargo("fmt", &["fmt", "--all", "--", "--check"]),
         Step::cargo("clippy", &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
-        Step::cargo("test", &["test", "--workspace", "--locked"]).env("VSH_REQUIRE_SANDBOX", "1"),
+        Step::cargo("test", &["test", "--workspace", "--locked"])
+            .env("VSH_REQUIRE_SANDBOX", "1")
+            .env("VSH_REQUIRE_MCP_CLIENTS", "1")
+            .env("VSH_MCP_PYTHON", &python),
         test_sandbox::step().env("VSH_REQUIRE_SANDBOX", "1"),
         Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"]).env("RUSTDOCFLAGS", rustdoc_flags()),
     ];

@@ -17,6 +17,7 @@ mod bench;
 mod ci;
 mod fuzz;
 mod man;
+mod mcp_clients;
 mod mutants;
 mod schemas;
 mod shell;

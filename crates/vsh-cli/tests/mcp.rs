@@ -154,3 +154,46 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert!(!call(&client, "vsh_pending", json!({})).await.is_error);
     client.cancel().await.unwrap();
 }
+
+/// The Python interpreter with the official MCP Python SDK (`cargo xtask ci`
+/// installs it, pinned, and names it in `VSH_MCP_PYTHON`); `None` when this run
+/// may go without it.
+fn python_client() -> Option<String> {
+    match std::env::var("VSH_MCP_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if std::env::var_os("VSH_REQUIRE_MCP_CLIENTS").is_some() => {
+            panic!("VSH_REQUIRE_MCP_CLIENTS is set but VSH_MCP_PYTHON names no interpreter")
+        }
+        _ => {
+            eprintln!("skipped: no MCP Python client (cargo xtask ci installs one)");
+            None
+        }
+    }
+}
+
+#[test]
+fn the_official_python_sdk_client_runs_an_agent_session() {
+    let Some(python) = python_client() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(ws.join(".env"), "SECRET=1\n").unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python_client.py");
+    let output = std::process::Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_vsh"))
+        .arg(&ws)
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", dir.path().join("authority.key"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.trim_end().ends_with("ok"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!ws.join("a.txt").exists(), "the approved deletion landed");
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "ALPHA\n");
+}
