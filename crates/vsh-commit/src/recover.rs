@@ -992,8 +992,18 @@ impl Committer {
             }
             Action::Install => {
                 let slot = txn.stage_slot(index);
-                if internal(ws, &slot)?.is_some_and(|staged| staged.identity.ino == witness) {
-                    return Ok(Undo::NotApplied);
+                // Ours by inode number and generation: a number alone may be
+                // a new file's that took it after ours was unlinked.
+                let ours = apply::Installed { ino: witness, generation: stamp };
+                if let Some(staged) = internal(ws, &slot)? {
+                    if ours.is(ws, &slot, staged.identity.ino).map_err(from_commit_error)? {
+                        return Ok(Undo::NotApplied);
+                    }
+                    // Not our staged node: someone's, which an undo interrupted
+                    // in the instant between telling the node at the path was
+                    // ours and moving it here carried in. It goes back, never
+                    // to be cleaned up with the stage.
+                    return give_back(ws, &slot, path);
                 }
                 // The intent was journaled after staging, so the node left
                 // `stage/`: it was installed. Someone has since replaced it at
@@ -1003,7 +1013,6 @@ impl Committer {
                 // The inode number alone could be a new file that took the
                 // number of ours after someone deleted it: the generation
                 // (the intent's stamp) tells.
-                let ours = apply::Installed { ino: witness, generation: stamp };
                 if !ours.is(ws, path, stat.identity.ino).map_err(from_commit_error)? {
                     return Ok(Undo::Left);
                 }
@@ -1015,9 +1024,17 @@ impl Committer {
                     return Ok(Undo::Left);
                 }
                 match ws.rename_noreplace(path, &slot) {
-                    Ok(()) => Ok(Undo::Undone),
-                    Err(error) => Err(RecoveryConflictReason::Host(error)),
+                    Ok(()) => {}
+                    Err(error) => return Err(RecoveryConflictReason::Host(error)),
                 }
+                // Someone may have replaced it between the check and the move:
+                // what was moved must be ours, or it goes back.
+                let moved = internal(ws, &slot)?;
+                let is_ours = match moved {
+                    Some(moved) => ours.is(ws, &slot, moved.identity.ino).map_err(from_commit_error)?,
+                    None => false,
+                };
+                if is_ours { Ok(Undo::Undone) } else { give_back(ws, &slot, path) }
             }
             Action::CreateDir { .. } => match at_path {
                 Some(stat) if stat.kind == HostKind::Directory => {
@@ -1104,6 +1121,17 @@ pub(crate) fn internal(workspace: &vsh_host::CapDir, path: &VPath) -> Result<Opt
         Err(HostError::SymlinkInPath { .. } | HostError::NotADirectory { .. }) => {
             Err(RecoveryConflictReason::UnexpectedEntry { kind: Some(HostKind::Symlink) })
         }
+        Err(error) => Err(RecoveryConflictReason::Host(error)),
+    }
+}
+
+/// Move someone's node that an undo carried into the stage slot `slot` back
+/// to `path`, where it was: it stays theirs ([`Undo::Left`]). When `path` is
+/// taken again, nothing is moved and the conflict keeps the transaction's
+/// directory (and their node in it) for an operator.
+fn give_back(ws: &vsh_host::WritableDir, slot: &VPath, path: &VPath) -> Result<Undo, RecoveryConflictReason> {
+    match ws.rename_noreplace(slot, path) {
+        Ok(()) => Ok(Undo::Left),
         Err(error) => Err(RecoveryConflictReason::Host(error)),
     }
 }

@@ -1140,3 +1140,35 @@ fn a_protection_rule_for_one_kind_of_change_is_held_to_that_kind_at_commit() -> 
     }
     Ok(())
 }
+
+#[test]
+fn someones_node_an_interrupted_undo_carried_into_the_stage_goes_back_to_its_path() -> Result {
+    // Everything applied, no marker: recovery rolls back, undoing the install.
+    let last = vsh_commit::FaultPoint::OperationApplied(1);
+    let fx = a_txt_change_crashed_at(last)?;
+    let root = fx.root();
+    let dir = only_txn_dir(&fx);
+    let plan = vsh_commit::format::Plan::decode(
+        &std::fs::read(dir.join("plan"))?,
+        &vsh_types::AuthorityKey::unauthenticated(),
+    )?
+    .0;
+    let install = plan
+        .operations
+        .iter()
+        .position(|operation| matches!(operation.action, vsh_commit::format::Action::Install))
+        .expect("the change installs a.txt");
+    assert_eq!(std::fs::read(root.join("a.txt"))?, b"changed", "applied");
+    // Someone saved a.txt over ours just as an undo had judged the node there
+    // ours, so the undo's move carried theirs into the stage; then it crashed.
+    std::fs::remove_file(root.join("a.txt"))?;
+    std::fs::write(dir.join("stage").join(install.to_string()), b"their saved version")?;
+    let report = fx.committer.recover(&vsh_commit::NoLedger)?;
+    assert_eq!(std::fs::read(root.join("a.txt"))?, b"their saved version", "theirs is back at its path: {report:?}");
+    // The path is left for an operator, the old node kept where recovery says.
+    let left: Vec<_> = report.unresolved.iter().flat_map(|u| u.paths.iter()).collect();
+    assert!(!left.is_empty() && left.iter().all(|left| left.path.as_str() == "a.txt"), "{report:?}");
+    let kept = left.iter().find_map(|left| left.kept.as_ref()).expect("the old node is kept");
+    assert_eq!(std::fs::read(root.join(kept.as_str()))?, b"alpha");
+    Ok(())
+}
