@@ -199,9 +199,10 @@ fn a_cancellation_during_execution_stores_nothing() {
     let dir = workspace(&[("old.txt", "old\n")]);
     let runtime = Runtime::open(config(dir.path())).unwrap();
     // A deletion waits for approval, so a run that got past the checks after
-    // execution would store a pending record; the loop outlasts the cancel.
+    // execution would store a pending record; the loop never ends by itself
+    // within its minute, so the cancel must stop it while it computes.
     let program = "from pathlib import Path\nPath('/workspace/old.txt').unlink()\n\
-                   n = 0\nfor i in range(2000000):\n    n += i\n";
+                   while True:\n    pass\n";
     let probe =
         runtime.preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/old.txt').unlink()")).unwrap();
     assert_eq!(probe.state, TransactionState::PendingApproval);
@@ -217,7 +218,10 @@ fn a_cancellation_during_execution_stores_nothing() {
         let run = scope.spawn(|| runtime.run_cancellable(&RunRequest::new(program).with_budget(budget), &cancel));
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(cancel.cancel(), "the run is still executing, so cancel wins");
-        run.join().unwrap()
+        let started = std::time::Instant::now();
+        let result = run.join().unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the cancel, not the budget, ended it");
+        result
     });
     assert!(matches!(result, Err(VshError::Cancelled)), "{result:?}");
     assert!(runtime.pending().unwrap().is_empty(), "nothing was stored");

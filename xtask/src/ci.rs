@@ -27,13 +27,15 @@ use crate::{Result, no_arguments};
 pub(crate) fn run(args: &[String]) -> Result {
     no_arguments("ci", args)?;
     let python = crate::mcp_clients::python()?;
+    let typescript = crate::mcp_clients::typescript()?;
     let steps = [
         Step::cargo("fmt", &["fmt", "--all", "--", "--check"]),
         Step::cargo("clippy", &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
         Step::cargo("test", &["test", "--workspace", "--locked"])
             .env("VSH_REQUIRE_SANDBOX", "1")
             .env("VSH_REQUIRE_MCP_CLIENTS", "1")
-            .env("VSH_MCP_PYTHON", &python),
+            .env("VSH_MCP_PYTHON", &python)
+            .env("VSH_MCP_TYPESCRIPT", &typescript),
         test_sandbox::step().env("VSH_REQUIRE_SANDBOX", "1"),
         Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"]).env("RUSTDOCFLAGS", rustdoc_flags()),
     ];

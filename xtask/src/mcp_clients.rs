@@ -1,9 +1,15 @@
 //! The MCP clients that the command line's MCP tests drive `vsh serve` with:
-//! the official Python SDK, installed with `pip` into a virtual environment
-//! under `target/mcp-clients/python`, every package pinned exactly in
-//! `crates/vsh-cli/tests/mcp/requirements.txt` and installed with
-//! `--no-deps`, so a fresh machine gets exactly those. Reinstalled when the
-//! requirements change (the environment keeps a copy of those it was made from).
+//!
+//! - the official Python SDK, installed with `pip` into a virtual environment
+//!   under `target/mcp-clients/python`, every package pinned exactly in
+//!   `crates/vsh-cli/tests/mcp/requirements.txt` and installed with
+//!   `--no-deps`, so a fresh machine gets exactly those;
+//! - the official TypeScript SDK, installed with `npm ci` (the exact versions
+//!   and integrity hashes of `crates/vsh-cli/tests/mcp/typescript/package-lock.json`,
+//!   no install scripts) into `target/mcp-clients/typescript`.
+//!
+//! Each is reinstalled when its pins change (the install keeps a copy of the
+//! pins it was made from).
 
 use std::path::PathBuf;
 
@@ -12,6 +18,10 @@ use crate::{Error, Result, project_root};
 
 /// The pinned requirements, relative to the repository root.
 const REQUIREMENTS: &str = "crates/vsh-cli/tests/mcp/requirements.txt";
+
+/// The TypeScript client's package and lock, relative to the repository root.
+const PACKAGE: [&str; 2] =
+    ["crates/vsh-cli/tests/mcp/typescript/package.json", "crates/vsh-cli/tests/mcp/typescript/package-lock.json"];
 
 /// The Python interpreter of the clients' environment, installing it first
 /// if it is missing or stale.
@@ -38,4 +48,38 @@ pub(crate) fn python() -> Result<PathBuf> {
     std::fs::write(&stamp_path, &requirements)
         .map_err(|error| Error::new(format!("cannot write the stamp: {error}")))?;
     Ok(python)
+}
+
+/// The directory holding the TypeScript SDK's `node_modules`, installing it
+/// first if it is missing or stale.
+pub(crate) fn typescript() -> Result<PathBuf> {
+    let root = project_root();
+    let dir = root.join("target/mcp-clients/typescript");
+    let mut pins = Vec::new();
+    for file in PACKAGE {
+        let bytes =
+            std::fs::read(root.join(file)).map_err(|error| Error::new(format!("cannot read {file}: {error}")))?;
+        pins.extend_from_slice(&bytes);
+        pins.push(0);
+    }
+    let stamp_path = dir.join("package.installed");
+    if dir.join("node_modules").is_dir() && std::fs::read(&stamp_path).is_ok_and(|found| found == pins) {
+        return Ok(dir);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|error| Error::new(format!("cannot make {}: {error}", dir.display())))?;
+    for file in PACKAGE {
+        let name = std::path::Path::new(file).file_name().unwrap_or_default();
+        std::fs::copy(root.join(file), dir.join(name))
+            .map_err(|error| Error::new(format!("cannot copy {file}: {error}")))?;
+    }
+    let prefix = dir.to_string_lossy().into_owned();
+    Step::program(
+        "mcp-clients: npm ci",
+        "npm",
+        &["ci", "--prefix", &prefix, "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+    )
+    .run()?;
+    std::fs::write(&stamp_path, &pins).map_err(|error| Error::new(format!("cannot write the stamp: {error}")))?;
+    Ok(dir)
 }

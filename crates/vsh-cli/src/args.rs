@@ -103,8 +103,10 @@ pub(crate) enum Command {
     #[allow(clippy::doc_markdown, reason = "this text is --help, where backticks would show")]
     /// Serve the Model Context Protocol on stdin and stdout for an agent:
     /// tools vsh_run, vsh_show, vsh_pending, vsh_commit and vsh_discard (no
-    /// approve tool: the operator approves with `vsh approve`).
-    Serve(Common),
+    /// approve tool: the operator approves with `vsh approve`). Without
+    /// --workspace, the workspace is the one root the client offers (or the
+    /// root holding the current directory), else the one found from here.
+    Serve(ServeArgs),
     /// Check what this machine and workspace give vsh: the kernel's Landlock
     /// and seccomp, the worker's sandbox, a confined worker running a program,
     /// the authority key, the data directory, policy and recovery; each finding
@@ -161,7 +163,7 @@ impl Command {
             Self::Pending(common)
             | Self::Gc(common)
             | Self::Doctor(common)
-            | Self::Serve(common)
+            | Self::Serve(ServeArgs { common, .. })
             | Self::Policy { action: PolicyAction::Show(common) } => common.json,
             Self::Policy { action: PolicyAction::Check { json, .. } } | Self::Demo { json } => *json,
             Self::Log(log) => log.common.json,
@@ -272,6 +274,22 @@ pub(crate) enum PolicyAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `vsh serve`'s arguments.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Each run's budget, and the most an agent's run may ask for (it can
+    /// only lower these).
+    #[command(flatten)]
+    pub(crate) budget: BudgetArgs,
+    /// The most characters of each text a tool result carries (stdout, the
+    /// value, the program, all hunks together); longer texts keep their head
+    /// and tail, and the result says what was cut.
+    #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(256..=16_777_216))]
+    pub(crate) max_text: u32,
 }
 
 /// A run's budget, in an operator's units (unset: the default budget).

@@ -78,7 +78,14 @@ fn main() -> ExitCode {
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo { json } => demo::run(json),
         Command::Doctor(common) => doctor::doctor(&common.root(), common.json),
-        Command::Serve(common) => serve::serve(&common.root()),
+        Command::Serve(args) => serve::serve(serve::ServeOptions {
+            workspace: match &args.common.workspace {
+                Some(dir) => serve::WorkspaceChoice::Given(dir.clone()),
+                None => serve::WorkspaceChoice::FromClient { found: args.common.root() },
+            },
+            budget: args.budget.budget(),
+            bounds: vsh::document::TextBounds { max_chars: args.max_text as usize, ..Default::default() },
+        }),
         Command::Policy { action: args::PolicyAction::Check { file, json } } => policy_check(&file, json),
         Command::Schema { name, write } => schema_command(name.as_deref(), write.as_deref()),
         Command::Guide => {

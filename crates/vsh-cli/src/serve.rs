@@ -6,27 +6,50 @@
 //! work is durable, so it works across processes), and `vsh_commit` of work
 //! awaiting approval says which command the operator runs. Every result is a
 //! tool result: structured content (the same `vsh.*/1` documents as the
-//! command line's `--json`) and a short text an LLM reads well; a failure is
-//! `isError` with a `vsh.error/1` document, never a crashed server. The
-//! runtime's calls block, so each runs on tokio's blocking pool.
+//! command line's `--json`, bounded by [`TextBounds`]) and a short text an
+//! LLM reads well; a failure is `isError` with a `vsh.error/1` document, never
+//! a crashed server.
+//!
+//! One runtime serves every request, opened at the first tool call on the
+//! workspace `--workspace` names, else one the client offers as a root (see
+//! [`choose_root`]), else the one found from the current directory. Requests
+//! run concurrently (each on tokio's blocking pool, the worker pool bounding
+//! executions); `notifications/cancelled` cancels a run or a commit until the
+//! commit enters, and a run whose request carries a progress token reports
+//! progress every second.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use vsh::document::{ErrorDocument, ErrorKind, PendingDocument, ReceiptDocument, RecordDocument, ShowDocument};
-use vsh::{RunMode, RunRequest, Runtime, TransactionState};
+use vsh::document::{
+    ErrorDocument, ErrorKind, PendingDocument, ReceiptDocument, RecordDocument, ShowDocument, TextBounds,
+};
+use vsh::{ExecutionBudget, ExecutionCancellation, RunMode, RunRequest, Runtime, TransactionState, VshError};
 
 /// The guest guide, which the tools' descriptions point an agent to.
 const GUIDE: &str = include_str!("../../../docs/guest.md");
 
+/// How often a run with a progress token reports progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// How long the server waits for the client's `roots/list` answer.
+const ROOTS_WAIT: Duration = Duration::from_secs(10);
+
 /// What `vsh_run` takes.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RunParams {
     /// The program: Monty, a Python subset (see the server's instructions for what works).
     code: String,
@@ -39,10 +62,32 @@ pub(crate) struct RunParams {
     intent: Option<String>,
     /// `compact` (the default) or `full` (every changed path with its hunks).
     detail: Option<String>,
+    /// Lower limits for this run than the server's (each at most the server's own).
+    budget: Option<BudgetParams>,
+}
+
+/// A run's own limits, each at most the server's (which the operator sets
+/// with `vsh serve --timeout/--max-os-calls/--max-output/--max-memory`).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BudgetParams {
+    /// The longest the program may run, in milliseconds.
+    timeout_ms: Option<u64>,
+    /// The most file-system and `vsh_*` calls it may make.
+    max_os_calls: Option<u64>,
+    /// The most bytes it may print.
+    max_output_bytes: Option<u64>,
+    /// The most memory it may use, in bytes.
+    max_memory_bytes: Option<u64>,
+    /// The most bytes it may read from files.
+    max_read_bytes: Option<u64>,
+    /// The most bytes it may write.
+    max_write_bytes: Option<u64>,
 }
 
 /// A transaction, by id or by a unique prefix of at least 6 hex digits.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct TransactionParams {
     /// The transaction id, or a unique prefix of at least 6 hex digits.
     transaction: String,
@@ -52,10 +97,35 @@ pub(crate) struct TransactionParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct NoParams {}
 
-/// The server: one runtime on one workspace.
+/// Where the server's workspace comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum WorkspaceChoice {
+    /// `--workspace`.
+    Given(PathBuf),
+    /// The client's roots if it offers any (see [`choose_root`]), else
+    /// `found`: the workspace found from the current directory.
+    FromClient {
+        /// The workspace found from the current directory (or the directory itself).
+        found: PathBuf,
+    },
+}
+
+/// How `vsh serve` was started.
+#[derive(Debug, Clone)]
+pub(crate) struct ServeOptions {
+    /// Where the workspace comes from.
+    pub(crate) workspace: WorkspaceChoice,
+    /// Each run's budget, and the most a `vsh_run` may ask for.
+    pub(crate) budget: ExecutionBudget,
+    /// How much text a tool result carries.
+    pub(crate) bounds: TextBounds,
+}
+
+/// The server: one runtime on one workspace, opened at the first tool call.
 #[derive(Clone)]
 pub(crate) struct VshServer {
-    runtime: Arc<Runtime>,
+    options: Arc<ServeOptions>,
+    runtime: Arc<tokio::sync::OnceCell<Arc<Runtime>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -69,10 +139,16 @@ fn success(document: &impl serde::Serialize, summary: String) -> CallToolResult 
 
 /// A tool's failure, as `isError` with a `vsh.error/1` document.
 fn failure(document: &ErrorDocument) -> CallToolResult {
-    let summary = match &document.hint {
-        Some(hint) => format!("error ({:?}): {}\nnext: {hint}", document.kind, document.message),
-        None => format!("error ({:?}): {}", document.kind, document.message),
-    };
+    let mut summary = format!("error ({:?}): {}", document.kind, document.message);
+    for denial in &document.denied {
+        let _ = write!(summary, "\ndenied: {} {} ({}: {})", denial.access, denial.path, denial.rule, denial.label);
+        if let Some(remedy) = &denial.remedy {
+            let _ = write!(summary, "; {remedy}");
+        }
+    }
+    if let Some(hint) = &document.hint {
+        let _ = write!(summary, "\nnext: {hint}");
+    }
     let value = serde_json::to_value(document).unwrap_or_default();
     let mut result = CallToolResult::structured_error(value);
     result.content = vec![ContentBlock::text(summary)];
@@ -85,9 +161,16 @@ fn refused(message: impl Into<String>) -> CallToolResult {
     failure(&ErrorDocument::other(ErrorKind::Request, &error))
 }
 
-/// A receipt in a few lines: state, decision, paths, output, value, id.
-fn receipt_summary(receipt: &vsh::Receipt) -> String {
-    let document = ReceiptDocument::from(receipt);
+/// A receipt's document bounded for the reader, and its summary in a few
+/// lines: state, decision, paths, output, value, id, what was cut.
+fn bounded_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocument, String) {
+    let mut document = ReceiptDocument::from(receipt);
+    document.bound(bounds);
+    let summary = receipt_summary(receipt, &document);
+    (document, summary)
+}
+
+fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String {
     let mut text = format!(
         "transaction {} is {}; {} changed path{}",
         receipt.transaction.short(),
@@ -99,7 +182,10 @@ fn receipt_summary(receipt: &vsh::Receipt) -> String {
         vsh::RuntimeDecision::Denied(manifest) => {
             let _ = write!(text, "\ndenied ({}): {}", manifest.reason.name(), manifest.remedy);
         }
-        vsh::RuntimeDecision::PendingApproval(manifest) => {
+        vsh::RuntimeDecision::PendingApproval(_) if receipt.state == TransactionState::Approved => {
+            let _ = write!(text, "\napproved by an operator: vsh_commit {} applies it", receipt.transaction.short());
+        }
+        vsh::RuntimeDecision::PendingApproval(manifest) if receipt.state == TransactionState::PendingApproval => {
             let flags: Vec<&str> = manifest.flags.iter().map(|flag| flag.name()).collect();
             let _ = write!(
                 text,
@@ -111,7 +197,7 @@ fn receipt_summary(receipt: &vsh::Receipt) -> String {
         vsh::RuntimeDecision::AutoApproved if receipt.state == TransactionState::AutoApproved => {
             let _ = write!(text, "\nauto-approved: vsh_commit {} applies it", receipt.transaction.short());
         }
-        vsh::RuntimeDecision::AutoApproved => {}
+        vsh::RuntimeDecision::AutoApproved | vsh::RuntimeDecision::PendingApproval(_) => {}
     }
     if !document.stdout.is_empty() {
         let _ = write!(text, "\nstdout:\n{}", document.stdout);
@@ -119,23 +205,206 @@ fn receipt_summary(receipt: &vsh::Receipt) -> String {
     if !document.value.is_null() {
         let _ = write!(text, "\nvalue: {}", document.value);
     }
+    for warning in &document.warnings {
+        let _ = write!(text, "\nnote: {warning}");
+    }
     text
 }
 
+/// `requested` within the server's `ceiling`: the run's own limits, or why not.
+fn budget_within(ceiling: &ExecutionBudget, requested: Option<&BudgetParams>) -> Result<ExecutionBudget, String> {
+    let mut budget = ceiling.clone();
+    let Some(requested) = requested else { return Ok(budget) };
+    let check = |name: &str, asked: Option<u64>, most: u64, flag: &str| -> Result<Option<u64>, String> {
+        match asked {
+            None => Ok(None),
+            Some(0) => Err(format!("budget.{name} must be positive")),
+            Some(asked) if asked > most => Err(format!(
+                "budget.{name} {asked} is above this server's {most}; the operator raises it with `vsh serve {flag}`"
+            )),
+            Some(asked) => Ok(Some(asked)),
+        }
+    };
+    let most_ms = u64::try_from(ceiling.max_duration.as_millis()).unwrap_or(u64::MAX);
+    if let Some(ms) = check("timeout_ms", requested.timeout_ms, most_ms, "--timeout")? {
+        budget.max_duration = Duration::from_millis(ms);
+    }
+    if let Some(calls) = check("max_os_calls", requested.max_os_calls, ceiling.max_os_calls, "--max-os-calls")? {
+        budget.max_os_calls = calls;
+    }
+    if let Some(bytes) =
+        check("max_output_bytes", requested.max_output_bytes, ceiling.max_output_bytes, "--max-output")?
+    {
+        budget.max_output_bytes = bytes;
+    }
+    if let Some(bytes) =
+        check("max_memory_bytes", requested.max_memory_bytes, ceiling.max_memory_bytes, "--max-memory")?
+    {
+        budget.max_memory_bytes = bytes;
+    }
+    if let Some(bytes) = check("max_read_bytes", requested.max_read_bytes, ceiling.max_read_bytes, "(no flag)")? {
+        budget.max_read_bytes = bytes;
+    }
+    if let Some(bytes) = check("max_write_bytes", requested.max_write_bytes, ceiling.max_write_bytes, "(no flag)")? {
+        budget.max_write_bytes = bytes;
+    }
+    Ok(budget)
+}
+
+/// The directory a `file://` URI names (`None` for any other URI).
+fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let decoded = percent_encoding::percent_decode_str(rest).decode_utf8().ok()?;
+    Some(PathBuf::from(decoded.as_ref()))
+}
+
+/// The workspace among the directories the client offers as roots: the one
+/// found from the current directory if it lies within a root, else the only
+/// root, else the root holding the current directory. Never a directory
+/// outside every root; several roots and no way to choose is an error that
+/// names `--workspace`. No usable root leaves `found`.
+pub(crate) fn choose_root(roots: &[PathBuf], found: &Path, cwd: Option<&Path>) -> Result<PathBuf, String> {
+    let roots: Vec<PathBuf> = roots.iter().filter_map(|root| root.canonicalize().ok()).filter(|r| r.is_dir()).collect();
+    if roots.is_empty() {
+        return Ok(found.to_path_buf());
+    }
+    let found_canonical = found.canonicalize().ok();
+    if let Some(found) = &found_canonical
+        && roots.iter().any(|root| found.starts_with(root))
+    {
+        return Ok(found.clone());
+    }
+    if let [only] = roots.as_slice() {
+        return Ok(only.clone());
+    }
+    let cwd = cwd.and_then(|cwd| cwd.canonicalize().ok());
+    if let Some(cwd) = &cwd
+        && let Some(root) = roots.iter().filter(|root| cwd.starts_with(root)).max_by_key(|root| root.as_os_str().len())
+    {
+        return Ok(root.clone());
+    }
+    let listed: Vec<String> = roots.iter().map(|root| root.display().to_string()).collect();
+    Err(format!(
+        "the client offers {} roots ({}) and none holds the current directory; start vsh serve with \
+         --workspace DIR to choose one",
+        roots.len(),
+        listed.join(", ")
+    ))
+}
+
+/// Report a run's progress every [`PROGRESS_EVERY`] until aborted.
+fn report_progress(peer: Peer<RoleServer>, token: ProgressToken, deadline: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+        loop {
+            ticks.tick().await;
+            let elapsed = started.elapsed().as_secs_f64();
+            let message = format!("running for {elapsed:.0} s (at most {:.0} s)", deadline.as_secs_f64());
+            let param = ProgressNotificationParam::new(token.clone(), elapsed)
+                .with_total(deadline.as_secs_f64())
+                .with_message(message);
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Cancel `cancel` when the client cancels the request.
+fn follow_cancellation(
+    context: &RequestContext<RoleServer>,
+    cancel: &ExecutionCancellation,
+) -> tokio::task::JoinHandle<()> {
+    let (token, cancel) = (context.ct.clone(), cancel.clone());
+    tokio::spawn(async move {
+        token.cancelled().await;
+        cancel.cancel();
+    })
+}
+
 impl VshServer {
-    /// The server for `runtime`.
-    pub(crate) fn new(runtime: Runtime) -> Self {
-        Self { runtime: Arc::new(runtime), tool_router: Self::tool_router() }
+    /// The server `options` describe.
+    pub(crate) fn new(options: ServeOptions) -> Self {
+        Self {
+            options: Arc::new(options),
+            runtime: Arc::new(tokio::sync::OnceCell::new()),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// The server's runtime, opened at the first call that needs it; a
+    /// failure to open is the call's error, and the next call tries again.
+    async fn runtime(&self, peer: &Peer<RoleServer>) -> Result<Arc<Runtime>, CallToolResult> {
+        self.runtime
+            .get_or_try_init(|| async {
+                let workspace = self.workspace(peer).await.map_err(refused)?;
+                let opened = tokio::task::spawn_blocking(move || {
+                    let config = crate::runtime_config(&workspace)
+                        .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Configuration, error.as_ref())))?;
+                    crate::open(config).map_err(|error| failure(&ErrorDocument::new(&error, &[])))
+                })
+                .await
+                .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Other, &error)))??;
+                Ok(Arc::new(opened))
+            })
+            .await
+            .cloned()
+    }
+
+    /// The workspace directory for this server's runtime.
+    #[expect(
+        deprecated,
+        reason = "roots are deprecated by SEP-2577, but the clients agents use today still offer them, and they \
+                  are how a client says which directory the server may work in"
+    )]
+    async fn workspace(&self, peer: &Peer<RoleServer>) -> Result<PathBuf, String> {
+        let found = match &self.options.workspace {
+            WorkspaceChoice::Given(dir) => return Ok(dir.clone()),
+            WorkspaceChoice::FromClient { found } => found,
+        };
+        let offers_roots = peer.peer_info().is_some_and(|info| info.capabilities.roots.is_some());
+        if !offers_roots {
+            return Ok(found.clone());
+        }
+        let listed = match tokio::time::timeout(ROOTS_WAIT, peer.list_roots()).await {
+            Ok(Ok(listed)) => listed,
+            Ok(Err(error)) => return Err(format!("the client's roots/list failed: {error}")),
+            Err(_) => return Err(format!("the client did not answer roots/list within {} s", ROOTS_WAIT.as_secs())),
+        };
+        let roots: Vec<PathBuf> = listed.roots.iter().filter_map(|root| file_uri_path(&root.uri)).collect();
+        let cwd = std::env::current_dir().ok();
+        let chosen = choose_root(&roots, found, cwd.as_deref())?;
+        eprintln!("vsh serve: workspace {}", chosen.display());
+        Ok(chosen)
     }
 
     /// Run `work` with the runtime on the blocking pool.
-    async fn blocking(&self, work: impl FnOnce(&Runtime) -> CallToolResult + Send + 'static) -> CallToolResult {
-        let runtime = Arc::clone(&self.runtime);
+    async fn blocking(
+        &self,
+        peer: &Peer<RoleServer>,
+        work: impl FnOnce(&Runtime) -> CallToolResult + Send + 'static,
+    ) -> CallToolResult {
+        let runtime = match self.runtime(peer).await {
+            Ok(runtime) => runtime,
+            Err(result) => return result,
+        };
         match tokio::task::spawn_blocking(move || work(&runtime)).await {
             Ok(result) => result,
             Err(error) => failure(&ErrorDocument::other(ErrorKind::Other, &error)),
         }
     }
+}
+
+/// A cancelled request's result (the client no longer waits for it), logged
+/// on stderr for the operator.
+fn cancelled(context: &RequestContext<RoleServer>, tool: &str, what: &str) -> CallToolResult {
+    eprintln!("vsh serve: request {} ({tool}) was cancelled by the client; {what}", context.id);
+    failure(&ErrorDocument::new(&VshError::Cancelled, &[]))
 }
 
 #[tool_router]
@@ -145,9 +414,15 @@ impl VshServer {
         (the workspace is /workspace, relative paths resolve there). mode=preview (default) writes nothing \
         and returns a receipt: the policy's decision (auto-approved, pending an operator's approval, or \
         denied, with the rule and remedy), every changed path, stdout and the last expression's value; \
-        mode=auto also commits work the policy auto-approves. The guest guide is in the server's \
+        mode=auto also commits work the policy auto-approves. budget lowers this run's limits (timeout_ms, \
+        max_os_calls, max_output_bytes, max_memory_bytes, max_read_bytes, max_write_bytes) below the \
+        server's. Long texts in the result are cut, and a note says so. The guest guide is in the server's \
         instructions.")]
-    async fn vsh_run(&self, Parameters(params): Parameters<RunParams>) -> CallToolResult {
+    async fn vsh_run(
+        &self,
+        Parameters(params): Parameters<RunParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let mode = match params.mode.as_deref() {
             None | Some("preview") => RunMode::Preview,
             Some("auto") => RunMode::Auto,
@@ -163,24 +438,59 @@ impl VshServer {
             Some("bash") => vsh::Language::Bash,
             Some(other) => return refused(format!("language {other:?}: give monty")),
         };
-        self.blocking(move |runtime| {
-            let mut request = RunRequest::new(&params.code).with_mode(mode).with_detail(detail).with_language(language);
-            if let Some(intent) = &params.intent {
-                request = request.with_intent(intent);
-            }
-            match runtime.run(&request) {
-                Ok(receipt) => success(&ReceiptDocument::from(&receipt), receipt_summary(&receipt)),
-                Err(error) => failure(&ErrorDocument::new(&error, &runtime.remedies(&error))),
-            }
-        })
-        .await
+        let budget = match budget_within(&self.options.budget, params.budget.as_ref()) {
+            Ok(budget) => budget,
+            Err(message) => return refused(message),
+        };
+        let cancel = ExecutionCancellation::new();
+        let watcher = follow_cancellation(&context, &cancel);
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| report_progress(context.peer.clone(), token, budget.max_request_duration));
+        let bounds = self.options.bounds;
+        let run_cancel = cancel.clone();
+        let result = self
+            .blocking(&context.peer, move |runtime| {
+                let mut request =
+                    RunRequest::new(&params.code).with_mode(mode).with_detail(detail).with_language(language);
+                request = request.with_budget(budget);
+                if let Some(intent) = &params.intent {
+                    request = request.with_intent(intent);
+                }
+                match runtime.run_cancellable(&request, &run_cancel) {
+                    Ok(receipt) => {
+                        let (document, summary) = bounded_receipt(&receipt, bounds);
+                        success(&document, summary)
+                    }
+                    Err(error) => {
+                        let mut document = ErrorDocument::new(&error, &runtime.remedies(&error));
+                        document.bound(bounds);
+                        failure(&document)
+                    }
+                }
+            })
+            .await;
+        watcher.abort();
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        if cancel.is_cancelled() {
+            return cancelled(&context, "vsh_run", "the run was stopped and nothing was stored");
+        }
+        result
     }
 
     /// A stored transaction's review.
     #[tool(description = "Show a transaction's review: its receipt with every changed path's text hunks, \
         its state history, and its program. The transaction is its id or a unique prefix of 6+ hex digits.")]
-    async fn vsh_show(&self, Parameters(params): Parameters<TransactionParams>) -> CallToolResult {
-        self.blocking(move |runtime| match show(runtime, &params.transaction) {
+    async fn vsh_show(
+        &self,
+        Parameters(params): Parameters<TransactionParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let bounds = self.options.bounds;
+        self.blocking(&context.peer, move |runtime| match show(runtime, &params.transaction, bounds) {
             Ok((document, summary)) => success(&document, summary),
             Err(error) => failure(&ErrorDocument::new(&error, &[])),
         })
@@ -189,8 +499,12 @@ impl VshServer {
 
     /// Work waiting for a decision or a commit.
     #[tool(description = "List the transactions waiting for an operator's approval or for a commit.")]
-    async fn vsh_pending(&self, Parameters(_): Parameters<NoParams>) -> CallToolResult {
-        self.blocking(move |runtime| match runtime.pending() {
+    async fn vsh_pending(
+        &self,
+        Parameters(_): Parameters<NoParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.blocking(&context.peer, move |runtime| match runtime.pending() {
             Ok(records) => {
                 let rows: Vec<_> = records
                     .iter()
@@ -224,39 +538,34 @@ impl VshServer {
         revalidated against the live workspace first (work someone else's edit made stale is refused and \
         names the conflicting paths). Work awaiting approval is not committed: the result names the command \
         the operator runs.")]
-    async fn vsh_commit(&self, Parameters(params): Parameters<TransactionParams>) -> CallToolResult {
-        self.blocking(move |runtime| {
-            let id = match runtime.resolve(&params.transaction) {
-                Ok(id) => id,
-                Err(error) => return failure(&ErrorDocument::new(&error, &[])),
-            };
-            match runtime.commit(id, crate::now_ms()) {
-                Ok(receipt) => success(&ReceiptDocument::from(&receipt), receipt_summary(&receipt)),
-                Err(error) => {
-                    let mut document = ErrorDocument::new(&error, &[]);
-                    match &error {
-                        vsh::VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => {
-                            document.hint =
-                                Some(format!("awaiting approval: the operator runs `vsh approve {}`", id.short()));
-                        }
-                        vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
-                            document.hint =
-                                Some("the workspace changed: run the program again with vsh_run".to_owned());
-                        }
-                        _ => {}
-                    }
-                    failure(&document)
-                }
-            }
-        })
-        .await
+    async fn vsh_commit(
+        &self,
+        Parameters(params): Parameters<TransactionParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let cancel = ExecutionCancellation::new();
+        let watcher = follow_cancellation(&context, &cancel);
+        let bounds = self.options.bounds;
+        let commit_cancel = cancel.clone();
+        let result = self
+            .blocking(&context.peer, move |runtime| commit(runtime, &params.transaction, &commit_cancel, bounds))
+            .await;
+        watcher.abort();
+        if cancel.is_cancelled() {
+            return cancelled(&context, "vsh_commit", "nothing was committed");
+        }
+        result
     }
 
     /// Drop work that should not be committed.
     #[tool(description = "Discard a transaction: a preview or pending work becomes rejected and can never \
         be committed.")]
-    async fn vsh_discard(&self, Parameters(params): Parameters<TransactionParams>) -> CallToolResult {
-        self.blocking(move |runtime| {
+    async fn vsh_discard(
+        &self,
+        Parameters(params): Parameters<TransactionParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.blocking(&context.peer, move |runtime| {
             let outcome = runtime.resolve(&params.transaction).and_then(|id| runtime.reject(id, crate::now_ms()));
             match outcome {
                 Ok(record) => {
@@ -271,26 +580,55 @@ impl VshServer {
     }
 }
 
-/// The review of the transaction `name` names.
-fn show(runtime: &Runtime, name: &str) -> Result<(ShowDocument, String), vsh::VshError> {
+/// `vsh_commit`: commit the transaction `name` names unless `cancel` wins first.
+fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds: TextBounds) -> CallToolResult {
+    let id = match runtime.resolve(name) {
+        Ok(id) => id,
+        Err(error) => return failure(&ErrorDocument::new(&error, &[])),
+    };
+    match runtime.commit_cancellable(id, crate::now_ms(), cancel) {
+        Ok(receipt) => {
+            let (document, summary) = bounded_receipt(&receipt, bounds);
+            success(&document, summary)
+        }
+        Err(error) => {
+            let mut document = ErrorDocument::new(&error, &[]);
+            document.bound(bounds);
+            match &error {
+                VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => {
+                    document.hint = Some(format!("awaiting approval: the operator runs `vsh approve {}`", id.short()));
+                }
+                VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
+                    document.hint = Some("the workspace changed: run the program again with vsh_run".to_owned());
+                }
+                _ => {}
+            }
+            failure(&document)
+        }
+    }
+}
+
+/// The review of the transaction `name` names, bounded for the reader.
+fn show(runtime: &Runtime, name: &str, bounds: TextBounds) -> Result<(ShowDocument, String), VshError> {
     let id = runtime.resolve(name)?;
-    let mut receipt = runtime.show(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+    let mut receipt = runtime.show(id)?.ok_or(VshError::UnknownTransaction(id))?;
     if receipt.review.is_empty() {
         receipt.review = runtime.review(id)?;
     }
     let record = runtime.transaction(id)?;
     let stored = runtime.stored_program(id)?;
     let intent = stored.as_ref().map_or("", |stored| stored.intent.as_str()).to_owned();
-    let document = ShowDocument::new(
+    let mut document = ShowDocument::new(
         &receipt,
         record.as_ref().map(|record| vsh::document::TransactionDocument::new(record, Some(&receipt), &intent)),
         &runtime.history(id)?,
         runtime.run_policy(id)?.as_ref(),
         stored.map(|stored| stored.code),
     );
-    let mut summary = receipt_summary(&receipt);
-    for review in &receipt.review {
-        if let Ok(hunks) = &review.hunks {
+    document.bound(bounds);
+    let mut summary = receipt_summary(&receipt, &document.receipt);
+    for review in &document.receipt.review {
+        if let Some(hunks) = &review.hunks {
             summary.push('\n');
             summary.push_str(hunks);
         }
@@ -304,19 +642,27 @@ impl ServerHandler for VshServer {
         let mut implementation = Implementation::from_build_env();
         "vsh".clone_into(&mut implementation.name);
         vsh::VERSION.clone_into(&mut implementation.version);
+        let budget = &self.options.budget;
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(implementation)
             .with_instructions(format!(
                 "vsh runs your programs against a virtual image of the workspace and commits their changes \
                  exactly once, under the workspace's policy. Preview with vsh_run, read the receipt, commit \
-                 with vsh_commit. You cannot approve your own work: an operator does.\n\n{GUIDE}"
+                 with vsh_commit. You cannot approve your own work: an operator does.\n\nThis server's limits \
+                 per run: {} ms of running time, {} host calls, {} bytes of output, {} bytes of memory; a \
+                 tool result carries at most {} characters of each text.\n\n{GUIDE}",
+                budget.max_duration.as_millis(),
+                budget.max_os_calls,
+                budget.max_output_bytes,
+                budget.max_memory_bytes,
+                self.options.bounds.max_chars,
             ))
     }
 }
 
 /// `vsh serve`: serve MCP on stdin and stdout until the client closes them.
-pub(crate) fn serve(workspace: &std::path::Path) -> Result<u8, Box<dyn std::error::Error>> {
-    let server = VshServer::new(crate::open(crate::runtime_config(workspace)?)?);
+pub(crate) fn serve(options: ServeOptions) -> Result<u8, Box<dyn std::error::Error>> {
+    let server = VshServer::new(options);
     let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     tokio.block_on(async move {
         let service = server.serve(rmcp::transport::stdio()).await?;
@@ -324,4 +670,56 @@ pub(crate) fn serve(workspace: &std::path::Path) -> Result<u8, Box<dyn std::erro
         Ok::<(), Box<dyn std::error::Error>>(())
     })?;
     Ok(crate::EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_name_absolute_paths_only() {
+        assert_eq!(file_uri_path("file:///home/a%20b/ws"), Some(PathBuf::from("/home/a b/ws")));
+        assert_eq!(file_uri_path("file://localhost/srv"), Some(PathBuf::from("/srv")));
+        assert_eq!(file_uri_path("https://example.com/x"), None);
+        assert_eq!(file_uri_path("file://host/share"), None);
+        assert_eq!(file_uri_path("file:///bad%ff"), None);
+    }
+
+    #[test]
+    fn the_workspace_is_never_outside_the_roots_offered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(a.join("inner")).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let (a, b) = (a.canonicalize().unwrap(), b.canonicalize().unwrap());
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        // One root: it, whatever the current directory found.
+        assert_eq!(choose_root(std::slice::from_ref(&a), &elsewhere, None).unwrap(), a);
+        // The workspace found from the current directory, inside a root.
+        assert_eq!(choose_root(&[a.clone(), b.clone()], &a.join("inner"), None).unwrap(), a.join("inner"));
+        // Several roots: the one holding the current directory.
+        assert_eq!(choose_root(&[a.clone(), b.clone()], &elsewhere, Some(&b)).unwrap(), b);
+        // Several and no way to choose.
+        let error = choose_root(&[a.clone(), b], &elsewhere, Some(&elsewhere)).unwrap_err();
+        assert!(error.contains("--workspace"), "{error}");
+        // No usable root (missing): the directory found.
+        assert_eq!(choose_root(&[dir.path().join("gone")], &elsewhere, None).unwrap(), elsewhere);
+    }
+
+    #[test]
+    fn a_run_may_lower_the_servers_limits_but_never_raise_them() {
+        let ceiling = ExecutionBudget::default();
+        let lower = BudgetParams { timeout_ms: Some(200), max_output_bytes: Some(10), ..BudgetParams::default() };
+        let budget = budget_within(&ceiling, Some(&lower)).unwrap();
+        assert_eq!((budget.max_duration, budget.max_output_bytes), (Duration::from_millis(200), 10));
+        assert_eq!(budget.max_os_calls, ceiling.max_os_calls);
+        let higher = BudgetParams { timeout_ms: Some(60_000), ..BudgetParams::default() };
+        let error = budget_within(&ceiling, Some(&higher)).unwrap_err();
+        assert!(error.contains("timeout_ms 60000") && error.contains("--timeout"), "{error}");
+        let zero = BudgetParams { max_os_calls: Some(0), ..BudgetParams::default() };
+        assert!(budget_within(&ceiling, Some(&zero)).is_err());
+        let memory = BudgetParams { max_memory_bytes: Some(u64::MAX), ..BudgetParams::default() };
+        assert!(budget_within(&ceiling, Some(&memory)).unwrap_err().contains("--max-memory"));
+    }
 }

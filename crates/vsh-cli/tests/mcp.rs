@@ -29,11 +29,7 @@ struct Outcome {
     text: String,
 }
 
-async fn call(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    tool: &'static str,
-    arguments: Value,
-) -> Outcome {
+async fn call(client: &rmcp::Peer<rmcp::RoleClient>, tool: &'static str, arguments: Value) -> Outcome {
     let params = CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
     let result = client.call_tool(params).await.unwrap_or_else(|error| panic!("{tool}: {error}"));
     let document = result.structured_content.clone().unwrap_or_else(|| panic!("{tool}: no structured content"));
@@ -126,6 +122,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
     let landed = call(&client, "vsh_commit", json!({"transaction": &pending_id})).await;
     assert_eq!(landed.document["state"], "committed", "{}", landed.text);
+    assert!(!landed.text.contains("awaiting"), "committed work awaits nothing: {}", landed.text);
     assert!(!ws.join("a.txt").exists());
 
     // A denial is a structured error naming the rule and remedy, and the server goes on.
@@ -133,6 +130,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert!(leak.is_error);
     assert_eq!(leak.document["denied"][0]["path"], ".env");
     assert!(leak.document["denied"][0]["remedy"].as_str().is_some_and(|remedy| !remedy.is_empty()));
+    assert!(leak.text.contains("denied: content-read .env"), "the text names the denial: {}", leak.text);
     let caught = "from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass";
     let denied = call(&client, "vsh_run", json!({"code": caught})).await;
     assert_eq!(denied.document["decision"]["kind"], "denied", "a caught refusal still denies");
@@ -155,37 +153,41 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     client.cancel().await.unwrap();
 }
 
-/// The Python interpreter with the official MCP Python SDK (`cargo xtask ci`
-/// installs it, pinned, and names it in `VSH_MCP_PYTHON`); `None` when this run
-/// may go without it.
-fn python_client() -> Option<String> {
-    match std::env::var("VSH_MCP_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
+/// What `cargo xtask ci` installed for a client (pinned) and names in `var`:
+/// the Python interpreter with the official Python SDK (`VSH_MCP_PYTHON`), the
+/// directory holding the TypeScript SDK (`VSH_MCP_TYPESCRIPT`); `None` when
+/// this run may go without it.
+fn installed_client(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
         _ if std::env::var_os("VSH_REQUIRE_MCP_CLIENTS").is_some() => {
-            panic!("VSH_REQUIRE_MCP_CLIENTS is set but VSH_MCP_PYTHON names no interpreter")
+            panic!("VSH_REQUIRE_MCP_CLIENTS is set but {var} names no client")
         }
         _ => {
-            eprintln!("skipped: no MCP Python client (cargo xtask ci installs one)");
+            eprintln!("skipped: {var} names no MCP client (cargo xtask ci installs it)");
             None
         }
     }
 }
 
-#[test]
-fn the_official_python_sdk_client_runs_an_agent_session() {
-    let Some(python) = python_client() else { return };
+/// A workspace for a client's session: `a.txt` and a secret `.env`.
+fn session_workspace() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
     std::fs::write(ws.join("a.txt"), "alpha\n").unwrap();
     std::fs::write(ws.join(".env"), "SECRET=1\n").unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python_client.py");
-    let output = std::process::Command::new(python)
-        .arg(script)
+    (dir, ws)
+}
+
+/// Run a client's session script (`program script VSH WORKSPACE`) and check
+/// it ended with "ok" and left the workspace as the session made it.
+fn run_session(mut command: std::process::Command, dir: &Path, ws: &Path) {
+    let output = command
         .arg(env!("CARGO_BIN_EXE_vsh"))
-        .arg(&ws)
+        .arg(ws)
         .env_clear()
-        .env("VSH_AUTHORITY_KEY", dir.path().join("authority.key"))
+        .env("VSH_AUTHORITY_KEY", dir.join("authority.key"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -196,4 +198,283 @@ fn the_official_python_sdk_client_runs_an_agent_session() {
     );
     assert!(!ws.join("a.txt").exists(), "the approved deletion landed");
     assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "ALPHA\n");
+    assert!(!ws.join("late.txt").exists(), "the cancelled run wrote nothing");
+}
+
+#[test]
+fn the_official_python_sdk_client_runs_an_agent_session() {
+    let Some(python) = installed_client("VSH_MCP_PYTHON") else { return };
+    let (dir, ws) = session_workspace();
+    let mut command = std::process::Command::new(python);
+    command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python_client.py"));
+    run_session(command, dir.path(), &ws);
+}
+
+#[test]
+fn the_official_typescript_sdk_client_runs_an_agent_session() {
+    let Some(modules) = installed_client("VSH_MCP_TYPESCRIPT") else { return };
+    let (dir, ws) = session_workspace();
+    // Node resolves the SDK from the script's own directory.
+    let script = Path::new(&modules).join("client.mjs");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/typescript/client.mjs"), &script).unwrap();
+    let mut command = std::process::Command::new("node");
+    command.arg(script);
+    run_session(command, dir.path(), &ws);
+}
+
+/// A client that records the server's progress notifications and offers
+/// `roots` as its roots (none: it does not declare the capability).
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+    roots: Option<Vec<String>>,
+}
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    #[expect(deprecated, reason = "the server still reads roots, which clients still offer")]
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        let roots = self.roots.clone().unwrap_or_default();
+        Ok(rmcp::model::ListRootsResult::new(
+            roots.into_iter().map(|uri| serde_json::from_value(json!({"uri": uri})).expect("a root")).collect(),
+        ))
+    }
+
+    #[expect(deprecated, reason = "the server still reads roots, which clients still offer")]
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        if self.roots.is_some() {
+            capabilities = rmcp::model::ClientCapabilities::builder().enable_roots().build();
+        }
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("vsh-test", "0"))
+    }
+}
+
+type Client = rmcp::service::RunningService<rmcp::RoleClient, Recorder>;
+
+/// `vsh serve ARGS` in `cwd` (stderr collected in the returned buffer), with `handler` as its client.
+async fn serve_with(
+    handler: Recorder,
+    args: &[&str],
+    cwd: &Path,
+    key: &Path,
+) -> (Client, std::sync::Arc<std::sync::Mutex<String>>) {
+    let (transport, stderr) =
+        TokioChildProcess::builder(tokio::process::Command::new(env!("CARGO_BIN_EXE_vsh")).configure(|cmd| {
+            cmd.arg("serve").args(args).current_dir(cwd).env_clear().env("VSH_AUTHORITY_KEY", key);
+        }))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    if let Some(mut stderr) = stderr {
+        let log = std::sync::Arc::clone(&log);
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt as _;
+            let mut buffer = [0_u8; 4096];
+            while let Ok(read @ 1..) = stderr.read(&mut buffer).await {
+                log.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read]));
+            }
+        });
+    }
+    (handler.serve(transport).await.unwrap(), log)
+}
+
+/// A scratch directory holding an empty workspace `ws`, and the path of an
+/// authority key beside it.
+fn scratch() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let key = dir.path().join("authority.key");
+    (dir, ws, key)
+}
+
+/// Wait (up to 30 s) until `log` holds `needle`.
+async fn logged(log: &std::sync::Mutex<String>, needle: &str) -> bool {
+    for _ in 0..300 {
+        if log.lock().unwrap().contains(needle) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}
+
+const FOREVER: &str = "from pathlib import Path\nPath('late.txt').write_text('late')\nwhile True:\n    pass";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_run_stops_and_concurrent_requests_do_not_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "alpha\n").unwrap();
+    let key = dir.path().join("authority.key");
+    let ws_arg = ws.to_str().unwrap();
+    let (client, log) =
+        serve_with(Recorder::default(), &["--workspace", ws_arg, "--timeout", "1m"], dir.path(), &key).await;
+
+    // A run that would go on for its minute, cancelled after a moment: the
+    // future is dropped, and the SDK sends notifications/cancelled.
+    let arguments = json!({"code": FOREVER, "mode": "auto"}).as_object().unwrap().clone();
+    let endless = client.call_tool(CallToolRequestParams::new("vsh_run").with_arguments(arguments));
+    assert!(tokio::time::timeout(std::time::Duration::from_millis(600), endless).await.is_err(), "it runs on");
+    assert!(
+        logged(&log, "(vsh_run) was cancelled by the client; the run was stopped").await,
+        "{}",
+        log.lock().unwrap()
+    );
+    assert!(!ws.join("late.txt").exists());
+    assert!(call(&client, "vsh_pending", json!({})).await.document["transactions"].as_array().unwrap().is_empty());
+
+    // A long run and a quick one at once: the quick one answers first.
+    let slow_arguments =
+        json!({"code": "while True:\n    pass", "budget": {"timeout_ms": 3000}}).as_object().unwrap().clone();
+    let slow = client.call_tool(CallToolRequestParams::new("vsh_run").with_arguments(slow_arguments));
+    let quick = call(&client, "vsh_run", json!({"code": "from pathlib import Path\nPath('a.txt').read_text()"}));
+    let order = std::sync::Mutex::new(Vec::new());
+    let (slow, quick) = tokio::join!(
+        async {
+            let result = slow.await.unwrap();
+            order.lock().unwrap().push("slow");
+            result
+        },
+        async {
+            let outcome = quick.await;
+            order.lock().unwrap().push("quick");
+            outcome
+        }
+    );
+    assert_eq!(order.into_inner().unwrap(), ["quick", "slow"]);
+    assert_eq!(quick.document["value"], "alpha\n");
+    assert_eq!(slow.is_error, Some(true), "the slow run ends at its own 3 s limit");
+    let slow_document = slow.structured_content.unwrap();
+    assert_eq!(slow_document["kind"], "execution", "{slow_document}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
+    let (dir, ws, key) = scratch();
+    let ws_arg = ws.to_str().unwrap();
+    let (client, _log) =
+        serve_with(Recorder::default(), &["--workspace", ws_arg, "--max-text", "400"], dir.path(), &key).await;
+
+    // Above the server's ceiling: refused, naming the operator's flag.
+    let above = call(&client, "vsh_run", json!({"code": "1", "budget": {"timeout_ms": 5000}})).await;
+    assert!(above.is_error && above.document["kind"] == "request", "{}", above.document);
+    assert!(above.document["message"].as_str().unwrap().contains("--timeout"), "{}", above.document);
+    // Arguments that do not fit the tool's input schema (an unknown budget
+    // field) are a tool error the agent can correct, naming the field.
+    let malformed = json!({"code": "1", "budget": {"max_wishes": 3}}).as_object().unwrap().clone();
+    let unknown = client.call_tool(CallToolRequestParams::new("vsh_run").with_arguments(malformed)).await.unwrap();
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(format!("{:?}", unknown.content).contains("max_wishes"), "{unknown:?}");
+    // Below it: the run's own, lower limit applies.
+    let lower = call(&client, "vsh_run", json!({"code": "print('x' * 100)", "budget": {"max_output_bytes": 10}})).await;
+    assert!(lower.is_error && lower.document["kind"] == "execution", "{}", lower.document);
+    assert!(lower.document["message"].as_str().unwrap().contains("output"), "{}", lower.document);
+
+    // Long stdout, a long value and long hunks are cut, and the result says so.
+    let program =
+        "from pathlib import Path\nPath('big.txt').write_text('line\\n' * 2000)\nprint('o' * 3000)\n'v' * 3000";
+    let run = call(&client, "vsh_run", json!({"code": program, "detail": "full"})).await;
+    assert!(!run.is_error, "{}", run.text);
+    let stdout = run.document["stdout"].as_str().unwrap();
+    assert!(stdout.chars().count() < 500 && stdout.contains("characters cut"), "{stdout}");
+    assert!(stdout.starts_with("oooo") && stdout.ends_with("o\n"), "head and tail are kept: {stdout}");
+    assert!(run.document["value"]["$repr"].as_str().is_some_and(|text| text.contains("characters cut")));
+    assert_eq!(run.document["review"][0]["no_hunks"], "budget-spent", "{}", run.document["review"]);
+    let warnings: Vec<&str> =
+        run.document["warnings"].as_array().unwrap().iter().map(|warning| warning.as_str().unwrap()).collect();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(warnings.iter().any(|warning| warning.starts_with("stdout (3001 characters)")), "{warnings:?}");
+    assert!(run.text.len() < 2_000 && run.text.contains("note: stdout"), "{}", run.text);
+    let id = run.document["transaction"].as_str().unwrap().to_owned();
+    let shown = call(&client, "vsh_show", json!({"transaction": id})).await;
+    assert_eq!(shown.document["program"], program, "a program that fits is whole");
+    assert_eq!(shown.document["receipt"]["review"][0]["no_hunks"], "budget-spent");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_run_reports_progress() {
+    let (dir, ws, key) = scratch();
+    let handler = Recorder::default();
+    let progress = std::sync::Arc::clone(&handler.progress);
+    let ws_arg = ws.to_str().unwrap();
+    let (client, _log) = serve_with(handler, &["--workspace", ws_arg, "--timeout", "10s"], dir.path(), &key).await;
+    let mut params = CallToolRequestParams::new("vsh_run").with_arguments(
+        json!({"code": "while True:\n    pass", "budget": {"timeout_ms": 2500}}).as_object().unwrap().clone(),
+    );
+    params.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::String("run-1".into()),
+    )));
+    let result = client.call_tool(params).await.unwrap();
+    assert_eq!(result.is_error, Some(true), "it ends at its limit");
+    let seen = progress.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "one notification a second: {seen:?}");
+    // (The SDK gives every request a progress token of its own.)
+    assert!(seen.iter().all(|note| note.progress_token == seen[0].progress_token), "{seen:?}");
+    assert!(seen.windows(2).all(|pair| pair[0].progress < pair[1].progress), "progress grows: {seen:?}");
+    assert!(seen[0].message.as_deref().is_some_and(|message| message.contains("running")), "{seen:?}");
+    // A quick run sends none.
+    let before = progress.lock().unwrap().len();
+    let mut quick =
+        CallToolRequestParams::new("vsh_run").with_arguments(json!({"code": "1"}).as_object().unwrap().clone());
+    quick.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::String("run-2".into()),
+    )));
+    assert_ne!(client.call_tool(quick).await.unwrap().is_error, Some(true));
+    assert_eq!(progress.lock().unwrap().len(), before);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_workspace_the_server_works_in_the_root_the_client_offers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    let key = dir.path().join("authority.key");
+    let uri = format!("file://{}", root.canonicalize().unwrap().display());
+    let handler =
+        Recorder { roots: Some(vec![uri, "https://example.com/not-a-directory".to_owned()]), ..Recorder::default() };
+    let (client, _log) = serve_with(handler, &[], &elsewhere, &key).await;
+    let run = call(
+        &client,
+        "vsh_run",
+        json!({"code": "from pathlib import Path\nPath('made.txt').write_text('here')", "mode": "auto"}),
+    )
+    .await;
+    assert_eq!(run.document["state"], "committed", "{}", run.text);
+    assert_eq!(std::fs::read_to_string(root.join("made.txt")).unwrap(), "here");
+    assert!(!elsewhere.join("made.txt").exists() && !elsewhere.join(".vsh").exists());
+    client.cancel().await.unwrap();
+
+    // Two roots and no way to choose: a tool error naming --workspace, and nothing made.
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let uris = [&root, &other].map(|dir| format!("file://{}", dir.canonicalize().unwrap().display())).to_vec();
+    let handler = Recorder { roots: Some(uris), ..Recorder::default() };
+    let (client, _log) = serve_with(handler, &[], &elsewhere, &key).await;
+    let refused = call(&client, "vsh_run", json!({"code": "1"})).await;
+    assert!(
+        refused.is_error && refused.document["message"].as_str().unwrap().contains("--workspace"),
+        "{}",
+        refused.text
+    );
+    assert!(!other.join(".vsh").exists() && !elsewhere.join(".vsh").exists());
+    client.cancel().await.unwrap();
 }

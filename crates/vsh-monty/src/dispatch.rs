@@ -15,6 +15,7 @@ use vsh_vfs::VfsError;
 
 use crate::drive::{Reply, Request, Service};
 use crate::host::{Fault, OsHost};
+use crate::interrupt::Interrupt;
 use crate::limits::{LimitExceeded, LimitKind};
 use crate::output::OutputSink;
 use crate::tools::Tool;
@@ -28,17 +29,25 @@ pub(crate) enum Stop {
     Vfs(VfsError),
     /// The guest asked for something no executor serves.
     Unsupported(String),
+    /// The caller's interrupt ended the run.
+    Cancelled,
 }
 
 /// Serves one run's suspensions from an [`OsHost`].
 pub(crate) struct Dispatcher<'a> {
     pub(crate) host: OsHost<'a>,
     stop: Option<Stop>,
+    interrupt: &'a dyn Interrupt,
 }
 
 impl<'a> Dispatcher<'a> {
-    pub(crate) fn new(host: OsHost<'a>) -> Self {
-        Self { host, stop: None }
+    pub(crate) fn new(host: OsHost<'a>, interrupt: &'a dyn Interrupt) -> Self {
+        Self { host, stop: None, interrupt }
+    }
+
+    /// Whether the caller asked the run to stop.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupt.interrupted()
     }
 
     /// The cause of the end, if the dispatcher ended the run.
@@ -63,6 +72,9 @@ impl Service for Dispatcher<'_> {
     fn serve(&mut self, request: Request, _sink: &mut OutputSink) -> Reply {
         if self.stop.is_some() {
             return Reply::Abort("the run was already ended".to_owned());
+        }
+        if self.interrupt.interrupted() {
+            return self.end(Stop::Cancelled, "cancelled");
         }
         if let Err(limit) = self.host.meter.check_deadline() {
             return self.end(Stop::Limit(limit), "request deadline passed");

@@ -139,6 +139,17 @@ pub enum ExecutionError {
         #[source]
         source: WorkerError,
     },
+    /// The caller's [`crate::Interrupt`] ended the run (a cancellation); the
+    /// guest could not catch it.
+    #[error("the run was cancelled")]
+    Cancelled {
+        /// Standard output captured before it.
+        stdout: String,
+        /// What the run used.
+        stats: ExecutionStats,
+        /// Accesses the policy refused before it.
+        denied: Vec<DeniedAccess>,
+    },
     /// The run completed, but its value has no projection under
     /// [`crate::ResultCompatibility::Python`].
     #[error("result is not compatible: {source}")]

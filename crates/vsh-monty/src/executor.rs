@@ -11,6 +11,7 @@ use vsh_vfs::VirtualFs;
 
 use crate::compat::ResultCompatibility;
 use crate::error::{ExecutionError, WorkerError};
+use crate::interrupt::{Interrupt, Uninterrupted};
 use crate::limits::ExecutionLimits;
 use crate::run::{self, MontyOutcome};
 use crate::worker::WorkerConfig;
@@ -138,10 +139,34 @@ impl MontyExecutor {
         policy: &CallPolicy,
         limits: &ExecutionLimits,
     ) -> Result<MontyOutcome, ExecutionError> {
+        self.execute_interruptible(code, vfs, policy, limits, &Uninterrupted)
+    }
+
+    /// [`MontyExecutor::execute`], ended with [`ExecutionError::Cancelled`]
+    /// once `interrupt` says so: at the guest's next suspension, while it waits
+    /// for a worker slot, and within 20 ms while a worker computes (the worker
+    /// is killed). In process, a guest that computes without suspending runs
+    /// on until its next suspension or its time budget.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    pub fn execute_interruptible(
+        &self,
+        code: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        interrupt: &dyn Interrupt,
+    ) -> Result<MontyOutcome, ExecutionError> {
         let started = Instant::now();
+        if interrupt.interrupted() {
+            return Err(ExecutionError::Cancelled {
+                stdout: String::new(),
+                stats: crate::ExecutionStats::default(),
+                denied: Vec::new(),
+            });
+        }
         let outcome = match &self.mode {
-            Mode::InProcess => run::run_local(code, vfs, policy, limits, started)?,
-            Mode::Worker(pool) => pool.execute(code, vfs, policy, limits, started)?,
+            Mode::InProcess => run::run_local(code, vfs, policy, limits, started, interrupt)?,
+            Mode::Worker(pool) => pool.execute(code, vfs, policy, limits, started, interrupt)?,
         };
         match self.compatibility.check(&outcome.value) {
             Ok(()) => Ok(outcome),

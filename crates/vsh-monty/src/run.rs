@@ -12,6 +12,7 @@ use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::{self, DriveOptions, Ended};
 use crate::error::{ExecutionError, GuestException, WorkerError};
 use crate::host::OsHost;
+use crate::interrupt::{Interrupt, Uninterrupted};
 use crate::limits::{ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind, nanos};
 use crate::output::OutputSink;
 use crate::tools::MONTY_VSH_TOOL_NAMES;
@@ -103,7 +104,7 @@ pub fn execute(
     policy: &CallPolicy,
     limits: &ExecutionLimits,
 ) -> Result<MontyOutcome, ExecutionError> {
-    run_local(code, vfs, policy, limits, Instant::now())
+    run_local(code, vfs, policy, limits, Instant::now(), &Uninterrupted)
 }
 
 /// [`execute`] for a request that began at `started`.
@@ -114,9 +115,10 @@ pub(crate) fn run_local(
     policy: &CallPolicy,
     limits: &ExecutionLimits,
     started: Instant,
+    interrupt: &dyn Interrupt,
 ) -> Result<MontyOutcome, ExecutionError> {
     check_program(code, limits, started)?;
-    let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started));
+    let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
     let mut sink = OutputSink::new(limits.max_output_bytes);
     let options = DriveOptions { functions: &MONTY_VSH_TOOL_NAMES, memory_armed: false };
     let result = drive::run_program(code, &mut dispatcher, &mut sink, limits, options);
@@ -163,6 +165,7 @@ pub(crate) fn conclude(
             Some(Stop::Limit(limit)) => Err(ExecutionError::Limit { limit, stdout, stats, denied }),
             Some(Stop::Vfs(source)) => Err(ExecutionError::Vfs { source }),
             Some(Stop::Unsupported(what)) => Err(ExecutionError::UnsupportedSuspension { what }),
+            Some(Stop::Cancelled) => Err(ExecutionError::Cancelled { stdout, stats, denied }),
             None => Err(ExecutionError::Worker {
                 source: WorkerError::Protocol {
                     reason: "the run ended as aborted, but the parent ended nothing".to_owned(),

@@ -53,6 +53,14 @@ impl ExecutionCancellation {
     }
 }
 
+/// A program's execution asks the handle between the guest's steps (see
+/// [`vsh_monty::MontyExecutor::execute_interruptible`]).
+impl vsh_monty::Interrupt for ExecutionCancellation {
+    fn interrupted(&self) -> bool {
+        self.is_cancelled()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,8 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
+import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -27,10 +29,27 @@ async def call(session, tool, arguments):
     return bool(result.is_error), document, text
 
 
-async def session_of(vsh, workspace):
+FOREVER = "from pathlib import Path\nPath('late.txt').write_text('late')\nwhile True:\n    pass"
+
+
+async def wait_for_line(log, needle):
+    """Wait (up to 30 s) until the server's stderr holds `needle`."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        log.flush()
+        with open(log.name, encoding="utf-8") as f:
+            if needle in f.read():
+                return
+        await asyncio.sleep(0.1)
+    with open(log.name, encoding="utf-8") as f:
+        raise AssertionError(f"the server never logged {needle!r}: {f.read()}")
+
+
+async def session_of(vsh, workspace, log):
     env = {"VSH_AUTHORITY_KEY": os.environ["VSH_AUTHORITY_KEY"]}
-    server = StdioServerParameters(command=vsh, args=["serve", "--workspace", workspace], env=env)
-    async with stdio_client(server) as (read, write):
+    args = ["serve", "--workspace", workspace, "--timeout", "1m"]
+    server = StdioServerParameters(command=vsh, args=args, env=env)
+    async with stdio_client(server, errlog=log) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             check(init.server_info.name == "vsh", f"server name: {init.server_info}")
@@ -65,8 +84,37 @@ async def session_of(vsh, workspace):
             check(error and leak["schema"] == "vsh.error/1" and leak["denied"][0]["path"] == ".env", f"denial: {leak}")
             error, shown, _ = await call(session, "vsh_show", {"transaction": transaction[:10]})
             check(not error and shown["schema"] == "vsh.show/1", f"show: {shown}")
+
+            # A long run reports progress, once a second.
+            seen = []
+
+            async def on_progress(progress, total, message):
+                seen.append((progress, total, message))
+
+            spin = {"code": "while True:\n    pass", "budget": {"timeout_ms": 2500}}
+            result = await session.call_tool("vsh_run", spin, progress_callback=on_progress)
+            check(result.is_error and result.structured_content["kind"] == "execution", f"spin: {result}")
+            check(len(seen) >= 2 and seen[0][2].startswith("running"), f"progress: {seen}")
+            check(all(a[0] < b[0] for a, b in zip(seen, seen[1:])), f"progress grows: {seen}")
+
+            # Abandoning a run sends notifications/cancelled: the server stops
+            # it (it would have run for its minute) and stores nothing.
+            try:
+                await asyncio.wait_for(session.call_tool("vsh_run", {"code": FOREVER, "mode": "auto"}), 0.6)
+                raise AssertionError("the endless run returned")
+            except (asyncio.TimeoutError, TimeoutError):
+                pass
+            await wait_for_line(log, "(vsh_run) was cancelled by the client; the run was stopped")
+            check(not os.path.exists(os.path.join(workspace, "late.txt")), "the cancelled run wrote")
+            _, listed, _ = await call(session, "vsh_pending", {})
+            check(listed["transactions"] == [], f"after the cancel: {listed}")
     print("ok")
 
 
+async def main(vsh, workspace):
+    with tempfile.NamedTemporaryFile("w+", encoding="utf-8", suffix=".log") as log:
+        await session_of(vsh, workspace, log)
+
+
 if __name__ == "__main__":
-    asyncio.run(session_of(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -26,6 +26,7 @@ use vsh_vfs::VirtualFs;
 use crate::dispatch::Dispatcher;
 use crate::error::{ExecutionError, WorkerError};
 use crate::host::OsHost;
+use crate::interrupt::{self, Interrupt};
 use crate::limits::{ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind, nanos};
 use crate::run::{self, MontyOutcome};
 use crate::worker::WorkerConfig;
@@ -252,9 +253,14 @@ impl Pool {
         policy.rlimits(limits)
     }
 
-    /// Take a slot (waiting until `deadline`), with an idle worker sized for
-    /// `memory` if there is one.
-    fn acquire(&self, memory: u64, deadline: Instant) -> Option<(Slot<'_>, Option<WorkerProcess>)> {
+    /// Take a slot (waiting until `deadline`, or until `interrupt` says stop),
+    /// with an idle worker sized for `memory` if there is one.
+    fn acquire(
+        &self,
+        memory: u64,
+        deadline: Instant,
+        interrupt: &dyn Interrupt,
+    ) -> Option<(Slot<'_>, Option<WorkerProcess>)> {
         let mut state = lock(&self.state);
         loop {
             if state.active < self.config.max_active {
@@ -284,10 +290,11 @@ impl Pool {
                 return Some((Slot { pool: self }, reused));
             }
             let now = Instant::now();
-            if now >= deadline {
+            if now >= deadline || interrupt.interrupted() {
                 return None;
             }
-            state = self.freed.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+            let wait = (deadline - now).min(interrupt::POLL);
+            state = self.freed.wait_timeout(state, wait).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 
@@ -333,10 +340,14 @@ impl Pool {
         policy: &CallPolicy,
         limits: &ExecutionLimits,
         started: Instant,
+        interrupt: &dyn Interrupt,
     ) -> Result<MontyOutcome, ExecutionError> {
         run::check_program(code, limits, started)?;
         let deadline = started + limits.max_request_duration;
-        let Some((slot, idle)) = self.acquire(limits.max_memory_bytes, deadline) else {
+        let Some((slot, idle)) = self.acquire(limits.max_memory_bytes, deadline, interrupt) else {
+            if interrupt.interrupted() {
+                return Err(cancelled_error(started));
+            }
             return Err(deadline_error(limits, started));
         };
         let mut worker = match idle {
@@ -354,7 +365,7 @@ impl Pool {
             },
         };
         worker.runs += 1;
-        let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started));
+        let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
         let outcome = session::serve(&mut worker, code, &mut dispatcher, limits, self.config.wall_grace, deadline);
         self.release(worker, outcome.reusable);
         drop(slot);
@@ -363,6 +374,12 @@ impl Pool {
             Err(source) => Err(ExecutionError::Worker { source }),
         }
     }
+}
+
+/// The cancellation of a request that ended before it ran.
+fn cancelled_error(started: Instant) -> ExecutionError {
+    let stats = ExecutionStats { duration_ns: nanos(started.elapsed()), ..ExecutionStats::default() };
+    ExecutionError::Cancelled { stdout: String::new(), stats, denied: Vec::new() }
 }
 
 /// The request-duration limit, for a request that ended before it ran.

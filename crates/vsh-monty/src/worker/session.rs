@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use monty_types::MontyObject;
 
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::{Reply, Request, Service};
 use crate::error::{GuestException, WorkerError};
+use crate::interrupt;
 use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind, nanos};
 use crate::output::OutputSink;
 use crate::run::RunEnd;
@@ -64,6 +65,8 @@ pub(crate) fn serve(
         }
         Err(Failure::Worker(error)) => Err(error),
         Err(Failure::Limit(limit)) => Ok(RunEnd::Limit(limit)),
+        // The dispatcher holds the cause.
+        Err(Failure::Cancelled) => Ok(RunEnd::Aborted),
         Ok(end) => {
             session.reusable = matches!(end, RunEnd::Value(_) | RunEnd::Exception(_));
             Ok(end)
@@ -81,6 +84,8 @@ enum Failure {
     Limit(LimitExceeded),
     /// The worker failed.
     Worker(WorkerError),
+    /// The caller's interrupt ended the run (the worker was killed).
+    Cancelled,
 }
 
 impl From<WorkerError> for Failure {
@@ -131,10 +136,18 @@ fn converse(
         let now = Instant::now();
         let to_deadline = deadline.saturating_duration_since(now);
         let to_watchdog = watchdog.saturating_sub(worker_time);
-        let incoming = worker.recv(to_deadline.min(to_watchdog));
+        let wait = to_deadline.min(to_watchdog);
+        let slice = wait.min(interrupt::POLL);
+        let incoming = worker.recv(slice);
         worker_time += now.elapsed();
         let (frame_kind, body) = match incoming {
             Ok(Incoming::Frame(frame_kind, body)) => (frame_kind, body),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if dispatcher.interrupted() => {
+                worker.kill();
+                let _abort = dispatcher.end(Stop::Cancelled, "cancelled");
+                return Err(Failure::Cancelled);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if slice < wait => continue,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 worker.kill();
                 if to_watchdog <= to_deadline {

@@ -583,3 +583,86 @@ fn a_worker_never_runs_as_root_and_has_a_process_limit() {
         assert!(resources.reason().contains(&format!("caller's uid {own}")), "{}", resources.reason());
     }
 }
+
+/// Run `code` with `limits`, setting the interrupt `after` the start; the
+/// outcome and how long the run took.
+fn interrupted_after(
+    executor: &MontyExecutor,
+    code: &str,
+    limits: &ExecutionLimits,
+    after: Duration,
+) -> (Result<vsh_monty::MontyOutcome, ExecutionError>, Duration) {
+    let mut ws = workspace();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let started = Instant::now();
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(after);
+            stop.store(true, std::sync::atomic::Ordering::Release);
+        });
+        executor.execute_interruptible(
+            code,
+            &mut ws.vfs,
+            &vsh_policy::CallPolicy::balanced_default(None),
+            limits,
+            &stop,
+        )
+    });
+    (result, started.elapsed())
+}
+
+#[test]
+fn an_interrupt_kills_a_computing_worker_and_the_executor_goes_on() {
+    let executor = executor();
+    // A minute of budget: only the interrupt can end these in time.
+    let limits = ExecutionLimits {
+        max_duration: Duration::from_mins(1),
+        max_request_duration: Duration::from_mins(2),
+        ..ExecutionLimits::default()
+    };
+    for code in [
+        // Bytecode that never suspends, catching whatever it can.
+        "try:\n    while True:\n        pass\nexcept BaseException:\n    pass",
+        // One native call that spins (the worker's test hook).
+        "vsh_test_hook('spin', 600000)",
+        // A loop of host calls.
+        "while True:\n    vsh_read('keep.txt')",
+    ] {
+        let (result, took) = interrupted_after(&executor, code, &limits, Duration::from_millis(150));
+        match result {
+            Err(ExecutionError::Cancelled { .. }) => {}
+            other => panic!("{code}: expected a cancellation, got {other:?}"),
+        }
+        assert!(took < Duration::from_secs(30), "{code}: the interrupt, not a limit, ended the run ({took:?})");
+    }
+    let mut next = workspace();
+    let outcome = next.run_on(&executor, "vsh_read('keep.txt')", &ExecutionLimits::default()).expect("still usable");
+    assert_eq!(outcome.value.py_repr(), s("original"));
+    // An interrupt already set ends the run before it starts.
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let mut ws = workspace();
+    let result = executor.execute_interruptible(
+        "vsh_write('new.txt', 'x')",
+        &mut ws.vfs,
+        &vsh_policy::CallPolicy::balanced_default(None),
+        &limits,
+        &stop,
+    );
+    assert!(matches!(result, Err(ExecutionError::Cancelled { .. })), "{result:?}");
+    assert!(ws.diff().is_empty(), "nothing ran");
+}
+
+#[test]
+fn in_process_an_interrupt_ends_the_run_at_its_next_host_call() {
+    let executor = MontyExecutor::in_process();
+    let limits = ExecutionLimits {
+        max_duration: Duration::from_mins(1),
+        max_request_duration: Duration::from_mins(2),
+        max_os_calls: u64::MAX,
+        ..ExecutionLimits::default()
+    };
+    let code = "while True:\n    try:\n        vsh_read('keep.txt')\n    except BaseException:\n        pass";
+    let (result, took) = interrupted_after(&executor, code, &limits, Duration::from_millis(100));
+    assert!(matches!(result, Err(ExecutionError::Cancelled { .. })), "{result:?}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}

@@ -55,11 +55,13 @@ macro_rules! schema_name {
     };
 }
 
+mod bound;
 mod error;
 mod receipt;
 mod record;
 mod report;
 
+pub use bound::TextBounds;
 pub use error::{ErrorDocument, ErrorKind};
 pub use receipt::{
     ChangeDocument, CommitDocument, DecisionDocument, DenialDocument, ExecutionDocument, KeptDocument, MetricsDocument,

@@ -158,8 +158,11 @@ impl Runs {
         let outcome = match request.language {
             Language::Monty => self
                 .executor
-                .execute(request.code, &mut vfs, self.policy.calls(), &request.budget)
-                .map_err(|error| VshError::Execution(Box::new(error)))?,
+                .execute_interruptible(request.code, &mut vfs, self.policy.calls(), &request.budget, cancel)
+                .map_err(|error| match error {
+                    vsh_monty::ExecutionError::Cancelled { .. } => VshError::Cancelled,
+                    error => VshError::Execution(Box::new(error)),
+                })?,
             language @ Language::Bash => return Err(VshError::LanguageUnavailable { language }),
         };
         timings.execute = elapsed_ns(stage_start);
