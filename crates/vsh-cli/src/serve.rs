@@ -41,6 +41,28 @@ use vsh::{ExecutionBudget, ExecutionCancellation, RunMode, RunRequest, Runtime, 
 /// The guest guide, which the tools' descriptions point an agent to.
 const GUIDE: &str = include_str!("../../../docs/guest.md");
 
+/// `vsh_run`'s description: what an agent needs to write a program that
+/// works the first time (the whole guide is in the server's instructions,
+/// which not every client shows the model).
+const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset) against a virtual image of \
+    the workspace, mounted at /workspace (relative paths resolve there). mode=preview (default) writes nothing \
+    and returns a receipt: the policy's decision (auto-approved, pending an operator's approval, or denied, with \
+    the rule and remedy), every changed path (detail=full adds hunks), stdout and the last expression's value; \
+    mode=auto also commits work the policy auto-approves. Files: pathlib.Path (read_text, write_text, \
+    read_bytes, write_bytes, exists, is_file, is_dir, iterdir, mkdir, unlink, rmdir, rename, stat), open() with \
+    r/w/a and their b forms, os.listdir/makedirs/remove/rename. Always there, no import: vsh_read(path, \
+    binary=False), vsh_write(path, data, append=False), vsh_list(path), vsh_mkdir(path, parents=True, \
+    exist_ok=True), vsh_remove(path, recursive=False, missing_ok=False), vsh_move(source, destination), \
+    vsh_copy(source, destination, recursive=False, overwrite=False), vsh_glob(pattern, path, max_results=1000), \
+    vsh_search(query, path, case_sensitive=True, max_results=100) -> [{path, line, column, text}], \
+    vsh_patch(path, old, new, count=1). Modules: json, re, math, dataclasses, datetime (no clock), sys, \
+    collections, itertools. Not available: os.walk, os.path, Path.glob (use vsh_glob), % formatting, \
+    generators, match, class inheritance, subprocess, network. Secrets (.env, *.pem) and vsh's data are \
+    invisible; touching one raises PermissionError and denies the run. budget lowers this run's limits \
+    (timeout_ms, max_os_calls, max_output_bytes, max_memory_bytes, max_read_bytes, max_write_bytes) below \
+    the server's. Long texts in the result are cut, and a note says so. The full guide is in the server's \
+    instructions.";
+
 /// How often a run with a progress token reports progress.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
@@ -410,14 +432,7 @@ fn cancelled(context: &RequestContext<RoleServer>, tool: &str, what: &str) -> Ca
 #[tool_router]
 impl VshServer {
     /// Run a program against a virtual image of the workspace.
-    #[tool(description = "Run a Monty program (a Python subset) against a virtual image of the workspace \
-        (the workspace is /workspace, relative paths resolve there). mode=preview (default) writes nothing \
-        and returns a receipt: the policy's decision (auto-approved, pending an operator's approval, or \
-        denied, with the rule and remedy), every changed path, stdout and the last expression's value; \
-        mode=auto also commits work the policy auto-approves. budget lowers this run's limits (timeout_ms, \
-        max_os_calls, max_output_bytes, max_memory_bytes, max_read_bytes, max_write_bytes) below the \
-        server's. Long texts in the result are cut, and a note says so. The guest guide is in the server's \
-        instructions.")]
+    #[tool(description = RUN_DESCRIPTION)]
     async fn vsh_run(
         &self,
         Parameters(params): Parameters<RunParams>,
@@ -675,6 +690,13 @@ pub(crate) fn serve(options: ServeOptions) -> Result<u8, Box<dyn std::error::Err
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_run_description_names_every_guest_function() {
+        for name in vsh::lower::vsh_monty::MONTY_VSH_TOOL_NAMES {
+            assert!(RUN_DESCRIPTION.contains(&format!("{name}(")), "{name} is missing");
+        }
+    }
 
     #[test]
     fn file_uris_name_absolute_paths_only() {
