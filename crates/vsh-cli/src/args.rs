@@ -422,6 +422,15 @@ pub(crate) struct RecoverArgs {
     pub(crate) lock: LockArgs,
 }
 
+/// A program's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LanguageArg {
+    /// Monty, a Python subset (the default, except for a .sh file).
+    Monty,
+    /// Bash, in the bounded virtual interpreter (vsh-bash-bounded-v1).
+    Bash,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mode {
     /// Compute the diff and decision; write nothing.
@@ -471,6 +480,9 @@ pub(crate) struct RunArgs {
     /// The program file, or - to read it from stdin.
     #[arg(value_name = "FILE")]
     pub(crate) program: PathBuf,
+    /// The program's language (default: bash for a .sh file, else monty).
+    #[arg(long, value_enum)]
+    pub(crate) language: Option<LanguageArg>,
     #[command(flatten)]
     pub(crate) common: Common,
     /// Preview only, or commit when auto-approved.
@@ -519,6 +531,15 @@ impl RunArgs {
     /// Whether the program comes from stdin.
     pub(crate) fn program_is_stdin(&self) -> bool {
         self.program.as_os_str() == "-"
+    }
+
+    /// The program's language: `--language`, else bash for a `.sh` file.
+    pub(crate) fn language(&self) -> vsh::Language {
+        let bash = match self.language {
+            Some(language) => language == LanguageArg::Bash,
+            None => self.program.extension().is_some_and(|ext| ext == "sh"),
+        };
+        if bash { vsh::Language::Bash } else { vsh::Language::Monty }
     }
 }
 

@@ -105,6 +105,33 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                 id.short()
             );
         }
+        Some(VshError::Bash { source, changes, .. }) => {
+            if let ExecutionError::Bash { stdout, stderr, denied, .. } = source.as_ref() {
+                for line in String::from_utf8_lossy(stdout).lines() {
+                    let _ = writeln!(text, "vsh: program output | {line}");
+                }
+                for line in String::from_utf8_lossy(stderr).lines() {
+                    let _ = writeln!(text, "vsh: program stderr | {line}");
+                }
+                for (index, denied) in denied.iter().enumerate() {
+                    let _ = writeln!(text, "vsh: denied: {denied}");
+                    if let Some(remedy) = remedies.get(index) {
+                        let _ = writeln!(text, "vsh:   to allow it: {remedy}");
+                    }
+                }
+            }
+            if !changes.is_empty() {
+                let _ = writeln!(
+                    text,
+                    "vsh: it had changed {} path{} (nothing is stored: a failed script is not committable):",
+                    changes.len(),
+                    if changes.len() == 1 { "" } else { "s" }
+                );
+                for change in changes.iter().take(20) {
+                    let _ = writeln!(text, "vsh:   {:<7} {}", change.kind.name(), change.path);
+                }
+            }
+        }
         Some(other) => {
             for line in program_output(other).unwrap_or_default().lines() {
                 let _ = writeln!(text, "vsh: program output | {line}");

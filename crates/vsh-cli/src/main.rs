@@ -184,7 +184,12 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
 pub(crate) fn runtime_config(workspace: &std::path::Path) -> Result<RuntimeConfig, Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
     let worker = vsh::WorkerConfig::new(exe).with_args([WORKER_ARGUMENT]);
-    Ok(RuntimeConfig::new(workspace).with_worker(worker).with_durable_previews(vsh::DurablePreviews::default()))
+    // The command line is a host that offers Bash: a program asks for it by
+    // its language (`--language bash`, a `.sh` file, the MCP `language`).
+    Ok(RuntimeConfig::new(workspace)
+        .with_worker(worker)
+        .with_durable_previews(vsh::DurablePreviews::default())
+        .with_bash(vsh::BashConfig::new()))
 }
 
 /// How a command that must take the commit lock waits for it: it says so on
@@ -284,8 +289,11 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     if (run.profile.is_some() || run.policy.is_some()) && !output.quiet {
         warn_if_overridden(&runtime)?;
     }
-    let mut request =
-        RunRequest::new(&code).with_mode(run.mode()).with_detail(run.detail()).with_budget(run.budget.budget());
+    let mut request = RunRequest::new(&code)
+        .with_language(run.language())
+        .with_mode(run.mode())
+        .with_detail(run.detail())
+        .with_budget(run.budget.budget());
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
@@ -404,7 +412,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         args::Mode::Auto => vsh::RunMode::Auto,
     };
     let detail = if rerun.full { vsh::ReceiptDetail::Full } else { vsh::ReceiptDetail::Compact };
-    let mut request = RunRequest::new(&stored.code).with_mode(mode).with_detail(detail);
+    let mut request = RunRequest::new(&stored.code).with_language(stored.language).with_mode(mode).with_detail(detail);
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }

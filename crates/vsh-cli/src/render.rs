@@ -382,6 +382,25 @@ fn metrics_text(m: &vsh::RiskMetrics) -> String {
 }
 
 /// A readable, multi-line receipt, styled (see [`style`]).
+/// The program's streams, its value (Monty) or its profile and status (Bash).
+fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
+    for (name, bytes) in [("stdout", output.stdout_bytes()), ("stderr", output.stderr_bytes())] {
+        let text = String::from_utf8_lossy(bytes);
+        if !text.is_empty() {
+            let _ = writeln!(out, "{name}");
+            for line in text.lines() {
+                let _ = writeln!(out, "  | {line}");
+            }
+        }
+    }
+    if let Some(value) = output.monty_value() {
+        let _ = writeln!(out, "value        {}", value.py_repr());
+    }
+    if let vsh::ExecutionOutput::Bash(result) = output {
+        let _ = writeln!(out, "bash         {} exited {}", result.profile, result.exit_code);
+    }
+}
+
 pub(crate) fn receipt_text(receipt: &Receipt) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "transaction  {}", receipt.transaction);
@@ -434,16 +453,7 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
             state_text(entry.after.as_ref())
         );
     }
-    let stdout = String::from_utf8_lossy(receipt.output.stdout_bytes());
-    if !stdout.is_empty() {
-        let _ = writeln!(out, "stdout");
-        for line in stdout.lines() {
-            let _ = writeln!(out, "  | {line}");
-        }
-    }
-    if let Some(value) = receipt.output.monty_value() {
-        let _ = writeln!(out, "value        {}", value.py_repr());
-    }
+    output_text(&mut out, &receipt.output);
     let stats = &receipt.execution;
     let _ = writeln!(
         out,

@@ -44,8 +44,10 @@ const GUIDE: &str = include_str!("../../../docs/guest.md");
 /// `vsh_run`'s description: what an agent needs to write a program that
 /// works the first time (the whole guide is in the server's instructions,
 /// which not every client shows the model).
-const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset) against a virtual image of \
-    the workspace, mounted at /workspace (relative paths resolve there). mode=preview (default) writes nothing \
+const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset), or with language=bash a Bash \
+    script (grep, sed, awk, find, ls, cat, head, tail, wc, sort, cut, tr, xargs, mkdir, rm, mv, cp, touch, chmod and \
+    more; no processes, network, clock or links; any non-zero exit ends the run uncommittable), against a virtual \
+    image of the workspace, mounted at /workspace (relative paths resolve there). mode=preview (default) writes nothing \
     and returns a receipt: the policy's decision (auto-approved, pending an operator's approval, or denied, with \
     the rule and remedy), every changed path (detail=full adds hunks), stdout and the last expression's value; \
     mode=auto also commits work the policy auto-approves. Files: pathlib.Path (read_text, write_text, \
@@ -73,9 +75,10 @@ const ROOTS_WAIT: Duration = Duration::from_secs(10);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RunParams {
-    /// The program: Monty, a Python subset (see the server's instructions for what works).
+    /// The program: Monty, a Python subset, or a Bash script (see the
+    /// server's instructions for what works).
     code: String,
-    /// `monty` (the default).
+    /// `monty` (the default) or `bash` (the vsh-bash-bounded-v1 profile).
     language: Option<String>,
     /// `preview` (the default: nothing is written; commit it later with
     /// `vsh_commit`) or `auto` (commit at once if the policy auto-approves).
@@ -451,7 +454,7 @@ impl VshServer {
         let language = match params.language.as_deref() {
             None | Some("monty") => vsh::Language::Monty,
             Some("bash") => vsh::Language::Bash,
-            Some(other) => return refused(format!("language {other:?}: give monty")),
+            Some(other) => return refused(format!("language {other:?}: give monty or bash")),
         };
         let budget = match budget_within(&self.options.budget, params.budget.as_ref()) {
             Ok(budget) => budget,

@@ -771,25 +771,37 @@ fn every_example_in_the_guest_guide_runs() {
     let committed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guest.md")).unwrap();
     assert_eq!(text, committed, "vsh guide prints docs/guest.md");
     let mut examples = Vec::new();
-    let mut current: Option<String> = None;
+    let mut current: Option<(&str, String)> = None;
     for line in text.lines() {
         match (&mut current, line) {
-            (None, "```python") => current = Some(String::new()),
+            (None, "```python") => current = Some(("monty", String::new())),
+            (None, "```bash") => current = Some(("bash", String::new())),
             (Some(_), "```") => examples.push(current.take().unwrap()),
-            (Some(code), line) => {
+            (Some((_, code)), line) => {
                 code.push_str(line);
                 code.push('\n');
             }
             (None, _) => {}
         }
     }
-    assert!(examples.len() >= 3, "{} examples", examples.len());
-    for example in examples {
+    assert!(examples.iter().filter(|(language, _)| *language == "monty").count() >= 3, "{examples:?}");
+    assert!(examples.iter().any(|(language, _)| *language == "bash"), "{examples:?}");
+    for (language, example) in examples {
         let dir = tempfile::tempdir().unwrap();
-        let output = vsh(&["run", "--workspace", dir.path().to_str().unwrap(), "--json", "-"], Some(&example));
+        // The Bash examples work on a small project.
+        write(dir.path(), "README.md", "# demo\n");
+        write(dir.path(), "src/app.py", "# TODO: greet\nprint('hi')\n");
+        write(dir.path(), "config/settings.ini", "debug = true\n");
+        let ws = dir.path().to_str().unwrap();
+        let output = vsh(&["run", "--workspace", ws, "--language", language, "--json", "-"], Some(&example));
         assert_eq!(output.status.code(), Some(0), "{example}\n{}", String::from_utf8_lossy(&output.stderr));
         let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        assert_ne!(receipt["value"], serde_json::Value::Null, "each example ends in a value: {example}");
+        if language == "monty" {
+            assert_ne!(receipt["value"], serde_json::Value::Null, "each example ends in a value: {example}");
+        } else {
+            assert_eq!((receipt["language"].as_str(), receipt["exit_code"].as_i64()), (Some("bash"), Some(0)));
+            assert_eq!(receipt["state"], "auto-approved", "{receipt}");
+        }
     }
 }
 

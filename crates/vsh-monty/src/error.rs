@@ -139,6 +139,24 @@ pub enum ExecutionError {
         #[source]
         source: WorkerError,
     },
+    /// A Bash program failed: a non-zero exit status, an interpreter budget,
+    /// a command outside the profile, a parse error or an interpreter
+    /// failure. Terminal: its work is not committable.
+    #[error("{failure}")]
+    Bash {
+        /// How.
+        failure: BashFailure,
+        /// Its exit status.
+        exit_code: i32,
+        /// Standard output, as written.
+        stdout: Vec<u8>,
+        /// Standard error, as written.
+        stderr: Vec<u8>,
+        /// What the run used.
+        stats: ExecutionStats,
+        /// Accesses the policy refused before it.
+        denied: Vec<DeniedAccess>,
+    },
     /// The caller's [`crate::Interrupt`] ended the run (a cancellation); the
     /// guest could not catch it.
     #[error("the run was cancelled")]
@@ -164,6 +182,28 @@ pub enum ExecutionError {
         /// Accesses the policy refused.
         denied: Vec<DeniedAccess>,
     },
+}
+
+/// How a Bash program failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BashFailure {
+    /// It exited with a non-zero status.
+    #[error("exit status {0}")]
+    Exit(i32),
+    /// An interpreter budget ran out (commands, loop iterations, parser
+    /// operations, work units, input, intermediate bytes, depth, time).
+    #[error("limit exceeded: {0}")]
+    Limit(String),
+    /// It ran a command outside the profile.
+    #[error("{0}: command not available in the {profile} profile", profile = vsh_bash::PROFILE)]
+    Unsupported(String),
+    /// It does not parse.
+    #[error("{0}")]
+    Parse(String),
+    /// The interpreter failed.
+    #[error("interpreter failed: {0}")]
+    Interpreter(String),
 }
 
 /// How the worker subprocess, or its configuration, failed.

@@ -179,6 +179,36 @@ impl MontyExecutor {
         }
     }
 
+    /// Run the Bash program `code` against `vfs` (the `vsh-bash-bounded-v1`
+    /// profile), every file access authorized through `policy` and charged to
+    /// `limits` as the Monty call that does the same would be, the
+    /// interpreter's own budgets from `bash`; interrupted as
+    /// [`MontyExecutor::execute_interruptible`]. Status 0 is the outcome;
+    /// anything else that ends the script is [`ExecutionError::Bash`].
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    pub fn execute_bash(
+        &self,
+        code: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        bash: &vsh_bash::BashLimits,
+        interrupt: &dyn Interrupt,
+    ) -> Result<crate::BashOutcome, ExecutionError> {
+        let started = Instant::now();
+        if interrupt.interrupted() {
+            return Err(ExecutionError::Cancelled {
+                stdout: String::new(),
+                stats: crate::ExecutionStats::default(),
+                denied: Vec::new(),
+            });
+        }
+        match &self.mode {
+            Mode::InProcess => run::run_bash_local(code, vfs, policy, limits, bash, started, interrupt),
+            Mode::Worker(pool) => pool.execute_bash(code, vfs, policy, limits, bash, started, interrupt),
+        }
+    }
+
     /// The executor's identity for a runtime-configuration digest: mode,
     /// result compatibility and, for workers, the binary's BLAKE3, the build
     /// identity, pool sizes, timeouts and the sandbox policy. Domain-separated

@@ -235,6 +235,17 @@ impl<'a> OsHost<'a> {
         self.vfs.metadata(grant.path())
     }
 
+    /// A symlink's target (what any grant on the link may see: it is the hop
+    /// a follow would take).
+    pub(crate) fn read_link<A>(&mut self, grant: &Grant<A>) -> Result<Arc<[u8]>, VfsError> {
+        self.vfs.read_link(&grant.path)
+    }
+
+    /// Set a node's permission bits.
+    pub(crate) fn set_mode(&mut self, grant: &Grant<Modify>, mode: u32) -> Result<(), VfsError> {
+        self.vfs.set_mode(&grant.path, mode)
+    }
+
     /// The bytes of the file at the grant's path.
     pub(crate) fn read(&mut self, grant: &Grant<ContentRead>) -> Result<Arc<[u8]>, VfsError> {
         self.vfs.read(grant.path())

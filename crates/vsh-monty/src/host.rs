@@ -250,6 +250,15 @@ impl OsHost<'_> {
         })
     }
 
+    /// Whether anything is at `guest` (following a final symlink): the
+    /// `exists()` predicate, for callers outside Python.
+    pub(crate) fn exists(&mut self, guest: &str) -> Result<bool, Fault> {
+        match self.predicate(guest, Predicate::Exists)? {
+            MontyObject::Bool(there) => Ok(there),
+            _ => Ok(false),
+        }
+    }
+
     fn stat(&mut self, target: &Target<'_>) -> Result<MontyObject, Fault> {
         let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
         let last = self.follow(grant, target.guest)?;

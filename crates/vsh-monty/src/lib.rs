@@ -118,6 +118,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 #![forbid(unsafe_code)]
 
+mod bash;
 mod compat;
 mod dispatch;
 mod drive;
@@ -136,14 +137,15 @@ pub mod value;
 mod worker;
 
 pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};
-pub use error::{CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};
+pub use error::{BashFailure, CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};
 pub use executor::MontyExecutor;
 pub use interrupt::{Interrupt, Uninterrupted};
 pub use limits::{ExecutionBudget, ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind};
 pub use monty_types::MontyObject;
 pub use path::VIRTUAL_ROOT;
-pub use run::{MontyOutcome, execute};
+pub use run::{BashOutcome, MontyOutcome, execute};
 pub use tools::MONTY_VSH_TOOL_NAMES;
+pub use vsh_bash::{BashLimits, PROFILE as BASH_PROFILE};
 pub use worker::pool::PoolStatus;
 pub use worker::{
     NOBODY, WORKER_BINARY_NAME, WORKER_PATH_VARIABLE, WORKER_PROCESSES, WorkerConfig, WorkerUser, default_worker_path,

@@ -5,12 +5,13 @@
 use std::time::Instant;
 
 use monty_types::MontyObject;
+use vsh_bash::{BashEnd, BashLimits, BashRun, Ending};
 use vsh_policy::{CallPolicy, DeniedAccess};
 use vsh_vfs::VirtualFs;
 
 use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::{self, DriveOptions, Ended};
-use crate::error::{ExecutionError, GuestException, WorkerError};
+use crate::error::{BashFailure, ExecutionError, GuestException, WorkerError};
 use crate::host::OsHost;
 use crate::interrupt::{Interrupt, Uninterrupted};
 use crate::limits::{ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind, nanos};
@@ -28,6 +29,20 @@ pub struct MontyOutcome {
     /// What the run used.
     pub stats: ExecutionStats,
     /// Accesses the policy refused; the guest caught each one it saw, but the
+    /// transaction policy denies any run that has them.
+    pub denied: Vec<DeniedAccess>,
+}
+
+/// A Bash program that ran to its end with status 0: what it wrote and used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashOutcome {
+    /// Standard output, as written.
+    pub stdout: Vec<u8>,
+    /// Standard error, as written.
+    pub stderr: Vec<u8>,
+    /// What the run used (`output_bytes` is stdout and stderr together).
+    pub stats: ExecutionStats,
+    /// Accesses the policy refused; the script went on past each one, but the
     /// transaction policy denies any run that has them.
     pub denied: Vec<DeniedAccess>,
 }
@@ -125,6 +140,93 @@ pub(crate) fn run_local(
     let end = RunEnd::from_drive(result, limits);
     let output_bytes = sink.len();
     conclude(end, &mut dispatcher, sink.take_text(), output_bytes, limits, started)
+}
+
+/// The interpreter's request for a Bash program under `limits`.
+pub(crate) fn bash_run(code: &str, limits: &ExecutionLimits, bash: &BashLimits) -> BashRun {
+    BashRun {
+        script: code.to_owned(),
+        limits: *bash,
+        timeout: limits.max_duration,
+        max_output_bytes: limits.max_output_bytes,
+        max_depth: limits.max_recursion_depth as u64,
+    }
+}
+
+/// [`crate::MontyExecutor::execute_bash`] in this process.
+#[expect(clippy::result_large_err, reason = "see `execute`")]
+pub(crate) fn run_bash_local(
+    code: &str,
+    vfs: &mut VirtualFs,
+    policy: &CallPolicy,
+    limits: &ExecutionLimits,
+    bash: &BashLimits,
+    started: Instant,
+    interrupt: &dyn Interrupt,
+) -> Result<BashOutcome, ExecutionError> {
+    check_program(code, limits, started)?;
+    let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
+    let end = vsh_bash::run(&bash_run(code, limits, bash), &mut dispatcher);
+    conclude_bash(Ok(end), &mut dispatcher, limits, started)
+}
+
+/// The outcome of a Bash run: its end as the interpreter reported it (or a
+/// limit the parent enforced on the worker), checked against what the
+/// parent's dispatcher ended.
+#[expect(clippy::result_large_err, reason = "see `execute`")]
+pub(crate) fn conclude_bash(
+    end: Result<BashEnd, LimitExceeded>,
+    dispatcher: &mut Dispatcher<'_>,
+    limits: &ExecutionLimits,
+    started: Instant,
+) -> Result<BashOutcome, ExecutionError> {
+    let host = &mut dispatcher.host;
+    let mut stats = std::mem::take(&mut host.meter.stats);
+    stats.denied_accesses = host.denied.len() as u64;
+    stats.skipped_nodes += host.unlisted_names();
+    stats.result_bytes = 4;
+    let denied = std::mem::take(&mut host.denied);
+    stats.duration_ns = nanos(started.elapsed());
+    let (exit_code, stdout, stderr, ending) = match end {
+        Ok(BashEnd { exit_code, stdout, stderr, ending }) => (exit_code, stdout, stderr, Some(ending)),
+        Err(limit) => {
+            return Err(ExecutionError::Limit { limit, stdout: String::new(), stats, denied });
+        }
+    };
+    stats.output_bytes = (stdout.len() + stderr.len()) as u64;
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    if let Some(stop) = dispatcher.take_stop() {
+        return Err(match stop {
+            Stop::Limit(limit) => ExecutionError::Limit { limit, stdout: text(&stdout), stats, denied },
+            Stop::Vfs(source) => ExecutionError::Vfs { source },
+            Stop::Unsupported(what) => ExecutionError::UnsupportedSuspension { what },
+            Stop::Cancelled => ExecutionError::Cancelled { stdout: text(&stdout), stats, denied },
+        });
+    }
+    if stats.output_bytes > limits.max_output_bytes {
+        let limit = LimitExceeded {
+            limit: LimitKind::OutputBytes,
+            attempted: stats.output_bytes,
+            max: limits.max_output_bytes,
+        };
+        return Err(ExecutionError::Limit { limit, stdout: text(&stdout), stats, denied });
+    }
+    let failure = match ending {
+        Some(Ending::Completed) if exit_code == 0 => return Ok(BashOutcome { stdout, stderr, stats, denied }),
+        Some(Ending::Completed) => BashFailure::Exit(exit_code),
+        Some(Ending::Limit(what)) => BashFailure::Limit(what),
+        Some(Ending::Unsupported(name)) => BashFailure::Unsupported(name),
+        Some(Ending::Parse(message)) => BashFailure::Parse(message),
+        Some(Ending::Failed(message)) => BashFailure::Interpreter(message),
+        Some(Ending::Stopped) | None => {
+            return Err(ExecutionError::Worker {
+                source: WorkerError::Protocol {
+                    reason: "the bash run ended as stopped, but the parent stopped nothing".to_owned(),
+                },
+            });
+        }
+    };
+    Err(ExecutionError::Bash { failure, exit_code, stdout, stderr, stats, denied })
 }
 
 /// The outcome of a run: the value (measured against the result budget) or

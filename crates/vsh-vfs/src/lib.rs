@@ -175,7 +175,8 @@ impl VirtualFs {
         &self.effects
     }
 
-    /// Number of renames performed.
+    /// Number of renames that moved base content (a rename of only what
+    /// the run made itself is not counted: its diff is the whole story).
     pub fn renames(&self) -> u64 {
         self.renames
     }
@@ -608,7 +609,7 @@ impl VirtualFs {
             (_, Some(NodeKind::Directory)) => return Err(VfsError::IsADirectory { path: to.clone() }),
             (_, None | Some(_)) => {}
         }
-        let moved = self.capture_tree(from)?;
+        let (moved, carries_base) = self.capture_tree(from)?;
         self.tombstone_tree(from);
         if self.overlay.contains_key(to) || self.kind(to)?.is_some() {
             self.tombstone_tree(to);
@@ -617,7 +618,12 @@ impl VirtualFs {
             let target = path.rebase(from, to).expect("captured below the source");
             self.overlay.insert(target, entry);
         }
-        self.renames += 1;
+        // Moving only what this run made (a temporary file renamed over its
+        // target, as `sed -i` does) moves nothing of the base: the diff says
+        // all there is to say. Moving base content is what the policy weighs.
+        if carries_base {
+            self.renames += 1;
+        }
         self.effects.push(Effect::Rename { from: from.clone(), to: to.clone() });
         Ok(())
     }
@@ -670,11 +676,16 @@ impl VirtualFs {
 
     /// Snapshot the subtree at `path` as overlay entries (path relative order),
     /// observing base nodes that have no overlay entry. Directories become opaque.
-    fn capture_tree(&mut self, path: &VPath) -> Result<Vec<(VPath, Overlay)>, VfsError> {
+    /// The tree at `path` as overlay entries, and whether any of it is the
+    /// base's (a base node, or a file whose content is still the base's).
+    fn capture_tree(&mut self, path: &VPath) -> Result<(Vec<(VPath, Overlay)>, bool), VfsError> {
         let mut out = Vec::new();
+        let mut carries_base = false;
         let mut stack = vec![path.clone()];
         while let Some(current) = stack.pop() {
-            let entry = match self.require(&current)? {
+            let node = self.require(&current)?;
+            carries_base |= matches!(node, Node::Base(_));
+            let entry = match node {
                 Node::Base(NodeKind::File) => {
                     let mode = self.base.metadata(&current)?.map_or(DEFAULT_FILE_MODE, |(_, _, mode)| mode);
                     // The move depends on the content it moves.
@@ -700,9 +711,10 @@ impl VirtualFs {
                     return Err(VfsError::NonUtf8Name { path: current });
                 }
             }
+            carries_base |= matches!(&entry, Overlay::File { content: ContentSource::Base(_), .. });
             out.push((current, entry));
         }
-        Ok(out)
+        Ok((out, carries_base))
     }
 
     // ----- diff -----

@@ -396,3 +396,28 @@ fn snapshot_limits_encode_every_bound_in_field_order() {
     let swapped = SnapshotLimits { max_materialized_bytes: 2, max_materialized_file_bytes: 1, ..limits };
     assert_ne!(swapped.to_canonical_bytes(), limits.to_canonical_bytes());
 }
+
+#[test]
+fn only_renames_that_move_base_content_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "config.ini", b"old");
+    write(dir.path(), "keep/a", b"a");
+    let mut vfs = vfs_over(dir.path());
+    // A temporary file made by the run and renamed over its target (`sed -i`).
+    vfs.write(&p(".tmp-1"), Arc::from(&b"new"[..])).unwrap();
+    vfs.rename(&p(".tmp-1"), &p("config.ini")).unwrap();
+    vfs.mkdir(&p("made"), 0o755).unwrap();
+    vfs.write(&p("made/x"), Arc::from(&b"x"[..])).unwrap();
+    vfs.rename(&p("made"), &p("moved")).unwrap();
+    assert_eq!(vfs.renames(), 0, "nothing of the base moved");
+    // A base file, and a run-made directory holding a base file.
+    vfs.rename(&p("keep/a"), &p("made-a")).unwrap();
+    assert_eq!(vfs.renames(), 1);
+    vfs.mkdir(&p("box"), 0o755).unwrap();
+    vfs.rename(&p("made-a"), &p("box/a")).unwrap();
+    vfs.rename(&p("box"), &p("box2")).unwrap();
+    assert_eq!(vfs.renames(), 3, "base content moved twice more");
+    let diff = vfs.canonical_diff().unwrap();
+    let config = diff.entries().iter().find(|entry| entry.path.as_str() == "config.ini").unwrap();
+    assert_eq!(config.kind, vsh_types::DiffKind::Modify);
+}

@@ -36,6 +36,31 @@ pub struct RuntimeConfig {
     pub(crate) authority: Authority,
     pub(crate) allowed_mounts: Vec<vsh_types::VPath>,
     pub(crate) durable_previews: Option<DurablePreviews>,
+    pub(crate) bash: Option<BashConfig>,
+}
+
+/// Bash programs ([`crate::Language::Bash`]), enabled by
+/// [`RuntimeConfig::with_bash`]: the `vsh-bash-bounded-v1` profile with these
+/// interpreter budgets, on top of each run's [`crate::ExecutionBudget`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BashConfig {
+    /// The interpreter's own budgets (commands, loop iterations, parser
+    /// operations, work units, input, intermediate bytes).
+    pub limits: vsh_monty::BashLimits,
+}
+
+impl BashConfig {
+    /// The profile with the default budgets.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Replace the interpreter's budgets.
+    #[must_use]
+    pub fn with_limits(mut self, limits: vsh_monty::BashLimits) -> Self {
+        self.limits = limits;
+        self
+    }
 }
 
 /// Durable previews: an auto-approved preview stored with its artifact, so
@@ -121,6 +146,7 @@ impl RuntimeConfig {
             authority: Authority::DefaultFile,
             allowed_mounts: Vec::new(),
             durable_previews: None,
+            bash: None,
         }
     }
 
@@ -180,6 +206,16 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_lock_wait(mut self, wait: LockWait) -> Self {
         self.lock_wait = wait;
+        self
+    }
+
+    /// Enable Bash programs ([`crate::Language::Bash`]) under `bash`; without
+    /// it a Bash run is [`VshError::LanguageUnavailable`](crate::VshError::LanguageUnavailable).
+    /// They run where Monty programs run (the confined worker, or in process
+    /// with [`RuntimeConfig::with_in_process_execution`]).
+    #[must_use]
+    pub fn with_bash(mut self, bash: BashConfig) -> Self {
+        self.bash = Some(bash);
         self
     }
 

@@ -127,6 +127,21 @@ pub enum VshError {
         /// The language asked for.
         language: crate::Language,
     },
+    /// A Bash program failed (a non-zero exit status, an interpreter budget,
+    /// a command outside the profile, a parse error): terminal, no
+    /// transaction. `changes` is what the script had changed by then, for
+    /// diagnosis only (`changes_complete` false if even that could not be
+    /// computed).
+    #[error("the bash program failed")]
+    Bash {
+        /// The failure, with the script's streams.
+        #[source]
+        source: Box<vsh_monty::ExecutionError>,
+        /// The diagnostic diff.
+        changes: Vec<vsh_types::DiffEntry>,
+        /// Whether `changes` is the whole diagnostic diff.
+        changes_complete: bool,
+    },
     /// The request was cancelled before its commit entered; nothing was committed.
     #[error("the request was cancelled")]
     Cancelled,
@@ -234,6 +249,7 @@ impl VshError {
             | Self::RequestDeadline(_)
             | Self::IntentTooLarge { .. }
             | Self::LanguageUnavailable { .. }
+            | Self::Bash { .. }
             | Self::Cancelled => C::Execution,
             Self::Commit(_) | Self::EphemeralCapacity { .. } | Self::DurablePreviewCapacity { .. } => C::Commit,
             Self::UnknownTransaction(_)

@@ -12,12 +12,55 @@ use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
 use vsh_vfs::Effect;
 
-/// Version of the evidence encoding.
-const EVIDENCE_VERSION: u8 = 1;
+/// Version of the evidence encoding: 2 carries either language's output;
+/// version 1 (a Monty value and stdout) is still read.
+const EVIDENCE_VERSION: u8 = 2;
 
 /// The deepest value nesting kept as evidence. Encoding and decoding recurse
 /// once per level, so the bound keeps both far from the stack's limit.
 pub(crate) const MAX_VALUE_DEPTH: usize = 256;
+
+/// What the program produced, as bound into its transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum EvidenceOutput {
+    /// A Monty program's value and stdout.
+    Monty { value: MontyObject, stdout: String },
+    /// A Bash program's profile, exit status and streams.
+    Bash { profile: String, exit_code: i32, stdout: Vec<u8>, stderr: Vec<u8> },
+}
+
+impl EvidenceOutput {
+    /// The facade's view of it.
+    pub(crate) fn to_output(&self) -> crate::ExecutionOutput {
+        match self {
+            Self::Monty { value, stdout } => {
+                crate::ExecutionOutput::Monty { value: value.clone(), stdout: stdout.clone() }
+            }
+            Self::Bash { profile, exit_code, stdout, stderr } => crate::ExecutionOutput::Bash(crate::BashResult {
+                profile: profile.clone(),
+                exit_code: *exit_code,
+                stdout: stdout.clone(),
+                stderr: stderr.clone(),
+            }),
+        }
+    }
+
+    /// The language that produced it.
+    pub(crate) fn language(&self) -> crate::Language {
+        match self {
+            Self::Monty { .. } => crate::Language::Monty,
+            Self::Bash { .. } => crate::Language::Bash,
+        }
+    }
+
+    /// Standard output as text (bytes that are not UTF-8 replaced).
+    pub(crate) fn stdout_text(&self) -> String {
+        match self {
+            Self::Monty { stdout, .. } => stdout.clone(),
+            Self::Bash { stdout, .. } => String::from_utf8_lossy(stdout).into_owned(),
+        }
+    }
+}
 
 /// What a run produced, as bound into its transaction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,24 +69,34 @@ pub(crate) struct Evidence {
     /// Distinguishes two runs of the same program against the same state.
     pub(crate) nonce: [u8; 16],
     pub(crate) decision: Decision,
-    pub(crate) value: MontyObject,
-    pub(crate) stdout: String,
+    pub(crate) output: EvidenceOutput,
     pub(crate) stats: ExecutionStats,
     /// What the program did, in order (writes, directories made, removals,
     /// renames, mode changes): the rename evidence the diff alone does not show.
     pub(crate) effects: Vec<Effect>,
 }
 
+/// Version 1's layout, for artifacts written before Bash.
+#[derive(Deserialize)]
+struct EvidenceV1 {
+    version: u8,
+    nonce: [u8; 16],
+    decision: Decision,
+    value: MontyObject,
+    stdout: String,
+    stats: ExecutionStats,
+    effects: Vec<Effect>,
+}
+
 impl Evidence {
     pub(crate) fn new(
         nonce: [u8; 16],
         decision: Decision,
-        value: MontyObject,
-        stdout: String,
+        output: EvidenceOutput,
         stats: &ExecutionStats,
         effects: Vec<Effect>,
     ) -> Self {
-        Self { version: EVIDENCE_VERSION, nonce, decision, value, stdout, stats: stats.clone(), effects }
+        Self { version: EVIDENCE_VERSION, nonce, decision, output, stats: stats.clone(), effects }
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -51,11 +104,26 @@ impl Evidence {
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, EvidenceError> {
-        let evidence: Self = postcard::from_bytes(bytes).map_err(|_| EvidenceError::Malformed)?;
-        if evidence.version != EVIDENCE_VERSION {
-            return Err(EvidenceError::Version(evidence.version));
-        }
-        if value_depth(&evidence.value) > MAX_VALUE_DEPTH {
+        // postcard writes a `u8` as its one byte, so the version leads.
+        let evidence = match bytes.first() {
+            Some(1) => {
+                let old: EvidenceV1 = postcard::from_bytes(bytes).map_err(|_| EvidenceError::Malformed)?;
+                Self {
+                    version: old.version,
+                    nonce: old.nonce,
+                    decision: old.decision,
+                    output: EvidenceOutput::Monty { value: old.value, stdout: old.stdout },
+                    stats: old.stats,
+                    effects: old.effects,
+                }
+            }
+            Some(&EVIDENCE_VERSION) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
+            Some(&other) => return Err(EvidenceError::Version(other)),
+            None => return Err(EvidenceError::Malformed),
+        };
+        if let EvidenceOutput::Monty { value, .. } = &evidence.output
+            && value_depth(value) > MAX_VALUE_DEPTH
+        {
             return Err(EvidenceError::TooDeep);
         }
         Ok(evidence)
@@ -94,15 +162,55 @@ mod tests {
             from: vsh_types::VPath::parse("a").unwrap(),
             to: vsh_types::VPath::parse("b").unwrap(),
         }];
+        let monty = EvidenceOutput::Monty { value: value.clone(), stdout: "out".into() };
         let evidence =
-            Evidence::new([7; 16], Decision::AutoApproved, value, "out".into(), &ExecutionStats::default(), effects);
+            Evidence::new([7; 16], Decision::AutoApproved, monty, &ExecutionStats::default(), effects.clone());
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
-        assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Malformed));
+        let bash = EvidenceOutput::Bash {
+            profile: vsh_monty::BASH_PROFILE.into(),
+            exit_code: 0,
+            stdout: vec![0xff, b'\n'],
+            stderr: b"warn".to_vec(),
+        };
+        let evidence = Evidence::new([8; 16], Decision::AutoApproved, bash, &ExecutionStats::default(), Vec::new());
+        assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
+        assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Version(5)));
+        assert_eq!(Evidence::decode(b"\x02junk"), Err(EvidenceError::Malformed));
+        assert_eq!(Evidence::decode(b""), Err(EvidenceError::Malformed));
         let mut deep = MontyObject::None;
         for _ in 0..MAX_VALUE_DEPTH + 5 {
             deep = MontyObject::List(vec![deep]);
         }
         assert!(value_depth(&deep) > MAX_VALUE_DEPTH);
         assert_eq!(value_depth(&MontyObject::Int(1)), 1);
+    }
+
+    /// Version 1 evidence, as artifacts written before Bash hold it, is read
+    /// as Monty output (its bytes written here field by field, as postcard
+    /// lays out the old struct).
+    #[test]
+    fn version_one_evidence_still_reads() {
+        #[derive(Serialize)]
+        struct V1<'a> {
+            version: u8,
+            nonce: [u8; 16],
+            decision: Decision,
+            value: MontyObject,
+            stdout: &'a str,
+            stats: ExecutionStats,
+            effects: Vec<Effect>,
+        }
+        let old = V1 {
+            version: 1,
+            nonce: [3; 16],
+            decision: Decision::AutoApproved,
+            value: MontyObject::Int(42),
+            stdout: "hi",
+            stats: ExecutionStats::default(),
+            effects: Vec::new(),
+        };
+        let read = Evidence::decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert_eq!(read.output, EvidenceOutput::Monty { value: MontyObject::Int(42), stdout: "hi".into() });
+        assert_eq!(read.nonce, [3; 16]);
     }
 }

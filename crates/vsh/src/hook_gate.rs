@@ -191,7 +191,7 @@ impl HookGate {
             intent: artifact.intent,
             diff: artifact.diff,
             effects: evidence.effects,
-            stdout: evidence.stdout,
+            stdout: evidence.output.stdout_text(),
             contents,
             evidence_complete: true,
             content_complete,

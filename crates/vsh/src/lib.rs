@@ -27,14 +27,16 @@ mod run;
 mod runtime;
 
 pub use cancel::ExecutionCancellation;
-pub use config::{DurablePreviews, RuntimeConfig};
+pub use config::{BashConfig, DurablePreviews, RuntimeConfig};
 pub use error::{ErrorCategory, VshError};
 pub use evidence::EvidenceError;
 pub use hook::{
     CommitHook, CommitPreparation, CommitResolution, HookConfig, HookDecision, HookDecisionRecord, HookId, HookScope,
     HookedRuntime, RequestEvent, ReviewContent,
 };
-pub use receipt::{CommitReceipt, ExecutionOutput, Receipt, RunPolicy, StageTimings, StoredProgram, Warning};
+pub use receipt::{
+    BashResult, CommitReceipt, ExecutionOutput, Receipt, RunPolicy, StageTimings, StoredProgram, Warning,
+};
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;
 

@@ -36,6 +36,22 @@ pub enum ExecutionOutput {
         /// Captured stdout (bounded by the budget).
         stdout: String,
     },
+    /// A Bash program's profile, exit status and streams.
+    Bash(BashResult),
+}
+
+/// What a Bash program produced (`vsh-bash-bounded-v1`; a run that commits
+/// or awaits approval exited with status 0: any other status is terminal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashResult {
+    /// The profile it ran under.
+    pub profile: String,
+    /// Its exit status.
+    pub exit_code: i32,
+    /// Standard output, the bytes as written.
+    pub stdout: Vec<u8>,
+    /// Standard error, the bytes as written.
+    pub stderr: Vec<u8>,
 }
 
 impl ExecutionOutput {
@@ -43,6 +59,7 @@ impl ExecutionOutput {
     pub fn language(&self) -> crate::Language {
         match self {
             Self::Monty { .. } => crate::Language::Monty,
+            Self::Bash(_) => crate::Language::Bash,
         }
     }
 
@@ -51,6 +68,7 @@ impl ExecutionOutput {
     pub fn stderr_bytes(&self) -> &[u8] {
         match self {
             Self::Monty { .. } => &[],
+            Self::Bash(result) => &result.stderr,
         }
     }
 
@@ -58,6 +76,7 @@ impl ExecutionOutput {
     pub fn monty_value(&self) -> Option<&MontyObject> {
         match self {
             Self::Monty { value, .. } => Some(value),
+            Self::Bash(_) => None,
         }
     }
 
@@ -65,6 +84,7 @@ impl ExecutionOutput {
     pub fn stdout_bytes(&self) -> &[u8] {
         match self {
             Self::Monty { stdout, .. } => stdout.as_bytes(),
+            Self::Bash(result) => &result.stdout,
         }
     }
 }
@@ -147,6 +167,8 @@ pub struct RunPolicy {
 /// A stored transaction's program and intent (see [`crate::Runtime::stored_program`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredProgram {
+    /// The program's language.
+    pub language: crate::Language,
     /// The program's text.
     pub code: String,
     /// The intent it was run with (empty if none).

@@ -8,7 +8,7 @@ use vsh_store::{
 use vsh_types::{CanonicalDiff, PolicyDigest, ReadSet, TransactionId, TransactionState};
 
 use crate::evidence::Evidence;
-use crate::receipt::{ExecutionOutput, Receipt, StageTimings};
+use crate::receipt::{Receipt, StageTimings};
 use crate::{DurablePreviews, VshError};
 
 /// The settings file in the data directory that holds the workspace's policy.
@@ -197,7 +197,9 @@ impl Records {
             loaded => loaded?,
         };
         let program = artifact.binding.digests().program;
-        if artifact.program.as_deref().is_some_and(|code| crate::run::program_digest(code) != program) {
+        let language = crate::evidence::Evidence::decode(&artifact.evidence)
+            .map_or(crate::Language::Monty, |evidence| evidence.output.language());
+        if artifact.program.as_deref().is_some_and(|code| crate::run::program_digest(language, code) != program) {
             return Err(VshError::ArtifactBinding(transaction));
         }
         self.run_policy(&artifact)?;
@@ -249,7 +251,7 @@ fn receipt_of(
         changed_paths: artifact.diff.len(),
         changes: artifact.diff.entries().to_vec(),
         review: Vec::new(),
-        output: ExecutionOutput::Monty { value: evidence.value, stdout: evidence.stdout },
+        output: evidence.output.to_output(),
         execution: evidence.stats,
         timings: StageTimings::default(),
         commit: None,
@@ -347,7 +349,7 @@ mod tests {
             let read_set = ReadSet::default();
             let binding = TransactionBinding::new(BindingDigests {
                 snapshot: SnapshotId::digest(b"base"),
-                program: crate::run::program_digest(program),
+                program: crate::run::program_digest(crate::Language::Monty, program),
                 intent: IntentDigest::digest(b""),
                 read_set: read_set.digest(),
                 write_set: diff.write_set_digest(),

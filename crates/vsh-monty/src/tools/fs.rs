@@ -14,7 +14,7 @@ impl OsHost<'_> {
     /// `vsh_remove`: a file or symlink is unlinked, an empty directory removed;
     /// a recursive remove authorizes `Delete` for the whole tree before
     /// anything changes.
-    pub(super) fn remove(&mut self, target: &Target<'_>, recursive: bool, missing_ok: bool) -> Result<(), Fault> {
+    pub(crate) fn remove(&mut self, target: &Target<'_>, recursive: bool, missing_ok: bool) -> Result<(), Fault> {
         let guest = target.guest;
         let fault = |error: VfsError| vfs_fault(error, guest);
         let looked = self.authorize::<MetadataRead>(&target.path, guest)?;
@@ -59,7 +59,12 @@ impl OsHost<'_> {
         }
     }
 
-    fn copy_file(&mut self, source: &Target<'_>, destination: &Target<'_>, overwrite: bool) -> Result<(), Fault> {
+    pub(crate) fn copy_file(
+        &mut self,
+        source: &Target<'_>,
+        destination: &Target<'_>,
+        overwrite: bool,
+    ) -> Result<(), Fault> {
         if source.path == destination.path {
             return Err(value_error("vsh_copy() source and destination are the same file".to_owned()));
         }

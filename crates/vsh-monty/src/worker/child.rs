@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use monty_types::{DictPairs, MontyObject};
+use vsh_bash::{FsReply, FsRequest};
 
 use crate::drive::{self, DriveOptions, Ended, Reply, Request, Service};
 use crate::error::GuestException;
@@ -25,8 +26,8 @@ use crate::output::OutputSink;
 use crate::tools::MONTY_VSH_TOOL_NAMES;
 use crate::value;
 use crate::worker::protocol::{
-    self, FrameCaps, HARD_MAX_FRAME, Hello, MAGIC, OUTPUT_CHUNK, PROTOCOL_VERSION, ResetDone, RunRequest, WireFinish,
-    WireReply, WireRequest, kind,
+    self, BashCall, BashRequest, FrameCaps, HARD_MAX_FRAME, Hello, MAGIC, OUTPUT_CHUNK, PROTOCOL_VERSION, ResetDone,
+    RunRequest, WireFinish, WireReply, WireRequest, kind,
 };
 use crate::worker::wire::{WireOsCall, WireValue};
 
@@ -77,6 +78,12 @@ pub fn worker_main() -> ExitCode {
             kind::RUN => {
                 let Ok(request) = protocol::decode::<RunRequest>(&body) else { return ExitCode::from(EXIT_PROTOCOL) };
                 if let Err(code) = run(&mut link, &request) {
+                    return ExitCode::from(code);
+                }
+            }
+            kind::RUN_BASH => {
+                let Ok(request) = protocol::decode::<BashRequest>(&body) else { return ExitCode::from(EXIT_PROTOCOL) };
+                if let Err(code) = run_bash(&mut link, &request) {
                     return ExitCode::from(code);
                 }
             }
@@ -154,6 +161,64 @@ fn run(link: &mut Link, request: &RunRequest) -> Result<(), u8> {
         body = protocol::encode(&WireFinish::limit(limit)).map_err(|_| EXIT_IO)?;
     }
     protocol::write_frame(&mut link.output, kind::FINISHED, &body).map_err(|_| EXIT_IO)
+}
+
+/// Run one Bash program, every file access a request to the parent, and
+/// report how it ended; `Err` is the exit code for a failure to talk to the
+/// parent.
+fn run_bash(link: &mut Link, request: &BashRequest) -> Result<(), u8> {
+    let memory = usize::try_from(request.memory_bytes).unwrap_or(usize::MAX);
+    monty_alloc::set_limit(Some(memory), false).map_err(|_| EXIT_ALLOCATOR)?;
+    let mut remote = RemoteFs { link, io_call_bytes: request.io_call_bytes, failed: None };
+    let end = vsh_bash::run(&request.run, &mut remote);
+    if let Some(code) = remote.failed {
+        return Err(code);
+    }
+    protocol::send(&mut link.output, kind::BASH_FINISHED, &end).map_err(|_| EXIT_IO)
+}
+
+/// A Bash program's filesystem in the worker: every access is a request to
+/// the parent.
+struct RemoteFs<'l> {
+    link: &'l mut Link,
+    io_call_bytes: u64,
+    /// Set when talking to the parent failed; the worker then exits with it.
+    failed: Option<u8>,
+}
+
+impl RemoteFs<'_> {
+    fn exchange(&mut self, request: FsRequest) -> Result<Option<FsReply>, u8> {
+        let call = match &request {
+            FsRequest::Write { data, .. } | FsRequest::Append { data, .. }
+                if data.len() as u64 > self.io_call_bytes =>
+            {
+                BashCall::Oversized { bytes: data.len() as u64 }
+            }
+            _ => BashCall::Fs(request),
+        };
+        protocol::send(&mut self.link.output, kind::BASH_CALL, &call).map_err(|_| EXIT_IO)?;
+        let (frame_kind, body) = self.link.recv().map_err(|_| EXIT_IO)?.ok_or(EXIT_IO)?;
+        if frame_kind != kind::BASH_REPLY {
+            return Err(EXIT_PROTOCOL);
+        }
+        protocol::decode::<Option<FsReply>>(&body).map_err(|_| EXIT_PROTOCOL)
+    }
+}
+
+impl vsh_bash::FsHost for RemoteFs<'_> {
+    fn serve(&mut self, request: FsRequest) -> Result<FsReply, vsh_bash::Stopped> {
+        if self.failed.is_some() {
+            return Err(vsh_bash::Stopped);
+        }
+        match self.exchange(request) {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => Err(vsh_bash::Stopped),
+            Err(code) => {
+                self.failed = Some(code);
+                Err(vsh_bash::Stopped)
+            }
+        }
+    }
 }
 
 /// Send the output printed since the last flush, in chunks of at most

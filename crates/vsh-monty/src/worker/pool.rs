@@ -331,18 +331,15 @@ impl Pool {
         Ok(worker)
     }
 
-    /// Serve one request.
+    /// A worker for a request under `limits` that began at `started`: a slot
+    /// (waiting for one until the deadline) and an idle worker or a new one.
     #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
-    pub(crate) fn execute(
+    fn checkout(
         &self,
-        code: &str,
-        vfs: &mut VirtualFs,
-        policy: &CallPolicy,
         limits: &ExecutionLimits,
         started: Instant,
         interrupt: &dyn Interrupt,
-    ) -> Result<MontyOutcome, ExecutionError> {
-        run::check_program(code, limits, started)?;
+    ) -> Result<(Slot<'_>, WorkerProcess), ExecutionError> {
         let deadline = started + limits.max_request_duration;
         let Some((slot, idle)) = self.acquire(limits.max_memory_bytes, deadline, interrupt) else {
             if interrupt.interrupted() {
@@ -365,6 +362,58 @@ impl Pool {
             },
         };
         worker.runs += 1;
+        Ok((slot, worker))
+    }
+
+    /// Serve one Bash request.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the request's parts, as `execute` takes them, and the interpreter's budgets"
+    )]
+    pub(crate) fn execute_bash(
+        &self,
+        code: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        bash: &vsh_bash::BashLimits,
+        started: Instant,
+        interrupt: &dyn Interrupt,
+    ) -> Result<crate::BashOutcome, ExecutionError> {
+        run::check_program(code, limits, started)?;
+        let (slot, mut worker) = self.checkout(limits, started, interrupt)?;
+        let deadline = started + limits.max_request_duration;
+        let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
+        let request = protocol::BashRequest {
+            run: run::bash_run(code, limits, bash),
+            memory_bytes: limits.max_memory_bytes,
+            io_call_bytes: limits.max_io_call_bytes,
+        };
+        let outcome =
+            session::serve_bash(&mut worker, &request, &mut dispatcher, limits, self.config.wall_grace, deadline);
+        self.release(worker, outcome.reusable);
+        drop(slot);
+        match outcome.end {
+            Ok(end) => run::conclude_bash(end, &mut dispatcher, limits, started),
+            Err(source) => Err(ExecutionError::Worker { source }),
+        }
+    }
+
+    /// Serve one request.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    pub(crate) fn execute(
+        &self,
+        code: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        started: Instant,
+        interrupt: &dyn Interrupt,
+    ) -> Result<MontyOutcome, ExecutionError> {
+        run::check_program(code, limits, started)?;
+        let (slot, mut worker) = self.checkout(limits, started, interrupt)?;
+        let deadline = started + limits.max_request_duration;
         let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
         let outcome = session::serve(&mut worker, code, &mut dispatcher, limits, self.config.wall_grace, deadline);
         self.release(worker, outcome.reusable);

@@ -16,9 +16,13 @@
 //! | 3 | worker → parent | [`WireRequest`] | `max_io_call_bytes + 2 × max_path_bytes + 64 KiB` |
 //! | 4 | worker → parent | [`WireFinish`] | `max(max_result_bytes, max_exception_bytes) + 64 KiB` |
 //! | 5 | worker → parent | [`ResetDone`] | 64 bytes |
+//! | 6 | worker → parent | [`BashCall`] | as kind 3 |
+//! | 7 | worker → parent | [`vsh_bash::BashEnd`] | `2 × max_output_bytes + 64 KiB` |
 //! | 16 | parent → worker | [`RunRequest`] | (worker) 256 MiB |
 //! | 17 | parent → worker | [`WireReply`] | (worker) 256 MiB |
 //! | 18 | parent → worker | `()` (reset) | (worker) 256 MiB |
+//! | 19 | parent → worker | [`BashRequest`] | (worker) 256 MiB |
+//! | 20 | parent → worker | `Option<`[`vsh_bash::FsReply`]`>` (`None`: the run is over) | (worker) 256 MiB |
 //!
 //! Every bound is capped at [`HARD_MAX_FRAME`].
 //!
@@ -33,6 +37,9 @@
 //!    program; each suspension becomes one [`WireRequest`] answered by one
 //!    [`WireReply`]. Printed text is sent as output frames before each
 //!    request and before the end. The run ends with one [`WireFinish`].
+//!    A Bash run is the same conversation in its own kinds: [`BashRequest`],
+//!    then each file access one [`BashCall`] answered by one reply (kind 20),
+//!    and one [`vsh_bash::BashEnd`] with both streams.
 //! 3. The parent sends a reset; the worker clears its memory limit and
 //!    answers [`ResetDone`]. Only then may the worker serve another run.
 //!
@@ -53,7 +60,7 @@ use crate::worker::wire::{WireOsCall, WireValue};
 pub(crate) const MAGIC: [u8; 8] = *b"VSHMONTY";
 
 /// The protocol version; any change to a message or a frame rule changes it.
-pub(crate) const PROTOCOL_VERSION: u32 = 1;
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
 /// The digest of this package's sources and build configuration (see
 /// `build.rs`).
@@ -89,14 +96,24 @@ pub(crate) mod kind {
     pub(crate) const REPLY: u8 = 17;
     /// Parent → worker: reset.
     pub(crate) const RESET: u8 = 18;
+    /// Worker → parent: [`super::BashCall`].
+    pub(crate) const BASH_CALL: u8 = 6;
+    /// Worker → parent: [`vsh_bash::BashEnd`].
+    pub(crate) const BASH_FINISHED: u8 = 7;
+    /// Parent → worker: [`super::BashRequest`].
+    pub(crate) const RUN_BASH: u8 = 19;
+    /// Parent → worker: the answer to a [`super::BashCall`].
+    pub(crate) const BASH_REPLY: u8 = 20;
 }
 
 /// The identity both sides compare in the handshake.
 pub(crate) fn build_identity() -> String {
     format!(
-        "vsh-monty {} monty {} protocol {} build {} test-hooks {}",
+        "vsh-monty {} monty {} bash {} bashkit {} protocol {} build {} test-hooks {}",
         env!("CARGO_PKG_VERSION"),
         monty_types::MONTY_VERSION,
+        vsh_bash::PROFILE,
+        vsh_bash::BASHKIT_VERSION,
         PROTOCOL_VERSION,
         BUILD_ID,
         cfg!(feature = "test-hooks"),
@@ -256,6 +273,30 @@ impl WireFinish {
     }
 }
 
+/// A Bash program to run, with the memory budget the worker's allocator applies.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct BashRequest {
+    /// The run.
+    pub(crate) run: vsh_bash::BashRun,
+    /// `max_memory_bytes`.
+    pub(crate) memory_bytes: u64,
+    /// `max_io_call_bytes`: a write larger than this is sent as its size.
+    pub(crate) io_call_bytes: u64,
+}
+
+/// A Bash program's file access, as the worker reports it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum BashCall {
+    /// The access.
+    Fs(vsh_bash::FsRequest),
+    /// A write or append of this many bytes, too large to frame: the parent
+    /// charges it as one write call that size.
+    Oversized {
+        /// The data's size.
+        bytes: u64,
+    },
+}
+
 /// The worker's answer to a reset.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ResetDone {
@@ -274,6 +315,7 @@ pub(crate) const WORKER_LIMITS: [LimitKind; 4] =
 pub(crate) struct FrameCaps {
     pub(crate) suspend: u64,
     pub(crate) finished: u64,
+    pub(crate) bash_finished: u64,
 }
 
 impl FrameCaps {
@@ -286,12 +328,13 @@ impl FrameCaps {
             .min(HARD_MAX_FRAME);
         let finished =
             limits.max_result_bytes.max(limits.max_exception_bytes).saturating_add(FRAME_SLACK).min(HARD_MAX_FRAME);
-        Self { suspend, finished }
+        let bash_finished = limits.max_output_bytes.saturating_mul(2).saturating_add(FRAME_SLACK).min(HARD_MAX_FRAME);
+        Self { suspend, finished, bash_finished }
     }
 
     /// Before any request: only the handshake.
     pub(crate) fn idle() -> Self {
-        Self { suspend: 0, finished: 0 }
+        Self { suspend: 0, finished: 0, bash_finished: 0 }
     }
 
     /// The bound for a frame of `kind`, or `None` for a kind the worker never
@@ -300,8 +343,9 @@ impl FrameCaps {
         match frame_kind {
             kind::HELLO => Some(4 << 10),
             kind::OUTPUT => Some(OUTPUT_CHUNK as u64 + 16),
-            kind::SUSPEND => Some(self.suspend),
+            kind::SUSPEND | kind::BASH_CALL => Some(self.suspend),
             kind::FINISHED => Some(self.finished),
+            kind::BASH_FINISHED => Some(self.bash_finished),
             kind::RESET_DONE => Some(64),
             _ => None,
         }

@@ -12,6 +12,7 @@
 use std::time::{Duration, Instant};
 
 use monty_types::MontyObject;
+use vsh_bash::{BashEnd, Ending};
 
 use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::{Reply, Request, Service};
@@ -22,7 +23,8 @@ use crate::output::OutputSink;
 use crate::run::RunEnd;
 use crate::worker::process::{Incoming, WorkerProcess, describe_exit};
 use crate::worker::protocol::{
-    self, FrameCaps, HARD_MAX_FRAME, RunRequest, WORKER_LIMITS, WireFinish, WireLimits, WireReply, WireRequest, kind,
+    self, BashCall, BashRequest, FrameCaps, HARD_MAX_FRAME, RunRequest, WORKER_LIMITS, WireFinish, WireLimits,
+    WireReply, WireRequest, kind,
 };
 use crate::worker::wire::WireError;
 
@@ -127,46 +129,12 @@ fn converse(
     let request = RunRequest { code: code.to_owned(), limits: WireLimits::of(limits) };
     let body = protocol::encode(&request).map_err(|source| WorkerError::Transport { source })?;
     send(worker, kind::RUN, &body, limits)?;
-    let watchdog = limits.max_duration.saturating_add(grace);
+    let mut clock = Clock::new(limits, grace, deadline);
     let max_depth = max_value_depth(limits);
-    let mut worker_time = Duration::ZERO;
     // The dispatcher's `serve` takes a sink; the parent's is unused.
     let mut unused_sink = OutputSink::new(0);
     loop {
-        let now = Instant::now();
-        let to_deadline = deadline.saturating_duration_since(now);
-        let to_watchdog = watchdog.saturating_sub(worker_time);
-        let wait = to_deadline.min(to_watchdog);
-        let slice = wait.min(interrupt::POLL);
-        let incoming = worker.recv(slice);
-        worker_time += now.elapsed();
-        let (frame_kind, body) = match incoming {
-            Ok(Incoming::Frame(frame_kind, body)) => (frame_kind, body),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if dispatcher.interrupted() => {
-                worker.kill();
-                let _abort = dispatcher.end(Stop::Cancelled, "cancelled");
-                return Err(Failure::Cancelled);
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if slice < wait => continue,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                worker.kill();
-                if to_watchdog <= to_deadline {
-                    return Err(Failure::Limit(LimitExceeded {
-                        limit: LimitKind::Duration,
-                        attempted: nanos(worker_time),
-                        max: nanos(limits.max_duration),
-                    }));
-                }
-                return Err(Failure::Limit(deadline_passed(limits, deadline)));
-            }
-            Ok(Incoming::TooLarge { kind, len, max }) => {
-                return Err(Failure::Worker(WorkerError::FrameTooLarge { kind, len, max }));
-            }
-            Ok(Incoming::UnknownKind(other)) => return Err(protocol_error(format!("frame of unknown kind {other}"))),
-            Ok(Incoming::Closed) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(ended(worker, limits));
-            }
-        };
+        let (frame_kind, body) = clock.next(worker, dispatcher, limits)?;
         match frame_kind {
             kind::OUTPUT => {
                 let text: String = protocol::decode(&body).map_err(protocol_error)?;
@@ -215,6 +183,169 @@ fn converse(
                 return finish_from_wire(finish, dispatcher, limits, max_depth);
             }
             other => return Err(protocol_error(format!("frame of kind {other} during a run"))),
+        }
+    }
+}
+
+/// The two clocks a conversation waits under (see the module's docs).
+struct Clock {
+    /// The worker's running time allowed: `max_duration` plus the grace.
+    watchdog: Duration,
+    /// The request's end-to-end deadline.
+    deadline: Instant,
+    /// The worker's running time so far (time waiting for its frames).
+    worker_time: Duration,
+}
+
+impl Clock {
+    fn new(limits: &ExecutionLimits, grace: Duration, deadline: Instant) -> Self {
+        Self { watchdog: limits.max_duration.saturating_add(grace), deadline, worker_time: Duration::ZERO }
+    }
+
+    /// The worker's next frame, waiting no longer than either clock allows
+    /// and looking at the caller's interrupt every [`interrupt::POLL`]; a
+    /// worker past a clock, or interrupted, is killed.
+    fn next(
+        &mut self,
+        worker: &mut WorkerProcess,
+        dispatcher: &mut Dispatcher<'_>,
+        limits: &ExecutionLimits,
+    ) -> Result<(u8, Vec<u8>), Failure> {
+        loop {
+            let now = Instant::now();
+            let to_deadline = self.deadline.saturating_duration_since(now);
+            let to_watchdog = self.watchdog.saturating_sub(self.worker_time);
+            let wait = to_deadline.min(to_watchdog);
+            let slice = wait.min(interrupt::POLL);
+            let incoming = worker.recv(slice);
+            self.worker_time += now.elapsed();
+            match incoming {
+                Ok(Incoming::Frame(frame_kind, body)) => return Ok((frame_kind, body)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if dispatcher.interrupted() => {
+                    worker.kill();
+                    let _abort = dispatcher.end(Stop::Cancelled, "cancelled");
+                    return Err(Failure::Cancelled);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if slice < wait => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    worker.kill();
+                    if to_watchdog <= to_deadline {
+                        return Err(Failure::Limit(LimitExceeded {
+                            limit: LimitKind::Duration,
+                            attempted: nanos(self.worker_time),
+                            max: nanos(limits.max_duration),
+                        }));
+                    }
+                    return Err(Failure::Limit(deadline_passed(limits, self.deadline)));
+                }
+                Ok(Incoming::TooLarge { kind, len, max }) => {
+                    return Err(Failure::Worker(WorkerError::FrameTooLarge { kind, len, max }));
+                }
+                Ok(Incoming::UnknownKind(other)) => {
+                    return Err(protocol_error(format!("frame of unknown kind {other}")));
+                }
+                Ok(Incoming::Closed) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ended(worker, limits));
+                }
+            }
+        }
+    }
+}
+
+/// What a Bash session produced: the interpreter's end, or a limit the
+/// parent enforced on the worker; or how the worker failed.
+pub(crate) struct BashSession {
+    pub(crate) end: Result<Result<BashEnd, LimitExceeded>, WorkerError>,
+    /// Whether the worker may serve another run (after a reset).
+    pub(crate) reusable: bool,
+}
+
+/// Serve one Bash request on `worker`.
+pub(crate) fn serve_bash(
+    worker: &mut WorkerProcess,
+    request: &BashRequest,
+    dispatcher: &mut Dispatcher<'_>,
+    limits: &ExecutionLimits,
+    grace: Duration,
+    deadline: Instant,
+) -> BashSession {
+    worker.set_caps(FrameCaps::for_limits(limits));
+    worker.arm(deadline);
+    let end = converse_bash(worker, request, dispatcher, limits, grace, deadline);
+    let fired = worker.disarm();
+    let mut reusable = false;
+    let end = match end {
+        Err(Failure::Worker(WorkerError::Crashed { .. } | WorkerError::Transport { .. })) if fired => {
+            Ok(Err(deadline_passed(limits, deadline)))
+        }
+        Err(Failure::Worker(error)) => Err(error),
+        Err(Failure::Limit(limit)) => Ok(Err(limit)),
+        // The dispatcher holds the cause.
+        Err(Failure::Cancelled) => {
+            Ok(Ok(BashEnd { exit_code: 1, stdout: Vec::new(), stderr: Vec::new(), ending: Ending::Stopped }))
+        }
+        Ok(end) => {
+            reusable = end.ending != Ending::Stopped;
+            Ok(Ok(end))
+        }
+    };
+    if !reusable {
+        worker.kill();
+    }
+    BashSession { end, reusable }
+}
+
+fn converse_bash(
+    worker: &mut WorkerProcess,
+    request: &BashRequest,
+    dispatcher: &mut Dispatcher<'_>,
+    limits: &ExecutionLimits,
+    grace: Duration,
+    deadline: Instant,
+) -> Result<BashEnd, Failure> {
+    let body = protocol::encode(request).map_err(|source| WorkerError::Transport { source })?;
+    send(worker, kind::RUN_BASH, &body, limits)?;
+    let mut clock = Clock::new(limits, grace, deadline);
+    loop {
+        let (frame_kind, body) = clock.next(worker, dispatcher, limits)?;
+        match frame_kind {
+            kind::BASH_CALL => {
+                let call: BashCall = protocol::decode(&body).map_err(protocol_error)?;
+                let answer = match call {
+                    BashCall::Fs(request) => vsh_bash::FsHost::serve(dispatcher, request).ok(),
+                    BashCall::Oversized { bytes } => {
+                        let limit = LimitExceeded {
+                            limit: LimitKind::WriteCallBytes,
+                            attempted: bytes,
+                            max: limits.max_io_call_bytes,
+                        };
+                        let _abort = dispatcher.end(Stop::Limit(limit), "budget exhausted");
+                        None
+                    }
+                };
+                let body = protocol::encode(&answer).map_err(|source| WorkerError::Transport { source })?;
+                if body.len() as u64 > HARD_MAX_FRAME {
+                    return Err(Failure::Worker(WorkerError::FrameTooLarge {
+                        kind: kind::BASH_REPLY,
+                        len: body.len() as u64,
+                        max: HARD_MAX_FRAME,
+                    }));
+                }
+                send(worker, kind::BASH_REPLY, &body, limits)?;
+            }
+            kind::BASH_FINISHED => {
+                let end: BashEnd = protocol::decode(&body).map_err(protocol_error)?;
+                if dispatcher.stopped() != (end.ending == Ending::Stopped) {
+                    return Err(protocol_error("the bash run's end disagrees with what the parent ended"));
+                }
+                if end.stdout.len() as u64 > limits.max_output_bytes
+                    || end.stderr.len() as u64 > limits.max_output_bytes
+                {
+                    return Err(protocol_error("bash output larger than its budget"));
+                }
+                return Ok(end);
+            }
+            other => return Err(protocol_error(format!("frame of kind {other} during a bash run"))),
         }
     }
 }

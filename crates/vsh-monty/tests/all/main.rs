@@ -7,6 +7,7 @@
     reason = "the helpers pass `ExecutionError` through unchanged, as `execute` returns it"
 )]
 
+mod bash;
 mod common;
 mod confinement;
 mod errors;

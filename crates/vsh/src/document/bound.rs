@@ -60,13 +60,23 @@ impl ReceiptDocument {
             ));
             self.stdout = stdout;
         }
-        if let Some(encoded) = &self.stdout_base64
-            && encoded.len() > max
+        if let Some(stderr) = cut(&self.stderr, max) {
+            self.warnings.push(format!(
+                "stderr ({} characters) cut to {max} characters for this reader",
+                self.stderr.chars().count()
+            ));
+            self.stderr = stderr;
+        }
+        for (name, encoded) in [("stdout_base64", &mut self.stdout_base64), ("stderr_base64", &mut self.stderr_base64)]
         {
-            // Base64 is ASCII: cut at a multiple of 4 so what is left decodes.
-            let keep = max - max % 4;
-            self.warnings.push(format!("stdout_base64 cut to its first {keep} characters for this reader"));
-            self.stdout_base64 = Some(encoded[..keep].to_owned());
+            if let Some(text) = encoded
+                && text.len() > max
+            {
+                // Base64 is ASCII: cut at a multiple of 4 so what is left decodes.
+                let keep = max - max % 4;
+                self.warnings.push(format!("{name} cut to its first {keep} characters for this reader"));
+                text.truncate(keep);
+            }
         }
         if !self.value.is_null() {
             let text = self.value.to_string();
@@ -152,6 +162,18 @@ impl ErrorDocument {
         if let Some(stdout) = self.stdout.as_deref().and_then(|stdout| cut(stdout, bounds.max_chars)) {
             notes.push(format!("stdout was cut to {} characters for this reader", bounds.max_chars));
             self.stdout = Some(stdout);
+        }
+        if let Some(stderr) = self.stderr.as_deref().and_then(|stderr| cut(stderr, bounds.max_chars)) {
+            notes.push(format!("stderr was cut to {} characters for this reader", bounds.max_chars));
+            self.stderr = Some(stderr);
+        }
+        if self.changes.len() > bounds.max_paths {
+            notes.push(format!(
+                "changes lists the first {} of {} for this reader",
+                bounds.max_paths,
+                self.changes.len()
+            ));
+            self.changes.truncate(bounds.max_paths);
         }
         let max = bounds.max_paths;
         for (name, length) in [

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use vsh_commit::CommitError;
 
-use super::DenialDocument;
+use super::{ChangeDocument, DenialDocument};
 use crate::{ErrorCategory, VshError};
 
 schema_name!(ErrorSchema, "vsh.error/1");
@@ -70,6 +70,13 @@ pub struct ErrorDocument {
     pub total_candidates: Option<u64>,
     /// A failed run's captured stdout (an uncaught exception, a budget that ran out).
     pub stdout: Option<String>,
+    /// A failed Bash program's stderr (invalid UTF-8 replaced).
+    pub stderr: Option<String>,
+    /// A failed Bash program's exit status.
+    pub status: Option<i32>,
+    /// What a failed Bash program had changed by then, for diagnosis only
+    /// (nothing of it is stored or committable).
+    pub changes: Vec<ChangeDocument>,
     /// The accesses the policy refused a run, each with its rule and remedy.
     pub denied: Vec<DenialDocument>,
     /// What to do next, when there is one thing to do (`vsh rerun 0123abcd...`).
@@ -107,6 +114,9 @@ impl ErrorDocument {
             candidates: Vec::new(),
             total_candidates: None,
             stdout: None,
+            stderr: None,
+            status: None,
+            changes: Vec::new(),
             denied: Vec::new(),
             hint: None,
         }
@@ -126,6 +136,19 @@ impl ErrorDocument {
                 document.total_candidates = Some(*total as u64);
             }
             VshError::PolicyChanged(id) => document.hint = Some(format!("vsh rerun {}", id.short())),
+            VshError::Bash { source, changes, .. } => {
+                if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, .. } = source.as_ref() {
+                    document.stdout = Some(String::from_utf8_lossy(stdout).into_owned());
+                    document.stderr = Some(String::from_utf8_lossy(stderr).into_owned());
+                    document.status = Some(*exit_code);
+                    document.denied = denied
+                        .iter()
+                        .enumerate()
+                        .map(|(index, denied)| DenialDocument::of(denied, remedies.get(index).cloned()))
+                        .collect();
+                }
+                document.changes = changes.iter().map(Into::into).collect();
+            }
             other => {
                 if let Some((denied, stdout)) = other.refused_run() {
                     document.stdout = Some(stdout.to_owned());

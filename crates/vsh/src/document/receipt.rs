@@ -34,10 +34,20 @@ pub struct ReceiptDocument {
     pub changes: Vec<ChangeDocument>,
     /// Each changed text file's unified hunks, or why it has none.
     pub review: Vec<ReviewDocument>,
+    /// The program's language: `monty` or `bash`.
+    pub language: String,
+    /// A Bash program's profile (`vsh-bash-bounded-v1`).
+    pub profile: Option<String>,
+    /// A Bash program's exit status.
+    pub exit_code: Option<i32>,
     /// The program's captured stdout, as text (invalid UTF-8 replaced).
     pub stdout: String,
     /// The stdout bytes in base64, only when they are not valid UTF-8.
     pub stdout_base64: Option<String>,
+    /// A Bash program's stderr, as text (invalid UTF-8 replaced; empty for Monty).
+    pub stderr: String,
+    /// The stderr bytes in base64, only when they are not valid UTF-8.
+    pub stderr_base64: Option<String>,
     /// The program's final value: JSON scalars, lists and string-keyed
     /// objects as themselves, anything else as `{"$repr": "..."}`.
     pub value: serde_json::Value,
@@ -374,6 +384,12 @@ pub fn value_json(value: &MontyObject) -> serde_json::Value {
     }
 }
 
+/// `bytes` in base64 when they are not valid UTF-8 (their text form then
+/// loses bytes).
+fn base64_unless_text(bytes: &[u8]) -> Option<String> {
+    std::str::from_utf8(bytes).is_err().then(|| base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
 impl From<&Receipt> for ReceiptDocument {
     fn from(receipt: &Receipt) -> Self {
         let stdout = receipt.output.stdout_bytes();
@@ -389,10 +405,19 @@ impl From<&Receipt> for ReceiptDocument {
             changed_paths: receipt.changed_paths as u64,
             changes: receipt.changes.iter().map(Into::into).collect(),
             review: receipt.review.iter().map(Into::into).collect(),
+            language: receipt.output.language().name().to_owned(),
+            profile: match &receipt.output {
+                crate::ExecutionOutput::Bash(result) => Some(result.profile.clone()),
+                crate::ExecutionOutput::Monty { .. } => None,
+            },
+            exit_code: match &receipt.output {
+                crate::ExecutionOutput::Bash(result) => Some(result.exit_code),
+                crate::ExecutionOutput::Monty { .. } => None,
+            },
             stdout: String::from_utf8_lossy(stdout).into_owned(),
-            stdout_base64: std::str::from_utf8(stdout)
-                .is_err()
-                .then(|| base64::engine::general_purpose::STANDARD.encode(stdout)),
+            stdout_base64: base64_unless_text(stdout),
+            stderr: String::from_utf8_lossy(receipt.output.stderr_bytes()).into_owned(),
+            stderr_base64: base64_unless_text(receipt.output.stderr_bytes()),
             value: receipt.output.monty_value().map_or(serde_json::Value::Null, value_json),
             execution: ExecutionDocument {
                 os_calls: stats.os_calls,

@@ -30,13 +30,12 @@ impl Runs {
         diff: &CanonicalDiff,
         state: TransactionState,
         decision: &Decision,
-        outcome: &vsh_monty::MontyOutcome,
+        outcome: &super::Executed,
     ) -> Result<(PendingArtifact, Vec<Warning>), VshError> {
         let evidence = Evidence::new(
             self.next_nonce(),
             decision.clone(),
-            outcome.value.clone(),
-            outcome.stdout.clone(),
+            outcome.output.clone(),
             &outcome.stats,
             vfs.effects().to_vec(),
         );
@@ -44,7 +43,7 @@ impl Runs {
         let intent = request.intent.unwrap_or("");
         let binding = TransactionBinding::new(BindingDigests {
             snapshot: vfs.snapshot_id(),
-            program: program_digest(request.code),
+            program: program_digest(request.language, request.code),
             intent: IntentDigest::digest(intent.as_bytes()),
             read_set: vfs.read_set().digest(),
             write_set: diff.write_set_digest(),
@@ -110,6 +109,12 @@ impl Runs {
         canon::put_bytes(&mut out, vsh_monty::VIRTUAL_ROOT.as_bytes());
         out.extend_from_slice(&self.executor.config_digest());
         request.budget.encode_canonical(&mut out);
+        if request.language == crate::Language::Bash
+            && let Some(bash) = &self.bash
+        {
+            canon::put_bytes(&mut out, vsh_monty::BASH_PROFILE.as_bytes());
+            bash.encode_canonical(&mut out);
+        }
         self.snapshot_limits.encode_canonical(&mut out);
         canon::put_seq(&mut out, self.excluded.iter());
         canon::put_seq(&mut out, self.workspace.allowed_mounts().iter());
@@ -118,10 +123,17 @@ impl Runs {
     }
 }
 
-/// The digest of a Monty program's text, as a binding holds it.
-pub(crate) fn program_digest(code: &str) -> ProgramDigest {
+/// The digest of a program's language and text, as a binding holds it (the
+/// language tag: 1 Monty, 2 Bash).
+pub(crate) fn program_digest(language: crate::Language, code: &str) -> ProgramDigest {
     let mut program = Vec::new();
-    canon::put_u8(&mut program, 1);
+    canon::put_u8(
+        &mut program,
+        match language {
+            crate::Language::Monty => 1,
+            crate::Language::Bash => 2,
+        },
+    );
     canon::put_bytes(&mut program, code.as_bytes());
     ProgramDigest::digest(&program)
 }

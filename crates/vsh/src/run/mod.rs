@@ -20,9 +20,9 @@ use vsh_types::{DiffEntry, TransactionState, VPath};
 use vsh_vfs::{ReviewLimits, SnapshotLimits, VirtualFs};
 
 use crate::cancel::ExecutionCancellation;
-use crate::evidence::{MAX_VALUE_DEPTH, value_depth};
+use crate::evidence::{EvidenceOutput, MAX_VALUE_DEPTH, value_depth};
 use crate::hook::HookConfig;
-use crate::receipt::{ExecutionOutput, Receipt, StageTimings};
+use crate::receipt::{Receipt, StageTimings};
 use crate::records::Records;
 use crate::request::{Language, ReceiptDetail, RunRequest};
 use crate::{DurablePreviews, RunMode, VshError};
@@ -43,6 +43,13 @@ pub(crate) struct Ran {
     pub(crate) receipt: Receipt,
 }
 
+/// What a program produced, in either language.
+pub(crate) struct Executed {
+    pub(crate) output: EvidenceOutput,
+    pub(crate) stats: vsh_monty::ExecutionStats,
+    pub(crate) denied: Vec<vsh_policy::DeniedAccess>,
+}
+
 /// What every run of a runtime is made with.
 #[derive(Debug)]
 pub(crate) struct Runs {
@@ -61,6 +68,8 @@ pub(crate) struct Runs {
     /// The policy file of the active policy when it overrides the workspace's,
     /// stored with every transaction made under it.
     run_policy: Option<String>,
+    /// The interpreter's budgets, when Bash programs are enabled.
+    bash: Option<vsh_monty::BashLimits>,
 }
 
 impl Runs {
@@ -85,7 +94,14 @@ impl Runs {
             hook_encoding,
             durable_previews,
             run_policy: None,
+            bash: None,
         }
+    }
+
+    /// Enable Bash programs with these interpreter budgets.
+    pub(crate) fn with_bash(mut self, bash: Option<vsh_monty::BashLimits>) -> Self {
+        self.bash = bash;
+        self
     }
 
     /// Store `text`, the active policy's file, with every transaction: the
@@ -155,22 +171,9 @@ impl Runs {
         timings.snapshot = elapsed_ns(stage_start);
 
         let stage_start = Instant::now();
-        let outcome = match request.language {
-            Language::Monty => self
-                .executor
-                .execute_interruptible(request.code, &mut vfs, self.policy.calls(), &request.budget, cancel)
-                .map_err(|error| match error {
-                    vsh_monty::ExecutionError::Cancelled { .. } => VshError::Cancelled,
-                    error => VshError::Execution(Box::new(error)),
-                })?,
-            language @ Language::Bash => return Err(VshError::LanguageUnavailable { language }),
-        };
+        let outcome = self.execute(request, &mut vfs, cancel)?;
         timings.execute = elapsed_ns(stage_start);
         check()?;
-        let depth = value_depth(&outcome.value);
-        if depth > MAX_VALUE_DEPTH {
-            return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });
-        }
 
         let stage_start = Instant::now();
         let diff = vfs.canonical_diff()?;
@@ -216,13 +219,68 @@ impl Runs {
                 ReceiptDetail::Compact => Vec::new(),
             },
             review,
-            output: ExecutionOutput::Monty { value: outcome.value, stdout: outcome.stdout },
+            output: outcome.output.to_output(),
             execution: outcome.stats,
             timings,
             commit: None,
             warnings,
         };
         Ok(Ran { artifact, receipt })
+    }
+
+    /// Run the request's program against `vfs` in its language.
+    fn execute(
+        &self,
+        request: &RunRequest<'_>,
+        vfs: &mut VirtualFs,
+        cancel: &ExecutionCancellation,
+    ) -> Result<Executed, VshError> {
+        use vsh_monty::ExecutionError;
+        match request.language {
+            Language::Monty => {
+                let outcome = self
+                    .executor
+                    .execute_interruptible(request.code, vfs, self.policy.calls(), &request.budget, cancel)
+                    .map_err(|error| match error {
+                        ExecutionError::Cancelled { .. } => VshError::Cancelled,
+                        error => VshError::Execution(Box::new(error)),
+                    })?;
+                let depth = value_depth(&outcome.value);
+                if depth > MAX_VALUE_DEPTH {
+                    return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });
+                }
+                Ok(Executed {
+                    output: EvidenceOutput::Monty { value: outcome.value, stdout: outcome.stdout },
+                    stats: outcome.stats,
+                    denied: outcome.denied,
+                })
+            }
+            language @ Language::Bash => {
+                let Some(bash) = &self.bash else { return Err(VshError::LanguageUnavailable { language }) };
+                match self.executor.execute_bash(request.code, vfs, self.policy.calls(), &request.budget, bash, cancel)
+                {
+                    Ok(outcome) => Ok(Executed {
+                        output: EvidenceOutput::Bash {
+                            profile: vsh_monty::BASH_PROFILE.to_owned(),
+                            exit_code: 0,
+                            stdout: outcome.stdout,
+                            stderr: outcome.stderr,
+                        },
+                        stats: outcome.stats,
+                        denied: outcome.denied,
+                    }),
+                    Err(ExecutionError::Cancelled { .. }) => Err(VshError::Cancelled),
+                    Err(error @ ExecutionError::Bash { .. }) => {
+                        // Terminal: what the script changed so far, for diagnosis only.
+                        let diff = vfs.canonical_diff();
+                        let changes_complete = diff.is_ok();
+                        let changes = diff.map(|diff| diff.entries().to_vec()).unwrap_or_default();
+                        Err(VshError::Bash { source: Box::new(error), changes, changes_complete })
+                    }
+                    Err(error) => Err(VshError::Execution(Box::new(error))),
+                }
+            }
+        }
     }
 
     /// The number of workspace nodes the delete-ratio ceiling divides by: 0

@@ -392,7 +392,9 @@ impl Runtime {
     /// process held in memory, an artifact of the first format).
     pub fn stored_program(&self, transaction: TransactionId) -> Result<Option<StoredProgram>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(None) };
-        Ok(artifact.program.map(|code| StoredProgram { code, intent: artifact.intent }))
+        let language = crate::evidence::Evidence::decode(&artifact.evidence)
+            .map_or(crate::Language::Monty, |evidence| evidence.output.language());
+        Ok(artifact.program.map(|code| StoredProgram { language, code, intent: artifact.intent }))
     }
 
     /// The review of a transaction: each changed path with its unified text

@@ -39,6 +39,7 @@ impl Runtime {
             authority,
             allowed_mounts,
             durable_previews,
+            bash,
         } = config;
         let executor = executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
         let workspace =
@@ -106,7 +107,8 @@ impl Runtime {
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
-                .with_run_policy(run_policy);
+                .with_run_policy(run_policy)
+                .with_bash(bash.map(|bash| bash.limits));
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }

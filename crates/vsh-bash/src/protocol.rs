@@ -1,0 +1,153 @@
+//! The requests a script's file accesses become, and their answers. Paths are
+//! the interpreter's absolute, normalized paths (`/workspace/...`; anything
+//! else is outside the workspace, and the host refuses it).
+
+use serde::{Deserialize, Serialize};
+
+/// One file access.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FsRequest {
+    /// A file's bytes (following a final symlink).
+    Read {
+        /// The file.
+        path: String,
+    },
+    /// Replace a file's bytes, creating it if missing.
+    Write {
+        /// The file.
+        path: String,
+        /// Its new bytes.
+        data: Vec<u8>,
+    },
+    /// Extend a file, creating it if missing.
+    Append {
+        /// The file.
+        path: String,
+        /// The bytes to add.
+        data: Vec<u8>,
+    },
+    /// Make a directory (`recursive`: with its missing ancestors, and no error if it exists).
+    Mkdir {
+        /// The directory.
+        path: String,
+        /// `mkdir -p`.
+        recursive: bool,
+    },
+    /// Remove a file, a symlink, an empty directory, or (`recursive`) a tree.
+    Remove {
+        /// The path.
+        path: String,
+        /// A whole tree.
+        recursive: bool,
+    },
+    /// What is at a path (`follow`: through a final symlink).
+    Stat {
+        /// The path.
+        path: String,
+        /// Follow a final symlink.
+        follow: bool,
+    },
+    /// A directory's names and kinds (`metadata`: with every entry's size,
+    /// mode and time, which the run then depends on).
+    ReadDir {
+        /// The directory.
+        path: String,
+        /// Whether the command asked for more than names and kinds.
+        metadata: bool,
+    },
+    /// Whether anything is at a path (and nothing more).
+    Exists {
+        /// The path.
+        path: String,
+    },
+    /// Move a node.
+    Rename {
+        /// From.
+        from: String,
+        /// To.
+        to: String,
+    },
+    /// Copy a file over another or to a new path.
+    Copy {
+        /// From.
+        from: String,
+        /// To.
+        to: String,
+    },
+    /// A symlink's target.
+    ReadLink {
+        /// The link.
+        path: String,
+    },
+    /// Set permission bits.
+    Chmod {
+        /// The path.
+        path: String,
+        /// The bits (0o7777 at most; the image keeps 0o777).
+        mode: u32,
+    },
+}
+
+impl FsRequest {
+    /// The name of the request's kind, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Read { .. } => "read",
+            Self::Write { .. } => "write",
+            Self::Append { .. } => "append",
+            Self::Mkdir { .. } => "mkdir",
+            Self::Remove { .. } => "remove",
+            Self::Stat { .. } => "stat",
+            Self::ReadDir { .. } => "read_dir",
+            Self::Exists { .. } => "exists",
+            Self::Rename { .. } => "rename",
+            Self::Copy { .. } => "copy",
+            Self::ReadLink { .. } => "read_link",
+            Self::Chmod { .. } => "chmod",
+        }
+    }
+}
+
+/// A node's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeType {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link.
+    Symlink,
+}
+
+/// What a script learns of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Its kind.
+    pub kind: NodeType,
+    /// Bytes (0 for directories).
+    pub size: u64,
+    /// Permission bits.
+    pub mode: u32,
+    /// Modification time, nanoseconds since the Unix epoch (0 when unknown).
+    pub modified_ns: i64,
+}
+
+/// An answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FsReply {
+    /// Done, nothing to return.
+    Done,
+    /// Bytes read.
+    Bytes(Vec<u8>),
+    /// What is at the path.
+    Meta(Meta),
+    /// A directory's visible entries: name, and what the listing may tell
+    /// (its kind only, unless the request asked for metadata).
+    Entries(Vec<(String, Meta)>),
+    /// Whether something is there.
+    Exists(bool),
+    /// A symlink's target.
+    Target(String),
+    /// The access failed with this errno (`EACCES` for a refusal).
+    Failed(i32),
+}

@@ -1,0 +1,224 @@
+//! Bash programs (the `vsh-bash` interpreter) served by the same guarded
+//! image as Monty's: each [`FsRequest`] is authorized, charged and recorded
+//! by [`OsHost`] exactly as the Monty call that does the same thing, so a
+//! `cat` is a content read, an `ls` a name-set read (with metadata only when
+//! the command shows it), `test -e` an existence probe.
+//!
+//! A refusal is the script's `EACCES` and is recorded (the transaction is
+//! denied even if the script goes on); a budget, a cancellation or a terminal
+//! image error stops the run.
+
+use monty_types::{ExcType, MontyException};
+use vsh_bash::{FsReply, FsRequest, Meta, NodeType, Stopped};
+use vsh_types::NodeKind;
+
+use crate::dispatch::{Dispatcher, Stop};
+use crate::guard::{DirectoryRead, MetadataRead, Modify};
+use crate::host::{Fault, OsHost, Target, WriteKind, vfs_fault};
+use crate::oserror::{EACCES, EIO};
+
+/// `EINVAL`.
+const EINVAL: i32 = 22;
+
+/// The errno a guest exception stands for: the `[Errno N]` of an `OSError`,
+/// else by its type.
+fn errno_of(exception: &MontyException) -> i32 {
+    let from_message = exception
+        .message()
+        .and_then(|message| message.strip_prefix("[Errno "))
+        .and_then(|rest| rest.split(']').next())
+        .and_then(|number| number.parse().ok());
+    from_message.unwrap_or(match exception.exc_type() {
+        ExcType::FileNotFoundError => 2,
+        ExcType::PermissionError => EACCES,
+        ExcType::FileExistsError => 17,
+        ExcType::NotADirectoryError => 20,
+        ExcType::IsADirectoryError => 21,
+        ExcType::ValueError | ExcType::UnicodeDecodeError => EINVAL,
+        _ => EIO,
+    })
+}
+
+fn node_type(kind: NodeKind) -> NodeType {
+    match kind {
+        NodeKind::File => NodeType::File,
+        NodeKind::Directory => NodeType::Directory,
+        NodeKind::Symlink => NodeType::Symlink,
+    }
+}
+
+/// What a listing says of an entry when the command asked only for names and
+/// kinds: the kind, and the defaults a new node of that kind would get.
+fn kind_only(kind: NodeKind) -> Meta {
+    let mode = match kind {
+        NodeKind::Directory => vsh_vfs::DEFAULT_DIR_MODE,
+        NodeKind::File | NodeKind::Symlink => 0o644,
+    };
+    Meta { kind: node_type(kind), size: 0, mode, modified_ns: 0 }
+}
+
+fn meta_of(metadata: &vsh_vfs::Metadata) -> Meta {
+    // Times before the epoch or beyond i64 nanoseconds are shown as 0.
+    #[expect(clippy::cast_possible_truncation, reason = "bounded by the check before it")]
+    let modified_ns = if metadata.mtime.is_finite() && metadata.mtime >= 0.0 && metadata.mtime < 9.2e9 {
+        (metadata.mtime * 1e9) as i64
+    } else {
+        0
+    };
+    Meta { kind: node_type(metadata.kind), size: metadata.size, mode: metadata.mode, modified_ns }
+}
+
+impl OsHost<'_> {
+    /// Serve one file request of a Bash program.
+    pub(crate) fn serve_file_request(&mut self, request: FsRequest) -> Result<FsReply, Fault> {
+        match request {
+            FsRequest::Read { path } => {
+                let target = self.target(&path, "")?;
+                Ok(FsReply::Bytes(self.read_file(&target)?.to_vec()))
+            }
+            FsRequest::Write { path, data } => {
+                let target = self.target(&path, "")?;
+                self.write_file(&target, data, WriteKind::Replace)?;
+                Ok(FsReply::Done)
+            }
+            FsRequest::Append { path, data } => {
+                let target = self.target(&path, "")?;
+                self.write_file(&target, data, WriteKind::Append)?;
+                Ok(FsReply::Done)
+            }
+            FsRequest::Mkdir { path, recursive } => {
+                let target = self.target(&path, "")?;
+                self.mkdir(&target, recursive, recursive)?;
+                Ok(FsReply::Done)
+            }
+            FsRequest::Remove { path, recursive } => {
+                let target = self.target(&path, "")?;
+                self.remove(&target, recursive, false)?;
+                Ok(FsReply::Done)
+            }
+            FsRequest::Stat { path, follow } => {
+                let target = self.target(&path, "")?;
+                let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+                let last = if follow { self.follow(grant, target.guest)? } else { grant };
+                let metadata = self.metadata(&last).map_err(|error| vfs_fault(error, target.guest))?;
+                Ok(FsReply::Meta(meta_of(&metadata)))
+            }
+            FsRequest::ReadDir { path, metadata } => {
+                let target = self.target(&path, "")?;
+                self.list(&target, metadata).map(FsReply::Entries)
+            }
+            FsRequest::Exists { path } => Ok(FsReply::Exists(self.exists(&path)?)),
+            FsRequest::Rename { from, to } => {
+                let (source, destination) = (self.target(&from, "")?, self.target(&to, "")?);
+                self.rename(&source, &destination)?;
+                Ok(FsReply::Done)
+            }
+            FsRequest::Copy { from, to } => {
+                let (source, destination) = (self.target(&from, "")?, self.target(&to, "")?);
+                self.copy_file(&source, &destination, true)?;
+                Ok(FsReply::Done)
+            }
+            FsRequest::ReadLink { path } => {
+                let target = self.target(&path, "")?;
+                let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+                let bytes = self.read_link(&grant).map_err(|error| vfs_fault(error, target.guest))?;
+                Ok(FsReply::Target(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+            FsRequest::Chmod { path, mode } => {
+                let target = self.target(&path, "")?;
+                let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+                let last = self.follow(grant, target.guest)?;
+                let modify = self.authorize::<Modify>(last.path(), target.guest)?;
+                self.set_mode(&modify, mode).map_err(|error| vfs_fault(error, target.guest))?;
+                Ok(FsReply::Done)
+            }
+        }
+    }
+
+    /// A directory's visible entries: names and kinds (part of the listing's
+    /// name-set read), and each entry's metadata only when asked (each then a
+    /// metadata read of its own).
+    fn list(&mut self, target: &Target<'_>, with_metadata: bool) -> Result<Vec<(String, Meta)>, Fault> {
+        let grant = self.authorize::<DirectoryRead>(&target.path, target.guest)?;
+        let last = self.follow(grant, target.guest)?;
+        let names = self.read_dir(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        self.meter.charge_directory_entries(names.len() as u64)?;
+        let mut entries = Vec::with_capacity(names.len());
+        for name in names {
+            let Ok(child) = last.path().child(&name) else { continue };
+            if self.is_hidden(&child, target.guest)? {
+                continue;
+            }
+            let meta = if with_metadata {
+                let looked = self.authorize::<MetadataRead>(&child, target.guest)?;
+                meta_of(&self.metadata(&looked).map_err(|error| vfs_fault(error, target.guest))?)
+            } else {
+                match self.listed_kind(&last, &child).map_err(|error| vfs_fault(error, target.guest))? {
+                    Some(kind) => kind_only(kind),
+                    None => continue,
+                }
+            };
+            entries.push((name, meta));
+        }
+        Ok(entries)
+    }
+}
+
+impl vsh_bash::FsHost for Dispatcher<'_> {
+    fn serve(&mut self, request: FsRequest) -> Result<FsReply, Stopped> {
+        if self.stopped() {
+            return Err(Stopped);
+        }
+        if self.interrupted() {
+            let _abort = self.end(Stop::Cancelled, "cancelled");
+            return Err(Stopped);
+        }
+        if let Err(limit) = self.host.meter.check_deadline() {
+            let _abort = self.end(Stop::Limit(limit), "request deadline passed");
+            return Err(Stopped);
+        }
+        if let Err(limit) = self.host.meter.charge_os_call() {
+            let _abort = self.end(Stop::Limit(limit), "too many host calls");
+            return Err(Stopped);
+        }
+        let stop = match self.host.serve_file_request(request) {
+            Ok(reply) => return Ok(reply),
+            Err(Fault::Guest(exception)) => return Ok(FsReply::Failed(errno_of(&exception))),
+            Err(Fault::Refused(refused)) => match self.host.record_denial(refused.1) {
+                Err(Fault::Limit(limit)) => Stop::Limit(limit),
+                _ => return Ok(FsReply::Failed(EACCES)),
+            },
+            Err(Fault::Limit(limit)) => Stop::Limit(limit),
+            Err(Fault::Vfs(error)) => Stop::Vfs(error),
+        };
+        let _abort = self.end(stop, "the run was ended");
+        Err(Stopped)
+    }
+
+    fn interrupted(&mut self) -> bool {
+        if self.stopped() {
+            return true;
+        }
+        if Dispatcher::interrupted(self) {
+            let _abort = self.end(Stop::Cancelled, "cancelled");
+            return true;
+        }
+        if let Err(limit) = self.host.meter.check_deadline() {
+            let _abort = self.end(Stop::Limit(limit), "request deadline passed");
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errnos_come_from_the_message_or_the_type() {
+        assert_eq!(errno_of(&crate::oserror::os_error(39, "x")), 39);
+        assert_eq!(errno_of(&MontyException::new(ExcType::ValueError, Some("bad".to_owned()))), EINVAL);
+        assert_eq!(errno_of(&MontyException::new(ExcType::FileNotFoundError, None)), 2);
+    }
+}

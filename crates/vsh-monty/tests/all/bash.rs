@@ -1,0 +1,212 @@
+//! Bash programs through the same guarded image as Monty: in process and in
+//! the confined worker, the same file accesses, read facets, refusals and
+//! budgets.
+
+use std::time::Duration;
+
+use vsh_monty::{BashFailure, BashLimits, BashOutcome, ExecutionError, ExecutionLimits, LimitKind, Uninterrupted};
+use vsh_policy::CallPolicy;
+use vsh_types::{DiffKind, VPath};
+
+use crate::common::{MODES, Mode, Workspace, shared_worker};
+
+impl Workspace {
+    fn bash_with(
+        &mut self,
+        code: &str,
+        limits: &ExecutionLimits,
+        bash: &BashLimits,
+    ) -> Result<BashOutcome, ExecutionError> {
+        let policy = CallPolicy::balanced_default(None);
+        let executor = match self.mode {
+            Mode::InProcess => &vsh_monty::MontyExecutor::in_process(),
+            Mode::Worker => shared_worker(),
+        };
+        executor.execute_bash(code, &mut self.vfs, &policy, limits, bash, &Uninterrupted)
+    }
+
+    fn bash(&mut self, code: &str) -> Result<BashOutcome, ExecutionError> {
+        self.bash_with(code, &ExecutionLimits::default(), &BashLimits::default())
+    }
+}
+
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap()
+}
+
+fn files() -> Vec<(&'static str, &'static [u8])> {
+    vec![
+        ("a.txt", b"hello world\nsecond line\n"),
+        ("src/main.rs", b"fn main() { println!(\"hello\"); }\n"),
+        ("src/lib.rs", b"pub fn hello() {}\n"),
+        (".env", b"SECRET=1\n"),
+        ("notes/todo.md", b"- [ ] write tests\n"),
+    ]
+}
+
+#[test]
+fn agents_scripts_read_search_and_edit_through_the_image() {
+    for mode in MODES {
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        let script = "grep -rn hello src | sort\nsed -i 's/hello/goodbye/' a.txt\nfind . -name '*.rs' | sort\n\
+                      wc -l < a.txt\nmkdir -p out/deep && cat a.txt | tr a-z A-Z > out/deep/upper.txt\nls src";
+        let outcome = ws.bash(script).unwrap_or_else(|error| panic!("{mode:?}: {error:?}"));
+        assert_eq!(
+            text(&outcome.stdout),
+            "src/lib.rs:1:pub fn hello() {}\nsrc/main.rs:1:fn main() { println!(\"hello\"); }\n\
+             ./src/lib.rs\n./src/main.rs\n2\nlib.rs\nmain.rs\n",
+            "{mode:?}"
+        );
+        let diff = ws.diff();
+        assert!(diff.contains(&("a.txt".to_owned(), DiffKind::Modify)), "{mode:?}: {diff:?}");
+        assert!(diff.contains(&("out/deep/upper.txt".to_owned(), DiffKind::Create)), "{mode:?}: {diff:?}");
+        assert!(diff.iter().all(|(path, _)| !path.contains(".bashkit")), "no temporary file is left: {diff:?}");
+        assert_eq!(ws.host_file("a.txt").unwrap(), b"hello world\nsecond line\n", "the host is untouched");
+        let upper = ws.vfs.read(&VPath::parse("out/deep/upper.txt").unwrap()).unwrap();
+        assert_eq!(&upper[..], b"GOODBYE WORLD\nSECOND LINE\n");
+    }
+}
+
+#[test]
+fn reads_are_recorded_with_the_facets_the_commands_used() {
+    for mode in MODES {
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        ws.bash("cat a.txt >/dev/null; ls notes >/dev/null; test -e missing.txt || true; [ -d src ]").unwrap();
+        let reads = &ws.vfs.read_set().entries;
+        let at = |path: &str| reads.get(&VPath::parse(path).unwrap()).cloned().unwrap_or_default();
+        assert!(at("a.txt").content.is_some(), "{mode:?}: cat reads content: {reads:?}");
+        assert!(at("notes").names.is_some(), "{mode:?}: ls lists names");
+        assert_eq!(at("notes/todo.md").size_mode, None, "{mode:?}: a plain ls depends on no child's size");
+        assert_eq!(at("missing.txt").kind, Some(None), "{mode:?}: test -e depends on absence");
+        assert_eq!(at("src").content, None);
+        let mut long = Workspace::with(&files()).in_mode(mode);
+        long.bash("ls -l notes >/dev/null").unwrap();
+        let reads = &long.vfs.read_set().entries;
+        assert!(
+            reads.get(&VPath::parse("notes/todo.md").unwrap()).is_some_and(|dep| dep.size_mode.is_some()),
+            "{mode:?}: ls -l depends on each entry's size and mode: {reads:?}"
+        );
+    }
+}
+
+#[test]
+fn protected_and_outside_paths_are_refused_and_recorded_even_when_caught() {
+    for mode in MODES {
+        for script in [
+            "cat .env 2>/dev/null || true",
+            "cat ../outside.txt 2>/dev/null || true",
+            "cat /etc/passwd 2>/dev/null || true",
+            "echo x > /tmp/x 2>/dev/null || true",
+            "grep -r SECRET . 2>/dev/null || true",
+            "cp .env leak.txt 2>/dev/null || true",
+            "f=.env; eval \"cat $f\" 2>/dev/null || true",
+            "echo \"$(cat .env 2>/dev/null)\" > copy.txt",
+            "source .env 2>/dev/null || true",
+        ] {
+            let mut ws = Workspace::with(&files()).in_mode(mode);
+            std::fs::write(ws.parent.path().join("outside.txt"), "outside").unwrap();
+            let outcome = ws.bash(script);
+            let (denied, stdout) = match &outcome {
+                Ok(outcome) => (&outcome.denied, text(&outcome.stdout).to_owned()),
+                Err(ExecutionError::Bash { denied, stdout, .. }) => {
+                    (denied, String::from_utf8_lossy(stdout).into_owned())
+                }
+                other => panic!("{mode:?} {script}: {other:?}"),
+            };
+            if script.starts_with("grep") || script.starts_with("source") {
+                // A recursive grep skips what it cannot read; `source` is
+                // not in the profile and reads nothing: the secret is not shown.
+                assert!(!stdout.contains("SECRET"), "{mode:?} {script}: {stdout}");
+            } else {
+                assert!(!denied.is_empty(), "{mode:?} {script}: the refusal is recorded: {outcome:?}");
+            }
+            assert!(!stdout.contains("SECRET") && !stdout.contains("outside"), "{mode:?} {script}: {stdout}");
+            let copied = ws.vfs.read(&VPath::parse("copy.txt").unwrap()).ok();
+            assert!(copied.is_none_or(|bytes| !bytes.windows(6).any(|w| w == b"SECRET")), "{mode:?} {script}");
+        }
+    }
+}
+
+#[test]
+fn failures_are_terminal_and_keep_their_streams() {
+    for mode in MODES {
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        match ws.bash("echo out; echo err >&2; exit 3") {
+            Err(ExecutionError::Bash { failure: BashFailure::Exit(3), exit_code: 3, stdout, stderr, .. }) => {
+                assert_eq!((text(&stdout), text(&stderr)), ("out\n", "err\n"), "{mode:?}");
+            }
+            other => panic!("{mode:?}: {other:?}"),
+        }
+        match ws.bash("date") {
+            Err(ExecutionError::Bash { failure: BashFailure::Unsupported(name), exit_code: 127, .. }) => {
+                assert_eq!(name, "date");
+            }
+            other => panic!("{mode:?}: {other:?}"),
+        }
+        assert!(matches!(ws.bash("if then"), Err(ExecutionError::Bash { failure: BashFailure::Parse(_), .. })));
+    }
+}
+
+#[test]
+fn every_budget_ends_a_bash_run() {
+    for mode in MODES {
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        let defaults = ExecutionLimits::default();
+        let mut limited = |tight: BashLimits, script: &str| match ws.bash_with(script, &defaults, &tight) {
+            Err(ExecutionError::Bash { failure: BashFailure::Limit(what), .. }) => what,
+            other => panic!("{mode:?}: expected a limit, got {other:?}"),
+        };
+        let each_loop = BashLimits { max_loop_iterations: 20, ..BashLimits::default() };
+        assert!(limited(each_loop, "for i in $(seq 1 25); do :; done").contains("loop iterations"));
+        let all_loops = BashLimits { max_total_loop_iterations: 30, ..BashLimits::default() };
+        let nested = "for i in 1 2 3 4 5 6; do for j in 1 2 3 4 5 6; do :; done; done";
+        assert!(limited(all_loops, nested).contains("total loop"));
+        let commands = BashLimits { max_commands: 50, ..BashLimits::default() };
+        assert!(limited(commands, &"true\n".repeat(60)).contains("command"));
+        let parser = BashLimits { max_parser_operations: 200, ..BashLimits::default() };
+        let long_script = (0..100).map(|i| format!("a{i}=$((1+{i}))")).collect::<Vec<_>>().join("\n");
+        assert!(limited(parser, &long_script).contains("parser"));
+        let work = BashLimits { max_work_units: 1_000, ..BashLimits::default() };
+        let busy = limited(work, "seq 1 20000 | sed 's/1/x/g' | grep -c x");
+        assert!(busy.contains("budget") || busy.contains("work"), "{busy}");
+        let input = BashLimits { max_aggregate_input_bytes: 10_000, ..BashLimits::default() };
+        let piped = limited(input, "seq 1 100000 | wc -l");
+        assert!(piped.contains("budget") || piped.contains("input"), "{piped}");
+        let live = BashLimits { max_live_intermediate_bytes: 10_000, ..BashLimits::default() };
+        let held = limited(live, "x=$(seq 1 100000); echo ${#x}");
+        assert!(held.contains("budget") || held.contains("intermediate") || held.contains("live"), "{held}");
+        // The shared budget: host calls, output, time.
+        let few_calls = ExecutionLimits { max_os_calls: 3, ..ExecutionLimits::default() };
+        let calls = ws.bash_with("cat a.txt; cat a.txt; cat a.txt; cat a.txt", &few_calls, &BashLimits::default());
+        assert!(
+            matches!(&calls, Err(ExecutionError::Limit { limit, .. }) if limit.limit == LimitKind::OsCalls),
+            "{mode:?}: {calls:?}"
+        );
+        let small_output = ExecutionLimits { max_output_bytes: 100, ..ExecutionLimits::default() };
+        let output = ws.bash_with("seq 1 1000", &small_output, &BashLimits::default());
+        assert!(
+            matches!(&output, Err(ExecutionError::Limit { limit, .. }) if limit.limit == LimitKind::OutputBytes)
+                || matches!(&output, Err(ExecutionError::Bash { failure: BashFailure::Limit(_), .. })),
+            "{mode:?}: {output:?}"
+        );
+        let short = ExecutionLimits { max_duration: Duration::from_millis(200), ..ExecutionLimits::default() };
+        let spin = ws.bash_with(
+            "while :; do :; done",
+            &short,
+            &BashLimits {
+                max_loop_iterations: u64::MAX,
+                max_total_loop_iterations: u64::MAX,
+                max_commands: u64::MAX,
+                max_work_units: u64::MAX,
+                ..BashLimits::default()
+            },
+        );
+        assert!(
+            matches!(
+                spin,
+                Err(ExecutionError::Bash { failure: BashFailure::Limit(_), .. } | ExecutionError::Limit { .. })
+            ),
+            "{mode:?}: {spin:?}"
+        );
+    }
+}
