@@ -187,3 +187,25 @@ fn bash_and_monty_equivalents_make_identical_diffs() {
         assert_eq!(from_bash.diff, from_monty.diff, "{script}: the canonical diff digests agree");
     }
 }
+
+#[test]
+fn vsh_bash_inside_monty_joins_the_same_transaction() {
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let program = "vsh_write('notes.txt', 'start\\n')\n\
+                   code, out, err = vsh_bash(\"sed -i 's/8080/9090/' config/settings.ini; echo bash >> notes.txt; grep -c port config/settings.ini\")\n\
+                   (code, out.strip())";
+    let receipt = runtime.preview(&RunRequest::new(program).with_detail(ReceiptDetail::Full)).unwrap();
+    assert_eq!(receipt.output.monty_value().unwrap().py_repr(), "(0, '1')");
+    let paths: Vec<&str> = receipt.changes.iter().map(|change| change.path.as_str()).collect();
+    assert_eq!(paths, ["config/settings.ini", "notes.txt"]);
+    runtime.commit(receipt.transaction, 1).unwrap();
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "start\nbash\n");
+    assert!(std::fs::read_to_string(dir.path().join("config/settings.ini")).unwrap().contains("9090"));
+    // A runtime without Bash offers no vsh_bash.
+    let plain = Runtime::open(config(dir.path())).unwrap();
+    match plain.preview(&RunRequest::new("vsh_bash('echo hi')")) {
+        Err(VshError::Execution(error)) => assert!(error.to_string().contains("uncaught"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -13,6 +13,7 @@ use vsh_bash::{FsReply, FsRequest, Meta, NodeType, Stopped};
 use vsh_types::NodeKind;
 
 use crate::dispatch::{Dispatcher, Stop};
+use crate::drive::Reply;
 use crate::guard::{DirectoryRead, MetadataRead, Modify};
 use crate::host::{Fault, OsHost, Target, WriteKind, vfs_fault};
 use crate::oserror::{EACCES, EIO};
@@ -162,6 +163,67 @@ impl OsHost<'_> {
         }
         Ok(entries)
     }
+}
+
+/// The Monty function that runs a nested Bash script.
+pub(crate) const NESTED_NAME: &str = "vsh_bash";
+
+impl Dispatcher<'_> {
+    /// `vsh_bash(code)` in this process: the script runs on this run's image
+    /// and budget (each of its file accesses charged and recorded as the
+    /// program's own), and returns `(exit_code, stdout, stderr)`.
+    pub(crate) fn nested_bash_call(
+        &mut self,
+        args: Vec<monty_types::MontyObject>,
+        kwargs: Vec<(monty_types::MontyObject, monty_types::MontyObject)>,
+    ) -> Reply {
+        let code = match crate::tools::nested_bash_code(args, kwargs) {
+            Ok(code) => code,
+            Err(Fault::Guest(exception)) => return Reply::Raise(exception),
+            Err(_) => return Reply::Raise(MontyException::new(ExcType::TypeError, None)),
+        };
+        let Some(limits) = self.nested_bash else { return Reply::Raise(nested_unavailable()) };
+        let run = crate::run::bash_run(&code, self.host.meter.limits(), &limits);
+        let end = vsh_bash::run(&run, self);
+        self.nested_bash_reply(end)
+    }
+
+    /// The Monty value of a nested script's end: `(exit_code, stdout,
+    /// stderr)` for a script that ran to its end, whatever its status; a
+    /// budget, an unknown command or a parse error ends the whole run.
+    pub(crate) fn nested_bash_reply(&mut self, end: vsh_bash::BashEnd) -> Reply {
+        use monty_types::MontyObject;
+        if self.stopped() {
+            return Reply::Abort("the run was ended".to_owned());
+        }
+        let failure = match end.ending {
+            vsh_bash::Ending::Completed => {
+                let text = |bytes: &[u8]| MontyObject::String(String::from_utf8_lossy(bytes).into_owned());
+                return Reply::Return(MontyObject::Tuple(vec![
+                    MontyObject::Int(i64::from(end.exit_code)),
+                    text(&end.stdout),
+                    text(&end.stderr),
+                ]));
+            }
+            vsh_bash::Ending::Limit(what) => crate::BashFailure::Limit(what),
+            vsh_bash::Ending::Unsupported(name) => crate::BashFailure::Unsupported(name),
+            vsh_bash::Ending::Parse(message) => crate::BashFailure::Parse(message),
+            vsh_bash::Ending::Failed(message) => crate::BashFailure::Interpreter(message),
+            vsh_bash::Ending::Stopped => {
+                let what = "a nested bash run ended as stopped, but the parent stopped nothing".to_owned();
+                return self.end(Stop::Unsupported(what), "protocol error");
+            }
+        };
+        self.end(Stop::Bash(failure), "the nested bash script failed")
+    }
+}
+
+/// `vsh_bash` when the host did not enable Bash.
+pub(crate) fn nested_unavailable() -> MontyException {
+    MontyException::new(
+        ExcType::RuntimeError,
+        Some("vsh_bash() is not available: this runtime was not configured for Bash".to_owned()),
+    )
 }
 
 impl vsh_bash::FsHost for Dispatcher<'_> {

@@ -31,6 +31,9 @@ pub(crate) enum Stop {
     Unsupported(String),
     /// The caller's interrupt ended the run.
     Cancelled,
+    /// A nested `vsh_bash` script failed terminally (a budget, a command
+    /// outside the profile, a parse error).
+    Bash(crate::BashFailure),
 }
 
 /// Serves one run's suspensions from an [`OsHost`].
@@ -38,11 +41,19 @@ pub(crate) struct Dispatcher<'a> {
     pub(crate) host: OsHost<'a>,
     stop: Option<Stop>,
     interrupt: &'a dyn Interrupt,
+    /// The interpreter budgets of `vsh_bash`, when the host enabled it.
+    pub(crate) nested_bash: Option<vsh_bash::BashLimits>,
 }
 
 impl<'a> Dispatcher<'a> {
     pub(crate) fn new(host: OsHost<'a>, interrupt: &'a dyn Interrupt) -> Self {
-        Self { host, stop: None, interrupt }
+        Self { host, stop: None, interrupt, nested_bash: None }
+    }
+
+    /// Enable `vsh_bash` with these interpreter budgets.
+    pub(crate) fn with_nested_bash(mut self, limits: Option<vsh_bash::BashLimits>) -> Self {
+        self.nested_bash = limits;
+        self
     }
 
     /// Whether the caller asked the run to stop.
@@ -84,6 +95,9 @@ impl Service for Dispatcher<'_> {
         }
         let served = match request {
             Request::Os(call) => self.host.handle(call),
+            Request::Function { name, args, kwargs } if name == crate::bash::NESTED_NAME => {
+                return self.nested_bash_call(args, kwargs);
+            }
             Request::Function { name, args, kwargs } => match Tool::from_name(&name) {
                 Some(tool) => self.host.call_tool(tool, args, kwargs),
                 // Monty suspends on a call of any undefined global name; as in

@@ -42,13 +42,16 @@ enum Mode {
 pub struct MontyExecutor {
     mode: Mode,
     compatibility: ResultCompatibility,
+    /// The interpreter budgets of `vsh_bash` inside Monty programs (`None`:
+    /// the function raises `RuntimeError`).
+    nested_bash: Option<vsh_bash::BashLimits>,
 }
 
 impl MontyExecutor {
     /// Run programs in this process ([`crate::execute`]). Not an isolation
     /// boundary: see its limitations.
     pub fn in_process() -> Self {
-        Self { mode: Mode::InProcess, compatibility: ResultCompatibility::Native }
+        Self { mode: Mode::InProcess, compatibility: ResultCompatibility::Native, nested_bash: None }
     }
 
     /// Run programs in confined worker processes. The binary at
@@ -59,7 +62,11 @@ impl MontyExecutor {
     /// timeout, [`WorkerError::Binary`] if the binary cannot be read, and
     /// [`WorkerError::Spawn`] if it cannot be granted for exec.
     pub fn worker(config: WorkerConfig) -> Result<Self, WorkerError> {
-        Ok(Self { mode: Mode::Worker(Box::new(Pool::new(config)?)), compatibility: ResultCompatibility::Native })
+        Ok(Self {
+            mode: Mode::Worker(Box::new(Pool::new(config)?)),
+            compatibility: ResultCompatibility::Native,
+            nested_bash: None,
+        })
     }
 
     /// Which values [`MontyExecutor::execute`] accepts (default
@@ -67,6 +74,14 @@ impl MontyExecutor {
     #[must_use]
     pub fn with_result_compatibility(mut self, compatibility: ResultCompatibility) -> Self {
         self.compatibility = compatibility;
+        self
+    }
+
+    /// Let Monty programs call `vsh_bash(code)`: a Bash script on the same
+    /// virtual image and budget, under these interpreter budgets.
+    #[must_use]
+    pub fn with_nested_bash(mut self, limits: Option<vsh_bash::BashLimits>) -> Self {
+        self.nested_bash = limits;
         self
     }
 
@@ -165,8 +180,8 @@ impl MontyExecutor {
             });
         }
         let outcome = match &self.mode {
-            Mode::InProcess => run::run_local(code, vfs, policy, limits, started, interrupt)?,
-            Mode::Worker(pool) => pool.execute(code, vfs, policy, limits, started, interrupt)?,
+            Mode::InProcess => run::run_local(code, vfs, policy, limits, started, interrupt, self.nested_bash)?,
+            Mode::Worker(pool) => pool.execute(code, vfs, policy, limits, started, interrupt, self.nested_bash)?,
         };
         match self.compatibility.check(&outcome.value) {
             Ok(()) => Ok(outcome),
@@ -217,6 +232,14 @@ impl MontyExecutor {
         let mut out = Vec::new();
         canon::put_u8(&mut out, CONFIG_ENCODING_VERSION);
         canon::put_u8(&mut out, self.compatibility.tag());
+        match &self.nested_bash {
+            None => canon::put_u8(&mut out, 0),
+            Some(limits) => {
+                canon::put_u8(&mut out, 1);
+                canon::put_bytes(&mut out, vsh_bash::PROFILE.as_bytes());
+                limits.encode_canonical(&mut out);
+            }
+        }
         match &self.mode {
             Mode::InProcess => canon::put_u8(&mut out, 1),
             Mode::Worker(pool) => {

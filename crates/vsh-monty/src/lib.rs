@@ -144,7 +144,7 @@ pub use limits::{ExecutionBudget, ExecutionLimits, ExecutionStats, LimitExceeded
 pub use monty_types::MontyObject;
 pub use path::VIRTUAL_ROOT;
 pub use run::{BashOutcome, MontyOutcome, execute};
-pub use tools::MONTY_VSH_TOOL_NAMES;
+pub use tools::{GUEST_FUNCTION_NAMES, MONTY_VSH_TOOL_NAMES};
 pub use vsh_bash::{BashLimits, PROFILE as BASH_PROFILE};
 pub use worker::pool::PoolStatus;
 pub use worker::{

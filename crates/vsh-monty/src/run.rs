@@ -16,7 +16,7 @@ use crate::host::OsHost;
 use crate::interrupt::{Interrupt, Uninterrupted};
 use crate::limits::{ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind, nanos};
 use crate::output::OutputSink;
-use crate::tools::MONTY_VSH_TOOL_NAMES;
+use crate::tools::GUEST_FUNCTION_NAMES;
 use crate::value;
 
 /// A finished run: the program's value and what it printed and used.
@@ -119,7 +119,7 @@ pub fn execute(
     policy: &CallPolicy,
     limits: &ExecutionLimits,
 ) -> Result<MontyOutcome, ExecutionError> {
-    run_local(code, vfs, policy, limits, Instant::now(), &Uninterrupted)
+    run_local(code, vfs, policy, limits, Instant::now(), &Uninterrupted, None)
 }
 
 /// [`execute`] for a request that began at `started`.
@@ -131,11 +131,13 @@ pub(crate) fn run_local(
     limits: &ExecutionLimits,
     started: Instant,
     interrupt: &dyn Interrupt,
+    nested_bash: Option<BashLimits>,
 ) -> Result<MontyOutcome, ExecutionError> {
     check_program(code, limits, started)?;
-    let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
+    let mut dispatcher =
+        Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt).with_nested_bash(nested_bash);
     let mut sink = OutputSink::new(limits.max_output_bytes);
-    let options = DriveOptions { functions: &MONTY_VSH_TOOL_NAMES, memory_armed: false };
+    let options = DriveOptions { functions: &GUEST_FUNCTION_NAMES, memory_armed: false };
     let result = drive::run_program(code, &mut dispatcher, &mut sink, limits, options);
     let end = RunEnd::from_drive(result, limits);
     let output_bytes = sink.len();
@@ -201,6 +203,7 @@ pub(crate) fn conclude_bash(
             Stop::Vfs(source) => ExecutionError::Vfs { source },
             Stop::Unsupported(what) => ExecutionError::UnsupportedSuspension { what },
             Stop::Cancelled => ExecutionError::Cancelled { stdout: text(&stdout), stats, denied },
+            Stop::Bash(failure) => ExecutionError::Bash { failure, exit_code, stdout, stderr, stats, denied },
         });
     }
     if stats.output_bytes > limits.max_output_bytes {
@@ -268,6 +271,14 @@ pub(crate) fn conclude(
             Some(Stop::Vfs(source)) => Err(ExecutionError::Vfs { source }),
             Some(Stop::Unsupported(what)) => Err(ExecutionError::UnsupportedSuspension { what }),
             Some(Stop::Cancelled) => Err(ExecutionError::Cancelled { stdout, stats, denied }),
+            Some(Stop::Bash(failure)) => Err(ExecutionError::Bash {
+                failure,
+                exit_code: 1,
+                stdout: stdout.into_bytes(),
+                stderr: Vec::new(),
+                stats,
+                denied,
+            }),
             None => Err(ExecutionError::Worker {
                 source: WorkerError::Protocol {
                     reason: "the run ended as aborted, but the parent ended nothing".to_owned(),

@@ -43,6 +43,22 @@ pub const MONTY_VSH_TOOL_NAMES: [&str; 10] = [
     "vsh_patch",
 ];
 
+/// Every external function a program sees: the ten `vsh_*` functions and
+/// `vsh_bash` (which raises `RuntimeError` unless the host enabled Bash).
+pub const GUEST_FUNCTION_NAMES: [&str; 11] = [
+    "vsh_read",
+    "vsh_write",
+    "vsh_list",
+    "vsh_mkdir",
+    "vsh_remove",
+    "vsh_move",
+    "vsh_copy",
+    "vsh_glob",
+    "vsh_search",
+    "vsh_patch",
+    crate::bash::NESTED_NAME,
+];
+
 /// The `ValueError` message of a path holding NUL.
 const NUL_MESSAGE: &str = "embedded null byte";
 
@@ -119,6 +135,16 @@ impl Tool {
             }
         }
     }
+}
+
+/// The script of a `vsh_bash(code)` call, bound as the other functions bind
+/// their arguments (`TypeError` as `CPython` words it).
+pub(crate) fn nested_bash_code(
+    args: Vec<MontyObject>,
+    kwargs: Vec<(MontyObject, MontyObject)>,
+) -> Result<String, Fault> {
+    let mut a = Args::new(crate::bash::NESTED_NAME, vec![required("code")], args, kwargs)?;
+    a.string()
 }
 
 impl OsHost<'_> {

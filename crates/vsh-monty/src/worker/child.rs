@@ -23,7 +23,7 @@ use crate::drive::{self, DriveOptions, Ended, Reply, Request, Service};
 use crate::error::GuestException;
 use crate::limits::{LimitExceeded, LimitKind};
 use crate::output::OutputSink;
-use crate::tools::MONTY_VSH_TOOL_NAMES;
+use crate::tools::GUEST_FUNCTION_NAMES;
 use crate::value;
 use crate::worker::protocol::{
     self, BashCall, BashRequest, FrameCaps, HARD_MAX_FRAME, Hello, MAGIC, OUTPUT_CHUNK, PROTOCOL_VERSION, ResetDone,
@@ -103,7 +103,7 @@ pub fn worker_main() -> ExitCode {
 
 /// The external functions a worker's programs see.
 fn functions() -> Vec<&'static str> {
-    let names = MONTY_VSH_TOOL_NAMES.to_vec();
+    let names = GUEST_FUNCTION_NAMES.to_vec();
     #[cfg(feature = "test-hooks")]
     let names = {
         let mut names = names;
@@ -122,7 +122,7 @@ fn run(link: &mut Link, request: &RunRequest) -> Result<(), u8> {
     let caps = FrameCaps::for_limits(&limits);
     let mut sink = OutputSink::new(limits.max_output_bytes);
     let names = functions();
-    let mut remote = Remote { link, caps, failed: None };
+    let mut remote = Remote { link, caps, failed: None, bash: request.bash, limits: limits.clone() };
     let result = drive::run_program(
         &request.code,
         &mut remote,
@@ -245,6 +245,10 @@ struct Remote<'l> {
     /// Set when talking to the parent failed; the run is then aborted and the
     /// worker exits with this code.
     failed: Option<u8>,
+    /// The interpreter budgets of `vsh_bash`, when the host enabled it.
+    bash: Option<vsh_bash::BashLimits>,
+    /// The run's budgets, for a nested script.
+    limits: crate::limits::ExecutionLimits,
 }
 
 impl Remote<'_> {
@@ -280,11 +284,67 @@ impl Remote<'_> {
     }
 }
 
+impl Remote<'_> {
+    /// `vsh_bash(code)`: the script runs here, in the worker, each of its
+    /// file accesses a request to the parent; its end goes to the parent,
+    /// whose answer resumes the program.
+    fn nested_bash(
+        &mut self,
+        args: Vec<MontyObject>,
+        kwargs: Vec<(MontyObject, MontyObject)>,
+        sink: &mut OutputSink,
+    ) -> Result<Reply, u8> {
+        let code = match crate::tools::nested_bash_code(args, kwargs) {
+            Ok(code) => code,
+            Err(crate::host::Fault::Guest(exception)) => return Ok(Reply::Raise(exception)),
+            Err(_) => return Ok(Reply::Raise(monty_types::MontyException::new(monty_types::ExcType::TypeError, None))),
+        };
+        let Some(bash) = self.bash else { return Ok(Reply::Raise(crate::bash::nested_unavailable())) };
+        flush_output(self.link, sink)?;
+        let run = crate::run::bash_run(&code, &self.limits, &bash);
+        let mut remote = RemoteFs { link: self.link, io_call_bytes: self.limits.max_io_call_bytes, failed: None };
+        let end = vsh_bash::run(&run, &mut remote);
+        if let Some(code) = remote.failed {
+            return Err(code);
+        }
+        protocol::send(&mut self.link.output, kind::BASH_FINISHED, &end).map_err(|_| EXIT_IO)?;
+        let (frame_kind, body) = self.link.recv().map_err(|_| EXIT_IO)?.ok_or(EXIT_IO)?;
+        if frame_kind != kind::REPLY {
+            return Err(EXIT_PROTOCOL);
+        }
+        Ok(match protocol::decode::<WireReply>(&body).map_err(|_| EXIT_PROTOCOL)? {
+            WireReply::Return(value) => Reply::Return(value),
+            WireReply::Raise(exception) => Reply::Raise(exception),
+            WireReply::Undefined => Reply::Undefined,
+            WireReply::Abort(reason) => Reply::Abort(reason),
+        })
+    }
+}
+
 impl Service for Remote<'_> {
     fn serve(&mut self, request: Request, sink: &mut OutputSink) -> Reply {
         if self.failed.is_some() {
             return Reply::Abort("worker transport failed".to_owned());
         }
+        if let Request::Function { name, args, kwargs } = request {
+            if name == crate::bash::NESTED_NAME {
+                return match self.nested_bash(args, kwargs, sink) {
+                    Ok(reply) => reply,
+                    Err(code) => {
+                        self.failed = Some(code);
+                        Reply::Abort("worker transport failed".to_owned())
+                    }
+                };
+            }
+            return self.serve_other(Request::Function { name, args, kwargs }, sink);
+        }
+        self.serve_other(request, sink)
+    }
+}
+
+impl Remote<'_> {
+    /// Any suspension but `vsh_bash`: a request to the parent.
+    fn serve_other(&mut self, request: Request, sink: &mut OutputSink) -> Reply {
         #[cfg(feature = "test-hooks")]
         if let Request::Function { name, args, .. } = &request
             && name == crate::worker::hooks::HOOK_NAME

@@ -402,6 +402,7 @@ impl Pool {
 
     /// Serve one request.
     #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    #[expect(clippy::too_many_arguments, reason = "the request's parts and the nested interpreter's budgets")]
     pub(crate) fn execute(
         &self,
         code: &str,
@@ -410,11 +411,13 @@ impl Pool {
         limits: &ExecutionLimits,
         started: Instant,
         interrupt: &dyn Interrupt,
+        nested_bash: Option<vsh_bash::BashLimits>,
     ) -> Result<MontyOutcome, ExecutionError> {
         run::check_program(code, limits, started)?;
         let (slot, mut worker) = self.checkout(limits, started, interrupt)?;
         let deadline = started + limits.max_request_duration;
-        let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
+        let mut dispatcher =
+            Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt).with_nested_bash(nested_bash);
         let outcome = session::serve(&mut worker, code, &mut dispatcher, limits, self.config.wall_grace, deadline);
         self.release(worker, outcome.reusable);
         drop(slot);

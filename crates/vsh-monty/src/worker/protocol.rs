@@ -187,6 +187,10 @@ pub(crate) struct RunRequest {
     pub(crate) code: String,
     /// Its budgets.
     pub(crate) limits: WireLimits,
+    /// The interpreter budgets of `vsh_bash`, when the host enabled it: the
+    /// worker runs a nested script itself, its file accesses as kind 6
+    /// frames, then its end as kind 7, answered by one [`WireReply`].
+    pub(crate) bash: Option<vsh_bash::BashLimits>,
 }
 
 /// A suspension, as the worker reports it.

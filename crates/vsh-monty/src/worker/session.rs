@@ -126,7 +126,7 @@ fn converse(
     deadline: Instant,
     session: &mut Session,
 ) -> Result<RunEnd, Failure> {
-    let request = RunRequest { code: code.to_owned(), limits: WireLimits::of(limits) };
+    let request = RunRequest { code: code.to_owned(), limits: WireLimits::of(limits), bash: dispatcher.nested_bash };
     let body = protocol::encode(&request).map_err(|source| WorkerError::Transport { source })?;
     send(worker, kind::RUN, &body, limits)?;
     let mut clock = Clock::new(limits, grace, deadline);
@@ -157,6 +157,10 @@ fn converse(
                     return Err(protocol_error("a request after the parent ended the run"));
                 }
                 let wire: WireRequest = protocol::decode(&body).map_err(protocol_error)?;
+                if matches!(&wire, WireRequest::Function { name, .. } if name == crate::bash::NESTED_NAME) {
+                    // The worker runs nested scripts itself; the parent never does.
+                    return Err(protocol_error("vsh_bash sent as a function call"));
+                }
                 let request = request_from_wire(wire, max_depth)?;
                 let reply = match request {
                     Some(request) => dispatcher.serve(request, &mut unused_sink),
@@ -176,6 +180,23 @@ fn converse(
                         max: HARD_MAX_FRAME,
                     }));
                 }
+                send(worker, kind::REPLY, &body, limits)?;
+            }
+            kind::BASH_CALL if dispatcher.nested_bash.is_some() => {
+                let call: BashCall = protocol::decode(&body).map_err(protocol_error)?;
+                let answer = serve_bash_call(call, dispatcher, limits);
+                let body = protocol::encode(&answer).map_err(|source| WorkerError::Transport { source })?;
+                send(worker, kind::BASH_REPLY, &body, limits)?;
+            }
+            kind::BASH_FINISHED if dispatcher.nested_bash.is_some() => {
+                let end = bash_end_from_wire(&body, dispatcher, limits)?;
+                let wire_reply = match dispatcher.nested_bash_reply(end) {
+                    Reply::Return(value) => WireReply::Return(value),
+                    Reply::Raise(exception) => WireReply::Raise(exception),
+                    Reply::Undefined => WireReply::Undefined,
+                    Reply::Abort(reason) => WireReply::Abort(reason),
+                };
+                let body = protocol::encode(&wire_reply).map_err(|source| WorkerError::Transport { source })?;
                 send(worker, kind::REPLY, &body, limits)?;
             }
             kind::FINISHED => {
@@ -311,43 +332,44 @@ fn converse_bash(
         match frame_kind {
             kind::BASH_CALL => {
                 let call: BashCall = protocol::decode(&body).map_err(protocol_error)?;
-                let answer = match call {
-                    BashCall::Fs(request) => vsh_bash::FsHost::serve(dispatcher, request).ok(),
-                    BashCall::Oversized { bytes } => {
-                        let limit = LimitExceeded {
-                            limit: LimitKind::WriteCallBytes,
-                            attempted: bytes,
-                            max: limits.max_io_call_bytes,
-                        };
-                        let _abort = dispatcher.end(Stop::Limit(limit), "budget exhausted");
-                        None
-                    }
-                };
+                let answer = serve_bash_call(call, dispatcher, limits);
                 let body = protocol::encode(&answer).map_err(|source| WorkerError::Transport { source })?;
-                if body.len() as u64 > HARD_MAX_FRAME {
-                    return Err(Failure::Worker(WorkerError::FrameTooLarge {
-                        kind: kind::BASH_REPLY,
-                        len: body.len() as u64,
-                        max: HARD_MAX_FRAME,
-                    }));
-                }
                 send(worker, kind::BASH_REPLY, &body, limits)?;
             }
-            kind::BASH_FINISHED => {
-                let end: BashEnd = protocol::decode(&body).map_err(protocol_error)?;
-                if dispatcher.stopped() != (end.ending == Ending::Stopped) {
-                    return Err(protocol_error("the bash run's end disagrees with what the parent ended"));
-                }
-                if end.stdout.len() as u64 > limits.max_output_bytes
-                    || end.stderr.len() as u64 > limits.max_output_bytes
-                {
-                    return Err(protocol_error("bash output larger than its budget"));
-                }
-                return Ok(end);
-            }
+            kind::BASH_FINISHED => return bash_end_from_wire(&body, dispatcher, limits),
             other => return Err(protocol_error(format!("frame of kind {other} during a bash run"))),
         }
     }
+}
+
+/// The answer to a Bash script's file access (`None`: the run is over).
+fn serve_bash_call(
+    call: BashCall,
+    dispatcher: &mut Dispatcher<'_>,
+    limits: &ExecutionLimits,
+) -> Option<vsh_bash::FsReply> {
+    match call {
+        BashCall::Fs(request) => vsh_bash::FsHost::serve(dispatcher, request).ok(),
+        BashCall::Oversized { bytes } => {
+            let limit =
+                LimitExceeded { limit: LimitKind::WriteCallBytes, attempted: bytes, max: limits.max_io_call_bytes };
+            let _abort = dispatcher.end(Stop::Limit(limit), "budget exhausted");
+            None
+        }
+    }
+}
+
+/// A Bash script's end as the worker reports it, checked against what the
+/// parent knows (what it stopped, the output budget).
+fn bash_end_from_wire(body: &[u8], dispatcher: &Dispatcher<'_>, limits: &ExecutionLimits) -> Result<BashEnd, Failure> {
+    let end: BashEnd = protocol::decode(body).map_err(protocol_error)?;
+    if dispatcher.stopped() != (end.ending == Ending::Stopped) {
+        return Err(protocol_error("the bash run's end disagrees with what the parent ended"));
+    }
+    if end.stdout.len() as u64 > limits.max_output_bytes || end.stderr.len() as u64 > limits.max_output_bytes {
+        return Err(protocol_error("bash output larger than its budget"));
+    }
+    Ok(end)
 }
 
 /// Why a worker that stopped talking did: exit code 65 is its allocator's

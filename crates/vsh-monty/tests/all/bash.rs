@@ -210,3 +210,146 @@ fn every_budget_ends_a_bash_run() {
         );
     }
 }
+
+#[test]
+fn a_protected_file_is_refused_through_every_command_that_reads_and_a_symlink_out_is_never_followed() {
+    let readers = [
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep x",
+        "sed -n p",
+        "awk 1",
+        "cut -c1",
+        "sort",
+        "uniq",
+        "tac",
+        "rev",
+        "nl",
+        "od -c",
+        "xxd",
+        "base64",
+        "md5sum",
+        "sha256sum",
+        "cksum",
+        "strings",
+        "fold",
+        "fmt",
+        "expand",
+        "file",
+        "cmp a.txt",
+        "diff a.txt",
+        "cp",
+        "mv",
+        "tee /dev/null <",
+        "xargs echo <",
+        "paste",
+        "column",
+        "split -l1",
+        "tr a b <",
+        "readlink -f",
+        "stat",
+    ];
+    for mode in MODES {
+        for reader in readers {
+            let mut ws = Workspace::with(&files()).in_mode(mode);
+            ws.symlink("out-link", "/etc/hostname");
+            let target = if reader == "cp" || reader == "mv" { ".env stolen.txt" } else { ".env" };
+            let script =
+                format!("{reader} {target} > result.txt 2>/dev/null; cat out-link >> result.txt 2>/dev/null; true");
+            let outcome = ws.bash(&script);
+            let (denied, stdout) = match &outcome {
+                Ok(outcome) => (&outcome.denied, outcome.stdout.clone()),
+                Err(ExecutionError::Bash { denied, stdout, .. }) => (denied, stdout.clone()),
+                other => panic!("{mode:?} {script}: {other:?}"),
+            };
+            if !matches!(reader, "file" | "stat" | "readlink -f") {
+                assert!(!denied.is_empty(), "{mode:?} {script}: the refusal is recorded: {outcome:?}");
+            }
+            let result =
+                ws.vfs.read(&VPath::parse("result.txt").unwrap()).map(|bytes| bytes.to_vec()).unwrap_or_default();
+            for bytes in [&result, &stdout] {
+                let text = String::from_utf8_lossy(bytes);
+                assert!(!text.contains("SECRET"), "{mode:?} {script}: {text}");
+                let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+                assert!(
+                    hostname.trim().is_empty() || !text.contains(hostname.trim()),
+                    "{mode:?} {script}: followed out"
+                );
+            }
+            assert!(ws.host_file("stolen.txt").is_none() && ws.host_file(".env").is_some(), "{mode:?} {script}");
+        }
+    }
+}
+
+impl Workspace {
+    fn monty_with_bash(
+        &mut self,
+        code: &str,
+        bash: Option<BashLimits>,
+    ) -> Result<vsh_monty::MontyOutcome, ExecutionError> {
+        let policy = CallPolicy::balanced_default(None);
+        let limits = ExecutionLimits::default();
+        match self.mode {
+            Mode::InProcess => vsh_monty::MontyExecutor::in_process().with_nested_bash(bash).execute(
+                code,
+                &mut self.vfs,
+                &policy,
+                &limits,
+            ),
+            Mode::Worker => {
+                let executor = vsh_monty::MontyExecutor::worker(vsh_monty::WorkerConfig::new(crate::common::WORKER))
+                    .unwrap()
+                    .with_nested_bash(bash);
+                executor.execute(code, &mut self.vfs, &policy, &limits)
+            }
+        }
+    }
+}
+
+#[test]
+fn vsh_bash_inside_monty_shares_the_image_and_the_budget() {
+    for mode in MODES {
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        let program = "from pathlib import Path\n\
+                       Path('made.txt').write_text('from monty\\n')\n\
+                       code, out, err = vsh_bash('cat made.txt; echo from bash >> made.txt; wc -l < a.txt; echo e >&2; exit 7')\n\
+                       (code, out, err, Path('made.txt').read_text())";
+        let outcome =
+            ws.monty_with_bash(program, Some(BashLimits::default())).unwrap_or_else(|e| panic!("{mode:?}: {e:?}"));
+        assert_eq!(
+            outcome.value.py_repr(),
+            "(7, 'from monty\\n2\\n', 'e\\n', 'from monty\\nfrom bash\\n')",
+            "{mode:?}: each sees the other's writes, and a non-zero status is the program's to judge"
+        );
+        // One budget: the script's file accesses are the program's OS calls.
+        assert!(outcome.stats.os_calls >= 5, "{mode:?}: {:?}", outcome.stats);
+        // Its refusals are the program's: the transaction is denied.
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        let outcome =
+            ws.monty_with_bash("vsh_bash('cat .env 2>/dev/null || true')", Some(BashLimits::default())).unwrap();
+        assert!(!outcome.denied.is_empty(), "{mode:?}");
+        // A command outside the profile ends the whole run; bad arguments are a TypeError.
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        let ended = ws.monty_with_bash(
+            "try:\n    vsh_bash('date')\nexcept BaseException:\n    pass\n1",
+            Some(BashLimits::default()),
+        );
+        assert!(
+            matches!(ended, Err(ExecutionError::Bash { failure: BashFailure::Unsupported(_), .. })),
+            "{mode:?}: {ended:?}"
+        );
+        let typed = ws.monty_with_bash("vsh_bash(3)", Some(BashLimits::default()));
+        assert!(
+            matches!(&typed, Err(ExecutionError::Exception { exception, .. }) if exception.type_name == "TypeError"),
+            "{mode:?}: {typed:?}"
+        );
+        // Without the host's consent it is not there.
+        let off = ws.monty_with_bash("vsh_bash('echo hi')", None);
+        assert!(
+            matches!(&off, Err(ExecutionError::Exception { exception, .. }) if exception.message.contains("not configured for Bash")),
+            "{mode:?}: {off:?}"
+        );
+    }
+}

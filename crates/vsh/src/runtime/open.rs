@@ -41,7 +41,9 @@ impl Runtime {
             durable_previews,
             bash,
         } = config;
-        let executor = executor(execution, max_idle_workers)?.with_result_compatibility(result_compatibility);
+        let executor = executor(execution, max_idle_workers)?
+            .with_result_compatibility(result_compatibility)
+            .with_nested_bash(bash.map(|bash| bash.limits));
         let workspace =
             Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?.with_allowed_mounts(allowed_mounts));
         let (data, layout) = match &data_directory {
