@@ -1,6 +1,7 @@
 //! [`RpcFs`]: bashkit's filesystem, every call a request answered by the host
 //! on the caller's thread.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -9,16 +10,40 @@ use std::time::{Duration, SystemTime};
 
 use bashkit::{DirEntry, FileSystem, FileSystemExt, FileType, Metadata, async_trait};
 
-use crate::Stopped;
 use crate::protocol::{FsReply, FsRequest, Meta, NodeType};
+use crate::{FsHost, Stopped};
 
 /// `EINVAL`.
 const EINVAL: i32 = 22;
 
-/// The interpreter's end of the request channel.
+/// How the interpreter's requests reach the host.
+pub(crate) trait Transport: Send + Sync + 'static {
+    /// One request's answer; `None` when the host is gone.
+    fn ask(&self, request: FsRequest) -> Option<Result<FsReply, Stopped>>;
+}
+
+/// The interpreter's end of a channel to a host on another thread.
 pub(crate) struct Channel {
     pub(crate) requests: SyncSender<FsRequest>,
-    pub(crate) replies: Receiver<Result<FsReply, Stopped>>,
+    pub(crate) replies: Mutex<Receiver<Result<FsReply, Stopped>>>,
+}
+
+impl Transport for Channel {
+    fn ask(&self, request: FsRequest) -> Option<Result<FsReply, Stopped>> {
+        // The lock keeps a request and its answer together.
+        let replies = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
+        self.requests.send(request).ok()?;
+        replies.recv().ok()
+    }
+}
+
+/// A host the interpreter calls directly, on its own thread.
+pub(crate) struct Direct<H>(pub(crate) Mutex<H>);
+
+impl<H: FsHost + Send + 'static> Transport for Direct<H> {
+    fn ask(&self, request: FsRequest) -> Option<Result<FsReply, Stopped>> {
+        Some(self.0.lock().unwrap_or_else(PoisonError::into_inner).serve(request))
+    }
 }
 
 /// What the interpreter's thread, its guard and the serving thread share.
@@ -50,25 +75,60 @@ impl Control {
     }
 }
 
+/// What stats answered since the last change the script made (by path and
+/// whether the stat followed a final symlink): the interpreter asks the same
+/// again and again (`sed -i` stats its directory and its temporary file
+/// three times each). Only the script changes the image while it runs, so an
+/// answer holds until its next change of any path, which clears them all. A
+/// cached answer adds no dependency: the first one recorded it.
+type StatCache = Mutex<HashMap<(String, bool), Result<Meta, i32>>>;
+
 /// The filesystem a script sees.
-pub(crate) struct RpcFs {
-    channel: Mutex<Channel>,
+pub(crate) struct RpcFs<T> {
+    transport: T,
     control: Arc<Control>,
+    stats: StatCache,
 }
 
-impl RpcFs {
-    pub(crate) fn new(channel: Channel, control: Arc<Control>) -> Self {
-        Self { channel: Mutex::new(channel), control }
+impl<T: Transport> RpcFs<T> {
+    pub(crate) fn new(transport: T, control: Arc<Control>) -> Self {
+        Self { transport, control, stats: Mutex::new(HashMap::new()) }
+    }
+
+    /// A stat, from the cache when the script changed nothing since.
+    fn stat_of(&self, path: &Path, follow: bool) -> bashkit::Result<Metadata> {
+        let key = (text(path)?, follow);
+        let cached = self.stats.lock().unwrap_or_else(PoisonError::into_inner).get(&key).copied();
+        if let Some(answer) = cached {
+            return answer.map(metadata).map_err(os_error);
+        }
+        let answer = match self.ask(FsRequest::Stat { path: key.0.clone(), follow }) {
+            Ok(FsReply::Meta(meta)) => Ok(meta),
+            Ok(other) => return Err(unexpected(&other)),
+            Err(bashkit::Error::Io(error)) if error.raw_os_error().is_some() => {
+                Err(error.raw_os_error().unwrap_or(EINVAL))
+            }
+            Err(other) => return Err(other),
+        };
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner).insert(key, answer);
+        answer.map(metadata).map_err(os_error)
+    }
+
+    /// A change is coming: every cached stat may be stale after it.
+    fn changing(&self) {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    /// The transport back, once the interpreter is done with the filesystem.
+    pub(crate) fn into_transport(self) -> T {
+        self.transport
     }
 
     fn ask(&self, request: FsRequest) -> bashkit::Result<FsReply> {
         if self.control.is_stopped() {
             return Err(stopped());
         }
-        let channel = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
-        let answer = channel.requests.send(request).ok().and_then(|()| channel.replies.recv().ok());
-        drop(channel);
-        match answer {
+        match self.transport.ask(request) {
             Some(Ok(FsReply::Failed(errno))) => Err(os_error(errno)),
             Some(Ok(reply)) => Ok(reply),
             Some(Err(Stopped)) | None => {
@@ -118,10 +178,10 @@ pub(crate) fn metadata(meta: Meta) -> Metadata {
 }
 
 #[async_trait]
-impl FileSystemExt for RpcFs {}
+impl<T: Transport> FileSystemExt for RpcFs<T> {}
 
 #[async_trait]
-impl FileSystem for RpcFs {
+impl<T: Transport> FileSystem for RpcFs<T> {
     async fn read_file(&self, path: &Path) -> bashkit::Result<Vec<u8>> {
         match self.ask(FsRequest::Read { path: text(path)? })? {
             FsReply::Bytes(bytes) => Ok(bytes),
@@ -130,33 +190,31 @@ impl FileSystem for RpcFs {
     }
 
     async fn write_file(&self, path: &Path, content: &[u8]) -> bashkit::Result<()> {
+        self.changing();
         self.ask(FsRequest::Write { path: text(path)?, data: content.to_vec() }).map(drop)
     }
 
     async fn append_file(&self, path: &Path, content: &[u8]) -> bashkit::Result<()> {
+        self.changing();
         self.ask(FsRequest::Append { path: text(path)?, data: content.to_vec() }).map(drop)
     }
 
     async fn mkdir(&self, path: &Path, recursive: bool) -> bashkit::Result<()> {
+        self.changing();
         self.ask(FsRequest::Mkdir { path: text(path)?, recursive }).map(drop)
     }
 
     async fn remove(&self, path: &Path, recursive: bool) -> bashkit::Result<()> {
+        self.changing();
         self.ask(FsRequest::Remove { path: text(path)?, recursive }).map(drop)
     }
 
     async fn stat(&self, path: &Path) -> bashkit::Result<Metadata> {
-        match self.ask(FsRequest::Stat { path: text(path)?, follow: true })? {
-            FsReply::Meta(meta) => Ok(metadata(meta)),
-            other => Err(unexpected(&other)),
-        }
+        self.stat_of(path, true)
     }
 
     async fn lstat(&self, path: &Path) -> bashkit::Result<Metadata> {
-        match self.ask(FsRequest::Stat { path: text(path)?, follow: false })? {
-            FsReply::Meta(meta) => Ok(metadata(meta)),
-            other => Err(unexpected(&other)),
-        }
+        self.stat_of(path, false)
     }
 
     async fn read_dir(&self, path: &Path) -> bashkit::Result<Vec<DirEntry>> {
@@ -177,10 +235,12 @@ impl FileSystem for RpcFs {
     }
 
     async fn rename(&self, from: &Path, to: &Path) -> bashkit::Result<()> {
+        self.changing();
         self.ask(FsRequest::Rename { from: text(from)?, to: text(to)? }).map(drop)
     }
 
     async fn copy(&self, from: &Path, to: &Path) -> bashkit::Result<()> {
+        self.changing();
         self.ask(FsRequest::Copy { from: text(from)?, to: text(to)? }).map(drop)
     }
 
@@ -196,6 +256,7 @@ impl FileSystem for RpcFs {
     }
 
     async fn chmod(&self, path: &Path, mode: u32) -> bashkit::Result<()> {
+        self.changing();
         self.ask(FsRequest::Chmod { path: text(path)?, mode }).map(drop)
     }
 

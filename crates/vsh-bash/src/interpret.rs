@@ -1,13 +1,13 @@
 //! [`run`]: one script on an interpreter thread, its file requests answered
 //! on the caller's.
 
-use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bashkit::{Bash, ShellFeatures, hooks::HookAction};
 
-use crate::fs::{Channel, Control, RpcFs};
+use crate::fs::{Channel, Control, Direct, RpcFs, Transport};
 use crate::guard::{self, Refuse};
 use crate::{BashEnd, BashRun, Ending, FsHost, GUEST_ENVIRONMENT, VIRTUAL_ROOT};
 
@@ -19,12 +19,25 @@ const POLL: Duration = Duration::from_millis(20);
 /// depth limits keep it far from this).
 const STACK_BYTES: usize = 16 << 20;
 
+/// Run `request` on this thread, the interpreter calling `host` directly:
+/// for a host that owns its transport (the worker's pipe to its parent). No
+/// interrupt is polled (whoever watches the host's time ends it); the host
+/// comes back with the end.
+pub fn run_direct<H: FsHost + Send + 'static>(request: &BashRun, host: H) -> (BashEnd, H) {
+    let control = Arc::new(Control::default());
+    let fs = Arc::new(RpcFs::new(Direct(Mutex::new(host)), Arc::clone(&control)));
+    let end = interpret(request, Arc::clone(&fs), &control);
+    let fs = Arc::into_inner(fs).expect("the interpreter is done with its filesystem");
+    let host = fs.into_transport().0.into_inner().unwrap_or_else(PoisonError::into_inner);
+    (end, host)
+}
+
 /// Run `request`, answering its file requests with `host` on this thread.
 pub fn run(request: &BashRun, host: &mut dyn FsHost) -> BashEnd {
     let (requests, incoming) = mpsc::sync_channel(0);
     let (answers, replies) = mpsc::sync_channel(1);
     let control = Arc::new(Control::default());
-    let fs = RpcFs::new(Channel { requests, replies }, Arc::clone(&control));
+    let fs = Arc::new(RpcFs::new(Channel { requests, replies: Mutex::new(replies) }, Arc::clone(&control)));
     std::thread::scope(|scope| {
         let interpreter = std::thread::Builder::new()
             .name("vsh-bash".to_owned())
@@ -113,7 +126,7 @@ fn parse_failure(request: &BashRun) -> Option<BashEnd> {
 }
 
 /// The interpreter thread: build the shell, run the script, say how it ended.
-fn interpret(request: &BashRun, fs: RpcFs, control: &Arc<Control>) -> BashEnd {
+fn interpret<T: Transport>(request: &BashRun, fs: Arc<RpcFs<T>>, control: &Arc<Control>) -> BashEnd {
     if let Some(failure) = parse_failure(request) {
         return failure;
     }
@@ -122,7 +135,7 @@ fn interpret(request: &BashRun, fs: RpcFs, control: &Arc<Control>) -> BashEnd {
         Err(error) => return failed(format!("cannot start the interpreter's runtime: {error}")),
     };
     let mut builder = Bash::builder()
-        .fs(Arc::new(fs))
+        .fs(fs)
         .cwd(VIRTUAL_ROOT)
         .username("vsh")
         .hostname("vsh")

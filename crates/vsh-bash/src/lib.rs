@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use guard::SUPPORTED_COMMANDS;
-pub use interpret::run;
+pub use interpret::{run, run_direct};
 pub use protocol::{FsReply, FsRequest, Meta, NodeType};
 
 /// The profile a receipt names: the guest's environment, working directory,

@@ -79,6 +79,13 @@ impl FsHost for Memory {
                 self.files.remove(&path);
                 FsReply::Done
             }
+            FsRequest::Rename { from, to } => {
+                if let Some(bytes) = self.files.remove(&from) {
+                    self.files.insert(to, bytes);
+                }
+                FsReply::Done
+            }
+            FsRequest::Chmod { .. } => FsReply::Done,
             other => panic!("not in this test host: {other:?}"),
         })
     }
@@ -160,4 +167,17 @@ fn a_host_that_stops_the_run_stops_it() {
     assert_eq!(end.ending, Ending::Stopped, "{end:?}");
     assert!(!stdout(&end).contains("never"));
     assert_eq!(host.log.len(), 2, "nothing is asked after the stop: {:?}", host.log);
+}
+
+#[test]
+#[ignore = "prints the requests of a few commands, for tuning"]
+fn print_requests() {
+    for script in ["sed -i 's/x/y/' a.txt", "grep -rn x .", "cat a.txt", "ls d", "[ -f a.txt ]"] {
+        let mut host = Memory::with(&[("a.txt", "x"), ("d/b.txt", "x")]);
+        run(&mut host, script);
+        println!("{script}: {} requests", host.log.len());
+        for request in &host.log {
+            println!("  {request:?}");
+        }
+    }
 }

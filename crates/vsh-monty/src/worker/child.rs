@@ -12,7 +12,8 @@
 //! the parent, 4 when the limited allocator is not installed, 76 when the
 //! parent broke the protocol, 65 past the memory ceiling.
 
-use std::io::{self, BufReader, BufWriter, StdinLock, StdoutLock};
+use std::borrow::BorrowMut;
+use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
@@ -40,8 +41,8 @@ const EXIT_PROTOCOL: u8 = 76;
 
 /// The worker's two pipes.
 pub(crate) struct Link {
-    input: BufReader<StdinLock<'static>>,
-    pub(crate) output: BufWriter<StdoutLock<'static>>,
+    input: BufReader<Stdin>,
+    pub(crate) output: BufWriter<Stdout>,
 }
 
 impl Link {
@@ -58,7 +59,9 @@ impl Link {
 /// The entry point of the `vsh-monty-worker` binary. Not for other use: it
 /// takes over the process's stdin and stdout.
 pub fn worker_main() -> ExitCode {
-    let mut link = Link { input: BufReader::new(io::stdin().lock()), output: BufWriter::new(io::stdout().lock()) };
+    // The unlocked handles (their lock is taken per call, uncontended): a
+    // Bash run moves the link onto the interpreter's filesystem.
+    let mut link = Link { input: BufReader::new(io::stdin()), output: BufWriter::new(io::stdout()) };
     let hello = Hello {
         magic: MAGIC,
         protocol: PROTOCOL_VERSION,
@@ -83,7 +86,9 @@ pub fn worker_main() -> ExitCode {
             }
             kind::RUN_BASH => {
                 let Ok(request) = protocol::decode::<BashRequest>(&body) else { return ExitCode::from(EXIT_PROTOCOL) };
-                if let Err(code) = run_bash(&mut link, &request) {
+                let (outcome, back) = run_bash(link, &request);
+                link = back;
+                if let Err(code) = outcome {
                     return ExitCode::from(code);
                 }
             }
@@ -166,27 +171,33 @@ fn run(link: &mut Link, request: &RunRequest) -> Result<(), u8> {
 /// Run one Bash program, every file access a request to the parent, and
 /// report how it ended; `Err` is the exit code for a failure to talk to the
 /// parent.
-fn run_bash(link: &mut Link, request: &BashRequest) -> Result<(), u8> {
+/// The interpreter runs on this thread and calls the parent itself (no hop
+/// between threads per file access), so the link moves into its filesystem
+/// for the run and comes back after.
+fn run_bash(link: Link, request: &BashRequest) -> (Result<(), u8>, Link) {
     let memory = usize::try_from(request.memory_bytes).unwrap_or(usize::MAX);
-    monty_alloc::set_limit(Some(memory), false).map_err(|_| EXIT_ALLOCATOR)?;
-    let mut remote = RemoteFs { link, io_call_bytes: request.io_call_bytes, failed: None };
-    let end = vsh_bash::run(&request.run, &mut remote);
-    if let Some(code) = remote.failed {
-        return Err(code);
+    if monty_alloc::set_limit(Some(memory), false).is_err() {
+        return (Err(EXIT_ALLOCATOR), link);
     }
-    protocol::send(&mut link.output, kind::BASH_FINISHED, &end).map_err(|_| EXIT_IO)
+    let remote = RemoteFs { link, io_call_bytes: request.io_call_bytes, failed: None };
+    let (end, mut remote) = vsh_bash::run_direct(&request.run, remote);
+    let outcome = match remote.failed {
+        Some(code) => Err(code),
+        None => protocol::send(&mut remote.link.output, kind::BASH_FINISHED, &end).map_err(|_| EXIT_IO),
+    };
+    (outcome, remote.link)
 }
 
 /// A Bash program's filesystem in the worker: every access is a request to
 /// the parent.
-struct RemoteFs<'l> {
-    link: &'l mut Link,
+struct RemoteFs<L> {
+    link: L,
     io_call_bytes: u64,
     /// Set when talking to the parent failed; the worker then exits with it.
     failed: Option<u8>,
 }
 
-impl RemoteFs<'_> {
+impl<L: BorrowMut<Link>> RemoteFs<L> {
     fn exchange(&mut self, request: FsRequest) -> Result<Option<FsReply>, u8> {
         let call = match &request {
             FsRequest::Write { data, .. } | FsRequest::Append { data, .. }
@@ -196,8 +207,9 @@ impl RemoteFs<'_> {
             }
             _ => BashCall::Fs(request),
         };
-        protocol::send(&mut self.link.output, kind::BASH_CALL, &call).map_err(|_| EXIT_IO)?;
-        let (frame_kind, body) = self.link.recv().map_err(|_| EXIT_IO)?.ok_or(EXIT_IO)?;
+        let link = self.link.borrow_mut();
+        protocol::send(&mut link.output, kind::BASH_CALL, &call).map_err(|_| EXIT_IO)?;
+        let (frame_kind, body) = link.recv().map_err(|_| EXIT_IO)?.ok_or(EXIT_IO)?;
         if frame_kind != kind::BASH_REPLY {
             return Err(EXIT_PROTOCOL);
         }
@@ -205,7 +217,7 @@ impl RemoteFs<'_> {
     }
 }
 
-impl vsh_bash::FsHost for RemoteFs<'_> {
+impl<L: BorrowMut<Link>> vsh_bash::FsHost for RemoteFs<L> {
     fn serve(&mut self, request: FsRequest) -> Result<FsReply, vsh_bash::Stopped> {
         if self.failed.is_some() {
             return Err(vsh_bash::Stopped);
@@ -302,7 +314,7 @@ impl Remote<'_> {
         let Some(bash) = self.bash else { return Ok(Reply::Raise(crate::bash::nested_unavailable())) };
         flush_output(self.link, sink)?;
         let run = crate::run::bash_run(&code, &self.limits, &bash);
-        let mut remote = RemoteFs { link: self.link, io_call_bytes: self.limits.max_io_call_bytes, failed: None };
+        let mut remote = RemoteFs { link: &mut *self.link, io_call_bytes: self.limits.max_io_call_bytes, failed: None };
         let end = vsh_bash::run(&run, &mut remote);
         if let Some(code) = remote.failed {
             return Err(code);

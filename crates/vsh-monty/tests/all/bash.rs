@@ -353,3 +353,47 @@ fn vsh_bash_inside_monty_shares_the_image_and_the_budget() {
         );
     }
 }
+
+#[test]
+fn an_interrupt_ends_a_bash_run_that_computes_or_calls_the_host() {
+    let endless = BashLimits {
+        max_commands: u64::MAX,
+        max_loop_iterations: u64::MAX,
+        max_total_loop_iterations: u64::MAX,
+        max_work_units: u64::MAX,
+        ..BashLimits::default()
+    };
+    let limits = ExecutionLimits {
+        max_duration: Duration::from_mins(1),
+        max_request_duration: Duration::from_mins(2),
+        max_os_calls: u64::MAX,
+        ..ExecutionLimits::default()
+    };
+    for mode in MODES {
+        for script in ["while :; do :; done", "while :; do cat a.txt > /dev/null; done"] {
+            let mut ws = Workspace::with(&files()).in_mode(mode);
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let started = std::time::Instant::now();
+            let executor = match mode {
+                Mode::InProcess => &vsh_monty::MontyExecutor::in_process(),
+                Mode::Worker => shared_worker(),
+            };
+            let result = std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(150));
+                    stop.store(true, std::sync::atomic::Ordering::Release);
+                });
+                executor.execute_bash(
+                    script,
+                    &mut ws.vfs,
+                    &CallPolicy::balanced_default(None),
+                    &limits,
+                    &endless,
+                    &stop,
+                )
+            });
+            assert!(matches!(result, Err(ExecutionError::Cancelled { .. })), "{mode:?} {script}: {result:?}");
+            assert!(started.elapsed() < Duration::from_secs(30), "{mode:?} {script}: the interrupt ended it");
+        }
+    }
+}
