@@ -146,11 +146,30 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert_eq!(discarded.document["state"], "rejected");
     assert!(call(&client, "vsh_commit", json!({"transaction": &other_id})).await.is_error);
     assert!(!ws.join("d.txt").exists());
+    bash_is_one_more_language(&client, &ws).await;
     // A tool that does not exist is a protocol error, and the server still answers.
     let unknown = client.call_tool(CallToolRequestParams::new("vsh_approve")).await;
     assert!(unknown.is_err(), "{unknown:?}");
     assert!(!call(&client, "vsh_pending", json!({})).await.is_error);
     client.cancel().await.unwrap();
+}
+
+/// A Bash script over MCP: its streams and status in the receipt; a failing
+/// one is a tool error with its status and diagnostic diff, nothing written.
+async fn bash_is_one_more_language(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path) {
+    let script = json!({"code": "grep -c ALPHA b.txt; echo note >&2", "language": "bash"});
+    let bash = call(client, "vsh_run", script).await;
+    assert!(!bash.is_error, "{}", bash.text);
+    assert_eq!(
+        (bash.document["language"].as_str(), bash.document["exit_code"].as_i64(), bash.document["stderr"].as_str()),
+        (Some("bash"), Some(0), Some("note\n")),
+        "{}",
+        bash.document
+    );
+    let failed = call(client, "vsh_run", json!({"code": "echo half > h.txt; exit 9", "language": "bash"})).await;
+    assert!(failed.is_error && failed.document["status"] == 9, "{}", failed.document);
+    assert_eq!(failed.document["changes"][0]["path"], "h.txt", "the diagnostic diff: {}", failed.document);
+    assert!(!ws.join("h.txt").exists());
 }
 
 /// What `cargo xtask ci` installed for a client (pinned) and names in `var`:
