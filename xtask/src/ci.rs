@@ -28,7 +28,7 @@ pub(crate) fn run(args: &[String]) -> Result {
     no_arguments("ci", args)?;
     let python = crate::mcp_clients::python()?;
     let typescript = crate::mcp_clients::typescript()?;
-    let steps = [
+    let mut steps = vec![
         Step::cargo("fmt", &["fmt", "--all", "--", "--check"]),
         Step::cargo("clippy", &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
         Step::cargo("test", &["test", "--workspace", "--locked"])
@@ -39,6 +39,7 @@ pub(crate) fn run(args: &[String]) -> Result {
         test_sandbox::step().env("VSH_REQUIRE_SANDBOX", "1"),
         Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"]).env("RUSTDOCFLAGS", rustdoc_flags()),
     ];
+    steps.extend(crate::python_sdk::ci_steps()?);
     let mut timings: Vec<(String, Duration)> = Vec::new();
     for step in steps {
         let name = step.name().to_owned();

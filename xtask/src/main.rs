@@ -19,6 +19,7 @@ mod fuzz;
 mod man;
 mod mcp_clients;
 mod mutants;
+mod python_sdk;
 mod schemas;
 mod shell;
 mod test_sandbox;
@@ -38,6 +39,7 @@ Tasks:
   fuzz [--seconds N]  run every fuzz target for N seconds each (default 60); needs nightly and cargo-fuzz
   test-sandbox        run the sandbox-capability suite alone and print the enforcement table
   bench               run the workspace benchmarks
+  wheel               build the Python SDK's release wheel (vsh-runtime, worker bundled) into target/wheels
   man                 write the man page docs/vsh.1 from the command line's grammar
   schemas             write the JSON Schemas of every --json document into docs/json/
   mutants [--package P]... [--shard K/N] [--file PATH]... [--iterate] [--jobs N] [--nextest]
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::run(&rest),
         "test-sandbox" => test_sandbox::run(&rest),
         "bench" => bench::run(&rest),
+        "wheel" => python_sdk::wheel(&rest),
         "man" => man::run(&rest),
         "schemas" => schemas::run(&rest),
         "mutants" => mutants::run(&rest),

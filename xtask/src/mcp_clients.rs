@@ -26,27 +26,33 @@ const PACKAGE: [&str; 2] =
 /// The Python interpreter of the clients' environment, installing it first
 /// if it is missing or stale.
 pub(crate) fn python() -> Result<PathBuf> {
+    pinned_venv("target/mcp-clients/python", REQUIREMENTS, "mcp-clients")
+}
+
+/// A virtual environment at `dir` (relative to the repository root) holding
+/// exactly the packages `requirements` pins (installed with `--no-deps`),
+/// made again when the requirements change; its Python interpreter.
+pub(crate) fn pinned_venv(dir: &str, requirements: &str, label: &str) -> Result<PathBuf> {
     let root = project_root();
-    let venv = root.join("target/mcp-clients/python");
+    let venv = root.join(dir);
     let python = venv.join("bin/python");
-    let requirements = std::fs::read(root.join(REQUIREMENTS))
-        .map_err(|error| Error::new(format!("cannot read {REQUIREMENTS}: {error}")))?;
+    let pins = std::fs::read(root.join(requirements))
+        .map_err(|error| Error::new(format!("cannot read {requirements}: {error}")))?;
     let stamp_path = venv.join("requirements.installed");
-    if python.exists() && std::fs::read(&stamp_path).is_ok_and(|found| found == requirements) {
+    if python.exists() && std::fs::read(&stamp_path).is_ok_and(|found| found == pins) {
         return Ok(python);
     }
     let _ = std::fs::remove_dir_all(&venv);
     let venv_arg = venv.to_string_lossy().into_owned();
-    Step::program("mcp-clients: venv", "python3", &["-m", "venv", &venv_arg]).run()?;
+    Step::program(format!("{label}: venv"), "python3", &["-m", "venv", &venv_arg]).run()?;
     let pip = venv.join("bin/pip").to_string_lossy().into_owned();
     Step::program(
-        "mcp-clients: pip",
+        format!("{label}: pip"),
         &pip,
-        &["install", "--quiet", "--disable-pip-version-check", "--no-deps", "-r", REQUIREMENTS],
+        &["install", "--quiet", "--disable-pip-version-check", "--no-deps", "-r", requirements],
     )
     .run()?;
-    std::fs::write(&stamp_path, &requirements)
-        .map_err(|error| Error::new(format!("cannot write the stamp: {error}")))?;
+    std::fs::write(&stamp_path, &pins).map_err(|error| Error::new(format!("cannot write the stamp: {error}")))?;
     Ok(python)
 }
 

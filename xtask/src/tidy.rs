@@ -65,6 +65,7 @@ const MAY_DEPEND_ON: &[(&str, &[&str])] = &[
     ("vsh-commit", &["vsh-types", "vsh-host", "vsh-store", "vsh-policy"]),
     ("vsh", &["vsh-types", "vsh-host", "vsh-store", "vsh-vfs", "vsh-policy", "vsh-monty", "vsh-commit", "vsh-sandbox"]),
     ("vsh-cli", &["vsh"]),
+    ("vsh-python", &["vsh"]),
 ];
 
 /// The only package source allowed in a lockfile.

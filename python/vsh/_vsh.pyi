@@ -1,0 +1,118 @@
+"""Type stubs of the extension module ``vsh._vsh`` (see ``vsh``)."""
+
+from os import PathLike
+from typing import Any, Literal, Optional, Union
+
+VERSION: str
+
+class VshError(Exception):
+    """Every error vsh raises; ``document`` is its vsh.error/1 document."""
+
+    document: dict[str, Any]
+
+class ExecutionError(VshError):
+    """The program failed: an uncaught exception, a budget, a failed script."""
+
+class PolicyDenied(VshError):
+    """The policy refused the program accesses; ``denied`` lists them."""
+
+    denied: list[dict[str, Any]]
+
+class StaleError(VshError):
+    """The workspace changed under the commit; ``paths`` are the conflicts."""
+
+    paths: list[str]
+
+class ApprovalError(VshError):
+    """An approval is missing, expired, or not for this work."""
+
+class StoreError(VshError):
+    """vsh's stored records or contents failed."""
+
+class RecoveryError(VshError):
+    """An interrupted commit needs recovery first."""
+
+class ConfigurationError(VshError):
+    """The runtime could not be opened as configured."""
+
+class CancelledError(VshError):
+    """The request was cancelled before its commit entered."""
+
+class InternalError(VshError):
+    """A defect in vsh (a panic at the boundary)."""
+
+class Receipt:
+    """What a run or a commit did (the vsh.receipt/1 document)."""
+
+    @property
+    def transaction(self) -> str:
+        """The transaction id, 64 hex digits."""
+    @property
+    def state(self) -> str:
+        """``auto-approved``, ``pending-approval``, ``denied``, ``committed``, ..."""
+    @property
+    def changed_paths(self) -> int:
+        """How many paths the diff changes."""
+    @property
+    def decision(self) -> dict[str, Any]:
+        """The policy's decision."""
+    @property
+    def stdout(self) -> str:
+        """The program's standard output."""
+    @property
+    def stderr(self) -> str:
+        """A Bash program's standard error."""
+    @property
+    def value(self) -> Any:
+        """The value of a Monty program's last expression."""
+    @property
+    def changes(self) -> list[dict[str, Any]]:
+        """The changed paths, with ``detail="full"``."""
+    def to_dict(self) -> dict[str, Any]:
+        """The receipt as its vsh.receipt/1 document."""
+
+_Path = Union[str, "PathLike[str]"]
+
+class Runtime:
+    """A vsh runtime on one workspace."""
+
+    def __init__(
+        self,
+        workspace: _Path,
+        *,
+        data_dir: Optional[_Path] = None,
+        profile: Optional[Literal["balanced", "strict", "paranoid"]] = None,
+        policy_file: Optional[_Path] = None,
+        worker: Optional[_Path] = None,
+        in_process: bool = False,
+        bash: bool = True,
+    ) -> None: ...
+    def preview(
+        self,
+        code: str,
+        *,
+        language: Literal["monty", "bash"] = "monty",
+        intent: Optional[str] = None,
+        detail: Literal["compact", "full"] = "compact",
+    ) -> Receipt:
+        """Run ``code`` against a virtual image and decide; write nothing."""
+    def run(
+        self,
+        code: str,
+        *,
+        language: Literal["monty", "bash"] = "monty",
+        intent: Optional[str] = None,
+        detail: Literal["compact", "full"] = "compact",
+        mode: Literal["auto", "preview"] = "auto",
+    ) -> Receipt:
+        """Run ``code`` and commit it if the policy auto-approves."""
+    def commit(self, transaction: str) -> Receipt:
+        """Commit auto-approved or approved work."""
+    def approve(self, transaction: str, principal: str, *, ttl: float = 900.0) -> dict[str, Any]:
+        """Approve pending work for ``principal``, valid for ``ttl`` seconds."""
+    def reject(self, transaction: str) -> dict[str, Any]:
+        """Reject a transaction: it can never be committed."""
+    def pending(self) -> list[dict[str, Any]]:
+        """The transactions waiting for an approval or a commit."""
+    def show(self, transaction: str) -> Optional[Receipt]:
+        """A stored transaction's receipt."""
