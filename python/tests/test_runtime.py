@@ -154,3 +154,27 @@ def test_four_threads_run_at_once(workspace: pathlib.Path, runtime: Callable[[],
         thread.join()
     assert results == ["committed"] * 4
     assert sorted(path.name for path in workspace.glob("t*.txt")) == ["t0.txt", "t1.txt", "t2.txt", "t3.txt"]
+
+
+def test_a_budget_lowers_a_run_s_limits(runtime: Callable[[], vsh.Runtime]) -> None:
+    rt = runtime()
+    with pytest.raises(vsh.ExecutionError) as caught:
+        rt.preview("print('x' * 100)", budget={"max_output_bytes": 10})
+    assert "output" in str(caught.value)
+    assert rt.preview("print('ok')", budget={"timeout": 5, "max_os_calls": 5}).stdout == "ok\n"
+    with pytest.raises(ValueError):
+        rt.preview("1", budget={"max_wishes": 3})  # type: ignore[arg-type]
+
+
+def test_cancellation_from_another_thread_stops_the_run(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:
+    rt = runtime()
+    cancel = vsh.Cancellation()
+    timer = threading.Timer(0.3, cancel.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(vsh.CancelledError):
+        rt.run("from pathlib import Path\nPath('late.txt').write_text('x')\nwhile True:\n    pass", budget={"timeout": 60}, cancel=cancel)
+    assert time.monotonic() - started < 30, "the cancel, not the minute, ended it"
+    assert cancel.cancelled
+    assert not (workspace / "late.txt").exists()
+    assert rt.pending() == []

@@ -11,6 +11,7 @@ live workspace and committed exactly once. Every error is a :class:`VshError`.
 from ._vsh import (
     VERSION,
     ApprovalError,
+    Cancellation,
     CancelledError,
     ConfigurationError,
     ExecutionError,
@@ -29,6 +30,7 @@ __version__ = VERSION
 __all__ = [
     "VERSION",
     "ApprovalError",
+    "Cancellation",
     "CancelledError",
     "ConfigurationError",
     "ExecutionError",

@@ -1,7 +1,7 @@
 """Type stubs of the extension module ``vsh._vsh`` (see ``vsh``)."""
 
 from os import PathLike
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, TypedDict, Union
 
 VERSION: str
 
@@ -71,6 +71,26 @@ class Receipt:
     def to_dict(self) -> dict[str, Any]:
         """The receipt as its vsh.receipt/1 document."""
 
+class Cancellation:
+    """A request's cancellation handle: ``cancel()`` from any thread ends the run."""
+
+    def __init__(self) -> None: ...
+    def cancel(self) -> bool:
+        """Cancel; ``False`` once the commit has entered."""
+    @property
+    def cancelled(self) -> bool:
+        """Whether the request was cancelled."""
+
+class Budget(TypedDict, total=False):
+    """A run's own limits."""
+
+    timeout: float
+    max_os_calls: int
+    max_output_bytes: int
+    max_memory_bytes: int
+    max_read_bytes: int
+    max_write_bytes: int
+
 _Path = Union[str, "PathLike[str]"]
 
 class Runtime:
@@ -94,6 +114,8 @@ class Runtime:
         language: Literal["monty", "bash"] = "monty",
         intent: Optional[str] = None,
         detail: Literal["compact", "full"] = "compact",
+        budget: Optional[Budget] = None,
+        cancel: Optional[Cancellation] = None,
     ) -> Receipt:
         """Run ``code`` against a virtual image and decide; write nothing."""
     def run(
@@ -104,6 +126,8 @@ class Runtime:
         intent: Optional[str] = None,
         detail: Literal["compact", "full"] = "compact",
         mode: Literal["auto", "preview"] = "auto",
+        budget: Optional[Budget] = None,
+        cancel: Optional[Cancellation] = None,
     ) -> Receipt:
         """Run ``code`` and commit it if the policy auto-approves."""
     def commit(self, transaction: str) -> Receipt:

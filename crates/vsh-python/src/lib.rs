@@ -228,6 +228,67 @@ fn worker_path(py: Python<'_>, worker: Option<PathBuf>) -> PyResult<PathBuf> {
     Ok(package.with_file_name("_bin").join("vsh"))
 }
 
+/// A request's cancellation handle, shared with the thread that runs it:
+/// `cancel()` from any thread ends the run (the worker is killed) unless its
+/// commit has entered; then the commit's own outcome stands.
+#[pyclass(frozen, module = "vsh")]
+struct Cancellation {
+    inner: vsh::ExecutionCancellation,
+}
+
+#[pymethods]
+impl Cancellation {
+    #[new]
+    fn new() -> Self {
+        Self { inner: vsh::ExecutionCancellation::new() }
+    }
+
+    /// Cancel; `False` once the commit has entered (its outcome stands).
+    fn cancel(&self) -> bool {
+        self.inner.cancel()
+    }
+
+    /// Whether the request was cancelled.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.inner.is_cancelled()
+    }
+}
+
+/// A run's own limits (`budget=`): the defaults with what the dict gives.
+fn budget_of(budget: Option<&Bound<'_, PyDict>>) -> PyResult<vsh::ExecutionBudget> {
+    let mut limits = vsh::ExecutionBudget::default();
+    let Some(budget) = budget else { return Ok(limits) };
+    for (key, value) in budget {
+        let key: String = key.extract()?;
+        match key.as_str() {
+            "timeout" => {
+                let seconds: f64 = value.extract()?;
+                if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "budget timeout: give seconds, more than 0, at most a day",
+                    ));
+                }
+                limits.max_duration = std::time::Duration::from_secs_f64(seconds);
+                limits.max_request_duration =
+                    limits.max_request_duration.max(limits.max_duration + std::time::Duration::from_secs(1));
+            }
+            "max_os_calls" => limits.max_os_calls = value.extract()?,
+            "max_output_bytes" => limits.max_output_bytes = value.extract()?,
+            "max_memory_bytes" => limits.max_memory_bytes = value.extract()?,
+            "max_read_bytes" => limits.max_read_bytes = value.extract()?,
+            "max_write_bytes" => limits.max_write_bytes = value.extract()?,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "budget {other:?}: give timeout, max_os_calls, max_output_bytes, max_memory_bytes, \
+                     max_read_bytes or max_write_bytes"
+                )));
+            }
+        }
+    }
+    Ok(limits)
+}
+
 /// A vsh runtime on one workspace.
 #[pyclass(frozen, module = "vsh")]
 struct Runtime {
@@ -274,9 +335,15 @@ impl Runtime {
         self.inner.resolve(transaction).map_err(|error| py_error(py, &error, &[]))
     }
 
-    fn run_request(&self, py: Python<'_>, request: &RunRequest<'_>) -> PyResult<Receipt> {
+    fn run_request(
+        &self,
+        py: Python<'_>,
+        request: &RunRequest<'_>,
+        cancel: Option<&Cancellation>,
+    ) -> PyResult<Receipt> {
         let runtime = Arc::clone(&self.inner);
-        let outcome = detached(py, || runtime.run(request))?;
+        let handle = cancel.map_or_else(vsh::ExecutionCancellation::new, |cancel| cancel.inner.clone());
+        let outcome = detached(py, || runtime.run_cancellable(request, &handle))?;
         match outcome {
             Ok(receipt) => Receipt::new(py, &receipt),
             Err(error) => Err(py_error(py, &error, &self.inner.remedies(&error))),
@@ -330,7 +397,8 @@ impl Runtime {
     }
 
     /// Run `code` against a virtual image of the workspace and decide; write nothing.
-    #[pyo3(signature = (code, *, language="monty", intent=None, detail="compact"))]
+    #[pyo3(signature = (code, *, language="monty", intent=None, detail="compact", budget=None, cancel=None))]
+    #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn preview(
         &self,
         py: Python<'_>,
@@ -338,13 +406,16 @@ impl Runtime {
         language: &str,
         intent: Option<&str>,
         detail: &str,
+        budget: Option<&Bound<'_, PyDict>>,
+        cancel: Option<&Cancellation>,
     ) -> PyResult<Receipt> {
-        let request = request(code, language, intent, detail, RunMode::Preview)?;
-        self.run_request(py, &request)
+        let request = request(code, language, intent, detail, RunMode::Preview)?.with_budget(budget_of(budget)?);
+        self.run_request(py, &request, cancel)
     }
 
     /// Run `code` and, in mode `auto` (the default), commit it if the policy auto-approves.
-    #[pyo3(signature = (code, *, language="monty", intent=None, detail="compact", mode="auto"))]
+    #[pyo3(signature = (code, *, language="monty", intent=None, detail="compact", mode="auto", budget=None, cancel=None))]
+    #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn run(
         &self,
         py: Python<'_>,
@@ -353,6 +424,8 @@ impl Runtime {
         intent: Option<&str>,
         detail: &str,
         mode: &str,
+        budget: Option<&Bound<'_, PyDict>>,
+        cancel: Option<&Cancellation>,
     ) -> PyResult<Receipt> {
         let mode = match mode {
             "auto" => RunMode::Auto,
@@ -361,8 +434,8 @@ impl Runtime {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!("mode {other:?}: give auto or preview")));
             }
         };
-        let request = request(code, language, intent, detail, mode)?;
-        self.run_request(py, &request)
+        let request = request(code, language, intent, detail, mode)?.with_budget(budget_of(budget)?);
+        self.run_request(py, &request, cancel)
     }
 
     /// Commit an auto-approved or approved transaction (an id or a unique prefix).
@@ -440,6 +513,7 @@ fn _vsh(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add_class::<Runtime>()?;
     module.add_class::<Receipt>()?;
+    module.add_class::<Cancellation>()?;
     module.add("VERSION", vsh::VERSION)?;
     module.add("VshError", py.get_type::<VshError>())?;
     module.add("ExecutionError", py.get_type::<ExecutionError>())?;
