@@ -178,3 +178,18 @@ def test_cancellation_from_another_thread_stops_the_run(workspace: pathlib.Path,
     assert cancel.cancelled
     assert not (workspace / "late.txt").exists()
     assert rt.pending() == []
+
+
+def test_the_example_agent_loop_runs(workspace: pathlib.Path) -> None:
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples/python/agent_loop.py"
+    spec = importlib.util.spec_from_file_location("agent_loop", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    steps = example.run_agent(str(workspace), example.SCRIPTED_MODEL)
+    assert [step.get("state") for step in steps] == ["committed", "committed", "pending-approval", None]
+    assert steps[1]["stdout"] == "- [x] write the docs\n"
+    assert steps[3]["ok"] is False and steps[3]["denied"][0]["path"] == ".env"
+    assert (workspace / "TODO.md").read_text() == "- [x] write the docs\n"

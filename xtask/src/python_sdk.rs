@@ -41,7 +41,7 @@ pub(crate) fn ci_steps() -> Result<Vec<Step>> {
         Step::program("python: pytest", &python_text, &["-m", "pytest", "-q", "tests"])
             .current_dir(root.join("python"))
             .env("VSH_WORKER", &worker),
-        Step::program("python: mypy", &python_text, &["-m", "mypy", "--strict", "vsh", "tests"])
+        Step::program("python: mypy", &python_text, &["-m", "mypy", "--strict", "vsh", "tests", "../examples/python"])
             .current_dir(root.join("python")),
     ])
 }
