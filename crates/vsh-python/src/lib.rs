@@ -93,22 +93,10 @@ fn value_to_py(py: Python<'_>, value: &MontyObject) -> PyResult<Py<PyAny>> {
         MontyObject::String(text) => text.into_pyobject(py)?.into_any().unbind(),
         MontyObject::Bytes(bytes) => PyBytes::new(py, bytes).into_any().unbind(),
         MontyObject::Path(path) => py.import("pathlib")?.getattr("PurePosixPath")?.call1((path,))?.unbind(),
-        MontyObject::List(items) => {
-            let items: Vec<Py<PyAny>> = items.iter().map(|item| value_to_py(py, item)).collect::<PyResult<_>>()?;
-            PyList::new(py, items)?.into_any().unbind()
-        }
-        MontyObject::Tuple(items) => {
-            let items: Vec<Py<PyAny>> = items.iter().map(|item| value_to_py(py, item)).collect::<PyResult<_>>()?;
-            PyTuple::new(py, items)?.into_any().unbind()
-        }
-        MontyObject::Set(items) => {
-            let items: Vec<Py<PyAny>> = items.iter().map(|item| value_to_py(py, item)).collect::<PyResult<_>>()?;
-            PySet::new(py, items)?.into_any().unbind()
-        }
-        MontyObject::FrozenSet(items) => {
-            let items: Vec<Py<PyAny>> = items.iter().map(|item| value_to_py(py, item)).collect::<PyResult<_>>()?;
-            PyFrozenSet::new(py, items)?.into_any().unbind()
-        }
+        MontyObject::List(items) => PyList::new(py, values_to_py(py, items)?)?.into_any().unbind(),
+        MontyObject::Tuple(items) => PyTuple::new(py, values_to_py(py, items)?)?.into_any().unbind(),
+        MontyObject::Set(items) => PySet::new(py, values_to_py(py, items)?)?.into_any().unbind(),
+        MontyObject::FrozenSet(items) => PyFrozenSet::new(py, values_to_py(py, items)?)?.into_any().unbind(),
         MontyObject::Dict(pairs) => {
             let dict = PyDict::new(py);
             for (key, item) in pairs {
@@ -118,6 +106,11 @@ fn value_to_py(py: Python<'_>, value: &MontyObject) -> PyResult<Py<PyAny>> {
         }
         other => other.py_repr().into_pyobject(py)?.into_any().unbind(),
     })
+}
+
+/// Each of `values` as a Python object.
+fn values_to_py(py: Python<'_>, values: &[MontyObject]) -> PyResult<Vec<Py<PyAny>>> {
+    values.iter().map(|value| value_to_py(py, value)).collect()
 }
 
 /// What a run or a commit did: the `vsh.receipt/1` document, and the

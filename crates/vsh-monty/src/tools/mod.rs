@@ -45,19 +45,15 @@ pub const MONTY_VSH_TOOL_NAMES: [&str; 10] = [
 
 /// Every external function a program sees: the ten `vsh_*` functions and
 /// `vsh_bash` (which raises `RuntimeError` unless the host enabled Bash).
-pub const GUEST_FUNCTION_NAMES: [&str; 11] = [
-    "vsh_read",
-    "vsh_write",
-    "vsh_list",
-    "vsh_mkdir",
-    "vsh_remove",
-    "vsh_move",
-    "vsh_copy",
-    "vsh_glob",
-    "vsh_search",
-    "vsh_patch",
-    crate::bash::NESTED_NAME,
-];
+pub const GUEST_FUNCTION_NAMES: [&str; 11] = {
+    let mut names = [crate::bash::NESTED_NAME; 11];
+    let mut index = 0;
+    while index < MONTY_VSH_TOOL_NAMES.len() {
+        names[index] = MONTY_VSH_TOOL_NAMES[index];
+        index += 1;
+    }
+    names
+};
 
 /// The `ValueError` message of a path holding NUL.
 const NUL_MESSAGE: &str = "embedded null byte";

@@ -287,12 +287,7 @@ impl Remote<'_> {
         if frame_kind != kind::REPLY {
             return Err(EXIT_PROTOCOL);
         }
-        Ok(match protocol::decode::<WireReply>(&body).map_err(|_| EXIT_PROTOCOL)? {
-            WireReply::Return(value) => Reply::Return(value),
-            WireReply::Raise(exception) => Reply::Raise(exception),
-            WireReply::Undefined => Reply::Undefined,
-            WireReply::Abort(reason) => Reply::Abort(reason),
-        })
+        Ok(protocol::decode::<WireReply>(&body).map_err(|_| EXIT_PROTOCOL)?.into())
     }
 }
 
@@ -324,12 +319,7 @@ impl Remote<'_> {
         if frame_kind != kind::REPLY {
             return Err(EXIT_PROTOCOL);
         }
-        Ok(match protocol::decode::<WireReply>(&body).map_err(|_| EXIT_PROTOCOL)? {
-            WireReply::Return(value) => Reply::Return(value),
-            WireReply::Raise(exception) => Reply::Raise(exception),
-            WireReply::Undefined => Reply::Undefined,
-            WireReply::Abort(reason) => Reply::Abort(reason),
-        })
+        Ok(protocol::decode::<WireReply>(&body).map_err(|_| EXIT_PROTOCOL)?.into())
     }
 }
 

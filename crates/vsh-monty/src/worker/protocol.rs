@@ -244,6 +244,29 @@ pub(crate) enum WireReply {
     Abort(String),
 }
 
+impl From<crate::drive::Reply> for WireReply {
+    fn from(reply: crate::drive::Reply) -> Self {
+        use crate::drive::Reply;
+        match reply {
+            Reply::Return(value) => Self::Return(value),
+            Reply::Raise(exception) => Self::Raise(exception),
+            Reply::Undefined => Self::Undefined,
+            Reply::Abort(reason) => Self::Abort(reason),
+        }
+    }
+}
+
+impl From<WireReply> for crate::drive::Reply {
+    fn from(reply: WireReply) -> Self {
+        match reply {
+            WireReply::Return(value) => Self::Return(value),
+            WireReply::Raise(exception) => Self::Raise(exception),
+            WireReply::Undefined => Self::Undefined,
+            WireReply::Abort(reason) => Self::Abort(reason),
+        }
+    }
+}
+
 /// How the run ended, as the worker reports it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum WireFinish {

@@ -15,7 +15,7 @@ use monty_types::MontyObject;
 use vsh_bash::{BashEnd, Ending};
 
 use crate::dispatch::{Dispatcher, Stop};
-use crate::drive::{Reply, Request, Service};
+use crate::drive::{Request, Service};
 use crate::error::{GuestException, WorkerError};
 use crate::interrupt;
 use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind, nanos};
@@ -166,12 +166,7 @@ fn converse(
                     Some(request) => dispatcher.serve(request, &mut unused_sink),
                     None => return Err(protocol_error("malformed function call")),
                 };
-                let wire_reply = match reply {
-                    Reply::Return(value) => WireReply::Return(value),
-                    Reply::Raise(exception) => WireReply::Raise(exception),
-                    Reply::Undefined => WireReply::Undefined,
-                    Reply::Abort(reason) => WireReply::Abort(reason),
-                };
+                let wire_reply = WireReply::from(reply);
                 let body = protocol::encode(&wire_reply).map_err(|source| WorkerError::Transport { source })?;
                 if body.len() as u64 > HARD_MAX_FRAME {
                     return Err(Failure::Worker(WorkerError::FrameTooLarge {
@@ -190,12 +185,7 @@ fn converse(
             }
             kind::BASH_FINISHED if dispatcher.nested_bash.is_some() => {
                 let end = bash_end_from_wire(&body, dispatcher, limits)?;
-                let wire_reply = match dispatcher.nested_bash_reply(end) {
-                    Reply::Return(value) => WireReply::Return(value),
-                    Reply::Raise(exception) => WireReply::Raise(exception),
-                    Reply::Undefined => WireReply::Undefined,
-                    Reply::Abort(reason) => WireReply::Abort(reason),
-                };
+                let wire_reply = WireReply::from(dispatcher.nested_bash_reply(end));
                 let body = protocol::encode(&wire_reply).map_err(|source| WorkerError::Transport { source })?;
                 send(worker, kind::REPLY, &body, limits)?;
             }
