@@ -28,6 +28,17 @@ def test_a_preview_writes_nothing_and_its_commit_lands_once(workspace: pathlib.P
     assert (workspace / "b.txt").read_text() == "ALPHA\n"
 
 
+def test_a_discarded_preview_can_never_commit(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:
+    rt = runtime()
+    for _ in range(70):  # more than the 64 previews a runtime holds
+        assert rt.discard(rt.preview(WRITE_B).transaction)
+    receipt = rt.preview(WRITE_B)
+    assert rt.discard(receipt.transaction) and not rt.discard(receipt.transaction)
+    with pytest.raises(vsh.VshError):
+        rt.commit(receipt.transaction)
+    assert not (workspace / "b.txt").exists()
+
+
 def test_auto_mode_commits_what_the_policy_auto_approves(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:
     receipt = runtime().run("from pathlib import Path\nPath('c.txt').write_text('c')\nprint('made c')")
     assert receipt.state == "committed" and receipt.stdout == "made c\n"
@@ -107,6 +118,118 @@ def test_values_convert_to_python_objects(runtime: Callable[[], vsh.Runtime]) ->
     assert value[:12] == (None, True, 7, 10**30, 2.5, "text", b"\x00\xff", [1, [2]], (3,), {"k": "v"}, {4}, frozenset({5}))
     assert str(value[12]) == "/workspace/a.txt"
     assert value[13] is Ellipsis
+
+
+def test_dates_times_named_tuples_types_and_exceptions_convert(runtime: Callable[[], vsh.Runtime]) -> None:
+    import datetime
+
+    code = (
+        "import datetime\nimport os\n"
+        "zone = datetime.timezone(datetime.timedelta(hours=2), 'X')\n"
+        "(datetime.date(2024, 1, 2), datetime.datetime(2024, 1, 2, 3, 4, 5, 6),"
+        " datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=zone), datetime.time(1, 2, 3, 4),"
+        " datetime.timedelta(days=1, seconds=5, microseconds=7), zone, datetime.timezone.utc,"
+        " int, ValueError, ValueError('bad'), KeyError(), NotImplemented, os.stat('a.txt'))"
+    )
+    value = runtime().preview(code).value
+    zone = datetime.timezone(datetime.timedelta(hours=2), "X")
+    assert value[0] == datetime.date(2024, 1, 2) and type(value[0]) is datetime.date
+    assert value[1] == datetime.datetime(2024, 1, 2, 3, 4, 5, 6) and value[1].tzinfo is None
+    assert value[2] == datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=zone) and value[2].tzname() == "X"
+    assert value[3] == datetime.time(1, 2, 3, 4)
+    assert value[4] == datetime.timedelta(days=1, seconds=5, microseconds=7)
+    assert value[5] == zone and value[6] == datetime.timezone.utc
+    assert value[7] is int and value[8] is ValueError
+    assert type(value[9]) is ValueError and value[9].args == ("bad",)
+    assert type(value[10]) is KeyError and value[10].args == ()
+    assert value[11] is NotImplemented
+    stat = value[12]
+    assert isinstance(stat, tuple) and getattr(stat, "st_size") == 6 and getattr(stat, "st_nlink") == 1
+    assert type(stat).__name__ == "StatResult" and getattr(stat, "_fields")[:2] == ("st_mode", "st_ino")
+
+
+def test_a_hook_that_sends_work_to_review_leaves_it_pending(workspace: pathlib.Path) -> None:
+    events: list[vsh.RequestEvent] = []
+
+    def review(event: vsh.RequestEvent) -> "tuple[vsh.Decision, str]":
+        events.append(event)
+        return vsh.Decision.REVIEW, "a person should look"
+
+    rt = vsh.Runtime(workspace, hook=review, hook_scope="all-requests", hook_content_bytes=1 << 20)
+    preview = rt.preview(WRITE_B)
+    assert preview.state == "auto-approved" and events == [], "a preview never asks the hook"
+    receipt = rt.run(WRITE_B, intent="make b")
+    assert receipt.state == "pending-approval"
+    assert receipt.hook is not None and receipt.hook["decision"] == "review"
+    assert receipt.hook["reason"] == "a person should look"
+    assert not (workspace / "b.txt").exists()
+    [event] = events
+    assert event.transaction == receipt.transaction and event.state == "auto-approved"
+    assert event.intent == "make b" and event.decision == {"kind": "auto-approved"}
+    assert [change["path"] for change in event.changes] == ["b.txt"]
+    assert event.effects == [{"kind": "write", "path": "b.txt", "to": None}]
+    assert [(item["path"], item["after"], item["bytes"]) for item in event.contents] == [("b.txt", True, b"ALPHA\n")]
+    assert event.content_complete and event.evidence_complete
+    assert event.to_dict()["schema"] == "vsh.request-event/1"
+    assert event.to_dict()["binding"]["diff"] == receipt.to_dict()["diff"]
+    assert [row["transaction"] for row in rt.pending()] == [receipt.transaction]
+
+
+def test_a_hook_that_approves_commits_pending_work(workspace: pathlib.Path) -> None:
+    asked: list[str] = []
+
+    def approve(event: vsh.RequestEvent) -> "tuple[vsh.Decision, str]":
+        asked.append(event.state)
+        return vsh.Decision.APPROVE, "deleting a.txt is fine"
+
+    rt = vsh.Runtime(workspace, hook=approve)
+    tiny = rt.run("from pathlib import Path\nPath('c.txt').write_text('c')")
+    assert tiny.state == "committed" and tiny.hook is None, "review-required scope skips auto-approved work"
+    receipt = rt.run("from pathlib import Path\nPath('a.txt').unlink()")
+    assert asked == ["pending-approval"]
+    assert receipt.state == "committed"
+    assert receipt.hook is not None and receipt.hook["decision"] == "approve"
+    assert not (workspace / "a.txt").exists()
+
+
+def test_a_hook_that_rejects_makes_commit_raise(workspace: pathlib.Path) -> None:
+    rt = vsh.Runtime(workspace, hook=lambda event: (vsh.Decision.REJECT, "no"), hook_scope="all-requests")
+    preview = rt.preview(WRITE_B)
+    with pytest.raises(vsh.ApprovalError) as caught:
+        rt.commit(preview.transaction)
+    assert caught.value.hook["decision"] == "reject" and caught.value.hook["reason"] == "no"
+    assert caught.value.state == "rejected"
+    assert not (workspace / "b.txt").exists()
+    with pytest.raises(vsh.VshError):
+        rt.commit(preview.transaction)
+
+
+def test_a_hook_that_follows_the_policy_commits_auto_approved_work(workspace: pathlib.Path) -> None:
+    rt = vsh.Runtime(workspace, hook=lambda event: vsh.Decision.FOLLOW_POLICY, hook_scope="all-requests")
+    receipt = rt.run(WRITE_B)
+    assert receipt.state == "committed" and receipt.hook is not None
+    assert receipt.hook["decision"] == "follow-policy"
+    assert (workspace / "b.txt").read_text() == "ALPHA\n"
+
+
+def test_a_failing_hook_commits_nothing_and_its_error_propagates(workspace: pathlib.Path) -> None:
+    def broken(event: vsh.RequestEvent) -> vsh.Decision:
+        raise RuntimeError("the reviewer is down")
+
+    rt = vsh.Runtime(workspace, hook=broken, hook_scope="all-requests")
+    with pytest.raises(RuntimeError, match="the reviewer is down"):
+        rt.run(WRITE_B)
+    assert not (workspace / "b.txt").exists()
+    [row] = rt.pending()
+    assert row["state"] == "pending-approval", "auto-approved work falls back to review"
+    wrong = vsh.Runtime(workspace, hook=lambda event: "approve", hook_scope="all-requests")  # type: ignore[arg-type,return-value]
+    with pytest.raises(TypeError, match="vsh.Decision"):
+        wrong.run("from pathlib import Path\nPath('d.txt').write_text('d')")
+    assert not (workspace / "d.txt").exists()
+    with pytest.raises(TypeError):
+        vsh.Runtime(workspace, hook=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        vsh.Runtime(workspace, hook=broken, hook_scope="sometimes")  # type: ignore[arg-type]
 
 
 def test_bash_programs_run_when_enabled(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:

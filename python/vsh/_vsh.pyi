@@ -1,7 +1,9 @@
 """Type stubs of the extension module ``vsh._vsh`` (see ``vsh``)."""
 
 from os import PathLike
-from typing import Any, Literal, Optional, TypedDict, Union
+from typing import Any, Callable, Literal, Optional, Tuple, TypedDict, Union
+
+from . import Decision
 
 VERSION: str
 
@@ -24,7 +26,13 @@ class StaleError(VshError):
     paths: list[str]
 
 class ApprovalError(VshError):
-    """An approval is missing, expired, or not for this work."""
+    """An approval is missing, expired, or not for this work.
+
+    When a commit hook decided against committing, ``hook`` is its record
+    and ``state`` the transaction's state."""
+
+    hook: dict[str, str]
+    state: str
 
 class StoreError(VshError):
     """vsh's stored records or contents failed."""
@@ -68,8 +76,66 @@ class Receipt:
     @property
     def changes(self) -> list[dict[str, Any]]:
         """The changed paths, with ``detail="full"``."""
+    @property
+    def hook(self) -> Optional[dict[str, str]]:
+        """What the commit hook decided: ``{"decision", "reason", "event_id"}``."""
     def to_dict(self) -> dict[str, Any]:
         """The receipt as its vsh.receipt/1 document."""
+
+class Content(TypedDict):
+    """One file's content as hook evidence."""
+
+    path: str
+    after: bool
+    blob: str
+    bytes: bytes
+
+class RequestEvent:
+    """What a commit hook reviews (the vsh.request-event/1 document)."""
+
+    @property
+    def transaction(self) -> str:
+        """The transaction id, 64 hex digits."""
+    @property
+    def state(self) -> str:
+        """``auto-approved`` or ``pending-approval``."""
+    @property
+    def event_id(self) -> str:
+        """The delivery id (the same for the same transaction, hook and state)."""
+    @property
+    def decision(self) -> dict[str, Any]:
+        """The policy's decision."""
+    @property
+    def binding(self) -> dict[str, str]:
+        """Every digest the transaction id derives from."""
+    @property
+    def intent(self) -> str:
+        """The intent text."""
+    @property
+    def changes(self) -> list[dict[str, Any]]:
+        """The canonical diff."""
+    @property
+    def effects(self) -> list[dict[str, Any]]:
+        """What the program did, in order."""
+    @property
+    def stdout(self) -> str:
+        """The program's stdout."""
+    @property
+    def contents(self) -> list[Content]:
+        """Before and after contents (with ``hook_content_bytes``)."""
+    @property
+    def evidence_complete(self) -> bool:
+        """Whether the structural evidence is complete."""
+    @property
+    def content_complete(self) -> bool:
+        """Whether every changed file's contents are in ``contents``."""
+    def to_dict(self) -> dict[str, Any]:
+        """The event as its vsh.request-event/1 document."""
+
+def _time_rust_previews(runtime: "Runtime", code: str, count: int) -> list[int]:
+    """A benchmark aid: ``count`` previews from Rust, each call's nanoseconds."""
+
+Hook = Callable[[RequestEvent], Union[Decision, Tuple[Decision, str]]]
 
 class Cancellation:
     """A request's cancellation handle: ``cancel()`` from any thread ends the run."""
@@ -106,6 +172,10 @@ class Runtime:
         worker: Optional[_Path] = None,
         in_process: bool = False,
         bash: bool = True,
+        hook: Optional[Hook] = None,
+        hook_scope: Literal["review-required", "all-requests"] = "review-required",
+        hook_content_bytes: int = 0,
+        hook_label: str = "python",
     ) -> None: ...
     def preview(
         self,
@@ -134,6 +204,8 @@ class Runtime:
         """Commit auto-approved or approved work."""
     def approve(self, transaction: str, principal: str, *, ttl: float = 900.0) -> dict[str, Any]:
         """Approve pending work for ``principal``, valid for ``ttl`` seconds."""
+    def discard(self, transaction: str) -> bool:
+        """Let an auto-approved preview go without committing it."""
     def reject(self, transaction: str) -> dict[str, Any]:
         """Reject a transaction: it can never be committed."""
     def pending(self) -> list[dict[str, Any]]:

@@ -69,7 +69,7 @@ fn print_summary(timings: &[(String, Duration)]) {
     let total: Duration = timings.iter().map(|(_, elapsed)| *elapsed).sum();
     eprintln!("\ncargo xtask ci: all {} steps passed", timings.len());
     for (name, elapsed) in timings {
-        eprintln!("  {name:<12} {:>8}", format_duration(*elapsed));
+        eprintln!("  {name:<24} {:>8}", format_duration(*elapsed));
     }
-    eprintln!("  {:<12} {:>8}", "total", format_duration(total));
+    eprintln!("  {:<24} {:>8}", "total", format_duration(total));
 }

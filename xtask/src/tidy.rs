@@ -354,7 +354,15 @@ const CLAIMING_DOCS: &[&str] = &[
 fn every_test_a_document_names_exists() {
     let mut functions = BTreeSet::new();
     for file in rust_files() {
-        functions.extend(function_names(&read(&file)));
+        functions.extend(function_names(&read(&file), "fn "));
+    }
+    // The Python SDK's tests and tools are named as tests too.
+    let mut python = Vec::new();
+    for dir in ["python", "examples/python"] {
+        collect_files(&project_root().join(dir), &["py"], &mut python);
+    }
+    for file in python {
+        functions.extend(function_names(&read(&file), "def "));
     }
     let mut problems = Vec::new();
     for doc in CLAIMING_DOCS {
@@ -369,12 +377,12 @@ fn every_test_a_document_names_exists() {
 }
 
 /// The names of `fn` items in Rust source (any visibility).
-fn function_names(text: &str) -> BTreeSet<String> {
+fn function_names(text: &str, keyword: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let mut rest = text;
-    while let Some(at) = rest.find("fn ") {
+    while let Some(at) = rest.find(keyword) {
         let preceded = at == 0 || !rest.as_bytes()[at - 1].is_ascii_alphanumeric() && rest.as_bytes()[at - 1] != b'_';
-        rest = &rest[at + 3..];
+        rest = &rest[at + keyword.len()..];
         let name: String = rest.chars().take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_').collect();
         if preceded && !name.is_empty() {
             names.insert(name);
@@ -494,7 +502,7 @@ fn enum_variants(text: &str, header: &str) -> Vec<String> {
 fn test_name_extraction() {
     let names = test_like_names("see `a_test_that_names_its_claim` and `max_log_bytes`, `Not_a_name_at_all_x`");
     assert_eq!(names, vec!["a_test_that_names_its_claim".to_owned()]);
-    let functions = function_names("fn one() {}\npub(crate) fn two_three() {}\nlet defn = 1; // fn\n");
+    let functions = function_names("fn one() {}\npub(crate) fn two_three() {}\nlet defn = 1; // fn\n", "fn ");
     assert!(functions.contains("one") && functions.contains("two_three") && !functions.contains("defn"));
     assert_eq!(defined_magics("pub const LOG: [u8; 8] = *b\"VSHTXL02\";\nlet x = b\"VSHNOPE1\";"), vec!["VSHTXL02"]);
     let variants = enum_variants(

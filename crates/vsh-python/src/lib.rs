@@ -12,9 +12,16 @@ use std::sync::Arc;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySet, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
 use vsh::document::{ErrorDocument, ReceiptDocument, RecordDocument, TransactionDocument};
-use vsh::{MontyObject, RunMode, RunRequest, VshError as RustError};
+use vsh::{MontyObject, RunMode, RunRequest, TransactionState, VshError as RustError};
+
+mod hook;
+mod value;
+
+use hook::{RequestEvent, decision_of, hook_record};
+use value::value_to_py;
 
 create_exception!(vsh, VshError, PyException, "Every error vsh raises; `.document` is its vsh.error/1 document.");
 create_exception!(
@@ -35,9 +42,14 @@ create_exception!(vsh, InternalError, VshError, "A defect in vsh (a panic at the
 /// The argument the `vsh` binary takes to serve as the confined worker.
 const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
 
-/// `json` text as Python objects.
+/// `json` as Python objects.
 fn from_json(py: Python<'_>, value: &serde_json::Value) -> PyResult<Py<PyAny>> {
     let text = serde_json::to_string(value).map_err(|error| InternalError::new_err(error.to_string()))?;
+    json_loads(py, &text)
+}
+
+/// JSON text as Python objects.
+fn json_loads(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
 }
 
@@ -80,69 +92,68 @@ fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResul
         .map_err(|_| InternalError::new_err("vsh panicked; the runtime may be unusable"))
 }
 
-/// A Monty value as the Python object it stands for (`ResultCompatibility::Python`):
-/// what has no Python counterpart here is its `repr` text.
-fn value_to_py(py: Python<'_>, value: &MontyObject) -> PyResult<Py<PyAny>> {
-    Ok(match value {
-        MontyObject::None => py.None(),
-        MontyObject::Ellipsis => py.Ellipsis(),
-        MontyObject::Bool(flag) => flag.into_pyobject(py)?.to_owned().into_any().unbind(),
-        MontyObject::Int(number) => number.into_pyobject(py)?.into_any().unbind(),
-        MontyObject::BigInt(number) => py.import("builtins")?.getattr("int")?.call1((number.to_string(),))?.unbind(),
-        MontyObject::Float(number) => number.into_pyobject(py)?.into_any().unbind(),
-        MontyObject::String(text) => text.into_pyobject(py)?.into_any().unbind(),
-        MontyObject::Bytes(bytes) => PyBytes::new(py, bytes).into_any().unbind(),
-        MontyObject::Path(path) => py.import("pathlib")?.getattr("PurePosixPath")?.call1((path,))?.unbind(),
-        MontyObject::List(items) => PyList::new(py, values_to_py(py, items)?)?.into_any().unbind(),
-        MontyObject::Tuple(items) => PyTuple::new(py, values_to_py(py, items)?)?.into_any().unbind(),
-        MontyObject::Set(items) => PySet::new(py, values_to_py(py, items)?)?.into_any().unbind(),
-        MontyObject::FrozenSet(items) => PyFrozenSet::new(py, values_to_py(py, items)?)?.into_any().unbind(),
-        MontyObject::Dict(pairs) => {
-            let dict = PyDict::new(py);
-            for (key, item) in pairs {
-                dict.set_item(value_to_py(py, key)?, value_to_py(py, item)?)?;
-            }
-            dict.into_any().unbind()
-        }
-        other => other.py_repr().into_pyobject(py)?.into_any().unbind(),
-    })
+/// A document (`vsh.receipt/1`, `vsh.request-event/1`) held as JSON text
+/// and made into Python objects on first use: most callers read only a
+/// receipt's state and id.
+struct Document {
+    json: String,
+    objects: PyOnceLock<Py<PyAny>>,
 }
 
-/// Each of `values` as a Python object.
-fn values_to_py(py: Python<'_>, values: &[MontyObject]) -> PyResult<Vec<Py<PyAny>>> {
-    values.iter().map(|value| value_to_py(py, value)).collect()
+impl Document {
+    fn new(document: &impl serde::Serialize) -> PyResult<Self> {
+        let json = serde_json::to_string(document).map_err(|error| InternalError::new_err(error.to_string()))?;
+        Ok(Self { json, objects: PyOnceLock::new() })
+    }
+
+    /// One top-level field.
+    fn field(&self, py: Python<'_>, key: &str) -> PyResult<Py<PyAny>> {
+        let objects = self.objects.get_or_try_init(py, || json_loads(py, &self.json))?;
+        Ok(objects.bind(py).get_item(key)?.unbind())
+    }
+
+    /// The whole document, a new dict each call.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        json_loads(py, &self.json)
+    }
 }
 
 /// What a run or a commit did: the `vsh.receipt/1` document, and the
 /// program's value as a Python object.
 #[pyclass(frozen, module = "vsh")]
 struct Receipt {
-    document: Py<PyAny>,
-    value: Py<PyAny>,
+    document: Document,
+    /// The program's value, converted on first use.
+    monty: Option<MontyObject>,
+    value: PyOnceLock<Py<PyAny>>,
     transaction: String,
     state: String,
     changed_paths: u64,
+    hook: Option<Py<PyAny>>,
 }
 
 impl Receipt {
-    fn new(py: Python<'_>, receipt: &vsh::Receipt) -> PyResult<Self> {
+    fn new(_py: Python<'_>, receipt: &vsh::Receipt) -> PyResult<Self> {
         let document = ReceiptDocument::from(receipt);
-        let json = serde_json::to_value(&document).map_err(|error| InternalError::new_err(error.to_string()))?;
-        let value = match receipt.output.monty_value() {
-            Some(value) => value_to_py(py, value)?,
-            None => py.None(),
-        };
         Ok(Self {
-            document: from_json(py, &json)?,
-            value,
+            document: Document::new(&document)?,
+            monty: receipt.output.monty_value().cloned(),
+            value: PyOnceLock::new(),
             transaction: document.transaction,
             state: document.state,
             changed_paths: document.changed_paths,
+            hook: None,
         })
     }
 
+    /// This receipt, noting what the hook decided on the way.
+    fn with_hook(mut self, py: Python<'_>, record: &vsh::HookDecisionRecord) -> PyResult<Self> {
+        self.hook = Some(hook_record(py, record)?);
+        Ok(self)
+    }
+
     fn field(&self, py: Python<'_>, key: &str) -> PyResult<Py<PyAny>> {
-        Ok(self.document.bind(py).get_item(key)?.unbind())
+        self.document.field(py, key)
     }
 }
 
@@ -186,8 +197,12 @@ impl Receipt {
 
     /// The value of a Monty program's last expression, as a Python object.
     #[getter]
-    fn value(&self, py: Python<'_>) -> Py<PyAny> {
-        self.value.clone_ref(py)
+    fn value(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value = self.value.get_or_try_init(py, || match &self.monty {
+            Some(value) => value_to_py(py, value),
+            None => Ok(py.None()),
+        })?;
+        Ok(value.clone_ref(py))
     }
 
     /// The changed paths (with `detail="full"`), each with its before and after state.
@@ -196,9 +211,16 @@ impl Receipt {
         self.field(py, "changes")
     }
 
+    /// What the commit hook decided (`{"decision", "reason", "event_id"}`),
+    /// or `None` when no hook was asked.
+    #[getter]
+    fn hook(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hook.as_ref().map(|hook| hook.clone_ref(py))
+    }
+
     /// The receipt as the `vsh.receipt/1` document (a new dict each call).
     fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(py.import("copy")?.call_method1("deepcopy", (self.document.bind(py),))?.unbind())
+        self.document.to_dict(py)
     }
 
     fn __repr__(&self) -> String {
@@ -286,6 +308,29 @@ fn budget_of(budget: Option<&Bound<'_, PyDict>>) -> PyResult<vsh::ExecutionBudge
 #[pyclass(frozen, module = "vsh")]
 struct Runtime {
     inner: Arc<vsh::Runtime>,
+    /// The commit hook's callable, when the runtime was opened with one.
+    hook: Option<Py<PyAny>>,
+}
+
+/// `hook_scope`, parsed.
+fn parse_hook_scope(scope: &str) -> PyResult<vsh::HookScope> {
+    match scope {
+        "review-required" => Ok(vsh::HookScope::ReviewRequired),
+        "all-requests" => Ok(vsh::HookScope::AllRequests),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "hook_scope {other:?}: give review-required or all-requests"
+        ))),
+    }
+}
+
+/// How a commit through the hook ended.
+enum Hooked {
+    /// Committed (with the hook's record when it was asked).
+    Committed(Box<vsh::Receipt>, Option<vsh::HookDecisionRecord>),
+    /// No hook applied and the work is not auto-approved: nothing to commit.
+    Ready(TransactionState),
+    /// The hook was asked and the work did not commit: its state now.
+    Settled(TransactionState, vsh::HookDecisionRecord),
 }
 
 /// `preview` or `run`'s request, parsed.
@@ -336,10 +381,87 @@ impl Runtime {
     ) -> PyResult<Receipt> {
         let runtime = Arc::clone(&self.inner);
         let handle = cancel.map_or_else(vsh::ExecutionCancellation::new, |cancel| cancel.inner.clone());
-        let outcome = detached(py, || runtime.run_cancellable(request, &handle))?;
-        match outcome {
-            Ok(receipt) => Receipt::new(py, &receipt),
-            Err(error) => Err(py_error(py, &error, &self.inner.remedies(&error))),
+        let Some(hook) = &self.hook else {
+            let outcome = detached(py, || runtime.run_cancellable(request, &handle))?;
+            return match outcome {
+                Ok(receipt) => Receipt::new(py, &receipt),
+                Err(error) => Err(py_error(py, &error, &self.inner.remedies(&error))),
+            };
+        };
+        // With a hook, the run only previews; the commit goes through the hook.
+        let preview = request.clone().with_mode(RunMode::Preview);
+        let mut receipt = match detached(py, || runtime.run_cancellable(&preview, &handle))? {
+            Ok(receipt) => receipt,
+            Err(error) => return Err(py_error(py, &error, &self.inner.remedies(&error))),
+        };
+        if request.mode == RunMode::Preview || receipt.state == TransactionState::Denied {
+            return Receipt::new(py, &receipt);
+        }
+        match self.commit_hooked(py, hook, receipt.transaction, &handle, false)? {
+            Hooked::Committed(committed, record) => {
+                receipt.state = committed.state;
+                receipt.commit = committed.commit;
+                receipt.timings.commit = committed.timings.commit;
+                let made = Receipt::new(py, &receipt)?;
+                match record {
+                    Some(record) => made.with_hook(py, &record),
+                    None => Ok(made),
+                }
+            }
+            Hooked::Ready(state) => {
+                receipt.state = state;
+                Receipt::new(py, &receipt)
+            }
+            Hooked::Settled(state, record) => {
+                receipt.state = state;
+                Receipt::new(py, &receipt)?.with_hook(py, &record)
+            }
+        }
+    }
+
+    /// Commit `transaction` through the hook: ask it if it applies, then
+    /// resolve. `commit_ready` says whether work no hook applies to commits
+    /// whatever its state (`Runtime.commit`) or only when auto-approved (a
+    /// run in auto mode).
+    fn commit_hooked(
+        &self,
+        py: Python<'_>,
+        hook: &Py<PyAny>,
+        transaction: vsh::TransactionId,
+        cancel: &vsh::ExecutionCancellation,
+        commit_ready: bool,
+    ) -> PyResult<Hooked> {
+        let runtime = Arc::clone(&self.inner);
+        let fail = |error: RustError| py_error(py, &error, &[]);
+        match detached(py, || runtime.prepare_commit(transaction))?.map_err(fail)? {
+            vsh::CommitPreparation::Ready { state, .. } => {
+                if !commit_ready && state != TransactionState::AutoApproved {
+                    return Ok(Hooked::Ready(state));
+                }
+                let receipt =
+                    detached(py, || runtime.commit_cancellable(transaction, now_ms(), cancel))?.map_err(fail)?;
+                Ok(Hooked::Committed(Box::new(receipt), None))
+            }
+            vsh::CommitPreparation::Review(event) => {
+                let asked = RequestEvent::new(py, &event)
+                    .and_then(|request| hook.bind(py).call1((request,)))
+                    .and_then(|answer| decision_of(&answer));
+                let decision = match asked {
+                    Ok(decision) => decision,
+                    Err(raised) => {
+                        // Nothing commits; auto-approved work falls back to review.
+                        detached(py, || runtime.fail_hook(&event, now_ms()))?.map_err(fail)?;
+                        return Err(raised);
+                    }
+                };
+                let resolution =
+                    detached(py, || runtime.resolve_commit_cancellable(&event, decision, now_ms(), cancel))?
+                        .map_err(fail)?;
+                Ok(match resolution.receipt {
+                    Some(receipt) => Hooked::Committed(Box::new(receipt), Some(resolution.hook)),
+                    None => Hooked::Settled(resolution.state, resolution.hook),
+                })
+            }
         }
     }
 }
@@ -348,7 +470,10 @@ impl Runtime {
 impl Runtime {
     /// Open a runtime on `workspace`.
     #[new]
-    #[pyo3(signature = (workspace, *, data_dir=None, profile=None, policy_file=None, worker=None, in_process=false, bash=true))]
+    #[pyo3(signature = (
+        workspace, *, data_dir=None, profile=None, policy_file=None, worker=None, in_process=false, bash=true,
+        hook=None, hook_scope="review-required", hook_content_bytes=0, hook_label="python"
+    ))]
     #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools, reason = "Python keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -359,6 +484,10 @@ impl Runtime {
         worker: Option<PathBuf>,
         in_process: bool,
         bash: bool,
+        hook: Option<Py<PyAny>>,
+        hook_scope: &str,
+        hook_content_bytes: u64,
+        hook_label: &str,
     ) -> PyResult<Self> {
         let mut config = vsh::RuntimeConfig::new(workspace).with_result_compatibility(vsh::ResultCompatibility::Python);
         if let Some(dir) = data_dir {
@@ -383,8 +512,18 @@ impl Runtime {
         if bash {
             config = config.with_bash(vsh::BashConfig::new());
         }
+        if let Some(callable) = &hook {
+            if !callable.bind(py).is_callable() {
+                return Err(pyo3::exceptions::PyTypeError::new_err("hook: give a callable taking a vsh.RequestEvent"));
+            }
+            config = config.with_commit_hook(
+                vsh::HookConfig::new(hook_label)
+                    .with_scope(parse_hook_scope(hook_scope)?)
+                    .with_max_content_bytes(hook_content_bytes),
+            );
+        }
         match detached(py, || vsh::Runtime::open(config))? {
-            Ok(runtime) => Ok(Self { inner: Arc::new(runtime) }),
+            Ok(runtime) => Ok(Self { inner: Arc::new(runtime), hook }),
             Err(error) => Err(py_error(py, &error, &[])),
         }
     }
@@ -431,13 +570,34 @@ impl Runtime {
         self.run_request(py, &request, cancel)
     }
 
-    /// Commit an auto-approved or approved transaction (an id or a unique prefix).
+    /// Commit an auto-approved or approved transaction (an id or a unique
+    /// prefix). With a hook in scope, the hook decides first; a decision that
+    /// does not commit raises `ApprovalError` with `.hook` and `.state`.
     fn commit(&self, py: Python<'_>, transaction: &str) -> PyResult<Receipt> {
         let id = self.resolve(py, transaction)?;
         let runtime = Arc::clone(&self.inner);
-        match detached(py, || runtime.commit(id, now_ms()))? {
-            Ok(receipt) => Receipt::new(py, &receipt),
-            Err(error) => Err(py_error(py, &error, &[])),
+        let Some(hook) = &self.hook else {
+            return match detached(py, || runtime.commit(id, now_ms()))? {
+                Ok(receipt) => Receipt::new(py, &receipt),
+                Err(error) => Err(py_error(py, &error, &[])),
+            };
+        };
+        match self.commit_hooked(py, hook, id, &vsh::ExecutionCancellation::new(), true)? {
+            Hooked::Committed(receipt, Some(record)) => Receipt::new(py, &receipt)?.with_hook(py, &record),
+            Hooked::Committed(receipt, None) => Receipt::new(py, &receipt),
+            Hooked::Ready(_) => Err(InternalError::new_err("a ready commit neither committed nor failed")),
+            Hooked::Settled(state, record) => {
+                let record = hook_record(py, &record)?;
+                let decision: String = record.bind(py).get_item("decision")?.extract()?;
+                let error = ApprovalError::new_err(format!(
+                    "the hook decided {decision}: the transaction is {} and was not committed",
+                    state.name()
+                ));
+                let instance = error.value(py);
+                instance.setattr("hook", record)?;
+                instance.setattr("state", state.name())?;
+                Err(error)
+            }
         }
     }
 
@@ -457,6 +617,16 @@ impl Runtime {
             Ok(record) => record_dict(py, &record),
             Err(error) => Err(py_error(py, &error, &[])),
         }
+    }
+
+    /// Let an auto-approved preview of this runtime go without committing it
+    /// (it can never be committed afterwards); `False` when this runtime does
+    /// not hold it. Previews a runtime holds are bounded (64), so a caller
+    /// that previews without committing discards what it will not commit.
+    fn discard(&self, py: Python<'_>, transaction: &str) -> PyResult<bool> {
+        let id = self.resolve(py, transaction)?;
+        let runtime = Arc::clone(&self.inner);
+        detached(py, || runtime.discard_preview(id))?.map_err(|error| py_error(py, &error, &[]))
     }
 
     /// Reject a transaction: it can never be committed. The record, as a dict.
@@ -495,6 +665,28 @@ impl Runtime {
     }
 }
 
+/// A benchmark aid (`python/bench/tiny_preview.py`): `count` previews of the
+/// Monty program `code` made from Rust on `runtime`, exactly as a Rust host
+/// calls [`vsh::Runtime::preview`], each call's wall time in nanoseconds
+/// (each preview is discarded after its call, untimed).
+/// The bench compares them with the same previews made from Python.
+#[pyfunction]
+fn _time_rust_previews(py: Python<'_>, runtime: &Runtime, code: &str, count: usize) -> PyResult<Vec<u64>> {
+    let inner = Arc::clone(&runtime.inner);
+    let timed = detached(py, || {
+        let request = RunRequest::new(code);
+        let mut times = Vec::with_capacity(count);
+        for _ in 0..count {
+            let started = std::time::Instant::now();
+            let receipt = inner.preview(&request)?;
+            times.push(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            inner.discard_preview(receipt.transaction)?;
+        }
+        Ok::<_, RustError>(times)
+    })?;
+    timed.map_err(|error| py_error(py, &error, &[]))
+}
+
 fn record_dict(py: Python<'_>, record: &vsh::TransactionRecord) -> PyResult<Py<PyAny>> {
     let document = RecordDocument::new(TransactionDocument::new(record, None, ""));
     from_json(py, &serde_json::to_value(&document).unwrap_or_default())
@@ -507,6 +699,8 @@ fn _vsh(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Runtime>()?;
     module.add_class::<Receipt>()?;
     module.add_class::<Cancellation>()?;
+    module.add_class::<RequestEvent>()?;
+    module.add_function(wrap_pyfunction!(_time_rust_previews, module)?)?;
     module.add("VERSION", vsh::VERSION)?;
     module.add("VshError", py.get_type::<VshError>())?;
     module.add("ExecutionError", py.get_type::<ExecutionError>())?;

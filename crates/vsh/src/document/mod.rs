@@ -57,12 +57,14 @@ macro_rules! schema_name {
 
 mod bound;
 mod error;
+mod event;
 mod receipt;
 mod record;
 mod report;
 
 pub use bound::TextBounds;
 pub use error::{ErrorDocument, ErrorKind};
+pub use event::{BindingDocument, ContentDocument, EffectDocument, RequestEventDocument};
 pub use receipt::{
     ChangeDocument, CommitDocument, DecisionDocument, DenialDocument, ExecutionDocument, KeptDocument, MetricsDocument,
     NodeDocument, ReceiptDocument, ReviewDocument, TimingsDocument, value_json,
@@ -95,6 +97,8 @@ pub const RECOVERY: &str = "vsh.recovery/1";
 pub const RESTORE: &str = "vsh.restore/1";
 /// `vsh.error/1`: why a request failed and what to do.
 pub const ERROR: &str = "vsh.error/1";
+/// `vsh.request-event/1`: what a commit hook reviews.
+pub const REQUEST_EVENT: &str = "vsh.request-event/1";
 
 /// The schema of the document type `T`, titled with its schema name.
 pub fn schema_of<T: JsonSchema>(name: &str) -> schemars::Schema {
@@ -116,5 +120,6 @@ pub fn schemas() -> Vec<(&'static str, schemars::Schema)> {
         (RECOVERY, schema_of::<RecoveryDocument>(RECOVERY)),
         (RESTORE, schema_of::<RestoreDocument>(RESTORE)),
         (ERROR, schema_of::<ErrorDocument>(ERROR)),
+        (REQUEST_EVENT, schema_of::<RequestEventDocument>(REQUEST_EVENT)),
     ]
 }
