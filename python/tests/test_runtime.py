@@ -1,6 +1,7 @@
 """The Python SDK over the vsh facade: runs, commits, approvals, errors,
 values and threads."""
 
+import os
 import pathlib
 import threading
 import time
@@ -109,6 +110,38 @@ def test_every_exception_is_a_vsh_error(workspace: pathlib.Path, runtime: Callab
         vsh.InternalError,
     ):
         assert issubclass(error, vsh.VshError)
+
+
+def test_a_corrupt_transaction_log_is_a_store_error(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:
+    rt = runtime()
+    rt.preview("from pathlib import Path\nPath('a.txt').unlink()")  # pending: a durable record
+    log = workspace / ".vsh" / "data" / "txlog"
+    data = bytearray(log.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    log.write_bytes(bytes(data))
+    with pytest.raises(vsh.StoreError) as caught:
+        runtime().pending()
+    assert caught.value.document["kind"] == "store" and "corrupt" in str(caught.value)
+    assert (workspace / "a.txt").exists()
+
+
+def test_a_commit_that_recovery_must_leave_to_an_operator_is_a_recovery_error(
+    workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]
+) -> None:
+    rt = runtime()
+    assert rt.run("from pathlib import Path\nPath('b.txt').write_text('b')").state == "committed"
+    # A hostile entry where vsh keeps interrupted commits: never followed.
+    os.symlink("/", workspace / ".vsh" / "txn" / "evil")
+    with pytest.raises(vsh.RecoveryError) as caught:
+        rt.run("from pathlib import Path\nPath('c.txt').write_text('c')")
+    assert ".vsh/txn/evil" in str(caught.value) and "not followed" in str(caught.value)
+    assert not (workspace / "c.txt").exists()
+
+
+def test_a_panic_at_the_boundary_is_an_internal_error() -> None:
+    panic = getattr(vsh._vsh, "_test_panic")  # the test-hooks build only
+    with pytest.raises(vsh.InternalError):
+        panic()
 
 
 def test_values_convert_to_python_objects(runtime: Callable[[], vsh.Runtime]) -> None:

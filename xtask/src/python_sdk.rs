@@ -37,7 +37,7 @@ pub(crate) fn ci_steps() -> Result<Vec<Step>> {
     let python_text = python.to_string_lossy().into_owned();
     let mut steps = vec![
         Step::cargo("python: worker", &["build", "-p", "vsh-cli", "--locked"]).env("CARGO_TARGET_DIR", &target),
-        Step::program("python: extension", &maturin, &["develop", "--locked", "--quiet"])
+        Step::program("python: extension", &maturin, &["develop", "--locked", "--quiet", "--features", "test-hooks"])
             .current_dir(root.join("python"))
             .env("VIRTUAL_ENV", &venv)
             .env("CARGO_TARGET_DIR", &target),

@@ -18,6 +18,8 @@ use vsh::document::{ErrorDocument, ReceiptDocument, RecordDocument, TransactionD
 use vsh::{MontyObject, RunMode, RunRequest, TransactionState, VshError as RustError};
 
 mod hook;
+#[cfg(feature = "test-hooks")]
+mod test_hooks;
 mod value;
 
 use hook::{RequestEvent, decision_of, hook_record};
@@ -701,6 +703,8 @@ fn _vsh(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Cancellation>()?;
     module.add_class::<RequestEvent>()?;
     module.add_function(wrap_pyfunction!(_time_rust_previews, module)?)?;
+    #[cfg(feature = "test-hooks")]
+    module.add_function(wrap_pyfunction!(test_hooks::_test_panic, module)?)?;
     module.add("VERSION", vsh::VERSION)?;
     module.add("VshError", py.get_type::<VshError>())?;
     module.add("ExecutionError", py.get_type::<ExecutionError>())?;
