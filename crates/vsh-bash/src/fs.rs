@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use bashkit::{DirEntry, FileSystem, FileSystemExt, FileType, Metadata, async_trait};
 
-use crate::protocol::{FsReply, FsRequest, Meta, NodeType};
 use crate::{FsHost, Stopped};
+use vsh_types::fsproto::{FsReply, FsRequest, Meta, NodeType};
 
 /// `EINVAL`.
 const EINVAL: i32 = 22;

@@ -19,7 +19,6 @@
 mod fs;
 mod guard;
 mod interpret;
-pub mod protocol;
 
 use std::time::Duration;
 
@@ -27,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use guard::SUPPORTED_COMMANDS;
 pub use interpret::{run, run_direct};
-pub use protocol::{FsReply, FsRequest, Meta, NodeType};
+pub use vsh_types::fsproto::{self as protocol, FsReply, FsRequest, Meta, NodeType};
 
 /// The profile a receipt names: the guest's environment, working directory,
 /// commands and limits. Any change to what a script can do changes it.

@@ -14,12 +14,14 @@ use vsh_types::NodeKind;
 
 use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::Reply;
-use crate::guard::{DirectoryRead, MetadataRead, Modify};
+use crate::guard::{Create, DirectoryRead, MetadataRead, Modify};
 use crate::host::{Fault, OsHost, Target, WriteKind, vfs_fault};
 use crate::oserror::{EACCES, EIO};
 
 /// `EINVAL`.
 const EINVAL: i32 = 22;
+/// `EEXIST`.
+const EEXIST: i32 = 17;
 
 /// The errno a guest exception stands for: the `[Errno N]` of an `OSError`,
 /// else by its type.
@@ -131,6 +133,16 @@ impl OsHost<'_> {
                 let last = self.follow(grant, target.guest)?;
                 let modify = self.authorize::<Modify>(last.path(), target.guest)?;
                 self.set_mode(&modify, mode).map_err(|error| vfs_fault(error, target.guest))?;
+                Ok(FsReply::Done)
+            }
+            FsRequest::Symlink { path, target: pointee } => {
+                let target = self.target(&path, "")?;
+                let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+                if self.kind(&grant).map_err(|error| vfs_fault(error, target.guest))?.is_some() {
+                    return Ok(FsReply::Failed(EEXIST));
+                }
+                let create = self.authorize::<Create>(&target.path, target.guest)?;
+                self.create_symlink(&create, pointee.as_bytes()).map_err(|error| vfs_fault(error, target.guest))?;
                 Ok(FsReply::Done)
             }
         }

@@ -317,6 +317,12 @@ impl<'a> OsHost<'a> {
         self.vfs.append(grant.path(), data).map(drop)
     }
 
+    /// Make a symbolic link at the grant's path pointing at `target` (kept
+    /// as bytes, never followed here).
+    pub(crate) fn create_symlink(&mut self, grant: &Grant<Create>, target: &[u8]) -> Result<(), VfsError> {
+        self.vfs.symlink(grant.path(), target)
+    }
+
     /// Make the directory at the grant's path.
     pub(crate) fn create_dir(&mut self, grant: &Grant<Create>, mode: u32) -> Result<(), VfsError> {
         self.vfs.mkdir(grant.path(), mode)

@@ -11,6 +11,7 @@ use crate::context::ToolContext;
 use crate::env::{env_denylisted, malformed_name};
 use crate::error::ToolError;
 use crate::kernel::{self, KernelSupport};
+use crate::namespace::{FuseMount, PreparedMount};
 use crate::policy::SandboxPolicy;
 use crate::report::EnforcementReport;
 use crate::setup::ChildSetup;
@@ -32,6 +33,7 @@ pub struct ConfinedCommand {
     stdout: Option<Stdio>,
     stderr: Option<Stdio>,
     new_process_group: bool,
+    fuse_mount: Option<FuseMount>,
     policy: Arc<SandboxPolicy>,
 }
 
@@ -51,6 +53,7 @@ impl ConfinedCommand {
             stdout: None,
             stderr: None,
             new_process_group: false,
+            fuse_mount: None,
             policy: Arc::new(SandboxPolicy::new()),
         }
     }
@@ -131,6 +134,19 @@ impl ConfinedCommand {
         self
     }
 
+    /// Give the child a private mount namespace with `mount`'s FUSE
+    /// filesystem mounted in it (see [`FuseMount`]), made before anything
+    /// else; the working directory (given with
+    /// [`ConfinedCommand::current_dir`]) is entered after mounting, so it
+    /// may lie inside the mount. Start the server (on the
+    /// [`crate::MountWaiter`]) before spawning: entering the directory waits
+    /// for it.
+    #[must_use]
+    pub fn private_fuse_mount(mut self, mount: FuseMount) -> Self {
+        self.fuse_mount = Some(mount);
+        self
+    }
+
     /// Admission-check, confine, and spawn the child.
     ///
     /// Order: (1) `cx.check_exec(program)` and the environment denylist, before anything else;
@@ -145,7 +161,7 @@ impl ConfinedCommand {
     ///
     /// Every variant of [`ToolError`]; only with [`ToolError::Spawn`] can `execve` have been
     /// attempted, and even then the sandbox was already in place.
-    pub fn spawn(self, cx: &ToolContext) -> Result<ConfinedChild, ToolError> {
+    pub fn spawn(mut self, cx: &ToolContext) -> Result<ConfinedChild, ToolError> {
         let program_path = cx.check_exec(&self.program)?;
         self.check_env()?;
         self.policy.validate()?;
@@ -184,7 +200,11 @@ impl ConfinedCommand {
         let mut command = Command::new(&program_path);
         command.arg0(&self.program).args(&self.args).env_clear();
         command.envs(self.envs.iter().map(|(key, value)| (key, value)));
-        if let Some(dir) = &self.current_dir {
+        let mounting = self.fuse_mount.is_some();
+        if let Some(mount) = self.fuse_mount.take() {
+            // The child mounts, then enters its directory and changes ids itself.
+            setup.mount_first(PreparedMount::new(mount, self.current_dir.as_deref(), self.policy.runs_as())?);
+        } else if let Some(dir) = &self.current_dir {
             command.current_dir(dir);
         }
         if let Some(stdin) = self.stdin {
@@ -199,7 +219,9 @@ impl ConfinedCommand {
         if self.new_process_group {
             command.process_group(0);
         }
-        if let Some((uid, gid)) = self.policy.runs_as() {
+        if let Some((uid, gid)) = self.policy.runs_as()
+            && !mounting
+        {
             command.uid(uid).gid(gid);
         }
         sys::set_pre_exec(&mut command, setup);

@@ -61,6 +61,7 @@ mod context;
 mod env;
 mod error;
 mod kernel;
+mod namespace;
 mod policy;
 mod report;
 mod ruleset;
@@ -74,6 +75,7 @@ pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext};
 pub use env::env_denylisted;
 pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
+pub use namespace::{FuseMount, MountWaiter};
 pub use policy::{ResourceLimits, SandboxPolicy};
 pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
 

@@ -17,6 +17,7 @@ use rustix::thread::{CapabilitySet, CapabilitySets};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::kernel::KernelSupport;
+use crate::namespace::PreparedMount;
 use crate::policy::{Mode, ResourceLimits, SandboxPolicy};
 use crate::seccomp::{self, FilterSpec};
 use crate::{ruleset, sys};
@@ -30,11 +31,21 @@ enum Stage {
     Capabilities = 4,
     Seccomp = 5,
     Exec = 6,
+    Mount = 7,
+    Ids = 8,
 }
 
 impl Stage {
-    const ALL: [Stage; 6] =
-        [Stage::Rlimits, Stage::NoNewPrivs, Stage::Landlock, Stage::Capabilities, Stage::Seccomp, Stage::Exec];
+    const ALL: [Stage; 8] = [
+        Stage::Rlimits,
+        Stage::NoNewPrivs,
+        Stage::Landlock,
+        Stage::Capabilities,
+        Stage::Seccomp,
+        Stage::Exec,
+        Stage::Mount,
+        Stage::Ids,
+    ];
 
     fn byte(self) -> u8 {
         self as u8
@@ -49,6 +60,8 @@ impl Stage {
             Stage::Capabilities => "capset",
             Stage::Seccomp => "seccomp",
             Stage::Exec => "execveat",
+            Stage::Mount => "private FUSE mount (unshare, mount)",
+            Stage::Ids => "setresuid",
         }
     }
 }
@@ -79,6 +92,8 @@ pub(crate) struct ChildSetup {
     /// When set, the child executes this image by descriptor itself, last
     /// (a child that changed uid may not be able to search the program's path).
     exec: Option<sys::ExecImage>,
+    /// A private mount namespace with a FUSE mount, made first.
+    mount: Option<PreparedMount>,
     status: OwnedFd,
 }
 
@@ -113,9 +128,16 @@ impl ChildSetup {
             drop_capabilities: confined,
             seccomp,
             exec: None,
+            mount: None,
             status: writer,
         };
         Ok((setup, StageReader { fd: reader }))
+    }
+
+    /// Mount `mount` in a private namespace first (and change ids and
+    /// directory after it, not std).
+    pub(crate) fn mount_first(&mut self, mount: PreparedMount) {
+        self.mount = Some(mount);
     }
 
     /// Execute `image` by descriptor at the end of the setup instead of
@@ -133,10 +155,15 @@ impl ChildSetup {
     /// [`sys`]) on data prepared by [`ChildSetup::prepare`]; errors are bare errno values, which
     /// `io::Error` holds without allocating. Review any change to this function with that rule.
     ///
-    /// The order matters: limits first (still privileged), then `no_new_privs` (needed by the
+    /// The order matters: a private FUSE mount first, if any (it needs the
+    /// parent's privilege; the uid changes right after it), then limits, then `no_new_privs` (needed by the
     /// unprivileged forms of the next two steps), Landlock, the capability drop, and seccomp last
     /// so the filter never sees the setup's own calls. `execve` itself stays allowed.
     pub(crate) fn apply(&self) -> io::Result<()> {
+        if let Some(mount) = &self.mount {
+            mount.apply().map_err(|error| self.fail(Stage::Mount, error))?;
+            mount.change_ids().map_err(|error| self.fail(Stage::Ids, error))?;
+        }
         for (resource, limit) in &self.limits {
             rustix::process::setrlimit(*resource, *limit).map_err(|errno| self.fail(Stage::Rlimits, errno.into()))?;
         }

@@ -150,3 +150,13 @@ pub(crate) fn set_pre_exec(command: &mut Command, setup: ChildSetup) {
         command.pre_exec(move || setup.apply());
     }
 }
+
+/// Give the calling process its own copy of the mount table
+/// (`unshare(CLONE_NEWNS)`). Async-signal-safe: one system call.
+pub(crate) fn unshare_mount_namespace() -> io::Result<()> {
+    // SAFETY: CLONE_NEWNS unshares only the mount table; the descriptor
+    // table and memory stay as they are, so no thread can observe a
+    // descriptor from another table (what `unshare_unsafe` asks callers to
+    // rule out; the forked child has a single thread anyway).
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS) }.map_err(io::Error::from)
+}

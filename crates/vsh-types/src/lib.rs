@@ -13,6 +13,7 @@ mod binding;
 pub mod canon;
 mod diff;
 mod digest;
+pub mod fsproto;
 pub mod hex;
 mod layout;
 mod node;

@@ -1,6 +1,9 @@
-//! The requests a script's file accesses become, and their answers. Paths are
-//! the interpreter's absolute, normalized paths (`/workspace/...`; anything
-//! else is outside the workspace, and the host refuses it).
+//! The file-access protocol between a program that runs outside the host's
+//! own code and the host that serves its image: a Bash script's builtins
+//! (vsh-bash) and a real process's kernel requests (vsh-candidate) become
+//! these requests, and the host answers each after authorizing, charging
+//! and recording it. Paths are absolute and normalized (`/workspace/...`;
+//! anything else is outside the workspace, and the host refuses it).
 
 use serde::{Deserialize, Serialize};
 
@@ -86,6 +89,14 @@ pub enum FsRequest {
         /// The bits (0o7777 at most; the image keeps 0o777).
         mode: u32,
     },
+    /// Make a symbolic link at `path` pointing at `target` (never followed
+    /// by the host; whether it may be committed is the policy's decision).
+    Symlink {
+        /// The new link.
+        path: String,
+        /// What it points at, as given.
+        target: String,
+    },
 }
 
 impl FsRequest {
@@ -104,6 +115,7 @@ impl FsRequest {
             Self::Copy { .. } => "copy",
             Self::ReadLink { .. } => "read_link",
             Self::Chmod { .. } => "chmod",
+            Self::Symlink { .. } => "symlink",
         }
     }
 }

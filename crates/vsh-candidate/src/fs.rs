@@ -1,0 +1,751 @@
+//! [`CandidateFs`]: the kernel's requests on a candidate, as requests of the
+//! file-access protocol.
+//!
+//! Each kernel operation maps to the request that observes or changes
+//! exactly what the operation does, so the host records the same facet a
+//! Monty access would: `lookup` and `getattr` are a metadata read (`Stat`,
+//! never following a final symlink), `readdir` a name-set read (`ReadDir`
+//! without metadata), the first `read` of an open file a content read
+//! (`Read`), `readlink` a metadata read. A file opened for writing is
+//! buffered whole (loaded with `Read` unless it was truncated or created)
+//! and written back with one `Write` when a descriptor is flushed or
+//! synced, so the image only ever holds contents a process completed.
+//!
+//! Inode numbers are handed out per path; a rename moves the numbers of
+//! everything beneath it. Hard links, device nodes and ownership changes
+//! are refused (`EPERM`): the image has none of them.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+};
+use vsh_types::fsproto::{FsReply, FsRequest, Meta, NodeType};
+
+use crate::backend::Backend;
+
+/// The path of the filesystem's root in the protocol.
+const ROOT: &str = "/workspace";
+
+/// How long the kernel may keep names and attributes. Every change to the
+/// image made while the candidate is mounted comes through this
+/// filesystem, which the kernel sees, so its caches stay exact; the bound
+/// keeps what a lost invalidation could cost small.
+const TTL: Duration = Duration::from_secs(1);
+
+/// The permission bits a new file gets in the image, before the caller's mode.
+const DEFAULT_FILE_MODE: u32 = 0o644;
+/// The permission bits a new directory gets in the image.
+const DEFAULT_DIR_MODE: u32 = 0o755;
+
+/// Who the candidate's files belong to: the uid and gid of the process
+/// that uses it (the image has no owners; this is what `stat` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    /// The uid.
+    pub uid: u32,
+    /// The gid.
+    pub gid: u32,
+}
+
+/// A file open for reading or writing: its whole content, once loaded.
+#[derive(Debug, Default)]
+struct Buffer {
+    data: Vec<u8>,
+    loaded: bool,
+    dirty: bool,
+    handles: u32,
+}
+
+/// The paths behind inode numbers.
+#[derive(Debug)]
+struct Inodes {
+    paths: HashMap<u64, String>,
+    numbers: HashMap<String, u64>,
+    next: u64,
+}
+
+impl Inodes {
+    fn new() -> Self {
+        let mut inodes = Self { paths: HashMap::new(), numbers: HashMap::new(), next: 2 };
+        inodes.paths.insert(INodeNo::ROOT.0, ROOT.to_owned());
+        inodes.numbers.insert(ROOT.to_owned(), INodeNo::ROOT.0);
+        inodes
+    }
+
+    fn path(&self, ino: INodeNo) -> Result<String, Errno> {
+        self.paths.get(&ino.0).cloned().ok_or(Errno::ENOENT)
+    }
+
+    fn number(&mut self, path: &str) -> u64 {
+        if let Some(&number) = self.numbers.get(path) {
+            return number;
+        }
+        let number = self.next;
+        self.next += 1;
+        self.paths.insert(number, path.to_owned());
+        self.numbers.insert(path.to_owned(), number);
+        number
+    }
+
+    /// `path` and everything beneath it are gone.
+    fn remove(&mut self, path: &str) {
+        let prefix = format!("{path}/");
+        self.numbers.retain(|known, number| {
+            let gone = known == path || known.starts_with(&prefix);
+            if gone {
+                self.paths.remove(number);
+            }
+            !gone
+        });
+    }
+
+    /// `from` and everything beneath it moved to `to` (whatever was at `to` is gone).
+    fn rename(&mut self, from: &str, to: &str) {
+        self.remove(to);
+        let prefix = format!("{from}/");
+        let moved: Vec<(String, u64)> = self
+            .numbers
+            .iter()
+            .filter(|(known, _)| *known == from || known.starts_with(&prefix))
+            .map(|(known, number)| (known.clone(), *number))
+            .collect();
+        for (old, number) in moved {
+            let new = format!("{to}{}", &old[from.len()..]);
+            self.numbers.remove(&old);
+            self.numbers.insert(new.clone(), number);
+            self.paths.insert(number, new);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    inodes: Inodes,
+    buffers: HashMap<u64, Buffer>,
+    /// Each open directory's listing, taken when it is first read.
+    listings: HashMap<u64, Vec<(u64, FileType, String)>>,
+    next_handle: u64,
+}
+
+/// A candidate workspace as a FUSE filesystem over a [`Backend`].
+#[derive(Debug)]
+pub struct CandidateFs<B: Backend> {
+    backend: B,
+    owner: Owner,
+    state: Mutex<State>,
+}
+
+fn failed(errno: i32) -> Errno {
+    Errno::from_i32(errno)
+}
+
+/// A reply that is not the one the request calls for: the host is broken.
+fn unexpected() -> Errno {
+    Errno::EIO
+}
+
+fn file_type(kind: NodeType) -> FileType {
+    match kind {
+        NodeType::File => FileType::RegularFile,
+        NodeType::Directory => FileType::Directory,
+        NodeType::Symlink => FileType::Symlink,
+    }
+}
+
+/// A child's path, from its parent's and its name (names that are not
+/// UTF-8, or hold a `/` or NUL, do not exist in the image).
+fn child_path(parent: &str, name: &OsStr) -> Result<String, Errno> {
+    let name = name.to_str().ok_or(Errno::EINVAL)?;
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(format!("{parent}/{name}"))
+}
+
+impl<B: Backend> CandidateFs<B> {
+    /// A filesystem whose requests `backend` answers, its files shown as `owner`'s.
+    pub fn new(backend: B, owner: Owner) -> Self {
+        let state = State { inodes: Inodes::new(), buffers: HashMap::new(), listings: HashMap::new(), next_handle: 1 };
+        Self { backend, owner, state: Mutex::new(state) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The path behind `ino` (the lock is released before this returns:
+    /// never call it with the state locked).
+    fn path_of(&self, ino: INodeNo) -> Result<String, Errno> {
+        self.lock().inodes.path(ino)
+    }
+
+    /// The path of `name` in the directory `parent`.
+    fn child_of(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        let parent = self.path_of(parent)?;
+        child_path(&parent, name)
+    }
+
+    fn call(&self, request: FsRequest) -> Result<FsReply, Errno> {
+        match self.backend.call(request) {
+            FsReply::Failed(errno) => Err(failed(errno)),
+            reply => Ok(reply),
+        }
+    }
+
+    fn done(&self, request: FsRequest) -> Result<(), Errno> {
+        match self.call(request)? {
+            FsReply::Done => Ok(()),
+            _ => Err(unexpected()),
+        }
+    }
+
+    fn stat(&self, path: &str) -> Result<Meta, Errno> {
+        match self.call(FsRequest::Stat { path: path.to_owned(), follow: false })? {
+            FsReply::Meta(meta) => Ok(meta),
+            _ => Err(unexpected()),
+        }
+    }
+
+    fn attr(&self, number: u64, meta: &Meta, buffered: Option<&Buffer>) -> FileAttr {
+        let size = match buffered {
+            Some(buffer) if buffer.loaded => buffer.data.len() as u64,
+            _ => meta.size,
+        };
+        let modified = u64::try_from(meta.modified_ns)
+            .map_or(SystemTime::UNIX_EPOCH, |nanos| SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos));
+        let kind = file_type(meta.kind);
+        FileAttr {
+            ino: INodeNo(number),
+            size,
+            blocks: size.div_ceil(512),
+            atime: modified,
+            mtime: modified,
+            ctime: modified,
+            crtime: modified,
+            kind,
+            perm: u16::try_from(meta.mode & 0o7777).unwrap_or(0),
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid: self.owner.uid,
+            gid: self.owner.gid,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    /// The attributes of the node at `path`, numbering it.
+    fn entry(&self, path: &str) -> Result<FileAttr, Errno> {
+        let meta = self.stat(path)?;
+        let mut state = self.lock();
+        let number = state.inodes.number(path);
+        Ok(self.attr(number, &meta, state.buffers.get(&number)))
+    }
+
+    /// Load `ino`'s content into its buffer, if not yet.
+    fn load(&self, state: &mut State, ino: u64, path: &str) -> Result<(), Errno> {
+        if state.buffers.get(&ino).is_some_and(|buffer| buffer.loaded) {
+            return Ok(());
+        }
+        let FsReply::Bytes(bytes) = self.call(FsRequest::Read { path: path.to_owned() })? else {
+            return Err(unexpected());
+        };
+        let buffer = state.buffers.entry(ino).or_default();
+        buffer.data = bytes;
+        buffer.loaded = true;
+        Ok(())
+    }
+
+    /// Write `ino`'s buffer back if it changed.
+    fn write_back(&self, state: &mut State, ino: u64) -> Result<(), Errno> {
+        let path = state.inodes.path(INodeNo(ino))?;
+        let Some(buffer) = state.buffers.get_mut(&ino) else { return Ok(()) };
+        if !buffer.dirty {
+            return Ok(());
+        }
+        self.done(FsRequest::Write { path, data: buffer.data.clone() })?;
+        buffer.dirty = false;
+        Ok(())
+    }
+
+    /// Set the mode bits `mode & !umask` unless they are the image's default.
+    fn set_created_mode(&self, path: &str, mode: u32, umask: u32, default: u32) -> Result<(), Errno> {
+        let wanted = mode & !umask & 0o7777;
+        if wanted == default {
+            return Ok(());
+        }
+        self.done(FsRequest::Chmod { path: path.to_owned(), mode: wanted })
+    }
+
+    fn open_handle(state: &mut State, ino: u64) -> u64 {
+        state.buffers.entry(ino).or_default().handles += 1;
+        let handle = state.next_handle;
+        state.next_handle += 1;
+        handle
+    }
+
+    fn do_setattr(
+        &self,
+        ino: INodeNo,
+        mode: Option<u32>,
+        ids: (Option<u32>, Option<u32>),
+        size: Option<u64>,
+    ) -> Result<FileAttr, Errno> {
+        let path = self.path_of(ino)?;
+        if ids.0.is_some_and(|uid| uid != self.owner.uid) || ids.1.is_some_and(|gid| gid != self.owner.gid) {
+            return Err(Errno::EPERM);
+        }
+        if let Some(size) = size {
+            let mut state = self.lock();
+            if size == 0 {
+                let buffer = state.buffers.entry(ino.0).or_default();
+                buffer.data.clear();
+                buffer.loaded = true;
+            } else {
+                self.load(&mut state, ino.0, &path)?;
+            }
+            let buffer = state.buffers.entry(ino.0).or_default();
+            let length = usize::try_from(size).map_err(|_| Errno::EFBIG)?;
+            buffer.data.resize(length, 0);
+            buffer.dirty = true;
+            self.write_back(&mut state, ino.0)?;
+            if state.buffers.get(&ino.0).is_some_and(|buffer| buffer.handles == 0) {
+                state.buffers.remove(&ino.0);
+            }
+        }
+        if let Some(mode) = mode {
+            self.done(FsRequest::Chmod { path: path.clone(), mode: mode & 0o7777 })?;
+        }
+        let meta = self.stat(&path)?;
+        let state = self.lock();
+        Ok(self.attr(ino.0, &meta, state.buffers.get(&ino.0)))
+    }
+
+    fn do_create(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+    ) -> Result<(FileAttr, u64), Errno> {
+        let path = self.child_of(parent, name)?;
+        if flags & O_EXCL != 0 {
+            let FsReply::Exists(exists) = self.call(FsRequest::Exists { path: path.clone() })? else {
+                return Err(unexpected());
+            };
+            if exists {
+                return Err(Errno::EEXIST);
+            }
+        }
+        self.done(FsRequest::Write { path: path.clone(), data: Vec::new() })?;
+        self.set_created_mode(&path, mode, umask, DEFAULT_FILE_MODE)?;
+        let meta = self.stat(&path)?;
+        let mut state = self.lock();
+        let number = state.inodes.number(&path);
+        let buffer = state.buffers.entry(number).or_default();
+        buffer.data.clear();
+        buffer.loaded = true;
+        buffer.dirty = false;
+        let handle = Self::open_handle(&mut state, number);
+        Ok((self.attr(number, &meta, state.buffers.get(&number)), handle))
+    }
+
+    fn do_remove(&self, parent: INodeNo, name: &OsStr, directory: bool) -> Result<(), Errno> {
+        let path = self.child_of(parent, name)?;
+        let meta = self.stat(&path)?;
+        match (meta.kind == NodeType::Directory, directory) {
+            (true, false) => return Err(Errno::EISDIR),
+            (false, true) => return Err(Errno::ENOTDIR),
+            _ => {}
+        }
+        self.done(FsRequest::Remove { path: path.clone(), recursive: false })?;
+        let mut state = self.lock();
+        if let Some(&number) = state.inodes.numbers.get(&path) {
+            state.buffers.remove(&number);
+        }
+        state.inodes.remove(&path);
+        Ok(())
+    }
+
+    fn do_rename(&self, from: (INodeNo, &OsStr), to: (INodeNo, &OsStr), flags: RenameFlags) -> Result<(), Errno> {
+        if flags.contains(RenameFlags::RENAME_EXCHANGE) || flags.contains(RenameFlags::RENAME_WHITEOUT) {
+            return Err(Errno::EINVAL);
+        }
+        let (source, destination) = {
+            let state = self.lock();
+            (child_path(&state.inodes.path(from.0)?, from.1)?, child_path(&state.inodes.path(to.0)?, to.1)?)
+        };
+        if flags.contains(RenameFlags::RENAME_NOREPLACE) {
+            let FsReply::Exists(exists) = self.call(FsRequest::Exists { path: destination.clone() })? else {
+                return Err(unexpected());
+            };
+            if exists {
+                return Err(Errno::EEXIST);
+            }
+        }
+        // Pending writes of the source land first, under its name.
+        {
+            let mut state = self.lock();
+            if let Some(&number) = state.inodes.numbers.get(&source) {
+                self.write_back(&mut state, number)?;
+            }
+        }
+        self.done(FsRequest::Rename { from: source.clone(), to: destination.clone() })?;
+        let mut state = self.lock();
+        if let Some(&replaced) = state.inodes.numbers.get(&destination) {
+            state.buffers.remove(&replaced);
+        }
+        state.inodes.rename(&source, &destination);
+        Ok(())
+    }
+
+    fn do_readdir(&self, ino: INodeNo, handle: u64) -> Result<Vec<(u64, FileType, String)>, Errno> {
+        if let Some(listing) = self.lock().listings.get(&handle) {
+            return Ok(listing.clone());
+        }
+        let path = self.path_of(ino)?;
+        let FsReply::Entries(entries) = self.call(FsRequest::ReadDir { path: path.clone(), metadata: false })? else {
+            return Err(unexpected());
+        };
+        let mut state = self.lock();
+        let parent = match path.rsplit_once('/') {
+            Some((parent, _)) if path != ROOT => state.inodes.number(parent),
+            _ => INodeNo::ROOT.0,
+        };
+        let mut listing =
+            vec![(ino.0, FileType::Directory, ".".to_owned()), (parent, FileType::Directory, "..".to_owned())];
+        for (name, meta) in entries {
+            let number = state.inodes.number(&format!("{path}/{name}"));
+            listing.push((number, file_type(meta.kind), name));
+        }
+        state.listings.insert(handle, listing.clone());
+        Ok(listing)
+    }
+}
+
+/// `O_EXCL`.
+const O_EXCL: i32 = 0o200;
+/// `O_TRUNC`.
+const O_TRUNC: i32 = 0o1000;
+/// `S_IFMT` and `S_IFREG`.
+const S_IFMT: u32 = 0o170_000;
+const S_IFREG: u32 = 0o100_000;
+
+impl<B: Backend> Filesystem for CandidateFs<B> {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Large writes, fewer round trips (the kernel clamps what it cannot do).
+        let _ = config.set_max_write(1 << 20);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let looked = self.child_of(parent, name);
+        match looked.and_then(|path| self.entry(&path)) {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let attr = self.path_of(ino).and_then(|path| {
+            let meta = self.stat(&path)?;
+            let state = self.lock();
+            Ok(self.attr(ino.0, &meta, state.buffers.get(&ino.0)))
+        });
+        match attr {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        // Times are not part of the image: setting them succeeds and changes nothing.
+        match self.do_setattr(ino, mode, (uid, gid), size) {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let target = self.path_of(ino).and_then(|path| match self.call(FsRequest::ReadLink { path })? {
+            FsReply::Target(target) => Ok(target),
+            _ => Err(unexpected()),
+        });
+        match target {
+            Ok(target) => reply.data(target.as_bytes()),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        if mode & S_IFMT != S_IFREG {
+            return reply.error(Errno::EPERM);
+        }
+        let created = self
+            .do_create(parent, name, mode, umask, O_EXCL)
+            .and_then(|(attr, handle)| self.release_handle(attr.ino.0, handle).map(|()| attr));
+        match created {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let created = self.child_of(parent, name).and_then(|path| {
+            self.done(FsRequest::Mkdir { path: path.clone(), recursive: false })?;
+            self.set_created_mode(&path, mode, umask, DEFAULT_DIR_MODE)?;
+            self.entry(&path)
+        });
+        match created {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.do_remove(parent, name, false) {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.do_remove(parent, name, true) {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn symlink(&self, _req: &Request, parent: INodeNo, link_name: &OsStr, target: &std::path::Path, reply: ReplyEntry) {
+        let made = self.child_of(parent, link_name).and_then(|path| {
+            let target = target.to_str().ok_or(Errno::EINVAL)?.to_owned();
+            self.done(FsRequest::Symlink { path: path.clone(), target })?;
+            self.entry(&path)
+        });
+        match made {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        match self.do_rename((parent, name), (newparent, newname), flags) {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn link(&self, _req: &Request, _ino: INodeNo, _newparent: INodeNo, _newname: &OsStr, reply: ReplyEntry) {
+        reply.error(Errno::EPERM);
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let mut state = self.lock();
+        if state.inodes.path(ino).is_err() {
+            return reply.error(Errno::ENOENT);
+        }
+        if flags.acc_mode() != OpenAccMode::O_RDONLY && flags.0 & O_TRUNC != 0 {
+            // Truncated at open: the old content is never read.
+            let buffer = state.buffers.entry(ino.0).or_default();
+            buffer.data.clear();
+            buffer.loaded = true;
+            buffer.dirty = true;
+        }
+        let handle = Self::open_handle(&mut state, ino.0);
+        reply.opened(FileHandle(handle), FopenFlags::empty());
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let mut state = self.lock();
+        let loaded = state.inodes.path(ino).and_then(|path| self.load(&mut state, ino.0, &path));
+        if let Err(errno) = loaded {
+            return reply.error(errno);
+        }
+        let data = state.buffers.get(&ino.0).map_or(&[][..], |buffer| &buffer.data[..]);
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+        let end = start.saturating_add(size as usize).min(data.len());
+        reply.data(&data[start..end]);
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let mut state = self.lock();
+        let loaded = state.inodes.path(ino).and_then(|path| self.load(&mut state, ino.0, &path));
+        if let Err(errno) = loaded {
+            return reply.error(errno);
+        }
+        let Ok(start) = usize::try_from(offset) else { return reply.error(Errno::EFBIG) };
+        let Some(end) = start.checked_add(data.len()) else { return reply.error(Errno::EFBIG) };
+        let buffer = state.buffers.entry(ino.0).or_default();
+        if buffer.data.len() < end {
+            buffer.data.resize(end, 0);
+        }
+        buffer.data[start..end].copy_from_slice(data);
+        buffer.dirty = true;
+        reply.written(u32::try_from(data.len()).unwrap_or(u32::MAX));
+    }
+
+    fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let mut state = self.lock();
+        match self.write_back(&mut state, ino.0) {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.release_handle(ino.0, fh.0) {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let mut state = self.lock();
+        match self.write_back(&mut state, ino.0) {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let mut state = self.lock();
+        if state.inodes.path(ino).is_err() {
+            return reply.error(Errno::ENOENT);
+        }
+        let handle = state.next_handle;
+        state.next_handle += 1;
+        reply.opened(FileHandle(handle), FopenFlags::empty());
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        match self.do_readdir(ino, fh.0) {
+            Ok(listing) => {
+                let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+                for (index, (number, kind, name)) in listing.iter().enumerate().skip(skip) {
+                    if reply.add(INodeNo(*number), index as u64 + 1, *kind, name) {
+                        break;
+                    }
+                }
+                reply.ok();
+            }
+            Err(errno) => reply.error(errno),
+        }
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        self.lock().listings.remove(&fh.0);
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        reply.statfs(1 << 24, 1 << 23, 1 << 23, 1 << 24, 1 << 23, 4096, 255, 4096);
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        // The kernel checks permission bits itself (`default_permissions`).
+        reply.ok();
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self.do_create(parent, name, mode, umask, flags) {
+            Ok((attr, handle)) => reply.created(&TTL, &attr, Generation(0), FileHandle(handle), FopenFlags::empty()),
+            Err(errno) => reply.error(errno),
+        }
+    }
+}
+
+impl<B: Backend> CandidateFs<B> {
+    /// A descriptor of `ino` closed: write back what it changed, and drop
+    /// the buffer once no descriptor holds it.
+    fn release_handle(&self, ino: u64, _handle: u64) -> Result<(), Errno> {
+        let mut state = self.lock();
+        let written = self.write_back(&mut state, ino);
+        if let Some(buffer) = state.buffers.get_mut(&ino) {
+            buffer.handles = buffer.handles.saturating_sub(1);
+            if buffer.handles == 0 && !buffer.dirty {
+                state.buffers.remove(&ino);
+            }
+        }
+        written
+    }
+}

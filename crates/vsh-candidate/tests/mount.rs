@@ -1,0 +1,357 @@
+//! Real programs on a candidate: a confined child mounts the FUSE
+//! filesystem in its own mount namespace and works on it, and every access
+//! arrives at the backend as the request that observes or changes exactly
+//! that. The backend here is a small in-memory image with a request log
+//! (the real one, the transaction's guarded image, lives in vsh-monty).
+
+#![allow(clippy::disallowed_methods, reason = "tests set up and inspect real files and processes")]
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use vsh_candidate::{Backend, CandidateFs, Owner, serve};
+use vsh_sandbox::{ConfinedCommand, ExecGrant, FuseMount, SandboxPolicy, ToolContext};
+use vsh_types::fsproto::{FsReply, FsRequest, Meta, NodeType};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    File(Vec<u8>, u32),
+    Dir(u32),
+    Link(String),
+}
+
+/// An image: nodes by absolute path, and every request served, in order.
+#[derive(Debug, Default)]
+struct Image {
+    nodes: BTreeMap<String, Node>,
+    log: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Memory(Arc<Mutex<Image>>);
+
+const ENOENT: i32 = 2;
+const EEXIST: i32 = 17;
+const ENOTDIR: i32 = 20;
+const EISDIR: i32 = 21;
+const ENOTEMPTY: i32 = 39;
+const EACCES: i32 = 13;
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(parent, _)| parent)
+}
+
+impl Image {
+    fn meta(node: &Node) -> Meta {
+        match node {
+            Node::File(data, mode) => {
+                Meta { kind: NodeType::File, size: data.len() as u64, mode: *mode, modified_ns: 0 }
+            }
+            Node::Dir(mode) => Meta { kind: NodeType::Directory, size: 0, mode: *mode, modified_ns: 0 },
+            Node::Link(target) => {
+                Meta { kind: NodeType::Symlink, size: target.len() as u64, mode: 0o777, modified_ns: 0 }
+            }
+        }
+    }
+
+    fn need_parent_dir(&self, path: &str) -> Result<(), i32> {
+        match self.nodes.get(parent(path)) {
+            Some(Node::Dir(_)) => Ok(()),
+            Some(_) => Err(ENOTDIR),
+            None => Err(ENOENT),
+        }
+    }
+
+    fn children(&self, path: &str) -> Vec<String> {
+        let prefix = format!("{path}/");
+        self.nodes
+            .keys()
+            .filter_map(|key| key.strip_prefix(&prefix))
+            .filter(|rest| !rest.contains('/'))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn serve(&mut self, request: FsRequest) -> Result<FsReply, i32> {
+        if let Some(path) = match &request {
+            FsRequest::Read { path } | FsRequest::Stat { path, .. } | FsRequest::ReadDir { path, .. } => Some(path),
+            _ => None,
+        } && path.ends_with("/.env")
+        {
+            return Err(EACCES);
+        }
+        match request {
+            FsRequest::Read { path } => match self.nodes.get(&path) {
+                Some(Node::File(data, _)) => Ok(FsReply::Bytes(data.clone())),
+                Some(_) => Err(EISDIR),
+                None => Err(ENOENT),
+            },
+            FsRequest::Write { path, data } => {
+                self.need_parent_dir(&path)?;
+                let mode = match self.nodes.get(&path) {
+                    Some(Node::File(_, mode)) => *mode,
+                    Some(_) => return Err(EISDIR),
+                    None => 0o644,
+                };
+                self.nodes.insert(path, Node::File(data, mode));
+                Ok(FsReply::Done)
+            }
+            FsRequest::Mkdir { path, .. } => {
+                self.need_parent_dir(&path)?;
+                if self.nodes.contains_key(&path) {
+                    return Err(EEXIST);
+                }
+                self.nodes.insert(path, Node::Dir(0o755));
+                Ok(FsReply::Done)
+            }
+            FsRequest::Remove { path, .. } => {
+                match self.nodes.get(&path) {
+                    None => return Err(ENOENT),
+                    Some(Node::Dir(_)) if !self.children(&path).is_empty() => return Err(ENOTEMPTY),
+                    Some(_) => {}
+                }
+                self.nodes.remove(&path);
+                Ok(FsReply::Done)
+            }
+            FsRequest::Stat { path, .. } => {
+                self.nodes.get(&path).map(|node| FsReply::Meta(Self::meta(node))).ok_or(ENOENT)
+            }
+            FsRequest::ReadDir { path, .. } => {
+                let names = self.children(&path);
+                Ok(FsReply::Entries(
+                    names
+                        .into_iter()
+                        .filter(|name| name != ".env")
+                        .map(|name| {
+                            let meta = Self::meta(&self.nodes[&format!("{path}/{name}")]);
+                            (name, meta)
+                        })
+                        .collect(),
+                ))
+            }
+            FsRequest::Exists { path } => Ok(FsReply::Exists(self.nodes.contains_key(&path))),
+            FsRequest::Rename { from, to } => {
+                let node = self.nodes.remove(&from).ok_or(ENOENT)?;
+                self.nodes.insert(to, node);
+                Ok(FsReply::Done)
+            }
+            FsRequest::ReadLink { path } => match self.nodes.get(&path) {
+                Some(Node::Link(target)) => Ok(FsReply::Target(target.clone())),
+                _ => Err(22),
+            },
+            FsRequest::Chmod { path, mode } => match self.nodes.get_mut(&path) {
+                Some(Node::File(_, bits) | Node::Dir(bits)) => {
+                    *bits = mode & 0o777;
+                    Ok(FsReply::Done)
+                }
+                _ => Err(ENOENT),
+            },
+            FsRequest::Symlink { path, target } => {
+                self.need_parent_dir(&path)?;
+                self.nodes.insert(path, Node::Link(target));
+                Ok(FsReply::Done)
+            }
+            FsRequest::Append { .. } | FsRequest::Copy { .. } => Err(38),
+        }
+    }
+}
+
+impl Backend for Memory {
+    fn call(&self, request: FsRequest) -> FsReply {
+        let mut image = self.0.lock().unwrap();
+        let line = format!("{request:?}");
+        // The log keeps the request and its path, not written bytes.
+        image.log.push(line.split(", data:").next().unwrap_or(&line).to_owned());
+        image.serve(request).unwrap_or_else(FsReply::Failed)
+    }
+}
+
+fn workspace(files: &[(&str, &str)]) -> Memory {
+    let memory = Memory::default();
+    {
+        let mut image = memory.0.lock().unwrap();
+        image.nodes.insert("/workspace".to_owned(), Node::Dir(0o755));
+        for (path, content) in files {
+            let full = format!("/workspace/{path}");
+            let mut ancestor = parent(&full).to_owned();
+            while ancestor.len() > "/workspace".len() {
+                image.nodes.entry(ancestor.clone()).or_insert(Node::Dir(0o755));
+                ancestor = parent(&ancestor).to_owned();
+            }
+            image.nodes.insert(full, Node::File(content.as_bytes().to_vec(), 0o644));
+        }
+    }
+    memory
+}
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Whether this machine can mount FUSE in a private namespace; with
+/// `VSH_REQUIRE_SANDBOX=1` (CI) a machine that cannot fails the test.
+fn fuse_available() -> bool {
+    let available = std::path::Path::new("/dev/fuse").exists() && rustix_ids().0 == 0;
+    assert!(
+        available || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(),
+        "VSH_REQUIRE_SANDBOX is set, and this machine has no /dev/fuse or the tests do not run as root"
+    );
+    available
+}
+
+/// Run `script` with `sh -c` in a confined child whose working directory
+/// is the candidate of `memory`, mounted only in the child's namespace.
+fn run(memory: &Memory, script: &str) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let mountpoint = dir.path().join("candidate");
+    std::fs::create_dir(&mountpoint).unwrap();
+    let (mount, mounted) = FuseMount::open(&mountpoint).expect("/dev/fuse");
+    let owner = Owner { uid: rustix_ids().0, gid: rustix_ids().1 };
+    // Landlock ignores rules on a covered mount point: the rule is on the
+    // directory that holds it (and nothing else).
+    let policy = SandboxPolicy::new().allow_write(dir.path());
+    let serving = serve(CandidateFs::new(memory.clone(), owner), mounted).expect("the server starts");
+    let child = ConfinedCommand::new("sh")
+        .args(["-c", script])
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&mountpoint)
+        .private_fuse_mount(mount)
+        .sandbox_policy(Arc::new(policy))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .new_process_group()
+        .spawn(&ToolContext::new(ExecGrant::Any))
+        .expect("the confined child starts");
+    assert!(
+        std::fs::read_dir(&mountpoint).unwrap().next().is_none(),
+        "the parent's namespace never sees the candidate"
+    );
+    let output = child.into_child().wait_with_output().unwrap();
+    serving.join().expect("serving ends with the mount");
+    Ran {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn rustix_ids() -> (u32, u32) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let field = |name: &str| -> u32 {
+        let line = status.lines().find(|line| line.starts_with(name)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    (field("Uid:"), field("Gid:"))
+}
+
+fn file(memory: &Memory, path: &str) -> Option<String> {
+    match memory.0.lock().unwrap().nodes.get(&format!("/workspace/{path}")) {
+        Some(Node::File(data, _)) => Some(String::from_utf8_lossy(data).into_owned()),
+        _ => None,
+    }
+}
+
+fn log(memory: &Memory) -> Vec<String> {
+    memory.0.lock().unwrap().log.clone()
+}
+
+#[test]
+fn cat_reads_through_the_image_and_a_listing_is_a_name_read() {
+    if !fuse_available() {
+        return;
+    }
+    let memory = workspace(&[("a.txt", "alpha\n"), ("src/lib.rs", "fn main() {}\n"), (".env", "SECRET=1\n")]);
+    let ran = run(&memory, "cat a.txt; ls -a; cat .env");
+    assert_eq!(ran.stdout, "alpha\n.\n..\na.txt\nsrc\n", "{}", ran.stderr);
+    assert!(ran.stderr.contains(".env") && ran.stderr.contains("Permission denied"), "{}", ran.stderr);
+    assert_ne!(ran.code, Some(0));
+    let log = log(&memory);
+    assert!(log.iter().any(|line| line == r#"Read { path: "/workspace/a.txt" }"#), "{log:?}");
+    assert!(log.iter().any(|line| line == r#"ReadDir { path: "/workspace", metadata: false }"#), "{log:?}");
+    assert!(!log.iter().any(|line| line.contains("src/lib.rs")), "nothing looked inside src: {log:?}");
+}
+
+#[test]
+fn gnu_sed_in_place_and_redirections_change_the_image() {
+    if !fuse_available() {
+        return;
+    }
+    let memory = workspace(&[("a.txt", "alpha\nbeta\n")]);
+    let ran = run(
+        &memory,
+        "sed -i s/alpha/ALPHA/ a.txt && printf 'one\\n' > b.txt && printf 'two\\n' >> b.txt && mkdir -p d/e \
+         && mv b.txt d/e/c.txt && ln -s ../a.txt d/link && chmod 600 a.txt && rm -f nothing",
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(file(&memory, "a.txt").as_deref(), Some("ALPHA\nbeta\n"));
+    assert_eq!(file(&memory, "d/e/c.txt").as_deref(), Some("one\ntwo\n"));
+    assert_eq!(file(&memory, "b.txt"), None);
+    let image = memory.0.lock().unwrap();
+    assert_eq!(image.nodes.get("/workspace/d/link"), Some(&Node::Link("../a.txt".to_owned())));
+    assert!(matches!(image.nodes.get("/workspace/a.txt"), Some(Node::File(_, 0o600))));
+    // sed wrote a temporary file and renamed it over a.txt: no stray file is left.
+    let names: Vec<&String> = image.nodes.keys().collect();
+    assert_eq!(
+        names,
+        [
+            "/workspace",
+            "/workspace/a.txt",
+            "/workspace/d",
+            "/workspace/d/e",
+            "/workspace/d/e/c.txt",
+            "/workspace/d/link"
+        ]
+    );
+}
+
+#[test]
+fn a_python_script_edits_files_through_the_candidate() {
+    if !fuse_available() {
+        return;
+    }
+    let memory = workspace(&[("data/n.txt", "41\n")]);
+    let script = "python3 -c \"import pathlib; p = pathlib.Path('data/n.txt'); \
+                  p.write_text(str(int(p.read_text()) + 1) + '\\n'); print(sorted(x.name for x in pathlib.Path('data').iterdir()))\"";
+    let ran = run(&memory, script);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.stdout, "['n.txt']\n");
+    assert_eq!(file(&memory, "data/n.txt").as_deref(), Some("42\n"));
+}
+
+#[test]
+fn writing_outside_the_candidate_is_refused_by_the_sandbox() {
+    if !fuse_available() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let memory = workspace(&[("a.txt", "alpha\n")]);
+    let ran = run(&memory, &format!("echo x > {}; echo x > inside.txt", target.display()));
+    assert!(!target.exists(), "{}", ran.stderr);
+    assert!(ran.stderr.contains("Permission denied"), "{}", ran.stderr);
+    assert_eq!(file(&memory, "inside.txt").as_deref(), Some("x\n"));
+}
+
+#[test]
+fn a_child_that_never_starts_ends_serving_with_an_error_and_leaves_no_mount() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mountpoint = dir.path().join("candidate");
+    std::fs::create_dir(&mountpoint).unwrap();
+    let (mount, mounted) = FuseMount::open(&mountpoint).expect("/dev/fuse");
+    let owner = Owner { uid: rustix_ids().0, gid: rustix_ids().1 };
+    let serving = serve(CandidateFs::new(workspace(&[]), owner), mounted).expect("the server starts");
+    let spawned = ConfinedCommand::new("/nonexistent/program")
+        .private_fuse_mount(mount)
+        .sandbox_policy(Arc::new(SandboxPolicy::new().allow_write(dir.path())))
+        .spawn(&ToolContext::new(ExecGrant::Any));
+    assert!(spawned.is_err());
+    let ended = serving.join().expect_err("nobody mounted");
+    assert_eq!(ended.kind(), std::io::ErrorKind::NotConnected, "{ended}");
+    assert!(std::fs::read_dir(&mountpoint).unwrap().next().is_none());
+}
