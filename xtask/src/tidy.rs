@@ -62,7 +62,7 @@ const MAY_DEPEND_ON: &[(&str, &[&str])] = &[
     ("vsh-policy", &["vsh-types"]),
     ("vsh-bash", &["vsh-types"]),
     ("vsh-candidate", &["vsh-types", "vsh-sandbox"]),
-    ("vsh-monty", &["vsh-types", "vsh-vfs", "vsh-policy", "vsh-sandbox", "vsh-bash"]),
+    ("vsh-monty", &["vsh-types", "vsh-vfs", "vsh-policy", "vsh-sandbox", "vsh-bash", "vsh-candidate"]),
     ("vsh-commit", &["vsh-types", "vsh-host", "vsh-store", "vsh-policy"]),
     ("vsh", &["vsh-types", "vsh-host", "vsh-store", "vsh-vfs", "vsh-policy", "vsh-monty", "vsh-commit", "vsh-sandbox"]),
     ("vsh-cli", &["vsh"]),

@@ -81,6 +81,9 @@ pub(crate) enum Command {
     Init(InitArgs),
     /// Run a program (a file, or - for stdin) against the workspace's virtual image.
     Run(RunArgs),
+    /// Run a real command (after --) in a confined candidate of the workspace:
+    /// what it changes is previewed, decided and committed like a program's.
+    Exec(ExecArgs),
     /// Run a stored transaction's program again, on the workspace as it is now
     /// and under the policy in force now, as a new transaction (for work that
     /// went stale, or was made under a policy since changed).
@@ -159,6 +162,7 @@ impl Command {
         match self {
             Self::Init(init) => init.common.json,
             Self::Run(run) => run.common.json,
+            Self::Exec(exec) => exec.options.common.json,
             Self::Rerun(rerun) => rerun.stored.common.json,
             Self::Pending(common)
             | Self::Gc(common)
@@ -484,6 +488,23 @@ pub(crate) struct RunArgs {
     #[arg(long, value_enum)]
     pub(crate) language: Option<LanguageArg>,
     #[command(flatten)]
+    pub(crate) options: RunOptions,
+}
+
+/// `vsh exec`: a real command, previewed (or committed) like a program.
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    #[command(flatten)]
+    pub(crate) options: RunOptions,
+    /// The command and its arguments, after `--` (`vsh exec -- cargo fmt`).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub(crate) argv: Vec<std::ffi::OsString>,
+}
+
+/// What `vsh run` and `vsh exec` share: where, how and under which policy.
+#[derive(Debug, Args)]
+pub(crate) struct RunOptions {
+    #[command(flatten)]
     pub(crate) common: Common,
     /// Preview only, or commit when auto-approved.
     #[arg(long, value_enum, default_value = "preview")]
@@ -511,7 +532,15 @@ pub(crate) struct RunArgs {
     pub(crate) lock: LockArgs,
 }
 
-impl RunArgs {
+impl std::ops::Deref for RunArgs {
+    type Target = RunOptions;
+
+    fn deref(&self) -> &RunOptions {
+        &self.options
+    }
+}
+
+impl RunOptions {
     pub(crate) fn mode(&self) -> RunMode {
         match self.mode {
             Mode::Preview => RunMode::Preview,
@@ -527,7 +556,9 @@ impl RunArgs {
     pub(crate) fn detail(&self) -> ReceiptDetail {
         if self.full { ReceiptDetail::Full } else { ReceiptDetail::Compact }
     }
+}
 
+impl RunArgs {
     /// Whether the program comes from stdin.
     pub(crate) fn program_is_stdin(&self) -> bool {
         self.program.as_os_str() == "-"

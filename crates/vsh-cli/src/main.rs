@@ -75,6 +75,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Init(init) => init_command(&init, output),
         Command::Run(run) => run_command(&run, output),
+        Command::Exec(exec) => exec_command(&exec, output),
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo { json } => demo::run(json),
         Command::Doctor(common) => doctor::doctor(&common.root(), common.json),
@@ -261,6 +262,38 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
 }
 
 fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
+    let code = if run.program_is_stdin() {
+        let mut code = String::new();
+        std::io::stdin().read_to_string(&mut code)?;
+        code
+    } else {
+        std::fs::read_to_string(&run.program)
+            .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
+    };
+    run_program(run, &code, run.language(), output)
+}
+
+/// `vsh exec -- COMMAND...`: the command's argv is its program text.
+fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
+    let mut argv = Vec::with_capacity(exec.argv.len());
+    for arg in &exec.argv {
+        let Some(text) = arg.to_str() else {
+            let mut command = <args::Cli as clap::CommandFactory>::command();
+            command.error(clap::error::ErrorKind::InvalidUtf8, format!("{} is not UTF-8", arg.display())).exit();
+        };
+        argv.push(text.to_owned());
+    }
+    let code = serde_json::to_string(&argv)?;
+    run_program(&exec.options, &code, vsh::Language::Command, output)
+}
+
+/// Run `code` in `language` as `run` says, and print its receipt.
+fn run_program(
+    run: &args::RunOptions,
+    code: &str,
+    language: vsh::Language,
+    output: Output,
+) -> Result<u8, Box<dyn std::error::Error>> {
     if run.retry_stale > 0 && run.mode() != vsh::RunMode::Auto {
         let mut command = <args::Cli as clap::CommandFactory>::command();
         command
@@ -270,15 +303,10 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
             )
             .exit();
     }
-    let code = if run.program_is_stdin() {
-        let mut code = String::new();
-        std::io::stdin().read_to_string(&mut code)?;
-        code
-    } else {
-        std::fs::read_to_string(&run.program)
-            .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
-    };
     let mut config = runtime_config(&run.common.root())?.with_lock_wait(lock_wait(run.lock.lock_timeout));
+    if language == vsh::Language::Command {
+        config = config.with_commands();
+    }
     if let Some(profile) = run.profile() {
         config = config.with_policy_profile(profile);
     }
@@ -289,8 +317,8 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     if (run.profile.is_some() || run.policy.is_some()) && !output.quiet {
         warn_if_overridden(&runtime)?;
     }
-    let mut request = RunRequest::new(&code)
-        .with_language(run.language())
+    let mut request = RunRequest::new(code)
+        .with_language(language)
         .with_mode(run.mode())
         .with_detail(run.detail())
         .with_budget(run.budget.budget());

@@ -397,7 +397,8 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
         let _ = writeln!(out, "value        {}", value.py_repr());
     }
     if let vsh::ExecutionOutput::Bash(result) = output {
-        let _ = writeln!(out, "bash         {} exited {}", result.profile, result.exit_code);
+        let label = if result.profile == vsh::lower::vsh_monty::COMMAND_PROFILE { "command" } else { "bash" };
+        let _ = writeln!(out, "{label:<12} {} exited {}", result.profile, result.exit_code);
     }
 }
 

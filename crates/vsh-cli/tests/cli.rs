@@ -1455,3 +1455,99 @@ fn a_receipt_counts_the_nodes_a_program_could_not_be_shown() {
     assert!(stdout.contains("value        ['seen.txt']"), "{stdout}");
     assert!(stdout.contains("skipped      1 nodes the program could not be shown"), "{stdout}");
 }
+
+/// Whether this machine can mount FUSE in a private namespace (`vsh exec`);
+/// with `VSH_REQUIRE_SANDBOX=1` (CI) one that cannot fails the test.
+fn fuse_available() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(1) == Some("0"));
+    let available = Path::new("/dev/fuse").exists() && root;
+    assert!(
+        available || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(),
+        "VSH_REQUIRE_SANDBOX is set, and this machine has no /dev/fuse or the tests do not run as root"
+    );
+    available
+}
+
+#[test]
+fn exec_previews_what_a_real_command_changes_and_commit_applies_it_once() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "hello world\n");
+    write(dir.path(), ".env", "SECRET=1\n");
+    let ws = dir.path().to_str().unwrap();
+    let preview = vsh(&["exec", "--workspace", ws, "--json", "--", "sed", "-i", "s/hello/goodbye/", "a.txt"], None);
+    assert_eq!(preview.status.code(), Some(0), "{}", String::from_utf8_lossy(&preview.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&preview.stdout).unwrap();
+    assert_eq!(receipt["state"], "auto-approved");
+    assert_eq!(receipt["language"], "command");
+    assert_eq!(receipt["profile"], "vsh-command-confined-v1");
+    assert_eq!(receipt["changed_paths"], 1);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "hello world\n", "a preview writes nothing");
+    let id = receipt["transaction"].as_str().unwrap();
+    let committed = vsh(&["commit", id, "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "goodbye world\n");
+    let again = vsh(&["commit", id, "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(0), "committed already: {}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "goodbye world\n", "applied once");
+    // No candidate is left mounted or on disk.
+    let candidates = dir.path().join(".vsh/data/candidates");
+    assert!(std::fs::read_dir(&candidates).unwrap().next().is_none(), "run directories are removed");
+}
+
+#[test]
+fn exec_reads_make_a_commit_stale_only_when_what_was_read_changed() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "alpha\n");
+    write(dir.path(), "other.txt", "unrelated\n");
+    let ws = dir.path().to_str().unwrap();
+    let copy = ["exec", "--workspace", ws, "--", "sh", "-c", "cat a.txt > copy.txt"];
+    // An edit of a file the command never looked at: the commit goes through.
+    let preview = vsh(&copy, None);
+    assert_eq!(preview.status.code(), Some(0), "{}", String::from_utf8_lossy(&preview.stderr));
+    write(dir.path(), "other.txt", "edited by someone else\n");
+    assert_eq!(vsh(&["commit", &id_of(&preview), "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(dir.path().join("copy.txt")).unwrap(), "alpha\n");
+    // An edit of the file it read: stale (exit 6), nothing written.
+    std::fs::remove_file(dir.path().join("copy.txt")).unwrap();
+    let preview = vsh(&copy, None);
+    write(dir.path(), "a.txt", "changed\n");
+    let stale = vsh(&["commit", &id_of(&preview), "--workspace", ws], None);
+    assert_eq!(stale.status.code(), Some(6), "{}", String::from_utf8_lossy(&stale.stderr));
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("a.txt"));
+    assert!(!dir.path().join("copy.txt").exists());
+}
+
+#[test]
+fn exec_never_shows_a_secret_and_a_failing_command_commits_nothing() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    write(dir.path(), ".env", "SECRET=1\n");
+    let ws = dir.path().to_str().unwrap();
+    let listed = vsh(&["exec", "--workspace", ws, "--json", "--", "ls", "-a"], None);
+    let receipt: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(receipt["stdout"], ".\n..\na.txt\n", "the secret is not even a name");
+    let script = "echo x > b.txt; cat .env; exit 0";
+    let read = vsh(&["exec", "--workspace", ws, "--mode", "auto", "--json", "--", "sh", "-c", script], None);
+    assert_eq!(read.status.code(), Some(5), "a refused access denies: {}", String::from_utf8_lossy(&read.stdout));
+    let receipt: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(receipt["state"], "denied", "{receipt}");
+    assert_eq!(receipt["decision"]["denied"][0]["path"], ".env", "{receipt}");
+    assert!(receipt["stderr"].as_str().unwrap().contains("Permission denied"));
+    assert!(!dir.path().join("b.txt").exists());
+    let failing = vsh(&["exec", "--workspace", ws, "--mode", "auto", "--", "sh", "-c", "echo x > c.txt; exit 4"], None);
+    assert_eq!(failing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&failing.stderr).contains("exit status 4"));
+    assert!(!dir.path().join("c.txt").exists());
+}

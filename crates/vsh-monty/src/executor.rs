@@ -224,6 +224,34 @@ impl MontyExecutor {
         }
     }
 
+    /// Run the real command `argv` in a candidate of `vfs` (the
+    /// `vsh-command-confined-v1` profile): a confined child in its own mount
+    /// namespace, every file access it makes served, authorized, charged and
+    /// recorded by the same guarded image as a Monty or Bash run's, in this
+    /// process whatever the executor's mode (the filesystem's server must
+    /// own the image). Concluded as [`MontyExecutor::execute_bash`]: status 0
+    /// is the outcome, anything else [`ExecutionError::Bash`].
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    pub fn execute_command(
+        &self,
+        argv: &[String],
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        config: &crate::CommandConfig,
+        interrupt: &dyn Interrupt,
+    ) -> Result<crate::BashOutcome, ExecutionError> {
+        let started = Instant::now();
+        if interrupt.interrupted() {
+            return Err(ExecutionError::Cancelled {
+                stdout: String::new(),
+                stats: crate::ExecutionStats::default(),
+                denied: Vec::new(),
+            });
+        }
+        crate::command::run_command(argv, vfs, policy, limits, config, started, interrupt)
+    }
+
     /// The executor's identity for a runtime-configuration digest: mode,
     /// result compatibility and, for workers, the binary's BLAKE3, the build
     /// identity, pool sizes, timeouts and the sandbox policy. Domain-separated

@@ -119,6 +119,7 @@
 #![forbid(unsafe_code)]
 
 mod bash;
+mod command;
 mod compat;
 mod dispatch;
 mod drive;
@@ -136,6 +137,7 @@ mod tools;
 pub mod value;
 mod worker;
 
+pub use command::{COMMAND_PROFILE, CommandConfig};
 pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};
 pub use error::{BashFailure, CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};
 pub use executor::MontyExecutor;

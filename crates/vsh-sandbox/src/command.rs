@@ -279,6 +279,24 @@ impl ConfinedChild {
         self.child
     }
 
+    /// `SIGKILL` the child's whole process group (the child started with
+    /// [`ConfinedCommand::new_process_group`]: no descendant can leave it, as
+    /// `setsid` and `setpgid` are denied). A group that is already gone is
+    /// not an error.
+    ///
+    /// # Errors
+    ///
+    /// When the signal cannot be sent for another reason.
+    pub fn kill_group(&self) -> io::Result<()> {
+        let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX)) else {
+            return Ok(());
+        };
+        match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
+            Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+            Err(errno) => Err(errno.into()),
+        }
+    }
+
     /// What was enforced on each axis for this child.
     pub fn report(&self) -> &EnforcementReport {
         &self.report

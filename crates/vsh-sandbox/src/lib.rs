@@ -84,3 +84,8 @@ pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
 pub fn effective_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
+
+/// The effective gid of the calling process.
+pub fn effective_gid() -> u32 {
+    rustix::process::getegid().as_raw()
+}

@@ -63,6 +63,13 @@ impl DataDir {
         &self.dir
     }
 
+    /// The subdirectory `rel` of the data directory (created, mode `0o700`,
+    /// if missing; never through a symlink), as a writable handle: for the
+    /// runtime's own working directories (a candidate's mount point).
+    pub fn subdir(&self, rel: &VPath) -> Result<WritableDir, StoreError> {
+        self.dir.open_or_create_subdir(rel).map_err(|source| StoreError::DataDir { path: rel.clone(), source })
+    }
+
     /// The bytes of the settings file `name` (one file name, for example
     /// `policy.toml`), at most `max_bytes`; `None` when there is none. A
     /// larger file, or anything but a regular file, is an error.

@@ -37,6 +37,7 @@ pub struct RuntimeConfig {
     pub(crate) allowed_mounts: Vec<vsh_types::VPath>,
     pub(crate) durable_previews: Option<DurablePreviews>,
     pub(crate) bash: Option<BashConfig>,
+    pub(crate) commands: bool,
 }
 
 /// Bash programs ([`crate::Language::Bash`]), enabled by
@@ -147,6 +148,7 @@ impl RuntimeConfig {
             allowed_mounts: Vec::new(),
             durable_previews: None,
             bash: None,
+            commands: false,
         }
     }
 
@@ -216,6 +218,18 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_bash(mut self, bash: BashConfig) -> Self {
         self.bash = Some(bash);
+        self
+    }
+
+    /// Enable real commands ([`crate::Language::Command`]): each runs as a
+    /// confined child in a candidate workspace, a FUSE filesystem served
+    /// from the run's image and mounted only in the child's own mount
+    /// namespace (its mount point lives in the data directory, under
+    /// `candidates/`). Needs `/dev/fuse` and the privilege to mount (vsh as
+    /// root); without them a run fails closed, naming what is missing.
+    #[must_use]
+    pub fn with_commands(mut self) -> Self {
+        self.commands = true;
         self
     }
 

@@ -127,12 +127,12 @@ pub enum VshError {
         /// The language asked for.
         language: crate::Language,
     },
-    /// A Bash program failed (a non-zero exit status, an interpreter budget,
-    /// a command outside the profile, a parse error): terminal, no
-    /// transaction. `changes` is what the script had changed by then, for
+    /// A Bash program or a real command failed (a non-zero exit status, an
+    /// interpreter budget, a command outside the profile, a parse error):
+    /// terminal, no transaction. `changes` is what the script had changed by then, for
     /// diagnosis only (`changes_complete` false if even that could not be
     /// computed).
-    #[error("the bash program failed")]
+    #[error("the bash script or command failed")]
     Bash {
         /// The failure, with the script's streams.
         #[source]
@@ -141,6 +141,13 @@ pub enum VshError {
         changes: Vec<vsh_types::DiffEntry>,
         /// Whether `changes` is the whole diagnostic diff.
         changes_complete: bool,
+    },
+    /// A real command's program text is not its argv: a JSON array of 1 to
+    /// 4,096 strings without NUL bytes, the first one not empty. Nothing ran.
+    #[error("invalid command: {reason}")]
+    InvalidCommand {
+        /// What is wrong with it.
+        reason: String,
     },
     /// The request was cancelled before its commit entered; nothing was committed.
     #[error("the request was cancelled")]
@@ -250,6 +257,7 @@ impl VshError {
             | Self::IntentTooLarge { .. }
             | Self::LanguageUnavailable { .. }
             | Self::Bash { .. }
+            | Self::InvalidCommand { .. }
             | Self::Cancelled => C::Execution,
             Self::Commit(_) | Self::EphemeralCapacity { .. } | Self::DurablePreviewCapacity { .. } => C::Commit,
             Self::UnknownTransaction(_)
@@ -282,6 +290,7 @@ mod tests {
             (VshError::ArtifactBinding(id), ErrorCategory::Store),
             (VshError::Store(vsh_store::StoreError::DataDirIsRoot), ErrorCategory::Store),
             (VshError::Cancelled, ErrorCategory::Execution),
+            (VshError::InvalidCommand { reason: "empty".into() }, ErrorCategory::Execution),
             (VshError::LanguageUnavailable { language: crate::Language::Bash }, ErrorCategory::Execution),
             (VshError::ResultNesting { depth: 300, max: 256 }, ErrorCategory::Execution),
             (VshError::IntentTooLarge { length: 9, max: 8 }, ErrorCategory::Execution),

@@ -49,6 +49,7 @@ impl EvidenceOutput {
     pub(crate) fn language(&self) -> crate::Language {
         match self {
             Self::Monty { .. } => crate::Language::Monty,
+            Self::Bash { profile, .. } if profile == vsh_monty::COMMAND_PROFILE => crate::Language::Command,
             Self::Bash { .. } => crate::Language::Bash,
         }
     }

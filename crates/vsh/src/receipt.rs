@@ -59,6 +59,7 @@ impl ExecutionOutput {
     pub fn language(&self) -> crate::Language {
         match self {
             Self::Monty { .. } => crate::Language::Monty,
+            Self::Bash(result) if result.profile == vsh_monty::COMMAND_PROFILE => crate::Language::Command,
             Self::Bash(_) => crate::Language::Bash,
         }
     }

@@ -12,6 +12,11 @@ pub enum Language {
     /// Bash, in a bounded virtual interpreter: only with host configuration
     /// for it; without, a run is [`crate::VshError::LanguageUnavailable`].
     Bash,
+    /// A real command in a candidate workspace (the
+    /// `vsh-command-confined-v1` profile): the program text is the command's
+    /// argv as a JSON array of strings (`["cargo", "fmt"]`); only with
+    /// [`crate::RuntimeConfig::with_commands`].
+    Command,
 }
 
 impl Language {
@@ -20,6 +25,7 @@ impl Language {
         match self {
             Self::Monty => "monty",
             Self::Bash => "bash",
+            Self::Command => "command",
         }
     }
 }

@@ -8,6 +8,7 @@
 )]
 
 mod bash;
+mod command;
 mod common;
 mod confinement;
 mod errors;

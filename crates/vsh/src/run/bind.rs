@@ -115,6 +115,9 @@ impl Runs {
             canon::put_bytes(&mut out, vsh_monty::BASH_PROFILE.as_bytes());
             bash.encode_canonical(&mut out);
         }
+        if request.language == crate::Language::Command {
+            canon::put_bytes(&mut out, vsh_monty::COMMAND_PROFILE.as_bytes());
+        }
         self.snapshot_limits.encode_canonical(&mut out);
         canon::put_seq(&mut out, self.excluded.iter());
         canon::put_seq(&mut out, self.workspace.allowed_mounts().iter());
@@ -124,7 +127,7 @@ impl Runs {
 }
 
 /// The digest of a program's language and text, as a binding holds it (the
-/// language tag: 1 Monty, 2 Bash).
+/// language tag: 1 Monty, 2 Bash, 3 a real command).
 pub(crate) fn program_digest(language: crate::Language, code: &str) -> ProgramDigest {
     let mut program = Vec::new();
     canon::put_u8(
@@ -132,6 +135,7 @@ pub(crate) fn program_digest(language: crate::Language, code: &str) -> ProgramDi
         match language {
             crate::Language::Monty => 1,
             crate::Language::Bash => 2,
+            crate::Language::Command => 3,
         },
     );
     canon::put_bytes(&mut program, code.as_bytes());

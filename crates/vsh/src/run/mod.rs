@@ -4,8 +4,10 @@
 //! (held as a preview, committed) is the runtime's.
 
 mod bind;
+mod command;
 
 pub(crate) use bind::program_digest;
+pub(crate) use command::CANDIDATES;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -35,6 +37,23 @@ pub(crate) fn clock_ms() -> u64 {
 /// Nanoseconds since `since`, saturating.
 pub(crate) fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A Bash script's or a command's failure as the facade's error: a
+/// cancellation, or a terminal failure with what it changed so far (for
+/// diagnosis only).
+fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs) -> VshError {
+    use vsh_monty::ExecutionError;
+    match error {
+        ExecutionError::Cancelled { .. } => VshError::Cancelled,
+        error @ ExecutionError::Bash { .. } => {
+            let diff = vfs.canonical_diff();
+            let changes_complete = diff.is_ok();
+            let changes = diff.map(|diff| diff.entries().to_vec()).unwrap_or_default();
+            VshError::Bash { source: Box::new(error), changes, changes_complete }
+        }
+        error => VshError::Execution(Box::new(error)),
+    }
 }
 
 /// A run that reached its decision, bound and stored.
@@ -70,6 +89,8 @@ pub(crate) struct Runs {
     run_policy: Option<String>,
     /// The interpreter's budgets, when Bash programs are enabled.
     bash: Option<vsh_monty::BashLimits>,
+    /// The run directories of real commands, when they are enabled.
+    commands: Option<command::Candidates>,
 }
 
 impl Runs {
@@ -95,7 +116,14 @@ impl Runs {
             durable_previews,
             run_policy: None,
             bash: None,
+            commands: None,
         }
+    }
+
+    /// Enable real commands, their run directories in `candidates`.
+    pub(crate) fn with_commands(mut self, candidates: Option<vsh_host::WritableDir>) -> Self {
+        self.commands = candidates.map(command::Candidates::new);
+        self
     }
 
     /// Enable Bash programs with these interpreter budgets.
@@ -269,15 +297,29 @@ impl Runs {
                         stats: outcome.stats,
                         denied: outcome.denied,
                     }),
-                    Err(ExecutionError::Cancelled { .. }) => Err(VshError::Cancelled),
-                    Err(error @ ExecutionError::Bash { .. }) => {
-                        // Terminal: what the script changed so far, for diagnosis only.
-                        let diff = vfs.canonical_diff();
-                        let changes_complete = diff.is_ok();
-                        let changes = diff.map(|diff| diff.entries().to_vec()).unwrap_or_default();
-                        Err(VshError::Bash { source: Box::new(error), changes, changes_complete })
-                    }
-                    Err(error) => Err(VshError::Execution(Box::new(error))),
+                    Err(error) => Err(bash_failure(error, vfs)),
+                }
+            }
+            language @ Language::Command => {
+                let Some(candidates) = &self.commands else { return Err(VshError::LanguageUnavailable { language }) };
+                let argv = command::argv(request.code)?;
+                let run = candidates.make()?;
+                let config = vsh_monty::CommandConfig::new(&run.path);
+                let ran =
+                    self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel);
+                drop(run);
+                match ran {
+                    Ok(outcome) => Ok(Executed {
+                        output: EvidenceOutput::Bash {
+                            profile: vsh_monty::COMMAND_PROFILE.to_owned(),
+                            exit_code: 0,
+                            stdout: outcome.stdout,
+                            stderr: outcome.stderr,
+                        },
+                        stats: outcome.stats,
+                        denied: outcome.denied,
+                    }),
+                    Err(error) => Err(bash_failure(error, vfs)),
                 }
             }
         }

@@ -40,6 +40,7 @@ impl Runtime {
             allowed_mounts,
             durable_previews,
             bash,
+            commands,
         } = config;
         let executor = executor(execution, max_idle_workers)?
             .with_result_compatibility(result_compatibility)
@@ -106,11 +107,18 @@ impl Runtime {
             committer = committer.with_excluded(inside.clone());
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
+        let candidates = if commands {
+            let rel = vsh_types::VPath::parse(crate::run::CANDIDATES).expect("a constant relative path");
+            Some(data.subdir(&rel).map_err(VshError::DataDirectory)?)
+        } else {
+            None
+        };
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
-                .with_bash(bash.map(|bash| bash.limits));
+                .with_bash(bash.map(|bash| bash.limits))
+                .with_commands(candidates);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }

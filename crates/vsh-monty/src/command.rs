@@ -1,0 +1,233 @@
+//! Real commands against the image: a confined child runs `argv` in a
+//! candidate workspace (vsh-candidate's FUSE filesystem, mounted only in
+//! the child's namespace), and every kernel request on it is served by the
+//! same guarded image as Monty's OS calls and Bash's builtins
+//! ([`OsHost::serve_file_request`] through the dispatcher), on this thread:
+//! so what the process reads is in the read set with Monty's facets, a
+//! protected path is `EACCES` and a denial, and what it writes is in the
+//! image. The child is spawned from a helper thread (its spawn returns only
+//! once the child has entered the mount, which waits for this thread's
+//! answers).
+//!
+//! The end is concluded exactly as a Bash script's: status 0 is the
+//! outcome, any other status (or a signal, as `128 + signal`) is
+//! [`ExecutionError::Bash`] with what the command changed; a timeout, a
+//! cancellation or a budget kills the whole process group.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use vsh_bash::{BashEnd, Ending, FsHost as _};
+use vsh_candidate::{CandidateFs, Owner};
+use vsh_policy::CallPolicy;
+use vsh_sandbox::{ConfinedCommand, ExecGrant, FuseMount, SandboxPolicy, ToolContext};
+use vsh_types::fsproto::FsReply;
+use vsh_vfs::VirtualFs;
+
+use crate::dispatch::Dispatcher;
+use crate::error::{ExecutionError, WorkerError};
+use crate::host::OsHost;
+use crate::interrupt::Interrupt;
+use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind};
+use crate::run::{BashOutcome, conclude_bash};
+
+/// The profile name of real commands in a candidate.
+pub const COMMAND_PROFILE: &str = "vsh-command-confined-v1";
+
+/// How long serving may go on after the command's process group is gone
+/// (the kernel delivering the last releases) before the run is failed.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// What a command run needs besides the image: where its candidate is
+/// mounted and what reaches its environment.
+#[derive(Debug, Clone)]
+pub struct CommandConfig {
+    /// A directory of the caller's own (in vsh's data directory) that holds
+    /// an empty directory `root`, the mount point, and nothing else: it is
+    /// what the child's Landlock rule grants (Landlock ignores a rule on a
+    /// covered mount point itself).
+    pub run_dir: PathBuf,
+    /// The environment: exactly these variables (`PATH` included).
+    pub env: Vec<(String, String)>,
+}
+
+impl CommandConfig {
+    /// A run in `run_dir`, with `PATH=/usr/local/bin:/usr/bin:/bin`,
+    /// `HOME=/tmp`, `LANG=C.UTF-8` and nothing else.
+    pub fn new(run_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            run_dir: run_dir.into(),
+            env: vec![
+                ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
+                ("HOME".to_owned(), "/tmp".to_owned()),
+                ("LANG".to_owned(), "C.UTF-8".to_owned()),
+            ],
+        }
+    }
+
+    /// The mount point: `root` in the run directory.
+    pub fn mountpoint(&self) -> PathBuf {
+        self.run_dir.join("root")
+    }
+}
+
+fn tool_error(source: vsh_sandbox::ToolError) -> ExecutionError {
+    ExecutionError::Worker { source: WorkerError::Spawn { source } }
+}
+
+fn setup_error(stage: &'static str, source: std::io::Error) -> ExecutionError {
+    tool_error(vsh_sandbox::ToolError::Setup { stage, source })
+}
+
+/// Read all of `stream`, keeping at most `keep` bytes; the count is of everything.
+fn capture(mut stream: impl std::io::Read, keep: u64) -> (Vec<u8>, u64) {
+    let mut kept = Vec::new();
+    let mut total = 0_u64;
+    let mut chunk = [0_u8; 16 << 10];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => {
+                total += read as u64;
+                let room = usize::try_from(keep.saturating_sub(kept.len() as u64)).unwrap_or(usize::MAX);
+                kept.extend_from_slice(&chunk[..read.min(room)]);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    (kept, total)
+}
+
+/// The exit code a shell reports for `status`.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt as _;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// Run `argv` in a candidate of `vfs` (see the module documentation).
+#[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+#[expect(clippy::too_many_lines, reason = "one supervision loop, read top to bottom")]
+pub(crate) fn run_command(
+    argv: &[String],
+    vfs: &mut VirtualFs,
+    policy: &CallPolicy,
+    limits: &ExecutionLimits,
+    config: &CommandConfig,
+    started: Instant,
+    interrupt: &dyn Interrupt,
+) -> Result<BashOutcome, ExecutionError> {
+    let Some((program, arguments)) = argv.split_first() else {
+        return Err(tool_error(vsh_sandbox::ToolError::InvalidPolicy {
+            reason: "a command needs a program".to_owned(),
+        }));
+    };
+    let mountpoint = config.mountpoint();
+    let (mount, mounted) = FuseMount::open(&mountpoint).map_err(tool_error)?;
+    let owner = Owner { uid: vsh_sandbox::effective_uid(), gid: vsh_sandbox::effective_gid() };
+    let (backend, calls) = vsh_candidate::channel();
+    let serving = vsh_candidate::serve(CandidateFs::new(backend, owner), mounted)
+        .map_err(|error| setup_error("the candidate's server", error))?;
+    let mut command = ConfinedCommand::new(program.clone())
+        .args(arguments)
+        .current_dir(&mountpoint)
+        .private_fuse_mount(mount)
+        // Landlock ignores a rule on a covered mount point: the run's own
+        // directory, which holds only the mount point, is granted.
+        .sandbox_policy(Arc::new(SandboxPolicy::new().allow_write(&config.run_dir)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .new_process_group();
+    for (key, value) in &config.env {
+        command = command.env(key, value);
+    }
+    let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
+    let keep = limits.max_output_bytes.saturating_add(1);
+    let outcome = std::thread::scope(|scope| {
+        let starting = scope.spawn(move || command.spawn(&ToolContext::new(ExecGrant::Any)));
+        // Serve until the spawn returned (the child is in the mount by then).
+        let mut spawned = None;
+        while spawned.is_none() {
+            match calls.recv_timeout(Duration::from_millis(5)) {
+                Ok(call) => {
+                    let reply = dispatcher.serve(call.request.clone()).unwrap_or(FsReply::Failed(5));
+                    call.answer(reply);
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+            }
+            if starting.is_finished() {
+                spawned = Some(starting.join());
+                break;
+            }
+        }
+        let mut child = match spawned {
+            Some(Ok(Ok(child))) => child,
+            Some(Ok(Err(error))) => return Err(tool_error(error)),
+            _ => return Err(setup_error("spawn", std::io::Error::other("the spawning thread panicked"))),
+        };
+        let stdout = child.take_stdout().map(|stream| scope.spawn(move || capture(stream, keep)));
+        let stderr = child.take_stderr().map(|stream| scope.spawn(move || capture(stream, keep)));
+        let mut status = None;
+        let mut ended: Option<Result<LimitExceeded, ()>> = None;
+        let mut gone_at = None;
+        loop {
+            match calls.recv_timeout(Duration::from_millis(10)) {
+                Ok(call) => {
+                    let reply = dispatcher.serve(call.request.clone());
+                    if reply.is_err() && ended.is_none() {
+                        // The dispatcher ended the run (a budget, a cancellation, a fault).
+                        ended = Some(Err(()));
+                        let _ = child.kill_group();
+                    }
+                    call.answer(reply.unwrap_or(FsReply::Failed(5)));
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+            }
+            if status.is_none() {
+                if let Ok(Some(exited)) = child.child().try_wait() {
+                    status = Some(exited);
+                    // The command is over: whatever it left running goes with it.
+                    let _ = child.kill_group();
+                    gone_at = Some(Instant::now());
+                } else if ended.is_none() {
+                    if started.elapsed() > limits.max_duration {
+                        let limit = LimitExceeded {
+                            limit: LimitKind::Duration,
+                            attempted: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                            max: u64::try_from(limits.max_duration.as_millis()).unwrap_or(u64::MAX),
+                        };
+                        ended = Some(Ok(limit));
+                        let _ = child.kill_group();
+                    } else if dispatcher.interrupted() {
+                        ended = Some(Err(()));
+                        let _ = child.kill_group();
+                    }
+                }
+            }
+            if serving.is_finished() && status.is_some() {
+                break;
+            }
+            if gone_at.is_some_and(|at| at.elapsed() > DRAIN) {
+                return Err(setup_error(
+                    "unmount",
+                    std::io::Error::other("the candidate stayed mounted after the command's processes were gone"),
+                ));
+            }
+        }
+        let (stdout, _) = stdout.and_then(|thread| thread.join().ok()).unwrap_or_default();
+        let (stderr, _) = stderr.and_then(|thread| thread.join().ok()).unwrap_or_default();
+        Ok((status, ended, stdout, stderr))
+    });
+    let _ = serving.join();
+    let (status, ended, stdout, stderr) = outcome?;
+    let end = if let Some(Ok(limit)) = ended {
+        Err(limit)
+    } else {
+        Ok(BashEnd { exit_code: status.map_or(-1, exit_code), stdout, stderr, ending: Ending::Completed })
+    };
+    conclude_bash(end, &mut dispatcher, limits, started)
+}

@@ -1,0 +1,144 @@
+//! Real commands in a candidate of the image: a confined child runs GNU
+//! tools and Python on a FUSE filesystem that the same guarded image
+//! serves, so reads land in the read set with Monty's facets, a secret is
+//! refused and recorded, and writes are in the diff, never on the host.
+
+use vsh_monty::{BashFailure, CommandConfig, ExecutionError, ExecutionLimits, MontyExecutor, Uninterrupted};
+use vsh_policy::CallPolicy;
+use vsh_types::{DiffKind, VPath};
+
+use crate::common::Workspace;
+
+/// Whether this machine can mount FUSE in a private namespace; with
+/// `VSH_REQUIRE_SANDBOX=1` (CI) one that cannot fails the test.
+fn fuse_available() -> bool {
+    let available = std::path::Path::new("/dev/fuse").exists() && vsh_sandbox::effective_uid() == 0;
+    assert!(
+        available || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(),
+        "VSH_REQUIRE_SANDBOX is set, and this machine has no /dev/fuse or the tests do not run as root"
+    );
+    available
+}
+
+impl Workspace {
+    fn command(&mut self, argv: &[&str]) -> Result<vsh_monty::BashOutcome, ExecutionError> {
+        self.command_with(argv, &ExecutionLimits::default())
+    }
+
+    fn command_with(
+        &mut self,
+        argv: &[&str],
+        limits: &ExecutionLimits,
+    ) -> Result<vsh_monty::BashOutcome, ExecutionError> {
+        let runs = tempfile::tempdir().unwrap();
+        #[allow(clippy::disallowed_methods, reason = "the test owns its run directory")]
+        std::fs::create_dir(runs.path().join("root")).unwrap();
+        let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
+        let policy = CallPolicy::balanced_default(None);
+        let config = CommandConfig::new(runs.path());
+        MontyExecutor::in_process().execute_command(&argv, &mut self.vfs, &policy, limits, &config, &Uninterrupted)
+    }
+}
+
+fn files() -> Vec<(&'static str, &'static [u8])> {
+    vec![
+        ("a.txt", b"hello world\nsecond line\n"),
+        ("src/main.rs", b"fn main() {}\n"),
+        ("notes/todo.md", b"- [ ] write tests\n"),
+        (".env", b"SECRET=1\n"),
+    ]
+}
+
+#[test]
+fn gnu_tools_edit_the_image_and_never_the_host() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let script = "sed -i 's/hello/goodbye/' a.txt && mkdir -p out && tr a-z A-Z < a.txt > out/upper.txt && rm notes/todo.md && cat out/upper.txt";
+    let outcome = ws.command(&["/bin/sh", "-c", script]).unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(String::from_utf8_lossy(&outcome.stdout), "GOODBYE WORLD\nSECOND LINE\n");
+    let diff = ws.diff();
+    assert_eq!(
+        diff,
+        [
+            ("a.txt".to_owned(), DiffKind::Modify),
+            ("notes/todo.md".to_owned(), DiffKind::Delete),
+            ("out".to_owned(), DiffKind::Create),
+            ("out/upper.txt".to_owned(), DiffKind::Create),
+        ]
+    );
+    assert_eq!(ws.host_file("a.txt").unwrap(), b"hello world\nsecond line\n", "the host is untouched");
+    assert!(ws.host_file("out/upper.txt").is_none());
+}
+
+#[test]
+fn what_a_process_reads_is_in_the_read_set_with_its_facets() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    ws.command(&["/bin/sh", "-c", "cat a.txt > /dev/null; ls notes > /dev/null; test -e missing.txt || true"]).unwrap();
+    let reads = &ws.vfs.read_set().entries;
+    let at = |path: &str| reads.get(&VPath::parse(path).unwrap()).cloned().unwrap_or_default();
+    assert!(at("a.txt").content.is_some(), "cat reads content: {reads:?}");
+    assert!(at("notes").names.is_some(), "ls lists names: {reads:?}");
+    assert!(at("notes/todo.md").content.is_none(), "nothing read todo.md's bytes");
+    assert_eq!(at("missing.txt").kind, Some(None), "test -e depends on absence: {reads:?}");
+    assert!(at("src/main.rs").content.is_none() && at("src").names.is_none(), "src was never looked at");
+}
+
+#[test]
+fn a_secret_is_invisible_and_refused_and_the_refusal_is_recorded() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let outcome = ws.command(&["/bin/sh", "-c", "ls -a; cat .env || echo refused"]).unwrap();
+    let listing = String::from_utf8_lossy(&outcome.stdout);
+    assert!(!listing.contains(".env"), "{listing}");
+    assert!(listing.ends_with("refused\n"), "{listing}");
+    assert!(String::from_utf8_lossy(&outcome.stderr).contains("Permission denied"));
+    assert!(!outcome.denied.is_empty(), "the refusal denies the transaction");
+}
+
+#[test]
+fn a_failing_command_is_an_error_that_carries_its_status_and_changes() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let result = ws.command(&["/bin/sh", "-c", "echo partial > p.txt; echo oops >&2; exit 3"]);
+    let Err(ExecutionError::Bash { failure, exit_code, stderr, .. }) = result else { panic!("{result:?}") };
+    assert_eq!((failure, exit_code), (BashFailure::Exit(3), 3));
+    assert_eq!(stderr, b"oops\n");
+    assert_eq!(ws.diff(), [("p.txt".to_owned(), DiffKind::Create)]);
+}
+
+#[test]
+fn a_python_script_edits_files_in_the_candidate() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&[("n.txt", b"41\n")]);
+    let program = "import pathlib; p = pathlib.Path('n.txt'); p.write_text(str(int(p.read_text()) + 1) + '\\n')";
+    ws.command(&["/usr/bin/python3", "-c", program]).unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(&ws.vfs.read(&VPath::parse("n.txt").unwrap()).unwrap()[..], b"42\n");
+}
+
+#[test]
+fn a_command_past_its_time_is_killed_with_everything_it_started() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let limits = ExecutionLimits { max_duration: std::time::Duration::from_millis(500), ..ExecutionLimits::default() };
+    let started = std::time::Instant::now();
+    let result = ws.command_with(&["/bin/sh", "-c", "sleep 30 & sleep 30; echo never > late.txt"], &limits);
+    assert!(
+        matches!(&result, Err(ExecutionError::Limit { limit, .. }) if limit.limit == vsh_monty::LimitKind::Duration),
+        "{result:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "killed, not waited for");
+    assert!(ws.diff().is_empty());
+}
