@@ -37,6 +37,11 @@ use crate::run::{BashOutcome, conclude_bash};
 /// The profile name of real commands in a candidate.
 pub const COMMAND_PROFILE: &str = "vsh-command-confined-v1";
 
+/// The most processes a command's user may have (`RLIMIT_NPROC`): a build
+/// starts many, a fork bomb stops here. The kernel does not apply it to
+/// root, so a host running as root runs commands as `nobody`.
+pub const COMMAND_PROCESSES: u64 = 256;
+
 /// How long serving may go on after the command's process group is gone
 /// (the kernel delivering the last releases) before the run is failed.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -127,7 +132,21 @@ pub(crate) fn run_command(
     };
     let mountpoint = config.mountpoint();
     let (mount, mounted) = FuseMount::open(&mountpoint).map_err(tool_error)?;
-    let owner = Owner { uid: vsh_sandbox::effective_uid(), gid: vsh_sandbox::effective_gid() };
+    // Never root: the process-count limit would not hold, and a root process
+    // needs no permission bits. The candidate's files are the command user's.
+    let (uid, gid) = if vsh_sandbox::effective_uid() == 0 {
+        crate::worker::NOBODY
+    } else {
+        (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid())
+    };
+    let owner = Owner { uid, gid };
+    let mut sandbox = SandboxPolicy::new().allow_write(&config.run_dir);
+    if vsh_sandbox::effective_uid() == 0 {
+        sandbox = sandbox.run_as(uid, gid);
+    }
+    let mut limits_of_the_child = sandbox.limits().clone();
+    limits_of_the_child.processes = Some(COMMAND_PROCESSES);
+    let sandbox = sandbox.rlimits(limits_of_the_child);
     let (backend, calls) = vsh_candidate::channel();
     let serving = vsh_candidate::serve(CandidateFs::new(backend, owner), mounted)
         .map_err(|error| setup_error("the candidate's server", error))?;
@@ -137,7 +156,7 @@ pub(crate) fn run_command(
         .private_fuse_mount(mount)
         // Landlock ignores a rule on a covered mount point: the run's own
         // directory, which holds only the mount point, is granted.
-        .sandbox_policy(Arc::new(SandboxPolicy::new().allow_write(&config.run_dir)))
+        .sandbox_policy(Arc::new(sandbox))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

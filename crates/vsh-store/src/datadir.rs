@@ -13,6 +13,7 @@ use std::sync::Arc;
 use vsh_host::{CapDir, HostError, WritableDir};
 use vsh_types::VPath;
 
+use crate::RunDirs;
 use crate::backend::{CapDirBackend, StoreBackend};
 use crate::error::StoreError;
 
@@ -63,11 +64,12 @@ impl DataDir {
         &self.dir
     }
 
-    /// The subdirectory `rel` of the data directory (created, mode `0o700`,
-    /// if missing; never through a symlink), as a writable handle: for the
-    /// runtime's own working directories (a candidate's mount point).
-    pub fn subdir(&self, rel: &VPath) -> Result<WritableDir, StoreError> {
-        self.dir.open_or_create_subdir(rel).map_err(|source| StoreError::DataDir { path: rel.clone(), source })
+    /// The runtime's run directories ([`RunDirs`]), in `candidates/`
+    /// (created, mode `0o700`, if missing; never through a symlink).
+    pub fn run_dirs(&self) -> Result<RunDirs, StoreError> {
+        let rel = VPath::parse(crate::RUN_DIRS).expect("a plain component");
+        let dir = self.dir.open_or_create_subdir(&rel).map_err(|source| StoreError::DataDir { path: rel, source })?;
+        Ok(RunDirs::new(dir))
     }
 
     /// The bytes of the settings file `name` (one file name, for example

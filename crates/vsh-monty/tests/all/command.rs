@@ -142,3 +142,80 @@ fn a_command_past_its_time_is_killed_with_everything_it_started() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "killed, not waited for");
     assert!(ws.diff().is_empty());
 }
+
+/// `script` under `sh -c`, unconfined, in `dir`: each escape's baseline.
+fn unconfined(dir: &std::path::Path, script: &str) -> std::process::Output {
+    std::process::Command::new("/bin/sh").args(["-c", script]).current_dir(dir).output().unwrap()
+}
+
+fn stdout_of(result: &Result<vsh_monty::BashOutcome, ExecutionError>) -> String {
+    match result {
+        Ok(outcome) => String::from_utf8_lossy(&outcome.stdout).into_owned(),
+        Err(ExecutionError::Bash { stdout, .. }) => String::from_utf8_lossy(stdout).into_owned(),
+        Err(error) => panic!("{error:?}"),
+    }
+}
+
+#[test]
+fn escapes_that_work_unconfined_fail_in_the_candidate() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let host_secret = ws.root().join(".env");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let attempts = [
+        // The real workspace, through the parent process's root.
+        ("proc", format!("cat /proc/$PPID/root{} && echo ESCAPED", host_secret.display())),
+        // ptrace (PTRACE_TRACEME), a new mount namespace, a new session.
+        ("ptrace", "python3 -c \"import ctypes; l = ctypes.CDLL(None); print('ESCAPED' if l.ptrace(0, 0, 0, 0) == 0 else 'no')\"".to_owned()),
+        ("mount", "python3 -c \"import ctypes; l = ctypes.CDLL(None); print('ESCAPED' if l.unshare(0x20000) == 0 else 'no')\"".to_owned()),
+        ("setsid", "python3 -c \"import os; os.setsid(); print('ESCAPED')\"".to_owned()),
+        // A network connection, with the network off.
+        ("connect", format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('ESCAPED')\"")),
+    ];
+    for (name, script) in &attempts {
+        let baseline = unconfined(&ws.root(), script);
+        assert!(
+            String::from_utf8_lossy(&baseline.stdout).contains("ESCAPED"),
+            "{name}: the baseline succeeds unconfined: {}",
+            String::from_utf8_lossy(&baseline.stderr)
+        );
+        let confined = ws.command(&["/bin/sh", "-c", script]);
+        assert!(!stdout_of(&confined).contains("ESCAPED"), "{name}: {confined:?}");
+    }
+    drop(listener);
+    assert!(ws.diff().is_empty());
+}
+
+#[test]
+fn a_fork_bomb_stops_at_the_process_limit() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let bomb = "python3 -c \"import os, time\nn = 0\ntry:\n    while n < 400:\n        if os.fork() == 0:\n            \
+                time.sleep(3)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\"";
+    let baseline = unconfined(&ws.root(), bomb);
+    assert_eq!(String::from_utf8_lossy(&baseline.stdout).trim(), "400", "unconfined, all 400 start");
+    let confined = ws.command(&["/bin/sh", "-c", bomb]);
+    let started: u64 = stdout_of(&confined).trim().parse().unwrap_or_else(|_| panic!("{confined:?}"));
+    assert!(started < vsh_monty::COMMAND_PROCESSES, "stopped at the limit: {started}");
+}
+
+#[test]
+fn a_symlink_made_in_the_candidate_points_where_it_says_and_is_never_followed_on_the_host() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("victim.txt");
+    let script = format!("ln -s {} link && echo x > link; readlink link", target.display());
+    let result = ws.command(&["/bin/sh", "-c", &script]);
+    assert_eq!(stdout_of(&result).trim(), target.display().to_string());
+    assert!(!target.exists(), "writing through the link never reached outside: {result:?}");
+    assert_eq!(ws.diff(), [("link".to_owned(), DiffKind::Create)]);
+    assert!(ws.host_file("link").is_none());
+}

@@ -7,7 +7,6 @@ mod bind;
 mod command;
 
 pub(crate) use bind::program_digest;
-pub(crate) use command::CANDIDATES;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -90,7 +89,7 @@ pub(crate) struct Runs {
     /// The interpreter's budgets, when Bash programs are enabled.
     bash: Option<vsh_monty::BashLimits>,
     /// The run directories of real commands, when they are enabled.
-    commands: Option<command::Candidates>,
+    commands: Option<vsh_store::RunDirs>,
 }
 
 impl Runs {
@@ -121,8 +120,8 @@ impl Runs {
     }
 
     /// Enable real commands, their run directories in `candidates`.
-    pub(crate) fn with_commands(mut self, candidates: Option<vsh_host::WritableDir>) -> Self {
-        self.commands = candidates.map(command::Candidates::new);
+    pub(crate) fn with_commands(mut self, run_dirs: Option<vsh_store::RunDirs>) -> Self {
+        self.commands = run_dirs;
         self
     }
 
@@ -303,8 +302,8 @@ impl Runs {
             language @ Language::Command => {
                 let Some(candidates) = &self.commands else { return Err(VshError::LanguageUnavailable { language }) };
                 let argv = command::argv(request.code)?;
-                let run = candidates.make()?;
-                let config = vsh_monty::CommandConfig::new(&run.path);
+                let run = candidates.make().map_err(VshError::DataDirectory)?;
+                let config = vsh_monty::CommandConfig::new(run.path());
                 let ran =
                     self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel);
                 drop(run);

@@ -107,12 +107,7 @@ impl Runtime {
             committer = committer.with_excluded(inside.clone());
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
-        let candidates = if commands {
-            let rel = vsh_types::VPath::parse(crate::run::CANDIDATES).expect("a constant relative path");
-            Some(data.subdir(&rel).map_err(VshError::DataDirectory)?)
-        } else {
-            None
-        };
+        let candidates = if commands { Some(data.run_dirs().map_err(VshError::DataDirectory)?) } else { None };
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
