@@ -30,24 +30,33 @@ impl Call {
     }
 }
 
-/// A [`Backend`] whose requests arrive as [`Call`]s on the receiver
-/// [`channel`] returns.
+/// A [`Backend`] whose requests arrive as [`Call`]s (wrapped in the
+/// caller's event type `T`, so one receiver can wait for them and for
+/// anything else) on a channel.
 #[derive(Debug)]
-pub struct ChannelBackend {
-    calls: SyncSender<Call>,
+pub struct ChannelBackend<T = Call> {
+    events: SyncSender<T>,
+    wrap: fn(Call) -> T,
 }
 
 /// A backend and the receiver its calls arrive on. When the receiver is
 /// gone, every request fails with `EIO`.
 pub fn channel() -> (ChannelBackend, Receiver<Call>) {
-    let (calls, receiver) = sync_channel(1);
-    (ChannelBackend { calls }, receiver)
+    let (events, receiver) = sync_channel(1);
+    (ChannelBackend::new(events, |call| call), receiver)
 }
 
-impl Backend for ChannelBackend {
+impl<T: Send + 'static> ChannelBackend<T> {
+    /// A backend that sends each call, wrapped by `wrap`, on `events`.
+    pub fn new(events: SyncSender<T>, wrap: fn(Call) -> T) -> Self {
+        Self { events, wrap }
+    }
+}
+
+impl<T: Send + 'static> Backend for ChannelBackend<T> {
     fn call(&self, request: FsRequest) -> FsReply {
         let (reply, answer) = sync_channel(1);
-        if self.calls.send(Call { request, reply }).is_err() {
+        if self.events.send((self.wrap)(Call { request, reply })).is_err() {
             return FsReply::Failed(EIO);
         }
         answer.recv().unwrap_or(FsReply::Failed(EIO))

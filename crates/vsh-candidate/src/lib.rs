@@ -24,4 +24,4 @@ mod serve;
 
 pub use backend::{Backend, Call, ChannelBackend, channel};
 pub use fs::{CandidateFs, Owner};
-pub use serve::{Serving, serve};
+pub use serve::{Serving, serve, serve_then};

@@ -44,13 +44,31 @@ impl Serving {
 /// When the thread cannot be started. The child never mounting (it failed
 /// to spawn) or a failed handshake is the error [`Serving::join`] returns.
 pub fn serve<B: Backend>(fs: CandidateFs<B>, mounted: MountWaiter) -> std::io::Result<Serving> {
+    serve_then(fs, mounted, || {})
+}
+
+/// [`serve`], calling `ended` on the serving thread when serving ends
+/// (to wake whoever waits for it).
+///
+/// # Errors
+///
+/// As [`serve`].
+pub fn serve_then<B: Backend>(
+    fs: CandidateFs<B>,
+    mounted: MountWaiter,
+    ended: impl FnOnce() + Send + 'static,
+) -> std::io::Result<Serving> {
     let thread = std::thread::Builder::new().name("vsh-candidate".to_owned()).spawn(move || {
-        let device = mounted.wait()?;
-        let mut config = fuser::Config::default();
-        config.n_threads = Some(1);
-        // Any uid may use the mount: the child may have changed its uid, and
-        // only the child's namespace sees the mount at all.
-        Session::from_fd(fs, device, SessionACL::All, config)?.run()
+        let served = (|| {
+            let device = mounted.wait()?;
+            let mut config = fuser::Config::default();
+            config.n_threads = Some(1);
+            // Any uid may use the mount: the child may have changed its uid, and
+            // only the child's namespace sees the mount at all.
+            Session::from_fd(fs, device, SessionACL::All, config)?.run()
+        })();
+        ended();
+        served
     })?;
     Ok(Serving { thread })
 }

@@ -15,15 +15,15 @@
 //! cancellation or a budget kills the whole process group.
 
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{ChildStderr, ChildStdout, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use vsh_bash::{BashEnd, Ending, FsHost as _};
-use vsh_candidate::{CandidateFs, Owner};
+use vsh_candidate::{Call, CandidateFs, ChannelBackend, Owner};
 use vsh_policy::CallPolicy;
-use vsh_sandbox::{ConfinedCommand, ExecGrant, FuseMount, SandboxPolicy, ToolContext};
+use vsh_sandbox::{ConfinedCommand, ExecGrant, FuseMount, SandboxPolicy, ToolContext, ToolError};
 use vsh_types::fsproto::FsReply;
 use vsh_vfs::VirtualFs;
 
@@ -79,12 +79,15 @@ impl CommandConfig {
     }
 }
 
-fn tool_error(source: vsh_sandbox::ToolError) -> ExecutionError {
+/// `EIO`: the answer to a request the run no longer serves.
+const EIO: i32 = 5;
+
+fn tool_error(source: ToolError) -> ExecutionError {
     ExecutionError::Worker { source: WorkerError::Spawn { source } }
 }
 
 fn setup_error(stage: &'static str, source: std::io::Error) -> ExecutionError {
-    tool_error(vsh_sandbox::ToolError::Setup { stage, source })
+    tool_error(ToolError::Setup { stage, source })
 }
 
 /// Read all of `stream`, keeping at most `keep` bytes; the count is of everything.
@@ -113,6 +116,21 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
+/// What the supervising thread waits for.
+enum Event {
+    /// A kernel request on the candidate.
+    Call(Call),
+    /// The spawn returned: the process group and the output streams, or why not.
+    Spawned(Result<(u32, ChildStdout, ChildStderr), ToolError>),
+    /// The command exited.
+    Exited(std::io::Result<ExitStatus>),
+    /// Serving ended: the mount is gone.
+    Served,
+}
+
+/// How often a running command's deadline and cancellation are checked.
+const TICK: Duration = Duration::from_millis(20);
+
 /// Run `argv` in a candidate of `vfs` (see the module documentation).
 #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
 #[expect(clippy::too_many_lines, reason = "one supervision loop, read top to bottom")]
@@ -126,9 +144,7 @@ pub(crate) fn run_command(
     interrupt: &dyn Interrupt,
 ) -> Result<BashOutcome, ExecutionError> {
     let Some((program, arguments)) = argv.split_first() else {
-        return Err(tool_error(vsh_sandbox::ToolError::InvalidPolicy {
-            reason: "a command needs a program".to_owned(),
-        }));
+        return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
     };
     let mountpoint = config.mountpoint();
     let (mount, mounted) = FuseMount::open(&mountpoint).map_err(tool_error)?;
@@ -139,17 +155,20 @@ pub(crate) fn run_command(
     } else {
         (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid())
     };
-    let owner = Owner { uid, gid };
     let mut sandbox = SandboxPolicy::new().allow_write(&config.run_dir);
     if vsh_sandbox::effective_uid() == 0 {
         sandbox = sandbox.run_as(uid, gid);
     }
-    let mut limits_of_the_child = sandbox.limits().clone();
-    limits_of_the_child.processes = Some(COMMAND_PROCESSES);
-    let sandbox = sandbox.rlimits(limits_of_the_child);
-    let (backend, calls) = vsh_candidate::channel();
-    let serving = vsh_candidate::serve(CandidateFs::new(backend, owner), mounted)
-        .map_err(|error| setup_error("the candidate's server", error))?;
+    let mut child_limits = sandbox.limits().clone();
+    child_limits.processes = Some(COMMAND_PROCESSES);
+    let sandbox = sandbox.rlimits(child_limits);
+    let (events_in, events) = sync_channel::<Event>(16);
+    let backend = ChannelBackend::new(events_in.clone(), Event::Call);
+    let served_in = events_in.clone();
+    let serving = vsh_candidate::serve_then(CandidateFs::new(backend, Owner { uid, gid }), mounted, move || {
+        let _ = served_in.send(Event::Served);
+    })
+    .map_err(|error| setup_error("the candidate's server", error))?;
     let mut command = ConfinedCommand::new(program.clone())
         .args(arguments)
         .current_dir(&mountpoint)
@@ -167,78 +186,86 @@ pub(crate) fn run_command(
     let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
     let keep = limits.max_output_bytes.saturating_add(1);
     let outcome = std::thread::scope(|scope| {
-        let starting = scope.spawn(move || command.spawn(&ToolContext::new(ExecGrant::Any)));
-        // Serve until the spawn returned (the child is in the mount by then).
-        let mut spawned = None;
-        while spawned.is_none() {
-            match calls.recv_timeout(Duration::from_millis(5)) {
-                Ok(call) => {
-                    let reply = dispatcher.serve(call.request.clone()).unwrap_or(FsReply::Failed(5));
-                    call.answer(reply);
-                }
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        // The spawn returns only once the child is in the mount, which waits
+        // for this thread's answers: it is made on a thread of its own.
+        scope.spawn(move || match command.spawn(&ToolContext::new(ExecGrant::Any)) {
+            Ok(mut child) => {
+                let streams = child.take_stdout().zip(child.take_stderr());
+                let spawned = streams.map(|(out, err)| (child.id(), out, err)).ok_or_else(|| ToolError::Setup {
+                    stage: "pipes",
+                    source: std::io::Error::other("no output pipes"),
+                });
+                let _ = events_in.send(Event::Spawned(spawned));
+                let _ = events_in.send(Event::Exited(child.child().wait()));
             }
-            if starting.is_finished() {
-                spawned = Some(starting.join());
-                break;
+            Err(error) => {
+                let _ = events_in.send(Event::Spawned(Err(error)));
             }
-        }
-        let mut child = match spawned {
-            Some(Ok(Ok(child))) => child,
-            Some(Ok(Err(error))) => return Err(tool_error(error)),
-            _ => return Err(setup_error("spawn", std::io::Error::other("the spawning thread panicked"))),
-        };
-        let stdout = child.take_stdout().map(|stream| scope.spawn(move || capture(stream, keep)));
-        let stderr = child.take_stderr().map(|stream| scope.spawn(move || capture(stream, keep)));
+        });
+        let mut group = None;
+        let mut captures = Vec::new();
         let mut status = None;
+        let mut served = false;
         let mut ended: Option<Result<LimitExceeded, ()>> = None;
-        let mut gone_at = None;
-        loop {
-            match calls.recv_timeout(Duration::from_millis(10)) {
-                Ok(call) => {
+        let mut exited_at: Option<Instant> = None;
+        let kill = |group: Option<u32>| {
+            if let Some(group) = group {
+                let _ = vsh_sandbox::kill_process_group(group);
+            }
+        };
+        while !(served && status.is_some()) {
+            match events.recv_timeout(TICK) {
+                Ok(Event::Call(call)) => {
                     let reply = dispatcher.serve(call.request.clone());
                     if reply.is_err() && ended.is_none() {
                         // The dispatcher ended the run (a budget, a cancellation, a fault).
                         ended = Some(Err(()));
-                        let _ = child.kill_group();
+                        kill(group);
                     }
-                    call.answer(reply.unwrap_or(FsReply::Failed(5)));
+                    call.answer(reply.unwrap_or(FsReply::Failed(EIO)));
                 }
+                Ok(Event::Spawned(Ok((pid, out, err)))) => {
+                    group = Some(pid);
+                    captures.push(scope.spawn(move || capture(out, keep)));
+                    captures.push(scope.spawn(move || capture(err, keep)));
+                    if ended.is_some() {
+                        kill(group);
+                    }
+                }
+                Ok(Event::Spawned(Err(error))) => return Err(tool_error(error)),
+                Ok(Event::Exited(exited)) => {
+                    status = Some(exited.map_err(|error| setup_error("wait", error))?);
+                    // The command is over: whatever it left running goes with it.
+                    kill(group);
+                    exited_at = Some(Instant::now());
+                }
+                Ok(Event::Served) => served = true,
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
             }
-            if status.is_none() {
-                if let Ok(Some(exited)) = child.child().try_wait() {
-                    status = Some(exited);
-                    // The command is over: whatever it left running goes with it.
-                    let _ = child.kill_group();
-                    gone_at = Some(Instant::now());
-                } else if ended.is_none() {
-                    if started.elapsed() > limits.max_duration {
-                        let limit = LimitExceeded {
-                            limit: LimitKind::Duration,
-                            attempted: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                            max: u64::try_from(limits.max_duration.as_millis()).unwrap_or(u64::MAX),
-                        };
-                        ended = Some(Ok(limit));
-                        let _ = child.kill_group();
-                    } else if dispatcher.interrupted() {
-                        ended = Some(Err(()));
-                        let _ = child.kill_group();
-                    }
+            if status.is_none() && ended.is_none() {
+                if started.elapsed() > limits.max_duration {
+                    let limit = LimitExceeded {
+                        limit: LimitKind::Duration,
+                        attempted: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                        max: u64::try_from(limits.max_duration.as_millis()).unwrap_or(u64::MAX),
+                    };
+                    ended = Some(Ok(limit));
+                    kill(group);
+                } else if dispatcher.interrupted() {
+                    ended = Some(Err(()));
+                    kill(group);
                 }
             }
-            if serving.is_finished() && status.is_some() {
-                break;
-            }
-            if gone_at.is_some_and(|at| at.elapsed() > DRAIN) {
+            if exited_at.is_some_and(|at| at.elapsed() > DRAIN) {
                 return Err(setup_error(
                     "unmount",
                     std::io::Error::other("the candidate stayed mounted after the command's processes were gone"),
                 ));
             }
         }
-        let (stdout, _) = stdout.and_then(|thread| thread.join().ok()).unwrap_or_default();
-        let (stderr, _) = stderr.and_then(|thread| thread.join().ok()).unwrap_or_default();
+        let mut streams = captures.into_iter().map(|thread| thread.join().map(|(kept, _)| kept).unwrap_or_default());
+        let stdout = streams.next().unwrap_or_default();
+        let stderr = streams.next().unwrap_or_default();
         Ok((status, ended, stdout, stderr))
     });
     let _ = serving.join();

@@ -288,13 +288,7 @@ impl ConfinedChild {
     ///
     /// When the signal cannot be sent for another reason.
     pub fn kill_group(&self) -> io::Result<()> {
-        let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX)) else {
-            return Ok(());
-        };
-        match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
-            Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
-            Err(errno) => Err(errno.into()),
-        }
+        kill_process_group(self.child.id())
     }
 
     /// What was enforced on each axis for this child.
@@ -320,5 +314,22 @@ impl ConfinedChild {
     /// Wait for the child to exit ([`std::process::Child::wait`]).
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
         self.child.wait()
+    }
+}
+
+/// `SIGKILL` the process group `group` (a [`ConfinedChild::id`] of a child
+/// started with [`ConfinedCommand::new_process_group`]). A group that is
+/// already gone is not an error.
+///
+/// # Errors
+///
+/// When the signal cannot be sent for another reason.
+pub fn kill_process_group(group: u32) -> io::Result<()> {
+    let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(group).unwrap_or(i32::MAX)) else {
+        return Ok(());
+    };
+    match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
+        Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+        Err(errno) => Err(errno.into()),
     }
 }

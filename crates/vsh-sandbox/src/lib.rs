@@ -70,7 +70,7 @@ mod setup;
 #[allow(unsafe_code)]
 mod sys;
 
-pub use command::{ConfinedChild, ConfinedCommand};
+pub use command::{ConfinedChild, ConfinedCommand, kill_process_group};
 pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext};
 pub use env::env_denylisted;
 pub use error::ToolError;

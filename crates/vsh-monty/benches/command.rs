@@ -1,0 +1,133 @@
+//! Real commands in a candidate against the same commands run natively.
+//!
+//! - `/bin/true` through `execute_command` (namespace, FUSE mount, Landlock,
+//!   seccomp, the image served) against a plain spawn of `/bin/true`: the
+//!   per-command overhead (target: at most 10 ms p50 over the plain spawn);
+//! - the same on a workspace of 10 and of 100,000 files: a candidate copies
+//!   nothing, so its creation must not depend on the workspace's size;
+//! - `cat` of 10,000 small files in the candidate against natively on the
+//!   same files (target: at most 2x).
+//!
+//! Needs root and `/dev/fuse` (it says so and exits otherwise). Run with
+//! `cargo bench -p vsh-monty --bench command`; `VSH_BENCH_ITERATIONS`
+//! overrides the iteration count (default 50).
+// Benchmarks build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use vsh_host::CapDir;
+use vsh_monty::{CommandConfig, ExecutionLimits, MontyExecutor, Uninterrupted};
+use vsh_policy::CallPolicy;
+use vsh_vfs::{SnapshotLimits, VirtualFs};
+
+fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
+    samples.sort_unstable();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    let index = ((samples.len() as f64 * fraction) as usize).min(samples.len() - 1);
+    samples[index]
+}
+
+fn report(name: &str, samples: &mut [Duration]) -> Duration {
+    let p50 = percentile(samples, 0.5);
+    let p95 = percentile(samples, 0.95);
+    println!("{name:<44} p50 {:>9.2} ms   p95 {:>9.2} ms   (n = {})", ms(p50), ms(p95), samples.len());
+    p50
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// A workspace of `files` small files, 1,000 per directory.
+fn workspace(files: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a workspace");
+    for index in 0..files {
+        let sub = dir.path().join(format!("d{}", index / 1000));
+        if index % 1000 == 0 {
+            std::fs::create_dir(&sub).expect("a directory");
+        }
+        std::fs::write(sub.join(format!("f{index}.txt")), format!("file {index}\n")).expect("a file");
+    }
+    dir
+}
+
+/// Run `argv` in a candidate of `root` once; its wall time.
+fn in_candidate(root: &Path, argv: &[&str]) -> Duration {
+    let cap = Arc::new(CapDir::open(root).expect("the workspace"));
+    let mut vfs = VirtualFs::new(cap, vec![], SnapshotLimits::default());
+    let runs = tempfile::tempdir().expect("a run directory");
+    std::fs::create_dir(runs.path().join("root")).expect("the mount point");
+    let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
+    let policy = CallPolicy::balanced_default(None);
+    let limits = ExecutionLimits {
+        max_os_calls: u64::MAX / 2,
+        max_duration: Duration::from_mins(2),
+        max_request_duration: Duration::from_mins(3),
+        ..ExecutionLimits::default()
+    };
+    let config = CommandConfig::new(runs.path());
+    let started = Instant::now();
+    let outcome =
+        MontyExecutor::in_process().execute_command(&argv, &mut vfs, &policy, &limits, &config, &Uninterrupted);
+    let elapsed = started.elapsed();
+    outcome.unwrap_or_else(|error| panic!("{argv:?}: {error:?}"));
+    elapsed
+}
+
+fn native(root: &Path, argv: &[&str]) -> Duration {
+    let started = Instant::now();
+    let status = std::process::Command::new(argv[0]).args(&argv[1..]).current_dir(root).status().expect("spawn");
+    let elapsed = started.elapsed();
+    assert!(status.success());
+    elapsed
+}
+
+fn main() {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(1) == Some("0"));
+    if !root || !Path::new("/dev/fuse").exists() {
+        println!("command bench: needs root and /dev/fuse; skipped");
+        return;
+    }
+    let iterations: usize = std::env::var("VSH_BENCH_ITERATIONS").ok().and_then(|n| n.parse().ok()).unwrap_or(50);
+    let small = workspace(10);
+    let large = workspace(100_000);
+    let mut plain = Vec::new();
+    let mut small_runs = Vec::new();
+    let mut large_runs = Vec::new();
+    for _ in 0..3 {
+        in_candidate(small.path(), &["/bin/true"]);
+    }
+    for _ in 0..iterations {
+        plain.push(native(small.path(), &["/bin/true"]));
+        small_runs.push(in_candidate(small.path(), &["/bin/true"]));
+        large_runs.push(in_candidate(large.path(), &["/bin/true"]));
+    }
+    let plain = report("/bin/true, plain spawn", &mut plain);
+    let small = report("/bin/true in a candidate, 10 files", &mut small_runs);
+    let large = report("/bin/true in a candidate, 100,000 files", &mut large_runs);
+    println!(
+        "overhead over a plain spawn: {:.2} ms (target <= 10 ms); 100,000 vs 10 files: {:.2}x",
+        ms(small.saturating_sub(plain)),
+        large.as_secs_f64() / small.as_secs_f64()
+    );
+    let many = workspace(10_000);
+    let cat = ["/bin/sh", "-c", "cat d*/*.txt > /dev/null"];
+    let mut native_cat = Vec::new();
+    let mut candidate_cat = Vec::new();
+    for _ in 0..(iterations / 5).max(3) {
+        native_cat.push(native(many.path(), &cat));
+        candidate_cat.push(in_candidate(many.path(), &cat));
+    }
+    let native_cat = report("cat of 10,000 files, natively", &mut native_cat);
+    let candidate_cat = report("cat of 10,000 files in a candidate", &mut candidate_cat);
+    println!(
+        "cat of 10,000 files: {:.2}x native (target <= 2x)",
+        candidate_cat.as_secs_f64() / native_cat.as_secs_f64()
+    );
+}
