@@ -271,29 +271,46 @@ fn authority_key() -> Check {
     }
 }
 
-/// What real commands will need (FUSE, user namespaces): reported, not required.
-fn later() -> Vec<Check> {
-    let fuse = if Path::new("/dev/fuse").exists() {
-        Check { name: "fuse", status: Status::Info, detail: "/dev/fuse present".into(), remedy: None }
-    } else {
-        Check::not_ok("fuse", Status::Info, "/dev/fuse absent", "load the fuse module (modprobe fuse)")
+/// What real commands (`vsh exec`) need: FUSE, and the privilege to mount
+/// in a private namespace (root, today). Reported, not required: without
+/// them `vsh exec` fails closed, naming what is missing.
+fn commands() -> Vec<Check> {
+    let root = vsh::lower::vsh_sandbox::effective_uid() == 0;
+    let fuse = match std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse") {
+        Ok(_) if root => Check {
+            name: "fuse",
+            status: Status::Info,
+            detail: "/dev/fuse opens and vsh runs as root: vsh exec runs commands in a private FUSE mount".into(),
+            remedy: None,
+        },
+        Ok(_) => Check::not_ok(
+            "fuse",
+            Status::Info,
+            "/dev/fuse opens, but mounting it in a private namespace needs root: vsh exec fails closed",
+            "run vsh as root to use vsh exec (unprivileged mounts in a user namespace are not supported yet)",
+        ),
+        Err(error) => Check::not_ok(
+            "fuse",
+            Status::Info,
+            format!("/dev/fuse cannot be opened ({error}): vsh exec fails closed"),
+            "load the fuse module (modprobe fuse) and give vsh access to /dev/fuse",
+        ),
     };
     let userns = match std::fs::read_to_string("/proc/sys/user/max_user_namespaces") {
         Ok(text) if text.trim().parse::<u64>().is_ok_and(|count| count > 0) => Check {
             name: "userns",
             status: Status::Info,
-            detail: format!("user namespaces allowed ({})", text.trim()),
+            detail: format!("user namespaces allowed ({}; for unprivileged candidates, not used yet)", text.trim()),
             remedy: None,
         },
         _ => Check::not_ok(
             "userns",
             Status::Info,
-            "user namespaces are not allowed",
+            "user namespaces are not allowed (for unprivileged candidates, not used yet)",
             "sysctl user.max_user_namespaces=15000",
         ),
     };
-    let note = " (for real commands in a candidate workspace, which vsh does not run yet)";
-    [fuse, userns].into_iter().map(|check| Check { detail: format!("{}{note}", check.detail), ..check }).collect()
+    vec![fuse, userns]
 }
 
 /// Every check, in order.
@@ -304,7 +321,7 @@ pub(crate) fn checks(workspace_path: &Path) -> Result<Vec<Check>, Box<dyn std::e
     checks.push(worker());
     checks.push(authority_key());
     checks.extend(workspace(workspace_path));
-    checks.extend(later());
+    checks.extend(commands());
     Ok(checks)
 }
 
