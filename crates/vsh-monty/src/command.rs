@@ -39,8 +39,13 @@ pub const COMMAND_PROFILE: &str = "vsh-command-confined-v1";
 
 /// The most processes a command's user may have (`RLIMIT_NPROC`): a build
 /// starts many, a fork bomb stops here. The kernel does not apply it to
-/// root, so a host running as root runs commands as `nobody`.
+/// root, so a host running as root runs commands as [`COMMAND_USER`].
 pub const COMMAND_PROCESSES: u64 = 256;
+
+/// The uid and gid a command runs as under a root host: not `nobody`, which
+/// the Monty workers are, so the two never share a process count
+/// (`RLIMIT_NPROC` counts per user) and a command cannot signal a worker.
+pub const COMMAND_USER: (u32, u32) = (65_533, 65_533);
 
 /// How long serving may go on after the command's process group is gone
 /// (the kernel delivering the last releases) before the run is failed.
@@ -151,7 +156,7 @@ pub(crate) fn run_command(
     // Never root: the process-count limit would not hold, and a root process
     // needs no permission bits. The candidate's files are the command user's.
     let (uid, gid) = if vsh_sandbox::effective_uid() == 0 {
-        crate::worker::NOBODY
+        COMMAND_USER
     } else {
         (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid())
     };

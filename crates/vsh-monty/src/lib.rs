@@ -137,7 +137,7 @@ mod tools;
 pub mod value;
 mod worker;
 
-pub use command::{COMMAND_PROCESSES, COMMAND_PROFILE, CommandConfig};
+pub use command::{COMMAND_PROCESSES, COMMAND_PROFILE, COMMAND_USER, CommandConfig};
 pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};
 pub use error::{BashFailure, CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};
 pub use executor::MontyExecutor;
