@@ -261,6 +261,12 @@ impl<B: Backend> CandidateFs<B> {
         Ok(())
     }
 
+    /// Load the content of the file behind `ino` into its buffer, if not yet.
+    fn load_ino(&self, state: &mut State, ino: INodeNo) -> Result<(), Errno> {
+        let path = state.inodes.path(ino)?;
+        self.load(state, ino.0, &path)
+    }
+
     /// Write `ino`'s buffer back if it changed.
     fn write_back(&self, state: &mut State, ino: u64) -> Result<(), Errno> {
         let path = state.inodes.path(INodeNo(ino))?;
@@ -608,8 +614,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         reply: ReplyData,
     ) {
         let mut state = self.lock();
-        let loaded = state.inodes.path(ino).and_then(|path| self.load(&mut state, ino.0, &path));
-        if let Err(errno) = loaded {
+        if let Err(errno) = self.load_ino(&mut state, ino) {
             return reply.error(errno);
         }
         let data = state.buffers.get(&ino.0).map_or(&[][..], |buffer| &buffer.data[..]);
@@ -631,8 +636,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         reply: ReplyWrite,
     ) {
         let mut state = self.lock();
-        let loaded = state.inodes.path(ino).and_then(|path| self.load(&mut state, ino.0, &path));
-        if let Err(errno) = loaded {
+        if let Err(errno) = self.load_ino(&mut state, ino) {
             return reply.error(errno);
         }
         let Ok(start) = usize::try_from(offset) else { return reply.error(Errno::EFBIG) };
@@ -647,11 +651,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
     }
 
     fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        let mut state = self.lock();
-        match self.write_back(&mut state, ino.0) {
-            Ok(()) => reply.ok(),
-            Err(errno) => reply.error(errno),
-        }
+        self.reply_written_back(ino, reply);
     }
 
     fn release(
@@ -671,11 +671,8 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        let mut state = self.lock();
-        match self.write_back(&mut state, ino.0) {
-            Ok(()) => reply.ok(),
-            Err(errno) => reply.error(errno),
-        }
+        // The image has no durability of its own: a sync is a write-back.
+        self.reply_written_back(ino, reply);
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -735,6 +732,15 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
 }
 
 impl<B: Backend> CandidateFs<B> {
+    /// Write `ino`'s buffer back and reply with the outcome.
+    fn reply_written_back(&self, ino: INodeNo, reply: ReplyEmpty) {
+        let mut state = self.lock();
+        match self.write_back(&mut state, ino.0) {
+            Ok(()) => reply.ok(),
+            Err(errno) => reply.error(errno),
+        }
+    }
+
     /// A descriptor of `ino` closed: write back what it changed, and drop
     /// the buffer once no descriptor holds it.
     fn release_handle(&self, ino: u64, _handle: u64) -> Result<(), Errno> {

@@ -172,13 +172,7 @@ impl MontyExecutor {
         interrupt: &dyn Interrupt,
     ) -> Result<MontyOutcome, ExecutionError> {
         let started = Instant::now();
-        if interrupt.interrupted() {
-            return Err(ExecutionError::Cancelled {
-                stdout: String::new(),
-                stats: crate::ExecutionStats::default(),
-                denied: Vec::new(),
-            });
-        }
+        cancelled_before_start(interrupt)?;
         let outcome = match &self.mode {
             Mode::InProcess => run::run_local(code, vfs, policy, limits, started, interrupt, self.nested_bash)?,
             Mode::Worker(pool) => pool.execute(code, vfs, policy, limits, started, interrupt, self.nested_bash)?,
@@ -211,13 +205,7 @@ impl MontyExecutor {
         interrupt: &dyn Interrupt,
     ) -> Result<crate::BashOutcome, ExecutionError> {
         let started = Instant::now();
-        if interrupt.interrupted() {
-            return Err(ExecutionError::Cancelled {
-                stdout: String::new(),
-                stats: crate::ExecutionStats::default(),
-                denied: Vec::new(),
-            });
-        }
+        cancelled_before_start(interrupt)?;
         match &self.mode {
             Mode::InProcess => run::run_bash_local(code, vfs, policy, limits, bash, started, interrupt),
             Mode::Worker(pool) => pool.execute_bash(code, vfs, policy, limits, bash, started, interrupt),
@@ -242,13 +230,7 @@ impl MontyExecutor {
         interrupt: &dyn Interrupt,
     ) -> Result<crate::BashOutcome, ExecutionError> {
         let started = Instant::now();
-        if interrupt.interrupted() {
-            return Err(ExecutionError::Cancelled {
-                stdout: String::new(),
-                stats: crate::ExecutionStats::default(),
-                denied: Vec::new(),
-            });
-        }
+        cancelled_before_start(interrupt)?;
         crate::command::run_command(argv, vfs, policy, limits, config, started, interrupt)
     }
 
@@ -337,6 +319,19 @@ fn encode_sandbox(out: &mut Vec<u8>, policy: &SandboxPolicy) {
             canon::put_u32(out, gid);
         }
     }
+}
+
+/// [`ExecutionError::Cancelled`] if `interrupt` fired before the run started.
+#[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+fn cancelled_before_start(interrupt: &dyn Interrupt) -> Result<(), ExecutionError> {
+    if interrupt.interrupted() {
+        return Err(ExecutionError::Cancelled {
+            stdout: String::new(),
+            stats: crate::ExecutionStats::default(),
+            denied: Vec::new(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

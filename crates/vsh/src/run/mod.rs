@@ -68,6 +68,22 @@ pub(crate) struct Executed {
     pub(crate) denied: Vec<vsh_policy::DeniedAccess>,
 }
 
+impl Executed {
+    /// A Bash script's or a command's successful end under `profile`.
+    fn of_script(profile: &str, outcome: vsh_monty::BashOutcome) -> Self {
+        Self {
+            output: EvidenceOutput::Bash {
+                profile: profile.to_owned(),
+                exit_code: 0,
+                stdout: outcome.stdout,
+                stderr: outcome.stderr,
+            },
+            stats: outcome.stats,
+            denied: outcome.denied,
+        }
+    }
+}
+
 /// What every run of a runtime is made with.
 #[derive(Debug)]
 pub(crate) struct Runs {
@@ -286,16 +302,7 @@ impl Runs {
                 let Some(bash) = &self.bash else { return Err(VshError::LanguageUnavailable { language }) };
                 match self.executor.execute_bash(request.code, vfs, self.policy.calls(), &request.budget, bash, cancel)
                 {
-                    Ok(outcome) => Ok(Executed {
-                        output: EvidenceOutput::Bash {
-                            profile: vsh_monty::BASH_PROFILE.to_owned(),
-                            exit_code: 0,
-                            stdout: outcome.stdout,
-                            stderr: outcome.stderr,
-                        },
-                        stats: outcome.stats,
-                        denied: outcome.denied,
-                    }),
+                    Ok(outcome) => Ok(Executed::of_script(vsh_monty::BASH_PROFILE, outcome)),
                     Err(error) => Err(bash_failure(error, vfs)),
                 }
             }
@@ -308,16 +315,7 @@ impl Runs {
                     self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel);
                 drop(run);
                 match ran {
-                    Ok(outcome) => Ok(Executed {
-                        output: EvidenceOutput::Bash {
-                            profile: vsh_monty::COMMAND_PROFILE.to_owned(),
-                            exit_code: 0,
-                            stdout: outcome.stdout,
-                            stderr: outcome.stderr,
-                        },
-                        stats: outcome.stats,
-                        denied: outcome.denied,
-                    }),
+                    Ok(outcome) => Ok(Executed::of_script(vsh_monty::COMMAND_PROFILE, outcome)),
                     Err(error) => Err(bash_failure(error, vfs)),
                 }
             }
