@@ -302,3 +302,27 @@ fn events_carry_the_ordered_effects() {
         ]
     );
 }
+
+#[test]
+fn the_environment_of_real_commands_is_part_of_the_binding() {
+    // A Monty program may run commands (`vsh_exec`) once commands are
+    // enabled: whether they are, and the environment they get, are bound.
+    let digest = |config: vsh::RuntimeConfig| {
+        let hook = HookConfig::new("reviewer").with_scope(HookScope::AllRequests);
+        let hooked = HookedRuntime::new(
+            Runtime::open(config.with_commit_hook(hook)).unwrap(),
+            Fixed::new(HookDecision::FollowPolicy),
+        );
+        hooked.run(&RunRequest::new(CREATE).with_mode(RunMode::Auto), 1).unwrap();
+        let seen = hooked.hook().seen.lock().unwrap();
+        seen[0].binding.digests().runtime_config
+    };
+    let (a, b, c, d) = (files(), files(), files(), files());
+    let plain = digest(config(a.path()));
+    let commands = digest(config(b.path()).with_commands());
+    let granted = digest(config(c.path()).with_commands().with_command_env([("COLOR", "blue")]));
+    let same = digest(config(d.path()).with_commands().with_command_env([("COLOR", "blue")]));
+    assert_ne!(plain, commands);
+    assert_ne!(commands, granted);
+    assert_eq!(granted, same, "the digest is of the configuration, not of the run");
+}

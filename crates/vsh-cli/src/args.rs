@@ -487,6 +487,12 @@ pub(crate) struct RunArgs {
     /// The program's language (default: bash for a .sh file, else monty).
     #[arg(long, value_enum)]
     pub(crate) language: Option<LanguageArg>,
+    /// Let a Monty program run real commands (its `vsh_exec` function):
+    /// each runs confined in a candidate of the workspace as the
+    /// program has changed it so far, and what it changes is the program's
+    /// change (needs what vsh exec needs; see vsh doctor).
+    #[arg(long)]
+    pub(crate) commands: bool,
     #[command(flatten)]
     pub(crate) options: RunOptions,
 }
@@ -526,10 +532,26 @@ pub(crate) struct RunOptions {
     /// transaction in the log).
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_STALE_RETRIES))]
     pub(crate) retry_stale: u32,
+    /// Set a variable in real commands' environment (repeatable); they get
+    /// PATH, HOME=/tmp and LANG and nothing else of vsh's environment.
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = variable)]
+    pub(crate) env: Vec<(String, String)>,
+    /// Pass this variable of vsh's own environment to real commands
+    /// (repeatable; one that is not set is an error).
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub(crate) pass_env: Vec<String>,
     #[command(flatten)]
     pub(crate) budget: BudgetArgs,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
+}
+
+/// `NAME=VALUE`.
+fn variable(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("{text:?} is not NAME=VALUE")),
+    }
 }
 
 impl std::ops::Deref for RunArgs {

@@ -270,7 +270,12 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
         std::fs::read_to_string(&run.program)
             .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
     };
-    run_program(run, &code, run.language(), output)
+    let language = run.language();
+    if run.commands && language != vsh::Language::Monty {
+        let mut command = <args::Cli as clap::CommandFactory>::command();
+        command.error(clap::error::ErrorKind::ArgumentConflict, "--commands is for Monty programs (vsh_exec)").exit();
+    }
+    run_program(run, &code, language, output, run.commands)
 }
 
 /// `vsh exec -- COMMAND...`: the command's argv is its program text.
@@ -284,7 +289,7 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         argv.push(text.to_owned());
     }
     let code = serde_json::to_string(&argv)?;
-    run_program(&exec.options, &code, vsh::Language::Command, output)
+    run_program(&exec.options, &code, vsh::Language::Command, output, true)
 }
 
 /// Run `code` in `language` as `run` says, and print its receipt.
@@ -293,6 +298,7 @@ fn run_program(
     code: &str,
     language: vsh::Language,
     output: Output,
+    commands: bool,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     if run.retry_stale > 0 && run.mode() != vsh::RunMode::Auto {
         let mut command = <args::Cli as clap::CommandFactory>::command();
@@ -304,8 +310,15 @@ fn run_program(
             .exit();
     }
     let mut config = runtime_config(&run.common.root())?.with_lock_wait(lock_wait(run.lock.lock_timeout));
-    if language == vsh::Language::Command {
-        config = config.with_commands();
+    if commands {
+        let mut env = Vec::with_capacity(run.pass_env.len() + run.env.len());
+        for name in &run.pass_env {
+            let value =
+                std::env::var(name).map_err(|_| format!("--pass-env {name}: vsh's environment has no {name}"))?;
+            env.push((name.clone(), value));
+        }
+        env.extend(run.env.iter().cloned());
+        config = config.with_commands().with_command_env(env);
     }
     if let Some(profile) = run.profile() {
         config = config.with_policy_profile(profile);

@@ -57,7 +57,7 @@ const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset)
     exist_ok=True), vsh_remove(path, recursive=False, missing_ok=False), vsh_move(source, destination), \
     vsh_copy(source, destination, recursive=False, overwrite=False), vsh_glob(pattern, path, max_results=1000), \
     vsh_search(query, path, case_sensitive=True, max_results=100) -> [{path, line, column, text}], \
-    vsh_patch(path, old, new, count=1), vsh_bash(code) -> (exit_code, stdout, stderr). Modules: json, re, math, dataclasses, datetime (no clock), sys, \
+    vsh_patch(path, old, new, count=1), vsh_bash(code) -> (exit_code, stdout, stderr) (vsh_exec(argv) is not enabled here). Modules: json, re, math, dataclasses, datetime (no clock), sys, \
     collections, itertools. Not available: os.walk, os.path, Path.glob (use vsh_glob), % formatting, \
     generators, match, class inheritance, subprocess, network. Secrets (.env, *.pem) and vsh's data are \
     invisible; touching one raises PermissionError and denies the run. budget lowers this run's limits \

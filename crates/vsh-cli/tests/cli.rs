@@ -793,7 +793,15 @@ fn every_example_in_the_guest_guide_runs() {
         write(dir.path(), "src/app.py", "# TODO: greet\nprint('hi')\n");
         write(dir.path(), "config/settings.ini", "debug = true\n");
         let ws = dir.path().to_str().unwrap();
-        let output = vsh(&["run", "--workspace", ws, "--language", language, "--json", "-"], Some(&example));
+        let mut args = vec!["run", "--workspace", ws, "--language", language, "--json", "-"];
+        if language == "monty" && example.contains("vsh_exec") {
+            // The guide's vsh_exec example needs real commands.
+            if !fuse_available() {
+                continue;
+            }
+            args.push("--commands");
+        }
+        let output = vsh(&args, Some(&example));
         assert_eq!(output.status.code(), Some(0), "{example}\n{}", String::from_utf8_lossy(&output.stderr));
         let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         if language == "monty" {
@@ -1550,4 +1558,71 @@ fn exec_never_shows_a_secret_and_a_failing_command_commits_nothing() {
     assert_eq!(failing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&failing.stderr).contains("exit status 4"));
     assert!(!dir.path().join("c.txt").exists());
+}
+
+#[test]
+fn run_with_commands_lets_a_monty_program_test_its_own_edit_in_one_transaction() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "check.sh", "grep -q fixed value.txt\n");
+    write(dir.path(), "value.txt", "broken\n");
+    let ws = dir.path().to_str().unwrap();
+    let program = dir.path().join("fix.py");
+    std::fs::write(
+        &program,
+        "vsh_write('value.txt', 'fixed\\n')\nstatus, out, err = vsh_exec(['sh', 'check.sh'])\nassert status == 0, err\nstatus\n",
+    )
+    .unwrap();
+    let program = program.to_str().unwrap();
+    let ran = vsh(&["run", "--workspace", ws, "--commands", "--mode", "auto", "--json", program], None);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(receipt["state"], "committed", "{receipt}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("value.txt")).unwrap(), "fixed\n");
+    // Without --commands, vsh_exec is a RuntimeError and nothing commits.
+    write(dir.path(), "value.txt", "broken\n");
+    let plain = vsh(&["run", "--workspace", ws, "--mode", "auto", program], None);
+    assert_eq!(plain.status.code(), Some(1), "{}", String::from_utf8_lossy(&plain.stdout));
+    assert!(
+        String::from_utf8_lossy(&plain.stderr).contains("RuntimeError"),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("value.txt")).unwrap(), "broken\n");
+    let bash = vsh(&["run", "--workspace", ws, "--commands", "--language", "bash", program], None);
+    assert_eq!(bash.status.code(), Some(2), "--commands is for Monty");
+}
+
+#[test]
+fn commands_get_only_the_variables_granted() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let exec = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
+        command.env_clear().env("VSH_TEST_TOKEN", "secret-token").env("GRANTED", "from-vsh");
+        command.args(["exec", "--workspace", ws, "--json"]).args(extra).args(["--", "env"]);
+        command.output().unwrap()
+    };
+    let plain = exec(&[]);
+    assert_eq!(plain.status.code(), Some(0), "{}", String::from_utf8_lossy(&plain.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    let mut names: Vec<&str> =
+        receipt["stdout"].as_str().unwrap().lines().map(|line| line.split('=').next().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["HOME", "LANG", "PATH"], "nothing of vsh's own environment: {receipt}");
+    let granted = exec(&["--env", "COLOR=blue", "--pass-env", "GRANTED"]);
+    assert_eq!(granted.status.code(), Some(0), "{}", String::from_utf8_lossy(&granted.stderr));
+    let granted: serde_json::Value = serde_json::from_slice(&granted.stdout).unwrap();
+    let stdout = granted["stdout"].as_str().unwrap();
+    assert!(stdout.contains("COLOR=blue\n") && stdout.contains("GRANTED=from-vsh\n"), "{stdout}");
+    assert!(!stdout.contains("secret-token"), "{stdout}");
+    let missing = exec(&["--pass-env", "NOT_SET_ANYWHERE"]);
+    assert_eq!(missing.status.code(), Some(1), "{}", String::from_utf8_lossy(&missing.stderr));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("NOT_SET_ANYWHERE"));
 }

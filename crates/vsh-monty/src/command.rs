@@ -20,16 +20,18 @@ use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
-use vsh_bash::{BashEnd, Ending, FsHost as _};
+use monty_types::{ExcType, MontyException, MontyObject};
+use vsh_bash::{BashEnd, Ending};
 use vsh_candidate::{Call, CandidateFs, ChannelBackend, Owner};
 use vsh_policy::CallPolicy;
 use vsh_sandbox::{ConfinedCommand, ExecGrant, FuseMount, SandboxPolicy, ToolContext, ToolError};
 use vsh_types::fsproto::FsReply;
 use vsh_vfs::VirtualFs;
 
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Stop};
+use crate::drive::Reply;
 use crate::error::{ExecutionError, WorkerError};
-use crate::host::OsHost;
+use crate::host::{Fault, OsHost};
 use crate::interrupt::Interrupt;
 use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind};
 use crate::run::{BashOutcome, conclude_bash};
@@ -95,9 +97,18 @@ fn setup_error(stage: &'static str, source: std::io::Error) -> ExecutionError {
     tool_error(ToolError::Setup { stage, source })
 }
 
-/// Read all of `stream`, keeping at most `keep` bytes; the count is of everything.
-fn capture(mut stream: impl std::io::Read, keep: u64) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
+/// The most bytes of the line that stands for the middle a capture left out.
+const OMISSION_MAX: usize = 64;
+
+/// Read all of `stream`, keeping at most `cap` bytes of it: everything when
+/// it fits, else its head and its tail around one line saying how many
+/// bytes of the middle were left out (a test run's first failure and its
+/// summary both survive).
+fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
+    let head_cap = cap / 2;
+    let tail_room = cap - head_cap;
+    let mut head = Vec::new();
+    let mut tail = std::collections::VecDeque::new();
     let mut total = 0_u64;
     let mut chunk = [0_u8; 16 << 10];
     loop {
@@ -105,14 +116,27 @@ fn capture(mut stream: impl std::io::Read, keep: u64) -> (Vec<u8>, u64) {
             Ok(0) => break,
             Ok(read) => {
                 total += read as u64;
-                let room = usize::try_from(keep.saturating_sub(kept.len() as u64)).unwrap_or(usize::MAX);
-                kept.extend_from_slice(&chunk[..read.min(room)]);
+                let mut rest = &chunk[..read];
+                let into_head = rest.len().min(head_cap - head.len());
+                head.extend_from_slice(&rest[..into_head]);
+                rest = &rest[into_head..];
+                tail.extend(rest);
+                let excess = tail.len().saturating_sub(tail_room);
+                tail.drain(..excess);
             }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
-    (kept, total)
+    if total <= cap as u64 {
+        head.extend(tail);
+        return head;
+    }
+    let tail_kept = tail_room.saturating_sub(OMISSION_MAX).min(tail.len());
+    let omitted = total - head.len() as u64 - tail_kept as u64;
+    head.extend_from_slice(format!("\n[vsh: {omitted} bytes left out]\n").as_bytes());
+    head.extend(tail.range(tail.len() - tail_kept..));
+    head
 }
 
 /// The exit code a shell reports for `status`.
@@ -136,9 +160,31 @@ enum Event {
 /// How often a running command's deadline and cancellation are checked.
 const TICK: Duration = Duration::from_millis(20);
 
+/// One command to run in a candidate.
+pub(crate) struct CommandCall<'c> {
+    /// The program and its arguments.
+    pub(crate) argv: &'c [String],
+    /// Exactly the environment it gets.
+    pub(crate) env: &'c [(String, String)],
+    /// Its own time limit, besides the run's ([`ExecutionLimits::max_duration`]).
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// How a command that ran ended. When the dispatcher ended the run (a
+/// budget, the run's duration, a cancellation, a fault), it holds the cause.
+pub(crate) struct CommandEnd {
+    /// Its exit status (after the kill, when it was killed).
+    pub(crate) status: ExitStatus,
+    /// Whether the call's own timeout killed it.
+    pub(crate) timed_out: bool,
+    /// Standard output, head and tail when longer than the cap.
+    pub(crate) stdout: Vec<u8>,
+    /// Standard error, head and tail when longer than the cap.
+    pub(crate) stderr: Vec<u8>,
+}
+
 /// Run `argv` in a candidate of `vfs` (see the module documentation).
 #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
-#[expect(clippy::too_many_lines, reason = "one supervision loop, read top to bottom")]
 pub(crate) fn run_command(
     argv: &[String],
     vfs: &mut VirtualFs,
@@ -148,137 +194,237 @@ pub(crate) fn run_command(
     started: Instant,
     interrupt: &dyn Interrupt,
 ) -> Result<BashOutcome, ExecutionError> {
-    let Some((program, arguments)) = argv.split_first() else {
-        return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
-    };
-    let mountpoint = config.mountpoint();
-    let (mount, mounted) = FuseMount::open(&mountpoint).map_err(tool_error)?;
-    // Never root: the process-count limit would not hold, and a root process
-    // needs no permission bits. The candidate's files are the command user's.
-    let (uid, gid) = if vsh_sandbox::effective_uid() == 0 {
-        COMMAND_USER
-    } else {
-        (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid())
-    };
-    let mut sandbox = SandboxPolicy::new().allow_write(&config.run_dir);
-    if vsh_sandbox::effective_uid() == 0 {
-        sandbox = sandbox.run_as(uid, gid);
-    }
-    let mut child_limits = sandbox.limits().clone();
-    child_limits.processes = Some(COMMAND_PROCESSES);
-    let sandbox = sandbox.rlimits(child_limits);
-    let (events_in, events) = sync_channel::<Event>(16);
-    let backend = ChannelBackend::new(events_in.clone(), Event::Call);
-    let served_in = events_in.clone();
-    let serving = vsh_candidate::serve_then(CandidateFs::new(backend, Owner { uid, gid }), mounted, move || {
-        let _ = served_in.send(Event::Served);
-    })
-    .map_err(|error| setup_error("the candidate's server", error))?;
-    let mut command = ConfinedCommand::new(program.clone())
-        .args(arguments)
-        .current_dir(&mountpoint)
-        .private_fuse_mount(mount)
-        // Landlock ignores a rule on a covered mount point: the run's own
-        // directory, which holds only the mount point, is granted.
-        .sandbox_policy(Arc::new(sandbox))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .new_process_group();
-    for (key, value) in &config.env {
-        command = command.env(key, value);
-    }
     let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
-    let keep = limits.max_output_bytes.saturating_add(1);
-    let outcome = std::thread::scope(|scope| {
-        // The spawn returns only once the child is in the mount, which waits
-        // for this thread's answers: it is made on a thread of its own.
-        scope.spawn(move || match command.spawn(&ToolContext::new(ExecGrant::Any)) {
-            Ok(mut child) => {
-                let streams = child.take_stdout().zip(child.take_stderr());
-                let spawned = streams.map(|(out, err)| (child.id(), out, err)).ok_or_else(|| ToolError::Setup {
-                    stage: "pipes",
-                    source: std::io::Error::other("no output pipes"),
-                });
-                let _ = events_in.send(Event::Spawned(spawned));
-                let _ = events_in.send(Event::Exited(child.child().wait()));
-            }
-            Err(error) => {
-                let _ = events_in.send(Event::Spawned(Err(error)));
-            }
-        });
-        let mut group = None;
-        let mut captures = Vec::new();
-        let mut status = None;
-        let mut served = false;
-        let mut ended: Option<Result<LimitExceeded, ()>> = None;
-        let mut exited_at: Option<Instant> = None;
-        let kill = |group: Option<u32>| {
-            if let Some(group) = group {
-                let _ = vsh_sandbox::kill_process_group(group);
-            }
+    let call = CommandCall { argv, env: &config.env, timeout: None };
+    let end = dispatcher.run_in_candidate(&call, config)?;
+    let end =
+        BashEnd { exit_code: exit_code(end.status), stdout: end.stdout, stderr: end.stderr, ending: Ending::Completed };
+    conclude_bash(Ok(end), &mut dispatcher, limits, started)
+}
+
+impl Dispatcher<'_> {
+    /// Run one command in a candidate of this run's image, serving its
+    /// requests here until it and its mount are gone. Each stream keeps at
+    /// most half the run's output budget.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    #[expect(clippy::too_many_lines, reason = "one supervision loop, read top to bottom")]
+    pub(crate) fn run_in_candidate(
+        &mut self,
+        call: &CommandCall<'_>,
+        config: &CommandConfig,
+    ) -> Result<CommandEnd, ExecutionError> {
+        let Some((program, arguments)) = call.argv.split_first() else {
+            return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
         };
-        while !(served && status.is_some()) {
-            match events.recv_timeout(TICK) {
-                Ok(Event::Call(call)) => {
-                    let reply = dispatcher.serve(call.request.clone());
-                    if reply.is_err() && ended.is_none() {
-                        // The dispatcher ended the run (a budget, a cancellation, a fault).
-                        ended = Some(Err(()));
-                        kill(group);
-                    }
-                    call.answer(reply.unwrap_or(FsReply::Failed(EIO)));
-                }
-                Ok(Event::Spawned(Ok((pid, out, err)))) => {
-                    group = Some(pid);
-                    captures.push(scope.spawn(move || capture(out, keep)));
-                    captures.push(scope.spawn(move || capture(err, keep)));
-                    if ended.is_some() {
-                        kill(group);
-                    }
-                }
-                Ok(Event::Spawned(Err(error))) => return Err(tool_error(error)),
-                Ok(Event::Exited(exited)) => {
-                    status = Some(exited.map_err(|error| setup_error("wait", error))?);
-                    // The command is over: whatever it left running goes with it.
-                    kill(group);
-                    exited_at = Some(Instant::now());
-                }
-                Ok(Event::Served) => served = true,
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
-            }
-            if status.is_none() && ended.is_none() {
-                if started.elapsed() > limits.max_duration {
-                    let limit = LimitExceeded {
-                        limit: LimitKind::Duration,
-                        attempted: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                        max: u64::try_from(limits.max_duration.as_millis()).unwrap_or(u64::MAX),
-                    };
-                    ended = Some(Ok(limit));
-                    kill(group);
-                } else if dispatcher.interrupted() {
-                    ended = Some(Err(()));
-                    kill(group);
-                }
-            }
-            if exited_at.is_some_and(|at| at.elapsed() > DRAIN) {
-                return Err(setup_error(
-                    "unmount",
-                    std::io::Error::other("the candidate stayed mounted after the command's processes were gone"),
-                ));
-            }
+        let limits = self.host.meter.limits();
+        let started = self.host.meter.started();
+        let called = Instant::now();
+        let mountpoint = config.mountpoint();
+        let (mount, mounted) = FuseMount::open(&mountpoint).map_err(tool_error)?;
+        // Never root: the process-count limit would not hold, and a root process
+        // needs no permission bits. The candidate's files are the command user's.
+        let (uid, gid) = if vsh_sandbox::effective_uid() == 0 {
+            COMMAND_USER
+        } else {
+            (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid())
+        };
+        let mut sandbox = SandboxPolicy::new().allow_write(&config.run_dir);
+        if vsh_sandbox::effective_uid() == 0 {
+            sandbox = sandbox.run_as(uid, gid);
         }
-        let mut streams = captures.into_iter().map(|thread| thread.join().map(|(kept, _)| kept).unwrap_or_default());
-        let stdout = streams.next().unwrap_or_default();
-        let stderr = streams.next().unwrap_or_default();
-        Ok((status, ended, stdout, stderr))
-    });
-    let _ = serving.join();
-    let (status, ended, stdout, stderr) = outcome?;
-    let end = if let Some(Ok(limit)) = ended {
-        Err(limit)
-    } else {
-        Ok(BashEnd { exit_code: status.map_or(-1, exit_code), stdout, stderr, ending: Ending::Completed })
-    };
-    conclude_bash(end, &mut dispatcher, limits, started)
+        let mut child_limits = sandbox.limits().clone();
+        child_limits.processes = Some(COMMAND_PROCESSES);
+        let sandbox = sandbox.rlimits(child_limits);
+        let (events_in, events) = sync_channel::<Event>(16);
+        let backend = ChannelBackend::new(events_in.clone(), Event::Call);
+        let served_in = events_in.clone();
+        let serving = vsh_candidate::serve_then(CandidateFs::new(backend, Owner { uid, gid }), mounted, move || {
+            let _ = served_in.send(Event::Served);
+        })
+        .map_err(|error| setup_error("the candidate's server", error))?;
+        let mut command = ConfinedCommand::new(program.clone())
+            .args(arguments)
+            .current_dir(&mountpoint)
+            .private_fuse_mount(mount)
+            // Landlock ignores a rule on a covered mount point: the run's own
+            // directory, which holds only the mount point, is granted.
+            .sandbox_policy(Arc::new(sandbox))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .new_process_group();
+        for (key, value) in call.env {
+            command = command.env(key, value);
+        }
+        let cap = usize::try_from(limits.max_output_bytes / 2).unwrap_or(usize::MAX);
+        let outcome = std::thread::scope(|scope| {
+            // The spawn returns only once the child is in the mount, which waits
+            // for this thread's answers: it is made on a thread of its own.
+            scope.spawn(move || match command.spawn(&ToolContext::new(ExecGrant::Any)) {
+                Ok(mut child) => {
+                    let streams = child.take_stdout().zip(child.take_stderr());
+                    let spawned = streams.map(|(out, err)| (child.id(), out, err)).ok_or_else(|| ToolError::Setup {
+                        stage: "pipes",
+                        source: std::io::Error::other("no output pipes"),
+                    });
+                    let _ = events_in.send(Event::Spawned(spawned));
+                    let _ = events_in.send(Event::Exited(child.child().wait()));
+                }
+                Err(error) => {
+                    let _ = events_in.send(Event::Spawned(Err(error)));
+                }
+            });
+            let mut group = None;
+            let mut captures = Vec::new();
+            let mut status = None;
+            let mut served = false;
+            let mut killed = false;
+            let mut timed_out = false;
+            let mut exited_at: Option<Instant> = None;
+            let kill = |group: Option<u32>| {
+                if let Some(group) = group {
+                    let _ = vsh_sandbox::kill_process_group(group);
+                }
+            };
+            while !(served && status.is_some()) {
+                match events.recv_timeout(TICK) {
+                    Ok(Event::Call(call)) => {
+                        let reply = vsh_bash::FsHost::serve(self, call.request.clone());
+                        if reply.is_err() && !killed {
+                            // The dispatcher ended the run (a budget, a cancellation, a fault).
+                            killed = true;
+                            kill(group);
+                        }
+                        call.answer(reply.unwrap_or(FsReply::Failed(EIO)));
+                    }
+                    Ok(Event::Spawned(Ok((pid, out, err)))) => {
+                        group = Some(pid);
+                        captures.push(scope.spawn(move || capture(out, cap)));
+                        captures.push(scope.spawn(move || capture(err, cap)));
+                        if killed {
+                            kill(group);
+                        }
+                    }
+                    Ok(Event::Spawned(Err(error))) => return Err(tool_error(error)),
+                    Ok(Event::Exited(exited)) => {
+                        status = Some(exited.map_err(|error| setup_error("wait", error))?);
+                        // The command is over: whatever it left running goes with it.
+                        kill(group);
+                        exited_at = Some(Instant::now());
+                    }
+                    Ok(Event::Served) => served = true,
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+                }
+                if status.is_none() && !killed {
+                    if started.elapsed() > limits.max_duration {
+                        let limit = LimitExceeded {
+                            limit: LimitKind::Duration,
+                            attempted: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                            max: u64::try_from(limits.max_duration.as_millis()).unwrap_or(u64::MAX),
+                        };
+                        let _abort = self.end(Stop::Limit(limit), "the run's duration passed");
+                        killed = true;
+                    } else if self.interrupted() {
+                        let _abort = self.end(Stop::Cancelled, "cancelled");
+                        killed = true;
+                    } else if call.timeout.is_some_and(|timeout| called.elapsed() > timeout) {
+                        timed_out = true;
+                        killed = true;
+                    }
+                    if killed {
+                        kill(group);
+                    }
+                }
+                if exited_at.is_some_and(|at| at.elapsed() > DRAIN) {
+                    return Err(setup_error(
+                        "unmount",
+                        std::io::Error::other("the candidate stayed mounted after the command's processes were gone"),
+                    ));
+                }
+            }
+            let mut streams = captures.into_iter().map(|thread| thread.join().unwrap_or_default());
+            let stdout = streams.next().unwrap_or_default();
+            let stderr = streams.next().unwrap_or_default();
+            Ok((status, timed_out, stdout, stderr))
+        });
+        let _ = serving.join();
+        let (status, timed_out, stdout, stderr) = outcome?;
+        let status = status.ok_or_else(|| setup_error("wait", std::io::Error::other("no exit status")))?;
+        Ok(CommandEnd { status, timed_out, stdout, stderr })
+    }
+}
+
+/// The Monty function that runs a real command in a candidate.
+pub(crate) const EXEC_NAME: &str = "vsh_exec";
+
+/// A guest exception of `kind` saying `message`.
+fn guest(kind: ExcType, message: String) -> Reply {
+    Reply::Raise(MontyException::new(kind, Some(message)))
+}
+
+impl Dispatcher<'_> {
+    /// `vsh_exec(argv, timeout=None, env=None)`: run `argv` in a candidate
+    /// of this run's image as it is now (the program's changes so far
+    /// included), every file access it makes charged and recorded as the
+    /// program's own, and return `(exit_code, stdout, stderr)` whatever the
+    /// status (the program decides what a failure means). A program that
+    /// cannot be started is `FileNotFoundError` or `PermissionError`, the
+    /// call's own timeout `TimeoutError` (what the command changed before
+    /// the kill stays); the run's budgets, a cancellation, or a host that
+    /// cannot make candidates end the run.
+    pub(crate) fn nested_exec_call(
+        &mut self,
+        args: Vec<MontyObject>,
+        kwargs: Vec<(MontyObject, MontyObject)>,
+    ) -> Reply {
+        let call = match crate::tools::exec_args(args, kwargs) {
+            Ok(call) => call,
+            Err(Fault::Guest(exception)) => return Reply::Raise(exception),
+            Err(_) => return Reply::Raise(MontyException::new(ExcType::TypeError, None)),
+        };
+        let Some(config) = self.nested_command else {
+            let message = format!("{EXEC_NAME}() is not available: this runtime was not configured for commands");
+            return guest(ExcType::RuntimeError, message);
+        };
+        let mut env = config.env.clone();
+        for (key, value) in call.env {
+            env.retain(|(known, _)| *known != key);
+            env.push((key, value));
+        }
+        let ran = self.run_in_candidate(&CommandCall { argv: &call.argv, env: &env, timeout: call.timeout }, config);
+        if self.stopped() {
+            return Reply::Abort("the run was ended".to_owned());
+        }
+        let program = monty_types::StringRepr(&call.argv[0]).to_string();
+        match ran {
+            Ok(end) if end.timed_out => {
+                let seconds = call.timeout.unwrap_or_default().as_secs_f64();
+                guest(ExcType::TimeoutError, format!("command {program} timed out after {seconds} seconds"))
+            }
+            Ok(end) => {
+                let text = |bytes: &[u8]| MontyObject::String(String::from_utf8_lossy(bytes).into_owned());
+                Reply::Return(MontyObject::Tuple(vec![
+                    MontyObject::Int(i64::from(exit_code(end.status))),
+                    text(&end.stdout),
+                    text(&end.stderr),
+                ]))
+            }
+            Err(ExecutionError::Worker { source: WorkerError::Spawn { source } }) => match source {
+                ToolError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                    guest(ExcType::FileNotFoundError, format!("[Errno 2] No such file or directory: {program}"))
+                }
+                ToolError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                    guest(ExcType::PermissionError, format!("[Errno 13] Permission denied: {program}"))
+                }
+                ToolError::ExecDenied { .. } | ToolError::EnvDenied { .. } => {
+                    guest(ExcType::PermissionError, format!("{EXEC_NAME}() refused: {source}"))
+                }
+                source => {
+                    let error = ExecutionError::Worker { source: WorkerError::Spawn { source } };
+                    self.end(Stop::Candidate(Box::new(error)), "the candidate could not be made")
+                }
+            },
+            Err(error) => self.end(Stop::Candidate(Box::new(error)), "the candidate could not be made"),
+        }
+    }
 }

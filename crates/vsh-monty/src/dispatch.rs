@@ -34,6 +34,9 @@ pub(crate) enum Stop {
     /// A nested `vsh_bash` script failed terminally (a budget, a command
     /// outside the profile, a parse error).
     Bash(crate::BashFailure),
+    /// A `vsh_exec` candidate could not be made or served (the host lacks
+    /// what it needs, or the mount failed): the run ends with that error.
+    Candidate(Box<crate::ExecutionError>),
 }
 
 /// Serves one run's suspensions from an [`OsHost`].
@@ -43,16 +46,28 @@ pub(crate) struct Dispatcher<'a> {
     interrupt: &'a dyn Interrupt,
     /// The interpreter budgets of `vsh_bash`, when the host enabled it.
     pub(crate) nested_bash: Option<vsh_bash::BashLimits>,
+    /// Where `vsh_exec` runs its commands, when the host enabled them.
+    pub(crate) nested_command: Option<&'a crate::CommandConfig>,
+}
+
+/// What a Monty run may call besides the `vsh_*` functions.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Nested<'a> {
+    /// `vsh_bash`, with these interpreter budgets.
+    pub(crate) bash: Option<vsh_bash::BashLimits>,
+    /// `vsh_exec`, in candidates made here.
+    pub(crate) command: Option<&'a crate::CommandConfig>,
 }
 
 impl<'a> Dispatcher<'a> {
     pub(crate) fn new(host: OsHost<'a>, interrupt: &'a dyn Interrupt) -> Self {
-        Self { host, stop: None, interrupt, nested_bash: None }
+        Self { host, stop: None, interrupt, nested_bash: None, nested_command: None }
     }
 
-    /// Enable `vsh_bash` with these interpreter budgets.
-    pub(crate) fn with_nested_bash(mut self, limits: Option<vsh_bash::BashLimits>) -> Self {
-        self.nested_bash = limits;
+    /// Enable what `nested` enables.
+    pub(crate) fn with_nested(mut self, nested: Nested<'a>) -> Self {
+        self.nested_bash = nested.bash;
+        self.nested_command = nested.command;
         self
     }
 
@@ -97,6 +112,9 @@ impl Service for Dispatcher<'_> {
             Request::Os(call) => self.host.handle(call),
             Request::Function { name, args, kwargs } if name == crate::bash::NESTED_NAME => {
                 return self.nested_bash_call(args, kwargs);
+            }
+            Request::Function { name, args, kwargs } if name == crate::command::EXEC_NAME => {
+                return self.nested_exec_call(args, kwargs);
             }
             Request::Function { name, args, kwargs } => match Tool::from_name(&name) {
                 Some(tool) => self.host.call_tool(tool, args, kwargs),

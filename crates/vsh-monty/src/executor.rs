@@ -10,6 +10,7 @@ use vsh_types::canon;
 use vsh_vfs::VirtualFs;
 
 use crate::compat::ResultCompatibility;
+use crate::dispatch::Nested;
 use crate::error::{ExecutionError, WorkerError};
 use crate::interrupt::{Interrupt, Uninterrupted};
 use crate::limits::ExecutionLimits;
@@ -171,11 +172,44 @@ impl MontyExecutor {
         limits: &ExecutionLimits,
         interrupt: &dyn Interrupt,
     ) -> Result<MontyOutcome, ExecutionError> {
+        self.execute_monty(code, vfs, policy, limits, None, interrupt)
+    }
+
+    /// [`MontyExecutor::execute_interruptible`], where the program may also
+    /// call `vsh_exec(argv, timeout=None, env=None)`: each call runs a real
+    /// command in a candidate of the image as the program has changed it so
+    /// far (mounted in `commands`'s run directory, with its environment plus
+    /// the call's), as [`MontyExecutor::execute_command`] runs one, and
+    /// returns `(exit_code, stdout, stderr)`.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    pub fn execute_with_commands(
+        &self,
+        code: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        commands: &crate::CommandConfig,
+        interrupt: &dyn Interrupt,
+    ) -> Result<MontyOutcome, ExecutionError> {
+        self.execute_monty(code, vfs, policy, limits, Some(commands), interrupt)
+    }
+
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    fn execute_monty(
+        &self,
+        code: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        commands: Option<&crate::CommandConfig>,
+        interrupt: &dyn Interrupt,
+    ) -> Result<MontyOutcome, ExecutionError> {
         let started = Instant::now();
         cancelled_before_start(interrupt)?;
+        let nested = Nested { bash: self.nested_bash, command: commands };
         let outcome = match &self.mode {
-            Mode::InProcess => run::run_local(code, vfs, policy, limits, started, interrupt, self.nested_bash)?,
-            Mode::Worker(pool) => pool.execute(code, vfs, policy, limits, started, interrupt, self.nested_bash)?,
+            Mode::InProcess => run::run_local(code, vfs, policy, limits, started, interrupt, nested)?,
+            Mode::Worker(pool) => pool.execute(code, vfs, policy, limits, started, interrupt, nested)?,
         };
         match self.compatibility.check(&outcome.value) {
             Ok(()) => Ok(outcome),

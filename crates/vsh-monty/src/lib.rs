@@ -80,6 +80,13 @@
 //!   a `ValueError`. Up to `count` non-overlapping occurrences are replaced,
 //!   left to right, and their number is returned.
 //!
+//! Two more globals run other programs on the same image and budget:
+//! `vsh_bash(code)` (when the executor has Bash, see
+//! [`MontyExecutor::with_nested_bash`]) and `vsh_exec(argv, timeout=None,
+//! env=None)` (when the run has commands, see
+//! [`MontyExecutor::execute_with_commands`]); both return `(exit_code,
+//! stdout, stderr)` and raise `RuntimeError` when not enabled.
+//!
 //! # Budgets
 //!
 //! [`ExecutionLimits`] (alias [`ExecutionBudget`]) holds the fifteen budgets

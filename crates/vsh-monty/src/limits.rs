@@ -386,6 +386,11 @@ impl<'a> Meter<'a> {
         self.limits
     }
 
+    /// When the request began.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
     /// The end-to-end deadline ([`ExecutionLimits::max_request_duration`]).
     pub(crate) fn check_deadline(&self) -> Result<(), LimitExceeded> {
         request_deadline_passed(self.started, self.limits)

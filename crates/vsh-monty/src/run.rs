@@ -9,7 +9,7 @@ use vsh_bash::{BashEnd, BashLimits, BashRun, Ending};
 use vsh_policy::{CallPolicy, DeniedAccess};
 use vsh_vfs::VirtualFs;
 
-use crate::dispatch::{Dispatcher, Stop};
+use crate::dispatch::{Dispatcher, Nested, Stop};
 use crate::drive::{self, DriveOptions, Ended};
 use crate::error::{BashFailure, ExecutionError, GuestException, WorkerError};
 use crate::host::OsHost;
@@ -119,7 +119,7 @@ pub fn execute(
     policy: &CallPolicy,
     limits: &ExecutionLimits,
 ) -> Result<MontyOutcome, ExecutionError> {
-    run_local(code, vfs, policy, limits, Instant::now(), &Uninterrupted, None)
+    run_local(code, vfs, policy, limits, Instant::now(), &Uninterrupted, Nested::default())
 }
 
 /// [`execute`] for a request that began at `started`.
@@ -131,11 +131,10 @@ pub(crate) fn run_local(
     limits: &ExecutionLimits,
     started: Instant,
     interrupt: &dyn Interrupt,
-    nested_bash: Option<BashLimits>,
+    nested: Nested<'_>,
 ) -> Result<MontyOutcome, ExecutionError> {
     check_program(code, limits, started)?;
-    let mut dispatcher =
-        Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt).with_nested_bash(nested_bash);
+    let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt).with_nested(nested);
     let mut sink = OutputSink::new(limits.max_output_bytes);
     let options = DriveOptions { functions: &GUEST_FUNCTION_NAMES, memory_armed: false };
     let result = drive::run_program(code, &mut dispatcher, &mut sink, limits, options);
@@ -204,6 +203,7 @@ pub(crate) fn conclude_bash(
             Stop::Unsupported(what) => ExecutionError::UnsupportedSuspension { what },
             Stop::Cancelled => ExecutionError::Cancelled { stdout: text(&stdout), stats, denied },
             Stop::Bash(failure) => ExecutionError::Bash { failure, exit_code, stdout, stderr, stats, denied },
+            Stop::Candidate(error) => *error,
         });
     }
     if stats.output_bytes > limits.max_output_bytes {
@@ -271,6 +271,7 @@ pub(crate) fn conclude(
             Some(Stop::Vfs(source)) => Err(ExecutionError::Vfs { source }),
             Some(Stop::Unsupported(what)) => Err(ExecutionError::UnsupportedSuspension { what }),
             Some(Stop::Cancelled) => Err(ExecutionError::Cancelled { stdout, stats, denied }),
+            Some(Stop::Candidate(error)) => Err(*error),
             Some(Stop::Bash(failure)) => Err(ExecutionError::Bash {
                 failure,
                 exit_code: 1,

@@ -38,6 +38,7 @@ pub struct RuntimeConfig {
     pub(crate) durable_previews: Option<DurablePreviews>,
     pub(crate) bash: Option<BashConfig>,
     pub(crate) commands: bool,
+    pub(crate) command_env: Vec<(String, String)>,
 }
 
 /// Bash programs ([`crate::Language::Bash`]), enabled by
@@ -149,6 +150,7 @@ impl RuntimeConfig {
             durable_previews: None,
             bash: None,
             commands: false,
+            command_env: Vec::new(),
         }
     }
 
@@ -230,6 +232,25 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_commands(mut self) -> Self {
         self.commands = true;
+        self
+    }
+
+    /// Set these variables in the environment of every real command (a
+    /// `vsh exec`, or a Monty program's `vsh_exec`), on top of the default
+    /// `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=/tmp`, `LANG=C.UTF-8`;
+    /// nothing else of vsh's own environment reaches a command. A later
+    /// value of the same name wins. The environment is part of the
+    /// configuration every such transaction is bound to. A name that is
+    /// empty or holds `=` or NUL, or a value holding NUL, fails the
+    /// runtime's open ([`crate::VshError::InvalidCommand`]); a variable
+    /// that can change what code a program loads (`LD_PRELOAD` and the
+    /// like) fails the command that would get it.
+    #[must_use]
+    pub fn with_command_env<K: Into<String>, V: Into<String>>(
+        mut self,
+        variables: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        self.command_env.extend(variables.into_iter().map(|(key, value)| (key.into(), value.into())));
         self
     }
 

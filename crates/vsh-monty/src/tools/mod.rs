@@ -19,10 +19,14 @@ mod args;
 mod fs;
 mod walk;
 
+use std::time::Duration;
+
 use monty_types::MontyObject;
 use vsh_policy::Pattern;
 
-use self::args::{Args, Param, count_arg, keyword, optional, required, root_default, value_error, with_truncation};
+use self::args::{
+    Args, Param, count_arg, keyword, optional, required, root_default, type_error, value_error, with_truncation,
+};
 use crate::host::{Fault, OsHost, WriteKind, decode_strict, int};
 use crate::path;
 
@@ -43,15 +47,18 @@ pub const MONTY_VSH_TOOL_NAMES: [&str; 10] = [
     "vsh_patch",
 ];
 
-/// Every external function a program sees: the ten `vsh_*` functions and
-/// `vsh_bash` (which raises `RuntimeError` unless the host enabled Bash).
-pub const GUEST_FUNCTION_NAMES: [&str; 11] = {
-    let mut names = [crate::bash::NESTED_NAME; 11];
+/// Every external function a program sees: the ten `vsh_*` functions,
+/// `vsh_bash` (which raises `RuntimeError` unless the host enabled Bash) and
+/// `vsh_exec` (which raises `RuntimeError` unless the host enabled real
+/// commands).
+pub const GUEST_FUNCTION_NAMES: [&str; 12] = {
+    let mut names = [crate::bash::NESTED_NAME; 12];
     let mut index = 0;
     while index < MONTY_VSH_TOOL_NAMES.len() {
         names[index] = MONTY_VSH_TOOL_NAMES[index];
         index += 1;
     }
+    names[11] = crate::command::EXEC_NAME;
     names
 };
 
@@ -141,6 +148,83 @@ pub(crate) fn nested_bash_code(
 ) -> Result<String, Fault> {
     let mut a = Args::new(crate::bash::NESTED_NAME, vec![required("code")], args, kwargs)?;
     a.string()
+}
+
+/// The most arguments, and environment variables, a `vsh_exec` call may pass.
+const MAX_EXEC_ITEMS: usize = 4096;
+
+/// A `vsh_exec(argv, timeout=None, env=None)` call's arguments, bound as the
+/// other functions bind theirs: `argv` a non-empty list or tuple of `str`,
+/// `timeout` `None` or a positive number of seconds, `env` `None` or a
+/// `dict` of `str` to `str` (variables set on top of the runtime's).
+pub(crate) fn exec_args(args: Vec<MontyObject>, kwargs: Vec<(MontyObject, MontyObject)>) -> Result<ExecArgs, Fault> {
+    let name = crate::command::EXEC_NAME;
+    let params = vec![required("argv"), optional("timeout", MontyObject::None), optional("env", MontyObject::None)];
+    let mut a = Args::new(name, params, args, kwargs)?;
+    let items = match a.next() {
+        (MontyObject::List(items) | MontyObject::Tuple(items), _) => items,
+        (other, param) => return Err(a.wrong(param, "a list of str", &other)),
+    };
+    if items.is_empty() {
+        return Err(value_error(format!("{name}() argument 'argv' must not be empty")));
+    }
+    if items.len() > MAX_EXEC_ITEMS {
+        return Err(value_error(format!("{name}() argument 'argv' has more than {MAX_EXEC_ITEMS} items")));
+    }
+    let mut strings = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            MontyObject::String(text) if text.contains('\0') => return Err(value_error(NUL_MESSAGE.to_owned())),
+            MontyObject::String(text) => strings.push(text),
+            other => return Err(type_error(format!("{name}() argv items must be str, not {}", other.type_name()))),
+        }
+    }
+    if strings[0].is_empty() {
+        return Err(value_error(format!("{name}() argument 'argv' names no program")));
+    }
+    let timeout = match a.next() {
+        (MontyObject::None, _) => None,
+        (MontyObject::Int(seconds), _) if seconds > 0 => Some(Duration::from_secs(seconds.unsigned_abs())),
+        (MontyObject::Float(seconds), _) if seconds > 0.0 && seconds.is_finite() => {
+            Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+        }
+        (MontyObject::Int(_) | MontyObject::Float(_), _) => {
+            return Err(value_error(format!("{name}() argument 'timeout' must be a positive number")));
+        }
+        (other, param) => return Err(a.wrong(param, "int, float or None", &other)),
+    };
+    let env = match a.next() {
+        (MontyObject::None, _) => Vec::new(),
+        (MontyObject::Dict(pairs), _) => {
+            let mut env = Vec::new();
+            for (key, value) in pairs {
+                let (MontyObject::String(key), MontyObject::String(value)) = (key, value) else {
+                    return Err(type_error(format!("{name}() env keys and values must be str")));
+                };
+                if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
+                    return Err(value_error(format!("{name}() env has an invalid variable: {key:?}")));
+                }
+                env.push((key, value));
+            }
+            if env.len() > MAX_EXEC_ITEMS {
+                return Err(value_error(format!("{name}() env has more than {MAX_EXEC_ITEMS} variables")));
+            }
+            env
+        }
+        (other, param) => return Err(a.wrong(param, "dict or None", &other)),
+    };
+    Ok(ExecArgs { argv: strings, timeout, env })
+}
+
+/// A bound `vsh_exec` call.
+#[derive(Debug)]
+pub(crate) struct ExecArgs {
+    /// The program and its arguments.
+    pub(crate) argv: Vec<String>,
+    /// Its own time limit.
+    pub(crate) timeout: Option<Duration>,
+    /// Variables set on top of the runtime's environment.
+    pub(crate) env: Vec<(String, String)>,
 }
 
 impl OsHost<'_> {

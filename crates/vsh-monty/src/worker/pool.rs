@@ -23,7 +23,7 @@ use vsh_policy::CallPolicy;
 use vsh_sandbox::{ExecGrant, SandboxPolicy, ToolContext};
 use vsh_vfs::VirtualFs;
 
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Nested};
 use crate::error::{ExecutionError, WorkerError};
 use crate::host::OsHost;
 use crate::interrupt::{self, Interrupt};
@@ -402,7 +402,7 @@ impl Pool {
 
     /// Serve one request.
     #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
-    #[expect(clippy::too_many_arguments, reason = "the request's parts and the nested interpreter's budgets")]
+    #[expect(clippy::too_many_arguments, reason = "the request's parts and what it may call besides")]
     pub(crate) fn execute(
         &self,
         code: &str,
@@ -411,13 +411,12 @@ impl Pool {
         limits: &ExecutionLimits,
         started: Instant,
         interrupt: &dyn Interrupt,
-        nested_bash: Option<vsh_bash::BashLimits>,
+        nested: Nested<'_>,
     ) -> Result<MontyOutcome, ExecutionError> {
         run::check_program(code, limits, started)?;
         let (slot, mut worker) = self.checkout(limits, started, interrupt)?;
         let deadline = started + limits.max_request_duration;
-        let mut dispatcher =
-            Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt).with_nested_bash(nested_bash);
+        let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt).with_nested(nested);
         let outcome = session::serve(&mut worker, code, &mut dispatcher, limits, self.config.wall_grace, deadline);
         self.release(worker, outcome.reusable);
         drop(slot);

@@ -7,7 +7,7 @@ use vsh_monty::{BashFailure, CommandConfig, ExecutionError, ExecutionLimits, Mon
 use vsh_policy::CallPolicy;
 use vsh_types::{DiffKind, VPath};
 
-use crate::common::Workspace;
+use crate::common::{MODES, Mode, Workspace, exception, shared_worker};
 
 /// Whether this machine can mount FUSE in a private namespace; with
 /// `VSH_REQUIRE_SANDBOX=1` (CI) one that cannot fails the test.
@@ -37,6 +37,32 @@ impl Workspace {
         let policy = CallPolicy::balanced_default(None);
         let config = CommandConfig::new(runs.path());
         MontyExecutor::in_process().execute_command(&argv, &mut self.vfs, &policy, limits, &config, &Uninterrupted)
+    }
+}
+
+impl Workspace {
+    /// Run the Monty program `code` with `vsh_exec` enabled, in this
+    /// workspace's mode.
+    fn run_with_commands(&mut self, code: &str) -> Result<vsh_monty::MontyOutcome, ExecutionError> {
+        self.run_with_commands_under(code, &ExecutionLimits::default())
+    }
+
+    fn run_with_commands_under(
+        &mut self,
+        code: &str,
+        limits: &ExecutionLimits,
+    ) -> Result<vsh_monty::MontyOutcome, ExecutionError> {
+        let runs = tempfile::tempdir().unwrap();
+        #[allow(clippy::disallowed_methods, reason = "the test owns its run directory")]
+        std::fs::create_dir(runs.path().join("root")).unwrap();
+        let policy = CallPolicy::balanced_default(None);
+        let config = CommandConfig::new(runs.path());
+        let in_process = MontyExecutor::in_process();
+        let executor = match self.mode {
+            Mode::InProcess => &in_process,
+            Mode::Worker => shared_worker(),
+        };
+        executor.execute_with_commands(code, &mut self.vfs, &policy, limits, &config, &Uninterrupted)
     }
 }
 
@@ -218,4 +244,102 @@ fn a_symlink_made_in_the_candidate_points_where_it_says_and_is_never_followed_on
     assert!(!target.exists(), "writing through the link never reached outside: {result:?}");
     assert_eq!(ws.diff(), [("link".to_owned(), DiffKind::Create)]);
     assert!(ws.host_file("link").is_none());
+}
+
+#[test]
+fn a_monty_program_runs_a_command_on_its_own_changes_and_sees_what_the_command_changed() {
+    if !fuse_available() {
+        return;
+    }
+    for mode in MODES {
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        let code = r#"
+vsh_write("a.txt", "edited by monty\n")
+status, out, err = vsh_exec(["/bin/sh", "-c", "cat a.txt; echo made by sh > made.txt; echo to-stderr >&2; exit 4"])
+[status, out, err, vsh_read("made.txt")]
+"#;
+        let outcome = ws.run_with_commands(code).unwrap_or_else(|error| panic!("{mode:?}: {error:?}"));
+        assert_eq!(
+            outcome.value.py_repr(),
+            "[4, 'edited by monty\\n', 'to-stderr\\n', 'made by sh\\n']",
+            "{mode:?}: a non-zero status is the program's to judge"
+        );
+        assert_eq!(ws.diff(), [("a.txt".to_owned(), DiffKind::Modify), ("made.txt".to_owned(), DiffKind::Create)]);
+        assert_eq!(ws.host_file("a.txt").unwrap(), b"hello world\nsecond line\n", "{mode:?}: the host is untouched");
+    }
+}
+
+#[test]
+fn vsh_exec_passes_its_environment_and_reads_are_recorded() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let code = r#"vsh_exec(["/bin/sh", "-c", "echo $GREETING-$HOME; cat src/main.rs > /dev/null"], env={"GREETING": "hi", "HOME": "/nowhere"})"#;
+    let outcome = ws.run_with_commands(code).unwrap();
+    assert_eq!(outcome.value.py_repr(), "(0, 'hi-/nowhere\\n', '')");
+    let reads = &ws.vfs.read_set().entries;
+    assert!(reads.get(&VPath::parse("src/main.rs").unwrap()).is_some_and(|read| read.content.is_some()), "{reads:?}");
+}
+
+#[test]
+fn vsh_exec_refuses_what_it_cannot_run_as_python_would() {
+    if !fuse_available() {
+        return;
+    }
+    let cases = [
+        (r#"vsh_exec(["/no/such/program"])"#, "FileNotFoundError"),
+        ("vsh_exec([])", "ValueError"),
+        (r#"vsh_exec("ls")"#, "TypeError"),
+        (r#"vsh_exec(["ls", 3])"#, "TypeError"),
+        (r#"vsh_exec(["ls"], timeout=0)"#, "ValueError"),
+        (r#"vsh_exec(["ls"], env={"A=B": "x"})"#, "ValueError"),
+        (r#"vsh_exec(["/bin/sleep", "30"], timeout=0.3)"#, "TimeoutError"),
+    ];
+    for (code, expected) in cases {
+        let mut ws = Workspace::with(&files());
+        let raised = exception(ws.run_with_commands(code));
+        assert_eq!(raised.type_name, expected, "{code}: {raised:?}");
+    }
+}
+
+#[test]
+fn a_timed_out_command_keeps_what_it_changed_and_the_program_goes_on() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let code = r#"
+try:
+    vsh_exec(["/bin/sh", "-c", "echo before > t.txt; sleep 30"], timeout=0.5)
+    r = "no timeout"
+except TimeoutError:
+    r = vsh_read("t.txt")
+r
+"#;
+    let started = std::time::Instant::now();
+    assert_eq!(ws.run_with_commands(code).unwrap().value.py_repr(), "'before\\n'");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the sleep was killed");
+}
+
+#[test]
+fn vsh_exec_without_commands_enabled_is_a_runtime_error() {
+    let mut ws = Workspace::with(&files());
+    let raised = exception(ws.run(r#"vsh_exec(["true"])"#));
+    assert_eq!(raised.type_name, "RuntimeError", "{raised:?}");
+}
+
+#[test]
+fn long_output_keeps_its_head_and_tail() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let limits = ExecutionLimits { max_output_bytes: 4096, ..ExecutionLimits::default() };
+    let code = r#"vsh_exec(["/bin/sh", "-c", "echo FIRST; yes filler | head -c 100000; echo; echo LAST"])[1]"#;
+    let outcome = ws.run_with_commands_under(code, &limits).unwrap();
+    let vsh_monty::MontyObject::String(text) = outcome.value else { panic!("{:?}", outcome.value) };
+    assert!(text.starts_with("FIRST\n") && text.ends_with("LAST\n"), "{text}");
+    assert!(text.len() <= 2048, "one stream keeps at most half the output budget: {}", text.len());
+    assert!(text.contains("bytes left out]"), "{text}");
 }

@@ -115,8 +115,16 @@ impl Runs {
             canon::put_bytes(&mut out, vsh_monty::BASH_PROFILE.as_bytes());
             bash.encode_canonical(&mut out);
         }
-        if request.language == crate::Language::Command {
+        // A real command, or a Monty program that may run them (`vsh_exec`):
+        // the profile and the environment the commands get.
+        if matches!(request.language, crate::Language::Command | crate::Language::Monty) && self.commands.is_some() {
             canon::put_bytes(&mut out, vsh_monty::COMMAND_PROFILE.as_bytes());
+            let env = &self.command_env;
+            canon::put_u64(&mut out, env.len() as u64);
+            for (key, value) in env {
+                canon::put_bytes(&mut out, key.as_bytes());
+                canon::put_bytes(&mut out, value.as_bytes());
+            }
         }
         self.snapshot_limits.encode_canonical(&mut out);
         canon::put_seq(&mut out, self.excluded.iter());

@@ -28,3 +28,27 @@ pub(crate) fn argv(code: &str) -> Result<Vec<String>, VshError> {
     }
     Ok(argv)
 }
+
+/// The most variables a command's environment may have.
+const MAX_VARIABLES: usize = 4096;
+
+/// The environment of real commands: the defaults, then `granted` in order
+/// (a later value of a name replaces an earlier one).
+pub(crate) fn command_env(granted: Vec<(String, String)>) -> Result<Vec<(String, String)>, VshError> {
+    let invalid = |reason: String| VshError::InvalidCommand { reason };
+    let mut env = vsh_monty::CommandConfig::new("").env;
+    for (key, value) in granted {
+        if key.is_empty() || key.contains(['=', '\0']) {
+            return Err(invalid(format!("{key:?} is not an environment variable name")));
+        }
+        if value.contains('\0') {
+            return Err(invalid(format!("the value of {key} contains a NUL byte")));
+        }
+        env.retain(|(known, _)| *known != key);
+        env.push((key, value));
+    }
+    if env.len() > MAX_VARIABLES {
+        return Err(invalid(format!("more than {MAX_VARIABLES} environment variables")));
+    }
+    Ok(env)
+}

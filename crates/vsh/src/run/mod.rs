@@ -5,6 +5,7 @@
 
 mod bind;
 mod command;
+pub(crate) use command::command_env;
 
 pub(crate) use bind::program_digest;
 
@@ -106,6 +107,8 @@ pub(crate) struct Runs {
     bash: Option<vsh_monty::BashLimits>,
     /// The run directories of real commands, when they are enabled.
     commands: Option<vsh_store::RunDirs>,
+    /// The environment real commands get.
+    command_env: Vec<(String, String)>,
 }
 
 impl Runs {
@@ -132,12 +135,15 @@ impl Runs {
             run_policy: None,
             bash: None,
             commands: None,
+            command_env: Vec::new(),
         }
     }
 
-    /// Enable real commands, their run directories in `candidates`.
-    pub(crate) fn with_commands(mut self, run_dirs: Option<vsh_store::RunDirs>) -> Self {
+    /// Enable real commands, their run directories in `candidates`, with
+    /// the environment `env`.
+    pub(crate) fn with_commands(mut self, run_dirs: Option<vsh_store::RunDirs>, env: Vec<(String, String)>) -> Self {
         self.commands = run_dirs;
+        self.command_env = env;
         self
     }
 
@@ -281,13 +287,31 @@ impl Runs {
         use vsh_monty::ExecutionError;
         match request.language {
             Language::Monty => {
-                let outcome = self
-                    .executor
-                    .execute_interruptible(request.code, vfs, self.policy.calls(), &request.budget, cancel)
-                    .map_err(|error| match error {
-                        ExecutionError::Cancelled { .. } => VshError::Cancelled,
-                        error => VshError::Execution(Box::new(error)),
-                    })?;
+                let ran = match &self.commands {
+                    None => self.executor.execute_interruptible(
+                        request.code,
+                        vfs,
+                        self.policy.calls(),
+                        &request.budget,
+                        cancel,
+                    ),
+                    Some(candidates) => {
+                        let run = candidates.make().map_err(VshError::DataDirectory)?;
+                        let config = self.command_config(run.path());
+                        self.executor.execute_with_commands(
+                            request.code,
+                            vfs,
+                            self.policy.calls(),
+                            &request.budget,
+                            &config,
+                            cancel,
+                        )
+                    }
+                };
+                let outcome = ran.map_err(|error| match error {
+                    ExecutionError::Cancelled { .. } => VshError::Cancelled,
+                    error => VshError::Execution(Box::new(error)),
+                })?;
                 let depth = value_depth(&outcome.value);
                 if depth > MAX_VALUE_DEPTH {
                     return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });
@@ -310,7 +334,7 @@ impl Runs {
                 let Some(candidates) = &self.commands else { return Err(VshError::LanguageUnavailable { language }) };
                 let argv = command::argv(request.code)?;
                 let run = candidates.make().map_err(VshError::DataDirectory)?;
-                let config = vsh_monty::CommandConfig::new(run.path());
+                let config = self.command_config(run.path());
                 let ran =
                     self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel);
                 drop(run);
@@ -320,6 +344,13 @@ impl Runs {
                 }
             }
         }
+    }
+
+    /// How a real command runs in the run directory `run_dir`.
+    fn command_config(&self, run_dir: &std::path::Path) -> vsh_monty::CommandConfig {
+        let mut config = vsh_monty::CommandConfig::new(run_dir);
+        config.env.clone_from(&self.command_env);
+        config
     }
 
     /// The number of workspace nodes the delete-ratio ceiling divides by: 0

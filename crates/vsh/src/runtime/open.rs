@@ -41,7 +41,9 @@ impl Runtime {
             durable_previews,
             bash,
             commands,
+            command_env,
         } = config;
+        let command_env = crate::run::command_env(command_env)?;
         let executor = executor(execution, max_idle_workers)?
             .with_result_compatibility(result_compatibility)
             .with_nested_bash(bash.map(|bash| bash.limits));
@@ -113,7 +115,7 @@ impl Runtime {
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
                 .with_bash(bash.map(|bash| bash.limits))
-                .with_commands(candidates);
+                .with_commands(candidates, command_env);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }
