@@ -210,9 +210,8 @@ fn run(memory: &Memory, script: &str) -> Ran {
     std::fs::create_dir(&mountpoint).unwrap();
     let (mount, mounted) = FuseMount::open(&mountpoint).expect("/dev/fuse");
     let owner = Owner { uid: rustix_ids().0, gid: rustix_ids().1 };
-    // Landlock ignores rules on a covered mount point: the rule is on the
-    // directory that holds it (and nothing else).
-    let policy = SandboxPolicy::new().allow_write(dir.path());
+    // The candidate is writable by descriptor: no path of the host is.
+    let policy = SandboxPolicy::new();
     let serving = serve(CandidateFs::new(memory.clone(), owner), mounted).expect("the server starts");
     let child = ConfinedCommand::new("sh")
         .args(["-c", script])
@@ -348,7 +347,7 @@ fn a_child_that_never_starts_ends_serving_with_an_error_and_leaves_no_mount() {
     let serving = serve(CandidateFs::new(workspace(&[]), owner), mounted).expect("the server starts");
     let spawned = ConfinedCommand::new("/nonexistent/program")
         .private_fuse_mount(mount)
-        .sandbox_policy(Arc::new(SandboxPolicy::new().allow_write(dir.path())))
+        .sandbox_policy(Arc::new(SandboxPolicy::new()))
         .spawn(&ToolContext::new(ExecGrant::Any));
     assert!(spawned.is_err());
     let ended = serving.join().expect_err("nobody mounted");

@@ -58,8 +58,6 @@ fn workspace(files: usize) -> tempfile::TempDir {
 fn in_candidate(root: &Path, argv: &[&str]) -> Duration {
     let cap = Arc::new(CapDir::open(root).expect("the workspace"));
     let mut vfs = VirtualFs::new(cap, vec![], SnapshotLimits::default());
-    let runs = tempfile::tempdir().expect("a run directory");
-    std::fs::create_dir(runs.path().join("root")).expect("the mount point");
     let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
     let policy = CallPolicy::balanced_default(None);
     let limits = ExecutionLimits {
@@ -68,7 +66,7 @@ fn in_candidate(root: &Path, argv: &[&str]) -> Duration {
         max_request_duration: Duration::from_mins(3),
         ..ExecutionLimits::default()
     };
-    let config = CommandConfig::new(runs.path());
+    let config = CommandConfig::new(root);
     let started = Instant::now();
     let outcome =
         MontyExecutor::in_process().execute_command(&argv, &mut vfs, &policy, &limits, &config, &Uninterrupted);

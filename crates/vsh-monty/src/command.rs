@@ -49,40 +49,40 @@ pub const COMMAND_PROCESSES: u64 = 256;
 /// (`RLIMIT_NPROC` counts per user) and a command cannot signal a worker.
 pub const COMMAND_USER: (u32, u32) = (65_533, 65_533);
 
+/// The size of a command's private `/tmp` (a tmpfs of its own, gone when
+/// the command is).
+pub const COMMAND_TMP_BYTES: u64 = 512 << 20;
+
 /// How long serving may go on after the command's process group is gone
 /// (the kernel delivering the last releases) before the run is failed.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// What a command run needs besides the image: where its candidate is
-/// mounted and what reaches its environment.
+/// What a command run needs besides the image: where the candidate appears
+/// and what reaches the command's environment.
 #[derive(Debug, Clone)]
 pub struct CommandConfig {
-    /// A directory of the caller's own (in vsh's data directory) that holds
-    /// an empty directory `root`, the mount point, and nothing else: it is
-    /// what the child's Landlock rule grants (Landlock ignores a rule on a
-    /// covered mount point itself).
-    pub run_dir: PathBuf,
+    /// Where the command sees the candidate: an existing directory (other
+    /// than `/` and `/tmp`), normally the workspace's own path, so the
+    /// command finds the workspace where it is and its paths are the same
+    /// run after run. In the command's own namespace the candidate covers
+    /// it; nothing else ever sees the mount.
+    pub root: PathBuf,
     /// The environment: exactly these variables (`PATH` included).
     pub env: Vec<(String, String)>,
 }
 
 impl CommandConfig {
-    /// A run in `run_dir`, with `PATH=/usr/local/bin:/usr/bin:/bin`,
+    /// A candidate at `root`, with `PATH=/usr/local/bin:/usr/bin:/bin`,
     /// `HOME=/tmp`, `LANG=C.UTF-8` and nothing else.
-    pub fn new(run_dir: impl Into<PathBuf>) -> Self {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
-            run_dir: run_dir.into(),
+            root: root.into(),
             env: vec![
                 ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
                 ("HOME".to_owned(), "/tmp".to_owned()),
                 ("LANG".to_owned(), "C.UTF-8".to_owned()),
             ],
         }
-    }
-
-    /// The mount point: `root` in the run directory.
-    pub fn mountpoint(&self) -> PathBuf {
-        self.run_dir.join("root")
     }
 }
 
@@ -219,8 +219,8 @@ impl Dispatcher<'_> {
         let limits = self.host.meter.limits();
         let started = self.host.meter.started();
         let called = Instant::now();
-        let mountpoint = config.mountpoint();
-        let (mount, mounted) = FuseMount::open(&mountpoint).map_err(tool_error)?;
+        let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
+        let mount = mount.with_private_tmp(COMMAND_TMP_BYTES);
         // Never root: the process-count limit would not hold, and a root process
         // needs no permission bits. The candidate's files are the command user's.
         let (uid, gid) = if vsh_sandbox::effective_uid() == 0 {
@@ -228,7 +228,9 @@ impl Dispatcher<'_> {
         } else {
             (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid())
         };
-        let mut sandbox = SandboxPolicy::new().allow_write(&config.run_dir);
+        // The candidate and the private /tmp are writable by descriptor (see
+        // `FuseMount`): no path of the host is.
+        let mut sandbox = SandboxPolicy::new();
         if vsh_sandbox::effective_uid() == 0 {
             sandbox = sandbox.run_as(uid, gid);
         }
@@ -244,10 +246,8 @@ impl Dispatcher<'_> {
         .map_err(|error| setup_error("the candidate's server", error))?;
         let mut command = ConfinedCommand::new(program.clone())
             .args(arguments)
-            .current_dir(&mountpoint)
+            .current_dir(&config.root)
             .private_fuse_mount(mount)
-            // Landlock ignores a rule on a covered mount point: the run's own
-            // directory, which holds only the mount point, is granted.
             .sandbox_policy(Arc::new(sandbox))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

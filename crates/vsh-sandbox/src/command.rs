@@ -177,7 +177,15 @@ impl ConfinedCommand {
             });
         }
 
-        let (mut setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support)?;
+        // The candidate and a private /tmp are written beneath the roots of
+        // detached mounts, which no path names yet.
+        let mount = match self.fuse_mount.take() {
+            Some(mount) => Some(PreparedMount::new(mount, self.current_dir.as_deref(), self.policy.runs_as())?),
+            None => None,
+        };
+        let writable = mount.as_ref().map(PreparedMount::writable).unwrap_or_default();
+        let (mut setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support, &writable)?;
+        drop(writable);
         if self.policy.runs_as().is_some() {
             // The new uid may not be able to search the program's directories
             // (a binary under /root, say): the child executes it by descriptor.
@@ -200,10 +208,10 @@ impl ConfinedCommand {
         let mut command = Command::new(&program_path);
         command.arg0(&self.program).args(&self.args).env_clear();
         command.envs(self.envs.iter().map(|(key, value)| (key, value)));
-        let mounting = self.fuse_mount.is_some();
-        if let Some(mount) = self.fuse_mount.take() {
+        let mounting = mount.is_some();
+        if let Some(mount) = mount {
             // The child mounts, then enters its directory and changes ids itself.
-            setup.mount_first(PreparedMount::new(mount, self.current_dir.as_deref(), self.policy.runs_as())?);
+            setup.mount_first(mount);
         } else if let Some(dir) = &self.current_dir {
             command.current_dir(dir);
         }

@@ -2,34 +2,43 @@
 //! in it: the filesystem exists only for the child and its descendants, and
 //! the server (the parent) reads the kernel's requests from the device.
 //!
-//! The parent opens `/dev/fuse` ([`FuseMount::open`]); the child, between
-//! `fork` and `exec`, leaves the parent's mount namespace
-//! (`unshare(CLONE_NEWNS)`), stops propagation back (`MS_REC|MS_PRIVATE` on
-//! `/`), mounts the device at the mount point (`nosuid,nodev`, the kernel
-//! checking permission bits, `allow_other` so a child that changes its uid
-//! can still use it), tells the parent it mounted (one byte on a pipe,
-//! which [`MountWaiter::wait`] reads), changes into its working directory
-//! inside the new mount (which waits for the server's answer to the
-//! kernel's first request), and only then changes its uid and confines
-//! itself. So the server must start waiting before the spawn: the spawn
-//! returns only once the child executed its program. The mount goes away
-//! with the last process of the namespace.
+//! The parent opens `/dev/fuse` ([`FuseMount::open`]) and, at the spawn,
+//! makes the filesystem with the new mount API (`fsopen("fuse")`,
+//! `fsconfig`, `fsmount`): a *detached* mount, in no namespace, reachable
+//! only through its descriptor; a private `/tmp`
+//! ([`FuseMount::with_private_tmp`]) is a detached tmpfs made the same way.
+//! The child's Landlock ruleset grants writing beneath the roots of both,
+//! by descriptor (a rule by path would name the directory they cover, which
+//! Landlock's path walk steps over). The child, between `fork` and `exec`,
+//! leaves the parent's mount namespace (`unshare(CLONE_NEWNS)`), stops
+//! propagation back (`MS_REC|MS_PRIVATE` on `/`), attaches the tmpfs at
+//! `/tmp` and the candidate at its target (`move_mount`; a target beneath
+//! `/tmp` gets its directories made in the new tmpfs first), changes into
+//! its working directory, and only then changes its uid and confines
+//! itself. The kernel asks the server from the moment the filesystem is
+//! made (the parent's ruleset checks the root), so the parent says so on a
+//! pipe right then (one byte, which [`MountWaiter::wait`] reads) and the
+//! server must start waiting before the spawn: the spawn returns only once
+//! the child executed its program. The
+//! mounts go away with the last process of the namespace (the parent's
+//! descriptors close when the spawn returns).
+//!
+//! The candidate appears where the caller says, typically the workspace's
+//! own path: the command sees the workspace where it is, its paths are the
+//! same run after run (a build's incremental state stays valid), and the
+//! real directory beneath is out of its reach.
 //!
 //! This needs `CAP_SYS_ADMIN` in the parent's user namespace (vsh runs it as
 //! root); without it the spawn fails at the mount stage, closed.
-//!
-//! Landlock ignores a rule on a mount point that another mount covers (its
-//! path walk steps from the mount's root over the covered directory to that
-//! directory's parent): grant the directory that holds the mount point, and
-//! keep nothing else in it.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
+use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MoveMountFlags};
 
 use crate::error::ToolError;
 
@@ -38,12 +47,15 @@ use crate::error::ToolError;
 #[derive(Debug)]
 pub struct FuseMount {
     device: Arc<OwnedFd>,
-    mountpoint: PathBuf,
-    /// The write end of the pipe the child says "mounted" on.
+    target: PathBuf,
+    /// The write end of the pipe that says the filesystem exists.
     mounted: OwnedFd,
+    /// The size of a private `/tmp`, if the child gets one.
+    tmp_bytes: Option<u64>,
 }
 
-/// The server's side of a [`FuseMount`]: waits until the child mounted.
+/// The server's side of a [`FuseMount`]: waits until the filesystem exists
+/// (made at the spawn).
 #[derive(Debug)]
 pub struct MountWaiter {
     device: Arc<OwnedFd>,
@@ -52,37 +64,48 @@ pub struct MountWaiter {
 
 impl FuseMount {
     /// Open `/dev/fuse` (close-on-exec: the program never inherits it) for
-    /// a filesystem the child mounts at `mountpoint`, an existing empty
-    /// directory, and the waiter the server starts with.
+    /// a filesystem the child sees at `target`, an existing directory other
+    /// than `/` and `/tmp` (what is there is hidden from the child), and the
+    /// waiter the server starts with.
     ///
     /// # Errors
     ///
     /// [`ToolError::Setup`] when the device cannot be opened (no FUSE in
     /// this kernel or no permission), naming it.
-    pub fn open(mountpoint: impl Into<PathBuf>) -> Result<(Self, MountWaiter), ToolError> {
+    pub fn open(target: impl Into<PathBuf>) -> Result<(Self, MountWaiter), ToolError> {
         let device = rustix::fs::open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
             .map_err(|errno| ToolError::Setup { stage: "open /dev/fuse", source: errno.into() })?;
         let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|errno| ToolError::Setup { stage: "mount pipe", source: errno.into() })?;
         let device = Arc::new(device);
         let waiter = MountWaiter { device: Arc::clone(&device), mounted: reader };
-        Ok((Self { device, mountpoint: mountpoint.into(), mounted: writer }, waiter))
+        Ok((Self { device, target: target.into(), mounted: writer, tmp_bytes: None }, waiter))
     }
 
-    /// Where the child mounts it.
-    pub fn mountpoint(&self) -> &Path {
-        &self.mountpoint
+    /// Give the child a private `/tmp` as well: a new tmpfs of at most
+    /// `max_bytes` (and 65,536 inodes), mode `1777`, `nosuid,nodev`, that no
+    /// namespace but the child's ever sees, where it covers `/tmp`; writable
+    /// under the child's Landlock ruleset, gone with the child's namespace.
+    #[must_use]
+    pub fn with_private_tmp(mut self, max_bytes: u64) -> Self {
+        self.tmp_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Where the child sees the filesystem.
+    pub fn target(&self) -> &Path {
+        &self.target
     }
 }
 
 impl MountWaiter {
-    /// Block until the child mounted the device, then return a descriptor
-    /// of it to serve.
+    /// Block until the spawn made the filesystem, then return a descriptor
+    /// of its device to serve.
     ///
     /// # Errors
     ///
-    /// [`std::io::ErrorKind::NotConnected`] when the child ended (or was
-    /// never spawned) without mounting; the descriptor's error otherwise.
+    /// [`std::io::ErrorKind::NotConnected`] when the spawn failed (or never
+    /// happened) before making it; the descriptor's error otherwise.
     pub fn wait(self) -> std::io::Result<OwnedFd> {
         let mut byte = [0_u8; 1];
         loop {
@@ -101,17 +124,19 @@ impl MountWaiter {
     }
 }
 
-/// What the child does to mount, prepared in the parent: every string the
-/// raw calls take, already a C string.
+/// What the child does to mount, prepared in the parent: the detached
+/// mounts and every string the raw calls take, already a C string.
 #[derive(Debug)]
 pub(crate) struct PreparedMount {
     /// Keeps the device open until the child has mounted it.
     _device: Arc<OwnedFd>,
-    /// Where the child says it mounted.
-    mounted: OwnedFd,
-    pub(crate) mountpoint: CString,
-    pub(crate) data: CString,
-    /// The working directory, inside the mount (set after mounting).
+    /// The candidate, detached.
+    candidate: OwnedFd,
+    target: CString,
+    /// The private `/tmp`, detached, and the directories to make in it for
+    /// a target beneath `/tmp`, outermost first.
+    tmp: Option<(OwnedFd, Vec<CString>)>,
+    /// The working directory (entered after mounting).
     pub(crate) cwd: Option<CString>,
     /// The uid and gid to change to after mounting.
     pub(crate) ids: Option<(u32, u32)>,
@@ -122,40 +147,105 @@ fn c_path(path: &Path) -> Result<CString, ToolError> {
         .map_err(|_| ToolError::InvalidPolicy { reason: format!("{} contains a NUL byte", path.display()) })
 }
 
+/// A detached mount of the filesystem `fs_fd` was configured for.
+fn detach(fs: &OwnedFd, stage: &'static str) -> Result<OwnedFd, ToolError> {
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage, source: errno.into() };
+    rustix::mount::fsconfig_create(fs).map_err(setup)?;
+    let attributes = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
+    rustix::mount::fsmount(fs, FsMountFlags::FSMOUNT_CLOEXEC, attributes).map_err(setup)
+}
+
 impl PreparedMount {
-    /// Prepare `mount` for a child that runs as `ids` (else as the parent's
-    /// uid and gid) in `cwd`.
+    /// Make `mount`'s detached filesystems for a child that runs as `ids`
+    /// (else as the parent's uid and gid) in `cwd`.
     pub(crate) fn new(mount: FuseMount, cwd: Option<&Path>, ids: Option<(u32, u32)>) -> Result<Self, ToolError> {
+        let target = &mount.target;
+        if !target.is_absolute() || target == Path::new("/") || target == Path::new("/tmp") {
+            return Err(ToolError::InvalidPolicy {
+                reason: format!("{} cannot hold a candidate: it must be absolute, not / or /tmp", target.display()),
+            });
+        }
         let (uid, gid) =
             ids.unwrap_or_else(|| (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw()));
-        let data = format!(
-            "fd={},rootmode=40000,user_id={uid},group_id={gid},allow_other,default_permissions",
-            mount.device.as_raw_fd()
-        );
+        let setup = |errno: rustix::io::Errno| ToolError::Setup { stage: "candidate mount", source: errno.into() };
+        let fs = rustix::mount::fsopen("fuse", FsOpenFlags::FSOPEN_CLOEXEC).map_err(setup)?;
+        for (key, value) in [
+            ("source", "vsh-candidate".to_owned()),
+            ("fd", mount.device.as_raw_fd().to_string()),
+            ("rootmode", "40000".to_owned()),
+            ("user_id", uid.to_string()),
+            ("group_id", gid.to_string()),
+        ] {
+            rustix::mount::fsconfig_set_string(&fs, key, value).map_err(setup)?;
+        }
+        for flag in ["allow_other", "default_permissions"] {
+            rustix::mount::fsconfig_set_flag(&fs, flag).map_err(setup)?;
+        }
+        let candidate = detach(&fs, "candidate mount")?;
+        // The filesystem exists from here on, and the kernel asks its server
+        // (the ruleset's checks of the root already do): serving starts now.
+        rustix::io::write(&mount.mounted, &[1])
+            .map_err(|errno| ToolError::Setup { stage: "mount pipe", source: errno.into() })?;
+        let tmp = match mount.tmp_bytes {
+            None => None,
+            Some(bytes) => {
+                let setup =
+                    |errno: rustix::io::Errno| ToolError::Setup { stage: "private /tmp (tmpfs)", source: errno.into() };
+                let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).map_err(setup)?;
+                rustix::mount::fsconfig_set_string(&fs, "source", "vsh-tmp").map_err(setup)?;
+                rustix::mount::fsconfig_set_string(&fs, "size", bytes.to_string()).map_err(setup)?;
+                rustix::mount::fsconfig_set_string(&fs, "nr_inodes", "65536").map_err(setup)?;
+                rustix::mount::fsconfig_set_string(&fs, "mode", "1777").map_err(setup)?;
+                let tmp = detach(&fs, "private /tmp (tmpfs)")?;
+                // A target beneath /tmp: its directories, made in the new tmpfs.
+                let mut dirs = Vec::new();
+                if let Ok(inside) = target.strip_prefix("/tmp") {
+                    let mut path = PathBuf::from("/tmp");
+                    for component in inside.components() {
+                        path.push(component);
+                        dirs.push(c_path(&path)?);
+                    }
+                }
+                Some((tmp, dirs))
+            }
+        };
         Ok(Self {
-            mountpoint: c_path(&mount.mountpoint)?,
+            target: c_path(target)?,
             _device: mount.device,
-            mounted: mount.mounted,
-            data: CString::new(data).map_err(|_| ToolError::InvalidPolicy { reason: "mount options".to_owned() })?,
+            candidate,
+            tmp,
             cwd: cwd.map(c_path).transpose()?,
             ids,
         })
     }
 
-    /// Leave the parent's mount namespace and mount. Runs in the child
-    /// between `fork` and `exec`: raw calls on prepared data only.
+    /// The roots the child's Landlock ruleset lets it write beneath: the
+    /// candidate's and the private `/tmp`'s.
+    pub(crate) fn writable(&self) -> Vec<BorrowedFd<'_>> {
+        let mut roots = vec![self.candidate.as_fd()];
+        roots.extend(self.tmp.as_ref().map(|(tmp, _)| tmp.as_fd()));
+        roots
+    }
+
+    /// Leave the parent's mount namespace and attach the mounts. Runs in the
+    /// child between `fork` and `exec`: raw calls on prepared data only.
     pub(crate) fn apply(&self) -> std::io::Result<()> {
-        use rustix::mount::{MountFlags, MountPropagationFlags};
+        use rustix::mount::MountPropagationFlags;
+        let attach = |mount: &OwnedFd, at: &std::ffi::CStr| {
+            rustix::mount::move_mount(mount, c"", rustix::fs::CWD, at, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
+        };
         crate::sys::unshare_mount_namespace()?;
         rustix::mount::mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE)?;
-        rustix::mount::mount(
-            c"vsh-candidate",
-            self.mountpoint.as_c_str(),
-            c"fuse",
-            MountFlags::NOSUID | MountFlags::NODEV,
-            self.data.as_c_str(),
-        )?;
-        rustix::io::write(&self.mounted, &[1])?;
+        if let Some((tmp, dirs)) = &self.tmp {
+            attach(tmp, c"/tmp")?;
+            for dir in dirs {
+                match rustix::fs::mkdir(dir.as_c_str(), Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(errno) => return Err(errno.into()),
+                }
+            }
+        }
+        attach(&self.candidate, self.target.as_c_str())?;
         if let Some(cwd) = &self.cwd {
             rustix::process::chdir(cwd.as_c_str())?;
         }

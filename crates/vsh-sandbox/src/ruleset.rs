@@ -8,7 +8,7 @@
 //! paths are skipped when absent (`/lib64` on some systems, for example).
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use landlock::{
@@ -42,9 +42,15 @@ struct PathRule<'a> {
     required: bool,
 }
 
-/// Build the ruleset for `policy` and `context` with the rights of ABI `version`, and return
-/// its file descriptor (close-on-exec).
-pub(crate) fn build(version: u32, policy: &SandboxPolicy, context: &ToolContext) -> Result<OwnedFd, ToolError> {
+/// Build the ruleset for `policy` and `context` with the rights of ABI `version`, plus write
+/// rights beneath each of the directories `writable` (opened by the caller, such as the root of
+/// a detached mount), and return its file descriptor (close-on-exec).
+pub(crate) fn build(
+    version: u32,
+    policy: &SandboxPolicy,
+    context: &ToolContext,
+    writable: &[BorrowedFd<'_>],
+) -> Result<OwnedFd, ToolError> {
     let abi = named_abi(version);
     let handled = AccessFs::from_all(abi);
     let read = AccessFs::ReadFile | AccessFs::ReadDir;
@@ -95,6 +101,9 @@ pub(crate) fn build(version: u32, policy: &SandboxPolicy, context: &ToolContext)
         let Some((fd, is_dir)) = open_path(&rule)? else { continue };
         let access = if is_dir { rule.access } else { rule.access & AccessFs::from_file(abi) };
         created = created.add_rule(PathBeneath::new(fd, access & handled)).map_err(landlock_error)?;
+    }
+    for dir in writable {
+        created = created.add_rule(PathBeneath::new(*dir, write & handled)).map_err(landlock_error)?;
     }
     if abi >= ABI::V4 {
         for port in policy.tcp_connect_ports() {

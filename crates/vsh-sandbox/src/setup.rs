@@ -8,7 +8,7 @@
 //! parent reads the step from the pipe ([`StageReader`]).
 
 use std::io;
-use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 
 use rustix::pipe::PipeFlags;
 use rustix::process::{Resource, Rlimit};
@@ -106,10 +106,11 @@ impl ChildSetup {
         policy: &SandboxPolicy,
         context: &ToolContext,
         support: &KernelSupport,
+        writable: &[BorrowedFd<'_>],
     ) -> Result<(Self, StageReader), ToolError> {
         let confined = policy.mode() == Mode::Confined;
         let landlock = match support.landlock_rights_abi() {
-            Some(abi) if confined => Some(ruleset::build(abi, policy, context)?),
+            Some(abi) if confined => Some(ruleset::build(abi, policy, context, writable)?),
             _ => None,
         };
         let seccomp = if support.seccomp {
@@ -247,7 +248,7 @@ mod tests {
     fn a_failed_stage_reaches_the_parent_through_the_pipe() {
         let context = ToolContext::new(crate::ExecGrant::Any);
         let support = KernelSupport::emulated(None, false);
-        let (setup, reader) = ChildSetup::prepare(&SandboxPolicy::new(), &context, &support).expect("prepare");
+        let (setup, reader) = ChildSetup::prepare(&SandboxPolicy::new(), &context, &support, &[]).expect("prepare");
         assert_eq!(reader.failed_stage(), None, "nothing reported yet");
         let error = setup.fail(Stage::Landlock, io::Error::from_raw_os_error(libc::EPERM));
         assert_eq!(error.raw_os_error(), Some(libc::EPERM));

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use vsh_host::{CapDir, HostError, WritableDir};
 use vsh_types::VPath;
 
-use crate::RunDirs;
 use crate::backend::{CapDirBackend, StoreBackend};
 use crate::error::StoreError;
 
@@ -62,14 +61,6 @@ impl DataDir {
     /// The directory handle.
     pub fn dir(&self) -> &CapDir {
         &self.dir
-    }
-
-    /// The runtime's run directories ([`RunDirs`]), in `candidates/`
-    /// (created, mode `0o700`, if missing; never through a symlink).
-    pub fn run_dirs(&self) -> Result<RunDirs, StoreError> {
-        let rel = VPath::parse(crate::RUN_DIRS).expect("a plain component");
-        let dir = self.dir.open_or_create_subdir(&rel).map_err(|source| StoreError::DataDir { path: rel, source })?;
-        Ok(RunDirs::new(dir))
     }
 
     /// The bytes of the settings file `name` (one file name, for example

@@ -223,12 +223,14 @@ impl RuntimeConfig {
         self
     }
 
-    /// Enable real commands ([`crate::Language::Command`]): each runs as a
-    /// confined child in a candidate workspace, a FUSE filesystem served
-    /// from the run's image and mounted only in the child's own mount
-    /// namespace (its mount point lives in the data directory, under
-    /// `candidates/`). Needs `/dev/fuse` and the privilege to mount (vsh as
-    /// root); without them a run fails closed, naming what is missing.
+    /// Enable real commands ([`crate::Language::Command`], and `vsh_exec`
+    /// in Monty programs): each runs as a confined child in a candidate
+    /// workspace, a FUSE filesystem served from the run's image and mounted
+    /// only in the child's own mount namespace, where it covers the
+    /// workspace's own path (the command finds the workspace where it is),
+    /// with a private `/tmp`. Needs `/dev/fuse` and the privilege to mount
+    /// (vsh as root); without them a run fails closed, naming what is
+    /// missing.
     #[must_use]
     pub fn with_commands(mut self) -> Self {
         self.commands = true;

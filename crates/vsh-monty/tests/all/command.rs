@@ -30,12 +30,9 @@ impl Workspace {
         argv: &[&str],
         limits: &ExecutionLimits,
     ) -> Result<vsh_monty::BashOutcome, ExecutionError> {
-        let runs = tempfile::tempdir().unwrap();
-        #[allow(clippy::disallowed_methods, reason = "the test owns its run directory")]
-        std::fs::create_dir(runs.path().join("root")).unwrap();
         let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
         let policy = CallPolicy::balanced_default(None);
-        let config = CommandConfig::new(runs.path());
+        let config = CommandConfig::new(self.root());
         MontyExecutor::in_process().execute_command(&argv, &mut self.vfs, &policy, limits, &config, &Uninterrupted)
     }
 }
@@ -52,11 +49,8 @@ impl Workspace {
         code: &str,
         limits: &ExecutionLimits,
     ) -> Result<vsh_monty::MontyOutcome, ExecutionError> {
-        let runs = tempfile::tempdir().unwrap();
-        #[allow(clippy::disallowed_methods, reason = "the test owns its run directory")]
-        std::fs::create_dir(runs.path().join("root")).unwrap();
         let policy = CallPolicy::balanced_default(None);
-        let config = CommandConfig::new(runs.path());
+        let config = CommandConfig::new(self.root());
         let in_process = MontyExecutor::in_process();
         let executor = match self.mode {
             Mode::InProcess => &in_process,
@@ -342,4 +336,57 @@ fn long_output_keeps_its_head_and_tail() {
     assert!(text.starts_with("FIRST\n") && text.ends_with("LAST\n"), "{text}");
     assert!(text.len() <= 2048, "one stream keeps at most half the output budget: {}", text.len());
     assert!(text.contains("bytes left out]"), "{text}");
+}
+
+#[test]
+fn a_command_gets_a_private_tmp_of_its_own() {
+    if !fuse_available() {
+        return;
+    }
+    let marker = tempfile::Builder::new().prefix("vsh-host-tmp-").tempfile_in("/tmp").unwrap();
+    let marker_name = marker.path().file_name().unwrap().to_str().unwrap().to_owned();
+    let mut ws = Workspace::with(&files());
+    let script = format!(
+        "echo scratch > /tmp/vsh-scratch && cat /tmp/vsh-scratch && ls -a /tmp && test ! -e /tmp/{marker_name} && stat -f -c '%T %b %S' /tmp"
+    );
+    let outcome = ws.command(&["/bin/sh", "-c", &script]).unwrap_or_else(|error| panic!("{error:?}"));
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("scratch"));
+    // What the private /tmp holds: what the command made, and (for a
+    // workspace beneath /tmp, as here) the directories the candidate is
+    // mounted on.
+    let root = ws.root();
+    let holder =
+        root.strip_prefix("/tmp").ok().and_then(|inside| inside.iter().next()).map(|name| name.to_str().unwrap());
+    let mut expected = vec![".", "..", "vsh-scratch"];
+    expected.extend(holder);
+    expected.sort_unstable();
+    let mut listed: Vec<&str> = (0..expected.len()).filter_map(|_| lines.next()).collect();
+    listed.sort_unstable();
+    assert_eq!(listed, expected, "{stdout}");
+    let statfs: Vec<String> = lines.next().unwrap_or_default().split(' ').map(str::to_owned).collect();
+    assert_eq!(statfs[0], "tmpfs", "{statfs:?}");
+    let size = statfs[1].parse::<u64>().unwrap() * statfs[2].parse::<u64>().unwrap();
+    assert_eq!(size, vsh_monty::COMMAND_TMP_BYTES, "the private /tmp is bounded: {statfs:?}");
+    assert!(!std::path::Path::new("/tmp/vsh-scratch").exists(), "the host's /tmp never sees it");
+    assert!(ws.diff().is_empty(), "/tmp is not the workspace");
+}
+
+#[test]
+fn the_candidate_is_where_the_workspace_is_and_covers_it() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&files());
+    let root = ws.root();
+    let root = root.to_str().unwrap();
+    let script =
+        format!("pwd; cat {root}/a.txt | head -1; echo absolute > {root}/abs.txt; cat {root}/.env || echo refused");
+    let outcome = ws.command(&["/bin/sh", "-c", &script]).unwrap_or_else(|error| panic!("{error:?}"));
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    assert_eq!(stdout, format!("{root}\nhello world\nrefused\n"), "{}", String::from_utf8_lossy(&outcome.stderr));
+    assert_eq!(ws.diff(), [("abs.txt".to_owned(), DiffKind::Create)], "a write by absolute path is in the image");
+    assert!(ws.host_file("abs.txt").is_none(), "and never on the host");
+    assert!(!outcome.denied.is_empty(), "the secret is refused by absolute path too");
 }

@@ -117,7 +117,7 @@ impl Runs {
         }
         // A real command, or a Monty program that may run them (`vsh_exec`):
         // the profile and the environment the commands get.
-        if matches!(request.language, crate::Language::Command | crate::Language::Monty) && self.commands.is_some() {
+        if matches!(request.language, crate::Language::Command | crate::Language::Monty) && self.commands {
             canon::put_bytes(&mut out, vsh_monty::COMMAND_PROFILE.as_bytes());
             let env = &self.command_env;
             canon::put_u64(&mut out, env.len() as u64);

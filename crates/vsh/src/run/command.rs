@@ -1,6 +1,5 @@
 //! Real commands ([`crate::Language::Command`]): the argv a program text
-//! stands for. (Each run's directory, which holds the candidate's mount
-//! point, is the store's: `vsh_store::RunDirs`.)
+//! stands for, and the environment commands get.
 
 use crate::VshError;
 

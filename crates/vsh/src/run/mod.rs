@@ -105,8 +105,8 @@ pub(crate) struct Runs {
     run_policy: Option<String>,
     /// The interpreter's budgets, when Bash programs are enabled.
     bash: Option<vsh_monty::BashLimits>,
-    /// The run directories of real commands, when they are enabled.
-    commands: Option<vsh_store::RunDirs>,
+    /// Whether real commands are enabled.
+    commands: bool,
     /// The environment real commands get.
     command_env: Vec<(String, String)>,
 }
@@ -134,15 +134,14 @@ impl Runs {
             durable_previews,
             run_policy: None,
             bash: None,
-            commands: None,
+            commands: false,
             command_env: Vec::new(),
         }
     }
 
-    /// Enable real commands, their run directories in `candidates`, with
-    /// the environment `env`.
-    pub(crate) fn with_commands(mut self, run_dirs: Option<vsh_store::RunDirs>, env: Vec<(String, String)>) -> Self {
-        self.commands = run_dirs;
+    /// Enable real commands (or not), with the environment `env`.
+    pub(crate) fn with_commands(mut self, enabled: bool, env: Vec<(String, String)>) -> Self {
+        self.commands = enabled;
         self.command_env = env;
         self
     }
@@ -287,26 +286,18 @@ impl Runs {
         use vsh_monty::ExecutionError;
         match request.language {
             Language::Monty => {
-                let ran = match &self.commands {
-                    None => self.executor.execute_interruptible(
+                let ran = if self.commands {
+                    let config = self.command_config();
+                    self.executor.execute_with_commands(
                         request.code,
                         vfs,
                         self.policy.calls(),
                         &request.budget,
+                        &config,
                         cancel,
-                    ),
-                    Some(candidates) => {
-                        let run = candidates.make().map_err(VshError::DataDirectory)?;
-                        let config = self.command_config(run.path());
-                        self.executor.execute_with_commands(
-                            request.code,
-                            vfs,
-                            self.policy.calls(),
-                            &request.budget,
-                            &config,
-                            cancel,
-                        )
-                    }
+                    )
+                } else {
+                    self.executor.execute_interruptible(request.code, vfs, self.policy.calls(), &request.budget, cancel)
                 };
                 let outcome = ran.map_err(|error| match error {
                     ExecutionError::Cancelled { .. } => VshError::Cancelled,
@@ -331,14 +322,12 @@ impl Runs {
                 }
             }
             language @ Language::Command => {
-                let Some(candidates) = &self.commands else { return Err(VshError::LanguageUnavailable { language }) };
+                if !self.commands {
+                    return Err(VshError::LanguageUnavailable { language });
+                }
                 let argv = command::argv(request.code)?;
-                let run = candidates.make().map_err(VshError::DataDirectory)?;
-                let config = self.command_config(run.path());
-                let ran =
-                    self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel);
-                drop(run);
-                match ran {
+                let config = self.command_config();
+                match self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel) {
                     Ok(outcome) => Ok(Executed::of_script(vsh_monty::COMMAND_PROFILE, outcome)),
                     Err(error) => Err(bash_failure(error, vfs)),
                 }
@@ -346,9 +335,9 @@ impl Runs {
         }
     }
 
-    /// How a real command runs in the run directory `run_dir`.
-    fn command_config(&self, run_dir: &std::path::Path) -> vsh_monty::CommandConfig {
-        let mut config = vsh_monty::CommandConfig::new(run_dir);
+    /// How a real command runs: its candidate where the workspace is.
+    fn command_config(&self) -> vsh_monty::CommandConfig {
+        let mut config = vsh_monty::CommandConfig::new(self.workspace.display_path());
         config.env.clone_from(&self.command_env);
         config
     }

@@ -109,13 +109,12 @@ impl Runtime {
             committer = committer.with_excluded(inside.clone());
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
-        let candidates = if commands { Some(data.run_dirs().map_err(VshError::DataDirectory)?) } else { None };
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
                 .with_bash(bash.map(|bash| bash.limits))
-                .with_commands(candidates, command_env);
+                .with_commands(commands, command_env);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }
