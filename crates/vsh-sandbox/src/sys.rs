@@ -160,3 +160,23 @@ pub(crate) fn unshare_mount_namespace() -> io::Result<()> {
     // rule out; the forked child has a single thread anyway).
     unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS) }.map_err(io::Error::from)
 }
+
+/// Fix glibc's mmap threshold at 8 MiB, once per process.
+///
+/// glibc raises the threshold whenever a mapped block is freed (up to 32 MiB), after which
+/// blocks below it come from the heap and `calloc` clears them byte by byte. A FUSE server
+/// allocates two zeroed 16 MiB request buffers per session (fuser's), so after the first
+/// sessions each candidate paid about 10 ms clearing them; mapped, they cost only the pages
+/// used. Other allocators and C libraries are left alone.
+pub(crate) fn map_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt takes two integers and changes an allocator setting under the
+            // allocator's own lock; it reads and writes no memory of ours, and any thread may
+            // call it at any time. A value the library refuses leaves the setting unchanged.
+            let _ = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 8 << 20) };
+        });
+    }
+}
