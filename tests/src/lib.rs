@@ -164,3 +164,15 @@ pub fn is_root() -> bool {
     let probe = tempfile::NamedTempFile::new().expect("a probe file");
     std::os::unix::fs::MetadataExt::uid(&probe.as_file().metadata().expect("stat the probe")) == 0
 }
+
+/// Whether this machine can run real commands in a candidate (`/dev/fuse`
+/// and root to mount in a private namespace); with `VSH_REQUIRE_SANDBOX=1`
+/// (CI) one that cannot fails the test that asks.
+pub fn candidates_available() -> bool {
+    let available = Path::new("/dev/fuse").exists() && is_root();
+    assert!(
+        available || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(),
+        "VSH_REQUIRE_SANDBOX is set, and this machine has no /dev/fuse or the tests do not run as root"
+    );
+    available
+}

@@ -209,3 +209,36 @@ fn vsh_bash_inside_monty_joins_the_same_transaction() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_confined_bash_program_is_real_bash_through_the_same_pipeline() {
+    if !vsh_integration_tests::candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = Runtime::open(config(dir.path()).with_bash(BashConfig::confined())).unwrap();
+    let before = tree(dir.path());
+    // Real bash: arrays and a program (python3) the bounded profile has neither of.
+    let script = "names=(app util)\nfor n in \"${names[@]}\"; do python3 -c \"import sys; p='src/'+sys.argv[1]+'.py'; t=open(p).read(); open(p,'w').write(t.replace('hello','bye'))\" \"$n\"; done\necho ${#names[@]}";
+    let receipt = runtime.preview(&bash(script).with_detail(ReceiptDetail::Full)).unwrap();
+    assert_eq!(tree(dir.path()), before, "a preview writes nothing");
+    match &receipt.output {
+        ExecutionOutput::Bash(result) => {
+            assert_eq!(result.profile, "vsh-bash-confined-v1");
+            assert_eq!((result.exit_code, result.stdout.as_slice()), (0, &b"2\n"[..]), "{result:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        receipt.changes.iter().map(|c| (c.path.as_str(), c.kind)).collect::<Vec<_>>(),
+        [("src/app.py", DiffKind::Modify), ("src/util.py", DiffKind::Modify)]
+    );
+    assert_eq!(receipt.state, TransactionState::AutoApproved, "{:?}", receipt.decision);
+    runtime.commit(receipt.transaction, 1).unwrap();
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/app.py")).unwrap(), "def greet():\n    return 'bye'\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/util.py")).unwrap(), "HELLO = 'bye'\n");
+    // A secret stays invisible to real bash too, and the attempt denies.
+    let denied = runtime.preview(&bash("cat .env; echo x > new.txt").with_mode(RunMode::Auto)).unwrap();
+    assert_eq!(denied.state, TransactionState::Denied);
+    assert!(!dir.path().join("new.txt").exists());
+}

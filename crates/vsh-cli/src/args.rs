@@ -493,6 +493,11 @@ pub(crate) struct RunArgs {
     /// change (needs what vsh exec needs; see vsh doctor).
     #[arg(long)]
     pub(crate) commands: bool,
+    /// Run a Bash program with real /bin/bash (profile vsh-bash-confined-v1)
+    /// in a confined candidate of the workspace, as vsh exec runs a command,
+    /// instead of vsh's bounded interpreter.
+    #[arg(long)]
+    pub(crate) confined: bool,
     #[command(flatten)]
     pub(crate) options: RunOptions,
 }

@@ -271,11 +271,35 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
             .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
     };
     let language = run.language();
-    if run.commands && language != vsh::Language::Monty {
+    let conflict = |message: &str| -> ! {
         let mut command = <args::Cli as clap::CommandFactory>::command();
-        command.error(clap::error::ErrorKind::ArgumentConflict, "--commands is for Monty programs (vsh_exec)").exit();
+        command.error(clap::error::ErrorKind::ArgumentConflict, message).exit()
+    };
+    if run.commands && language != vsh::Language::Monty {
+        conflict("--commands is for Monty programs (vsh_exec)");
     }
-    run_program(run, &code, language, output, run.commands)
+    if run.confined && language != vsh::Language::Bash {
+        conflict("--confined is for Bash programs (--language bash, or a .sh file)");
+    }
+    let real = if run.commands {
+        RealCommands::Commands
+    } else if run.confined {
+        RealCommands::ConfinedBash
+    } else {
+        RealCommands::None
+    };
+    run_program(run, &code, language, output, real)
+}
+
+/// Whether a run reaches real programs, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RealCommands {
+    /// No: Monty, or Bash in the bounded interpreter.
+    None,
+    /// A real command (`vsh exec`), or a Monty program with `vsh_exec`.
+    Commands,
+    /// A Bash program in real `/bin/bash`.
+    ConfinedBash,
 }
 
 /// `vsh exec -- COMMAND...`: the command's argv is its program text.
@@ -289,7 +313,7 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         argv.push(text.to_owned());
     }
     let code = serde_json::to_string(&argv)?;
-    run_program(&exec.options, &code, vsh::Language::Command, output, true)
+    run_program(&exec.options, &code, vsh::Language::Command, output, RealCommands::Commands)
 }
 
 /// Run `code` in `language` as `run` says, and print its receipt.
@@ -298,7 +322,7 @@ fn run_program(
     code: &str,
     language: vsh::Language,
     output: Output,
-    commands: bool,
+    real: RealCommands,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     if run.retry_stale > 0 && run.mode() != vsh::RunMode::Auto {
         let mut command = <args::Cli as clap::CommandFactory>::command();
@@ -310,7 +334,7 @@ fn run_program(
             .exit();
     }
     let mut config = runtime_config(&run.common.root())?.with_lock_wait(lock_wait(run.lock.lock_timeout));
-    if commands {
+    if real != RealCommands::None {
         let mut env = Vec::with_capacity(run.pass_env.len() + run.env.len());
         for name in &run.pass_env {
             let value =
@@ -318,7 +342,12 @@ fn run_program(
             env.push((name.clone(), value));
         }
         env.extend(run.env.iter().cloned());
-        config = config.with_commands().with_command_env(env);
+        config = config.with_command_env(env);
+    }
+    match real {
+        RealCommands::None => {}
+        RealCommands::Commands => config = config.with_commands(),
+        RealCommands::ConfinedBash => config = config.with_bash(vsh::BashConfig::confined()),
     }
     if let Some(profile) = run.profile() {
         config = config.with_policy_profile(profile);

@@ -1626,3 +1626,28 @@ fn commands_get_only_the_variables_granted() {
     assert_eq!(missing.status.code(), Some(1), "{}", String::from_utf8_lossy(&missing.stderr));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("NOT_SET_ANYWHERE"));
 }
+
+#[test]
+fn run_confined_runs_a_bash_file_in_real_bash() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\n");
+    let ws = dir.path().to_str().unwrap();
+    let script = dir.path().join("edit.sh");
+    // `declare -A` is real bash only.
+    std::fs::write(&script, "declare -A seen=([one]=1)\necho two >> a.txt\necho ${#seen[@]}\n").unwrap();
+    let script = script.to_str().unwrap();
+    let ran = vsh(&["run", "--workspace", ws, "--confined", "--mode", "auto", "--json", script], None);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(receipt["profile"], "vsh-bash-confined-v1", "{receipt}");
+    assert_eq!(receipt["stdout"], "1\n");
+    assert_eq!(receipt["state"], "committed");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\n");
+    let monty = dir.path().join("p.py");
+    std::fs::write(&monty, "1\n").unwrap();
+    let refused = vsh(&["run", "--workspace", ws, "--confined", monty.to_str().unwrap()], None);
+    assert_eq!(refused.status.code(), Some(2), "--confined is for Bash");
+}

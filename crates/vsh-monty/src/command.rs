@@ -39,6 +39,10 @@ use crate::run::{BashOutcome, conclude_bash};
 /// The profile name of real commands in a candidate.
 pub const COMMAND_PROFILE: &str = "vsh-command-confined-v1";
 
+/// The profile name of real `/bin/bash` programs in a candidate (a real
+/// command whose argv is `/bin/bash -c PROGRAM`).
+pub const BASH_CONFINED_PROFILE: &str = "vsh-bash-confined-v1";
+
 /// The most processes a command's user may have (`RLIMIT_NPROC`): a build
 /// starts many, a fork bomb stops here. The kernel does not apply it to
 /// root, so a host running as root runs commands as [`COMMAND_USER`].

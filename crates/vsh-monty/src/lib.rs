@@ -144,7 +144,9 @@ mod tools;
 pub mod value;
 mod worker;
 
-pub use command::{COMMAND_PROCESSES, COMMAND_PROFILE, COMMAND_TMP_BYTES, COMMAND_USER, CommandConfig};
+pub use command::{
+    BASH_CONFINED_PROFILE, COMMAND_PROCESSES, COMMAND_PROFILE, COMMAND_TMP_BYTES, COMMAND_USER, CommandConfig,
+};
 pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};
 pub use error::{BashFailure, CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};
 pub use executor::MontyExecutor;

@@ -42,19 +42,53 @@ pub struct RuntimeConfig {
 }
 
 /// Bash programs ([`crate::Language::Bash`]), enabled by
-/// [`RuntimeConfig::with_bash`]: the `vsh-bash-bounded-v1` profile with these
-/// interpreter budgets, on top of each run's [`crate::ExecutionBudget`].
+/// [`RuntimeConfig::with_bash`]: by default the `vsh-bash-bounded-v1`
+/// profile (vsh's own interpreter) with these interpreter budgets, on top of
+/// each run's [`crate::ExecutionBudget`]; with [`BashConfig::confined`], real
+/// `/bin/bash` in a candidate workspace (`vsh-bash-confined-v1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BashConfig {
     /// The interpreter's own budgets (commands, loop iterations, parser
-    /// operations, work units, input, intermediate bytes).
+    /// operations, work units, input, intermediate bytes); also those of a
+    /// Monty program's `vsh_bash`, which always runs in the interpreter.
     pub limits: vsh_monty::BashLimits,
+    /// Which Bash runs a [`crate::Language::Bash`] program.
+    pub profile: BashProfile,
+}
+
+/// Which Bash runs a [`crate::Language::Bash`] program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BashProfile {
+    /// `vsh-bash-bounded-v1`: vsh's own interpreter, every file access an
+    /// access of the image, the builtins and the commands it implements and
+    /// nothing else, bounded by [`BashConfig::limits`].
+    #[default]
+    Bounded,
+    /// `vsh-bash-confined-v1`: real `/bin/bash -c PROGRAM`, run as a real
+    /// command in a candidate workspace (see [`RuntimeConfig::with_commands`]
+    /// for what it gets and needs): any program on the system, confined.
+    Confined,
+}
+
+impl BashProfile {
+    /// The profile's name, as receipts show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bounded => vsh_monty::BASH_PROFILE,
+            Self::Confined => vsh_monty::BASH_CONFINED_PROFILE,
+        }
+    }
 }
 
 impl BashConfig {
-    /// The profile with the default budgets.
+    /// The bounded profile with the default budgets.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The confined profile: real `/bin/bash` in a candidate workspace.
+    pub fn confined() -> Self {
+        Self { profile: BashProfile::Confined, ..Self::default() }
     }
 
     /// Replace the interpreter's budgets.

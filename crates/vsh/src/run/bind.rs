@@ -109,15 +109,15 @@ impl Runs {
         canon::put_bytes(&mut out, vsh_monty::VIRTUAL_ROOT.as_bytes());
         out.extend_from_slice(&self.executor.config_digest());
         request.budget.encode_canonical(&mut out);
-        if request.language == crate::Language::Bash
-            && let Some(bash) = &self.bash
-        {
-            canon::put_bytes(&mut out, vsh_monty::BASH_PROFILE.as_bytes());
-            bash.encode_canonical(&mut out);
+        let bash = if request.language == crate::Language::Bash { self.bash } else { None };
+        if let Some(bash) = bash {
+            canon::put_bytes(&mut out, bash.profile.name().as_bytes());
+            bash.limits.encode_canonical(&mut out);
         }
-        // A real command, or a Monty program that may run them (`vsh_exec`):
-        // the profile and the environment the commands get.
-        if matches!(request.language, crate::Language::Command | crate::Language::Monty) && self.commands {
+        // A real command, real Bash, or a Monty program that may run
+        // commands (`vsh_exec`): the environment the commands get.
+        let confined = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
+        if confined || matches!(request.language, crate::Language::Command | crate::Language::Monty) && self.commands {
             canon::put_bytes(&mut out, vsh_monty::COMMAND_PROFILE.as_bytes());
             let env = &self.command_env;
             canon::put_u64(&mut out, env.len() as u64);

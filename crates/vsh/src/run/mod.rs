@@ -104,7 +104,7 @@ pub(crate) struct Runs {
     /// stored with every transaction made under it.
     run_policy: Option<String>,
     /// The interpreter's budgets, when Bash programs are enabled.
-    bash: Option<vsh_monty::BashLimits>,
+    bash: Option<crate::BashConfig>,
     /// Whether real commands are enabled.
     commands: bool,
     /// The environment real commands get.
@@ -147,7 +147,7 @@ impl Runs {
     }
 
     /// Enable Bash programs with these interpreter budgets.
-    pub(crate) fn with_bash(mut self, bash: Option<vsh_monty::BashLimits>) -> Self {
+    pub(crate) fn with_bash(mut self, bash: Option<crate::BashConfig>) -> Self {
         self.bash = bash;
         self
     }
@@ -315,9 +315,23 @@ impl Runs {
             }
             language @ Language::Bash => {
                 let Some(bash) = &self.bash else { return Err(VshError::LanguageUnavailable { language }) };
-                match self.executor.execute_bash(request.code, vfs, self.policy.calls(), &request.budget, bash, cancel)
-                {
-                    Ok(outcome) => Ok(Executed::of_script(vsh_monty::BASH_PROFILE, outcome)),
+                let ran = match bash.profile {
+                    crate::BashProfile::Bounded => self.executor.execute_bash(
+                        request.code,
+                        vfs,
+                        self.policy.calls(),
+                        &request.budget,
+                        &bash.limits,
+                        cancel,
+                    ),
+                    crate::BashProfile::Confined => {
+                        let argv = ["/bin/bash".to_owned(), "-c".to_owned(), request.code.to_owned()];
+                        let config = self.command_config();
+                        self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel)
+                    }
+                };
+                match ran {
+                    Ok(outcome) => Ok(Executed::of_script(bash.profile.name(), outcome)),
                     Err(error) => Err(bash_failure(error, vfs)),
                 }
             }

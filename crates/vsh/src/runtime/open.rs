@@ -113,7 +113,7 @@ impl Runtime {
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
-                .with_bash(bash.map(|bash| bash.limits))
+                .with_bash(bash)
                 .with_commands(commands, command_env);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
