@@ -130,6 +130,8 @@ struct State {
     buffers: HashMap<u64, Buffer>,
     /// Each open directory's listing, taken when it is first read.
     listings: HashMap<u64, Vec<(u64, FileType, String)>>,
+    /// When this filesystem last wrote each file back.
+    written: HashMap<u64, SystemTime>,
     next_handle: u64,
 }
 
@@ -139,6 +141,11 @@ pub struct CandidateFs<B: Backend> {
     backend: B,
     owner: Owner,
     state: Mutex<State>,
+    /// Paths (in the filesystem's own terms) shown as empty directories
+    /// without asking the backend: where the child mounts something else.
+    mount_points: Vec<String>,
+    /// When the filesystem was made.
+    made: SystemTime,
 }
 
 fn failed(errno: i32) -> Errno {
@@ -171,8 +178,25 @@ fn child_path(parent: &str, name: &OsStr) -> Result<String, Errno> {
 impl<B: Backend> CandidateFs<B> {
     /// A filesystem whose requests `backend` answers, its files shown as `owner`'s.
     pub fn new(backend: B, owner: Owner) -> Self {
-        let state = State { inodes: Inodes::new(), buffers: HashMap::new(), listings: HashMap::new(), next_handle: 1 };
-        Self { backend, owner, state: Mutex::new(state) }
+        let state = State {
+            inodes: Inodes::new(),
+            buffers: HashMap::new(),
+            listings: HashMap::new(),
+            written: HashMap::new(),
+            next_handle: 1,
+        };
+        Self { backend, owner, state: Mutex::new(state), mount_points: Vec::new(), made: SystemTime::now() }
+    }
+
+    /// Answer a lookup of each of `relative` (plain relative paths, such as
+    /// `target`) with a directory whatever the image holds there, without
+    /// asking the backend, so the child can mount something over it (a
+    /// scratch directory): nothing there is read from or written to the
+    /// image. Listings show what the image holds, never these.
+    #[must_use]
+    pub fn with_mount_points(mut self, relative: impl IntoIterator<Item = String>) -> Self {
+        self.mount_points.extend(relative.into_iter().map(|path| format!("{ROOT}/{path}")));
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -206,19 +230,28 @@ impl<B: Backend> CandidateFs<B> {
     }
 
     fn stat(&self, path: &str) -> Result<Meta, Errno> {
+        if self.mount_points.iter().any(|point| point == path) {
+            return Ok(Meta { kind: NodeType::Directory, size: 0, mode: 0o755, modified_ns: 0 });
+        }
         match self.call(FsRequest::Stat { path: path.to_owned(), follow: false })? {
             FsReply::Meta(meta) => Ok(meta),
             _ => Err(unexpected()),
         }
     }
 
-    fn attr(&self, number: u64, meta: &Meta, buffered: Option<&Buffer>) -> FileAttr {
-        let size = match buffered {
+    fn attr(&self, number: u64, meta: &Meta, state: &State) -> FileAttr {
+        let size = match state.buffers.get(&number) {
             Some(buffer) if buffer.loaded => buffer.data.len() as u64,
             _ => meta.size,
         };
-        let modified = u64::try_from(meta.modified_ns)
-            .map_or(SystemTime::UNIX_EPOCH, |nanos| SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos));
+        // The image gives no time for what the transaction changed: such a
+        // node shows when this filesystem wrote it back, else when the
+        // filesystem was made (after any change made before it). So a
+        // build tool sees an edit as newer than its last build's outputs.
+        let modified = match u64::try_from(meta.modified_ns) {
+            Ok(0) | Err(_) => state.written.get(&number).copied().unwrap_or(self.made),
+            Ok(nanos) => SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos),
+        };
         let kind = file_type(meta.kind);
         FileAttr {
             ino: INodeNo(number),
@@ -244,7 +277,7 @@ impl<B: Backend> CandidateFs<B> {
         let meta = self.stat(path)?;
         let mut state = self.lock();
         let number = state.inodes.number(path);
-        Ok(self.attr(number, &meta, state.buffers.get(&number)))
+        Ok(self.attr(number, &meta, &state))
     }
 
     /// Load `ino`'s content into its buffer, if not yet.
@@ -276,6 +309,7 @@ impl<B: Backend> CandidateFs<B> {
         }
         self.done(FsRequest::Write { path, data: buffer.data.clone() })?;
         buffer.dirty = false;
+        state.written.insert(ino, SystemTime::now());
         Ok(())
     }
 
@@ -329,7 +363,7 @@ impl<B: Backend> CandidateFs<B> {
         }
         let meta = self.stat(&path)?;
         let state = self.lock();
-        Ok(self.attr(ino.0, &meta, state.buffers.get(&ino.0)))
+        Ok(self.attr(ino.0, &meta, &state))
     }
 
     fn do_create(
@@ -359,7 +393,7 @@ impl<B: Backend> CandidateFs<B> {
         buffer.loaded = true;
         buffer.dirty = false;
         let handle = Self::open_handle(&mut state, number);
-        Ok((self.attr(number, &meta, state.buffers.get(&number)), handle))
+        Ok((self.attr(number, &meta, &state), handle))
     }
 
     fn do_remove(&self, parent: INodeNo, name: &OsStr, directory: bool) -> Result<(), Errno> {
@@ -462,7 +496,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         let attr = self.path_of(ino).and_then(|path| {
             let meta = self.stat(&path)?;
             let state = self.lock();
-            Ok(self.attr(ino.0, &meta, state.buffers.get(&ino.0)))
+            Ok(self.attr(ino.0, &meta, &state))
         });
         match attr {
             Ok(attr) => reply.attr(&TTL, &attr),

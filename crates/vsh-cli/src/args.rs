@@ -545,6 +545,11 @@ pub(crate) struct RunOptions {
     /// (repeatable; one that is not set is an error).
     #[arg(long = "pass-env", value_name = "NAME")]
     pub(crate) pass_env: Vec<String>,
+    /// Let real commands read and execute from this host directory, at its
+    /// own path (repeatable): a toolchain, say `--tool "$(rustc --print
+    /// sysroot)"` with `--env PATH=<that>/bin:/usr/bin:/bin`.
+    #[arg(long = "tool", value_name = "DIR")]
+    pub(crate) tools: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) budget: BudgetArgs,
     #[command(flatten)]

@@ -342,7 +342,11 @@ fn run_program(
             env.push((name.clone(), value));
         }
         env.extend(run.env.iter().cloned());
-        config = config.with_command_env(env);
+        let mut tools = Vec::with_capacity(run.tools.len());
+        for tool in &run.tools {
+            tools.push(std::path::absolute(tool).map_err(|error| format!("--tool {}: {error}", tool.display()))?);
+        }
+        config = config.with_command_env(env).with_command_tools(tools);
     }
     match real {
         RealCommands::None => {}

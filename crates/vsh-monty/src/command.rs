@@ -14,7 +14,7 @@
 //! [`ExecutionError::Bash`] with what the command changed; a timeout, a
 //! cancellation or a budget kills the whole process group.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ChildStderr, ChildStdout, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
@@ -61,8 +61,9 @@ pub const COMMAND_TMP_BYTES: u64 = 512 << 20;
 /// (the kernel delivering the last releases) before the run is failed.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// What a command run needs besides the image: where the candidate appears
-/// and what reaches the command's environment.
+/// What a command run needs besides the image: where the candidate appears,
+/// what reaches the command's environment, which host directories it may
+/// use, and where its scratch directories are.
 #[derive(Debug, Clone)]
 pub struct CommandConfig {
     /// Where the command sees the candidate: an existing directory (other
@@ -73,11 +74,21 @@ pub struct CommandConfig {
     pub root: PathBuf,
     /// The environment: exactly these variables (`PATH` included).
     pub env: Vec<(String, String)>,
+    /// Host directories the command may read and execute from, at their
+    /// own paths (a toolchain, say), even beneath a directory its user
+    /// could not search (see `vsh_sandbox::FuseMount::with_tool_dir`).
+    pub tools: Vec<PathBuf>,
+    /// Scratch directories: `(inside, dir)` binds the host directory `dir`
+    /// over the relative path `inside` of the candidate (build outputs and
+    /// caches, `target` say): written directly, kept between runs, never
+    /// part of the image or the diff.
+    pub scratch: Vec<(String, PathBuf)>,
 }
 
 impl CommandConfig {
     /// A candidate at `root`, with `PATH=/usr/local/bin:/usr/bin:/bin`,
-    /// `HOME=/tmp`, `LANG=C.UTF-8` and nothing else.
+    /// `HOME=/tmp`, `LANG=C.UTF-8`, `PYTHONDONTWRITEBYTECODE=1` (no
+    /// `__pycache__` in the diff) and nothing else; no tools, no scratch.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
@@ -85,7 +96,10 @@ impl CommandConfig {
                 ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
                 ("HOME".to_owned(), "/tmp".to_owned()),
                 ("LANG".to_owned(), "C.UTF-8".to_owned()),
+                ("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()),
             ],
+            tools: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 }
@@ -141,6 +155,38 @@ fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
     head.extend_from_slice(format!("\n[vsh: {omitted} bytes left out]\n").as_bytes());
     head.extend(tail.range(tail.len() - tail_kept..));
     head
+}
+
+/// The argv to spawn for `argv`: the program found on the command's `PATH`
+/// (its directories outside the workspace), as an absolute path; a program
+/// in the workspace (a path beneath `root`, a relative path, or a name found
+/// only on a `PATH` directory beneath `root`) is started by `/bin/sh` inside
+/// the command's namespace (`exec "$0" "$@"`), so it is the candidate's
+/// file that runs and its read is recorded, never the host's file beneath.
+fn launch_argv(argv: &[String], env: &[(String, String)], root: &Path) -> Vec<String> {
+    let Some(program) = argv.first() else { return Vec::new() };
+    let in_workspace = |path: &Path| !path.is_absolute() || path.starts_with(root);
+    let through_shell = || {
+        let mut wrapped = vec!["/bin/sh".to_owned(), "-c".to_owned(), "exec \"$0\" \"$@\"".to_owned()];
+        wrapped.extend(argv.iter().cloned());
+        wrapped
+    };
+    if program.contains('/') {
+        return if in_workspace(Path::new(program)) { through_shell() } else { argv.to_vec() };
+    }
+    let path = env.iter().rev().find(|(key, _)| key == "PATH").map_or("", |(_, value)| value.as_str());
+    match vsh_sandbox::find_on_path(program, path, in_workspace) {
+        Ok(Some(found)) => {
+            let mut resolved = vec![found.to_string_lossy().into_owned()];
+            resolved.extend(argv[1..].iter().cloned());
+            resolved
+        }
+        // Not found: the spawn says so.
+        Ok(None) => argv.to_vec(),
+        // A PATH directory in the workspace: the shell resolves the name in
+        // the command's own view.
+        Err(_) => through_shell(),
+    }
 }
 
 /// The exit code a shell reports for `status`.
@@ -217,14 +263,21 @@ impl Dispatcher<'_> {
         call: &CommandCall<'_>,
         config: &CommandConfig,
     ) -> Result<CommandEnd, ExecutionError> {
-        let Some((program, arguments)) = call.argv.split_first() else {
+        let argv = launch_argv(call.argv, call.env, &config.root);
+        let Some((program, arguments)) = argv.split_first() else {
             return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
         };
         let limits = self.host.meter.limits();
         let started = self.host.meter.started();
         let called = Instant::now();
         let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
-        let mount = mount.with_private_tmp(COMMAND_TMP_BYTES);
+        let mut mount = mount.with_private_tmp(COMMAND_TMP_BYTES);
+        for tool in &config.tools {
+            mount = mount.with_tool_dir(tool);
+        }
+        for (inside, dir) in &config.scratch {
+            mount = mount.with_scratch(inside, dir);
+        }
         // Never root: the process-count limit would not hold, and a root process
         // needs no permission bits. The candidate's files are the command user's.
         let (uid, gid) = if vsh_sandbox::effective_uid() == 0 {
@@ -244,7 +297,9 @@ impl Dispatcher<'_> {
         let (events_in, events) = sync_channel::<Event>(16);
         let backend = ChannelBackend::new(events_in.clone(), Event::Call);
         let served_in = events_in.clone();
-        let serving = vsh_candidate::serve_then(CandidateFs::new(backend, Owner { uid, gid }), mounted, move || {
+        let fs = CandidateFs::new(backend, Owner { uid, gid })
+            .with_mount_points(config.scratch.iter().map(|(inside, _)| inside.clone()));
+        let serving = vsh_candidate::serve_then(fs, mounted, move || {
             let _ = served_in.send(Event::Served);
         })
         .map_err(|error| setup_error("the candidate's server", error))?;

@@ -183,9 +183,9 @@ impl ConfinedCommand {
             Some(mount) => Some(PreparedMount::new(mount, self.current_dir.as_deref(), self.policy.runs_as())?),
             None => None,
         };
-        let writable = mount.as_ref().map(PreparedMount::writable).unwrap_or_default();
-        let (mut setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support, &writable)?;
-        drop(writable);
+        let granted = mount.as_ref().map(PreparedMount::grants).unwrap_or_default();
+        let (mut setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support, &granted)?;
+        drop(granted);
         if self.policy.runs_as().is_some() {
             // The new uid may not be able to search the program's directories
             // (a binary under /root, say): the child executes it by descriptor.

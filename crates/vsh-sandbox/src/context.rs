@@ -141,6 +141,35 @@ fn canonical_grant(path: &Path) -> io::Result<PathBuf> {
 }
 
 /// Resolve a program as [`ToolContext::check_exec`] describes.
+/// The first executable regular file named `program` (a bare name, no `/`)
+/// in the absolute directories of `path` (a `PATH` value) that `skip` does
+/// not refuse, canonical; `None` when there is none. A directory `skip`
+/// refuses ends the search with `Err(dir)`, so the caller can let another
+/// view resolve the name from there on.
+///
+/// # Errors
+///
+/// The first directory `skip` refused, when it comes before any match.
+pub fn find_on_path(program: &str, path: &str, skip: impl Fn(&Path) -> bool) -> Result<Option<PathBuf>, PathBuf> {
+    if program.is_empty() || program.contains(['/', '\0']) {
+        return Ok(None);
+    }
+    for dir in path.split(':').map(Path::new) {
+        if skip(dir) {
+            return Err(dir.to_owned());
+        }
+        if !dir.is_absolute() {
+            continue;
+        }
+        let candidate = dir.join(program);
+        let Ok(metadata) = fs::metadata(&candidate) else { continue };
+        if metadata.is_file() && metadata.permissions().mode() & 0o111 != 0 {
+            return Ok(fs::canonicalize(&candidate).ok());
+        }
+    }
+    Ok(None)
+}
+
 fn resolve_program(program: &str) -> Result<PathBuf, ToolError> {
     let spawn_error = |source: io::Error| ToolError::Spawn { program: program.to_owned(), source };
     if program.is_empty() || program.contains('\0') {

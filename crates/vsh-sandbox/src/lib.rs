@@ -71,7 +71,7 @@ mod setup;
 mod sys;
 
 pub use command::{ConfinedChild, ConfinedCommand, kill_process_group};
-pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext};
+pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext, find_on_path};
 pub use env::env_denylisted;
 pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};

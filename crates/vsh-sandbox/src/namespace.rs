@@ -52,6 +52,10 @@ pub struct FuseMount {
     mounted: OwnedFd,
     /// The size of a private `/tmp`, if the child gets one.
     tmp_bytes: Option<u64>,
+    /// Host directories shown read-only at their own paths.
+    tools: Vec<PathBuf>,
+    /// Host directories bound over paths inside the candidate: `(inside, dir)`.
+    scratch: Vec<(PathBuf, PathBuf)>,
 }
 
 /// The server's side of a [`FuseMount`]: waits until the filesystem exists
@@ -86,7 +90,15 @@ impl FuseMount {
             .map_err(|errno| ToolError::Setup { stage: "mount pipe", source: errno.into() })?;
         let device = Arc::new(device);
         let waiter = MountWaiter { device: Arc::clone(&device), mounted: reader };
-        Ok((Self { device, target: target.into(), mounted: writer, tmp_bytes: None }, waiter))
+        let mount = Self {
+            device,
+            target: target.into(),
+            mounted: writer,
+            tmp_bytes: None,
+            tools: Vec::new(),
+            scratch: Vec::new(),
+        };
+        Ok((mount, waiter))
     }
 
     /// Give the child a private `/tmp` as well: a new tmpfs of at most
@@ -96,6 +108,29 @@ impl FuseMount {
     #[must_use]
     pub fn with_private_tmp(mut self, max_bytes: u64) -> Self {
         self.tmp_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Show the host directory `dir` (an absolute path) to the child at its
+    /// own path, readable and executable, never writable, even when one of
+    /// its ancestors is not searchable by the child's uid (a toolchain under
+    /// `/root`, say): such an ancestor is covered, in the child's namespace
+    /// only, by an empty read-only tmpfs holding just the directories that
+    /// lead to what is shown there.
+    #[must_use]
+    pub fn with_tool_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.tools.push(dir.into());
+        self
+    }
+
+    /// Bind the host directory `dir` over `inside` (a relative path in the
+    /// candidate, which the filesystem must show as a directory): the child
+    /// reads, writes and executes there directly on the host, at native
+    /// speed, and nothing it does there is the candidate's. For build
+    /// outputs and caches kept between runs.
+    #[must_use]
+    pub fn with_scratch(mut self, inside: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> Self {
+        self.scratch.push((inside.into(), dir.into()));
         self
     }
 
@@ -137,16 +172,34 @@ impl MountWaiter {
 pub(crate) struct PreparedMount {
     /// Keeps the device open until the child has mounted it.
     _device: Arc<OwnedFd>,
+    /// Empty tmpfs mounts attached first (the private `/tmp`, covers over
+    /// ancestors the child could not search), shallowest first.
+    covers: Vec<(OwnedFd, CString)>,
+    /// Directories to make in the covers, outermost first, for what is
+    /// attached beneath them.
+    dirs: Vec<CString>,
+    /// Tool directories (detached clones), attached after the covers.
+    tools: Vec<(OwnedFd, CString)>,
     /// The candidate, detached.
     candidate: OwnedFd,
     target: CString,
-    /// The private `/tmp`, detached, and the directories to make in it for
-    /// a target beneath `/tmp`, outermost first.
-    tmp: Option<(OwnedFd, Vec<CString>)>,
+    /// Scratch directories (detached clones), attached inside the candidate.
+    scratch: Vec<(OwnedFd, CString)>,
     /// The working directory (entered after mounting).
     pub(crate) cwd: Option<CString>,
     /// The uid and gid to change to after mounting.
     pub(crate) ids: Option<(u32, u32)>,
+}
+
+/// What the child may do beneath the root of one of the prepared mounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Grant {
+    /// Read and execute (a tool directory).
+    ReadExecute,
+    /// Read and write (the private `/tmp`).
+    Write,
+    /// Read, write and execute (the candidate, a scratch directory).
+    WriteExecute,
 }
 
 fn c_path(path: &Path) -> Result<CString, ToolError> {
@@ -155,11 +208,70 @@ fn c_path(path: &Path) -> Result<CString, ToolError> {
 }
 
 /// A detached mount of the filesystem `fs_fd` was configured for.
-fn detach(fs: &OwnedFd, stage: &'static str) -> Result<OwnedFd, ToolError> {
+fn detach(fs: &OwnedFd, stage: &'static str, read_only: bool) -> Result<OwnedFd, ToolError> {
     let setup = |errno: rustix::io::Errno| ToolError::Setup { stage, source: errno.into() };
     rustix::mount::fsconfig_create(fs).map_err(setup)?;
-    let attributes = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
+    let mut attributes = MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV;
+    if read_only {
+        attributes |= MountAttrFlags::MOUNT_ATTR_RDONLY;
+    }
     rustix::mount::fsmount(fs, FsMountFlags::FSMOUNT_CLOEXEC, attributes).map_err(setup)
+}
+
+/// A new empty tmpfs of `bytes` with root mode `mode`, detached.
+fn tmpfs(bytes: u64, mode: &str, stage: &'static str, read_only: bool) -> Result<OwnedFd, ToolError> {
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage, source: errno.into() };
+    let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).map_err(setup)?;
+    rustix::mount::fsconfig_set_string(&fs, "source", "vsh-tmp").map_err(setup)?;
+    rustix::mount::fsconfig_set_string(&fs, "size", bytes.to_string()).map_err(setup)?;
+    rustix::mount::fsconfig_set_string(&fs, "nr_inodes", "65536").map_err(setup)?;
+    rustix::mount::fsconfig_set_string(&fs, "mode", mode).map_err(setup)?;
+    detach(&fs, stage, read_only)
+}
+
+/// A detached clone of the host directory `dir` (a bind mount no namespace
+/// has yet; a symlink at `dir` itself is not followed, and what is mounted
+/// beneath `dir` is not part of it).
+fn clone_tree(dir: &Path) -> Result<OwnedFd, ToolError> {
+    use rustix::mount::OpenTreeFlags;
+    if !dir.is_absolute() {
+        return Err(ToolError::InvalidPolicy { reason: format!("{} is not an absolute path", dir.display()) });
+    }
+    let flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_SYMLINK_NOFOLLOW;
+    rustix::mount::open_tree(rustix::fs::CWD, dir, flags)
+        .map_err(|errno| ToolError::AllowedPath { path: dir.to_owned(), source: errno.into() })
+}
+
+/// The outermost ancestor of `dir` (below `/`) that a process of `ids`
+/// cannot search, if any.
+fn unsearchable_ancestor(dir: &Path, (uid, gid): (u32, u32)) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    dir.ancestors().collect::<Vec<_>>().into_iter().rev().skip(1).find_map(|ancestor| {
+        if ancestor == dir {
+            return None;
+        }
+        let meta = std::fs::metadata(ancestor).ok()?;
+        let bits = if meta.uid() == uid {
+            meta.mode() >> 6
+        } else if meta.gid() == gid {
+            meta.mode() >> 3
+        } else {
+            meta.mode()
+        };
+        (bits & 0o1 == 0).then(|| ancestor.to_owned())
+    })
+}
+
+/// The directories from `cover` (exclusive) down to `path` (inclusive).
+fn chain(cover: &Path, path: &Path) -> Result<Vec<CString>, ToolError> {
+    let Ok(inside) = path.strip_prefix(cover) else { return Ok(Vec::new()) };
+    let mut at = cover.to_owned();
+    let mut dirs = Vec::new();
+    for component in inside.components() {
+        at.push(component);
+        dirs.push(c_path(&at)?);
+    }
+    Ok(dirs)
 }
 
 impl PreparedMount {
@@ -188,50 +300,74 @@ impl PreparedMount {
         for flag in ["allow_other", "default_permissions"] {
             rustix::mount::fsconfig_set_flag(&fs, flag).map_err(setup)?;
         }
-        let candidate = detach(&fs, "candidate mount")?;
+        let candidate = detach(&fs, "candidate mount", false)?;
         // The filesystem exists from here on, and the kernel asks its server
         // (the ruleset's checks of the root already do): serving starts now.
         rustix::io::write(&mount.mounted, &[1])
             .map_err(|errno| ToolError::Setup { stage: "mount pipe", source: errno.into() })?;
-        let tmp = match mount.tmp_bytes {
-            None => None,
-            Some(bytes) => {
-                let setup =
-                    |errno: rustix::io::Errno| ToolError::Setup { stage: "private /tmp (tmpfs)", source: errno.into() };
-                let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).map_err(setup)?;
-                rustix::mount::fsconfig_set_string(&fs, "source", "vsh-tmp").map_err(setup)?;
-                rustix::mount::fsconfig_set_string(&fs, "size", bytes.to_string()).map_err(setup)?;
-                rustix::mount::fsconfig_set_string(&fs, "nr_inodes", "65536").map_err(setup)?;
-                rustix::mount::fsconfig_set_string(&fs, "mode", "1777").map_err(setup)?;
-                let tmp = detach(&fs, "private /tmp (tmpfs)")?;
-                // A target beneath /tmp: its directories, made in the new tmpfs.
-                let mut dirs = Vec::new();
-                if let Ok(inside) = target.strip_prefix("/tmp") {
-                    let mut path = PathBuf::from("/tmp");
-                    for component in inside.components() {
-                        path.push(component);
-                        dirs.push(c_path(&path)?);
-                    }
-                }
-                Some((tmp, dirs))
+        // Covers: the private /tmp, and each outermost ancestor of a tool
+        // directory the child could not search (unless already covered).
+        let mut cover_paths: Vec<PathBuf> = Vec::new();
+        let mut covers = Vec::new();
+        if let Some(bytes) = mount.tmp_bytes {
+            covers.push((tmpfs(bytes, "1777", "private /tmp (tmpfs)", false)?, c_path(Path::new("/tmp"))?));
+            cover_paths.push(PathBuf::from("/tmp"));
+        }
+        for tool in &mount.tools {
+            if let Some(ancestor) = unsearchable_ancestor(tool, (uid, gid))
+                && !cover_paths.iter().any(|cover| ancestor.starts_with(cover))
+            {
+                covers.push((tmpfs(1 << 20, "755", "tool directory cover (tmpfs)", false)?, c_path(&ancestor)?));
+                cover_paths.push(ancestor);
             }
+        }
+        // What is attached beneath a cover needs its directories made there.
+        let mut dirs = Vec::new();
+        let beneath = |path: &Path| {
+            cover_paths.iter().filter(|cover| path.starts_with(cover)).max_by_key(|cover| cover.as_os_str().len())
         };
+        for path in mount.tools.iter().chain(std::iter::once(target)) {
+            if let Some(cover) = beneath(path) {
+                dirs.extend(chain(cover, path)?);
+            }
+        }
+        let mut tools = Vec::new();
+        for tool in &mount.tools {
+            tools.push((clone_tree(tool)?, c_path(tool)?));
+        }
+        let mut scratch = Vec::new();
+        for (inside, dir) in &mount.scratch {
+            if inside.is_absolute() || inside.components().any(|part| !matches!(part, std::path::Component::Normal(_)))
+            {
+                return Err(ToolError::InvalidPolicy {
+                    reason: format!("scratch path {} must be relative and plain", inside.display()),
+                });
+            }
+            scratch.push((clone_tree(dir)?, c_path(&target.join(inside))?));
+        }
         Ok(Self {
             target: c_path(target)?,
             _device: mount.device,
+            covers,
+            dirs,
+            tools,
             candidate,
-            tmp,
+            scratch,
             cwd: cwd.map(c_path).transpose()?,
             ids,
         })
     }
 
-    /// The roots the child's Landlock ruleset lets it write beneath: the
-    /// candidate's and the private `/tmp`'s.
-    pub(crate) fn writable(&self) -> Vec<BorrowedFd<'_>> {
-        let mut roots = vec![self.candidate.as_fd()];
-        roots.extend(self.tmp.as_ref().map(|(tmp, _)| tmp.as_fd()));
-        roots
+    /// The roots of the prepared mounts the child's Landlock ruleset grants
+    /// by descriptor, and what it may do beneath each.
+    pub(crate) fn grants(&self) -> Vec<(BorrowedFd<'_>, Grant)> {
+        let mut grants = vec![(self.candidate.as_fd(), Grant::WriteExecute)];
+        if let Some((tmp, _)) = self.covers.first().filter(|(_, path)| path.as_c_str() == c"/tmp") {
+            grants.push((tmp.as_fd(), Grant::Write));
+        }
+        grants.extend(self.tools.iter().map(|(tool, _)| (tool.as_fd(), Grant::ReadExecute)));
+        grants.extend(self.scratch.iter().map(|(dir, _)| (dir.as_fd(), Grant::WriteExecute)));
+        grants
     }
 
     /// Leave the parent's mount namespace and attach the mounts. Runs in the
@@ -243,16 +379,22 @@ impl PreparedMount {
         };
         crate::sys::unshare_mount_namespace()?;
         rustix::mount::mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE)?;
-        if let Some((tmp, dirs)) = &self.tmp {
-            attach(tmp, c"/tmp")?;
-            for dir in dirs {
-                match rustix::fs::mkdir(dir.as_c_str(), Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                    Err(errno) => return Err(errno.into()),
-                }
+        for (cover, at) in &self.covers {
+            attach(cover, at)?;
+        }
+        for dir in &self.dirs {
+            match rustix::fs::mkdir(dir.as_c_str(), Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(errno) => return Err(errno.into()),
             }
         }
+        for (tool, at) in &self.tools {
+            attach(tool, at)?;
+        }
         attach(&self.candidate, self.target.as_c_str())?;
+        for (dir, at) in &self.scratch {
+            attach(dir, at)?;
+        }
         if let Some(cwd) = &self.cwd {
             rustix::process::chdir(cwd.as_c_str())?;
         }

@@ -19,6 +19,7 @@ use rustix::fs::{FileType, Mode, OFlags};
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
+use crate::namespace::Grant;
 use crate::policy::{DYNAMIC_LOADERS, SYSTEM_DEVICES, SYSTEM_DIRS, SYSTEM_ETC_FILES, SandboxPolicy};
 
 /// The named ABI for a reviewed version number (1 to [`crate::NEWEST_REVIEWED_LANDLOCK_ABI`]).
@@ -42,14 +43,14 @@ struct PathRule<'a> {
     required: bool,
 }
 
-/// Build the ruleset for `policy` and `context` with the rights of ABI `version`, plus write
-/// rights beneath each of the directories `writable` (opened by the caller, such as the root of
-/// a detached mount), and return its file descriptor (close-on-exec).
+/// Build the ruleset for `policy` and `context` with the rights of ABI `version`, plus the
+/// rights `granted` beneath each of the directories there (opened by the caller: the roots of
+/// detached mounts), and return its file descriptor (close-on-exec).
 pub(crate) fn build(
     version: u32,
     policy: &SandboxPolicy,
     context: &ToolContext,
-    writable: &[BorrowedFd<'_>],
+    granted: &[(BorrowedFd<'_>, Grant)],
 ) -> Result<OwnedFd, ToolError> {
     let abi = named_abi(version);
     let handled = AccessFs::from_all(abi);
@@ -102,8 +103,13 @@ pub(crate) fn build(
         let access = if is_dir { rule.access } else { rule.access & AccessFs::from_file(abi) };
         created = created.add_rule(PathBeneath::new(fd, access & handled)).map_err(landlock_error)?;
     }
-    for dir in writable {
-        created = created.add_rule(PathBeneath::new(*dir, write & handled)).map_err(landlock_error)?;
+    for (dir, grant) in granted {
+        let access = match grant {
+            Grant::ReadExecute => exec,
+            Grant::Write => write,
+            Grant::WriteExecute => write | AccessFs::Execute,
+        };
+        created = created.add_rule(PathBeneath::new(*dir, access & handled)).map_err(landlock_error)?;
     }
     if abi >= ABI::V4 {
         for port in policy.tcp_connect_ports() {

@@ -106,11 +106,11 @@ impl ChildSetup {
         policy: &SandboxPolicy,
         context: &ToolContext,
         support: &KernelSupport,
-        writable: &[BorrowedFd<'_>],
+        granted: &[(BorrowedFd<'_>, crate::namespace::Grant)],
     ) -> Result<(Self, StageReader), ToolError> {
         let confined = policy.mode() == Mode::Confined;
         let landlock = match support.landlock_rights_abi() {
-            Some(abi) if confined => Some(ruleset::build(abi, policy, context, writable)?),
+            Some(abi) if confined => Some(ruleset::build(abi, policy, context, granted)?),
             _ => None,
         };
         let seccomp = if support.seccomp {

@@ -16,6 +16,9 @@ use vsh_types::VPath;
 use crate::backend::{CapDirBackend, StoreBackend};
 use crate::error::StoreError;
 
+/// The data directory's subdirectory of scratch directories ([`DataDir::scratch_dir`]).
+pub const SCRATCH: &str = "scratch";
+
 /// The trusted data directory holding blobs and transaction records.
 #[derive(Debug)]
 pub struct DataDir {
@@ -61,6 +64,43 @@ impl DataDir {
     /// The directory handle.
     pub fn dir(&self) -> &CapDir {
         &self.dir
+    }
+
+    /// The host path of the scratch directory `name` (one plain file name,
+    /// such as `target`): `scratch/<name>`, made (mode `0o777`, inside
+    /// `scratch/`, mode `0o700`) if missing, never through a symlink. Real
+    /// commands write there directly (as the workspace's `target/`, say),
+    /// and what they wrote is there for the next run of the same workspace;
+    /// it is the commands' own, never read as vsh's state.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when `name` is not one plain name, or the
+    /// directories cannot be made (or something else is there).
+    pub fn scratch_dir(&self, name: &str) -> Result<std::path::PathBuf, StoreError> {
+        let scratch = VPath::parse(SCRATCH).expect("a plain component");
+        let leaf = VPath::from_component(name).map_err(|_| StoreError::DataDir {
+            path: scratch.clone(),
+            source: HostError::NotADirectory { path: scratch.clone() },
+        })?;
+        let at = scratch.join(leaf.as_str()).unwrap_or_else(|_| scratch.clone());
+        let dir = self
+            .dir
+            .open_or_create_subdir(&scratch)
+            .map_err(|source| StoreError::DataDir { path: scratch.clone(), source })?;
+        match dir.create_dir(&leaf, 0o777) {
+            Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
+            Err(source) => return Err(StoreError::DataDir { path: at.clone(), source }),
+        }
+        match dir.lstat(&leaf) {
+            Ok(Some(stat)) if stat.kind == vsh_host::HostKind::Directory => {}
+            Ok(_) => {
+                let source = HostError::NotADirectory { path: leaf.clone() };
+                return Err(StoreError::DataDir { path: at.clone(), source });
+            }
+            Err(source) => return Err(StoreError::DataDir { path: at.clone(), source }),
+        }
+        Ok(self.dir.display_path().join(SCRATCH).join(name))
     }
 
     /// The bytes of the settings file `name` (one file name, for example

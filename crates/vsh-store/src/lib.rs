@@ -55,7 +55,7 @@ pub use artifact::{ARTIFACT_MAGIC, ARTIFACT_MAGIC_V1, ArtifactError, ArtifactLim
 pub use authority::{AUTHORITY_KEY_ENV, AuthorityKeyFile};
 pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
 pub use blob::{BlobStatus, BlobStore, PutOutcome, REFRESH_AFTER_MS};
-pub use datadir::DataDir;
+pub use datadir::{DataDir, SCRATCH};
 pub use error::StoreError;
 pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
 pub use gc::{BlobSweep, GcReport, RetentionConfig};

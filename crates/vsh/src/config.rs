@@ -39,7 +39,13 @@ pub struct RuntimeConfig {
     pub(crate) bash: Option<BashConfig>,
     pub(crate) commands: bool,
     pub(crate) command_env: Vec<(String, String)>,
+    pub(crate) command_tools: Vec<std::path::PathBuf>,
+    pub(crate) scratch: Vec<String>,
 }
+
+/// The scratch directories real commands get by default
+/// ([`RuntimeConfig::with_scratch`]).
+pub const DEFAULT_SCRATCH: [&str; 2] = ["target", ".pytest_cache"];
 
 /// Bash programs ([`crate::Language::Bash`]), enabled by
 /// [`RuntimeConfig::with_bash`]: by default the `vsh-bash-bounded-v1`
@@ -185,6 +191,8 @@ impl RuntimeConfig {
             bash: None,
             commands: false,
             command_env: Vec::new(),
+            command_tools: Vec::new(),
+            scratch: DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect(),
         }
     }
 
@@ -271,9 +279,37 @@ impl RuntimeConfig {
         self
     }
 
+    /// Let real commands read and execute from these host directories (a
+    /// toolchain, such as `rustc --print sysroot`), at their own paths,
+    /// never write them; a directory beneath one the command's user could
+    /// not search (`/root`) is still reachable (see
+    /// `vsh_sandbox::FuseMount::with_tool_dir`). Put their `bin` on the
+    /// commands' `PATH` with [`RuntimeConfig::with_command_env`]. Part of the
+    /// binding.
+    #[must_use]
+    pub fn with_command_tools<P: Into<std::path::PathBuf>>(mut self, dirs: impl IntoIterator<Item = P>) -> Self {
+        self.command_tools.extend(dirs.into_iter().map(Into::into));
+        self
+    }
+
+    /// The scratch directories of real commands: each name (one plain name
+    /// at the workspace's top, default [`DEFAULT_SCRATCH`], `target` and
+    /// `.pytest_cache`) is, for a command, a directory of its own in the
+    /// data directory (`scratch/<name>`), written directly and kept between
+    /// runs (a second `cargo test` builds incrementally), never part of the
+    /// image, the diff or a commit. What one command leaves there the next
+    /// one finds: it is as untrusted as the commands. The names are part of
+    /// the binding.
+    #[must_use]
+    pub fn with_scratch<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.scratch = names.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Set these variables in the environment of every real command (a
     /// `vsh exec`, or a Monty program's `vsh_exec`), on top of the default
-    /// `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=/tmp`, `LANG=C.UTF-8`;
+    /// `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=/tmp`, `LANG=C.UTF-8`,
+    /// `PYTHONDONTWRITEBYTECODE=1`;
     /// nothing else of vsh's own environment reaches a command. A later
     /// value of the same name wins. The environment is part of the
     /// configuration every such transaction is bound to. A name that is

@@ -27,7 +27,7 @@ mod run;
 mod runtime;
 
 pub use cancel::ExecutionCancellation;
-pub use config::{BashConfig, BashProfile, DurablePreviews, RuntimeConfig};
+pub use config::{BashConfig, BashProfile, DEFAULT_SCRATCH, DurablePreviews, RuntimeConfig};
 pub use error::{ErrorCategory, VshError};
 pub use evidence::EvidenceError;
 pub use hook::{

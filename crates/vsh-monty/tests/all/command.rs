@@ -390,3 +390,66 @@ fn the_candidate_is_where_the_workspace_is_and_covers_it() {
     assert!(ws.host_file("abs.txt").is_none(), "and never on the host");
     assert!(!outcome.denied.is_empty(), "the secret is refused by absolute path too");
 }
+
+/// The sysroot of the toolchain running these tests (`rustc --print sysroot`).
+fn sysroot() -> std::path::PathBuf {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = std::process::Command::new(rustc).args(["--print", "sysroot"]).output().expect("rustc runs");
+    std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+#[test]
+fn cargo_test_in_the_candidate_judges_each_edit_and_target_is_scratch() {
+    if !fuse_available() {
+        return;
+    }
+    let crate_files: Vec<(&str, &[u8])> = vec![
+        ("Cargo.toml", b"[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+        (
+            "src/lib.rs",
+            b"pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n",
+        ),
+    ];
+    let sysroot = sysroot();
+    let scratch = tempfile::tempdir().unwrap();
+    // The command's user writes it (as the store makes its scratch directories).
+    std::fs::set_permissions(scratch.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let run = |edit: &str| {
+        let mut ws = Workspace::with(&crate_files);
+        let mut config = CommandConfig::new(ws.root());
+        config.tools.push(sysroot.clone());
+        config.scratch.push(("target".to_owned(), scratch.path().to_owned()));
+        config.env.retain(|(key, _)| key != "PATH");
+        config.env.push(("PATH".to_owned(), format!("{}/bin:/usr/bin:/bin", sysroot.display())));
+        let limits = ExecutionLimits {
+            max_duration: std::time::Duration::from_mins(4),
+            max_request_duration: std::time::Duration::from_mins(5),
+            max_os_calls: 1_000_000,
+            ..ExecutionLimits::default()
+        };
+        let code = format!(
+            "vsh_patch('src/lib.rs', 'a + b', {edit:?})\nstatus, out, err = vsh_exec(['cargo', 'test', '--offline', '-q'])\n(status, out, err)"
+        );
+        let policy = CallPolicy::balanced_default(None);
+        let outcome = MontyExecutor::in_process()
+            .execute_with_commands(&code, &mut ws.vfs, &policy, &limits, &config, &Uninterrupted)
+            .unwrap_or_else(|error| panic!("{error:?}"));
+        let diff = ws.diff();
+        (outcome.value, diff)
+    };
+    // A broken edit: the tests fail in the candidate, and the program sees it.
+    let (value, diff) = run("a - b");
+    let vsh_monty::MontyObject::Tuple(items) = value else { panic!("{value:?}") };
+    assert_eq!(items[0], vsh_monty::MontyObject::Int(101), "cargo test fails: {items:?}");
+    let vsh_monty::MontyObject::String(stdout) = &items[1] else { panic!("{items:?}") };
+    assert!(stdout.contains("adds") && stdout.contains("FAILED"), "the test ran and failed: {items:?}");
+    // Cargo writes its lock file (a real change); target/ never enters the diff.
+    let expected = [("Cargo.lock".to_owned(), DiffKind::Create), ("src/lib.rs".to_owned(), DiffKind::Modify)];
+    assert_eq!(diff, expected);
+    // The fixed edit passes, building incrementally in the kept target/.
+    let (value, diff) = run("b + a");
+    let vsh_monty::MontyObject::Tuple(items) = value else { panic!("{value:?}") };
+    assert_eq!(items[0], vsh_monty::MontyObject::Int(0), "cargo test passes: {items:?}");
+    assert_eq!(diff, expected);
+    assert!(scratch.path().join("debug").is_dir(), "the build output is in the scratch directory");
+}

@@ -125,6 +125,14 @@ impl Runs {
                 canon::put_bytes(&mut out, key.as_bytes());
                 canon::put_bytes(&mut out, value.as_bytes());
             }
+            canon::put_u64(&mut out, self.command_tools.len() as u64);
+            for tool in &self.command_tools {
+                canon::put_bytes(&mut out, tool.as_os_str().as_encoded_bytes());
+            }
+            canon::put_u64(&mut out, self.scratch.len() as u64);
+            for (name, _) in &self.scratch {
+                canon::put_bytes(&mut out, name.as_bytes());
+            }
         }
         self.snapshot_limits.encode_canonical(&mut out);
         canon::put_seq(&mut out, self.excluded.iter());

@@ -109,6 +109,10 @@ pub(crate) struct Runs {
     commands: bool,
     /// The environment real commands get.
     command_env: Vec<(String, String)>,
+    /// The host directories real commands may read and execute from.
+    command_tools: Vec<std::path::PathBuf>,
+    /// Real commands' scratch directories: `(name, host directory)`.
+    scratch: Vec<(String, std::path::PathBuf)>,
 }
 
 impl Runs {
@@ -136,7 +140,20 @@ impl Runs {
             bash: None,
             commands: false,
             command_env: Vec::new(),
+            command_tools: Vec::new(),
+            scratch: Vec::new(),
         }
+    }
+
+    /// Give real commands these tool directories and scratch directories.
+    pub(crate) fn with_command_dirs(
+        mut self,
+        tools: Vec<std::path::PathBuf>,
+        scratch: Vec<(String, std::path::PathBuf)>,
+    ) -> Self {
+        self.command_tools = tools;
+        self.scratch = scratch;
+        self
     }
 
     /// Enable real commands (or not), with the environment `env`.
@@ -353,6 +370,8 @@ impl Runs {
     fn command_config(&self) -> vsh_monty::CommandConfig {
         let mut config = vsh_monty::CommandConfig::new(self.workspace.display_path());
         config.env.clone_from(&self.command_env);
+        config.tools.clone_from(&self.command_tools);
+        config.scratch.clone_from(&self.scratch);
         config
     }
 

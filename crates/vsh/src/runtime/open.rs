@@ -42,6 +42,8 @@ impl Runtime {
             bash,
             commands,
             command_env,
+            command_tools,
+            scratch,
         } = config;
         let command_env = crate::run::command_env(command_env)?;
         let executor = executor(execution, max_idle_workers)?
@@ -109,12 +111,25 @@ impl Runtime {
             committer = committer.with_excluded(inside.clone());
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
+        // Real commands' scratch directories, in the data directory (made now).
+        let confined_bash = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
+        let scratch_dirs = if commands || confined_bash {
+            let mut dirs = Vec::with_capacity(scratch.len());
+            for name in scratch {
+                let dir = data.scratch_dir(&name).map_err(VshError::DataDirectory)?;
+                dirs.push((name, dir));
+            }
+            dirs
+        } else {
+            Vec::new()
+        };
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
                 .with_bash(bash)
-                .with_commands(commands, command_env);
+                .with_commands(commands, command_env)
+                .with_command_dirs(command_tools, scratch_dirs);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }
