@@ -545,6 +545,12 @@ pub(crate) struct RunOptions {
     /// (repeatable; one that is not set is an error).
     #[arg(long = "pass-env", value_name = "NAME")]
     pub(crate) pass_env: Vec<String>,
+    /// A Bash program's or a real command's non-zero exit status is its
+    /// outcome: recorded in the receipt, and the work is decided and
+    /// committable like any other (without it, a failing run commits
+    /// nothing and exits 1).
+    #[arg(long)]
+    pub(crate) accept_failure: bool,
     /// Let real commands read and execute from this host directory, at its
     /// own path (repeatable): a toolchain, say `--tool "$(rustc --print
     /// sysroot)"` with `--env PATH=<that>/bin:/usr/bin:/bin`.

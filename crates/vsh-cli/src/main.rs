@@ -371,6 +371,18 @@ fn run_program(
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
+    if run.accept_failure {
+        if language == vsh::Language::Monty {
+            let mut command = <args::Cli as clap::CommandFactory>::command();
+            command
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--accept-failure is for Bash programs and real commands (a Monty program raises)",
+                )
+                .exit();
+        }
+        request = request.with_failure_accepted();
+    }
     let on_stale = |attempt: u32, error: &vsh::VshError| {
         if let vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { total, .. }) = error {
             eprintln!(

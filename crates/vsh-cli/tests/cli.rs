@@ -1711,3 +1711,29 @@ fn exec_cargo_fmt_shows_the_formatters_diff_for_review_and_cargo_test_keeps_targ
     assert!(!dir.path().join("target").exists(), "the workspace never gets a target/");
     assert!(dir.path().join(".vsh/data/scratch/target/debug").is_dir(), "the build is kept for the next run");
 }
+
+#[test]
+fn a_failing_command_commits_only_when_its_failure_is_accepted() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let script = "echo report > report.txt; echo 2 tests failed; exit 3";
+    let refused = vsh(&["exec", "--workspace", ws, "--mode", "auto", "--", "sh", "-c", script], None);
+    assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(!dir.path().join("report.txt").exists());
+    let accepted = vsh(
+        &["exec", "--workspace", ws, "--mode", "auto", "--accept-failure", "--json", "--", "sh", "-c", script],
+        None,
+    );
+    assert_eq!(accepted.status.code(), Some(0), "{}", String::from_utf8_lossy(&accepted.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&accepted.stdout).unwrap();
+    assert_eq!(receipt["exit_code"], 3, "the status is recorded: {receipt}");
+    assert_eq!(receipt["stdout"], "2 tests failed\n");
+    assert_eq!(receipt["state"], "committed", "{receipt}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("report.txt")).unwrap(), "report\n");
+    let monty = vsh(&["run", "--workspace", ws, "--accept-failure", "-"], Some("1"));
+    assert_eq!(monty.status.code(), Some(2), "--accept-failure is not for Monty");
+}

@@ -65,6 +65,11 @@ pub struct RunRequest<'a> {
     pub detail: ReceiptDetail,
     /// Execution budget.
     pub budget: ExecutionBudget,
+    /// For a Bash program or a real command: whether a non-zero exit status
+    /// is an outcome (recorded in the receipt and the evidence, decided and
+    /// committable like any other) instead of a failed run, which stores
+    /// nothing. Default `false`: a failing command commits nothing.
+    pub accept_failure: bool,
 }
 
 impl<'a> RunRequest<'a> {
@@ -77,7 +82,17 @@ impl<'a> RunRequest<'a> {
             mode: RunMode::Preview,
             detail: ReceiptDetail::Compact,
             budget: ExecutionBudget::default(),
+            accept_failure: false,
         }
+    }
+
+    /// Accept a non-zero exit status of a Bash program or a real command as
+    /// the run's outcome (see [`RunRequest::accept_failure`]): a failing test
+    /// run can still be useful work to review.
+    #[must_use]
+    pub fn with_failure_accepted(mut self) -> Self {
+        self.accept_failure = true;
+        self
     }
 
     /// Replace the language.

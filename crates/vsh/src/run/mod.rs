@@ -56,6 +56,33 @@ fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs) -> VshErr
     }
 }
 
+/// How a Bash program or a real command ended, as the facade takes it: its
+/// outcome; with `accept_failure`, a non-zero exit status too (recorded);
+/// anything else a failure.
+fn script_end(
+    ran: Result<vsh_monty::BashOutcome, vsh_monty::ExecutionError>,
+    profile: &str,
+    accept_failure: bool,
+    vfs: &mut VirtualFs,
+) -> Result<Executed, VshError> {
+    match ran {
+        Ok(outcome) => Ok(Executed::of_script(profile, outcome)),
+        Err(vsh_monty::ExecutionError::Bash {
+            failure: vsh_monty::BashFailure::Exit(_),
+            exit_code,
+            stdout,
+            stderr,
+            stats,
+            denied,
+        }) if accept_failure => Ok(Executed {
+            output: EvidenceOutput::Bash { profile: profile.to_owned(), exit_code, stdout, stderr },
+            stats,
+            denied,
+        }),
+        Err(error) => Err(bash_failure(error, vfs)),
+    }
+}
+
 /// A run that reached its decision, bound and stored.
 pub(crate) struct Ran {
     pub(crate) artifact: PendingArtifact,
@@ -347,10 +374,7 @@ impl Runs {
                         self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel)
                     }
                 };
-                match ran {
-                    Ok(outcome) => Ok(Executed::of_script(bash.profile.name(), outcome)),
-                    Err(error) => Err(bash_failure(error, vfs)),
-                }
+                script_end(ran, bash.profile.name(), request.accept_failure, vfs)
             }
             language @ Language::Command => {
                 if !self.commands {
@@ -358,10 +382,9 @@ impl Runs {
                 }
                 let argv = command::argv(request.code)?;
                 let config = self.command_config();
-                match self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel) {
-                    Ok(outcome) => Ok(Executed::of_script(vsh_monty::COMMAND_PROFILE, outcome)),
-                    Err(error) => Err(bash_failure(error, vfs)),
-                }
+                let ran =
+                    self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel);
+                script_end(ran, vsh_monty::COMMAND_PROFILE, request.accept_failure, vfs)
             }
         }
     }
