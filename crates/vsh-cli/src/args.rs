@@ -435,6 +435,24 @@ pub(crate) enum LanguageArg {
     Bash,
 }
 
+/// What network real commands reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum NetworkArg {
+    /// A private network of their own with only a loopback interface.
+    Loopback,
+    /// The host's network, unrestricted.
+    All,
+}
+
+impl NetworkArg {
+    pub(crate) fn access(self) -> vsh::lower::vsh_sandbox::NetworkAccess {
+        match self {
+            Self::Loopback => vsh::lower::vsh_sandbox::NetworkAccess::Loopback,
+            Self::All => vsh::lower::vsh_sandbox::NetworkAccess::All,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mode {
     /// Compute the diff and decision; write nothing.
@@ -545,6 +563,12 @@ pub(crate) struct RunOptions {
     /// (repeatable; one that is not set is an error).
     #[arg(long = "pass-env", value_name = "NAME")]
     pub(crate) pass_env: Vec<String>,
+    /// What network real commands reach (default none: no sockets but the
+    /// Unix ones): `loopback`, a private loopback of their own (a test's server
+    /// and client reach each other, nothing outside does), or `all`, the
+    /// host's network.
+    #[arg(long, value_enum, value_name = "NETWORK")]
+    pub(crate) allow_network: Option<NetworkArg>,
     /// A Bash program's or a real command's non-zero exit status is its
     /// outcome: recorded in the receipt, and the work is decided and
     /// committable like any other (without it, a failing run commits

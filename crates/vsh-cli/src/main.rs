@@ -347,6 +347,9 @@ fn run_program(
             tools.push(std::path::absolute(tool).map_err(|error| format!("--tool {}: {error}", tool.display()))?);
         }
         config = config.with_command_env(env).with_command_tools(tools);
+        if let Some(network) = run.allow_network {
+            config = config.with_command_network(network.access());
+        }
     }
     match real {
         RealCommands::None => {}

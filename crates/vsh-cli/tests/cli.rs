@@ -1737,3 +1737,21 @@ fn a_failing_command_commits_only_when_its_failure_is_accepted() {
     let monty = vsh(&["run", "--workspace", ws, "--accept-failure", "-"], Some("1"));
     assert_eq!(monty.status.code(), Some(2), "--accept-failure is not for Monty");
 }
+
+#[test]
+fn exec_allow_network_loopback_gives_a_private_loopback() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let script = "import socket\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\nc = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b'ping'); print(a.recv(4).decode())";
+    let plain = vsh(&["exec", "--workspace", ws, "--json", "--", "python3", "-c", script], None);
+    assert_eq!(plain.status.code(), Some(1), "no network by default: {}", String::from_utf8_lossy(&plain.stderr));
+    let looped =
+        vsh(&["exec", "--workspace", ws, "--json", "--allow-network", "loopback", "--", "python3", "-c", script], None);
+    assert_eq!(looped.status.code(), Some(0), "{}", String::from_utf8_lossy(&looped.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&looped.stdout).unwrap();
+    assert_eq!(receipt["stdout"], "ping\n");
+}

@@ -83,12 +83,15 @@ pub struct CommandConfig {
     /// caches, `target` say): written directly, kept between runs, never
     /// part of the image or the diff.
     pub scratch: Vec<(String, PathBuf)>,
+    /// What network the command reaches (default none).
+    pub network: vsh_sandbox::NetworkAccess,
 }
 
 impl CommandConfig {
     /// A candidate at `root`, with `PATH=/usr/local/bin:/usr/bin:/bin`,
     /// `HOME=/tmp`, `LANG=C.UTF-8`, `PYTHONDONTWRITEBYTECODE=1` (no
-    /// `__pycache__` in the diff) and nothing else; no tools, no scratch.
+    /// `__pycache__` in the diff) and nothing else; no tools, no scratch, no
+    /// network.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
@@ -100,6 +103,7 @@ impl CommandConfig {
             ],
             tools: Vec::new(),
             scratch: Vec::new(),
+            network: vsh_sandbox::NetworkAccess::None,
         }
     }
 }
@@ -287,7 +291,7 @@ impl Dispatcher<'_> {
         };
         // The candidate and the private /tmp are writable by descriptor (see
         // `FuseMount`): no path of the host is.
-        let mut sandbox = SandboxPolicy::new();
+        let mut sandbox = SandboxPolicy::new().network(config.network);
         if vsh_sandbox::effective_uid() == 0 {
             sandbox = sandbox.run_as(uid, gid);
         }

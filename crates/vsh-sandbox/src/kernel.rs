@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use crate::policy::{Mode, ResourceLimits, SandboxPolicy};
+use crate::policy::{Mode, NetworkAccess, ResourceLimits, SandboxPolicy};
 use crate::report::{Axis, AxisReport, Enforcement, EnforcementReport};
 use crate::sys;
 
@@ -117,6 +117,18 @@ fn confined_levels(support: &KernelSupport, policy: &SandboxPolicy, child_is_roo
 
 fn network_level(abi: Option<u32>, seccomp: bool, policy: &SandboxPolicy) -> Level {
     let tcp_abi = abi.filter(|abi| *abi >= 4);
+    match policy.network_access() {
+        NetworkAccess::None => {}
+        NetworkAccess::Loopback => {
+            return (
+                Enforcement::Kernel,
+                "a private network namespace holding only its own loopback interface: nothing outside the \
+                 sandbox is reachable, the host's loopback included"
+                    .to_owned(),
+            );
+        }
+        NetworkAccess::All => return (Enforcement::None, "the host's network, unrestricted (as granted)".to_owned()),
+    }
     if policy.has_tcp_grants() {
         let mut ports = String::new();
         for (index, port) in policy.tcp_connect_ports().enumerate() {

@@ -76,7 +76,7 @@ pub use env::env_denylisted;
 pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
 pub use namespace::{FuseMount, MountWaiter};
-pub use policy::{ResourceLimits, SandboxPolicy};
+pub use policy::{NetworkAccess, ResourceLimits, SandboxPolicy};
 pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
 
 /// The effective user id of this process: the uid a child runs as unless its

@@ -93,6 +93,25 @@ pub(crate) enum Mode {
     GroupOnly,
 }
 
+/// What network a confined child reaches ([`SandboxPolicy::network`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NetworkAccess {
+    /// None (the default): `AF_UNIX` sockets only, TCP bind and connect
+    /// denied (save the [`SandboxPolicy::allow_loopback_tcp`] ports).
+    #[default]
+    None,
+    /// A private network namespace of its own holding only a loopback
+    /// interface (up): the child's servers and clients reach each other on
+    /// `127.0.0.1`, nothing outside the sandbox is reachable (the host's
+    /// loopback included). Needs the privilege to make a network namespace
+    /// (a root parent); without it the spawn fails, closed.
+    Loopback,
+    /// The host's network, unrestricted (`AF_INET`, `AF_INET6` and
+    /// `AF_NETLINK` sockets of any kind, no Landlock TCP rules); the network
+    /// axis reports [`Enforcement::None`] and its floor is lowered to match.
+    All,
+}
+
 /// Default floors, in [`Axis`] order: fs-read, fs-write, exec, network, ipc-signals, resources.
 const DEFAULT_FLOORS: [Enforcement; 6] = [
     Enforcement::Kernel,
@@ -141,6 +160,7 @@ pub struct SandboxPolicy {
     write: Vec<PathBuf>,
     exec: Vec<PathBuf>,
     tcp_connect: BTreeSet<u16>,
+    network: NetworkAccess,
     limits: ResourceLimits,
     run_as: Option<(u32, u32)>,
     floors: [Enforcement; 6],
@@ -155,6 +175,7 @@ impl SandboxPolicy {
             write: Vec::new(),
             exec: Vec::new(),
             tcp_connect: BTreeSet::new(),
+            network: NetworkAccess::None,
             limits: ResourceLimits::default(),
             run_as: None,
             floors: DEFAULT_FLOORS,
@@ -179,6 +200,7 @@ impl SandboxPolicy {
             write: Vec::new(),
             exec: Vec::new(),
             tcp_connect: BTreeSet::new(),
+            network: NetworkAccess::None,
             limits: ResourceLimits::none(),
             run_as: None,
             floors,
@@ -219,6 +241,23 @@ impl SandboxPolicy {
     pub fn allow_loopback_tcp(mut self, port: u16) -> Self {
         self.tcp_connect.insert(port);
         self
+    }
+
+    /// What network the child reaches (see [`NetworkAccess`]; default
+    /// none). [`NetworkAccess::All`] lowers the network axis's floor to
+    /// [`Enforcement::None`]: nothing is enforced there, as asked.
+    #[must_use]
+    pub fn network(mut self, access: NetworkAccess) -> Self {
+        self.network = access;
+        if access == NetworkAccess::All {
+            self.floors[Axis::Network.index()] = Enforcement::None;
+        }
+        self
+    }
+
+    /// What network the child reaches.
+    pub fn network_access(&self) -> NetworkAccess {
+        self.network
     }
 
     /// Replace the resource limits.
@@ -292,10 +331,18 @@ impl SandboxPolicy {
         !self.tcp_connect.is_empty()
     }
 
+    /// Whether the child may open internet sockets of any kind (its network
+    /// is a private loopback, or the host's).
+    pub(crate) fn opens_inet(&self) -> bool {
+        self.network != NetworkAccess::None
+    }
+
     /// Refuse a malformed policy: relative allowed paths, or grants on a group-only policy.
     pub(crate) fn validate(&self) -> Result<(), ToolError> {
         let grants = self.read.iter().chain(&self.write).chain(&self.exec);
-        if self.mode == Mode::GroupOnly && (grants.clone().next().is_some() || self.has_tcp_grants()) {
+        if self.mode == Mode::GroupOnly
+            && (grants.clone().next().is_some() || self.has_tcp_grants() || self.network != NetworkAccess::None)
+        {
             return Err(ToolError::InvalidPolicy {
                 reason: "a group-only policy does not confine, so it cannot carry path or port grants".to_owned(),
             });

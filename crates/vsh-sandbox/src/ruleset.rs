@@ -91,7 +91,9 @@ pub(crate) fn build(
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(handled)
         .map_err(landlock_error)?;
-    if abi >= ABI::V4 {
+    // Landlock judges TCP unless the child has a network of its own or the host's.
+    let judges_tcp = abi >= ABI::V4 && !policy.opens_inet();
+    if judges_tcp {
         ruleset = ruleset.handle_access(AccessNet::from_all(abi)).map_err(landlock_error)?;
     }
     if abi >= ABI::V6 {
@@ -111,7 +113,7 @@ pub(crate) fn build(
         };
         created = created.add_rule(PathBeneath::new(*dir, access & handled)).map_err(landlock_error)?;
     }
-    if abi >= ABI::V4 {
+    if judges_tcp {
         for port in policy.tcp_connect_ports() {
             created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(landlock_error)?;
         }

@@ -31,6 +31,9 @@ pub(crate) struct FilterSpec {
     pub(crate) confined: bool,
     /// Whether TCP stream sockets are allowed (a TCP connect grant exists).
     pub(crate) tcp: bool,
+    /// Whether `AF_INET`, `AF_INET6` and `AF_NETLINK` sockets of any kind
+    /// are allowed (a private loopback network, or the host's).
+    pub(crate) inet: bool,
 }
 
 // Classic BPF opcodes (`<linux/bpf_common.h>`) for the hand-written search tree.
@@ -148,10 +151,10 @@ const DENIED_ALWAYS_ARCH: &[libc::c_long] = &[];
 /// Denied for every child: leaving the process group, so a group kill always reaches it.
 const GROUP_ESCAPES: &[libc::c_long] = &[libc::SYS_setsid, libc::SYS_setpgid];
 
-/// The program for `spec`, compiled on first use and then copied: there are only four.
+/// The program for `spec`, compiled on first use and then copied: there are only eight.
 pub(crate) fn program(spec: FilterSpec) -> Result<Vec<libc::sock_filter>, seccompiler::BackendError> {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 4] = [const { OnceLock::new() }; 4];
-    let slot = &PROGRAMS[usize::from(spec.confined) * 2 + usize::from(spec.tcp)];
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 8] = [const { OnceLock::new() }; 8];
+    let slot = &PROGRAMS[usize::from(spec.confined) * 4 + usize::from(spec.tcp) * 2 + usize::from(spec.inet)];
     if let Some(program) = slot.get() {
         return Ok(program.clone());
     }
@@ -324,7 +327,7 @@ fn deny_rules(spec: FilterSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, secco
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
 
-    rules.insert(libc::SYS_socket, socket_rules(spec.tcp)?);
+    rules.insert(libc::SYS_socket, socket_rules(spec.tcp, spec.inet)?);
     // socketpair only exists for AF_UNIX in practice; deny anything else.
     rules.insert(
         libc::SYS_socketpair,
@@ -347,9 +350,18 @@ fn deny_rules(spec: FilterSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, secco
     Ok(rules)
 }
 
-/// `socket(domain, type, protocol)`: only `AF_UNIX`, plus TCP streams when `tcp` is granted.
-fn socket_rules(tcp: bool) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+/// `socket(domain, type, protocol)`: only `AF_UNIX`, plus TCP streams when `tcp` is granted,
+/// or `AF_UNIX`, `AF_INET`, `AF_INET6` and `AF_NETLINK` of any kind with `inet`.
+fn socket_rules(tcp: bool, inet: bool) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
     let unix = as_u64(libc::AF_UNIX);
+    if inet {
+        return Ok(vec![SeccompRule::new(vec![
+            condition(0, SeccompCmpOp::Ne, unix)?,
+            condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_INET))?,
+            condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_INET6))?,
+            condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_NETLINK))?,
+        ])?]);
+    }
     if !tcp {
         return Ok(vec![SeccompRule::new(vec![condition(0, SeccompCmpOp::Ne, unix)?])?]);
     }
@@ -430,7 +442,7 @@ mod tests {
 
     #[test]
     fn the_confined_filter_denies_exactly_the_deny_list() {
-        let program = build(FilterSpec { confined: true, tcp: false }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: true, tcp: false, inet: false }).expect("the filter compiles");
         assert!(program.len() < 4096, "{} instructions", program.len());
         // Written from the policy's documentation, not taken from the constants above.
         let mut denied: Vec<u32> = [
@@ -519,7 +531,7 @@ mod tests {
 
     #[test]
     fn the_confined_filter_checks_arguments() {
-        let program = build(FilterSpec { confined: true, tcp: false }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: true, tcp: false, inet: false }).expect("the filter compiles");
         let call = |number: libc::c_long, args: [u64; 6]| run(&program, AUDIT_ARCH, nr(number), args);
         let eperm = errno(libc::EPERM);
         let stream = arg(libc::SOCK_STREAM | libc::SOCK_CLOEXEC);
@@ -547,7 +559,7 @@ mod tests {
 
     #[test]
     fn a_tcp_grant_allows_tcp_streams_only() {
-        let program = build(FilterSpec { confined: true, tcp: true }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: true, tcp: true, inet: false }).expect("the filter compiles");
         let socket = |family: libc::c_int, kind: libc::c_int, protocol: libc::c_int| {
             run(&program, AUDIT_ARCH, nr(libc::SYS_socket), [arg(family), arg(kind), arg(protocol), 0, 0, 0])
         };
@@ -564,9 +576,27 @@ mod tests {
     }
 
     #[test]
+    fn a_network_of_its_own_allows_inet_and_netlink_sockets_and_nothing_else() {
+        let program = build(FilterSpec { confined: true, tcp: false, inet: true }).expect("the filter compiles");
+        let socket = |family: libc::c_int, kind: libc::c_int, protocol: libc::c_int| {
+            run(&program, AUDIT_ARCH, nr(libc::SYS_socket), [arg(family), arg(kind), arg(protocol), 0, 0, 0])
+        };
+        let eperm = errno(libc::EPERM);
+        for family in [libc::AF_INET, libc::AF_INET6] {
+            assert_eq!(socket(family, libc::SOCK_STREAM, 0), ALLOW);
+            assert_eq!(socket(family, libc::SOCK_DGRAM, 0), ALLOW);
+        }
+        assert_eq!(socket(libc::AF_NETLINK, libc::SOCK_RAW, 0), ALLOW);
+        assert_eq!(socket(libc::AF_UNIX, libc::SOCK_STREAM, 0), ALLOW);
+        for family in [libc::AF_PACKET, libc::AF_VSOCK, libc::AF_BLUETOOTH, libc::AF_ALG] {
+            assert_eq!(socket(family, libc::SOCK_RAW, 0), eperm, "family {family}");
+        }
+    }
+
+    #[test]
     fn foreign_architectures_are_killed_and_x32_is_denied() {
         for confined in [false, true] {
-            let program = build(FilterSpec { confined, tcp: false }).expect("the filter compiles");
+            let program = build(FilterSpec { confined, tcp: false, inet: false }).expect("the filter compiles");
             let i386 = 0x03 | 0x4000_0000; // EM_386 | little-endian
             assert_eq!(run(&program, i386, 1, [0; 6]), libc::SECCOMP_RET_KILL_PROCESS);
             #[cfg(target_arch = "x86_64")]
@@ -578,7 +608,7 @@ mod tests {
 
     #[test]
     fn group_only_denies_only_the_group_escapes() {
-        let program = build(FilterSpec { confined: false, tcp: false }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: false, tcp: false, inet: false }).expect("the filter compiles");
         for number in 0..600 {
             let expected = if [nr(libc::SYS_setsid), nr(libc::SYS_setpgid)].contains(&number) {
                 errno(libc::EPERM)
@@ -591,7 +621,7 @@ mod tests {
 
     #[test]
     fn consecutive_denials_merge_into_ranges() {
-        let entries = entries(FilterSpec { confined: true, tcp: false }).expect("entries");
+        let entries = entries(FilterSpec { confined: true, tcp: false, inet: false }).expect("entries");
         let open_tree = nr(libc::SYS_open_tree);
         let mount_api =
             entries.iter().find(|entry| (entry.first..=entry.last).contains(&open_tree)).expect("open_tree");
@@ -601,7 +631,10 @@ mod tests {
 
     #[test]
     fn cached_programs_equal_fresh_ones() {
-        for spec in [FilterSpec { confined: true, tcp: false }, FilterSpec { confined: false, tcp: true }] {
+        for spec in [
+            FilterSpec { confined: true, tcp: false, inet: false },
+            FilterSpec { confined: false, tcp: true, inet: false },
+        ] {
             let cached = program(spec).expect("compiles");
             assert!(same_program(&cached, &program(spec).expect("compiles")));
             assert!(same_program(&cached, &build(spec).expect("compiles")));

@@ -33,16 +33,18 @@ enum Stage {
     Exec = 6,
     Mount = 7,
     Ids = 8,
+    Network = 9,
 }
 
 impl Stage {
-    const ALL: [Stage; 8] = [
+    const ALL: [Stage; 9] = [
         Stage::Rlimits,
         Stage::NoNewPrivs,
         Stage::Landlock,
         Stage::Capabilities,
         Stage::Seccomp,
         Stage::Exec,
+        Stage::Network,
         Stage::Mount,
         Stage::Ids,
     ];
@@ -60,6 +62,7 @@ impl Stage {
             Stage::Capabilities => "capset",
             Stage::Seccomp => "seccomp",
             Stage::Exec => "execveat",
+            Stage::Network => "private loopback network (unshare, bring lo up)",
             Stage::Mount => "private FUSE mount (unshare, mount)",
             Stage::Ids => "setresuid",
         }
@@ -94,6 +97,8 @@ pub(crate) struct ChildSetup {
     exec: Option<sys::ExecImage>,
     /// A private mount namespace with a FUSE mount, made first.
     mount: Option<PreparedMount>,
+    /// A private network namespace with only a loopback interface, made first.
+    private_loopback: bool,
     status: OwnedFd,
 }
 
@@ -114,7 +119,7 @@ impl ChildSetup {
             _ => None,
         };
         let seccomp = if support.seccomp {
-            let spec = FilterSpec { confined, tcp: policy.has_tcp_grants() };
+            let spec = FilterSpec { confined, tcp: policy.has_tcp_grants(), inet: policy.opens_inet() };
             let program = seccomp::program(spec)
                 .map_err(|error| ToolError::Setup { stage: "seccomp filter", source: io::Error::other(error) })?;
             Some(program)
@@ -130,6 +135,7 @@ impl ChildSetup {
             seccomp,
             exec: None,
             mount: None,
+            private_loopback: confined && policy.network_access() == crate::NetworkAccess::Loopback,
             status: writer,
         };
         Ok((setup, StageReader { fd: reader }))
@@ -161,6 +167,9 @@ impl ChildSetup {
     /// unprivileged forms of the next two steps), Landlock, the capability drop, and seccomp last
     /// so the filter never sees the setup's own calls. `execve` itself stays allowed.
     pub(crate) fn apply(&self) -> io::Result<()> {
+        if self.private_loopback {
+            sys::private_loopback().map_err(|error| self.fail(Stage::Network, error))?;
+        }
         if let Some(mount) = &self.mount {
             mount.apply().map_err(|error| self.fail(Stage::Mount, error))?;
             mount.change_ids().map_err(|error| self.fail(Stage::Ids, error))?;

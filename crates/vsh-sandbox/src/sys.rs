@@ -6,7 +6,7 @@
 //! the parent before the fork.
 
 use std::io;
-use std::os::fd::{AsRawFd as _, BorrowedFd};
+use std::os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _};
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 
@@ -179,4 +179,40 @@ pub(crate) fn map_large_allocations() {
             let _ = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 8 << 20) };
         });
     }
+}
+
+/// Give the calling process a network namespace of its own
+/// (`unshare(CLONE_NEWNET)`) and bring its loopback interface up: the only
+/// interface there is. Async-signal-safe: system calls on stack data only.
+pub(crate) fn private_loopback() -> io::Result<()> {
+    // SAFETY: CLONE_NEWNET unshares only the network namespace; no memory or
+    // descriptor table changes (the forked child has a single thread).
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.map_err(io::Error::from)?;
+    // SAFETY: socket takes three integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just returned to us and nothing else owns it.
+    let socket = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain data (integers, byte arrays and a union of them):
+    // all zeros is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = libc::c_char::from_ne_bytes([*byte]);
+    }
+    // SAFETY: SIOCGIFFLAGS reads the name from and writes the flags into the
+    // ifreq we own, alive for the whole call.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &raw mut request) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel filled `ifru_flags` (the union's active field for these calls).
+    let flags = unsafe { request.ifr_ifru.ifru_flags };
+    let up = libc::c_short::try_from(libc::IFF_UP | libc::IFF_RUNNING).unwrap_or(0);
+    request.ifr_ifru.ifru_flags = flags | up;
+    // SAFETY: SIOCSIFFLAGS reads the ifreq we own, alive for the whole call.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const request) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

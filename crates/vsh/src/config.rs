@@ -41,6 +41,7 @@ pub struct RuntimeConfig {
     pub(crate) command_env: Vec<(String, String)>,
     pub(crate) command_tools: Vec<std::path::PathBuf>,
     pub(crate) scratch: Vec<String>,
+    pub(crate) command_network: vsh_sandbox::NetworkAccess,
 }
 
 /// The scratch directories real commands get by default
@@ -193,6 +194,7 @@ impl RuntimeConfig {
             command_env: Vec::new(),
             command_tools: Vec::new(),
             scratch: DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect(),
+            command_network: vsh_sandbox::NetworkAccess::None,
         }
     }
 
@@ -289,6 +291,18 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_command_tools<P: Into<std::path::PathBuf>>(mut self, dirs: impl IntoIterator<Item = P>) -> Self {
         self.command_tools.extend(dirs.into_iter().map(Into::into));
+        self
+    }
+
+    /// What network real commands reach: none by default (`AF_UNIX`
+    /// sockets only, every TCP bind and connect denied); a private loopback
+    /// of their own ([`vsh_sandbox::NetworkAccess::Loopback`]: a test's
+    /// server and client reach each other, nothing outside does); or the
+    /// host's network ([`vsh_sandbox::NetworkAccess::All`]). Part of the
+    /// binding; each receipt's sandbox report says what the kernel enforces.
+    #[must_use]
+    pub fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess) -> Self {
+        self.command_network = access;
         self
     }
 

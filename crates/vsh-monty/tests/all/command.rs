@@ -453,3 +453,54 @@ fn cargo_test_in_the_candidate_judges_each_edit_and_target_is_scratch() {
     assert_eq!(diff, expected);
     assert!(scratch.path().join("debug").is_dir(), "the build output is in the scratch directory");
 }
+
+impl Workspace {
+    fn command_on(
+        &mut self,
+        argv: &[&str],
+        network: vsh_sandbox::NetworkAccess,
+    ) -> Result<vsh_monty::BashOutcome, ExecutionError> {
+        let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
+        let policy = CallPolicy::balanced_default(None);
+        let mut config = CommandConfig::new(self.root());
+        config.network = network;
+        MontyExecutor::in_process().execute_command(
+            &argv,
+            &mut self.vfs,
+            &policy,
+            &ExecutionLimits::default(),
+            &config,
+            &Uninterrupted,
+        )
+    }
+}
+
+#[test]
+fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
+    use vsh_sandbox::NetworkAccess;
+    if !fuse_available() {
+        return;
+    }
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = host.local_addr().unwrap().port();
+    // Its own server and client on 127.0.0.1, then the host's listener.
+    let script = format!(
+        "import socket\n\
+         try:\n    s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n    \
+         c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b'ping'); print('own', a.recv(4).decode())\n\
+         except OSError as e:\n    print('own failed', e.errno)\n\
+         try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2); print('host reached')\n\
+         except OSError as e:\n    print('host unreachable')\n"
+    );
+    let ran = |network| {
+        let mut ws = Workspace::with(&files());
+        let outcome = ws
+            .command_on(&["python3", "-c", &script], network)
+            .unwrap_or_else(|error| panic!("{network:?}: {error:?}"));
+        String::from_utf8_lossy(&outcome.stdout).into_owned()
+    };
+    assert_eq!(ran(NetworkAccess::None), "own failed 1\nhost unreachable\n", "no sockets but AF_UNIX (EPERM)");
+    assert_eq!(ran(NetworkAccess::Loopback), "own ping\nhost unreachable\n", "its own loopback, nothing outside");
+    assert_eq!(ran(NetworkAccess::All), "own ping\nhost reached\n", "the host's network");
+    drop(host);
+}

@@ -133,6 +133,14 @@ impl Runs {
             for (name, _) in &self.scratch {
                 canon::put_bytes(&mut out, name.as_bytes());
             }
+            canon::put_u8(
+                &mut out,
+                match self.command_network {
+                    vsh_sandbox::NetworkAccess::None => 0,
+                    vsh_sandbox::NetworkAccess::Loopback => 1,
+                    vsh_sandbox::NetworkAccess::All => 2,
+                },
+            );
         }
         self.snapshot_limits.encode_canonical(&mut out);
         canon::put_seq(&mut out, self.excluded.iter());

@@ -140,6 +140,8 @@ pub(crate) struct Runs {
     command_tools: Vec<std::path::PathBuf>,
     /// Real commands' scratch directories: `(name, host directory)`.
     scratch: Vec<(String, std::path::PathBuf)>,
+    /// What network real commands reach.
+    command_network: vsh_sandbox::NetworkAccess,
 }
 
 impl Runs {
@@ -169,6 +171,7 @@ impl Runs {
             command_env: Vec::new(),
             command_tools: Vec::new(),
             scratch: Vec::new(),
+            command_network: vsh_sandbox::NetworkAccess::None,
         }
     }
 
@@ -180,6 +183,12 @@ impl Runs {
     ) -> Self {
         self.command_tools = tools;
         self.scratch = scratch;
+        self
+    }
+
+    /// Let real commands reach `access`.
+    pub(crate) fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess) -> Self {
+        self.command_network = access;
         self
     }
 
@@ -395,6 +404,7 @@ impl Runs {
         config.env.clone_from(&self.command_env);
         config.tools.clone_from(&self.command_tools);
         config.scratch.clone_from(&self.scratch);
+        config.network = self.command_network;
         config
     }
 

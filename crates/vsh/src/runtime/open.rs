@@ -44,6 +44,7 @@ impl Runtime {
             command_env,
             command_tools,
             scratch,
+            command_network,
         } = config;
         let command_env = crate::run::command_env(command_env)?;
         let executor = executor(execution, max_idle_workers)?
@@ -111,25 +112,16 @@ impl Runtime {
             committer = committer.with_excluded(inside.clone());
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
-        // Real commands' scratch directories, in the data directory (made now).
         let confined_bash = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
-        let scratch_dirs = if commands || confined_bash {
-            let mut dirs = Vec::with_capacity(scratch.len());
-            for name in scratch {
-                let dir = data.scratch_dir(&name).map_err(VshError::DataDirectory)?;
-                dirs.push((name, dir));
-            }
-            dirs
-        } else {
-            Vec::new()
-        };
+        let scratch_dirs = if commands || confined_bash { scratch_dirs(&data, scratch)? } else { Vec::new() };
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
                 .with_bash(bash)
                 .with_commands(commands, command_env)
-                .with_command_dirs(command_tools, scratch_dirs);
+                .with_command_dirs(command_tools, scratch_dirs)
+                .with_command_network(command_network);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }
@@ -178,4 +170,14 @@ fn executor(execution: Execution, max_idle: Option<usize>) -> Result<MontyExecut
         worker.max_idle = max_idle;
     }
     MontyExecutor::worker(worker).map_err(VshError::Worker)
+}
+
+/// Real commands' scratch directories `names`, in the data directory (made now).
+fn scratch_dirs(data: &vsh_store::DataDir, names: Vec<String>) -> Result<Vec<(String, std::path::PathBuf)>, VshError> {
+    let mut dirs = Vec::with_capacity(names.len());
+    for name in names {
+        let dir = data.scratch_dir(&name).map_err(VshError::DataDirectory)?;
+        dirs.push((name, dir));
+    }
+    Ok(dirs)
 }
