@@ -504,3 +504,32 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
     assert_eq!(ran(NetworkAccess::All), "own ping\nhost reached\n", "the host's network");
     drop(host);
 }
+
+#[test]
+fn a_program_inside_the_workspace_is_the_candidates_file_never_the_hosts() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !fuse_available() {
+        return;
+    }
+    for mode in MODES {
+        let mut ws = Workspace::with(&[("tool.sh", b"#!/bin/sh\necho host version\n")]);
+        std::fs::set_permissions(ws.root().join("tool.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let root = ws.root();
+        let code = format!(
+            "vsh_write('tool.sh', '#!/bin/sh\\necho candidate version\\n')\n\
+             [vsh_exec(['./tool.sh'])[1], vsh_exec([{:?}])[1]]",
+            root.join("tool.sh").to_str().unwrap()
+        );
+        let outcome = ws.run_with_commands(&code).unwrap_or_else(|error| panic!("{mode:?}: {error:?}"));
+        assert_eq!(
+            outcome.value.py_repr(),
+            "['candidate version\\n', 'candidate version\\n']",
+            "{mode:?}: by relative and by absolute path, the edited file runs"
+        );
+        let reads = &ws.vfs.read_set().entries;
+        assert!(
+            reads.get(&VPath::parse("tool.sh").unwrap()).is_some(),
+            "{mode:?}: the run depends on tool.sh: {reads:?}"
+        );
+    }
+}
