@@ -1755,3 +1755,40 @@ fn exec_allow_network_loopback_gives_a_private_loopback() {
     let receipt: serde_json::Value = serde_json::from_slice(&looped.stdout).unwrap();
     assert_eq!(receipt["stdout"], "ping\n");
 }
+
+#[test]
+fn the_policy_file_names_the_scratch_directories() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "version = 1\n[commands]\nscratch = [\"build\"]\n").unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "a.txt", "a\n");
+    let ws = ws.to_str().unwrap();
+    let script = "mkdir -p build target && echo x > build/out && echo y > target/out";
+    let ran = vsh(
+        &[
+            "exec",
+            "--workspace",
+            ws,
+            "--policy",
+            policy.to_str().unwrap(),
+            "--full",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        None,
+    );
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    let paths: Vec<&str> = receipt["changes"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["target", "target/out"], "build is scratch, target is not: {receipt}");
+    let kept = Path::new(ws).join(".vsh/data/scratch/build/out");
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "x\n");
+}

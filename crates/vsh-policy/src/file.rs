@@ -31,6 +31,9 @@
 //! secrets = true                   # keep the built-in secret rules (default true)
 //! git = true                       # keep the rule that keeps `.git` unchanged (default true)
 //! writable_roots = ["src", "docs"] # optional: every mutation outside these is denied
+//!
+//! [commands]
+//! scratch = ["target", "build"]    # real commands' scratch directories (default: target, .pytest_cache)
 //! ```
 //!
 //! - **`version`** must be the integer `1`.
@@ -54,6 +57,10 @@
 //!   denied as a `ProtectedMutation` whose rule names the list. Roots are literal
 //!   paths, not patterns; `..` components and the workspace root itself are
 //!   rejected. An empty list makes the policy read-only.
+//! - **`[commands]`** `scratch` names real commands' scratch directories:
+//!   names at the workspace's top (one plain component each, at most 64 of
+//!   them) that a command writes directly, kept between runs and never in a
+//!   diff. An empty list gives commands none.
 //!
 //! Every table rejects keys it does not know, so a misspelled key is an error
 //! rather than a silently ignored setting.
@@ -116,11 +123,14 @@ pub const MAX_REASON_BYTES: usize = 1024;
 /// The longest key quoted in an error, in characters.
 const MAX_QUOTED_KEY_CHARS: usize = 64;
 
-const TOP_KEYS: &str = "version, profile, thresholds, protect, defaults";
+const TOP_KEYS: &str = "version, profile, thresholds, protect, defaults, commands";
 const THRESHOLD_KEYS: &str = "escalate_touched_paths, escalate_changed_bytes, deny_touched_paths, deny_changed_bytes, \
                               deny_deleted_paths, deny_delete_ratio, delete_ratio_min_paths, rewrite_escalate_ratio";
 const PROTECT_KEYS: &str = "pattern, access, reason, case_sensitive";
 const DEFAULTS_KEYS: &str = "secrets, git, writable_roots";
+const COMMANDS_KEYS: &str = "scratch";
+/// The most scratch directories a policy file may name.
+const MAX_SCRATCH: usize = 64;
 
 /// Why a policy file was refused. Every variant about the document's content
 /// names the field ([`PolicyFileError::field`]).
@@ -286,6 +296,16 @@ pub enum PolicyFileError {
         /// What is wrong with it.
         problem: String,
     },
+    /// A `[commands] scratch` entry that is not one plain name, or too many.
+    #[error("`{field}` is {value:?}, not a valid scratch directory: {problem}")]
+    InvalidScratch {
+        /// The field (`commands.scratch[N]`, or `commands.scratch`).
+        field: String,
+        /// The string found (at most 64 characters of it).
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 impl PolicyFileError {
@@ -310,7 +330,8 @@ impl PolicyFileError {
             | Self::UnknownAccess { field, .. }
             | Self::EmptyAccess { field }
             | Self::ReasonTooLong { field, .. }
-            | Self::InvalidRoot { field, .. } => Some(field),
+            | Self::InvalidRoot { field, .. }
+            | Self::InvalidScratch { field, .. } => Some(field),
         }
     }
 }
@@ -326,6 +347,7 @@ pub struct PolicyFile {
     protect: Vec<ProtectedRule>,
     defaults: DefaultRules,
     writable_roots: Option<Vec<VPath>>,
+    scratch: Option<Vec<String>>,
 }
 
 impl PolicyFile {
@@ -387,7 +409,7 @@ impl PolicyFile {
         if let Some(roots) = &self.writable_roots {
             calls = calls.with_writable_roots(roots.iter().cloned());
         }
-        TransactionPolicy::assemble(self.profile, self.thresholds, calls)
+        TransactionPolicy::assemble_with_scratch(self.profile, self.thresholds, calls, self.scratch.clone())
     }
 
     /// The base profile.
@@ -416,9 +438,15 @@ impl PolicyFile {
         self.writable_roots.as_deref()
     }
 
+    /// Real commands' scratch directories (`[commands] scratch`), or `None`
+    /// when the file names none.
+    pub fn command_scratch(&self) -> Option<&[String]> {
+        self.scratch.as_deref()
+    }
+
     fn from_table(document: &toml::Table) -> Result<PolicyFile, PolicyFileError> {
         for key in document.keys() {
-            if !["version", "profile", "thresholds", "protect", "defaults"].contains(&key.as_str()) {
+            if !["version", "profile", "thresholds", "protect", "defaults", "commands"].contains(&key.as_str()) {
                 return Err(unknown(&field_of("", key), TOP_KEYS));
             }
         }
@@ -458,7 +486,11 @@ impl PolicyFile {
             None => (DefaultRules::default(), None),
             Some(value) => parse_defaults(table_of("defaults", value)?)?,
         };
-        Ok(PolicyFile { profile, thresholds, protect, defaults, writable_roots })
+        let scratch = match document.get("commands") {
+            None => None,
+            Some(value) => parse_commands(table_of("commands", value)?)?,
+        };
+        Ok(PolicyFile { profile, thresholds, protect, defaults, writable_roots, scratch })
     }
 }
 
@@ -538,6 +570,14 @@ pub fn render_policy(policy: &TransactionPolicy) -> String {
         defaults.insert("writable_roots".into(), toml::Value::Array(roots));
     }
     document.insert("defaults".into(), toml::Value::Table(defaults));
+    if let Some(names) = policy.command_scratch() {
+        let mut commands = toml::Table::new();
+        commands.insert(
+            "scratch".into(),
+            toml::Value::Array(names.iter().map(|name| toml::Value::String(name.clone())).collect()),
+        );
+        document.insert("commands".into(), toml::Value::Table(commands));
+    }
     let mut out = String::from(
         "# The effective policy (vsh policy show). Built-in rules, which the [defaults]\n# keys keep or drop:\n",
     );
@@ -684,6 +724,49 @@ fn parse_defaults(table: &toml::Table) -> Result<(DefaultRules, Option<Vec<VPath
         }
     }
     Ok((defaults, roots))
+}
+
+/// `[commands]`: the scratch directories, if named.
+fn parse_commands(table: &toml::Table) -> Result<Option<Vec<String>>, PolicyFileError> {
+    let mut scratch = None;
+    for (key, value) in table {
+        let field = field_of("commands", key);
+        match (key.as_str(), value) {
+            ("scratch", toml::Value::Array(items)) => {
+                if items.len() > MAX_SCRATCH {
+                    return Err(PolicyFileError::InvalidScratch {
+                        field,
+                        value: format!("{} names", items.len()),
+                        problem: format!("at most {MAX_SCRATCH} scratch directories"),
+                    });
+                }
+                let names = items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| scratch_name(&format!("{field}[{index}]"), item))
+                    .collect::<Result<Vec<_>, _>>()?;
+                scratch = Some(names);
+            }
+            ("scratch", other) => return Err(wrong_type(&field, "an array of strings", other)),
+            _ => return Err(unknown(&field, COMMANDS_KEYS)),
+        }
+    }
+    Ok(scratch)
+}
+
+/// One scratch directory: one plain name at the workspace's top.
+fn scratch_name(field: &str, value: &toml::Value) -> Result<String, PolicyFileError> {
+    let toml::Value::String(text) = value else {
+        return Err(wrong_type(field, "a string", value));
+    };
+    if VPath::from_component(text).is_err() || text == ".vsh" || text == ".git" {
+        return Err(PolicyFileError::InvalidScratch {
+            field: field.to_owned(),
+            value: shorten(text),
+            problem: "a scratch directory is one plain name at the workspace's top (not .vsh or .git)".to_owned(),
+        });
+    }
+    Ok(text.clone())
 }
 
 /// One writable root: a workspace-relative path without `..`, not the root.
@@ -1283,6 +1366,22 @@ access = ["rename-source", "rename-destination", "metadata-read", "directory-rea
             (v1("[defaults]\nwritable_roots = [\"a\\u0000b\"]"), "defaults.writable_roots[0]", |e| {
                 matches!(e, PolicyFileError::InvalidRoot { .. })
             }),
+            // commands
+            (v1("[commands]\nscratch = \"target\""), "commands.scratch", |e| {
+                matches!(e, PolicyFileError::WrongType { .. })
+            }),
+            (
+                v1("[commands]\nscratch = [\"target\", \"a/b\"]"),
+                "commands.scratch[1]",
+                |e| matches!(e, PolicyFileError::InvalidScratch { value, .. } if value == "a/b"),
+            ),
+            (v1("[commands]\nscratch = [\"..\"]"), "commands.scratch[0]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
+            (v1("[commands]\nscratch = [\".git\"]"), "commands.scratch[0]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
+            (v1("[commands]\nscrach = []"), "commands.scrach", |e| matches!(e, PolicyFileError::UnknownField { .. })),
         ];
         for (text, field, check) in &cases {
             let error = error(text);
@@ -1297,7 +1396,7 @@ access = ["rename-source", "rename-destination", "metadata-read", "directory-rea
         let cases = [
             (
                 v1("colour = 1"),
-                "`colour` is not a known key; expected one of: version, profile, thresholds, protect, defaults",
+                "`colour` is not a known key; expected one of: version, profile, thresholds, protect, defaults, commands",
             ),
             ("profile = \"strict\"".to_owned(), "`version` is missing"),
             ("version = 3".to_owned(), "`version` is 3; this build reads version 1"),
@@ -1405,5 +1504,25 @@ writable_roots = ["src", "docs"]
         // Setting both sides of an inconsistent pair names the escalation side.
         let both = error(&v1("[thresholds]\nescalate_touched_paths = 100\ndeny_touched_paths = 50"));
         assert_eq!(both.field(), Some("thresholds.escalate_touched_paths"));
+    }
+
+    #[test]
+    fn commands_scratch_is_read_rendered_back_and_digested_only_when_named() {
+        let plain = PolicyFile::parse("version = 1\n").unwrap();
+        assert_eq!(plain.command_scratch(), None);
+        assert_eq!(plain.digest(), TransactionPolicy::default().digest(), "no [commands]: the digest it always had");
+        let named = PolicyFile::parse("version = 1\n[commands]\nscratch = [\"build\", \"target\"]\n").unwrap();
+        assert_eq!(named.command_scratch(), Some(&["build".to_owned(), "target".to_owned()][..]));
+        assert_ne!(named.digest(), plain.digest());
+        let none = PolicyFile::parse("version = 1\n[commands]\nscratch = []\n").unwrap();
+        assert_eq!(none.command_scratch(), Some(&[][..]), "an empty list gives commands none");
+        assert_ne!(none.digest(), plain.digest());
+        let rendered = render_policy(&named);
+        assert_eq!(PolicyFile::parse(&rendered).unwrap().digest(), named.digest(), "{rendered}");
+        let too_many = format!(
+            "version = 1\n[commands]\nscratch = [{}]\n",
+            (0..65).map(|n| format!("\"d{n}\"")).collect::<Vec<_>>().join(", ")
+        );
+        assert!(matches!(PolicyFile::parse(&too_many), Err(PolicyFileError::InvalidScratch { .. })));
     }
 }

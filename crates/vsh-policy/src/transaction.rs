@@ -73,6 +73,8 @@ pub struct TransactionPolicy {
     profile: PolicyProfile,
     thresholds: PolicyThresholds,
     calls: CallPolicy,
+    /// Real commands' scratch directories, when the policy names them.
+    scratch: Option<Vec<String>>,
     digest: PolicyDigest,
 }
 
@@ -94,13 +96,39 @@ impl TransactionPolicy {
     }
 
     pub(crate) fn assemble(profile: PolicyProfile, thresholds: PolicyThresholds, calls: CallPolicy) -> Self {
+        Self::assemble_with_scratch(profile, thresholds, calls, None)
+    }
+
+    /// [`TransactionPolicy::assemble`], naming real commands' scratch
+    /// directories. The digest covers them only when named, so a policy
+    /// without them keeps the digest it always had.
+    pub(crate) fn assemble_with_scratch(
+        profile: PolicyProfile,
+        thresholds: PolicyThresholds,
+        calls: CallPolicy,
+        scratch: Option<Vec<String>>,
+    ) -> Self {
         let mut bytes = Vec::new();
         canon::put_bytes(&mut bytes, POLICY_SCHEMA.as_bytes());
         canon::put_u8(&mut bytes, profile.tag());
         thresholds.encode_canonical(&mut bytes);
         calls.encode_canonical(&mut bytes);
+        if let Some(names) = &scratch {
+            canon::put_bytes(&mut bytes, b"commands.scratch");
+            canon::put_u64(&mut bytes, names.len() as u64);
+            for name in names {
+                canon::put_bytes(&mut bytes, name.as_bytes());
+            }
+        }
         let digest = PolicyDigest::digest(&bytes);
-        Self { profile, thresholds, calls, digest }
+        Self { profile, thresholds, calls, scratch, digest }
+    }
+
+    /// Real commands' scratch directories as the policy names them
+    /// (`[commands] scratch` in a policy file), or `None` for the runtime's
+    /// default.
+    pub fn command_scratch(&self) -> Option<&[String]> {
+        self.scratch.as_deref()
     }
 
     /// The profile.

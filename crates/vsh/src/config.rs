@@ -40,7 +40,7 @@ pub struct RuntimeConfig {
     pub(crate) commands: bool,
     pub(crate) command_env: Vec<(String, String)>,
     pub(crate) command_tools: Vec<std::path::PathBuf>,
-    pub(crate) scratch: Vec<String>,
+    pub(crate) scratch: Option<Vec<String>>,
     pub(crate) command_network: vsh_sandbox::NetworkAccess,
 }
 
@@ -193,7 +193,7 @@ impl RuntimeConfig {
             commands: false,
             command_env: Vec::new(),
             command_tools: Vec::new(),
-            scratch: DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect(),
+            scratch: None,
             command_network: vsh_sandbox::NetworkAccess::None,
         }
     }
@@ -306,9 +306,10 @@ impl RuntimeConfig {
         self
     }
 
-    /// The scratch directories of real commands: each name (one plain name
-    /// at the workspace's top, default [`DEFAULT_SCRATCH`], `target` and
-    /// `.pytest_cache`) is, for a command, a directory of its own in the
+    /// The scratch directories of real commands, instead of those the policy
+    /// names (`[commands] scratch` in a policy file) or, when it names none,
+    /// [`DEFAULT_SCRATCH`] (`target` and `.pytest_cache`). Each name (one
+    /// plain name at the workspace's top) is, for a command, a directory of its own in the
     /// data directory (`scratch/<name>`), written directly and kept between
     /// runs (a second `cargo test` builds incrementally), never part of the
     /// image, the diff or a commit. What one command leaves there the next
@@ -316,7 +317,7 @@ impl RuntimeConfig {
     /// the binding.
     #[must_use]
     pub fn with_scratch<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.scratch = names.into_iter().map(Into::into).collect();
+        self.scratch = Some(names.into_iter().map(Into::into).collect());
         self
     }
 

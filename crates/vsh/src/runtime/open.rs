@@ -113,6 +113,9 @@ impl Runtime {
         }
         let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
         let confined_bash = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
+        let scratch = scratch
+            .or_else(|| policy.command_scratch().map(<[String]>::to_vec))
+            .unwrap_or_else(|| crate::config::DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect());
         let scratch_dirs = if commands || confined_bash { scratch_dirs(&data, scratch)? } else { Vec::new() };
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
