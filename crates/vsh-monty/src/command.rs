@@ -162,12 +162,13 @@ fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
 }
 
 /// The argv to spawn for `argv`: the program found on the command's `PATH`
-/// (its directories outside the workspace), as an absolute path; a program
-/// in the workspace (a path beneath `root`, a relative path, or a name found
-/// only on a `PATH` directory beneath `root`) is started by `/bin/sh` inside
-/// the command's namespace (`exec "$0" "$@"`), so it is the candidate's
-/// file that runs and its read is recorded, never the host's file beneath.
-fn launch_argv(argv: &[String], env: &[(String, String)], root: &Path) -> Vec<String> {
+/// (in its system and tool directories), as an absolute path; a program in
+/// the workspace (a path beneath `root`, a relative path) or a name whose
+/// search reaches another `PATH` directory first is started by `/bin/sh`
+/// inside the command's namespace (`exec "$0" "$@"`), so it is the
+/// candidate's file that runs and its read is recorded, never the host's
+/// file beneath, and the name is looked up with the command's own rights.
+fn launch_argv(argv: &[String], env: &[(String, String)], root: &Path, tools: &[PathBuf]) -> Vec<String> {
     let Some(program) = argv.first() else { return Vec::new() };
     let in_workspace = |path: &Path| !path.is_absolute() || path.starts_with(root);
     let through_shell = || {
@@ -179,7 +180,7 @@ fn launch_argv(argv: &[String], env: &[(String, String)], root: &Path) -> Vec<St
         return if in_workspace(Path::new(program)) { through_shell() } else { argv.to_vec() };
     }
     let path = env.iter().rev().find(|(key, _)| key == "PATH").map_or("", |(_, value)| value.as_str());
-    match vsh_sandbox::find_on_path(program, path, in_workspace) {
+    match vsh_sandbox::find_on_path(program, path, tools) {
         Ok(Some(found)) => {
             let mut resolved = vec![found.to_string_lossy().into_owned()];
             resolved.extend(argv[1..].iter().cloned());
@@ -187,8 +188,8 @@ fn launch_argv(argv: &[String], env: &[(String, String)], root: &Path) -> Vec<St
         }
         // Not found: the spawn says so.
         Ok(None) => argv.to_vec(),
-        // A PATH directory in the workspace: the shell resolves the name in
-        // the command's own view.
+        // A PATH directory outside the system and tool directories (in the
+        // workspace, say): the shell resolves the name in the command's own view.
         Err(_) => through_shell(),
     }
 }
@@ -267,7 +268,7 @@ impl Dispatcher<'_> {
         call: &CommandCall<'_>,
         config: &CommandConfig,
     ) -> Result<CommandEnd, ExecutionError> {
-        let argv = launch_argv(call.argv, call.env, &config.root);
+        let argv = launch_argv(call.argv, call.env, &config.root, &config.tools);
         let Some((program, arguments)) = argv.split_first() else {
             return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
         };

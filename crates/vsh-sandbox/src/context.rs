@@ -142,24 +142,30 @@ fn canonical_grant(path: &Path) -> io::Result<PathBuf> {
 
 /// Resolve a program as [`ToolContext::check_exec`] describes.
 /// The first executable regular file named `program` (a bare name, no `/`)
-/// in the absolute directories of `path` (a `PATH` value) that `skip` does
-/// not refuse, canonical; `None` when there is none. A directory `skip`
-/// refuses ends the search with `Err(dir)`, so the caller can let another
-/// view resolve the name from there on.
+/// in the directories of `path` (a `PATH` value), canonical; `None` when
+/// there is none. Only directories beneath the system directories
+/// (`/usr`, `/bin`, `/sbin`, `/lib`, `/lib64`) or beneath one of `also` are
+/// looked in here: any other directory (relative, in a workspace, anywhere
+/// else) ends the search with `Err(dir)`, so the caller lets the child
+/// resolve the name from there on, in its own view and with its own rights
+/// (a caller running as root never probes a directory the child could not).
 ///
 /// # Errors
 ///
-/// The first directory `skip` refused, when it comes before any match.
-pub fn find_on_path(program: &str, path: &str, skip: impl Fn(&Path) -> bool) -> Result<Option<PathBuf>, PathBuf> {
+/// The first directory not looked in, when it comes before any match.
+pub fn find_on_path(program: &str, path: &str, also: &[PathBuf]) -> Result<Option<PathBuf>, PathBuf> {
     if program.is_empty() || program.contains(['/', '\0']) {
         return Ok(None);
     }
+    let looked_in = |dir: &Path| {
+        dir.is_absolute()
+            && !dir.components().any(|part| part == std::path::Component::ParentDir)
+            && (crate::policy::SYSTEM_DIRS.iter().any(|system| dir.starts_with(system))
+                || also.iter().any(|root| dir.starts_with(root)))
+    };
     for dir in path.split(':').map(Path::new) {
-        if skip(dir) {
+        if !looked_in(dir) {
             return Err(dir.to_owned());
-        }
-        if !dir.is_absolute() {
-            continue;
         }
         let candidate = dir.join(program);
         let Ok(metadata) = fs::metadata(&candidate) else { continue };
@@ -249,5 +255,32 @@ mod tests {
         let context = ToolContext::new(ExecGrant::Only(vec![PathBuf::from("/bin/sh")]));
         let copy_str = copy.to_str().expect("utf-8 temp path");
         assert!(matches!(context.check_exec(copy_str), Err(ToolError::ExecDenied { .. })));
+    }
+
+    #[test]
+    fn find_on_path_looks_only_in_system_and_granted_directories() {
+        let found = find_on_path("sh", "/usr/bin:/bin", &[]).expect("system directories are looked in");
+        assert!(found.is_some_and(|path| path.is_absolute()));
+        assert_eq!(find_on_path("no-such-program-vsh", "/usr/bin:/bin", &[]), Ok(None));
+        let other = tempfile::tempdir().unwrap();
+        let other_path = other.path().to_str().unwrap().to_owned();
+        assert_eq!(
+            find_on_path("sh", &format!("{other_path}:/usr/bin"), &[]),
+            Err(other.path().to_owned()),
+            "stops at a directory it may not probe"
+        );
+        assert_eq!(
+            find_on_path("sh", "bin:/usr/bin", &[]),
+            Err(PathBuf::from("bin")),
+            "relative directories are the child's"
+        );
+        assert_eq!(find_on_path("sh", "/usr/../root:/usr/bin", &[]), Err(PathBuf::from("/usr/../root")));
+        assert_eq!(
+            find_on_path("sh", &format!("{other_path}:/usr/bin"), &[other.path().to_owned()])
+                .map(|found| found.is_some()),
+            Ok(true),
+            "a granted directory is looked in"
+        );
+        assert_eq!(find_on_path("a/b", "/usr/bin", &[]), Ok(None));
     }
 }
