@@ -271,15 +271,11 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
             .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
     };
     let language = run.language();
-    let conflict = |message: &str| -> ! {
-        let mut command = <args::Cli as clap::CommandFactory>::command();
-        command.error(clap::error::ErrorKind::ArgumentConflict, message).exit()
-    };
     if run.commands && language != vsh::Language::Monty {
-        conflict("--commands is for Monty programs (vsh_exec)");
+        usage_conflict("--commands is for Monty programs (vsh_exec)");
     }
     if run.confined && language != vsh::Language::Bash {
-        conflict("--confined is for Bash programs (--language bash, or a .sh file)");
+        usage_conflict("--confined is for Bash programs (--language bash, or a .sh file)");
     }
     let real = if run.commands {
         RealCommands::Commands
@@ -289,6 +285,12 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
         RealCommands::None
     };
     run_program(run, &code, language, output, real)
+}
+
+/// Exit with clap's usage error (exit 2) for options that conflict.
+fn usage_conflict(message: &str) -> ! {
+    let mut command = <args::Cli as clap::CommandFactory>::command();
+    command.error(clap::error::ErrorKind::ArgumentConflict, message).exit()
 }
 
 /// Whether a run reaches real programs, and how.
@@ -325,13 +327,7 @@ fn run_program(
     real: RealCommands,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     if run.retry_stale > 0 && run.mode() != vsh::RunMode::Auto {
-        let mut command = <args::Cli as clap::CommandFactory>::command();
-        command
-            .error(
-                clap::error::ErrorKind::ArgumentConflict,
-                "--retry-stale needs --mode auto (a preview never commits)",
-            )
-            .exit();
+        usage_conflict("--retry-stale needs --mode auto (a preview never commits)");
     }
     let mut config = runtime_config(&run.common.root())?.with_lock_wait(lock_wait(run.lock.lock_timeout));
     if real != RealCommands::None {
@@ -376,13 +372,7 @@ fn run_program(
     }
     if run.accept_failure {
         if language == vsh::Language::Monty {
-            let mut command = <args::Cli as clap::CommandFactory>::command();
-            command
-                .error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "--accept-failure is for Bash programs and real commands (a Monty program raises)",
-                )
-                .exit();
+            usage_conflict("--accept-failure is for Bash programs and real commands (a Monty program raises)");
         }
         request = request.with_failure_accepted();
     }
