@@ -5,11 +5,23 @@
 //! exactly what the operation does, so the host records the same facet a
 //! Monty access would: `lookup` and `getattr` are a metadata read (`Stat`,
 //! never following a final symlink), `readdir` a name-set read (`ReadDir`
-//! without metadata), the first `read` of an open file a content read
-//! (`Read`), `readlink` a metadata read. A file opened for writing is
-//! buffered whole (loaded with `Read` unless it was truncated or created)
-//! and written back with one `Write` when a descriptor is flushed or
-//! synced, so the image only ever holds contents a process completed.
+//! without metadata), the first `read` of a file a content read (`Read`),
+//! `readlink` a metadata read.
+//!
+//! Per file, a process pays two round trips: the lookup and the first read.
+//! Opening, flushing and closing a file cost none: `open` and `flush` answer
+//! `ENOSYS`, which tells the kernel (for the rest of the mount) to open files
+//! without asking and never to send a flush or a release. The kernel may keep
+//! names, attributes and pages for as long as the mount lives, because every
+//! change to the image while it is mounted comes through this filesystem.
+//!
+//! Writes are kept per file in a buffer (loaded with `Read` unless the file
+//! was truncated or created) and written back with one `Write`: the first
+//! write of a file at once (so a write the host refuses fails in the
+//! process, as `EACCES`), then at `fsync`, before a rename of the file,
+//! when the buffered bytes pass a bound, and when the mount goes away
+//! ([`Filesystem::destroy`], while the host still serves). So the image
+//! holds what the processes wrote by the time their command is over.
 //!
 //! Inode numbers are handed out per path; a rename moves the numbers of
 //! everything beneath it. Hard links, device nodes and ownership changes
@@ -22,8 +34,8 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use vsh_types::fsproto::{FsReply, FsRequest, Meta, NodeType};
 
@@ -32,11 +44,15 @@ use crate::backend::Backend;
 /// The path of the filesystem's root in the protocol.
 const ROOT: &str = "/workspace";
 
-/// How long the kernel may keep names and attributes. Every change to the
-/// image made while the candidate is mounted comes through this
-/// filesystem, which the kernel sees, so its caches stay exact; the bound
-/// keeps what a lost invalidation could cost small.
-const TTL: Duration = Duration::from_secs(1);
+/// How long the kernel may keep names and attributes: as long as the mount
+/// lives. Every change to the image made while the candidate is mounted
+/// comes through this filesystem, which the kernel sees, so its caches stay
+/// exact.
+const TTL: Duration = Duration::from_hours(24);
+
+/// The most bytes of written but not yet written back content the
+/// filesystem keeps; past it, the file being written is written back.
+const MAX_BUFFERED: usize = 64 << 20;
 
 /// The permission bits a new file gets in the image, before the caller's mode.
 const DEFAULT_FILE_MODE: u32 = 0o644;
@@ -53,13 +69,15 @@ pub struct Owner {
     pub gid: u32,
 }
 
-/// A file open for reading or writing: its whole content, once loaded.
+/// A file being read or written: its whole content, once loaded.
 #[derive(Debug, Default)]
 struct Buffer {
     data: Vec<u8>,
     loaded: bool,
+    /// Changed since it was loaded or last written back.
     dirty: bool,
-    handles: u32,
+    /// Written back at least once (the host has accepted writing it).
+    written_back: bool,
 }
 
 /// The paths behind inode numbers.
@@ -130,8 +148,10 @@ struct State {
     buffers: HashMap<u64, Buffer>,
     /// Each open directory's listing, taken when it is first read.
     listings: HashMap<u64, Vec<(u64, FileType, String)>>,
-    /// When this filesystem last wrote each file back.
+    /// When a process last changed each file through this filesystem.
     written: HashMap<u64, SystemTime>,
+    /// The bytes held by dirty buffers.
+    buffered: usize,
     next_handle: u64,
 }
 
@@ -183,6 +203,7 @@ impl<B: Backend> CandidateFs<B> {
             buffers: HashMap::new(),
             listings: HashMap::new(),
             written: HashMap::new(),
+            buffered: 0,
             next_handle: 1,
         };
         Self { backend, owner, state: Mutex::new(state), mount_points: Vec::new(), made: SystemTime::now() }
@@ -244,13 +265,14 @@ impl<B: Backend> CandidateFs<B> {
             Some(buffer) if buffer.loaded => buffer.data.len() as u64,
             _ => meta.size,
         };
-        // The image gives no time for what the transaction changed: such a
-        // node shows when this filesystem wrote it back, else when the
-        // filesystem was made (after any change made before it). So a
-        // build tool sees an edit as newer than its last build's outputs.
-        let modified = match u64::try_from(meta.modified_ns) {
-            Ok(0) | Err(_) => state.written.get(&number).copied().unwrap_or(self.made),
-            Ok(nanos) => SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos),
+        // A file a process changed here shows when it did. The image gives
+        // no time for what the transaction changed before: such a node shows
+        // when the filesystem was made (after any change made before it). So
+        // a build tool sees an edit as newer than its last build's outputs.
+        let modified = match (state.written.get(&number), u64::try_from(meta.modified_ns)) {
+            (Some(&written), _) => written,
+            (None, Ok(0) | Err(_)) => self.made,
+            (None, Ok(nanos)) => SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos),
         };
         let kind = file_type(meta.kind);
         FileAttr {
@@ -309,8 +331,30 @@ impl<B: Backend> CandidateFs<B> {
         }
         self.done(FsRequest::Write { path, data: buffer.data.clone() })?;
         buffer.dirty = false;
-        state.written.insert(ino, SystemTime::now());
+        buffer.written_back = true;
+        state.buffered = state.buffered.saturating_sub(buffer.data.len());
         Ok(())
+    }
+
+    /// `ino`'s buffer changed: note it dirty and when, counting its bytes.
+    fn dirtied(state: &mut State, ino: u64) {
+        let buffer = state.buffers.entry(ino).or_default();
+        if !buffer.dirty {
+            buffer.dirty = true;
+            state.buffered = state.buffered.saturating_add(buffer.data.len());
+        }
+        state.written.insert(ino, SystemTime::now());
+    }
+
+    /// Write back every dirty buffer (the mount is going away).
+    fn write_back_all(&self) {
+        let mut state = self.lock();
+        let dirty: Vec<u64> =
+            state.buffers.iter().filter(|(_, buffer)| buffer.dirty).map(|(&number, _)| number).collect();
+        for number in dirty {
+            // Nobody is left to tell: a refusal is recorded by the host.
+            let _ = self.write_back(&mut state, number);
+        }
     }
 
     /// Set the mode bits `mode & !umask` unless they are the image's default.
@@ -322,8 +366,7 @@ impl<B: Backend> CandidateFs<B> {
         self.done(FsRequest::Chmod { path: path.to_owned(), mode: wanted })
     }
 
-    fn open_handle(state: &mut State, ino: u64) -> u64 {
-        state.buffers.entry(ino).or_default().handles += 1;
+    fn open_handle(state: &mut State) -> u64 {
         let handle = state.next_handle;
         state.next_handle += 1;
         handle
@@ -349,14 +392,13 @@ impl<B: Backend> CandidateFs<B> {
             } else {
                 self.load(&mut state, ino.0, &path)?;
             }
-            let buffer = state.buffers.entry(ino.0).or_default();
             let length = usize::try_from(size).map_err(|_| Errno::EFBIG)?;
+            Self::dirtied(&mut state, ino.0);
+            let state = &mut *state;
+            let buffer = state.buffers.entry(ino.0).or_default();
+            state.buffered = state.buffered.saturating_sub(buffer.data.len()).saturating_add(length);
             buffer.data.resize(length, 0);
-            buffer.dirty = true;
-            self.write_back(&mut state, ino.0)?;
-            if state.buffers.get(&ino.0).is_some_and(|buffer| buffer.handles == 0) {
-                state.buffers.remove(&ino.0);
-            }
+            self.write_back(state, ino.0)?;
         }
         if let Some(mode) = mode {
             self.done(FsRequest::Chmod { path: path.clone(), mode: mode & 0o7777 })?;
@@ -386,14 +428,17 @@ impl<B: Backend> CandidateFs<B> {
         self.done(FsRequest::Write { path: path.clone(), data: Vec::new() })?;
         self.set_created_mode(&path, mode, umask, DEFAULT_FILE_MODE)?;
         let meta = self.stat(&path)?;
-        let mut state = self.lock();
+        let mut guard = self.lock();
+        let state = &mut *guard;
         let number = state.inodes.number(&path);
         let buffer = state.buffers.entry(number).or_default();
-        buffer.data.clear();
-        buffer.loaded = true;
-        buffer.dirty = false;
-        let handle = Self::open_handle(&mut state, number);
-        Ok((self.attr(number, &meta, &state), handle))
+        if buffer.dirty {
+            state.buffered = state.buffered.saturating_sub(buffer.data.len());
+        }
+        *buffer = Buffer { data: Vec::new(), loaded: true, dirty: false, written_back: true };
+        state.written.insert(number, SystemTime::now());
+        let handle = Self::open_handle(state);
+        Ok((self.attr(number, &meta, state), handle))
     }
 
     fn do_remove(&self, parent: INodeNo, name: &OsStr, directory: bool) -> Result<(), Errno> {
@@ -407,7 +452,7 @@ impl<B: Backend> CandidateFs<B> {
         self.done(FsRequest::Remove { path: path.clone(), recursive: false })?;
         let mut state = self.lock();
         if let Some(&number) = state.inodes.numbers.get(&path) {
-            state.buffers.remove(&number);
+            Self::forget_buffer(&mut state, number);
         }
         state.inodes.remove(&path);
         Ok(())
@@ -439,7 +484,7 @@ impl<B: Backend> CandidateFs<B> {
         self.done(FsRequest::Rename { from: source.clone(), to: destination.clone() })?;
         let mut state = self.lock();
         if let Some(&replaced) = state.inodes.numbers.get(&destination) {
-            state.buffers.remove(&replaced);
+            Self::forget_buffer(&mut state, replaced);
         }
         state.inodes.rename(&source, &destination);
         Ok(())
@@ -471,8 +516,6 @@ impl<B: Backend> CandidateFs<B> {
 
 /// `O_EXCL`.
 const O_EXCL: i32 = 0o200;
-/// `O_TRUNC`.
-const O_TRUNC: i32 = 0o1000;
 /// `S_IFMT` and `S_IFREG`.
 const S_IFMT: u32 = 0o170_000;
 const S_IFREG: u32 = 0o100_000;
@@ -482,6 +525,10 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         // Large writes, fewer round trips (the kernel clamps what it cannot do).
         let _ = config.set_max_write(1 << 20);
         Ok(())
+    }
+
+    fn destroy(&mut self) {
+        self.write_back_all();
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
@@ -553,9 +600,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         if mode & S_IFMT != S_IFREG {
             return reply.error(Errno::EPERM);
         }
-        let created = self
-            .do_create(parent, name, mode, umask, O_EXCL)
-            .and_then(|(attr, handle)| self.release_handle(attr.ino.0, handle).map(|()| attr));
+        let created = self.do_create(parent, name, mode, umask, O_EXCL).map(|(attr, _handle)| attr);
         match created {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
             Err(errno) => reply.error(errno),
@@ -620,20 +665,11 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         reply.error(Errno::EPERM);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let mut state = self.lock();
-        if state.inodes.path(ino).is_err() {
-            return reply.error(Errno::ENOENT);
-        }
-        if flags.acc_mode() != OpenAccMode::O_RDONLY && flags.0 & O_TRUNC != 0 {
-            // Truncated at open: the old content is never read.
-            let buffer = state.buffers.entry(ino.0).or_default();
-            buffer.data.clear();
-            buffer.loaded = true;
-            buffer.dirty = true;
-        }
-        let handle = Self::open_handle(&mut state, ino.0);
-        reply.opened(FileHandle(handle), FopenFlags::empty());
+    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // The kernel takes ENOSYS as "opening needs no server": this open
+        // succeeds, and files are opened (and closed) without asking from
+        // now on. A truncating open arrives as a `setattr` of the size.
+        reply.error(Errno::ENOSYS);
     }
 
     fn read(
@@ -655,6 +691,11 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
         let end = start.saturating_add(size as usize).min(data.len());
         reply.data(&data[start..end]);
+        // Read to its end and unchanged: the kernel's page cache has it now (a
+        // later read that misses there loads it again, the same frozen bytes).
+        if end == data.len() && state.buffers.get(&ino.0).is_some_and(|buffer| !buffer.dirty) {
+            state.buffers.remove(&ino.0);
+        }
     }
 
     fn write(
@@ -675,17 +716,30 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         }
         let Ok(start) = usize::try_from(offset) else { return reply.error(Errno::EFBIG) };
         let Some(end) = start.checked_add(data.len()) else { return reply.error(Errno::EFBIG) };
+        Self::dirtied(&mut state, ino.0);
+        let state = &mut *state;
         let buffer = state.buffers.entry(ino.0).or_default();
-        if buffer.data.len() < end {
+        let grown = end.saturating_sub(buffer.data.len());
+        if grown > 0 {
             buffer.data.resize(end, 0);
         }
         buffer.data[start..end].copy_from_slice(data);
-        buffer.dirty = true;
+        let first = !buffer.written_back;
+        state.buffered = state.buffered.saturating_add(grown);
+        // The first write of a file goes to the host at once, so a refusal
+        // (a protected file) fails this write; so does one past the bound.
+        if (first || state.buffered > MAX_BUFFERED)
+            && let Err(errno) = self.write_back(state, ino.0)
+        {
+            return reply.error(errno);
+        }
         reply.written(u32::try_from(data.len()).unwrap_or(u32::MAX));
     }
 
-    fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        self.reply_written_back(ino, reply);
+    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        // ENOSYS: the kernel never sends a flush again (closing a file costs
+        // no round trip); buffers are written back as the module says.
+        reply.error(Errno::ENOSYS);
     }
 
     fn release(
@@ -698,10 +752,10 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        match self.release_handle(ino.0, fh.0) {
-            Ok(()) => reply.ok(),
-            Err(errno) => reply.error(errno),
-        }
+        // Only a file made by `create` is released (the others are opened
+        // without the server): nothing to do, its buffer stays until written back.
+        let _ = (ino, fh);
+        reply.ok();
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
@@ -714,8 +768,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         if state.inodes.path(ino).is_err() {
             return reply.error(Errno::ENOENT);
         }
-        let handle = state.next_handle;
-        state.next_handle += 1;
+        let handle = Self::open_handle(&mut state);
         reply.opened(FileHandle(handle), FopenFlags::empty());
     }
 
@@ -775,17 +828,12 @@ impl<B: Backend> CandidateFs<B> {
         }
     }
 
-    /// A descriptor of `ino` closed: write back what it changed, and drop
-    /// the buffer once no descriptor holds it.
-    fn release_handle(&self, ino: u64, _handle: u64) -> Result<(), Errno> {
-        let mut state = self.lock();
-        let written = self.write_back(&mut state, ino);
-        if let Some(buffer) = state.buffers.get_mut(&ino) {
-            buffer.handles = buffer.handles.saturating_sub(1);
-            if buffer.handles == 0 && !buffer.dirty {
-                state.buffers.remove(&ino);
-            }
+    /// `ino` is gone or replaced: drop its buffer, and its bytes from the count.
+    fn forget_buffer(state: &mut State, ino: u64) {
+        if let Some(buffer) = state.buffers.remove(&ino)
+            && buffer.dirty
+        {
+            state.buffered = state.buffered.saturating_sub(buffer.data.len());
         }
-        written
     }
 }

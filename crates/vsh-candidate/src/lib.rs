@@ -22,6 +22,6 @@ mod backend;
 mod fs;
 mod serve;
 
-pub use backend::{Backend, Call, ChannelBackend, channel};
+pub use backend::Backend;
 pub use fs::{CandidateFs, Owner};
 pub use serve::{Serving, serve, serve_then};

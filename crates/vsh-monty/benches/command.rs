@@ -6,14 +6,19 @@
 //! - the same on a workspace of 10 and of 100,000 files: a candidate copies
 //!   nothing, so its creation must not depend on the workspace's size;
 //! - `cat` of 10,000 small files in the candidate against natively on the
-//!   same files (target: at most 2x).
+//!   same files (target: at most 2x);
+//! - a clean `cargo build` of a small crate (no dependencies, twenty
+//!   modules) in the candidate, `target` a scratch directory, against
+//!   natively (target: at most 2x).
 //!
 //! Needs root and `/dev/fuse` (it says so and exits otherwise). Run with
 //! `cargo bench -p vsh-monty --bench command`; `VSH_BENCH_ITERATIONS`
-//! overrides the iteration count (default 50).
+//! overrides the iteration count (default 50); `VSH_BENCH_ONLY=spawn`,
+//! `cat` or `cargo` runs one part.
 // Benchmarks build and inspect their fixtures by path.
 #![allow(clippy::disallowed_methods)]
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,7 +38,7 @@ fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
 fn report(name: &str, samples: &mut [Duration]) -> Duration {
     let p50 = percentile(samples, 0.5);
     let p95 = percentile(samples, 0.95);
-    println!("{name:<44} p50 {:>9.2} ms   p95 {:>9.2} ms   (n = {})", ms(p50), ms(p95), samples.len());
+    println!("{name:<52} p50 {:>9.2} ms   p95 {:>9.2} ms   (n = {})", ms(p50), ms(p95), samples.len());
     p50
 }
 
@@ -56,6 +61,11 @@ fn workspace(files: usize) -> tempfile::TempDir {
 
 /// Run `argv` in a candidate of `root` once; its wall time.
 fn in_candidate(root: &Path, argv: &[&str]) -> Duration {
+    in_candidate_with(root, argv, &CommandConfig::new(root))
+}
+
+/// Run `argv` in a candidate of `root` configured by `config` once; its wall time.
+fn in_candidate_with(root: &Path, argv: &[&str], config: &CommandConfig) -> Duration {
     let cap = Arc::new(CapDir::open(root).expect("the workspace"));
     let mut vfs = VirtualFs::new(cap, vec![], SnapshotLimits::default());
     let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
@@ -66,18 +76,28 @@ fn in_candidate(root: &Path, argv: &[&str]) -> Duration {
         max_request_duration: Duration::from_mins(3),
         ..ExecutionLimits::default()
     };
-    let config = CommandConfig::new(root);
     let started = Instant::now();
     let outcome =
-        MontyExecutor::in_process().execute_command(&argv, &mut vfs, &policy, &limits, &config, &Uninterrupted);
+        MontyExecutor::in_process().execute_command(&argv, &mut vfs, &policy, &limits, config, &Uninterrupted);
     let elapsed = started.elapsed();
     outcome.unwrap_or_else(|error| panic!("{argv:?}: {error:?}"));
     elapsed
 }
 
 fn native(root: &Path, argv: &[&str]) -> Duration {
+    native_with(root, argv, &[])
+}
+
+fn native_with(root: &Path, argv: &[&str], env: &[(String, String)]) -> Duration {
     let started = Instant::now();
-    let status = std::process::Command::new(argv[0]).args(&argv[1..]).current_dir(root).status().expect("spawn");
+    let status = std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .current_dir(root)
+        .envs(env.iter().map(|(key, value)| (key, value)))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("spawn");
     let elapsed = started.elapsed();
     assert!(status.success());
     elapsed
@@ -93,6 +113,20 @@ fn main() {
         return;
     }
     let iterations: usize = std::env::var("VSH_BENCH_ITERATIONS").ok().and_then(|n| n.parse().ok()).unwrap_or(50);
+    let only = std::env::var("VSH_BENCH_ONLY").unwrap_or_default();
+    if only.is_empty() || only == "spawn" {
+        spawn_overhead(iterations);
+    }
+    if only.is_empty() || only == "cat" {
+        cat(iterations);
+    }
+    if only.is_empty() || only == "cargo" {
+        cargo_build(iterations);
+    }
+}
+
+/// `/bin/true` in a candidate of 10 and of 100,000 files against a plain spawn.
+fn spawn_overhead(iterations: usize) {
     let small = workspace(10);
     let large = workspace(100_000);
     let mut plain = Vec::new();
@@ -114,6 +148,10 @@ fn main() {
         ms(small.saturating_sub(plain)),
         large.as_secs_f64() / small.as_secs_f64()
     );
+}
+
+/// `cat` of 10,000 files in a candidate against natively.
+fn cat(iterations: usize) {
     let many = workspace(10_000);
     let cat = ["/bin/sh", "-c", "cat d*/*.txt > /dev/null"];
     let mut native_cat = Vec::new();
@@ -128,4 +166,85 @@ fn main() {
         "cat of 10,000 files: {:.2}x native (target <= 2x)",
         candidate_cat.as_secs_f64() / native_cat.as_secs_f64()
     );
+}
+
+/// The toolchain's directory (`rustc --print sysroot`).
+fn sysroot() -> std::path::PathBuf {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = std::process::Command::new(rustc).args(["--print", "sysroot"]).output().expect("rustc runs");
+    std::path::PathBuf::from(String::from_utf8(out.stdout).expect("a path").trim())
+}
+
+/// A crate of twenty modules with a few functions each, no dependencies.
+fn small_crate() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a crate");
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"small\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .expect("a manifest");
+    std::fs::create_dir(dir.path().join("src")).expect("src");
+    let mut lib = String::new();
+    for module in 0..20 {
+        writeln!(lib, "pub mod m{module};").expect("a string");
+        let mut text = String::new();
+        for function in 0..20 {
+            writeln!(
+                text,
+                "pub fn f{function}(values: &[u64]) -> u64 {{\n    values.iter().map(|v| v.wrapping_mul({function} + {module})).fold(0, |a, b| a ^ b.rotate_left({function}))\n}}"
+            )
+            .expect("a string");
+        }
+        std::fs::write(dir.path().join(format!("src/m{module}.rs")), text).expect("a module");
+    }
+    std::fs::write(dir.path().join("src/lib.rs"), lib).expect("lib.rs");
+    dir
+}
+
+/// Empty `dir` (a target directory), keeping it.
+fn empty(dir: &Path) {
+    for entry in std::fs::read_dir(dir).expect("a directory") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) }.expect("removed");
+    }
+}
+
+/// A clean `cargo build` of a small crate in a candidate against natively.
+fn cargo_build(iterations: usize) {
+    let sysroot = sysroot();
+    let path = format!("{}/bin:/usr/bin:/bin", sysroot.display());
+    let krate = small_crate();
+    let native_target = tempfile::tempdir().expect("a target");
+    let scratch = tempfile::tempdir().expect("a scratch target");
+    // The command's user writes it (as the store makes its scratch directories).
+    std::fs::set_permissions(scratch.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("mode");
+    let argv = ["cargo", "build", "--offline", "-q"];
+    let native_env = [
+        ("PATH".to_owned(), path.clone()),
+        ("CARGO_TARGET_DIR".to_owned(), native_target.path().display().to_string()),
+    ];
+    let config = || {
+        let mut config = CommandConfig::new(krate.path());
+        config.tools.push(sysroot.clone());
+        config.scratch.push(("target".to_owned(), scratch.path().to_owned()));
+        config.env.retain(|(key, _)| key != "PATH");
+        config.env.push(("PATH".to_owned(), path.clone()));
+        config
+    };
+    let mut native_builds = Vec::new();
+    let mut candidate_builds = Vec::new();
+    for round in 0..=(iterations / 5).max(3) {
+        empty(native_target.path());
+        empty(scratch.path());
+        let native = native_with(krate.path(), &argv, &native_env);
+        let candidate = in_candidate_with(krate.path(), &argv, &config());
+        // The first round warms the page cache with the toolchain.
+        if round > 0 {
+            native_builds.push(native);
+            candidate_builds.push(candidate);
+        }
+    }
+    let native = report("clean cargo build of a small crate, natively", &mut native_builds);
+    let candidate = report("clean cargo build of a small crate in a candidate", &mut candidate_builds);
+    println!("cargo build: {:.2}x native (target <= 2x)", candidate.as_secs_f64() / native.as_secs_f64());
 }

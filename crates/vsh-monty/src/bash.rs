@@ -238,35 +238,52 @@ pub(crate) fn nested_unavailable() -> MontyException {
     )
 }
 
+/// Serve one file request on `host`, in a run whose end (once decided) is
+/// `stop`: refused once the run is ended, interrupted or past its
+/// deadline; charged as one host call; a guest error is the request's
+/// errno, a refusal `EACCES` (recorded); a budget or a terminal image
+/// error ends the run. The Bash interpreter's requests and a candidate's
+/// kernel requests are both served here.
+pub(crate) fn serve_file(
+    host: &mut OsHost<'_>,
+    stop: &mut Option<Stop>,
+    interrupted: bool,
+    request: FsRequest,
+) -> Result<FsReply, Stopped> {
+    if stop.is_some() {
+        return Err(Stopped);
+    }
+    if interrupted {
+        stop.get_or_insert(Stop::Cancelled);
+        return Err(Stopped);
+    }
+    if let Err(limit) = host.meter.check_deadline() {
+        stop.get_or_insert(Stop::Limit(limit));
+        return Err(Stopped);
+    }
+    if let Err(limit) = host.meter.charge_os_call() {
+        stop.get_or_insert(Stop::Limit(limit));
+        return Err(Stopped);
+    }
+    let ended = match host.serve_file_request(request) {
+        Ok(reply) => return Ok(reply),
+        Err(Fault::Guest(exception)) => return Ok(FsReply::Failed(errno_of(&exception))),
+        Err(Fault::Refused(refused)) => match host.record_denial(refused.1) {
+            Err(Fault::Limit(limit)) => Stop::Limit(limit),
+            _ => return Ok(FsReply::Failed(EACCES)),
+        },
+        Err(Fault::Limit(limit)) => Stop::Limit(limit),
+        Err(Fault::Vfs(error)) => Stop::Vfs(error),
+    };
+    stop.get_or_insert(ended);
+    Err(Stopped)
+}
+
 impl vsh_bash::FsHost for Dispatcher<'_> {
     fn serve(&mut self, request: FsRequest) -> Result<FsReply, Stopped> {
-        if self.stopped() {
-            return Err(Stopped);
-        }
-        if self.interrupted() {
-            let _abort = self.end(Stop::Cancelled, "cancelled");
-            return Err(Stopped);
-        }
-        if let Err(limit) = self.host.meter.check_deadline() {
-            let _abort = self.end(Stop::Limit(limit), "request deadline passed");
-            return Err(Stopped);
-        }
-        if let Err(limit) = self.host.meter.charge_os_call() {
-            let _abort = self.end(Stop::Limit(limit), "too many host calls");
-            return Err(Stopped);
-        }
-        let stop = match self.host.serve_file_request(request) {
-            Ok(reply) => return Ok(reply),
-            Err(Fault::Guest(exception)) => return Ok(FsReply::Failed(errno_of(&exception))),
-            Err(Fault::Refused(refused)) => match self.host.record_denial(refused.1) {
-                Err(Fault::Limit(limit)) => Stop::Limit(limit),
-                _ => return Ok(FsReply::Failed(EACCES)),
-            },
-            Err(Fault::Limit(limit)) => Stop::Limit(limit),
-            Err(Fault::Vfs(error)) => Stop::Vfs(error),
-        };
-        let _abort = self.end(stop, "the run was ended");
-        Err(Stopped)
+        let interrupted = Dispatcher::interrupted(self);
+        let (host, stop) = self.parts();
+        serve_file(host, stop, interrupted, request)
     }
 
     fn interrupted(&mut self) -> bool {

@@ -2,12 +2,19 @@
 //! candidate workspace (vsh-candidate's FUSE filesystem, mounted only in
 //! the child's namespace), and every kernel request on it is served by the
 //! same guarded image as Monty's OS calls and Bash's builtins
-//! ([`OsHost::serve_file_request`] through the dispatcher), on this thread:
-//! so what the process reads is in the read set with Monty's facets, a
-//! protected path is `EACCES` and a denial, and what it writes is in the
-//! image. The child is spawned from a helper thread (its spawn returns only
-//! once the child has entered the mount, which waits for this thread's
-//! answers).
+//! ([`crate::bash::serve_file`]): so what the process reads is in the read
+//! set with Monty's facets, a protected path is `EACCES` and a denial, and
+//! what it writes is in the image.
+//!
+//! While the command runs, the image (with the run's counters and
+//! refusals) is lent to the candidate's server thread ([`Lent`]), which
+//! answers each kernel request itself: a request costs the kernel's round
+//! trip and nothing more (a hop to this thread and back cost two more
+//! wake-ups, which on this machine kind is most of a request's time). This
+//! thread supervises: the spawn (on a helper thread: it returns only once
+//! the child has entered the mount, which waits for the server), the exit,
+//! the deadline, cancellation and the call's timeout; when serving ends, the
+//! image comes back.
 //!
 //! The end is concluded exactly as a Bash script's: status 0 is the
 //! outcome, any other status (or a signal, as `128 + signal`) is
@@ -16,13 +23,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{ChildStderr, ChildStdout, ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use monty_types::{ExcType, MontyException, MontyObject};
 use vsh_bash::{BashEnd, Ending};
-use vsh_candidate::{Call, CandidateFs, ChannelBackend, Owner};
+use vsh_candidate::{CandidateFs, Owner};
 use vsh_policy::CallPolicy;
 use vsh_sandbox::{ConfinedCommand, ExecGrant, FuseMount, SandboxPolicy, ToolContext, ToolError};
 use vsh_types::fsproto::FsReply;
@@ -202,8 +210,6 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// What the supervising thread waits for.
 enum Event {
-    /// A kernel request on the candidate.
-    Call(Call),
     /// The spawn returned: the process group and the output streams, or why not.
     Spawned(Result<(u32, ChildStdout, ChildStderr), ToolError>),
     /// The command exited.
@@ -215,6 +221,71 @@ enum Event {
 /// How often a running command's deadline and cancellation are checked.
 const TICK: Duration = Duration::from_millis(20);
 
+/// The run's image, counters and refusals while a command runs: lent by
+/// the dispatcher to the candidate's server, which serves each request on
+/// a host made of them ([`OsHost::new`] over the lent parts, its counters
+/// moved in and out), and given back when serving ends.
+struct Lent {
+    vfs: VirtualFs,
+    policy: CallPolicy,
+    limits: ExecutionLimits,
+    started: Instant,
+    stats: crate::ExecutionStats,
+    denied: Vec<vsh_policy::DeniedAccess>,
+    /// Why the run ended, once it did.
+    stop: Option<Stop>,
+}
+
+/// What the server and the supervisor share.
+struct Shared {
+    /// The lent image; `None` once given back (a request after that is `EIO`).
+    lent: Mutex<Option<Lent>>,
+    /// The supervisor ended the run (a cancellation, the run's duration):
+    /// every later request is refused.
+    interrupted: AtomicBool,
+    /// The command's process group, once spawned (0 before).
+    group: AtomicU32,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Lent>> {
+        self.lent.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Kill the command's whole process group, if it was spawned.
+    fn kill(&self) {
+        let group = self.group.load(Ordering::Acquire);
+        if group != 0 {
+            let _ = vsh_sandbox::kill_process_group(group);
+        }
+    }
+}
+
+/// The candidate's backend: serves each request on the lent image, on the
+/// server's own thread.
+struct LentImage(Arc<Shared>);
+
+impl vsh_candidate::Backend for LentImage {
+    fn call(&self, request: vsh_types::fsproto::FsRequest) -> FsReply {
+        let mut guard = self.0.lock();
+        let Some(lent) = guard.as_mut() else { return FsReply::Failed(EIO) };
+        let mut host = OsHost::new(&mut lent.vfs, &lent.policy, &lent.limits, lent.started);
+        host.meter.stats = std::mem::take(&mut lent.stats);
+        host.denied = std::mem::take(&mut lent.denied);
+        let interrupted = self.0.interrupted.load(Ordering::Acquire);
+        let served = crate::bash::serve_file(&mut host, &mut lent.stop, interrupted, request);
+        lent.stats = host.meter.stats;
+        lent.denied = host.denied;
+        drop(guard);
+        served.unwrap_or_else(|_stopped| {
+            // The run is over (a budget, a terminal image error, a
+            // cancellation): so is the command.
+            self.0.kill();
+            FsReply::Failed(EIO)
+        })
+    }
+}
+
 /// One command to run in a candidate.
 pub(crate) struct CommandCall<'c> {
     /// The program and its arguments.
@@ -225,8 +296,9 @@ pub(crate) struct CommandCall<'c> {
     pub(crate) timeout: Option<Duration>,
 }
 
-/// How a command that ran ended. When the dispatcher ended the run (a
-/// budget, the run's duration, a cancellation, a fault), it holds the cause.
+/// How a command that ran ended. When the run was ended meanwhile (a
+/// budget, the run's duration, a cancellation, a fault), the dispatcher
+/// holds the cause.
 pub(crate) struct CommandEnd {
     /// Its exit status (after the kill, when it was killed).
     pub(crate) status: ExitStatus,
@@ -258,11 +330,35 @@ pub(crate) fn run_command(
 }
 
 impl Dispatcher<'_> {
-    /// Run one command in a candidate of this run's image, serving its
-    /// requests here until it and its mount are gone. Each stream keeps at
-    /// most half the run's output budget.
+    /// Lend this run's image to a candidate's server (see [`Lent`]).
+    fn lend(&mut self) -> Lent {
+        Lent {
+            vfs: self.host.lend_image(),
+            policy: self.host.policy().clone(),
+            limits: self.host.meter.limits().clone(),
+            started: self.host.meter.started(),
+            stats: std::mem::take(&mut self.host.meter.stats),
+            denied: std::mem::take(&mut self.host.denied),
+            stop: None,
+        }
+    }
+
+    /// Take the image back from the server, with what serving counted,
+    /// refused and ended.
+    fn take_back(&mut self, shared: &Shared) {
+        let Some(lent) = shared.lock().take() else { return };
+        self.host.return_image(lent.vfs);
+        self.host.meter.stats = lent.stats;
+        self.host.denied = lent.denied;
+        if let Some(stop) = lent.stop {
+            let _abort = self.end(stop, "the run was ended");
+        }
+    }
+
+    /// Run one command in a candidate of this run's image, its requests
+    /// served on the candidate's own thread until it and its mount are
+    /// gone. Each stream keeps at most half the run's output budget.
     #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
-    #[expect(clippy::too_many_lines, reason = "one supervision loop, read top to bottom")]
     pub(crate) fn run_in_candidate(
         &mut self,
         call: &CommandCall<'_>,
@@ -273,8 +369,6 @@ impl Dispatcher<'_> {
             return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
         };
         let limits = self.host.meter.limits();
-        let started = self.host.meter.started();
-        let called = Instant::now();
         let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
         let mut mount = mount.with_private_tmp(COMMAND_TMP_BYTES);
         for tool in &config.tools {
@@ -299,15 +393,6 @@ impl Dispatcher<'_> {
         let mut child_limits = sandbox.limits().clone();
         child_limits.processes = Some(COMMAND_PROCESSES);
         let sandbox = sandbox.rlimits(child_limits);
-        let (events_in, events) = sync_channel::<Event>(16);
-        let backend = ChannelBackend::new(events_in.clone(), Event::Call);
-        let served_in = events_in.clone();
-        let fs = CandidateFs::new(backend, Owner { uid, gid })
-            .with_mount_points(config.scratch.iter().map(|(inside, _)| inside.clone()));
-        let serving = vsh_candidate::serve_then(fs, mounted, move || {
-            let _ = served_in.send(Event::Served);
-        })
-        .map_err(|error| setup_error("the candidate's server", error))?;
         let mut command = ConfinedCommand::new(program.clone())
             .args(arguments)
             .current_dir(&config.root)
@@ -321,9 +406,45 @@ impl Dispatcher<'_> {
             command = command.env(key, value);
         }
         let cap = usize::try_from(limits.max_output_bytes / 2).unwrap_or(usize::MAX);
+        let shared = Arc::new(Shared {
+            lent: Mutex::new(Some(self.lend())),
+            interrupted: AtomicBool::new(false),
+            group: AtomicU32::new(0),
+        });
+        let supervised = self.supervise(command, &shared, mounted, call.timeout, cap, (uid, gid), config);
+        // Whatever happened, the image comes back (a server still running
+        // answers `EIO` from now on).
+        self.take_back(&shared);
+        supervised
+    }
+
+    /// Serve the candidate and supervise `command` in it until both are over.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    #[expect(clippy::too_many_arguments, reason = "the parts of one command run, prepared by the caller")]
+    fn supervise(
+        &mut self,
+        command: ConfinedCommand,
+        shared: &Arc<Shared>,
+        mounted: vsh_sandbox::MountWaiter,
+        timeout: Option<Duration>,
+        cap: usize,
+        (uid, gid): (u32, u32),
+        config: &CommandConfig,
+    ) -> Result<CommandEnd, ExecutionError> {
+        let limits = self.host.meter.limits();
+        let started = self.host.meter.started();
+        let called = Instant::now();
+        let (events_in, events) = sync_channel::<Event>(4);
+        let served_in = events_in.clone();
+        let fs = CandidateFs::new(LentImage(Arc::clone(shared)), Owner { uid, gid })
+            .with_mount_points(config.scratch.iter().map(|(inside, _)| inside.clone()));
+        let serving = vsh_candidate::serve_then(fs, mounted, move || {
+            let _ = served_in.send(Event::Served);
+        })
+        .map_err(|error| setup_error("the candidate's server", error))?;
         let outcome = std::thread::scope(|scope| {
             // The spawn returns only once the child is in the mount, which waits
-            // for this thread's answers: it is made on a thread of its own.
+            // for the server: it is made on a thread of its own.
             scope.spawn(move || match command.spawn(&ToolContext::new(ExecGrant::Any)) {
                 Ok(mut child) => {
                     let streams = child.take_stdout().zip(child.take_stderr());
@@ -338,65 +459,57 @@ impl Dispatcher<'_> {
                     let _ = events_in.send(Event::Spawned(Err(error)));
                 }
             });
-            let mut group = None;
             let mut captures = Vec::new();
             let mut status = None;
             let mut served = false;
             let mut killed = false;
             let mut timed_out = false;
             let mut exited_at: Option<Instant> = None;
-            let kill = |group: Option<u32>| {
-                if let Some(group) = group {
-                    let _ = vsh_sandbox::kill_process_group(group);
-                }
-            };
             while !(served && status.is_some()) {
                 match events.recv_timeout(TICK) {
-                    Ok(Event::Call(call)) => {
-                        let reply = vsh_bash::FsHost::serve(self, call.request.clone());
-                        if reply.is_err() && !killed {
-                            // The dispatcher ended the run (a budget, a cancellation, a fault).
-                            killed = true;
-                            kill(group);
-                        }
-                        call.answer(reply.unwrap_or(FsReply::Failed(EIO)));
-                    }
                     Ok(Event::Spawned(Ok((pid, out, err)))) => {
-                        group = Some(pid);
+                        shared.group.store(pid, Ordering::Release);
                         captures.push(scope.spawn(move || capture(out, cap)));
                         captures.push(scope.spawn(move || capture(err, cap)));
-                        if killed {
-                            kill(group);
+                        // The run may have ended before the group was known.
+                        if killed || shared.lock().as_ref().is_some_and(|lent| lent.stop.is_some()) {
+                            shared.kill();
                         }
                     }
                     Ok(Event::Spawned(Err(error))) => return Err(tool_error(error)),
                     Ok(Event::Exited(exited)) => {
                         status = Some(exited.map_err(|error| setup_error("wait", error))?);
                         // The command is over: whatever it left running goes with it.
-                        kill(group);
+                        shared.kill();
                         exited_at = Some(Instant::now());
                     }
                     Ok(Event::Served) => served = true,
                     Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
                 }
                 if status.is_none() && !killed {
-                    if started.elapsed() > limits.max_duration {
-                        let limit = LimitExceeded {
+                    let ended = if started.elapsed() > limits.max_duration {
+                        Some(Stop::Limit(LimitExceeded {
                             limit: LimitKind::Duration,
                             attempted: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                             max: u64::try_from(limits.max_duration.as_millis()).unwrap_or(u64::MAX),
-                        };
-                        let _abort = self.end(Stop::Limit(limit), "the run's duration passed");
-                        killed = true;
+                        }))
                     } else if self.interrupted() {
-                        let _abort = self.end(Stop::Cancelled, "cancelled");
+                        Some(Stop::Cancelled)
+                    } else {
+                        None
+                    };
+                    if let Some(stop) = ended {
+                        shared.interrupted.store(true, Ordering::Release);
+                        if let Some(lent) = shared.lock().as_mut() {
+                            lent.stop.get_or_insert(stop);
+                        }
                         killed = true;
-                    } else if call.timeout.is_some_and(|timeout| called.elapsed() > timeout) {
+                    } else if timeout.is_some_and(|timeout| called.elapsed() > timeout) {
                         timed_out = true;
                         killed = true;
                     }
                     if killed {
-                        kill(group);
+                        shared.kill();
                     }
                 }
                 if exited_at.is_some_and(|at| at.elapsed() > DRAIN) {

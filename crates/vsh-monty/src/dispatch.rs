@@ -81,6 +81,11 @@ impl<'a> Dispatcher<'a> {
         self.stop.take()
     }
 
+    /// The host and the run's end, to serve a request with.
+    pub(crate) fn parts(&mut self) -> (&mut OsHost<'a>, &mut Option<Stop>) {
+        (&mut self.host, &mut self.stop)
+    }
+
     /// Whether the dispatcher has ended the run.
     pub(crate) fn stopped(&self) -> bool {
         self.stop.is_some()

@@ -122,6 +122,26 @@ impl<'a> OsHost<'a> {
         Self { vfs, policy, meter: Meter::new(limits, started), denied: Vec::new() }
     }
 
+    /// Lend this host's image away (to a host on another thread: a
+    /// candidate's server, which answers the kernel without a hop back to
+    /// this one), leaving an empty image over the same workspace until
+    /// [`OsHost::return_image`]. Only another `OsHost` ever works on it,
+    /// through its grants.
+    pub(crate) fn lend_image(&mut self) -> VirtualFs {
+        let empty = VirtualFs::new(Arc::clone(self.vfs.host()), Vec::new(), vsh_vfs::SnapshotLimits::default());
+        std::mem::replace(self.vfs, empty)
+    }
+
+    /// Take back the image [`OsHost::lend_image`] lent.
+    pub(crate) fn return_image(&mut self, vfs: VirtualFs) {
+        *self.vfs = vfs;
+    }
+
+    /// The policy this host authorizes with.
+    pub(crate) fn policy(&self) -> &CallPolicy {
+        self.policy
+    }
+
     /// Names the base never listed (counted into the run's statistics).
     pub(crate) fn unlisted_names(&self) -> u64 {
         self.vfs.unlisted_names()
