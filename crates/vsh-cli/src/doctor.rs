@@ -275,26 +275,23 @@ fn authority_key() -> Check {
 /// in a private namespace (root, today). Reported, not required: without
 /// them `vsh exec` fails closed, naming what is missing.
 fn commands() -> Vec<Check> {
-    let root = vsh::lower::vsh_sandbox::effective_uid() == 0;
-    let fuse = match std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse") {
-        Ok(_) if root => Check {
+    use vsh::lower::vsh_sandbox::{CandidateMissing, candidate_support};
+    let fuse = match candidate_support() {
+        Ok(()) => Check {
             name: "fuse",
             status: Status::Info,
             detail: "/dev/fuse opens and vsh runs as root: vsh exec runs commands in a private FUSE mount".into(),
             remedy: None,
         },
-        Ok(_) => Check::not_ok(
+        Err(missing @ CandidateMissing::Privilege { .. }) => Check::not_ok(
             "fuse",
             Status::Info,
-            "/dev/fuse opens, but mounting it in a private namespace needs root: vsh exec fails closed",
-            "run vsh as root to use vsh exec (unprivileged mounts in a user namespace are not supported yet)",
+            format!("/dev/fuse opens, but {missing}: vsh exec fails closed"),
+            missing.remedy(),
         ),
-        Err(error) => Check::not_ok(
-            "fuse",
-            Status::Info,
-            format!("/dev/fuse cannot be opened ({error}): vsh exec fails closed"),
-            "load the fuse module (modprobe fuse) and give vsh access to /dev/fuse",
-        ),
+        Err(missing) => {
+            Check::not_ok("fuse", Status::Info, format!("{missing}: vsh exec fails closed"), missing.remedy())
+        }
     };
     let userns = match std::fs::read_to_string("/proc/sys/user/max_user_namespaces") {
         Ok(text) if text.trim().parse::<u64>().is_ok_and(|count| count > 0) => Check {

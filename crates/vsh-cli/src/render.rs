@@ -400,6 +400,20 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
         let label = if result.profile == vsh::lower::vsh_monty::COMMAND_PROFILE { "command" } else { "bash" };
         let _ = writeln!(out, "{label:<12} {} exited {}", result.profile, result.exit_code);
     }
+    if let vsh::ExecutionOutput::Session { steps } = output {
+        for (index, step) in steps.iter().enumerate() {
+            let kept = if step.kept { "kept" } else { "undone" };
+            let unisolated = if step.unisolated { ", unisolated" } else { "" };
+            let _ = writeln!(
+                out,
+                "step {:<7} {} exited {} ({kept}{unisolated}): {}",
+                index + 1,
+                step.kind.name(),
+                step.exit_code,
+                step.program
+            );
+        }
+    }
 }
 
 pub(crate) fn receipt_text(receipt: &Receipt) -> String {

@@ -93,6 +93,13 @@ pub struct CommandConfig {
     pub scratch: Vec<(String, PathBuf)>,
     /// What network the command reaches (default none).
     pub network: vsh_sandbox::NetworkAccess,
+    /// Run the command even where the kernel cannot confine it (no
+    /// Landlock, no seccomp): every axis's floor is lowered to none, so the
+    /// spawn no longer fails closed below it. The candidate itself (the
+    /// private FUSE mount) is still required. Only an explicit opt-in sets
+    /// it (a candidate workspace's `allow_unisolated_verifiers`); whoever
+    /// sets it must say so in what it reports.
+    pub unisolated: bool,
 }
 
 impl CommandConfig {
@@ -112,6 +119,7 @@ impl CommandConfig {
             tools: Vec::new(),
             scratch: Vec::new(),
             network: vsh_sandbox::NetworkAccess::None,
+            unisolated: false,
         }
     }
 }
@@ -392,7 +400,12 @@ impl Dispatcher<'_> {
         }
         let mut child_limits = sandbox.limits().clone();
         child_limits.processes = Some(COMMAND_PROCESSES);
-        let sandbox = sandbox.rlimits(child_limits);
+        let mut sandbox = sandbox.rlimits(child_limits);
+        if config.unisolated {
+            for axis in vsh_sandbox::Axis::ALL {
+                sandbox = sandbox.floor(axis, vsh_sandbox::Enforcement::None);
+            }
+        }
         let mut command = ConfinedCommand::new(program.clone())
             .args(arguments)
             .current_dir(&config.root)

@@ -75,7 +75,7 @@ pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext, find_on_path};
 pub use env::env_denylisted;
 pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
-pub use namespace::{FuseMount, MountWaiter};
+pub use namespace::{CandidateMissing, FuseMount, MountWaiter, candidate_support};
 pub use policy::{NetworkAccess, ResourceLimits, SandboxPolicy};
 pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
 

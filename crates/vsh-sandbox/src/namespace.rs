@@ -42,6 +42,57 @@ use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MoveMountFlags};
 
 use crate::error::ToolError;
 
+/// What a private FUSE mount (a candidate workspace) needs that this host
+/// lacks: [`candidate_support`] says, before anything is made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CandidateMissing {
+    /// `/dev/fuse` cannot be opened: no FUSE in this kernel, no device
+    /// node (a container without it), or no permission.
+    #[error("/dev/fuse cannot be opened ({reason})")]
+    FuseDevice {
+        /// The open's error.
+        reason: String,
+    },
+    /// Mounting in a private namespace needs `CAP_SYS_ADMIN`, which this
+    /// process (not root) lacks.
+    #[error("mounting a candidate in a private namespace needs root; this process runs as uid {uid}")]
+    Privilege {
+        /// The process's effective uid.
+        uid: u32,
+    },
+}
+
+impl CandidateMissing {
+    /// How to get what is missing.
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            Self::FuseDevice { .. } => {
+                "load the fuse module (modprobe fuse) and give vsh the device (in a container: --device /dev/fuse)"
+            }
+            Self::Privilege { .. } => "run vsh as root (unprivileged mounts in a user namespace are not supported yet)",
+        }
+    }
+}
+
+/// Whether this host can make private FUSE candidates: `/dev/fuse` opens
+/// and this process may mount in a namespace of its own (it is root).
+/// Opens the device once and closes it; changes nothing.
+///
+/// # Errors
+///
+/// What is missing, first the device, then the privilege.
+pub fn candidate_support() -> Result<(), CandidateMissing> {
+    let device = rustix::fs::open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|errno| CandidateMissing::FuseDevice { reason: std::io::Error::from(errno).to_string() })?;
+    drop(device);
+    let uid = crate::effective_uid();
+    if uid != 0 {
+        return Err(CandidateMissing::Privilege { uid });
+    }
+    Ok(())
+}
+
 /// A FUSE device opened for a mount in the child's own namespace: give it
 /// to [`crate::ConfinedCommand::private_fuse_mount`].
 #[derive(Debug)]

@@ -110,6 +110,16 @@ pub struct VirtualFs {
     renames: u64,
 }
 
+/// The changes of a [`VirtualFs`] at one moment ([`VirtualFs::checkpoint`]),
+/// to go back to exactly ([`VirtualFs::restore`]). Contents are shared, not
+/// copied: a checkpoint costs one entry per changed path.
+#[derive(Debug, Clone)]
+pub struct ImageCheckpoint {
+    overlay: BTreeMap<VPath, Overlay>,
+    effects: Vec<Effect>,
+    renames: u64,
+}
+
 /// The resolved state of a path in the virtual image.
 enum Node {
     Base(NodeKind),
@@ -185,6 +195,28 @@ impl VirtualFs {
     /// spell their names (not UTF-8). A directory holding one is never empty.
     pub fn unlisted_names(&self) -> u64 {
         self.base.unlisted
+    }
+
+    /// The image's changes as they are now (see [`ImageCheckpoint`]).
+    pub fn checkpoint(&self) -> ImageCheckpoint {
+        ImageCheckpoint { overlay: self.overlay.clone(), effects: self.effects.clone(), renames: self.renames }
+    }
+
+    /// Put the image's changes back exactly as they were at `checkpoint`:
+    /// what was made since is gone, what was changed or removed since is as
+    /// it was. What was observed of the base since stays observed (and
+    /// recorded): the image never forgets what it relied on.
+    pub fn restore(&mut self, checkpoint: &ImageCheckpoint) {
+        self.overlay.clone_from(&checkpoint.overlay);
+        self.effects.clone_from(&checkpoint.effects);
+        self.renames = checkpoint.renames;
+    }
+
+    /// The base's state at `path` (`None` when the base has nothing there),
+    /// observed and recorded as a dependency like a diff's before state,
+    /// whatever the overlay holds there now.
+    pub fn base_state_of(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        self.base_state(path)
     }
 
     // ----- resolution -----

@@ -54,6 +54,44 @@ fn overlay_reads_writes_and_lists_without_touching_the_host() {
 }
 
 #[test]
+fn a_checkpoint_restores_the_image_exactly_and_keeps_what_was_observed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"alpha");
+    write(dir.path(), "d/b.txt", b"beta");
+    let mut vfs = vfs_over(dir.path());
+    vfs.write(&p("a.txt"), Arc::from(&b"first"[..])).unwrap();
+    let diff_at = |vfs: &mut VirtualFs| vfs.canonical_diff().unwrap();
+    let before = diff_at(&mut vfs);
+    let checkpoint = vfs.checkpoint();
+    // After the checkpoint: a change, a new file, a removal, a new directory, a rename.
+    vfs.write(&p("a.txt"), Arc::from(&b"second"[..])).unwrap();
+    vfs.write(&p("new.txt"), Arc::from(&b"new"[..])).unwrap();
+    vfs.unlink(&p("d/b.txt")).unwrap();
+    vfs.mkdir(&p("e"), 0o755).unwrap();
+    vfs.rename(&p("new.txt"), &p("e/moved.txt")).unwrap();
+    assert_ne!(diff_at(&mut vfs), before);
+    let reads = vfs.read_set().clone();
+    vfs.restore(&checkpoint);
+    assert_eq!(diff_at(&mut vfs), before);
+    assert_eq!(&*vfs.read(&p("a.txt")).unwrap(), b"first");
+    assert!(!vfs.exists(&p("new.txt")).unwrap() && !vfs.exists(&p("e")).unwrap());
+    assert_eq!(&*vfs.read(&p("d/b.txt")).unwrap(), b"beta");
+    assert_eq!(vfs.effects().len(), 1, "the ledger is the checkpoint's: {:?}", vfs.effects());
+    assert_eq!(vfs.renames(), 0);
+    // What was observed since the checkpoint is still a dependency.
+    assert!(!reads.is_empty());
+    for (path, dependency) in &reads.entries {
+        assert_eq!(vfs.read_set().entries.get(path), Some(dependency), "{path} forgotten");
+    }
+    // Restoring a checkpoint twice, and a later one after an earlier one, is exact too.
+    let later = vfs.checkpoint();
+    vfs.write(&p("x"), Arc::from(&b"x"[..])).unwrap();
+    vfs.restore(&checkpoint);
+    vfs.restore(&later);
+    assert_eq!(diff_at(&mut vfs), before);
+}
+
+#[test]
 fn rewriting_identical_bytes_is_not_a_change() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a", b"same");

@@ -149,6 +149,49 @@ pub enum VshError {
         /// What is wrong with it.
         reason: String,
     },
+    /// This host cannot make candidate workspaces (see
+    /// [`crate::CandidateWorkspace::create`]): what is missing, and
+    /// [`vsh_sandbox::CandidateMissing::remedy`] says how to get it.
+    #[error("cannot make a candidate workspace: {0}")]
+    CandidateUnavailable(#[source] vsh_sandbox::CandidateMissing),
+    /// The candidate workspace was promoted: it takes no more steps.
+    #[error("the candidate workspace was promoted; make a new one")]
+    CandidatePromoted,
+    /// The candidate workspace recorded as many steps as it keeps.
+    #[error("the candidate workspace has recorded {max} steps, as many as it keeps")]
+    CandidateSteps {
+        /// The limit.
+        max: usize,
+    },
+    /// A verifier ran past its stage's timeout; its process tree was killed
+    /// and nothing it changed was kept.
+    #[error("the {} verifier ran past its timeout of {} s (VerifierTimeouts)", .stage.name(), .timeout.as_secs_f64())]
+    VerifierTimeout {
+        /// The stage.
+        stage: crate::VerifierStage,
+        /// Its timeout.
+        timeout: std::time::Duration,
+    },
+    /// The checkpoint belongs to another candidate workspace.
+    #[error("the checkpoint belongs to another candidate workspace")]
+    ForeignCheckpoint,
+    /// Restoring exported or inherited files: the workspace no longer holds
+    /// what it held when they were exported, at these paths. Nothing was
+    /// written.
+    #[error("the workspace changed since the files were exported: {}", display_paths(.paths))]
+    SeedChanged {
+        /// Every changed path.
+        paths: Vec<vsh_types::VPath>,
+    },
+    /// A restored file cannot be written into the candidate (a protected
+    /// path, or what is in the image refuses it); nothing of the restore was kept.
+    #[error("cannot restore {path}: {reason}")]
+    InvalidSeed {
+        /// The path.
+        path: vsh_types::VPath,
+        /// Why.
+        reason: String,
+    },
     /// The request was cancelled before its commit entered; nothing was committed.
     #[error("the request was cancelled")]
     Cancelled,
@@ -194,6 +237,11 @@ pub enum VshError {
         /// Bytes their artifacts occupy.
         bytes: u64,
     },
+}
+
+/// Paths as one comma-separated list.
+fn display_paths(paths: &[vsh_types::VPath]) -> String {
+    paths.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// The kind of a [`VshError`], for callers that handle failures by category
@@ -247,7 +295,8 @@ impl VshError {
             | Self::Authority(_)
             | Self::AuthorityKeyInWorkspace(_)
             | Self::WorkerNotFound
-            | Self::Worker(_) => C::Configuration,
+            | Self::Worker(_)
+            | Self::CandidateUnavailable(_) => C::Configuration,
             Self::PolicyFile(_) | Self::PolicyChanged(_) => C::Policy,
             Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } => C::Store,
             Self::Execution(_)
@@ -258,8 +307,16 @@ impl VshError {
             | Self::LanguageUnavailable { .. }
             | Self::Bash { .. }
             | Self::InvalidCommand { .. }
+            | Self::CandidatePromoted
+            | Self::CandidateSteps { .. }
+            | Self::VerifierTimeout { .. }
+            | Self::ForeignCheckpoint
+            | Self::InvalidSeed { .. }
             | Self::Cancelled => C::Execution,
-            Self::Commit(_) | Self::EphemeralCapacity { .. } | Self::DurablePreviewCapacity { .. } => C::Commit,
+            Self::Commit(_)
+            | Self::EphemeralCapacity { .. }
+            | Self::DurablePreviewCapacity { .. }
+            | Self::SeedChanged { .. } => C::Commit,
             Self::UnknownTransaction(_)
             | Self::NoSuchTransaction(_)
             | Self::AmbiguousTransaction { .. }
@@ -295,6 +352,12 @@ mod tests {
             (VshError::ResultNesting { depth: 300, max: 256 }, ErrorCategory::Execution),
             (VshError::IntentTooLarge { length: 9, max: 8 }, ErrorCategory::Execution),
             (VshError::EphemeralCapacity { entries: 64, bytes: 0 }, ErrorCategory::Commit),
+            (VshError::SeedChanged { paths: vec![vsh_types::VPath::root()] }, ErrorCategory::Commit),
+            (VshError::CandidatePromoted, ErrorCategory::Execution),
+            (
+                VshError::CandidateUnavailable(vsh_sandbox::CandidateMissing::Privilege { uid: 1000 }),
+                ErrorCategory::Configuration,
+            ),
             (VshError::DurablePreviewCapacity { entries: 256, bytes: 0 }, ErrorCategory::Commit),
             (
                 VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: Vec::new() }),

@@ -27,6 +27,8 @@ pub(crate) enum EvidenceOutput {
     Monty { value: MontyObject, stdout: String },
     /// A Bash program's profile, exit status and streams.
     Bash { profile: String, exit_code: i32, stdout: Vec<u8>, stderr: Vec<u8> },
+    /// A candidate workspace's steps.
+    Session { steps: Vec<crate::SessionStep> },
 }
 
 impl EvidenceOutput {
@@ -42,6 +44,7 @@ impl EvidenceOutput {
                 stdout: stdout.clone(),
                 stderr: stderr.clone(),
             }),
+            Self::Session { steps } => crate::ExecutionOutput::Session { steps: steps.clone() },
         }
     }
 
@@ -51,6 +54,7 @@ impl EvidenceOutput {
             Self::Monty { .. } => crate::Language::Monty,
             Self::Bash { profile, .. } if profile == vsh_monty::COMMAND_PROFILE => crate::Language::Command,
             Self::Bash { .. } => crate::Language::Bash,
+            Self::Session { .. } => crate::Language::Session,
         }
     }
 
@@ -59,6 +63,7 @@ impl EvidenceOutput {
         match self {
             Self::Monty { stdout, .. } => stdout.clone(),
             Self::Bash { stdout, .. } => String::from_utf8_lossy(stdout).into_owned(),
+            Self::Session { .. } => String::new(),
         }
     }
 }

@@ -11,6 +11,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod cancel;
+mod candidate;
 mod commit_path;
 mod config;
 pub mod document;
@@ -27,6 +28,10 @@ mod run;
 mod runtime;
 
 pub use cancel::ExecutionCancellation;
+pub use candidate::{
+    CandidateCheckpoint, CandidateLabel, CandidateStateWitness, CandidateWorkspace, SESSION_PROFILE, SeedFile,
+    SeedNode, VerifierStage, VerifierTimeouts,
+};
 pub use config::{BashConfig, BashProfile, DEFAULT_SCRATCH, DurablePreviews, RuntimeConfig};
 pub use error::{ErrorCategory, VshError};
 pub use evidence::EvidenceError;
@@ -35,7 +40,8 @@ pub use hook::{
     HookedRuntime, RequestEvent, ReviewContent,
 };
 pub use receipt::{
-    BashResult, CommitReceipt, ExecutionOutput, Receipt, RunPolicy, StageTimings, StoredProgram, Warning,
+    BashResult, CommitReceipt, ExecutionOutput, Receipt, RunPolicy, SessionStep, StageTimings, StepKind, StoredProgram,
+    Warning,
 };
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;

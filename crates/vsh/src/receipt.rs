@@ -38,6 +38,77 @@ pub enum ExecutionOutput {
     },
     /// A Bash program's profile, exit status and streams.
     Bash(BashResult),
+    /// A candidate workspace's steps, in order (its promotion's output).
+    Session {
+        /// Every step that ran to its end, kept or not.
+        steps: Vec<SessionStep>,
+    },
+}
+
+/// What a step of a candidate workspace's session was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum StepKind {
+    /// A Monty program.
+    Monty,
+    /// A Bash program (either profile).
+    Bash,
+    /// A real command.
+    Command,
+    /// Files written back from an export ([`crate::CandidateWorkspace::restore_exported`]).
+    RestoreExported,
+    /// Inherited files ([`crate::CandidateWorkspace::restore_seeded`]).
+    RestoreSeeded,
+}
+
+impl StepKind {
+    /// The step kind of a program in `language` (`None` for a session).
+    pub fn of(language: crate::Language) -> Option<Self> {
+        match language {
+            crate::Language::Monty => Some(Self::Monty),
+            crate::Language::Bash => Some(Self::Bash),
+            crate::Language::Command => Some(Self::Command),
+            crate::Language::Session => None,
+        }
+    }
+
+    /// `monty`, `bash`, `command`, `restore-exported` or `restore-seeded`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Monty => "monty",
+            Self::Bash => "bash",
+            Self::Command => "command",
+            Self::RestoreExported => "restore-exported",
+            Self::RestoreSeeded => "restore-seeded",
+        }
+    }
+}
+
+/// One step of a candidate workspace's session, as its promotion binds it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SessionStep {
+    /// What ran.
+    pub kind: StepKind,
+    /// The program's text (a command's argv as a JSON array; the paths
+    /// written for a restore, as a JSON array).
+    pub program: String,
+    /// The profile it ran under (empty for Monty and restores).
+    pub profile: String,
+    /// Its exit status (0 for Monty and restores).
+    pub exit_code: i32,
+    /// A Monty program's value.
+    pub value: Option<MontyObject>,
+    /// Standard output.
+    pub stdout: Vec<u8>,
+    /// Standard error.
+    pub stderr: Vec<u8>,
+    /// Whether its changes are in the candidate: a step that exited with a
+    /// status other than 0 is undone unless its failure was accepted, and a
+    /// restore to an earlier checkpoint undoes the steps after it.
+    pub kept: bool,
+    /// Whether the commands it could run were allowed below the sandbox's
+    /// floors (a candidate made with `allow_unisolated_verifiers`): where
+    /// the kernel cannot confine them, they ran unconfined.
+    pub unisolated: bool,
 }
 
 /// What a Bash program produced (`vsh-bash-bounded-v1`; a run that commits
@@ -61,14 +132,16 @@ impl ExecutionOutput {
             Self::Monty { .. } => crate::Language::Monty,
             Self::Bash(result) if result.profile == vsh_monty::COMMAND_PROFILE => crate::Language::Command,
             Self::Bash(_) => crate::Language::Bash,
+            Self::Session { .. } => crate::Language::Session,
         }
     }
 
     /// The captured stderr bytes (a Monty program has none of its own:
-    /// exceptions are the run's error, not output).
+    /// exceptions are the run's error, not output; a session's are its
+    /// steps').
     pub fn stderr_bytes(&self) -> &[u8] {
         match self {
-            Self::Monty { .. } => &[],
+            Self::Monty { .. } | Self::Session { .. } => &[],
             Self::Bash(result) => &result.stderr,
         }
     }
@@ -77,15 +150,16 @@ impl ExecutionOutput {
     pub fn monty_value(&self) -> Option<&MontyObject> {
         match self {
             Self::Monty { value, .. } => Some(value),
-            Self::Bash(_) => None,
+            Self::Bash(_) | Self::Session { .. } => None,
         }
     }
 
-    /// The captured stdout bytes.
+    /// The captured stdout bytes (a session's are its steps').
     pub fn stdout_bytes(&self) -> &[u8] {
         match self {
             Self::Monty { stdout, .. } => stdout.as_bytes(),
             Self::Bash(result) => &result.stdout,
+            Self::Session { .. } => &[],
         }
     }
 }

@@ -17,15 +17,20 @@ pub enum Language {
     /// argv as a JSON array of strings (`["cargo", "fmt"]`); only with
     /// [`crate::RuntimeConfig::with_commands`].
     Command,
+    /// The steps of a [`crate::CandidateWorkspace`], promoted as one
+    /// transaction: its program text is the session's transcript (a JSON
+    /// array of its steps). Not a program [`crate::Runtime::run`] runs.
+    Session,
 }
 
 impl Language {
-    /// `monty` or `bash`.
+    /// `monty`, `bash`, `command` or `session`.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Monty => "monty",
             Self::Bash => "bash",
             Self::Command => "command",
+            Self::Session => "session",
         }
     }
 }

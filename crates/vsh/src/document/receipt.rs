@@ -34,12 +34,15 @@ pub struct ReceiptDocument {
     pub changes: Vec<ChangeDocument>,
     /// Each changed text file's unified hunks, or why it has none.
     pub review: Vec<ReviewDocument>,
-    /// The program's language: `monty` or `bash`.
+    /// The program's language: `monty`, `bash`, `command` or `session`.
     pub language: String,
-    /// A Bash program's profile (`vsh-bash-bounded-v1`).
+    /// A Bash program's or a command's profile (`vsh-bash-bounded-v1`, ...).
     pub profile: Option<String>,
-    /// A Bash program's exit status.
+    /// A Bash program's or a command's exit status.
     pub exit_code: Option<i32>,
+    /// A candidate workspace's steps, in order (only for `session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepDocument>>,
     /// The program's captured stdout, as text (invalid UTF-8 replaced).
     pub stdout: String,
     /// The stdout bytes in base64, only when they are not valid UTF-8.
@@ -59,6 +62,47 @@ pub struct ReceiptDocument {
     pub commit: Option<CommitDocument>,
     /// What the operator should know about a run that still succeeded.
     pub warnings: Vec<String>,
+}
+
+/// One step of a candidate workspace's session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepDocument {
+    /// `monty`, `bash`, `command`, `restore-exported` or `restore-seeded`.
+    pub kind: String,
+    /// The program's text (a command's argv, or the paths a restore wrote, as a JSON array).
+    pub program: String,
+    /// The profile it ran under, if any.
+    pub profile: Option<String>,
+    /// Its exit status.
+    pub exit_code: i32,
+    /// Whether its changes are in the candidate (a failed step is undone
+    /// unless its failure was accepted).
+    pub kept: bool,
+    /// Whether its commands were allowed to run below the sandbox's floors
+    /// (unconfined where the kernel cannot confine them).
+    pub unisolated: bool,
+    /// A Monty program's value, as for the receipt's `value`.
+    pub value: serde_json::Value,
+    /// Its stdout, as text (invalid UTF-8 replaced).
+    pub stdout: String,
+    /// Its stderr, as text (invalid UTF-8 replaced).
+    pub stderr: String,
+}
+
+impl From<&crate::SessionStep> for StepDocument {
+    fn from(step: &crate::SessionStep) -> Self {
+        Self {
+            kind: step.kind.name().to_owned(),
+            program: step.program.clone(),
+            profile: (!step.profile.is_empty()).then(|| step.profile.clone()),
+            exit_code: step.exit_code,
+            kept: step.kept,
+            unisolated: step.unisolated,
+            value: step.value.as_ref().map_or(serde_json::Value::Null, value_json),
+            stdout: String::from_utf8_lossy(&step.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&step.stderr).into_owned(),
+        }
+    }
 }
 
 /// The policy's verdict.
@@ -409,10 +453,15 @@ impl From<&Receipt> for ReceiptDocument {
             profile: match &receipt.output {
                 crate::ExecutionOutput::Bash(result) => Some(result.profile.clone()),
                 crate::ExecutionOutput::Monty { .. } => None,
+                crate::ExecutionOutput::Session { .. } => Some(crate::candidate::SESSION_PROFILE.to_owned()),
             },
             exit_code: match &receipt.output {
                 crate::ExecutionOutput::Bash(result) => Some(result.exit_code),
-                crate::ExecutionOutput::Monty { .. } => None,
+                crate::ExecutionOutput::Monty { .. } | crate::ExecutionOutput::Session { .. } => None,
+            },
+            steps: match &receipt.output {
+                crate::ExecutionOutput::Session { steps } => Some(steps.iter().map(Into::into).collect()),
+                _ => None,
             },
             stdout: String::from_utf8_lossy(stdout).into_owned(),
             stdout_base64: base64_unless_text(stdout),

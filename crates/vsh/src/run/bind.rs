@@ -109,7 +109,8 @@ impl Runs {
         canon::put_bytes(&mut out, vsh_monty::VIRTUAL_ROOT.as_bytes());
         out.extend_from_slice(&self.executor.config_digest());
         request.budget.encode_canonical(&mut out);
-        let bash = if request.language == crate::Language::Bash { self.bash } else { None };
+        let scripts = matches!(request.language, crate::Language::Bash | crate::Language::Session);
+        let bash = if scripts { self.bash } else { None };
         if let Some(bash) = bash {
             canon::put_bytes(&mut out, bash.profile.name().as_bytes());
             bash.limits.encode_canonical(&mut out);
@@ -117,7 +118,9 @@ impl Runs {
         // A real command, real Bash, or a Monty program that may run
         // commands (`vsh_exec`): the environment the commands get.
         let confined = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
-        if confined || matches!(request.language, crate::Language::Command | crate::Language::Monty) && self.commands {
+        let may_run_commands =
+            matches!(request.language, crate::Language::Command | crate::Language::Monty | crate::Language::Session);
+        if confined || may_run_commands && self.commands {
             canon::put_bytes(&mut out, vsh_monty::COMMAND_PROFILE.as_bytes());
             let env = &self.command_env;
             canon::put_u64(&mut out, env.len() as u64);
@@ -151,7 +154,7 @@ impl Runs {
 }
 
 /// The digest of a program's language and text, as a binding holds it (the
-/// language tag: 1 Monty, 2 Bash, 3 a real command).
+/// language tag: 1 Monty, 2 Bash, 3 a real command, 4 a candidate's session).
 pub(crate) fn program_digest(language: crate::Language, code: &str) -> ProgramDigest {
     let mut program = Vec::new();
     canon::put_u8(
@@ -160,6 +163,7 @@ pub(crate) fn program_digest(language: crate::Language, code: &str) -> ProgramDi
             crate::Language::Monty => 1,
             crate::Language::Bash => 2,
             crate::Language::Command => 3,
+            crate::Language::Session => 4,
         },
     );
     canon::put_bytes(&mut program, code.as_bytes());

@@ -18,7 +18,7 @@ use vsh_monty::{LimitExceeded, LimitKind, MontyExecutor};
 use vsh_policy::{Decision, PolicyInput, TransactionPolicy};
 use vsh_store::PendingArtifact;
 use vsh_types::canon;
-use vsh_types::{DiffEntry, TransactionState, VPath};
+use vsh_types::{CanonicalDiff, DiffEntry, TransactionState, VPath};
 use vsh_vfs::{ReviewLimits, SnapshotLimits, VirtualFs};
 
 use crate::cancel::ExecutionCancellation;
@@ -81,6 +81,21 @@ fn script_end(
         }),
         Err(error) => Err(bash_failure(error, vfs)),
     }
+}
+
+/// What the stages after the diff work on ([`Runs::conclude`]).
+pub(crate) struct Concluding<'r, 'a> {
+    /// What is bound: the program (or a candidate's transcript), its
+    /// language, intent, budget, mode and receipt detail.
+    pub(crate) request: &'r RunRequest<'a>,
+    /// The image the diff is of.
+    pub(crate) vfs: &'r mut VirtualFs,
+    /// The diff to decide, bind and store.
+    pub(crate) diff: CanonicalDiff,
+    /// What the program (or the candidate's steps) produced.
+    pub(crate) outcome: Executed,
+    /// The stages timed so far.
+    pub(crate) timings: StageTimings,
 }
 
 /// A run that reached its decision, bound and stored.
@@ -219,6 +234,30 @@ impl Runs {
         self.durable_previews.filter(|_| state == TransactionState::AutoApproved && request.mode == RunMode::Preview)
     }
 
+    /// A new image of the workspace, with nothing observed yet.
+    pub(crate) fn fresh_image(&self) -> VirtualFs {
+        VirtualFs::new(Arc::clone(&self.workspace), self.excluded.clone(), self.snapshot_limits)
+    }
+
+    /// The profile a failing Bash program or command in `language` ran
+    /// under (empty for Monty).
+    pub(crate) fn profile_of(&self, language: Language) -> &'static str {
+        match language {
+            Language::Command => vsh_monty::COMMAND_PROFILE,
+            Language::Bash => self.bash.map_or("", |bash| bash.profile.name()),
+            Language::Monty | Language::Session => "",
+        }
+    }
+
+    /// Whether a program in `language` may run real commands here.
+    pub(crate) fn may_run_commands(&self, language: Language) -> bool {
+        match language {
+            Language::Command | Language::Monty => self.commands,
+            Language::Bash => self.bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined),
+            Language::Session => false,
+        }
+    }
+
     /// The workspace handle runs observe.
     pub(crate) fn workspace(&self) -> &CapDir {
         &self.workspace
@@ -268,7 +307,7 @@ impl Runs {
         let mut timings = StageTimings::default();
 
         let stage_start = Instant::now();
-        let mut vfs = VirtualFs::new(Arc::clone(&self.workspace), self.excluded.clone(), self.snapshot_limits);
+        let mut vfs = self.fresh_image();
         timings.snapshot = elapsed_ns(stage_start);
 
         let stage_start = Instant::now();
@@ -280,9 +319,20 @@ impl Runs {
         let diff = vfs.canonical_diff()?;
         timings.diff = elapsed_ns(stage_start);
         check()?;
+        self.conclude(Concluding { request, vfs: &mut vfs, diff, outcome, timings }, records, &check)
+    }
 
+    /// The stages after the diff, for a run or a candidate's promotion:
+    /// policy, review, bind and store. `check` is called between stages.
+    pub(crate) fn conclude(
+        &self,
+        concluding: Concluding<'_, '_>,
+        records: &Records,
+        check: &dyn Fn() -> Result<(), VshError>,
+    ) -> Result<Ran, VshError> {
+        let Concluding { request, vfs, diff, outcome, mut timings } = concluding;
         let stage_start = Instant::now();
-        let base_nodes = self.base_nodes_for_ratio(&vfs, diff.entries())?;
+        let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
@@ -304,8 +354,7 @@ impl Runs {
             Decision::AutoApproved => TransactionState::AutoApproved,
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
-        let (artifact, warnings) =
-            self.bind_and_store(records, request, &mut vfs, &diff, state, &decision, &outcome)?;
+        let (artifact, warnings) = self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome)?;
         timings.bind_and_store = elapsed_ns(stage_start);
 
         let receipt = Receipt {
@@ -336,17 +385,27 @@ impl Runs {
         vfs: &mut VirtualFs,
         cancel: &ExecutionCancellation,
     ) -> Result<Executed, VshError> {
+        self.execute_with(request, vfs, cancel, &self.command_config())
+    }
+
+    /// [`Runs::execute`], real commands run as `commands` says.
+    pub(crate) fn execute_with(
+        &self,
+        request: &RunRequest<'_>,
+        vfs: &mut VirtualFs,
+        cancel: &ExecutionCancellation,
+        commands: &vsh_monty::CommandConfig,
+    ) -> Result<Executed, VshError> {
         use vsh_monty::ExecutionError;
         match request.language {
             Language::Monty => {
                 let ran = if self.commands {
-                    let config = self.command_config();
                     self.executor.execute_with_commands(
                         request.code,
                         vfs,
                         self.policy.calls(),
                         &request.budget,
-                        &config,
+                        commands,
                         cancel,
                     )
                 } else {
@@ -379,27 +438,33 @@ impl Runs {
                     ),
                     crate::BashProfile::Confined => {
                         let argv = ["/bin/bash".to_owned(), "-c".to_owned(), request.code.to_owned()];
-                        let config = self.command_config();
-                        self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel)
+                        self.executor.execute_command(
+                            &argv,
+                            vfs,
+                            self.policy.calls(),
+                            &request.budget,
+                            commands,
+                            cancel,
+                        )
                     }
                 };
                 script_end(ran, bash.profile.name(), request.accept_failure, vfs)
             }
+            language @ Language::Session => Err(VshError::LanguageUnavailable { language }),
             language @ Language::Command => {
                 if !self.commands {
                     return Err(VshError::LanguageUnavailable { language });
                 }
                 let argv = command::argv(request.code)?;
-                let config = self.command_config();
                 let ran =
-                    self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, &config, cancel);
+                    self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, commands, cancel);
                 script_end(ran, vsh_monty::COMMAND_PROFILE, request.accept_failure, vfs)
             }
         }
     }
 
     /// How a real command runs: its candidate where the workspace is.
-    fn command_config(&self) -> vsh_monty::CommandConfig {
+    pub(crate) fn command_config(&self) -> vsh_monty::CommandConfig {
         let mut config = vsh_monty::CommandConfig::new(self.workspace.display_path());
         config.env.clone_from(&self.command_env);
         config.tools.clone_from(&self.command_tools);

@@ -29,7 +29,7 @@ use crate::previews::Previews;
 use crate::receipt::{Receipt, StageTimings, StoredProgram};
 use crate::records::{Committable, Records};
 use crate::request::{RunMode, RunRequest};
-use crate::run::{Ran, Runs, clock_ms, elapsed_ns};
+use crate::run::{Concluding, Ran, Runs, clock_ms, elapsed_ns};
 
 /// A vsh runtime over one workspace.
 ///
@@ -166,7 +166,21 @@ impl Runtime {
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
         let started = Instant::now();
-        let Ran { artifact, mut receipt } = self.runs.run(request, cancel, &self.records, started)?;
+        let ran = self.runs.run(request, cancel, &self.records, started)?;
+        self.settle(request, ran, cancel, started)
+    }
+
+    /// What a bound, stored run becomes: an auto-approved preview is kept
+    /// (in memory, unless stored durably), a cancellation that won discards
+    /// it, and in [`RunMode::Auto`] auto-approved work is committed.
+    fn settle(
+        &self,
+        request: &RunRequest<'_>,
+        ran: Ran,
+        cancel: &ExecutionCancellation,
+        started: Instant,
+    ) -> Result<Receipt, VshError> {
+        let Ran { artifact, mut receipt } = ran;
         let (transaction, state) = (receipt.transaction, receipt.state);
         // A durable preview is already stored with its artifact; any other
         // auto-approved preview lives in this runtime's memory.
@@ -185,6 +199,22 @@ impl Runtime {
         }
         receipt.timings.total = elapsed_ns(started);
         Ok(receipt)
+    }
+
+    /// A candidate workspace's promotion: decide, bind and store what
+    /// `concluding` holds (its request is the session's transcript, in
+    /// [`RunMode::Auto`] to commit at once what the policy auto-approves),
+    /// then settle it as a run.
+    pub(crate) fn promote(&self, concluding: Concluding<'_, '_>, started: Instant) -> Result<Receipt, VshError> {
+        let request = concluding.request.clone();
+        let cancel = ExecutionCancellation::new();
+        let ran = self.runs.conclude(concluding, &self.records, &|| Ok(()))?;
+        self.settle(&request, ran, &cancel, started)
+    }
+
+    /// The stages of runs, for a candidate workspace's steps.
+    pub(crate) fn runs(&self) -> &Runs {
+        &self.runs
     }
 
     /// Approve a pending transaction on behalf of `principal` (an opaque label's

@@ -1,0 +1,329 @@
+//! Candidate workspaces through the facade: steps (Monty, real commands)
+//! on one image, checkpoints, exported and inherited files, verifier
+//! timeouts, and promotion through the same policy, binding and journaled
+//! commit as any run. The commands are real (root and `/dev/fuse`).
+// Tests build and inspect their fixtures by path.
+#![allow(clippy::disallowed_methods)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use vsh::{
+    CandidateLabel, CandidateWorkspace, DiffKind, ExecutionOutput, Language, PrincipalId, RunRequest, Runtime,
+    StepKind, TransactionState, VerifierStage, VerifierTimeouts, VshError,
+};
+use vsh_integration_tests::{candidates_available, config, put, tree, workspace};
+
+fn fixture() -> tempfile::TempDir {
+    workspace(&[
+        ("README.md", "# demo\nhello world\n"),
+        ("src/app.py", "def greet():\n    return 'hello'\n"),
+        ("docs/notes.txt", "notes\n"),
+        (".env", "TOKEN=secret\n"),
+    ])
+}
+
+fn runtime(dir: &tempfile::TempDir) -> Arc<Runtime> {
+    Arc::new(Runtime::open(config(dir.path()).with_commands()).unwrap())
+}
+
+fn label() -> CandidateLabel {
+    CandidateLabel { node_id: "n1".to_owned(), generation: 3, graph_revision: "r7".to_owned() }
+}
+
+fn candidate(runtime: &Arc<Runtime>) -> CandidateWorkspace {
+    CandidateWorkspace::create(Arc::clone(runtime), label()).unwrap()
+}
+
+/// A real command's step request: `argv` as the JSON program text.
+fn command(argv: &[&str]) -> String {
+    serde_json_array(argv)
+}
+
+fn serde_json_array(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
+    format!("[{}]", quoted.join(","))
+}
+
+fn run_command(candidate: &CandidateWorkspace, argv: &[&str]) -> vsh::SessionStep {
+    let code = command(argv);
+    candidate.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap()
+}
+
+fn paths(receipt: &vsh::Receipt) -> Vec<(&str, DiffKind)> {
+    receipt.changes.iter().map(|change| (change.path.as_str(), change.kind)).collect()
+}
+
+#[test]
+fn steps_see_each_others_changes_and_promotion_writes_only_what_they_touched_once() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let candidate = candidate(&runtime);
+    let before = tree(dir.path());
+    // A Monty edit, then a real command that reads the edit and writes a file.
+    let edit = candidate
+        .run(&RunRequest::new(
+            "from pathlib import Path\nvsh_patch('src/app.py', \"'hello'\", \"'bye'\")\nPath('src/app.py').read_text()",
+        ))
+        .unwrap();
+    assert!(edit.kept && edit.kind == StepKind::Monty, "{edit:?}");
+    let read = run_command(&candidate, &["/bin/sh", "-c", "grep -c bye src/app.py > count.txt"]);
+    assert_eq!((read.exit_code, read.kept), (0, true), "{read:?}");
+    // A failing step is undone: what it wrote is gone, its status recorded.
+    let failed = run_command(&candidate, &["/bin/sh", "-c", "echo junk > junk.txt; exit 3"]);
+    assert_eq!((failed.exit_code, failed.kept), (3, false), "{failed:?}");
+    assert!(candidate.has_mutated());
+    assert_eq!(candidate.touched_paths(), ["count.txt", "src/app.py"]);
+    let diff = candidate.realized_diff().unwrap();
+    assert!(diff.contains("-    return 'hello'") && diff.contains("+    return 'bye'"), "{diff}");
+    assert!(diff.contains("+++ b/count.txt") && !diff.contains("junk"), "{diff}");
+    assert_eq!(tree(dir.path()), before, "nothing reaches the workspace before promotion");
+    let receipt = candidate.promote().unwrap();
+    assert_eq!(receipt.state, TransactionState::Committed, "{:?}", receipt.decision);
+    assert_eq!(paths(&receipt), [("count.txt", DiffKind::Create), ("src/app.py", DiffKind::Modify)]);
+    assert_eq!(std::fs::read_to_string(dir.path().join("count.txt")).unwrap(), "1\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/app.py")).unwrap(), "def greet():\n    return 'bye'\n");
+    assert!(!dir.path().join("junk.txt").exists());
+    // The receipt is the session's: every step, kept or not, with its status.
+    let ExecutionOutput::Session { steps } = &receipt.output else { panic!("{:?}", receipt.output) };
+    let summary: Vec<(StepKind, i32, bool)> = steps.iter().map(|step| (step.kind, step.exit_code, step.kept)).collect();
+    assert_eq!(summary, [(StepKind::Monty, 0, true), (StepKind::Command, 0, true), (StepKind::Command, 3, false)]);
+    assert_eq!(receipt.output.language(), Language::Session);
+    // Exactly once: the candidate takes no more steps, its transaction commits no more.
+    assert!(matches!(candidate.promote(), Err(VshError::CandidatePromoted)));
+    assert!(matches!(candidate.run(&RunRequest::new("1")), Err(VshError::CandidatePromoted)));
+    assert!(runtime.commit(receipt.transaction, 1).is_err());
+}
+
+#[test]
+fn inherited_files_are_seen_but_promoted_only_once_a_step_touches_them() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let predecessor = candidate(&runtime);
+    run_command(&predecessor, &["/bin/sh", "-c", "mkdir -p gen && echo a > gen/a.txt && echo b > gen/b.txt"]);
+    let inherited = predecessor.export_accepted().unwrap();
+    assert_eq!(inherited.iter().map(|file| file.path.as_str()).collect::<Vec<_>>(), ["gen", "gen/a.txt", "gen/b.txt"]);
+    let candidate = candidate(&runtime);
+    candidate.restore_seeded(&inherited).unwrap();
+    assert!(!candidate.has_mutated(), "inherited files are not this candidate's work");
+    // A step sees them and changes one.
+    let step = run_command(&candidate, &["/bin/sh", "-c", "cat gen/a.txt gen/b.txt > seen.txt; echo B > gen/b.txt"]);
+    assert_eq!(step.exit_code, 0, "{step:?}");
+    assert_eq!(candidate.touched_paths(), ["gen/b.txt", "seen.txt"]);
+    let receipt = candidate.promote().unwrap();
+    assert_eq!(receipt.state, TransactionState::Committed, "{:?}", receipt.decision);
+    // The directory the touched file needs comes along; the untouched inherited file does not.
+    assert_eq!(
+        paths(&receipt),
+        [("gen", DiffKind::Create), ("gen/b.txt", DiffKind::Create), ("seen.txt", DiffKind::Create)]
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("seen.txt")).unwrap(), "a\nb\n");
+    assert!(!dir.path().join("gen/a.txt").exists());
+}
+
+#[test]
+fn exported_work_comes_back_promotable_and_a_workspace_changed_meanwhile_is_refused() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let first = candidate(&runtime);
+    run_command(&first, &["/bin/sh", "-c", "echo more >> docs/notes.txt; rm README.md"]);
+    let exported = first.export_accepted().unwrap();
+    assert_eq!(exported.len(), 2);
+    // A resumed candidate: the work is its own again.
+    let resumed = candidate(&runtime);
+    resumed.restore_exported(&exported).unwrap();
+    assert_eq!(resumed.touched_paths(), ["README.md", "docs/notes.txt"]);
+    assert_eq!(resumed.state_witness().unwrap(), first.state_witness().unwrap());
+    // The workspace changed while the task was stopped: restoring refuses, naming the path.
+    put(dir.path(), "docs/notes.txt", "edited meanwhile\n");
+    let again = candidate(&runtime);
+    match again.restore_exported(&exported) {
+        Err(VshError::SeedChanged { paths }) => {
+            assert_eq!(paths.iter().map(vsh::VPath::as_str).collect::<Vec<_>>(), ["docs/notes.txt"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!again.has_mutated(), "nothing of a refused restore is kept");
+    // And the earlier resumed candidate, promoted now, is stale: the edit survives.
+    match resumed.promote() {
+        Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(dir.path().join("docs/notes.txt")).unwrap(), "edited meanwhile\n");
+    assert!(dir.path().join("README.md").exists());
+}
+
+#[test]
+fn a_checkpoint_is_restored_exactly() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let candidate = candidate(&runtime);
+    run_command(&candidate, &["/bin/sh", "-c", "echo one > one.txt"]);
+    let checkpoint = candidate.checkpoint();
+    let witness = candidate.state_witness().unwrap();
+    run_command(&candidate, &["/bin/sh", "-c", "echo two > two.txt; echo changed > one.txt; rm docs/notes.txt"]);
+    assert_ne!(candidate.state_witness().unwrap().diff, witness.diff);
+    candidate.restore(&checkpoint).unwrap();
+    let restored = candidate.state_witness().unwrap();
+    assert_eq!((restored.diff, &restored.changed), (witness.diff, &witness.changed));
+    assert_eq!(candidate.touched_paths(), ["one.txt"]);
+    // A checkpoint of another candidate is refused.
+    let other = self::candidate(&runtime);
+    assert!(matches!(other.restore(&checkpoint), Err(VshError::ForeignCheckpoint)));
+    let receipt = candidate.promote().unwrap();
+    assert_eq!(paths(&receipt), [("one.txt", DiffKind::Create)]);
+    let ExecutionOutput::Session { steps } = &receipt.output else { panic!() };
+    assert_eq!(
+        steps.iter().map(|step| step.kept).collect::<Vec<_>>(),
+        [true, false],
+        "undone steps stay in the record"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("one.txt")).unwrap(), "one\n");
+    assert!(dir.path().join("docs/notes.txt").exists() && !dir.path().join("two.txt").exists());
+}
+
+#[test]
+fn an_edit_of_a_file_a_step_read_makes_promotion_stale_and_an_unrelated_edit_does_not() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let read_readme = || {
+        let candidate = candidate(&runtime);
+        run_command(&candidate, &["/bin/sh", "-c", "tr a-z A-Z < README.md > upper.txt"]);
+        candidate
+    };
+    let stale = read_readme();
+    put(dir.path(), "README.md", "# demo\nedited\n");
+    match stale.promote() {
+        Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(!dir.path().join("upper.txt").exists());
+    let fresh = read_readme();
+    put(dir.path(), "docs/notes.txt", "unrelated edit\n");
+    let receipt = fresh.promote().unwrap();
+    assert_eq!(receipt.state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("upper.txt")).unwrap(), "# DEMO\nEDITED\n");
+}
+
+#[test]
+fn a_verifier_past_its_stage_timeout_is_killed_and_the_error_names_the_stage() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let mut candidate = candidate(&runtime);
+    candidate
+        .set_verifier_timeouts(VerifierTimeouts { test: Some(Duration::from_secs(1)), ..VerifierTimeouts::default() });
+    assert_eq!(candidate.verifier_timeouts().of(VerifierStage::Build), Duration::from_mins(3));
+    let started = Instant::now();
+    let argv = ["/bin/sh".to_owned(), "-c".to_owned(), "echo started > started.txt; sleep 30".to_owned()];
+    match candidate.verify(VerifierStage::Test, &argv, false) {
+        Err(VshError::VerifierTimeout { stage: VerifierStage::Test, timeout }) => {
+            assert_eq!(timeout, Duration::from_secs(1));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(20), "killed at its timeout: {:?}", started.elapsed());
+    assert!(!candidate.has_mutated(), "a timed-out verifier keeps nothing");
+    // A verifier within its time is a step like any.
+    let ok = ["/bin/sh".to_owned(), "-c".to_owned(), "test -f src/app.py".to_owned()];
+    assert_eq!(candidate.verify(VerifierStage::Test, &ok, false).unwrap().exit_code, 0);
+}
+
+#[test]
+fn a_secret_a_step_tried_to_read_denies_the_promotion() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let candidate = candidate(&runtime);
+    let before = tree(dir.path());
+    let step = run_command(&candidate, &["/bin/sh", "-c", "cat .env > leaked.txt; echo ok > ok.txt"]);
+    assert_eq!(step.exit_code, 0, "the shell goes on after cat fails: {step:?}");
+    let receipt = candidate.promote().unwrap();
+    assert_eq!(receipt.state, TransactionState::Denied, "{:?}", receipt.decision);
+    assert_eq!(tree(dir.path()), before, "denied work writes nothing");
+}
+
+#[test]
+fn work_that_needs_approval_waits_and_commits_through_the_one_commit_path() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let candidate = candidate(&runtime);
+    // Deleting is not auto-approved under the balanced profile.
+    run_command(&candidate, &["/bin/rm", "docs/notes.txt"]);
+    let receipt = candidate.promote().unwrap();
+    assert_eq!(receipt.state, TransactionState::PendingApproval, "{:?}", receipt.decision);
+    assert!(dir.path().join("docs/notes.txt").exists());
+    runtime.approve(receipt.transaction, PrincipalId::digest(b"reviewer"), 1_000, u64::MAX).unwrap();
+    let committed = runtime.commit(receipt.transaction, 2_000).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    assert!(!dir.path().join("docs/notes.txt").exists());
+    // The stored program is the session's transcript, bound like any program.
+    let stored = runtime.stored_program(receipt.transaction).unwrap().expect("a stored program");
+    assert_eq!(stored.language, Language::Session);
+    assert!(
+        stored.code.contains("\"kind\":\"command\"") && stored.intent.contains("candidate n1 generation 3"),
+        "{stored:?}"
+    );
+}
+
+#[test]
+fn without_the_privilege_to_mount_creation_fails_closed_naming_what_is_missing() {
+    if !vsh_integration_tests::as_unprivileged_user(
+        "without_the_privilege_to_mount_creation_fails_closed_naming_what_is_missing",
+    ) {
+        return;
+    }
+    // As nobody: /dev/fuse may open, mounting in a namespace of one's own may not.
+    let dir = fixture();
+    let runtime = Arc::new(Runtime::open(vsh::RuntimeConfig::new(dir.path()).with_in_process_execution()).unwrap());
+    for allow_unisolated in [false, true] {
+        match CandidateWorkspace::create_with_policy(Arc::clone(&runtime), label(), allow_unisolated) {
+            Err(VshError::CandidateUnavailable(missing)) => {
+                assert!(!missing.remedy().is_empty());
+                assert!(missing.to_string().contains("/dev/fuse") || missing.to_string().contains("root"), "{missing}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn steps_of_a_candidate_allowing_unisolated_verifiers_say_so_in_the_receipt() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let confined = candidate(&runtime);
+    assert!(!confined.allows_unisolated_verifiers());
+    assert!(!run_command(&confined, &["/bin/true"]).unisolated);
+    let candidate = CandidateWorkspace::create_with_policy(Arc::clone(&runtime), label(), true).unwrap();
+    let step = run_command(&candidate, &["/bin/sh", "-c", "echo x > x.txt"]);
+    assert!(step.unisolated && step.kept, "{step:?}");
+    let receipt = candidate.promote().unwrap();
+    let document = vsh::document::ReceiptDocument::from(&receipt);
+    let steps = document.steps.expect("a session's steps");
+    assert!(steps[0].unisolated, "{steps:?}");
+}
