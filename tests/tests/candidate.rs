@@ -5,6 +5,7 @@
 // Tests build and inspect their fixtures by path.
 #![allow(clippy::disallowed_methods)]
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -326,4 +327,57 @@ fn steps_of_a_candidate_allowing_unisolated_verifiers_say_so_in_the_receipt() {
     let document = vsh::document::ReceiptDocument::from(&receipt);
     let steps = document.steps.expect("a session's steps");
     assert!(steps[0].unisolated, "{steps:?}");
+}
+
+#[test]
+fn the_seed_host_over_a_candidate_reads_writes_and_runs_commands_in_it() {
+    use vsh::lower::vsh_tools::{ExecLimits, ExecRequest, FsError, PathError};
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let candidate = Arc::new(candidate(&runtime));
+    let host = candidate.host(ExecLimits::default());
+    let root = host.workspace_root().to_path_buf();
+    assert_eq!(root, dir.path().canonicalize().unwrap(), "the jail root is where the workspace is");
+    let before = tree(dir.path());
+    // Files: the candidate's, never the disk's.
+    assert_eq!(host.read_file_sync(&root, Path::new("README.md")).unwrap().contents, "# demo\nhello world\n");
+    let written = host.write_file_sync(&root, Path::new("src/new.py"), "x = 1\n").unwrap();
+    assert_eq!(written.len, 6);
+    assert!(host.stat_sync(&root, Path::new("src/new.py")).unwrap().is_file());
+    let mut names: Vec<String> =
+        host.read_dir_sync(&root, Path::new(".")).unwrap().into_iter().map(|entry| entry.name).collect();
+    names.sort();
+    assert_eq!(names, ["README.md", "docs", "src"], "the secret is not listed");
+    assert!(matches!(host.resolve_in_jail_sync(&root, Path::new("../elsewhere")), Err(PathError::Escape { .. })));
+    // Commands: in the candidate, seeing what the host wrote; their changes are the candidate's.
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let out =
+        tokio.block_on(host.exec(ExecRequest::new("cat src/new.py; echo made > made.txt", &root), &cancel)).unwrap();
+    assert_eq!((out.exit_code, out.stdout.as_str()), (Some(0), "x = 1\n"), "{out:?}");
+    let pwd = tokio.block_on(host.run_capture(Path::new("/bin/pwd"), &[], &root.join("src"), None, &cancel)).unwrap();
+    assert_eq!(pwd.stdout.trim_end(), root.join("src").to_str().unwrap(), "the working directory is honoured");
+    let slow = ExecRequest::new("sleep 30", &root).with_timeout(Duration::from_secs(1));
+    let started = Instant::now();
+    let timed = tokio.block_on(host.exec(slow, &cancel)).unwrap();
+    assert!(timed.timed_out && started.elapsed() < Duration::from_secs(20), "{timed:?}");
+    assert_eq!(tree(dir.path()), before, "nothing reached the workspace");
+    let receipt = candidate.promote().unwrap();
+    assert_eq!(receipt.state, TransactionState::Committed, "{:?}", receipt.decision);
+    assert_eq!(paths(&receipt), [("made.txt", DiffKind::Create), ("src/new.py", DiffKind::Create)]);
+    let ExecutionOutput::Session { steps } = &receipt.output else { panic!() };
+    assert!(steps.iter().any(|step| step.kind == StepKind::HostWrite && step.program.contains("src/new.py")));
+    // A secret read through the host is refused, and denies.
+    let probe = Arc::new(self::candidate(&runtime));
+    let host = probe.host(ExecLimits::default());
+    match host.read_file_sync(&root, Path::new(".env")) {
+        Err(FsError::Path(PathError::Io { source, .. }) | FsError::Io { source, .. }) => {
+            assert_eq!(source.errno(), Some(13), "refused as EACCES: {source:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(probe.promote().unwrap().state, TransactionState::Denied);
 }

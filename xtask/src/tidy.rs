@@ -64,7 +64,20 @@ const MAY_DEPEND_ON: &[(&str, &[&str])] = &[
     ("vsh-candidate", &["vsh-types", "vsh-sandbox"]),
     ("vsh-monty", &["vsh-types", "vsh-vfs", "vsh-policy", "vsh-sandbox", "vsh-bash", "vsh-candidate"]),
     ("vsh-commit", &["vsh-types", "vsh-host", "vsh-store", "vsh-policy"]),
-    ("vsh", &["vsh-types", "vsh-host", "vsh-store", "vsh-vfs", "vsh-policy", "vsh-monty", "vsh-commit", "vsh-sandbox"]),
+    (
+        "vsh",
+        &[
+            "vsh-types",
+            "vsh-host",
+            "vsh-store",
+            "vsh-vfs",
+            "vsh-policy",
+            "vsh-monty",
+            "vsh-commit",
+            "vsh-sandbox",
+            "vsh-tools",
+        ],
+    ),
     ("vsh-cli", &["vsh"]),
     ("vsh-python", &["vsh"]),
 ];

@@ -279,6 +279,51 @@ pub(crate) fn serve_file(
     Err(Stopped)
 }
 
+/// What one file request served outside a program did
+/// ([`serve_request`]): its answer, the accesses the policy refused (each
+/// denies the transaction the image belongs to) and what it used.
+#[derive(Debug)]
+pub struct ServedRequest {
+    /// The answer: a value, or the errno a process would get.
+    pub reply: FsReply,
+    /// Accesses the policy refused.
+    pub denied: Vec<vsh_policy::DeniedAccess>,
+    /// What it used (one host call, the bytes read and written, ...).
+    pub stats: crate::ExecutionStats,
+}
+
+/// Serve one file request on `vfs` exactly as a program's own access is
+/// served (the same authorization, facets, refusals and budgets): for a
+/// caller that acts on an image directly, such as a seed `Host` over a
+/// candidate workspace.
+///
+/// # Errors
+///
+/// A budget of `limits` ([`crate::ExecutionError::Limit`]) or a terminal
+/// image error ([`crate::ExecutionError::Vfs`]): the request did nothing.
+#[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+pub fn serve_request(
+    vfs: &mut vsh_vfs::VirtualFs,
+    policy: &vsh_policy::CallPolicy,
+    limits: &crate::ExecutionLimits,
+    request: FsRequest,
+) -> Result<ServedRequest, crate::ExecutionError> {
+    let mut host = OsHost::new(vfs, policy, limits, std::time::Instant::now());
+    let mut stop = None;
+    let served = serve_file(&mut host, &mut stop, false, request);
+    let mut stats = std::mem::take(&mut host.meter.stats);
+    let denied = std::mem::take(&mut host.denied);
+    stats.denied_accesses = denied.len() as u64;
+    match (served, stop) {
+        (Ok(reply), _) => Ok(ServedRequest { reply, denied, stats }),
+        (Err(_), Some(Stop::Vfs(source))) => Err(crate::ExecutionError::Vfs { source }),
+        (Err(_), Some(Stop::Limit(limit))) => {
+            Err(crate::ExecutionError::Limit { limit, stdout: String::new(), stats, denied })
+        }
+        (Err(_), _) => Err(crate::ExecutionError::Cancelled { stdout: String::new(), stats, denied }),
+    }
+}
+
 impl vsh_bash::FsHost for Dispatcher<'_> {
     fn serve(&mut self, request: FsRequest) -> Result<FsReply, Stopped> {
         let interrupted = Dispatcher::interrupted(self);

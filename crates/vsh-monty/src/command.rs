@@ -61,6 +61,14 @@ pub const COMMAND_PROCESSES: u64 = 256;
 /// (`RLIMIT_NPROC` counts per user) and a command cannot signal a worker.
 pub const COMMAND_USER: (u32, u32) = (65_533, 65_533);
 
+/// The scratch name that stands for Python's bytecode: commands write it
+/// to a scratch directory of their own at `/tmp/.vsh-pycache`
+/// (`PYTHONPYCACHEPREFIX`), never beside the sources.
+pub const PYCACHE_SCRATCH: &str = "__pycache__";
+
+/// Where Python's bytecode scratch directory appears in a command's `/tmp`.
+const PYCACHE_AT: &str = ".vsh-pycache";
+
 /// The size of a command's private `/tmp` (a tmpfs of its own, gone when
 /// the command is).
 pub const COMMAND_TMP_BYTES: u64 = 512 << 20;
@@ -89,7 +97,10 @@ pub struct CommandConfig {
     /// Scratch directories: `(inside, dir)` binds the host directory `dir`
     /// over the relative path `inside` of the candidate (build outputs and
     /// caches, `target` say): written directly, kept between runs, never
-    /// part of the image or the diff.
+    /// part of the image or the diff. A nested path (`node_modules/.cache`)
+    /// is bound only where its parent is a directory of the image;
+    /// [`PYCACHE_SCRATCH`] binds `dir` in the command's `/tmp` instead and
+    /// tells Python to write its bytecode there.
     pub scratch: Vec<(String, PathBuf)>,
     /// What network the command reaches (default none).
     pub network: vsh_sandbox::NetworkAccess,
@@ -347,8 +358,21 @@ impl Dispatcher<'_> {
             started: self.host.meter.started(),
             stats: std::mem::take(&mut self.host.meter.stats),
             denied: std::mem::take(&mut self.host.denied),
-            stop: None,
+            // A run already ended serves nothing (and comes back ended).
+            stop: self.take_stop(),
         }
+    }
+
+    /// Whether the image holds a directory at `relative` (a path of the
+    /// candidate), asked as the command would ask (a metadata read).
+    fn image_holds_directory(&mut self, relative: &str) -> bool {
+        let request =
+            vsh_types::fsproto::FsRequest::Stat { path: format!("{}/{relative}", crate::VIRTUAL_ROOT), follow: false };
+        let (host, stop) = self.parts();
+        matches!(
+            crate::bash::serve_file(host, stop, false, request),
+            Ok(FsReply::Meta(meta)) if meta.kind == vsh_types::fsproto::NodeType::Directory
+        )
     }
 
     /// Take the image back from the server, with what serving counted,
@@ -382,8 +406,26 @@ impl Dispatcher<'_> {
         for tool in &config.tools {
             mount = mount.with_tool_dir(tool);
         }
+        let mut env = call.env.to_vec();
+        let mut mount_points = Vec::new();
         for (inside, dir) in &config.scratch {
+            if inside == PYCACHE_SCRATCH {
+                // Python writes its bytecode into a directory of its own,
+                // never beside the sources.
+                mount = mount.with_tmp_scratch(PYCACHE_AT, dir);
+                env.retain(|(key, _)| key != "PYTHONDONTWRITEBYTECODE" && key != "PYTHONPYCACHEPREFIX");
+                env.push(("PYTHONPYCACHEPREFIX".to_owned(), format!("/tmp/{PYCACHE_AT}")));
+                continue;
+            }
+            // A nested scratch directory (`node_modules/.cache`) is used only
+            // where its parent is a directory of the image.
+            if let Some((parent, _)) = inside.rsplit_once('/')
+                && !self.image_holds_directory(parent)
+            {
+                continue;
+            }
             mount = mount.with_scratch(inside, dir);
+            mount_points.push(inside.clone());
         }
         // Never root: the process-count limit would not hold, and a root process
         // needs no permission bits. The candidate's files are the command user's.
@@ -415,7 +457,7 @@ impl Dispatcher<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .new_process_group();
-        for (key, value) in call.env {
+        for (key, value) in &env {
             command = command.env(key, value);
         }
         let cap = usize::try_from(limits.max_output_bytes / 2).unwrap_or(usize::MAX);
@@ -424,7 +466,7 @@ impl Dispatcher<'_> {
             interrupted: AtomicBool::new(false),
             group: AtomicU32::new(0),
         });
-        let supervised = self.supervise(command, &shared, mounted, call.timeout, cap, (uid, gid), config);
+        let supervised = self.supervise(command, &shared, mounted, call.timeout, cap, (uid, gid), mount_points);
         // Whatever happened, the image comes back (a server still running
         // answers `EIO` from now on).
         self.take_back(&shared);
@@ -442,15 +484,14 @@ impl Dispatcher<'_> {
         timeout: Option<Duration>,
         cap: usize,
         (uid, gid): (u32, u32),
-        config: &CommandConfig,
+        mount_points: Vec<String>,
     ) -> Result<CommandEnd, ExecutionError> {
         let limits = self.host.meter.limits();
         let started = self.host.meter.started();
         let called = Instant::now();
         let (events_in, events) = sync_channel::<Event>(4);
         let served_in = events_in.clone();
-        let fs = CandidateFs::new(LentImage(Arc::clone(shared)), Owner { uid, gid })
-            .with_mount_points(config.scratch.iter().map(|(inside, _)| inside.clone()));
+        let fs = CandidateFs::new(LentImage(Arc::clone(shared)), Owner { uid, gid }).with_mount_points(mount_points);
         let serving = vsh_candidate::serve_then(fs, mounted, move || {
             let _ = served_in.send(Event::Served);
         })

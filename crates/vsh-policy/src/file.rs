@@ -33,7 +33,7 @@
 //! writable_roots = ["src", "docs"] # optional: every mutation outside these is denied
 //!
 //! [commands]
-//! scratch = ["target", "build"]    # real commands' scratch directories (default: target, .pytest_cache)
+//! scratch = ["target", "build"]    # real commands' scratch directories (default: target, node_modules/.cache, __pycache__, .pytest_cache)
 //! ```
 //!
 //! - **`version`** must be the integer `1`.
@@ -58,9 +58,13 @@
 //!   paths, not patterns; `..` components and the workspace root itself are
 //!   rejected. An empty list makes the policy read-only.
 //! - **`[commands]`** `scratch` names real commands' scratch directories:
-//!   names at the workspace's top (one plain component each, at most 64 of
-//!   them) that a command writes directly, kept between runs and never in a
-//!   diff. An empty list gives commands none.
+//!   relative paths of plain names (at most 8 deep, not in `.vsh` or `.git`,
+//!   at most 64 of them; `node_modules/.cache` is used only where
+//!   `node_modules` is a directory) that a command writes directly, kept
+//!   between runs and never in a diff; `__pycache__` stands for Python's
+//!   bytecode, which commands then write to a directory of their own
+//!   (`PYTHONPYCACHEPREFIX`) instead of beside the sources. An empty list gives
+//!   commands none.
 //!
 //! Every table rejects keys it does not know, so a misspelled key is an error
 //! rather than a silently ignored setting.
@@ -129,6 +133,8 @@ const THRESHOLD_KEYS: &str = "escalate_touched_paths, escalate_changed_bytes, de
 const PROTECT_KEYS: &str = "pattern, access, reason, case_sensitive";
 const DEFAULTS_KEYS: &str = "secrets, git, writable_roots";
 const COMMANDS_KEYS: &str = "scratch";
+/// The most names a scratch path has (`node_modules/.cache` has two).
+const MAX_SCRATCH_DEPTH: usize = 8;
 /// The most scratch directories a policy file may name.
 const MAX_SCRATCH: usize = 64;
 
@@ -296,7 +302,8 @@ pub enum PolicyFileError {
         /// What is wrong with it.
         problem: String,
     },
-    /// A `[commands] scratch` entry that is not one plain name, or too many.
+    /// A `[commands] scratch` entry that is not a relative path of plain
+    /// names, or too many.
     #[error("`{field}` is {value:?}, not a valid scratch directory: {problem}")]
     InvalidScratch {
         /// The field (`commands.scratch[N]`, or `commands.scratch`).
@@ -754,16 +761,22 @@ fn parse_commands(table: &toml::Table) -> Result<Option<Vec<String>>, PolicyFile
     Ok(scratch)
 }
 
-/// One scratch directory: one plain name at the workspace's top.
+/// One scratch directory: a relative path of plain names, not in `.vsh` or
+/// `.git` (`__pycache__` stands for Python's bytecode, wherever it goes).
 fn scratch_name(field: &str, value: &toml::Value) -> Result<String, PolicyFileError> {
     let toml::Value::String(text) = value else {
         return Err(wrong_type(field, "a string", value));
     };
-    if VPath::from_component(text).is_err() || text == ".vsh" || text == ".git" {
+    let components: Vec<&str> = text.split('/').collect();
+    let plain = components.iter().all(|component| VPath::from_component(component).is_ok());
+    if !plain || components.len() > MAX_SCRATCH_DEPTH || matches!(components[0], ".vsh" | ".git") {
         return Err(PolicyFileError::InvalidScratch {
             field: field.to_owned(),
             value: shorten(text),
-            problem: "a scratch directory is one plain name at the workspace's top (not .vsh or .git)".to_owned(),
+            problem: format!(
+                "a scratch directory is a relative path of at most {MAX_SCRATCH_DEPTH} plain names \
+                 (not in .vsh or .git), or __pycache__"
+            ),
         });
     }
     Ok(text.clone())
@@ -1371,10 +1384,22 @@ access = ["rename-source", "rename-destination", "metadata-read", "directory-rea
                 matches!(e, PolicyFileError::WrongType { .. })
             }),
             (
-                v1("[commands]\nscratch = [\"target\", \"a/b\"]"),
+                v1("[commands]\nscratch = [\"target\", \"a/../b\"]"),
                 "commands.scratch[1]",
-                |e| matches!(e, PolicyFileError::InvalidScratch { value, .. } if value == "a/b"),
+                |e| matches!(e, PolicyFileError::InvalidScratch { value, .. } if value == "a/../b"),
             ),
+            (v1("[commands]\nscratch = [\"/abs\"]"), "commands.scratch[0]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
+            (v1("[commands]\nscratch = [\"a//b\"]"), "commands.scratch[0]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
+            (v1("[commands]\nscratch = [\".vsh/cache\"]"), "commands.scratch[0]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
+            (v1("[commands]\nscratch = [\"a/b/c/d/e/f/g/h/i\"]"), "commands.scratch[0]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
             (v1("[commands]\nscratch = [\"..\"]"), "commands.scratch[0]", |e| {
                 matches!(e, PolicyFileError::InvalidScratch { .. })
             }),
@@ -1514,6 +1539,10 @@ writable_roots = ["src", "docs"]
         let named = PolicyFile::parse("version = 1\n[commands]\nscratch = [\"build\", \"target\"]\n").unwrap();
         assert_eq!(named.command_scratch(), Some(&["build".to_owned(), "target".to_owned()][..]));
         assert_ne!(named.digest(), plain.digest());
+        let nested =
+            PolicyFile::parse("version = 1\n[commands]\nscratch = [\"node_modules/.cache\", \"__pycache__\"]\n")
+                .unwrap();
+        assert_eq!(nested.command_scratch(), Some(&["node_modules/.cache".to_owned(), "__pycache__".to_owned()][..]));
         let none = PolicyFile::parse("version = 1\n[commands]\nscratch = []\n").unwrap();
         assert_eq!(none.command_scratch(), Some(&[][..]), "an empty list gives commands none");
         assert_ne!(none.digest(), plain.digest());

@@ -107,6 +107,8 @@ pub struct FuseMount {
     tools: Vec<PathBuf>,
     /// Host directories bound over paths inside the candidate: `(inside, dir)`.
     scratch: Vec<(PathBuf, PathBuf)>,
+    /// Host directories bound at `/tmp/<name>`: `(name, dir)`.
+    tmp_scratch: Vec<(String, PathBuf)>,
 }
 
 /// The server's side of a [`FuseMount`]: waits until the filesystem exists
@@ -148,6 +150,7 @@ impl FuseMount {
             tmp_bytes: None,
             tools: Vec::new(),
             scratch: Vec::new(),
+            tmp_scratch: Vec::new(),
         };
         Ok((mount, waiter))
     }
@@ -182,6 +185,17 @@ impl FuseMount {
     #[must_use]
     pub fn with_scratch(mut self, inside: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> Self {
         self.scratch.push((inside.into(), dir.into()));
+        self
+    }
+
+    /// Bind the host directory `dir` at `/tmp/<name>` in the child's private
+    /// `/tmp` ([`FuseMount::with_private_tmp`], which this needs): written
+    /// directly, kept between runs like any scratch directory, outside the
+    /// candidate (a cache a tool is told about, such as Python's
+    /// `PYTHONPYCACHEPREFIX`).
+    #[must_use]
+    pub fn with_tmp_scratch(mut self, name: &str, dir: impl Into<PathBuf>) -> Self {
+        self.tmp_scratch.push((name.to_owned(), dir.into()));
         self
     }
 
@@ -395,6 +409,19 @@ impl PreparedMount {
                 });
             }
             scratch.push((clone_tree(dir)?, c_path(&target.join(inside))?));
+        }
+        for (name, dir) in &mount.tmp_scratch {
+            let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0']);
+            if mount.tmp_bytes.is_none() || !plain {
+                return Err(ToolError::InvalidPolicy {
+                    reason: format!(
+                        "a scratch directory in /tmp needs a private /tmp and one plain name, not {name:?}"
+                    ),
+                });
+            }
+            let at = Path::new("/tmp").join(name);
+            dirs.push(c_path(&at)?);
+            scratch.push((clone_tree(dir)?, c_path(&at)?));
         }
         Ok(Self {
             target: c_path(target)?,

@@ -66,8 +66,10 @@ impl DataDir {
         &self.dir
     }
 
-    /// The host path of the scratch directory `name` (one plain file name,
-    /// such as `target`): `scratch/<name>`, made (mode `0o777`, inside
+    /// The host path of the scratch directory `name` (a relative path of
+    /// plain names, such as `target` or `node_modules/.cache`):
+    /// `scratch/<name>` with each `/` written `%2F` and each `%` `%25` (one
+    /// directory per name, however deep), made (mode `0o777`, inside
     /// `scratch/`, mode `0o700`) if missing, never through a symlink. Real
     /// commands write there directly (as the workspace's `target/`, say),
     /// and what they wrote is there for the next run of the same workspace;
@@ -79,7 +81,9 @@ impl DataDir {
     /// directories cannot be made (or something else is there).
     pub fn scratch_dir(&self, name: &str) -> Result<std::path::PathBuf, StoreError> {
         let scratch = VPath::parse(SCRATCH).expect("a plain component");
-        let leaf = VPath::from_component(name).map_err(|_| StoreError::DataDir {
+        let encoded = name.replace('%', "%25").replace('/', "%2F");
+        let plain = name.split('/').all(|component| VPath::from_component(component).is_ok());
+        let leaf = VPath::from_component(&encoded).ok().filter(|_| plain).ok_or_else(|| StoreError::DataDir {
             path: scratch.clone(),
             source: HostError::NotADirectory { path: scratch.clone() },
         })?;
@@ -100,7 +104,7 @@ impl DataDir {
             }
             Err(source) => return Err(StoreError::DataDir { path: at.clone(), source }),
         }
-        Ok(self.dir.display_path().join(SCRATCH).join(name))
+        Ok(self.dir.display_path().join(SCRATCH).join(leaf.as_str()))
     }
 
     /// The bytes of the settings file `name` (one file name, for example

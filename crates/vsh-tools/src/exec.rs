@@ -15,6 +15,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::capture::Capture;
+use super::image::{ImageCommand, ImageLaunch};
 use super::spawn::Launch;
 use super::{ExecError, Host, PathPolicy, blocking, supervise};
 
@@ -317,6 +322,10 @@ impl Host {
             return Ok(ExecOutput::cancelled_before_start());
         }
         let started = std::time::Instant::now();
+        if self.image().is_some() {
+            let launch = ImageLaunch { program, args, cwd, env };
+            return self.run_in_image(launch, timeout, limits, started, cancel).await;
+        }
         let deadline = supervise::deadline_after(timeout);
         let host = self.clone();
         let launch_program = program.clone();
@@ -327,6 +336,64 @@ impl Host {
         })
         .await?;
         supervise::supervise(spawned, supervise::Plan { program, deadline, limits, started }, cancel).await
+    }
+
+    /// [`Host::run`] on an image: the image runs the command (blocking, on
+    /// tokio's blocking pool) and kills its tree at the timeout or soon after
+    /// `cancel`; the streams are capped as on a directory.
+    async fn run_in_image(
+        &self,
+        launch: ImageLaunch,
+        timeout: Duration,
+        limits: ExecLimits,
+        started: std::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Result<ExecOutput, ExecError> {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let host = self.clone();
+        let flag = Arc::clone(&cancelled);
+        let work = blocking(move || {
+            let image = host.image().expect("a host over an image");
+            let cwd = host.exec_cwd(&launch.cwd)?;
+            let command = ImageCommand {
+                program: &launch.program,
+                args: &launch.args,
+                cwd: &cwd,
+                env: &launch.env,
+                timeout,
+                cancelled: &flag,
+            };
+            image.run(&command).map_err(|source| ExecError::Spawn { program: launch.program.clone(), source })
+        });
+        tokio::pin!(work);
+        let ran = tokio::select! {
+            ran = &mut work => ran,
+            () = cancel.cancelled() => {
+                cancelled.store(true, Ordering::Release);
+                work.await
+            }
+        };
+        let output = ran?;
+        let capped = |bytes: &[u8]| {
+            let mut capture = Capture::new(limits.max_output_bytes);
+            capture.push(bytes);
+            capture.finish()
+        };
+        let (out, err) = (capped(&output.stdout), capped(&output.stderr));
+        Ok(ExecOutput {
+            exit_code: output.exit_code,
+            signal: output.signal,
+            truncated: out.truncated || err.truncated,
+            stdout_truncated: out.truncated,
+            stderr_truncated: err.truncated,
+            stdout_bytes: out.total,
+            stderr_bytes: err.total,
+            stdout: out.text,
+            stderr: err.text,
+            timed_out: output.timed_out,
+            cancelled: output.cancelled || cancelled.load(Ordering::Acquire),
+            duration: started.elapsed(),
+        })
     }
 
     /// The working directory of a command: made absolute like any path, and

@@ -163,11 +163,12 @@ impl Host {
         self.read_dir_target(&target)
     }
 
-    /// The handle a target's path is resolved beneath.
-    fn dir_of<'a>(&'a self, target: &'a Target) -> &'a WritableDir {
-        match &target.dir {
-            TargetDir::Jail => &self.inner.dir,
-            TargetDir::Ambient(dir) => dir,
+    /// Where a target's path is resolved: beneath a directory handle, or in
+    /// the image a host over one works on.
+    fn dir_of<'a>(&'a self, target: &'a Target) -> Beneath<'a> {
+        match (&target.dir, &self.inner.dir) {
+            (TargetDir::Jail, super::Root::Dir(dir)) | (TargetDir::Ambient(dir), _) => Beneath::Dir(dir),
+            (TargetDir::Jail, super::Root::Image(image)) => Beneath::Image(image.as_ref()),
         }
     }
 
@@ -186,33 +187,51 @@ impl Host {
     }
 
     fn is_symlink(&self, rel: &VPath) -> bool {
-        matches!(self.inner.dir.lstat(rel), Ok(Some(stat)) if stat.kind == HostKind::Symlink)
+        match &self.inner.dir {
+            super::Root::Dir(dir) => matches!(dir.lstat(rel), Ok(Some(stat)) if stat.kind == HostKind::Symlink),
+            super::Root::Image(image) => matches!(image.lstat(rel), Ok(Some(stat)) if stat.kind == HostKind::Symlink),
+        }
     }
 
     pub(crate) fn read_target(&self, target: &Target) -> Result<FileRead, FsError> {
-        let content = self
-            .dir_of(target)
-            .read_file(&target.rel, self.inner.max_read_bytes)
-            .map_err(|source| self.fs_error("read_file", target, source))?;
-        Ok(FileRead { contents: String::from_utf8_lossy(&content.bytes).into_owned(), stat: content.stat.into() })
+        let read = match self.dir_of(target) {
+            Beneath::Image(image) => crate::image::read(image, &target.rel, self.inner.max_read_bytes),
+            Beneath::Dir(dir) => dir.read_file(&target.rel, self.inner.max_read_bytes).map(|content| FileRead {
+                contents: String::from_utf8_lossy(&content.bytes).into_owned(),
+                stat: content.stat.into(),
+            }),
+        };
+        read.map_err(|source| self.fs_error("read_file", target, source))
     }
 
     pub(crate) fn write_target(&self, target: &Target, contents: &[u8]) -> Result<FileStat, FsError> {
-        write_replacing(self.dir_of(target), &target.rel, contents)
-            .map(FileStat::from)
-            .map_err(|source| self.fs_error("write_file", target, source))
+        let written = match self.dir_of(target) {
+            Beneath::Image(image) => image.write(&target.rel, contents).map(FileStat::from),
+            Beneath::Dir(dir) => write_replacing(dir, &target.rel, contents).map(FileStat::from),
+        };
+        written.map_err(|source| self.fs_error("write_file", target, source))
     }
 
     fn stat_target(&self, target: &Target) -> Result<FileStat, FsError> {
-        match self.dir_of(target).lstat(&target.rel) {
-            Ok(Some(stat)) => Ok(stat.into()),
+        let stat = match self.dir_of(target) {
+            Beneath::Image(image) => image.lstat(&target.rel).map(|stat| stat.map(FileStat::from)),
+            Beneath::Dir(dir) => dir.lstat(&target.rel).map(|stat| stat.map(FileStat::from)),
+        };
+        match stat {
+            Ok(Some(stat)) => Ok(stat),
             Ok(None) => Err(self.fs_error("stat", target, HostError::NotFound { path: target.rel.clone() })),
             Err(source) => Err(self.fs_error("stat", target, source)),
         }
     }
 
     fn read_dir_target(&self, target: &Target) -> Result<Vec<DirEntry>, FsError> {
-        let dir = self.dir_of(target);
+        let dir = match self.dir_of(target) {
+            Beneath::Image(image) => {
+                return crate::image::list(image, &target.rel)
+                    .map_err(|source| self.fs_error("read_dir", target, source));
+            }
+            Beneath::Dir(dir) => dir,
+        };
         let entries = dir.list_dir(&target.rel).map_err(|source| self.fs_error("read_dir", target, source))?;
         Ok(entries
             .into_iter()
@@ -231,6 +250,14 @@ impl Host {
             })
             .collect())
     }
+}
+
+/// Where a file operation's path is resolved.
+enum Beneath<'a> {
+    /// Beneath a directory handle.
+    Dir(&'a WritableDir),
+    /// In an image.
+    Image(&'a dyn crate::image::ImageRoot),
 }
 
 /// Replace (or create) the regular file at `path` beneath `dir` with

@@ -105,8 +105,12 @@ impl Host {
         // One lstat through the handle opens the parent beneath the root without
         // following links (a missing ancestor ends the walk first, with nothing
         // after it to follow), then looks at the leaf without following it.
-        match inner.dir.lstat(&rel) {
-            Ok(Some(stat)) if stat.kind == HostKind::Symlink => Err(self.symlink_escape(abs, &rel)),
+        let kind = match &inner.dir {
+            super::Root::Dir(dir) => dir.lstat(&rel).map(|stat| stat.map(|stat| stat.kind)),
+            super::Root::Image(image) => image.lstat(&rel).map(|stat| stat.map(|stat| stat.kind)),
+        };
+        match kind {
+            Ok(Some(HostKind::Symlink)) => Err(self.symlink_escape(abs, &rel)),
             Ok(_) | Err(HostError::NotADirectory { .. }) => Ok(rel),
             Err(HostError::SymlinkInPath { path }) => Err(self.symlink_escape(abs, &path)),
             Err(source) => Err(PathError::Io { path: abs.to_path_buf(), source }),

@@ -25,6 +25,7 @@ mod capture;
 mod error;
 mod exec;
 mod fs;
+mod image;
 mod jail;
 pub(crate) mod spawn;
 pub(crate) mod supervise;
@@ -39,6 +40,7 @@ use std::sync::Arc;
 pub use self::error::{EscapeReason, ExecError, FsError, PathError};
 pub use self::exec::{ExecLimits, ExecOutput, ExecRequest, FIXED_PATH, ShellSpec};
 pub use self::fs::{DirEntry, FileRead, FileStat};
+pub use self::image::{ImageCommand, ImageOutput, ImageRoot, ImageStat};
 
 use vsh_host::HostError;
 use vsh_host::{CapDir, WritableDir};
@@ -168,7 +170,8 @@ struct Inner {
     /// The root, opened: every jailed operation goes through it. The seed
     /// `Host` writes files directly (`host.txt`), so it holds the mutating
     /// capability: the one holder outside the commit engine and the store.
-    dir: WritableDir,
+    /// Or an image ([`Host::over_image`]), which does all of that itself.
+    dir: Root,
     path_policy: PathPolicy,
     limits: ExecLimits,
     /// Whether `policy` came from the configuration (rather than the default).
@@ -181,6 +184,14 @@ struct Inner {
     home: Option<PathBuf>,
     shell: ShellSpec,
     max_read_bytes: u64,
+}
+
+/// What a host's jail is.
+enum Root {
+    /// A directory of the host, opened.
+    Dir(WritableDir),
+    /// An image: a candidate workspace.
+    Image(Arc<dyn ImageRoot>),
 }
 
 impl fmt::Debug for Host {
@@ -217,7 +228,7 @@ impl Host {
             inner: Arc::new(Inner {
                 root,
                 root_as_given,
-                dir: WritableDir::new(Arc::new(dir)),
+                dir: Root::Dir(WritableDir::new(Arc::new(dir))),
                 path_policy: config.path_policy,
                 limits: config.limits,
                 confined: config.confinement.is_some(),
@@ -246,9 +257,13 @@ impl Host {
     }
 
     /// The workspace root's capability handle, for callers that work with
-    /// workspace paths ([`vsh_types::VPath`]) directly.
-    pub fn workspace_dir(&self) -> &CapDir {
-        &self.inner.dir
+    /// workspace paths ([`vsh_types::VPath`]) directly; `None` for a host
+    /// over an image ([`Host::over_image`]).
+    pub fn workspace_dir(&self) -> Option<&CapDir> {
+        match &self.inner.dir {
+            Root::Dir(dir) => Some(dir),
+            Root::Image(_) => None,
+        }
     }
 }
 

@@ -46,7 +46,7 @@ pub struct RuntimeConfig {
 
 /// The scratch directories real commands get by default
 /// ([`RuntimeConfig::with_scratch`]).
-pub const DEFAULT_SCRATCH: [&str; 2] = ["target", ".pytest_cache"];
+pub const DEFAULT_SCRATCH: [&str; 4] = ["target", "node_modules/.cache", "__pycache__", ".pytest_cache"];
 
 /// Bash programs ([`crate::Language::Bash`]), enabled by
 /// [`RuntimeConfig::with_bash`]: by default the `vsh-bash-bounded-v1`
@@ -308,13 +308,19 @@ impl RuntimeConfig {
 
     /// The scratch directories of real commands, instead of those the policy
     /// names (`[commands] scratch` in a policy file) or, when it names none,
-    /// [`DEFAULT_SCRATCH`] (`target` and `.pytest_cache`). Each name (one
-    /// plain name at the workspace's top) is, for a command, a directory of its own in the
-    /// data directory (`scratch/<name>`), written directly and kept between
-    /// runs (a second `cargo test` builds incrementally), never part of the
-    /// image, the diff or a commit. What one command leaves there the next
-    /// one finds: it is as untrusted as the commands. The names are part of
-    /// the binding.
+    /// [`DEFAULT_SCRATCH`] (`target`, `node_modules/.cache`, `__pycache__`
+    /// and `.pytest_cache`). Each name (a relative path of plain names) is,
+    /// for a command, a directory of its own in the data directory
+    /// (`scratch/<name>`, `/` written `%2F`), bound over that path of the
+    /// candidate: written directly and kept between runs (a second
+    /// `cargo test` builds incrementally), never part of the image, the diff
+    /// or a commit. A nested name (`node_modules/.cache`) is bound only where
+    /// its parent is a directory. `__pycache__` is Python's bytecode: commands
+    /// get `PYTHONPYCACHEPREFIX` pointing at its directory (in their `/tmp`)
+    /// instead of `PYTHONDONTWRITEBYTECODE`, so no `__pycache__` reaches a
+    /// diff and the second run finds the bytecode compiled. What one command
+    /// leaves there the next one finds: it is as untrusted as the commands.
+    /// The names are part of the binding.
     #[must_use]
     pub fn with_scratch<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.scratch = Some(names.into_iter().map(Into::into).collect());

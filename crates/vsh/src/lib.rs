@@ -70,6 +70,7 @@ pub mod lower {
     pub use vsh_policy;
     pub use vsh_sandbox;
     pub use vsh_store;
+    pub use vsh_tools;
     pub use vsh_types;
     pub use vsh_vfs;
 }

@@ -58,6 +58,9 @@ pub enum StepKind {
     RestoreExported,
     /// Inherited files ([`crate::CandidateWorkspace::restore_seeded`]).
     RestoreSeeded,
+    /// A file written through the seed `Host` over the candidate
+    /// ([`crate::CandidateWorkspace::host`]).
+    HostWrite,
 }
 
 impl StepKind {
@@ -71,7 +74,7 @@ impl StepKind {
         }
     }
 
-    /// `monty`, `bash`, `command`, `restore-exported` or `restore-seeded`.
+    /// `monty`, `bash`, `command`, `restore-exported`, `restore-seeded` or `host-write`.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Monty => "monty",
@@ -79,6 +82,7 @@ impl StepKind {
             Self::Command => "command",
             Self::RestoreExported => "restore-exported",
             Self::RestoreSeeded => "restore-seeded",
+            Self::HostWrite => "host-write",
         }
     }
 }

@@ -533,3 +533,90 @@ fn a_program_inside_the_workspace_is_the_candidates_file_never_the_hosts() {
         );
     }
 }
+
+/// Run `argv` in a candidate of `ws` whose scratch directories are `scratch`.
+fn command_with_scratch(
+    ws: &mut Workspace,
+    argv: &[&str],
+    scratch: &[(&str, &std::path::Path)],
+) -> Result<vsh_monty::BashOutcome, ExecutionError> {
+    let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
+    let policy = CallPolicy::balanced_default(None);
+    let mut config = CommandConfig::new(ws.root());
+    config.scratch = scratch.iter().map(|(name, dir)| ((*name).to_owned(), dir.to_path_buf())).collect();
+    MontyExecutor::in_process().execute_command(
+        &argv,
+        &mut ws.vfs,
+        &policy,
+        &ExecutionLimits::default(),
+        &config,
+        &Uninterrupted,
+    )
+}
+
+/// A scratch directory the command's user may write (as the store makes them).
+fn scratch_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    dir
+}
+
+#[test]
+fn python_bytecode_goes_to_its_scratch_directory_and_never_into_the_diff() {
+    if !fuse_available() {
+        return;
+    }
+    let mut ws = Workspace::with(&[("pkg/__init__.py", b""), ("pkg/mod.py", b"VALUE = 41\n")]);
+    let pycache = scratch_dir();
+    let script = "import sys; sys.path.insert(0, '.'); import pkg.mod; print(pkg.mod.VALUE + 1)";
+    let argv = ["python3", "-c", script];
+    let first = command_with_scratch(&mut ws, &argv, &[("__pycache__", pycache.path())]).unwrap();
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "42\n");
+    assert!(ws.diff().is_empty(), "no __pycache__ in the diff: {:?}", ws.diff());
+    // The bytecode is in the scratch directory, under the workspace's own path, for the next run.
+    let compiled: Vec<String> = walk_names(pycache.path())
+        .into_iter()
+        .filter(|name| std::path::Path::new(name).extension().is_some_and(|ext| ext == "pyc"))
+        .collect();
+    assert!(compiled.iter().any(|name| name.starts_with("mod.")), "{compiled:?}");
+    // Without the scratch name, Python writes no bytecode at all.
+    let mut plain = Workspace::with(&[("pkg/__init__.py", b""), ("pkg/mod.py", b"VALUE = 41\n")]);
+    command_with_scratch(&mut plain, &argv, &[]).unwrap();
+    assert!(plain.diff().is_empty(), "{:?}", plain.diff());
+}
+
+/// Every file name beneath `dir`.
+fn walk_names(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            names.extend(walk_names(&path));
+        } else {
+            names.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    names
+}
+
+#[test]
+fn a_nested_scratch_directory_is_scratch_only_where_its_parent_is_a_directory() {
+    if !fuse_available() {
+        return;
+    }
+    let cache = scratch_dir();
+    let script =
+        "mkdir -p node_modules/.cache && echo cached > node_modules/.cache/entry && cat node_modules/.cache/entry";
+    // node_modules is a directory: its .cache is the scratch directory.
+    let mut ws = Workspace::with(&[("node_modules/left-pad/index.js", b"module.exports = 1;\n")]);
+    let outcome = command_with_scratch(&mut ws, &["/bin/sh", "-c", script], &[("node_modules/.cache", cache.path())])
+        .unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(String::from_utf8_lossy(&outcome.stdout), "cached\n");
+    assert!(ws.diff().is_empty(), "the cache never enters the diff: {:?}", ws.diff());
+    assert_eq!(std::fs::read_to_string(cache.path().join("entry")).unwrap(), "cached\n");
+    // No node_modules yet: nothing is bound, and what the command makes is its change.
+    let mut fresh = Workspace::with(&files());
+    command_with_scratch(&mut fresh, &["/bin/sh", "-c", script], &[("node_modules/.cache", cache.path())]).unwrap();
+    let paths: Vec<String> = fresh.diff().into_iter().map(|(path, _)| path).collect();
+    assert_eq!(paths, ["node_modules", "node_modules/.cache", "node_modules/.cache/entry"]);
+}

@@ -281,3 +281,25 @@ fn a_deferred_blob_is_readable_at_once_and_made_durable_only_when_asked() -> Res
     assert_eq!(reopened.get(torn_id, 1024)?, torn);
     Ok(())
 }
+
+#[test]
+fn scratch_directories_are_one_directory_per_name_however_deep_and_never_outside() -> Result {
+    let dir = tempfile::tempdir()?;
+    let data = data_dir(dir.path())?;
+    let scratch = dir.path().join(".vsh/data/scratch");
+    assert_eq!(data.scratch_dir("target")?, scratch.join("target"));
+    // A nested name is one directory, its `/` (and `%`) encoded.
+    assert_eq!(data.scratch_dir("node_modules/.cache")?, scratch.join("node_modules%2F.cache"));
+    assert_eq!(data.scratch_dir("a%2Fb")?, scratch.join("a%252Fb"), "no name can pass for another");
+    assert!(scratch.join("node_modules%2F.cache").is_dir());
+    assert_eq!(std::fs::metadata(scratch.join("target"))?.permissions().mode() & 0o777, 0o777);
+    for bad in ["..", "../x", "a/../b", "/abs", "a//b", ""] {
+        assert!(matches!(data.scratch_dir(bad), Err(StoreError::DataDir { .. })), "{bad:?}");
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&scratch)?
+        .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    names.sort();
+    assert_eq!(names, ["a%252Fb", "node_modules%2F.cache", "target"]);
+    Ok(())
+}

@@ -78,7 +78,7 @@ fn new_canonicalizes_the_root_and_keeps_the_configuration() {
     assert_eq!(host.workspace_root(), stdfs::canonicalize(tmp.path().join("real")).unwrap());
     assert_eq!(host.path_policy(), PathPolicy::Unrestricted);
     assert_eq!(host.limits().max_output_bytes, 77);
-    assert_eq!(host.workspace_dir().display_path(), host.workspace_root());
+    assert_eq!(host.workspace_dir().expect("a directory host").display_path(), host.workspace_root());
 
     let defaults = Host::new(HostConfig::new(tmp.path())).unwrap();
     assert_eq!(defaults.path_policy(), PathPolicy::Jailed);

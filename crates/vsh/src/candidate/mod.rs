@@ -28,6 +28,7 @@
 //! path (the candidate is mounted there in each command's private
 //! namespace; nothing is copied anywhere).
 
+mod host;
 mod seed;
 
 pub use seed::{SeedFile, SeedNode};
@@ -54,7 +55,7 @@ use crate::{ExecutionBudget, Runtime, VshError};
 pub const SESSION_PROFILE: &str = "vsh-candidate-session-v1";
 
 /// The most steps one candidate records.
-pub(crate) const MAX_STEPS: usize = 4096;
+pub(crate) const MAX_STEPS: usize = 16_384;
 
 /// Who a candidate is for, as the seed names it: a node of an agent's task
 /// graph, the node's generation, and the graph's revision. Bound into the
@@ -446,6 +447,38 @@ impl CandidateWorkspace {
         let step = session_step(kind, request.code, executed.output, kept, unisolated);
         state.steps.push(step.clone());
         Ok(step)
+    }
+
+    /// Serve one file request on the image as a step's own access is
+    /// served (for the seed `Host` over the candidate): refusals are kept
+    /// (they deny the promotion), and what a write changes is the
+    /// candidate's own work, recorded in the transcript as a host write.
+    pub(crate) fn serve(
+        &self,
+        request: vsh_types::fsproto::FsRequest,
+    ) -> Result<vsh_types::fsproto::FsReply, VshError> {
+        let mut state = self.open()?;
+        let state = &mut *state;
+        let effects_before = state.vfs.effects().len();
+        let policy = self.runtime.runs().policy().calls();
+        let served = vsh_monty::serve_request(&mut state.vfs, policy, &ExecutionBudget::default(), request)
+            .map_err(|error| VshError::Execution(Box::new(error)))?;
+        add_stats(&mut state.stats, &served.stats);
+        state.denied.extend(served.denied);
+        let mut changed = BTreeSet::new();
+        effect_paths(&state.vfs.effects()[effects_before..], &mut changed);
+        if !changed.is_empty() {
+            if state.steps.len() >= MAX_STEPS {
+                return Err(VshError::CandidateSteps { max: MAX_STEPS });
+            }
+            let paths: Vec<&str> = changed.iter().map(VPath::as_str).collect();
+            let program = serde_json::to_string(&paths).expect("paths serialize");
+            let output =
+                EvidenceOutput::Bash { profile: String::new(), exit_code: 0, stdout: Vec::new(), stderr: Vec::new() };
+            state.steps.push(session_step(StepKind::HostWrite, &program, output, true, false));
+            state.touched.extend(changed);
+        }
+        Ok(served.reply)
     }
 
     /// Run `argv` as a verifier of `stage`: a real command in the candidate

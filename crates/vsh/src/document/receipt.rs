@@ -67,7 +67,7 @@ pub struct ReceiptDocument {
 /// One step of a candidate workspace's session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepDocument {
-    /// `monty`, `bash`, `command`, `restore-exported` or `restore-seeded`.
+    /// `monty`, `bash`, `command`, `restore-exported`, `restore-seeded` or `host-write`.
     pub kind: String,
     /// The program's text (a command's argv, or the paths a restore wrote, as a JSON array).
     pub program: String,
