@@ -1,6 +1,7 @@
 """The Python SDK over the vsh facade: runs, commits, approvals, errors,
 values and threads."""
 
+import json
 import os
 import pathlib
 import threading
@@ -269,6 +270,27 @@ def test_bash_programs_run_when_enabled(workspace: pathlib.Path, runtime: Callab
     receipt = runtime().run("tr a-z A-Z < a.txt > up.txt; echo note >&2", language="bash")
     assert receipt.state == "committed" and receipt.stderr == "note\n" and receipt.value is None
     assert (workspace / "up.txt").read_text() == "ALPHA\n"
+
+
+def test_real_commands_run_when_enabled_and_only_then(workspace: pathlib.Path) -> None:
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        assert not os.environ.get("VSH_REQUIRE_SANDBOX"), "real commands need root and /dev/fuse"
+        pytest.skip("real commands need root and /dev/fuse")
+    argv = json.dumps(["/bin/sh", "-c", "echo $GREETING > out.txt; tr a-z A-Z < a.txt"])
+    with pytest.raises(vsh.ExecutionError):
+        vsh.Runtime(workspace).run(argv, language="command")
+    with pytest.raises(ValueError):
+        vsh.Runtime(workspace, network="loopback")
+    rt = vsh.Runtime(workspace, commands=True, command_env={"GREETING": "hi"})
+    receipt = rt.run(argv, language="command")
+    assert receipt.state == "committed" and receipt.stdout == "ALPHA\n", receipt.to_dict()
+    assert (workspace / "out.txt").read_text() == "hi\n"
+    assert receipt.to_dict()["language"] == "command"
+    # A Monty program tests its own edit in the same transaction.
+    program = "from pathlib import Path\nPath('a.txt').write_text('beta\\n')\nvsh_exec(['cat', 'a.txt'])"
+    preview = rt.preview(program)
+    assert preview.value == (0, "beta\n", ""), preview.value
+    assert (workspace / "a.txt").read_text() == "alpha\n"
 
 
 def test_the_gil_is_released_while_a_program_runs(runtime: Callable[[], vsh.Runtime]) -> None:

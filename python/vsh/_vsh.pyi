@@ -1,7 +1,7 @@
 """Type stubs of the extension module ``vsh._vsh`` (see ``vsh``)."""
 
 from os import PathLike
-from typing import Any, Callable, Literal, Optional, Tuple, TypedDict, Union
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 from . import Decision
 
@@ -176,12 +176,17 @@ class Runtime:
         hook_scope: Literal["review-required", "all-requests"] = "review-required",
         hook_content_bytes: int = 0,
         hook_label: str = "python",
+        commands: bool = False,
+        command_env: Optional[Mapping[str, str]] = None,
+        command_tools: Optional[Sequence[_Path]] = None,
+        network: Optional[Literal["none", "loopback", "all"]] = None,
+        ports: Optional[Sequence[int]] = None,
     ) -> None: ...
     def preview(
         self,
         code: str,
         *,
-        language: Literal["monty", "bash"] = "monty",
+        language: Literal["monty", "bash", "command"] = "monty",
         intent: Optional[str] = None,
         detail: Literal["compact", "full"] = "compact",
         budget: Optional[Budget] = None,
@@ -192,7 +197,7 @@ class Runtime:
         self,
         code: str,
         *,
-        language: Literal["monty", "bash"] = "monty",
+        language: Literal["monty", "bash", "command"] = "monty",
         intent: Optional[str] = None,
         detail: Literal["compact", "full"] = "compact",
         mode: Literal["auto", "preview"] = "auto",

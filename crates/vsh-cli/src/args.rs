@@ -294,6 +294,14 @@ pub(crate) struct ServeArgs {
     /// and tail, and the result says what was cut.
     #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(256..=16_777_216))]
     pub(crate) max_text: u32,
+    /// Let agents run real commands: `vsh_run`'s language "command" (the
+    /// program is the argv as a JSON array) and a Monty program's `vsh_exec`,
+    /// each confined in a candidate of the workspace (needs what vsh exec
+    /// needs; see vsh doctor).
+    #[arg(long)]
+    pub(crate) commands: bool,
+    #[command(flatten)]
+    pub(crate) command: CommandArgs,
 }
 
 /// A run's budget, in an operator's units (unset: the default budget).
@@ -555,6 +563,24 @@ pub(crate) struct RunOptions {
     /// transaction in the log).
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_STALE_RETRIES))]
     pub(crate) retry_stale: u32,
+    /// A Bash program's or a real command's non-zero exit status is its
+    /// outcome: recorded in the receipt, and the work is decided and
+    /// committable like any other (without it, a failing run commits
+    /// nothing and exits 1).
+    #[arg(long)]
+    pub(crate) accept_failure: bool,
+    #[command(flatten)]
+    pub(crate) command: CommandArgs,
+    #[command(flatten)]
+    pub(crate) budget: BudgetArgs,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+}
+
+/// How real commands run: their environment, tools and network (`vsh run`,
+/// `vsh exec`, `vsh serve`).
+#[derive(Debug, Args)]
+pub(crate) struct CommandArgs {
     /// Set a variable in real commands' environment (repeatable); they get
     /// PATH, HOME=/tmp and LANG and nothing else of vsh's environment.
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = variable)]
@@ -569,21 +595,16 @@ pub(crate) struct RunOptions {
     /// host's network.
     #[arg(long, value_enum, value_name = "NETWORK")]
     pub(crate) allow_network: Option<NetworkArg>,
-    /// A Bash program's or a real command's non-zero exit status is its
-    /// outcome: recorded in the receipt, and the work is decided and
-    /// committable like any other (without it, a failing run commits
-    /// nothing and exits 1).
-    #[arg(long)]
-    pub(crate) accept_failure: bool,
     /// Let real commands read and execute from this host directory, at its
     /// own path (repeatable): a toolchain, say `--tool "$(rustc --print
     /// sysroot)"` with `--env PATH=<that>/bin:/usr/bin:/bin`.
     #[arg(long = "tool", value_name = "DIR")]
     pub(crate) tools: Vec<PathBuf>,
-    #[command(flatten)]
-    pub(crate) budget: BudgetArgs,
-    #[command(flatten)]
-    pub(crate) lock: LockArgs,
+    /// Let real commands connect to this TCP port (repeatable; on any host:
+    /// the kernel's rule matches ports, not addresses), besides what
+    /// --allow-network allows: a database a test needs, say.
+    #[arg(long = "allow-port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) ports: Vec<u16>,
 }
 
 /// `NAME=VALUE`.

@@ -79,14 +79,7 @@ fn main() -> ExitCode {
         Command::Rerun(rerun) => rerun_command(&rerun, output),
         Command::Demo { json } => demo::run(json),
         Command::Doctor(common) => doctor::doctor(&common.root(), common.json),
-        Command::Serve(args) => serve::serve(serve::ServeOptions {
-            workspace: match &args.common.workspace {
-                Some(dir) => serve::WorkspaceChoice::Given(dir.clone()),
-                None => serve::WorkspaceChoice::FromClient { found: args.common.root() },
-            },
-            budget: args.budget.budget(),
-            bounds: vsh::document::TextBounds { max_chars: args.max_text as usize, ..Default::default() },
-        }),
+        Command::Serve(args) => serve_command(&args),
         Command::Policy { action: args::PolicyAction::Check { file, json } } => policy_check(&file, json),
         Command::Schema { name, write } => schema_command(name.as_deref(), write.as_deref()),
         Command::Guide => {
@@ -178,6 +171,20 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
     }
 }
 
+/// `vsh serve`: the MCP server, its commands' settings resolved first.
+fn serve_command(args: &args::ServeArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let commands = if args.commands { Some(CommandSettings::resolve(&args.command)?) } else { None };
+    serve::serve(serve::ServeOptions {
+        workspace: match &args.common.workspace {
+            Some(dir) => serve::WorkspaceChoice::Given(dir.clone()),
+            None => serve::WorkspaceChoice::FromClient { found: args.common.root() },
+        },
+        budget: args.budget.budget(),
+        bounds: vsh::document::TextBounds { max_chars: args.max_text as usize, ..Default::default() },
+        commands,
+    })
+}
+
 /// A runtime configuration whose Monty worker is this very binary, confined
 /// by the sandbox like any worker (so the command line needs no second binary),
 /// with durable previews: a preview made by `vsh run` is committed by a later
@@ -191,6 +198,47 @@ pub(crate) fn runtime_config(workspace: &std::path::Path) -> Result<RuntimeConfi
         .with_worker(worker)
         .with_durable_previews(vsh::DurablePreviews::default())
         .with_bash(vsh::BashConfig::new()))
+}
+
+/// Real commands' environment, tools and network, resolved from the command
+/// line (`--env`, `--pass-env`, `--tool`, `--allow-network`, `--allow-port`).
+#[derive(Debug, Clone)]
+pub(crate) struct CommandSettings {
+    env: Vec<(String, String)>,
+    tools: Vec<std::path::PathBuf>,
+    network: Option<vsh::lower::vsh_sandbox::NetworkAccess>,
+    ports: Vec<u16>,
+}
+
+impl CommandSettings {
+    /// Resolve `args`: each `--pass-env` variable read now (one vsh's
+    /// environment lacks is an error), each tool directory made absolute.
+    pub(crate) fn resolve(args: &args::CommandArgs) -> Result<Self, Box<dyn std::error::Error>> {
+        let mut env = Vec::with_capacity(args.pass_env.len() + args.env.len());
+        for name in &args.pass_env {
+            let value =
+                std::env::var(name).map_err(|_| format!("--pass-env {name}: vsh's environment has no {name}"))?;
+            env.push((name.clone(), value));
+        }
+        env.extend(args.env.iter().cloned());
+        let mut tools = Vec::with_capacity(args.tools.len());
+        for tool in &args.tools {
+            tools.push(std::path::absolute(tool).map_err(|error| format!("--tool {}: {error}", tool.display()))?);
+        }
+        Ok(Self { env, tools, network: args.allow_network.map(args::NetworkArg::access), ports: args.ports.clone() })
+    }
+
+    /// `config` with these settings.
+    pub(crate) fn apply(&self, config: RuntimeConfig) -> RuntimeConfig {
+        let config = config
+            .with_command_env(self.env.clone())
+            .with_command_tools(self.tools.clone())
+            .with_command_ports(self.ports.clone());
+        match self.network {
+            Some(network) => config.with_command_network(network),
+            None => config,
+        }
+    }
 }
 
 /// How a command that must take the commit lock waits for it: it says so on
@@ -331,21 +379,7 @@ fn run_program(
     }
     let mut config = runtime_config(&run.common.root())?.with_lock_wait(lock_wait(run.lock.lock_timeout));
     if real != RealCommands::None {
-        let mut env = Vec::with_capacity(run.pass_env.len() + run.env.len());
-        for name in &run.pass_env {
-            let value =
-                std::env::var(name).map_err(|_| format!("--pass-env {name}: vsh's environment has no {name}"))?;
-            env.push((name.clone(), value));
-        }
-        env.extend(run.env.iter().cloned());
-        let mut tools = Vec::with_capacity(run.tools.len());
-        for tool in &run.tools {
-            tools.push(std::path::absolute(tool).map_err(|error| format!("--tool {}: {error}", tool.display()))?);
-        }
-        config = config.with_command_env(env).with_command_tools(tools);
-        if let Some(network) = run.allow_network {
-            config = config.with_command_network(network.access());
-        }
+        config = CommandSettings::resolve(&run.command)?.apply(config);
     }
     match real {
         RealCommands::None => {}

@@ -57,7 +57,10 @@ const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset)
     exist_ok=True), vsh_remove(path, recursive=False, missing_ok=False), vsh_move(source, destination), \
     vsh_copy(source, destination, recursive=False, overwrite=False), vsh_glob(pattern, path, max_results=1000), \
     vsh_search(query, path, case_sensitive=True, max_results=100) -> [{path, line, column, text}], \
-    vsh_patch(path, old, new, count=1), vsh_bash(code) -> (exit_code, stdout, stderr) (vsh_exec(argv) is not enabled here). Modules: json, re, math, dataclasses, datetime (no clock), sys, \
+    vsh_patch(path, old, new, count=1), vsh_bash(code) -> (exit_code, stdout, stderr), and when the operator \
+    started the server with --commands, vsh_exec(argv, timeout=None, env=None) -> (exit_code, stdout, stderr) (a real \
+    command, confined, on the program's changes so far; language=command runs one as the whole program, code being \
+    its argv as a JSON array). Modules: json, re, math, dataclasses, datetime (no clock), sys, \
     collections, itertools. Not available: os.walk, os.path, Path.glob (use vsh_glob), % formatting, \
     generators, match, class inheritance, subprocess, network. Secrets (.env, *.pem) and vsh's data are \
     invisible; touching one raises PermissionError and denies the run. budget lowers this run's limits \
@@ -78,7 +81,9 @@ pub(crate) struct RunParams {
     /// The program: Monty, a Python subset, or a Bash script (see the
     /// server's instructions for what works).
     code: String,
-    /// `monty` (the default) or `bash` (the vsh-bash-bounded-v1 profile).
+    /// `monty` (the default), `bash` (the vsh-bash-bounded-v1 profile) or,
+    /// when the server runs real commands, `command` (the program is the
+    /// command's argv as a JSON array, `["cargo", "test"]`).
     language: Option<String>,
     /// `preview` (the default: nothing is written; commit it later with
     /// `vsh_commit`) or `auto` (commit at once if the policy auto-approves).
@@ -144,6 +149,8 @@ pub(crate) struct ServeOptions {
     pub(crate) budget: ExecutionBudget,
     /// How much text a tool result carries.
     pub(crate) bounds: TextBounds,
+    /// With `--commands`: how agents' real commands run.
+    pub(crate) commands: Option<crate::CommandSettings>,
 }
 
 /// The server: one runtime on one workspace, opened at the first tool call.
@@ -368,9 +375,13 @@ impl VshServer {
         self.runtime
             .get_or_try_init(|| async {
                 let workspace = self.workspace(peer).await.map_err(refused)?;
+                let commands = self.options.commands.clone();
                 let opened = tokio::task::spawn_blocking(move || {
-                    let config = crate::runtime_config(&workspace)
+                    let mut config = crate::runtime_config(&workspace)
                         .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Configuration, error.as_ref())))?;
+                    if let Some(commands) = &commands {
+                        config = commands.apply(config).with_commands();
+                    }
                     crate::open(config).map_err(|error| failure(&ErrorDocument::new(&error, &[])))
                 })
                 .await
@@ -454,7 +465,14 @@ impl VshServer {
         let language = match params.language.as_deref() {
             None | Some("monty") => vsh::Language::Monty,
             Some("bash") => vsh::Language::Bash,
-            Some(other) => return refused(format!("language {other:?}: give monty or bash")),
+            Some("command") if self.options.commands.is_some() => vsh::Language::Command,
+            Some("command") => {
+                return refused(
+                    "language \"command\": this server runs no real commands (its operator starts it with --commands)"
+                        .to_owned(),
+                );
+            }
+            Some(other) => return refused(format!("language {other:?}: give monty, bash or command")),
         };
         let budget = match budget_within(&self.options.budget, params.budget.as_ref()) {
             Ok(budget) => budget,

@@ -1758,6 +1758,51 @@ fn exec_allow_network_loopback_gives_a_private_loopback() {
 }
 
 #[test]
+fn exec_allow_port_lets_a_command_connect_to_that_port_only() {
+    if !fuse_available() {
+        return;
+    }
+    // Two listeners of the host: the command may reach the one whose port is granted.
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (granted_port, other_port) = (granted.local_addr().unwrap().port(), other.local_addr().unwrap().port());
+    // Both answer every connection (the threads end with the test process).
+    for listener in [granted, other] {
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let _ = stream.map(|mut stream| std::io::Write::write_all(&mut stream, b"hi"));
+            }
+        });
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let connect = |port: u16| {
+        format!(
+            "import socket\nc = socket.create_connection(('127.0.0.1', {port}), timeout=5)\nprint(c.recv(2).decode())"
+        )
+    };
+    let port = granted_port.to_string();
+    let script = connect(granted_port);
+    let reached =
+        vsh(&["exec", "--workspace", ws, "--json", "--allow-port", &port, "--", "python3", "-c", &script], None);
+    assert_eq!(reached.status.code(), Some(0), "{}", String::from_utf8_lossy(&reached.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&reached.stdout).unwrap();
+    assert_eq!(receipt["stdout"], "hi\n");
+    // Another port is refused by the kernel (both listeners answer), and
+    // without the grant so is this one.
+    let script = connect(other_port);
+    let refused =
+        vsh(&["exec", "--workspace", ws, "--json", "--allow-port", &port, "--", "python3", "-c", &script], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("PermissionError"), "{refused:?}");
+    let script = connect(granted_port);
+    let plain = vsh(&["exec", "--workspace", ws, "--json", "--", "python3", "-c", &script], None);
+    assert_eq!(plain.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("PermissionError"), "{plain:?}");
+}
+
+#[test]
 fn the_policy_file_names_the_scratch_directories() {
     if !fuse_available() {
         return;

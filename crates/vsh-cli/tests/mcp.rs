@@ -497,3 +497,45 @@ async fn without_workspace_the_server_works_in_the_root_the_client_offers() {
     assert!(!other.join(".vsh").exists() && !elsewhere.join(".vsh").exists());
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(1) == Some("0"));
+    let available = root && Path::new("/dev/fuse").exists();
+    assert!(available || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root and /dev/fuse");
+    if !available {
+        return;
+    }
+    let (dir, ws, key) = scratch();
+    std::fs::write(ws.join("notes.txt"), "hello\n").unwrap();
+    let ws_arg = ws.to_str().unwrap();
+    // Without --commands: an agent can neither run a command nor call vsh_exec.
+    let (plain, _log) = serve_with(Recorder::default(), &["--workspace", ws_arg], dir.path(), &key).await;
+    let refused = call(&plain, "vsh_run", json!({"code": "[\"cat\", \"notes.txt\"]", "language": "command"})).await;
+    assert!(
+        refused.is_error && refused.document["message"].as_str().unwrap().contains("--commands"),
+        "{}",
+        refused.document
+    );
+    let nested = call(&plain, "vsh_run", json!({"code": "vsh_exec(['true'])"})).await;
+    assert!(nested.is_error, "{}", nested.document);
+    plain.cancel().await.unwrap();
+    // With it: a command is a run like any, and so is a program's vsh_exec, with the operator's environment.
+    let serve_args = ["--workspace", ws_arg, "--commands", "--env", "GREETING=hi"];
+    let (client, _log) = serve_with(Recorder::default(), &serve_args, dir.path(), &key).await;
+    let argv = json!(["/bin/sh", "-c", "echo $GREETING > out.txt; tr a-z A-Z < notes.txt"]).to_string();
+    let run = call(&client, "vsh_run", json!({"code": argv, "language": "command", "mode": "auto"})).await;
+    assert!(!run.is_error, "{}", run.document);
+    assert_eq!(run.document["language"], "command");
+    assert_eq!(run.document["stdout"], "HELLO\n");
+    assert_eq!(run.document["state"], "committed", "{}", run.document);
+    assert_eq!(std::fs::read_to_string(ws.join("out.txt")).unwrap(), "hi\n");
+    let program = "from pathlib import Path\nPath('notes.txt').write_text('edited\\n')\nvsh_exec(['cat', 'notes.txt'])";
+    let nested = call(&client, "vsh_run", json!({"code": program})).await;
+    assert!(!nested.is_error, "{}", nested.document);
+    assert_eq!(nested.document["value"], json!([0, "edited\n", ""]), "{}", nested.document);
+    client.cancel().await.unwrap();
+}

@@ -104,6 +104,10 @@ pub struct CommandConfig {
     pub scratch: Vec<(String, PathBuf)>,
     /// What network the command reaches (default none).
     pub network: vsh_sandbox::NetworkAccess,
+    /// TCP ports the command may connect to (on any host: Landlock matches
+    /// ports, not addresses), besides what `network` allows; the network
+    /// axis is then enforced in part, and its floor lowered to say so.
+    pub connect_ports: Vec<u16>,
     /// Run the command even where the kernel cannot confine it (no
     /// Landlock, no seccomp): every axis's floor is lowered to none, so the
     /// spawn no longer fails closed below it. The candidate itself (the
@@ -130,6 +134,7 @@ impl CommandConfig {
             tools: Vec::new(),
             scratch: Vec::new(),
             network: vsh_sandbox::NetworkAccess::None,
+            connect_ports: Vec::new(),
             unisolated: false,
         }
     }
@@ -443,6 +448,12 @@ impl Dispatcher<'_> {
         let mut child_limits = sandbox.limits().clone();
         child_limits.processes = Some(COMMAND_PROCESSES);
         let mut sandbox = sandbox.rlimits(child_limits);
+        for port in &config.connect_ports {
+            sandbox = sandbox.allow_loopback_tcp(*port);
+        }
+        if !config.connect_ports.is_empty() {
+            sandbox = sandbox.floor(vsh_sandbox::Axis::Network, vsh_sandbox::Enforcement::Partial);
+        }
         if config.unisolated {
             for axis in vsh_sandbox::Axis::ALL {
                 sandbox = sandbox.floor(axis, vsh_sandbox::Enforcement::None);

@@ -346,8 +346,11 @@ fn request<'a>(
     let language = match language {
         "monty" => vsh::Language::Monty,
         "bash" => vsh::Language::Bash,
+        "command" => vsh::Language::Command,
         other => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!("language {other:?}: give monty or bash")));
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "language {other:?}: give monty, bash or command"
+            )));
         }
     };
     let detail = match detail {
@@ -474,7 +477,8 @@ impl Runtime {
     #[new]
     #[pyo3(signature = (
         workspace, *, data_dir=None, profile=None, policy_file=None, worker=None, in_process=false, bash=true,
-        hook=None, hook_scope="review-required", hook_content_bytes=0, hook_label="python"
+        hook=None, hook_scope="review-required", hook_content_bytes=0, hook_label="python",
+        commands=false, command_env=None, command_tools=None, network=None, ports=None
     ))]
     #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools, reason = "Python keyword arguments")]
     fn new(
@@ -490,8 +494,35 @@ impl Runtime {
         hook_scope: &str,
         hook_content_bytes: u64,
         hook_label: &str,
+        commands: bool,
+        command_env: Option<std::collections::BTreeMap<String, String>>,
+        command_tools: Option<Vec<PathBuf>>,
+        network: Option<&str>,
+        ports: Option<Vec<u16>>,
     ) -> PyResult<Self> {
         let mut config = vsh::RuntimeConfig::new(workspace).with_result_compatibility(vsh::ResultCompatibility::Python);
+        if commands {
+            let network = match network {
+                None | Some("none") => vsh::lower::vsh_sandbox::NetworkAccess::None,
+                Some("loopback") => vsh::lower::vsh_sandbox::NetworkAccess::Loopback,
+                Some("all") => vsh::lower::vsh_sandbox::NetworkAccess::All,
+                Some(other) => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "network {other:?}: give none, loopback or all"
+                    )));
+                }
+            };
+            config = config
+                .with_commands()
+                .with_command_env(command_env.unwrap_or_default())
+                .with_command_tools(command_tools.unwrap_or_default())
+                .with_command_network(network)
+                .with_command_ports(ports.unwrap_or_default());
+        } else if command_env.is_some() || command_tools.is_some() || network.is_some() || ports.is_some() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "command_env, command_tools, network and ports configure real commands: give commands=True too",
+            ));
+        }
         if let Some(dir) = data_dir {
             config = config.with_data_directory(dir);
         }

@@ -42,6 +42,7 @@ pub struct RuntimeConfig {
     pub(crate) command_tools: Vec<std::path::PathBuf>,
     pub(crate) scratch: Option<Vec<String>>,
     pub(crate) command_network: vsh_sandbox::NetworkAccess,
+    pub(crate) command_ports: Vec<u16>,
 }
 
 /// The scratch directories real commands get by default
@@ -195,6 +196,7 @@ impl RuntimeConfig {
             command_tools: Vec::new(),
             scratch: None,
             command_network: vsh_sandbox::NetworkAccess::None,
+            command_ports: Vec::new(),
         }
     }
 
@@ -303,6 +305,20 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess) -> Self {
         self.command_network = access;
+        self
+    }
+
+    /// Let real commands connect to these TCP ports (on any host: the
+    /// kernel's rule matches ports, not addresses), besides what
+    /// [`RuntimeConfig::with_command_network`] allows: a database or a
+    /// registry a test needs. The network axis is then enforced in part
+    /// (`AF_UNIX` and TCP only, connects only to these ports), as each
+    /// receipt's report says. Part of the binding.
+    #[must_use]
+    pub fn with_command_ports(mut self, ports: impl IntoIterator<Item = u16>) -> Self {
+        self.command_ports = ports.into_iter().collect();
+        self.command_ports.sort_unstable();
+        self.command_ports.dedup();
         self
     }
 

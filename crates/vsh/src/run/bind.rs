@@ -136,14 +136,22 @@ impl Runs {
             for (name, _) in &self.scratch {
                 canon::put_bytes(&mut out, name.as_bytes());
             }
-            canon::put_u8(
-                &mut out,
-                match self.command_network {
-                    vsh_sandbox::NetworkAccess::None => 0,
-                    vsh_sandbox::NetworkAccess::Loopback => 1,
-                    vsh_sandbox::NetworkAccess::All => 2,
-                },
-            );
+            // One byte for the network, 16 more when ports follow (so a
+            // binding made without ports keeps the digest it always had).
+            let network: u8 = match self.command_network {
+                vsh_sandbox::NetworkAccess::None => 0,
+                vsh_sandbox::NetworkAccess::Loopback => 1,
+                vsh_sandbox::NetworkAccess::All => 2,
+            };
+            if self.command_ports.is_empty() {
+                canon::put_u8(&mut out, network);
+            } else {
+                canon::put_u8(&mut out, network + 16);
+                canon::put_u64(&mut out, self.command_ports.len() as u64);
+                for port in &self.command_ports {
+                    canon::put_u64(&mut out, u64::from(*port));
+                }
+            }
         }
         self.snapshot_limits.encode_canonical(&mut out);
         canon::put_seq(&mut out, self.excluded.iter());

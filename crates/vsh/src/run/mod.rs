@@ -157,6 +157,8 @@ pub(crate) struct Runs {
     scratch: Vec<(String, std::path::PathBuf)>,
     /// What network real commands reach.
     command_network: vsh_sandbox::NetworkAccess,
+    /// The TCP ports real commands may connect to.
+    command_ports: Vec<u16>,
 }
 
 impl Runs {
@@ -187,6 +189,7 @@ impl Runs {
             command_tools: Vec::new(),
             scratch: Vec::new(),
             command_network: vsh_sandbox::NetworkAccess::None,
+            command_ports: Vec::new(),
         }
     }
 
@@ -202,8 +205,9 @@ impl Runs {
     }
 
     /// Let real commands reach `access`.
-    pub(crate) fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess) -> Self {
+    pub(crate) fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess, ports: Vec<u16>) -> Self {
         self.command_network = access;
+        self.command_ports = ports;
         self
     }
 
@@ -470,6 +474,7 @@ impl Runs {
         config.tools.clone_from(&self.command_tools);
         config.scratch.clone_from(&self.scratch);
         config.network = self.command_network;
+        config.connect_ports.clone_from(&self.command_ports);
         config
     }
 

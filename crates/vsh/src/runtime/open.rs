@@ -45,6 +45,7 @@ impl Runtime {
             command_tools,
             scratch,
             command_network,
+            command_ports,
         } = config;
         let command_env = crate::run::command_env(command_env)?;
         let executor = executor(execution, max_idle_workers)?
@@ -124,7 +125,7 @@ impl Runtime {
                 .with_bash(bash)
                 .with_commands(commands, command_env)
                 .with_command_dirs(command_tools, scratch_dirs)
-                .with_command_network(command_network);
+                .with_command_network(command_network, command_ports);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }
