@@ -7,7 +7,8 @@
 //!
 //! Run with `cargo bench -p vsh-integration-tests --bench runtime` (`cargo
 //! xtask bench` runs every benchmark). `VSH_BENCH_ITERATIONS` overrides the
-//! iteration count (default 200).
+//! iteration count (default 200); `VSH_BENCH_ONLY=in-process` or `worker`
+//! runs one executor's workloads.
 // Tests and benchmarks build and inspect their fixtures by path.
 #![allow(clippy::disallowed_methods)]
 
@@ -91,7 +92,12 @@ fn workload(name: &str, runtime: &Runtime, mode: RunMode, program: &str, iterati
 
 fn main() {
     let iterations = std::env::var("VSH_BENCH_ITERATIONS").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+    // `VSH_BENCH_ONLY=in-process` or `worker` runs one executor's workloads (to profile one).
+    let only = std::env::var("VSH_BENCH_ONLY").unwrap_or_default();
     for (label, in_process) in [("in process", true), ("confined worker", false)] {
+        if (only == "in-process" && !in_process) || (only == "worker" && in_process) {
+            continue;
+        }
         let dir = tempfile::tempdir().expect("a workspace");
         std::fs::write(dir.path().join("in.txt"), "hello world\n").expect("a file");
         let mut config = vsh_integration_tests::config(dir.path());

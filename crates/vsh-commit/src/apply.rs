@@ -28,10 +28,10 @@ use crate::txndir::TxnDir;
 const MAX_STAGE_WORKERS: usize = 8;
 /// A thread is started per this many staged nodes (so small commits stage inline).
 const STAGED_PER_WORKER: usize = 16;
-/// A stage thread keeps at most this many written files open before it
-/// `fsync`s them (bounding open descriptors; the filesystem's journal batches
-/// the syncs of one batch into one commit).
-const SYNC_BATCH: usize = 32;
+
+/// One staged node: its operation, what was installed, and whether it is a
+/// file (to be synced).
+type Staged = (usize, Installed, bool);
 
 /// Durability barriers issued by one commit.
 #[derive(Debug, Default)]
@@ -59,11 +59,11 @@ impl Syncs {
 /// Returns, per operation, the staged node's [`Installed`] identity (zeros
 /// for other operations).
 ///
-/// Each file is written by [`WritableDir::create_file_exclusive_open`] and
-/// `fsync`ed by the thread that wrote it, in batches of [`SYNC_BATCH`]; the
-/// caller makes the directory entries durable (`sync_stage_dirs`). Only this
-/// commit's own bytes are flushed: no `syncfs`, so other programs' dirty data
-/// on the filesystem does not delay it.
+/// Each file is written by [`WritableDir::create_file_exclusive_open`] on up
+/// to [`MAX_STAGE_WORKERS`] threads, then every one is `fsync`ed at once
+/// ([`vsh_host::concurrently`]); the caller makes the directory entries
+/// durable. Only this commit's own bytes are flushed: no `syncfs`, so other
+/// programs' dirty data on the filesystem does not delay it.
 pub(crate) fn stage(
     workspace: &WritableDir,
     txn: &TxnDir,
@@ -82,38 +82,23 @@ pub(crate) fn stage(
     let stage_dir = workspace.open_subdir(&txn.stage()).map_err(CommitError::host("stage", &txn.stage()))?;
     let stage_dir = WritableDir::new(std::sync::Arc::new(stage_dir));
     let stage_dir = &stage_dir;
-    let sync = |batch: &mut Vec<(std::fs::File, VPath)>| -> Result<(), CommitError> {
-        for (file, slot) in batch.drain(..) {
-            stage_dir.sync_opened(&file, &slot).map_err(CommitError::host("sync staged file", &slot))?;
-            syncs.file();
-        }
-        Ok(())
-    };
-    let work = || -> Result<Vec<(usize, Installed)>, CommitError> {
+    let work = || -> Result<Vec<Staged>, CommitError> {
         let mut done = Vec::new();
-        let mut unsynced = Vec::with_capacity(SYNC_BATCH);
         while !stop.load(Ordering::Relaxed) {
             let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             let entry = &plan.entries[plan.operations[operation].entry as usize];
-            let staged = stage_one(stage_dir, txn, operation, entry, blobs).and_then(|(installed, file)| {
-                unsynced.extend(file.map(|file| (file, txn.stage_slot(operation))));
-                if unsynced.len() >= SYNC_BATCH {
-                    sync(&mut unsynced)?;
-                }
-                Ok(installed)
-            });
-            match staged {
-                Ok(installed) => done.push((operation, installed)),
+            match stage_one(stage_dir, txn, operation, entry, blobs) {
+                // The file is closed here and synced with all the others below.
+                Ok((installed, file)) => done.push((operation, installed, file.is_some())),
                 Err(error) => {
                     stop.store(true, Ordering::Relaxed);
                     return Err(error);
                 }
             }
         }
-        sync(&mut unsynced)?;
         Ok(done)
     };
-    let results: Vec<Result<Vec<(usize, Installed)>, CommitError>> = if workers == 1 {
+    let results: Vec<Result<Vec<Staged>, CommitError>> = if workers == 1 {
         vec![work()]
     } else {
         std::thread::scope(|scope| {
@@ -121,11 +106,23 @@ pub(crate) fn stage(
             handles.into_iter().map(|handle| handle.join().expect("a staging thread panicked")).collect()
         })
     };
+    let mut files = Vec::new();
     for result in results {
-        for (operation, installed) in result? {
+        for (operation, installed, file) in result? {
             staged[operation] = installed;
+            if file {
+                files.push(operation);
+            }
         }
     }
+    // Every staged file at once: the filesystem's journal commits concurrent
+    // barriers together.
+    vsh_host::concurrently(&files, |operation| {
+        let name = VPath::from_component(&operation.to_string()).expect("digits form a valid name");
+        stage_dir.sync_file(&name).map_err(CommitError::host("sync staged file", &txn.stage_slot(*operation)))?;
+        syncs.file();
+        Ok(())
+    })?;
     Ok(staged)
 }
 
@@ -169,22 +166,21 @@ pub(crate) fn sync_applied(
         }
     }
     let denied = |error: &HostError| matches!(error, HostError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied);
-    let mut unsynced = false;
-    for dir in &dirs {
-        match workspace.sync_dir(dir) {
-            Ok(()) => syncs.dir(),
-            Err(error) if denied(&error) => unsynced = true,
-            Err(error) => return Err(CommitError::host("sync", dir)(error)),
-        }
-    }
-    for file in &files {
-        match workspace.sync_file(file) {
+    let unsynced = AtomicBool::new(false);
+    // All at once: the filesystem's journal commits concurrent barriers together.
+    let barriers: Vec<(&VPath, bool)> =
+        dirs.iter().map(|dir| (dir, true)).chain(files.iter().map(|file| (file, false))).collect();
+    vsh_host::concurrently(&barriers, |(path, is_dir)| {
+        let synced = if *is_dir { workspace.sync_dir(path) } else { workspace.sync_file(path) };
+        match synced {
+            Ok(()) if *is_dir => syncs.dir(),
             Ok(()) => syncs.file(),
-            Err(error) if denied(&error) => unsynced = true,
-            Err(error) => return Err(CommitError::host("sync", file)(error)),
+            Err(error) if denied(&error) => unsynced.store(true, Ordering::Relaxed),
+            Err(error) => return Err(CommitError::host("sync", path)(error)),
         }
-    }
-    if unsynced {
+        Ok(())
+    })?;
+    if unsynced.into_inner() {
         workspace.syncfs().map_err(CommitError::host("sync", &VPath::root()))?;
         syncs.filesystem();
     }

@@ -555,11 +555,14 @@ impl Committer {
         syncs.file();
         check(faults, FaultPoint::PlanSynced)?;
         let staged = apply::stage(ws, txn, plan, request.blobs, syncs)?;
-        // Every staged file is synced; now the entries that lead to them.
-        for dir in [txn.stage(), txn.root.clone(), self.txn_root(), self.runtime_dir.clone()] {
-            ws.sync_dir(&dir).map_err(CommitError::host("sync stage", &dir))?;
+        // Every staged file is synced; now the entries that lead to them, all
+        // at once (the filesystem's journal commits them together).
+        let dirs = [txn.stage(), txn.root.clone(), self.txn_root(), self.runtime_dir.clone()];
+        vsh_host::concurrently(&dirs, |dir| {
+            ws.sync_dir(dir).map_err(CommitError::host("sync stage", dir))?;
             syncs.dir();
-        }
+            Ok(())
+        })?;
         check(faults, FaultPoint::StageSynced)?;
         let revalidated =
             revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts)?;

@@ -21,6 +21,7 @@
 // vsh-host builds the capability handles, so it is where the host is reached by path.
 #![allow(clippy::disallowed_methods)]
 
+mod barriers;
 mod capdir;
 mod counters;
 mod error;
@@ -31,6 +32,7 @@ mod stat;
 #[cfg(test)]
 mod tests;
 
+pub use barriers::{MAX_BARRIER_THREADS, MIN_CONCURRENT_BARRIERS, concurrently};
 pub use capdir::CapDir;
 pub use counters::{CounterSnapshot, HostCounters};
 pub use error::HostError;

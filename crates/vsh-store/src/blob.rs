@@ -211,15 +211,23 @@ impl BlobStore {
             return Ok(());
         }
         self.check()?;
-        let mut shards = BTreeSet::new();
-        for id in &wanted {
-            let path = Self::path(id);
-            self.io("sync blob", self.backend.sync_file(&path))?;
-            shards.insert(path.parent().expect("a blob path has a shard"));
-        }
+        // Every file and every shard holding one, all at once (the
+        // filesystem's journal commits concurrent barriers together), then
+        // the blob directory if a shard was made for them.
+        let paths: Vec<VPath> = wanted.iter().map(Self::path).collect();
+        let shards: BTreeSet<VPath> =
+            paths.iter().map(|path| path.parent().expect("a blob path has a shard")).collect();
+        let barriers: Vec<(&VPath, bool)> =
+            paths.iter().map(|path| (path, false)).chain(shards.iter().map(|shard| (shard, true))).collect();
+        vsh_host::concurrently(&barriers, |(path, is_dir)| {
+            if *is_dir {
+                self.io("sync blob shard", self.backend.sync_dir(path))
+            } else {
+                self.io("sync blob", self.backend.sync_file(path))
+            }
+        })?;
         let mut root = false;
         for shard in &shards {
-            self.io("sync blob shard", self.backend.sync_dir(shard))?;
             root |= deferred.new_shards.remove(shard);
         }
         if root {

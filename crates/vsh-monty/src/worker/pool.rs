@@ -96,12 +96,38 @@ fn hex(bytes: &[u8; 32]) -> String {
     vsh_types::hex::encode(bytes)
 }
 
+/// The digests this process computed, by path, with the `stat` identity
+/// each was computed under: a pool made again on a binary whose identity is
+/// unchanged reuses the digest rather than hashing tens of megabytes again
+/// (the trust [`BinaryPin::verify`] already places in the identity).
+static PINNED: Mutex<Vec<(PathBuf, Stamp, [u8; 32])>> = Mutex::new(Vec::new());
+
+/// The most binaries [`PINNED`] remembers.
+const MAX_PINNED: usize = 16;
+
 impl BinaryPin {
     /// Pin the file at `path` (canonicalized).
     pub(crate) fn new(path: &Path) -> Result<Self, WorkerError> {
         let canonical =
             fs::canonicalize(path).map_err(|source| WorkerError::Binary { path: path.to_owned(), source })?;
+        let metadata =
+            fs::metadata(&canonical).map_err(|source| WorkerError::Binary { path: canonical.clone(), source })?;
+        let current = Stamp::of(&metadata);
+        let known = lock(&PINNED)
+            .iter()
+            .find(|(known, stamp, _)| *known == canonical && *stamp == current)
+            .map(|(_, _, digest)| *digest);
+        if let Some(digest) = known {
+            return Ok(Self { path: canonical, digest, stamp: Mutex::new(current) });
+        }
         let (digest, stamp) = hash_file(&canonical)?;
+        let mut pinned = lock(&PINNED);
+        pinned.retain(|(known, _, _)| *known != canonical);
+        if pinned.len() >= MAX_PINNED {
+            pinned.remove(0);
+        }
+        pinned.push((canonical.clone(), stamp, digest));
+        drop(pinned);
         Ok(Self { path: canonical, digest, stamp: Mutex::new(stamp) })
     }
 

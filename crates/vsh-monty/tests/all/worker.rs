@@ -411,6 +411,14 @@ fn the_worker_binary_is_pinned_by_its_hash() {
         }
         other => panic!("expected a changed binary, got {other:?}"),
     }
+    // A new executor pins what the file holds now: the digest this process
+    // remembered for the path is reused only while the file's identity is
+    // the one it was computed under.
+    let again = worker_executor(WorkerConfig::new(&copy).with_max_idle(0));
+    assert_eq!(again.worker_digest().unwrap(), *blake3::hash(&std::fs::read(&copy).unwrap()).as_bytes());
+    assert_ne!(again.worker_digest().unwrap(), digest);
+    let twice = worker_executor(WorkerConfig::new(&copy).with_max_idle(0));
+    assert_eq!(twice.worker_digest(), again.worker_digest());
     assert!(matches!(
         MontyExecutor::worker(WorkerConfig::new(dir.path().join("missing"))),
         Err(WorkerError::Binary { .. })

@@ -55,10 +55,11 @@ impl Runs {
         let transaction = binding.transaction();
         let mut warnings = Vec::new();
         if state != TransactionState::Denied {
-            // A process-local preview's contents need not be durable until
-            // something durable refers to them (the artifact writers make them so).
-            let deferred = state == TransactionState::AutoApproved && self.durable_preview(request, state).is_none();
-            store_contents(records, vfs, diff, deferred, &mut warnings)?;
+            // Contents need not be durable until something durable refers to
+            // them: the artifact writers make an artifact's contents durable
+            // first, all at once (one batch of concurrent barriers), and a
+            // process-local preview's never need to be.
+            store_contents(records, vfs, diff, &mut warnings)?;
         }
         let record = TransactionRecord::new(transaction, binding.digests().snapshot, state, clock_ms());
         let artifact = PendingArtifact {
@@ -187,7 +188,6 @@ fn store_contents(
     records: &Records,
     vfs: &mut VirtualFs,
     diff: &CanonicalDiff,
-    deferred: bool,
     warnings: &mut Vec<Warning>,
 ) -> Result<(), VshError> {
     let blobs = records.blobs();
@@ -205,11 +205,7 @@ fn store_contents(
         }
         let source = vfs.content_source(&entry.path)?.expect("a file or symlink has content");
         let bytes = vfs.materialize(&source)?;
-        let outcome = if deferred {
-            blobs.put_expected_deferred(&bytes, expected)?
-        } else {
-            blobs.put_expected_with_outcome(&bytes, expected)?
-        };
+        let outcome = blobs.put_expected_deferred(&bytes, expected)?;
         if outcome == vsh_store::PutOutcome::Repaired {
             warnings.push(Warning::BlobRepaired { id: expected, path: blobs.display_path(&expected) });
         }

@@ -1,0 +1,94 @@
+//! [`concurrently`]: issue many barriers (`fsync`s) at once. A journaling
+//! filesystem commits the barriers that wait at the same time together (ext4
+//! measured here: 1,000 file `fsync`s took 190-270 ms one after another, 40-58
+//! ms from 8 to 32 threads), so a caller that must make many of its own files
+//! and directories durable pays for a few journal commits instead of one each.
+
+/// The most threads [`concurrently`] uses.
+pub const MAX_BARRIER_THREADS: usize = 16;
+
+/// Fewer barriers than this are issued one after another on the caller's
+/// thread: starting threads costs more than a few barriers save (measured
+/// here, six `fsync`s took 2.7-3.5 ms in a row and 6-7.6 ms from six threads).
+pub const MIN_CONCURRENT_BARRIERS: usize = 8;
+
+/// Run `barrier` on every item of `items`, on up to [`MAX_BARRIER_THREADS`]
+/// threads (on this one, in order, for fewer than
+/// [`MIN_CONCURRENT_BARRIERS`] items), and return the first error any of them
+/// met, after all have ended (a failed barrier never leaves another one
+/// running; on this thread, the first error ends the loop).
+///
+/// # Errors
+///
+/// The first error, in item order, among the barriers that failed.
+pub fn concurrently<T: Sync, E: Send>(items: &[T], barrier: impl Fn(&T) -> Result<(), E> + Sync) -> Result<(), E> {
+    if items.len() < MIN_CONCURRENT_BARRIERS {
+        return items.iter().try_for_each(&barrier);
+    }
+    let threads = items.len().min(MAX_BARRIER_THREADS);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Vec<(usize, E)>> = std::thread::scope(|scope| {
+        let work = || {
+            let mut failed = Vec::new();
+            loop {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(index) else { break };
+                if let Err(error) = barrier(item) {
+                    failed.push((index, error));
+                }
+            }
+            failed
+        };
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    match results.into_iter().flatten().min_by_key(|(index, _)| *index) {
+        Some((_, error)) => Err(error),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    use super::concurrently;
+
+    #[test]
+    fn every_item_gets_its_barrier_once_and_the_first_error_in_item_order_wins() {
+        let items: Vec<u32> = (0..100).collect();
+        let seen = Mutex::new(Vec::new());
+        concurrently(&items, |item| {
+            seen.lock().unwrap().push(*item);
+            Ok::<(), u32>(())
+        })
+        .unwrap();
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        assert_eq!(seen, items, "each item exactly once");
+        // Several fail: the earliest item's error is the one returned, and
+        // every item was still tried.
+        let tried = Mutex::new(BTreeSet::new());
+        let failed = concurrently(&items, |item| {
+            tried.lock().unwrap().insert(*item);
+            if item % 30 == 7 { Err(*item) } else { Ok(()) }
+        });
+        assert_eq!(failed, Err(7));
+        assert_eq!(tried.into_inner().unwrap().len(), 100);
+        // A few items run on the caller's thread, in order; none is nothing.
+        let caller = std::thread::current().id();
+        let order = Mutex::new(Vec::new());
+        concurrently(&[1, 2, 3], |item| {
+            assert_eq!(std::thread::current().id(), caller);
+            order.lock().unwrap().push(*item);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(order.into_inner().unwrap(), [1, 2, 3]);
+        concurrently(&[] as &[u32], |_| Err::<(), ()>(())).unwrap();
+    }
+}
