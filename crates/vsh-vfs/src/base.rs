@@ -64,6 +64,12 @@ pub(crate) struct Base {
     pub(crate) reads: ReadSet,
     /// Base directories checked for vsh's store magic, and the answer.
     store_dirs: BTreeMap<VPath, bool>,
+    /// The kind of each entry of a listed directory, as the listing told it
+    /// (`d_type`), for entries not observed by a `stat` of their own: a walk
+    /// asks every entry's kind, and this answers without a system call. A
+    /// later `stat` of the path that finds another kind is `BaseChanged`,
+    /// as any observation the run's view disagrees with.
+    listed_kinds: std::collections::HashMap<VPath, NodeKind>,
     /// Directory entries left out of listings so far (names no guest can spell).
     pub(crate) unlisted: u64,
 }
@@ -91,6 +97,7 @@ impl Base {
             materialized: 0,
             reads: ReadSet::default(),
             store_dirs: BTreeMap::new(),
+            listed_kinds: std::collections::HashMap::new(),
             unlisted: 0,
         }
     }
@@ -148,6 +155,12 @@ impl Base {
     pub(crate) fn peek(&mut self, path: &VPath) -> Result<Option<&BaseNode>, VfsError> {
         if !self.observed.contains_key(path) {
             let node = if self.is_excluded(path) { None } else { self.stat_host(path)? };
+            // The run's view already holds this path's kind from its listing.
+            if let Some(listed) = self.listed_kinds.remove(path)
+                && node.as_ref().map(|node| node.kind) != Some(listed)
+            {
+                return Err(VfsError::BaseChanged { path: path.clone() });
+            }
             if self.observed.len() as u64 >= self.limits.max_observations {
                 return Err(VfsError::SnapshotLimit {
                     limit: "max_observations",
@@ -194,9 +207,24 @@ impl Base {
 
     /// Observe a node's existence and kind and record that as a dependency.
     pub(crate) fn kind(&mut self, path: &VPath) -> Result<Option<NodeKind>, VfsError> {
-        let kind = self.peek(path)?.map(|node| node.kind);
+        let kind = match self.listed_kinds.get(path) {
+            Some(listed) if !self.observed.contains_key(path) => Some(*listed),
+            _ => self.peek(path)?.map(|node| node.kind),
+        };
         self.dependency(path).kind = Some(kind);
         Ok(kind)
+    }
+
+    /// The kind of the node at `path` (its listing's word for it, else a
+    /// `stat`), recording no dependency: for vsh's own checks (nested
+    /// stores), never for what a guest is shown.
+    pub(crate) fn known_kind(&mut self, path: &VPath) -> Result<Option<NodeKind>, VfsError> {
+        if let Some(listed) = self.listed_kinds.get(path)
+            && !self.observed.contains_key(path)
+        {
+            return Ok(Some(*listed));
+        }
+        Ok(self.peek(path)?.map(|node| node.kind))
     }
 
     /// Observe kind, size and mode, recorded as a dependency.
@@ -346,6 +374,18 @@ impl Base {
                     continue;
                 };
                 if !self.is_excluded(&child) {
+                    let kind = match entry.kind {
+                        Some(HostKind::File) => Some(NodeKind::File),
+                        Some(HostKind::Directory) => Some(NodeKind::Directory),
+                        Some(HostKind::Symlink) => Some(NodeKind::Symlink),
+                        // A special file, or no `d_type`: a stat tells, when asked.
+                        Some(HostKind::Other) | None => None,
+                    };
+                    if let Some(kind) = kind
+                        && !self.observed.contains_key(&child)
+                    {
+                        self.listed_kinds.insert(child, kind);
+                    }
                     names.push(name);
                 }
             }
@@ -390,6 +430,15 @@ impl Base {
     pub(crate) fn is_store_dir(&mut self, dir: &VPath) -> Result<bool, VfsError> {
         if let Some(known) = self.store_dirs.get(dir) {
             return Ok(*known);
+        }
+        // A listed directory without both names holds no store (its listing
+        // is the run's view of it); one with both is checked below.
+        if let Some(Some(node)) = self.observed.get(dir)
+            && let Some(names) = &node.names
+            && !(names.iter().any(|name| name == STORE_LOG) && names.iter().any(|name| name == STORE_LOCK))
+        {
+            self.store_dirs.insert(dir.clone(), false);
+            return Ok(false);
         }
         let child = |name: &str| dir.child(name).expect("a valid constant name");
         let present = |base: &Self, path: &VPath| -> Result<Option<HostKind>, VfsError> {

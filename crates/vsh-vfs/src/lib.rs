@@ -289,8 +289,8 @@ impl VirtualFs {
             if self.overlay.contains_key(&dir) {
                 return Ok(None);
             }
-            match self.base.peek(&dir) {
-                Ok(Some(node)) if node.kind == NodeKind::Directory => {}
+            match self.base.known_kind(&dir) {
+                Ok(Some(NodeKind::Directory)) => {}
                 Err(error) if error.is_terminal() => return Err(error),
                 Ok(_) | Err(_) => return Ok(None),
             }

@@ -92,6 +92,40 @@ fn a_checkpoint_restores_the_image_exactly_and_keeps_what_was_observed() {
 }
 
 #[test]
+fn a_listing_tells_each_entrys_kind_without_a_stat_and_a_later_disagreement_is_base_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..50 {
+        write(dir.path(), &format!("d/f{index}.txt"), b"x");
+    }
+    std::fs::create_dir(dir.path().join("d/sub")).unwrap();
+    let cap = Arc::new(CapDir::open(dir.path()).unwrap());
+    let mut vfs = VirtualFs::new(Arc::clone(&cap), vec![p(".vsh")], SnapshotLimits::default());
+    let names = vfs.read_dir(&p("d")).unwrap();
+    assert_eq!(names.len(), 51);
+    let before = cap.counters().snapshot().stats;
+    for name in &names {
+        let child = p("d").join(name).unwrap();
+        let expected = if name == "sub" { NodeKind::Directory } else { NodeKind::File };
+        assert_eq!(vfs.kind(&child).unwrap(), Some(expected));
+        // A nested store is looked for without a stat either.
+        assert_eq!(vfs.vsh_data_within(&child).unwrap(), None);
+    }
+    // Only the subdirectory is probed for a nested store (a stat of its
+    // `txlog`): the 50 files cost no system call.
+    assert!(cap.counters().snapshot().stats - before <= 2, "the listing told every kind");
+    // The kind is still a dependency of the run.
+    assert!(vfs.read_set().entries.contains_key(&p("d/f7.txt")));
+    // The host changes a listed file into a directory: the run's view stays
+    // the listing's, and the first stat that disagrees is BaseChanged.
+    std::fs::remove_file(dir.path().join("d/f7.txt")).unwrap();
+    std::fs::create_dir(dir.path().join("d/f7.txt")).unwrap();
+    assert_eq!(vfs.kind(&p("d/f7.txt")).unwrap(), Some(NodeKind::File));
+    assert!(matches!(vfs.metadata(&p("d/f7.txt")), Err(VfsError::BaseChanged { .. })));
+    // An entry whose stat agrees reads on as before.
+    assert_eq!(vfs.metadata(&p("d/f8.txt")).unwrap().size, 1);
+}
+
+#[test]
 fn rewriting_identical_bytes_is_not_a_change() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a", b"same");
