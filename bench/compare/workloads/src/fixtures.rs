@@ -122,6 +122,13 @@ pub fn patch_text(i: usize, version: usize) -> String {
     )
 }
 
+/// Write every dirty page back (`sync`): the quiet disk a commit sample
+/// starts from, whatever an earlier workload (or sample) left unwritten.
+pub fn settle_disk() -> io::Result<()> {
+    let status = std::process::Command::new("sync").status()?;
+    if status.success() { Ok(()) } else { Err(io::Error::other(format!("sync: {status}"))) }
+}
+
 /// Write `bytes` of unrelated data into `dir/burst.bin` in 1 MiB writes,
 /// never syncing: the dirty pages are the kernel's to write back.
 pub fn unsynced_burst(dir: &Path, bytes: u64) -> io::Result<PathBuf> {

@@ -99,12 +99,12 @@ pub fn all<E: Engine>() -> Vec<Workload<E>> {
         },
         Workload {
             name: "commit-quiet",
-            about: "commit a previewed 1-file change (only the commit call is timed) on a quiet disk",
+            about: "commit a previewed 1-file change (only the commit call is timed) on a quiet disk (synced first)",
             run: |e, o, out| commit_after(e, o, out, false),
         },
         Workload {
             name: "commit-after-burst",
-            about: "the same commit right after writing 2 GiB of unsynced data beside the workspace",
+            about: "the same commit right after writing 2 GiB of unsynced data beside the workspace (synced before the burst)",
             run: |e, o, out| commit_after(e, o, out, true),
         },
     ]
@@ -157,6 +157,12 @@ fn other(message: impl Into<String>) -> Failure {
 
 fn io(error: std::io::Error) -> Failure {
     Failure::Other(format!("fixture: {error}"))
+}
+
+/// Untimed setup's end: what the fixture wrote is on disk before anything
+/// is timed, so no engine pays for the fixture's writeback.
+fn settled() -> Result<(), Failure> {
+    fixtures::settle_disk().map_err(io)
 }
 
 fn ns(duration: Duration) -> u64 {
@@ -255,6 +261,7 @@ fn tiny_preview<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, exe
     let scratch = Scratch::new(&options.scratch, "tiny-preview").map_err(io)?;
     let ws = scratch.workspace();
     fixtures::tiny(&ws, 0).map_err(io)?;
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), exec)?;
     repeat(options, out, |index| {
         let intent = intent(&workload, engine.name(), index);
@@ -277,6 +284,7 @@ fn tiny_auto<E: Engine>(engine: &E, options: &Options, out: &mut Emitter) -> Res
     let scratch = Scratch::new(&options.scratch, "tiny-auto").map_err(io)?;
     let ws = scratch.workspace();
     fixtures::tiny(&ws, 0).map_err(io)?;
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
     let code = TINY_AUTO.replace("{file}", "log.txt");
     repeat(options, out, |index| {
@@ -297,6 +305,7 @@ fn read_transform<E: Engine>(engine: &E, options: &Options, out: &mut Emitter) -
     let scratch = Scratch::new(&options.scratch, "read-transform").map_err(io)?;
     let ws = scratch.workspace();
     fixtures::read_transform(&ws).map_err(io)?;
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
     let expected = fixtures::text_4k(42).to_ascii_uppercase();
     repeat(options, out, |index| {
@@ -304,6 +313,7 @@ fn read_transform<E: Engine>(engine: &E, options: &Options, out: &mut Emitter) -
         let output = ws.join("out");
         if output.exists() {
             std::fs::remove_dir_all(&output).map_err(io)?;
+            settled()?;
         }
         let intent = intent(&workload, engine.name(), index);
         let (first, sample) = until_committed(&runtime, &Request::new(READ_TRANSFORM, &intent, true))?;
@@ -319,6 +329,7 @@ fn glob_10k<E: Engine>(engine: &E, options: &Options, out: &mut Emitter) -> Resu
     let scratch = Scratch::new(&options.scratch, "glob").map_err(io)?;
     let ws = scratch.workspace();
     fixtures::tree(&ws, "g", 0..100, 100).map_err(io)?;
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
     repeat(options, out, |index| {
         let intent = intent(&workload, engine.name(), index);
@@ -340,6 +351,7 @@ fn patch_1k<E: Engine>(engine: &E, options: &Options, out: &mut Emitter) -> Resu
     let scratch = Scratch::new(&options.scratch, "patch").map_err(io)?;
     let ws = scratch.workspace();
     fixtures::patch(&ws).map_err(io)?;
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
     repeat(options, out, |index| {
         // Sample `index` moves every file from version `index` to `index + 1`.
@@ -363,11 +375,13 @@ fn remove_5050<E: Engine>(engine: &E, options: &Options, out: &mut Emitter) -> R
     let scratch = Scratch::new(&options.scratch, "remove").map_err(io)?;
     let ws = scratch.workspace();
     fixtures::tree(&ws, "r", 0..100, 100).map_err(io)?;
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
     repeat(options, out, |index| {
         // Untimed: put back what the previous sample removed.
         if index > 0 {
             fixtures::tree(&ws, "r", 0..50, 100).map_err(io)?;
+            settled()?;
         }
         let intent = intent(&workload, engine.name(), index);
         let (first, sample) = until_committed(&runtime, &Request::new(REMOVE, &intent, false))?;
@@ -432,6 +446,7 @@ fn threads<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, shared: 
         for thread in 0..THREADS {
             fixtures::put(&ws, &format!("t{thread}.txt"), b"").map_err(io)?;
         }
+        settled()?;
         let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..THREADS)
@@ -451,6 +466,7 @@ fn threads<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, shared: 
                         let scratch = Scratch::new(&options.scratch, label).map_err(io)?;
                         let ws = scratch.workspace();
                         fixtures::tiny(&ws, 0).map_err(io)?;
+                        settled()?;
                         let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
                         drive(&runtime, &ws, "log.txt", thread)
                     })
@@ -485,6 +501,7 @@ fn cold_open<E: Engine>(engine: &E, options: &Options, out: &mut Emitter) -> Res
         let scratch = Scratch::new(&options.scratch, "cold").map_err(io)?;
         let ws = scratch.workspace();
         fixtures::tiny(&ws, 18).map_err(io)?;
+        settled()?;
         let intent = intent(&workload, engine.name(), index);
         let started = Instant::now();
         let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
@@ -511,6 +528,7 @@ fn tx_on<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, big: bool)
     if big {
         fixtures::tree(&ws, "big", 0..100, 1000).map_err(io)?;
     }
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
     let code = TINY_AUTO.replace("{file}", "log.txt");
     repeat(options, out, |index| {
@@ -531,10 +549,15 @@ fn commit_after<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, bur
     let scratch = Scratch::new(&options.scratch, "commit-after").map_err(io)?;
     let ws = scratch.workspace();
     fixtures::tiny(&ws, 8).map_err(io)?;
+    settled()?;
     let runtime = engine.open(&ws, &scratch.data(), Exec::Worker)?;
     let code = TINY_AUTO.replace("{file}", "log.txt");
     let sibling = scratch.root().join("burst");
     repeat(options, out, |index| {
+        // Untimed: a quiet disk to start from (the previous workload's
+        // fixture removal, the previous sample's burst, all written back).
+        // Nothing is synced between the burst and the commit.
+        settled()?;
         let intent = intent(&workload, engine.name(), index);
         let preview = runtime.run(&Request::new(&code, &intent, false))?;
         check("state", &preview.state, &State::AutoApproved)?;
