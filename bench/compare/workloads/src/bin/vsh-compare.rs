@@ -5,7 +5,8 @@
 //! (`vsh-monty-worker` 0.6.0, pinned, `--locked`) unless `$VSH_MONTY_WORKER`
 //! names one, then runs every workload in rounds that alternate the engines
 //! (ours, peer, ours, peer, ...; each round a fresh process with its own
-//! warm-up), and prints a table of wall-time p50 and p95 per side with the
+//! warm-up, started once the machine is quiet: another build running on it
+//! would skew the round), and prints a table of wall-time p50 and p95 per side with the
 //! ratio ours/peer, a table of the stages' p50, the derived ratios and the
 //! issue's targets. Everything, raw samples included, goes to
 //! `target/bench/compare.json` at the repository root.
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 use workloads::report::p50_p95;
 
 const USAGE: &str = "usage: vsh-compare [--samples N] [--rounds N] [--warmup N] [--burst-samples N] [--burst-mib N] \
-                     [--workloads a,b,...] [--scratch DIR]";
+                     [--workloads a,b,...] [--scratch DIR] [--quiet-wait SECONDS]";
 
 /// The command line.
 #[derive(Debug)]
@@ -31,11 +32,20 @@ struct Args {
     burst_mib: u64,
     only: Option<Vec<String>>,
     scratch: Option<PathBuf>,
+    quiet_wait: u64,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args =
-        Args { samples: 20, rounds: 2, warmup: 3, burst_samples: 3, burst_mib: 2048, only: None, scratch: None };
+    let mut args = Args {
+        samples: 20,
+        rounds: 2,
+        warmup: 3,
+        burst_samples: 3,
+        burst_mib: 2048,
+        only: None,
+        scratch: None,
+        quiet_wait: 120,
+    };
     let mut raw = std::env::args().skip(1);
     while let Some(flag) = raw.next() {
         if flag == "--help" || flag == "-h" {
@@ -51,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
             "--burst-mib" => args.burst_mib = number()? as u64,
             "--workloads" => args.only = Some(value.split(',').map(str::to_owned).collect()),
             "--scratch" => args.scratch = Some(PathBuf::from(value)),
+            "--quiet-wait" => args.quiet_wait = number()? as u64,
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
@@ -135,6 +146,41 @@ fn peer_worker(target: &Path) -> Result<PathBuf, String> {
     Ok(worker)
 }
 
+/// The machine's busy share over half a second (0 idle, 1 every core busy),
+/// from `/proc/stat`; `None` where there is none.
+fn busy() -> Option<f64> {
+    let sample = || -> Option<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let fields: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+        let idle = fields.get(3)? + fields.get(4).unwrap_or(&0);
+        Some((fields.iter().sum(), idle))
+    };
+    let (total, idle) = sample()?;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (total2, idle2) = sample()?;
+    let elapsed = total2.saturating_sub(total);
+    #[allow(clippy::cast_precision_loss)]
+    (elapsed > 0).then(|| 1.0 - idle2.saturating_sub(idle) as f64 / elapsed as f64)
+}
+
+/// Wait (at most `seconds`) until the machine is quiet (under a quarter busy:
+/// another build would skew the round), and say how busy it was at the start.
+fn wait_for_quiet(seconds: u64) -> Option<f64> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let mut told = false;
+    loop {
+        let now = busy()?;
+        if now < 0.25 || std::time::Instant::now() >= deadline {
+            return Some(now);
+        }
+        if !told {
+            eprintln!("  the machine is {:.0}% busy: waiting up to {seconds} s for it to quiet down", now * 100.0);
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+}
+
 /// What one engine produced for one workload over every round.
 #[derive(Debug, Default)]
 struct Side {
@@ -142,12 +188,17 @@ struct Side {
     metrics: Vec<Value>,
     describe: Option<String>,
     failure: Option<String>,
+    /// How busy the machine was as each round started.
+    busy: Vec<f64>,
 }
 
 /// Run `binary run workload` for one round and collect its lines into `side`.
-fn run_round(binary: &Path, worker: &Path, workload: &str, flags: &[String], side: &mut Side) {
+fn run_round(binary: &Path, worker: &Path, workload: &str, flags: &[String], quiet_wait: u64, side: &mut Side) {
     if side.failure.is_some() {
         return;
+    }
+    if let Some(busy) = wait_for_quiet(quiet_wait) {
+        side.busy.push(busy);
     }
     let output = Command::new(binary)
         .args(["run", workload])
@@ -247,6 +298,7 @@ fn summary(side: &Side) -> Value {
         "stages": stages,
         "metrics": metrics,
         "paths": paths(&side.samples),
+        "busy_at_round_start": side.busy,
         "samples": side.samples,
     })
 }
@@ -323,8 +375,8 @@ fn drive() -> Result<(), String> {
             .into_iter()
             .flat_map(|(flag, value)| [flag.to_owned(), value])
             .collect();
-            run_round(&ours, &worker, name, &flags, &mut ours_side);
-            run_round(&peer, &worker, name, &flags, &mut peer_side);
+            run_round(&ours, &worker, name, &flags, args.quiet_wait, &mut ours_side);
+            run_round(&peer, &worker, name, &flags, args.quiet_wait, &mut peer_side);
         }
         results.push((name.clone(), about.clone(), ours_side, peer_side));
     }
@@ -453,6 +505,16 @@ fn drive() -> Result<(), String> {
     println!("Stages, p50 ms ours/peer:\n{stages}");
     println!("Derived:\n{derived}");
     println!("Targets:\n{targets}");
+    let busiest = results
+        .iter()
+        .flat_map(|(_, _, ours_side, peer_side)| ours_side.busy.iter().chain(&peer_side.busy))
+        .fold(0.0_f64, |most, busy| most.max(*busy));
+    if busiest >= 0.25 {
+        println!(
+            "Note: some rounds started on a busy machine (at most {:.0}% busy): other work skews them.\n",
+            busiest * 100.0
+        );
+    }
 
     let workloads_json: Vec<Value> = results
         .iter()
@@ -473,6 +535,7 @@ fn drive() -> Result<(), String> {
             "samples": args.samples, "rounds": args.rounds, "warmup": args.warmup,
             "burst_samples": args.burst_samples, "burst_mib": args.burst_mib,
             "scratch": scratch.display().to_string(), "peer_worker": worker.display().to_string(),
+            "quiet_wait_s": args.quiet_wait,
         },
         "workloads": workloads_json,
         "derived": derived_json,
