@@ -10,7 +10,8 @@
 //!   (`WritableDir`), and clippy.toml's ban on `std::fs` is lifted for a whole crate or module
 //!   only where the host is reached by path by design (`FS_BAN_LIFTED`);
 //! - workspace crates depend on exactly the crates the "may depend on" table below names (the graph as built, checked both ways);
-//! - every locked package comes from crates.io;
+//! - every locked package comes from crates.io (the workspace's, the fuzz crate's and the comparison
+//!   bench's lockfiles);
 //! - every dependency's license is allowed by `deny.toml`, so that file is enforced even where
 //!   cargo-deny is not installed;
 //! - no trailing whitespace in the Rust, TOML and Markdown files of the repository;
@@ -34,8 +35,9 @@ use std::process::Command;
 use crate::project_root;
 use crate::shell::cargo_program;
 
-/// The directories holding Rust code of ours.
-const RUST_ROOTS: &[&str] = &["crates", "xtask", "tests", "fuzz"];
+/// The directories holding Rust code of ours (`bench` holds the comparison bench's packages,
+/// outside the workspace but ours all the same).
+const RUST_ROOTS: &[&str] = &["crates", "xtask", "tests", "fuzz", "bench"];
 
 /// Directories never scanned, relative to the root; any directory named `target` is skipped too.
 const SKIPPED_DIRS: &[&str] = &[".git", "fuzz/artifacts", "fuzz/corpus", "fuzz/coverage"];
@@ -543,10 +545,17 @@ fn rust_files() -> Vec<PathBuf> {
     files
 }
 
-/// The lockfiles of the repository: the workspace's and the fuzz crate's.
+/// The comparison bench's packages, each outside the workspace with a lockfile of its own.
+const BENCH_PACKAGES: &[&str] = &["bench/compare/workloads", "bench/compare/ours", "bench/compare/peer"];
+
+/// The lockfiles of the repository: the workspace's, the fuzz crate's and the comparison bench's.
 fn lockfiles() -> Vec<PathBuf> {
     let root = project_root();
-    [root.join("Cargo.lock"), root.join("fuzz/Cargo.lock")].into_iter().filter(|path| path.is_file()).collect()
+    [root.join("Cargo.lock"), root.join("fuzz/Cargo.lock")]
+        .into_iter()
+        .chain(BENCH_PACKAGES.iter().map(|package| root.join(package).join("Cargo.lock")))
+        .filter(|path| path.is_file())
+        .collect()
 }
 
 /// Add the files under `dir` with one of `extensions` to `out`, skipping [`SKIPPED_DIRS`] and `target`.
