@@ -406,34 +406,69 @@ impl WritableDir {
 
     /// Take the exclusive lock at `path`, waiting at most `wait.timeout`.
     ///
-    /// While the lock is held elsewhere the call polls (every 5 ms at first,
-    /// backing off to 100 ms); once it has waited `wait.notice_after`, it calls
-    /// `wait.notice` once, so a command line can say what it is waiting for.
-    /// Past the timeout it is [`HostError::LockTimeout`].
+    /// While the lock is held elsewhere, a thread of its own waits for it in
+    /// the kernel (`flock` blocks until the holder lets go, so the lock
+    /// passes on the moment it is free, to this process's threads as to
+    /// another process's); once the call has waited `wait.notice_after`, it
+    /// calls `wait.notice` once, so a command line can say what it is waiting
+    /// for. Past the timeout it is [`HostError::LockTimeout`], and a lock the
+    /// waiting thread is granted later is let go at once.
     pub fn lock_exclusive_within(&self, path: &VPath, wait: &LockWait) -> Result<LockGuard, HostError> {
+        if let Some(guard) = self.try_lock_exclusive(path)? {
+            return Ok(guard);
+        }
         let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(5);
+        let fd = self.open_lock_file(path)?;
+        let (granted, grant) = std::sync::mpsc::sync_channel(1);
+        let waited_for = path.clone();
+        std::thread::Builder::new()
+            .name("vsh-lock-wait".to_owned())
+            .spawn(move || {
+                let locked = retry_intr(|| rfs::flock(&fd, FlockOperation::LockExclusive))
+                    .map(|()| LockGuard { fd })
+                    .map_err(|errno| HostError::io("flock", &waited_for, errno));
+                // A caller that gave up dropped the receiver: the guard, and
+                // with it the lock, goes here.
+                let _ = granted.send(locked);
+            })
+            .map_err(|source| HostError::Io { op: "spawn a lock waiter", path: path.clone(), source })?;
         let mut noticed = false;
         loop {
-            if let Some(guard) = self.try_lock_exclusive(path)? {
-                return Ok(guard);
-            }
             let waited = started.elapsed();
             if waited >= wait.timeout {
                 return Err(HostError::LockTimeout { path: path.clone(), waited_ms: waited.as_millis() as u64 });
             }
+            let until_notice = if noticed { wait.timeout } else { wait.notice_after.max(waited) };
+            let slice = until_notice.min(wait.timeout).saturating_sub(waited).max(std::time::Duration::from_millis(1));
+            match grant.recv_timeout(slice) {
+                Ok(locked) => return locked,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(HostError::Io {
+                        op: "wait for a lock",
+                        path: path.clone(),
+                        source: std::io::Error::other("the lock waiter ended without an answer"),
+                    });
+                }
+            }
+            let waited = started.elapsed();
             if !noticed && waited >= wait.notice_after {
                 noticed = true;
                 if let Some(notice) = &wait.notice {
                     notice(waited);
                 }
             }
-            std::thread::sleep(pause.min(wait.timeout.saturating_sub(waited)));
-            pause = (pause * 2).min(std::time::Duration::from_millis(100));
         }
     }
 
     fn lock(&self, path: &VPath, operation: FlockOperation) -> Result<LockGuard, HostError> {
+        let fd = self.open_lock_file(path)?;
+        retry_intr(|| rfs::flock(&fd, operation)).map_err(|errno| HostError::io("flock", path, errno))?;
+        Ok(LockGuard { fd })
+    }
+
+    /// Open (or create) the lock file at `path`, a regular file. Counts one write.
+    fn open_lock_file(&self, path: &VPath) -> Result<OwnedFd, HostError> {
         self.counters.write();
         let flags = OFlags::RDONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOCTTY;
         let not_a_file = || HostError::NotAFile { path: path.clone() };
@@ -446,8 +481,7 @@ impl WritableDir {
         if fstat(fd.as_fd(), path)?.kind != HostKind::File {
             return Err(HostError::NotAFile { path: path.clone() });
         }
-        retry_intr(|| rfs::flock(&fd, operation)).map_err(|errno| HostError::io("flock", path, errno))?;
-        Ok(LockGuard { fd })
+        Ok(fd)
     }
 }
 

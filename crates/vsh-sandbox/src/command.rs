@@ -341,3 +341,29 @@ pub fn kill_process_group(group: u32) -> io::Result<()> {
         Err(errno) => Err(errno.into()),
     }
 }
+
+/// Wait until `fd` (a child's pipe, say) has something to read, or its
+/// writer closed it, at most `timeout`: whether it is ready. A supervisor
+/// that reads its child's frames on its own thread waits here between
+/// frames, so a deadline or a cancellation is looked at while nothing comes.
+///
+/// # Errors
+///
+/// When `poll` fails (an interruption is retried within the timeout).
+pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<bool> {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let started = std::time::Instant::now();
+    loop {
+        let left = timeout.saturating_sub(started.elapsed());
+        let spec = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&spec)) {
+            Ok(ready) => return Ok(ready > 0),
+            Err(rustix::io::Errno::INTR) if !left.is_zero() => {}
+            Err(errno) => return Err(errno.into()),
+        }
+    }
+}

@@ -133,3 +133,22 @@ fn a_bounded_wait_tells_once_and_gives_up_with_a_typed_error() {
         assert!(receiver.recv_timeout(MUST_BE_GRANTED).unwrap(), "granted once released");
     });
 }
+
+#[test]
+fn a_wait_that_gave_up_never_keeps_the_lock_it_is_granted_later() {
+    let fx = Fixture::new(STRATEGIES[0]);
+    let dir = &fx.dir;
+    let held = dir.lock_exclusive(&p("commit.lock")).unwrap();
+    let gave_up = dir.lock_exclusive_within(&p("commit.lock"), &crate::LockWait::within(Duration::from_millis(50)));
+    assert!(matches!(gave_up, Err(HostError::LockTimeout { .. })), "{gave_up:?}");
+    // The waiter the call left behind is granted the lock once it is free,
+    // and lets it go at once: the next taker gets it.
+    drop(held);
+    let deadline = std::time::Instant::now() + MUST_BE_GRANTED;
+    let mut taken = None;
+    while taken.is_none() && std::time::Instant::now() < deadline {
+        taken = dir.try_lock_exclusive(&p("commit.lock")).unwrap();
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert!(taken.is_some(), "the abandoned waiter let the lock go");
+}

@@ -300,12 +300,16 @@ impl Pool {
                 // An idle worker that sent anything since its reset is not
                 // trusted with another run.
                 let reused = match reused {
-                    Some(worker) if !worker.is_quiet() => {
-                        drop(worker);
-                        state.discarded += 1;
-                        None
+                    Some(mut worker) => {
+                        if worker.is_quiet() {
+                            Some(worker)
+                        } else {
+                            drop(worker);
+                            state.discarded += 1;
+                            None
+                        }
                     }
-                    other => other,
+                    None => None,
                 };
                 if reused.is_none() && state.active + state.idle.len() > self.config.max_active {
                     // Make room: an idle worker sized for another budget goes,

@@ -1,19 +1,22 @@
-//! One live worker process as the parent holds it: its pipes, a reader thread
-//! that frames its stdout (checking every header against the current bounds
-//! before allocating), and a watchdog thread that kills it at a wall-clock
-//! deadline even while the parent is blocked writing to it.
+//! One live worker process as the parent holds it: its pipes, framed on the
+//! parent's own thread as it asks for the next frame (every header checked
+//! against the current bounds before allocating; no reader thread, so a
+//! frame costs no hop between threads: on a machine whose idle CPUs halt,
+//! each hop is a wake-up of tens of microseconds), and a watchdog thread that
+//! kills it at a wall-clock deadline even while the parent is blocked reading
+//! from or writing to it.
 //!
 //! Dropping a [`WorkerProcess`] kills the process and reaps it before
 //! returning, so a discarded worker is gone by the time its pool slot is
-//! released. The two threads are not joined: each ends on its own once the
-//! process is gone (the reader at end of stream, the watchdog when told).
+//! released. The watchdog is not joined: it ends on its own when told.
 
 use std::collections::BTreeSet;
 use std::io::{self, BufReader, BufWriter};
+use std::os::fd::AsFd as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,9 +25,6 @@ use vsh_sandbox::{ConfinedCommand, SandboxPolicy, ToolContext};
 
 use crate::error::WorkerError;
 use crate::worker::protocol::{self, FrameCaps, Hello, MAGIC, PROTOCOL_VERSION, kind};
-
-/// Frames the reader thread may hold before it waits for the parent.
-const QUEUE_FRAMES: usize = 4;
 
 /// How long the parent waits for a worker that closed its stdout to exit
 /// before it kills it.
@@ -39,12 +39,12 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What the reader thread delivers.
+/// What reading the worker's stdout gives.
 #[derive(Debug)]
 pub(crate) enum Incoming {
     /// A frame within its bound.
     Frame(u8, Vec<u8>),
-    /// A frame announced larger than its bound; the reader stopped.
+    /// A frame announced larger than its bound; reading stopped.
     TooLarge {
         /// Its kind.
         kind: u8,
@@ -53,9 +53,9 @@ pub(crate) enum Incoming {
         /// The bound.
         max: u64,
     },
-    /// A frame of a kind the worker never sends; the reader stopped.
+    /// A frame of a kind the worker never sends; reading stopped.
     UnknownKind(u8),
-    /// The stream ended (cleanly, or inside a frame); the reader stopped.
+    /// The stream ended (cleanly, or inside a frame); reading stopped.
     Closed,
 }
 
@@ -83,8 +83,11 @@ pub(crate) struct WorkerProcess {
     pid: u32,
     registry: Registry,
     stdin: BufWriter<ChildStdin>,
-    frames: Receiver<Incoming>,
-    caps: Arc<Mutex<FrameCaps>>,
+    stdout: BufReader<ChildStdout>,
+    /// Reading stopped (a closed stream, a frame out of bounds): every
+    /// later read is `Disconnected`.
+    ended: bool,
+    caps: FrameCaps,
     watchdog: Arc<Watchdog>,
     /// The `max_memory_bytes` its address-space limit was sized for.
     pub(crate) memory_class: u64,
@@ -140,30 +143,25 @@ impl WorkerProcess {
             return Err(WorkerError::Transport { source: io::Error::other("worker pipes missing") });
         };
         let child = Arc::new(Mutex::new(child));
-        let caps = Arc::new(Mutex::new(FrameCaps::idle()));
-        let (sender, frames) = mpsc::sync_channel(QUEUE_FRAMES);
         let watchdog = Arc::new(Watchdog::default());
         let mut worker = WorkerProcess {
             child: Arc::clone(&child),
             pid,
             registry: Arc::clone(registry),
             stdin: BufWriter::new(stdin),
-            frames,
-            caps: Arc::clone(&caps),
+            stdout: BufReader::new(stdout),
+            ended: false,
+            caps: FrameCaps::idle(),
             watchdog: Arc::clone(&watchdog),
             memory_class,
             baseline_live: 0,
             runs: 0,
         };
-        let reader = thread::Builder::new()
-            .name("vsh-monty-reader".to_owned())
-            .stack_size(HELPER_STACK)
-            .spawn(move || read_frames(stdout, &caps, &sender));
         let guard = thread::Builder::new()
             .name("vsh-monty-watchdog".to_owned())
             .stack_size(HELPER_STACK)
             .spawn(move || watch(&watchdog, &child));
-        if let Err(source) = reader.and(guard) {
+        if let Err(source) = guard {
             return Err(WorkerError::Transport { source });
         }
         worker.baseline_live = worker.handshake(handshake, identity)?;
@@ -173,7 +171,7 @@ impl WorkerProcess {
     /// Read and check the greeting; the worker's live allocator bytes.
     fn handshake(&mut self, wait: Duration, identity: &str) -> Result<u64, WorkerError> {
         let failed = |reason: String| WorkerError::Handshake { reason };
-        let body = match self.frames.recv_timeout(wait) {
+        let body = match self.recv(wait) {
             Ok(Incoming::Frame(kind::HELLO, body)) => body,
             Ok(Incoming::Frame(other, _)) => {
                 return Err(failed(format!("expected a greeting, got a frame of kind {other}")));
@@ -199,8 +197,8 @@ impl WorkerProcess {
     }
 
     /// Bound the frames of the coming request.
-    pub(crate) fn set_caps(&self, caps: FrameCaps) {
-        *lock(&self.caps) = caps;
+    pub(crate) fn set_caps(&mut self, caps: FrameCaps) {
+        self.caps = caps;
     }
 
     /// Send one frame.
@@ -208,9 +206,27 @@ impl WorkerProcess {
         protocol::write_frame(&mut self.stdin, frame_kind, body).map_err(|source| WorkerError::Transport { source })
     }
 
-    /// The next frame, waiting at most `timeout`.
-    pub(crate) fn recv(&self, timeout: Duration) -> Result<Incoming, RecvTimeoutError> {
-        self.frames.recv_timeout(timeout)
+    /// The next frame, waiting at most `timeout` for it to begin (once a
+    /// frame has begun, the rest is read as it comes: a worker that stops in
+    /// the middle of one is ended by the watchdog). After a closed stream or
+    /// a frame out of bounds, `Disconnected`.
+    pub(crate) fn recv(&mut self, timeout: Duration) -> Result<Incoming, RecvTimeoutError> {
+        if self.ended {
+            return Err(RecvTimeoutError::Disconnected);
+        }
+        if self.stdout.buffer().is_empty() {
+            match vsh_sandbox::wait_readable(self.stdout.get_ref().as_fd(), timeout) {
+                Ok(true) => {}
+                Ok(false) => return Err(RecvTimeoutError::Timeout),
+                Err(_) => {
+                    self.ended = true;
+                    return Ok(Incoming::Closed);
+                }
+            }
+        }
+        let incoming = read_frame(&mut self.stdout, &self.caps);
+        self.ended = !matches!(incoming, Incoming::Frame(..));
+        Ok(incoming)
     }
 
     /// Kill the worker at `deadline` unless disarmed first.
@@ -228,10 +244,13 @@ impl WorkerProcess {
         state.fired
     }
 
-    /// Whether no frame is waiting: an idle worker has nothing to say, so
-    /// one that does is not reused.
-    pub(crate) fn is_quiet(&self) -> bool {
-        matches!(self.frames.try_recv(), Err(mpsc::TryRecvError::Empty))
+    /// Whether no frame is waiting (nor the end of the stream): an idle
+    /// worker has nothing to say, so one that does is not reused.
+    pub(crate) fn is_quiet(&mut self) -> bool {
+        if self.ended || !self.stdout.buffer().is_empty() {
+            return false;
+        }
+        matches!(vsh_sandbox::wait_readable(self.stdout.get_ref().as_fd(), Duration::ZERO), Ok(false))
     }
 
     /// Kill the process now.
@@ -278,26 +297,19 @@ impl Drop for WorkerProcess {
     }
 }
 
-/// The reader thread: frame the worker's stdout until it ends or breaks a
-/// bound.
-fn read_frames(stdout: ChildStdout, caps: &Mutex<FrameCaps>, sender: &SyncSender<Incoming>) {
-    let mut input = BufReader::new(stdout);
-    loop {
-        let incoming = match protocol::read_header(&mut input) {
-            Ok(None) | Err(_) => Incoming::Closed,
-            Ok(Some((frame_kind, len))) => match lock(caps).bound(frame_kind) {
-                None => Incoming::UnknownKind(frame_kind),
-                Some(max) if len > max => Incoming::TooLarge { kind: frame_kind, len, max },
-                Some(_) => match protocol::read_body(&mut input, len) {
-                    Ok(body) => Incoming::Frame(frame_kind, body),
-                    Err(_) => Incoming::Closed,
-                },
+/// Read one frame of the worker's stdout, checking its header against `caps`
+/// before allocating its body.
+fn read_frame(input: &mut BufReader<ChildStdout>, caps: &FrameCaps) -> Incoming {
+    match protocol::read_header(input) {
+        Ok(None) | Err(_) => Incoming::Closed,
+        Ok(Some((frame_kind, len))) => match caps.bound(frame_kind) {
+            None => Incoming::UnknownKind(frame_kind),
+            Some(max) if len > max => Incoming::TooLarge { kind: frame_kind, len, max },
+            Some(_) => match protocol::read_body(input, len) {
+                Ok(body) => Incoming::Frame(frame_kind, body),
+                Err(_) => Incoming::Closed,
             },
-        };
-        let last = !matches!(incoming, Incoming::Frame(..));
-        if sender.send(incoming).is_err() || last {
-            return;
-        }
+        },
     }
 }
 
