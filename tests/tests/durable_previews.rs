@@ -48,9 +48,14 @@ fn without_the_opt_in_a_preview_stays_in_its_runtime_and_writes_no_record() {
     let log = dir.path().join(".vsh/data/txlog");
     let runtime = Runtime::open(config(dir.path())).unwrap();
     let log_before = std::fs::read(&log).unwrap();
-    let preview = runtime.preview(&RunRequest::new(WRITE)).unwrap();
+    let store_before = tree(&dir.path().join(".vsh"));
+    let preview = runtime.preview(&RunRequest::new(WRITE).with_detail(vsh::ReceiptDetail::Full)).unwrap();
     let second = runtime.preview(&RunRequest::new("print('just a look')")).unwrap();
     assert_eq!(std::fs::read(&log).unwrap(), log_before, "a process-local preview touches no transaction log");
+    assert_eq!(tree(&dir.path().join(".vsh")), store_before, "nor the blob store: its contents stay in memory");
+    // Its review shows its own bytes, from memory.
+    let review = runtime.review(preview.transaction).unwrap();
+    assert!(review.iter().any(|file| file.hunks.as_ref().is_ok_and(|hunks| hunks.contains("+a!"))), "{review:?}");
     // Its own runtime still knows it by record, history and prefix.
     assert_eq!(runtime.transaction(preview.transaction).unwrap().unwrap().state, TransactionState::AutoApproved);
     assert_eq!(runtime.history(preview.transaction).unwrap().len(), 1);

@@ -89,7 +89,7 @@ impl HookGate {
         let Some(hook) = self.applying(record.state) else {
             return Ok(CommitPreparation::Ready { transaction, state: record.state });
         };
-        sources.previews.materialize(sources.records.transactions(), transaction)?;
+        sources.previews.materialize(sources.records.transactions(), sources.records.blobs(), transaction)?;
         if record.artifact.is_none() {
             let artifact = sources
                 .previews
@@ -130,7 +130,10 @@ impl HookGate {
                 Verdict::Settled(records.transactions().reject(transaction, now_ms)?.state)
             }
             (HookDecision::Review { .. }, TransactionState::AutoApproved) => Verdict::Settled(
-                sources.previews.demote(records.transactions(), transaction, now_ms)?.unwrap_or(record.state),
+                sources
+                    .previews
+                    .demote(records.transactions(), records.blobs(), transaction, now_ms)?
+                    .unwrap_or(record.state),
             ),
             (HookDecision::Review { .. } | HookDecision::FollowPolicy, TransactionState::PendingApproval) => {
                 Verdict::Settled(record.state)
@@ -162,7 +165,10 @@ impl HookGate {
         let record = sources.record(transaction)?;
         if record.state == TransactionState::AutoApproved && record.artifact.is_some() {
             let transactions = sources.records.transactions();
-            return Ok(sources.previews.demote(transactions, transaction, now_ms)?.unwrap_or(record.state));
+            return Ok(sources
+                .previews
+                .demote(transactions, sources.records.blobs(), transaction, now_ms)?
+                .unwrap_or(record.state));
         }
         Ok(record.state)
     }
@@ -219,8 +225,12 @@ fn content_evidence(
                 continue;
             }
             let bytes = if after {
-                // A missing or corrupt blob is a store failure, never "not reviewed".
-                Some(sources.records.blobs().get(blob, state.size)?)
+                // A held preview's own bytes, else the store's (a missing or
+                // corrupt blob is a store failure, never "not reviewed").
+                match sources.previews.content(blob) {
+                    Some(bytes) => Some(bytes.to_vec()),
+                    None => Some(sources.records.blobs().get(blob, state.size)?),
+                }
             } else {
                 vsh_vfs::live_content_if_unchanged(sources.workspace, &entry.path, &state)
             };

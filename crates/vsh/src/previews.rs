@@ -2,18 +2,20 @@
 //! commit, bounded in count and bytes, and the one way a preview leaves the
 //! auto-approved path without being committed ([`Previews::demote`]).
 //!
-//! A preview exists only in this process's memory, and so, at first, does its
-//! record: nothing is written to the transaction log for a preview until
-//! something must act on it through the store (a commit's reservation, a
-//! rejection, a hook, a cancellation), when [`Previews::materialize`] writes
-//! the record, `AutoApproved`. Whatever ends it (a commit, a discard, a
+//! A preview exists only in this process's memory, and so, at first, do its
+//! record and its contents: nothing is written to the store for a preview
+//! (no log frame, no blob) until something must act on it through the store
+//! (a commit's reservation, a rejection, a hook, a cancellation), when
+//! [`Previews::materialize`] writes its contents into the blob store (without
+//! barriers: whatever makes them durable later does) and its record,
+//! `AutoApproved`. Whatever ends it (a commit, a discard, a
 //! rejection, a hook's Review, a failed handler, a cancelled request) removes
 //! it here first, so it can never be committed twice.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use vsh_store::{PendingArtifact, TransactionRecord, TransactionStore};
+use vsh_store::{BlobStore, PendingArtifact, TransactionRecord, TransactionStore};
 use vsh_types::{BlobId, ReadSet, TransactionId, TransactionState};
 
 use crate::VshError;
@@ -32,6 +34,8 @@ pub(crate) struct Preview {
     bytes: u64,
     /// Its record while only this process knows it; `None` once written.
     unwritten: Option<TransactionRecord>,
+    /// The new contents its diff names, until written to the blob store.
+    contents: Vec<(BlobId, Arc<[u8]>)>,
 }
 
 /// The previews of one runtime.
@@ -45,11 +49,17 @@ impl Previews {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hold `artifact` with its receipt, and its `AutoApproved` record made
-    /// at `now_ms`, unwritten. Beyond the count or byte bound nothing is held
-    /// (nobody could commit it, and no record of it exists) and
-    /// [`VshError::EphemeralCapacity`] is returned.
-    pub(crate) fn keep(&self, artifact: PendingArtifact, receipt: Receipt, now_ms: u64) -> Result<(), VshError> {
+    /// Hold `artifact` with its receipt, its new `contents` and its
+    /// `AutoApproved` record made at `now_ms`, unwritten. Beyond the count or
+    /// byte bound nothing is held (nobody could commit it, and no record of
+    /// it exists) and [`VshError::EphemeralCapacity`] is returned.
+    pub(crate) fn keep(
+        &self,
+        artifact: PendingArtifact,
+        receipt: Receipt,
+        contents: Vec<(BlobId, Arc<[u8]>)>,
+        now_ms: u64,
+    ) -> Result<(), VshError> {
         let transaction = artifact.binding.transaction();
         let record = TransactionRecord::new(
             transaction,
@@ -60,13 +70,14 @@ impl Previews {
         let bytes = (artifact.diff.len() as u64).saturating_mul(256)
             + (artifact.read_set.len() as u64).saturating_mul(128)
             + artifact.evidence.len() as u64
-            + receipt.output.stdout_bytes().len() as u64;
+            + receipt.output.stdout_bytes().len() as u64
+            + contents.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
         let mut held = self.lock();
         let total: u64 = held.values().map(|preview| preview.bytes).sum();
         if held.len() >= MAX_PREVIEWS || total.saturating_add(bytes) > MAX_PREVIEW_BYTES {
             return Err(VshError::EphemeralCapacity { entries: held.len(), bytes: total });
         }
-        held.insert(transaction, Preview { artifact, receipt, bytes, unwritten: Some(record) });
+        held.insert(transaction, Preview { artifact, receipt, bytes, unwritten: Some(record), contents });
         Ok(())
     }
 
@@ -80,16 +91,36 @@ impl Previews {
         self.lock().iter().filter(|(_, preview)| preview.unwritten.is_some()).map(|(id, _)| *id).collect()
     }
 
-    /// Write `transaction`'s record to `store` if it is a held preview's and
-    /// not written yet (before anything acts on it through the store).
-    pub(crate) fn materialize(&self, store: &TransactionStore, transaction: TransactionId) -> Result<(), VshError> {
+    /// Write `transaction`'s contents to `blobs` and its record to `store`
+    /// if it is a held preview's and not written yet (before anything acts
+    /// on it through the store).
+    pub(crate) fn materialize(
+        &self,
+        store: &TransactionStore,
+        blobs: &BlobStore,
+        transaction: TransactionId,
+    ) -> Result<(), VshError> {
         let mut held = self.lock();
         let Some(preview) = held.get_mut(&transaction) else { return Ok(()) };
+        for (id, bytes) in &preview.contents {
+            // Bytes the store holds intact are not written again.
+            if blobs.status(*id)? != vsh_store::BlobStatus::Intact || blobs.refresh_due(*id)? {
+                blobs.put_expected_deferred(bytes, *id)?;
+            }
+        }
+        preview.contents.clear();
         if let Some(record) = preview.unwritten {
             store.create(&record)?;
             preview.unwritten = None;
         }
         Ok(())
+    }
+
+    /// The bytes of `blob` if a held preview keeps them in memory.
+    pub(crate) fn content(&self, blob: BlobId) -> Option<Arc<[u8]>> {
+        self.lock()
+            .values()
+            .find_map(|preview| preview.contents.iter().find(|(id, _)| *id == blob).map(|(_, bytes)| Arc::clone(bytes)))
     }
 
     /// A copy of the preview of `transaction`, if held.
@@ -117,6 +148,13 @@ impl Previews {
         self.lock().get(&transaction).map(|preview| preview.artifact.read_set.clone())
     }
 
+    /// Drop the contents `transaction`'s preview keeps in memory.
+    fn discard_contents(&self, transaction: TransactionId) {
+        if let Some(preview) = self.lock().get_mut(&transaction) {
+            preview.contents.clear();
+        }
+    }
+
     /// Stop holding `transaction`'s preview; whether it was held.
     pub(crate) fn forget(&self, transaction: TransactionId) -> bool {
         self.lock().remove(&transaction).is_some()
@@ -136,11 +174,14 @@ impl Previews {
     pub(crate) fn demote(
         &self,
         store: &TransactionStore,
+        blobs: &BlobStore,
         transaction: TransactionId,
         now_ms: u64,
     ) -> Result<Option<TransactionState>, VshError> {
-        // Its record says where it went, written now if it was not yet.
-        self.materialize(store, transaction)?;
+        // Its record says where it went, written now if it was not yet (its
+        // contents are not needed: nothing will commit it).
+        self.discard_contents(transaction);
+        self.materialize(store, blobs, transaction)?;
         self.forget(transaction);
         let Some(record) = store.get(transaction)? else { return Ok(None) };
         if record.state != TransactionState::AutoApproved {

@@ -7,14 +7,16 @@ use vsh_types::{DiffEntry, NodeKind};
 use vsh_vfs::{FileReview, NoHunks, ReviewLimits, Side};
 
 use crate::VshError;
+use crate::previews::Previews;
 use crate::records::Records;
 
-/// The review of `diff`: after-states from the blob store (a missing or
-/// corrupt blob is a store failure), before-states from the workspace when,
-/// and only when, its live bytes still hash to the recorded state and `calls`
-/// lets a program read them.
+/// The review of `diff`: after-states from a held preview's memory
+/// (`held`) or the blob store (a missing or corrupt blob is a store failure),
+/// before-states from the workspace when, and only when, its live bytes
+/// still hash to the recorded state and `calls` lets a program read them.
 pub(crate) fn stored_review(
     records: &Records,
+    held: &Previews,
     workspace: &CapDir,
     calls: &CallPolicy,
     diff: &[DiffEntry],
@@ -35,7 +37,10 @@ pub(crate) fn stored_review(
             return Ok(Err(NoHunks::Unavailable));
         };
         Ok(match side {
-            Side::After => Ok(records.blobs().get(blob, state.size)?),
+            Side::After => match held.content(blob) {
+                Some(bytes) => Ok(bytes.to_vec()),
+                None => Ok(records.blobs().get(blob, state.size)?),
+            },
             Side::Before => {
                 vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &state).ok_or(NoHunks::Unavailable)
             }

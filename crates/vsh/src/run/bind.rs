@@ -31,7 +31,7 @@ impl Runs {
         state: TransactionState,
         decision: &Decision,
         outcome: &super::Executed,
-    ) -> Result<(PendingArtifact, Vec<Warning>), VshError> {
+    ) -> Result<(PendingArtifact, Vec<Warning>, Contents), VshError> {
         let evidence = Evidence::new(
             self.next_nonce(),
             decision.clone(),
@@ -54,11 +54,17 @@ impl Runs {
         });
         let transaction = binding.transaction();
         let mut warnings = Vec::new();
-        if state != TransactionState::Denied {
+        let mut contents = Vec::new();
+        let process_local = state == TransactionState::AutoApproved && self.durable_preview(request, state).is_none();
+        if process_local {
+            // A process-local preview keeps its contents in memory: nothing
+            // reaches the store until something acts on it through the store
+            // (`Previews::materialize`).
+            contents = new_contents(vfs, diff)?;
+        } else if state != TransactionState::Denied {
             // Contents need not be durable until something durable refers to
             // them: the artifact writers make an artifact's contents durable
-            // first, all at once (one batch of concurrent barriers), and a
-            // process-local preview's never need to be.
+            // first, all at once (one batch of concurrent barriers).
             store_contents(records, vfs, diff, &mut warnings)?;
         }
         let record = TransactionRecord::new(transaction, binding.digests().snapshot, state, clock_ms());
@@ -86,7 +92,7 @@ impl Runs {
         // A process-local preview has no durable record until something must
         // act on it through the store (`Previews::materialize`): a preview that
         // is never committed never touches the transaction log.
-        Ok((artifact, warnings))
+        Ok((artifact, warnings, contents))
     }
 
     /// 16 bytes that differ for every run of every runtime: a counter, the clock and the process.
@@ -177,6 +183,33 @@ pub(crate) fn program_digest(language: crate::Language, code: &str) -> ProgramDi
     );
     canon::put_bytes(&mut program, code.as_bytes());
     ProgramDigest::digest(&program)
+}
+
+/// New contents a run's diff names, with their digests.
+type Contents = Vec<(vsh_types::BlobId, std::sync::Arc<[u8]>)>;
+
+/// Every final file and symlink content `diff` names that its before state
+/// does not already hold, checked against the digest the diff promised.
+fn new_contents(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<Contents, VshError> {
+    let mut contents: Contents = Vec::new();
+    for entry in diff.entries() {
+        let Some(after) = entry.after else { continue };
+        if after.kind == NodeKind::Directory || entry.before.is_some_and(|before| before.content == after.content) {
+            continue;
+        }
+        let expected = after.content.expect("files and symlinks carry a digest");
+        if contents.iter().any(|(id, _)| *id == expected) {
+            continue;
+        }
+        let source = vfs.content_source(&entry.path)?.expect("a file or symlink has content");
+        let bytes = vfs.materialize(&source)?;
+        let actual = vsh_types::BlobId::of(&bytes);
+        if actual != expected {
+            return Err(VshError::Store(vsh_store::StoreError::DigestMismatch { expected, actual }));
+        }
+        contents.push((expected, bytes));
+    }
+    Ok(contents)
 }
 
 /// Put every final file and symlink content into the blob store, checked

@@ -102,6 +102,9 @@ pub(crate) struct Concluding<'r, 'a> {
 pub(crate) struct Ran {
     pub(crate) artifact: PendingArtifact,
     pub(crate) receipt: Receipt,
+    /// For a process-local preview, the new contents its diff names (not
+    /// written to the blob store until something acts on the preview).
+    pub(crate) contents: Vec<(vsh_types::BlobId, Arc<[u8]>)>,
 }
 
 /// What a program produced, in either language.
@@ -358,7 +361,8 @@ impl Runs {
             Decision::AutoApproved => TransactionState::AutoApproved,
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
-        let (artifact, warnings) = self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome)?;
+        let (artifact, warnings, contents) =
+            self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome)?;
         timings.bind_and_store = elapsed_ns(stage_start);
 
         let receipt = Receipt {
@@ -379,7 +383,7 @@ impl Runs {
             commit: None,
             warnings,
         };
-        Ok(Ran { artifact, receipt })
+        Ok(Ran { artifact, receipt, contents })
     }
 
     /// Run the request's program against `vfs` in its language.

@@ -180,12 +180,12 @@ impl Runtime {
         cancel: &ExecutionCancellation,
         started: Instant,
     ) -> Result<Receipt, VshError> {
-        let Ran { artifact, mut receipt } = ran;
+        let Ran { artifact, mut receipt, contents } = ran;
         let (transaction, state) = (receipt.transaction, receipt.state);
         // A durable preview is already stored with its artifact; any other
-        // auto-approved preview lives in this runtime's memory.
+        // auto-approved preview lives in this runtime's memory, contents and all.
         if state == TransactionState::AutoApproved && self.runs.durable_preview(request, state).is_none() {
-            self.previews.keep(artifact, receipt.clone(), clock_ms())?;
+            self.previews.keep(artifact, receipt.clone(), contents, clock_ms())?;
         }
         if cancel.is_cancelled() {
             self.discard_cancelled(transaction)?;
@@ -239,7 +239,7 @@ impl Runtime {
 
     /// Reject a pending, approved or auto-approved transaction: it can never be committed.
     pub fn reject(&self, transaction: TransactionId, now_ms: u64) -> Result<TransactionRecord, VshError> {
-        self.previews.materialize(self.records.transactions(), transaction)?;
+        self.previews.materialize(self.records.transactions(), self.records.blobs(), transaction)?;
         self.previews.forget(transaction);
         Ok(self.records.transactions().reject(transaction, now_ms)?)
     }
@@ -299,7 +299,7 @@ impl Runtime {
         }
         // The commit reserves the record in the store: a process-local
         // preview's is written now, its first write.
-        self.previews.materialize(self.records.transactions(), transaction)?;
+        self.previews.materialize(self.records.transactions(), self.records.blobs(), transaction)?;
         let result = self.commits.commit(&self.records, transaction, &committable.diff, &committable.reads, now_ms);
         // The reservation was consumed whatever the outcome: the preview cannot be committed again.
         self.previews.forget(transaction);
@@ -322,7 +322,7 @@ impl Runtime {
         if !self.previews.holds(transaction) && !durable {
             return Ok(false);
         }
-        Ok(self.previews.demote(self.records.transactions(), transaction, clock_ms())?.is_some())
+        Ok(self.previews.demote(self.records.transactions(), self.records.blobs(), transaction, clock_ms())?.is_some())
     }
 
     /// Ask whether a hook must decide before `transaction` commits. Makes a
@@ -400,7 +400,7 @@ impl Runtime {
             return Ok(false);
         }
         // Recorded as rejected, so that it is never committable by any name.
-        self.previews.materialize(self.records.transactions(), transaction)?;
+        self.previews.materialize(self.records.transactions(), self.records.blobs(), transaction)?;
         self.previews.forget(transaction);
         self.records.transactions().reject(transaction, clock_ms())?;
         Ok(true)
@@ -436,6 +436,7 @@ impl Runtime {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
         crate::review::stored_review(
             &self.records,
+            &self.previews,
             self.runs.workspace(),
             self.runs.policy().calls(),
             artifact.diff.entries(),
