@@ -114,8 +114,7 @@ fn an_intent_too_long_to_keep_is_refused_before_anything_runs_or_is_stored() {
 fn a_corrupt_blob_is_repaired_by_the_next_run_that_produces_the_same_bytes_and_reported_once() {
     let dir = workspace(&[("keep.txt", "keep\n")]);
     // Durable previews store their contents (a process-local one keeps them in memory).
-    let runtime =
-        Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
     let program = "from pathlib import Path\nPath('/workspace/p.txt').write_text('payload')";
     let first = runtime.preview(&RunRequest::new(program)).unwrap();
     assert!(first.warnings.is_empty());
@@ -198,8 +197,7 @@ fn an_authority_key_file_inside_the_workspace_is_refused() {
 fn a_run_that_needs_an_old_stored_copy_restarts_its_grace_period() {
     let dir = workspace(&[("a.txt", "a\n")]);
     // Durable previews store their contents (a process-local one keeps them in memory).
-    let runtime =
-        Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
     let program = "from pathlib import Path\nPath('/workspace/new.txt').write_text('shared bytes')";
     runtime.preview(&RunRequest::new(program)).unwrap();
     let id = BlobId::of(b"shared bytes").to_hex();

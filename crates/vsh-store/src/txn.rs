@@ -604,37 +604,60 @@ impl TransactionStore {
     /// [`StoreError::ApprovalExpired`] returned; any other state (a second
     /// reservation included) is [`StoreError::NotReservable`].
     pub fn reserve(&self, id: TransactionId, now_ms: u64) -> Result<CommitReservation, StoreError> {
-        use TransactionState as S;
         self.mutate("reserve transaction", |state| {
             let record = live(state, id)?;
-            match (record.state, record.approval) {
-                (S::Approved, Some(grant)) if grant.is_expired_at(now_ms) => {
-                    let expired = successor(record, now_ms, |version| version.state = S::Expired)?;
-                    return Ok(Change {
-                        entries: vec![LogEntry::Version(expired)],
-                        outcome: Err(StoreError::ApprovalExpired { id, expires_ms: grant.expires_ms(), now_ms }),
-                    });
-                }
-                (S::AutoApproved, _) if record.is_due_to_expire(now_ms) => {
-                    let expires_ms = record.pending_expires_ms.unwrap_or(now_ms);
-                    let expired = successor(record, now_ms, |version| version.state = S::Expired)?;
-                    return Ok(Change {
-                        entries: vec![LogEntry::Version(expired)],
-                        outcome: Err(StoreError::PreviewExpired { id, expires_ms, now_ms }),
-                    });
-                }
-                (S::AutoApproved, _) | (S::Approved, Some(_)) => {}
-                (state, _) => return Err(StoreError::NotReservable { id, state }),
-            }
-            let version = successor(record, now_ms, |version| version.state = S::Reserved)?;
-            let reservation = CommitReservation {
-                transaction: id,
-                base_snapshot: version.base_snapshot,
-                artifact: version.artifact,
-                state: version.state,
-                sequence: version.sequence,
+            let reserved = match reservable(record, now_ms)? {
+                Ok(()) => successor(record, now_ms, |version| version.state = TransactionState::Reserved)?,
+                Err(refusal) => return Ok(refusal),
             };
-            Ok(Change::done(vec![LogEntry::Version(version)], reservation))
+            Ok(Change::done(vec![LogEntry::Version(reserved)], reservation_of(&reserved)))
+        })
+    }
+
+    /// [`TransactionStore::reserve`] and [`TransactionStore::advance`] to
+    /// `Revalidating`, in one durable append (one barrier instead of two; a
+    /// crash keeps a prefix of the versions, each a state recovery settles).
+    /// With `unwritten` (a record this process held in memory, not in the
+    /// log), the record is created first, in the same append, as by
+    /// [`TransactionStore::create`].
+    pub fn reserve_revalidating(
+        &self,
+        id: TransactionId,
+        now_ms: u64,
+        unwritten: Option<&TransactionRecord>,
+    ) -> Result<CommitReservation, StoreError> {
+        self.mutate("reserve transaction for its commit", |state| {
+            let mut entries = Vec::new();
+            let created;
+            let record = match (state.get(&id), unwritten) {
+                (Some(_), _) | (None, None) => live(state, id)?,
+                (None, Some(record)) => {
+                    if record.id != id {
+                        return Err(StoreError::InvalidRecord { id, reason: "the record is another transaction's" });
+                    }
+                    if state.records().len() as u64 >= self.config.max_records {
+                        return Err(StoreError::RecordLimit { max: self.config.max_records });
+                    }
+                    let mut version = *record;
+                    version.sequence = 0;
+                    record::check_created(&version).map_err(|reason| StoreError::InvalidRecord { id, reason })?;
+                    entries.push(LogEntry::Version(version));
+                    created = version;
+                    &created
+                }
+            };
+            let reserved = match reservable(record, now_ms)? {
+                Ok(()) => successor(record, now_ms, |version| version.state = TransactionState::Reserved)?,
+                Err(mut refusal) => {
+                    entries.append(&mut refusal.entries);
+                    return Ok(Change { entries, outcome: refusal.outcome });
+                }
+            };
+            let revalidating =
+                successor(&reserved, now_ms, |version| version.state = CommitStep::Revalidating.state())?;
+            entries.push(LogEntry::Version(reserved));
+            entries.push(LogEntry::Version(revalidating));
+            Ok(Change::done(entries, reservation_of(&revalidating)))
         })
     }
 
@@ -807,6 +830,44 @@ fn live(state: &LogState, id: TransactionId) -> Result<&TransactionRecord, Store
 }
 
 /// The next version of `record` at `now_ms`, changed by `edit`.
+/// Whether `record` may be reserved at `now_ms`: `Ok(Ok(()))`, or the
+/// change a refusal makes (an expired approval or preview moves to
+/// `Expired`, durably, and is the error), or the error alone.
+fn reservable(record: &TransactionRecord, now_ms: u64) -> Result<Result<(), Change<CommitReservation>>, StoreError> {
+    use TransactionState as S;
+    let id = record.id;
+    match (record.state, record.approval) {
+        (S::Approved, Some(grant)) if grant.is_expired_at(now_ms) => {
+            let expired = successor(record, now_ms, |version| version.state = S::Expired)?;
+            Ok(Err(Change {
+                entries: vec![LogEntry::Version(expired)],
+                outcome: Err(StoreError::ApprovalExpired { id, expires_ms: grant.expires_ms(), now_ms }),
+            }))
+        }
+        (S::AutoApproved, _) if record.is_due_to_expire(now_ms) => {
+            let expires_ms = record.pending_expires_ms.unwrap_or(now_ms);
+            let expired = successor(record, now_ms, |version| version.state = S::Expired)?;
+            Ok(Err(Change {
+                entries: vec![LogEntry::Version(expired)],
+                outcome: Err(StoreError::PreviewExpired { id, expires_ms, now_ms }),
+            }))
+        }
+        (S::AutoApproved, _) | (S::Approved, Some(_)) => Ok(Ok(())),
+        (state, _) => Err(StoreError::NotReservable { id, state }),
+    }
+}
+
+/// The reservation a version held by a commit stands for.
+fn reservation_of(version: &TransactionRecord) -> CommitReservation {
+    CommitReservation {
+        transaction: version.id,
+        base_snapshot: version.base_snapshot,
+        artifact: version.artifact,
+        state: version.state,
+        sequence: version.sequence,
+    }
+}
+
 pub(crate) fn successor(
     record: &TransactionRecord,
     now_ms: u64,

@@ -4,7 +4,7 @@
 
 use vsh_commit::{CommitRequest, Committer, RecoveryReport, RestoreReport, StoreLedger};
 use vsh_host::LockWait;
-use vsh_store::{CommitStep, TransactionStore};
+use vsh_store::TransactionStore;
 use vsh_types::{CanonicalDiff, ReadSet, TransactionId};
 
 use crate::VshError;
@@ -81,12 +81,14 @@ impl CommitPath {
     /// recovery first, then the reservation, so that recovery (which holds
     /// the same lock) may settle any reservation it finds as abandoned. From
     /// the move to Revalidating on, the commit engine records every outcome.
+    /// `unwritten` is the record of a process-local preview, created in the
+    /// same append as its reservation.
     pub(crate) fn commit(
         &self,
         records: &Records,
         transaction: TransactionId,
-        diff: &CanonicalDiff,
-        reads: &ReadSet,
+        (diff, reads): (&CanonicalDiff, &ReadSet),
+        unwritten: Option<&vsh_store::TransactionRecord>,
         now: u64,
     ) -> Result<CommitReceipt, VshError> {
         let transactions = records.transactions();
@@ -95,8 +97,8 @@ impl CommitPath {
         if !report.is_clean() {
             return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
         }
-        let mut reservation = transactions.reserve(transaction, now)?;
-        transactions.advance(&mut reservation, CommitStep::Revalidating, now)?;
+        // Reserved and Revalidating (and a preview's record) in one append.
+        let reservation = transactions.reserve_revalidating(transaction, now, unwritten)?;
         let ledger = StoreLedger::reserved(transactions, reservation, now);
         let request = CommitRequest { transaction, diff, reads, blobs: records.blobs(), max_conflicts: 128 };
         Ok(match &self.faults {

@@ -100,8 +100,23 @@ impl Previews {
         blobs: &BlobStore,
         transaction: TransactionId,
     ) -> Result<(), VshError> {
+        if let Some(record) = self.materialize_contents(blobs, transaction)? {
+            store.create(&record)?;
+        }
+        Ok(())
+    }
+
+    /// Write `transaction`'s contents to `blobs` if it is a held preview's,
+    /// and hand over its record if not written yet: the caller writes it
+    /// now (a commit, with its reservation, in one append), and from here
+    /// on it counts as written.
+    pub(crate) fn materialize_contents(
+        &self,
+        blobs: &BlobStore,
+        transaction: TransactionId,
+    ) -> Result<Option<TransactionRecord>, VshError> {
         let mut held = self.lock();
-        let Some(preview) = held.get_mut(&transaction) else { return Ok(()) };
+        let Some(preview) = held.get_mut(&transaction) else { return Ok(None) };
         for (id, bytes) in &preview.contents {
             // Bytes the store holds intact are not written again.
             if blobs.status(*id)? != vsh_store::BlobStatus::Intact || blobs.refresh_due(*id)? {
@@ -109,11 +124,7 @@ impl Previews {
             }
         }
         preview.contents.clear();
-        if let Some(record) = preview.unwritten {
-            store.create(&record)?;
-            preview.unwritten = None;
-        }
-        Ok(())
+        Ok(preview.unwritten.take())
     }
 
     /// The bytes of `blob` if a held preview keeps them in memory.

@@ -224,3 +224,49 @@ fn approving_a_lapsed_request_expires_it() -> Result {
     assert_eq!(store.reserve(timely.id, 8_999)?.state(), S::Reserved);
     Ok(())
 }
+
+#[test]
+fn reserving_for_a_commit_is_one_append_and_may_create_the_record_in_it() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let auto = record(b"auto", S::AutoApproved);
+    store.create(&auto)?;
+    let frames = store.stats()?.frames;
+    let mut reservation = store.reserve_revalidating(auto.id, 10, None)?;
+    assert_eq!((reservation.state(), store.get(auto.id)?.map(|r| r.state)), (S::Revalidating, Some(S::Revalidating)));
+    assert_eq!(store.stats()?.frames, frames + 2, "Reserved and Revalidating, appended together");
+    assert_eq!(store.advance(&mut reservation, CommitStep::Committing, 11)?.state, S::Committing);
+    assert!(matches!(
+        store.reserve_revalidating(auto.id, 12, None),
+        Err(StoreError::NotReservable { state: S::Committing, .. })
+    ));
+    // A record held in memory until now is created in the same append.
+    let local = record(b"local", S::AutoApproved);
+    assert!(store.get(local.id)?.is_none());
+    let frames = store.stats()?.frames;
+    let reservation = store.reserve_revalidating(local.id, 20, Some(&local))?;
+    assert_eq!(store.stats()?.frames, frames + 3);
+    let reopened = self::store(dir.path())?;
+    let history: Vec<S> = reopened.history(local.id)?.iter().map(|version| version.record.state).collect();
+    assert_eq!(history, [S::AutoApproved, S::Reserved, S::Revalidating]);
+    assert_eq!(store.finish(reservation, CommitOutcome::Failed, 21)?.state, S::Failed);
+    // A record already in the log is the log's, whatever the caller holds.
+    assert!(matches!(
+        store.reserve_revalidating(local.id, 22, Some(&local)),
+        Err(StoreError::NotReservable { state: S::Failed, .. })
+    ));
+    // Another transaction's record is refused, and nothing is appended.
+    let frames = store.stats()?.frames;
+    let stranger = record(b"stranger", S::AutoApproved);
+    assert!(matches!(
+        store.reserve_revalidating(TransactionId::digest(b"someone"), 23, Some(&stranger)),
+        Err(StoreError::InvalidRecord { .. })
+    ));
+    assert_eq!(store.stats()?.frames, frames);
+    // An expired approval is expired, durably, as by reserve.
+    let late = pending(&store, b"late")?;
+    store.approve(late, &ApprovalGrant::new(late, alice(), 1_000, 5_000)?)?;
+    assert!(matches!(store.reserve_revalidating(late, 5_000, None), Err(StoreError::ApprovalExpired { .. })));
+    assert_eq!(self::store(dir.path())?.get(late)?.map(|record| record.state), Some(S::Expired));
+    Ok(())
+}

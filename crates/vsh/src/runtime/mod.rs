@@ -298,9 +298,16 @@ impl Runtime {
             return Err(VshError::Cancelled);
         }
         // The commit reserves the record in the store: a process-local
-        // preview's is written now, its first write.
-        self.previews.materialize(self.records.transactions(), self.records.blobs(), transaction)?;
-        let result = self.commits.commit(&self.records, transaction, &committable.diff, &committable.reads, now_ms);
+        // preview's contents are written now, and its record with the
+        // reservation itself (one append).
+        let unwritten = self.previews.materialize_contents(self.records.blobs(), transaction)?;
+        let result = self.commits.commit(
+            &self.records,
+            transaction,
+            (&committable.diff, &committable.reads),
+            unwritten.as_ref(),
+            now_ms,
+        );
         // The reservation was consumed whatever the outcome: the preview cannot be committed again.
         self.previews.forget(transaction);
         let commit = result?;
