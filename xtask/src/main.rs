@@ -38,7 +38,10 @@ Tasks:
   tidy                run only the repository checks (the tidy tests of xtask)
   fuzz [--seconds N]  run every fuzz target for N seconds each (default 60); needs nightly and cargo-fuzz
   test-sandbox        run the sandbox-capability suite alone and print the enforcement table
-  bench               run the workspace benchmarks
+  bench [workloads [FLAGS]]
+                      run every benchmark: the crates' benches, the Python SDK's, and every
+                      workload of bench/compare on our engine (p50/p95 per stage into
+                      target/bench/workloads.json); `workloads` runs only those, FLAGS to the driver
   wheel               build the Python SDK's release wheel (vsh-runtime, worker bundled) into target/wheels
   man                 write the man page docs/vsh.1 from the command line's grammar
   schemas             write the JSON Schemas of every --json document into docs/json/

@@ -10,6 +10,11 @@
 //! ratio ours/peer, a table of the stages' p50, the derived ratios and the
 //! issue's targets. Everything, raw samples included, goes to
 //! `target/bench/compare.json` at the repository root.
+//!
+//! `--engines ours` runs our engine alone (neither the peer's package nor
+//! its worker is built): a table of p50 and p95 of every stage per workload,
+//! the derived ratios, and the JSON in `target/bench/workloads.json` (or
+//! `--out FILE`). `cargo xtask bench` runs it so.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,8 +24,9 @@ use std::process::{Command, ExitCode, Stdio};
 use serde_json::{Value, json};
 use workloads::report::p50_p95;
 
-const USAGE: &str = "usage: vsh-compare [--samples N] [--rounds N] [--warmup N] [--burst-samples N] [--burst-mib N] \
-                     [--workloads a,b,...] [--scratch DIR] [--quiet-wait SECONDS]";
+const USAGE: &str = "usage: vsh-compare [--engines both|ours] [--samples N] [--rounds N] [--warmup N] \
+                     [--burst-samples N] [--burst-mib N] [--workloads a,b,...] [--scratch DIR] \
+                     [--quiet-wait SECONDS] [--round-timeout SECONDS] [--out FILE]";
 
 /// The command line.
 #[derive(Debug)]
@@ -33,6 +39,14 @@ struct Args {
     only: Option<Vec<String>>,
     scratch: Option<PathBuf>,
     quiet_wait: u64,
+    /// How long one round (one engine process) may take before it is killed.
+    round_timeout: u64,
+    /// Run the peer too (`--engines both`, the default), or only ours
+    /// (`--engines ours`: `cargo xtask bench` measures our engine alone).
+    peer: bool,
+    /// Where the JSON goes (default `target/bench/compare.json`, or
+    /// `target/bench/workloads.json` with `--engines ours`).
+    out: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -45,6 +59,9 @@ fn parse_args() -> Result<Args, String> {
         only: None,
         scratch: None,
         quiet_wait: 120,
+        round_timeout: 900,
+        peer: true,
+        out: None,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(flag) = raw.next() {
@@ -62,6 +79,15 @@ fn parse_args() -> Result<Args, String> {
             "--workloads" => args.only = Some(value.split(',').map(str::to_owned).collect()),
             "--scratch" => args.scratch = Some(PathBuf::from(value)),
             "--quiet-wait" => args.quiet_wait = number()? as u64,
+            "--round-timeout" => args.round_timeout = number()?.max(1) as u64,
+            "--engines" => {
+                args.peer = match value.as_str() {
+                    "both" => true,
+                    "ours" => false,
+                    _ => return Err(format!("--engines {value}: `both` or `ours`\n{USAGE}")),
+                }
+            }
+            "--out" => args.out = Some(PathBuf::from(value)),
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
@@ -193,23 +219,24 @@ struct Side {
 }
 
 /// Run `binary run workload` for one round and collect its lines into `side`.
-fn run_round(binary: &Path, worker: &Path, workload: &str, flags: &[String], quiet_wait: u64, side: &mut Side) {
+fn run_round(binary: &Path, worker: Option<&Path>, workload: &str, flags: &[String], args: &Args, side: &mut Side) {
+    let (quiet_wait, round_timeout) = (args.quiet_wait, std::time::Duration::from_secs(args.round_timeout));
     if side.failure.is_some() {
         return;
     }
     if let Some(busy) = wait_for_quiet(quiet_wait) {
         side.busy.push(busy);
     }
-    let output = Command::new(binary)
-        .args(["run", workload])
-        .args(flags)
-        .env("VSH_MONTY_WORKER", worker)
-        .stdin(Stdio::null())
-        .output();
-    let output = match output {
+    let mut command = Command::new(binary);
+    command.args(["run", workload]).args(flags).stdin(Stdio::null());
+    if let Some(worker) = worker {
+        command.env("VSH_MONTY_WORKER", worker);
+    }
+    let output = match output_within(&mut command, round_timeout) {
         Ok(output) => output,
         Err(error) => {
-            side.failure = Some(format!("cannot run {}: {error}", binary.display()));
+            side.failure = Some(format!("{}: {error}", binary.display()));
+            eprintln!("  {workload}: {}", side.failure.as_deref().unwrap_or_default());
             return;
         }
     };
@@ -227,6 +254,44 @@ fn run_round(binary: &Path, worker: &Path, workload: &str, flags: &[String], qui
         eprintln!("  {}: {stderr}", binary.display());
         side.failure = Some(stderr);
     }
+}
+
+/// Run `command` to its end with stdout and stderr captured, killing it
+/// once `timeout` has passed (an engine that hangs must not stall the bench:
+/// the round is recorded as failed).
+fn output_within(command: &mut Command, timeout: std::time::Duration) -> Result<std::process::Output, String> {
+    use std::io::Read;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("cannot run: {error}"))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|pipe| Box::new(pipe) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|pipe| Box::new(pipe) as Box<dyn Read + Send>));
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|error| format!("cannot wait: {error}"))? {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("killed after {} s (see --round-timeout)", timeout.as_secs()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    Ok(std::process::Output { status, stdout, stderr })
 }
 
 /// p50 and p95 (milliseconds) of a number in every sample.
@@ -333,52 +398,25 @@ fn drive() -> Result<(), String> {
     let args = parse_args()?;
     let target = target_dir()?;
     let ours = build("ours", &target)?;
+    let scratch = args.scratch.clone().unwrap_or_else(|| target.join("compare-scratch"));
+    let chosen = choose(&ours, &args)?;
+    if !args.peer {
+        return ours_alone(&args, &ours, &scratch, &chosen);
+    }
     let peer = build("peer", &target)?;
     let worker = peer_worker(&target)?;
-    let scratch = args.scratch.clone().unwrap_or_else(|| target.join("compare-scratch"));
-
-    let listed = Command::new(&ours).arg("list").output().map_err(|error| format!("{}: {error}", ours.display()))?;
-    let catalogue: Vec<(String, String)> = String::from_utf8_lossy(&listed.stdout)
-        .lines()
-        .filter_map(|line| line.split_once('\t'))
-        .map(|(name, about)| (name.to_owned(), about.to_owned()))
-        .collect();
-    let chosen: Vec<&(String, String)> = catalogue
-        .iter()
-        .filter(|(name, _)| args.only.as_ref().is_none_or(|only| only.iter().any(|wanted| wanted == name)))
-        .collect();
-    if let Some(only) = &args.only {
-        for wanted in only {
-            if !catalogue.iter().any(|(name, _)| name == wanted) {
-                return Err(format!("no workload {wanted}"));
-            }
-        }
-    }
 
     let mut results: Vec<(String, String, Side, Side)> = Vec::new();
     for (name, about) in chosen {
-        // The burst writes gigabytes per sample: fewer samples, one per round.
-        let burst = name == "commit-after-burst" || name == "commit-quiet";
-        let (samples, rounds, warmup) =
-            if burst { (args.burst_samples, args.burst_samples, 1) } else { (args.samples, args.rounds, args.warmup) };
-        let per_round = samples.div_ceil(rounds);
+        let (rounds, per_round) = rounds_of(&args, &name);
         eprintln!("{name}: {rounds} rounds x {per_round} samples per engine, alternating ours/peer");
         let (mut ours_side, mut peer_side) = (Side::default(), Side::default());
         for round in 0..rounds {
-            let flags: Vec<String> = [
-                ("--samples", per_round.to_string()),
-                ("--warmup", warmup.to_string()),
-                ("--round", round.to_string()),
-                ("--scratch", scratch.display().to_string()),
-                ("--burst-mib", args.burst_mib.to_string()),
-            ]
-            .into_iter()
-            .flat_map(|(flag, value)| [flag.to_owned(), value])
-            .collect();
-            run_round(&ours, &worker, name, &flags, args.quiet_wait, &mut ours_side);
-            run_round(&peer, &worker, name, &flags, args.quiet_wait, &mut peer_side);
+            let flags = round_flags(&args, &name, &scratch, round);
+            run_round(&ours, None, &name, &flags, &args, &mut ours_side);
+            run_round(&peer, Some(&worker), &name, &flags, &args, &mut peer_side);
         }
-        results.push((name.clone(), about.clone(), ours_side, peer_side));
+        results.push((name, about, ours_side, peer_side));
     }
 
     // The main table: wall time per workload.
@@ -528,29 +566,172 @@ fn drive() -> Result<(), String> {
             })
         })
         .collect();
+    let mut settings = settings(&args, &scratch);
+    settings["peer_worker"] = json!(worker.display().to_string());
     let document = json!({
         "schema": "vsh.compare/1",
-        "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-        "settings": {
-            "samples": args.samples, "rounds": args.rounds, "warmup": args.warmup,
-            "burst_samples": args.burst_samples, "burst_mib": args.burst_mib,
-            "scratch": scratch.display().to_string(), "peer_worker": worker.display().to_string(),
-            "quiet_wait_s": args.quiet_wait,
-        },
+        "unix_time": unix_time(),
+        "settings": settings,
         "workloads": workloads_json,
         "derived": derived_json,
         "table": table,
         "stages": stages,
         "targets": targets,
     });
-    let root = compare_dir().parent().and_then(Path::parent).map(Path::to_path_buf).ok_or("no repository root")?;
-    let out_dir = root.join("target/bench");
-    std::fs::create_dir_all(&out_dir).map_err(|error| format!("{}: {error}", out_dir.display()))?;
-    let out = out_dir.join("compare.json");
-    let text = serde_json::to_string_pretty(&document).map_err(|error| error.to_string())?;
+    write_json(&args, "compare.json", &document)?;
+    if results.iter().any(|(_, _, ours_side, peer_side)| ours_side.failure.is_some() || peer_side.failure.is_some()) {
+        return Err("some runs failed (see above)".to_owned());
+    }
+    Ok(())
+}
+
+/// The workloads `args` chose, by name and description, from the engine's list.
+fn choose(ours: &Path, args: &Args) -> Result<Vec<(String, String)>, String> {
+    let listed = Command::new(ours).arg("list").output().map_err(|error| format!("{}: {error}", ours.display()))?;
+    let catalogue: Vec<(String, String)> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(name, about)| (name.to_owned(), about.to_owned()))
+        .collect();
+    if let Some(only) = &args.only {
+        for wanted in only {
+            if !catalogue.iter().any(|(name, _)| name == wanted) {
+                return Err(format!("no workload {wanted}"));
+            }
+        }
+    }
+    Ok(catalogue
+        .into_iter()
+        .filter(|(name, _)| args.only.as_ref().is_none_or(|only| only.iter().any(|wanted| wanted == name)))
+        .collect())
+}
+
+/// How many rounds a workload runs and how many samples each takes: the
+/// burst writes gigabytes per sample, so its two workloads take one sample a
+/// round.
+fn rounds_of(args: &Args, name: &str) -> (usize, usize) {
+    let burst = name == "commit-after-burst" || name == "commit-quiet";
+    let (samples, rounds) = if burst { (args.burst_samples, args.burst_samples) } else { (args.samples, args.rounds) };
+    (rounds, samples.div_ceil(rounds))
+}
+
+/// The engine binary's flags for one round of `name`.
+fn round_flags(args: &Args, name: &str, scratch: &Path, round: usize) -> Vec<String> {
+    let burst = name == "commit-after-burst" || name == "commit-quiet";
+    let (_, per_round) = rounds_of(args, name);
+    let warmup = if burst { 1 } else { args.warmup };
+    [
+        ("--samples", per_round.to_string()),
+        ("--warmup", warmup.to_string()),
+        ("--round", round.to_string()),
+        ("--scratch", scratch.display().to_string()),
+        ("--burst-mib", args.burst_mib.to_string()),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.to_owned(), value])
+    .collect()
+}
+
+/// The run's settings, for the JSON.
+fn settings(args: &Args, scratch: &Path) -> Value {
+    json!({
+        "samples": args.samples, "rounds": args.rounds, "warmup": args.warmup,
+        "burst_samples": args.burst_samples, "burst_mib": args.burst_mib,
+        "scratch": scratch.display().to_string(), "quiet_wait_s": args.quiet_wait,
+        "round_timeout_s": args.round_timeout,
+    })
+}
+
+/// Seconds since the Unix epoch.
+fn unix_time() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Write `document` to `--out`, else to `target/bench/<default_name>` at the
+/// repository root.
+fn write_json(args: &Args, default_name: &str, document: &Value) -> Result<(), String> {
+    let out = match &args.out {
+        Some(out) => out.clone(),
+        None => {
+            let root =
+                compare_dir().parent().and_then(Path::parent).map(Path::to_path_buf).ok_or("no repository root")?;
+            root.join("target/bench").join(default_name)
+        }
+    };
+    if let Some(dir) = out.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(document).map_err(|error| error.to_string())?;
     std::fs::write(&out, text).map_err(|error| format!("{}: {error}", out.display()))?;
     eprintln!("wrote {}", out.display());
-    if results.iter().any(|(_, _, ours_side, peer_side)| ours_side.failure.is_some() || peer_side.failure.is_some()) {
+    Ok(())
+}
+
+/// `--engines ours`: every chosen workload on our engine alone (what `cargo
+/// xtask bench` runs), a table of p50 and p95 per stage, the derived ratios,
+/// and the JSON (default `target/bench/workloads.json`).
+fn ours_alone(args: &Args, ours: &Path, scratch: &Path, chosen: &[(String, String)]) -> Result<(), String> {
+    let mut results: Vec<(String, String, Side)> = Vec::new();
+    for (name, about) in chosen {
+        let (rounds, per_round) = rounds_of(args, name);
+        eprintln!("{name}: {rounds} rounds x {per_round} samples");
+        let mut side = Side::default();
+        for round in 0..rounds {
+            run_round(ours, None, name, &round_flags(args, name, scratch, round), args, &mut side);
+        }
+        results.push((name.clone(), about.clone(), side));
+    }
+    let mut table = String::new();
+    let _ = writeln!(table, "{:<21} {:<16} {:>4} {:>10} {:>10}", "workload", "stage (ms)", "n", "p50", "p95");
+    for (name, _, side) in &results {
+        let n = side.samples.len();
+        let (p50, p95) = wall(&side.samples).unzip();
+        let failed = if side.failure.is_some() { "  FAILED" } else { "" };
+        let _ = writeln!(table, "{name:<21} {:<16} {n:>4} {:>10} {:>10}{failed}", "wall", ms(p50), ms(p95));
+        for stage in stage_names(&side.samples) {
+            let (p50, p95) = stat(&side.samples, |sample| sample["stages"][&stage].as_f64()).unzip();
+            let _ = writeln!(table, "{:<21} {stage:<16} {n:>4} {:>10} {:>10}", "", ms(p50), ms(p95));
+        }
+        for name in
+            side.metrics.iter().filter_map(|metric| metric["name"].as_str()).collect::<std::collections::BTreeSet<_>>()
+        {
+            if let Some(value) = metric(side, name) {
+                let _ = writeln!(table, "{:<21} {name:<16} {:>4} {value:>10.1}", "", "");
+            }
+        }
+    }
+    let p50 = |wanted: &str| {
+        results.iter().find(|(name, ..)| name == wanted).and_then(|(_, _, side)| wall(&side.samples)).map(|s| s.0)
+    };
+    let mut derived = String::new();
+    let mut derived_json = serde_json::Map::new();
+    for (big, small, label) in [
+        ("tx-100k-files", "tx-10-files", "1-file tx on 100,000 files / on 10 files"),
+        ("commit-after-burst", "commit-quiet", "commit after a 2 GiB unsynced burst / on a quiet disk"),
+    ] {
+        if let Some(value) = ratio(p50(big), p50(small)) {
+            let _ = writeln!(derived, "{label}: {value:.2}x");
+            derived_json.insert(format!("{big}/{small}"), json!(value));
+        }
+    }
+    println!("\nOur engine alone, ms:\n{table}");
+    if !derived.is_empty() {
+        println!("Derived:\n{derived}");
+    }
+    let workloads_json: Vec<Value> = results
+        .iter()
+        .map(|(name, about, side)| json!({"name": name, "about": about, "ours": summary(side)}))
+        .collect();
+    let document = json!({
+        "schema": "vsh.workloads/1",
+        "unix_time": unix_time(),
+        "settings": settings(args, scratch),
+        "workloads": workloads_json,
+        "derived": derived_json,
+        "table": table,
+    });
+    write_json(args, "workloads.json", &document)?;
+    if results.iter().any(|(_, _, side)| side.failure.is_some()) {
         return Err("some runs failed (see above)".to_owned());
     }
     Ok(())
