@@ -50,7 +50,8 @@ fn without_the_opt_in_a_preview_stays_in_its_runtime_and_writes_no_record() {
     let log_before = std::fs::read(&log).unwrap();
     let store_before = tree(&dir.path().join(".vsh"));
     let preview = runtime.preview(&RunRequest::new(WRITE).with_detail(vsh::ReceiptDetail::Full)).unwrap();
-    let second = runtime.preview(&RunRequest::new("print('just a look')")).unwrap();
+    let second =
+        runtime.preview(&RunRequest::new("from pathlib import Path\nPath('c.txt').write_text('never kept')")).unwrap();
     assert_eq!(std::fs::read(&log).unwrap(), log_before, "a process-local preview touches no transaction log");
     assert_eq!(tree(&dir.path().join(".vsh")), store_before, "nor the blob store: its contents stay in memory");
     // Its review shows its own bytes, from memory.
@@ -77,6 +78,17 @@ fn without_the_opt_in_a_preview_stays_in_its_runtime_and_writes_no_record() {
     // A discarded one is recorded rejected, never committable by any runtime.
     assert!(runtime.discard_preview(second.transaction).unwrap());
     assert_eq!(later.transaction(second.transaction).unwrap().unwrap().state, TransactionState::Rejected);
+    // Neither the commit (which staged the contents from memory) nor the
+    // discard (after which nothing needs them) wrote a blob.
+    assert_eq!(blob_files(dir.path()), Vec::<String>::new());
+}
+
+/// The blob files of the workspace's data directory (not the temporary ones).
+fn blob_files(workspace: &std::path::Path) -> Vec<String> {
+    tree(&workspace.join(".vsh/data/blobs"))
+        .into_keys()
+        .filter(|path| path.len() > 3 && !path.starts_with("tmp"))
+        .collect()
 }
 
 #[test]

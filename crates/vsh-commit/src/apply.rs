@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use vsh_host::{CapDir, HostError, HostKind, HostStat, WritableDir};
 use vsh_store::BlobStore;
-use vsh_types::{DiffEntry, NodeKind, NodeState, VPath};
+use vsh_types::{BlobId, DiffEntry, NodeKind, NodeState, VPath};
 
 use crate::error::{CommitError, ConflictReason};
 use crate::format::{Action, Plan};
@@ -68,7 +68,7 @@ pub(crate) fn stage(
     workspace: &WritableDir,
     txn: &TxnDir,
     plan: &Plan,
-    blobs: &BlobStore,
+    sources: Sources<'_>,
     syncs: &Syncs,
 ) -> Result<Vec<Installed>, CommitError> {
     let jobs: Vec<usize> =
@@ -87,7 +87,7 @@ pub(crate) fn stage(
         while !stop.load(Ordering::Relaxed) {
             let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             let entry = &plan.entries[plan.operations[operation].entry as usize];
-            match stage_one(stage_dir, txn, operation, entry, blobs) {
+            match stage_one(stage_dir, txn, operation, entry, sources) {
                 // The file is closed here and synced with all the others below.
                 Ok((installed, file)) => done.push((operation, installed, file.is_some())),
                 Err(error) => {
@@ -187,6 +187,10 @@ pub(crate) fn sync_applied(
     Ok(())
 }
 
+/// Where staging takes new contents: the blob store, and first the
+/// contents held in memory, if any.
+pub(crate) type Sources<'a> = (&'a BlobStore, Option<&'a crate::MemoryContents>);
+
 /// Stage one node in `stage_dir` (the handle on `txn`'s `stage/`); a file is
 /// handed back open, not yet synced.
 fn stage_one(
@@ -194,14 +198,21 @@ fn stage_one(
     txn: &TxnDir,
     operation: usize,
     entry: &DiffEntry,
-    blobs: &BlobStore,
+    (blobs, memory): Sources<'_>,
 ) -> Result<(Installed, Option<std::fs::File>), CommitError> {
     let invalid = |reason| CommitError::InvalidDiff { path: entry.path.clone(), reason };
     let after = entry.after.ok_or_else(|| invalid("an install has no after state"))?;
     let content = after.content.ok_or_else(|| invalid("no content digest"))?;
-    let bytes = blobs
-        .get(content, after.size)
-        .map_err(|source| CommitError::Blob { path: entry.path.clone(), source: Box::new(source) })?;
+    let bytes: std::borrow::Cow<'_, [u8]> = match memory.and_then(|memory| memory.get(&content)) {
+        // Re-hashed as a blob read is: the bytes staged are the digest's.
+        Some(bytes) if BlobId::of(bytes) == content => std::borrow::Cow::Borrowed(bytes),
+        Some(_) => return Err(invalid("the content held in memory does not match its digest")),
+        None => std::borrow::Cow::Owned(
+            blobs
+                .get(content, after.size)
+                .map_err(|source| CommitError::Blob { path: entry.path.clone(), source: Box::new(source) })?,
+        ),
+    };
     if bytes.len() as u64 != after.size {
         return Err(invalid("size does not match the content"));
     }

@@ -130,16 +130,31 @@ pub struct CommitRequest<'a> {
     pub diff: &'a CanonicalDiff,
     /// Everything the run depended on.
     pub reads: &'a ReadSet,
-    /// Where the new content of every file and symlink is stored.
+    /// Where the new content of every file and symlink is stored, unless
+    /// `contents` holds it.
     pub blobs: &'a BlobStore,
+    /// New contents held in memory (a process-local preview's, or those an
+    /// artifact carries), by digest: taken from here before the blob store,
+    /// and re-hashed like a blob read.
+    pub contents: Option<&'a MemoryContents>,
     /// How many conflicts a stale result lists (the total is always counted).
     pub max_conflicts: usize,
 }
 
+/// New contents by their digest, held in memory rather than in the blob store.
+pub type MemoryContents = std::collections::BTreeMap<vsh_types::BlobId, std::sync::Arc<[u8]>>;
+
 impl<'a> CommitRequest<'a> {
     /// A request listing up to [`DEFAULT_MAX_CONFLICTS`] conflicts.
     pub fn new(transaction: TransactionId, diff: &'a CanonicalDiff, reads: &'a ReadSet, blobs: &'a BlobStore) -> Self {
-        Self { transaction, diff, reads, blobs, max_conflicts: DEFAULT_MAX_CONFLICTS }
+        Self { transaction, diff, reads, blobs, contents: None, max_conflicts: DEFAULT_MAX_CONFLICTS }
+    }
+
+    /// Take new contents from `contents` first, then from the blob store.
+    #[must_use]
+    pub fn with_contents(mut self, contents: &'a MemoryContents) -> Self {
+        self.contents = Some(contents);
+        self
     }
 }
 
@@ -554,7 +569,7 @@ impl Committer {
         txn.write_plan(ws, encoded).map_err(CommitError::host("write plan", &txn.plan()))?;
         syncs.file();
         check(faults, FaultPoint::PlanSynced)?;
-        let staged = apply::stage(ws, txn, plan, request.blobs, syncs)?;
+        let staged = apply::stage(ws, txn, plan, (request.blobs, request.contents), syncs)?;
         // Every staged file is synced; now the entries that lead to them, all
         // at once (the filesystem's journal commits them together).
         let dirs = [txn.stage(), txn.root.clone(), self.txn_root(), self.runtime_dir.clone()];

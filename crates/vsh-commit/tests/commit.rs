@@ -439,6 +439,38 @@ fn missing_blob_refuses_with_nothing_written() -> Result {
 }
 
 #[test]
+fn contents_held_in_memory_are_staged_without_the_blob_store_and_checked_first() -> Result {
+    let fx = Fixture::new()?;
+    write(&fx.root(), "a", b"a");
+    let run = fx.run(|vfs| {
+        vfs.write(&p("a"), Arc::from(&b"b"[..]))?;
+        vfs.write(&p("c"), Arc::from(&b"only in memory"[..]))
+    })?;
+    let other = tempfile::tempdir()?;
+    let empty_blobs = BlobStore::open(&DataDir::open_external(other.path())?)?;
+    // Bytes that are not their digest's (of the right sizes) are refused
+    // before anything is written.
+    let before = fx.tree();
+    let forged: vsh_commit::MemoryContents = [(&b"b"[..], &b"x"[..]), (&b"only in memory"[..], &b"only in MEMORY"[..])]
+        .into_iter()
+        .map(|(real, forged)| (vsh_types::BlobId::of(real), Arc::from(forged)))
+        .collect();
+    let error = fx.committer.commit(&run.request(&empty_blobs).with_contents(&forged)).unwrap_err();
+    assert!(matches!(error, CommitError::InvalidDiff { .. }), "{error:?}");
+    assert_eq!(fx.tree(), before);
+    assert!(fx.stage_is_empty());
+    // The real bytes, in memory only, commit.
+    let held: vsh_commit::MemoryContents = [&b"b"[..], &b"only in memory"[..]]
+        .into_iter()
+        .map(|bytes| (vsh_types::BlobId::of(bytes), Arc::from(bytes)))
+        .collect();
+    fx.committer.commit(&run.request(&empty_blobs).with_contents(&held))?;
+    assert_eq!(std::fs::read(fx.root().join("a"))?, b"b");
+    assert_eq!(std::fs::read(fx.root().join("c"))?, b"only in memory");
+    Ok(())
+}
+
+#[test]
 fn revalidate_applies_nothing() -> Result {
     let fx = Fixture::new()?;
     let run = fx.run(|vfs| vfs.write(&p("new"), Arc::from(&b"n"[..])))?;
@@ -731,6 +763,7 @@ fn a_diff_with_more_entries_than_a_plan_holds_is_refused_before_anything_is_look
         diff: &diff,
         reads: &reads,
         blobs: &fx.blobs,
+        contents: None,
         max_conflicts: 8,
     };
     let error = fx.committer.commit(&request).unwrap_err();

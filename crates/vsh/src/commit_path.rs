@@ -2,7 +2,7 @@
 //! workspace: one commit session (recovery first, then the reservation, then
 //! the journaled commit), and recovery and an operator's restore on their own.
 
-use vsh_commit::{CommitRequest, Committer, RecoveryReport, RestoreReport, StoreLedger};
+use vsh_commit::{CommitRequest, Committer, MemoryContents, RecoveryReport, RestoreReport, StoreLedger};
 use vsh_host::LockWait;
 use vsh_store::TransactionStore;
 use vsh_types::{CanonicalDiff, ReadSet, TransactionId};
@@ -82,12 +82,13 @@ impl CommitPath {
     /// the same lock) may settle any reservation it finds as abandoned. From
     /// the move to Revalidating on, the commit engine records every outcome.
     /// `unwritten` is the record of a process-local preview, created in the
-    /// same append as its reservation.
+    /// same append as its reservation; `contents` are new contents held in
+    /// memory (a process-local preview's), staged before the blob store's.
     pub(crate) fn commit(
         &self,
         records: &Records,
         transaction: TransactionId,
-        (diff, reads): (&CanonicalDiff, &ReadSet),
+        (diff, reads, contents): (&CanonicalDiff, &ReadSet, &MemoryContents),
         unwritten: Option<&vsh_store::TransactionRecord>,
         now: u64,
     ) -> Result<CommitReceipt, VshError> {
@@ -100,7 +101,7 @@ impl CommitPath {
         // Reserved and Revalidating (and a preview's record) in one append.
         let reservation = transactions.reserve_revalidating(transaction, now, unwritten)?;
         let ledger = StoreLedger::reserved(transactions, reservation, now);
-        let request = CommitRequest { transaction, diff, reads, blobs: records.blobs(), max_conflicts: 128 };
+        let request = CommitRequest::new(transaction, diff, reads, records.blobs()).with_contents(contents);
         Ok(match &self.faults {
             Some(faults) => session.commit_with_faults(&request, &ledger, faults.0.as_ref())?,
             None => session.commit(&request, &ledger)?,

@@ -130,10 +130,7 @@ impl HookGate {
                 Verdict::Settled(records.transactions().reject(transaction, now_ms)?.state)
             }
             (HookDecision::Review { .. }, TransactionState::AutoApproved) => Verdict::Settled(
-                sources
-                    .previews
-                    .demote(records.transactions(), records.blobs(), transaction, now_ms)?
-                    .unwrap_or(record.state),
+                sources.previews.demote(records.transactions(), transaction, now_ms)?.unwrap_or(record.state),
             ),
             (HookDecision::Review { .. } | HookDecision::FollowPolicy, TransactionState::PendingApproval) => {
                 Verdict::Settled(record.state)
@@ -165,10 +162,7 @@ impl HookGate {
         let record = sources.record(transaction)?;
         if record.state == TransactionState::AutoApproved && record.artifact.is_some() {
             let transactions = sources.records.transactions();
-            return Ok(sources
-                .previews
-                .demote(transactions, sources.records.blobs(), transaction, now_ms)?
-                .unwrap_or(record.state));
+            return Ok(sources.previews.demote(transactions, transaction, now_ms)?.unwrap_or(record.state));
         }
         Ok(record.state)
     }

@@ -5,16 +5,20 @@
 //! A preview exists only in this process's memory, and so, at first, do its
 //! record and its contents: nothing is written to the store for a preview
 //! (no log frame, no blob) until something must act on it through the store
-//! (a commit's reservation, a rejection, a hook, a cancellation), when
-//! [`Previews::materialize`] writes its contents into the blob store (without
-//! barriers: whatever makes them durable later does) and its record,
-//! `AutoApproved`. Whatever ends it (a commit, a discard, a
+//! (a commit's reservation, a rejection, a hook, a cancellation), when its
+//! record is written, `AutoApproved`. Its contents reach the blob store
+//! only when something outside this process may need them (a hook, which
+//! may send it to pending review: [`Previews::materialize`], without
+//! barriers: whatever makes them durable later does); a commit of this
+//! process stages them from memory ([`Previews::commit_parts`]), and a
+//! rejection or a discard needs them nowhere. Whatever ends it (a commit, a discard, a
 //! rejection, a hook's Review, a failed handler, a cancelled request) removes
 //! it here first, so it can never be committed twice.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use vsh_commit::MemoryContents;
 use vsh_store::{BlobStore, PendingArtifact, TransactionRecord, TransactionStore};
 use vsh_types::{BlobId, ReadSet, TransactionId, TransactionState};
 
@@ -35,7 +39,7 @@ pub(crate) struct Preview {
     /// Its record while only this process knows it; `None` once written.
     unwritten: Option<TransactionRecord>,
     /// The new contents its diff names, until written to the blob store.
-    contents: Vec<(BlobId, Arc<[u8]>)>,
+    contents: MemoryContents,
 }
 
 /// The previews of one runtime.
@@ -57,7 +61,7 @@ impl Previews {
         &self,
         artifact: PendingArtifact,
         receipt: Receipt,
-        contents: Vec<(BlobId, Arc<[u8]>)>,
+        contents: MemoryContents,
         now_ms: u64,
     ) -> Result<(), VshError> {
         let transaction = artifact.binding.transaction();
@@ -71,7 +75,7 @@ impl Previews {
             + (artifact.read_set.len() as u64).saturating_mul(128)
             + artifact.evidence.len() as u64
             + receipt.output.stdout_bytes().len() as u64
-            + contents.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
+            + contents.values().map(|bytes| bytes.len() as u64).sum::<u64>();
         let mut held = self.lock();
         let total: u64 = held.values().map(|preview| preview.bytes).sum();
         if held.len() >= MAX_PREVIEWS || total.saturating_add(bytes) > MAX_PREVIEW_BYTES {
@@ -107,10 +111,8 @@ impl Previews {
     }
 
     /// Write `transaction`'s contents to `blobs` if it is a held preview's,
-    /// and hand over its record if not written yet: the caller writes it
-    /// now (a commit, with its reservation, in one append), and from here
-    /// on it counts as written.
-    pub(crate) fn materialize_contents(
+    /// and hand over its record if not written yet (the caller writes it).
+    fn materialize_contents(
         &self,
         blobs: &BlobStore,
         transaction: TransactionId,
@@ -127,11 +129,38 @@ impl Previews {
         Ok(preview.unwritten.take())
     }
 
+    /// Write `transaction`'s record to `store` if it is a held preview's and
+    /// not written yet, without its contents: for a rejection or a discard,
+    /// after which nothing needs them.
+    pub(crate) fn record_only(&self, store: &TransactionStore, transaction: TransactionId) -> Result<(), VshError> {
+        let unwritten = {
+            let mut held = self.lock();
+            let Some(preview) = held.get_mut(&transaction) else { return Ok(()) };
+            preview.contents.clear();
+            preview.unwritten.take()
+        };
+        if let Some(record) = unwritten {
+            store.create(&record)?;
+        }
+        Ok(())
+    }
+
+    /// What a commit of `transaction` by this process needs if it is a held
+    /// preview's: its record, if not written yet (the caller writes it now,
+    /// with its reservation, in one append, and from here on it counts as
+    /// written), and the contents it keeps in memory, which the commit
+    /// stages from there: nothing is written to the blob store for them.
+    pub(crate) fn commit_parts(&self, transaction: TransactionId) -> (Option<TransactionRecord>, MemoryContents) {
+        let mut held = self.lock();
+        match held.get_mut(&transaction) {
+            Some(preview) => (preview.unwritten.take(), std::mem::take(&mut preview.contents)),
+            None => (None, MemoryContents::new()),
+        }
+    }
+
     /// The bytes of `blob` if a held preview keeps them in memory.
     pub(crate) fn content(&self, blob: BlobId) -> Option<Arc<[u8]>> {
-        self.lock()
-            .values()
-            .find_map(|preview| preview.contents.iter().find(|(id, _)| *id == blob).map(|(_, bytes)| Arc::clone(bytes)))
+        self.lock().values().find_map(|preview| preview.contents.get(&blob).map(Arc::clone))
     }
 
     /// A copy of the preview of `transaction`, if held.
@@ -159,13 +188,6 @@ impl Previews {
         self.lock().get(&transaction).map(|preview| preview.artifact.read_set.clone())
     }
 
-    /// Drop the contents `transaction`'s preview keeps in memory.
-    fn discard_contents(&self, transaction: TransactionId) {
-        if let Some(preview) = self.lock().get_mut(&transaction) {
-            preview.contents.clear();
-        }
-    }
-
     /// Stop holding `transaction`'s preview; whether it was held.
     pub(crate) fn forget(&self, transaction: TransactionId) -> bool {
         self.lock().remove(&transaction).is_some()
@@ -185,14 +207,12 @@ impl Previews {
     pub(crate) fn demote(
         &self,
         store: &TransactionStore,
-        blobs: &BlobStore,
         transaction: TransactionId,
         now_ms: u64,
     ) -> Result<Option<TransactionState>, VshError> {
         // Its record says where it went, written now if it was not yet (its
         // contents are not needed: nothing will commit it).
-        self.discard_contents(transaction);
-        self.materialize(store, blobs, transaction)?;
+        self.record_only(store, transaction)?;
         self.forget(transaction);
         let Some(record) = store.get(transaction)? else { return Ok(None) };
         if record.state != TransactionState::AutoApproved {

@@ -54,7 +54,7 @@ impl Runs {
         });
         let transaction = binding.transaction();
         let mut warnings = Vec::new();
-        let mut contents = Vec::new();
+        let mut contents = Contents::new();
         let process_local = state == TransactionState::AutoApproved && self.durable_preview(request, state).is_none();
         if process_local {
             // A process-local preview keeps its contents in memory: nothing
@@ -185,20 +185,20 @@ pub(crate) fn program_digest(language: crate::Language, code: &str) -> ProgramDi
     ProgramDigest::digest(&program)
 }
 
-/// New contents a run's diff names, with their digests.
-type Contents = Vec<(vsh_types::BlobId, std::sync::Arc<[u8]>)>;
+/// New contents a run's diff names, by their digests.
+type Contents = vsh_commit::MemoryContents;
 
 /// Every final file and symlink content `diff` names that its before state
 /// does not already hold, checked against the digest the diff promised.
 fn new_contents(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<Contents, VshError> {
-    let mut contents: Contents = Vec::new();
+    let mut contents = Contents::new();
     for entry in diff.entries() {
         let Some(after) = entry.after else { continue };
         if after.kind == NodeKind::Directory || entry.before.is_some_and(|before| before.content == after.content) {
             continue;
         }
         let expected = after.content.expect("files and symlinks carry a digest");
-        if contents.iter().any(|(id, _)| *id == expected) {
+        if contents.contains_key(&expected) {
             continue;
         }
         let source = vfs.content_source(&entry.path)?.expect("a file or symlink has content");
@@ -207,7 +207,7 @@ fn new_contents(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<Contents, V
         if actual != expected {
             return Err(VshError::Store(vsh_store::StoreError::DigestMismatch { expected, actual }));
         }
-        contents.push((expected, bytes));
+        contents.insert(expected, bytes);
     }
     Ok(contents)
 }

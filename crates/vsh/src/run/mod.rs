@@ -104,7 +104,7 @@ pub(crate) struct Ran {
     pub(crate) receipt: Receipt,
     /// For a process-local preview, the new contents its diff names (not
     /// written to the blob store until something acts on the preview).
-    pub(crate) contents: Vec<(vsh_types::BlobId, Arc<[u8]>)>,
+    pub(crate) contents: vsh_commit::MemoryContents,
 }
 
 /// What a program produced, in either language.

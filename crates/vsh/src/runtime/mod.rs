@@ -239,7 +239,7 @@ impl Runtime {
 
     /// Reject a pending, approved or auto-approved transaction: it can never be committed.
     pub fn reject(&self, transaction: TransactionId, now_ms: u64) -> Result<TransactionRecord, VshError> {
-        self.previews.materialize(self.records.transactions(), self.records.blobs(), transaction)?;
+        self.previews.record_only(self.records.transactions(), transaction)?;
         self.previews.forget(transaction);
         Ok(self.records.transactions().reject(transaction, now_ms)?)
     }
@@ -298,13 +298,13 @@ impl Runtime {
             return Err(VshError::Cancelled);
         }
         // The commit reserves the record in the store: a process-local
-        // preview's contents are written now, and its record with the
-        // reservation itself (one append).
-        let unwritten = self.previews.materialize_contents(self.records.blobs(), transaction)?;
+        // preview's record is written with the reservation itself (one
+        // append), and its contents are staged from memory.
+        let (unwritten, contents) = self.previews.commit_parts(transaction);
         let result = self.commits.commit(
             &self.records,
             transaction,
-            (&committable.diff, &committable.reads),
+            (&committable.diff, &committable.reads, &contents),
             unwritten.as_ref(),
             now_ms,
         );
@@ -329,7 +329,7 @@ impl Runtime {
         if !self.previews.holds(transaction) && !durable {
             return Ok(false);
         }
-        Ok(self.previews.demote(self.records.transactions(), self.records.blobs(), transaction, clock_ms())?.is_some())
+        Ok(self.previews.demote(self.records.transactions(), transaction, clock_ms())?.is_some())
     }
 
     /// Ask whether a hook must decide before `transaction` commits. Makes a
@@ -407,7 +407,7 @@ impl Runtime {
             return Ok(false);
         }
         // Recorded as rejected, so that it is never committable by any name.
-        self.previews.materialize(self.records.transactions(), self.records.blobs(), transaction)?;
+        self.previews.record_only(self.records.transactions(), transaction)?;
         self.previews.forget(transaction);
         self.records.transactions().reject(transaction, clock_ms())?;
         Ok(true)
