@@ -245,6 +245,7 @@ const LIMITS: ArtifactLimits = ArtifactLimits {
     max_evidence_bytes: 4096,
     max_program_bytes: 512,
     max_policy_bytes: 512,
+    max_inline_bytes: 256,
 };
 
 /// Check the artifact decoder on arbitrary bytes (see the module docs).
@@ -256,13 +257,17 @@ pub fn check_artifact(data: &[u8]) {
     }
 }
 
-/// Raw bytes: no panic; an accepted artifact verifies and re-encodes to the same bytes (a
-/// first-format one, which holds no program, to the current format, which decodes to it again).
+/// Raw bytes: no panic; an accepted artifact verifies and re-encodes to the same bytes (one
+/// of an earlier format, which holds no program or no inline contents, to the current
+/// format, which decodes to it again).
 fn check_artifact_bytes(bytes: &[u8]) {
     if let Ok(artifact) = PendingArtifact::decode(bytes, &LIMITS) {
         let encoded = artifact.encode();
-        if bytes.starts_with(&vsh_store::ARTIFACT_MAGIC_V1) {
-            assert_eq!(artifact.program, None, "the first format holds no program");
+        if bytes.starts_with(&vsh_store::ARTIFACT_MAGIC_V1) || bytes.starts_with(&vsh_store::ARTIFACT_MAGIC_V2) {
+            if bytes.starts_with(&vsh_store::ARTIFACT_MAGIC_V1) {
+                assert_eq!(artifact.program, None, "the first format holds no program");
+            }
+            assert!(artifact.contents.is_empty(), "earlier formats carry no contents");
             assert_eq!(PendingArtifact::decode(&encoded, &LIMITS).as_ref(), Ok(&artifact));
         } else {
             assert_eq!(encoded, bytes, "a decoded artifact re-encodes to the same bytes");
@@ -316,7 +321,26 @@ fn check_artifact_script(script: &[u8]) {
     // script already chose, so the seed corpus keeps its meaning.
     let program = intent.len().is_multiple_of(2).then(|| format!("print({intent:?})"));
     let policy = (intent.len() % 3 == 1).then(|| format!("version = 1\n# {intent}\n"));
-    let artifact = PendingArtifact { binding, intent, program, policy, diff, read_set, evidence };
+    let artifact = PendingArtifact {
+        binding,
+        intent,
+        program,
+        policy,
+        diff,
+        read_set,
+        evidence,
+        contents: vsh_store::InlineContents::new(),
+    };
+    // The diff's new contents carried inline, or not, as the script chose.
+    let mut artifact = artifact;
+    if artifact.evidence.len() % 2 == 1 {
+        let ids: Vec<BlobId> = artifact.content_blobs().collect();
+        for bytes in [&b"one"[..], &b"two"[..], &b"a/b"[..]] {
+            if ids.contains(&BlobId::of(bytes)) {
+                artifact.contents.insert(BlobId::of(bytes), std::sync::Arc::from(bytes));
+            }
+        }
+    }
     assert_eq!(artifact.verify(&LIMITS), Ok(()));
     let encoded = artifact.encode();
     assert_eq!(PendingArtifact::decode(&encoded, &LIMITS).as_ref(), Ok(&artifact));

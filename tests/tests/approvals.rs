@@ -63,6 +63,46 @@ fn pending_work_survives_a_reopen_and_commits_once_approved() {
 }
 
 #[test]
+fn pending_work_carries_its_small_contents_in_its_artifact_and_commits_them_from_another_runtime() {
+    let dir = workspace(&[("old.txt", "old\n")]);
+    // Deleting makes the work wait for approval; the three small files travel
+    // inside its artifact, the large one (over 64 KiB) in the blob store.
+    let program = "from pathlib import Path\n\
+                   Path('/workspace/old.txt').unlink()\n\
+                   for name in ['a', 'b', 'c']:\n    \
+                       Path('/workspace/' + name + '.txt').write_text('small ' + name + '\\n')\n\
+                   Path('/workspace/big.txt').write_text('x' * 70000)";
+    let pending = open(&dir).run(&RunRequest::new(program).with_mode(RunMode::Auto)).unwrap();
+    assert_eq!(pending.state, TransactionState::PendingApproval);
+    let blobs: Vec<String> = tree(&dir.path().join(".vsh/data/blobs"))
+        .into_keys()
+        .filter(|path| path.len() > 3 && !path.starts_with("tmp"))
+        .collect();
+    let big = vsh::BlobId::of(&b"x".repeat(70_000)).to_hex();
+    assert_eq!(blobs.len(), 2, "the artifact and the large content only: {blobs:?}");
+    assert!(blobs.contains(&format!("{}/{}", &big[..2], &big[2..])), "{blobs:?}");
+
+    // Another runtime reviews the carried bytes, approves and commits them.
+    let runtime = open(&dir);
+    let review = runtime.review(pending.transaction).unwrap();
+    assert!(
+        review
+            .iter()
+            .any(|file| file.path.as_str() == "b.txt"
+                && file.hunks.as_ref().is_ok_and(|hunks| hunks.contains("+small b"))),
+        "{review:?}"
+    );
+    runtime.approve(pending.transaction, PrincipalId::digest(b"reviewer@example"), 1_000, 61_000).unwrap();
+    let committed = runtime.commit(pending.transaction, 2_000).unwrap();
+    assert_eq!(committed.state, TransactionState::Committed);
+    for name in ["a", "b", "c"] {
+        assert_eq!(std::fs::read_to_string(dir.path().join(format!("{name}.txt"))).unwrap(), format!("small {name}\n"));
+    }
+    assert_eq!(std::fs::read(dir.path().join("big.txt")).unwrap().len(), 70_000);
+    assert!(!dir.path().join("old.txt").exists());
+}
+
+#[test]
 fn a_lapsed_approval_expires_and_never_commits() {
     let dir = workspace(&[("old.txt", "old\n")]);
     let before = tree(dir.path());

@@ -113,24 +113,27 @@ fn an_intent_too_long_to_keep_is_refused_before_anything_runs_or_is_stored() {
 #[test]
 fn a_corrupt_blob_is_repaired_by_the_next_run_that_produces_the_same_bytes_and_reported_once() {
     let dir = workspace(&[("keep.txt", "keep\n")]);
-    // Durable previews store their contents (a process-local one keeps them in memory).
+    // Durable previews store their contents (a process-local one keeps them
+    // in memory), in the blob store when they are too large to travel inline
+    // in the artifact (64 KiB).
     let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
-    let program = "from pathlib import Path\nPath('/workspace/p.txt').write_text('payload')";
+    let program = "from pathlib import Path\nPath('/workspace/p.txt').write_text('payload' * 10000)";
+    let payload = b"payload".repeat(10_000);
     let first = runtime.preview(&RunRequest::new(program)).unwrap();
     assert!(first.warnings.is_empty());
-    let id = BlobId::of(b"payload");
+    let id = BlobId::of(&payload);
     let hex = id.to_hex();
     let blob = dir.path().join(".vsh/data/blobs").join(&hex[..2]).join(&hex[2..]);
-    assert_eq!(std::fs::read(&blob).unwrap(), b"payload");
+    assert_eq!(std::fs::read(&blob).unwrap(), payload);
     std::fs::write(&blob, b"garbage!").unwrap();
 
     let second = runtime.preview(&RunRequest::new(program)).unwrap();
     assert_eq!(second.warnings, vec![Warning::BlobRepaired { id, path: std::fs::canonicalize(&blob).unwrap() }]);
-    assert_eq!(std::fs::read(&blob).unwrap(), b"payload");
+    assert_eq!(std::fs::read(&blob).unwrap(), payload);
     let third = runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)).unwrap();
     assert!(third.warnings.is_empty(), "{:?}", third.warnings);
     assert_eq!(third.state, TransactionState::Committed);
-    assert_eq!(std::fs::read(dir.path().join("p.txt")).unwrap(), b"payload");
+    assert_eq!(std::fs::read(dir.path().join("p.txt")).unwrap(), payload);
 }
 
 #[test]
@@ -196,11 +199,14 @@ fn an_authority_key_file_inside_the_workspace_is_refused() {
 #[test]
 fn a_run_that_needs_an_old_stored_copy_restarts_its_grace_period() {
     let dir = workspace(&[("a.txt", "a\n")]);
-    // Durable previews store their contents (a process-local one keeps them in memory).
+    // Durable previews store their contents (a process-local one keeps them
+    // in memory), in the blob store when they are too large to travel inline
+    // in the artifact (64 KiB).
     let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
-    let program = "from pathlib import Path\nPath('/workspace/new.txt').write_text('shared bytes')";
+    let program = "from pathlib import Path\nPath('/workspace/new.txt').write_text('shared bytes' * 6000)";
+    let shared = b"shared bytes".repeat(6000);
     runtime.preview(&RunRequest::new(program)).unwrap();
-    let id = BlobId::of(b"shared bytes").to_hex();
+    let id = BlobId::of(&shared).to_hex();
     let blob = dir.path().join(".vsh/data/blobs").join(&id[..2]).join(&id[2..]);
     let eleven_minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_mins(11);
     std::fs::File::options().write(true).open(&blob).unwrap().set_modified(eleven_minutes_ago).unwrap();
@@ -208,5 +214,5 @@ fn a_run_that_needs_an_old_stored_copy_restarts_its_grace_period() {
     runtime.preview(&RunRequest::new(program)).unwrap();
     let modified = std::fs::metadata(&blob).unwrap().modified().unwrap();
     assert!(modified > eleven_minutes_ago + std::time::Duration::from_mins(5), "the copy was refreshed");
-    assert_eq!(std::fs::read(&blob).unwrap(), b"shared bytes");
+    assert_eq!(std::fs::read(&blob).unwrap(), shared);
 }

@@ -16,7 +16,7 @@
 //! # Layout
 //!
 //! ```text
-//!    0   8  magic "VSHART02" (written), or "VSHART01" (still read)
+//!    0   8  magic "VSHART03" (written), or "VSHART02" or "VSHART01" (still read)
 //!    8   8  body length B, u64 LE (the file is 48 + B bytes)
 //!   16   B  body
 //! 16+B  32  BLAKE3 derive-key "vsh 2026 artifact v1" over bytes 0..16+B
@@ -34,10 +34,22 @@
 //!   diff:    u64 count, then each DiffEntry (paths strictly increasing, no root)
 //!   reads:   ReadSet (u64 count, then path + Dependency, paths strictly increasing)
 //!   evidence: byte string (opaque to the store)
+//!   contents: (VSHART03 only) u64 count, then each inline content: its
+//!            32-byte BlobId and a byte string whose plain BLAKE3 is that id;
+//!            ids strictly increasing, each one an after state's content the
+//!            diff names, each at most `max_inline_bytes`
 //! ```
+//!
+//! Inline contents let a transaction's small new contents travel in its one
+//! artifact blob instead of one blob file each: storing a pending
+//! transaction of a thousand small files is one file and one barrier, not a
+//! thousand. A content the artifact does not carry is in the blob store.
 //!
 //! The store does not interpret the evidence: the runtime encodes the decision,
 //! output and statistics there, and binds them through the evidence digest.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use vsh_types::canon::{self, Canonical, DecodeError, Reader};
 use vsh_types::{
@@ -47,7 +59,10 @@ use vsh_types::{
 };
 
 /// The first eight bytes of an artifact this build writes.
-pub const ARTIFACT_MAGIC: [u8; 8] = *b"VSHART02";
+pub const ARTIFACT_MAGIC: [u8; 8] = *b"VSHART03";
+/// The first eight bytes of an artifact of the second format (no inline
+/// contents), which this build still reads.
+pub const ARTIFACT_MAGIC_V2: [u8; 8] = *b"VSHART02";
 /// The first eight bytes of an artifact of the first format (no program
 /// text), which this build still reads.
 pub const ARTIFACT_MAGIC_V1: [u8; 8] = *b"VSHART01";
@@ -61,6 +76,11 @@ const ARTIFACT_OVERHEAD: usize = 8 + 8 + 32;
 const BINDING_LEN: usize = 10 * 32;
 /// The smallest encoded diff entry: path length, kind, two option flags.
 const MIN_DIFF_ENTRY: usize = 8 + 1 + 1 + 1;
+/// The smallest encoded inline content: its id and an empty byte string.
+const MIN_INLINE_CONTENT: usize = 32 + 8;
+
+/// New contents an artifact carries, by their digest.
+pub type InlineContents = BTreeMap<BlobId, Arc<[u8]>>;
 
 /// Bounds applied before anything is allocated while decoding (and checked
 /// before encoding). The defaults are the peer's.
@@ -82,6 +102,9 @@ pub struct ArtifactLimits {
     pub max_program_bytes: u64,
     /// Longest per-run policy file (default 1 MiB, a policy file's bound).
     pub max_policy_bytes: u64,
+    /// Largest content carried inline (default 64 KiB; larger ones are in
+    /// the blob store).
+    pub max_inline_bytes: u64,
 }
 
 impl Default for ArtifactLimits {
@@ -95,6 +118,7 @@ impl Default for ArtifactLimits {
             max_evidence_bytes: 16 << 20,
             max_program_bytes: 1 << 20,
             max_policy_bytes: 1 << 20,
+            max_inline_bytes: 64 << 10,
         }
     }
 }
@@ -121,6 +145,10 @@ pub struct PendingArtifact {
     pub read_set: ReadSet,
     /// Opaque evidence (decision, output, statistics) as the runtime encoded it.
     pub evidence: Vec<u8>,
+    /// New contents carried in the artifact itself (empty in an artifact of
+    /// an earlier format): each one an after state's content the diff names,
+    /// its bytes hashing to its id. The others are in the blob store.
+    pub contents: InlineContents,
 }
 
 /// Why an artifact was refused.
@@ -187,6 +215,15 @@ pub enum ArtifactError {
         /// Which digest.
         field: &'static str,
     },
+    /// An inline content is out of order, not named by the diff, or not the
+    /// bytes of its id.
+    #[error("artifact inline content {id}: {reason}")]
+    InlineContent {
+        /// Its id.
+        id: BlobId,
+        /// What is wrong.
+        reason: &'static str,
+    },
 }
 
 impl PendingArtifact {
@@ -218,6 +255,11 @@ impl PendingArtifact {
         self.diff.encode_canonical(&mut body);
         self.read_set.encode_canonical(&mut body);
         canon::put_bytes(&mut body, &self.evidence);
+        canon::put_u64(&mut body, self.contents.len() as u64);
+        for (id, bytes) in &self.contents {
+            body.extend_from_slice(id.as_bytes());
+            canon::put_bytes(&mut body, bytes);
+        }
         let mut out = Vec::with_capacity(body.len() + ARTIFACT_OVERHEAD);
         out.extend_from_slice(&ARTIFACT_MAGIC);
         canon::put_u64(&mut out, body.len() as u64);
@@ -237,8 +279,12 @@ impl PendingArtifact {
         if size > limits.max_total_bytes {
             return Err(ArtifactError::TooLarge { size, max: limits.max_total_bytes });
         }
-        let with_program = bytes.len() >= 8 && bytes[..8] == ARTIFACT_MAGIC;
-        if bytes.len() >= 8 && !with_program && bytes[..8] != ARTIFACT_MAGIC_V1 {
+        let version = match bytes.get(..8) {
+            Some(magic) if magic == ARTIFACT_MAGIC => 3,
+            Some(magic) if magic == ARTIFACT_MAGIC_V2 => 2,
+            _ => 1,
+        };
+        if bytes.len() >= 8 && version == 1 && bytes[..8] != ARTIFACT_MAGIC_V1 {
             if bytes[..6] == *ARTIFACT_MAGIC_FAMILY {
                 let mut found = [0_u8; 8];
                 found.copy_from_slice(&bytes[..8]);
@@ -261,10 +307,11 @@ impl PendingArtifact {
         if checksum(sealed) != sum {
             return Err(ArtifactError::Checksum);
         }
-        Self::decode_body(&sealed[16..], limits, with_program)
+        Self::decode_body(&sealed[16..], limits, version)
     }
 
-    fn decode_body(body: &[u8], limits: &ArtifactLimits, with_program: bool) -> Result<Self, ArtifactError> {
+    fn decode_body(body: &[u8], limits: &ArtifactLimits, version: u8) -> Result<Self, ArtifactError> {
+        let with_program = version >= 2;
         let mut reader = Reader::new(body);
         if body.len() < BINDING_LEN {
             return Err(ArtifactError::Truncated);
@@ -311,13 +358,15 @@ impl PendingArtifact {
         let read_set = ReadSet::decode_canonical(&mut reader, limits.max_dependencies, limits.max_path_bytes)?;
         check_limit("evidence length", peek_u64(&reader)?, limits.max_evidence_bytes)?;
         let evidence = reader.bytes(limits.max_evidence_bytes)?.to_vec();
+        let contents = if version >= 3 { decode_contents(&mut reader, limits)? } else { InlineContents::new() };
         if reader.remaining() != 0 {
             return Err(ArtifactError::Trailing { remaining: reader.remaining() as u64 });
         }
         check_digests(&digests, &intent, &diff, &read_set, &evidence)?;
+        check_contents(&contents, &diff, limits)?;
         let binding = TransactionBinding::verify(transaction, digests)
             .map_err(|_| ArtifactError::Binding { field: "transaction" })?;
-        Ok(Self { binding, intent, program, policy, diff, read_set, evidence })
+        Ok(Self { binding, intent, program, policy, diff, read_set, evidence, contents })
     }
 
     /// Check this artifact as [`PendingArtifact::decode`] would: limits and
@@ -340,6 +389,8 @@ impl PendingArtifact {
             .unwrap_or(0);
         check_limit("path length", longest as u64, limits.max_path_bytes)?;
         check_digests(self.binding.digests(), &self.intent, &self.diff, &self.read_set, &self.evidence)?;
+        check_limit("inline content count", self.contents.len() as u64, limits.max_entries)?;
+        check_contents(&self.contents, &self.diff, limits)?;
         let size = self.encoded_len();
         if size > limits.max_total_bytes {
             return Err(ArtifactError::TooLarge { size, max: limits.max_total_bytes });
@@ -352,15 +403,75 @@ impl PendingArtifact {
         let diff = self.diff.encoded_len();
         let reads = self.read_set.to_canonical_bytes().len();
         let program = 1 + [&self.program, &self.policy].into_iter().flatten().map(|text| 8 + text.len()).sum::<usize>();
-        (ARTIFACT_OVERHEAD + BINDING_LEN + 8 + self.intent.len() + program + diff + reads + 8 + self.evidence.len())
-            as u64
+        let contents = 8 + self.contents.values().map(|bytes| MIN_INLINE_CONTENT + bytes.len()).sum::<usize>();
+        (ARTIFACT_OVERHEAD
+            + BINDING_LEN
+            + 8
+            + self.intent.len()
+            + program
+            + diff
+            + reads
+            + 8
+            + self.evidence.len()
+            + contents) as u64
     }
 
-    /// The blobs the diff's after states need (file contents and symlink
-    /// targets): what a commit reads from the blob store.
+    /// The contents the diff's after states need (file contents and symlink
+    /// targets), inline or not.
     pub fn content_blobs(&self) -> impl Iterator<Item = BlobId> + '_ {
         self.diff.content_blobs()
     }
+
+    /// The contents the diff's after states need that the artifact does not
+    /// carry: what a commit reads from the blob store, and what must be
+    /// durable there before the artifact is.
+    pub fn stored_content_blobs(&self) -> impl Iterator<Item = BlobId> + '_ {
+        self.diff.content_blobs().filter(|id| !self.contents.contains_key(id))
+    }
+}
+
+/// The inline contents section (`VSHART03`): every count and length bounded
+/// before anything is allocated, ids strictly increasing, each one's bytes
+/// re-hashed.
+fn decode_contents(reader: &mut Reader<'_>, limits: &ArtifactLimits) -> Result<InlineContents, ArtifactError> {
+    check_limit("inline content count", peek_u64(reader)?, limits.max_entries)?;
+    let count = reader.length(limits.max_entries, MIN_INLINE_CONTENT)?;
+    let mut contents = InlineContents::new();
+    let mut last: Option<BlobId> = None;
+    for _ in 0..count {
+        let id = BlobId::from_bytes(reader.array()?);
+        if last.is_some_and(|last| last >= id) {
+            return Err(ArtifactError::InlineContent { id, reason: "out of order or repeated" });
+        }
+        last = Some(id);
+        check_limit("inline content length", peek_u64(reader)?, limits.max_inline_bytes)?;
+        let bytes = reader.bytes(limits.max_inline_bytes)?;
+        contents.insert(id, Arc::from(bytes));
+    }
+    Ok(contents)
+}
+
+/// Every inline content is within its bound, an after state's content the
+/// diff names, and the bytes of its id.
+fn check_contents(
+    contents: &InlineContents,
+    diff: &CanonicalDiff,
+    limits: &ArtifactLimits,
+) -> Result<(), ArtifactError> {
+    if contents.is_empty() {
+        return Ok(());
+    }
+    let named: std::collections::BTreeSet<BlobId> = diff.content_blobs().collect();
+    for (id, bytes) in contents {
+        check_limit("inline content length", bytes.len() as u64, limits.max_inline_bytes)?;
+        if !named.contains(id) {
+            return Err(ArtifactError::InlineContent { id: *id, reason: "not a content the diff names" });
+        }
+        if BlobId::of(bytes) != *id {
+            return Err(ArtifactError::InlineContent { id: *id, reason: "its bytes do not hash to it" });
+        }
+    }
+    Ok(())
 }
 
 /// Every digest of `digests` that can be re-derived from the content beside it.

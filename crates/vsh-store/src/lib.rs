@@ -51,7 +51,10 @@ mod tempname;
 pub mod txlog;
 mod txn;
 
-pub use artifact::{ARTIFACT_MAGIC, ARTIFACT_MAGIC_V1, ArtifactError, ArtifactLimits, PendingArtifact};
+pub use artifact::{
+    ARTIFACT_MAGIC, ARTIFACT_MAGIC_V1, ARTIFACT_MAGIC_V2, ArtifactError, ArtifactLimits, InlineContents,
+    PendingArtifact,
+};
 pub use authority::{AUTHORITY_KEY_ENV, AuthorityKeyFile};
 pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
 pub use blob::{BlobStatus, BlobStore, PutOutcome, REFRESH_AFTER_MS};

@@ -728,7 +728,7 @@ impl TransactionStore {
             return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field: "snapshot" } });
         }
         // What the artifact refers to is durable before the artifact is.
-        blobs.make_durable(artifact.content_blobs())?;
+        blobs.make_durable(artifact.stored_content_blobs())?;
         blobs.put_expected(&bytes, blob)?;
         self.set_artifact(id, blob)
     }
@@ -760,7 +760,7 @@ impl TransactionStore {
             return Err(StoreError::Artifact { blob, source: ArtifactError::Binding { field } });
         }
         // What the artifact refers to is durable before the artifact is.
-        blobs.make_durable(artifact.content_blobs())?;
+        blobs.make_durable(artifact.stored_content_blobs())?;
         blobs.put_expected(&bytes, blob)?;
         let mut with_artifact = *record;
         with_artifact.artifact = Some(blob);

@@ -6,7 +6,7 @@
 
 use vsh_host::CapDir;
 use vsh_store::ApprovalGrant;
-use vsh_types::{DiffEntry, NodeKind, PrincipalId, TransactionId, TransactionState};
+use vsh_types::{NodeKind, PrincipalId, TransactionId, TransactionState};
 
 use crate::VshError;
 use crate::evidence::Evidence;
@@ -180,8 +180,7 @@ impl HookGate {
         };
         let evidence =
             Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
-        let (contents, content_complete) =
-            content_evidence(sources, artifact.diff.entries(), hook.max_content_bytes())?;
+        let (contents, content_complete) = content_evidence(sources, &artifact, hook.max_content_bytes())?;
         Ok(RequestEvent {
             event_id: RequestEvent::derive_id(transaction, hook.id(), state),
             hook: hook.id(),
@@ -200,13 +199,15 @@ impl HookGate {
 }
 
 /// Before and after contents of changed files, from hash-verified bytes
-/// only: after-states from the blob store, before-states from the workspace
-/// when (and only when) the live bytes still hash to the recorded state.
+/// only: after-states from a held preview's memory, the artifact's inline
+/// contents or the blob store, before-states from the workspace when (and
+/// only when) the live bytes still hash to the recorded state.
 fn content_evidence(
     sources: &Sources<'_>,
-    diff: &[DiffEntry],
+    artifact: &vsh_store::PendingArtifact,
     budget: u64,
 ) -> Result<(Vec<ReviewContent>, bool), VshError> {
+    let diff = artifact.diff.entries();
     let mut contents = Vec::new();
     let mut complete = true;
     let mut spent = 0u64;
@@ -221,7 +222,7 @@ fn content_evidence(
             let bytes = if after {
                 // A held preview's own bytes, else the store's (a missing or
                 // corrupt blob is a store failure, never "not reviewed").
-                match sources.previews.content(blob) {
+                match sources.previews.content(blob).or_else(|| artifact.contents.get(&blob).cloned()) {
                     Some(bytes) => Some(bytes.to_vec()),
                     None => Some(sources.records.blobs().get(blob, state.size)?),
                 }

@@ -14,10 +14,12 @@ use crate::{DurablePreviews, VshError};
 /// The settings file in the data directory that holds the workspace's policy.
 pub(crate) const WORKSPACE_POLICY_FILE: &str = "policy.toml";
 
-/// A transaction ready to commit: what to apply and the receipt to complete.
+/// A transaction ready to commit: what to apply, the new contents its
+/// artifact carries, and the receipt to complete.
 pub(crate) struct Committable {
     pub(crate) diff: CanonicalDiff,
     pub(crate) reads: ReadSet,
+    pub(crate) contents: vsh_store::InlineContents,
     pub(crate) receipt: Receipt,
 }
 
@@ -215,7 +217,7 @@ impl Records {
     ) -> Result<Committable, VshError> {
         let (artifact, evidence) = self.load_verified(transaction)?;
         let receipt = receipt_of(transaction, state, &artifact, evidence);
-        Ok(Committable { diff: artifact.diff, reads: artifact.read_set, receipt })
+        Ok(Committable { diff: artifact.diff, reads: artifact.read_set, contents: artifact.contents, receipt })
     }
 
     /// Transactions waiting for a decision or a commit: `PendingApproval` and `Approved`.
@@ -370,6 +372,7 @@ mod tests {
                 diff,
                 read_set,
                 evidence: text.as_bytes().to_vec(),
+                contents: vsh_store::InlineContents::new(),
             };
             records.transactions().create_with_artifact(records.blobs(), &record, &artifact, records.limits()).unwrap();
             transaction

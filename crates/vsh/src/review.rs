@@ -11,7 +11,9 @@ use crate::previews::Previews;
 use crate::records::Records;
 
 /// The review of `diff`: after-states from a held preview's memory
-/// (`held`) or the blob store (a missing or corrupt blob is a store failure),
+/// (`held`), the artifact's inline contents (`inline`, re-hashed when the
+/// artifact was decoded) or the blob store (a missing or corrupt blob is a
+/// store failure),
 /// before-states from the workspace when, and only when, its live bytes
 /// still hash to the recorded state and `calls` lets a program read them.
 pub(crate) fn stored_review(
@@ -20,6 +22,7 @@ pub(crate) fn stored_review(
     workspace: &CapDir,
     calls: &CallPolicy,
     diff: &[DiffEntry],
+    inline: &vsh_store::InlineContents,
 ) -> Result<Vec<FileReview>, VshError> {
     vsh_vfs::review_entries(diff, ReviewLimits::default(), |entry, side| {
         // The after state is the program's own output; the before state is
@@ -37,7 +40,7 @@ pub(crate) fn stored_review(
             return Ok(Err(NoHunks::Unavailable));
         };
         Ok(match side {
-            Side::After => match held.content(blob) {
+            Side::After => match held.content(blob).or_else(|| inline.get(&blob).cloned()) {
                 Some(bytes) => Ok(bytes.to_vec()),
                 None => Ok(records.blobs().get(blob, state.size)?),
             },

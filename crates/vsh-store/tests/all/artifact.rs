@@ -1,7 +1,7 @@
 //! Pending-approval artifacts: round trip through the store, tampering of
 //! every part refused, and bounds enforced before allocation.
 
-use vsh_store::{ArtifactError, ArtifactLimits, PendingArtifact, StoreError, TransactionRecord};
+use vsh_store::{ArtifactError, ArtifactLimits, InlineContents, PendingArtifact, StoreError, TransactionRecord};
 use vsh_types::canon::{self, Canonical, DecodeError};
 use vsh_types::{
     BindingDigests, BlobId, CanonicalDiff, Dependency, DiffEntry, DiffOrderError, DomainHasher,
@@ -60,7 +60,16 @@ fn sample_of(program: &[u8]) -> PendingArtifact {
     let evidence = b"decision: pending; stdout: done".to_vec();
     let binding = TransactionBinding::new(digests(program, &diff, &read_set, &intent, &evidence));
     let policy = Some("version = 1\nprofile = \"strict\"\n".to_owned());
-    PendingArtifact { binding, intent, program: Some("print('hi')".to_owned()), policy, diff, read_set, evidence }
+    PendingArtifact {
+        binding,
+        intent,
+        program: Some("print('hi')".to_owned()),
+        policy,
+        diff,
+        read_set,
+        evidence,
+        contents: InlineContents::new(),
+    }
 }
 
 fn sample() -> PendingArtifact {
@@ -82,7 +91,7 @@ fn record_of(artifact: &PendingArtifact) -> TransactionRecord {
 
 /// Wrap `body` in a magic, length and valid checksum.
 fn seal(body: &[u8]) -> Vec<u8> {
-    seal_as(*b"VSHART02", body)
+    seal_as(*b"VSHART03", body)
 }
 
 /// Wrap `body` in `magic`, a length and a valid checksum.
@@ -118,7 +127,7 @@ fn artifact_round_trips_and_content_blobs_are_the_after_states() -> Result {
     let artifact = sample();
     artifact.verify(&ArtifactLimits::default())?;
     let bytes = artifact.encode();
-    assert_eq!(&bytes[..8], b"VSHART02");
+    assert_eq!(&bytes[..8], b"VSHART03");
     assert_eq!(decode(&bytes)?, artifact);
     assert_eq!(decode(&bytes)?.encode(), bytes, "the encoding is canonical");
     let content: Vec<BlobId> = artifact.content_blobs().collect();
@@ -262,8 +271,8 @@ fn unsorted_diff_entries_and_other_formats_are_refused() {
     canon::put_bytes(&mut unsorted, &original.evidence);
     assert_eq!(decode(&seal(&unsorted)), Err(ArtifactError::DiffOrder(DiffOrderError::OutOfOrder { path: second })));
     let mut future = sample().encode();
-    future[7] = b'3';
-    assert_eq!(decode(&future), Err(ArtifactError::UpgradeRequired { found: *b"VSHART03" }));
+    future[7] = b'4';
+    assert_eq!(decode(&future), Err(ArtifactError::UpgradeRequired { found: *b"VSHART04" }));
     future[0] = b'X';
     assert_eq!(decode(&future), Err(ArtifactError::BadMagic));
 }
@@ -290,7 +299,7 @@ fn a_first_format_artifact_still_reads_without_its_program_and_the_program_is_bo
     canon::put_bytes(&mut first, &current.evidence);
     let read = decode(&seal_as(*b"VSHART01", &first)).expect("a first-format artifact decodes");
     assert_eq!(read, PendingArtifact { program: None, policy: None, ..current.clone() });
-    assert_eq!(&read.encode()[..8], b"VSHART02", "and is written in the current format");
+    assert_eq!(&read.encode()[..8], b"VSHART03", "and is written in the current format");
     // A flag with a bit other than the program's and the policy's, or a
     // program that is not UTF-8, is refused.
     for unknown in [4, 0x80, 0xff] {
@@ -534,5 +543,115 @@ fn an_artifact_is_written_only_after_the_contents_it_refers_to_are_durable() -> 
         blobs.make_durable(artifact.content_blobs())?;
         assert_eq!(counting.counts().fsyncs, synced, "create {create}");
     }
+    Ok(())
+}
+
+/// The sample with the file contents its diff names carried inline.
+fn with_inline_contents() -> PendingArtifact {
+    let mut artifact = sample();
+    for bytes in [&b"new"[..], &b"created"[..]] {
+        artifact.contents.insert(BlobId::of(bytes), std::sync::Arc::from(bytes));
+    }
+    artifact
+}
+
+#[test]
+fn inline_contents_round_trip_in_the_third_format_and_are_not_stored_contents() -> Result {
+    let artifact = with_inline_contents();
+    artifact.verify(&ArtifactLimits::default())?;
+    let bytes = artifact.encode();
+    assert_eq!(&bytes[..8], b"VSHART03");
+    let read = decode(&bytes)?;
+    assert_eq!(read, artifact);
+    assert_eq!(read.contents.get(&BlobId::of(b"created")).map(|bytes| &bytes[..]), Some(&b"created"[..]));
+    assert_eq!(read.encode(), bytes, "the encoding is canonical");
+    // Every content is still a content of the artifact; only the one it does
+    // not carry (the symlink's target) is the blob store's.
+    assert_eq!(read.content_blobs().count(), 3);
+    assert_eq!(read.stored_content_blobs().collect::<Vec<_>>(), vec![BlobId::of(b"config/new.txt")]);
+    // A second-format artifact reads with no inline contents.
+    let mut second = body(&sample().encode());
+    second.truncate(second.len() - 8);
+    assert_eq!(decode(&seal_as(*b"VSHART02", &second))?, sample());
+    Ok(())
+}
+
+#[test]
+fn forged_inline_contents_are_refused() {
+    let limits = ArtifactLimits::default();
+    let artifact = with_inline_contents();
+    let encoded = artifact.encode();
+    // Bytes changed under their id (checksum resealed): the last byte of the body
+    // belongs to the last inline content.
+    let mut changed = body(&encoded);
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    assert!(matches!(
+        decode(&seal(&changed)),
+        Err(ArtifactError::InlineContent { reason: "its bytes do not hash to it", .. })
+    ));
+    // A content the diff does not name, in memory and in bytes.
+    let mut stranger = artifact.clone();
+    stranger.contents.insert(BlobId::of(b"gone"), std::sync::Arc::from(&b"gone"[..]));
+    let expected = ArtifactError::InlineContent { id: BlobId::of(b"gone"), reason: "not a content the diff names" };
+    assert_eq!(stranger.verify(&limits), Err(expected.clone()));
+    assert_eq!(decode(&stranger.encode()), Err(expected));
+    // Out of order: the two contents swapped.
+    let mut tail = Vec::new();
+    let mut sorted: Vec<(&BlobId, &std::sync::Arc<[u8]>)> = artifact.contents.iter().collect();
+    sorted.reverse();
+    canon::put_u64(&mut tail, 2);
+    for (id, bytes) in sorted {
+        tail.extend_from_slice(id.as_bytes());
+        canon::put_bytes(&mut tail, bytes);
+    }
+    let mut swapped = body(&sample().encode());
+    swapped.truncate(swapped.len() - 8);
+    swapped.extend_from_slice(&tail);
+    assert!(matches!(
+        decode(&seal(&swapped)),
+        Err(ArtifactError::InlineContent { reason: "out of order or repeated", .. })
+    ));
+    // Lengths and counts over their bounds are refused before allocation.
+    let mut long = body(&sample().encode());
+    long.truncate(long.len() - 8);
+    canon::put_u64(&mut long, 1);
+    long.extend_from_slice(BlobId::of(b"new").as_bytes());
+    canon::put_u64(&mut long, u64::MAX);
+    assert_eq!(
+        decode(&seal(&long)),
+        Err(ArtifactError::LimitExceeded { what: "inline content length", value: u64::MAX, max: 64 << 10 })
+    );
+    let mut many = body(&sample().encode());
+    many.truncate(many.len() - 8);
+    canon::put_u64(&mut many, u64::MAX);
+    assert_eq!(
+        decode(&seal(&many)),
+        Err(ArtifactError::LimitExceeded { what: "inline content count", value: u64::MAX, max: 100_000 })
+    );
+    let tight = ArtifactLimits { max_inline_bytes: 4, ..limits };
+    assert_eq!(
+        artifact.verify(&tight),
+        Err(ArtifactError::LimitExceeded { what: "inline content length", value: 7, max: 4 })
+    );
+    assert!(matches!(PendingArtifact::decode(&encoded, &tight), Err(ArtifactError::LimitExceeded { .. })));
+}
+
+#[test]
+fn a_pending_record_whose_contents_are_inline_needs_no_content_blob() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let blobs = blobs(dir.path())?;
+    // Everything the diff names, inline: nothing in the blob store but the artifact.
+    let mut artifact = with_inline_contents();
+    artifact.contents.insert(BlobId::of(b"config/new.txt"), std::sync::Arc::from(&b"config/new.txt"[..]));
+    assert_eq!(artifact.stored_content_blobs().count(), 0);
+    let record = record_of(&artifact);
+    store.create_with_artifact(&blobs, &record, &artifact, &ArtifactLimits::default())?;
+    for id in artifact.content_blobs() {
+        assert!(!blobs.contains(id)?, "{id} is carried, not stored");
+    }
+    let loaded = store.load_artifact(&blobs, record.id, &ArtifactLimits::default())?;
+    assert_eq!(loaded.contents, artifact.contents);
     Ok(())
 }

@@ -60,6 +60,7 @@ fn pending_with_artifact(
         diff,
         read_set,
         evidence,
+        contents: vsh_store::InlineContents::new(),
     };
     let content_id = blobs.put(&content)?;
     let record = store.put_artifact(blobs, &artifact, &ArtifactLimits::default())?;

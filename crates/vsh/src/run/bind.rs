@@ -55,17 +55,25 @@ impl Runs {
         let transaction = binding.transaction();
         let mut warnings = Vec::new();
         let mut contents = Contents::new();
+        let mut inline = Contents::new();
         let process_local = state == TransactionState::AutoApproved && self.durable_preview(request, state).is_none();
+        let stores_artifact =
+            state == TransactionState::PendingApproval || self.durable_preview(request, state).is_some();
         if process_local {
             // A process-local preview keeps its contents in memory: nothing
             // reaches the store until something acts on it through the store
             // (`Previews::materialize`).
             contents = new_contents(vfs, diff)?;
         } else if state != TransactionState::Denied {
-            // Contents need not be durable until something durable refers to
-            // them: the artifact writers make an artifact's contents durable
-            // first, all at once (one batch of concurrent barriers).
-            store_contents(records, vfs, diff, &mut warnings)?;
+            // Small contents travel inside the artifact (one file, one
+            // barrier, however many there are); the others go to the blob
+            // store, where they need not be durable until something durable
+            // refers to them: the artifact writers make them durable first,
+            // all at once (one batch of concurrent barriers).
+            if stores_artifact {
+                inline = inline_contents(vfs, diff, records.limits().max_inline_bytes)?;
+            }
+            store_contents(records, vfs, diff, &inline, &mut warnings)?;
         }
         let record = TransactionRecord::new(transaction, binding.digests().snapshot, state, clock_ms());
         let artifact = PendingArtifact {
@@ -76,6 +84,7 @@ impl Runs {
             diff: diff.clone(),
             read_set: vfs.read_set().clone(),
             evidence: evidence_bytes,
+            contents: inline,
         };
         let transactions = records.transactions();
         if state == TransactionState::PendingApproval {
@@ -191,10 +200,35 @@ type Contents = vsh_commit::MemoryContents;
 /// Every final file and symlink content `diff` names that its before state
 /// does not already hold, checked against the digest the diff promised.
 fn new_contents(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<Contents, VshError> {
+    new_contents_within(vfs, diff, u64::MAX, u64::MAX)
+}
+
+/// The most bytes of new contents one artifact carries inline; beyond it,
+/// contents go to the blob store.
+const MAX_INLINE_TOTAL: u64 = 16 << 20;
+
+/// The new contents of `diff` an artifact carries inline: each at most
+/// `max_each` bytes, while their total stays within [`MAX_INLINE_TOTAL`].
+fn inline_contents(vfs: &mut VirtualFs, diff: &CanonicalDiff, max_each: u64) -> Result<Contents, VshError> {
+    new_contents_within(vfs, diff, max_each, MAX_INLINE_TOTAL)
+}
+
+/// The new contents of `diff` (as [`new_contents`]) of at most `max_each`
+/// bytes each, in diff order while their total stays within `max_total`.
+fn new_contents_within(
+    vfs: &mut VirtualFs,
+    diff: &CanonicalDiff,
+    max_each: u64,
+    max_total: u64,
+) -> Result<Contents, VshError> {
     let mut contents = Contents::new();
+    let mut total = 0_u64;
     for entry in diff.entries() {
         let Some(after) = entry.after else { continue };
         if after.kind == NodeKind::Directory || entry.before.is_some_and(|before| before.content == after.content) {
+            continue;
+        }
+        if after.size > max_each || total.saturating_add(after.size) > max_total {
             continue;
         }
         let expected = after.content.expect("files and symlinks carry a digest");
@@ -207,6 +241,7 @@ fn new_contents(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<Contents, V
         if actual != expected {
             return Err(VshError::Store(vsh_store::StoreError::DigestMismatch { expected, actual }));
         }
+        total = total.saturating_add(after.size);
         contents.insert(expected, bytes);
     }
     Ok(contents)
@@ -221,6 +256,7 @@ fn store_contents(
     records: &Records,
     vfs: &mut VirtualFs,
     diff: &CanonicalDiff,
+    inline: &Contents,
     warnings: &mut Vec<Warning>,
 ) -> Result<(), VshError> {
     let blobs = records.blobs();
@@ -230,6 +266,9 @@ fn store_contents(
             continue;
         }
         let expected = after.content.expect("files and symlinks carry a digest");
+        if inline.contains_key(&expected) {
+            continue;
+        }
         // Bytes the store holds are not read again, unless the copy is old
         // enough that rewriting it must restart the GC grace period (this
         // run's preview depends on it until it commits).

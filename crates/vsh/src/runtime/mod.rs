@@ -281,6 +281,7 @@ impl Runtime {
                 Some(preview) => Committable {
                     diff: preview.artifact.diff,
                     reads: preview.artifact.read_set,
+                    contents: preview.artifact.contents,
                     receipt: preview.receipt,
                 },
                 // A durable preview (this process's or another's): from its
@@ -299,8 +300,10 @@ impl Runtime {
         }
         // The commit reserves the record in the store: a process-local
         // preview's record is written with the reservation itself (one
-        // append), and its contents are staged from memory.
-        let (unwritten, contents) = self.previews.commit_parts(transaction);
+        // append), and its contents are staged from memory, as are those a
+        // stored artifact carries.
+        let (unwritten, mut contents) = self.previews.commit_parts(transaction);
+        contents.extend(committable.contents);
         let result = self.commits.commit(
             &self.records,
             transaction,
@@ -447,6 +450,7 @@ impl Runtime {
             self.runs.workspace(),
             self.runs.policy().calls(),
             artifact.diff.entries(),
+            &artifact.contents,
         )
     }
 
