@@ -13,7 +13,9 @@
 //! parent broke the protocol, 65 past the memory ceiling.
 
 use std::borrow::BorrowMut;
-use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Stdin};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
@@ -39,11 +41,17 @@ const EXIT_ALLOCATOR: u8 = 4;
 /// Exit code: the parent sent something out of protocol.
 const EXIT_PROTOCOL: u8 = 76;
 
-/// The worker's two pipes.
+/// The worker's two pipes. Frames go out through a descriptor of its own
+/// on the stdout pipe, not `Stdout`, whose line buffering would cut a frame
+/// at every byte 10 in it into writes of their own; each flush is then one
+/// write of whole frames.
 pub(crate) struct Link {
     input: BufReader<Stdin>,
-    pub(crate) output: BufWriter<Stdout>,
+    pub(crate) output: BufWriter<File>,
 }
+
+/// How much of the outgoing frames the worker gathers before writing.
+const OUTPUT_BUFFER: usize = 128 << 10;
 
 impl Link {
     /// The next frame from the parent, or `None` when it closed the pipe.
@@ -61,7 +69,11 @@ impl Link {
 pub fn worker_main() -> ExitCode {
     // The unlocked handles (their lock is taken per call, uncontended): a
     // Bash run moves the link onto the interpreter's filesystem.
-    let mut link = Link { input: BufReader::new(io::stdin()), output: BufWriter::new(io::stdout()) };
+    let Ok(stdout) = io::stdout().as_fd().try_clone_to_owned() else { return ExitCode::from(EXIT_IO) };
+    let mut link = Link {
+        input: BufReader::new(io::stdin()),
+        output: BufWriter::with_capacity(OUTPUT_BUFFER, File::from(stdout)),
+    };
     let hello = Hello {
         magic: MAGIC,
         protocol: PROTOCOL_VERSION,
@@ -244,7 +256,9 @@ fn flush_output(link: &mut Link, sink: &mut OutputSink) -> Result<(), u8> {
             cut -= 1;
         }
         let (chunk, tail) = rest.split_at(cut);
-        protocol::send(&mut link.output, kind::OUTPUT, &chunk.to_owned()).map_err(|_| EXIT_IO)?;
+        // Sent with the request or the end that always follows, in one write.
+        let body = protocol::encode(&chunk.to_owned()).map_err(|_| EXIT_IO)?;
+        protocol::queue_frame(&mut link.output, kind::OUTPUT, &body).map_err(|_| EXIT_IO)?;
         rest = tail;
     }
     Ok(())

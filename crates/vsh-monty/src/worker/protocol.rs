@@ -386,6 +386,14 @@ pub(crate) fn encode<T: Serialize>(message: &T) -> io::Result<Vec<u8>> {
 
 /// Write one frame of an already encoded body, and flush.
 pub(crate) fn write_frame(out: &mut impl Write, frame_kind: u8, body: &[u8]) -> io::Result<()> {
+    queue_frame(out, frame_kind, body)?;
+    out.flush()
+}
+
+/// Write one frame of an already encoded body into `out`'s buffer, without
+/// flushing: for a frame that needs no answer (printed text), which then
+/// goes out with the next frame in one write.
+pub(crate) fn queue_frame(out: &mut impl Write, frame_kind: u8, body: &[u8]) -> io::Result<()> {
     let len = u32::try_from(body.len())
         .ok()
         .filter(|len| u64::from(*len) <= HARD_MAX_FRAME)
@@ -394,8 +402,7 @@ pub(crate) fn write_frame(out: &mut impl Write, frame_kind: u8, body: &[u8]) -> 
     header[..4].copy_from_slice(&len.to_le_bytes());
     header[4] = frame_kind;
     out.write_all(&header)?;
-    out.write_all(body)?;
-    out.flush()
+    out.write_all(body)
 }
 
 /// Encode `message` and write it as one frame.
