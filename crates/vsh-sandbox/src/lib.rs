@@ -70,7 +70,7 @@ mod setup;
 #[allow(unsafe_code)]
 mod sys;
 
-pub use command::{ConfinedChild, ConfinedCommand, kill_process_group, wait_readable};
+pub use command::{ConfinedChild, ConfinedCommand, kill_process_group, wait_readable, wait_readable_spinning};
 pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext, find_on_path};
 pub use env::env_denylisted;
 pub use error::ToolError;

@@ -56,6 +56,11 @@ const OUTPUT_BUFFER: usize = 128 << 10;
 impl Link {
     /// The next frame from the parent, or `None` when it closed the pipe.
     pub(crate) fn recv(&mut self) -> io::Result<Option<(u8, Vec<u8>)>> {
+        if self.input.buffer().is_empty() {
+            // Check for the parent's answer a moment before sleeping on it.
+            let _ =
+                vsh_sandbox::wait_readable_spinning(io::stdin().as_fd(), protocol::ANSWER_SPIN, protocol::ANSWER_SPIN);
+        }
         let Some((frame_kind, len)) = protocol::read_header(&mut self.input)? else { return Ok(None) };
         if len > HARD_MAX_FRAME {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "frame larger than the protocol allows"));

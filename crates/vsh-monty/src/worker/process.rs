@@ -215,7 +215,7 @@ impl WorkerProcess {
             return Err(RecvTimeoutError::Disconnected);
         }
         if self.stdout.buffer().is_empty() {
-            match vsh_sandbox::wait_readable(self.stdout.get_ref().as_fd(), timeout) {
+            match vsh_sandbox::wait_readable_spinning(self.stdout.get_ref().as_fd(), protocol::ANSWER_SPIN, timeout) {
                 Ok(true) => {}
                 Ok(false) => return Err(RecvTimeoutError::Timeout),
                 Err(_) => {

@@ -72,6 +72,11 @@ pub(crate) const HEADER_BYTES: usize = 5;
 /// The largest frame either side ever accepts.
 pub(crate) const HARD_MAX_FRAME: u64 = 256 << 20;
 
+/// How long either side checks for the other's next frame before it
+/// sleeps in the kernel: most answers come within it, and a thread that
+/// does not sleep is not woken (see [`vsh_sandbox::wait_readable_spinning`]).
+pub(crate) const ANSWER_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// The largest chunk of output one frame carries.
 pub(crate) const OUTPUT_CHUNK: usize = 64 << 10;
 
