@@ -121,7 +121,7 @@ fn external_edit_of_a_read_file_makes_the_commit_stale_and_survives() {
 }
 
 /// Someone else edits `config.txt` while the first `races` commits are
-/// between their plan and their revalidation.
+/// between staging and their revalidation.
 struct EditsDuringCommit {
     path: std::path::PathBuf,
     races: u32,
@@ -131,7 +131,7 @@ struct EditsDuringCommit {
 impl vsh::lower::vsh_commit::FaultInjector for EditsDuringCommit {
     fn crash_at(&self, point: vsh::lower::vsh_commit::FaultPoint) -> bool {
         use std::sync::atomic::Ordering;
-        if point == vsh::lower::vsh_commit::FaultPoint::PlanSynced && self.done.load(Ordering::SeqCst) < self.races {
+        if point == vsh::lower::vsh_commit::FaultPoint::Staged && self.done.load(Ordering::SeqCst) < self.races {
             let round = self.done.fetch_add(1, Ordering::SeqCst) + 1;
             std::fs::write(&self.path, format!("v{}\n", round + 1)).unwrap();
         }

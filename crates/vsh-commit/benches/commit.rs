@@ -155,9 +155,14 @@ struct Phases {
 
 impl FaultInjector for Phases {
     fn crash_at(&self, point: FaultPoint) -> bool {
+        // The plan, the staged nodes and the intents become durable in one
+        // batch: their points follow one another, the plan's is kept.
         let global = !matches!(
             point,
-            FaultPoint::IntentSynced(1..) | FaultPoint::OperationApplied(_) | FaultPoint::DoneSynced(_)
+            FaultPoint::StageSynced
+                | FaultPoint::IntentSynced(_)
+                | FaultPoint::OperationApplied(_)
+                | FaultPoint::DoneSynced(_)
         );
         if global {
             self.seen.lock().unwrap().push((point, self.start.elapsed()));
@@ -175,11 +180,10 @@ fn phases(scratch: &Path, files: usize, entries: &CanonicalDiff, blobs: &BlobSto
     setup.committer.commit_with_faults(&request, &setup.ledger, &phases).expect("commit");
     let total = phases.start.elapsed();
     let names = [
-        "lock, recovery check, plan written and synced",
-        "staged and synced",
+        "lock, recovery check, plan written, staged (no barrier yet)",
         "revalidated",
+        "intents journaled; plan, staged files, intents and directories synced",
         "ledger: committing",
-        "intents journaled and synced",
         "applied, done journaled, changes synced",
         "verified",
         "marker written and synced",

@@ -57,20 +57,20 @@ impl Syncs {
 
 /// Stage the node of every [`Action::Install`] at `stage/<operation>`.
 /// Returns, per operation, the staged node's [`Installed`] identity (zeros
-/// for other operations).
+/// for other operations), and which staged nodes are files.
 ///
 /// Each file is written by [`WritableDir::create_file_exclusive_open`] on up
-/// to [`MAX_STAGE_WORKERS`] threads, then every one is `fsync`ed at once
-/// ([`vsh_host::concurrently`]); the caller makes the directory entries
-/// durable. Only this commit's own bytes are flushed: no `syncfs`, so other
-/// programs' dirty data on the filesystem does not delay it.
+/// to [`MAX_STAGE_WORKERS`] threads and not synced: the caller makes every
+/// staged file durable ([`Stage::sync_file`]) in one batch of barriers with
+/// the plan and the intents, then the directory entries. Only this commit's
+/// own bytes are flushed: no `syncfs`, so other programs' dirty data on the
+/// filesystem does not delay it.
 pub(crate) fn stage(
     workspace: &WritableDir,
     txn: &TxnDir,
     plan: &Plan,
     sources: Sources<'_>,
-    syncs: &Syncs,
-) -> Result<Vec<Installed>, CommitError> {
+) -> Result<Stage, CommitError> {
     let jobs: Vec<usize> =
         (0..plan.operations.len()).filter(|index| plan.operations[*index].action == Action::Install).collect();
     let mut staged = vec![Installed::default(); plan.operations.len()];
@@ -115,15 +115,26 @@ pub(crate) fn stage(
             }
         }
     }
-    // Every staged file at once: the filesystem's journal commits concurrent
-    // barriers together.
-    vsh_host::concurrently(&files, |operation| {
+    files.sort_unstable();
+    Ok(Stage { installed: staged, files, dir: stage_dir.clone() })
+}
+
+/// What [`stage`] wrote, not yet durable.
+pub(crate) struct Stage {
+    /// The staged node of every operation (default for those that install nothing).
+    pub(crate) installed: Vec<Installed>,
+    /// The operations whose staged node is a regular file, to `fsync`.
+    pub(crate) files: Vec<usize>,
+    /// `stage/`, opened without following a symlink.
+    pub(crate) dir: WritableDir,
+}
+
+impl Stage {
+    /// `fsync` the staged file of `operation`, through the handle on `stage/`.
+    pub(crate) fn sync_file(&self, txn: &TxnDir, operation: usize) -> Result<(), CommitError> {
         let name = VPath::from_component(&operation.to_string()).expect("digits form a valid name");
-        stage_dir.sync_file(&name).map_err(CommitError::host("sync staged file", &txn.stage_slot(*operation)))?;
-        syncs.file();
-        Ok(())
-    })?;
-    Ok(staged)
+        self.dir.sync_file(&name).map_err(CommitError::host("sync staged file", &txn.stage_slot(operation)))
+    }
 }
 
 /// Make every applied operation and the rewritten journal durable, by
@@ -224,6 +235,9 @@ fn stage_one(
             let (stat, generation, file) = stage_dir
                 .create_file_exclusive_open(&name, &bytes, after.mode)
                 .map_err(CommitError::host("stage file", &slot))?;
+            // Its writeback starts now, so the batch's first barrier commits
+            // every staged file's blocks together.
+            vsh_host::start_writeback(&file, &slot).map_err(CommitError::host("stage file", &slot))?;
             Ok((Installed { ino: stat.identity.ino, generation: generation_stamp(generation) }, Some(file)))
         }
         NodeKind::Symlink => {

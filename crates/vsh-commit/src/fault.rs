@@ -20,12 +20,17 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum FaultPoint {
-    /// The plan file is written and `fsync`ed.
-    PlanSynced,
-    /// Every file and symlink is staged and synced, with the directories that lead to them.
-    StageSynced,
-    /// Revalidation passed under the lock.
+    /// The plan and every staged file and symlink are written, none of them
+    /// durable yet; revalidation has not begun.
+    Staged,
+    /// Revalidation passed under the lock; the intents are not written yet.
     Revalidated,
+    /// The plan is durable (with the staged nodes and the intents: one batch
+    /// of barriers makes all three durable, the points follow one another).
+    PlanSynced,
+    /// Every file and symlink is staged and durable, with the directories
+    /// that lead to them.
+    StageSynced,
     /// The intent of operation `i` is durable (with the whole batch).
     IntentSynced(u32),
     /// The ledger holds Committing.
@@ -66,6 +71,7 @@ impl fmt::Display for FaultPoint {
             Self::CleanedUp(step) => write!(f, "cleaned-up({step})"),
             Self::Restored(index) => write!(f, "restored({index})"),
             Self::Settled => f.write_str("settled"),
+            Self::Staged => f.write_str("staged"),
             Self::PlanSynced => f.write_str("plan-synced"),
             Self::StageSynced => f.write_str("stage-synced"),
             Self::Revalidated => f.write_str("revalidated"),
@@ -134,6 +140,7 @@ mod tests {
     #[test]
     fn fault_points_print_as_kebab_case_names_with_their_index() {
         let cases = [
+            (FaultPoint::Staged, "staged"),
             (FaultPoint::PlanSynced, "plan-synced"),
             (FaultPoint::IntentSynced(3), "intent-synced(3)"),
             (FaultPoint::OperationApplied(0), "operation-applied(0)"),

@@ -6,10 +6,11 @@
 //!
 //! [`Committer::commit_with_ledger`] runs, for one [`CommitRequest`] and
 //! under the commit lock ([`CommitSession`]): recovery of anything an
-//! interrupted commit left; validation of the diff; a plan, written and
-//! synced; staging of every new file and symlink; revalidation of every
+//! interrupted commit left; validation of the diff; a plan written and
+//! every new file and symlink staged, none synced yet; revalidation of every
 //! dependency and before state (a conflict is [`CommitError::Stale`] and
-//! nothing was touched); the intents journaled; the ledger to Committing;
+//! nothing was touched); the intents journaled, made durable with the plan
+//! and the staged nodes in one batch of barriers; the ledger to Committing;
 //! the operations applied (old nodes quarantined, never deleted); the done
 //! records journaled; verification; the completion marker (the commit point);
 //! the ledger to Committed; cleanup. Each durable step is a [`FaultPoint`],
@@ -455,7 +456,9 @@ impl Committer {
         let txn = self.create_txn_dir(transaction).map_err(untouched)?;
         let syncs = Syncs::default();
 
-        let (witnesses, revalidated) = match self.prepare(&txn, &plan, &encoded, request, faults, &syncs) {
+        let Prepared { staged, witnesses, checked: revalidated } = match self
+            .prepare(&txn, &plan, &encoded, request, faults)
+        {
             Ok(prepared) => prepared,
             Err(CommitError::FaultInjected(point)) => return Err(CommitError::FaultInjected(point)),
             Err(error) => {
@@ -472,7 +475,7 @@ impl Committer {
 
         // From the first durable intent on, a failure rolls back in place.
         let mut journal = Journal::new(plan.transaction, digest);
-        match self.journal_intents(&txn, &mut journal, &witnesses, faults, &syncs) {
+        match self.journal_intents(&txn, &mut journal, &staged, &witnesses, faults, &syncs) {
             Ok(()) => {}
             Err(Stop::Fault(point)) => return Err(CommitError::FaultInjected(point)),
             Err(Stop::Abort { error, limit }) => return Err(self.abort(ledger, transaction, &txn, error, limit)),
@@ -554,8 +557,9 @@ impl Committer {
         }
     }
 
-    /// Plan, stage and revalidate. Returns every operation's intent witness
-    /// and the number of dependencies revalidated.
+    /// Plan, stage and revalidate, writing without a barrier. Returns what
+    /// was staged, every operation's intent witness and the number of
+    /// dependencies revalidated.
     fn prepare(
         &self,
         txn: &TxnDir,
@@ -563,35 +567,29 @@ impl Committer {
         encoded: &[u8],
         request: &CommitRequest<'_>,
         faults: &dyn FaultInjector,
-        syncs: &Syncs,
-    ) -> Result<(Vec<(u64, u64)>, u64), CommitError> {
+    ) -> Result<Prepared, CommitError> {
         let ws = &self.workspace;
         txn.write_plan(ws, encoded).map_err(CommitError::host("write plan", &txn.plan()))?;
-        syncs.file();
-        check(faults, FaultPoint::PlanSynced)?;
-        let staged = apply::stage(ws, txn, plan, (request.blobs, request.contents), syncs)?;
-        // Every staged file is synced; now the entries that lead to them, all
-        // at once (the filesystem's journal commits them together).
-        let dirs = [txn.stage(), txn.root.clone(), self.txn_root(), self.runtime_dir.clone()];
-        vsh_host::concurrently(&dirs, |dir| {
-            ws.sync_dir(dir).map_err(CommitError::host("sync stage", dir))?;
-            syncs.dir();
-            Ok(())
-        })?;
-        check(faults, FaultPoint::StageSynced)?;
+        let staged = apply::stage(ws, txn, plan, (request.blobs, request.contents))?;
+        check(faults, FaultPoint::Staged)?;
         let revalidated =
             revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts)?;
-        let witnesses = apply::intent_witnesses(ws, plan, &staged, &revalidated.before)?;
+        let witnesses = apply::intent_witnesses(ws, plan, &staged.installed, &revalidated.before)?;
         check(faults, FaultPoint::Revalidated)?;
-        Ok((witnesses, revalidated.checked))
+        Ok(Prepared { staged, witnesses, checked: revalidated.checked })
     }
 
-    /// Journal the intent of every operation in one write, made durable with
-    /// its directory.
+    /// Journal the intent of every operation in one write, and make it
+    /// durable with the plan and every staged file in one batch of file
+    /// barriers (the filesystem's journal commits concurrent ones together),
+    /// then publish it and make every directory entry durable in a second
+    /// batch: the transaction directory, `stage/`, `txn/` and the runtime
+    /// directory.
     fn journal_intents(
         &self,
         txn: &TxnDir,
         journal: &mut Journal,
+        staged: &apply::Stage,
         witnesses: &[(u64, u64)],
         faults: &dyn FaultInjector,
         syncs: &Syncs,
@@ -608,12 +606,30 @@ impl Committer {
             })
             .collect();
         let nothing_applied = |error| Stop::Abort { error, limit: Some(0) };
-        txn.write_journal(ws, journal, &self.key)
+        txn.write_journal_next(ws, journal, &self.key, false)
             .map_err(|source| nothing_applied(CommitError::host("write journal", &txn.journal())(source)))?;
-        syncs.file();
-        ws.sync_dir(&txn.root)
-            .map_err(|source| nothing_applied(CommitError::host("sync journal", &txn.root)(source)))?;
-        syncs.dir();
+        let mut files = vec![Durable::Own(txn.plan()), Durable::Own(txn.journal_next())];
+        files.extend(staged.files.iter().map(|operation| Durable::Staged(*operation)));
+        vsh_host::concurrently(&files, |file| {
+            match file {
+                Durable::Own(path) => ws.sync_file(path).map_err(CommitError::host("sync", path))?,
+                Durable::Staged(operation) => staged.sync_file(txn, *operation)?,
+            }
+            syncs.file();
+            Ok(())
+        })
+        .map_err(nothing_applied)?;
+        txn.publish_journal(ws)
+            .map_err(|source| nothing_applied(CommitError::host("write journal", &txn.journal())(source)))?;
+        let dirs = [txn.stage(), txn.root.clone(), self.txn_root(), self.runtime_dir.clone()];
+        vsh_host::concurrently(&dirs, |dir| {
+            ws.sync_dir(dir).map_err(CommitError::host("sync journal", dir))?;
+            syncs.dir();
+            Ok(())
+        })
+        .map_err(nothing_applied)?;
+        check(faults, FaultPoint::PlanSynced)?;
+        check(faults, FaultPoint::StageSynced)?;
         for index in 0..witnesses.len() {
             check(faults, FaultPoint::IntentSynced(index32(index)))?;
         }
@@ -698,6 +714,24 @@ impl Committer {
             }
         }
     }
+}
+
+/// What planning, staging and revalidation produced.
+struct Prepared {
+    /// The staged nodes, not yet durable.
+    staged: apply::Stage,
+    /// Every operation's intent witness and stamp.
+    witnesses: Vec<(u64, u64)>,
+    /// The number of dependencies and preconditions revalidated.
+    checked: u64,
+}
+
+/// A file the commit makes durable before its intents are published.
+enum Durable {
+    /// One of the transaction directory's own files: the plan, `journal.next`.
+    Own(VPath),
+    /// The staged file of an operation.
+    Staged(usize),
 }
 
 fn receipt(

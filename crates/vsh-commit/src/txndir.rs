@@ -45,6 +45,14 @@ const UNLINKS_PER_WORKER: usize = 64;
 /// The name of the directory holding every transaction directory.
 pub(crate) const TXN_DIR: &str = "txn";
 
+/// Create the private file `path` holding `bytes` and start its writeback
+/// ([`vsh_host::start_writeback`]), without waiting for it: the caller's
+/// batch of barriers makes it durable.
+fn write_starting_writeback(workspace: &WritableDir, path: &VPath, bytes: &[u8]) -> Result<(), HostError> {
+    let (_, _, file) = workspace.create_file_exclusive_open(path, bytes, PRIVATE_FILE_MODE)?;
+    vsh_host::start_writeback(&file, path)
+}
+
 /// What reading one internal file found.
 #[derive(Debug)]
 pub(crate) enum Read<T> {
@@ -83,7 +91,7 @@ impl TxnDir {
         self.file("journal")
     }
 
-    fn journal_next(&self) -> VPath {
+    pub(crate) fn journal_next(&self) -> VPath {
         self.file("journal.next")
     }
 
@@ -121,8 +129,10 @@ impl TxnDir {
 
     /// Write the plan (created exclusively and `fsync`ed; the directory entry
     /// is made durable by a later sync).
+    /// Write the plan, not synced: the commit makes it durable with the
+    /// staged files and the intents, in one batch of barriers.
     pub(crate) fn write_plan(&self, workspace: &WritableDir, encoded: &[u8]) -> Result<(), HostError> {
-        workspace.create_file_exclusive(&self.plan(), encoded, PRIVATE_FILE_MODE).map(|_| ())
+        write_starting_writeback(workspace, &self.plan(), encoded)
     }
 
     /// Replace the journal with `journal`: write `journal.next` (`fsync`ed),
@@ -134,10 +144,34 @@ impl TxnDir {
         journal: &Journal,
         key: &AuthorityKey,
     ) -> Result<(), HostError> {
+        self.write_journal_next(workspace, journal, key, true)?;
+        self.publish_journal(workspace)
+    }
+
+    /// Write `journal` as `journal.next` (replacing a torn one), `fsync`ed
+    /// only when `sync` says so: the commit makes the first version (the
+    /// intents) durable in one batch of barriers with the plan and the
+    /// staged files.
+    pub(crate) fn write_journal_next(
+        &self,
+        workspace: &WritableDir,
+        journal: &Journal,
+        key: &AuthorityKey,
+        sync: bool,
+    ) -> Result<(), HostError> {
         let next = self.journal_next();
         remove_file_if_present(workspace, &next)?;
-        workspace.create_file_exclusive(&next, &journal.encode(key), PRIVATE_FILE_MODE)?;
-        workspace.rename(&next, &self.journal())
+        if sync {
+            workspace.create_file_exclusive(&next, &journal.encode(key), PRIVATE_FILE_MODE).map(|_| ())
+        } else {
+            write_starting_writeback(workspace, &next, &journal.encode(key))
+        }
+    }
+
+    /// Rename `journal.next` over `journal` (its content must be durable
+    /// first; the caller syncs the directory).
+    pub(crate) fn publish_journal(&self, workspace: &WritableDir) -> Result<(), HostError> {
+        workspace.rename(&self.journal_next(), &self.journal())
     }
 
     /// Write the completion marker (`fsync`ed; the caller syncs the directory).

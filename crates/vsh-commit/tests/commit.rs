@@ -681,13 +681,13 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
     })?;
     let receipt = fx.commit(&run)?;
     // Barriers on this commit's own files and directories only, no syncfs:
-    // files: the plan, the 2 staged files, the intents, the done records and
-    // the marker (6); directories: after staging stage/, the transaction
-    // directory, txn/ and .vsh (4), after the intents the transaction
-    // directory (1), after applying the transaction directory, the workspace
-    // root (parent of both paths), quarantine/ and stage/ (4), after the marker
-    // the transaction directory (1): 10.
-    let expected = vsh_commit::SyncCounts { file_fsyncs: 6, dir_fsyncs: 10, syncfs: 0 };
+    // files: the plan, the 2 staged files, the intents (one batch), the done
+    // records and the marker (6); directories: after the intents are
+    // published stage/, the transaction directory, txn/ and .vsh (4), after
+    // applying the transaction directory, the workspace root (parent of both
+    // paths), quarantine/ and stage/ (4), after the marker the transaction
+    // directory (1): 9.
+    let expected = vsh_commit::SyncCounts { file_fsyncs: 6, dir_fsyncs: 9, syncfs: 0 };
     assert_eq!(receipt.syncs, expected);
     // Exclusions: the runtime directory always, others once each, never the root.
     let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?

@@ -69,7 +69,8 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
     // Every per-operation point is passed, in order, around the global points.
     let count = u32::try_from(reference.operations)?;
     assert!(count >= 20, "the transaction lowers to {count} operations");
-    let mut expected = vec![FaultPoint::PlanSynced, FaultPoint::StageSynced, FaultPoint::Revalidated];
+    let mut expected =
+        vec![FaultPoint::Staged, FaultPoint::Revalidated, FaultPoint::PlanSynced, FaultPoint::StageSynced];
     expected.extend((0..count).map(FaultPoint::IntentSynced));
     expected.push(FaultPoint::CommitStatePersisted);
     expected.extend((0..count).map(FaultPoint::OperationApplied));

@@ -171,8 +171,26 @@ fn check_outcome(trial: &Trial, fixture: &Fixture, writer: &Writer, raced: &Race
     let superseded = made.as_ref().is_some_and(|(write, _)| *write == Write::Chmod)
         && outcome == "committed"
         && before.get(writer.path) != after.get(writer.path);
+    // A rollback puts back the modes the transaction set, on the writer's
+    // node too when the writer changed only its bytes (locked.txt appended
+    // to after its chmod to 0o000 was applied): their bytes stay, with the
+    // mode from before the transaction.
+    let rolled_back = outcome != "committed";
+    let mode_restored = |node: &support::Node| match (node, now.get(writer.path), before.get(writer.path)) {
+        (
+            support::Node::File { bytes, .. },
+            Some(support::Node::File { bytes: now_bytes, mode: now_mode }),
+            Some(support::Node::File { mode: before_mode, .. }),
+        ) => {
+            rolled_back
+                && made.as_ref().is_some_and(|(write, _)| *write != Write::Chmod)
+                && bytes == now_bytes
+                && now_mode == before_mode
+        }
+        _ => false,
+    };
     if let Some(node) = wrote.filter(|_| !superseded) {
-        let at_path = now.get(writer.path) == Some(&node);
+        let at_path = now.get(writer.path) == Some(&node) || mode_restored(&node);
         let aside = kept.iter().any(|kept| {
             kept.path.as_str() == writer.path
                 && support::node_at(&trial.ws.root.join(kept.kept.as_str())) == Some(node.clone())

@@ -550,8 +550,9 @@ impl CapDir {
 }
 
 /// The inode generation of the open node `fd` (`FS_IOC_GETVERSION`), or
-/// `None` when its filesystem keeps none. The one `unsafe` of this crate: rustix has
-/// no safe wrapper for this request.
+/// `None` when its filesystem keeps none. One of the two `unsafe` calls of
+/// this crate (with [`crate::start_writeback`]): rustix has no safe wrapper
+/// for this request.
 #[allow(unsafe_code)]
 pub(crate) fn generation_of(fd: BorrowedFd<'_>) -> Option<u32> {
     /// `FS_IOC_GETVERSION`: `_IOR('v', 1, long)`.

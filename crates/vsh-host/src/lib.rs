@@ -32,7 +32,7 @@ mod stat;
 #[cfg(test)]
 mod tests;
 
-pub use barriers::{MAX_BARRIER_THREADS, MIN_CONCURRENT_BARRIERS, concurrently};
+pub use barriers::{MAX_BARRIER_THREADS, MIN_CONCURRENT_BARRIERS, concurrently, start_writeback};
 pub use capdir::CapDir;
 pub use counters::{CounterSnapshot, HostCounters};
 pub use error::HostError;
