@@ -62,7 +62,7 @@ pub fn concurrently<T: Sync, E: Send>(items: &[T], barrier: impl Fn(&T) -> Resul
 ///
 /// # Errors
 ///
-/// [`HostError::Io`] naming `path` when the call fails (`EIO`, `ENOSPC`).
+/// [`crate::HostError::Io`] naming `path` when the call fails (`EIO`, `ENOSPC`).
 #[allow(unsafe_code)]
 pub fn start_writeback(file: &std::fs::File, path: &vsh_types::VPath) -> Result<(), crate::HostError> {
     use std::os::fd::AsRawFd;
