@@ -497,9 +497,6 @@ impl Committer {
         txn.write_marker(&self.workspace, &marker, &self.key)
             .map_err(|source| interrupted(CommitError::host("write marker", &txn.marker())(source)))?;
         syncs.file();
-        self.workspace
-            .sync_dir(&txn.root)
-            .map_err(|source| interrupted(CommitError::host("sync marker", &txn.root)(source)))?;
         syncs.dir();
         check(faults, FaultPoint::CommitMarkerSynced)?;
 

@@ -174,14 +174,22 @@ impl TxnDir {
         workspace.rename(&self.journal_next(), &self.journal())
     }
 
-    /// Write the completion marker (`fsync`ed; the caller syncs the directory).
+    /// Write the completion marker and make it durable: the file and the
+    /// directory are `fsync`ed together (a marker that is torn after a crash
+    /// does not decode, and recovery reads it as never written).
     pub(crate) fn write_marker(
         &self,
         workspace: &WritableDir,
         marker: &Marker,
         key: &AuthorityKey,
     ) -> Result<(), HostError> {
-        workspace.create_file_exclusive(&self.marker(), &marker.encode(key), PRIVATE_FILE_MODE).map(|_| ())
+        let path = self.marker();
+        write_starting_writeback(workspace, &path, &marker.encode(key))?;
+        let both = [Some(&path), None];
+        vsh_host::concurrently(&both, |file| match file {
+            Some(path) => workspace.sync_file(path),
+            None => workspace.sync_dir(&self.root),
+        })
     }
 
     /// Write the settled record (a torn one from an earlier crash is replaced)
