@@ -120,9 +120,13 @@ pub(crate) fn run_program(
     limits: &ExecutionLimits,
     options: DriveOptions<'_>,
 ) -> Result<MontyObject, Ended> {
-    let names: Vec<String> = options.functions.iter().map(|name| (*name).to_owned()).collect();
-    let runner =
-        MontyRun::new(code.to_owned(), SCRIPT_NAME, names, CompileOptions::default()).map_err(Ended::Exception)?;
+    let runner = if options.memory_armed {
+        // The worker's allocator counts every byte it holds: nothing is kept
+        // across its runs.
+        compile(code, options.functions)?
+    } else {
+        compiled(code, options.functions)?
+    };
     let inputs: Vec<MontyObject> = options
         .functions
         .iter()
@@ -138,6 +142,69 @@ pub(crate) fn run_program(
     let clock = Instant::now();
     let progress = runner.start(inputs, ResourceTracker::new(resource_limits), PrintWriter::Callback(sink));
     drive(progress, clock, service, sink, limits, options.memory_armed)
+}
+
+/// Parse and compile `code` with `functions` as its input names.
+fn compile(code: &str, functions: &[&str]) -> Result<MontyRun, Ended> {
+    let names: Vec<String> = functions.iter().map(|name| (*name).to_owned()).collect();
+    MontyRun::new(code.to_owned(), SCRIPT_NAME, names, CompileOptions::default()).map_err(Ended::Exception)
+}
+
+/// Programs compiled in this process, most recently used first, at most
+/// [`COMPILED_ENTRIES`] of at most [`COMPILED_MAX_CODE_BYTES`] each. An
+/// agent runs the same program text again and again (a check, a
+/// transformation per file); compiling is a deterministic function of the
+/// text and the input names, and a compiled program is never changed by a
+/// run (each run starts a clone), so a hit is invisible but for the time.
+/// A dozen entries behind one lock: a crate for it would be more than the
+/// code it saves.
+static COMPILED: std::sync::Mutex<Vec<CompiledEntry>> = std::sync::Mutex::new(Vec::new());
+
+/// One compiled program and what it was compiled from.
+struct CompiledEntry {
+    code: String,
+    functions: Vec<String>,
+    runner: MontyRun,
+}
+
+/// How many compiled programs a process keeps.
+const COMPILED_ENTRIES: usize = 16;
+
+/// Longer programs are compiled every time.
+const COMPILED_MAX_CODE_BYTES: usize = 16 * 1024;
+
+/// `code` compiled, from [`COMPILED`] when it holds it (a program that does
+/// not compile is never kept: its error is made again).
+fn compiled(code: &str, functions: &[&str]) -> Result<MontyRun, Ended> {
+    if code.len() > COMPILED_MAX_CODE_BYTES {
+        return compile(code, functions);
+    }
+    let same = |entry: &CompiledEntry| {
+        entry.code == code && entry.functions.iter().map(String::as_str).eq(functions.iter().copied())
+    };
+    {
+        let mut cache = COMPILED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(index) = cache.iter().position(same) {
+            let entry = cache.remove(index);
+            let runner = entry.runner.clone();
+            cache.insert(0, entry);
+            return Ok(runner);
+        }
+    }
+    let runner = compile(code, functions)?;
+    let mut cache = COMPILED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !cache.iter().any(same) {
+        cache.insert(
+            0,
+            CompiledEntry {
+                code: code.to_owned(),
+                functions: functions.iter().map(|name| (*name).to_owned()).collect(),
+                runner: runner.clone(),
+            },
+        );
+        cache.truncate(COMPILED_ENTRIES);
+    }
+    Ok(runner)
 }
 
 /// The exception an aborted run is ended with (the guest cannot catch it).
@@ -298,4 +365,28 @@ fn classify_error(
         return Ended::Limit(LimitExceeded { limit: LimitKind::Memory, attempted, max: limits.max_memory_bytes });
     }
     Ended::Exception(exception)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{COMPILED, COMPILED_ENTRIES, COMPILED_MAX_CODE_BYTES, compiled};
+
+    fn cached(code: &str) -> bool {
+        COMPILED.lock().unwrap().iter().any(|entry| entry.code == code)
+    }
+
+    #[test]
+    fn compiled_programs_are_kept_up_to_the_bound_and_failures_or_long_ones_never() {
+        let unique = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_digit(), "");
+        for index in 0..COMPILED_ENTRIES + 8 {
+            compiled(&format!("x_{unique}_{index} = {index}\nx_{unique}_{index}"), &[]).map_err(|_| ()).unwrap();
+            assert!(COMPILED.lock().unwrap().len() <= COMPILED_ENTRIES);
+        }
+        let bad = format!("def broken_{unique}(:\n");
+        assert!(compiled(&bad, &[]).is_err());
+        assert!(!cached(&bad), "a program that does not compile is kept");
+        let long = format!("# {}\n1", "x".repeat(COMPILED_MAX_CODE_BYTES));
+        compiled(&long, &[]).map_err(|_| ()).unwrap();
+        assert!(!cached(&long), "a program over the size bound is kept");
+    }
 }

@@ -133,3 +133,21 @@ fn monty_lacks_backslashes_in_path_objects() {
     let mut ws = Workspace::empty();
     assert_eq!(ws.eval("from pathlib import Path\nstr(Path('a\\\\b.txt'))"), s("a/b.txt"));
 }
+
+/// Compiled programs are kept per process (`drive.rs`): running the same
+/// text again starts from scratch, sees the workspace as it is now, and a
+/// program that does not compile fails every time.
+#[test]
+fn the_same_program_run_again_starts_fresh_and_reads_the_workspace_anew() {
+    let program = "from pathlib import Path\nseen = []\nseen.append(len(seen))\n(seen, Path('x').read_text())";
+    for content in ["a", "b", "c"] {
+        let mut ws = Workspace::with(&[("x", content.as_bytes())]);
+        for _ in 0..3 {
+            assert_eq!(ws.eval(program), format!("([0], '{content}')"));
+        }
+    }
+    let mut ws = Workspace::with(&[]);
+    for _ in 0..2 {
+        assert_eq!(crate::common::exception(ws.run("def broken(:\n    pass")).type_name, "SyntaxError");
+    }
+}
