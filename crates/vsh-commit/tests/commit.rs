@@ -420,16 +420,26 @@ fn hard_linked_files_content_change_keeps_the_alias_and_mode_change_is_refused()
     Ok(())
 }
 
-#[test]
-fn missing_blob_refuses_with_nothing_written() -> Result {
+/// A workspace whose `a` (`a`) a run changes to `b` and where it creates `c`
+/// holding `created`, and a blob store (in its own directory, returned to
+/// keep it) that holds none of it.
+fn a_changed_and_c_created_with_an_empty_store(
+    created: &'static [u8],
+) -> Result<(Fixture, Run, tempfile::TempDir, BlobStore)> {
     let fx = Fixture::new()?;
     write(&fx.root(), "a", b"a");
     let run = fx.run(|vfs| {
         vfs.write(&p("a"), Arc::from(&b"b"[..]))?;
-        vfs.write(&p("c"), Arc::from(&b"only in the other store"[..]))
+        vfs.write(&p("c"), Arc::from(created))
     })?;
     let other = tempfile::tempdir()?;
     let empty_blobs = BlobStore::open(&DataDir::open_external(other.path())?)?;
+    Ok((fx, run, other, empty_blobs))
+}
+
+#[test]
+fn missing_blob_refuses_with_nothing_written() -> Result {
+    let (fx, run, _other, empty_blobs) = a_changed_and_c_created_with_an_empty_store(b"only in the other store")?;
     let before = fx.tree();
     let error = fx.committer.commit(&run.request(&empty_blobs)).unwrap_err();
     assert!(matches!(error, CommitError::Blob { .. }), "{error:?}");
@@ -440,14 +450,7 @@ fn missing_blob_refuses_with_nothing_written() -> Result {
 
 #[test]
 fn contents_held_in_memory_are_staged_without_the_blob_store_and_checked_first() -> Result {
-    let fx = Fixture::new()?;
-    write(&fx.root(), "a", b"a");
-    let run = fx.run(|vfs| {
-        vfs.write(&p("a"), Arc::from(&b"b"[..]))?;
-        vfs.write(&p("c"), Arc::from(&b"only in memory"[..]))
-    })?;
-    let other = tempfile::tempdir()?;
-    let empty_blobs = BlobStore::open(&DataDir::open_external(other.path())?)?;
+    let (fx, run, _other, empty_blobs) = a_changed_and_c_created_with_an_empty_store(b"only in memory")?;
     // Bytes that are not their digest's (of the right sizes) are refused
     // before anything is written.
     let before = fx.tree();
