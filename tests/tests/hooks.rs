@@ -195,6 +195,37 @@ fn events_carry_hash_verified_content_evidence() {
 }
 
 #[test]
+fn a_file_deleted_unread_is_shown_to_reviewers_while_its_stamp_holds() {
+    let dir = files();
+    // Settled: the file's last change lies past the point where a delete
+    // that never read it records its stamp instead of reading it.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let runtime = hooked(&dir, HookScope::ReviewRequired);
+    let preview = runtime.preview(&RunRequest::new(DELETE).with_detail(vsh::ReceiptDetail::Full)).unwrap();
+    assert_eq!(preview.state, TransactionState::PendingApproval, "{:?}", preview.decision);
+    let before = preview.changes[0].before.unwrap();
+    assert!(before.content.is_none() && before.stamp.is_some(), "{before:?}");
+    // The hook sees the bytes, named by their digest; the review shows them.
+    let CommitPreparation::Review(event) = runtime.prepare_commit(preview.transaction).unwrap() else { panic!() };
+    assert!(event.content_complete);
+    let old = event.contents.iter().find(|c| c.path.as_str() == "old.txt" && !c.after).unwrap();
+    assert_eq!((old.bytes.as_slice(), old.blob), (&b"old\n"[..], vsh::BlobId::of(b"old\n")));
+    let review = runtime.review(preview.transaction).unwrap();
+    assert!(review[0].hunks.as_ref().is_ok_and(|hunks| hunks.contains("-old")), "{review:?}");
+    // The same bytes written again are another version: no longer shown, and
+    // the commit is stale rather than deleting what nobody reviewed.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    std::fs::write(dir.path().join("old.txt"), "old\n").unwrap();
+    let review = runtime.review(preview.transaction).unwrap();
+    assert_eq!(review[0].hunks, Err(vsh::NoHunks::Unavailable));
+    let Err(VshError::HookRequired(again)) = runtime.commit(preview.transaction, 1) else { panic!() };
+    assert!(!again.content_complete);
+    let result = runtime.resolve_commit(&again, HookDecision::Approve { reason: "looks fine".into() }, 2);
+    assert!(matches!(result, Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))), "{result:?}");
+    assert_eq!(std::fs::read(dir.path().join("old.txt")).unwrap(), b"old\n");
+}
+
+#[test]
 fn a_cancellation_during_execution_stores_nothing() {
     let dir = workspace(&[("old.txt", "old\n")]);
     let runtime = Runtime::open(config(dir.path())).unwrap();

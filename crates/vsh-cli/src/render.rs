@@ -239,7 +239,11 @@ fn state_text(state: Option<&NodeState>) -> String {
     state.map_or_else(
         || "-".to_owned(),
         |state| {
-            let content = state.content.map(|id| format!(" {}", id.short())).unwrap_or_default();
+            let content = match (state.content, state.stamp) {
+                (Some(id), _) => format!(" {}", id.short()),
+                (None, Some(_)) => " unread".to_owned(),
+                (None, None) => String::new(),
+            };
             format!("{} {:o} {}B{content}", state.kind.name(), state.mode, state.size)
         },
     )

@@ -420,7 +420,8 @@ pub(crate) fn installed_identities(plan: &Plan, witnesses: &[(u64, u64)]) -> BTr
 /// `identity` is given, is that node.
 ///
 /// Files are re-hashed; a file whose mode denies its owner reading is checked
-/// by kind, size and mode (and identity, when known).
+/// by kind, size and mode (and identity, when known); an unread file (a
+/// before state with a stamp) by kind, size, mode, identity and mtime.
 pub(crate) fn holds(
     view: &LiveView<'_>,
     path: &VPath,
@@ -434,6 +435,18 @@ pub(crate) fn holds(
         && !identity.is(view.dir, path, stat.identity.ino)?
     {
         return Ok(false);
+    }
+    if let Some(stamp) = expected.stamp {
+        // An unread file the rollback put back: moving it out and back
+        // changed its ctime, so it is the same file by kind, size, mode,
+        // identity and mtime (its bytes were never read, so there is no
+        // digest to compare).
+        return Ok(stat.kind == vsh_host::HostKind::File
+            && stat.size == expected.size
+            && stat.mode == expected.mode
+            && stat.identity.dev == stamp.dev
+            && stat.identity.ino == stamp.ino
+            && i64::try_from(stat.mtime_ns).ok() == Some(stamp.mtime_ns));
     }
     Ok(match view.matches_state(path, &stat, expected)? {
         Ok(matches) => matches,

@@ -13,7 +13,8 @@
 //!
 //! A path below a symlink or a non-directory is unreachable: a conflict only if
 //! the dependency says the path existed. Each diff entry's `before` state must
-//! equal the live state exactly (kind, size, mode, content). Beyond those,
+//! equal the live state exactly (kind, size, mode, content; for a file deleted
+//! unread, its stamp: device, inode, mtime and ctime). Beyond those,
 //! revalidation checks what applying needs: a directory to be removed holds
 //! no child the diff does not remove, and the parent of every created path is
 //! a live directory unless the diff creates it.

@@ -370,6 +370,90 @@ fn deleted_file_edited_externally_is_stale_and_kept() -> Result {
     Ok(())
 }
 
+/// Let the fixture's last change lie past the point where a file deleted
+/// unread is known by its stamp (100 ms).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(150));
+}
+
+#[test]
+fn a_file_deleted_unread_commits_by_its_stamp_without_being_read() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "victim", b"v1");
+    write(&root, "tree/a", b"a");
+    write(&root, "tree/b/c", b"c");
+    settle();
+    let run = fx.run(|vfs| {
+        vfs.unlink(&p("victim"))?;
+        vfs.remove_tree(&p("tree"))
+    })?;
+    let unread: Vec<_> = run.diff.entries().iter().filter(|e| e.before.is_some_and(|b| b.stamp.is_some())).collect();
+    assert_eq!(unread.len(), 3, "{:?}", run.diff.entries());
+    let reads = fx.ws.dir.counters().snapshot().reads;
+    fx.commit(&run)?;
+    assert_eq!(fx.ws.dir.counters().snapshot().reads, reads, "revalidation read no deleted file");
+    assert!(!root.join("victim").exists() && !root.join("tree").exists());
+    Ok(())
+}
+
+#[test]
+fn a_file_deleted_unread_and_changed_since_is_stale_even_with_its_mtime_put_back() -> Result {
+    // Rewritten with other bytes of the same size, its mtime set back: only
+    // the ctime tells, and it does.
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "victim", b"v1");
+    settle();
+    let run = fx.run(|vfs| vfs.unlink(&p("victim")))?;
+    assert!(run.diff.entries()[0].before.is_some_and(|before| before.stamp.is_some()));
+    let mtime = std::fs::metadata(root.join("victim"))?.modified()?;
+    settle();
+    write(&root, "victim", b"v2");
+    std::fs::File::options().write(true).open(root.join("victim"))?.set_modified(mtime)?;
+    assert_eq!(std::fs::metadata(root.join("victim"))?.modified()?, mtime);
+    let error = fx.commit(&run).unwrap_err();
+    assert_eq!(stale_paths(&error), vec![("victim".to_owned(), ConflictReason::Precondition)]);
+    assert_eq!(std::fs::read(root.join("victim"))?, b"v2");
+
+    // The same bytes written again are another version too: unread, there
+    // is nothing to tell them from other bytes, so the commit is stale
+    // rather than deleting what it never saw.
+    settle();
+    let run = fx.run(|vfs| vfs.unlink(&p("victim")))?;
+    assert!(run.diff.entries()[0].before.is_some_and(|before| before.stamp.is_some()));
+    settle();
+    write(&root, "victim", b"v2");
+    assert_eq!(stale_paths(&fx.commit(&run).unwrap_err()).len(), 1);
+    // Replaced by another file (another inode) with the same bytes: stale.
+    settle();
+    let run = fx.run(|vfs| vfs.unlink(&p("victim")))?;
+    assert!(run.diff.entries()[0].before.is_some_and(|before| before.stamp.is_some()));
+    std::fs::remove_file(root.join("victim"))?;
+    write(&root, "victim", b"v2");
+    assert_eq!(stale_paths(&fx.commit(&run).unwrap_err()).len(), 1);
+    assert_eq!(std::fs::read(root.join("victim"))?, b"v2");
+    Ok(())
+}
+
+#[test]
+fn a_file_read_then_deleted_keeps_its_digest_and_a_touched_mtime_is_not_stale() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "victim", b"v1");
+    settle();
+    let run = fx.run(|vfs| {
+        vfs.read(&p("victim"))?;
+        vfs.unlink(&p("victim"))
+    })?;
+    assert_eq!(run.diff.entries()[0].before.and_then(|before| before.stamp), None);
+    // A touch moves the stamp but not the bytes the run read: not stale.
+    std::fs::File::options().write(true).open(root.join("victim"))?.set_modified(SystemTime::now())?;
+    fx.commit(&run)?;
+    assert!(!root.join("victim").exists());
+    Ok(())
+}
+
 #[test]
 fn conflicts_are_capped_but_counted() -> Result {
     let fx = Fixture::new()?;
@@ -754,7 +838,7 @@ fn commit_recorded(
 #[test]
 fn a_diff_with_more_entries_than_a_plan_holds_is_refused_before_anything_is_looked_at() -> Result {
     let fx = Fixture::new()?;
-    let directory = Some(NodeState { kind: NodeKind::Directory, size: 0, mode: 0o755, content: None });
+    let directory = Some(NodeState { kind: NodeKind::Directory, size: 0, mode: 0o755, content: None, stamp: None });
     // Not even a valid diff (no parent directory for any of them): the bound is checked first.
     let entries = usize::try_from(vsh_commit::format::MAX_PLAN_ENTRIES).unwrap() + 1;
     let diff = canonical(

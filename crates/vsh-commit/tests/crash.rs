@@ -122,6 +122,46 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
     Ok(())
 }
 
+#[test]
+fn a_crash_at_every_fault_point_of_deletes_made_unread_recovers_to_exactly_before_or_after() -> Result {
+    use support::fixture::{build_deletes, deletes};
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let trial = Trial::of(&blobs, build_deletes, deletes, true)?;
+    // The deleted files are known by their stamps: nothing of them was read.
+    let stamped: Vec<&str> = trial
+        .run
+        .diff
+        .entries()
+        .iter()
+        .filter(|entry| entry.before.is_some_and(|before| before.stamp.is_some()))
+        .map(|entry| entry.path.as_str())
+        .collect();
+    assert_eq!(stamped, ["del/a", "del/b", "del/sub/c", "solo.txt"]);
+    let before = trial.ws.tree();
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let recorder = CrashAt::recording();
+    trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &recorder)?;
+    let reference = Reference { before, after: trial.ws.tree(), points: recorder.seen(), operations: 0 };
+    assert!(reference.points.contains(&FaultPoint::OperationApplied(0)));
+    for point in reference.points.iter().copied() {
+        let trial = Trial::of(&blobs, build_deletes, deletes, true)?;
+        let ledger = MemoryLedger::new();
+        let transaction = trial.run.transaction;
+        ledger.insert(transaction, TransactionState::Revalidating);
+        let error = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(point));
+        assert!(matches!(error, Err(CommitError::FaultInjected(at)) if at == point), "{point}: {error:?}");
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert!(report.is_clean(), "{point}: {:?}", report.conflicts);
+        // The files put back by a rollback are the files deleted: same
+        // inode, size, mode and mtime (the move changed their ctime).
+        assert!(report.unresolved.is_empty(), "{point}: {:?}", report.unresolved);
+        check_outcome(&trial, &reference, point, ledger.get(transaction));
+    }
+    Ok(())
+}
+
 /// A trial whose commit crashed with every operation applied (so recovery rolls all of them back).
 fn crashed_with_everything_applied(blobs: &BlobStore, last: u32) -> Result<(Trial, MemoryLedger)> {
     let trial = Trial::new(blobs)?;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use vsh_commit::{CommitError, FaultInjector, FaultPoint};
-use vsh_types::TransactionState;
+use vsh_types::{TransactionId, TransactionState};
 use vsh_vfs::{VfsError, VirtualFs};
 
 use support::child::{DATA, ROLE, TRIAL, spawn, wait_exit, wait_for, wait_ready, wait_signal};
@@ -58,6 +58,10 @@ fn commit_child(
     let run = ws.run(&blobs, ops).expect("run the transaction");
     let ledger = FileLedger::open(&trial.join(format!("ledger{}", who.map_or(String::new(), |who| format!("-{who}")))));
     ledger.insert(run.transaction, TransactionState::Revalidating);
+    // The transaction's id, for the parent to look up in the ledger: a run
+    // that deleted settled files unread names them by their stamps, so the
+    // id differs from one trial's tree to the next.
+    std::fs::write(trial.join("transaction"), run.transaction.as_bytes()).expect("record the transaction");
     let ready = trial.join(who.map_or_else(|| "ready".to_owned(), |who| format!("ready-{who}")));
     std::fs::write(ready, b"").expect("signal ready");
     if who.is_some() {
@@ -147,6 +151,12 @@ fn big_transaction(vfs: &mut VirtualFs) -> std::result::Result<(), VfsError> {
     Ok(())
 }
 
+/// The transaction the child of `trial` committed.
+fn transaction_of(trial: &Path) -> Result<TransactionId> {
+    let bytes: [u8; 32] = std::fs::read(trial.join("transaction"))?.try_into().map_err(|_| "a 32-byte id")?;
+    Ok(TransactionId::from_bytes(bytes))
+}
+
 /// A fresh trial directory holding `ws/` with the before tree.
 fn new_trial(parent: &Path, name: &str) -> Result<PathBuf> {
     let trial = parent.join(name);
@@ -173,7 +183,6 @@ fn sigkill_at_any_moment_of_a_commit_never_leaves_a_partial_state() -> Result {
     assert!(run.diff.len() >= 250, "{} changed paths", run.diff.len());
     ws.committer.commit(&run.request(&blobs))?;
     let after: Tree = ws.tree();
-    let transaction = run.transaction;
 
     // Calibrate: how long a child's commit takes from `ready` to exit.
     let trial = new_trial(scratch.path(), "calibration")?;
@@ -212,7 +221,7 @@ fn sigkill_at_any_moment_of_a_commit_never_leaves_a_partial_state() -> Result {
         let report = ws.committer.recover(&ledger)?;
         assert!(report.is_clean(), "trial {index}: {:?}", report.conflicts);
         let tree = ws.tree();
-        let state = ledger.get(transaction);
+        let state = ledger.get(transaction_of(&trial)?);
         if tree == after {
             saw_after += 1;
             assert_eq!(state, Some(TransactionState::Committed), "trial {index}");

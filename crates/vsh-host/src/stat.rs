@@ -79,6 +79,18 @@ impl HostStat {
         }
     }
 
+    /// This object's [`vsh_types::FileStamp`] (device, inode, mtime, ctime),
+    /// or `None` when a time does not fit the stamp's 64-bit nanoseconds
+    /// (before 1678 or after 2262).
+    pub fn file_stamp(&self) -> Option<vsh_types::FileStamp> {
+        Some(vsh_types::FileStamp {
+            dev: self.identity.dev,
+            ino: self.identity.ino,
+            mtime_ns: i64::try_from(self.mtime_ns).ok()?,
+            ctime_ns: i64::try_from(self.ctime_ns).ok()?,
+        })
+    }
+
     /// Whether the content may have changed between two stats of the same open
     /// file: size, mtime, ctime or inode differ.
     pub(crate) fn content_changed(&self, later: &HostStat) -> bool {

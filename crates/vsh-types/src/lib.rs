@@ -29,7 +29,7 @@ pub use digest::{
     PrincipalId, ProgramDigest, ReadSetDigest, RuntimeConfigDigest, SnapshotId, TransactionId, WriteSetDigest,
 };
 pub use layout::{DataPlacement, RUNTIME_DIR_NAME, VshLayout};
-pub use node::{MODE_MASK, NodeKind, NodeState};
+pub use node::{FileStamp, MODE_MASK, NodeKind, NodeState};
 pub use path::{VPath, VPathError};
 pub use readset::{Dependency, ReadSet, names_digest};
 pub use state::{TransactionState, TransitionError};

@@ -72,6 +72,36 @@ pub(crate) struct Base {
     listed_kinds: std::collections::HashMap<VPath, NodeKind>,
     /// Directory entries left out of listings so far (names no guest can spell).
     pub(crate) unlisted: u64,
+    /// The wall clock when this base was opened, nanoseconds since the Unix
+    /// epoch (0 if the clock reads earlier): no observation of the base is
+    /// older, so it bounds from below the time every stamp was taken.
+    pub(crate) opened_at_ns: i128,
+}
+
+/// How long a file's last status change must lie before the base was opened
+/// for its stamp to stand for its content: the kernel stamps a change with a
+/// clock that lags the wall clock by up to one tick (4 ms at 250 Hz, 10 ms at
+/// 100 Hz) and rounds it to the filesystem's granularity (1 ns on ext4, xfs,
+/// btrfs and tmpfs; 10 ms on exFAT), so a later change of a file whose
+/// ctime lies this far back gets another ctime.
+const STAMP_SETTLE_NS: i128 = 100_000_000;
+/// The same for a file whose times are whole seconds (a filesystem that may
+/// keep seconds only, or 2 s as FAT does).
+const STAMP_SETTLE_WHOLE_SECONDS_NS: i128 = 3_000_000_000;
+
+/// The stamp of the file `stat` describes, if it may stand for the file's
+/// content: its last status change lies far enough before `opened_at_ns`
+/// (see [`STAMP_SETTLE_NS`]) that any later write, truncate, chmod or rename
+/// moves the ctime. `None` (hash the file instead) when the change is recent,
+/// in the future, or the times do not fit a stamp.
+pub(crate) fn settled_stamp(stat: &HostStat, opened_at_ns: i128) -> Option<vsh_types::FileStamp> {
+    const SECOND: i128 = 1_000_000_000;
+    let whole_seconds = stat.ctime_ns % SECOND == 0 && stat.mtime_ns % SECOND == 0;
+    let settle = if whole_seconds { STAMP_SETTLE_WHOLE_SECONDS_NS } else { STAMP_SETTLE_NS };
+    if opened_at_ns.saturating_sub(stat.ctime_ns) < settle {
+        return None;
+    }
+    stat.file_stamp()
 }
 
 /// The file every vsh data directory holds: the transaction log.
@@ -99,6 +129,9 @@ impl Base {
             store_dirs: BTreeMap::new(),
             listed_kinds: std::collections::HashMap::new(),
             unlisted: 0,
+            opened_at_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| i128::try_from(since.as_nanos()).unwrap_or(0)),
         }
     }
 
@@ -342,9 +375,28 @@ impl Base {
             NodeKind::File => NodeState::file(size, mode, self.digest(path)?),
             NodeKind::Symlink => {
                 let digest = self.digest(path)?;
-                NodeState { kind, size, mode: 0o777, content: Some(digest) }
+                NodeState { kind, size, mode: 0o777, content: Some(digest), stamp: None }
             }
         }))
+    }
+
+    /// The state of a base node the run deletes: as [`Base::state`], except
+    /// that a file whose bytes the run never read is not read now. It is known
+    /// by its [`vsh_types::FileStamp`] when the stamp is settled (see
+    /// [`settled_stamp`]), and hashed otherwise. Records kind, size and mode
+    /// as dependencies, and content only when it hashed.
+    pub(crate) fn state_for_delete(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        let opened_at_ns = self.opened_at_ns;
+        let Some((kind, size, mode)) = self.metadata(path)? else { return Ok(None) };
+        if kind == NodeKind::File {
+            let node = self.observed_node(path);
+            if node.digest.is_none()
+                && let Some(stamp) = settled_stamp(&node.stat, opened_at_ns)
+            {
+                return Ok(Some(NodeState::unread_file(size, mode, stamp)));
+            }
+        }
+        self.state(path)
     }
 
     /// The sorted child names of a base directory, recorded as a listing dependency.
@@ -456,6 +508,11 @@ impl Base {
             present(self, &child(STORE_LOG))? == Some(HostKind::File) && present(self, &child(STORE_LOCK))?.is_some();
         self.store_dirs.insert(dir.clone(), store);
         Ok(store)
+    }
+
+    /// The stamp of an observed base node (see [`vsh_host::HostStat::file_stamp`]).
+    pub(crate) fn observed_stamp(&self, path: &VPath) -> Option<vsh_types::FileStamp> {
+        self.observed.get(path).and_then(Option::as_ref).and_then(|node| node.stat.file_stamp())
     }
 
     fn observed_node(&self, path: &VPath) -> &BaseNode {

@@ -219,6 +219,26 @@ impl VirtualFs {
         self.base_state(path)
     }
 
+    /// Whether the base still holds `expected` at `path` (`None`: nothing
+    /// there), observed and recorded as [`Self::base_state_of`] does. A file
+    /// known by its stamp (deleted unread) is compared by kind, size, mode
+    /// and stamp, and not read.
+    pub fn base_holds(&mut self, path: &VPath, expected: Option<&NodeState>) -> Result<bool, VfsError> {
+        if let Some(expected) = expected
+            && let Some(stamp) = expected.stamp
+        {
+            if !self.base_reachable(path)? {
+                return Ok(false);
+            }
+            let Some((kind, size, mode)) = self.base.metadata(path)? else { return Ok(false) };
+            return Ok(kind == NodeKind::File
+                && size == expected.size
+                && mode == expected.mode
+                && self.base.observed_stamp(path) == Some(stamp));
+        }
+        Ok(self.base_state(path)?.as_ref() == expected)
+    }
+
     // ----- resolution -----
 
     /// Resolve every proper ancestor of `path`; returns whether base nodes still
@@ -754,7 +774,9 @@ impl VirtualFs {
     /// The canonical diff: every path whose final state differs from the base,
     /// sorted by path. Computing it observes (and records as dependencies) the
     /// before state of every changed path, including every descendant of a
-    /// removed or replaced base directory.
+    /// removed or replaced base directory. A deleted file the run never read
+    /// is not read: its before state carries its stamp instead of a digest
+    /// when the stamp is settled.
     pub fn canonical_diff(&mut self) -> Result<CanonicalDiff, VfsError> {
         let mut candidates: BTreeSet<VPath> = BTreeSet::new();
         let roots: Vec<(VPath, bool)> = self
@@ -770,8 +792,10 @@ impl VirtualFs {
         }
         let mut entries = Vec::new();
         for path in candidates {
-            let before = self.base_state(&path)?;
             let after = self.final_state(&path)?;
+            // A file that ends absent is not read to be deleted: unread, it
+            // is known by its stamp (BRIEF §3).
+            let before = if after.is_none() { self.base_state_for_delete(&path)? } else { self.base_state(&path)? };
             if let Some(entry) = DiffEntry::between(path, before, after) {
                 entries.push(entry);
             }
@@ -825,6 +849,15 @@ impl VirtualFs {
             return Ok(None);
         }
         self.base.state(path)
+    }
+
+    /// [`Self::base_state`] of a path the diff deletes (see
+    /// `Base::state_for_delete`).
+    fn base_state_for_delete(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        if !self.base_reachable(path)? {
+            return Ok(None);
+        }
+        self.base.state_for_delete(path)
     }
 
     /// The final (virtual) state of `path`, or `None` when absent.

@@ -13,17 +13,25 @@ use vsh_types::{BlobId, DiffEntry, NodeKind, NodeState, VPath};
 use crate::{ContentSource, VfsError, VirtualFs};
 
 /// The live bytes of the file at `path` in `workspace`, if they still are the
-/// file `state` describes (its content digest): for showing a reviewer a
-/// before-state from the disk only when the disk still holds it. Read through
-/// the handle without following any symlink and bounded by `state`'s size;
-/// `None` when the file changed, went, is not a file, or cannot be read.
+/// file `state` describes (its content digest, or for a file deleted unread
+/// its stamp, size and mode, checked on a read the host saw stable): for
+/// showing a reviewer a before-state from the disk only when the disk still
+/// holds it. Read through the handle without following any symlink and
+/// bounded by `state`'s size; `None` when the file changed, went, is not a
+/// file, or cannot be read.
 pub fn live_content_if_unchanged(workspace: &CapDir, path: &VPath, state: &NodeState) -> Option<Vec<u8>> {
     if state.kind != NodeKind::File {
         return None;
     }
-    let expected = state.content?;
     let read = workspace.read_file(path, state.size).ok()?;
-    (BlobId::of(&read.bytes) == expected).then_some(read.bytes)
+    let unchanged = match (state.content, state.stamp) {
+        (Some(expected), _) => BlobId::of(&read.bytes) == expected,
+        (None, Some(stamp)) => {
+            read.stat.file_stamp() == Some(stamp) && read.stat.size == state.size && read.stat.mode == state.mode
+        }
+        (None, None) => false,
+    };
+    unchanged.then_some(read.bytes)
 }
 
 /// Bounds on the text rendered for review.
@@ -97,7 +105,7 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
     let mut out = Vec::new();
     for entry in entries {
         let is_file = |state: Option<vsh_types::NodeState>| state.is_none_or(|s| s.kind == NodeKind::File);
-        let content_changed = entry.before.map(|s| s.content) != entry.after.map(|s| s.content);
+        let content_changed = entry.before.map(|s| (s.content, s.stamp)) != entry.after.map(|s| (s.content, s.stamp));
         if !is_file(entry.before) || !is_file(entry.after) || !content_changed {
             out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::NotFileContent) });
             continue;

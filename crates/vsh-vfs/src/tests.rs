@@ -383,20 +383,33 @@ fn build_base(root: &Path, spec: &[(usize, bool)]) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
     #[test]
-    fn diff_replayed_on_the_base_reproduces_the_overlay(base in base_strategy(), ops in proptest::collection::vec(op_strategy(), 1..24)) {
+    fn diff_replayed_on_the_base_reproduces_the_overlay(base in base_strategy(), ops in proptest::collection::vec(op_strategy(), 1..24), aged in any::<bool>()) {
         let dir = tempfile::tempdir().unwrap();
         build_base(dir.path(), &base);
         let mut initial = vfs_over(dir.path());
         let mut model = walk(&mut initial);
 
+        // Aged: every base file's last change lies long before the image
+        // was opened, so a file deleted unread is known by its stamp.
         let mut vfs = vfs_over(dir.path());
+        if aged {
+            age(&mut vfs);
+        }
         for op in &ops {
             apply(&mut vfs, op).unwrap();
         }
         let diff = vfs.canonical_diff().unwrap();
         prop_assert_eq!(vfs.canonical_diff().unwrap().digest(), diff.digest());
         for entry in diff.entries() {
-            prop_assert_eq!(model.get(&entry.path).copied(), entry.before, "before state of {}", entry.path);
+            let before = match entry.before {
+                Some(before) if before.stamp.is_some() => {
+                    prop_assert!(aged && entry.after.is_none(), "a stamp only for a delete of a settled file");
+                    prop_assert_eq!(before.stamp, disk_stamp(dir.path(), &entry.path), "stamp of {}", entry.path);
+                    model.get(&entry.path).map(|model| NodeState { content: model.content, stamp: None, ..before })
+                }
+                other => other,
+            };
+            prop_assert_eq!(model.get(&entry.path).copied(), before, "before state of {}", entry.path);
             match entry.after {
                 Some(state) => { model.insert(entry.path.clone(), state); }
                 None => { model.remove(&entry.path); }
@@ -407,11 +420,113 @@ proptest! {
 
         // Deterministic: a fresh image replaying the same operations gives the same diff.
         let mut again = vfs_over(dir.path());
+        if aged {
+            age(&mut again);
+        }
         for op in &ops {
             apply(&mut again, op).unwrap();
         }
         prop_assert_eq!(again.canonical_diff().unwrap(), diff);
     }
+}
+
+/// Move the image's opening time 10 s on, as if every base file had been
+/// written long before it was opened.
+fn age(vfs: &mut VirtualFs) {
+    vfs.base.opened_at_ns += 10_000_000_000;
+}
+
+/// The stamp `lstat` gives the file at `path` below `root`.
+fn disk_stamp(root: &Path, path: &VPath) -> Option<vsh_types::FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(root.join(path.as_str())).ok()?;
+    Some(vsh_types::FileStamp {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+    })
+}
+
+#[test]
+fn a_file_deleted_unread_is_known_by_its_stamp_and_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for file in ["gone.txt", "read.txt", "t/a", "t/b", "t/u/c"] {
+        write(root, file, b"bytes");
+    }
+    let mut vfs = vfs_over(root);
+    age(&mut vfs);
+    vfs.read(&p("read.txt")).unwrap();
+    vfs.unlink(&p("gone.txt")).unwrap();
+    vfs.unlink(&p("read.txt")).unwrap();
+    vfs.remove_tree(&p("t")).unwrap();
+    let reads_before = vfs.host().counters().snapshot().reads;
+    let diff = vfs.canonical_diff().unwrap();
+    assert_eq!(vfs.host().counters().snapshot().reads, reads_before, "computing the diff read no file");
+    let mut stamped = Vec::new();
+    for entry in diff.entries() {
+        let before = entry.before.unwrap();
+        assert_eq!(before.check(), Ok(()));
+        if before.kind == NodeKind::File && entry.path.as_str() != "read.txt" {
+            assert_eq!(before.content, None, "{}", entry.path);
+            assert_eq!(before.stamp, disk_stamp(root, &entry.path), "{}", entry.path);
+            assert_eq!((before.size, before.mode), (5, 0o644 & !umask()));
+            stamped.push(entry.path.as_str().to_owned());
+        }
+    }
+    assert_eq!(stamped, ["gone.txt", "t/a", "t/b", "t/u/c"]);
+    // A file the run read keeps its digest: the bytes were read anyway.
+    let read = diff.entries().iter().find(|entry| entry.path.as_str() == "read.txt").unwrap();
+    assert_eq!(read.before, Some(NodeState::file_with(b"bytes", 0o644 & !umask())));
+    // The read set depends on what was stat'ed, not on unread bytes.
+    assert_eq!(vfs.read_set().entries[&p("gone.txt")].content, None);
+    // The base still holds the stamped state; a changed file no longer does.
+    let gone = diff.entries()[0].before;
+    assert!(vfs.base_holds(&p("gone.txt"), gone.as_ref()).unwrap());
+    write(root, "gone.txt", b"BYTES");
+    let mut fresh = vfs_over(root);
+    assert!(!fresh.base_holds(&p("gone.txt"), gone.as_ref()).unwrap());
+}
+
+#[test]
+fn a_recently_changed_file_is_hashed_before_it_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "new.txt", b"fresh");
+    // Not aged: the file changed just now, within the clock's tick of the
+    // image's opening, so a later write might keep its ctime.
+    let mut vfs = vfs_over(dir.path());
+    vfs.unlink(&p("new.txt")).unwrap();
+    let diff = vfs.canonical_diff().unwrap();
+    assert_eq!(diff.entries()[0].before, Some(NodeState::file_with(b"fresh", 0o644 & !umask())));
+}
+
+#[test]
+fn a_stamp_is_trusted_only_once_the_clock_has_moved_past_the_last_change() {
+    const MS: i128 = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "f", b"x");
+    let stat = CapDir::open(dir.path()).unwrap().lstat(&p("f")).unwrap().unwrap();
+    let at = |ctime_ns: i128, mtime_ns: i128| vsh_host::HostStat { ctime_ns, mtime_ns, ..stat };
+    let opened = 1_800_000_000_500 * MS;
+    // Sub-second times: 100 ms must have passed.
+    assert!(crate::base::settled_stamp(&at(opened - 100 * MS, opened - 200 * MS), opened).is_some());
+    assert!(crate::base::settled_stamp(&at(opened - 99 * MS, opened - 200 * MS), opened).is_none());
+    // A change after the opening (a clock that stepped back) is never settled.
+    assert!(crate::base::settled_stamp(&at(opened + MS, opened), opened).is_none());
+    // Whole-second times may come from a filesystem that keeps seconds: 3 s.
+    let whole = 1_800_000_000_000 * MS;
+    assert!(crate::base::settled_stamp(&at(whole, whole), whole + 2_999 * MS).is_none());
+    assert!(crate::base::settled_stamp(&at(whole, whole), whole + 3_000 * MS).is_some());
+    let stamp = crate::base::settled_stamp(&at(opened - 200 * MS, opened - 300 * MS), opened).unwrap();
+    assert_eq!((stamp.ctime_ns, stamp.mtime_ns), ((opened - 200 * MS) as i64, (opened - 300 * MS) as i64));
+    assert_eq!((stamp.dev, stamp.ino), (stat.identity.dev, stat.identity.ino));
+}
+
+fn umask() -> u32 {
+    let probe = tempfile::tempdir().unwrap();
+    write(probe.path(), "probe", b"");
+    0o777 & !std::fs::metadata(probe.path().join("probe")).unwrap().permissions().mode() & 0o666
 }
 
 #[test]
@@ -454,6 +569,20 @@ fn live_content_is_shown_only_while_the_disk_still_holds_the_state() {
     assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &state), None);
     std::fs::remove_file(dir.path().join("a.txt")).unwrap();
     assert_eq!(crate::live_content_if_unchanged(&workspace, &p("a.txt"), &state), None);
+
+    // A file deleted unread is shown while its stamp, size and mode hold.
+    write(dir.path(), "b.txt", b"unread");
+    let stamp = disk_stamp(dir.path(), &p("b.txt")).unwrap();
+    let mode = std::fs::metadata(dir.path().join("b.txt")).unwrap().permissions().mode() & 0o7777;
+    let unread = NodeState::unread_file(6, mode, stamp);
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("b.txt"), &unread), Some(b"unread".to_vec()));
+    let other_mode = NodeState { mode: mode ^ 0o100, ..unread };
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("b.txt"), &other_mode), None);
+    // Rewritten with the same bytes once the clock has moved on (the
+    // premise of a settled stamp): another version, not shown.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    write(dir.path(), "b.txt", b"unread");
+    assert_eq!(crate::live_content_if_unchanged(&workspace, &p("b.txt"), &unread), None);
 }
 
 #[test]

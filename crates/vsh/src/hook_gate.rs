@@ -6,7 +6,7 @@
 
 use vsh_host::CapDir;
 use vsh_store::ApprovalGrant;
-use vsh_types::{NodeKind, PrincipalId, TransactionId, TransactionState};
+use vsh_types::{BlobId, NodeKind, PrincipalId, TransactionId, TransactionState};
 
 use crate::VshError;
 use crate::evidence::Evidence;
@@ -201,7 +201,9 @@ impl HookGate {
 /// Before and after contents of changed files, from hash-verified bytes
 /// only: after-states from a held preview's memory, the artifact's inline
 /// contents or the blob store, before-states from the workspace when (and
-/// only when) the live bytes still hash to the recorded state.
+/// only when) the live bytes still hash to the recorded state (for a file
+/// deleted unread: when its stamp still matches; its blob is then the
+/// digest of the bytes read).
 fn content_evidence(
     sources: &Sources<'_>,
     artifact: &vsh_store::PendingArtifact,
@@ -214,24 +216,30 @@ fn content_evidence(
     for entry in diff {
         for (after, state) in [(false, entry.before), (true, entry.after)] {
             let Some(state) = state.filter(|state| state.kind == NodeKind::File) else { continue };
-            let Some(blob) = state.content else { continue };
+            if state.content.is_none() && state.stamp.is_none() {
+                continue;
+            }
             if budget == 0 || spent.saturating_add(state.size) > budget {
                 complete = false;
                 continue;
             }
-            let bytes = if after {
+            let bytes = match (after, state.content) {
                 // A held preview's own bytes, else the store's (a missing or
                 // corrupt blob is a store failure, never "not reviewed").
-                match sources.previews.content(blob).or_else(|| artifact.contents.get(&blob).cloned()) {
-                    Some(bytes) => Some(bytes.to_vec()),
-                    None => Some(sources.records.blobs().get(blob, state.size)?),
+                (true, Some(blob)) => {
+                    match sources.previews.content(blob).or_else(|| artifact.contents.get(&blob).cloned()) {
+                        Some(bytes) => Some(bytes.to_vec()),
+                        None => Some(sources.records.blobs().get(blob, state.size)?),
+                    }
                 }
-            } else {
-                vsh_vfs::live_content_if_unchanged(sources.workspace, &entry.path, &state)
+                (true, None) => None,
+                // By digest, or for a file deleted unread by its stamp.
+                (false, _) => vsh_vfs::live_content_if_unchanged(sources.workspace, &entry.path, &state),
             };
             match bytes {
                 Some(bytes) => {
                     spent += state.size;
+                    let blob = state.content.unwrap_or_else(|| BlobId::of(&bytes));
                     contents.push(ReviewContent { path: entry.path.clone(), after, blob, bytes });
                 }
                 None => complete = false,

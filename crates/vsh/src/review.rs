@@ -1,5 +1,6 @@
 //! The review of a stored transaction: unified hunks of every changed text
-//! file, from hash-verified bytes only, never from a protected file.
+//! file, from hash-verified bytes only (for a file deleted unread, bytes
+//! whose stamp still matches), never from a protected file.
 
 use vsh_host::CapDir;
 use vsh_policy::{AccessKind, CallPolicy};
@@ -34,17 +35,17 @@ pub(crate) fn stored_review(
             Side::Before => entry.before,
             Side::After => entry.after,
         };
-        let Some((state, blob)) =
-            state.filter(|state| state.kind == NodeKind::File).and_then(|s| Some((s, s.content?)))
-        else {
+        let Some(state) = state.filter(|state| state.kind == NodeKind::File) else {
             return Ok(Err(NoHunks::Unavailable));
         };
-        Ok(match side {
-            Side::After => match held.content(blob).or_else(|| inline.get(&blob).cloned()) {
+        Ok(match (side, state.content) {
+            (Side::After, Some(blob)) => match held.content(blob).or_else(|| inline.get(&blob).cloned()) {
                 Some(bytes) => Ok(bytes.to_vec()),
                 None => Ok(records.blobs().get(blob, state.size)?),
             },
-            Side::Before => {
+            (Side::After, None) => Err(NoHunks::Unavailable),
+            // By digest, or for a file deleted unread by its stamp.
+            (Side::Before, _) => {
                 vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &state).ok_or(NoHunks::Unavailable)
             }
         })

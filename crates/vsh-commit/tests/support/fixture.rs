@@ -68,12 +68,30 @@ pub struct Trial {
     pub run: Run,
 }
 
+/// A transaction as a program would make it.
+pub type Transaction = fn(&mut VirtualFs) -> std::result::Result<(), VfsError>;
+
 impl Trial {
     pub fn new(blobs: &BlobStore) -> Result<Trial> {
+        Self::of(blobs, build_before, transaction, false)
+    }
+
+    /// A trial of `transaction` on the tree `build` makes; `settled` waits
+    /// until the tree's last change lies past the point where a file the
+    /// run deletes unread is known by its stamp (100 ms).
+    pub fn of(
+        blobs: &BlobStore,
+        build: fn(&std::path::Path),
+        transaction: Transaction,
+        settled: bool,
+    ) -> Result<Trial> {
         let dir = tempfile::tempdir()?;
         let root = dir.path().join("ws");
         std::fs::create_dir(&root)?;
-        build_before(&root);
+        build(&root);
+        if settled {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+        }
         let ws = Workspace::open(&root)?;
         let run = ws.run(blobs, transaction)?;
         Ok(Trial { _dir: dir, ws, run })
@@ -83,4 +101,23 @@ impl Trial {
     pub fn reopened(&self) -> Result<Workspace> {
         Workspace::open(&self.ws.root)
     }
+}
+
+/// A before tree for deletes made without reading: a file, a tree, and a
+/// file that stays.
+pub fn build_deletes(root: &std::path::Path) {
+    write(root, "solo.txt", b"solo");
+    write(root, "del/a", b"a");
+    write(root, "del/b", b"b");
+    write(root, "del/sub/c", b"c");
+    write(root, "keep.txt", b"keep");
+}
+
+/// Delete `solo.txt` and the tree `del` without reading them, and rewrite
+/// `keep.txt`.
+pub fn deletes(vfs: &mut VirtualFs) -> std::result::Result<(), VfsError> {
+    vfs.unlink(&p("solo.txt"))?;
+    vfs.remove_tree(&p("del"))?;
+    vfs.write(&p("keep.txt"), Arc::from(&b"kept, rewritten"[..]))?;
+    Ok(())
 }

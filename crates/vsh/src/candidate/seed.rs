@@ -122,7 +122,7 @@ impl CandidateWorkspace {
             if file.path.is_root() {
                 return Err(VshError::InvalidSeed { path: file.path.clone(), reason: "the root".to_owned() });
             }
-            if state.vfs.base_state_of(&file.path)? != file.before {
+            if !state.vfs.base_holds(&file.path, file.before.as_ref())? {
                 changed.push(file.path.clone());
             }
         }

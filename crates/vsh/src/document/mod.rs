@@ -67,7 +67,7 @@ pub use error::{ErrorDocument, ErrorKind};
 pub use event::{BindingDocument, ContentDocument, EffectDocument, RequestEventDocument};
 pub use receipt::{
     ChangeDocument, CommitDocument, DecisionDocument, DenialDocument, ExecutionDocument, KeptDocument, MetricsDocument,
-    NodeDocument, ReceiptDocument, ReviewDocument, TimingsDocument, value_json,
+    NodeDocument, ReceiptDocument, ReviewDocument, StampDocument, TimingsDocument, value_json,
 };
 pub use record::{
     ApprovalDocument, HistoryDocument, LogDocument, PendingDocument, RecordDocument, RunPolicyDocument, ShowDocument,

@@ -259,8 +259,26 @@ pub struct NodeDocument {
     pub size: u64,
     /// Permission bits, in octal (`"644"`).
     pub mode: String,
-    /// The content's digest, 64 hex digits (files and symlinks).
+    /// The content's digest, 64 hex digits (files and symlinks); none for a
+    /// file deleted without being read, which has a `stamp` instead.
     pub content: Option<String>,
+    /// For a file deleted without being read: the version deleted, by
+    /// identity and times (the commit checks it instead of the bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<StampDocument>,
+}
+
+/// Which version of a file was deleted unread: what `lstat` reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StampDocument {
+    /// The device (`st_dev`).
+    pub dev: u64,
+    /// The inode (`st_ino`).
+    pub ino: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// Status-change time, nanoseconds since the Unix epoch.
+    pub ctime_ns: i64,
 }
 
 impl From<&NodeState> for NodeDocument {
@@ -270,6 +288,12 @@ impl From<&NodeState> for NodeDocument {
             size: state.size,
             mode: format!("{:o}", state.mode),
             content: state.content.map(|id| id.to_hex()),
+            stamp: state.stamp.map(|stamp| StampDocument {
+                dev: stamp.dev,
+                ino: stamp.ino,
+                mtime_ns: stamp.mtime_ns,
+                ctime_ns: stamp.ctime_ns,
+            }),
         }
     }
 }
