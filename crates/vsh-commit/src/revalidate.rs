@@ -49,16 +49,28 @@ pub(crate) fn revalidate(
 ) -> Result<Revalidated, CommitError> {
     let mut before: BTreeMap<VPath, HostStat> = BTreeMap::new();
     let mut conflicts: BTreeMap<VPath, ConflictReason> = BTreeMap::new();
+    let changed: BTreeSet<&VPath> = diff.iter().map(|entry| &entry.path).collect();
+    // A changed path's dependency and its precondition are checked on one
+    // `lstat` (both under the lock): a run that deleted 5,000 files it had
+    // looked at costs 5,000 observations here, not 10,000.
+    let mut observed: std::collections::HashMap<&VPath, Live> = std::collections::HashMap::new();
     for (path, dependency) in &reads.entries {
-        if let Some(reason) = check_dependency(view, path, dependency)? {
+        let live = view.observe(path)?;
+        if let Some(reason) = check_dependency_on(view, path, dependency, &live)? {
             conflicts.entry(path.clone()).or_insert(reason);
         }
+        if changed.contains(path) {
+            observed.insert(path, live);
+        }
     }
-    let changed: BTreeSet<&VPath> = diff.iter().map(|entry| &entry.path).collect();
     let mut refusal = None;
     let mut parents_checked: BTreeSet<VPath> = BTreeSet::new();
     for entry in diff {
-        match check_precondition(view, entry, &changed)? {
+        let live = match observed.remove(&entry.path) {
+            Some(live) => live,
+            None => view.observe(&entry.path)?,
+        };
+        match check_precondition(view, entry, live, &changed)? {
             Precondition::Holds(stat) => {
                 if let Some(stat) = stat {
                     before.insert(entry.path.clone(), stat);
@@ -106,12 +118,24 @@ fn says_existed(dependency: &Dependency) -> bool {
 }
 
 /// The first facet of `dependency` that no longer holds at `path`.
+#[cfg(test)]
 fn check_dependency(
     view: &LiveView<'_>,
     path: &VPath,
     dependency: &Dependency,
 ) -> Result<Option<ConflictReason>, CommitError> {
-    let stat = match view.observe(path)? {
+    check_dependency_on(view, path, dependency, &view.observe(path)?)
+}
+
+/// The first facet of `dependency` that does not hold at `path`, which
+/// holds `live`.
+fn check_dependency_on(
+    view: &LiveView<'_>,
+    path: &VPath,
+    dependency: &Dependency,
+    live: &Live,
+) -> Result<Option<ConflictReason>, CommitError> {
+    let stat = match live {
         Live::Unreachable { .. } => {
             return Ok(says_existed(dependency).then_some(ConflictReason::Unreadable));
         }
@@ -173,13 +197,13 @@ enum Precondition {
     HardLinked(u64),
 }
 
-/// Whether the live state at the entry's path equals its before state.
+/// Whether the live state at the entry's path (`live`) equals its before state.
 fn check_precondition(
     view: &LiveView<'_>,
     entry: &DiffEntry,
+    live: Live,
     changed: &BTreeSet<&VPath>,
 ) -> Result<Precondition, CommitError> {
-    let live = view.observe(&entry.path)?;
     let Some(before) = entry.before else {
         return Ok(match live {
             Live::Absent => Precondition::Holds(None),
