@@ -381,3 +381,45 @@ fn the_seed_host_over_a_candidate_reads_writes_and_runs_commands_in_it() {
     }
     assert_eq!(probe.promote().unwrap().state, TransactionState::Denied);
 }
+
+#[test]
+fn scratch_directories_are_never_cleared_under_a_running_command_and_are_cleared_after() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let scratch = dir.path().join(".vsh/data/scratch/target");
+    let built = scratch.join("built.txt");
+    let code =
+        command(&["/bin/sh", "-c", "echo artefact > target/built.txt; while [ ! -e target/go ]; do sleep 0.05; done"]);
+    let running = {
+        let runtime = Arc::clone(&runtime);
+        std::thread::spawn(move || runtime.preview(&RunRequest::new(&code).with_language(Language::Command)))
+    };
+    let started = Instant::now();
+    while !built.exists() {
+        assert!(started.elapsed() < Duration::from_mins(1), "the command never wrote its scratch file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The build is running: its scratch directory is left alone, by a
+    // forced clear and by the retention bound alike.
+    let busy = runtime.clear_scratch().unwrap();
+    assert!(busy.busy && busy.cleared.is_empty(), "{busy:?}");
+    let retention = vsh::RetentionConfig { max_scratch_bytes: Some(0), ..vsh::RetentionConfig::default() };
+    assert!(runtime.collect_garbage(0, &retention).unwrap().scratch.busy);
+    assert_eq!(std::fs::read(&built).unwrap(), b"artefact\n");
+    std::fs::write(scratch.join("go"), b"").unwrap();
+    let receipt = running.join().unwrap().unwrap();
+    assert_eq!(receipt.changed_paths, 0, "scratch output is never in the diff");
+    // Over the bound once the run is over: cleared, the directory kept.
+    let report = runtime.collect_garbage(0, &retention).unwrap().scratch;
+    assert!(!report.busy && report.cleared.contains(&"target".to_owned()), "{report:?}");
+    assert!(report.bytes_removed >= "artefact\n".len() as u64);
+    assert!(scratch.is_dir(), "the directory stays");
+    assert!(
+        !built.exists(),
+        "{:?}",
+        std::fs::read_dir(&scratch).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>()
+    );
+}

@@ -94,8 +94,9 @@ pub(crate) enum Command {
     /// expired, stale, failed, denied.
     Log(LogArgs),
     /// Apply the store's retention: expire lapsed approvals and previews,
-    /// drop old finished records, delete content nothing needs any more.
-    Gc(Common),
+    /// drop old finished records, delete content nothing needs any more,
+    /// and clear real commands' scratch directories past 20 GiB.
+    Gc(GcArgs),
     /// Show the workspace's effective policy, or check a policy file.
     Policy {
         #[command(subcommand)]
@@ -164,8 +165,8 @@ impl Command {
             Self::Run(run) => run.common.json,
             Self::Exec(exec) => exec.options.common.json,
             Self::Rerun(rerun) => rerun.stored.common.json,
+            Self::Gc(gc) => gc.common.json,
             Self::Pending(common)
-            | Self::Gc(common)
             | Self::Doctor(common)
             | Self::Serve(ServeArgs { common, .. })
             | Self::Policy { action: PolicyAction::Show(common) } => common.json,
@@ -386,6 +387,17 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
 /// A size in bytes, in policy files' syntax (`512`, `64KiB`, `1MiB`).
 fn size(text: &str) -> Result<u64, String> {
     vsh::lower::vsh_policy::parse_size(text).map_err(|problem| format!("{text:?}: {problem}"))
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GcArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Also clear real commands' scratch directories (build outputs and
+    /// caches such as `target/`) whatever their size; the next build starts
+    /// from nothing. Left alone while a run uses them.
+    #[arg(long)]
+    pub(crate) scratch: bool,
 }
 
 #[derive(Debug, Args)]

@@ -80,8 +80,11 @@ pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
 }
 
 /// `vsh gc`: the store's retention, and what it removed.
-pub(crate) fn gc(runtime: &Runtime, json: bool, quiet: bool, now: u64) -> Outcome {
-    let report = runtime.collect_garbage(now, &vsh::RetentionConfig::default())?;
+pub(crate) fn gc(runtime: &Runtime, scratch: bool, json: bool, quiet: bool, now: u64) -> Outcome {
+    let mut report = runtime.collect_garbage(now, &vsh::RetentionConfig::default())?;
+    if scratch && report.scratch.cleared.is_empty() && !report.scratch.busy {
+        report.scratch = runtime.clear_scratch()?;
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&vsh::document::GcDocument::from(&report))?);
     } else if !quiet {

@@ -620,9 +620,8 @@ pub(crate) fn print_record(
 
 fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
-        Command::Pending(common)
-        | Command::Gc(common)
-        | Command::Policy { action: args::PolicyAction::Show(common) } => (common, None, None),
+        Command::Pending(common) | Command::Policy { action: args::PolicyAction::Show(common) } => (common, None, None),
+        Command::Gc(gc) => (&gc.common, None, None),
         Command::Log(log) => (&log.common, None, None),
         Command::Show(stored) | Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
         Command::Approve(approve) => (&approve.stored.common, Some(&approve.stored.transaction), None),
@@ -659,7 +658,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Pending(_), _) => listing::pending(&runtime, common.json, now),
         (Command::Log(log), _) => listing::log(&runtime, log, now),
         (Command::Policy { .. }, _) => policy_show(&runtime, common.json),
-        (Command::Gc(_), _) => listing::gc(&runtime, common.json, output.quiet, now),
+        (Command::Gc(gc), _) => listing::gc(&runtime, gc.scratch, common.json, output.quiet, now),
         (Command::Show(_), Some(id)) => show::show(&runtime, id, common.json, output, now),
         (Command::Approve(approve), Some(id)) => {
             let name = approve.principal();

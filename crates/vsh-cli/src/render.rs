@@ -164,8 +164,16 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
 
 /// What `vsh gc` removed.
 pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
+    let scratch = &report.scratch;
+    let scratch = if scratch.busy {
+        "scratch directories in use by a run, left alone".to_owned()
+    } else if scratch.cleared.is_empty() {
+        format!("scratch directories hold {} bytes", scratch.bytes)
+    } else {
+        format!("cleared scratch directories {} ({} bytes)", scratch.cleared.join(", "), scratch.bytes_removed)
+    };
     format!(
-        "expired {} transactions, forgot {} finished ones{}; removed {} of {} blobs examined and {} temporary files\n",
+        "expired {} transactions, forgot {} finished ones{}; removed {} of {} blobs examined and {} temporary files; {scratch}\n",
         report.expired.len(),
         report.forgotten.len(),
         if report.compacted { ", compacted the log" } else { "" },

@@ -66,6 +66,12 @@ impl DataDir {
         &self.dir
     }
 
+    /// The lock over the scratch directories, and what measures and clears
+    /// them (see [`crate::ScratchLock`]).
+    pub fn scratch_lock(&self) -> crate::ScratchLock {
+        crate::ScratchLock::new(&self.dir)
+    }
+
     /// The host path of the scratch directory `name` (a relative path of
     /// plain names, such as `target` or `node_modules/.cache`):
     /// `scratch/<name>` with each `/` written `%2F` and each `%` `%25` (one

@@ -54,6 +54,10 @@ pub struct RetentionConfig {
     pub max_blobs_per_call: usize,
     /// Bounds for reading live artifacts.
     pub artifact_limits: ArtifactLimits,
+    /// Clear real commands' scratch directories (build outputs and caches)
+    /// when together they hold more than this many bytes (default 20 GiB;
+    /// `None`: never by size). Clearing skips them while a run uses them.
+    pub max_scratch_bytes: Option<u64>,
 }
 
 impl Default for RetentionConfig {
@@ -65,6 +69,7 @@ impl Default for RetentionConfig {
             max_records_per_call: 10_000,
             max_blobs_per_call: 10_000,
             artifact_limits: ArtifactLimits::default(),
+            max_scratch_bytes: Some(20 << 30),
         }
     }
 }
@@ -105,6 +110,9 @@ pub struct GcReport {
     pub temporaries_removed: usize,
     /// How the sweep ended.
     pub blob_sweep: BlobSweep,
+    /// What became of real commands' scratch directories (filled by the
+    /// caller that holds the data directory, see [`crate::ScratchLock::collect`]).
+    pub scratch: crate::ScratchReport,
 }
 
 impl TransactionStore {
@@ -133,6 +141,7 @@ impl TransactionStore {
             blobs_removed: 0,
             temporaries_removed: 0,
             blob_sweep: BlobSweep::Complete,
+            scratch: crate::ScratchReport::default(),
         };
         let mut referenced = keep.clone();
         let artifacts: Vec<(TransactionId, BlobId)> = self.read(|state| {

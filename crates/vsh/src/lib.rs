@@ -52,7 +52,7 @@ pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObjec
 pub use vsh_policy::{
     AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics, RuleLabel,
 };
-pub use vsh_store::{AuthorityKeyFile, GcReport, RetentionConfig, TransactionRecord};
+pub use vsh_store::{AuthorityKeyFile, GcReport, RetentionConfig, ScratchReport, TransactionRecord};
 pub use vsh_types::{
     AuthorityKey, BindingDigests, BlobId, CanonicalDiff, DiffDigest, DiffEntry, DiffKind, NodeKind, NodeState,
     PrincipalId, SnapshotId, TransactionBinding, TransactionId, TransactionState, VPath,

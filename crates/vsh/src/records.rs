@@ -49,6 +49,12 @@ impl Records {
         Self { transactions, blobs, data, limits: ArtifactLimits::default(), policy, protected_data }
     }
 
+    /// The lock over real commands' scratch directories, which also
+    /// measures and clears them.
+    pub(crate) fn scratch(&self) -> vsh_store::ScratchLock {
+        self.data.scratch_lock()
+    }
+
     /// The per-run policy an artifact carries, parsed as this runtime parses
     /// policies; an artifact whose policy text is not the policy its binding
     /// names is refused ([`VshError::ArtifactBinding`]).

@@ -33,6 +33,14 @@ pub struct GcDocument {
     pub blobs_removed: u64,
     /// Temporary files left by interrupted writes, deleted.
     pub temporaries_removed: u64,
+    /// Bytes in real commands' scratch directories, before clearing.
+    pub scratch_bytes: u64,
+    /// Scratch directories cleared (as stored: `%2F` for `/`).
+    pub scratch_cleared: Vec<String>,
+    /// Bytes removed from them.
+    pub scratch_bytes_removed: u64,
+    /// A run was using the scratch directories: nothing was cleared.
+    pub scratch_busy: bool,
 }
 
 impl From<&GcReport> for GcDocument {
@@ -45,6 +53,10 @@ impl From<&GcReport> for GcDocument {
             blobs_examined: report.blobs_examined as u64,
             blobs_removed: report.blobs_removed as u64,
             temporaries_removed: report.temporaries_removed as u64,
+            scratch_bytes: report.scratch.bytes,
+            scratch_cleared: report.scratch.cleared.clone(),
+            scratch_bytes_removed: report.scratch.bytes_removed,
+            scratch_busy: report.scratch.busy,
         }
     }
 }

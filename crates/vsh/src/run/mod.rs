@@ -158,6 +158,9 @@ pub(crate) struct Runs {
     command_tools: Vec<std::path::PathBuf>,
     /// Real commands' scratch directories: `(name, host directory)`.
     scratch: Vec<(String, std::path::PathBuf)>,
+    /// Held shared while a run's commands may write the scratch directories,
+    /// so garbage collection never clears them under a build.
+    scratch_lock: Option<vsh_store::ScratchLock>,
     /// What network real commands reach.
     command_network: vsh_sandbox::NetworkAccess,
     /// The TCP ports real commands may connect to.
@@ -191,6 +194,7 @@ impl Runs {
             command_env: Vec::new(),
             command_tools: Vec::new(),
             scratch: Vec::new(),
+            scratch_lock: None,
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
         }
@@ -201,9 +205,11 @@ impl Runs {
         mut self,
         tools: Vec<std::path::PathBuf>,
         scratch: Vec<(String, std::path::PathBuf)>,
+        scratch_lock: Option<vsh_store::ScratchLock>,
     ) -> Self {
         self.command_tools = tools;
         self.scratch = scratch;
+        self.scratch_lock = scratch_lock;
         self
     }
 
@@ -405,6 +411,12 @@ impl Runs {
         commands: &vsh_monty::CommandConfig,
     ) -> Result<Executed, VshError> {
         use vsh_monty::ExecutionError;
+        // Commands that may write the scratch directories keep them from
+        // being cleared until the run is over.
+        let _scratch = match &self.scratch_lock {
+            Some(lock) if !commands.scratch.is_empty() => Some(lock.shared().map_err(VshError::DataDirectory)?),
+            _ => None,
+        };
         match request.language {
             Language::Monty => {
                 let ran = if self.commands {

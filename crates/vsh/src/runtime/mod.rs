@@ -509,10 +509,22 @@ impl Runtime {
     /// Expire lapsed approvals, drop old finished transactions and delete
     /// unreferenced blobs, within `retention`'s bounds. Pending approvals are
     /// never collected before they expire, and content held for this runtime's
-    /// previews is kept.
+    /// previews is kept. Real commands' scratch directories are cleared when
+    /// together they hold more than [`RetentionConfig::max_scratch_bytes`],
+    /// unless a run is using them ([`vsh_store::ScratchReport::busy`]).
     pub fn collect_garbage(&self, now_ms: u64, retention: &RetentionConfig) -> Result<GcReport, VshError> {
         let keep = self.previews.blobs();
-        Ok(self.records.transactions().gc(self.records.blobs(), now_ms, retention, &keep)?)
+        let mut report = self.records.transactions().gc(self.records.blobs(), now_ms, retention, &keep)?;
+        report.scratch =
+            self.records.scratch().collect(retention.max_scratch_bytes, false).map_err(VshError::DataDirectory)?;
+        Ok(report)
+    }
+
+    /// Clear real commands' scratch directories now (build outputs and
+    /// caches: the next build starts from nothing), unless a run is using
+    /// them, which the report says ([`vsh_store::ScratchReport::busy`]).
+    pub fn clear_scratch(&self) -> Result<vsh_store::ScratchReport, VshError> {
+        self.records.scratch().collect(None, true).map_err(VshError::DataDirectory)
     }
 
     /// What the workspace handle has done so far (stats, reads, listings, writes):

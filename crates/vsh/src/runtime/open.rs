@@ -118,13 +118,14 @@ impl Runtime {
             .or_else(|| policy.command_scratch().map(<[String]>::to_vec))
             .unwrap_or_else(|| crate::config::DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect());
         let scratch_dirs = if commands || confined_bash { scratch_dirs(&data, scratch)? } else { Vec::new() };
+        let scratch_lock = (!scratch_dirs.is_empty()).then(|| data.scratch_lock());
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
                 .with_bash(bash)
                 .with_commands(commands, command_env)
-                .with_command_dirs(command_tools, scratch_dirs)
+                .with_command_dirs(command_tools, scratch_dirs, scratch_lock)
                 .with_command_network(command_network, command_ports);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }

@@ -1,0 +1,254 @@
+//! Real commands' scratch directories (`scratch/<name>` in the data
+//! directory): how big they are, and clearing them when they pass their
+//! bound or an operator asks.
+//!
+//! Commands write scratch directories directly (a build's `target/`), so
+//! vsh never reads them as its state; they only cost disk. A run whose
+//! commands may use them holds [`ScratchLock::shared`] while it executes;
+//! clearing takes the lock exclusively and never waits for it: a busy
+//! scratch area is left alone and reported, never cleared under a build.
+//!
+//! Clearing removes everything inside each `scratch/<name>` (the directory
+//! stays, empty), through the data directory's handle, never following a
+//! symlink: a link a build left there is removed as a link, and what it
+//! points to is untouched.
+
+use std::sync::Arc;
+
+use vsh_host::{HostError, HostKind, LockGuard, WritableDir};
+use vsh_types::VPath;
+
+use crate::datadir::SCRATCH;
+use crate::error::StoreError;
+
+/// The lock file a run takes shared and clearing exclusively, beside `scratch/`.
+const SCRATCH_LOCK: &str = "scratch.lock";
+
+/// The lock over the scratch directories, on a handle of its own.
+#[derive(Debug)]
+pub struct ScratchLock {
+    dir: WritableDir,
+}
+
+/// What [`ScratchLock::collect`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScratchReport {
+    /// Bytes (file sizes) in every scratch directory before clearing.
+    pub bytes: u64,
+    /// The scratch directories cleared (their names as stored, `%2F` for `/`).
+    pub cleared: Vec<String>,
+    /// Bytes removed.
+    pub bytes_removed: u64,
+    /// A run held the scratch directories: nothing was cleared.
+    pub busy: bool,
+}
+
+impl ScratchLock {
+    pub(crate) fn new(dir: &WritableDir) -> Self {
+        Self { dir: WritableDir::new(Arc::clone(dir.read_only())) }
+    }
+
+    fn lock_path() -> VPath {
+        VPath::from_component(SCRATCH_LOCK).expect("a plain component")
+    }
+
+    /// Hold the scratch directories for a run's commands: clearing waits
+    /// for no one and leaves them alone while this guard lives.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the lock file cannot be opened or locked.
+    pub fn shared(&self) -> Result<LockGuard, StoreError> {
+        let path = Self::lock_path();
+        self.dir.lock_shared(&path).map_err(|source| StoreError::DataDir { path, source })
+    }
+
+    /// Measure the scratch directories and clear all of them when `force`
+    /// or when together they hold more than `max_bytes` (so the next build
+    /// starts from nothing, as after `cargo clean`). A run holding them makes
+    /// this a no-op reported as [`ScratchReport::busy`].
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the data directory cannot be read or an
+    /// entry cannot be removed (what was removed before stays removed).
+    pub fn collect(&self, max_bytes: Option<u64>, force: bool) -> Result<ScratchReport, StoreError> {
+        let mut report = ScratchReport::default();
+        let Some(_exclusive) =
+            self.dir.try_lock_exclusive(&Self::lock_path()).map_err(|source| failed(&Self::lock_path(), source))?
+        else {
+            report.busy = true;
+            return Ok(report);
+        };
+        let root = VPath::from_component(SCRATCH).expect("a plain component");
+        let names = match self.dir.list_dir(&root) {
+            Ok(entries) => entries,
+            Err(HostError::NotFound { .. }) => return Ok(report),
+            Err(source) => return Err(failed(&root, source)),
+        };
+        let mut dirs = Vec::new();
+        for entry in names {
+            let Some(dir) = std::str::from_utf8(&entry.name).ok().and_then(|name| root.child(name).ok()) else {
+                continue;
+            };
+            let bytes = self.size(&dir)?;
+            report.bytes = report.bytes.saturating_add(bytes);
+            dirs.push((dir, bytes));
+        }
+        if !force && max_bytes.is_none_or(|max| report.bytes <= max) {
+            return Ok(report);
+        }
+        for (dir, bytes) in dirs {
+            self.clear(&dir)?;
+            report.bytes_removed = report.bytes_removed.saturating_add(bytes);
+            report.cleared.push(dir.file_name().unwrap_or_default().to_owned());
+        }
+        Ok(report)
+    }
+
+    /// The bytes of every file below `dir` (symlinks not followed).
+    fn size(&self, dir: &VPath) -> Result<u64, StoreError> {
+        let mut total = 0_u64;
+        let mut stack = vec![dir.clone()];
+        while let Some(current) = stack.pop() {
+            let Some(stat) = self.dir.lstat(&current).map_err(|source| failed(&current, source))? else { continue };
+            match stat.kind {
+                HostKind::Directory => {
+                    for entry in self.dir.list_dir(&current).map_err(|source| failed(&current, source))? {
+                        if let Some(child) = child(&current, &entry.name) {
+                            stack.push(child);
+                        }
+                    }
+                }
+                _ => total = total.saturating_add(stat.size),
+            }
+        }
+        Ok(total)
+    }
+
+    /// Remove everything inside `dir`, which stays. A directory the build
+    /// left without write or search permission is opened up first (ours to
+    /// remove: it is inside vsh's data directory).
+    fn clear(&self, dir: &VPath) -> Result<(), StoreError> {
+        // Depth first: a directory is removed once everything in it is.
+        let mut stack: Vec<(VPath, bool)> = vec![(dir.clone(), false)];
+        while let Some((current, listed)) = stack.pop() {
+            let Some(stat) = self.dir.lstat(&current).map_err(|source| failed(&current, source))? else { continue };
+            if stat.kind != HostKind::Directory {
+                self.dir.remove_file(&current).map_err(|source| failed(&current, source))?;
+                continue;
+            }
+            if listed {
+                if current == *dir {
+                    continue;
+                }
+                match self.dir.remove_dir(&current) {
+                    // Holding a name vsh cannot spell (not UTF-8): left.
+                    Ok(()) | Err(HostError::DirectoryNotEmpty { .. }) => {}
+                    Err(source) => return Err(failed(&current, source)),
+                }
+                continue;
+            }
+            if stat.mode & 0o700 != 0o700 {
+                self.dir.set_mode(&current, stat.mode | 0o700).map_err(|source| failed(&current, source))?;
+            }
+            stack.push((current.clone(), true));
+            for entry in self.dir.list_dir(&current).map_err(|source| failed(&current, source))? {
+                if let Some(child) = child(&current, &entry.name) {
+                    stack.push((child, false));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The child `name` of `dir`, if vsh can name it (a name that is not UTF-8
+/// or not one component cannot be reached through a `VPath`, and stays).
+fn child(dir: &VPath, name: &[u8]) -> Option<VPath> {
+    std::str::from_utf8(name).ok().and_then(|name| dir.child(name).ok())
+}
+
+fn failed(path: &VPath, source: HostError) -> StoreError {
+    StoreError::DataDir { path: path.clone(), source }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use crate::DataDir;
+
+    /// A data directory whose scratch area holds a build's output: `target`
+    /// with 3 + 4 bytes in files (one in a read-only directory) and a
+    /// symlink to a file outside, and `node_modules%2F.cache` with 5.
+    fn built() -> (tempfile::TempDir, DataDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open_external(&dir.path().join("data")).unwrap();
+        let target = data.scratch_dir("target").unwrap();
+        let cache = data.scratch_dir("node_modules/.cache").unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, b"keep me").unwrap();
+        std::fs::create_dir_all(target.join("debug/deps")).unwrap();
+        std::fs::write(target.join("debug/a"), b"abc").unwrap();
+        std::fs::write(target.join("debug/deps/b"), b"defg").unwrap();
+        std::fs::set_permissions(target.join("debug/deps"), std::fs::Permissions::from_mode(0o555)).unwrap();
+        std::os::unix::fs::symlink(&outside, target.join("link")).unwrap();
+        std::fs::write(cache.join("c"), b"hijkl").unwrap();
+        (dir, data, outside)
+    }
+
+    fn entries(path: &std::path::Path) -> usize {
+        std::fs::read_dir(path).unwrap().count()
+    }
+
+    #[test]
+    fn scratch_under_its_bound_is_measured_and_kept() {
+        let (_dir, data, outside) = built();
+        let report = data.scratch_lock().collect(Some(1 << 20), false).unwrap();
+        // Files only: the symlink counts its own length, the directories nothing.
+        let link = std::fs::symlink_metadata(data.scratch_dir("target").unwrap().join("link")).unwrap().len();
+        assert_eq!(report.bytes, 3 + 4 + 5 + link);
+        assert!(report.cleared.is_empty() && !report.busy);
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
+        assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
+    }
+
+    #[test]
+    fn scratch_past_its_bound_is_cleared_without_following_a_link() {
+        let (dir, data, outside) = built();
+        let report = data.scratch_lock().collect(Some(8), false).unwrap();
+        assert!(report.bytes > 8);
+        assert_eq!(report.bytes_removed, report.bytes);
+        let mut cleared = report.cleared.clone();
+        cleared.sort();
+        assert_eq!(cleared, ["node_modules%2F.cache", "target"]);
+        // The directories stay, empty; what the link pointed to is untouched.
+        for name in ["target", "node_modules%2F.cache"] {
+            assert_eq!(entries(&dir.path().join("data/scratch").join(name)), 0, "{name}");
+        }
+        assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
+        // Measured again: nothing left.
+        assert_eq!(data.scratch_lock().collect(Some(8), false).unwrap().bytes, 0);
+    }
+
+    #[test]
+    fn scratch_a_run_holds_is_never_cleared_and_a_forced_clear_waits_for_no_one() {
+        let (_dir, data, _outside) = built();
+        let lock = data.scratch_lock();
+        let held = lock.shared().unwrap();
+        // A second run shares it; clearing, even forced, leaves it alone.
+        let also = data.scratch_lock().shared().unwrap();
+        let report = data.scratch_lock().collect(Some(0), true).unwrap();
+        assert!(report.busy && report.cleared.is_empty(), "{report:?}");
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
+        drop(held);
+        drop(also);
+        let report = data.scratch_lock().collect(None, true).unwrap();
+        assert_eq!(report.cleared.len(), 2, "{report:?}");
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        // Without a bound and unforced, nothing is cleared.
+        std::fs::write(data.scratch_dir("target").unwrap().join("x"), b"x").unwrap();
+        assert!(data.scratch_lock().collect(None, false).unwrap().cleared.is_empty());
+    }
+}
