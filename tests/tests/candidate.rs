@@ -423,3 +423,37 @@ fn scratch_directories_are_never_cleared_under_a_running_command_and_are_cleared
         std::fs::read_dir(&scratch).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_candidates_image_is_bounded_and_a_step_past_the_bound_is_undone() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let candidate = candidate(&runtime).with_max_image_bytes(1_000);
+    // 640 bytes fit; README.md, still the workspace's, costs nothing.
+    let small = run_command(
+        &candidate,
+        &["/bin/sh", "-c", "i=0; while [ $i -lt 20 ]; do printf '%032d' $i >> small.txt; i=$((i+1)); done"],
+    );
+    assert!(small.kept, "{small:?}");
+    let witness = candidate.state_witness().unwrap();
+    // 640 more would be 1,280: refused, and the step's file is gone.
+    let code =
+        command(&["/bin/sh", "-c", "i=0; while [ $i -lt 20 ]; do printf '%032d' $i >> more.txt; i=$((i+1)); done"]);
+    let refused = candidate.run(&RunRequest::new(&code).with_language(Language::Command));
+    assert!(matches!(refused, Err(VshError::CandidateImageFull { bytes: 1_280, max: 1_000 })), "{refused:?}");
+    assert_eq!(candidate.state_witness().unwrap(), witness, "the refused step left nothing");
+    // Restored work is held to the same bound, all or nothing.
+    let big = vsh::SeedFile {
+        path: vsh::VPath::parse("restored.bin").unwrap(),
+        node: Some(vsh::SeedNode::File { bytes: vec![b'x'; 500], mode: 0o644 }),
+        before: None,
+    };
+    let restored = candidate.restore_exported(&[big]);
+    assert!(matches!(restored, Err(VshError::CandidateImageFull { bytes: 1_140, .. })), "{restored:?}");
+    assert_eq!(candidate.state_witness().unwrap(), witness);
+    // Within the bound, work goes on.
+    assert!(run_command(&candidate, &["/bin/sh", "-c", "echo ok > ok.txt"]).kept);
+}

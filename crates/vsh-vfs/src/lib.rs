@@ -147,6 +147,20 @@ impl VirtualFs {
         Self { base: Base::new(dir, excluded, limits), overlay: BTreeMap::new(), effects: Vec::new(), renames: 0 }
     }
 
+    /// Bytes the image holds in memory of its own: the content of every file
+    /// written (or copied from outside the base) and every symlink target
+    /// in the overlay. Content that still comes from the base is not counted.
+    pub fn overlay_bytes(&self) -> u64 {
+        self.overlay
+            .values()
+            .map(|entry| match entry {
+                Overlay::File { content: ContentSource::Bytes(bytes), .. } => bytes.len() as u64,
+                Overlay::Symlink { target } => target.len() as u64,
+                Overlay::File { content: ContentSource::Base(_), .. } | Overlay::Dir { .. } | Overlay::Tombstone => 0,
+            })
+            .sum()
+    }
+
     /// The host directory behind the base.
     pub fn host(&self) -> &Arc<CapDir> {
         self.base.dir()

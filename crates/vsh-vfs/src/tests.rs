@@ -530,6 +530,26 @@ fn umask() -> u32 {
 }
 
 #[test]
+fn the_overlay_counts_the_bytes_it_holds_and_not_what_still_comes_from_the_base() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "base.txt", &[b'b'; 100]);
+    let mut vfs = vfs_over(dir.path());
+    assert_eq!(vfs.overlay_bytes(), 0);
+    vfs.write(&p("new.txt"), Arc::from(&b"12345"[..])).unwrap();
+    vfs.symlink(&p("link"), b"base.txt").unwrap();
+    assert_eq!(vfs.overlay_bytes(), 5 + 8);
+    // A copy or rename of base content, or a mode change, holds no bytes.
+    vfs.copy_file(&p("base.txt"), &p("copy.txt")).unwrap();
+    vfs.set_mode(&p("base.txt"), 0o600).unwrap();
+    vfs.rename(&p("base.txt"), &p("moved.txt")).unwrap();
+    assert_eq!(vfs.overlay_bytes(), 5 + 8);
+    // Rewriting replaces; removing frees.
+    vfs.write(&p("new.txt"), Arc::from(&b"123"[..])).unwrap();
+    vfs.unlink(&p("link")).unwrap();
+    assert_eq!(vfs.overlay_bytes(), 3);
+}
+
+#[test]
 fn counting_base_nodes_leaves_out_the_excluded_and_stops_past_the_bound() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

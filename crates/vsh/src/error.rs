@@ -157,6 +157,18 @@ pub enum VshError {
     /// The candidate workspace was promoted: it takes no more steps.
     #[error("the candidate workspace was promoted; make a new one")]
     CandidatePromoted,
+    /// A step, host write or restore would leave the candidate's image
+    /// holding more bytes in memory than its bound; it was undone.
+    #[error(
+        "the candidate's image would hold {bytes} bytes of written content, more than its {max} \
+         (CandidateWorkspace::with_max_image_bytes); the change was undone"
+    )]
+    CandidateImageFull {
+        /// What the image would have held.
+        bytes: u64,
+        /// The bound.
+        max: u64,
+    },
     /// The candidate workspace recorded as many steps as it keeps.
     #[error("the candidate workspace has recorded {max} steps, as many as it keeps")]
     CandidateSteps {
@@ -309,6 +321,7 @@ impl VshError {
             | Self::InvalidCommand { .. }
             | Self::CandidatePromoted
             | Self::CandidateSteps { .. }
+            | Self::CandidateImageFull { .. }
             | Self::VerifierTimeout { .. }
             | Self::ForeignCheckpoint
             | Self::InvalidSeed { .. }

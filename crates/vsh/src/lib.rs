@@ -29,8 +29,8 @@ mod runtime;
 
 pub use cancel::ExecutionCancellation;
 pub use candidate::{
-    CandidateCheckpoint, CandidateLabel, CandidateStateWitness, CandidateWorkspace, SESSION_PROFILE, SeedFile,
-    SeedNode, VerifierStage, VerifierTimeouts,
+    CandidateCheckpoint, CandidateLabel, CandidateStateWitness, CandidateWorkspace, DEFAULT_MAX_IMAGE_BYTES,
+    SESSION_PROFILE, SeedFile, SeedNode, VerifierStage, VerifierTimeouts,
 };
 pub use config::{BashConfig, BashProfile, DEFAULT_SCRATCH, DurablePreviews, RuntimeConfig};
 pub use error::{ErrorCategory, VshError};

@@ -57,6 +57,10 @@ pub const SESSION_PROFILE: &str = "vsh-candidate-session-v1";
 /// The most steps one candidate records.
 pub(crate) const MAX_STEPS: usize = 16_384;
 
+/// The most bytes a candidate's image holds in memory by default (see
+/// [`CandidateWorkspace::with_max_image_bytes`]).
+pub const DEFAULT_MAX_IMAGE_BYTES: u64 = 1 << 30;
+
 /// Who a candidate is for, as the seed names it: a node of an agent's task
 /// graph, the node's generation, and the graph's revision. Bound into the
 /// promoted transaction (as its intent), never interpreted.
@@ -184,6 +188,20 @@ struct State {
     seeded: BTreeSet<VPath>,
     /// Promoted: no more steps.
     promoted: bool,
+    /// The most bytes the image may hold in memory ([`VirtualFs::overlay_bytes`]).
+    max_image_bytes: u64,
+}
+
+impl State {
+    /// Refuse an image grown past its bound, putting back `before`.
+    fn check_image(&mut self, before: &vsh_vfs::ImageCheckpoint) -> Result<(), VshError> {
+        let bytes = self.vfs.overlay_bytes();
+        if bytes > self.max_image_bytes {
+            self.vfs.restore(before);
+            return Err(VshError::CandidateImageFull { bytes, max: self.max_image_bytes });
+        }
+        Ok(())
+    }
 }
 
 /// A candidate workspace (see the module documentation).
@@ -318,8 +336,22 @@ impl CandidateWorkspace {
                 touched: BTreeSet::new(),
                 seeded: BTreeSet::new(),
                 promoted: false,
+                max_image_bytes: DEFAULT_MAX_IMAGE_BYTES,
             }),
         })
+    }
+
+    /// Bound the bytes the candidate's image holds in memory (written
+    /// files and symlink targets; content still read from the workspace is
+    /// not counted) to `bytes` instead of [`DEFAULT_MAX_IMAGE_BYTES`] (1 GiB).
+    /// Each step, host write and restore is checked once it is done: one
+    /// that leaves the image past the bound is undone and is
+    /// [`VshError::CandidateImageFull`]. Build outputs belong in scratch
+    /// directories, which are not in the image.
+    #[must_use]
+    pub fn with_max_image_bytes(self, bytes: u64) -> Self {
+        self.lock().max_image_bytes = bytes;
+        self
     }
 
     /// Where commands see the candidate: the workspace's own path (the
@@ -437,6 +469,7 @@ impl CandidateWorkspace {
             },
         };
         if kept {
+            state.check_image(&before)?;
             effect_paths(&state.vfs.effects()[effects_before..], &mut state.touched);
         } else {
             state.vfs.restore(&before);
@@ -460,9 +493,11 @@ impl CandidateWorkspace {
         let mut state = self.open()?;
         let state = &mut *state;
         let effects_before = state.vfs.effects().len();
+        let before = state.vfs.checkpoint();
         let policy = self.runtime.runs().policy().calls();
         let served = vsh_monty::serve_request(&mut state.vfs, policy, &ExecutionBudget::default(), request)
             .map_err(|error| VshError::Execution(Box::new(error)))?;
+        state.check_image(&before)?;
         add_stats(&mut state.stats, &served.stats);
         state.denied.extend(served.denied);
         let mut changed = BTreeSet::new();

@@ -140,6 +140,7 @@ impl CandidateWorkspace {
                 return Err(VshError::InvalidSeed { path: file.path.clone(), reason });
             }
         }
+        state.check_image(&before)?;
         for file in files {
             if own {
                 state.touched.insert(file.path.clone());
