@@ -81,10 +81,12 @@ pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
 
 /// `vsh gc`: the store's retention, and what it removed.
 pub(crate) fn gc(runtime: &Runtime, scratch: bool, json: bool, quiet: bool, now: u64) -> Outcome {
-    let mut report = runtime.collect_garbage(now, &vsh::RetentionConfig::default())?;
-    if scratch && report.scratch.cleared.is_empty() && !report.scratch.busy {
-        report.scratch = runtime.clear_scratch()?;
+    let mut retention = vsh::RetentionConfig::default();
+    if scratch {
+        // `--scratch`: whatever the scratch directories hold is past the bound.
+        retention.max_scratch_bytes = Some(0);
     }
+    let report = runtime.collect_garbage(now, &retention)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&vsh::document::GcDocument::from(&report))?);
     } else if !quiet {

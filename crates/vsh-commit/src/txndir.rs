@@ -21,7 +21,7 @@
 //! planted anywhere in this state is never followed: reading it is
 //! [`Read::Unexpected`], writing through it fails.
 
-use vsh_host::{CapDir, HostError, HostKind, WritableDir};
+use vsh_host::{CapDir, HostError, WritableDir};
 use vsh_types::{AuthorityKey, TransactionId, VPath};
 
 use crate::CommitError;
@@ -36,11 +36,6 @@ use crate::recover::check;
 pub(crate) const PRIVATE_DIR_MODE: u32 = 0o700;
 /// Mode of vsh's own files.
 const PRIVATE_FILE_MODE: u32 = 0o600;
-
-/// At most this many threads unlink the files of one directory.
-const MAX_UNLINK_WORKERS: usize = 4;
-/// A thread is started per this many files (so small directories are emptied inline).
-const UNLINKS_PER_WORKER: usize = 64;
 
 /// The name of the directory holding every transaction directory.
 pub(crate) const TXN_DIR: &str = "txn";
@@ -282,7 +277,7 @@ impl TxnDir {
         };
         for (step, (path, removal)) in steps.into_iter().enumerate() {
             let removed = match removal {
-                Removal::Tree => remove_tree(workspace, &path),
+                Removal::Tree => workspace.remove_tree(&path),
                 Removal::EmptyDir => remove_empty_dir(workspace, &path),
             };
             removed.map_err(CommitError::host("clean up", &path))?;
@@ -359,72 +354,4 @@ fn read<T>(
         }
         Err(error) => Err(error),
     }
-}
-
-/// Remove `path` and, if it is a directory, everything below it. Symlinks are
-/// removed, never followed; a directory without owner access is opened up
-/// first. A missing `path` is success.
-pub(crate) fn remove_tree(workspace: &WritableDir, path: &VPath) -> Result<(), HostError> {
-    let Some(stat) = workspace.lstat(path)? else { return Ok(()) };
-    if stat.kind != HostKind::Directory {
-        return match workspace.remove_file(path) {
-            Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
-            Err(error) => Err(error),
-        };
-    }
-    if stat.mode & PRIVATE_DIR_MODE != PRIVATE_DIR_MODE {
-        workspace.set_mode(path, stat.mode | PRIVATE_DIR_MODE)?;
-    }
-    // Entries are removed by name through a handle on the directory itself
-    // (opened without following a symlink), one short resolution each.
-    empty(&WritableDir::new(std::sync::Arc::new(workspace.open_subdir(path)?)))?;
-    match workspace.remove_dir(path) {
-        Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
-        Err(error) => Err(error),
-    }
-}
-
-/// Remove everything inside the directory `dir`.
-///
-/// Files go first, on a few threads when there are many: most of an unlink's
-/// cost is freeing the inode's blocks, which happens outside the directory's
-/// lock, so unlinks in one directory overlap. Directories (and anything the
-/// listing could not classify) are then removed one at a time.
-fn empty(dir: &WritableDir) -> Result<(), HostError> {
-    let mut files: Vec<VPath> = Vec::new();
-    let mut others: Vec<VPath> = Vec::new();
-    for entry in dir.list_dir(&VPath::root())? {
-        let name = VPath::from_component_bytes(&entry.name).map_err(|_| HostError::Io {
-            op: "list",
-            path: VPath::root(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "an entry name is not a valid path component"),
-        })?;
-        match entry.kind {
-            Some(HostKind::File | HostKind::Symlink | HostKind::Other) => files.push(name),
-            Some(HostKind::Directory) | None => others.push(name),
-        }
-    }
-    // `unlinkat` without `AT_REMOVEDIR` never removes (or enters) a
-    // directory, so a stale kind fails safe: that name takes the full walk.
-    let unlink = |names: &[VPath]| -> Vec<VPath> {
-        names
-            .iter()
-            .filter(|name| !matches!(dir.remove_file(name), Ok(()) | Err(HostError::NotFound { .. })))
-            .cloned()
-            .collect()
-    };
-    let workers = files.len().div_ceil(UNLINKS_PER_WORKER).clamp(1, MAX_UNLINK_WORKERS);
-    let failed: Vec<VPath> = if workers == 1 {
-        unlink(&files)
-    } else {
-        let chunk = files.len().div_ceil(workers);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = files.chunks(chunk).map(|names| scope.spawn(move || unlink(names))).collect();
-            handles.into_iter().flat_map(|handle| handle.join().expect("an unlinking thread panicked")).collect()
-        })
-    };
-    for name in failed.iter().chain(&others) {
-        remove_tree(dir, name)?;
-    }
-    Ok(())
 }

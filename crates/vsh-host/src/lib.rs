@@ -28,6 +28,7 @@ mod error;
 mod mutate;
 mod resolve;
 mod stat;
+mod tree;
 
 #[cfg(test)]
 mod tests;

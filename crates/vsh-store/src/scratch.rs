@@ -9,9 +9,9 @@
 //! scratch area is left alone and reported, never cleared under a build.
 //!
 //! Clearing removes everything inside each `scratch/<name>` (the directory
-//! stays, empty), through the data directory's handle, never following a
-//! symlink: a link a build left there is removed as a link, and what it
-//! points to is untouched.
+//! stays, empty) with [`WritableDir::empty_dir`], through the data
+//! directory's handle, never following a symlink: a link a build left there
+//! is removed as a link, and what it points to is untouched.
 
 use std::sync::Arc;
 
@@ -63,16 +63,17 @@ impl ScratchLock {
         self.dir.lock_shared(&path).map_err(|source| StoreError::DataDir { path, source })
     }
 
-    /// Measure the scratch directories and clear all of them when `force`
-    /// or when together they hold more than `max_bytes` (so the next build
-    /// starts from nothing, as after `cargo clean`). A run holding them makes
-    /// this a no-op reported as [`ScratchReport::busy`].
+    /// Measure the scratch directories and clear all of them when together
+    /// they hold more than `max_bytes` (`Some(0)`: whatever they hold; `None`:
+    /// never), so the next build starts from nothing, as after `cargo
+    /// clean`. A run holding them makes this a no-op reported as
+    /// [`ScratchReport::busy`].
     ///
     /// # Errors
     ///
     /// [`StoreError::DataDir`] when the data directory cannot be read or an
     /// entry cannot be removed (what was removed before stays removed).
-    pub fn collect(&self, max_bytes: Option<u64>, force: bool) -> Result<ScratchReport, StoreError> {
+    pub fn collect(&self, max_bytes: Option<u64>) -> Result<ScratchReport, StoreError> {
         let mut report = ScratchReport::default();
         let Some(_exclusive) =
             self.dir.try_lock_exclusive(&Self::lock_path()).map_err(|source| failed(&Self::lock_path(), source))?
@@ -95,11 +96,16 @@ impl ScratchLock {
             report.bytes = report.bytes.saturating_add(bytes);
             dirs.push((dir, bytes));
         }
-        if !force && max_bytes.is_none_or(|max| report.bytes <= max) {
+        if max_bytes.is_none_or(|max| report.bytes <= max) {
             return Ok(report);
         }
         for (dir, bytes) in dirs {
-            self.clear(&dir)?;
+            // A scratch directory replaced by a file or a link is removed.
+            let emptied = match self.dir.empty_dir(&dir) {
+                Err(HostError::NotADirectory { .. }) => self.dir.remove_tree(&dir),
+                other => other,
+            };
+            emptied.map_err(|source| failed(&dir, source))?;
             report.bytes_removed = report.bytes_removed.saturating_add(bytes);
             report.cleared.push(dir.file_name().unwrap_or_default().to_owned());
         }
@@ -125,46 +131,11 @@ impl ScratchLock {
         }
         Ok(total)
     }
-
-    /// Remove everything inside `dir`, which stays. A directory the build
-    /// left without write or search permission is opened up first (ours to
-    /// remove: it is inside vsh's data directory).
-    fn clear(&self, dir: &VPath) -> Result<(), StoreError> {
-        // Depth first: a directory is removed once everything in it is.
-        let mut stack: Vec<(VPath, bool)> = vec![(dir.clone(), false)];
-        while let Some((current, listed)) = stack.pop() {
-            let Some(stat) = self.dir.lstat(&current).map_err(|source| failed(&current, source))? else { continue };
-            if stat.kind != HostKind::Directory {
-                self.dir.remove_file(&current).map_err(|source| failed(&current, source))?;
-                continue;
-            }
-            if listed {
-                if current == *dir {
-                    continue;
-                }
-                match self.dir.remove_dir(&current) {
-                    // Holding a name vsh cannot spell (not UTF-8): left.
-                    Ok(()) | Err(HostError::DirectoryNotEmpty { .. }) => {}
-                    Err(source) => return Err(failed(&current, source)),
-                }
-                continue;
-            }
-            if stat.mode & 0o700 != 0o700 {
-                self.dir.set_mode(&current, stat.mode | 0o700).map_err(|source| failed(&current, source))?;
-            }
-            stack.push((current.clone(), true));
-            for entry in self.dir.list_dir(&current).map_err(|source| failed(&current, source))? {
-                if let Some(child) = child(&current, &entry.name) {
-                    stack.push((child, false));
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The child `name` of `dir`, if vsh can name it (a name that is not UTF-8
-/// or not one component cannot be reached through a `VPath`, and stays).
+/// cannot be reached through a `VPath`: it is not measured, and clearing
+/// its directory fails naming it).
 fn child(dir: &VPath, name: &[u8]) -> Option<VPath> {
     std::str::from_utf8(name).ok().and_then(|name| dir.child(name).ok())
 }
@@ -205,7 +176,7 @@ mod tests {
     #[test]
     fn scratch_under_its_bound_is_measured_and_kept() {
         let (_dir, data, outside) = built();
-        let report = data.scratch_lock().collect(Some(1 << 20), false).unwrap();
+        let report = data.scratch_lock().collect(Some(1 << 20)).unwrap();
         // Files only: the symlink counts its own length, the directories nothing.
         let link = std::fs::symlink_metadata(data.scratch_dir("target").unwrap().join("link")).unwrap().len();
         assert_eq!(report.bytes, 3 + 4 + 5 + link);
@@ -217,7 +188,7 @@ mod tests {
     #[test]
     fn scratch_past_its_bound_is_cleared_without_following_a_link() {
         let (dir, data, outside) = built();
-        let report = data.scratch_lock().collect(Some(8), false).unwrap();
+        let report = data.scratch_lock().collect(Some(8)).unwrap();
         assert!(report.bytes > 8);
         assert_eq!(report.bytes_removed, report.bytes);
         let mut cleared = report.cleared.clone();
@@ -229,7 +200,7 @@ mod tests {
         }
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
         // Measured again: nothing left.
-        assert_eq!(data.scratch_lock().collect(Some(8), false).unwrap().bytes, 0);
+        assert_eq!(data.scratch_lock().collect(Some(8)).unwrap().bytes, 0);
     }
 
     #[test]
@@ -237,18 +208,18 @@ mod tests {
         let (_dir, data, _outside) = built();
         let lock = data.scratch_lock();
         let held = lock.shared().unwrap();
-        // A second run shares it; clearing, even forced, leaves it alone.
+        // A second run shares it; clearing, even of everything, leaves it alone.
         let also = data.scratch_lock().shared().unwrap();
-        let report = data.scratch_lock().collect(Some(0), true).unwrap();
+        let report = data.scratch_lock().collect(Some(0)).unwrap();
         assert!(report.busy && report.cleared.is_empty(), "{report:?}");
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
         drop(held);
         drop(also);
-        let report = data.scratch_lock().collect(None, true).unwrap();
+        let report = data.scratch_lock().collect(Some(0)).unwrap();
         assert_eq!(report.cleared.len(), 2, "{report:?}");
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
-        // Without a bound and unforced, nothing is cleared.
+        // Without a bound, nothing is cleared.
         std::fs::write(data.scratch_dir("target").unwrap().join("x"), b"x").unwrap();
-        assert!(data.scratch_lock().collect(None, false).unwrap().cleared.is_empty());
+        assert!(data.scratch_lock().collect(None).unwrap().cleared.is_empty());
     }
 }

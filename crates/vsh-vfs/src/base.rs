@@ -183,10 +183,6 @@ impl Base {
         Ok(count)
     }
 
-    fn dependency(&mut self, path: &VPath) -> &mut Dependency {
-        self.reads.entries.entry(path.clone()).or_default()
-    }
-
     /// Observe a node without recording a dependency. The caller resolved every
     /// ancestor first, so the host sees a path whose parents are base directories.
     pub(crate) fn peek(&mut self, path: &VPath) -> Result<Option<&BaseNode>, VfsError> {
@@ -311,7 +307,7 @@ impl Base {
         if let Some(bytes) = &node.bytes {
             let bytes = Arc::clone(bytes);
             let digest = node.digest;
-            self.dependency(path).content = digest;
+            self.record(path, |dependency| dependency.content = digest);
             return Ok(bytes);
         }
         let (kind, size) = (node.kind, node.size);
@@ -357,7 +353,7 @@ impl Base {
         let node = self.observed_node_mut(path);
         node.bytes = Some(Arc::clone(&bytes));
         node.digest = Some(digest);
-        self.dependency(path).content = Some(digest);
+        self.record(path, |dependency| dependency.content = Some(digest));
         Ok(bytes)
     }
 
@@ -385,7 +381,7 @@ impl Base {
             }
             (None, NodeKind::Directory) => return Err(VfsError::IsADirectory { path: path.clone() }),
         };
-        self.dependency(path).content = Some(digest);
+        self.record(path, |dependency| dependency.content = Some(digest));
         Ok(digest)
     }
 
@@ -474,9 +470,10 @@ impl Base {
             names
         };
         let digest = names_digest(names.iter().map(String::as_str));
-        let dependency = self.dependency(path);
-        dependency.kind = Some(Some(NodeKind::Directory));
-        dependency.names = Some(digest);
+        self.record(path, |dependency| {
+            dependency.kind = Some(Some(NodeKind::Directory));
+            dependency.names = Some(digest);
+        });
         Ok(names)
     }
 

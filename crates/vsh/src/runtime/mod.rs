@@ -516,15 +516,18 @@ impl Runtime {
         let keep = self.previews.blobs();
         let mut report = self.records.transactions().gc(self.records.blobs(), now_ms, retention, &keep)?;
         report.scratch =
-            self.records.scratch().collect(retention.max_scratch_bytes, false).map_err(VshError::DataDirectory)?;
+            self.records.scratch().collect(retention.max_scratch_bytes).map_err(VshError::DataDirectory)?;
         Ok(report)
     }
 
-    /// Clear real commands' scratch directories now (build outputs and
-    /// caches: the next build starts from nothing), unless a run is using
-    /// them, which the report says ([`vsh_store::ScratchReport::busy`]).
+    /// Clear real commands' scratch directories now, whatever they hold
+    /// (build outputs and caches: the next build starts from nothing), unless
+    /// a run is using them, which the report says
+    /// ([`vsh_store::ScratchReport::busy`]). The same as
+    /// [`Runtime::collect_garbage`] with `max_scratch_bytes: Some(0)`, without
+    /// the store's retention.
     pub fn clear_scratch(&self) -> Result<vsh_store::ScratchReport, VshError> {
-        self.records.scratch().collect(None, true).map_err(VshError::DataDirectory)
+        self.records.scratch().collect(Some(0)).map_err(VshError::DataDirectory)
     }
 
     /// What the workspace handle has done so far (stats, reads, listings, writes):
