@@ -171,33 +171,42 @@ impl FaultInjector for Phases {
     }
 }
 
-/// Where the time of one commit of `entries` goes, phase by phase.
-fn phases(scratch: &Path, files: usize, entries: &CanonicalDiff, blobs: &BlobStore) {
-    let setup = setup(scratch, files, 1000);
+/// Where the time of a commit of `entries` goes, phase by phase: the median
+/// of each phase over `runs` commits.
+fn phases(scratch: &Path, files: usize, entries: &CanonicalDiff, blobs: &BlobStore, runs: usize) {
     let reads = ReadSet::default();
-    let request = CommitRequest::new(setup.transaction, entries, &reads, blobs);
-    let phases = Phases { start: Instant::now(), seen: Mutex::default() };
-    setup.committer.commit_with_faults(&request, &setup.ledger, &phases).expect("commit");
-    let total = phases.start.elapsed();
-    let names = [
-        "lock, recovery check, plan written, staged (no barrier yet)",
-        "revalidated",
-        "intents journaled; plan, staged files, intents and directories synced",
-        "ledger: committing",
-        "applied, done journaled, changes synced",
-        "verified",
-        "marker written and synced",
-        "ledger: committed",
-        "quarantine removed",
-    ];
-    let seen = phases.seen.lock().unwrap();
-    println!("one {files}-file commit, phase by phase ({:.1} ms in all):", ms(total));
-    let mut previous = Duration::ZERO;
-    for ((point, at), name) in seen.iter().zip(names) {
-        println!("  {:>7.1} ms  {name} [{point}]", ms(at.saturating_sub(previous)));
-        previous = *at;
+    let mut per_phase: Vec<Vec<Duration>> = Vec::new();
+    let mut points: Vec<FaultPoint> = Vec::new();
+    let mut totals = Vec::new();
+    for run in 0..runs {
+        let setup = setup(scratch, files, 1000 + run);
+        let request = CommitRequest::new(setup.transaction, entries, &reads, blobs);
+        let phases = Phases { start: Instant::now(), seen: Mutex::default() };
+        setup.committer.commit_with_faults(&request, &setup.ledger, &phases).expect("commit");
+        let total = phases.start.elapsed();
+        let seen = phases.seen.into_inner().unwrap();
+        let mut previous = Duration::ZERO;
+        for (index, (point, at)) in seen.iter().enumerate() {
+            if per_phase.len() <= index {
+                per_phase.push(Vec::new());
+                points.push(*point);
+            }
+            per_phase[index].push(at.saturating_sub(previous));
+            previous = *at;
+        }
+        if per_phase.len() <= seen.len() {
+            per_phase.push(Vec::new());
+        }
+        per_phase[seen.len()].push(total.saturating_sub(previous));
+        totals.push(total);
     }
-    println!("  {:>7.1} ms  rest of the cleanup", ms(total.saturating_sub(previous)));
+    let (total, _, _) = median(totals);
+    println!("a {files}-file commit, phase by phase (medians of {runs}; {:.2} ms in all):", ms(total));
+    for (index, samples) in per_phase.into_iter().enumerate() {
+        let (phase, _, _) = median(samples);
+        let name = points.get(index).map_or_else(|| "rest of the cleanup".to_owned(), |point| format!("until {point}"));
+        println!("  {:>7.3} ms  {name}", ms(phase));
+    }
 }
 
 /// A 1-file commit on a quiet disk, and right after another program left
@@ -258,6 +267,15 @@ fn main() {
     std::fs::create_dir_all(&scratch).unwrap();
     let blobs = BlobStore::open(&DataDir::open_external(&scratch.join("data")).unwrap()).unwrap();
     let reads = ReadSet::default();
+    // `VSH_BENCH_ONLY=phases` runs only the 1-file phase breakdown, with
+    // `VSH_BENCH_RUNS` commits (default 41): the A/B measure of a change to
+    // the protocol's barriers.
+    let phase_runs: usize = std::env::var("VSH_BENCH_RUNS").ok().and_then(|runs| runs.parse().ok()).unwrap_or(41);
+    if std::env::var("VSH_BENCH_ONLY").is_ok_and(|only| only == "phases") {
+        phases(&scratch, 1, &diff(1, &blobs), &blobs, phase_runs);
+        std::fs::remove_dir_all(&scratch).unwrap();
+        return;
+    }
     println!("commit benchmark in {} ({RUNS} runs per size; ledger fsyncs each transition)", scratch.display());
     println!(
         "{:>6}  {:>10}  {:>10}  {:>10}  {:>9}  barriers per commit",
@@ -290,9 +308,11 @@ fn main() {
 
     dirty_disk(&scratch, &blobs);
 
+    let entries = diff(1, &blobs);
+    phases(&scratch, 1, &entries, &blobs, phase_runs);
     let files = 1000;
     let entries = diff(files, &blobs);
-    phases(&scratch, files, &entries, &blobs);
+    phases(&scratch, files, &entries, &blobs, 3);
     for (label, point) in [
         ("roll back (every operation applied)", FaultPoint::OperationApplied(2 * files as u32 - 1)),
         ("roll forward (marker synced)", FaultPoint::CommitMarkerSynced),

@@ -335,7 +335,15 @@ pub(crate) fn apply_one(
     let operation = plan.operations[index];
     let path = &plan.entries[operation.entry as usize].path;
     match operation.action {
-        Action::SetDirMode { after, .. } => workspace.set_mode(path, after).map_err(ApplyFailure::Host)?,
+        Action::SetDirMode { before, after } => {
+            // A mode someone set since revalidation is theirs: not overwritten
+            // (a rollback would put back ours, and theirs would be lost).
+            match workspace.lstat(path).map_err(ApplyFailure::Host)? {
+                Some(stat) if stat.kind == HostKind::Directory && stat.mode & 0o7777 == before => {}
+                _ => return Err(ApplyFailure::Changed),
+            }
+            workspace.set_mode(path, after).map_err(ApplyFailure::Host)?;
+        }
         Action::Quarantine => {
             workspace.rename_noreplace(path, &txn.quarantine_slot(index)).map_err(ApplyFailure::Host)?;
         }
@@ -349,9 +357,11 @@ pub(crate) fn apply_one(
         Action::Install => {
             workspace.rename_noreplace(&txn.stage_slot(index), path).map_err(ApplyFailure::Host)?;
         }
-        Action::SetFileMode { after, .. } => {
+        Action::SetFileMode { before, after } => {
             match workspace.lstat(path).map_err(ApplyFailure::Host)? {
-                Some(stat) if stat.kind == HostKind::File && stat.identity.ino == witness => {
+                Some(stat)
+                    if stat.kind == HostKind::File && stat.identity.ino == witness && stat.mode & 0o7777 == before =>
+                {
                     if stat.nlink > 1 {
                         return Err(ApplyFailure::HardLinked(stat.nlink));
                     }

@@ -48,6 +48,9 @@ pub enum FaultPoint {
     CommitMarkerSynced,
     /// The ledger holds Committed.
     CommittedStatePersisted,
+    /// The committed transaction's directory was moved into `trash/` in one
+    /// rename; removing it from there is garbage collection.
+    Discarded,
     /// Cleanup removed the quarantined nodes; the transaction directory remains.
     QuarantineRemoved,
     /// Recovery undid operation `i` while rolling back.
@@ -81,6 +84,7 @@ impl fmt::Display for FaultPoint {
             Self::CommitMarkerSynced => f.write_str("commit-marker-synced"),
             Self::CommittedStatePersisted => f.write_str("committed-state-persisted"),
             Self::QuarantineRemoved => f.write_str("quarantine-removed"),
+            Self::Discarded => f.write_str("discarded"),
         }
     }
 }
@@ -151,6 +155,7 @@ mod tests {
             (FaultPoint::Restored(2), "restored(2)"),
             (FaultPoint::Settled, "settled"),
             (FaultPoint::QuarantineRemoved, "quarantine-removed"),
+            (FaultPoint::Discarded, "discarded"),
         ];
         for (point, name) in cases {
             assert_eq!(point.to_string(), name);

@@ -98,8 +98,8 @@ mod txndir;
 mod validate;
 
 use std::cell::Cell;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use vsh_host::{CapDir, HostError, LockGuard, LockWait, WritableDir};
 use vsh_store::BlobStore;
@@ -117,7 +117,7 @@ use apply::{ApplyFailure, Syncs};
 use format::{Action, Journal, JournalRecord, Marker, Plan, PlanDigest, RecordKind};
 use live::LiveView;
 use recover::{Outcome, check};
-use txndir::{Cleanup, PRIVATE_DIR_MODE, TxnDir};
+use txndir::{Cleanup, PRIVATE_DIR_MODE, TRASH_DIR, TxnDir};
 
 /// How many conflicts a stale commit lists by default.
 pub const DEFAULT_MAX_CONFLICTS: usize = 128;
@@ -214,6 +214,19 @@ pub struct Committer {
     key: AuthorityKey,
     /// The protected-path rules every diff is checked against (see [`Committer::with_protection`]).
     protection: Option<vsh_policy::CallPolicy>,
+    /// Discarded transaction directories being removed off the commit's
+    /// path, each by a thread of its own (joined on drop).
+    sweeping: Mutex<Vec<(VPath, std::thread::JoinHandle<()>)>>,
+}
+
+impl Drop for Committer {
+    fn drop(&mut self) {
+        let sweeping = std::mem::take(self.sweeping.get_mut().unwrap_or_else(PoisonError::into_inner));
+        for (_, sweeper) in sweeping {
+            // A sweeper that panicked left garbage the next recovery removes.
+            let _ = sweeper.join();
+        }
+    }
 }
 
 /// The workspace's commit lock, held: the only way to commit or recover.
@@ -281,7 +294,14 @@ impl Committer {
             let _ = runtime.create_file_exclusive(&ignore, b"*\n", 0o644);
         }
         let excluded = vec![runtime_dir.clone()];
-        Ok(Committer { workspace, runtime_dir, excluded, key: AuthorityKey::unauthenticated(), protection: None })
+        Ok(Committer {
+            workspace,
+            runtime_dir,
+            excluded,
+            key: AuthorityKey::unauthenticated(),
+            protection: None,
+            sweeping: Mutex::default(),
+        })
     }
 
     /// Authenticate the commit's own records (plan, journal, completion
@@ -513,10 +533,68 @@ impl Committer {
             Ok(kept) => kept.into_iter().map(|(path, kept)| KeptNode { transaction, path, kept }).collect(),
             Err(_) => return Ok(receipt(transaction, &plan, revalidated, &syncs, Vec::new())),
         };
-        if let Err(CommitError::FaultInjected(point)) = txn.clean(&self.workspace, Cleanup::Committed, faults) {
+        if let Err(CommitError::FaultInjected(point)) = self.clean(&txn, Cleanup::Committed, faults) {
             return Err(CommitError::FaultInjected(point));
         }
         Ok(receipt(transaction, &plan, revalidated, &syncs, kept))
+    }
+
+    /// Clean up `txn` as `cleanup` says. A committed transaction's directory
+    /// is moved into `trash/` in one rename ([`FaultPoint::Discarded`]) and
+    /// removed there by a thread of its own, off the commit's path; where
+    /// the rename cannot be made, and for every other cleanup, its files are
+    /// removed in place in the cleanup's order.
+    pub(crate) fn clean(&self, txn: &TxnDir, cleanup: Cleanup, faults: &dyn FaultInjector) -> Result<(), CommitError> {
+        if cleanup == Cleanup::Committed
+            && let Some(discarded) = txn.discard(&self.workspace, &self.trash_root())
+        {
+            check(faults, FaultPoint::Discarded)?;
+            self.sweep_later(discarded);
+            return Ok(());
+        }
+        txn.clean(&self.workspace, cleanup, faults)
+    }
+
+    pub(crate) fn trash_root(&self) -> VPath {
+        self.runtime_dir.child(TRASH_DIR).expect("a valid constant name")
+    }
+
+    /// Remove the discarded directory `path` on a thread of its own. Where
+    /// no thread can be started it is left for the next recovery.
+    fn sweep_later(&self, path: VPath) {
+        let workspace = self.workspace.clone();
+        let target = path.clone();
+        let spawned = std::thread::Builder::new().name("vsh-sweep".to_owned()).spawn(move || {
+            // Garbage: a failure leaves it for the next recovery's sweep.
+            let _ = workspace.remove_tree(&target);
+        });
+        if let Ok(sweeper) = spawned {
+            let mut sweeping = self.sweeping.lock().unwrap_or_else(PoisonError::into_inner);
+            sweeping.retain(|(_, sweeper)| !sweeper.is_finished());
+            sweeping.push((path, sweeper));
+        }
+    }
+
+    /// Remove whatever `trash/` holds that no sweeper of this committer is
+    /// removing right now (left by a process that stopped, or a sweep that
+    /// failed). Best effort: garbage that cannot be removed stays, and is
+    /// never read.
+    pub(crate) fn sweep_trash(&self) {
+        let trash = self.trash_root();
+        let Ok(entries) = self.workspace.list_dir(&trash) else { return };
+        let busy: Vec<VPath> = {
+            let mut sweeping = self.sweeping.lock().unwrap_or_else(PoisonError::into_inner);
+            sweeping.retain(|(_, sweeper)| !sweeper.is_finished());
+            sweeping.iter().map(|(path, _)| path.clone()).collect()
+        };
+        for entry in entries {
+            let Some(path) = std::str::from_utf8(&entry.name).ok().and_then(|name| trash.child(name).ok()) else {
+                continue;
+            };
+            if !busy.contains(&path) {
+                let _ = self.workspace.remove_tree(&path);
+            }
+        }
     }
 
     /// The checks of a request before anything is written: its shape, and

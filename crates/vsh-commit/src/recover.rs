@@ -307,6 +307,7 @@ impl Committer {
         let mut visited: BTreeSet<TransactionId> = current.into_iter().collect();
         self.recover_directories(ledger, faults, &mut report, &mut visited)?;
         self.recover_orphans(ledger, &visited, &mut report);
+        self.sweep_trash();
         Ok(report)
     }
 
@@ -583,7 +584,7 @@ impl Resolver<'_> {
 
     /// Remove what `cleanup` names and report `outcome`.
     fn finish(&self, cleanup: Cleanup, outcome: Outcome) -> Result<Resolved, CommitError> {
-        match self.txn.clean(&self.committer.workspace, cleanup, self.faults) {
+        match self.committer.clean(self.txn, cleanup, self.faults) {
             Ok(()) => Ok(Ok(outcome)),
             Err(CommitError::Host { path, source, .. }) => {
                 Ok(Err(self.conflict(&path, RecoveryConflictReason::Host(source))))

@@ -39,6 +39,9 @@ const PRIVATE_FILE_MODE: u32 = 0o600;
 
 /// The name of the directory holding every transaction directory.
 pub(crate) const TXN_DIR: &str = "txn";
+/// The name of the directory committed transaction directories are moved
+/// into, to be removed off the commit's path (see [`TxnDir::discard`]).
+pub(crate) const TRASH_DIR: &str = "trash";
 
 /// Create the private file `path` holding `bytes` and start its writeback
 /// ([`vsh_host::start_writeback`]), without waiting for it: the caller's
@@ -112,6 +115,22 @@ impl TxnDir {
 
     pub(crate) fn quarantine_slot(&self, operation: usize) -> VPath {
         self.quarantine().child(&operation.to_string()).expect("digits form a valid name")
+    }
+
+    /// Move the directory of a committed transaction into `trash` (the
+    /// runtime directory's `trash/`, created if missing) in one rename, as
+    /// `trash/<hex>`: from then on nothing of it is read again, and removing
+    /// it is garbage collection. `None` when the rename cannot be made (the
+    /// name is taken, `trash` is not a directory): the caller cleans up in
+    /// place.
+    pub(crate) fn discard(&self, workspace: &WritableDir, trash: &VPath) -> Option<VPath> {
+        let name = self.root.file_name()?;
+        let target = trash.child(name).ok()?;
+        match workspace.create_dir(trash, PRIVATE_DIR_MODE) {
+            Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
+            Err(_) => return None,
+        }
+        workspace.rename_noreplace(&self.root, &target).ok().map(|()| target)
     }
 
     /// Create the directory with `stage/` and `quarantine/`. An existing one

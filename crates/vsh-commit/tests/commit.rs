@@ -787,6 +787,38 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
 }
 
 #[test]
+fn a_committed_directory_is_swept_from_trash_and_garbage_left_behind_goes_at_the_next_recovery() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?;
+    committer.commit(&run.request(&fx.blobs))?;
+    assert!(fx.stage_is_empty());
+    // Dropping the committer waits for its sweepers: nothing is left.
+    drop(committer);
+    let trash = root.join(".vsh/trash");
+    assert_eq!(std::fs::read_dir(&trash)?.count(), 0, "the sweeper removed the discarded directory");
+    assert_eq!(std::fs::read(root.join("a.txt"))?, b"changed");
+
+    // A process that stopped before its sweeper finished leaves garbage of
+    // any shape (a file, a nested tree without owner access, a symlink that
+    // must not be followed): the next recovery removes all of it.
+    let outside = fx.dir.path().join("outside");
+    std::fs::create_dir(&outside)?;
+    std::fs::write(outside.join("keep.txt"), b"keep")?;
+    std::fs::create_dir_all(trash.join("0123/stage/deep"))?;
+    std::fs::write(trash.join("0123/stage/deep/f"), b"x")?;
+    std::fs::write(trash.join("stray"), b"x")?;
+    std::os::unix::fs::symlink(&outside, trash.join("0123/link"))?;
+    std::fs::set_permissions(trash.join("0123/stage"), std::os::unix::fs::PermissionsExt::from_mode(0o000))?;
+    assert!(fx.committer.recover(&vsh_commit::NoLedger)?.is_empty());
+    assert_eq!(std::fs::read_dir(&trash)?.count(), 0, "recovery swept the garbage");
+    assert_eq!(std::fs::read(outside.join("keep.txt"))?, b"keep", "a symlink in the trash is never followed");
+    Ok(())
+}
+
+#[test]
 fn try_session_takes_a_free_commit_lock_and_never_waits_for_a_held_one() -> Result {
     let fx = Fixture::new()?;
     let other = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?;

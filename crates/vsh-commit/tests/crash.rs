@@ -55,6 +55,7 @@ fn check_outcome(trial: &Trial, reference: &Reference, point: FaultPoint, state:
         assert_eq!(state, want, "crash at {point}: ledger");
     }
     assert!(trial.ws.no_transaction_dirs(), "crash at {point}: transaction directory left");
+    assert!(trial.ws.no_garbage(), "crash at {point}: recovery left a discarded directory in trash/");
 }
 
 #[test]
@@ -80,11 +81,9 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
         FaultPoint::Verified,
         FaultPoint::CommitMarkerSynced,
         FaultPoint::CommittedStatePersisted,
-        FaultPoint::QuarantineRemoved,
+        // The directory goes to trash/ in one rename, removed off the path.
+        FaultPoint::Discarded,
     ]);
-    // Then every further cleanup step: stage, journal.next, journal, plan,
-    // settled, marker, the directory itself.
-    expected.extend((1..8).map(FaultPoint::CleanedUp));
     assert_eq!(reference.points, expected);
 
     for (index, point) in reference.points.iter().copied().enumerate() {
@@ -101,12 +100,14 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
         assert!(report.is_clean(), "{point}: {:?}", report.conflicts);
         assert!(report.unresolved.is_empty(), "{point}: {:?}", report.unresolved);
         let resolved = report.rolled_forward.len() + report.rolled_back.len() + report.cleaned.len();
-        // After the last cleanup step the directory is gone: nothing is left to recover.
-        let expected = usize::from(point != FaultPoint::CleanedUp(7));
+        // Once discarded the directory is gone: nothing is left to recover.
+        let expected = usize::from(point != FaultPoint::Discarded);
         assert_eq!(resolved, expected, "{point}: {report:?}");
-        check_outcome(&trial, &reference, point, ledger.get(transaction));
         // Recovering again finds nothing.
         assert!(restarted.committer.recover(&ledger)?.is_empty());
+        // The committer's sweepers are done once it is dropped.
+        drop(restarted);
+        check_outcome(&trial, &reference, point, ledger.get(transaction));
 
         // Without a ledger the marker alone decides (every third point, to bound the time).
         if index % 3 == 0 {
@@ -253,13 +254,63 @@ fn a_crash_during_roll_forward_cleanup_is_finished_by_the_next_recovery() -> Res
     ledger.insert(transaction, TransactionState::Revalidating);
     let crash = CrashAt::new(FaultPoint::CommitMarkerSynced);
     assert!(trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &crash).is_err());
-    let stopped =
-        trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::QuarantineRemoved));
-    assert!(matches!(stopped, Err(CommitError::FaultInjected(FaultPoint::QuarantineRemoved))));
+    // Recovery rolls forward and discards the directory; a crash right
+    // after leaves it in trash/, where the next recovery removes it.
+    let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::Discarded));
+    assert!(matches!(stopped, Err(CommitError::FaultInjected(FaultPoint::Discarded))), "{stopped:?}");
     assert_eq!(ledger.get(transaction), Some(TransactionState::Committed));
+    assert!(trial.ws.no_transaction_dirs());
+    let discarded = trial.ws.root.join(".vsh/trash").join(transaction.to_hex());
+    assert!(discarded.join("complete").is_file(), "the whole directory moved, marker and all");
     let report = trial.reopened()?.committer.recover(&ledger)?;
-    assert_eq!(report.cleaned, vec![transaction]);
+    assert!(report.is_empty(), "garbage is no transaction to recover: {report:?}");
     check_outcome(&trial, &reference, FaultPoint::CommitMarkerSynced, ledger.get(transaction));
+    Ok(())
+}
+
+/// `.vsh/trash` made unusable (a regular file), so that a committed
+/// transaction's directory is cleaned up in place, in the committed order.
+fn block_trash(trial: &Trial) -> Result {
+    std::fs::write(trial.ws.root.join(".vsh/trash"), b"not a directory")?;
+    Ok(())
+}
+
+#[test]
+fn without_a_usable_trash_the_committed_cleanup_runs_in_place_and_a_crash_at_each_step_recovers() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let reference = reference(&blobs)?;
+    let trial = Trial::new(&blobs)?;
+    block_trash(&trial)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let recorder = CrashAt::recording();
+    trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &recorder)?;
+    assert!(trial.ws.no_transaction_dirs());
+    assert_eq!(trial.ws.tree(), reference.after);
+    // Every cleanup step: quarantine, stage, journal.next, journal, plan,
+    // settled, marker, the directory itself.
+    let seen = recorder.seen();
+    let start = seen.iter().position(|point| *point == FaultPoint::CommittedStatePersisted).expect("committed");
+    let mut expected = vec![FaultPoint::QuarantineRemoved];
+    expected.extend((1..8).map(FaultPoint::CleanedUp));
+    assert_eq!(seen[start + 1..], expected[..]);
+
+    for point in expected {
+        let trial = Trial::new(&blobs)?;
+        block_trash(&trial)?;
+        let ledger = MemoryLedger::new();
+        let transaction = trial.run.transaction;
+        ledger.insert(transaction, TransactionState::Revalidating);
+        let error = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(point));
+        assert!(matches!(error, Err(CommitError::FaultInjected(at)) if at == point), "{point}: {error:?}");
+        // The next recovery finds trash/ still blocked and cleans up in place too.
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert!(report.is_clean(), "{point}: {:?}", report.conflicts);
+        let resolved = report.rolled_forward.len() + report.cleaned.len();
+        assert_eq!(resolved, usize::from(point != FaultPoint::CleanedUp(7)), "{point}: {report:?}");
+        check_outcome(&trial, &reference, point, ledger.get(transaction));
+    }
     Ok(())
 }
 

@@ -178,9 +178,9 @@ fn check_outcome(trial: &Trial, fixture: &Fixture, writer: &Writer, raced: &Race
     let rolled_back = outcome != "committed";
     let mode_restored = |node: &support::Node| match (node, now.get(writer.path), before.get(writer.path)) {
         (
-            support::Node::File { bytes, .. },
-            Some(support::Node::File { bytes: now_bytes, mode: now_mode }),
-            Some(support::Node::File { mode: before_mode, .. }),
+            Node::File { bytes, .. },
+            Some(Node::File { bytes: now_bytes, mode: now_mode }),
+            Some(Node::File { mode: before_mode, .. }),
         ) => {
             rolled_back
                 && made.as_ref().is_some_and(|(write, _)| *write != Write::Chmod)
@@ -317,6 +317,51 @@ fn a_writer_taking_the_path_while_the_old_node_is_quarantined_keeps_its_file() -
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!((left[0].path.as_str(), left[0].action), ("a.txt", "quarantine"));
     assert_eq!(std::fs::read(trial.ws.root.join(left[0].kept.as_ref().expect("kept").as_str()))?, b"alpha");
+    Ok(())
+}
+
+/// Makes the directory at its path 0o711 once the intents are durable.
+struct ChmodKeep(std::path::PathBuf);
+impl FaultInjector for ChmodKeep {
+    fn crash_at(&self, point: FaultPoint) -> bool {
+        if point == FaultPoint::IntentSynced(0) {
+            std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o711)).unwrap();
+        }
+        false
+    }
+}
+
+#[test]
+fn a_mode_someone_sets_after_revalidation_is_not_overwritten_and_survives_the_rollback() -> Result {
+    let fixture = fixture()?;
+    let trial = Trial::new(&fixture.blobs)?;
+    // The transaction makes script.sh 0o755 (from 0o644); the writer makes
+    // it 0o604 once the intents are durable, before the mode is applied.
+    let writer = writer(&trial, "script.sh", Write::Chmod, |point, _| point == FaultPoint::IntentSynced(0));
+    let raced = race(&fixture, &trial, &writer)?;
+    let outcome = check_outcome(&trial, &fixture, &writer, &raced, "chmod");
+    assert_ne!(outcome, "committed");
+    assert!(raced.left.is_empty(), "{:?}", raced.left);
+    let mode = std::fs::symlink_metadata(trial.ws.root.join("script.sh"))?.permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o604, "their mode stays");
+    // Everything else is back to the before tree.
+    let mut expected = fixture.before.clone();
+    if let Some(Node::File { mode, .. }) = expected.get_mut("script.sh") {
+        *mode = 0o604;
+    }
+    assert_eq!(trial.ws.tree(), expected);
+
+    // The same for a directory: the transaction makes keep/ 0o700 (from
+    // 0o755); someone makes it 0o711 after revalidation.
+    let trial = Trial::new(&fixture.blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let chmod = ChmodKeep(trial.ws.root.join("keep"));
+    let result = trial.ws.committer.commit_with_faults(&trial.run.request(&fixture.blobs), &ledger, &chmod);
+    assert!(matches!(result, Err(CommitError::Stale { .. })), "{result:?}");
+    let mut expected = fixture.before.clone();
+    expected.insert("keep".to_owned(), Node::Dir { mode: 0o711 });
+    assert_eq!(trial.ws.tree(), expected);
     Ok(())
 }
 

@@ -129,6 +129,11 @@ impl Workspace {
     pub fn no_transaction_dirs(&self) -> bool {
         std::fs::read_dir(self.root.join(".vsh/txn")).map_or(true, |mut entries| entries.next().is_none())
     }
+
+    /// Whether no discarded transaction directory is left in `.vsh/trash`.
+    pub fn no_garbage(&self) -> bool {
+        std::fs::read_dir(self.root.join(".vsh/trash")).map_or(true, |mut entries| entries.next().is_none())
+    }
 }
 
 pub struct Run {
