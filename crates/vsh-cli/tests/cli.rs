@@ -1025,7 +1025,9 @@ impl vsh::lower::vsh_commit::FaultInjector for KillAt {
 fn a_kill_during_commit_is_reported_by_the_next_command_whatever_it_is() {
     use vsh::lower::vsh_commit::FaultPoint;
     if let Ok(point) = std::env::var(KILLED_CHILD) {
-        let point = if point == "applied" { FaultPoint::OperationApplied(0) } else { FaultPoint::CommitMarkerSynced };
+        // The runtime's transaction store is the commit point: its Committed.
+        let point =
+            if point == "applied" { FaultPoint::OperationApplied(0) } else { FaultPoint::CommittedStatePersisted };
         let ws = std::env::var_os("VSH_CLI_TEST_WS").unwrap();
         let key = std::env::var_os("VSH_AUTHORITY_KEY").unwrap();
         let worker = vsh::WorkerConfig::new(env!("CARGO_BIN_EXE_vsh")).with_args(["__vsh-monty-worker"]);

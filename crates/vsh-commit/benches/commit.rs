@@ -63,6 +63,10 @@ impl DurableLedger {
 }
 
 impl CommitLedger for DurableLedger {
+    fn is_commit_point(&self) -> bool {
+        true
+    }
+
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.change(transaction, TransactionState::Committing)
     }

@@ -8,7 +8,7 @@
 //! | call | transition | when |
 //! |---|---|---|
 //! | [`CommitLedger::committing`] | `Revalidating` → `Committing` | after revalidation and after every intent is journaled, before the first operation (fault point `CommitStatePersisted`) |
-//! | [`CommitLedger::committed`] | `Committing` or `RecoveryRequired` → `Committed` | after the completion marker is synced (`CommittedStatePersisted`) |
+//! | [`CommitLedger::committed`] | `Committing` or `RecoveryRequired` → `Committed` | after every operation is applied, synced and verified, and after the completion marker is synced unless the ledger is the commit point ([`CommitLedger::is_commit_point`]: no marker is written) (`CommittedStatePersisted`) |
 //! | [`CommitLedger::recovery_required`] | `Committing` → `RecoveryRequired` | recovery is about to roll back, or a rollback left paths for an operator |
 //! | [`CommitLedger::stale`] | `Revalidating` → `Stale` | revalidation found a conflict; nothing was written |
 //! | [`CommitLedger::failed`] | `Reserved`, `Revalidating`, `Committing` or `RecoveryRequired` → `Failed` | the workspace holds the before state again (or was never touched) |
@@ -21,7 +21,7 @@
 //! outcome of the commit, an error included, is recorded by one of the calls
 //! above, and a state is never left behind that the disk contradicts
 //! (`Failed` only when the workspace holds the before state, `Committed` only
-//! after the completion marker is durable).
+//! once every operation is applied, durable and verified).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -97,8 +97,10 @@ pub trait CommitLedger {
     /// (`Revalidating` → `Committing`).
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError>;
 
-    /// The completion marker is durable: the transaction is committed
-    /// (`Committing` or `RecoveryRequired` → `Committed`).
+    /// Every operation is applied, durable and verified (and, unless the
+    /// ledger is the commit point, the completion marker is durable): the
+    /// transaction is committed (`Committing` or `RecoveryRequired` →
+    /// `Committed`).
     fn committed(&self, transaction: TransactionId) -> Result<(), LedgerError>;
 
     /// The commit stopped part-way and will be rolled back by recovery
@@ -115,6 +117,15 @@ pub trait CommitLedger {
 
     /// The transaction's current state, `None` if the ledger does not know it.
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError>;
+
+    /// Whether this ledger's `Committed` can be the commit point: its calls
+    /// are durable when they return and it keeps its states across a crash
+    /// (a transaction store on disk). The committer then writes no
+    /// completion marker, and recovery rolls forward on `Committed`. The
+    /// default (and [`NoLedger`]) is no: the marker is the commit point.
+    fn is_commit_point(&self) -> bool {
+        false
+    }
 
     /// Every transaction in one of [`from_states::OPEN`], so that recovery
     /// settles those whose commit directory is gone (or was never made).
@@ -160,12 +171,20 @@ impl CommitLedger for NoLedger {
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
     states: Mutex<BTreeMap<TransactionId, TransactionState>>,
+    commit_point: bool,
 }
 
 impl MemoryLedger {
-    /// An empty ledger.
+    /// An empty ledger; the completion marker stays the commit point.
     pub fn new() -> MemoryLedger {
         MemoryLedger::default()
+    }
+
+    /// An empty ledger standing for a durable one that is the commit point
+    /// ([`CommitLedger::is_commit_point`]): a test that keeps it across a
+    /// simulated crash sees what a transaction store would keep.
+    pub fn as_commit_point() -> MemoryLedger {
+        MemoryLedger { commit_point: true, ..MemoryLedger::default() }
     }
 
     /// Record `transaction` in `state` (as the caller's store would before
@@ -198,6 +217,10 @@ impl MemoryLedger {
 }
 
 impl CommitLedger for MemoryLedger {
+    fn is_commit_point(&self) -> bool {
+        self.commit_point
+    }
+
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.transition(transaction, from_states::COMMITTING, TransactionState::Committing)
     }

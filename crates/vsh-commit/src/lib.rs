@@ -12,8 +12,10 @@
 //! nothing was touched); the intents journaled, made durable with the plan
 //! and the staged nodes in one batch of barriers; the ledger to Committing;
 //! the operations applied (old nodes quarantined, never deleted); the done
-//! records journaled; verification; the completion marker (the commit point);
-//! the ledger to Committed; cleanup. Each durable step is a [`FaultPoint`],
+//! records journaled; verification; the completion marker (the commit point,
+//! written only when the ledger is not one: a durable ledger's Committed is
+//! the commit point, [`CommitLedger::is_commit_point`]); the ledger to
+//! Committed; cleanup. Each durable step is a [`FaultPoint`],
 //! and a commit costs a constant number of barriers whatever its size.
 //! `docs/commit-protocol.md` is the one numbered list of these steps, with
 //! the syscall that makes each durable and the case analysis of a crash at
@@ -512,13 +514,17 @@ impl Committer {
             Err(Stop::Abort { error, limit }) => return Err(self.abort(ledger, transaction, &txn, error, limit)),
         }
 
+        // The commit point: a durable ledger's Committed, else the completion
+        // marker (made durable before the ledger hears of it).
         let interrupted = |source| CommitError::RecoveryRequired { transaction, source: Box::new(source) };
-        let marker = Marker { transaction, plan: digest };
-        txn.write_marker(&self.workspace, &marker, &self.key)
-            .map_err(|source| interrupted(CommitError::host("write marker", &txn.marker())(source)))?;
-        syncs.file();
-        syncs.dir();
-        check(faults, FaultPoint::CommitMarkerSynced)?;
+        if !ledger.is_commit_point() {
+            let marker = Marker { transaction, plan: digest };
+            txn.write_marker(&self.workspace, &marker, &self.key)
+                .map_err(|source| interrupted(CommitError::host("write marker", &txn.marker())(source)))?;
+            syncs.file();
+            syncs.dir();
+            check(faults, FaultPoint::CommitMarkerSynced)?;
+        }
 
         ledger
             .committed(transaction)

@@ -3,10 +3,11 @@
 //!
 //! For each `txn/<transaction hex>/`, in name order:
 //!
-//! - **A valid completion marker**: the commit was applied, synced and
-//!   verified before the marker was written. Roll forward: move the ledger to
-//!   Committed, clean up (paths someone changed since are reported, never
-//!   touched).
+//! - **A valid completion marker**, or a ledger that says Committed (a
+//!   ledger that is the commit point writes no marker): the commit was
+//!   applied, synced and verified before either was written. Roll forward:
+//!   move the ledger to Committed, clean up (paths someone changed since are
+//!   reported, never touched).
 //! - **A valid settled record**: an earlier rollback finished its pass; only
 //!   its ledger step and cleanup may be left. Nothing is undone twice.
 //! - **Neither**: roll back. First the evidence is checked against the
@@ -614,8 +615,15 @@ impl Resolver<'_> {
     /// point; they are reported and left alone.
     fn roll_forward(&self, found: &Found) -> Result<Resolved, CommitError> {
         let state = found.state;
+        // A ledger that is the commit point said Committed, and the crash came
+        // before the commit's own cleanup (no marker, plan and journal whole):
+        // the commit is finished here, as after a marker.
+        let interrupted_at_commit_point = state == Some(TransactionState::Committed)
+            && !found.marker_valid
+            && found.journal.is_some()
+            && matches!(found.plan, Read::Valid(_));
         match state {
-            Some(TransactionState::Committed) => {
+            Some(TransactionState::Committed) if !interrupted_at_commit_point => {
                 // Only cleanup was left; it still keeps old nodes someone wrote to.
                 let kept = match (&found.plan, &found.journal) {
                     (Read::Valid((plan, _)), Some(journal)) => match self.keep(plan, journal) {
@@ -631,7 +639,9 @@ impl Resolver<'_> {
                 };
                 return self.finish(Cleanup::Committed, outcome);
             }
-            None | Some(TransactionState::Committing | TransactionState::RecoveryRequired) => {}
+            None
+            | Some(TransactionState::Committing | TransactionState::RecoveryRequired | TransactionState::Committed) => {
+            }
             Some(_) => return Ok(Err(self.disagrees(state))),
         }
         let Read::Valid((plan, _)) = &found.plan else {
@@ -652,7 +662,7 @@ impl Resolver<'_> {
             Ok(changed) => changed,
             Err(error) => return Ok(Err(self.conflict(&self.txn.root, from_commit_error(error)))),
         };
-        if state.is_some()
+        if state.is_some_and(|state| state != TransactionState::Committed)
             && let Err(error) = self.ledger.committed(self.transaction)
         {
             return Ok(Err(self.ledger_conflict(error)));
@@ -682,11 +692,22 @@ impl Resolver<'_> {
     fn roll_back(&self, found: &Found, limit: Option<usize>) -> Result<Resolved, CommitError> {
         let state = found.state;
         if state == Some(TransactionState::Committed) {
-            // Cleanup of a committed transaction removes the journal and the
-            // plan before the marker; anything else contradicts the ledger.
-            let leftover = found.journal.is_none() && matches!(found.plan, Read::Absent);
-            return if leftover {
-                self.finish(Cleanup::Committed, Outcome::Cleaned)
+            // A ledger that is the commit point moved to Committed once every
+            // operation was applied, durable and verified, and no marker was
+            // written: roll forward. The journal, while it is there (the
+            // committed cleanup removes it first, then the plan), must show it:
+            // a done record for every operation. A journal without its plan,
+            // a journal short of done records, or a settled rollback
+            // contradicts the ledger.
+            let done_everything = match (&found.plan, &found.journal) {
+                (Read::Valid((plan, _)), Some(journal)) => {
+                    done_witnesses(journal, plan.operations.len()).iter().all(Option::is_some)
+                }
+                (_, None) => true,
+                (_, Some(_)) => false,
+            };
+            return if done_everything && found.settled.is_none() {
+                self.roll_forward(found)
             } else {
                 Ok(Err(self.disagrees(state)))
             };

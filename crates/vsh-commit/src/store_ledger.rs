@@ -94,6 +94,12 @@ impl<'a> StoreLedger<'a> {
 }
 
 impl CommitLedger for StoreLedger<'_> {
+    /// The transaction store's log is durable and survives a crash: its
+    /// `Committed` is the commit point, no completion marker is written.
+    fn is_commit_point(&self) -> bool {
+        true
+    }
+
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.step(transaction, CommitStep::Committing, from_states::COMMITTING, TransactionState::Committing)
     }

@@ -339,7 +339,7 @@ fn sigkill_campaign_of_commits_and_recoveries_with_racing_writers() -> Result {
             });
             if run_killed("campaign-commit", &trial, &campaign, plan.commit_point, plan.commit_delay)? {
                 tally.commits_killed += 1;
-                tally.commit_phases[phase_of(&root)] += 1;
+                tally.commit_phases[phase_of(&root, &trial.join("ledger"))] += 1;
             }
             if let Some((point, delay)) = plan.recovery
                 && run_killed("campaign-recover", &trial, &campaign, point, delay)?
@@ -362,8 +362,8 @@ fn sigkill_campaign_of_commits_and_recoveries_with_racing_writers() -> Result {
     for outcome in ["committed", "failed", "unresolved"] {
         assert!(tally.outcomes.get(outcome).copied().unwrap_or(0) > 0, "no trial ended {outcome}: {tally:?}");
     }
-    // Killed while preparing (no journal), while applying (journal, no
-    // marker), and after the commit point (marker).
+    // Killed while preparing (no journal), while applying (journal, before
+    // the commit point), and after the commit point (the ledger's Committed).
     assert!(tally.commit_phases[1..].iter().all(|count| *count > 0), "a commit phase was never killed: {tally:?}");
     assert!(tally.recoveries_killed >= TRIALS as u32 / 10, "too few recoveries killed: {tally:?}");
     assert!(tally.writers_acted >= TRIALS as u32 / 8, "too few writers acted: {tally:?}");

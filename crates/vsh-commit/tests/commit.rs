@@ -776,6 +776,17 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
     // directory (1): 9.
     let expected = vsh_commit::SyncCounts { file_fsyncs: 6, dir_fsyncs: 9, syncfs: 0 };
     assert_eq!(receipt.syncs, expected);
+    // A ledger that is the commit point (the runtime's store) takes the
+    // marker's place: its file and its directory barrier are not issued.
+    let run = fx.run(|vfs| {
+        vfs.write(&p("a.txt"), Arc::from(&b"again"[..]))?;
+        vfs.write(&p("other.txt"), Arc::from(&b"other"[..]))
+    })?;
+    let ledger = vsh_commit::MemoryLedger::as_commit_point();
+    ledger.insert(run.transaction, vsh_types::TransactionState::Revalidating);
+    let receipt = fx.committer.commit_with_ledger(&run.request(&fx.blobs), &ledger)?;
+    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 5, dir_fsyncs: 8, syncfs: 0 });
+    assert_eq!(ledger.get(run.transaction), Some(vsh_types::TransactionState::Committed));
     // Exclusions: the runtime directory always, others once each, never the root.
     let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?
         .with_excluded(p("data"))

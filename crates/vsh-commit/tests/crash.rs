@@ -30,7 +30,7 @@ struct Reference {
 fn reference(blobs: &BlobStore) -> Result<Reference> {
     let trial = Trial::new(blobs)?;
     let before = trial.ws.tree();
-    let ledger = MemoryLedger::new();
+    let ledger = MemoryLedger::as_commit_point();
     ledger.insert(trial.run.transaction, TransactionState::Revalidating);
     let recorder = CrashAt::recording();
     let receipt = trial.ws.committer.commit_with_faults(&trial.run.request(blobs), &ledger, &recorder)?;
@@ -79,7 +79,7 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
     expected.extend([
         FaultPoint::Applied,
         FaultPoint::Verified,
-        FaultPoint::CommitMarkerSynced,
+        // The ledger is the commit point: no completion marker.
         FaultPoint::CommittedStatePersisted,
         // The directory goes to trash/ in one rename, removed off the path.
         FaultPoint::Discarded,
@@ -89,7 +89,7 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
     for (index, point) in reference.points.iter().copied().enumerate() {
         let trial = Trial::new(&blobs)?;
         assert_eq!(trial.ws.tree(), reference.before);
-        let ledger = MemoryLedger::new();
+        let ledger = MemoryLedger::as_commit_point();
         let transaction = trial.run.transaction;
         ledger.insert(transaction, TransactionState::Revalidating);
         let error = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(point));
@@ -109,17 +109,35 @@ fn a_crash_at_every_fault_point_recovers_to_exactly_before_or_after() -> Result 
         drop(restarted);
         check_outcome(&trial, &reference, point, ledger.get(transaction));
 
-        // Without a ledger the marker alone decides (every third point, to bound the time).
+        // Without a ledger the marker alone decides, and with a ledger that
+        // is not the commit point the marker comes first (each on every
+        // third point, to bound the time).
         if index % 3 == 0 {
-            let trial = Trial::new(&blobs)?;
-            let error =
-                trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &NoLedger, &CrashAt::new(point));
-            assert!(matches!(error, Err(CommitError::FaultInjected(_))), "{point}: {error:?}");
-            let report = trial.reopened()?.committer.recover(&NoLedger)?;
-            assert!(report.is_clean(), "{point} without a ledger: {:?}", report.conflicts);
-            check_outcome(&trial, &reference, point, None);
+            crash_with_the_marker(&blobs, &reference, point, false)?;
+        } else if index % 3 == 1 {
+            crash_with_the_marker(&blobs, &reference, point, true)?;
         }
     }
+    // The marker's own point, both ways.
+    crash_with_the_marker(&blobs, &reference, FaultPoint::CommitMarkerSynced, false)?;
+    crash_with_the_marker(&blobs, &reference, FaultPoint::CommitMarkerSynced, true)?;
+    Ok(())
+}
+
+/// Crash a commit whose commit point is the completion marker at `point`
+/// (with a ledger that is not the commit point, or with none), recover, and
+/// check the outcome.
+fn crash_with_the_marker(blobs: &BlobStore, reference: &Reference, point: FaultPoint, ledgered: bool) -> Result {
+    let trial = Trial::new(blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
+    let chosen: &dyn CommitLedger = if ledgered { &ledger } else { &NoLedger };
+    let error = trial.ws.committer.commit_with_faults(&trial.run.request(blobs), chosen, &CrashAt::new(point));
+    assert!(matches!(error, Err(CommitError::FaultInjected(at)) if at == point), "{point}: {error:?}");
+    let report = trial.reopened()?.committer.recover(chosen)?;
+    assert!(report.is_clean(), "{point} with the marker (ledger: {ledgered}): {:?}", report.conflicts);
+    let state = if ledgered { ledger.get(trial.run.transaction) } else { None };
+    check_outcome(&trial, reference, point, state);
     Ok(())
 }
 
@@ -738,10 +756,15 @@ fn a_ledger_that_contradicts_the_disk_is_a_conflict_and_changes_nothing() -> Res
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
     // A durable marker, but the ledger says the transaction went stale; and
-    // no marker, with intents journaled, but the ledger says committed.
-    for (point, lie) in
-        [(FaultPoint::CommitMarkerSynced, TransactionState::Stale), (FaultPoint::Applied, TransactionState::Committed)]
-    {
+    // no marker, with intents journaled and some operations applied but not
+    // done, but the ledger says committed.
+    // (With a done record for every operation a Committed ledger is the
+    // commit point a crash came after: see
+    // `a_committed_record_without_a_marker_rolls_forward_once_every_operation_is_done`.)
+    for (point, lie) in [
+        (FaultPoint::CommitMarkerSynced, TransactionState::Stale),
+        (FaultPoint::OperationApplied(3), TransactionState::Committed),
+    ] {
         let trial = Trial::new(&blobs)?;
         let ledger = MemoryLedger::new();
         let transaction = trial.run.transaction;
@@ -1052,14 +1075,17 @@ fn a_rollback_reports_rolled_back_only_when_it_undid_something() -> Result {
 }
 
 #[test]
-fn a_committed_record_whose_directory_lost_its_marker_but_not_its_plan_or_journal_disagrees() -> Result {
+fn a_committed_record_whose_directory_lost_its_plan_but_not_its_journal_disagrees() -> Result {
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
-    // Committed cleanup removes the journal and the plan before the marker:
-    // a directory without the marker but with either of them is not one.
-    for removed in [["complete", "journal"], ["complete", "plan"]] {
+    // Committed cleanup removes the journal before the plan, and the plan
+    // before the marker: a directory without the marker whose ledger says
+    // Committed may hold both (a ledger that is the commit point writes no
+    // marker), the plan alone, or neither; never the journal without the plan.
+    for (ledger, removed) in
+        [(MemoryLedger::new(), &["complete", "plan"][..]), (MemoryLedger::as_commit_point(), &["plan"][..])]
+    {
         let trial = Trial::new(&blobs)?;
-        let ledger = MemoryLedger::new();
         ledger.insert(trial.run.transaction, TransactionState::Revalidating);
         let crashed = trial.ws.committer.commit_with_faults(
             &trial.run.request(&blobs),
@@ -1077,6 +1103,43 @@ fn a_committed_record_whose_directory_lost_its_marker_but_not_its_plan_or_journa
             matches!(report.conflicts[0].reason, RecoveryConflictReason::LedgerDisagrees { .. }),
             "{removed:?}: {report:?}"
         );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_committed_record_without_a_marker_rolls_forward_once_every_operation_is_done() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let reference = reference(&blobs)?;
+    // A ledger that is the commit point: Committed, no marker ever written;
+    // the crash came before cleanup. Then the in-place cleanup's states:
+    // the journal gone, then the plan too.
+    for removed in [&[][..], &["journal"][..], &["journal", "plan"][..]] {
+        let trial = Trial::new(&blobs)?;
+        let ledger = MemoryLedger::as_commit_point();
+        let transaction = trial.run.transaction;
+        ledger.insert(transaction, TransactionState::Revalidating);
+        let crash = CrashAt::new(FaultPoint::CommittedStatePersisted);
+        let crashed = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &crash);
+        assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+        let dir = std::fs::read_dir(trial.ws.root.join(".vsh/txn"))?.next().unwrap()?.path();
+        assert!(!dir.join("complete").exists(), "no marker is written");
+        for file in removed {
+            std::fs::remove_file(dir.join(file))?;
+        }
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert!(report.is_clean(), "{removed:?}: {report:?}");
+        // Before any cleanup the commit is finished as after a marker (its
+        // paths checked and counted); once cleanup began, only cleanup is left.
+        if removed.is_empty() {
+            assert_eq!(report.rolled_forward, vec![transaction], "{report:?}");
+            assert_eq!(report.paths_of(transaction), Some(trial.run.diff.len()));
+            assert!(report.changed_since_commit.is_empty(), "{report:?}");
+        } else {
+            assert_eq!(report.cleaned, vec![transaction], "{removed:?}: {report:?}");
+        }
+        check_outcome(&trial, &reference, FaultPoint::CommittedStatePersisted, ledger.get(transaction));
     }
     Ok(())
 }

@@ -79,7 +79,7 @@ fn commit_child(
 }
 
 /// Records, without stopping anything, when the commit passes the start of
-/// its apply phase and its completion marker (microseconds after `start`, in
+/// its apply phase and its commit point (the ledger's Committed) (microseconds after `start`, in
 /// `timeline`), and signals each by creating `applying` and `marked` in the
 /// trial directory, so the parent can aim its kill at a phase.
 struct Timeline {
@@ -91,7 +91,8 @@ impl FaultInjector for Timeline {
     fn crash_at(&self, point: FaultPoint) -> bool {
         let signal = match point {
             FaultPoint::CommitStatePersisted => "applying",
-            FaultPoint::CommitMarkerSynced => "marked",
+            // The ledger is the commit point: no marker is written.
+            FaultPoint::CommittedStatePersisted => "marked",
             _ => return false,
         };
         let line = format!("{} {}\n", point, self.start.elapsed().as_micros());
@@ -215,7 +216,7 @@ fn sigkill_at_any_moment_of_a_commit_never_leaves_a_partial_state() -> Result {
         child.kill()?;
         let status = wait_exit(&mut child)?;
 
-        phases[phase_of(&trial.join("ws"))] += 1;
+        phases[phase_of(&trial.join("ws"), &trial.join("ledger"))] += 1;
         let ws = Workspace::open(&trial.join("ws"))?;
         let ledger = FileLedger::open(&trial.join("ledger"));
         let report = ws.committer.recover(&ledger)?;

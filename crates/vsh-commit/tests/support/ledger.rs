@@ -69,6 +69,10 @@ impl FileLedger {
 }
 
 impl CommitLedger for FileLedger {
+    fn is_commit_point(&self) -> bool {
+        true
+    }
+
     fn committing(&self, transaction: TransactionId) -> Result<(), LedgerError> {
         self.transition(transaction, vsh_commit::from_states::COMMITTING, TransactionState::Committing)
     }

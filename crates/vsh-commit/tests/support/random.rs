@@ -46,13 +46,17 @@ impl Rng {
 }
 
 /// Where a killed commit stopped: 0 no transaction directory, 1 no journal
-/// yet, 2 journal without marker, 3 marker.
-pub fn phase_of(ws: &Path) -> usize {
+/// yet, 2 journal before the commit point, 3 past the commit point (a
+/// marker, or the ledger at `ledger`, a `FileLedger`, saying Committed).
+pub fn phase_of(ws: &Path, ledger: &Path) -> usize {
     let Some(Ok(dir)) = std::fs::read_dir(ws.join(".vsh/txn")).ok().and_then(|mut entries| entries.next()) else {
         return 0;
     };
     let dir = dir.path();
-    if dir.join("complete").exists() {
+    let committed = format!(" {:02}", vsh_types::TransactionState::Committed.tag());
+    let recorded =
+        std::fs::read_to_string(ledger).is_ok_and(|text| text.lines().any(|line| line.ends_with(&committed)));
+    if dir.join("complete").exists() || recorded {
         3
     } else if dir.join("journal").exists() {
         2
