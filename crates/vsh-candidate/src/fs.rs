@@ -76,6 +76,9 @@ struct Buffer {
     loaded: bool,
     /// Changed since it was loaded or last written back.
     dirty: bool,
+    /// Bytes written (or the size changed by) since it was last written back:
+    /// its share of [`State::buffered`].
+    unsynced: usize,
     /// Written back at least once (the host has accepted writing it).
     written_back: bool,
 }
@@ -150,7 +153,12 @@ struct State {
     listings: HashMap<u64, Vec<(u64, FileType, String)>>,
     /// When a process last changed each file through this filesystem.
     written: HashMap<u64, SystemTime>,
-    /// The bytes held by dirty buffers.
+    /// The bytes written to buffers and not yet written back (each
+    /// buffer's `unsynced`, summed): past [`MAX_BUFFERED`] the file being
+    /// written is written back, so the image (and its size bound) learns of
+    /// new content at least every [`MAX_BUFFERED`] bytes. Counting the whole
+    /// of every dirty buffer instead made each write to a file larger than
+    /// the bound write the whole file back: quadratic in its size.
     buffered: usize,
     next_handle: u64,
 }
@@ -332,28 +340,33 @@ impl<B: Backend> CandidateFs<B> {
         self.done(FsRequest::Write { path, data: buffer.data.clone() })?;
         buffer.dirty = false;
         buffer.written_back = true;
-        state.buffered = state.buffered.saturating_sub(buffer.data.len());
+        state.buffered = state.buffered.saturating_sub(std::mem::take(&mut buffer.unsynced));
         Ok(())
     }
 
-    /// `ino`'s buffer changed: note it dirty and when, counting its bytes.
-    fn dirtied(state: &mut State, ino: u64) {
+    /// `changed` bytes of `ino`'s buffer changed: note it dirty and when,
+    /// counting them.
+    fn dirtied(state: &mut State, ino: u64, changed: usize) {
         let buffer = state.buffers.entry(ino).or_default();
-        if !buffer.dirty {
-            buffer.dirty = true;
-            state.buffered = state.buffered.saturating_add(buffer.data.len());
-        }
+        buffer.dirty = true;
+        buffer.unsynced = buffer.unsynced.saturating_add(changed);
+        state.buffered = state.buffered.saturating_add(changed);
         state.written.insert(ino, SystemTime::now());
     }
 
     /// Write back every dirty buffer (the mount is going away).
     fn write_back_all(&self) {
         let mut state = self.lock();
+        self.write_back_dirty(&mut state);
+    }
+
+    /// Write back every dirty buffer. A refusal is recorded by the host (and
+    /// the file's own write, fsync or close reports it to the process).
+    fn write_back_dirty(&self, state: &mut State) {
         let dirty: Vec<u64> =
             state.buffers.iter().filter(|(_, buffer)| buffer.dirty).map(|(&number, _)| number).collect();
         for number in dirty {
-            // Nobody is left to tell: a refusal is recorded by the host.
-            let _ = self.write_back(&mut state, number);
+            let _ = self.write_back(state, number);
         }
     }
 
@@ -393,10 +406,10 @@ impl<B: Backend> CandidateFs<B> {
                 self.load(&mut state, ino.0, &path)?;
             }
             let length = usize::try_from(size).map_err(|_| Errno::EFBIG)?;
-            Self::dirtied(&mut state, ino.0);
+            let old = state.buffers.get(&ino.0).map_or(0, |buffer| buffer.data.len());
+            Self::dirtied(&mut state, ino.0, length.abs_diff(old));
             let state = &mut *state;
             let buffer = state.buffers.entry(ino.0).or_default();
-            state.buffered = state.buffered.saturating_sub(buffer.data.len()).saturating_add(length);
             buffer.data.resize(length, 0);
             self.write_back(state, ino.0)?;
         }
@@ -432,10 +445,8 @@ impl<B: Backend> CandidateFs<B> {
         let state = &mut *guard;
         let number = state.inodes.number(&path);
         let buffer = state.buffers.entry(number).or_default();
-        if buffer.dirty {
-            state.buffered = state.buffered.saturating_sub(buffer.data.len());
-        }
-        *buffer = Buffer { data: Vec::new(), loaded: true, dirty: false, written_back: true };
+        state.buffered = state.buffered.saturating_sub(buffer.unsynced);
+        *buffer = Buffer { data: Vec::new(), loaded: true, dirty: false, unsynced: 0, written_back: true };
         state.written.insert(number, SystemTime::now());
         let handle = Self::open_handle(state);
         Ok((self.attr(number, &meta, state), handle))
@@ -716,22 +727,25 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         }
         let Ok(start) = usize::try_from(offset) else { return reply.error(Errno::EFBIG) };
         let Some(end) = start.checked_add(data.len()) else { return reply.error(Errno::EFBIG) };
-        Self::dirtied(&mut state, ino.0);
+        Self::dirtied(&mut state, ino.0, data.len());
         let state = &mut *state;
         let buffer = state.buffers.entry(ino.0).or_default();
-        let grown = end.saturating_sub(buffer.data.len());
-        if grown > 0 {
+        if end > buffer.data.len() {
             buffer.data.resize(end, 0);
         }
         buffer.data[start..end].copy_from_slice(data);
         let first = !buffer.written_back;
-        state.buffered = state.buffered.saturating_add(grown);
         // The first write of a file goes to the host at once, so a refusal
-        // (a protected file) fails this write; so does one past the bound.
-        if (first || state.buffered > MAX_BUFFERED)
-            && let Err(errno) = self.write_back(state, ino.0)
-        {
+        // (a protected file) fails this write; so does one past the bound,
+        // after which every dirty buffer is written back.
+        if first && let Err(errno) = self.write_back(state, ino.0) {
             return reply.error(errno);
+        }
+        if state.buffered > MAX_BUFFERED {
+            if let Err(errno) = self.write_back(state, ino.0) {
+                return reply.error(errno);
+            }
+            self.write_back_dirty(state);
         }
         reply.written(u32::try_from(data.len()).unwrap_or(u32::MAX));
     }
@@ -830,10 +844,8 @@ impl<B: Backend> CandidateFs<B> {
 
     /// `ino` is gone or replaced: drop its buffer, and its bytes from the count.
     fn forget_buffer(state: &mut State, ino: u64) {
-        if let Some(buffer) = state.buffers.remove(&ino)
-            && buffer.dirty
-        {
-            state.buffered = state.buffered.saturating_sub(buffer.data.len());
+        if let Some(buffer) = state.buffers.remove(&ino) {
+            state.buffered = state.buffered.saturating_sub(buffer.unsynced);
         }
     }
 }

@@ -160,8 +160,11 @@ impl Image {
 impl Backend for Memory {
     fn call(&self, request: FsRequest) -> FsReply {
         let mut image = self.0.lock().unwrap();
-        let line = format!("{request:?}");
         // The log keeps the request and its path, not written bytes.
+        let line = match &request {
+            FsRequest::Write { path, data } => format!("Write {{ path: {path:?}, {} bytes", data.len()),
+            other => format!("{other:?}"),
+        };
         image.log.push(line.split(", data:").next().unwrap_or(&line).to_owned());
         image.serve(request).unwrap_or_else(FsReply::Failed)
     }
@@ -304,6 +307,29 @@ fn gnu_sed_in_place_and_redirections_change_the_image() {
             "/workspace/d/link"
         ]
     );
+}
+
+#[test]
+fn a_file_larger_than_the_write_back_bound_is_written_back_every_64_mib_not_at_every_write() {
+    if !fuse_available() {
+        return;
+    }
+    // 160 MiB in 1 MiB blocks: the image gets all of it, written back at the
+    // first write, once per 64 MiB of new bytes and at the end. (Counting
+    // the whole dirty file against the bound wrote all of it back at every
+    // block past the first 64 MiB: quadratic, hundreds of write-backs.)
+    let memory = workspace(&[]);
+    let ran = run(&memory, "dd if=/dev/zero of=big bs=1M count=160 status=none && printf x >> big");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    match memory.0.lock().unwrap().nodes.get("/workspace/big") {
+        Some(Node::File(data, _)) => {
+            assert_eq!(data.len(), (160 << 20) + 1);
+            assert!(data[..160 << 20].iter().all(|byte| *byte == 0) && data[160 << 20] == b'x');
+        }
+        other => panic!("big is {other:?}"),
+    }
+    let writes = log(&memory).iter().filter(|line| line.starts_with(r#"Write { path: "/workspace/big""#)).count();
+    assert!((3..=8).contains(&writes), "{writes} write-backs of a 160 MiB file");
 }
 
 #[test]
