@@ -148,9 +148,14 @@ pub(crate) fn sync_applied(
     workspace: &WritableDir,
     txn: &TxnDir,
     plan: &Plan,
+    journal_rewritten: bool,
     syncs: &Syncs,
 ) -> Result<(), CommitError> {
-    let mut dirs = std::collections::BTreeSet::from([txn.root.clone()]);
+    let mut dirs = std::collections::BTreeSet::new();
+    if journal_rewritten {
+        // The journal with the done records was renamed into place.
+        dirs.insert(txn.root.clone());
+    }
     let mut files = std::collections::BTreeSet::new();
     for operation in &plan.operations {
         let path = &plan.entries[operation.entry as usize].path;

@@ -219,6 +219,10 @@ pub struct Committer {
     /// Discarded transaction directories being removed off the commit's
     /// path, each by a thread of its own (joined on drop).
     sweeping: Mutex<Vec<(VPath, std::thread::JoinHandle<()>)>>,
+    /// Whether this committer has made `txn/`'s own entry in the runtime
+    /// directory durable (synced the runtime directory while `txn/` existed,
+    /// and has not created it since): later commits skip that barrier.
+    txn_root_synced: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Committer {
@@ -303,6 +307,7 @@ impl Committer {
             key: AuthorityKey::unauthenticated(),
             protection: None,
             sweeping: Mutex::default(),
+            txn_root_synced: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -622,7 +627,8 @@ impl Committer {
     fn create_txn_dir(&self, transaction: TransactionId) -> Result<TxnDir, CommitError> {
         let root = self.txn_root();
         match self.workspace.create_dir(&root, PRIVATE_DIR_MODE) {
-            Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
+            Ok(()) => self.txn_root_synced.store(false, Ordering::Relaxed),
+            Err(HostError::AlreadyExists { .. }) => {}
             Err(source) => return Err(CommitError::Host { op: "create transaction directory", path: root, source }),
         }
         let txn = TxnDir::new(&root, transaction);
@@ -702,13 +708,22 @@ impl Committer {
         .map_err(nothing_applied)?;
         txn.publish_journal(ws)
             .map_err(|source| nothing_applied(CommitError::host("write journal", &txn.journal())(source)))?;
-        let dirs = [txn.stage(), txn.root.clone(), self.txn_root(), self.runtime_dir.clone()];
+        // The runtime directory holds `txn/`'s entry: synced until this
+        // committer has done so once with `txn/` in place.
+        let mut dirs = vec![txn.stage(), txn.root.clone(), self.txn_root()];
+        let runtime_synced = self.txn_root_synced.load(Ordering::Relaxed);
+        if !runtime_synced {
+            dirs.push(self.runtime_dir.clone());
+        }
         vsh_host::concurrently(&dirs, |dir| {
             ws.sync_dir(dir).map_err(CommitError::host("sync journal", dir))?;
             syncs.dir();
             Ok(())
         })
         .map_err(nothing_applied)?;
+        if !runtime_synced {
+            self.txn_root_synced.store(true, Ordering::Relaxed);
+        }
         check(faults, FaultPoint::PlanSynced)?;
         check(faults, FaultPoint::StageSynced)?;
         for index in 0..witnesses.len() {
@@ -717,7 +732,8 @@ impl Committer {
         Ok(())
     }
 
-    /// Apply every operation, journal the done records, sync, verify.
+    /// Apply every operation, journal the done records (a plan that makes a
+    /// directory only), sync, verify.
     fn apply_journaled(
         &self,
         txn: &TxnDir,
@@ -753,10 +769,18 @@ impl Committer {
             });
             check(faults, FaultPoint::OperationApplied(index32(index)))?;
         }
-        txn.write_journal(ws, journal, &self.key)
-            .map_err(|source| CommitError::host("write journal", &txn.journal())(source))?;
-        syncs.file();
-        apply::sync_applied(ws, txn, plan, syncs)?;
+        // A done record tells recovery more than the intent only for a
+        // directory the commit made (its inode, to tell it from one someone
+        // made in its place): without one the journal is not written again
+        // (one file barrier, a rename and the transaction directory's
+        // barrier fewer).
+        let journal_done = journals_done(plan);
+        if journal_done {
+            txn.write_journal(ws, journal, &self.key)
+                .map_err(|source| CommitError::host("write journal", &txn.journal())(source))?;
+            syncs.file();
+        }
+        apply::sync_applied(ws, txn, plan, journal_done, syncs)?;
         for index in 0..count {
             check(faults, FaultPoint::DoneSynced(index32(index)))?;
         }
@@ -830,6 +854,13 @@ fn receipt(
         syncs: SyncCounts::of(syncs),
         kept,
     }
+}
+
+/// Whether a commit of `plan` journals its done records: only a plan that
+/// makes a directory does (the new directory's inode is the one done witness
+/// that differs from its intent's).
+pub(crate) fn journals_done(plan: &Plan) -> bool {
+    plan.operations.iter().any(|operation| matches!(operation.action, Action::CreateDir { .. }))
 }
 
 fn index32(index: usize) -> u32 {

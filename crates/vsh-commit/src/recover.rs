@@ -687,30 +687,36 @@ impl Resolver<'_> {
         Ok(kept.into_iter().map(|(path, kept)| KeptNode { transaction: self.transaction, path, kept }).collect())
     }
 
+    /// The ledger says Committed and no valid marker is there.
+    fn committed_without_marker(&self, found: &Found) -> Result<Resolved, CommitError> {
+        // A ledger that is the commit point moved to Committed once every
+        // operation was applied, durable and verified, and no marker was
+        // written: roll forward. The journal of a plan that makes a
+        // directory, while it is there (the committed cleanup removes it
+        // first, then the plan), must show it: a done record for every
+        // operation. A journal without its plan, such a journal short of
+        // done records, or a settled rollback contradicts the ledger.
+        let done_everything = match (&found.plan, &found.journal) {
+            (Read::Valid((plan, _)), Some(journal)) => {
+                !crate::journals_done(plan)
+                    || done_witnesses(journal, plan.operations.len()).iter().all(Option::is_some)
+            }
+            (_, None) => true,
+            (_, Some(_)) => false,
+        };
+        if done_everything && found.settled.is_none() {
+            self.roll_forward(found)
+        } else {
+            Ok(Err(self.disagrees(found.state)))
+        }
+    }
+
     /// No marker: check the evidence, undo every journaled operation that was
     /// applied, settle, record the outcome, clean up.
     fn roll_back(&self, found: &Found, limit: Option<usize>) -> Result<Resolved, CommitError> {
         let state = found.state;
         if state == Some(TransactionState::Committed) {
-            // A ledger that is the commit point moved to Committed once every
-            // operation was applied, durable and verified, and no marker was
-            // written: roll forward. The journal, while it is there (the
-            // committed cleanup removes it first, then the plan), must show it:
-            // a done record for every operation. A journal without its plan,
-            // a journal short of done records, or a settled rollback
-            // contradicts the ledger.
-            let done_everything = match (&found.plan, &found.journal) {
-                (Read::Valid((plan, _)), Some(journal)) => {
-                    done_witnesses(journal, plan.operations.len()).iter().all(Option::is_some)
-                }
-                (_, None) => true,
-                (_, Some(_)) => false,
-            };
-            return if done_everything && found.settled.is_none() {
-                self.roll_forward(found)
-            } else {
-                Ok(Err(self.disagrees(state)))
-            };
+            return self.committed_without_marker(found);
         }
         if let Some(settled) = &found.settled {
             let plan = match &found.plan {

@@ -768,16 +768,17 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
     })?;
     let receipt = fx.commit(&run)?;
     // Barriers on this commit's own files and directories only, no syncfs:
-    // files: the plan, the 2 staged files, the intents (one batch), the done
-    // records and the marker (6); directories: after the intents are
-    // published stage/, the transaction directory, txn/ and .vsh (4), after
-    // applying the transaction directory, the workspace root (parent of both
-    // paths), quarantine/ and stage/ (4), after the marker the transaction
-    // directory (1): 9.
-    let expected = vsh_commit::SyncCounts { file_fsyncs: 6, dir_fsyncs: 9, syncfs: 0 };
+    // files: the plan, the 2 staged files, the intents (one batch) and the
+    // marker (5; no done records: the plan makes no directory); directories:
+    // after the intents stage/, the transaction directory, txn/ and .vsh (4),
+    // after applying the workspace root (parent of both paths), quarantine/
+    // and stage/ (3), after the marker the transaction directory (1): 8.
+    let expected = vsh_commit::SyncCounts { file_fsyncs: 5, dir_fsyncs: 8, syncfs: 0 };
     assert_eq!(receipt.syncs, expected);
     // A ledger that is the commit point (the runtime's store) takes the
-    // marker's place: its file and its directory barrier are not issued.
+    // marker's place (its file and its directory barrier are not issued),
+    // and .vsh, synced once by this committer with txn/ in it, is not synced
+    // again: files 4, directories 3 + 3.
     let run = fx.run(|vfs| {
         vfs.write(&p("a.txt"), Arc::from(&b"again"[..]))?;
         vfs.write(&p("other.txt"), Arc::from(&b"other"[..]))
@@ -785,8 +786,21 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
     let ledger = vsh_commit::MemoryLedger::as_commit_point();
     ledger.insert(run.transaction, vsh_types::TransactionState::Revalidating);
     let receipt = fx.committer.commit_with_ledger(&run.request(&fx.blobs), &ledger)?;
-    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 5, dir_fsyncs: 8, syncfs: 0 });
+    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 6, syncfs: 0 });
     assert_eq!(ledger.get(run.transaction), Some(vsh_types::TransactionState::Committed));
+    // A plan that makes a directory journals its done records (the new
+    // directory's inode): the journal's barrier, and the transaction
+    // directory's after applying, come back; the new directory and its
+    // parent are synced too: files (the plan, 1 staged file, the intents)
+    // 3 + the done records 1, directories 3 + (the root, d/, stage/, the
+    // transaction directory) 4.
+    let run = fx.run(|vfs| {
+        vfs.mkdir(&p("d"), 0o755)?;
+        vfs.write(&p("d/f.txt"), Arc::from(&b"in d"[..]))
+    })?;
+    ledger.insert(run.transaction, vsh_types::TransactionState::Revalidating);
+    let receipt = fx.committer.commit_with_ledger(&run.request(&fx.blobs), &ledger)?;
+    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 7, syncfs: 0 });
     // Exclusions: the runtime directory always, others once each, never the root.
     let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?
         .with_excluded(p("data"))
