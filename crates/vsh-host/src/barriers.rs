@@ -7,14 +7,19 @@
 /// The most threads [`concurrently`] uses.
 pub const MAX_BARRIER_THREADS: usize = 16;
 
-/// Fewer barriers than this (one) are issued on the caller's thread. From two
-/// on, the caller issues one and a thread each the others: four directory
-/// `fsync`s on this machine's ext4 took 0.64 ms one after another and 0.41 ms
-/// from four threads (C, medians of 4 runs of 200), though an earlier
-/// measurement of six file `fsync`s had found threads slower (2.7-3.5 ms in
-/// a row, 6-7.6 ms from six threads); the commit benchmark decides (see
-/// docs/performance.md).
-pub const MIN_CONCURRENT_BARRIERS: usize = 2;
+/// Fewer barriers than this (up to four) are issued on the caller's thread.
+/// From five on, the caller issues one and a thread each the others. Alone,
+/// four directory `fsync`s on this machine's ext4 took 0.64 ms one after
+/// another and 0.41 ms from four threads (C, medians of 4 runs of 200), but
+/// with four committers at once the threads cost more than they save: four
+/// threads of tiny auto-commits on separate workspaces ran 445 and 489 tx/s
+/// with threads from two barriers on, 542 and 558 tx/s with small batches on
+/// the caller's thread, and a single thread's tiny auto was unchanged (2.87
+/// and 3.21 against 2.92 and 3.06 ms p50; `bench/compare`, alternated runs;
+/// see docs/performance.md). A commit's small batches (three or four
+/// barriers) therefore run in a row; large ones (a commit's staged files)
+/// still run at once.
+pub const MIN_CONCURRENT_BARRIERS: usize = 5;
 
 /// Run `barrier` on every item of `items`, on up to [`MAX_BARRIER_THREADS`]
 /// threads, this one among them (on this one alone for fewer than
@@ -130,29 +135,32 @@ mod tests {
         });
         assert_eq!(failed, Err(7));
         assert_eq!(tried.into_inner().unwrap().len(), 100);
-        // One item runs on the caller's thread; none is nothing.
+        // Up to four items run on the caller's thread, in order; none is nothing.
         let caller = std::thread::current().id();
-        concurrently(&[1], |_| {
+        let order = Mutex::new(Vec::new());
+        concurrently(&[1, 2, 3, 4], |item| {
             assert_eq!(std::thread::current().id(), caller);
+            order.lock().unwrap().push(*item);
             Ok::<(), ()>(())
         })
         .unwrap();
+        assert_eq!(order.into_inner().unwrap(), [1, 2, 3, 4]);
         concurrently(&[] as &[u32], |_| Err::<(), ()>(())).unwrap();
-        // Two or more run on more than one thread, the caller's among them:
-        // each barrier waits (up to 10 s, so a sequential one fails rather
-        // than hangs) until the other has started.
+        // Five or more run on one thread each, the caller's among them: each
+        // barrier waits (up to 10 s, so a sequential one fails rather than
+        // hangs) until all have started.
         let threads = Mutex::new(std::collections::HashSet::new());
-        let both = std::sync::Condvar::new();
-        concurrently(&[1, 2], |_| {
+        let all = std::sync::Condvar::new();
+        concurrently(&[1, 2, 3, 4, 5], |_| {
             let mut seen = threads.lock().unwrap();
             seen.insert(std::thread::current().id());
-            both.notify_all();
-            let _ = both.wait_timeout_while(seen, std::time::Duration::from_secs(10), |seen| seen.len() < 2).unwrap();
+            all.notify_all();
+            let _ = all.wait_timeout_while(seen, std::time::Duration::from_secs(10), |seen| seen.len() < 5).unwrap();
             Ok::<(), ()>(())
         })
         .unwrap();
         let threads = threads.into_inner().unwrap();
-        assert_eq!(threads.len(), 2);
+        assert_eq!(threads.len(), 5);
         assert!(threads.contains(&caller));
     }
 }
