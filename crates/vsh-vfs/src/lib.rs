@@ -804,9 +804,17 @@ impl VirtualFs {
                 self.collect_base_subtree(&path, &mut candidates)?;
             }
         }
-        let mut entries = Vec::new();
+        // Every after state first: one may read another path's base content
+        // (a file moved away), and a file read is known by its digest, not
+        // its stamp, so the before states are decided once no more reads
+        // can come (the same diff, whenever and however often it is taken).
+        let mut afters = Vec::with_capacity(candidates.len());
         for path in candidates {
             let after = self.final_state(&path)?;
+            afters.push((path, after));
+        }
+        let mut entries = Vec::new();
+        for (path, after) in afters {
             // A file that ends absent is not read to be deleted: unread, it
             // is known by its stamp (BRIEF §3).
             let before = if after.is_none() { self.base_state_for_delete(&path)? } else { self.base_state(&path)? };
