@@ -272,12 +272,9 @@ fn a_crash_during_roll_forward_cleanup_is_finished_by_the_next_recovery() -> Res
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
     let reference = reference(&blobs)?;
-    let trial = Trial::new(&blobs)?;
     let ledger = MemoryLedger::new();
+    let trial = crashed_trial(&blobs, &ledger, FaultPoint::CommitMarkerSynced)?;
     let transaction = trial.run.transaction;
-    ledger.insert(transaction, TransactionState::Revalidating);
-    let crash = CrashAt::new(FaultPoint::CommitMarkerSynced);
-    assert!(trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &crash).is_err());
     // Recovery rolls forward and discards the directory; a crash right
     // after leaves it in trash/, where the next recovery removes it.
     let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::Discarded));
