@@ -61,6 +61,8 @@ pub fn serve_then<B: Backend>(
     let thread = std::thread::Builder::new().name("vsh-candidate".to_owned()).spawn(move || {
         let served = (|| {
             let device = mounted.wait()?;
+            let mut fs = fs;
+            fs.linger_on(device.try_clone()?);
             let mut config = fuser::Config::default();
             config.n_threads = Some(1);
             // Any uid may use the mount: the child may have changed its uid, and
