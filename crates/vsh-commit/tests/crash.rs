@@ -1236,3 +1236,60 @@ fn a_journal_with_intents_but_no_plan_is_a_conflict_even_when_nothing_else_is_le
     assert!(dir.join("journal").exists(), "the evidence stays");
     Ok(())
 }
+
+/// A machine crash can lose a commit's reservation (the store appends it
+/// without an fsync of its own) but not what was made durable after it with
+/// one: recovery may find the directory of a transaction, intents journaled,
+/// that the ledger holds as approved again. Committing was never durable, so
+/// nothing was applied: the directory goes, nothing in the workspace is
+/// touched (not even a path someone changed since), the record stays
+/// approved, and the transaction commits afterwards.
+#[test]
+fn a_commit_whose_reservation_a_machine_crash_lost_is_cleaned_and_can_commit_again() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let reference = reference(&blobs)?;
+    let last_intent = FaultPoint::IntentSynced(u32::try_from(reference.operations - 1)?);
+    for (approved, someone_writes) in [(TransactionState::Approved, false), (TransactionState::AutoApproved, true)] {
+        let trial = Trial::new(&blobs)?;
+        let ledger = MemoryLedger::as_commit_point();
+        let transaction = trial.run.transaction;
+        ledger.insert(transaction, TransactionState::Revalidating);
+        let error =
+            trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(last_intent));
+        assert!(matches!(error, Err(CommitError::FaultInjected(at)) if at == last_intent), "{error:?}");
+        assert!(!trial.ws.no_transaction_dirs());
+        // The machine crash: the reservation's append is lost, the intents are not.
+        ledger.insert(transaction, approved);
+        if someone_writes {
+            // a.txt is a file the plan rewrites; d/b.txt one it deletes.
+            std::fs::write(trial.ws.root.join("a.txt"), b"someone else's")?;
+            std::fs::remove_file(trial.ws.root.join("d/b.txt"))?;
+        }
+        let expected = trial.ws.tree();
+
+        let restarted = trial.reopened()?;
+        let report = restarted.committer.recover(&ledger)?;
+        assert!(report.is_clean(), "{approved:?}: {:?}", report.conflicts);
+        assert!(report.unresolved.is_empty(), "{approved:?}: {:?}", report.unresolved);
+        assert_eq!(report.cleaned, [transaction], "{approved:?}: {report:?}");
+        assert!(report.rolled_back.is_empty() && report.rolled_forward.is_empty(), "{approved:?}: {report:?}");
+        assert_eq!(ledger.get(transaction), Some(approved));
+        drop(restarted);
+        assert!(trial.ws.no_transaction_dirs());
+        let tree = trial.ws.tree();
+        assert!(tree == expected, "{approved:?}: the workspace changed at {:?}", tree_difference(&tree, &expected));
+
+        if !someone_writes {
+            // Reserved again, as a runtime does, it commits.
+            ledger.insert(transaction, TransactionState::Revalidating);
+            let restarted = trial.reopened()?;
+            restarted.committer.commit_with_ledger(&trial.run.request(&blobs), &ledger)?;
+            assert_eq!(ledger.get(transaction), Some(TransactionState::Committed));
+            drop(restarted);
+            let tree = trial.ws.tree();
+            assert!(tree == reference.after, "differs at {:?}", tree_difference(&tree, &reference.after));
+        }
+    }
+    Ok(())
+}

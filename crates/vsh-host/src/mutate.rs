@@ -202,10 +202,25 @@ impl WritableDir {
     /// device at `path` is [`HostError::NotAFile`] (opened non-blocking, so a FIFO
     /// cannot hang the call).
     pub fn append(&self, path: &VPath, bytes: &[u8]) -> Result<u64, HostError> {
+        self.append_then(path, bytes, true)
+    }
+
+    /// [`WritableDir::append`] without the fsync: the bytes reach every
+    /// reader of the file at once, and the disk with the file's next fsync
+    /// (which makes every earlier byte of it durable) or whenever the kernel
+    /// writes them back. A crash of the machine before then may keep any
+    /// prefix of them, a torn tail as for [`WritableDir::append`].
+    pub fn append_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<u64, HostError> {
+        self.append_then(path, bytes, false)
+    }
+
+    fn append_then(&self, path: &VPath, bytes: &[u8], sync: bool) -> Result<u64, HostError> {
         self.counters.write();
         let mut file = self.open_regular_for_write(path, OFlags::APPEND)?;
         file.write_all(bytes).map_err(|source| HostError::Io { op: "write", path: path.clone(), source })?;
-        retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        if sync {
+            retry_intr(|| rfs::fsync(&file)).map_err(|errno| HostError::io("fsync", path, errno))?;
+        }
         Ok(fstat(file.as_fd(), path)?.size)
     }
 

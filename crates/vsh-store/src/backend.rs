@@ -197,6 +197,11 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     /// its log lock around every append.
     fn append(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError>;
 
+    /// [`StoreBackend::append`] without the fsync: readers see the bytes at
+    /// once; the file's next fsync (a later [`StoreBackend::append`]) makes
+    /// them durable with it. A machine crash before then keeps any prefix.
+    fn append_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError>;
+
     /// Cut the regular file at `path` to `len` bytes and fsync it. Like
     /// [`StoreBackend::append`], callers serialize truncations with a lock.
     fn truncate(&self, path: &VPath, len: u64) -> Result<(), BackendError>;
@@ -288,6 +293,13 @@ impl StoreBackend for CapDirBackend {
 
     fn append(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
         self.dir.append(path, bytes).map(|_| ()).map_err(|source| BackendError::from_host("append", path, source))
+    }
+
+    fn append_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
+        self.dir
+            .append_unsynced(path, bytes)
+            .map(|_| ())
+            .map_err(|source| BackendError::from_host("append", path, source))
     }
 
     fn truncate(&self, path: &VPath, len: u64) -> Result<(), BackendError> {

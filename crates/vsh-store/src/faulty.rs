@@ -6,6 +6,7 @@
 //! | operation | steps, in order |
 //! |---|---|
 //! | `create_new`, `append`, `truncate` | one write, then one fsync |
+//! | `create_new_unsynced`, `append_unsynced` | one write |
 //! | `rename` | one rename |
 //! | `sync_dir` | one fsync |
 //! | `remove`, `create_dir` | one write |
@@ -210,6 +211,18 @@ impl StoreBackend for FaultyBackend {
             || self.inner.append(path, &bytes[..bytes.len() / 2]),
             || self.inner.append(path, bytes),
         )
+    }
+
+    fn append_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<(), BackendError> {
+        // One write step; failed, it leaves the first half (a torn tail).
+        match self.step(FaultKind::Write) {
+            Step::Proceed => self.inner.append_unsynced(path, bytes),
+            Step::Fail => {
+                let _ = self.inner.append_unsynced(path, &bytes[..bytes.len() / 2]);
+                Err(injected(FaultKind::Write, "append", path))
+            }
+            Step::Dead => Err(injected(FaultKind::Write, "append", path)),
+        }
     }
 
     fn truncate(&self, path: &VPath, len: u64) -> Result<(), BackendError> {

@@ -18,7 +18,9 @@
 //! the header's generation changed: another handle compacted). A change then
 //! checks its precondition against that state, checks the new record version
 //! against the state table, appends one frame per record version in a single
-//! append and fsyncs. So concurrent handles, in threads or processes,
+//! append and fsyncs (all but a commit's reservation,
+//! [`TransactionStore::reserve_revalidating`], which the commit's next
+//! append makes durable with it). So concurrent handles, in threads or processes,
 //! serialize, and a compare-and-transition or a reservation has exactly one
 //! winner.
 //!
@@ -375,6 +377,18 @@ impl TransactionStore {
         op: &'static str,
         decide: impl FnOnce(&LogState) -> Result<Change<T>, StoreError>,
     ) -> Result<T, StoreError> {
+        self.mutate_as(op, false, decide)
+    }
+
+    /// [`TransactionStore::mutate`]; with `defer_success`, the append of a
+    /// change whose outcome is a success is not fsynced (it becomes durable
+    /// with the log's next fsynced append), while a refusal's still is.
+    fn mutate_as<T>(
+        &self,
+        op: &'static str,
+        defer_success: bool,
+        decide: impl FnOnce(&LogState) -> Result<Change<T>, StoreError>,
+    ) -> Result<T, StoreError> {
         let mut inner = self.lock_inner()?;
         let _lock = self.flock(&mut inner, true)?;
         self.refresh(&mut inner, true)?;
@@ -383,12 +397,19 @@ impl TransactionStore {
         }
         let change = decide(&inner.state)?;
         if !change.entries.is_empty() {
-            self.append(&mut inner, op, &change.entries)?;
+            let durable = !(defer_success && change.outcome.is_ok());
+            self.append(&mut inner, op, &change.entries, durable)?;
         }
         change.outcome
     }
 
-    fn append(&self, inner: &mut Inner, op: &'static str, entries: &[LogEntry]) -> Result<(), StoreError> {
+    fn append(
+        &self,
+        inner: &mut Inner,
+        op: &'static str,
+        entries: &[LogEntry],
+        durable: bool,
+    ) -> Result<(), StoreError> {
         let (next, bytes) = inner.state.prepare_append(entries).map_err(|reason| StoreError::InvalidRecord {
             id: entries.first().map_or(TransactionId::from_bytes([0; 32]), entry_id),
             reason,
@@ -396,7 +417,11 @@ impl TransactionStore {
         if next.end() > self.config.max_log_bytes {
             return Err(StoreError::LogFull { size: next.end(), max: self.config.max_log_bytes });
         }
-        let appended = self.backend.append(&log_path(), &bytes);
+        let appended = if durable {
+            self.backend.append(&log_path(), &bytes)
+        } else {
+            self.backend.append_unsynced(&log_path(), &bytes)
+        };
         io(inner, op, appended)?;
         inner.state = next;
         Ok(())
@@ -615,8 +640,16 @@ impl TransactionStore {
     }
 
     /// [`TransactionStore::reserve`] and [`TransactionStore::advance`] to
-    /// `Revalidating`, in one durable append (one barrier instead of two; a
-    /// crash keeps a prefix of the versions, each a state recovery settles).
+    /// `Revalidating`, in one append that is not fsynced (a refusal's append,
+    /// an expiry, still is): every handle sees
+    /// the reservation at once (it is exclusive as ever), and it becomes
+    /// durable with the log's next fsynced append, the commit's `Committing`
+    /// or its outcome. Nothing in the workspace changes before `Committing`
+    /// is durable, so a machine crash that loses the reservation loses a
+    /// commit that had done nothing: the record is back where it was before
+    /// (or, with `unwritten`, not there), and commit recovery reads a
+    /// transaction directory it finds for it as never applied. A crash keeps
+    /// a prefix of the versions, each a state recovery settles.
     /// With `unwritten` (a record this process held in memory, not in the
     /// log), the record is created first, in the same append, as by
     /// [`TransactionStore::create`].
@@ -626,7 +659,7 @@ impl TransactionStore {
         now_ms: u64,
         unwritten: Option<&TransactionRecord>,
     ) -> Result<CommitReservation, StoreError> {
-        self.mutate("reserve transaction for its commit", |state| {
+        self.mutate_as("reserve transaction for its commit", true, |state| {
             let mut entries = Vec::new();
             let created;
             let record = match (state.get(&id), unwritten) {

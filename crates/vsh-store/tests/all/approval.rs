@@ -225,6 +225,42 @@ fn approving_a_lapsed_request_expires_it() -> Result {
     Ok(())
 }
 
+/// A commit's reservation is appended without an fsync of its own: nothing
+/// changes in a workspace before the commit's next append (Committing, or
+/// its outcome), whose fsync makes the reservation durable with it. Every
+/// handle sees it at once; a refusal (an expiry) is still fsynced.
+#[test]
+fn a_commit_reservation_is_seen_at_once_and_made_durable_by_the_next_append() -> Result {
+    use std::sync::Arc;
+    use vsh_store::{FaultyBackend, TxStoreConfig};
+    let dir = tempfile::tempdir()?;
+    let counting = Arc::new(FaultyBackend::new(crate::common::backend(dir.path())?, None));
+    let txs = TransactionStore::open_with(counting.clone(), TxStoreConfig::default(), &crate::common::key())?;
+    let auto = record(b"auto", S::AutoApproved);
+    txs.create(&auto)?;
+    let steps = |earlier: vsh_store::FaultCounts| {
+        let now = counting.counts();
+        (now.writes - earlier.writes, now.fsyncs - earlier.fsyncs)
+    };
+    let start = counting.counts();
+    let mut reservation = txs.reserve_revalidating(auto.id, 10, None)?;
+    assert_eq!(steps(start), (1, 0), "one append, no fsync");
+    // Another handle sees it: the reservation is as exclusive as ever.
+    let other = store(dir.path())?;
+    assert_eq!(other.get(auto.id)?.map(|record| record.state), Some(S::Revalidating));
+    assert!(matches!(other.reserve_revalidating(auto.id, 11, None), Err(StoreError::NotReservable { .. })));
+    let reserved = counting.counts();
+    txs.advance(&mut reservation, CommitStep::Committing, 12)?;
+    assert_eq!(steps(reserved), (1, 1), "Committing is appended and fsynced");
+    // A reservation refused because the approval expired records the expiry durably.
+    let late = pending(&txs, b"late")?;
+    txs.approve(late, &ApprovalGrant::new(late, alice(), 1_000, 5_000)?)?;
+    let approved = counting.counts();
+    assert!(matches!(txs.reserve_revalidating(late, 5_000, None), Err(StoreError::ApprovalExpired { .. })));
+    assert_eq!(steps(approved), (1, 1), "the expiry is appended and fsynced");
+    Ok(())
+}
+
 #[test]
 fn reserving_for_a_commit_is_one_append_and_may_create_the_record_in_it() -> Result {
     let dir = tempfile::tempdir()?;
