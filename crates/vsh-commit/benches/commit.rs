@@ -272,12 +272,14 @@ fn main() {
     std::fs::create_dir_all(&scratch).unwrap();
     let blobs = BlobStore::open(&DataDir::open_external(&scratch.join("data")).unwrap()).unwrap();
     let reads = ReadSet::default();
-    // `VSH_BENCH_ONLY=phases` runs only the 1-file phase breakdown, with
-    // `VSH_BENCH_RUNS` commits (default 41): the A/B measure of a change to
-    // the protocol's barriers.
+    // `VSH_BENCH_ONLY=phases` runs only the phase breakdown of a 1-file
+    // commit, with `VSH_BENCH_RUNS` commits (default 41): the A/B measure of
+    // a change to the protocol's barriers.
     let phase_runs: usize = std::env::var("VSH_BENCH_RUNS").ok().and_then(|runs| runs.parse().ok()).unwrap_or(41);
+    // `VSH_BENCH_FILES` sets the commit's file count (default 1).
+    let phase_files: usize = std::env::var("VSH_BENCH_FILES").ok().and_then(|files| files.parse().ok()).unwrap_or(1);
     if std::env::var("VSH_BENCH_ONLY").is_ok_and(|only| only == "phases") {
-        phases(&scratch, 1, &diff(1, &blobs), &blobs, phase_runs);
+        phases(&scratch, phase_files, &diff(phase_files, &blobs), &blobs, phase_runs);
         std::fs::remove_dir_all(&scratch).unwrap();
         return;
     }
