@@ -305,7 +305,7 @@ fn a_timed_out_command_keeps_what_it_changed_and_the_program_goes_on() {
     let mut ws = Workspace::with(&files());
     let code = r#"
 try:
-    vsh_exec(["/bin/sh", "-c", "echo before > t.txt; sleep 30"], timeout=0.5)
+    vsh_exec(["/bin/sh", "-c", "echo before > t.txt; sleep 30"], timeout=3)
     r = "no timeout"
 except TimeoutError:
     r = vsh_read("t.txt")

@@ -174,7 +174,8 @@ async fn timeout_kills_the_shell_and_its_background_child() {
     let fx = fixture(quick_limits());
     let m = marker();
     let command = format!("sleep {m} & echo $! > bg.pid; echo $$ > sh.pid; sleep {m}");
-    let request = ExecRequest::new(command, fx.root()).with_timeout(Duration::from_millis(300));
+    // Long enough for a busy machine to start the shell and write both pids.
+    let request = ExecRequest::new(command, fx.root()).with_timeout(Duration::from_secs(2));
     let out = tokio::time::timeout(PROMPT, fx.host.exec(request, &CancellationToken::new())).await.unwrap().unwrap();
     assert!(out.timed_out && !out.cancelled);
     assert_eq!(out.exit_code, None);
@@ -190,7 +191,7 @@ async fn children_that_ignore_sigterm_are_killed_after_the_grace() {
     // outlives the leader: SIGKILL must still reach the group.
     let m = marker();
     let command = format!("sh -c \"trap '' TERM; echo \\$\\$ > bg.pid; exec sleep {m}\" & sleep {m}");
-    let request = ExecRequest::new(command, fx.root()).with_timeout(Duration::from_millis(500));
+    let request = ExecRequest::new(command, fx.root()).with_timeout(Duration::from_secs(2));
     let cancel = CancellationToken::new();
     let out = tokio::time::timeout(PROMPT, fx.host.exec(request, &cancel)).await.unwrap().unwrap();
     assert!(out.timed_out);
@@ -199,7 +200,8 @@ async fn children_that_ignore_sigterm_are_killed_after_the_grace() {
     // The leader itself ignores SIGTERM: it dies of SIGKILL after the grace.
     let m = marker();
     let command = format!("trap '' TERM; sleep {m}");
-    let request = ExecRequest::new(command, fx.root()).with_timeout(Duration::from_millis(200));
+    // Long enough for a busy machine to run the trap before the SIGTERM.
+    let request = ExecRequest::new(command, fx.root()).with_timeout(Duration::from_secs(2));
     let out = tokio::time::timeout(PROMPT, fx.host.exec(request, &cancel)).await.unwrap().unwrap();
     assert!(out.timed_out);
     assert_eq!(out.signal, Some(9));
