@@ -9,9 +9,24 @@ use vsh_types::{DiffKind, VPath};
 
 use crate::common::{MODES, Mode, Workspace, exception, shared_worker};
 
+/// Commands run as one uid, whose processes `RLIMIT_NPROC` counts
+/// system-wide: the fork bomb, which fills that count, runs alone, and every
+/// other command test holds this shared while it runs.
+static PROCESSES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// Whether this machine can mount FUSE in a private namespace; with
-/// `VSH_REQUIRE_SANDBOX=1` (CI) one that cannot fails the test.
-fn fuse_available() -> bool {
+/// `VSH_REQUIRE_SANDBOX=1` (CI) one that cannot fails the test. `Some` holds
+/// [`PROCESSES`] shared for the test.
+fn fuse_available() -> Option<std::sync::RwLockReadGuard<'static, ()>> {
+    fuse_on_this_machine().then(|| PROCESSES.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+/// [`fuse_available`] for the fork bomb: [`PROCESSES`] held alone.
+fn fuse_available_alone() -> Option<std::sync::RwLockWriteGuard<'static, ()>> {
+    fuse_on_this_machine().then(|| PROCESSES.write().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+fn fuse_on_this_machine() -> bool {
     let available = std::path::Path::new("/dev/fuse").exists() && vsh_sandbox::effective_uid() == 0;
     assert!(
         available || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(),
@@ -71,9 +86,7 @@ fn files() -> Vec<(&'static str, &'static [u8])> {
 
 #[test]
 fn gnu_tools_edit_the_image_and_never_the_host() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let script = "sed -i 's/hello/goodbye/' a.txt && mkdir -p out && tr a-z A-Z < a.txt > out/upper.txt && rm notes/todo.md && cat out/upper.txt";
     let outcome = ws.command(&["/bin/sh", "-c", script]).unwrap_or_else(|error| panic!("{error:?}"));
@@ -94,9 +107,7 @@ fn gnu_tools_edit_the_image_and_never_the_host() {
 
 #[test]
 fn what_a_process_reads_is_in_the_read_set_with_its_facets() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     ws.command(&["/bin/sh", "-c", "cat a.txt > /dev/null; ls notes > /dev/null; test -e missing.txt || true"]).unwrap();
     let reads = &ws.vfs.read_set().entries;
@@ -110,9 +121,7 @@ fn what_a_process_reads_is_in_the_read_set_with_its_facets() {
 
 #[test]
 fn a_secret_is_invisible_and_refused_and_the_refusal_is_recorded() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let outcome = ws.command(&["/bin/sh", "-c", "ls -a; cat .env || echo refused"]).unwrap();
     let listing = String::from_utf8_lossy(&outcome.stdout);
@@ -124,9 +133,7 @@ fn a_secret_is_invisible_and_refused_and_the_refusal_is_recorded() {
 
 #[test]
 fn a_failing_command_is_an_error_that_carries_its_status_and_changes() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let result = ws.command(&["/bin/sh", "-c", "echo partial > p.txt; echo oops >&2; exit 3"]);
     let Err(ExecutionError::Bash { failure, exit_code, stderr, .. }) = result else { panic!("{result:?}") };
@@ -137,9 +144,7 @@ fn a_failing_command_is_an_error_that_carries_its_status_and_changes() {
 
 #[test]
 fn a_python_script_edits_files_in_the_candidate() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&[("n.txt", b"41\n")]);
     let program = "import pathlib; p = pathlib.Path('n.txt'); p.write_text(str(int(p.read_text()) + 1) + '\\n')";
     ws.command(&["/usr/bin/python3", "-c", program]).unwrap_or_else(|error| panic!("{error:?}"));
@@ -148,9 +153,7 @@ fn a_python_script_edits_files_in_the_candidate() {
 
 #[test]
 fn a_command_past_its_time_is_killed_with_everything_it_started() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let limits = ExecutionLimits { max_duration: std::time::Duration::from_millis(500), ..ExecutionLimits::default() };
     let started = std::time::Instant::now();
@@ -178,9 +181,7 @@ fn stdout_of(result: &Result<vsh_monty::BashOutcome, ExecutionError>) -> String 
 
 #[test]
 fn escapes_that_work_unconfined_fail_in_the_candidate() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let host_secret = ws.root().join(".env");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -211,9 +212,7 @@ fn escapes_that_work_unconfined_fail_in_the_candidate() {
 
 #[test]
 fn a_fork_bomb_stops_at_the_process_limit() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_alone) = fuse_available_alone() else { return };
     let mut ws = Workspace::with(&files());
     let bomb = "python3 -c \"import os, time\nn = 0\ntry:\n    while n < 400:\n        if os.fork() == 0:\n            \
                 time.sleep(3)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\"";
@@ -226,9 +225,7 @@ fn a_fork_bomb_stops_at_the_process_limit() {
 
 #[test]
 fn a_symlink_made_in_the_candidate_points_where_it_says_and_is_never_followed_on_the_host() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("victim.txt");
@@ -242,9 +239,7 @@ fn a_symlink_made_in_the_candidate_points_where_it_says_and_is_never_followed_on
 
 #[test]
 fn a_monty_program_runs_a_command_on_its_own_changes_and_sees_what_the_command_changed() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     for mode in MODES {
         let mut ws = Workspace::with(&files()).in_mode(mode);
         let code = r#"
@@ -265,9 +260,7 @@ status, out, err = vsh_exec(["/bin/sh", "-c", "cat a.txt; echo made by sh > made
 
 #[test]
 fn vsh_exec_passes_its_environment_and_reads_are_recorded() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let code = r#"vsh_exec(["/bin/sh", "-c", "echo $GREETING-$HOME; cat src/main.rs > /dev/null"], env={"GREETING": "hi", "HOME": "/nowhere"})"#;
     let outcome = ws.run_with_commands(code).unwrap();
@@ -278,9 +271,7 @@ fn vsh_exec_passes_its_environment_and_reads_are_recorded() {
 
 #[test]
 fn vsh_exec_refuses_what_it_cannot_run_as_python_would() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let cases = [
         (r#"vsh_exec(["/no/such/program"])"#, "FileNotFoundError"),
         ("vsh_exec([])", "ValueError"),
@@ -299,13 +290,11 @@ fn vsh_exec_refuses_what_it_cannot_run_as_python_would() {
 
 #[test]
 fn a_timed_out_command_keeps_what_it_changed_and_the_program_goes_on() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let code = r#"
 try:
-    vsh_exec(["/bin/sh", "-c", "echo before > t.txt; sleep 30"], timeout=3)
+    vsh_exec(["/bin/sh", "-c", "echo before > t.txt; sleep 30"], timeout=0.5)
     r = "no timeout"
 except TimeoutError:
     r = vsh_read("t.txt")
@@ -325,9 +314,7 @@ fn vsh_exec_without_commands_enabled_is_a_runtime_error() {
 
 #[test]
 fn long_output_keeps_its_head_and_tail() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let limits = ExecutionLimits { max_output_bytes: 4096, ..ExecutionLimits::default() };
     let code = r#"vsh_exec(["/bin/sh", "-c", "echo FIRST; yes filler | head -c 100000; echo; echo LAST"])[1]"#;
@@ -340,9 +327,7 @@ fn long_output_keeps_its_head_and_tail() {
 
 #[test]
 fn a_command_gets_a_private_tmp_of_its_own() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let marker = tempfile::Builder::new().prefix("vsh-host-tmp-").tempfile_in("/tmp").unwrap();
     let marker_name = marker.path().file_name().unwrap().to_str().unwrap().to_owned();
     let mut ws = Workspace::with(&files());
@@ -375,9 +360,7 @@ fn a_command_gets_a_private_tmp_of_its_own() {
 
 #[test]
 fn the_candidate_is_where_the_workspace_is_and_covers_it() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
     let root = ws.root();
     let root = root.to_str().unwrap();
@@ -400,9 +383,7 @@ fn sysroot() -> std::path::PathBuf {
 
 #[test]
 fn cargo_test_in_the_candidate_judges_each_edit_and_target_is_scratch() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let crate_files: Vec<(&str, &[u8])> = vec![
         ("Cargo.toml", b"[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
         (
@@ -478,9 +459,7 @@ impl Workspace {
 #[test]
 fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
     use vsh_sandbox::NetworkAccess;
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = host.local_addr().unwrap().port();
     // Its own server and client on 127.0.0.1, then the host's listener.
@@ -508,9 +487,7 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
 #[test]
 fn a_program_inside_the_workspace_is_the_candidates_file_never_the_hosts() {
     use std::os::unix::fs::PermissionsExt as _;
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     for mode in MODES {
         let mut ws = Workspace::with(&[("tool.sh", b"#!/bin/sh\necho host version\n")]);
         std::fs::set_permissions(ws.root().join("tool.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -563,9 +540,7 @@ fn scratch_dir() -> tempfile::TempDir {
 
 #[test]
 fn python_bytecode_goes_to_its_scratch_directory_and_never_into_the_diff() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&[("pkg/__init__.py", b""), ("pkg/mod.py", b"VALUE = 41\n")]);
     let pycache = scratch_dir();
     let script = "import sys; sys.path.insert(0, '.'); import pkg.mod; print(pkg.mod.VALUE + 1)";
@@ -601,9 +576,7 @@ fn walk_names(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn a_nested_scratch_directory_is_scratch_only_where_its_parent_is_a_directory() {
-    if !fuse_available() {
-        return;
-    }
+    let Some(_processes) = fuse_available() else { return };
     let cache = scratch_dir();
     let script =
         "mkdir -p node_modules/.cache && echo cached > node_modules/.cache/entry && cat node_modules/.cache/entry";
