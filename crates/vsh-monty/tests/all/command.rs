@@ -221,6 +221,23 @@ fn a_fork_bomb_stops_at_the_process_limit() {
     let confined = ws.command(&["/bin/sh", "-c", bomb]);
     let started: u64 = stdout_of(&confined).trim().parse().unwrap_or_else(|_| panic!("{confined:?}"));
     assert!(started < vsh_monty::COMMAND_PROCESSES, "stopped at the limit: {started}");
+    // The bomb's sleepers outlive its leader for their 3 s, and count until
+    // reaped: the other command tests wait for them to be gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while processes_of(vsh_monty::COMMAND_USER.0) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// How many processes (zombies included) run as `uid`.
+fn processes_of(uid: u32) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_str().is_some_and(|name| name.bytes().all(|byte| byte.is_ascii_digit())))
+        .filter(|entry| std::fs::metadata(entry.path()).is_ok_and(|meta| meta.uid() == uid))
+        .count()
 }
 
 #[test]
