@@ -159,7 +159,7 @@ impl OsHost<'_> {
         let mut entries = Vec::with_capacity(names.len());
         for name in names {
             let Ok(child) = last.path().child(&name) else { continue };
-            if self.is_hidden(&child, target.guest)? {
+            if self.is_hidden(&last, &child, target.guest)? {
                 continue;
             }
             let meta = if with_metadata {

@@ -196,13 +196,20 @@ impl<'a> OsHost<'a> {
         }))
     }
 
-    /// Whether a listing hides `child`: a read of it is refused by a rule, or
-    /// it is (in) a nested vsh data directory.
-    pub(crate) fn is_hidden(&mut self, child: &VPath, guest: &str) -> Result<bool, Fault> {
+    /// Whether the listing of `dir` hides its entry `child`: a read of it is
+    /// refused by a rule, or it is (in) a nested vsh data directory. The grant
+    /// is what lets this check `child` alone: it was authorized, so `dir`
+    /// neither is nor lies in a nested store.
+    pub(crate) fn is_hidden(&mut self, dir: &Grant<DirectoryRead>, child: &VPath, guest: &str) -> Result<bool, Fault> {
         if self.policy.is_hidden(child) {
             return Ok(true);
         }
-        Ok(self.vfs.vsh_data_within(child).map_err(|error| vfs_fault(error, guest))?.is_some())
+        let nested = if child.parent().as_ref() == Some(dir.path()) {
+            self.vfs.vsh_data_at_child(child)
+        } else {
+            self.vfs.vsh_data_within(child).map(|store| store.is_some())
+        };
+        nested.map_err(|error| vfs_fault(error, guest))
     }
 
     /// Keep a refusal (charged to the evidence budget first).

@@ -290,7 +290,7 @@ impl OsHost<'_> {
         let mut entries = Vec::with_capacity(names.len());
         for name in names {
             let hidden = match last.path().child(&name) {
-                Ok(child) => self.is_hidden(&child, target.guest)?,
+                Ok(child) => self.is_hidden(&last, &child, target.guest)?,
                 Err(_) => false,
             };
             if !hidden {

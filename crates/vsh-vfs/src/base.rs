@@ -2,6 +2,7 @@
 //! frozen for the rest of the run, and the read set that records what the run
 //! used of each.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -52,6 +53,11 @@ pub(crate) struct BaseNode {
     pub(crate) unlisted: u64,
 }
 
+/// A map keyed by path with a fast seeded hasher (foldhash): the base's maps
+/// are looked up several times per entry of a walk. The seed is random per
+/// process, so a workspace's names cannot be chosen to collide.
+type PathMap<V> = HashMap<VPath, V, foldhash::fast::RandomState>;
+
 /// The base view of one run: the host directory, the frozen observations and the
 /// dependencies recorded so far.
 #[derive(Debug)]
@@ -63,17 +69,22 @@ pub(crate) struct Base {
     /// several times per entry, and comparing long shared path prefixes in
     /// an ordered map was most of a 10,000-entry glob's time. The one ordered
     /// use, the snapshot id, sorts.
-    observed: HashMap<VPath, Option<BaseNode>>,
+    observed: PathMap<Option<BaseNode>>,
     materialized: u64,
-    pub(crate) reads: ReadSet,
+    /// The dependencies recorded so far, hashed for the same reason: a walk
+    /// records every entry, and inserting 10,000 paths with long shared
+    /// prefixes into an ordered map was a fifth of a glob.
+    reads: PathMap<Dependency>,
+    /// `reads` in order, built when first asked for after a change.
+    sorted_reads: OnceCell<ReadSet>,
     /// Base directories checked for vsh's store magic, and the answer.
-    store_dirs: HashMap<VPath, bool>,
+    store_dirs: PathMap<bool>,
     /// The kind of each entry of a listed directory, as the listing told it
     /// (`d_type`), for entries not observed by a `stat` of their own: a walk
     /// asks every entry's kind, and this answers without a system call. A
     /// later `stat` of the path that finds another kind is `BaseChanged`,
     /// as any observation the run's view disagrees with.
-    listed_kinds: HashMap<VPath, NodeKind>,
+    listed_kinds: PathMap<NodeKind>,
     /// Directory entries left out of listings so far (names no guest can spell).
     pub(crate) unlisted: u64,
     /// The wall clock when this base was opened, nanoseconds since the Unix
@@ -127,11 +138,12 @@ impl Base {
             dir,
             excluded,
             limits,
-            observed: HashMap::new(),
+            observed: PathMap::default(),
             materialized: 0,
-            reads: ReadSet::default(),
-            store_dirs: HashMap::new(),
-            listed_kinds: HashMap::new(),
+            reads: PathMap::default(),
+            sorted_reads: OnceCell::new(),
+            store_dirs: PathMap::default(),
+            listed_kinds: PathMap::default(),
             unlisted: 0,
             opened_at_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -258,13 +270,21 @@ impl Base {
     /// Update the dependency at `path`, cloning the path only when the
     /// dependency is new.
     fn record(&mut self, path: &VPath, update: impl FnOnce(&mut Dependency)) {
-        if let Some(dependency) = self.reads.entries.get_mut(path) {
+        self.sorted_reads.take();
+        if let Some(dependency) = self.reads.get_mut(path) {
             update(dependency);
         } else {
             let mut dependency = Dependency::default();
             update(&mut dependency);
-            self.reads.entries.insert(path.clone(), dependency);
+            self.reads.insert(path.clone(), dependency);
         }
+    }
+
+    /// The dependencies recorded so far, in path order.
+    pub(crate) fn read_set(&self) -> &ReadSet {
+        self.sorted_reads.get_or_init(|| ReadSet {
+            entries: self.reads.iter().map(|(path, dependency)| (path.clone(), dependency.clone())).collect(),
+        })
     }
 
     /// The kind of the node at `path` (its listing's word for it, else a

@@ -101,6 +101,18 @@ pub enum Effect {
     SetMode(VPath),
 }
 
+/// What [`VirtualFs::store_at`] found at one directory on a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoreAt {
+    /// The directory is a nested vsh data directory.
+    Store,
+    /// It is not, and nothing below it can be (a guest-made directory, or no
+    /// directory of the base).
+    NoneBelow,
+    /// It is not; a directory below it may be.
+    NotHere,
+}
+
 /// The virtual image of one run.
 #[derive(Debug)]
 pub struct VirtualFs {
@@ -168,7 +180,7 @@ impl VirtualFs {
 
     /// The dependencies recorded so far.
     pub fn read_set(&self) -> &ReadSet {
-        &self.base.reads
+        self.base.read_set()
     }
 
     /// The id of the observed snapshot so far.
@@ -319,20 +331,37 @@ impl VirtualFs {
         let mut candidates = path.ancestors();
         candidates.push(path.clone());
         for dir in candidates.into_iter().filter(|dir| !dir.is_root()) {
-            // A guest-made directory is not anyone's store.
-            if self.overlay.contains_key(&dir) {
-                return Ok(None);
-            }
-            match self.base.known_kind(&dir) {
-                Ok(Some(NodeKind::Directory)) => {}
-                Err(error) if error.is_terminal() => return Err(error),
-                Ok(_) | Err(_) => return Ok(None),
-            }
-            if self.base.is_store_dir(&dir)? {
-                return Ok(Some(dir));
+            match self.store_at(&dir)? {
+                StoreAt::Store => return Ok(Some(dir)),
+                StoreAt::NoneBelow => return Ok(None),
+                StoreAt::NotHere => {}
             }
         }
         Ok(None)
+    }
+
+    /// [`VirtualFs::vsh_data_within`] for `child` of a directory that holds no
+    /// store and lies in none (what `vsh_data_within` of `child`'s parent
+    /// answered `None` for): only `child` itself is left to check, so a walk
+    /// pays one lookup per entry instead of one per ancestor. The caller
+    /// vouches for the parent; `child` must be a direct child of it.
+    pub fn vsh_data_at_child(&mut self, child: &VPath) -> Result<bool, VfsError> {
+        Ok(!child.is_root() && self.store_at(child)? == StoreAt::Store)
+    }
+
+    /// Whether the directory `dir` (not the root) carries vsh's store magic,
+    /// given that none of its ancestors does.
+    fn store_at(&mut self, dir: &VPath) -> Result<StoreAt, VfsError> {
+        // A guest-made directory is not anyone's store, and nothing below it is.
+        if self.overlay.contains_key(dir) {
+            return Ok(StoreAt::NoneBelow);
+        }
+        match self.base.known_kind(dir) {
+            Ok(Some(NodeKind::Directory)) => {}
+            Err(error) if error.is_terminal() => return Err(error),
+            Ok(_) | Err(_) => return Ok(StoreAt::NoneBelow),
+        }
+        Ok(if self.base.is_store_dir(dir)? { StoreAt::Store } else { StoreAt::NotHere })
     }
 
     // ----- queries -----
@@ -438,6 +467,12 @@ impl VirtualFs {
                 return Err(VfsError::SymlinkInPath { path: path.clone() });
             }
         };
+        if base_children && self.overlay_range(path).next().is_none() {
+            // Nothing of the run's below `path`: the base's names, sorted
+            // already, are the listing (a walk lists every directory once, and
+            // this skips a lookup per name).
+            return Ok(self.base.names(path)?.as_ref().clone());
+        }
         let mut names: BTreeSet<String> = BTreeSet::new();
         if base_children {
             for name in self.base.names(path)?.iter() {

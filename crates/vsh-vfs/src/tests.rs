@@ -258,9 +258,12 @@ fn read_set_records_what_was_used() {
     write(dir.path(), "d/listed", b"l");
     let mut vfs = vfs_over(dir.path());
     vfs.read(&p("read.txt")).unwrap();
+    // Asked for midway, then used more: the set asked for later has it all.
+    assert_eq!(vfs.read_set().entries.keys().collect::<Vec<_>>(), [&p("read.txt")]);
     vfs.read_dir(&p("d")).unwrap();
     vfs.write(&p("new.txt"), Arc::from(&b"n"[..])).unwrap();
     let reads = vfs.read_set();
+    assert!(reads.entries.keys().is_sorted());
     let read = &reads.entries[&p("read.txt")];
     assert_eq!(read.content, Some(vsh_types::BlobId::of(b"r")));
     let listed = &reads.entries[&p("d")];

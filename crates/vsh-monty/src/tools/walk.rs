@@ -62,10 +62,10 @@ impl<'a> OsHost<'a> {
             let Ok(child) = frame.dir.path().child(&name) else { continue };
             let state = frame.state.clone();
             self.visit(&child)?;
-            if self.is_hidden(&child, guest)? {
+            let dir = &stack.last().expect("the frame just read from").dir;
+            if self.is_hidden(dir, &child, guest)? {
                 continue;
             }
-            let dir = &stack.last().expect("the frame just read from").dir;
             let kind = self.listed_kind(dir, &child);
             let Some(kind) = self.representable_value(kind, guest)? else { continue };
             match on_entry(self, &child, &name, kind, &state)? {
