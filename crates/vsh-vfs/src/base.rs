@@ -2,7 +2,6 @@
 //! frozen for the rest of the run, and the read set that records what the run
 //! used of each.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -71,12 +70,14 @@ pub(crate) struct Base {
     /// use, the snapshot id, sorts.
     observed: PathMap<Option<BaseNode>>,
     materialized: u64,
-    /// The dependencies recorded so far, hashed for the same reason: a walk
-    /// records every entry, and inserting 10,000 paths with long shared
-    /// prefixes into an ordered map was a fifth of a glob.
-    reads: PathMap<Dependency>,
-    /// `reads` in order, built when first asked for after a change.
-    sorted_reads: OnceCell<ReadSet>,
+    /// Dependencies recorded since the read set was last asked for, hashed
+    /// for the same reason: a walk records every entry, and inserting 10,000
+    /// paths with long shared prefixes into an ordered map one by one was a
+    /// fifth of a glob.
+    recorded: PathMap<Dependency>,
+    /// The dependencies recorded before that, in order. A path is in one of
+    /// the two, never both.
+    reads: ReadSet,
     /// Base directories checked for vsh's store magic, and the answer.
     store_dirs: PathMap<bool>,
     /// The kind of each entry of a listed directory, as the listing told it
@@ -140,8 +141,8 @@ impl Base {
             limits,
             observed: PathMap::default(),
             materialized: 0,
-            reads: PathMap::default(),
-            sorted_reads: OnceCell::new(),
+            recorded: PathMap::default(),
+            reads: ReadSet::default(),
             store_dirs: PathMap::default(),
             listed_kinds: PathMap::default(),
             unlisted: 0,
@@ -270,21 +271,32 @@ impl Base {
     /// Update the dependency at `path`, cloning the path only when the
     /// dependency is new.
     fn record(&mut self, path: &VPath, update: impl FnOnce(&mut Dependency)) {
-        self.sorted_reads.take();
-        if let Some(dependency) = self.reads.get_mut(path) {
+        let known = match self.reads.entries.get_mut(path) {
+            Some(dependency) => Some(dependency),
+            None => self.recorded.get_mut(path),
+        };
+        if let Some(dependency) = known {
             update(dependency);
         } else {
             let mut dependency = Dependency::default();
             update(&mut dependency);
-            self.reads.insert(path.clone(), dependency);
+            self.recorded.insert(path.clone(), dependency);
         }
     }
 
-    /// The dependencies recorded so far, in path order.
-    pub(crate) fn read_set(&self) -> &ReadSet {
-        self.sorted_reads.get_or_init(|| ReadSet {
-            entries: self.reads.iter().map(|(path, dependency)| (path.clone(), dependency.clone())).collect(),
-        })
+    /// The dependencies recorded so far, in path order: those recorded since
+    /// the last call move into the ordered set (sorted all at once when it is
+    /// empty, as at the end of a run).
+    pub(crate) fn read_set(&mut self) -> &ReadSet {
+        if !self.recorded.is_empty() {
+            let recorded = std::mem::take(&mut self.recorded);
+            if self.reads.is_empty() {
+                self.reads.entries = recorded.into_iter().collect();
+            } else {
+                self.reads.entries.extend(recorded);
+            }
+        }
+        &self.reads
     }
 
     /// The kind of the node at `path` (its listing's word for it, else a

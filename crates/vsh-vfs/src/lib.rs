@@ -178,8 +178,8 @@ impl VirtualFs {
         self.base.dir()
     }
 
-    /// The dependencies recorded so far.
-    pub fn read_set(&self) -> &ReadSet {
+    /// The dependencies recorded so far, in path order.
+    pub fn read_set(&mut self) -> &ReadSet {
         self.base.read_set()
     }
 

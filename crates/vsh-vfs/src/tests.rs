@@ -260,12 +260,15 @@ fn read_set_records_what_was_used() {
     vfs.read(&p("read.txt")).unwrap();
     // Asked for midway, then used more: the set asked for later has it all.
     assert_eq!(vfs.read_set().entries.keys().collect::<Vec<_>>(), [&p("read.txt")]);
+    // A facet added later joins the facets recorded before.
+    vfs.metadata(&p("read.txt")).unwrap();
     vfs.read_dir(&p("d")).unwrap();
     vfs.write(&p("new.txt"), Arc::from(&b"n"[..])).unwrap();
     let reads = vfs.read_set();
     assert!(reads.entries.keys().is_sorted());
     let read = &reads.entries[&p("read.txt")];
     assert_eq!(read.content, Some(vsh_types::BlobId::of(b"r")));
+    assert_eq!(read.size_mode.map(|(size, _)| size), Some(1));
     let listed = &reads.entries[&p("d")];
     assert_eq!(listed.names, Some(crate::names_digest(["listed"])));
     assert_eq!(reads.entries[&p("new.txt")].kind, Some(None));
@@ -591,7 +594,7 @@ fn counting_base_nodes_leaves_out_the_excluded_and_stops_past_the_bound() {
         write(root, file, b"x");
     }
     std::os::unix::fs::symlink("a", root.join("link")).unwrap();
-    let vfs = vfs_over(root);
+    let mut vfs = vfs_over(root);
     // a, d, d/b, d/e, d/e/c, link: six nodes outside `.vsh`.
     assert_eq!(vfs.count_base_nodes(u64::MAX).unwrap(), 6);
     assert_eq!(vfs.count_base_nodes(6).unwrap(), 6);
