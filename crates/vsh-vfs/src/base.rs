@@ -291,7 +291,11 @@ impl Base {
         if !self.recorded.is_empty() {
             let recorded = std::mem::take(&mut self.recorded);
             if self.reads.is_empty() {
-                self.reads.entries = recorded.into_iter().collect();
+                // Sorted in place first (unstable: paths are unique), so the
+                // map's own sort meets one ordered run.
+                let mut entries: Vec<(VPath, Dependency)> = recorded.into_iter().collect();
+                entries.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+                self.reads.entries = entries.into_iter().collect();
             } else {
                 self.reads.entries.extend(recorded);
             }
