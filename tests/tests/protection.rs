@@ -39,6 +39,10 @@ fn a_nested_workspaces_vsh_data_is_invisible_and_untouchable() {
     assert_eq!(receipt.state, TransactionState::AutoApproved);
     let (found, _) = attempt(&outer, "vsh_glob('**')");
     assert!(!found.contains(".vsh") && !found.contains("state") && found.contains("pkg/src/lib.rs"), "{found}");
+    // Bash lists through the same check.
+    let bash = Runtime::open(config(dir.path()).with_bash(vsh::BashConfig::new())).unwrap();
+    let listed = bash.preview(&RunRequest::new("ls -A pkg").with_language(vsh::Language::Bash)).unwrap();
+    assert_eq!(String::from_utf8_lossy(listed.output.stdout_bytes()), "src\n", "hidden from bash's ls");
 
     for (what, program) in [
         ("read the log", "from pathlib import Path\nPath('/workspace/pkg/.vsh/data/txlog').read_bytes()"),

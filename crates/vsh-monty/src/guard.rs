@@ -204,7 +204,9 @@ impl<'a> OsHost<'a> {
         if self.policy.is_hidden(child) {
             return Ok(true);
         }
-        let nested = if child.parent().as_ref() == Some(dir.path()) {
+        // A direct child of `dir` (compared in place: this runs per entry).
+        let direct = child.relative_to(dir.path()).is_some_and(|name| !name.is_empty() && !name.contains('/'));
+        let nested = if direct {
             self.vfs.vsh_data_at_child(child)
         } else {
             self.vfs.vsh_data_within(child).map(|store| store.is_some())
