@@ -297,17 +297,50 @@ fn commands() -> Vec<Check> {
         Ok(text) if text.trim().parse::<u64>().is_ok_and(|count| count > 0) => Check {
             name: "userns",
             status: Status::Info,
-            detail: format!("user namespaces allowed ({}; for unprivileged candidates, not used yet)", text.trim()),
+            detail: format!(
+                "user namespaces allowed ({}): each command's scratch directories are idmapped to its own uid",
+                text.trim()
+            ),
             remedy: None,
         },
         _ => Check::not_ok(
             "userns",
             Status::Info,
-            "user namespaces are not allowed (for unprivileged candidates, not used yet)",
+            "user namespaces are not allowed: commands that keep scratch directories all run as uid 65533 \
+             and share its process limit",
             "sysctl user.max_user_namespaces=15000",
         ),
     };
-    vec![fuse, userns]
+    let mut checks = vec![fuse, userns];
+    if vsh::lower::vsh_sandbox::effective_uid() == 0 {
+        checks.push(command_uids());
+    }
+    checks
+}
+
+/// Whether a command can lease a uid of its own (root hosts only).
+fn command_uids() -> Check {
+    use vsh::lower::vsh_sandbox::{COMMAND_UIDS, CommandUser};
+    match CommandUser::lease((65_533, 65_533)) {
+        Ok(_) => Check {
+            name: "uids",
+            status: Status::Info,
+            detail: format!(
+                "each command runs as a uid of its own, leased from {}..{} in /run/vsh/command-uids",
+                COMMAND_UIDS.start, COMMAND_UIDS.end
+            ),
+            remedy: None,
+        },
+        Err(error) => Check::not_ok(
+            "uids",
+            Status::Info,
+            format!(
+                "no command uid can be leased ({error}: {}): vsh exec fails closed",
+                std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default()
+            ),
+            "make /run/vsh root's own directory, mode 0700 (or remove it: vsh makes it)",
+        ),
+    }
 }
 
 /// Every check, in order.

@@ -1230,6 +1230,10 @@ fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_t
         assert_eq!(output.status.code(), Some(0));
         assert_eq!(report["ok"], true);
         assert!(status(&report, "worker")["detail"].as_str().unwrap().contains("started confined and ran a program"));
+        // Root: each command can lease a uid of its own.
+        let uids = status(&report, "uids");
+        assert!(uids["detail"].as_str().unwrap().contains("a uid of its own, leased from"), "{uids}");
+        assert!(uids["remedy"].is_null(), "{uids}");
     }
     // A key readable by others is a warning with the command that fixes it.
     std::fs::write(&key, [7_u8; 32]).unwrap();

@@ -53,12 +53,17 @@ pub const BASH_CONFINED_PROFILE: &str = "vsh-bash-confined-v1";
 
 /// The most processes a command's user may have (`RLIMIT_NPROC`): a build
 /// starts many, a fork bomb stops here. The kernel does not apply it to
-/// root, so a host running as root runs commands as [`COMMAND_USER`].
+/// root, and counts per user, machine-wide: a host running as root runs
+/// each command as a uid of its own ([`vsh_sandbox::CommandUser`]), so one
+/// command's fork bomb never stops another's `fork`.
 pub const COMMAND_PROCESSES: u64 = 256;
 
-/// The uid and gid a command runs as under a root host: not `nobody`, which
-/// the Monty workers are, so the two never share a process count
-/// (`RLIMIT_NPROC` counts per user) and a command cannot signal a worker.
+/// The uid and gid what commands keep between runs (scratch directories)
+/// is stored as under a root host, whatever uid of
+/// [`vsh_sandbox::COMMAND_UIDS`] each run had (the scratch directories are
+/// idmapped to it); also the uid a command runs as where a scratch
+/// directory's filesystem cannot be idmapped. Not `nobody`, which the Monty
+/// workers are, so the two never share a process count.
 pub const COMMAND_USER: (u32, u32) = (65_533, 65_533);
 
 /// The scratch name that stands for Python's bytecode: commands write it
@@ -413,6 +418,7 @@ impl Dispatcher<'_> {
         }
         let mut env = call.env.to_vec();
         let mut mount_points = Vec::new();
+        let mut scratch_dirs = Vec::new();
         for (inside, dir) in &config.scratch {
             if inside == PYCACHE_SCRATCH {
                 // Python writes its bytecode into a directory of its own,
@@ -420,6 +426,7 @@ impl Dispatcher<'_> {
                 mount = mount.with_tmp_scratch(PYCACHE_AT, dir);
                 env.retain(|(key, _)| key != "PYTHONDONTWRITEBYTECODE" && key != "PYTHONPYCACHEPREFIX");
                 env.push(("PYTHONPYCACHEPREFIX".to_owned(), format!("/tmp/{PYCACHE_AT}")));
+                scratch_dirs.push(dir);
                 continue;
             }
             // A nested scratch directory (`node_modules/.cache`) is used only
@@ -431,13 +438,25 @@ impl Dispatcher<'_> {
             }
             mount = mount.with_scratch(inside, dir);
             mount_points.push(inside.clone());
+            scratch_dirs.push(dir);
         }
         // Never root: the process-count limit would not hold, and a root process
-        // needs no permission bits. The candidate's files are the command user's.
-        let (uid, gid) = if vsh_sandbox::effective_uid() == 0 {
-            COMMAND_USER
+        // needs no permission bits. A uid of the command's own, so the limit is
+        // its own; held until the command's processes are gone (this returns).
+        // The candidate's files are the command user's.
+        let lease = if vsh_sandbox::effective_uid() == 0 {
+            Some(vsh_sandbox::CommandUser::lease(COMMAND_USER).map_err(tool_error)?)
         } else {
-            (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid())
+            None
+        };
+        let (uid, gid) = match &lease {
+            Some(user) if scratch_dirs.iter().all(|dir| user.can_idmap(dir)) => {
+                mount = mount.with_idmapped_scratch(user).map_err(tool_error)?;
+                (user.uid(), user.gid())
+            }
+            // What the command keeps must be stored as the storage uid.
+            Some(_) => COMMAND_USER,
+            None => (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid()),
         };
         // The candidate and the private /tmp are writable by descriptor (see
         // `FuseMount`): no path of the host is.

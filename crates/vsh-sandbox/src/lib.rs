@@ -49,7 +49,9 @@
 //!   pins at most ABI 7), so a socket file the child can name (for example a daemon's socket in
 //!   `/run`) is reachable. The IPC axis reason says so.
 //! - `RLIMIT_NPROC` is not enforced for uid 0 and counts every process of the uid system-wide:
-//!   use [`SandboxPolicy::run_as`] with a dedicated uid.
+//!   use [`SandboxPolicy::run_as`] with a dedicated uid, one per child ([`CommandUser`] leases
+//!   one machine-wide; [`FuseMount::with_idmapped_scratch`] keeps what the children store as one
+//!   uid).
 //! - Nothing here kills or reaps the child: lifecycle (timeouts, group kill) is the caller's job.
 //!   Because `setsid` and `setpgid` are denied, a child started with
 //!   [`ConfinedCommand::new_process_group`] and all its descendants stay in that group.
@@ -69,6 +71,7 @@ mod seccomp;
 mod setup;
 #[allow(unsafe_code)]
 mod sys;
+mod uids;
 
 pub use command::{ConfinedChild, ConfinedCommand, kill_process_group, wait_readable, wait_readable_spinning};
 pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext, find_on_path};
@@ -78,6 +81,7 @@ pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
 pub use namespace::{CandidateMissing, FuseMount, MountWaiter, candidate_support};
 pub use policy::{NetworkAccess, ResourceLimits, SandboxPolicy};
 pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
+pub use uids::{COMMAND_UIDS, CommandUser};
 
 /// The effective user id of this process: the uid a child runs as unless its
 /// policy names another ([`SandboxPolicy::run_as`]).

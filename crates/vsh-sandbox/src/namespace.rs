@@ -109,6 +109,9 @@ pub struct FuseMount {
     scratch: Vec<(PathBuf, PathBuf)>,
     /// Host directories bound at `/tmp/<name>`: `(name, dir)`.
     tmp_scratch: Vec<(String, PathBuf)>,
+    /// The user namespace every scratch directory is idmapped through, and
+    /// the storage uid and gid it maps.
+    idmap: Option<(Arc<OwnedFd>, (u32, u32))>,
 }
 
 /// The server's side of a [`FuseMount`]: waits until the filesystem exists
@@ -151,6 +154,7 @@ impl FuseMount {
             tools: Vec::new(),
             scratch: Vec::new(),
             tmp_scratch: Vec::new(),
+            idmap: None,
         };
         Ok((mount, waiter))
     }
@@ -197,6 +201,28 @@ impl FuseMount {
     pub fn with_tmp_scratch(mut self, name: &str, dir: impl Into<PathBuf>) -> Self {
         self.tmp_scratch.push((name.to_owned(), dir.into()));
         self
+    }
+
+    /// Show every scratch directory ([`FuseMount::with_scratch`],
+    /// [`FuseMount::with_tmp_scratch`]) through an idmapped mount: what the
+    /// host stores as `user`'s storage uid appears as `user`'s leased uid,
+    /// and what the child makes there is stored as the storage uid (see
+    /// [`CommandUser`]). The child must run as `user`'s uid and gid
+    /// ([`crate::SandboxPolicy::run_as`]). Each scratch directory itself is
+    /// given to the storage uid and gid at the spawn (the kernel refuses
+    /// writing to a directory whose owner the mapping does not map).
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::Setup`] when the user namespace for the mapping cannot
+    /// be made (this needs root). A scratch directory on a filesystem that
+    /// cannot be idmapped ([`CommandUser::can_idmap`]) fails the spawn.
+    ///
+    /// [`CommandUser`]: crate::CommandUser
+    /// [`CommandUser::can_idmap`]: crate::CommandUser::can_idmap
+    pub fn with_idmapped_scratch(mut self, user: &crate::CommandUser) -> Result<Self, ToolError> {
+        self.idmap = Some((user.idmap()?, user.storage()));
+        Ok(self)
     }
 
     /// Where the child sees the filesystem.
@@ -297,7 +323,7 @@ fn tmpfs(bytes: u64, mode: &str, stage: &'static str, read_only: bool) -> Result
 /// A detached clone of the host directory `dir` (a bind mount no namespace
 /// has yet; a symlink at `dir` itself is not followed, and what is mounted
 /// beneath `dir` is not part of it).
-fn clone_tree(dir: &Path) -> Result<OwnedFd, ToolError> {
+pub(crate) fn clone_tree(dir: &Path) -> Result<OwnedFd, ToolError> {
     use rustix::mount::OpenTreeFlags;
     if !dir.is_absolute() {
         return Err(ToolError::InvalidPolicy { reason: format!("{} is not an absolute path", dir.display()) });
@@ -422,6 +448,16 @@ impl PreparedMount {
             let at = Path::new("/tmp").join(name);
             dirs.push(c_path(&at)?);
             scratch.push((clone_tree(dir)?, c_path(&at)?));
+        }
+        if let Some((userns, (uid, gid))) = &mount.idmap {
+            let owner = (rustix::process::Uid::from_raw(*uid), rustix::process::Gid::from_raw(*gid));
+            for (dir, _) in &scratch {
+                // The very directory mounted (the clone's root), never a path.
+                rustix::fs::chownat(dir, c"", Some(owner.0), Some(owner.1), rustix::fs::AtFlags::EMPTY_PATH)
+                    .map_err(|errno| ToolError::Setup { stage: "idmapped scratch directory", source: errno.into() })?;
+                crate::sys::idmap_mount(dir.as_fd(), userns.as_fd())
+                    .map_err(|source| ToolError::Setup { stage: "idmapped scratch directory", source })?;
+            }
         }
         Ok(Self {
             target: c_path(target)?,

@@ -216,3 +216,90 @@ pub(crate) fn private_loopback() -> io::Result<()> {
     }
     Ok(())
 }
+
+/// A new user namespace whose uid and gid maps are `uid_map` and `gid_map`
+/// (lines of `inside outside count`, as `/proc/PID/uid_map` takes them),
+/// held by a descriptor: the namespace lives as long as the descriptor,
+/// with no process in it. For idmapped mounts ([`idmap_mount`]).
+///
+/// A namespace is made by a process, and a multi-threaded one cannot
+/// `unshare(CLONE_NEWUSER)`: a forked child does, waits to be killed, and
+/// the caller writes its maps (it needs `CAP_SETUID` and `CAP_SETGID`
+/// over the ids it maps), opens the namespace and kills the child.
+pub(crate) fn user_namespace(uid_map: &str, gid_map: &str) -> io::Result<std::os::fd::OwnedFd> {
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    // SAFETY: the child of a possibly multi-threaded parent runs only
+    // async-signal-safe raw calls (prctl, unshare, write, pause, _exit) on
+    // stack data and a descriptor that exist before the fork; it never
+    // allocates, takes a lock, unwinds or returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: see above; the pointer passed to write is a live stack byte.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            let made: u8 = u8::from(libc::unshare(libc::CLONE_NEWUSER) == 0);
+            libc::write(writer.as_raw_fd(), (&raw const made).cast(), 1);
+            loop {
+                libc::pause();
+            }
+        }
+    }
+    drop(writer);
+    let made = (|| {
+        let mut byte = [0_u8; 1];
+        loop {
+            match rustix::io::read(&reader, &mut byte) {
+                Ok(1) if byte[0] == 1 => break,
+                Ok(_) => return Err(io::Error::other("the helper could not make a user namespace")),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(errno) => return Err(errno.into()),
+            }
+        }
+        std::fs::write(format!("/proc/{pid}/uid_map"), uid_map)?;
+        std::fs::write(format!("/proc/{pid}/gid_map"), gid_map)?;
+        Ok(rustix::fs::open(
+            format!("/proc/{pid}/ns/user"),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?)
+    })();
+    // SAFETY: kill and waitpid take integers and a null status pointer; the
+    // pid is our own child, not yet reaped, so it names no other process.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        while libc::waitpid(pid, std::ptr::null_mut(), 0) < 0
+            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+        {}
+    }
+    made
+}
+
+/// Make the detached mount `mount` idmapped through the user namespace
+/// `userns` (`mount_setattr(MOUNT_ATTR_IDMAP)`): a file the filesystem
+/// stores as owned by id `k` appears as owned by what `userns` maps `k`
+/// to, and one created by such an id is stored as `k`.
+pub(crate) fn idmap_mount(mount: BorrowedFd<'_>, userns: BorrowedFd<'_>) -> io::Result<()> {
+    let attr = libc::mount_attr {
+        attr_set: libc::MOUNT_ATTR_IDMAP,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: u64::try_from(userns.as_raw_fd()).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?,
+    };
+    // SAFETY: the descriptor is open for the call, the path is an empty C
+    // string (AT_EMPTY_PATH: the descriptor itself), and the attribute
+    // struct is ours, alive for the call, with its exact size passed.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            mount.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            &raw const attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    if result < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}

@@ -9,9 +9,10 @@ use vsh_types::{DiffKind, VPath};
 
 use crate::common::{MODES, Mode, Workspace, exception, shared_worker};
 
-/// Commands run as one uid, whose processes `RLIMIT_NPROC` counts
-/// system-wide: the fork bomb, which fills that count, runs alone, and every
-/// other command test holds this shared while it runs.
+/// The fork bomb fills its command's process count: it runs alone, and
+/// every other command test holds this shared while it runs (each command
+/// has a uid of its own, whose count `RLIMIT_NPROC` keeps, but a machine
+/// whose scratch directories cannot be idmapped runs them all as one).
 static PROCESSES: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// Whether this machine can mount FUSE in a private namespace; with
@@ -211,33 +212,93 @@ fn escapes_that_work_unconfined_fail_in_the_candidate() {
 }
 
 #[test]
-fn a_fork_bomb_stops_at_the_process_limit() {
+fn a_fork_bomb_stops_at_the_process_limit_and_never_stops_another_commands_fork() {
     let Some(_alone) = fuse_available_alone() else { return };
-    let mut ws = Workspace::with(&files());
     let bomb = "python3 -c \"import os, time\nn = 0\ntry:\n    while n < 400:\n        if os.fork() == 0:\n            \
-                time.sleep(3)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\"";
-    let baseline = unconfined(&ws.root(), bomb);
+                time.sleep(8)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n, flush=True)\n\
+                time.sleep(4)\"";
+    let baseline = unconfined(&Workspace::with(&files()).root(), bomb);
     assert_eq!(String::from_utf8_lossy(&baseline.stdout).trim(), "400", "unconfined, all 400 start");
-    let confined = ws.command(&["/bin/sh", "-c", bomb]);
-    let started: u64 = stdout_of(&confined).trim().parse().unwrap_or_else(|_| panic!("{confined:?}"));
+    // While the bomb holds every process its limit allows, a command of
+    // another transaction still forks: the limit is per command.
+    let (bombed, other) = std::thread::scope(|scope| {
+        let limits = ExecutionLimits {
+            max_duration: std::time::Duration::from_secs(30),
+            max_request_duration: std::time::Duration::from_secs(30),
+            ..ExecutionLimits::default()
+        };
+        let bombing = scope.spawn(move || Workspace::with(&files()).command_with(&["/bin/sh", "-c", bomb], &limits));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while processes_of(is_command_uid) < 200 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(processes_of(is_command_uid) >= 200, "the bomb filled its count");
+        let script = "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2 & done; wait; echo forked";
+        let other = Workspace::with(&files()).command(&["/bin/sh", "-c", script]);
+        (bombing.join().unwrap(), other)
+    });
+    let started: u64 = stdout_of(&bombed).trim().parse().unwrap_or_else(|_| panic!("{bombed:?}"));
     assert!(started < vsh_monty::COMMAND_PROCESSES, "stopped at the limit: {started}");
-    // The bomb's sleepers outlive its leader for their 3 s, and count until
-    // reaped: the other command tests wait for them to be gone.
+    assert_eq!(stdout_of(&other), "forked\n", "the other command forked ten times: {other:?}");
+    // What the kernel still counts goes once reaped: the other command tests
+    // wait for it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while processes_of(vsh_monty::COMMAND_USER.0) > 0 && std::time::Instant::now() < deadline {
+    while processes_of(is_command_uid) > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 
-/// How many processes (zombies included) run as `uid`.
-fn processes_of(uid: u32) -> usize {
+/// Whether `uid` is one a command runs as.
+fn is_command_uid(uid: u32) -> bool {
+    vsh_sandbox::COMMAND_UIDS.contains(&uid) || uid == vsh_monty::COMMAND_USER.0
+}
+
+/// How many processes (zombies included) run as a uid `which` accepts.
+fn processes_of(which: impl Fn(u32) -> bool) -> usize {
     use std::os::unix::fs::MetadataExt;
     std::fs::read_dir("/proc")
         .expect("/proc")
         .filter_map(Result::ok)
         .filter(|entry| entry.file_name().to_str().is_some_and(|name| name.bytes().all(|byte| byte.is_ascii_digit())))
-        .filter(|entry| std::fs::metadata(entry.path()).is_ok_and(|meta| meta.uid() == uid))
+        .filter(|entry| std::fs::metadata(entry.path()).is_ok_and(|meta| which(meta.uid())))
         .count()
+}
+
+#[test]
+fn each_command_runs_as_a_uid_of_its_own_and_owns_what_earlier_runs_kept() {
+    use std::os::unix::fs::MetadataExt as _;
+    let Some(_processes) = fuse_available() else { return };
+    let scratch = scratch_dir();
+    let mut ws = Workspace::with(&files());
+    // Owner-only: only the file's owner may append to it.
+    let first = "id -u; echo one > target/kept; chmod 600 target/kept; stat -c %u target/kept";
+    let second = "id -u; echo two >> target/kept; stat -c %u target/kept; cat target/kept";
+    let ran = |ws: &mut Workspace, script: &str| {
+        let outcome = command_with_scratch(ws, &["/bin/sh", "-c", script], &[("target", scratch.path())])
+            .unwrap_or_else(|error| panic!("{script}: {error:?}"));
+        String::from_utf8_lossy(&outcome.stdout).lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let one = ran(&mut ws, first);
+    let uid_one: u32 = one[0].parse().unwrap();
+    // A process reuses its uids while they are free: holding the first
+    // one's lease (as a running command would) makes the second run take
+    // another.
+    let held = std::fs::File::open(format!("/run/vsh/command-uids/{uid_one}")).unwrap();
+    held.lock().unwrap();
+    let two = ran(&mut ws, second);
+    drop(held);
+    let uid_two: u32 = two[0].parse().unwrap();
+    assert!(
+        vsh_sandbox::COMMAND_UIDS.contains(&uid_one) && vsh_sandbox::COMMAND_UIDS.contains(&uid_two),
+        "{one:?} {two:?}"
+    );
+    assert_ne!(uid_one, uid_two, "a uid of each command's own");
+    assert_eq!(one[1], one[0], "the first run owns what it made");
+    assert_eq!(two[1..], [two[0].clone(), "one".to_owned(), "two".to_owned()], "the second owns it too, and appended");
+    // On the host, it belongs to the storage uid, whichever run wrote it.
+    let kept = std::fs::metadata(scratch.path().join("kept")).unwrap();
+    assert_eq!((kept.uid(), kept.gid()), vsh_monty::COMMAND_USER);
+    assert!(ws.diff().is_empty(), "scratch is never in the diff: {:?}", ws.diff());
 }
 
 #[test]
