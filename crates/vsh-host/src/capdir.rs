@@ -425,6 +425,42 @@ impl CapDir {
         Ok(FileContent { bytes, stat })
     }
 
+    /// The two ends of the regular file at `path`: its first `head` bytes (all
+    /// of it, if shorter) and every byte from offset `from` on (nothing when
+    /// `from` is at or past its end), with its metadata, in one open. For a
+    /// file that only grows at its end (an append-only log) whose reader
+    /// already holds what lies between. Counts one read.
+    ///
+    /// Opening, kind check, size bound and stability check are as for
+    /// [`CapDir::read_file`]; `max_bytes` bounds the whole file's size.
+    pub fn read_file_ends(
+        &self,
+        path: &VPath,
+        head: u64,
+        from: u64,
+        max_bytes: u64,
+    ) -> Result<(Vec<u8>, Vec<u8>, HostStat), HostError> {
+        use std::os::unix::fs::FileExt as _;
+        self.counters.read();
+        let (file, stat) = self.open_regular(path)?;
+        if stat.size > max_bytes {
+            return Err(HostError::TooLarge { path: path.clone(), size: stat.size, max: max_bytes });
+        }
+        let read = |offset: u64, length: u64| -> Result<Vec<u8>, HostError> {
+            let too_large = || HostError::TooLarge { path: path.clone(), size: stat.size, max: max_bytes };
+            let mut bytes = vec![0_u8; usize::try_from(length).map_err(|_| too_large())?];
+            file.read_exact_at(&mut bytes, offset).map_err(|source| match source.kind() {
+                io::ErrorKind::UnexpectedEof => HostError::Unstable { path: path.clone() },
+                _ => HostError::Io { op: "read", path: path.clone(), source },
+            })?;
+            Ok(bytes)
+        };
+        let head = read(0, head.min(stat.size))?;
+        let tail = read(from.min(stat.size), stat.size.saturating_sub(from))?;
+        check_stable(&file, path, &stat)?;
+        Ok((head, tail, stat))
+    }
+
     /// The BLAKE3 [`BlobId`] of the regular file at `path`, streamed in 64 KiB
     /// chunks, with the metadata it was read under. Counts one read.
     ///

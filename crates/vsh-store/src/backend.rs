@@ -159,6 +159,17 @@ impl BackendError {
     }
 }
 
+/// The two ends of a file ([`StoreBackend::read_ends`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ends {
+    /// Its first bytes.
+    pub head: Vec<u8>,
+    /// Its length.
+    pub len: u64,
+    /// Its bytes from the offset asked for on.
+    pub tail: Vec<u8>,
+}
+
 /// The storage operations of the store. Every path is relative to the data directory.
 ///
 /// Implementations must make each durable operation durable before returning
@@ -171,6 +182,18 @@ pub trait StoreBackend: Send + Sync + fmt::Debug {
     /// not exist. A file over `max_bytes` is [`BackendError::TooLarge`], found
     /// before anything is allocated.
     fn read(&self, path: &VPath, max_bytes: u64) -> Result<Option<Vec<u8>>, BackendError>;
+
+    /// The first `head` bytes of the regular file at `path`, its length, and
+    /// its bytes from offset `from` on, or `None` if it does not exist: for
+    /// an append-only file whose reader holds what lies between. A file over
+    /// `max_bytes` is [`BackendError::TooLarge`]. By default, from the whole
+    /// content ([`StoreBackend::read`]).
+    fn read_ends(&self, path: &VPath, head: u64, from: u64, max_bytes: u64) -> Result<Option<Ends>, BackendError> {
+        Ok(self.read(path, max_bytes)?.map(|bytes| {
+            let cut = |at: u64| usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len());
+            Ends { head: bytes[..cut(head)].to_vec(), len: bytes.len() as u64, tail: bytes[cut(from)..].to_vec() }
+        }))
+    }
 
     /// The BLAKE3 id of the regular file at `path` (streamed, no size bound),
     /// or `None` if it does not exist.
@@ -249,6 +272,14 @@ impl StoreBackend for CapDirBackend {
     fn read(&self, path: &VPath, max_bytes: u64) -> Result<Option<Vec<u8>>, BackendError> {
         match self.dir.read_file(path, max_bytes) {
             Ok(content) => Ok(Some(content.bytes)),
+            Err(HostError::NotFound { .. }) => Ok(None),
+            Err(source) => Err(BackendError::from_host("read", path, source)),
+        }
+    }
+
+    fn read_ends(&self, path: &VPath, head: u64, from: u64, max_bytes: u64) -> Result<Option<Ends>, BackendError> {
+        match self.dir.read_file_ends(path, head, from, max_bytes) {
+            Ok((head, tail, stat)) => Ok(Some(Ends { head, len: stat.size, tail })),
             Err(HostError::NotFound { .. }) => Ok(None),
             Err(source) => Err(BackendError::from_host("read", path, source)),
         }

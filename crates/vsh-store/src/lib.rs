@@ -57,7 +57,7 @@ pub use artifact::{
     PendingArtifact,
 };
 pub use authority::{AUTHORITY_KEY_ENV, AuthorityKeyFile};
-pub use backend::{BackendError, BackendLock, CapDirBackend, FaultKind, FileMeta, StoreBackend};
+pub use backend::{BackendError, BackendLock, CapDirBackend, Ends, FaultKind, FileMeta, StoreBackend};
 pub use blob::{BlobStatus, BlobStore, PutOutcome, REFRESH_AFTER_MS};
 pub use datadir::{DataDir, SCRATCH};
 pub use error::StoreError;

@@ -414,6 +414,17 @@ pub enum Tail {
     },
 }
 
+/// What [`LogState::apply_for_append`] changed: how to put it back.
+#[derive(Debug)]
+#[must_use = "an append that fails must be undone"]
+pub struct Undo {
+    end: u64,
+    frames: u64,
+    /// Each touched record's earlier version (`None`: it was not there),
+    /// in the order touched.
+    records: Vec<(TransactionId, Option<TransactionRecord>)>,
+}
+
 /// The state a log replays to: every live record's latest version, and where
 /// the next frame goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -501,16 +512,44 @@ impl LogState {
         self.replay_from_end(log)
     }
 
+    /// [`LogState::refresh`] from the file's two ends: `head`, its first
+    /// bytes (at least the header's), `len`, its length, and `tail`, its
+    /// bytes from [`LogState::end`] on. A change costs what the frames
+    /// appended since cost, whatever the log's length. `None` when the
+    /// generation changed (a compaction): then the whole file is needed
+    /// ([`LogState::refresh`]).
+    pub fn refresh_tail(&mut self, head: &[u8], len: u64, tail: &[u8]) -> Result<Option<Tail>, LogError> {
+        let key = self.key().ok_or(LogError::Legacy)?.clone();
+        let header = LogHeader::decode(head, &key)?;
+        if header != self.header {
+            return Ok(None);
+        }
+        if len < self.end {
+            return Err(LogError::Corrupt { offset: len, reason: "log shrank below replayed frames" });
+        }
+        if tail.len() as u64 != len - self.end {
+            return Err(LogError::Corrupt { offset: self.end, reason: "log tail does not reach the log's end" });
+        }
+        self.replay_with(tail, self.end, &mut |_| {}).map(Some)
+    }
+
     fn replay_from_end(&mut self, log: &[u8]) -> Result<Tail, LogError> {
         self.replay_from_end_with(log, &mut |_| {})
     }
 
     /// [`LogState::replay_from_end`], showing `seen` every entry it applies.
     fn replay_from_end_with(&mut self, log: &[u8], seen: &mut dyn FnMut(&LogEntry)) -> Result<Tail, LogError> {
+        let from = usize::try_from(self.end).expect("offset within the log");
+        self.replay_with(&log[from..], self.end, seen)
+    }
+
+    /// Replay the frames of `bytes`, the log from offset `base` (this
+    /// state's end) on, showing `seen` every entry it applies.
+    fn replay_with(&mut self, bytes: &[u8], base: u64, seen: &mut dyn FnMut(&LogEntry)) -> Result<Tail, LogError> {
         let generation = self.header.generation;
         let tail = loop {
             let offset = self.end;
-            let rest = &log[usize::try_from(offset).expect("offset within the log")..];
+            let rest = &bytes[usize::try_from(offset - base).expect("offset within the log")..];
             if rest.is_empty() {
                 break Tail::Clean;
             }
@@ -607,21 +646,70 @@ impl LogState {
     /// Check `entries` in order (each against the state the earlier ones leave)
     /// and encode their frames for appending at [`LogState::end`]. Returns the
     /// state after them and the bytes to append; `self` is unchanged.
+    /// (Copies the whole state: for tests and tools. A store appends with
+    /// [`LogState::apply_for_append`], which changes only what the entries touch.)
     pub fn prepare_append(&self, entries: &[LogEntry]) -> Result<(Self, Vec<u8>), &'static str> {
-        let key = self.key().ok_or("the log must be migrated before it is appended to")?.clone();
         let mut next = self.clone();
+        let (bytes, _undo) = next.apply_for_append(entries)?;
+        Ok((next, bytes))
+    }
+
+    /// Check `entries` in order (each against the state the earlier ones
+    /// leave), apply them to this state and encode their frames for
+    /// appending at the old [`LogState::end`]: the bytes to append, and what
+    /// puts this state back ([`LogState::undo`]) should the append fail. On
+    /// an error this state is unchanged. Costs what the entries touch,
+    /// whatever the number of records.
+    pub fn apply_for_append(&mut self, entries: &[LogEntry]) -> Result<(Vec<u8>, Undo), &'static str> {
+        let key = self.key().ok_or("the log must be migrated before it is appended to")?.clone();
+        let mut undo = Undo { end: self.end, frames: self.frames, records: Vec::new() };
         let mut bytes = Vec::new();
         for entry in entries {
-            let payload = entry.encode();
-            if payload.is_empty() || payload.len() > MAX_FRAME_PAYLOAD as usize {
-                return Err("frame payload out of range");
-            }
-            next.apply(entry)?;
-            let frame = encode_frame(&key, next.header.generation, next.end, &payload);
-            next.end += frame.len() as u64;
+            let applied = (|| {
+                let payload = entry.encode();
+                if payload.is_empty() || payload.len() > MAX_FRAME_PAYLOAD as usize {
+                    return Err("frame payload out of range");
+                }
+                self.check(entry)?;
+                match entry {
+                    LogEntry::Version(record) | LogEntry::Checkpoint(record) => {
+                        undo.records.push((record.id, self.records.get(&record.id).copied()));
+                    }
+                    LogEntry::Forget(forgotten) => {
+                        undo.records.extend(forgotten.iter().map(|(id, _)| (*id, self.records.get(id).copied())));
+                    }
+                }
+                self.apply(entry)?;
+                Ok(payload)
+            })();
+            let payload = match applied {
+                Ok(payload) => payload,
+                Err(reason) => {
+                    self.undo(undo);
+                    return Err(reason);
+                }
+            };
+            let frame = encode_frame(&key, self.header.generation, self.end, &payload);
+            self.end += frame.len() as u64;
             bytes.extend_from_slice(&frame);
         }
-        Ok((next, bytes))
+        Ok((bytes, undo))
+    }
+
+    /// Put back what [`LogState::apply_for_append`] changed.
+    pub fn undo(&mut self, undo: Undo) {
+        for (id, previous) in undo.records.into_iter().rev() {
+            match previous {
+                Some(record) => {
+                    self.records.insert(id, record);
+                }
+                None => {
+                    self.records.remove(&id);
+                }
+            }
+        }
+        self.end = undo.end;
+        self.frames = undo.frames;
     }
 
     /// The whole file of the next generation, under this log's key (or
@@ -704,6 +792,76 @@ mod tests {
 
     fn created(name: &[u8], state: TransactionState) -> TransactionRecord {
         TransactionRecord::new(TransactionId::digest(name), SnapshotId::digest(b"base"), state, 10)
+    }
+
+    /// A log of generation 1 holding `records` created records, its bytes.
+    fn log_of(records: &[TransactionRecord]) -> (LogState, Vec<u8>) {
+        let mut state = LogState::empty(1, &key());
+        let mut bytes = LogHeader { generation: 1, checkpoints: 0 }.encode(&key()).to_vec();
+        for record in records {
+            let (frame, _undo) = state.apply_for_append(&[LogEntry::Version(*record)]).unwrap();
+            bytes.extend_from_slice(&frame);
+        }
+        (state, bytes)
+    }
+
+    #[test]
+    fn an_append_changes_only_what_it_touches_and_is_undone_exactly() {
+        let a = created(b"a", TransactionState::Denied);
+        let b = created(b"b", TransactionState::PendingApproval);
+        let (mut state, bytes) = log_of(&[a, b]);
+        let before = state.clone();
+        let mut rejected = b.next_version(20).unwrap();
+        rejected.state = TransactionState::Rejected;
+        let c = created(b"c", TransactionState::Denied);
+        let entries = [LogEntry::Version(rejected), LogEntry::Version(c), LogEntry::Forget(vec![(a.id, a.sequence)])];
+        let (frames, undo) = state.apply_for_append(&entries).unwrap();
+        // The same as the copying form, frames and state alike.
+        assert_eq!(before.prepare_append(&entries).unwrap(), (state.clone(), frames.clone()));
+        // And what a replay of the log with the frames gives.
+        let mut whole = bytes.clone();
+        whole.extend_from_slice(&frames);
+        assert_eq!(LogState::parse(&whole, &key()).unwrap().0, state);
+        state.undo(undo);
+        assert_eq!(state, before, "undone exactly: the changed, the created and the forgotten record");
+        // An entry that does not check leaves the state as it was, even after
+        // earlier entries of the same append applied.
+        let invalid = [LogEntry::Version(c), LogEntry::Forget(vec![(b.id, 7)])];
+        assert_eq!(state.apply_for_append(&invalid).unwrap_err(), "forget of a superseded version");
+        assert_eq!(state, before);
+    }
+
+    #[test]
+    fn a_refresh_from_the_tail_replays_what_a_whole_read_does() {
+        let records: Vec<_> = (0..4_u8).map(|n| created(&[n], TransactionState::Denied)).collect();
+        let (_, bytes) = log_of(&records);
+        let (whole, _) = LogState::parse(&bytes, &key()).unwrap();
+        // A reader that replayed the first two frames reads only the rest.
+        let (mut reader, prefix) = log_of(&records[..2]);
+        let from = reader.end();
+        assert_eq!(&bytes[..prefix.len()], prefix.as_slice());
+        let tail = &bytes[usize::try_from(from).unwrap()..];
+        assert_eq!(reader.refresh_tail(&bytes[..HEADER_LEN], bytes.len() as u64, tail), Ok(Some(Tail::Clean)));
+        assert_eq!(reader, whole);
+        // A torn last frame is reported where it starts, as a whole read does.
+        let (mut torn_reader, _) = log_of(&records[..2]);
+        let cut = &bytes[..bytes.len() - 3];
+        let frame = (whole.end() - from) / 2;
+        let last = whole.end() - frame;
+        assert_eq!(
+            torn_reader.refresh_tail(&cut[..HEADER_LEN], cut.len() as u64, &cut[usize::try_from(from).unwrap()..]),
+            Ok(Some(Tail::Torn { at: last }))
+        );
+        // A tail that does not reach the end, a log that shrank, a new generation.
+        let (mut short, _) = log_of(&records[..2]);
+        let wrong = short.refresh_tail(&bytes[..HEADER_LEN], bytes.len() as u64 + 1, tail);
+        assert!(matches!(wrong, Err(LogError::Corrupt { .. })), "{wrong:?}");
+        let (mut ahead, _) = log_of(&records);
+        let shrank = ahead.refresh_tail(&bytes[..HEADER_LEN], from, &[]);
+        assert!(matches!(shrank, Err(LogError::Corrupt { reason: "log shrank below replayed frames", .. })));
+        let compacted = LogHeader { generation: 2, checkpoints: 4 }.encode(&key());
+        let (mut stale, _) = log_of(&records[..2]);
+        assert_eq!(stale.refresh_tail(&compacted, bytes.len() as u64, tail), Ok(None), "the whole file is needed");
     }
 
     #[test]

@@ -45,13 +45,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use vsh_types::{AuthorityKey, BlobId, TransactionId, TransactionState};
 
 use crate::artifact::{ArtifactError, ArtifactLimits, PendingArtifact};
-use crate::backend::{BackendError, BackendLock, StoreBackend};
+use crate::backend::{BackendError, BackendLock, Ends, StoreBackend};
 use crate::blob::BlobStore;
 use crate::datadir::DataDir;
 use crate::error::StoreError;
 use crate::legacy;
 use crate::record::{self, ApprovalGrant, CommitReservation, TransactionRecord};
-use crate::txlog::{LogEntry, LogKey, LogState, Tail};
+use crate::txlog::{HEADER_LEN, LogEntry, LogKey, LogState, Tail};
 
 /// The most records [`TransactionStore::expire_due`] expires in one call.
 pub const EXPIRE_BATCH: usize = 4096;
@@ -337,24 +337,31 @@ impl TransactionStore {
         io(inner, op, synced)
     }
 
-    /// Replay what this handle has not seen. With the exclusive lock, a torn
-    /// tail is truncated (and the truncation fsynced).
     /// The whole log file, bounded by the configured size.
     fn read_log(&self, inner: &mut Inner) -> Result<Vec<u8>, StoreError> {
-        match self.backend.read(&log_path(), self.config.max_log_bytes) {
-            Ok(Some(bytes)) => Ok(bytes),
-            Ok(None) => Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is missing" }),
-            Err(BackendError::TooLarge { size, max, .. }) => Err(StoreError::LogFull { size, max }),
-            Err(BackendError::NotAFile { .. }) => {
-                Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is not a regular file" })
-            }
-            Err(source) => io(inner, "read transaction log", Err(source)),
-        }
+        let read = self.backend.read(&log_path(), self.config.max_log_bytes);
+        log_read(inner, read)
     }
 
+    /// The log's header and its bytes past what `inner` replayed: what a
+    /// refresh reads while the generation stays the same.
+    fn read_log_ends(&self, inner: &mut Inner) -> Result<Ends, StoreError> {
+        let from = inner.state.end();
+        let read = self.backend.read_ends(&log_path(), HEADER_LEN as u64, from, self.config.max_log_bytes);
+        log_read(inner, read)
+    }
+
+    /// Bring `inner` up to date with the log: only the frames appended since
+    /// it was are read, unless the log was compacted (then all of it). With
+    /// the exclusive lock, a torn tail is truncated (and the truncation fsynced).
     fn refresh(&self, inner: &mut Inner, exclusive: bool) -> Result<(), StoreError> {
-        let bytes = self.read_log(inner)?;
-        let tail = inner.state.refresh(&bytes)?;
+        let ends = self.read_log_ends(inner)?;
+        let tail = if let Some(tail) = inner.state.refresh_tail(&ends.head, ends.len, &ends.tail)? {
+            tail
+        } else {
+            let bytes = self.read_log(inner)?;
+            inner.state.refresh(&bytes)?
+        };
         if let (Tail::Torn { at }, true) = (tail, exclusive) {
             let truncated = self.backend.truncate(&log_path(), at);
             io(inner, "truncate torn log tail", truncated)?;
@@ -410,20 +417,26 @@ impl TransactionStore {
         entries: &[LogEntry],
         durable: bool,
     ) -> Result<(), StoreError> {
-        let (next, bytes) = inner.state.prepare_append(entries).map_err(|reason| StoreError::InvalidRecord {
+        // Applied in place (a copy of every record per change cost what the
+        // history holds), and undone if the append does not happen.
+        let (bytes, undo) = inner.state.apply_for_append(entries).map_err(|reason| StoreError::InvalidRecord {
             id: entries.first().map_or(TransactionId::from_bytes([0; 32]), entry_id),
             reason,
         })?;
-        if next.end() > self.config.max_log_bytes {
-            return Err(StoreError::LogFull { size: next.end(), max: self.config.max_log_bytes });
+        let end = inner.state.end();
+        if end > self.config.max_log_bytes {
+            inner.state.undo(undo);
+            return Err(StoreError::LogFull { size: end, max: self.config.max_log_bytes });
         }
         let appended = if durable {
             self.backend.append(&log_path(), &bytes)
         } else {
             self.backend.append_unsynced(&log_path(), &bytes)
         };
+        if appended.is_err() {
+            inner.state.undo(undo);
+        }
         io(inner, op, appended)?;
-        inner.state = next;
         Ok(())
     }
 
@@ -831,6 +844,21 @@ impl TransactionStore {
 }
 
 /// Pass `result` through, poisoning the store on any backend error.
+/// What reading the log found, as the store's error: a missing log or
+/// another kind of file is corrupt, one past the bound is full, any other
+/// failure poisons the handle.
+fn log_read<T>(inner: &mut Inner, read: Result<Option<T>, BackendError>) -> Result<T, StoreError> {
+    match read {
+        Ok(Some(found)) => Ok(found),
+        Ok(None) => Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is missing" }),
+        Err(BackendError::TooLarge { size, max, .. }) => Err(StoreError::LogFull { size, max }),
+        Err(BackendError::NotAFile { .. }) => {
+            Err(StoreError::CorruptLog { offset: 0, reason: "transaction log is not a regular file" })
+        }
+        Err(source) => io(inner, "read transaction log", Err(source)),
+    }
+}
+
 fn io<T>(inner: &mut Inner, op: &'static str, result: Result<T, BackendError>) -> Result<T, StoreError> {
     result.map_err(|source| {
         inner.poisoned = true;

@@ -117,6 +117,27 @@ fn read_file_refuses_what_is_not_a_regular_file() {
 }
 
 #[test]
+fn read_file_ends_reads_the_head_and_the_tail_in_one_open() {
+    for strategy in STRATEGIES {
+        let fx = Fixture::new(strategy);
+        fx.write("log", b"HEADER|frame one|frame two");
+        let (head, tail, stat) = fx.dir.read_file_ends(&p("log"), 6, 17, 1024).unwrap();
+        assert_eq!((head.as_slice(), tail.as_slice()), (&b"HEADER"[..], &b"frame two"[..]), "{strategy:?}");
+        assert_eq!(stat, fx.dir.lstat(&p("log")).unwrap().unwrap());
+        // A head longer than the file is the file; a tail from its end or past it is empty.
+        let (head, tail, _) = fx.dir.read_file_ends(&p("log"), 100, 26, 1024).unwrap();
+        assert_eq!((head.len(), tail.len()), (26, 0));
+        assert!(fx.dir.read_file_ends(&p("log"), 6, 40, 1024).unwrap().1.is_empty());
+        // The bound is the whole file's; what is not a regular file is refused.
+        let err = fx.dir.read_file_ends(&p("log"), 6, 17, 25).unwrap_err();
+        assert!(matches!(err, HostError::TooLarge { size: 26, max: 25, .. }), "{err:?}");
+        fx.symlink("log", "link");
+        let err = fx.dir.read_file_ends(&p("link"), 6, 17, 1024).unwrap_err();
+        assert!(matches!(err, HostError::NotAFile { .. }), "{err:?}");
+    }
+}
+
+#[test]
 fn read_file_too_large_is_refused_before_reading() {
     let fx = Fixture::new(STRATEGIES[0]);
     fx.write("big", &[7_u8; 100]);
