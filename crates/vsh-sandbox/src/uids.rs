@@ -75,9 +75,10 @@ fn setup(stage: &'static str) -> impl Fn(rustix::io::Errno) -> ToolError {
     move |errno| ToolError::Setup { stage, source: errno.into() }
 }
 
-/// Open (making it if missing) the directory `name` beneath `parent` and
-/// check it is root's own and writable by nobody else.
-fn private_dir(parent: impl rustix::fd::AsFd, name: &str) -> Result<OwnedFd, ToolError> {
+/// Open (making it if missing) the directory `name` beneath `parent` (shown
+/// as `shown` in an error) and check it is root's own and writable by nobody
+/// else.
+fn private_dir(parent: impl rustix::fd::AsFd, name: &str, shown: &str) -> Result<OwnedFd, ToolError> {
     match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
         Ok(()) | Err(rustix::io::Errno::EXIST) => {}
         Err(errno) => return Err(setup("command uid leases")(errno)),
@@ -94,7 +95,7 @@ fn private_dir(parent: impl rustix::fd::AsFd, name: &str) -> Result<OwnedFd, Too
         return Err(ToolError::Setup {
             stage: "command uid leases",
             source: std::io::Error::other(format!(
-                "{LEASES} must be root's and writable by no one else (owner {}, mode {:o})",
+                "{shown} must be root's and writable by no one else (owner {}, mode {:o})",
                 stat.st_uid,
                 stat.st_mode & 0o7777
             )),
@@ -116,8 +117,8 @@ impl CommandUser {
     pub fn lease(storage: (u32, u32)) -> Result<Self, ToolError> {
         let run = rustix::fs::open("/run", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(setup("command uid leases"))?;
-        let vsh = private_dir(&run, "vsh")?;
-        let leases = private_dir(&vsh, "command-uids")?;
+        let vsh = private_dir(&run, "vsh", "/run/vsh")?;
+        let leases = private_dir(&vsh, "command-uids", LEASES)?;
         let count = COMMAND_UIDS.end - COMMAND_UIDS.start;
         let start = rustix::process::getpid().as_raw_pid().unsigned_abs().wrapping_mul(2_654_435_761);
         let start = start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed));
@@ -256,14 +257,17 @@ mod tests {
         }
         let parent = tempfile::tempdir().unwrap();
         let open = || std::fs::File::open(parent.path()).unwrap();
-        let dir = private_dir(open(), "vsh").unwrap();
+        let dir = private_dir(open(), "vsh", "vsh").unwrap();
         assert_eq!(rustix::fs::fstat(&dir).unwrap().st_mode & 0o777, 0o700, "made root's alone");
         std::fs::set_permissions(parent.path().join("vsh"), std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(matches!(private_dir(open(), "vsh"), Err(ToolError::Setup { .. })), "world-writable");
+        assert!(matches!(private_dir(open(), "vsh", "vsh"), Err(ToolError::Setup { .. })), "world-writable");
         std::fs::set_permissions(parent.path().join("vsh"), std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(parent.path().join("vsh"), Some(1234), None).unwrap();
-        assert!(matches!(private_dir(open(), "vsh"), Err(ToolError::Setup { .. })), "another user's");
+        assert!(matches!(private_dir(open(), "vsh", "vsh"), Err(ToolError::Setup { .. })), "another user's");
         std::os::unix::fs::symlink("/tmp", parent.path().join("link")).unwrap();
-        assert!(matches!(private_dir(open(), "link"), Err(ToolError::Setup { .. })), "a symlink is not followed");
+        assert!(
+            matches!(private_dir(open(), "link", "link"), Err(ToolError::Setup { .. })),
+            "a symlink is not followed"
+        );
     }
 }
