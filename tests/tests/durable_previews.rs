@@ -83,9 +83,14 @@ fn without_the_opt_in_a_preview_stays_in_its_runtime_and_writes_no_record() {
     assert_eq!(blob_files(dir.path()), Vec::<String>::new());
 }
 
-/// The blob files of the workspace's data directory (not the temporary ones).
+/// The blob files of the workspace's data directory (not the temporary ones;
+/// none when no blob was ever stored, and `blobs/` was never made).
 fn blob_files(workspace: &std::path::Path) -> Vec<String> {
-    tree(&workspace.join(".vsh/data/blobs"))
+    let blobs = workspace.join(".vsh/data/blobs");
+    if !blobs.exists() {
+        return Vec::new();
+    }
+    tree(&blobs)
         .into_keys()
         .filter(|path| path.len() > 3 && !path.starts_with("tmp"))
         .collect()

@@ -76,6 +76,23 @@ pub struct BlobStore {
     display: std::path::PathBuf,
     /// What deferred writes left not yet durable.
     deferred: Mutex<Deferred>,
+    /// Whether this handle has made sure `blobs/` and `blobs/tmp/` exist
+    /// ([`BlobStore::ensure_dirs`]). A mutex, not a flag: a second writer
+    /// waits until the first one's barriers returned.
+    dirs: Mutex<Dirs>,
+}
+
+/// `blobs/` and `blobs/tmp/`, as this handle knows them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+enum Dirs {
+    /// Not yet looked at.
+    #[default]
+    Unknown,
+    /// There, but the entries of those this handle made are not yet durable:
+    /// these parents still need their barrier (a deferred write made them).
+    Unsynced(Vec<VPath>),
+    /// There, and durable.
+    Durable,
 }
 
 /// Blobs written without their barriers, and shards made for them.
@@ -93,8 +110,11 @@ enum Durability {
 }
 
 impl BlobStore {
-    /// Open (creating `blobs/` and `blobs/tmp/` if needed) the blob store of a
-    /// data directory, with the real backend.
+    /// Open the blob store of a data directory, with the real backend.
+    /// Nothing is made until a blob is stored: `blobs/` and `blobs/tmp/`
+    /// appear with the first one (a data directory that never stores a blob,
+    /// as when every content rides in its artifact, never pays their
+    /// barriers).
     pub fn open(data: &DataDir) -> Result<BlobStore, StoreError> {
         let mut store = Self::open_with(data.backend()?)?;
         data.dir().display_path().clone_into(&mut store.display);
@@ -108,13 +128,44 @@ impl BlobStore {
             poisoned: AtomicBool::new(false),
             display: std::path::PathBuf::new(),
             deferred: Mutex::default(),
+            dirs: Mutex::default(),
         };
-        for (dir, parent) in [(blobs_dir(), VPath::root()), (tmp_dir(), blobs_dir())] {
-            if store.create_dir(&dir)? {
-                store.io("open blob store", store.backend.sync_dir(&parent))?;
-            }
-        }
         Ok(store)
+    }
+
+    /// Make `blobs/` and `blobs/tmp/` if missing, before this handle's first
+    /// blob. The parent of each one made is fsynced now, or, for a deferred
+    /// write, by the next durable write or [`BlobStore::make_durable`]: a
+    /// blob is durable only once the entries leading to it are.
+    fn ensure_dirs(&self, durability: Durability) -> Result<(), StoreError> {
+        let mut dirs = self.dirs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *dirs == Dirs::Unknown {
+            let mut made = Vec::new();
+            for (dir, parent) in [(blobs_dir(), VPath::root()), (tmp_dir(), blobs_dir())] {
+                if self.create_dir(&dir)? {
+                    made.push(parent);
+                }
+            }
+            *dirs = Dirs::Unsynced(made);
+        }
+        if durability == Durability::Now {
+            self.sync_dirs(&mut dirs)?;
+        }
+        Ok(())
+    }
+
+    /// Make durable the entries of the blob directories this handle made;
+    /// whether `blobs/` itself was synced for it.
+    fn sync_dirs(&self, dirs: &mut Dirs) -> Result<bool, StoreError> {
+        let mut synced_blobs = false;
+        if let Dirs::Unsynced(parents) = dirs {
+            for parent in parents.iter() {
+                self.io("make blob store", self.backend.sync_dir(parent))?;
+                synced_blobs |= *parent == blobs_dir();
+            }
+            *dirs = Dirs::Durable;
+        }
+        Ok(synced_blobs)
     }
 
     /// The path of a blob relative to `blobs/`: `<2 hex>/<62 hex>`.
@@ -226,11 +277,14 @@ impl BlobStore {
                 self.io("sync blob", self.backend.sync_file(path))
             }
         })?;
+        let mut dirs = self.dirs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let synced_blobs = self.sync_dirs(&mut dirs)?;
+        drop(dirs);
         let mut root = false;
         for shard in &shards {
             root |= deferred.new_shards.remove(shard);
         }
-        if root {
+        if root && !synced_blobs {
             self.io("sync blob store", self.backend.sync_dir(&blobs_dir()))?;
         }
         for id in &wanted {
@@ -292,6 +346,7 @@ impl BlobStore {
     fn write_new(&self, id: BlobId, bytes: &[u8], durability: Durability) -> Result<(), StoreError> {
         let path = &Self::path(&id);
         let shard = path.parent().expect("a blob path has a shard");
+        self.ensure_dirs(durability)?;
         let shard_created = self.create_dir(&shard)?;
         let temp = self.write_temp(bytes, durability)?;
         if let Err(source) = self.backend.rename(&temp, path) {
@@ -401,7 +456,12 @@ impl BlobStore {
     /// The shard directory names (two lower-case hex digits), sorted.
     pub(crate) fn shards(&self) -> Result<Vec<String>, StoreError> {
         self.check()?;
-        let mut names = self.io("list blob shards", self.backend.list(&blobs_dir()))?;
+        // No `blobs/` yet: no blob was ever stored.
+        let mut names = match self.backend.list(&blobs_dir()) {
+            Ok(names) => names,
+            Err(BackendError::NotFound { .. }) => return Ok(Vec::new()),
+            Err(source) => return self.io("list blob shards", Err(source)),
+        };
         names.retain(|name| name.len() == 2 && is_lower_hex(name));
         names.sort_unstable();
         Ok(names)
@@ -452,7 +512,12 @@ impl BlobStore {
     pub(crate) fn remove_stale_temporaries(&self, now_ms: u64, grace_ms: u64, max: usize) -> Result<usize, StoreError> {
         self.check()?;
         let dir = tmp_dir();
-        let mut names = self.io("list temporary blobs", self.backend.list(&dir))?;
+        // No `blobs/tmp/`: nothing is being written there.
+        let mut names = match self.backend.list(&dir) {
+            Ok(names) => names,
+            Err(BackendError::NotFound { .. }) => return Ok(0),
+            Err(source) => return self.io("list temporary blobs", Err(source)),
+        };
         names.sort_unstable();
         let mut removed = 0;
         for name in names {

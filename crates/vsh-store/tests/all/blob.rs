@@ -243,9 +243,47 @@ fn the_backend_tells_files_from_other_nodes() -> Result {
 }
 
 #[test]
+fn the_store_makes_its_directories_with_its_first_blob_and_their_barriers_before_that_blob_is_durable() -> Result {
+    let dir = tempfile::tempdir()?;
+    let data = crate::common::data_path(dir.path());
+    let counting = Arc::new(FaultyBackend::new(backend(dir.path())?, None));
+    let blobs = BlobStore::open_with(counting.clone())?;
+    // Opening makes nothing and costs no barrier.
+    assert!(!data.join("blobs").exists());
+    assert_eq!(counting.counts().fsyncs, 0);
+    assert!(!blobs.contains(BlobId::of(b"x"))?, "a store without blobs/ holds nothing");
+    // A deferred write makes them without a barrier ...
+    let content = b"the first blob";
+    let id = BlobId::of(content);
+    assert_eq!(blobs.put_expected_deferred(content, id)?, PutOutcome::Written);
+    assert!(data.join("blobs/tmp").is_dir());
+    assert_eq!(counting.counts().fsyncs, 0, "no barrier for a deferred write, nor for the directories it made");
+    // ... and making it durable makes every entry leading to it durable:
+    // the file, its shard, `blobs/` (its entries: `tmp/` and the shard) and
+    // the data directory (its entry: `blobs/`).
+    blobs.make_durable([id])?;
+    assert_eq!(counting.counts().fsyncs, 4, "file, shard, blobs/ and the data directory");
+    // The next durable write pays only its own barriers.
+    let before = counting.counts().fsyncs;
+    blobs.put(b"a second blob")?;
+    assert_eq!(counting.counts().fsyncs, before + 3, "its temporary file, its new shard and blobs/ for the shard");
+    // A durable first write makes the directories durable before it returns.
+    let fresh = tempfile::tempdir()?;
+    let counting = Arc::new(FaultyBackend::new(backend(fresh.path())?, None));
+    BlobStore::open_with(counting.clone())?.put(content)?;
+    assert_eq!(
+        counting.counts().fsyncs,
+        2 + 3,
+        "the data directory and blobs/ for the store's directories, then the blob's"
+    );
+    Ok(())
+}
+
+#[test]
 fn a_deferred_blob_is_readable_at_once_and_made_durable_only_when_asked() -> Result {
     let dir = tempfile::tempdir()?;
-    BlobStore::open(&data_dir(dir.path())?)?;
+    // The store's directories exist (another handle stored a blob).
+    BlobStore::open(&data_dir(dir.path())?)?.put(b"an earlier blob")?;
     let counting = Arc::new(FaultyBackend::new(backend(dir.path())?, None));
     let blobs = BlobStore::open_with(counting.clone())?;
     let content = b"a preview's new file";

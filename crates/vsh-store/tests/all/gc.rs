@@ -231,6 +231,9 @@ fn stale_temporary_blob_files_are_removed() -> Result {
     let dir = tempfile::tempdir()?;
     let store = store(dir.path())?;
     let blobs = blobs(dir.path())?;
+    // No blob stored yet: no temporary directory, nothing to remove.
+    assert_eq!(store.gc(&blobs, wall_ms() + 2 * DAY_MS, &eager(), &BTreeSet::new())?.temporaries_removed, 0);
+    blobs.put(b"a blob")?;
     let temp = crate::common::data_path(dir.path()).join("blobs/tmp/1-2-3.tmp");
     std::fs::write(&temp, b"half a blob")?;
     assert_eq!(store.gc(&blobs, wall_ms(), &eager(), &BTreeSet::new())?.temporaries_removed, 0);
