@@ -90,10 +90,7 @@ fn blob_files(workspace: &std::path::Path) -> Vec<String> {
     if !blobs.exists() {
         return Vec::new();
     }
-    tree(&blobs)
-        .into_keys()
-        .filter(|path| path.len() > 3 && !path.starts_with("tmp"))
-        .collect()
+    tree(&blobs).into_keys().filter(|path| path.len() > 3 && !path.starts_with("tmp")).collect()
 }
 
 #[test]
