@@ -321,7 +321,7 @@ fn commands() -> Vec<Check> {
 /// Whether a command can lease a uid of its own (root hosts only).
 fn command_uids() -> Check {
     use vsh::lower::vsh_sandbox::{COMMAND_UIDS, CommandUser};
-    match CommandUser::lease((65_533, 65_533)) {
+    match CommandUser::lease(vsh::lower::vsh_monty::COMMAND_USER) {
         Ok(_) => Check {
             name: "uids",
             status: Status::Info,

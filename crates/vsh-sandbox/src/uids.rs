@@ -45,9 +45,14 @@ pub const COMMAND_UIDS: Range<u32> = 0x7FFF_0000..0x7FFF_0400;
 /// Where the leases are: a directory of root's, mode 0700.
 const LEASES: &str = "/run/vsh/command-uids";
 
-/// The next lease's place in the rotation (offset by the process id, so
-/// two processes start apart).
+/// The next lease's place in the rotation, less this process's offset
+/// ([`process_offset`]).
 static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Where this process's rotation starts: apart from another process's.
+fn process_offset() -> u32 {
+    rustix::process::getpid().as_raw_pid().unsigned_abs().wrapping_mul(2_654_435_761)
+}
 
 /// The user namespaces that map a storage uid and gid to a leased uid,
 /// least recently used first: making one costs a fork (about 1.4 ms), so
@@ -120,8 +125,8 @@ impl CommandUser {
         let vsh = private_dir(&run, "vsh", "/run/vsh")?;
         let leases = private_dir(&vsh, "command-uids", LEASES)?;
         let count = COMMAND_UIDS.end - COMMAND_UIDS.start;
-        let start = rustix::process::getpid().as_raw_pid().unsigned_abs().wrapping_mul(2_654_435_761);
-        let start = start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed));
+        // `count` divides 2^32, so the wrapping sums below stay in step modulo it.
+        let start = process_offset().wrapping_add(NEXT.load(Ordering::Relaxed));
         // The uids this process has an idmap for first, least recently used
         // first; then the rest, in rotation.
         let kept: Vec<u32> = IDMAPS
@@ -142,7 +147,9 @@ impl CommandUser {
             .map_err(setup("command uid leases"))?;
             match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
                 Ok(()) => {
-                    NEXT.store(uid.wrapping_sub(COMMAND_UIDS.start).wrapping_add(1), Ordering::Relaxed);
+                    // The rotation goes on after this uid.
+                    let after = uid.wrapping_sub(COMMAND_UIDS.start).wrapping_add(1);
+                    NEXT.store(after.wrapping_sub(process_offset()), Ordering::Relaxed);
                     return Ok(Self { uid, storage, _lease: file });
                 }
                 Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {}
@@ -247,6 +254,13 @@ mod tests {
         drop(first);
         assert!(lockable(uid), "dropped: free again");
         assert!(!lockable(second.uid()));
+        // The rotation goes on after the last uid leased (unless another
+        // process holds that one).
+        let next =
+            COMMAND_UIDS.start + (second.uid() - COMMAND_UIDS.start + 1) % (COMMAND_UIDS.end - COMMAND_UIDS.start);
+        if lockable(next) {
+            assert_eq!(CommandUser::lease((65_533, 65_533)).unwrap().uid(), next);
+        }
     }
 
     #[test]

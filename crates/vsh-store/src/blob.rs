@@ -83,7 +83,7 @@ pub struct BlobStore {
 }
 
 /// `blobs/` and `blobs/tmp/`, as this handle knows them.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 enum Dirs {
     /// Not yet looked at.
     #[default]

@@ -355,8 +355,16 @@ impl TransactionStore {
     /// it was are read, unless the log was compacted (then all of it). With
     /// the exclusive lock, a torn tail is truncated (and the truncation fsynced).
     fn refresh(&self, inner: &mut Inner, exclusive: bool) -> Result<(), StoreError> {
-        let ends = self.read_log_ends(inner)?;
-        let tail = if let Some(tail) = inner.state.refresh_tail(&ends.head, ends.len, &ends.tail)? {
+        // A handle that has replayed nothing yet (generation 0, which no log
+        // has) needs the whole file: reading its ends first would read it twice.
+        let replayed = inner.state.generation() != 0;
+        let from_tail = if replayed {
+            let ends = self.read_log_ends(inner)?;
+            inner.state.refresh_tail(&ends.head, ends.len, &ends.tail)?
+        } else {
+            None
+        };
+        let tail = if let Some(tail) = from_tail {
             tail
         } else {
             let bytes = self.read_log(inner)?;
@@ -843,7 +851,6 @@ impl TransactionStore {
     }
 }
 
-/// Pass `result` through, poisoning the store on any backend error.
 /// What reading the log found, as the store's error: a missing log or
 /// another kind of file is corrupt, one past the bound is full, any other
 /// failure poisons the handle.
@@ -859,6 +866,7 @@ fn log_read<T>(inner: &mut Inner, read: Result<Option<T>, BackendError>) -> Resu
     }
 }
 
+/// Pass `result` through, poisoning the store on any backend error.
 fn io<T>(inner: &mut Inner, op: &'static str, result: Result<T, BackendError>) -> Result<T, StoreError> {
     result.map_err(|source| {
         inner.poisoned = true;
