@@ -227,9 +227,11 @@ impl CommandUser {
 mod tests {
     use super::*;
 
-    /// Whether another open file description could lock `uid`'s lease now.
+    /// Whether another open file description could lock `uid`'s lease now
+    /// (its file made, as a lease makes it, if no lease has yet).
     fn lockable(uid: u32) -> bool {
-        let file = std::fs::File::open(format!("{LEASES}/{uid}")).unwrap();
+        let path = format!("{LEASES}/{uid}");
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).unwrap();
         rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok()
     }
 
