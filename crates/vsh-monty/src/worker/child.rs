@@ -97,7 +97,7 @@ pub fn worker_main() -> ExitCode {
         match frame_kind {
             kind::RUN => {
                 let Ok(request) = protocol::decode::<RunRequest>(&body) else { return ExitCode::from(EXIT_PROTOCOL) };
-                if let Err(code) = run(&mut link, &request) {
+                if let Err(code) = run(&mut link, &request).and_then(|()| reset(&mut link)) {
                     return ExitCode::from(code);
                 }
             }
@@ -105,22 +105,22 @@ pub fn worker_main() -> ExitCode {
                 let Ok(request) = protocol::decode::<BashRequest>(&body) else { return ExitCode::from(EXIT_PROTOCOL) };
                 let (outcome, back) = run_bash(link, &request);
                 link = back;
-                if let Err(code) = outcome {
+                if let Err(code) = outcome.and_then(|()| reset(&mut link)) {
                     return ExitCode::from(code);
-                }
-            }
-            kind::RESET => {
-                if monty_alloc::set_limit(None, false).is_err() {
-                    return ExitCode::from(EXIT_ALLOCATOR);
-                }
-                let done = ResetDone { live_bytes: monty_types::LIVE_MEMORY.load(Ordering::Relaxed) as u64 };
-                if protocol::send(&mut link.output, kind::RESET_DONE, &done).is_err() {
-                    return ExitCode::from(EXIT_IO);
                 }
             }
             _ => return ExitCode::from(EXIT_PROTOCOL),
         }
     }
+}
+
+/// After a run's end frame (queued, not yet written): clear the memory
+/// limit and report the live bytes left, both frames in one write, so the
+/// parent finds the reset's answer with the run's end and never waits for it.
+fn reset(link: &mut Link) -> Result<(), u8> {
+    monty_alloc::set_limit(None, false).map_err(|_| EXIT_ALLOCATOR)?;
+    let done = ResetDone { live_bytes: monty_types::LIVE_MEMORY.load(Ordering::Relaxed) as u64 };
+    protocol::send(&mut link.output, kind::RESET_DONE, &done).map_err(|_| EXIT_IO)
 }
 
 /// The external functions a worker's programs see.
@@ -182,7 +182,8 @@ fn run(link: &mut Link, request: &RunRequest) -> Result<(), u8> {
             LimitExceeded { limit: LimitKind::ResultBytes, attempted: body.len() as u64, max: limits.max_result_bytes };
         body = protocol::encode(&WireFinish::limit(limit)).map_err(|_| EXIT_IO)?;
     }
-    protocol::write_frame(&mut link.output, kind::FINISHED, &body).map_err(|_| EXIT_IO)
+    // Written with the reset's answer (`reset`).
+    protocol::queue_frame(&mut link.output, kind::FINISHED, &body).map_err(|_| EXIT_IO)
 }
 
 /// Run one Bash program, every file access a request to the parent, and
@@ -200,7 +201,10 @@ fn run_bash(link: Link, request: &BashRequest) -> (Result<(), u8>, Link) {
     let (end, mut remote) = vsh_bash::run_direct(&request.run, remote);
     let outcome = match remote.failed {
         Some(code) => Err(code),
-        None => protocol::send(&mut remote.link.output, kind::BASH_FINISHED, &end).map_err(|_| EXIT_IO),
+        // Written with the reset's answer (`reset`).
+        None => protocol::encode(&end)
+            .and_then(|body| protocol::queue_frame(&mut remote.link.output, kind::BASH_FINISHED, &body))
+            .map_err(|_| EXIT_IO),
     };
     (outcome, remote.link)
 }

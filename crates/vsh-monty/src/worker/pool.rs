@@ -42,13 +42,6 @@ pub(crate) const ADDRESS_SPACE_HEADROOM: u64 = 256 << 20;
 /// Descriptors a worker may hold (it needs its three standard streams).
 const WORKER_OPEN_FILES: u64 = 64;
 
-/// How long a reset may take.
-const RESET_WAIT: Duration = Duration::from_secs(2);
-
-/// Live allocator bytes a reset worker may hold above its first greeting's
-/// before it is considered leaky and discarded.
-const LEAK_SLACK: u64 = 16 << 20;
-
 /// The identity of a file as `stat` sees it; a change means the content must
 /// be hashed again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,13 +321,11 @@ impl Pool {
         }
     }
 
-    /// Give a worker back: idle if it reset cleanly and there is room,
-    /// otherwise killed. Either way before its slot is released.
+    /// Give a worker back: idle if it reset cleanly (`reusable`, see
+    /// [`session::serve`]) and there is room, otherwise killed. Either way
+    /// before its slot is released.
     fn release(&self, worker: WorkerProcess, reusable: bool) {
-        let mut worker = worker;
-        let keep = reusable
-            && worker.runs < self.config.max_runs_per_worker
-            && session::reset(&mut worker, RESET_WAIT, LEAK_SLACK);
+        let keep = reusable && worker.runs < self.config.max_runs_per_worker;
         let mut state = lock(&self.state);
         if keep && state.idle.len() < self.config.max_idle {
             state.idle.push(worker);

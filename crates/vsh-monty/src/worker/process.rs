@@ -237,6 +237,11 @@ impl WorkerProcess {
         self.watchdog.changed.notify_all();
     }
 
+    /// Whether the watchdog fired (the deadline stays armed).
+    pub(crate) fn fired(&self) -> bool {
+        lock(&self.watchdog.state).fired
+    }
+
     /// Cancel the armed deadline; whether the watchdog already fired.
     pub(crate) fn disarm(&self) -> bool {
         let mut state = lock(&self.watchdog.state);

@@ -20,7 +20,7 @@
 //! | 7 | worker → parent | [`vsh_bash::BashEnd`] | `2 × max_output_bytes + 64 KiB` |
 //! | 16 | parent → worker | [`RunRequest`] | (worker) 256 MiB |
 //! | 17 | parent → worker | [`WireReply`] | (worker) 256 MiB |
-//! | 18 | parent → worker | `()` (reset) | (worker) 256 MiB |
+//! | 18 | (retired: the parent's reset request of protocol 2) | |
 //! | 19 | parent → worker | [`BashRequest`] | (worker) 256 MiB |
 //! | 20 | parent → worker | `Option<`[`vsh_bash::FsReply`]`>` (`None`: the run is over) | (worker) 256 MiB |
 //!
@@ -40,8 +40,11 @@
 //!    A Bash run is the same conversation in its own kinds: [`BashRequest`],
 //!    then each file access one [`BashCall`] answered by one reply (kind 20),
 //!    and one [`vsh_bash::BashEnd`] with both streams.
-//! 3. The parent sends a reset; the worker clears its memory limit and
-//!    answers [`ResetDone`]. Only then may the worker serve another run.
+//! 3. Right after its end frame, and in the same write, the worker resets
+//!    itself (clears its memory limit) and sends [`ResetDone`]; the parent
+//!    reads it with the end, under the run's deadline, and never waits a
+//!    round trip for it. Only a worker whose reset came, and left no more
+//!    live memory than its greeting's plus a slack, serves another run.
 //!
 //! Anything else at any point (an unknown kind, an undecodable body, a frame
 //! out of turn, an empty output frame, a request after the parent aborted the
@@ -60,7 +63,7 @@ use crate::worker::wire::{WireOsCall, WireValue};
 pub(crate) const MAGIC: [u8; 8] = *b"VSHMONTY";
 
 /// The protocol version; any change to a message or a frame rule changes it.
-pub(crate) const PROTOCOL_VERSION: u32 = 2;
+pub(crate) const PROTOCOL_VERSION: u32 = 3;
 
 /// The digest of this package's sources and build configuration (see
 /// `build.rs`).
@@ -99,8 +102,6 @@ pub(crate) mod kind {
     pub(crate) const RUN: u8 = 16;
     /// Parent → worker: [`super::WireReply`].
     pub(crate) const REPLY: u8 = 17;
-    /// Parent → worker: reset.
-    pub(crate) const RESET: u8 = 18;
     /// Worker → parent: [`super::BashCall`].
     pub(crate) const BASH_CALL: u8 = 6;
     /// Worker → parent: [`vsh_bash::BashEnd`].

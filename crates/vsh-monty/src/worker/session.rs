@@ -60,7 +60,7 @@ pub(crate) fn serve(
     worker.set_caps(FrameCaps::for_limits(limits));
     worker.arm(deadline);
     let end = converse(worker, code, dispatcher, limits, grace, deadline, &mut session);
-    let fired = worker.disarm();
+    let fired = worker.fired();
     session.end = match end {
         Err(Failure::Worker(WorkerError::Crashed { .. } | WorkerError::Transport { .. })) if fired => {
             Ok(RunEnd::Limit(deadline_passed(limits, deadline)))
@@ -74,10 +74,22 @@ pub(crate) fn serve(
             Ok(end)
         }
     };
-    if !session.reusable {
+    session.reusable = finish(worker, session.reusable, deadline);
+    session
+}
+
+/// The run is over: read the reset's answer that follows a clean end (still
+/// under the run's watchdog, so a worker that stops in the middle of it is
+/// killed at the deadline), disarm, and kill the worker unless it is fit
+/// for another run. Whether it is.
+fn finish(worker: &mut WorkerProcess, clean: bool, deadline: Instant) -> bool {
+    let fit = clean && reset_done(worker, RESET_WAIT.min(deadline.saturating_duration_since(Instant::now())));
+    // Fired while the answer was read: the worker is gone.
+    let fit = !worker.disarm() && fit;
+    if !fit {
         worker.kill();
     }
-    session
+    fit
 }
 
 /// How a conversation failed.
@@ -283,7 +295,7 @@ pub(crate) fn serve_bash(
     worker.set_caps(FrameCaps::for_limits(limits));
     worker.arm(deadline);
     let end = converse_bash(worker, request, dispatcher, limits, grace, deadline);
-    let fired = worker.disarm();
+    let fired = worker.fired();
     let mut reusable = false;
     let end = match end {
         Err(Failure::Worker(WorkerError::Crashed { .. } | WorkerError::Transport { .. })) if fired => {
@@ -300,9 +312,7 @@ pub(crate) fn serve_bash(
             Ok(Ok(end))
         }
     };
-    if !reusable {
-        worker.kill();
-    }
+    let reusable = finish(worker, reusable, deadline);
     BashSession { end, reusable }
 }
 
@@ -433,23 +443,21 @@ fn finish_from_wire(
     }
 }
 
-/// After a clean run: reset the worker and check it is fit for another.
-pub(crate) fn reset(worker: &mut WorkerProcess, wait: Duration, leak_slack: u64) -> bool {
-    // Armed, so a worker that stopped reading cannot block the write.
-    worker.arm(Instant::now() + wait);
-    let sent = worker.send(kind::RESET, &[]);
-    let done = match worker.recv(wait) {
-        Ok(Incoming::Frame(kind::RESET_DONE, body)) if sent.is_ok() => protocol::decode::<protocol::ResetDone>(&body),
-        _ => {
-            worker.disarm();
-            return false;
-        }
-    };
-    if worker.disarm() {
-        return false;
-    }
-    match done {
-        Ok(done) => done.live_bytes <= worker.baseline_live.saturating_add(leak_slack),
-        Err(_) => false,
+/// How long the reset's answer may take to come after a clean end (it is
+/// written with the end, so it is there at once unless the end was larger
+/// than the worker's output buffer).
+const RESET_WAIT: Duration = Duration::from_secs(2);
+
+/// Live allocator bytes a reset worker may hold above its first greeting's
+/// before it is considered leaky and discarded.
+const LEAK_SLACK: u64 = 16 << 20;
+
+/// Whether the worker's reset answer came within `wait` and it holds no more
+/// live memory than it greeted with plus [`LEAK_SLACK`].
+fn reset_done(worker: &mut WorkerProcess, wait: Duration) -> bool {
+    match worker.recv(wait) {
+        Ok(Incoming::Frame(kind::RESET_DONE, body)) => protocol::decode::<protocol::ResetDone>(&body)
+            .is_ok_and(|done| done.live_bytes <= worker.baseline_live.saturating_add(LEAK_SLACK)),
+        _ => false,
     }
 }

@@ -365,6 +365,16 @@ fn idle_workers_are_reused_only_after_a_clean_reset() {
     }
     let status = executor.pool_status().unwrap();
     assert_eq!((status.spawned, status.idle, status.active), (1, 1, 0), "{status:?}");
+    // So does a Bash run, failing or not: it resets itself as a program does.
+    for code in ["cat keep.txt", "exit 3"] {
+        let mut ws = workspace();
+        let policy = vsh_policy::CallPolicy::balanced_default(None);
+        let bash = vsh_monty::BashLimits::default();
+        let ran = executor.execute_bash(code, &mut ws.vfs, &policy, &limits, &bash, &vsh_monty::Uninterrupted);
+        assert_eq!(ran.is_ok(), code.starts_with("cat"), "{ran:?}");
+    }
+    let status = executor.pool_status().unwrap();
+    assert_eq!((status.spawned, status.idle, status.discarded), (1, 1, 0), "{status:?}");
     // A guest exception leaves the worker reusable.
     assert!(workspace().run_on(&executor, "raise ValueError('x')", &limits).is_err());
     assert_eq!(executor.pool_status().unwrap().spawned, 1);
