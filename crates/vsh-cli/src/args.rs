@@ -326,7 +326,12 @@ pub(crate) struct BudgetArgs {
 impl BudgetArgs {
     /// The default budget with what was given.
     pub(crate) fn budget(&self) -> vsh::ExecutionBudget {
-        let mut budget = vsh::ExecutionBudget::default();
+        self.budget_over(vsh::ExecutionBudget::default())
+    }
+
+    /// `base` with what was given.
+    pub(crate) fn budget_over(&self, base: vsh::ExecutionBudget) -> vsh::ExecutionBudget {
+        let mut budget = base;
         if let Some(timeout) = self.timeout {
             budget.max_duration = timeout;
             // The program's own clock ends it first, with its output; the

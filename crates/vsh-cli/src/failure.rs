@@ -145,7 +145,7 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                 }
             }
             if let Some(option) = raising_option(other) {
-                let _ = writeln!(text, "vsh: to give the program more, raise it with `vsh run {option}`");
+                let _ = writeln!(text, "vsh: to give the program more, raise it with `{option}`");
             }
         }
         None => {}

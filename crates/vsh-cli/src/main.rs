@@ -180,6 +180,7 @@ fn serve_command(args: &args::ServeArgs) -> Result<u8, Box<dyn std::error::Error
             None => serve::WorkspaceChoice::FromClient { found: args.common.root() },
         },
         budget: args.budget.budget(),
+        command_budget: args.budget.budget_over(vsh::ExecutionBudget::for_commands()),
         bounds: vsh::document::TextBounds { max_chars: args.max_text as usize, ..Default::default() },
         commands,
     })
@@ -396,11 +397,16 @@ fn run_program(
     if (run.profile.is_some() || run.policy.is_some()) && !output.quiet {
         warn_if_overridden(&runtime)?;
     }
-    let mut request = RunRequest::new(code)
-        .with_language(language)
-        .with_mode(run.mode())
-        .with_detail(run.detail())
-        .with_budget(run.budget.budget());
+    let mut request =
+        RunRequest::new(code).with_language(language).with_mode(run.mode()).with_detail(run.detail()).with_budget(
+            run.budget.budget_over(if real == RealCommands::None {
+                language.default_budget()
+            } else {
+                // A run that reaches real programs (a command, `vsh_exec`, real
+                // Bash) gets a command's budget: a build takes minutes, not a second.
+                vsh::ExecutionBudget::for_commands()
+            }),
+        );
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }

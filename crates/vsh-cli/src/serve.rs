@@ -151,6 +151,10 @@ pub(crate) struct ServeOptions {
     pub(crate) bounds: TextBounds,
     /// With `--commands`: how agents' real commands run.
     pub(crate) commands: Option<crate::CommandSettings>,
+    /// The budget of a real command (`vsh_run` in language "command"), and
+    /// the most it may ask for: a command's defaults
+    /// ([`ExecutionBudget::for_commands`]) with the operator's flags.
+    pub(crate) command_budget: ExecutionBudget,
 }
 
 /// The server: one runtime on one workspace, opened at the first tool call.
@@ -474,7 +478,9 @@ impl VshServer {
             }
             Some(other) => return refused(format!("language {other:?}: give monty, bash or command")),
         };
-        let budget = match budget_within(&self.options.budget, params.budget.as_ref()) {
+        let ceiling =
+            if language == vsh::Language::Command { &self.options.command_budget } else { &self.options.budget };
+        let budget = match budget_within(ceiling, params.budget.as_ref()) {
             Ok(budget) => budget,
             Err(message) => return refused(message),
         };

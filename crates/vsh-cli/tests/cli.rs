@@ -944,7 +944,7 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let stderr = String::from_utf8_lossy(&timed.stderr);
     assert_eq!(timed.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("vsh: program output | progress 1"), "{stderr}");
-    assert!(stderr.contains("raise it with `vsh run --timeout`"), "{stderr}");
+    assert!(stderr.contains("raise it with `--timeout`"), "{stderr}");
     let timed = vsh(&["run", "--json", "--timeout", "1s", "--workspace", ws, "-"], Some(slow));
     let error: serde_json::Value = serde_json::from_slice(&timed.stdout).unwrap();
     assert_eq!(error["stdout"], "progress 1\n");
@@ -1534,6 +1534,33 @@ fn exec_previews_what_a_real_command_changes_and_commit_applies_it_once() {
     // The candidate was never mounted where this process (or anyone but the command) sees it.
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains("vsh-candidate") && !mounts.contains("vsh-tmp"), "{mounts}");
+}
+
+#[test]
+fn exec_gives_a_command_a_commands_budget_not_a_programs() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Past what one call of a program may move (4 MiB) and what a program
+    // may hold of one workspace file (4 MiB), and longer than a program's
+    // second: a command reads it, writes a copy and takes its time.
+    let big: Vec<u8> = (0..6u32 << 20).map(|i| (i % 253) as u8).collect();
+    std::fs::write(dir.path().join("big.bin"), &big).unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let script = "sleep 1.5; cat big.bin > copy.bin; md5sum big.bin";
+    let ran = vsh(&["exec", "--workspace", ws, "--mode", "auto", "--json", "--", "sh", "-c", script], None);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(receipt["state"], "committed", "{receipt}");
+    assert_eq!(std::fs::read(dir.path().join("copy.bin")).unwrap(), big);
+    // The program's budget still applies where it is asked for, and the
+    // limit is reported in its own units.
+    let timed = vsh(&["exec", "--workspace", ws, "--timeout", "500ms", "--", "sleep", "5"], None);
+    let stderr = String::from_utf8_lossy(&timed.stderr);
+    assert_eq!(timed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("duration limit 0.5 s exceeded after"), "{stderr}");
+    assert!(stderr.contains("raise it with `--timeout`"), "{stderr}");
 }
 
 #[test]

@@ -41,7 +41,7 @@ use crate::drive::Reply;
 use crate::error::{ExecutionError, WorkerError};
 use crate::host::{Fault, OsHost};
 use crate::interrupt::Interrupt;
-use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind};
+use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind, nanos};
 use crate::run::{BashOutcome, conclude_bash};
 
 /// The profile name of real commands in a candidate.
@@ -364,7 +364,11 @@ impl Dispatcher<'_> {
         Lent {
             vfs: self.host.lend_image(),
             policy: self.host.policy().clone(),
-            limits: self.host.meter.limits().clone(),
+            // A command moves a file between the candidate and the image
+            // whole (a read loads it, a write-back replaces it), however
+            // many calls the process made: one program call's bound does
+            // not apply, the run's cumulative read and write budgets do.
+            limits: ExecutionLimits { max_io_call_bytes: u64::MAX, ..self.host.meter.limits().clone() },
             started: self.host.meter.started(),
             stats: std::mem::take(&mut self.host.meter.stats),
             denied: std::mem::take(&mut self.host.denied),
@@ -574,8 +578,8 @@ impl Dispatcher<'_> {
                     let ended = if started.elapsed() > limits.max_duration {
                         Some(Stop::Limit(LimitExceeded {
                             limit: LimitKind::Duration,
-                            attempted: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                            max: u64::try_from(limits.max_duration.as_millis()).unwrap_or(u64::MAX),
+                            attempted: nanos(started.elapsed()),
+                            max: nanos(limits.max_duration),
                         }))
                     } else if self.interrupted() {
                         Some(Stop::Cancelled)

@@ -125,6 +125,30 @@ impl Default for ExecutionLimits {
 }
 
 impl ExecutionLimits {
+    /// The default budget of a real command ([`crate::MontyExecutor::execute_command`]):
+    /// the defaults sized for a program that moves a few files would stop a
+    /// build or a test suite at once, so a command gets 10 minutes
+    /// (`max_duration`; the request 30 s more to wind down), 10,000,000
+    /// file-system requests, 4 GiB read, 1 GiB written (what it writes is held
+    /// in the run's image until the commit), 10,000,000 directory entries
+    /// listed, and 4,000,000 evidence records of up to 512 MiB of paths; the
+    /// rest are the defaults. A Monty program's `vsh_exec` runs under the
+    /// program's own budget.
+    #[must_use]
+    pub fn for_commands() -> Self {
+        Self {
+            max_duration: Duration::from_mins(10),
+            max_request_duration: Duration::from_mins(10) + Duration::from_secs(30),
+            max_os_calls: 10_000_000,
+            max_read_bytes: 4 << 30,
+            max_write_bytes: 1 << 30,
+            max_directory_entries: 10_000_000,
+            max_evidence_records: 4_000_000,
+            max_evidence_bytes: 512 << 20,
+            ..Self::default()
+        }
+    }
+
     /// Append the canonical encoding (for the runtime-config digest): a version
     /// byte (`2`), then every field in declaration order as a little-endian
     /// `u64`, except the two durations, each its whole seconds as `u64`

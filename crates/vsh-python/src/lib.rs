@@ -272,9 +272,10 @@ impl Cancellation {
     }
 }
 
-/// A run's own limits (`budget=`): the defaults with what the dict gives.
-fn budget_of(budget: Option<&Bound<'_, PyDict>>) -> PyResult<vsh::ExecutionBudget> {
-    let mut limits = vsh::ExecutionBudget::default();
+/// A run's own limits (`budget=`): `base` (the request's language's default
+/// budget) with what the dict gives.
+fn budget_of(base: vsh::ExecutionBudget, budget: Option<&Bound<'_, PyDict>>) -> PyResult<vsh::ExecutionBudget> {
+    let mut limits = base;
     let Some(budget) = budget else { return Ok(limits) };
     for (key, value) in budget {
         let key: String = key.extract()?;
@@ -574,7 +575,8 @@ impl Runtime {
         budget: Option<&Bound<'_, PyDict>>,
         cancel: Option<&Cancellation>,
     ) -> PyResult<Receipt> {
-        let request = request(code, language, intent, detail, RunMode::Preview)?.with_budget(budget_of(budget)?);
+        let mut request = request(code, language, intent, detail, RunMode::Preview)?;
+        request.budget = budget_of(request.budget.clone(), budget)?;
         self.run_request(py, &request, cancel)
     }
 
@@ -599,7 +601,8 @@ impl Runtime {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!("mode {other:?}: give auto or preview")));
             }
         };
-        let request = request(code, language, intent, detail, mode)?.with_budget(budget_of(budget)?);
+        let mut request = request(code, language, intent, detail, mode)?;
+        request.budget = budget_of(request.budget.clone(), budget)?;
         self.run_request(py, &request, cancel)
     }
 

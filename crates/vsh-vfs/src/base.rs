@@ -28,6 +28,17 @@ impl Default for SnapshotLimits {
     }
 }
 
+impl SnapshotLimits {
+    /// The bounds of a runtime that runs real commands
+    /// (`vsh::RuntimeConfig::with_commands`): a build or a test suite reads
+    /// far more of the workspace than a program that edits a few files, so
+    /// 1 GiB in all, 256 MiB per file and 1,000,000 observed paths.
+    #[must_use]
+    pub fn for_commands() -> Self {
+        Self { max_materialized_bytes: 1 << 30, max_materialized_file_bytes: 256 << 20, max_observations: 1_000_000 }
+    }
+}
+
 /// The three bounds as `u64`s, in field order: part of a runtime's
 /// configuration digest, so a run under other limits is another transaction.
 impl Canonical for SnapshotLimits {

@@ -277,9 +277,17 @@ impl RuntimeConfig {
     /// with a private `/tmp`. Needs `/dev/fuse` and the privilege to mount
     /// (vsh as root); without them a run fails closed, naming what is
     /// missing.
+    ///
+    /// Snapshot limits still at their default become
+    /// [`SnapshotLimits::for_commands`] (a build reads more of the workspace
+    /// than an edit does); limits set with
+    /// [`RuntimeConfig::with_snapshot_limits`] are kept.
     #[must_use]
     pub fn with_commands(mut self) -> Self {
         self.commands = true;
+        if self.snapshot_limits == SnapshotLimits::default() {
+            self.snapshot_limits = SnapshotLimits::for_commands();
+        }
         self
     }
 

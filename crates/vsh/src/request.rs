@@ -33,6 +33,17 @@ impl Language {
             Self::Session => "session",
         }
     }
+
+    /// The budget a request in this language gets unless it is given one:
+    /// a real command's ([`ExecutionBudget::for_commands`]: minutes, not a
+    /// second, and room for a build's reads and writes) or a program's
+    /// ([`ExecutionBudget::default`]).
+    pub fn default_budget(self) -> ExecutionBudget {
+        match self {
+            Self::Command => ExecutionBudget::for_commands(),
+            Self::Monty | Self::Bash | Self::Session => ExecutionBudget::default(),
+        }
+    }
 }
 
 /// What happens after the policy decision.
@@ -100,9 +111,14 @@ impl<'a> RunRequest<'a> {
         self
     }
 
-    /// Replace the language.
+    /// Replace the language. A budget still at the old language's default
+    /// becomes the new one's ([`Language::default_budget`]); a budget set with
+    /// [`RunRequest::with_budget`] is kept.
     #[must_use]
     pub fn with_language(mut self, language: Language) -> Self {
+        if self.budget == self.language.default_budget() {
+            self.budget = language.default_budget();
+        }
         self.language = language;
         self
     }
@@ -133,5 +149,27 @@ impl<'a> RunRequest<'a> {
     pub fn with_budget(mut self, budget: ExecutionBudget) -> Self {
         self.budget = budget;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Language, RunRequest};
+    use crate::ExecutionBudget;
+
+    #[test]
+    fn a_command_gets_a_commands_budget_unless_it_is_given_one() {
+        assert_eq!(RunRequest::new("1").budget, ExecutionBudget::default());
+        let command = RunRequest::new("[\"true\"]").with_language(Language::Command);
+        assert_eq!(command.budget, ExecutionBudget::for_commands());
+        assert!(command.budget.max_duration > ExecutionBudget::default().max_duration);
+        // Back to a program: a program's budget again.
+        assert_eq!(command.with_language(Language::Bash).budget, ExecutionBudget::default());
+        // A budget given is kept, in either order.
+        let given = ExecutionBudget { max_os_calls: 7, ..ExecutionBudget::default() };
+        let request = RunRequest::new("[\"true\"]").with_budget(given.clone()).with_language(Language::Command);
+        assert_eq!(request.budget, given);
+        let request = RunRequest::new("[\"true\"]").with_language(Language::Command).with_budget(given.clone());
+        assert_eq!(request.budget, given);
     }
 }

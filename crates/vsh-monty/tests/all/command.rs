@@ -159,12 +159,41 @@ fn a_command_past_its_time_is_killed_with_everything_it_started() {
     let limits = ExecutionLimits { max_duration: std::time::Duration::from_millis(500), ..ExecutionLimits::default() };
     let started = std::time::Instant::now();
     let result = ws.command_with(&["/bin/sh", "-c", "sleep 30 & sleep 30; echo never > late.txt"], &limits);
-    assert!(
-        matches!(&result, Err(ExecutionError::Limit { limit, .. }) if limit.limit == vsh_monty::LimitKind::Duration),
-        "{result:?}"
-    );
+    let Err(ExecutionError::Limit { limit, .. }) = &result else { panic!("{result:?}") };
+    assert_eq!(limit.limit, vsh_monty::LimitKind::Duration);
+    // In the units every duration limit is reported in (nanoseconds).
+    assert_eq!(limit.max, 500_000_000, "{limit}");
+    assert!((500_000_000..10_000_000_000).contains(&limit.attempted), "{limit}");
+    assert!(limit.to_string().starts_with("duration limit 0.5 s exceeded after "), "{limit}");
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "killed, not waited for");
     assert!(ws.diff().is_empty());
+}
+
+#[test]
+fn a_command_reads_and_writes_files_larger_than_one_program_call_may_move() {
+    let Some(_processes) = fuse_available() else { return };
+    // 6 MiB: past the 4 MiB a single read or write of a program may move,
+    // within the run's cumulative budgets.
+    let big: Vec<u8> = (0..6u32 << 20).map(|i| (i % 251) as u8).collect();
+    let commands = vsh_vfs::SnapshotLimits::for_commands();
+    let mut ws = Workspace::with_snapshot_limits(&[("big.bin", &big)], commands);
+    let limits = ExecutionLimits::default();
+    assert!(big.len() as u64 > limits.max_io_call_bytes);
+    let result = ws.command_with(&["/bin/sh", "-c", "cat big.bin big.bin > twice.bin && wc -c < big.bin"], &limits);
+    assert_eq!(stdout_of(&result), format!("{}\n", big.len()));
+    assert_eq!(ws.diff(), [("twice.bin".to_owned(), DiffKind::Create)]);
+    let twice = ws.vfs.read(&VPath::parse("twice.bin").unwrap()).unwrap();
+    assert_eq!(twice.len(), 2 * big.len());
+    assert!(twice[..big.len()] == big[..] && twice[big.len()..] == big[..]);
+    // The cumulative budgets still bound them.
+    let tight = ExecutionLimits { max_write_bytes: 8 << 20, ..ExecutionLimits::default() };
+    let mut ws = Workspace::with_snapshot_limits(&[("big.bin", &big)], commands);
+    let result = ws.command_with(&["/bin/sh", "-c", "cat big.bin big.bin > twice.bin"], &tight);
+    let Err(ExecutionError::Limit { limit, .. }) = &result else { panic!("{result:?}") };
+    assert_eq!(limit.limit, vsh_monty::LimitKind::WriteBytes, "{limit}");
+    assert!(limit.attempted > limit.max && limit.max == 8 << 20, "{limit}");
+    // (A failed run is never committable: what it left in the image is dropped by its caller.)
+    let _ = &ws;
 }
 
 /// `script` under `sh -c`, unconfined, in `dir`: each escape's baseline.
