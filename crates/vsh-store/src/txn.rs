@@ -491,16 +491,41 @@ impl TransactionStore {
     /// the configured bound. Its `sequence` is set to 0.
     pub fn create(&self, record: &TransactionRecord) -> Result<(), StoreError> {
         self.mutate("create transaction", |state| {
-            if state.get(&record.id).is_some() {
-                return Err(StoreError::Duplicate { id: record.id });
-            }
-            if state.records().len() as u64 >= self.config.max_records {
-                return Err(StoreError::RecordLimit { max: self.config.max_records });
-            }
-            let mut version = *record;
-            version.sequence = 0;
-            record::check_created(&version).map_err(|reason| StoreError::InvalidRecord { id: record.id, reason })?;
+            let version = self.created(state, record)?;
             Ok(Change::done(vec![LogEntry::Version(version)], ()))
+        })
+    }
+
+    /// The first version of `record` (sequence 0), if the log may take it:
+    /// not a duplicate, within `max_records`, and valid as a creation.
+    fn created(&self, state: &LogState, record: &TransactionRecord) -> Result<TransactionRecord, StoreError> {
+        if state.get(&record.id).is_some() {
+            return Err(StoreError::Duplicate { id: record.id });
+        }
+        if state.records().len() as u64 >= self.config.max_records {
+            return Err(StoreError::RecordLimit { max: self.config.max_records });
+        }
+        let mut version = *record;
+        version.sequence = 0;
+        record::check_created(&version).map_err(|reason| StoreError::InvalidRecord { id: record.id, reason })?;
+        Ok(version)
+    }
+
+    /// Create `record` and reject it at `now_ms`, both versions in one
+    /// fsynced append: the record of a process-local preview that is
+    /// rejected or discarded before anything wrote it. The same checks as
+    /// [`TransactionStore::create`], and it must be `PendingApproval`,
+    /// `AutoApproved` or `Approved`, as for [`TransactionStore::reject`].
+    /// Returns the rejected version.
+    pub fn create_rejected(&self, record: &TransactionRecord, now_ms: u64) -> Result<TransactionRecord, StoreError> {
+        use TransactionState as S;
+        self.mutate("create a rejected transaction", |state| {
+            let created = self.created(state, record)?;
+            if !matches!(created.state, S::PendingApproval | S::AutoApproved | S::Approved) {
+                return Err(StoreError::WrongState { id: record.id, op: "reject", state: created.state });
+            }
+            let rejected = successor(&created, now_ms, |version| version.state = S::Rejected)?;
+            Ok(Change::done(vec![LogEntry::Version(created), LogEntry::Version(rejected)], rejected))
         })
     }
 

@@ -145,6 +145,13 @@ impl Previews {
         Ok(())
     }
 
+    /// Stop holding `transaction`'s preview, and its record if nothing wrote
+    /// it yet (the caller writes it as it ends it: a rejection or a discard
+    /// needs no contents).
+    pub(crate) fn take_unwritten(&self, transaction: TransactionId) -> Option<TransactionRecord> {
+        self.lock().remove(&transaction).and_then(|preview| preview.unwritten)
+    }
+
     /// What a commit of `transaction` by this process needs if it is a held
     /// preview's: its record, if not written yet (the caller writes it now,
     /// with its reservation, in one append, and from here on it counts as

@@ -184,6 +184,29 @@ fn reject_applies_to_pending_auto_approved_and_approved_only() -> Result {
 }
 
 #[test]
+fn create_rejected_writes_a_record_and_its_rejection_in_one_append() -> Result {
+    let dir = tempfile::tempdir()?;
+    let counting = std::sync::Arc::new(vsh_store::FaultyBackend::new(crate::common::backend(dir.path())?, None));
+    let store =
+        TransactionStore::open_with(counting.clone(), vsh_store::TxStoreConfig::default(), &crate::common::key())?;
+    let auto = record(b"unwritten preview", S::AutoApproved);
+    let before = counting.counts();
+    let rejected = store.create_rejected(&auto, 7)?;
+    let after = counting.counts();
+    assert_eq!((rejected.state, rejected.sequence), (S::Rejected, 1));
+    assert_eq!((after.writes - before.writes, after.fsyncs - before.fsyncs), (1, 1), "one append, one barrier");
+    let states: Vec<_> = store.history(auto.id)?.iter().map(|version| version.record.state).collect();
+    assert_eq!(states, [S::AutoApproved, S::Rejected]);
+    assert_eq!(self::store(dir.path())?.get(auto.id)?.map(|record| record.state), Some(S::Rejected));
+    // The checks of a create and of a reject, and nothing written for a refused one.
+    assert!(matches!(store.create_rejected(&auto, 9), Err(StoreError::Duplicate { .. })));
+    let ended = record(b"committed already", S::Committed);
+    assert!(store.create_rejected(&ended, 9).is_err());
+    assert_eq!(store.get(ended.id)?, None);
+    Ok(())
+}
+
+#[test]
 fn pending_requests_and_grants_expire_at_the_exclusive_edge() -> Result {
     let dir = tempfile::tempdir()?;
     let store = store(dir.path())?;

@@ -239,9 +239,12 @@ impl Runtime {
 
     /// Reject a pending, approved or auto-approved transaction: it can never be committed.
     pub fn reject(&self, transaction: TransactionId, now_ms: u64) -> Result<TransactionRecord, VshError> {
-        self.previews.record_only(self.records.transactions(), transaction)?;
-        self.previews.forget(transaction);
-        Ok(self.records.transactions().reject(transaction, now_ms)?)
+        let store = self.records.transactions();
+        // A preview nothing wrote yet is written rejected, in one append.
+        Ok(match self.previews.take_unwritten(transaction) {
+            Some(record) => store.create_rejected(&record, now_ms)?,
+            None => store.reject(transaction, now_ms)?,
+        })
     }
 
     /// Commit a transaction: an auto-approved preview of this runtime, or an
@@ -410,9 +413,7 @@ impl Runtime {
             return Ok(false);
         }
         // Recorded as rejected, so that it is never committable by any name.
-        self.previews.record_only(self.records.transactions(), transaction)?;
-        self.previews.forget(transaction);
-        self.records.transactions().reject(transaction, clock_ms())?;
+        self.reject(transaction, clock_ms())?;
         Ok(true)
     }
 
