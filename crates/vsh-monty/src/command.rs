@@ -525,7 +525,11 @@ impl Dispatcher<'_> {
         let called = Instant::now();
         let (events_in, events) = sync_channel::<Event>(4);
         let served_in = events_in.clone();
-        let fs = CandidateFs::new(LentImage(Arc::clone(shared)), Owner { uid, gid }).with_mount_points(mount_points);
+        // A file larger than the run may write could never be written back:
+        // the process gets EFBIG at once, and nothing is allocated for it.
+        let fs = CandidateFs::new(LentImage(Arc::clone(shared)), Owner { uid, gid })
+            .with_mount_points(mount_points)
+            .with_max_file_bytes(limits.max_write_bytes);
         let serving = vsh_candidate::serve_then(fs, mounted, move || {
             let _ = served_in.send(Event::Served);
         })

@@ -153,6 +153,29 @@ fn a_python_script_edits_files_in_the_candidate() {
 }
 
 #[test]
+fn a_file_grown_past_what_the_run_may_write_is_refused_before_anything_is_allocated() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // 3 GiB asked for under an 8 MiB write budget: by a truncation and by a
+    // write far past the end. Each is EFBIG to the process, which goes on;
+    // buffering either would have meant allocating 3 GiB in this process.
+    let limits = ExecutionLimits { max_write_bytes: 8 << 20, ..ExecutionLimits::default() };
+    let script = "truncate -s 3G grown.bin 2>&1 || echo truncate refused; \
+                  python3 -c \"import os; fd = os.open('far.bin', os.O_WRONLY | os.O_CREAT); os.pwrite(fd, b'x', 3 << 30)\" \
+                  2>&1 | tail -1; echo small > kept.txt";
+    let result = ws.command_with(&["/bin/sh", "-c", script], &limits);
+    let stdout = stdout_of(&result);
+    assert!(result.is_ok(), "the run goes on: {result:?}");
+    assert!(stdout.contains("File too large") && stdout.contains("truncate refused"), "{stdout}");
+    assert!(stdout.contains("OSError: [Errno 27] File too large"), "{stdout}");
+    assert_eq!(&ws.vfs.read(&VPath::parse("kept.txt").unwrap()).unwrap()[..], b"small\n");
+    // What the files are in the image: created, never grown.
+    for name in ["grown.bin", "far.bin"] {
+        assert_eq!(ws.vfs.read(&VPath::parse(name).unwrap()).unwrap().len(), 0, "{name}");
+    }
+}
+
+#[test]
 fn a_command_past_its_time_is_killed_with_everything_it_started() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
@@ -185,13 +208,14 @@ fn a_command_reads_and_writes_files_larger_than_one_program_call_may_move() {
     let twice = ws.vfs.read(&VPath::parse("twice.bin").unwrap()).unwrap();
     assert_eq!(twice.len(), 2 * big.len());
     assert!(twice[..big.len()] == big[..] && twice[big.len()..] == big[..]);
-    // The cumulative budgets still bound them.
-    let tight = ExecutionLimits { max_write_bytes: 8 << 20, ..ExecutionLimits::default() };
+    // The cumulative budgets still bound them: two copies, each within the
+    // budget, together past it.
+    let tight = ExecutionLimits { max_write_bytes: 10 << 20, ..ExecutionLimits::default() };
     let mut ws = Workspace::with_snapshot_limits(&[("big.bin", &big)], commands);
-    let result = ws.command_with(&["/bin/sh", "-c", "cat big.bin big.bin > twice.bin"], &tight);
+    let result = ws.command_with(&["/bin/sh", "-c", "cat big.bin > one.bin; cat big.bin > two.bin"], &tight);
     let Err(ExecutionError::Limit { limit, .. }) = &result else { panic!("{result:?}") };
     assert_eq!(limit.limit, vsh_monty::LimitKind::WriteBytes, "{limit}");
-    assert!(limit.attempted > limit.max && limit.max == 8 << 20, "{limit}");
+    assert!(limit.attempted > limit.max && limit.max == 10 << 20, "{limit}");
     // (A failed run is never committable: what it left in the image is dropped by its caller.)
     let _ = &ws;
 }
