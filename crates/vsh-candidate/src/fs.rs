@@ -407,7 +407,8 @@ impl<B: Backend> CandidateFs<B> {
         if !buffer.dirty {
             return Ok(());
         }
-        self.done(FsRequest::Write { path, data: buffer.data.clone() })?;
+        let written = buffer.unsynced as u64;
+        self.done(FsRequest::WriteBack { path, data: buffer.data.clone(), written })?;
         buffer.dirty = false;
         buffer.written_back = true;
         state.buffered = state.buffered.saturating_sub(std::mem::take(&mut buffer.unsynced));

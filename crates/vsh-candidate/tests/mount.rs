@@ -87,7 +87,7 @@ impl Image {
                 Some(_) => Err(EISDIR),
                 None => Err(ENOENT),
             },
-            FsRequest::Write { path, data } => {
+            FsRequest::Write { path, data } | FsRequest::WriteBack { path, data, .. } => {
                 self.need_parent_dir(&path)?;
                 let mode = match self.nodes.get(&path) {
                     Some(Node::File(_, mode)) => *mode,
@@ -162,7 +162,9 @@ impl Backend for Memory {
         let mut image = self.0.lock().unwrap();
         // The log keeps the request and its path, not written bytes.
         let line = match &request {
-            FsRequest::Write { path, data } => format!("Write {{ path: {path:?}, {} bytes", data.len()),
+            FsRequest::Write { path, data } | FsRequest::WriteBack { path, data, .. } => {
+                format!("Write {{ path: {path:?}, {} bytes", data.len())
+            }
             other => format!("{other:?}"),
         };
         image.log.push(line.split(", data:").next().unwrap_or(&line).to_owned());

@@ -308,8 +308,9 @@ pub(crate) struct ServeArgs {
 /// A run's budget, in an operator's units (unset: the default budget).
 #[derive(Debug, Args)]
 pub(crate) struct BudgetArgs {
-    /// The longest the program may run (30s, 1m 30s, 500ms); the request
-    /// around it gets a second more to wind down, and at least the default 10 s.
+    /// The longest the program may run (30s, 1m 30s, 500ms; default 1 s for a
+    /// program, 10 min for a real command); the request around it gets a
+    /// second more to wind down, and at least its default (10 s, 10 min 30 s).
     #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
     pub(crate) timeout: Option<Duration>,
     /// The most file-system and vsh_* calls the program may make.

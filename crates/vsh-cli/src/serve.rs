@@ -151,8 +151,9 @@ pub(crate) struct ServeOptions {
     pub(crate) bounds: TextBounds,
     /// With `--commands`: how agents' real commands run.
     pub(crate) commands: Option<crate::CommandSettings>,
-    /// The budget of a real command (`vsh_run` in language "command"), and
-    /// the most it may ask for: a command's defaults
+    /// The budget of a real command (`vsh_run` in language "command", and a
+    /// Monty program when the server runs commands), and the most it may ask
+    /// for: a command's defaults
     /// ([`ExecutionBudget::for_commands`]) with the operator's flags.
     pub(crate) command_budget: ExecutionBudget,
 }
@@ -478,8 +479,12 @@ impl VshServer {
             }
             Some(other) => return refused(format!("language {other:?}: give monty, bash or command")),
         };
-        let ceiling =
-            if language == vsh::Language::Command { &self.options.command_budget } else { &self.options.budget };
+        // A real command, and a Monty program that may run commands
+        // (`vsh_exec`, on a server started with --commands), get a command's
+        // budget, as `vsh exec` and `vsh run --commands` do.
+        let reaches_commands =
+            language == vsh::Language::Command || language == vsh::Language::Monty && self.options.commands.is_some();
+        let ceiling = if reaches_commands { &self.options.command_budget } else { &self.options.budget };
         let budget = match budget_within(ceiling, params.budget.as_ref()) {
             Ok(budget) => budget,
             Err(message) => return refused(message),

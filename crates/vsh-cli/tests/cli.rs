@@ -1561,6 +1561,13 @@ fn exec_gives_a_command_a_commands_budget_not_a_programs() {
     assert_eq!(timed.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("duration limit 0.5 s exceeded after"), "{stderr}");
     assert!(stderr.contains("raise it with `--timeout`"), "{stderr}");
+    // Real Bash in a candidate gets the same.
+    let script = dir.path().join("copy.sh");
+    std::fs::write(&script, "sleep 1.5; cat big.bin > again.bin\n").unwrap();
+    let script = script.to_str().unwrap();
+    let ran = vsh(&["run", "--workspace", ws, "--confined", "--mode", "auto", "--json", script], None);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(std::fs::read(dir.path().join("again.bin")).unwrap(), big);
 }
 
 #[test]

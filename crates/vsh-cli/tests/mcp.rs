@@ -537,5 +537,13 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     let nested = call(&client, "vsh_run", json!({"code": program})).await;
     assert!(!nested.is_error, "{}", nested.document);
     assert_eq!(nested.document["value"], json!([0, "edited\n", ""]), "{}", nested.document);
+    // Both get a command's budget, not a program's second.
+    let argv = json!(["/bin/sh", "-c", "sleep 1.2; echo slow"]).to_string();
+    let slow = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;
+    assert!(!slow.is_error, "{}", slow.document);
+    assert_eq!(slow.document["stdout"], "slow\n", "{}", slow.document);
+    let slow = call(&client, "vsh_run", json!({"code": "vsh_exec(['sleep', '1.2'])"})).await;
+    assert!(!slow.is_error, "{}", slow.document);
+    assert_eq!(slow.document["value"], json!([0, "", ""]), "{}", slow.document);
     client.cancel().await.unwrap();
 }

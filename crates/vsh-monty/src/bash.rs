@@ -84,6 +84,11 @@ impl OsHost<'_> {
                 self.write_file(&target, data, WriteKind::Replace)?;
                 Ok(FsReply::Done)
             }
+            FsRequest::WriteBack { path, data, written } => {
+                let target = self.target(&path, "")?;
+                self.write_file_charged(&target, data, WriteKind::Replace, written)?;
+                Ok(FsReply::Done)
+            }
             FsRequest::Append { path, data } => {
                 let target = self.target(&path, "")?;
                 self.write_file(&target, data, WriteKind::Append)?;

@@ -322,8 +322,22 @@ impl OsHost<'_> {
     }
 
     pub(crate) fn write_file(&mut self, target: &Target<'_>, data: Vec<u8>, kind: WriteKind) -> Result<(), Fault> {
+        let charge = data.len() as u64;
+        self.write_file_charged(target, data, kind, charge)
+    }
+
+    /// [`OsHost::write_file`], charging `charge` bytes written instead of
+    /// the data's length (a real process's write-back: what it wrote since
+    /// the last one).
+    pub(crate) fn write_file_charged(
+        &mut self,
+        target: &Target<'_>,
+        data: Vec<u8>,
+        kind: WriteKind,
+        charge: u64,
+    ) -> Result<(), Fault> {
         let (last, existing_size) = self.prepare_write(target)?;
-        self.meter.charge_write_call(data.len() as u64)?;
+        self.meter.charge_write_call(charge)?;
         match kind {
             WriteKind::Replace => self.write(&last, data.into()).map_err(|error| vfs_fault(error, target.guest)),
             WriteKind::Append => {

@@ -82,6 +82,19 @@ pub enum FsRequest {
         /// The link.
         path: String,
     },
+    /// A real process's buffered file written back whole (vsh-candidate):
+    /// as [`FsRequest::Write`], but charged `written` bytes, the bytes the
+    /// process wrote to it since its last write-back, not the file's size
+    /// each time it is written back.
+    WriteBack {
+        /// The file.
+        path: String,
+        /// Its bytes now.
+        data: Vec<u8>,
+        /// The bytes the process wrote (or a truncation added or cut)
+        /// since the last write-back.
+        written: u64,
+    },
     /// Set permission bits.
     Chmod {
         /// The path.
@@ -104,7 +117,7 @@ impl FsRequest {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Read { .. } => "read",
-            Self::Write { .. } => "write",
+            Self::Write { .. } | Self::WriteBack { .. } => "write",
             Self::Append { .. } => "append",
             Self::Mkdir { .. } => "mkdir",
             Self::Remove { .. } => "remove",

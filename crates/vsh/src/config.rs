@@ -262,11 +262,24 @@ impl RuntimeConfig {
     /// Enable Bash programs ([`crate::Language::Bash`]) under `bash`; without
     /// it a Bash run is [`VshError::LanguageUnavailable`](crate::VshError::LanguageUnavailable).
     /// They run where Monty programs run (the confined worker, or in process
-    /// with [`RuntimeConfig::with_in_process_execution`]).
+    /// with [`RuntimeConfig::with_in_process_execution`]). Under
+    /// [`BashConfig::confined`] (real `/bin/bash` in a candidate) the
+    /// snapshot limits are raised as [`RuntimeConfig::with_commands`] says.
     #[must_use]
     pub fn with_bash(mut self, bash: BashConfig) -> Self {
+        if bash.profile == BashProfile::Confined {
+            self.raise_snapshot_limits_for_commands();
+        }
         self.bash = Some(bash);
         self
+    }
+
+    /// Snapshot limits still at their default become
+    /// [`SnapshotLimits::for_commands`].
+    fn raise_snapshot_limits_for_commands(&mut self) {
+        if self.snapshot_limits == SnapshotLimits::default() {
+            self.snapshot_limits = SnapshotLimits::for_commands();
+        }
     }
 
     /// Enable real commands ([`crate::Language::Command`], and `vsh_exec`
@@ -285,9 +298,7 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_commands(mut self) -> Self {
         self.commands = true;
-        if self.snapshot_limits == SnapshotLimits::default() {
-            self.snapshot_limits = SnapshotLimits::for_commands();
-        }
+        self.raise_snapshot_limits_for_commands();
         self
     }
 

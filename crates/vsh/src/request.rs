@@ -111,9 +111,13 @@ impl<'a> RunRequest<'a> {
         self
     }
 
-    /// Replace the language. A budget still at the old language's default
-    /// becomes the new one's ([`Language::default_budget`]); a budget set with
-    /// [`RunRequest::with_budget`] is kept.
+    /// Replace the language. A budget equal to the old language's default
+    /// becomes the new one's ([`Language::default_budget`]); any other budget
+    /// set with [`RunRequest::with_budget`] is kept (set the budget after the
+    /// language to keep a default one). A Monty program that calls
+    /// `vsh_exec`, or Bash under [`crate::BashConfig::confined`], runs real
+    /// programs under the budget it is given: give it
+    /// [`ExecutionBudget::for_commands`] for a build or a test suite.
     #[must_use]
     pub fn with_language(mut self, language: Language) -> Self {
         if self.budget == self.language.default_budget() {

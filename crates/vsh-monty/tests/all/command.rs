@@ -153,6 +153,26 @@ fn a_python_script_edits_files_in_the_candidate() {
 }
 
 #[test]
+fn a_large_file_is_charged_the_bytes_written_not_its_size_at_each_write_back() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // 90 MiB written once, under a 100 MiB budget: the candidate writes it
+    // back past 64 MiB buffered and again at the end; each write-back is
+    // charged what was written since the last, so 90 MiB in all.
+    let limits = ExecutionLimits {
+        max_write_bytes: 100 << 20,
+        max_duration: std::time::Duration::from_mins(1),
+        max_request_duration: std::time::Duration::from_mins(1),
+        ..ExecutionLimits::default()
+    };
+    let outcome = ws
+        .command_with(&["/bin/sh", "-c", "head -c 94371840 /dev/zero > big.bin"], &limits)
+        .unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(outcome.stats.write_bytes, 90 << 20);
+    assert_eq!(ws.vfs.read(&VPath::parse("big.bin").unwrap()).unwrap().len(), 90 << 20);
+}
+
+#[test]
 fn a_file_grown_past_what_the_run_may_write_is_refused_before_anything_is_allocated() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
