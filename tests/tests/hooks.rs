@@ -302,6 +302,9 @@ fn cancellation_and_commit_never_both_win() {
                 assert!(cancelled);
                 assert!(!exists, "trial {trial}: cancelled but written");
                 assert!(runtime.discard_cancelled(preview.transaction).is_ok());
+                // Never committable by any name: its record says rejected.
+                let record = runtime.transaction(preview.transaction).unwrap();
+                assert_eq!(record.map(|record| record.state), Some(TransactionState::Rejected), "trial {trial}");
                 cancel_won += 1;
             }
             Err(other) => panic!("trial {trial}: {other:?}"),

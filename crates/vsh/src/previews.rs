@@ -129,22 +129,6 @@ impl Previews {
         Ok(preview.unwritten.take())
     }
 
-    /// Write `transaction`'s record to `store` if it is a held preview's and
-    /// not written yet, without its contents: for a rejection or a discard,
-    /// after which nothing needs them.
-    pub(crate) fn record_only(&self, store: &TransactionStore, transaction: TransactionId) -> Result<(), VshError> {
-        let unwritten = {
-            let mut held = self.lock();
-            let Some(preview) = held.get_mut(&transaction) else { return Ok(()) };
-            preview.contents.clear();
-            preview.unwritten.take()
-        };
-        if let Some(record) = unwritten {
-            store.create(&record)?;
-        }
-        Ok(())
-    }
-
     /// Stop holding `transaction`'s preview, and its record if nothing wrote
     /// it yet (the caller writes it as it ends it: a rejection or a discard
     /// needs no contents).
@@ -218,9 +202,16 @@ impl Previews {
         now_ms: u64,
     ) -> Result<Option<TransactionState>, VshError> {
         // Its record says where it went, written now if it was not yet (its
-        // contents are not needed: nothing will commit it).
-        self.record_only(store, transaction)?;
-        self.forget(transaction);
+        // contents are not needed: nothing will commit it). One with no
+        // durable artifact is written rejected, in one append: no moment in
+        // which the log holds it `AutoApproved`.
+        match self.take_unwritten(transaction) {
+            Some(unwritten) if unwritten.artifact.is_none() && unwritten.state == TransactionState::AutoApproved => {
+                return Ok(Some(store.create_rejected(&unwritten, now_ms)?.state));
+            }
+            Some(unwritten) => store.create(&unwritten)?,
+            None => {}
+        }
         let Some(record) = store.get(transaction)? else { return Ok(None) };
         if record.state != TransactionState::AutoApproved {
             return Ok(None);
