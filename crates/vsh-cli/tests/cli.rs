@@ -1658,6 +1658,41 @@ fn run_with_commands_lets_a_monty_program_test_its_own_edit_in_one_transaction()
 }
 
 #[test]
+fn exec_git_status_and_diff_read_the_repository_without_writing_it() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\n");
+    let git = |args: &[&str]| {
+        let done = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&done.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "first"]);
+    write(dir.path(), "a.txt", "two\n");
+    let ws = dir.path().to_str().unwrap();
+    let index = std::fs::read(dir.path().join(".git/index")).unwrap();
+    // git status would refresh the index (a write of .git, denied); it reads.
+    let status = vsh(&["exec", "--workspace", ws, "--json", "--", "git", "status", "--short"], None);
+    assert_eq!(status.status.code(), Some(0), "{}", String::from_utf8_lossy(&status.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(receipt["state"], "auto-approved", "{receipt}");
+    assert_eq!(receipt["stdout"], " M a.txt\n", "{receipt}");
+    assert_eq!(receipt["changed_paths"], 0, "{receipt}");
+    let diff = vsh(&["exec", "--workspace", ws, "--json", "--", "git", "diff", "--stat"], None);
+    let receipt: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    assert!(receipt["stdout"].as_str().unwrap().contains("a.txt | 2 +-"), "{receipt}");
+    assert_eq!(std::fs::read(dir.path().join(".git/index")).unwrap(), index);
+}
+
+#[test]
 fn commands_get_only_the_variables_granted() {
     if !fuse_available() {
         return;
@@ -1680,7 +1715,7 @@ fn commands_get_only_the_variables_granted() {
     assert_eq!(
         names,
         // Python's bytecode goes to its scratch directory (a default scratch name).
-        ["HOME", "LANG", "PATH", "PYTHONPYCACHEPREFIX"],
+        ["GIT_OPTIONAL_LOCKS", "HOME", "LANG", "PATH", "PYTHONPYCACHEPREFIX"],
         "nothing of vsh's own environment: {receipt}"
     );
     let granted = exec(&["--env", "COLOR=blue", "--pass-env", "GRANTED"]);

@@ -125,8 +125,10 @@ pub struct CommandConfig {
 impl CommandConfig {
     /// A candidate at `root`, with `PATH=/usr/local/bin:/usr/bin:/bin`,
     /// `HOME=/tmp`, `LANG=C.UTF-8`, `PYTHONDONTWRITEBYTECODE=1` (no
-    /// `__pycache__` in the diff) and nothing else; no tools, no scratch, no
-    /// network.
+    /// `__pycache__` in the diff), `GIT_OPTIONAL_LOCKS=0` (`git status` and
+    /// `git diff` read `.git` without refreshing its index: `.git` is
+    /// read-only to a command, and the refresh would be a denied write) and
+    /// nothing else; no tools, no scratch, no network.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
@@ -135,6 +137,7 @@ impl CommandConfig {
                 ("HOME".to_owned(), "/tmp".to_owned()),
                 ("LANG".to_owned(), "C.UTF-8".to_owned()),
                 ("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()),
+                ("GIT_OPTIONAL_LOCKS".to_owned(), "0".to_owned()),
             ],
             tools: Vec::new(),
             scratch: Vec::new(),

@@ -365,7 +365,7 @@ impl RuntimeConfig {
     /// Set these variables in the environment of every real command (a
     /// `vsh exec`, or a Monty program's `vsh_exec`), on top of the default
     /// `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=/tmp`, `LANG=C.UTF-8`,
-    /// `PYTHONDONTWRITEBYTECODE=1`;
+    /// `PYTHONDONTWRITEBYTECODE=1`, `GIT_OPTIONAL_LOCKS=0`;
     /// nothing else of vsh's own environment reaches a command. A later
     /// value of the same name wins. The environment is part of the
     /// configuration every such transaction is bound to. A name that is
