@@ -1852,6 +1852,21 @@ fn exec_allow_network_loopback_gives_a_private_loopback() {
     assert_eq!(looped.status.code(), Some(0), "{}", String::from_utf8_lossy(&looped.stderr));
     let receipt: serde_json::Value = serde_json::from_slice(&looped.stdout).unwrap();
     assert_eq!(receipt["stdout"], "ping\n");
+    // Python starts cleanly (its site configuration in /etc is readable).
+    assert_eq!(receipt["stderr"], "", "{receipt}");
+    // With a network, names resolve (/etc/hosts and the resolver's files
+    // are readable); without one they are not read at all.
+    let resolve = "import socket\nprint(socket.gethostbyname('localhost'))";
+    let named = vsh(
+        &["exec", "--workspace", ws, "--json", "--allow-network", "loopback", "--", "python3", "-c", resolve],
+        None,
+    );
+    assert_eq!(named.status.code(), Some(0), "{}", String::from_utf8_lossy(&named.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&named.stdout).unwrap();
+    assert_eq!(receipt["stdout"], "127.0.0.1\n", "{receipt}");
+    let hosts = vsh(&["exec", "--workspace", ws, "--json", "--", "cat", "/etc/hosts"], None);
+    assert_eq!(hosts.status.code(), Some(1), "{}", String::from_utf8_lossy(&hosts.stdout));
+    assert!(String::from_utf8_lossy(&hosts.stderr).contains("Permission denied"), "{hosts:?}");
 }
 
 #[test]

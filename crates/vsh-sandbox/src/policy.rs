@@ -26,6 +26,41 @@ pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/localtime",
 ];
 
+/// Python's site configuration in `/etc` (Debian links `sitecustomize.py`
+/// there from `/usr/lib/python3.X`): without it every `python3` prints an
+/// error before it starts. No secrets live there. Absent ones are skipped.
+pub(crate) const SYSTEM_ETC_PYTHON: &[&str] = &[
+    "/etc/python3",
+    "/etc/python3.8",
+    "/etc/python3.9",
+    "/etc/python3.10",
+    "/etc/python3.11",
+    "/etc/python3.12",
+    "/etc/python3.13",
+    "/etc/python3.14",
+];
+
+/// What a child that reaches a network reads to use it: name resolution
+/// (hosts, resolver and its configuration, services and protocols; systemd's
+/// resolver files, where `/etc/resolv.conf` points on many systems) and the
+/// certificates TLS trusts (the certificate directories only: never
+/// `/etc/ssl/private`). Only with a network ([`NetworkAccess::Loopback`],
+/// [`NetworkAccess::All`] or [`SandboxPolicy::allow_loopback_tcp`] ports).
+/// Absent ones are skipped.
+pub(crate) const NETWORK_ETC_FILES: &[&str] = &[
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust",
+    "/run/systemd/resolve",
+];
+
 /// Devices a confined child can read and write. Absent ones are skipped.
 pub(crate) const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom"];
 
@@ -132,7 +167,9 @@ const DEFAULT_FLOORS: [Enforcement; 6] = [
 /// # What a confined child gets
 ///
 /// - **Read** beneath `/usr`, `/bin`, `/sbin`, `/lib`, `/lib64`, a few `/etc` files (loader cache
-///   and configuration, `nsswitch.conf`, `passwd`, `group`, `localtime`), and the
+///   and configuration, `nsswitch.conf`, `passwd`, `group`, `localtime`, Python's
+///   `/etc/python3*`; with a network, name resolution and the TLS certificate directories:
+///   `NETWORK_ETC_FILES`), and the
 ///   [`allow_read`](SandboxPolicy::allow_read), write and exec roots. Not `/etc/shadow`, `/root`,
 ///   `/home`, `/tmp` or `/proc` (a rule on `/proc` would expose every process's entries).
 /// - **Write** only beneath [`allow_write`](SandboxPolicy::allow_write) roots, plus `/dev/null`,
@@ -333,6 +370,12 @@ impl SandboxPolicy {
 
     /// Whether the child may open internet sockets of any kind (its network
     /// is a private loopback, or the host's).
+    /// Whether the child reaches any network: its own loopback, the host's,
+    /// or granted TCP ports.
+    pub(crate) fn reaches_network(&self) -> bool {
+        self.network != NetworkAccess::None || !self.tcp_connect.is_empty()
+    }
+
     pub(crate) fn opens_inet(&self) -> bool {
         self.network != NetworkAccess::None
     }

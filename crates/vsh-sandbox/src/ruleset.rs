@@ -20,7 +20,9 @@ use rustix::fs::{FileType, Mode, OFlags};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::namespace::Grant;
-use crate::policy::{DYNAMIC_LOADERS, SYSTEM_DEVICES, SYSTEM_DIRS, SYSTEM_ETC_FILES, SandboxPolicy};
+use crate::policy::{
+    DYNAMIC_LOADERS, NETWORK_ETC_FILES, SYSTEM_DEVICES, SYSTEM_DIRS, SYSTEM_ETC_FILES, SYSTEM_ETC_PYTHON, SandboxPolicy,
+};
 
 /// The named ABI for a reviewed version number (1 to [`crate::NEWEST_REVIEWED_LANDLOCK_ABI`]).
 fn named_abi(version: u32) -> ABI {
@@ -75,7 +77,10 @@ pub(crate) fn build(
     let mut rules: Vec<PathRule<'_>> = Vec::new();
     let optional = |path: &'static str, access| PathRule { path: Path::new(path), access, required: false };
     rules.extend(SYSTEM_DIRS.iter().map(|path| optional(path, system_access)));
-    rules.extend(SYSTEM_ETC_FILES.iter().map(|path| optional(path, read)));
+    rules.extend(SYSTEM_ETC_FILES.iter().chain(SYSTEM_ETC_PYTHON).map(|path| optional(path, read)));
+    if policy.reaches_network() {
+        rules.extend(NETWORK_ETC_FILES.iter().map(|path| optional(path, read)));
+    }
     rules.extend(SYSTEM_DEVICES.iter().map(|path| optional(path, device)));
     if !context.grants_any() {
         rules.extend(DYNAMIC_LOADERS.iter().map(|path| optional(path, exec)));
