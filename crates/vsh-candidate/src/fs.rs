@@ -57,6 +57,11 @@ const TTL: Duration = Duration::from_hours(24);
 /// filesystem keeps; past it, the file being written is written back.
 const MAX_BUFFERED: usize = 64 << 20;
 
+/// The most bytes the buffers of removed files still open may hold in all
+/// (see [`State::orphans`]): past it a removed file's content is dropped at
+/// removal (a later access is `EIO`), and a write growing one is `ENOSPC`.
+const MAX_ORPHAN_BYTES: usize = 64 << 20;
+
 /// The largest a file may grow through a candidate unless it is told
 /// otherwise ([`CandidateFs::with_max_file_bytes`]): the file size limit a
 /// confined command gets (`vsh_sandbox::ResourceLimits`) enforces the same in
@@ -178,6 +183,13 @@ struct State {
     /// the bound write the whole file back: quadratic in its size.
     buffered: usize,
     next_handle: u64,
+    /// Files removed (or replaced by a rename) while this filesystem held
+    /// their content, by inode, with their permission bits: a process that
+    /// still has one open reads and writes it as POSIX says, in its buffer
+    /// alone (it is in no directory, so nothing of it is written back).
+    orphans: HashMap<u64, u32>,
+    /// The bytes of the orphans' buffers, at most [`MAX_ORPHAN_BYTES`].
+    orphan_bytes: usize,
 }
 
 /// A candidate workspace as a FUSE filesystem over a [`Backend`].
@@ -236,6 +248,8 @@ impl<B: Backend> CandidateFs<B> {
             written: HashMap::new(),
             buffered: 0,
             next_handle: 1,
+            orphans: HashMap::new(),
+            orphan_bytes: 0,
         };
         Self {
             backend,
@@ -396,12 +410,24 @@ impl<B: Backend> CandidateFs<B> {
 
     /// Load the content of the file behind `ino` into its buffer, if not yet.
     fn load_ino(&self, state: &mut State, ino: INodeNo) -> Result<(), Errno> {
+        if state.orphans.contains_key(&ino.0) {
+            return Ok(());
+        }
         let path = state.inodes.path(ino)?;
         self.load(state, ino.0, &path)
     }
 
     /// Write `ino`'s buffer back if it changed.
     fn write_back(&self, state: &mut State, ino: u64) -> Result<(), Errno> {
+        if state.orphans.contains_key(&ino) {
+            // In no directory: its bytes stay in its buffer.
+            if let Some(buffer) = state.buffers.get_mut(&ino) {
+                buffer.dirty = false;
+                buffer.written_back = true;
+                state.buffered = state.buffered.saturating_sub(std::mem::take(&mut buffer.unsynced));
+            }
+            return Ok(());
+        }
         let path = state.inodes.path(INodeNo(ino))?;
         let Some(buffer) = state.buffers.get_mut(&ino) else { return Ok(()) };
         if !buffer.dirty {
@@ -463,10 +489,26 @@ impl<B: Backend> CandidateFs<B> {
         ids: (Option<u32>, Option<u32>),
         size: Option<u64>,
     ) -> Result<FileAttr, Errno> {
-        let path = self.path_of(ino)?;
         if ids.0.is_some_and(|uid| uid != self.owner.uid) || ids.1.is_some_and(|gid| gid != self.owner.gid) {
             return Err(Errno::EPERM);
         }
+        {
+            let mut state = self.lock();
+            if state.orphans.contains_key(&ino.0) {
+                // A removed file still open: its buffer and mode alone.
+                if let Some(size) = size {
+                    let length = self.check_size(size)?;
+                    Self::orphan_grows(&mut state, ino.0, length)?;
+                    state.buffers.entry(ino.0).or_default().data.resize(length, 0);
+                    state.written.insert(ino.0, SystemTime::now());
+                }
+                if let Some(mode) = mode {
+                    state.orphans.insert(ino.0, mode & 0o7777);
+                }
+                return self.orphan_attr(&state, ino.0).ok_or(Errno::EIO);
+            }
+        }
+        let path = self.path_of(ino)?;
         if let Some(size) = size {
             let mut state = self.lock();
             if size == 0 {
@@ -534,7 +576,11 @@ impl<B: Backend> CandidateFs<B> {
         self.done(FsRequest::Remove { path: path.clone(), recursive: false })?;
         let mut state = self.lock();
         if let Some(&number) = state.inodes.numbers.get(&path) {
-            Self::forget_buffer(&mut state, number);
+            if meta.kind == NodeType::File {
+                Self::orphan(&mut state, number, meta.mode);
+            } else {
+                Self::forget_buffer(&mut state, number);
+            }
         }
         state.inodes.remove(&path);
         Ok(())
@@ -557,16 +603,28 @@ impl<B: Backend> CandidateFs<B> {
             }
         }
         // Pending writes of the source land first, under its name.
-        {
+        let replaced = {
             let mut state = self.lock();
             if let Some(&number) = state.inodes.numbers.get(&source) {
                 self.write_back(&mut state, number)?;
             }
-        }
+            state.inodes.numbers.get(&destination).copied()
+        };
+        // A file the rename replaces, whose content this filesystem holds,
+        // stays readable by whoever has it open (its mode, asked first).
+        let replaced_mode = match replaced {
+            Some(number) if self.lock().buffers.get(&number).is_some_and(|buffer| buffer.loaded) => {
+                self.stat(&destination).ok().filter(|meta| meta.kind == NodeType::File).map(|meta| meta.mode)
+            }
+            _ => None,
+        };
         self.done(FsRequest::Rename { from: source.clone(), to: destination.clone() })?;
         let mut state = self.lock();
         if let Some(&replaced) = state.inodes.numbers.get(&destination) {
-            Self::forget_buffer(&mut state, replaced);
+            match replaced_mode {
+                Some(mode) => Self::orphan(&mut state, replaced, mode),
+                None => Self::forget_buffer(&mut state, replaced),
+            }
         }
         state.inodes.rename(&source, &destination);
         Ok(())
@@ -634,6 +692,9 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let _linger = Linger(self);
+        if let Some(attr) = self.orphan_attr(&self.lock(), ino.0) {
+            return reply.attr(&TTL, &attr);
+        }
         let attr = self.path_of(ino).and_then(|path| {
             let meta = self.stat(&path)?;
             let state = self.lock();
@@ -797,7 +858,11 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         reply.data(&data[start..end]);
         // Read to its end and unchanged: the kernel's page cache has it now (a
         // later read that misses there loads it again, the same frozen bytes).
-        if end == data.len() && state.buffers.get(&ino.0).is_some_and(|buffer| !buffer.dirty) {
+        // (An orphan's buffer is all there is of it: kept.)
+        if end == data.len()
+            && !state.orphans.contains_key(&ino.0)
+            && state.buffers.get(&ino.0).is_some_and(|buffer| !buffer.dirty)
+        {
             state.buffers.remove(&ino.0);
         }
     }
@@ -822,6 +887,10 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         let Ok(start) = usize::try_from(offset) else { return reply.error(Errno::EFBIG) };
         let Some(end) = start.checked_add(data.len()) else { return reply.error(Errno::EFBIG) };
         if let Err(errno) = self.check_size(end as u64) {
+            return reply.error(errno);
+        }
+        let grown = end.max(state.buffers.get(&ino.0).map_or(0, |buffer| buffer.data.len()));
+        if let Err(errno) = Self::orphan_grows(&mut state, ino.0, grown) {
             return reply.error(errno);
         }
         Self::dirtied(&mut state, ino.0, data.len());
@@ -952,5 +1021,49 @@ impl<B: Backend> CandidateFs<B> {
         if let Some(buffer) = state.buffers.remove(&ino) {
             state.buffered = state.buffered.saturating_sub(buffer.unsynced);
         }
+    }
+
+    /// The file `ino` (permission bits `mode`) left its directory: keep its
+    /// content for a process that still has it open, as an orphan, when this
+    /// filesystem holds all of it and the orphans' bound allows; otherwise
+    /// drop it ([`CandidateFs::forget_buffer`]).
+    fn orphan(state: &mut State, ino: u64, mode: u32) {
+        let held = state.buffers.get(&ino).filter(|buffer| buffer.loaded).map(|buffer| buffer.data.len());
+        match held {
+            Some(bytes) if state.orphan_bytes.saturating_add(bytes) <= MAX_ORPHAN_BYTES => {
+                state.orphan_bytes += bytes;
+                state.orphans.insert(ino, mode);
+                if let Some(buffer) = state.buffers.get_mut(&ino) {
+                    buffer.dirty = false;
+                    state.buffered = state.buffered.saturating_sub(std::mem::take(&mut buffer.unsynced));
+                }
+            }
+            _ => Self::forget_buffer(state, ino),
+        }
+    }
+
+    /// The attributes of the orphan `ino`, if it is one.
+    fn orphan_attr(&self, state: &State, ino: u64) -> Option<FileAttr> {
+        let mode = *state.orphans.get(&ino)?;
+        let size = state.buffers.get(&ino).map_or(0, |buffer| buffer.data.len() as u64);
+        let meta = Meta { kind: NodeType::File, size, mode, modified_ns: 0 };
+        let mut attr = self.attr(ino, &meta, state);
+        attr.nlink = 0;
+        Some(attr)
+    }
+
+    /// An orphan's buffer grows to `length` bytes: within [`MAX_ORPHAN_BYTES`]
+    /// for all of them, or `ENOSPC`. Nothing to check for a file in a directory.
+    fn orphan_grows(state: &mut State, ino: u64, length: usize) -> Result<(), Errno> {
+        if !state.orphans.contains_key(&ino) {
+            return Ok(());
+        }
+        let old = state.buffers.get(&ino).map_or(0, |buffer| buffer.data.len());
+        let total = (state.orphan_bytes - old.min(state.orphan_bytes)).saturating_add(length);
+        if total > MAX_ORPHAN_BYTES {
+            return Err(Errno::ENOSPC);
+        }
+        state.orphan_bytes = total;
+        Ok(())
     }
 }

@@ -173,6 +173,39 @@ fn a_large_file_is_charged_the_bytes_written_not_its_size_at_each_write_back() {
 }
 
 #[test]
+fn a_removed_file_still_open_is_read_and_written_as_posix_says_within_a_bound() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let program = [
+        "import errno, os",
+        "fd = os.open('t.bin', os.O_RDWR | os.O_CREAT, 0o600)",
+        "os.write(fd, b'hello ')",
+        "os.unlink('t.bin')",
+        "os.write(fd, b'world')",
+        "os.lseek(fd, 0, 0)",
+        "print(os.read(fd, 100).decode(), os.fstat(fd).st_size, os.path.exists('t.bin'))",
+        "total = 0",
+        "try:",
+        "    while total < 200 << 20:",
+        "        total += os.write(fd, b'x' * (1 << 20))",
+        "except OSError as error:",
+        "    print(errno.errorcode[error.errno], total <= 64 << 20)",
+    ]
+    .join("\n");
+    // A write budget past the orphans' bound (64 MiB), so the bound is what stops it.
+    let limits = ExecutionLimits {
+        max_duration: std::time::Duration::from_mins(1),
+        max_write_bytes: 256 << 20,
+        ..ExecutionLimits::default()
+    };
+    let result = ws.command_with(&["/usr/bin/python3", "-c", &program], &limits);
+    assert_eq!(stdout_of(&result), "hello world 11 False\nENOSPC True\n", "{result:?}");
+    assert!(result.is_ok(), "{result:?}");
+    // It is in no directory: nothing of it reaches the image.
+    assert!(ws.diff().is_empty(), "{:?}", ws.diff());
+}
+
+#[test]
 fn a_file_grown_past_what_the_run_may_write_is_refused_before_anything_is_allocated() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
