@@ -363,8 +363,23 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         };
         argv.push(text.to_owned());
     }
-    let code = serde_json::to_string(&argv)?;
+    // The command starts where the user is, when that is inside the workspace
+    // (as git does): bound into the program text, so a commit or a re-run
+    // starts it there too.
+    let code = match working_dir_in(&exec.options.common.root()) {
+        Some(cwd) => serde_json::to_string(&serde_json::json!({ "argv": argv, "cwd": cwd }))?,
+        None => serde_json::to_string(&argv)?,
+    };
     run_program(&exec.options, &code, vsh::Language::Command, output, RealCommands::Commands)
+}
+
+/// The current directory relative to the workspace `root`, when it lies
+/// strictly inside it and its path is one a command can start in.
+fn working_dir_in(root: &std::path::Path) -> Option<String> {
+    let cwd = std::env::current_dir().ok()?.canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    let relative = cwd.strip_prefix(&root).ok()?.to_str()?.to_owned();
+    (!relative.is_empty() && vsh::lower::vsh_monty::is_working_dir(&relative)).then_some(relative)
 }
 
 /// Run `code` in `language` as `run` says, and print its receipt.

@@ -1693,6 +1693,37 @@ fn exec_git_status_and_diff_read_the_repository_without_writing_it() {
 }
 
 #[test]
+fn exec_starts_the_command_where_the_user_is_and_the_commit_keeps_it() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "top.txt", "top\n");
+    write(dir.path(), "src/app/lib.txt", "lib\n");
+    assert_eq!(vsh(&["init", "--workspace", dir.path().to_str().unwrap()], None).status.code(), Some(0));
+    let inside = dir.path().join("src/app");
+    let exec = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_vsh")).env_clear().current_dir(&inside).args(args).output().unwrap()
+    };
+    let ran = exec(&["exec", "--json", "--", "sh", "-c", "cat lib.txt; echo made > made.txt"]);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(receipt["stdout"], "lib\n", "{receipt}");
+    assert_eq!(receipt["changed_paths"], 1, "{receipt}");
+    // The directory is part of the program text, so the commit (from
+    // anywhere) is of the same work.
+    let id = receipt["transaction"].as_str().unwrap();
+    let committed = vsh(&["commit", id, "--workspace", dir.path().to_str().unwrap()], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(inside.join("made.txt")).unwrap(), "made\n");
+    assert!(!dir.path().join("made.txt").exists());
+    // At the root, the plain argv as before.
+    let at_root = vsh(&["exec", "--workspace", dir.path().to_str().unwrap(), "--json", "--", "cat", "top.txt"], None);
+    let receipt: serde_json::Value = serde_json::from_slice(&at_root.stdout).unwrap();
+    assert_eq!(receipt["stdout"], "top\n", "{receipt}");
+}
+
+#[test]
 fn commands_get_only_the_variables_granted() {
     if !fuse_available() {
         return;

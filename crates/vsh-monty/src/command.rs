@@ -326,6 +326,17 @@ pub(crate) struct CommandCall<'c> {
     pub(crate) env: &'c [(String, String)],
     /// Its own time limit, besides the run's ([`ExecutionLimits::max_duration`]).
     pub(crate) timeout: Option<Duration>,
+    /// Where in the candidate it starts: a relative path of plain
+    /// components (`""`: the root); see [`is_working_dir`].
+    pub(crate) cwd: &'c str,
+}
+
+/// Whether `cwd` may be where a command starts: `""` (the candidate's root)
+/// or a relative path of plain components (`src/app`; no `.`, `..`, empty
+/// component, leading or trailing `/`, or NUL). Whether it exists is the
+/// image's to say when the command starts.
+pub fn is_working_dir(cwd: &str) -> bool {
+    cwd.is_empty() || cwd.split('/').all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\0'))
 }
 
 /// How a command that ran ended. When the run was ended meanwhile (a
@@ -344,8 +355,10 @@ pub(crate) struct CommandEnd {
 
 /// Run `argv` in a candidate of `vfs` (see the module documentation).
 #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+#[expect(clippy::too_many_arguments, reason = "the command, where it starts, and the run's parts")]
 pub(crate) fn run_command(
     argv: &[String],
+    cwd: &str,
     vfs: &mut VirtualFs,
     policy: &CallPolicy,
     limits: &ExecutionLimits,
@@ -354,7 +367,7 @@ pub(crate) fn run_command(
     interrupt: &dyn Interrupt,
 ) -> Result<BashOutcome, ExecutionError> {
     let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
-    let call = CommandCall { argv, env: &config.env, timeout: None };
+    let call = CommandCall { argv, env: &config.env, timeout: None, cwd };
     let end = dispatcher.run_in_candidate(&call, config)?;
     let end =
         BashEnd { exit_code: exit_code(end.status), stdout: end.stdout, stderr: end.stderr, ending: Ending::Completed };
@@ -417,6 +430,11 @@ impl Dispatcher<'_> {
         let Some((program, arguments)) = argv.split_first() else {
             return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
         };
+        if !is_working_dir(call.cwd) {
+            return Err(tool_error(ToolError::InvalidPolicy {
+                reason: format!("{:?} is not a relative path of plain components", call.cwd),
+            }));
+        }
         let limits = self.host.meter.limits();
         let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
         let mut mount = mount.with_private_tmp(COMMAND_TMP_BYTES);
@@ -487,7 +505,7 @@ impl Dispatcher<'_> {
         }
         let mut command = ConfinedCommand::new(program.clone())
             .args(arguments)
-            .current_dir(&config.root)
+            .current_dir(config.root.join(call.cwd))
             .private_fuse_mount(mount)
             .sandbox_policy(Arc::new(sandbox))
             .stdin(Stdio::null())
@@ -663,7 +681,8 @@ impl Dispatcher<'_> {
             env.retain(|(known, _)| *known != key);
             env.push((key, value));
         }
-        let ran = self.run_in_candidate(&CommandCall { argv: &call.argv, env: &env, timeout: call.timeout }, config);
+        let ran =
+            self.run_in_candidate(&CommandCall { argv: &call.argv, env: &env, timeout: call.timeout, cwd: "" }, config);
         if self.stopped() {
             return Reply::Abort("the run was ended".to_owned());
         }

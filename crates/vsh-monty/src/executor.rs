@@ -263,9 +263,27 @@ impl MontyExecutor {
         config: &crate::CommandConfig,
         interrupt: &dyn Interrupt,
     ) -> Result<crate::BashOutcome, ExecutionError> {
+        self.execute_command_in(argv, "", vfs, policy, limits, config, interrupt)
+    }
+
+    /// [`MontyExecutor::execute_command`] started in `cwd`, a directory of
+    /// the candidate ([`crate::is_working_dir`]: a relative path of plain
+    /// components; one the image does not hold fails the spawn).
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    #[expect(clippy::too_many_arguments, reason = "execute_command's parts and where it starts")]
+    pub fn execute_command_in(
+        &self,
+        argv: &[String],
+        cwd: &str,
+        vfs: &mut VirtualFs,
+        policy: &CallPolicy,
+        limits: &ExecutionLimits,
+        config: &crate::CommandConfig,
+        interrupt: &dyn Interrupt,
+    ) -> Result<crate::BashOutcome, ExecutionError> {
         let started = Instant::now();
         cancelled_before_start(interrupt)?;
-        crate::command::run_command(argv, vfs, policy, limits, config, started, interrupt)
+        crate::command::run_command(argv, cwd, vfs, policy, limits, config, started, interrupt)
     }
 
     /// The executor's identity for a runtime-configuration digest: mode,

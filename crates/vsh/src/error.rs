@@ -143,7 +143,9 @@ pub enum VshError {
         changes_complete: bool,
     },
     /// A real command's program text is not its argv: a JSON array of 1 to
-    /// 4,096 strings without NUL bytes, the first one not empty. Nothing ran.
+    /// 4,096 strings without NUL bytes, the first one not empty (or an object
+    /// `{"argv": [...], "cwd": "dir"}` whose `cwd` is a relative path of
+    /// plain components). Nothing ran.
     #[error("invalid command: {reason}")]
     InvalidCommand {
         /// What is wrong with it.

@@ -14,7 +14,9 @@ pub enum Language {
     Bash,
     /// A real command in a candidate workspace (the
     /// `vsh-command-confined-v1` profile): the program text is the command's
-    /// argv as a JSON array of strings (`["cargo", "fmt"]`); only with
+    /// argv as a JSON array of strings (`["cargo", "fmt"]`), or an object
+    /// `{"argv": ["cargo", "test"], "cwd": "crates/app"}` to start it in a
+    /// directory of the workspace; only with
     /// [`crate::RuntimeConfig::with_commands`].
     Command,
     /// The steps of a [`crate::CandidateWorkspace`], promoted as one

@@ -475,9 +475,16 @@ impl Runs {
                 if !self.commands {
                     return Err(VshError::LanguageUnavailable { language });
                 }
-                let argv = command::argv(request.code)?;
-                let ran =
-                    self.executor.execute_command(&argv, vfs, self.policy.calls(), &request.budget, commands, cancel);
+                let (argv, cwd) = command::argv(request.code)?;
+                let ran = self.executor.execute_command_in(
+                    &argv,
+                    &cwd,
+                    vfs,
+                    self.policy.calls(),
+                    &request.budget,
+                    commands,
+                    cancel,
+                );
                 script_end(ran, vsh_monty::COMMAND_PROFILE, request.accept_failure, vfs)
             }
         }
