@@ -7,6 +7,7 @@ use vsh::VshError;
 use vsh::document::{ErrorDocument, ErrorKind};
 use vsh::lower::vsh_commit::CommitError;
 use vsh::lower::vsh_monty::{ExecutionError, LimitKind};
+use vsh::lower::vsh_sandbox::ToolError;
 
 use crate::render;
 
@@ -84,6 +85,29 @@ fn raising_option(error: &VshError) -> Option<&'static str> {
     })
 }
 
+/// For a command whose program was not found: how to let it find one
+/// outside the system directories.
+fn missing_program(error: &VshError) -> Option<String> {
+    let VshError::Execution(execution) = error else { return None };
+    let ExecutionError::Command { source: ToolError::Spawn { program, source } } = execution.as_ref() else {
+        return None;
+    };
+    if source.kind() != std::io::ErrorKind::NotFound || program.contains('/') {
+        return None;
+    }
+    let mut advice = format!(
+        "`{program}` is not in /usr/bin or /bin, where a command finds programs; give its directory: \
+         --tool DIR --env PATH=DIR:/usr/bin:/bin"
+    );
+    if program == "cargo" || program == "rustc" || program.starts_with("cargo-") || program.starts_with("rust") {
+        advice.push_str(
+            "\nvsh:   for rustup's toolchain: --tool \"$(rustc --print sysroot)\" \
+             --env PATH=\"$(rustc --print sysroot)/bin:/usr/bin:/bin\"",
+        );
+    }
+    Some(advice)
+}
+
 /// What to print on stderr beyond the error chain: conflicting paths, the
 /// candidates of an ambiguous prefix, the command that re-evaluates stale
 /// work or work made under an old policy, a failed run's output, and a refused
@@ -143,6 +167,9 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                         let _ = writeln!(text, "vsh:   to allow it: {remedy}");
                     }
                 }
+            }
+            if let Some(advice) = missing_program(other) {
+                let _ = writeln!(text, "vsh: {advice}");
             }
             if let Some(option) = raising_option(other) {
                 let _ = writeln!(text, "vsh: to give the program more, raise it with `{option}`");

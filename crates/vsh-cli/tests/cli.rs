@@ -1724,6 +1724,25 @@ fn exec_starts_the_command_where_the_user_is_and_the_commit_keeps_it() {
 }
 
 #[test]
+fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    for (program, rustup) in [("vsh-no-such-program", false), ("cargo-vsh-no-such", true)] {
+        let ran = vsh(&["exec", "--workspace", ws, "--", program], None);
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("caused by: the command could not start"), "{stderr}");
+        assert!(!stderr.contains("worker"), "not the Monty worker's failure: {stderr}");
+        assert!(stderr.contains(&format!("`{program}` is not in /usr/bin or /bin")), "{stderr}");
+        assert!(stderr.contains("--tool DIR --env PATH=DIR:/usr/bin:/bin"), "{stderr}");
+        assert_eq!(stderr.contains("rustc --print sysroot"), rustup, "{stderr}");
+    }
+}
+
+#[test]
 fn commands_get_only_the_variables_granted() {
     if !fuse_available() {
         return;

@@ -38,7 +38,7 @@ use vsh_vfs::VirtualFs;
 
 use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::Reply;
-use crate::error::{ExecutionError, WorkerError};
+use crate::error::ExecutionError;
 use crate::host::{Fault, OsHost};
 use crate::interrupt::Interrupt;
 use crate::limits::{ExecutionLimits, LimitExceeded, LimitKind, nanos};
@@ -152,7 +152,7 @@ impl CommandConfig {
 const EIO: i32 = 5;
 
 fn tool_error(source: ToolError) -> ExecutionError {
-    ExecutionError::Worker { source: WorkerError::Spawn { source } }
+    ExecutionError::Command { source }
 }
 
 fn setup_error(stage: &'static str, source: std::io::Error) -> ExecutionError {
@@ -700,7 +700,7 @@ impl Dispatcher<'_> {
                     text(&end.stderr),
                 ]))
             }
-            Err(ExecutionError::Worker { source: WorkerError::Spawn { source } }) => match source {
+            Err(ExecutionError::Command { source }) => match source {
                 ToolError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                     guest(ExcType::FileNotFoundError, format!("[Errno 2] No such file or directory: {program}"))
                 }
@@ -711,7 +711,7 @@ impl Dispatcher<'_> {
                     guest(ExcType::PermissionError, format!("{EXEC_NAME}() refused: {source}"))
                 }
                 source => {
-                    let error = ExecutionError::Worker { source: WorkerError::Spawn { source } };
+                    let error = ExecutionError::Command { source };
                     self.end(Stop::Candidate(Box::new(error)), "the candidate could not be made")
                 }
             },

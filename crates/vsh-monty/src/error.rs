@@ -130,6 +130,15 @@ pub enum ExecutionError {
         /// What the guest asked for.
         what: String,
     },
+    /// A real command could not start: its program was not found or not
+    /// granted, or its candidate or sandbox could not be set up. Nothing of
+    /// it ran.
+    #[error("the command could not start")]
+    Command {
+        /// Why.
+        #[source]
+        source: vsh_sandbox::ToolError,
+    },
     /// The worker subprocess failed: it could not be started, crashed, broke
     /// the protocol, or is not the binary the executor was created with. The
     /// worker was discarded; the executor stays usable.
