@@ -492,23 +492,10 @@ impl<B: Backend> CandidateFs<B> {
         if ids.0.is_some_and(|uid| uid != self.owner.uid) || ids.1.is_some_and(|gid| gid != self.owner.gid) {
             return Err(Errno::EPERM);
         }
-        {
-            let mut state = self.lock();
-            if state.orphans.contains_key(&ino.0) {
-                // A removed file still open: its buffer and mode alone.
-                if let Some(size) = size {
-                    let length = self.check_size(size)?;
-                    Self::orphan_grows(&mut state, ino.0, length)?;
-                    state.buffers.entry(ino.0).or_default().data.resize(length, 0);
-                    state.written.insert(ino.0, SystemTime::now());
-                }
-                if let Some(mode) = mode {
-                    state.orphans.insert(ino.0, mode & 0o7777);
-                }
-                return self.orphan_attr(&state, ino.0).ok_or(Errno::EIO);
-            }
-        }
-        let path = self.path_of(ino)?;
+        let path = match self.path_of(ino) {
+            Ok(path) => path,
+            Err(errno) => return self.set_orphan_attr(ino.0, mode, size).ok_or(errno)?,
+        };
         if let Some(size) = size {
             let mut state = self.lock();
             if size == 0 {
@@ -692,14 +679,11 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let _linger = Linger(self);
-        if let Some(attr) = self.orphan_attr(&self.lock(), ino.0) {
-            return reply.attr(&TTL, &attr);
-        }
-        let attr = self.path_of(ino).and_then(|path| {
-            let meta = self.stat(&path)?;
-            let state = self.lock();
-            Ok(self.attr(ino.0, &meta, &state))
-        });
+        let attr = match self.path_of(ino) {
+            Ok(path) => self.stat(&path).map(|meta| self.attr(ino.0, &meta, &self.lock())),
+            // In no directory: an orphan's, if it is one.
+            Err(errno) => self.orphan_attr(&self.lock(), ino.0).ok_or(errno),
+        };
         match attr {
             Ok(attr) => reply.attr(&TTL, &attr),
             Err(errno) => reply.error(errno),
@@ -1050,6 +1034,30 @@ impl<B: Backend> CandidateFs<B> {
         let mut attr = self.attr(ino, &meta, state);
         attr.nlink = 0;
         Some(attr)
+    }
+
+    /// setattr of `ino` if it is an orphan (a removed file still open: its
+    /// buffer and mode alone); `None` if it is not one.
+    fn set_orphan_attr(&self, ino: u64, mode: Option<u32>, size: Option<u64>) -> Option<Result<FileAttr, Errno>> {
+        let mut state = self.lock();
+        if !state.orphans.contains_key(&ino) {
+            return None;
+        }
+        if let Some(size) = size {
+            let length = match self
+                .check_size(size)
+                .and_then(|length| Self::orphan_grows(&mut state, ino, length).map(|()| length))
+            {
+                Ok(length) => length,
+                Err(errno) => return Some(Err(errno)),
+            };
+            state.buffers.entry(ino).or_default().data.resize(length, 0);
+            state.written.insert(ino, SystemTime::now());
+        }
+        if let Some(mode) = mode {
+            state.orphans.insert(ino, mode & 0o7777);
+        }
+        self.orphan_attr(&state, ino).map(Ok)
     }
 
     /// An orphan's buffer grows to `length` bytes: within [`MAX_ORPHAN_BYTES`]

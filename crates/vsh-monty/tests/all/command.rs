@@ -184,6 +184,8 @@ fn a_removed_file_still_open_is_read_and_written_as_posix_says_within_a_bound() 
         "os.write(fd, b'world')",
         "os.lseek(fd, 0, 0)",
         "print(os.read(fd, 100).decode(), os.fstat(fd).st_size, os.path.exists('t.bin'))",
+        "os.ftruncate(fd, 5)",
+        "print(os.pread(fd, 100, 0).decode(), os.fstat(fd).st_size)",
         "total = 0",
         "try:",
         "    while total < 200 << 20:",
@@ -199,7 +201,7 @@ fn a_removed_file_still_open_is_read_and_written_as_posix_says_within_a_bound() 
         ..ExecutionLimits::default()
     };
     let result = ws.command_with(&["/usr/bin/python3", "-c", &program], &limits);
-    assert_eq!(stdout_of(&result), "hello world 11 False\nENOSPC True\n", "{result:?}");
+    assert_eq!(stdout_of(&result), "hello world 11 False\nhello 5\nENOSPC True\n", "{result:?}");
     assert!(result.is_ok(), "{result:?}");
     // It is in no directory: nothing of it reaches the image.
     assert!(ws.diff().is_empty(), "{:?}", ws.diff());
