@@ -30,7 +30,7 @@
 //! everything beneath it. Hard links, device nodes and ownership changes
 //! are refused (`EPERM`): the image has none of them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -75,6 +75,13 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 4 << 30;
 /// CPU competing with the process); a clean `cargo build` unchanged (1.03x
 /// and 1.05x native with it, 0.98x and 1.06x without). See docs/benchmarks.md.
 const LINGER: Duration = Duration::from_micros(200);
+
+/// Files larger than this are read from the image a piece at a time, as the
+/// kernel asks for each ([`FsRequest::ReadRange`]), never held here whole:
+/// the host hashes such a file once, streamed, and reads each piece from the
+/// workspace, so a process can read a file of any size. Smaller files are
+/// loaded whole with their first read (one round trip for most files).
+const RANGE_READS_FROM: u64 = 8 << 20;
 
 /// The permission bits a new file gets in the image, before the caller's mode.
 const DEFAULT_FILE_MODE: u32 = 0o644;
@@ -190,6 +197,9 @@ struct State {
     orphans: HashMap<u64, u32>,
     /// The bytes of the orphans' buffers, at most [`MAX_ORPHAN_BYTES`].
     orphan_bytes: usize,
+    /// Files last seen larger than [`RANGE_READS_FROM`]: read a piece at a
+    /// time while this filesystem holds no buffer of theirs.
+    ranged: HashSet<u64>,
 }
 
 /// A candidate workspace as a FUSE filesystem over a [`Backend`].
@@ -250,6 +260,7 @@ impl<B: Backend> CandidateFs<B> {
             next_handle: 1,
             orphans: HashMap::new(),
             orphan_bytes: 0,
+            ranged: HashSet::new(),
         };
         Self {
             backend,
@@ -391,7 +402,18 @@ impl<B: Backend> CandidateFs<B> {
         let meta = self.stat(path)?;
         let mut state = self.lock();
         let number = state.inodes.number(path);
+        Self::note_size(&mut state, number, &meta);
         Ok(self.attr(number, &meta, &state))
+    }
+
+    /// Note whether the node `number`, as the image describes it, is a file
+    /// read a piece at a time ([`RANGE_READS_FROM`]).
+    fn note_size(state: &mut State, number: u64, meta: &Meta) {
+        if meta.kind == NodeType::File && meta.size > RANGE_READS_FROM {
+            state.ranged.insert(number);
+        } else {
+            state.ranged.remove(&number);
+        }
     }
 
     /// Load `ino`'s content into its buffer, if not yet.
@@ -680,7 +702,11 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let _linger = Linger(self);
         let attr = match self.path_of(ino) {
-            Ok(path) => self.stat(&path).map(|meta| self.attr(ino.0, &meta, &self.lock())),
+            Ok(path) => self.stat(&path).map(|meta| {
+                let mut state = self.lock();
+                Self::note_size(&mut state, ino.0, &meta);
+                self.attr(ino.0, &meta, &state)
+            }),
             // In no directory: an orphan's, if it is one.
             Err(errno) => self.orphan_attr(&self.lock(), ino.0).ok_or(errno),
         };
@@ -833,6 +859,20 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
     ) {
         let _linger = Linger(self);
         let mut state = self.lock();
+        let held = state.buffers.get(&ino.0).is_some_and(|buffer| buffer.loaded);
+        if !held && state.ranged.contains(&ino.0) && !state.orphans.contains_key(&ino.0) {
+            let piece = state.inodes.path(ino).and_then(|path| {
+                drop(state);
+                match self.call(FsRequest::ReadRange { path, offset, length: size })? {
+                    FsReply::Bytes(bytes) => Ok(bytes),
+                    _ => Err(unexpected()),
+                }
+            });
+            return match piece {
+                Ok(bytes) => reply.data(&bytes),
+                Err(errno) => reply.error(errno),
+            };
+        }
         if let Err(errno) = self.load_ino(&mut state, ino) {
             return reply.error(errno);
         }

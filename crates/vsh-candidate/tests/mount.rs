@@ -152,6 +152,15 @@ impl Image {
                 self.nodes.insert(path, Node::Link(target));
                 Ok(FsReply::Done)
             }
+            FsRequest::ReadRange { path, offset, length } => match self.nodes.get(&path) {
+                Some(Node::File(data, _)) => {
+                    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+                    let end = start.saturating_add(length as usize).min(data.len());
+                    Ok(FsReply::Bytes(data[start..end].to_vec()))
+                }
+                Some(_) => Err(EISDIR),
+                None => Err(ENOENT),
+            },
             FsRequest::Append { .. } | FsRequest::Copy { .. } => Err(38),
         }
     }
@@ -276,6 +285,27 @@ fn cat_reads_through_the_image_and_a_listing_is_a_name_read() {
     assert!(log.iter().any(|line| line == r#"Read { path: "/workspace/a.txt" }"#), "{log:?}");
     assert!(log.iter().any(|line| line == r#"ReadDir { path: "/workspace", metadata: false }"#), "{log:?}");
     assert!(!log.iter().any(|line| line.contains("src/lib.rs")), "nothing looked inside src: {log:?}");
+}
+
+#[test]
+fn a_file_past_eight_mebibytes_is_read_a_piece_at_a_time_and_a_smaller_one_whole() {
+    if !fuse_available() {
+        return;
+    }
+    // 9 MiB of lines numbered in order, and a small file.
+    let mut big = String::new();
+    for line in 0..900_000 {
+        std::fmt::Write::write_fmt(&mut big, format_args!("{line:09}\n")).unwrap();
+    }
+    assert!(big.len() > 8 << 20);
+    let memory = workspace(&[("big.txt", &big), ("small.txt", "small\n")]);
+    let ran = run(&memory, "wc -c < big.txt; tail -n 1 big.txt; sed -n 450001p big.txt; cat small.txt");
+    assert_eq!(ran.stdout, format!("{}\n000899999\n000450000\nsmall\n", big.len()), "{}", ran.stderr);
+    let log = log(&memory);
+    let pieces = log.iter().filter(|line| line.starts_with(r#"ReadRange { path: "/workspace/big.txt""#)).count();
+    assert!(pieces > 1, "read a piece at a time: {log:?}");
+    assert!(!log.iter().any(|line| line == r#"Read { path: "/workspace/big.txt" }"#), "never whole");
+    assert!(log.iter().any(|line| line == r#"Read { path: "/workspace/small.txt" }"#), "{log:?}");
 }
 
 #[test]

@@ -461,6 +461,28 @@ impl CapDir {
         Ok((head, tail, stat))
     }
 
+    /// Up to `length` bytes of the regular file at `path` from `offset` (fewer
+    /// at its end, none past it), with the metadata they were read under, so
+    /// a caller that froze the file earlier can tell it is still the same
+    /// one. For a reader that takes a large file piece by piece without
+    /// holding it whole. Counts one read.
+    ///
+    /// Opening, kind check and stability check are as for
+    /// [`CapDir::read_file`]; `length` bounds what is allocated.
+    pub fn read_file_range(&self, path: &VPath, offset: u64, length: u32) -> Result<FileContent, HostError> {
+        use std::os::unix::fs::FileExt as _;
+        self.counters.read();
+        let (file, stat) = self.open_regular(path)?;
+        let wanted = stat.size.saturating_sub(offset).min(u64::from(length));
+        let mut bytes = vec![0_u8; usize::try_from(wanted).unwrap_or(usize::MAX)];
+        file.read_exact_at(&mut bytes, offset).map_err(|source| match source.kind() {
+            io::ErrorKind::UnexpectedEof => HostError::Unstable { path: path.clone() },
+            _ => HostError::Io { op: "read", path: path.clone(), source },
+        })?;
+        check_stable(&file, path, &stat)?;
+        Ok(FileContent { bytes, stat })
+    }
+
     /// The BLAKE3 [`BlobId`] of the regular file at `path`, streamed in 64 KiB
     /// chunks, with the metadata it was read under. Counts one read.
     ///

@@ -79,6 +79,10 @@ impl OsHost<'_> {
                 let target = self.target(&path, "")?;
                 Ok(FsReply::Bytes(self.read_file(&target)?.to_vec()))
             }
+            FsRequest::ReadRange { path, offset, length } => {
+                let target = self.target(&path, "")?;
+                Ok(FsReply::Bytes(self.read_file_range(&target, offset, length)?))
+            }
             FsRequest::Write { path, data } => {
                 let target = self.target(&path, "")?;
                 self.write_file(&target, data, WriteKind::Replace)?;

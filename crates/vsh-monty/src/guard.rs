@@ -280,6 +280,16 @@ impl<'a> OsHost<'a> {
         self.vfs.read(grant.path())
     }
 
+    /// Up to `length` bytes from `offset` of the file at the grant's path.
+    pub(crate) fn read_range(
+        &mut self,
+        grant: &Grant<ContentRead>,
+        offset: u64,
+        length: u32,
+    ) -> Result<Vec<u8>, VfsError> {
+        self.vfs.read_range(grant.path(), offset, length)
+    }
+
     /// The names in the directory at the grant's path, sorted.
     pub(crate) fn read_dir(&mut self, grant: &Grant<DirectoryRead>) -> Result<Vec<String>, VfsError> {
         self.vfs.read_dir(grant.path())

@@ -110,13 +110,24 @@ pub enum FsRequest {
         /// What it points at, as given.
         target: String,
     },
+    /// Up to `length` bytes of a file from `offset` (following a final
+    /// symlink), recorded as a read of the whole file: a real process reading
+    /// a file larger than the host holds whole (vsh-candidate).
+    ReadRange {
+        /// The file.
+        path: String,
+        /// Where the bytes start.
+        offset: u64,
+        /// The most bytes wanted.
+        length: u32,
+    },
 }
 
 impl FsRequest {
     /// The name of the request's kind, for messages.
     pub fn name(&self) -> &'static str {
         match self {
-            Self::Read { .. } => "read",
+            Self::Read { .. } | Self::ReadRange { .. } => "read",
             Self::Write { .. } | Self::WriteBack { .. } => "write",
             Self::Append { .. } => "append",
             Self::Mkdir { .. } => "mkdir",

@@ -136,6 +136,13 @@ const STORE_LOG: &str = "txlog";
 /// Its lock file, which every store creates beside it.
 const STORE_LOCK: &str = "txlog.lock";
 
+/// Up to `length` bytes of `bytes` from `offset` (none from its end on).
+pub(crate) fn slice_of(bytes: &[u8], offset: u64, length: u32) -> &[u8] {
+    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+    let end = start.saturating_add(length as usize).min(bytes.len());
+    &bytes[start..end]
+}
+
 fn same_stat(a: &HostStat, b: &HostStat) -> bool {
     a.kind == b.kind
         && a.size == b.size
@@ -402,6 +409,36 @@ impl Base {
         node.digest = Some(digest);
         self.record(path, |dependency| dependency.content = Some(digest));
         Ok(bytes)
+    }
+
+    /// Up to `length` bytes of a base file from `offset`, without holding the
+    /// file: the whole file is hashed (streamed) the first time and recorded
+    /// as a content dependency, as a whole read would be, and every slice is
+    /// read under the frozen observation's stat, so what the caller gets is
+    /// always the content that digest names ([`VfsError::BaseChanged`] if
+    /// the file changed since). Nothing counts toward the materialized
+    /// bytes: a file of any size can be read this way.
+    pub(crate) fn content_range(&mut self, path: &VPath, offset: u64, length: u32) -> Result<Vec<u8>, VfsError> {
+        let node = self.peek(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
+        if node.kind != NodeKind::File {
+            let whole = self.content(path)?;
+            return Ok(slice_of(&whole, offset, length).to_vec());
+        }
+        if let Some(bytes) = &node.bytes {
+            let bytes = Arc::clone(bytes);
+            let digest = node.digest;
+            self.record(path, |dependency| dependency.content = digest);
+            return Ok(slice_of(&bytes, offset, length).to_vec());
+        }
+        self.digest(path)?;
+        let read = match self.dir.read_file_range(path, offset, length) {
+            Ok(read) => read,
+            Err(error) => return Err(self.refused(path, error)),
+        };
+        if !same_stat(&read.stat, &self.observed_node(path).stat) {
+            return Err(VfsError::BaseChanged { path: path.clone() });
+        }
+        Ok(read.bytes)
     }
 
     /// The content digest of a base file or symlink, hashing without keeping the

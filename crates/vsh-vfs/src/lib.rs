@@ -444,6 +444,31 @@ impl VirtualFs {
         }
     }
 
+    /// Up to `length` bytes of a file from `offset` (fewer at its end, none
+    /// from it on). Symlinks are not followed. Recorded as [`VirtualFs::read`]
+    /// records a whole read (the file's content digest), but a base file is
+    /// never held in memory for it: it is hashed once, streamed, and each
+    /// slice is read from the host under its frozen observation, so a file
+    /// larger than [`SnapshotLimits::max_materialized_file_bytes`] can be read
+    /// a slice at a time.
+    pub fn read_range(&mut self, path: &VPath, offset: u64, length: u32) -> Result<Vec<u8>, VfsError> {
+        match self.require(path)? {
+            Node::Base(NodeKind::File) => self.base.content_range(path, offset, length),
+            Node::File => match self.overlay.get(path) {
+                Some(Overlay::File { content: ContentSource::Bytes(bytes), .. }) => {
+                    Ok(base::slice_of(bytes, offset, length).to_vec())
+                }
+                Some(Overlay::File { content: ContentSource::Base(origin), .. }) => {
+                    let origin = origin.clone();
+                    self.base.content_range(&origin, offset, length)
+                }
+                _ => unreachable!("resolved overlay file"),
+            },
+            Node::Base(NodeKind::Directory) | Node::Dir { .. } => Err(VfsError::IsADirectory { path: path.clone() }),
+            Node::Base(NodeKind::Symlink) | Node::Symlink => Err(VfsError::SymlinkInPath { path: path.clone() }),
+        }
+    }
+
     /// Read a symlink's target bytes.
     pub fn read_link(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
         match self.require(path)? {

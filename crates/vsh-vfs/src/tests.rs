@@ -155,6 +155,41 @@ fn observations_are_frozen_and_changes_under_the_run_fail_closed() {
 }
 
 #[test]
+fn a_file_past_the_materialized_bounds_is_read_a_slice_at_a_time_as_one_frozen_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let big: Vec<u8> = (0..100_000_u32).map(|index| (index % 253) as u8).collect();
+    write(dir.path(), "big", &big);
+    write(dir.path(), "twin", &big);
+    let limits = SnapshotLimits {
+        max_materialized_bytes: 1_000,
+        max_materialized_file_bytes: 1_000,
+        ..SnapshotLimits::default()
+    };
+    let mut vfs = VirtualFs::new(Arc::new(CapDir::open(dir.path()).unwrap()), vec![], limits);
+    assert!(matches!(vfs.read(&p("big")), Err(VfsError::SnapshotLimit { .. })), "too large to hold whole");
+    let mut pieces = Vec::new();
+    for offset in (0..110_000_u64).step_by(30_000) {
+        pieces.extend(vfs.read_range(&p("big"), offset, 30_000).unwrap());
+    }
+    assert!(pieces == big, "the slices are the file");
+    assert!(vfs.read_range(&p("big"), 100_000, 10).unwrap().is_empty());
+    // Recorded as a whole read: the digest of the whole content.
+    let read = vfs.read_set().entries.get(&p("big")).cloned().unwrap();
+    assert_eq!(read.content, Some(vsh_types::BlobId::of(&big)));
+    // A file the run wrote is sliced from the run's bytes.
+    vfs.write(&p("small"), Arc::from(&b"0123456789"[..])).unwrap();
+    assert_eq!(vfs.read_range(&p("small"), 3, 4).unwrap(), b"3456");
+    // A change on the host after the file was frozen fails the run: a
+    // later slice is never from other content than the recorded digest.
+    assert_eq!(vfs.read_range(&p("twin"), 0, 10).unwrap(), &big[..10]);
+    let mut changed = big.clone();
+    changed[50_000] ^= 1;
+    write(dir.path(), "twin", &changed);
+    let error = vfs.read_range(&p("twin"), 40_000, 20_000).unwrap_err();
+    assert!(matches!(error, VfsError::BaseChanged { .. }), "{error:?}");
+    assert!(error.is_terminal());
+}
+#[test]
 fn symlinks_are_data_and_never_followed() {
     let outside = tempfile::tempdir().unwrap();
     write(outside.path(), "secret", b"top secret");

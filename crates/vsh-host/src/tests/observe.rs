@@ -138,6 +138,31 @@ fn read_file_ends_reads_the_head_and_the_tail_in_one_open() {
 }
 
 #[test]
+fn read_file_range_reads_a_slice_and_the_stat_it_was_read_under() {
+    for strategy in STRATEGIES {
+        let fx = Fixture::new(strategy);
+        fx.write("log", b"HEADER|frame one|frame two");
+        let slice = fx.dir.read_file_range(&p("log"), 7, 9).unwrap();
+        assert_eq!(slice.bytes, b"frame one", "{strategy:?}");
+        assert_eq!(slice.stat, fx.dir.lstat(&p("log")).unwrap().unwrap());
+        // Short at the end, empty from it or past it.
+        assert_eq!(fx.dir.read_file_range(&p("log"), 17, 100).unwrap().bytes, b"frame two");
+        assert!(fx.dir.read_file_range(&p("log"), 26, 10).unwrap().bytes.is_empty());
+        assert!(fx.dir.read_file_range(&p("log"), u64::MAX, u32::MAX).unwrap().bytes.is_empty());
+        fx.symlink("log", "link");
+        let err = fx.dir.read_file_range(&p("link"), 0, 4).unwrap_err();
+        assert!(matches!(err, HostError::NotAFile { .. }), "{err:?}");
+    }
+    // What is allocated is what the file has there, not what was asked for:
+    // a sparse file larger than memory is read a slice at a time.
+    let fx = Fixture::new(STRATEGIES[0]);
+    let huge = fs::File::create(fx.ws("huge")).unwrap();
+    huge.set_len(1 << 36).unwrap();
+    let slice = fx.dir.read_file_range(&p("huge"), (1 << 36) - 3, u32::MAX).unwrap();
+    assert_eq!(slice.bytes, [0, 0, 0]);
+}
+
+#[test]
 fn read_file_too_large_is_refused_before_reading() {
     let fx = Fixture::new(STRATEGIES[0]);
     fx.write("big", &[7_u8; 100]);

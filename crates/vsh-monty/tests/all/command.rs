@@ -275,6 +275,28 @@ fn a_command_reads_and_writes_files_larger_than_one_program_call_may_move() {
     let _ = &ws;
 }
 
+#[test]
+fn a_command_reads_a_file_larger_than_the_run_may_hold_a_piece_at_a_time() {
+    let Some(_processes) = fuse_available() else { return };
+    // 24 MiB, past the 16 MiB this run may hold of any file (or of all of
+    // them): the candidate reads it a piece at a time, never whole.
+    let big: Vec<u8> = (0..24_u32 << 20).map(|index| (index.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let limits = vsh_vfs::SnapshotLimits {
+        max_materialized_bytes: 16 << 20,
+        max_materialized_file_bytes: 16 << 20,
+        ..vsh_vfs::SnapshotLimits::for_commands()
+    };
+    let mut ws = Workspace::with_snapshot_limits(&[("big.bin", &big), ("small.txt", b"small\n")], limits);
+    let script = "cksum big.bin; tail -c 7 big.bin | od -An -tx1; cat small.txt";
+    let result = ws.command_with(&["/bin/sh", "-c", script], &ExecutionLimits::for_commands());
+    let native = unconfined(&ws.root(), script);
+    assert_eq!(stdout_of(&result), String::from_utf8_lossy(&native.stdout), "what the host's tools read there");
+    assert!(ws.diff().is_empty());
+    // One content dependency on the whole file, as a whole read records.
+    let read = ws.vfs.read_set().entries.get(&VPath::parse("big.bin").unwrap()).cloned().unwrap();
+    assert_eq!(read.content, Some(vsh_types::BlobId::of(&big)));
+}
+
 /// `script` under `sh -c`, unconfined, in `dir`: each escape's baseline.
 fn unconfined(dir: &std::path::Path, script: &str) -> std::process::Output {
     std::process::Command::new("/bin/sh").args(["-c", script]).current_dir(dir).output().unwrap()
