@@ -551,6 +551,13 @@ pub(crate) struct RunArgs {
 pub(crate) struct ExecArgs {
     #[command(flatten)]
     pub(crate) options: RunOptions,
+    /// Give the command this file's text on its standard input (- for vsh's
+    /// own), instead of nothing (/dev/null): UTF-8, up to 1 MiB with the
+    /// command line, recorded with the transaction as part of its program,
+    /// so a commit or a re-run gets the same input (vsh exec --stdin fix.diff
+    /// -- patch -p1).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) stdin: Option<PathBuf>,
     /// The command and its arguments, after `--` (`vsh exec -- cargo fmt`).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub(crate) argv: Vec<std::ffi::OsString>,

@@ -364,13 +364,43 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         argv.push(text.to_owned());
     }
     // The command starts where the user is, when that is inside the workspace
-    // (as git does): bound into the program text, so a commit or a re-run
-    // starts it there too.
-    let code = match working_dir_in(&exec.options.common.root()) {
-        Some(cwd) => serde_json::to_string(&serde_json::json!({ "argv": argv, "cwd": cwd }))?,
-        None => serde_json::to_string(&argv)?,
+    // (as git does), and reads what --stdin gives: both bound into the
+    // program text, so a commit or a re-run starts it there with that input.
+    let cwd = working_dir_in(&exec.options.common.root());
+    let stdin = exec.stdin.as_deref().map(read_command_input).transpose()?;
+    let code = if cwd.is_none() && stdin.is_none() {
+        serde_json::to_string(&argv)?
+    } else {
+        let mut command = serde_json::json!({ "argv": argv });
+        if let Some(cwd) = cwd {
+            command["cwd"] = cwd.into();
+        }
+        if let Some(stdin) = stdin {
+            command["stdin"] = stdin.into();
+        }
+        serde_json::to_string(&command)?
     };
     run_program(&exec.options, &code, vsh::Language::Command, output, RealCommands::Commands)
+}
+
+/// The most bytes `vsh exec --stdin` takes: what fits a command's program text.
+const MAX_COMMAND_INPUT: u64 = 1 << 20;
+
+/// The text of `vsh exec --stdin FILE` (`-`: this process's stdin), at most
+/// [`MAX_COMMAND_INPUT`] bytes of UTF-8.
+fn read_command_input(path: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+    let mut bytes = Vec::new();
+    let name = path.display();
+    let read = if path == std::path::Path::new("-") {
+        std::io::stdin().lock().take(MAX_COMMAND_INPUT + 1).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|file| file.take(MAX_COMMAND_INPUT + 1).read_to_end(&mut bytes))
+    };
+    read.map_err(|error| format!("cannot read --stdin {name}: {error}"))?;
+    if bytes.len() as u64 > MAX_COMMAND_INPUT {
+        return Err(format!("--stdin {name} is longer than 1 MiB, the most a command's input may be").into());
+    }
+    String::from_utf8(bytes).map_err(|_| format!("--stdin {name} is not UTF-8 text").into())
 }
 
 /// The current directory relative to the workspace `root`, when it lies

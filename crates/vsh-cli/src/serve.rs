@@ -58,9 +58,10 @@ const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset)
     vsh_copy(source, destination, recursive=False, overwrite=False), vsh_glob(pattern, path, max_results=1000), \
     vsh_search(query, path, case_sensitive=True, max_results=100) -> [{path, line, column, text}], \
     vsh_patch(path, old, new, count=1), vsh_bash(code) -> (exit_code, stdout, stderr), and when the operator \
-    started the server with --commands, vsh_exec(argv, timeout=None, env=None) -> (exit_code, stdout, stderr) (a real \
-    command, confined, on the program's changes so far; language=command runs one as the whole program, code being \
-    its argv as a JSON array, or {\"argv\": [...], \"cwd\": \"dir\"} to start it in a directory of the workspace). Modules: json, re, math, dataclasses, datetime (no clock), sys, \
+    started the server with --commands, vsh_exec(argv, timeout=None, env=None, input=None) -> (exit_code, stdout, stderr) (a real \
+    command, confined, on the program's changes so far, input its stdin; language=command runs one as the whole \
+    program, code being its argv as a JSON array, or {\"argv\": [...], \"cwd\": \"dir\", \"stdin\": \"text\"} \
+    to start it in a directory of the workspace or give it input, each optional). Modules: json, re, math, dataclasses, datetime (no clock), sys, \
     collections, itertools. Not available: os.walk, os.path, Path.glob (use vsh_glob), % formatting, \
     generators, match, class inheritance, subprocess, network. Secrets (.env, *.pem) and vsh's data are \
     invisible; touching one raises PermissionError and denies the run. budget lowers this run's limits \
@@ -84,7 +85,8 @@ pub(crate) struct RunParams {
     /// `monty` (the default), `bash` (the vsh-bash-bounded-v1 profile) or,
     /// when the server runs real commands, `command` (the program is the
     /// command's argv as a JSON array, `["cargo", "test"]`, or
-    /// `{"argv": ["cargo", "test"], "cwd": "crates/app"}`).
+    /// `{"argv": ["patch", "-p1"], "cwd": "crates/app", "stdin": "..."}`,
+    /// `cwd` and `stdin` optional).
     language: Option<String>,
     /// `preview` (the default: nothing is written; commit it later with
     /// `vsh_commit`) or `auto` (commit at once if the policy auto-approves).

@@ -1537,6 +1537,70 @@ fn exec_previews_what_a_real_command_changes_and_commit_applies_it_once() {
 }
 
 #[test]
+fn exec_stdin_gives_a_command_its_input_bound_into_the_transaction() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "hello world\n");
+    let diff = outside.path().join("fix.diff");
+    std::fs::write(&diff, "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-hello world\n+goodbye world\n").unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let stdin = diff.to_str().unwrap();
+    let preview = vsh(&["exec", "--workspace", ws, "--json", "--stdin", stdin, "--", "patch", "-p1"], None);
+    assert_eq!(preview.status.code(), Some(0), "{}", String::from_utf8_lossy(&preview.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&preview.stdout).unwrap();
+    assert_eq!(receipt["changed_paths"], 1, "{receipt}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "hello world\n", "a preview writes nothing");
+    // The input is the transaction's: a commit after the file is gone applies the same change.
+    std::fs::remove_file(&diff).unwrap();
+    let id = receipt["transaction"].as_str().unwrap();
+    let committed = vsh(&["commit", id, "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "goodbye world\n");
+    // `-` is vsh's own stdin; without --stdin a command reads nothing of it.
+    let script = ["sh", "-c", "tr a-z A-Z > upper.txt"];
+    let fed = vsh(
+        &[&["exec", "--workspace", ws, "--mode", "auto", "--stdin", "-", "--"][..], &script].concat(),
+        Some("shout\n"),
+    );
+    assert_eq!(fed.status.code(), Some(0), "{}", String::from_utf8_lossy(&fed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("upper.txt")).unwrap(), "SHOUT\n");
+    let unfed =
+        vsh(&["exec", "--workspace", ws, "--mode", "auto", "--", "sh", "-c", "cat > heard.txt"], Some("shout\n"));
+    assert_eq!(unfed.status.code(), Some(0), "{}", String::from_utf8_lossy(&unfed.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("heard.txt")).unwrap(), "");
+    // What is not text, or too long, is refused before anything runs.
+    let binary = outside.path().join("binary");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
+    let long = outside.path().join("long");
+    std::fs::write(&long, vec![b'x'; (1 << 20) + 1]).unwrap();
+    for (input, says) in [(&binary, "not UTF-8"), (&long, "longer than 1 MiB")] {
+        let refused = vsh(
+            &[
+                "exec",
+                "--workspace",
+                ws,
+                "--mode",
+                "auto",
+                "--stdin",
+                input.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                "cat > refused.txt",
+            ],
+            None,
+        );
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!dir.path().join("refused.txt").exists());
+    }
+}
+
+#[test]
 fn exec_gives_a_command_a_commands_budget_not_a_programs() {
     if !fuse_available() {
         return;

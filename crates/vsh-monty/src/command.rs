@@ -329,6 +329,23 @@ pub(crate) struct CommandCall<'c> {
     /// Where in the candidate it starts: a relative path of plain
     /// components (`""`: the root); see [`is_working_dir`].
     pub(crate) cwd: &'c str,
+    /// What it reads on its standard input (nothing: `/dev/null`).
+    pub(crate) stdin: &'c [u8],
+}
+
+/// A real command, besides its environment: what runs, where it starts
+/// and what it reads on its standard input.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CommandLine<'a> {
+    /// The program and its arguments.
+    pub argv: &'a [String],
+    /// Where in the candidate it starts: `""` (the root) or a relative
+    /// path of plain components ([`is_working_dir`]); a directory the image
+    /// does not hold fails the spawn.
+    pub cwd: &'a str,
+    /// Its standard input: these bytes exactly, in a sealed file
+    /// ([`vsh_sandbox::input_file`]); empty is `/dev/null`.
+    pub stdin: &'a [u8],
 }
 
 /// Whether `cwd` may be where a command starts: `""` (the candidate's root)
@@ -355,10 +372,8 @@ pub(crate) struct CommandEnd {
 
 /// Run `argv` in a candidate of `vfs` (see the module documentation).
 #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
-#[expect(clippy::too_many_arguments, reason = "the command, where it starts, and the run's parts")]
 pub(crate) fn run_command(
-    argv: &[String],
-    cwd: &str,
+    line: CommandLine<'_>,
     vfs: &mut VirtualFs,
     policy: &CallPolicy,
     limits: &ExecutionLimits,
@@ -367,7 +382,7 @@ pub(crate) fn run_command(
     interrupt: &dyn Interrupt,
 ) -> Result<BashOutcome, ExecutionError> {
     let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
-    let call = CommandCall { argv, env: &config.env, timeout: None, cwd };
+    let call = CommandCall { argv: line.argv, env: &config.env, timeout: None, cwd: line.cwd, stdin: line.stdin };
     let end = dispatcher.run_in_candidate(&call, config)?;
     let end =
         BashEnd { exit_code: exit_code(end.status), stdout: end.stdout, stderr: end.stderr, ending: Ending::Completed };
@@ -435,6 +450,11 @@ impl Dispatcher<'_> {
                 reason: format!("{:?} is not a relative path of plain components", call.cwd),
             }));
         }
+        let stdin = if call.stdin.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::from(vsh_sandbox::input_file(call.stdin).map_err(|error| setup_error("standard input", error))?)
+        };
         let limits = self.host.meter.limits();
         let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
         let mut mount = mount.with_private_tmp(COMMAND_TMP_BYTES);
@@ -508,7 +528,7 @@ impl Dispatcher<'_> {
             .current_dir(config.root.join(call.cwd))
             .private_fuse_mount(mount)
             .sandbox_policy(Arc::new(sandbox))
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .new_process_group();
@@ -653,7 +673,8 @@ fn guest(kind: ExcType, message: String) -> Reply {
 }
 
 impl Dispatcher<'_> {
-    /// `vsh_exec(argv, timeout=None, env=None)`: run `argv` in a candidate
+    /// `vsh_exec(argv, timeout=None, env=None, input=None)`: run `argv` (its
+    /// standard input `input`, a `str` or `bytes`, else `/dev/null`) in a candidate
     /// of this run's image as it is now (the program's changes so far
     /// included), every file access it makes charged and recorded as the
     /// program's own, and return `(exit_code, stdout, stderr)` whatever the
@@ -676,13 +697,21 @@ impl Dispatcher<'_> {
             let message = format!("{EXEC_NAME}() is not available: this runtime was not configured for commands");
             return guest(ExcType::RuntimeError, message);
         };
+        let most = self.host.meter.limits().max_io_call_bytes;
+        if call.input.len() as u64 > most {
+            let message =
+                format!("{EXEC_NAME}() argument 'input' is longer than {most} bytes, the most one call may move");
+            return guest(ExcType::ValueError, message);
+        }
         let mut env = config.env.clone();
         for (key, value) in call.env {
             env.retain(|(known, _)| *known != key);
             env.push((key, value));
         }
-        let ran =
-            self.run_in_candidate(&CommandCall { argv: &call.argv, env: &env, timeout: call.timeout, cwd: "" }, config);
+        let ran = self.run_in_candidate(
+            &CommandCall { argv: &call.argv, env: &env, timeout: call.timeout, cwd: "", stdin: &call.input },
+            config,
+        );
         if self.stopped() {
             return Reply::Abort("the run was ended".to_owned());
         }

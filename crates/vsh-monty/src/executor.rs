@@ -176,7 +176,7 @@ impl MontyExecutor {
     }
 
     /// [`MontyExecutor::execute_interruptible`], where the program may also
-    /// call `vsh_exec(argv, timeout=None, env=None)`: each call runs a real
+    /// call `vsh_exec(argv, timeout=None, env=None, input=None)`: each call runs a real
     /// command in a candidate of the image as the program has changed it so
     /// far (mounted in `commands`'s run directory, with its environment plus
     /// the call's), as [`MontyExecutor::execute_command`] runs one, and
@@ -263,18 +263,22 @@ impl MontyExecutor {
         config: &crate::CommandConfig,
         interrupt: &dyn Interrupt,
     ) -> Result<crate::BashOutcome, ExecutionError> {
-        self.execute_command_in(argv, "", vfs, policy, limits, config, interrupt)
+        self.execute_command_in(
+            crate::CommandLine { argv, ..crate::CommandLine::default() },
+            vfs,
+            policy,
+            limits,
+            config,
+            interrupt,
+        )
     }
 
-    /// [`MontyExecutor::execute_command`] started in `cwd`, a directory of
-    /// the candidate ([`crate::is_working_dir`]: a relative path of plain
-    /// components; one the image does not hold fails the spawn).
+    /// [`MontyExecutor::execute_command`] of a [`crate::CommandLine`]: started
+    /// in its directory of the candidate, reading its standard input.
     #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
-    #[expect(clippy::too_many_arguments, reason = "execute_command's parts and where it starts")]
     pub fn execute_command_in(
         &self,
-        argv: &[String],
-        cwd: &str,
+        line: crate::CommandLine<'_>,
         vfs: &mut VirtualFs,
         policy: &CallPolicy,
         limits: &ExecutionLimits,
@@ -283,7 +287,7 @@ impl MontyExecutor {
     ) -> Result<crate::BashOutcome, ExecutionError> {
         let started = Instant::now();
         cancelled_before_start(interrupt)?;
-        crate::command::run_command(argv, cwd, vfs, policy, limits, config, started, interrupt)
+        crate::command::run_command(line, vfs, policy, limits, config, started, interrupt)
     }
 
     /// The executor's identity for a runtime-configuration digest: mode,

@@ -83,7 +83,7 @@
 //! Two more globals run other programs on the same image and budget:
 //! `vsh_bash(code)` (when the executor has Bash, see
 //! [`MontyExecutor::with_nested_bash`]) and `vsh_exec(argv, timeout=None,
-//! env=None)` (when the run has commands, see
+//! env=None, input=None)` (when the run has commands, see
 //! [`MontyExecutor::execute_with_commands`]); both return `(exit_code,
 //! stdout, stderr)` and raise `RuntimeError` when not enabled.
 //!
@@ -147,7 +147,7 @@ mod worker;
 pub use bash::{ServedRequest, serve_request};
 pub use command::{
     BASH_CONFINED_PROFILE, COMMAND_PROCESSES, COMMAND_PROFILE, COMMAND_TMP_BYTES, COMMAND_USER, CommandConfig,
-    PYCACHE_SCRATCH, is_working_dir,
+    CommandLine, PYCACHE_SCRATCH, is_working_dir,
 };
 pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};
 pub use error::{BashFailure, CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};

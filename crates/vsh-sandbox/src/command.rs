@@ -389,13 +389,56 @@ pub fn wait_readable_spinning(
     }
 }
 
+/// A file that holds `bytes` and can never hold anything else, read from
+/// its start: a confined command's standard input (`Stdio::from`). A sealed
+/// memfd (`memfd_create`, then `F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK |
+/// F_SEAL_SEAL`), not a pipe: nothing has to feed it while the command runs,
+/// so a command that never reads its input cannot make the caller wait, and
+/// what the command reads is exactly the bytes given. It is not executable
+/// where the kernel can say so (`MFD_NOEXEC_SEAL`, Linux 6.3).
+///
+/// # Errors
+///
+/// The kernel's, when the memfd cannot be made, written or sealed.
+pub fn input_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek as _, Write as _};
+
+    use rustix::fs::{MemfdFlags, SealFlags};
+    const NAME: &std::ffi::CStr = c"vsh-stdin";
+    let flags = MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING;
+    let fd = match rustix::fs::memfd_create(NAME, flags | MemfdFlags::NOEXEC_SEAL) {
+        // A kernel before 6.3 does not know the flag.
+        Err(rustix::io::Errno::INVAL) => rustix::fs::memfd_create(NAME, flags)?,
+        made => made?,
+    };
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    rustix::fs::fcntl_add_seals(&file, SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL)?;
+    file.rewind()?;
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;
     use std::os::fd::AsFd;
     use std::time::{Duration, Instant};
 
-    use super::wait_readable_spinning;
+    use super::{input_file, wait_readable_spinning};
+
+    #[test]
+    fn an_input_file_reads_its_bytes_from_the_start_and_refuses_any_change() {
+        use std::io::{Read as _, Seek as _};
+        let mut file = input_file(b"line one\nline two\n").unwrap();
+        let mut read = String::new();
+        file.read_to_string(&mut read).unwrap();
+        assert_eq!(read, "line one\nline two\n");
+        file.rewind().unwrap();
+        assert!(file.write_all(b"x").is_err(), "sealed against writes");
+        assert!(file.set_len(0).is_err() && file.set_len(100).is_err(), "sealed against resizing");
+        assert_eq!(file.metadata().unwrap().len(), 18);
+        assert!(input_file(b"").unwrap().read_to_string(&mut read).is_ok_and(|count| count == 0));
+    }
 
     #[test]
     fn a_wait_sees_bytes_that_come_while_it_spins_or_after_and_times_out_without_them() {

@@ -73,7 +73,9 @@ mod setup;
 mod sys;
 mod uids;
 
-pub use command::{ConfinedChild, ConfinedCommand, kill_process_group, wait_readable, wait_readable_spinning};
+pub use command::{
+    ConfinedChild, ConfinedCommand, input_file, kill_process_group, wait_readable, wait_readable_spinning,
+};
 pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext, find_on_path};
 pub use env::env_denylisted;
 pub use error::ToolError;

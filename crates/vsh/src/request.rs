@@ -15,8 +15,10 @@ pub enum Language {
     /// A real command in a candidate workspace (the
     /// `vsh-command-confined-v1` profile): the program text is the command's
     /// argv as a JSON array of strings (`["cargo", "fmt"]`), or an object
-    /// `{"argv": ["cargo", "test"], "cwd": "crates/app"}` to start it in a
-    /// directory of the workspace; only with
+    /// `{"argv": ["cargo", "test"], "cwd": "crates/app", "stdin": "text"}` to
+    /// start it in a directory of the workspace or give it a standard input
+    /// (each optional; the input is part of the program text, so the
+    /// evidence binds it); only with
     /// [`crate::RuntimeConfig::with_commands`].
     Command,
     /// The steps of a [`crate::CandidateWorkspace`], promoted as one

@@ -153,13 +153,19 @@ pub(crate) fn nested_bash_code(
 /// The most arguments, and environment variables, a `vsh_exec` call may pass.
 const MAX_EXEC_ITEMS: usize = 4096;
 
-/// A `vsh_exec(argv, timeout=None, env=None)` call's arguments, bound as the
+/// A `vsh_exec(argv, timeout=None, env=None, input=None)` call's arguments, bound as the
 /// other functions bind theirs: `argv` a non-empty list or tuple of `str`,
 /// `timeout` `None` or a positive number of seconds, `env` `None` or a
-/// `dict` of `str` to `str` (variables set on top of the runtime's).
+/// `dict` of `str` to `str` (variables set on top of the runtime's), `input`
+/// `None`, `str` (as UTF-8) or `bytes` (the command's standard input).
 pub(crate) fn exec_args(args: Vec<MontyObject>, kwargs: Vec<(MontyObject, MontyObject)>) -> Result<ExecArgs, Fault> {
     let name = crate::command::EXEC_NAME;
-    let params = vec![required("argv"), optional("timeout", MontyObject::None), optional("env", MontyObject::None)];
+    let params = vec![
+        required("argv"),
+        optional("timeout", MontyObject::None),
+        optional("env", MontyObject::None),
+        optional("input", MontyObject::None),
+    ];
     let mut a = Args::new(name, params, args, kwargs)?;
     let items = match a.next() {
         (MontyObject::List(items) | MontyObject::Tuple(items), _) => items,
@@ -213,7 +219,13 @@ pub(crate) fn exec_args(args: Vec<MontyObject>, kwargs: Vec<(MontyObject, MontyO
         }
         (other, param) => return Err(a.wrong(param, "dict or None", &other)),
     };
-    Ok(ExecArgs { argv: strings, timeout, env })
+    let input = match a.next() {
+        (MontyObject::None, _) => Vec::new(),
+        (MontyObject::String(text), _) => text.into_bytes(),
+        (MontyObject::Bytes(bytes), _) => bytes,
+        (other, param) => return Err(a.wrong(param, "str, bytes or None", &other)),
+    };
+    Ok(ExecArgs { argv: strings, timeout, env, input })
 }
 
 /// A bound `vsh_exec` call.
@@ -225,6 +237,8 @@ pub(crate) struct ExecArgs {
     pub(crate) timeout: Option<Duration>,
     /// Variables set on top of the runtime's environment.
     pub(crate) env: Vec<(String, String)>,
+    /// Its standard input (`str` as UTF-8); empty: `/dev/null`.
+    pub(crate) input: Vec<u8>,
 }
 
 impl OsHost<'_> {

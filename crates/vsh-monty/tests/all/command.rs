@@ -478,6 +478,39 @@ fn vsh_exec_passes_its_environment_and_reads_are_recorded() {
 }
 
 #[test]
+fn a_command_reads_the_input_it_is_given_and_nothing_when_none_is() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // A patch on standard input, applied by GNU patch in the candidate.
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-hello world\n+goodbye world\n second line\n";
+    let argv = ["patch".to_owned(), "-p1".to_owned()];
+    let line = vsh_monty::CommandLine { argv: &argv, cwd: "", stdin: diff.as_bytes() };
+    let config = CommandConfig::new(ws.root());
+    let policy = CallPolicy::balanced_default(None);
+    let limits = ExecutionLimits::default();
+    let ran =
+        MontyExecutor::in_process().execute_command_in(line, &mut ws.vfs, &policy, &limits, &config, &Uninterrupted);
+    assert!(ran.is_ok(), "{ran:?}");
+    assert_eq!(&*ws.vfs.read(&VPath::parse("a.txt").unwrap()).unwrap(), b"goodbye world\nsecond line\n");
+    assert_eq!(ws.host_file("a.txt").unwrap(), b"hello world\nsecond line\n", "the host is untouched");
+    // From a program: `input` as str or bytes; none is an empty input.
+    let code = r#"
+a = vsh_exec(["/bin/sh", "-c", "tr a-z A-Z"], input="shout\n")
+b = vsh_exec(["/bin/sh", "-c", "wc -c"], input=b"\x00\x01\x02")
+c = vsh_exec(["/bin/sh", "-c", "cat; echo end"])
+(a, b, c)
+"#;
+    let outcome = ws.run_with_commands(code).unwrap();
+    assert_eq!(outcome.value.py_repr(), "((0, 'SHOUT\\n', ''), (0, '3\\n', ''), (0, 'end\\n', ''))");
+    // An input past what one call may move is refused before anything runs.
+    let tight = ExecutionLimits { max_io_call_bytes: 4, ..ExecutionLimits::default() };
+    let raised = exception(ws.run_with_commands_under(r#"vsh_exec(["cat"], input="12345")"#, &tight));
+    assert_eq!(raised.type_name, "ValueError", "{raised:?}");
+    let raised = exception(ws.run_with_commands(r#"vsh_exec(["cat"], input=5)"#));
+    assert_eq!(raised.type_name, "TypeError", "{raised:?}");
+}
+
+#[test]
 fn vsh_exec_refuses_what_it_cannot_run_as_python_would() {
     let Some(_processes) = fuse_available() else { return };
     let cases = [

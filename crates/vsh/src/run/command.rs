@@ -8,34 +8,48 @@ const MAX_ARGUMENTS: usize = 4096;
 /// The most bytes the program text of a command may have.
 const MAX_COMMAND_BYTES: usize = 1 << 20;
 
-/// A command in the object form of its program text.
-#[derive(serde::Deserialize)]
+/// A command as its program text gives it: a JSON array of strings (the
+/// argv), or an object `{"argv": [...], "cwd": "src/app", "stdin": "..."}`
+/// (`cwd` and `stdin` optional). Both fields are part of the program text,
+/// so the evidence binds where the command started and what it read.
+#[derive(Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Located {
-    argv: Vec<String>,
-    cwd: String,
+pub(crate) struct Command {
+    /// The program and its arguments.
+    pub(crate) argv: Vec<String>,
+    /// The directory of the workspace it starts in (`""`: the root).
+    #[serde(default)]
+    pub(crate) cwd: String,
+    /// Its standard input, as text (none: `/dev/null`).
+    #[serde(default)]
+    pub(crate) stdin: String,
 }
 
-/// The argv `code` stands for, and the directory of the workspace it starts
-/// in (`""`: the root): a JSON array of strings, or an object
-/// `{"argv": [...], "cwd": "src/app"}`.
-pub(crate) fn argv(code: &str) -> Result<(Vec<String>, String), VshError> {
+impl Command {
+    /// The command as vsh-monty runs it.
+    pub(crate) fn line(&self) -> vsh_monty::CommandLine<'_> {
+        vsh_monty::CommandLine { argv: &self.argv, cwd: &self.cwd, stdin: self.stdin.as_bytes() }
+    }
+}
+
+/// The command `code` stands for (see [`Command`]).
+pub(crate) fn argv(code: &str) -> Result<Command, VshError> {
     let invalid = |reason: &str| VshError::InvalidCommand { reason: reason.to_owned() };
     if code.len() > MAX_COMMAND_BYTES {
         return Err(invalid("longer than 1 MiB"));
     }
-    let (argv, cwd) = if let Ok(argv) = serde_json::from_str::<Vec<String>>(code) {
-        (argv, String::new())
+    let command = if let Ok(argv) = serde_json::from_str::<Vec<String>>(code) {
+        Command { argv, cwd: String::new(), stdin: String::new() }
     } else {
-        let located: Located = serde_json::from_str(code).map_err(|_| {
+        serde_json::from_str(code).map_err(|_| {
             invalid(
-                "the program text must be a JSON array of strings, or an object with \"argv\" (that array) \
-                 and \"cwd\" (a directory of the workspace)",
+                "the program text must be a JSON array of strings, or an object with \"argv\" (that array), \
+                 and optionally \"cwd\" (a directory of the workspace) and \"stdin\" (text)",
             )
-        })?;
-        (located.argv, located.cwd)
+        })?
     };
-    if !vsh_monty::is_working_dir(&cwd) {
+    let Command { argv, cwd, .. } = &command;
+    if !vsh_monty::is_working_dir(cwd) {
         return Err(invalid("\"cwd\" must be a relative path of plain components within the workspace"));
     }
     if argv.is_empty() || argv[0].is_empty() {
@@ -47,7 +61,7 @@ pub(crate) fn argv(code: &str) -> Result<(Vec<String>, String), VshError> {
     if argv.iter().any(|arg| arg.contains('\0')) {
         return Err(invalid("an argument contains a NUL byte"));
     }
-    Ok((argv, cwd))
+    Ok(command)
 }
 
 /// The most variables a command's environment may have.
@@ -76,15 +90,21 @@ pub(crate) fn command_env(granted: Vec<(String, String)>) -> Result<Vec<(String,
 
 #[cfg(test)]
 mod tests {
-    use super::argv;
+    use super::{Command, argv};
     use crate::VshError;
 
     #[test]
-    fn a_command_is_an_argv_or_an_argv_with_a_plain_relative_directory() {
+    fn a_command_is_an_argv_or_an_argv_with_a_plain_relative_directory_and_its_input() {
         let plain = argv(r#"["cat", "a.txt"]"#).unwrap();
-        assert_eq!(plain, (vec!["cat".to_owned(), "a.txt".to_owned()], String::new()));
+        let strings = |items: &[&str]| items.iter().map(|item| (*item).to_owned()).collect::<Vec<_>>();
+        assert_eq!(plain, Command { argv: strings(&["cat", "a.txt"]), cwd: String::new(), stdin: String::new() });
         let located = argv(r#"{"argv": ["cargo", "test"], "cwd": "crates/app"}"#).unwrap();
-        assert_eq!(located, (vec!["cargo".to_owned(), "test".to_owned()], "crates/app".to_owned()));
+        assert_eq!(located.argv, strings(&["cargo", "test"]));
+        assert_eq!((located.cwd.as_str(), located.stdin.as_str()), ("crates/app", ""));
+        let fed = argv(r#"{"argv": ["patch", "-p1"], "stdin": "--- a/x\n+++ b/x\n"}"#).unwrap();
+        assert_eq!((fed.cwd.as_str(), fed.stdin.as_str()), ("", "--- a/x\n+++ b/x\n"));
+        assert_eq!(fed.line().stdin, b"--- a/x\n+++ b/x\n");
+        assert!(matches!(argv(r#"{"argv": ["cat"], "stdin": 7}"#), Err(VshError::InvalidCommand { .. })));
         for bad in ["..", "../up", "a/../b", "/abs", "a//b", "a/", "./a", "a\0b"] {
             let code = serde_json::json!({ "argv": ["true"], "cwd": bad }).to_string();
             assert!(matches!(argv(&code), Err(VshError::InvalidCommand { .. })), "{bad:?}");

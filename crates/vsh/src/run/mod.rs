@@ -475,10 +475,9 @@ impl Runs {
                 if !self.commands {
                     return Err(VshError::LanguageUnavailable { language });
                 }
-                let (argv, cwd) = command::argv(request.code)?;
+                let command = command::argv(request.code)?;
                 let ran = self.executor.execute_command_in(
-                    &argv,
-                    &cwd,
+                    command.line(),
                     vfs,
                     self.policy.calls(),
                     &request.budget,
