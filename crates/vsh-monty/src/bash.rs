@@ -163,11 +163,12 @@ impl OsHost<'_> {
     fn list(&mut self, target: &Target<'_>, with_metadata: bool) -> Result<Vec<(String, Meta)>, Fault> {
         let grant = self.authorize::<DirectoryRead>(&target.path, target.guest)?;
         let last = self.follow(grant, target.guest)?;
-        let names = self.read_dir(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        let names = self.read_dir_shared(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        let view = self.listing_view(&last).map_err(|error| vfs_fault(error, target.guest))?;
         self.meter.charge_directory_entries(names.len() as u64)?;
         let mut entries = Vec::with_capacity(names.len());
-        for name in names {
-            let Ok(child) = last.path().child(&name) else { continue };
+        for name in names.iter() {
+            let Ok(child) = last.path().child(name) else { continue };
             if self.is_hidden(&last, &child, target.guest)? {
                 continue;
             }
@@ -175,12 +176,12 @@ impl OsHost<'_> {
                 let looked = self.authorize::<MetadataRead>(&child, target.guest)?;
                 meta_of(&self.metadata(&looked).map_err(|error| vfs_fault(error, target.guest))?)
             } else {
-                match self.listed_kind(&last, &child).map_err(|error| vfs_fault(error, target.guest))? {
+                match self.listed_kind_in(&view, &child).map_err(|error| vfs_fault(error, target.guest))? {
                     Some(kind) => kind_only(kind),
                     None => continue,
                 }
             };
-            entries.push((name, meta));
+            entries.push((name.clone(), meta));
         }
         Ok(entries)
     }

@@ -295,19 +295,30 @@ impl<'a> OsHost<'a> {
         self.vfs.read_dir(grant.path())
     }
 
-    /// What is at `child`, a name the listing `dir` showed.
-    pub(crate) fn listed_kind(
+    /// Where the entries of the directory at the grant's path come from
+    /// (see [`vsh_vfs::ListingView`]), for [`OsHost::listed_kind_in`].
+    pub(crate) fn listing_view(&mut self, grant: &Grant<DirectoryRead>) -> Result<vsh_vfs::ListingView, VfsError> {
+        self.vfs.listing_view(grant.path())
+    }
+
+    /// What is at `child`, an entry of the directory `view` was taken of.
+    pub(crate) fn listed_kind_in(
         &mut self,
-        dir: &Grant<DirectoryRead>,
+        view: &vsh_vfs::ListingView,
         child: &VPath,
     ) -> Result<Option<NodeKind>, VfsError> {
-        if child.parent().as_ref() != Some(dir.path()) {
+        if !child.is_strictly_within(view.dir()) || child.depth() != view.dir().depth() + 1 {
             return Err(VfsError::InvalidOperation {
                 path: child.clone(),
                 reason: "not a name of the listed directory",
             });
         }
-        self.vfs.kind(child)
+        self.vfs.listed_kind(view, child)
+    }
+
+    /// [`OsHost::read_dir`], shared with the image (not a copy).
+    pub(crate) fn read_dir_shared(&mut self, grant: &Grant<DirectoryRead>) -> Result<Arc<Vec<String>>, VfsError> {
+        self.vfs.read_dir_shared(grant.path())
     }
 
     /// Every path strictly below the directory at the grant's path, with what

@@ -261,6 +261,84 @@ impl Canonical for DeniedAccess {
 pub struct CallPolicy {
     rules: Vec<ProtectedRule>,
     writable: Option<WritableRoots>,
+    /// Which rules a path may match (made from `rules`).
+    index: RuleIndex,
+}
+
+/// The rules a path may match, told from its components before any rule is
+/// tried: authorization asks for every path a program touches and for every
+/// entry of a walk, and trying each rule in turn was most of a 10,000-entry
+/// glob's policy time. A rule whose pattern requires a component
+/// ([`Pattern::required_component`], such as `.env` in `**/.env/**`) is a
+/// candidate only for a path that has that component; the others are
+/// candidates for every path. Candidates are a bit set over the rules in
+/// canonical order, so the first rule that matches is still the first in
+/// order; a policy of more than 64 rules tries every rule.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+struct RuleIndex {
+    /// Required components of case-sensitive rules, sorted, with the rules
+    /// that require each.
+    sensitive: Vec<(String, u64)>,
+    /// The same for case-insensitive rules, by folded component.
+    insensitive: Vec<(String, u64)>,
+    /// Rules that require no component.
+    always: u64,
+    /// Whether the rules fit the bit sets (at most 64).
+    usable: bool,
+}
+
+impl RuleIndex {
+    fn new(rules: &[ProtectedRule]) -> Self {
+        let mut index = RuleIndex { usable: rules.len() <= 64, ..RuleIndex::default() };
+        if !index.usable {
+            return index;
+        }
+        for (number, rule) in rules.iter().enumerate() {
+            let bit = 1_u64 << number;
+            let Some(component) = rule.pattern.required_component() else {
+                index.always |= bit;
+                continue;
+            };
+            let table = if rule.pattern.is_case_insensitive() { &mut index.insensitive } else { &mut index.sensitive };
+            match table.binary_search_by(|(known, _)| known.as_str().cmp(component)) {
+                Ok(at) => table[at].1 |= bit,
+                Err(at) => table.insert(at, (component.to_owned(), bit)),
+            }
+        }
+        index
+    }
+
+    /// The rules `split` may match, as a bit set (none when the index is
+    /// not usable: the caller tries every rule then).
+    fn candidates(&self, split: &Split<'_>) -> u64 {
+        if !self.usable {
+            return 0;
+        }
+        let look = |table: &[(String, u64)], name: &str| {
+            table.binary_search_by(|(known, _)| known.as_str().cmp(name)).map_or(0, |at| table[at].1)
+        };
+        let mut found = self.always;
+        if !self.sensitive.is_empty() {
+            for name in split.components {
+                found |= look(&self.sensitive, name);
+            }
+        }
+        if !self.insensitive.is_empty() {
+            match split.folded() {
+                None => {
+                    for name in split.components {
+                        found |= look(&self.insensitive, name);
+                    }
+                }
+                Some((_, components)) => {
+                    for name in components {
+                        found |= look(&self.insensitive, name);
+                    }
+                }
+            }
+        }
+        found
+    }
 }
 
 /// The allow-list in canonical form: sorted, no root beneath another, never the
@@ -373,7 +451,13 @@ impl CallPolicy {
     ///
     /// The result does not depend on the order of `rules`.
     pub fn new(rules: Vec<ProtectedRule>) -> CallPolicy {
-        Self { rules: canonical_rules(rules), writable: None }
+        Self::of(canonical_rules(rules), None)
+    }
+
+    /// The policy of canonical `rules` and `writable` roots, indexed.
+    fn of(rules: Vec<ProtectedRule>, writable: Option<WritableRoots>) -> CallPolicy {
+        let index = RuleIndex::new(&rules);
+        Self { rules, writable, index }
     }
 
     /// This policy with `extra` rules added (and the result re-canonicalized).
@@ -382,7 +466,7 @@ impl CallPolicy {
     pub fn with_rules(self, extra: impl IntoIterator<Item = ProtectedRule>) -> CallPolicy {
         let mut rules = self.rules;
         rules.extend(extra);
-        Self { rules: canonical_rules(rules), writable: self.writable }
+        Self::of(canonical_rules(rules), self.writable)
     }
 
     /// This policy with mutations limited to `roots` and the paths beneath them
@@ -478,8 +562,7 @@ impl CallPolicy {
     /// every mutation if the path is outside the writable roots).
     pub fn denied_accesses(&self, path: &VPath) -> AccessSet {
         let by_rules = with_components(path, |split| {
-            self.rules
-                .iter()
+            self.candidate_rules(split)
                 .filter(|rule| split.matched_by(&rule.pattern))
                 .fold(AccessSet::NONE, |denied, rule| denied.union(rule.access))
         });
@@ -523,7 +606,27 @@ impl CallPolicy {
     /// The first rule (canonical order) that matches `path` and denies one of `access`.
     fn first_rule(&self, path: &VPath, access: AccessSet) -> Option<&ProtectedRule> {
         with_components(path, |split| {
-            self.rules.iter().filter(|rule| rule.access.intersects(access)).find(|rule| split.matched_by(&rule.pattern))
+            self.candidate_rules(split)
+                .filter(|rule| rule.access.intersects(access))
+                .find(|rule| split.matched_by(&rule.pattern))
+        })
+    }
+
+    /// The rules `split` may match ([`RuleIndex`]), in canonical order.
+    fn candidate_rules<'s>(&'s self, split: &Split<'_>) -> impl Iterator<Item = &'s ProtectedRule> + 's {
+        let mut candidates = self.index.candidates(split);
+        // Not indexed: every rule in turn.
+        let mut every = (!self.index.usable).then(|| self.rules.iter());
+        std::iter::from_fn(move || {
+            if let Some(every) = &mut every {
+                return every.next();
+            }
+            if candidates == 0 {
+                return None;
+            }
+            let number = candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            self.rules.get(number)
         })
     }
 
@@ -596,11 +699,12 @@ fn with_components<R>(path: &VPath, f: impl FnOnce(&Split<'_>) -> R) -> R {
 }
 
 /// A path split into components, and its case fold (made once, when a
-/// case-insensitive pattern first asks).
+/// case-insensitive pattern first asks; `None` when the path is its own fold,
+/// as a path of lower-case ASCII is: nothing is allocated for it).
 struct Split<'a> {
     path: &'a str,
     components: &'a [&'a str],
-    folded: std::cell::OnceCell<(std::borrow::Cow<'a, str>, Vec<std::borrow::Cow<'a, str>>)>,
+    folded: std::cell::OnceCell<Option<(String, Vec<std::borrow::Cow<'a, str>>)>>,
 }
 
 impl<'a> Split<'a> {
@@ -613,9 +717,20 @@ impl<'a> Split<'a> {
         if !pattern.is_case_insensitive() {
             return pattern.matches_split(self.path, self.components);
         }
-        let (path, components) =
-            self.folded.get_or_init(|| (fold(self.path), self.components.iter().map(|name| fold(name)).collect()));
-        pattern.matches_split(path, components)
+        match self.folded() {
+            None => pattern.matches_split(self.path, self.components),
+            Some((path, components)) => pattern.matches_split(path, components),
+        }
+    }
+
+    /// The path's fold and its components', once; `None` when it is its own.
+    fn folded(&self) -> Option<&(String, Vec<std::borrow::Cow<'a, str>>)> {
+        self.folded
+            .get_or_init(|| match fold(self.path) {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(path) => Some((path, self.components.iter().map(|name| fold(name)).collect())),
+            })
+            .as_ref()
     }
 }
 
@@ -1042,6 +1157,49 @@ mod tests {
                 for access in AccessKind::ALL {
                     prop_assert_eq!(denied.contains(access), forward.authorize(&path, access).is_err());
                 }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The index only leaves out rules that cannot match: the first
+        /// denying rule and every denied access are those of trying every
+        /// rule in canonical order with `Pattern::matches`, with and without
+        /// the index (more than 64 rules), for either case.
+        #[test]
+        fn the_rule_index_agrees_with_trying_every_rule(
+            picks in prop::collection::vec((0usize..12, 1u16..256, any::<bool>()), 0..10),
+            filler in 0usize..70,
+            paths in prop::collection::vec(prop::collection::vec(0usize..8, 1..5), 1..12),
+        ) {
+            let patterns =
+                ["**/.env/**", "**/Secrets/**", "a/**", "**/b", "*.key", "c/[xy]", "**/d/**/e", "**/*.pem", "B/c", "**/A*/**", "x", "**"];
+            let names = ["a", "b", "c", "d", "e", ".ENV", "secrets", "k.PEM"];
+            let mut rules: Vec<ProtectedRule> = picks
+                .iter()
+                .map(|(pattern, bits, insensitive)| {
+                    let pattern = Pattern::parse(patterns[*pattern]).unwrap();
+                    let pattern = if *insensitive { pattern.case_insensitive() } else { pattern };
+                    ProtectedRule::new(pattern, AccessSet::from_bits(*bits).unwrap(), RuleLabel::Custom)
+                })
+                .collect();
+            // Rules that match nothing below, to pass the index's 64 rules.
+            rules.extend((0..filler).map(|number| rule(&format!("zz{number}/**"), AccessSet::ALL, RuleLabel::Custom)));
+            let policy = CallPolicy::new(rules);
+            for components in &paths {
+                let text: Vec<&str> = components.iter().map(|index| names[*index]).collect();
+                let path = VPath::parse(&text.join("/")).unwrap();
+                let matching: Vec<&ProtectedRule> =
+                    policy.rules().iter().filter(|rule| rule.pattern.matches(&path)).collect();
+                for access in AccessKind::ALL {
+                    let expected = matching.iter().find(|rule| rule.access.contains(access));
+                    let refused = policy.authorize(&path, access).err().map(|denied| denied.rule);
+                    prop_assert_eq!(refused, expected.map(|rule| rule.pattern.as_str().to_owned()), "{} {:?}", path, access);
+                }
+                let denied = matching.iter().fold(AccessSet::NONE, |all, rule| all.union(rule.access));
+                prop_assert_eq!(policy.denied_accesses(&path), denied, "{}", path);
             }
         }
     }

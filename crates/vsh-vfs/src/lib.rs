@@ -117,9 +117,68 @@ enum StoreAt {
 #[derive(Debug)]
 pub struct VirtualFs {
     base: Base,
-    overlay: BTreeMap<VPath, Overlay>,
+    overlay: OverlayMap,
     effects: Vec<Effect>,
     renames: u64,
+}
+
+/// The overlay's entries, and how many times they were changed: every change
+/// goes through this type's methods (it gives no mutable access otherwise),
+/// so a [`ListingView`] taken at one count can tell it still holds.
+#[derive(Debug, Default)]
+struct OverlayMap {
+    entries: BTreeMap<VPath, Overlay>,
+    changes: u64,
+}
+
+impl std::ops::Deref for OverlayMap {
+    type Target = BTreeMap<VPath, Overlay>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.entries
+    }
+}
+
+impl OverlayMap {
+    fn insert(&mut self, path: VPath, entry: Overlay) -> Option<Overlay> {
+        self.changes += 1;
+        self.entries.insert(path, entry)
+    }
+
+    fn remove(&mut self, path: &VPath) -> Option<Overlay> {
+        self.changes += 1;
+        self.entries.remove(path)
+    }
+
+    fn get_mut(&mut self, path: &VPath) -> Option<&mut Overlay> {
+        self.changes += 1;
+        self.entries.get_mut(path)
+    }
+
+    /// Replace every entry by `entries`' (a checkpoint's).
+    fn replace(&mut self, entries: &BTreeMap<VPath, Overlay>) {
+        self.changes += 1;
+        self.entries.clone_from(entries);
+    }
+}
+
+/// Where the entries of a listed directory come from, taken once for the
+/// directory ([`VirtualFs::listing_view`]) so that each entry's kind is asked
+/// without resolving the directory's ancestors again
+/// ([`VirtualFs::listed_kind`]): a walk asks it once per entry. It holds only
+/// while the image is unchanged; after a change, each entry is resolved whole.
+#[derive(Debug, Clone)]
+pub struct ListingView {
+    dir: VPath,
+    base_visible: bool,
+    changes: u64,
+}
+
+impl ListingView {
+    /// The directory listed.
+    pub fn dir(&self) -> &VPath {
+        &self.dir
+    }
 }
 
 /// The changes of a [`VirtualFs`] at one moment ([`VirtualFs::checkpoint`]),
@@ -156,7 +215,7 @@ impl VirtualFs {
     /// directory, when it lies inside the workspace) are invisible: absent to
     /// lookups and missing from listings.
     pub fn new(dir: Arc<CapDir>, excluded: Vec<VPath>, limits: SnapshotLimits) -> Self {
-        Self { base: Base::new(dir, excluded, limits), overlay: BTreeMap::new(), effects: Vec::new(), renames: 0 }
+        Self { base: Base::new(dir, excluded, limits), overlay: OverlayMap::default(), effects: Vec::new(), renames: 0 }
     }
 
     /// Bytes the image holds in memory of its own: the content of every file
@@ -225,7 +284,7 @@ impl VirtualFs {
 
     /// The image's changes as they are now (see [`ImageCheckpoint`]).
     pub fn checkpoint(&self) -> ImageCheckpoint {
-        ImageCheckpoint { overlay: self.overlay.clone(), effects: self.effects.clone(), renames: self.renames }
+        ImageCheckpoint { overlay: self.overlay.entries.clone(), effects: self.effects.clone(), renames: self.renames }
     }
 
     /// Put the image's changes back exactly as they were at `checkpoint`:
@@ -233,7 +292,7 @@ impl VirtualFs {
     /// it was. What was observed of the base since stays observed (and
     /// recorded): the image never forgets what it relied on.
     pub fn restore(&mut self, checkpoint: &ImageCheckpoint) {
-        self.overlay.clone_from(&checkpoint.overlay);
+        self.overlay.replace(&checkpoint.overlay);
         self.effects.clone_from(&checkpoint.effects);
         self.renames = checkpoint.renames;
     }
@@ -372,6 +431,37 @@ impl VirtualFs {
         Ok(self.resolve(path)?.map(|node| node.kind()))
     }
 
+    /// What [`VirtualFs::listed_kind`] needs to know of the directory `dir`
+    /// to tell its entries' kinds: where they come from.
+    pub fn listing_view(&mut self, dir: &VPath) -> Result<ListingView, VfsError> {
+        let base_visible = match self.require(dir)? {
+            Node::Base(NodeKind::Directory) => true,
+            Node::Dir { opaque } => !opaque && self.base_shows_through(dir)?,
+            Node::Base(NodeKind::File) | Node::File => return Err(VfsError::NotADirectory { path: dir.clone() }),
+            Node::Base(NodeKind::Symlink) | Node::Symlink => return Err(VfsError::SymlinkInPath { path: dir.clone() }),
+        };
+        Ok(ListingView { dir: dir.clone(), base_visible, changes: self.overlay.changes })
+    }
+
+    /// [`VirtualFs::kind`] of `child`, an entry of the directory `view` was
+    /// taken of: the overlay's entry there, else (where the base shows
+    /// through) the base's, without resolving the directory again. A view
+    /// the image changed since, or a path that is not an entry of its
+    /// directory, is resolved whole.
+    pub fn listed_kind(&mut self, view: &ListingView, child: &VPath) -> Result<Option<NodeKind>, VfsError> {
+        let entry_of_dir = child.is_strictly_within(&view.dir) && child.depth() == view.dir.depth() + 1;
+        if view.changes != self.overlay.changes || !entry_of_dir {
+            return self.kind(child);
+        }
+        Ok(match self.overlay.get(child) {
+            Some(Overlay::File { .. }) => Some(NodeKind::File),
+            Some(Overlay::Symlink { .. }) => Some(NodeKind::Symlink),
+            Some(Overlay::Dir { .. }) => Some(NodeKind::Directory),
+            None if view.base_visible => self.base.kind(child)?,
+            Some(Overlay::Tombstone) | None => None,
+        })
+    }
+
     /// Whether `path` exists. Paths below a file or symlink do not exist.
     pub fn exists(&mut self, path: &VPath) -> Result<bool, VfsError> {
         match self.kind(path) {
@@ -483,6 +573,13 @@ impl VirtualFs {
 
     /// The names of a directory's children, sorted.
     pub fn read_dir(&mut self, path: &VPath) -> Result<Vec<String>, VfsError> {
+        self.read_dir_shared(path).map(Arc::unwrap_or_clone)
+    }
+
+    /// [`VirtualFs::read_dir`], shared: a directory of the base that the run
+    /// has not changed below is the base's own listing, not a copy of it (a
+    /// walk lists every directory it enters once).
+    pub fn read_dir_shared(&mut self, path: &VPath) -> Result<Arc<Vec<String>>, VfsError> {
         let node = self.require(path)?;
         let base_children = match node {
             Node::Base(NodeKind::Directory) => true,
@@ -496,7 +593,7 @@ impl VirtualFs {
             // Nothing of the run's below `path`: the base's names, sorted
             // already, are the listing (a walk lists every directory once, and
             // this skips a lookup per name).
-            return Ok(self.base.names(path)?.as_ref().clone());
+            return self.base.names(path);
         }
         let mut names: BTreeSet<String> = BTreeSet::new();
         if base_children {
@@ -514,7 +611,7 @@ impl VirtualFs {
                 names.insert(child.file_name().unwrap_or_default().to_owned());
             }
         }
-        Ok(names.into_iter().collect())
+        Ok(Arc::new(names.into_iter().collect()))
     }
 
     /// Whether base children show through at `path` (no opaque or replaced ancestor).

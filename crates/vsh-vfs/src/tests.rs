@@ -155,6 +155,45 @@ fn observations_are_frozen_and_changes_under_the_run_fail_closed() {
 }
 
 #[test]
+fn a_listing_view_answers_as_kind_does_and_sees_every_change_made_since() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "d/a", b"a");
+    write(dir.path(), "d/b/inner", b"i");
+    write(dir.path(), "d/c", b"c");
+    let mut vfs = vfs_over(dir.path());
+    vfs.unlink(&p("d/c")).unwrap();
+    vfs.write(&p("d/n"), Arc::from(&b"n"[..])).unwrap();
+    vfs.mkdir(&p("d/m"), 0o755).unwrap();
+    let view = vfs.listing_view(&p("d")).unwrap();
+    let mut names = vfs.read_dir(&p("d")).unwrap();
+    names.extend(["c".to_owned(), "missing".to_owned()]);
+    for name in &names {
+        let child = p(&format!("d/{name}"));
+        assert_eq!(vfs.listed_kind(&view, &child).unwrap(), vfs.kind(&child).unwrap(), "{child}");
+    }
+    // Not an entry of the directory: resolved whole.
+    assert_eq!(vfs.listed_kind(&view, &p("d/b/inner")).unwrap(), Some(NodeKind::File));
+    assert!(vfs.listed_kind(&view, &p("d/a/x")).is_err(), "below a file, as kind says");
+    // The image changes after the view: every answer is the image's now.
+    vfs.unlink(&p("d/a")).unwrap();
+    assert_eq!(vfs.listed_kind(&view, &p("d/a")).unwrap(), None);
+    vfs.write(&p("d/c"), Arc::from(&b"again"[..])).unwrap();
+    assert_eq!(vfs.listed_kind(&view, &p("d/c")).unwrap(), Some(NodeKind::File));
+    // The directory replaced by one of the run's own: the base no longer shows through.
+    let before = vfs.listing_view(&p("d")).unwrap();
+    assert_eq!(vfs.listed_kind(&before, &p("d/b")).unwrap(), Some(NodeKind::Directory));
+    let checkpoint = vfs.checkpoint();
+    vfs.remove_tree(&p("d")).unwrap();
+    vfs.mkdir(&p("d"), 0o755).unwrap();
+    assert_eq!(vfs.listed_kind(&before, &p("d/b")).unwrap(), None);
+    let replaced = vfs.listing_view(&p("d")).unwrap();
+    vfs.restore(&checkpoint);
+    assert_eq!(vfs.listed_kind(&replaced, &p("d/b")).unwrap(), Some(NodeKind::Directory), "a restore is a change too");
+    assert!(matches!(vfs.listing_view(&p("d/missing")), Err(VfsError::NotFound { .. })));
+    assert!(matches!(vfs.listing_view(&p("d/n")), Err(VfsError::NotADirectory { .. })));
+}
+
+#[test]
 fn a_file_past_the_materialized_bounds_is_read_a_slice_at_a_time_as_one_frozen_content() {
     let dir = tempfile::tempdir().unwrap();
     let big: Vec<u8> = (0..100_000_u32).map(|index| (index % 253) as u8).collect();

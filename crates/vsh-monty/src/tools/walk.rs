@@ -33,7 +33,10 @@ type OnEntry<'f, 'h, S> = dyn FnMut(&mut OsHost<'h>, &VPath, &str, Option<NodeKi
 /// One directory being walked, through the grant of its listing.
 struct Frame<S> {
     dir: Grant<DirectoryRead>,
-    names: std::vec::IntoIter<String>,
+    view: vsh_vfs::ListingView,
+    names: std::sync::Arc<Vec<String>>,
+    /// The index of the next name in `names`.
+    next: usize,
     state: S,
 }
 
@@ -51,32 +54,36 @@ impl<'a> OsHost<'a> {
     ) -> Result<(), Fault> {
         let fault = |error: VfsError| vfs_fault(error, guest);
         let mut stack: Vec<Frame<S>> = Vec::new();
-        let names = self.read_dir(&root).map_err(fault)?;
+        let names = self.read_dir_shared(&root).map_err(fault)?;
+        let view = self.listing_view(&root).map_err(fault)?;
         self.meter.charge_directory_entries(names.len() as u64)?;
-        stack.push(Frame { dir: root, names: names.into_iter(), state });
+        stack.push(Frame { dir: root, view, names, next: 0, state });
         while let Some(frame) = stack.last_mut() {
-            let Some(name) = frame.names.next() else {
+            let names = std::sync::Arc::clone(&frame.names);
+            let Some(name) = names.get(frame.next) else {
                 stack.pop();
                 continue;
             };
-            let Ok(child) = frame.dir.path().child(&name) else { continue };
+            frame.next += 1;
+            let Ok(child) = frame.dir.path().child(name) else { continue };
             let state = frame.state.clone();
             self.visit(&child)?;
-            let dir = &stack.last().expect("the frame just read from").dir;
-            if self.is_hidden(dir, &child, guest)? {
+            let frame = stack.last().expect("the frame just read from");
+            if self.is_hidden(&frame.dir, &child, guest)? {
                 continue;
             }
-            let kind = self.listed_kind(dir, &child);
+            let kind = self.listed_kind_in(&frame.view, &child);
             let Some(kind) = self.representable_value(kind, guest)? else { continue };
-            match on_entry(self, &child, &name, kind, &state)? {
+            match on_entry(self, &child, name, kind, &state)? {
                 Step::Skip => {}
                 Step::Stop => return Ok(()),
                 Step::Descend(next) => {
                     let Ok(listing) = self.authorize::<DirectoryRead>(&child, guest) else { continue };
-                    let names = self.read_dir(&listing);
+                    let names = self.read_dir_shared(&listing);
                     let Some(names) = self.representable_value(names, guest)? else { continue };
+                    let view = self.listing_view(&listing).map_err(fault)?;
                     self.meter.charge_directory_entries(names.len() as u64)?;
-                    stack.push(Frame { dir: listing, names: names.into_iter(), state: next });
+                    stack.push(Frame { dir: listing, view, names, next: 0, state: next });
                 }
             }
         }
