@@ -21,10 +21,12 @@
 //! Writes are kept per file in a buffer (loaded with `Read` unless the file
 //! was truncated or created) and written back with one `Write`: the first
 //! write of a file at once (so a write the host refuses fails in the
-//! process, as `EACCES`), then at `fsync`, before a rename of the file,
-//! when the buffered bytes pass a bound, and when the mount goes away
-//! ([`Filesystem::destroy`], while the host still serves). So the image
-//! holds what the processes wrote by the time their command is over.
+//! process, as `EACCES`), then at `fsync`, before a rename of the file, and
+//! when the mount goes away ([`Filesystem::destroy`], while the host still
+//! serves; the buffers move to the host then, uncopied). Past a bound of
+//! bytes written and not yet charged, the new bytes are charged to the
+//! write budget without writing anything (`Charge`). So the image holds what
+//! the processes wrote by the time their command is over.
 //!
 //! Inode numbers are handed out per path; a rename moves the numbers of
 //! everything beneath it. Hard links, device nodes and ownership changes
@@ -53,8 +55,10 @@ const ROOT: &str = "/workspace";
 /// exact.
 const TTL: Duration = Duration::from_hours(24);
 
-/// The most bytes of written but not yet written back content the
-/// filesystem keeps; past it, the file being written is written back.
+/// The most bytes written to buffers and not yet charged to the write
+/// budget; past it, every buffer's new bytes are charged
+/// ([`FsRequest::Charge`]), so the budget stops a process at most this
+/// many bytes after it is spent.
 const MAX_BUFFERED: usize = 64 << 20;
 
 /// The most bytes the buffers of removed files still open may hold in all
@@ -105,8 +109,8 @@ struct Buffer {
     loaded: bool,
     /// Changed since it was loaded or last written back.
     dirty: bool,
-    /// Bytes written (or the size changed by) since it was last written back:
-    /// its share of [`State::buffered`].
+    /// Bytes written (or the size changed by) since it was last charged or
+    /// written back: its share of [`State::buffered`].
     unsynced: usize,
     /// Written back at least once (the host has accepted writing it).
     written_back: bool,
@@ -182,12 +186,11 @@ struct State {
     listings: HashMap<u64, Vec<(u64, FileType, String)>>,
     /// When a process last changed each file through this filesystem.
     written: HashMap<u64, SystemTime>,
-    /// The bytes written to buffers and not yet written back (each
-    /// buffer's `unsynced`, summed): past [`MAX_BUFFERED`] the file being
-    /// written is written back, so the image (and its size bound) learns of
-    /// new content at least every [`MAX_BUFFERED`] bytes. Counting the whole
-    /// of every dirty buffer instead made each write to a file larger than
-    /// the bound write the whole file back: quadratic in its size.
+    /// The bytes written to buffers and not yet charged (each buffer's
+    /// `unsynced`, summed): past [`MAX_BUFFERED`] they are charged, so the
+    /// write budget learns of new bytes at least every [`MAX_BUFFERED`].
+    /// Writing the files back there instead copied a growing file to the
+    /// host again at each bound: quadratic in its size.
     buffered: usize,
     next_handle: u64,
     /// Files removed (or replaced by a rename) while this filesystem held
@@ -473,19 +476,52 @@ impl<B: Backend> CandidateFs<B> {
         state.written.insert(ino, SystemTime::now());
     }
 
-    /// Write back every dirty buffer (the mount is going away).
+    /// Write back every dirty buffer, giving the buffers up: the mount is
+    /// going away, so each file's bytes move to the host, not a copy. A
+    /// refusal is recorded by the host. (An orphan's bytes stay with it.)
     fn write_back_all(&self) {
         let mut state = self.lock();
-        self.write_back_dirty(&mut state);
+        let dirty: Vec<u64> = state
+            .buffers
+            .iter()
+            .filter(|(number, buffer)| buffer.dirty && !state.orphans.contains_key(number))
+            .map(|(&number, _)| number)
+            .collect();
+        for number in dirty {
+            let Ok(path) = state.inodes.path(INodeNo(number)) else { continue };
+            let Some(buffer) = state.buffers.remove(&number) else { continue };
+            state.buffered = state.buffered.saturating_sub(buffer.unsynced);
+            let written = buffer.unsynced as u64;
+            let _ = self.done(FsRequest::WriteBack { path, data: buffer.data, written });
+        }
     }
 
-    /// Write back every dirty buffer. A refusal is recorded by the host (and
-    /// the file's own write, fsync or close reports it to the process).
-    fn write_back_dirty(&self, state: &mut State) {
+    /// Charge the bytes written to `ino` since its last charge or
+    /// write-back (`FsRequest::Charge`), writing nothing back: the budget
+    /// learns of them, and the content follows in one write-back.
+    fn charge(&self, state: &mut State, ino: u64) -> Result<(), Errno> {
+        let path = match state.inodes.path(INodeNo(ino)) {
+            Ok(path) if !state.orphans.contains_key(&ino) => path,
+            // An orphan is never written back: nothing to charge.
+            _ => return self.write_back(state, ino),
+        };
+        let Some(buffer) = state.buffers.get_mut(&ino) else { return Ok(()) };
+        if buffer.unsynced == 0 {
+            return Ok(());
+        }
+        self.done(FsRequest::Charge { path, written: buffer.unsynced as u64 })?;
+        state.buffered = state.buffered.saturating_sub(std::mem::take(&mut buffer.unsynced));
+        Ok(())
+    }
+
+    /// Charge every dirty buffer ([`CandidateFs::charge`]). A refusal is
+    /// recorded by the host (and the file's own write, fsync or close
+    /// reports it to the process).
+    fn charge_dirty(&self, state: &mut State) {
         let dirty: Vec<u64> =
-            state.buffers.iter().filter(|(_, buffer)| buffer.dirty).map(|(&number, _)| number).collect();
+            state.buffers.iter().filter(|(_, buffer)| buffer.unsynced > 0).map(|(&number, _)| number).collect();
         for number in dirty {
-            let _ = self.write_back(state, number);
+            let _ = self.charge(state, number);
         }
     }
 
@@ -932,10 +968,10 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
             return reply.error(errno);
         }
         if state.buffered > MAX_BUFFERED {
-            if let Err(errno) = self.write_back(state, ino.0) {
+            if let Err(errno) = self.charge(state, ino.0) {
                 return reply.error(errno);
             }
-            self.write_back_dirty(state);
+            self.charge_dirty(state);
         }
         reply.written(u32::try_from(data.len()).unwrap_or(u32::MAX));
     }

@@ -93,6 +93,11 @@ impl OsHost<'_> {
                 self.write_file_charged(&target, data, WriteKind::Replace, written)?;
                 Ok(FsReply::Done)
             }
+            FsRequest::Charge { path, written } => {
+                let target = self.target(&path, "")?;
+                self.charge_write(&target, written)?;
+                Ok(FsReply::Done)
+            }
             FsRequest::Append { path, data } => {
                 let target = self.target(&path, "")?;
                 self.write_file(&target, data, WriteKind::Append)?;

@@ -358,6 +358,14 @@ impl OsHost<'_> {
         }
     }
 
+    /// Authorize a write to `target` and charge `written` bytes to the write
+    /// budget, writing nothing (see `FsRequest::Charge`).
+    pub(crate) fn charge_write(&mut self, target: &Target<'_>, written: u64) -> Result<(), Fault> {
+        self.prepare_write(target)?;
+        self.meter.charge_write_call(written)?;
+        Ok(())
+    }
+
     /// `open(path, mode)`: the open-time effect of `mode` (existence check,
     /// truncation, creation), then a handle that holds no host resource.
     fn open(&mut self, target: &Target<'_>, mode: FileMode) -> Result<MontyObject, Fault> {

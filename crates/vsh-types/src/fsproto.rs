@@ -110,6 +110,18 @@ pub enum FsRequest {
         /// What it points at, as given.
         target: String,
     },
+    /// A real process wrote `written` more bytes to a file whose content the
+    /// candidate still holds (vsh-candidate): charged to the write budget
+    /// as a write of the file would be, and nothing written. The content
+    /// follows in one [`FsRequest::WriteBack`] (charged what was written
+    /// after this), so a large file is not copied to the host again each
+    /// time its bytes are charged.
+    Charge {
+        /// The file.
+        path: String,
+        /// The bytes written since the last charge or write-back.
+        written: u64,
+    },
     /// Up to `length` bytes of a file from `offset` (following a final
     /// symlink), recorded as a read of the whole file: a real process reading
     /// a file larger than the host holds whole (vsh-candidate).
@@ -128,7 +140,7 @@ impl FsRequest {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Read { .. } | Self::ReadRange { .. } => "read",
-            Self::Write { .. } | Self::WriteBack { .. } => "write",
+            Self::Write { .. } | Self::WriteBack { .. } | Self::Charge { .. } => "write",
             Self::Append { .. } => "append",
             Self::Mkdir { .. } => "mkdir",
             Self::Remove { .. } => "remove",

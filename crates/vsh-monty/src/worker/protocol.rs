@@ -63,7 +63,7 @@ use crate::worker::wire::{WireOsCall, WireValue};
 pub(crate) const MAGIC: [u8; 8] = *b"VSHMONTY";
 
 /// The protocol version; any change to a message or a frame rule changes it.
-pub(crate) const PROTOCOL_VERSION: u32 = 4;
+pub(crate) const PROTOCOL_VERSION: u32 = 5;
 
 /// The digest of this package's sources and build configuration (see
 /// `build.rs`).
