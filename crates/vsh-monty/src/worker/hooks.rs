@@ -90,6 +90,16 @@ pub(crate) fn run(link: &mut Link, args: &[MontyObject]) -> Reply {
             let _ = link.output.flush();
             std::process::exit(0)
         }
+        "stall-frame" => {
+            // Half a frame, then nothing for `number` ms: the parent, inside
+            // the frame, waits on it; only its watchdog ends this.
+            let mut bytes = header(100, kind::OUTPUT).to_vec();
+            bytes.extend_from_slice(b"only part");
+            let _ = link.output.write_all(&bytes);
+            let _ = link.output.flush();
+            std::thread::sleep(Duration::from_millis(number));
+            std::process::exit(3)
+        }
         "empty-output" => {
             let _ = protocol::send(&mut link.output, kind::OUTPUT, &String::new());
             send_raw_and_wait(link, &[])

@@ -65,6 +65,21 @@ struct WatchState {
     deadline: Option<Instant>,
     fired: bool,
     shutdown: bool,
+    /// How long the watchdog thread sleeps, if it does: arming it wakes it
+    /// only when it would otherwise sleep past the new deadline.
+    asleep: Asleep,
+}
+
+/// Whether and until when the watchdog thread sleeps.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Asleep {
+    /// It is not asleep: it reads the state before it sleeps again.
+    #[default]
+    Awake,
+    /// Until it is woken.
+    Forever,
+    /// Until this instant, or until it is woken.
+    Until(Instant),
 }
 
 #[derive(Debug, Default)]
@@ -234,7 +249,17 @@ impl WorkerProcess {
         let mut state = lock(&self.watchdog.state);
         state.deadline = Some(deadline);
         state.fired = false;
-        self.watchdog.changed.notify_all();
+        // A watchdog that wakes by this deadline anyway (a run right after
+        // another, whose deadline it still sleeps toward) reads the new one
+        // then: waking it now would cost a thread switch on every run.
+        let wakes_in_time = match state.asleep {
+            Asleep::Awake => true,
+            Asleep::Until(until) => until <= deadline,
+            Asleep::Forever => false,
+        };
+        if !wakes_in_time {
+            self.watchdog.changed.notify_all();
+        }
     }
 
     /// Whether the watchdog fired (the deadline stays armed).
@@ -326,7 +351,10 @@ fn watch(watchdog: &Watchdog, child: &Mutex<Child>) {
             return;
         }
         match state.deadline {
-            None => state = watchdog.changed.wait(state).unwrap_or_else(PoisonError::into_inner),
+            None => {
+                state.asleep = Asleep::Forever;
+                state = watchdog.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            }
             Some(deadline) => {
                 let now = Instant::now();
                 if now >= deadline {
@@ -336,10 +364,12 @@ fn watch(watchdog: &Watchdog, child: &Mutex<Child>) {
                     let _ = lock(child).kill();
                     state = lock(&watchdog.state);
                 } else {
+                    state.asleep = Asleep::Until(deadline);
                     state =
                         watchdog.changed.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
                 }
             }
         }
+        state.asleep = Asleep::Awake;
     }
 }

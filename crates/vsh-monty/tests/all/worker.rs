@@ -238,6 +238,35 @@ fn the_watchdog_kills_a_slow_native_operation() {
 }
 
 #[test]
+fn a_kept_worker_is_stopped_by_its_next_runs_shorter_deadline() {
+    let executor =
+        worker_executor(WorkerConfig::new(WORKER).with_max_active(1).with_wall_grace(Duration::from_millis(200)));
+    // A run with a long deadline leaves the watchdog sleeping toward it.
+    let long = ExecutionLimits {
+        max_duration: Duration::from_secs(30),
+        max_request_duration: Duration::from_secs(40),
+        ..ExecutionLimits::default()
+    };
+    let mut ws = workspace();
+    let first = ws.run_on(&executor, "vsh_test_hook('pid', 0)", &long).expect("a quick run");
+    // The same worker stops in the middle of a frame (which the parent
+    // waits on without a timeout of its own) under a deadline far shorter:
+    // the watchdog kills it at that deadline, not the one it was sleeping
+    // toward.
+    let short = ExecutionLimits {
+        max_duration: Duration::from_millis(100),
+        max_request_duration: Duration::from_millis(300),
+        ..ExecutionLimits::default()
+    };
+    let same = ws.run_on(&executor, "vsh_test_hook('pid', 0)", &short).expect("a quick run");
+    assert_eq!(first.value, same.value, "the worker was kept");
+    let started = std::time::Instant::now();
+    let stalled = ws.run_on(&executor, "vsh_test_hook('stall-frame', 60000)", &short);
+    assert!(started.elapsed() < Duration::from_secs(5), "killed after {:?}: {stalled:?}", started.elapsed());
+    assert!(stalled.is_err());
+}
+
+#[test]
 fn the_request_deadline_covers_the_whole_request() {
     let executor = executor();
     // The worker sleeps (as in a slow operation) past the request's deadline;
