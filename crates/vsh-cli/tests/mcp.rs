@@ -545,5 +545,13 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     let slow = call(&client, "vsh_run", json!({"code": "vsh_exec(['sleep', '1.2'])"})).await;
     assert!(!slow.is_error, "{}", slow.document);
     assert_eq!(slow.document["value"], json!([0, "", ""]), "{}", slow.document);
+    // An agent gives a command its input in the program text, and a program
+    // gives vsh_exec its own.
+    let fed = json!({"argv": ["/bin/sh", "-c", "tr a-z A-Z > shout.txt"], "stdin": "quiet\n"}).to_string();
+    let run = call(&client, "vsh_run", json!({"code": fed, "language": "command", "mode": "auto"})).await;
+    assert_eq!(run.document["state"], "committed", "{}", run.document);
+    assert_eq!(std::fs::read_to_string(ws.join("shout.txt")).unwrap(), "QUIET\n");
+    let nested = call(&client, "vsh_run", json!({"code": "vsh_exec(['wc', '-c'], input='four')"})).await;
+    assert_eq!(nested.document["value"], json!([0, "4\n", ""]), "{}", nested.document);
     client.cancel().await.unwrap();
 }
