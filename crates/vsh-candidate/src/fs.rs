@@ -949,11 +949,14 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         if let Err(errno) = self.check_size(end as u64) {
             return reply.error(errno);
         }
-        let grown = end.max(state.buffers.get(&ino.0).map_or(0, |buffer| buffer.data.len()));
-        if let Err(errno) = Self::orphan_grows(&mut state, ino.0, grown) {
+        let old = state.buffers.get(&ino.0).map_or(0, |buffer| buffer.data.len());
+        if let Err(errno) = Self::orphan_grows(&mut state, ino.0, end.max(old)) {
             return reply.error(errno);
         }
-        Self::dirtied(&mut state, ino.0, data.len());
+        // A write past the end fills the hole with zeros: those bytes are
+        // written too (and held here), so they count, or a process could
+        // make this filesystem hold a file's size for every byte charged.
+        Self::dirtied(&mut state, ino.0, data.len() + start.saturating_sub(old));
         let state = &mut *state;
         let buffer = state.buffers.entry(ino.0).or_default();
         if end > buffer.data.len() {
@@ -962,8 +965,9 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         buffer.data[start..end].copy_from_slice(data);
         let first = !buffer.written_back;
         // The first write of a file goes to the host at once, so a refusal
-        // (a protected file) fails this write; so does one past the bound,
-        // after which every dirty buffer is written back.
+        // (a protected file) fails this write; past the bound, this file's
+        // new bytes are charged, so a spent budget fails this write, and
+        // then every other buffer's.
         if first && let Err(errno) = self.write_back(state, ino.0) {
             return reply.error(errno);
         }

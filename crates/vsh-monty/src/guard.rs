@@ -280,6 +280,12 @@ impl<'a> OsHost<'a> {
         self.vfs.read(grant.path())
     }
 
+    /// What a first piece of the file at the grant's path costs the host
+    /// beyond the piece (see [`VirtualFs::read_range_cost`]).
+    pub(crate) fn read_range_cost(&mut self, grant: &Grant<ContentRead>) -> Result<u64, VfsError> {
+        self.vfs.read_range_cost(grant.path())
+    }
+
     /// Up to `length` bytes from `offset` of the file at the grant's path.
     pub(crate) fn read_range(
         &mut self,

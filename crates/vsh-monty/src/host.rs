@@ -283,10 +283,13 @@ impl OsHost<'_> {
     }
 
     /// Authorize, charge, then read up to `length` bytes of a file from
-    /// `offset` (charged what the file holds there, not what was asked for).
+    /// `offset` (charged what the file holds there, not what was asked for,
+    /// and, the first time, the whole file, which the host reads to hash it).
     pub(crate) fn read_file_range(&mut self, target: &Target<'_>, offset: u64, length: u32) -> Result<Vec<u8>, Fault> {
         let grant = self.authorize::<ContentRead>(&target.path, target.guest)?;
         let last = self.follow(grant, target.guest)?;
+        let hashed = self.read_range_cost(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        self.meter.charge_read_bytes(hashed)?;
         let size = self.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?;
         self.meter.charge_read_call(size.saturating_sub(offset).min(u64::from(length)))?;
         self.read_range(&last, offset, length).map_err(|error| vfs_fault(error, target.guest))

@@ -419,8 +419,13 @@ impl Base {
     /// the file changed since). Nothing counts toward the materialized
     /// bytes: a file of any size can be read this way.
     pub(crate) fn content_range(&mut self, path: &VPath, offset: u64, length: u32) -> Result<Vec<u8>, VfsError> {
+        let opened_at_ns = self.opened_at_ns;
         let node = self.peek(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
-        if node.kind != NodeKind::File {
+        // A file changed moments before the run began may change again
+        // without its stat moving (a change within the same clock tick):
+        // then equal stats do not prove the same bytes from one piece to the
+        // next, and the file is read whole, once (within the limits).
+        if node.kind != NodeKind::File || (node.bytes.is_none() && settled_stamp(&node.stat, opened_at_ns).is_none()) {
             let whole = self.content(path)?;
             return Ok(slice_of(&whole, offset, length).to_vec());
         }
@@ -439,6 +444,16 @@ impl Base {
             return Err(VfsError::BaseChanged { path: path.clone() });
         }
         Ok(read.bytes)
+    }
+
+    /// The bytes the host would read for a first piece of the base file at
+    /// `path` beyond the piece itself: its size while neither its bytes nor
+    /// its digest are known (the whole file is read to hash it), else 0.
+    pub(crate) fn range_cost(&mut self, path: &VPath) -> Result<u64, VfsError> {
+        Ok(match self.peek(path)? {
+            Some(node) if node.kind == NodeKind::File && node.bytes.is_none() && node.digest.is_none() => node.size,
+            _ => 0,
+        })
     }
 
     /// The content digest of a base file or symlink, hashing without keeping the

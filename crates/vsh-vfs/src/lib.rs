@@ -559,6 +559,24 @@ impl VirtualFs {
         }
     }
 
+    /// What reading a first piece of the file at `path` costs the host
+    /// beyond the piece ([`VirtualFs::read_range`]): the file's size when it
+    /// is a base file neither held nor hashed yet (it is hashed whole), else
+    /// 0. A caller that charges reads charges this before the read.
+    pub fn read_range_cost(&mut self, path: &VPath) -> Result<u64, VfsError> {
+        match self.require(path)? {
+            Node::Base(NodeKind::File) => self.base.range_cost(path),
+            Node::File => match self.overlay.get(path) {
+                Some(Overlay::File { content: ContentSource::Base(origin), .. }) => {
+                    let origin = origin.clone();
+                    self.base.range_cost(&origin)
+                }
+                _ => Ok(0),
+            },
+            _ => Ok(0),
+        }
+    }
+
     /// Read a symlink's target bytes.
     pub fn read_link(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
         match self.require(path)? {

@@ -204,6 +204,14 @@ fn a_file_past_the_materialized_bounds_is_read_a_slice_at_a_time_as_one_frozen_c
         max_materialized_file_bytes: 1_000,
         ..SnapshotLimits::default()
     };
+    // Changed moments before the image was opened, a file's stat does not
+    // stand for its bytes from one piece to the next (a change within the
+    // same clock tick keeps it): it is read whole, and this one is too large.
+    let mut fresh = VirtualFs::new(Arc::new(CapDir::open(dir.path()).unwrap()), vec![], limits);
+    assert_eq!(fresh.read_range_cost(&p("big")).unwrap(), 100_000, "the whole file is read first");
+    assert!(matches!(fresh.read_range(&p("big"), 0, 10), Err(VfsError::SnapshotLimit { .. })));
+    // Settled: changed more than 100 ms before the image was opened.
+    std::thread::sleep(std::time::Duration::from_millis(150));
     let mut vfs = VirtualFs::new(Arc::new(CapDir::open(dir.path()).unwrap()), vec![], limits);
     assert!(matches!(vfs.read(&p("big")), Err(VfsError::SnapshotLimit { .. })), "too large to hold whole");
     let mut pieces = Vec::new();
@@ -212,6 +220,7 @@ fn a_file_past_the_materialized_bounds_is_read_a_slice_at_a_time_as_one_frozen_c
     }
     assert!(pieces == big, "the slices are the file");
     assert!(vfs.read_range(&p("big"), 100_000, 10).unwrap().is_empty());
+    assert_eq!(vfs.read_range_cost(&p("big")).unwrap(), 0, "hashed once, not again");
     // Recorded as a whole read: the digest of the whole content.
     let read = vfs.read_set().entries.get(&p("big")).cloned().unwrap();
     assert_eq!(read.content, Some(vsh_types::BlobId::of(&big)));

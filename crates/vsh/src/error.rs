@@ -144,8 +144,9 @@ pub enum VshError {
     },
     /// A real command's program text is not its argv: a JSON array of 1 to
     /// 4,096 strings without NUL bytes, the first one not empty (or an object
-    /// `{"argv": [...], "cwd": "dir"}` whose `cwd` is a relative path of
-    /// plain components). Nothing ran.
+    /// `{"argv": [...], "cwd": "dir", "stdin": "text"}`, `cwd` and `stdin`
+    /// optional, whose `cwd` is a relative path of plain components), at
+    /// most 1 MiB in all. Nothing ran.
     #[error("invalid command: {reason}")]
     InvalidCommand {
         /// What is wrong with it.

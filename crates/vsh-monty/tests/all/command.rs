@@ -231,6 +231,23 @@ fn a_file_grown_past_what_the_run_may_write_is_refused_before_anything_is_alloca
 }
 
 #[test]
+fn a_write_past_the_end_is_charged_the_hole_it_makes() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // One byte 40 MiB into each of two new files, under a 64 MiB write
+    // budget: each file is 40 MiB of bytes the candidate holds, so the
+    // second is past the budget (charging the one byte written let any
+    // number of them through).
+    let limits = ExecutionLimits { max_write_bytes: 64 << 20, ..ExecutionLimits::for_commands() };
+    let script = "for name in one two; do python3 -c \"import os; fd = os.open('$name.bin', os.O_WRONLY | os.O_CREAT); \
+                  os.pwrite(fd, b'x', 41943039)\"; done";
+    let result = ws.command_with(&["/bin/sh", "-c", script], &limits);
+    let Err(ExecutionError::Limit { limit, .. }) = &result else { panic!("{result:?}") };
+    assert_eq!(limit.limit, vsh_monty::LimitKind::WriteBytes, "{limit}");
+    assert!(limit.attempted > 79 << 20 && limit.max == 64 << 20, "{limit} {limit:?}");
+}
+
+#[test]
 fn a_command_past_its_time_is_killed_with_everything_it_started() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
@@ -286,8 +303,17 @@ fn a_command_reads_a_file_larger_than_the_run_may_hold_a_piece_at_a_time() {
         max_materialized_file_bytes: 16 << 20,
         ..vsh_vfs::SnapshotLimits::for_commands()
     };
-    let mut ws = Workspace::with_snapshot_limits(&[("big.bin", &big), ("small.txt", b"small\n")], limits);
+    let ws = Workspace::with_snapshot_limits(&[("big.bin", &big), ("small.txt", b"small\n")], limits);
+    // Just written, the file is read whole (its stat cannot yet stand for
+    // its bytes from one piece to the next), and it is past the limit.
     let script = "cksum big.bin; tail -c 7 big.bin | od -An -tx1; cat small.txt";
+    let mut ws = ws;
+    let fresh = ws.command_with(&["/bin/sh", "-c", script], &ExecutionLimits::for_commands());
+    assert!(
+        matches!(&fresh, Err(ExecutionError::Vfs { source: vsh_vfs::VfsError::SnapshotLimit { .. } })),
+        "{fresh:?}"
+    );
+    let mut ws = ws.settled(limits);
     let result = ws.command_with(&["/bin/sh", "-c", script], &ExecutionLimits::for_commands());
     let native = unconfined(&ws.root(), script);
     assert_eq!(stdout_of(&result), String::from_utf8_lossy(&native.stdout), "what the host's tools read there");
@@ -295,6 +321,14 @@ fn a_command_reads_a_file_larger_than_the_run_may_hold_a_piece_at_a_time() {
     // One content dependency on the whole file, as a whole read records.
     let read = ws.vfs.read_set().entries.get(&VPath::parse("big.bin").unwrap()).cloned().unwrap();
     assert_eq!(read.content, Some(vsh_types::BlobId::of(&big)));
+    // The first piece costs the whole file (the host reads all of it to
+    // hash it): one byte of it is past a read budget smaller than the file.
+    let tight = ExecutionLimits { max_read_bytes: 8 << 20, ..ExecutionLimits::for_commands() };
+    let mut ws = ws.settled(limits);
+    let result = ws.command_with(&["/bin/sh", "-c", "head -c 1 big.bin"], &tight);
+    let Err(ExecutionError::Limit { limit, .. }) = &result else { panic!("{result:?}") };
+    assert_eq!(limit.limit, vsh_monty::LimitKind::ReadBytes, "{limit}");
+    assert!(limit.attempted >= 24 << 20, "{limit}");
 }
 
 /// `script` under `sh -c`, unconfined, in `dir`: each escape's baseline.

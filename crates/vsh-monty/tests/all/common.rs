@@ -71,6 +71,15 @@ impl Workspace {
         Workspace { parent, vfs, mode: Mode::InProcess }
     }
 
+    /// The same workspace, observed afresh under `limits` once every file
+    /// in it was last changed more than the settle time (100 ms) before: a
+    /// file's stat then stands for its content.
+    pub(crate) fn settled(mut self, limits: SnapshotLimits) -> Workspace {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        self.vfs = VirtualFs::new(Arc::new(CapDir::open(&self.root()).unwrap()), vec![], limits);
+        self
+    }
+
     /// The same workspace, running its programs in `mode`.
     pub(crate) fn in_mode(mut self, mode: Mode) -> Workspace {
         self.mode = mode;
