@@ -291,6 +291,11 @@ def test_real_commands_run_when_enabled_and_only_then(workspace: pathlib.Path) -
     preview = rt.preview(program)
     assert preview.value == (0, "beta\n", ""), preview.value
     assert (workspace / "a.txt").read_text() == "alpha\n"
+    # A command's input is part of its program text; vsh_exec takes its own.
+    fed = json.dumps({"argv": ["/bin/sh", "-c", "tr a-z A-Z > shout.txt"], "stdin": "quiet\n"})
+    assert rt.run(fed, language="command").state == "committed"
+    assert (workspace / "shout.txt").read_text() == "QUIET\n"
+    assert rt.preview("vsh_exec(['wc', '-c'], input=b'four')").value == (0, "4\n", "")
 
 
 def test_the_gil_is_released_while_a_program_runs(runtime: Callable[[], vsh.Runtime]) -> None:

@@ -224,6 +224,10 @@ fn a_file_past_the_materialized_bounds_is_read_a_slice_at_a_time_as_one_frozen_c
     // Recorded as a whole read: the digest of the whole content.
     let read = vfs.read_set().entries.get(&p("big")).cloned().unwrap();
     assert_eq!(read.content, Some(vsh_types::BlobId::of(&big)));
+    // A base file the run moved is read in pieces from where it came from.
+    vfs.rename(&p("big"), &p("moved")).unwrap();
+    assert_eq!(vfs.read_range(&p("moved"), 99_990, 100).unwrap(), &big[99_990..]);
+    assert!(matches!(vfs.read_range(&p("big"), 0, 1), Err(VfsError::NotFound { .. })));
     // A file the run wrote is sliced from the run's bytes.
     vfs.write(&p("small"), Arc::from(&b"0123456789"[..])).unwrap();
     assert_eq!(vfs.read_range(&p("small"), 3, 4).unwrap(), b"3456");
