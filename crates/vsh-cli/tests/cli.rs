@@ -1576,7 +1576,10 @@ fn exec_stdin_gives_a_command_its_input_bound_into_the_transaction() {
     std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
     let long = outside.path().join("long");
     std::fs::write(&long, vec![b'x'; (1 << 20) + 1]).unwrap();
-    for (input, says) in [(&binary, "not UTF-8"), (&long, "longer than 1 MiB")] {
+    // Within 1 MiB, but not once each newline is written \n in the JSON text.
+    let newlines = outside.path().join("newlines");
+    std::fs::write(&newlines, vec![b'\n'; 700 << 10]).unwrap();
+    for (input, says) in [(&binary, "not UTF-8"), (&long, "longer than 1 MiB"), (&newlines, "as a program text")] {
         let refused = vsh(
             &[
                 "exec",

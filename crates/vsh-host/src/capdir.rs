@@ -440,23 +440,13 @@ impl CapDir {
         from: u64,
         max_bytes: u64,
     ) -> Result<(Vec<u8>, Vec<u8>, HostStat), HostError> {
-        use std::os::unix::fs::FileExt as _;
         self.counters.read();
         let (file, stat) = self.open_regular(path)?;
         if stat.size > max_bytes {
             return Err(HostError::TooLarge { path: path.clone(), size: stat.size, max: max_bytes });
         }
-        let read = |offset: u64, length: u64| -> Result<Vec<u8>, HostError> {
-            let too_large = || HostError::TooLarge { path: path.clone(), size: stat.size, max: max_bytes };
-            let mut bytes = vec![0_u8; usize::try_from(length).map_err(|_| too_large())?];
-            file.read_exact_at(&mut bytes, offset).map_err(|source| match source.kind() {
-                io::ErrorKind::UnexpectedEof => HostError::Unstable { path: path.clone() },
-                _ => HostError::Io { op: "read", path: path.clone(), source },
-            })?;
-            Ok(bytes)
-        };
-        let head = read(0, head.min(stat.size))?;
-        let tail = read(from.min(stat.size), stat.size.saturating_sub(from))?;
+        let head = read_exactly_at(&file, path, 0, head.min(stat.size))?;
+        let tail = read_exactly_at(&file, path, from.min(stat.size), stat.size.saturating_sub(from))?;
         check_stable(&file, path, &stat)?;
         Ok((head, tail, stat))
     }
@@ -470,15 +460,9 @@ impl CapDir {
     /// Opening, kind check and stability check are as for
     /// [`CapDir::read_file`]; `length` bounds what is allocated.
     pub fn read_file_range(&self, path: &VPath, offset: u64, length: u32) -> Result<FileContent, HostError> {
-        use std::os::unix::fs::FileExt as _;
         self.counters.read();
         let (file, stat) = self.open_regular(path)?;
-        let wanted = stat.size.saturating_sub(offset).min(u64::from(length));
-        let mut bytes = vec![0_u8; usize::try_from(wanted).unwrap_or(usize::MAX)];
-        file.read_exact_at(&mut bytes, offset).map_err(|source| match source.kind() {
-            io::ErrorKind::UnexpectedEof => HostError::Unstable { path: path.clone() },
-            _ => HostError::Io { op: "read", path: path.clone(), source },
-        })?;
+        let bytes = read_exactly_at(&file, path, offset, stat.size.saturating_sub(offset).min(u64::from(length)))?;
         check_stable(&file, path, &stat)?;
         Ok(FileContent { bytes, stat })
     }
@@ -653,6 +637,20 @@ pub(crate) fn generation_of(fd: BorrowedFd<'_>) -> Option<u32> {
 }
 
 /// Fail with [`HostError::Unstable`] if the open file changed since `before`.
+/// `length` bytes of `file` (the file at `path`) from `offset`, all of them:
+/// fewer (the file shrank since its size was taken) is
+/// [`HostError::Unstable`]. The caller bounds `length` by the file's size.
+fn read_exactly_at(file: &File, path: &VPath, offset: u64, length: u64) -> Result<Vec<u8>, HostError> {
+    use std::os::unix::fs::FileExt as _;
+    let too_large = || HostError::TooLarge { path: path.clone(), size: length, max: usize::MAX as u64 };
+    let mut bytes = vec![0_u8; usize::try_from(length).map_err(|_| too_large())?];
+    file.read_exact_at(&mut bytes, offset).map_err(|source| match source.kind() {
+        io::ErrorKind::UnexpectedEof => HostError::Unstable { path: path.clone() },
+        _ => HostError::Io { op: "read", path: path.clone(), source },
+    })?;
+    Ok(bytes)
+}
+
 fn check_stable(file: &File, path: &VPath, before: &HostStat) -> Result<(), HostError> {
     let after = fstat(file.as_fd(), path)?;
     if before.content_changed(&after) {

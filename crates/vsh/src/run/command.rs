@@ -36,7 +36,10 @@ impl Command {
 pub(crate) fn argv(code: &str) -> Result<Command, VshError> {
     let invalid = |reason: &str| VshError::InvalidCommand { reason: reason.to_owned() };
     if code.len() > MAX_COMMAND_BYTES {
-        return Err(invalid("longer than 1 MiB"));
+        return Err(invalid(
+            "longer than 1 MiB as a program text (its argv, cwd and stdin as JSON, where a newline or a quote \
+             takes two bytes)",
+        ));
     }
     let command = if let Ok(argv) = serde_json::from_str::<Vec<String>>(code) {
         Command { argv, cwd: String::new(), stdin: String::new() }
