@@ -216,3 +216,87 @@ fn a_run_that_needs_an_old_stored_copy_restarts_its_grace_period() {
     assert!(modified > eleven_minutes_ago + std::time::Duration::from_mins(5), "the copy was refreshed");
     assert_eq!(std::fs::read(&blob).unwrap(), shared);
 }
+
+/// The worker-digest record of `docs/store-format.md`, built from that
+/// layout here (not by the code under test), with its MAC under `key`.
+fn worker_digest_record(key: &vsh::AuthorityKey, path: &std::path::Path, digest: [u8; 32]) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).unwrap();
+    let mut out = b"VSHWDG01".to_vec();
+    let name = path.as_os_str().as_bytes();
+    out.extend_from_slice(&(name.len() as u64).to_le_bytes());
+    out.extend_from_slice(name);
+    for value in [meta.dev(), meta.ino(), meta.size()] {
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+    for value in [meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec()] {
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+    out.extend_from_slice(&digest);
+    let tag = key.mac("vsh 2026 worker digest v1").update(&out).finalize();
+    out.extend_from_slice(&tag);
+    out
+}
+
+#[test]
+fn the_worker_binary_is_hashed_once_and_a_recorded_digest_is_taken_only_with_the_key_and_the_same_file() {
+    // Copies of the worker: new inodes that no runtime of this process has pinned.
+    let bin = tempfile::tempdir().unwrap();
+    let copy = |name: &str| {
+        let path = bin.path().join(name);
+        std::fs::copy(vsh_integration_tests::test_worker(), &path).unwrap();
+        std::fs::canonicalize(path).unwrap()
+    };
+    let key = vsh::AuthorityKey::from_bytes([5; 32]);
+    let open = |dir: &tempfile::TempDir, worker: &std::path::Path| {
+        Runtime::open(vsh::RuntimeConfig::new(dir.path()).with_worker_path(worker).with_authority_key(key.clone()))
+            .unwrap()
+    };
+    let record_at = |dir: &tempfile::TempDir| dir.path().join(".vsh/data/worker-digest");
+
+    // Hashed when nothing is recorded, and recorded as the format says.
+    let first = copy("first");
+    let real = *blake3::hash(&std::fs::read(&first).unwrap()).as_bytes();
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let binary = open(&dir, &first).worker_binary().unwrap();
+    assert_eq!((binary.path.as_path(), binary.digest), (first.as_path(), real));
+    assert_eq!(std::fs::read(record_at(&dir)).unwrap(), worker_digest_record(&key, &first, real));
+
+    // A record under the key for the same file and identity is taken as it
+    // is (its digest is deliberately not the file's, to see it was not hashed).
+    let second = copy("second");
+    let dir = workspace(&[("a.txt", "a\n")]);
+    std::fs::create_dir_all(dir.path().join(".vsh/data")).unwrap();
+    std::fs::write(record_at(&dir), worker_digest_record(&key, &second, [9; 32])).unwrap();
+    assert_eq!(open(&dir, &second).worker_binary().unwrap().digest, [9; 32]);
+
+    // Under another key, or for another file, the binary is hashed.
+    for (name, record_key, recorded_for) in
+        [("third", vsh::AuthorityKey::from_bytes([6; 32]), None), ("fourth", key.clone(), Some(&second))]
+    {
+        let worker = copy(name);
+        let dir = workspace(&[("a.txt", "a\n")]);
+        std::fs::create_dir_all(dir.path().join(".vsh/data")).unwrap();
+        let record = worker_digest_record(&record_key, recorded_for.unwrap_or(&worker), [9; 32]);
+        std::fs::write(record_at(&dir), record).unwrap();
+        assert_eq!(open(&dir, &worker).worker_binary().unwrap().digest, real, "{name}");
+        assert_eq!(
+            std::fs::read(record_at(&dir)).unwrap(),
+            worker_digest_record(&key, &worker, real),
+            "{name}: the record is replaced by the file's own"
+        );
+    }
+
+    // A binary changed in place after it was recorded is hashed again.
+    let fifth = copy("fifth");
+    let dir = workspace(&[("a.txt", "a\n")]);
+    std::fs::create_dir_all(dir.path().join(".vsh/data")).unwrap();
+    std::fs::write(record_at(&dir), worker_digest_record(&key, &fifth, [9; 32])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut bytes = std::fs::read(&fifth).unwrap();
+    bytes.extend_from_slice(b"\0appended");
+    std::fs::write(&fifth, &bytes).unwrap();
+    let changed = *blake3::hash(&bytes).as_bytes();
+    assert_eq!(open(&dir, &fifth).worker_binary().unwrap().digest, changed);
+}

@@ -140,6 +140,16 @@ impl MontyExecutor {
         }
     }
 
+    /// The pinned worker binary: its canonical path, the identity it was last
+    /// verified under and its BLAKE3 (`None` in process), for a later
+    /// process's [`WorkerConfig::with_known_digest`].
+    pub fn worker_binary(&self) -> Option<crate::BinaryDigest> {
+        match &self.mode {
+            Mode::InProcess => None,
+            Mode::Worker(pool) => Some(pool.pin().describe()),
+        }
+    }
+
     /// Run `code` against `vfs`, authorizing every path through `policy` and
     /// charging `limits`; see [`crate::execute`] for the guest's view and the
     /// errors. The end-to-end deadline

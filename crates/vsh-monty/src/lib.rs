@@ -159,7 +159,7 @@ pub use path::VIRTUAL_ROOT;
 pub use run::{BashOutcome, MontyOutcome, execute};
 pub use tools::{GUEST_FUNCTION_NAMES, MONTY_VSH_TOOL_NAMES};
 pub use vsh_bash::{BashLimits, PROFILE as BASH_PROFILE};
-pub use worker::pool::PoolStatus;
+pub use worker::pool::{BinaryDigest, BinaryStamp, PoolStatus};
 pub use worker::{
     NOBODY, WORKER_BINARY_NAME, WORKER_PATH_VARIABLE, WORKER_PROCESSES, WorkerConfig, WorkerUser, default_worker_path,
 };

@@ -165,7 +165,7 @@ pub(crate) enum Execution {
     /// fails if there is none.
     DefaultWorker,
     /// The confined worker with this configuration.
-    Worker(WorkerConfig),
+    Worker(Box<WorkerConfig>),
     /// In this process (trusted programs and tests only).
     InProcess,
 }
@@ -463,7 +463,7 @@ impl RuntimeConfig {
     /// timeouts, sandbox, arguments).
     #[must_use]
     pub fn with_worker(mut self, worker: WorkerConfig) -> Self {
-        self.execution = Execution::Worker(worker);
+        self.execution = Execution::Worker(Box::new(worker));
         self
     }
 

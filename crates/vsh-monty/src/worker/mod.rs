@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use vsh_sandbox::SandboxPolicy;
 
+use crate::worker::pool::BinaryDigest;
+
 pub(crate) mod child;
 #[cfg(feature = "test-hooks")]
 pub(crate) mod hooks;
@@ -67,6 +69,9 @@ pub struct WorkerConfig {
     pub args: Vec<String>,
     /// Which user the worker runs as (default [`WorkerUser::Unprivileged`]).
     pub user: WorkerUser,
+    /// The binary's digest as an earlier process computed it (default none;
+    /// see [`WorkerConfig::with_known_digest`]).
+    pub known_digest: Option<BinaryDigest>,
 }
 
 /// Which user a worker runs as.
@@ -109,7 +114,20 @@ impl WorkerConfig {
             sandbox: Arc::new(SandboxPolicy::new()),
             args: Vec::new(),
             user: WorkerUser::default(),
+            known_digest: None,
         }
+    }
+
+    /// Take `known` (what [`crate::MontyExecutor::worker_binary`] reported in
+    /// an earlier process) as the binary's digest instead of hashing the
+    /// binary again, when it names the same canonical path and the file still
+    /// has the [`crate::BinaryStamp`] it was hashed under; otherwise the binary is
+    /// hashed as usual. The caller vouches for where `known` was kept: the
+    /// digest is recorded as the evidence of which worker ran a program.
+    #[must_use]
+    pub fn with_known_digest(mut self, known: Option<BinaryDigest>) -> Self {
+        self.known_digest = known;
+        self
     }
 
     /// Set [`WorkerConfig::user`].

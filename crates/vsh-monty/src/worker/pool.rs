@@ -42,18 +42,24 @@ pub(crate) const ADDRESS_SPACE_HEADROOM: u64 = 256 << 20;
 /// Descriptors a worker may hold (it needs its three standard streams).
 const WORKER_OPEN_FILES: u64 = 64;
 
-/// The identity of a file as `stat` sees it; a change means the content must
-/// be hashed again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+/// The identity of a file as `stat` sees it (device, inode, size, and the
+/// modification and change times to the nanosecond); a change means the
+/// content must be hashed again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BinaryStamp {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time: seconds and nanoseconds.
+    pub mtime: (i64, i64),
+    /// Inode change time: seconds and nanoseconds (no call sets it to a chosen value).
+    pub ctime: (i64, i64),
 }
 
-impl Stamp {
+impl BinaryStamp {
     fn of(metadata: &fs::Metadata) -> Self {
         Self {
             dev: metadata.dev(),
@@ -65,15 +71,29 @@ impl Stamp {
     }
 }
 
+/// The BLAKE3 of a worker binary and the [`BinaryStamp`] it was computed
+/// under: what [`crate::MontyExecutor::worker_binary`] reports, and what
+/// [`WorkerConfig::with_known_digest`] takes back in a later process, so that
+/// a binary whose identity is unchanged is not hashed again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinaryDigest {
+    /// The binary's canonical path.
+    pub path: PathBuf,
+    /// Its identity when it was hashed.
+    pub stamp: BinaryStamp,
+    /// The BLAKE3 of its content.
+    pub digest: [u8; 32],
+}
+
 /// The worker binary, pinned by its BLAKE3 when the pool was created.
 #[derive(Debug)]
 pub(crate) struct BinaryPin {
     path: PathBuf,
     digest: [u8; 32],
-    stamp: Mutex<Stamp>,
+    stamp: Mutex<BinaryStamp>,
 }
 
-fn hash_file(path: &Path) -> Result<([u8; 32], Stamp), WorkerError> {
+fn hash_file(path: &Path) -> Result<([u8; 32], BinaryStamp), WorkerError> {
     let failed = |source: io::Error| WorkerError::Binary { path: path.to_owned(), source };
     let file = fs::File::open(path).map_err(failed)?;
     let metadata = file.metadata().map_err(failed)?;
@@ -82,7 +102,7 @@ fn hash_file(path: &Path) -> Result<([u8; 32], Stamp), WorkerError> {
     }
     let mut hasher = blake3::Hasher::new();
     hasher.update_reader(&file).map_err(failed)?;
-    Ok((*hasher.finalize().as_bytes(), Stamp::of(&metadata)))
+    Ok((*hasher.finalize().as_bytes(), BinaryStamp::of(&metadata)))
 }
 
 fn hex(bytes: &[u8; 32]) -> String {
@@ -93,27 +113,33 @@ fn hex(bytes: &[u8; 32]) -> String {
 /// each was computed under: a pool made again on a binary whose identity is
 /// unchanged reuses the digest rather than hashing tens of megabytes again
 /// (the trust [`BinaryPin::verify`] already places in the identity).
-static PINNED: Mutex<Vec<(PathBuf, Stamp, [u8; 32])>> = Mutex::new(Vec::new());
+static PINNED: Mutex<Vec<(PathBuf, BinaryStamp, [u8; 32])>> = Mutex::new(Vec::new());
 
 /// The most binaries [`PINNED`] remembers.
 const MAX_PINNED: usize = 16;
 
 impl BinaryPin {
-    /// Pin the file at `path` (canonicalized).
-    pub(crate) fn new(path: &Path) -> Result<Self, WorkerError> {
+    /// Pin the file at `path` (canonicalized). `known` is a digest an earlier
+    /// process computed: it is taken when it names the same canonical path
+    /// and the file's identity is still the one it was computed under (the
+    /// trust [`BinaryPin::verify`] places in the identity).
+    pub(crate) fn new(path: &Path, known: Option<&BinaryDigest>) -> Result<Self, WorkerError> {
         let canonical =
             fs::canonicalize(path).map_err(|source| WorkerError::Binary { path: path.to_owned(), source })?;
         let metadata =
             fs::metadata(&canonical).map_err(|source| WorkerError::Binary { path: canonical.clone(), source })?;
-        let current = Stamp::of(&metadata);
-        let known = lock(&PINNED)
+        let current = BinaryStamp::of(&metadata);
+        let pinned = lock(&PINNED)
             .iter()
             .find(|(known, stamp, _)| *known == canonical && *stamp == current)
             .map(|(_, _, digest)| *digest);
-        if let Some(digest) = known {
+        if let Some(digest) = pinned {
             return Ok(Self { path: canonical, digest, stamp: Mutex::new(current) });
         }
-        let (digest, stamp) = hash_file(&canonical)?;
+        let (digest, stamp) = match known {
+            Some(known) if known.path == canonical && known.stamp == current => (known.digest, current),
+            _ => hash_file(&canonical)?,
+        };
         let mut pinned = lock(&PINNED);
         pinned.retain(|(known, _, _)| *known != canonical);
         if pinned.len() >= MAX_PINNED {
@@ -129,6 +155,11 @@ impl BinaryPin {
         self.digest
     }
 
+    /// The pinned digest with the path and the identity it was last verified under.
+    pub(crate) fn describe(&self) -> BinaryDigest {
+        BinaryDigest { path: self.path.clone(), stamp: *lock(&self.stamp), digest: self.digest }
+    }
+
     /// The canonical path.
     pub(crate) fn path(&self) -> &Path {
         &self.path
@@ -140,7 +171,7 @@ impl BinaryPin {
         let metadata =
             fs::metadata(&self.path).map_err(|source| WorkerError::Binary { path: self.path.clone(), source })?;
         let mut stamp = lock(&self.stamp);
-        if Stamp::of(&metadata) == *stamp {
+        if BinaryStamp::of(&metadata) == *stamp {
             return Ok(());
         }
         let (digest, fresh) = hash_file(&self.path)?;
@@ -216,7 +247,7 @@ impl Pool {
             return Err(WorkerError::Config { reason: "handshake_timeout must be positive".to_owned() });
         }
         config.max_idle = config.max_idle.min(config.max_active);
-        let pin = BinaryPin::new(&config.path)?;
+        let pin = BinaryPin::new(&config.path, config.known_digest.as_ref())?;
         let context = ToolContext::try_new(ExecGrant::Only(vec![pin.path().to_owned()]))
             .map_err(|source| WorkerError::Spawn { source })?;
         Ok(Self {

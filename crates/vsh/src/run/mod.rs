@@ -286,6 +286,11 @@ impl Runs {
         self.executor.is_in_process()
     }
 
+    /// The pinned worker binary (`None` in process).
+    pub(crate) fn worker_binary(&self) -> Option<vsh_monty::BinaryDigest> {
+        self.executor.worker_binary()
+    }
+
     /// Run `request` through every stage up to a stored, bound transaction.
     /// `cancel` and the request's end-to-end deadline are checked between
     /// stages (the executor enforces the deadline during execution).

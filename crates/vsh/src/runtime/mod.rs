@@ -12,6 +12,7 @@
 //! and whether a commit needs the hook first. Opening is in [`open`].
 
 mod open;
+mod worker_digest;
 
 use std::time::Instant;
 
@@ -54,6 +55,14 @@ impl Runtime {
     /// Whether programs run in this process rather than the confined worker.
     pub fn is_in_process(&self) -> bool {
         self.runs.is_in_process()
+    }
+
+    /// The worker binary every program runs in: its canonical path, its
+    /// `stat` identity and its BLAKE3, which the transactions' evidence binds
+    /// (`None` in process). Recorded in the data directory so that the next
+    /// process on an unchanged binary does not hash it again.
+    pub fn worker_binary(&self) -> Option<vsh_monty::BinaryDigest> {
+        self.runs.worker_binary()
     }
 
     /// What recovery did when this runtime opened: commits a crash interrupted

@@ -48,9 +48,7 @@ impl Runtime {
             command_ports,
         } = config;
         let command_env = crate::run::command_env(command_env)?;
-        let executor = executor(execution, max_idle_workers)?
-            .with_result_compatibility(result_compatibility)
-            .with_nested_bash(bash.map(|bash| bash.limits));
+        let worker = worker_config(execution, max_idle_workers)?;
         let workspace =
             Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?.with_allowed_mounts(allowed_mounts));
         let (data, layout) = match &data_directory {
@@ -104,6 +102,9 @@ impl Runtime {
             _ => (workspace_policy, None),
         };
         let key = authority_key(&authority, &workspace)?;
+        let executor = executor(worker, &data, &key)?
+            .with_result_compatibility(result_compatibility)
+            .with_nested_bash(bash.map(|bash| bash.limits));
         let blobs = BlobStore::open(&data)?;
         let transactions = TransactionStore::open(&data, &key)?;
         let mut committer = Committer::new(Arc::clone(&workspace), layout.runtime().clone())?
@@ -165,16 +166,39 @@ fn authority_key(authority: &Authority, workspace: &CapDir) -> Result<vsh_types:
     file.load_or_create().map_err(VshError::Authority)
 }
 
-fn executor(execution: Execution, max_idle: Option<usize>) -> Result<MontyExecutor, VshError> {
+/// The worker's configuration, or `None` to run programs in process.
+fn worker_config(execution: Execution, max_idle: Option<usize>) -> Result<Option<WorkerConfig>, VshError> {
     let mut worker = match execution {
-        Execution::InProcess => return Ok(MontyExecutor::in_process()),
-        Execution::Worker(worker) => worker,
+        Execution::InProcess => return Ok(None),
+        Execution::Worker(worker) => *worker,
         Execution::DefaultWorker => WorkerConfig::new(default_worker_path().ok_or(VshError::WorkerNotFound)?),
     };
     if let Some(max_idle) = max_idle {
         worker.max_idle = max_idle;
     }
-    MontyExecutor::worker(worker).map_err(VshError::Worker)
+    Ok(Some(worker))
+}
+
+/// The executor: in process, or a worker pool whose binary's digest is taken
+/// from the data directory when an earlier process recorded it for the same
+/// file (see `worker_digest`), and recorded there when it was hashed.
+fn executor(
+    worker: Option<WorkerConfig>,
+    data: &DataDir,
+    key: &vsh_types::AuthorityKey,
+) -> Result<MontyExecutor, VshError> {
+    let Some(mut worker) = worker else {
+        return Ok(MontyExecutor::in_process());
+    };
+    if worker.known_digest.is_none() {
+        worker.known_digest = super::worker_digest::load(data, key);
+    }
+    let known = worker.known_digest.clone();
+    let executor = MontyExecutor::worker(worker).map_err(VshError::Worker)?;
+    if let Some(binary) = executor.worker_binary() {
+        super::worker_digest::save(data, key, known.as_ref(), &binary);
+    }
+    Ok(executor)
 }
 
 /// Real commands' scratch directories `names`, in the data directory (made now).
