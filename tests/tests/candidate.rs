@@ -457,3 +457,27 @@ fn a_candidates_image_is_bounded_and_a_step_past_the_bound_is_undone() {
     // Within the bound, work goes on.
     assert!(run_command(&candidate, &["/bin/sh", "-c", "echo ok > ok.txt"]).kept);
 }
+
+#[test]
+fn a_command_that_leaves_a_setuid_or_setgid_file_is_denied_and_nothing_is_written() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    put(dir.path(), "bin/tool", "#!/bin/sh\n");
+    let before = tree(dir.path());
+    let runtime = runtime(&dir);
+    for script in
+        ["cp /bin/true made; chmod 4755 made", "chmod 2755 bin/tool", "echo x >> bin/tool; chmod g+s bin/tool"]
+    {
+        let code = command(&["/bin/sh", "-c", script]);
+        let receipt =
+            runtime.run(&RunRequest::new(&code).with_language(Language::Command).with_mode(vsh::RunMode::Auto));
+        let receipt = receipt.unwrap();
+        let vsh::RuntimeDecision::Denied(manifest) = &receipt.decision else {
+            panic!("{script}: expected a denial, got {:?}", receipt.decision);
+        };
+        assert_eq!(manifest.reason, vsh::DenyReason::SetuidFile, "{script}");
+        assert_eq!(tree(dir.path()), before, "{script}: nothing is written");
+    }
+}

@@ -37,6 +37,9 @@ pub(crate) fn validate(diff: &[DiffEntry], excluded: &[VPath]) -> Result<(), Com
         for state in [entry.before, entry.after].into_iter().flatten() {
             check_state(&state).map_err(|reason| invalid(path, reason))?;
         }
+        if entry.after.is_some_and(|after| after.kind == NodeKind::File && after.mode & 0o6000 != 0) {
+            return Err(invalid(path, "a file would be left with its setuid or setgid bit: vsh never writes one"));
+        }
         if let Some(parent) = path.parent().and_then(|parent| by_path.get(&parent).copied()) {
             if entry.after.is_some() && parent.after.is_none_or(|after| after.kind != NodeKind::Directory) {
                 return Err(invalid(path, "parent is not a directory after the change"));

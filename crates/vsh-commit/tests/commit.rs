@@ -607,6 +607,14 @@ fn malformed_diffs_are_refused_before_anything_is_observed() -> Result {
     let mut wide_mode = create("a");
     wide_mode.after = Some(NodeState { mode: 0o17777, ..file });
     check(vec![wide_mode], "mode has bits outside 0o7777");
+    let setid = "a file would be left with its setuid or setgid bit: vsh never writes one";
+    for mode in [0o4755, 0o2755, 0o6711] {
+        let mut forged = create("a");
+        forged.after = Some(NodeState { mode, ..file });
+        check(vec![forged], setid);
+    }
+    let kept = DiffEntry::between(p("a"), Some(NodeState::file_with(b"old", 0o4755)), Some(file)).unwrap();
+    check(vec![DiffEntry { after: Some(NodeState { mode: 0o4755, ..file }), ..kept }], setid);
     check(vec![create("f"), create("f/child")], "parent is not a directory after the change");
     assert!(fx.tree().is_empty());
     Ok(())

@@ -250,10 +250,15 @@ pub enum DenyReason {
     TooManyDeletions,
     /// The diff deletes too large a share of the observed base.
     DeleteRatio,
+    /// The diff leaves a file with its setuid or setgid bit set. vsh never
+    /// writes one, under any profile: the committed file belongs to whoever
+    /// commits, so a confined program could otherwise make a program that runs
+    /// as them.
+    SetuidFile,
 }
 
 impl DenyReason {
-    /// The canonical tag: `ProtectedAccessAttempt`=1 through `DeleteRatio`=6.
+    /// The canonical tag: `ProtectedAccessAttempt`=1 through `SetuidFile`=7.
     pub const fn tag(self) -> u8 {
         match self {
             Self::ProtectedAccessAttempt => 1,
@@ -262,6 +267,7 @@ impl DenyReason {
             Self::TooManyChangedBytes => 4,
             Self::TooManyDeletions => 5,
             Self::DeleteRatio => 6,
+            Self::SetuidFile => 7,
         }
     }
 
@@ -274,6 +280,7 @@ impl DenyReason {
             Self::TooManyChangedBytes => "too-many-changed-bytes",
             Self::TooManyDeletions => "too-many-deletions",
             Self::DeleteRatio => "delete-ratio",
+            Self::SetuidFile => "setuid-file",
         }
     }
 }
@@ -733,8 +740,9 @@ mod tests {
             DenyReason::TooManyChangedBytes,
             DenyReason::TooManyDeletions,
             DenyReason::DeleteRatio,
+            DenyReason::SetuidFile,
         ];
-        assert_eq!(reasons.map(DenyReason::tag), [1, 2, 3, 4, 5, 6]);
+        assert_eq!(reasons.map(DenyReason::tag), [1, 2, 3, 4, 5, 6, 7]);
         // A manifest's encoding carries its flags and its policy.
         let one = manifest(vec![RiskFlag::Deletion]).to_canonical_bytes();
         assert_ne!(one, manifest(vec![RiskFlag::Rename]).to_canonical_bytes());

@@ -33,7 +33,7 @@
 use std::fmt::Write as _;
 
 use vsh_types::canon;
-use vsh_types::{DiffEntry, DiffKind, PolicyDigest, VPath};
+use vsh_types::{DiffEntry, DiffKind, NodeKind, PolicyDigest, VPath};
 
 use crate::access::AccessKind;
 use crate::decision::{
@@ -178,6 +178,9 @@ impl TransactionPolicy {
         }
         if total > 0 {
             return self.deny_protected(DenyReason::ProtectedMutation, listed, total, metrics);
+        }
+        if let Some(denied) = deny_setuid_files(input.diff, metrics, self.digest) {
+            return denied;
         }
         if let Some((reason, ceiling, remedy)) = self.ceiling(&metrics, input.observed_base_nodes) {
             return Decision::Denied(DenyManifest {
@@ -348,6 +351,38 @@ impl Default for TransactionPolicy {
     }
 }
 
+/// Setuid and setgid: the bits vsh never leaves on a file it writes.
+const SETID_BITS: u32 = 0o6000;
+
+/// A denial naming the files `diff` leaves with a setuid or setgid bit, if any
+/// (a file written, moved, or given a mode with either bit: the committed file
+/// belongs to the committer).
+fn deny_setuid_files(diff: &[DiffEntry], metrics: RiskMetrics, policy: PolicyDigest) -> Option<Decision> {
+    let setid = |entry: &&DiffEntry| {
+        entry.after.is_some_and(|after| after.kind == NodeKind::File && after.mode & SETID_BITS != 0)
+    };
+    let total = diff.iter().filter(setid).count() as u64;
+    if total == 0 {
+        return None;
+    }
+    let named: Vec<String> = diff.iter().filter(setid).take(8).map(|entry| entry.path.to_string()).collect();
+    let more =
+        if total > named.len() as u64 { format!(" and {} more", total - named.len() as u64) } else { String::new() };
+    let remedy = format!(
+        "clear the setuid and setgid bits (chmod ug-s) of {}{more}: vsh never writes a file with them",
+        named.join(", ")
+    );
+    Some(Decision::Denied(DenyManifest {
+        reason: DenyReason::SetuidFile,
+        denied: Vec::new(),
+        denied_total: total,
+        ceiling: None,
+        remedy,
+        metrics,
+        policy,
+    }))
+}
+
 /// The access a diff entry exercises.
 fn mutation_of(kind: DiffKind) -> AccessKind {
     match kind {
@@ -416,6 +451,50 @@ mod tests {
         match decision {
             Decision::PendingApproval(manifest) => &manifest.flags,
             other => panic!("expected pending approval, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_file_left_setuid_or_setgid_is_denied_under_every_profile_and_clearing_the_bits_is_not() {
+        let dir = |mode| NodeState::directory(mode);
+        let diffs: [(Vec<DiffEntry>, u64); 5] = [
+            (vec![chmod("tool", 0o755, 0o4755)], 1),
+            (vec![chmod("tool", 0o755, 0o2755)], 1),
+            (vec![DiffEntry::between(p("new"), None, Some(NodeState::file_with(b"elf", 0o6711))).unwrap()], 1),
+            // New content for a file that keeps its setuid bit is a new setuid file.
+            (
+                vec![
+                    DiffEntry::between(
+                        p("a"),
+                        Some(NodeState::file_with(b"old", 0o4755)),
+                        Some(NodeState::file_with(b"new", 0o4755)),
+                    )
+                    .unwrap(),
+                    chmod("b", 0o644, 0o4644),
+                    create("c.txt", b"c"),
+                ],
+                2,
+            ),
+            (vec![chmod("x", 0o644, 0o7644)], 1),
+        ];
+        for profile in PolicyProfile::ALL {
+            let policy = policy(profile);
+            for (diff, count) in &diffs {
+                let decision = policy.evaluate(&PolicyInput::new(diff));
+                let manifest = denied(&decision);
+                assert_eq!((manifest.reason, manifest.denied_total), (DenyReason::SetuidFile, *count), "{diff:?}");
+                assert!(manifest.remedy.contains(diff[0].path.as_str()), "{}", manifest.remedy);
+            }
+            // Clearing the bits, a setgid or sticky directory, and a sticky file are not denied.
+            let allowed = [
+                chmod("tool", 0o4755, 0o755),
+                DiffEntry::between(p("shared"), None, Some(dir(0o3775))).unwrap(),
+                chmod("y", 0o644, 0o1644),
+            ];
+            for entry in allowed {
+                let decision = policy.evaluate(&PolicyInput::new(std::slice::from_ref(&entry)));
+                assert!(!decision.is_denied(), "{profile} {entry:?}: {decision:?}");
+            }
         }
     }
 
