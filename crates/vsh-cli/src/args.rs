@@ -24,6 +24,9 @@ Exit codes:
   6   not committed: the workspace changed under it (stale; the conflicting
       paths are listed)
   75  gave up waiting for another vsh process (--lock-timeout)
+  130, 143, 129
+      interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,
+      its processes killed, nothing committed (a second signal ends vsh at once)
 With --detailed-exitcode, run, show and commit exit with the transaction's
 state instead: 0 committed, 3 auto-approved (nothing written), 4 pending
 approval, 5 denied.";

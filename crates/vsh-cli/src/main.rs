@@ -14,6 +14,7 @@ mod demo;
 mod doctor;
 mod documents;
 mod failure;
+mod interrupt;
 mod listing;
 mod render;
 mod serve;
@@ -471,12 +472,57 @@ fn run_program(
             );
         }
     };
-    let receipt = runtime
-        .run_retrying_stale(&request, run.retry_stale, on_stale)
-        .map_err(|error| failure::with_remedies(&runtime, error))?;
+    let receipt = match run_interruptible(&runtime, &request, run.retry_stale, on_stale)? {
+        Interruptible::Done(receipt) => *receipt,
+        Interruptible::Interrupted(code) => return Ok(code),
+    };
     print_receipt(&receipt, run.common.json, output)?;
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     Ok(exit_code(&receipt, asked, output.detailed))
+}
+
+/// How a run the operator could interrupt ended.
+enum Interruptible {
+    /// It ran to its end (committed, previewed, pending, denied).
+    Done(Box<vsh::Receipt>),
+    /// A signal cancelled it: the exit code to leave with (128 plus the signal).
+    Interrupted(u8),
+}
+
+/// Run `request` (again after a stale commit, up to `retries` times, as
+/// [`Runtime::run_retrying_stale`] does) with Ctrl-C, `SIGTERM` and `SIGHUP`
+/// cancelling it instead of ending the process under its commands (see
+/// `interrupt.rs`).
+fn run_interruptible(
+    runtime: &Runtime,
+    request: &RunRequest<'_>,
+    retries: u32,
+    mut on_stale: impl FnMut(u32, &vsh::VshError),
+) -> Result<Interruptible, Box<dyn std::error::Error>> {
+    let interrupts = interrupt::Interrupts::install()?;
+    let mut attempt = 0;
+    loop {
+        let cancel = interrupts.arm();
+        match runtime.run_cancellable(request, &cancel) {
+            Err(error @ vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))
+                if attempt < retries && interrupts.received().is_none() =>
+            {
+                attempt += 1;
+                on_stale(attempt, &error);
+            }
+            Err(vsh::VshError::Cancelled) if let Some(signal) = interrupts.received() => {
+                eprintln!(
+                    "vsh: interrupted ({}): the run was stopped, its processes killed, and nothing was committed",
+                    interrupt::Interrupts::name(signal)
+                );
+                return Ok(Interruptible::Interrupted(interrupt::Interrupts::exit_code(signal)));
+            }
+            outcome => {
+                let receipt = outcome.map_err(|error| failure::with_remedies(runtime, error))?;
+                return Ok(Interruptible::Done(Box::new(receipt)));
+            }
+        }
+    }
 }
 
 /// Say on stderr when a run's policy is not the workspace's: the operator
@@ -580,7 +626,10 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }
-    let receipt = runtime.run(&request).map_err(|error| failure::with_remedies(&runtime, error))?;
+    let receipt = match run_interruptible(&runtime, &request, 0, |_, _| {})? {
+        Interruptible::Done(receipt) => *receipt,
+        Interruptible::Interrupted(code) => return Ok(code),
+    };
     if !output.quiet && !rerun.stored.common.json {
         eprintln!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
     }

@@ -2067,3 +2067,50 @@ fn the_policy_file_names_the_scratch_directories() {
     let kept = Path::new(ws).join(".vsh/data/scratch/build/out");
     assert_eq!(std::fs::read_to_string(kept).unwrap(), "x\n");
 }
+
+#[test]
+fn an_interrupted_exec_kills_the_command_tree_commits_nothing_and_exits_128_plus_the_signal() {
+    if !fuse_available() {
+        return;
+    }
+    for (signal, name, code) in [("-INT", "SIGINT", 130), ("-TERM", "SIGTERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.txt", "kept\n");
+        let ws = dir.path().to_str().unwrap();
+        // A loop writing the workspace, and a background child that ignores
+        // the polite signals writing a scratch file, until something stops them
+        // (setsid is refused in a command, so the process group is the tree).
+        let script = "sh -c 'trap \"\" INT TERM HUP; while :; do echo tick >> target/ticks; sleep 0.05; done' & \
+                      echo up > target/started; while :; do echo x >> b.txt; sleep 0.05; done";
+        let child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", ws, "--mode", "auto", "--", "sh", "-c", script])
+            .env_clear()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let scratch = dir.path().join(".vsh/data/scratch/target");
+        let started = std::time::Instant::now();
+        while !scratch.join("started").exists() || !scratch.join("ticks").exists() {
+            if started.elapsed() > std::time::Duration::from_mins(1) {
+                // SIGTERM, not SIGKILL: vsh stops the command's processes first.
+                let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+                panic!("the command never started: {:?}", child.wait_with_output().unwrap());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let killed = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(killed.success());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{name}: {stderr}");
+        assert!(stderr.contains(&format!("interrupted ({name})")), "{stderr}");
+        // Every process of the command is gone, the daemon included.
+        let ticks = std::fs::read(scratch.join("ticks")).unwrap().len();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        assert_eq!(std::fs::read(scratch.join("ticks")).unwrap().len(), ticks, "{name}: something still writes");
+        // Nothing was committed.
+        assert!(!dir.path().join("b.txt").exists(), "{name}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "kept\n");
+    }
+}

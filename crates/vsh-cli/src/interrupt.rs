@@ -1,0 +1,94 @@
+//! Ctrl-C, `SIGTERM` and `SIGHUP` while a program or command runs.
+//!
+//! By default any of them ends the process at once, and a real command's
+//! processes (their own process group, their own uid) would run on without
+//! anyone to stop them. While a run is in progress the command line instead
+//! receives them on a thread of its own ([`Interrupts`]): the first cancels
+//! the run, whose machinery kills the command's whole tree, unmounts its
+//! candidate and records nothing as committed; the command then exits with
+//! 128 plus the signal's number, as a shell reports a death by it. A second
+//! signal ends the process at once, as before. A commit that has already
+//! begun is not cancelled: its own outcome stands.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::{Handle, Signals};
+use vsh::ExecutionCancellation;
+
+/// The signals that cancel a run.
+const CANCELLING: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+
+/// The signal handlers of one run; dropping it restores the defaults.
+pub(crate) struct Interrupts {
+    current: Arc<Mutex<Option<ExecutionCancellation>>>,
+    received: Arc<AtomicI32>,
+    handle: Handle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Interrupts {
+    /// Receive the cancelling signals on a thread until dropped.
+    pub(crate) fn install() -> std::io::Result<Self> {
+        let mut signals = Signals::new(CANCELLING)?;
+        let handle = signals.handle();
+        let current: Arc<Mutex<Option<ExecutionCancellation>>> = Arc::default();
+        let received = Arc::new(AtomicI32::new(0));
+        let thread = {
+            let (current, received) = (Arc::clone(&current), Arc::clone(&received));
+            std::thread::Builder::new().name("vsh-signals".to_owned()).spawn(move || {
+                for signal in signals.forever() {
+                    if received.swap(signal, Ordering::AcqRel) != 0 {
+                        // The second one: leave now, as the default would have.
+                        let _ = signal_hook::low_level::emulate_default_handler(signal);
+                    }
+                    if let Some(cancel) = current.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                        cancel.cancel();
+                    }
+                }
+            })?
+        };
+        Ok(Self { current, received, handle, thread: Some(thread) })
+    }
+
+    /// A fresh cancellation handle for the next attempt of the run, which
+    /// the next signal cancels (at once, if one already came).
+    pub(crate) fn arm(&self) -> ExecutionCancellation {
+        let cancel = ExecutionCancellation::new();
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
+        if self.received().is_some() {
+            cancel.cancel();
+        }
+        cancel
+    }
+
+    /// The first signal received, if any.
+    pub(crate) fn received(&self) -> Option<i32> {
+        Some(self.received.load(Ordering::Acquire)).filter(|signal| *signal != 0)
+    }
+
+    /// The exit code for a run `signal` cancelled: 128 plus its number.
+    pub(crate) fn exit_code(signal: i32) -> u8 {
+        u8::try_from(128 + signal).unwrap_or(u8::MAX)
+    }
+
+    /// The signal's name for a message.
+    pub(crate) fn name(signal: i32) -> &'static str {
+        match signal {
+            SIGINT => "SIGINT",
+            SIGTERM => "SIGTERM",
+            SIGHUP => "SIGHUP",
+            _ => "a signal",
+        }
+    }
+}
+
+impl Drop for Interrupts {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
