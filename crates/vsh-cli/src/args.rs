@@ -322,7 +322,8 @@ pub(crate) struct BudgetArgs {
     /// The most output the program may print (1MiB, 64KiB, 4096).
     #[arg(long, value_name = "SIZE", value_parser = size)]
     pub(crate) max_output: Option<u64>,
-    /// The most memory the program may use (256MiB, 1GiB).
+    /// The most memory the program may use (256MiB, 1GiB); for a real command,
+    /// each of its processes' private memory (a data rlimit; 8GiB unless set).
     #[arg(long, value_name = "SIZE", value_parser = size)]
     pub(crate) max_memory: Option<u64>,
 }

@@ -511,6 +511,8 @@ impl Dispatcher<'_> {
         }
         let mut child_limits = sandbox.limits().clone();
         child_limits.processes = Some(COMMAND_PROCESSES);
+        // The run's memory budget bounds each of the command's processes.
+        child_limits.data_bytes = Some(limits.max_memory_bytes);
         let mut sandbox = sandbox.rlimits(child_limits);
         for port in &config.connect_ports {
             sandbox = sandbox.allow_loopback_tcp(*port);

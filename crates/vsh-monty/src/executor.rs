@@ -19,7 +19,7 @@ use crate::worker::WorkerConfig;
 use crate::worker::pool::{Pool, PoolStatus};
 
 /// Version of [`MontyExecutor::config_digest`]'s encoding.
-const CONFIG_ENCODING_VERSION: u8 = 1;
+const CONFIG_ENCODING_VERSION: u8 = 2;
 
 /// Where programs run.
 #[derive(Debug)]
@@ -361,9 +361,14 @@ fn encode_sandbox(out: &mut Vec<u8>, policy: &SandboxPolicy) {
         canon::put_bytes(out, policy.floor_of(axis).name().as_bytes());
     }
     let limits = policy.limits();
-    for limit in
-        [limits.cpu_seconds, limits.address_space_bytes, limits.file_size_bytes, limits.open_files, limits.processes]
-    {
+    for limit in [
+        limits.cpu_seconds,
+        limits.address_space_bytes,
+        limits.data_bytes,
+        limits.file_size_bytes,
+        limits.open_files,
+        limits.processes,
+    ] {
         put_limit(out, limit);
     }
     for paths in [policy.read_paths(), policy.write_paths(), policy.exec_paths()] {

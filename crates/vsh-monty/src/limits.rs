@@ -31,7 +31,7 @@ const LIMITS_ENCODING_VERSION: u8 = 2;
 /// | `max_program_bytes` | 1 MiB | before compiling (and before framing for the worker) |
 /// | `max_duration` | 1 s | guest bytecode time (monty's clock); the worker's watchdog kills at this plus the grace |
 /// | `max_recursion_depth` | 512 | guest frames; a catchable `RecursionError`, as in `CPython` |
-/// | `max_memory_bytes` | 256 MiB | the worker's heap (limited allocator) and, with headroom, its address space |
+/// | `max_memory_bytes` | 256 MiB | the worker's heap (limited allocator) and, with headroom, its address space; each process of a real command (`RLIMIT_DATA`) |
 /// | `max_os_calls` | 10,000 | every suspension: OS calls, `vsh_*` calls, name lookups |
 /// | `max_read_bytes` | 64 MiB | cumulative bytes read (and old content an append extends) |
 /// | `max_write_bytes` | 64 MiB | cumulative bytes written |
@@ -55,10 +55,13 @@ pub struct ExecutionLimits {
     /// Guest call depth (default 512). Exceeding it raises a catchable
     /// `RecursionError` in the guest, as in `CPython`.
     pub max_recursion_depth: usize,
-    /// Guest heap size (default 256 MiB).
+    /// Guest heap size (default 256 MiB), and the private writable memory of
+    /// each process of a real command the run starts (`RLIMIT_DATA`, per
+    /// process: not a bound on the command's whole tree).
     ///
-    /// **Not enforced by the in-process executor**: a memory ceiling needs the
-    /// limited global allocator of the worker subprocess, which applies it.
+    /// **Not enforced for the guest by the in-process executor**: a memory
+    /// ceiling needs the limited global allocator of the worker subprocess,
+    /// which applies it (a command's processes get theirs in either case).
     pub max_memory_bytes: u64,
     /// Suspensions of the guest: OS calls, name lookups and external calls
     /// (default 10,000).
@@ -128,7 +131,8 @@ impl ExecutionLimits {
     /// The default budget of a real command ([`crate::MontyExecutor::execute_command`]):
     /// the defaults sized for a program that moves a few files would stop a
     /// build or a test suite at once, so a command gets 10 minutes
-    /// (`max_duration`; the request 30 s more to wind down), 10,000,000
+    /// (`max_duration`; the request 30 s more to wind down), 8 GiB of private
+    /// memory per process (`max_memory_bytes`, applied as `RLIMIT_DATA`), 10,000,000
     /// file-system requests, 4 GiB read, 1 GiB written (what it writes is held
     /// in the run's image until the commit), 10,000,000 directory entries
     /// listed, and 4,000,000 evidence records of up to 512 MiB of paths; the
@@ -139,6 +143,7 @@ impl ExecutionLimits {
         Self {
             max_duration: Duration::from_mins(10),
             max_request_duration: Duration::from_mins(10) + Duration::from_secs(30),
+            max_memory_bytes: 8 << 30,
             max_os_calls: 10_000_000,
             max_read_bytes: 4 << 30,
             max_write_bytes: 1 << 30,

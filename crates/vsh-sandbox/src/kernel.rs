@@ -206,6 +206,7 @@ fn resources_level(limits: &ResourceLimits, runs_as: Option<(u32, u32)>, child_i
     let named = [
         ("CPU", limits.cpu_seconds, "s"),
         ("AS", limits.address_space_bytes, " bytes"),
+        ("DATA", limits.data_bytes, " bytes"),
         ("FSIZE", limits.file_size_bytes, " bytes"),
         ("NOFILE", limits.open_files, ""),
         ("NPROC", limits.processes, ""),

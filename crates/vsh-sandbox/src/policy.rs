@@ -85,6 +85,11 @@ pub struct ResourceLimits {
     /// `RLIMIT_AS`, in bytes of virtual address space. Runtimes that reserve large ranges
     /// (JVM, Go, V8) fail under a tight value.
     pub address_space_bytes: Option<u64>,
+    /// `RLIMIT_DATA`, in bytes of private writable memory per process (the heap and
+    /// anonymous mappings): what one process may allocate, without counting the address
+    /// space runtimes reserve and never touch, so it suits real programs where
+    /// `RLIMIT_AS` does not. It bounds each process, not a process tree.
+    pub data_bytes: Option<u64>,
     /// `RLIMIT_FSIZE`, the largest file the child can write, in bytes (`SIGXFSZ` beyond).
     pub file_size_bytes: Option<u64>,
     /// `RLIMIT_NOFILE`, the number of open descriptors.
@@ -97,7 +102,14 @@ pub struct ResourceLimits {
 impl ResourceLimits {
     /// No limits: every resource as inherited.
     pub const fn none() -> Self {
-        Self { cpu_seconds: None, address_space_bytes: None, file_size_bytes: None, open_files: None, processes: None }
+        Self {
+            cpu_seconds: None,
+            address_space_bytes: None,
+            data_bytes: None,
+            file_size_bytes: None,
+            open_files: None,
+            processes: None,
+        }
     }
 
     /// Whether any limit is set.
@@ -114,6 +126,7 @@ impl Default for ResourceLimits {
         Self {
             cpu_seconds: None,
             address_space_bytes: None,
+            data_bytes: None,
             file_size_bytes: Some(4 << 30),
             open_files: Some(1024),
             processes: None,

@@ -214,6 +214,7 @@ fn clamped_limits(limits: &ResourceLimits, confined: bool) -> Vec<(Resource, Rli
     }
     let exact = [
         (Resource::As, limits.address_space_bytes),
+        (Resource::Data, limits.data_bytes),
         (Resource::Fsize, limits.file_size_bytes),
         (Resource::Nofile, limits.open_files),
         (Resource::Nproc, limits.processes),

@@ -868,3 +868,22 @@ fn a_nested_scratch_directory_is_scratch_only_where_its_parent_is_a_directory() 
     let paths: Vec<String> = fresh.diff().into_iter().map(|(path, _)| path).collect();
     assert_eq!(paths, ["node_modules", "node_modules/.cache", "node_modules/.cache/entry"]);
 }
+
+#[test]
+fn the_memory_budget_bounds_each_process_of_a_command() {
+    let Some(_processes) = fuse_available() else { return };
+    // 512 MiB, touched: what the process really holds.
+    let script = "b = bytearray(512 << 20); b[::4096] = b'x' * (len(b) // 4096); print('allocated')";
+    let mut ws = Workspace::with(&[]);
+    let roomy = ws.command_with(&["/usr/bin/python3", "-c", script], &ExecutionLimits::for_commands());
+    assert_eq!(stdout_of(&roomy), "allocated\n", "{roomy:?}");
+    let tight = ExecutionLimits { max_memory_bytes: 64 << 20, ..ExecutionLimits::for_commands() };
+    let refused = ws.command_with(&["/usr/bin/python3", "-c", script], &tight);
+    let Err(ExecutionError::Bash { stdout, stderr, .. }) = &refused else { panic!("{refused:?}") };
+    assert!(stdout.is_empty(), "{}", String::from_utf8_lossy(stdout));
+    assert!(String::from_utf8_lossy(stderr).contains("MemoryError"), "{}", String::from_utf8_lossy(stderr));
+    // The limit is each process's: two processes of 40 MiB each fit under 64 MiB.
+    let each = "python3 -c 'b = bytearray(40 << 20); print(len(b) >> 20)'";
+    let two = ws.command_with(&["/bin/sh", "-c", &format!("{each}; {each}")], &tight);
+    assert_eq!(stdout_of(&two), "40\n40\n");
+}
