@@ -481,3 +481,41 @@ fn a_command_that_leaves_a_setuid_or_setgid_file_is_denied_and_nothing_is_writte
         assert_eq!(tree(dir.path()), before, "{script}: nothing is written");
     }
 }
+
+#[test]
+fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps_the_build_incremental() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = workspace(&[("Makefile", "target/out: src.txt\n\tcp src.txt target/out\n"), ("src.txt", "v1\n")]);
+    let runtime = runtime(&dir);
+    let build = |script: &str| {
+        let code = command(&["/bin/sh", "-c", &format!("{script}make -s target/out && cat target/out")]);
+        runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap()
+    };
+    let printed = |receipt: &vsh::Receipt| match &receipt.output {
+        ExecutionOutput::Bash(result) => String::from_utf8_lossy(&result.stdout).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    let scratch = dir.path().join(".vsh/data/scratch/target");
+    // A build of the workspace as it is, and a mark it leaves.
+    assert_eq!(printed(&build("touch target/mark; ")), "v1\n");
+    assert!(scratch.join("mark").exists());
+    // A run that changes the source and builds: its output is v2, newer
+    // than the workspace's own src.txt. It is never committed.
+    let changed = build("sleep 0.02; echo v2 > src.txt; ");
+    assert_eq!(printed(&changed), "v2\n");
+    assert_eq!(changed.changed_paths, 1);
+    assert!(runtime.discard_preview(changed.transaction).unwrap());
+    // The next build is of the workspace, not of the change: the scratch
+    // directory was emptied first (the mark is gone).
+    assert_eq!(printed(&build("touch target/mark; ")), "v1\n");
+    // A change that is committed: the commit's new file is newer than the
+    // run's output, so the next build sees it, and the directory is kept.
+    let committed = build("sleep 0.02; echo v3 > src.txt; ");
+    assert_eq!(printed(&committed), "v3\n");
+    runtime.commit(committed.transaction, 1).unwrap();
+    assert_eq!(std::fs::read_to_string(dir.path().join("src.txt")).unwrap(), "v3\n");
+    assert_eq!(printed(&build("")), "v3\n");
+    assert!(scratch.join("mark").exists(), "a committed change keeps the build incremental");
+}

@@ -4,7 +4,7 @@
 //!
 //! Commands write scratch directories directly (a build's `target/`), so
 //! vsh never reads them as its state; they only cost disk. A run whose
-//! commands may use them holds [`ScratchLock::shared`] while it executes;
+//! commands may use them holds [`ScratchLock::exclusive`] while it executes;
 //! clearing takes the lock exclusively and never waits for it: a busy
 //! scratch area is left alone and reported, never cleared under a build.
 //!
@@ -12,6 +12,22 @@
 //! stays, empty) with [`WritableDir::empty_dir`], through the data
 //! directory's handle, never following a symlink: a link a build left there
 //! is removed as a link, and what it points to is untouched.
+//!
+//! **Taints.** A build tool decides what to rebuild by comparing its
+//! sources' modification times with its outputs'. A run whose image
+//! differed from the workspace (it changed a file, then built) leaves
+//! outputs newer than the workspace's own, unchanged sources: were the
+//! change never committed, the next run would reuse outputs of code that
+//! is not there (`cargo test` passing on the workspace's broken code). So
+//! a run whose commands used the scratch directories holds them alone
+//! ([`ScratchLock::exclusive`]: two runs never build from two images into
+//! one directory at once), and one whose image changed records a taint
+//! ([`ScratchLock::taint`], an empty file named for it in `scratch.taint/`)
+//! before it lets go. Committing the transaction removes its taint (the
+//! commit gives every file it writes a modification time newer than the
+//! run's outputs, so the build tool sees them changed); the next run finds
+//! any taint left and empties the scratch directories first
+//! ([`ScratchLock::clear_if_tainted`]).
 
 use std::sync::Arc;
 
@@ -21,8 +37,12 @@ use vsh_types::VPath;
 use crate::datadir::SCRATCH;
 use crate::error::StoreError;
 
-/// The lock file a run takes shared and clearing exclusively, beside `scratch/`.
+/// The lock file a run and clearing take exclusively, beside `scratch/`.
 const SCRATCH_LOCK: &str = "scratch.lock";
+
+/// The directory of taints, beside `scratch/`: one empty file per run or
+/// transaction that built from an image the workspace does not hold.
+const TAINTS: &str = "scratch.taint";
 
 /// The lock over the scratch directories, on a handle of its own.
 #[derive(Debug)]
@@ -52,15 +72,99 @@ impl ScratchLock {
         VPath::from_component(SCRATCH_LOCK).expect("a plain component")
     }
 
-    /// Hold the scratch directories for a run's commands: clearing waits
-    /// for no one and leaves them alone while this guard lives.
+    /// Hold the scratch directories for a run's commands, waiting for
+    /// another run's as `wait` allows: clearing waits for no one and leaves
+    /// them alone while this guard lives, and no other run builds there.
     ///
     /// # Errors
     ///
-    /// [`StoreError::DataDir`] when the lock file cannot be opened or locked.
-    pub fn shared(&self) -> Result<LockGuard, StoreError> {
+    /// [`StoreError::DataDir`] when the lock file cannot be opened or locked,
+    /// or another run held it past the wait (`HostError::LockTimeout`).
+    pub fn exclusive(&self, wait: &vsh_host::LockWait) -> Result<LockGuard, StoreError> {
         let path = Self::lock_path();
-        self.dir.lock_shared(&path).map_err(|source| StoreError::DataDir { path, source })
+        self.dir.lock_exclusive_within(&path, wait).map_err(|source| StoreError::DataDir { path, source })
+    }
+
+    /// Record that `name` (a transaction id's hex, or a run's provisional
+    /// name) built in the scratch directories from an image the workspace
+    /// does not hold. Recording one twice is recording it once.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when `name` is not one plain file name or the
+    /// file cannot be made.
+    pub fn taint(&self, name: &str) -> Result<(), StoreError> {
+        let path = Self::taint_path(name)?;
+        let dir = VPath::from_component(TAINTS).expect("a plain component");
+        self.dir.open_or_create_subdir(&dir).map_err(|source| failed(&dir, source))?;
+        match self.dir.create_file_exclusive_unsynced(&path, b"", 0o600) {
+            Ok(_) | Err(HostError::AlreadyExists { .. }) => Ok(()),
+            Err(source) => Err(failed(&path, source)),
+        }
+    }
+
+    /// Forget the taint `name`, if it is recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when it is recorded and cannot be removed.
+    pub fn untaint(&self, name: &str) -> Result<(), StoreError> {
+        let path = Self::taint_path(name)?;
+        match self.dir.remove_file(&path) {
+            Ok(()) | Err(HostError::NotFound { .. }) => Ok(()),
+            Err(source) => Err(failed(&path, source)),
+        }
+    }
+
+    /// Whether the taint `name` is recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the data directory cannot be read.
+    pub fn is_tainted_by(&self, name: &str) -> Result<bool, StoreError> {
+        let path = Self::taint_path(name)?;
+        Ok(self.dir.read_only().lstat(&path).map_err(|source| failed(&path, source))?.is_some())
+    }
+
+    /// The recorded taints' names.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the taints cannot be listed.
+    pub fn taints(&self) -> Result<Vec<String>, StoreError> {
+        let dir = VPath::from_component(TAINTS).expect("a plain component");
+        match self.dir.list_dir(&dir) {
+            Ok(entries) => Ok(entries.into_iter().filter_map(|entry| String::from_utf8(entry.name).ok()).collect()),
+            Err(HostError::NotFound { .. }) => Ok(Vec::new()),
+            Err(source) => Err(failed(&dir, source)),
+        }
+    }
+
+    /// With [`ScratchLock::exclusive`] held (`_held`): when any taint is
+    /// recorded, empty every scratch directory and forget every taint, so
+    /// the run about to start builds from nothing. Whether it cleared.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when a scratch directory or a taint cannot be
+    /// removed (what was removed stays removed; the taints stay until the
+    /// directories are empty).
+    pub fn clear_if_tainted(&self, _held: &LockGuard) -> Result<bool, StoreError> {
+        let taints = self.taints()?;
+        if taints.is_empty() {
+            return Ok(false);
+        }
+        let dirs = self.scratch_dirs(false)?;
+        self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
+        for name in taints {
+            self.untaint(&name)?;
+        }
+        Ok(true)
+    }
+
+    fn taint_path(name: &str) -> Result<VPath, StoreError> {
+        let dir = VPath::from_component(TAINTS).expect("a plain component");
+        dir.child(name).map_err(|_| failed(&dir, HostError::NotAFile { path: dir.clone() }))
     }
 
     /// Measure the scratch directories and clear all of them when together
@@ -81,10 +185,29 @@ impl ScratchLock {
             report.busy = true;
             return Ok(report);
         };
+        let dirs = self.scratch_dirs(true)?;
+        report.bytes = dirs.iter().map(|(_, bytes)| *bytes).fold(0, u64::saturating_add);
+        if dirs.is_empty() || max_bytes.is_none_or(|max| report.bytes <= max) {
+            return Ok(report);
+        }
+        for (dir, bytes) in dirs {
+            self.clear([dir.clone()])?;
+            report.bytes_removed = report.bytes_removed.saturating_add(bytes);
+            report.cleared.push(dir.file_name().unwrap_or_default().to_owned());
+        }
+        // Nothing is left that a taint could warn about.
+        for name in self.taints()? {
+            self.untaint(&name)?;
+        }
+        Ok(report)
+    }
+
+    /// Every scratch directory, with the bytes it holds when `measure`d (else 0).
+    fn scratch_dirs(&self, measure: bool) -> Result<Vec<(VPath, u64)>, StoreError> {
         let root = VPath::from_component(SCRATCH).expect("a plain component");
         let names = match self.dir.list_dir(&root) {
             Ok(entries) => entries,
-            Err(HostError::NotFound { .. }) => return Ok(report),
+            Err(HostError::NotFound { .. }) => return Ok(Vec::new()),
             Err(source) => return Err(failed(&root, source)),
         };
         let mut dirs = Vec::new();
@@ -92,24 +215,23 @@ impl ScratchLock {
             let Some(dir) = std::str::from_utf8(&entry.name).ok().and_then(|name| root.child(name).ok()) else {
                 continue;
             };
-            let bytes = self.size(&dir)?;
-            report.bytes = report.bytes.saturating_add(bytes);
+            let bytes = if measure { self.size(&dir)? } else { 0 };
             dirs.push((dir, bytes));
         }
-        if max_bytes.is_none_or(|max| report.bytes <= max) {
-            return Ok(report);
-        }
-        for (dir, bytes) in dirs {
-            // A scratch directory replaced by a file or a link is removed.
+        Ok(dirs)
+    }
+
+    /// Empty each of `dirs` (a scratch directory replaced by a file or a
+    /// link is removed).
+    fn clear(&self, dirs: impl IntoIterator<Item = VPath>) -> Result<(), StoreError> {
+        for dir in dirs {
             let emptied = match self.dir.empty_dir(&dir) {
                 Err(HostError::NotADirectory { .. }) => self.dir.remove_tree(&dir),
                 other => other,
             };
             emptied.map_err(|source| failed(&dir, source))?;
-            report.bytes_removed = report.bytes_removed.saturating_add(bytes);
-            report.cleared.push(dir.file_name().unwrap_or_default().to_owned());
         }
-        Ok(report)
+        Ok(())
     }
 
     /// The bytes of every file below `dir` (symlinks not followed).
@@ -207,19 +329,57 @@ mod tests {
     fn scratch_a_run_holds_is_never_cleared_and_a_forced_clear_waits_for_no_one() {
         let (_dir, data, _outside) = built();
         let lock = data.scratch_lock();
-        let held = lock.shared().unwrap();
-        // A second run shares it; clearing, even of everything, leaves it alone.
-        let also = data.scratch_lock().shared().unwrap();
+        let held = lock.exclusive(&vsh_host::LockWait::within(std::time::Duration::ZERO)).unwrap();
+        // A second run waits for it (here: gives up at once); clearing, even
+        // of everything, leaves it alone.
+        let waited = data.scratch_lock().exclusive(&vsh_host::LockWait::within(std::time::Duration::from_millis(50)));
+        assert!(
+            matches!(waited, Err(crate::StoreError::DataDir { source: vsh_host::HostError::LockTimeout { .. }, .. })),
+            "{waited:?}"
+        );
         let report = data.scratch_lock().collect(Some(0)).unwrap();
         assert!(report.busy && report.cleared.is_empty(), "{report:?}");
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
         drop(held);
-        drop(also);
         let report = data.scratch_lock().collect(Some(0)).unwrap();
         assert_eq!(report.cleared.len(), 2, "{report:?}");
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
         // Without a bound, nothing is cleared.
         std::fs::write(data.scratch_dir("target").unwrap().join("x"), b"x").unwrap();
         assert!(data.scratch_lock().collect(None).unwrap().cleared.is_empty());
+    }
+
+    #[test]
+    fn a_taint_empties_the_scratch_directories_before_the_next_run_and_a_lifted_one_does_not() {
+        let (_dir, data, outside) = built();
+        let lock = data.scratch_lock();
+        let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
+        // No taint: the next run finds the build as it was.
+        let held = lock.exclusive(&wait).unwrap();
+        assert!(!lock.clear_if_tainted(&held).unwrap());
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
+        // A taint lifted (its transaction committed) is no taint.
+        lock.taint("run-1").unwrap();
+        lock.taint("run-1").unwrap();
+        assert!(lock.is_tainted_by("run-1").unwrap());
+        lock.untaint("run-1").unwrap();
+        lock.untaint("run-1").unwrap();
+        assert!(!lock.is_tainted_by("run-1").unwrap());
+        assert!(!lock.clear_if_tainted(&held).unwrap());
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
+        // One left: everything is emptied and every taint forgotten.
+        lock.taint("ab12").unwrap();
+        lock.taint("run-2").unwrap();
+        let mut taints = lock.taints().unwrap();
+        taints.sort();
+        assert_eq!(taints, ["ab12", "run-2"]);
+        assert!(lock.clear_if_tainted(&held).unwrap());
+        for name in ["target", "node_modules/.cache"] {
+            assert_eq!(entries(&data.scratch_dir(name).unwrap()), 0, "{name}");
+        }
+        assert!(lock.taints().unwrap().is_empty());
+        assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
+        // A taint's name is one plain file name.
+        assert!(lock.taint("../x").is_err() && lock.taint("").is_err());
     }
 }

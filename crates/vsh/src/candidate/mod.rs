@@ -455,7 +455,7 @@ impl CandidateWorkspace {
         let mut commands = runs.command_config();
         commands.unisolated = self.unisolated;
         let profile = runs.profile_of(request.language);
-        let ran = runs.execute_with(request, &mut state.vfs, cancel, &commands);
+        let ran = runs.execute_with(request, &mut state.vfs, cancel, &commands, &crate::run::provisional_taint());
         let (executed, kept) = match ran {
             Ok(executed) => (executed, true),
             Err(error) => match failed_script(error, profile) {

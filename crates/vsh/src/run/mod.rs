@@ -158,9 +158,13 @@ pub(crate) struct Runs {
     command_tools: Vec<std::path::PathBuf>,
     /// Real commands' scratch directories: `(name, host directory)`.
     scratch: Vec<(String, std::path::PathBuf)>,
-    /// Held shared while a run's commands may write the scratch directories,
-    /// so garbage collection never clears them under a build.
+    /// Held while a run's commands may write the scratch directories, so no
+    /// other run builds there meanwhile and garbage collection never clears
+    /// them under a build.
     scratch_lock: Option<vsh_store::ScratchLock>,
+    /// The scratch directories' taints, for a commit to lift its own (a
+    /// runtime without commands commits what one with them previewed).
+    scratch_taints: Option<vsh_store::ScratchLock>,
     /// What network real commands reach.
     command_network: vsh_sandbox::NetworkAccess,
     /// The TCP ports real commands may connect to.
@@ -195,6 +199,7 @@ impl Runs {
             command_tools: Vec::new(),
             scratch: Vec::new(),
             scratch_lock: None,
+            scratch_taints: None,
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
         }
@@ -210,6 +215,12 @@ impl Runs {
         self.command_tools = tools;
         self.scratch = scratch;
         self.scratch_lock = scratch_lock;
+        self
+    }
+
+    /// Where the scratch directories' taints are, for commits to lift theirs.
+    pub(crate) fn with_scratch_taints(mut self, taints: vsh_store::ScratchLock) -> Self {
+        self.scratch_taints = Some(taints);
         self
     }
 
@@ -329,7 +340,8 @@ impl Runs {
         timings.snapshot = elapsed_ns(stage_start);
 
         let stage_start = Instant::now();
-        let outcome = self.execute(request, &mut vfs, cancel)?;
+        let taint = provisional_taint();
+        let outcome = self.execute_with(request, &mut vfs, cancel, &self.command_config(), &taint)?;
         timings.execute = elapsed_ns(stage_start);
         check()?;
 
@@ -337,7 +349,17 @@ impl Runs {
         let diff = vfs.canonical_diff()?;
         timings.diff = elapsed_ns(stage_start);
         check()?;
-        self.conclude(Concluding { request, vfs: &mut vfs, diff, outcome, timings }, records, &check)
+        let ran = self.conclude(Concluding { request, vfs: &mut vfs, diff, outcome, timings }, records, &check)?;
+        // The scratch directories' taint is the transaction's from now: its
+        // commit lifts it (a run that failed before here leaves the
+        // provisional one, which the next run's commands clear).
+        if let Some(lock) = &self.scratch_lock
+            && lock.is_tainted_by(&taint).map_err(VshError::DataDirectory)?
+        {
+            lock.taint(&ran.receipt.transaction.to_hex()).map_err(VshError::DataDirectory)?;
+            lock.untaint(&taint).map_err(VshError::DataDirectory)?;
+        }
+        Ok(ran)
     }
 
     /// The stages after the diff, for a run or a candidate's promotion:
@@ -397,18 +419,39 @@ impl Runs {
         Ok(Ran { artifact, receipt, contents })
     }
 
-    /// Run the request's program against `vfs` in its language.
-    fn execute(
+    /// Run the request's program against `vfs` in its language, real
+    /// commands as `commands` says. Commands that may write the scratch
+    /// directories hold them alone until the run is over (waiting for
+    /// another run's within the request's deadline), find them emptied first
+    /// if a run left a taint, and leave the taint `taint` if this run
+    /// changed its image (see `vsh_store::ScratchLock`).
+    pub(crate) fn execute_with(
         &self,
         request: &RunRequest<'_>,
         vfs: &mut VirtualFs,
         cancel: &ExecutionCancellation,
+        commands: &vsh_monty::CommandConfig,
+        taint: &str,
     ) -> Result<Executed, VshError> {
-        self.execute_with(request, vfs, cancel, &self.command_config())
+        let scratch = match &self.scratch_lock {
+            Some(lock) if !commands.scratch.is_empty() => {
+                let wait = vsh_host::LockWait::within(request.budget.max_request_duration);
+                let held = lock.exclusive(&wait).map_err(VshError::DataDirectory)?;
+                lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
+                Some((lock, held))
+            }
+            _ => None,
+        };
+        let executed = self.execute_language(request, vfs, cancel, commands);
+        if let Some((lock, _held)) = scratch
+            && !vfs.effects().is_empty()
+        {
+            lock.taint(taint).map_err(VshError::DataDirectory)?;
+        }
+        executed
     }
 
-    /// [`Runs::execute`], real commands run as `commands` says.
-    pub(crate) fn execute_with(
+    fn execute_language(
         &self,
         request: &RunRequest<'_>,
         vfs: &mut VirtualFs,
@@ -416,12 +459,6 @@ impl Runs {
         commands: &vsh_monty::CommandConfig,
     ) -> Result<Executed, VshError> {
         use vsh_monty::ExecutionError;
-        // Commands that may write the scratch directories keep them from
-        // being cleared until the run is over.
-        let _scratch = match &self.scratch_lock {
-            Some(lock) if !commands.scratch.is_empty() => Some(lock.shared().map_err(VshError::DataDirectory)?),
-            _ => None,
-        };
         match request.language {
             Language::Monty => {
                 let ran = if self.commands {
@@ -494,6 +531,14 @@ impl Runs {
         }
     }
 
+    /// A transaction's commit lifts its scratch taint (see `execute_with`).
+    pub(crate) fn scratch_committed(&self, transaction: vsh_types::TransactionId) -> Result<(), VshError> {
+        match &self.scratch_taints {
+            Some(lock) => lock.untaint(&transaction.to_hex()).map_err(VshError::DataDirectory),
+            None => Ok(()),
+        }
+    }
+
     /// How a real command runs: its candidate where the workspace is.
     pub(crate) fn command_config(&self) -> vsh_monty::CommandConfig {
         let mut config = vsh_monty::CommandConfig::new(self.workspace.display_path());
@@ -517,4 +562,13 @@ impl Runs {
             Some(enough) => Ok(vfs.count_base_nodes(enough)?),
         }
     }
+}
+
+/// A name for a run's scratch taint until its transaction has an id: this
+/// process's id, the time, and a count.
+pub(crate) fn provisional_taint() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("run-{}-{nanos:x}-{count}", std::process::id())
 }

@@ -326,6 +326,9 @@ impl Runtime {
         // The reservation was consumed whatever the outcome: the preview cannot be committed again.
         self.previews.forget(transaction);
         let commit = result?;
+        // Best effort: a taint left behind costs the next build its
+        // incremental start, never its correctness.
+        let _ = self.runs.scratch_committed(transaction);
         let mut receipt = committable.receipt;
         receipt.state = TransactionState::Committed;
         receipt.commit = Some(commit);
