@@ -612,11 +612,12 @@ pub(crate) struct RunOptions {
 pub(crate) struct CommandArgs {
     /// Set a variable in real commands' environment (repeatable); they get
     /// PATH, HOME=/tmp and LANG and nothing else of vsh's environment.
+    /// NAME is letters, digits and _, not starting with a digit.
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = variable)]
     pub(crate) env: Vec<(String, String)>,
     /// Pass this variable of vsh's own environment to real commands
     /// (repeatable; one that is not set is an error).
-    #[arg(long = "pass-env", value_name = "NAME")]
+    #[arg(long = "pass-env", value_name = "NAME", value_parser = variable_name)]
     pub(crate) pass_env: Vec<String>,
     /// What network real commands reach (default none: no sockets but the
     /// Unix ones): `loopback`, a private loopback of their own (a test's server
@@ -639,9 +640,19 @@ pub(crate) struct CommandArgs {
 /// `NAME=VALUE`.
 fn variable(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        Some((name, value)) => Ok((variable_name(name)?, value.to_owned())),
         _ => Err(format!("{text:?} is not NAME=VALUE")),
     }
+}
+
+/// A variable's name as a shell writes one: a letter or `_`, then letters,
+/// digits and `_` (a name a shell cannot write, `BAD NAME` or `1X`, is a
+/// mistake, and some programs treat it as garbage).
+fn variable_name(name: &str) -> Result<String, String> {
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|rest| rest.is_ascii_alphanumeric() || rest == '_');
+    if valid { Ok(name.to_owned()) } else { Err(format!("{name:?} is not a variable name (letters, digits and _)")) }
 }
 
 impl std::ops::Deref for RunArgs {

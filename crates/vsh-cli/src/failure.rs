@@ -96,8 +96,8 @@ fn missing_program(error: &VshError) -> Option<String> {
         return None;
     }
     let mut advice = format!(
-        "`{program}` is not in /usr/bin or /bin, where a command finds programs; give its directory: \
-         --tool DIR --env PATH=DIR:/usr/bin:/bin"
+        "`{program}` is not on the command's PATH (/usr/local/bin:/usr/bin:/bin unless --env PATH=... \
+         says otherwise); give its directory: --tool DIR --env PATH=DIR:/usr/local/bin:/usr/bin:/bin"
     );
     if program == "cargo" || program == "rustc" || program.starts_with("cargo-") || program.starts_with("rust") {
         advice.push_str(

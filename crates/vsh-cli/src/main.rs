@@ -218,8 +218,10 @@ impl CommandSettings {
     pub(crate) fn resolve(args: &args::CommandArgs) -> Result<Self, Box<dyn std::error::Error>> {
         let mut env = Vec::with_capacity(args.pass_env.len() + args.env.len());
         for name in &args.pass_env {
-            let value =
-                std::env::var(name).map_err(|_| format!("--pass-env {name}: vsh's environment has no {name}"))?;
+            // An unset variable is a mistake in the command line: a usage error.
+            let Ok(value) = std::env::var(name) else {
+                usage_conflict(&format!("--pass-env {name}: vsh's environment has no {name}"));
+            };
             env.push((name.clone(), value));
         }
         env.extend(args.env.iter().cloned());

@@ -1803,8 +1803,11 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
         assert_eq!(ran.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains("caused by: the command could not start"), "{stderr}");
         assert!(!stderr.contains("worker"), "not the Monty worker's failure: {stderr}");
-        assert!(stderr.contains(&format!("`{program}` is not in /usr/bin or /bin")), "{stderr}");
-        assert!(stderr.contains("--tool DIR --env PATH=DIR:/usr/bin:/bin"), "{stderr}");
+        assert!(
+            stderr.contains(&format!("`{program}` is not on the command's PATH (/usr/local/bin:/usr/bin:/bin")),
+            "{stderr}"
+        );
+        assert!(stderr.contains("--tool DIR --env PATH=DIR:/usr/local/bin:/usr/bin:/bin"), "{stderr}");
         assert_eq!(stderr.contains("rustc --print sysroot"), rustup, "{stderr}");
     }
 }
@@ -1841,9 +1844,16 @@ fn commands_get_only_the_variables_granted() {
     let stdout = granted["stdout"].as_str().unwrap();
     assert!(stdout.contains("COLOR=blue\n") && stdout.contains("GRANTED=from-vsh\n"), "{stdout}");
     assert!(!stdout.contains("secret-token"), "{stdout}");
+    // Mistakes in the command line are usage errors, and nothing runs.
     let missing = exec(&["--pass-env", "NOT_SET_ANYWHERE"]);
-    assert_eq!(missing.status.code(), Some(1), "{}", String::from_utf8_lossy(&missing.stderr));
+    assert_eq!(missing.status.code(), Some(2), "{}", String::from_utf8_lossy(&missing.stderr));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("NOT_SET_ANYWHERE"));
+    for bad in [["--env", "BAD NAME=1"], ["--env", "1X=1"], ["--env", "=1"], ["--pass-env", "A-B"]] {
+        let refused = exec(&bad);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{bad:?}: {stderr}");
+        assert!(stderr.contains("is not a variable name"), "{bad:?}: {stderr}");
+    }
 }
 
 #[test]

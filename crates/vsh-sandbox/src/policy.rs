@@ -14,7 +14,9 @@ use crate::report::{Axis, Enforcement};
 pub(crate) const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64"];
 
 /// Files in `/etc` a confined child can read: the loader cache and configuration, name-service
-/// switch, user and group names, and the time zone. The rest of `/etc` (shadow, ssh keys,
+/// switch, user and group names, the time zone, and OpenSSL's configuration file (Node.js and
+/// other programs linked with OpenSSL refuse to start when it exists and cannot be read; it
+/// holds settings, never keys). The rest of `/etc` (shadow, ssh keys, `/etc/ssl/private`,
 /// credentials) stays unreadable. Absent ones are skipped.
 pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/ld.so.cache",
@@ -24,6 +26,8 @@ pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/passwd",
     "/etc/group",
     "/etc/localtime",
+    "/etc/ssl/openssl.cnf",
+    "/etc/pki/tls/openssl.cnf",
 ];
 
 /// Python's site configuration in `/etc` (Debian links `sitecustomize.py`

@@ -887,3 +887,17 @@ fn the_memory_budget_bounds_each_process_of_a_command() {
     let two = ws.command_with(&["/bin/sh", "-c", &format!("{each}; {each}")], &tight);
     assert_eq!(stdout_of(&two), "40\n40\n");
 }
+
+#[test]
+fn node_starts_in_a_candidate_and_reads_and_writes_the_workspace() {
+    let Some(_processes) = fuse_available() else { return };
+    let node = std::path::Path::new("/usr/bin/node");
+    assert!(node.exists(), "this machine kind has Node.js at /usr/bin/node (the MCP client tests need it too)");
+    let mut ws = Workspace::with(&[("in.txt", b"hello")]);
+    let script = "const fs = require('fs'); \
+                  fs.writeFileSync('out.txt', fs.readFileSync('in.txt', 'utf8').toUpperCase()); \
+                  console.log(require('crypto').createHash('sha256').update('x').digest('hex').slice(0, 8))";
+    let result = ws.command_with(&["/usr/bin/node", "-e", script], &ExecutionLimits::for_commands());
+    assert_eq!(stdout_of(&result), "2d711642\n", "{result:?}");
+    assert_eq!(ws.vfs.read(&VPath::parse("out.txt").unwrap()).unwrap().as_ref(), b"HELLO");
+}
