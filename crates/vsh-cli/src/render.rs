@@ -226,7 +226,7 @@ pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: 
             ConflictReason::Unreadable => "can no longer be reached or read".to_owned(),
             _ => "changed".to_owned(),
         };
-        let _ = writeln!(text, "  {}  {what}", conflict.path);
+        let _ = writeln!(text, "  {}  {what}", shown(conflict.path.as_str(), false));
     }
     if total > conflicts.len() {
         let _ = writeln!(text, "  ... and {} more", total - conflicts.len());
@@ -255,6 +255,40 @@ fn state_text(state: Option<&NodeState>) -> String {
             format!("{} {:o} {}B{content}", state.kind.name(), state.mode, state.size)
         },
     )
+}
+
+/// `text` as a reviewer's terminal must show it: every control character
+/// (a newline or carriage return in a file name, an escape sequence, DEL,
+/// C1) and every bidirectional-override character written as an escape
+/// (`\n`, `\x1b`, `\u{202e}`), so a path or a line of content cannot start a
+/// line of its own, move the cursor, or reorder what is shown: a file named
+/// to look like two entries of a review shows as one. With `keep_tabs`
+/// (content lines) a tab stays a tab; in a path (`keep_tabs` false) a
+/// backslash is doubled, so an escape in a name is told from the same
+/// characters typed.
+pub(crate) fn shown(text: &str, keep_tabs: bool) -> std::borrow::Cow<'_, str> {
+    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let escaped = |c: char| (c.is_control() && !(keep_tabs && c == '\t')) || bidi(c) || (!keep_tabs && c == '\\');
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' if !keep_tabs => out.push_str("\\\\"),
+            '\n' if escaped(c) => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' if escaped(c) => out.push_str("\\t"),
+            c if escaped(c) && u32::from(c) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if escaped(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The styles of a text receipt. Text is always rendered with them; the
@@ -342,7 +376,7 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
             out,
             "  {} {}  [{} -> {}]",
             paint(style::STRONG, &format!("{:<6}", entry.kind.name())),
-            entry.path,
+            shown(entry.path.as_str(), false),
             state_text(entry.before.as_ref()),
             state_text(entry.after.as_ref())
         );
@@ -358,8 +392,9 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
                     } else {
                         None
                     };
-                    let shown = line_style.map_or_else(|| line.to_owned(), |line_style| paint(line_style, line));
-                    let _ = writeln!(out, "    {shown}");
+                    let line = shown(line, true);
+                    let painted = line_style.map_or_else(|| line.to_string(), |line_style| paint(line_style, &line));
+                    let _ = writeln!(out, "    {painted}");
                 }
             }
             Err(reason) => {
@@ -475,7 +510,7 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
             out,
             "  {:<7} {}  [{} -> {}]",
             entry.kind.name(),
-            entry.path,
+            shown(entry.path.as_str(), false),
             state_text(entry.before.as_ref()),
             state_text(entry.after.as_ref())
         );
@@ -552,7 +587,7 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
             "  written by someone else while {} committed; the old node is kept at {} (was {})",
             kept.transaction.short(),
             kept.kept,
-            kept.path
+            shown(kept.path.as_str(), false)
         );
     }
     for unresolved in &report.unresolved {
@@ -597,6 +632,30 @@ mod tests {
     use vsh::lower::vsh_commit::{Conflict, ConflictReason};
 
     use super::*;
+
+    #[test]
+    fn a_name_or_a_line_cannot_start_a_line_move_the_cursor_or_reorder_the_text() {
+        // Plain text is shown as it is, without copying.
+        assert!(matches!(shown("src/main.rs", false), std::borrow::Cow::Borrowed("src/main.rs")));
+        assert!(matches!(shown("\tlet a = b\\n;", true), std::borrow::Cow::Borrowed(_)));
+        let cases = [
+            ("ok.txt\n  create innocent.txt", false, "ok.txt\\n  create innocent.txt"),
+            ("a\rb", false, "a\\rb"),
+            ("a\tb", false, "a\\tb"),
+            ("back\\slash", false, "back\\\\slash"),
+            ("\u{1b}[2Jcleared", false, "\\x1b[2Jcleared"),
+            ("del\u{7f}", false, "del\\x7f"),
+            ("c1\u{85}", false, "c1\\u{85}"),
+            ("abc\u{202e}txt.exe", false, "abc\\u{202e}txt.exe"),
+            ("\u{2066}x\u{2069}", false, "\\u{2066}x\\u{2069}"),
+            ("+evil\rgood", true, "+evil\\rgood"),
+            ("+\tkept\\n", true, "+\tkept\\n"),
+        ];
+        for (text, keep_tabs, expected) in cases {
+            assert_eq!(shown(text, keep_tabs), expected, "{text:?}");
+            assert!(!shown(text, keep_tabs).contains(['\n', '\r', '\u{1b}']), "{text:?}");
+        }
+    }
 
     #[test]
     fn candidates_and_conflicts_are_listed_with_the_count_beyond_the_list() {

@@ -2124,3 +2124,24 @@ fn an_interrupted_exec_kills_the_command_tree_commits_nothing_and_exits_128_plus
         assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "kept\n");
     }
 }
+
+#[test]
+fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let script = "printf 'evil\\rgood\\n' > \"$(printf 'ok.txt\\n  create innocent.txt')\"";
+    let preview = vsh(&["exec", "--workspace", ws, "--full", "--", "sh", "-c", script], None);
+    let stdout = String::from_utf8_lossy(&preview.stdout);
+    assert_eq!(preview.status.code(), Some(0), "{}", String::from_utf8_lossy(&preview.stderr));
+    let entries: Vec<&str> = stdout.lines().filter(|line| line.trim_start().starts_with("create")).collect();
+    assert_eq!(entries.len(), 1, "{stdout}");
+    assert!(entries[0].contains("ok.txt\\n  create innocent.txt"), "{stdout}");
+    // The hunk's header quotes the name as git does, on one line.
+    assert!(stdout.contains("+++ \"b/ok.txt\\n  create innocent.txt\"\n"), "{stdout}");
+    // The content's carriage return cannot hide what precedes it either.
+    assert!(stdout.contains("+evil\\r"), "{stdout}");
+    assert!(!stdout.contains('\r'), "{stdout}");
+}

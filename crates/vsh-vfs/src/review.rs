@@ -7,6 +7,7 @@
 //! hunks, never silently skipped.
 
 use similar::TextDiff;
+use std::fmt::Write as _;
 use vsh_host::CapDir;
 use vsh_types::{BlobId, DiffEntry, NodeKind, NodeState, VPath};
 
@@ -87,10 +88,42 @@ pub struct FileReview {
 
 /// Render unified hunks between two texts; `None` side means the file is absent.
 pub fn unified_hunks(path: &VPath, before: Option<&str>, after: Option<&str>) -> String {
-    let old_name = if before.is_some() { format!("a/{path}") } else { "/dev/null".to_owned() };
-    let new_name = if after.is_some() { format!("b/{path}") } else { "/dev/null".to_owned() };
+    let old_name = if before.is_some() { header_name("a/", path) } else { "/dev/null".to_owned() };
+    let new_name = if after.is_some() { header_name("b/", path) } else { "/dev/null".to_owned() };
     let diff = TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""));
     diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string()
+}
+
+/// `prefix` and `path` as a unified diff's header names them, quoted as git
+/// quotes a name that would break the header (`"a/new\nline"`): a name with
+/// a control character, a bidirectional override, `"` or `\\` is written in
+/// double quotes with `\\n`, `\\t`, `\\"`, `\\\\` and every other such
+/// character's UTF-8 bytes in octal (`\\033`), so no name can end the header
+/// line or forge the lines after it.
+fn header_name(prefix: &str, path: &VPath) -> String {
+    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let plain = |c: char| !(c.is_control() || bidi(c) || c == '"' || c == '\\');
+    if path.as_str().chars().all(plain) {
+        return format!("{prefix}{path}");
+    }
+    let mut quoted = format!("\"{prefix}");
+    for c in path.as_str().chars() {
+        match c {
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            c if plain(c) => quoted.push(c),
+            c => {
+                let mut bytes = [0; 4];
+                for byte in c.encode_utf8(&mut bytes).bytes() {
+                    let _ = write!(quoted, "\\{byte:03o}");
+                }
+            }
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// Review text for every file-content change in `entries`, within `limits`,
@@ -168,6 +201,27 @@ mod tests {
 
     use super::*;
     use crate::SnapshotLimits;
+
+    #[test]
+    fn a_name_that_would_break_the_header_is_quoted_as_git_quotes_it() {
+        let header = |name: &str| {
+            let path = VPath::parse(name).unwrap();
+            unified_hunks(&path, None, Some("x\n")).lines().nth(1).unwrap().to_owned()
+        };
+        assert_eq!(header("plain name.txt"), "+++ b/plain name.txt");
+        assert_eq!(header("ok.txt\n  create innocent.txt"), "+++ \"b/ok.txt\\n  create innocent.txt\"");
+        assert_eq!(header("tab\there"), "+++ \"b/tab\\there\"");
+        assert_eq!(header("say \"hi\""), "+++ \"b/say \\\"hi\\\"\"");
+        assert_eq!(header("back\\slash"), "+++ \"b/back\\\\slash\"");
+        assert_eq!(header("esc\u{1b}[2J"), "+++ \"b/esc\\033[2J\"");
+        assert_eq!(header("cr\rx"), "+++ \"b/cr\\015x\"");
+        assert_eq!(header("abc\u{202e}txt"), "+++ \"b/abc\\342\\200\\256txt\"");
+        assert_eq!(header("café"), "+++ b/café");
+        // Every header is one line: the hunk follows on the third.
+        assert!(
+            unified_hunks(&VPath::parse("a\nb").unwrap(), None, Some("x\n")).lines().nth(2).unwrap().starts_with("@@")
+        );
+    }
 
     #[test]
     fn hunks_for_text_and_reasons_for_the_rest() {
