@@ -432,6 +432,15 @@ pub(crate) struct RerunArgs {
     /// Print every diff entry and metric.
     #[arg(long)]
     pub(crate) full: bool,
+    /// Let a Monty program run real commands again, as `vsh run --commands` lets it. A real
+    /// command (vsh exec) and a Bash program that ran in real bash (run
+    /// --confined) run as they did without it. Their environment, tools and
+    /// network are this command line's (--env, --tool, ...), not the first
+    /// run's.
+    #[arg(long)]
+    pub(crate) commands: bool,
+    #[command(flatten)]
+    pub(crate) command: CommandArgs,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
 }

@@ -613,12 +613,33 @@ fn schema_command(name: Option<&str>, write: Option<&std::path::Path>) -> Result
 
 /// `vsh rerun TX`: the stored program and intent, run again as a new transaction.
 fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
-    let config =
-        runtime_config(&rerun.stored.common.existing_root()?)?.with_lock_wait(lock_wait(rerun.lock.lock_timeout));
-    let runtime = open(config)?;
+    let config = || -> Result<RuntimeConfig, Box<dyn std::error::Error>> {
+        Ok(runtime_config(&rerun.stored.common.existing_root()?)?.with_lock_wait(lock_wait(rerun.lock.lock_timeout)))
+    };
+    let mut runtime = open(config()?)?;
     let id = runtime.resolve(&rerun.stored.transaction)?;
     let stored =
         runtime.stored_program(id)?.ok_or_else(|| format!("transaction {id} has no stored program to run again"))?;
+    // Real programs run again as they ran: a command, and Bash that ran in
+    // real bash, in a candidate; a Monty program's vsh_exec when asked.
+    if rerun.commands && stored.language != vsh::Language::Monty {
+        usage_conflict("--commands is for a Monty program's transaction (vsh_exec)");
+    }
+    let real = match stored.language {
+        vsh::Language::Command => RealCommands::Commands,
+        vsh::Language::Bash if ran_in_real_bash(&runtime, id)? => RealCommands::ConfinedBash,
+        vsh::Language::Monty if rerun.commands => RealCommands::Commands,
+        _ => RealCommands::None,
+    };
+    if real != RealCommands::None {
+        let mut config = CommandSettings::resolve(&rerun.command)?.apply(config()?);
+        config = match real {
+            RealCommands::ConfinedBash => config.with_bash(vsh::BashConfig::confined()),
+            _ => config.with_commands(),
+        };
+        drop(runtime);
+        runtime = open(config)?;
+    }
     let mode = match rerun.mode {
         args::Mode::Preview => vsh::RunMode::Preview,
         args::Mode::Auto => vsh::RunMode::Auto,
@@ -638,6 +659,14 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     print_receipt(&receipt, rerun.stored.common.json, output)?;
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     Ok(exit_code(&receipt, asked, output.detailed))
+}
+
+/// Whether transaction `id`'s Bash program ran in real bash (`run
+/// --confined`), as its stored receipt's profile says.
+fn ran_in_real_bash(runtime: &Runtime, id: vsh::TransactionId) -> Result<bool, vsh::VshError> {
+    Ok(runtime.show(id)?.is_some_and(|receipt| {
+        matches!(&receipt.output, vsh::ExecutionOutput::Bash(result) if result.profile == vsh::lower::vsh_monty::BASH_CONFINED_PROFILE)
+    }))
 }
 
 /// Open the runtime, telling the operator on stderr what its startup

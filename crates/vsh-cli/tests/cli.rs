@@ -2145,3 +2145,41 @@ fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     assert!(stdout.contains("+evil\\r"), "{stdout}");
     assert!(!stdout.contains('\r'), "{stdout}");
 }
+
+#[test]
+fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\n");
+    let ws = dir.path().to_str().unwrap();
+    let json = |output: &Output| -> serde_json::Value {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    // A command's preview goes stale: the file it read changed.
+    let first =
+        json(&vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", "tr a-z A-Z < a.txt > b.txt"], None));
+    write(dir.path(), "a.txt", "two\n");
+    let id = first["transaction"].as_str().unwrap();
+    let stale = vsh(&["commit", id, "--workspace", ws], None);
+    assert_eq!(stale.status.code(), Some(6), "{}", String::from_utf8_lossy(&stale.stderr));
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("vsh rerun"), "vsh suggests it");
+    // Run again: a real command in a candidate, on the workspace as it is now.
+    let again = json(&vsh(&["rerun", id, "--workspace", ws, "--mode", "auto", "--json"], None));
+    assert_eq!(again["profile"], "vsh-command-confined-v1", "{again}");
+    assert_eq!(again["state"], "committed", "{again}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "TWO\n");
+    // Real bash runs again in real bash (`declare -A` is real bash only).
+    let script = dir.path().join("count.sh");
+    std::fs::write(&script, "declare -A seen=([x]=1)\necho ${#seen[@]} >> c.txt\n").unwrap();
+    let ran = json(&vsh(&["run", "--workspace", ws, "--confined", "--json", script.to_str().unwrap()], None));
+    let id = ran["transaction"].as_str().unwrap();
+    let again = json(&vsh(&["rerun", id, "--workspace", ws, "--json"], None));
+    assert_eq!(again["profile"], "vsh-bash-confined-v1", "{again}");
+    assert_eq!(again["changed_paths"], 1, "{again}");
+    // --commands is for a Monty program's transaction.
+    let refused = vsh(&["rerun", id, "--workspace", ws, "--commands"], None);
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+}
