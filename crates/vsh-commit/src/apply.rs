@@ -82,12 +82,14 @@ pub(crate) fn stage(
     let stage_dir = workspace.open_subdir(&txn.stage()).map_err(CommitError::host("stage", &txn.stage()))?;
     let stage_dir = WritableDir::new(std::sync::Arc::new(stage_dir));
     let stage_dir = &stage_dir;
+    // Only a privileged committer can give a file to its owner.
+    let owners = (vsh_host::effective_uid() == 0).then_some(workspace);
     let work = || -> Result<Vec<Staged>, CommitError> {
         let mut done = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             let entry = &plan.entries[plan.operations[operation].entry as usize];
-            match stage_one(stage_dir, txn, operation, entry, sources) {
+            match stage_one(stage_dir, txn, operation, entry, sources, owners) {
                 // The file is closed here and synced with all the others below.
                 Ok((installed, file)) => done.push((operation, installed, file.is_some())),
                 Err(error) => {
@@ -203,18 +205,31 @@ pub(crate) fn sync_applied(
     Ok(())
 }
 
+/// The owner and group a file installed at `path` keeps: the node's there
+/// now, else its parent directory's; `None` when that is root's already (or
+/// neither can be read: revalidation will say why), so nothing is changed.
+fn owner_for(workspace: &WritableDir, path: &VPath) -> Option<(u32, u32)> {
+    let at = |path: &VPath| workspace.read_only().lstat(path).ok().flatten();
+    let stat = at(path).or_else(|| at(&path.parent().unwrap_or_else(VPath::root)))?;
+    (stat.uid != 0 || stat.gid != 0).then_some((stat.uid, stat.gid))
+}
+
 /// Where staging takes new contents: the blob store, and first the
 /// contents held in memory, if any.
 pub(crate) type Sources<'a> = (&'a BlobStore, Option<&'a crate::MemoryContents>);
 
 /// Stage one node in `stage_dir` (the handle on `txn`'s `stage/`); a file is
-/// handed back open, not yet synced.
+/// handed back open, not yet synced. With `owners` (the workspace, when the
+/// committer is root), a file gets the owner and group of the node it
+/// replaces, or of its parent directory when it is new, instead of the
+/// committer's: a user's file edited by a vsh running as root stays theirs.
 fn stage_one(
     stage_dir: &WritableDir,
     txn: &TxnDir,
     operation: usize,
     entry: &DiffEntry,
     (blobs, memory): Sources<'_>,
+    owners: Option<&WritableDir>,
 ) -> Result<(Installed, Option<std::fs::File>), CommitError> {
     let invalid = |reason| CommitError::InvalidDiff { path: entry.path.clone(), reason };
     let after = entry.after.ok_or_else(|| invalid("an install has no after state"))?;
@@ -240,6 +255,10 @@ fn stage_one(
             let (stat, generation, file) = stage_dir
                 .create_file_exclusive_open(&name, &bytes, after.mode)
                 .map_err(CommitError::host("stage file", &slot))?;
+            if let Some((uid, gid)) = owners.and_then(|workspace| owner_for(workspace, &entry.path)) {
+                // Durable with the file's own barrier (the caller's batch).
+                vsh_host::set_owner(&file, uid, gid, &slot).map_err(CommitError::host("stage file", &slot))?;
+            }
             // Its writeback starts now, so the batch's first barrier commits
             // every staged file's blocks together.
             vsh_host::start_writeback(&file, &slot).map_err(CommitError::host("stage file", &slot))?;

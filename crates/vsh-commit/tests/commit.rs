@@ -177,6 +177,42 @@ fn restrictive_directory_modes_are_applied_after_their_children() -> Result {
 }
 
 #[test]
+fn a_root_committer_leaves_a_changed_file_its_owner_and_a_new_one_its_directorys() -> Result {
+    use std::os::unix::fs::MetadataExt as _;
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    write(&root, "theirs.txt", b"v1");
+    write(&root, "shared/keep.txt", b"k");
+    write(&root, "mine.txt", b"m");
+    let root_committer = vsh_host::effective_uid() == 0;
+    if root_committer {
+        std::os::unix::fs::chown(root.join("theirs.txt"), Some(1000), Some(1001))?;
+        std::os::unix::fs::chown(root.join("shared"), Some(1002), Some(1003))?;
+    }
+    let run = fx.run(|vfs| {
+        vfs.write(&p("theirs.txt"), Arc::from(&b"v2"[..]))?;
+        vfs.write(&p("shared/new.txt"), Arc::from(&b"n"[..]))?;
+        vfs.write(&p("mine.txt"), Arc::from(&b"m2"[..]))?;
+        vfs.write(&p("top.txt"), Arc::from(&b"t"[..]))?;
+        Ok(())
+    })?;
+    fx.commit(&run)?;
+    let owner = |name: &str| std::fs::symlink_metadata(root.join(name)).map(|meta| (meta.uid(), meta.gid()));
+    assert_eq!(std::fs::read(root.join("theirs.txt"))?, b"v2");
+    let me = (vsh_host::effective_uid(), std::fs::metadata(&root)?.gid());
+    if root_committer {
+        assert_eq!(owner("theirs.txt")?, (1000, 1001), "the replaced file's owner");
+        assert_eq!(owner("shared/new.txt")?, (1002, 1003), "a new file's directory's owner");
+    } else {
+        assert_eq!(owner("theirs.txt")?.0, me.0);
+    }
+    // The committer's own files, and new ones where it owns the directory, stay its.
+    assert_eq!(owner("mine.txt")?.0, me.0);
+    assert_eq!(owner("top.txt")?.0, me.0);
+    Ok(())
+}
+
+#[test]
 fn external_edit_of_a_read_file_is_stale_and_survives() -> Result {
     let fx = Fixture::new()?;
     let root = fx.root();

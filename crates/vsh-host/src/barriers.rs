@@ -87,6 +87,17 @@ pub fn start_writeback(file: &std::fs::File, path: &vsh_types::VPath) -> Result<
     Err(crate::HostError::Io { op: "sync_file_range", path: path.clone(), source: std::io::Error::last_os_error() })
 }
 
+/// Give the open `file` (named `path` in errors) the owner `uid` and group
+/// `gid` (`fchown`; only a privileged process may give a file away).
+///
+/// # Errors
+///
+/// [`crate::HostError::Io`] naming `path` when the call fails (`EPERM`).
+pub fn set_owner(file: &std::fs::File, uid: u32, gid: u32, path: &vsh_types::VPath) -> Result<(), crate::HostError> {
+    let owner = (Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)));
+    rustix::fs::fchown(file, owner.0, owner.1).map_err(|errno| crate::HostError::io("fchown", path, errno))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;

@@ -33,7 +33,7 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
-pub use barriers::{MAX_BARRIER_THREADS, MIN_CONCURRENT_BARRIERS, concurrently, start_writeback};
+pub use barriers::{MAX_BARRIER_THREADS, MIN_CONCURRENT_BARRIERS, concurrently, set_owner, start_writeback};
 pub use capdir::CapDir;
 pub use counters::{CounterSnapshot, HostCounters};
 pub use error::HostError;

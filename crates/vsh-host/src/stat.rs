@@ -59,6 +59,8 @@ pub struct HostStat {
     pub nlink: u64,
     /// The owner's user id.
     pub uid: u32,
+    /// The owner's group id.
+    pub gid: u32,
 }
 
 impl HostStat {
@@ -76,6 +78,7 @@ impl HostStat {
             identity: FileIdentity { dev: u64::from(stat.st_dev), ino: u64::from(stat.st_ino) },
             nlink: u64::from(stat.st_nlink),
             uid: stat.st_uid,
+            gid: stat.st_gid,
         }
     }
 
