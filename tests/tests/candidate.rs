@@ -518,4 +518,15 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     assert_eq!(std::fs::read_to_string(dir.path().join("src.txt")).unwrap(), "v3\n");
     assert_eq!(printed(&build("")), "v3\n");
     assert!(scratch.join("mark").exists(), "a committed change keeps the build incremental");
+    // A change undone before the run ends is in no diff, and the commit of
+    // what the diff holds leaves src.txt as old as it was: the build from
+    // the undone change is not reused.
+    let script = "cp src.txt /tmp/kept; sleep 0.02; echo v9 > src.txt; make -s target/out; cat target/out; \
+                  cp /tmp/kept src.txt; echo n > NOTES";
+    let code = command(&["/bin/sh", "-c", script]);
+    let undone = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+    assert_eq!(printed(&undone), "v9\n", "target/out holds v9; src.txt is v3 again");
+    assert_eq!(undone.changed_paths, 1, "NOTES alone");
+    runtime.commit(undone.transaction, 2).unwrap();
+    assert_eq!(printed(&build("")), "v3\n", "the output built from v9 was not reused");
 }

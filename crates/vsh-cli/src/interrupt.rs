@@ -7,49 +7,53 @@
 //! the run, whose machinery kills the command's whole tree, unmounts its
 //! candidate and records nothing as committed; the command then exits with
 //! 128 plus the signal's number, as a shell reports a death by it. A second
-//! signal ends the process at once, as before. A commit that has already
-//! begun is not cancelled: its own outcome stands.
+//! signal ends the process at once, as before, and so does any signal once
+//! the run is over (printing its receipt). A commit that has already begun
+//! is not cancelled: its own outcome stands.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::{Handle, Signals};
+use signal_hook::iterator::Signals;
 use vsh::ExecutionCancellation;
 
 /// The signals that cancel a run.
 const CANCELLING: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
-/// The signal handlers of one run; dropping it restores the defaults.
+/// The signal handlers of one run. Dropped, it leaves the signals acting as
+/// their defaults do (the process ends): the thread stays, and does that. (Un-
+/// registering them would leave them ignored: the registry never puts the
+/// default action back.)
 pub(crate) struct Interrupts {
     current: Arc<Mutex<Option<ExecutionCancellation>>>,
     received: Arc<AtomicI32>,
-    handle: Handle,
-    thread: Option<std::thread::JoinHandle<()>>,
+    over: Arc<AtomicBool>,
 }
 
 impl Interrupts {
     /// Receive the cancelling signals on a thread until dropped.
     pub(crate) fn install() -> std::io::Result<Self> {
         let mut signals = Signals::new(CANCELLING)?;
-        let handle = signals.handle();
         let current: Arc<Mutex<Option<ExecutionCancellation>>> = Arc::default();
         let received = Arc::new(AtomicI32::new(0));
-        let thread = {
-            let (current, received) = (Arc::clone(&current), Arc::clone(&received));
+        let over = Arc::new(AtomicBool::new(false));
+        {
+            let (current, received, over) = (Arc::clone(&current), Arc::clone(&received), Arc::clone(&over));
             std::thread::Builder::new().name("vsh-signals".to_owned()).spawn(move || {
                 for signal in signals.forever() {
-                    if received.swap(signal, Ordering::AcqRel) != 0 {
-                        // The second one: leave now, as the default would have.
+                    if received.swap(signal, Ordering::AcqRel) != 0 || over.load(Ordering::Acquire) {
+                        // The second one, or the run is over: leave now, as
+                        // the default would have.
                         let _ = signal_hook::low_level::emulate_default_handler(signal);
                     }
                     if let Some(cancel) = current.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
                         cancel.cancel();
                     }
                 }
-            })?
-        };
-        Ok(Self { current, received, handle, thread: Some(thread) })
+            })?;
+        }
+        Ok(Self { current, received, over })
     }
 
     /// A fresh cancellation handle for the next attempt of the run, which
@@ -86,9 +90,6 @@ impl Interrupts {
 
 impl Drop for Interrupts {
     fn drop(&mut self) {
-        self.handle.close();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.over.store(true, Ordering::Release);
     }
 }

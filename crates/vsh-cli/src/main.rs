@@ -513,9 +513,13 @@ fn run_interruptible(
                 on_stale(attempt, &error);
             }
             Err(vsh::VshError::Cancelled) if let Some(signal) = interrupts.received() => {
-                eprintln!(
-                    "vsh: interrupted ({}): the run was stopped, its processes killed, and nothing was committed",
-                    interrupt::Interrupts::name(signal)
+                // After a hangup stderr may be gone: the exit code still says it.
+                let _ = std::io::Write::write_fmt(
+                    &mut std::io::stderr(),
+                    format_args!(
+                        "vsh: interrupted ({}): the run was stopped, its processes killed, and nothing was committed\n",
+                        interrupt::Interrupts::name(signal)
+                    ),
                 );
                 return Ok(Interruptible::Interrupted(interrupt::Interrupts::exit_code(signal)));
             }
@@ -700,7 +704,8 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
         for kept in &commit.kept {
             eprintln!(
                 "vsh: {} was written by someone else during the commit; its old node is kept at {}",
-                kept.path, kept.kept
+                render::shown(kept.path.as_str(), false),
+                kept.kept
             );
         }
     }

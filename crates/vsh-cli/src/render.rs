@@ -187,11 +187,11 @@ pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
 pub(crate) fn program_text(stored: &vsh::StoredProgram) -> String {
     let mut out = String::new();
     if !stored.intent.is_empty() {
-        let _ = writeln!(out, "intent       {}", stored.intent);
+        let _ = writeln!(out, "intent       {}", shown(&stored.intent, true));
     }
     let _ = writeln!(out, "{}", paint(style::STRONG, "program"));
     for line in stored.code.lines() {
-        let _ = writeln!(out, "  | {line}");
+        let _ = writeln!(out, "  | {}", shown(line, true));
     }
     out
 }
@@ -362,11 +362,11 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
         RuntimeDecision::Denied(manifest) => {
             let _ = writeln!(out, "  decision: {} ({})", decision("denied"), manifest.reason.name());
             for denied in &manifest.denied {
-                let _ = writeln!(out, "    {denied}");
-                let _ = writeln!(out, "      to allow it: {}", denied.remedy);
+                let _ = writeln!(out, "    {}", shown(&denied.to_string(), true));
+                let _ = writeln!(out, "      to allow it: {}", shown(&denied.remedy, true));
             }
             if manifest.denied.is_empty() && !manifest.remedy.is_empty() {
-                let _ = writeln!(out, "    to allow it: {}", manifest.remedy);
+                let _ = writeln!(out, "    to allow it: {}", shown(&manifest.remedy, true));
             }
             Ok(())
         }
@@ -436,7 +436,7 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
         if !text.is_empty() {
             let _ = writeln!(out, "{name}");
             for line in text.lines() {
-                let _ = writeln!(out, "  | {line}");
+                let _ = writeln!(out, "  | {}", shown(line, true));
             }
         }
     }
@@ -457,7 +457,7 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
                 index + 1,
                 step.kind.name(),
                 step.exit_code,
-                step.program
+                shown(&step.program, true)
             );
         }
     }
@@ -474,7 +474,7 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         RuntimeDecision::Denied(manifest) => {
             let _ = writeln!(out, "  reason     {}", manifest.reason.name());
             for denied in &manifest.denied {
-                let _ = writeln!(out, "  denied     {denied}");
+                let _ = writeln!(out, "  denied     {}", shown(&denied.to_string(), true));
             }
         }
         RuntimeDecision::PendingApproval(manifest) => {
@@ -579,7 +579,12 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
         let _ = writeln!(text, "  rolled back (failed, before state restored): {transaction}{}", paths(transaction));
     }
     for (transaction, path) in &report.changed_since_commit {
-        let _ = writeln!(text, "  changed by someone else after {} committed, left as is: {path}", transaction.short());
+        let _ = writeln!(
+            text,
+            "  changed by someone else after {} committed, left as is: {}",
+            transaction.short(),
+            shown(path.as_str(), false)
+        );
     }
     for kept in &report.kept {
         let _ = writeln!(
@@ -594,7 +599,7 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
         let state = unresolved.state.map_or("unknown", |state| state.name());
         let _ = writeln!(text, "  unresolved: {} ({state})", unresolved.transaction);
         for left in &unresolved.paths {
-            let _ = writeln!(text, "    {left}");
+            let _ = writeln!(text, "    {}", shown(&left.to_string(), false));
         }
         let _ = writeln!(
             text,
@@ -616,13 +621,14 @@ pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
         None => "nothing to restore\n".to_owned(),
     };
     for path in &report.restored {
-        let _ = writeln!(text, "  restored {path}");
+        let _ = writeln!(text, "  restored {}", shown(path.as_str(), false));
     }
     for (path, aside) in &report.moved_aside {
-        let _ = writeln!(text, "  moved aside {path} -> {aside}");
+        let _ = writeln!(text, "  moved aside {} -> {aside}", shown(path.as_str(), false));
     }
     for path in &report.changed_by_others {
-        let _ = writeln!(text, "  changed by someone else after the rollback, left as is: {path}");
+        let _ =
+            writeln!(text, "  changed by someone else after the rollback, left as is: {}", shown(path.as_str(), false));
     }
     text
 }

@@ -251,9 +251,10 @@ pub enum DenyReason {
     /// The diff deletes too large a share of the observed base.
     DeleteRatio,
     /// The diff leaves a file with its setuid or setgid bit set. vsh never
-    /// writes one, under any profile: the committed file belongs to whoever
-    /// commits, so a confined program could otherwise make a program that runs
-    /// as them.
+    /// writes one, under any profile: the committed file belongs to the
+    /// committer or to the owner of what it replaces, never to the confined
+    /// program's user, so the program could otherwise make a program that
+    /// runs as someone else.
     SetuidFile,
 }
 

@@ -356,7 +356,7 @@ const SETID_BITS: u32 = 0o6000;
 
 /// A denial naming the files `diff` leaves with a setuid or setgid bit, if any
 /// (a file written, moved, or given a mode with either bit: the committed file
-/// belongs to the committer).
+/// never belongs to the program's own user).
 fn deny_setuid_files(diff: &[DiffEntry], metrics: RiskMetrics, policy: PolicyDigest) -> Option<Decision> {
     let setid = |entry: &&DiffEntry| {
         entry.after.is_some_and(|after| after.kind == NodeKind::File && after.mode & SETID_BITS != 0)

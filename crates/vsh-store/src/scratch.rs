@@ -85,6 +85,17 @@ impl ScratchLock {
         self.dir.lock_exclusive_within(&path, wait).map_err(|source| StoreError::DataDir { path, source })
     }
 
+    /// [`ScratchLock::exclusive`] without waiting: `None` while another
+    /// run holds the scratch directories.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the lock file cannot be opened or locked.
+    pub fn try_exclusive(&self) -> Result<Option<LockGuard>, StoreError> {
+        let path = Self::lock_path();
+        self.dir.try_lock_exclusive(&path).map_err(|source| StoreError::DataDir { path, source })
+    }
+
     /// Record that `name` (a transaction id's hex, or a run's provisional
     /// name) built in the scratch directories from an image the workspace
     /// does not hold. Recording one twice is recording it once.

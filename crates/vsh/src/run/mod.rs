@@ -19,7 +19,7 @@ use vsh_policy::{Decision, PolicyInput, TransactionPolicy};
 use vsh_store::PendingArtifact;
 use vsh_types::canon;
 use vsh_types::{CanonicalDiff, DiffEntry, TransactionState, VPath};
-use vsh_vfs::{ReviewLimits, SnapshotLimits, VirtualFs};
+use vsh_vfs::{Effect, ReviewLimits, SnapshotLimits, VirtualFs};
 
 use crate::cancel::ExecutionCancellation;
 use crate::evidence::{EvidenceOutput, MAX_VALUE_DEPTH, value_depth};
@@ -349,11 +349,23 @@ impl Runs {
         let diff = vfs.canonical_diff()?;
         timings.diff = elapsed_ns(stage_start);
         check()?;
+        // Whether committing the diff puts every change the commands saw on
+        // disk (a change undone within the run is in no diff: its path keeps
+        // its old time, older than what was built from the change).
+        let changed: std::collections::HashSet<&VPath> = diff.entries().iter().map(|entry| &entry.path).collect();
+        let liftable = vfs.effects().iter().all(|effect| match effect {
+            Effect::Write(path) | Effect::Mkdir(path) | Effect::Remove(path) | Effect::SetMode(path) => {
+                changed.contains(path)
+            }
+            Effect::Rename { from, to } => changed.contains(from) && changed.contains(to),
+        });
+        drop(changed);
         let ran = self.conclude(Concluding { request, vfs: &mut vfs, diff, outcome, timings }, records, &check)?;
-        // The scratch directories' taint is the transaction's from now: its
-        // commit lifts it (a run that failed before here leaves the
-        // provisional one, which the next run's commands clear).
+        // The scratch directories' taint is the transaction's from now, when
+        // its commit lifts it; otherwise, and for a run that failed before
+        // here, the provisional one stays, and the next run's commands clear.
         if let Some(lock) = &self.scratch_lock
+            && liftable
             && lock.is_tainted_by(&taint).map_err(VshError::DataDirectory)?
         {
             lock.taint(&ran.receipt.transaction.to_hex()).map_err(VshError::DataDirectory)?;
@@ -435,18 +447,21 @@ impl Runs {
     ) -> Result<Executed, VshError> {
         let scratch = match &self.scratch_lock {
             Some(lock) if !commands.scratch.is_empty() => {
-                let wait = vsh_host::LockWait::within(request.budget.max_request_duration);
-                let held = lock.exclusive(&wait).map_err(VshError::DataDirectory)?;
+                let held = hold_scratch(lock, request, cancel)?;
                 lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
+                // Recorded before anything runs, so a run that never ends
+                // (vsh killed, a panic) leaves it: the next run clears.
+                lock.taint(taint).map_err(VshError::DataDirectory)?;
                 Some((lock, held))
             }
             _ => None,
         };
         let executed = self.execute_language(request, vfs, cancel, commands);
         if let Some((lock, _held)) = scratch
-            && !vfs.effects().is_empty()
+            && vfs.effects().is_empty()
         {
-            lock.taint(taint).map_err(VshError::DataDirectory)?;
+            // The image is the workspace's: what was built is of its code.
+            lock.untaint(taint).map_err(VshError::DataDirectory)?;
         }
         executed
     }
@@ -571,4 +586,33 @@ pub(crate) fn provisional_taint() -> String {
     let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     format!("run-{}-{nanos:x}-{count}", std::process::id())
+}
+
+/// Hold `lock` (the scratch directories) for `request`'s commands: wait for
+/// another run's, looking every 20 ms, while the request is neither cancelled
+/// nor past its end-to-end deadline.
+fn hold_scratch(
+    lock: &vsh_store::ScratchLock,
+    request: &RunRequest<'_>,
+    cancel: &ExecutionCancellation,
+) -> Result<vsh_host::LockGuard, VshError> {
+    let started = Instant::now();
+    let deadline = request.budget.max_request_duration;
+    loop {
+        if let Some(held) = lock.try_exclusive().map_err(VshError::DataDirectory)? {
+            return Ok(held);
+        }
+        if cancel.is_cancelled() {
+            return Err(VshError::Cancelled);
+        }
+        let waited = started.elapsed();
+        if waited > deadline {
+            return Err(VshError::RequestDeadline(LimitExceeded {
+                limit: LimitKind::RequestDuration,
+                attempted: u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
+                max: u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
+            }));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
