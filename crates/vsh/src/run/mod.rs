@@ -313,20 +313,7 @@ impl Runs {
         started: Instant,
     ) -> Result<Ran, VshError> {
         let deadline = request.budget.max_request_duration;
-        let check = || {
-            if cancel.is_cancelled() {
-                return Err(VshError::Cancelled);
-            }
-            let elapsed = started.elapsed();
-            if elapsed > deadline {
-                return Err(VshError::RequestDeadline(LimitExceeded {
-                    limit: LimitKind::RequestDuration,
-                    attempted: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
-                    max: u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
-                }));
-            }
-            Ok(())
-        };
+        let check = || still_wanted(cancel, started, deadline);
         check()?;
         let intent_length = request.intent.map_or(0, str::len);
         let max_intent = records.limits().max_intent_bytes;
@@ -597,22 +584,32 @@ fn hold_scratch(
     cancel: &ExecutionCancellation,
 ) -> Result<vsh_host::LockGuard, VshError> {
     let started = Instant::now();
-    let deadline = request.budget.max_request_duration;
     loop {
         if let Some(held) = lock.try_exclusive().map_err(VshError::DataDirectory)? {
             return Ok(held);
         }
-        if cancel.is_cancelled() {
-            return Err(VshError::Cancelled);
-        }
-        let waited = started.elapsed();
-        if waited > deadline {
-            return Err(VshError::RequestDeadline(LimitExceeded {
-                limit: LimitKind::RequestDuration,
-                attempted: u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
-                max: u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
-            }));
-        }
+        still_wanted(cancel, started, request.budget.max_request_duration)?;
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// `Cancelled` once `cancel` is, `RequestDeadline` once `deadline` has passed
+/// since `started`.
+fn still_wanted(
+    cancel: &ExecutionCancellation,
+    started: Instant,
+    deadline: std::time::Duration,
+) -> Result<(), VshError> {
+    if cancel.is_cancelled() {
+        return Err(VshError::Cancelled);
+    }
+    let elapsed = started.elapsed();
+    if elapsed > deadline {
+        return Err(VshError::RequestDeadline(LimitExceeded {
+            limit: LimitKind::RequestDuration,
+            attempted: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            max: u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
+        }));
+    }
+    Ok(())
 }
