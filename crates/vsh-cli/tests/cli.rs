@@ -2183,3 +2183,46 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     let refused = vsh(&["rerun", id, "--workspace", ws, "--commands"], None);
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
 }
+
+#[test]
+fn git_diff_and_status_in_a_candidate_read_the_repository_without_writing_it() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\n");
+    write(dir.path(), "b.txt", "two\n");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "a.txt", "b.txt"]);
+    git(&["commit", "-q", "-m", "init"]);
+    let ws = dir.path().to_str().unwrap();
+    let exec = |script: &str| -> serde_json::Value {
+        let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
+        assert_eq!(ran.status.code(), Some(0), "{script}: {}", String::from_utf8_lossy(&ran.stderr));
+        serde_json::from_slice(&ran.stdout).unwrap()
+    };
+    // A clean tree: nothing to show, and nothing written to .git (which a
+    // refresh of the index would be, and be denied).
+    for script in ["git diff", "git diff HEAD", "git status --porcelain", "git diff --stat"] {
+        let receipt = exec(script);
+        assert_eq!(receipt["state"], "auto-approved", "{script}: {receipt}");
+        assert_eq!(receipt["stdout"], "", "{script}: {receipt}");
+    }
+    // A change the command makes is seen, and only it.
+    let receipt = exec("echo three >> b.txt; git status --porcelain; git diff --stat");
+    assert_eq!(receipt["state"], "auto-approved", "{receipt}");
+    assert_eq!(receipt["stdout"], " M b.txt\n b.txt | 1 +\n 1 file changed, 1 insertion(+)\n", "{receipt}");
+    assert_eq!(receipt["changed_paths"], 1);
+    // The configuration is vsh's: the command reads it and cannot change it.
+    let receipt = exec("(echo x > /tmp/.gitconfig) 2>/dev/null || git config --global core.checkStat");
+    assert_eq!(receipt["stdout"], "minimal\n", "{receipt}");
+}

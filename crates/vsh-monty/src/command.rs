@@ -51,6 +51,17 @@ pub const COMMAND_PROFILE: &str = "vsh-command-confined-v1";
 /// command whose argv is `/bin/bash -c PROGRAM`).
 pub const BASH_CONFINED_PROFILE: &str = "vsh-bash-confined-v1";
 
+/// Git's configuration in a command's `HOME` (`/tmp/.gitconfig`). The
+/// candidate shows its own inode numbers, owner and change times, so git
+/// would find its index's cached stat data stale and refresh the index
+/// under `.git/index.lock` on `git diff`: a write to `.git`, denied. With
+/// only the modification time and size compared (what the candidate shows
+/// as the workspace has them) and no automatic refresh, `git diff` and
+/// `git status` read only. A command whose `HOME` is elsewhere does not get
+/// it.
+pub const GIT_CONFIG: &str =
+    "[core]\n\tcheckStat = minimal\n\ttrustctime = false\n[diff]\n\tautoRefreshIndex = false\n";
+
 /// The most processes a command's user may have (`RLIMIT_NPROC`): a build
 /// starts many, a fork bomb stops here. The kernel does not apply it to
 /// root, and counts per user, machine-wide: a host running as root runs
@@ -127,8 +138,9 @@ impl CommandConfig {
     /// `HOME=/tmp`, `LANG=C.UTF-8`, `PYTHONDONTWRITEBYTECODE=1` (no
     /// `__pycache__` in the diff), `GIT_OPTIONAL_LOCKS=0` (`git status` and
     /// `git diff` read `.git` without refreshing its index: `.git` is
-    /// read-only to a command, and the refresh would be a denied write) and
-    /// nothing else; no tools, no scratch, no network.
+    /// read-only to a command, and the refresh would be a denied write; with
+    /// [`GIT_CONFIG`] at `/tmp/.gitconfig`) and nothing else; no tools, no
+    /// scratch, no network.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
@@ -457,7 +469,7 @@ impl Dispatcher<'_> {
         };
         let limits = self.host.meter.limits();
         let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
-        let mut mount = mount.with_private_tmp(COMMAND_TMP_BYTES);
+        let mut mount = mount.with_private_tmp(COMMAND_TMP_BYTES).with_tmp_file(".gitconfig", GIT_CONFIG);
         for tool in &config.tools {
             mount = mount.with_tool_dir(tool);
         }

@@ -109,6 +109,8 @@ pub struct FuseMount {
     scratch: Vec<(PathBuf, PathBuf)>,
     /// Host directories bound at `/tmp/<name>`: `(name, dir)`.
     tmp_scratch: Vec<(String, PathBuf)>,
+    /// Files written into the private `/tmp` before the child starts.
+    tmp_files: Vec<(String, Vec<u8>)>,
     /// The user namespace every scratch directory is idmapped through, and
     /// the storage uid and gid it maps.
     idmap: Option<(Arc<OwnedFd>, (u32, u32))>,
@@ -154,6 +156,7 @@ impl FuseMount {
             tools: Vec::new(),
             scratch: Vec::new(),
             tmp_scratch: Vec::new(),
+            tmp_files: Vec::new(),
             idmap: None,
         };
         Ok((mount, waiter))
@@ -200,6 +203,18 @@ impl FuseMount {
     #[must_use]
     pub fn with_tmp_scratch(mut self, name: &str, dir: impl Into<PathBuf>) -> Self {
         self.tmp_scratch.push((name.to_owned(), dir.into()));
+        self
+    }
+
+    /// Put a file `name` (one plain name) holding `bytes` in the child's
+    /// private `/tmp` ([`FuseMount::with_private_tmp`], which this needs)
+    /// before it starts: readable by the child, never writable (it belongs
+    /// to the parent, mode `0444`, and `/tmp`'s sticky bit keeps the child
+    /// from replacing it). For a configuration the child's tools read from
+    /// their `HOME`.
+    #[must_use]
+    pub fn with_tmp_file(mut self, name: &str, bytes: impl Into<Vec<u8>>) -> Self {
+        self.tmp_files.push((name.to_owned(), bytes.into()));
         self
     }
 
@@ -309,6 +324,45 @@ fn detach(fs: &OwnedFd, stage: &'static str, read_only: bool) -> Result<OwnedFd,
     rustix::mount::fsmount(fs, FsMountFlags::FSMOUNT_CLOEXEC, attributes).map_err(setup)
 }
 
+/// The private `/tmp` of `bytes`, if the child gets one, holding `files`.
+fn private_tmp(bytes: Option<u64>, files: &[(String, Vec<u8>)]) -> Result<Option<OwnedFd>, ToolError> {
+    let Some(bytes) = bytes else {
+        return match files.first() {
+            Some((name, _)) => {
+                Err(ToolError::InvalidPolicy { reason: format!("the file /tmp/{name} needs a private /tmp") })
+            }
+            None => Ok(None),
+        };
+    };
+    let tmp = tmpfs(bytes, "1777", "private /tmp (tmpfs)", false)?;
+    for (name, content) in files {
+        tmp_file(&tmp, name, content)?;
+    }
+    Ok(Some(tmp))
+}
+
+/// Write `content` as the new file `name` (one plain name) at the root of
+/// the detached tmpfs `tmp`, mode `0444`.
+fn tmp_file(tmp: &OwnedFd, name: &str, content: &[u8]) -> Result<(), ToolError> {
+    let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0']);
+    if !plain {
+        return Err(ToolError::InvalidPolicy { reason: format!("a file in /tmp needs one plain name, not {name:?}") });
+    }
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage: "private /tmp file", source: errno.into() };
+    let file = rustix::fs::openat(
+        tmp,
+        name,
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::from_raw_mode(0o444),
+    )
+    .map_err(setup)?;
+    let mut written = 0;
+    while written < content.len() {
+        written += rustix::io::write(&file, &content[written..]).map_err(setup)?;
+    }
+    Ok(())
+}
+
 /// A new empty tmpfs of `bytes` with root mode `mode`, detached.
 fn tmpfs(bytes: u64, mode: &str, stage: &'static str, read_only: bool) -> Result<OwnedFd, ToolError> {
     let setup = |errno: rustix::io::Errno| ToolError::Setup { stage, source: errno.into() };
@@ -400,8 +454,8 @@ impl PreparedMount {
         // directory the child could not search (unless already covered).
         let mut cover_paths: Vec<PathBuf> = Vec::new();
         let mut covers = Vec::new();
-        if let Some(bytes) = mount.tmp_bytes {
-            covers.push((tmpfs(bytes, "1777", "private /tmp (tmpfs)", false)?, c_path(Path::new("/tmp"))?));
+        if let Some(tmp) = private_tmp(mount.tmp_bytes, &mount.tmp_files)? {
+            covers.push((tmp, c_path(Path::new("/tmp"))?));
             cover_paths.push(PathBuf::from("/tmp"));
         }
         for tool in &mount.tools {

@@ -613,13 +613,13 @@ fn a_command_gets_a_private_tmp_of_its_own() {
     let stdout = String::from_utf8_lossy(&outcome.stdout);
     let mut lines = stdout.lines();
     assert_eq!(lines.next(), Some("scratch"));
-    // What the private /tmp holds: what the command made, and (for a
-    // workspace beneath /tmp, as here) the directories the candidate is
-    // mounted on.
+    // What the private /tmp holds: vsh's git configuration, what the command
+    // made, and (for a workspace beneath /tmp, as here) the directories the
+    // candidate is mounted on.
     let root = ws.root();
     let holder =
         root.strip_prefix("/tmp").ok().and_then(|inside| inside.iter().next()).map(|name| name.to_str().unwrap());
-    let mut expected = vec![".", "..", "vsh-scratch"];
+    let mut expected = vec![".", "..", ".gitconfig", "vsh-scratch"];
     expected.extend(holder);
     expected.sort_unstable();
     let mut listed: Vec<&str> = (0..expected.len()).filter_map(|_| lines.next()).collect();
