@@ -2226,3 +2226,31 @@ fn git_diff_and_status_in_a_candidate_read_the_repository_without_writing_it() {
     let receipt = exec("(echo x > /tmp/.gitconfig) 2>/dev/null || git config --global core.checkStat");
     assert_eq!(receipt["stdout"], "minimal\n", "{receipt}");
 }
+
+#[test]
+fn exec_started_inside_a_protected_directory_says_so() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "secrets/token.txt", "s3cret\n");
+    write(dir.path(), "src/a.txt", "a\n");
+    let run_in = |inside: &str| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", dir.path().to_str().unwrap(), "--", "ls"])
+            .current_dir(dir.path().join(inside))
+            .env_clear()
+            .output()
+            .unwrap()
+    };
+    let refused = run_in("secrets");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot start in secrets") && stderr.contains("**/secrets/**"), "{stderr}");
+    assert!(!stderr.contains("mount"), "not a mount failure: {stderr}");
+    assert!(!String::from_utf8_lossy(&refused.stdout).contains("token"));
+    // An ordinary directory is where the command starts.
+    let listed = run_in("src");
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("a.txt"));
+}

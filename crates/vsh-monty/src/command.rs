@@ -444,6 +444,25 @@ impl Dispatcher<'_> {
         }
     }
 
+    /// A directory the policy hides (a secrets directory, vsh's data) is no
+    /// place for `program` to start: say so, rather than fail to mount.
+    #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+    fn check_working_dir(&self, program: &str, cwd: &str) -> Result<(), ExecutionError> {
+        if let Ok(at) = vsh_types::VPath::parse(cwd)
+            && !at.is_root()
+            && let Err(denied) = self.host.policy().authorize(&at, vsh_policy::AccessKind::MetadataRead)
+        {
+            return Err(tool_error(ToolError::Spawn {
+                program: program.to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("it cannot start in {cwd}: {denied}"),
+                ),
+            }));
+        }
+        Ok(())
+    }
+
     /// Run one command in a candidate of this run's image, its requests
     /// served on the candidate's own thread until it and its mount are
     /// gone. Each stream keeps at most half the run's output budget.
@@ -462,6 +481,7 @@ impl Dispatcher<'_> {
                 reason: format!("{:?} is not a relative path of plain components", call.cwd),
             }));
         }
+        self.check_working_dir(program, call.cwd)?;
         let stdin = if call.stdin.is_empty() {
             Stdio::null()
         } else {
