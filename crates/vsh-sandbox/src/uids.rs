@@ -16,6 +16,13 @@
 //! that the kernel still counts (a zombie its reaper has not collected)
 //! has long gone by then.
 //!
+//! A holder that dies (vsh killed by `SIGKILL`) cannot stop its command, and
+//! the command's processes would run on as the uid the next holder gets.
+//! So a lease marks its file while held (one byte, cleared when the lease is
+//! dropped after the command's processes are gone), and the next holder
+//! that finds the mark kills every process of the uid before its command
+//! starts ([`reap_if_abandoned`]).
+//!
 //! What commands keep between runs (scratch directories: a build's
 //! `target/`) belongs on disk to one *storage* uid, whatever uid wrote
 //! it. Each scratch directory is shown to the command through an idmapped
@@ -73,11 +80,40 @@ static IDMAPPABLE: Mutex<Option<HashMap<u64, bool>>> = Mutex::new(None);
 pub struct CommandUser {
     uid: u32,
     storage: (u32, u32),
-    _lease: OwnedFd,
+    lease: OwnedFd,
 }
 
 fn setup(stage: &'static str) -> impl Fn(rustix::io::Errno) -> ToolError {
     move |errno| ToolError::Setup { stage, source: errno.into() }
+}
+
+/// When the lease file `lease` of `uid` carries the mark of a holder that
+/// died holding it, kill every process running as `uid` (a shell as `uid`
+/// and group `gid` sends `SIGKILL` to all it may signal: the uid's
+/// processes), then clear the mark.
+pub(crate) fn reap_if_abandoned(lease: &OwnedFd, uid: u32, gid: u32) -> Result<(), ToolError> {
+    use std::os::unix::process::CommandExt as _;
+    let stat = rustix::fs::fstat(lease).map_err(setup("command uid leases"))?;
+    if stat.st_size == 0 {
+        return Ok(());
+    }
+    let reaped = std::process::Command::new("/bin/sh")
+        .args(["-c", "kill -KILL -1 2>/dev/null; exit 0"])
+        .env_clear()
+        .uid(uid)
+        .gid(gid)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|source| ToolError::Setup { stage: "reap an abandoned command uid", source })?;
+    if !reaped.success() {
+        return Err(ToolError::Setup {
+            stage: "reap an abandoned command uid",
+            source: std::io::Error::other(format!("the reaper exited with {reaped}")),
+        });
+    }
+    rustix::fs::ftruncate(lease, 0).map_err(setup("command uid leases"))
 }
 
 /// Open (making it if missing) the directory `name` beneath `parent` (shown
@@ -150,7 +186,9 @@ impl CommandUser {
                     // The rotation goes on after this uid.
                     let after = uid.wrapping_sub(COMMAND_UIDS.start).wrapping_add(1);
                     NEXT.store(after.wrapping_sub(process_offset()), Ordering::Relaxed);
-                    return Ok(Self { uid, storage, _lease: file });
+                    reap_if_abandoned(&file, uid, storage.1)?;
+                    rustix::io::pwrite(&file, b"1", 0).map_err(setup("command uid leases"))?;
+                    return Ok(Self { uid, storage, lease: file });
                 }
                 Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {}
                 Err(errno) => return Err(setup("command uid leases")(errno)),
@@ -223,9 +261,21 @@ impl CommandUser {
     }
 }
 
+impl Drop for CommandUser {
+    /// The command's processes are gone (the run kills and reaps them before
+    /// it lets the lease go): the mark is cleared.
+    fn drop(&mut self) {
+        let _ = rustix::fs::ftruncate(&self.lease, 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Held by the tests that lease: one's freed uid is not another's to take
+    /// meanwhile.
+    static LEASING: Mutex<()> = Mutex::new(());
 
     /// Whether another open file description could lock `uid`'s lease now
     /// (its file made, as a lease makes it, if no lease has yet).
@@ -242,10 +292,45 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_a_dead_holder_left_marked_kills_the_uids_processes_first() {
+        use std::os::unix::process::CommandExt as _;
+        if !as_root() {
+            return;
+        }
+        let _alone = LEASING.lock().unwrap_or_else(PoisonError::into_inner);
+        // A lease held: its file carries the mark; dropped: cleared.
+        let user = CommandUser::lease((65_533, 65_533)).unwrap();
+        let path = format!("{LEASES}/{}", user.uid());
+        assert_eq!(std::fs::read(&path).unwrap(), b"1");
+        drop(user);
+        assert!(std::fs::read(&path).unwrap().is_empty());
+        // A holder that died: its mark stays, and a process of its command
+        // still runs as the uid (the last of the range, as a test's own).
+        let uid = COMMAND_UIDS.end - 1;
+        let dir = tempfile::tempdir().unwrap();
+        let lease_path = dir.path().join("lease");
+        std::fs::write(&lease_path, b"1").unwrap();
+        let mut left = std::process::Command::new("/bin/sleep").arg("60").uid(uid).gid(65_533).spawn().unwrap();
+        let lease: OwnedFd = std::fs::OpenOptions::new().read(true).write(true).open(&lease_path).unwrap().into();
+        reap_if_abandoned(&lease, uid, 65_533).unwrap();
+        let status = left.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status}");
+        assert!(std::fs::read(&lease_path).unwrap().is_empty(), "the mark is cleared");
+        // An unmarked lease kills nothing.
+        let mut kept = std::process::Command::new("/bin/sleep").arg("60").uid(uid).gid(65_533).spawn().unwrap();
+        reap_if_abandoned(&lease, uid, 65_533).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(kept.try_wait().unwrap().is_none(), "still running");
+        kept.kill().unwrap();
+        let _ = kept.wait();
+    }
+
+    #[test]
     fn a_lease_is_exclusive_machine_wide_until_dropped() {
         if !as_root() {
             return;
         }
+        let _alone = LEASING.lock().unwrap_or_else(PoisonError::into_inner);
         let first = CommandUser::lease((65_533, 65_533)).unwrap();
         let second = CommandUser::lease((65_533, 65_533)).unwrap();
         assert!(COMMAND_UIDS.contains(&first.uid()) && COMMAND_UIDS.contains(&second.uid()));
