@@ -158,13 +158,12 @@ pub(crate) struct Runs {
     command_tools: Vec<std::path::PathBuf>,
     /// Real commands' scratch directories: `(name, host directory)`.
     scratch: Vec<(String, std::path::PathBuf)>,
-    /// Held while a run's commands may write the scratch directories, so no
-    /// other run builds there meanwhile and garbage collection never clears
-    /// them under a build.
+    /// The scratch directories' lock and taints: held while a run's
+    /// commands may write them (`scratch` is not empty), so no other run
+    /// builds there meanwhile and garbage collection never clears them under
+    /// a build; and asked by every commit to lift its taint (a runtime
+    /// without commands commits what one with them previewed).
     scratch_lock: Option<vsh_store::ScratchLock>,
-    /// The scratch directories' taints, for a commit to lift its own (a
-    /// runtime without commands commits what one with them previewed).
-    scratch_taints: Option<vsh_store::ScratchLock>,
     /// What network real commands reach.
     command_network: vsh_sandbox::NetworkAccess,
     /// The TCP ports real commands may connect to.
@@ -199,28 +198,22 @@ impl Runs {
             command_tools: Vec::new(),
             scratch: Vec::new(),
             scratch_lock: None,
-            scratch_taints: None,
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
         }
     }
 
-    /// Give real commands these tool directories and scratch directories.
+    /// Give real commands these tool directories and scratch directories,
+    /// whose lock and taints `scratch_lock` holds.
     pub(crate) fn with_command_dirs(
         mut self,
         tools: Vec<std::path::PathBuf>,
         scratch: Vec<(String, std::path::PathBuf)>,
-        scratch_lock: Option<vsh_store::ScratchLock>,
+        scratch_lock: vsh_store::ScratchLock,
     ) -> Self {
         self.command_tools = tools;
         self.scratch = scratch;
-        self.scratch_lock = scratch_lock;
-        self
-    }
-
-    /// Where the scratch directories' taints are, for commits to lift theirs.
-    pub(crate) fn with_scratch_taints(mut self, taints: vsh_store::ScratchLock) -> Self {
-        self.scratch_taints = Some(taints);
+        self.scratch_lock = Some(scratch_lock);
         self
     }
 
@@ -327,7 +320,9 @@ impl Runs {
         timings.snapshot = elapsed_ns(stage_start);
 
         let stage_start = Instant::now();
-        let taint = provisional_taint();
+        // Only a run whose commands build in the scratch directories pays
+        // for a taint's name and, below, for comparing its changes with the diff.
+        let taint = if self.scratch.is_empty() { String::new() } else { provisional_taint() };
         let outcome = self.execute_with(request, &mut vfs, cancel, &self.command_config(), &taint)?;
         timings.execute = elapsed_ns(stage_start);
         check()?;
@@ -339,20 +334,13 @@ impl Runs {
         // Whether committing the diff puts every change the commands saw on
         // disk (a change undone within the run is in no diff: its path keeps
         // its old time, older than what was built from the change).
-        let changed: std::collections::HashSet<&VPath> = diff.entries().iter().map(|entry| &entry.path).collect();
-        let liftable = vfs.effects().iter().all(|effect| match effect {
-            Effect::Write(path) | Effect::Mkdir(path) | Effect::Remove(path) | Effect::SetMode(path) => {
-                changed.contains(path)
-            }
-            Effect::Rename { from, to } => changed.contains(from) && changed.contains(to),
-        });
-        drop(changed);
+        let liftable = !self.scratch.is_empty() && diff_holds_every_change(&vfs, &diff);
         let ran = self.conclude(Concluding { request, vfs: &mut vfs, diff, outcome, timings }, records, &check)?;
         // The scratch directories' taint is the transaction's from now, when
         // its commit lifts it; otherwise, and for a run that failed before
         // here, the provisional one stays, and the next run's commands clear.
-        if let Some(lock) = &self.scratch_lock
-            && liftable
+        if liftable
+            && let Some(lock) = &self.scratch_lock
             && lock.is_tainted_by(&taint).map_err(VshError::DataDirectory)?
         {
             lock.taint(&ran.receipt.transaction.to_hex()).map_err(VshError::DataDirectory)?;
@@ -535,7 +523,7 @@ impl Runs {
 
     /// A transaction's commit lifts its scratch taint (see `execute_with`).
     pub(crate) fn scratch_committed(&self, transaction: vsh_types::TransactionId) -> Result<(), VshError> {
-        match &self.scratch_taints {
+        match &self.scratch_lock {
             Some(lock) => lock.untaint(&transaction.to_hex()).map_err(VshError::DataDirectory),
             None => Ok(()),
         }
@@ -591,6 +579,18 @@ fn hold_scratch(
         still_wanted(cancel, started, request.budget.max_request_duration)?;
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// Whether `diff` holds every path `vfs`'s effects name: committing it then
+/// gives each of them a time newer than anything built while the run had it.
+fn diff_holds_every_change(vfs: &VirtualFs, diff: &CanonicalDiff) -> bool {
+    let changed: std::collections::HashSet<&VPath> = diff.entries().iter().map(|entry| &entry.path).collect();
+    vfs.effects().iter().all(|effect| match effect {
+        Effect::Write(path) | Effect::Mkdir(path) | Effect::Remove(path) | Effect::SetMode(path) => {
+            changed.contains(path)
+        }
+        Effect::Rename { from, to } => changed.contains(from) && changed.contains(to),
+    })
 }
 
 /// `Cancelled` once `cancel` is, `RequestDeadline` once `deadline` has passed

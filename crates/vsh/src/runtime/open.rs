@@ -119,8 +119,7 @@ impl Runtime {
             .or_else(|| policy.command_scratch().map(<[String]>::to_vec))
             .unwrap_or_else(|| crate::config::DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect());
         let scratch_dirs = if commands || confined_bash { scratch_dirs(&data, scratch)? } else { Vec::new() };
-        let scratch_lock = (!scratch_dirs.is_empty()).then(|| data.scratch_lock());
-        let scratch_taints = data.scratch_lock();
+        let scratch_lock = data.scratch_lock();
         let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
@@ -128,7 +127,6 @@ impl Runtime {
                 .with_bash(bash)
                 .with_commands(commands, command_env)
                 .with_command_dirs(command_tools, scratch_dirs, scratch_lock)
-                .with_scratch_taints(scratch_taints)
                 .with_command_network(command_network, command_ports);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
