@@ -27,6 +27,7 @@ mod counters;
 mod error;
 mod mutate;
 mod resolve;
+mod spare;
 mod stat;
 mod tree;
 
