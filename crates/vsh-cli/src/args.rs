@@ -691,11 +691,6 @@ impl RunOptions {
 }
 
 impl RunArgs {
-    /// Whether the program comes from stdin.
-    pub(crate) fn program_is_stdin(&self) -> bool {
-        self.program.as_os_str() == "-"
-    }
-
     /// The program's language: `--language`, else bash for a `.sh` file.
     pub(crate) fn language(&self) -> vsh::Language {
         let bash = match self.language {
@@ -814,7 +809,7 @@ mod tests {
         let arguments = [OsString::from("vsh"), "run".into(), "--workspace".into(), workspace.clone(), "-".into()];
         let Command::Run(run) = Cli::try_parse_from(arguments).unwrap().command else { panic!("not a run") };
         assert_eq!(run.common.workspace.as_deref().map(std::path::Path::as_os_str), Some(workspace.as_os_str()));
-        assert!(run.program_is_stdin());
+        assert_eq!(run.program.as_os_str(), "-");
         // A transaction id is text: bytes that are not UTF-8 are a usage error.
         let arguments = [OsString::from("vsh"), "show".into(), OsString::from_vec(b"\xff".to_vec())];
         assert_eq!(Cli::try_parse_from(arguments).unwrap_err().exit_code(), 2);

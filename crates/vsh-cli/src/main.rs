@@ -278,7 +278,8 @@ pub(crate) fn exit_code(receipt: &vsh::Receipt, asked: Asked, detailed: bool) ->
 /// `vsh init`: record the workspace's policy in its data directory.
 fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (text, what) = if let Some(path) = &init.policy {
-        let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let max = vsh::lower::vsh_policy::MAX_POLICY_FILE_BYTES;
+        let text = read_text_bounded(path, max, "", "a policy file")?;
         (text, format!("the policy file {}", path.display()))
     } else {
         let profile = init.profile.policy_profile();
@@ -314,14 +315,7 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
 }
 
 fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
-    let code = if run.program_is_stdin() {
-        let mut code = String::new();
-        std::io::stdin().read_to_string(&mut code)?;
-        code
-    } else {
-        std::fs::read_to_string(&run.program)
-            .map_err(|error| format!("cannot read {}: {error}", run.program.display()))?
-    };
+    let code = read_text_bounded(&run.program, MAX_PROGRAM_INPUT, "", "a program")?;
     let language = run.language();
     if run.commands && language != vsh::Language::Monty {
         usage_conflict("--commands is for Monty programs (vsh_exec)");
@@ -389,21 +383,50 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
 /// The most bytes `vsh exec --stdin` takes: what fits a command's program text.
 const MAX_COMMAND_INPUT: u64 = 1 << 20;
 
+/// The most bytes of a program `vsh run` reads: a program's own limit
+/// (`ExecutionLimits::max_program_bytes`, 1 MiB).
+const MAX_PROGRAM_INPUT: u64 = 1 << 20;
+
 /// The text of `vsh exec --stdin FILE` (`-`: this process's stdin), at most
 /// [`MAX_COMMAND_INPUT`] bytes of UTF-8.
 fn read_command_input(path: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+    read_text_bounded(path, MAX_COMMAND_INPUT, "--stdin ", "a command's input")
+}
+
+/// The UTF-8 text of `path` (`-`: this process's stdin), of at most `max`
+/// bytes: reading stops one byte past it, so an endless input (`/dev/zero`,
+/// `yes`) is refused at once instead of filling memory. `flag` and `what`
+/// name it in errors.
+fn read_text_bounded(
+    path: &std::path::Path,
+    max: u64,
+    flag: &str,
+    what: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
     let mut bytes = Vec::new();
-    let name = path.display();
-    let read = if path == std::path::Path::new("-") {
-        std::io::stdin().lock().take(MAX_COMMAND_INPUT + 1).read_to_end(&mut bytes)
+    let stdin = path == std::path::Path::new("-");
+    let name = if stdin && flag.is_empty() { "standard input".to_owned() } else { path.display().to_string() };
+    let read = if stdin {
+        std::io::stdin().lock().take(max + 1).read_to_end(&mut bytes)
     } else {
-        std::fs::File::open(path).and_then(|file| file.take(MAX_COMMAND_INPUT + 1).read_to_end(&mut bytes))
+        std::fs::File::open(path).and_then(|file| file.take(max + 1).read_to_end(&mut bytes))
     };
-    read.map_err(|error| format!("cannot read --stdin {name}: {error}"))?;
-    if bytes.len() as u64 > MAX_COMMAND_INPUT {
-        return Err(format!("--stdin {name} is longer than 1 MiB, the most a command's input may be").into());
+    read.map_err(|error| format!("cannot read {flag}{name}: {error}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("{flag}{name} is longer than {}, the most {what} may be", human_bytes(max)).into());
     }
-    String::from_utf8(bytes).map_err(|_| format!("--stdin {name} is not UTF-8 text").into())
+    String::from_utf8(bytes).map_err(|_| format!("{flag}{name} is not UTF-8 text").into())
+}
+
+/// `bytes` for people: whole MiB or KiB when it is a multiple, else bytes.
+fn human_bytes(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// The current directory relative to the workspace `root`, when it lies

@@ -2254,3 +2254,57 @@ fn exec_started_inside_a_protected_directory_says_so() {
     assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
     assert!(String::from_utf8_lossy(&listed.stdout).contains("a.txt"));
 }
+
+/// Run `vsh args` with `input` (of any length, written from a thread) on
+/// its stdin; the output once it exits.
+fn vsh_fed(args: &[&str], input: impl std::io::Read + Send + 'static) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(args)
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let mut input = input;
+        // Stops with a broken pipe once vsh has had enough.
+        let _ = std::io::copy(&mut input, &mut stdin);
+    });
+    let output = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    output
+}
+
+#[test]
+fn an_endless_program_or_policy_file_is_refused_after_its_limit_not_read_into_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    // 64 MiB of input, far past the 1 MiB a program may be: refused with its
+    // reason, having read only the limit and a byte (the rest never written).
+    let endless = std::io::Read::take(std::io::repeat(b'#'), 64 << 20);
+    let output = vsh_fed(&["run", "--workspace", root, "-"], endless);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("standard input is longer than 1 MiB, the most a program may be"), "{stderr}");
+    let endless = std::io::Read::take(std::io::repeat(b'#'), 64 << 20);
+    let output = vsh_fed(&["init", "--workspace", root, "--policy", "-"], endless);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("longer than 1 MiB, the most a policy file may be"), "{stderr}");
+    assert!(!dir.path().join(".vsh/data/policy.toml").exists(), "nothing was recorded");
+}
+
+#[test]
+fn a_timeout_too_long_to_represent_means_no_limit_and_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    for timeout in ["18446744073709551615s", "300000000000y"] {
+        let output =
+            vsh(&["run", "--workspace", root, "--timeout", timeout, "-"], Some("vsh_write('/workspace/a.txt', 'a')"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{timeout}: {stderr}");
+        assert!(String::from_utf8_lossy(&output.stdout).contains("state        auto-approved"), "{timeout}");
+    }
+}

@@ -383,6 +383,16 @@ pub(crate) fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The instant `duration` after `started`; one a century on when that
+/// cannot be represented (a limit of `u64::MAX` seconds means no limit in
+/// practice, never a panic).
+pub(crate) fn deadline_after(started: Instant, duration: Duration) -> Instant {
+    started
+        .checked_add(duration)
+        .or_else(|| started.checked_add(Duration::from_hours(100 * 365 * 24)))
+        .unwrap_or(started)
+}
+
 /// The request-duration limit, if `started` is longer ago than the limit allows.
 pub(crate) fn request_deadline_passed(started: Instant, limits: &ExecutionLimits) -> Result<(), LimitExceeded> {
     let elapsed = started.elapsed();

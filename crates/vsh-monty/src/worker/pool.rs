@@ -392,7 +392,7 @@ impl Pool {
         started: Instant,
         interrupt: &dyn Interrupt,
     ) -> Result<(Slot<'_>, WorkerProcess), ExecutionError> {
-        let deadline = started + limits.max_request_duration;
+        let deadline = crate::limits::deadline_after(started, limits.max_request_duration);
         let Some((slot, idle)) = self.acquire(limits.max_memory_bytes, deadline, interrupt) else {
             if interrupt.interrupted() {
                 return Err(cancelled_error(started));
@@ -435,7 +435,7 @@ impl Pool {
     ) -> Result<crate::BashOutcome, ExecutionError> {
         run::check_program(code, limits, started)?;
         let (slot, mut worker) = self.checkout(limits, started, interrupt)?;
-        let deadline = started + limits.max_request_duration;
+        let deadline = crate::limits::deadline_after(started, limits.max_request_duration);
         let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
         let request = protocol::BashRequest {
             run: run::bash_run(code, limits, bash),
@@ -467,7 +467,7 @@ impl Pool {
     ) -> Result<MontyOutcome, ExecutionError> {
         run::check_program(code, limits, started)?;
         let (slot, mut worker) = self.checkout(limits, started, interrupt)?;
-        let deadline = started + limits.max_request_duration;
+        let deadline = crate::limits::deadline_after(started, limits.max_request_duration);
         let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt).with_nested(nested);
         let outcome = session::serve(&mut worker, code, &mut dispatcher, limits, self.config.wall_grace, deadline);
         self.release(worker, outcome.reusable);
