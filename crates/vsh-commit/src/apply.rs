@@ -59,10 +59,8 @@ impl Syncs {
 /// Returns, per operation, the staged node's [`Installed`] identity (zeros
 /// for other operations), and which staged nodes are files.
 ///
-/// Each file is written by [`WritableDir::create_file_exclusive_open`], or
-/// into a spare ([`crate::spares`]) when at least
-/// [`crate::spares::SPARES_FROM`] files are staged, on up to
-/// [`MAX_STAGE_WORKERS`] threads and not synced: the caller makes every
+/// Each file is written by [`WritableDir::create_file_exclusive_open`] on up
+/// to [`MAX_STAGE_WORKERS`] threads and not synced: the caller makes every
 /// staged file durable ([`Stage::sync_file`]) in one batch of barriers with
 /// the plan and the intents, then the directory entries. Only this commit's
 /// own bytes are flushed: no `syncfs`, so other programs' dirty data on the
@@ -72,19 +70,9 @@ pub(crate) fn stage(
     txn: &TxnDir,
     plan: &Plan,
     sources: Sources<'_>,
-    spares: &crate::spares::Spares,
 ) -> Result<Stage, CommitError> {
     let jobs: Vec<usize> =
         (0..plan.operations.len()).filter(|index| plan.operations[*index].action == Action::Install).collect();
-    let files = jobs
-        .iter()
-        .filter(|operation| {
-            let entry = &plan.entries[plan.operations[**operation].entry as usize];
-            entry.after.is_some_and(|after| after.kind == NodeKind::File)
-        })
-        .count();
-    // The `index`th job takes the `index`th spare, if it stages a file.
-    let taken = spares.take(workspace, files);
     let mut staged = vec![Installed::default(); plan.operations.len()];
     let workers = jobs.len().div_ceil(STAGED_PER_WORKER).clamp(1, MAX_STAGE_WORKERS);
     let next = AtomicUsize::new(0);
@@ -99,11 +87,9 @@ pub(crate) fn stage(
     let work = || -> Result<Vec<Staged>, CommitError> {
         let mut done = Vec::new();
         while !stop.load(Ordering::Relaxed) {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&operation) = jobs.get(index) else { break };
+            let Some(&operation) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             let entry = &plan.entries[plan.operations[operation].entry as usize];
-            let spare = taken.as_ref().map(|taken| (taken, index));
-            match stage_one(stage_dir, txn, operation, entry, sources, owners, spare) {
+            match stage_one(stage_dir, txn, operation, entry, sources, owners) {
                 // The file is closed here and synced with all the others below.
                 Ok((installed, file)) => done.push((operation, installed, file.is_some())),
                 Err(error) => {
@@ -122,7 +108,7 @@ pub(crate) fn stage(
             handles.into_iter().map(|handle| handle.join().expect("a staging thread panicked")).collect()
         })
     };
-    let mut files = Vec::with_capacity(files);
+    let mut files = Vec::new();
     for result in results {
         for (operation, installed, file) in result? {
             staged[operation] = installed;
@@ -132,8 +118,7 @@ pub(crate) fn stage(
         }
     }
     files.sort_unstable();
-    let spares_moved = taken.is_some_and(|taken| taken.moved());
-    Ok(Stage { installed: staged, files, dir: stage_dir.clone(), spares_moved })
+    Ok(Stage { installed: staged, files, dir: stage_dir.clone() })
 }
 
 /// What [`stage`] wrote, not yet durable.
@@ -144,10 +129,6 @@ pub(crate) struct Stage {
     pub(crate) files: Vec<usize>,
     /// `stage/`, opened without following a symlink.
     pub(crate) dir: WritableDir,
-    /// Whether a staged file was a spare moved out of `spares/`, whose entry
-    /// must then be made durable with `stage/`'s: after a crash the inode
-    /// must not be named in both.
-    pub(crate) spares_moved: bool,
 }
 
 impl Stage {
@@ -249,7 +230,6 @@ fn stage_one(
     entry: &DiffEntry,
     (blobs, memory): Sources<'_>,
     owners: Option<&WritableDir>,
-    spare: Option<(&crate::spares::Taken<'_>, usize)>,
 ) -> Result<(Installed, Option<std::fs::File>), CommitError> {
     let invalid = |reason| CommitError::InvalidDiff { path: entry.path.clone(), reason };
     let after = entry.after.ok_or_else(|| invalid("an install has no after state"))?;
@@ -272,13 +252,9 @@ fn stage_one(
     match after.kind {
         NodeKind::File => {
             // Synced by the caller, in batches, before anything depends on it.
-            let filled = spare.and_then(|(taken, index)| taken.fill(index, stage_dir, &name, &bytes, after.mode));
-            let (stat, generation, file) = match filled {
-                Some(filled) => filled,
-                None => stage_dir
-                    .create_file_exclusive_open(&name, &bytes, after.mode)
-                    .map_err(CommitError::host("stage file", &slot))?,
-            };
+            let (stat, generation, file) = stage_dir
+                .create_file_exclusive_open(&name, &bytes, after.mode)
+                .map_err(CommitError::host("stage file", &slot))?;
             if let Some((uid, gid)) = owners.and_then(|workspace| owner_for(workspace, &entry.path)) {
                 // Durable with the file's own barrier (the caller's batch).
                 vsh_host::set_owner(&file, uid, gid, &slot).map_err(CommitError::host("stage file", &slot))?;

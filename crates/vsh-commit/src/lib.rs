@@ -95,7 +95,6 @@ mod plan;
 mod recover;
 mod restore;
 mod revalidate;
-mod spares;
 mod store_ledger;
 mod txndir;
 mod validate;
@@ -224,9 +223,6 @@ pub struct Committer {
     /// directory durable (synced the runtime directory while `txn/` existed,
     /// and has not created it since): later commits skip that barrier.
     txn_root_synced: std::sync::atomic::AtomicBool,
-    /// The old versions of replaced files, kept for later commits to stage
-    /// into (see [`spares`]).
-    spares: std::sync::Arc<spares::Spares>,
 }
 
 impl Drop for Committer {
@@ -306,7 +302,6 @@ impl Committer {
         let excluded = vec![runtime_dir.clone()];
         Ok(Committer {
             workspace,
-            spares: spares::Spares::new(&runtime_dir),
             runtime_dir,
             excluded,
             key: AuthorityKey::unauthenticated(),
@@ -575,18 +570,12 @@ impl Committer {
         self.runtime_dir.child(TRASH_DIR).expect("a valid constant name")
     }
 
-    /// Remove the discarded directory `path` on a thread of its own, first
-    /// keeping the old files of its `quarantine/` as spares (see
-    /// [`spares`]). Where no thread can be started it is left for the next
-    /// recovery.
+    /// Remove the discarded directory `path` on a thread of its own. Where
+    /// no thread can be started it is left for the next recovery.
     fn sweep_later(&self, path: VPath) {
         let workspace = self.workspace.clone();
-        let spares = std::sync::Arc::clone(&self.spares);
         let target = path.clone();
         let spawned = std::thread::Builder::new().name("vsh-sweep".to_owned()).spawn(move || {
-            if let (Ok(quarantine), Some(prefix)) = (target.child("quarantine"), target.file_name()) {
-                spares.keep(&workspace, &quarantine, prefix);
-            }
             // Garbage: a failure leaves it for the next recovery's sweep.
             let _ = workspace.remove_tree(&target);
         });
@@ -668,7 +657,7 @@ impl Committer {
     ) -> Result<Prepared, CommitError> {
         let ws = &self.workspace;
         txn.write_plan(ws, encoded).map_err(CommitError::host("write plan", &txn.plan()))?;
-        let staged = apply::stage(ws, txn, plan, (request.blobs, request.contents), &self.spares)?;
+        let staged = apply::stage(ws, txn, plan, (request.blobs, request.contents))?;
         check(faults, FaultPoint::Staged)?;
         let revalidated =
             revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts)?;
@@ -722,10 +711,6 @@ impl Committer {
         // The runtime directory holds `txn/`'s entry: synced until this
         // committer has done so once with `txn/` in place.
         let mut dirs = vec![txn.stage(), txn.root.clone(), self.txn_root()];
-        if staged.spares_moved {
-            // A staged file left it: one entry for the inode, never two.
-            dirs.push(self.spares.root().clone());
-        }
         let runtime_synced = self.txn_root_synced.load(Ordering::Relaxed);
         if !runtime_synced {
             dirs.push(self.runtime_dir.clone());

@@ -887,68 +887,6 @@ fn a_committed_directory_is_swept_from_trash_and_garbage_left_behind_goes_at_the
     Ok(())
 }
 
-/// Commit `version` to every file of `names` with a committer of its own,
-/// dropped afterwards (which waits for its sweeper); the commit's directory
-/// barriers.
-fn commit_everywhere(fx: &Fixture, names: &[String], version: &'static [u8]) -> Result<u64> {
-    let run = fx.run(|vfs| {
-        for name in names {
-            vfs.write(&p(name), Arc::from(version))?;
-        }
-        Ok(())
-    })?;
-    let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?;
-    let receipt = committer.commit(&run.request(&fx.blobs))?;
-    drop(committer);
-    Ok(receipt.syncs.dir_fsyncs)
-}
-
-#[test]
-fn a_large_commit_stages_its_files_in_the_emptied_inodes_of_files_an_earlier_commit_replaced_never_in_one_held_open()
--> Result {
-    let fx = Fixture::new()?;
-    let root = fx.root();
-    let names: Vec<String> = (0..40).map(|index| format!("f{index:02}.txt")).collect();
-    for name in &names {
-        write(&root, name, b"version 1");
-    }
-    let inodes = || -> std::io::Result<Vec<u64>> {
-        names.iter().map(|name| std::fs::metadata(root.join(name)).map(|meta| meta.ino())).collect()
-    };
-    let first = inodes()?;
-    // A reader holds one old version open, another is linked twice: neither
-    // inode is anybody's to reuse.
-    let mut held = std::fs::File::open(root.join("f00.txt"))?;
-    std::fs::hard_link(root.join("f01.txt"), fx.dir.path().join("elsewhere.txt"))?;
-
-    let without_spares = commit_everywhere(&fx, &names, b"version 2")?;
-    let spares = root.join(".vsh/spares");
-    let waiting: Vec<std::fs::Metadata> =
-        std::fs::read_dir(&spares)?.map(|entry| entry?.metadata()).collect::<std::io::Result<_>>()?;
-    assert_eq!(waiting.len(), 38, "every old version but the held and the linked one is a spare");
-    assert!(
-        waiting.iter().all(|meta| meta.len() == 0 && meta.mode() & 0o7777 == 0o600),
-        "spares are empty and private"
-    );
-
-    let with_spares = commit_everywhere(&fx, &names, b"version 3")?;
-    assert_eq!(with_spares, without_spares + 1, "the spares' directory is made durable with the staged files");
-    let third = inodes()?;
-    let reused: Vec<u64> = third.iter().copied().filter(|inode| first.contains(inode)).collect();
-    assert_eq!(reused.len(), 38, "the third version is in the inodes of the first");
-    assert!(!third.contains(&first[0]) && !third.contains(&first[1]));
-    for name in &names {
-        assert_eq!(std::fs::read(root.join(name))?, b"version 3", "{name}");
-    }
-    let mut old = Vec::new();
-    std::io::Read::read_to_end(&mut held, &mut old)?;
-    assert_eq!(old, b"version 1", "the reader still reads the version it opened");
-    assert_eq!(std::fs::read(fx.dir.path().join("elsewhere.txt"))?, b"version 1", "the other link keeps its bytes");
-    assert_eq!(std::fs::read_dir(&spares)?.count(), 40, "the second version's files wait in turn");
-    assert!(fx.stage_is_empty());
-    Ok(())
-}
-
 #[test]
 fn try_session_takes_a_free_commit_lock_and_never_waits_for_a_held_one() -> Result {
     let fx = Fixture::new()?;

@@ -187,53 +187,6 @@ fn a_crash_at_every_fault_point_of_deletes_made_unread_recovers_to_exactly_befor
     Ok(())
 }
 
-#[test]
-fn a_crash_at_every_fault_point_of_a_commit_staged_in_spares_recovers_to_exactly_before_or_after() -> Result {
-    use std::os::unix::fs::MetadataExt as _;
-    use support::fixture::{MANY, build_many, rewrite_many};
-    let data = tempfile::tempdir()?;
-    let blobs = support::external_blobs(data.path())?;
-    let spares_of = |trial: &Trial| -> std::io::Result<Vec<u64>> {
-        std::fs::read_dir(trial.ws.root.join(".vsh/spares"))?.map(|entry| Ok(entry?.metadata()?.ino())).collect()
-    };
-    let trial = Trial::of(&blobs, build_many, rewrite_many, false)?;
-    let spares = spares_of(&trial)?;
-    let before = trial.ws.tree();
-    let ledger = MemoryLedger::as_commit_point();
-    ledger.insert(trial.run.transaction, TransactionState::Revalidating);
-    let recorder = CrashAt::recording();
-    trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &recorder)?;
-    let installed: Vec<u64> = (0..MANY)
-        .map(|index| format!("many/f{index:02}"))
-        .chain(["many/added".to_owned()])
-        .map(|path| std::fs::metadata(trial.ws.root.join(path)).map(|meta| meta.ino()))
-        .collect::<std::io::Result<_>>()?;
-    let in_spares = installed.iter().filter(|inode| spares.contains(inode)).count();
-    assert_eq!(in_spares, MANY, "each of the {MANY} spares took one of the {} files staged", MANY + 1);
-    let reference = Reference { before, after: trial.ws.tree(), points: recorder.seen(), operations: 0 };
-
-    for point in reference.points.iter().copied() {
-        let trial = Trial::of(&blobs, build_many, rewrite_many, false)?;
-        let ledger = MemoryLedger::as_commit_point();
-        let transaction = trial.run.transaction;
-        ledger.insert(transaction, TransactionState::Revalidating);
-        let error = trial.ws.committer.commit_with_faults(&trial.run.request(&blobs), &ledger, &CrashAt::new(point));
-        assert!(matches!(error, Err(CommitError::FaultInjected(at)) if at == point), "{point}: {error:?}");
-        let restarted = trial.reopened()?;
-        let report = restarted.committer.recover(&ledger)?;
-        assert!(report.is_clean() && report.unresolved.is_empty(), "{point}: {report:?}");
-        drop(restarted);
-        check_outcome(&trial, &reference, point, ledger.get(transaction));
-        // No inode is named both in the workspace and among the spares.
-        let waiting = spares_of(&trial)?;
-        for index in 0..MANY {
-            let inode = std::fs::metadata(trial.ws.root.join(format!("many/f{index:02}")))?.ino();
-            assert!(!waiting.contains(&inode), "{point}: many/f{index:02} is also a spare");
-        }
-    }
-    Ok(())
-}
-
 /// A trial whose commit crashed with every operation applied (so recovery rolls all of them back).
 fn crashed_with_everything_applied(blobs: &BlobStore, last: u32) -> Result<(Trial, MemoryLedger)> {
     let trial = Trial::new(blobs)?;

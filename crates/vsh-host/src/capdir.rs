@@ -617,9 +617,9 @@ impl AsFd for ParentDir<'_> {
 }
 
 /// The inode generation of the open node `fd` (`FS_IOC_GETVERSION`), or
-/// `None` when its filesystem keeps none. `unsafe` because rustix has no
-/// safe wrapper for this request (as for [`crate::start_writeback`] and
-/// the lease of a spare).
+/// `None` when its filesystem keeps none. One of the two `unsafe` calls of
+/// this crate (with [`crate::start_writeback`]): rustix has no safe wrapper
+/// for this request.
 #[allow(unsafe_code)]
 pub(crate) fn generation_of(fd: BorrowedFd<'_>) -> Option<u32> {
     /// `FS_IOC_GETVERSION`: `_IOR('v', 1, long)`.

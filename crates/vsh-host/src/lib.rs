@@ -27,7 +27,6 @@ mod counters;
 mod error;
 mod mutate;
 mod resolve;
-mod spare;
 mod stat;
 mod tree;
 

@@ -237,7 +237,7 @@ impl WritableDir {
     }
 
     /// Open an existing regular file for writing, never through a symlink.
-    pub(crate) fn open_regular_for_write(&self, path: &VPath, extra: OFlags) -> Result<File, HostError> {
+    fn open_regular_for_write(&self, path: &VPath, extra: OFlags) -> Result<File, HostError> {
         if path.is_root() {
             return Err(HostError::NotAFile { path: path.clone() });
         }
@@ -290,32 +290,12 @@ impl WritableDir {
         self.rename_with(from, to, RenameFlags::NOREPLACE, "renameat2")
     }
 
-    /// [`WritableDir::rename_noreplace`] from `from` beneath this handle to
-    /// `to` beneath `target`'s (both on one filesystem): a move between two
-    /// directories the caller holds open, each path resolved beneath its
-    /// own handle.
-    pub fn move_noreplace_to(&self, from: &VPath, target: &WritableDir, to: &VPath) -> Result<(), HostError> {
-        self.counters.write();
-        self.rename_between(from, target, to, RenameFlags::NOREPLACE, "renameat2")
-    }
-
     fn rename_with(&self, from: &VPath, to: &VPath, flags: RenameFlags, op: &'static str) -> Result<(), HostError> {
-        self.rename_between(from, self, to, flags, op)
-    }
-
-    fn rename_between(
-        &self,
-        from: &VPath,
-        target: &WritableDir,
-        to: &VPath,
-        flags: RenameFlags,
-        op: &'static str,
-    ) -> Result<(), HostError> {
         if from.is_root() || to.is_root() {
             return Err(HostError::IsRoot { op: "rename" });
         }
         let (from_parent, from_leaf) = self.open_parent(from).map_err(|failure| failure.into_error("open", from))?;
-        let (to_parent, to_leaf) = target.open_parent(to).map_err(|failure| failure.into_error("open", to))?;
+        let (to_parent, to_leaf) = self.open_parent(to).map_err(|failure| failure.into_error("open", to))?;
         match retry_intr(|| rfs::renameat_with(&from_parent, from_leaf, &to_parent, to_leaf, flags)) {
             Ok(()) => Ok(()),
             Err(Errno::NOENT) => Err(HostError::NotFound { path: from.clone() }),

@@ -61,28 +61,6 @@ pub fn transaction(vfs: &mut VirtualFs) -> std::result::Result<(), VfsError> {
     Ok(())
 }
 
-/// The number of files [`build_many`] writes: more than a commit stages
-/// before it takes spares.
-pub const MANY: usize = 40;
-
-/// A before tree of [`MANY`] files, and [`MANY`] spares waiting in
-/// `.vsh/spares` (empty private files, as a commit's sweeper leaves them).
-pub fn build_many(root: &std::path::Path) {
-    for index in 0..MANY {
-        write(root, &format!("many/f{index:02}"), format!("old {index}").as_bytes());
-        write(root, &format!(".vsh/spares/{index:064x}-{index}"), b"");
-        chmod(root, &format!(".vsh/spares/{index:064x}-{index}"), 0o600);
-    }
-}
-
-/// Rewrite every file of [`build_many`]'s tree, and add one.
-pub fn rewrite_many(vfs: &mut VirtualFs) -> std::result::Result<(), VfsError> {
-    for index in 0..MANY {
-        vfs.write(&p(&format!("many/f{index:02}")), Arc::from(format!("new {index}").as_bytes()))?;
-    }
-    vfs.write(&p("many/added"), Arc::from(&b"added"[..]))
-}
-
 /// A fresh workspace holding the before tree, and the run of the transaction on it.
 pub struct Trial {
     pub _dir: tempfile::TempDir,
