@@ -119,7 +119,7 @@ use apply::{ApplyFailure, Syncs};
 use format::{Action, Journal, JournalRecord, Marker, Plan, PlanDigest, RecordKind};
 use live::LiveView;
 use recover::{Outcome, check};
-use txndir::{Cleanup, PRIVATE_DIR_MODE, TRASH_DIR, TxnDir};
+use txndir::{Cleanup, PRIVATE_DIR_MODE, TRASH_DIR, TXN_DIR, TxnDir};
 
 /// How many conflicts a stale commit lists by default.
 pub const DEFAULT_MAX_CONFLICTS: usize = 128;
@@ -235,6 +235,19 @@ impl Drop for Committer {
     }
 }
 
+/// Ask the filesystem to give each transaction directory made in `txn_root`
+/// a block group of its own choosing (ext4's `TOPDIR` flag; a hint other
+/// filesystems refuse, which is ignored). Staged files take their inodes in
+/// their directory's group, so a commit's new files then stay away from the
+/// inodes earlier commits freed: an ext4 without a journal checks every
+/// inode of the group freed in the last minute, one by one from the group's
+/// first, before it allocates one, and 1,000 staged files after a commit
+/// that freed 1,000 walked past all of them (the patch of 1,000 files:
+/// 490 ms a sample, rising, against 173 ms flat; see docs/performance.md).
+fn spread_transactions(workspace: &WritableDir, txn_root: &VPath) {
+    let _ = workspace.spread_subdirectories(txn_root);
+}
+
 /// The workspace's commit lock, held: the only way to commit or recover.
 ///
 /// Everything a session does is serialized with every other session on the
@@ -291,6 +304,10 @@ impl Committer {
             for ancestor in runtime_dir.ancestors() {
                 workspace.sync_dir(&ancestor).map_err(CommitError::host("sync runtime directory", &ancestor))?;
             }
+        }
+        let txn_root = runtime_dir.child(TXN_DIR).expect("a valid constant name");
+        if workspace.lstat(&txn_root).ok().flatten().is_some() {
+            spread_transactions(&workspace, &txn_root);
         }
         // Keep vsh's own files out of `git status`: a `.gitignore` of `*` in the
         // runtime directory, made once and never replaced. It is a courtesy, so
@@ -627,7 +644,10 @@ impl Committer {
     fn create_txn_dir(&self, transaction: TransactionId) -> Result<TxnDir, CommitError> {
         let root = self.txn_root();
         match self.workspace.create_dir(&root, PRIVATE_DIR_MODE) {
-            Ok(()) => self.txn_root_synced.store(false, Ordering::Relaxed),
+            Ok(()) => {
+                self.txn_root_synced.store(false, Ordering::Relaxed);
+                spread_transactions(&self.workspace, &root);
+            }
             Err(HostError::AlreadyExists { .. }) => {}
             Err(source) => return Err(CommitError::Host { op: "create transaction directory", path: root, source }),
         }

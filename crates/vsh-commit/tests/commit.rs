@@ -888,6 +888,34 @@ fn a_committed_directory_is_swept_from_trash_and_garbage_left_behind_goes_at_the
 }
 
 #[test]
+fn transaction_directories_are_spread_over_the_filesystem_by_the_topdir_flag_of_txn() -> Result {
+    let fx = Fixture::new()?;
+    let root = fx.root();
+    if rustix::fs::statfs(&root)?.f_type != 0xEF53 {
+        // Only ext2/3/4 keep the flag; elsewhere it is a refused hint.
+        println!("not ext4: nothing to check");
+        return Ok(());
+    }
+    let topdir = |path: &std::path::Path| -> Result<bool> {
+        let dir = std::fs::File::open(path)?;
+        Ok(rustix::fs::ioctl_getflags(&dir)?.contains(rustix::fs::IFlags::TOPDIR))
+    };
+    write(&root, "a.txt", b"alpha");
+    let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
+    fx.committer.commit(&run.request(&fx.blobs))?;
+    let txn = root.join(".vsh/txn");
+    assert!(topdir(&txn)?, "txn/ was made with the flag");
+    // A runtime directory made before the flag was set gets it when a
+    // committer opens it.
+    let flags = rustix::fs::ioctl_getflags(&std::fs::File::open(&txn)?)?;
+    rustix::fs::ioctl_setflags(&std::fs::File::open(&txn)?, flags - rustix::fs::IFlags::TOPDIR)?;
+    assert!(!topdir(&txn)?);
+    let _reopened = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?;
+    assert!(topdir(&txn)?, "the next committer set it");
+    Ok(())
+}
+
+#[test]
 fn try_session_takes_a_free_commit_lock_and_never_waits_for_a_held_one() -> Result {
     let fx = Fixture::new()?;
     let other = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?;

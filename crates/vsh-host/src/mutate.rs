@@ -236,6 +236,25 @@ impl WritableDir {
         Ok(())
     }
 
+    /// Ask the filesystem to place the directories later made in the
+    /// directory `path` apart from each other, each in a block group of its
+    /// own choosing (`FS_TOPDIR_FL`, which ext2/3/4 honour: such a directory
+    /// is the top of independent hierarchies). Only a hint: a filesystem
+    /// that keeps no such flag is [`HostError::Io`] (`ENOTTY`,
+    /// `EOPNOTSUPP`), which callers may ignore.
+    pub fn spread_subdirectories(&self, path: &VPath) -> Result<(), HostError> {
+        self.counters.write();
+        let fd = self
+            .open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .map_err(|failure| failure.into_error("open", path))?;
+        let flags = rfs::ioctl_getflags(&fd).map_err(|errno| HostError::io("ioctl(FS_IOC_GETFLAGS)", path, errno))?;
+        if flags.contains(rfs::IFlags::TOPDIR) {
+            return Ok(());
+        }
+        rfs::ioctl_setflags(&fd, flags | rfs::IFlags::TOPDIR)
+            .map_err(|errno| HostError::io("ioctl(FS_IOC_SETFLAGS)", path, errno))
+    }
+
     /// Open an existing regular file for writing, never through a symlink.
     fn open_regular_for_write(&self, path: &VPath, extra: OFlags) -> Result<File, HostError> {
         if path.is_root() {

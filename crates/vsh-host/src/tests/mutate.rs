@@ -404,3 +404,39 @@ fn append_and_truncate_act_on_regular_files_only_and_never_through_a_symlink() {
         assert!(matches!(fx.dir.append(&p("fifo"), b"x"), Err(HostError::NotAFile { .. })), "a FIFO never blocks");
     }
 }
+
+/// Whether `path` is on an ext2/3/4 filesystem, the ones that keep `FS_TOPDIR_FL`.
+fn on_ext4(path: &std::path::Path) -> bool {
+    rustix::fs::statfs(path).is_ok_and(|stat| stat.f_type == 0xEF53)
+}
+
+#[test]
+fn spread_subdirectories_sets_the_topdir_flag_once_and_never_through_a_symlink() {
+    for strategy in STRATEGIES {
+        let fx = Fixture::new(strategy);
+        fx.mkdir("txn");
+        let flags = |path: &std::path::Path| {
+            let dir = fs::File::open(path).unwrap();
+            rustix::fs::ioctl_getflags(&dir).unwrap()
+        };
+        if on_ext4(&fx.ws("")) {
+            assert!(!flags(&fx.ws("txn")).contains(rustix::fs::IFlags::TOPDIR));
+            fx.dir.spread_subdirectories(&p("txn")).unwrap();
+            assert!(flags(&fx.ws("txn")).contains(rustix::fs::IFlags::TOPDIR));
+            // Set already: nothing to do.
+            fx.dir.spread_subdirectories(&p("txn")).unwrap();
+            assert!(flags(&fx.ws("txn")).contains(rustix::fs::IFlags::TOPDIR));
+        } else {
+            // A filesystem without the flag refuses it: an error the caller ignores.
+            println!("not ext4: the flag itself is not checked here");
+        }
+        let (dirs, _) = fx.escape_links();
+        for link in dirs {
+            assert!(fx.dir.spread_subdirectories(&p(link)).is_err(), "{link}");
+        }
+        if on_ext4(&fx.outside("")) {
+            assert!(!flags(&fx.outside("")).contains(rustix::fs::IFlags::TOPDIR), "nothing outside changed");
+        }
+        assert!(fx.dir.spread_subdirectories(&p("missing")).is_err());
+    }
+}
