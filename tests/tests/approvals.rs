@@ -202,3 +202,37 @@ fn the_workspace_policy_is_recorded_once_and_used_by_every_later_runtime() {
     let receipt = vsh::Runtime::open(config()).unwrap().preview(&vsh::RunRequest::new(probe)).unwrap();
     assert!(matches!(receipt.decision, vsh::RuntimeDecision::Denied(_)), "{:?}", receipt.decision);
 }
+
+#[test]
+fn a_recorded_policy_changed_or_planted_without_the_authority_key_is_refused_never_taken() {
+    let dir = vsh_integration_tests::workspace(&[("a.txt", "a"), (".env", "SECRET=1\n")]);
+    let config = || vsh_integration_tests::config(dir.path());
+    let file = dir.path().join(".vsh/data/policy.toml");
+    let forged = |runtime: Result<Runtime, VshError>| matches!(runtime, Err(VshError::WorkspacePolicyForged(_)));
+    let runtime = Runtime::open(config()).unwrap();
+    runtime.record_workspace_policy("version = 1\nprofile = \"strict\"\n").unwrap();
+    drop(runtime);
+    let recorded = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(Runtime::open(config()).unwrap().policy().profile(), PolicyProfile::Strict);
+    assert_eq!(
+        Runtime::open(config()).unwrap().workspace_policy_text().unwrap().as_deref(),
+        Some("version = 1\nprofile = \"strict\"\n"),
+        "read back without its MAC line"
+    );
+
+    // Changed under its MAC (a weaker profile), without one, planted with
+    // the secrets rule off, with a MAC made up, cut short, empty: refused.
+    let weaker = recorded.replace("strict", "permissive");
+    let planted = "version = 1\n[defaults]\nsecrets = false\n";
+    let made_up = format!("{planted}# vsh authority MAC: {}\n", "5a".repeat(32));
+    let cut = recorded.lines().next().unwrap().to_owned();
+    for text in [weaker.as_str(), planted, made_up.as_str(), cut.as_str(), ""] {
+        std::fs::write(&file, text).unwrap();
+        assert!(forged(Runtime::open(config())), "{text:?} was taken");
+        // A runtime given its own policy is not stopped by it ...
+        let explicit = Runtime::open(config().with_policy_profile(PolicyProfile::Strict)).unwrap();
+        // ... and recording a policy again replaces it.
+        explicit.record_workspace_policy("version = 1\nprofile = \"strict\"\n").unwrap();
+        assert_eq!(Runtime::open(config()).unwrap().policy().profile(), PolicyProfile::Strict, "{text:?}");
+    }
+}

@@ -289,11 +289,19 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     // refuses) does not stand in the way of recording a new one.
     let config = runtime_config(&init.common.root())?.with_policy_profile(vsh::PolicyProfile::Balanced);
     let runtime = open(config)?;
-    if let Some(recorded) = runtime.workspace_policy_text()? {
-        let old = vsh::lower::vsh_policy::PolicyFile::from_toml(&recorded).map(|file| file.policy(None).digest());
+    // The digest of what the workspace records, `None` for a recorded policy
+    // that cannot be taken (it does not parse, or its MAC does not verify).
+    let recorded = match runtime.workspace_policy_text() {
+        Ok(recorded) => recorded.map(|recorded| {
+            vsh::lower::vsh_policy::PolicyFile::from_toml(&recorded).ok().map(|file| file.policy(None).digest())
+        }),
+        Err(vsh::VshError::WorkspacePolicyForged(_)) => Some(None),
+        Err(error) => return Err(error.into()),
+    };
+    if let Some(old) = recorded {
         let new = vsh::lower::vsh_policy::PolicyFile::from_toml(&text)?.policy(None).digest();
-        if old.as_ref().ok() != Some(&new) && !init.force {
-            let old = old.map_or_else(|_| "one this build cannot read".to_owned(), |digest| digest.short());
+        if old.as_ref() != Some(&new) && !init.force {
+            let old = old.map_or_else(|| "one this build cannot read or verify".to_owned(), |digest| digest.short());
             return Err(format!(
                 "the workspace already records a policy ({old}); give --force to replace it with {what} \
                  (vsh policy show prints the recorded one)"
@@ -558,9 +566,19 @@ fn run_interruptible(
 /// chose it for this run, and its transaction records it.
 fn warn_if_overridden(runtime: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
     use vsh::lower::vsh_policy::{PolicyFile, PolicyProfile, TransactionPolicy};
-    let workspace = match runtime.workspace_policy_text()? {
-        Some(text) => PolicyFile::from_toml(&text)?.policy(None),
-        None => TransactionPolicy::from_profile(PolicyProfile::default(), None),
+    let workspace = match runtime.workspace_policy_text() {
+        Ok(Some(text)) => PolicyFile::from_toml(&text)?.policy(None),
+        Ok(None) => TransactionPolicy::from_profile(PolicyProfile::default(), None),
+        Err(vsh::VshError::WorkspacePolicyForged(why)) => {
+            eprintln!(
+                "vsh: the workspace's recorded policy {why}; this run is decided under profile {} ({}) \
+                 and its transaction records that policy",
+                runtime.policy().profile().name(),
+                runtime.policy().digest().short()
+            );
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
     };
     let active = runtime.policy();
     if workspace.digest() != active.digest() {
@@ -584,7 +602,7 @@ fn policy_show(runtime: &Runtime, json: bool) -> Result<u8, Box<dyn std::error::
             schema: documents::POLICY.to_owned(),
             profile: runtime.policy().profile().name().to_owned(),
             digest: runtime.policy().digest().to_hex(),
-            recorded: runtime.workspace_policy_text()?.is_some(),
+            recorded: runtime.workspace_policy_text().is_ok_and(|recorded| recorded.is_some()),
             text,
         };
         println!("{}", serde_json::to_string_pretty(&document)?);

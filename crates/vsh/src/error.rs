@@ -25,6 +25,14 @@ pub enum VshError {
     /// The policy file could not be read or is invalid.
     #[error("invalid policy file")]
     PolicyFile(#[source] vsh_policy::PolicyFileError),
+    /// The policy the workspace recorded does not carry a MAC under this
+    /// runtime's authority key, or its MAC does not verify: someone who can
+    /// write the data directory changed or planted it (or a crash cut
+    /// `vsh init` short). Nothing runs under it; recording a policy again
+    /// (`vsh init`) replaces it, and a run given a policy of its own is not
+    /// stopped by it.
+    #[error("the workspace's recorded policy {0}: record the policy again with `vsh init`")]
+    WorkspacePolicyForged(&'static str),
     /// The store (blobs, transaction records) failed.
     #[error("store error")]
     Store(#[from] vsh_store::StoreError),
@@ -312,7 +320,7 @@ impl VshError {
             | Self::WorkerNotFound
             | Self::Worker(_)
             | Self::CandidateUnavailable(_) => C::Configuration,
-            Self::PolicyFile(_) | Self::PolicyChanged(_) => C::Policy,
+            Self::PolicyFile(_) | Self::PolicyChanged(_) | Self::WorkspacePolicyForged(_) => C::Policy,
             Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } => C::Store,
             Self::Execution(_)
             | Self::Vfs(_)

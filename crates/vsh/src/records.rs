@@ -14,6 +14,65 @@ use crate::{DurablePreviews, VshError};
 /// The settings file in the data directory that holds the workspace's policy.
 pub(crate) const WORKSPACE_POLICY_FILE: &str = "policy.toml";
 
+/// What starts the recorded policy's last line, before its MAC in hex.
+const POLICY_MAC_PREFIX: &str = "# vsh authority MAC: ";
+
+/// The MAC's context string.
+const POLICY_MAC_DOMAIN: &str = "vsh 2026 workspace policy v1";
+
+/// `text` as the workspace records it: the policy, then (on a line of its
+/// own, a TOML comment, so the file still reads as the policy) its MAC under
+/// the authority key. Whoever can write the data directory but does not hold
+/// the key can neither change the policy nor plant one.
+fn signed_policy(text: &str, key: &vsh_types::AuthorityKey) -> String {
+    let mut signed = text.to_owned();
+    if !signed.is_empty() && !signed.ends_with('\n') {
+        signed.push('\n');
+    }
+    let tag = key.mac(POLICY_MAC_DOMAIN).update(signed.as_bytes()).finalize();
+    let hex = tag.iter().fold(String::with_capacity(64), |mut hex, byte| {
+        let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{byte:02x}"));
+        hex
+    });
+    signed.push_str(POLICY_MAC_PREFIX);
+    signed.push_str(&hex);
+    signed.push('\n');
+    signed
+}
+
+/// The policy text `data` recorded, if it recorded one: its MAC line must
+/// verify under `key`, and is taken off. A file without one, or with one
+/// that does not verify, is [`VshError::WorkspacePolicyForged`].
+pub(crate) fn recorded_policy(
+    data: &vsh_store::DataDir,
+    key: &vsh_types::AuthorityKey,
+) -> Result<Option<String>, VshError> {
+    let Some(bytes) =
+        data.read_setting(WORKSPACE_POLICY_FILE, vsh_policy::MAX_POLICY_FILE_BYTES).map_err(VshError::DataDirectory)?
+    else {
+        return Ok(None);
+    };
+    let text = String::from_utf8(bytes).map_err(|_| VshError::WorkspacePolicyForged("is not UTF-8 text"))?;
+    let body = text.strip_suffix('\n').unwrap_or(&text);
+    let (policy, last) = body.rsplit_once('\n').map_or(("", body), |(policy, last)| (policy, last));
+    let Some(hex) = last.strip_prefix(POLICY_MAC_PREFIX) else {
+        return Err(VshError::WorkspacePolicyForged("carries no MAC: vsh init did not record it"));
+    };
+    let tag: Option<Vec<u8>> = (hex.len() == 64)
+        .then(|| (0..32).map(|at| u8::from_str_radix(hex.get(2 * at..2 * at + 2)?, 16).ok()).collect())
+        .flatten();
+    let signed = &text[..text.len() - last.len() - usize::from(text.ends_with('\n'))];
+    let valid = tag.is_some_and(|tag| key.mac(POLICY_MAC_DOMAIN).update(signed.as_bytes()).verify(&tag));
+    if !valid {
+        return Err(VshError::WorkspacePolicyForged("does not verify: it was changed since vsh init recorded it"));
+    }
+    let mut policy = policy.to_owned();
+    if !policy.is_empty() {
+        policy.push('\n');
+    }
+    Ok(Some(policy))
+}
+
 /// A transaction ready to commit: what to apply, the new contents its
 /// artifact carries, and the receipt to complete.
 pub(crate) struct Committable {
@@ -36,6 +95,8 @@ pub(crate) struct Records {
     /// The data directory's path in the workspace when it lies there, which
     /// every policy protects (for parsing an artifact's per-run policy).
     protected_data: Option<vsh_types::VPath>,
+    /// The authority key: the recorded policy's MAC is made and checked with it.
+    key: vsh_types::AuthorityKey,
 }
 
 impl Records {
@@ -45,8 +106,9 @@ impl Records {
         data: vsh_store::DataDir,
         policy: PolicyDigest,
         protected_data: Option<vsh_types::VPath>,
+        key: vsh_types::AuthorityKey,
     ) -> Self {
-        Self { transactions, blobs, data, limits: ArtifactLimits::default(), policy, protected_data }
+        Self { transactions, blobs, data, limits: ArtifactLimits::default(), policy, protected_data, key }
     }
 
     /// The lock over real commands' scratch directories, which also
@@ -69,23 +131,27 @@ impl Records {
         Ok(Some(crate::RunPolicy { text: text.clone(), profile: file.profile(), digest }))
     }
 
-    /// Record `text` (validated first) as the workspace's policy.
+    /// Record `text` (validated first) as the workspace's policy, with its
+    /// MAC under the authority key on a last line of its own (see
+    /// [`signed_policy`]).
     pub(crate) fn record_workspace_policy(&self, text: &str) -> Result<vsh_types::PolicyDigest, VshError> {
+        let key = &self.key;
         let policy = vsh_policy::PolicyFile::from_toml(text).map_err(VshError::PolicyFile)?.policy(None);
-        self.data.write_setting(WORKSPACE_POLICY_FILE, text.as_bytes()).map_err(VshError::DataDirectory)?;
+        let signed = signed_policy(text, key);
+        if signed.len() as u64 > vsh_policy::MAX_POLICY_FILE_BYTES {
+            return Err(VshError::PolicyFile(vsh_policy::PolicyFileError::TooLarge {
+                size: signed.len() as u64,
+                limit: vsh_policy::MAX_POLICY_FILE_BYTES,
+            }));
+        }
+        self.data.write_setting(WORKSPACE_POLICY_FILE, signed.as_bytes()).map_err(VshError::DataDirectory)?;
         Ok(policy.digest())
     }
 
-    /// The text of the policy the workspace recorded, if it recorded one.
+    /// The text of the policy the workspace recorded, if it recorded one,
+    /// verified under the authority key (without its MAC line).
     pub(crate) fn workspace_policy_text(&self) -> Result<Option<String>, VshError> {
-        let Some(bytes) = self
-            .data
-            .read_setting(WORKSPACE_POLICY_FILE, vsh_policy::MAX_POLICY_FILE_BYTES)
-            .map_err(VshError::DataDirectory)?
-        else {
-            return Ok(None);
-        };
-        String::from_utf8(bytes).map(Some).map_err(|_| VshError::PolicyFile(vsh_policy::PolicyFileError::NotUtf8))
+        recorded_policy(&self.data, &self.key)
     }
 
     /// The transaction store.
@@ -290,7 +356,14 @@ mod tests {
             transactions.create(&record).unwrap();
         }
         let blobs = BlobStore::open(&data).unwrap();
-        Records::new(transactions, blobs, data, PolicyDigest::digest(b"policy"), None)
+        Records::new(
+            transactions,
+            blobs,
+            data,
+            PolicyDigest::digest(b"policy"),
+            None,
+            vsh_types::AuthorityKey::unauthenticated(),
+        )
     }
 
     fn id(first: [u8; 4]) -> [u8; 32] {

@@ -70,12 +70,7 @@ impl Runtime {
             }
         };
         let protected_data = layout.separate_data().cloned();
-        // The policy the workspace recorded (`Runtime::record_workspace_policy`),
-        // else the default profile, unless text, a file or a profile overrides it.
-        let workspace_policy = match workspace_policy(&data)? {
-            Some(recorded) => recorded.policy(protected_data.as_ref()),
-            None => TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data.as_ref()),
-        };
+        let key = authority_key(&authority, &workspace)?;
         let explicit = match (&policy_text, &policy_file, policy_profile) {
             (Some(text), _, _) => Some(
                 vsh_policy::PolicyFile::from_toml(text).map_err(VshError::PolicyFile)?.policy(protected_data.as_ref()),
@@ -87,6 +82,7 @@ impl Runtime {
             (None, None, Some(profile)) => Some(TransactionPolicy::from_profile(profile, protected_data.as_ref())),
             (None, None, None) => None,
         };
+        let workspace_policy = workspace_policy(&data, &key, explicit.is_some(), protected_data.as_ref())?;
         // A run under another policy than the workspace's records that policy
         // with its transaction, for the commands that review, approve and commit it.
         let (policy, run_policy) = match explicit {
@@ -101,14 +97,13 @@ impl Runtime {
             }
             _ => (workspace_policy, None),
         };
-        let key = authority_key(&authority, &workspace)?;
         let executor = executor(worker, &data, &key)?
             .with_result_compatibility(result_compatibility)
             .with_nested_bash(bash.map(|bash| bash.limits));
         let blobs = BlobStore::open(&data)?;
         let transactions = TransactionStore::open(&data, &key)?;
         let mut committer = Committer::new(Arc::clone(&workspace), layout.runtime().clone())?
-            .with_authority(key)
+            .with_authority(key.clone())
             .with_protection(policy.calls().clone());
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
@@ -120,7 +115,7 @@ impl Runtime {
             .unwrap_or_else(|| crate::config::DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect());
         let scratch_dirs = if commands || confined_bash { scratch_dirs(&data, scratch)? } else { Vec::new() };
         let scratch_lock = data.scratch_lock();
-        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data);
+        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key);
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
@@ -132,14 +127,26 @@ impl Runtime {
     }
 }
 
-/// The policy the workspace recorded, parsed and validated, if it recorded one.
-fn workspace_policy(data: &DataDir) -> Result<Option<vsh_policy::PolicyFile>, VshError> {
-    let Some(bytes) = data.read_setting(crate::records::WORKSPACE_POLICY_FILE, vsh_policy::MAX_POLICY_FILE_BYTES)?
-    else {
-        return Ok(None);
-    };
-    let text = String::from_utf8(bytes).map_err(|_| VshError::PolicyFile(vsh_policy::PolicyFileError::NotUtf8))?;
-    vsh_policy::PolicyFile::from_toml(&text).map(Some).map_err(VshError::PolicyFile)
+/// The policy the workspace recorded (`Runtime::record_workspace_policy`),
+/// else the default profile. One that cannot be taken (its MAC does not
+/// verify, or it does not parse) stops only a runtime that would decide
+/// under it: with a policy of its own (`explicit`: `vsh init` recording a
+/// new one, a run given `--profile`) the runtime opens.
+fn workspace_policy(
+    data: &DataDir,
+    key: &vsh_types::AuthorityKey,
+    explicit: bool,
+    protected_data: Option<&vsh_types::VPath>,
+) -> Result<TransactionPolicy, VshError> {
+    let recorded = crate::records::recorded_policy(data, key).and_then(|text| {
+        text.map(|text| vsh_policy::PolicyFile::from_toml(&text).map_err(VshError::PolicyFile)).transpose()
+    });
+    match recorded {
+        Ok(Some(recorded)) => Ok(recorded.policy(protected_data)),
+        Ok(None) => Ok(TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data)),
+        Err(_) if explicit => Ok(TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data)),
+        Err(error) => Err(error),
+    }
 }
 
 /// The authority key, from the application or a key file outside the workspace.
