@@ -300,3 +300,26 @@ fn the_worker_binary_is_hashed_once_and_a_recorded_digest_is_taken_only_with_the
     let changed = *blake3::hash(&bytes).as_bytes();
     assert_eq!(open(&dir, &fifth).worker_binary().unwrap().digest, changed);
 }
+
+#[test]
+fn a_workspace_that_is_or_lies_inside_a_vsh_runtime_directory_is_refused() {
+    let dir = workspace(&[("a.txt", "a"), ("sub/b.txt", "b")]);
+    // The runtime directory exists once a runtime opened the workspace.
+    drop(Runtime::open(config(dir.path())).unwrap());
+    let runtime = dir.path().join(".vsh");
+    let linked = dir.path().join("sub/link-to-runtime");
+    std::os::unix::fs::symlink(&runtime, &linked).unwrap();
+    for root in [runtime.clone(), runtime.join("data"), runtime.join("txn"), linked] {
+        std::fs::create_dir_all(&root).unwrap();
+        let opened = Runtime::open(config(&root));
+        assert!(matches!(opened, Err(VshError::WorkspaceInsideRuntime)), "{}: {:?}", root.display(), opened.err());
+    }
+    // Nothing was made there: its commit state is as the workspace's left it.
+    assert!(!runtime.join(".vsh").exists() && !runtime.join("data/.vsh").exists());
+    // A directory of the workspace, or one merely named like it elsewhere,
+    // is a workspace of its own.
+    assert!(Runtime::open(config(&dir.path().join("sub"))).is_ok());
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::create_dir(elsewhere.path().join("vsh")).unwrap();
+    assert!(Runtime::open(config(&elsewhere.path().join("vsh"))).is_ok());
+}

@@ -271,6 +271,39 @@ impl CapDir {
         })
     }
 
+    /// Whether this directory is, or lies inside, a directory called `name`:
+    /// walking up through `..` from this handle, whether some directory on
+    /// the way is its parent's entry `name` (by device and inode, so neither
+    /// a symlink nor a display path can mislead it). One `statat` per level.
+    pub fn lies_within_entry_named(&self, name: &str) -> Result<bool, HostError> {
+        let here = VPath::root();
+        let open_dir = |at: BorrowedFd<'_>, name: &str| {
+            rfs::openat(at, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                .map_err(|errno| HostError::io("open ..", &here, errno))
+        };
+        let mut current = open_dir(self.fd.as_fd(), ".")?;
+        // Bounded: a path has at most PATH_MAX / 2 components.
+        for _ in 0..2048 {
+            let identity = fstat(current.as_fd(), &here)?.identity;
+            let parent = open_dir(current.as_fd(), "..")?;
+            if fstat(parent.as_fd(), &here)?.identity == identity {
+                // The filesystem root.
+                return Ok(false);
+            }
+            let named = rfs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|stat| HostStat::from_raw(&stat).identity == identity);
+            if named {
+                return Ok(true);
+            }
+            current = parent;
+        }
+        Err(HostError::Io {
+            op: "locate",
+            path: here,
+            source: io::Error::new(io::ErrorKind::InvalidData, "too many levels walking up"),
+        })
+    }
+
     /// The path down `chain` (each directory and its identity, deepest first,
     /// the last one a child of the root looked for): each step named by the
     /// parent's entry with the child's identity.

@@ -18,6 +18,12 @@ pub enum VshError {
     /// workspace (where whoever can write the workspace could read it).
     #[error("cannot use the authority key")]
     Authority(#[source] vsh_store::StoreError),
+    /// The workspace is, or lies inside, a vsh runtime directory (`.vsh`):
+    /// work there would change another workspace's commit state (its
+    /// transaction directories, its lock), which no policy protects from
+    /// inside it. Open the workspace that holds it instead.
+    #[error("the workspace is inside a vsh runtime directory (.vsh): open the workspace that holds it instead")]
+    WorkspaceInsideRuntime,
     /// The authority key file lies inside the workspace at this path: anyone
     /// who can read the workspace could approve its work. Keep it outside.
     #[error("the authority key file is inside the workspace at {0}")]
@@ -317,6 +323,7 @@ impl VshError {
             | Self::DataDirectory(_)
             | Self::Authority(_)
             | Self::AuthorityKeyInWorkspace(_)
+            | Self::WorkspaceInsideRuntime
             | Self::WorkerNotFound
             | Self::Worker(_)
             | Self::CandidateUnavailable(_) => C::Configuration,

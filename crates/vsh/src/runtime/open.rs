@@ -51,6 +51,9 @@ impl Runtime {
         let worker = worker_config(execution, max_idle_workers)?;
         let workspace =
             Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?.with_allowed_mounts(allowed_mounts));
+        if workspace.lies_within_entry_named(vsh_types::RUNTIME_DIR_NAME).map_err(VshError::Workspace)? {
+            return Err(VshError::WorkspaceInsideRuntime);
+        }
         let (data, layout) = match &data_directory {
             None => (
                 DataDir::open_in_workspace(&workspace, &VshLayout::default_data()).map_err(VshError::DataDirectory)?,
