@@ -460,3 +460,35 @@ fn a_value_nested_deeper_than_evidence_keeps_is_refused_inside_class_instances_t
     runtime.preview(&RunRequest::new(shallow)).unwrap();
     assert_eq!(tree(dir.path()), before);
 }
+
+#[test]
+fn a_path_through_a_symlink_that_leads_out_denies_the_transaction_even_when_caught() {
+    let outside = tempfile::tempdir().unwrap();
+    put(outside.path(), "etc/passwd", "outside secret\n");
+    let dir = workspace(&[("a.txt", "a\n"), ("in/b.txt", "b\n")]);
+    std::os::unix::fs::symlink("../..", dir.path().join("updir")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("abs")).unwrap();
+    std::os::unix::fs::symlink("in", dir.path().join("inside")).unwrap();
+    let runtime = runtime(&dir);
+    let attempt = |path: &str| {
+        let program = format!(
+            "from pathlib import Path\nout = []\ntry:\n    out.append(Path('/workspace/{path}').read_text())\n\
+             except OSError as error:\n    out.append(type(error).__name__ + ' ' + str(error)[:10])\n\
+             out.append(Path('/workspace/{path}').exists())\nout"
+        );
+        runtime.run(&RunRequest::new(&program).with_mode(RunMode::Preview)).unwrap()
+    };
+    let outside_path = outside.path().strip_prefix("/").unwrap().to_str().unwrap().to_owned();
+    for path in ["updir/etc/passwd".to_owned(), "abs/etc/passwd".to_owned(), format!("updir/{outside_path}/etc/passwd")]
+    {
+        let receipt = attempt(&path);
+        let value = receipt.output.monty_value().unwrap().py_repr();
+        assert_eq!(value, "['PermissionError [Errno 13]', False]", "{path}");
+        let RuntimeDecision::Denied(manifest) = &receipt.decision else { panic!("{path}: {:?}", receipt.decision) };
+        assert!(manifest.denied.iter().all(|denied| denied.path.as_str() == path.split('/').next().unwrap()), "{path}");
+    }
+    // A link that stays inside is still never traversed, and denies nothing.
+    let receipt = attempt("inside/b.txt");
+    assert_eq!(receipt.output.monty_value().unwrap().py_repr(), "['OSError [Errno 40]', False]");
+    assert!(matches!(receipt.decision, RuntimeDecision::AutoApproved), "{:?}", receipt.decision);
+}

@@ -280,7 +280,11 @@ pub(crate) fn serve_file(
         stop.get_or_insert(Stop::Limit(limit));
         return Err(Stopped);
     }
-    let ended = match host.serve_file_request(request) {
+    let served = match host.serve_file_request(request) {
+        Err(Fault::ThroughSymlink { at, guest }) => Err(host.through_symlink(at, &guest)),
+        served => served,
+    };
+    let ended = match served {
         Ok(reply) => return Ok(reply),
         Err(Fault::Guest(exception)) => return Ok(FsReply::Failed(errno_of(&exception))),
         Err(Fault::Refused(refused)) => match host.record_denial(refused.1) {
@@ -289,6 +293,7 @@ pub(crate) fn serve_file(
         },
         Err(Fault::Limit(limit)) => Stop::Limit(limit),
         Err(Fault::Vfs(error)) => Stop::Vfs(error),
+        Err(Fault::ThroughSymlink { .. }) => return Ok(FsReply::Failed(crate::oserror::ELOOP)),
     };
     stop.get_or_insert(ended);
     Err(Stopped)

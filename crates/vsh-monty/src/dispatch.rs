@@ -145,6 +145,10 @@ impl Service for Dispatcher<'_> {
                 return self.end(Stop::Limit(limit), "budget exhausted");
             }
         };
+        let served = match served {
+            Err(Fault::ThroughSymlink { at, guest }) => Err(self.host.through_symlink(at, &guest)),
+            served => served,
+        };
         match served {
             Ok(value) => Reply::Return(value),
             Err(Fault::Guest(exception)) => Reply::Raise(exception),
@@ -157,6 +161,9 @@ impl Service for Dispatcher<'_> {
             }
             Err(Fault::Limit(limit)) => self.end(Stop::Limit(limit), "budget exhausted"),
             Err(Fault::Vfs(error)) => self.end(Stop::Vfs(error), "virtual filesystem failed"),
+            Err(Fault::ThroughSymlink { guest, .. }) => {
+                Reply::Raise(crate::oserror::os_error(crate::oserror::ELOOP, &guest))
+            }
         }
     }
 }

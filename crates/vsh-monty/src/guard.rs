@@ -223,6 +223,26 @@ impl<'a> OsHost<'a> {
         Ok(())
     }
 
+    /// What a guest path `guest` that continues below the symlink `at` gets
+    /// (see [`Fault::ThroughSymlink`]): a link that leads out of the
+    /// workspace is a refused way out, recorded like any other so the
+    /// transaction is denied even if the guest catches it (as following it
+    /// as a last component would be); one that stays inside is `OSError`
+    /// errno 40, since a link inside a path is never traversed.
+    pub(crate) fn through_symlink(&mut self, at: VPath, guest: &str) -> Fault {
+        let target = match self.vfs.read_link(&at) {
+            Ok(target) => target,
+            Err(error) if error.is_terminal() => return Fault::Vfs(error),
+            Err(_) => return Fault::Guest(oserror::os_error(ELOOP, guest)),
+        };
+        if path::link_destination(&at, &target).is_some() {
+            return Fault::Guest(oserror::os_error(ELOOP, guest));
+        }
+        let attempt = format!("{guest} -> {at} -> {}", String::from_utf8_lossy(&target));
+        let denied = DeniedAccess::outside(&attempt, at, AccessKind::MetadataRead);
+        Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied)))
+    }
+
     /// The grant for where `grant`'s path ends after following a symlink in
     /// its last component (see the `host` module's documentation): access `A`
     /// is authorized for every hop, and a hop out of the workspace is refused.

@@ -9,7 +9,9 @@
 //! # Symlinks
 //!
 //! A symlink *inside* a path (`link/file`) is never traversed: the guest gets
-//! `OSError` errno 40. A symlink as the *last* component is followed, as
+//! `OSError` errno 40, or, when the link leads out of the workspace,
+//! `PermissionError` and a recorded refusal (the transaction is denied even if
+//! the guest catches it). A symlink as the *last* component is followed, as
 //! `CPython` does, by the calls that follow it there (`exists`, `is_file`,
 //! `is_dir`, `stat`, reads, writes, `open`, `iterdir`), lexically and only
 //! within the workspace: each hop is authorized, a target outside the workspace
@@ -51,6 +53,15 @@ pub(crate) enum Fault {
     /// refusal was found, deep in a call): raise the exception, and record
     /// the refusal so the transaction is denied even if the guest catches it.
     Refused(Box<(MontyException, DeniedAccess)>),
+    /// The guest path `guest` continues below the symlink `at`, which is
+    /// never traversed: [`OsHost::through_symlink`] makes it a refusal when
+    /// the link leads out of the workspace, else `OSError` errno 40.
+    ThroughSymlink {
+        /// The symlink on the way.
+        at: VPath,
+        /// The guest's path.
+        guest: String,
+    },
 }
 
 impl From<LimitExceeded> for Fault {
@@ -73,6 +84,7 @@ pub(crate) fn vfs_fault(error: VfsError, guest: &str) -> Fault {
             let denied = DeniedAccess::outside(&format!("mount point at {path}"), path, AccessKind::MetadataRead);
             Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied)))
         }
+        VfsError::SymlinkInPath { path } => Fault::ThroughSymlink { at: path, guest: guest.to_owned() },
         error if error.is_terminal() => Fault::Vfs(error),
         error => Fault::Guest(oserror::from_vfs(&error, guest)),
     }
@@ -230,6 +242,14 @@ impl OsHost<'_> {
                 self.record_denial(refused.1)?;
                 Ok(MontyObject::Bool(false))
             }
+            Err(Fault::ThroughSymlink { at, guest }) => match self.through_symlink(at, &guest) {
+                Fault::Refused(refused) => {
+                    self.record_denial(refused.1)?;
+                    Ok(MontyObject::Bool(false))
+                }
+                Fault::Guest(_) => Ok(MontyObject::Bool(false)),
+                fatal => Err(fatal),
+            },
             Err(fatal) => Err(fatal),
         }
     }
