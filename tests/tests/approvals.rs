@@ -236,3 +236,43 @@ fn a_recorded_policy_changed_or_planted_without_the_authority_key_is_refused_nev
         assert_eq!(Runtime::open(config()).unwrap().policy().profile(), PolicyProfile::Strict, "{text:?}");
     }
 }
+
+#[test]
+fn committing_one_transaction_from_many_runtimes_at_once_commits_it_once_and_tells_the_others_so() {
+    for round in 0..6 {
+        let dir = workspace(&[("old.txt", "old\n"), ("keep.txt", "keep\n")]);
+        let runtimes: Vec<Runtime> = (0..4).map(|_| open(&dir)).collect();
+        let pending = runtimes[0].run(&RunRequest::new(DELETE).with_mode(RunMode::Auto)).unwrap();
+        assert_eq!(pending.state, TransactionState::PendingApproval);
+        runtimes[0].approve(pending.transaction, PrincipalId::digest(b"reviewer@example"), 1_000, 61_000).unwrap();
+        let barrier = std::sync::Barrier::new(runtimes.len());
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = runtimes
+                .iter()
+                .map(|runtime| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        runtime.commit(pending.transaction, 2_000)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        let committed = results
+            .iter()
+            .filter(|result| result.as_ref().is_ok_and(|r| r.state == TransactionState::Committed))
+            .count();
+        assert_eq!(committed, 1, "round {round}: {results:?}");
+        for result in &results {
+            match result {
+                Ok(receipt) => assert_eq!(receipt.state, TransactionState::Committed),
+                // The others learn it is committed, never an in-between state.
+                Err(VshError::NotCommittable { state, .. }) => {
+                    assert_eq!(*state, TransactionState::Committed, "round {round}: {results:?}");
+                }
+                Err(error) => panic!("round {round}: {error:?}"),
+            }
+        }
+        assert!(!dir.path().join("old.txt").exists());
+    }
+}

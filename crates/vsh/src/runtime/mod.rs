@@ -274,9 +274,23 @@ impl Runtime {
         now_ms: u64,
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
-        let record = self.sources().record(transaction)?;
+        let mut record = self.sources().record(transaction)?;
+        if matches!(record.state, TransactionState::Revalidating | TransactionState::Committing) {
+            // Another committer has it in hand: its outcome, once its commit is over.
+            self.commits.wait_for_commits()?;
+            record = self.sources().record(transaction)?;
+        }
         self.gate.check(&self.sources(), transaction, record.state)?;
-        self.commit_unhooked(transaction, record.state, now_ms, cancel)
+        match self.commit_unhooked(transaction, record.state, now_ms, cancel) {
+            // Another committer reserved it between this read and this
+            // reservation: say what became of it, as if it had been first.
+            Err(VshError::Store(vsh_store::StoreError::NotReservable { .. })) => {
+                self.commits.wait_for_commits()?;
+                let state = self.sources().record(transaction)?.state;
+                Err(VshError::NotCommittable { transaction, state })
+            }
+            outcome => outcome,
+        }
     }
 
     /// Commit without asking a hook (the caller already did, or none applies).
