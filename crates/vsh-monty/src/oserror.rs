@@ -41,7 +41,14 @@ fn describe(errno: i32) -> &'static str {
         EEXIST => "File exists",
         ENOTDIR => "Not a directory",
         EISDIR => "Is a directory",
+        16 => "Device or resource busy",
+        18 => "Invalid cross-device link",
         22 => "Invalid argument",
+        27 => "File too large",
+        28 => "No space left on device",
+        30 => "Read-only file system",
+        31 => "Too many links",
+        36 => "File name too long",
         39 => "Directory not empty",
         ELOOP => "Too many levels of symbolic links",
         _ => "Unknown error",
@@ -81,5 +88,8 @@ mod tests {
         assert_eq!(os_error(EISDIR, "x").exc_type(), ExcType::IsADirectoryError);
         assert_eq!(os_error(EEXIST, "x").exc_type(), ExcType::FileExistsError);
         assert_eq!(os_error(EACCES, "it's").message(), Some("[Errno 13] Permission denied: \"it's\""));
+        // glibc's strerror, as CPython prints it.
+        assert_eq!(os_error(36, "n").message(), Some("[Errno 36] File name too long: 'n'"));
+        assert_eq!(os_error(28, "n").message(), Some("[Errno 28] No space left on device: 'n'"));
     }
 }

@@ -210,6 +210,27 @@ impl Node {
     }
 }
 
+/// The longest workspace path the host takes, in bytes: the commit engine
+/// reaches every path relative to the workspace's directory, in one system
+/// call, and Linux refuses a path of `PATH_MAX` (4,096) bytes or more.
+pub const MAX_PATH_BYTES: usize = 4095;
+
+/// The longest name of one path component, in bytes (`NAME_MAX`).
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Refuse a path the host could never hold (longer than [`MAX_PATH_BYTES`],
+/// or with a component longer than [`MAX_NAME_BYTES`]) when it is made in
+/// the image, as the host would (`ENAMETOOLONG`): otherwise a preview
+/// approves what its commit can never write.
+fn check_name_length(path: &VPath) -> Result<(), VfsError> {
+    const ENAMETOOLONG: i32 = 36;
+    let text = path.as_str();
+    if text.len() > MAX_PATH_BYTES || text.split('/').any(|name| name.len() > MAX_NAME_BYTES) {
+        return Err(VfsError::Inaccessible { path: path.clone(), errno: ENAMETOOLONG });
+    }
+    Ok(())
+}
+
 impl VirtualFs {
     /// A fresh image over the directory `dir`. Paths within `excluded` (the data
     /// directory, when it lies inside the workspace) are invisible: absent to
@@ -370,8 +391,10 @@ impl VirtualFs {
         self.resolve(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })
     }
 
-    /// Resolve the parent of `path` and require it to be a directory.
+    /// Resolve the parent of `path` and require it to be a directory, and
+    /// `path` to be a name the host can hold ([`check_name_length`]).
     fn require_parent_dir(&mut self, path: &VPath) -> Result<(), VfsError> {
+        check_name_length(path)?;
         let parent = path.parent().ok_or(VfsError::RootMutation)?;
         match self.require(&parent)?.kind() {
             NodeKind::Directory => Ok(()),
@@ -851,6 +874,9 @@ impl VirtualFs {
             (_, None | Some(_)) => {}
         }
         let (moved, carries_base) = self.capture_tree(from)?;
+        for (path, _) in &moved {
+            check_name_length(&path.rebase(from, to).expect("captured below the source"))?;
+        }
         self.tombstone_tree(from);
         if self.overlay.contains_key(to) || self.kind(to)?.is_some() {
             self.tombstone_tree(to);

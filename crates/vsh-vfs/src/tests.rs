@@ -766,3 +766,31 @@ fn only_renames_that_move_base_content_are_counted() {
     let config = diff.entries().iter().find(|entry| entry.path.as_str() == "config.ini").unwrap();
     assert_eq!(config.kind, vsh_types::DiffKind::Modify);
 }
+
+#[test]
+fn a_path_the_host_could_never_hold_is_refused_when_made_as_the_host_would() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "short/a.txt", b"a");
+    let mut vfs = vfs_over(dir.path());
+    let too_long = |result: Result<(), VfsError>| matches!(result, Err(VfsError::Inaccessible { errno: 36, .. }));
+    // 20 components of 200 bytes: 4,019 bytes, under the limit; one more is over.
+    let deep: Vec<String> = (0..20).map(|index| format!("{index:0200}")).collect();
+    let fits = deep.join("/");
+    assert!(fits.len() <= crate::MAX_PATH_BYTES);
+    vfs.mkdir_all(&p(&fits), 0o755).unwrap();
+    let over = format!("{fits}/{}", "x".repeat(crate::MAX_PATH_BYTES - fits.len()));
+    assert!(too_long(vfs.mkdir(&p(&over), 0o755)));
+    assert!(too_long(vfs.write(&p(&over), Arc::from(&b"x"[..]))));
+    assert!(too_long(vfs.symlink(&p(&over), b"target")));
+    // One byte less fits.
+    vfs.write(&p(&over[..over.len() - 1]), Arc::from(&b"x"[..])).unwrap();
+    // A name of 256 bytes never fits; 255 does.
+    assert!(too_long(vfs.write(&p(&"n".repeat(256)), Arc::from(&b"x"[..]))));
+    vfs.write(&p(&"n".repeat(255)), Arc::from(&b"x"[..])).unwrap();
+    // A rename whose moved tree would no longer fit is refused whole.
+    let long_name = "r".repeat(255);
+    vfs.mkdir(&p(&long_name), 0o755).unwrap();
+    assert!(too_long(vfs.rename(&p(&deep[0]), &p(&format!("{long_name}/{}", deep[0])))));
+    assert!(vfs.exists(&p(&fits)).unwrap(), "nothing moved");
+    assert!(too_long(vfs.copy_file(&p("short/a.txt"), &p(&"c".repeat(256)))));
+}
