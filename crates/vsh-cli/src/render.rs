@@ -601,6 +601,17 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
         for left in &unresolved.paths {
             let _ = writeln!(text, "    {}", shown(&left.to_string(), false));
         }
+        if unresolved.directory.is_none() {
+            // No evidence: the record never heard how the commit ended.
+            let _ = writeln!(
+                text,
+                "    the transaction log lost how this commit ended, and nothing of it is kept (a commit \
+                 removes its directory only once it has finished): the workspace holds whichever state \
+                 it reached; check it, then mark it failed with: vsh recover --restore {}",
+                unresolved.transaction
+            );
+            continue;
+        }
         let _ = writeln!(
             text,
             "    someone else changed these paths during the commit; to put the before state back \
@@ -617,6 +628,10 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
 /// What a restore did, for people.
 pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
     let mut text = match report.transaction {
+        Some(transaction) if report.nothing_kept => format!(
+            "{transaction}  marked failed; nothing was restored: none of it was kept (its log lost how its \
+             commit ended), so the workspace is as the commit left it: check it by hand\n"
+        ),
         Some(transaction) => format!("{transaction}  failed: before state restored\n"),
         None => "nothing to restore\n".to_owned(),
     };
@@ -638,6 +653,28 @@ mod tests {
     use vsh::lower::vsh_commit::{Conflict, ConflictReason};
 
     use super::*;
+
+    #[test]
+    fn a_commit_whose_log_lost_its_outcome_is_never_said_to_be_restored_or_changed_by_someone_else() {
+        let transaction = vsh::TransactionId::digest(b"lost");
+        let lost = vsh::Unresolved {
+            transaction,
+            directory: None,
+            state: Some(vsh::TransactionState::Committing),
+            paths: Vec::new(),
+        };
+        let report = vsh::RecoveryReport { unresolved: vec![lost], ..vsh::RecoveryReport::default() };
+        let text = recovery_text(&report);
+        assert!(text.contains("the transaction log lost how this commit ended"), "{text}");
+        assert!(!text.contains("someone else changed"), "{text}");
+        let restored =
+            vsh::RestoreReport { transaction: Some(transaction), nothing_kept: true, ..vsh::RestoreReport::default() };
+        let text = restore_text(&restored);
+        assert!(text.contains("marked failed; nothing was restored"), "{text}");
+        assert!(!text.contains("before state restored"), "{text}");
+        let restored = vsh::RestoreReport { transaction: Some(transaction), ..vsh::RestoreReport::default() };
+        assert!(restore_text(&restored).contains("failed: before state restored"));
+    }
 
     #[test]
     fn a_name_or_a_line_cannot_start_a_line_move_the_cursor_or_reorder_the_text() {

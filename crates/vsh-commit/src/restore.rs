@@ -45,6 +45,12 @@ pub struct RestoreReport {
     /// Paths whose before state could not be put back because someone
     /// changed them after the rollback restored them; left as they are.
     pub changed_by_others: Vec<VPath>,
+    /// Nothing of the transaction was kept to restore from: its record was
+    /// still Committing (or `RecoveryRequired`) without a directory, so its
+    /// log lost how the commit ended. Its record is now Failed, as the
+    /// operator asked, and nothing was put back: the workspace is as the
+    /// commit left it.
+    pub nothing_kept: bool,
 }
 
 /// Why a restore refused.
@@ -87,6 +93,7 @@ impl Committer {
                         step: "failed",
                         source,
                     })?;
+                    report.nothing_kept = true;
                     Ok(report)
                 }
                 _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),

@@ -749,6 +749,7 @@ fn open_records_without_a_commit_directory_are_settled_by_recovery() -> Result {
     trial.ws.committer.commit(&trial.run.request(&blobs))?;
     let restored = trial.ws.committer.session(&vsh_host::LockWait::default())?.restore(committing, &ledger)?;
     assert!(restored.restored.is_empty() && restored.moved_aside.is_empty());
+    assert!(restored.nothing_kept, "the report says nothing was there to restore");
     assert_eq!(ledger.get(committing), Some(TransactionState::Failed));
     assert_ne!(trial.ws.tree(), before);
     Ok(())

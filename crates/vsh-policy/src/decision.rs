@@ -372,7 +372,12 @@ impl fmt::Display for Denial {
         write!(
             f,
             "{} of {} denied by rule `{}` ({}, denies {}); to allow: {}",
-            self.access, self.path, self.rule, self.label, self.rule_access, self.remedy
+            self.access,
+            crate::rules::subject(&self.path, self.label),
+            self.rule,
+            self.label,
+            self.rule_access,
+            self.remedy
         )
     }
 }

@@ -213,7 +213,25 @@ pub struct DeniedAccess {
 impl fmt::Display for DeniedAccess {
     /// `` content-read of .env denied by rule `**/.env/**` (secret) ``.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} of {} denied by rule `{}` ({})", self.access, self.path, self.rule, self.label)
+        write!(
+            f,
+            "{} of {} denied by rule `{}` ({})",
+            self.access,
+            subject(&self.path, self.label),
+            self.rule,
+            self.label
+        )
+    }
+}
+
+/// What a denial names as its subject: the path, or, for an attempt outside
+/// the workspace recorded at the root (the rule quotes what was tried),
+/// "a path outside the workspace" rather than `.`.
+pub(crate) fn subject(path: &VPath, label: RuleLabel) -> String {
+    if label == RuleLabel::OutsideWorkspace && path.is_root() {
+        "a path outside the workspace".to_owned()
+    } else {
+        path.to_string()
     }
 }
 
@@ -882,6 +900,14 @@ mod tests {
             DeniedAccess { label: RuleLabel::RuntimeData, access: AccessKind::RenameDestination, ..error }.to_string(),
             "rename-destination of .env denied by rule `.env*` (runtime-data)"
         );
+        // An attempt outside the workspace recorded at the root names no `.`.
+        let outside = DeniedAccess::outside("/etc/passwd", VPath::root(), AccessKind::MetadataRead);
+        assert_eq!(
+            outside.to_string(),
+            "metadata-read of a path outside the workspace denied by rule `outside the workspace: \"/etc/passwd\"` (outside-workspace)"
+        );
+        let through = DeniedAccess::outside("updir/x -> updir -> ../..", p("updir"), AccessKind::MetadataRead);
+        assert!(through.to_string().starts_with("metadata-read of updir denied"), "{through}");
         assert_eq!(policy.rules()[0].to_string(), "`.env*` denies all (secret)");
     }
 

@@ -240,6 +240,10 @@ pub struct RestoreDocument {
     pub moved_aside: Vec<MovedDocument>,
     /// Paths someone changed after the rollback, left as they are.
     pub changed_by_others: Vec<String>,
+    /// Nothing of the transaction was kept to restore from (its log lost how
+    /// its commit ended): it is marked failed, nothing was put back, and the
+    /// workspace is as the commit left it.
+    pub nothing_kept: bool,
 }
 
 /// A node moved aside.
@@ -263,6 +267,7 @@ impl From<&RestoreReport> for RestoreDocument {
                 .map(|(path, aside)| MovedDocument { path: path.to_string(), moved_to: aside.to_string() })
                 .collect(),
             changed_by_others: report.changed_by_others.iter().map(ToString::to_string).collect(),
+            nothing_kept: report.nothing_kept,
         }
     }
 }
