@@ -783,6 +783,36 @@ fn commit_command(
     }
 }
 
+/// `vsh reject TX`. Rejecting twice changes nothing and says so (exit 0),
+/// like a second commit; a transaction past its decision is refused in a line.
+fn reject_command(
+    runtime: &Runtime,
+    id: vsh::TransactionId,
+    json: bool,
+    output: Output,
+    now: u64,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    use vsh::lower::vsh_store::StoreError;
+    let (record, again) = match runtime.reject(id, now) {
+        Ok(record) => (record, false),
+        Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Rejected, .. })) => {
+            (runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?, true)
+        }
+        Err(vsh::VshError::Store(StoreError::WrongState { state, .. })) => {
+            return Err(format!("{id} cannot be rejected: it is {}", state.name()).into());
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if json {
+        print_record(runtime, &record)?;
+    } else if again && !output.quiet {
+        println!("{id}  already rejected {}; nothing changed", render::relative(record.updated_ms, now));
+    } else if !output.quiet {
+        println!("{}  {}", record.id, record.state.name());
+    }
+    Ok(EXIT_OK)
+}
+
 /// A record as `vsh.record/1`, with its stored receipt and intent.
 pub(crate) fn print_record(
     runtime: &Runtime,
@@ -855,15 +885,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             }
             Ok(EXIT_OK)
         }
-        (Command::Reject(_), Some(id)) => {
-            let record = runtime.reject(id, now)?;
-            if common.json {
-                print_record(&runtime, &record)?;
-            } else if !output.quiet {
-                println!("{}  {}", record.id, record.state.name());
-            }
-            Ok(EXIT_OK)
-        }
+        (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),
         (Command::Recover(_), Some(id)) => {
             let restored = runtime.restore(id)?;

@@ -1380,6 +1380,10 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     let rejected =
         valid_document(&vsh(&["reject", "--json", other["transaction"].as_str().unwrap(), "--workspace", ws], None));
     assert_eq!(rejected["state"], "rejected");
+    // Rejecting again changes nothing and says so, exit 0.
+    let again = vsh(&["reject", other["transaction"].as_str().unwrap(), "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already rejected"));
     let committed = valid_document(&vsh(&["commit", "--json", &id, "--workspace", ws], None));
     assert_eq!(committed["state"], "committed");
     assert!(committed["commit"]["verified_paths"].as_u64().unwrap() >= 1);
@@ -1388,6 +1392,11 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     valid_document(&vsh(&["gc", "--json", "--workspace", ws], None));
     valid_document(&vsh(&["recover", "--json", "--workspace", ws], None));
     valid_document(&vsh(&["recover", "--json", "--restore", &id, "--workspace", ws], None));
+    // A committed transaction cannot be rejected: said in a line, no store jargon.
+    let late = vsh(&["reject", &id, "--workspace", ws], None);
+    assert_eq!(late.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&late.stderr);
+    assert!(stderr.contains("cannot be rejected: it is committed") && !stderr.contains("store error"), "{stderr}");
     // Errors, of the request and of vsh.
     let usage = valid_document(&vsh(&["run", "--json", "--workspace", ws, "/nonexistent/program.py"], None));
     assert_eq!((usage["kind"].as_str(), usage["exit_code"].as_u64()), (Some("request"), Some(1)));

@@ -198,13 +198,28 @@ impl fmt::Display for RecoveryConflict {
     }
 }
 
+/// What an unexpected entry is, for people.
+fn entry_kind(kind: Option<HostKind>) -> &'static str {
+    match kind {
+        Some(HostKind::File) => "a regular file",
+        Some(HostKind::Directory) => "a directory",
+        Some(HostKind::Symlink) => "a symlink",
+        Some(HostKind::Other) => "a FIFO, socket or device",
+        None => "an entry of a kind that could not be told",
+    }
+}
+
 /// Why recovery could not decide.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecoveryConflictReason {
     /// Not what vsh keeps there: a symlink, a file where a directory belongs
     /// (or the reverse), or a name vsh never writes. It was not followed.
-    #[error("unexpected entry in vsh's internal state (kind {kind:?}); not followed")]
+    #[error(
+        "unexpected entry in vsh's internal state ({}); not followed: remove it or move it out of vsh's \
+         runtime directory to let commits go on",
+        entry_kind(*kind)
+    )]
     UnexpectedEntry {
         /// What is there (`None`: could not be told).
         kind: Option<HostKind>,
