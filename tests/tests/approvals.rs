@@ -205,7 +205,7 @@ fn the_workspace_policy_is_recorded_once_and_used_by_every_later_runtime() {
 
 #[test]
 fn a_recorded_policy_changed_or_planted_without_the_authority_key_is_refused_never_taken() {
-    let dir = vsh_integration_tests::workspace(&[("a.txt", "a"), (".env", "SECRET=1\n")]);
+    let dir = vsh_integration_tests::workspace(&[("a.txt", "a"), (".env", "SECRET=1\n"), ("old.txt", "old\n")]);
     let config = || vsh_integration_tests::config(dir.path());
     let file = dir.path().join(".vsh/data/policy.toml");
     let forged = |runtime: Result<Runtime, VshError>| matches!(runtime, Err(VshError::WorkspacePolicyForged(_)));
@@ -229,7 +229,15 @@ fn a_recorded_policy_changed_or_planted_without_the_authority_key_is_refused_nev
     for text in [weaker.as_str(), planted, made_up.as_str(), cut.as_str(), ""] {
         std::fs::write(&file, text).unwrap();
         assert!(forged(Runtime::open(config())), "{text:?} was taken");
-        // A runtime given its own policy is not stopped by it ...
+        // A runtime given its own policy is not stopped by it, and its work
+        // records that policy, even the default one (the recorded policy
+        // cannot be taken, so nothing else says what it ran under) ...
+        let balanced = Runtime::open(config().with_policy_profile(PolicyProfile::Balanced)).unwrap();
+        let pending = balanced.run(&RunRequest::new(DELETE).with_mode(RunMode::Auto)).unwrap();
+        assert_eq!(pending.state, TransactionState::PendingApproval);
+        assert!(balanced.run_policy(pending.transaction).unwrap().is_some(), "{text:?}: no run policy recorded");
+        balanced.reject(pending.transaction, 3_000).unwrap();
+        drop(balanced);
         let explicit = Runtime::open(config().with_policy_profile(PolicyProfile::Strict)).unwrap();
         // ... and recording a policy again replaces it.
         explicit.record_workspace_policy("version = 1\nprofile = \"strict\"\n").unwrap();

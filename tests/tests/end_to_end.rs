@@ -469,6 +469,9 @@ fn a_path_through_a_symlink_that_leads_out_denies_the_transaction_even_when_caug
     std::os::unix::fs::symlink("../..", dir.path().join("updir")).unwrap();
     std::os::unix::fs::symlink(outside.path(), dir.path().join("abs")).unwrap();
     std::os::unix::fs::symlink("in", dir.path().join("inside")).unwrap();
+    // Chains: a link to the link that leaves, and one below it.
+    std::os::unix::fs::symlink("updir", dir.path().join("inner")).unwrap();
+    std::os::unix::fs::symlink("updir/etc", dir.path().join("below")).unwrap();
     let runtime = runtime(&dir);
     let attempt = |path: &str| {
         let program = format!(
@@ -479,13 +482,31 @@ fn a_path_through_a_symlink_that_leads_out_denies_the_transaction_even_when_caug
         runtime.run(&RunRequest::new(&program).with_mode(RunMode::Preview)).unwrap()
     };
     let outside_path = outside.path().strip_prefix("/").unwrap().to_str().unwrap().to_owned();
-    for path in ["updir/etc/passwd".to_owned(), "abs/etc/passwd".to_owned(), format!("updir/{outside_path}/etc/passwd")]
-    {
+    let paths = [
+        "updir/etc/passwd".to_owned(),
+        "abs/etc/passwd".to_owned(),
+        format!("updir/{outside_path}/etc/passwd"),
+        "inner/etc/passwd".to_owned(),
+        "below/passwd".to_owned(),
+    ];
+    for path in paths {
         let receipt = attempt(&path);
         let value = receipt.output.monty_value().unwrap().py_repr();
         assert_eq!(value, "['PermissionError [Errno 13]', False]", "{path}");
         let RuntimeDecision::Denied(manifest) = &receipt.decision else { panic!("{path}: {:?}", receipt.decision) };
-        assert!(manifest.denied.iter().all(|denied| denied.path.as_str() == path.split('/').next().unwrap()), "{path}");
+        // The denial names the link that leaves, however it was reached.
+        let leaving = if path.starts_with("abs") { "abs" } else { "updir" };
+        assert!(manifest.denied.iter().all(|denied| denied.path.as_str() == leaving), "{path}: {manifest:?}");
+    }
+    // A rename from or into such a path is refused the same way.
+    for (from, to) in [("updir/etc/passwd", "stolen.txt"), ("a.txt", "updir/tmp/planted"), ("a.txt", "inner/x")] {
+        let program = format!(
+            "from pathlib import Path\ntry:\n    Path('/workspace/{from}').rename('/workspace/{to}')\n    out = 'moved'\n\
+             except OSError as error:\n    out = type(error).__name__\nout"
+        );
+        let receipt = runtime.run(&RunRequest::new(&program).with_mode(RunMode::Preview)).unwrap();
+        assert_eq!(receipt.output.monty_value().unwrap().py_repr(), "'PermissionError'", "{from} -> {to}");
+        assert!(matches!(receipt.decision, RuntimeDecision::Denied(_)), "{from} -> {to}: {:?}", receipt.decision);
     }
     // A link that stays inside is still never traversed, and denies nothing.
     let receipt = attempt("inside/b.txt");

@@ -322,4 +322,8 @@ fn a_workspace_that_is_or_lies_inside_a_vsh_runtime_directory_is_refused() {
     let elsewhere = tempfile::tempdir().unwrap();
     std::fs::create_dir(elsewhere.path().join("vsh")).unwrap();
     assert!(Runtime::open(config(&elsewhere.path().join("vsh"))).is_ok());
+    // A directory named .vsh that is no runtime directory (no commit lock,
+    // no transactions, no data) is a workspace like any other.
+    std::fs::create_dir_all(elsewhere.path().join("dotfiles/.vsh/notes")).unwrap();
+    assert!(Runtime::open(config(&elsewhere.path().join("dotfiles/.vsh/notes"))).is_ok());
 }

@@ -295,16 +295,18 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
         Ok(recorded) => recorded.map(|recorded| {
             vsh::lower::vsh_policy::PolicyFile::from_toml(&recorded).ok().map(|file| file.policy(None).digest())
         }),
-        Err(vsh::VshError::WorkspacePolicyForged(_)) => Some(None),
-        Err(error) => return Err(error.into()),
+        // Forged, unreadable, not a file: replaced only when asked to (--force).
+        Err(_) => Some(None),
     };
     if let Some(old) = recorded {
         let new = vsh::lower::vsh_policy::PolicyFile::from_toml(&text)?.policy(None).digest();
         if old.as_ref() != Some(&new) && !init.force {
-            let old = old.map_or_else(|| "one this build cannot read or verify".to_owned(), |digest| digest.short());
+            let (old, show) = old.map_or_else(
+                || ("one this build cannot read or verify".to_owned(), ""),
+                |digest| (digest.short(), " (vsh policy show prints the recorded one)"),
+            );
             return Err(format!(
-                "the workspace already records a policy ({old}); give --force to replace it with {what} \
-                 (vsh policy show prints the recorded one)"
+                "the workspace already records a policy ({old}); give --force to replace it with {what}{show}"
             )
             .into());
         }

@@ -271,28 +271,37 @@ impl CapDir {
         })
     }
 
-    /// Whether this directory is, or lies inside, a directory called `name`:
-    /// walking up through `..` from this handle, whether some directory on
-    /// the way is its parent's entry `name` (by device and inode, so neither
-    /// a symlink nor a display path can mislead it). One `statat` per level.
-    pub fn lies_within_entry_named(&self, name: &str) -> Result<bool, HostError> {
+    /// Whether this directory is, or lies inside, a directory called `name`
+    /// that holds one of `markers`: walking up through `..` from this
+    /// handle, whether some directory on the way is its parent's entry
+    /// `name` (by device and inode, so neither a symlink nor a display path
+    /// can mislead it) and holds a marker (so a directory merely named so is
+    /// not taken for one). Directories are opened `O_PATH`, so a parent this
+    /// process may pass through but not list is no obstacle; one it may not
+    /// even pass through ends the walk: `false`, as far as can be told.
+    pub fn lies_within_entry_named(&self, name: &str, markers: &[&str]) -> Result<bool, HostError> {
         let here = VPath::root();
         let open_dir = |at: BorrowedFd<'_>, name: &str| {
-            rfs::openat(at, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(|errno| HostError::io("open ..", &here, errno))
+            rfs::openat(at, name, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
         };
-        let mut current = open_dir(self.fd.as_fd(), ".")?;
+        let mut current = open_dir(self.fd.as_fd(), ".").map_err(|errno| HostError::io("open .", &here, errno))?;
         // Bounded: a path has at most PATH_MAX / 2 components.
         for _ in 0..2048 {
             let identity = fstat(current.as_fd(), &here)?.identity;
-            let parent = open_dir(current.as_fd(), "..")?;
+            let parent = match open_dir(current.as_fd(), "..") {
+                Ok(parent) => parent,
+                Err(Errno::ACCESS | Errno::PERM) => return Ok(false),
+                Err(errno) => return Err(HostError::io("open ..", &here, errno)),
+            };
             if fstat(parent.as_fd(), &here)?.identity == identity {
                 // The filesystem root.
                 return Ok(false);
             }
             let named = rfs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|stat| HostStat::from_raw(&stat).identity == identity);
-            if named {
+            let marked =
+                || markers.iter().any(|marker| rfs::statat(&current, *marker, AtFlags::SYMLINK_NOFOLLOW).is_ok());
+            if named && marked() {
                 return Ok(true);
             }
             current = parent;

@@ -229,18 +229,33 @@ impl<'a> OsHost<'a> {
     /// transaction is denied even if the guest catches it (as following it
     /// as a last component would be); one that stays inside is `OSError`
     /// errno 40, since a link inside a path is never traversed.
+    ///
+    /// Where the link leads is judged hop by hop, as [`OsHost::follow`]
+    /// would go: a target that is itself a link, or lies below one, is
+    /// judged in turn (at most [`MAX_SYMLINK_HOPS`]), so a chain of links
+    /// inside the workspace cannot hide the one that leaves it.
     pub(crate) fn through_symlink(&mut self, at: VPath, guest: &str) -> Fault {
-        let target = match self.vfs.read_link(&at) {
-            Ok(target) => target,
-            Err(error) if error.is_terminal() => return Fault::Vfs(error),
-            Err(_) => return Fault::Guest(oserror::os_error(ELOOP, guest)),
-        };
-        if path::link_destination(&at, &target).is_some() {
-            return Fault::Guest(oserror::os_error(ELOOP, guest));
+        let mut link = at;
+        for _ in 0..MAX_SYMLINK_HOPS {
+            let target = match self.vfs.read_link(&link) {
+                Ok(target) => target,
+                Err(error) if error.is_terminal() => return Fault::Vfs(error),
+                Err(_) => break,
+            };
+            let Some(next) = path::link_destination(&link, &target) else {
+                let attempt = format!("{guest} -> {link} -> {}", String::from_utf8_lossy(&target));
+                let denied = DeniedAccess::outside(&attempt, link, AccessKind::MetadataRead);
+                return Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied)));
+            };
+            link = match self.vfs.kind(&next) {
+                Ok(Some(NodeKind::Symlink)) => next,
+                Err(VfsError::SymlinkInPath { path }) => path,
+                Err(error) if error.is_terminal() => return Fault::Vfs(error),
+                // It stays inside: a link inside a path is never traversed.
+                _ => break,
+            };
         }
-        let attempt = format!("{guest} -> {at} -> {}", String::from_utf8_lossy(&target));
-        let denied = DeniedAccess::outside(&attempt, at, AccessKind::MetadataRead);
-        Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied)))
+        Fault::Guest(oserror::os_error(ELOOP, guest))
     }
 
     /// The grant for where `grant`'s path ends after following a symlink in
@@ -476,10 +491,14 @@ impl<'a> OsHost<'a> {
     /// descendants land on (`RenameDestination`). One refusal leaves everything
     /// unchanged.
     pub(crate) fn rename(&mut self, source: &Target<'_>, destination: &Target<'_>) -> Result<(), Fault> {
-        let fault = |error: VfsError| {
-            if error.is_terminal() {
-                Fault::Vfs(error)
-            } else {
+        let fault = |error: VfsError| match error {
+            // A link on either path's way: judged as for any other call.
+            VfsError::SymlinkInPath { path } => {
+                let guest = if source.path.is_within(&path) { source.guest } else { destination.guest };
+                Fault::ThroughSymlink { at: path, guest: guest.to_owned() }
+            }
+            error if error.is_terminal() => Fault::Vfs(error),
+            error => {
                 Fault::Guest(oserror::os_error2(error.errno().unwrap_or(oserror::EIO), source.guest, destination.guest))
             }
         };

@@ -53,13 +53,6 @@ impl CommitPath {
         self.recovery_deferred
     }
 
-    /// Wait until no commit holds the workspace's commit lock (as long as
-    /// the lock wait allows): a commit holds it until its outcome is recorded.
-    pub(crate) fn wait_for_commits(&self) -> Result<(), VshError> {
-        drop(self.committer.session(&self.lock_wait)?);
-        Ok(())
-    }
-
     /// Run recovery, waiting for the commit lock as configured.
     pub(crate) fn recover(&self, transactions: &TransactionStore, now_ms: u64) -> Result<RecoveryReport, VshError> {
         let session = self.committer.session(&self.lock_wait)?;

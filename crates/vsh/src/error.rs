@@ -37,7 +37,7 @@ pub enum VshError {
     /// `vsh init` short). Nothing runs under it; recording a policy again
     /// (`vsh init`) replaces it, and a run given a policy of its own is not
     /// stopped by it.
-    #[error("the workspace's recorded policy {0}: record the policy again with `vsh init`")]
+    #[error("the workspace's recorded policy {0}: record the policy again with `vsh init --force`")]
     WorkspacePolicyForged(&'static str),
     /// The store (blobs, transaction records) failed.
     #[error("store error")]

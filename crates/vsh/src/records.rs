@@ -56,7 +56,9 @@ pub(crate) fn recorded_policy(
     let body = text.strip_suffix('\n').unwrap_or(&text);
     let (policy, last) = body.rsplit_once('\n').map_or(("", body), |(policy, last)| (policy, last));
     let Some(hex) = last.strip_prefix(POLICY_MAC_PREFIX) else {
-        return Err(VshError::WorkspacePolicyForged("carries no MAC: vsh init did not record it"));
+        return Err(VshError::WorkspacePolicyForged(
+            "carries no MAC under the authority key (a vsh before this one recorded it, or someone planted it)",
+        ));
     };
     let tag: Option<Vec<u8>> = (hex.len() == 64)
         .then(|| (0..32).map(|at| u8::from_str_radix(hex.get(2 * at..2 * at + 2)?, 16).ok()).collect())

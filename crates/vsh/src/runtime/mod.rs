@@ -274,23 +274,22 @@ impl Runtime {
         now_ms: u64,
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
-        let mut record = self.sources().record(transaction)?;
-        if matches!(record.state, TransactionState::Revalidating | TransactionState::Committing) {
-            // Another committer has it in hand: its outcome, once its commit is over.
-            self.commits.wait_for_commits()?;
-            record = self.sources().record(transaction)?;
-        }
+        self.settle_in_flight(transaction)?;
+        let record = self.sources().record(transaction)?;
         self.gate.check(&self.sources(), transaction, record.state)?;
-        match self.commit_unhooked(transaction, record.state, now_ms, cancel) {
-            // Another committer reserved it between this read and this
-            // reservation: say what became of it, as if it had been first.
-            Err(VshError::Store(vsh_store::StoreError::NotReservable { .. })) => {
-                self.commits.wait_for_commits()?;
-                let state = self.sources().record(transaction)?.state;
-                Err(VshError::NotCommittable { transaction, state })
-            }
-            outcome => outcome,
+        self.commit_unhooked(transaction, record.state, now_ms, cancel)
+    }
+
+    /// When another committer has `transaction` in hand (Revalidating or
+    /// Committing), wait for the commit lock and recover under it: a commit
+    /// holds the lock until its outcome is recorded, and one whose process
+    /// died is settled by the recovery. Its outcome is then the record's.
+    fn settle_in_flight(&self, transaction: TransactionId) -> Result<(), VshError> {
+        let state = self.sources().record(transaction)?.state;
+        if matches!(state, TransactionState::Revalidating | TransactionState::Committing) {
+            self.commits.recover(self.records.transactions(), clock_ms())?;
         }
+        Ok(())
     }
 
     /// Commit without asking a hook (the caller already did, or none applies).
@@ -337,9 +336,23 @@ impl Runtime {
             unwritten.as_ref(),
             now_ms,
         );
+
         // The reservation was consumed whatever the outcome: the preview cannot be committed again.
         self.previews.forget(transaction);
-        let commit = result?;
+        let commit = match result {
+            // Another committer reserved it between the read of its state and
+            // this reservation: say what became of it, as if it had been first.
+            Err(error @ VshError::Store(vsh_store::StoreError::NotReservable { .. })) => {
+                self.settle_in_flight(transaction)?;
+                let now = self.sources().record(transaction)?.state;
+                // Refused for a reason of its own (an approval past its expiry).
+                if now == state {
+                    return Err(error);
+                }
+                return Err(VshError::NotCommittable { transaction, state: now });
+            }
+            result => result?,
+        };
         // Best effort: a taint left behind costs the next build its
         // incremental start, never its correctness.
         let _ = self.runs.scratch_committed(transaction);
@@ -368,6 +381,7 @@ impl Runtime {
     /// process-local preview durable first (so a hook's Review or a failed
     /// handler can move it to pending review). Runs no handler code.
     pub fn prepare_commit(&self, transaction: TransactionId) -> Result<CommitPreparation, VshError> {
+        self.settle_in_flight(transaction)?;
         self.gate.prepare(&self.sources(), transaction)
     }
 

@@ -51,7 +51,9 @@ impl Runtime {
         let worker = worker_config(execution, max_idle_workers)?;
         let workspace =
             Arc::new(CapDir::open(&workspace_root).map_err(VshError::Workspace)?.with_allowed_mounts(allowed_mounts));
-        if workspace.lies_within_entry_named(vsh_types::RUNTIME_DIR_NAME).map_err(VshError::Workspace)? {
+        // A runtime directory holds the commit lock, or the data directory.
+        let markers = ["commit.lock", "txn", "data"];
+        if workspace.lies_within_entry_named(vsh_types::RUNTIME_DIR_NAME, &markers).map_err(VshError::Workspace)? {
             return Err(VshError::WorkspaceInsideRuntime);
         }
         let (data, layout) = match &data_directory {
@@ -85,11 +87,13 @@ impl Runtime {
             (None, None, Some(profile)) => Some(TransactionPolicy::from_profile(profile, protected_data.as_ref())),
             (None, None, None) => None,
         };
+        // `None`: a recorded policy that cannot be taken, with an explicit one.
         let workspace_policy = workspace_policy(&data, &key, explicit.is_some(), protected_data.as_ref())?;
-        // A run under another policy than the workspace's records that policy
-        // with its transaction, for the commands that review, approve and commit it.
+        // A run under another policy than the workspace's (or than one that
+        // cannot be taken) records that policy with its transaction, for the
+        // commands that review, approve and commit it.
         let (policy, run_policy) = match explicit {
-            Some(policy) if policy.digest() != workspace_policy.digest() => {
+            Some(policy) if workspace_policy.as_ref().is_none_or(|recorded| policy.digest() != recorded.digest()) => {
                 let text = vsh_policy::render_policy(&policy);
                 // The rendering parses back to the same policy (tested for every
                 // profile and for custom rules); were it ever not to, the
@@ -98,7 +102,7 @@ impl Runtime {
                     .is_ok_and(|file| file.policy(protected_data.as_ref()).digest() == policy.digest());
                 (policy, faithful.then_some(text))
             }
-            _ => (workspace_policy, None),
+            _ => (workspace_policy.unwrap_or_else(|| default_policy(protected_data.as_ref())), None),
         };
         let executor = executor(worker, &data, &key)?
             .with_result_compatibility(result_compatibility)
@@ -134,22 +138,27 @@ impl Runtime {
 /// else the default profile. One that cannot be taken (its MAC does not
 /// verify, or it does not parse) stops only a runtime that would decide
 /// under it: with a policy of its own (`explicit`: `vsh init` recording a
-/// new one, a run given `--profile`) the runtime opens.
+/// new one, a run given `--profile`) the runtime opens, and this is `None`.
 fn workspace_policy(
     data: &DataDir,
     key: &vsh_types::AuthorityKey,
     explicit: bool,
     protected_data: Option<&vsh_types::VPath>,
-) -> Result<TransactionPolicy, VshError> {
+) -> Result<Option<TransactionPolicy>, VshError> {
     let recorded = crate::records::recorded_policy(data, key).and_then(|text| {
         text.map(|text| vsh_policy::PolicyFile::from_toml(&text).map_err(VshError::PolicyFile)).transpose()
     });
     match recorded {
-        Ok(Some(recorded)) => Ok(recorded.policy(protected_data)),
-        Ok(None) => Ok(TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data)),
-        Err(_) if explicit => Ok(TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data)),
+        Ok(Some(recorded)) => Ok(Some(recorded.policy(protected_data))),
+        Ok(None) => Ok(Some(default_policy(protected_data))),
+        Err(_) if explicit => Ok(None),
         Err(error) => Err(error),
     }
+}
+
+/// The default profile's policy.
+fn default_policy(protected_data: Option<&vsh_types::VPath>) -> TransactionPolicy {
+    TransactionPolicy::from_profile(vsh_policy::PolicyProfile::default(), protected_data)
 }
 
 /// The authority key, from the application or a key file outside the workspace.
