@@ -18,6 +18,7 @@ mod interrupt;
 mod listing;
 mod render;
 mod serve;
+mod serve_gate;
 mod show;
 
 use std::io::Read;

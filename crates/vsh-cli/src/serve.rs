@@ -715,8 +715,20 @@ pub(crate) fn serve(options: ServeOptions) -> Result<u8, Box<dyn std::error::Err
     let server = VshServer::new(options);
     let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     tokio.block_on(async move {
-        let service = server.serve(rmcp::transport::stdio()).await?;
+        // Every line goes through the gate, which answers what the service
+        // would drop (see `serve_gate`); one writer keeps lines whole.
+        let (service_input, gate_output) = tokio::io::duplex(1 << 20);
+        let (service_output, writer_input) = tokio::io::duplex(1 << 20);
+        let (answers, answered) = tokio::sync::mpsc::channel(16);
+        let gate = tokio::spawn(crate::serve_gate::gate(tokio::io::stdin(), gate_output, answers));
+        let writer = tokio::spawn(crate::serve_gate::writer(writer_input, answered, tokio::io::stdout()));
+        let service = server.serve((service_input, service_output)).await?;
         service.waiting().await?;
+        // The service is done: the gate stops reading, the writer finishes
+        // the lines it has.
+        gate.abort();
+        let _ = gate.await;
+        writer.await??;
         Ok::<(), Box<dyn std::error::Error>>(())
     })?;
     Ok(crate::EXIT_OK)

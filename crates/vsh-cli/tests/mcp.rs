@@ -555,3 +555,58 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     assert_eq!(nested.document["value"], json!([0, "4\n", ""]), "{}", nested.document);
     client.cancel().await.unwrap();
 }
+
+/// Every line a client sends gets an answer: a request over the line limit
+/// is refused with its id (rmcp alone drops it without a word, and the
+/// client waits forever), a line that is not JSON is a parse error, and the
+/// server goes on answering.
+#[test]
+fn an_oversized_or_unparsable_line_is_answered_and_the_server_goes_on() {
+    use std::io::{BufRead as _, Write as _};
+    let (_dir, ws, key) = scratch();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["serve", "--workspace"])
+        .arg(&ws)
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", &key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    // Lines are read on a thread of their own, so a request left without an
+    // answer fails the test after a while instead of hanging it.
+    let (lines, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            if lines.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let answer = || {
+        let line = answers.recv_timeout(std::time::Duration::from_mins(1)).expect("an answer within a minute");
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"))
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    assert_eq!(answer()["id"], 1);
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    // 20 MiB of program: past any limit a line may have.
+    let huge = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "vsh_run", "arguments": {"code": "x".repeat(20 << 20)}}});
+    writeln!(stdin, "{huge}").unwrap();
+    let refused = answer();
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (json!(7), json!(-32600)), "{refused}");
+    writeln!(stdin, "{{not json").unwrap();
+    let parse = answer();
+    assert_eq!((parse["id"].clone(), parse["error"]["code"].clone()), (Value::Null, json!(-32700)), "{parse}");
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).unwrap();
+    let pong = answer();
+    assert_eq!((pong["id"].clone(), pong.get("error")), (json!(8), None), "{pong}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
