@@ -247,7 +247,7 @@ fn a_recorded_policy_changed_or_planted_without_the_authority_key_is_refused_nev
 
 #[test]
 fn committing_one_transaction_from_many_runtimes_at_once_commits_it_once_and_tells_the_others_so() {
-    for round in 0..6 {
+    for round in 0..20 {
         let dir = workspace(&[("old.txt", "old\n"), ("keep.txt", "keep\n")]);
         let runtimes: Vec<Runtime> = (0..4).map(|_| open(&dir)).collect();
         let pending = runtimes[0].run(&RunRequest::new(DELETE).with_mode(RunMode::Auto)).unwrap();

@@ -318,6 +318,13 @@ impl Runtime {
                 None => return Err(VshError::NotCommittable { transaction, state }),
             },
             TransactionState::Approved => self.records.committable(transaction, state)?,
+            // Another committer took it between the read of its state and
+            // now: its outcome, once that commit is over.
+            TransactionState::Revalidating | TransactionState::Committing => {
+                self.settle_in_flight(transaction)?;
+                let state = self.sources().record(transaction)?.state;
+                return Err(VshError::NotCommittable { transaction, state });
+            }
             state => return Err(VshError::NotCommittable { transaction, state }),
         };
         if !cancel.enter_commit() {
