@@ -772,15 +772,7 @@ fn commit_command(
         }
         Err(vsh::VshError::NotCommittable { state: TransactionState::Committed, .. }) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
-            if json {
-                print_record(runtime, &record)?;
-            } else if !output.quiet {
-                println!(
-                    "{id}  already committed {}; nothing was written again",
-                    render::relative(record.updated_ms, now)
-                );
-            }
-            Ok(EXIT_OK)
+            print_settled_again(runtime, &record, json, output, now, "committed", "nothing was written again")
         }
         Err(error) => Err(failure::with_rerun_hint(id, error)),
     }
@@ -796,10 +788,11 @@ fn reject_command(
     now: u64,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     use vsh::lower::vsh_store::StoreError;
-    let (record, again) = match runtime.reject(id, now) {
-        Ok(record) => (record, false),
+    let record = match runtime.reject(id, now) {
+        Ok(record) => record,
         Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Rejected, .. })) => {
-            (runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?, true)
+            let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+            return print_settled_again(runtime, &record, json, output, now, "rejected", "nothing changed");
         }
         Err(vsh::VshError::Store(StoreError::WrongState { state, .. })) => {
             return Err(format!("{id} cannot be rejected: it is {}", state.name()).into());
@@ -808,10 +801,27 @@ fn reject_command(
     };
     if json {
         print_record(runtime, &record)?;
-    } else if again && !output.quiet {
-        println!("{id}  already rejected {}; nothing changed", render::relative(record.updated_ms, now));
     } else if !output.quiet {
         println!("{}  {}", record.id, record.state.name());
+    }
+    Ok(EXIT_OK)
+}
+
+/// A decision asked for again (a second commit, a second reject): the
+/// record as it is, or `<id>  already <done> <when>; <nothing>`, exit 0.
+fn print_settled_again(
+    runtime: &Runtime,
+    record: &vsh::TransactionRecord,
+    json: bool,
+    output: Output,
+    now: u64,
+    done: &str,
+    nothing: &str,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    if json {
+        print_record(runtime, record)?;
+    } else if !output.quiet {
+        println!("{}  already {done} {}; {nothing}", record.id, render::relative(record.updated_ms, now));
     }
     Ok(EXIT_OK)
 }

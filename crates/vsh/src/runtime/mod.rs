@@ -274,8 +274,7 @@ impl Runtime {
         now_ms: u64,
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
-        self.settle_in_flight(transaction)?;
-        let record = self.sources().record(transaction)?;
+        let record = self.settle_in_flight(transaction)?;
         self.gate.check(&self.sources(), transaction, record.state)?;
         self.commit_unhooked(transaction, record.state, now_ms, cancel)
     }
@@ -283,13 +282,15 @@ impl Runtime {
     /// When another committer has `transaction` in hand (Revalidating or
     /// Committing), wait for the commit lock and recover under it: a commit
     /// holds the lock until its outcome is recorded, and one whose process
-    /// died is settled by the recovery. Its outcome is then the record's.
-    fn settle_in_flight(&self, transaction: TransactionId) -> Result<(), VshError> {
-        let state = self.sources().record(transaction)?.state;
-        if matches!(state, TransactionState::Revalidating | TransactionState::Committing) {
-            self.commits.recover(self.records.transactions(), clock_ms())?;
+    /// died is settled by the recovery. Returns the record as it stands
+    /// then (read once when nothing is in flight).
+    fn settle_in_flight(&self, transaction: TransactionId) -> Result<TransactionRecord, VshError> {
+        let record = self.sources().record(transaction)?;
+        if !matches!(record.state, TransactionState::Revalidating | TransactionState::Committing) {
+            return Ok(record);
         }
-        Ok(())
+        self.commits.recover(self.records.transactions(), clock_ms())?;
+        self.sources().record(transaction)
     }
 
     /// Commit without asking a hook (the caller already did, or none applies).
@@ -321,8 +322,7 @@ impl Runtime {
             // Another committer took it between the read of its state and
             // now: its outcome, once that commit is over.
             TransactionState::Revalidating | TransactionState::Committing => {
-                self.settle_in_flight(transaction)?;
-                let state = self.sources().record(transaction)?.state;
+                let state = self.settle_in_flight(transaction)?.state;
                 return Err(VshError::NotCommittable { transaction, state });
             }
             state => return Err(VshError::NotCommittable { transaction, state }),
@@ -350,8 +350,7 @@ impl Runtime {
             // Another committer reserved it between the read of its state and
             // this reservation: say what became of it, as if it had been first.
             Err(error @ VshError::Store(vsh_store::StoreError::NotReservable { .. })) => {
-                self.settle_in_flight(transaction)?;
-                let now = self.sources().record(transaction)?.state;
+                let now = self.settle_in_flight(transaction)?.state;
                 // Refused for a reason of its own (an approval past its expiry).
                 if now == state {
                     return Err(error);
