@@ -55,7 +55,8 @@ impl Syncs {
     }
 }
 
-/// Stage the node of every [`Action::Install`] at `stage/<operation>`.
+/// Stage the node of every [`Action::Install`] at `stage.<operation>` in the
+/// transaction directory.
 /// Returns, per operation, the staged node's [`Installed`] identity (zeros
 /// for other operations), and which staged nodes are files.
 ///
@@ -77,9 +78,10 @@ pub(crate) fn stage(
     let workers = jobs.len().div_ceil(STAGED_PER_WORKER).clamp(1, MAX_STAGE_WORKERS);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    // Nodes are created by name through a handle on `stage/` itself (opened
-    // without following a symlink), one short resolution each.
-    let stage_dir = workspace.open_subdir(&txn.stage()).map_err(CommitError::host("stage", &txn.stage()))?;
+    // Nodes are created by name through a handle on the transaction
+    // directory itself (opened without following a symlink), one short
+    // resolution each.
+    let stage_dir = workspace.open_subdir(&txn.root).map_err(CommitError::host("stage", &txn.root))?;
     let stage_dir = WritableDir::new(std::sync::Arc::new(stage_dir));
     let stage_dir = &stage_dir;
     // Only a privileged committer can give a file to its owner.
@@ -127,23 +129,24 @@ pub(crate) struct Stage {
     pub(crate) installed: Vec<Installed>,
     /// The operations whose staged node is a regular file, to `fsync`.
     pub(crate) files: Vec<usize>,
-    /// `stage/`, opened without following a symlink.
+    /// The transaction directory, opened without following a symlink.
     pub(crate) dir: WritableDir,
 }
 
 impl Stage {
-    /// `fsync` the staged file of `operation`, through the handle on `stage/`.
+    /// `fsync` the staged file of `operation`, through the handle on the
+    /// transaction directory.
     pub(crate) fn sync_file(&self, txn: &TxnDir, operation: usize) -> Result<(), CommitError> {
-        let name = VPath::from_component(&operation.to_string()).expect("digits form a valid name");
+        let name = VPath::from_component(&TxnDir::stage_name(operation)).expect("a valid name");
         self.dir.sync_file(&name).map_err(CommitError::host("sync staged file", &txn.stage_slot(operation)))
     }
 }
 
 /// Make every applied operation and the rewritten journal durable, by
 /// `fsync`ing what they changed and nothing else: each directory an entry was
-/// renamed out of or into or made in (the quarantine and stage directories,
-/// the parents of changed paths), each directory made, each node whose mode
-/// changed, and the transaction directory (the journal's rename). Only when a
+/// renamed out of or into or made in (the transaction directory, which holds
+/// the staged and quarantined nodes and the journal, and the parents of
+/// changed paths), each directory made, and each node whose mode changed. Only when a
 /// node cannot be opened to sync it (its new mode denies reading it, to a
 /// process that is not root) does one `syncfs` make everything durable instead.
 pub(crate) fn sync_applied(
@@ -158,18 +161,15 @@ pub(crate) fn sync_applied(
         // The journal with the done records was renamed into place.
         dirs.insert(txn.root.clone());
     }
+    // The staged and quarantined nodes are the transaction directory's.
     let mut files = std::collections::BTreeSet::new();
     for operation in &plan.operations {
         let path = &plan.entries[operation.entry as usize].path;
         let parent = path.parent().unwrap_or_default();
         match operation.action {
-            Action::Quarantine => {
+            Action::Quarantine | Action::Install => {
                 dirs.insert(parent);
-                dirs.insert(txn.quarantine());
-            }
-            Action::Install => {
-                dirs.insert(parent);
-                dirs.insert(txn.stage());
+                dirs.insert(txn.root.clone());
             }
             Action::CreateDir { .. } => {
                 dirs.insert(parent);
@@ -218,7 +218,7 @@ fn owner_for(workspace: &WritableDir, path: &VPath) -> Option<(u32, u32)> {
 /// contents held in memory, if any.
 pub(crate) type Sources<'a> = (&'a BlobStore, Option<&'a crate::MemoryContents>);
 
-/// Stage one node in `stage_dir` (the handle on `txn`'s `stage/`); a file is
+/// Stage one node in `stage_dir` (the handle on `txn`'s directory); a file is
 /// handed back open, not yet synced. With `owners` (the workspace, when the
 /// committer is root), a file gets the owner and group of the node it
 /// replaces, or of its parent directory when it is new, instead of the
@@ -248,7 +248,7 @@ fn stage_one(
         return Err(invalid("size does not match the content"));
     }
     let slot = txn.stage_slot(operation);
-    let name = VPath::from_component(&operation.to_string()).expect("digits form a valid name");
+    let name = VPath::from_component(&TxnDir::stage_name(operation)).expect("a valid name");
     match after.kind {
         NodeKind::File => {
             // Synced by the caller, in batches, before anything depends on it.

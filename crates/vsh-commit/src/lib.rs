@@ -730,7 +730,7 @@ impl Committer {
             .map_err(|source| nothing_applied(CommitError::host("write journal", &txn.journal())(source)))?;
         // The runtime directory holds `txn/`'s entry: synced until this
         // committer has done so once with `txn/` in place.
-        let mut dirs = vec![txn.stage(), txn.root.clone(), self.txn_root()];
+        let mut dirs = vec![txn.root.clone(), self.txn_root()];
         let runtime_synced = self.txn_root_synced.load(Ordering::Relaxed);
         if !runtime_synced {
             dirs.push(self.runtime_dir.clone());

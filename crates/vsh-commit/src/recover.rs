@@ -530,6 +530,13 @@ impl Resolver<'_> {
             .ledger
             .state(transaction)
             .map_err(|error| self.conflict(&txn.root, RecoveryConflictReason::Ledger(error)))?;
+        // A directory of an earlier layout keeps its nodes where this one
+        // never looks: it is left, untouched, for an operator.
+        for earlier in txn.earlier_layout() {
+            if workspace.lstat(&earlier).map_err(self.host(&earlier))?.is_some() {
+                return Err(unexpected(&earlier));
+            }
+        }
         let marker_path = txn.marker();
         let marker = match txn.read_marker(workspace, key).map_err(self.host(&marker_path))? {
             Read::Unexpected => return Err(unexpected(&marker_path)),
@@ -698,7 +705,7 @@ impl Resolver<'_> {
         let kept = self
             .committer
             .keep_changed_originals(self.txn, plan, journal)
-            .map_err(|error| self.conflict(&self.txn.quarantine(), from_commit_error(error)))?;
+            .map_err(|error| self.conflict(&self.txn.root, from_commit_error(error)))?;
         Ok(kept.into_iter().map(|(path, kept)| KeptNode { transaction: self.transaction, path, kept }).collect())
     }
 
@@ -882,20 +889,15 @@ impl Resolver<'_> {
         let slots = self
             .txn
             .quarantined(&self.committer.workspace)
-            .map_err(|error| self.conflict(&self.txn.quarantine(), RecoveryConflictReason::Host(error)))?;
-        for slot in slots {
+            .map_err(|error| self.conflict(&self.txn.root, RecoveryConflictReason::Host(error)))?;
+        for (path, slot) in slots {
             match slot {
                 Some(index) if kept.contains(&index) => {}
                 Some(index) => {
                     let operation = Some(index as u32);
-                    return Err(self
-                        .conflict(&self.txn.quarantine(), RecoveryConflictReason::JournalContradicted { operation }));
+                    return Err(self.conflict(&path, RecoveryConflictReason::JournalContradicted { operation }));
                 }
-                None => {
-                    return Err(
-                        self.conflict(&self.txn.quarantine(), RecoveryConflictReason::UnexpectedEntry { kind: None })
-                    );
-                }
+                None => return Err(self.conflict(&path, RecoveryConflictReason::UnexpectedEntry { kind: None })),
             }
         }
         Ok(())
@@ -953,14 +955,10 @@ impl Resolver<'_> {
         {
             return Ok(Err(self.plan_conflict(&found.plan)));
         }
-        let workspace = &self.committer.workspace;
-        for dir in [self.txn.quarantine(), self.txn.stage()] {
-            match workspace.list_dir(&dir) {
-                Ok(entries) if entries.is_empty() => {}
-                Err(HostError::NotFound { .. }) => {}
-                Ok(_) => return Ok(Err(self.plan_conflict(&found.plan))),
-                Err(error) => return Ok(Err(self.conflict(&dir, RecoveryConflictReason::Host(error)))),
-            }
+        match self.txn.holds_nodes(&self.committer.workspace) {
+            Ok(false) => {}
+            Ok(true) => return Ok(Err(self.plan_conflict(&found.plan))),
+            Err(error) => return Ok(Err(self.conflict(&self.txn.root, RecoveryConflictReason::Host(error)))),
         }
         let open = found.state.is_some_and(|state| OPEN.contains(&state));
         if open && let Err(error) = self.ledger.failed(self.transaction) {

@@ -269,7 +269,7 @@ impl Committer {
             .map(|record| (record.operation as usize, record.stamp))
             .collect();
         let mut kept = Vec::new();
-        for slot in txn.quarantined(&self.workspace).map_err(CommitError::host("clean up", &txn.quarantine()))? {
+        for (_, slot) in txn.quarantined(&self.workspace).map_err(CommitError::host("clean up", &txn.root))? {
             let Some(index) = slot.filter(|index| *index < plan.operations.len()) else { continue };
             let entry = &plan.entries[plan.operations[index].entry as usize];
             let slot_path = txn.quarantine_slot(index);

@@ -814,15 +814,16 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
     // Barriers on this commit's own files and directories only, no syncfs:
     // files: the plan, the 2 staged files, the intents (one batch) and the
     // marker (5; no done records: the plan makes no directory); directories:
-    // after the intents stage/, the transaction directory, txn/ and .vsh (4),
-    // after applying the workspace root (parent of both paths), quarantine/
-    // and stage/ (3), after the marker the transaction directory (1): 8.
-    let expected = vsh_commit::SyncCounts { file_fsyncs: 5, dir_fsyncs: 8, syncfs: 0 };
+    // after the intents the transaction directory, txn/ and .vsh (3), after
+    // applying the workspace root (parent of both paths) and the transaction
+    // directory (2; it holds the staged and the quarantined nodes), after the
+    // marker the transaction directory (1): 6.
+    let expected = vsh_commit::SyncCounts { file_fsyncs: 5, dir_fsyncs: 6, syncfs: 0 };
     assert_eq!(receipt.syncs, expected);
     // A ledger that is the commit point (the runtime's store) takes the
     // marker's place (its file and its directory barrier are not issued),
     // and .vsh, synced once by this committer with txn/ in it, is not synced
-    // again: files 4, directories 3 + 3.
+    // again: files 4, directories 2 + 2.
     let run = fx.run(|vfs| {
         vfs.write(&p("a.txt"), Arc::from(&b"again"[..]))?;
         vfs.write(&p("other.txt"), Arc::from(&b"other"[..]))
@@ -830,21 +831,21 @@ fn a_receipt_counts_the_barriers_the_protocol_issues_and_the_committer_keeps_its
     let ledger = vsh_commit::MemoryLedger::as_commit_point();
     ledger.insert(run.transaction, vsh_types::TransactionState::Revalidating);
     let receipt = fx.committer.commit_with_ledger(&run.request(&fx.blobs), &ledger)?;
-    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 6, syncfs: 0 });
+    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 4, syncfs: 0 });
     assert_eq!(ledger.get(run.transaction), Some(vsh_types::TransactionState::Committed));
     // A plan that makes a directory journals its done records (the new
     // directory's inode): the journal's barrier, and the transaction
     // directory's after applying, come back; the new directory and its
     // parent are synced too: files (the plan, 1 staged file, the intents)
-    // 3 + the done records 1, directories 3 + (the root, d/, stage/, the
-    // transaction directory) 4.
+    // 3 + the done records 1, directories 2 + (the root, d/, the transaction
+    // directory) 3.
     let run = fx.run(|vfs| {
         vfs.mkdir(&p("d"), 0o755)?;
         vfs.write(&p("d/f.txt"), Arc::from(&b"in d"[..]))
     })?;
     ledger.insert(run.transaction, vsh_types::TransactionState::Revalidating);
     let receipt = fx.committer.commit_with_ledger(&run.request(&fx.blobs), &ledger)?;
-    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 7, syncfs: 0 });
+    assert_eq!(receipt.syncs, vsh_commit::SyncCounts { file_fsyncs: 4, dir_fsyncs: 5, syncfs: 0 });
     // Exclusions: the runtime directory always, others once each, never the root.
     let committer = Committer::new(Arc::clone(&fx.ws.dir), p(".vsh"))?
         .with_excluded(p("data"))
@@ -1025,13 +1026,13 @@ fn an_in_place_rollback_that_cannot_finish_leaves_the_ledger_saying_recovery_req
     let run = fx.run(|vfs| vfs.write(&p("a.txt"), Arc::from(&b"changed"[..])))?;
     let outside = fx.dir.path().join("outside");
     std::fs::create_dir(&outside)?;
-    // After the quarantine, the transaction's stage/ becomes a symlink (the
-    // install fails) and its journal garbage: the rollback cannot even read
-    // what it would undo (a conflict before it records anything).
+    // After the quarantine, the transaction's staged a.txt becomes a symlink
+    // (the install fails) and its journal garbage: the rollback cannot even
+    // read what it would undo (a conflict before it records anything).
     let plant = Act::new(vsh_commit::FaultPoint::OperationApplied(0), || {
         let txn = std::fs::read_dir(root.join(".vsh/txn")).unwrap().next().unwrap().unwrap().path();
-        std::fs::rename(txn.join("stage"), fx.dir.path().join("stage.moved")).unwrap();
-        std::os::unix::fs::symlink(&outside, txn.join("stage")).unwrap();
+        std::fs::rename(txn.join("stage.1"), fx.dir.path().join("stage.moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, txn.join("stage.1")).unwrap();
         std::fs::write(txn.join("journal"), b"not a journal").unwrap();
     });
     let (result, ledger) = commit_recorded(&fx, &run, &plant);
@@ -1156,13 +1157,16 @@ fn a_commit_directory_without_a_plan_holding_a_node_in_quarantine_is_a_conflict_
     crash_at(&fx, &run, vsh_commit::FaultPoint::StageSynced);
     let dir = only_txn_dir(&fx);
     std::fs::remove_file(dir.join("plan"))?;
-    for staged in std::fs::read_dir(dir.join("stage"))? {
-        std::fs::remove_file(staged?.path())?;
+    for staged in std::fs::read_dir(&dir)? {
+        let staged = staged?;
+        if staged.file_name().to_string_lossy().starts_with("stage.") {
+            std::fs::remove_file(staged.path())?;
+        }
     }
-    std::fs::write(dir.join("quarantine/0"), b"an old node")?;
+    std::fs::write(dir.join("quarantine.0"), b"an old node")?;
     let report = fx.committer.recover(&vsh_commit::NoLedger)?;
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
-    assert_eq!(std::fs::read(dir.join("quarantine/0"))?, b"an old node");
+    assert_eq!(std::fs::read(dir.join("quarantine.0"))?, b"an old node");
     Ok(())
 }
 
@@ -1212,8 +1216,7 @@ fn a_directory_someone_swapped_for_the_one_the_commit_made_is_not_removed_by_the
 fn an_old_node_changed_in_quarantine_is_restored_but_named_as_not_holding_its_before_state() -> Result {
     let fx = a_txt_change_crashed_at(vsh_commit::FaultPoint::Applied)?;
     let root = fx.root();
-    let quarantine = only_txn_dir(&fx).join("quarantine");
-    let slot = std::fs::read_dir(&quarantine)?.next().unwrap()?.path();
+    let slot = only_txn_dir(&fx).join("quarantine.0");
     assert_eq!(std::fs::read(&slot)?, b"alpha");
     std::fs::write(&slot, b"alpha, changed while it waited")?;
     let report = fx.committer.recover(&vsh_commit::NoLedger)?;
@@ -1236,8 +1239,7 @@ fn a_child_changed_inside_a_quarantined_directory_makes_the_rollback_name_the_di
     let run = fx.run(|vfs| vfs.remove_tree(&p("old")))?;
     crash_at(&fx, &run, vsh_commit::FaultPoint::Applied);
     // The whole directory waits in quarantine; someone edits a file inside it.
-    let quarantine = only_txn_dir(&fx).join("quarantine");
-    let slot = std::fs::read_dir(&quarantine)?.next().unwrap()?.path();
+    let slot = only_txn_dir(&fx).join("quarantine.0");
     std::fs::write(slot.join("x"), b"x, edited in quarantine")?;
     let report = fx.committer.recover(&vsh_commit::NoLedger)?;
     assert_eq!(report.unresolved.len(), 1, "{report:?}");
@@ -1301,7 +1303,7 @@ fn an_old_node_left_in_the_first_quarantine_slot_is_reported_not_a_conflict() ->
     assert!(report.conflicts.is_empty(), "{report:?}");
     assert_eq!(report.unresolved.len(), 1, "{report:?}");
     let kept = report.unresolved[0].paths.iter().find_map(|left| left.kept.clone()).expect("the old a.txt is kept");
-    assert!(kept.as_str().ends_with("quarantine/0"), "{kept}");
+    assert!(kept.as_str().ends_with("quarantine.0"), "{kept}");
     assert_eq!(std::fs::read(root.join(kept.as_str()))?, b"alpha");
     assert_eq!(std::fs::read(root.join("a.txt"))?, b"theirs");
     Ok(())
@@ -1312,12 +1314,12 @@ fn a_node_swapped_into_a_quarantine_slot_is_never_put_into_the_workspace() -> Re
     let fx = a_txt_change_crashed_at(vsh_commit::FaultPoint::Applied)?;
     let root = fx.root();
     // Another file (another inode) takes the old a.txt's place in quarantine.
-    let quarantine = only_txn_dir(&fx).join("quarantine");
+    let slot = only_txn_dir(&fx).join("quarantine.0");
     std::fs::write(fx.dir.path().join("planted"), b"not what was quarantined")?;
-    std::fs::rename(fx.dir.path().join("planted"), quarantine.join("0"))?;
+    std::fs::rename(fx.dir.path().join("planted"), &slot)?;
     let report = fx.committer.recover(&vsh_commit::NoLedger)?;
     assert!(!root.join("a.txt").exists(), "the planted node is not moved to a.txt: {report:?}");
-    assert_eq!(std::fs::read(quarantine.join("0"))?, b"not what was quarantined");
+    assert_eq!(std::fs::read(&slot)?, b"not what was quarantined");
     assert_eq!(report.unresolved.len(), 1, "{report:?}");
     Ok(())
 }
@@ -1333,7 +1335,7 @@ fn a_committed_transactions_quarantine_slot_past_its_operations_is_ignored_by_th
     )?
     .0;
     // A slot named by the number of operations: one past the last index.
-    std::fs::write(dir.join("quarantine").join(plan.operations.len().to_string()), b"planted")?;
+    std::fs::write(dir.join(format!("quarantine.{}", plan.operations.len())), b"planted")?;
     let report = fx.committer.recover(&vsh_commit::NoLedger)?;
     assert!(report.kept.is_empty(), "{report:?}");
     assert_eq!(std::fs::read(root.join("a.txt"))?, b"changed", "rolled forward");
@@ -1411,7 +1413,7 @@ fn someones_node_an_interrupted_undo_carried_into_the_stage_goes_back_to_its_pat
     // Someone saved a.txt over ours just as an undo had judged the node there
     // ours, so the undo's move carried theirs into the stage; then it crashed.
     std::fs::remove_file(root.join("a.txt"))?;
-    std::fs::write(dir.join("stage").join(install.to_string()), b"their saved version")?;
+    std::fs::write(dir.join(format!("stage.{install}")), b"their saved version")?;
     let report = fx.committer.recover(&vsh_commit::NoLedger)?;
     assert_eq!(std::fs::read(root.join("a.txt"))?, b"their saved version", "theirs is back at its path: {report:?}");
     // The path is left for an operator, the old node kept where recovery says.

@@ -187,8 +187,10 @@ fn a_crash_at_every_fault_point_of_deletes_made_unread_recovers_to_exactly_befor
     Ok(())
 }
 
-/// A trial whose commit crashed with every operation applied (so recovery rolls all of them back).
-fn crashed_with_everything_applied(blobs: &BlobStore, last: u32) -> Result<(Trial, MemoryLedger)> {
+/// A trial whose commit crashed right after applying operation `last` (the
+/// last one: every operation applied, and recovery rolls all of them back),
+/// with a ledger that still says Revalidating.
+fn crashed_after_applying(blobs: &BlobStore, last: u32) -> Result<(Trial, MemoryLedger)> {
     let trial = Trial::new(blobs)?;
     let ledger = MemoryLedger::new();
     ledger.insert(trial.run.transaction, TransactionState::Revalidating);
@@ -205,7 +207,7 @@ fn a_crash_at_every_step_of_recovery_is_recovered_by_the_next_recovery() -> Resu
     let last = u32::try_from(reference.operations - 1)?;
 
     // Every step a rollback passes: each undo, the settled record, each cleanup step.
-    let (trial, ledger) = crashed_with_everything_applied(&blobs, last)?;
+    let (trial, ledger) = crashed_after_applying(&blobs, last)?;
     let recorder = CrashAt::recording();
     let report = trial.reopened()?.committer.recover_with_faults(&ledger, &recorder)?;
     assert_eq!(report.rolled_back, vec![trial.run.transaction]);
@@ -217,7 +219,7 @@ fn a_crash_at_every_step_of_recovery_is_recovered_by_the_next_recovery() -> Resu
     assert_eq!(points, expected);
 
     for (index, recovery_point) in points.iter().copied().enumerate() {
-        let (trial, ledger) = crashed_with_everything_applied(&blobs, last)?;
+        let (trial, ledger) = crashed_after_applying(&blobs, last)?;
         let transaction = trial.run.transaction;
         let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(recovery_point));
         assert!(matches!(stopped, Err(CommitError::FaultInjected(at)) if at == recovery_point), "{stopped:?}");
@@ -249,13 +251,19 @@ fn a_crash_in_the_middle_of_deleting_the_stage_is_recovered() -> Result {
     let blobs = support::external_blobs(data.path())?;
     let reference = reference(&blobs)?;
     let last = u32::try_from(reference.operations - 1)?;
-    let (trial, ledger) = crashed_with_everything_applied(&blobs, last)?;
+    let (trial, ledger) = crashed_after_applying(&blobs, last)?;
     let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::Settled));
     assert!(matches!(stopped, Err(CommitError::FaultInjected(FaultPoint::Settled))), "{stopped:?}");
-    // The crash came while `stage/` was being emptied: every other entry is gone.
-    let stage = trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex()).join("stage");
-    let mut staged: Vec<_> =
-        std::fs::read_dir(&stage)?.map(|entry| entry.map(|entry| entry.path())).collect::<std::io::Result<_>>()?;
+    // The crash came while the staged nodes were being removed: every other
+    // one is gone.
+    let txn = trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex());
+    let mut staged = Vec::new();
+    for entry in std::fs::read_dir(&txn)? {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().starts_with("stage.") {
+            staged.push(entry.path());
+        }
+    }
     staged.sort();
     assert!(staged.len() >= 4, "{staged:?}");
     for path in staged.iter().step_by(2) {
@@ -422,7 +430,7 @@ fn a_symlink_planted_inside_a_transaction_directory_is_never_followed() -> Resul
     let txn = trial.ws.root.join(".vsh/txn").join(transaction.to_hex());
     let outside = trial.ws.root.parent().unwrap().join("outside");
     std::fs::create_dir(&outside)?;
-    for planted in ["quarantine", "plan"] {
+    for planted in ["journal", "plan"] {
         let moved = trial.ws.root.parent().unwrap().join(format!("saved-{planted}"));
         std::fs::rename(txn.join(planted), &moved)?;
         std::os::unix::fs::symlink(&outside, txn.join(planted))?;
@@ -435,6 +443,52 @@ fn a_symlink_planted_inside_a_transaction_directory_is_never_followed() -> Resul
     }
     let report = trial.reopened()?.committer.recover(&ledger)?;
     assert_eq!(report.rolled_back, vec![transaction]);
+    // An old node's slot replaced by a symlink: the node there is not the
+    // one quarantined, so it is neither followed nor moved into the
+    // workspace, and the path is left for an operator.
+    let (trial, ledger) = crashed_after_applying(&blobs, 3)?;
+    let txn = trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex());
+    let slot = std::fs::read_dir(&txn)?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<std::io::Result<Vec<_>>>()?
+        .into_iter()
+        .find(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("quarantine.")))
+        .expect("the crash left an old node in quarantine");
+    std::fs::rename(&slot, trial.ws.root.parent().unwrap().join("saved-slot"))?;
+    std::os::unix::fs::symlink(&outside, &slot)?;
+    let report = trial.reopened()?.committer.recover(&ledger)?;
+    assert_eq!(report.unresolved.len() + report.conflicts.len(), 1, "{report:?}");
+    assert_eq!(std::fs::read_dir(&outside)?.count(), 0);
+    assert!(std::fs::symlink_metadata(&slot)?.file_type().is_symlink(), "the planted symlink stays where it was");
+    assert!(
+        !trial.ws.tree().values().any(|node| format!("{node:?}").contains("outside")),
+        "the symlink is not put into the workspace"
+    );
+    Ok(())
+}
+
+/// A transaction directory of the earlier layout kept its staged and old
+/// nodes in `stage/` and `quarantine/`: this recovery never interprets one.
+/// It is a conflict, and nothing in the workspace or the directory moves.
+#[test]
+fn a_transaction_directory_of_the_earlier_layout_is_a_conflict_and_nothing_moves() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    for earlier in ["stage", "quarantine"] {
+        let (trial, ledger) = crashed_after_applying(&blobs, 3)?;
+        let transaction = trial.run.transaction;
+        let txn = trial.ws.root.join(".vsh/txn").join(transaction.to_hex());
+        std::fs::create_dir(txn.join(earlier))?;
+        std::fs::write(txn.join(earlier).join("0"), b"an old node")?;
+        let partial = trial.ws.tree();
+        let state = support::tree(&txn);
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert_eq!(report.conflicts.len(), 1, "{earlier}: {report:?}");
+        assert!(report.conflicts[0].path.as_str().ends_with(earlier), "{earlier}: {report:?}");
+        assert_eq!(trial.ws.tree(), partial, "{earlier}");
+        assert_eq!(support::tree(&txn), state, "{earlier}");
+        assert_eq!(ledger.get(transaction), Some(TransactionState::Committing), "{earlier}");
+    }
     Ok(())
 }
 
@@ -640,9 +694,12 @@ fn a_corrupt_journal_or_plan_is_a_conflict_and_changes_nothing() -> Result {
     Ok(())
 }
 
-/// The names and bytes of everything in a transaction's `quarantine/`.
+/// The names and bytes of every old node a transaction keeps
+/// (`quarantine.<i>` in its directory, and everything below each).
 fn quarantine_of(trial: &Trial) -> Tree {
-    support::tree(&trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex()).join("quarantine"))
+    let mut all = support::tree(&trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex()));
+    all.retain(|path, _| path.starts_with("quarantine."));
+    all
 }
 
 #[test]
@@ -1196,14 +1253,15 @@ fn a_node_left_in_quarantine_that_no_left_operation_keeps_is_a_conflict_and_surv
             &CrashAt::new(FaultPoint::IntentSynced(0)),
         );
         assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
-        // Nothing was applied, so the rollback moves nothing out of
-        // quarantine/: whatever is there is no node of this transaction's.
+        // Nothing was applied, so the rollback moves no old node back:
+        // whatever is kept in the directory is no node of this transaction's.
         let dir = std::fs::read_dir(trial.ws.root.join(".vsh/txn"))?.next().unwrap()?.path();
-        std::fs::write(dir.join("quarantine").join(planted), b"someone's bytes")?;
+        let name = format!("quarantine.{planted}");
+        std::fs::write(dir.join(&name), b"someone's bytes")?;
         let report = trial.reopened()?.committer.recover(ledger)?;
         assert_eq!(report.conflicts.len(), 1, "{planted}: {report:?}");
-        assert!(report.conflicts[0].path.as_str().ends_with("quarantine"), "{planted}: {report:?}");
-        assert_eq!(std::fs::read(dir.join("quarantine").join(planted))?, b"someone's bytes");
+        assert!(report.conflicts[0].path.as_str().ends_with(&name), "{planted}: {report:?}");
+        assert_eq!(std::fs::read(dir.join(&name))?, b"someone's bytes");
         // Decided before anything is recorded: no settled record, and the
         // ledger still says what it said.
         assert!(!dir.join("settled").exists(), "{planted}");
@@ -1229,8 +1287,11 @@ fn a_journal_with_intents_but_no_plan_is_a_conflict_even_when_nothing_else_is_le
     // without it, even in an otherwise empty directory, are unexplained.
     let dir = std::fs::read_dir(trial.ws.root.join(".vsh/txn"))?.next().unwrap()?.path();
     std::fs::remove_file(dir.join("plan"))?;
-    for staged in std::fs::read_dir(dir.join("stage"))? {
-        std::fs::remove_file(staged?.path())?;
+    for staged in std::fs::read_dir(&dir)? {
+        let staged = staged?;
+        if staged.file_name().to_string_lossy().starts_with("stage.") {
+            std::fs::remove_file(staged.path())?;
+        }
     }
     let report = trial.reopened()?.committer.recover(&NoLedger)?;
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
