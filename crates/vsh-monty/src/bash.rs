@@ -332,8 +332,8 @@ pub fn serve_request(
     let mut stop = None;
     let served = serve_file(&mut host, &mut stop, false, request);
     let mut stats = std::mem::take(&mut host.meter.stats);
-    let denied = std::mem::take(&mut host.denied);
-    stats.denied_accesses = denied.len() as u64;
+    stats.denied_accesses = host.denied.attempts();
+    let denied = std::mem::take(&mut host.denied).into_list();
     match (served, stop) {
         (Ok(reply), _) => Ok(ServedRequest { reply, denied, stats }),
         (Err(_), Some(Stop::Vfs(source))) => Err(crate::ExecutionError::Vfs { source }),

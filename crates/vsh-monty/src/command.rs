@@ -275,7 +275,7 @@ struct Lent {
     limits: ExecutionLimits,
     started: Instant,
     stats: crate::ExecutionStats,
-    denied: Vec<vsh_policy::DeniedAccess>,
+    denied: crate::guard::Denials,
     /// Why the run ended, once it did.
     stop: Option<Stop>,
 }

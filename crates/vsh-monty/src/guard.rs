@@ -103,12 +103,62 @@ impl From<Grant<Create>> for Grant<Write> {
     }
 }
 
+/// The refusals of one run: each distinct refusal once, in the order first
+/// met (a program that retries `.env` a thousand times makes one line of
+/// its receipt, and one evidence record), and how many accesses were
+/// refused in all.
+#[derive(Debug, Default)]
+pub(crate) struct Denials {
+    list: Vec<DeniedAccess>,
+    /// The positions in `list` of the refusals with each hash.
+    seen: std::collections::HashMap<u64, Vec<usize>>,
+    attempts: u64,
+}
+
+impl Denials {
+    /// Count a refusal, and keep it unless the same one is kept already.
+    /// Returns whether it was new.
+    fn record(&mut self, denied: DeniedAccess) -> bool {
+        self.attempts += 1;
+        let positions = self.seen.entry(Self::key(&denied)).or_default();
+        if positions.iter().any(|at| self.list[*at] == denied) {
+            return false;
+        }
+        positions.push(self.list.len());
+        self.list.push(denied);
+        true
+    }
+
+    /// Whether this refusal is kept already.
+    fn holds(&self, denied: &DeniedAccess) -> bool {
+        self.seen.get(&Self::key(denied)).is_some_and(|positions| positions.iter().any(|at| self.list[*at] == *denied))
+    }
+
+    /// The hash `seen` files a refusal under.
+    fn key(denied: &DeniedAccess) -> u64 {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        denied.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// How many accesses were refused, each retry counted.
+    pub(crate) fn attempts(&self) -> u64 {
+        self.attempts
+    }
+
+    /// The distinct refusals, in the order first met.
+    pub(crate) fn into_list(self) -> Vec<DeniedAccess> {
+        self.list
+    }
+}
+
 /// The host side of one run's OS calls and `vsh_*` functions.
 pub(crate) struct OsHost<'a> {
     vfs: &'a mut VirtualFs,
     policy: &'a CallPolicy,
     pub(crate) meter: Meter<'a>,
-    pub(crate) denied: Vec<DeniedAccess>,
+    pub(crate) denied: Denials,
 }
 
 impl<'a> OsHost<'a> {
@@ -119,7 +169,7 @@ impl<'a> OsHost<'a> {
         limits: &'a ExecutionLimits,
         started: Instant,
     ) -> Self {
-        Self { vfs, policy, meter: Meter::new(limits, started), denied: Vec::new() }
+        Self { vfs, policy, meter: Meter::new(limits, started), denied: Denials::default() }
     }
 
     /// Lend this host's image away (to a host on another thread: a
@@ -214,12 +264,15 @@ impl<'a> OsHost<'a> {
         nested.map_err(|error| vfs_fault(error, guest))
     }
 
-    /// Keep a refusal (charged to the evidence budget first).
+    /// Keep a refusal (a new one charged to the evidence budget first; one
+    /// kept already is only counted).
     pub(crate) fn record_denial(&mut self, denied: DeniedAccess) -> Result<(), Fault> {
-        let bytes = (denied.path.as_str().len() + denied.rule.len()) as u64;
-        self.meter.charge_evidence(1, bytes)?;
-        self.denied.push(denied);
-        self.meter.stats.denied_accesses = self.denied.len() as u64;
+        if !self.denied.holds(&denied) {
+            let bytes = (denied.path.as_str().len() + denied.rule.len()) as u64;
+            self.meter.charge_evidence(1, bytes)?;
+        }
+        self.denied.record(denied);
+        self.meter.stats.denied_accesses = self.denied.attempts();
         Ok(())
     }
 

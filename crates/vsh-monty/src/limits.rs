@@ -198,7 +198,8 @@ pub struct ExecutionStats {
     pub evidence_bytes: u64,
     /// Bytes of captured standard output.
     pub output_bytes: u64,
-    /// Accesses refused by the call policy (each is also in the `denied` list).
+    /// Accesses refused by the call policy, each retry counted (the `denied`
+    /// list names each distinct refusal once).
     pub denied_accesses: u64,
     /// Host footprint of the returned value (0 unless the run completed).
     pub result_bytes: u64,

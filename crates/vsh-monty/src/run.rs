@@ -183,10 +183,10 @@ pub(crate) fn conclude_bash(
 ) -> Result<BashOutcome, ExecutionError> {
     let host = &mut dispatcher.host;
     let mut stats = std::mem::take(&mut host.meter.stats);
-    stats.denied_accesses = host.denied.len() as u64;
+    stats.denied_accesses = host.denied.attempts();
     stats.skipped_nodes += host.unlisted_names();
     stats.result_bytes = 4;
-    let denied = std::mem::take(&mut host.denied);
+    let denied = std::mem::take(&mut host.denied).into_list();
     stats.duration_ns = nanos(started.elapsed());
     let (exit_code, stdout, stderr, ending) = match end {
         Ok(BashEnd { exit_code, stdout, stderr, ending }) => (exit_code, stdout, stderr, Some(ending)),
@@ -246,9 +246,9 @@ pub(crate) fn conclude(
     let host = &mut dispatcher.host;
     let mut stats = std::mem::take(&mut host.meter.stats);
     stats.output_bytes = output_bytes;
-    stats.denied_accesses = host.denied.len() as u64;
+    stats.denied_accesses = host.denied.attempts();
     stats.skipped_nodes += host.unlisted_names();
-    let denied = std::mem::take(&mut host.denied);
+    let denied = std::mem::take(&mut host.denied).into_list();
     let end = match end {
         RunEnd::Value(value) => match value::measure(&value, limits.max_result_bytes) {
             Ok(size) => {

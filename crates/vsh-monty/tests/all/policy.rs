@@ -7,6 +7,25 @@ use vsh_types::DiffKind;
 use crate::common::{Workspace, s};
 
 #[test]
+fn a_refusal_retried_is_listed_once_and_counted_every_time() {
+    let mut ws = Workspace::with(&[(".env", b"TOKEN=hunter2"), ("ok.txt", b"fine")]);
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         refused = 0\n\
+         for name in ['.env', '.env', '.env', '.git/x', '.env']:\n\
+         \x20   try:\n\
+         \x20       Path(name).read_text() if name == '.env' else Path(name).write_text('x')\n\
+         \x20   except PermissionError:\n\
+         \x20       refused += 1\n\
+         refused",
+    );
+    assert_eq!(outcome.value.py_repr(), "5");
+    let listed: Vec<(&str, AccessKind)> = outcome.denied.iter().map(|d| (d.path.as_str(), d.access)).collect();
+    assert_eq!(listed, vec![(".env", AccessKind::ContentRead), (".git/x", AccessKind::Create)]);
+    assert_eq!(outcome.stats.denied_accesses, 5);
+}
+
+#[test]
 fn reading_a_protected_file_is_denied_and_recorded_even_when_caught() {
     let mut ws = Workspace::with(&[(".env", b"TOKEN=hunter2"), ("ok.txt", b"fine")]);
     let outcome = ws.outcome(
@@ -43,7 +62,9 @@ fn probing_a_protected_path_answers_false_and_is_recorded() {
     let mut ws = Workspace::with(&[(".env", b"x")]);
     let outcome = ws.outcome("from pathlib import Path\n(Path('.env').exists(), Path('.env').is_file())");
     assert_eq!(outcome.value.py_repr(), "(False, False)");
-    assert_eq!(outcome.denied.iter().map(|d| d.access).collect::<Vec<_>>(), vec![AccessKind::MetadataRead; 2]);
+    // The same refusal twice: listed once, counted twice.
+    assert_eq!(outcome.denied.iter().map(|d| d.access).collect::<Vec<_>>(), vec![AccessKind::MetadataRead]);
+    assert_eq!(outcome.stats.denied_accesses, 2);
 }
 
 #[test]

@@ -369,7 +369,8 @@ pub struct ExecutionDocument {
     pub directory_entries: u64,
     /// Output bytes it printed.
     pub output_bytes: u64,
-    /// Accesses the policy refused.
+    /// Accesses the policy refused, each retry counted (`denied` names each
+    /// distinct refusal once).
     pub denied_accesses: u64,
     /// Result lists cut at their bound.
     pub truncated_results: u64,
