@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestMethod, CallToolRequestParams, CallToolResult, ConstString as _, ContentBlock, CustomRequest,
+    CustomResult, ErrorData, Implementation, ListToolsRequestMethod, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
@@ -686,8 +687,48 @@ fn show(runtime: &Runtime, name: &str, bounds: TextBounds) -> Result<(ShowDocume
     Ok((document, summary))
 }
 
+/// The requests this server serves whose params it checks.
+pub(crate) const SERVED_METHODS: [&str; 2] = [CallToolRequestMethod::VALUE, ListToolsRequestMethod::VALUE];
+
+/// The message of a -32602 answer: `method`'s params do not fit it, `why`.
+pub(crate) fn invalid_params(method: &str, why: &str) -> String {
+    format!("invalid params for {method}: {why}")
+}
+
+/// The answer to a request whose params fit no MCP request's shape (rmcp
+/// hands such a request over as a custom one, and would answer -32601,
+/// "method not found", even for `tools/call`): a method this server serves
+/// (`tools/call`, `tools/list`) with params that do not fit it is -32602,
+/// "invalid params", naming what does not fit; any other method is -32601.
+fn unfit_request(request: &CustomRequest) -> ErrorData {
+    let method = request.method.as_str();
+    let unfit = |why: String| ErrorData::invalid_params(invalid_params(method, &why), None);
+    if method == CallToolRequestMethod::VALUE {
+        return match request.params_as::<CallToolRequestParams>() {
+            Err(error) => unfit(error.to_string()),
+            Ok(None) => unfit("the params (the tool's name and its arguments) are missing".to_owned()),
+            Ok(Some(_)) => unfit("they do not fit the request".to_owned()),
+        };
+    }
+    if method == ListToolsRequestMethod::VALUE {
+        return match request.params_as::<PaginatedRequestParams>() {
+            Err(error) => unfit(error.to_string()),
+            Ok(_) => unfit("they do not fit the request".to_owned()),
+        };
+    }
+    ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, method.to_owned(), None)
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for VshServer {
+    fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CustomResult, ErrorData>> + rmcp::service::MaybeSendFuture + '_ {
+        std::future::ready(Err(unfit_request(&request)))
+    }
+
     fn get_info(&self) -> ServerConfig {
         let mut implementation = Implementation::from_build_env();
         "vsh".clone_into(&mut implementation.name);

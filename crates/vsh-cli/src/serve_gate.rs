@@ -8,7 +8,10 @@
 //! over the limit is discarded as it streams in and answered with -32600
 //! ("request too large") and the request's id when its first bytes name
 //! one; a line that is not JSON is answered with -32700 ("parse error"), id
-//! null, as JSON-RPC 2.0 says; every other line goes on to the service.
+//! null, as JSON-RPC 2.0 says; a JSON line that is no MCP message (rmcp
+//! would answer -32600 without the id) is answered with the request's id:
+//! -32602 ("invalid params") for a method this server serves, else -32600;
+//! every other line goes on to the service.
 //! The service's output and the gate's answers share one writer task, which
 //! writes whole lines, so they never interleave.
 
@@ -116,12 +119,8 @@ where
             }
             Line::Whole(line) if line.iter().all(u8::is_ascii_whitespace) => {}
             Line::Whole(line) => {
-                if serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_err() {
-                    if answers
-                        .send(error_line(&Value::Null, -32700, "parse error: the line is not JSON"))
-                        .await
-                        .is_err()
-                    {
+                if let Err(error) = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&line) {
+                    if answers.send(refusal(&line, &error)).await.is_err() {
                         return Ok(());
                     }
                     continue;
@@ -134,6 +133,26 @@ where
                 }
             }
         }
+    }
+}
+
+/// The answer to a line that is no MCP message (`error` says why): -32700
+/// when it is not JSON at all; else, with the request's id, -32602 for a
+/// method this server serves ([`crate::serve::SERVED_METHODS`]: its params
+/// do not fit it), -32600 for anything else.
+fn refusal(line: &[u8], error: &serde_json::Error) -> Vec<u8> {
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        return error_line(&Value::Null, -32700, "parse error: the line is not JSON");
+    };
+    let id = match value.get("id") {
+        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    match value.get("method").and_then(Value::as_str) {
+        Some(method) if !id.is_null() && crate::serve::SERVED_METHODS.contains(&method) => {
+            error_line(&id, -32602, &crate::serve::invalid_params(method, &error.to_string()))
+        }
+        _ => error_line(&id, -32600, &format!("invalid request: {error}")),
     }
 }
 
@@ -191,20 +210,33 @@ mod tests {
             "{{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":\"{}\"}}\n",
             "x".repeat(MAX_LINE_BYTES + 10)
         );
-        let input = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}\nnot json\n\n{big}{{\"id\":2}}\n");
+        let input = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}\nnot json\n\n{big}{{\"id\":2}}\n\
+             {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n"
+        );
         let (service_in, mut service_out) = tokio::io::duplex(1 << 20);
         let (answers_in, mut answers_out) = mpsc::channel(8);
         let gated = tokio::spawn(gate(std::io::Cursor::new(input.into_bytes()), service_in, answers_in));
         let mut passed = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut service_out, &mut passed).await.unwrap();
         gated.await.unwrap().unwrap();
-        assert_eq!(passed, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"id\":2}\n");
+        assert_eq!(
+            passed,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\
+             {\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+        );
         let parse: Value = serde_json::from_slice(&answers_out.recv().await.unwrap()).unwrap();
         assert_eq!((parse["id"].clone(), parse["error"]["code"].clone()), (Value::Null, serde_json::json!(-32700)));
         let large: Value = serde_json::from_slice(&answers_out.recv().await.unwrap()).unwrap();
         assert_eq!(
             (large["id"].clone(), large["error"]["code"].clone()),
             (serde_json::json!(42), serde_json::json!(-32600))
+        );
+        // JSON, but no MCP message: answered with its id.
+        let invalid: Value = serde_json::from_slice(&answers_out.recv().await.unwrap()).unwrap();
+        assert_eq!(
+            (invalid["id"].clone(), invalid["error"]["code"].clone()),
+            (serde_json::json!(2), serde_json::json!(-32600))
         );
         assert!(answers_out.recv().await.is_none());
     }

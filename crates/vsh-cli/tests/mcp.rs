@@ -607,6 +607,29 @@ fn an_oversized_or_unparsable_line_is_answered_and_the_server_goes_on() {
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).unwrap();
     let pong = answer();
     assert_eq!((pong["id"].clone(), pong.get("error")), (json!(8), None), "{pong}");
+    // A known method with params that do not fit it is -32602 (invalid
+    // params), naming what does not fit; an unknown method -32601.
+    let unfit = [
+        (9, "tools/call", json!({"name": "vsh_run", "arguments": "print(1)"}), -32602),
+        (10, "tools/call", json!({"arguments": {}}), -32602),
+        (11, "tools/call", json!(["vsh_run"]), -32602),
+        (12, "tools/list", json!("all of them"), -32602),
+        (13, "tools/unheard-of", json!({}), -32601),
+    ];
+    for (id, method, params, code) in unfit {
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        let refused = answer();
+        assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (json!(id), json!(code)), "{refused}");
+        if code == -32602 {
+            let message = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.starts_with(&format!("invalid params for {method}: ")), "{refused}");
+        }
+    }
+    // Params that fit are served as before.
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 14, "method": "tools/list", "params": {}})).unwrap();
+    let tools = answer();
+    assert_eq!(tools["id"], 14, "{tools}");
+    assert!(tools["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{tools}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
