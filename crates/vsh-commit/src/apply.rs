@@ -1,12 +1,12 @@
 //! Staging, applying and verifying the operations of a [`Plan`].
 //!
-//! Staging writes every new file and symlink into the transaction's `stage/`
+//! Staging writes every new file and symlink into the transaction directory (`stage.<i>`)
 //! before the workspace is touched, with content read from the blob store
 //! (which re-hashes it); a few threads stage at once, so the filesystem can
 //! group their writes. Applying only renames, creates directories and changes
 //! modes: a staged node reaches its final name by one `rename`, so a reader
 //! never sees a partially written file, and an old node leaves by a rename
-//! into `quarantine/`, so it can be moved back.
+//! to `quarantine.<i>`, so it can be moved back.
 //!
 //! Each operation leaves a state recovery can recognize (see
 //! `crate::recover`): the *witness* of an operation is the inode number of the

@@ -172,7 +172,7 @@ pub enum CommitError {
     /// The commit stopped part-way because someone else changed paths it had
     /// already changed, and was rolled back in place except for those: each
     /// is left exactly as found (their bytes kept, the old node kept in the
-    /// commit directory's `quarantine/`), everything independent of them was
+    /// commit directory, `quarantine.<i>`), everything independent of them was
     /// undone. The ledger holds `RecoveryRequired` until an operator restores
     /// the transaction ([`crate::CommitSession::restore`]); other commits go on.
     #[error("commit of {transaction} was rolled back except for {} paths someone else changed meanwhile, first: {}", .paths.len(), first_left(.paths))]

@@ -1,4 +1,4 @@
-//! The commit's on-disk records: the [`Plan`] (`VSHPLN02`), the [`Journal`]
+//! The commit's on-disk records: the [`Plan`] (`VSHPLN03`), the [`Journal`]
 //! (`VSHJRN02`), the completion [`Marker`] (`VSHDON02`) and the rollback's
 //! [`Settled`] record (`VSHSTL01`).
 //!
@@ -19,8 +19,14 @@
 use vsh_types::canon::{self, DecodeError, Reader};
 use vsh_types::{AuthorityKey, CanonicalDiff, DiffEntry, DiffOrderError, NodeKind, TransactionId};
 
-/// First bytes of a plan file.
-pub const PLAN_MAGIC: [u8; 8] = *b"VSHPLN02";
+/// First bytes of a plan file. `VSHPLN03` marks a transaction directory of
+/// the flat layout (`stage.<i>`, `quarantine.<i>`): a version that knows
+/// only `stage/` and `quarantine/` reads it as an invalid plan (a conflict
+/// wherever anything may have been applied) instead of misreading it.
+pub const PLAN_MAGIC: [u8; 8] = *b"VSHPLN03";
+/// First bytes of a plan written by the earlier layout, still read: its
+/// directory is moved into the flat layout before it is interpreted.
+pub const PLAN_MAGIC_EARLIER_LAYOUT: [u8; 8] = *b"VSHPLN02";
 /// First bytes of a journal file.
 pub const JOURNAL_MAGIC: [u8; 8] = *b"VSHJRN02";
 /// First bytes of a completion marker.
@@ -142,7 +148,7 @@ pub enum Action {
         after: u32,
     },
     /// Move the existing node (a directory with its whole subtree) into
-    /// `quarantine/<operation index>`, so a rollback can move it back.
+    /// `quarantine.<operation index>`, so a rollback can move it back.
     Quarantine,
     /// Create a directory with `mode` (at least owner write and search; a
     /// later [`Action::SetDirMode`] restricts it).
@@ -150,7 +156,7 @@ pub enum Action {
         /// Its mode when created.
         mode: u32,
     },
-    /// Move the staged file or symlink `stage/<operation index>` to the path.
+    /// Move the staged file or symlink `stage.<operation index>` to the path.
     Install,
     /// Set the mode of an existing file from `before` to `after`.
     SetFileMode {
@@ -246,7 +252,9 @@ impl Plan {
         if bytes.len() as u64 > MAX_PLAN_BYTES {
             return Err(FormatError::TooLarge { file: FILE, size: bytes.len() as u64, max: MAX_PLAN_BYTES });
         }
-        if bytes.len() < PLAN_MAGIC.len() + 32 + 32 || bytes[..8] != PLAN_MAGIC {
+        if bytes.len() < PLAN_MAGIC.len() + 32 + 32
+            || (bytes[..8] != PLAN_MAGIC && bytes[..8] != PLAN_MAGIC_EARLIER_LAYOUT)
+        {
             return Err(FormatError::BadMagic { file: FILE });
         }
         let (body, trailer) = bytes.split_at(bytes.len() - 32);
@@ -619,7 +627,7 @@ pub struct Left {
 /// pass and before any cleanup: every operation it does not list was undone
 /// (or never applied) and every path of an undone operation holds its before
 /// state; the listed operations were left exactly as found, their old nodes
-/// kept in `quarantine/`. With it, a crash at any instant of the cleanup that
+/// kept aside (`quarantine.<i>`). With it, a crash at any instant of the cleanup that
 /// follows is recognized, and nothing is ever undone twice.
 ///
 /// Encoding: magic, transaction id, plan digest, count `u64`, count times

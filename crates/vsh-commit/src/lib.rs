@@ -26,7 +26,7 @@
 //! [`CommitError::Verification`]; the ledger holds Failed). If someone else
 //! changed a path the commit had already changed, that operation is left as
 //! it is (their bytes are never overwritten or removed, the old node stays in
-//! `quarantine/`), every independent one is still undone, and the error is
+//! `quarantine.<i>`), every independent one is still undone, and the error is
 //! [`CommitError::Unresolved`] naming what was left (the ledger holds
 //! `RecoveryRequired`). If the rollback cannot finish at all,
 //! [`CommitError::RecoveryRequired`].
@@ -59,7 +59,7 @@
 //!   the workspace in its before state (vsh's runtime directory aside), and
 //!   the ledger says so (Stale or Failed).
 //! - Nothing is ever deleted that is not vsh's own or the transaction's
-//!   committed effect: old nodes leave `quarantine/` only after the commit
+//!   committed effect: old nodes leave `quarantine.<i>` only after the commit
 //!   point, or by being moved back.
 //! - External changes to anything the transaction depended on, made before the
 //!   lock is taken, are detected and never overwritten. Changes the
@@ -640,7 +640,7 @@ impl Committer {
         Ok(())
     }
 
-    /// Create `txn/<transaction hex>/` with `stage/` and `quarantine/`.
+    /// Create `txn/<transaction hex>/` (it holds the staged and old nodes too).
     fn create_txn_dir(&self, transaction: TransactionId) -> Result<TxnDir, CommitError> {
         let root = self.txn_root();
         match self.workspace.create_dir(&root, PRIVATE_DIR_MODE) {
@@ -690,7 +690,7 @@ impl Committer {
     /// durable with the plan and every staged file in one batch of file
     /// barriers (the filesystem's journal commits concurrent ones together),
     /// then publish it and make every directory entry durable in a second
-    /// batch: the transaction directory, `stage/`, `txn/` and the runtime
+    /// batch: the transaction directory, `txn/` and the runtime
     /// directory.
     fn journal_intents(
         &self,

@@ -6,7 +6,7 @@
 //!    change entries inside them.
 //! 2. **Quarantines**, in path order: every existing node the diff deletes,
 //!    replaces (content or kind change) or turns into another kind is moved
-//!    into the transaction's `quarantine/` directory, never deleted, so a
+//!    into the transaction directory (`quarantine.<i>`), never deleted, so a
 //!    rollback can move it back. A deleted directory moves with its whole
 //!    subtree in one rename; the deletions below it are subsumed.
 //! 3. **Creations**, shallowest first: new directories (made with the owner's

@@ -12,7 +12,7 @@
 //!   its ledger step and cleanup may be left. Nothing is undone twice.
 //! - **Neither**: roll back. First the evidence is checked against the
 //!   journal: an operation without a journaled intent must show no sign of
-//!   having been applied (no old node in `quarantine/`, no new node at its
+//!   having been applied (no old node at `quarantine.<i>`, no new node at its
 //!   path), and a ledger in Committing needs a journal; a journal that
 //!   contradicts the evidence is a conflict, never read as "nothing ran".
 //!   Then every operation with a journaled intent is undone if it was
@@ -20,8 +20,8 @@
 //!
 //!   | operation | applied when | undo |
 //!   |---|---|---|
-//!   | quarantine | `quarantine/<i>` exists (the witness inode) | rename it back (the path must be free) |
-//!   | install | `stage/<i>` is gone and the path holds the witness inode with the new content | rename it back to `stage/<i>` |
+//!   | quarantine | `quarantine.<i>` exists (the witness inode) | rename it back (the path must be free) |
+//!   | install | `stage.<i>` is gone and the path holds the witness inode with the new content | rename it back to `stage.<i>` |
 //!   | create dir | a directory is at the path (the done witness, when journaled) | remove it if empty |
 //!   | set mode | the witness node has the after mode | set the before mode |
 //!
@@ -29,15 +29,15 @@
 //!   edited, the path of a quarantined node was taken, the new directory
 //!   holds their files) is **left** exactly as found, and the pass goes on
 //!   with every operation independent of it; the old node of a left
-//!   quarantine stays in `quarantine/`. Every path an undone operation
+//!   quarantine stays at `quarantine.<i>`. Every path an undone operation
 //!   touched must then hold its before state (a path that does not is left
 //!   too). The pass ends with a durable [`Settled`] record naming what was
 //!   left, and only then does cleanup begin.
 //!
 //!   With nothing left the ledger moves to Failed (the workspace holds the
-//!   before state) and the directory is removed, `quarantine/` only if it is
-//!   empty. With something left the ledger stays in `RecoveryRequired`, only
-//!   vsh's own new bytes (`stage/`) are removed, and the transaction is
+//!   before state) and the directory is removed, only if no old node is
+//!   left aside. With something left the ledger stays in `RecoveryRequired`, only
+//!   vsh's own new bytes (`stage.<i>`) are removed, and the transaction is
 //!   reported as [`Unresolved`] with every left path and where its old node
 //!   is kept, until an operator restores it ([`crate::CommitSession::restore`]).
 //!   A settled transaction no longer blocks other commits: recovery will
@@ -164,7 +164,7 @@ pub struct LeftPath {
     /// Why it was left.
     pub reason: LeftReason,
     /// Where the path's old node is kept, relative to the workspace (for a
-    /// left quarantine: `quarantine/<i>` in the commit directory).
+    /// left quarantine: `quarantine.<i>` in the commit directory).
     pub kept: Option<VPath>,
 }
 
@@ -240,7 +240,7 @@ pub enum RecoveryConflictReason {
         source: Option<FormatError>,
     },
     /// The journal is missing or lists fewer operations than the evidence
-    /// shows were applied (an old node in `quarantine/`, a new node at its
+    /// shows were applied (an old node at `quarantine.<i>`, a new node at its
     /// path, a ledger in Committing). Nothing was deleted.
     #[error("the journal is missing or contradicted: operation {operation:?} shows signs of having been applied")]
     JournalContradicted {
@@ -476,6 +476,9 @@ impl Committer {
         limit: Option<usize>,
     ) -> Result<(Resolved, Option<usize>), CommitError> {
         let resolver = Resolver { committer: self, ledger, faults, transaction, txn };
+        if let Err(error) = txn.migrate_earlier_layout(&self.workspace) {
+            return Ok((Err(resolver.conflict(&txn.root, RecoveryConflictReason::Host(error))), None));
+        }
         let found = match resolver.read() {
             Ok(found) => found,
             Err(conflict) => return Ok((Err(conflict), None)),
@@ -878,7 +881,7 @@ impl Resolver<'_> {
         Ok(())
     }
 
-    /// After the undo pass, every old node still in `quarantine/` must be one
+    /// After the undo pass, every old node still aside (`quarantine.<i>`) must be one
     /// that a left quarantine keeps.
     fn check_quarantine(&self, plan: &Plan, left: &[Left]) -> Result<(), RecoveryConflict> {
         let kept: BTreeSet<usize> = left
@@ -1047,7 +1050,7 @@ impl Committer {
                     return give_back(ws, &slot, path);
                 }
                 // The intent was journaled after staging, so the node left
-                // `stage/`: it was installed. Someone has since replaced it at
+                // `stage.<i>`: it was installed. Someone has since replaced it at
                 // the path (their node stays) or removed it (nothing of ours
                 // is left to move back; the old node can be restored).
                 let Some(stat) = at_path else { return Ok(Undo::NotApplied) };
@@ -1118,7 +1121,7 @@ impl Committer {
     }
 
     /// Whether operation `index`, which has no journaled intent, shows signs
-    /// of having been applied: its old node in `quarantine/`, its new node at
+    /// of having been applied: its old node at `quarantine.<i>`, its new node at
     /// the path, its directory made, its mode set.
     fn shows_applied(&self, txn: &TxnDir, plan: &Plan, index: usize) -> Result<bool, RecoveryConflictReason> {
         let operation = plan.operations[index];

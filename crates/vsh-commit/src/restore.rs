@@ -7,7 +7,7 @@
 //!
 //! | the entry | restore |
 //! |---|---|
-//! | its old node is still in `quarantine/` | move the node at the path aside (if any), then move the old node back |
+//! | its old node is still at `quarantine.<i>` | move the node at the path aside (if any), then move the old node back |
 //! | it did not exist before | move the node at the path aside (if any) |
 //! | only its mode was changed | set the before mode |
 //! | it was restored, but someone changed it since (a state mismatch) | nothing can be put back: listed as changed by others |
@@ -15,7 +15,7 @@
 //! Each step is one rename or chmod, and each is decided from the disk, so a
 //! crash during a restore is finished by running it again. When every entry
 //! is done, the ledger moves `RecoveryRequired` → Failed and the commit
-//! directory is removed (its `quarantine/` is empty by then). A crash during
+//! directory is removed (no old node is aside by then). A crash during
 //! that cleanup is finished by the next restore or the next recovery, which
 //! both read Failed with a settled record as "restored, not yet cleaned".
 
@@ -99,6 +99,8 @@ impl Committer {
                 _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),
             };
         }
+        // A directory an earlier version left is read in this layout.
+        txn.migrate_earlier_layout(&self.workspace).map_err(CommitError::host("restore", &txn.root))?;
         if state == Some(TransactionState::Failed) {
             // A restore that recorded Failed and was interrupted in its cleanup:
             // every entry is back; finish the cleanup.

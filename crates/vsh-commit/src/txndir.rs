@@ -3,7 +3,7 @@
 //! of what it holds:
 //!
 //! ```text
-//! plan          the Plan, written once (VSHPLN02)
+//! plan          the Plan, written once (VSHPLN03)
 //! journal       the Journal, replaced whole by rename (VSHJRN02)
 //! journal.next  the next journal version while it is written
 //! stage.<i>     the new file or symlink of Install operation i
@@ -16,8 +16,8 @@
 //! not in subdirectories of their own: the commit's barriers then cover one
 //! directory fewer before the intents are durable and one fewer after the
 //! operations are applied (a 1-file commit: 9 barriers instead of 11). A
-//! directory of an earlier layout (`stage/`, `quarantine/`) is never
-//! interpreted: recovery reports it as a conflict.
+//! directory of the earlier layout (`stage/`, `quarantine/`) is moved into
+//! this one before it is read ([`TxnDir::migrate_earlier_layout`]).
 //!
 //! Cleanup removes these in an order that keeps every intermediate state
 //! recognizable (see [`Cleanup`]), and never removes an old node
@@ -123,9 +123,52 @@ impl TxnDir {
     }
 
     /// Where an earlier layout kept staged nodes and old nodes: a
-    /// transaction directory that holds either is not read by this one.
+    /// transaction directory that still holds either after
+    /// [`TxnDir::migrate_earlier_layout`] is not read by this one.
     pub(crate) fn earlier_layout(&self) -> [VPath; 2] {
         [self.file("stage"), self.file("quarantine")]
+    }
+
+    /// Move the nodes an earlier layout kept in `stage/<i>` and
+    /// `quarantine/<i>` to `stage.<i>` and `quarantine.<i>`
+    /// (`RENAME_NOREPLACE`), make the moves durable (both directories
+    /// `fsync`ed) before anything acts on them, then remove the emptied
+    /// subdirectory. A crash in between leaves both layouts side by side,
+    /// and the next call finishes the move. A name vsh never writes, or a
+    /// slot taken in both places, is left where it is: the subdirectory
+    /// stays, and recovery reports the directory as a conflict.
+    pub(crate) fn migrate_earlier_layout(&self, workspace: &WritableDir) -> Result<(), HostError> {
+        for (earlier, prefix) in [("stage", STAGE_PREFIX), ("quarantine", QUARANTINE_PREFIX)] {
+            let dir = self.file(earlier);
+            let entries = match workspace.list_dir(&dir) {
+                Ok(entries) => entries,
+                Err(HostError::NotFound { .. } | HostError::NotADirectory { .. }) => continue,
+                Err(error) => return Err(error),
+            };
+            let mut left = false;
+            for entry in entries {
+                let slot = std::str::from_utf8(&entry.name)
+                    .ok()
+                    .filter(|digits| !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()))
+                    .filter(|digits| !digits.starts_with('0') || *digits == "0");
+                let Some(slot) = slot else {
+                    left = true;
+                    continue;
+                };
+                let from = dir.child(slot).expect("digits form a valid name");
+                match workspace.rename_noreplace(&from, &self.file(&format!("{prefix}{slot}"))) {
+                    Ok(()) => {}
+                    Err(HostError::AlreadyExists { .. } | HostError::DirectoryNotEmpty { .. }) => left = true,
+                    Err(error) => return Err(error),
+                }
+            }
+            workspace.sync_dir(&dir)?;
+            workspace.sync_dir(&self.root)?;
+            if !left {
+                remove_empty_dir(workspace, &dir)?;
+            }
+        }
+        Ok(())
     }
 
     /// Move the directory of a committed transaction into `trash` (the
@@ -335,12 +378,13 @@ impl TxnDir {
                     for (path, _) in slots {
                         // A name vsh never writes (not UTF-8) stays, and so
                         // does the directory: the cleanup fails below.
-                        let Some(path) = path else { continue };
                         if matches!(removal, Removal::NoneLeft(_)) {
-                            // An old node not restored: it and all the evidence stay.
+                            // An old node not restored (or a name vsh never
+                            // writes): it and all the evidence stay.
                             let error = HostError::DirectoryNotEmpty { path: self.root.clone() };
-                            return Err(CommitError::host("clean up", &path)(error));
+                            return Err(CommitError::host("clean up", path.as_ref().unwrap_or(&self.root))(error));
                         }
+                        let Some(path) = path else { continue };
                         workspace.remove_tree(&path).map_err(CommitError::host("clean up", &path))?;
                     }
                 }

@@ -245,18 +245,26 @@ fn a_crash_at_every_step_of_recovery_is_recovered_by_the_next_recovery() -> Resu
     Ok(())
 }
 
+/// A trial whose rollback (every operation applied, then recovered) stopped
+/// right after its settled record was durable, with its ledger, reference
+/// and transaction directory.
+fn rollback_settled(blobs: &BlobStore) -> Result<(Trial, MemoryLedger, Reference, std::path::PathBuf, u32)> {
+    let reference = reference(blobs)?;
+    let last = u32::try_from(reference.operations - 1)?;
+    let (trial, ledger) = crashed_after_applying(blobs, last)?;
+    let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::Settled));
+    assert!(matches!(stopped, Err(CommitError::FaultInjected(FaultPoint::Settled))), "{stopped:?}");
+    let txn = trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex());
+    Ok((trial, ledger, reference, txn, last))
+}
+
 #[test]
 fn a_crash_in_the_middle_of_deleting_the_stage_is_recovered() -> Result {
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
-    let reference = reference(&blobs)?;
-    let last = u32::try_from(reference.operations - 1)?;
-    let (trial, ledger) = crashed_after_applying(&blobs, last)?;
-    let stopped = trial.reopened()?.committer.recover_with_faults(&ledger, &CrashAt::new(FaultPoint::Settled));
-    assert!(matches!(stopped, Err(CommitError::FaultInjected(FaultPoint::Settled))), "{stopped:?}");
+    let (trial, ledger, reference, txn, last) = rollback_settled(&blobs)?;
     // The crash came while the staged nodes were being removed: every other
     // one is gone.
-    let txn = trial.ws.root.join(".vsh/txn").join(trial.run.transaction.to_hex());
     let mut staged = Vec::new();
     for entry in std::fs::read_dir(&txn)? {
         let entry = entry?;
@@ -272,6 +280,27 @@ fn a_crash_in_the_middle_of_deleting_the_stage_is_recovered() -> Result {
     let report = trial.reopened()?.committer.recover(&ledger)?;
     assert_eq!(report.rolled_back, vec![trial.run.transaction], "{report:?}");
     check_outcome(&trial, &reference, FaultPoint::OperationApplied(last), ledger.get(trial.run.transaction));
+    Ok(())
+}
+
+/// The restored cleanup's first step removes nothing: it checks that no
+/// old node is aside, and an entry with the old nodes' prefix whose name is
+/// not even UTF-8 counts too. The evidence (plan, journal, settled record)
+/// stays with it.
+#[test]
+fn a_finished_rollback_never_cleans_up_past_an_entry_that_may_be_an_old_node() -> Result {
+    use std::os::unix::ffi::OsStrExt as _;
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let (trial, ledger, _, txn, _) = rollback_settled(&blobs)?;
+    let planted = txn.join(std::ffi::OsStr::from_bytes(b"quarantine.\xff"));
+    std::fs::write(&planted, b"someone's bytes")?;
+    let recovered = trial.reopened()?.committer.recover(&ledger);
+    assert!(recovered.as_ref().map_or(true, |report| !report.conflicts.is_empty()), "{recovered:?}");
+    for evidence in ["plan", "journal", "settled"] {
+        assert!(txn.join(evidence).exists(), "{evidence} stays");
+    }
+    assert_eq!(std::fs::read(&planted)?, b"someone's bytes");
     Ok(())
 }
 
@@ -467,11 +496,72 @@ fn a_symlink_planted_inside_a_transaction_directory_is_never_followed() -> Resul
     Ok(())
 }
 
-/// A transaction directory of the earlier layout kept its staged and old
-/// nodes in `stage/` and `quarantine/`: this recovery never interprets one.
-/// It is a conflict, and nothing in the workspace or the directory moves.
+/// Put a transaction directory of this layout into the earlier one: the
+/// staged and old nodes into `stage/` and `quarantine/`, the plan under its
+/// earlier magic (`VSHPLN02`, sealed again) and the journal naming that plan.
+/// Returns how many nodes moved.
+fn into_earlier_layout(txn: &std::path::Path) -> Result<usize> {
+    use vsh_commit::format::{Journal, PLAN_DOMAIN, PLAN_MAGIC_EARLIER_LAYOUT, PlanDigest};
+    let key = vsh_types::AuthorityKey::unauthenticated();
+    let mut moved = 0;
+    for earlier in ["stage", "quarantine"] {
+        std::fs::create_dir(txn.join(earlier))?;
+        for entry in std::fs::read_dir(txn)? {
+            let name = entry?.file_name().into_string().expect("vsh's names are UTF-8");
+            if let Some(slot) = name.strip_prefix(&format!("{earlier}.")) {
+                std::fs::rename(txn.join(&name), txn.join(earlier).join(slot))?;
+                moved += 1;
+            }
+        }
+    }
+    let plan = std::fs::read(txn.join("plan"))?;
+    let mut body = plan[..plan.len() - 32].to_vec();
+    body[..8].copy_from_slice(&PLAN_MAGIC_EARLIER_LAYOUT);
+    let digest = key.mac(PLAN_DOMAIN).update(&body).finalize();
+    body.extend_from_slice(&digest);
+    std::fs::write(txn.join("plan"), &body)?;
+    let mut journal = Journal::decode(&std::fs::read(txn.join("journal"))?, &key)?;
+    journal.plan = PlanDigest(digest);
+    std::fs::write(txn.join("journal"), journal.encode(&key))?;
+    Ok(moved)
+}
+
+/// A transaction directory an earlier version left (its nodes in `stage/`
+/// and `quarantine/`, its plan `VSHPLN02`) is moved into this layout and
+/// recovered as if this version had written it: an unresolved or crashed
+/// transaction of the old version neither blocks commits nor is misread.
 #[test]
-fn a_transaction_directory_of_the_earlier_layout_is_a_conflict_and_nothing_moves() -> Result {
+fn a_transaction_directory_of_the_earlier_layout_is_moved_into_this_one_and_recovered() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let reference = reference(&blobs)?;
+    let last = u32::try_from(reference.operations - 1)?;
+    // Early, most nodes are still staged; at the end, only old nodes are aside.
+    for applied in [0, last] {
+        let (trial, ledger) = crashed_after_applying(&blobs, applied)?;
+        let transaction = trial.run.transaction;
+        let txn = trial.ws.root.join(".vsh/txn").join(transaction.to_hex());
+        let staged = std::fs::read_dir(&txn)?
+            .filter(|entry| entry.as_ref().is_ok_and(|entry| entry.file_name().to_string_lossy().starts_with("stage.")))
+            .count();
+        let quarantined = quarantine_of(&trial);
+        let moved = into_earlier_layout(&txn)?;
+        assert!(moved > 0 && moved >= staged, "{applied}: staged and old nodes moved");
+        assert!(staged > 0 || !quarantined.is_empty(), "{applied}");
+        assert!(quarantine_of(&trial).is_empty(), "{applied}");
+        let report = trial.reopened()?.committer.recover(&ledger)?;
+        assert_eq!(report.rolled_back, vec![transaction], "{applied}: {report:?}");
+        check_outcome(&trial, &reference, FaultPoint::OperationApplied(applied), ledger.get(transaction));
+        assert!(!txn.exists(), "{applied}: cleaned up");
+    }
+    Ok(())
+}
+
+/// What the move cannot place (a name vsh never writes in `stage/` or
+/// `quarantine/`) stays, with its subdirectory: the directory is a conflict,
+/// and nothing in the workspace or the directory moves.
+#[test]
+fn an_earlier_layout_directory_holding_a_name_vsh_never_writes_is_a_conflict_and_nothing_moves() -> Result {
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
     for earlier in ["stage", "quarantine"] {
@@ -479,7 +569,7 @@ fn a_transaction_directory_of_the_earlier_layout_is_a_conflict_and_nothing_moves
         let transaction = trial.run.transaction;
         let txn = trial.ws.root.join(".vsh/txn").join(transaction.to_hex());
         std::fs::create_dir(txn.join(earlier))?;
-        std::fs::write(txn.join(earlier).join("0"), b"an old node")?;
+        std::fs::write(txn.join(earlier).join("not-a-slot"), b"someone's bytes")?;
         let partial = trial.ws.tree();
         let state = support::tree(&txn);
         let report = trial.reopened()?.committer.recover(&ledger)?;
