@@ -51,6 +51,40 @@ impl Deref for WritableDir {
     }
 }
 
+/// The unit [`write_keeping_holes`] leaves unwritten when it is all zeros:
+/// a page, the block size of the filesystems vsh meets.
+const HOLE_BLOCK: usize = 4096;
+
+/// Write `bytes` into the new, empty `file` from its start, leaving every
+/// aligned [`HOLE_BLOCK`] of zeros unwritten: the file reads back the same
+/// bytes, but a sparse file (a disk image, a file a process extended with
+/// `truncate` or a seek) stays sparse instead of being allocated in full.
+/// The runs of other blocks are written whole, one `pwrite` each, and the
+/// length is set last (a hole at the end is a `ftruncate`).
+fn write_keeping_holes(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    if bytes.len() < 2 * HOLE_BLOCK {
+        return file.write_all(bytes);
+    }
+    let mut run_start = None;
+    for (index, block) in bytes.chunks(HOLE_BLOCK).enumerate() {
+        let at = index * HOLE_BLOCK;
+        let zeros = block.len() == HOLE_BLOCK && block.iter().all(|byte| *byte == 0);
+        match (zeros, run_start) {
+            (false, None) => run_start = Some(at),
+            (true, Some(start)) => {
+                file.write_all_at(&bytes[start..at], start as u64)?;
+                run_start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(start) = run_start {
+        file.write_all_at(&bytes[start..], start as u64)?;
+    }
+    file.set_len(bytes.len() as u64)
+}
+
 impl WritableDir {
     /// The mutating capability over `dir`.
     pub fn new(dir: Arc<CapDir>) -> Self {
@@ -182,7 +216,11 @@ impl WritableDir {
             failure.leaf_symlink_as(path, || HostError::AlreadyExists { path: path.clone() }, "open")
         })?;
         let mut file = File::from(fd);
-        file.write_all(bytes).map_err(|source| HostError::Io { op: "write", path: path.clone(), source })?;
+        write_keeping_holes(&mut file, bytes).map_err(|source| HostError::Io {
+            op: "write",
+            path: path.clone(),
+            source,
+        })?;
         rfs::fchmod(&file, Mode::from_raw_mode(mode & MODE_MASK))
             .map_err(|errno| HostError::io("fchmod", path, errno))?;
         if sync {

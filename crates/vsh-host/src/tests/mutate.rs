@@ -440,3 +440,34 @@ fn spread_subdirectories_sets_the_topdir_flag_once_and_never_through_a_symlink()
         assert!(fx.dir.spread_subdirectories(&p("missing")).is_err());
     }
 }
+
+#[test]
+fn a_file_written_with_blocks_of_zeros_keeps_them_as_holes_and_reads_back_the_same() {
+    use std::os::unix::fs::MetadataExt as _;
+    for strategy in STRATEGIES {
+        let fx = Fixture::new(strategy);
+        // 8 MiB, three blocks of it not zero: the start, one in the middle,
+        // the end.
+        let mut image = vec![0_u8; 8 << 20];
+        image[..5].copy_from_slice(b"start");
+        image[(4 << 20) + 100] = 7;
+        let end = image.len();
+        image[end - 3..].copy_from_slice(b"end");
+        fx.dir.create_file_exclusive(&p("disk.img"), &image, 0o644).unwrap();
+        assert_eq!(fs::read(fx.ws("disk.img")).unwrap(), image);
+        let allocated = fs::metadata(fx.ws("disk.img")).unwrap().blocks() * 512;
+        assert!(allocated <= 64 << 10, "{allocated} bytes allocated for 3 blocks written");
+        // Ending in a hole: the length is still the content's.
+        let mut extended = vec![0_u8; 1 << 20];
+        extended[..4].copy_from_slice(b"head");
+        let (stat, _, _) = fx.dir.create_file_exclusive_open(&p("extended"), &extended, 0o600).unwrap();
+        assert_eq!(stat.size, 1 << 20);
+        assert_eq!(fs::read(fx.ws("extended")).unwrap(), extended);
+        assert!(fs::metadata(fx.ws("extended")).unwrap().blocks() * 512 <= 64 << 10);
+        // Content without a block of zeros is written whole.
+        let dense: Vec<u8> = (0..(3 << 20)).map(|index: u32| (index % 251 + 1) as u8).collect();
+        fx.dir.create_file_exclusive(&p("dense"), &dense, 0o644).unwrap();
+        assert_eq!(fs::read(fx.ws("dense")).unwrap(), dense);
+        assert!(fs::metadata(fx.ws("dense")).unwrap().blocks() * 512 >= 3 << 20);
+    }
+}
