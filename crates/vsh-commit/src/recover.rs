@@ -364,10 +364,12 @@ impl Committer {
                 Some((transaction, root.child(name).ok()?))
             }) else {
                 let path = std::str::from_utf8(&name).ok().and_then(|name| root.child(name).ok());
+                let kind =
+                    path.as_ref().and_then(|path| self.workspace.lstat(path).ok().flatten()).map(|stat| stat.kind);
                 report.conflicts.push(RecoveryConflict {
                     transaction: None,
                     path: path.unwrap_or_else(|| root.clone()),
-                    reason: RecoveryConflictReason::UnexpectedEntry { kind: None },
+                    reason: RecoveryConflictReason::UnexpectedEntry { kind },
                 });
                 continue;
             };
@@ -476,7 +478,7 @@ impl Committer {
         limit: Option<usize>,
     ) -> Result<(Resolved, Option<usize>), CommitError> {
         let resolver = Resolver { committer: self, ledger, faults, transaction, txn };
-        if let Err(error) = txn.migrate_earlier_layout(&self.workspace) {
+        if let Err(error) = txn.migrate_earlier_layout(&self.workspace, &self.key, transaction) {
             return Ok((Err(resolver.conflict(&txn.root, RecoveryConflictReason::Host(error))), None));
         }
         let found = match resolver.read() {
@@ -528,7 +530,11 @@ impl Resolver<'_> {
     pub(crate) fn read(&self) -> Result<Found, RecoveryConflict> {
         let (txn, workspace, transaction, key) =
             (self.txn, &*self.committer.workspace, self.transaction, &self.committer.key);
-        let unexpected = |path: &VPath| self.conflict(path, RecoveryConflictReason::UnexpectedEntry { kind: None });
+        let unexpected = |path: &VPath| {
+            // What is there, for the operator (not followed: an lstat).
+            let kind = workspace.lstat(path).ok().flatten().map(|stat| stat.kind);
+            self.conflict(path, RecoveryConflictReason::UnexpectedEntry { kind })
+        };
         let state = self
             .ledger
             .state(transaction)

@@ -100,7 +100,8 @@ impl Committer {
             };
         }
         // A directory an earlier version left is read in this layout.
-        txn.migrate_earlier_layout(&self.workspace).map_err(CommitError::host("restore", &txn.root))?;
+        txn.migrate_earlier_layout(&self.workspace, &self.key, transaction)
+            .map_err(CommitError::host("restore", &txn.root))?;
         if state == Some(TransactionState::Failed) {
             // A restore that recorded Failed and was interrupted in its cleanup:
             // every entry is back; finish the cleanup.

@@ -133,40 +133,79 @@ impl TxnDir {
     /// `quarantine/<i>` to `stage.<i>` and `quarantine.<i>`
     /// (`RENAME_NOREPLACE`), make the moves durable (both directories
     /// `fsync`ed) before anything acts on them, then remove the emptied
-    /// subdirectory. A crash in between leaves both layouts side by side,
-    /// and the next call finishes the move. A name vsh never writes, or a
-    /// slot taken in both places, is left where it is: the subdirectory
-    /// stays, and recovery reports the directory as a conflict.
-    pub(crate) fn migrate_earlier_layout(&self, workspace: &WritableDir) -> Result<(), HostError> {
+    /// subdirectories. A crash in between leaves both layouts side by side,
+    /// and the next call finishes the move.
+    ///
+    /// Only what is provably that layout's is moved, and then all of it:
+    /// nodes only when the plan is an earlier-layout plan (`VSHPLN02`) of
+    /// `transaction` under `key`, every name is a slot of one of its
+    /// operations and no slot is taken in both places. Anything else (a
+    /// planted directory, a name vsh never writes) is left exactly as it
+    /// is, and recovery reports the directory as a conflict. Empty
+    /// subdirectories (an earlier commit stopped before its plan, or a
+    /// cleanup that had emptied them) are removed.
+    pub(crate) fn migrate_earlier_layout(
+        &self,
+        workspace: &WritableDir,
+        key: &AuthorityKey,
+        transaction: TransactionId,
+    ) -> Result<(), HostError> {
+        let mut moves = Vec::new();
+        let mut earlier_dirs = Vec::new();
         for (earlier, prefix) in [("stage", STAGE_PREFIX), ("quarantine", QUARANTINE_PREFIX)] {
             let dir = self.file(earlier);
             let entries = match workspace.list_dir(&dir) {
                 Ok(entries) => entries,
-                Err(HostError::NotFound { .. } | HostError::NotADirectory { .. }) => continue,
+                Err(HostError::NotFound { .. }) => continue,
+                // Not a directory, or not one vsh can read: left as it is.
+                Err(HostError::NotADirectory { .. }) => return Ok(()),
                 Err(error) => return Err(error),
             };
-            let mut left = false;
             for entry in entries {
                 let slot = std::str::from_utf8(&entry.name)
                     .ok()
                     .filter(|digits| !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()))
                     .filter(|digits| !digits.starts_with('0') || *digits == "0");
-                let Some(slot) = slot else {
-                    left = true;
-                    continue;
-                };
-                let from = dir.child(slot).expect("digits form a valid name");
-                match workspace.rename_noreplace(&from, &self.file(&format!("{prefix}{slot}"))) {
+                let Some(slot) = slot else { return Ok(()) };
+                let to = self.file(&format!("{prefix}{slot}"));
+                if workspace.lstat(&to)?.is_some() {
+                    return Ok(());
+                }
+                let index: usize = slot.parse().unwrap_or(usize::MAX);
+                moves.push((dir.child(slot).expect("digits form a valid name"), to, index));
+            }
+            earlier_dirs.push(dir);
+        }
+        if !moves.is_empty() {
+            let plan = match workspace.read_file(&self.plan(), MAX_PLAN_BYTES) {
+                Ok(content) => content.bytes,
+                Err(HostError::NotFound { .. } | HostError::NotAFile { .. } | HostError::TooLarge { .. }) => {
+                    return Ok(());
+                }
+                Err(error) => return Err(error),
+            };
+            let ours = plan.starts_with(&crate::format::PLAN_MAGIC_EARLIER_LAYOUT)
+                && Plan::decode(&plan, key).is_ok_and(|(plan, _)| {
+                    plan.transaction == transaction && moves.iter().all(|(_, _, index)| *index < plan.operations.len())
+                });
+            if !ours {
+                return Ok(());
+            }
+            for (from, to, _) in &moves {
+                match workspace.rename_noreplace(from, to) {
                     Ok(()) => {}
-                    Err(HostError::AlreadyExists { .. } | HostError::DirectoryNotEmpty { .. }) => left = true,
+                    // Taken meanwhile: the rest stays, for an operator.
+                    Err(HostError::AlreadyExists { .. } | HostError::DirectoryNotEmpty { .. }) => return Ok(()),
                     Err(error) => return Err(error),
                 }
             }
-            workspace.sync_dir(&dir)?;
-            workspace.sync_dir(&self.root)?;
-            if !left {
-                remove_empty_dir(workspace, &dir)?;
+            for dir in &earlier_dirs {
+                workspace.sync_dir(dir)?;
             }
+            workspace.sync_dir(&self.root)?;
+        }
+        for dir in &earlier_dirs {
+            remove_empty_dir(workspace, dir)?;
         }
         Ok(())
     }

@@ -557,27 +557,32 @@ fn a_transaction_directory_of_the_earlier_layout_is_moved_into_this_one_and_reco
     Ok(())
 }
 
-/// What the move cannot place (a name vsh never writes in `stage/` or
-/// `quarantine/`) stays, with its subdirectory: the directory is a conflict,
-/// and nothing in the workspace or the directory moves.
+/// What is not provably the earlier layout's stays exactly as it is, with
+/// its subdirectory: a name vsh never writes, or slots in a directory whose
+/// plan is not an earlier-layout plan (`VSHPLN02`) of the transaction (here
+/// this layout's own `VSHPLN03`: someone planted `stage/` or `quarantine/`).
+/// The directory is a conflict, and nothing in the workspace or the
+/// directory moves.
 #[test]
 fn an_earlier_layout_directory_holding_a_name_vsh_never_writes_is_a_conflict_and_nothing_moves() -> Result {
     let data = tempfile::tempdir()?;
     let blobs = support::external_blobs(data.path())?;
-    for earlier in ["stage", "quarantine"] {
+    let cases = [("stage", "not-a-slot"), ("quarantine", "not-a-slot"), ("stage", "0"), ("quarantine", "1")];
+    for (earlier, name) in cases {
         let (trial, ledger) = crashed_after_applying(&blobs, 3)?;
         let transaction = trial.run.transaction;
         let txn = trial.ws.root.join(".vsh/txn").join(transaction.to_hex());
         std::fs::create_dir(txn.join(earlier))?;
-        std::fs::write(txn.join(earlier).join("not-a-slot"), b"someone's bytes")?;
+        std::fs::write(txn.join(earlier).join(name), b"someone's bytes")?;
         let partial = trial.ws.tree();
         let state = support::tree(&txn);
         let report = trial.reopened()?.committer.recover(&ledger)?;
-        assert_eq!(report.conflicts.len(), 1, "{earlier}: {report:?}");
-        assert!(report.conflicts[0].path.as_str().ends_with(earlier), "{earlier}: {report:?}");
-        assert_eq!(trial.ws.tree(), partial, "{earlier}");
-        assert_eq!(support::tree(&txn), state, "{earlier}");
-        assert_eq!(ledger.get(transaction), Some(TransactionState::Committing), "{earlier}");
+        assert_eq!(report.conflicts.len(), 1, "{earlier}/{name}: {report:?}");
+        assert!(report.conflicts[0].path.as_str().ends_with(earlier), "{earlier}/{name}: {report:?}");
+        assert!(report.conflicts[0].to_string().contains("a directory"), "{earlier}/{name}: {}", report.conflicts[0]);
+        assert_eq!(trial.ws.tree(), partial, "{earlier}/{name}");
+        assert_eq!(support::tree(&txn), state, "{earlier}/{name}");
+        assert_eq!(ledger.get(transaction), Some(TransactionState::Committing), "{earlier}/{name}");
     }
     Ok(())
 }
