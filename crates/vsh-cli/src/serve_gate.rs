@@ -26,31 +26,86 @@ pub(crate) const MAX_LINE_BYTES: usize = 8 << 20;
 /// How much of an oversized line is kept to find its id.
 const ID_WINDOW: usize = 64 << 10;
 
-/// The JSON-RPC error answering `id` with `code` and `message`, as one line.
-fn error_line(id: &Value, code: i64, message: &str) -> Vec<u8> {
-    let reply = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
-    let mut line = serde_json::to_vec(&reply).unwrap_or_default();
+/// The JSON-RPC error answering the request whose id is `id` (its JSON
+/// text exactly as the client wrote it, so a large number comes back
+/// unchanged; `None`: null) with `code` and `message`, as one line.
+fn error_line(id: Option<&[u8]>, code: i64, message: &str) -> Vec<u8> {
+    let message = serde_json::to_string(message).unwrap_or_else(|_| "\"\"".to_owned());
+    let mut line = br#"{"jsonrpc":"2.0","id":"#.to_vec();
+    line.extend_from_slice(id.unwrap_or(b"null"));
+    line.extend_from_slice(format!(r#","error":{{"code":{code},"message":{message}}}}}"#).as_bytes());
     line.push(b'\n');
     line
 }
 
-/// The request id the first bytes of a line name (`"id": 7`, `"id": "a"`),
-/// else null.
-fn id_in(prefix: &[u8]) -> Value {
+/// The id of the request in the first bytes of a line: the JSON text of
+/// the value of the top-level object's `"id"` member when it is a string
+/// or a number (an `"id"` nested in the params is not the request's),
+/// found without parsing the rest of the line, which may be cut short,
+/// too deep or otherwise unreadable.
+fn id_in(prefix: &[u8]) -> Option<&[u8]> {
+    let mut depth = 0_usize;
     let mut at = 0;
-    while let Some(found) = prefix[at..].windows(4).position(|window| window == b"\"id\"") {
-        let after = at + found + 4;
-        let rest = &prefix[after..];
-        let colon = rest.iter().position(|byte| !byte.is_ascii_whitespace());
-        if let Some(colon) = colon.filter(|colon| rest[*colon] == b':') {
-            let value = serde_json::Deserializer::from_slice(&rest[colon + 1..]).into_iter::<Value>().next();
-            if let Some(Ok(id @ (Value::Number(_) | Value::String(_)))) = value {
-                return id;
+    while at < prefix.len() {
+        match prefix[at] {
+            b'"' => {
+                let end = string_end(prefix, at)?;
+                if depth == 1 {
+                    let after = skip_space(prefix, end);
+                    if prefix.get(after) == Some(&b':') && &prefix[at..end] == b"\"id\"" {
+                        return scalar_at(prefix, skip_space(prefix, after + 1));
+                    }
+                }
+                at = end;
+                continue;
             }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
         }
-        at = after;
+        at += 1;
     }
-    Value::Null
+    None
+}
+
+/// Where the JSON string starting at `start` (its opening quote) ends:
+/// just past its closing quote.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut at = start + 1;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\\' => at += 2,
+            b'"' => return Some(at + 1),
+            _ => at += 1,
+        }
+    }
+    None
+}
+
+fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// The JSON string or number at `at`, as written, if it is a whole one.
+fn scalar_at(bytes: &[u8], at: usize) -> Option<&[u8]> {
+    let end = match bytes.get(at)? {
+        b'"' => string_end(bytes, at)?,
+        b'-' | b'0'..=b'9' => {
+            let length = bytes[at..]
+                .iter()
+                .position(|byte| !matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                .unwrap_or(bytes.len() - at);
+            at + length
+        }
+        _ => return None,
+    };
+    let text = &bytes[at..end];
+    // Only what a JSON parser reads as one string or number is echoed.
+    let whole = serde_json::from_slice::<Value>(text).is_ok_and(|value| value.is_string() || value.is_number());
+    whole.then_some(text)
 }
 
 /// What one read of the client's stream found.
@@ -113,7 +168,7 @@ where
                     "request too large: a line of {total} bytes, over the {} MiB a request may be",
                     MAX_LINE_BYTES >> 20
                 );
-                if answers.send(error_line(&id_in(&prefix), -32600, &message)).await.is_err() {
+                if answers.send(error_line(id_in(&prefix), -32600, &message)).await.is_err() {
                     return Ok(());
                 }
             }
@@ -136,23 +191,28 @@ where
     }
 }
 
-/// The answer to a line that is no MCP message (`error` says why): -32700
-/// when it is not JSON at all; else, with the request's id, -32602 for a
-/// method this server serves ([`crate::serve::SERVED_METHODS`]: its params
-/// do not fit it), -32600 for anything else.
+/// The answer to a line that is no MCP message (`error` says why), with
+/// the request's id when its top-level object names one: -32602 ("invalid
+/// params") for a well-formed request (`"jsonrpc": "2.0"`, an integer or
+/// string id) to a method this server serves ([`crate::serve::SERVED_METHODS`]),
+/// whose params do not fit it; -32600 ("invalid request") for anything else
+/// that names an id or is JSON; -32700 ("parse error"), id null, for a line
+/// that is neither.
 fn refusal(line: &[u8], error: &serde_json::Error) -> Vec<u8> {
+    let id = id_in(line);
     let Ok(value) = serde_json::from_slice::<Value>(line) else {
-        return error_line(&Value::Null, -32700, "parse error: the line is not JSON");
+        return match id {
+            Some(id) => error_line(Some(id), -32600, &format!("invalid request: {error}")),
+            None => error_line(None, -32700, &format!("parse error: the line is not JSON ({error})")),
+        };
     };
-    let id = match value.get("id") {
-        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
-        _ => Value::Null,
-    };
+    let well_formed = value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && value.get("id").is_some_and(|id| id.is_string() || id.is_i64() || id.is_u64() && id.as_i64().is_some());
     match value.get("method").and_then(Value::as_str) {
-        Some(method) if !id.is_null() && crate::serve::SERVED_METHODS.contains(&method) => {
-            error_line(&id, -32602, &crate::serve::invalid_params(method, &error.to_string()))
+        Some(method) if well_formed && crate::serve::SERVED_METHODS.contains(&method) => {
+            error_line(id, -32602, &crate::serve::invalid_params(method, &error.to_string()))
         }
-        _ => error_line(&id, -32600, &format!("invalid request: {error}")),
+        _ => error_line(id, -32600, &format!("invalid request: {error}")),
     }
 }
 
@@ -196,12 +256,52 @@ mod tests {
 
     #[test]
     fn the_id_of_a_request_is_found_in_its_first_bytes_or_is_null() {
-        assert_eq!(id_in(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"#), serde_json::json!(7));
-        assert_eq!(id_in(br#"{"method":"x", "id" : "a-1", "params""#), serde_json::json!("a-1"));
-        // An "id" inside the params is not the request's when the real one comes first.
-        assert_eq!(id_in(br#"{"id":3,"params":{"id":9}"#), serde_json::json!(3));
-        assert_eq!(id_in(br#"{"method":"x","params":{"code":"aaaa"#), Value::Null);
-        assert_eq!(id_in(b"not json at all"), Value::Null);
+        let id = |line: &[u8]| id_in(line).map(|id| String::from_utf8(id.to_vec()).unwrap());
+        assert_eq!(id(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"#).as_deref(), Some("7"));
+        assert_eq!(id(br#"{"method":"x", "id" : "a-1", "params""#).as_deref(), Some(r#""a-1""#));
+        // An "id" inside the params is never the request's, before or after it.
+        assert_eq!(id(br#"{"id":3,"params":{"id":9}"#).as_deref(), Some("3"));
+        assert_eq!(id(br#"{"params":{"arguments":{"id":"evil"}},"id":7}"#).as_deref(), Some("7"));
+        assert_eq!(id(br#"{"params":["id", {"id": 1}], "x": "\"id\": 2"}"#), None);
+        // A number is echoed as written, however large.
+        assert_eq!(id(br#"{"id":123456789012345678901234567890}"#).as_deref(), Some("123456789012345678901234567890"));
+        assert_eq!(id(br#"{"method":"x","params":{"code":"aaaa"#), None);
+        assert_eq!(id(br#"{"id":null}"#), None);
+        assert_eq!(id(br#"{"id":"unterminated"#), None);
+        assert_eq!(id(b"not json at all"), None);
+    }
+
+    #[test]
+    fn a_line_that_is_no_mcp_message_gets_the_code_its_fault_deserves() {
+        let answer = |line: &str| {
+            let error = serde_json::from_str::<rmcp::model::ClientJsonRpcMessage>(line).unwrap_err();
+            let reply: Value = serde_json::from_slice(&refusal(line.as_bytes(), &error)).unwrap();
+            (reply["id"].clone(), reply["error"]["code"].as_i64().unwrap())
+        };
+        let json = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        let call = r#""method":"tools/call","params":["vsh_run"]"#;
+        // A well-formed request whose params do not fit: invalid params.
+        assert_eq!(answer(&format!(r#"{{"jsonrpc":"2.0","id":4,{call}}}"#)), (json("4"), -32602));
+        assert_eq!(answer(&format!(r#"{{"jsonrpc":"2.0","id":"s",{call}}}"#)), (json(r#""s""#), -32602));
+        // The envelope at fault: invalid request, with the id as written.
+        assert_eq!(answer(&format!(r#"{{"jsonrpc":"1.0","id":4,{call}}}"#)), (json("4"), -32600));
+        assert_eq!(answer(&format!(r#"{{"id":4,{call}}}"#)), (json("4"), -32600));
+        assert_eq!(answer(&format!(r#"{{"jsonrpc":"2.0","id":1.5,{call}}}"#)), (json("1.5"), -32600));
+        let huge = answer(&format!(r#"{{"jsonrpc":"2.0","id":123456789012345678901234567890,{call}}}"#));
+        assert_eq!(huge.1, -32600);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":123456789012345678901234567890,{call}}}"#);
+        let error = serde_json::from_str::<rmcp::model::ClientJsonRpcMessage>(&line).unwrap_err();
+        let reply = String::from_utf8(refusal(line.as_bytes(), &error)).unwrap();
+        assert!(reply.contains(r#""id":123456789012345678901234567890,"#), "{reply}");
+        // Valid JSON this parser will not read (too deep) still names its id.
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(answer(&deep), (json("9"), -32600));
+        // No id anywhere, not JSON: a parse error.
+        assert_eq!(answer("{not json"), (Value::Null, -32700));
     }
 
     #[tokio::test]
