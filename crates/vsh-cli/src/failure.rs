@@ -112,6 +112,20 @@ fn missing_program(error: &VshError) -> Option<String> {
 /// candidates of an ambiguous prefix, the command that re-evaluates stale
 /// work or work made under an old policy, a failed run's output, and a refused
 /// run's refusals with their remedies.
+/// A failed run's refusals, each with its remedy: the first
+/// [`vsh::MAX_LISTED_DENIALS`], then how many more there were.
+fn write_denials(text: &mut String, denied: &[vsh::DeniedAccess], remedies: &[String]) {
+    for (index, denied) in denied.iter().take(vsh::MAX_LISTED_DENIALS).enumerate() {
+        let _ = writeln!(text, "vsh: denied: {denied}");
+        if let Some(remedy) = remedies.get(index) {
+            let _ = writeln!(text, "vsh:   to allow it: {remedy}");
+        }
+    }
+    if let Some(more) = denied.len().checked_sub(vsh::MAX_LISTED_DENIALS).filter(|more| *more > 0) {
+        let _ = writeln!(text, "vsh: ... and {more} more refused accesses, not listed");
+    }
+}
+
 pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option<&str>) -> String {
     let mut text = String::new();
     match error {
@@ -137,12 +151,7 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                 for line in String::from_utf8_lossy(stderr).lines() {
                     let _ = writeln!(text, "vsh: program stderr | {line}");
                 }
-                for (index, denied) in denied.iter().enumerate() {
-                    let _ = writeln!(text, "vsh: denied: {denied}");
-                    if let Some(remedy) = remedies.get(index) {
-                        let _ = writeln!(text, "vsh:   to allow it: {remedy}");
-                    }
-                }
+                write_denials(&mut text, denied, remedies);
             }
             if !changes.is_empty() {
                 let _ = writeln!(
@@ -161,12 +170,7 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                 let _ = writeln!(text, "vsh: program output | {line}");
             }
             if let Some((denied, _)) = other.refused_run() {
-                for (index, denied) in denied.iter().enumerate() {
-                    let _ = writeln!(text, "vsh: denied: {denied}");
-                    if let Some(remedy) = remedies.get(index) {
-                        let _ = writeln!(text, "vsh:   to allow it: {remedy}");
-                    }
-                }
+                write_denials(&mut text, denied, remedies);
             }
             if let Some(advice) = missing_program(other) {
                 let _ = writeln!(text, "vsh: {advice}");
@@ -200,5 +204,31 @@ pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocume
             document
         }
         (None, _, _) => ErrorDocument::other(ErrorKind::Request, error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_runs_refusals_are_printed_up_to_the_bound_then_counted() {
+        let denial = |index: usize| vsh::DeniedAccess {
+            path: vsh::VPath::parse(&format!(".git/x{index}")).expect("a valid path"),
+            access: vsh::AccessKind::Create,
+            rule: ".git/**".to_owned(),
+            label: vsh::RuleLabel::Git,
+            rule_access: vsh::lower::vsh_policy::AccessSet::MUTATIONS,
+        };
+        let many: Vec<_> = (0..300).map(denial).collect();
+        let mut text = String::new();
+        write_denials(&mut text, &many, &[]);
+        assert_eq!(text.lines().filter(|line| line.starts_with("vsh: denied: ")).count(), vsh::MAX_LISTED_DENIALS);
+        assert!(
+            text.ends_with(&format!("... and {} more refused accesses, not listed\n", 300 - vsh::MAX_LISTED_DENIALS))
+        );
+        let mut few = String::new();
+        write_denials(&mut few, &many[..3], &[]);
+        assert_eq!(few.lines().count(), 3, "{few}");
     }
 }

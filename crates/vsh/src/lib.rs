@@ -50,7 +50,8 @@ pub use vsh_commit::{KeptNode, LeftPath, RecoveryConflict, RecoveryReport, Resto
 pub use vsh_host::LockWait;
 pub use vsh_monty::{ExecutionBudget, ExecutionLimits, ExecutionStats, MontyObject, ResultCompatibility, WorkerConfig};
 pub use vsh_policy::{
-    AccessKind, DeniedAccess, DenyManifest, DenyReason, PolicyProfile, RiskFlag, RiskManifest, RiskMetrics, RuleLabel,
+    AccessKind, DeniedAccess, DenyManifest, DenyReason, MAX_LISTED_DENIALS, PolicyProfile, RiskFlag, RiskManifest,
+    RiskMetrics, RuleLabel,
 };
 pub use vsh_store::{AuthorityKeyFile, GcReport, RetentionConfig, ScratchReport, TransactionRecord};
 pub use vsh_types::{

@@ -77,10 +77,27 @@ pub struct ErrorDocument {
     /// What a failed Bash program had changed by then, for diagnosis only
     /// (nothing of it is stored or committable).
     pub changes: Vec<ChangeDocument>,
-    /// The accesses the policy refused a run, each with its rule and remedy.
+    /// The accesses the policy refused a run, each with its rule and remedy
+    /// (the first [`vsh_policy::MAX_LISTED_DENIALS`] distinct ones).
     pub denied: Vec<DenialDocument>,
+    /// How many distinct refusals there were in all (more than `denied`
+    /// lists when the run met more than it shows).
+    pub denied_total: Option<u64>,
     /// What to do next, when there is one thing to do (`vsh rerun 0123abcd...`).
     pub hint: Option<String>,
+}
+
+/// The first [`vsh_policy::MAX_LISTED_DENIALS`] of a failed run's refusals,
+/// each with its remedy, and how many there were in all (a run that ended
+/// on its evidence budget may have met a quarter of a million).
+fn listed_denials(denied: &[vsh_policy::DeniedAccess], remedies: &[String]) -> (Vec<DenialDocument>, Option<u64>) {
+    let listed = denied
+        .iter()
+        .take(vsh_policy::MAX_LISTED_DENIALS)
+        .enumerate()
+        .map(|(index, denied)| DenialDocument::of(denied, remedies.get(index).cloned()))
+        .collect();
+    (listed, Some(denied.len() as u64))
 }
 
 /// The causes of `error`, outermost first.
@@ -118,6 +135,7 @@ impl ErrorDocument {
             status: None,
             changes: Vec::new(),
             denied: Vec::new(),
+            denied_total: None,
             hint: None,
         }
     }
@@ -141,22 +159,14 @@ impl ErrorDocument {
                     document.stdout = Some(String::from_utf8_lossy(stdout).into_owned());
                     document.stderr = Some(String::from_utf8_lossy(stderr).into_owned());
                     document.status = Some(*exit_code);
-                    document.denied = denied
-                        .iter()
-                        .enumerate()
-                        .map(|(index, denied)| DenialDocument::of(denied, remedies.get(index).cloned()))
-                        .collect();
+                    (document.denied, document.denied_total) = listed_denials(denied, remedies);
                 }
                 document.changes = changes.iter().map(Into::into).collect();
             }
             other => {
                 if let Some((denied, stdout)) = other.refused_run() {
                     document.stdout = Some(stdout.to_owned());
-                    document.denied = denied
-                        .iter()
-                        .enumerate()
-                        .map(|(index, denied)| DenialDocument::of(denied, remedies.get(index).cloned()))
-                        .collect();
+                    (document.denied, document.denied_total) = listed_denials(denied, remedies);
                 }
             }
         }
@@ -168,5 +178,29 @@ impl ErrorDocument {
     pub fn with_exit_code(mut self, code: u8) -> Self {
         self.exit_code = Some(code);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_runs_refusals_are_listed_up_to_the_bound_and_counted_in_all() {
+        let denial = |index: usize| vsh_policy::DeniedAccess {
+            path: vsh_types::VPath::parse(&format!(".git/x{index}")).expect("a valid path"),
+            access: vsh_policy::AccessKind::Create,
+            rule: ".git/**".to_owned(),
+            label: vsh_policy::RuleLabel::Git,
+            rule_access: vsh_policy::AccessSet::MUTATIONS,
+        };
+        let many: Vec<_> = (0..1_000).map(denial).collect();
+        let remedies: Vec<String> = (0..1_000).map(|index| format!("remedy {index}")).collect();
+        let (listed, total) = listed_denials(&many, &remedies);
+        assert_eq!(listed.len(), vsh_policy::MAX_LISTED_DENIALS);
+        assert_eq!(total, Some(1_000));
+        assert_eq!(listed[3], DenialDocument::of(&many[3], Some("remedy 3".to_owned())));
+        let (listed, total) = listed_denials(&many[..2], &remedies);
+        assert_eq!((listed.len(), total), (2, Some(2)));
     }
 }
