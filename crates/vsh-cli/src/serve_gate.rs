@@ -46,14 +46,16 @@ fn error_line(id: Option<&[u8]>, code: i64, message: &str) -> Vec<u8> {
 fn id_in(prefix: &[u8]) -> Option<&[u8]> {
     let mut depth = 0_usize;
     let mut at = 0;
+    // A JSON parser keeps the last of duplicate members: so does this.
+    let mut found = None;
     while at < prefix.len() {
         match prefix[at] {
             b'"' => {
-                let end = string_end(prefix, at)?;
+                let Some(end) = string_end(prefix, at) else { break };
                 if depth == 1 {
                     let after = skip_space(prefix, end);
                     if prefix.get(after) == Some(&b':') && &prefix[at..end] == b"\"id\"" {
-                        return scalar_at(prefix, skip_space(prefix, after + 1));
+                        found = scalar_at(prefix, skip_space(prefix, after + 1));
                     }
                 }
                 at = end;
@@ -65,7 +67,7 @@ fn id_in(prefix: &[u8]) -> Option<&[u8]> {
         }
         at += 1;
     }
-    None
+    found
 }
 
 /// Where the JSON string starting at `start` (its opening quote) ends:
@@ -94,10 +96,10 @@ fn scalar_at(bytes: &[u8], at: usize) -> Option<&[u8]> {
     let end = match bytes.get(at)? {
         b'"' => string_end(bytes, at)?,
         b'-' | b'0'..=b'9' => {
-            let length = bytes[at..]
-                .iter()
-                .position(|byte| !matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                .unwrap_or(bytes.len() - at);
+            // A number that runs into the end of what was kept may have
+            // been cut short: not echoed.
+            let length =
+                bytes[at..].iter().position(|byte| !matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))?;
             at + length
         }
         _ => return None,
@@ -268,6 +270,11 @@ mod tests {
         assert_eq!(id(br#"{"method":"x","params":{"code":"aaaa"#), None);
         assert_eq!(id(br#"{"id":null}"#), None);
         assert_eq!(id(br#"{"id":"unterminated"#), None);
+        // A number cut short by the end of what was kept is no id.
+        assert_eq!(id(br#"{"params":{},"id":12345"#), None);
+        assert_eq!(id(br#"{"params":{},"id":12345}"#).as_deref(), Some("12345"));
+        // Duplicate members: the last, as a parser keeps it.
+        assert_eq!(id(br#"{"id":1,"id":2}"#).as_deref(), Some("2"));
         assert_eq!(id(b"not json at all"), None);
     }
 

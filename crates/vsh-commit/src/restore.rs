@@ -29,7 +29,7 @@ use crate::error::CommitError;
 use crate::fault::{FaultInjector, FaultPoint};
 use crate::format::{Action, Journal, LeftReason, Plan, RecordKind};
 use crate::ledger::CommitLedger;
-use crate::recover::{Resolver, check, internal, observe};
+use crate::recover::{RecoveryConflictReason, Resolver, check, internal, observe};
 use crate::txndir::{Cleanup, Read, TxnDir};
 
 /// What [`crate::CommitSession::restore`] did.
@@ -99,16 +99,24 @@ impl Committer {
                 _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),
             };
         }
-        // A directory an earlier version left is read in this layout.
+        // A directory an earlier version left is read in this layout; one
+        // whose nodes could not be moved is never cleaned up around them.
         txn.migrate_earlier_layout(&self.workspace, &self.key, transaction)
             .map_err(CommitError::host("restore", &txn.root))?;
+        let resolver = Resolver { committer: self, ledger, faults, transaction, txn: &txn };
+        for earlier in txn.earlier_layout() {
+            let found = self.workspace.lstat(&earlier).map_err(CommitError::host("restore", &earlier))?;
+            if let Some(stat) = found {
+                let reason = RecoveryConflictReason::UnexpectedEntry { kind: Some(stat.kind) };
+                return Err(CommitError::RecoveryPending { conflicts: vec![resolver.conflict(&earlier, reason)] });
+            }
+        }
         if state == Some(TransactionState::Failed) {
             // A restore that recorded Failed and was interrupted in its cleanup:
             // every entry is back; finish the cleanup.
             txn.clean(&self.workspace, Cleanup::Restored, faults)?;
             return Ok(report);
         }
-        let resolver = Resolver { committer: self, ledger, faults, transaction, txn: &txn };
         let found = resolver.read().map_err(|conflict| CommitError::RecoveryPending { conflicts: vec![conflict] })?;
         let Some(settled) = found.settled else {
             return Err(refused(transaction, "its rollback has not settled: run recovery first"));

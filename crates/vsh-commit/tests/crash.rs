@@ -283,6 +283,31 @@ fn a_crash_in_the_middle_of_deleting_the_stage_is_recovered() -> Result {
     Ok(())
 }
 
+/// An operator's restore of a transaction the ledger already holds as
+/// Failed finishes its cleanup; but a directory of the earlier layout whose
+/// nodes could not be moved (an old node in `quarantine/`, a name vsh never
+/// writes beside it) is refused, and nothing of it is removed.
+#[test]
+fn a_restore_never_cleans_up_around_an_earlier_layout_it_could_not_move() -> Result {
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let (trial, ledger) = crashed_after_applying(&blobs, 3)?;
+    let transaction = trial.run.transaction;
+    ledger.insert(transaction, TransactionState::Failed);
+    let txn = trial.ws.root.join(".vsh/txn").join(transaction.to_hex());
+    std::fs::create_dir(txn.join("quarantine"))?;
+    std::fs::write(txn.join("quarantine/0"), b"an old node")?;
+    std::fs::create_dir(txn.join("stage"))?;
+    std::fs::write(txn.join("stage/not-a-slot"), b"someone's bytes")?;
+    let state = support::tree(&txn);
+    let reopened = trial.reopened()?;
+    let refused = reopened.committer.session(&vsh_host::LockWait::default())?.restore(transaction, &ledger);
+    assert!(matches!(refused, Err(CommitError::RecoveryPending { .. })), "{refused:?}");
+    assert_eq!(support::tree(&txn), state, "nothing of it is removed");
+    assert_eq!(ledger.get(transaction), Some(TransactionState::Failed));
+    Ok(())
+}
+
 /// The restored cleanup's first step removes nothing: it checks that no
 /// old node is aside, and an entry with the old nodes' prefix whose name is
 /// not even UTF-8 counts too. The evidence (plan, journal, settled record)

@@ -107,10 +107,16 @@ impl Runtime {
 
     /// For a run that failed after the policy refused it accesses
     /// ([`VshError::refused_run`]), how this runtime's policy would have to
-    /// change to allow each one, in order; empty for any other error.
+    /// change to allow each one, in order, for the first
+    /// [`vsh_policy::MAX_LISTED_DENIALS`] (what an error lists); empty for any
+    /// other error.
     pub fn remedies(&self, error: &VshError) -> Vec<String> {
         error.refused_run().map_or_else(Vec::new, |(denied, _)| {
-            denied.iter().map(|denied| self.runs.policy().calls().remedy(denied)).collect()
+            denied
+                .iter()
+                .take(vsh_policy::MAX_LISTED_DENIALS)
+                .map(|denied| self.runs.policy().calls().remedy(denied))
+                .collect()
         })
     }
 
