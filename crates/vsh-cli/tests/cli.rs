@@ -910,6 +910,11 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     assert!(stderr.contains("vsh: program output | before the leak"), "{stderr}");
     assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
     assert!(stderr.contains("vsh:   to allow it: "), "{stderr}");
+    // A Bash program's refusals carry their remedies too.
+    let bash = vsh(&["run", "--language", "bash", "--workspace", ws, "-"], Some("cat .env\nexit 3\n"));
+    let stderr = String::from_utf8_lossy(&bash.stderr);
+    assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
+    assert!(stderr.contains("vsh:   to allow it: "), "{stderr}");
     let json = vsh(&["run", "--workspace", ws, "--json", "-"], Some(leak));
     let error: serde_json::Value = serde_json::from_slice(&json.stdout).expect("the error as JSON on stdout");
     assert_eq!(error["schema"], "vsh.error/1");

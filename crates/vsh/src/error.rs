@@ -315,6 +315,22 @@ impl VshError {
         }
     }
 
+    /// The accesses the policy refused a run that failed, in order: a
+    /// program's ([`VshError::refused_run`]) or a Bash program's that exited
+    /// non-zero or ran out of a budget; `None` for any other error.
+    pub fn refused_accesses(&self) -> Option<&[vsh_policy::DeniedAccess]> {
+        if let Some((denied, _)) = self.refused_run() {
+            return Some(denied);
+        }
+        match self {
+            Self::Bash { source, .. } => match source.as_ref() {
+                vsh_monty::ExecutionError::Bash { denied, .. } if !denied.is_empty() => Some(denied.as_slice()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The category this error belongs to.
     pub fn category(&self) -> ErrorCategory {
         use ErrorCategory as C;

@@ -106,12 +106,12 @@ impl Runtime {
     }
 
     /// For a run that failed after the policy refused it accesses
-    /// ([`VshError::refused_run`]), how this runtime's policy would have to
+    /// ([`VshError::refused_accesses`]), how this runtime's policy would have to
     /// change to allow each one, in order, for the first
     /// [`vsh_policy::MAX_LISTED_DENIALS`] (what an error lists); empty for any
     /// other error.
     pub fn remedies(&self, error: &VshError) -> Vec<String> {
-        error.refused_run().map_or_else(Vec::new, |(denied, _)| {
+        error.refused_accesses().map_or_else(Vec::new, |denied| {
             denied
                 .iter()
                 .take(vsh_policy::MAX_LISTED_DENIALS)
