@@ -167,8 +167,9 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
         | vsh::VshError::NotApprovable { state: TransactionState::Denied, .. } => EXIT_DENIED,
         // A name that cannot name a transaction is a usage error.
         vsh::VshError::TransactionName(_) => EXIT_USAGE,
-        // A run the policy refused and whose program let the refusal escape.
-        refused if refused.refused_run().is_some() => EXIT_DENIED,
+        // A run the policy refused and whose program let the refusal escape
+        // (a Monty exception or budget; a Bash program that failed).
+        refused if refused.refused_accesses().is_some() => EXIT_DENIED,
         _ => EXIT_ERROR,
     }
 }

@@ -913,6 +913,7 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     // A Bash program's refusals carry their remedies too.
     let bash = vsh(&["run", "--language", "bash", "--workspace", ws, "-"], Some("cat .env\nexit 3\n"));
     let stderr = String::from_utf8_lossy(&bash.stderr);
+    assert_eq!(bash.status.code(), Some(5), "a failed Bash program that was refused an access: {stderr}");
     assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
     assert!(stderr.contains("vsh:   to allow it: "), "{stderr}");
     let json = vsh(&["run", "--workspace", ws, "--json", "-"], Some(leak));
