@@ -1425,18 +1425,8 @@ fn every_json_output_is_valid_against_its_committed_schema() {
 
 /// `vsh` run in `cwd` (after clearing the environment).
 fn vsh_in(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(stdin.unwrap_or("").as_bytes());
-    child.wait_with_output().unwrap()
+    let input = std::io::Cursor::new(stdin.unwrap_or("").to_owned().into_bytes());
+    vsh_fed_in(Some(cwd), args, input)
 }
 
 #[test]
@@ -2273,7 +2263,16 @@ fn exec_started_inside_a_protected_directory_says_so() {
 /// Run `vsh args` with `input` (of any length, written from a thread) on
 /// its stdin; the output once it exits.
 fn vsh_fed(args: &[&str], input: impl std::io::Read + Send + 'static) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+    vsh_fed_in(None, args, input)
+}
+
+/// [`vsh_fed`], in `cwd` when one is given.
+fn vsh_fed_in(cwd: Option<&Path>, args: &[&str], input: impl std::io::Read + Send + 'static) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
         .args(args)
         .env_clear()
         .stdin(std::process::Stdio::piped())
