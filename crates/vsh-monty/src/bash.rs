@@ -10,11 +10,12 @@
 
 use monty_types::{ExcType, MontyException};
 use vsh_bash::{FsReply, FsRequest, Meta, NodeType, Stopped};
+use vsh_policy::AccessKind;
 use vsh_types::NodeKind;
 
 use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::Reply;
-use crate::guard::{Create, DirectoryRead, MetadataRead, Modify};
+use crate::guard::{Create, DirectoryRead, Intent, MetadataRead, Modify};
 use crate::host::{Fault, OsHost, Target, WriteKind, vfs_fault};
 use crate::oserror::{EACCES, EIO};
 
@@ -143,7 +144,8 @@ impl OsHost<'_> {
             }
             FsRequest::Chmod { path, mode } => {
                 let target = self.target(&path, "")?;
-                let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+                let grant =
+                    self.authorize_look_before(&target.path, Intent::Access(AccessKind::Modify), target.guest)?;
                 let last = self.follow(grant, target.guest)?;
                 let modify = self.authorize::<Modify>(last.path(), target.guest)?;
                 self.set_mode(&modify, mode).map_err(|error| vfs_fault(error, target.guest))?;
@@ -151,7 +153,8 @@ impl OsHost<'_> {
             }
             FsRequest::Symlink { path, target: pointee } => {
                 let target = self.target(&path, "")?;
-                let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+                let grant =
+                    self.authorize_look_before(&target.path, Intent::Access(AccessKind::Create), target.guest)?;
                 if self.kind(&grant).map_err(|error| vfs_fault(error, target.guest))?.is_some() {
                     return Ok(FsReply::Failed(EEXIST));
                 }

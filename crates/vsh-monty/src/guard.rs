@@ -78,6 +78,16 @@ access! {
 #[derive(Debug)]
 pub(crate) enum Write {}
 
+/// What a program means to do to a path it looks at first (see
+/// [`OsHost::authorize_look_before`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Intent {
+    /// Write a file: `Modify` if something is there, `Create` if not.
+    Write,
+    /// This access.
+    Access(AccessKind),
+}
+
 /// Proof that access `A` to one path was authorized in this run. Made only in
 /// this module; the operations that take it act on its path.
 #[derive(Debug)]
@@ -220,18 +230,55 @@ impl<'a> OsHost<'a> {
         Ok(Grant::new(path.clone()))
     }
 
+    /// [`OsHost::authorize`] for the look a change to `path` starts from
+    /// ([`MetadataRead`]: what is there decides what the change is), made by
+    /// a program that means `intent`. When the policy refuses the look, the
+    /// refusal kept is the change's own if the policy refuses that too (a
+    /// program that writes `.env` is refused a write, as it asked for one,
+    /// not a look it never wrote), and the look's only when the change
+    /// would have been allowed. Which change a write is (`Modify` or
+    /// `Create`) the image decides; the guest gets `EACCES` either way, so
+    /// it learns nothing of what is there.
+    pub(crate) fn authorize_look_before(
+        &mut self,
+        path: &VPath,
+        intent: Intent,
+        guest: &str,
+    ) -> Result<Grant<MetadataRead>, Fault> {
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
+        let Some(look) = self.refusal(path, AccessKind::MetadataRead, guest)? else {
+            return Ok(Grant::new(path.clone()));
+        };
+        let change = match intent {
+            Intent::Write => match self.vfs.kind(path) {
+                Ok(Some(_)) => AccessKind::Modify,
+                Err(error) if error.is_terminal() => return Err(Fault::Vfs(error)),
+                Ok(None) | Err(_) => AccessKind::Create,
+            },
+            Intent::Access(access) => access,
+        };
+        let denied = self.refusal(path, change, guest)?.unwrap_or(look);
+        self.record_denial(denied)?;
+        Err(Fault::Guest(oserror::os_error(EACCES, guest)))
+    }
+
     fn check(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<(), Fault> {
         self.meter.charge_evidence(1, path.as_str().len() as u64)?;
-        let denied = match self.policy.authorize(path, access) {
-            Ok(()) => self.nested_store(path, access).map_err(|error| vfs_fault(error, guest))?,
-            Err(denied) => Some(denied),
-        };
-        match denied {
+        match self.refusal(path, access, guest)? {
             None => Ok(()),
             Some(denied) => {
                 self.record_denial(denied)?;
                 Err(Fault::Guest(oserror::os_error(EACCES, guest)))
             }
+        }
+    }
+
+    /// Why `access` to `path` is refused, if it is: a policy rule, or a
+    /// nested vsh data directory.
+    fn refusal(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<Option<DeniedAccess>, Fault> {
+        match self.policy.authorize(path, access) {
+            Ok(()) => self.nested_store(path, access).map_err(|error| vfs_fault(error, guest)),
+            Err(denied) => Ok(Some(denied)),
         }
     }
 

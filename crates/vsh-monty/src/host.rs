@@ -30,7 +30,7 @@ use vsh_types::{NodeKind, VPath};
 use vsh_vfs::{DEFAULT_DIR_MODE, VfsError};
 
 pub(crate) use crate::guard::OsHost;
-use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, MetadataRead, Modify, Write};
+use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, Intent, MetadataRead, Modify, Write};
 use crate::limits::LimitExceeded;
 use crate::oserror::{self, EACCES, EEXIST, EISDIR, ELOOP, ENOENT};
 use crate::path;
@@ -340,7 +340,7 @@ impl OsHost<'_> {
     /// written and its size if it existed as a file. Refuses directories with
     /// `EISDIR`.
     fn prepare_write(&mut self, target: &Target<'_>) -> Result<(Grant<Write>, Option<u64>), Fault> {
-        let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+        let grant = self.authorize_look_before(&target.path, Intent::Write, target.guest)?;
         let last = self.follow(grant, target.guest)?;
         let kind = self.kind(&last).map_err(|error| vfs_fault(error, target.guest))?;
         if kind == Some(NodeKind::Directory) {
@@ -431,7 +431,7 @@ impl OsHost<'_> {
     }
 
     pub(crate) fn mkdir(&mut self, target: &Target<'_>, parents: bool, exist_ok: bool) -> Result<(), Fault> {
-        let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+        let grant = self.authorize_look_before(&target.path, Intent::Access(AccessKind::Create), target.guest)?;
         let mut created_ancestors = Vec::new();
         if parents {
             // Every missing ancestor is created, so each is authorized first.

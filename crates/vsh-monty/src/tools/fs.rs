@@ -1,11 +1,12 @@
 //! The `vsh_*` operations over more than one node: `vsh_remove` (a whole tree
 //! authorized before anything changes) and `vsh_copy` (a file, or a tree).
 
+use vsh_policy::AccessKind;
 use vsh_types::NodeKind;
 use vsh_vfs::VfsError;
 
 use super::args::value_error;
-use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, MetadataRead};
+use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, Intent, MetadataRead};
 use crate::host::{Fault, OsHost, Target, vfs_fault};
 use crate::oserror::{self, EACCES, EEXIST, EISDIR, ELOOP, ENOENT, ENOTDIR};
 use crate::path;
@@ -17,7 +18,7 @@ impl OsHost<'_> {
     pub(crate) fn remove(&mut self, target: &Target<'_>, recursive: bool, missing_ok: bool) -> Result<(), Fault> {
         let guest = target.guest;
         let fault = |error: VfsError| vfs_fault(error, guest);
-        let looked = self.authorize::<MetadataRead>(&target.path, guest)?;
+        let looked = self.authorize_look_before(&target.path, Intent::Access(AccessKind::Delete), guest)?;
         match self.kind(&looked).map_err(fault)? {
             None if missing_ok => Ok(()),
             None => Err(Fault::Guest(oserror::os_error(ENOENT, guest))),
@@ -70,7 +71,7 @@ impl OsHost<'_> {
         }
         let to_fault = |error: VfsError| vfs_fault(error, destination.guest);
         let read = self.authorize::<ContentRead>(&source.path, source.guest)?;
-        let looked = self.authorize::<MetadataRead>(&destination.path, destination.guest)?;
+        let looked = self.authorize_look_before(&destination.path, Intent::Write, destination.guest)?;
         let existing = self.kind(&looked).map_err(to_fault)?;
         match existing {
             Some(NodeKind::Directory) => return Err(Fault::Guest(oserror::os_error(EISDIR, destination.guest))),
@@ -92,7 +93,8 @@ impl OsHost<'_> {
         }
         let from_fault = |error: VfsError| vfs_fault(error, source.guest);
         let to_fault = |error: VfsError| vfs_fault(error, destination.guest);
-        let looked = self.authorize::<MetadataRead>(&destination.path, destination.guest)?;
+        let looked =
+            self.authorize_look_before(&destination.path, Intent::Access(AccessKind::Create), destination.guest)?;
         if self.kind(&looked).map_err(to_fault)?.is_some() {
             return Err(Fault::Guest(oserror::os_error(EEXIST, destination.guest)));
         }

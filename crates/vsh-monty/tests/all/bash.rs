@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use vsh_monty::{BashFailure, BashLimits, BashOutcome, ExecutionError, ExecutionLimits, LimitKind, Uninterrupted};
-use vsh_policy::CallPolicy;
+use vsh_policy::{AccessKind, CallPolicy};
 use vsh_types::{DiffKind, VPath};
 
 use crate::common::{MODES, Mode, Workspace, shared_worker};
@@ -123,6 +123,27 @@ fn protected_and_outside_paths_are_refused_and_recorded_even_when_caught() {
             assert!(!stdout.contains("SECRET") && !stdout.contains("outside"), "{mode:?} {script}: {stdout}");
             let copied = ws.vfs.read(&VPath::parse("copy.txt").unwrap()).ok();
             assert!(copied.is_none_or(|bytes| !bytes.windows(6).any(|w| w == b"SECRET")), "{mode:?} {script}");
+        }
+    }
+}
+
+#[test]
+fn a_change_to_a_protected_path_is_refused_as_the_change() {
+    for mode in MODES {
+        for (script, path, access) in [
+            ("echo x > .env 2>/dev/null || true", ".env", AccessKind::Modify),
+            ("echo x >> server.pem 2>/dev/null || true", "server.pem", AccessKind::Create),
+            ("mkdir keys.pem 2>/dev/null || true", "keys.pem", AccessKind::Create),
+        ] {
+            let mut ws = Workspace::with(&files()).in_mode(mode);
+            let denied = match ws.bash(script) {
+                Ok(outcome) => outcome.denied,
+                Err(ExecutionError::Bash { denied, .. }) => denied,
+                other => panic!("{mode:?} {script}: {other:?}"),
+            };
+            let listed: Vec<(&str, AccessKind)> = denied.iter().map(|d| (d.path.as_str(), d.access)).collect();
+            assert!(listed.contains(&(path, access)), "{mode:?} {script}: {listed:?}");
+            assert_eq!(ws.diff(), vec![], "{mode:?} {script}");
         }
     }
 }

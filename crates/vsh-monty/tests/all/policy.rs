@@ -26,6 +26,44 @@ fn a_refusal_retried_is_listed_once_and_counted_every_time() {
 }
 
 #[test]
+fn a_change_to_a_protected_path_is_refused_as_the_change_not_the_look_before_it() {
+    // Each operation looks at its path first (what is there decides what the
+    // change is); the refusal kept is the change the program asked for.
+    let mut ws = Workspace::with(&[(".env", b"TOKEN=hunter2"), ("ok.txt", b"fine")]);
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         refused = 0\n\
+         attempts = [\n\
+         \x20   lambda: Path('.env').write_text('x'),\n\
+         \x20   lambda: open('server.pem', 'w'),\n\
+         \x20   lambda: Path('keys.pem').mkdir(),\n\
+         \x20   lambda: vsh_copy('ok.txt', '.env'),\n\
+         \x20   lambda: vsh_remove('.env'),\n\
+         ]\n\
+         for attempt in attempts:\n\
+         \x20   try:\n\
+         \x20       attempt()\n\
+         \x20   except PermissionError:\n\
+         \x20       refused += 1\n\
+         refused",
+    );
+    assert_eq!(outcome.value.py_repr(), "5");
+    let listed: Vec<(&str, AccessKind)> = outcome.denied.iter().map(|d| (d.path.as_str(), d.access)).collect();
+    assert_eq!(
+        listed,
+        vec![
+            (".env", AccessKind::Modify),
+            ("server.pem", AccessKind::Create),
+            ("keys.pem", AccessKind::Create),
+            (".env", AccessKind::Delete),
+        ],
+        "the copy onto .env is the same refused modify, listed once"
+    );
+    assert_eq!(outcome.stats.denied_accesses, 5);
+    assert_eq!(ws.diff(), vec![], "nothing changed");
+}
+
+#[test]
 fn reading_a_protected_file_is_denied_and_recorded_even_when_caught() {
     let mut ws = Workspace::with(&[(".env", b"TOKEN=hunter2"), ("ok.txt", b"fine")]);
     let outcome = ws.outcome(
