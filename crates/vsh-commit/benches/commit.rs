@@ -178,17 +178,24 @@ impl FaultInjector for Phases {
 
 /// Where the time of a commit of `entries` goes, phase by phase: the median
 /// of each phase over `runs` commits.
-fn phases(scratch: &Path, files: usize, entries: &CanonicalDiff, blobs: &BlobStore, runs: usize) {
+/// With `burst` bytes, each commit comes right after another program wrote
+/// that much unsynced data on the same filesystem (everything synced first).
+fn phases(scratch: &Path, files: usize, entries: &CanonicalDiff, blobs: &BlobStore, runs: usize, burst: usize) {
     let reads = ReadSet::default();
     let mut per_phase: Vec<Vec<Duration>> = Vec::new();
     let mut points: Vec<FaultPoint> = Vec::new();
     let mut totals = Vec::new();
+    let other = scratch.join("other-program-output.bin");
     for run in 0..runs {
         let setup = setup(scratch, files, 1000 + run);
         let request = CommitRequest::new(setup.transaction, entries, &reads, blobs);
+        if burst > 0 {
+            unsynced_burst(&other, burst);
+        }
         let phases = Phases { start: Instant::now(), seen: Mutex::default() };
         setup.committer.commit_with_faults(&request, &setup.ledger, &phases).expect("commit");
         let total = phases.start.elapsed();
+        let _ = std::fs::remove_file(&other);
         let seen = phases.seen.into_inner().unwrap();
         let mut previous = Duration::ZERO;
         for (index, (point, at)) in seen.iter().enumerate() {
@@ -206,7 +213,8 @@ fn phases(scratch: &Path, files: usize, entries: &CanonicalDiff, blobs: &BlobSto
         totals.push(total);
     }
     let (total, _, _) = median(totals);
-    println!("a {files}-file commit, phase by phase (medians of {runs}; {:.2} ms in all):", ms(total));
+    let after = if burst > 0 { format!(", each after {burst} bytes of unsynced data") } else { String::new() };
+    println!("a {files}-file commit, phase by phase (medians of {runs}{after}; {:.2} ms in all):", ms(total));
     for (index, samples) in per_phase.into_iter().enumerate() {
         let (phase, _, _) = median(samples);
         let name = points.get(index).map_or_else(|| "rest of the cleanup".to_owned(), |point| format!("until {point}"));
@@ -222,7 +230,6 @@ fn dirty_disk(scratch: &Path, blobs: &BlobStore) {
     const DIRTY_RUNS: usize = 5;
     let reads = ReadSet::default();
     let entries = diff(1, blobs);
-    let burst = vec![0x5a_u8; 1 << 20];
     let (mut quiet, mut dirty) = (Vec::new(), Vec::new());
     for run in 0..DIRTY_RUNS {
         for (samples, burst_bytes) in [(&mut quiet, 0), (&mut dirty, DIRTY_BYTES)] {
@@ -233,11 +240,7 @@ fn dirty_disk(scratch: &Path, blobs: &BlobStore) {
                 let _ = std::fs::remove_file(&other);
                 rustix::fs::sync();
             } else {
-                use std::io::Write as _;
-                let mut file = std::fs::File::create(&other).unwrap();
-                for _ in 0..burst_bytes / burst.len() {
-                    file.write_all(&burst).unwrap();
-                }
+                unsynced_burst(&other, burst_bytes);
             }
             let started = Instant::now();
             setup.committer.commit_with_ledger(&request, &setup.ledger).expect("commit");
@@ -256,6 +259,34 @@ fn dirty_disk(scratch: &Path, blobs: &BlobStore) {
         ms(max),
         dirty.as_secs_f64() / quiet.as_secs_f64()
     );
+}
+
+/// Sync everything, then write `bytes` to `path` without syncing: another
+/// program's burst of dirty pages. `VSH_BENCH_BURST_INTO` makes it a control
+/// instead: `memory` writes the bytes to memory (the burst's time and cache
+/// pollution, no dirty page; freed before the commit), `idle:<ms>` only waits.
+fn unsynced_burst(path: &Path, bytes: usize) {
+    use std::io::Write as _;
+    let _ = std::fs::remove_file(path);
+    rustix::fs::sync();
+    let into = std::env::var("VSH_BENCH_BURST_INTO").unwrap_or_default();
+    if let Some(idle) = into.strip_prefix("idle:") {
+        std::thread::sleep(Duration::from_millis(idle.parse().expect("idle:<milliseconds>")));
+        return;
+    }
+    if into == "memory" {
+        let mut memory = vec![0u8; bytes];
+        for (at, byte) in memory.iter_mut().enumerate().step_by(64) {
+            *byte = at as u8;
+        }
+        std::hint::black_box(&memory);
+        return;
+    }
+    let chunk = vec![0x5a_u8; 1 << 20];
+    let mut file = std::fs::File::create(path).unwrap();
+    for _ in 0..bytes / chunk.len() {
+        file.write_all(&chunk).unwrap();
+    }
 }
 
 fn median(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
@@ -278,8 +309,12 @@ fn main() {
     let phase_runs: usize = std::env::var("VSH_BENCH_RUNS").ok().and_then(|runs| runs.parse().ok()).unwrap_or(41);
     // `VSH_BENCH_FILES` sets the commit's file count (default 1).
     let phase_files: usize = std::env::var("VSH_BENCH_FILES").ok().and_then(|files| files.parse().ok()).unwrap_or(1);
+    // `VSH_BENCH_BURST` makes each of those commits follow that many bytes
+    // of another program's unsynced data (default 0; `VSH_BENCH_BURST_INTO`
+    // picks a control, see `unsynced_burst`).
+    let phase_burst: usize = std::env::var("VSH_BENCH_BURST").ok().and_then(|bytes| bytes.parse().ok()).unwrap_or(0);
     if std::env::var("VSH_BENCH_ONLY").is_ok_and(|only| only == "phases") {
-        phases(&scratch, phase_files, &diff(phase_files, &blobs), &blobs, phase_runs);
+        phases(&scratch, phase_files, &diff(phase_files, &blobs), &blobs, phase_runs, phase_burst);
         std::fs::remove_dir_all(&scratch).unwrap();
         return;
     }
@@ -314,10 +349,10 @@ fn main() {
     }
 
     let entries = diff(1, &blobs);
-    phases(&scratch, 1, &entries, &blobs, phase_runs);
+    phases(&scratch, 1, &entries, &blobs, phase_runs, 0);
     let files = 1000;
     let entries = diff(files, &blobs);
-    phases(&scratch, files, &entries, &blobs, 3);
+    phases(&scratch, files, &entries, &blobs, 3, 0);
     for (label, point) in [
         ("roll back (every operation applied)", FaultPoint::OperationApplied(2 * files as u32 - 1)),
         ("roll forward (the ledger said committed)", FaultPoint::CommittedStatePersisted),

@@ -129,6 +129,26 @@ pub fn settle_disk() -> io::Result<()> {
     if status.success() { Ok(()) } else { Err(io::Error::other(format!("sync: {status}"))) }
 }
 
+/// Write `bytes` of unrelated data to memory in 1 MiB pieces, the same
+/// bytes [`unsynced_burst`] writes to a file: the burst's time, its cache
+/// and TLB pollution and its memory, with no file and no dirty page. Kept
+/// until the caller drops it.
+pub fn memory_burst(bytes: u64) -> Vec<Vec<u8>> {
+    let mut pieces = Vec::new();
+    let mut written = 0_u64;
+    while written < bytes {
+        let mut chunk = vec![0_u8; 1 << 20];
+        chunk[..8].copy_from_slice(&written.to_le_bytes());
+        // Touch every page, as the kernel's copy into the page cache does.
+        for page in chunk.chunks_mut(4096) {
+            page[8.min(page.len() - 1)] = 1;
+        }
+        pieces.push(std::hint::black_box(chunk));
+        written += 1 << 20;
+    }
+    pieces
+}
+
 /// Write `bytes` of unrelated data into `dir/burst.bin` in 1 MiB writes,
 /// never syncing: the dirty pages are the kernel's to write back.
 pub fn unsynced_burst(dir: &Path, bytes: u64) -> io::Result<PathBuf> {

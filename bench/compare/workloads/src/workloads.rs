@@ -100,12 +100,18 @@ pub fn all<E: Engine>() -> Vec<Workload<E>> {
         Workload {
             name: "commit-quiet",
             about: "commit a previewed 1-file change (only the commit call is timed) on a quiet disk (synced first)",
-            run: |e, o, out| commit_after(e, o, out, false),
+            run: |e, o, out| commit_after(e, o, out, Before::Nothing),
+        },
+        Workload {
+            name: "commit-after-memory",
+            about: "the same commit right after writing 2 GiB to memory, not to a file (the burst's time and cache \
+                    pollution on a quiet disk: the control for commit-after-burst)",
+            run: |e, o, out| commit_after(e, o, out, Before::MemoryBurst),
         },
         Workload {
             name: "commit-after-burst",
             about: "the same commit right after writing 2 GiB of unsynced data beside the workspace (synced before the burst)",
-            run: |e, o, out| commit_after(e, o, out, true),
+            run: |e, o, out| commit_after(e, o, out, Before::FileBurst),
         },
     ]
 }
@@ -544,7 +550,18 @@ fn tx_on<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, big: bool)
     })
 }
 
-fn commit_after<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, burst: bool) -> Result<(), Failure> {
+/// What comes between a commit workload's preview and its timed commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Before {
+    /// Nothing: the commit follows the preview at once.
+    Nothing,
+    /// `burst_bytes` written to memory and kept until the commit returned.
+    MemoryBurst,
+    /// `burst_bytes` written to a file beside the workspace, never synced.
+    FileBurst,
+}
+
+fn commit_after<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, before: Before) -> Result<(), Failure> {
     let workload = out.workload().to_owned();
     let scratch = Scratch::new(&options.scratch, "commit-after").map_err(io)?;
     let ws = scratch.workspace();
@@ -562,21 +579,29 @@ fn commit_after<E: Engine>(engine: &E, options: &Options, out: &mut Emitter, bur
         let preview = runtime.run(&Request::new(&code, &intent, false))?;
         check("state", &preview.state, &State::AutoApproved)?;
         let mut sample = Sample::default();
-        if burst {
-            let at = Instant::now();
-            fixtures::unsynced_burst(&sibling, options.burst_bytes).map_err(io)?;
+        let at = Instant::now();
+        let memory = match before {
+            Before::Nothing => None,
+            Before::MemoryBurst => Some(fixtures::memory_burst(options.burst_bytes)),
+            Before::FileBurst => {
+                fixtures::unsynced_burst(&sibling, options.burst_bytes).map_err(io)?;
+                None
+            }
+        };
+        if before != Before::Nothing {
             sample.stages.push(("burst_write_untimed".to_owned(), ns(at.elapsed())));
         }
         let started = Instant::now();
         let committed = runtime.commit(preview.tx)?;
         sample.wall_ns = ns(started.elapsed());
+        drop(memory);
         check("state", &committed.state, &State::Committed)?;
         if let Some(stages) = committed.stages {
             sample.stages.push(("commit".to_owned(), stages.commit));
         }
         sample.path = Some("preview+commit (commit timed)");
         check("log.txt", &read(&ws.join("log.txt"))?.len(), &(index + 1))?;
-        if burst {
+        if before == Before::FileBurst {
             // Untimed: unlinking the burst drops its dirty pages for the next sample.
             std::fs::remove_file(sibling.join("burst.bin")).map_err(io)?;
         }
