@@ -1082,7 +1082,7 @@ rewrite_escalate_ratio = 1
             assert_eq!(again.digest(), policy.digest(), "{text}\n---\n{rendered}");
         }
         let rendered = render_policy(&TransactionPolicy::from_profile(PolicyProfile::Balanced, None));
-        assert!(rendered.contains("#   `**/.env/**` denies all (secret)"), "{rendered}");
+        assert!(rendered.contains("#   `**/.env*/**` denies all (secret)"), "{rendered}");
         assert!(rendered.contains("deny_touched_paths = "), "defaults included: {rendered}");
     }
 

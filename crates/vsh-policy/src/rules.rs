@@ -12,18 +12,19 @@
 //!
 //! | pattern | access | label | protects |
 //! |---|---|---|---|
-//! | `**/.env/**` | all | secret | `.env`, `config/.env`, `.env/inner`, ... |
-//! | `**/.env.*/**` | all | secret | `.env.local`, `a/.env.prod`, and beneath either |
-//! | `**/*.pem`, `**/*.key` | all | secret | key material at any depth |
-//! | `**/.ssh/**` | all | secret | `.ssh` directories and their contents |
+//! | `**/.env*/**` | all | secret | `.env` and every name that starts with it (`.env.local`, `.envrc`, `.env~`, `.env-prod`) at any depth, and beneath each |
+//! | `**/*.pem`, `**/*.key`, `**/*.p12`, `**/*.pfx`, `**/*.jks`, `**/*.keystore` | all | secret | key material and key stores at any depth |
+//! | `**/.ssh/**`, `**/.gnupg/**`, `**/.aws/**` | all | secret | SSH, GPG and AWS directories and their contents |
 //! | `**/secrets/**` | all | secret | `secrets` directories and their contents |
-//! | `**/credentials.json`, `**/*_credentials.json` | all | secret | credential files |
-//! | `**/id_rsa`, `**/id_rsa.pub`, `**/id_ed25519` | all | secret | SSH keys |
+//! | `**/credentials.json`, `**/*_credentials.json`, `**/.git-credentials`, `**/.netrc`, `**/_netrc`, `**/.pgpass`, `**/.pypirc`, `**/.docker/config.json`, `**/.kube/config` | all | secret | credential files |
+//! | `**/id_rsa`, `**/id_rsa.pub`, `**/id_dsa`, `**/id_ecdsa`, `**/id_ed25519` | all | secret | SSH keys |
 //! | `**/.vsh/**` (and the configured data directory's subtree) | all | runtime-data | vsh's own state, at any depth |
 //! | `**/.git/**` | mutations | git | repository metadata: readable, never changed |
 //!
-//! `.env.*` requires the name to *start* with `.env.`: `env.txt`, `my.env.bak` and
-//! `.envrc` are not protected. Every built-in rule ignores case (`.ENV`,
+//! `.env*` requires the name to *start* with `.env`: `env.txt` and `my.env.bak`
+//! are not protected. A project's `.npmrc` is not protected (npm reads it for its
+//! settings, and a refused read would fail every npm command in a candidate); name
+//! it in a policy file's rules where it holds a token. Every built-in rule ignores case (`.ENV`,
 //! `SECRETS/`, `ID_RSA`, `.GIT/config` are protected like their lower-case
 //! forms): on a case-insensitive filesystem they are the same files. `*` is a wildcard only in rules, so a file
 //! literally named `*.key` is protected by `**/*.key` like any other `.key` file.
@@ -58,17 +59,31 @@ use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, fold};
 
 /// Secret patterns of the default policy (all access denied).
-const DEFAULT_SECRET_PATTERNS: [&str; 11] = [
-    "**/.env/**",
-    "**/.env.*/**",
+const DEFAULT_SECRET_PATTERNS: [&str; 25] = [
+    "**/.env*/**",
     "**/*.pem",
     "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/*.jks",
+    "**/*.keystore",
     "**/.ssh/**",
+    "**/.gnupg/**",
+    "**/.aws/**",
     "**/secrets/**",
     "**/credentials.json",
     "**/*_credentials.json",
+    "**/.git-credentials",
+    "**/.netrc",
+    "**/_netrc",
+    "**/.pgpass",
+    "**/.pypirc",
+    "**/.docker/config.json",
+    "**/.kube/config",
     "**/id_rsa",
     "**/id_rsa.pub",
+    "**/id_dsa",
+    "**/id_ecdsa",
     "**/id_ed25519",
 ];
 
@@ -798,6 +813,26 @@ mod tests {
             "id_rsa",
             "home/u/id_rsa.pub",
             "k/id_ed25519",
+            ".envrc",
+            ".env~",
+            ".env-prod",
+            "app/.env_local",
+            "deploy/server.p12",
+            "win.pfx",
+            "android/release.jks",
+            "release.keystore",
+            ".gnupg/private-keys-v1.d/x.key",
+            ".aws/credentials",
+            "home/.aws/config",
+            ".git-credentials",
+            ".netrc",
+            "_netrc",
+            ".pgpass",
+            ".pypirc",
+            ".docker/config.json",
+            "ops/.kube/config",
+            "id_dsa",
+            "keys/id_ecdsa",
             ".vsh",
             ".vsh/anything",
             ".vsh/store/blobs/x",
@@ -810,7 +845,19 @@ mod tests {
             assert!(policy.is_hidden(&p(denied)), "{denied}");
             assert_eq!(policy.denied_accesses(&p(denied)), AccessSet::ALL, "{denied}");
         }
-        for allowed in ["src/main.rs", "env.txt", "my.env.bak", ".envrc", "README.md", "secrets.txt", "a/key", "pem"] {
+        for allowed in [
+            "src/main.rs",
+            "env.txt",
+            "my.env.bak",
+            "environment/.keep",
+            ".npmrc",
+            "docker/config.json",
+            ".kube/cache",
+            "README.md",
+            "secrets.txt",
+            "a/key",
+            "pem",
+        ] {
             for access in AccessKind::ALL {
                 assert_eq!(policy.authorize(&p(allowed), access), Ok(()), "{allowed} {access}");
             }

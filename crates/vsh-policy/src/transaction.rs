@@ -932,7 +932,7 @@ mod tests {
         let decision = policy.evaluate(&input);
         let manifest = denied(&decision);
         assert_eq!(manifest.denied[0].denied_access(), attempt);
-        assert_eq!(manifest.remedy, "built-in secret rule `**/.env/**` (disable with defaults.secrets = false)");
+        assert_eq!(manifest.remedy, "built-in secret rule `**/.env*/**` (disable with defaults.secrets = false)");
         // Unlisted denials are counted in the remedy.
         let many: Vec<DiffEntry> = (0..70).map(|index| create(&format!("k{index:03}.key"), b"k")).collect();
         let decision = policy.evaluate(&PolicyInput::new(&many));

@@ -77,7 +77,7 @@ fn reading_a_protected_file_is_denied_and_recorded_even_when_caught() {
     assert_eq!(denied.path.as_str(), ".env");
     assert_eq!(denied.access, AccessKind::ContentRead);
     assert_eq!(denied.label, RuleLabel::Secret);
-    assert_eq!(denied.rule, "**/.env/**");
+    assert_eq!(denied.rule, "**/.env*/**");
     assert_eq!(outcome.stats.denied_accesses, 1);
     assert_eq!(outcome.stats.read_bytes, 0, "nothing of the secret was read");
 }
