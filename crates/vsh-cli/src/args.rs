@@ -628,10 +628,11 @@ pub(crate) struct CommandArgs {
     /// (repeatable; one that is not set is an error).
     #[arg(long = "pass-env", value_name = "NAME", value_parser = variable_name)]
     pub(crate) pass_env: Vec<String>,
-    /// What network real commands reach (default none: no sockets but the
-    /// Unix ones): `loopback`, a private loopback of their own (a test's server
-    /// and client reach each other, nothing outside does), or `all`, the
-    /// host's network.
+    /// What network real commands reach (default none: no sockets but
+    /// socketpair, so no host service either, a unix socket's included):
+    /// `loopback`, a private loopback of their own (a test's server and
+    /// client reach each other, nothing outside does), or `all`, the host's
+    /// network and its unix sockets.
     #[arg(long, value_enum, value_name = "NETWORK")]
     pub(crate) allow_network: Option<NetworkArg>,
     /// Let real commands read and execute from this host directory, at its

@@ -112,8 +112,7 @@
 //! - **In-process execution is not an isolation boundary**: see [`execute`].
 //! - The worker's isolation is what `vsh-sandbox` enforces on this kernel:
 //!   its confined minimum still lets the worker read the system's library
-//!   directories and a few `/etc` files, and (below Landlock ABI 9) connect to
-//!   a pathname unix socket it can name. An embedding process must ignore
+//!   directories and a few `/etc` files. An embedding process must ignore
 //!   `SIGPIPE` (Rust programs do) so a dead worker's pipe is an error, not a
 //!   signal.
 //! - Monty 0.0.23 itself rejects `open()` modes `r+`, `w+`, `a+` and `x`, has no

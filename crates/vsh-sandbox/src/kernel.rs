@@ -110,13 +110,14 @@ fn confined_levels(support: &KernelSupport, policy: &SandboxPolicy, child_is_roo
         )
     });
     let network = network_level(abi, seccomp, policy);
-    let ipc = ipc_level(abi, seccomp);
+    let ipc = ipc_level(abi, seccomp, policy.unix_sockets_allowed());
     let resources = resources_level(policy.limits(), policy.runs_as(), child_is_root, true);
     [fs_read, fs_write, exec, network, ipc, resources]
 }
 
 fn network_level(abi: Option<u32>, seccomp: bool, policy: &SandboxPolicy) -> Level {
     let tcp_abi = abi.filter(|abi| *abi >= 4);
+    let unix = if policy.unix_sockets_allowed() { "AF_UNIX and " } else { "" };
     match policy.network_access() {
         NetworkAccess::None => {}
         NetworkAccess::Loopback => {
@@ -141,13 +142,12 @@ fn network_level(abi: Option<u32>, seccomp: bool, policy: &SandboxPolicy) -> Lev
                 Enforcement::Partial,
                 format!(
                     "TCP connect allowed to port {ports} on any address (Landlock ABI {abi} matches ports, not addresses); \
-                     seccomp: sockets only AF_UNIX and TCP streams"
+                     seccomp: sockets only {unix}TCP streams"
                 ),
             ),
             (true, None) => (
                 Enforcement::Partial,
-                "seccomp: sockets only AF_UNIX and TCP streams; TCP connect unrestricted without Landlock ABI 4"
-                    .to_owned(),
+                format!("seccomp: sockets only {unix}TCP streams; TCP connect unrestricted without Landlock ABI 4"),
             ),
             (false, Some(abi)) => (
                 Enforcement::Partial,
@@ -157,14 +157,13 @@ fn network_level(abi: Option<u32>, seccomp: bool, policy: &SandboxPolicy) -> Lev
             ),
         };
     }
+    let sockets =
+        if policy.unix_sockets_allowed() { "socket() only for AF_UNIX" } else { "no socket() (socketpair only)" };
     match (seccomp, tcp_abi) {
-        (true, Some(abi)) => (
-            Enforcement::Kernel,
-            format!("seccomp: socket() only for AF_UNIX; Landlock ABI {abi}: every TCP bind and connect denied"),
-        ),
-        (true, None) => {
-            (Enforcement::Kernel, "seccomp: socket() only for AF_UNIX (Landlock TCP rules need ABI 4)".to_owned())
+        (true, Some(abi)) => {
+            (Enforcement::Kernel, format!("seccomp: {sockets}; Landlock ABI {abi}: every TCP bind and connect denied"))
         }
+        (true, None) => (Enforcement::Kernel, format!("seccomp: {sockets} (Landlock TCP rules need ABI 4)")),
         (false, Some(abi)) => (
             Enforcement::Partial,
             format!(
@@ -175,11 +174,19 @@ fn network_level(abi: Option<u32>, seccomp: bool, policy: &SandboxPolicy) -> Lev
     }
 }
 
-fn ipc_level(abi: Option<u32>, seccomp: bool) -> Level {
+fn ipc_level(abi: Option<u32>, seccomp: bool, unix_sockets: bool) -> Level {
     let scope_abi = abi.filter(|abi| *abi >= 6);
     let filter = "seccomp denies ptrace, process_vm_*, setsid, setpgid and terminal injection";
     match (scope_abi, seccomp) {
-        // Pathname unix sockets outside the roots stay reachable until Landlock ABI 9.
+        // Pathname unix sockets outside the roots stay reachable until Landlock ABI 9, unless
+        // seccomp keeps the child from making a unix socket at all.
+        (Some(abi), true) if !unix_sockets => (
+            Enforcement::Kernel,
+            format!(
+                "Landlock ABI {abi}: signals and abstract unix sockets scoped to the sandbox; {filter}; \
+                 seccomp denies socket(AF_UNIX) (socketpair only), so no socket file outside is reachable"
+            ),
+        ),
         (Some(abi), true) => (
             if abi >= 9 { Enforcement::Kernel } else { Enforcement::Partial },
             format!(
@@ -283,12 +290,19 @@ mod tests {
     #[test]
     fn confined_policy_per_emulated_kernel() {
         use Enforcement::{Kernel, None as No, Partial};
+        // Exec is never Kernel (loader, memfd). IPC is Kernel from the scopes of ABI 6 with
+        // seccomp denying the child a unix socket of its own; with unix sockets allowed, only
+        // from ABI 9 (pathname unix sockets), newer than the rights reviewed here.
+        let sockets = SandboxPolicy::new().allow_unix_sockets();
+        for abi in [7, 6] {
+            let support = KernelSupport::emulated(Some(abi), true);
+            let without = report(&support, &SandboxPolicy::new(), true);
+            assert_eq!(levels(&without), [Kernel, Kernel, Partial, Kernel, Kernel, Kernel], "landlock {abi}");
+            let with = report(&support, &sockets, true);
+            assert_eq!(levels(&with), [Kernel, Kernel, Partial, Kernel, Partial, Kernel], "landlock {abi}");
+        }
         let policy = SandboxPolicy::new();
         let cases = [
-            // Exec is never Kernel (loader, memfd); IPC is Kernel only from ABI 9
-            // (pathname unix sockets), which is newer than the rights reviewed here.
-            (Some(7), true, [Kernel, Kernel, Partial, Kernel, Partial, Kernel]),
-            (Some(6), true, [Kernel, Kernel, Partial, Kernel, Partial, Kernel]),
             (Some(5), true, [Kernel, Kernel, Partial, Kernel, Partial, Kernel]),
             (Some(3), true, [Kernel, Kernel, Partial, Kernel, Partial, Kernel]),
             (Some(2), true, [Kernel, Partial, Partial, Kernel, Partial, Kernel]),

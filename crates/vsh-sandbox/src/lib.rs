@@ -27,7 +27,8 @@
 //!   connect rules); the abstract-unix-socket and signal scopes.
 //! - **seccomp**, one BPF program: x32 syscall numbers denied, `clone3` answered with `ENOSYS`
 //!   (so libc falls back to `clone`, whose namespace flags are checked), and a deny list
-//!   (`socket` for every family but `AF_UNIX`, ptrace and `process_vm_*`, the mount family,
+//!   (`socket` for every family, `AF_UNIX` too unless [`SandboxPolicy::allow_unix_sockets`],
+//!   `socketpair` for every family but `AF_UNIX`, ptrace and `process_vm_*`, the mount family,
 //!   `unshare`/`setns`, `bpf`, keyrings, `io_uring`, `perf_event_open`, `userfaultfd`, kexec,
 //!   modules, `setsid`/`setpgid`, terminal injection ioctls, and more; see [`SandboxPolicy`]).
 //! - **`no_new_privs`**, **rlimits**, **all capabilities dropped**, and optionally another uid
@@ -46,8 +47,10 @@
 //!   internal mounts. None of these reaches anything the filesystem, network or IPC axes deny.
 //!   Grant exec and write roots with that in mind.
 //! - Connecting to *pathname* unix sockets is not governed by Landlock before ABI 9 (this crate
-//!   pins at most ABI 7), so a socket file the child can name (for example a daemon's socket in
-//!   `/run`) is reachable. The IPC axis reason says so.
+//!   pins at most ABI 7): by default seccomp denies the child a unix socket of its own
+//!   (`socketpair` stays), so none is reachable; with [`SandboxPolicy::allow_unix_sockets`] (or
+//!   the host's network) a socket file the child can name (a daemon's in `/run`, say) is. The
+//!   IPC axis reason says which.
 //! - `RLIMIT_NPROC` is not enforced for uid 0 and counts every process of the uid system-wide:
 //!   use [`SandboxPolicy::run_as`] with a dedicated uid, one per child ([`CommandUser`] leases
 //!   one machine-wide; [`FuseMount::with_idmapped_scratch`] keeps what the children store as one

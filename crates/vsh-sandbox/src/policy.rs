@@ -148,8 +148,9 @@ pub(crate) enum Mode {
 /// What network a confined child reaches ([`SandboxPolicy::network`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NetworkAccess {
-    /// None (the default): `AF_UNIX` sockets only, TCP bind and connect
-    /// denied (save the [`SandboxPolicy::allow_loopback_tcp`] ports).
+    /// None (the default): no sockets but `socketpair` (and `AF_UNIX`
+    /// sockets with [`SandboxPolicy::allow_unix_sockets`]), TCP bind and
+    /// connect denied (save the [`SandboxPolicy::allow_loopback_tcp`] ports).
     #[default]
     None,
     /// A private network namespace of its own holding only a loopback
@@ -197,15 +198,18 @@ const DEFAULT_FLOORS: [Enforcement; 6] = [
 ///   [`allow_exec`](SandboxPolicy::allow_exec) roots. Never of files beneath a write root, unless
 ///   the tool context grants that very file: a write root may not overlap an exec root, nor (with
 ///   `ExecGrant::Any`) lie beneath a system directory.
-/// - **Network**: `AF_UNIX` sockets only; TCP connect to the
+/// - **Network**: no sockets but `socketpair` (`AF_UNIX` sockets of its own only with
+///   [`allow_unix_sockets`](SandboxPolicy::allow_unix_sockets)); TCP connect to the
 ///   [`allow_loopback_tcp`](SandboxPolicy::allow_loopback_tcp) ports.
-/// - **IPC and signals**: no signals to, and no abstract unix sockets of, processes outside the
-///   sandbox; no ptrace, `process_vm_*`, `setsid` or `setpgid`.
+/// - **IPC and signals**: no signals to, and no unix sockets (abstract or, without
+///   [`allow_unix_sockets`](SandboxPolicy::allow_unix_sockets), pathname) of, processes outside
+///   the sandbox; no ptrace, `process_vm_*`, `setsid` or `setpgid`.
 /// - **Resources**: [`ResourceLimits::default`], no core dumps, `no_new_privs`, and no
 ///   capabilities.
 /// - Floors of [`Enforcement::Kernel`] on every axis but exec and IPC/signals, whose floor is
 ///   [`Enforcement::Partial`]: no kernel mechanism here closes the dynamic-loader and memfd
-///   routes around an exec allow-list, or (below Landlock ABI 9) pathname unix sockets, and the
+///   routes around an exec allow-list, or (below Landlock ABI 9, with
+///   [`allow_unix_sockets`](SandboxPolicy::allow_unix_sockets)) pathname unix sockets, and the
 ///   report says so rather than claiming more.
 #[derive(Clone, Debug)]
 pub struct SandboxPolicy {
@@ -215,6 +219,7 @@ pub struct SandboxPolicy {
     exec: Vec<PathBuf>,
     tcp_connect: BTreeSet<u16>,
     network: NetworkAccess,
+    unix_sockets: bool,
     limits: ResourceLimits,
     run_as: Option<(u32, u32)>,
     floors: [Enforcement; 6],
@@ -230,6 +235,7 @@ impl SandboxPolicy {
             exec: Vec::new(),
             tcp_connect: BTreeSet::new(),
             network: NetworkAccess::None,
+            unix_sockets: false,
             limits: ResourceLimits::default(),
             run_as: None,
             floors: DEFAULT_FLOORS,
@@ -255,6 +261,7 @@ impl SandboxPolicy {
             exec: Vec::new(),
             tcp_connect: BTreeSet::new(),
             network: NetworkAccess::None,
+            unix_sockets: true,
             limits: ResourceLimits::none(),
             run_as: None,
             floors,
@@ -295,6 +302,24 @@ impl SandboxPolicy {
     pub fn allow_loopback_tcp(mut self, port: u16) -> Self {
         self.tcp_connect.insert(port);
         self
+    }
+
+    /// Allow the child to make `AF_UNIX` sockets of its own (`socket(AF_UNIX, ..)`): to serve
+    /// and connect to unix sockets, its own and, since no Landlock ABI below 9 governs
+    /// connecting to one, any socket file it can name outside the sandbox (a daemon's under
+    /// `/run`, say); the IPC axis then reports [`Enforcement::Partial`]. Without it (the
+    /// default) `socketpair` is the child's only unix socket, so no socket file outside the
+    /// sandbox can be reached. [`NetworkAccess::All`] implies it.
+    #[must_use]
+    pub fn allow_unix_sockets(mut self) -> Self {
+        self.unix_sockets = true;
+        self
+    }
+
+    /// Whether the child may make `AF_UNIX` sockets of its own
+    /// ([`allow_unix_sockets`](SandboxPolicy::allow_unix_sockets), or the host's network).
+    pub fn unix_sockets_allowed(&self) -> bool {
+        self.unix_sockets || self.network == NetworkAccess::All
     }
 
     /// What network the child reaches (see [`NetworkAccess`]; default

@@ -26,6 +26,7 @@ use seccompiler::{
 
 /// What the filter must allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[expect(clippy::struct_excessive_bools, reason = "four independent switches, one bit each of the program's slot")]
 pub(crate) struct FilterSpec {
     /// The full deny list (confined), or only what keeps the process group killable.
     pub(crate) confined: bool,
@@ -34,6 +35,8 @@ pub(crate) struct FilterSpec {
     /// Whether `AF_INET`, `AF_INET6` and `AF_NETLINK` sockets of any kind
     /// are allowed (a private loopback network, or the host's).
     pub(crate) inet: bool,
+    /// Whether `AF_UNIX` sockets may be made with `socket` (`socketpair` always may).
+    pub(crate) unix: bool,
 }
 
 // Classic BPF opcodes (`<linux/bpf_common.h>`) for the hand-written search tree.
@@ -151,10 +154,13 @@ const DENIED_ALWAYS_ARCH: &[libc::c_long] = &[];
 /// Denied for every child: leaving the process group, so a group kill always reaches it.
 const GROUP_ESCAPES: &[libc::c_long] = &[libc::SYS_setsid, libc::SYS_setpgid];
 
-/// The program for `spec`, compiled on first use and then copied: there are only eight.
+/// The program for `spec`, compiled on first use and then copied: there are only sixteen.
 pub(crate) fn program(spec: FilterSpec) -> Result<Vec<libc::sock_filter>, seccompiler::BackendError> {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 8] = [const { OnceLock::new() }; 8];
-    let slot = &PROGRAMS[usize::from(spec.confined) * 4 + usize::from(spec.tcp) * 2 + usize::from(spec.inet)];
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 16] = [const { OnceLock::new() }; 16];
+    let slot = &PROGRAMS[usize::from(spec.confined) * 8
+        + usize::from(spec.tcp) * 4
+        + usize::from(spec.inet) * 2
+        + usize::from(spec.unix)];
     if let Some(program) = slot.get() {
         return Ok(program.clone());
     }
@@ -327,7 +333,7 @@ fn deny_rules(spec: FilterSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, secco
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
 
-    rules.insert(libc::SYS_socket, socket_rules(spec.tcp, spec.inet)?);
+    rules.insert(libc::SYS_socket, socket_rules(spec.tcp, spec.inet, spec.unix)?);
     // socketpair only exists for AF_UNIX in practice; deny anything else.
     rules.insert(
         libc::SYS_socketpair,
@@ -350,27 +356,34 @@ fn deny_rules(spec: FilterSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, secco
     Ok(rules)
 }
 
-/// `socket(domain, type, protocol)`: only `AF_UNIX`, plus TCP streams when `tcp` is granted,
-/// or `AF_UNIX`, `AF_INET`, `AF_INET6` and `AF_NETLINK` of any kind with `inet`.
-fn socket_rules(tcp: bool, inet: bool) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
-    let unix = as_u64(libc::AF_UNIX);
+/// `socket(domain, type, protocol)`: `AF_UNIX` with `unix`; TCP streams when `tcp` is granted;
+/// `AF_INET`, `AF_INET6` and `AF_NETLINK` of any kind with `inet`; nothing else.
+fn socket_rules(tcp: bool, inet: bool, unix: bool) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    // The rule that denies every family but `allowed`: no condition at all when none is.
+    let other_than = |allowed: &[libc::c_int]| -> Result<SeccompRule, seccompiler::BackendError> {
+        let mut families: Vec<libc::c_int> = allowed.to_vec();
+        if unix {
+            families.push(libc::AF_UNIX);
+        }
+        if families.is_empty() {
+            return Err(seccompiler::BackendError::EmptyRule);
+        }
+        SeccompRule::new(
+            families
+                .into_iter()
+                .map(|family| condition(0, SeccompCmpOp::Ne, as_u64(family)))
+                .collect::<Result<Vec<_>, _>>()?,
+        )
+    };
     if inet {
-        return Ok(vec![SeccompRule::new(vec![
-            condition(0, SeccompCmpOp::Ne, unix)?,
-            condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_INET))?,
-            condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_INET6))?,
-            condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_NETLINK))?,
-        ])?]);
+        return Ok(vec![other_than(&[libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK])?]);
     }
     if !tcp {
-        return Ok(vec![SeccompRule::new(vec![condition(0, SeccompCmpOp::Ne, unix)?])?]);
+        // Every `socket` call is denied when no family is allowed: an empty rule list.
+        return if unix { Ok(vec![other_than(&[])?]) } else { Ok(Vec::new()) };
     }
     let inet = [as_u64(libc::AF_INET), as_u64(libc::AF_INET6)];
-    let mut rules = vec![SeccompRule::new(vec![
-        condition(0, SeccompCmpOp::Ne, unix)?,
-        condition(0, SeccompCmpOp::Ne, inet[0])?,
-        condition(0, SeccompCmpOp::Ne, inet[1])?,
-    ])?];
+    let mut rules = vec![other_than(&[libc::AF_INET, libc::AF_INET6])?];
     // The socket type is the low 4 bits of `type` (the rest are SOCK_NONBLOCK/SOCK_CLOEXEC).
     let stream = as_u64(libc::SOCK_STREAM);
     for domain in inet {
@@ -442,7 +455,8 @@ mod tests {
 
     #[test]
     fn the_confined_filter_denies_exactly_the_deny_list() {
-        let program = build(FilterSpec { confined: true, tcp: false, inet: false }).expect("the filter compiles");
+        let program =
+            build(FilterSpec { confined: true, tcp: false, inet: false, unix: true }).expect("the filter compiles");
         assert!(program.len() < 4096, "{} instructions", program.len());
         // Written from the policy's documentation, not taken from the constants above.
         let mut denied: Vec<u32> = [
@@ -531,7 +545,8 @@ mod tests {
 
     #[test]
     fn the_confined_filter_checks_arguments() {
-        let program = build(FilterSpec { confined: true, tcp: false, inet: false }).expect("the filter compiles");
+        let program =
+            build(FilterSpec { confined: true, tcp: false, inet: false, unix: true }).expect("the filter compiles");
         let call = |number: libc::c_long, args: [u64; 6]| run(&program, AUDIT_ARCH, nr(number), args);
         let eperm = errno(libc::EPERM);
         let stream = arg(libc::SOCK_STREAM | libc::SOCK_CLOEXEC);
@@ -559,7 +574,8 @@ mod tests {
 
     #[test]
     fn a_tcp_grant_allows_tcp_streams_only() {
-        let program = build(FilterSpec { confined: true, tcp: true, inet: false }).expect("the filter compiles");
+        let program =
+            build(FilterSpec { confined: true, tcp: true, inet: false, unix: true }).expect("the filter compiles");
         let socket = |family: libc::c_int, kind: libc::c_int, protocol: libc::c_int| {
             run(&program, AUDIT_ARCH, nr(libc::SYS_socket), [arg(family), arg(kind), arg(protocol), 0, 0, 0])
         };
@@ -577,7 +593,8 @@ mod tests {
 
     #[test]
     fn a_network_of_its_own_allows_inet_and_netlink_sockets_and_nothing_else() {
-        let program = build(FilterSpec { confined: true, tcp: false, inet: true }).expect("the filter compiles");
+        let program =
+            build(FilterSpec { confined: true, tcp: false, inet: true, unix: true }).expect("the filter compiles");
         let socket = |family: libc::c_int, kind: libc::c_int, protocol: libc::c_int| {
             run(&program, AUDIT_ARCH, nr(libc::SYS_socket), [arg(family), arg(kind), arg(protocol), 0, 0, 0])
         };
@@ -594,9 +611,28 @@ mod tests {
     }
 
     #[test]
+    fn without_unix_sockets_socket_is_denied_for_every_family_and_socketpair_stays() {
+        let eperm = errno(libc::EPERM);
+        for (tcp, inet) in [(false, false), (true, false), (false, true)] {
+            let program = build(FilterSpec { confined: true, tcp, inet, unix: false }).expect("the filter compiles");
+            let call = |number: libc::c_long, family: libc::c_int, kind: libc::c_int| {
+                run(&program, AUDIT_ARCH, nr(number), [arg(family), arg(kind), 0, 0, 0, 0])
+            };
+            for kind in [libc::SOCK_STREAM, libc::SOCK_DGRAM, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC] {
+                assert_eq!(call(libc::SYS_socket, libc::AF_UNIX, kind), eperm, "tcp {tcp} inet {inet} type {kind}");
+                assert_eq!(call(libc::SYS_socketpair, libc::AF_UNIX, kind), ALLOW, "tcp {tcp} inet {inet}");
+            }
+            let inet_allowed = if tcp || inet { ALLOW } else { eperm };
+            assert_eq!(call(libc::SYS_socket, libc::AF_INET, libc::SOCK_STREAM), inet_allowed, "tcp {tcp} inet {inet}");
+            assert_eq!(call(libc::SYS_socket, libc::AF_PACKET, libc::SOCK_RAW), eperm);
+        }
+    }
+
+    #[test]
     fn foreign_architectures_are_killed_and_x32_is_denied() {
         for confined in [false, true] {
-            let program = build(FilterSpec { confined, tcp: false, inet: false }).expect("the filter compiles");
+            let program =
+                build(FilterSpec { confined, tcp: false, inet: false, unix: false }).expect("the filter compiles");
             let i386 = 0x03 | 0x4000_0000; // EM_386 | little-endian
             assert_eq!(run(&program, i386, 1, [0; 6]), libc::SECCOMP_RET_KILL_PROCESS);
             #[cfg(target_arch = "x86_64")]
@@ -608,7 +644,8 @@ mod tests {
 
     #[test]
     fn group_only_denies_only_the_group_escapes() {
-        let program = build(FilterSpec { confined: false, tcp: false, inet: false }).expect("the filter compiles");
+        let program =
+            build(FilterSpec { confined: false, tcp: false, inet: false, unix: true }).expect("the filter compiles");
         for number in 0..600 {
             let expected = if [nr(libc::SYS_setsid), nr(libc::SYS_setpgid)].contains(&number) {
                 errno(libc::EPERM)
@@ -621,7 +658,7 @@ mod tests {
 
     #[test]
     fn consecutive_denials_merge_into_ranges() {
-        let entries = entries(FilterSpec { confined: true, tcp: false, inet: false }).expect("entries");
+        let entries = entries(FilterSpec { confined: true, tcp: false, inet: false, unix: true }).expect("entries");
         let open_tree = nr(libc::SYS_open_tree);
         let mount_api =
             entries.iter().find(|entry| (entry.first..=entry.last).contains(&open_tree)).expect("open_tree");
@@ -632,8 +669,9 @@ mod tests {
     #[test]
     fn cached_programs_equal_fresh_ones() {
         for spec in [
-            FilterSpec { confined: true, tcp: false, inet: false },
-            FilterSpec { confined: false, tcp: true, inet: false },
+            FilterSpec { confined: true, tcp: false, inet: false, unix: true },
+            FilterSpec { confined: false, tcp: true, inet: false, unix: true },
+            FilterSpec { confined: true, tcp: false, inet: false, unix: false },
         ] {
             let cached = program(spec).expect("compiles");
             assert!(same_program(&cached, &program(spec).expect("compiles")));

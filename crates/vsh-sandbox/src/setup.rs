@@ -119,7 +119,12 @@ impl ChildSetup {
             _ => None,
         };
         let seccomp = if support.seccomp {
-            let spec = FilterSpec { confined, tcp: policy.has_tcp_grants(), inet: policy.opens_inet() };
+            let spec = FilterSpec {
+                confined,
+                tcp: policy.has_tcp_grants(),
+                inet: policy.opens_inet(),
+                unix: policy.unix_sockets_allowed(),
+            };
             let program = seccomp::program(spec)
                 .map_err(|error| ToolError::Setup { stage: "seccomp filter", source: io::Error::other(error) })?;
             Some(program)

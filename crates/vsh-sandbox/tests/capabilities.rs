@@ -114,10 +114,10 @@ fn enforcement_table_on_this_machine() {
     println!("SandboxPolicy::group_only():\n{group}");
     if full_sandbox() {
         for axis in Axis::ALL {
-            // Exec stays Partial (dynamic loader, memfd); IPC is Partial below Landlock ABI 9
-            // (pathname unix sockets). Every other axis is fully kernel-enforced here.
+            // Exec stays Partial (dynamic loader, memfd); IPC is Kernel since seccomp denies
+            // the child a unix socket of its own. Every other axis is fully kernel-enforced here.
             let expected = match axis {
-                Axis::Exec | Axis::IpcSignals => Enforcement::Partial,
+                Axis::Exec => Enforcement::Partial,
                 _ => Enforcement::Kernel,
             };
             assert_eq!(confined.level(axis), expected, "{axis}: {}", confined.axis(axis).reason());
@@ -506,24 +506,29 @@ fn connecting_to_the_parents_abstract_unix_socket_is_denied() {
     assert_blocked("connect to the parent's abstract unix socket", &base, &run, "EPERM");
 }
 
-/// A known limitation, asserted so it stays visible: below Landlock ABI 9 (and this crate pins at
-/// most ABI 7), connecting to a *pathname* unix socket is not governed, so a socket file outside
-/// every allowed root is reachable. FIXME: adopt `AccessFs::ResolveUnix` once an ABI 9 kernel
-/// can test it; then this test must expect `EACCES`.
+/// Below Landlock ABI 9 (and this crate pins at most ABI 7) connecting to a *pathname* unix
+/// socket is not governed by Landlock, so a daemon's socket file outside every allowed root
+/// would be reachable. By default seccomp denies the child `socket(AF_UNIX)` (it keeps
+/// `socketpair`), so it cannot reach one; with `allow_unix_sockets` it can, a known limitation
+/// asserted so it stays visible. FIXME: adopt `AccessFs::ResolveUnix` once an ABI 9 kernel can
+/// test it; then the second half must expect `EACCES`.
 #[test]
-fn a_pathname_unix_socket_outside_the_roots_stays_reachable() {
+fn a_pathname_unix_socket_outside_the_roots_is_unreachable_unless_unix_sockets_are_allowed() {
     if !full_sandbox() {
         return;
     }
     let dir = scratch();
     let socket = dir.path().join("daemon.sock");
     let _listener = UnixListener::bind(&socket).expect("listen on a pathname socket");
+    let base = baseline(PROBE, &["unix-connect", path_str(&socket)]);
     let run = probe_confined(SandboxPolicy::new(), &["unix-connect", path_str(&socket)]);
+    assert_blocked("connect to a host daemon's unix socket", &base, &run, "EPERM");
+    let allowed = probe_confined(SandboxPolicy::new().allow_unix_sockets(), &["unix-connect", path_str(&socket)]);
     assert_eq!(
-        run.verdict(),
+        allowed.verdict(),
         "ok connected",
         "the limitation changed; update the docs and this test: {}",
-        run.describe()
+        allowed.describe()
     );
 }
 

@@ -737,14 +737,25 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
     let Some(_processes) = fuse_available() else { return };
     let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = host.local_addr().unwrap().port();
-    // Its own server and client on 127.0.0.1, then the host's listener.
+    // A host daemon's unix socket, at a path the command can name (its /tmp is private).
+    let daemon_dir = tempfile::Builder::new().prefix("vsh-daemon-").tempdir_in("/var/tmp").unwrap();
+    let daemon = daemon_dir.path().join("daemon.sock");
+    let _daemon = std::os::unix::net::UnixListener::bind(&daemon).unwrap();
+    // Anyone may connect, as to a daemon that serves every user (the command runs as another uid).
+    std::fs::set_permissions(daemon_dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&daemon, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    std::os::unix::net::UnixStream::connect(&daemon).expect("the baseline: the host reaches its daemon");
+    // Its own server and client on 127.0.0.1, the host's listener, then the host's daemon.
     let script = format!(
         "import socket\n\
          try:\n    s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n    \
          c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b'ping'); print('own', a.recv(4).decode())\n\
          except OSError as e:\n    print('own failed', e.errno)\n\
          try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2); print('host reached')\n\
-         except OSError as e:\n    print('host unreachable')\n"
+         except OSError as e:\n    print('host unreachable')\n\
+         try:\n    u = socket.socket(socket.AF_UNIX); u.connect({daemon:?}); print('daemon reached')\n\
+         except OSError as e:\n    print('daemon unreachable', e.errno)\n\
+         a, b = socket.socketpair(); a.sendall(b'pair'); print('pair', b.recv(4).decode())\n"
     );
     let ran = |network| {
         let mut ws = Workspace::with(&files());
@@ -753,9 +764,21 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
             .unwrap_or_else(|error| panic!("{network:?}: {error:?}"));
         String::from_utf8_lossy(&outcome.stdout).into_owned()
     };
-    assert_eq!(ran(NetworkAccess::None), "own failed 1\nhost unreachable\n", "no sockets but AF_UNIX (EPERM)");
-    assert_eq!(ran(NetworkAccess::Loopback), "own ping\nhost unreachable\n", "its own loopback, nothing outside");
-    assert_eq!(ran(NetworkAccess::All), "own ping\nhost reached\n", "the host's network");
+    assert_eq!(
+        ran(NetworkAccess::None),
+        "own failed 1\nhost unreachable\ndaemon unreachable 1\npair pair\n",
+        "no sockets but socketpair (EPERM)"
+    );
+    assert_eq!(
+        ran(NetworkAccess::Loopback),
+        "own ping\nhost unreachable\ndaemon unreachable 1\npair pair\n",
+        "its own loopback, nothing outside"
+    );
+    assert_eq!(
+        ran(NetworkAccess::All),
+        "own ping\nhost reached\ndaemon reached\npair pair\n",
+        "the host's network, its unix sockets too"
+    );
     drop(host);
 }
 
