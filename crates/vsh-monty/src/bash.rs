@@ -167,7 +167,8 @@ impl OsHost<'_> {
 
     /// A directory's visible entries: names and kinds (part of the listing's
     /// name-set read), and each entry's metadata only when asked (each then a
-    /// metadata read of its own).
+    /// metadata read of its own). A node no guest can be shown is left out
+    /// and counted in `skipped_nodes`.
     fn list(&mut self, target: &Target<'_>, with_metadata: bool) -> Result<Vec<(String, Meta)>, Fault> {
         let grant = self.authorize::<DirectoryRead>(&target.path, target.guest)?;
         let last = self.follow(grant, target.guest)?;
@@ -180,13 +181,20 @@ impl OsHost<'_> {
             if self.is_hidden(&last, &child, target.guest)? {
                 continue;
             }
+            // A node no guest can be shown (a FIFO, a socket, a device) is
+            // left out and counted, as a walk skips it; the rest is listed.
             let meta = if with_metadata {
                 let looked = self.authorize::<MetadataRead>(&child, target.guest)?;
-                meta_of(&self.metadata(&looked).map_err(|error| vfs_fault(error, target.guest))?)
-            } else {
-                match self.listed_kind_in(&view, &child).map_err(|error| vfs_fault(error, target.guest))? {
-                    Some(kind) => kind_only(kind),
+                let metadata = self.metadata(&looked);
+                match self.representable_value(metadata, target.guest)? {
+                    Some(metadata) => meta_of(&metadata),
                     None => continue,
+                }
+            } else {
+                let kind = self.listed_kind_in(&view, &child);
+                match self.representable_value(kind, target.guest)? {
+                    Some(Some(kind)) => kind_only(kind),
+                    Some(None) | None => continue,
                 }
             };
             entries.push((name.clone(), meta));

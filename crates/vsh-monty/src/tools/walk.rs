@@ -94,7 +94,11 @@ impl<'a> OsHost<'a> {
     /// node): a node the guest cannot be shown (see
     /// [`VfsError::is_unrepresentable`]) is skipped (`None`) and counted; any
     /// other error is the walk's.
-    fn representable_value<T>(&mut self, result: Result<T, VfsError>, guest: &str) -> Result<Option<T>, Fault> {
+    pub(crate) fn representable_value<T>(
+        &mut self,
+        result: Result<T, VfsError>,
+        guest: &str,
+    ) -> Result<Option<T>, Fault> {
         match result {
             Ok(value) => Ok(Some(value)),
             Err(error) if error.is_unrepresentable() => {

@@ -148,6 +148,27 @@ fn a_change_to_a_protected_path_is_refused_as_the_change() {
     }
 }
 
+/// A FIFO and a socket in the workspace, where a dev server or a daemon left them.
+fn plant_special_nodes(root: &std::path::Path, fifo: &str, socket: &str) -> std::os::unix::net::UnixListener {
+    let status = std::process::Command::new("mkfifo").arg(root.join(fifo)).status().unwrap();
+    assert!(status.success(), "mkfifo");
+    std::os::unix::net::UnixListener::bind(root.join(socket)).unwrap()
+}
+
+#[test]
+fn a_node_no_guest_can_be_shown_is_left_out_of_a_listing_and_the_rest_is_listed() {
+    for mode in MODES {
+        let mut ws = Workspace::with(&[("logs/a.log", b"a\n"), ("top.txt", b"t\n")]).in_mode(mode);
+        let _socket = plant_special_nodes(&ws.root(), "logs/ctl", "dev.sock");
+        let outcome =
+            ws.bash("ls logs; ls; find . -name '*.log'").unwrap_or_else(|error| panic!("{mode:?}: {error:?}"));
+        assert_eq!(text(&outcome.stdout), "a.log\nlogs\ntop.txt\n./logs/a.log\n", "{mode:?}");
+        // Each listing that met one counted it: ls logs, ls, and find's two.
+        assert_eq!(outcome.stats.skipped_nodes, 4, "{mode:?}");
+        assert!(outcome.denied.is_empty(), "{mode:?}: nothing was refused");
+    }
+}
+
 #[test]
 fn failures_are_terminal_and_keep_their_streams() {
     for mode in MODES {

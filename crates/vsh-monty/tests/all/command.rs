@@ -783,6 +783,18 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
 }
 
 #[test]
+fn a_fifo_or_socket_in_a_directory_leaves_the_rest_of_it_listable_to_a_command() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&[("logs/a.log", b"a\n"), ("new.txt", b"n\n")]);
+    let status = std::process::Command::new("mkfifo").arg(ws.root().join("logs/ctl")).status().unwrap();
+    assert!(status.success(), "mkfifo");
+    let _socket = std::os::unix::net::UnixListener::bind(ws.root().join("dev.sock")).unwrap();
+    let outcome = ws.command(&["sh", "-c", "ls; ls logs; find . -name '*.txt'"]).unwrap();
+    assert_eq!(String::from_utf8_lossy(&outcome.stdout), "logs\nnew.txt\na.log\n./new.txt\n");
+    assert!(outcome.stderr.is_empty(), "{}", String::from_utf8_lossy(&outcome.stderr));
+}
+
+#[test]
 fn a_program_inside_the_workspace_is_the_candidates_file_never_the_hosts() {
     use std::os::unix::fs::PermissionsExt as _;
     let Some(_processes) = fuse_available() else { return };
