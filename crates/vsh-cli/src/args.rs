@@ -29,7 +29,8 @@ Exit codes:
       its processes killed, nothing committed (a second signal ends vsh at once)
 With --detailed-exitcode, run, show and commit exit with the transaction's
 state instead: 0 committed, 3 auto-approved (nothing written), 4 pending
-approval, 5 denied.";
+approval (or approved, not yet committed), 5 denied, 6 stale, 7 rejected,
+expired, or its commit failed and was rolled back.";
 
 /// Run agent programs against a virtual image of a workspace; preview,
 /// approve and commit their changes exactly once.
@@ -39,7 +40,8 @@ pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
     /// Exit with the transaction's state (0 committed, 3 auto-approved, 4
-    /// pending, 5 denied) instead of whether the command did what it was asked.
+    /// pending, 5 denied, 6 stale, 7 rejected, expired or rolled back) instead
+    /// of whether the command did what it was asked.
     #[arg(long, global = true)]
     pub(crate) detailed_exitcode: bool,
     /// Colour the output: auto (on a terminal, unless NO_COLOR is set or

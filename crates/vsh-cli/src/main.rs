@@ -45,6 +45,9 @@ const EXIT_PENDING: u8 = 4;
 const EXIT_DENIED: u8 = 5;
 /// Exit code: not committed, the workspace changed under the transaction.
 const EXIT_STALE: u8 = 6;
+/// Exit code with `--detailed-exitcode`: not committed and never will be
+/// (rejected, expired, or its commit failed and was rolled back).
+const EXIT_CLOSED: u8 = 7;
 /// Exit code: another vsh process held the commit lock for longer than
 /// `--lock-timeout` (`EX_TEMPFAIL`: try again later).
 const EXIT_BUSY: u8 = 75;
@@ -262,18 +265,32 @@ fn lock_wait(timeout: std::time::Duration) -> vsh::LockWait {
 /// The exit code for a receipt of a command asked to do `asked`: 0 when it
 /// did; with `detailed`, the transaction's state.
 pub(crate) fn exit_code(receipt: &vsh::Receipt, asked: Asked, detailed: bool) -> u8 {
-    let state = match (&receipt.decision, receipt.state) {
-        (_, TransactionState::Committed) => EXIT_OK,
-        (RuntimeDecision::Denied(_), _) => EXIT_DENIED,
-        (RuntimeDecision::PendingApproval(_), _) => EXIT_PENDING,
-        (RuntimeDecision::AutoApproved, _) => EXIT_AUTO_APPROVED,
-    };
+    let state = state_exit_code(receipt.state).unwrap_or(match &receipt.decision {
+        RuntimeDecision::Denied(_) => EXIT_DENIED,
+        RuntimeDecision::PendingApproval(_) => EXIT_PENDING,
+        RuntimeDecision::AutoApproved => EXIT_AUTO_APPROVED,
+    });
     match (detailed, asked) {
         (false, Asked::Review) => EXIT_OK,
         // Asked to commit and it did not land: why, by the same codes (an
         // auto-approved transaction that did not land awaits a decision too).
         (false, Asked::Commit) if state == EXIT_AUTO_APPROVED => EXIT_PENDING,
         (true, _) | (false, Asked::Commit) => state,
+    }
+}
+
+/// The `--detailed-exitcode` of a transaction in `state`, where the state
+/// alone says it; `None` for the states a commit passes through, where the
+/// decision does.
+pub(crate) fn state_exit_code(state: TransactionState) -> Option<u8> {
+    match state {
+        TransactionState::Committed => Some(EXIT_OK),
+        TransactionState::AutoApproved => Some(EXIT_AUTO_APPROVED),
+        TransactionState::PendingApproval | TransactionState::Approved => Some(EXIT_PENDING),
+        TransactionState::Denied => Some(EXIT_DENIED),
+        TransactionState::Stale => Some(EXIT_STALE),
+        TransactionState::Rejected | TransactionState::Expired | TransactionState::Failed => Some(EXIT_CLOSED),
+        _ => None,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use vsh::{Runtime, TransactionId};
 
-use crate::{Asked, EXIT_OK, Output, exit_code, print_receipt, render};
+use crate::{Asked, EXIT_ERROR, EXIT_OK, Output, exit_code, print_receipt, render, state_exit_code};
 
 /// The digest of the policy that decided `receipt`, when its decision names it.
 fn decided_under(receipt: &vsh::Receipt) -> Option<vsh::lower::vsh_types::PolicyDigest> {
@@ -34,7 +34,7 @@ pub(crate) fn show(
             anstream::print!("{}", render::history_text(&runtime.history(id)?, now));
             println!("(nothing more is stored for {} work: its receipt was printed when it ran)", record.state.name());
         }
-        return Ok(EXIT_OK);
+        return Ok(if output.detailed { state_exit_code(record.state).unwrap_or(EXIT_ERROR) } else { EXIT_OK });
     };
     if receipt.review.is_empty() {
         receipt.review = runtime.review(id)?;

@@ -93,6 +93,17 @@ fn exit_codes_follow_the_table_row_by_row() {
     assert!(stderr.contains("  gone.txt  "), "{stderr}");
     assert_eq!(std::fs::read_to_string(dir.path().join("gone.txt")).unwrap(), "edited meanwhile\n");
 
+    // `show --detailed-exitcode` exits with the state the transaction is in
+    // now, whatever its decision was: a stored receipt or only a record.
+    let shown = |id: &str| code(&vsh(&["--detailed-exitcode", "show", "-q", id, "--workspace", ws], None));
+    assert_eq!(shown(&id), Some(6), "stale");
+    assert_eq!(shown(&id_of(&denied)), Some(5), "denied");
+    assert_eq!(shown(&id_of(&committed)), Some(0), "committed");
+    assert_eq!(shown(&id_of(&pending)), Some(4), "pending");
+    let rejected = vsh(&["run", "--workspace", ws, "-"], Some(delete));
+    assert_eq!(code(&vsh(&["reject", &id_of(&rejected), "--workspace", ws], None)), Some(0));
+    assert_eq!(shown(&id_of(&rejected)), Some(7), "rejected");
+
     // 1: an error; 2: usage.
     let broken = vsh(&["run", "--workspace", ws, "-"], Some("raise ValueError('no')"));
     assert_eq!(code(&broken), Some(1));
