@@ -92,9 +92,11 @@ fn main() -> ExitCode {
             Ok(EXIT_OK)
         }
         Command::Completions { shell } => {
+            // Generated whole first: clap_complete panics on a failed write.
             let mut command = <args::Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut command, "vsh", &mut std::io::stdout());
-            Ok(EXIT_OK)
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "vsh", &mut script);
+            print_bytes(&script).map(|()| EXIT_OK)
         }
         Command::Man => {
             let command = <args::Cli as clap::CommandFactory>::command();
@@ -121,7 +123,8 @@ fn main() -> ExitCode {
 
 /// When whoever reads stdout stops reading (`vsh log | head`), end quietly
 /// as Unix tools do (exit 141, as a `SIGPIPE` death reads to a shell) instead
-/// of panicking with a backtrace. `SIGPIPE` itself stays ignored: the runtime
+/// of panicking with a backtrace; when stdout cannot be written otherwise
+/// (`> /dev/full`), say so and exit 1. `SIGPIPE` itself stays ignored: the runtime
 /// must survive a worker that closes its pipe.
 fn quiet_on_closed_stdout() {
     let default = std::panic::take_hook();
@@ -132,11 +135,29 @@ fn quiet_on_closed_stdout() {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(141);
+        if message.starts_with("failed printing to stdout") {
+            if message.contains("Broken pipe") {
+                std::process::exit(141);
+            }
+            // Any other failed write (a full disk, say): an error, said
+            // plainly; whatever the command did before stands.
+            eprintln!("vsh: {message}");
+            std::process::exit(i32::from(EXIT_ERROR));
         }
         default(info);
     }));
+}
+
+/// Write `bytes` to stdout: a reader that stopped reading ends vsh as
+/// [`quiet_on_closed_stdout`] does, any other failure is an error.
+fn print_bytes(bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(error) => Err(format!("failed printing to stdout: {error}").into()),
+    }
 }
 
 /// The global output options.

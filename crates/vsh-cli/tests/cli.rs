@@ -1496,6 +1496,43 @@ fn a_reader_that_stops_reading_ends_the_command_quietly() {
 }
 
 #[test]
+fn an_output_that_cannot_be_written_is_an_error_said_plainly_and_the_commit_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let run = |args: &[&str], input: Option<&str>| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(full())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        if let Some(input) = input {
+            std::io::Write::write_all(&mut &stdin, input.as_bytes()).unwrap();
+        }
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let ws = dir.path().to_str().unwrap();
+    let program = "from pathlib import Path\nPath('a.txt').write_text('b\\n')";
+    for (args, input) in [
+        (vec!["run", "--mode", "auto", "--workspace", ws, "-"], Some(program)),
+        (vec!["completions", "bash"], None),
+        (vec!["guide"], None),
+    ] {
+        let output = run(&args, input);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(stderr.contains("No space left on device"), "{args:?}: {stderr}");
+    }
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "b\n", "the commit landed");
+}
+
+#[test]
 fn a_receipt_counts_the_nodes_a_program_could_not_be_shown() {
     use std::os::unix::ffi::OsStrExt as _;
     let dir = tempfile::tempdir().unwrap();
