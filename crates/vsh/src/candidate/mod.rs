@@ -564,7 +564,7 @@ impl CandidateWorkspace {
                 Ok(hunks) => text.push_str(hunks),
                 Err(why) => {
                     let why = match why {
-                        vsh_vfs::NoHunks::NotFileContent => "not a file's content",
+                        vsh_vfs::NoHunks::NotFileContent => "not a file's content or a link's target",
                         vsh_vfs::NoHunks::Binary => "binary",
                         vsh_vfs::NoHunks::TooLarge => "too large",
                         vsh_vfs::NoHunks::BudgetSpent => "review budget spent",
