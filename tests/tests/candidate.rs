@@ -482,6 +482,38 @@ fn a_command_that_leaves_a_setuid_or_setgid_file_is_denied_and_nothing_is_writte
     }
 }
 
+/// An outside probe planted Python bytecode in the scratch directories from
+/// a run that changed nothing, and a later run given a token executed it.
+/// The scratch directories belong to one set of grants at a time: a run
+/// granted otherwise finds them empty, and so does the next plain run (what
+/// the token's run built may hold the token).
+#[test]
+fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_directories() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = workspace(&[("src.txt", "v1\n")]);
+    let plain = runtime(&dir);
+    let granted =
+        Arc::new(Runtime::open(config(dir.path()).with_commands().with_command_env([("TOKEN", "tok-1")])).unwrap());
+    let run = |runtime: &Arc<Runtime>, script: &str| {
+        let code = command(&["/bin/sh", "-c", script]);
+        let receipt = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+        match &receipt.output {
+            ExecutionOutput::Bash(result) => String::from_utf8_lossy(&result.stdout).into_owned(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // A plain run plants something and changes nothing; the next plain run finds it.
+    assert_eq!(run(&plain, "echo planted > target/code; ls target"), "code\n");
+    assert_eq!(run(&plain, "ls target"), "code\n", "runs granted alike share the directories");
+    // A run given a token finds them empty, and leaves what it built.
+    assert_eq!(run(&granted, "ls target; echo \"$TOKEN\" > target/built; ls target"), "built\n");
+    assert_eq!(run(&granted, "cat target/built"), "tok-1\n", "and its next run builds on it");
+    // The next plain run finds nothing of the token's run.
+    assert_eq!(run(&plain, "ls target; cat target/built 2>/dev/null; echo end"), "end\n");
+}
+
 #[test]
 fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps_the_build_incremental() {
     if !candidates_available() {

@@ -28,6 +28,13 @@
 //! run's outputs, so the build tool sees them changed); the next run finds
 //! any taint left and empties the scratch directories first
 //! ([`ScratchLock::clear_if_tainted`]).
+//!
+//! **Grants.** Commands may be granted environment variables (a token), a
+//! network, tools. What a run's commands leave in the scratch directories
+//! is code the next run may execute (Python's bytecode, a build's outputs)
+//! and data it may read, so the directories belong to one set of grants at
+//! a time: a run granted otherwise than the last empties them first
+//! ([`ScratchLock::clear_unless_granted`]).
 
 use std::sync::Arc;
 
@@ -43,6 +50,10 @@ const SCRATCH_LOCK: &str = "scratch.lock";
 /// The directory of taints, beside `scratch/`: one empty file per run or
 /// transaction that built from an image the workspace does not hold.
 const TAINTS: &str = "scratch.taint";
+
+/// The file, beside `scratch/`, naming (as 64 hex digits) the grants of the
+/// commands that last used the scratch directories.
+const GRANTS: &str = "scratch.grants";
 
 /// The lock over the scratch directories, on a handle of its own.
 #[derive(Debug)]
@@ -170,6 +181,45 @@ impl ScratchLock {
         for name in taints {
             self.untaint(&name)?;
         }
+        Ok(true)
+    }
+
+    /// With [`ScratchLock::exclusive`] held (`_held`): when the scratch
+    /// directories were last used by commands granted otherwise than
+    /// `grants` (a digest of what this run's commands are granted: their
+    /// environment, network and tools), or by a vsh that did not record it,
+    /// empty them first, and record `grants` as theirs. So no run executes
+    /// what commands granted otherwise left there (bytecode or a build
+    /// planted by a run without the secrets this one is given), nor reads
+    /// what they built (a build given a token may keep it in its outputs).
+    /// Runs granted alike share the directories, and their builds stay
+    /// incremental. Whether it cleared.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the record cannot be read or written or a
+    /// scratch directory cannot be emptied (the record is then left out, so
+    /// the next run clears again).
+    pub fn clear_unless_granted(&self, _held: &LockGuard, grants: &[u8; 32]) -> Result<bool, StoreError> {
+        let path = VPath::from_component(GRANTS).expect("a plain component");
+        let wanted = blake3::Hash::from_bytes(*grants).to_hex();
+        let recorded = match self.dir.read_only().read_file(&path, 64) {
+            Ok(read) => Some(read.bytes),
+            Err(HostError::NotFound { .. }) => None,
+            Err(source) => return Err(failed(&path, source)),
+        };
+        if recorded.as_deref() == Some(wanted.as_bytes()) {
+            return Ok(false);
+        }
+        match self.dir.remove_file(&path) {
+            Ok(()) | Err(HostError::NotFound { .. }) => {}
+            Err(source) => return Err(failed(&path, source)),
+        }
+        let dirs = self.scratch_dirs(false)?;
+        self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
+        self.dir
+            .create_file_exclusive_unsynced(&path, wanted.as_bytes(), 0o600)
+            .map_err(|source| failed(&path, source))?;
         Ok(true)
     }
 
@@ -392,5 +442,28 @@ mod tests {
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
         // A taint's name is one plain file name.
         assert!(lock.taint("../x").is_err() && lock.taint("").is_err());
+    }
+
+    #[test]
+    fn scratch_belongs_to_one_set_of_grants_and_other_grants_find_it_empty() {
+        let (_dir, data, outside) = built();
+        let lock = data.scratch_lock();
+        let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
+        let held = lock.exclusive(&wait).unwrap();
+        let (plain, token) = ([1_u8; 32], [2_u8; 32]);
+        // Nothing recorded (an older vsh built it): emptied, then recorded.
+        assert!(lock.clear_unless_granted(&held, &plain).unwrap());
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        // The same grants again: what they built is kept.
+        std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
+        assert!(!lock.clear_unless_granted(&held, &plain).unwrap());
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 1);
+        // Other grants: emptied first; and back again, emptied again.
+        assert!(lock.clear_unless_granted(&held, &token).unwrap());
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        std::fs::write(data.scratch_dir("node_modules/.cache").unwrap().join("secret"), b"tok").unwrap();
+        assert!(lock.clear_unless_granted(&held, &plain).unwrap());
+        assert_eq!(entries(&data.scratch_dir("node_modules/.cache").unwrap()), 0);
+        assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
     }
 }

@@ -410,8 +410,9 @@ impl Runs {
     /// commands as `commands` says. Commands that may write the scratch
     /// directories hold them alone until the run is over (waiting for
     /// another run's within the request's deadline), find them emptied first
-    /// if a run left a taint, and leave the taint `taint` if this run
-    /// changed its image (see `vsh_store::ScratchLock`).
+    /// if a run left a taint or their last commands were granted otherwise,
+    /// and leave the taint `taint` if this run changed its image (see
+    /// `vsh_store::ScratchLock`).
     pub(crate) fn execute_with(
         &self,
         request: &RunRequest<'_>,
@@ -424,6 +425,7 @@ impl Runs {
             Some(lock) if !commands.scratch.is_empty() => {
                 let held = hold_scratch(lock, request, cancel)?;
                 lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
+                lock.clear_unless_granted(&held, &command_grants(commands)).map_err(VshError::DataDirectory)?;
                 // Recorded before anything runs, so a run that never ends
                 // (vsh killed, a panic) leaves it: the next run clears.
                 lock.taint(taint).map_err(VshError::DataDirectory)?;
@@ -612,4 +614,38 @@ fn still_wanted(
         }));
     }
     Ok(())
+}
+
+/// A digest of what `commands` are granted (environment variables, network,
+/// ports, tools): the scratch directories belong to one such set at a time
+/// (`vsh_store::ScratchLock::clear_unless_granted`).
+fn command_grants(commands: &vsh_monty::CommandConfig) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new_derive_key("vsh 2026 command grants v1");
+    let mut env = commands.env.clone();
+    env.sort();
+    hasher.update(&(env.len() as u64).to_le_bytes());
+    for (name, value) in &env {
+        for field in [name.as_bytes(), value.as_bytes()] {
+            hasher.update(&(field.len() as u64).to_le_bytes());
+            hasher.update(field);
+        }
+    }
+    let network = format!("{:?}", commands.network);
+    hasher.update(&(network.len() as u64).to_le_bytes());
+    hasher.update(network.as_bytes());
+    let mut ports = commands.connect_ports.clone();
+    ports.sort_unstable();
+    hasher.update(&(ports.len() as u64).to_le_bytes());
+    for port in ports {
+        hasher.update(&port.to_le_bytes());
+    }
+    let mut tools = commands.tools.clone();
+    tools.sort();
+    hasher.update(&(tools.len() as u64).to_le_bytes());
+    for tool in &tools {
+        let tool = tool.as_os_str().as_encoded_bytes();
+        hasher.update(&(tool.len() as u64).to_le_bytes());
+        hasher.update(tool);
+    }
+    *hasher.finalize().as_bytes()
 }
