@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use vsh::{PolicyProfile, ReceiptDetail, RunMode};
+use vsh::{PolicyProfile, RunMode};
 
 /// The exit-code table, shown after `--help` (and in the README).
 pub(crate) const EXIT_CODES: &str = "\
@@ -431,7 +431,9 @@ pub(crate) struct RerunArgs {
     /// Preview only, or commit when auto-approved.
     #[arg(long, value_enum, default_value = "preview")]
     pub(crate) mode: Mode,
-    /// Print every diff entry and metric.
+    /// Print each changed path's hunks (the review) too; without it the
+    /// changed paths are listed (at most 50; vsh show lists them all, with
+    /// their hunks).
     #[arg(long)]
     pub(crate) full: bool,
     /// Let a Monty program run real commands again, as `vsh run --commands` lets it. A real
@@ -592,7 +594,9 @@ pub(crate) struct RunOptions {
     /// A policy file (TOML) for this run, instead of the workspace's policy.
     #[arg(long, value_name = "FILE")]
     pub(crate) policy: Option<PathBuf>,
-    /// Print every diff entry and metric.
+    /// Print each changed path's hunks (the review) too; without it the
+    /// changed paths are listed (at most 50; vsh show lists them all, with
+    /// their hunks).
     #[arg(long)]
     pub(crate) full: bool,
     /// What the program is for, recorded with the transaction.
@@ -687,10 +691,6 @@ impl RunOptions {
     pub(crate) fn profile(&self) -> Option<PolicyProfile> {
         self.profile.map(Profile::policy_profile)
     }
-
-    pub(crate) fn detail(&self) -> ReceiptDetail {
-        if self.full { ReceiptDetail::Full } else { ReceiptDetail::Compact }
-    }
 }
 
 impl RunArgs {
@@ -748,7 +748,7 @@ mod tests {
         };
         assert_eq!(run.common.workspace, Some(PathBuf::from("/tmp/w")));
         assert_eq!(run.mode(), RunMode::Auto);
-        assert_eq!(run.detail(), ReceiptDetail::Full);
+        assert!(run.full);
         assert!(run.common.json);
         assert_eq!(run.intent, None);
         assert_eq!(run.profile(), None, "the workspace's policy unless a run names one");

@@ -518,16 +518,19 @@ fn run_program(
     if (run.profile.is_some() || run.policy.is_some()) && !output.quiet {
         warn_if_overridden(&runtime)?;
     }
-    let mut request =
-        RunRequest::new(code).with_language(language).with_mode(run.mode()).with_detail(run.detail()).with_budget(
-            run.budget.budget_over(if real == RealCommands::None {
-                language.default_budget()
-            } else {
-                // A run that reaches real programs (a command, `vsh_exec`, real
-                // Bash) gets a command's budget: a build takes minutes, not a second.
-                vsh::ExecutionBudget::for_commands()
-            }),
-        );
+    // Every changed path always (the text lists them, the JSON holds them);
+    // --full decides whether each one's hunks are printed (`shown_receipt`).
+    let mut request = RunRequest::new(code)
+        .with_language(language)
+        .with_mode(run.mode())
+        .with_detail(vsh::ReceiptDetail::Full)
+        .with_budget(run.budget.budget_over(if real == RealCommands::None {
+            language.default_budget()
+        } else {
+            // A run that reaches real programs (a command, `vsh_exec`, real
+            // Bash) gets a command's budget: a build takes minutes, not a second.
+            vsh::ExecutionBudget::for_commands()
+        }));
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
@@ -551,9 +554,10 @@ fn run_program(
         Interruptible::Done(receipt) => *receipt,
         Interruptible::Interrupted(code) => return Ok(code),
     };
-    print_receipt(&receipt, run.common.json, output)?;
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
-    Ok(exit_code(&receipt, asked, output.detailed))
+    let code = exit_code(&receipt, asked, output.detailed);
+    print_receipt(&shown_receipt(receipt, run.full), run.common.json, output)?;
+    Ok(code)
 }
 
 /// How a run the operator could interrupt ended.
@@ -731,8 +735,10 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         args::Mode::Preview => vsh::RunMode::Preview,
         args::Mode::Auto => vsh::RunMode::Auto,
     };
-    let detail = if rerun.full { vsh::ReceiptDetail::Full } else { vsh::ReceiptDetail::Compact };
-    let mut request = RunRequest::new(&stored.code).with_language(stored.language).with_mode(mode).with_detail(detail);
+    let mut request = RunRequest::new(&stored.code)
+        .with_language(stored.language)
+        .with_mode(mode)
+        .with_detail(vsh::ReceiptDetail::Full);
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }
@@ -743,9 +749,10 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if !output.quiet && !rerun.stored.common.json {
         eprintln!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
     }
-    print_receipt(&receipt, rerun.stored.common.json, output)?;
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
-    Ok(exit_code(&receipt, asked, output.detailed))
+    let code = exit_code(&receipt, asked, output.detailed);
+    print_receipt(&shown_receipt(receipt, rerun.full), rerun.stored.common.json, output)?;
+    Ok(code)
 }
 
 /// Whether transaction `id`'s Bash program ran in real bash (`run
@@ -771,6 +778,15 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A run's receipt as printed: with every changed path, and each one's
+/// hunks only when asked (`--full`).
+pub(crate) fn shown_receipt(mut receipt: vsh::Receipt, hunks: bool) -> vsh::Receipt {
+    if !hunks {
+        receipt.review.clear();
+    }
+    receipt
 }
 
 fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(), Box<dyn std::error::Error>> {

@@ -463,6 +463,9 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
     }
 }
 
+/// The changed paths a text receipt without its review lists, at most.
+const MAX_LISTED_CHANGES: usize = 50;
+
 pub(crate) fn receipt_text(receipt: &Receipt) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "transaction  {}", receipt.transaction);
@@ -505,7 +508,9 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         receipt.changed_paths,
         if receipt.changed_paths == 1 { "" } else { "s" }
     );
-    for entry in receipt.changes.iter().filter(|_| receipt.review.is_empty()) {
+    // Without the review, the changed paths (a long list cut short).
+    let listed = if receipt.review.is_empty() { receipt.changes.len() } else { 0 };
+    for entry in receipt.changes.iter().take(listed.min(MAX_LISTED_CHANGES)) {
         let _ = writeln!(
             out,
             "  {:<7} {}  [{} -> {}]",
@@ -513,6 +518,14 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
             shown(entry.path.as_str(), false),
             state_text(entry.before.as_ref()),
             state_text(entry.after.as_ref())
+        );
+    }
+    if listed > MAX_LISTED_CHANGES {
+        let _ = writeln!(
+            out,
+            "  ... and {} more (vsh show {} lists them all, with their hunks)",
+            listed - MAX_LISTED_CHANGES,
+            receipt.transaction.short()
         );
     }
     output_text(&mut out, &receipt.output);

@@ -1496,6 +1496,32 @@ fn a_reader_that_stops_reading_ends_the_command_quietly() {
 }
 
 #[test]
+fn a_preview_lists_what_it_changes_and_prints_hunks_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\n");
+    let ws = dir.path().to_str().unwrap();
+    let program = "from pathlib import Path\nPath('a.txt').write_text('two\\n')\nPath('new.txt').write_text('n\\n')";
+    let preview = vsh(&["run", "--workspace", ws, "-"], Some(program));
+    let text = String::from_utf8_lossy(&preview.stdout);
+    assert!(text.contains("  modify  a.txt  [file 644 4B "), "{text}");
+    assert!(text.contains("  create  new.txt  [- -> file 644 2B "), "{text}");
+    assert!(!text.contains("+two"), "no hunks without --full: {text}");
+    let full = vsh(&["run", "--workspace", ws, "--full", "-"], Some(program));
+    assert!(String::from_utf8_lossy(&full.stdout).contains("+two"), "hunks with --full");
+    let json = vsh(&["run", "--workspace", ws, "--json", "-"], Some(program));
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let paths: Vec<&str> =
+        document["changes"].as_array().unwrap().iter().map(|change| change["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["a.txt", "new.txt"]);
+    // A long list is cut short, and says where the rest is.
+    let many = "from pathlib import Path\nfor i in range(60):\n    Path(f'f{i:02}.txt').write_text('x')";
+    let preview = vsh(&["run", "--workspace", ws, "-"], Some(many));
+    let text = String::from_utf8_lossy(&preview.stdout);
+    assert_eq!(text.lines().filter(|line| line.starts_with("  create  f")).count(), 50, "{text}");
+    assert!(text.contains(&format!("  ... and 10 more (vsh show {} lists them all", &id_of(&preview)[..12])), "{text}");
+}
+
+#[test]
 fn an_output_that_cannot_be_written_is_an_error_said_plainly_and_the_commit_stands() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a.txt", "a\n");
