@@ -85,6 +85,12 @@ fn raising_option(error: &VshError) -> Option<&'static str> {
     })
 }
 
+/// Whether a real command was stopped for the disk space it took.
+fn filled_the_disk(error: &VshError) -> bool {
+    let VshError::Execution(execution) = error else { return false };
+    matches!(execution.as_ref(), ExecutionError::Limit { limit, .. } if limit.limit == LimitKind::DiskSpace)
+}
+
 /// For a command whose program was not found: how to let it find one
 /// outside the system directories.
 fn missing_program(error: &VshError) -> Option<String> {
@@ -177,6 +183,12 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             }
             if let Some(option) = raising_option(other) {
                 let _ = writeln!(text, "vsh: to give the program more, raise it with `{option}`");
+            }
+            if filled_the_disk(other) {
+                let _ = writeln!(
+                    text,
+                    "vsh: the command was stopped before it filled the disk that holds its scratch directories                      (target/ and the like); the next run empties them, or `vsh gc --scratch` does now"
+                );
             }
         }
         None => {}

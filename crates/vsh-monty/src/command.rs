@@ -262,8 +262,54 @@ enum Event {
     Served,
 }
 
-/// How often a running command's deadline and cancellation are checked.
+/// How often a running command's deadline, cancellation and disk use are checked.
 const TICK: Duration = Duration::from_millis(20);
+
+/// Keeps a real command from filling the disk that holds its scratch
+/// directories (the one place it writes to the host's disk; its image is
+/// memory, its `/tmp` a bounded tmpfs): while it runs, that filesystem may
+/// lose at most half the space available when it started, and never go
+/// below 2 % of its size available. The space is read (`statvfs`) at every
+/// tick; a command past it is stopped as by any limit
+/// ([`LimitKind::DiskSpace`]). Another program's writes to the same disk
+/// count too: the guard keeps the disk from filling, whoever fills it.
+#[derive(Debug, Clone)]
+struct DiskGuard {
+    /// A path on the filesystem (a scratch directory).
+    path: PathBuf,
+    /// Bytes available when the command started.
+    available: u64,
+    /// Bytes the filesystem may lose while it runs.
+    may_lose: u64,
+}
+
+impl DiskGuard {
+    /// The guard for the filesystem holding `path`, as it is now; `None` when
+    /// its space cannot be read.
+    fn new(path: &Path) -> Option<Self> {
+        let space = vsh_sandbox::fs_space(path).ok()?;
+        Some(Self { path: path.to_owned(), available: space.available, may_lose: may_lose(space) })
+    }
+
+    /// The limit the command passed, if it did, with the space now.
+    fn exceeded(&self) -> Option<LimitExceeded> {
+        let now = vsh_sandbox::fs_space(&self.path).ok()?;
+        let lost = self.available.saturating_sub(now.available);
+        (lost > self.may_lose).then_some(LimitExceeded {
+            limit: LimitKind::DiskSpace,
+            attempted: lost,
+            max: self.may_lose,
+        })
+    }
+}
+
+/// What a filesystem with `space` may lose while a command runs: half of
+/// what is available, and never past 2 % of its size available (nothing,
+/// when less is available already).
+fn may_lose(space: vsh_sandbox::FsSpace) -> u64 {
+    let floor = (space.size / 50).max(space.available / 2).min(space.available);
+    space.available - floor
+}
 
 /// The run's image, counters and refusals while a command runs: lent by
 /// the dispatcher to the candidate's server, which serves each request on
@@ -575,7 +621,9 @@ impl Dispatcher<'_> {
             interrupted: AtomicBool::new(false),
             group: AtomicU32::new(0),
         });
-        let supervised = self.supervise(command, &shared, mounted, call.timeout, cap, (uid, gid), mount_points);
+        let disk = config.scratch.first().and_then(|(_, dir)| DiskGuard::new(dir));
+        let supervised =
+            self.supervise(command, &shared, mounted, call.timeout, cap, (uid, gid), mount_points, disk.as_ref());
         // Whatever happened, the image comes back (a server still running
         // answers `EIO` from now on).
         self.take_back(&shared);
@@ -594,6 +642,7 @@ impl Dispatcher<'_> {
         cap: usize,
         (uid, gid): (u32, u32),
         mount_points: Vec<String>,
+        disk: Option<&DiskGuard>,
     ) -> Result<CommandEnd, ExecutionError> {
         let limits = self.host.meter.limits();
         let started = self.host.meter.started();
@@ -649,6 +698,12 @@ impl Dispatcher<'_> {
                         // The command is over: whatever it left running goes with it.
                         shared.kill();
                         exited_at = Some(Instant::now());
+                        // What it wrote before it exited counts as much as what it writes running.
+                        if let Some(exceeded) = disk.and_then(DiskGuard::exceeded)
+                            && let Some(lent) = shared.lock().as_mut()
+                        {
+                            lent.stop.get_or_insert(Stop::Limit(exceeded));
+                        }
                     }
                     Ok(Event::Served) => served = true,
                     Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
@@ -663,7 +718,7 @@ impl Dispatcher<'_> {
                     } else if self.interrupted() {
                         Some(Stop::Cancelled)
                     } else {
-                        None
+                        disk.and_then(DiskGuard::exceeded).map(Stop::Limit)
                     };
                     if let Some(stop) = ended {
                         shared.interrupted.store(true, Ordering::Release);

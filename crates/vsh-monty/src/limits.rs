@@ -261,6 +261,11 @@ pub enum LimitKind {
     /// [`ExecutionLimits::max_request_duration`]; `attempted` and `max` are
     /// nanoseconds.
     RequestDuration,
+    /// The disk that holds a real command's scratch directories: while it
+    /// runs, its filesystem may lose at most half the space available when
+    /// it started, and never go below 2 % of its size available. `attempted`
+    /// is the bytes it lost, `max` what it could lose.
+    DiskSpace,
 }
 
 impl LimitKind {
@@ -284,11 +289,12 @@ impl LimitKind {
             Self::EvidenceRecords => "evidence-records",
             Self::EvidenceBytes => "evidence-bytes",
             Self::RequestDuration => "request-duration",
+            Self::DiskSpace => "disk-space",
         }
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [LimitKind; 17] = [
+    pub const ALL: [LimitKind; 18] = [
         Self::ProgramBytes,
         Self::Duration,
         Self::Recursion,
@@ -306,6 +312,7 @@ impl LimitKind {
         Self::EvidenceRecords,
         Self::EvidenceBytes,
         Self::RequestDuration,
+        Self::DiskSpace,
     ];
 
     /// A stable tag (1-based position in [`LimitKind::ALL`]), used on the

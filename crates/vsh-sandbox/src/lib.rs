@@ -84,7 +84,7 @@ pub use env::env_denylisted;
 pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
 pub use namespace::{CandidateMissing, FuseMount, MountWaiter, candidate_support};
-pub use policy::{NetworkAccess, ResourceLimits, SandboxPolicy};
+pub use policy::{FsSpace, NetworkAccess, ResourceLimits, SandboxPolicy, fs_space};
 pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
 pub use uids::{COMMAND_UIDS, CommandUser};
 

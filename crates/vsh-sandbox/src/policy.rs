@@ -506,3 +506,26 @@ mod tests {
         SandboxPolicy::group_only().rlimits(ResourceLimits::default()).validate().expect("limits are fine");
     }
 }
+
+/// The space of the filesystem holding a path, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsSpace {
+    /// Bytes an unprivileged writer may still use (`f_bavail`).
+    pub available: u64,
+    /// The filesystem's size (`f_blocks`).
+    pub size: u64,
+}
+
+/// The space of the filesystem holding `path` (`statvfs`, one syscall): what
+/// a guard on a confined command's disk use reads many times a second.
+///
+/// # Errors
+///
+/// The `statvfs` error (`ENOENT`, `EACCES`).
+pub fn fs_space(path: &Path) -> std::io::Result<FsSpace> {
+    let stat = rustix::fs::statvfs(path)?;
+    Ok(FsSpace {
+        available: stat.f_bavail.saturating_mul(stat.f_frsize),
+        size: stat.f_blocks.saturating_mul(stat.f_frsize),
+    })
+}

@@ -841,7 +841,60 @@ fn command_with_scratch(
     )
 }
 
-/// A scratch directory the command's user may write (as the store makes them).
+/// A tmpfs of `size` mounted for one test, unmounted when dropped.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount(size: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0777"), "vsh-test-disk"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a tmpfs (the command tests run as root)");
+        Self(dir)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_command_that_would_fill_the_disk_of_its_scratch_directories_is_stopped() {
+    let Some(_processes) = fuse_available() else { return };
+    let disk = SmallDisk::mount("64m");
+    let mut ws = Workspace::with(&files());
+    // Well within half of what is free: it runs and keeps what it built.
+    let small = command_with_scratch(
+        &mut ws,
+        &["/bin/sh", "-c", "head -c 8000000 /dev/zero > target/small"],
+        &[("target", disk.0.path())],
+    );
+    assert!(small.is_ok(), "{small:?}");
+    assert_eq!(std::fs::metadata(disk.0.path().join("small")).unwrap().len(), 8_000_000);
+    // Past half of it (about 28 MB of the 56 MB left): stopped, long before its sleep ends.
+    let started = std::time::Instant::now();
+    let big = command_with_scratch(
+        &mut ws,
+        &["/bin/sh", "-c", "head -c 40000000 /dev/zero > target/big; sleep 20"],
+        &[("target", disk.0.path())],
+    );
+    match big {
+        Err(ExecutionError::Limit { limit, .. }) => {
+            assert_eq!(limit.limit, vsh_monty::LimitKind::DiskSpace);
+            assert!(limit.attempted > limit.max, "{limit:?}");
+            assert!(limit.max > 24_000_000 && limit.max < 32_000_000, "half of what was available: {limit:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "stopped, not waited out");
+}
+
+/// A scratch directory the command's user may write (as the store makes them)./// A scratch directory the command's user may write (as the store makes them).
 fn scratch_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();

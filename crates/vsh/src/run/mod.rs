@@ -436,8 +436,11 @@ impl Runs {
         let executed = self.execute_language(request, vfs, cancel, commands);
         if let Some((lock, _held)) = scratch
             && vfs.effects().is_empty()
+            && !filled_the_disk(&executed)
         {
             // The image is the workspace's: what was built is of its code.
+            // (A command stopped for the disk space it took keeps the taint,
+            // so the next run empties what it wrote.)
             lock.untaint(taint).map_err(VshError::DataDirectory)?;
         }
         executed
@@ -648,4 +651,10 @@ fn command_grants(commands: &vsh_monty::CommandConfig) -> [u8; 32] {
         hasher.update(tool);
     }
     *hasher.finalize().as_bytes()
+}
+
+/// Whether a run's real command was stopped for the disk space it took.
+fn filled_the_disk(executed: &Result<Executed, VshError>) -> bool {
+    matches!(executed, Err(VshError::Execution(error))
+        if matches!(error.as_ref(), vsh_monty::ExecutionError::Limit { limit, .. } if limit.limit == vsh_monty::LimitKind::DiskSpace))
 }
