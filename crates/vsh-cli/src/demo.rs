@@ -39,40 +39,46 @@ macro_rules! say {
     };
 }
 
-pub(crate) fn run(json: bool) -> Result<u8, Box<dyn std::error::Error>> {
+/// `vsh demo`: the whole story printed, or (`quiet`) only a line saying it
+/// held; JSON when asked.
+pub(crate) fn run(json: bool, quiet: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let scratch = tempfile::Builder::new().prefix("vsh-demo-").tempdir()?;
     let workspace = scratch.path().join("workspace");
     std::fs::create_dir(&workspace)?;
     copy_example(&workspace)?;
-    say!(json, "== vsh demo: example workspace copied to {}\n", workspace.display());
-    say!(json, "== program\n{}", PROGRAM.trim_end());
+    let silent = json || quiet;
+    say!(silent, "== vsh demo: example workspace copied to {} (removed when the demo ends)\n", workspace.display());
+    say!(silent, "== program\n{}", PROGRAM.trim_end());
 
     let runtime = Runtime::open(crate::runtime_config(&workspace)?)?;
-    say!(json, "Monty runs in the confined worker: {}\n", !runtime.is_in_process());
+    say!(silent, "Monty runs in the confined worker: {}\n", !runtime.is_in_process());
     let preview = runtime.preview(&RunRequest::new(PROGRAM).with_detail(ReceiptDetail::Full).with_intent("demo"))?;
-    say!(json, "\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
+    say!(silent, "\n== preview receipt (nothing on disk has changed yet)\n{}", receipt_text(&preview));
     let unchanged = !workspace.join("notes/summary.txt").exists();
-    say!(json, "notes/summary.txt exists on disk after preview: {}", !unchanged);
+    say!(silent, "notes/summary.txt exists on disk after preview: {}", !unchanged);
 
     let committed = runtime.commit(preview.transaction, 0)?;
-    say!(json, "\n== commit receipt\n{}", receipt_text(&committed));
+    say!(silent, "\n== commit receipt\n{}", receipt_text(&committed));
     say!(
-        json,
+        silent,
         "== notes/summary.txt on disk after commit:\n{}",
         std::fs::read_to_string(workspace.join("notes/summary.txt"))?
     );
     say!(
-        json,
+        silent,
         "== src/greeting.txt on disk after commit:\n{}",
         std::fs::read_to_string(workspace.join("src/greeting.txt"))?
     );
 
-    say!(json, "== a program that reaches for a secret\n{}", DENIED_PROGRAM.trim_end());
+    say!(silent, "== a program that reaches for a secret\n{}", DENIED_PROGRAM.trim_end());
     let denied = runtime.preview(&RunRequest::new(DENIED_PROGRAM).with_detail(ReceiptDetail::Full))?;
-    say!(json, "\n== its receipt\n{}", receipt_text(&denied));
-    say!(json, "notes/leak.txt exists on disk: {}", workspace.join("notes/leak.txt").exists());
+    say!(silent, "\n== its receipt\n{}", receipt_text(&denied));
+    say!(silent, "notes/leak.txt exists on disk: {}", workspace.join("notes/leak.txt").exists());
     if !unchanged || workspace.join("notes/leak.txt").exists() {
         return Err("the demo observed a change that should not have happened".into());
+    }
+    if quiet && !json {
+        println!("vsh demo: previewed, committed and denied as expected");
     }
     if json {
         let document = crate::documents::DemoDocument {

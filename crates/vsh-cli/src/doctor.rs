@@ -275,7 +275,7 @@ fn authority_key() -> Check {
 /// in a private namespace (root, today). Reported, not required: without
 /// them `vsh exec` fails closed, naming what is missing.
 fn commands() -> Vec<Check> {
-    use vsh::lower::vsh_sandbox::{CandidateMissing, candidate_support};
+    use vsh::lower::vsh_sandbox::candidate_support;
     let fuse = match candidate_support() {
         Ok(()) => Check {
             name: "fuse",
@@ -283,12 +283,6 @@ fn commands() -> Vec<Check> {
             detail: "/dev/fuse opens and vsh runs as root: vsh exec runs commands in a private FUSE mount".into(),
             remedy: None,
         },
-        Err(missing @ CandidateMissing::Privilege { .. }) => Check::not_ok(
-            "fuse",
-            Status::Info,
-            format!("/dev/fuse opens, but {missing}: vsh exec fails closed"),
-            missing.remedy(),
-        ),
         Err(missing) => {
             Check::not_ok("fuse", Status::Info, format!("{missing}: vsh exec fails closed"), missing.remedy())
         }

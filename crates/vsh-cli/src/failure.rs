@@ -43,11 +43,29 @@ pub(crate) fn with_remedies(runtime: &vsh::Runtime, error: VshError) -> Box<dyn 
 /// Attach the next command to run when `error` is a stale commit of
 /// `transaction`: run its program again.
 pub(crate) fn with_rerun_hint(transaction: vsh::TransactionId, error: VshError) -> Box<dyn std::error::Error> {
-    if matches!(error, VshError::Commit(CommitError::Stale { .. })) {
-        let hint = Some(format!("vsh rerun {}", transaction.short()));
-        return Box::new(Failure { source: error, remedies: Vec::new(), hint });
+    use vsh::TransactionState as S;
+    let short = transaction.short();
+    let hint = match &error {
+        // Work that can never be committed now: its program can run again.
+        VshError::Commit(CommitError::Stale { .. })
+        | VshError::Store(
+            vsh::lower::vsh_store::StoreError::ApprovalExpired { .. }
+            | vsh::lower::vsh_store::StoreError::PreviewExpired { .. },
+        )
+        | VshError::NotCommittable { state: S::Stale | S::Expired | S::Rejected | S::Failed, .. } => {
+            Some(format!("vsh rerun {short}"))
+        }
+        VshError::NotCommittable { state: S::PendingApproval, .. } => {
+            Some(format!("vsh show {short}, then vsh approve {short} && vsh commit {short}"))
+        }
+        VshError::NotApprovable { state: S::AutoApproved, .. } => Some(format!("vsh commit {short}")),
+        VshError::NotApprovable { state: S::Expired, .. } => Some(format!("vsh rerun {short}")),
+        _ => None,
+    };
+    match hint {
+        Some(hint) => Box::new(Failure { source: error, remedies: Vec::new(), hint: Some(hint) }),
+        None => Box::new(error),
     }
-    Box::new(error)
 }
 
 /// The `VshError` inside a command's error, the remedies and hint attached to it.
@@ -83,6 +101,14 @@ fn raising_option(error: &VshError) -> Option<&'static str> {
         LimitKind::Memory => "--max-memory",
         _ => return None,
     })
+}
+
+/// Whether a real command could not start for want of its candidate's
+/// mount (no `/dev/fuse` this process may open, no privilege to mount).
+fn no_candidate(error: &VshError) -> bool {
+    let VshError::Execution(execution) = error else { return false };
+    matches!(execution.as_ref(), ExecutionError::Command { source: ToolError::Setup { stage, .. } }
+        if *stage == "open /dev/fuse" || *stage == "candidate mount")
 }
 
 /// Whether a real command was stopped for the disk space it took.
@@ -183,6 +209,12 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             }
             if let Some(option) = raising_option(other) {
                 let _ = writeln!(text, "vsh: to give the program more, raise it with `{option}`");
+            }
+            if no_candidate(other) {
+                let _ = writeln!(
+                    text,
+                    "vsh: real commands need /dev/fuse and vsh running as root; `vsh doctor` says what is missing here"
+                );
             }
             if filled_the_disk(other) {
                 let _ = writeln!(

@@ -71,8 +71,19 @@ fn main() -> ExitCode {
     let cli = match args::Cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         // Help and version print to stdout and exit 0; usage errors print to
-        // stderr and exit 2.
-        Err(error) => error.exit(),
+        // stderr and exit 2, and as a `vsh.error/1` document on stdout too
+        // when the command line asked for JSON.
+        Err(error) => {
+            if error.use_stderr() && asks_for_json(std::env::args_os()) {
+                let rendered = error.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let usage = std::io::Error::other(first.strip_prefix("error: ").unwrap_or(first).to_owned());
+                let document = vsh::document::ErrorDocument::other(vsh::document::ErrorKind::Request, &usage)
+                    .with_exit_code(EXIT_USAGE);
+                println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+            }
+            error.exit()
+        }
     };
     cli.color.choice().write_global();
     let json = cli.command.json();
@@ -82,7 +93,7 @@ fn main() -> ExitCode {
         Command::Run(run) => run_command(&run, output),
         Command::Exec(exec) => exec_command(&exec, output),
         Command::Rerun(rerun) => rerun_command(&rerun, output),
-        Command::Demo { json } => demo::run(json),
+        Command::Demo { json } => demo::run(json, output.quiet),
         Command::Doctor(common) => doctor::doctor(&common.root(), common.json),
         Command::Serve(args) => serve_command(&args),
         Command::Policy { action: args::PolicyAction::Check { file, json } } => policy_check(&file, json),
@@ -119,6 +130,12 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Whether a command line asks for JSON (`--json` before any `--`, after
+/// which the arguments are a command's own).
+fn asks_for_json(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    args.skip(1).take_while(|arg| arg != "--").any(|arg| arg == "--json")
 }
 
 /// When whoever reads stdout stops reading (`vsh log | head`), end quietly
@@ -328,7 +345,7 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     // Whatever the workspace recorded before (even a policy this build
     // refuses) does not stand in the way of recording a new one.
     let config = runtime_config(&init.common.root())?.with_policy_profile(vsh::PolicyProfile::Balanced);
-    let runtime = open(config)?;
+    let runtime = open_as(config, true)?;
     // The digest of what the workspace records, `None` for a recorded policy
     // that cannot be taken (it does not parse, or its MAC does not verify).
     let recorded = match runtime.workspace_policy_text() {
@@ -766,7 +783,35 @@ fn ran_in_real_bash(runtime: &Runtime, id: vsh::TransactionId) -> Result<bool, v
 /// Open the runtime, telling the operator on stderr what its startup
 /// recovery found (it never waits: with the lock held elsewhere it defers).
 fn open(config: RuntimeConfig) -> Result<Runtime, vsh::VshError> {
+    open_as(config, false)
+}
+
+/// [`open`], for `vsh init` (`init`) or any other command: a workspace made
+/// by this command (`vsh run` where none was) is said so on stderr, and one
+/// made inside another workspace is warned about.
+fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, vsh::VshError> {
+    let root = config.workspace_root().to_owned();
+    let new = config.data_directory().is_none() && std::fs::symlink_metadata(root.join(".vsh")).is_err();
     let runtime = Runtime::open(config)?;
+    if new {
+        eprintln!(
+            "vsh: made a new workspace at {} (its data in .vsh/ there{})",
+            root.display(),
+            if init { "" } else { "; `vsh init` records a policy for it" }
+        );
+        let enclosing = root
+            .ancestors()
+            .skip(1)
+            .filter(|dir| dir.parent().is_some())
+            .find(|dir| std::fs::symlink_metadata(dir.join(".vsh")).is_ok_and(|meta| meta.is_dir()));
+        if let Some(enclosing) = enclosing {
+            eprintln!(
+                "vsh: warning: it lies inside the workspace at {}, whose programs can never change or remove it; \
+                 give that workspace's directory (or none, from inside it) to use it instead",
+                enclosing.display()
+            );
+        }
+    }
     let startup = runtime.startup_recovery();
     if !startup.is_empty() {
         eprint!("vsh: recovered interrupted commits first: {}", render::recovery_text(startup));
@@ -831,6 +876,53 @@ fn commit_command(
         }
         Err(error) => Err(failure::with_rerun_hint(id, error)),
     }
+}
+
+/// `vsh approve TX`. Approving twice changes nothing and says so (exit 0),
+/// as a second reject or commit does; work that needs no approval, or can
+/// never have it, says what to do instead.
+fn approve_command(
+    runtime: &Runtime,
+    id: vsh::TransactionId,
+    approve: &args::ApproveArgs,
+    json: bool,
+    output: Output,
+    now: u64,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    let name = approve.principal();
+    let principal = vsh::PrincipalId::digest(name.as_bytes());
+    let expires = now.saturating_add(u64::try_from(approve.ttl.as_millis()).unwrap_or(u64::MAX));
+    let record = match runtime.approve(id, principal, now, expires) {
+        Ok(record) => record,
+        // Approving twice changes nothing and says so, as a second
+        // reject or commit does.
+        Err(vsh::VshError::NotApprovable { state: TransactionState::Approved, .. }) => {
+            let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+            if json {
+                print_record(runtime, &record)?;
+            } else if !output.quiet {
+                let by = record
+                    .approval
+                    .as_ref()
+                    .map_or_else(String::new, |grant| format!(" (principal {})", grant.principal().short()));
+                println!("{}  already approved{by}; nothing changed", record.id);
+            }
+            return Ok(EXIT_OK);
+        }
+        Err(error) => return Err(failure::with_rerun_hint(id, error)),
+    };
+    if json {
+        print_record(runtime, &record)?;
+    } else if !output.quiet {
+        println!(
+            "{}  {} by {name} (principal {}) for {}",
+            record.id,
+            record.state.name(),
+            principal.short(),
+            humantime::format_duration(approve.ttl)
+        );
+    }
+    Ok(EXIT_OK)
 }
 
 /// `vsh reject TX`. Rejecting twice changes nothing and says so (exit 0),
@@ -935,24 +1027,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Policy { .. }, _) => policy_show(&runtime, common.json),
         (Command::Gc(gc), _) => listing::gc(&runtime, gc.scratch, common.json, output.quiet, now),
         (Command::Show(_), Some(id)) => show::show(&runtime, id, common.json, output, now),
-        (Command::Approve(approve), Some(id)) => {
-            let name = approve.principal();
-            let principal = vsh::PrincipalId::digest(name.as_bytes());
-            let expires = now.saturating_add(u64::try_from(approve.ttl.as_millis()).unwrap_or(u64::MAX));
-            let record = runtime.approve(id, principal, now, expires)?;
-            if common.json {
-                print_record(&runtime, &record)?;
-            } else if !output.quiet {
-                println!(
-                    "{}  {} by {name} (principal {}) for {}",
-                    record.id,
-                    record.state.name(),
-                    principal.short(),
-                    humantime::format_duration(approve.ttl)
-                );
-            }
-            Ok(EXIT_OK)
-        }
+        (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
         (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),
         (Command::Recover(_), Some(id)) => {

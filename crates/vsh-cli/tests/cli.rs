@@ -29,6 +29,13 @@ fn write(root: &Path, relative: &str, contents: &str) {
 }
 
 /// The transaction id a text receipt names.
+/// Whether the tests run as root (effective uid 0).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status.lines().any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
 fn id_of(output: &Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout.lines().find(|line| line.starts_with("transaction")).expect("a transaction line");
@@ -145,6 +152,10 @@ fn demo_runs_twice_and_reports_both_receipts() {
         assert!(stdout.contains("3 open items"), "{stdout}");
         assert!(stdout.contains("decision     denied"), "{stdout}");
     }
+    // Quiet: one line saying it held.
+    let quiet = vsh(&["demo", "-q"], None);
+    assert_eq!(quiet.status.code(), Some(0), "{}", String::from_utf8_lossy(&quiet.stderr));
+    assert_eq!(String::from_utf8_lossy(&quiet.stdout), "vsh demo: previewed, committed and denied as expected\n");
 }
 
 #[test]
@@ -323,9 +334,19 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let early = vsh(&["commit", &id, "--workspace", ws], None);
     assert_eq!(early.status.code(), Some(4), "not approved yet");
     assert!(dir.path().join("old.txt").exists());
+    let short = &id[..12];
+    assert!(
+        String::from_utf8_lossy(&early.stderr).contains(&format!("next: `vsh show {short}, then vsh approve {short}")),
+        "the way on: {}",
+        String::from_utf8_lossy(&early.stderr)
+    );
 
     let approved = vsh(&["approve", &id, "--workspace", ws, "--principal", "ann", "--ttl", "60"], None);
     assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    // Approving twice changes nothing and says so, as a second commit does.
+    let again = vsh(&["approve", &id, "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already approved (principal "), "{again:?}");
     let review = vsh(&["show", &id, "--workspace", ws], None);
     let review = String::from_utf8_lossy(&review.stdout);
     let ann = vsh::PrincipalId::digest(b"ann").short();
@@ -1199,6 +1220,31 @@ fn a_stale_auto_run_is_run_again_on_the_current_workspace_with_retry_stale() {
     assert_eq!(vsh(&["run", "--retry-stale", "1", "--workspace", ws, "-"], Some("1")).status.code(), Some(2));
 }
 
+/// An outside probe ran vsh as nobody: /dev/fuse could not be opened, and
+/// the doctor said to load the fuse module, when what is missing is root.
+#[test]
+fn doctor_tells_a_user_who_is_not_root_that_real_commands_need_root() {
+    use std::os::unix::process::CommandExt as _;
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["doctor", "--json", "--workspace", dir.path().to_str().unwrap()])
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", dir.path().join("authority.key"))
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(&output.stderr)));
+    let fuse = report["checks"].as_array().unwrap().iter().find(|check| check["name"] == "fuse").unwrap().clone();
+    assert!(fuse["detail"].as_str().unwrap().contains("needs root; this process runs as uid 65534"), "{fuse}");
+    assert!(fuse["remedy"].as_str().unwrap().starts_with("run vsh as root"), "{fuse}");
+}
+
 #[test]
 fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
@@ -1519,6 +1565,75 @@ fn a_preview_lists_what_it_changes_and_prints_hunks_only_when_asked() {
     let text = String::from_utf8_lossy(&preview.stdout);
     assert_eq!(text.lines().filter(|line| line.starts_with("  create  f")).count(), 50, "{text}");
     assert!(text.contains(&format!("  ... and 10 more (vsh show {} lists them all", &id_of(&preview)[..12])), "{text}");
+}
+
+#[test]
+fn a_command_that_makes_a_workspace_says_so_and_warns_when_it_is_inside_another() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "sub/f.txt", "f\n");
+    let ws = dir.path().to_str().unwrap();
+    let stderr = |output: &Output| String::from_utf8_lossy(&output.stderr).into_owned();
+    let first = vsh(&["run", "--workspace", ws, "-"], Some("1"));
+    assert!(
+        stderr(&first).contains(&format!("vsh: made a new workspace at {ws} (its data in .vsh/ there")),
+        "{first:?}"
+    );
+    assert!(!stderr(&first).contains("inside the workspace"), "{first:?}");
+    let second = vsh(&["run", "--workspace", ws, "-"], Some("1"));
+    assert!(!stderr(&second).contains("made a new workspace"), "only once: {second:?}");
+    let sub = dir.path().join("sub");
+    let nested = vsh(&["run", "--workspace", sub.to_str().unwrap(), "-"], Some("1"));
+    assert!(stderr(&nested).contains(&format!("it lies inside the workspace at {ws}")), "{nested:?}");
+}
+
+#[test]
+fn a_usage_error_asked_for_json_is_a_json_error_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    for args in [vec!["show", "--json"], vec!["run", "--json", "--timeout", "5x", "-w", ws, "p.py"]] {
+        let output = vsh(&args, None);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("{args:?}: {error}: {}", String::from_utf8_lossy(&output.stdout)));
+        assert_eq!(document["schema"], "vsh.error/1", "{args:?}");
+        assert_eq!(document["exit_code"], 2, "{args:?}");
+        assert!(!output.stderr.is_empty(), "clap's text stays on stderr");
+    }
+    // Without --json, or with it only as a command's own argument, stdout stays empty.
+    for args in [vec!["show"], vec!["exec", "--bogus", "--", "echo", "--json"]] {
+        let output = vsh(&args, None);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let stderr = |output: &Output| String::from_utf8_lossy(&output.stderr).into_owned();
+    // An auto-approved preview needs no approval: commit it.
+    let auto = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('n.txt').write_text('n')"));
+    let auto = id_of(&auto);
+    let approve = vsh(&["approve", &auto, "--workspace", ws], None);
+    assert_eq!(approve.status.code(), Some(1));
+    assert!(stderr(&approve).contains(&format!("next: `vsh commit {}`", &auto[..12])), "{}", stderr(&approve));
+    // An approval that lapsed: the transaction is expired, and its program can run again.
+    let delete = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('old.txt').unlink()"));
+    let delete = id_of(&delete);
+    assert_eq!(vsh(&["approve", &delete, "--workspace", ws, "--ttl", "1"], None).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    for attempt in 0..2 {
+        let late = vsh(&["commit", &delete, "--workspace", ws], None);
+        assert_eq!(late.status.code(), Some(1), "{attempt}: {}", stderr(&late));
+        assert!(
+            stderr(&late).contains(&format!("next: `vsh rerun {}`", &delete[..12])),
+            "{attempt}: {}",
+            stderr(&late)
+        );
+    }
+    assert!(dir.path().join("old.txt").exists());
 }
 
 #[test]

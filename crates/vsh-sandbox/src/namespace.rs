@@ -81,12 +81,20 @@ impl CandidateMissing {
 ///
 /// # Errors
 ///
-/// What is missing, first the device, then the privilege.
+/// What is missing, first the device (the privilege, when the device is
+/// there but this process, not root, may not open it), then the privilege.
 pub fn candidate_support() -> Result<(), CandidateMissing> {
-    let device = rustix::fs::open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|errno| CandidateMissing::FuseDevice { reason: std::io::Error::from(errno).to_string() })?;
-    drop(device);
     let uid = crate::effective_uid();
+    let device = rustix::fs::open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|errno| {
+        // A device this process may not open, when it is not root, is the
+        // privilege missing (root may open it, and mounting needs root anyway).
+        if uid != 0 && matches!(errno, rustix::io::Errno::ACCESS | rustix::io::Errno::PERM) {
+            CandidateMissing::Privilege { uid }
+        } else {
+            CandidateMissing::FuseDevice { reason: std::io::Error::from(errno).to_string() }
+        }
+    })?;
+    drop(device);
     if uid != 0 {
         return Err(CandidateMissing::Privilege { uid });
     }
