@@ -157,8 +157,11 @@ fn network_level(abi: Option<u32>, seccomp: bool, policy: &SandboxPolicy) -> Lev
             ),
         };
     }
-    let sockets =
-        if policy.unix_sockets_allowed() { "socket() only for AF_UNIX" } else { "no socket() (socketpair only)" };
+    let sockets = if policy.unix_sockets_allowed() {
+        "socket() only for AF_UNIX"
+    } else {
+        "no socket() (stream socketpairs only)"
+    };
     match (seccomp, tcp_abi) {
         (true, Some(abi)) => {
             (Enforcement::Kernel, format!("seccomp: {sockets}; Landlock ABI {abi}: every TCP bind and connect denied"))
@@ -184,7 +187,8 @@ fn ipc_level(abi: Option<u32>, seccomp: bool, unix_sockets: bool) -> Level {
             Enforcement::Kernel,
             format!(
                 "Landlock ABI {abi}: signals and abstract unix sockets scoped to the sandbox; {filter}; \
-                 seccomp denies socket(AF_UNIX) (socketpair only), so no socket file outside is reachable"
+                 seccomp denies socket(AF_UNIX) and datagram socketpairs (stream pairs only), so no socket file \
+                 outside is reachable"
             ),
         ),
         (Some(abi), true) => (

@@ -308,8 +308,9 @@ impl SandboxPolicy {
     /// and connect to unix sockets, its own and, since no Landlock ABI below 9 governs
     /// connecting to one, any socket file it can name outside the sandbox (a daemon's under
     /// `/run`, say); the IPC axis then reports [`Enforcement::Partial`]. Without it (the
-    /// default) `socketpair` is the child's only unix socket, so no socket file outside the
-    /// sandbox can be reached. [`NetworkAccess::All`] implies it.
+    /// default) a stream or seqpacket `socketpair` is the child's only unix socket (a datagram
+    /// pair could `sendto` any socket file), so no socket file outside the sandbox can be
+    /// reached. [`NetworkAccess::All`] implies it.
     #[must_use]
     pub fn allow_unix_sockets(mut self) -> Self {
         self.unix_sockets = true;

@@ -335,10 +335,17 @@ fn deny_rules(spec: FilterSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, secco
 
     rules.insert(libc::SYS_socket, socket_rules(spec.tcp, spec.inet, spec.unix)?);
     // socketpair only exists for AF_UNIX in practice; deny anything else.
-    rules.insert(
-        libc::SYS_socketpair,
-        vec![SeccompRule::new(vec![condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_UNIX))?])?],
-    );
+    let mut pairs = vec![SeccompRule::new(vec![condition(0, SeccompCmpOp::Ne, as_u64(libc::AF_UNIX))?])?];
+    if !spec.unix {
+        // A datagram pair can be reconnected, or `sendto` any socket file, so
+        // without unix sockets of its own a child gets stream and seqpacket
+        // pairs only (connecting a connected one is EISCONN).
+        pairs.push(SeccompRule::new(vec![
+            condition(0, SeccompCmpOp::Eq, as_u64(libc::AF_UNIX))?,
+            condition(1, SeccompCmpOp::MaskedEq(0xf), as_u64(libc::SOCK_DGRAM))?,
+        ])?);
+    }
+    rules.insert(libc::SYS_socketpair, pairs);
 
     // Terminal input injection into an inherited terminal.
     let tiocsti = u64::from(u32::try_from(libc::TIOCSTI).expect("ioctl numbers fit in 32 bits"));
@@ -611,7 +618,7 @@ mod tests {
     }
 
     #[test]
-    fn without_unix_sockets_socket_is_denied_for_every_family_and_socketpair_stays() {
+    fn without_unix_sockets_socket_is_denied_for_every_family_and_only_stream_pairs_stay() {
         let eperm = errno(libc::EPERM);
         for (tcp, inet) in [(false, false), (true, false), (false, true)] {
             let program = build(FilterSpec { confined: true, tcp, inet, unix: false }).expect("the filter compiles");
@@ -620,7 +627,13 @@ mod tests {
             };
             for kind in [libc::SOCK_STREAM, libc::SOCK_DGRAM, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC] {
                 assert_eq!(call(libc::SYS_socket, libc::AF_UNIX, kind), eperm, "tcp {tcp} inet {inet} type {kind}");
+            }
+            // Stream and seqpacket pairs only: a datagram pair could `sendto` any socket file.
+            for kind in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC] {
                 assert_eq!(call(libc::SYS_socketpair, libc::AF_UNIX, kind), ALLOW, "tcp {tcp} inet {inet}");
+            }
+            for kind in [libc::SOCK_DGRAM, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK] {
+                assert_eq!(call(libc::SYS_socketpair, libc::AF_UNIX, kind), eperm, "tcp {tcp} inet {inet}");
             }
             let inet_allowed = if tcp || inet { ALLOW } else { eperm };
             assert_eq!(call(libc::SYS_socket, libc::AF_INET, libc::SOCK_STREAM), inet_allowed, "tcp {tcp} inet {inet}");

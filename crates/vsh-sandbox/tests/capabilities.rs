@@ -502,8 +502,12 @@ fn connecting_to_the_parents_abstract_unix_socket_is_denied() {
     let addr = SocketAddr::from_abstract_name(name.as_bytes()).expect("an abstract address");
     let _listener = UnixListener::bind_addr(&addr).expect("listen on an abstract socket");
     let base = baseline(PROBE, &["abstract-connect", &name]);
-    let run = probe_confined(SandboxPolicy::new(), &["abstract-connect", &name]);
+    // With unix sockets of its own allowed, so Landlock's scope is what refuses
+    // (without them, seccomp refuses the socket before any connect).
+    let run = probe_confined(SandboxPolicy::new().allow_unix_sockets(), &["abstract-connect", &name]);
     assert_blocked("connect to the parent's abstract unix socket", &base, &run, "EPERM");
+    let run = probe_confined(SandboxPolicy::new(), &["abstract-connect", &name]);
+    assert_blocked("make a unix socket to connect with", &base, &run, "EPERM");
 }
 
 /// Below Landlock ABI 9 (and this crate pins at most ABI 7) connecting to a *pathname* unix

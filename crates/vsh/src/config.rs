@@ -315,11 +315,13 @@ impl RuntimeConfig {
         self
     }
 
-    /// What network real commands reach: none by default (`AF_UNIX`
-    /// sockets only, every TCP bind and connect denied); a private loopback
-    /// of their own ([`vsh_sandbox::NetworkAccess::Loopback`]: a test's
-    /// server and client reach each other, nothing outside does); or the
-    /// host's network ([`vsh_sandbox::NetworkAccess::All`]). Part of the
+    /// What network real commands reach: none by default (no socket but a
+    /// stream `socketpair`, every TCP bind and connect denied, no unix
+    /// socket of the host reachable); a private loopback of their own
+    /// ([`vsh_sandbox::NetworkAccess::Loopback`]: a test's TCP server and
+    /// client reach each other, nothing outside does; no unix sockets of
+    /// their own either); or the host's network, its unix sockets included
+    /// ([`vsh_sandbox::NetworkAccess::All`]). Part of the
     /// binding; each receipt's sandbox report says what the kernel enforces.
     #[must_use]
     pub fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess) -> Self {
@@ -331,8 +333,8 @@ impl RuntimeConfig {
     /// kernel's rule matches ports, not addresses), besides what
     /// [`RuntimeConfig::with_command_network`] allows: a database or a
     /// registry a test needs. The network axis is then enforced in part
-    /// (`AF_UNIX` and TCP only, connects only to these ports), as each
-    /// receipt's report says. Part of the binding.
+    /// (TCP streams only, connects only to these ports), as each receipt's
+    /// report says. Part of the binding.
     #[must_use]
     pub fn with_command_ports(mut self, ports: impl IntoIterator<Item = u16>) -> Self {
         self.command_ports = ports.into_iter().collect();

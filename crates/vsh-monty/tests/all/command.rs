@@ -745,6 +745,16 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
     std::fs::set_permissions(daemon_dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&daemon, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     std::os::unix::net::UnixStream::connect(&daemon).expect("the baseline: the host reaches its daemon");
+    // A host datagram socket, as /dev/log is.
+    let log = daemon_dir.path().join("log.sock");
+    let log_listener = std::os::unix::net::UnixDatagram::bind(&log).unwrap();
+    std::fs::set_permissions(&log, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    std::os::unix::net::UnixDatagram::unbound()
+        .unwrap()
+        .send_to(b"baseline", &log)
+        .expect("the baseline: it takes datagrams");
+    let mut received = [0_u8; 16];
+    assert_eq!(log_listener.recv(&mut received).unwrap(), 8);
     // Its own server and client on 127.0.0.1, the host's listener, then the host's daemon.
     let script = format!(
         "import socket\n\
@@ -755,6 +765,8 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
          except OSError as e:\n    print('host unreachable')\n\
          try:\n    u = socket.socket(socket.AF_UNIX); u.connect({daemon:?}); print('daemon reached')\n\
          except OSError as e:\n    print('daemon unreachable', e.errno)\n\
+         try:\n    d, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); d.sendto(b'x', {log:?}); print('log reached')\n\
+         except OSError as e:\n    print('log unreachable', e.errno)\n\
          a, b = socket.socketpair(); a.sendall(b'pair'); print('pair', b.recv(4).decode())\n"
     );
     let ran = |network| {
@@ -766,17 +778,17 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
     };
     assert_eq!(
         ran(NetworkAccess::None),
-        "own failed 1\nhost unreachable\ndaemon unreachable 1\npair pair\n",
-        "no sockets but socketpair (EPERM)"
+        "own failed 1\nhost unreachable\ndaemon unreachable 1\nlog unreachable 1\npair pair\n",
+        "no sockets but stream pairs (EPERM)"
     );
     assert_eq!(
         ran(NetworkAccess::Loopback),
-        "own ping\nhost unreachable\ndaemon unreachable 1\npair pair\n",
+        "own ping\nhost unreachable\ndaemon unreachable 1\nlog unreachable 1\npair pair\n",
         "its own loopback, nothing outside"
     );
     assert_eq!(
         ran(NetworkAccess::All),
-        "own ping\nhost reached\ndaemon reached\npair pair\n",
+        "own ping\nhost reached\ndaemon reached\nlog reached\npair pair\n",
         "the host's network, its unix sockets too"
     );
     drop(host);
