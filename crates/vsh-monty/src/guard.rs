@@ -236,9 +236,9 @@ impl<'a> OsHost<'a> {
     /// refusal kept is the change's own if the policy refuses that too (a
     /// program that writes `.env` is refused a write, as it asked for one,
     /// not a look it never wrote), and the look's only when the change
-    /// would have been allowed. Which change a write is (`Modify` or
-    /// `Create`) the image decides; the guest gets `EACCES` either way, so
-    /// it learns nothing of what is there.
+    /// would have been allowed. A write is kept as `Modify` (else `Create`)
+    /// whatever the image holds: the receipt the program reads tells nothing
+    /// of what is there, as its `EACCES` does not.
     pub(crate) fn authorize_look_before(
         &mut self,
         path: &VPath,
@@ -249,15 +249,17 @@ impl<'a> OsHost<'a> {
         let Some(look) = self.refusal(path, AccessKind::MetadataRead, guest)? else {
             return Ok(Grant::new(path.clone()));
         };
-        let change = match intent {
-            Intent::Write => match self.vfs.kind(path) {
-                Ok(Some(_)) => AccessKind::Modify,
-                Err(error) if error.is_terminal() => return Err(Fault::Vfs(error)),
-                Ok(None) | Err(_) => AccessKind::Create,
+        // What is there is never consulted: a path whose look is refused is
+        // one the program may not learn anything of, its existence included,
+        // and the refusal is in the receipt it reads.
+        let denied = match intent {
+            Intent::Write => match self.refusal(path, AccessKind::Modify, guest)? {
+                Some(modify) => Some(modify),
+                None => self.refusal(path, AccessKind::Create, guest)?,
             },
-            Intent::Access(access) => access,
-        };
-        let denied = self.refusal(path, change, guest)?.unwrap_or(look);
+            Intent::Access(access) => self.refusal(path, access, guest)?,
+        }
+        .unwrap_or(look);
         self.record_denial(denied)?;
         Err(Fault::Guest(oserror::os_error(EACCES, guest)))
     }

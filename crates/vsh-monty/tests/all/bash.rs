@@ -132,7 +132,7 @@ fn a_change_to_a_protected_path_is_refused_as_the_change() {
     for mode in MODES {
         for (script, path, access) in [
             ("echo x > .env 2>/dev/null || true", ".env", AccessKind::Modify),
-            ("echo x >> server.pem 2>/dev/null || true", "server.pem", AccessKind::Create),
+            ("echo x >> server.pem 2>/dev/null || true", "server.pem", AccessKind::Modify),
             ("mkdir keys.pem 2>/dev/null || true", "keys.pem", AccessKind::Create),
         ] {
             let mut ws = Workspace::with(&files()).in_mode(mode);

@@ -53,11 +53,12 @@ fn a_change_to_a_protected_path_is_refused_as_the_change_not_the_look_before_it(
         listed,
         vec![
             (".env", AccessKind::Modify),
-            ("server.pem", AccessKind::Create),
+            ("server.pem", AccessKind::Modify),
             ("keys.pem", AccessKind::Create),
             (".env", AccessKind::Delete),
         ],
-        "the copy onto .env is the same refused modify, listed once"
+        "a write is a modify whether or not the hidden path exists (its existence is never told); \
+         the copy onto .env is the same refused modify, listed once"
     );
     assert_eq!(outcome.stats.denied_accesses, 5);
     assert_eq!(ws.diff(), vec![], "nothing changed");
