@@ -482,6 +482,48 @@ fn a_command_that_leaves_a_setuid_or_setgid_file_is_denied_and_nothing_is_writte
     }
 }
 
+/// A tmpfs of 64 MiB for one test, unmounted when dropped.
+struct SmallDisk(tempfile::TempDir);
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+/// A command stopped before it filled the disk of the scratch directories
+/// leaves nothing there: what it wrote is freed before the run returns.
+#[test]
+fn a_command_stopped_for_the_disk_space_it_took_has_what_it_wrote_freed_at_once() {
+    if !candidates_available() {
+        return;
+    }
+    let disk = SmallDisk(tempfile::tempdir().unwrap());
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64m", "vsh-test-disk"])
+        .arg(disk.0.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount a tmpfs (the candidate tests run as root)");
+    let dir = workspace(&[("src.txt", "v1\n")]);
+    let data = disk.0.path().join("data");
+    let runtime = Runtime::open(config(dir.path()).with_commands().with_data_directory(&data)).unwrap();
+    let code = command(&[
+        "/bin/sh",
+        "-c",
+        "head -c 8000000 /dev/zero > target/kept; head -c 40000000 /dev/zero > target/big; sleep 5",
+    ]);
+    let error = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap_err();
+    assert!(
+        matches!(&error, VshError::Execution(execution)
+            if matches!(execution.as_ref(), vsh::lower::vsh_monty::ExecutionError::Limit { limit, .. }
+                if limit.limit == vsh::lower::vsh_monty::LimitKind::DiskSpace)),
+        "{error:?}"
+    );
+    let target = data.join("scratch/target");
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "what it wrote was freed");
+}
+
 /// An outside probe planted Python bytecode in the scratch directories from
 /// a run that changed nothing, and a later run given a token executed it.
 /// The scratch directories belong to one set of grants at a time: a run

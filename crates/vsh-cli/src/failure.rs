@@ -219,7 +219,8 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             if filled_the_disk(other) {
                 let _ = writeln!(
                     text,
-                    "vsh: the command was stopped before it filled the disk that holds its scratch directories                      (target/ and the like); the next run empties them, or `vsh gc --scratch` does now"
+                    "vsh: the command was stopped before it filled the disk that holds its scratch directories \
+                     (target/ and the like), and what it wrote there was freed"
                 );
             }
         }

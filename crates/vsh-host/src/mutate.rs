@@ -347,6 +347,18 @@ impl WritableDir {
         self.rename_with(from, to, RenameFlags::NOREPLACE, "renameat2")
     }
 
+    /// Give the entry `raw` of this directory itself (a name no [`VPath`] can
+    /// spell: not UTF-8) the name `to`, never replacing anything: so a tree
+    /// someone else wrote can be emptied whatever its names.
+    pub(crate) fn rename_raw_entry(&self, raw: &[u8], to: &VPath) -> Result<(), HostError> {
+        use std::os::unix::ffi::OsStrExt as _;
+        self.counters.write();
+        let (to_parent, to_leaf) = self.open_parent(to).map_err(|failure| failure.into_error("open", to))?;
+        let from = std::ffi::OsStr::from_bytes(raw);
+        retry_intr(|| rfs::renameat_with(&self.dir.fd, from, &to_parent, to_leaf, RenameFlags::NOREPLACE))
+            .map_err(|errno| HostError::io("renameat2", to, errno))
+    }
+
     fn rename_with(&self, from: &VPath, to: &VPath, flags: RenameFlags, op: &'static str) -> Result<(), HostError> {
         if from.is_root() || to.is_root() {
             return Err(HostError::IsRoot { op: "rename" });

@@ -22,8 +22,8 @@ impl WritableDir {
     ///
     /// # Errors
     ///
-    /// The first removal that fails; an entry whose name is not a valid
-    /// path component (not UTF-8) is [`HostError::Io`] (`InvalidData`).
+    /// The first removal that fails. An entry whose name is not a valid path
+    /// component (not UTF-8) is renamed to one first, then removed.
     pub fn remove_tree(&self, path: &VPath) -> Result<(), HostError> {
         let Some(stat) = self.lstat(path)? else { return Ok(()) };
         if stat.kind != HostKind::Directory {
@@ -75,12 +75,17 @@ impl WritableDir {
 fn empty(dir: &WritableDir) -> Result<(), HostError> {
     let mut files: Vec<VPath> = Vec::new();
     let mut others: Vec<VPath> = Vec::new();
-    for entry in dir.list_dir(&VPath::root())? {
-        let name = VPath::from_component_bytes(&entry.name).map_err(|_| HostError::Io {
-            op: "list",
-            path: VPath::root(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "an entry name is not a valid path component"),
-        })?;
+    for (index, entry) in dir.list_dir(&VPath::root())?.into_iter().enumerate() {
+        // A name no path can spell (not UTF-8, written there by someone
+        // else) is renamed to one first, then removed as any other.
+        let name = if let Ok(name) = VPath::from_component_bytes(&entry.name) {
+            name
+        } else {
+            let spelled = VPath::from_component(&format!(".vsh-unspellable-{}-{index}", std::process::id()))
+                .expect("a plain component");
+            dir.rename_raw_entry(&entry.name, &spelled)?;
+            spelled
+        };
         match entry.kind {
             Some(HostKind::File | HostKind::Symlink | HostKind::Other) => files.push(name),
             Some(HostKind::Directory) | None => others.push(name),
@@ -152,5 +157,24 @@ mod tests {
         writable.remove_tree(&p("gone")).unwrap();
         assert!(!root.join("d").exists() && !root.join("dirlink").exists());
         assert!(dir.path().join("outside.txt").exists());
+    }
+
+    #[test]
+    fn a_name_no_path_can_spell_is_emptied_too() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let unspellable = std::ffi::OsStr::from_bytes(b"bad\xffname");
+        std::fs::create_dir_all(root.join("scratch").join(unspellable).join("deeper")).unwrap();
+        std::fs::write(root.join("scratch").join(unspellable).join("deeper").join(unspellable), b"x").unwrap();
+        std::fs::write(root.join("scratch").join(unspellable).join("f"), b"x").unwrap();
+        std::fs::write(root.join("scratch/plain"), b"x").unwrap();
+        let writable = WritableDir::open_or_create_trusted(&root).unwrap();
+        writable.empty_dir(&p("scratch")).unwrap();
+        assert_eq!(std::fs::read_dir(root.join("scratch")).unwrap().count(), 0);
+        // Under a name that is one, too.
+        std::fs::write(root.join("scratch").join(unspellable), b"x").unwrap();
+        writable.remove_tree(&p("scratch")).unwrap();
+        assert!(!root.join("scratch").exists());
     }
 }

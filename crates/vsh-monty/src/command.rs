@@ -269,7 +269,7 @@ const TICK: Duration = Duration::from_millis(20);
 /// directories (the one place it writes to the host's disk; its image is
 /// memory, its `/tmp` a bounded tmpfs): while it runs, that filesystem may
 /// lose at most half the space available when it started, and never go
-/// below 2 % of its size available. The space is read (`statvfs`) at every
+/// below a reserve of 2 % of its size (at most 1 GiB) available. The space is read (`statvfs`) at every
 /// tick; a command past it is stopped as by any limit
 /// ([`LimitKind::DiskSpace`]). Another program's writes to the same disk
 /// count too: the guard keeps the disk from filling, whoever fills it.
@@ -304,10 +304,11 @@ impl DiskGuard {
 }
 
 /// What a filesystem with `space` may lose while a command runs: half of
-/// what is available, and never past 2 % of its size available (nothing,
-/// when less is available already).
+/// what is available, and never past a reserve of 2 % of its size, at most
+/// 1 GiB (nothing, when less is available already).
 fn may_lose(space: vsh_sandbox::FsSpace) -> u64 {
-    let floor = (space.size / 50).max(space.available / 2).min(space.available);
+    let reserve = (space.size / 50).min(1 << 30);
+    let floor = reserve.max(space.available / 2).min(space.available);
     space.available - floor
 }
 

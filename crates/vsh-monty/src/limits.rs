@@ -263,8 +263,9 @@ pub enum LimitKind {
     RequestDuration,
     /// The disk that holds a real command's scratch directories: while it
     /// runs, its filesystem may lose at most half the space available when
-    /// it started, and never go below 2 % of its size available. `attempted`
-    /// is the bytes it lost, `max` what it could lose.
+    /// it started, and never go below a reserve of 2 % of its size (at most
+    /// 1 GiB) available. `attempted` is the bytes it lost, `max` what it
+    /// could lose.
     DiskSpace,
 }
 

@@ -906,7 +906,7 @@ fn a_command_that_would_fill_the_disk_of_its_scratch_directories_is_stopped() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "stopped, not waited out");
 }
 
-/// A scratch directory the command's user may write (as the store makes them)./// A scratch directory the command's user may write (as the store makes them).
+/// A scratch directory the command's user may write (as the store makes them).
 fn scratch_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();

@@ -434,14 +434,15 @@ impl Runs {
             _ => None,
         };
         let executed = self.execute_language(request, vfs, cancel, commands);
-        if let Some((lock, _held)) = scratch
-            && vfs.effects().is_empty()
-            && !filled_the_disk(&executed)
-        {
-            // The image is the workspace's: what was built is of its code.
-            // (A command stopped for the disk space it took keeps the taint,
-            // so the next run empties what it wrote.)
-            lock.untaint(taint).map_err(VshError::DataDirectory)?;
+        if let Some((lock, held)) = scratch {
+            if filled_the_disk(&executed) {
+                // A command stopped for the disk space it took: what it wrote
+                // is freed now, not at the next run (its taint empties them).
+                lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
+            } else if vfs.effects().is_empty() {
+                // The image is the workspace's: what was built is of its code.
+                lock.untaint(taint).map_err(VshError::DataDirectory)?;
+            }
         }
         executed
     }
