@@ -328,6 +328,12 @@ pub(crate) fn state_exit_code(state: TransactionState) -> Option<u8> {
         TransactionState::Denied => Some(EXIT_DENIED),
         TransactionState::Stale => Some(EXIT_STALE),
         TransactionState::Rejected | TransactionState::Expired | TransactionState::Failed => Some(EXIT_CLOSED),
+        // A commit under way, or one a crash interrupted: neither landed nor
+        // known to have written nothing.
+        TransactionState::Reserved
+        | TransactionState::Revalidating
+        | TransactionState::Committing
+        | TransactionState::RecoveryRequired => Some(EXIT_ERROR),
         _ => None,
     }
 }
@@ -898,6 +904,18 @@ fn approve_command(
         // reject or commit does.
         Err(vsh::VshError::NotApprovable { state: TransactionState::Approved, .. }) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+            if let Some(grant) = record.approval.as_ref().filter(|grant| grant.expires_ms() <= now) {
+                // Approved, but the approval lapsed (the record moves to
+                // expired at its next change): no longer committable.
+                return Err(format!(
+                    "transaction {} was approved, but its approval lapsed {}; it cannot be approved again: \
+                     `vsh rerun {}` runs its program again",
+                    record.id.short(),
+                    render::relative(grant.expires_ms(), now),
+                    record.id.short()
+                )
+                .into());
+            }
             if json {
                 print_record(runtime, &record)?;
             } else if !output.quiet {

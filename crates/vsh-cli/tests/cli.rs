@@ -1624,6 +1624,10 @@ fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     let delete = id_of(&delete);
     assert_eq!(vsh(&["approve", &delete, "--workspace", ws, "--ttl", "1"], None).status.code(), Some(0));
     std::thread::sleep(std::time::Duration::from_millis(1200));
+    // Approving it again is no silent success: the approval it holds lapsed.
+    let again = vsh(&["approve", &delete, "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    assert!(stderr(&again).contains("was approved, but its approval lapsed"), "{}", stderr(&again));
     for attempt in 0..2 {
         let late = vsh(&["commit", &delete, "--workspace", ws], None);
         assert_eq!(late.status.code(), Some(1), "{attempt}: {}", stderr(&late));

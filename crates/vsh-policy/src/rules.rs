@@ -12,12 +12,13 @@
 //!
 //! | pattern | access | label | protects |
 //! |---|---|---|---|
-//! | `**/.env*/**` | all | secret | `.env` and every name that starts with it (`.env.local`, `.envrc`, `.env~`, `.env-prod`) at any depth, and beneath each |
-//! | `**/*.pem`, `**/*.key`, `**/*.p12`, `**/*.pfx`, `**/*.jks`, `**/*.keystore` | all | secret | key material and key stores at any depth |
-//! | `**/.ssh/**`, `**/.gnupg/**`, `**/.aws/**` | all | secret | SSH, GPG and AWS directories and their contents |
+//! | `**/.env*/**`, `**/?*.env` | all | secret | `.env` and every name that starts with it (`.env.local`, `.envrc`, `.env~`, `.env-prod`) at any depth, and beneath each; `prod.env` |
+//! | `**/*.pem`, `**/*.key`, `**/*.p12`, `**/*.pfx`, `**/*.jks`, `**/*.keystore`, `**/*.ppk` | all | secret | key material and key stores at any depth |
+//! | `**/*.tfstate`, `**/*.tfstate.backup` | all | secret | Terraform state (it holds the secrets it provisioned) |
+//! | `**/.ssh/**`, `**/.gnupg/**`, `**/.aws/**`, `**/.azure/**`, `**/.config/gcloud/**` | all | secret | SSH, GPG and cloud credential directories and their contents |
 //! | `**/secrets/**` | all | secret | `secrets` directories and their contents |
-//! | `**/credentials.json`, `**/*_credentials.json`, `**/.git-credentials`, `**/.netrc`, `**/_netrc`, `**/.pgpass`, `**/.pypirc`, `**/.docker/config.json`, `**/.kube/config` | all | secret | credential files |
-//! | `**/id_rsa`, `**/id_rsa.pub`, `**/id_dsa`, `**/id_ecdsa`, `**/id_ed25519` | all | secret | SSH keys |
+//! | `**/credentials.json`, `**/*_credentials.json`, `**/.git-credentials`, `**/.netrc`, `**/_netrc`, `**/.pgpass`, `**/.my.cnf`, `**/.pypirc`, `**/.s3cfg`, `**/.vault-token`, `**/.dockercfg`, `**/.docker/config.json`, `**/.kube/config*` | all | secret | credential files |
+//! | `**/id_rsa`, `**/id_rsa.pub`, `**/id_dsa`, `**/id_ecdsa`, `**/id_ecdsa_sk`, `**/id_ed25519`, `**/id_ed25519_sk` | all | secret | SSH keys |
 //! | `**/.vsh/**` (and the configured data directory's subtree) | all | runtime-data | vsh's own state, at any depth |
 //! | `**/.git/**` | mutations | git | repository metadata: readable, never changed |
 //!
@@ -59,17 +60,23 @@ use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, fold};
 
 /// Secret patterns of the default policy (all access denied).
-const DEFAULT_SECRET_PATTERNS: [&str; 25] = [
+const DEFAULT_SECRET_PATTERNS: [&str; 37] = [
     "**/.env*/**",
+    "**/?*.env",
     "**/*.pem",
     "**/*.key",
     "**/*.p12",
     "**/*.pfx",
     "**/*.jks",
     "**/*.keystore",
+    "**/*.ppk",
+    "**/*.tfstate",
+    "**/*.tfstate.backup",
     "**/.ssh/**",
     "**/.gnupg/**",
     "**/.aws/**",
+    "**/.azure/**",
+    "**/.config/gcloud/**",
     "**/secrets/**",
     "**/credentials.json",
     "**/*_credentials.json",
@@ -77,14 +84,20 @@ const DEFAULT_SECRET_PATTERNS: [&str; 25] = [
     "**/.netrc",
     "**/_netrc",
     "**/.pgpass",
+    "**/.my.cnf",
     "**/.pypirc",
+    "**/.s3cfg",
+    "**/.vault-token",
+    "**/.dockercfg",
     "**/.docker/config.json",
-    "**/.kube/config",
+    "**/.kube/config*",
     "**/id_rsa",
     "**/id_rsa.pub",
     "**/id_dsa",
     "**/id_ecdsa",
+    "**/id_ecdsa_sk",
     "**/id_ed25519",
+    "**/id_ed25519_sk",
 ];
 
 /// The runtime-data pattern of the default policy (all access denied): vsh's
@@ -833,6 +846,19 @@ mod tests {
             "ops/.kube/config",
             "id_dsa",
             "keys/id_ecdsa",
+            "deploy/prod.env",
+            "putty.ppk",
+            "infra/terraform.tfstate",
+            "infra/terraform.tfstate.backup",
+            ".azure/accessTokens.json",
+            "home/.config/gcloud/credentials.db",
+            ".my.cnf",
+            ".s3cfg",
+            ".vault-token",
+            ".dockercfg",
+            ".kube/config-prod",
+            "id_ecdsa_sk",
+            "u/id_ed25519_sk",
             ".vsh",
             ".vsh/anything",
             ".vsh/store/blobs/x",
@@ -853,6 +879,9 @@ mod tests {
             ".npmrc",
             "docker/config.json",
             ".kube/cache",
+            "environment.ts",
+            "main.tf",
+            ".config/nvim/init.lua",
             "README.md",
             "secrets.txt",
             "a/key",

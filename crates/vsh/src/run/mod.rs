@@ -425,7 +425,8 @@ impl Runs {
             Some(lock) if !commands.scratch.is_empty() => {
                 let held = hold_scratch(lock, request, cancel)?;
                 lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
-                lock.clear_unless_granted(&held, &command_grants(commands)).map_err(VshError::DataDirectory)?;
+                let grants = command_grants(commands, &self.policy.digest());
+                lock.clear_unless_granted(&held, &grants).map_err(VshError::DataDirectory)?;
                 // Recorded before anything runs, so a run that never ends
                 // (vsh killed, a panic) leaves it: the next run clears.
                 lock.taint(taint).map_err(VshError::DataDirectory)?;
@@ -621,11 +622,17 @@ fn still_wanted(
 }
 
 /// A digest of what `commands` are granted (environment variables, network,
-/// ports, tools): the scratch directories belong to one such set at a time
-/// (`vsh_store::ScratchLock::clear_unless_granted`).
-fn command_grants(commands: &vsh_monty::CommandConfig) -> [u8; 32] {
-    let mut hasher = blake3::Hasher::new_derive_key("vsh 2026 command grants v1");
-    let mut env = commands.env.clone();
+/// ports, tools, running unisolated) under `policy` (which decides what of
+/// the image they may read): the scratch directories belong to one such set
+/// at a time (`vsh_store::ScratchLock::clear_unless_granted`). The per-call
+/// environment a program gives `vsh_exec` is the program's own, not a grant.
+fn command_grants(commands: &vsh_monty::CommandConfig, policy: &vsh_types::PolicyDigest) -> [u8; 32] {
+    // Every field named: a new one does not compile until it is judged a grant or not.
+    let vsh_monty::CommandConfig { root: _, env, tools, scratch: _, network, connect_ports, unisolated } = commands;
+    let mut hasher = blake3::Hasher::new_derive_key("vsh 2026 command grants v2");
+    hasher.update(policy.as_bytes());
+    hasher.update(&[u8::from(*unisolated)]);
+    let mut env = env.clone();
     env.sort();
     hasher.update(&(env.len() as u64).to_le_bytes());
     for (name, value) in &env {
@@ -634,16 +641,16 @@ fn command_grants(commands: &vsh_monty::CommandConfig) -> [u8; 32] {
             hasher.update(field);
         }
     }
-    let network = format!("{:?}", commands.network);
+    let network = format!("{network:?}");
     hasher.update(&(network.len() as u64).to_le_bytes());
     hasher.update(network.as_bytes());
-    let mut ports = commands.connect_ports.clone();
+    let mut ports = connect_ports.clone();
     ports.sort_unstable();
     hasher.update(&(ports.len() as u64).to_le_bytes());
     for port in ports {
         hasher.update(&port.to_le_bytes());
     }
-    let mut tools = commands.tools.clone();
+    let mut tools = tools.clone();
     tools.sort();
     hasher.update(&(tools.len() as u64).to_le_bytes());
     for tool in &tools {
@@ -658,4 +665,49 @@ fn command_grants(commands: &vsh_monty::CommandConfig) -> [u8; 32] {
 fn filled_the_disk(executed: &Result<Executed, VshError>) -> bool {
     matches!(executed, Err(VshError::Execution(error))
         if matches!(error.as_ref(), vsh_monty::ExecutionError::Limit { limit, .. } if limit.limit == vsh_monty::LimitKind::DiskSpace))
+}
+
+#[cfg(test)]
+mod grants_tests {
+    use super::command_grants;
+
+    #[test]
+    fn what_commands_are_granted_and_the_policy_decide_the_grants_and_nothing_else() {
+        let config = || {
+            let mut config = vsh_monty::CommandConfig::new(std::path::Path::new("/w"));
+            config.env = vec![("A".to_owned(), "1".to_owned()), ("B".to_owned(), "2".to_owned())];
+            config
+        };
+        let policy = vsh_types::PolicyDigest::digest(b"balanced");
+        let base = command_grants(&config(), &policy);
+        // The order the grants were given in, the root and the scratch paths are not grants.
+        let mut same = config();
+        same.env.reverse();
+        same.root = "/elsewhere".into();
+        same.scratch = vec![("target".to_owned(), "/data/scratch/target".into())];
+        assert_eq!(command_grants(&same, &policy), base);
+        let mut token = config();
+        token.env.push(("TOKEN".to_owned(), "t".to_owned()));
+        let mut value = config();
+        value.env[0].1 = "other".to_owned();
+        let mut network = config();
+        network.network = vsh_sandbox::NetworkAccess::All;
+        let mut ports = config();
+        ports.connect_ports = vec![5432];
+        let mut tools = config();
+        tools.tools = vec!["/opt/rust".into()];
+        let mut unisolated = config();
+        unisolated.unisolated = true;
+        for (what, other) in [
+            ("a variable", &token),
+            ("a value", &value),
+            ("the network", &network),
+            ("ports", &ports),
+            ("tools", &tools),
+            ("unisolated", &unisolated),
+        ] {
+            assert_ne!(command_grants(other, &policy), base, "{what}");
+        }
+        assert_ne!(command_grants(&config(), &vsh_types::PolicyDigest::digest(b"permissive")), base, "the policy");
+    }
 }
