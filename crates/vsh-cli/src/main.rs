@@ -55,6 +55,10 @@ const EXIT_BUSY: u8 = 75;
 /// `docs/guest.md`, which `vsh guide` prints.
 const GUIDE: &str = include_str!("../../../docs/guest.md");
 
+/// `--quiet`, for the notices printed where the output options do not reach
+/// (a workspace made by opening it).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The argument that makes this binary serve as its own confined Monty worker.
 const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
 
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         }
     };
     cli.color.choice().write_global();
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let json = cli.command.json();
     let output = Output { detailed: cli.detailed_exitcode, quiet: cli.quiet };
     let result = match cli.command {
@@ -799,7 +804,7 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, vsh::VshError> 
     let root = config.workspace_root().to_owned();
     let new = config.data_directory().is_none() && std::fs::symlink_metadata(root.join(".vsh")).is_err();
     let runtime = Runtime::open(config)?;
-    if new {
+    if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!(
             "vsh: made a new workspace at {} (its data in .vsh/ there{})",
             root.display(),

@@ -259,16 +259,18 @@ fn state_text(state: Option<&NodeState>) -> String {
 
 /// `text` as a reviewer's terminal must show it: every control character
 /// (a newline or carriage return in a file name, an escape sequence, DEL,
-/// C1) and every bidirectional-override character written as an escape
-/// (`\n`, `\x1b`, `\u{202e}`), so a path or a line of content cannot start a
+/// C1) and every character that changes how text reads without showing
+/// itself (bidirectional controls, zero-width characters, line separators:
+/// `vsh_vfs::hides_text`) written as an escape (`\n`, `\x1b`, `\u{202e}`), so a path or a line of content cannot start a
 /// line of its own, move the cursor, or reorder what is shown: a file named
 /// to look like two entries of a review shows as one. With `keep_tabs`
 /// (content lines) a tab stays a tab; in a path (`keep_tabs` false) a
 /// backslash is doubled, so an escape in a name is told from the same
 /// characters typed.
 pub(crate) fn shown(text: &str, keep_tabs: bool) -> std::borrow::Cow<'_, str> {
-    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    let escaped = |c: char| (c.is_control() && !(keep_tabs && c == '\t')) || bidi(c) || (!keep_tabs && c == '\\');
+    let escaped = |c: char| {
+        (c.is_control() && !(keep_tabs && c == '\t')) || vsh::lower::vsh_vfs::hides_text(c) || (!keep_tabs && c == '\\')
+    };
     if !text.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -704,6 +706,8 @@ mod tests {
             ("c1\u{85}", false, "c1\\u{85}"),
             ("abc\u{202e}txt.exe", false, "abc\\u{202e}txt.exe"),
             ("\u{2066}x\u{2069}", false, "\\u{2066}x\\u{2069}"),
+            ("+zero\u{200b}width\u{feff}", true, "+zero\\u{200b}width\\u{feff}"),
+            ("+line\u{2028}sep\u{61c}", true, "+line\\u{2028}sep\\u{61c}"),
             ("+evil\rgood", true, "+evil\\rgood"),
             ("+\tkept\\n", true, "+\tkept\\n"),
         ];

@@ -1581,6 +1581,10 @@ fn a_command_that_makes_a_workspace_says_so_and_warns_when_it_is_inside_another(
     assert!(!stderr(&first).contains("inside the workspace"), "{first:?}");
     let second = vsh(&["run", "--workspace", ws, "-"], Some("1"));
     assert!(!stderr(&second).contains("made a new workspace"), "only once: {second:?}");
+    let other = tempfile::tempdir().unwrap();
+    let quiet = vsh(&["run", "-q", "--workspace", other.path().to_str().unwrap(), "-"], Some("1"));
+    assert!(quiet.stderr.is_empty(), "quiet: {quiet:?}");
+    assert!(other.path().join(".vsh").is_dir());
     let sub = dir.path().join("sub");
     let nested = vsh(&["run", "--workspace", sub.to_str().unwrap(), "-"], Some("1"));
     assert!(stderr(&nested).contains(&format!("it lies inside the workspace at {ws}")), "{nested:?}");

@@ -31,7 +31,9 @@ use vsh_types::{BlobId, CanonicalDiff, DiffEntry, NodeKind, NodeState, SnapshotI
 
 pub use base::SnapshotLimits;
 pub use error::VfsError;
-pub use review::{FileReview, NoHunks, ReviewLimits, Side, live_content_if_unchanged, review_entries, unified_hunks};
+pub use review::{
+    FileReview, NoHunks, ReviewLimits, Side, hides_text, live_content_if_unchanged, review_entries, unified_hunks,
+};
 pub use vsh_types::{Dependency, ReadSet, names_digest};
 
 use base::Base;

@@ -88,6 +88,23 @@ pub struct FileReview {
     pub hunks: Result<String, NoHunks>,
 }
 
+/// Whether `c` can change how a reviewer reads the text around it without
+/// showing itself: a bidirectional control (the overrides, embeddings,
+/// isolates and marks, U+061C among them), a zero-width character (U+200B
+/// to U+200D, U+2060, U+FEFF) or a line or paragraph separator (U+2028,
+/// U+2029). Every review escapes them, as it does control characters.
+pub fn hides_text(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
 /// Render unified hunks between two texts; `None` side means the file is absent.
 pub fn unified_hunks(path: &VPath, before: Option<&str>, after: Option<&str>) -> String {
     let old_name = if before.is_some() { header_name("a/", path) } else { "/dev/null".to_owned() };
@@ -103,8 +120,7 @@ pub fn unified_hunks(path: &VPath, before: Option<&str>, after: Option<&str>) ->
 /// character's UTF-8 bytes in octal (`\\033`), so no name can end the header
 /// line or forge the lines after it.
 fn header_name(prefix: &str, path: &VPath) -> String {
-    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    let plain = |c: char| !(c.is_control() || bidi(c) || c == '"' || c == '\\');
+    let plain = |c: char| !(c.is_control() || hides_text(c) || c == '"' || c == '\\');
     if path.as_str().chars().all(plain) {
         return format!("{prefix}{path}");
     }
@@ -133,11 +149,10 @@ fn header_name(prefix: &str, path: &VPath) -> String {
 /// that is not UTF-8 each in octal, as `\ooo`), so a reviewer reads exactly
 /// the bytes the commit writes and no target can forge a line.
 fn link_line(target: &[u8]) -> String {
-    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     let mut line = String::from("symlink -> ");
     for chunk in target.utf8_chunks() {
         for c in chunk.valid().chars() {
-            if c.is_control() || bidi(c) || c == '\\' {
+            if c.is_control() || hides_text(c) || c == '\\' {
                 let mut bytes = [0; 4];
                 for byte in c.encode_utf8(&mut bytes).bytes() {
                     let _ = write!(line, "\\{byte:03o}");
@@ -314,6 +329,9 @@ mod tests {
         assert_eq!(header("cr\rx"), "+++ \"b/cr\\015x\"");
         assert_eq!(header("abc\u{202e}txt"), "+++ \"b/abc\\342\\200\\256txt\"");
         assert_eq!(header("café"), "+++ b/café");
+        assert_eq!(header("zero\u{200b}width"), "+++ \"b/zero\\342\\200\\213width\"");
+        assert_eq!(header("line\u{2028}sep"), "+++ \"b/line\\342\\200\\250sep\"");
+        assert_eq!(header("mark\u{61c}x"), "+++ \"b/mark\\330\\234x\"");
         // Every header is one line: the hunk follows on the third.
         assert!(
             unified_hunks(&VPath::parse("a\nb").unwrap(), None, Some("x\n")).lines().nth(2).unwrap().starts_with("@@")
