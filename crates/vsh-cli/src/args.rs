@@ -651,6 +651,12 @@ pub(crate) struct CommandArgs {
     /// --allow-network allows: a database a test needs, say.
     #[arg(long = "allow-port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) ports: Vec<u16>,
+    /// Let real commands make unix sockets of their own (a test that serves
+    /// on one in its /tmp, Python's forkserver). Below Landlock ABI 9 that
+    /// also lets them connect to any socket file they can name, a host
+    /// daemon's included: the receipt's report says so.
+    #[arg(long)]
+    pub(crate) allow_unix_sockets: bool,
 }
 
 /// `NAME=VALUE`.

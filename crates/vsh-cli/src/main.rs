@@ -258,6 +258,7 @@ pub(crate) struct CommandSettings {
     tools: Vec<std::path::PathBuf>,
     network: Option<vsh::lower::vsh_sandbox::NetworkAccess>,
     ports: Vec<u16>,
+    unix_sockets: bool,
 }
 
 impl CommandSettings {
@@ -277,7 +278,13 @@ impl CommandSettings {
         for tool in &args.tools {
             tools.push(std::path::absolute(tool).map_err(|error| format!("--tool {}: {error}", tool.display()))?);
         }
-        Ok(Self { env, tools, network: args.allow_network.map(args::NetworkArg::access), ports: args.ports.clone() })
+        Ok(Self {
+            env,
+            tools,
+            network: args.allow_network.map(args::NetworkArg::access),
+            ports: args.ports.clone(),
+            unix_sockets: args.allow_unix_sockets,
+        })
     }
 
     /// `config` with these settings.
@@ -286,6 +293,7 @@ impl CommandSettings {
             .with_command_env(self.env.clone())
             .with_command_tools(self.tools.clone())
             .with_command_ports(self.ports.clone());
+        let config = if self.unix_sockets { config.with_command_unix_sockets() } else { config };
         match self.network {
             Some(network) => config.with_command_network(network),
             None => config,

@@ -2166,6 +2166,25 @@ fn a_failing_command_commits_only_when_its_failure_is_accepted() {
 }
 
 #[test]
+fn exec_allow_unix_sockets_lets_a_command_serve_on_a_unix_socket_of_its_own() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let script = "import socket\ns = socket.socket(socket.AF_UNIX); s.bind('/tmp/own.sock'); s.listen(1)\n\
+                  c = socket.socket(socket.AF_UNIX); c.connect('/tmp/own.sock'); a, _ = s.accept(); c.sendall(b'ping'); print(a.recv(4).decode())";
+    let plain = vsh(&["exec", "--workspace", ws, "--json", "--", "python3", "-c", script], None);
+    assert_eq!(plain.status.code(), Some(1), "no unix socket by default: {}", String::from_utf8_lossy(&plain.stdout));
+    let allowed =
+        vsh(&["exec", "--workspace", ws, "--json", "--allow-unix-sockets", "--", "python3", "-c", script], None);
+    assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&allowed.stdout).unwrap();
+    assert_eq!(receipt["stdout"], "ping\n", "{receipt}");
+}
+
+#[test]
 fn exec_allow_network_loopback_gives_a_private_loopback() {
     if !fuse_available() {
         return;

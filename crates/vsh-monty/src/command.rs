@@ -124,6 +124,12 @@ pub struct CommandConfig {
     /// ports, not addresses), besides what `network` allows; the network
     /// axis is then enforced in part, and its floor lowered to say so.
     pub connect_ports: Vec<u16>,
+    /// Let the command make unix sockets of its own (a test that serves on
+    /// one in its `/tmp`, Python's forkserver): and so, below Landlock ABI 9,
+    /// connect to any socket file it can name, a host daemon's included
+    /// (`vsh_sandbox::SandboxPolicy::allow_unix_sockets`). Off by default;
+    /// the host's network implies it.
+    pub unix_sockets: bool,
     /// Run the command even where the kernel cannot confine it (no
     /// Landlock, no seccomp): every axis's floor is lowered to none, so the
     /// spawn no longer fails closed below it. The candidate itself (the
@@ -155,6 +161,7 @@ impl CommandConfig {
             scratch: Vec::new(),
             network: vsh_sandbox::NetworkAccess::None,
             connect_ports: Vec::new(),
+            unix_sockets: false,
             unisolated: false,
         }
     }
@@ -585,6 +592,9 @@ impl Dispatcher<'_> {
         // The candidate and the private /tmp are writable by descriptor (see
         // `FuseMount`): no path of the host is.
         let mut sandbox = SandboxPolicy::new().network(config.network);
+        if config.unix_sockets {
+            sandbox = sandbox.allow_unix_sockets();
+        }
         if vsh_sandbox::effective_uid() == 0 {
             sandbox = sandbox.run_as(uid, gid);
         }

@@ -43,6 +43,7 @@ pub struct RuntimeConfig {
     pub(crate) scratch: Option<Vec<String>>,
     pub(crate) command_network: vsh_sandbox::NetworkAccess,
     pub(crate) command_ports: Vec<u16>,
+    pub(crate) command_unix_sockets: bool,
 }
 
 /// The scratch directories real commands get by default
@@ -197,6 +198,7 @@ impl RuntimeConfig {
             scratch: None,
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
+            command_unix_sockets: false,
         }
     }
 
@@ -326,6 +328,17 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess) -> Self {
         self.command_network = access;
+        self
+    }
+
+    /// Let real commands make unix sockets of their own (a test that serves
+    /// on one in its `/tmp`, Python's forkserver), which, below Landlock ABI
+    /// 9, also lets them connect to any socket file they can name, a host
+    /// daemon's included; the IPC axis of each receipt's report says so.
+    /// Off by default (the host's network implies it). Part of the binding.
+    #[must_use]
+    pub fn with_command_unix_sockets(mut self) -> Self {
+        self.command_unix_sockets = true;
         self
     }
 

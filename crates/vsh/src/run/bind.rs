@@ -152,13 +152,14 @@ impl Runs {
             for (name, _) in &self.scratch {
                 canon::put_bytes(&mut out, name.as_bytes());
             }
-            // One byte for the network, 16 more when ports follow (so a
-            // binding made without ports keeps the digest it always had).
+            // One byte for the network, 16 more when ports follow and 32
+            // more when unix sockets are allowed (so a binding made without
+            // either keeps the digest it always had).
             let network: u8 = match self.command_network {
                 vsh_sandbox::NetworkAccess::None => 0,
                 vsh_sandbox::NetworkAccess::Loopback => 1,
                 vsh_sandbox::NetworkAccess::All => 2,
-            };
+            } + if self.command_unix_sockets { 32 } else { 0 };
             if self.command_ports.is_empty() {
                 canon::put_u8(&mut out, network);
             } else {

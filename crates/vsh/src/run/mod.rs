@@ -168,6 +168,8 @@ pub(crate) struct Runs {
     command_network: vsh_sandbox::NetworkAccess,
     /// The TCP ports real commands may connect to.
     command_ports: Vec<u16>,
+    /// Whether real commands may make unix sockets of their own.
+    command_unix_sockets: bool,
 }
 
 impl Runs {
@@ -200,6 +202,7 @@ impl Runs {
             scratch_lock: None,
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
+            command_unix_sockets: false,
         }
     }
 
@@ -218,9 +221,15 @@ impl Runs {
     }
 
     /// Let real commands reach `access`.
-    pub(crate) fn with_command_network(mut self, access: vsh_sandbox::NetworkAccess, ports: Vec<u16>) -> Self {
+    pub(crate) fn with_command_network(
+        mut self,
+        access: vsh_sandbox::NetworkAccess,
+        ports: Vec<u16>,
+        unix_sockets: bool,
+    ) -> Self {
         self.command_network = access;
         self.command_ports = ports;
+        self.command_unix_sockets = unix_sockets;
         self
     }
 
@@ -544,6 +553,7 @@ impl Runs {
         config.scratch.clone_from(&self.scratch);
         config.network = self.command_network;
         config.connect_ports.clone_from(&self.command_ports);
+        config.unix_sockets = self.command_unix_sockets;
         config
     }
 
@@ -628,10 +638,11 @@ fn still_wanted(
 /// environment a program gives `vsh_exec` is the program's own, not a grant.
 fn command_grants(commands: &vsh_monty::CommandConfig, policy: &vsh_types::PolicyDigest) -> [u8; 32] {
     // Every field named: a new one does not compile until it is judged a grant or not.
-    let vsh_monty::CommandConfig { root: _, env, tools, scratch: _, network, connect_ports, unisolated } = commands;
+    let vsh_monty::CommandConfig { root: _, env, tools, scratch: _, network, connect_ports, unix_sockets, unisolated } =
+        commands;
     let mut hasher = blake3::Hasher::new_derive_key("vsh 2026 command grants v2");
     hasher.update(policy.as_bytes());
-    hasher.update(&[u8::from(*unisolated)]);
+    hasher.update(&[u8::from(*unisolated), u8::from(*unix_sockets)]);
     let mut env = env.clone();
     env.sort();
     hasher.update(&(env.len() as u64).to_le_bytes());
@@ -698,6 +709,8 @@ mod grants_tests {
         tools.tools = vec!["/opt/rust".into()];
         let mut unisolated = config();
         unisolated.unisolated = true;
+        let mut sockets = config();
+        sockets.unix_sockets = true;
         for (what, other) in [
             ("a variable", &token),
             ("a value", &value),
@@ -705,6 +718,7 @@ mod grants_tests {
             ("ports", &ports),
             ("tools", &tools),
             ("unisolated", &unisolated),
+            ("unix sockets", &sockets),
         ] {
             assert_ne!(command_grants(other, &policy), base, "{what}");
         }

@@ -46,6 +46,7 @@ impl Runtime {
             scratch,
             command_network,
             command_ports,
+            command_unix_sockets,
         } = config;
         let command_env = crate::run::command_env(command_env)?;
         let worker = worker_config(execution, max_idle_workers)?;
@@ -129,7 +130,7 @@ impl Runtime {
                 .with_bash(bash)
                 .with_commands(commands, command_env)
                 .with_command_dirs(command_tools, scratch_dirs, scratch_lock)
-                .with_command_network(command_network, command_ports);
+                .with_command_network(command_network, command_ports, command_unix_sockets);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
 }
