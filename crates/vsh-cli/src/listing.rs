@@ -40,7 +40,10 @@ fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocum
 
 /// `vsh pending`: work waiting for a decision or a commit.
 pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
-    let rows = rows(runtime, runtime.pending()?);
+    // Newest first, as `vsh log` lists.
+    let mut waiting = runtime.pending()?;
+    waiting.sort_by_key(|record| std::cmp::Reverse((record.created_ms, record.id)));
+    let rows = rows(runtime, waiting);
     if json {
         println!("{}", serde_json::to_string_pretty(&vsh::document::PendingDocument::new(documents(&rows)))?);
     } else if rows.is_empty() {

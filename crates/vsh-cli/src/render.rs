@@ -465,6 +465,20 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
     }
 }
 
+/// What to do next with the work a receipt describes, if anything.
+fn next_step(receipt: &Receipt) -> Option<String> {
+    let short = receipt.transaction.short();
+    match receipt.state {
+        vsh::TransactionState::PendingApproval => Some(format!("vsh approve {short} && vsh commit {short}")),
+        // A run that changed nothing has nothing to commit.
+        vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved if receipt.changed_paths == 0 => {
+            Some("nothing: it changes no path".to_owned())
+        }
+        vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved => Some(format!("vsh commit {short}")),
+        _ => None,
+    }
+}
+
 /// The changed paths a text receipt without its review lists, at most.
 const MAX_LISTED_CHANGES: usize = 50;
 
@@ -488,15 +502,8 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         }
         RuntimeDecision::AutoApproved => {}
     }
-    let short = receipt.transaction.short();
-    match receipt.state {
-        vsh::TransactionState::PendingApproval => {
-            let _ = writeln!(out, "  next       vsh approve {short} && vsh commit {short}");
-        }
-        vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved => {
-            let _ = writeln!(out, "  next       vsh commit {short}");
-        }
-        _ => {}
+    if let Some(next) = next_step(receipt) {
+        let _ = writeln!(out, "  next       {next}");
     }
     if let RuntimeDecision::PendingApproval(vsh::RiskManifest { metrics, .. })
     | RuntimeDecision::Denied(vsh::DenyManifest { metrics, .. }) = &receipt.decision

@@ -298,6 +298,33 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
 }
 
 #[test]
+fn pending_lists_newest_first_and_a_run_that_changes_nothing_has_nothing_to_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let mut ids = Vec::new();
+    for name in ["a", "b", "c"] {
+        let run = vsh(
+            &["run", "--workspace", ws, "-"],
+            Some(&format!("from pathlib import Path\nPath('{name}.txt').write_text('x')")),
+        );
+        ids.push(id_of(&run)[..12].to_owned());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pending = vsh(&["pending", "--workspace", ws], None);
+    let listed: Vec<String> = String::from_utf8_lossy(&pending.stdout)
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().next().unwrap().to_owned())
+        .collect();
+    ids.reverse();
+    assert_eq!(listed, ids, "newest first");
+    let nothing = vsh(&["run", "--workspace", ws, "-"], Some("1 + 1"));
+    let text = String::from_utf8_lossy(&nothing.stdout);
+    assert!(text.contains("  next       nothing: it changes no path"), "{text}");
+    assert!(!text.contains("vsh commit"), "{text}");
+}
+
+#[test]
 fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "old.txt", "old\n");
