@@ -591,7 +591,9 @@ impl Dispatcher<'_> {
         };
         // The candidate and the private /tmp are writable by descriptor (see
         // `FuseMount`): no path of the host is.
-        let mut sandbox = SandboxPolicy::new().network(config.network);
+        // The run's memory budget bounds each of the command's processes
+        // (below) and, where the host can, all of them together.
+        let mut sandbox = SandboxPolicy::new().network(config.network).limit_tree_memory(limits.max_memory_bytes);
         if config.unix_sockets {
             sandbox = sandbox.allow_unix_sockets();
         }

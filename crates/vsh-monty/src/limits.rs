@@ -56,8 +56,9 @@ pub struct ExecutionLimits {
     /// `RecursionError` in the guest, as in `CPython`.
     pub max_recursion_depth: usize,
     /// Guest heap size (default 256 MiB), and the private writable memory of
-    /// each process of a real command the run starts (`RLIMIT_DATA`, per
-    /// process: not a bound on the command's whole tree).
+    /// each process of a real command the run starts (`RLIMIT_DATA`), and of
+    /// all of them together where the host has a writable cgroup v1 memory
+    /// controller (`vsh_sandbox::SandboxPolicy::limit_tree_memory`).
     ///
     /// **Not enforced for the guest by the in-process executor**: a memory
     /// ceiling needs the limited global allocator of the worker subprocess,

@@ -232,13 +232,14 @@ impl ConfinedCommand {
         {
             command.uid(uid).gid(gid);
         }
+        let memory = setup.memory_group();
         sys::set_pre_exec(&mut command, setup);
         let spawned = command.spawn();
         // Dropping the command closes the parent's copies of the setup's descriptors, including
         // the status pipe's write end, so the read below sees only what the child wrote.
         drop(command);
         match spawned {
-            Ok(child) => Ok(ConfinedChild { child, report }),
+            Ok(child) => Ok(ConfinedChild { child, report, _memory: memory }),
             Err(source) => match stage_reader.failed_stage() {
                 Some(stage) => Err(ToolError::Setup { stage, source }),
                 None => Err(ToolError::Spawn { program: self.program, source }),
@@ -268,6 +269,8 @@ impl ConfinedCommand {
 pub struct ConfinedChild {
     child: Child,
     report: EnforcementReport,
+    /// The memory group bounding its tree, removed once it is done.
+    _memory: Option<std::sync::Arc<crate::cgroup::MemoryGroup>>,
 }
 
 impl ConfinedChild {

@@ -111,7 +111,17 @@ fn confined_levels(support: &KernelSupport, policy: &SandboxPolicy, child_is_roo
     });
     let network = network_level(abi, seccomp, policy);
     let ipc = ipc_level(abi, seccomp, policy.unix_sockets_allowed());
-    let resources = resources_level(policy.limits(), policy.runs_as(), child_is_root, true);
+    let (level, reason) = resources_level(policy.limits(), policy.runs_as(), child_is_root, true);
+    let resources = match policy.tree_memory() {
+        Some(bytes) if crate::cgroup::MemoryGroup::available() => {
+            (level, format!("{reason}; the whole tree's memory at most {bytes} bytes (a memory cgroup of its own)"))
+        }
+        Some(_) => (
+            level,
+            format!("{reason}; the whole tree's memory is not bounded (no writable cgroup v1 memory controller)"),
+        ),
+        None => (level, reason),
+    };
     [fs_read, fs_write, exec, network, ipc, resources]
 }
 

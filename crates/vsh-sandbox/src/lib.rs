@@ -61,6 +61,7 @@
 // vsh-sandbox resolves and checks the programs it confines by path, before any handle exists.
 #![allow(clippy::disallowed_methods)]
 
+mod cgroup;
 mod command;
 mod context;
 mod env;

@@ -220,6 +220,7 @@ pub struct SandboxPolicy {
     tcp_connect: BTreeSet<u16>,
     network: NetworkAccess,
     unix_sockets: bool,
+    tree_memory: Option<u64>,
     limits: ResourceLimits,
     run_as: Option<(u32, u32)>,
     floors: [Enforcement; 6],
@@ -236,6 +237,7 @@ impl SandboxPolicy {
             tcp_connect: BTreeSet::new(),
             network: NetworkAccess::None,
             unix_sockets: false,
+            tree_memory: None,
             limits: ResourceLimits::default(),
             run_as: None,
             floors: DEFAULT_FLOORS,
@@ -262,6 +264,7 @@ impl SandboxPolicy {
             tcp_connect: BTreeSet::new(),
             network: NetworkAccess::None,
             unix_sockets: true,
+            tree_memory: None,
             limits: ResourceLimits::none(),
             run_as: None,
             floors,
@@ -315,6 +318,22 @@ impl SandboxPolicy {
     pub fn allow_unix_sockets(mut self) -> Self {
         self.unix_sockets = true;
         self
+    }
+
+    /// Bound the memory of the child and every process it starts, together,
+    /// to `bytes` (a memory cgroup of its own, v1 controller; memory plus
+    /// swap too where swap is accounted): past it the kernel's OOM killer
+    /// acts inside the group only. Where this host has no writable memory
+    /// controller the bound is not set and the resources axis says so.
+    #[must_use]
+    pub fn limit_tree_memory(mut self, bytes: u64) -> Self {
+        self.tree_memory = Some(bytes);
+        self
+    }
+
+    /// The memory bound on the child's whole tree, if one is asked for.
+    pub fn tree_memory(&self) -> Option<u64> {
+        self.tree_memory
     }
 
     /// Whether the child may make `AF_UNIX` sockets of its own

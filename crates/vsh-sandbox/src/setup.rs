@@ -34,10 +34,11 @@ enum Stage {
     Mount = 7,
     Ids = 8,
     Network = 9,
+    MemoryGroup = 10,
 }
 
 impl Stage {
-    const ALL: [Stage; 9] = [
+    const ALL: [Stage; 10] = [
         Stage::Rlimits,
         Stage::NoNewPrivs,
         Stage::Landlock,
@@ -47,6 +48,7 @@ impl Stage {
         Stage::Network,
         Stage::Mount,
         Stage::Ids,
+        Stage::MemoryGroup,
     ];
 
     fn byte(self) -> u8 {
@@ -65,6 +67,7 @@ impl Stage {
             Stage::Network => "private loopback network (unshare, bring lo up)",
             Stage::Mount => "private FUSE mount (unshare, mount)",
             Stage::Ids => "setresuid",
+            Stage::MemoryGroup => "join the memory cgroup",
         }
     }
 }
@@ -99,6 +102,8 @@ pub(crate) struct ChildSetup {
     mount: Option<PreparedMount>,
     /// A private network namespace with only a loopback interface, made first.
     private_loopback: bool,
+    /// The memory group the child joins first, bounding its whole tree.
+    memory: Option<std::sync::Arc<crate::cgroup::MemoryGroup>>,
     status: OwnedFd,
 }
 
@@ -141,6 +146,13 @@ impl ChildSetup {
             exec: None,
             mount: None,
             private_loopback: confined && policy.network_access() == crate::NetworkAccess::Loopback,
+            memory: match policy.tree_memory() {
+                Some(bytes) if confined && crate::cgroup::MemoryGroup::available() => Some(std::sync::Arc::new(
+                    crate::cgroup::MemoryGroup::create(bytes)
+                        .map_err(|source| ToolError::Setup { stage: "memory cgroup", source })?,
+                )),
+                _ => None,
+            },
             status: writer,
         };
         Ok((setup, StageReader { fd: reader }))
@@ -150,6 +162,12 @@ impl ChildSetup {
     /// directory after it, not std).
     pub(crate) fn mount_first(&mut self, mount: PreparedMount) {
         self.mount = Some(mount);
+    }
+
+    /// The memory group the child joins, for the parent to keep until the
+    /// child is done (it is removed when dropped).
+    pub(crate) fn memory_group(&self) -> Option<std::sync::Arc<crate::cgroup::MemoryGroup>> {
+        self.memory.clone()
     }
 
     /// Execute `image` by descriptor at the end of the setup instead of
@@ -172,6 +190,9 @@ impl ChildSetup {
     /// unprivileged forms of the next two steps), Landlock, the capability drop, and seccomp last
     /// so the filter never sees the setup's own calls. `execve` itself stays allowed.
     pub(crate) fn apply(&self) -> io::Result<()> {
+        if let Some(group) = &self.memory {
+            group.join_self().map_err(|error| self.fail(Stage::MemoryGroup, error))?;
+        }
         if self.private_loopback {
             sys::private_loopback().map_err(|error| self.fail(Stage::Network, error))?;
         }

@@ -853,6 +853,44 @@ fn command_with_scratch(
     )
 }
 
+/// An outside probe had 4 processes of 5 GiB each take 13 GB of the host
+/// before the run's timeout: the memory budget bounded each process, not the
+/// command. Now it bounds them together (a memory cgroup of the command's
+/// own): three children of 150 MB each, every one within the 256 MiB a
+/// process may have, cannot all live at once.
+#[test]
+fn a_commands_processes_together_stay_within_its_memory_budget() {
+    let Some(_processes) = fuse_available() else { return };
+    if !std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "no cgroup v1 memory controller");
+        return;
+    }
+    let script = "import os, time\n\
+                  children = []\n\
+                  for _ in range(3):\n\
+                  \x20   pid = os.fork()\n\
+                  \x20   if pid == 0:\n\
+                  \x20       b = bytearray(150 << 20)\n\
+                  \x20       for i in range(0, len(b), 4096): b[i] = 1\n\
+                  \x20       time.sleep(0.3)\n\
+                  \x20       os._exit(0)\n\
+                  \x20   children.append(pid)\n\
+                  killed = sum(1 for pid in children if os.WIFSIGNALED(os.waitpid(pid, 0)[1]))\n\
+                  print('killed', killed)\n";
+    let mut ws = Workspace::with(&files());
+    let limits = ExecutionLimits { max_duration: std::time::Duration::from_secs(20), ..ExecutionLimits::default() };
+    assert_eq!(limits.max_memory_bytes, 256 << 20, "the budget this test is written for");
+    let outcome = ws.command_with(&["python3", "-c", script], &limits).unwrap();
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    let killed: u32 =
+        stdout.trim().strip_prefix("killed ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(killed >= 1, "450 MB of processes within a 256 MiB budget: {stdout}");
+    // One child alone fits.
+    let one = script.replace("range(3)", "range(1)");
+    let outcome = ws.command_with(&["python3", "-c", &one], &limits).unwrap();
+    assert_eq!(String::from_utf8_lossy(&outcome.stdout), "killed 0\n");
+}
+
 /// A tmpfs of `size` mounted for one test, unmounted when dropped.
 struct SmallDisk(tempfile::TempDir);
 
