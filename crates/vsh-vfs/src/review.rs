@@ -232,18 +232,21 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
     let mut spent = 0u64;
     let mut out = Vec::new();
     for entry in entries {
-        let shown = |state: Option<vsh_types::NodeState>| {
-            state.is_none_or(|s| s.kind == NodeKind::File || s.kind == NodeKind::Symlink)
-        };
+        // A directory has no content to show: a side that is one counts as
+        // absent, so a directory replaced by a symlink shows where it points.
+        let (before_state, after_state) = (
+            entry.before.filter(|s| s.kind != NodeKind::Directory),
+            entry.after.filter(|s| s.kind != NodeKind::Directory),
+        );
         let content_changed =
             entry.before.map(|s| (s.kind, s.content, s.stamp)) != entry.after.map(|s| (s.kind, s.content, s.stamp));
-        if !shown(entry.before) || !shown(entry.after) || !content_changed {
+        if (before_state.is_none() && after_state.is_none()) || !content_changed {
             out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::NotFileContent) });
             continue;
         }
-        let sizes = entry.before.map_or(0, |s| s.size) + entry.after.map_or(0, |s| s.size);
-        let hunks = if entry.before.is_some_and(|s| s.size > limits.max_file_bytes)
-            || entry.after.is_some_and(|s| s.size > limits.max_file_bytes)
+        let sizes = before_state.map_or(0, |s| s.size) + after_state.map_or(0, |s| s.size);
+        let hunks = if before_state.is_some_and(|s| s.size > limits.max_file_bytes)
+            || after_state.is_some_and(|s| s.size > limits.max_file_bytes)
         {
             Err(NoHunks::TooLarge)
         } else if spent.saturating_add(sizes) > limits.max_total_bytes {
@@ -256,8 +259,8 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
                 }
                 Ok(content(entry, side)?.map(Some))
             };
-            let before = side(entry.before.is_some(), Side::Before)?;
-            let after = side(entry.after.is_some(), Side::After)?;
+            let before = side(before_state.is_some(), Side::Before)?;
+            let after = side(after_state.is_some(), Side::After)?;
             match (before, after) {
                 (Ok(before), Ok(after)) => {
                     let is_text = |bytes: &Option<B>| {
@@ -265,8 +268,8 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
                     };
                     let (before_text, after_text) = (is_text(&before), is_text(&after));
                     match (
-                        side_text(before.as_ref(), entry.before, after_text),
-                        side_text(after.as_ref(), entry.after, before_text),
+                        side_text(before.as_ref(), before_state, after_text),
+                        side_text(after.as_ref(), after_state, before_text),
                     ) {
                         (Some((old, old_escaped)), Some((new, new_escaped))) => {
                             let mut hunks = unified_hunks(&entry.path, old.as_deref(), new.as_deref());
@@ -414,6 +417,7 @@ mod tests {
         std::os::unix::fs::symlink("docs/guide.md", dir.path().join("retarget")).unwrap();
         std::os::unix::fs::symlink("a.txt", dir.path().join("gone")).unwrap();
         std::fs::write(dir.path().join("was-file"), "text\n").unwrap();
+        std::fs::create_dir(dir.path().join("was-dir")).unwrap();
         let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
         let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
         let p = |s: &str| VPath::parse(s).unwrap();
@@ -423,6 +427,8 @@ mod tests {
         vfs.symlink(&p("new"), b"../.env\x1b[2J\nline\xff").unwrap();
         vfs.unlink(&p("was-file")).unwrap();
         vfs.symlink(&p("was-file"), b".vsh/data").unwrap();
+        vfs.rmdir(&p("was-dir")).unwrap();
+        vfs.symlink(&p("was-dir"), b"/etc").unwrap();
         let diff = vfs.canonical_diff().unwrap();
         let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
         let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
@@ -440,5 +446,7 @@ mod tests {
             by_path("was-file").unwrap(),
             "--- a/was-file\n+++ b/was-file\n@@ -1 +1 @@\n-text\n+symlink -> .vsh/data\n"
         );
+        // A directory has no text: the link that replaced it shows where it points.
+        assert_eq!(by_path("was-dir").unwrap(), "--- /dev/null\n+++ b/was-dir\n@@ -0,0 +1 @@\n+symlink -> /etc\n");
     }
 }
