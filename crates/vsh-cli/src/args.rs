@@ -202,6 +202,16 @@ pub(crate) struct Common {
 /// The directory vsh keeps a workspace's own data in.
 const VSH_DIR: &str = ".vsh";
 
+/// Whether `dir` is a workspace (it holds a `.vsh` directory).
+pub(crate) fn is_workspace(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(VSH_DIR)).is_ok_and(|meta| meta.is_dir())
+}
+
+/// The nearest workspace at or above `dir`, never the filesystem root.
+pub(crate) fn workspace_at_or_above(dir: &Path) -> Option<&Path> {
+    dir.ancestors().filter(|dir| dir.parent().is_some()).find(|dir| is_workspace(dir))
+}
+
 impl Common {
     /// The workspace: `--workspace`, else the nearest directory at or above
     /// the current one holding `.vsh`, else the current directory.
@@ -210,18 +220,14 @@ impl Common {
             return dir.clone();
         }
         let Ok(cwd) = std::env::current_dir() else { return PathBuf::from(".") };
-        // The filesystem root is never a workspace found this way.
-        cwd.ancestors()
-            .filter(|dir| dir.parent().is_some())
-            .find(|dir| std::fs::symlink_metadata(dir.join(VSH_DIR)).is_ok_and(|meta| meta.is_dir()))
-            .map_or(cwd.clone(), Path::to_path_buf)
+        workspace_at_or_above(&cwd).map_or(cwd.clone(), Path::to_path_buf)
     }
 
     /// The workspace, which must be one already (vsh has run there): for the
     /// commands that read or act on stored work, which never make one.
     pub(crate) fn existing_root(&self) -> Result<PathBuf, String> {
         let root = self.root();
-        if std::fs::symlink_metadata(root.join(VSH_DIR)).is_ok_and(|meta| meta.is_dir()) {
+        if is_workspace(&root) {
             return Ok(root);
         }
         Err(match &self.workspace {

@@ -92,9 +92,7 @@ fn program_output(error: &VshError) -> Option<&str> {
 
 /// The `vsh run` option that raises a budget that ran out, if it has one.
 fn raising_option(error: &VshError) -> Option<&'static str> {
-    let VshError::Execution(execution) = error else { return None };
-    let ExecutionError::Limit { limit, .. } = execution.as_ref() else { return None };
-    Some(match limit.limit {
+    Some(match error.exceeded_limit()? {
         LimitKind::Duration | LimitKind::RequestDuration => "--timeout",
         LimitKind::OsCalls => "--max-os-calls",
         LimitKind::OutputBytes => "--max-output",
@@ -113,8 +111,7 @@ fn no_candidate(error: &VshError) -> bool {
 
 /// Whether a real command was stopped for the disk space it took.
 fn filled_the_disk(error: &VshError) -> bool {
-    let VshError::Execution(execution) = error else { return false };
-    matches!(execution.as_ref(), ExecutionError::Limit { limit, .. } if limit.limit == LimitKind::DiskSpace)
+    error.exceeded_limit() == Some(LimitKind::DiskSpace)
 }
 
 /// For a command whose program was not found: how to let it find one

@@ -810,7 +810,7 @@ fn open(config: RuntimeConfig) -> Result<Runtime, vsh::VshError> {
 /// made inside another workspace is warned about.
 fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, vsh::VshError> {
     let root = config.workspace_root().to_owned();
-    let new = config.data_directory().is_none() && std::fs::symlink_metadata(root.join(".vsh")).is_err();
+    let new = config.data_directory().is_none() && !args::is_workspace(&root);
     let runtime = Runtime::open(config)?;
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!(
@@ -818,12 +818,7 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, vsh::VshError> 
             root.display(),
             if init { "" } else { "; `vsh init` records a policy for it" }
         );
-        let enclosing = root
-            .ancestors()
-            .skip(1)
-            .filter(|dir| dir.parent().is_some())
-            .find(|dir| std::fs::symlink_metadata(dir.join(".vsh")).is_ok_and(|meta| meta.is_dir()));
-        if let Some(enclosing) = enclosing {
+        if let Some(enclosing) = root.parent().and_then(args::workspace_at_or_above) {
             eprintln!(
                 "vsh: warning: it lies inside the workspace at {}, whose programs can never change or remove it; \
                  give that workspace's directory (or none, from inside it) to use it instead",

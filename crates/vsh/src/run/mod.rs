@@ -674,8 +674,7 @@ fn command_grants(commands: &vsh_monty::CommandConfig, policy: &vsh_types::Polic
 
 /// Whether a run's real command was stopped for the disk space it took.
 fn filled_the_disk(executed: &Result<Executed, VshError>) -> bool {
-    matches!(executed, Err(VshError::Execution(error))
-        if matches!(error.as_ref(), vsh_monty::ExecutionError::Limit { limit, .. } if limit.limit == vsh_monty::LimitKind::DiskSpace))
+    executed.as_ref().err().and_then(VshError::exceeded_limit) == Some(vsh_monty::LimitKind::DiskSpace)
 }
 
 #[cfg(test)]
