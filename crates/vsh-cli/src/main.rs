@@ -1086,3 +1086,36 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (other, _) => unreachable!("{other:?} is handled by main"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every state has the code the help text gives it; a commit under way
+    /// or interrupted is an error, never "auto-approved (nothing written)".
+    #[test]
+    fn each_state_has_its_detailed_exit_code() {
+        use TransactionState as S;
+        let expected = [
+            (S::Committed, Some(0)),
+            (S::AutoApproved, Some(3)),
+            (S::PendingApproval, Some(4)),
+            (S::Approved, Some(4)),
+            (S::Denied, Some(5)),
+            (S::Stale, Some(6)),
+            (S::Rejected, Some(7)),
+            (S::Expired, Some(7)),
+            (S::Failed, Some(7)),
+            (S::Reserved, Some(1)),
+            (S::Revalidating, Some(1)),
+            (S::Committing, Some(1)),
+            (S::RecoveryRequired, Some(1)),
+            (S::Created, None),
+            (S::Running, None),
+            (S::VirtualComplete, None),
+        ];
+        for (state, code) in expected {
+            assert_eq!(state_exit_code(state), code, "{}", state.name());
+        }
+    }
+}
