@@ -6,18 +6,25 @@
 //! the kernel's OOM killer acts inside the group only.
 //!
 //! Groups live under `/sys/fs/cgroup/memory/vsh/`, named by process id, a
-//! counter and the time; each is removed when its child is done, and any
-//! empty one a crashed process left is removed when the next is made.
+//! counter and the time; each is removed when its child is done. One that
+//! still held a process then is removed by the next group this process
+//! makes, and one a process that is gone left (it crashed) by the next any
+//! process makes: never a live process's group, which may be one made a
+//! moment ago that its child has not joined yet.
 
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where the v1 memory controller is mounted.
 const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
 /// vsh's own directory beneath it.
 const VSH_GROUPS: &str = "vsh";
+
+/// This process's groups that still held a process when they were dropped.
+static LEFT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// One child's memory group, removed when dropped (once its processes are gone).
 #[derive(Debug)]
@@ -45,7 +52,7 @@ impl MemoryGroup {
         let parent = Path::new(MEMORY_ROOT).join(VSH_GROUPS);
         match std::fs::create_dir(&parent) {
             Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => remove_empty_groups(&parent),
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => remove_left_groups(&parent),
             Err(error) => return Err(error),
         }
         let nanos =
@@ -80,17 +87,51 @@ impl MemoryGroup {
 
 impl Drop for MemoryGroup {
     fn drop(&mut self) {
-        // Fails while a process is still in it; the next group made removes it then.
-        let _ = std::fs::remove_dir(&self.dir);
+        // Fails while a process is still in it: the next group made removes it then.
+        if std::fs::remove_dir(&self.dir).is_err() {
+            LEFT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(self.dir.clone());
+        }
     }
 }
 
-/// Remove every group under `parent` that no process is in any more.
-fn remove_empty_groups(parent: &Path) {
+/// Remove what this process's groups left, and the empty groups of
+/// processes that are gone.
+fn remove_left_groups(parent: &Path) {
+    LEFT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|dir| std::fs::remove_dir(dir).is_err());
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
-        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+        let name = entry.file_name();
+        let owner = name.to_str().and_then(|name| name.split('-').next()).and_then(|pid| pid.parse::<u32>().ok());
+        let gone = owner.is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists());
+        if gone && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
             let _ = std::fs::remove_dir(entry.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two commands started at once each make a group: the second's cleanup
+    /// never removes the first's, which its child has not joined yet (it did,
+    /// and the first command failed with "memory cgroup: No such file").
+    #[test]
+    fn making_a_group_never_removes_one_a_live_process_just_made() {
+        if !MemoryGroup::available() {
+            assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "no writable cgroup v1 memory controller");
+            return;
+        }
+        let first = MemoryGroup::create(64 << 20).expect("a group");
+        let second = MemoryGroup::create(64 << 20).expect("another");
+        assert!(first.dir.join("cgroup.procs").exists(), "the first group is still there");
+        // A group a process that is gone left is removed.
+        let stale = Path::new(MEMORY_ROOT).join(VSH_GROUPS).join(format!("{}-0-0", u32::MAX - 7));
+        std::fs::create_dir(&stale).expect("a stale group");
+        let third = MemoryGroup::create(64 << 20).expect("a third");
+        assert!(!stale.exists(), "a gone process's group is removed");
+        let dirs = [first.dir.clone(), second.dir.clone(), third.dir.clone()];
+        drop((first, second, third));
+        assert!(dirs.iter().all(|dir| !dir.exists()), "each is removed once dropped");
     }
 }
