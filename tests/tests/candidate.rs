@@ -388,6 +388,7 @@ fn scratch_directories_are_never_cleared_under_a_running_command_and_are_cleared
         return;
     }
     let dir = fixture();
+    put(dir.path(), "Cargo.toml", "");
     let runtime = runtime(&dir);
     let scratch = dir.path().join(".vsh/data/scratch/target");
     let built = scratch.join("built.txt");
@@ -505,7 +506,7 @@ fn a_command_stopped_for_the_disk_space_it_took_has_what_it_wrote_freed_at_once(
         .status()
         .unwrap();
     assert!(status.success(), "mount a tmpfs (the candidate tests run as root)");
-    let dir = workspace(&[("src.txt", "v1\n")]);
+    let dir = workspace(&[("src.txt", "v1\n"), ("Cargo.toml", "")]);
     let data = disk.0.path().join("data");
     let runtime = Runtime::open(config(dir.path()).with_commands().with_data_directory(&data)).unwrap();
     let code = command(&[
@@ -534,7 +535,7 @@ fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_direc
     if !candidates_available() {
         return;
     }
-    let dir = workspace(&[("src.txt", "v1\n")]);
+    let dir = workspace(&[("src.txt", "v1\n"), ("Cargo.toml", "")]);
     let plain = runtime(&dir);
     let granted =
         Arc::new(Runtime::open(config(dir.path()).with_commands().with_command_env([("TOKEN", "tok-1")])).unwrap());
@@ -561,7 +562,11 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     if !candidates_available() {
         return;
     }
-    let dir = workspace(&[("Makefile", "target/out: src.txt\n\tcp src.txt target/out\n"), ("src.txt", "v1\n")]);
+    let dir = workspace(&[
+        ("Makefile", "target/out: src.txt\n\tcp src.txt target/out\n"),
+        ("src.txt", "v1\n"),
+        ("pom.xml", ""),
+    ]);
     let runtime = runtime(&dir);
     let build = |script: &str| {
         let code = command(&["/bin/sh", "-c", &format!("{script}make -s target/out && cat target/out")]);

@@ -111,7 +111,7 @@ fn no_candidate(error: &VshError) -> bool {
 
 /// Whether a real command was stopped for the disk space it took.
 fn filled_the_disk(error: &VshError) -> bool {
-    error.exceeded_limit() == Some(LimitKind::DiskSpace)
+    matches!(error.exceeded_limit(), Some(LimitKind::DiskSpace | LimitKind::DiskNodes))
 }
 
 /// For a command whose program was not found: how to let it find one

@@ -2334,6 +2334,8 @@ fn an_interrupted_exec_kills_the_command_tree_commits_nothing_and_exits_128_plus
     for (signal, name, code) in [("-INT", "SIGINT", 130), ("-TERM", "SIGTERM", 143)] {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.txt", "kept\n");
+        // A crate's: target is the scratch directory.
+        write(dir.path(), "Cargo.toml", "");
         let ws = dir.path().to_str().unwrap();
         // A loop writing the workspace, and a background child that ignores
         // the polite signals writing a scratch file, until something stops them

@@ -82,6 +82,16 @@ pub const COMMAND_USER: (u32, u32) = (65_533, 65_533);
 /// (`PYTHONPYCACHEPREFIX`), never beside the sources.
 pub const PYCACHE_SCRATCH: &str = "__pycache__";
 
+/// The name of build tools' output directory (`target`): a scratch
+/// directory of that name is bound only where the directory beside it holds
+/// one of [`BUILD_MANIFESTS`], so a project of another kind keeps its own
+/// `target` (files seen, writes in the diff).
+pub const BUILD_SCRATCH_NAME: &str = "target";
+
+/// The build manifests whose tools write `target` beside them: Cargo's and
+/// Maven's.
+pub const BUILD_MANIFESTS: [&str; 2] = ["Cargo.toml", "pom.xml"];
+
 /// Where Python's bytecode scratch directory appears in a command's `/tmp`.
 const PYCACHE_AT: &str = ".vsh-pycache";
 
@@ -114,7 +124,9 @@ pub struct CommandConfig {
     /// over the relative path `inside` of the candidate (build outputs and
     /// caches, `target` say): written directly, kept between runs, never
     /// part of the image or the diff. A nested path (`node_modules/.cache`)
-    /// is bound only where its parent is a directory of the image;
+    /// is bound only where its parent is a directory of the image, one
+    /// named [`BUILD_SCRATCH_NAME`] only where a build manifest
+    /// ([`BUILD_MANIFESTS`]) is beside it;
     /// [`PYCACHE_SCRATCH`] binds `dir` in the command's `/tmp` instead and
     /// tells Python to write its bytecode there.
     pub scratch: Vec<(String, PathBuf)>,
@@ -276,10 +288,13 @@ const TICK: Duration = Duration::from_millis(20);
 /// directories (the one place it writes to the host's disk; its image is
 /// memory, its `/tmp` a bounded tmpfs): while it runs, that filesystem may
 /// lose at most half the space available when it started, and never go
-/// below a reserve of 2 % of its size (at most 1 GiB) available. The space is read (`statvfs`) at every
-/// tick; a command past it is stopped as by any limit
-/// ([`LimitKind::DiskSpace`]). Another program's writes to the same disk
-/// count too: the guard keeps the disk from filling, whoever fills it.
+/// below a reserve of 2 % of its size (at most 1 GiB) available; the same
+/// for its inodes, where the filesystem counts them (a reserve of 2 %, at
+/// most 1,000,000: empty files fill a disk too). The space is read
+/// (`statvfs`) at every tick; a command past it is stopped as by any limit
+/// ([`LimitKind::DiskSpace`], [`LimitKind::DiskNodes`]). Another program's
+/// writes to the same disk count too: the guard keeps the disk from
+/// filling, whoever fills it.
 #[derive(Debug, Clone)]
 struct DiskGuard {
     /// A path on the filesystem (a scratch directory).
@@ -288,6 +303,10 @@ struct DiskGuard {
     available: u64,
     /// Bytes the filesystem may lose while it runs.
     may_lose: u64,
+    /// Inodes available when the command started.
+    inodes_available: u64,
+    /// Inodes the filesystem may lose while it runs.
+    inodes_may_lose: u64,
 }
 
 impl DiskGuard {
@@ -295,28 +314,38 @@ impl DiskGuard {
     /// its space cannot be read.
     fn new(path: &Path) -> Option<Self> {
         let space = vsh_sandbox::fs_space(path).ok()?;
-        Some(Self { path: path.to_owned(), available: space.available, may_lose: may_lose(space) })
+        Some(Self {
+            path: path.to_owned(),
+            available: space.available,
+            may_lose: may_lose(space.available, space.size, 1 << 30),
+            inodes_available: space.inodes_available,
+            inodes_may_lose: may_lose(space.inodes_available, space.inodes, 1_000_000),
+        })
     }
 
     /// The limit the command passed, if it did, with the space now.
     fn exceeded(&self) -> Option<LimitExceeded> {
         let now = vsh_sandbox::fs_space(&self.path).ok()?;
         let lost = self.available.saturating_sub(now.available);
-        (lost > self.may_lose).then_some(LimitExceeded {
-            limit: LimitKind::DiskSpace,
-            attempted: lost,
-            max: self.may_lose,
-        })
+        let nodes_lost = self.inodes_available.saturating_sub(now.inodes_available);
+        if lost > self.may_lose {
+            Some(LimitExceeded { limit: LimitKind::DiskSpace, attempted: lost, max: self.may_lose })
+        } else if now.inodes > 0 && nodes_lost > self.inodes_may_lose {
+            Some(LimitExceeded { limit: LimitKind::DiskNodes, attempted: nodes_lost, max: self.inodes_may_lose })
+        } else {
+            None
+        }
     }
 }
 
-/// What a filesystem with `space` may lose while a command runs: half of
-/// what is available, and never past a reserve of 2 % of its size, at most
-/// 1 GiB (nothing, when less is available already).
-fn may_lose(space: vsh_sandbox::FsSpace) -> u64 {
-    let reserve = (space.size / 50).min(1 << 30);
-    let floor = reserve.max(space.available / 2).min(space.available);
-    space.available - floor
+/// What a filesystem with `available` of `total` units (bytes or inodes)
+/// may lose while a command runs: half of what is available, and never past
+/// a reserve of 2 % of the total, at most `max_reserve` (nothing, when less
+/// is available already).
+fn may_lose(available: u64, total: u64, max_reserve: u64) -> u64 {
+    let reserve = (total / 50).min(max_reserve);
+    let floor = reserve.max(available / 2).min(available);
+    available - floor
 }
 
 /// The run's image, counters and refusals while a command runs: lent by
@@ -474,16 +503,34 @@ impl Dispatcher<'_> {
         }
     }
 
-    /// Whether the image holds a directory at `relative` (a path of the
-    /// candidate), asked as the command would ask (a metadata read).
-    fn image_holds_directory(&mut self, relative: &str) -> bool {
+    /// Whether the image holds a node of `kind` at `relative` (a path of
+    /// the candidate), asked as the command would ask (a metadata read, so
+    /// the run depends on the answer).
+    fn image_holds(&mut self, relative: &str, kind: vsh_types::fsproto::NodeType) -> bool {
         let request =
             vsh_types::fsproto::FsRequest::Stat { path: format!("{}/{relative}", crate::VIRTUAL_ROOT), follow: false };
         let (host, stop) = self.parts();
         matches!(
             crate::bash::serve_file(host, stop, false, request),
-            Ok(FsReply::Meta(meta)) if meta.kind == vsh_types::fsproto::NodeType::Directory
+            Ok(FsReply::Meta(meta)) if meta.kind == kind
         )
+    }
+
+    /// Whether the scratch directory `inside` is bound in this run's
+    /// candidate: a nested one (`node_modules/.cache`) only where its parent
+    /// is a directory of the image, a build's output directory
+    /// ([`BUILD_SCRATCH_NAME`]) only beside its build's manifest.
+    fn scratch_applies(&mut self, inside: &str) -> bool {
+        use vsh_types::fsproto::NodeType;
+        let (parent, name) = inside.rsplit_once('/').unwrap_or(("", inside));
+        if !parent.is_empty() && !self.image_holds(parent, NodeType::Directory) {
+            return false;
+        }
+        name != BUILD_SCRATCH_NAME
+            || BUILD_MANIFESTS.iter().any(|manifest| {
+                let beside = if parent.is_empty() { (*manifest).to_owned() } else { format!("{parent}/{manifest}") };
+                self.image_holds(&beside, NodeType::File)
+            })
     }
 
     /// Take the image back from the server, with what serving counted,
@@ -560,11 +607,7 @@ impl Dispatcher<'_> {
                 scratch_dirs.push(dir);
                 continue;
             }
-            // A nested scratch directory (`node_modules/.cache`) is used only
-            // where its parent is a directory of the image.
-            if let Some((parent, _)) = inside.rsplit_once('/')
-                && !self.image_holds_directory(parent)
-            {
+            if !self.scratch_applies(inside) {
                 continue;
             }
             mount = mount.with_scratch(inside, dir);

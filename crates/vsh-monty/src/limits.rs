@@ -268,6 +268,12 @@ pub enum LimitKind {
     /// 1 GiB) available. `attempted` is the bytes it lost, `max` what it
     /// could lose.
     DiskSpace,
+    /// The same disk's files (inodes), where its filesystem counts them:
+    /// while a command runs, it may lose at most half the inodes available
+    /// when it started, never past a reserve of 2 % of them (at most
+    /// 1,000,000). `attempted` is the inodes it lost, `max` what it could
+    /// lose.
+    DiskNodes,
 }
 
 impl LimitKind {
@@ -292,11 +298,12 @@ impl LimitKind {
             Self::EvidenceBytes => "evidence-bytes",
             Self::RequestDuration => "request-duration",
             Self::DiskSpace => "disk-space",
+            Self::DiskNodes => "disk-nodes",
         }
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [LimitKind; 18] = [
+    pub const ALL: [LimitKind; 19] = [
         Self::ProgramBytes,
         Self::Duration,
         Self::Recursion,
@@ -315,6 +322,7 @@ impl LimitKind {
         Self::EvidenceBytes,
         Self::RequestDuration,
         Self::DiskSpace,
+        Self::DiskNodes,
     ];
 
     /// A stable tag (1-based position in [`LimitKind::ALL`]), used on the

@@ -60,7 +60,8 @@
 //! - **`[commands]`** `scratch` names real commands' scratch directories:
 //!   relative paths of plain names (at most 8 deep, not in `.vsh` or `.git`,
 //!   at most 64 of them; `node_modules/.cache` is used only where
-//!   `node_modules` is a directory) that a command writes directly, kept
+//!   `node_modules` is a directory, `target` (or `crate/target`) only where
+//!   a `Cargo.toml` or `pom.xml` is beside it) that a command writes directly, kept
 //!   between runs and never in a diff; `__pycache__` stands for Python's
 //!   bytecode, which commands then write to a directory of their own
 //!   (`PYTHONPYCACHEPREFIX`) instead of beside the sources. An empty list gives

@@ -36,9 +36,10 @@
 //!
 //! # Limitations
 //!
-//! - **Inherited file descriptors bypass Landlock**: access is checked when a file is opened, so
-//!   a descriptor the child inherits stays usable. std opens everything `O_CLOEXEC`; only the
-//!   three standard streams cross, as configured.
+//! - **Inherited file descriptors would bypass Landlock**: access is checked when a file is
+//!   opened, so a descriptor the child inherits stays usable. So only the three standard streams
+//!   cross, as configured: the child's setup marks every other descriptor close-on-exec
+//!   (`close_range`), those the parent itself inherited from whatever started it included.
 //! - Landlock does not restrict metadata: `stat`, `readlink` and `chdir` work on any path.
 //! - **The exec axis limits `execve`, not code**: a granted interpreter runs whatever it can read;
 //!   so does the dynamic loader, which must stay executable (`ld.so <readable ELF file>` runs a

@@ -534,6 +534,11 @@ pub struct FsSpace {
     pub available: u64,
     /// The filesystem's size (`f_blocks`).
     pub size: u64,
+    /// Inodes an unprivileged writer may still use (`f_favail`); 0 with
+    /// `inodes` where the filesystem does not count them (btrfs).
+    pub inodes_available: u64,
+    /// The filesystem's inodes (`f_files`).
+    pub inodes: u64,
 }
 
 /// The space of the filesystem holding `path` (`statvfs`, one syscall): what
@@ -547,5 +552,7 @@ pub fn fs_space(path: &Path) -> std::io::Result<FsSpace> {
     Ok(FsSpace {
         available: stat.f_bavail.saturating_mul(stat.f_frsize),
         size: stat.f_blocks.saturating_mul(stat.f_frsize),
+        inodes_available: stat.f_favail,
+        inodes: stat.f_files,
     })
 }

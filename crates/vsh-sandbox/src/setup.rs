@@ -35,10 +35,11 @@ enum Stage {
     Ids = 8,
     Network = 9,
     MemoryGroup = 10,
+    Descriptors = 11,
 }
 
 impl Stage {
-    const ALL: [Stage; 10] = [
+    const ALL: [Stage; 11] = [
         Stage::Rlimits,
         Stage::NoNewPrivs,
         Stage::Landlock,
@@ -49,6 +50,7 @@ impl Stage {
         Stage::Mount,
         Stage::Ids,
         Stage::MemoryGroup,
+        Stage::Descriptors,
     ];
 
     fn byte(self) -> u8 {
@@ -68,6 +70,7 @@ impl Stage {
             Stage::Mount => "private FUSE mount (unshare, mount)",
             Stage::Ids => "setresuid",
             Stage::MemoryGroup => "join the memory cgroup",
+            Stage::Descriptors => "close inherited descriptors (close_range)",
         }
     }
 }
@@ -190,6 +193,11 @@ impl ChildSetup {
     /// unprivileged forms of the next two steps), Landlock, the capability drop, and seccomp last
     /// so the filter never sees the setup's own calls. `execve` itself stays allowed.
     pub(crate) fn apply(&self) -> io::Result<()> {
+        // Nothing but the three standard streams crosses the exec: a
+        // descriptor vsh itself inherited without close-on-exec (a file
+        // outside every root, a connected socket) would otherwise reach
+        // the child, and Landlock and seccomp govern only what it opens.
+        sys::close_inherited_on_exec().map_err(|error| self.fail(Stage::Descriptors, error))?;
         if let Some(group) = &self.memory {
             group.join_self().map_err(|error| self.fail(Stage::MemoryGroup, error))?;
         }

@@ -322,6 +322,30 @@ fn reading_root_and_shadow_is_denied() {
     assert!(passwd.success, "the granted /etc files stay readable: {}", passwd.describe());
 }
 
+#[test]
+fn a_descriptor_vsh_inherited_never_reaches_the_child() {
+    use std::os::fd::AsRawFd as _;
+    if !full_sandbox() {
+        return;
+    }
+    // A file outside every root, open in this process without close-on-exec,
+    // as a descriptor vsh inherited from whatever started it would be.
+    let outside = scratch();
+    let target = outside.path().join("outside.txt");
+    let file = std::fs::File::create(&target).expect("a file outside");
+    rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::empty()).expect("inheritable");
+    let script = format!("echo leaked >&{}", file.as_raw_fd());
+    let base = baseline("/bin/sh", &["-c", &script]);
+    assert!(base.success, "baseline: {}", base.describe());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "leaked\n", "the baseline writes through it");
+    std::fs::write(&target, "").unwrap();
+    let run = confined_ok(ConfinedCommand::new("/bin/sh").args(["-c", &script]), &any_context());
+    drop(file);
+    assert!(!run.success && run.stderr.contains("Bad file descriptor"), "{}", run.describe());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "", "nothing was written through it");
+    show("write through an inherited descriptor", "written", run.stderr.trim());
+}
+
 /// Copy `/bin/true` into `dir` as an executable file.
 fn copied_true(dir: &Path) -> PathBuf {
     let copy = dir.join("copied-true");

@@ -365,7 +365,9 @@ impl RuntimeConfig {
     /// candidate: written directly and kept between runs (a second
     /// `cargo test` builds incrementally), never part of the image, the diff
     /// or a commit. A nested name (`node_modules/.cache`) is bound only where
-    /// its parent is a directory. `__pycache__` is Python's bytecode: commands
+    /// its parent is a directory, a name ending in `target` only where a
+    /// `Cargo.toml` or `pom.xml` is beside it (elsewhere `target` is the
+    /// project's own: seen, and changed in the diff). `__pycache__` is Python's bytecode: commands
     /// get `PYTHONPYCACHEPREFIX` pointing at its directory (in their `/tmp`)
     /// instead of `PYTHONDONTWRITEBYTECODE`, so no `__pycache__` reaches a
     /// diff and the second run finds the bytecode compiled. What one command

@@ -435,10 +435,10 @@ fn each_command_runs_as_a_uid_of_its_own_and_owns_what_earlier_runs_kept() {
     let scratch = scratch_dir();
     let mut ws = Workspace::with(&files());
     // Owner-only: only the file's owner may append to it.
-    let first = "id -u; echo one > target/kept; chmod 600 target/kept; stat -c %u target/kept";
-    let second = "id -u; echo two >> target/kept; stat -c %u target/kept; cat target/kept";
+    let first = "id -u; echo one > out/kept; chmod 600 out/kept; stat -c %u out/kept";
+    let second = "id -u; echo two >> out/kept; stat -c %u out/kept; cat out/kept";
     let ran = |ws: &mut Workspace, script: &str| {
-        let outcome = command_with_scratch(ws, &["/bin/sh", "-c", script], &[("target", scratch.path())])
+        let outcome = command_with_scratch(ws, &["/bin/sh", "-c", script], &[("out", scratch.path())])
             .unwrap_or_else(|error| panic!("{script}: {error:?}"));
         String::from_utf8_lossy(&outcome.stdout).lines().map(str::to_owned).collect::<Vec<_>>()
     };
@@ -896,9 +896,14 @@ struct SmallDisk(tempfile::TempDir);
 
 impl SmallDisk {
     fn mount(size: &str) -> Self {
+        Self::mount_with(&format!("size={size}"))
+    }
+
+    /// A tmpfs with these mount options (`size=64m,nr_inodes=4000`).
+    fn mount_with(options: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0777"), "vsh-test-disk"])
+            .args(["-t", "tmpfs", "-o", &format!("{options},mode=0777"), "vsh-test-disk"])
             .arg(dir.path())
             .status()
             .unwrap();
@@ -921,8 +926,8 @@ fn a_command_that_would_fill_the_disk_of_its_scratch_directories_is_stopped() {
     // Well within half of what is free: it runs and keeps what it built.
     let small = command_with_scratch(
         &mut ws,
-        &["/bin/sh", "-c", "head -c 8000000 /dev/zero > target/small"],
-        &[("target", disk.0.path())],
+        &["/bin/sh", "-c", "head -c 8000000 /dev/zero > out/small"],
+        &[("out", disk.0.path())],
     );
     assert!(small.is_ok(), "{small:?}");
     assert_eq!(std::fs::metadata(disk.0.path().join("small")).unwrap().len(), 8_000_000);
@@ -930,8 +935,8 @@ fn a_command_that_would_fill_the_disk_of_its_scratch_directories_is_stopped() {
     let started = std::time::Instant::now();
     let big = command_with_scratch(
         &mut ws,
-        &["/bin/sh", "-c", "head -c 40000000 /dev/zero > target/big; sleep 20"],
-        &[("target", disk.0.path())],
+        &["/bin/sh", "-c", "head -c 40000000 /dev/zero > out/big; sleep 20"],
+        &[("out", disk.0.path())],
     );
     match big {
         Err(ExecutionError::Limit { limit, .. }) => {
@@ -942,6 +947,32 @@ fn a_command_that_would_fill_the_disk_of_its_scratch_directories_is_stopped() {
         other => panic!("{other:?}"),
     }
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "stopped, not waited out");
+}
+
+#[test]
+fn a_command_that_would_use_up_the_inodes_of_its_scratch_directories_is_stopped() {
+    let Some(_processes) = fuse_available() else { return };
+    // Plenty of bytes, 4,000 inodes: empty files run out of the inodes first.
+    let disk = SmallDisk::mount_with("size=64m,nr_inodes=4000");
+    let mut ws = Workspace::with(&files());
+    let make = |count: u32| format!("i=0; while [ $i -lt {count} ]; do : > out/f$i; i=$((i+1)); done; sleep 20");
+    let few = command_with_scratch(
+        &mut ws,
+        &["/bin/sh", "-c", &make(100).replace("; sleep 20", "")],
+        &[("out", disk.0.path())],
+    );
+    assert!(few.is_ok(), "{few:?}");
+    let started = std::time::Instant::now();
+    let many = command_with_scratch(&mut ws, &["/bin/sh", "-c", &make(3_000)], &[("out", disk.0.path())]);
+    match many {
+        Err(ExecutionError::Limit { limit, .. }) => {
+            assert_eq!(limit.limit, vsh_monty::LimitKind::DiskNodes);
+            assert!(limit.attempted > limit.max, "{limit:?}");
+            assert!(limit.max > 1_800 && limit.max < 2_000, "half of what was available: {limit:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "stopped, not waited out");
 }
 
 /// A scratch directory the command's user may write (as the store makes them).
@@ -1005,6 +1036,47 @@ fn a_nested_scratch_directory_is_scratch_only_where_its_parent_is_a_directory() 
     command_with_scratch(&mut fresh, &["/bin/sh", "-c", script], &[("node_modules/.cache", cache.path())]).unwrap();
     let paths: Vec<String> = fresh.diff().into_iter().map(|(path, _)| path).collect();
     assert_eq!(paths, ["node_modules", "node_modules/.cache", "node_modules/.cache/entry"]);
+}
+
+#[test]
+fn a_target_scratch_directory_is_bound_only_beside_a_build_manifest() {
+    let Some(_processes) = fuse_available() else { return };
+    let script = "cat target/keep.txt 2>/dev/null || echo hidden; echo new > target/new.txt";
+    let run = |files: &[(&str, &[u8])], scratch: &[(&str, &std::path::Path)]| {
+        let mut ws = Workspace::with(files);
+        let outcome = command_with_scratch(&mut ws, &["/bin/sh", "-c", script], scratch)
+            .unwrap_or_else(|error| panic!("{files:?}: {error:?}"));
+        let paths: Vec<String> = ws.diff().into_iter().map(|(path, _)| path).collect();
+        (String::from_utf8_lossy(&outcome.stdout).into_owned(), paths)
+    };
+    // Not a Rust or Maven project: its target is its own, seen and changed in the diff.
+    let target = scratch_dir();
+    let own = run(&[("target/keep.txt", b"important\n"), ("Makefile", b"all:\n")], &[("target", target.path())]);
+    assert_eq!(own, ("important\n".to_owned(), vec!["target/new.txt".to_owned()]));
+    assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0, "nothing went to the scratch directory");
+    // Beside Cargo.toml (or pom.xml) it is the build's output: the scratch directory.
+    for manifest in ["Cargo.toml", "pom.xml"] {
+        let scratch = scratch_dir();
+        let built = run(&[("target/keep.txt", b"host build\n"), (manifest, b"")], &[("target", scratch.path())]);
+        assert_eq!(built, ("hidden\n".to_owned(), Vec::<String>::new()), "{manifest}");
+        assert_eq!(std::fs::read_to_string(scratch.path().join("new.txt")).unwrap(), "new\n", "{manifest}");
+    }
+    // A nested one beside a crate in a subdirectory; a manifest elsewhere does not count.
+    let nested = scratch_dir();
+    let script = "echo new > rs/target/new.txt";
+    let mut ws = Workspace::with(&[("rs/Cargo.toml", b""), ("rs/src/lib.rs", b"")]);
+    command_with_scratch(&mut ws, &["/bin/sh", "-c", script], &[("rs/target", nested.path())]).unwrap();
+    assert!(ws.diff().is_empty(), "{:?}", ws.diff());
+    assert!(nested.path().join("new.txt").is_file());
+    let mut elsewhere = Workspace::with(&[("Cargo.toml", b""), ("rs/src/lib.rs", b"")]);
+    command_with_scratch(
+        &mut elsewhere,
+        &["/bin/sh", "-c", "mkdir rs/target && echo new > rs/target/new.txt"],
+        &[("rs/target", nested.path())],
+    )
+    .unwrap();
+    let paths: Vec<String> = elsewhere.diff().into_iter().map(|(path, _)| path).collect();
+    assert_eq!(paths, ["rs/target", "rs/target/new.txt"]);
 }
 
 #[test]

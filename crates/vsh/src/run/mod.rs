@@ -674,7 +674,10 @@ fn command_grants(commands: &vsh_monty::CommandConfig, policy: &vsh_types::Polic
 
 /// Whether a run's real command was stopped for the disk space it took.
 fn filled_the_disk(executed: &Result<Executed, VshError>) -> bool {
-    executed.as_ref().err().and_then(VshError::exceeded_limit) == Some(vsh_monty::LimitKind::DiskSpace)
+    matches!(
+        executed.as_ref().err().and_then(VshError::exceeded_limit),
+        Some(vsh_monty::LimitKind::DiskSpace | vsh_monty::LimitKind::DiskNodes)
+    )
 }
 
 #[cfg(test)]
