@@ -61,6 +61,10 @@ pub struct HostStat {
     pub uid: u32,
     /// The owner's group id.
     pub gid: u32,
+    /// Bytes the filesystem allocated to it (`st_blocks` × 512): more than
+    /// `size` for a file given space it has not written (`fallocate
+    /// --keep-size`), less for a sparse one.
+    pub allocated: u64,
 }
 
 impl HostStat {
@@ -79,6 +83,7 @@ impl HostStat {
             nlink: u64::from(stat.st_nlink),
             uid: stat.st_uid,
             gid: stat.st_gid,
+            allocated: u64::try_from(stat.st_blocks).unwrap_or(0).saturating_mul(512),
         }
     }
 

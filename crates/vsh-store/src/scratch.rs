@@ -64,7 +64,10 @@ pub struct ScratchLock {
 /// What [`ScratchLock::collect`] found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScratchReport {
-    /// Bytes (file sizes) in every scratch directory before clearing.
+    /// Bytes every scratch directory took on disk before clearing: each
+    /// node's size or what the filesystem allocated to it, whichever is
+    /// more, and at least one 4 KiB block per node (so empty files and
+    /// space allocated past a file's end count).
     pub bytes: u64,
     /// The scratch directories cleared (their names as stored, `%2F` for `/`).
     pub cleared: Vec<String>,
@@ -295,21 +298,25 @@ impl ScratchLock {
         Ok(())
     }
 
-    /// The bytes of every file below `dir` (symlinks not followed).
+    /// The bytes every node below `dir` takes on disk (see
+    /// [`ScratchReport::bytes`]; symlinks not followed).
     fn size(&self, dir: &VPath) -> Result<u64, StoreError> {
+        const BLOCK: u64 = 4096;
         let mut total = 0_u64;
         let mut stack = vec![dir.clone()];
         while let Some(current) = stack.pop() {
             let Some(stat) = self.dir.lstat(&current).map_err(|source| failed(&current, source))? else { continue };
-            match stat.kind {
-                HostKind::Directory => {
-                    for entry in self.dir.list_dir(&current).map_err(|source| failed(&current, source))? {
-                        if let Some(child) = child(&current, &entry.name) {
-                            stack.push(child);
-                        }
-                    }
+            if stat.kind != HostKind::Directory {
+                total = total.saturating_add(stat.size.max(stat.allocated).max(BLOCK));
+                continue;
+            }
+            if current != *dir {
+                total = total.saturating_add(stat.size.max(stat.allocated).max(BLOCK));
+            }
+            for entry in self.dir.list_dir(&current).map_err(|source| failed(&current, source))? {
+                if let Some(child) = child(&current, &entry.name) {
+                    stack.push(child);
                 }
-                _ => total = total.saturating_add(stat.size),
             }
         }
         Ok(total)
@@ -360,12 +367,35 @@ mod tests {
     fn scratch_under_its_bound_is_measured_and_kept() {
         let (_dir, data, outside) = built();
         let report = data.scratch_lock().collect(Some(1 << 20)).unwrap();
-        // Files only: the symlink counts its own length, the directories nothing.
-        let link = std::fs::symlink_metadata(data.scratch_dir("target").unwrap().join("link")).unwrap().len();
-        assert_eq!(report.bytes, 3 + 4 + 5 + link);
+        // Six nodes below the scratch directories (debug, deps, a, b, the
+        // link, c), none past one block: a block each.
+        assert_eq!(report.bytes, 6 * 4096);
         assert!(report.cleared.is_empty() && !report.busy);
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
+    }
+
+    #[test]
+    fn scratch_is_measured_by_what_it_takes_on_disk_empty_files_and_allocations_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open_external(&dir.path().join("data")).unwrap();
+        let target = data.scratch_dir("target").unwrap();
+        // A thousand empty files take a thousand inodes and their blocks.
+        for index in 0..1000 {
+            std::fs::write(target.join(format!("f{index}")), b"").unwrap();
+        }
+        assert_eq!(data.scratch_lock().collect(None).unwrap().bytes, 1000 * 4096);
+        // Space allocated past a file's end counts though its size is 0.
+        let held = target.join("held");
+        let file = std::fs::File::create(&held).unwrap();
+        let allocated = std::process::Command::new("fallocate").args(["-n", "-l", "8M"]).arg(&held).status().unwrap();
+        assert!(allocated.success());
+        drop(file);
+        assert_eq!(std::fs::metadata(&held).unwrap().len(), 0);
+        let report = data.scratch_lock().collect(Some(4 << 20)).unwrap();
+        assert!(report.bytes >= 1000 * 4096 + (8 << 20), "{report:?}");
+        assert_eq!(report.cleared, ["target"], "past the bound: cleared");
+        assert_eq!(entries(&target), 0);
     }
 
     #[test]
