@@ -25,7 +25,10 @@
 //! when the mount goes away ([`Filesystem::destroy`], while the host still
 //! serves; the buffers move to the host then, uncopied). Past a bound of
 //! bytes written and not yet charged, the new bytes are charged to the
-//! write budget without writing anything (`Charge`). So the image holds what
+//! write budget without writing anything (`Charge`); a file growing by more
+//! than that bound at once (a truncation up, a write far past its end) is
+//! charged before it grows here, so a spent budget refuses the growth
+//! rather than follows its allocation. So the image holds what
 //! the processes wrote by the time their command is over.
 //!
 //! Inode numbers are handed out per path; a rename moves the numbers of
@@ -514,6 +517,22 @@ impl<B: Backend> CandidateFs<B> {
         Ok(())
     }
 
+    /// Before `ino`'s buffer grows by `growth` bytes, of which `new` are new
+    /// bytes to charge: when the growth is past [`MAX_BUFFERED`], charge
+    /// those bytes now (the write authorized and the budget asked before
+    /// anything is allocated, so a spent budget refuses a large truncation
+    /// or a write far past the end instead of following it). Returns the
+    /// bytes charged (0 when the growth is small, or for a file in no
+    /// directory, whose bytes are bounded by [`MAX_ORPHAN_BYTES`]).
+    fn charge_growth(&self, state: &State, ino: u64, growth: usize, new: usize) -> Result<usize, Errno> {
+        if growth <= MAX_BUFFERED || state.orphans.contains_key(&ino) {
+            return Ok(0);
+        }
+        let path = state.inodes.path(INodeNo(ino))?;
+        self.done(FsRequest::Charge { path, written: new as u64 })?;
+        Ok(new)
+    }
+
     /// Charge every dirty buffer ([`CandidateFs::charge`]). A refusal is
     /// recorded by the host (and the file's own write, fsync or close
     /// reports it to the process).
@@ -565,7 +584,9 @@ impl<B: Backend> CandidateFs<B> {
             }
             let length = self.check_size(size)?;
             let old = state.buffers.get(&ino.0).map_or(0, |buffer| buffer.data.len());
-            Self::dirtied(&mut state, ino.0, length.abs_diff(old));
+            let growth = length.saturating_sub(old);
+            let charged = self.charge_growth(&state, ino.0, growth, growth)?;
+            Self::dirtied(&mut state, ino.0, length.abs_diff(old) - charged);
             let state = &mut *state;
             let buffer = state.buffers.entry(ino.0).or_default();
             buffer.data.resize(length, 0);
@@ -956,7 +977,12 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         // A write past the end fills the hole with zeros: those bytes are
         // written too (and held here), so they count, or a process could
         // make this filesystem hold a file's size for every byte charged.
-        Self::dirtied(&mut state, ino.0, data.len() + start.saturating_sub(old));
+        let new = data.len() + start.saturating_sub(old);
+        let charged = match self.charge_growth(&state, ino.0, end.saturating_sub(old), new) {
+            Ok(charged) => charged,
+            Err(errno) => return reply.error(errno),
+        };
+        Self::dirtied(&mut state, ino.0, new - charged);
         let state = &mut *state;
         let buffer = state.buffers.entry(ino.0).or_default();
         if end > buffer.data.len() {

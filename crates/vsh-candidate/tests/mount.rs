@@ -381,6 +381,34 @@ fn a_file_larger_than_the_charge_bound_is_charged_every_64_mib_and_written_back_
 }
 
 #[test]
+fn a_large_growth_is_charged_before_anything_is_allocated_for_it() {
+    if !fuse_available() {
+        return;
+    }
+    // A truncation up and a write far past the end: each one's new bytes
+    // are charged (the budget asked) before the file grows here, so a spent
+    // budget refuses the growth instead of following it.
+    let memory = workspace(&[("small.txt", "x\n")]);
+    let script = "truncate -s 100M big && python3 -c \"import os; \
+                  os.pwrite(os.open('small.txt', os.O_WRONLY), b'y', 100 << 20)\"";
+    let ran = run(&memory, script);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let log = log(&memory);
+    for (name, size, charged) in
+        [("big", 100_u64 << 20, 100_u64 << 20), ("small.txt", (100 << 20) + 1, (100 << 20) - 1)]
+    {
+        let path = format!("\"/workspace/{name}\"");
+        let charge = format!("Charge {{ path: {path}, written: {charged} }}");
+        let at = log.iter().position(|line| *line == charge).unwrap_or_else(|| panic!("{charge}: {log:?}"));
+        let grown = log
+            .iter()
+            .position(|line| line.starts_with(&format!("Write {{ path: {path}, {size} bytes")))
+            .unwrap_or_else(|| panic!("{name} written back: {log:?}"));
+        assert!(at < grown, "{name}: charged first: {log:?}");
+    }
+}
+
+#[test]
 fn a_python_script_edits_files_through_the_candidate() {
     if !fuse_available() {
         return;
