@@ -145,3 +145,57 @@ fn durable_previews_are_bounded_in_count_and_bytes() {
     runtime.preview(&RunRequest::new(WRITE)).unwrap();
     assert!(matches!(runtime.preview(&RunRequest::new(WRITE)), Err(VshError::DurablePreviewCapacity { .. })));
 }
+
+/// A tmpfs of `size` mounted for one test (the workspace), unmounted when dropped.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount(size: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "vsh-test-disk"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a tmpfs (as root)");
+        Self(dir)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn work_kept_for_a_later_commit_never_takes_more_than_half_the_disk_left() {
+    // Mounting needs root, as real commands do.
+    if !vsh_integration_tests::candidates_available() {
+        return;
+    }
+    let disk = SmallDisk::mount("40m");
+    put(disk.0.path(), "a.txt", "a");
+    let runtime = Runtime::open(durable(&disk.0, DurablePreviews::default())).unwrap();
+    // Files of 4 MiB (one write call's most) of distinct bytes each.
+    let files = |count: usize| {
+        format!(
+            "from pathlib import Path\nfor i in range({count}):\n    \
+             Path(f'/workspace/big{{i}}.bin').write_text(str(i) * (4 << 20))"
+        )
+    };
+    // 12 MiB of about 40 available: kept.
+    let kept = runtime.preview(&RunRequest::new(&files(3))).unwrap();
+    assert_eq!(kept.state, TransactionState::AutoApproved);
+    // Eight files, of which the store holds three: 20 MiB of the 28 or so
+    // left, more than half of it: refused, nothing stored.
+    let before = tree(&disk.0.path().join(".vsh/data/blobs"));
+    let refused = runtime.preview(&RunRequest::new(&files(8)));
+    let Err(VshError::StoreSpace { needed, available, .. }) = refused else { panic!("{refused:?}") };
+    assert_eq!(needed, 5 * (4 << 20), "what the store does not hold yet");
+    assert!(needed > available / 2, "{needed} of {available}");
+    assert_eq!(tree(&disk.0.path().join(".vsh/data/blobs")), before);
+    // What was kept still commits.
+    runtime.commit(kept.transaction, now_ms()).unwrap();
+    assert!(disk.0.path().join("big2.bin").is_file());
+}

@@ -22,7 +22,7 @@ use vsh_types::{BlobId, VPath};
 use crate::counters::HostCounters;
 use crate::error::HostError;
 use crate::resolve::{self, Failure, Mounts, Strategy, retry_intr};
-use crate::stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostStat};
+use crate::stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostSpace, HostStat};
 
 /// Buffer size for streaming hashes.
 const HASH_CHUNK: usize = 64 * 1024;
@@ -226,6 +226,17 @@ impl CapDir {
     /// The operation counters, shared with every handle opened from this one.
     pub fn counters(&self) -> &HostCounters {
         &self.counters
+    }
+
+    /// The space of the filesystem holding this directory (`fstatvfs` on
+    /// the handle, no path resolved): what an unprivileged writer may
+    /// still use, and the filesystem's size, in bytes.
+    pub fn space(&self) -> Result<HostSpace, HostError> {
+        let stat = rfs::fstatvfs(&self.fd).map_err(|errno| HostError::io("fstatvfs", &VPath::root(), errno))?;
+        Ok(HostSpace {
+            available: stat.f_bavail.saturating_mul(stat.f_frsize),
+            size: stat.f_blocks.saturating_mul(stat.f_frsize),
+        })
     }
 
     /// Device and inode of the opened directory itself.

@@ -38,7 +38,7 @@ pub use capdir::CapDir;
 pub use counters::{CounterSnapshot, HostCounters};
 pub use error::HostError;
 pub use mutate::{LockGuard, LockWait, WritableDir};
-pub use stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostStat};
+pub use stat::{FileContent, FileIdentity, HostDirEntry, HostKind, HostSpace, HostStat};
 
 /// The effective user id of this process (who owns what it creates).
 pub fn effective_uid() -> u32 {

@@ -126,3 +126,12 @@ pub struct FileContent {
     /// The file's metadata, unchanged from before to after the read.
     pub stat: HostStat,
 }
+
+/// The space of a filesystem ([`crate::CapDir::space`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSpace {
+    /// Bytes an unprivileged writer may still use (`f_bavail`).
+    pub available: u64,
+    /// The filesystem's size in bytes (`f_blocks`).
+    pub size: u64,
+}

@@ -266,6 +266,24 @@ pub enum VshError {
         /// Bytes their artifacts occupy.
         bytes: u64,
     },
+    /// Storing the run's contents for a later commit would take more than
+    /// half the space left on the data directory's disk, or leave it less
+    /// than its reserve (2 % of its size, at most 1 GiB): nothing was stored
+    /// and the run was not kept, so work kept waiting (pending approval, a
+    /// durable preview) never fills the disk. Commit, reject or discard what
+    /// waits and run `vsh gc`, or free space on that disk.
+    #[error(
+        "storing this run's {needed} bytes of contents would leave the data directory's disk too little: \
+         {available} bytes are available, a run may take at most half of them and leave {reserve} bytes"
+    )]
+    StoreSpace {
+        /// Bytes of contents the run would store.
+        needed: u64,
+        /// Bytes available on the data directory's disk.
+        available: u64,
+        /// Bytes the disk keeps available whatever runs store.
+        reserve: u64,
+    },
 }
 
 /// Paths as one comma-separated list.
@@ -374,6 +392,7 @@ impl VshError {
             Self::Commit(_)
             | Self::EphemeralCapacity { .. }
             | Self::DurablePreviewCapacity { .. }
+            | Self::StoreSpace { .. }
             | Self::SeedChanged { .. } => C::Commit,
             Self::UnknownTransaction(_)
             | Self::NoSuchTransaction(_)
@@ -417,6 +436,7 @@ mod tests {
                 ErrorCategory::Configuration,
             ),
             (VshError::DurablePreviewCapacity { entries: 256, bytes: 0 }, ErrorCategory::Commit),
+            (VshError::StoreSpace { needed: 2, available: 3, reserve: 1 }, ErrorCategory::Commit),
             (
                 VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: Vec::new() }),
                 ErrorCategory::Commit,

@@ -84,6 +84,10 @@ pub(crate) struct Committable {
     pub(crate) receipt: Receipt,
 }
 
+/// Contents smaller than this are stored without asking the disk's space
+/// ([`Records::check_store_space`]).
+pub(crate) const STORE_SPACE_FREE: u64 = 1 << 20;
+
 /// The transaction store, the blob store and the bounds of what they keep.
 #[derive(Debug)]
 pub(crate) struct Records {
@@ -220,6 +224,25 @@ impl Records {
         }
         if waiting.len() >= limits.max_count || bytes >= limits.max_bytes {
             return Err(VshError::DurablePreviewCapacity { entries: waiting.len(), bytes });
+        }
+        Ok(())
+    }
+
+    /// [`VshError::StoreSpace`] if storing `needed` bytes of contents would
+    /// take more than half the space available on the data directory's
+    /// disk, or leave it less than a reserve of 2 % of its size (at most
+    /// 1 GiB). Below [`STORE_SPACE_FREE`] nothing is asked (a run's small
+    /// contents cost one `fstatvfs` less).
+    pub(crate) fn check_store_space(&self, needed: u64) -> Result<(), VshError> {
+        if needed < STORE_SPACE_FREE {
+            return Ok(());
+        }
+        let space = self.data.dir().space().map_err(|source| {
+            VshError::Store(vsh_store::StoreError::DataDir { path: vsh_types::VPath::root(), source })
+        })?;
+        let reserve = (space.size / 50).min(1 << 30);
+        if needed > space.available / 2 || space.available.saturating_sub(needed) < reserve {
+            return Err(VshError::StoreSpace { needed, available: space.available, reserve });
         }
         Ok(())
     }
