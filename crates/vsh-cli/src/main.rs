@@ -644,13 +644,12 @@ fn run_interruptible(
     }
 }
 
-/// Say on stderr when a run's policy is not the workspace's: the operator
-/// chose it for this run, and its transaction records it.
+/// Say on stderr when the workspace's recorded policy cannot be taken and
+/// the run's own policy decides it. (A run decided under a policy of its
+/// own when the workspace's could be taken says so in its receipt's
+/// warnings: `Warning::OwnPolicy`.)
 fn warn_if_overridden(runtime: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
-    use vsh::lower::vsh_policy::{PolicyFile, PolicyProfile, TransactionPolicy};
-    let workspace = match runtime.workspace_policy_text() {
-        Ok(Some(text)) => PolicyFile::from_toml(&text)?.policy(None),
-        Ok(None) => TransactionPolicy::from_profile(PolicyProfile::default(), None),
+    match runtime.workspace_policy_text() {
         Err(vsh::VshError::WorkspacePolicyForged(why)) => {
             eprintln!(
                 "vsh: the workspace's recorded policy {why}; this run is decided under profile {} ({}) \
@@ -658,22 +657,11 @@ fn warn_if_overridden(runtime: &Runtime) -> Result<(), Box<dyn std::error::Error
                 runtime.policy().profile().name(),
                 runtime.policy().digest().short()
             );
-            return Ok(());
+            Ok(())
         }
-        Err(error) => return Err(error.into()),
-    };
-    let active = runtime.policy();
-    if workspace.digest() != active.digest() {
-        eprintln!(
-            "vsh: this run is decided under profile {} ({}), not the workspace's policy (profile {}, {}); \
-             its transaction records that policy",
-            active.profile().name(),
-            active.digest().short(),
-            workspace.profile().name(),
-            workspace.digest().short()
-        );
+        Err(error) => Err(error.into()),
+        Ok(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// `vsh policy show`: the workspace's effective policy as a policy file.

@@ -238,10 +238,8 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
     let id = id_of(&run);
     assert!(String::from_utf8_lossy(&run.stdout).contains("pending-approval"));
-    assert!(
-        String::from_utf8_lossy(&run.stderr).contains("not the workspace's policy (profile balanced"),
-        "an override is said out loud: {run:?}"
-    );
+    let own = "warning: decided under profile strict (";
+    assert!(String::from_utf8_lossy(&run.stderr).contains(own), "an override is said out loud: {run:?}");
     let shown = vsh(&["show", &id[..8], "--workspace", ws], None);
     let text = String::from_utf8_lossy(&shown.stdout);
     assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
@@ -249,9 +247,14 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     assert!(text.contains("+b"), "the review has its hunks: {text}");
     let approved = vsh(&["approve", &id[..8], "--workspace", ws], None);
     assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
-    let committed = vsh(&["commit", &id[..8], "--workspace", ws], None);
+    let committed = vsh(&["commit", &id[..8], "--workspace", ws, "--json"], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
+    // Its commit says so too, in the JSON receipt's warnings as on stderr.
+    assert!(String::from_utf8_lossy(&committed.stderr).contains(own), "{committed:?}");
+    let receipt: serde_json::Value = serde_json::from_slice(&committed.stdout).unwrap();
+    let warnings = receipt["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|warning| warning.as_str().unwrap().contains("a policy of its own")), "{receipt}");
     // The review afterwards has the state history, in order.
     let shown = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
     let history: Vec<&str> = shown

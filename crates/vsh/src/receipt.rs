@@ -185,6 +185,15 @@ pub enum Warning {
         /// Its file.
         path: std::path::PathBuf,
     },
+    /// The work was decided under a policy of its own (a per-run profile or
+    /// policy file), not the workspace's recorded policy; its transaction
+    /// records that policy, and is reviewed, approved and committed under it.
+    OwnPolicy {
+        /// The policy's profile.
+        profile: vsh_policy::PolicyProfile,
+        /// The policy's digest.
+        digest: vsh_types::PolicyDigest,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -193,6 +202,12 @@ impl std::fmt::Display for Warning {
             Self::BlobRepaired { id, path } => {
                 write!(f, "blob {} at {} was corrupt; repaired from this run's content", id.short(), path.display())
             }
+            Self::OwnPolicy { profile, digest } => write!(
+                f,
+                "decided under profile {} ({}), a policy of its own, not the workspace's recorded policy",
+                profile.name(),
+                digest.short()
+            ),
         }
     }
 }

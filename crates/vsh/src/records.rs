@@ -313,7 +313,10 @@ impl Records {
         state: TransactionState,
     ) -> Result<Committable, VshError> {
         let (artifact, evidence) = self.load_verified(transaction)?;
-        let receipt = receipt_of(transaction, state, &artifact, evidence);
+        let mut receipt = receipt_of(transaction, state, &artifact, evidence);
+        if let Some(policy) = self.run_policy(&artifact)? {
+            receipt.warnings.push(crate::Warning::OwnPolicy { profile: policy.profile, digest: policy.digest });
+        }
         Ok(Committable { diff: artifact.diff, reads: artifact.read_set, contents: artifact.contents, receipt })
     }
 

@@ -54,6 +54,9 @@ impl Runs {
         });
         let transaction = binding.transaction();
         let mut warnings = Vec::new();
+        if self.run_policy.is_some() {
+            warnings.push(Warning::OwnPolicy { profile: self.policy.profile(), digest: self.policy.digest() });
+        }
         let mut contents = Contents::new();
         let mut inline = Contents::new();
         let process_local = state == TransactionState::AutoApproved && self.durable_preview(request, state).is_none();
