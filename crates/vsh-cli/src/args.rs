@@ -660,7 +660,7 @@ pub(crate) struct CommandArgs {
     /// Let real commands make unix sockets of their own (a test that serves
     /// on one in its /tmp, Python's forkserver). Below Landlock ABI 9 that
     /// also lets them connect to any socket file they can name, a host
-    /// daemon's included: the receipt's report says so.
+    /// daemon's included: vsh warns when the kernel's ABI is older.
     #[arg(long)]
     pub(crate) allow_unix_sockets: bool,
 }

@@ -131,7 +131,9 @@ fn missing_program(error: &VshError) -> Option<String> {
     if program == "cargo" || program == "rustc" || program.starts_with("cargo-") || program.starts_with("rust") {
         advice.push_str(
             "\nvsh:   for rustup's toolchain: --tool \"$(rustc --print sysroot)\" \
-             --env PATH=\"$(rustc --print sysroot)/bin:/usr/bin:/bin\"",
+             --env PATH=\"$(rustc --print sysroot)/bin:/usr/local/bin:/usr/bin:/bin\"\
+             \nvsh:   and for the crates cargo has already downloaded, without the network: \
+             --tool ~/.cargo --env CARGO_HOME=\"$HOME/.cargo\" -- cargo ... --offline",
         );
     }
     Some(advice)
@@ -185,7 +187,8 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             if !changes.is_empty() {
                 let _ = writeln!(
                     text,
-                    "vsh: it had changed {} path{} (nothing is stored: a failed script is not committable):",
+                    "vsh: it had changed {} path{} (nothing is stored: a failed script or command is not \
+                     committable unless run with --accept-failure):",
                     changes.len(),
                     if changes.len() == 1 { "" } else { "s" }
                 );
@@ -201,24 +204,8 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             if let Some((denied, _)) = other.refused_run() {
                 write_denials(&mut text, denied, remedies);
             }
-            if let Some(advice) = missing_program(other) {
+            for advice in advice_for(other) {
                 let _ = writeln!(text, "vsh: {advice}");
-            }
-            if let Some(option) = raising_option(other) {
-                let _ = writeln!(text, "vsh: to give the program more, raise it with `{option}`");
-            }
-            if no_candidate(other) {
-                let _ = writeln!(
-                    text,
-                    "vsh: real commands need /dev/fuse and vsh running as root; `vsh doctor` says what is missing here"
-                );
-            }
-            if filled_the_disk(other) {
-                let _ = writeln!(
-                    text,
-                    "vsh: the command was stopped before it filled the disk that holds its scratch directories \
-                     (target/ and the like), and what it wrote there was freed"
-                );
             }
         }
         None => {}
@@ -227,6 +214,34 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
         let _ = writeln!(text, "vsh: next: `{hint}`");
     }
     text
+}
+
+/// What the operator can do about `error`, a sentence each (the text's
+/// `vsh: ...` lines, the JSON document's `hint` when it has no command).
+fn advice_for(error: &VshError) -> Vec<String> {
+    let mut advice = Vec::new();
+    if let Some(program) = missing_program(error) {
+        advice.push(program);
+    }
+    if let Some(option) = raising_option(error) {
+        advice.push(format!("to give the program more, raise it with `{option}`"));
+    }
+    if no_candidate(error) {
+        advice.push(
+            "real commands need /dev/fuse and vsh running as root; `vsh doctor` says what is missing here".to_owned(),
+        );
+    }
+    if filled_the_disk(error) {
+        advice.push(
+            "the command was stopped before it filled the disk that holds its scratch directories (target/ and the \
+             like), and what it wrote there was freed"
+                .to_owned(),
+        );
+    }
+    if matches!(error, VshError::Bash { changes, .. } if !changes.is_empty()) {
+        advice.push("run it with --accept-failure to keep a failing run's changes as its outcome".to_owned());
+    }
+    advice
 }
 
 /// The error as a `vsh.error/1` document: its kind, message and causes,
@@ -240,9 +255,11 @@ pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocume
             if document.stdout.is_none() {
                 document.stdout = program_output(vsh_error).map(str::to_owned);
             }
-            if let Some(hint) = hint {
-                document.hint = Some(hint.to_owned());
-            }
+            // The next command, or else what the text advises.
+            document.hint = hint.map(str::to_owned).or_else(|| {
+                let advice = advice_for(vsh_error);
+                (!advice.is_empty()).then(|| advice.join("; ").replace("\nvsh:   ", "; "))
+            });
             document
         }
         (None, _, _) => ErrorDocument::other(ErrorKind::Request, error),

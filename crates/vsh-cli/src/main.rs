@@ -77,17 +77,7 @@ fn main() -> ExitCode {
         // Help and version print to stdout and exit 0; usage errors print to
         // stderr and exit 2, and as a `vsh.error/1` document on stdout too
         // when the command line asked for JSON.
-        Err(error) => {
-            if error.use_stderr() && asks_for_json(std::env::args_os()) {
-                let rendered = error.render().to_string();
-                let first = rendered.lines().next().unwrap_or_default();
-                let usage = std::io::Error::other(first.strip_prefix("error: ").unwrap_or(first).to_owned());
-                let document = vsh::document::ErrorDocument::other(vsh::document::ErrorKind::Request, &usage)
-                    .with_exit_code(EXIT_USAGE);
-                println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
-            }
-            error.exit()
-        }
+        Err(error) => exit_usage(&error),
     };
     cli.color.choice().write_global();
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
@@ -276,7 +266,23 @@ impl CommandSettings {
         env.extend(args.env.iter().cloned());
         let mut tools = Vec::with_capacity(args.tools.len());
         for tool in &args.tools {
-            tools.push(std::path::absolute(tool).map_err(|error| format!("--tool {}: {error}", tool.display()))?);
+            let absolute = std::path::absolute(tool).map_err(|error| format!("--tool {}: {error}", tool.display()))?;
+            // A directory, or the command line is wrong.
+            if !absolute.is_dir() {
+                let what = if absolute.exists() { "not a directory" } else { "no such directory" };
+                usage_conflict(&format!("--tool {}: {what} (give the directory holding the tool)", tool.display()));
+            }
+            tools.push(absolute);
+        }
+        if args.allow_unix_sockets
+            && let Some(abi) = vsh::lower::vsh_sandbox::probe().landlock_abi
+            && abi < UNIX_SOCKETS_GOVERNED_FROM
+        {
+            eprintln!(
+                "vsh: warning: --allow-unix-sockets: this kernel's Landlock (ABI {abi}) does not govern connecting \
+                 to socket files (ABI {UNIX_SOCKETS_GOVERNED_FROM} does), so commands may reach any unix socket \
+                 they can name, a host daemon's included"
+            );
         }
         Ok(Self {
             env,
@@ -422,8 +428,34 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
 /// Exit with clap's usage error (exit 2) for options that conflict.
 fn usage_conflict(message: &str) -> ! {
     let mut command = <args::Cli as clap::CommandFactory>::command();
-    command.error(clap::error::ErrorKind::ArgumentConflict, message).exit()
+    exit_usage(&command.error(clap::error::ErrorKind::ArgumentConflict, message))
 }
+
+/// Leave with clap's `error`: help and version print to stdout and exit 0;
+/// usage errors print to stderr and exit 2, and as a `vsh.error/1` document
+/// on stdout too when the command line asked for JSON (its message the
+/// error's first line, with the line after it when the first introduces a
+/// list: the missing argument's name).
+fn exit_usage(error: &clap::Error) -> ! {
+    if error.use_stderr() && asks_for_json(std::env::args_os()) {
+        let rendered = error.render().to_string();
+        let mut lines = rendered.lines().map(str::trim).filter(|line| !line.is_empty());
+        let first = lines.next().unwrap_or_default();
+        let first = first.strip_prefix("error: ").unwrap_or(first);
+        let message = match (first.strip_suffix(':'), lines.next()) {
+            (Some(intro), Some(item)) => format!("{intro}: {item}"),
+            _ => first.to_owned(),
+        };
+        let document =
+            vsh::document::ErrorDocument::other(vsh::document::ErrorKind::Request, &std::io::Error::other(message))
+                .with_exit_code(EXIT_USAGE);
+        println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+    }
+    error.exit()
+}
+
+/// The first Landlock ABI that governs connecting to a pathname unix socket.
+const UNIX_SOCKETS_GOVERNED_FROM: u32 = 9;
 
 /// Whether a run reaches real programs, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -442,7 +474,7 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
     for arg in &exec.argv {
         let Some(text) = arg.to_str() else {
             let mut command = <args::Cli as clap::CommandFactory>::command();
-            command.error(clap::error::ErrorKind::InvalidUtf8, format!("{} is not UTF-8", arg.display())).exit();
+            exit_usage(&command.error(clap::error::ErrorKind::InvalidUtf8, format!("{} is not UTF-8", arg.display())));
         };
         argv.push(text.to_owned());
     }

@@ -1626,13 +1626,21 @@ fn a_command_that_makes_a_workspace_says_so_and_warns_when_it_is_inside_another(
 fn a_usage_error_asked_for_json_is_a_json_error_too() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().to_str().unwrap();
-    for args in [vec!["show", "--json"], vec!["run", "--json", "--timeout", "5x", "-w", ws, "p.py"]] {
+    let cases = [
+        (vec!["show", "--json"], "<TX>"),
+        (vec!["run", "--json", "--timeout", "5x", "-w", ws, "p.py"], "5x"),
+        (vec!["exec", "--json", "-w", ws], "not provided: <COMMAND>"),
+        (vec!["exec", "--json", "-w", ws, "--pass-env", "VSH_TEST_SET_NOWHERE", "--", "true"], "VSH_TEST_SET_NOWHERE"),
+        (vec!["exec", "--json", "-w", ws, "--tool", "/etc/passwd", "--", "true"], "/etc/passwd: not a directory"),
+    ];
+    for (args, said) in cases {
         let output = vsh(&args, None);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let document: serde_json::Value = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|error| panic!("{args:?}: {error}: {}", String::from_utf8_lossy(&output.stdout)));
         assert_eq!(document["schema"], "vsh.error/1", "{args:?}");
         assert_eq!(document["exit_code"], 2, "{args:?}");
+        assert!(document["message"].as_str().unwrap().contains(said), "{args:?}: {document}");
         assert!(!output.stderr.is_empty(), "clap's text stays on stderr");
     }
     // Without --json, or with it only as a command's own argument, stdout stays empty.
@@ -2043,6 +2051,13 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
         );
         assert!(stderr.contains("--tool DIR --env PATH=DIR:/usr/local/bin:/usr/bin:/bin"), "{stderr}");
         assert_eq!(stderr.contains("rustc --print sysroot"), rustup, "{stderr}");
+        // The error itself names the same search, not the sandbox's own.
+        assert!(stderr.contains("not found on the command's PATH") && !stderr.contains("/usr/bin or /bin"), "{stderr}");
+        // The JSON error carries the advice as its hint.
+        let json = vsh(&["exec", "--json", "--workspace", ws, "--", program], None);
+        let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let hint = document["hint"].as_str().unwrap_or_else(|| panic!("{document}"));
+        assert!(hint.contains("--tool DIR") && !hint.contains("vsh:"), "{hint}");
     }
 }
 
@@ -2214,6 +2229,12 @@ fn exec_allow_unix_sockets_lets_a_command_serve_on_a_unix_socket_of_its_own() {
     assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
     let receipt: serde_json::Value = serde_json::from_slice(&allowed.stdout).unwrap();
     assert_eq!(receipt["stdout"], "ping\n", "{receipt}");
+    // Where Landlock does not govern connecting to socket files, vsh says
+    // the grant reaches every socket the command can name.
+    let governed = vsh::lower::vsh_sandbox::probe().landlock_abi.is_some_and(|abi| abi >= 9);
+    let warned = String::from_utf8_lossy(&allowed.stderr).contains("a host daemon's included");
+    assert_eq!(warned, !governed, "{}", String::from_utf8_lossy(&allowed.stderr));
+    assert!(!String::from_utf8_lossy(&plain.stderr).contains("a host daemon's included"));
 }
 
 #[test]

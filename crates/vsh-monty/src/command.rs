@@ -232,6 +232,21 @@ fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
     head
 }
 
+/// [`launch_argv`] for `call`: an error when it names no program, or a
+/// program found on no directory of the command's `PATH`.
+#[expect(clippy::result_large_err, reason = "see `crate::execute`")]
+fn launched(call: &CommandCall<'_>, config: &CommandConfig) -> Result<Vec<String>, ExecutionError> {
+    let argv = launch_argv(call.argv, call.env, &config.root, &config.tools);
+    match argv.first() {
+        None => Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() })),
+        Some(program) if !program.contains('/') => Err(tool_error(ToolError::Spawn {
+            program: program.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "not found on the command's PATH"),
+        })),
+        Some(_) => Ok(argv),
+    }
+}
+
 /// The argv to spawn for `argv`: the program found on the command's `PATH`
 /// (in its system and tool directories), as an absolute path; a program in
 /// the workspace (a path beneath `root`, a relative path) or a name whose
@@ -573,10 +588,8 @@ impl Dispatcher<'_> {
         call: &CommandCall<'_>,
         config: &CommandConfig,
     ) -> Result<CommandEnd, ExecutionError> {
-        let argv = launch_argv(call.argv, call.env, &config.root, &config.tools);
-        let Some((program, arguments)) = argv.split_first() else {
-            return Err(tool_error(ToolError::InvalidPolicy { reason: "a command needs a program".to_owned() }));
-        };
+        let argv = launched(call, config)?;
+        let Some((program, arguments)) = argv.split_first() else { unreachable!("launched has a program") };
         if !is_working_dir(call.cwd) {
             return Err(tool_error(ToolError::InvalidPolicy {
                 reason: format!("{:?} is not a relative path of plain components", call.cwd),
