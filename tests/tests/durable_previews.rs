@@ -146,6 +146,23 @@ fn durable_previews_are_bounded_in_count_and_bytes() {
     assert!(matches!(runtime.preview(&RunRequest::new(WRITE)), Err(VshError::DurablePreviewCapacity { .. })));
 }
 
+#[test]
+fn a_preview_that_changes_nothing_is_never_stored_to_wait_for_a_commit() {
+    let dir = workspace(&[("a.txt", "a")]);
+    let runtime = Runtime::open(durable(&dir, DurablePreviews::default())).unwrap();
+    let read =
+        runtime.preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/a.txt').read_text()")).unwrap();
+    assert_eq!((read.state, read.changed_paths), (TransactionState::AutoApproved, 0));
+    // Nothing waits for it: not in this runtime's list, not in another's.
+    assert!(runtime.pending().unwrap().is_empty());
+    let later = Runtime::open(config(dir.path())).unwrap();
+    assert!(later.pending().unwrap().is_empty(), "{:?}", later.pending());
+    // Work that changes something still waits.
+    let write = runtime.preview(&RunRequest::new(WRITE)).unwrap();
+    let waiting: Vec<_> = later.pending().unwrap().into_iter().map(|record| record.id).collect();
+    assert_eq!(waiting, [write.transaction]);
+}
+
 /// A tmpfs of `size` mounted for one test (the workspace), unmounted when dropped.
 struct SmallDisk(tempfile::TempDir);
 

@@ -213,7 +213,13 @@ fn workspace(path: &Path) -> Vec<Check> {
         Check::ok("recovery", format!("finished interrupted commits just now: {}", recovery_summary(recovery)))
     });
     match runtime.pending() {
-        Ok(pending) => checks.push(Check::ok("pending", format!("{} transactions await a decision", pending.len()))),
+        Ok(pending) => checks.push(Check::ok(
+            "pending",
+            match pending.len() {
+                1 => "1 transaction awaits a decision or a commit".to_owned(),
+                count => format!("{count} transactions await a decision or a commit"),
+            },
+        )),
         Err(error) => checks.push(Check::not_ok(
             "pending",
             Status::Fail,

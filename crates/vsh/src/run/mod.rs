@@ -256,8 +256,17 @@ impl Runs {
     /// The bounds a run's result is stored durably within, when it is an
     /// auto-approved preview and durable previews are on (an auto-mode run
     /// commits at once and keeps its preview in memory).
-    pub(crate) fn durable_preview(&self, request: &RunRequest<'_>, state: TransactionState) -> Option<DurablePreviews> {
-        self.durable_previews.filter(|_| state == TransactionState::AutoApproved && request.mode == RunMode::Preview)
+    pub(crate) fn durable_preview(
+        &self,
+        request: &RunRequest<'_>,
+        state: TransactionState,
+        changed_paths: usize,
+    ) -> Option<DurablePreviews> {
+        // A preview that changes nothing has nothing to commit later: it is
+        // never stored, so it never waits in `pending` for its expiry.
+        self.durable_previews.filter(|_| {
+            state == TransactionState::AutoApproved && request.mode == RunMode::Preview && changed_paths > 0
+        })
     }
 
     /// A new image of the workspace, with nothing observed yet.
