@@ -195,7 +195,7 @@ pub(crate) enum Asked {
 fn error_exit_code(error: &vsh::VshError) -> u8 {
     use vsh::lower::vsh_commit::CommitError;
     match error {
-        vsh::VshError::Commit(CommitError::LockTimeout { .. }) => EXIT_BUSY,
+        vsh::VshError::Commit(CommitError::LockTimeout { .. }) | vsh::VshError::ScratchBusy { .. } => EXIT_BUSY,
         vsh::VshError::Commit(CommitError::Stale { .. })
         | vsh::VshError::NotCommittable { state: TransactionState::Stale, .. } => EXIT_STALE,
         vsh::VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => EXIT_PENDING,
@@ -312,8 +312,8 @@ impl CommandSettings {
 fn lock_wait(timeout: std::time::Duration) -> vsh::LockWait {
     vsh::LockWait::within(timeout).with_notice(std::time::Duration::from_secs(1), move |_| {
         eprintln!(
-            "vsh: waiting for another vsh process to finish committing or recovering this workspace \
-             (giving up after {:.1} s; see --lock-timeout)",
+            "vsh: waiting for another vsh process to finish committing, recovering or running commands in \
+             this workspace (giving up after {:.1} s; see --lock-timeout)",
             timeout.as_secs_f64()
         );
     })

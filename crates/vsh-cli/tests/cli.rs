@@ -431,12 +431,17 @@ struct HeldLock(std::process::Child);
 impl HeldLock {
     fn take(workspace: &Path) -> Self {
         std::fs::create_dir_all(workspace.join(".vsh")).unwrap();
-        let ready = workspace.join("lock-held");
+        Self::take_file(&workspace.join(".vsh/commit.lock"), workspace)
+    }
+
+    /// Hold the lock file `lock` (its directory exists), with a marker in `scratch`.
+    fn take_file(lock: &Path, scratch: &Path) -> Self {
+        let ready = scratch.join("lock-held");
         // One process (the shell, exec'ed into sleep) holds the lock, so
         // killing it releases the lock.
         let child = Command::new("sh")
             .args(["-c", "exec 9>\"$0\" && flock 9 && touch \"$1\" && exec sleep 60"])
-            .arg(workspace.join(".vsh/commit.lock"))
+            .arg(lock)
             .arg(&ready)
             .spawn()
             .unwrap();
@@ -506,6 +511,29 @@ fn commands_that_need_the_commit_lock_wait_visibly_and_give_up_with_exit_75() {
     let committed = vsh(&["commit", &id, "--workspace", ws, "--lock-timeout", "30"], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert!(!dir.path().join("old.txt").exists());
+}
+
+#[test]
+fn exec_waits_for_another_runs_commands_within_the_lock_timeout_and_says_so() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    assert_eq!(vsh(&["init", "-q", "--workspace", ws], None).status.code(), Some(0));
+    // Another run's commands hold the scratch directories.
+    let held = HeldLock::take_file(&dir.path().join(".vsh/data/scratch.lock"), dir.path());
+    let started = std::time::Instant::now();
+    let output = vsh(&["exec", "--workspace", ws, "--lock-timeout", "1.5", "--", "true"], None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(75), "{stderr}");
+    assert!(stderr.contains("waiting for another vsh process"), "{stderr}");
+    assert!(stderr.contains("scratch directories") && stderr.contains("gave up after"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "the lock timeout, not the run's deadline");
+    drop(held);
+    let ran = vsh(&["exec", "--workspace", ws, "--lock-timeout", "1.5", "--", "true"], None);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
 }
 
 #[test]

@@ -254,7 +254,10 @@ impl RuntimeConfig {
     /// has waited a moment (default: 60 s, nobody). Past the timeout the call
     /// fails with a typed error ([`vsh_commit::CommitError::LockTimeout`]
     /// inside [`crate::VshError::Commit`]). Opening a runtime and read-only calls
-    /// never wait for it.
+    /// never wait for it. A run whose real commands need the scratch
+    /// directories while another run's commands use them waits the same way
+    /// (and at most its request's deadline), then fails with
+    /// [`crate::VshError::ScratchBusy`].
     #[must_use]
     pub fn with_lock_wait(mut self, wait: LockWait) -> Self {
         self.lock_wait = wait;

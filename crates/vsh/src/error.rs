@@ -266,6 +266,18 @@ pub enum VshError {
         /// Bytes their artifacts occupy.
         bytes: u64,
     },
+    /// Another run's real commands held this workspace's scratch
+    /// directories (one run builds there at a time) for longer than the
+    /// runtime's lock wait ([`crate::RuntimeConfig::with_lock_wait`]);
+    /// nothing ran.
+    #[error(
+        "another vsh run's commands are using this workspace's scratch directories (target/ and the like); \
+         gave up after {waited_ms} ms"
+    )]
+    ScratchBusy {
+        /// How long the run waited.
+        waited_ms: u64,
+    },
     /// Storing the run's contents for a later commit would take more than
     /// half the space left on the data directory's disk, or leave it less
     /// than its reserve (2 % of its size, at most 1 GiB): nothing was stored
@@ -393,6 +405,7 @@ impl VshError {
             | Self::EphemeralCapacity { .. }
             | Self::DurablePreviewCapacity { .. }
             | Self::StoreSpace { .. }
+            | Self::ScratchBusy { .. }
             | Self::SeedChanged { .. } => C::Commit,
             Self::UnknownTransaction(_)
             | Self::NoSuchTransaction(_)
@@ -437,6 +450,7 @@ mod tests {
             ),
             (VshError::DurablePreviewCapacity { entries: 256, bytes: 0 }, ErrorCategory::Commit),
             (VshError::StoreSpace { needed: 2, available: 3, reserve: 1 }, ErrorCategory::Commit),
+            (VshError::ScratchBusy { waited_ms: 1 }, ErrorCategory::Commit),
             (
                 VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: Vec::new() }),
                 ErrorCategory::Commit,

@@ -164,6 +164,9 @@ pub(crate) struct Runs {
     /// a build; and asked by every commit to lift its taint (a runtime
     /// without commands commits what one with them previewed).
     scratch_lock: Option<vsh_store::ScratchLock>,
+    /// How long a run waits for another run's commands to leave the scratch
+    /// directories (the runtime's lock wait, notice included).
+    scratch_wait: vsh_host::LockWait,
     /// What network real commands reach.
     command_network: vsh_sandbox::NetworkAccess,
     /// The TCP ports real commands may connect to.
@@ -200,6 +203,7 @@ impl Runs {
             command_tools: Vec::new(),
             scratch: Vec::new(),
             scratch_lock: None,
+            scratch_wait: vsh_host::LockWait::default(),
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
             command_unix_sockets: false,
@@ -213,10 +217,12 @@ impl Runs {
         tools: Vec<std::path::PathBuf>,
         scratch: Vec<(String, std::path::PathBuf)>,
         scratch_lock: vsh_store::ScratchLock,
+        scratch_wait: vsh_host::LockWait,
     ) -> Self {
         self.command_tools = tools;
         self.scratch = scratch;
         self.scratch_lock = Some(scratch_lock);
+        self.scratch_wait = scratch_wait;
         self
     }
 
@@ -441,7 +447,7 @@ impl Runs {
     ) -> Result<Executed, VshError> {
         let scratch = match &self.scratch_lock {
             Some(lock) if !commands.scratch.is_empty() => {
-                let held = hold_scratch(lock, request, cancel)?;
+                let held = hold_scratch(lock, request, cancel, &self.scratch_wait)?;
                 lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
                 let grants = command_grants(commands, &self.policy.digest());
                 lock.clear_unless_granted(&held, &grants).map_err(VshError::DataDirectory)?;
@@ -596,13 +602,25 @@ fn hold_scratch(
     lock: &vsh_store::ScratchLock,
     request: &RunRequest<'_>,
     cancel: &ExecutionCancellation,
+    wait: &vsh_host::LockWait,
 ) -> Result<vsh_host::LockGuard, VshError> {
     let started = Instant::now();
+    let mut noticed = false;
     loop {
         if let Some(held) = lock.try_exclusive().map_err(VshError::DataDirectory)? {
             return Ok(held);
         }
         still_wanted(cancel, started, request.budget.max_request_duration)?;
+        let waited = started.elapsed();
+        if waited > wait.timeout {
+            return Err(VshError::ScratchBusy { waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX) });
+        }
+        if !noticed && waited >= wait.notice_after {
+            noticed = true;
+            if let Some(notice) = &wait.notice {
+                notice(waited);
+            }
+        }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }

@@ -116,7 +116,7 @@ impl Runtime {
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }
-        let commits = CommitPath::open(committer, lock_wait, faults, &transactions, clock_ms())?;
+        let commits = CommitPath::open(committer, lock_wait.clone(), faults, &transactions, clock_ms())?;
         let confined_bash = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
         let scratch = scratch
             .or_else(|| policy.command_scratch().map(<[String]>::to_vec))
@@ -129,7 +129,7 @@ impl Runtime {
                 .with_run_policy(run_policy)
                 .with_bash(bash)
                 .with_commands(commands, command_env)
-                .with_command_dirs(command_tools, scratch_dirs, scratch_lock)
+                .with_command_dirs(command_tools, scratch_dirs, scratch_lock, lock_wait)
                 .with_command_network(command_network, command_ports, command_unix_sockets);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
