@@ -191,7 +191,8 @@ impl Command {
 pub(crate) struct Common {
     /// The workspace directory (default: the nearest directory at or above
     /// the current one that holds a .vsh directory, as git finds a repository;
-    /// else the current directory).
+    /// else the top of the git repository the current directory is in; else
+    /// the current directory).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -212,15 +213,23 @@ pub(crate) fn workspace_at_or_above(dir: &Path) -> Option<&Path> {
     dir.ancestors().filter(|dir| dir.parent().is_some()).find(|dir| is_workspace(dir))
 }
 
+/// The top of the git repository `dir` is in (the nearest directory at or
+/// above it holding a `.git` directory or file), never the filesystem root.
+pub(crate) fn repository_at_or_above(dir: &Path) -> Option<&Path> {
+    dir.ancestors().filter(|dir| dir.parent().is_some()).find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+}
+
 impl Common {
     /// The workspace: `--workspace`, else the nearest directory at or above
-    /// the current one holding `.vsh`, else the current directory.
+    /// the current one holding `.vsh`, else the top of the git repository
+    /// holding the current one (a workspace is the project, and `git` run in
+    /// it must find its repository), else the current directory.
     pub(crate) fn root(&self) -> PathBuf {
         if let Some(dir) = &self.workspace {
             return dir.clone();
         }
         let Ok(cwd) = std::env::current_dir() else { return PathBuf::from(".") };
-        workspace_at_or_above(&cwd).map_or(cwd.clone(), Path::to_path_buf)
+        workspace_at_or_above(&cwd).or_else(|| repository_at_or_above(&cwd)).map_or(cwd.clone(), Path::to_path_buf)
     }
 
     /// The workspace, which must be one already (vsh has run there): for the

@@ -2030,6 +2030,41 @@ fn exec_git_status_and_diff_read_the_repository_without_writing_it() {
 }
 
 #[test]
+fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("repo")).unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(repo.join(".git")).unwrap();
+    write(&repo, "src/deep/a.txt", "a\n");
+    let from = |cwd: &Path, code: &str| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .env_clear()
+            .current_dir(cwd)
+            .args(["run", "--json", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write as _;
+                child.stdin.take().unwrap().write_all(code.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap()
+    };
+    // From a subdirectory of the repository: the repository is the workspace.
+    let ran = from(&repo.join("src/deep"), "from pathlib import Path\nPath('src/deep/a.txt').read_text()");
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(repo.join(".vsh").is_dir() && !repo.join("src/deep/.vsh").exists());
+    assert!(String::from_utf8_lossy(&ran.stderr).contains(&format!("{}", repo.display())), "{ran:?}");
+    // Outside any repository: the current directory, as before.
+    std::fs::create_dir(dir.path().join("plain")).unwrap();
+    let plain = from(&dir.path().join("plain"), "1");
+    assert_eq!(plain.status.code(), Some(0), "{}", String::from_utf8_lossy(&plain.stderr));
+    assert!(dir.path().join("plain/.vsh").is_dir() && !dir.path().join(".vsh").exists());
+}
+
+#[test]
 fn exec_starts_the_command_where_the_user_is_and_the_commit_keeps_it() {
     if !fuse_available() {
         return;
