@@ -190,9 +190,6 @@ fn setup_error(stage: &'static str, source: std::io::Error) -> ExecutionError {
     tool_error(ToolError::Setup { stage, source })
 }
 
-/// The most bytes of the line that stands for the middle a capture left out.
-const OMISSION_MAX: usize = 64;
-
 /// Read all of `stream`, keeping at most `cap` bytes of it: everything when
 /// it fits, else its head and its tail around one line saying how many
 /// bytes of the middle were left out (a test run's first failure and its
@@ -225,9 +222,17 @@ fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
         head.extend(tail);
         return head;
     }
-    let tail_kept = tail_room.saturating_sub(OMISSION_MAX).min(tail.len());
-    let omitted = total - head.len() as u64 - tail_kept as u64;
-    head.extend_from_slice(format!("\n[vsh: {omitted} bytes left out]\n").as_bytes());
+    // The line saying what was left out takes its room first (measured with
+    // the whole length, which has at least as many digits as what it will
+    // say); what is left goes half to the head and the rest to the tail, so
+    // even a small cap keeps both ends.
+    let marker = |omitted: u64| format!("\n[vsh: {omitted} bytes left out]\n");
+    let room = cap.saturating_sub(marker(total).len());
+    let head_kept = head.len().min(room / 2);
+    let tail_kept = tail.len().min(room - head_kept);
+    head.truncate(head_kept);
+    let omitted = total - head_kept as u64 - tail_kept as u64;
+    head.extend_from_slice(marker(omitted).as_bytes());
     head.extend(tail.range(tail.len() - tail_kept..));
     head
 }
@@ -903,6 +908,33 @@ impl Dispatcher<'_> {
                 }
             },
             Err(error) => self.end(Stop::Candidate(Box::new(error)), "the candidate could not be made"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capture;
+
+    /// `total` bytes: lines `line 0`, `line 1`, ... each padded to 10 bytes.
+    fn lines(count: usize) -> Vec<u8> {
+        (0..count).flat_map(|index| format!("{index:>9}\n").into_bytes()).collect()
+    }
+
+    #[test]
+    fn a_capture_within_its_cap_is_whole_and_past_it_keeps_both_ends_within_the_cap() {
+        let text = lines(100);
+        assert_eq!(capture(&text[..], 1000), text, "1,000 bytes fit 1,000");
+        for cap in [60, 100, 200, 999] {
+            let kept = capture(&text[..], cap);
+            assert!(kept.len() <= cap, "cap {cap}: {} bytes", kept.len());
+            let shown = String::from_utf8(kept).unwrap();
+            let (head, rest) = shown.split_once("\n[vsh: ").unwrap_or_else(|| panic!("cap {cap}: {shown:?}"));
+            let (omitted, tail) = rest.split_once(" bytes left out]\n").unwrap();
+            assert!(!head.is_empty() && !tail.is_empty(), "cap {cap}: both ends: {shown:?}");
+            assert!(text.starts_with(head.as_bytes()) && text.ends_with(tail.as_bytes()), "cap {cap}");
+            let omitted: usize = omitted.parse().unwrap();
+            assert_eq!(head.len() + omitted + tail.len(), text.len(), "cap {cap}: every byte accounted for");
         }
     }
 }
