@@ -77,7 +77,10 @@ fn main() -> ExitCode {
         // Help and version print to stdout and exit 0; usage errors print to
         // stderr and exit 2, and as a `vsh.error/1` document on stdout too
         // when the command line asked for JSON.
-        Err(error) => exit_usage(&error),
+        Err(mut error) => {
+            suggest_separator(&mut error);
+            exit_usage(&error)
+        }
     };
     cli.color.choice().write_global();
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
@@ -429,6 +432,23 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
 fn usage_conflict(message: &str) -> ! {
     let mut command = <args::Cli as clap::CommandFactory>::command();
     exit_usage(&command.error(clap::error::ErrorKind::ArgumentConflict, message))
+}
+
+/// `vsh exec ls -la`, the command without `--` before it: clap's "unexpected
+/// argument", with the command line that works as its tip.
+fn suggest_separator(error: &mut clap::Error) {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let args: Vec<String> = std::env::args_os().map(|arg| arg.to_string_lossy().into_owned()).collect();
+    if error.kind() != ErrorKind::UnknownArgument
+        || args.get(1).is_none_or(|command| command != "exec")
+        || args.iter().any(|arg| arg == "--")
+    {
+        return;
+    }
+    let Some(ContextValue::String(invalid)) = error.get(ContextKind::InvalidArg) else { return };
+    let Some(at) = args.iter().position(|arg| arg == invalid) else { return };
+    let tip = format!("put the command after `--`: vsh {} -- {}", args[1..at].join(" "), args[at..].join(" "));
+    error.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![tip.into()]));
 }
 
 /// Leave with clap's `error`: help and version print to stdout and exit 0;

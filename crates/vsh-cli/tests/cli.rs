@@ -1671,6 +1671,11 @@ fn a_usage_error_asked_for_json_is_a_json_error_too() {
         assert!(document["message"].as_str().unwrap().contains(said), "{args:?}: {document}");
         assert!(!output.stderr.is_empty(), "clap's text stays on stderr");
     }
+    // A command given without `--` is told how to write it.
+    let forgot = vsh(&["exec", "ls", "-la"], None);
+    assert_eq!(forgot.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&forgot.stderr);
+    assert!(stderr.contains("tip: put the command after `--`: vsh exec -- ls -la"), "{stderr}");
     // Without --json, or with it only as a command's own argument, stdout stays empty.
     for args in [vec!["show"], vec!["exec", "--bogus", "--", "echo", "--json"]] {
         let output = vsh(&args, None);

@@ -69,7 +69,8 @@ pub struct ScratchReport {
     /// more, and at least one 4 KiB block per node (so empty files and
     /// space allocated past a file's end count).
     pub bytes: u64,
-    /// The scratch directories cleared (their names as stored, `%2F` for `/`).
+    /// The scratch directories cleared, by the name a policy gives them
+    /// (`node_modules/.cache`; stored as `node_modules%2F.cache`).
     pub cleared: Vec<String>,
     /// Bytes removed.
     pub bytes_removed: u64,
@@ -257,7 +258,8 @@ impl ScratchLock {
         for (dir, bytes) in dirs {
             self.clear([dir.clone()])?;
             report.bytes_removed = report.bytes_removed.saturating_add(bytes);
-            report.cleared.push(dir.file_name().unwrap_or_default().to_owned());
+            let stored = dir.file_name().unwrap_or_default();
+            report.cleared.push(stored.replace("%2F", "/").replace("%25", "%"));
         }
         // Nothing is left that a taint could warn about.
         for name in self.taints()? {
@@ -406,7 +408,7 @@ mod tests {
         assert_eq!(report.bytes_removed, report.bytes);
         let mut cleared = report.cleared.clone();
         cleared.sort();
-        assert_eq!(cleared, ["node_modules%2F.cache", "target"]);
+        assert_eq!(cleared, ["node_modules/.cache", "target"]);
         // The directories stay, empty; what the link pointed to is untouched.
         for name in ["target", "node_modules%2F.cache"] {
             assert_eq!(entries(&dir.path().join("data/scratch").join(name)), 0, "{name}");

@@ -35,7 +35,7 @@ pub struct GcDocument {
     pub temporaries_removed: u64,
     /// Bytes in real commands' scratch directories, before clearing.
     pub scratch_bytes: u64,
-    /// Scratch directories cleared (as stored: `%2F` for `/`).
+    /// Scratch directories cleared, by their names in the policy (`node_modules/.cache`).
     pub scratch_cleared: Vec<String>,
     /// Bytes removed from them.
     pub scratch_bytes_removed: u64,
