@@ -2470,6 +2470,54 @@ fn an_interrupted_exec_kills_the_command_tree_commits_nothing_and_exits_128_plus
 }
 
 #[test]
+fn a_vsh_killed_outright_leaves_no_command_running_for_long() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "Cargo.toml", "");
+    let ws = dir.path().to_str().unwrap();
+    // The command's shell, and a child of it in the background: both write
+    // their process ids to the scratch target/ (outside the image).
+    let script = "sleep 60 & echo $$ $! > target/pids; wait";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "--workspace", ws, "--", "sh", "-c", script])
+        .env_clear()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = dir.path().join(".vsh/data/scratch/target/pids");
+    let started = std::time::Instant::now();
+    let pids: Vec<i32> = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids)
+            && text.ends_with('\n')
+        {
+            break text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_mins(1), "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
+    assert!(pids.iter().all(|pid| alive(*pid)), "{pids:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone_within = |pid: i32, seconds: u64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        while alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        !alive(pid)
+    };
+    // The command itself dies with vsh.
+    assert!(gone_within(pids[0], 10), "the command outlived vsh");
+    // What it left running dies with the next command vsh starts.
+    let next = vsh(&["exec", "--workspace", ws, "--", "true"], None);
+    assert_eq!(next.status.code(), Some(0), "{}", String::from_utf8_lossy(&next.stderr));
+    assert!(gone_within(pids[1], 10), "its background child outlived the next command");
+}
+
+#[test]
 fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     if !fuse_available() {
         return;

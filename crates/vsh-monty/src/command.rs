@@ -685,7 +685,10 @@ impl Dispatcher<'_> {
             .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .new_process_group();
+            .new_process_group()
+            // Spawned and waited on by one thread (see `supervise`): if vsh
+            // dies outright, its command does not run on unsupervised.
+            .kill_when_parent_ends();
         for (key, value) in &env {
             command = command.env(key, value);
         }

@@ -33,6 +33,7 @@ pub struct ConfinedCommand {
     stdout: Option<Stdio>,
     stderr: Option<Stdio>,
     new_process_group: bool,
+    kill_when_parent_ends: bool,
     fuse_mount: Option<FuseMount>,
     policy: Arc<SandboxPolicy>,
 }
@@ -53,6 +54,7 @@ impl ConfinedCommand {
             stdout: None,
             stderr: None,
             new_process_group: false,
+            kill_when_parent_ends: false,
             fuse_mount: None,
             policy: Arc::new(SandboxPolicy::new()),
         }
@@ -131,6 +133,17 @@ impl ConfinedCommand {
     #[must_use]
     pub fn new_process_group(mut self) -> Self {
         self.new_process_group = true;
+        self
+    }
+
+    /// Kill the child (`SIGKILL`) when the thread that spawns it ends, and so
+    /// when the parent process dies, however it dies (`PR_SET_PDEATHSIG`):
+    /// for a supervisor that spawns and waits on one thread, so its child
+    /// never outlives it. (Its descendants are not; a memory group's
+    /// leftovers are killed by the next group made on the host.)
+    #[must_use]
+    pub fn kill_when_parent_ends(mut self) -> Self {
+        self.kill_when_parent_ends = true;
         self
     }
 
@@ -231,6 +244,9 @@ impl ConfinedCommand {
             && !mounting
         {
             command.uid(uid).gid(gid);
+        }
+        if self.kill_when_parent_ends {
+            setup.kill_when_parent_ends();
         }
         let memory = setup.memory_group();
         sys::set_pre_exec(&mut command, setup);

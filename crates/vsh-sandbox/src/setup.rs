@@ -36,10 +36,11 @@ enum Stage {
     Network = 9,
     MemoryGroup = 10,
     Descriptors = 11,
+    ParentDeath = 12,
 }
 
 impl Stage {
-    const ALL: [Stage; 11] = [
+    const ALL: [Stage; 12] = [
         Stage::Rlimits,
         Stage::NoNewPrivs,
         Stage::Landlock,
@@ -51,6 +52,7 @@ impl Stage {
         Stage::Ids,
         Stage::MemoryGroup,
         Stage::Descriptors,
+        Stage::ParentDeath,
     ];
 
     fn byte(self) -> u8 {
@@ -71,6 +73,7 @@ impl Stage {
             Stage::Ids => "setresuid",
             Stage::MemoryGroup => "join the memory cgroup",
             Stage::Descriptors => "close inherited descriptors (close_range)",
+            Stage::ParentDeath => "die with the parent (PR_SET_PDEATHSIG)",
         }
     }
 }
@@ -107,6 +110,9 @@ pub(crate) struct ChildSetup {
     private_loopback: bool,
     /// The memory group the child joins first, bounding its whole tree.
     memory: Option<std::sync::Arc<crate::cgroup::MemoryGroup>>,
+    /// The parent's process id, when the child is killed as its parent
+    /// thread ends (see [`crate::ConfinedCommand::kill_when_parent_ends`]).
+    parent: Option<rustix::process::Pid>,
     status: OwnedFd,
 }
 
@@ -156,6 +162,7 @@ impl ChildSetup {
                 )),
                 _ => None,
             },
+            parent: None,
             status: writer,
         };
         Ok((setup, StageReader { fd: reader }))
@@ -165,6 +172,12 @@ impl ChildSetup {
     /// directory after it, not std).
     pub(crate) fn mount_first(&mut self, mount: PreparedMount) {
         self.mount = Some(mount);
+    }
+
+    /// Have the child killed (`SIGKILL`) when the thread that spawns it
+    /// ends, the parent process's death included.
+    pub(crate) fn kill_when_parent_ends(&mut self) {
+        self.parent = Some(rustix::process::getpid());
     }
 
     /// The memory group the child joins, for the parent to keep until the
@@ -207,6 +220,15 @@ impl ChildSetup {
         if let Some(mount) = &self.mount {
             mount.apply().map_err(|error| self.fail(Stage::Mount, error))?;
             mount.change_ids().map_err(|error| self.fail(Stage::Ids, error))?;
+        }
+        if let Some(parent) = self.parent {
+            // After the ids changed (which clears the setting), and checked
+            // against a parent already gone before it took effect.
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+                .map_err(|errno| self.fail(Stage::ParentDeath, errno.into()))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(self.fail(Stage::ParentDeath, io::Error::from_raw_os_error(libc::ESRCH)));
+            }
         }
         for (resource, limit) in &self.limits {
             rustix::process::setrlimit(*resource, *limit).map_err(|errno| self.fail(Stage::Rlimits, errno.into()))?;

@@ -346,6 +346,39 @@ fn a_descriptor_vsh_inherited_never_reaches_the_child() {
     show("write through an inherited descriptor", "written", run.stderr.trim());
 }
 
+#[test]
+fn a_child_killed_when_its_parent_ends_never_outlives_the_thread_that_spawned_it() {
+    if !full_sandbox() {
+        return;
+    }
+    // Spawned on a thread that ends at once, as vsh's supervising thread
+    // ends when vsh is killed outright.
+    let spawn = |die: bool| {
+        std::thread::spawn(move || {
+            let command = ConfinedCommand::new("/bin/sleep").arg("60").stdin(Stdio::null());
+            let command = if die { command.kill_when_parent_ends() } else { command };
+            command.spawn(&any_context()).expect("the confined spawn").into_child()
+        })
+        .join()
+        .expect("the spawning thread")
+    };
+    let mut kept = spawn(false);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(kept.try_wait().unwrap().is_none(), "the baseline outlives the thread");
+    kill(kept.id());
+    let _ = kept.wait();
+    let mut killed = spawn(true);
+    let deadline = std::time::Instant::now() + CHILD_DEADLINE;
+    let status = loop {
+        if let Some(status) = killed.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running after its parent thread ended");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status:?}");
+}
+
 /// Copy `/bin/true` into `dir` as an executable file.
 fn copied_true(dir: &Path) -> PathBuf {
     let copy = dir.join("copied-true");
