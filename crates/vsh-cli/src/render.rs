@@ -189,11 +189,48 @@ pub(crate) fn program_text(stored: &vsh::StoredProgram) -> String {
     if !stored.intent.is_empty() {
         let _ = writeln!(out, "intent       {}", shown(&stored.intent, true));
     }
+    if stored.language == vsh::Language::Command
+        && let Some(command) = command_line(&stored.code)
+    {
+        out.push_str(&command);
+        return out;
+    }
     let _ = writeln!(out, "{}", paint(style::STRONG, "program"));
     for line in stored.code.lines() {
         let _ = writeln!(out, "  | {}", shown(line, true));
     }
     out
+}
+
+/// A real command's program text (its argv as JSON, or `{"argv", "cwd",
+/// "stdin"}`) as a reviewer reads it: the command line quoted as a shell
+/// would read it, where it started, and its standard input. `None` when the
+/// text is not such a command.
+fn command_line(code: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Command {
+        argv: Vec<String>,
+        #[serde(default)]
+        cwd: String,
+        #[serde(default)]
+        stdin: String,
+    }
+    let command = serde_json::from_str::<Vec<String>>(code)
+        .map(|argv| Command { argv, cwd: String::new(), stdin: String::new() })
+        .or_else(|_| serde_json::from_str::<Command>(code))
+        .ok()?;
+    let line = shlex::try_join(command.argv.iter().map(String::as_str)).ok()?;
+    let mut out = format!("{}      {}\n", paint(style::STRONG, "program"), shown(&line, true));
+    if !command.cwd.is_empty() {
+        let _ = writeln!(out, "in           {}", shown(&command.cwd, true));
+    }
+    if !command.stdin.is_empty() {
+        let _ = writeln!(out, "{}", paint(style::STRONG, "stdin"));
+        for line in command.stdin.lines() {
+            let _ = writeln!(out, "  | {}", shown(line, true));
+        }
+    }
+    Some(out)
 }
 
 /// The transactions an ambiguous prefix matched, one a line, and how many
@@ -447,7 +484,7 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
     }
     if let vsh::ExecutionOutput::Bash(result) = output {
         let label = if result.profile == vsh::lower::vsh_monty::COMMAND_PROFILE { "command" } else { "bash" };
-        let _ = writeln!(out, "{label:<12} {} exited {}", result.profile, result.exit_code);
+        let _ = writeln!(out, "{label:<12} exited {} (profile {})", result.exit_code, result.profile);
     }
     if let vsh::ExecutionOutput::Session { steps } = output {
         for (index, step) in steps.iter().enumerate() {
@@ -552,19 +589,24 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         );
     }
     let t = &receipt.timings;
-    // A stored receipt has no timings of its own (they were its run's).
-    let _ = (t.total > 0).then(|| {
-        writeln!(
-            out,
-            "timings      execute {}, diff {}, policy {}, bind {}, commit {}, total {}",
-            human_duration(t.execute),
-            human_duration(t.diff),
-            human_duration(t.policy),
-            human_duration(t.bind_and_store),
-            human_duration(t.commit),
-            human_duration(t.total)
-        )
-    });
+    // A stored receipt has no timings of its own (they were its run's), and
+    // the commit of stored work timed only its commit.
+    let stages = [
+        ("execute", t.execute),
+        ("diff", t.diff),
+        ("policy", t.policy),
+        ("bind", t.bind_and_store),
+        ("commit", t.commit),
+        ("total", t.total),
+    ];
+    if t.total > 0 {
+        let timed: Vec<String> = stages
+            .iter()
+            .filter(|(name, nanos)| *nanos > 0 || t.execute > 0 && *name != "commit")
+            .map(|(name, nanos)| format!("{name} {}", human_duration(*nanos)))
+            .collect();
+        let _ = writeln!(out, "timings      {}", timed.join(", "));
+    }
     if let Some(commit) = &receipt.commit {
         let _ = writeln!(
             out,

@@ -1803,6 +1803,10 @@ fn exec_previews_what_a_real_command_changes_and_commit_applies_it_once() {
     let committed = vsh(&["commit", id, "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "goodbye world\n");
+    // The commit timed its commit, and says only that (no run stages of 0 ns).
+    let text = String::from_utf8_lossy(&committed.stdout);
+    let timings = text.lines().find(|line| line.starts_with("timings")).unwrap_or_else(|| panic!("{text}"));
+    assert!(timings.starts_with("timings      commit ") && !timings.contains("execute"), "{timings}");
     let again = vsh(&["commit", id, "--workspace", ws], None);
     assert_eq!(again.status.code(), Some(0), "committed already: {}", String::from_utf8_lossy(&again.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "goodbye world\n", "applied once");
@@ -2090,6 +2094,14 @@ fn exec_starts_the_command_where_the_user_is_and_the_commit_keeps_it() {
     // The directory is part of the program text, so the commit (from
     // anywhere) is of the same work.
     let id = receipt["transaction"].as_str().unwrap();
+    // Its review shows the command line as a shell reads it, and where it started.
+    let shown = vsh(&["show", id, "--workspace", dir.path().to_str().unwrap()], None);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("\nprogram      sh -c 'cat lib.txt; echo made > made.txt'\nin           src/app\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("command      exited 0 (profile vsh-command-confined-v1)"), "{shown}");
     let committed = vsh(&["commit", id, "--workspace", dir.path().to_str().unwrap()], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert_eq!(std::fs::read_to_string(inside.join("made.txt")).unwrap(), "made\n");
