@@ -807,6 +807,22 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         drop(runtime);
         runtime = open(config)?;
     }
+    // The first run's grants are the first run's: say when this one's differ.
+    if let Some(first) = runtime.show(id)?.and_then(|receipt| receipt.grants)
+        && let now = runtime.command_grants(stored.language).unwrap_or_default()
+        && first != now
+        && !output.quiet
+    {
+        let said = |grants: &vsh::CommandGrants| {
+            if grants.is_default() { "nothing more".to_owned() } else { render::grants_text(grants) }
+        };
+        eprintln!(
+            "vsh: warning: the first run's commands were granted {}, this run's {}: give --env, --pass-env, \
+             --allow-network, --allow-port, --allow-unix-sockets and --tool again for the same",
+            said(&first),
+            said(&now)
+        );
+    }
     let mode = match rerun.mode {
         args::Mode::Preview => vsh::RunMode::Preview,
         args::Mode::Auto => vsh::RunMode::Auto,

@@ -486,6 +486,7 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
         let label = if result.profile == vsh::lower::vsh_monty::COMMAND_PROFILE { "command" } else { "bash" };
         let _ = writeln!(out, "{label:<12} exited {} (profile {})", result.exit_code, result.profile);
     }
+
     if let vsh::ExecutionOutput::Session { steps } = output {
         for (index, step) in steps.iter().enumerate() {
             let kept = if step.kept { "kept" } else { "undone" };
@@ -500,6 +501,28 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
             );
         }
     }
+}
+
+/// What a run's real commands were granted beyond the defaults, one line.
+pub(crate) fn grants_text(grants: &vsh::CommandGrants) -> String {
+    let mut parts = Vec::new();
+    if !grants.env.is_empty() {
+        parts.push(format!("env {}", grants.env.join(", ")));
+    }
+    if grants.network != "none" {
+        parts.push(format!("network {}", grants.network));
+    }
+    if !grants.ports.is_empty() {
+        let numbers: Vec<String> = grants.ports.iter().map(u16::to_string).collect();
+        parts.push(format!("ports {}", numbers.join(", ")));
+    }
+    if grants.unix_sockets {
+        parts.push("unix sockets".to_owned());
+    }
+    if !grants.tools.is_empty() {
+        parts.push(format!("tools {}", grants.tools.join(", ")));
+    }
+    shown(&parts.join("; "), true).into_owned()
 }
 
 /// What to do next with the work a receipt describes, if anything.
@@ -575,6 +598,9 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         );
     }
     output_text(&mut out, &receipt.output);
+    if let Some(grants) = receipt.grants.as_ref().filter(|grants| !grants.is_default()) {
+        let _ = writeln!(out, "grants       {}", grants_text(grants));
+    }
     let stats = &receipt.execution;
     let _ = writeln!(
         out,

@@ -2530,6 +2530,52 @@ fn a_vsh_killed_outright_leaves_no_command_running_for_long() {
 }
 
 #[test]
+fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let secret = "s3cr3t-value-of-the-token";
+    let granted = ["--env", &format!("API_TOKEN={secret}"), "--allow-network", "loopback"];
+    let mut args = vec!["exec", "--workspace", ws, "--json"];
+    args.extend(granted);
+    args.extend(["--", "sh", "-c", "test -n \"$API_TOKEN\" && echo used > b.txt"]);
+    let ran = vsh(&args, None);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    let expected = serde_json::json!({
+        "env": ["API_TOKEN"], "tools": [], "network": "loopback", "ports": [], "unix_sockets": false
+    });
+    assert_eq!(receipt["grants"], expected, "{receipt}");
+    let id = receipt["transaction"].as_str().unwrap().to_owned();
+    // The review shows them; the store holds the name, never the value.
+    let shown = vsh(&["show", &id, "--workspace", ws], None);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("grants       env API_TOKEN; network loopback"), "{text}");
+    let mut stack = vec![dir.path().join(".vsh")];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|entry| entry.unwrap().path()));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            assert!(!bytes.windows(secret.len()).any(|window| window == secret.as_bytes()), "{}", path.display());
+        }
+    }
+    // A command that ran with nothing more says nothing of grants.
+    let plain = vsh(&["exec", "--workspace", ws, "--", "true"], None);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("grants"));
+    // Run again without them: vsh says what the first run had.
+    let again = vsh(&["rerun", &id, "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("the first run's commands were granted env API_TOKEN; network loopback"), "{stderr}");
+    let mut args = vec!["rerun", &id, "--workspace", ws];
+    args.extend(granted);
+    let same = vsh(&args, None);
+    assert!(!String::from_utf8_lossy(&same.stderr).contains("were granted"), "{same:?}");
+}
+
+#[test]
 fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     if !fuse_available() {
         return;

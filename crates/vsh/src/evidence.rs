@@ -12,9 +12,10 @@ use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
 use vsh_vfs::Effect;
 
-/// Version of the evidence encoding: 2 carries either language's output;
-/// version 1 (a Monty value and stdout) is still read.
-const EVIDENCE_VERSION: u8 = 2;
+/// Version of the evidence encoding: 3 adds what real commands were granted;
+/// version 2 (either language's output) and 1 (a Monty value and stdout)
+/// are still read.
+const EVIDENCE_VERSION: u8 = 3;
 
 /// The deepest value nesting kept as evidence. Encoding and decoding recurse
 /// once per level, so the bound keeps both far from the stack's limit.
@@ -80,6 +81,19 @@ pub(crate) struct Evidence {
     /// What the program did, in order (writes, directories made, removals,
     /// renames, mode changes): the rename evidence the diff alone does not show.
     pub(crate) effects: Vec<Effect>,
+    /// What its real commands were granted, when it could run any.
+    pub(crate) grants: Option<crate::CommandGrants>,
+}
+
+/// Version 2's layout, for artifacts written before grants were recorded.
+#[derive(Deserialize)]
+struct EvidenceV2 {
+    version: u8,
+    nonce: [u8; 16],
+    decision: Decision,
+    output: EvidenceOutput,
+    stats: ExecutionStats,
+    effects: Vec<Effect>,
 }
 
 /// Version 1's layout, for artifacts written before Bash.
@@ -101,8 +115,9 @@ impl Evidence {
         output: EvidenceOutput,
         stats: &ExecutionStats,
         effects: Vec<Effect>,
+        grants: Option<crate::CommandGrants>,
     ) -> Self {
-        Self { version: EVIDENCE_VERSION, nonce, decision, output, stats: stats.clone(), effects }
+        Self { version: EVIDENCE_VERSION, nonce, decision, output, stats: stats.clone(), effects, grants }
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -121,6 +136,19 @@ impl Evidence {
                     output: EvidenceOutput::Monty { value: old.value, stdout: old.stdout },
                     stats: old.stats,
                     effects: old.effects,
+                    grants: None,
+                }
+            }
+            Some(2) => {
+                let old: EvidenceV2 = postcard::from_bytes(bytes).map_err(|_| EvidenceError::Malformed)?;
+                Self {
+                    version: old.version,
+                    nonce: old.nonce,
+                    decision: old.decision,
+                    output: old.output,
+                    stats: old.stats,
+                    effects: old.effects,
+                    grants: None,
                 }
             }
             Some(&EVIDENCE_VERSION) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
@@ -170,7 +198,7 @@ mod tests {
         }];
         let monty = EvidenceOutput::Monty { value: value.clone(), stdout: "out".into() };
         let evidence =
-            Evidence::new([7; 16], Decision::AutoApproved, monty, &ExecutionStats::default(), effects.clone());
+            Evidence::new([7; 16], Decision::AutoApproved, monty, &ExecutionStats::default(), effects.clone(), None);
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
         let bash = EvidenceOutput::Bash {
             profile: vsh_monty::BASH_PROFILE.into(),
@@ -178,7 +206,8 @@ mod tests {
             stdout: vec![0xff, b'\n'],
             stderr: b"warn".to_vec(),
         };
-        let evidence = Evidence::new([8; 16], Decision::AutoApproved, bash, &ExecutionStats::default(), Vec::new());
+        let evidence =
+            Evidence::new([8; 16], Decision::AutoApproved, bash, &ExecutionStats::default(), Vec::new(), None);
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
         assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Version(5)));
         assert_eq!(Evidence::decode(b"\x02junk"), Err(EvidenceError::Malformed));
@@ -218,5 +247,51 @@ mod tests {
         let read = Evidence::decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
         assert_eq!(read.output, EvidenceOutput::Monty { value: MontyObject::Int(42), stdout: "hi".into() });
         assert_eq!(read.nonce, [3; 16]);
+    }
+
+    /// Version 2 evidence (before grants were recorded) reads with no
+    /// grants; version 3 keeps them.
+    #[test]
+    fn version_two_evidence_still_reads_and_grants_round_trip() {
+        #[derive(Serialize)]
+        struct V2 {
+            version: u8,
+            nonce: [u8; 16],
+            decision: Decision,
+            output: EvidenceOutput,
+            stats: ExecutionStats,
+            effects: Vec<Effect>,
+        }
+        let output = EvidenceOutput::Bash {
+            profile: vsh_monty::COMMAND_PROFILE.into(),
+            exit_code: 0,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        };
+        let old = V2 {
+            version: 2,
+            nonce: [4; 16],
+            decision: Decision::AutoApproved,
+            output: output.clone(),
+            stats: ExecutionStats::default(),
+            effects: Vec::new(),
+        };
+        let read = Evidence::decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert_eq!((read.output, read.grants, read.nonce), (output.clone(), None, [4; 16]));
+        let grants = crate::CommandGrants {
+            env: vec!["TOKEN".into()],
+            network: "loopback".into(),
+            ports: vec![5432],
+            ..crate::CommandGrants::default()
+        };
+        let evidence = Evidence::new(
+            [5; 16],
+            Decision::AutoApproved,
+            output,
+            &ExecutionStats::default(),
+            Vec::new(),
+            Some(grants),
+        );
+        assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
     }
 }

@@ -40,8 +40,8 @@ pub use hook::{
     HookedRuntime, RequestEvent, ReviewContent,
 };
 pub use receipt::{
-    BashResult, CommitReceipt, ExecutionOutput, Receipt, RunPolicy, SessionStep, StageTimings, StepKind, StoredProgram,
-    Warning,
+    BashResult, CommandGrants, CommitReceipt, ExecutionOutput, Receipt, RunPolicy, SessionStep, StageTimings, StepKind,
+    StoredProgram, Warning,
 };
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
 pub use runtime::Runtime;

@@ -212,6 +212,45 @@ impl std::fmt::Display for Warning {
     }
 }
 
+/// What a run's real commands were granted beyond what every command gets:
+/// recorded with the transaction (in its evidence, bound into its id), so a
+/// reviewer sees it and a re-run can be given it again. The values of
+/// variables are never recorded, only their names.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct CommandGrants {
+    /// The names of the variables set or passed to commands
+    /// ([`crate::RuntimeConfig::with_command_env`]), in order.
+    pub env: Vec<String>,
+    /// The host directories commands may read and execute from
+    /// ([`crate::RuntimeConfig::with_command_tools`]), as paths.
+    pub tools: Vec<String>,
+    /// The network commands reach: `none`, `loopback` or `all`.
+    pub network: String,
+    /// The TCP ports commands may connect to.
+    pub ports: Vec<u16>,
+    /// Whether commands may make unix sockets of their own.
+    pub unix_sockets: bool,
+}
+
+impl Default for CommandGrants {
+    /// What every command gets: no variable, no tool, no network, no port,
+    /// no unix socket of its own.
+    fn default() -> Self {
+        Self { env: Vec::new(), tools: Vec::new(), network: "none".to_owned(), ports: Vec::new(), unix_sockets: false }
+    }
+}
+
+impl CommandGrants {
+    /// Whether these are what every command gets: nothing more.
+    pub fn is_default(&self) -> bool {
+        self.env.is_empty()
+            && self.tools.is_empty()
+            && self.network == "none"
+            && self.ports.is_empty()
+            && !self.unix_sockets
+    }
+}
+
 /// The result of a run or a commit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Receipt {
@@ -240,6 +279,11 @@ pub struct Receipt {
     pub timings: StageTimings,
     /// The commit, when the transaction was committed.
     pub commit: Option<CommitReceipt>,
+    /// What the run's real commands were granted, for a run that could run
+    /// any (a command, real Bash, a Monty program with commands enabled);
+    /// `None` for one that could not, and for work stored before vsh
+    /// recorded it.
+    pub grants: Option<CommandGrants>,
     /// What the operator should know (a repaired blob, ...); usually empty.
     pub warnings: Vec<Warning>,
 }

@@ -357,6 +357,7 @@ fn receipt_of(
         execution: evidence.stats,
         timings: StageTimings::default(),
         commit: None,
+        grants: evidence.grants,
         warnings: Vec::new(),
     }
 }

@@ -60,6 +60,9 @@ pub struct ReceiptDocument {
     pub timings_ns: TimingsDocument,
     /// What the commit applied, when it was committed.
     pub commit: Option<CommitDocument>,
+    /// What the run's real commands were granted beyond what every command
+    /// gets (variable names, never values), for a run that could run any.
+    pub grants: Option<crate::CommandGrants>,
     /// What the operator should know about a run that still succeeded.
     pub warnings: Vec<String>,
 }
@@ -524,6 +527,7 @@ impl From<&Receipt> for ReceiptDocument {
                     .map(|kept| KeptDocument { path: kept.path.to_string(), kept: kept.kept.to_string() })
                     .collect(),
             }),
+            grants: receipt.grants.clone(),
             warnings: receipt.warnings.iter().map(ToString::to_string).collect(),
         }
     }

@@ -38,6 +38,7 @@ impl Runs {
             outcome.output.clone(),
             &outcome.stats,
             vfs.effects().to_vec(),
+            self.command_grants(request),
         );
         let evidence_bytes = evidence.encode();
         let intent = request.intent.unwrap_or("");
@@ -120,6 +121,34 @@ impl Runs {
         nonce
     }
 
+    /// Whether `request` can run real commands: a command, real Bash, or a
+    /// Monty program (or a session) when commands are enabled.
+    fn runs_commands(&self, request: &RunRequest<'_>) -> bool {
+        let scripts = matches!(request.language, crate::Language::Bash | crate::Language::Session);
+        let confined = scripts && self.bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
+        let may_run_commands =
+            matches!(request.language, crate::Language::Command | crate::Language::Monty | crate::Language::Session);
+        confined || may_run_commands && self.commands
+    }
+
+    /// What `request`'s real commands are granted, when it can run any.
+    pub(crate) fn command_grants(&self, request: &RunRequest<'_>) -> Option<crate::CommandGrants> {
+        // What every command gets is no grant (a variable set otherwise is).
+        let every = vsh_monty::CommandConfig::new("/").env;
+        self.runs_commands(request).then(|| crate::CommandGrants {
+            env: self.command_env.iter().filter(|pair| !every.contains(pair)).map(|(name, _)| name.clone()).collect(),
+            tools: self.command_tools.iter().map(|tool| tool.display().to_string()).collect(),
+            network: match self.command_network {
+                vsh_sandbox::NetworkAccess::None => "none",
+                vsh_sandbox::NetworkAccess::Loopback => "loopback",
+                vsh_sandbox::NetworkAccess::All => "all",
+            }
+            .to_owned(),
+            ports: self.command_ports.clone(),
+            unix_sockets: self.command_unix_sockets,
+        })
+    }
+
     /// The digest of everything a run's outcome depends on besides the program
     /// and the workspace: the version, the executor, the request's budget, the
     /// snapshot limits, the hidden paths, the mounts a run may cross, the hook.
@@ -137,10 +166,7 @@ impl Runs {
         }
         // A real command, real Bash, or a Monty program that may run
         // commands (`vsh_exec`): the environment the commands get.
-        let confined = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
-        let may_run_commands =
-            matches!(request.language, crate::Language::Command | crate::Language::Monty | crate::Language::Session);
-        if confined || may_run_commands && self.commands {
+        if self.runs_commands(request) {
             canon::put_bytes(&mut out, vsh_monty::COMMAND_PROFILE.as_bytes());
             let env = &self.command_env;
             canon::put_u64(&mut out, env.len() as u64);

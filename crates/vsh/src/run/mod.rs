@@ -425,6 +425,7 @@ impl Runs {
             execution: outcome.stats,
             timings,
             commit: None,
+            grants: self.command_grants(request),
             warnings,
         };
         Ok(Ran { artifact, receipt, contents })

@@ -509,6 +509,13 @@ impl Runtime {
         )
     }
 
+    /// What the real commands of a run in `language` are granted by this
+    /// runtime (what its receipt records, see [`crate::CommandGrants`]);
+    /// `None` when such a run runs none.
+    pub fn command_grants(&self, language: crate::Language) -> Option<crate::CommandGrants> {
+        self.runs.command_grants(&RunRequest::new("").with_language(language))
+    }
+
     /// The policy a transaction was made under when its run overrode the
     /// workspace's policy (a runtime opened with a profile, file or text other
     /// than the one the workspace recorded), checked against its binding.
