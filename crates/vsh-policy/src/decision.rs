@@ -195,10 +195,15 @@ pub enum RiskFlag {
     /// An existing file was emptied, or shrunk by more than the rewrite ratio
     /// (see the [module documentation](self#content-rewrites)).
     ContentRewrite,
+    /// The diff writes both a `HEAD` and a `config` file in one directory:
+    /// a git repository's layout (a bare one, or one made outside `.git`,
+    /// which the `.git` rule does not cover), whose `config` git obeys when
+    /// it runs there (`core.pager`, `core.fsmonitor`: programs it starts).
+    GitRepository,
 }
 
 impl RiskFlag {
-    /// The canonical tag: `Mutation`=1 through `ContentRewrite`=9.
+    /// The canonical tag: `Mutation`=1 through `GitRepository`=10.
     pub const fn tag(self) -> u8 {
         match self {
             Self::Mutation => 1,
@@ -210,6 +215,7 @@ impl RiskFlag {
             Self::LargeByteChange => 7,
             Self::PermissionChange => 8,
             Self::ContentRewrite => 9,
+            Self::GitRepository => 10,
         }
     }
 
@@ -225,6 +231,7 @@ impl RiskFlag {
             Self::LargeByteChange => "large-byte-change",
             Self::PermissionChange => "permission-change",
             Self::ContentRewrite => "content-rewrite",
+            Self::GitRepository => "git-repository",
         }
     }
 }
@@ -701,6 +708,7 @@ mod tests {
             RiskFlag::LargeByteChange,
             RiskFlag::PermissionChange,
             RiskFlag::ContentRewrite,
+            RiskFlag::GitRepository,
         ];
         for (index, flag) in flags.iter().enumerate() {
             assert_eq!(usize::from(flag.tag()), index + 1);

@@ -196,7 +196,10 @@ impl TransactionPolicy {
         if input.diff.is_empty() {
             return Decision::AutoApproved;
         }
-        let flags = self.flags(&metrics);
+        let mut flags = self.flags(&metrics);
+        if writes_a_git_repository(input.diff) {
+            flags.push(RiskFlag::GitRepository);
+        }
         if flags.is_empty() {
             Decision::AutoApproved
         } else {
@@ -392,6 +395,20 @@ fn mutation_of(kind: DiffKind) -> AccessKind {
     }
 }
 
+/// Whether `diff` leaves a file named `HEAD` and one named `config` in one
+/// directory, at least one of them written by it: a git repository's
+/// layout, whose `config` git obeys (see [`RiskFlag::GitRepository`]).
+fn writes_a_git_repository(diff: &[DiffEntry]) -> bool {
+    let written = |name: &str| {
+        diff.iter()
+            .filter(|entry| entry.after.is_some_and(|after| after.kind == vsh_types::NodeKind::File))
+            .filter(|entry| entry.path.file_name() == Some(name))
+            .filter_map(|entry| entry.path.parent())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    !written("HEAD").is_disjoint(&written("config"))
+}
+
 #[cfg(test)]
 mod tests {
     use vsh_types::NodeState;
@@ -495,6 +512,25 @@ mod tests {
                 let decision = policy.evaluate(&PolicyInput::new(std::slice::from_ref(&entry)));
                 assert!(!decision.is_denied(), "{profile} {entry:?}: {decision:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_diff_that_writes_a_git_repositorys_head_and_config_needs_a_reviewer() {
+        let policy = policy(PolicyProfile::Balanced);
+        let decide = |diff: &[DiffEntry]| policy.evaluate(&PolicyInput { diff, ..PolicyInput::default() });
+        // A bare repository planted outside .git: its config would run programs.
+        let planted = [create("tools/HEAD", b"ref: refs/heads/main\n"), create("tools/config", b"[core]\n")];
+        assert_eq!(flags(&decide(&planted)), [RiskFlag::GitRepository]);
+        let rewritten = [modify("tools/HEAD"), modify("tools/config")];
+        assert_eq!(flags(&decide(&rewritten)), [RiskFlag::GitRepository]);
+        // Either file alone, or the two in different directories, is an ordinary change.
+        for diff in [
+            vec![create("tools/config", b"[core]\n")],
+            vec![create("HEAD", b"x"), create("etc/config", b"x")],
+            vec![create("a/HEAD", b"x"), create("a/config/HEAD", b"x")],
+        ] {
+            assert_eq!(decide(&diff), Decision::AutoApproved, "{diff:?}");
         }
     }
 
