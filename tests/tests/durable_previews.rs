@@ -215,4 +215,13 @@ fn work_kept_for_a_later_commit_never_takes_more_than_half_the_disk_left() {
     // What was kept still commits.
     runtime.commit(kept.transaction, now_ms()).unwrap();
     assert!(disk.0.path().join("big2.bin").is_file());
+    // Small contents (carried inside the artifact) count too: 70 files of
+    // 60 KiB, 4.1 MiB, on a disk of 8 MiB.
+    let small = SmallDisk::mount("8m");
+    put(small.0.path(), "a.txt", "a");
+    let runtime = Runtime::open(durable(&small.0, DurablePreviews::default())).unwrap();
+    let many = "from pathlib import Path\nfor i in range(70):\n    Path(f'/workspace/s{i}.txt').write_text(str(i % 10) * (60 << 10) + str(i))";
+    let refused = runtime.preview(&RunRequest::new(many));
+    let Err(VshError::StoreSpace { needed, .. }) = refused else { panic!("{refused:?}") };
+    assert!(needed > 70 * (60 << 10), "{needed}");
 }

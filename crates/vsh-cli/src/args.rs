@@ -191,8 +191,9 @@ impl Command {
 pub(crate) struct Common {
     /// The workspace directory (default: the nearest directory at or above
     /// the current one that holds a .vsh directory, as git finds a repository;
-    /// else the top of the git repository the current directory is in; else
-    /// the current directory).
+    /// else the top of the git repository the current directory is in, if
+    /// it is not your home directory and its .git is yours; else the current
+    /// directory).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -214,9 +215,18 @@ pub(crate) fn workspace_at_or_above(dir: &Path) -> Option<&Path> {
 }
 
 /// The top of the git repository `dir` is in (the nearest directory at or
-/// above it holding a `.git` directory or file), never the filesystem root.
+/// above it holding a `.git` directory or file), when it is one vsh may
+/// take for a workspace: never the filesystem root or the home directory
+/// (a home kept in git is not a project), and only a `.git` this user owns
+/// (as git's `safe.directory` asks: another user's `/tmp/.git` must not
+/// choose the workspace).
 pub(crate) fn repository_at_or_above(dir: &Path) -> Option<&Path> {
-    dir.ancestors().filter(|dir| dir.parent().is_some()).find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+    use std::os::unix::fs::MetadataExt as _;
+    let top = dir.ancestors().find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let owned = std::fs::symlink_metadata(top.join(".git"))
+        .is_ok_and(|meta| meta.uid() == vsh::lower::vsh_sandbox::effective_uid());
+    (top.parent().is_some() && home.as_deref() != Some(top) && owned).then_some(top)
 }
 
 impl Common {

@@ -2048,6 +2048,7 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     let from = |cwd: &Path, code: &str| {
         Command::new(env!("CARGO_BIN_EXE_vsh"))
             .env_clear()
+            .env("HOME", dir.path().join("home"))
             .current_dir(cwd)
             .args(["run", "--json", "-"])
             .stdin(std::process::Stdio::piped())
@@ -2071,6 +2072,21 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     let plain = from(&dir.path().join("plain"), "1");
     assert_eq!(plain.status.code(), Some(0), "{}", String::from_utf8_lossy(&plain.stderr));
     assert!(dir.path().join("plain/.vsh").is_dir() && !dir.path().join(".vsh").exists());
+    // A home kept in git is not a project: the current directory.
+    std::fs::create_dir_all(dir.path().join("home/.git")).unwrap();
+    std::fs::create_dir_all(dir.path().join("home/projects/foo")).unwrap();
+    let in_home = from(&dir.path().join("home/projects/foo"), "1");
+    assert_eq!(in_home.status.code(), Some(0), "{}", String::from_utf8_lossy(&in_home.stderr));
+    assert!(dir.path().join("home/projects/foo/.vsh").is_dir() && !dir.path().join("home/.vsh").exists());
+    // Another user's .git does not choose the workspace either (root runs the tests and can give it away).
+    if is_root() {
+        std::fs::create_dir_all(dir.path().join("shared/.git")).unwrap();
+        std::fs::create_dir_all(dir.path().join("shared/mine")).unwrap();
+        std::os::unix::fs::chown(dir.path().join("shared/.git"), Some(65534), Some(65534)).unwrap();
+        let mine = from(&dir.path().join("shared/mine"), "1");
+        assert_eq!(mine.status.code(), Some(0), "{}", String::from_utf8_lossy(&mine.stderr));
+        assert!(dir.path().join("shared/mine/.vsh").is_dir() && !dir.path().join("shared/.vsh").exists());
+    }
 }
 
 #[test]

@@ -227,7 +227,12 @@ fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
     // say); what is left goes half to the head and the rest to the tail, so
     // even a small cap keeps both ends.
     let marker = |omitted: u64| format!("\n[vsh: {omitted} bytes left out]\n");
-    let room = cap.saturating_sub(marker(total).len());
+    if marker(total).len() > cap {
+        // Too small a cap for the line: its first bytes, no more.
+        head.truncate(cap);
+        return head;
+    }
+    let room = cap - marker(total).len();
     let head_kept = head.len().min(room / 2);
     let tail_kept = tail.len().min(room - head_kept);
     head.truncate(head_kept);
@@ -928,6 +933,9 @@ mod tests {
     fn a_capture_within_its_cap_is_whole_and_past_it_keeps_both_ends_within_the_cap() {
         let text = lines(100);
         assert_eq!(capture(&text[..], 1000), text, "1,000 bytes fit 1,000");
+        // A cap smaller than the line that would stand for the middle: a prefix within it.
+        let tiny = capture(&text[..], 10);
+        assert!(tiny.len() <= 10 && text.starts_with(&tiny), "{tiny:?}");
         for cap in [60, 100, 200, 999] {
             let kept = capture(&text[..], cap);
             assert!(kept.len() <= cap, "cap {cap}: {} bytes", kept.len());

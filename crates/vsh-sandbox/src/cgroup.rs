@@ -106,8 +106,12 @@ fn remove_left_groups(parent: &Path) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let fields: Vec<&str> = name.to_str().unwrap_or_default().split('-').collect();
-        let owner = fields.first().and_then(|pid| pid.parse::<u32>().ok());
-        let gone = owner.is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists());
+        let owner = fields.first().and_then(|pid| pid.parse::<i32>().ok()).and_then(rustix::process::Pid::from_raw);
+        // Asked of the kernel in this process's own pid namespace (a `/proc`
+        // mounted for another namespace would answer for other processes).
+        let gone = owner.is_some_and(|pid| {
+            rustix::process::test_kill_process(pid).is_err_and(|errno| errno == rustix::io::Errno::SRCH)
+        });
         if !gone || !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
             continue;
         }
@@ -151,6 +155,13 @@ mod tests {
 
     static ALONE: Mutex<()> = Mutex::new(());
 
+    /// The id of a process that is gone (one this test started and reaped).
+    fn gone_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().expect("a process");
+        child.wait().expect("reaped");
+        child.id()
+    }
+
     /// Two commands started at once each make a group: the second's cleanup
     /// never removes the first's, which its child has not joined yet (it did,
     /// and the first command failed with "memory cgroup: No such file").
@@ -166,7 +177,7 @@ mod tests {
         let second = MemoryGroup::create(64 << 20).expect("another");
         assert!(first.dir.join("cgroup.procs").exists(), "the first group is still there");
         // A group a process that is gone left is removed.
-        let stale = Path::new(MEMORY_ROOT).join(VSH_GROUPS).join(format!("{}-{}-0-0", u32::MAX - 7, pid_namespace()));
+        let stale = Path::new(MEMORY_ROOT).join(VSH_GROUPS).join(format!("{}-{}-0-0", gone_pid(), pid_namespace()));
         std::fs::create_dir(&stale).expect("a stale group");
         let third = MemoryGroup::create(64 << 20).expect("a third");
         assert!(!stale.exists(), "a gone process's group is removed");
@@ -187,9 +198,10 @@ mod tests {
         let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let parent = Path::new(MEMORY_ROOT).join(VSH_GROUPS);
         let _ = std::fs::create_dir(&parent);
-        let orphaned = parent.join(format!("{}-{}-0-0", u32::MAX - 9, pid_namespace()));
+        let gone = gone_pid();
+        let orphaned = parent.join(format!("{gone}-{}-0-0", pid_namespace()));
         // Another namespace's group is never judged from here.
-        let foreign = parent.join(format!("{}-1-0-0", u32::MAX - 9));
+        let foreign = parent.join(format!("{gone}-1-0-0"));
         std::fs::create_dir(&foreign).expect("another namespace's group");
         let mut left = std::process::Command::new("sleep").arg("60").spawn().expect("a process");
         // Another test's child setup may sweep the empty group before the

@@ -157,7 +157,8 @@ pub(crate) fn close_inherited_on_exec() -> io::Result<()> {
     if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
         return Err(error);
     }
-    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(1 << 20);
+    // Up to the hard limit: a descriptor above the soft one may still be open.
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum.unwrap_or(1 << 20);
     let last = libc::c_int::try_from(limit).unwrap_or(libc::c_int::MAX);
     for fd in 3..last {
         // SAFETY: F_SETFD on a descriptor number only changes that

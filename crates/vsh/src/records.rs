@@ -84,10 +84,6 @@ pub(crate) struct Committable {
     pub(crate) receipt: Receipt,
 }
 
-/// Contents smaller than this are stored without asking the disk's space
-/// ([`Records::check_store_space`]).
-pub(crate) const STORE_SPACE_FREE: u64 = 1 << 20;
-
 /// The transaction store, the blob store and the bounds of what they keep.
 #[derive(Debug)]
 pub(crate) struct Records {
@@ -231,10 +227,9 @@ impl Records {
     /// [`VshError::StoreSpace`] if storing `needed` bytes of contents would
     /// take more than half the space available on the data directory's
     /// disk, or leave it less than a reserve of 2 % of its size (at most
-    /// 1 GiB). Below [`STORE_SPACE_FREE`] nothing is asked (a run's small
-    /// contents cost one `fstatvfs` less).
+    /// 1 GiB). Asked of every run that stores anything: one `fstatvfs`.
     pub(crate) fn check_store_space(&self, needed: u64) -> Result<(), VshError> {
-        if needed < STORE_SPACE_FREE {
+        if needed == 0 {
             return Ok(());
         }
         let space = self.data.dir().space().map_err(|source| {

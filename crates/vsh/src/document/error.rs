@@ -83,7 +83,9 @@ pub struct ErrorDocument {
     /// How many distinct refusals there were in all (more than `denied`
     /// lists when the run met more than it shows).
     pub denied_total: Option<u64>,
-    /// What to do next, when there is one thing to do (`vsh rerun 0123abcd...`).
+    /// What to do next: the next command when there is one (`vsh rerun
+    /// 0123abcd...`), else the advice the text gives, as sentences (raise a
+    /// limit with its option, give a program's directory with `--tool`).
     pub hint: Option<String>,
 }
 

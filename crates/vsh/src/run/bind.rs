@@ -291,8 +291,9 @@ fn store_contents(
     warnings: &mut Vec<Warning>,
 ) -> Result<(), VshError> {
     let blobs = records.blobs();
-    // What the store may have to hold (each content once), asked of the
-    // disk before anything is written when it is more than a little.
+    // What the store will hold that it does not yet (each content once, the
+    // ones carried inside the artifact too), asked of the disk before
+    // anything is written.
     let mut to_store = std::collections::BTreeMap::new();
     for entry in diff.entries() {
         let Some(after) = entry.after else { continue };
@@ -304,15 +305,13 @@ fn store_contents(
             to_store.insert(expected, after.size);
         }
     }
-    if to_store.values().fold(0_u64, |total, size| total.saturating_add(*size)) >= crate::records::STORE_SPACE_FREE {
-        let mut needed = 0_u64;
-        for (id, size) in &to_store {
-            if blobs.status(*id)? != vsh_store::BlobStatus::Intact {
-                needed = needed.saturating_add(*size);
-            }
+    let mut needed = inline.values().fold(0_u64, |total, bytes| total.saturating_add(bytes.len() as u64));
+    for (id, size) in &to_store {
+        if blobs.status(*id)? != vsh_store::BlobStatus::Intact {
+            needed = needed.saturating_add(*size);
         }
-        records.check_store_space(needed)?;
     }
+    records.check_store_space(needed)?;
     for entry in diff.entries() {
         let Some(after) = entry.after else { continue };
         if after.kind == NodeKind::Directory || entry.before.is_some_and(|before| before.content == after.content) {
