@@ -147,3 +147,54 @@ fn reads_never_cross_a_mount_point_inside_the_workspace() {
     assert_eq!(value, "'outside bytes\\n'");
     assert_eq!(receipt.state, TransactionState::AutoApproved);
 }
+
+/// The risk flags of a receipt waiting for a reviewer (none for auto-approved work).
+fn risk_flags(receipt: &vsh::Receipt) -> Vec<String> {
+    match &receipt.decision {
+        RuntimeDecision::PendingApproval(manifest) => {
+            manifest.flags.iter().map(|flag| flag.name().to_owned()).collect()
+        }
+        RuntimeDecision::AutoApproved => Vec::new(),
+        other @ RuntimeDecision::Denied(_) => panic!("expected a decision a reviewer can make, got {other:?}"),
+    }
+}
+
+/// A program writing each `(path, text)`.
+fn writes(files: &[(&str, &str)]) -> String {
+    let lines = files.iter().map(|(path, text)| {
+        format!(
+            "Path('/workspace/{path}').parent.mkdir(parents=True, exist_ok=True)\n\
+             Path('/workspace/{path}').write_text({text:?})\n"
+        )
+    });
+    std::iter::once("from pathlib import Path\n".to_owned()).chain(lines).collect()
+}
+
+#[test]
+fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_reviewer() {
+    let git = ["git-repository".to_owned()];
+    let pager = "[core]\n\tpager = \"touch /tmp/pwned; cat\"\n";
+    let decide = |base: &[(&str, &str)], files: &[(&str, &str)]| {
+        let dir = workspace(base);
+        let runtime = Runtime::open(config(dir.path())).unwrap();
+        risk_flags(&runtime.preview(&RunRequest::new(&writes(files))).unwrap())
+    };
+    // A repository whose HEAD points (through commondir) at a config elsewhere.
+    let split =
+        [("tools/HEAD", "ref: refs/heads/main\n"), ("tools/commondir", "../shared\n"), ("shared/config", pager)];
+    assert_eq!(decide(&[("a.txt", "a")], &split), git);
+    // The same with a harmless config there: tools is a repository by its HEAD and commondir.
+    let linked = [("tools/HEAD", "ref: refs/heads/main\n"), ("tools/commondir", "../shared\n")];
+    assert_eq!(decide(&[("shared/config", "[user]\n")], &linked), git);
+    // Completing a repository a former run began: its HEAD beside an existing config.
+    assert_eq!(decide(&[("repo/config", "[user]\n\tname = x\n")], &[("repo/HEAD", "ref: refs/heads/main\n")]), git);
+    // Writing into an existing one: a hook, which git runs.
+    let bare = [("repo/HEAD", "ref: refs/heads/main\n"), ("repo/config", "[user]\n")];
+    assert_eq!(decide(&bare, &[("repo/hooks/post-checkout", "#!/bin/sh\n")]), git);
+    // A config in git's format on its own, wherever it is.
+    assert_eq!(decide(&[("a.txt", "a")], &[("deploy/config", "[alias]\n\tst = !sh -c x\n")]), git);
+    // Ordinary work stays ordinary: a config of another format, a HEAD alone.
+    assert!(decide(&[("a.txt", "a")], &[("app/config", "[server]\nport = 8080\n")]).is_empty());
+    assert!(decide(&[("a.txt", "a")], &[("app/config", "key=value\n"), ("notes/HEAD", "x")]).is_empty());
+    assert!(decide(&bare, &[("src/main.rs", "fn main() {}\n")]).is_empty());
+}

@@ -57,6 +57,13 @@ pub struct PolicyInput<'a> {
     pub renames: u64,
     /// Base nodes the run observed: the delete ratio's denominator.
     pub observed_base_nodes: u64,
+    /// Whether the diff writes into a git repository outside `.git`, as the
+    /// caller found it in the image after the diff (a path inside a
+    /// directory that holds a `HEAD` and a `config` or `commondir`, or a
+    /// `config` in git's format): raises [`RiskFlag::GitRepository`], as
+    /// does a diff that writes a `HEAD` and a `config` in one directory
+    /// whatever the caller found.
+    pub git_repository: bool,
 }
 
 impl<'a> PolicyInput<'a> {
@@ -197,7 +204,7 @@ impl TransactionPolicy {
             return Decision::AutoApproved;
         }
         let mut flags = self.flags(&metrics);
-        if writes_a_git_repository(input.diff) {
+        if input.git_repository || writes_a_git_repository(input.diff) {
             flags.push(RiskFlag::GitRepository);
         }
         if flags.is_empty() {

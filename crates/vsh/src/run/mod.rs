@@ -5,6 +5,7 @@
 
 mod bind;
 mod command;
+mod git;
 pub(crate) use command::command_env;
 
 pub(crate) use bind::program_digest;
@@ -384,11 +385,13 @@ impl Runs {
         let Concluding { request, vfs, diff, outcome, mut timings } = concluding;
         let stage_start = Instant::now();
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
+        let git_repository = git::writes_into_a_git_repository(vfs, &diff);
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
             renames: vfs.renames(),
             observed_base_nodes: base_nodes,
+            git_repository,
         });
         timings.policy = elapsed_ns(stage_start);
 
