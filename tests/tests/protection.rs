@@ -191,6 +191,9 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
     // Writing into an existing one: a hook, which git runs.
     let bare = [("repo/HEAD", "ref: refs/heads/main\n"), ("repo/config", "[user]\n")];
     assert_eq!(decide(&bare, &[("repo/hooks/post-checkout", "#!/bin/sh\n")]), git);
+    // A HEAD beside objects (git needs no config), with a hook.
+    let objects = [("odb/HEAD", "ref: refs/heads/main\n"), ("odb/objects/info/packs", ""), ("odb/hooks/pre-push", "x")];
+    assert_eq!(decide(&[("a.txt", "a")], &objects), git);
     // A config in git's format on its own, wherever it is.
     assert_eq!(decide(&[("a.txt", "a")], &[("deploy/config", "[alias]\n\tst = !sh -c x\n")]), git);
     // Ordinary work stays ordinary: a config of another format, a HEAD alone.

@@ -45,7 +45,8 @@ const GIT_SECTIONS: [&str; 20] = [
 
 /// Whether `diff` writes into a git repository outside `.git` in `vfs` (the
 /// image after the diff): a path written inside a directory that holds a
-/// file `HEAD` and a file `config` or `commondir`, or a file named `config`
+/// file `HEAD` and a file `config` or `commondir` or a directory `objects`,
+/// or a file named `config`
 /// in git's format (one of [`GIT_SECTIONS`]). What cannot be looked at
 /// counts as such a write (a reviewer decides), never as a failed run.
 pub(crate) fn writes_into_a_git_repository(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> bool {
@@ -82,10 +83,13 @@ fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
     Ok(false)
 }
 
-/// Whether `dir` holds a file `HEAD` and a file `config` or `commondir`.
+/// Whether `dir` holds a file `HEAD` and a file `config` or `commondir` or
+/// a directory `objects` (git takes a directory with `HEAD`, `objects` and
+/// `refs` for a repository, its `config` optional).
 fn holds_a_repository(vfs: &VirtualFs, dir: &VPath) -> bool {
-    let is_file = |name: &str| dir.child(name).is_ok_and(|path| vfs.peek_kind(&path) == Some(NodeKind::File));
-    is_file("HEAD") && (is_file("config") || is_file("commondir"))
+    let is = |name: &str, kind: NodeKind| dir.child(name).is_ok_and(|path| vfs.peek_kind(&path) == Some(kind));
+    is("HEAD", NodeKind::File)
+        && (is("config", NodeKind::File) || is("commondir", NodeKind::File) || is("objects", NodeKind::Directory))
 }
 
 /// Whether the file at `path` (of `size` bytes) reads as a git
