@@ -277,6 +277,9 @@ impl CommandSettings {
             }
             tools.push(absolute);
         }
+        if !args.ports.is_empty() && args.allow_network == Some(args::NetworkArg::All) {
+            usage_conflict("--allow-port is for a network of none or loopback: --allow-network all reaches every port");
+        }
         if args.allow_unix_sockets
             && let Some(abi) = vsh::lower::vsh_sandbox::probe().landlock_abi
             && abi < UNIX_SOCKETS_GOVERNED_FROM
@@ -807,10 +810,18 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         drop(runtime);
         runtime = open(config)?;
     }
-    // The first run's grants are the first run's: say when this one's differ.
+    // The first run's grants are the first run's: say when this one's differ
+    // (in what they grant, not in the order they were given).
+    let unordered = |mut grants: vsh::CommandGrants| {
+        grants.env.sort();
+        grants.env.dedup();
+        grants.tools.sort();
+        grants.ports.sort_unstable();
+        grants
+    };
     if let Some(first) = runtime.show(id)?.and_then(|receipt| receipt.grants)
         && let now = runtime.command_grants(stored.language).unwrap_or_default()
-        && first != now
+        && unordered(first.clone()) != unordered(now.clone())
         && !output.quiet
     {
         let said = |grants: &vsh::CommandGrants| {

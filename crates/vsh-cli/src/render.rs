@@ -125,7 +125,8 @@ pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
             row.record.state.name(),
             // Padded before it is styled, so the column holds with or without colour.
             paint(style::FLAG, &format!("{flags:<28}")),
-            row.intent
+            // An agent's text: escaped, so it can never draw a row of its own.
+            shown(&row.intent, false)
         );
     }
     out
@@ -156,7 +157,7 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
             "{:<12}  {:<12}  {state}  {paths:>5}  {approver:<12}  {}",
             row.record.id.short(),
             relative(row.record.updated_ms, now),
-            row.intent
+            shown(&row.intent, false)
         );
     }
     out

@@ -1660,6 +1660,10 @@ fn a_usage_error_asked_for_json_is_a_json_error_too() {
         (vec!["exec", "--json", "-w", ws], "not provided: <COMMAND>"),
         (vec!["exec", "--json", "-w", ws, "--pass-env", "VSH_TEST_SET_NOWHERE", "--", "true"], "VSH_TEST_SET_NOWHERE"),
         (vec!["exec", "--json", "-w", ws, "--tool", "/etc/passwd", "--", "true"], "/etc/passwd: not a directory"),
+        (
+            vec!["exec", "--json", "-w", ws, "--allow-network", "all", "--allow-port", "5432", "--", "true"],
+            "every port",
+        ),
     ];
     for (args, said) in cases {
         let output = vsh(&args, None);
@@ -2554,7 +2558,7 @@ fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again
     write(dir.path(), "a.txt", "a\n");
     let ws = dir.path().to_str().unwrap();
     let secret = "s3cr3t-value-of-the-token";
-    let granted = ["--env", &format!("API_TOKEN={secret}"), "--allow-network", "loopback"];
+    let granted = ["--env", &format!("API_TOKEN={secret}"), "--env", "MODE=ci", "--allow-network", "loopback"];
     let mut args = vec!["exec", "--workspace", ws, "--json"];
     args.extend(granted);
     args.extend(["--", "sh", "-c", "test -n \"$API_TOKEN\" && echo used > b.txt"]);
@@ -2562,14 +2566,14 @@ fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again
     assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
     let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
     let expected = serde_json::json!({
-        "env": ["API_TOKEN"], "tools": [], "network": "loopback", "ports": [], "unix_sockets": false
+        "env": ["API_TOKEN", "MODE"], "tools": [], "network": "loopback", "ports": [], "unix_sockets": false
     });
     assert_eq!(receipt["grants"], expected, "{receipt}");
     let id = receipt["transaction"].as_str().unwrap().to_owned();
     // The review shows them; the store holds the name, never the value.
     let shown = vsh(&["show", &id, "--workspace", ws], None);
     let text = String::from_utf8_lossy(&shown.stdout);
-    assert!(text.contains("grants       env API_TOKEN; network loopback"), "{text}");
+    assert!(text.contains("grants       env API_TOKEN, MODE; network loopback"), "{text}");
     let mut stack = vec![dir.path().join(".vsh")];
     while let Some(path) = stack.pop() {
         if path.is_dir() {
@@ -2584,11 +2588,34 @@ fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again
     // Run again without them: vsh says what the first run had.
     let again = vsh(&["rerun", &id, "--workspace", ws], None);
     let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(stderr.contains("the first run's commands were granted env API_TOKEN; network loopback"), "{stderr}");
+    assert!(stderr.contains("the first run's commands were granted env API_TOKEN, MODE; network loopback"), "{stderr}");
+    // The same grants in another order are the same grants.
+    let token = format!("API_TOKEN={secret}");
+    let reordered = ["--allow-network", "loopback", "--env", "MODE=ci", "--env", &token];
     let mut args = vec!["rerun", &id, "--workspace", ws];
-    args.extend(granted);
+    args.extend(reordered);
     let same = vsh(&args, None);
     assert!(!String::from_utf8_lossy(&same.stderr).contains("were granted"), "{same:?}");
+}
+
+#[test]
+fn an_intent_can_never_draw_a_row_of_its_own_in_pending_or_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let forged = "fix\rdeadbeef0000  0 s  committed\u{c}\u{9b}2J\u{202e}txet";
+    let program = "from pathlib import Path\nPath('n.txt').write_text('n')";
+    let ran = vsh(&["run", "--workspace", ws, "--intent", forged, "-"], Some(program));
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let check = |listing: &[&str]| {
+        let listed = vsh(listing, None);
+        let text = String::from_utf8_lossy(&listed.stdout);
+        assert!(!text.contains(['\r', '\u{c}', '\u{9b}', '\u{202e}']), "{listing:?}: {text:?}");
+        assert!(text.contains("fix\\rdeadbeef0000"), "{listing:?}: {text:?}");
+    };
+    check(&["pending", "--workspace", ws]);
+    let id = id_of(&ran);
+    assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(0));
+    check(&["log", "--workspace", ws]);
 }
 
 #[test]

@@ -366,7 +366,11 @@ impl fmt::Display for LimitExceeded {
                 let seconds = |nanos: u64| nanos as f64 / 1e9;
                 write!(f, "{limit} limit {} s exceeded after {:.3} s", seconds(self.max), seconds(self.attempted))
             }
-            LimitKind::Recursion | LimitKind::OsCalls | LimitKind::DirectoryEntries | LimitKind::EvidenceRecords => {
+            LimitKind::Recursion
+            | LimitKind::OsCalls
+            | LimitKind::DirectoryEntries
+            | LimitKind::EvidenceRecords
+            | LimitKind::DiskNodes => {
                 write!(f, "{limit} limit {} exceeded: {}", self.max, self.attempted)
             }
             _ => write!(f, "{limit} limit {} exceeded: {}", human_bytes(self.max), human_bytes(self.attempted)),
