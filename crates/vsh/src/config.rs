@@ -368,8 +368,8 @@ impl RuntimeConfig {
     /// candidate: written directly and kept between runs (a second
     /// `cargo test` builds incrementally), never part of the image, the diff
     /// or a commit. A nested name (`node_modules/.cache`) is bound only where
-    /// its parent is a directory, a name ending in `target` only where a
-    /// `Cargo.toml` or `pom.xml` is beside it (elsewhere `target` is the
+    /// its parent is a directory, one whose last name is `target` only where
+    /// a `Cargo.toml` or `pom.xml` is beside it (elsewhere `target` is the
     /// project's own: seen, and changed in the diff). `__pycache__` is Python's bytecode: commands
     /// get `PYTHONPYCACHEPREFIX` pointing at its directory (in their `/tmp`)
     /// instead of `PYTHONDONTWRITEBYTECODE`, so no `__pycache__` reaches a

@@ -400,12 +400,12 @@ impl VshError {
             | Self::VerifierTimeout { .. }
             | Self::ForeignCheckpoint
             | Self::InvalidSeed { .. }
+            | Self::ScratchBusy { .. }
             | Self::Cancelled => C::Execution,
             Self::Commit(_)
             | Self::EphemeralCapacity { .. }
             | Self::DurablePreviewCapacity { .. }
             | Self::StoreSpace { .. }
-            | Self::ScratchBusy { .. }
             | Self::SeedChanged { .. } => C::Commit,
             Self::UnknownTransaction(_)
             | Self::NoSuchTransaction(_)
@@ -450,7 +450,7 @@ mod tests {
             ),
             (VshError::DurablePreviewCapacity { entries: 256, bytes: 0 }, ErrorCategory::Commit),
             (VshError::StoreSpace { needed: 2, available: 3, reserve: 1 }, ErrorCategory::Commit),
-            (VshError::ScratchBusy { waited_ms: 1 }, ErrorCategory::Commit),
+            (VshError::ScratchBusy { waited_ms: 1 }, ErrorCategory::Execution),
             (
                 VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: Vec::new() }),
                 ErrorCategory::Commit,

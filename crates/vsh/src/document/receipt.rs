@@ -60,8 +60,10 @@ pub struct ReceiptDocument {
     pub timings_ns: TimingsDocument,
     /// What the commit applied, when it was committed.
     pub commit: Option<CommitDocument>,
-    /// What the run's real commands were granted beyond what every command
-    /// gets (variable names, never values), for a run that could run any.
+    /// What the run's real commands were granted, for a run that could run
+    /// any: the variables set beyond what every command gets (names, never
+    /// values), the tools, the network (`none` when not granted), ports and
+    /// unix sockets.
     pub grants: Option<crate::CommandGrants>,
     /// What the operator should know about a run that still succeeded.
     pub warnings: Vec<String>,

@@ -55,7 +55,7 @@ impl Runs {
         });
         let transaction = binding.transaction();
         let mut warnings = Vec::new();
-        if self.run_policy.is_some() {
+        if self.own_policy {
             warnings.push(Warning::OwnPolicy { profile: self.policy.profile(), digest: self.policy.digest() });
         }
         let mut contents = Contents::new();
@@ -172,7 +172,8 @@ impl Runs {
             canon::put_u64(&mut out, env.len() as u64);
             for (key, value) in env {
                 canon::put_bytes(&mut out, key.as_bytes());
-                canon::put_bytes(&mut out, value.as_bytes());
+                // The value by its keyed MAC: a binding never lets it be guessed.
+                canon::put_bytes(&mut out, &super::env_value_mac(&self.env_key, value));
             }
             canon::put_u64(&mut out, self.command_tools.len() as u64);
             for tool in &self.command_tools {

@@ -174,6 +174,14 @@ pub(crate) struct Runs {
     command_ports: Vec<u16>,
     /// Whether real commands may make unix sockets of their own.
     command_unix_sockets: bool,
+    /// The key the values of commands' variables are hashed under wherever
+    /// a digest of them is kept (the binding, the scratch grants): a
+    /// low-entropy secret cannot be guessed back from a stored digest
+    /// without the authority key.
+    env_key: vsh_types::MacKey,
+    /// Whether this runtime decides under a policy of its own, not the
+    /// workspace's (whether or not the policy's text could be recorded).
+    own_policy: bool,
 }
 
 impl Runs {
@@ -208,7 +216,17 @@ impl Runs {
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
             command_unix_sockets: false,
+            env_key: vsh_types::AuthorityKey::unauthenticated().mac_key(ENV_KEY_DOMAIN),
+            own_policy: false,
         }
+    }
+
+    /// Hash commands' variable values under `key`'s subkey (see `env_key`),
+    /// and say whether the policy is not the workspace's.
+    pub(crate) fn with_authority(mut self, key: &vsh_types::AuthorityKey, own_policy: bool) -> Self {
+        self.env_key = key.mac_key(ENV_KEY_DOMAIN);
+        self.own_policy = own_policy;
+        self
     }
 
     /// Give real commands these tool directories and scratch directories,
@@ -453,7 +471,7 @@ impl Runs {
             Some(lock) if !commands.scratch.is_empty() => {
                 let held = hold_scratch(lock, request, cancel, &self.scratch_wait)?;
                 lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
-                let grants = command_grants(commands, &self.policy.digest());
+                let grants = command_grants(commands, &self.policy.digest(), &self.env_key);
                 lock.clear_unless_granted(&held, &grants).map_err(VshError::DataDirectory)?;
                 // Recorded before anything runs, so a run that never ends
                 // (vsh killed, a panic) leaves it: the next run clears.
@@ -629,6 +647,14 @@ fn hold_scratch(
     }
 }
 
+/// The domain of the subkey commands' variable values are hashed under.
+const ENV_KEY_DOMAIN: &str = "vsh 2026 command env values v1";
+
+/// The MAC of a command's variable value under `key` (what digests keep of it).
+pub(crate) fn env_value_mac(key: &vsh_types::MacKey, value: &str) -> [u8; 32] {
+    key.mac().update(value.as_bytes()).finalize()
+}
+
 /// Whether `diff` holds every path `vfs`'s effects name: committing it then
 /// gives each of them a time newer than anything built while the run had it.
 fn diff_holds_every_change(vfs: &VirtualFs, diff: &CanonicalDiff) -> bool {
@@ -667,7 +693,11 @@ fn still_wanted(
 /// the image they may read): the scratch directories belong to one such set
 /// at a time (`vsh_store::ScratchLock::clear_unless_granted`). The per-call
 /// environment a program gives `vsh_exec` is the program's own, not a grant.
-fn command_grants(commands: &vsh_monty::CommandConfig, policy: &vsh_types::PolicyDigest) -> [u8; 32] {
+fn command_grants(
+    commands: &vsh_monty::CommandConfig,
+    policy: &vsh_types::PolicyDigest,
+    env_key: &vsh_types::MacKey,
+) -> [u8; 32] {
     // Every field named: a new one does not compile until it is judged a grant or not.
     let vsh_monty::CommandConfig { root: _, env, tools, scratch: _, network, connect_ports, unix_sockets, unisolated } =
         commands;
@@ -678,7 +708,8 @@ fn command_grants(commands: &vsh_monty::CommandConfig, policy: &vsh_types::Polic
     env.sort();
     hasher.update(&(env.len() as u64).to_le_bytes());
     for (name, value) in &env {
-        for field in [name.as_bytes(), value.as_bytes()] {
+        // The value by its keyed MAC: the record on disk never lets it be guessed.
+        for field in [name.as_bytes(), &env_value_mac(env_key, value)] {
             hasher.update(&(field.len() as u64).to_le_bytes());
             hasher.update(field);
         }
@@ -713,7 +744,11 @@ fn filled_the_disk(executed: &Result<Executed, VshError>) -> bool {
 
 #[cfg(test)]
 mod grants_tests {
-    use super::command_grants;
+    use super::{ENV_KEY_DOMAIN, command_grants, env_value_mac};
+
+    fn key() -> vsh_types::MacKey {
+        vsh_types::AuthorityKey::from_bytes([1; 32]).mac_key(ENV_KEY_DOMAIN)
+    }
 
     #[test]
     fn what_commands_are_granted_and_the_policy_decide_the_grants_and_nothing_else() {
@@ -723,13 +758,13 @@ mod grants_tests {
             config
         };
         let policy = vsh_types::PolicyDigest::digest(b"balanced");
-        let base = command_grants(&config(), &policy);
+        let base = command_grants(&config(), &policy, &key());
         // The order the grants were given in, the root and the scratch paths are not grants.
         let mut same = config();
         same.env.reverse();
         same.root = "/elsewhere".into();
         same.scratch = vec![("target".to_owned(), "/data/scratch/target".into())];
-        assert_eq!(command_grants(&same, &policy), base);
+        assert_eq!(command_grants(&same, &policy, &key()), base);
         let mut token = config();
         token.env.push(("TOKEN".to_owned(), "t".to_owned()));
         let mut value = config();
@@ -753,8 +788,23 @@ mod grants_tests {
             ("unisolated", &unisolated),
             ("unix sockets", &sockets),
         ] {
-            assert_ne!(command_grants(other, &policy), base, "{what}");
+            assert_ne!(command_grants(other, &policy, &key()), base, "{what}");
         }
-        assert_ne!(command_grants(&config(), &vsh_types::PolicyDigest::digest(b"permissive")), base, "the policy");
+        assert_ne!(command_grants(&config(), &vsh_types::PolicyDigest::digest(b"permissive"), &key()), base, "the policy");
+    }
+
+    /// A variable's value is kept only by its MAC under the authority key:
+    /// the same grants give the same digest under one key and another under
+    /// another, so a value cannot be guessed back from a stored digest
+    /// without the key.
+    #[test]
+    fn the_digests_of_command_grants_are_keyed_by_the_authority() {
+        let mut commands = vsh_monty::CommandConfig::new("/w");
+        commands.env.push(("TOKEN".to_owned(), "1234".to_owned()));
+        let policy = vsh_types::PolicyDigest::digest(b"p");
+        let two = vsh_types::AuthorityKey::from_bytes([2; 32]).mac_key(ENV_KEY_DOMAIN);
+        assert_eq!(command_grants(&commands, &policy, &key()), command_grants(&commands, &policy, &key()));
+        assert_ne!(command_grants(&commands, &policy, &key()), command_grants(&commands, &policy, &two));
+        assert_ne!(env_value_mac(&key(), "1234"), env_value_mac(&two, "1234"));
     }
 }

@@ -90,21 +90,7 @@ impl Runtime {
         };
         // `None`: a recorded policy that cannot be taken, with an explicit one.
         let workspace_policy = workspace_policy(&data, &key, explicit.is_some(), protected_data.as_ref())?;
-        // A run under another policy than the workspace's (or than one that
-        // cannot be taken) records that policy with its transaction, for the
-        // commands that review, approve and commit it.
-        let (policy, run_policy) = match explicit {
-            Some(policy) if workspace_policy.as_ref().is_none_or(|recorded| policy.digest() != recorded.digest()) => {
-                let text = vsh_policy::render_policy(&policy);
-                // The rendering parses back to the same policy (tested for every
-                // profile and for custom rules); were it ever not to, the
-                // transaction is made without it, approvable under its policy only.
-                let faithful = vsh_policy::PolicyFile::from_toml(&text)
-                    .is_ok_and(|file| file.policy(protected_data.as_ref()).digest() == policy.digest());
-                (policy, faithful.then_some(text))
-            }
-            _ => (workspace_policy.unwrap_or_else(|| default_policy(protected_data.as_ref())), None),
-        };
+        let (policy, run_policy, own_policy) = deciding_policy(explicit, workspace_policy, protected_data.as_ref());
         let executor = executor(worker, &data, &key)?
             .with_result_compatibility(result_compatibility)
             .with_nested_bash(bash.map(|bash| bash.limits));
@@ -123,10 +109,11 @@ impl Runtime {
             .unwrap_or_else(|| crate::config::DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect());
         let scratch_dirs = if commands || confined_bash { scratch_dirs(&data, scratch)? } else { Vec::new() };
         let scratch_lock = data.scratch_lock();
-        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key);
+        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key.clone());
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
+                .with_authority(&key, own_policy)
                 .with_bash(bash)
                 .with_commands(commands, command_env)
                 .with_command_dirs(command_tools, scratch_dirs, scratch_lock, lock_wait)
@@ -197,6 +184,30 @@ fn worker_config(execution: Execution, max_idle: Option<usize>) -> Result<Option
         worker.max_idle = max_idle;
     }
     Ok(Some(worker))
+}
+
+/// The policy a runtime decides under: `explicit` (a per-run profile, file or
+/// text) when given, else the workspace's recorded one, else the default;
+/// with the text a transaction records when the policy is not the
+/// workspace's (or the workspace's cannot be taken), for the commands that
+/// review, approve and commit it, and whether it is not the workspace's.
+fn deciding_policy(
+    explicit: Option<TransactionPolicy>,
+    workspace_policy: Option<TransactionPolicy>,
+    protected_data: Option<&vsh_types::VPath>,
+) -> (TransactionPolicy, Option<String>, bool) {
+    match explicit {
+        Some(policy) if workspace_policy.as_ref().is_none_or(|recorded| policy.digest() != recorded.digest()) => {
+            let text = vsh_policy::render_policy(&policy);
+            // The rendering parses back to the same policy (tested for every
+            // profile and for custom rules); were it ever not to, the
+            // transaction is made without it, approvable under its policy only.
+            let faithful = vsh_policy::PolicyFile::from_toml(&text)
+                .is_ok_and(|file| file.policy(protected_data).digest() == policy.digest());
+            (policy, faithful.then_some(text), true)
+        }
+        _ => (workspace_policy.unwrap_or_else(|| default_policy(protected_data)), None, false),
+    }
 }
 
 /// The executor: in process, or a worker pool whose binary's digest is taken
