@@ -435,6 +435,22 @@ pub(crate) struct GcArgs {
     /// from nothing. Left alone while a run uses them.
     #[arg(long)]
     pub(crate) scratch: bool,
+    /// Delete content nothing needs once it is this old (default 24h): what
+    /// rejected, expired or discarded work stored is freed after it. Never
+    /// less than 10m, which protects content a run in progress has just
+    /// stored and not yet recorded.
+    #[arg(long, value_name = "DURATION", value_parser = grace_duration)]
+    pub(crate) grace: Option<Duration>,
+}
+
+/// `vsh gc --grace`: a duration of at least ten minutes.
+fn grace_duration(text: &str) -> Result<Duration, String> {
+    let duration = positive_duration(text)?;
+    let least = Duration::from_millis(vsh::lower::vsh_store::REFRESH_AFTER_MS);
+    if duration < least {
+        return Err(format!("{text:?} is less than {}: a run in progress may need what it stored", "10m"));
+    }
+    Ok(duration)
 }
 
 #[derive(Debug, Args)]

@@ -83,9 +83,13 @@ pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
 }
 
 /// `vsh gc`: the store's retention, and what it removed.
-pub(crate) fn gc(runtime: &Runtime, scratch: bool, json: bool, quiet: bool, now: u64) -> Outcome {
+pub(crate) fn gc(runtime: &Runtime, args: &crate::args::GcArgs, quiet: bool, now: u64) -> Outcome {
+    let json = args.common.json;
     let mut retention = vsh::RetentionConfig::default();
-    if scratch {
+    if let Some(grace) = args.grace {
+        retention.blob_grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+    }
+    if args.scratch {
         // `--scratch`: whatever the scratch directories hold is past the bound.
         retention.max_scratch_bytes = Some(0);
     }

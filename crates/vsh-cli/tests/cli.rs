@@ -988,6 +988,46 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
 }
 
 #[test]
+fn gc_frees_what_rejected_work_stored_after_the_grace_the_operator_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    // 100 KiB: past what travels inside the artifact (a blob of its own),
+    // within what a review shows.
+    let program = "from pathlib import Path\nPath('big.txt').write_text('x' * (100 << 10))";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "--profile", "strict", "-"], Some(program)));
+    assert_eq!(vsh(&["reject", &id, "--workspace", ws], None).status.code(), Some(0));
+    // Everything stored an hour ago.
+    let blobs = dir.path().join(".vsh/data/blobs");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_hours(1);
+    let mut stack = vec![blobs.clone()];
+    let mut files = 0;
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|entry| entry.unwrap().path()));
+        } else {
+            std::fs::File::options().write(true).open(&path).unwrap().set_modified(hour_ago).unwrap();
+            files += 1;
+        }
+    }
+    assert!(files >= 2, "the artifact and the content: {files}");
+    let removed = |args: &[&str]| {
+        let output = vsh(args, None);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["blobs_removed"].as_u64().unwrap()
+    };
+    assert_eq!(removed(&["gc", "--workspace", ws, "--json"]), 0, "within the default 24 hours");
+    // The content goes; the artifact stays, for its review and a re-run.
+    assert_eq!(removed(&["gc", "--grace", "30m", "--workspace", ws, "--json"]), 1);
+    let shown = vsh(&["show", &id, "--workspace", ws], None);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("create big.txt"), "{shown:?}");
+    // Never under ten minutes: a run in progress may need what it just stored.
+    assert_eq!(vsh(&["gc", "--grace", "5m", "--workspace", ws], None).status.code(), Some(2));
+}
+
+#[test]
 fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), ".env", "S=1\n");

@@ -144,11 +144,25 @@ impl TransactionStore {
             scratch: crate::ScratchReport::default(),
         };
         let mut referenced = keep.clone();
-        let artifacts: Vec<(TransactionId, BlobId)> = self.read(|state| {
-            state.records().values().filter_map(|record| record.artifact.map(|blob| (record.id, blob))).collect()
+        // Work that can never commit (rejected, expired, denied) keeps its
+        // artifact (its review, its program for a re-run) but not its
+        // contents: nothing will ever write them, and they may be large.
+        let never_commits = |state: vsh_types::TransactionState| {
+            use vsh_types::TransactionState::{Denied, Expired, Rejected};
+            matches!(state, Rejected | Expired | Denied)
+        };
+        let artifacts: Vec<(TransactionId, BlobId, bool)> = self.read(|state| {
+            state
+                .records()
+                .values()
+                .filter_map(|record| record.artifact.map(|blob| (record.id, blob, never_commits(record.state))))
+                .collect()
         })?;
-        for (transaction, blob) in artifacts {
+        for (transaction, blob, contents_collectable) in artifacts {
             referenced.insert(blob);
+            if contents_collectable {
+                continue;
+            }
             match Self::artifact_content(blobs, blob, &config.artifact_limits) {
                 Ok(content) => referenced.extend(content),
                 Err(error) if error.is_fatal() => return Err(error),

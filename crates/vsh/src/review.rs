@@ -24,6 +24,7 @@ pub(crate) fn stored_review(
     calls: &CallPolicy,
     diff: &[DiffEntry],
     inline: &vsh_store::InlineContents,
+    collected: bool,
 ) -> Result<Vec<FileReview>, VshError> {
     vsh_vfs::review_entries(diff, ReviewLimits::default(), |entry, side| {
         // The after state is the program's own output; the before state is
@@ -42,6 +43,11 @@ pub(crate) fn stored_review(
             // A file's bytes, or a symlink's target, by the digest the diff names.
             (Side::After, Some(blob)) => match held.content(blob).or_else(|| inline.get(&blob).cloned()) {
                 Some(bytes) => Ok(bytes.to_vec()),
+                // Work that can never commit may have had its contents
+                // collected (`vsh gc`): no hunks, not a store failure.
+                None if collected && records.blobs().status(blob)? == vsh_store::BlobStatus::Missing => {
+                    Err(NoHunks::Unavailable)
+                }
                 None => Ok(records.blobs().get(blob, state.size)?),
             },
             (Side::After, None) => Err(NoHunks::Unavailable),

@@ -790,7 +790,11 @@ mod grants_tests {
         ] {
             assert_ne!(command_grants(other, &policy, &key()), base, "{what}");
         }
-        assert_ne!(command_grants(&config(), &vsh_types::PolicyDigest::digest(b"permissive"), &key()), base, "the policy");
+        assert_ne!(
+            command_grants(&config(), &vsh_types::PolicyDigest::digest(b"permissive"), &key()),
+            base,
+            "the policy"
+        );
     }
 
     /// A variable's value is kept only by its MAC under the authority key:

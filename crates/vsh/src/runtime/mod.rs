@@ -499,6 +499,10 @@ impl Runtime {
     /// read them. Empty when nothing is stored (a denied run's record).
     pub fn review(&self, transaction: TransactionId) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
+        // Work that can never commit: `vsh gc` may have collected its contents.
+        let collected = self.records.get(transaction)?.is_some_and(|record| {
+            matches!(record.state, TransactionState::Rejected | TransactionState::Expired | TransactionState::Denied)
+        });
         crate::review::stored_review(
             &self.records,
             &self.previews,
@@ -506,6 +510,7 @@ impl Runtime {
             self.runs.policy().calls(),
             artifact.diff.entries(),
             &artifact.contents,
+            collected,
         )
     }
 
