@@ -275,6 +275,15 @@ impl CommandSettings {
                 let what = if absolute.exists() { "not a directory" } else { "no such directory" };
                 usage_conflict(&format!("--tool {}: {what} (give the directory holding the tool)", tool.display()));
             }
+            // A directory holding a home is more than a tool: say what it gives.
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            if absolute.parent().is_none() || home.is_some_and(|home| home.starts_with(&absolute)) {
+                eprintln!(
+                    "vsh: warning: --tool {}: commands may read everything under it (other workspaces, credentials \
+                     in a home directory), not only the tool; give the tool's own directory",
+                    tool.display()
+                );
+            }
             tools.push(absolute);
         }
         if !args.ports.is_empty() && args.allow_network == Some(args::NetworkArg::All) {

@@ -2639,6 +2639,32 @@ fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again
 }
 
 #[test]
+fn a_tool_directory_that_holds_a_home_is_warned_about() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let ws = ws.to_str().unwrap();
+    let run = |tool: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "-q", "--workspace", ws, "--tool", tool, "--", "true"])
+            .env_clear()
+            .env("HOME", dir.path().join("home"))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).contains("commands may read everything under it")
+    };
+    std::fs::create_dir_all(dir.path().join("home/.cargo")).unwrap();
+    assert!(run("/"), "the root");
+    assert!(run(dir.path().join("home").to_str().unwrap()), "the home");
+    assert!(run(dir.path().to_str().unwrap()), "a directory above the home");
+    assert!(!run(dir.path().join("home/.cargo").to_str().unwrap()), "a tool's own directory");
+}
+
+#[test]
 fn an_intent_can_never_draw_a_row_of_its_own_in_pending_or_log() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().to_str().unwrap();
