@@ -515,3 +515,20 @@ fn a_path_through_a_symlink_that_leads_out_denies_the_transaction_even_when_caug
     assert_eq!(receipt.output.monty_value().unwrap().py_repr(), "['OSError [Errno 40]', False]");
     assert!(matches!(receipt.decision, RuntimeDecision::AutoApproved), "{:?}", receipt.decision);
 }
+
+#[test]
+fn a_receipt_carries_the_changes_and_the_hunks_only_when_asked() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let runtime = runtime(&dir);
+    let program = "from pathlib import Path\nPath('/workspace/a.txt').write_text('two\\n')";
+    let receipt = |detail| runtime.preview(&RunRequest::new(program).with_detail(detail)).unwrap();
+    let compact = receipt(ReceiptDetail::Compact);
+    assert!(compact.changes.is_empty() && compact.review.is_empty());
+    let changes = receipt(ReceiptDetail::Changes);
+    let paths: Vec<String> = changes.changes.iter().map(|entry| entry.path.to_string()).collect();
+    assert_eq!(paths, ["a.txt"]);
+    assert!(changes.review.is_empty(), "no hunks were read or computed");
+    let full = receipt(ReceiptDetail::Full);
+    assert_eq!(full.changes, changes.changes);
+    assert_eq!(full.review.len(), 1, "{:?}", full.review);
+}

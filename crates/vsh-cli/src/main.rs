@@ -619,18 +619,18 @@ fn run_program(
         warn_if_overridden(&runtime)?;
     }
     // Every changed path always (the text lists them, the JSON holds them);
-    // --full decides whether each one's hunks are printed (`shown_receipt`).
-    let mut request = RunRequest::new(code)
-        .with_language(language)
-        .with_mode(run.mode())
-        .with_detail(vsh::ReceiptDetail::Full)
-        .with_budget(run.budget.budget_over(if real == RealCommands::None {
-            language.default_budget()
-        } else {
-            // A run that reaches real programs (a command, `vsh_exec`, real
-            // Bash) gets a command's budget: a build takes minutes, not a second.
-            vsh::ExecutionBudget::for_commands()
-        }));
+    // each one's hunks only with --full (reading and comparing contents
+    // costs, so it is not done for a receipt that would drop them).
+    let mut request =
+        RunRequest::new(code).with_language(language).with_mode(run.mode()).with_detail(detail(run.full)).with_budget(
+            run.budget.budget_over(if real == RealCommands::None {
+                language.default_budget()
+            } else {
+                // A run that reaches real programs (a command, `vsh_exec`, real
+                // Bash) gets a command's budget: a build takes minutes, not a second.
+                vsh::ExecutionBudget::for_commands()
+            }),
+        );
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
@@ -847,10 +847,8 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         args::Mode::Preview => vsh::RunMode::Preview,
         args::Mode::Auto => vsh::RunMode::Auto,
     };
-    let mut request = RunRequest::new(&stored.code)
-        .with_language(stored.language)
-        .with_mode(mode)
-        .with_detail(vsh::ReceiptDetail::Full);
+    let mut request =
+        RunRequest::new(&stored.code).with_language(stored.language).with_mode(mode).with_detail(detail(rerun.full));
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }
@@ -917,6 +915,12 @@ fn now_ms() -> u64 {
 
 /// A run's receipt as printed: with every changed path, and each one's
 /// hunks only when asked (`--full`).
+/// What a receipt carries for the command line: every changed path, and
+/// the review's hunks when they will be shown (`--full`).
+fn detail(full: bool) -> vsh::ReceiptDetail {
+    if full { vsh::ReceiptDetail::Full } else { vsh::ReceiptDetail::Changes }
+}
+
 pub(crate) fn shown_receipt(mut receipt: vsh::Receipt, hunks: bool) -> vsh::Receipt {
     if !hunks {
         receipt.review.clear();

@@ -207,7 +207,7 @@ impl Receipt {
         Ok(value.clone_ref(py))
     }
 
-    /// The changed paths (with `detail="full"`), each with its before and after state.
+    /// The changed paths (with `detail="changes"` or `"full"`), each with its before and after state.
     #[getter]
     fn changes(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.field(py, "changes")
@@ -357,8 +357,11 @@ fn request<'a>(
     let detail = match detail {
         "compact" => vsh::ReceiptDetail::Compact,
         "full" => vsh::ReceiptDetail::Full,
+        "changes" => vsh::ReceiptDetail::Changes,
         other => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!("detail {other:?}: give compact or full")));
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "detail {other:?}: give compact, changes or full"
+            )));
         }
     };
     let mut request = RunRequest::new(code).with_language(language).with_detail(detail).with_mode(mode);

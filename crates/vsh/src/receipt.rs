@@ -266,7 +266,8 @@ pub struct Receipt {
     pub diff: DiffDigest,
     /// Number of changed paths.
     pub changed_paths: usize,
-    /// The changed paths (only with [`crate::ReceiptDetail::Full`]).
+    /// The changed paths (only with [`crate::ReceiptDetail::Full`] or
+    /// [`crate::ReceiptDetail::Changes`]).
     pub changes: Vec<DiffEntry>,
     /// Unified text hunks of changed text files, for human review (only with
     /// [`crate::ReceiptDetail::Full`]; bounded by [`vsh_vfs::ReviewLimits`]).

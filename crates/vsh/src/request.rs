@@ -66,7 +66,12 @@ pub enum ReceiptDetail {
     /// Identity and counts only.
     #[default]
     Compact,
-    /// Every changed path with its before and after states.
+    /// Every changed path with its before and after states, without the
+    /// review's hunks (which read and compare contents).
+    Changes,
+    /// Every changed path with its before and after states, and the review:
+    /// each changed text file's unified hunks (bounded by
+    /// [`vsh_vfs::ReviewLimits`]).
     Full,
 }
 

@@ -416,7 +416,7 @@ impl Runs {
         check()?;
         let review = match request.detail {
             ReceiptDetail::Full => vfs.review(diff.entries(), ReviewLimits::default())?,
-            ReceiptDetail::Compact => Vec::new(),
+            ReceiptDetail::Changes | ReceiptDetail::Compact => Vec::new(),
         };
         check()?;
 
@@ -438,7 +438,7 @@ impl Runs {
             diff: diff.digest(),
             changed_paths: diff.len(),
             changes: match request.detail {
-                ReceiptDetail::Full => diff.entries().to_vec(),
+                ReceiptDetail::Full | ReceiptDetail::Changes => diff.entries().to_vec(),
                 ReceiptDetail::Compact => Vec::new(),
             },
             review,
