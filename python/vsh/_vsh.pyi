@@ -75,7 +75,7 @@ class Receipt:
         """The value of a Monty program's last expression."""
     @property
     def changes(self) -> list[dict[str, Any]]:
-        """The changed paths, with ``detail="full"``."""
+        """The changed paths, with ``detail="changes"`` or ``"full"``."""
     @property
     def hook(self) -> Optional[dict[str, str]]:
         """What the commit hook decided: ``{"decision", "reason", "event_id"}``."""
@@ -188,7 +188,7 @@ class Runtime:
         *,
         language: Literal["monty", "bash", "command"] = "monty",
         intent: Optional[str] = None,
-        detail: Literal["compact", "full"] = "compact",
+        detail: Literal["compact", "changes", "full"] = "compact",
         budget: Optional[Budget] = None,
         cancel: Optional[Cancellation] = None,
     ) -> Receipt:
@@ -199,7 +199,7 @@ class Runtime:
         *,
         language: Literal["monty", "bash", "command"] = "monty",
         intent: Optional[str] = None,
-        detail: Literal["compact", "full"] = "compact",
+        detail: Literal["compact", "changes", "full"] = "compact",
         mode: Literal["auto", "preview"] = "auto",
         budget: Optional[Budget] = None,
         cancel: Optional[Cancellation] = None,

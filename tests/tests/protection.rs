@@ -174,11 +174,12 @@ fn writes(files: &[(&str, &str)]) -> String {
 fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_reviewer() {
     let git = ["git-repository".to_owned()];
     let pager = "[core]\n\tpager = \"touch /tmp/pwned; cat\"\n";
-    let decide = |base: &[(&str, &str)], files: &[(&str, &str)]| {
+    let run = |base: &[(&str, &str)], program: &str| {
         let dir = workspace(base);
         let runtime = Runtime::open(config(dir.path())).unwrap();
-        risk_flags(&runtime.preview(&RunRequest::new(&writes(files))).unwrap())
+        risk_flags(&runtime.preview(&RunRequest::new(program)).unwrap())
     };
+    let decide = |base: &[(&str, &str)], files: &[(&str, &str)]| run(base, &writes(files));
     // A repository whose HEAD points (through commondir) at a config elsewhere.
     let split =
         [("tools/HEAD", "ref: refs/heads/main\n"), ("tools/commondir", "../shared\n"), ("shared/config", pager)];
@@ -194,6 +195,15 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
     // A HEAD beside objects (git needs no config), with a hook.
     let objects = [("odb/HEAD", "ref: refs/heads/main\n"), ("odb/objects/info/packs", ""), ("odb/hooks/pre-push", "x")];
     assert_eq!(decide(&[("a.txt", "a")], &objects), git);
+    // The common directory a commondir names (objects and refs, its HEAD elsewhere): a hook there.
+    let common =
+        [("shared/objects/info/packs", ""), ("shared/refs/heads/main", "0000\n"), ("shared/config", "[user]\n")];
+    assert_eq!(decide(&common, &[("shared/hooks/pre-commit", "#!/bin/sh\n")]), git);
+    // A header in the middle of a line, or after a byte-order mark, is a header to git.
+    assert_eq!(decide(&[("a.txt", "a")], &[("x/config", "[user] [core] pager = touch /tmp/p\n")]), git);
+    let bom = "from pathlib import Path\nPath('/workspace/y').mkdir()\n\
+               Path('/workspace/y/config').write_text(chr(0xfeff) + '[core]\\n\\tpager = x\\n')";
+    assert_eq!(run(&[("a.txt", "a")], bom), git);
     // A config in git's format on its own, wherever it is.
     assert_eq!(decide(&[("a.txt", "a")], &[("deploy/config", "[alias]\n\tst = !sh -c x\n")]), git);
     // Ordinary work stays ordinary: a config of another format, a HEAD alone.

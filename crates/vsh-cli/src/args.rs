@@ -437,8 +437,8 @@ pub(crate) struct GcArgs {
     pub(crate) scratch: bool,
     /// Delete content nothing needs once it is this old (default 24h): what
     /// rejected, expired or discarded work stored is freed after it. Never
-    /// less than 10m, which protects content a run in progress has just
-    /// stored and not yet recorded.
+    /// less than 20m, twice the age at which a run stores content again
+    /// rather than rely on a copy gc might take meanwhile.
     #[arg(long, value_name = "DURATION", value_parser = grace_duration)]
     pub(crate) grace: Option<Duration>,
 }
@@ -446,9 +446,9 @@ pub(crate) struct GcArgs {
 /// `vsh gc --grace`: a duration of at least ten minutes.
 fn grace_duration(text: &str) -> Result<Duration, String> {
     let duration = positive_duration(text)?;
-    let least = Duration::from_millis(vsh::lower::vsh_store::REFRESH_AFTER_MS);
+    let least = Duration::from_millis(2 * vsh::lower::vsh_store::REFRESH_AFTER_MS);
     if duration < least {
-        return Err(format!("{text:?} is less than {}: a run in progress may need what it stored", "10m"));
+        return Err(format!("{text:?} is less than 20m: a run in progress may need what it stored"));
     }
     Ok(duration)
 }

@@ -94,7 +94,7 @@ pub(crate) struct RunParams {
     mode: Option<String>,
     /// What the program is for, recorded with the transaction.
     intent: Option<String>,
-    /// `compact` (the default) or `full` (every changed path with its hunks).
+    /// `compact` (the default), `changes` (every changed path) or `full` (every changed path with its hunks).
     detail: Option<String>,
     /// Lower limits for this run than the server's (each at most the server's own).
     budget: Option<BudgetParams>,
@@ -469,7 +469,8 @@ impl VshServer {
         let detail = match params.detail.as_deref() {
             None | Some("compact") => vsh::ReceiptDetail::Compact,
             Some("full") => vsh::ReceiptDetail::Full,
-            Some(other) => return refused(format!("detail {other:?}: give compact or full")),
+            Some("changes") => vsh::ReceiptDetail::Changes,
+            Some(other) => return refused(format!("detail {other:?}: give compact, changes or full")),
         };
         let language = match params.language.as_deref() {
             None | Some("monty") => vsh::Language::Monty,

@@ -19,8 +19,8 @@ use crate::VshError;
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// The sections of a git configuration that start programs or pull in
-/// other configuration (lower case; a subsection follows a space).
-const GIT_SECTIONS: [&str; 20] = [
+/// other configuration (lower case; a subsection follows a space or a dot).
+const GIT_SECTIONS: [&str; 32] = [
     "core",
     "alias",
     "include",
@@ -41,6 +41,18 @@ const GIT_SECTIONS: [&str; 20] = [
     "protocol",
     "url",
     "remote",
+    "interactive",
+    "tar",
+    "submodule",
+    "trailer",
+    "browser",
+    "web",
+    "man",
+    "guitool",
+    "sendemail",
+    "instaweb",
+    "gui",
+    "hook",
 ];
 
 /// Whether `diff` writes into a git repository outside `.git` in `vfs` (the
@@ -83,30 +95,34 @@ fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
     Ok(false)
 }
 
-/// Whether `dir` holds a file `HEAD` and a file `config` or `commondir` or
-/// a directory `objects` (git takes a directory with `HEAD`, `objects` and
-/// `refs` for a repository, its `config` optional).
+/// Whether `dir` is (or is the common part of) a git repository as git
+/// finds one: a `HEAD` with a `config`, a `commondir` or an `objects`
+/// directory, or an `objects` and a `refs` directory (the directory a
+/// `commondir` names). A symlink counts for any of them (git follows it).
 fn holds_a_repository(vfs: &VirtualFs, dir: &VPath) -> bool {
-    let is = |name: &str, kind: NodeKind| dir.child(name).is_ok_and(|path| vfs.peek_kind(&path) == Some(kind));
-    is("HEAD", NodeKind::File)
-        && (is("config", NodeKind::File) || is("commondir", NodeKind::File) || is("objects", NodeKind::Directory))
+    let is = |name: &str, kind: NodeKind| {
+        dir.child(name).is_ok_and(
+            |path| matches!(vfs.peek_kind(&path), Some(found) if found == kind || found == NodeKind::Symlink),
+        )
+    };
+    let objects = is("objects", NodeKind::Directory);
+    (is("HEAD", NodeKind::File) && (is("config", NodeKind::File) || is("commondir", NodeKind::File) || objects))
+        || objects && is("refs", NodeKind::Directory)
 }
 
 /// Whether the file at `path` (of `size` bytes) reads as a git
-/// configuration: a line `[section]` or `[section "sub"]` naming one of
-/// [`GIT_SECTIONS`]. A file too large to read is taken as one.
+/// configuration: a section header `[section]`, `[section "sub"]` or
+/// `[section.sub]` naming one of [`GIT_SECTIONS`], anywhere in it (git takes
+/// a header in the middle of a line, and a byte-order mark before it). A
+/// file too large to read, or one that cannot be read, is taken as one.
 fn in_gits_format(vfs: &mut VirtualFs, path: &VPath, size: u64) -> Result<bool, VshError> {
     if size > MAX_CONFIG_BYTES {
         return Ok(true);
     }
     let bytes = vfs.read(path)?;
-    Ok(String::from_utf8_lossy(&bytes).lines().any(|line| {
-        let Some(header) = line.trim_start().strip_prefix('[') else { return false };
-        let name: String = header
-            .chars()
-            .take_while(|c| !matches!(c, ']' | ' ' | '\t' | '"' | '.'))
-            .collect::<String>()
-            .to_ascii_lowercase();
+    let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+    Ok(text.split('[').skip(1).any(|after| {
+        let name: String = after.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
         GIT_SECTIONS.contains(&name.as_str())
     }))
 }
