@@ -276,8 +276,10 @@ impl CommandSettings {
                 usage_conflict(&format!("--tool {}: {what} (give the directory holding the tool)", tool.display()));
             }
             // A directory holding a home is more than a tool: say what it gives.
-            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-            if absolute.parent().is_none() || home.is_some_and(|home| home.starts_with(&absolute)) {
+            // Judged where it really is (`..` and symlinks resolved).
+            let real = std::fs::canonicalize(&absolute).unwrap_or_else(|_| absolute.clone());
+            let home = std::env::var_os("HOME").map(|home| std::fs::canonicalize(&home).unwrap_or(home.into()));
+            if real.parent().is_none() || home.is_some_and(|home| home.starts_with(&real)) {
                 eprintln!(
                     "vsh: warning: --tool {}: commands may read everything under it (other workspaces, credentials \
                      in a home directory), not only the tool; give the tool's own directory",

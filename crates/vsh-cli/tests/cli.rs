@@ -2659,6 +2659,7 @@ fn a_tool_directory_that_holds_a_home_is_warned_about() {
     };
     std::fs::create_dir_all(dir.path().join("home/.cargo")).unwrap();
     assert!(run("/"), "the root");
+    assert!(run(dir.path().join("home/.cargo/..").to_str().unwrap()), "the home, by another name");
     assert!(run(dir.path().join("home").to_str().unwrap()), "the home");
     assert!(run(dir.path().to_str().unwrap()), "a directory above the home");
     assert!(!run(dir.path().join("home/.cargo").to_str().unwrap()), "a tool's own directory");
