@@ -339,9 +339,10 @@ fn touching_one_file_in_twenty_thousand_reads_only_that_file() {
     assert_eq!(paths, vec!["d042".to_owned(), "d042/f00042.txt".to_owned()]);
     assert_eq!(counters.lists - counters_before.lists, 0, "no directory was listed");
     assert!(counters.reads - counters_before.reads <= 2, "{counters_before:?} -> {counters:?}");
-    // Three for the file and its directory; two more are the policy's peek
-    // at a HEAD in each directory on the way (a git repository outside .git).
-    assert!(counters.stats - counters_before.stats <= 6, "{counters_before:?} -> {counters:?}");
+    // Three for the file and its directory; four more are the policy's peek
+    // at a HEAD and an objects directory in each directory on the way (a git
+    // repository outside .git): a few per directory, whatever the workspace.
+    assert!(counters.stats - counters_before.stats <= 8, "{counters_before:?} -> {counters:?}");
     let committed = runtime.commit(receipt.transaction, 0).unwrap();
     assert_eq!(committed.state, TransactionState::Committed);
     assert_eq!(std::fs::read_to_string(dir.path().join("d042/f00042.txt")).unwrap(), "PAYLOAD\n");
