@@ -211,3 +211,29 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
     assert!(decide(&[("a.txt", "a")], &[("app/config", "key=value\n"), ("notes/HEAD", "x")]).is_empty());
     assert!(decide(&bare, &[("src/main.rs", "fn main() {}\n")]).is_empty());
 }
+
+#[test]
+fn a_hidden_name_made_or_removed_beside_a_listing_is_no_conflict_and_a_visible_one_is() {
+    let listing = "import os\nfrom pathlib import Path\nPath('/workspace/out/x.txt').parent.mkdir()\n\
+                   Path('/workspace/out/x.txt').write_text('listed')\nsorted(os.listdir('/workspace'))";
+    let commit_after = |change: &dyn Fn(&std::path::Path)| {
+        let dir = workspace(&[("a.txt", "a"), (".env", "S=1")]);
+        let runtime = Runtime::open(config(dir.path())).unwrap();
+        let (value, receipt) = attempt(&runtime, listing);
+        assert_eq!(value, "['a.txt', 'out']", "the secret is not listed");
+        change(dir.path());
+        runtime.commit(receipt.transaction, 0).map(|receipt| receipt.state)
+    };
+    // The secrets the program never saw come and go: the listing it saw is the same.
+    assert_eq!(commit_after(&|root| put(root, ".env.local", "T=2")).unwrap(), TransactionState::Committed);
+    assert_eq!(
+        commit_after(&|root| std::fs::remove_file(root.join(".env")).unwrap()).unwrap(),
+        TransactionState::Committed
+    );
+    // A name it could see is a conflict.
+    let stale = commit_after(&|root| put(root, "b.txt", "b"));
+    assert!(
+        matches!(stale, Err(vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))),
+        "{stale:?}"
+    );
+}

@@ -408,7 +408,7 @@ impl Committer {
     }
 
     fn view(&self) -> LiveView<'_> {
-        LiveView { dir: &self.workspace, excluded: &self.excluded }
+        LiveView { dir: &self.workspace, excluded: &self.excluded, hidden: self.protection.as_ref() }
     }
 
     /// Revalidate only: validate the diff, take the lock, check every

@@ -50,6 +50,10 @@ pub(crate) struct LiveView<'a> {
     pub(crate) dir: &'a CapDir,
     /// Paths hidden from runs: the runtime directory and any data directory inside the workspace.
     pub(crate) excluded: &'a [VPath],
+    /// The protection rules runs were given: the names they hide from a
+    /// program are left out of a listing's names digest, as the run left
+    /// them out (`vsh_vfs::VirtualFs::with_hidden_names`).
+    pub(crate) hidden: Option<&'a vsh_policy::CallPolicy>,
 }
 
 /// The vsh kind of a host kind; `None` for FIFOs, sockets and devices.
@@ -116,14 +120,18 @@ impl LiveView<'_> {
     }
 
     /// The names digest of the directory at `path`, as a run records it: child
-    /// names sorted, the runtime directory and names no guest can spell (not
-    /// UTF-8, which a run leaves out of its listing) left out.
+    /// names sorted, the runtime directory, names no guest can spell (not
+    /// UTF-8, which a run leaves out of its listing) and names the policy
+    /// hides from programs left out.
     pub(crate) fn names(&self, path: &VPath, changed: ConflictReason) -> Result<Observed<[u8; 32]>, CommitError> {
         let children = match self.children(path, changed)? {
             Ok(children) => children,
             Err(reason) => return Ok(Err(reason)),
         };
-        Ok(Ok(names_digest(children.names.iter().map(String::as_str))))
+        let visible = |name: &&String| {
+            self.hidden.is_none_or(|policy| path.child(name).is_ok_and(|child| !policy.is_hidden(&child)))
+        };
+        Ok(Ok(names_digest(children.names.iter().filter(visible).map(String::as_str))))
     }
 
     /// The visible child names of the directory at `path`, and how many

@@ -294,7 +294,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("file"), b"f").unwrap();
         let workspace = Arc::new(CapDir::open(dir.path()).unwrap());
-        let view = LiveView { dir: &workspace, excluded: &[] };
+        let view = LiveView { dir: &workspace, excluded: &[], hidden: None };
         let gone = VPath::parse("gone").unwrap();
         let below_a_file = VPath::parse("file/below").unwrap();
         for (dependency, reason) in facets() {

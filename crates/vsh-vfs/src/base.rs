@@ -99,10 +99,38 @@ pub(crate) struct Base {
     listed_kinds: PathMap<NodeKind>,
     /// Directory entries left out of listings so far (names no guest can spell).
     pub(crate) unlisted: u64,
+    /// The names a listing's recorded names digest leaves out: those the
+    /// policy hides from programs (see [`HiddenNames`]).
+    pub(crate) hidden: Option<HiddenNames>,
     /// The wall clock when this base was opened, nanoseconds since the Unix
     /// epoch (0 if the clock reads earlier): no observation of the base is
     /// older, so it bounds from below the time every stamp was taken.
     pub(crate) opened_at_ns: i128,
+}
+
+/// The names a program never sees in a listing (the ones its policy hides):
+/// a listing's names digest leaves them out (see
+/// [`crate::VirtualFs::with_hidden_names`]); the commit's revalidation must
+/// leave out the same ones.
+#[derive(Clone)]
+pub struct HiddenNames(std::sync::Arc<dyn Fn(&VPath) -> bool + Send + Sync>);
+
+impl HiddenNames {
+    /// The names `hides` says are hidden.
+    pub fn new(hides: impl Fn(&VPath) -> bool + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(hides))
+    }
+
+    /// Whether `path` is hidden.
+    pub fn hides(&self, path: &VPath) -> bool {
+        (self.0)(path)
+    }
+}
+
+impl std::fmt::Debug for HiddenNames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HiddenNames")
+    }
 }
 
 /// How long a file's last status change must lie before the base was opened
@@ -164,6 +192,7 @@ impl Base {
             store_dirs: PathMap::default(),
             listed_kinds: PathMap::default(),
             unlisted: 0,
+            hidden: None,
             opened_at_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |since| i128::try_from(since.as_nanos()).unwrap_or(0)),
@@ -568,7 +597,19 @@ impl Base {
             node.unlisted = unlisted;
             names
         };
-        let digest = names_digest(names.iter().map(String::as_str));
+        // What the program could see of the listing: the names the policy
+        // hides from it are left out of the dependency too, so one made or
+        // removed between the run and its commit is no conflict (and tells
+        // the program nothing).
+        let digest = match &self.hidden {
+            Some(hidden) => names_digest(
+                names
+                    .iter()
+                    .filter(|name| path.child(name).is_ok_and(|child| !hidden.hides(&child)))
+                    .map(String::as_str),
+            ),
+            None => names_digest(names.iter().map(String::as_str)),
+        };
         self.record(path, |dependency| {
             dependency.kind = Some(Some(NodeKind::Directory));
             dependency.names = Some(digest);

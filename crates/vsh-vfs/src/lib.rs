@@ -29,7 +29,7 @@ use std::sync::Arc;
 use vsh_host::CapDir;
 use vsh_types::{BlobId, CanonicalDiff, DiffEntry, NodeKind, NodeState, SnapshotId, VPath};
 
-pub use base::SnapshotLimits;
+pub use base::{HiddenNames, SnapshotLimits};
 pub use error::VfsError;
 pub use review::{
     FileReview, NoHunks, ReviewLimits, Side, hides_text, live_content_if_unchanged, review_entries, unified_hunks,
@@ -239,6 +239,16 @@ impl VirtualFs {
     /// lookups and missing from listings.
     pub fn new(dir: Arc<CapDir>, excluded: Vec<VPath>, limits: SnapshotLimits) -> Self {
         Self { base: Base::new(dir, excluded, limits), overlay: OverlayMap::default(), effects: Vec::new(), renames: 0 }
+    }
+
+    /// Leave the names `hidden` hides out of every listing's recorded names
+    /// digest (the names a program never sees: the policy's hidden paths), so
+    /// a hidden name made or removed under a listed directory is no conflict.
+    /// The commit's revalidation must leave out the same names.
+    #[must_use]
+    pub fn with_hidden_names(mut self, hidden: HiddenNames) -> Self {
+        self.base.hidden = Some(hidden);
+        self
     }
 
     /// Bytes the image holds in memory of its own: the content of every file

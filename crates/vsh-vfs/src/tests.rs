@@ -834,3 +834,20 @@ fn peek_kind_answers_as_kind_does_and_records_nothing() {
         assert_eq!(vfs.kind(&p(path)).unwrap(), *kind, "kind agrees at {path}");
     }
 }
+
+#[test]
+fn a_listings_names_digest_leaves_out_the_hidden_names() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"a");
+    write(dir.path(), ".env", b"S=1");
+    let hidden = crate::HiddenNames::new(|path: &VPath| path.file_name() == Some(".env"));
+    let mut vfs = vfs_over(dir.path()).with_hidden_names(hidden);
+    assert_eq!(vfs.read_dir(&VPath::root()).unwrap(), vec![".env".to_owned(), "a.txt".to_owned()]);
+    let names = vfs.read_set().entries.get(&VPath::root()).and_then(|dependency| dependency.names);
+    assert_eq!(names, Some(crate::names_digest(["a.txt"])), "only what a program may see");
+    // Without the rule, every name.
+    let mut plain = vfs_over(dir.path());
+    plain.read_dir(&VPath::root()).unwrap();
+    let names = plain.read_set().entries.get(&VPath::root()).and_then(|dependency| dependency.names);
+    assert_eq!(names, Some(crate::names_digest([".env", "a.txt"])));
+}

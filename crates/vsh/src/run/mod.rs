@@ -182,6 +182,8 @@ pub(crate) struct Runs {
     /// Whether this runtime decides under a policy of its own, not the
     /// workspace's (whether or not the policy's text could be recorded).
     own_policy: bool,
+    /// The names the policy hides from programs (see [`Runs::fresh_image`]).
+    hidden_names: vsh_vfs::HiddenNames,
 }
 
 impl Runs {
@@ -196,6 +198,8 @@ impl Runs {
     ) -> Self {
         let mut hook_encoding = Vec::new();
         canon::put_option(&mut hook_encoding, hook);
+        let calls = policy.calls().clone();
+        let hidden_names = vsh_vfs::HiddenNames::new(move |path| calls.is_hidden(path));
         Self {
             workspace,
             excluded,
@@ -218,6 +222,7 @@ impl Runs {
             command_unix_sockets: false,
             env_key: vsh_types::AuthorityKey::unauthenticated().mac_key(ENV_KEY_DOMAIN),
             own_policy: false,
+            hidden_names,
         }
     }
 
@@ -294,9 +299,12 @@ impl Runs {
         })
     }
 
-    /// A new image of the workspace, with nothing observed yet.
+    /// A new image of the workspace, with nothing observed yet; the names
+    /// the policy hides from programs are left out of its listings' names
+    /// digests, as the commit engine (given the same rules) leaves them out.
     pub(crate) fn fresh_image(&self) -> VirtualFs {
         VirtualFs::new(Arc::clone(&self.workspace), self.excluded.clone(), self.snapshot_limits)
+            .with_hidden_names(self.hidden_names.clone())
     }
 
     /// The profile a failing Bash program or command in `language` ran
