@@ -2639,6 +2639,30 @@ fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again
 }
 
 #[test]
+fn work_committed_at_once_stays_on_record_with_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let program = "from pathlib import Path\nPath('n.txt').write_text('new\\n')";
+    let ran = vsh(&["run", "--mode", "auto", "--workspace", ws, "-"], Some(program));
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(dir.path().join("n.txt").exists());
+    let id = id_of(&ran);
+    // The log counts its paths; show has its review and its record.
+    let log: serde_json::Value =
+        serde_json::from_slice(&vsh(&["log", "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!(log["transactions"][0]["changed_paths"], 1, "{log}");
+    let shown = vsh(&["show", &id, "--workspace", ws, "--json"], None);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["schema"], "vsh.show/1", "{shown}");
+    assert_eq!(shown["receipt"]["state"], "committed", "{shown}");
+    let text = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
+    assert!(text.contains("+new"), "its hunks: {text}");
+    // Nothing of it waits.
+    assert!(!String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).contains(&id[..12]));
+}
+
+#[test]
 fn a_tool_directory_that_holds_a_home_is_warned_about() {
     if !fuse_available() {
         return;

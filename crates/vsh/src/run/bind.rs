@@ -61,9 +61,9 @@ impl Runs {
         let mut contents = Contents::new();
         let mut inline = Contents::new();
         let process_local =
-            state == TransactionState::AutoApproved && self.durable_preview(request, state, diff.len()).is_none();
+            state == TransactionState::AutoApproved && self.durable_preview(state, diff.len()).is_none();
         let stores_artifact =
-            state == TransactionState::PendingApproval || self.durable_preview(request, state, diff.len()).is_some();
+            state == TransactionState::PendingApproval || self.durable_preview(state, diff.len()).is_some();
         if process_local {
             // A process-local preview keeps its contents in memory: nothing
             // reaches the store until something acts on it through the store
@@ -95,7 +95,7 @@ impl Runs {
         if state == TransactionState::PendingApproval {
             // The record and its artifact appear together or not at all.
             transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
-        } else if let Some(limits) = self.durable_preview(request, state, diff.len()) {
+        } else if let Some(limits) = self.durable_preview(state, diff.len()) {
             let now = clock_ms();
             records.check_durable_capacity(&limits, now)?;
             let record = record.with_pending_expiry(now.saturating_add(limits.ttl_ms));

@@ -28,7 +28,7 @@ use crate::hook::HookConfig;
 use crate::receipt::{Receipt, StageTimings};
 use crate::records::Records;
 use crate::request::{Language, ReceiptDetail, RunRequest};
-use crate::{DurablePreviews, RunMode, VshError};
+use crate::{DurablePreviews, VshError};
 
 /// Milliseconds since the Unix epoch by this machine's clock.
 pub(crate) fn clock_ms() -> u64 {
@@ -283,20 +283,17 @@ impl Runs {
         self
     }
 
-    /// The bounds a run's result is stored durably within, when it is an
-    /// auto-approved preview and durable previews are on (an auto-mode run
-    /// commits at once and keeps its preview in memory).
-    pub(crate) fn durable_preview(
-        &self,
-        request: &RunRequest<'_>,
-        state: TransactionState,
-        changed_paths: usize,
-    ) -> Option<DurablePreviews> {
+    /// The bounds a run's result is stored durably within, when it is
+    /// auto-approved work that changes something and durable previews are on
+    /// (a preview to commit later, or auto-mode work about to commit, whose
+    /// changes stay on record after it). Without durable previews, such work
+    /// lives in the runtime's memory.
+    pub(crate) fn durable_preview(&self, state: TransactionState, changed_paths: usize) -> Option<DurablePreviews> {
         // A preview that changes nothing has nothing to commit later: it is
-        // never stored, so it never waits in `pending` for its expiry.
-        self.durable_previews.filter(|_| {
-            state == TransactionState::AutoApproved && request.mode == RunMode::Preview && changed_paths > 0
-        })
+        // never stored, so it never waits in `pending` for its expiry. Work
+        // committed at once (auto mode) is stored too, so what it changed
+        // stays on record (`vsh show`, `vsh log`) after its commit.
+        self.durable_previews.filter(|_| state == TransactionState::AutoApproved && changed_paths > 0)
     }
 
     /// A new image of the workspace, with nothing observed yet; the names

@@ -199,8 +199,7 @@ impl Runtime {
         let (transaction, state) = (receipt.transaction, receipt.state);
         // A durable preview is already stored with its artifact; any other
         // auto-approved preview lives in this runtime's memory, contents and all.
-        if state == TransactionState::AutoApproved
-            && self.runs.durable_preview(request, state, receipt.changed_paths).is_none()
+        if state == TransactionState::AutoApproved && self.runs.durable_preview(state, receipt.changed_paths).is_none()
         {
             self.previews.keep(artifact, receipt.clone(), contents, clock_ms())?;
         }
