@@ -147,15 +147,11 @@ impl TransactionStore {
         // Work that can never commit (rejected, expired, denied) keeps its
         // artifact (its review, its program for a re-run) but not its
         // contents: nothing will ever write them, and they may be large.
-        let never_commits = |state: vsh_types::TransactionState| {
-            use vsh_types::TransactionState::{Denied, Expired, Rejected};
-            matches!(state, Rejected | Expired | Denied)
-        };
         let artifacts: Vec<(TransactionId, BlobId, bool)> = self.read(|state| {
             state
                 .records()
                 .values()
-                .filter_map(|record| record.artifact.map(|blob| (record.id, blob, never_commits(record.state))))
+                .filter_map(|record| record.artifact.map(|blob| (record.id, blob, record.state.was_refused())))
                 .collect()
         })?;
         for (transaction, blob, contents_collectable) in artifacts {

@@ -108,6 +108,13 @@ impl TransactionState {
         if self.can_transition(next) { Ok(next) } else { Err(TransitionError { from: self, to: next }) }
     }
 
+    /// Whether the work was refused before any commit began (denied by the
+    /// policy, rejected by a reviewer, or expired waiting): it never wrote
+    /// the workspace and never will, so nothing needs its contents.
+    pub fn was_refused(self) -> bool {
+        matches!(self, Self::Denied | Self::Rejected | Self::Expired)
+    }
+
     /// Whether no transition leaves this state.
     pub fn is_terminal(self) -> bool {
         Self::ALL.iter().all(|next| !self.can_transition(*next))
@@ -154,6 +161,20 @@ mod tests {
     fn terminal_states() {
         let terminal: Vec<_> = S::ALL.iter().copied().filter(|state| state.is_terminal()).collect();
         assert_eq!(terminal, vec![S::Denied, S::Rejected, S::Expired, S::Committed, S::Stale, S::Failed]);
+    }
+
+    /// Refused work is terminal and never reached a commit: no state it can
+    /// come from passes through a commit's steps.
+    #[test]
+    fn refused_work_is_terminal_and_never_began_a_commit() {
+        let refused: Vec<_> = S::ALL.iter().copied().filter(|state| state.was_refused()).collect();
+        assert_eq!(refused, vec![S::Denied, S::Rejected, S::Expired]);
+        for state in refused {
+            assert!(state.is_terminal(), "{state:?}");
+            for committing in [S::Reserved, S::Revalidating, S::Committing, S::RecoveryRequired] {
+                assert!(!committing.can_transition(state), "{committing:?} -> {state:?}");
+            }
+        }
     }
 
     #[test]

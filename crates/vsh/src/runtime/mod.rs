@@ -499,9 +499,7 @@ impl Runtime {
     pub fn review(&self, transaction: TransactionId) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
         // Work that can never commit: `vsh gc` may have collected its contents.
-        let collected = self.records.get(transaction)?.is_some_and(|record| {
-            matches!(record.state, TransactionState::Rejected | TransactionState::Expired | TransactionState::Denied)
-        });
+        let collected = self.records.get(transaction)?.is_some_and(|record| record.state.was_refused());
         crate::review::stored_review(
             &self.records,
             &self.previews,
