@@ -336,10 +336,13 @@ fn touching_one_file_in_twenty_thousand_reads_only_that_file() {
     assert_eq!(receipt.changed_paths, 1);
     let reads = runtime.dependencies(receipt.transaction).expect("a kept preview");
     let paths: Vec<_> = reads.entries.keys().map(ToString::to_string).collect();
-    assert_eq!(paths, vec!["d042".to_owned(), "d042/f00042.txt".to_owned()]);
+    // The file and its directory, and what the policy's git-repository
+    // judgment asked of each directory on the way (no HEAD, no objects).
+    let expected = ["HEAD", "d042", "d042/HEAD", "d042/f00042.txt", "d042/objects", "objects"];
+    assert_eq!(paths, expected);
     assert_eq!(counters.lists - counters_before.lists, 0, "no directory was listed");
     assert!(counters.reads - counters_before.reads <= 2, "{counters_before:?} -> {counters:?}");
-    // Three for the file and its directory; four more are the policy's peek
+    // Three for the file and its directory; four more are the policy's look
     // at a HEAD and an objects directory in each directory on the way (a git
     // repository outside .git): a few per directory, whatever the workspace.
     assert!(counters.stats - counters_before.stats <= 8, "{counters_before:?} -> {counters:?}");

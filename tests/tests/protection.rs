@@ -213,6 +213,36 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
 }
 
 #[test]
+fn halves_of_a_git_repository_previewed_from_one_base_never_both_commit() {
+    // Each half alone is no repository (a HEAD alone; objects alone), so each
+    // preview is auto-approved; whichever commits second would complete one.
+    let halves = |first: &[(&str, &str)], second: &[(&str, &str)]| {
+        let dir = workspace(&[("tools/build.sh", "#!/bin/sh\n")]);
+        let runtime = Runtime::open(config(dir.path())).unwrap();
+        let one = runtime.preview(&RunRequest::new(&writes(first))).unwrap();
+        let two = runtime.preview(&RunRequest::new(&writes(second))).unwrap();
+        assert!(risk_flags(&one).is_empty() && risk_flags(&two).is_empty());
+        assert_eq!(runtime.commit(one.transaction, 0).unwrap().state, TransactionState::Committed);
+        let second = runtime.commit(two.transaction, 0);
+        let objects = dir.path().join("tools/objects");
+        (second.map(|receipt| receipt.state), objects.exists() && dir.path().join("tools/HEAD").exists())
+    };
+    let head = [("tools/HEAD", "ref: refs/heads/main\n")];
+    let objects = [("tools/objects/info/packs", "")];
+    for (first, second) in [(&head[..], &objects[..]), (&objects[..], &head[..])] {
+        let (state, repository) = halves(first, second);
+        assert!(
+            matches!(state, Err(vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))),
+            "{state:?}"
+        );
+        assert!(!repository, "the second half never landed");
+    }
+    // Work beside an unrelated name another commit made still commits.
+    let (state, _) = halves(&[("tools/README", "x")], &[("tools/run.sh", "y")]);
+    assert_eq!(state.unwrap(), TransactionState::Committed);
+}
+
+#[test]
 fn a_hidden_name_made_or_removed_beside_a_listing_is_no_conflict_and_a_visible_one_is() {
     let listing = "import os\nfrom pathlib import Path\nPath('/workspace/out/x.txt').parent.mkdir()\n\
                    Path('/workspace/out/x.txt').write_text('listed')\nsorted(os.listdir('/workspace'))";

@@ -337,40 +337,6 @@ impl VirtualFs {
         self.base_state(path)
     }
 
-    /// The kind of the node at `path` as the image holds it now, asked
-    /// without recording a dependency or freezing an observation: for the
-    /// runtime's own judgments of a run's result (never for what a program
-    /// is shown). The overlay's entry, else what the host holds there now;
-    /// `None` for nothing, a hidden path, or one the host cannot say.
-    pub fn peek_kind(&self, path: &VPath) -> Option<NodeKind> {
-        let mut base_visible = true;
-        for ancestor in path.ancestors() {
-            if ancestor.is_root() {
-                continue;
-            }
-            match self.overlay.get(&ancestor) {
-                Some(Overlay::Dir { opaque, .. }) => base_visible &= !opaque,
-                Some(Overlay::File { .. } | Overlay::Symlink { .. } | Overlay::Tombstone) => return None,
-                None => {}
-            }
-        }
-        match self.overlay.get(path) {
-            Some(Overlay::File { .. }) => Some(NodeKind::File),
-            Some(Overlay::Symlink { .. }) => Some(NodeKind::Symlink),
-            Some(Overlay::Dir { .. }) => Some(NodeKind::Directory),
-            None if base_visible && !self.base.is_excluded(path) => match self.base.dir().lstat(path) {
-                Ok(Some(stat)) => match stat.kind {
-                    vsh_host::HostKind::File => Some(NodeKind::File),
-                    vsh_host::HostKind::Directory => Some(NodeKind::Directory),
-                    vsh_host::HostKind::Symlink => Some(NodeKind::Symlink),
-                    vsh_host::HostKind::Other => None,
-                },
-                Ok(None) | Err(_) => None,
-            },
-            Some(Overlay::Tombstone) | None => None,
-        }
-    }
-
     /// Whether the base still holds `expected` at `path` (`None`: nothing
     /// there), observed and recorded as [`Self::base_state_of`] does. A file
     /// known by its stamp (deleted unread) is compared by kind, size, mode

@@ -796,46 +796,6 @@ fn a_path_the_host_could_never_hold_is_refused_when_made_as_the_host_would() {
 }
 
 #[test]
-fn peek_kind_answers_as_kind_does_and_records_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "base/file.txt", b"x");
-    write(dir.path(), "gone/inside.txt", b"x");
-    write(dir.path(), "replaced/old.txt", b"x");
-    write(dir.path(), ".vsh/data", b"internal");
-    std::os::unix::fs::symlink("base", dir.path().join("link")).unwrap();
-    let mut vfs = vfs_over(dir.path());
-    vfs.write(&p("made.txt"), Arc::from(&b"m"[..])).unwrap();
-    vfs.remove_tree(&p("gone")).unwrap();
-    vfs.remove_tree(&p("replaced")).unwrap();
-    vfs.mkdir(&p("replaced"), 0o755).unwrap();
-    let cases = [
-        ("base", Some(NodeKind::Directory)),
-        ("base/file.txt", Some(NodeKind::File)),
-        ("made.txt", Some(NodeKind::File)),
-        ("link", Some(NodeKind::Symlink)),
-        ("link/file.txt", None),
-        ("gone", None),
-        ("gone/inside.txt", None),
-        ("replaced", Some(NodeKind::Directory)),
-        ("replaced/old.txt", None),
-        (".vsh/data", None),
-        ("missing", None),
-    ];
-    for (path, kind) in cases {
-        assert_eq!(vfs.peek_kind(&p(path)), kind, "{path}");
-    }
-    // Nothing it looked at is a dependency.
-    let before = vfs.read_set().clone();
-    for (path, _) in cases {
-        let _ = vfs.peek_kind(&p(path));
-    }
-    assert_eq!(*vfs.read_set(), before);
-    for (path, kind) in cases.iter().filter(|(path, _)| !path.starts_with("link/")) {
-        assert_eq!(vfs.kind(&p(path)).unwrap(), *kind, "kind agrees at {path}");
-    }
-}
-
-#[test]
 fn a_listings_names_digest_leaves_out_the_hidden_names() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a.txt", b"a");

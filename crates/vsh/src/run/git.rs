@@ -5,8 +5,11 @@
 //! ([`vsh_policy::RiskFlag::GitRepository`]). Judged on the image after
 //! the diff, so a repository planted over two runs, or through a
 //! `commondir` that points elsewhere, is caught by the run that completes
-//! or writes into it. The judgment peeks at the image (no dependency is
-//! recorded for it: the run's read set stays what the program read).
+//! or writes into it. What the judgment looks at is recorded as the
+//! transaction's dependencies (the kind of each name it asks for), so work
+//! judged on a base that another commit has since completed into a
+//! repository (two runs previewed from one base, each half of one) is
+//! stale at its commit, never committed on the old judgment.
 
 use std::collections::BTreeMap;
 
@@ -83,7 +86,7 @@ fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
             let repository = if let Some(known) = repositories.get(&dir) {
                 *known
             } else {
-                let found = holds_a_repository(vfs, &dir);
+                let found = holds_a_repository(vfs, &dir)?;
                 repositories.insert(dir, found);
                 found
             };
@@ -99,15 +102,14 @@ fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
 /// finds one: a `HEAD` with a `config`, a `commondir` or an `objects`
 /// directory, or an `objects` and a `refs` directory (the directory a
 /// `commondir` names). A symlink counts for any of them (git follows it).
-fn holds_a_repository(vfs: &VirtualFs, dir: &VPath) -> bool {
-    let is = |name: &str, kind: NodeKind| {
-        dir.child(name).is_ok_and(
-            |path| matches!(vfs.peek_kind(&path), Some(found) if found == kind || found == NodeKind::Symlink),
-        )
+fn holds_a_repository(vfs: &mut VirtualFs, dir: &VPath) -> Result<bool, VshError> {
+    let mut is = |name: &str, kind: NodeKind| -> Result<bool, VshError> {
+        let Ok(path) = dir.child(name) else { return Ok(false) };
+        Ok(matches!(vfs.kind(&path)?, Some(found) if found == kind || found == NodeKind::Symlink))
     };
-    let objects = is("objects", NodeKind::Directory);
-    (is("HEAD", NodeKind::File) && (is("config", NodeKind::File) || is("commondir", NodeKind::File) || objects))
-        || objects && is("refs", NodeKind::Directory)
+    let objects = is("objects", NodeKind::Directory)?;
+    Ok((is("HEAD", NodeKind::File)? && (is("config", NodeKind::File)? || is("commondir", NodeKind::File)? || objects))
+        || objects && is("refs", NodeKind::Directory)?)
 }
 
 /// Whether the file at `path` (of `size` bytes) reads as a git
