@@ -23,5 +23,5 @@ mod fs;
 mod serve;
 
 pub use backend::Backend;
-pub use fs::{CandidateFs, DEFAULT_MAX_FILE_BYTES, Owner};
+pub use fs::{CandidateFs, DEFAULT_MAX_FILE_BYTES, NODE_WRITE_COST, Owner};
 pub use serve::{Serving, serve, serve_then};

@@ -135,7 +135,8 @@ impl ExecutionLimits {
     /// (`max_duration`; the request 30 s more to wind down), 8 GiB of private
     /// memory per process (`max_memory_bytes`, applied as `RLIMIT_DATA`), 10,000,000
     /// file-system requests, 4 GiB read, 1 GiB written (what it writes is held
-    /// in the run's image until the commit), 10,000,000 directory entries
+    /// in the run's image until the commit; each file, directory or symlink
+    /// it makes costs `vsh_candidate::NODE_WRITE_COST` of it), 10,000,000 directory entries
     /// listed, and 4,000,000 evidence records of up to 512 MiB of paths; the
     /// rest are the defaults. A Monty program's `vsh_exec` runs under the
     /// program's own budget.

@@ -158,7 +158,8 @@ fn a_large_file_is_charged_the_bytes_written_not_its_size_at_each_write_back() {
     let mut ws = Workspace::with(&files());
     // 90 MiB written once, under a 100 MiB budget: the candidate writes it
     // back past 64 MiB buffered and again at the end; each write-back is
-    // charged what was written since the last, so 90 MiB in all.
+    // charged what was written since the last, so 90 MiB in all (and the
+    // new file's node cost).
     let limits = ExecutionLimits {
         max_write_bytes: 100 << 20,
         max_duration: std::time::Duration::from_mins(1),
@@ -168,7 +169,7 @@ fn a_large_file_is_charged_the_bytes_written_not_its_size_at_each_write_back() {
     let outcome = ws
         .command_with(&["/bin/sh", "-c", "head -c 94371840 /dev/zero > big.bin"], &limits)
         .unwrap_or_else(|error| panic!("{error:?}"));
-    assert_eq!(outcome.stats.write_bytes, 90 << 20);
+    assert_eq!(outcome.stats.write_bytes, (90 << 20) + vsh_candidate::NODE_WRITE_COST);
     assert_eq!(ws.vfs.read(&VPath::parse("big.bin").unwrap()).unwrap().len(), 90 << 20);
 }
 
@@ -245,6 +246,29 @@ fn a_write_past_the_end_is_charged_the_hole_it_makes() {
     let Err(ExecutionError::Limit { limit, .. }) = &result else { panic!("{result:?}") };
     assert_eq!(limit.limit, vsh_monty::LimitKind::WriteBytes, "{limit}");
     assert!(limit.attempted > 79 << 20 && limit.max == 64 << 20, "{limit} {limit:?}");
+}
+
+#[test]
+fn each_node_a_command_makes_costs_a_block_of_the_write_budget() {
+    let Some(_processes) = fuse_available() else { return };
+    // Empty files, directories and symlinks write no byte; each costs 4 KiB
+    // of the budget all the same, so a 4 MiB budget holds 1,024 of them.
+    assert_eq!(vsh_candidate::NODE_WRITE_COST, 4096);
+    let limits = ExecutionLimits { max_write_bytes: 4 << 20, ..ExecutionLimits::for_commands() };
+    let make = |count: u32| {
+        format!(
+            "mkdir d && cd d && i=0; while [ $i -lt {count} ]; do : > f$i; i=$((i+1)); done; ln -s f0 link; mkdir sub"
+        )
+    };
+    let mut ws = Workspace::with(&files());
+    let result = ws.command_with(&["/bin/sh", "-c", &make(900)], &limits);
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(ws.diff().len(), 903, "d, 900 files, a link and sub");
+    let mut ws = Workspace::with(&files());
+    let result = ws.command_with(&["/bin/sh", "-c", &make(1100)], &limits);
+    let Err(ExecutionError::Limit { limit, .. }) = &result else { panic!("{result:?}") };
+    assert_eq!(limit.limit, vsh_monty::LimitKind::WriteBytes, "{limit}");
+    assert_eq!(limit.max, 4 << 20, "{limit}");
 }
 
 #[test]
