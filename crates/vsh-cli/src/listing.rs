@@ -24,9 +24,8 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
         .into_iter()
         .map(|record| {
             let receipt = runtime.show(record.id).ok().flatten();
-            let intent =
-                runtime.stored_program(record.id).ok().flatten().map(|stored| stored.intent).unwrap_or_default();
-            render::PendingRow { record, receipt, intent }
+            let stored = runtime.stored_program(record.id).ok().flatten();
+            render::PendingRow::new(record, receipt, stored.as_ref())
         })
         .collect()
 }

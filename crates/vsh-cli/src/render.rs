@@ -92,6 +92,27 @@ pub(crate) struct PendingRow {
     pub(crate) record: vsh::TransactionRecord,
     pub(crate) receipt: Option<Receipt>,
     pub(crate) intent: String,
+    /// What the intent column shows: the intent, else a real command's
+    /// command line after `$ ` (so a row of `vsh exec` says what ran).
+    pub(crate) label: String,
+}
+
+impl PendingRow {
+    /// A row for `record`, labelled from its stored program when there is one.
+    pub(crate) fn new(
+        record: vsh::TransactionRecord,
+        receipt: Option<Receipt>,
+        stored: Option<&vsh::StoredProgram>,
+    ) -> Self {
+        let intent = stored.map(|stored| stored.intent.clone()).unwrap_or_default();
+        let label = match stored {
+            Some(stored) if intent.is_empty() && stored.language == vsh::Language::Command => {
+                parse_command(&stored.code).map_or_else(String::new, |command| format!("$ {}", command.line))
+            }
+            _ => intent.clone(),
+        };
+        Self { record, receipt, intent, label }
+    }
 }
 
 fn risk_flags(receipt: Option<&Receipt>) -> Vec<String> {
@@ -126,7 +147,7 @@ pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
             // Padded before it is styled, so the column holds with or without colour.
             paint(style::FLAG, &format!("{flags:<28}")),
             // An agent's text: escaped, so it can never draw a row of its own.
-            shown(&row.intent, false)
+            shown(&row.label, false)
         );
     }
     out
@@ -157,7 +178,7 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
             "{:<12}  {:<12}  {state}  {paths:>5}  {approver:<12}  {}",
             row.record.id.short(),
             relative(row.record.updated_ms, now),
-            shown(&row.intent, false)
+            shown(&row.label, false)
         );
     }
     out
@@ -203,25 +224,38 @@ pub(crate) fn program_text(stored: &vsh::StoredProgram) -> String {
     out
 }
 
-/// A real command's program text (its argv as JSON, or `{"argv", "cwd",
-/// "stdin"}`) as a reviewer reads it: the command line quoted as a shell
-/// would read it, where it started, and its standard input. `None` when the
-/// text is not such a command.
-fn command_line(code: &str) -> Option<String> {
+/// A real command as its program text gives it (its argv as JSON, or
+/// `{"argv", "cwd", "stdin"}`), with its argv quoted as a shell reads it.
+struct Command {
+    line: String,
+    cwd: String,
+    stdin: String,
+}
+
+/// The real command `code` is, or `None` when it is not one.
+fn parse_command(code: &str) -> Option<Command> {
     #[derive(serde::Deserialize)]
-    struct Command {
+    struct Text {
         argv: Vec<String>,
         #[serde(default)]
         cwd: String,
         #[serde(default)]
         stdin: String,
     }
-    let command = serde_json::from_str::<Vec<String>>(code)
-        .map(|argv| Command { argv, cwd: String::new(), stdin: String::new() })
-        .or_else(|_| serde_json::from_str::<Command>(code))
+    let text = serde_json::from_str::<Vec<String>>(code)
+        .map(|argv| Text { argv, cwd: String::new(), stdin: String::new() })
+        .or_else(|_| serde_json::from_str::<Text>(code))
         .ok()?;
-    let line = shlex::try_join(command.argv.iter().map(String::as_str)).ok()?;
-    let mut out = format!("{}      {}\n", paint(style::STRONG, "program"), shown(&line, true));
+    let line = shlex::try_join(text.argv.iter().map(String::as_str)).ok()?;
+    Some(Command { line, cwd: text.cwd, stdin: text.stdin })
+}
+
+/// A real command's program text as a reviewer reads it: the command line
+/// quoted as a shell would read it, where it started, and its standard
+/// input. `None` when the text is not such a command.
+fn command_line(code: &str) -> Option<String> {
+    let command = parse_command(code)?;
+    let mut out = format!("{}      {}\n", paint(style::STRONG, "program"), shown(&command.line, true));
     if !command.cwd.is_empty() {
         let _ = writeln!(out, "in           {}", shown(&command.cwd, true));
     }

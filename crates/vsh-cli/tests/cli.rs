@@ -1844,9 +1844,21 @@ fn exec_previews_what_a_real_command_changes_and_commit_applies_it_once() {
     assert_eq!(receipt["changed_paths"], 1);
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "hello world\n", "a preview writes nothing");
     let id = receipt["transaction"].as_str().unwrap();
+    // A command's row says what ran where an intent would stand (the JSON's intent stays empty).
+    let pending = String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).into_owned();
+    let row = pending.lines().find(|line| line.starts_with(&id[..12])).unwrap_or_else(|| panic!("{pending}"));
+    assert!(row.ends_with("  $ sed -i s/hello/goodbye/ a.txt"), "{row}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&vsh(&["pending", "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!(json["transactions"][0]["intent"], "", "{json}");
     let committed = vsh(&["commit", id, "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "goodbye world\n");
+    let log = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
+    assert!(
+        log.lines().any(|line| line.starts_with(&id[..12]) && line.ends_with("$ sed -i s/hello/goodbye/ a.txt")),
+        "{log}"
+    );
     // The commit timed its commit, and says only that (no run stages of 0 ns).
     let text = String::from_utf8_lossy(&committed.stdout);
     let timings = text.lines().find(|line| line.starts_with("timings")).unwrap_or_else(|| panic!("{text}"));
