@@ -484,6 +484,15 @@ pub(crate) struct RerunArgs {
     /// run's.
     #[arg(long)]
     pub(crate) commands: bool,
+    /// A Bash program's or a real command's non-zero exit status is its
+    /// outcome, as `run --accept-failure` makes it (asked again: the first
+    /// run's choice is not kept).
+    #[arg(long)]
+    pub(crate) accept_failure: bool,
+    /// The run's budget: a real command, real Bash or a Monty program with
+    /// --commands gets a command's (10 min), anything else a program's.
+    #[command(flatten)]
+    pub(crate) budget: BudgetArgs,
     #[command(flatten)]
     pub(crate) command: CommandArgs,
     #[command(flatten)]

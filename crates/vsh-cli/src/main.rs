@@ -849,10 +849,25 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         args::Mode::Preview => vsh::RunMode::Preview,
         args::Mode::Auto => vsh::RunMode::Auto,
     };
-    let mut request =
-        RunRequest::new(&stored.code).with_language(stored.language).with_mode(mode).with_detail(detail(rerun.full));
+    // The budget a run of the same kind gets from `vsh run` or `vsh exec`.
+    let budget = rerun.budget.budget_over(if real == RealCommands::None {
+        stored.language.default_budget()
+    } else {
+        vsh::ExecutionBudget::for_commands()
+    });
+    let mut request = RunRequest::new(&stored.code)
+        .with_language(stored.language)
+        .with_mode(mode)
+        .with_detail(detail(rerun.full))
+        .with_budget(budget);
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
+    }
+    if rerun.accept_failure {
+        if stored.language == vsh::Language::Monty {
+            usage_conflict("--accept-failure is for Bash programs and real commands (a Monty program raises)");
+        }
+        request = request.with_failure_accepted();
     }
     let receipt = match run_interruptible(&runtime, &request, 0, |_, _| {})? {
         Interruptible::Done(receipt) => *receipt,

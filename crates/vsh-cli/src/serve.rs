@@ -187,6 +187,18 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
             let _ = write!(summary, "; {remedy}");
         }
     }
+    // What a failed command or Bash program printed: the reason it failed
+    // is there (a test's assertion, a compiler's error), and many hosts
+    // give the model the text alone.
+    if let Some(status) = document.status {
+        let _ = write!(summary, "\nexit status: {status}");
+    }
+    if let Some(stdout) = document.stdout.as_deref().filter(|stdout| !stdout.is_empty()) {
+        let _ = write!(summary, "\nstdout:\n{stdout}");
+    }
+    if let Some(stderr) = document.stderr.as_deref().filter(|stderr| !stderr.is_empty()) {
+        let _ = write!(summary, "\nstderr:\n{stderr}");
+    }
     if let Some(hint) = &document.hint {
         let _ = write!(summary, "\nnext: {hint}");
     }
@@ -235,13 +247,24 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
                 receipt.transaction.short()
             );
         }
+        vsh::RuntimeDecision::AutoApproved
+            if receipt.state == TransactionState::AutoApproved && receipt.changed_paths == 0 =>
+        {
+            text.push_str("\nit changes nothing: there is nothing to commit (and nothing is kept of it)");
+        }
         vsh::RuntimeDecision::AutoApproved if receipt.state == TransactionState::AutoApproved => {
             let _ = write!(text, "\nauto-approved: vsh_commit {} applies it", receipt.transaction.short());
         }
         vsh::RuntimeDecision::AutoApproved | vsh::RuntimeDecision::PendingApproval(_) => {}
     }
+    if let Some(code) = document.exit_code {
+        let _ = write!(text, "\nexit status: {code}");
+    }
     if !document.stdout.is_empty() {
         let _ = write!(text, "\nstdout:\n{}", document.stdout);
+    }
+    if !document.stderr.is_empty() {
+        let _ = write!(text, "\nstderr:\n{}", document.stderr);
     }
     if !document.value.is_null() {
         let _ = write!(text, "\nvalue: {}", document.value);

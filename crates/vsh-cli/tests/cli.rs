@@ -2769,12 +2769,35 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "TWO\n");
     // Real bash runs again in real bash (`declare -A` is real bash only).
     let script = dir.path().join("count.sh");
-    std::fs::write(&script, "declare -A seen=([x]=1)\necho ${#seen[@]} >> c.txt\n").unwrap();
+    // It takes longer than a program's second: a run of real programs gets
+    // a command's budget, the first time and again.
+    std::fs::write(&script, "declare -A seen=([x]=1)\nsleep 1.2\necho ${#seen[@]} >> c.txt\n").unwrap();
     let ran = json(&vsh(&["run", "--workspace", ws, "--confined", "--json", script.to_str().unwrap()], None));
     let id = ran["transaction"].as_str().unwrap();
     let again = json(&vsh(&["rerun", id, "--workspace", ws, "--json"], None));
     assert_eq!(again["profile"], "vsh-bash-confined-v1", "{again}");
     assert_eq!(again["changed_paths"], 1, "{again}");
+    // And the budget is the operator's to set, as for run.
+    let short = vsh(&["rerun", id, "--workspace", ws, "--timeout", "300ms"], None);
+    assert_eq!(short.status.code(), Some(1), "{}", String::from_utf8_lossy(&short.stderr));
+    assert!(String::from_utf8_lossy(&short.stderr).contains("duration limit 0.3 s"), "{short:?}");
+    // A Monty program's vsh_exec alike, with --commands.
+    let program = dir.path().join("slow.py");
+    std::fs::write(&program, "from pathlib import Path\nvsh_exec(['sleep', '1.2'])\nPath('/workspace/d.txt').write_text('d')\n").unwrap();
+    let ran = json(&vsh(&["run", "--workspace", ws, "--commands", "--json", program.to_str().unwrap()], None));
+    let id_monty = ran["transaction"].as_str().unwrap();
+    let again = json(&vsh(&["rerun", id_monty, "--workspace", ws, "--commands", "--json"], None));
+    assert_eq!(again["changed_paths"], 1, "{again}");
+    // A failing command's failure is accepted again only when asked.
+    let failing = vsh(
+        &["exec", "--workspace", ws, "--json", "--accept-failure", "--", "sh", "-c", "echo f > f.txt; exit 3"],
+        None,
+    );
+    let id_failing = json(&failing)["transaction"].as_str().unwrap().to_owned();
+    let refused = vsh(&["rerun", &id_failing, "--workspace", ws], None);
+    assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stderr));
+    let accepted = json(&vsh(&["rerun", &id_failing, "--workspace", ws, "--accept-failure", "--json"], None));
+    assert_eq!(accepted["exit_code"], 3, "{accepted}");
     // --commands is for a Monty program's transaction.
     let refused = vsh(&["rerun", id, "--workspace", ws, "--commands"], None);
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));

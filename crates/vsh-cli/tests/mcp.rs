@@ -553,6 +553,18 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     assert_eq!(std::fs::read_to_string(ws.join("shout.txt")).unwrap(), "QUIET\n");
     let nested = call(&client, "vsh_run", json!({"code": "vsh_exec(['wc', '-c'], input='four')"})).await;
     assert_eq!(nested.document["value"], json!([0, "4\n", ""]), "{}", nested.document);
+    // A failing command's text says why it failed: what it printed on each stream.
+    let argv = json!(["/bin/sh", "-c", "echo ran 3 tests; echo 'AssertionError: 1 != 2' >&2; exit 1"]).to_string();
+    let failed = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;
+    assert!(failed.is_error, "{}", failed.document);
+    for line in ["exit status: 1", "stdout:\nran 3 tests", "stderr:\nAssertionError: 1 != 2"] {
+        assert!(failed.text.contains(line), "{line}: {}", failed.text);
+    }
+    // A passing one's too, and a run that changes nothing has nothing to commit.
+    let argv = json!(["/bin/sh", "-c", "echo warned >&2"]).to_string();
+    let quiet = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;
+    assert!(quiet.text.contains("exit status: 0") && quiet.text.contains("stderr:\nwarned"), "{}", quiet.text);
+    assert!(quiet.text.contains("nothing to commit") && !quiet.text.contains("vsh_commit"), "{}", quiet.text);
     client.cancel().await.unwrap();
 }
 
