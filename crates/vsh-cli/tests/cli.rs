@@ -2783,7 +2783,11 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     assert!(String::from_utf8_lossy(&short.stderr).contains("duration limit 0.3 s"), "{short:?}");
     // A Monty program's vsh_exec alike, with --commands.
     let program = dir.path().join("slow.py");
-    std::fs::write(&program, "from pathlib import Path\nvsh_exec(['sleep', '1.2'])\nPath('/workspace/d.txt').write_text('d')\n").unwrap();
+    std::fs::write(
+        &program,
+        "from pathlib import Path\nvsh_exec(['sleep', '1.2'])\nPath('/workspace/d.txt').write_text('d')\n",
+    )
+    .unwrap();
     let ran = json(&vsh(&["run", "--workspace", ws, "--commands", "--json", program.to_str().unwrap()], None));
     let id_monty = ran["transaction"].as_str().unwrap();
     let again = json(&vsh(&["rerun", id_monty, "--workspace", ws, "--commands", "--json"], None));

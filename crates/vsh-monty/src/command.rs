@@ -99,6 +99,10 @@ const PYCACHE_AT: &str = ".vsh-pycache";
 /// the command is).
 pub const COMMAND_TMP_BYTES: u64 = 512 << 20;
 
+/// The size of a command's private `/dev/shm` (POSIX shared memory and
+/// semaphores: Python's `multiprocessing`), gone when the command is.
+pub const COMMAND_SHM_BYTES: u64 = 256 << 20;
+
 /// How long serving may go on after the command's process group is gone
 /// (the kernel delivering the last releases) before the run is failed.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -613,7 +617,10 @@ impl Dispatcher<'_> {
         };
         let limits = self.host.meter.limits();
         let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
-        let mut mount = mount.with_private_tmp(COMMAND_TMP_BYTES).with_tmp_file(".gitconfig", GIT_CONFIG);
+        let mut mount = mount
+            .with_private_tmp(COMMAND_TMP_BYTES)
+            .with_private_shm(COMMAND_SHM_BYTES)
+            .with_tmp_file(".gitconfig", GIT_CONFIG);
         for tool in &config.tools {
             mount = mount.with_tool_dir(tool);
         }

@@ -119,6 +119,8 @@ pub struct FuseMount {
     tmp_scratch: Vec<(String, PathBuf)>,
     /// Files written into the private `/tmp` before the child starts.
     tmp_files: Vec<(String, Vec<u8>)>,
+    /// The size of the child's private `/dev/shm`, if it gets one.
+    shm_bytes: Option<u64>,
     /// The user namespace every scratch directory is idmapped through, and
     /// the storage uid and gid it maps.
     idmap: Option<(Arc<OwnedFd>, (u32, u32))>,
@@ -165,6 +167,7 @@ impl FuseMount {
             scratch: Vec::new(),
             tmp_scratch: Vec::new(),
             tmp_files: Vec::new(),
+            shm_bytes: None,
             idmap: None,
         };
         Ok((mount, waiter))
@@ -177,6 +180,18 @@ impl FuseMount {
     #[must_use]
     pub fn with_private_tmp(mut self, max_bytes: u64) -> Self {
         self.tmp_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Give the child a private `/dev/shm` too, made as the private `/tmp`
+    /// is ([`FuseMount::with_private_tmp`]; at most `max_bytes`): POSIX
+    /// shared memory and semaphores (`shm_open`, `sem_open`: Python's
+    /// `multiprocessing` locks and queues) live there. Without it the
+    /// child's ruleset leaves the host's `/dev/shm` unwritable. Nothing is
+    /// attached where the host has no `/dev/shm` directory.
+    #[must_use]
+    pub fn with_private_shm(mut self, max_bytes: u64) -> Self {
+        self.shm_bytes = Some(max_bytes);
         self
     }
 
@@ -332,6 +347,29 @@ fn detach(fs: &OwnedFd, stage: &'static str, read_only: bool) -> Result<OwnedFd,
     rustix::mount::fsmount(fs, FsMountFlags::FSMOUNT_CLOEXEC, attributes).map_err(setup)
 }
 
+/// Where POSIX shared memory lives ([`FuseMount::with_private_shm`]).
+const SHM: &str = "/dev/shm";
+const SHM_C: &std::ffi::CStr = c"/dev/shm";
+
+/// The child's private `/tmp` and `/dev/shm`, those it gets, each with the
+/// path it covers.
+#[expect(clippy::type_complexity, reason = "a pair of lists built together")]
+fn private_covers(mount: &FuseMount) -> Result<(Vec<(OwnedFd, CString)>, Vec<PathBuf>), ToolError> {
+    let mut covers = Vec::new();
+    let mut paths = Vec::new();
+    if let Some(tmp) = private_tmp(mount.tmp_bytes, &mount.tmp_files)? {
+        covers.push((tmp, c_path(Path::new("/tmp"))?));
+        paths.push(PathBuf::from("/tmp"));
+    }
+    if let Some(bytes) = mount.shm_bytes
+        && std::fs::symlink_metadata(SHM).is_ok_and(|meta| meta.is_dir())
+    {
+        covers.push((tmpfs(bytes, "1777", "private /dev/shm (tmpfs)", false)?, c_path(Path::new(SHM))?));
+        paths.push(PathBuf::from(SHM));
+    }
+    Ok((covers, paths))
+}
+
 /// The private `/tmp` of `bytes`, if the child gets one, holding `files`.
 fn private_tmp(bytes: Option<u64>, files: &[(String, Vec<u8>)]) -> Result<Option<OwnedFd>, ToolError> {
     let Some(bytes) = bytes else {
@@ -460,12 +498,7 @@ impl PreparedMount {
             .map_err(|errno| ToolError::Setup { stage: "mount pipe", source: errno.into() })?;
         // Covers: the private /tmp, and each outermost ancestor of a tool
         // directory the child could not search (unless already covered).
-        let mut cover_paths: Vec<PathBuf> = Vec::new();
-        let mut covers = Vec::new();
-        if let Some(tmp) = private_tmp(mount.tmp_bytes, &mount.tmp_files)? {
-            covers.push((tmp, c_path(Path::new("/tmp"))?));
-            cover_paths.push(PathBuf::from("/tmp"));
-        }
+        let (mut covers, mut cover_paths) = private_covers(&mount)?;
         for tool in &mount.tools {
             if let Some(ancestor) = unsearchable_ancestor(tool, (uid, gid))
                 && !cover_paths.iter().any(|cover| ancestor.starts_with(cover))
@@ -538,8 +571,8 @@ impl PreparedMount {
     /// by descriptor, and what it may do beneath each.
     pub(crate) fn grants(&self) -> Vec<(BorrowedFd<'_>, Grant)> {
         let mut grants = vec![(self.candidate.as_fd(), Grant::WriteExecute)];
-        if let Some((tmp, _)) = self.covers.first().filter(|(_, path)| path.as_c_str() == c"/tmp") {
-            grants.push((tmp.as_fd(), Grant::Write));
+        for (private, _) in self.covers.iter().filter(|(_, path)| [c"/tmp", SHM_C].contains(&path.as_c_str())) {
+            grants.push((private.as_fd(), Grant::Write));
         }
         grants.extend(self.tools.iter().map(|(tool, _)| (tool.as_fd(), Grant::ReadExecute)));
         grants.extend(self.scratch.iter().map(|(dir, _)| (dir.as_fd(), Grant::WriteExecute)));

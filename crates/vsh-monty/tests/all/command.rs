@@ -658,6 +658,33 @@ fn a_command_gets_a_private_tmp_of_its_own() {
 }
 
 #[test]
+fn a_command_gets_a_private_dev_shm_where_python_multiprocessing_works() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // A semaphore (sem_open: a file made and linked in /dev/shm), shared
+    // memory, and a pool of processes that uses both.
+    let program = "import multiprocessing as mp, os\n\
+                   from multiprocessing import shared_memory\n\
+                   lock = mp.Lock(); lock.acquire(); lock.release()\n\
+                   block = shared_memory.SharedMemory(create=True, size=4096)\n\
+                   block.buf[0] = 7; print('shm', block.buf[0], os.path.exists('/dev/shm/' + block.name.lstrip('/')))\n\
+                   block.close(); block.unlink()\n\
+                   with mp.get_context('fork').Pool(2) as pool: print('pool', sum(pool.map(abs, [-1, -2, 3])))\n";
+    let script = "python3 -c \"$0\" && touch /dev/shm/vsh-made && stat -f -c '%T %b %S' /dev/shm";
+    let outcome = ws.command(&["/bin/sh", "-c", script, program]).unwrap_or_else(|error| panic!("{error:?}"));
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    let stderr = String::from_utf8_lossy(&outcome.stderr);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[..2], ["shm 7 True", "pool 6"], "{stdout}{stderr}");
+    let statfs: Vec<&str> = lines[2].split(' ').collect();
+    assert_eq!(statfs[0], "tmpfs", "{statfs:?}");
+    let size = statfs[1].parse::<u64>().unwrap() * statfs[2].parse::<u64>().unwrap();
+    assert_eq!(size, vsh_monty::COMMAND_SHM_BYTES, "bounded and its own: {statfs:?}");
+    assert!(!std::path::Path::new("/dev/shm/vsh-made").exists(), "the host's /dev/shm never sees it");
+    assert!(ws.diff().is_empty(), "{:?}", ws.diff());
+}
+
+#[test]
 fn the_candidate_is_where_the_workspace_is_and_covers_it() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
