@@ -56,7 +56,7 @@ pub(crate) fn with_rerun_hint(transaction: vsh::TransactionId, error: VshError) 
             Some(format!("vsh rerun {short}"))
         }
         VshError::NotCommittable { state: S::PendingApproval, .. } => {
-            Some(format!("vsh show {short}, then vsh approve {short} && vsh commit {short}"))
+            Some(format!("vsh show {short} && vsh approve {short} && vsh commit {short}"))
         }
         VshError::NotApprovable { state: S::AutoApproved, .. } => Some(format!("vsh commit {short}")),
         VshError::NotApprovable { state: S::Expired, .. } => Some(format!("vsh rerun {short}")),
@@ -133,7 +133,8 @@ fn missing_program(error: &VshError) -> Option<String> {
             "\nvsh:   for rustup's toolchain: --tool \"$(rustc --print sysroot)\" \
              --env PATH=\"$(rustc --print sysroot)/bin:/usr/local/bin:/usr/bin:/bin\"\
              \nvsh:   and for the crates cargo has already downloaded, without the network: \
-             --tool ~/.cargo --env CARGO_HOME=\"$HOME/.cargo\" -- cargo ... --offline",
+             --tool ~/.cargo/registry --env CARGO_HOME=\"$HOME/.cargo\" -- cargo ... --offline \
+             (the registry only: ~/.cargo also holds the registry's token)",
         );
     }
     Some(advice)
@@ -196,6 +197,11 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                     let _ = writeln!(text, "vsh:   {:<7} {}", change.kind.name(), change.path);
                 }
             }
+            if let Some(error) = error {
+                for advice in advice_for(error).iter().filter(|advice| !advice.contains("--accept-failure")) {
+                    let _ = writeln!(text, "vsh: {advice}");
+                }
+            }
         }
         Some(other) => {
             for line in program_output(other).unwrap_or_default().lines() {
@@ -215,6 +221,16 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
     }
     text
 }
+
+/// What a program prints when it found no network (DNS or routes).
+const OFFLINE: [&str; 6] = [
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "nodename nor servname",
+    "getaddrinfo",
+];
 
 /// What the operator can do about `error`, a sentence each (the text's
 /// `vsh: ...` lines, the JSON document's `hint` when it has no command).
@@ -241,7 +257,50 @@ fn advice_for(error: &VshError) -> Vec<String> {
     if matches!(error, VshError::Bash { changes, .. } if !changes.is_empty()) {
         advice.push("run it with --accept-failure to keep a failing run's changes as its outcome".to_owned());
     }
+    if matches!(error, VshError::UnknownTransaction(_) | VshError::NoSuchTransaction(_)) {
+        advice.push(
+            "a preview that changes nothing is not kept, so its id is never found; `vsh log` and `vsh pending` list \
+             the kept ones"
+                .to_owned(),
+        );
+    }
+    let printed = failed_output(error);
+    if printed.contains("command not available in the vsh-bash-bounded-v1 profile") {
+        advice.push(
+            "a Bash program runs in vsh's bounded interpreter, which has no installed programs; `vsh run --confined \
+             FILE` runs it in real bash in a candidate, where they are"
+                .to_owned(),
+        );
+    }
+    if OFFLINE.iter().any(|sign| printed.contains(sign)) {
+        advice.push(
+            "if it needed the network: a real command has none unless it is given `--allow-network loopback|all` \
+             or `--allow-port PORT`"
+                .to_owned(),
+        );
+    }
     advice
+}
+
+/// The error's chain, and what a failed Bash program or command printed on
+/// either stream, or a failed program's output.
+fn failed_output(error: &VshError) -> String {
+    let mut chain = String::new();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(now) = cause {
+        let _ = writeln!(chain, "{now}");
+        cause = now.source();
+    }
+    chain
+        + &match error {
+            VshError::Bash { source, .. } => match source.as_ref() {
+                ExecutionError::Bash { stdout, stderr, .. } => {
+                    format!("{}\n{}", String::from_utf8_lossy(stdout), String::from_utf8_lossy(stderr))
+                }
+                _ => String::new(),
+            },
+            other => program_output(other).unwrap_or_default().to_owned(),
+        }
 }
 
 /// The error as a `vsh.error/1` document: its kind, message and causes,

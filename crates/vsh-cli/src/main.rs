@@ -384,6 +384,9 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
         let profile = init.profile.policy_profile();
         (format!("version = 1\nprofile = \"{}\"\n", profile.name()), format!("the {} profile", profile.name()))
     };
+    // A policy this build refuses is refused before anything is made: a
+    // workspace left behind would run under the default profile.
+    let new = vsh::lower::vsh_policy::PolicyFile::from_toml(&text)?.policy(None).digest();
     // Whatever the workspace recorded before (even a policy this build
     // refuses) does not stand in the way of recording a new one.
     let config = runtime_config(&init.common.root())?.with_policy_profile(vsh::PolicyProfile::Balanced);
@@ -397,18 +400,18 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
         // Forged, unreadable, not a file: replaced only when asked to (--force).
         Err(_) => Some(None),
     };
-    if let Some(old) = recorded {
-        let new = vsh::lower::vsh_policy::PolicyFile::from_toml(&text)?.policy(None).digest();
-        if old.as_ref() != Some(&new) && !init.force {
-            let (old, show) = old.map_or_else(
-                || ("one this build cannot read or verify".to_owned(), ""),
-                |digest| (digest.short(), " (vsh policy show prints the recorded one)"),
-            );
-            return Err(format!(
-                "the workspace already records a policy ({old}); give --force to replace it with {what}{show}"
-            )
-            .into());
-        }
+    if let Some(old) = recorded
+        && old.as_ref() != Some(&new)
+        && !init.force
+    {
+        let (old, show) = old.map_or_else(
+            || ("one this build cannot read or verify".to_owned(), ""),
+            |digest| (digest.short(), " (vsh policy show prints the recorded one)"),
+        );
+        return Err(format!(
+            "the workspace already records a policy ({old}); give --force to replace it with {what}{show}"
+        )
+        .into());
     }
     let digest = runtime.record_workspace_policy(&text)?;
     if init.common.json {
@@ -836,11 +839,12 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         && !output.quiet
     {
         let said = |grants: &vsh::CommandGrants| {
-            if grants.is_default() { "nothing more".to_owned() } else { render::grants_text(grants) }
+            if grants.is_default() { "nothing beyond the defaults".to_owned() } else { render::grants_text(grants) }
         };
         eprintln!(
-            "vsh: warning: the first run's commands were granted {}, this run's {}: give --env, --pass-env, \
-             --allow-network, --allow-port, --allow-unix-sockets and --tool again for the same",
+            "vsh: warning: this run's commands are granted other than the first run's (first: {}; now: {}); \
+             give --env, --pass-env, --allow-network, --allow-port, --allow-unix-sockets and --tool again for the \
+             same",
             said(&first),
             said(&now)
         );

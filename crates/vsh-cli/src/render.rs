@@ -567,7 +567,7 @@ fn next_step(receipt: &Receipt) -> Option<String> {
         vsh::TransactionState::PendingApproval => Some(format!("vsh approve {short} && vsh commit {short}")),
         // A run that changed nothing has nothing to commit.
         vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved if receipt.changed_paths == 0 => {
-            Some("nothing: it changes no path".to_owned())
+            Some("nothing: it changes no path (so it is not kept: vsh show will not find it)".to_owned())
         }
         vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved => Some(format!("vsh commit {short}")),
         _ => None,

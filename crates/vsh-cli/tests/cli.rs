@@ -366,7 +366,8 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     assert!(dir.path().join("old.txt").exists());
     let short = &id[..12];
     assert!(
-        String::from_utf8_lossy(&early.stderr).contains(&format!("next: `vsh show {short}, then vsh approve {short}")),
+        String::from_utf8_lossy(&early.stderr)
+            .contains(&format!("next: `vsh show {short} && vsh approve {short} && vsh commit {short}`")),
         "the way on: {}",
         String::from_utf8_lossy(&early.stderr)
     );
@@ -831,6 +832,13 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     let other = "from pathlib import Path\nPath('c.txt').write_text('c')";
     let still = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(other));
     assert_eq!(still.status.code(), Some(4), "still strict");
+    // Where there is no workspace yet, a bad policy makes none (one left
+    // behind would run under the default profile).
+    let fresh = tempfile::tempdir().unwrap();
+    let refused =
+        vsh(&["init", "--policy", bad.to_str().unwrap(), "--workspace", fresh.path().to_str().unwrap()], None);
+    assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert_eq!(std::fs::read_dir(fresh.path()).unwrap().count(), 0, "nothing made");
     // Another policy replaces the recorded one only when forced; the same one again is fine.
     let replace = vsh(&["init", "--profile", "balanced", "--workspace", ws], None);
     assert_eq!(replace.status.code(), Some(1));
@@ -2203,6 +2211,9 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
         );
         assert!(stderr.contains("--tool DIR --env PATH=DIR:/usr/local/bin:/usr/bin:/bin"), "{stderr}");
         assert_eq!(stderr.contains("rustc --print sysroot"), rustup, "{stderr}");
+        // Cargo's downloaded crates without its registry token.
+        assert_eq!(stderr.contains("--tool ~/.cargo/registry "), rustup, "{stderr}");
+        assert!(!stderr.contains("--tool ~/.cargo "), "{stderr}");
         // The error itself names the same search, not the sandbox's own.
         assert!(stderr.contains("not found on the command's PATH") && !stderr.contains("/usr/bin or /bin"), "{stderr}");
         // The JSON error carries the advice as its hint.
@@ -2211,6 +2222,42 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
         let hint = document["hint"].as_str().unwrap_or_else(|| panic!("{document}"));
         assert!(hint.contains("--tool DIR") && !hint.contains("vsh:"), "{hint}");
     }
+}
+
+#[test]
+fn failures_a_new_user_meets_say_what_to_do() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let stderr = |output: &Output| String::from_utf8_lossy(&output.stderr).into_owned();
+    // A preview that changes nothing says it is not kept, and looking it up says why it is not found.
+    let quiet = vsh(&["exec", "--workspace", ws, "--", "true"], None);
+    assert!(String::from_utf8_lossy(&quiet.stdout).contains("not kept"), "{quiet:?}");
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&vsh(&["exec", "--workspace", ws, "--json", "--", "true"], None).stdout).unwrap();
+    let id = receipt["transaction"].as_str().unwrap().to_owned();
+    let shown = vsh(&["show", &id, "--workspace", ws], None);
+    assert_eq!(shown.status.code(), Some(1));
+    assert!(stderr(&shown).contains("a preview that changes nothing is not kept"), "{}", stderr(&shown));
+    // A command that wanted the network is told it has none unless given it.
+    let offline = "echo 'curl: (6) Could not resolve host: example.com' >&2; exit 6";
+    let ran = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", offline], None);
+    assert_eq!(ran.status.code(), Some(1), "{}", stderr(&ran));
+    assert!(stderr(&ran).contains("`--allow-network loopback|all`"), "{}", stderr(&ran));
+    let fine = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", "echo broken >&2; exit 6"], None);
+    assert!(!stderr(&fine).contains("--allow-network"), "only when it looks like it: {}", stderr(&fine));
+    // A Bash file that calls an installed program, run in the bounded interpreter.
+    let script = dir.path().join("tool.sh");
+    std::fs::write(&script, "python3 -c 'print(1)'\n").unwrap();
+    let bounded = vsh(&["run", "--workspace", ws, script.to_str().unwrap()], None);
+    assert!(stderr(&bounded).contains("`vsh run --confined FILE`"), "{}", stderr(&bounded));
+    // A Monty program that runs a command, without --commands.
+    let program = "vsh_exec(['true'])";
+    let plain = vsh(&["run", "--workspace", ws, "-"], Some(program));
+    assert!(stderr(&plain).contains("vsh run --commands"), "{}", stderr(&plain));
 }
 
 #[test]
@@ -2640,14 +2687,17 @@ fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again
     // Run again without them: vsh says what the first run had.
     let again = vsh(&["rerun", &id, "--workspace", ws], None);
     let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(stderr.contains("the first run's commands were granted env API_TOKEN, MODE; network loopback"), "{stderr}");
+    assert!(
+        stderr.contains("(first: env API_TOKEN, MODE; network loopback; now: nothing beyond the defaults)"),
+        "{stderr}"
+    );
     // The same grants in another order are the same grants.
     let token = format!("API_TOKEN={secret}");
     let reordered = ["--allow-network", "loopback", "--env", "MODE=ci", "--env", &token];
     let mut args = vec!["rerun", &id, "--workspace", ws];
     args.extend(reordered);
     let same = vsh(&args, None);
-    assert!(!String::from_utf8_lossy(&same.stderr).contains("were granted"), "{same:?}");
+    assert!(!String::from_utf8_lossy(&same.stderr).contains("granted"), "{same:?}");
 }
 
 #[test]

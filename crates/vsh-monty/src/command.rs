@@ -872,7 +872,10 @@ impl Dispatcher<'_> {
             Err(_) => return Reply::Raise(MontyException::new(ExcType::TypeError, None)),
         };
         let Some(config) = self.nested_command else {
-            let message = format!("{EXEC_NAME}() is not available: this runtime was not configured for commands");
+            let message = format!(
+                "{EXEC_NAME}() is not available: this runtime was not configured for commands \
+                 (vsh run --commands, vsh serve --commands)"
+            );
             return guest(ExcType::RuntimeError, message);
         };
         let most = self.host.meter.limits().max_io_call_bytes;
