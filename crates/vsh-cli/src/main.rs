@@ -520,6 +520,12 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
     // program text, so a commit or a re-run starts it there with that input.
     let cwd = working_dir_in(&exec.options.common.root());
     let stdin = exec.stdin.as_deref().map(read_command_input).transpose()?;
+    if stdin.is_none() && !output.quiet && input_waiting() {
+        eprintln!(
+            "vsh: warning: the command reads nothing: what this shell gives vsh on its standard input is not \
+             passed on; give it with `--stdin -` (or --stdin FILE)"
+        );
+    }
     let code = if cwd.is_none() && stdin.is_none() {
         serde_json::to_string(&argv)?
     } else {
@@ -533,6 +539,26 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         serde_json::to_string(&command)?
     };
     run_program(&exec.options, &code, vsh::Language::Command, output, RealCommands::Commands)
+}
+
+/// Whether this process's standard input holds something a user meant for
+/// the command: a non-empty file (`< patch.diff`), or a pipe with bytes
+/// already waiting (`printf ... | vsh exec`). An idle pipe (an agent's
+/// harness), a terminal and `/dev/null` are not.
+fn input_waiting() -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    use rustix::fs::FileType;
+    let stdin = std::io::stdin();
+    let Ok(stat) = rustix::fs::fstat(&stdin) else { return false };
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => stat.st_size > 0,
+        FileType::Fifo | FileType::Socket => {
+            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+            let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
+            poll(&mut fds, Some(&zero)).is_ok_and(|ready| ready > 0) && fds[0].revents().contains(PollFlags::IN)
+        }
+        _ => false,
+    }
 }
 
 /// The most bytes `vsh exec --stdin` takes: what fits a command's program text.

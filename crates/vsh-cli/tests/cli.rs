@@ -2254,6 +2254,19 @@ fn failures_a_new_user_meets_say_what_to_do() {
     std::fs::write(&script, "python3 -c 'print(1)'\n").unwrap();
     let bounded = vsh(&["run", "--workspace", ws, script.to_str().unwrap()], None);
     assert!(stderr(&bounded).contains("`vsh run --confined FILE`"), "{}", stderr(&bounded));
+    // Input redirected to vsh is not the command's: vsh says so, and how to give it.
+    let patch = dir.path().join("fix.diff");
+    std::fs::write(&patch, "--- a/a.txt\n").unwrap();
+    let redirected = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "--workspace", ws, "--", "cat"])
+        .env_clear()
+        .stdin(std::fs::File::open(&patch).unwrap())
+        .output()
+        .unwrap();
+    assert!(stderr(&redirected).contains("give it with `--stdin -`"), "{}", stderr(&redirected));
+    let given = vsh(&["exec", "--workspace", ws, "--stdin", patch.to_str().unwrap(), "--", "cat"], None);
+    assert!(!stderr(&given).contains("--stdin -"), "{}", stderr(&given));
+    assert!(!stderr(&quiet).contains("--stdin -"), "nothing waiting: {}", stderr(&quiet));
     // A Monty program that runs a command, without --commands.
     let program = "vsh_exec(['true'])";
     let plain = vsh(&["run", "--workspace", ws, "-"], Some(program));
