@@ -506,18 +506,22 @@ impl VirtualFs {
         }
     }
 
-    /// Metadata of the node at `path` (never following a symlink).
+    /// Metadata of the node at `path` (never following a symlink). A
+    /// directory has no time (`mtime` 0, as for what the transaction made):
+    /// the host's changes whenever a name in it comes or goes, hidden names
+    /// included, so showing it would tell a guest when a secret was made or
+    /// removed there.
     pub fn metadata(&mut self, path: &VPath) -> Result<Metadata, VfsError> {
         if path.is_root() {
             let mode = self.base.metadata(path)?.map_or(DEFAULT_DIR_MODE, |(_, _, mode)| mode);
-            let mtime = self.base.mtime_seconds(path)?.unwrap_or(0.0);
-            return Ok(Metadata { kind: NodeKind::Directory, size: 0, mode, mtime });
+            return Ok(Metadata { kind: NodeKind::Directory, size: 0, mode, mtime: 0.0 });
         }
         match self.require(path)? {
             Node::Base(_) => {
                 let (kind, size, mode) =
                     self.base.metadata(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;
-                let mtime = self.base.mtime_seconds(path)?.unwrap_or(0.0);
+                let mtime =
+                    if kind == NodeKind::Directory { 0.0 } else { self.base.mtime_seconds(path)?.unwrap_or(0.0) };
                 Ok(Metadata { kind, size, mode, mtime })
             }
             node => {

@@ -811,3 +811,22 @@ fn a_listings_names_digest_leaves_out_the_hidden_names() {
     let names = plain.read_set().entries.get(&VPath::root()).and_then(|dependency| dependency.names);
     assert_eq!(names, Some(crate::names_digest([".env", "a.txt"])));
 }
+
+#[test]
+fn a_directory_shows_no_time_so_hidden_names_coming_and_going_tell_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "d/f.txt", b"x");
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_hours(438_288);
+    std::fs::File::open(dir.path().join("d/f.txt")).unwrap().set_modified(old).unwrap();
+    let mtimes = |vfs: &mut VirtualFs| {
+        ["", "d", "d/f.txt"]
+            .map(|path| vfs.metadata(&if path.is_empty() { VPath::root() } else { p(path) }).unwrap().mtime.to_bits())
+    };
+    let before = mtimes(&mut vfs_over(dir.path()));
+    // A secret made beside the file moves the host's directory times, never what is shown.
+    write(dir.path(), "d/.env", b"S=1");
+    write(dir.path(), ".env", b"S=1");
+    let after = mtimes(&mut vfs_over(dir.path()));
+    assert_eq!(before, after);
+    assert_eq!(after, [0.0, 0.0, 1_577_836_800.0].map(f64::to_bits), "a file keeps its own time");
+}
