@@ -341,6 +341,9 @@ pub(crate) fn stale(path: &VPath, reason: ConflictReason) -> CommitError {
 pub(crate) enum ApplyFailure {
     /// The host refused.
     Host(HostError),
+    /// Making a directory was refused, so nothing was made: the name was
+    /// taken, or its parent was not there to make it in.
+    NotMade(HostError),
     /// A file whose mode was to change has other hard links now.
     HardLinked(u64),
     /// The node is no longer the one revalidated (its witness changed).
@@ -372,7 +375,13 @@ pub(crate) fn apply_one(
             workspace.rename_noreplace(path, &txn.quarantine_slot(index)).map_err(ApplyFailure::Host)?;
         }
         Action::CreateDir { mode } => {
-            workspace.create_dir(path, mode).map_err(ApplyFailure::Host)?;
+            workspace.create_dir(path, mode).map_err(|error| match error {
+                HostError::AlreadyExists { .. }
+                | HostError::NotFound { .. }
+                | HostError::NotADirectory { .. }
+                | HostError::SymlinkInPath { .. } => ApplyFailure::NotMade(error),
+                other => ApplyFailure::Host(other),
+            })?;
             return match workspace.lstat(path).map_err(ApplyFailure::Host)? {
                 Some(stat) if stat.kind == HostKind::Directory => Ok(stat.identity.ino),
                 _ => Err(ApplyFailure::Changed),

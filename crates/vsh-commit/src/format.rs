@@ -587,6 +587,11 @@ pub enum LeftReason {
     Ambiguous,
     /// The operation was undone, but its path does not hold the before state.
     StateMismatch,
+    /// A directory above the operation's path is not the one the commit
+    /// wrote into (moved away or replaced while the commit ran): what the
+    /// path shows says nothing of the operation's node, which is wherever
+    /// that directory is now, so nothing was undone through it.
+    Moved,
 }
 
 impl LeftReason {
@@ -594,6 +599,7 @@ impl LeftReason {
         match self {
             Self::Ambiguous => 1,
             Self::StateMismatch => 2,
+            Self::Moved => 3,
         }
     }
 
@@ -601,6 +607,7 @@ impl LeftReason {
         match tag {
             1 => Some(Self::Ambiguous),
             2 => Some(Self::StateMismatch),
+            3 => Some(Self::Moved),
             _ => None,
         }
     }
@@ -610,6 +617,7 @@ impl LeftReason {
         match self {
             Self::Ambiguous => "changed by someone else during the commit",
             Self::StateMismatch => "does not hold its before state after the rollback",
+            Self::Moved => "its directory was moved or replaced during the commit",
         }
     }
 }

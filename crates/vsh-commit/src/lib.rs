@@ -517,23 +517,29 @@ impl Committer {
             }
         };
 
-        // From the first durable intent on, a failure rolls back in place.
+        // From the first durable intent on, a failure rolls back in place,
+        // through the directories the operations write into as they are now.
+        let parents = recover::Parents::of(&self.workspace, &plan);
         let mut journal = Journal::new(plan.transaction, digest);
         match self.journal_intents(&txn, &mut journal, &staged, &witnesses, faults, &syncs) {
             Ok(()) => {}
             Err(Stop::Fault(point)) => return Err(CommitError::FaultInjected(point)),
-            Err(Stop::Abort { error, limit }) => return Err(self.abort(ledger, transaction, &txn, error, limit)),
+            Err(Stop::Abort { error, limit }) => {
+                return Err(self.abort(ledger, transaction, &txn, error, limit, &parents));
+            }
         }
         if let Err(source) = ledger.committing(transaction) {
             let error = CommitError::Ledger { transaction, step: "committing", source };
-            return Err(self.abort(ledger, transaction, &txn, error, Some(0)));
+            return Err(self.abort(ledger, transaction, &txn, error, Some(0), &parents));
         }
         check(faults, FaultPoint::CommitStatePersisted)?;
 
         match self.apply_journaled(&txn, &plan, &mut journal, &witnesses, faults, &syncs) {
             Ok(()) => {}
             Err(Stop::Fault(point)) => return Err(CommitError::FaultInjected(point)),
-            Err(Stop::Abort { error, limit }) => return Err(self.abort(ledger, transaction, &txn, error, limit)),
+            Err(Stop::Abort { error, limit }) => {
+                return Err(self.abort(ledger, transaction, &txn, error, limit, &parents));
+            }
         }
 
         // The commit point: a durable ledger's Committed, else the completion
@@ -771,11 +777,14 @@ impl Committer {
                 let path = plan.entries[operation.entry as usize].path.clone();
                 // Creating a directory is two steps; the first may have happened,
                 // unless it is what failed because the name was taken (by
-                // someone else: their directory is not ours to remove).
+                // someone else: their directory is not ours to remove) or its
+                // parent was not there to make it in.
                 let maybe_applied = matches!(operation.action, Action::CreateDir { .. })
-                    && !matches!(failure, ApplyFailure::Host(HostError::AlreadyExists { .. }));
+                    && !matches!(failure, ApplyFailure::NotMade(_));
                 let error = match failure {
-                    ApplyFailure::Host(source) => CommitError::Apply { path, applied: index as u64, source },
+                    ApplyFailure::Host(source) | ApplyFailure::NotMade(source) => {
+                        CommitError::Apply { path, applied: index as u64, source }
+                    }
                     ApplyFailure::HardLinked(links) => CommitError::HardLinked { path, links },
                     ApplyFailure::Changed => apply::stale(&path, ConflictReason::Precondition),
                 };
@@ -825,8 +834,9 @@ impl Committer {
         txn: &TxnDir,
         error: CommitError,
         limit: Option<usize>,
+        parents: &recover::Parents,
     ) -> CommitError {
-        match self.recover_one(ledger, &NoFaults, transaction, txn, limit) {
+        match self.roll_back_in_place(ledger, transaction, txn, limit, parents) {
             Ok(Ok(Outcome::RolledBack | Outcome::Cleaned)) => error,
             Ok(Ok(Outcome::Unresolved(unresolved))) => {
                 CommitError::Unresolved { transaction, paths: unresolved.paths, source: Box::new(error) }

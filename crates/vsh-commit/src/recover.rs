@@ -388,7 +388,7 @@ impl Committer {
                 }
             }
             let txn = TxnDir::new(&root, transaction);
-            let (resolved, paths) = self.recover_counted(ledger, faults, transaction, &txn, None)?;
+            let (resolved, paths) = self.recover_counted(ledger, faults, transaction, &txn, None, None)?;
             if let (Ok(Outcome::RolledForward { .. } | Outcome::RolledBack), Some(paths)) = (&resolved, paths) {
                 report.paths.push((transaction, paths));
             }
@@ -451,24 +451,27 @@ impl Committer {
         }
     }
 
-    /// Resolve one transaction directory. Operations at index `limit` and
-    /// beyond are known not to have been applied (a commit rolling itself
-    /// back in place says so); recovery passes `None`.
-    ///
-    /// The outer error is only [`CommitError::FaultInjected`].
-    pub(crate) fn recover_one(
+    /// Recover one transaction as the commit's own rollback, which knows
+    /// the directories it wrote into ([`Parents`]).
+    pub(crate) fn roll_back_in_place(
         &self,
         ledger: &dyn CommitLedger,
-        faults: &dyn FaultInjector,
         transaction: TransactionId,
         txn: &TxnDir,
         limit: Option<usize>,
+        parents: &Parents,
     ) -> Result<Resolved, CommitError> {
-        self.recover_counted(ledger, faults, transaction, txn, limit).map(|(resolved, _)| resolved)
+        self.recover_counted(ledger, &crate::NoFaults, transaction, txn, limit, Some(parents))
+            .map(|(resolved, _)| resolved)
     }
 
-    /// [`Committer::recover_one`], with how many paths the plan it read
-    /// changes (none when it read no valid plan).
+    /// Resolve one transaction directory, and say how many paths the plan it
+    /// read changes (none when it read no valid plan). Operations at index
+    /// `limit` and beyond are known not to have been applied (a commit
+    /// rolling itself back in place says so); recovery passes `None`, and
+    /// no `parents` (only the commit's own process knows them).
+    ///
+    /// The outer error is only [`CommitError::FaultInjected`].
     fn recover_counted(
         &self,
         ledger: &dyn CommitLedger,
@@ -476,8 +479,9 @@ impl Committer {
         transaction: TransactionId,
         txn: &TxnDir,
         limit: Option<usize>,
+        parents: Option<&Parents>,
     ) -> Result<(Resolved, Option<usize>), CommitError> {
-        let resolver = Resolver { committer: self, ledger, faults, transaction, txn };
+        let resolver = Resolver { committer: self, ledger, faults, transaction, txn, parents };
         if let Err(error) = txn.migrate_earlier_layout(&self.workspace, &self.key, transaction) {
             return Ok((Err(resolver.conflict(&txn.root, RecoveryConflictReason::Host(error))), None));
         }
@@ -513,6 +517,49 @@ pub(crate) struct Resolver<'a> {
     pub(crate) faults: &'a dyn FaultInjector,
     pub(crate) transaction: TransactionId,
     pub(crate) txn: &'a TxnDir,
+    /// For a rollback in the commit's own process: the directories it wrote
+    /// into, as they were before its first operation ([`Parents`]).
+    pub(crate) parents: Option<&'a Parents>,
+}
+
+/// The identity of each existing directory a commit's operations write
+/// into (the parent of each of its paths), taken before the first
+/// operation. A rollback in the same process undoes an operation only
+/// through the same directory: one moved away or replaced meanwhile (a
+/// rename of a parent while the commit ran) would make what its path shows
+/// say nothing of the operation's node, so the operation is left for an
+/// operator ([`LeftReason::Moved`]) instead of taken as never applied.
+#[derive(Debug, Default)]
+pub(crate) struct Parents(BTreeMap<VPath, vsh_host::FileIdentity>);
+
+impl Parents {
+    /// The parents of `plan`'s paths as `workspace` holds them now (a parent
+    /// the plan creates has none yet, and is judged by its own parent).
+    pub(crate) fn of(workspace: &vsh_host::CapDir, plan: &Plan) -> Self {
+        let mut parents = BTreeMap::new();
+        for entry in &plan.entries {
+            let Some(parent) = entry.path.parent().filter(|parent| !parent.is_root()) else { continue };
+            if parents.contains_key(&parent) {
+                continue;
+            }
+            if let Ok(Some(stat)) = workspace.lstat(&parent)
+                && stat.kind == HostKind::Directory
+            {
+                parents.insert(parent, stat.identity);
+            }
+        }
+        Self(parents)
+    }
+
+    /// Whether the nearest recorded directory above `path` is no longer
+    /// the one recorded at its place (moved, replaced, gone).
+    fn moved(&self, workspace: &vsh_host::CapDir, path: &VPath) -> bool {
+        let Some((dir, identity)) = path.ancestors().into_iter().rev().find_map(|dir| self.0.get_key_value(&dir))
+        else {
+            return false;
+        };
+        !matches!(workspace.lstat(dir), Ok(Some(stat)) if stat.kind == HostKind::Directory && stat.identity == *identity)
+    }
 }
 
 impl Resolver<'_> {
@@ -798,7 +845,15 @@ impl Resolver<'_> {
         let applicable = journaled.iter().copied().filter(|index| limit.is_none_or(|limit| *index < limit));
         let mut touched: Vec<usize> = Vec::new();
         let mut left: Vec<Left> = Vec::new();
+        let moved = |index: usize| {
+            let path = &plan.entries[plan.operations[index].entry as usize].path;
+            self.parents.is_some_and(|parents| parents.moved(&self.committer.workspace, path))
+        };
         for index in applicable.rev() {
+            if moved(index) {
+                left.push(Left { operation: index as u32, reason: LeftReason::Moved });
+                continue;
+            }
             match self.committer.undo(self.txn, plan, index, witnesses[index], done.get(index).copied().flatten()) {
                 Ok(Undo::Undone) => {
                     touched.push(index);
@@ -812,15 +867,35 @@ impl Resolver<'_> {
                 }
             }
         }
+        // A directory moved while the undo pass ran may have taken an undo
+        // somewhere else: what went through it is left too.
+        for &index in &touched {
+            if moved(index) {
+                left.push(Left { operation: index as u32, reason: LeftReason::Moved });
+            }
+        }
         if let Err(conflict) = self.check_quarantine(plan, &left) {
             return Ok(Err(conflict));
         }
+        if let Err(conflict) = self.verify_undone(plan, &touched, &mut left) {
+            return Ok(Err(conflict));
+        }
+        left.sort_by_key(|left| left.operation);
+        left.dedup_by_key(|left| left.operation);
+        let settled = Settled { transaction: self.transaction, plan: *digest, left };
+        self.settle(state, &settled, plan, !touched.is_empty())
+    }
+
+    /// After the undo pass: every entry an undone operation touched must
+    /// hold its before state (one that does not is left,
+    /// [`LeftReason::StateMismatch`]), except beneath what is left already.
+    fn verify_undone(&self, plan: &Plan, touched: &[usize], left: &mut Vec<Left>) -> Result<(), RecoveryConflict> {
         let view = self.committer.view();
-        let left_paths: Vec<&VPath> = left
+        let left_paths: Vec<VPath> = left
             .iter()
-            .map(|left| &plan.entries[plan.operations[left.operation as usize].entry as usize].path)
+            .map(|left| plan.entries[plan.operations[left.operation as usize].entry as usize].path.clone())
             .collect();
-        for &index in &touched {
+        for &index in touched {
             for entry_index in touched_entries(plan, &[index]) {
                 let entry = &plan.entries[entry_index];
                 if left_paths.iter().any(|path| entry.path.is_within(path)) {
@@ -832,14 +907,11 @@ impl Resolver<'_> {
                         left.push(Left { operation: index as u32, reason: LeftReason::StateMismatch });
                         break;
                     }
-                    Err(error) => return Ok(Err(self.conflict(&entry.path, from_commit_error(error)))),
+                    Err(error) => return Err(self.conflict(&entry.path, from_commit_error(error))),
                 }
             }
         }
-        left.sort_by_key(|left| left.operation);
-        left.dedup_by_key(|left| left.operation);
-        let settled = Settled { transaction: self.transaction, plan: *digest, left };
-        self.settle(state, &settled, plan, !touched.is_empty())
+        Ok(())
     }
 
     /// Make the rollback's outcome durable (the settled record), so that a

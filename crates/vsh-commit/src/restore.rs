@@ -103,7 +103,7 @@ impl Committer {
         // whose nodes could not be moved is never cleaned up around them.
         txn.migrate_earlier_layout(&self.workspace, &self.key, transaction)
             .map_err(CommitError::host("restore", &txn.root))?;
-        let resolver = Resolver { committer: self, ledger, faults, transaction, txn: &txn };
+        let resolver = Resolver { committer: self, ledger, faults, transaction, txn: &txn, parents: None };
         for earlier in txn.earlier_layout() {
             let found = self.workspace.lstat(&earlier).map_err(CommitError::host("restore", &earlier))?;
             if let Some(stat) = found {

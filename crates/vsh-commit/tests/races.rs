@@ -539,3 +539,68 @@ fn collect_files(dir: &Path, out: &mut Vec<Vec<u8>>) {
         }
     }
 }
+
+/// Exchanges a directory of the workspace with an empty one at one moment
+/// of a commit (a sync tool or an editor moving it aside), once.
+struct Mover {
+    root: PathBuf,
+    dir: &'static str,
+    at: FaultPoint,
+    moved: std::sync::atomic::AtomicBool,
+}
+
+impl FaultInjector for Mover {
+    fn crash_at(&self, point: FaultPoint) -> bool {
+        if point == self.at && !self.moved.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let (dir, away) = (self.root.join(self.dir), self.root.join(format!("{}.away", self.dir)));
+            std::fs::rename(&dir, &away).unwrap();
+            std::fs::create_dir(&dir).unwrap();
+        }
+        false
+    }
+}
+
+#[test]
+fn a_directory_moved_aside_while_the_commit_applies_is_never_rolled_back_through_its_stand_in() -> Result {
+    // What the commit made in `sub` went away with it; a rollback looking
+    // at the empty directory in its place saw nothing of its nodes and
+    // recorded the before state restored, while they came back with `sub`.
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let dir = tempfile::tempdir()?;
+    support::write(dir.path(), "sub/keep.txt", b"keep\n");
+    let ws = support::Workspace::open(dir.path())?;
+    let run = ws.run(&blobs, |vfs| {
+        vfs.write(&p("sub/new.txt"), std::sync::Arc::from(&b"new\n"[..]))?;
+        vfs.mkdir(&p("sub/made"), 0o755)?;
+        vfs.write(&p("sub/made/inner.txt"), std::sync::Arc::from(&b"inner\n"[..]))
+    })?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(run.transaction, TransactionState::Revalidating);
+    let last = u32::try_from(run.diff.len() - 1).unwrap();
+    let mover = Mover {
+        root: dir.path().to_owned(),
+        dir: "sub",
+        at: FaultPoint::OperationApplied(last),
+        moved: std::sync::atomic::AtomicBool::new(false),
+    };
+    let result = ws.committer.commit_with_faults(&run.request(&blobs), &ledger, &mover);
+    assert!(mover.moved.load(std::sync::atomic::Ordering::SeqCst), "the move happened");
+    // `sub` comes back, with what the commit made in it.
+    std::fs::remove_dir(dir.path().join("sub"))?;
+    std::fs::rename(dir.path().join("sub.away"), dir.path().join("sub"))?;
+    let Err(CommitError::Unresolved { paths, .. }) = &result else { panic!("{result:?}") };
+    let named: BTreeSet<&str> = paths.iter().map(|left| left.path.as_str()).collect();
+    for path in ["sub/new.txt", "sub/made", "sub/made/inner.txt"] {
+        assert!(named.contains(path), "{path} is named: {paths:?}");
+        assert!(dir.path().join(path).exists(), "{path} is on disk, as the record says it may be");
+    }
+    assert!(paths.iter().all(|left| left.reason == vsh_commit::LeftReason::Moved), "{paths:?}");
+    assert_eq!(ledger.get(run.transaction), Some(TransactionState::RecoveryRequired));
+    // The operator's restore then puts the before state back, keeping the nodes aside.
+    let restored = ws.committer.session(&LockWait::default())?.restore(run.transaction, &ledger)?;
+    assert!(!dir.path().join("sub/new.txt").exists() && !dir.path().join("sub/made").exists(), "{restored:?}");
+    assert_eq!(std::fs::read(dir.path().join("sub/keep.txt"))?, b"keep\n");
+    assert_eq!(ledger.get(run.transaction), Some(TransactionState::Failed));
+    Ok(())
+}
