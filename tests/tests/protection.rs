@@ -70,6 +70,44 @@ fn a_nested_workspaces_vsh_data_is_invisible_and_untouchable() {
     assert_eq!(tree(dir.path()), before, "nothing changed");
 }
 
+#[test]
+fn a_program_can_never_make_a_directory_look_like_vsh_data() {
+    // A `txlog` beside a `txlog.lock` is how vsh knows another workspace's
+    // data: made by a program and committed, it would hide `src` from every
+    // later run and refuse approved work there.
+    let dir = workspace(&[("src/app.py", "print(1)\n"), ("src/txlog", "notes\n")]);
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    for (what, program) in [
+        ("the lock beside a log", "from pathlib import Path\nPath('/workspace/src/txlog.lock').write_text('')"),
+        (
+            "both, in a new directory of the base's",
+            "from pathlib import Path\nPath('/workspace/src/sub').mkdir()\n\
+             Path('/workspace/src/sub/txlog.lock').write_text('')\nPath('/workspace/src/sub/txlog').write_text('VSHTXL02')",
+        ),
+        (
+            "a log renamed in beside a lock",
+            "from pathlib import Path\nPath('/workspace/src/txlog').rename('/workspace/src/old')\n\
+             Path('/workspace/src/txlog.lock').write_text('')\nPath('/workspace/src/old').rename('/workspace/src/txlog')",
+        ),
+    ] {
+        let guarded = format!(
+            "result = 'allowed'\ntry:\n{}\nexcept PermissionError:\n    result = 'refused'\nresult",
+            indent(program)
+        );
+        let (value, receipt) = attempt(&runtime, &guarded);
+        assert_eq!(value, "'refused'", "{what}");
+        assert_eq!(receipt.state, TransactionState::Denied, "{what}");
+        assert!(denied(&receipt).iter().any(|path| path.ends_with("txlog") || path.ends_with("txlog.lock")), "{what}");
+    }
+    // Either name alone is a file like any.
+    let (_, receipt) = attempt(&runtime, "from pathlib import Path\nPath('/workspace/src/other.lock').write_text('')");
+    assert_eq!(receipt.state, TransactionState::AutoApproved);
+    let alone = workspace(&[("src/app.py", "print(1)\n")]);
+    let runtime = Runtime::open(config(alone.path())).unwrap();
+    let (_, receipt) = attempt(&runtime, "from pathlib import Path\nPath('/workspace/src/txlog.lock').write_text('')");
+    assert_eq!(receipt.state, TransactionState::AutoApproved);
+}
+
 fn indent(program: &str) -> String {
     program.lines().map(|line| format!("    {line}")).collect::<Vec<_>>().join("\n")
 }

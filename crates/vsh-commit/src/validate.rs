@@ -75,6 +75,13 @@ pub(crate) fn check_protected(
         if let Err(denied) = policy.authorize(&entry.path, access) {
             return Err(CommitError::Protected { path: entry.path.clone(), rule: denied.rule, label: denied.label });
         }
+        if access == AccessKind::Create && completes_store_magic(diff, view, &entry.path)? {
+            return Err(CommitError::Protected {
+                path: entry.path.clone(),
+                rule: "vsh data directory made by a program (store magic: txlog beside txlog.lock)".to_owned(),
+                label: vsh_policy::RuleLabel::RuntimeData,
+            });
+        }
         let mut dirs = entry.path.ancestors();
         dirs.push(entry.path.clone());
         for dir in dirs.into_iter().filter(|dir| !dir.is_root()) {
@@ -95,6 +102,29 @@ pub(crate) fn check_protected(
         }
     }
     Ok(())
+}
+
+/// Whether creating `path` would give its directory (not the root) vsh's
+/// store magic after `diff`: a `txlog` beside a `txlog.lock`, the other one
+/// made by the diff too or already in the live workspace (and not removed
+/// by the diff). Every later run would take the directory for another
+/// workspace's trusted state.
+fn completes_store_magic(
+    diff: &[DiffEntry],
+    view: &crate::live::LiveView<'_>,
+    path: &VPath,
+) -> Result<bool, CommitError> {
+    let other = match path.file_name() {
+        Some("txlog") => "txlog.lock",
+        Some("txlog.lock") => "txlog",
+        _ => return Ok(false),
+    };
+    let Some(parent) = path.parent().filter(|parent| !parent.is_root()) else { return Ok(false) };
+    let Ok(sibling) = parent.child(other) else { return Ok(false) };
+    if let Some(entry) = diff.iter().find(|entry| entry.path == sibling) {
+        return Ok(entry.after.is_some());
+    }
+    Ok(matches!(view.observe(&sibling)?, crate::live::Live::Present(_)))
 }
 
 #[cfg(test)]

@@ -761,6 +761,7 @@ fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written
     write(&root, "pkg/state/txlog", b"VSHTXL02");
     write(&root, "pkg/state/txlog.lock", b"");
     write(&root, "pkg/state/blobs/x", b"blob");
+    write(&root, "made/txlog.lock", b"");
     let before = tree(&root);
     let evil = NodeState::file_with(b"[core]\nhooksPath = /tmp/evil\n", 0o644);
     fixture.blobs.put(b"[core]\nhooksPath = /tmp/evil\n")?;
@@ -774,6 +775,9 @@ fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written
         (".GIT/hooks", None, Some(NodeState::directory(0o755))),
         ("pkg/state/blobs/x", Some(NodeState::file_with(b"blob", 0o644)), None),
         ("sub/.vsh", None, Some(NodeState::directory(0o700))),
+        // vsh's store magic made in a directory of the workspace (a log
+        // beside a lock already there): every later run would refuse it.
+        ("made/txlog", None, Some(NodeState::file_with(b"blob", 0o644))),
     ] {
         let diff = canonical(vec![DiffEntry::between(p(path), before_state, after_state).expect("a change")]);
         let reads = ReadSet::default();

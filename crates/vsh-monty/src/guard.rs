@@ -279,7 +279,20 @@ impl<'a> OsHost<'a> {
     /// nested vsh data directory.
     fn refusal(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<Option<DeniedAccess>, Fault> {
         match self.policy.authorize(path, access) {
-            Ok(()) => self.nested_store(path, access).map_err(|error| vfs_fault(error, guest)),
+            Ok(()) => match self.nested_store(path, access).map_err(|error| vfs_fault(error, guest))? {
+                None if access == AccessKind::Create
+                    && self.vfs.completes_store_magic(path).map_err(|error| vfs_fault(error, guest))? =>
+                {
+                    Ok(Some(DeniedAccess {
+                        path: path.clone(),
+                        access,
+                        rule: "vsh data directory made by a program (store magic: txlog beside txlog.lock)".to_owned(),
+                        label: vsh_policy::RuleLabel::RuntimeData,
+                        rule_access: vsh_policy::AccessSet::ALL,
+                    }))
+                }
+                found => Ok(found),
+            },
             Err(denied) => Ok(Some(denied)),
         }
     }

@@ -160,9 +160,9 @@ pub(crate) fn settled_stamp(stat: &HostStat, opened_at_ns: i128) -> Option<vsh_t
 }
 
 /// The file every vsh data directory holds: the transaction log.
-const STORE_LOG: &str = "txlog";
+pub(crate) const STORE_LOG: &str = "txlog";
 /// Its lock file, which every store creates beside it.
-const STORE_LOCK: &str = "txlog.lock";
+pub(crate) const STORE_LOCK: &str = "txlog.lock";
 
 /// Up to `length` bytes of `bytes` from `offset` (none from its end on).
 pub(crate) fn slice_of(bytes: &[u8], offset: u64, length: u32) -> &[u8] {

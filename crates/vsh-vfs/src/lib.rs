@@ -434,6 +434,27 @@ impl VirtualFs {
         Ok(None)
     }
 
+    /// Whether making a node at `path` would give its directory (not the
+    /// root) vsh's store magic: a `txlog` beside a `txlog.lock`. No program
+    /// may make that: once committed, every later run would take the
+    /// directory for another workspace's trusted state and refuse it whole
+    /// (hidden, untouchable, approved work there refused at its commit).
+    /// The sibling's kind is recorded as a metadata read.
+    pub fn completes_store_magic(&mut self, path: &VPath) -> Result<bool, VfsError> {
+        let other = match path.file_name() {
+            Some(base::STORE_LOG) => base::STORE_LOCK,
+            Some(base::STORE_LOCK) => base::STORE_LOG,
+            _ => return Ok(false),
+        };
+        let Some(parent) = path.parent().filter(|parent| !parent.is_root()) else { return Ok(false) };
+        let Ok(sibling) = parent.child(other) else { return Ok(false) };
+        match self.kind(&sibling) {
+            Ok(found) => Ok(found.is_some()),
+            Err(VfsError::NotADirectory { .. } | VfsError::SymlinkInPath { .. }) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     /// [`VirtualFs::vsh_data_within`] for `child` of a directory that holds no
     /// store and lies in none (what `vsh_data_within` of `child`'s parent
     /// answered `None` for): only `child` itself is left to check, so a walk
