@@ -58,13 +58,7 @@ fn a_nested_workspaces_vsh_data_is_invisible_and_untouchable() {
         ("move it away", "from pathlib import Path\nPath('/workspace/pkg').rename('/workspace/elsewhere')"),
         ("read the case variant", "from pathlib import Path\nPath('/workspace/pkg/.VSH/data/txlog').read_bytes()"),
     ] {
-        let guarded = format!(
-            "result = 'allowed'\ntry:\n{}\nexcept PermissionError:\n    result = 'refused'\nresult",
-            indent(program)
-        );
-        let (value, receipt) = attempt(&outer, &guarded);
-        assert_eq!(value, "'refused'", "{what}");
-        assert_eq!(receipt.state, TransactionState::Denied, "{what}");
+        let receipt = refused_and_denied(&outer, program, what);
         assert!(!denied(&receipt).is_empty(), "{what}");
     }
     assert_eq!(tree(dir.path()), before, "nothing changed");
@@ -90,13 +84,7 @@ fn a_program_can_never_make_a_directory_look_like_vsh_data() {
              Path('/workspace/src/txlog.lock').write_text('')\nPath('/workspace/src/old').rename('/workspace/src/txlog')",
         ),
     ] {
-        let guarded = format!(
-            "result = 'allowed'\ntry:\n{}\nexcept PermissionError:\n    result = 'refused'\nresult",
-            indent(program)
-        );
-        let (value, receipt) = attempt(&runtime, &guarded);
-        assert_eq!(value, "'refused'", "{what}");
-        assert_eq!(receipt.state, TransactionState::Denied, "{what}");
+        let receipt = refused_and_denied(&runtime, program, what);
         assert!(denied(&receipt).iter().any(|path| path.ends_with("txlog") || path.ends_with("txlog.lock")), "{what}");
     }
     // Either name alone is a file like any.
@@ -106,6 +94,19 @@ fn a_program_can_never_make_a_directory_look_like_vsh_data() {
     let runtime = Runtime::open(config(alone.path())).unwrap();
     let (_, receipt) = attempt(&runtime, "from pathlib import Path\nPath('/workspace/src/txlog.lock').write_text('')");
     assert_eq!(receipt.state, TransactionState::AutoApproved);
+}
+
+/// Run `program` (which should meet a `PermissionError`) as a preview:
+/// assert it was refused and the transaction denied; return its receipt.
+fn refused_and_denied(runtime: &Runtime, program: &str, what: &str) -> vsh::Receipt {
+    let guarded = format!(
+        "result = 'allowed'\ntry:\n{}\nexcept PermissionError:\n    result = 'refused'\nresult",
+        indent(program)
+    );
+    let (value, receipt) = attempt(runtime, &guarded);
+    assert_eq!(value, "'refused'", "{what}");
+    assert_eq!(receipt.state, TransactionState::Denied, "{what}");
+    receipt
 }
 
 fn indent(program: &str) -> String {
