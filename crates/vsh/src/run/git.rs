@@ -62,7 +62,9 @@ const GIT_SECTIONS: [&str; 32] = [
 /// image after the diff): a path written inside a directory that holds a
 /// file `HEAD` and a file `config` or `commondir` or a directory `objects`,
 /// or a file named `config`
-/// in git's format (one of [`GIT_SECTIONS`]). What cannot be looked at
+/// in git's format (one of [`GIT_SECTIONS`]), a git hook by its name
+/// ([`HOOKS`]) anywhere, or any file holding git configuration that starts
+/// a program ([`PROGRAM_KEYS`]). What cannot be looked at
 /// counts as such a write (a reviewer decides), never as a failed run.
 pub(crate) fn writes_into_a_git_repository(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> bool {
     judged(vfs, diff).unwrap_or(true)
@@ -76,11 +78,18 @@ fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
             // `.git` is the protection rules' to refuse.
             continue;
         }
-        if after.kind == NodeKind::File
-            && entry.path.file_name().is_some_and(|name| name.eq_ignore_ascii_case("config"))
-            && in_gits_format(vfs, &entry.path, after.size)?
-        {
-            return Ok(true);
+        if after.kind == NodeKind::File {
+            let name = entry.path.file_name().unwrap_or_default();
+            if name.eq_ignore_ascii_case("config") && in_gits_format(vfs, &entry.path, after.size)? {
+                return Ok(true);
+            }
+            // A hook wherever it is (a `core.hooksPath` can name any
+            // directory, a `hooks` symlink lead anywhere), and git's
+            // configuration under any name (an `include.path` can name any
+            // file, a `config` symlink lead anywhere).
+            if HOOKS.contains(&name) || starts_programs(vfs, &entry.path, after.size)? {
+                return Ok(true);
+            }
         }
         for dir in entry.path.ancestors() {
             let repository = if let Some(known) = repositories.get(&dir) {
@@ -110,6 +119,124 @@ fn holds_a_repository(vfs: &mut VirtualFs, dir: &VPath) -> Result<bool, VshError
     let objects = is("objects", NodeKind::Directory)?;
     Ok((is("HEAD", NodeKind::File)? && (is("config", NodeKind::File)? || is("commondir", NodeKind::File)? || objects))
         || objects && is("refs", NodeKind::Directory)?)
+}
+
+/// The hooks git runs on a developer's own commands (a commit, a
+/// checkout, a merge, a push, a rebase), by their file names.
+const HOOKS: [&str; 19] = [
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "post-rewrite",
+    "pre-auto-gc",
+    "fsmonitor-watchman",
+    "post-index-change",
+    "reference-transaction",
+    "push-to-checkout",
+    "sendemail-validate",
+];
+
+/// The keys of a git configuration that make git run a program, write
+/// where they say, or read more configuration, as `section.key` in lower
+/// case (a subsection between them does not matter). Every key of a
+/// `pager` section and an `alias` whose value starts with `!` do too.
+const PROGRAM_KEYS: [&str; 38] = [
+    "core.pager",
+    "core.editor",
+    "core.fsmonitor",
+    "core.sshcommand",
+    "core.hookspath",
+    "core.askpass",
+    "core.gitproxy",
+    "core.alternaterefscommand",
+    "include.path",
+    "includeif.path",
+    "filter.clean",
+    "filter.smudge",
+    "filter.process",
+    "diff.textconv",
+    "diff.command",
+    "diff.external",
+    "merge.driver",
+    "credential.helper",
+    "gpg.program",
+    "sequence.editor",
+    "difftool.cmd",
+    "difftool.path",
+    "mergetool.cmd",
+    "mergetool.path",
+    "uploadpack.packobjectshook",
+    "remote.uploadpack",
+    "remote.receivepack",
+    "trailer.command",
+    "trailer.cmd",
+    "browser.cmd",
+    "man.cmd",
+    "tar.command",
+    "guitool.cmd",
+    "hook.command",
+    "trace2.eventtarget",
+    "trace2.normaltarget",
+    "trace2.perftarget",
+    "init.templatedir",
+];
+
+/// The most bytes of any other written file read to tell whether it holds
+/// git configuration that starts programs; a larger one is not looked at
+/// (git reads a configuration of any size: see docs/guarantees.md).
+const MAX_SCANNED_BYTES: u64 = 16 << 20;
+
+/// Whether the file at `path` (of `size` bytes), whatever its name, holds
+/// git configuration that starts a program ([`PROGRAM_KEYS`]), read as git
+/// reads it: `[section]`, `[section "sub"]` or `[section.sub]` headers (also
+/// in the middle of a line), `key = value` lines, `#` and `;` comments.
+fn starts_programs(vfs: &mut VirtualFs, path: &VPath, size: u64) -> Result<bool, VshError> {
+    if size > MAX_SCANNED_BYTES {
+        return Ok(false);
+    }
+    let bytes = vfs.read(path)?;
+    // Most files hold no header at all: nothing to parse.
+    if !bytes.contains(&b'[') {
+        return Ok(false);
+    }
+    let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+    let mut section = String::new();
+    for line in text.lines() {
+        let mut rest = line.trim_start_matches('\u{feff}');
+        // Headers, each possibly followed by a key on the same line.
+        while let Some(open) = rest.trim_start().strip_prefix('[') {
+            let Some(close) = open.find(']') else { break };
+            let header = open[..close].trim();
+            let name: String = header.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            section = name;
+            rest = &open[close + 1..];
+        }
+        let rest = rest.trim_start();
+        if rest.starts_with(['#', ';']) || section.is_empty() {
+            continue;
+        }
+        let key: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+        if key.is_empty() {
+            continue;
+        }
+        let value = rest[key.len()..].trim_start().strip_prefix('=').map(str::trim_start);
+        let dangerous = section == "pager"
+            || (section == "alias" && value.is_some_and(|value| value.trim_start_matches('"').starts_with('!')))
+            || PROGRAM_KEYS.contains(&format!("{section}.{key}").as_str());
+        if dangerous {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Whether the file at `path` (of `size` bytes) reads as a git
