@@ -2621,44 +2621,44 @@ fn a_vsh_killed_outright_leaves_no_command_running_for_long() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "Cargo.toml", "");
     let ws = dir.path().to_str().unwrap();
-    // The command's shell, and a child of it in the background: both write
-    // their process ids to the scratch target/ (outside the image).
-    let script = "sleep 60 & echo $$ $! > target/pids; wait";
+    // The command's shell, a child of it in the background and one that
+    // left it (an orphan): each found on the host by its own arguments. The
+    // shell writes its own process id to the scratch target/ (outside the
+    // image): the first of a pid namespace of its own.
+    let marker = format!("{}.{}", 60 + std::process::id() % 1000, std::process::id());
+    let script = format!("sleep {marker}1 & (sleep {marker}2 &) ; echo $$ > target/pids; sleep {marker}3");
     let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["exec", "--workspace", ws, "--", "sh", "-c", script])
+        .args(["exec", "--workspace", ws, "--", "sh", "-c", &script])
         .env_clear()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let pids = dir.path().join(".vsh/data/scratch/target/pids");
+    let running = || -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&format!("sleep\0{marker}")))
+            })
+            .count()
+    };
     let started = std::time::Instant::now();
-    let pids: Vec<i32> = loop {
-        if let Ok(text) = std::fs::read_to_string(&pids)
-            && text.ends_with('\n')
-        {
-            break text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
-        }
+    while running() < 3 {
         assert!(started.elapsed() < std::time::Duration::from_mins(1), "the command never started");
         std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
-    assert!(pids.iter().all(|pid| alive(*pid)), "{pids:?}");
+    }
+    let pid = std::fs::read_to_string(dir.path().join(".vsh/data/scratch/target/pids")).unwrap();
+    assert_eq!(pid.trim(), "1", "the command is the first process of its own pid namespace");
     child.kill().unwrap();
     child.wait().unwrap();
-    let gone_within = |pid: i32, seconds: u64| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
-        while alive(pid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        !alive(pid)
-    };
-    // The command itself dies with vsh.
-    assert!(gone_within(pids[0], 10), "the command outlived vsh");
-    // What it left running dies with the next command vsh starts.
-    let next = vsh(&["exec", "--workspace", ws, "--", "true"], None);
-    assert_eq!(next.status.code(), Some(0), "{}", String::from_utf8_lossy(&next.stderr));
-    assert!(gone_within(pids[1], 10), "its background child outlived the next command");
+    // Every one of them dies with vsh, at once, with no other vsh to sweep.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(running(), 0, "a process of the command outlived vsh");
 }
 
 #[test]

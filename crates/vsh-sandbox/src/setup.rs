@@ -37,10 +37,11 @@ enum Stage {
     MemoryGroup = 10,
     Descriptors = 11,
     ParentDeath = 12,
+    PidNamespace = 13,
 }
 
 impl Stage {
-    const ALL: [Stage; 12] = [
+    const ALL: [Stage; 13] = [
         Stage::Rlimits,
         Stage::NoNewPrivs,
         Stage::Landlock,
@@ -53,6 +54,7 @@ impl Stage {
         Stage::MemoryGroup,
         Stage::Descriptors,
         Stage::ParentDeath,
+        Stage::PidNamespace,
     ];
 
     fn byte(self) -> u8 {
@@ -74,6 +76,7 @@ impl Stage {
             Stage::MemoryGroup => "join the memory cgroup",
             Stage::Descriptors => "close inherited descriptors (close_range)",
             Stage::ParentDeath => "die with the parent (PR_SET_PDEATHSIG)",
+            Stage::PidNamespace => "own pid namespace (unshare, fork its first process)",
         }
     }
 }
@@ -217,18 +220,34 @@ impl ChildSetup {
         if self.private_loopback {
             sys::private_loopback().map_err(|error| self.fail(Stage::Network, error))?;
         }
+        // A candidate's command is the first process of a pid namespace of
+        // its own, this process staying outside as its supervisor (each
+        // dies with its parent, so the whole tree dies with vsh).
+        let supervised = if self.mount.is_some() {
+            if let Some(parent) = self.parent {
+                self.die_with(parent)?;
+            }
+            Some(sys::enter_pid_namespace().map_err(|error| self.fail(Stage::PidNamespace, error))?)
+        } else {
+            None
+        };
         if let Some(mount) = &self.mount {
             mount.apply().map_err(|error| self.fail(Stage::Mount, error))?;
             mount.change_ids().map_err(|error| self.fail(Stage::Ids, error))?;
         }
-        if let Some(parent) = self.parent {
-            // After the ids changed (which clears the setting), and checked
-            // against a parent already gone before it took effect.
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-                .map_err(|errno| self.fail(Stage::ParentDeath, errno.into()))?;
-            if rustix::process::getppid() != Some(parent) {
-                return Err(self.fail(Stage::ParentDeath, io::Error::from_raw_os_error(libc::ESRCH)));
+        match (&supervised, self.parent) {
+            (Some(supervised), _) => {
+                // After the ids changed (which clears the setting), and
+                // checked against a supervisor already gone before it took
+                // effect (its pid is not this namespace's to ask).
+                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+                    .map_err(|errno| self.fail(Stage::ParentDeath, errno.into()))?;
+                if !supervised.supervisor_lives() {
+                    return Err(self.fail(Stage::ParentDeath, io::Error::from_raw_os_error(libc::ESRCH)));
+                }
             }
+            (None, Some(parent)) => self.die_with(parent)?,
+            (None, None) => {}
         }
         for (resource, limit) in &self.limits {
             rustix::process::setrlimit(*resource, *limit).map_err(|errno| self.fail(Stage::Rlimits, errno.into()))?;
@@ -249,6 +268,18 @@ impl ChildSetup {
         if let Some(image) = &self.exec {
             // Returns only if the exec failed.
             return Err(self.fail(Stage::Exec, sys::exec_image(image)));
+        }
+        Ok(())
+    }
+
+    /// Be killed when `parent` (the thread that spawned this process) ends,
+    /// checked against a parent already gone before the setting took
+    /// effect. Async-signal-safe: two system calls.
+    fn die_with(&self, parent: rustix::process::Pid) -> io::Result<()> {
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+            .map_err(|errno| self.fail(Stage::ParentDeath, errno.into()))?;
+        if rustix::process::getppid() != Some(parent) {
+            return Err(self.fail(Stage::ParentDeath, io::Error::from_raw_os_error(libc::ESRCH)));
         }
         Ok(())
     }

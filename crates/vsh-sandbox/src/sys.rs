@@ -168,6 +168,108 @@ pub(crate) fn close_inherited_on_exec() -> io::Result<()> {
     Ok(())
 }
 
+/// The new pid namespace's first process, as [`enter_pid_namespace`]
+/// returns in it: the read end of a pipe whose write end only the
+/// supervisor outside holds, to tell whether it still lives.
+pub(crate) struct Supervised {
+    alive: libc::c_int,
+}
+
+impl Supervised {
+    /// Whether the supervisor outside the namespace still lives (its end of
+    /// the pipe is open). Async-signal-safe: one `poll`.
+    pub(crate) fn supervisor_lives(&self) -> bool {
+        let mut poll = libc::pollfd { fd: self.alive, events: libc::POLLIN, revents: 0 };
+        // SAFETY: poll on one valid pollfd the call may write into; a zero
+        // timeout never blocks.
+        let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+        ready == 0 || (ready > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR) == 0)
+    }
+}
+
+/// Put what this process starts from here on into a new pid namespace, and
+/// fork its first process (pid 1 there), which returns; this process stays
+/// outside as its supervisor: it closes every descriptor (the program's
+/// streams and the spawn's status pipes are the first process's), waits for
+/// it, and ends as it ended (the same exit status, or the same signal,
+/// without a core dump), never returning.
+///
+/// When the namespace's first process dies, the kernel kills every process
+/// left in the namespace: a parent-death signal on it and on the supervisor
+/// ends a command's whole tree with vsh, however vsh ends (a background
+/// job, an orphan, none outlives it), and no process inside sees or can
+/// signal one outside (`kill(pid, 0)` of a host pid is `ESRCH`).
+///
+/// Needs `CAP_SYS_ADMIN` (vsh runs commands as root). Async-signal-safe:
+/// system calls only (runs between `fork` and `exec`).
+pub(crate) fn enter_pid_namespace() -> io::Result<Supervised> {
+    // SAFETY: CLONE_NEWPID changes only which namespace this process's
+    // later children are born into; nothing of the calling process changes.
+    if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut ends = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the two-element array.
+    if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let [alive, held] = ends;
+    // SAFETY: forking in the single-threaded child between fork and exec;
+    // both branches below make only async-signal-safe system calls.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: closes this process's copy of the supervisor's end only.
+        unsafe { libc::close(held) };
+        return Ok(Supervised { alive });
+    }
+    supervise(pid, held)
+}
+
+/// The supervisor's part of [`enter_pid_namespace`]: close everything but
+/// `held`, wait for `pid`, end as it ended.
+fn supervise(pid: libc::pid_t, held: libc::c_int) -> ! {
+    // SAFETY: closing descriptors of this process, which uses none of them
+    // again; `held` stays open until it exits.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0_u32, u32::try_from(held).unwrap_or(0).saturating_sub(1), 0_u32);
+        libc::syscall(libc::SYS_close_range, u32::try_from(held).unwrap_or(0) + 1, u32::MAX, 0_u32);
+    }
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid writes the status of this process's own child into `status`.
+        let waited = unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        if waited == pid {
+            break;
+        }
+        if waited < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            // SAFETY: _exit ends this process at once, running nothing.
+            unsafe { libc::_exit(127) };
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: no core file for this process (it would land in the
+        // workspace); the signal's default action restored and every
+        // signal unblocked, then the same signal sent to itself, so its
+        // parent sees the command's own end.
+        unsafe {
+            libc::setrlimit(libc::RLIMIT_CORE, &raw const no_core);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&raw mut all);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &raw const all, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+    }
+    // SAFETY: _exit ends this process at once with the child's status.
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+}
+
 /// Make `command` run `setup` in the child between `fork` and `exec`.
 pub(crate) fn set_pre_exec(command: &mut Command, setup: ChildSetup) {
     // SAFETY: the closure runs in the forked child of a possibly multi-threaded parent, where

@@ -658,6 +658,26 @@ fn a_command_gets_a_private_tmp_of_its_own() {
 }
 
 #[test]
+fn a_command_is_the_first_process_of_its_own_pid_namespace() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // This test's own process id is a host process the command cannot see.
+    let host = std::process::id();
+    let script = format!(
+        "echo $$; sh -c 'echo $$'; kill -0 {host} 2>/dev/null && echo sees-the-host || echo hidden; \
+         sleep 30 & echo $!; exit 3"
+    );
+    let result = ws.command_with(&["/bin/sh", "-c", &script], &ExecutionLimits::for_commands());
+    let Err(ExecutionError::Bash { exit_code, stdout, .. }) = &result else { panic!("{result:?}") };
+    // Its exit status reaches vsh through the supervisor outside.
+    assert_eq!(*exit_code, 3);
+    let stdout = String::from_utf8_lossy(stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[..3], ["1", "2", "hidden"], "{stdout}");
+    assert_eq!(lines[3], "3", "{stdout}");
+}
+
+#[test]
 fn a_command_gets_a_private_dev_shm_where_python_multiprocessing_works() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
