@@ -676,7 +676,9 @@ pub(crate) struct RunOptions {
 #[derive(Debug, Args)]
 pub(crate) struct CommandArgs {
     /// Set a variable in real commands' environment (repeatable); they get
-    /// PATH, HOME=/tmp and LANG and nothing else of vsh's environment.
+    /// PATH, HOME=/tmp, LANG, `GIT_OPTIONAL_LOCKS=0` and Python's bytecode
+    /// settings (`PYTHONPYCACHEPREFIX` or `PYTHONDONTWRITEBYTECODE`) and
+    /// nothing else of vsh's environment.
     /// NAME is letters, digits and _, not starting with a digit.
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = variable)]
     pub(crate) env: Vec<(String, String)>,

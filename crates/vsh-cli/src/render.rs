@@ -436,8 +436,12 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
         RuntimeDecision::Denied(manifest) => {
             let _ = writeln!(out, "  decision: {} ({})", decision("denied"), manifest.reason.name());
             for denied in &manifest.denied {
-                let _ = writeln!(out, "    {}", shown(&denied.to_string(), true));
-                let _ = writeln!(out, "      to allow it: {}", shown(&denied.remedy, true));
+                let line = denied.to_string();
+                let _ = writeln!(out, "    {}", shown(&line, true));
+                // The line says the remedy already where it has one.
+                if !denied.remedy.is_empty() && !line.contains(&denied.remedy) {
+                    let _ = writeln!(out, "      to allow it: {}", shown(&denied.remedy, true));
+                }
             }
             if manifest.denied.is_empty() && !manifest.remedy.is_empty() {
                 let _ = writeln!(out, "    to allow it: {}", shown(&manifest.remedy, true));

@@ -422,7 +422,9 @@ fn a_denial_review_names_the_rule_and_how_to_allow_it() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("decision: denied (protected-access-attempt)"), "{stdout}");
     assert!(stdout.contains("content-read of .env denied by rule"), "{stdout}");
-    assert!(stdout.contains("to allow it: "), "{stdout}");
+    // The remedy, once per refusal (the receipt's line and the review's each).
+    assert!(stdout.contains("to allow: built-in secret rule"), "{stdout}");
+    assert_eq!(stdout.matches("(disable with defaults.secrets = false)").count(), 2, "{stdout}");
 }
 
 /// Holds `.vsh/commit.lock` of a workspace, as a committing vsh process would,

@@ -58,7 +58,9 @@ pub struct ErrorDocument {
     pub message: String,
     /// Its causes, outermost first.
     pub causes: Vec<String>,
-    /// The exit code of the command that failed, on the command line.
+    /// The exit code of the vsh command line that failed (vsh's own, see its
+    /// `--help`), not the program's: a failed Bash program's or real
+    /// command's status is `status`. Absent where no vsh process exits (MCP).
     pub exit_code: Option<u8>,
     /// A stale commit's conflicting paths (the first ones, in path order).
     pub paths: Vec<String>,
@@ -70,9 +72,10 @@ pub struct ErrorDocument {
     pub total_candidates: Option<u64>,
     /// A failed run's captured stdout (an uncaught exception, a budget that ran out).
     pub stdout: Option<String>,
-    /// A failed Bash program's stderr (invalid UTF-8 replaced).
+    /// A failed Bash program's or real command's stderr (invalid UTF-8 replaced).
     pub stderr: Option<String>,
-    /// A failed Bash program's exit status.
+    /// A failed Bash program's or real command's exit status (a receipt's
+    /// `exit_code`).
     pub status: Option<i32>,
     /// What a failed Bash program had changed by then, for diagnosis only
     /// (nothing of it is stored or committable).
