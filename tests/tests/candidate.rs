@@ -587,16 +587,23 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     assert_eq!(changed.changed_paths, 1);
     assert!(runtime.discard_preview(changed.transaction).unwrap());
     // The next build is of the workspace, not of the change: the scratch
-    // directory was emptied first (the mark is gone).
-    assert_eq!(printed(&build("touch target/mark; ")), "v1\n");
+    // directory was emptied first (the mark is gone), and its receipt says
+    // so, naming the work never committed.
+    let rebuilt = build("test -e target/mark && echo kept; touch target/mark; ");
+    assert_eq!(printed(&rebuilt), "v1\n");
+    let emptied = vsh::Warning::ScratchEmptied { uncommitted: vec![changed.transaction.to_hex()] };
+    assert!(rebuilt.warnings.contains(&emptied), "{:?}", rebuilt.warnings);
+    assert!(emptied.to_string().contains(&changed.transaction.to_hex()[..12]), "{emptied}");
     // A change that is committed: the commit's new file is newer than the
     // run's output, so the next build sees it, and the directory is kept.
     let committed = build("sleep 0.02; echo v3 > src.txt; ");
     assert_eq!(printed(&committed), "v3\n");
     runtime.commit(committed.transaction, 1).unwrap();
     assert_eq!(std::fs::read_to_string(dir.path().join("src.txt")).unwrap(), "v3\n");
-    assert_eq!(printed(&build("")), "v3\n");
+    let incremental = build("");
+    assert_eq!(printed(&incremental), "v3\n");
     assert!(scratch.join("mark").exists(), "a committed change keeps the build incremental");
+    assert!(incremental.warnings.is_empty(), "{:?}", incremental.warnings);
     // A change undone before the run ends is in no diff, and the commit of
     // what the diff holds leaves src.txt as old as it was: the build from
     // the undone change is not reused.

@@ -168,24 +168,28 @@ impl ScratchLock {
 
     /// With [`ScratchLock::exclusive`] held (`_held`): when any taint is
     /// recorded, empty every scratch directory and forget every taint, so
-    /// the run about to start builds from nothing. Whether it cleared.
+    /// the run about to start builds from nothing. The taints it cleared
+    /// for (none: it cleared nothing), sorted: a transaction's id whose work
+    /// was never committed, or a run's provisional name (`run-...`, one
+    /// that never finished).
     ///
     /// # Errors
     ///
     /// [`StoreError::DataDir`] when a scratch directory or a taint cannot be
     /// removed (what was removed stays removed; the taints stay until the
     /// directories are empty).
-    pub fn clear_if_tainted(&self, _held: &LockGuard) -> Result<bool, StoreError> {
-        let taints = self.taints()?;
+    pub fn clear_if_tainted(&self, _held: &LockGuard) -> Result<Vec<String>, StoreError> {
+        let mut taints = self.taints()?;
         if taints.is_empty() {
-            return Ok(false);
+            return Ok(taints);
         }
         let dirs = self.scratch_dirs(false)?;
         self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
-        for name in taints {
-            self.untaint(&name)?;
+        for name in &taints {
+            self.untaint(name)?;
         }
-        Ok(true)
+        taints.sort();
+        Ok(taints)
     }
 
     /// With [`ScratchLock::exclusive`] held (`_held`): when the scratch
@@ -449,7 +453,7 @@ mod tests {
         let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
         // No taint: the next run finds the build as it was.
         let held = lock.exclusive(&wait).unwrap();
-        assert!(!lock.clear_if_tainted(&held).unwrap());
+        assert!(lock.clear_if_tainted(&held).unwrap().is_empty());
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
         // A taint lifted (its transaction committed) is no taint.
         lock.taint("run-1").unwrap();
@@ -458,7 +462,7 @@ mod tests {
         lock.untaint("run-1").unwrap();
         lock.untaint("run-1").unwrap();
         assert!(!lock.is_tainted_by("run-1").unwrap());
-        assert!(!lock.clear_if_tainted(&held).unwrap());
+        assert!(lock.clear_if_tainted(&held).unwrap().is_empty());
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
         // One left: everything is emptied and every taint forgotten.
         lock.taint("ab12").unwrap();
@@ -466,7 +470,7 @@ mod tests {
         let mut taints = lock.taints().unwrap();
         taints.sort();
         assert_eq!(taints, ["ab12", "run-2"]);
-        assert!(lock.clear_if_tainted(&held).unwrap());
+        assert_eq!(lock.clear_if_tainted(&held).unwrap(), ["ab12", "run-2"], "what it cleared for");
         for name in ["target", "node_modules/.cache"] {
             assert_eq!(entries(&data.scratch_dir(name).unwrap()), 0, "{name}");
         }

@@ -194,6 +194,15 @@ pub enum Warning {
         /// The policy's digest.
         digest: vsh_types::PolicyDigest,
     },
+    /// The scratch directories (build outputs kept between runs: `target/`
+    /// and the like) were emptied before this run's commands, so they built
+    /// from nothing: what was there had been built from work never
+    /// committed, which the workspace does not hold.
+    ScratchEmptied {
+        /// Each earlier run that left them so: its transaction's id, or
+        /// `run-...` for one that never finished.
+        uncommitted: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -201,6 +210,25 @@ impl std::fmt::Display for Warning {
         match self {
             Self::BlobRepaired { id, path } => {
                 write!(f, "blob {} at {} was corrupt; repaired from this run's content", id.short(), path.display())
+            }
+            Self::ScratchEmptied { uncommitted } => {
+                let named: Vec<&str> = uncommitted
+                    .iter()
+                    .map(|name| {
+                        if name.starts_with("run-") {
+                            "a run that never finished"
+                        } else {
+                            name.get(..12).unwrap_or(name)
+                        }
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "the scratch directories (target/ and the like) were emptied first, a build from nothing: what \
+                     they held was built from work never committed ({}); commit or reject work before the next build \
+                     to keep it incremental",
+                    named.join(", ")
+                )
             }
             Self::OwnPolicy { profile, digest } => write!(
                 f,

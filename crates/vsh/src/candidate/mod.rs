@@ -669,6 +669,7 @@ impl CandidateWorkspace {
             output: EvidenceOutput::Session { steps: state.steps.clone() },
             stats: state.stats.clone(),
             denied: state.denied.clone(),
+            scratch_emptied: Vec::new(),
         };
         let concluding = Concluding { request: &request, vfs: &mut state.vfs, diff, outcome, timings };
         let receipt = self.runtime.promote(concluding, started).map_err(|error| match error {
@@ -711,6 +712,7 @@ fn failed_script(error: VshError, profile: &str) -> Result<Executed, (VshError, 
                 output: EvidenceOutput::Bash { profile: profile.to_owned(), exit_code, stdout, stderr },
                 stats,
                 denied,
+                scratch_emptied: Vec::new(),
             })
         }
         other => {

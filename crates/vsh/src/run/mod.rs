@@ -79,6 +79,7 @@ fn script_end(
             output: EvidenceOutput::Bash { profile: profile.to_owned(), exit_code, stdout, stderr },
             stats,
             denied,
+            scratch_emptied: Vec::new(),
         }),
         Err(error) => Err(bash_failure(error, vfs)),
     }
@@ -113,6 +114,9 @@ pub(crate) struct Executed {
     pub(crate) output: EvidenceOutput,
     pub(crate) stats: vsh_monty::ExecutionStats,
     pub(crate) denied: Vec<vsh_policy::DeniedAccess>,
+    /// The earlier runs whose uncommitted work made the scratch directories
+    /// be emptied before this run's commands (see [`crate::Warning::ScratchEmptied`]).
+    pub(crate) scratch_emptied: Vec<String>,
 }
 
 impl Executed {
@@ -127,6 +131,7 @@ impl Executed {
             },
             stats: outcome.stats,
             denied: outcome.denied,
+            scratch_emptied: Vec::new(),
         }
     }
 }
@@ -431,8 +436,11 @@ impl Runs {
             Decision::AutoApproved => TransactionState::AutoApproved,
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
-        let (artifact, warnings, contents) =
+        let (artifact, mut warnings, contents) =
             self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome)?;
+        if !outcome.scratch_emptied.is_empty() {
+            warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
+        }
         timings.bind_and_store = elapsed_ns(stage_start);
 
         let receipt = Receipt {
@@ -475,18 +483,21 @@ impl Runs {
         let scratch = match &self.scratch_lock {
             Some(lock) if !commands.scratch.is_empty() => {
                 let held = hold_scratch(lock, request, cancel, &self.scratch_wait)?;
-                lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
+                let emptied = lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
                 let grants = command_grants(commands, &self.policy.digest(), &self.env_key);
                 lock.clear_unless_granted(&held, &grants).map_err(VshError::DataDirectory)?;
                 // Recorded before anything runs, so a run that never ends
                 // (vsh killed, a panic) leaves it: the next run clears.
                 lock.taint(taint).map_err(VshError::DataDirectory)?;
-                Some((lock, held))
+                Some((lock, held, emptied))
             }
             _ => None,
         };
-        let executed = self.execute_language(request, vfs, cancel, commands);
-        if let Some((lock, held)) = scratch {
+        let mut executed = self.execute_language(request, vfs, cancel, commands);
+        if let Some((lock, held, emptied)) = scratch {
+            if let Ok(executed) = &mut executed {
+                executed.scratch_emptied = emptied;
+            }
             if filled_the_disk(&executed) {
                 // A command stopped for the disk space it took: what it wrote
                 // is freed now, not at the next run (its taint empties them).
@@ -533,6 +544,7 @@ impl Runs {
                     output: EvidenceOutput::Monty { value: outcome.value, stdout: outcome.stdout },
                     stats: outcome.stats,
                     denied: outcome.denied,
+                    scratch_emptied: Vec::new(),
                 })
             }
             language @ Language::Bash => {
