@@ -663,6 +663,12 @@ pub(crate) struct RunOptions {
     /// nothing and exits 1).
     #[arg(long)]
     pub(crate) accept_failure: bool,
+    /// Print the program's own output as it printed it (its stdout on
+    /// stdout, its stderr on stderr, bytes as they are) instead of the
+    /// receipt, and one line on stderr with the transaction, its state and
+    /// what to do next: for `vsh exec --raw -- git diff > fix.patch`.
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) raw: bool,
     #[command(flatten)]
     pub(crate) command: CommandArgs,
     #[command(flatten)]

@@ -687,8 +687,33 @@ fn run_program(
     };
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = exit_code(&receipt, asked, output.detailed);
+    if run.raw {
+        print_raw(&receipt, output)?;
+        return Ok(code);
+    }
     print_receipt(&shown_receipt(receipt, run.full), run.common.json, output)?;
     Ok(code)
+}
+
+/// `--raw`: the program's own output as it printed it, and the run's
+/// outcome in one line on stderr (unless quiet), then the warnings.
+fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write as _;
+    let (stdout, stderr): (&[u8], &[u8]) = match &receipt.output {
+        vsh::ExecutionOutput::Monty { stdout, .. } => (stdout.as_bytes(), b""),
+        vsh::ExecutionOutput::Bash(result) => (&result.stdout, &result.stderr),
+        _ => (b"", b""),
+    };
+    std::io::stdout().write_all(stdout)?;
+    std::io::stdout().flush()?;
+    std::io::stderr().write_all(stderr)?;
+    if !output.quiet {
+        eprintln!("vsh: {}", render::outcome_line(receipt));
+    }
+    for warning in &receipt.warnings {
+        eprintln!("vsh: warning: {warning}");
+    }
+    Ok(())
 }
 
 /// How a run the operator could interrupt ended.

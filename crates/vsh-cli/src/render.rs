@@ -564,6 +564,23 @@ pub(crate) fn grants_text(grants: &vsh::CommandGrants) -> String {
     shown(&parts.join("; "), true).into_owned()
 }
 
+/// A receipt in one line: its transaction, state, changed paths and what
+/// to do next (`vsh exec --raw`).
+pub(crate) fn outcome_line(receipt: &Receipt) -> String {
+    let paths = receipt.changed_paths;
+    let mut line = format!(
+        "transaction {} is {}, {paths} changed path{}",
+        receipt.transaction.short(),
+        receipt.state.name(),
+        if paths == 1 { "" } else { "s" }
+    );
+    if let Some(next) = next_step(receipt) {
+        line.push_str("; next: ");
+        line.push_str(&next);
+    }
+    line
+}
+
 /// What to do next with the work a receipt describes, if anything.
 fn next_step(receipt: &Receipt) -> Option<String> {
     let short = receipt.transaction.short();

@@ -2276,6 +2276,29 @@ fn failures_a_new_user_meets_say_what_to_do() {
 }
 
 #[test]
+fn exec_raw_prints_the_commands_own_output_and_the_outcome_in_one_line() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    assert_eq!(vsh(&["init", "-q", "--workspace", ws], None).status.code(), Some(0));
+    let script = "printf 'diff\\000bytes'; echo warned >&2; echo x > x.txt";
+    let ran = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", script], None);
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    assert_eq!(ran.stdout, b"diff\0bytes", "exactly what it printed, nothing of the receipt");
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(stderr.starts_with("warned\n"), "{stderr}");
+    assert!(stderr.contains("is auto-approved, 1 changed path; next: vsh commit "), "{stderr}");
+    // Quiet: the output alone.
+    let quiet = vsh(&["-q", "exec", "--raw", "--workspace", ws, "--", "sh", "-c", "echo only"], None);
+    assert_eq!((quiet.stdout.as_slice(), quiet.stderr.as_slice()), (&b"only\n"[..], &b""[..]), "{quiet:?}");
+    // It is not a JSON document.
+    let both = vsh(&["exec", "--raw", "--json", "--workspace", ws, "--", "true"], None);
+    assert_eq!(both.status.code(), Some(2));
+}
+
+#[test]
 fn commands_get_only_the_variables_granted() {
     if !fuse_available() {
         return;

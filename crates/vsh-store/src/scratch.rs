@@ -169,9 +169,9 @@ impl ScratchLock {
     /// With [`ScratchLock::exclusive`] held (`_held`): when any taint is
     /// recorded, empty every scratch directory and forget every taint, so
     /// the run about to start builds from nothing. The taints it cleared
-    /// for (none: it cleared nothing), sorted: a transaction's id whose work
-    /// was never committed, or a run's provisional name (`run-...`, one
-    /// that never finished).
+    /// for when the directories held anything (none: there was nothing to
+    /// lose), sorted: a transaction's id whose work was never committed, or
+    /// a run's provisional name (`run-...`, one that never finished).
     ///
     /// # Errors
     ///
@@ -184,9 +184,13 @@ impl ScratchLock {
             return Ok(taints);
         }
         let dirs = self.scratch_dirs(false)?;
+        let held = dirs.iter().any(|(dir, _)| self.dir.list_dir(dir).map_or(true, |entries| !entries.is_empty()));
         self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
         for name in &taints {
             self.untaint(name)?;
+        }
+        if !held {
+            taints.clear();
         }
         taints.sort();
         Ok(taints)
@@ -474,6 +478,10 @@ mod tests {
         for name in ["target", "node_modules/.cache"] {
             assert_eq!(entries(&data.scratch_dir(name).unwrap()), 0, "{name}");
         }
+        assert!(lock.taints().unwrap().is_empty());
+        // A taint over empty directories: forgotten, and nothing was lost to say.
+        lock.taint("cd34").unwrap();
+        assert!(lock.clear_if_tainted(&held).unwrap().is_empty());
         assert!(lock.taints().unwrap().is_empty());
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
         // A taint's name is one plain file name.
