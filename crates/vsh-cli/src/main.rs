@@ -353,6 +353,14 @@ pub(crate) fn exit_code(receipt: &vsh::Receipt, asked: Asked, detailed: bool) ->
     }
 }
 
+/// A Bash program or command that failed without `--accept-failure` and
+/// still reached a receipt (it was refused an access, so the refusal is
+/// decided and on record): exit 5, as the exit codes say, never 0.
+fn failed_exit_code(receipt: &vsh::Receipt, accept_failure: bool) -> Option<u8> {
+    let failed = matches!(&receipt.output, vsh::ExecutionOutput::Bash(result) if result.exit_code != 0);
+    (failed && !accept_failure).then_some(EXIT_DENIED)
+}
+
 /// The `--detailed-exitcode` of a transaction in `state`, where the state
 /// alone says it; `None` for the states a commit passes through, where the
 /// decision does.
@@ -686,7 +694,7 @@ fn run_program(
         Interruptible::Interrupted(code) => return Ok(code),
     };
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
-    let code = exit_code(&receipt, asked, output.detailed);
+    let code = failed_exit_code(&receipt, run.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     if run.raw {
         print_raw(&receipt, output)?;
         return Ok(code);
@@ -932,7 +940,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         eprintln!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
     }
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
-    let code = exit_code(&receipt, asked, output.detailed);
+    let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     print_receipt(&shown_receipt(receipt, rerun.full), rerun.stored.common.json, output)?;
     Ok(code)
 }

@@ -1052,12 +1052,15 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     assert!(stderr.contains("vsh: program output | before the leak"), "{stderr}");
     assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
     assert!(stderr.contains("vsh:   to allow it: "), "{stderr}");
-    // A Bash program's refusals carry their remedies too.
+    // A Bash program that failed after a refusal is decided like any: denied,
+    // with its remedy, and kept on record for the operator.
     let bash = vsh(&["run", "--language", "bash", "--workspace", ws, "-"], Some("cat .env\nexit 3\n"));
-    let stderr = String::from_utf8_lossy(&bash.stderr);
-    assert_eq!(bash.status.code(), Some(5), "a failed Bash program that was refused an access: {stderr}");
-    assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
-    assert!(stderr.contains("vsh:   to allow it: "), "{stderr}");
+    let stdout = String::from_utf8_lossy(&bash.stdout);
+    assert_eq!(bash.status.code(), Some(5), "a failed Bash program that was refused an access: {stdout}");
+    assert!(stdout.contains("content-read of .env denied by rule"), "{stdout}");
+    assert!(stdout.contains("; to allow: "), "{stdout}");
+    let log = vsh(&["log", "--state", "denied", "--workspace", ws], None);
+    assert!(String::from_utf8_lossy(&log.stdout).contains(&id_of(&bash)[..12]), "{log:?}");
     let json = vsh(&["run", "--workspace", ws, "--json", "-"], Some(leak));
     let error: serde_json::Value = serde_json::from_slice(&json.stdout).expect("the error as JSON on stdout");
     assert_eq!(error["schema"], "vsh.error/1");

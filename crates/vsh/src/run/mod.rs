@@ -59,7 +59,9 @@ fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs) -> VshErr
 
 /// How a Bash program or a real command ended, as the facade takes it: its
 /// outcome; with `accept_failure`, a non-zero exit status too (recorded);
-/// anything else a failure.
+/// a non-zero exit after the policy refused it an access too, so the
+/// refusal is decided (denied: never committable) and kept on record for
+/// the operator (`vsh log`); anything else a failure.
 fn script_end(
     ran: Result<vsh_monty::BashOutcome, vsh_monty::ExecutionError>,
     profile: &str,
@@ -75,7 +77,7 @@ fn script_end(
             stderr,
             stats,
             denied,
-        }) if accept_failure => Ok(Executed {
+        }) if accept_failure || !denied.is_empty() => Ok(Executed {
             output: EvidenceOutput::Bash { profile: profile.to_owned(), exit_code, stdout, stderr },
             stats,
             denied,
