@@ -2652,7 +2652,7 @@ fn a_vsh_killed_outright_leaves_no_command_running_for_long() {
     // The command's shell, a child of it in the background and one that
     // left it (an orphan): each found on the host by its own arguments. The
     // shell writes its own process id to the scratch target/ (outside the
-    // image): the first of a pid namespace of its own.
+    // image): pid 2 of a pid namespace of its own.
     let marker = format!("{}.{}", 60 + std::process::id() % 1000, std::process::id());
     let script = format!("sleep {marker}1 & (sleep {marker}2 &) ; echo $$ > target/pids; sleep {marker}3");
     let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
@@ -2678,7 +2678,7 @@ fn a_vsh_killed_outright_leaves_no_command_running_for_long() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let pid = std::fs::read_to_string(dir.path().join(".vsh/data/scratch/target/pids")).unwrap();
-    assert_eq!(pid.trim(), "1", "the command is the first process of its own pid namespace");
+    assert_eq!(pid.trim(), "2", "the command runs in its own pid namespace, under vsh's init");
     child.kill().unwrap();
     child.wait().unwrap();
     // Every one of them dies with vsh, at once, with no other vsh to sweep.

@@ -214,40 +214,39 @@ impl ChildSetup {
         // outside every root, a connected socket) would otherwise reach
         // the child, and Landlock and seccomp govern only what it opens.
         sys::close_inherited_on_exec().map_err(|error| self.fail(Stage::Descriptors, error))?;
+        // A candidate's command is the second process of a pid namespace of
+        // its own, under a tiny init, this process staying outside as its
+        // supervisor (each dies with its parent, so the whole tree dies
+        // with vsh). Only the command joins the memory group below.
+        let namespaced = self.mount.is_some();
+        if namespaced {
+            if let Some(parent) = self.parent {
+                self.die_with(parent)?;
+            }
+            sys::enter_pid_namespace().map_err(|error| self.fail(Stage::PidNamespace, error))?;
+        }
         if let Some(group) = &self.memory {
             group.join_self().map_err(|error| self.fail(Stage::MemoryGroup, error))?;
         }
         if self.private_loopback {
             sys::private_loopback().map_err(|error| self.fail(Stage::Network, error))?;
         }
-        // A candidate's command is the first process of a pid namespace of
-        // its own, this process staying outside as its supervisor (each
-        // dies with its parent, so the whole tree dies with vsh).
-        let supervised = if self.mount.is_some() {
-            if let Some(parent) = self.parent {
-                self.die_with(parent)?;
-            }
-            Some(sys::enter_pid_namespace().map_err(|error| self.fail(Stage::PidNamespace, error))?)
-        } else {
-            None
-        };
         if let Some(mount) = &self.mount {
             mount.apply().map_err(|error| self.fail(Stage::Mount, error))?;
             mount.change_ids().map_err(|error| self.fail(Stage::Ids, error))?;
         }
-        match (&supervised, self.parent) {
-            (Some(supervised), _) => {
-                // After the ids changed (which clears the setting), and
-                // checked against a supervisor already gone before it took
-                // effect (its pid is not this namespace's to ask).
+        match (namespaced, self.parent) {
+            // After the ids changed (which clears the setting), checked
+            // against an init already gone (the command's parent is pid 1).
+            (true, Some(_)) => {
                 rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
                     .map_err(|errno| self.fail(Stage::ParentDeath, errno.into()))?;
-                if !supervised.supervisor_lives() {
+                if rustix::process::getppid() != rustix::process::Pid::from_raw(1) {
                     return Err(self.fail(Stage::ParentDeath, io::Error::from_raw_os_error(libc::ESRCH)));
                 }
             }
-            (None, Some(parent)) => self.die_with(parent)?,
-            (None, None) => {}
+            (false, Some(parent)) => self.die_with(parent)?,
+            (_, None) => {}
         }
         for (resource, limit) in &self.limits {
             rustix::process::setrlimit(*resource, *limit).map_err(|errno| self.fail(Stage::Rlimits, errno.into()))?;

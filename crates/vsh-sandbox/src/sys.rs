@@ -168,89 +168,178 @@ pub(crate) fn close_inherited_on_exec() -> io::Result<()> {
     Ok(())
 }
 
-/// The new pid namespace's first process, as [`enter_pid_namespace`]
-/// returns in it: the read end of a pipe whose write end only the
-/// supervisor outside holds, to tell whether it still lives.
-pub(crate) struct Supervised {
-    alive: libc::c_int,
-}
-
-impl Supervised {
-    /// Whether the supervisor outside the namespace still lives (its end of
-    /// the pipe is open). Async-signal-safe: one `poll`.
-    pub(crate) fn supervisor_lives(&self) -> bool {
-        let mut poll = libc::pollfd { fd: self.alive, events: libc::POLLIN, revents: 0 };
-        // SAFETY: poll on one valid pollfd the call may write into; a zero
-        // timeout never blocks.
-        let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
-        ready == 0 || (ready > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR) == 0)
-    }
-}
-
-/// Put what this process starts from here on into a new pid namespace, and
-/// fork its first process (pid 1 there), which returns; this process stays
-/// outside as its supervisor: it closes every descriptor (the program's
-/// streams and the spawn's status pipes are the first process's), waits for
-/// it, and ends as it ended (the same exit status, or the same signal,
-/// without a core dump), never returning.
+/// Put the command into a new pid namespace under a tiny init of vsh's
+/// own: this process forks the namespace's first process (pid 1 there),
+/// which forks the command (pid 2) and returns in it; this process stays
+/// outside as the supervisor vsh waits on. Never returns in the supervisor
+/// or in the init.
 ///
-/// When the namespace's first process dies, the kernel kills every process
-/// left in the namespace: a parent-death signal on it and on the supervisor
-/// ends a command's whole tree with vsh, however vsh ends (a background
-/// job, an orphan, none outlives it), and no process inside sees or can
-/// signal one outside (`kill(pid, 0)` of a host pid is `ESRCH`).
+/// - The init only reaps: every orphan of the command's tree is reparented
+///   to it and reaped at once (no zombie ever counts against the process
+///   limit), and when the command ends it reports how and exits, upon
+///   which the kernel kills every process left in the namespace.
+/// - The supervisor closes every descriptor, waits for the init, and ends
+///   as the command ended: the same exit status, or the same signal
+///   (without a core dump), so vsh sees the command's own end.
+/// - The command is an ordinary process (not an init): its signals, its
+///   CPU and file-size limits' signals, act as anywhere.
+///
+/// The supervisor and the init each die with their parent (the init
+/// checks, through a pipe, that the supervisor still lived when the
+/// setting took effect), so a vsh killed outright takes the whole tree
+/// with it. No process inside sees or can signal one outside (`kill(pid,
+/// 0)` of a host pid is `ESRCH`).
 ///
 /// Needs `CAP_SYS_ADMIN` (vsh runs commands as root). Async-signal-safe:
 /// system calls only (runs between `fork` and `exec`).
-pub(crate) fn enter_pid_namespace() -> io::Result<Supervised> {
+pub(crate) fn enter_pid_namespace() -> io::Result<()> {
     // SAFETY: CLONE_NEWPID changes only which namespace this process's
     // later children are born into; nothing of the calling process changes.
     if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    // `alive`: the supervisor holds its write end while it lives.
+    // `report`: the init writes the signal that ended the command there.
+    let alive = pipe()?;
+    let report = pipe()?;
+    let init = fork()?;
+    if init != 0 {
+        close_all_but(&[alive[1], report[0]]);
+        supervise(init, report[0]);
+    }
+    // The namespace's init, until the command is forked: only the
+    // supervisor may hold the write end it watches.
+    // SAFETY: closes this process's copies of two pipe ends it never uses.
+    unsafe {
+        libc::close(alive[1]);
+        libc::close(report[0]);
+    }
+    // SAFETY: prctl on this process only: SIGKILL when its parent (the
+    // supervisor) ends.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
+    if !lives(alive[0]) {
+        // SAFETY: _exit ends this process at once, running nothing.
+        unsafe { libc::_exit(127) };
+    }
+    let command = fork()?;
+    if command == 0 {
+        // The command: the rest of the setup, then its program.
+        for fd in [alive[0], report[1]] {
+            // SAFETY: closes this process's copies of the two pipe ends it inherited.
+            unsafe { libc::close(fd) };
+        }
+        return Ok(());
+    }
+    close_all_but(&[report[1]]);
+    reap(command, report[1])
+}
+
+/// A close-on-exec pipe's two ends.
+fn pipe() -> io::Result<[libc::c_int; 2]> {
     let mut ends = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two descriptors into the two-element array.
     if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    let [alive, held] = ends;
-    // SAFETY: forking in the single-threaded child between fork and exec;
-    // both branches below make only async-signal-safe system calls.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: closes this process's copy of the supervisor's end only.
-        unsafe { libc::close(held) };
-        return Ok(Supervised { alive });
-    }
-    supervise(pid, held)
+    Ok(ends)
 }
 
-/// The supervisor's part of [`enter_pid_namespace`]: close everything but
-/// `held`, wait for `pid`, end as it ended.
-fn supervise(pid: libc::pid_t, held: libc::c_int) -> ! {
-    // SAFETY: closing descriptors of this process, which uses none of them
-    // again; `held` stays open until it exits.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, 0_u32, u32::try_from(held).unwrap_or(0).saturating_sub(1), 0_u32);
-        libc::syscall(libc::SYS_close_range, u32::try_from(held).unwrap_or(0) + 1, u32::MAX, 0_u32);
-    }
-    let mut status: libc::c_int = 0;
+/// `fork`: the child's pid in the parent, 0 in the child.
+fn fork() -> io::Result<libc::pid_t> {
+    // SAFETY: forking a single-threaded process between fork and exec; both
+    // sides make only async-signal-safe system calls afterwards.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 { Err(io::Error::last_os_error()) } else { Ok(pid) }
+}
+
+/// Whether the write end of the pipe whose read end is `fd` is still open
+/// somewhere (a zero-timeout `poll`, retried when interrupted).
+fn lives(fd: libc::c_int) -> bool {
     loop {
-        // SAFETY: waitpid writes the status of this process's own child into `status`.
-        let waited = unsafe { libc::waitpid(pid, &raw mut status, 0) };
-        if waited == pid {
-            break;
+        let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: poll on one valid pollfd the call may write into; a zero
+        // timeout never blocks.
+        let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+        if ready < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        return ready == 0 || (ready > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR) == 0);
+    }
+}
+
+/// Close every descriptor of this process but those in `keep`: with
+/// `close_range` between them, else one by one up to the hard limit.
+fn close_all_but(keep: &[libc::c_int]) {
+    let mut sorted = [libc::c_int::MAX; 4];
+    let count = keep.len().min(sorted.len());
+    sorted[..count].copy_from_slice(&keep[..count]);
+    sorted[..count].sort_unstable();
+    let mut from: u32 = 0;
+    let mut ranged = true;
+    for &fd in &sorted[..count] {
+        let fd = u32::try_from(fd).unwrap_or(0);
+        if fd > from {
+            // SAFETY: closes descriptors of this process that it never uses again.
+            ranged &= unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0_u32) } == 0;
+        }
+        from = fd.saturating_add(1);
+    }
+    // SAFETY: as above.
+    ranged &= unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0_u32) } == 0;
+    if !ranged {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum.unwrap_or(1 << 20);
+        let last = libc::c_int::try_from(limit).unwrap_or(libc::c_int::MAX);
+        for fd in (0..last).filter(|fd| !sorted[..count].contains(fd)) {
+            // SAFETY: closing a descriptor number this process does not
+            // keep; fails harmlessly (EBADF) where none is open.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+/// The init's part of [`enter_pid_namespace`]: reap every child until the
+/// command (`command`) ends; a command ended by a signal writes it to
+/// `report`; exit with the command's status (0 after a signal).
+fn reap(command: libc::pid_t, report: libc::c_int) -> ! {
+    let status = wait_for(command, -1);
+    if libc::WIFSIGNALED(status) {
+        let signal = [u8::try_from(libc::WTERMSIG(status)).unwrap_or(0)];
+        // SAFETY: one write of one byte from a live buffer.
+        unsafe { libc::write(report, signal.as_ptr().cast(), 1) };
+        // SAFETY: _exit ends this process at once.
+        unsafe { libc::_exit(0) };
+    }
+    // SAFETY: _exit ends this process at once with the command's status.
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+}
+
+/// `waitpid(which)` until `target` has ended (reaping any other child that
+/// ends meanwhile when `which` is -1); its status. A wait that fails for
+/// good ends this process (127).
+fn wait_for(target: libc::pid_t, which: libc::pid_t) -> libc::c_int {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: waitpid writes the status of a child of this process into `status`.
+        let waited = unsafe { libc::waitpid(which, &raw mut status, 0) };
+        if waited == target {
+            return status;
         }
         if waited < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             // SAFETY: _exit ends this process at once, running nothing.
             unsafe { libc::_exit(127) };
         }
     }
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
+}
+
+/// The supervisor's part of [`enter_pid_namespace`]: wait for the init and
+/// end as the command ended, re-raising the signal the init reported.
+fn supervise(init: libc::pid_t, report: libc::c_int) -> ! {
+    let status = wait_for(init, init);
+    let mut signal = [0_u8];
+    // SAFETY: a non-blocking-in-effect read (the writer is gone) into a one-byte buffer.
+    let read = unsafe { libc::read(report, signal.as_mut_ptr().cast(), 1) };
+    if read == 1 && signal[0] != 0 {
+        let signal = libc::c_int::from(signal[0]);
         let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: no core file for this process (it would land in the
         // workspace); the signal's default action restored and every
@@ -266,8 +355,9 @@ fn supervise(pid: libc::pid_t, held: libc::c_int) -> ! {
             libc::_exit(128 + signal);
         }
     }
-    // SAFETY: _exit ends this process at once with the child's status.
-    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 127 };
+    // SAFETY: _exit ends this process at once with the command's status.
+    unsafe { libc::_exit(code) }
 }
 
 /// Make `command` run `setup` in the child between `fork` and `exec`.

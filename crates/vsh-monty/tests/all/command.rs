@@ -658,23 +658,60 @@ fn a_command_gets_a_private_tmp_of_its_own() {
 }
 
 #[test]
-fn a_command_is_the_first_process_of_its_own_pid_namespace() {
+fn a_command_runs_in_its_own_pid_namespace_under_an_init_that_reaps() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
-    // This test's own process id is a host process the command cannot see.
+    // This test's own process id is a host process the command cannot see;
+    // the command is pid 2, under vsh's init (pid 1).
     let host = std::process::id();
     let script = format!(
-        "echo $$; sh -c 'echo $$'; kill -0 {host} 2>/dev/null && echo sees-the-host || echo hidden; \
+        "echo $$ $PPID; kill -0 {host} 2>/dev/null && echo sees-the-host || echo hidden; \
          sleep 30 & echo $!; exit 3"
     );
+    let started = std::time::Instant::now();
     let result = ws.command_with(&["/bin/sh", "-c", &script], &ExecutionLimits::for_commands());
     let Err(ExecutionError::Bash { exit_code, stdout, .. }) = &result else { panic!("{result:?}") };
-    // Its exit status reaches vsh through the supervisor outside.
+    // Its exit status reaches vsh through the supervisor outside, and what
+    // it left running dies with it (not after its 30 s).
     assert_eq!(*exit_code, 3);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let stdout = String::from_utf8_lossy(stdout);
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines[..3], ["1", "2", "hidden"], "{stdout}");
-    assert_eq!(lines[3], "3", "{stdout}");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), ["2 1", "hidden", "3"], "{stdout}");
+    // Orphans are reaped by the init: a command that never waits for what
+    // its children left leaves no zombie (each would hold one of its 256
+    // processes until it ended). Each orphan names itself to be counted here.
+    let name = format!("vshz{}", std::process::id() % 100_000);
+    let orphans = format!(
+        "import ctypes, os, time\n\
+         for _ in range(40):\n    \
+             child = os.fork()\n    \
+             if child == 0:\n        \
+                 if os.fork() == 0:\n            \
+                     ctypes.CDLL(None).prctl(15, b'{name}', 0, 0, 0)\n            \
+                     time.sleep(0.2)\n            \
+                     os._exit(0)\n        \
+                 os._exit(0)\n    \
+             os.waitpid(child, 0)\n\
+         time.sleep(2.5)\n\
+         print('done')"
+    );
+    let counted = name.clone();
+    let zombies = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1800));
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+            .filter(|stat| stat.contains(&format!("({counted}) Z")))
+            .count()
+    });
+    let result = ws.command_with(&["/usr/bin/python3", "-c", &orphans], &ExecutionLimits::for_commands());
+    assert_eq!(stdout_of(&result), "done\n", "{result:?}");
+    assert_eq!(zombies.join().unwrap(), 0, "every orphan was reaped");
+    // Its signals act as anywhere (an init would ignore its own SIGTERM).
+    let result = ws.command_with(&["/bin/sh", "-c", "kill -TERM $$; echo survived"], &ExecutionLimits::for_commands());
+    let Err(ExecutionError::Bash { exit_code, stdout, .. }) = &result else { panic!("{result:?}") };
+    assert!(stdout.is_empty() && *exit_code == 128 + 15, "{result:?}");
 }
 
 #[test]
