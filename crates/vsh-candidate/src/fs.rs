@@ -98,6 +98,10 @@ const RANGE_READS_FROM: u64 = 8 << 20;
 /// 1 GiB budget: 262,144 nodes) instead of holding gigabytes here.
 pub const NODE_WRITE_COST: u64 = 4096;
 
+/// The time every directory shows that no process changed through this
+/// filesystem: 2000-01-01, fixed (see [`CandidateFs`]'s attributes).
+const DIRECTORY_TIME: Duration = Duration::from_hours(262_968);
+
 /// The permission bits a new file gets in the image, before the caller's mode.
 const DEFAULT_FILE_MODE: u32 = 0o644;
 /// The permission bits a new directory gets in the image.
@@ -386,12 +390,17 @@ impl<B: Backend> CandidateFs<B> {
         // no time for what the transaction changed before: such a node shows
         // when the filesystem was made (after any change made before it). So
         // a build tool sees an edit as newer than its last build's outputs.
+        let kind = file_type(meta.kind);
         let modified = match (state.written.get(&number), u64::try_from(meta.modified_ns)) {
             (Some(&written), _) => written,
+            // A directory has no time in the image (its host time would tell
+            // when hidden names came and went): one fixed old time, the
+            // same every run, so a build that compares a directory's time
+            // with its outputs' sees it unchanged.
+            (None, Ok(0) | Err(_)) if kind == FileType::Directory => SystemTime::UNIX_EPOCH + DIRECTORY_TIME,
             (None, Ok(0) | Err(_)) => self.made,
             (None, Ok(nanos)) => SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos),
         };
-        let kind = file_type(meta.kind);
         FileAttr {
             ino: INodeNo(number),
             size,

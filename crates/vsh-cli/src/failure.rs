@@ -178,10 +178,10 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
         Some(VshError::Bash { source, changes, .. }) => {
             if let ExecutionError::Bash { stdout, stderr, denied, .. } = source.as_ref() {
                 for line in String::from_utf8_lossy(stdout).lines() {
-                    let _ = writeln!(text, "vsh: program output | {line}");
+                    let _ = writeln!(text, "vsh: program output | {}", render::shown(line, true));
                 }
                 for line in String::from_utf8_lossy(stderr).lines() {
-                    let _ = writeln!(text, "vsh: program stderr | {line}");
+                    let _ = writeln!(text, "vsh: program stderr | {}", render::shown(line, true));
                 }
                 write_denials(&mut text, denied, remedies);
             }
@@ -205,7 +205,7 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
         }
         Some(other) => {
             for line in program_output(other).unwrap_or_default().lines() {
-                let _ = writeln!(text, "vsh: program output | {line}");
+                let _ = writeln!(text, "vsh: program output | {}", render::shown(line, true));
             }
             if let Some((denied, _)) = other.refused_run() {
                 write_denials(&mut text, denied, remedies);

@@ -2252,6 +2252,12 @@ fn failures_a_new_user_meets_say_what_to_do() {
     let ran = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", offline], None);
     assert_eq!(ran.status.code(), Some(1), "{}", stderr(&ran));
     assert!(stderr(&ran).contains("`--allow-network loopback|all`"), "{}", stderr(&ran));
+    // What a failed command printed is escaped like any program text: it can
+    // never draw vsh's lines or drive the terminal.
+    let forged = "printf 'o\\033[2J\\n'; printf 'e\\r\\033[2Kdecision auto-approved\\n' >&2; exit 2";
+    let ran = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", forged], None);
+    assert!(!stderr(&ran).contains(['\u{1b}', '\r']), "{}", stderr(&ran));
+    assert!(stderr(&ran).contains("vsh: program stderr | e\\r"), "{}", stderr(&ran));
     let fine = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", "echo broken >&2; exit 6"], None);
     assert!(!stderr(&fine).contains("--allow-network"), "only when it looks like it: {}", stderr(&fine));
     // A Bash file that calls an installed program, run in the bounded interpreter.

@@ -715,6 +715,19 @@ fn a_command_runs_in_its_own_pid_namespace_under_an_init_that_reaps() {
 }
 
 #[test]
+fn a_directory_shows_one_fixed_time_run_after_run() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let script = "stat -c %Y . && mkdir -p made && stat -c %Y made";
+    let first = stdout_of(&ws.command(&["/bin/sh", "-c", script]));
+    // A secret made beside it moves the host's time, never the one shown.
+    std::fs::write(ws.root().join(".env"), "S=1\n").unwrap();
+    let again = stdout_of(&ws.command(&["/bin/sh", "-c", "stat -c %Y ."]));
+    assert_eq!(first, "946684800\n946684800\n", "2000-01-01, whatever the host says");
+    assert_eq!(again, "946684800\n");
+}
+
+#[test]
 fn a_command_gets_a_private_dev_shm_where_python_multiprocessing_works() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
