@@ -337,8 +337,9 @@ fn touching_one_file_in_twenty_thousand_reads_only_that_file() {
     let reads = runtime.dependencies(receipt.transaction).expect("a kept preview");
     let paths: Vec<_> = reads.entries.keys().map(ToString::to_string).collect();
     // The file and its directory, and what the policy's git-repository
-    // judgment asked of each directory on the way (no HEAD, no objects).
-    let expected = ["HEAD", "d042", "d042/HEAD", "d042/f00042.txt", "d042/objects", "objects"];
+    // judgment asked of each directory on the way (no HEAD, no objects)
+    // and of the workspace's own repository (no .git: no hooks).
+    let expected = [".git", "HEAD", "d042", "d042/HEAD", "d042/f00042.txt", "d042/objects", "objects"];
     assert_eq!(paths, expected);
     assert_eq!(counters.lists - counters_before.lists, 0, "no directory was listed");
     assert!(counters.reads - counters_before.reads <= 2, "{counters_before:?} -> {counters:?}");

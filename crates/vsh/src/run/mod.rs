@@ -6,6 +6,7 @@
 mod bind;
 mod command;
 mod git;
+mod gitconfig;
 pub(crate) use command::command_env;
 
 pub(crate) use bind::program_digest;
