@@ -178,6 +178,26 @@ fn success(document: &impl serde::Serialize, summary: String) -> CallToolResult 
     result
 }
 
+/// The most characters of each stream a tool result's text carries (the
+/// structured result has the whole of it, up to `--max-text`): the text
+/// often goes straight into a model's context.
+const MAX_TEXT_STREAM_CHARS: usize = 16 * 1024;
+
+/// The end of `stream` for a result's text (where a failure's reason is),
+/// saying how much was left out.
+fn text_tail(stream: &str) -> std::borrow::Cow<'_, str> {
+    let total = stream.chars().count();
+    if total <= MAX_TEXT_STREAM_CHARS {
+        return std::borrow::Cow::Borrowed(stream);
+    }
+    let skipped = total - MAX_TEXT_STREAM_CHARS;
+    let start = stream.char_indices().nth(skipped).map_or(stream.len(), |(at, _)| at);
+    std::borrow::Cow::Owned(format!(
+        "[... the first {skipped} characters are in the structured result ...]\n{}",
+        &stream[start..]
+    ))
+}
+
 /// A tool's failure, as `isError` with a `vsh.error/1` document.
 fn failure(document: &ErrorDocument) -> CallToolResult {
     let mut summary = format!("error ({:?}): {}", document.kind, document.message);
@@ -194,10 +214,10 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
         let _ = write!(summary, "\nexit status: {status}");
     }
     if let Some(stdout) = document.stdout.as_deref().filter(|stdout| !stdout.is_empty()) {
-        let _ = write!(summary, "\nstdout:\n{stdout}");
+        let _ = write!(summary, "\nstdout:\n{}", text_tail(stdout));
     }
     if let Some(stderr) = document.stderr.as_deref().filter(|stderr| !stderr.is_empty()) {
-        let _ = write!(summary, "\nstderr:\n{stderr}");
+        let _ = write!(summary, "\nstderr:\n{}", text_tail(stderr));
     }
     if let Some(hint) = &document.hint {
         let _ = write!(summary, "\nnext: {hint}");
@@ -261,10 +281,10 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
         let _ = write!(text, "\nexit status: {code}");
     }
     if !document.stdout.is_empty() {
-        let _ = write!(text, "\nstdout:\n{}", document.stdout);
+        let _ = write!(text, "\nstdout:\n{}", text_tail(&document.stdout));
     }
     if !document.stderr.is_empty() {
-        let _ = write!(text, "\nstderr:\n{}", document.stderr);
+        let _ = write!(text, "\nstderr:\n{}", text_tail(&document.stderr));
     }
     if !document.value.is_null() {
         let _ = write!(text, "\nvalue: {}", document.value);
