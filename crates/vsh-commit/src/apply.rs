@@ -342,7 +342,8 @@ pub(crate) enum ApplyFailure {
     /// The host refused.
     Host(HostError),
     /// Making a directory was refused, so nothing was made: the name was
-    /// taken, or its parent was not there to make it in.
+    /// taken, or its parent was not there to make it in (the host's
+    /// `create_dir` says so by these kinds only before it made anything).
     NotMade(HostError),
     /// A file whose mode was to change has other hard links now.
     HardLinked(u64),

@@ -123,6 +123,9 @@ impl WritableDir {
     ///
     /// Anything already at `path`, a symlink included, is
     /// [`HostError::AlreadyExists`]; a missing parent is [`HostError::NotFound`].
+    /// Those, and a parent that is not a directory, mean nothing was made;
+    /// once the directory is made, any failure is [`HostError::Io`] (the
+    /// directory exists, or did: someone may have moved it meanwhile).
     pub fn create_dir(&self, path: &VPath, mode: u32) -> Result<(), HostError> {
         self.counters.write();
         if path.is_root() {
@@ -138,11 +141,8 @@ impl WritableDir {
         // Reopen the new directory by name without following anything: if it was
         // swapped for a symlink in between, this fails instead of chmodding the target.
         let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = retry_intr(|| rfs::openat(&parent, leaf, dir_flags, Mode::empty())).map_err(|errno| match errno {
-            Errno::LOOP | Errno::NOTDIR => HostError::SymlinkInPath { path: path.clone() },
-            Errno::NOENT => HostError::NotFound { path: path.clone() },
-            errno => HostError::io("openat", path, errno),
-        })?;
+        let fd = retry_intr(|| rfs::openat(&parent, leaf, dir_flags, Mode::empty()))
+            .map_err(|errno| HostError::io("reopen the new directory", path, errno))?;
         chmod_opened(fd.as_fd(), mode).map_err(|errno| HostError::io("chmod", path, errno))
     }
 
