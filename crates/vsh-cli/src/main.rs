@@ -550,17 +550,21 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
 }
 
 /// Whether this process's standard input holds something a user meant for
-/// the command: a non-empty file (`< patch.diff`), or a pipe with bytes
-/// already waiting (`printf ... | vsh exec`). An idle pipe (an agent's
-/// harness), a terminal and `/dev/null` are not.
+/// the command: a file with bytes left to read (`< patch.diff`), or a pipe
+/// with bytes already waiting (`printf ... | vsh exec`). An idle pipe (an
+/// agent's harness), a socket, a terminal and `/dev/null` are not.
 fn input_waiting() -> bool {
     use rustix::event::{PollFd, PollFlags, poll};
     use rustix::fs::FileType;
     let stdin = std::io::stdin();
     let Ok(stat) = rustix::fs::fstat(&stdin) else { return false };
     match FileType::from_raw_mode(stat.st_mode) {
-        FileType::RegularFile => stat.st_size > 0,
-        FileType::Fifo | FileType::Socket => {
+        // Bytes left past where the file is read to (a file already read
+        // to its end, or opened at its end, holds none for the command).
+        FileType::RegularFile => rustix::fs::seek(&stdin, rustix::fs::SeekFrom::Current(0))
+            .is_ok_and(|at| i64::try_from(at).is_ok_and(|at| at < stat.st_size)),
+        // A pipe with bytes waiting; a socket (an agent's harness) is left alone.
+        FileType::Fifo => {
             let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
             let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
             poll(&mut fds, Some(&zero)).is_ok_and(|ready| ready > 0) && fds[0].revents().contains(PollFlags::IN)

@@ -2275,6 +2275,16 @@ fn failures_a_new_user_meets_say_what_to_do() {
         .output()
         .unwrap();
     assert!(stderr(&redirected).contains("give it with `--stdin -`"), "{}", stderr(&redirected));
+    // A file already read to its end holds nothing for the command.
+    let mut consumed = std::fs::File::open(&patch).unwrap();
+    std::io::Seek::seek(&mut consumed, std::io::SeekFrom::End(0)).unwrap();
+    let at_end = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "--workspace", ws, "--", "true"])
+        .env_clear()
+        .stdin(consumed)
+        .output()
+        .unwrap();
+    assert!(!stderr(&at_end).contains("--stdin -"), "{}", stderr(&at_end));
     let given = vsh(&["exec", "--workspace", ws, "--stdin", patch.to_str().unwrap(), "--", "cat"], None);
     assert!(!stderr(&given).contains("--stdin -"), "{}", stderr(&given));
     assert!(!stderr(&quiet).contains("--stdin -"), "nothing waiting: {}", stderr(&quiet));
