@@ -87,6 +87,14 @@ fn a_program_can_never_make_a_directory_look_like_vsh_data() {
         let receipt = refused_and_denied(&runtime, program, what);
         assert!(denied(&receipt).iter().any(|path| path.ends_with("txlog") || path.ends_with("txlog.lock")), "{what}");
     }
+    // A log that was not one (a symlink beside a lock) replaced by a file.
+    let linked = workspace(&[("src/app.py", "print(1)\n"), ("src/txlog.lock", "")]);
+    std::os::unix::fs::symlink("app.py", linked.path().join("src/txlog")).unwrap();
+    let runtime_linked = Runtime::open(config(linked.path())).unwrap();
+    let replace = "from pathlib import Path\nPath('/workspace/src/tmp').write_text('VSHTXL02')\n\
+                   Path('/workspace/src/tmp').rename('/workspace/src/txlog')";
+    let receipt = refused_and_denied(&runtime_linked, replace, "a file over the symlink");
+    assert!(denied(&receipt).iter().any(|path| path.ends_with("txlog")), "{receipt:?}");
     // Either name alone is a file like any.
     let (_, receipt) = attempt(&runtime, "from pathlib import Path\nPath('/workspace/src/other.lock').write_text('')");
     assert_eq!(receipt.state, TransactionState::AutoApproved);

@@ -75,7 +75,11 @@ pub(crate) fn check_protected(
         if let Err(denied) = policy.authorize(&entry.path, access) {
             return Err(CommitError::Protected { path: entry.path.clone(), rule: denied.rule, label: denied.label });
         }
-        if access == AccessKind::Create && completes_store_magic(diff, view, &entry.path)? {
+        // A new node, or one that changes kind (a `txlog` symlink or
+        // directory beside a lock, replaced by a file).
+        let made = access == AccessKind::Create
+            || entry.before.zip(entry.after).is_some_and(|(before, after)| before.kind != after.kind);
+        if made && completes_store_magic(diff, view, &entry.path)? {
             return Err(CommitError::Protected {
                 path: entry.path.clone(),
                 rule: "vsh data directory made by a program (store magic: txlog beside txlog.lock)".to_owned(),

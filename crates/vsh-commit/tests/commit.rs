@@ -762,6 +762,8 @@ fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written
     write(&root, "pkg/state/txlog.lock", b"");
     write(&root, "pkg/state/blobs/x", b"blob");
     write(&root, "made/txlog.lock", b"");
+    write(&root, "kinds/txlog.lock", b"");
+    std::os::unix::fs::symlink("elsewhere", root.join("kinds/txlog"))?;
     let before = tree(&root);
     let evil = NodeState::file_with(b"[core]\nhooksPath = /tmp/evil\n", 0o644);
     fixture.blobs.put(b"[core]\nhooksPath = /tmp/evil\n")?;
@@ -778,6 +780,8 @@ fn a_forged_diff_touching_a_protected_path_is_refused_before_anything_is_written
         // vsh's store magic made in a directory of the workspace (a log
         // beside a lock already there): every later run would refuse it.
         ("made/txlog", None, Some(NodeState::file_with(b"blob", 0o644))),
+        // Or by turning a `txlog` that was no log (a symlink) into a file.
+        ("kinds/txlog", Some(NodeState::symlink(b"elsewhere")), Some(NodeState::file_with(b"blob", 0o644))),
     ] {
         let diff = canonical(vec![DiffEntry::between(p(path), before_state, after_state).expect("a change")]);
         let reads = ReadSet::default();

@@ -280,7 +280,7 @@ impl<'a> OsHost<'a> {
     fn refusal(&mut self, path: &VPath, access: AccessKind, guest: &str) -> Result<Option<DeniedAccess>, Fault> {
         match self.policy.authorize(path, access) {
             Ok(()) => match self.nested_store(path, access).map_err(|error| vfs_fault(error, guest))? {
-                None if access == AccessKind::Create
+                None if matches!(access, AccessKind::Create | AccessKind::Modify)
                     && self.vfs.completes_store_magic(path).map_err(|error| vfs_fault(error, guest))? =>
                 {
                     Ok(Some(DeniedAccess {
