@@ -269,6 +269,11 @@ fn work_that_plants_or_writes_into_a_git_repository_outside_git_waits_for_a_revi
     let ext = "[protocol]\n\tallow = always\n[url \"ext::sh -c evil\"]\n\tinsteadOf = https://\n";
     assert_eq!(decide(&[("a.txt", "a")], &[("x.ini", ext)]), git);
     assert_eq!(decide(&[("a.txt", "a")], &[(".pre-commit-config.yaml", "repos: []\n")]), git);
+    for runner in ["lefthook.toml", ".config/lefthook-local.json", ".lefthook/pre-commit/lint.sh", ".huskyrc.json"] {
+        assert_eq!(decide(&[("a.txt", "a")], &[(runner, "x\n")]), git, "{runner}");
+    }
+    // What pre-commit publishes for others (not run here) is ordinary.
+    assert!(decide(&[("a.txt", "a")], &[(".pre-commit-hooks.yaml", "- id: x\n")]).is_empty());
     // A script a hook of the workspace's own repository runs through a symlink.
     let linked = "import os\nfrom pathlib import Path\nPath('/workspace/tools').mkdir()\n\
                   Path('/workspace/tools/lint.sh').write_text('echo ok\\n')";

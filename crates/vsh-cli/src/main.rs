@@ -693,39 +693,82 @@ fn run_program(
             );
         }
     };
-    let receipt = match run_interruptible(&runtime, &request, run.retry_stale, on_stale)? {
-        Interruptible::Done(receipt) => *receipt,
-        Interruptible::Interrupted(code) => return Ok(code),
+    let receipt = match run_interruptible(&runtime, &request, run.retry_stale, on_stale) {
+        Ok(Interruptible::Done(receipt)) => *receipt,
+        Ok(Interruptible::Interrupted(code)) => return Ok(code),
+        Err(error) if run.raw => return raw_failure(error, output),
+        Err(error) => return Err(error),
     };
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, run.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     if run.raw {
-        print_raw(&receipt, output)?;
-        return Ok(code);
+        return Ok(print_raw(&receipt, output)?.unwrap_or(code));
     }
     print_receipt(&shown_receipt(receipt, run.full), run.common.json, output)?;
     Ok(code)
 }
 
 /// `--raw`: the program's own output as it printed it, and the run's
-/// outcome in one line on stderr (unless quiet), then the warnings.
-fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<(), Box<dyn std::error::Error>> {
-    use std::io::Write as _;
+/// outcome in one line on stderr (unless quiet), then the warnings. Output
+/// vsh had to cut (past `--max-output`) is an error: what was printed is
+/// not all the program wrote.
+fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<Option<u8>, Box<dyn std::error::Error>> {
     let (stdout, stderr): (&[u8], &[u8]) = match &receipt.output {
         vsh::ExecutionOutput::Monty { stdout, .. } => (stdout.as_bytes(), b""),
         vsh::ExecutionOutput::Bash(result) => (&result.stdout, &result.stderr),
         _ => (b"", b""),
     };
-    std::io::stdout().write_all(stdout)?;
-    std::io::stdout().flush()?;
-    std::io::stderr().write_all(stderr)?;
+    write_streams(stdout, stderr)?;
     if !output.quiet {
         eprintln!("vsh: {}", render::outcome_line(receipt));
     }
     for warning in &receipt.warnings {
         eprintln!("vsh: warning: {warning}");
     }
-    Ok(())
+    Ok(cut_output(stdout, stderr))
+}
+
+/// The program's two streams, as they are, on vsh's own.
+fn write_streams(stdout: &[u8], stderr: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::io::stdout().write_all(stdout)?;
+    std::io::stdout().flush()?;
+    std::io::stderr().write_all(stderr)
+}
+
+/// When vsh cut either stream (its `[vsh: N bytes left out]` line): say
+/// so, and the exit code that says the output is not whole.
+fn cut_output(stdout: &[u8], stderr: &[u8]) -> Option<u8> {
+    let cut = |bytes: &[u8]| {
+        bytes.windows(7).position(|window| window == b"\n[vsh: ").is_some_and(|at| {
+            let rest = &bytes[at + 7..];
+            let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+            digits > 0 && rest[digits..].starts_with(b" bytes left out]\n")
+        })
+    };
+    (cut(stdout) || cut(stderr)).then(|| {
+        eprintln!(
+            "vsh: error: the program printed more than --max-output allows, so the middle of its output was left \
+             out (marked in it): what --raw printed is not all of it; raise --max-output (for example 64MiB)"
+        );
+        EXIT_ERROR
+    })
+}
+
+/// `--raw` for a run that failed: a Bash program's or command's own output
+/// as it printed it and what happened in one line; other errors as usual.
+fn raw_failure(error: Box<dyn std::error::Error>, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
+    let Some(vsh::VshError::Bash { source, .. }) = error.downcast_ref::<vsh::VshError>() else { return Err(error) };
+    let vsh::lower::vsh_monty::ExecutionError::Bash { stdout, stderr, exit_code, .. } = source.as_ref() else {
+        return Err(error);
+    };
+    write_streams(stdout, stderr)?;
+    if !output.quiet {
+        eprintln!(
+            "vsh: the program failed (exit status {exit_code}): nothing of it is kept (--accept-failure keeps it)"
+        );
+    }
+    Ok(cut_output(stdout, stderr).unwrap_or(EXIT_ERROR))
 }
 
 /// How a run the operator could interrupt ended.

@@ -574,6 +574,11 @@ pub(crate) fn outcome_line(receipt: &Receipt) -> String {
         receipt.state.name(),
         if paths == 1 { "" } else { "s" }
     );
+    if let vsh::ExecutionOutput::Bash(result) = &receipt.output
+        && result.exit_code != 0
+    {
+        let _ = write!(line, ", the program exited {}", result.exit_code);
+    }
     if let Some(next) = next_step(receipt) {
         line.push_str("; next: ");
         line.push_str(&next);

@@ -2315,6 +2315,27 @@ fn exec_raw_prints_the_commands_own_output_and_the_outcome_in_one_line() {
     // It is not a JSON document.
     let both = vsh(&["exec", "--raw", "--json", "--workspace", ws, "--", "true"], None);
     assert_eq!(both.status.code(), Some(2));
+    // A failed command's own streams too, and what happened; an accepted failure says its status.
+    let failing = "echo out; echo err >&2; exit 3";
+    let failed = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", failing], None);
+    assert_eq!((failed.status.code(), failed.stdout.as_slice()), (Some(1), &b"out\n"[..]), "{failed:?}");
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.starts_with("err\n") && stderr.contains("failed (exit status 3)"), "{stderr}");
+    let accepted = vsh(&["exec", "--raw", "--accept-failure", "--workspace", ws, "--", "sh", "-c", failing], None);
+    assert!(String::from_utf8_lossy(&accepted.stderr).contains(", the program exited 3"), "{accepted:?}");
+    // Output vsh had to cut is never passed off as whole.
+    let long = "seq 1 200000";
+    let cut = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", long], None);
+    assert_eq!(cut.status.code(), Some(1), "{:?}", String::from_utf8_lossy(&cut.stderr));
+    assert!(String::from_utf8_lossy(&cut.stderr).contains("raise --max-output"), "{cut:?}");
+    let whole = vsh(&["exec", "--raw", "--max-output", "8MiB", "--workspace", ws, "--", "sh", "-c", long], None);
+    assert_eq!(whole.status.code(), Some(0));
+    let expected = (1..=200_000).fold(String::new(), |mut text, n| {
+        use std::fmt::Write as _;
+        let _ = writeln!(text, "{n}");
+        text
+    });
+    assert!(whole.stdout == expected.as_bytes(), "{} bytes", whole.stdout.len());
 }
 
 #[test]

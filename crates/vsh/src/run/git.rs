@@ -63,7 +63,7 @@ const GIT_SECTIONS: [&str; 32] = [
 /// file `HEAD` and a file `config` or `commondir` or a directory `objects`,
 /// or a file named `config`
 /// in git's format (one of [`GIT_SECTIONS`]), a git hook by its name
-/// ([`HOOKS`]) anywhere or what a hook manager runs ([`HOOK_RUNNERS`]), a
+/// ([`HOOKS`]) anywhere or what a hook manager runs ([`runs_at_hooks`]), a
 /// file a hook of the workspace's repository runs through a symlink, or
 /// any file holding git configuration that starts a program
 /// ([`super::gitconfig::starts_programs`]). What cannot be looked at
@@ -86,8 +86,7 @@ fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
         // a `hooks` symlink lead anywhere), as a file or a symlink (git
         // follows it), and what hook managers run from every hook.
         if matches!(after.kind, NodeKind::File | NodeKind::Symlink)
-            && (HOOKS.contains(&name)
-                || HOOK_RUNNERS.iter().any(|runner| entry.path.as_str() == *runner || name == *runner))
+            && (HOOKS.contains(&name) || runs_at_hooks(&entry.path))
         {
             return Ok(true);
         }
@@ -168,18 +167,24 @@ const HOOKS: [&str; 19] = [
 /// reviewer decides).
 const MAX_SCANNED_BYTES: u64 = 256 << 20;
 
-/// Files that hook managers run from every hook they install (husky,
-/// pre-commit, lefthook), by their paths in the workspace or their names.
-const HOOK_RUNNERS: [&str; 8] = [
-    ".husky/_/h",
-    ".husky/_/husky.sh",
-    ".pre-commit-config.yaml",
-    ".pre-commit-hooks.yaml",
-    "lefthook.yml",
-    "lefthook.yaml",
-    ".lefthook.yml",
-    ".lefthook.yaml",
-];
+/// Whether `path` is something a hook manager runs (or reads the commands
+/// it runs from) at every hook it installed: husky's runner (`.husky/_/`)
+/// and its legacy configuration (`.huskyrc*`, `husky.config.js`),
+/// pre-commit's `.pre-commit-config.yaml`, lefthook's configuration
+/// (`lefthook.yml`, `.lefthook-local.toml`, ... in any of its formats) and
+/// script folders (`.lefthook/`, `.lefthook-local/`).
+fn runs_at_hooks(path: &VPath) -> bool {
+    let name = path.file_name().unwrap_or_default();
+    let bare = name.trim_start_matches('.');
+    let lefthook_config = (bare.starts_with("lefthook.") || bare.starts_with("lefthook-local."))
+        && [".yml", ".yaml", ".toml", ".json", ".jsonc"].iter().any(|format| bare.ends_with(format));
+    path.as_str().starts_with(".husky/_/")
+        || bare.starts_with("huskyrc")
+        || name == "husky.config.js"
+        || name == ".pre-commit-config.yaml"
+        || lefthook_config
+        || path.components().any(|part| part == ".lefthook" || part == ".lefthook-local")
+}
 
 /// Whether the file at `path` (of `size` bytes), whatever its name, holds
 /// git configuration that starts a program, as git would read it
