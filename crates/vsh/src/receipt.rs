@@ -225,8 +225,8 @@ impl std::fmt::Display for Warning {
                 write!(
                     f,
                     "the scratch directories (target/ and the like) were emptied first, a build from nothing: what \
-                     they held was built from work never committed ({}); commit or reject work before the next build \
-                     to keep it incremental",
+                     they held was built from work never committed ({}), which the workspace does not hold; builds \
+                     stay incremental from one committed change to the next",
                     named.join(", ")
                 )
             }
