@@ -416,7 +416,7 @@ fn no_hunks_reason(reason: NoHunks) -> &'static str {
         NoHunks::Binary => "binary content",
         NoHunks::TooLarge => "too large to show",
         NoHunks::BudgetSpent => "review budget spent",
-        NoHunks::Unavailable => "the before state is no longer in the workspace",
+        NoHunks::Unavailable => "its content is not available: not kept, or no longer in the workspace",
         NoHunks::Protected => "protected content",
     }
 }

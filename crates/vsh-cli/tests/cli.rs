@@ -1061,6 +1061,10 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     assert!(stdout.contains("; to allow: "), "{stdout}");
     let log = vsh(&["log", "--state", "denied", "--workspace", ws], None);
     assert!(String::from_utf8_lossy(&log.stdout).contains(&id_of(&bash)[..12]), "{log:?}");
+    // Its review is kept: what it was refused, and its program (never its contents).
+    let shown = vsh(&["show", &id_of(&bash)[..12], "--workspace", ws], None);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("content-read of .env denied by rule") && shown.contains("  | cat .env"), "{shown}");
     let json = vsh(&["run", "--workspace", ws, "--json", "-"], Some(leak));
     let error: serde_json::Value = serde_json::from_slice(&json.stdout).expect("the error as JSON on stdout");
     assert_eq!(error["schema"], "vsh.error/1");
@@ -1279,7 +1283,7 @@ fn show_reviews_stored_work_from_verified_bytes_only() {
     // Once the workspace no longer holds the before state, it is not shown.
     std::fs::write(ws_path.join("a.txt"), "one\nzwei\n").unwrap();
     let text = show();
-    assert!(text.contains("(the before state is no longer in the workspace)"), "{text}");
+    assert!(text.contains("(its content is not available: not kept, or no longer in the workspace)"), "{text}");
     assert!(!text.contains("zwei"), "{text}");
 }
 

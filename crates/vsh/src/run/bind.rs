@@ -100,6 +100,10 @@ impl Runs {
             records.check_durable_capacity(&limits, now)?;
             let record = record.with_pending_expiry(now.saturating_add(limits.ttl_ms));
             transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
+        } else if state == TransactionState::Denied {
+            // Denied work is kept for review (`vsh show`: what it changed and
+            // what it was refused), never its contents: it can never commit.
+            transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
         } else if state != TransactionState::AutoApproved {
             transactions.create(&record)?;
         }
