@@ -660,7 +660,8 @@ pub(crate) struct RunOptions {
     /// A Bash program's or a real command's non-zero exit status is its
     /// outcome: recorded in the receipt, and the work is decided and
     /// committable like any other (without it, a failing run commits
-    /// nothing and exits 1).
+    /// nothing and exits 1; one that was refused an access exits 5 and is
+    /// kept as denied work, for `vsh log` and `vsh show`).
     #[arg(long)]
     pub(crate) accept_failure: bool,
     /// Print the program's own output as it printed it (its stdout on
