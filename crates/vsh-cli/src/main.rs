@@ -739,13 +739,7 @@ fn write_streams(stdout: &[u8], stderr: &[u8]) -> std::io::Result<()> {
 /// When vsh cut either stream (its `[vsh: N bytes left out]` line): say
 /// so, and the exit code that says the output is not whole.
 fn cut_output(stdout: &[u8], stderr: &[u8]) -> Option<u8> {
-    let cut = |bytes: &[u8]| {
-        bytes.windows(7).position(|window| window == b"\n[vsh: ").is_some_and(|at| {
-            let rest = &bytes[at + 7..];
-            let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
-            digits > 0 && rest[digits..].starts_with(b" bytes left out]\n")
-        })
-    };
+    let cut = vsh::lower::vsh_monty::capture_was_cut;
     (cut(stdout) || cut(stderr)).then(|| {
         eprintln!(
             "vsh: error: the program printed more than --max-output allows, so the middle of its output was left \

@@ -2279,6 +2279,17 @@ fn failures_a_new_user_meets_say_what_to_do() {
         .output()
         .unwrap();
     assert!(stderr(&redirected).contains("give it with `--stdin -`"), "{}", stderr(&redirected));
+    // A pipe with bytes already waiting in it is the same mistake.
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    std::io::Write::write_all(&mut writer, b"piped\n").unwrap();
+    drop(writer);
+    let piped = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "--workspace", ws, "--", "true"])
+        .env_clear()
+        .stdin(reader)
+        .output()
+        .unwrap();
+    assert!(stderr(&piped).contains("give it with `--stdin -`"), "{}", stderr(&piped));
     // A file already read to its end holds nothing for the command.
     let mut consumed = std::fs::File::open(&patch).unwrap();
     std::io::Seek::seek(&mut consumed, std::io::SeekFrom::End(0)).unwrap();

@@ -194,6 +194,23 @@ fn setup_error(stage: &'static str, source: std::io::Error) -> ExecutionError {
     tool_error(ToolError::Setup { stage, source })
 }
 
+/// How the line a cut capture holds in place of its middle begins and ends
+/// (around the number of bytes left out).
+const CUT_OPENS: &str = "\n[vsh: ";
+const CUT_CLOSES: &str = " bytes left out]\n";
+
+/// Whether the captured stream `bytes` was cut: it holds the line a
+/// command's capture puts where it left bytes out (a program could print
+/// that line itself; it can only make vsh say its output was cut).
+pub fn capture_was_cut(bytes: &[u8]) -> bool {
+    let (opens, closes) = (CUT_OPENS.as_bytes(), CUT_CLOSES.as_bytes());
+    bytes.windows(opens.len()).enumerate().filter(|(_, window)| *window == opens).any(|(at, _)| {
+        let rest = &bytes[at + opens.len()..];
+        let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+        digits > 0 && rest[digits..].starts_with(closes)
+    })
+}
+
 /// Read all of `stream`, keeping at most `cap` bytes of it: everything when
 /// it fits, else its head and its tail around one line saying how many
 /// bytes of the middle were left out (a test run's first failure and its
@@ -230,7 +247,7 @@ fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
     // the whole length, which has at least as many digits as what it will
     // say); what is left goes half to the head and the rest to the tail, so
     // even a small cap keeps both ends.
-    let marker = |omitted: u64| format!("\n[vsh: {omitted} bytes left out]\n");
+    let marker = |omitted: u64| format!("{CUT_OPENS}{omitted}{CUT_CLOSES}");
     if marker(total).len() > cap {
         // Too small a cap for the line: its first bytes, no more.
         head.truncate(cap);
@@ -943,12 +960,14 @@ mod tests {
     fn a_capture_within_its_cap_is_whole_and_past_it_keeps_both_ends_within_the_cap() {
         let text = lines(100);
         assert_eq!(capture(&text[..], 1000), text, "1,000 bytes fit 1,000");
+        assert!(!super::capture_was_cut(&text), "a whole capture says so");
         // A cap smaller than the line that would stand for the middle: a prefix within it.
         let tiny = capture(&text[..], 10);
         assert!(tiny.len() <= 10 && text.starts_with(&tiny), "{tiny:?}");
         for cap in [60, 100, 200, 999] {
             let kept = capture(&text[..], cap);
             assert!(kept.len() <= cap, "cap {cap}: {} bytes", kept.len());
+            assert!(super::capture_was_cut(&kept), "cap {cap}: a cut capture says so");
             let shown = String::from_utf8(kept).unwrap();
             let (head, rest) = shown.split_once("\n[vsh: ").unwrap_or_else(|| panic!("cap {cap}: {shown:?}"));
             let (omitted, tail) = rest.split_once(" bytes left out]\n").unwrap();

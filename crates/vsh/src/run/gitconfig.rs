@@ -300,6 +300,11 @@ mod tests {
                 setting("remote", Some("origin"), "prune", None),
             ]
         );
+        // A quoted subsection's escapes: \" and \\ are the characters themselves.
+        assert_eq!(
+            parse(b"[remote \"o\\\"x\\\\\"]\n\turl = y\n").unwrap(),
+            [setting("remote", Some("o\"x\\"), "url", Some("y"))]
+        );
         // What git refuses: a stray line, a key before any section, an open quote.
         for bad in ["# Setup\n```ini\n[core]\n", "pager = less\n", "[core]\n\tpager = \"less\n", "[co re]\n"] {
             assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
