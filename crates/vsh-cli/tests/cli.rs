@@ -2272,33 +2272,27 @@ fn failures_a_new_user_meets_say_what_to_do() {
     // Input redirected to vsh is not the command's: vsh says so, and how to give it.
     let patch = dir.path().join("fix.diff");
     std::fs::write(&patch, "--- a/a.txt\n").unwrap();
-    let redirected = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["exec", "--workspace", ws, "--", "cat"])
-        .env_clear()
-        .stdin(std::fs::File::open(&patch).unwrap())
-        .output()
-        .unwrap();
+    // `vsh exec -- COMMAND` with `stdin` as its standard input.
+    let exec_with = |command: &str, stdin: std::process::Stdio| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", ws, "--", command])
+            .env_clear()
+            .stdin(stdin)
+            .output()
+            .unwrap()
+    };
+    let redirected = exec_with("cat", std::fs::File::open(&patch).unwrap().into());
     assert!(stderr(&redirected).contains("give it with `--stdin -`"), "{}", stderr(&redirected));
     // A pipe with bytes already waiting in it is the same mistake.
     let (reader, mut writer) = std::io::pipe().unwrap();
     std::io::Write::write_all(&mut writer, b"piped\n").unwrap();
     drop(writer);
-    let piped = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["exec", "--workspace", ws, "--", "true"])
-        .env_clear()
-        .stdin(reader)
-        .output()
-        .unwrap();
+    let piped = exec_with("true", reader.into());
     assert!(stderr(&piped).contains("give it with `--stdin -`"), "{}", stderr(&piped));
     // A file already read to its end holds nothing for the command.
     let mut consumed = std::fs::File::open(&patch).unwrap();
     std::io::Seek::seek(&mut consumed, std::io::SeekFrom::End(0)).unwrap();
-    let at_end = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["exec", "--workspace", ws, "--", "true"])
-        .env_clear()
-        .stdin(consumed)
-        .output()
-        .unwrap();
+    let at_end = exec_with("true", consumed.into());
     assert!(!stderr(&at_end).contains("--stdin -"), "{}", stderr(&at_end));
     let given = vsh(&["exec", "--workspace", ws, "--stdin", patch.to_str().unwrap(), "--", "cat"], None);
     assert!(!stderr(&given).contains("--stdin -"), "{}", stderr(&given));
