@@ -2736,6 +2736,49 @@ fn a_vsh_killed_outright_leaves_no_command_running_for_long() {
 }
 
 #[test]
+fn a_command_stopped_midway_leaves_not_even_a_zombie_behind() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    // python3 as a child subreaper (PR_SET_CHILD_SUBREAPER): whatever a vsh
+    // run leaves behind, dead or alive, becomes its child, where no pid 1
+    // can reap it first. One vsh stopped at its time limit, one interrupted.
+    let probe = r"
+import ctypes, os, signal, subprocess, sys, time
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0
+def left():
+    time.sleep(0.5)
+    mine = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            fields = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            mine.append(fields[0])
+    return ''.join(sorted(mine))
+quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+timed = subprocess.run(sys.argv[1:] + ['--timeout', '1s', '--', 'sleep', '30'], **quiet)
+print(timed.returncode, left() or '-')
+run = subprocess.Popen(sys.argv[1:] + ['--', 'sleep', '30'], **quiet)
+time.sleep(1.5)
+run.send_signal(signal.SIGINT)
+print(run.wait(), left() or '-')
+";
+    let output = Command::new("python3")
+        .args(["-c", probe, env!("CARGO_BIN_EXE_vsh"), "exec", "-q", "--workspace", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = report.lines().collect();
+    // The exit codes (1 an error: the time limit; 130 SIGINT), then the
+    // states of whatever is left: nothing.
+    assert_eq!(lines, ["1 -", "130 -"], "{report}{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
 fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again() {
     if !fuse_available() {
         return;

@@ -332,14 +332,39 @@ fn wait_for(target: libc::pid_t, which: libc::pid_t) -> libc::c_int {
 }
 
 /// The supervisor's part of [`enter_pid_namespace`]: wait for the init and
-/// end as the command ended, re-raising the signal the init reported.
+/// end as the command ended, re-raising the signal the init reported (or
+/// the one that ended the init itself).
+///
+/// First it leaves the command's process group for its parent's: a kill of
+/// that group (a timeout, a cancellation) then ends the init and the
+/// command, never this process, which stays to reap the init. Killed with
+/// them, it would leave the init a zombie for the host's pid 1 to reap,
+/// and a pid 1 that never reaps (a container without an init) would
+/// collect one per command. Outside the group, it ignores the signals a
+/// terminal sends its parent's group: its parent's death (`PDEATHSIG`) or
+/// the init's end is what ends it.
 fn supervise(init: libc::pid_t, report: libc::c_int) -> ! {
+    // SAFETY: setpgid, getpgid and getppid act on this process and read its
+    // parent's group (same session), and signal() sets dispositions of this
+    // process, which never executes anything else.
+    unsafe {
+        libc::setpgid(0, libc::getpgid(libc::getppid()));
+        for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
     let status = wait_for(init, init);
     let mut signal = [0_u8];
     // SAFETY: a non-blocking-in-effect read (the writer is gone) into a one-byte buffer.
     let read = unsafe { libc::read(report, signal.as_mut_ptr().cast(), 1) };
-    if read == 1 && signal[0] != 0 {
-        let signal = libc::c_int::from(signal[0]);
+    let signal = if read == 1 && signal[0] != 0 {
+        libc::c_int::from(signal[0])
+    } else if libc::WIFSIGNALED(status) {
+        libc::WTERMSIG(status)
+    } else {
+        0
+    };
+    if signal != 0 {
         let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: no core file for this process (it would land in the
         // workspace); the signal's default action restored and every
