@@ -49,8 +49,9 @@ pub(crate) struct Cli {
     #[allow(clippy::doc_markdown, reason = "this text is --help, where backticks would show")]
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
     pub(crate) color: ColorWhen,
-    /// Print no receipt or confirmation, only errors and warnings (JSON is
-    /// still printed when --json asks for it).
+    /// Print no receipt or confirmation, only errors and warnings (denied
+    /// work is one line on stderr; JSON is still printed when --json asks
+    /// for it).
     #[arg(short, long, global = true)]
     pub(crate) quiet: bool,
 }
@@ -477,7 +478,8 @@ pub(crate) struct RerunArgs {
     /// their hunks).
     #[arg(long)]
     pub(crate) full: bool,
-    /// Let a Monty program run real commands again, as `vsh run --commands` lets it. A real
+    /// Let a Monty program run real commands, as `vsh run --commands` lets it
+    /// (one that ran with them gets them again without it). A real
     /// command (vsh exec) and a Bash program that ran in real bash (run
     /// --confined) run as they did without it. Their environment, tools and
     /// network are this command line's (--env, --tool, ...), not the first

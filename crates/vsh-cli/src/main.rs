@@ -905,14 +905,16 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     let stored =
         runtime.stored_program(id)?.ok_or_else(|| format!("transaction {id} has no stored program to run again"))?;
     // Real programs run again as they ran: a command, and Bash that ran in
-    // real bash, in a candidate; a Monty program's vsh_exec when asked.
+    // real bash, in a candidate; a Monty program's vsh_exec when it had
+    // them (its record holds what its commands were granted) or is asked.
     if rerun.commands && stored.language != vsh::Language::Monty {
         usage_conflict("--commands is for a Monty program's transaction (vsh_exec)");
     }
+    let first_grants = runtime.show(id)?.and_then(|receipt| receipt.grants);
     let real = match stored.language {
         vsh::Language::Command => RealCommands::Commands,
         vsh::Language::Bash if ran_in_real_bash(&runtime, id)? => RealCommands::ConfinedBash,
-        vsh::Language::Monty if rerun.commands => RealCommands::Commands,
+        vsh::Language::Monty if rerun.commands || first_grants.is_some() => RealCommands::Commands,
         _ => RealCommands::None,
     };
     if real != RealCommands::None {
@@ -933,7 +935,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         grants.ports.sort_unstable();
         grants
     };
-    if let Some(first) = runtime.show(id)?.and_then(|receipt| receipt.grants)
+    if let Some(first) = first_grants
         && let now = runtime.command_grants(stored.language).unwrap_or_default()
         && unordered(first.clone()) != unordered(now.clone())
         && !output.quiet
@@ -1054,6 +1056,9 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
         println!("{}", serde_json::to_string_pretty(&vsh::document::ReceiptDocument::from(receipt))?);
     } else if !output.quiet {
         anstream::print!("{}", render::receipt_text(receipt));
+    } else if let Some(denial) = render::denial_line(receipt) {
+        // Quiet prints errors: a denial is the one outcome that is one.
+        eprintln!("vsh: {denial}");
     }
     // Things the operator must know even when stdout goes to a program.
     for warning in &receipt.warnings {

@@ -586,6 +586,22 @@ pub(crate) fn outcome_line(receipt: &Receipt) -> String {
     line
 }
 
+/// For denied work, one line: the transaction, the reason and the first
+/// refused access with how to allow it (`--quiet`'s only output for it).
+pub(crate) fn denial_line(receipt: &Receipt) -> Option<String> {
+    let RuntimeDecision::Denied(manifest) = &receipt.decision else { return None };
+    let mut line = format!("transaction {} is denied ({})", receipt.transaction.short(), manifest.reason.name());
+    if let Some(first) = manifest.denied.first() {
+        let _ = write!(line, ": {}", shown(&first.to_string(), true));
+        if manifest.denied.len() > 1 {
+            let _ = write!(line, " (and {} more: vsh show {})", manifest.denied.len() - 1, receipt.transaction.short());
+        }
+    } else if !manifest.remedy.is_empty() {
+        let _ = write!(line, "; to allow it: {}", shown(&manifest.remedy, true));
+    }
+    Some(line)
+}
+
 /// What to do next with the work a receipt describes, if anything.
 fn next_step(receipt: &Receipt) -> Option<String> {
     let short = receipt.transaction.short();

@@ -87,6 +87,12 @@ fn exit_codes_follow_the_table_row_by_row() {
     let denied = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(secret));
     assert_eq!(code(&denied), Some(5));
     assert_eq!(std::fs::read_to_string(dir.path().join(".env")).unwrap(), "SECRET=1\n");
+    // Quiet prints only errors: a denial is one, on one line with its reason.
+    let quiet = vsh(&["run", "-q", "--workspace", ws, "--mode", "auto", "-"], Some(secret));
+    let said = String::from_utf8_lossy(&quiet.stderr);
+    assert_eq!(code(&quiet), Some(5));
+    assert!(quiet.stdout.is_empty() && said.lines().count() == 1, "{said}");
+    assert!(said.contains("is denied (protected-access-attempt): ") && said.contains(".env"), "{said}");
 
     // 6: asked to commit, and the workspace changed under the transaction; the path is named.
     let remove = "from pathlib import Path\nPath('/workspace/gone.txt').unlink()";
@@ -2961,7 +2967,8 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     let short = vsh(&["rerun", id, "--workspace", ws, "--timeout", "300ms"], None);
     assert_eq!(short.status.code(), Some(1), "{}", String::from_utf8_lossy(&short.stderr));
     assert!(String::from_utf8_lossy(&short.stderr).contains("duration limit 0.3 s"), "{short:?}");
-    // A Monty program's vsh_exec alike, with --commands.
+    // A Monty program's vsh_exec alike: it ran with commands, so it runs
+    // with them again, unasked.
     let program = dir.path().join("slow.py");
     std::fs::write(
         &program,
@@ -2970,7 +2977,7 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     .unwrap();
     let ran = json(&vsh(&["run", "--workspace", ws, "--commands", "--json", program.to_str().unwrap()], None));
     let id_monty = ran["transaction"].as_str().unwrap();
-    let again = json(&vsh(&["rerun", id_monty, "--workspace", ws, "--commands", "--json"], None));
+    let again = json(&vsh(&["rerun", id_monty, "--workspace", ws, "--json"], None));
     assert_eq!(again["changed_paths"], 1, "{again}");
     // A failing command's failure is accepted again only when asked.
     let failing = vsh(
