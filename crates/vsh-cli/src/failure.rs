@@ -124,6 +124,12 @@ fn missing_program(error: &VshError) -> Option<String> {
     if source.kind() != std::io::ErrorKind::NotFound || program.contains('/') {
         return None;
     }
+    Some(missing_program_advice(program))
+}
+
+/// How to let a command find `program`, a bare name found on no directory
+/// of its `PATH`, outside the system directories.
+fn missing_program_advice(program: &str) -> String {
     let mut advice = format!(
         "`{program}` is not on the command's PATH (/usr/local/bin:/usr/bin:/bin unless --env PATH=... \
          says otherwise); give its directory: --tool DIR --env PATH=DIR:/usr/local/bin:/usr/bin:/bin"
@@ -137,7 +143,7 @@ fn missing_program(error: &VshError) -> Option<String> {
              (the registry only: ~/.cargo also holds the registry's token)",
         );
     }
-    Some(advice)
+    advice
 }
 
 /// What to print on stderr beyond the error chain: conflicting paths, the

@@ -310,6 +310,18 @@ impl CommandSettings {
         })
     }
 
+    /// Whether `program`, a bare name, is on none of the directories of the
+    /// command's `PATH` (the granted one, else the default), each a system
+    /// or tool directory: a spawn of it could only fail. A name the search
+    /// leaves to the command (a `PATH` directory in the workspace) is not.
+    fn finds_nowhere(&self, program: &str) -> bool {
+        let every = vsh::lower::vsh_monty::CommandConfig::new("/").env;
+        let path = self.env.iter().chain(&every).rev().find(|(name, _)| name == "PATH");
+        !program.contains('/')
+            && vsh::lower::vsh_sandbox::find_on_path(program, path.map_or("", |(_, value)| value), &self.tools)
+                == Ok(None)
+    }
+
     /// `config` with these settings.
     pub(crate) fn apply(&self, config: RuntimeConfig) -> RuntimeConfig {
         let config = config
@@ -450,7 +462,7 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     } else {
         RealCommands::None
     };
-    run_program(run, &code, language, output, real)
+    run_program(run, &code, language, output, real, None)
 }
 
 /// Exit with clap's usage error (exit 2) for options that conflict.
@@ -546,7 +558,7 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         }
         serde_json::to_string(&command)?
     };
-    run_program(&exec.options, &code, vsh::Language::Command, output, RealCommands::Commands)
+    run_program(&exec.options, &code, vsh::Language::Command, output, RealCommands::Commands, argv.first())
 }
 
 /// Whether this process's standard input holds something a user meant for
@@ -631,20 +643,36 @@ fn working_dir_in(root: &std::path::Path) -> Option<String> {
     (!relative.is_empty() && vsh::lower::vsh_monty::is_working_dir(&relative)).then_some(relative)
 }
 
-/// Run `code` in `language` as `run` says, and print its receipt.
+/// Run `code` in `language` as `run` says, and print its receipt. A
+/// command's `program` found nowhere on its `PATH` is an error before
+/// anything (a new workspace) is made for it.
 fn run_program(
     run: &args::RunOptions,
     code: &str,
     language: vsh::Language,
     output: Output,
     real: RealCommands,
+    program: Option<&String>,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     if run.retry_stale > 0 && run.mode() != vsh::RunMode::Auto {
         usage_conflict("--retry-stale needs --mode auto (a preview never commits)");
     }
     let mut config = runtime_config(&run.common.root())?.with_lock_wait(lock_wait(run.lock.lock_timeout));
     if real != RealCommands::None {
-        config = CommandSettings::resolve(&run.command)?.apply(config);
+        let settings = CommandSettings::resolve(&run.command)?;
+        if let Some(program) = program
+            && settings.finds_nowhere(program)
+        {
+            // The error a spawn of it gives, and so the same advice.
+            let source = vsh::lower::vsh_sandbox::ToolError::Spawn {
+                program: program.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "not found on the command's PATH"),
+            };
+            return Err(Box::new(vsh::VshError::Execution(Box::new(vsh::lower::vsh_monty::ExecutionError::Command {
+                source,
+            }))));
+        }
+        config = settings.apply(config);
     }
     match real {
         RealCommands::None => {}

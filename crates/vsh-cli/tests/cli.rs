@@ -2237,6 +2237,8 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
         let hint = document["hint"].as_str().unwrap_or_else(|| panic!("{document}"));
         assert!(hint.contains("--tool DIR") && !hint.contains("vsh:"), "{hint}");
     }
+    // Nothing is made for a command that cannot start: not a workspace.
+    assert!(!dir.path().join(".vsh").exists(), "a workspace was made for a program that is nowhere");
 }
 
 #[test]
