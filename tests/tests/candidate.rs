@@ -483,6 +483,38 @@ fn a_command_that_leaves_a_setuid_or_setgid_file_is_denied_and_nothing_is_writte
     }
 }
 
+#[test]
+fn permissions_a_command_changes_with_the_content_or_opens_to_everyone_wait_for_a_reviewer() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    put(dir.path(), "db.yml", "password: a\n");
+    std::fs::set_permissions(dir.path().join("db.yml"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let before = tree(dir.path());
+    let runtime = runtime(&dir);
+    let flags = |script: &str| {
+        let code = command(&["/bin/sh", "-c", script]);
+        let request = RunRequest::new(&code).with_language(Language::Command).with_mode(vsh::RunMode::Auto);
+        match runtime.run(&request).unwrap().decision {
+            vsh::RuntimeDecision::PendingApproval(manifest) => manifest.flags,
+            decision => panic!("{script}: expected to wait for a reviewer, got {decision:?}"),
+        }
+    };
+    for script in [
+        "echo 'password: b' > db.yml; chmod 644 db.yml",
+        "mkdir -m 777 open; echo x > open/w.txt",
+        "umask 0; echo x > w.txt",
+    ] {
+        assert_eq!(flags(script), [vsh::RiskFlag::PermissionChange], "{script}");
+        assert_eq!(tree(dir.path()), before, "{script}: nothing is written");
+    }
+    // An edit that keeps the bits is the edit alone.
+    let code = command(&["/bin/sh", "-c", "echo 'password: b' > db.yml"]);
+    let edited = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+    assert_eq!(edited.decision, vsh::RuntimeDecision::AutoApproved);
+}
+
 /// A tmpfs of 64 MiB for one test, unmounted when dropped.
 struct SmallDisk(tempfile::TempDir);
 

@@ -316,7 +316,7 @@ impl CommandSettings {
     /// leaves to the command (a `PATH` directory in the workspace) is not.
     fn finds_nowhere(&self, program: &str) -> bool {
         let every = vsh::lower::vsh_monty::CommandConfig::new("/").env;
-        let path = self.env.iter().chain(&every).rev().find(|(name, _)| name == "PATH");
+        let path = every.iter().chain(&self.env).rev().find(|(name, _)| name == "PATH");
         !program.contains('/')
             && vsh::lower::vsh_sandbox::find_on_path(program, path.map_or("", |(_, value)| value), &self.tools)
                 == Ok(None)

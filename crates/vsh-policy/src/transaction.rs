@@ -204,6 +204,10 @@ impl TransactionPolicy {
             return Decision::AutoApproved;
         }
         let mut flags = self.flags(&metrics);
+        if metrics.mode_changes == 0 && input.diff.iter().any(crate::decision::changes_permissions) {
+            flags.push(RiskFlag::PermissionChange);
+            flags.sort_unstable();
+        }
         if input.git_repository || writes_a_git_repository(input.diff) {
             flags.push(RiskFlag::GitRepository);
         }
@@ -733,6 +737,28 @@ mod tests {
         assert_eq!(pending(&[create_sized("big.bin", 64 << 20)], 0), [RiskFlag::LargeByteChange]);
         assert_eq!(pending(&[chmod("a", 0o644, 0o600)], 0), [RiskFlag::PermissionChange]);
         assert_eq!(pending(&[chmod("a", 0o644, 0o755)], 0), [RiskFlag::ExecutableChange, RiskFlag::PermissionChange]);
+        // Permission bits changed along with the content are changed all the same.
+        let file = |content: &[u8], mode| Some(NodeState::file_with(content, mode));
+        let opened = DiffEntry::between(p("db.yml"), file(b"pw: a", 0o600), file(b"pw: b", 0o644)).unwrap();
+        assert_eq!(pending(&[opened], 0), [RiskFlag::PermissionChange]);
+        let edited = DiffEntry::between(p("db.yml"), file(b"pw: a", 0o600), file(b"pw: b", 0o600)).unwrap();
+        assert_eq!(pending_or_auto(&balanced, &[edited]), [], "a content change alone");
+        let loosened = DiffEntry::between(p("run.sh"), file(b"#!", 0o755), file(b"#!\n", 0o777)).unwrap();
+        assert_eq!(pending(&[loosened], 0), [RiskFlag::PermissionChange]);
+        // A file or directory every user may write, made or made so; a
+        // sticky directory (as /tmp) and a symlink's fixed mode are not.
+        assert_eq!(
+            pending(&[DiffEntry::between(p("w.txt"), None, file(b"x", 0o666)).unwrap()], 0),
+            [RiskFlag::PermissionChange]
+        );
+        let open_dir = DiffEntry::between(p("ww"), None, Some(NodeState::directory(0o2777))).unwrap();
+        assert_eq!(pending(&[open_dir], 0), [RiskFlag::PermissionChange]);
+        let sticky = DiffEntry::between(p("tmp"), None, Some(NodeState::directory(0o1777))).unwrap();
+        assert_eq!(pending_or_auto(&balanced, &[sticky]), []);
+        assert_eq!(
+            pending_or_auto(&balanced, &[DiffEntry::between(p("ok.txt"), None, file(b"x", 0o664)).unwrap()]),
+            []
+        );
         // Several at once, sorted.
         let mixed = [
             delete("z"),
