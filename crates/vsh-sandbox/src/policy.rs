@@ -14,10 +14,13 @@ use crate::report::{Axis, Enforcement};
 pub(crate) const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64"];
 
 /// Files in `/etc` a confined child can read: the loader cache and configuration, name-service
-/// switch, user and group names, the time zone, and OpenSSL's configuration file (Node.js and
+/// switch, user and group names, the time zone, OpenSSL's configuration file (Node.js and
 /// other programs linked with OpenSSL refuse to start when it exists and cannot be read; it
-/// holds settings, never keys). The rest of `/etc` (shadow, ssh keys, `/etc/ssl/private`,
-/// credentials) stays unreadable. Absent ones are skipped.
+/// holds settings, never keys), and the public tables libraries look things up in without a
+/// network: media types (`mime.types`: Python's `mimetypes`, and so `http.server`, raises when
+/// it exists and cannot be read), service ports and protocol numbers. The rest of `/etc`
+/// (shadow, ssh keys, `/etc/ssl/private`, credentials) stays unreadable. Absent ones are
+/// skipped.
 pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -28,6 +31,9 @@ pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/localtime",
     "/etc/ssl/openssl.cnf",
     "/etc/pki/tls/openssl.cnf",
+    "/etc/mime.types",
+    "/etc/services",
+    "/etc/protocols",
 ];
 
 /// Python's site configuration in `/etc` (Debian links `sitecustomize.py`
@@ -45,7 +51,7 @@ pub(crate) const SYSTEM_ETC_PYTHON: &[&str] = &[
 ];
 
 /// What a child that reaches a network reads to use it: name resolution
-/// (hosts, resolver and its configuration, services and protocols; systemd's
+/// (hosts, resolver and its configuration; systemd's
 /// resolver files, where `/etc/resolv.conf` points on many systems) and the
 /// certificates TLS trusts (the certificate directories only: never
 /// `/etc/ssl/private`). Only with a network ([`NetworkAccess::Loopback`],
@@ -56,8 +62,6 @@ pub(crate) const NETWORK_ETC_FILES: &[&str] = &[
     "/etc/host.conf",
     "/etc/resolv.conf",
     "/etc/gai.conf",
-    "/etc/services",
-    "/etc/protocols",
     "/etc/ssl/certs",
     "/etc/ca-certificates",
     "/etc/pki/tls/certs",

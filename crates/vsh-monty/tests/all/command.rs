@@ -760,6 +760,27 @@ fn a_command_gets_a_private_dev_shm_where_python_multiprocessing_works() {
 }
 
 #[test]
+fn a_command_reads_the_public_tables_of_etc_without_a_network_and_nothing_private() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // Python's media types (http.server's), a service's port, a protocol's
+    // number: what the host's own tables say, with the network off.
+    let program = "import mimetypes, socket\n\
+                   print(mimetypes.guess_type('a.html')[0], socket.getservbyname('http', 'tcp'), \
+                   socket.getprotobyname('udp'))\n";
+    let outcome = ws.command(&["python3", "-c", program]).unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(String::from_utf8_lossy(&outcome.stdout), "text/html 80 17\n");
+    // The rest of /etc stays refused (the baseline reads it unconfined).
+    for (private, read) in [("/etc/shadow", "cat"), ("/etc/ssh", "ls")] {
+        if std::path::Path::new(private).exists() {
+            assert!(unconfined(&ws.root(), &format!("{read} {private}")).status.success(), "{private}");
+            let refused = ws.command(&["/bin/sh", "-c", &format!("{read} {private} && echo READ")]);
+            assert!(!stdout_of(&refused).contains("READ"), "{private}: {refused:?}");
+        }
+    }
+}
+
+#[test]
 fn the_candidate_is_where_the_workspace_is_and_covers_it() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
