@@ -315,7 +315,7 @@ fn decision_name(decision: &RuntimeDecision) -> &'static str {
     }
 }
 
-fn state_text(state: Option<&NodeState>) -> String {
+pub(crate) fn state_text(state: Option<&NodeState>) -> String {
     state.map_or_else(
         || "-".to_owned(),
         |state| {

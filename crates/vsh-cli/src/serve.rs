@@ -50,8 +50,11 @@ const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset)
     more; no processes, network, clock or links; any non-zero exit ends the run uncommittable), against a virtual \
     image of the workspace, mounted at /workspace (relative paths resolve there). mode=preview (default) writes nothing \
     and returns a receipt: the policy's decision (auto-approved, pending an operator's approval, or denied, with \
-    the rule and remedy), every changed path (detail=full adds hunks), stdout and the last expression's value; \
-    mode=auto also commits work the policy auto-approves. Files: pathlib.Path (read_text, write_text, \
+    the rule and remedy), every changed path with its states (detail=full adds hunks, detail=compact lists \
+    none), stdout and the last expression's value; mode=auto also commits work the policy auto-approves. Each run \
+    starts from the workspace as it is on disk: a later run does not see this one's changes until vsh_commit \
+    applies them, so to test an edit make it and run the tests in one program (vsh_exec after the writes, or \
+    one bash script with language=command: [\"bash\", \"-c\", \"...\"]). Files: pathlib.Path (read_text, write_text, \
     read_bytes, write_bytes, exists, is_file, is_dir, iterdir, mkdir, unlink, rmdir, rename, stat), open() with \
     r/w/a and their b forms, os.listdir/makedirs/remove/rename. Always there, no import: vsh_read(path, \
     binary=False), vsh_write(path, data, append=False), vsh_list(path), vsh_mkdir(path, parents=True, \
@@ -94,7 +97,8 @@ pub(crate) struct RunParams {
     mode: Option<String>,
     /// What the program is for, recorded with the transaction.
     intent: Option<String>,
-    /// `compact` (the default), `changes` (every changed path) or `full` (every changed path with its hunks).
+    /// `changes` (the default: every changed path with its states), `full`
+    /// (each with its hunks too) or `compact` (counts only).
     detail: Option<String>,
     /// Lower limits for this run than the server's (each at most the server's own).
     budget: Option<BudgetParams>,
@@ -277,6 +281,24 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
         }
         vsh::RuntimeDecision::AutoApproved | vsh::RuntimeDecision::PendingApproval(_) => {}
     }
+    // The changes as the reader asked for them: each path with its states
+    // (as many as the document lists), then, at the end, the hunks.
+    let listed = document.changes.len();
+    if listed > 0 {
+        text.push_str("\nchanges:");
+        for entry in receipt.changes.iter().take(listed) {
+            let _ = write!(
+                text,
+                "\n  {:<6} {}  [{} -> {}]",
+                entry.kind.name(),
+                crate::render::shown(entry.path.as_str(), false),
+                crate::render::state_text(entry.before.as_ref()),
+                crate::render::state_text(entry.after.as_ref())
+            );
+        }
+    } else if receipt.changed_paths > 0 {
+        text.push_str("\n(detail \"changes\" names each changed path; \"full\" adds its hunks)");
+    }
     if let Some(code) = document.exit_code {
         let _ = write!(text, "\nexit status: {code}");
     }
@@ -291,6 +313,12 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
     }
     for warning in &document.warnings {
         let _ = write!(text, "\nnote: {warning}");
+    }
+    for review in &document.review {
+        if let Some(hunks) = &review.hunks {
+            text.push('\n');
+            text.push_str(hunks);
+        }
     }
     text
 }
@@ -510,9 +538,9 @@ impl VshServer {
             Some(other) => return refused(format!("mode {other:?}: give preview or auto")),
         };
         let detail = match params.detail.as_deref() {
-            None | Some("compact") => vsh::ReceiptDetail::Compact,
+            Some("compact") => vsh::ReceiptDetail::Compact,
             Some("full") => vsh::ReceiptDetail::Full,
-            Some("changes") => vsh::ReceiptDetail::Changes,
+            None | Some("changes") => vsh::ReceiptDetail::Changes,
             Some(other) => return refused(format!("detail {other:?}: give compact, changes or full")),
         };
         let language = match params.language.as_deref() {
@@ -661,8 +689,16 @@ impl VshServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         self.blocking(&context.peer, move |runtime| {
-            let outcome = runtime.resolve(&params.transaction).and_then(|id| runtime.reject(id, crate::now_ms()));
-            match outcome {
+            let id = match runtime.resolve(&params.transaction) {
+                Ok(id) => id,
+                Err(error) => return failure(&ErrorDocument::new(&error, &[])),
+            };
+            if let Ok(Some(record)) = runtime.transaction(id)
+                && record.state == TransactionState::Committed
+            {
+                return refused(format!("transaction {} is committed: there is nothing to discard", id.short()));
+            }
+            match runtime.reject(id, crate::now_ms()) {
                 Ok(record) => {
                     let document = vsh::document::TransactionDocument::new(&record, None, "");
                     let summary = format!("transaction {} is {}", record.id.short(), record.state.name());
@@ -685,6 +721,14 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
         Ok(receipt) => {
             let (document, summary) = bounded_receipt(&receipt, bounds);
             success(&document, summary)
+        }
+        // Exactly once, and a retry after a lost answer is told so: the
+        // commit landed (as the command line's `vsh commit` says, exit 0).
+        Err(VshError::NotCommittable { state: TransactionState::Committed, .. })
+            if let Ok(Some(receipt)) = runtime.show(id) =>
+        {
+            let (document, summary) = bounded_receipt(&receipt, bounds);
+            success(&document, format!("already committed: nothing was written again\n{summary}"))
         }
         Err(error) => {
             let mut document = ErrorDocument::new(&error, &[]);
@@ -721,13 +765,7 @@ fn show(runtime: &Runtime, name: &str, bounds: TextBounds) -> Result<(ShowDocume
         stored.map(|stored| stored.code),
     );
     document.bound(bounds);
-    let mut summary = receipt_summary(&receipt, &document.receipt);
-    for review in &document.receipt.review {
-        if let Some(hunks) = &review.hunks {
-            summary.push('\n');
-            summary.push_str(hunks);
-        }
-    }
+    let summary = receipt_summary(&receipt, &document.receipt);
     Ok((document, summary))
 }
 

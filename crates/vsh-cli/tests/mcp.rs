@@ -72,6 +72,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
         (Some("vsh.receipt/1"), Some("auto-approved"))
     );
     assert!(preview.text.contains("made b") && preview.text.contains("vsh_commit"), "{}", preview.text);
+    the_text_names_what_changed(&client, create, &preview).await;
     assert!(!ws.join("b.txt").exists());
     let id = preview.document["transaction"].as_str().unwrap().to_owned();
     let shown = call(&client, "vsh_show", json!({"transaction": &id[..8]})).await;
@@ -79,6 +80,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     let committed = call(&client, "vsh_commit", json!({"transaction": &id[..8]})).await;
     assert_eq!(committed.document["state"], "committed", "{}", committed.text);
     assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "ALPHA\n");
+    committed_once(&client, &id).await;
 
     // Auto mode commits what the policy auto-approves.
     let auto = call(
@@ -152,6 +154,27 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert!(unknown.is_err(), "{unknown:?}");
     assert!(!call(&client, "vsh_pending", json!({})).await.is_error);
     client.cancel().await.unwrap();
+}
+
+/// A retry of `id`'s commit after a lost answer is told it landed, not
+/// that it failed; committed work cannot be discarded, and says so.
+async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
+    let again = call(client, "vsh_commit", json!({"transaction": &id[..8]})).await;
+    assert!(!again.is_error && again.text.starts_with("already committed"), "{}", again.text);
+    assert_eq!(again.document["state"], "committed", "{}", again.text);
+    let discard = call(client, "vsh_discard", json!({"transaction": &id[..8]})).await;
+    assert!(discard.is_error && discard.text.contains("committed: there is nothing to discard"), "{}", discard.text);
+}
+
+/// The text names what changed (what many hosts show the model): each
+/// path by default (`preview`, of `create`), its hunks too with full, none
+/// with compact.
+async fn the_text_names_what_changed(client: &rmcp::Peer<rmcp::RoleClient>, create: &str, preview: &Outcome) {
+    assert!(preview.text.contains("\nchanges:\n  create b.txt  [- -> file "), "{}", preview.text);
+    let full = call(client, "vsh_run", json!({"code": create, "detail": "full"})).await;
+    assert!(full.text.contains("+ALPHA") && full.text.contains("create b.txt"), "{}", full.text);
+    let compact = call(client, "vsh_run", json!({"code": create, "detail": "compact"})).await;
+    assert!(!compact.text.contains("b.txt") && compact.text.contains("\"full\" adds its hunks"), "{}", compact.text);
 }
 
 /// A Bash script over MCP: its streams and status in the receipt; a failing
