@@ -174,11 +174,23 @@ fn workspace(path: &Path) -> Vec<Check> {
     let runtime = match vsh::Runtime::open(config) {
         Ok(runtime) => runtime,
         Err(error) => {
+            let remedy = if matches!(error, vsh::VshError::AuthorityKeyInWorkspace(_)) {
+                // A home directory (or another above vsh's key) made a
+                // workspace by mistake: every project below finds it.
+                format!(
+                    "a directory holding vsh's own key is no project: remove {} if vsh made it by mistake, and run \
+                     vsh in a project's directory",
+                    path.join(".vsh").display()
+                )
+            } else {
+                "give --workspace a directory you own; the data directory (.vsh/data) must be writable by you"
+                    .to_owned()
+            };
             return vec![Check::not_ok(
                 "workspace",
                 Status::Fail,
                 format!("{}: {}", path.display(), render::error_chain(&error)),
-                "give --workspace a directory you own; the data directory (.vsh/data) must be writable by you",
+                remedy,
             )];
         }
     };

@@ -216,6 +216,15 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
 /// `vsh serve`: the MCP server, its commands' settings resolved first.
 fn serve_command(args: &args::ServeArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let commands = if args.commands { Some(CommandSettings::resolve(&args.command)?) } else { None };
+    // A workspace that cannot be one is the operator's to hear about at
+    // once (the MCP host shows a server that failed to start), not every
+    // tool call's error for the model.
+    if let Some(dir) = &args.common.workspace {
+        if !dir.is_dir() {
+            return Err(format!("--workspace {}: no such directory", dir.display()).into());
+        }
+        refuse_as_a_new_workspace(dir)?;
+    }
     serve::serve(serve::ServeOptions {
         workspace: match &args.common.workspace {
             Some(dir) => serve::WorkspaceChoice::Given(dir.clone()),
@@ -1026,16 +1035,49 @@ fn ran_in_real_bash(runtime: &Runtime, id: vsh::TransactionId) -> Result<bool, v
 
 /// Open the runtime, telling the operator on stderr what its startup
 /// recovery found (it never waits: with the lock held elsewhere it defers).
-fn open(config: RuntimeConfig) -> Result<Runtime, vsh::VshError> {
+fn open(config: RuntimeConfig) -> Result<Runtime, Box<dyn std::error::Error>> {
     open_as(config, false)
+}
+
+/// A directory that is never made a workspace (where there is none yet):
+/// the filesystem's root, the home directory (whose `.vsh` every project
+/// below without its own would then find, and which holds vsh's own key)
+/// and the shared temporary directories (other users' files). Nothing is
+/// made; the error says where to go instead.
+fn refuse_as_a_new_workspace(dir: &std::path::Path) -> Result<(), String> {
+    if args::is_workspace(dir) {
+        return Ok(());
+    }
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let same = |other: &std::path::Path| std::fs::canonicalize(other).is_ok_and(|other| other == real);
+    let what = if real.parent().is_none() {
+        "the filesystem's root"
+    } else if std::env::var_os("HOME").is_some_and(|home| same(std::path::Path::new(&home))) {
+        "your home directory"
+    } else if same(&std::env::temp_dir())
+        || same(std::path::Path::new("/tmp"))
+        || same(std::path::Path::new("/var/tmp"))
+    {
+        "a temporary directory every user shares"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{} is {what}, not a project: vsh makes no workspace there; cd into a project's directory, or give \
+         --workspace DIR",
+        dir.display()
+    ))
 }
 
 /// [`open`], for `vsh init` (`init`) or any other command: a workspace made
 /// by this command (`vsh run` where none was) is said so on stderr, and one
 /// made inside another workspace is warned about.
-fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, vsh::VshError> {
+fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::error::Error>> {
     let root = config.workspace_root().to_owned();
     let new = config.data_directory().is_none() && !args::is_workspace(&root);
+    if new {
+        refuse_as_a_new_workspace(&root)?;
+    }
     let runtime = Runtime::open(config)?;
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!(

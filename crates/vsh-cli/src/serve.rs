@@ -462,7 +462,12 @@ impl VshServer {
                     if let Some(commands) = &commands {
                         config = commands.apply(config).with_commands();
                     }
-                    crate::open(config).map_err(|error| failure(&ErrorDocument::new(&error, &[])))
+                    crate::open(config).map_err(|error| {
+                        failure(&match error.downcast_ref::<VshError>() {
+                            Some(error) => ErrorDocument::new(error, &[]),
+                            None => ErrorDocument::other(ErrorKind::Configuration, error.as_ref()),
+                        })
+                    })
                 })
                 .await
                 .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Other, &error)))??;

@@ -2242,6 +2242,54 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
 }
 
 #[test]
+fn no_workspace_is_made_in_a_home_directory_the_root_or_a_shared_temporary_directory() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("project")).unwrap();
+    let in_dir = |dir: &Path, args: &[&str], home_var: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("HOME", home_var)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // By default (the current directory), or named outright: refused, nothing made.
+    for (dir, args) in [
+        (home.path().to_path_buf(), vec!["run", "-"]),
+        (home.path().join("project"), vec!["run", "--workspace", "..", "-"]),
+        (std::path::PathBuf::from("/"), vec!["run", "-"]),
+        (std::env::temp_dir(), vec!["run", "-"]),
+    ] {
+        let refused = in_dir(&dir, &args, home.path());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{}: {stderr}", dir.display());
+        assert!(stderr.contains(", not a project: vsh makes no workspace there"), "{stderr}");
+        assert!(!dir.join(".vsh").exists(), "{}", dir.display());
+    }
+    assert!(!home.path().join(".vsh").exists());
+    // A project below is one, and then the home above it is never found.
+    let made = in_dir(&home.path().join("project"), &["run", "-"], home.path());
+    assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(home.path().join("project/.vsh").is_dir());
+    // One made by an older vsh: the doctor says to remove it.
+    std::fs::create_dir_all(home.path().join(".vsh/data")).unwrap();
+    let doctor = in_dir(home.path(), &["doctor"], home.path());
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains(&format!("remove {} if vsh made it by mistake", home.path().join(".vsh").display())),
+        "{said}"
+    );
+    std::fs::remove_dir_all(home.path().join(".vsh")).unwrap();
+    // A server for a directory that does not exist fails at once, to the operator.
+    let missing = home.path().join("missing");
+    let serve = in_dir(home.path(), &["serve", "--workspace", missing.to_str().unwrap()], home.path());
+    assert_eq!(serve.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&serve.stderr).contains("missing: no such directory"), "{serve:?}");
+}
+
+#[test]
 fn failures_a_new_user_meets_say_what_to_do() {
     if !fuse_available() {
         return;
