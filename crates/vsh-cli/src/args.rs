@@ -109,7 +109,7 @@ pub(crate) enum Command {
         action: PolicyAction,
     },
     /// Show a stored transaction's review.
-    Show(Stored),
+    Show(ShowArgs),
     #[allow(clippy::doc_markdown, reason = "this text is --help, where backticks would show")]
     /// Serve the Model Context Protocol on stdin and stdout for an agent:
     /// tools vsh_run, vsh_show, vsh_pending, vsh_commit and vsh_discard (no
@@ -178,7 +178,8 @@ impl Command {
             | Self::Policy { action: PolicyAction::Show(common) } => common.json,
             Self::Policy { action: PolicyAction::Check { json, .. } } | Self::Demo { json } => *json,
             Self::Log(log) => log.common.json,
-            Self::Show(stored) | Self::Reject(stored) => stored.common.json,
+            Self::Show(show) => show.stored.common.json,
+            Self::Reject(stored) => stored.common.json,
             Self::Approve(approve) => approve.stored.common.json,
             Self::Commit(commit) => commit.stored.common.json,
             Self::Recover(recover) => recover.common.json,
@@ -280,6 +281,18 @@ pub(crate) struct Stored {
     pub(crate) transaction: String,
     #[command(flatten)]
     pub(crate) common: Common,
+}
+
+/// `vsh show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    #[command(flatten)]
+    pub(crate) stored: Stored,
+    /// Every changed text file's hunks, up to 64 MiB a file and 1 GiB in all
+    /// (without it: 128 KiB a file and 1 MiB in all; the files past either
+    /// are listed without hunks, and a line on stderr says so).
+    #[arg(long)]
+    pub(crate) full: bool,
 }
 
 #[derive(Debug, Args)]

@@ -633,7 +633,7 @@ fn read_text_bounded(
 }
 
 /// `bytes` for people: whole MiB or KiB when it is a multiple, else bytes.
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
@@ -1292,7 +1292,8 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         Command::Pending(common) | Command::Policy { action: args::PolicyAction::Show(common) } => (common, None, None),
         Command::Gc(gc) => (&gc.common, None, None),
         Command::Log(log) => (&log.common, None, None),
-        Command::Show(stored) | Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
+        Command::Show(show) => (&show.stored.common, Some(&show.stored.transaction), None),
+        Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
         Command::Approve(approve) => (&approve.stored.common, Some(&approve.stored.transaction), None),
         Command::Commit(commit) => {
             (&commit.stored.common, Some(&commit.stored.transaction), Some(commit.lock.lock_timeout))
@@ -1328,7 +1329,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Log(log), _) => listing::log(&runtime, log, now),
         (Command::Policy { .. }, _) => policy_show(&runtime, common.json),
         (Command::Gc(gc), _) => listing::gc(&runtime, gc, output.quiet, now),
-        (Command::Show(_), Some(id)) => show::show(&runtime, id, common.json, output, now),
+        (Command::Show(show), Some(id)) => show::show(&runtime, id, show.full, common.json, output, now),
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
         (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),

@@ -13,12 +13,18 @@ fn decided_under(receipt: &vsh::Receipt) -> Option<vsh::lower::vsh_types::Policy
     }
 }
 
-/// `vsh show TX`: the receipt with every changed path's hunks, then the
-/// record (state, times, approval, expiry), the per-run policy if any, the
-/// intent and the program.
+/// What `vsh show --full` reviews within: any text file a reviewer may
+/// read whole, and a total past any diff an operator reads.
+const FULL_REVIEW: vsh::ReviewLimits = vsh::ReviewLimits { max_file_bytes: 64 << 20, max_total_bytes: 1 << 30 };
+
+/// `vsh show TX`: the receipt with every changed path's hunks (`full`:
+/// within [`FULL_REVIEW`], else the default limits, saying on stderr what
+/// they left out), then the record (state, times, approval, expiry), the
+/// per-run policy if any, the intent and the program.
 pub(crate) fn show(
     runtime: &Runtime,
     id: TransactionId,
+    full: bool,
     json: bool,
     output: Output,
     now: u64,
@@ -36,8 +42,25 @@ pub(crate) fn show(
         }
         return Ok(if output.detailed { state_exit_code(record.state).unwrap_or(EXIT_ERROR) } else { EXIT_OK });
     };
-    if receipt.review.is_empty() {
+    if full {
+        receipt.review = runtime.review_within(id, FULL_REVIEW)?;
+    } else if receipt.review.is_empty() {
         receipt.review = runtime.review(id)?;
+    }
+    let left_out = receipt
+        .review
+        .iter()
+        .filter(|review| matches!(review.hunks, Err(vsh::NoHunks::TooLarge | vsh::NoHunks::BudgetSpent)))
+        .count();
+    if left_out > 0 && !output.quiet {
+        let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
+        eprintln!(
+            "vsh: the hunks of {left_out} changed file{} are not shown (over {} a file or {} in all){}",
+            if left_out == 1 { "" } else { "s" },
+            crate::human_bytes(limits.max_file_bytes),
+            crate::human_bytes(limits.max_total_bytes),
+            if full { String::new() } else { format!(": vsh show {} --full shows them", id.short()) }
+        );
     }
     if json {
         let record = runtime.transaction(id)?;

@@ -2242,6 +2242,37 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
 }
 
 #[test]
+fn show_full_reviews_files_past_the_default_limits_and_show_says_what_it_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = (0..20_000).fold(String::new(), |mut lines, index| {
+        use std::fmt::Write as _;
+        let _ = writeln!(lines, "line {index}");
+        lines
+    });
+    assert!(lines.len() > 128 << 10);
+    write(dir.path(), "big.txt", &lines);
+    let ws = dir.path().to_str().unwrap();
+    let edit = "from pathlib import Path\np = Path('big.txt')\np.write_text(p.read_text().replace('line 5\\n', 'LINE FIVE\\n', 1))";
+    let ran = vsh(&["run", "--workspace", ws, "--json", "-"], Some(edit));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    let id = receipt["transaction"].as_str().unwrap();
+    let shown = vsh(&["show", id, "--workspace", ws], None);
+    let (stdout, stderr) = (String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&shown.stderr));
+    assert!(!stdout.contains("+LINE FIVE"), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "the hunks of 1 changed file are not shown (over 128 KiB a file or 1 MiB in all): vsh show {} --full",
+            &id[..12]
+        )),
+        "{stderr}"
+    );
+    let full = vsh(&["show", id, "--workspace", ws, "--full"], None);
+    let stdout = String::from_utf8_lossy(&full.stdout);
+    assert!(stdout.contains("    -line 5\n    +LINE FIVE\n"), "{stdout}");
+    assert!(full.stderr.is_empty(), "{}", String::from_utf8_lossy(&full.stderr));
+}
+
+#[test]
 fn no_workspace_is_made_in_a_home_directory_the_root_or_a_shared_temporary_directory() {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir(home.path().join("project")).unwrap();

@@ -4,14 +4,14 @@
 
 use vsh_host::CapDir;
 use vsh_policy::{AccessKind, CallPolicy};
-use vsh_types::{DiffEntry, NodeKind};
+use vsh_types::NodeKind;
 use vsh_vfs::{FileReview, NoHunks, ReviewLimits, Side};
 
 use crate::VshError;
 use crate::previews::Previews;
 use crate::records::Records;
 
-/// The review of `diff`: after-states from a held preview's memory
+/// The review of `artifact`'s diff: after-states from a held preview's memory
 /// (`held`), the artifact's inline contents (`inline`, re-hashed when the
 /// artifact was decoded) or the blob store (a missing or corrupt blob is a
 /// store failure),
@@ -22,11 +22,12 @@ pub(crate) fn stored_review(
     held: &Previews,
     workspace: &CapDir,
     calls: &CallPolicy,
-    diff: &[DiffEntry],
-    inline: &vsh_store::InlineContents,
+    artifact: &vsh_store::PendingArtifact,
     collected: bool,
+    limits: ReviewLimits,
 ) -> Result<Vec<FileReview>, VshError> {
-    vsh_vfs::review_entries(diff, ReviewLimits::default(), |entry, side| {
+    let inline = &artifact.contents;
+    vsh_vfs::review_entries(artifact.diff.entries(), limits, |entry, side| {
         // The after state is the program's own output; the before state is
         // the workspace's, and a protected one is never shown.
         if side == Side::Before && calls.authorize(&entry.path, AccessKind::ContentRead).is_err() {

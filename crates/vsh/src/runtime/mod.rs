@@ -496,7 +496,22 @@ impl Runtime {
     /// hash-verified: after-states from the blob store, before-states from the
     /// workspace only while it still holds them and the policy lets a program
     /// read them. Empty when nothing is stored (a denied run's record).
+    /// Within the default [`vsh_vfs::ReviewLimits`]: [`Runtime::review_within`]
+    /// takes others.
     pub fn review(&self, transaction: TransactionId) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
+        self.review_within(transaction, vsh_vfs::ReviewLimits::default())
+    }
+
+    /// [`Runtime::review`] within `limits`: a file over
+    /// [`vsh_vfs::ReviewLimits::max_file_bytes`] on either side, or past the
+    /// total, has no hunks ([`vsh_vfs::NoHunks::TooLarge`],
+    /// [`vsh_vfs::NoHunks::BudgetSpent`]); the total bounds the content this
+    /// call reads.
+    pub fn review_within(
+        &self,
+        transaction: TransactionId,
+        limits: vsh_vfs::ReviewLimits,
+    ) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
         // Work that can never commit: `vsh gc` may have collected its contents.
         let collected = self.records.get(transaction)?.is_some_and(|record| record.state.was_refused());
@@ -505,9 +520,9 @@ impl Runtime {
             &self.previews,
             self.runs.workspace(),
             self.runs.policy().calls(),
-            artifact.diff.entries(),
-            &artifact.contents,
+            &artifact,
             collected,
+            limits,
         )
     }
 
