@@ -223,6 +223,38 @@ impl<'a> OsHost<'a> {
         Ok(Grant::new(path.clone()))
     }
 
+    /// [`OsHost::authorize`] for `path`, found below `named` (the path the
+    /// guest gave) by a call that walks a tree (a directory moved, removed
+    /// or copied): a refusal of a path whose name the guest cannot see is
+    /// recorded against `named` ([`OsHost::as_named`]).
+    pub(crate) fn authorize_below<A: Access>(
+        &mut self,
+        path: &VPath,
+        named: &VPath,
+        guest: &str,
+    ) -> Result<Grant<A>, Fault> {
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
+        if let Some(denied) = self.refusal(path, A::KIND, guest)? {
+            let denied = self.as_named(denied, named);
+            self.record_denial(denied)?;
+            return Err(Fault::Guest(oserror::os_error(EACCES, guest)));
+        }
+        Ok(Grant::new(path.clone()))
+    }
+
+    /// `denied`, a refusal of a path below `named` that a tree walk found,
+    /// as the receipt (which the program reads) keeps it: against `named`
+    /// when a listing hides the refused path's name (a secret, vsh's data,
+    /// a nested vsh data directory), since hidden names tell the program
+    /// nothing; as it is otherwise (a protected file it can list).
+    pub(crate) fn as_named(&self, mut denied: DeniedAccess, named: &VPath) -> DeniedAccess {
+        let hidden = self.policy.is_hidden(&denied.path) || denied.label == vsh_policy::RuleLabel::RuntimeData;
+        if hidden && denied.path.is_strictly_within(named) {
+            denied.path = named.clone();
+        }
+        denied
+    }
+
     /// [`OsHost::authorize`] for a write to `path`: `Modify` if something is
     /// there (`exists`), `Create` if not.
     pub(crate) fn authorize_write(&mut self, path: &VPath, exists: bool, guest: &str) -> Result<Grant<Write>, Fault> {
@@ -594,6 +626,7 @@ impl<'a> OsHost<'a> {
         }
         if let Some(denied) = refusal {
             // The refused path may be hidden from the guest: name only the path it gave.
+            let denied = self.as_named(denied, root.path());
             self.record_denial(denied)?;
             return Err(Fault::Guest(oserror::os_error(EACCES, guest)));
         }
@@ -634,9 +667,10 @@ impl<'a> OsHost<'a> {
         self.authorize_write(&destination.path, destination_exists, source.guest).map_err(refused)?;
         if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {
             for (descendant, _) in self.descendants(&moved, &fault)? {
-                self.authorize::<RenameSource>(&descendant, source.guest).map_err(refused)?;
+                self.authorize_below::<RenameSource>(&descendant, &source.path, source.guest).map_err(refused)?;
                 if let Some(landing) = descendant.rebase(&source.path, &destination.path) {
-                    self.authorize::<RenameDestination>(&landing, source.guest).map_err(refused)?;
+                    self.authorize_below::<RenameDestination>(&landing, &destination.path, source.guest)
+                        .map_err(refused)?;
                 }
             }
         }

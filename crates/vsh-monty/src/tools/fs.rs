@@ -117,8 +117,10 @@ impl OsHost<'_> {
         let mut plan = Vec::with_capacity(entries.len());
         for (entry, kind) in entries {
             let read = match kind {
-                Some(NodeKind::Directory) => Copied::Directory(self.authorize::<DirectoryRead>(&entry, source.guest)?),
-                _ => Copied::File(self.authorize::<ContentRead>(&entry, source.guest)?),
+                Some(NodeKind::Directory) => {
+                    Copied::Directory(self.authorize_below::<DirectoryRead>(&entry, &source.path, source.guest)?)
+                }
+                _ => Copied::File(self.authorize_below::<ContentRead>(&entry, &source.path, source.guest)?),
             };
             let relative = entry.relative_to(&source.path).unwrap_or_default().to_owned();
             if kind != Some(NodeKind::File) && kind != Some(NodeKind::Directory) {
@@ -130,7 +132,7 @@ impl OsHost<'_> {
             let landing = entry
                 .rebase(&source.path, &destination.path)
                 .ok_or_else(|| Fault::Guest(oserror::os_error(EACCES, destination.guest)))?;
-            let landing = self.authorize::<Create>(&landing, destination.guest)?;
+            let landing = self.authorize_below::<Create>(&landing, &destination.path, destination.guest)?;
             let mode = match &read {
                 Copied::Directory(grant) => self.metadata(grant),
                 Copied::File(grant) => self.metadata(grant),

@@ -148,6 +148,44 @@ fn a_change_to_a_protected_path_is_refused_as_the_change() {
     }
 }
 
+#[test]
+fn a_tree_call_refused_for_a_hidden_name_below_names_only_the_path_the_program_gave() {
+    let files: [(&str, &[u8]); 3] =
+        [("conf/readme.txt", b"ok\n"), ("conf/prod-signing.pem", b"key\n"), ("conf/.env.production", b"S=1\n")];
+    for mode in MODES {
+        // Bash and Monty, moving, removing and copying the directory.
+        for script in ["mv conf conf2 || true", "rm -rf conf || true"] {
+            let mut ws = Workspace::with(&files).in_mode(mode);
+            let denied = match ws.bash(script) {
+                Ok(outcome) => outcome.denied,
+                Err(ExecutionError::Bash { denied, .. }) => denied,
+                other => panic!("{mode:?} {script}: {other:?}"),
+            };
+            let paths: Vec<&str> = denied.iter().map(|denied| denied.path.as_str()).collect();
+            assert!(!paths.is_empty() && paths.iter().all(|path| *path == "conf"), "{mode:?} {script}: {paths:?}");
+            assert_eq!(ws.diff(), vec![], "{mode:?} {script}");
+        }
+        for call in
+            ["vsh_move('conf', 'c2')", "vsh_remove('conf', recursive=True)", "vsh_copy('conf', 'c3', recursive=True)"]
+        {
+            let mut ws = Workspace::with(&files).in_mode(mode);
+            let code = format!("try:\n    {call}\nexcept PermissionError as error:\n    print(error)");
+            let outcome = ws.outcome(&code);
+            let paths: Vec<&str> = outcome.denied.iter().map(|denied| denied.path.as_str()).collect();
+            assert!(!paths.is_empty() && paths.iter().all(|path| ["conf", "c2", "c3"].contains(path)), "{paths:?}");
+            assert!(!outcome.stdout.contains(".env") && !outcome.stdout.contains(".pem"), "{}", outcome.stdout);
+        }
+    }
+    // What the policy protects but lets the program list (a repository's
+    // `.git`) is still named: the program can see it.
+    let mut ws = Workspace::with(&[("repo/.git/HEAD", b"ref: refs/heads/main\n"), ("repo/a.txt", b"a\n")]);
+    let denied = match ws.bash("mv repo repo2 || true") {
+        Ok(outcome) => outcome.denied,
+        other => panic!("{other:?}"),
+    };
+    assert!(denied.iter().any(|denied| denied.path.as_str().starts_with("repo/.git")), "{denied:?}");
+}
+
 /// A FIFO and a socket in the workspace, where a dev server or a daemon left them.
 fn plant_special_nodes(root: &std::path::Path, fifo: &str, socket: &str) -> std::os::unix::net::UnixListener {
     let status = std::process::Command::new("mkfifo").arg(root.join(fifo)).status().unwrap();
