@@ -739,7 +739,7 @@ fn run_program(
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, run.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     if run.raw {
-        return Ok(print_raw(&receipt, output)?.unwrap_or(code));
+        return Ok(print_raw(&receipt, output)?.unwrap_or_else(|| raw_exit_code(&receipt, code)));
     }
     print_receipt(&shown_receipt(receipt, run.full), run.common.json, output)?;
     Ok(code)
@@ -763,6 +763,20 @@ fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<Option<u8>, Box<d
         eprintln!("vsh: warning: {warning}");
     }
     Ok(cut_output(stdout, stderr))
+}
+
+/// `--raw`'s exit code for a run that reached a receipt: where vsh's own
+/// would say only that the run was done (`code` 0), the program's own
+/// non-zero exit status (`--accept-failure`), so `vsh exec --raw -- test
+/// ...` branches as the command does; a denial, a wait for approval or a
+/// stale commit keeps vsh's.
+fn raw_exit_code(receipt: &vsh::Receipt, code: u8) -> u8 {
+    match &receipt.output {
+        vsh::ExecutionOutput::Bash(result) if code == EXIT_OK && result.exit_code != 0 => {
+            u8::try_from(result.exit_code).ok().filter(|status| *status != 0).unwrap_or(EXIT_ERROR)
+        }
+        _ => code,
+    }
 }
 
 /// The program's two streams, as they are, on vsh's own.
@@ -799,7 +813,10 @@ fn raw_failure(error: Box<dyn std::error::Error>, output: Output) -> Result<u8, 
             "vsh: the program failed (exit status {exit_code}): nothing of it is kept (--accept-failure keeps it)"
         );
     }
-    Ok(cut_output(stdout, stderr).unwrap_or(EXIT_ERROR))
+    // Its own status, as the command's would be (a status vsh cannot pass
+    // on, or output vsh cut, is 1).
+    let own = u8::try_from(*exit_code).ok().filter(|status| *status != 0).unwrap_or(EXIT_ERROR);
+    Ok(cut_output(stdout, stderr).unwrap_or(own))
 }
 
 /// How a run the operator could interrupt ended.

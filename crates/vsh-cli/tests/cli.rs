@@ -2411,14 +2411,17 @@ fn exec_raw_prints_the_commands_own_output_and_the_outcome_in_one_line() {
     // It is not a JSON document.
     let both = vsh(&["exec", "--raw", "--json", "--workspace", ws, "--", "true"], None);
     assert_eq!(both.status.code(), Some(2));
-    // A failed command's own streams too, and what happened; an accepted failure says its status.
+    // A failed command's own streams too, what happened, and its own
+    // status as vsh's (so `vsh exec --raw -- test ...` branches as test
+    // does); an accepted failure says its status and exits with it too.
     let failing = "echo out; echo err >&2; exit 3";
     let failed = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", failing], None);
-    assert_eq!((failed.status.code(), failed.stdout.as_slice()), (Some(1), &b"out\n"[..]), "{failed:?}");
+    assert_eq!((failed.status.code(), failed.stdout.as_slice()), (Some(3), &b"out\n"[..]), "{failed:?}");
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(stderr.starts_with("err\n") && stderr.contains("failed (exit status 3)"), "{stderr}");
     let accepted = vsh(&["exec", "--raw", "--accept-failure", "--workspace", ws, "--", "sh", "-c", failing], None);
     assert!(String::from_utf8_lossy(&accepted.stderr).contains(", the program exited 3"), "{accepted:?}");
+    assert_eq!(accepted.status.code(), Some(3), "{accepted:?}");
     // Output vsh had to cut is never passed off as whole.
     let long = "seq 1 200000";
     let cut = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", long], None);
