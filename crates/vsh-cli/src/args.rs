@@ -530,6 +530,12 @@ pub(crate) struct RecoverArgs {
     /// whatever is in the way is moved aside under .vsh/recovered/, never deleted.
     #[arg(long, value_name = "TX")]
     pub(crate) restore: Option<String>,
+    /// First salvage a damaged transaction log (every command fails with
+    /// "transaction log is corrupt"): keep the records before the damage,
+    /// void their approvals (approve or rerun again), and keep the damaged
+    /// log's bytes in .vsh/data/txlog.damaged. A whole log is left as it is.
+    #[arg(long, conflicts_with = "restore")]
+    pub(crate) salvage_log: bool,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
 }

@@ -263,6 +263,13 @@ fn advice_for(error: &VshError) -> Vec<String> {
     if matches!(error, VshError::Bash { changes, .. } if !changes.is_empty()) {
         advice.push("run it with --accept-failure to keep a failing run's changes as its outcome".to_owned());
     }
+    if matches!(error, VshError::Store(vsh::lower::vsh_store::StoreError::CorruptLog { .. })) {
+        advice.push(
+            "`vsh recover --salvage-log` keeps the records before the damage (their approvals voided) and the \
+             damaged log's bytes beside it, so vsh works again"
+                .to_owned(),
+        );
+    }
     if matches!(error, VshError::UnknownTransaction(_) | VshError::NoSuchTransaction(_)) {
         advice.push(
             "a preview that changes nothing is not kept, so its id is never found; `vsh log` and `vsh pending` list \

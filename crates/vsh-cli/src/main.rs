@@ -1304,6 +1304,31 @@ pub(crate) fn print_record(
     Ok(())
 }
 
+/// `vsh recover --salvage-log`: salvage a damaged log before the runtime
+/// opens, and say what was kept and lost (on stderr: the recovery report
+/// that follows is the command's output).
+fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<(), vsh::VshError> {
+    let salvaged = Runtime::salvage_log(config)?;
+    if output.quiet {
+        return Ok(());
+    }
+    match salvaged.damaged_at {
+        None => eprintln!("vsh: the transaction log is whole: nothing to salvage"),
+        Some(at) => eprintln!(
+            "vsh: the transaction log was damaged at byte {at}: kept the {} record{} before it ({} approval{} \
+             voided: approve again, or vsh rerun); the {} byte{} from the damage on are lost (every byte of the \
+             damaged log is kept in .vsh/data/txlog.damaged)",
+            salvaged.kept,
+            if salvaged.kept == 1 { "" } else { "s" },
+            salvaged.voided,
+            if salvaged.voided == 1 { "" } else { "s" },
+            salvaged.lost_bytes,
+            if salvaged.lost_bytes == 1 { "" } else { "s" },
+        ),
+    }
+    Ok(())
+}
+
 fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
         Command::Pending(common) | Command::Policy { action: args::PolicyAction::Show(common) } => (common, None, None),
@@ -1321,6 +1346,11 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     let mut config = runtime_config(&common.existing_root()?)?;
     if let Some(timeout) = timeout {
         config = config.with_lock_wait(lock_wait(timeout));
+    }
+    if let Command::Recover(recover) = command
+        && recover.salvage_log
+    {
+        salvage_log(&config, output)?;
     }
     // `recover` reports startup recovery itself, as its result.
     let runtime =

@@ -2273,6 +2273,37 @@ fn show_full_reviews_files_past_the_default_limits_and_show_says_what_it_left_ou
 }
 
 #[test]
+fn a_damaged_transaction_log_says_how_to_salvage_it_and_recover_salvages_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let delete = "from pathlib import Path\nPath('a.txt').unlink()";
+    let pending = vsh(&["run", "--workspace", ws, "--json", "-"], Some(delete));
+    let id = serde_json::from_slice::<serde_json::Value>(&pending.stdout).unwrap()["transaction"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let whole = std::fs::read(dir.path().join(".vsh/data/txlog")).unwrap();
+    assert_eq!(vsh(&["reject", &id, "--workspace", ws], None).status.code(), Some(0));
+    let mut log = std::fs::read(dir.path().join(".vsh/data/txlog")).unwrap();
+    let last = log.len() - 5;
+    log[last] ^= 0x40;
+    std::fs::write(dir.path().join(".vsh/data/txlog"), &log).unwrap();
+    let stuck = vsh(&["pending", "--workspace", ws], None);
+    assert_eq!(stuck.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&stuck.stderr).contains("`vsh recover --salvage-log`"), "{stuck:?}");
+    let salvaged = vsh(&["recover", "--salvage-log", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&salvaged.stderr);
+    assert_eq!(salvaged.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("damaged at byte {}: kept the 1 record before it", whole.len())), "{said}");
+    assert_eq!(std::fs::read(dir.path().join(".vsh/data/txlog.damaged")).unwrap(), log);
+    // The record as it was before the lost change: pending again, never committable unapproved.
+    let listed = String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).into_owned();
+    assert!(listed.contains(&id[..12]) && listed.contains("pending-approval"), "{listed}");
+    assert!(dir.path().join("a.txt").exists());
+}
+
+#[test]
 fn no_workspace_is_made_in_a_home_directory_the_root_or_a_shared_temporary_directory() {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir(home.path().join("project")).unwrap();

@@ -65,4 +65,6 @@ pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
 pub use gc::{BlobSweep, GcReport, RetentionConfig};
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
 pub use scratch::{ScratchLock, ScratchReport};
-pub use txn::{CommitOutcome, CommitStep, EXPIRE_BATCH, LogStats, RecordVersion, TransactionStore, TxStoreConfig};
+pub use txn::{
+    CommitOutcome, CommitStep, EXPIRE_BATCH, LogStats, RecordVersion, Salvaged, TransactionStore, TxStoreConfig,
+};

@@ -460,6 +460,17 @@ impl LogState {
         Ok((state, tail))
     }
 
+    /// Replay a whole log file as far as its frames pass their checks: the
+    /// state of every frame before the first that fails one, and that
+    /// failure (`None` when the whole log replays). The header must verify.
+    pub fn parse_prefix(log: &[u8], key: &LogKey) -> Result<(Self, Option<LogError>), LogError> {
+        let header = LogHeader::decode(log, key)?;
+        let mut state = Self::empty(header.generation, key);
+        state.header = header;
+        let failed = state.replay_from_end(log).err();
+        Ok((state, failed))
+    }
+
     /// Every version of `id`'s record a whole log file holds, oldest first,
     /// each checked as a replay checks it: its creation and every change since,
     /// or, in a compacted log, the version compaction carried over (marked

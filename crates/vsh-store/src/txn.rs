@@ -51,7 +51,7 @@ use crate::datadir::DataDir;
 use crate::error::StoreError;
 use crate::legacy;
 use crate::record::{self, ApprovalGrant, CommitReservation, TransactionRecord};
-use crate::txlog::{HEADER_LEN, LogEntry, LogKey, LogState, Tail};
+use crate::txlog::{HEADER_LEN, LogEntry, LogError, LogKey, LogState, Tail};
 
 /// The most records [`TransactionStore::expire_due`] expires in one call.
 pub const EXPIRE_BATCH: usize = 4096;
@@ -181,6 +181,26 @@ fn next_path() -> vsh_types::VPath {
     vsh_types::VPath::from_component("txlog.next").expect("a valid constant name")
 }
 
+fn damaged_path() -> vsh_types::VPath {
+    vsh_types::VPath::from_component("txlog.damaged").expect("a valid constant name")
+}
+
+/// What [`TransactionStore::salvage_with`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Salvaged {
+    /// Where the damage starts (the log's bytes before it were kept), or
+    /// `None` when the log was whole (or missing) and nothing changed.
+    pub damaged_at: Option<u64>,
+    /// Records the frames before the damage hold, now the log's.
+    pub kept: u64,
+    /// Of those, approvals voided (approved work `Expired`, auto-approved
+    /// previews `Rejected`).
+    pub voided: u64,
+    /// Bytes of the log from the damage on: the record versions in them are
+    /// lost (the bytes stay in `txlog.damaged`).
+    pub lost_bytes: u64,
+}
+
 fn legacy_dir() -> vsh_types::VPath {
     vsh_types::VPath::from_component("txns").expect("a valid constant name")
 }
@@ -235,6 +255,63 @@ impl TransactionStore {
             }
         }
         Ok(store)
+    }
+
+    /// Salvage a damaged log over `backend` (the data directory): keep the
+    /// records its frames before the damage hold, and go on from them.
+    ///
+    /// Under the exclusive lock: read the log; if it replays whole (or is
+    /// missing, which the next open answers by making one), change nothing.
+    /// Otherwise its header must verify under `key` (a log under another
+    /// key, or of another format, is that error, never salvaged), and the
+    /// frames are replayed up to the first that fails a check. Every byte of
+    /// the damaged log is first written to `txlog.damaged` (replacing an
+    /// older one; fsynced), then a new generation holding those records,
+    /// approvals voided as a migration voids them (an approval is `Expired`,
+    /// an auto-approved preview `Rejected`: a lost frame may have committed
+    /// it), replaces the log atomically (`txlog.next`, renamed over it). A
+    /// crash leaves the damaged log or the new one, never neither.
+    pub fn salvage_with(
+        backend: Arc<dyn StoreBackend>,
+        config: TxStoreConfig,
+        key: &AuthorityKey,
+    ) -> Result<Salvaged, StoreError> {
+        let key = LogKey::new(key);
+        let store = TransactionStore {
+            backend,
+            config,
+            inner: Mutex::new(Inner { poisoned: false, state: LogState::empty(0, &key), blob_cursor: None }),
+            key,
+        };
+        let mut inner = store.lock_inner()?;
+        let _lock = store.flock(&mut inner, true)?;
+        let bytes = match store.backend.read(&log_path(), store.config.max_log_bytes) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(Salvaged::default()),
+            read => log_read(&mut inner, read)?,
+        };
+        let (state, failed) = LogState::parse_prefix(&bytes, &store.key)?;
+        let damaged_at = match failed {
+            None => return Ok(Salvaged::default()),
+            Some(LogError::Corrupt { offset, .. }) => offset,
+            Some(other) => return Err(other.into()),
+        };
+        let kept: Vec<TransactionRecord> = state.records().values().copied().map(void_approval).collect();
+        let voided = state.records().values().zip(&kept).filter(|(old, new)| old.state != new.state).count();
+        match store.backend.remove(&damaged_path()) {
+            Ok(()) | Err(BackendError::NotFound { .. }) => {}
+            Err(source) => return io(&mut inner, "replace the kept damaged log", Err(source)),
+        }
+        let copy = store.backend.create_new(&damaged_path(), &bytes);
+        io(&mut inner, "keep the damaged transaction log", copy)?;
+        let image = LogState::initial(state.generation() + 1, &kept, &store.key);
+        store.install(&mut inner, "salvage transaction log", &image)?;
+        Ok(Salvaged {
+            damaged_at: Some(damaged_at),
+            kept: kept.len() as u64,
+            voided: voided as u64,
+            lost_bytes: bytes.len() as u64 - damaged_at,
+        })
     }
 
     /// Rewrite a first-format (`VSHTXL01`) log in the current one. Its frames

@@ -193,6 +193,58 @@ fn a_complete_frame_with_a_bad_checksum_fails_closed_even_at_the_end() -> Result
 }
 
 #[test]
+fn a_damaged_log_is_salvaged_to_the_records_before_the_damage_with_approvals_voided() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let pending = record(b"pending", S::PendingApproval);
+    let previewed = record(b"previewed", S::AutoApproved);
+    let approved = record(b"approved", S::PendingApproval);
+    for made in [&pending, &previewed, &approved] {
+        store.create(made)?;
+    }
+    let principal = vsh_types::PrincipalId::from_bytes([7; 32]);
+    store.approve(approved.id, &vsh_store::ApprovalGrant::new(approved.id, principal, 1_000, 60_000)?)?;
+    let whole = std::fs::read(log_file(dir.path()))?;
+    store.create(&record(b"lost", S::Created))?;
+    drop(store);
+    // A whole log is left as it is.
+    let salvage = || -> Result<vsh_store::Salvaged> {
+        let backend = crate::common::backend(dir.path())?;
+        Ok(TransactionStore::salvage_with(backend, TxStoreConfig::default(), &crate::common::key())?)
+    };
+    assert_eq!(salvage()?, vsh_store::Salvaged::default());
+    // One flipped bit in the last frame: every command fails.
+    let mut damaged = std::fs::read(log_file(dir.path()))?;
+    let last = damaged.len() - 3;
+    damaged[last] ^= 0x10;
+    std::fs::write(log_file(dir.path()), &damaged)?;
+    assert!(self::store(dir.path()).is_err());
+    let salvaged = salvage()?;
+    assert_eq!(salvaged.damaged_at, Some(whole.len() as u64));
+    assert_eq!((salvaged.kept, salvaged.voided), (3, 2));
+    assert_eq!(salvaged.lost_bytes, (damaged.len() - whole.len()) as u64);
+    // Every byte of the damaged log is kept beside it; the store opens again.
+    assert_eq!(std::fs::read(data_path(dir.path()).join("txlog.damaged"))?, damaged);
+    let reopened = self::store(dir.path())?;
+    let state = |made: &TransactionRecord| reopened.get(made.id).map(|found| found.map(|found| found.state));
+    assert_eq!(state(&pending)?, Some(S::PendingApproval));
+    assert_eq!(state(&previewed)?, Some(S::Rejected), "a preview a lost frame may have committed");
+    assert_eq!(state(&approved)?, Some(S::Expired), "an approval a lost frame may have used");
+    assert_eq!(reopened.list()?.len(), 3);
+    // And it goes on: a new record, a new generation.
+    reopened.create(&record(b"after", S::Created))?;
+    assert_eq!(reopened.stats()?.generation, 2);
+    // A log under another key is never salvaged away.
+    let other = vsh_types::AuthorityKey::from_bytes([9; 32]);
+    assert!(matches!(
+        TransactionStore::salvage_with(crate::common::backend(dir.path())?, TxStoreConfig::default(), &other),
+        Err(StoreError::WrongAuthorityKey { .. })
+    ));
+    assert_eq!(self::store(dir.path())?.list()?.len(), 4);
+    Ok(())
+}
+
+#[test]
 fn corruption_seen_by_an_open_handle_is_refused_and_never_returned() -> Result {
     let dir = tempfile::tempdir()?;
     let store = store(dir.path())?;

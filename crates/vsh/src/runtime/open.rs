@@ -57,24 +57,7 @@ impl Runtime {
         if workspace.lies_within_entry_named(vsh_types::RUNTIME_DIR_NAME, &markers).map_err(VshError::Workspace)? {
             return Err(VshError::WorkspaceInsideRuntime);
         }
-        let (data, layout) = match &data_directory {
-            None => (
-                DataDir::open_in_workspace(&workspace, &VshLayout::default_data()).map_err(VshError::DataDirectory)?,
-                VshLayout::default(),
-            ),
-            Some(path) => {
-                let data = DataDir::open_external(path).map_err(VshError::DataDirectory)?;
-                // Decided by device and inode through the handles, never by a path string.
-                let placement = match data.dir().location_within(&workspace).map_err(VshError::Workspace)? {
-                    Some(inside) if inside.is_root() => {
-                        return Err(VshError::DataDirectory(vsh_store::StoreError::DataDirIsRoot));
-                    }
-                    Some(inside) => DataPlacement::Within(inside),
-                    None => DataPlacement::Outside,
-                };
-                (data, VshLayout::new(placement))
-            }
-        };
+        let (data, layout) = data_directory_of(&workspace, data_directory.as_deref())?;
         let protected_data = layout.separate_data().cloned();
         let key = authority_key(&authority, &workspace)?;
         let explicit = match (&policy_text, &policy_file, policy_profile) {
@@ -120,6 +103,46 @@ impl Runtime {
                 .with_command_network(command_network, command_ports, command_unix_sockets);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
+}
+
+impl Runtime {
+    /// Salvage the workspace's damaged transaction log, which stops every
+    /// runtime from opening ([`vsh_store::StoreError::CorruptLog`]): keep the
+    /// records the frames before the damage hold, approvals voided, and every
+    /// byte of the damaged log in `txlog.damaged` beside it
+    /// ([`TransactionStore::salvage_with`]). A whole log is left as it is.
+    /// Only the workspace, the data directory and the authority key of
+    /// `config` are used; open the runtime afterwards.
+    pub fn salvage_log(config: &RuntimeConfig) -> Result<vsh_store::Salvaged, VshError> {
+        let workspace = CapDir::open(&config.workspace_root).map_err(VshError::Workspace)?;
+        let (data, _) = data_directory_of(&workspace, config.data_directory.as_deref())?;
+        let key = authority_key(&config.authority, &workspace)?;
+        let backend = data.backend().map_err(VshError::DataDirectory)?;
+        Ok(TransactionStore::salvage_with(backend, vsh_store::TxStoreConfig::default(), &key)?)
+    }
+}
+
+/// vsh's data directory for `workspace`: its `.vsh/data`, or `external`
+/// (refused when it is the workspace itself), and the layout that follows.
+fn data_directory_of(workspace: &CapDir, external: Option<&std::path::Path>) -> Result<(DataDir, VshLayout), VshError> {
+    Ok(match external {
+        None => (
+            DataDir::open_in_workspace(workspace, &VshLayout::default_data()).map_err(VshError::DataDirectory)?,
+            VshLayout::default(),
+        ),
+        Some(path) => {
+            let data = DataDir::open_external(path).map_err(VshError::DataDirectory)?;
+            // Decided by device and inode through the handles, never by a path string.
+            let placement = match data.dir().location_within(workspace).map_err(VshError::Workspace)? {
+                Some(inside) if inside.is_root() => {
+                    return Err(VshError::DataDirectory(vsh_store::StoreError::DataDirIsRoot));
+                }
+                Some(inside) => DataPlacement::Within(inside),
+                None => DataPlacement::Outside,
+            };
+            (data, VshLayout::new(placement))
+        }
+    })
 }
 
 /// The policy the workspace recorded (`Runtime::record_workspace_policy`),
