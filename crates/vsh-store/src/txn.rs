@@ -230,14 +230,7 @@ impl TransactionStore {
         config: TxStoreConfig,
         key: &AuthorityKey,
     ) -> Result<TransactionStore, StoreError> {
-        let key = LogKey::new(key);
-        let store = TransactionStore {
-            backend,
-            config,
-            // Generation 0 never matches a real header, so the first refresh replays from scratch.
-            inner: Mutex::new(Inner { poisoned: false, state: LogState::empty(0, &key), blob_cursor: None }),
-            key,
-        };
+        let store = Self::unread(backend, config, key);
         {
             let mut inner = store.lock_inner()?;
             let _lock = store.flock(&mut inner, true)?;
@@ -255,6 +248,18 @@ impl TransactionStore {
             }
         }
         Ok(store)
+    }
+
+    /// A handle over `backend` that has read nothing yet.
+    fn unread(backend: Arc<dyn StoreBackend>, config: TxStoreConfig, key: &AuthorityKey) -> TransactionStore {
+        let key = LogKey::new(key);
+        TransactionStore {
+            backend,
+            config,
+            // Generation 0 never matches a real header, so the first refresh replays from scratch.
+            inner: Mutex::new(Inner { poisoned: false, state: LogState::empty(0, &key), blob_cursor: None }),
+            key,
+        }
     }
 
     /// Salvage a damaged log over `backend` (the data directory): keep the
@@ -276,13 +281,7 @@ impl TransactionStore {
         config: TxStoreConfig,
         key: &AuthorityKey,
     ) -> Result<Salvaged, StoreError> {
-        let key = LogKey::new(key);
-        let store = TransactionStore {
-            backend,
-            config,
-            inner: Mutex::new(Inner { poisoned: false, state: LogState::empty(0, &key), blob_cursor: None }),
-            key,
-        };
+        let store = Self::unread(backend, config, key);
         let mut inner = store.lock_inner()?;
         let _lock = store.flock(&mut inner, true)?;
         let bytes = match store.backend.read(&log_path(), store.config.max_log_bytes) {
