@@ -224,6 +224,16 @@ fn workspace(path: &Path) -> Vec<Check> {
     } else {
         Check::ok("recovery", format!("finished interrupted commits just now: {}", recovery_summary(recovery)))
     });
+    checks.push(match runtime.check_scratch() {
+        Ok(()) => Check::ok("scratch", "the scratch directories' state is usable"),
+        Err(error) => Check::not_ok(
+            "scratch",
+            Status::Fail,
+            render::error_chain(&error),
+            "every vsh exec fails until it is fixed: remove what the error names from .vsh/data (vsh makes it \
+             again, and the next build starts from nothing)",
+        ),
+    });
     match runtime.pending() {
         Ok(pending) => checks.push(Check::ok(
             "pending",
@@ -236,7 +246,7 @@ fn workspace(path: &Path) -> Vec<Check> {
             "pending",
             Status::Fail,
             render::error_chain(&error),
-            "the transaction store cannot be read; keep a copy of .vsh/data and run vsh gc",
+            "the transaction store cannot be read; keep a copy of .vsh/data, then vsh recover --salvage-log",
         )),
     }
     checks

@@ -1421,6 +1421,17 @@ fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_t
         assert!(uids["detail"].as_str().unwrap().contains("a uid of its own, leased from"), "{uids}");
         assert!(uids["remedy"].is_null(), "{uids}");
     }
+    // Scratch state a run cannot use (here a directory where its record of
+    // grants goes) fails the check that would otherwise stay ok while
+    // every vsh exec fails.
+    assert_eq!(status(&report, "scratch")["status"], "ok", "{report}");
+    std::fs::create_dir(ws.join(".vsh/data/scratch.grants")).unwrap();
+    let damaged = doctor(&key);
+    let found = serde_json::from_slice::<serde_json::Value>(&damaged.stdout).unwrap();
+    assert_eq!(status(&found, "scratch")["status"], "fail", "{found}");
+    assert!(status(&found, "scratch")["detail"].as_str().unwrap().contains("scratch.grants"), "{found}");
+    assert_eq!(damaged.status.code(), Some(1));
+    std::fs::remove_dir(ws.join(".vsh/data/scratch.grants")).unwrap();
     // A key readable by others is a warning with the command that fixes it.
     std::fs::write(&key, [7_u8; 32]).unwrap();
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();

@@ -235,6 +235,40 @@ impl ScratchLock {
         Ok(true)
     }
 
+    /// Whether the scratch state is what a run can use: `scratch.lock` and
+    /// `scratch.grants` regular files (the record at most 64 bytes),
+    /// `scratch.taint` and `scratch` directories, each where it exists. What
+    /// else stands there (a directory, a FIFO, a symlink, a file too big)
+    /// stops every run whose commands use the scratch directories.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] naming the first entry that is not, or that
+    /// cannot be looked at.
+    pub fn check(&self) -> Result<(), StoreError> {
+        let expected = [
+            (SCRATCH_LOCK, HostKind::File, None),
+            (GRANTS, HostKind::File, Some(64)),
+            (TAINTS, HostKind::Directory, None),
+            (SCRATCH, HostKind::Directory, None),
+        ];
+        for (name, kind, max) in expected {
+            let path = VPath::from_component(name).expect("a plain component");
+            let Some(found) = self.dir.read_only().lstat(&path).map_err(|source| failed(&path, source))? else {
+                continue;
+            };
+            if found.kind != kind || max.is_some_and(|max| found.size > max) {
+                let source = if kind == HostKind::Directory {
+                    HostError::NotADirectory { path: path.clone() }
+                } else {
+                    HostError::NotAFile { path: path.clone() }
+                };
+                return Err(failed(&path, source));
+            }
+        }
+        Ok(())
+    }
+
     fn taint_path(name: &str) -> Result<VPath, StoreError> {
         let dir = VPath::from_component(TAINTS).expect("a plain component");
         dir.child(name).map_err(|_| failed(&dir, HostError::NotAFile { path: dir.clone() }))

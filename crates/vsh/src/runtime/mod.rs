@@ -609,6 +609,13 @@ impl Runtime {
         self.records.scratch().collect(Some(0)).map_err(VshError::DataDirectory)
     }
 
+    /// Whether the state of real commands' scratch directories in the data
+    /// directory is usable ([`vsh_store::ScratchLock::check`]): what `vsh
+    /// doctor` checks, since a damaged one stops every run with commands.
+    pub fn check_scratch(&self) -> Result<(), VshError> {
+        self.records.scratch().check().map_err(VshError::DataDirectory)
+    }
+
     /// What the workspace handle has done so far (stats, reads, listings, writes):
     /// evidence that a run's cost follows what it touched, not the workspace's size.
     pub fn host_counters(&self) -> vsh_host::CounterSnapshot {
