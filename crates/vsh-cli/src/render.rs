@@ -298,7 +298,8 @@ pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: 
             ConflictReason::Unreadable => "can no longer be reached or read".to_owned(),
             _ => "changed".to_owned(),
         };
-        let _ = writeln!(text, "  {}  {what}", shown(conflict.path.as_str(), false));
+        let path = if conflict.path.is_root() { "(the workspace's root)" } else { conflict.path.as_str() };
+        let _ = writeln!(text, "  {}  {what}", shown(path, false));
     }
     if total > conflicts.len() {
         let _ = writeln!(text, "  ... and {} more", total - conflicts.len());
@@ -327,6 +328,16 @@ pub(crate) fn state_text(state: Option<&NodeState>) -> String {
             format!("{} {:o} {}B{content}", state.kind.name(), state.mode, state.size)
         },
     )
+}
+
+/// `count` and `noun`, plural unless it is one (`dependency` becomes
+/// `dependencies`).
+pub(crate) fn counted(count: u64, noun: &str) -> String {
+    match (count, noun.strip_suffix('y')) {
+        (1, _) => format!("1 {noun}"),
+        (_, Some(stem)) => format!("{count} {stem}ies"),
+        _ => format!("{count} {noun}s"),
+    }
 }
 
 /// `text` as a reviewer's terminal must show it: every control character
@@ -687,8 +698,8 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
     if stats.skipped_nodes > 0 {
         let _ = writeln!(
             out,
-            "skipped      {} nodes the program could not be shown (a name not UTF-8, a FIFO, socket or device, a mount point)",
-            stats.skipped_nodes
+            "skipped      {} the program could not be shown (a name not UTF-8, a FIFO, socket or device, a mount point)",
+            counted(stats.skipped_nodes, "node")
         );
     }
     let t = &receipt.timings;
@@ -713,8 +724,10 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
     if let Some(commit) = &receipt.commit {
         let _ = writeln!(
             out,
-            "commit       {} operations, {} paths verified, {} dependencies revalidated",
-            commit.operations, commit.verified_paths, commit.revalidated_dependencies
+            "commit       {}, {} verified, {} revalidated",
+            counted(commit.operations, "operation"),
+            counted(commit.verified_paths, "path"),
+            counted(commit.revalidated_dependencies, "dependency")
         );
     }
     if !receipt.review.is_empty() {
@@ -820,6 +833,16 @@ mod tests {
     use vsh::lower::vsh_commit::{Conflict, ConflictReason};
 
     use super::*;
+
+    #[test]
+    fn counts_read_as_english_and_the_root_is_named_in_a_stale_list() {
+        assert_eq!(counted(1, "path"), "1 path");
+        assert_eq!(counted(0, "path"), "0 paths");
+        assert_eq!(counted(3, "dependency"), "3 dependencies");
+        assert_eq!(counted(1, "dependency"), "1 dependency");
+        let root = [Conflict { path: vsh::VPath::root(), reason: ConflictReason::Listing }];
+        assert!(stale_text(&root, 1).contains("  (the workspace's root)  the names in it changed\n"));
+    }
 
     #[test]
     fn a_commit_whose_log_lost_its_outcome_is_never_said_to_be_restored_or_changed_by_someone_else() {

@@ -1842,7 +1842,7 @@ fn a_receipt_counts_the_nodes_a_program_could_not_be_shown() {
     let run = vsh(&["run", "--workspace", dir.path().to_str().unwrap(), "-"], Some(listing));
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains("value        ['seen.txt']"), "{stdout}");
-    assert!(stdout.contains("skipped      1 nodes the program could not be shown"), "{stdout}");
+    assert!(stdout.contains("skipped      1 node the program could not be shown"), "{stdout}");
 }
 
 /// Whether this machine can mount FUSE in a private namespace (`vsh exec`);

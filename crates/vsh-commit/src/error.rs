@@ -62,7 +62,11 @@ pub enum CommitError {
     /// The workspace changed under the transaction; nothing was written.
     /// `conflicts` holds at most `max_conflicts` entries in path order;
     /// `total` counts every conflicting path.
-    #[error("workspace changed under the transaction: {total} conflicting paths, first {}", first_path(.conflicts))]
+    #[error(
+        "workspace changed under the transaction: {total} conflicting path{}, first {}",
+        if *total == 1 { "" } else { "s" },
+        first_path(.conflicts)
+    )]
     Stale {
         /// The first conflicts, in path order.
         conflicts: Vec<Conflict>,
@@ -224,7 +228,16 @@ fn first_left(paths: &[crate::recover::LeftPath]) -> String {
 }
 
 fn first_path(conflicts: &[Conflict]) -> String {
-    conflicts.first().map_or_else(|| "(none listed)".to_owned(), |conflict| conflict.path.to_string())
+    conflicts.first().map_or_else(
+        || "(none listed)".to_owned(),
+        |conflict| {
+            if conflict.path.is_root() {
+                "the workspace's root (a name in it came or went)".to_owned()
+            } else {
+                conflict.path.to_string()
+            }
+        },
+    )
 }
 
 impl CommitError {
@@ -261,6 +274,15 @@ mod tests {
             total: 7,
         };
         assert_eq!(stale.to_string(), "workspace changed under the transaction: 7 conflicting paths, first src/a.rs");
+        let root = CommitError::Stale {
+            conflicts: vec![Conflict { path: VPath::root(), reason: ConflictReason::Listing }],
+            total: 1,
+        };
+        assert_eq!(
+            root.to_string(),
+            "workspace changed under the transaction: 1 conflicting path, first the workspace's root (a name in it \
+             came or went)"
+        );
         let none = CommitError::Stale { conflicts: Vec::new(), total: 0 };
         assert!(none.to_string().ends_with("first (none listed)"), "{none}");
 

@@ -247,7 +247,11 @@ pub enum StoreError {
     },
     /// A durable auto-approved preview was committed after its expiry; the
     /// transaction is now durably `Expired`.
-    #[error("the preview of transaction {id} expired at {expires_ms} (now {now_ms})")]
+    #[error(
+        "the preview of transaction {} expired {} ago: it can never be committed now",
+        id.short(),
+        elapsed(*expires_ms, *now_ms)
+    )]
     PreviewExpired {
         /// The transaction.
         id: TransactionId,
@@ -257,7 +261,12 @@ pub enum StoreError {
         now_ms: u64,
     },
     /// The approval lapsed; the transaction is now durably `Expired`.
-    #[error("the approval of transaction {id} expired at {expires_ms} (now {now_ms})")]
+    #[error(
+        "the approval of transaction {} expired {} ago: it can never be committed now (a new run of its program \
+         can be)",
+        id.short(),
+        elapsed(*expires_ms, *now_ms)
+    )]
     ApprovalExpired {
         /// The transaction.
         id: TransactionId,
@@ -308,6 +317,18 @@ impl StoreError {
     }
 }
 
+/// How long ago `then_ms` was at `now_ms`, for people: whole seconds,
+/// minutes, hours or days.
+fn elapsed(then_ms: u64, now_ms: u64) -> String {
+    let seconds = now_ms.saturating_sub(then_ms) / 1_000;
+    match seconds {
+        0..120 => format!("{seconds} s"),
+        120..7_200 => format!("{} min", seconds / 60),
+        7_200..172_800 => format!("{} h", seconds / 3_600),
+        _ => format!("{} days", seconds / 86_400),
+    }
+}
+
 fn hex4(id: &[u8; 32]) -> String {
     vsh_types::hex::encode(&id[..4])
 }
@@ -334,5 +355,17 @@ mod tests {
         assert!(!wrong.is_fatal());
         let text = wrong.to_string();
         assert!(text.contains("id abababab…") && text.contains("this key's id 01010101…"), "{text}");
+    }
+
+    #[test]
+    fn an_expiry_says_how_long_ago_for_people() {
+        let id = TransactionId::digest(b"late");
+        let at = |now_ms| StoreError::ApprovalExpired { id, expires_ms: 1_000_000, now_ms }.to_string();
+        assert!(at(1_001_500).starts_with(&format!("the approval of transaction {} expired 1 s ago: ", id.short())));
+        assert!(at(1_000_000 + 300_000).contains("expired 5 min ago"), "{}", at(1_300_000));
+        assert!(at(1_000_000 + 3 * 3_600_000).contains("expired 3 h ago"));
+        assert!(at(1_000_000 + 3 * 86_400_000).contains("expired 3 days ago"));
+        let preview = StoreError::PreviewExpired { id, expires_ms: 5, now_ms: 1 }.to_string();
+        assert!(preview.contains("expired 0 s ago: it can never be committed now"), "{preview}");
     }
 }
