@@ -92,8 +92,9 @@ pub(crate) struct PendingRow {
     pub(crate) record: vsh::TransactionRecord,
     pub(crate) receipt: Option<Receipt>,
     pub(crate) intent: String,
-    /// What the intent column shows: the intent, else a real command's
-    /// command line after `$ ` (so a row of `vsh exec` says what ran).
+    /// What the intent column shows, escaped so it can never draw a row of
+    /// its own: the intent, else a real command's command line after `$ `
+    /// (so a row of `vsh exec` says what ran), as a shell would read it.
     pub(crate) label: String,
 }
 
@@ -106,10 +107,15 @@ impl PendingRow {
     ) -> Self {
         let intent = stored.map(|stored| stored.intent.clone()).unwrap_or_default();
         let label = match stored {
+            // Quoted by shlex already: its backslashes are the shell's, so
+            // only what could start a line or drive the terminal is escaped.
             Some(stored) if intent.is_empty() && stored.language == vsh::Language::Command => {
-                parse_command(&stored.code).map_or_else(String::new, |command| format!("$ {}", command.line))
+                parse_command(&stored.code).map_or_else(String::new, |command| {
+                    format!("$ {}", shown(&command.line, true).replace('\t', "\\t"))
+                })
             }
-            _ => intent.clone(),
+            // An agent's text.
+            _ => shown(&intent, false).into_owned(),
         };
         Self { record, receipt, intent, label }
     }
@@ -146,8 +152,7 @@ pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
             row.record.state.name(),
             // Padded before it is styled, so the column holds with or without colour.
             paint(style::FLAG, &format!("{flags:<28}")),
-            // An agent's text: escaped, so it can never draw a row of its own.
-            shown(&row.label, false)
+            row.label
         );
     }
     out
@@ -178,7 +183,7 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
             "{:<12}  {:<12}  {state}  {paths:>5}  {approver:<12}  {}",
             row.record.id.short(),
             relative(row.record.updated_ms, now),
-            shown(&row.label, false)
+            row.label
         );
     }
     out

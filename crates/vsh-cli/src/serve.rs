@@ -634,26 +634,31 @@ impl VshServer {
     ) -> CallToolResult {
         self.blocking(&context.peer, move |runtime| match runtime.pending() {
             Ok(records) => {
+                let mut lines = Vec::with_capacity(records.len());
                 let rows: Vec<_> = records
                     .iter()
                     .map(|record| {
                         let receipt = runtime.show(record.id).ok().flatten();
-                        let intent = runtime.stored_program(record.id).ok().flatten().map(|p| p.intent);
-                        vsh::document::TransactionDocument::new(
+                        let stored = runtime.stored_program(record.id).ok().flatten();
+                        let document = vsh::document::TransactionDocument::new(
                             record,
                             receipt.as_ref(),
-                            intent.as_deref().unwrap_or(""),
-                        )
+                            stored.as_ref().map_or("", |stored| stored.intent.as_str()),
+                        );
+                        // As `vsh pending` shows it: the intent, else the command line that ran.
+                        let row = crate::render::PendingRow::new(*record, receipt, stored.as_ref());
+                        let paths = row.receipt.as_ref().map_or(0, |receipt| receipt.changed_paths);
+                        lines.push(format!(
+                            "{} {} {} {}",
+                            record.id.short(),
+                            record.state.name(),
+                            crate::render::counted(paths as u64, "path"),
+                            row.label
+                        ));
+                        document
                     })
                     .collect();
-                let summary = if rows.is_empty() {
-                    "nothing is waiting".to_owned()
-                } else {
-                    rows.iter()
-                        .map(|row| format!("{} {} {}", &row.transaction[..12], row.state, row.intent))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                };
+                let summary = if rows.is_empty() { "nothing is waiting".to_owned() } else { lines.join("\n") };
                 success(&PendingDocument::new(rows), summary)
             }
             Err(error) => failure(&ErrorDocument::new(&error, &[])),

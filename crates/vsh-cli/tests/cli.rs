@@ -3034,6 +3034,25 @@ fn an_intent_can_never_draw_a_row_of_its_own_in_pending_or_log() {
 }
 
 #[test]
+fn a_commands_row_in_pending_is_its_command_line_as_a_shell_reads_it() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let argv = ["sh", "-c", r#"head -c 3 /dev/zero | tr "\0" "a" > f$i.txt"#];
+    let mut exec = vec!["exec", "--workspace", ws, "--"];
+    exec.extend(argv);
+    assert_eq!(vsh(&exec, None).status.code(), Some(0));
+    let listed = vsh(&["pending", "--workspace", ws], None);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    let row = text.lines().find(|line| line.contains("$ ")).unwrap_or_else(|| panic!("{text}"));
+    let line = row.split_once("$ ").unwrap().1;
+    // Pasted into a shell, it is the same command: quoted once, not twice.
+    assert_eq!(shlex::split(line).unwrap(), argv, "{row}");
+}
+
+#[test]
 fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     if !fuse_available() {
         return;

@@ -594,7 +594,19 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     let quiet = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;
     assert!(quiet.text.contains("exit status: 0") && quiet.text.contains("stderr:\nwarned"), "{}", quiet.text);
     assert!(quiet.text.contains("nothing to commit") && !quiet.text.contains("vsh_commit"), "{}", quiet.text);
+    pending_names_the_command(&client).await;
     client.cancel().await.unwrap();
+}
+
+/// `vsh_pending`'s text says what each preview of a command ran, as `vsh
+/// pending` does, and how many paths it changes.
+async fn pending_names_the_command(client: &rmcp::Peer<rmcp::RoleClient>) {
+    let argv = json!(["/bin/sh", "-c", "echo p > p.txt"]).to_string();
+    let preview = call(client, "vsh_run", json!({"code": argv, "language": "command"})).await;
+    let id = preview.document["transaction"].as_str().unwrap().to_owned();
+    let pending = call(client, "vsh_pending", json!({})).await;
+    let line = format!("{} auto-approved 1 path $ /bin/sh -c 'echo p > p.txt'", &id[..12]);
+    assert!(pending.text.lines().any(|row| row == line), "{line}\n{}", pending.text);
 }
 
 /// Every line a client sends gets an answer: a request over the line limit
