@@ -3034,6 +3034,28 @@ fn an_intent_can_never_draw_a_row_of_its_own_in_pending_or_log() {
 }
 
 #[test]
+fn a_result_list_cut_at_max_results_is_a_warning_then_and_later() {
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..30 {
+        write(dir.path(), &format!("d/f{index:02}.js"), "x\n");
+    }
+    let ws = dir.path().to_str().unwrap();
+    let program = "for p in vsh_glob('**/*.js', '.', max_results=10):\n    vsh_write(p, 'y')";
+    let ran = vsh(&["run", "--workspace", ws, "--json", "-"], Some(program));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(receipt["changed_paths"], 10, "{receipt}");
+    let warned = |text: &str| text.contains("1 result list of vsh_glob or vsh_search stopped at max_results");
+    assert!(receipt["warnings"].as_array().unwrap().iter().any(|w| warned(w.as_str().unwrap())), "{receipt}");
+    assert!(warned(&String::from_utf8_lossy(&ran.stderr)), "{ran:?}");
+    // Whoever reviews it later is told too.
+    let shown = vsh(&["show", receipt["transaction"].as_str().unwrap(), "--workspace", ws], None);
+    assert!(warned(&String::from_utf8_lossy(&shown.stderr)), "{shown:?}");
+    // A list that was whole says nothing.
+    let whole = vsh(&["run", "--workspace", ws, "-"], Some("len(vsh_glob('**/*.js', '.'))"));
+    assert!(!String::from_utf8_lossy(&whole.stderr).contains("max_results"), "{whole:?}");
+}
+
+#[test]
 fn a_commands_row_in_pending_is_its_command_line_as_a_shell_reads_it() {
     if !fuse_available() {
         return;

@@ -194,6 +194,13 @@ pub enum Warning {
         /// The policy's digest.
         digest: vsh_types::PolicyDigest,
     },
+    /// The program's `vsh_glob` or `vsh_search` stopped at `max_results`
+    /// this many times: a program that acted on each match may have left
+    /// some out.
+    ResultsCut {
+        /// How many result lists were cut.
+        lists: u64,
+    },
     /// The scratch directories (build outputs kept between runs: `target/`
     /// and the like) were emptied before this run's commands, so they built
     /// from nothing: what was there had been built from work never
@@ -230,6 +237,14 @@ impl std::fmt::Display for Warning {
                     named.join(", ")
                 )
             }
+            Self::ResultsCut { lists } => write!(
+                f,
+                "{lists} result list{} of vsh_glob or vsh_search stopped at max_results (1000 and 100 by \
+                 default): what the program did with {} may not cover every match; give max_results=N (or \
+                 report_truncation=True to see it in the program)",
+                if *lists == 1 { "" } else { "s" },
+                if *lists == 1 { "it" } else { "them" }
+            ),
             Self::OwnPolicy { profile, digest } => write!(
                 f,
                 "decided under profile {} ({}), a policy of its own, not the workspace's recorded policy",

@@ -339,6 +339,12 @@ fn receipt_of(
     artifact: &PendingArtifact,
     evidence: Evidence,
 ) -> Receipt {
+    // What the run's statistics still say to whoever reads it later.
+    let warnings = if evidence.stats.truncated_results > 0 {
+        vec![crate::Warning::ResultsCut { lists: evidence.stats.truncated_results }]
+    } else {
+        Vec::new()
+    };
     Receipt {
         transaction,
         base_snapshot: artifact.binding.digests().snapshot,
@@ -353,7 +359,7 @@ fn receipt_of(
         timings: StageTimings::default(),
         commit: None,
         grants: evidence.grants,
-        warnings: Vec::new(),
+        warnings,
     }
 }
 

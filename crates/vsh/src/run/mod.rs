@@ -441,6 +441,9 @@ impl Runs {
         };
         let (artifact, mut warnings, contents) =
             self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome)?;
+        if outcome.stats.truncated_results > 0 {
+            warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
+        }
         if !outcome.scratch_emptied.is_empty() {
             warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
         }
