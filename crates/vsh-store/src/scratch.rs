@@ -169,22 +169,31 @@ impl ScratchLock {
     /// With [`ScratchLock::exclusive`] held (`_held`): when any taint is
     /// recorded, empty every scratch directory and forget every taint, so
     /// the run about to start builds from nothing. The taints it cleared
-    /// for when the directories held anything (none: there was nothing to
-    /// lose), sorted: a transaction's id whose work was never committed, or
-    /// a run's provisional name (`run-...`, one that never finished).
+    /// for when a directory `worth_saying` (by its stored name: `target`,
+    /// `node_modules%2F.cache`) held anything (none: there was nothing to
+    /// lose worth a word, as a bytecode cache rebuilt in a moment), sorted:
+    /// a transaction's id whose work was never committed, or a run's
+    /// provisional name (`run-...`, one that failed or was stopped).
     ///
     /// # Errors
     ///
     /// [`StoreError::DataDir`] when a scratch directory or a taint cannot be
     /// removed (what was removed stays removed; the taints stay until the
     /// directories are empty).
-    pub fn clear_if_tainted(&self, _held: &LockGuard) -> Result<Vec<String>, StoreError> {
+    pub fn clear_if_tainted(
+        &self,
+        _held: &LockGuard,
+        worth_saying: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<String>, StoreError> {
         let mut taints = self.taints()?;
         if taints.is_empty() {
             return Ok(taints);
         }
         let dirs = self.scratch_dirs(false)?;
-        let held = dirs.iter().any(|(dir, _)| self.dir.list_dir(dir).map_or(true, |entries| !entries.is_empty()));
+        let held = dirs.iter().any(|(dir, _)| {
+            dir.file_name().is_some_and(worth_saying)
+                && self.dir.list_dir(dir).map_or(true, |entries| !entries.is_empty())
+        });
         self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
         for name in &taints {
             self.untaint(name)?;
@@ -491,7 +500,7 @@ mod tests {
         let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
         // No taint: the next run finds the build as it was.
         let held = lock.exclusive(&wait).unwrap();
-        assert!(lock.clear_if_tainted(&held).unwrap().is_empty());
+        assert!(lock.clear_if_tainted(&held, &|_| true).unwrap().is_empty());
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
         // A taint lifted (its transaction committed) is no taint.
         lock.taint("run-1").unwrap();
@@ -500,7 +509,7 @@ mod tests {
         lock.untaint("run-1").unwrap();
         lock.untaint("run-1").unwrap();
         assert!(!lock.is_tainted_by("run-1").unwrap());
-        assert!(lock.clear_if_tainted(&held).unwrap().is_empty());
+        assert!(lock.clear_if_tainted(&held, &|_| true).unwrap().is_empty());
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 2);
         // One left: everything is emptied and every taint forgotten.
         lock.taint("ab12").unwrap();
@@ -508,14 +517,21 @@ mod tests {
         let mut taints = lock.taints().unwrap();
         taints.sort();
         assert_eq!(taints, ["ab12", "run-2"]);
-        assert_eq!(lock.clear_if_tainted(&held).unwrap(), ["ab12", "run-2"], "what it cleared for");
+        assert_eq!(lock.clear_if_tainted(&held, &|_| true).unwrap(), ["ab12", "run-2"], "what it cleared for");
         for name in ["target", "node_modules/.cache"] {
             assert_eq!(entries(&data.scratch_dir(name).unwrap()), 0, "{name}");
         }
         assert!(lock.taints().unwrap().is_empty());
+        // A taint over what is not worth a word (here the build's outputs,
+        // judged so): emptied all the same, and said of no taint.
+        std::fs::write(data.scratch_dir("target").unwrap().join("x"), b"x").unwrap();
+        lock.taint("ef56").unwrap();
+        assert!(lock.clear_if_tainted(&held, &|name| name != "target").unwrap().is_empty());
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        assert!(lock.taints().unwrap().is_empty());
         // A taint over empty directories: forgotten, and nothing was lost to say.
         lock.taint("cd34").unwrap();
-        assert!(lock.clear_if_tainted(&held).unwrap().is_empty());
+        assert!(lock.clear_if_tainted(&held, &|_| true).unwrap().is_empty());
         assert!(lock.taints().unwrap().is_empty());
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
         // A taint's name is one plain file name.

@@ -207,7 +207,7 @@ pub enum Warning {
     /// committed, which the workspace does not hold.
     ScratchEmptied {
         /// Each earlier run that left them so: its transaction's id, or
-        /// `run-...` for one that never finished.
+        /// `run-...` for one that failed or was stopped (never kept).
         uncommitted: Vec<String>,
     },
 }
@@ -223,7 +223,7 @@ impl std::fmt::Display for Warning {
                     .iter()
                     .map(|name| {
                         if name.starts_with("run-") {
-                            "a run that never finished"
+                            "a run that failed or was stopped"
                         } else {
                             name.get(..12).unwrap_or(name)
                         }

@@ -41,6 +41,13 @@ pub(crate) fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Whether emptying the scratch directory stored as `name` is worth a
+/// warning ([`crate::Warning::ScratchEmptied`]): a build's outputs are;
+/// Python's bytecode and pytest's cache, rebuilt in a moment, are not.
+fn worth_saying(name: &str) -> bool {
+    !matches!(name, "__pycache__" | ".pytest_cache")
+}
+
 /// A Bash script's or a command's failure as the facade's error: a
 /// cancellation, or a terminal failure with what it changed so far (for
 /// diagnosis only).
@@ -489,7 +496,7 @@ impl Runs {
         let scratch = match &self.scratch_lock {
             Some(lock) if !commands.scratch.is_empty() => {
                 let held = hold_scratch(lock, request, cancel, &self.scratch_wait)?;
-                let emptied = lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
+                let emptied = lock.clear_if_tainted(&held, &worth_saying).map_err(VshError::DataDirectory)?;
                 let grants = command_grants(commands, &self.policy.digest(), &self.env_key);
                 lock.clear_unless_granted(&held, &grants).map_err(VshError::DataDirectory)?;
                 // Recorded before anything runs, so a run that never ends
@@ -507,7 +514,7 @@ impl Runs {
             if filled_the_disk(&executed) {
                 // A command stopped for the disk space it took: what it wrote
                 // is freed now, not at the next run (its taint empties them).
-                lock.clear_if_tainted(&held).map_err(VshError::DataDirectory)?;
+                lock.clear_if_tainted(&held, &worth_saying).map_err(VshError::DataDirectory)?;
             } else if vfs.effects().is_empty() {
                 // The image is the workspace's: what was built is of its code.
                 lock.untaint(taint).map_err(VshError::DataDirectory)?;
