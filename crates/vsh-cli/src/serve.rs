@@ -531,7 +531,10 @@ fn cancelled(context: &RequestContext<RoleServer>, tool: &str, what: &str) -> Ca
 #[tool_router]
 impl VshServer {
     /// Run a program against a virtual image of the workspace.
-    #[tool(description = RUN_DESCRIPTION)]
+    #[tool(
+        description = RUN_DESCRIPTION,
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
     async fn vsh_run(
         &self,
         Parameters(params): Parameters<RunParams>,
@@ -610,8 +613,11 @@ impl VshServer {
     }
 
     /// A stored transaction's review.
-    #[tool(description = "Show a transaction's review: its receipt with every changed path's text hunks, \
-        its state history, and its program. The transaction is its id or a unique prefix of 6+ hex digits.")]
+    #[tool(
+        description = "Show a transaction's review: its receipt with every changed path's text hunks, \
+        its state history, and its program. The transaction is its id or a unique prefix of 6+ hex digits.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
     async fn vsh_show(
         &self,
         Parameters(params): Parameters<TransactionParams>,
@@ -626,7 +632,10 @@ impl VshServer {
     }
 
     /// Work waiting for a decision or a commit.
-    #[tool(description = "List the transactions waiting for an operator's approval or for a commit.")]
+    #[tool(
+        description = "List the transactions waiting for an operator's approval or for a commit.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
     async fn vsh_pending(
         &self,
         Parameters(_): Parameters<NoParams>,
@@ -667,10 +676,13 @@ impl VshServer {
     }
 
     /// Commit auto-approved or operator-approved work.
-    #[tool(description = "Commit a transaction that the policy auto-approved or an operator approved: it is \
+    #[tool(
+        description = "Commit a transaction that the policy auto-approved or an operator approved: it is \
         revalidated against the live workspace first (work someone else's edit made stale is refused and \
         names the conflicting paths). Work awaiting approval is not committed: the result names the command \
-        the operator runs.")]
+        the operator runs. Committing work that already landed says so and writes nothing again.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
     async fn vsh_commit(
         &self,
         Parameters(params): Parameters<TransactionParams>,
@@ -691,8 +703,11 @@ impl VshServer {
     }
 
     /// Drop work that should not be committed.
-    #[tool(description = "Discard a transaction: a preview or pending work becomes rejected and can never \
-        be committed.")]
+    #[tool(
+        description = "Discard a transaction: a preview or pending work becomes rejected and can never be \
+            committed.",
+        annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false)
+    )]
     async fn vsh_discard(
         &self,
         Parameters(params): Parameters<TransactionParams>,

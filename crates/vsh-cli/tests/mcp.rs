@@ -57,10 +57,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     let info = client.peer_info().expect("the server introduced itself");
     assert_eq!(info.server_info.as_ref().map(|server| server.name.as_str()), Some("vsh"));
     assert!(info.instructions.as_deref().is_some_and(|text| text.contains("vsh_read")), "the guide rides along");
-    let mut tools: Vec<String> =
-        client.list_all_tools().await.unwrap().into_iter().map(|tool| tool.name.to_string()).collect();
-    tools.sort();
-    assert_eq!(tools, ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_run", "vsh_show"]);
+    the_tools_and_their_hints(&client).await;
 
     // A preview writes nothing; committing it does, exactly once.
     let create =
@@ -154,6 +151,21 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert!(unknown.is_err(), "{unknown:?}");
     assert!(!call(&client, "vsh_pending", json!({})).await.is_error);
     client.cancel().await.unwrap();
+}
+
+/// The five tools (none approves), each with the hints a host uses to let
+/// the read-only ones run unasked.
+async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
+    let listed = client.list_all_tools().await.unwrap();
+    let mut tools: Vec<String> = listed.iter().map(|tool| tool.name.to_string()).collect();
+    tools.sort();
+    assert_eq!(tools, ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_run", "vsh_show"]);
+    for tool in &listed {
+        let hints = tool.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", tool.name));
+        let read_only = ["vsh_show", "vsh_pending"].contains(&tool.name.as_ref());
+        assert_eq!(hints.read_only_hint, Some(read_only), "{}", tool.name);
+        assert_eq!(hints.destructive_hint, (!read_only).then_some(true), "{}", tool.name);
+    }
 }
 
 /// A retry of `id`'s commit after a lost answer is told it landed, not
