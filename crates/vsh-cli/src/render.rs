@@ -335,6 +335,29 @@ pub(crate) fn state_text(state: Option<&NodeState>) -> String {
     )
 }
 
+/// The receipt's timings line: each stage that took time (a stored
+/// receipt has no timings of its own, they were its run's, and the commit
+/// of stored work timed only its commit; a wait only when there was one).
+fn timings_text(out: &mut String, t: &vsh::StageTimings) {
+    let stages = [
+        ("wait", t.wait),
+        ("execute", t.execute),
+        ("diff", t.diff),
+        ("policy", t.policy),
+        ("bind", t.bind_and_store),
+        ("commit", t.commit),
+        ("total", t.total),
+    ];
+    if t.total > 0 {
+        let timed: Vec<String> = stages
+            .iter()
+            .filter(|(name, nanos)| *nanos > 0 || t.execute > 0 && !matches!(*name, "commit" | "wait"))
+            .map(|(name, nanos)| format!("{name} {}", human_duration(*nanos)))
+            .collect();
+        let _ = writeln!(out, "timings      {}", timed.join(", "));
+    }
+}
+
 /// `count` and `noun`, plural unless it is one (`dependency` becomes
 /// `dependencies`).
 pub(crate) fn counted(count: u64, noun: &str) -> String {
@@ -707,25 +730,7 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
             counted(stats.skipped_nodes, "node")
         );
     }
-    let t = &receipt.timings;
-    // A stored receipt has no timings of its own (they were its run's), and
-    // the commit of stored work timed only its commit.
-    let stages = [
-        ("execute", t.execute),
-        ("diff", t.diff),
-        ("policy", t.policy),
-        ("bind", t.bind_and_store),
-        ("commit", t.commit),
-        ("total", t.total),
-    ];
-    if t.total > 0 {
-        let timed: Vec<String> = stages
-            .iter()
-            .filter(|(name, nanos)| *nanos > 0 || t.execute > 0 && *name != "commit")
-            .map(|(name, nanos)| format!("{name} {}", human_duration(*nanos)))
-            .collect();
-        let _ = writeln!(out, "timings      {}", timed.join(", "));
-    }
+    timings_text(&mut out, &receipt.timings);
     if let Some(commit) = &receipt.commit {
         let _ = writeln!(
             out,

@@ -543,6 +543,22 @@ fn exec_waits_for_another_runs_commands_within_the_lock_timeout_and_says_so() {
     drop(held);
     let ran = vsh(&["exec", "--workspace", ws, "--lock-timeout", "1.5", "--", "true"], None);
     assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    // A wait that ends is the receipt's wait, not its execution.
+    let held = HeldLock::take_file(&dir.path().join(".vsh/data/scratch.lock"), dir.path());
+    let waiting = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "--workspace", ws, "--json", "--lock-timeout", "60", "--", "true"])
+        .env_clear()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    drop(held);
+    let output = waiting.wait_with_output().unwrap();
+    let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (wait, execute) = (&receipt["timings_ns"]["wait"], &receipt["timings_ns"]["execute"]);
+    assert!(wait.as_u64().unwrap() >= 1_000_000_000, "{receipt}");
+    assert!(execute.as_u64().unwrap() < wait.as_u64().unwrap(), "{receipt}");
 }
 
 #[test]

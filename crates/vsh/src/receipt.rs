@@ -11,6 +11,9 @@ use crate::RuntimeDecision;
 pub struct StageTimings {
     /// Opening the virtual image.
     pub snapshot: u64,
+    /// Waiting for another run's commands to leave the scratch directories
+    /// (a run of real commands only), before executing.
+    pub wait: u64,
     /// Running the program, including every file operation it made.
     pub execute: u64,
     /// Computing the canonical diff.

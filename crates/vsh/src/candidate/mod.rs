@@ -670,6 +670,7 @@ impl CandidateWorkspace {
             stats: state.stats.clone(),
             denied: state.denied.clone(),
             scratch_emptied: Vec::new(),
+            waited_ns: 0,
         };
         let concluding = Concluding { request: &request, vfs: &mut state.vfs, diff, outcome, timings };
         let receipt = self.runtime.promote(concluding, started).map_err(|error| match error {
@@ -713,6 +714,7 @@ fn failed_script(error: VshError, profile: &str) -> Result<Executed, (VshError, 
                 stats,
                 denied,
                 scratch_emptied: Vec::new(),
+                waited_ns: 0,
             })
         }
         other => {

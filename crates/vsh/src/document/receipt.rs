@@ -388,6 +388,9 @@ pub struct ExecutionDocument {
 pub struct TimingsDocument {
     /// Opening the virtual image.
     pub snapshot: u64,
+    /// Waiting for another run's commands to leave the scratch directories.
+    #[serde(default)]
+    pub wait: u64,
     /// Running the program.
     pub execute: u64,
     /// Computing the canonical diff.
@@ -510,6 +513,7 @@ impl From<&Receipt> for ReceiptDocument {
             },
             timings_ns: TimingsDocument {
                 snapshot: t.snapshot,
+                wait: t.wait,
                 execute: t.execute,
                 diff: t.diff,
                 policy: t.policy,

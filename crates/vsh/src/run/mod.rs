@@ -90,6 +90,7 @@ fn script_end(
             stats,
             denied,
             scratch_emptied: Vec::new(),
+            waited_ns: 0,
         }),
         Err(error) => Err(bash_failure(error, vfs)),
     }
@@ -127,6 +128,8 @@ pub(crate) struct Executed {
     /// The earlier runs whose uncommitted work made the scratch directories
     /// be emptied before this run's commands (see [`crate::Warning::ScratchEmptied`]).
     pub(crate) scratch_emptied: Vec<String>,
+    /// How long it waited for the scratch directories before it ran.
+    pub(crate) waited_ns: u64,
 }
 
 impl Executed {
@@ -142,6 +145,7 @@ impl Executed {
             stats: outcome.stats,
             denied: outcome.denied,
             scratch_emptied: Vec::new(),
+            waited_ns: 0,
         }
     }
 }
@@ -387,7 +391,8 @@ impl Runs {
         // for a taint's name and, below, for comparing its changes with the diff.
         let taint = if self.scratch.is_empty() { String::new() } else { provisional_taint() };
         let outcome = self.execute_with(request, &mut vfs, cancel, &self.command_config(), &taint)?;
-        timings.execute = elapsed_ns(stage_start);
+        timings.wait = outcome.waited_ns;
+        timings.execute = elapsed_ns(stage_start).saturating_sub(outcome.waited_ns);
         check()?;
 
         let stage_start = Instant::now();
@@ -495,21 +500,24 @@ impl Runs {
     ) -> Result<Executed, VshError> {
         let scratch = match &self.scratch_lock {
             Some(lock) if !commands.scratch.is_empty() => {
+                let waiting = Instant::now();
                 let held = hold_scratch(lock, request, cancel, &self.scratch_wait)?;
+                let waited_ns = elapsed_ns(waiting);
                 let emptied = lock.clear_if_tainted(&held, &worth_saying).map_err(VshError::DataDirectory)?;
                 let grants = command_grants(commands, &self.policy.digest(), &self.env_key);
                 lock.clear_unless_granted(&held, &grants).map_err(VshError::DataDirectory)?;
                 // Recorded before anything runs, so a run that never ends
                 // (vsh killed, a panic) leaves it: the next run clears.
                 lock.taint(taint).map_err(VshError::DataDirectory)?;
-                Some((lock, held, emptied))
+                Some((lock, held, emptied, waited_ns))
             }
             _ => None,
         };
         let mut executed = self.execute_language(request, vfs, cancel, commands);
-        if let Some((lock, held, emptied)) = scratch {
+        if let Some((lock, held, emptied, waited_ns)) = scratch {
             if let Ok(executed) = &mut executed {
                 executed.scratch_emptied = emptied;
+                executed.waited_ns = waited_ns;
             }
             if filled_the_disk(&executed) {
                 // A command stopped for the disk space it took: what it wrote
@@ -558,6 +566,7 @@ impl Runs {
                     stats: outcome.stats,
                     denied: outcome.denied,
                     scratch_emptied: Vec::new(),
+                    waited_ns: 0,
                 })
             }
             language @ Language::Bash => {
