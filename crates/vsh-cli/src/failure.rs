@@ -285,6 +285,13 @@ fn advice_for(error: &VshError) -> Vec<String> {
                 .to_owned(),
         );
     }
+    if printed.contains("No module named 'subprocess'") {
+        advice.push(
+            "a Monty program runs no processes of its own: `vsh run --commands` gives it vsh_exec(argv), which runs \
+             a real command confined in a candidate of the workspace and returns (exit_code, stdout, stderr)"
+                .to_owned(),
+        );
+    }
     if OFFLINE.iter().any(|sign| printed.contains(sign)) {
         advice.push(
             "if it needed the network: a real command has none unless it is given `--allow-network loopback|all` \
