@@ -107,10 +107,7 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command, "vsh", &mut script);
             print_bytes(&script).map(|()| EXIT_OK)
         }
-        Command::Man => {
-            let command = <args::Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(command).render(&mut std::io::stdout()).map(|()| EXIT_OK).map_err(Into::into)
-        }
+        Command::Man => man_page().and_then(|page| print_bytes(page.as_bytes()).map(|()| EXIT_OK)),
         other => tx_command(&other, output),
     };
     match result {
@@ -1048,6 +1045,33 @@ fn ran_in_real_bash(runtime: &Runtime, id: vsh::TransactionId) -> Result<bool, v
     Ok(runtime.show(id)?.is_some_and(|receipt| {
         matches!(&receipt.output, vsh::ExecutionOutput::Bash(result) if result.profile == vsh::lower::vsh_monty::BASH_CONFINED_PROFILE)
     }))
+}
+
+/// The man page (roff): `clap_mangen`'s rendering of the grammar, whose
+/// subcommand list names a page per subcommand (`vsh-init(1)`) that is
+/// not shipped; each is named as it is typed instead (`vsh init`), and
+/// its options are in `vsh SUBCOMMAND --help`.
+fn man_page() -> Result<String, Box<dyn std::error::Error>> {
+    let command = <args::Cli as clap::CommandFactory>::command();
+    let mut roff = Vec::new();
+    clap_mangen::Man::new(command).render(&mut roff)?;
+    let mut page = String::new();
+    for line in String::from_utf8(roff)?.lines() {
+        match line.strip_prefix("vsh\\-").and_then(|rest| rest.strip_suffix("(1)")) {
+            Some(name) => {
+                page.push_str("\\fBvsh ");
+                page.push_str(name);
+                page.push_str("\\fR");
+            }
+            None if line == ".SH SUBCOMMANDS" => {
+                page.push_str(line);
+                page.push_str("\nEach takes \\fB\\-\\-help\\fR for its options and arguments.");
+            }
+            None => page.push_str(line),
+        }
+        page.push('\n');
+    }
+    Ok(page)
 }
 
 /// Open the runtime, telling the operator on stderr what its startup

@@ -888,7 +888,10 @@ fn completions_and_the_man_page_come_from_the_grammar() {
     assert_eq!(man.status.code(), Some(0));
     let committed = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/vsh.1")).unwrap();
     assert!(man.stdout == committed, "docs/vsh.1 is not the man page the grammar makes now: run `cargo xtask man`");
-    assert!(String::from_utf8_lossy(&man.stdout).contains(".SH NAME"));
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(page.contains(".SH NAME") && page.contains("\\fBvsh init\\fR"), "{page}");
+    // It names no page that is not shipped.
+    assert!(!page.contains("(1)"), "{page}");
 }
 
 #[test]
