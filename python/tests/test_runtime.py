@@ -79,6 +79,13 @@ def test_a_refused_access_is_policy_denied_with_its_manifest(runtime: Callable[[
         rt.preview("from pathlib import Path\nPath('.env').read_text()")
     assert caught.value.denied[0]["path"] == ".env"
     assert caught.value.denied[0]["remedy"]
+    # The refused work is on record as denied, with what the program raised.
+    assert caught.value.document["state"] == "denied"
+    assert caught.value.exception is not None
+    assert caught.value.exception.endswith("PermissionError: [Errno 13] Permission denied: '.env'")
+    assert caught.value.transaction is not None
+    shown = rt.show(caught.value.transaction)
+    assert shown is not None and shown.state == "denied"
     # A caught refusal still denies: the receipt says so.
     receipt = rt.preview("from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass")
     assert receipt.state == "denied" and receipt.decision["kind"] == "denied"

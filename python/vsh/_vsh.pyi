@@ -16,9 +16,17 @@ class ExecutionError(VshError):
     """The program failed: an uncaught exception, a budget, a failed script."""
 
 class PolicyDenied(VshError):
-    """The policy refused the program accesses; ``denied`` lists them."""
+    """The policy refused the program accesses; ``denied`` lists them.
+
+    When the program raised after a refusal, its work is stored as denied:
+    ``transaction`` names it, ``document`` is its receipt and ``exception``
+    what it raised, as Python prints it (both ``None`` when nothing was
+    stored).
+    """
 
     denied: list[dict[str, Any]]
+    transaction: Optional[str]
+    exception: Optional[str]
 
 class StaleError(VshError):
     """The workspace changed under the commit; ``paths`` are the conflicts."""

@@ -20,7 +20,8 @@ Exit codes:
   2   usage error
   4   not committed: the transaction awaits approval
   5   not committed: policy denied the transaction, or refused the program
-      an access it did not catch (a Bash program: one that then failed)
+      an access it did not catch (a Bash program or command: one that then
+      failed); either way the denied work is kept on record (vsh log)
   6   not committed: the workspace changed under it (stale; the conflicting
       paths are listed)
   75  gave up waiting for another vsh process (--lock-timeout)

@@ -371,12 +371,16 @@ pub(crate) fn exit_code(receipt: &vsh::Receipt, asked: Asked, detailed: bool) ->
     }
 }
 
-/// A Bash program or command that failed without `--accept-failure` and
-/// still reached a receipt (it was refused an access, so the refusal is
-/// decided and on record): exit 5, as the exit codes say, never 0.
+/// A Bash program or command that failed without `--accept-failure`, or a
+/// Monty program that raised, and still reached a receipt (it was refused
+/// an access, so the refusal is decided and on record): exit 5, as the exit
+/// codes say, never 0.
 fn failed_exit_code(receipt: &vsh::Receipt, accept_failure: bool) -> Option<u8> {
-    let failed = matches!(&receipt.output, vsh::ExecutionOutput::Bash(result) if result.exit_code != 0);
-    (failed && !accept_failure).then_some(EXIT_DENIED)
+    let failed = match &receipt.output {
+        vsh::ExecutionOutput::Bash(result) => result.exit_code != 0 && !accept_failure,
+        output => output.exception().is_some(),
+    };
+    failed.then_some(EXIT_DENIED)
 }
 
 /// The `--detailed-exitcode` of a transaction in `state`, where the state

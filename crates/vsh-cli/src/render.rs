@@ -560,6 +560,12 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
     if let Some(value) = output.monty_value() {
         let _ = writeln!(out, "value        {}", value.py_repr());
     }
+    if let Some(exception) = output.exception() {
+        let _ = writeln!(out, "{}", paint(style::STRONG, "raised"));
+        for line in exception.lines() {
+            let _ = writeln!(out, "  | {}", shown(line, true));
+        }
+    }
     if let vsh::ExecutionOutput::Bash(result) = output {
         let label = if result.profile == vsh::lower::vsh_monty::COMMAND_PROFILE { "command" } else { "bash" };
         let _ = writeln!(out, "{label:<12} exited {} (profile {})", result.exit_code, result.profile);

@@ -258,6 +258,10 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
     match &receipt.decision {
         vsh::RuntimeDecision::Denied(manifest) => {
             let _ = write!(text, "\ndenied ({}): {}", manifest.reason.name(), manifest.remedy);
+            // Each refused access, as a failed run's text names them.
+            for denial in &manifest.denied {
+                let _ = write!(text, "\ndenied: {} {} ({}: {})", denial.access, denial.path, denial.rule, denial.label);
+            }
         }
         vsh::RuntimeDecision::PendingApproval(_) if receipt.state == TransactionState::Approved => {
             let _ = write!(text, "\napproved by an operator: vsh_commit {} applies it", receipt.transaction.short());
@@ -310,6 +314,9 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
     }
     if !document.value.is_null() {
         let _ = write!(text, "\nvalue: {}", document.value);
+    }
+    if let Some(exception) = &document.exception {
+        let _ = write!(text, "\nraised:\n{}", text_tail(exception));
     }
     for warning in &document.warnings {
         let _ = write!(text, "\nnote: {warning}");

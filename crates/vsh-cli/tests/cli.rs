@@ -220,7 +220,7 @@ fn profiles_and_policy_files_change_the_decision() {
     let denied =
         vsh(&["run", "--workspace", ws_arg, "--policy", policy.to_str().unwrap(), "--mode", "auto", "-"], Some(create));
     assert_eq!(denied.status.code(), Some(5), "an uncaught PermissionError is a denial");
-    assert!(String::from_utf8_lossy(&denied.stderr).contains("PermissionError"));
+    assert!(String::from_utf8_lossy(&denied.stdout).contains("PermissionError"));
     assert!(!ws.join("b.txt").exists());
 
     std::fs::write(&policy, "version = 1\n[thresholds]\ndeny_touched_paths = \"lots\"\n").unwrap();
@@ -1068,15 +1068,18 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     write(dir.path(), ".env", "S=1\n");
     write(dir.path(), "gone.txt", "gone\n");
     let ws = dir.path().to_str().unwrap();
-    // An uncaught PermissionError from a denial: the rule, the remedy and the program's output.
+    // An uncaught PermissionError from a denial: denied work, kept on record,
+    // with the rule, the remedy, the program's output and what it raised.
     let leak = "print('before the leak')\nfrom pathlib import Path\nPath('.env').read_text()";
     let text = vsh(&["run", "--workspace", ws, "-"], Some(leak));
-    let stderr = String::from_utf8_lossy(&text.stderr);
-    assert_eq!(text.status.code(), Some(5), "a refusal the program let escape is a denial: {stderr}");
-    assert!(stderr.contains("PermissionError"), "{stderr}");
-    assert!(stderr.contains("vsh: program output | before the leak"), "{stderr}");
-    assert!(stderr.contains("vsh: denied: content-read of .env denied by rule"), "{stderr}");
-    assert!(stderr.contains("vsh:   to allow it: "), "{stderr}");
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.status.code(), Some(5), "a refusal the program let escape is a denial: {stdout}");
+    assert!(stdout.contains("  | PermissionError: [Errno 13] Permission denied: '.env'"), "{stdout}");
+    assert!(stdout.contains("stdout\n  | before the leak"), "{stdout}");
+    assert!(stdout.contains("denied     content-read of .env denied by rule"), "{stdout}");
+    assert!(stdout.contains("; to allow: "), "{stdout}");
+    let logged = vsh(&["log", "--state", "denied", "--workspace", ws], None);
+    assert!(String::from_utf8_lossy(&logged.stdout).contains(&id_of(&text)[..12]), "{logged:?}");
     // A Bash program that failed after a refusal is decided like any: denied,
     // with its remedy, and kept on record for the operator.
     let bash = vsh(&["run", "--language", "bash", "--workspace", ws, "-"], Some("cat .env\nexit 3\n"));
@@ -1090,15 +1093,16 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let shown = vsh(&["show", &id_of(&bash)[..12], "--workspace", ws], None);
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("content-read of .env denied by rule") && shown.contains("  | cat .env"), "{shown}");
+    // As JSON: the denied receipt, with what it printed and what it raised.
     let json = vsh(&["run", "--workspace", ws, "--json", "-"], Some(leak));
-    let error: serde_json::Value = serde_json::from_slice(&json.stdout).expect("the error as JSON on stdout");
-    assert_eq!(error["schema"], "vsh.error/1");
-    assert_eq!(error["kind"], "execution");
-    assert_eq!(error["exit_code"], 5);
-    assert_eq!(error["stdout"], "before the leak\n");
-    assert_eq!(error["denied"][0]["path"], ".env");
-    assert_eq!(error["denied"][0]["access"], "content-read");
-    assert!(error["denied"][0]["remedy"].as_str().is_some_and(|remedy| !remedy.is_empty()), "{error}");
+    assert_eq!(json.status.code(), Some(5));
+    let receipt: serde_json::Value = serde_json::from_slice(&json.stdout).expect("the receipt as JSON on stdout");
+    assert_eq!((receipt["schema"].as_str(), receipt["state"].as_str()), (Some("vsh.receipt/1"), Some("denied")));
+    assert_eq!(receipt["stdout"], "before the leak\n");
+    assert!(receipt["exception"].as_str().unwrap().contains("PermissionError"), "{receipt}");
+    let denied = &receipt["decision"]["denied"][0];
+    assert_eq!((denied["path"].as_str(), denied["access"].as_str()), (Some(".env"), Some("content-read")));
+    assert!(denied["remedy"].as_str().is_some_and(|remedy| !remedy.is_empty()), "{receipt}");
     // A stale commit names its paths; a prefix that names nothing says so.
     let remove = "from pathlib import Path\nPath('gone.txt').unlink()";
     let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(remove)));
@@ -1622,7 +1626,9 @@ fn every_json_output_is_valid_against_its_committed_schema() {
         &["run", "--json", "--workspace", ws, "-"],
         Some("from pathlib import Path\nPath('.env').read_text()"),
     ));
-    assert_eq!(leak["denied"][0]["path"], ".env");
+    assert_eq!((leak["schema"].as_str(), leak["state"].as_str()), (Some("vsh.receipt/1"), Some("denied")), "{leak}");
+    assert_eq!(leak["decision"]["denied"][0]["path"], ".env", "{leak}");
+    assert!(leak["exception"].as_str().unwrap().ends_with("PermissionError: [Errno 13] Permission denied: '.env'"));
     let demo = valid_document(&vsh(&["demo", "--json"], None));
     assert_eq!(
         (demo["commit"]["state"].as_str(), demo["denied"]["state"].as_str()),

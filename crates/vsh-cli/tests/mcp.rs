@@ -124,12 +124,16 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert!(!landed.text.contains("awaiting"), "committed work awaits nothing: {}", landed.text);
     assert!(!ws.join("a.txt").exists());
 
-    // A denial is a structured error naming the rule and remedy, and the server goes on.
+    // A refusal the program let escape is denied work, naming the rule and
+    // remedy and what it raised (as a failed Bash program's is), and the
+    // server goes on.
     let leak = call(&client, "vsh_run", json!({"code": "from pathlib import Path\nPath('.env').read_text()"})).await;
-    assert!(leak.is_error);
-    assert_eq!(leak.document["denied"][0]["path"], ".env");
-    assert!(leak.document["denied"][0]["remedy"].as_str().is_some_and(|remedy| !remedy.is_empty()));
+    assert!(!leak.is_error && leak.document["state"] == "denied", "{}", leak.document);
+    let denial = &leak.document["decision"]["denied"][0];
+    assert_eq!(denial["path"], ".env");
+    assert!(denial["remedy"].as_str().is_some_and(|remedy| !remedy.is_empty()));
     assert!(leak.text.contains("denied: content-read .env"), "the text names the denial: {}", leak.text);
+    assert!(leak.text.contains("raised:\nTraceback") && leak.text.contains("PermissionError"), "{}", leak.text);
     let caught = "from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass";
     let denied = call(&client, "vsh_run", json!({"code": caught})).await;
     assert_eq!(denied.document["decision"]["kind"], "denied", "a caught refusal still denies");

@@ -84,8 +84,39 @@ fn py_error(py: Python<'_>, error: &RustError, remedies: &[String]) -> PyErr {
                 let _ = instance.setattr(attribute, item);
             }
         }
+        // Nothing was stored: no transaction, no exception of its own.
+        if instance.is_instance_of::<PolicyDenied>() {
+            let _ = instance.setattr("transaction", py.None());
+            let _ = instance.setattr("exception", py.None());
+        }
     }
     err
+}
+
+/// A Monty program that raised after the policy refused it an access: its
+/// work is stored as denied (`vsh log` has it), and in Python the run
+/// raises, as the program did: `PolicyDenied`, carrying the receipt as its
+/// `document`, its refusals as `denied` (each with its remedy), its
+/// transaction, and the exception's text as `exception`.
+fn raised_after_refusal(py: Python<'_>, receipt: &vsh::Receipt) -> Option<PyErr> {
+    let exception = receipt.output.exception()?;
+    let document = serde_json::to_value(ReceiptDocument::from(receipt)).unwrap_or_default();
+    let last = exception.lines().last().unwrap_or_default();
+    let err = PolicyDenied::new_err(format!(
+        "policy denied transaction {}: the program raised {last}",
+        receipt.transaction.short()
+    ));
+    if let Ok(bound) = from_json(py, &document) {
+        let instance = err.value(py);
+        let bound = bound.bind(py);
+        let _ = instance.setattr("document", bound);
+        if let Ok(denied) = bound.get_item("decision").and_then(|decision| decision.get_item("denied")) {
+            let _ = instance.setattr("denied", denied);
+        }
+        let _ = instance.setattr("transaction", receipt.transaction.to_hex());
+        let _ = instance.setattr("exception", exception);
+    }
+    Some(err)
 }
 
 /// Run `work` without the GIL; a panic inside it is `InternalError`.
@@ -393,7 +424,10 @@ impl Runtime {
         let Some(hook) = &self.hook else {
             let outcome = detached(py, || runtime.run_cancellable(request, &handle))?;
             return match outcome {
-                Ok(receipt) => Receipt::new(py, &receipt),
+                Ok(receipt) => match raised_after_refusal(py, &receipt) {
+                    Some(raised) => Err(raised),
+                    None => Receipt::new(py, &receipt),
+                },
                 Err(error) => Err(py_error(py, &error, &self.inner.remedies(&error))),
             };
         };
@@ -403,6 +437,9 @@ impl Runtime {
             Ok(receipt) => receipt,
             Err(error) => return Err(py_error(py, &error, &self.inner.remedies(&error))),
         };
+        if let Some(raised) = raised_after_refusal(py, &receipt) {
+            return Err(raised);
+        }
         if request.mode == RunMode::Preview || receipt.state == TransactionState::Denied {
             return Receipt::new(py, &receipt);
         }

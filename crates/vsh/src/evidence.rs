@@ -12,10 +12,11 @@ use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
 use vsh_vfs::Effect;
 
-/// Version of the evidence encoding: 3 adds what real commands were granted;
-/// version 2 (either language's output) and 1 (a Monty value and stdout)
-/// are still read.
-const EVIDENCE_VERSION: u8 = 3;
+/// Version of the evidence encoding: 4 adds a Monty program that raised
+/// after a refusal ([`EvidenceOutput::MontyRaised`]), in the same layout as
+/// 3, which adds what real commands were granted; 3, 2 (either language's
+/// output) and 1 (a Monty value and stdout) are still read.
+const EVIDENCE_VERSION: u8 = 4;
 
 /// The deepest value nesting kept as evidence. Encoding and decoding recurse
 /// once per level, so the bound keeps both far from the stack's limit.
@@ -30,6 +31,9 @@ pub(crate) enum EvidenceOutput {
     Bash { profile: String, exit_code: i32, stdout: Vec<u8>, stderr: Vec<u8> },
     /// A candidate workspace's steps.
     Session { steps: Vec<crate::SessionStep> },
+    /// A Monty program's uncaught exception (as Python prints it) after a
+    /// refusal, and its stdout before it (version 4 on).
+    MontyRaised { exception: String, stdout: String },
 }
 
 impl EvidenceOutput {
@@ -46,13 +50,16 @@ impl EvidenceOutput {
                 stderr: stderr.clone(),
             }),
             Self::Session { steps } => crate::ExecutionOutput::Session { steps: steps.clone() },
+            Self::MontyRaised { exception, stdout } => {
+                crate::ExecutionOutput::MontyRaised { exception: exception.clone(), stdout: stdout.clone() }
+            }
         }
     }
 
     /// The language that produced it.
     pub(crate) fn language(&self) -> crate::Language {
         match self {
-            Self::Monty { .. } => crate::Language::Monty,
+            Self::Monty { .. } | Self::MontyRaised { .. } => crate::Language::Monty,
             Self::Bash { profile, .. } if profile == vsh_monty::COMMAND_PROFILE => crate::Language::Command,
             Self::Bash { .. } => crate::Language::Bash,
             Self::Session { .. } => crate::Language::Session,
@@ -62,7 +69,7 @@ impl EvidenceOutput {
     /// Standard output as text (bytes that are not UTF-8 replaced).
     pub(crate) fn stdout_text(&self) -> String {
         match self {
-            Self::Monty { stdout, .. } => stdout.clone(),
+            Self::Monty { stdout, .. } | Self::MontyRaised { stdout, .. } => stdout.clone(),
             Self::Bash { stdout, .. } => String::from_utf8_lossy(stdout).into_owned(),
             Self::Session { .. } => String::new(),
         }
@@ -151,7 +158,8 @@ impl Evidence {
                     grants: None,
                 }
             }
-            Some(&EVIDENCE_VERSION) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
+            // Version 4's layout is version 3's, with one more kind of output.
+            Some(3 | 4) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
             Some(&other) => return Err(EvidenceError::Version(other)),
             None => return Err(EvidenceError::Malformed),
         };
@@ -218,6 +226,28 @@ mod tests {
         }
         assert!(value_depth(&deep) > MAX_VALUE_DEPTH);
         assert_eq!(value_depth(&MontyObject::Int(1)), 1);
+    }
+
+    /// Version 4 adds a Monty program that raised after a refusal; version
+    /// 3's bytes, the same layout, still read.
+    #[test]
+    fn a_raised_programs_evidence_round_trips_and_version_three_still_reads() {
+        let raised = EvidenceOutput::MontyRaised {
+            exception: "Traceback (most recent call last):\nPermissionError: [Errno 13]".into(),
+            stdout: "before\n".into(),
+        };
+        let evidence =
+            Evidence::new([9; 16], Decision::AutoApproved, raised, &ExecutionStats::default(), Vec::new(), None);
+        let bytes = evidence.encode();
+        assert_eq!(bytes[0], 4);
+        assert_eq!(Evidence::decode(&bytes).unwrap(), evidence);
+        assert_eq!(evidence.output.language(), crate::Language::Monty);
+        let monty = EvidenceOutput::Monty { value: MontyObject::None, stdout: String::new() };
+        let mut three =
+            Evidence::new([1; 16], Decision::AutoApproved, monty, &ExecutionStats::default(), Vec::new(), None);
+        three.version = 3;
+        let read = Evidence::decode(&three.encode()).unwrap();
+        assert_eq!((read.version, read.output), (3, three.output));
     }
 
     /// Version 1 evidence, as artifacts written before Bash hold it, is read

@@ -41,6 +41,15 @@ pub enum ExecutionOutput {
     },
     /// A Bash program's profile, exit status and streams.
     Bash(BashResult),
+    /// A Monty program that raised an exception it did not catch after the
+    /// policy refused it an access: kept as denied work (a program that
+    /// raises otherwise is an error, not a transaction).
+    MontyRaised {
+        /// The exception as Python prints it: the traceback, then `Type: message`.
+        exception: String,
+        /// Captured stdout before it (bounded by the budget).
+        stdout: String,
+    },
     /// A candidate workspace's steps, in order (its promotion's output).
     Session {
         /// Every step that ran to its end, kept or not.
@@ -136,7 +145,7 @@ impl ExecutionOutput {
     /// The language that produced this output.
     pub fn language(&self) -> crate::Language {
         match self {
-            Self::Monty { .. } => crate::Language::Monty,
+            Self::Monty { .. } | Self::MontyRaised { .. } => crate::Language::Monty,
             Self::Bash(result) if result.profile == vsh_monty::COMMAND_PROFILE => crate::Language::Command,
             Self::Bash(_) => crate::Language::Bash,
             Self::Session { .. } => crate::Language::Session,
@@ -148,7 +157,7 @@ impl ExecutionOutput {
     /// steps').
     pub fn stderr_bytes(&self) -> &[u8] {
         match self {
-            Self::Monty { .. } | Self::Session { .. } => &[],
+            Self::Monty { .. } | Self::MontyRaised { .. } | Self::Session { .. } => &[],
             Self::Bash(result) => &result.stderr,
         }
     }
@@ -157,14 +166,22 @@ impl ExecutionOutput {
     pub fn monty_value(&self) -> Option<&MontyObject> {
         match self {
             Self::Monty { value, .. } => Some(value),
-            Self::Bash(_) | Self::Session { .. } => None,
+            Self::MontyRaised { .. } | Self::Bash(_) | Self::Session { .. } => None,
+        }
+    }
+
+    /// The exception a Monty program raised, for [`ExecutionOutput::MontyRaised`].
+    pub fn exception(&self) -> Option<&str> {
+        match self {
+            Self::MontyRaised { exception, .. } => Some(exception),
+            _ => None,
         }
     }
 
     /// The captured stdout bytes (a session's are its steps').
     pub fn stdout_bytes(&self) -> &[u8] {
         match self {
-            Self::Monty { stdout, .. } => stdout.as_bytes(),
+            Self::Monty { stdout, .. } | Self::MontyRaised { stdout, .. } => stdout.as_bytes(),
             Self::Bash(result) => &result.stdout,
             Self::Session { .. } => &[],
         }

@@ -81,7 +81,7 @@ async def session_of(vsh, workspace, log):
             check(not os.path.exists(os.path.join(workspace, "a.txt")), "the approved deletion did not land")
 
             error, leak, _ = await call(session, "vsh_run", {"code": "from pathlib import Path\nPath('.env').read_text()"})
-            check(error and leak["schema"] == "vsh.error/1" and leak["denied"][0]["path"] == ".env", f"denial: {leak}")
+            check(not error and leak["state"] == "denied" and leak["decision"]["denied"][0]["path"] == ".env", f"denial: {leak}")
             error, shown, _ = await call(session, "vsh_show", {"transaction": transaction[:10]})
             check(not error and shown["schema"] == "vsh.show/1", f"show: {shown}")
 

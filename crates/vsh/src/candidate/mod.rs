@@ -752,6 +752,10 @@ fn session_step(kind: StepKind, program: &str, output: EvidenceOutput, kept: boo
         EvidenceOutput::Monty { value, stdout } => (String::new(), 0, Some(value), stdout.into_bytes(), Vec::new()),
         EvidenceOutput::Bash { profile, exit_code, stdout, stderr } => (profile, exit_code, None, stdout, stderr),
         EvidenceOutput::Session { .. } => (String::new(), 0, None, Vec::new(), Vec::new()),
+        // What it raised, as its error stream.
+        EvidenceOutput::MontyRaised { exception, stdout } => {
+            (String::new(), 1, None, stdout.into_bytes(), exception.into_bytes())
+        }
     };
     SessionStep { kind, program: program.to_owned(), profile, exit_code, value, stdout, stderr, kept, unisolated }
 }

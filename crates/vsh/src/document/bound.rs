@@ -78,6 +78,15 @@ impl ReceiptDocument {
                 text.truncate(keep);
             }
         }
+        if let Some(exception) = &self.exception
+            && let Some(short) = cut(exception, max)
+        {
+            self.warnings.push(format!(
+                "exception ({} characters) cut to {max} characters for this reader",
+                exception.chars().count()
+            ));
+            self.exception = Some(short);
+        }
         if !self.value.is_null() {
             let text = self.value.to_string();
             if let Some(short) = cut(&text, max) {

@@ -54,6 +54,10 @@ pub struct ReceiptDocument {
     /// The program's final value: JSON scalars, lists and string-keyed
     /// objects as themselves, anything else as `{"$repr": "..."}`.
     pub value: serde_json::Value,
+    /// The exception a Monty program raised after the policy refused it an
+    /// access (its work is denied), as Python prints it; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
     /// Execution statistics.
     pub execution: ExecutionDocument,
     /// Nanoseconds per stage.
@@ -485,12 +489,12 @@ impl From<&Receipt> for ReceiptDocument {
             language: receipt.output.language().name().to_owned(),
             profile: match &receipt.output {
                 crate::ExecutionOutput::Bash(result) => Some(result.profile.clone()),
-                crate::ExecutionOutput::Monty { .. } => None,
                 crate::ExecutionOutput::Session { .. } => Some(crate::candidate::SESSION_PROFILE.to_owned()),
+                _ => None,
             },
             exit_code: match &receipt.output {
                 crate::ExecutionOutput::Bash(result) => Some(result.exit_code),
-                crate::ExecutionOutput::Monty { .. } | crate::ExecutionOutput::Session { .. } => None,
+                _ => None,
             },
             steps: match &receipt.output {
                 crate::ExecutionOutput::Session { steps } => Some(steps.iter().map(Into::into).collect()),
@@ -501,6 +505,7 @@ impl From<&Receipt> for ReceiptDocument {
             stderr: String::from_utf8_lossy(receipt.output.stderr_bytes()).into_owned(),
             stderr_base64: base64_unless_text(receipt.output.stderr_bytes()),
             value: receipt.output.monty_value().map_or(serde_json::Value::Null, value_json),
+            exception: receipt.output.exception().map(str::to_owned),
             execution: ExecutionDocument {
                 os_calls: stats.os_calls,
                 read_bytes: stats.read_bytes,

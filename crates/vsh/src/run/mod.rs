@@ -553,10 +553,22 @@ impl Runs {
                 } else {
                     self.executor.execute_interruptible(request.code, vfs, self.policy.calls(), &request.budget, cancel)
                 };
-                let outcome = ran.map_err(|error| match error {
-                    ExecutionError::Cancelled { .. } => VshError::Cancelled,
-                    error => VshError::Execution(Box::new(error)),
-                })?;
+                let outcome = match ran {
+                    Ok(outcome) => outcome,
+                    // Refused an access, then raised: decided (denied) and
+                    // kept on record, as a failed Bash program or command is.
+                    Err(ExecutionError::Exception { exception, stdout, stats, denied }) if !denied.is_empty() => {
+                        return Ok(Executed {
+                            output: EvidenceOutput::MontyRaised { exception: exception.to_string(), stdout },
+                            stats,
+                            denied,
+                            scratch_emptied: Vec::new(),
+                            waited_ns: 0,
+                        });
+                    }
+                    Err(ExecutionError::Cancelled { .. }) => return Err(VshError::Cancelled),
+                    Err(error) => return Err(VshError::Execution(Box::new(error))),
+                };
                 let depth = value_depth(&outcome.value);
                 if depth > MAX_VALUE_DEPTH {
                     return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });

@@ -75,7 +75,7 @@ check(!existsSync(join(workspace, "a.txt")), "the approved deletion did not land
 
 // A structured denial.
 const leak = await call(client, "vsh_run", { code: "from pathlib import Path\nPath('.env').read_text()" });
-check(leak.error && leak.document.schema === "vsh.error/1" && leak.document.denied[0].path === ".env", `denial: ${leak.text}`);
+check(!leak.error && leak.document.state === "denied" && leak.document.decision.denied[0].path === ".env", `denial: ${leak.text}`);
 
 // A long run reports progress.
 const seen = [];
