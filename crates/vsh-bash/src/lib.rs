@@ -134,6 +134,9 @@ pub enum Ending {
     Stopped,
     /// The interpreter failed.
     Failed(String),
+    /// A real process (a confined command) was ended by this signal; its
+    /// exit status is `128 +` it, as a shell reports.
+    Signalled(i32),
 }
 
 /// What a run produced.

@@ -805,14 +805,12 @@ fn cut_output(stdout: &[u8], stderr: &[u8]) -> Option<u8> {
 /// as it printed it and what happened in one line; other errors as usual.
 fn raw_failure(error: Box<dyn std::error::Error>, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let Some(vsh::VshError::Bash { source, .. }) = error.downcast_ref::<vsh::VshError>() else { return Err(error) };
-    let vsh::lower::vsh_monty::ExecutionError::Bash { stdout, stderr, exit_code, .. } = source.as_ref() else {
+    let vsh::lower::vsh_monty::ExecutionError::Bash { stdout, stderr, exit_code, failure, .. } = source.as_ref() else {
         return Err(error);
     };
     write_streams(stdout, stderr)?;
     if !output.quiet {
-        eprintln!(
-            "vsh: the program failed (exit status {exit_code}): nothing of it is kept (--accept-failure keeps it)"
-        );
+        eprintln!("vsh: the program failed ({failure}): nothing of it is kept (--accept-failure keeps it)");
     }
     // Its own status, as the command's would be (a status vsh cannot pass
     // on, or output vsh cut, is 1).

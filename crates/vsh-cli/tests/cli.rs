@@ -3084,6 +3084,29 @@ fn a_result_list_cut_at_max_results_is_a_warning_then_and_later() {
 }
 
 #[test]
+fn a_command_a_signal_ended_is_told_from_one_that_exited_with_the_same_status() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let failed = |script: &str| {
+        let output = vsh(&["exec", "--json", "--workspace", ws, "--", "sh", "-c", script], None);
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let killed = failed("kill -SEGV $$");
+    assert_eq!((killed["status"].as_i64(), killed["signal"].as_i64()), (Some(139), Some(11)), "{killed}");
+    assert!(killed["message"].as_str().unwrap().ends_with("killed by signal 11 (SIGSEGV)"), "{killed}");
+    let exited = failed("exit 139");
+    assert_eq!((exited["status"].as_i64(), exited.get("signal")), (Some(139), None), "{exited}");
+    assert!(exited["message"].as_str().unwrap().ends_with("exit status 139"), "{exited}");
+    // In the text too, and --raw passes the status on.
+    let raw = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", "kill -TERM $$"], None);
+    assert_eq!(raw.status.code(), Some(143));
+    assert!(String::from_utf8_lossy(&raw.stderr).contains("(killed by signal 15 (SIGTERM))"), "{raw:?}");
+}
+
+#[test]
 fn a_commands_row_in_pending_is_its_command_line_as_a_shell_reads_it() {
     if !fuse_available() {
         return;

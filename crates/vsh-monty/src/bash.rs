@@ -235,7 +235,7 @@ impl Dispatcher<'_> {
             return Reply::Abort("the run was ended".to_owned());
         }
         let failure = match end.ending {
-            vsh_bash::Ending::Completed => {
+            vsh_bash::Ending::Completed | vsh_bash::Ending::Signalled(_) => {
                 let text = |bytes: &[u8]| MontyObject::String(String::from_utf8_lossy(bytes).into_owned());
                 return Reply::Return(MontyObject::Tuple(vec![
                     MontyObject::Int(i64::from(end.exit_code)),

@@ -525,8 +525,11 @@ pub(crate) fn run_command(
     let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
     let call = CommandCall { argv: line.argv, env: &config.env, timeout: None, cwd: line.cwd, stdin: line.stdin };
     let end = dispatcher.run_in_candidate(&call, config)?;
-    let end =
-        BashEnd { exit_code: exit_code(end.status), stdout: end.stdout, stderr: end.stderr, ending: Ending::Completed };
+    let ending = {
+        use std::os::unix::process::ExitStatusExt as _;
+        end.status.signal().map_or(Ending::Completed, Ending::Signalled)
+    };
+    let end = BashEnd { exit_code: exit_code(end.status), stdout: end.stdout, stderr: end.stderr, ending };
     conclude_bash(Ok(end), &mut dispatcher, limits, started)
 }
 

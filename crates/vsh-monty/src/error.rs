@@ -66,6 +66,12 @@ impl fmt::Display for GuestException {
     }
 }
 
+/// A signal's name (`SIGSEGV`), or `unknown signal` for a number Linux
+/// does not name.
+fn signal_name(signal: i32) -> &'static str {
+    nix::sys::signal::Signal::try_from(signal).map_or("unknown signal", nix::sys::signal::Signal::as_str)
+}
+
 /// `text` if it fits in `budget` bytes, otherwise its longest prefix (on a
 /// character boundary) that leaves room for the marker, then the marker.
 fn bound_text(text: &str, budget: usize) -> String {
@@ -200,6 +206,9 @@ pub enum BashFailure {
     /// It exited with a non-zero status.
     #[error("exit status {0}")]
     Exit(i32),
+    /// A signal ended it (its exit status is `128 +` the signal).
+    #[error("killed by signal {0} ({name})", name = signal_name(*.0))]
+    Signal(i32),
     /// An interpreter budget ran out (commands, loop iterations, parser
     /// operations, work units, input, intermediate bytes, depth, time).
     #[error("limit exceeded: {0}")]

@@ -217,6 +217,7 @@ pub(crate) fn conclude_bash(
     let failure = match ending {
         Some(Ending::Completed) if exit_code == 0 => return Ok(BashOutcome { stdout, stderr, stats, denied }),
         Some(Ending::Completed) => BashFailure::Exit(exit_code),
+        Some(Ending::Signalled(signal)) => BashFailure::Signal(signal),
         Some(Ending::Limit(what)) => BashFailure::Limit(what),
         Some(Ending::Unsupported(name)) => BashFailure::Unsupported(name),
         Some(Ending::Parse(message)) => BashFailure::Parse(message),

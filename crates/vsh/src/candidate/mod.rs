@@ -708,15 +708,20 @@ fn failed_script(error: VshError, profile: &str) -> Result<Executed, (VshError, 
         return Err((error, denied));
     };
     match *source {
-        ExecutionError::Bash { failure: BashFailure::Exit(_), exit_code, stdout, stderr, stats, denied } => {
-            Ok(Executed {
-                output: EvidenceOutput::Bash { profile: profile.to_owned(), exit_code, stdout, stderr },
-                stats,
-                denied,
-                scratch_emptied: Vec::new(),
-                waited_ns: 0,
-            })
-        }
+        ExecutionError::Bash {
+            failure: BashFailure::Exit(_) | BashFailure::Signal(_),
+            exit_code,
+            stdout,
+            stderr,
+            stats,
+            denied,
+        } => Ok(Executed {
+            output: EvidenceOutput::Bash { profile: profile.to_owned(), exit_code, stdout, stderr },
+            stats,
+            denied,
+            scratch_emptied: Vec::new(),
+            waited_ns: 0,
+        }),
         other => {
             let denied = match &other {
                 ExecutionError::Bash { denied, .. } => denied.clone(),

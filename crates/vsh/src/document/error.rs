@@ -75,8 +75,12 @@ pub struct ErrorDocument {
     /// A failed Bash program's or real command's stderr (invalid UTF-8 replaced).
     pub stderr: Option<String>,
     /// A failed Bash program's or real command's exit status (a receipt's
-    /// `exit_code`).
+    /// `exit_code`; `128 +` the signal when one ended it).
     pub status: Option<i32>,
+    /// The signal that ended a failed real command (`status` is `128 +` it),
+    /// absent when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
     /// What a failed Bash program had changed by then, for diagnosis only
     /// (nothing of it is stored or committable).
     pub changes: Vec<ChangeDocument>,
@@ -138,6 +142,7 @@ impl ErrorDocument {
             stdout: None,
             stderr: None,
             status: None,
+            signal: None,
             changes: Vec::new(),
             denied: Vec::new(),
             denied_total: None,
@@ -160,10 +165,15 @@ impl ErrorDocument {
             }
             VshError::PolicyChanged(id) => document.hint = Some(format!("vsh rerun {}", id.short())),
             VshError::Bash { source, changes, .. } => {
-                if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, .. } = source.as_ref() {
+                if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, failure, .. } =
+                    source.as_ref()
+                {
                     document.stdout = Some(String::from_utf8_lossy(stdout).into_owned());
                     document.stderr = Some(String::from_utf8_lossy(stderr).into_owned());
                     document.status = Some(*exit_code);
+                    if let vsh_monty::BashFailure::Signal(signal) = failure {
+                        document.signal = Some(*signal);
+                    }
                     (document.denied, document.denied_total) = listed_denials(denied, remedies);
                 }
                 document.changes = changes.iter().map(Into::into).collect();

@@ -79,7 +79,7 @@ fn script_end(
     match ran {
         Ok(outcome) => Ok(Executed::of_script(profile, outcome)),
         Err(vsh_monty::ExecutionError::Bash {
-            failure: vsh_monty::BashFailure::Exit(_),
+            failure: vsh_monty::BashFailure::Exit(_) | vsh_monty::BashFailure::Signal(_),
             exit_code,
             stdout,
             stderr,
