@@ -258,6 +258,13 @@ fn a_secret_a_step_tried_to_read_denies_the_promotion() {
     let before = tree(dir.path());
     let step = run_command(&candidate, &["/bin/sh", "-c", "cat .env > leaked.txt; echo ok > ok.txt"]);
     assert_eq!(step.exit_code, 0, "the shell goes on after cat fails: {step:?}");
+    // A Monty step that raises after a refusal is undone and is the step's
+    // error (a run of its own would be denied work on record instead).
+    let raising = "from pathlib import Path\nPath('half.txt').write_text('half')\nPath('.env').read_text()";
+    let raised = candidate.run(&RunRequest::new(raising));
+    assert!(matches!(raised, Err(VshError::Execution(_))), "{raised:?}");
+    let looked = candidate.run(&RunRequest::new("from pathlib import Path\nPath('half.txt').exists()")).unwrap();
+    assert_eq!(looked.value, Some(vsh::MontyObject::Bool(false)), "the raising step's write was undone");
     let receipt = candidate.promote().unwrap();
     assert_eq!(receipt.state, TransactionState::Denied, "{:?}", receipt.decision);
     assert_eq!(tree(dir.path()), before, "denied work writes nothing");

@@ -212,9 +212,19 @@ pub(crate) fn is_workspace(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(VSH_DIR)).is_ok_and(|meta| meta.is_dir())
 }
 
-/// The nearest workspace at or above `dir`, never the filesystem root.
+/// Whether `dir` is a workspace whose `.vsh` this user owns: the only kind
+/// vsh finds by itself (as git's `safe.directory` asks of a `.git`), so
+/// another user's `/tmp/.vsh` never takes over the runs under `/tmp`.
+fn is_own_workspace(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(dir.join(VSH_DIR))
+        .is_ok_and(|meta| meta.is_dir() && meta.uid() == vsh::lower::vsh_sandbox::effective_uid())
+}
+
+/// The nearest workspace at or above `dir` whose `.vsh` this user owns,
+/// never the filesystem root.
 pub(crate) fn workspace_at_or_above(dir: &Path) -> Option<&Path> {
-    dir.ancestors().filter(|dir| dir.parent().is_some()).find(|dir| is_workspace(dir))
+    dir.ancestors().filter(|dir| dir.parent().is_some()).find(|dir| is_own_workspace(dir))
 }
 
 /// The top of the git repository `dir` is in (the nearest directory at or
@@ -533,8 +543,9 @@ pub(crate) struct RecoverArgs {
     pub(crate) restore: Option<String>,
     /// First salvage a damaged transaction log (every command fails with
     /// "transaction log is corrupt"): keep the records before the damage,
-    /// void their approvals (approve or rerun again), and keep the damaged
-    /// log's bytes in .vsh/data/txlog.damaged. A whole log is left as it is.
+    /// void whatever of them could still be committed (vsh rerun makes it
+    /// again), and keep the damaged log's bytes in .vsh/data/txlog.damaged.N.
+    /// A whole log is left as it is.
     #[arg(long, conflicts_with = "restore")]
     pub(crate) salvage_log: bool,
     #[command(flatten)]

@@ -263,12 +263,20 @@ fn advice_for(error: &VshError) -> Vec<String> {
     if matches!(error, VshError::Bash { changes, .. } if !changes.is_empty()) {
         advice.push("run it with --accept-failure to keep a failing run's changes as its outcome".to_owned());
     }
-    if matches!(error, VshError::Store(vsh::lower::vsh_store::StoreError::CorruptLog { .. })) {
-        advice.push(
-            "`vsh recover --salvage-log` keeps the records before the damage (their approvals voided) and the \
-             damaged log's bytes beside it, so vsh works again"
+    match error {
+        // A frame's damage: the frames before it are salvaged.
+        VshError::Store(vsh::lower::vsh_store::StoreError::CorruptLog { offset, .. }) if *offset > 0 => advice.push(
+            "`vsh recover --salvage-log` keeps the records before the damage (what could still be committed \
+             voided) and the damaged log's bytes beside it, so vsh works again"
                 .to_owned(),
-        );
+        ),
+        // The header's (or no log file at all): nothing can be salvaged.
+        VshError::Store(vsh::lower::vsh_store::StoreError::CorruptLog { .. }) => advice.push(
+            "the log's header is damaged, so nothing in it can be verified: move .vsh/data/txlog aside and vsh \
+             starts a new, empty log (its records are lost; work on disk is not)"
+                .to_owned(),
+        ),
+        _ => {}
     }
     if matches!(error, VshError::UnknownTransaction(_) | VshError::NoSuchTransaction(_)) {
         advice.push(

@@ -751,8 +751,14 @@ fn run_program(
 /// vsh had to cut (past `--max-output`) is an error: what was printed is
 /// not all the program wrote.
 fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<Option<u8>, Box<dyn std::error::Error>> {
+    let raised;
     let (stdout, stderr): (&[u8], &[u8]) = match &receipt.output {
         vsh::ExecutionOutput::Monty { stdout, .. } => (stdout.as_bytes(), b""),
+        // What it printed, and what it raised where Python prints it.
+        vsh::ExecutionOutput::MontyRaised { stdout, exception } => {
+            raised = format!("{exception}\n");
+            (stdout.as_bytes(), raised.as_bytes())
+        }
         vsh::ExecutionOutput::Bash(result) => (&result.stdout, &result.stderr),
         _ => (b"", b""),
     };
@@ -1341,13 +1347,12 @@ fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<(), vsh::VshErr
     match salvaged.damaged_at {
         None => eprintln!("vsh: the transaction log is whole: nothing to salvage"),
         Some(at) => eprintln!(
-            "vsh: the transaction log was damaged at byte {at}: kept the {} record{} before it ({} approval{} \
-             voided: approve again, or vsh rerun); the {} byte{} from the damage on are lost (every byte of the \
-             damaged log is kept in .vsh/data/txlog.damaged)",
+            "vsh: the transaction log was damaged at byte {at}: kept the {} record{} before it ({} voided, as \
+             work a lost change may have committed or rejected: vsh rerun makes it again); the {} byte{} from the \
+             damage on are lost (every byte of the damaged log is kept in .vsh/data/txlog.damaged.N)",
             salvaged.kept,
             if salvaged.kept == 1 { "" } else { "s" },
             salvaged.voided,
-            if salvaged.voided == 1 { "" } else { "s" },
             salvaged.lost_bytes,
             if salvaged.lost_bytes == 1 { "" } else { "s" },
         ),

@@ -1080,6 +1080,10 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     assert!(stdout.contains("; to allow: "), "{stdout}");
     let logged = vsh(&["log", "--state", "denied", "--workspace", ws], None);
     assert!(String::from_utf8_lossy(&logged.stdout).contains(&id_of(&text)[..12]), "{logged:?}");
+    // --raw: what it printed, and what it raised where Python prints it.
+    let raw = vsh(&["run", "--raw", "--workspace", ws, "-"], Some(leak));
+    assert_eq!((raw.status.code(), raw.stdout.as_slice()), (Some(5), &b"before the leak\n"[..]), "{raw:?}");
+    assert!(String::from_utf8_lossy(&raw.stderr).starts_with("Traceback (most recent call last):"), "{raw:?}");
     // A Bash program that failed after a refusal is decided like any: denied,
     // with its remedy, and kept on record for the operator.
     let bash = vsh(&["run", "--language", "bash", "--workspace", ws, "-"], Some("cat .env\nexit 3\n"));
@@ -2332,11 +2336,22 @@ fn a_damaged_transaction_log_says_how_to_salvage_it_and_recover_salvages_it() {
     let said = String::from_utf8_lossy(&salvaged.stderr);
     assert_eq!(salvaged.status.code(), Some(0), "{said}");
     assert!(said.contains(&format!("damaged at byte {}: kept the 1 record before it", whole.len())), "{said}");
-    assert_eq!(std::fs::read(dir.path().join(".vsh/data/txlog.damaged")).unwrap(), log);
-    // The record as it was before the lost change: pending again, never committable unapproved.
-    let listed = String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).into_owned();
-    assert!(listed.contains(&id[..12]) && listed.contains("pending-approval"), "{listed}");
+    assert_eq!(std::fs::read(dir.path().join(".vsh/data/txlog.damaged.1")).unwrap(), log);
+    // The record as it was before the lost change, voided: it may have been
+    // rejected (it was) or committed since, so it can never be committed now.
+    let logged = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
+    assert!(logged.contains(&id[..12]) && logged.contains("rejected"), "{logged}");
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(1));
     assert!(dir.path().join("a.txt").exists());
+    // A damaged header verifies nothing: there is nothing to salvage, and the
+    // advice says what to do instead.
+    let mut log = std::fs::read(dir.path().join(".vsh/data/txlog")).unwrap();
+    log[60] ^= 1;
+    std::fs::write(dir.path().join(".vsh/data/txlog"), &log).unwrap();
+    let headless = vsh(&["recover", "--salvage-log", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&headless.stderr);
+    assert_eq!(headless.status.code(), Some(1), "{said}");
+    assert!(said.contains("the log's header is damaged") && !said.contains("--salvage-log` keeps"), "{said}");
 }
 
 #[test]
@@ -2371,6 +2386,18 @@ fn no_workspace_is_made_in_a_home_directory_the_root_or_a_shared_temporary_direc
     let made = in_dir(&home.path().join("project"), &["run", "-"], home.path());
     assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
     assert!(home.path().join("project/.vsh").is_dir());
+    // Another user's .vsh above is never found (as another user's .git is
+    // not): it would take over every run below it.
+    if is_root() {
+        let shared = home.path().join("shared");
+        std::fs::create_dir_all(shared.join(".vsh/data")).unwrap();
+        std::fs::create_dir_all(shared.join("mine")).unwrap();
+        std::os::unix::fs::chown(shared.join(".vsh"), Some(54_321), Some(54_321)).unwrap();
+        let ran = in_dir(&shared.join("mine"), &["run", "-"], home.path());
+        assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+        assert!(shared.join("mine/.vsh").is_dir(), "{}", String::from_utf8_lossy(&ran.stderr));
+        std::fs::remove_dir_all(&shared).unwrap();
+    }
     // One made by an older vsh: the doctor says to remove it.
     std::fs::create_dir_all(home.path().join(".vsh/data")).unwrap();
     let doctor = in_dir(home.path(), &["doctor"], home.path());

@@ -244,13 +244,25 @@ impl<'a> OsHost<'a> {
 
     /// `denied`, a refusal of a path below `named` that a tree walk found,
     /// as the receipt (which the program reads) keeps it: against `named`
-    /// when a listing hides the refused path's name (a secret, vsh's data,
-    /// a nested vsh data directory), since hidden names tell the program
-    /// nothing; as it is otherwise (a protected file it can list).
+    /// when a listing hides the refused path's name or a directory's on the
+    /// way to it (a secret, vsh's data, a nested vsh data directory), since
+    /// hidden names tell the program nothing, and then with vsh's data named
+    /// by what it is, not where; as it is otherwise (a protected file it can
+    /// list, in directories it can list).
     pub(crate) fn as_named(&self, mut denied: DeniedAccess, named: &VPath) -> DeniedAccess {
-        let hidden = self.policy.is_hidden(&denied.path) || denied.label == vsh_policy::RuleLabel::RuntimeData;
-        if hidden && denied.path.is_strictly_within(named) {
+        if !denied.path.is_strictly_within(named) {
+            return denied;
+        }
+        let runtime_data = denied.label == vsh_policy::RuleLabel::RuntimeData;
+        let on_the_way = denied.path.ancestors().into_iter().filter(|dir| dir.is_strictly_within(named));
+        let hidden = runtime_data
+            || self.policy.is_hidden(&denied.path)
+            || on_the_way.into_iter().any(|dir| self.policy.is_hidden(&dir));
+        if hidden {
             denied.path = named.clone();
+            if runtime_data {
+                "vsh data directory (its place is not shown)".clone_into(&mut denied.rule);
+            }
         }
         denied
     }

@@ -159,19 +159,16 @@ fn is_executable_change(entry: &DiffEntry) -> bool {
 /// Whether `entry` changes what users may do with a path beyond what
 /// [`RiskMetrics::mode_changes`] counts: a file or directory that stays one
 /// with other permission bits and a changed content too (a mode-only change
-/// is counted there), or one that becomes writable by every user (`o+w`; a
-/// directory with the sticky bit, as `/tmp`, lets nobody remove another's
-/// files). What raises [`RiskFlag::PermissionChange`] with it.
+/// is counted there), or one that becomes writable by every user (`o+w`: a
+/// sticky directory too, where every local user may still add files). What
+/// raises [`RiskFlag::PermissionChange`] with it.
 pub fn changes_permissions(entry: &DiffEntry) -> bool {
     const OTHERS_WRITE: u32 = 0o002;
-    const STICKY: u32 = 0o1000;
     let Some(after) = entry.after.as_ref().filter(|after| after.kind != NodeKind::Symlink) else {
         return false;
     };
     let before = entry.before.as_ref().filter(|before| before.kind == after.kind);
-    let world_writable = |state: &NodeState| {
-        state.mode & OTHERS_WRITE != 0 && !(state.kind == NodeKind::Directory && state.mode & STICKY != 0)
-    };
+    let world_writable = |state: &NodeState| state.mode & OTHERS_WRITE != 0;
     let rebits = entry.kind == DiffKind::Modify && before.is_some_and(|before| before.mode != after.mode);
     rebits || (world_writable(after) && !before.is_some_and(world_writable))
 }
@@ -211,8 +208,7 @@ pub enum RiskFlag {
     /// The diff changes at least the escalation number of bytes.
     LargeByteChange,
     /// A path's permission bits changed (alone or with its content), or a
-    /// file or directory was made writable by every user (`o+w`, a
-    /// directory without the sticky bit).
+    /// file or directory was made writable by every user (`o+w`).
     PermissionChange,
     /// An existing file was emptied, or shrunk by more than the rewrite ratio
     /// (see the [module documentation](self#content-rewrites)).

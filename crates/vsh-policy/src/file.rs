@@ -770,7 +770,9 @@ fn scratch_name(field: &str, value: &toml::Value) -> Result<String, PolicyFileEr
     };
     let components: Vec<&str> = text.split('/').collect();
     let plain = components.iter().all(|component| VPath::from_component(component).is_ok());
-    if !plain || components.len() > MAX_SCRATCH_DEPTH || matches!(components[0], ".vsh" | ".git") {
+    // Not vsh's data or a repository's, at any depth, in any case.
+    let reserved = components.iter().any(|name| name.eq_ignore_ascii_case(".vsh") || name.eq_ignore_ascii_case(".git"));
+    if !plain || components.len() > MAX_SCRATCH_DEPTH || reserved {
         return Err(PolicyFileError::InvalidScratch {
             field: field.to_owned(),
             value: shorten(text),
@@ -1405,6 +1407,12 @@ access = ["rename-source", "rename-destination", "metadata-read", "directory-rea
                 matches!(e, PolicyFileError::InvalidScratch { .. })
             }),
             (v1("[commands]\nscratch = [\".git\"]"), "commands.scratch[0]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
+            (v1("[commands]\nscratch = [\"target\", \"sub/.git\"]"), "commands.scratch[1]", |e| {
+                matches!(e, PolicyFileError::InvalidScratch { .. })
+            }),
+            (v1("[commands]\nscratch = [\"vendor/.VSH/cache\"]"), "commands.scratch[0]", |e| {
                 matches!(e, PolicyFileError::InvalidScratch { .. })
             }),
             (v1("[commands]\nscrach = []"), "commands.scrach", |e| matches!(e, PolicyFileError::UnknownField { .. })),

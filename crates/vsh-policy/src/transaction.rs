@@ -745,8 +745,8 @@ mod tests {
         assert_eq!(pending_or_auto(&balanced, &[edited]), [], "a content change alone");
         let loosened = DiffEntry::between(p("run.sh"), file(b"#!", 0o755), file(b"#!\n", 0o777)).unwrap();
         assert_eq!(pending(&[loosened], 0), [RiskFlag::PermissionChange]);
-        // A file or directory every user may write, made or made so; a
-        // sticky directory (as /tmp) and a symlink's fixed mode are not.
+        // A file or directory every user may write, made or made so (a
+        // sticky one too: anyone may still add files to it).
         assert_eq!(
             pending(&[DiffEntry::between(p("w.txt"), None, file(b"x", 0o666)).unwrap()], 0),
             [RiskFlag::PermissionChange]
@@ -754,7 +754,9 @@ mod tests {
         let open_dir = DiffEntry::between(p("ww"), None, Some(NodeState::directory(0o2777))).unwrap();
         assert_eq!(pending(&[open_dir], 0), [RiskFlag::PermissionChange]);
         let sticky = DiffEntry::between(p("tmp"), None, Some(NodeState::directory(0o1777))).unwrap();
-        assert_eq!(pending_or_auto(&balanced, &[sticky]), []);
+        assert_eq!(pending(&[sticky], 0), [RiskFlag::PermissionChange]);
+        let link = DiffEntry::between(p("l"), None, Some(NodeState::symlink(b"t"))).unwrap();
+        assert_eq!(pending(&[link], 0), [RiskFlag::SymlinkChange], "a symlink's fixed mode is no permission");
         assert_eq!(
             pending_or_auto(&balanced, &[DiffEntry::between(p("ok.txt"), None, file(b"x", 0o664)).unwrap()]),
             []

@@ -204,6 +204,7 @@ pub(crate) fn enter_pid_namespace() -> io::Result<()> {
     let report = pipe()?;
     let init = fork()?;
     if init != 0 {
+        leave_the_commands_group();
         close_all_but(&[alive[1], report[0]]);
         supervise(init, report[0]);
     }
@@ -331,6 +332,22 @@ fn wait_for(target: libc::pid_t, which: libc::pid_t) -> libc::c_int {
     }
 }
 
+/// The supervisor's first step (see [`supervise`]), at once after the init
+/// is forked so a kill of the command's group cannot reach it in between:
+/// join its parent's process group and ignore the signals a terminal sends
+/// that group.
+fn leave_the_commands_group() {
+    // SAFETY: setpgid, getpgid and getppid act on this process and read its
+    // parent's group (same session), and signal() sets dispositions of this
+    // process, which never executes anything else.
+    unsafe {
+        libc::setpgid(0, libc::getpgid(libc::getppid()));
+        for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+}
+
 /// The supervisor's part of [`enter_pid_namespace`]: wait for the init and
 /// end as the command ended, re-raising the signal the init reported (or
 /// the one that ended the init itself).
@@ -344,15 +361,6 @@ fn wait_for(target: libc::pid_t, which: libc::pid_t) -> libc::c_int {
 /// terminal sends its parent's group: its parent's death (`PDEATHSIG`) or
 /// the init's end is what ends it.
 fn supervise(init: libc::pid_t, report: libc::c_int) -> ! {
-    // SAFETY: setpgid, getpgid and getppid act on this process and read its
-    // parent's group (same session), and signal() sets dispositions of this
-    // process, which never executes anything else.
-    unsafe {
-        libc::setpgid(0, libc::getpgid(libc::getppid()));
-        for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
-            libc::signal(signal, libc::SIG_IGN);
-        }
-    }
     let status = wait_for(init, init);
     let mut signal = [0_u8];
     // SAFETY: a non-blocking-in-effect read (the writer is gone) into a one-byte buffer.

@@ -181,8 +181,10 @@ fn next_path() -> vsh_types::VPath {
     vsh_types::VPath::from_component("txlog.next").expect("a valid constant name")
 }
 
-fn damaged_path() -> vsh_types::VPath {
-    vsh_types::VPath::from_component("txlog.damaged").expect("a valid constant name")
+/// Where a salvage keeps the damaged log of `generation`: one file per
+/// generation, so a later salvage never overwrites an earlier one's.
+fn damaged_path(generation: u64) -> vsh_types::VPath {
+    vsh_types::VPath::from_component(&format!("txlog.damaged.{generation}")).expect("a valid generated name")
 }
 
 /// What [`TransactionStore::salvage_with`] did.
@@ -270,12 +272,14 @@ impl TransactionStore {
     /// Otherwise its header must verify under `key` (a log under another
     /// key, or of another format, is that error, never salvaged), and the
     /// frames are replayed up to the first that fails a check. Every byte of
-    /// the damaged log is first written to `txlog.damaged` (replacing an
-    /// older one; fsynced), then a new generation holding those records,
-    /// approvals voided as a migration voids them (an approval is `Expired`,
-    /// an auto-approved preview `Rejected`: a lost frame may have committed
-    /// it), replaces the log atomically (`txlog.next`, renamed over it). A
-    /// crash leaves the damaged log or the new one, never neither.
+    /// the damaged log is first written to `txlog.damaged.<generation>`
+    /// (fsynced), then a new generation holding those records replaces the
+    /// log atomically (`txlog.next`, renamed over it), with whatever could
+    /// still lead to a commit voided, since a lost frame may have committed
+    /// or rejected it: an approval is `Expired`, an auto-approved preview and
+    /// work pending approval `Rejected` (a commit left mid-way stays for
+    /// recovery). A crash leaves the damaged log or the new one, never
+    /// neither.
     pub fn salvage_with(
         backend: Arc<dyn StoreBackend>,
         config: TxStoreConfig,
@@ -295,13 +299,14 @@ impl TransactionStore {
             Some(LogError::Corrupt { offset, .. }) => offset,
             Some(other) => return Err(other.into()),
         };
-        let kept: Vec<TransactionRecord> = state.records().values().copied().map(void_approval).collect();
+        let kept: Vec<TransactionRecord> = state.records().values().copied().map(void_salvaged).collect();
         let voided = state.records().values().zip(&kept).filter(|(old, new)| old.state != new.state).count();
-        match store.backend.remove(&damaged_path()) {
+        let damaged = damaged_path(state.generation());
+        match store.backend.remove(&damaged) {
             Ok(()) | Err(BackendError::NotFound { .. }) => {}
             Err(source) => return io(&mut inner, "replace the kept damaged log", Err(source)),
         }
-        let copy = store.backend.create_new(&damaged_path(), &bytes);
+        let copy = store.backend.create_new(&damaged, &bytes);
         io(&mut inner, "keep the damaged transaction log", copy)?;
         let image = LogState::initial(state.generation() + 1, &kept, &store.key);
         store.install(&mut inner, "salvage transaction log", &image)?;
@@ -977,6 +982,18 @@ fn io<T>(inner: &mut Inner, op: &'static str, result: Result<T, BackendError>) -
 
 /// A record carried over from an unauthenticated format: whatever approval
 /// it holds is not trusted.
+/// A salvaged record as it may stand after a loss of later versions: what
+/// could still lead to a commit ([`void_approval`]'s, and work pending
+/// approval, which a lost frame may have rejected) can no longer; what a
+/// commit left mid-way stays for recovery, which decides by its evidence.
+fn void_salvaged(mut record: TransactionRecord) -> TransactionRecord {
+    record = void_approval(record);
+    if record.state == TransactionState::PendingApproval {
+        record.state = TransactionState::Rejected;
+    }
+    record
+}
+
 fn void_approval(mut record: TransactionRecord) -> TransactionRecord {
     record.state = match record.state {
         TransactionState::Approved => TransactionState::Expired,

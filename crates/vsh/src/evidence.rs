@@ -124,7 +124,9 @@ impl Evidence {
         effects: Vec<Effect>,
         grants: Option<crate::CommandGrants>,
     ) -> Self {
-        Self { version: EVIDENCE_VERSION, nonce, decision, output, stats: stats.clone(), effects, grants }
+        // Version 4 only where it is needed, so an older vsh still reads the rest.
+        let version = if matches!(output, EvidenceOutput::MontyRaised { .. }) { EVIDENCE_VERSION } else { 3 };
+        Self { version, nonce, decision, output, stats: stats.clone(), effects, grants }
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -248,6 +250,11 @@ mod tests {
         three.version = 3;
         let read = Evidence::decode(&three.encode()).unwrap();
         assert_eq!((read.version, read.output), (3, three.output));
+        // Only what needs version 4 is written as it: an older vsh reads the rest.
+        let plain = EvidenceOutput::Monty { value: MontyObject::Int(1), stdout: String::new() };
+        let written =
+            Evidence::new([2; 16], Decision::AutoApproved, plain, &ExecutionStats::default(), Vec::new(), None);
+        assert_eq!(written.encode()[0], 3);
     }
 
     /// Version 1 evidence, as artifacts written before Bash hold it, is read

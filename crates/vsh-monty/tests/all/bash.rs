@@ -176,6 +176,19 @@ fn a_tree_call_refused_for_a_hidden_name_below_names_only_the_path_the_program_g
             assert!(!outcome.stdout.contains(".env") && !outcome.stdout.contains(".pem"), "{}", outcome.stdout);
         }
     }
+    // Another workspace's vsh data directory inside one: refused and hidden,
+    // and named by what it is, never by where it is.
+    for mode in MODES {
+        let nested: [(&str, &[u8]); 3] =
+            [("vendor/x/txlog", b"log"), ("vendor/x/txlog.lock", b""), ("vendor/readme", b"r\n")];
+        let mut ws = Workspace::with(&nested).in_mode(mode);
+        let outcome = ws.outcome("try:\n    vsh_remove('vendor', recursive=True)\nexcept PermissionError:\n    pass");
+        assert!(!outcome.denied.is_empty(), "{mode:?}");
+        for denied in &outcome.denied {
+            assert_eq!(denied.path.as_str(), "vendor", "{mode:?}: {denied:?}");
+            assert!(!denied.rule.contains("vendor/x") && !denied.to_string().contains("vendor/x"), "{denied}");
+        }
+    }
     // What the policy protects but lets the program list (a repository's
     // `.git`) is still named: the program can see it.
     let mut ws = Workspace::with(&[("repo/.git/HEAD", b"ref: refs/heads/main\n"), ("repo/a.txt", b"a\n")]);

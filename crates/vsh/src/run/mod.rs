@@ -41,6 +41,29 @@ pub(crate) fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// A run's end as a transaction takes it: a Monty program that raised after
+/// the policy refused it an access is decided (denied) and kept on record
+/// with what it printed and raised, as a failed Bash program or command is
+/// ([`EvidenceOutput::MontyRaised`]); anything else as it is. (A candidate's
+/// step that raises is undone and is the step's error instead.)
+fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, VshError> {
+    match ran {
+        Err(VshError::Execution(error)) => match *error {
+            vsh_monty::ExecutionError::Exception { exception, stdout, stats, denied } if !denied.is_empty() => {
+                Ok(Executed {
+                    output: EvidenceOutput::MontyRaised { exception: exception.to_string(), stdout },
+                    stats,
+                    denied,
+                    scratch_emptied: Vec::new(),
+                    waited_ns: 0,
+                })
+            }
+            error => Err(VshError::Execution(Box::new(error))),
+        },
+        other => other,
+    }
+}
+
 /// Whether emptying the scratch directory stored as `name` is worth a
 /// warning ([`crate::Warning::ScratchEmptied`]): a build's outputs are;
 /// Python's bytecode and pytest's cache, rebuilt in a moment, are not.
@@ -390,7 +413,8 @@ impl Runs {
         // Only a run whose commands build in the scratch directories pays
         // for a taint's name and, below, for comparing its changes with the diff.
         let taint = if self.scratch.is_empty() { String::new() } else { provisional_taint() };
-        let outcome = self.execute_with(request, &mut vfs, cancel, &self.command_config(), &taint)?;
+        let outcome =
+            raised_after_refusal(self.execute_with(request, &mut vfs, cancel, &self.command_config(), &taint))?;
         timings.wait = outcome.waited_ns;
         timings.execute = elapsed_ns(stage_start).saturating_sub(outcome.waited_ns);
         check()?;
@@ -553,22 +577,10 @@ impl Runs {
                 } else {
                     self.executor.execute_interruptible(request.code, vfs, self.policy.calls(), &request.budget, cancel)
                 };
-                let outcome = match ran {
-                    Ok(outcome) => outcome,
-                    // Refused an access, then raised: decided (denied) and
-                    // kept on record, as a failed Bash program or command is.
-                    Err(ExecutionError::Exception { exception, stdout, stats, denied }) if !denied.is_empty() => {
-                        return Ok(Executed {
-                            output: EvidenceOutput::MontyRaised { exception: exception.to_string(), stdout },
-                            stats,
-                            denied,
-                            scratch_emptied: Vec::new(),
-                            waited_ns: 0,
-                        });
-                    }
-                    Err(ExecutionError::Cancelled { .. }) => return Err(VshError::Cancelled),
-                    Err(error) => return Err(VshError::Execution(Box::new(error))),
-                };
+                let outcome = ran.map_err(|error| match error {
+                    ExecutionError::Cancelled { .. } => VshError::Cancelled,
+                    error => VshError::Execution(Box::new(error)),
+                })?;
                 let depth = value_depth(&outcome.value);
                 if depth > MAX_VALUE_DEPTH {
                     return Err(VshError::ResultNesting { depth, max: MAX_VALUE_DEPTH });
