@@ -569,6 +569,41 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         serde_json::to_string(&command)?
     };
     run_program(&exec.options, &code, vsh::Language::Command, output, RealCommands::Commands, argv.first())
+        .map_err(|error| with_tool_hint(error, &argv, &exec.options))
+}
+
+/// A command that could not be executed (status 126 or 127) whose program
+/// leads outside what commands may read (a virtualenv's `python` linking
+/// to a pyenv or uv installation, a script whose `#!` interpreter lives
+/// there): the same command with that installation given as a tool, as
+/// the error's next step.
+fn with_tool_hint(
+    error: Box<dyn std::error::Error>,
+    argv: &[String],
+    options: &args::RunOptions,
+) -> Box<dyn std::error::Error> {
+    let Some(vsh::VshError::Bash { source, .. }) = error.downcast_ref::<vsh::VshError>() else { return error };
+    let vsh::lower::vsh_monty::ExecutionError::Bash { exit_code: 126 | 127, .. } = source.as_ref() else {
+        return error;
+    };
+    let Some(program) = argv.first().filter(|program| program.contains('/')) else { return error };
+    let root = options.common.root();
+    let tools: Vec<std::path::PathBuf> =
+        options.command.tools.iter().filter_map(|tool| std::fs::canonicalize(tool).ok()).collect();
+    let Some(installation) = failure::installation_outside(std::path::Path::new(program), &root, &tools) else {
+        return error;
+    };
+    match error.downcast::<vsh::VshError>() {
+        Ok(source) => {
+            let mut again = vec!["vsh".to_owned(), "exec".to_owned(), "--tool".to_owned()];
+            again.push(installation.display().to_string());
+            again.push("--".to_owned());
+            again.extend(argv.iter().cloned());
+            let hint = shlex::try_join(again.iter().map(String::as_str)).ok();
+            Box::new(failure::Failure { source: *source, remedies: Vec::new(), hint })
+        }
+        Err(error) => error,
+    }
 }
 
 /// Whether this process's standard input holds something a user meant for

@@ -3134,6 +3134,42 @@ fn a_command_a_signal_ended_is_told_from_one_that_exited_with_the_same_status() 
 }
 
 #[test]
+fn a_program_that_leads_outside_what_commands_read_gets_the_tool_to_give() {
+    if !fuse_available() {
+        return;
+    }
+    // A virtualenv's python linking to an installation elsewhere (pyenv, uv).
+    let dir = tempfile::tempdir().unwrap();
+    let installation = dir.path().join("pythons/3.11");
+    std::fs::create_dir_all(installation.join("bin")).unwrap();
+    std::fs::copy("/bin/true", installation.join("bin/python3")).unwrap();
+    let ws = dir.path().join("project");
+    std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
+    std::os::unix::fs::symlink(installation.join("bin/python3"), ws.join(".venv/bin/python")).unwrap();
+    let ws = ws.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["exec", "--workspace", ws];
+        args.extend_from_slice(extra);
+        args.extend(["--", ".venv/bin/python", "-c", "1"]);
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(&args)
+            .current_dir(dir.path().join("project"))
+            .env_clear()
+            .output()
+            .unwrap()
+    };
+    let failed = run(&[]);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    let next = format!("vsh: next: `vsh exec --tool {} -- .venv/bin/python -c 1`", installation.display());
+    assert!(stderr.contains(&next), "{stderr}");
+    // And what it says works.
+    let tool = installation.to_str().unwrap();
+    let ran = run(&["--tool", tool]);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+}
+
+#[test]
 fn a_commands_row_in_pending_is_its_command_line_as_a_shell_reads_it() {
     if !fuse_available() {
         return;
