@@ -423,7 +423,7 @@ fn report_progress(peer: Peer<RoleServer>, token: ProgressToken, deadline: Durat
         loop {
             ticks.tick().await;
             let elapsed = started.elapsed().as_secs_f64();
-            let message = format!("running for {elapsed:.0} s (at most {:.0} s)", deadline.as_secs_f64());
+            let message = format!("running for {elapsed:.0} s (its time limit is {:.0} s)", deadline.as_secs_f64());
             let param = ProgressNotificationParam::new(token.clone(), elapsed)
                 .with_total(deadline.as_secs_f64())
                 .with_message(message);
@@ -585,7 +585,7 @@ impl VshServer {
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| report_progress(context.peer.clone(), token, budget.max_request_duration));
+            .map(|token| report_progress(context.peer.clone(), token, budget.max_duration));
         let bounds = self.options.bounds;
         let run_cancel = cancel.clone();
         let result = self

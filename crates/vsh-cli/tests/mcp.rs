@@ -486,6 +486,8 @@ async fn a_long_run_reports_progress() {
     assert!(seen.iter().all(|note| note.progress_token == seen[0].progress_token), "{seen:?}");
     assert!(seen.windows(2).all(|pair| pair[0].progress < pair[1].progress), "progress grows: {seen:?}");
     assert!(seen[0].message.as_deref().is_some_and(|message| message.contains("running")), "{seen:?}");
+    // The total is the run's own time limit (the budget's 2.5 s), not the request's outer bound.
+    assert!(seen.iter().all(|note| note.total == Some(2.5)), "{seen:?}");
     // A quick run sends none.
     let before = progress.lock().unwrap().len();
     let mut quick =
