@@ -522,6 +522,36 @@ fn permissions_a_command_changes_with_the_content_or_opens_to_everyone_wait_for_
     assert_eq!(edited.decision, vsh::RuntimeDecision::AutoApproved);
 }
 
+#[test]
+fn a_file_a_command_makes_is_created_however_it_is_written_so_a_modify_rule_leaves_it_alone() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    put(dir.path(), "migrations/001.sql", "create table a;\n");
+    let policy = "version = 1\n[[protect]]\npattern = \"migrations/**\"\naccess = \"modify\"\nreason = \"applied\"\n";
+    let runtime = Arc::new(Runtime::open(config(dir.path()).with_commands().with_policy_text(policy)).unwrap());
+    let decide = |script: &str| {
+        let code = command(&["/bin/sh", "-c", script]);
+        let request = RunRequest::new(&code).with_language(Language::Command).with_detail(vsh::ReceiptDetail::Changes);
+        runtime.run(&request).unwrap()
+    };
+    // A new migration: made, then written (and appended to), a create in
+    // the diff and to the policy alike.
+    let made = decide("printf 'create table b;\\n' > migrations/002.sql; echo '-- b' >> migrations/002.sql");
+    assert_eq!(made.decision, vsh::RuntimeDecision::AutoApproved, "{:?}", made.decision);
+    assert_eq!(paths(&made), [("migrations/002.sql", DiffKind::Create)]);
+    // One that exists is protected from change, written or appended to.
+    for script in ["echo '-- x' >> migrations/001.sql", "printf 'drop;\\n' > migrations/001.sql"] {
+        let changed = decide(script);
+        assert!(matches!(changed.decision, vsh::RuntimeDecision::Denied(_)), "{script}: {:?}", changed.decision);
+    }
+    // A Monty program alike: its second write to a file it made is no modify.
+    let monty = "from pathlib import Path\np = Path('migrations/003.sql')\np.write_text('a')\np.write_text('b')";
+    let written = runtime.run(&RunRequest::new(monty)).unwrap();
+    assert_eq!(written.decision, vsh::RuntimeDecision::AutoApproved, "{:?}", written.decision);
+}
+
 /// A tmpfs of 64 MiB for one test, unmounted when dropped.
 struct SmallDisk(tempfile::TempDir);
 

@@ -448,6 +448,12 @@ impl<'a> OsHost<'a> {
         self.vfs.kind(grant.path())
     }
 
+    /// Whether the base held something at the grant's path (what a write
+    /// there changes rather than makes): its kind, recorded, nothing read.
+    pub(crate) fn in_base<A>(&mut self, grant: &Grant<A>) -> Result<bool, VfsError> {
+        self.vfs.in_base(grant.path())
+    }
+
     /// The size of the file at the grant's path.
     pub(crate) fn file_size<A>(&mut self, grant: &Grant<A>) -> Result<u64, VfsError> {
         self.vfs.file_size(grant.path())

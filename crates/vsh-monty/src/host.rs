@@ -335,10 +335,11 @@ impl OsHost<'_> {
 
     // ----- mutations -----
 
-    /// Authorize a write to `target` (`Create` or `Modify` by existence, decided
-    /// after `MetadataRead` is authorized); returns the grant of the path
-    /// written and its size if it existed as a file. Refuses directories with
-    /// `EISDIR`.
+    /// Authorize a write to `target` (`Modify` where the base held something,
+    /// else `Create`, as the diff will call it: a file this run made is
+    /// created however often it is written; decided after `MetadataRead` is
+    /// authorized); returns the grant of the path written and its size if it
+    /// existed as a file. Refuses directories with `EISDIR`.
     fn prepare_write(&mut self, target: &Target<'_>) -> Result<(Grant<Write>, Option<u64>), Fault> {
         let grant = self.authorize_look_before(&target.path, Intent::Write, target.guest)?;
         let last = self.follow(grant, target.guest)?;
@@ -346,7 +347,8 @@ impl OsHost<'_> {
         if kind == Some(NodeKind::Directory) {
             return Err(Fault::Guest(oserror::os_error(EISDIR, target.guest)));
         }
-        let write = self.authorize_write(last.path(), kind.is_some(), target.guest)?;
+        let changes = kind.is_some() && self.in_base(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        let write = self.authorize_write(last.path(), changes, target.guest)?;
         let existing_size = match kind {
             Some(NodeKind::File) => Some(self.file_size(&write).map_err(|error| vfs_fault(error, target.guest))?),
             _ => None,

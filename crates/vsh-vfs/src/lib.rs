@@ -330,6 +330,13 @@ impl VirtualFs {
         self.renames = checkpoint.renames;
     }
 
+    /// Whether the base holds something at `path`: what a write there
+    /// changes rather than makes. Recorded as a dependency on its kind only
+    /// (nothing read), whatever the overlay holds there now.
+    pub fn in_base(&mut self, path: &VPath) -> Result<bool, VfsError> {
+        Ok(self.base_reachable(path)? && self.base.kind(path)?.is_some())
+    }
+
     /// The base's state at `path` (`None` when the base has nothing there),
     /// observed and recorded as a dependency like a diff's before state,
     /// whatever the overlay holds there now.
