@@ -152,12 +152,19 @@ fn worker() -> Check {
 /// The workspace: its data directory, policy, recovery and pending work.
 fn workspace(path: &Path) -> Vec<Check> {
     if !path.join(".vsh").is_dir() {
-        // The doctor never makes a workspace of a directory that is not one.
+        // The doctor never makes a workspace of a directory that is not one,
+        // and never suggests one where vsh would refuse to make it.
+        let remedy = match crate::refuse_as_a_new_workspace(path) {
+            Ok(()) => {
+                "vsh init there (or give --workspace) to check its data directory, policy and recovery".to_owned()
+            }
+            Err(refused) => refused,
+        };
         return vec![Check::not_ok(
             "workspace",
             Status::Info,
             format!("{} is not a vsh workspace yet (no .vsh)", path.display()),
-            "vsh init there (or give --workspace) to check its data directory, policy and recovery",
+            remedy,
         )];
     }
     let config = match runtime_config(path) {
@@ -173,26 +180,7 @@ fn workspace(path: &Path) -> Vec<Check> {
     };
     let runtime = match vsh::Runtime::open(config) {
         Ok(runtime) => runtime,
-        Err(error) => {
-            let remedy = if matches!(error, vsh::VshError::AuthorityKeyInWorkspace(_)) {
-                // A home directory (or another above vsh's key) made a
-                // workspace by mistake: every project below finds it.
-                format!(
-                    "a directory holding vsh's own key is no project: remove {} if vsh made it by mistake, and run \
-                     vsh in a project's directory",
-                    path.join(".vsh").display()
-                )
-            } else {
-                "give --workspace a directory you own; the data directory (.vsh/data) must be writable by you"
-                    .to_owned()
-            };
-            return vec![Check::not_ok(
-                "workspace",
-                Status::Fail,
-                format!("{}: {}", path.display(), render::error_chain(&error)),
-                remedy,
-            )];
-        }
+        Err(error) => return vec![unopened(path, &error)],
     };
     let policy = runtime.policy();
     let mut checks = vec![Check::ok(
@@ -250,6 +238,28 @@ fn workspace(path: &Path) -> Vec<Check> {
         )),
     }
     checks
+}
+
+/// Why the workspace at `path` did not open, and what to do about it:
+/// what the error itself advises (a damaged log: salvage it), else for a
+/// directory holding vsh's own key, removing the `.vsh` made by mistake,
+/// else the data directory's ownership.
+fn unopened(path: &Path, error: &vsh::VshError) -> Check {
+    let advised = crate::failure::advice_for(error);
+    let remedy = if let Some(advice) = advised.first() {
+        advice.clone()
+    } else if matches!(error, vsh::VshError::AuthorityKeyInWorkspace(_)) {
+        // A home directory (or another above vsh's key) made a workspace by
+        // mistake: every project below finds it.
+        format!(
+            "a directory holding vsh's own key is no project: remove {} if vsh made it by mistake, and run vsh in \
+             a project's directory",
+            path.join(".vsh").display()
+        )
+    } else {
+        "give --workspace a directory you own; the data directory (.vsh/data) must be writable by you".to_owned()
+    };
+    Check::not_ok("workspace", Status::Fail, format!("{}: {}", path.display(), render::error_chain(error)), remedy)
 }
 
 fn recovery_summary(report: &vsh::RecoveryReport) -> String {

@@ -280,7 +280,7 @@ const OFFLINE: [&str; 6] = [
 
 /// What the operator can do about `error`, a sentence each (the text's
 /// `vsh: ...` lines, the JSON document's `hint` when it has no command).
-fn advice_for(error: &VshError) -> Vec<String> {
+pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     let mut advice = Vec::new();
     if let Some(program) = missing_program(error) {
         advice.push(program);

@@ -1128,7 +1128,7 @@ fn open(config: RuntimeConfig) -> Result<Runtime, Box<dyn std::error::Error>> {
 /// below without its own would then find, and which holds vsh's own key)
 /// and the shared temporary directories (other users' files). Nothing is
 /// made; the error says where to go instead.
-fn refuse_as_a_new_workspace(dir: &std::path::Path) -> Result<(), String> {
+pub(crate) fn refuse_as_a_new_workspace(dir: &std::path::Path) -> Result<(), String> {
     if args::is_workspace(dir) {
         return Ok(());
     }
@@ -1372,27 +1372,34 @@ pub(crate) fn print_record(
 }
 
 /// `vsh recover --salvage-log`: salvage a damaged log before the runtime
-/// opens, and say what was kept and lost (on stderr: the recovery report
-/// that follows is the command's output).
-fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<(), vsh::VshError> {
+/// opens, and say what was kept, changed and lost (on stderr: the recovery
+/// report that follows is the command's output; `--json` carries it there).
+fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<vsh::lower::vsh_store::Salvaged, vsh::VshError> {
     let salvaged = Runtime::salvage_log(config)?;
     if output.quiet {
-        return Ok(());
+        return Ok(salvaged);
     }
     match salvaged.damaged_at {
         None => eprintln!("vsh: the transaction log is whole: nothing to salvage"),
-        Some(at) => eprintln!(
-            "vsh: the transaction log was damaged at byte {at}: kept the {} record{} before it ({} voided, as \
-             work a lost change may have committed or rejected: vsh rerun makes it again); the {} byte{} from the \
-             damage on are lost (every byte of the damaged log is kept in .vsh/data/txlog.damaged.N)",
-            salvaged.kept,
-            if salvaged.kept == 1 { "" } else { "s" },
-            salvaged.voided,
-            salvaged.lost_bytes,
-            if salvaged.lost_bytes == 1 { "" } else { "s" },
-        ),
+        Some(at) => {
+            eprintln!(
+                "vsh: the transaction log was damaged at byte {at}: kept the {} before it; the {} from the damage \
+                 on are lost, and what they recorded with them (every byte of the damaged log is kept in \
+                 .vsh/data/{})",
+                render::counted(salvaged.kept, "record"),
+                render::counted(salvaged.lost_bytes, "byte"),
+                salvaged.kept_as.as_deref().unwrap_or("txlog.damaged")
+            );
+            for id in &salvaged.voided {
+                eprintln!(
+                    "vsh:   {}  a lost change may have committed, rejected or finished it: it can never be \
+                     committed as it is (recovery settles a commit under way; vsh rerun makes the work again)",
+                    id.short()
+                );
+            }
+        }
     }
-    Ok(())
+    Ok(salvaged)
 }
 
 fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
@@ -1413,11 +1420,10 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     if let Some(timeout) = timeout {
         config = config.with_lock_wait(lock_wait(timeout));
     }
-    if let Command::Recover(recover) = command
-        && recover.salvage_log
-    {
-        salvage_log(&config, output)?;
-    }
+    let salvaged = match command {
+        Command::Recover(recover) if recover.salvage_log => Some(salvage_log(&config, output)?),
+        _ => None,
+    };
     // `recover` reports startup recovery itself, as its result.
     let runtime =
         if matches!(command, Command::Recover(_)) { Runtime::open(config.clone())? } else { open(config.clone())? };
@@ -1466,7 +1472,9 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
                 runtime.startup_recovery()
             };
             if common.json {
-                println!("{}", serde_json::to_string_pretty(&vsh::document::RecoveryDocument::from(report))?);
+                let mut document = vsh::document::RecoveryDocument::from(report);
+                document.salvage = salvaged.as_ref().map(Into::into);
+                println!("{}", serde_json::to_string_pretty(&document)?);
             } else {
                 print!("{}", render::recovery_text(report));
             }

@@ -1459,6 +1459,16 @@ fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_t
     assert!(status(&found, "scratch")["detail"].as_str().unwrap().contains("scratch.grants"), "{found}");
     assert_eq!(damaged.status.code(), Some(1));
     std::fs::remove_dir(ws.join(".vsh/data/scratch.grants")).unwrap();
+    // A damaged log: the doctor gives the error's own advice, salvage.
+    let log = ws.join(".vsh/data/txlog");
+    let whole = std::fs::read(&log).unwrap();
+    let mut damaged = whole.clone();
+    damaged.extend_from_slice(&[0xff; 48]);
+    std::fs::write(&log, &damaged).unwrap();
+    let found = serde_json::from_slice::<serde_json::Value>(&doctor(&key).stdout).unwrap();
+    let workspace = status(&found, "workspace");
+    assert!(workspace["remedy"].as_str().unwrap().contains("vsh recover --salvage-log"), "{workspace}");
+    std::fs::write(&log, &whole).unwrap();
     // A key readable by others is a warning with the command that fixes it.
     std::fs::write(&key, [7_u8; 32]).unwrap();
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
@@ -2332,10 +2342,14 @@ fn a_damaged_transaction_log_says_how_to_salvage_it_and_recover_salvages_it() {
     let stuck = vsh(&["pending", "--workspace", ws], None);
     assert_eq!(stuck.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&stuck.stderr).contains("`vsh recover --salvage-log`"), "{stuck:?}");
-    let salvaged = vsh(&["recover", "--salvage-log", "--workspace", ws], None);
+    let salvaged = vsh(&["recover", "--salvage-log", "--json", "--workspace", ws], None);
     let said = String::from_utf8_lossy(&salvaged.stderr);
     assert_eq!(salvaged.status.code(), Some(0), "{said}");
     assert!(said.contains(&format!("damaged at byte {}: kept the 1 record before it", whole.len())), "{said}");
+    assert!(said.contains(&format!("vsh:   {}  a lost change may have", &id[..12])), "{said}");
+    let report: serde_json::Value = serde_json::from_slice(&salvaged.stdout).unwrap();
+    assert_eq!(report["salvage"]["voided"][0], id.as_str(), "{report}");
+    assert_eq!(report["salvage"]["kept_as"], "txlog.damaged.1", "{report}");
     assert_eq!(std::fs::read(dir.path().join(".vsh/data/txlog.damaged.1")).unwrap(), log);
     // The record as it was before the lost change, voided: it may have been
     // rejected (it was) or committed since, so it can never be committed now.

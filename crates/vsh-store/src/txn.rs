@@ -188,16 +188,20 @@ fn damaged_path(generation: u64) -> vsh_types::VPath {
 }
 
 /// What [`TransactionStore::salvage_with`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Salvaged {
     /// Where the damage starts (the log's bytes before it were kept), or
     /// `None` when the log was whole (or missing) and nothing changed.
     pub damaged_at: Option<u64>,
     /// Records the frames before the damage hold, now the log's.
     pub kept: u64,
-    /// Of those, approvals voided (approved work `Expired`, auto-approved
-    /// previews `Rejected`).
-    pub voided: u64,
+    /// Of those, the ones whose state was changed, since a lost version may
+    /// have moved them on: approved work `Expired`, auto-approved previews
+    /// and work pending approval `Rejected`, a commit under way
+    /// `RecoveryRequired` (its outcome unknown until recovery finds it).
+    pub voided: Vec<TransactionId>,
+    /// The damaged log's copy, relative to the data directory.
+    pub kept_as: Option<String>,
     /// Bytes of the log from the damage on: the record versions in them are
     /// lost (the bytes stay in `txlog.damaged`).
     pub lost_bytes: u64,
@@ -300,7 +304,13 @@ impl TransactionStore {
             Some(other) => return Err(other.into()),
         };
         let kept: Vec<TransactionRecord> = state.records().values().copied().map(void_salvaged).collect();
-        let voided = state.records().values().zip(&kept).filter(|(old, new)| old.state != new.state).count();
+        let voided = state
+            .records()
+            .values()
+            .zip(&kept)
+            .filter(|(old, new)| old.state != new.state)
+            .map(|(_, new)| new.id)
+            .collect();
         let damaged = damaged_path(state.generation());
         match store.backend.remove(&damaged) {
             Ok(()) | Err(BackendError::NotFound { .. }) => {}
@@ -313,7 +323,8 @@ impl TransactionStore {
         Ok(Salvaged {
             damaged_at: Some(damaged_at),
             kept: kept.len() as u64,
-            voided: voided as u64,
+            voided,
+            kept_as: Some(damaged.to_string()),
             lost_bytes: bytes.len() as u64 - damaged_at,
         })
     }
@@ -984,13 +995,19 @@ fn io<T>(inner: &mut Inner, op: &'static str, result: Result<T, BackendError>) -
 /// it holds is not trusted.
 /// A salvaged record as it may stand after a loss of later versions: what
 /// could still lead to a commit ([`void_approval`]'s, and work pending
-/// approval, which a lost frame may have rejected) can no longer; what a
-/// commit left mid-way stays for recovery, which decides by its evidence.
+/// approval, which a lost frame may have rejected) can no longer; a commit
+/// under way may have finished (and cleaned up) in a lost version, so its
+/// outcome is unknown: `RecoveryRequired`, which recovery settles by its
+/// evidence or leaves to an operator, never taken for one that wrote nothing.
 fn void_salvaged(mut record: TransactionRecord) -> TransactionRecord {
     record = void_approval(record);
-    if record.state == TransactionState::PendingApproval {
-        record.state = TransactionState::Rejected;
-    }
+    record.state = match record.state {
+        TransactionState::PendingApproval => TransactionState::Rejected,
+        TransactionState::Reserved | TransactionState::Revalidating | TransactionState::Committing => {
+            TransactionState::RecoveryRequired
+        }
+        state => state,
+    };
     record
 }
 

@@ -199,9 +199,12 @@ fn a_damaged_log_is_salvaged_to_the_records_before_the_damage_with_approvals_voi
     let pending = record(b"pending", S::PendingApproval);
     let previewed = record(b"previewed", S::AutoApproved);
     let approved = record(b"approved", S::PendingApproval);
-    for made in [&pending, &previewed, &approved] {
+    let committing = record(b"committing", S::AutoApproved);
+    for made in [&pending, &previewed, &approved, &committing] {
         store.create(made)?;
     }
+    // A commit under way when the rest is lost: it may have finished since.
+    let _reserved = store.reserve(committing.id, 1_200)?;
     let principal = vsh_types::PrincipalId::from_bytes([7; 32]);
     store.approve(approved.id, &vsh_store::ApprovalGrant::new(approved.id, principal, 1_000, 60_000)?)?;
     let whole = std::fs::read(log_file(dir.path()))?;
@@ -221,7 +224,8 @@ fn a_damaged_log_is_salvaged_to_the_records_before_the_damage_with_approvals_voi
     assert!(self::store(dir.path()).is_err());
     let salvaged = salvage()?;
     assert_eq!(salvaged.damaged_at, Some(whole.len() as u64));
-    assert_eq!((salvaged.kept, salvaged.voided), (3, 3));
+    assert_eq!((salvaged.kept, salvaged.voided.len()), (4, 4));
+    assert_eq!(salvaged.kept_as.as_deref(), Some("txlog.damaged.1"));
     assert_eq!(salvaged.lost_bytes, (damaged.len() - whole.len()) as u64);
     // Every byte of the damaged log is kept beside it; the store opens again.
     assert_eq!(std::fs::read(data_path(dir.path()).join("txlog.damaged.1"))?, damaged);
@@ -230,7 +234,8 @@ fn a_damaged_log_is_salvaged_to_the_records_before_the_damage_with_approvals_voi
     assert_eq!(state(&pending)?, Some(S::Rejected), "work a lost frame may have rejected");
     assert_eq!(state(&previewed)?, Some(S::Rejected), "a preview a lost frame may have committed");
     assert_eq!(state(&approved)?, Some(S::Expired), "an approval a lost frame may have used");
-    assert_eq!(reopened.list()?.len(), 3);
+    assert_eq!(state(&committing)?, Some(S::RecoveryRequired), "a commit a lost frame may have finished");
+    assert_eq!(reopened.list()?.len(), 4);
     // And it goes on: a new record, a new generation.
     reopened.create(&record(b"after", S::Created))?;
     assert_eq!(reopened.stats()?.generation, 2);
@@ -240,7 +245,7 @@ fn a_damaged_log_is_salvaged_to_the_records_before_the_damage_with_approvals_voi
         TransactionStore::salvage_with(crate::common::backend(dir.path())?, TxStoreConfig::default(), &other),
         Err(StoreError::WrongAuthorityKey { .. })
     ));
-    assert_eq!(self::store(dir.path())?.list()?.len(), 4);
+    assert_eq!(self::store(dir.path())?.list()?.len(), 5);
     Ok(())
 }
 

@@ -74,7 +74,8 @@ pub use record::{
     TransactionDocument,
 };
 pub use report::{
-    ConflictDocument, GcDocument, LeftPathDocument, RecoveryDocument, RestoreDocument, UnresolvedDocument,
+    ConflictDocument, GcDocument, LeftPathDocument, RecoveryDocument, RestoreDocument, SalvageDocument,
+    UnresolvedDocument,
 };
 
 use schemars::JsonSchema;

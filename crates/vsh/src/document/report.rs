@@ -82,6 +82,37 @@ pub struct RecoveryDocument {
     pub unresolved: Vec<UnresolvedDocument>,
     /// What could not be decided; each blocks commits until resolved.
     pub conflicts: Vec<ConflictDocument>,
+    /// What `vsh recover --salvage-log` did first, when it was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salvage: Option<SalvageDocument>,
+}
+
+/// What a salvage of a damaged transaction log kept and lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SalvageDocument {
+    /// Where the damage starts (byte offset), or none when the log was whole.
+    pub damaged_at: Option<u64>,
+    /// Records kept from the frames before the damage.
+    pub kept: u64,
+    /// The kept records whose state was changed (work that could still have
+    /// been committed, voided; a commit under way, recovery-required).
+    pub voided: Vec<String>,
+    /// Bytes of the log from the damage on, lost.
+    pub lost_bytes: u64,
+    /// Where every byte of the damaged log is kept, relative to the data directory.
+    pub kept_as: Option<String>,
+}
+
+impl From<&vsh_store::Salvaged> for SalvageDocument {
+    fn from(salvaged: &vsh_store::Salvaged) -> Self {
+        Self {
+            damaged_at: salvaged.damaged_at,
+            kept: salvaged.kept,
+            voided: salvaged.voided.iter().map(vsh_types::TransactionId::to_hex).collect(),
+            lost_bytes: salvaged.lost_bytes,
+            kept_as: salvaged.kept_as.clone(),
+        }
+    }
 }
 
 /// A transaction and how many paths it changes.
@@ -223,6 +254,7 @@ impl From<&RecoveryReport> for RecoveryDocument {
                     reason: chain(&conflict.reason),
                 })
                 .collect(),
+            salvage: None,
         }
     }
 }
