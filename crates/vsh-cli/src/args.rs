@@ -221,6 +221,20 @@ fn is_own_workspace(dir: &Path) -> bool {
         .is_ok_and(|meta| meta.is_dir() && meta.uid() == vsh::lower::vsh_sandbox::effective_uid())
 }
 
+/// An error when `dir` holds a `.vsh` another user owns: its data is never
+/// used (nor written), whoever planted it.
+pub(crate) fn refuse_anothers_workspace(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::symlink_metadata(dir.join(VSH_DIR)) {
+        Ok(meta) if meta.uid() != vsh::lower::vsh_sandbox::effective_uid() => Err(format!(
+            "{} belongs to another user (uid {}): vsh uses only its own data; give --workspace a directory of yours",
+            dir.join(VSH_DIR).display(),
+            meta.uid()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The nearest workspace at or above `dir` whose `.vsh` this user owns,
 /// never the filesystem root.
 pub(crate) fn workspace_at_or_above(dir: &Path) -> Option<&Path> {

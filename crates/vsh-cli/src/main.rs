@@ -1129,20 +1129,20 @@ fn open(config: RuntimeConfig) -> Result<Runtime, Box<dyn std::error::Error>> {
 /// and the shared temporary directories (other users' files). Nothing is
 /// made; the error says where to go instead.
 pub(crate) fn refuse_as_a_new_workspace(dir: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
     if args::is_workspace(dir) {
         return Ok(());
     }
     let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let same = |other: &std::path::Path| std::fs::canonicalize(other).is_ok_and(|other| other == real);
+    // Every user may write it (/tmp, /var/tmp, /dev/shm, /run/lock, ...).
+    let shared = std::fs::metadata(&real).is_ok_and(|meta| meta.mode() & 0o002 != 0);
     let what = if real.parent().is_none() {
         "the filesystem's root"
-    } else if std::env::var_os("HOME").is_some_and(|home| same(std::path::Path::new(&home))) {
+    } else if std::env::home_dir().is_some_and(|home| same(&home)) {
         "your home directory"
-    } else if same(&std::env::temp_dir())
-        || same(std::path::Path::new("/tmp"))
-        || same(std::path::Path::new("/var/tmp"))
-    {
-        "a temporary directory every user shares"
+    } else if shared || same(&std::env::temp_dir()) {
+        "a directory every user may write (as /tmp)"
     } else {
         return Ok(());
     };
@@ -1158,11 +1158,22 @@ pub(crate) fn refuse_as_a_new_workspace(dir: &std::path::Path) -> Result<(), Str
 /// made inside another workspace is warned about.
 fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::error::Error>> {
     let root = config.workspace_root().to_owned();
+    if config.data_directory().is_none() {
+        args::refuse_anothers_workspace(&root)?;
+    }
     let new = config.data_directory().is_none() && !args::is_workspace(&root);
     if new {
         refuse_as_a_new_workspace(&root)?;
     }
-    let runtime = Runtime::open(config)?;
+    let runtime = match Runtime::open(config) {
+        Ok(runtime) => runtime,
+        // A workspace this command was making is not left half made.
+        Err(error) if new => {
+            let _ = std::fs::remove_dir_all(root.join(".vsh"));
+            return Err(error.into());
+        }
+        Err(error) => return Err(error.into()),
+    };
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!(
             "vsh: made a new workspace at {} (its data in .vsh/ there{})",

@@ -223,7 +223,7 @@ pub(crate) fn program_text(stored: &vsh::StoredProgram) -> String {
         return out;
     }
     let _ = writeln!(out, "{}", paint(style::STRONG, "program"));
-    for line in stored.code.lines() {
+    for line in stored.code.split_terminator('\n') {
         let _ = writeln!(out, "  | {}", shown(line, true));
     }
     out
@@ -266,7 +266,7 @@ fn command_line(code: &str) -> Option<String> {
     }
     if !command.stdin.is_empty() {
         let _ = writeln!(out, "{}", paint(style::STRONG, "stdin"));
-        for line in command.stdin.lines() {
+        for line in command.stdin.split_terminator('\n') {
             let _ = writeln!(out, "  | {}", shown(line, true));
         }
     }
@@ -499,7 +499,7 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
         );
         match &review.hunks {
             Ok(text) => {
-                for line in text.lines() {
+                for line in text.split_terminator('\n') {
                     let line_style = if line.starts_with("@@") {
                         Some(style::HUNK)
                     } else if line.starts_with('+') && !line.starts_with("+++") {
@@ -552,7 +552,7 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
         let text = String::from_utf8_lossy(bytes);
         if !text.is_empty() {
             let _ = writeln!(out, "{name}");
-            for line in text.lines() {
+            for line in text.split_terminator('\n') {
                 let _ = writeln!(out, "  | {}", shown(line, true));
             }
         }
@@ -562,7 +562,7 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
     }
     if let Some(exception) = output.exception() {
         let _ = writeln!(out, "{}", paint(style::STRONG, "raised"));
-        for line in exception.lines() {
+        for line in exception.split_terminator('\n') {
             let _ = writeln!(out, "  | {}", shown(line, true));
         }
     }

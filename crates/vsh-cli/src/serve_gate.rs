@@ -220,6 +220,30 @@ fn refusal(line: &[u8], error: &serde_json::Error) -> Vec<u8> {
 
 /// Write every line the service writes to `service` and every answer of
 /// the gate to `output`, whole lines at a time, until both are done.
+/// `line`, a JSON message and its newline, with the line and paragraph
+/// separators (U+2028, U+2029) a JSON encoder may leave raw inside a string
+/// written as the escapes they equal (`\u2028`, `\u2029`): a client that
+/// splits its input into lines as Python's `splitlines` or JavaScript does
+/// would cut the message there. In JSON they occur only inside strings.
+fn one_line(line: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    const SEPARATORS: [(&[u8], &[u8]); 2] = [("\u{2028}".as_bytes(), b"\\u2028"), ("\u{2029}".as_bytes(), b"\\u2029")];
+    if !line.windows(3).any(|window| SEPARATORS.iter().any(|(raw, _)| window == *raw)) {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = Vec::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while !rest.is_empty() {
+        if let Some((raw, escaped)) = SEPARATORS.iter().find(|(raw, _)| rest.starts_with(raw)) {
+            out.extend_from_slice(escaped);
+            rest = &rest[raw.len()..];
+        } else {
+            out.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub(crate) async fn writer<R, W>(service: R, mut answers: mpsc::Receiver<Vec<u8>>, mut output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -235,7 +259,7 @@ where
                 if read? == 0 {
                     service_open = false;
                 } else {
-                    output.write_all(&line).await?;
+                    output.write_all(&one_line(&line)).await?;
                     output.flush().await?;
                 }
                 line.clear();
@@ -255,6 +279,19 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_separator_inside_a_string_is_written_as_its_escape_and_the_json_is_the_same() {
+        let message = serde_json::json!({"text": "a\u{2028}b\u{2029}c"});
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        let written = one_line(&line).into_owned();
+        let text = String::from_utf8(written).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text:?}");
+        assert!(!text.contains(['\u{2028}', '\u{2029}']), "{text:?}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), message);
+        assert_eq!(&*one_line(b"{}\n"), b"{}\n");
+    }
 
     #[test]
     fn the_id_of_a_request_is_found_in_its_first_bytes_or_is_null() {

@@ -2410,8 +2410,37 @@ fn no_workspace_is_made_in_a_home_directory_the_root_or_a_shared_temporary_direc
         let ran = in_dir(&shared.join("mine"), &["run", "-"], home.path());
         assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
         assert!(shared.join("mine/.vsh").is_dir(), "{}", String::from_utf8_lossy(&ran.stderr));
+        // Nor used where it stands, found or named: its data is not ours.
+        for args in [&["run", "-"][..], &["run", "--workspace", ".", "-"], &["pending"]] {
+            let refused = in_dir(&shared, args, home.path());
+            let said = String::from_utf8_lossy(&refused.stderr);
+            assert_eq!(refused.status.code(), Some(1), "{args:?}: {said}");
+            assert!(said.contains("belongs to another user (uid 54321)"), "{args:?}: {said}");
+        }
+        assert_eq!(std::fs::read_dir(shared.join(".vsh/data")).unwrap().count(), 0, "nothing written there");
         std::fs::remove_dir_all(&shared).unwrap();
     }
+    // A directory every user may write is no project either.
+    let open = home.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let refused = in_dir(&open, &["run", "-"], home.path());
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(!open.join(".vsh").exists());
+    // A new workspace that fails to open is not left half made.
+    let project = home.path().join("fresh");
+    std::fs::create_dir(&project).unwrap();
+    let broken = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "-"])
+        .current_dir(&project)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("VSH_AUTHORITY_KEY", "/dev/null/key")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(broken.status.code(), Some(1), "{}", String::from_utf8_lossy(&broken.stderr));
+    assert!(!project.join(".vsh").exists(), "{}", String::from_utf8_lossy(&broken.stderr));
     // One made by an older vsh: the doctor says to remove it.
     std::fs::create_dir_all(home.path().join(".vsh/data")).unwrap();
     let doctor = in_dir(home.path(), &["doctor"], home.path());
@@ -3200,6 +3229,18 @@ fn a_commands_row_in_pending_is_its_command_line_as_a_shell_reads_it() {
     let line = row.split_once("$ ").unwrap().1;
     // Pasted into a shell, it is the same command: quoted once, not twice.
     assert_eq!(shlex::split(line).unwrap(), argv, "{row}");
+}
+
+#[test]
+fn a_line_ending_changed_to_crlf_shows_in_the_review() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.ini", "ALLOW=no\n");
+    let ws = dir.path().to_str().unwrap();
+    let program = "from pathlib import Path\nPath('policy.ini').write_bytes(b'ALLOW=no\\r\\n')";
+    let ran = vsh(&["run", "--workspace", ws, "--full", "-"], Some(program));
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    // The carriage return is shown, escaped: the two lines do not read alike.
+    assert!(stdout.contains("    -ALLOW=no\n    +ALLOW=no\\r\n"), "{stdout}");
 }
 
 #[test]

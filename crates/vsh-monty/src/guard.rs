@@ -246,9 +246,10 @@ impl<'a> OsHost<'a> {
     /// as the receipt (which the program reads) keeps it: against `named`
     /// when a listing hides the refused path's name or a directory's on the
     /// way to it (a secret, vsh's data, a nested vsh data directory), since
-    /// hidden names tell the program nothing, and then with vsh's data named
-    /// by what it is, not where; as it is otherwise (a protected file it can
-    /// list, in directories it can list).
+    /// hidden names tell the program nothing, and then with the rule named by
+    /// what it is, never by its pattern (which may spell the hidden name); as
+    /// it is otherwise (a protected file it can list, in directories it can
+    /// list).
     pub(crate) fn as_named(&self, mut denied: DeniedAccess, named: &VPath) -> DeniedAccess {
         if !denied.path.is_strictly_within(named) {
             return denied;
@@ -259,10 +260,11 @@ impl<'a> OsHost<'a> {
             || self.policy.is_hidden(&denied.path)
             || on_the_way.into_iter().any(|dir| self.policy.is_hidden(&dir));
         if hidden {
+            // Neither its path nor its rule's pattern (`**/id_rsa` names the
+            // file, an operator's rule may spell a whole path) is shown.
             denied.path = named.clone();
-            if runtime_data {
-                "vsh data directory (its place is not shown)".clone_into(&mut denied.rule);
-            }
+            let hiding = if runtime_data { "vsh data inside it" } else { "a rule that hides a path inside it" };
+            format!("{hiding}; not shown").clone_into(&mut denied.rule);
         }
         denied
     }

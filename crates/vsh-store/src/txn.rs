@@ -181,10 +181,14 @@ fn next_path() -> vsh_types::VPath {
     vsh_types::VPath::from_component("txlog.next").expect("a valid constant name")
 }
 
-/// Where a salvage keeps the damaged log of `generation`: one file per
-/// generation, so a later salvage never overwrites an earlier one's.
-fn damaged_path(generation: u64) -> vsh_types::VPath {
-    vsh_types::VPath::from_component(&format!("txlog.damaged.{generation}")).expect("a valid generated name")
+/// How many damaged logs of one generation a data directory keeps.
+const MAX_DAMAGED_COPIES: u32 = 1_000;
+
+/// Where a salvage keeps the damaged log of `generation`, the `n`th of that
+/// generation (`txlog.damaged.<generation>`, then `.1`, `.2`, ...).
+fn damaged_path(generation: u64, n: u32) -> vsh_types::VPath {
+    let name = if n == 0 { format!("txlog.damaged.{generation}") } else { format!("txlog.damaged.{generation}.{n}") };
+    vsh_types::VPath::from_component(&name).expect("a valid generated name")
 }
 
 /// What [`TransactionStore::salvage_with`] did.
@@ -311,13 +315,22 @@ impl TransactionStore {
             .filter(|(old, new)| old.state != new.state)
             .map(|(_, new)| new.id)
             .collect();
-        let damaged = damaged_path(state.generation());
-        match store.backend.remove(&damaged) {
-            Ok(()) | Err(BackendError::NotFound { .. }) => {}
-            Err(source) => return io(&mut inner, "replace the kept damaged log", Err(source)),
-        }
-        let copy = store.backend.create_new(&damaged, &bytes);
-        io(&mut inner, "keep the damaged transaction log", copy)?;
+        // A name no earlier salvage took (generations restart at 1 after a
+        // log is moved aside): an earlier copy is never overwritten.
+        let mut copies = (0..MAX_DAMAGED_COPIES).map(|n| damaged_path(state.generation(), n));
+        let damaged = loop {
+            let Some(name) = copies.next() else {
+                return Err(StoreError::CorruptLog {
+                    offset: 0,
+                    reason: "too many damaged logs kept: remove old ones",
+                });
+            };
+            match store.backend.create_new(&name, &bytes) {
+                Ok(()) => break name,
+                Err(BackendError::AlreadyExists { .. }) => {}
+                Err(source) => return io(&mut inner, "keep the damaged transaction log", Err(source)),
+            }
+        };
         let image = LogState::initial(state.generation() + 1, &kept, &store.key);
         store.install(&mut inner, "salvage transaction log", &image)?;
         Ok(Salvaged {

@@ -150,8 +150,19 @@ fn a_change_to_a_protected_path_is_refused_as_the_change() {
 
 #[test]
 fn a_tree_call_refused_for_a_hidden_name_below_names_only_the_path_the_program_gave() {
-    let files: [(&str, &[u8]); 3] =
-        [("conf/readme.txt", b"ok\n"), ("conf/prod-signing.pem", b"key\n"), ("conf/.env.production", b"S=1\n")];
+    let files: [(&str, &[u8]); 4] = [
+        ("conf/readme.txt", b"ok\n"),
+        ("conf/prod-signing.pem", b"key\n"),
+        ("conf/.env.production", b"S=1\n"),
+        ("conf/keys/id_rsa", b"key\n"),
+    ];
+    // Neither a hidden path nor the pattern that hid it (`**/id_rsa` names the file).
+    let tells_nothing = |denied: &[vsh_policy::DeniedAccess]| {
+        denied.iter().all(|denied| {
+            let said = format!("{denied} {:?}", denied.rule);
+            ["id_rsa", ".pem", ".env"].iter().all(|name| !said.contains(name))
+        })
+    };
     for mode in MODES {
         // Bash and Monty, moving, removing and copying the directory.
         for script in ["mv conf conf2 || true", "rm -rf conf || true"] {
@@ -163,6 +174,7 @@ fn a_tree_call_refused_for_a_hidden_name_below_names_only_the_path_the_program_g
             };
             let paths: Vec<&str> = denied.iter().map(|denied| denied.path.as_str()).collect();
             assert!(!paths.is_empty() && paths.iter().all(|path| *path == "conf"), "{mode:?} {script}: {paths:?}");
+            assert!(tells_nothing(&denied), "{mode:?} {script}: {denied:?}");
             assert_eq!(ws.diff(), vec![], "{mode:?} {script}");
         }
         for call in
@@ -173,6 +185,7 @@ fn a_tree_call_refused_for_a_hidden_name_below_names_only_the_path_the_program_g
             let outcome = ws.outcome(&code);
             let paths: Vec<&str> = outcome.denied.iter().map(|denied| denied.path.as_str()).collect();
             assert!(!paths.is_empty() && paths.iter().all(|path| ["conf", "c2", "c3"].contains(path)), "{paths:?}");
+            assert!(tells_nothing(&outcome.denied), "{mode:?} {call}: {:?}", outcome.denied);
             assert!(!outcome.stdout.contains(".env") && !outcome.stdout.contains(".pem"), "{}", outcome.stdout);
         }
     }

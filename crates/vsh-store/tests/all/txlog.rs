@@ -222,13 +222,16 @@ fn a_damaged_log_is_salvaged_to_the_records_before_the_damage_with_approvals_voi
     damaged[last] ^= 0x10;
     std::fs::write(log_file(dir.path()), &damaged)?;
     assert!(self::store(dir.path()).is_err());
+    // An earlier salvage's copy (of a log moved aside since) is never overwritten.
+    std::fs::write(data_path(dir.path()).join("txlog.damaged.1"), b"earlier")?;
     let salvaged = salvage()?;
     assert_eq!(salvaged.damaged_at, Some(whole.len() as u64));
     assert_eq!((salvaged.kept, salvaged.voided.len()), (4, 4));
-    assert_eq!(salvaged.kept_as.as_deref(), Some("txlog.damaged.1"));
+    assert_eq!(salvaged.kept_as.as_deref(), Some("txlog.damaged.1.1"));
+    assert_eq!(std::fs::read(data_path(dir.path()).join("txlog.damaged.1"))?, b"earlier");
     assert_eq!(salvaged.lost_bytes, (damaged.len() - whole.len()) as u64);
     // Every byte of the damaged log is kept beside it; the store opens again.
-    assert_eq!(std::fs::read(data_path(dir.path()).join("txlog.damaged.1"))?, damaged);
+    assert_eq!(std::fs::read(data_path(dir.path()).join("txlog.damaged.1.1"))?, damaged);
     let reopened = self::store(dir.path())?;
     let state = |made: &TransactionRecord| reopened.get(made.id).map(|found| found.map(|found| found.state));
     assert_eq!(state(&pending)?, Some(S::Rejected), "work a lost frame may have rejected");
