@@ -131,6 +131,18 @@ pub(crate) struct TransactionParams {
     transaction: String,
 }
 
+/// What `vsh_show` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShowParams {
+    /// The transaction id, or a unique prefix of at least 6 hex digits.
+    transaction: String,
+    /// Review only these changed paths, each up to 64 MiB (the whole review
+    /// stops at 128 KiB a file and 1 MiB in all): for the files a first look
+    /// lists without hunks.
+    paths: Option<Vec<String>>,
+}
+
 /// `vsh_pending` takes nothing.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct NoParams {}
@@ -627,11 +639,11 @@ impl VshServer {
     )]
     async fn vsh_show(
         &self,
-        Parameters(params): Parameters<TransactionParams>,
+        Parameters(params): Parameters<ShowParams>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let bounds = self.options.bounds;
-        self.blocking(&context.peer, move |runtime| match show(runtime, &params.transaction, bounds) {
+        self.blocking(&context.peer, move |runtime| match show(runtime, &params, bounds) {
             Ok((document, summary)) => success(&document, summary),
             Err(error) => failure(&ErrorDocument::new(&error, &[])),
         })
@@ -780,10 +792,22 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
 }
 
 /// The review of the transaction `name` names, bounded for the reader.
-fn show(runtime: &Runtime, name: &str, bounds: TextBounds) -> Result<(ShowDocument, String), VshError> {
-    let id = runtime.resolve(name)?;
+fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(ShowDocument, String), VshError> {
+    let id = runtime.resolve(&params.transaction)?;
     let mut receipt = runtime.show(id)?.ok_or(VshError::UnknownTransaction(id))?;
-    if receipt.review.is_empty() {
+    let mut not_changed = Vec::new();
+    if let Some(paths) = &params.paths {
+        let asked: std::collections::BTreeSet<vsh::VPath> =
+            paths.iter().filter_map(|path| vsh::VPath::parse(path).ok()).collect();
+        let limits = vsh::ReviewLimits { max_file_bytes: 64 << 20, max_total_bytes: 256 << 20 };
+        receipt.review = runtime.review_paths(id, limits, &asked)?;
+        receipt.changes.retain(|entry| asked.contains(&entry.path));
+        not_changed = paths
+            .iter()
+            .filter(|path| !receipt.changes.iter().any(|entry| entry.path.as_str() == path.as_str()))
+            .cloned()
+            .collect();
+    } else if receipt.review.is_empty() {
         receipt.review = runtime.review(id)?;
     }
     let record = runtime.transaction(id)?;
@@ -797,7 +821,30 @@ fn show(runtime: &Runtime, name: &str, bounds: TextBounds) -> Result<(ShowDocume
         stored.map(|stored| stored.code),
     );
     document.bound(bounds);
-    let summary = receipt_summary(&receipt, &document.receipt);
+    let mut summary = receipt_summary(&receipt, &document.receipt);
+    // What the review left without hunks for its size is said, with how to get it.
+    let left_out: Vec<&str> = document
+        .receipt
+        .review
+        .iter()
+        .filter(|review| matches!(review.no_hunks.as_deref(), Some("too-large" | "budget-spent")))
+        .map(|review| review.path.as_str())
+        .collect();
+    if !left_out.is_empty() {
+        let listed: Vec<String> = left_out.iter().take(20).map(|path| format!("{path:?}")).collect();
+        let _ = write!(
+            summary,
+            "\nnote: {} left without hunks (too large, or past the review's or this text's budget); vsh_show \
+             with paths=[...] reviews a few at a time: [{}{}]",
+            crate::render::counted(left_out.len() as u64, "changed path"),
+            listed.join(", "),
+            if left_out.len() > 20 { ", ..." } else { "" }
+        );
+    }
+    if !not_changed.is_empty() {
+        let named: Vec<String> = not_changed.iter().map(|path| format!("{path:?}")).collect();
+        let _ = write!(summary, "\nnote: not changed by this transaction: {}", named.join(", "));
+    }
     Ok((document, summary))
 }
 

@@ -466,6 +466,27 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_says_what_it_left_without_hunks_and_reviews_those_paths_when_asked() {
+    let (dir, ws, key) = scratch();
+    let lines: String = (0..20_000).map(|index| format!("line {index}\n")).collect::<Vec<_>>().concat();
+    std::fs::write(ws.join("big.txt"), &lines).unwrap();
+    std::fs::write(ws.join("small.txt"), "small\n").unwrap();
+    let ws_arg = ws.to_str().unwrap();
+    let (client, _log) = serve_with(Recorder::default(), &["--workspace", ws_arg], dir.path(), &key).await;
+    let edit = "from pathlib import Path\nfor name in ['big.txt', 'small.txt']:\n    p = Path(name)\n    \
+                p.write_text(p.read_text().replace('line 5\\n', 'LINE FIVE\\n', 1) + 'end\\n')";
+    let run = call(&client, "vsh_run", json!({"code": edit})).await;
+    let id = run.document["transaction"].as_str().unwrap().to_owned();
+    let shown = call(&client, "vsh_show", json!({"transaction": id})).await;
+    assert!(shown.text.contains("+end") && !shown.text.contains("+LINE FIVE"), "{}", shown.text);
+    assert!(shown.text.contains("note: 1 changed path left without hunks") && shown.text.contains("[\"big.txt\"]"));
+    let asked = call(&client, "vsh_show", json!({"transaction": id, "paths": ["big.txt", "nope.txt"]})).await;
+    assert!(asked.text.contains("+LINE FIVE") && !asked.text.contains("left without hunks"), "{}", asked.text);
+    assert!(asked.text.contains("not changed by this transaction: \"nope.txt\""), "{}", asked.text);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_run_reports_progress() {
     let (dir, ws, key) = scratch();
     let handler = Recorder::default();

@@ -17,6 +17,7 @@ use crate::records::Records;
 /// store failure),
 /// before-states from the workspace when, and only when, its live bytes
 /// still hash to the recorded state and `calls` lets a program read them.
+#[allow(clippy::too_many_arguments, reason = "the runtime's parts a review reads, each once")]
 pub(crate) fn stored_review(
     records: &Records,
     held: &Previews,
@@ -25,9 +26,14 @@ pub(crate) fn stored_review(
     artifact: &vsh_store::PendingArtifact,
     collected: bool,
     limits: ReviewLimits,
+    only: Option<&std::collections::BTreeSet<vsh_types::VPath>>,
 ) -> Result<Vec<FileReview>, VshError> {
     let inline = &artifact.contents;
-    vsh_vfs::review_entries(artifact.diff.entries(), limits, |entry, side| {
+    let entries: Vec<vsh_types::DiffEntry> = match only {
+        Some(paths) => artifact.diff.entries().iter().filter(|entry| paths.contains(&entry.path)).cloned().collect(),
+        None => artifact.diff.entries().to_vec(),
+    };
+    vsh_vfs::review_entries(&entries, limits, |entry, side| {
         // The after state is the program's own output; the before state is
         // the workspace's, and a protected one is never shown.
         if side == Side::Before && calls.authorize(&entry.path, AccessKind::ContentRead).is_err() {

@@ -512,6 +512,26 @@ impl Runtime {
         transaction: TransactionId,
         limits: vsh_vfs::ReviewLimits,
     ) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
+        self.review_of(transaction, limits, None)
+    }
+
+    /// [`Runtime::review_within`] of `paths` alone (the changed paths among
+    /// them): a reader pages through a large diff a few files at a time.
+    pub fn review_paths(
+        &self,
+        transaction: TransactionId,
+        limits: vsh_vfs::ReviewLimits,
+        paths: &std::collections::BTreeSet<vsh_types::VPath>,
+    ) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
+        self.review_of(transaction, limits, Some(paths))
+    }
+
+    fn review_of(
+        &self,
+        transaction: TransactionId,
+        limits: vsh_vfs::ReviewLimits,
+        only: Option<&std::collections::BTreeSet<vsh_types::VPath>>,
+    ) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
         // Work that can never commit: `vsh gc` may have collected its contents.
         let collected = self.records.get(transaction)?.is_some_and(|record| record.state.was_refused());
@@ -523,6 +543,7 @@ impl Runtime {
             &artifact,
             collected,
             limits,
+            only,
         )
     }
 
