@@ -114,7 +114,9 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             let (vsh_error, remedies, hint) = failure::unwrap(error.as_ref());
-            let code = vsh_error.map_or(EXIT_ERROR, error_exit_code);
+            let code = vsh_error.map_or(EXIT_ERROR, |error| {
+                closed_exit_code(error).filter(|_| output.detailed).unwrap_or_else(|| error_exit_code(error))
+            });
             eprintln!("vsh: {}", render::error_chain(error.as_ref()));
             eprint!("{}", failure::advice(vsh_error, remedies, hint));
             if json {
@@ -207,6 +209,23 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
         // (a Monty exception or budget; a Bash program that failed).
         refused if refused.refused_accesses().is_some() => EXIT_DENIED,
         _ => EXIT_ERROR,
+    }
+}
+
+/// With `--detailed-exitcode`, a commit refused for work that can never be
+/// committed (rejected, expired, or failed and rolled back) exits with
+/// that state's code, 7, as `vsh show` would for it.
+fn closed_exit_code(error: &vsh::VshError) -> Option<u8> {
+    use vsh::lower::vsh_store::StoreError;
+    match error {
+        vsh::VshError::NotCommittable {
+            state: TransactionState::Rejected | TransactionState::Expired | TransactionState::Failed,
+            ..
+        }
+        | vsh::VshError::Store(StoreError::ApprovalExpired { .. } | StoreError::PreviewExpired { .. }) => {
+            Some(EXIT_CLOSED)
+        }
+        _ => None,
     }
 }
 

@@ -53,8 +53,9 @@ const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset)
     the rule and remedy), every changed path with its states (detail=full adds hunks, detail=compact lists \
     none), stdout and the last expression's value; mode=auto also commits work the policy auto-approves. Each run \
     starts from the workspace as it is on disk: a later run does not see this one's changes until vsh_commit \
-    applies them, so to test an edit make it and run the tests in one program (vsh_exec after the writes, or \
-    one bash script with language=command: [\"bash\", \"-c\", \"...\"]). Files: pathlib.Path (read_text, write_text, \
+    applies them, so to test an edit make it and run the tests in one program (vsh_exec after the writes, \
+    raising when its exit code is not 0: it returns a failing status, it does not raise; or one bash script \
+    with language=command: [\"bash\", \"-c\", \"... && make test\"]). Files: pathlib.Path (read_text, write_text, \
     read_bytes, write_bytes, exists, is_file, is_dir, iterdir, mkdir, unlink, rmdir, rename, stat), open() with \
     r/w/a and their b forms, os.listdir/makedirs/remove/rename. Always there, no import: vsh_read(path, \
     binary=False), vsh_write(path, data, append=False), vsh_list(path), vsh_mkdir(path, parents=True, \
@@ -894,19 +895,32 @@ impl ServerHandler for VshServer {
         let mut implementation = Implementation::from_build_env();
         "vsh".clone_into(&mut implementation.name);
         vsh::VERSION.clone_into(&mut implementation.version);
-        let budget = &self.options.budget;
+        let limits = |budget: &ExecutionBudget| {
+            format!(
+                "{} ms of running time, {} host calls, {} bytes of output, {} bytes of memory",
+                budget.max_duration.as_millis(),
+                budget.max_os_calls,
+                budget.max_output_bytes,
+                budget.max_memory_bytes
+            )
+        };
+        // A run that may reach real commands (language=command, or a Monty
+        // program with vsh_exec) gets a command's budget.
+        let per_run = match &self.options.commands {
+            Some(_) => format!(
+                "a Monty or Bash program {}; a run with real commands (language=command, or vsh_exec) {}",
+                limits(&self.options.budget),
+                limits(&self.options.command_budget)
+            ),
+            None => limits(&self.options.budget),
+        };
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(implementation)
             .with_instructions(format!(
                 "vsh runs your programs against a virtual image of the workspace and commits their changes \
                  exactly once, under the workspace's policy. Preview with vsh_run, read the receipt, commit \
                  with vsh_commit. You cannot approve your own work: an operator does.\n\nThis server's limits \
-                 per run: {} ms of running time, {} host calls, {} bytes of output, {} bytes of memory; a \
-                 tool result carries at most {} characters of each text.\n\n{GUIDE}",
-                budget.max_duration.as_millis(),
-                budget.max_os_calls,
-                budget.max_output_bytes,
-                budget.max_memory_bytes,
+                 per run: {per_run}; a tool result carries at most {} characters of each text.\n\n{GUIDE}",
                 self.options.bounds.max_chars,
             ))
     }

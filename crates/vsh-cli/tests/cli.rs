@@ -116,6 +116,17 @@ fn exit_codes_follow_the_table_row_by_row() {
     let rejected = vsh(&["run", "--workspace", ws, "-"], Some(delete));
     assert_eq!(code(&vsh(&["reject", &id_of(&rejected), "--workspace", ws], None)), Some(0));
     assert_eq!(shown(&id_of(&rejected)), Some(7), "rejected");
+    // A commit of it is an error (1), or with --detailed-exitcode its state (7).
+    let commit = |detailed: bool| {
+        let mut args = vec!["commit", "--workspace", ws];
+        if detailed {
+            args.insert(0, "--detailed-exitcode");
+        }
+        let id = id_of(&rejected);
+        args.push(&id);
+        code(&vsh(&args, None))
+    };
+    assert_eq!((commit(false), commit(true)), (Some(1), Some(7)), "a rejected commit");
 
     // 1: an error; 2: usage.
     let broken = vsh(&["run", "--workspace", ws, "-"], Some("raise ValueError('no')"));

@@ -588,6 +588,12 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     // With it: a command is a run like any, and so is a program's vsh_exec, with the operator's environment.
     let serve_args = ["--workspace", ws_arg, "--commands", "--env", "GREETING=hi"];
     let (client, _log) = serve_with(Recorder::default(), &serve_args, dir.path(), &key).await;
+    // The instructions state both budgets: a program's, and a command's.
+    let instructions = client.peer_info().and_then(|info| info.instructions.clone()).unwrap_or_default();
+    assert!(
+        instructions.contains("a run with real commands (language=command, or vsh_exec) 600000 ms"),
+        "{instructions}"
+    );
     let argv = json!(["/bin/sh", "-c", "echo $GREETING > out.txt; tr a-z A-Z < notes.txt"]).to_string();
     let run = call(&client, "vsh_run", json!({"code": argv, "language": "command", "mode": "auto"})).await;
     assert!(!run.is_error, "{}", run.document);
