@@ -796,6 +796,9 @@ fn run_program(
     if run.raw {
         return Ok(print_raw(&receipt, output)?.unwrap_or_else(|| raw_exit_code(&receipt, code)));
     }
+    if run.full && !output.quiet {
+        show::say_left_out(&receipt, false);
+    }
     print_receipt(&shown_receipt(receipt, run.full), run.common.json, output)?;
     Ok(code)
 }

@@ -103,6 +103,11 @@ pub(crate) struct RunParams {
     detail: Option<String>,
     /// Lower limits for this run than the server's (each at most the server's own).
     budget: Option<BudgetParams>,
+    /// A Bash program's or a command's non-zero exit is its outcome, with
+    /// what it changed kept for review (a formatter that exits 1 after
+    /// fixing, a test that is meant to fail); without it such a run is an
+    /// error and nothing of it is kept.
+    accept_failure: Option<bool>,
 }
 
 /// A run's own limits, each at most the server's (which the operator sets
@@ -235,6 +240,17 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
     }
     if let Some(stderr) = document.stderr.as_deref().filter(|stderr| !stderr.is_empty()) {
         let _ = write!(summary, "\nstderr:\n{}", text_tail(stderr));
+    }
+    // What the failed program had changed (nothing of it is kept unless it
+    // runs again with accept_failure).
+    if !document.changes.is_empty() {
+        let _ = write!(summary, "\nit had changed (not kept; accept_failure=true keeps a failing run's work):");
+        for change in document.changes.iter().take(50) {
+            let _ = write!(summary, "\n  {:<6} {}", change.kind, crate::render::shown(&change.path, false));
+        }
+        if document.changes.len() > 50 {
+            let _ = write!(summary, "\n  ... and {} more", document.changes.len() - 50);
+        }
     }
     if let Some(hint) = &document.hint {
         let _ = write!(summary, "\nnext: {hint}");
@@ -608,6 +624,9 @@ impl VshServer {
                 request = request.with_budget(budget);
                 if let Some(intent) = &params.intent {
                     request = request.with_intent(intent);
+                }
+                if params.accept_failure == Some(true) {
+                    request = request.with_failure_accepted();
                 }
                 match runtime.run_cancellable(&request, &run_cancel) {
                     Ok(receipt) => {

@@ -17,6 +17,27 @@ fn decided_under(receipt: &vsh::Receipt) -> Option<vsh::lower::vsh_types::Policy
 /// read whole, and a total past any diff an operator reads.
 const FULL_REVIEW: vsh::ReviewLimits = vsh::ReviewLimits { max_file_bytes: 64 << 20, max_total_bytes: 1 << 30 };
 
+/// Say on stderr how many changed files a receipt's review left without
+/// hunks for their size (`full`: within [`FULL_REVIEW`], else the default
+/// limits, and then the `vsh show --full` that shows them).
+pub(crate) fn say_left_out(receipt: &vsh::Receipt, full: bool) {
+    let left_out = receipt
+        .review
+        .iter()
+        .filter(|review| matches!(review.hunks, Err(vsh::NoHunks::TooLarge | vsh::NoHunks::BudgetSpent)))
+        .count();
+    if left_out > 0 {
+        let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
+        eprintln!(
+            "vsh: the hunks of {left_out} changed file{} are not shown (over {} a file or {} in all){}",
+            if left_out == 1 { "" } else { "s" },
+            crate::human_bytes(limits.max_file_bytes),
+            crate::human_bytes(limits.max_total_bytes),
+            if full { String::new() } else { format!(": vsh show {} --full shows them", receipt.transaction.short()) }
+        );
+    }
+}
+
 /// `vsh show TX`: the receipt with every changed path's hunks (`full`:
 /// within [`FULL_REVIEW`], else the default limits, saying on stderr what
 /// they left out), then the record (state, times, approval, expiry), the
@@ -47,20 +68,8 @@ pub(crate) fn show(
     } else if receipt.review.is_empty() {
         receipt.review = runtime.review(id)?;
     }
-    let left_out = receipt
-        .review
-        .iter()
-        .filter(|review| matches!(review.hunks, Err(vsh::NoHunks::TooLarge | vsh::NoHunks::BudgetSpent)))
-        .count();
-    if left_out > 0 && !output.quiet {
-        let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
-        eprintln!(
-            "vsh: the hunks of {left_out} changed file{} are not shown (over {} a file or {} in all){}",
-            if left_out == 1 { "" } else { "s" },
-            crate::human_bytes(limits.max_file_bytes),
-            crate::human_bytes(limits.max_total_bytes),
-            if full { String::new() } else { format!(": vsh show {} --full shows them", id.short()) }
-        );
+    if !output.quiet {
+        say_left_out(&receipt, full);
     }
     if json {
         let record = runtime.transaction(id)?;

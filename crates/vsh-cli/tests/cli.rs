@@ -2317,6 +2317,9 @@ fn show_full_reviews_files_past_the_default_limits_and_show_says_what_it_left_ou
     let ran = vsh(&["run", "--workspace", ws, "--json", "-"], Some(edit));
     let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
     let id = receipt["transaction"].as_str().unwrap();
+    // run --full says so too, pointing to the show that has them.
+    let full_run = vsh(&["run", "--workspace", ws, "--full", "-"], Some(edit));
+    assert!(String::from_utf8_lossy(&full_run.stderr).contains("--full shows them"), "{full_run:?}");
     let shown = vsh(&["show", id, "--workspace", ws], None);
     let (stdout, stderr) = (String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&shown.stderr));
     assert!(!stdout.contains("+LINE FIVE"), "{stdout}");

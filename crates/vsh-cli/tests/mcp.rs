@@ -208,7 +208,17 @@ async fn bash_is_one_more_language(client: &rmcp::Peer<rmcp::RoleClient>, ws: &P
     let failed = call(client, "vsh_run", json!({"code": "echo half > h.txt; exit 9", "language": "bash"})).await;
     assert!(failed.is_error && failed.document["status"] == 9, "{}", failed.document);
     assert_eq!(failed.document["changes"][0]["path"], "h.txt", "the diagnostic diff: {}", failed.document);
+    assert!(
+        failed.text.contains("it had changed (not kept;") && failed.text.contains("\n  create h.txt"),
+        "{}",
+        failed.text
+    );
     assert!(!ws.join("h.txt").exists());
+    // Kept for review when the agent accepts the failure.
+    let accepted = json!({"code": "echo half > h.txt; exit 9", "language": "bash", "accept_failure": true});
+    let kept = call(client, "vsh_run", accepted).await;
+    assert!(!kept.is_error && kept.document["exit_code"] == 9, "{}", kept.document);
+    assert!(kept.text.contains("exit status: 9") && kept.text.contains("create h.txt"), "{}", kept.text);
 }
 
 /// What `cargo xtask ci` installed for a client (pinned) and names in `var`:
