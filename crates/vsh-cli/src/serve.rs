@@ -220,6 +220,14 @@ fn text_tail(stream: &str) -> std::borrow::Cow<'_, str> {
     ))
 }
 
+/// A program's text as a result's text carries it: line by line, each
+/// control character (an escape sequence, a carriage return) and each
+/// character that reorders text written as an escape, as the command
+/// line shows it; the structured result keeps the bytes.
+fn readable(text: &str) -> String {
+    text.split('\n').map(|line| crate::render::shown(line, true)).collect::<Vec<_>>().join("\n")
+}
+
 /// A tool's failure, as `isError` with a `vsh.error/1` document.
 fn failure(document: &ErrorDocument) -> CallToolResult {
     let mut summary = format!("error ({:?}): {}", document.kind, document.message);
@@ -236,10 +244,10 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
         let _ = write!(summary, "\nexit status: {status}");
     }
     if let Some(stdout) = document.stdout.as_deref().filter(|stdout| !stdout.is_empty()) {
-        let _ = write!(summary, "\nstdout:\n{}", text_tail(stdout));
+        let _ = write!(summary, "\nstdout:\n{}", readable(&text_tail(stdout)));
     }
     if let Some(stderr) = document.stderr.as_deref().filter(|stderr| !stderr.is_empty()) {
-        let _ = write!(summary, "\nstderr:\n{}", text_tail(stderr));
+        let _ = write!(summary, "\nstderr:\n{}", readable(&text_tail(stderr)));
     }
     // What the failed program had changed (nothing of it is kept unless it
     // runs again with accept_failure).
@@ -336,16 +344,16 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
         let _ = write!(text, "\nexit status: {code}");
     }
     if !document.stdout.is_empty() {
-        let _ = write!(text, "\nstdout:\n{}", text_tail(&document.stdout));
+        let _ = write!(text, "\nstdout:\n{}", readable(&text_tail(&document.stdout)));
     }
     if !document.stderr.is_empty() {
-        let _ = write!(text, "\nstderr:\n{}", text_tail(&document.stderr));
+        let _ = write!(text, "\nstderr:\n{}", readable(&text_tail(&document.stderr)));
     }
     if !document.value.is_null() {
         let _ = write!(text, "\nvalue: {}", document.value);
     }
     if let Some(exception) = &document.exception {
-        let _ = write!(text, "\nraised:\n{}", text_tail(exception));
+        let _ = write!(text, "\nraised:\n{}", readable(&text_tail(exception)));
     }
     for warning in &document.warnings {
         let _ = write!(text, "\nnote: {warning}");

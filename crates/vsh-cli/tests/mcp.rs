@@ -214,6 +214,11 @@ async fn bash_is_one_more_language(client: &rmcp::Peer<rmcp::RoleClient>, ws: &P
         failed.text
     );
     assert!(!ws.join("h.txt").exists());
+    // What a program printed reaches the text with its control characters
+    // escaped (the structured result keeps the bytes).
+    let drawn = call(client, "vsh_run", json!({"code": "printf 'a\\033[2Jb\\r\\n'", "language": "bash"})).await;
+    assert!(drawn.text.contains("a\\x1b[2Jb\\r") && !drawn.text.contains(['\u{1b}', '\r']), "{:?}", drawn.text);
+    assert_eq!(drawn.document["stdout"], "a\u{1b}[2Jb\r\n");
     // Kept for review when the agent accepts the failure.
     let accepted = json!({"code": "echo half > h.txt; exit 9", "language": "bash", "accept_failure": true});
     let kept = call(client, "vsh_run", accepted).await;
