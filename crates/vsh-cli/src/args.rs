@@ -90,6 +90,9 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Run a real command (after --) in a confined candidate of the workspace:
     /// what it changes is previewed, decided and committed like a program's.
+    /// Each run starts from the workspace as it is on disk: a later run sees
+    /// this one's changes once they are committed (to test an edit first, make
+    /// it and run the tests in one command or program).
     Exec(ExecArgs),
     /// Run a stored transaction's program again, on the workspace as it is now
     /// and under the policy in force now, as a new transaction (for work that
@@ -104,7 +107,8 @@ pub(crate) enum Command {
     /// drop old finished records, delete content nothing needs any more,
     /// and clear real commands' scratch directories past 20 GiB.
     Gc(GcArgs),
-    /// Show the workspace's effective policy, or check a policy file.
+    /// Show the workspace's effective policy, or check a policy file (the
+    /// format, the profiles and every risk flag: docs/policy.md).
     Policy {
         #[command(subcommand)]
         action: PolicyAction,

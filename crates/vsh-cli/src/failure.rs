@@ -333,7 +333,10 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
                 .to_owned(),
         );
     }
-    if printed.contains("No module named 'subprocess'") {
+    if printed.contains("No module named 'subprocess'")
+        || printed.contains("module 'os' has no attribute 'system'")
+        || printed.contains("module 'os' has no attribute 'popen'")
+    {
         advice.push(
             "a Monty program runs no processes of its own: `vsh run --commands` gives it vsh_exec(argv), which runs \
              a real command confined in a candidate of the workspace and returns (exit_code, stdout, stderr)"
