@@ -512,14 +512,30 @@ fn permissions_a_command_changes_with_the_content_or_opens_to_everyone_wait_for_
         "echo 'password: b' > db.yml; chmod 644 db.yml",
         "mkdir -m 777 open; echo x > open/w.txt",
         "umask 0; echo x > w.txt",
+        // A private file's content copied into one others may read.
+        "cp db.yml copy.yml; chmod 644 copy.yml",
+        "cat db.yml > leak.txt",
     ] {
         assert_eq!(flags(script), [vsh::RiskFlag::PermissionChange], "{script}");
         assert_eq!(tree(dir.path()), before, "{script}: nothing is written");
     }
-    // An edit that keeps the bits is the edit alone.
-    let code = command(&["/bin/sh", "-c", "echo 'password: b' > db.yml"]);
-    let edited = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
-    assert_eq!(edited.decision, vsh::RuntimeDecision::AutoApproved);
+    // An edit that keeps the bits is the edit alone, and so is a copy of
+    // what others could read already.
+    for script in
+        ["echo 'password: b' > db.yml", "cp README.md copy.md", "cp db.yml private.yml; chmod 600 private.yml"]
+    {
+        let code = command(&["/bin/sh", "-c", script]);
+        let edited = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+        assert_eq!(edited.decision, vsh::RuntimeDecision::AutoApproved, "{script}");
+    }
+    // A Monty program's copy alike.
+    let monty = "from pathlib import Path\nPath('copy.yml').write_text(Path('db.yml').read_text())";
+    match runtime.run(&RunRequest::new(monty)).unwrap().decision {
+        vsh::RuntimeDecision::PendingApproval(manifest) => {
+            assert_eq!(manifest.flags, [vsh::RiskFlag::PermissionChange]);
+        }
+        decision => panic!("a Monty copy of a private file: {decision:?}"),
+    }
 }
 
 #[test]

@@ -64,6 +64,11 @@ pub struct PolicyInput<'a> {
     /// does a diff that writes a `HEAD` and a `config` in one directory
     /// whatever the caller found.
     pub git_repository: bool,
+    /// Whether the diff writes a file others may read (`g+r` or `o+r`) with
+    /// the content of a file the run read that only its owner could (a
+    /// private key or config copied out, `cp db.yml copy.yml`), as the
+    /// caller found it: raises [`RiskFlag::PermissionChange`].
+    pub widens_private_content: bool,
 }
 
 impl<'a> PolicyInput<'a> {
@@ -204,7 +209,8 @@ impl TransactionPolicy {
             return Decision::AutoApproved;
         }
         let mut flags = self.flags(&metrics);
-        if metrics.mode_changes == 0 && input.diff.iter().any(crate::decision::changes_permissions) {
+        let widens = input.widens_private_content || input.diff.iter().any(crate::decision::changes_permissions);
+        if metrics.mode_changes == 0 && widens {
             flags.push(RiskFlag::PermissionChange);
             flags.sort_unstable();
         }

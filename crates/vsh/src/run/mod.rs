@@ -64,6 +64,39 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
     }
 }
 
+/// Whether `diff` writes a non-empty file that its group or others may read
+/// with the content of a file the run read that only its owner could
+/// ([`vsh_policy::PolicyInput::widens_private_content`]): a private file's
+/// mode is the one its read recorded, else the base's (recorded too).
+fn widens_private_content(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
+    const READ_BY_OTHERS: u32 = 0o044;
+    let opened = |state: &vsh_types::NodeState| {
+        state.kind == vsh_types::NodeKind::File && state.size > 0 && state.mode & READ_BY_OTHERS != 0
+    };
+    let written: std::collections::BTreeSet<vsh_types::BlobId> =
+        diff.entries().iter().filter_map(|entry| entry.after.filter(opened).and_then(|after| after.content)).collect();
+    if written.is_empty() {
+        return Ok(false);
+    }
+    let read: Vec<(VPath, vsh_types::Dependency)> = vfs
+        .read_set()
+        .entries
+        .iter()
+        .filter(|(_, dependency)| dependency.content.is_some_and(|content| written.contains(&content)))
+        .map(|(path, dependency)| (path.clone(), dependency.clone()))
+        .collect();
+    for (path, dependency) in read {
+        let mode = match dependency.size_mode {
+            Some((_, mode)) => Some(mode),
+            None => vfs.base_state_of(&path)?.map(|state| state.mode),
+        };
+        if mode.is_some_and(|mode| mode & READ_BY_OTHERS == 0) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Whether emptying the scratch directory stored as `name` is worth a
 /// warning ([`crate::Warning::ScratchEmptied`]): a build's outputs are;
 /// Python's bytecode and pytest's cache, rebuilt in a moment, are not.
@@ -453,12 +486,14 @@ impl Runs {
         let stage_start = Instant::now();
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff);
+        let widens_private_content = widens_private_content(vfs, &diff)?;
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
             renames: vfs.renames(),
             observed_base_nodes: base_nodes,
             git_repository,
+            widens_private_content,
         });
         timings.policy = elapsed_ns(stage_start);
 
