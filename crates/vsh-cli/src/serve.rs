@@ -689,7 +689,10 @@ impl VshServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         self.blocking(&context.peer, move |runtime| match runtime.pending() {
-            Ok(records) => {
+            Ok(mut records) => {
+                // Newest first: an agent looks for the run it just made.
+                records.sort_by_key(|record| std::cmp::Reverse(record.created_ms));
+                let now = crate::now_ms();
                 let mut lines = Vec::with_capacity(records.len());
                 let rows: Vec<_> = records
                     .iter()
@@ -705,11 +708,12 @@ impl VshServer {
                         let row = crate::render::PendingRow::new(*record, receipt, stored.as_ref());
                         let paths = row.receipt.as_ref().map_or(0, |receipt| receipt.changed_paths);
                         lines.push(format!(
-                            "{} {} {} {}",
+                            "{} {} {}, made {}: {}",
                             record.id.short(),
                             record.state.name(),
                             crate::render::counted(paths as u64, "path"),
-                            row.label
+                            crate::render::relative(record.created_ms, now),
+                            if row.label.is_empty() { "(no intent given)" } else { &row.label }
                         ));
                         document
                     })

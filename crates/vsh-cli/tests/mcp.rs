@@ -665,8 +665,9 @@ async fn pending_names_the_command(client: &rmcp::Peer<rmcp::RoleClient>) {
     let preview = call(client, "vsh_run", json!({"code": argv, "language": "command"})).await;
     let id = preview.document["transaction"].as_str().unwrap().to_owned();
     let pending = call(client, "vsh_pending", json!({})).await;
-    let line = format!("{} auto-approved 1 path $ /bin/sh -c 'echo p > p.txt'", &id[..12]);
-    assert!(pending.text.lines().any(|row| row == line), "{line}\n{}", pending.text);
+    let first = pending.text.lines().next().unwrap_or_default();
+    assert!(first.starts_with(&format!("{} auto-approved 1 path, made ", &id[..12])), "newest first: {}", pending.text);
+    assert!(first.ends_with(" ago: $ /bin/sh -c 'echo p > p.txt'"), "{}", pending.text);
 }
 
 /// Every line a client sends gets an answer: a request over the line limit
