@@ -53,9 +53,9 @@ const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset)
     the rule and remedy), every changed path with its states (detail=full adds hunks, detail=compact lists \
     none), stdout and the last expression's value; mode=auto also commits work the policy auto-approves. Each run \
     starts from the workspace as it is on disk: a later run does not see this one's changes until vsh_commit \
-    applies them, so to test an edit make it and run the tests in one program (vsh_exec after the writes, \
-    raising when its exit code is not 0: it returns a failing status, it does not raise; or one bash script \
-    with language=command: [\"bash\", \"-c\", \"... && make test\"]). Files: pathlib.Path (read_text, write_text, \
+    applies them, so to test an edit make it and run the tests in one program (vsh_exec([...], check=True) \
+    after the writes: without check it returns a failing status and does not raise; or one bash script with \
+    language=command: [\"bash\", \"-c\", \"... && make test\"]). Files: pathlib.Path (read_text, write_text, \
     read_bytes, write_bytes, exists, is_file, is_dir, iterdir, mkdir, unlink, rmdir, rename, stat), open() with \
     r/w/a and their b forms, os.listdir/makedirs/remove/rename. Always there, no import: vsh_read(path, \
     binary=False), vsh_write(path, data, append=False), vsh_list(path), vsh_mkdir(path, parents=True, \
@@ -63,7 +63,7 @@ const RUN_DESCRIPTION: &str = "Run a Monty program (a sandboxed Python 3 subset)
     vsh_copy(source, destination, recursive=False, overwrite=False), vsh_glob(pattern, path, max_results=1000), \
     vsh_search(query, path, case_sensitive=True, max_results=100) -> [{path, line, column, text}], \
     vsh_patch(path, old, new, count=1), vsh_bash(code) -> (exit_code, stdout, stderr), and when the operator \
-    started the server with --commands, vsh_exec(argv, timeout=None, env=None, input=None) -> (exit_code, stdout, stderr) (a real \
+    started the server with --commands, vsh_exec(argv, timeout=None, env=None, input=None, check=False) -> (exit_code, stdout, stderr) (a real \
     command, confined, on the program's changes so far, input its stdin; language=command runs one as the whole \
     program, code being its argv as a JSON array, or {\"argv\": [...], \"cwd\": \"dir\", \"stdin\": \"text\"} \
     to start it in a directory of the workspace or give it input, each optional). Modules: json, re, math, dataclasses, datetime (no clock), sys, \

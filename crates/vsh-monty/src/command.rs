@@ -865,18 +865,25 @@ impl Dispatcher<'_> {
 /// The Monty function that runs a real command in a candidate.
 pub(crate) const EXEC_NAME: &str = "vsh_exec";
 
+/// How much of a failing command's stderr `vsh_exec(..., check=True)`
+/// puts in its exception: its end, where a test or compiler says why.
+const CHECK_STDERR_CHARS: usize = 2_000;
+
 /// A guest exception of `kind` saying `message`.
 fn guest(kind: ExcType, message: String) -> Reply {
     Reply::Raise(MontyException::new(kind, Some(message)))
 }
 
 impl Dispatcher<'_> {
-    /// `vsh_exec(argv, timeout=None, env=None, input=None)`: run `argv` (its
-    /// standard input `input`, a `str` or `bytes`, else `/dev/null`) in a candidate
-    /// of this run's image as it is now (the program's changes so far
-    /// included), every file access it makes charged and recorded as the
-    /// program's own, and return `(exit_code, stdout, stderr)` whatever the
-    /// status (the program decides what a failure means). A program that
+    /// `vsh_exec(argv, timeout=None, env=None, input=None, check=False)`: run
+    /// `argv` (its standard input `input`, a `str` or `bytes`, else
+    /// `/dev/null`) in a candidate of this run's image as it is now (the
+    /// program's changes so far included), every file access it makes
+    /// charged and recorded as the program's own, and return `(exit_code,
+    /// stdout, stderr)` whatever the status (the program decides what a
+    /// failure means), or with `check` raise `RuntimeError` for a non-zero
+    /// one, its message ending with the command's last stderr (a failing
+    /// test fails the run, as `subprocess.run(check=True)` would). A program that
     /// cannot be started is `FileNotFoundError` or `PermissionError`, the
     /// call's own timeout `TimeoutError` (what the command changed before
     /// the kill stays); the run's budgets, a cancellation, or a host that
@@ -921,6 +928,15 @@ impl Dispatcher<'_> {
             Ok(end) if end.timed_out => {
                 let seconds = call.timeout.unwrap_or_default().as_secs_f64();
                 guest(ExcType::TimeoutError, format!("command {program} timed out after {seconds} seconds"))
+            }
+            Ok(end) if call.check && exit_code(end.status) != 0 => {
+                let stderr = String::from_utf8_lossy(&end.stderr);
+                let tail: String = {
+                    let chars: Vec<char> = stderr.trim_end().chars().collect();
+                    chars[chars.len().saturating_sub(CHECK_STDERR_CHARS)..].iter().collect()
+                };
+                let status = exit_code(end.status);
+                guest(ExcType::RuntimeError, format!("command {program} exited {status}: {tail}"))
             }
             Ok(end) => {
                 let text = |bytes: &[u8]| MontyObject::String(String::from_utf8_lossy(bytes).into_owned());

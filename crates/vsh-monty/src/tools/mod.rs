@@ -165,6 +165,7 @@ pub(crate) fn exec_args(args: Vec<MontyObject>, kwargs: Vec<(MontyObject, MontyO
         optional("timeout", MontyObject::None),
         optional("env", MontyObject::None),
         optional("input", MontyObject::None),
+        optional("check", MontyObject::Bool(false)),
     ];
     let mut a = Args::new(name, params, args, kwargs)?;
     let items = match a.next() {
@@ -225,7 +226,8 @@ pub(crate) fn exec_args(args: Vec<MontyObject>, kwargs: Vec<(MontyObject, MontyO
         (MontyObject::Bytes(bytes), _) => bytes,
         (other, param) => return Err(a.wrong(param, "str, bytes or None", &other)),
     };
-    Ok(ExecArgs { argv: strings, timeout, env, input })
+    let check = a.boolean()?;
+    Ok(ExecArgs { argv: strings, timeout, env, input, check })
 }
 
 /// A bound `vsh_exec` call.
@@ -239,6 +241,8 @@ pub(crate) struct ExecArgs {
     pub(crate) env: Vec<(String, String)>,
     /// Its standard input (`str` as UTF-8); empty: `/dev/null`.
     pub(crate) input: Vec<u8>,
+    /// Raise when it exits non-zero (as `subprocess.run(check=True)`).
+    pub(crate) check: bool,
 }
 
 impl OsHost<'_> {

@@ -538,6 +538,13 @@ fn vsh_exec_passes_its_environment_and_reads_are_recorded() {
     assert_eq!(outcome.value.py_repr(), "(0, 'hi-/nowhere\\n', '')");
     let reads = &ws.vfs.read_set().entries;
     assert!(reads.get(&VPath::parse("src/main.rs").unwrap()).is_some_and(|read| read.content.is_some()), "{reads:?}");
+    // check=True: a failing command raises, with the end of what it said;
+    // a passing one returns as ever.
+    let checked = "try:\n    vsh_exec(['/bin/sh', '-c', 'echo 1 != 2 >&2; exit 3'], check=True)\n    r = 'no'\n\
+                   except RuntimeError as error:\n    r = str(error)\n\
+                   (r, vsh_exec(['true'], check=True))";
+    let outcome = ws.run_with_commands(checked).unwrap();
+    assert_eq!(outcome.value.py_repr(), "(\"command '/bin/sh' exited 3: 1 != 2\", (0, '', ''))");
 }
 
 #[test]
