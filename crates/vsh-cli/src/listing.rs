@@ -33,7 +33,11 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
 /// The rows as documents.
 fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocument> {
     rows.iter()
-        .map(|row| vsh::document::TransactionDocument::new(&row.record, row.receipt.as_ref(), &row.intent))
+        .map(|row| {
+            let mut document = vsh::document::TransactionDocument::new(&row.record, row.receipt.as_ref(), &row.intent);
+            document.command.clone_from(&row.command);
+            document
+        })
         .collect()
 }
 

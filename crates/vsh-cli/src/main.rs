@@ -1398,8 +1398,10 @@ pub(crate) fn print_record(
     record: &vsh::TransactionRecord,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let receipt = runtime.show(record.id)?;
-    let intent = runtime.stored_program(record.id)?.map(|stored| stored.intent).unwrap_or_default();
-    let document = vsh::document::TransactionDocument::new(record, receipt.as_ref(), &intent);
+    let stored = runtime.stored_program(record.id)?;
+    let intent = stored.as_ref().map(|stored| stored.intent.as_str()).unwrap_or_default();
+    let document =
+        vsh::document::TransactionDocument::new(record, receipt.as_ref(), intent).with_program(stored.as_ref());
     println!("{}", serde_json::to_string_pretty(&vsh::document::RecordDocument::new(document))?);
     Ok(())
 }

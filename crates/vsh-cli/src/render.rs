@@ -96,6 +96,8 @@ pub(crate) struct PendingRow {
     /// its own: the intent, else a real command's command line after `$ `
     /// (so a row of `vsh exec` says what ran), as a shell would read it.
     pub(crate) label: String,
+    /// A real command's argv, for the JSON rows.
+    pub(crate) command: Option<Vec<String>>,
 }
 
 impl PendingRow {
@@ -117,7 +119,8 @@ impl PendingRow {
             // An agent's text.
             _ => shown(&intent, false).into_owned(),
         };
-        Self { record, receipt, intent, label }
+        let command = stored.and_then(vsh::StoredProgram::command_argv);
+        Self { record, receipt, intent, label, command }
     }
 }
 

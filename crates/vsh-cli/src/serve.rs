@@ -703,7 +703,8 @@ impl VshServer {
                             record,
                             receipt.as_ref(),
                             stored.as_ref().map_or("", |stored| stored.intent.as_str()),
-                        );
+                        )
+                        .with_program(stored.as_ref());
                         // As `vsh pending` shows it: the intent, else the command line that ran.
                         let row = crate::render::PendingRow::new(*record, receipt, stored.as_ref());
                         let paths = row.receipt.as_ref().map_or(0, |receipt| receipt.changed_paths);
@@ -847,7 +848,9 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     let intent = stored.as_ref().map_or("", |stored| stored.intent.as_str()).to_owned();
     let mut document = ShowDocument::new(
         &receipt,
-        record.as_ref().map(|record| vsh::document::TransactionDocument::new(record, Some(&receipt), &intent)),
+        record.as_ref().map(|record| {
+            vsh::document::TransactionDocument::new(record, Some(&receipt), &intent).with_program(stored.as_ref())
+        }),
         &runtime.history(id)?,
         runtime.run_policy(id)?.as_ref(),
         stored.map(|stored| stored.code),

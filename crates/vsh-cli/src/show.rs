@@ -82,6 +82,7 @@ pub(crate) fn show(
                     Some(&receipt),
                     intent.as_ref().map_or("", |stored| stored.intent.as_str()),
                 )
+                .with_program(intent.as_ref())
             }),
             &runtime.history(id)?,
             runtime.run_policy(id)?.as_ref(),

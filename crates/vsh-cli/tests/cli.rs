@@ -3245,6 +3245,10 @@ fn a_commands_row_in_pending_is_its_command_line_as_a_shell_reads_it() {
     let line = row.split_once("$ ").unwrap().1;
     // Pasted into a shell, it is the same command: quoted once, not twice.
     assert_eq!(shlex::split(line).unwrap(), argv, "{row}");
+    // The JSON rows carry the argv itself.
+    let listed: serde_json::Value =
+        serde_json::from_slice(&vsh(&["pending", "--json", "--workspace", ws], None).stdout).unwrap();
+    assert_eq!(listed["transactions"][0]["command"], serde_json::json!(argv), "{listed}");
 }
 
 #[test]

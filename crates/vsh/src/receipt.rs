@@ -376,3 +376,10 @@ pub struct StoredProgram {
     /// The intent it was run with (empty if none).
     pub intent: String,
 }
+
+impl StoredProgram {
+    /// A real command's argv, when the program is one.
+    pub fn command_argv(&self) -> Option<Vec<String>> {
+        (self.language == crate::Language::Command).then(|| crate::run::command_argv(&self.code)).flatten()
+    }
+}

@@ -51,6 +51,10 @@ pub struct TransactionDocument {
     pub flags: Vec<String>,
     /// What it is for (empty if not said).
     pub intent: String,
+    /// A real command's argv, for a transaction whose program is one (`vsh
+    /// exec`, MCP language=command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
 }
 
 impl TransactionDocument {
@@ -76,7 +80,15 @@ impl TransactionDocument {
             changed_paths: receipt.map(|receipt| receipt.changed_paths as u64),
             flags,
             intent: intent.to_owned(),
+            command: None,
         }
+    }
+
+    /// This document with `stored`'s command line, when it is a real command's.
+    #[must_use]
+    pub fn with_program(mut self, stored: Option<&crate::StoredProgram>) -> Self {
+        self.command = stored.and_then(crate::StoredProgram::command_argv);
+        self
     }
 }
 

@@ -97,6 +97,11 @@ fn widens_private_content(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<b
     Ok(false)
 }
 
+/// The argv of a real command's program text, if it is a valid one.
+pub(crate) fn command_argv(code: &str) -> Option<Vec<String>> {
+    command::argv(code).ok().map(|command| command.argv)
+}
+
 /// Whether emptying the scratch directory stored as `name` is worth a
 /// warning ([`crate::Warning::ScratchEmptied`]): a build's outputs are;
 /// Python's bytecode and pytest's cache, rebuilt in a moment, are not.
