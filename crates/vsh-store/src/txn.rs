@@ -285,9 +285,9 @@ impl TransactionStore {
     /// log atomically (`txlog.next`, renamed over it), with whatever could
     /// still lead to a commit voided, since a lost frame may have committed
     /// or rejected it: an approval is `Expired`, an auto-approved preview and
-    /// work pending approval `Rejected` (a commit left mid-way stays for
-    /// recovery). A crash leaves the damaged log or the new one, never
-    /// neither.
+    /// work pending approval `Rejected`, a commit under way
+    /// `RecoveryRequired` (recovery settles it by its evidence). A crash
+    /// leaves the damaged log or the new one, never neither.
     pub fn salvage_with(
         backend: Arc<dyn StoreBackend>,
         config: TxStoreConfig,
@@ -320,9 +320,11 @@ impl TransactionStore {
         let mut copies = (0..MAX_DAMAGED_COPIES).map(|n| damaged_path(state.generation(), n));
         let damaged = loop {
             let Some(name) = copies.next() else {
-                return Err(StoreError::CorruptLog {
-                    offset: 0,
-                    reason: "too many damaged logs kept: remove old ones",
+                // Every name is taken: the operator clears old copies first.
+                let path = damaged_path(state.generation(), MAX_DAMAGED_COPIES - 1);
+                return Err(StoreError::DataDir {
+                    path: path.clone(),
+                    source: vsh_host::HostError::AlreadyExists { path },
                 });
             };
             match store.backend.create_new(&name, &bytes) {
