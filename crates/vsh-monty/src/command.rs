@@ -363,9 +363,13 @@ impl DiskGuard {
         Some(Self {
             path: path.to_owned(),
             available: space.available,
-            may_lose: may_lose(space.available, space.size, 1 << 30),
+            may_lose: vsh_types::space::may_take(space.available, space.size, vsh_types::space::MAX_RESERVE_BYTES),
             inodes_available: space.inodes_available,
-            inodes_may_lose: may_lose(space.inodes_available, space.inodes, 1_000_000),
+            inodes_may_lose: vsh_types::space::may_take(
+                space.inodes_available,
+                space.inodes,
+                vsh_types::space::MAX_RESERVE_NODES,
+            ),
         })
     }
 
@@ -382,16 +386,6 @@ impl DiskGuard {
             None
         }
     }
-}
-
-/// What a filesystem with `available` of `total` units (bytes or inodes)
-/// may lose while a command runs: half of what is available, and never past
-/// a reserve of 2 % of the total, at most `max_reserve` (nothing, when less
-/// is available already).
-fn may_lose(available: u64, total: u64, max_reserve: u64) -> u64 {
-    let reserve = (total / 50).min(max_reserve);
-    let floor = reserve.max(available / 2).min(available);
-    available - floor
 }
 
 /// The run's image, counters and refusals while a command runs: lent by

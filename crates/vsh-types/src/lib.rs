@@ -19,6 +19,7 @@ mod layout;
 mod node;
 mod path;
 mod readset;
+pub mod space;
 mod state;
 
 pub use authority::{AuthorityKey, Mac, MacKey};

@@ -280,7 +280,7 @@ pub enum VshError {
     },
     /// Storing the run's contents for a later commit would take more than
     /// half the space left on the data directory's disk, or leave it less
-    /// than its reserve (2 % of its size, at most 1 GiB): nothing was stored
+    /// than its reserve (2 % of its size, at most 64 MiB): nothing was stored
     /// and the run was not kept, so work kept waiting (pending approval, a
     /// durable preview) never fills the disk. Commit, reject or discard what
     /// waits and run `vsh gc`, or free space on that disk.

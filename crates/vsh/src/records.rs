@@ -227,7 +227,7 @@ impl Records {
     /// [`VshError::StoreSpace`] if storing `needed` bytes of contents would
     /// take more than half the space available on the data directory's
     /// disk, or leave it less than a reserve of 2 % of its size (at most
-    /// 1 GiB). Asked of every run that stores anything: one `fstatvfs`.
+    /// 64 MiB; [`vsh_types::space`]). Asked of every run that stores anything: one `fstatvfs`.
     pub(crate) fn check_store_space(&self, needed: u64) -> Result<(), VshError> {
         if needed == 0 {
             return Ok(());
@@ -235,9 +235,10 @@ impl Records {
         let space = self.data.dir().space().map_err(|source| {
             VshError::Store(vsh_store::StoreError::DataDir { path: vsh_types::VPath::root(), source })
         })?;
-        let reserve = (space.size / 50).min(1 << 30);
-        if needed > space.available / 2 || space.available.saturating_sub(needed) < reserve {
-            return Err(VshError::StoreSpace { needed, available: space.available, reserve });
+        let (available, size) = (space.available, space.size);
+        if needed > vsh_types::space::may_take(available, size, vsh_types::space::MAX_RESERVE_BYTES) {
+            let reserve = vsh_types::space::reserve(size, vsh_types::space::MAX_RESERVE_BYTES);
+            return Err(VshError::StoreSpace { needed, available, reserve });
         }
         Ok(())
     }
