@@ -28,10 +28,10 @@ Exit codes:
   130, 143, 129
       interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,
       its processes killed, nothing committed (a second signal ends vsh at once)
-With --detailed-exitcode, run, show and commit exit with the transaction's
-state instead: 0 committed, 3 auto-approved (nothing written), 4 pending
-approval (or approved, not yet committed), 5 denied, 6 stale, 7 rejected,
-expired, or its commit failed and was rolled back.";
+With --detailed-exitcode, run, exec, rerun, show and commit exit with the
+transaction's state instead: 0 committed, 3 auto-approved (nothing written),
+4 pending approval (or approved, not yet committed), 5 denied, 6 stale,
+7 rejected, expired, or its commit failed and was rolled back.";
 
 /// Run agent programs against a virtual image of a workspace; preview,
 /// approve and commit their changes exactly once.
@@ -42,8 +42,9 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
     /// Exit with the transaction's state (0 committed, 3 auto-approved, 4
     /// pending, 5 denied, 6 stale, 7 rejected, expired or rolled back) instead
-    /// of whether the command did what it was asked.
-    #[arg(long, global = true)]
+    /// of whether the command did what it was asked: for run, exec, rerun,
+    /// show and commit, before or after the command's name.
+    #[arg(long)]
     pub(crate) detailed_exitcode: bool,
     /// Colour the output: auto (on a terminal, unless NO_COLOR is set or
     /// CLICOLOR_FORCE asks for it anyway), always, or never.
@@ -169,6 +170,19 @@ pub(crate) enum Command {
 }
 
 impl Command {
+    /// The command's `--detailed-exitcode`: `None` for the commands whose
+    /// result is not a transaction's state, which do not take it.
+    pub(crate) fn state_exit(&self) -> Option<&StateExit> {
+        match self {
+            Self::Run(run) => Some(&run.options.state_exit),
+            Self::Exec(exec) => Some(&exec.options.state_exit),
+            Self::Rerun(rerun) => Some(&rerun.state_exit),
+            Self::Show(show) => Some(&show.state_exit),
+            Self::Commit(commit) => Some(&commit.state_exit),
+            _ => None,
+        }
+    }
+
     /// Whether the command asked for JSON output (errors are JSON then too).
     pub(crate) fn json(&self) -> bool {
         match self {
@@ -191,6 +205,16 @@ impl Command {
             Self::Guide | Self::Completions { .. } | Self::Man | Self::Schema { .. } => false,
         }
     }
+}
+
+/// `--detailed-exitcode`, on the commands whose result is a transaction's state.
+#[derive(Debug, Args)]
+pub(crate) struct StateExit {
+    /// Exit with the transaction's state (0 committed, 3 auto-approved, 4
+    /// pending, 5 denied, 6 stale, 7 rejected, expired or rolled back) instead
+    /// of whether the command did what it was asked.
+    #[arg(long)]
+    pub(crate) detailed_exitcode: bool,
 }
 
 /// Options every workspace command takes.
@@ -317,6 +341,8 @@ pub(crate) struct Stored {
 pub(crate) struct ShowArgs {
     #[command(flatten)]
     pub(crate) stored: Stored,
+    #[command(flatten)]
+    pub(crate) state_exit: StateExit,
     /// Every changed text file's hunks, up to 64 MiB a file and 1 GiB in all
     /// (without it: 128 KiB a file and 1 MiB in all; the files past either
     /// are listed without hunks, and a line on stderr says so).
@@ -512,6 +538,8 @@ pub(crate) struct LogArgs {
 pub(crate) struct RerunArgs {
     #[command(flatten)]
     pub(crate) stored: Stored,
+    #[command(flatten)]
+    pub(crate) state_exit: StateExit,
     /// Preview only, or commit when auto-approved.
     #[arg(long, value_enum, default_value = "preview")]
     pub(crate) mode: Mode,
@@ -547,6 +575,8 @@ pub(crate) struct RerunArgs {
 pub(crate) struct CommitArgs {
     #[command(flatten)]
     pub(crate) stored: Stored,
+    #[command(flatten)]
+    pub(crate) state_exit: StateExit,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
 }
@@ -686,6 +716,8 @@ pub(crate) struct ExecArgs {
 pub(crate) struct RunOptions {
     #[command(flatten)]
     pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) state_exit: StateExit,
     /// Preview only, or commit when auto-approved.
     #[arg(long, value_enum, default_value = "preview")]
     pub(crate) mode: Mode,

@@ -85,7 +85,19 @@ fn main() -> ExitCode {
     cli.color.choice().write_global();
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let json = cli.command.json();
-    let output = Output { detailed: cli.detailed_exitcode, quiet: cli.quiet };
+    let detailed = match cli.command.state_exit() {
+        Some(state_exit) => cli.detailed_exitcode || state_exit.detailed_exitcode,
+        None if cli.detailed_exitcode => {
+            let error = <args::Cli as clap::CommandFactory>::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--detailed-exitcode is for run, exec, rerun, show and commit: this command's result is not a \
+                 transaction's state",
+            );
+            exit_usage(&error)
+        }
+        None => false,
+    };
+    let output = Output { detailed, quiet: cli.quiet };
     let result = match cli.command {
         Command::Init(init) => init_command(&init, output),
         Command::Run(run) => run_command(&run, output),
@@ -952,12 +964,36 @@ fn warn_if_overridden(runtime: &Runtime) -> Result<(), Box<dyn std::error::Error
 /// `vsh policy show`: the workspace's effective policy as a policy file.
 fn policy_show(runtime: &Runtime, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let text = vsh::lower::vsh_policy::render_policy(runtime.policy());
+    let recorded = runtime.workspace_policy_text().is_ok_and(|recorded| recorded.is_some());
+    print_policy(runtime.policy(), text, recorded, json)
+}
+
+/// `vsh policy show` where no workspace is found: the policy a new
+/// workspace runs under until `vsh init` records one.
+fn default_policy_show(json: bool) -> Result<u8, Box<dyn std::error::Error>> {
+    use vsh::lower::vsh_policy::{PolicyProfile, TransactionPolicy};
+    let policy = TransactionPolicy::from_profile(PolicyProfile::default(), None);
+    let text = format!(
+        "# No vsh workspace here: the policy a new workspace runs under until `vsh init`\n\
+         # records one (save this as a file, edit it, then `vsh init --policy FILE`).\n{}",
+        vsh::lower::vsh_policy::render_policy(&policy)
+    );
+    print_policy(&policy, text, false, json)
+}
+
+/// Print `policy`, rendered as `text`, as text or `vsh.policy/1`.
+fn print_policy(
+    policy: &vsh::lower::vsh_policy::TransactionPolicy,
+    text: String,
+    recorded: bool,
+    json: bool,
+) -> Result<u8, Box<dyn std::error::Error>> {
     if json {
         let document = documents::PolicyDocument {
             schema: documents::POLICY.to_owned(),
-            profile: runtime.policy().profile().name().to_owned(),
-            digest: runtime.policy().digest().to_hex(),
-            recorded: runtime.workspace_policy_text().is_ok_and(|recorded| recorded.is_some()),
+            profile: policy.profile().name().to_owned(),
+            digest: policy.digest().to_hex(),
+            recorded,
             text,
         };
         println!("{}", serde_json::to_string_pretty(&document)?);
@@ -1451,7 +1487,16 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         Command::Recover(recover) => (&recover.common, recover.restore.as_ref(), Some(recover.lock.lock_timeout)),
         other => unreachable!("{other:?} is handled by main"),
     };
-    let mut config = runtime_config(&common.existing_root()?)?;
+    let root = match common.existing_root() {
+        Ok(root) => root,
+        // No workspace here: the policy a new one runs under, to start a
+        // policy file from.
+        Err(_) if matches!(command, Command::Policy { .. }) && common.workspace.is_none() => {
+            return default_policy_show(common.json);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let mut config = runtime_config(&root)?;
     if let Some(timeout) = timeout {
         config = config.with_lock_wait(lock_wait(timeout));
     }

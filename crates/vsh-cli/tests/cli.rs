@@ -133,6 +133,12 @@ fn exit_codes_follow_the_table_row_by_row() {
     assert_eq!(code(&broken), Some(1));
     assert!(String::from_utf8_lossy(&broken.stderr).contains("ValueError"));
     assert_eq!(vsh(&["run", "--mode", "sideways", "x.py"], None).status.code(), Some(2));
+    // --detailed-exitcode only where the result is a transaction's state:
+    // after the command's name it is unknown elsewhere, before it refused.
+    for args in [["pending", "--detailed-exitcode"], ["--detailed-exitcode", "pending"]] {
+        let misplaced = vsh(&[&args[..], &["--workspace", ws]].concat(), None);
+        assert_eq!(code(&misplaced), Some(2), "{args:?}: {}", String::from_utf8_lossy(&misplaced.stderr));
+    }
 }
 
 #[test]
@@ -1693,11 +1699,20 @@ fn commands_find_the_enclosing_workspace_like_git_and_never_make_one_to_read() {
     // Outside any workspace, reading commands refuse and make nothing.
     let outside = dir.path().join("elsewhere");
     std::fs::create_dir(&outside).unwrap();
-    for args in [&["pending"][..], &["log"], &["show", "abcdef"], &["gc"], &["policy", "show"]] {
+    for args in [&["pending"][..], &["log"], &["show", "abcdef"], &["gc"]] {
         let refused = vsh_in(&outside, args, None);
         assert_eq!(refused.status.code(), Some(1), "{args:?}");
         assert!(String::from_utf8_lossy(&refused.stderr).contains("not in a vsh workspace"), "{args:?}: {refused:?}");
     }
+    // `policy show` there prints the policy a new workspace runs under, a
+    // file to start from: it is valid and is the default profile's.
+    let shown = vsh_in(&outside, &["policy", "show"], None);
+    assert_eq!(shown.status.code(), Some(0), "{shown:?}");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.starts_with("# No vsh workspace here") && text.contains("# [[protect]]"), "{text}");
+    std::fs::write(dir.path().join("start.toml"), text.as_bytes()).unwrap();
+    let checked = vsh_in(&outside, &["policy", "check", "--json", "../start.toml"], None);
+    assert_eq!(valid_document(&checked)["profile"], "balanced");
     let explicit = vsh_in(&outside, &["pending", "--workspace", outside.to_str().unwrap()], None);
     assert!(String::from_utf8_lossy(&explicit.stderr).contains("is not a vsh workspace"), "{explicit:?}");
     assert!(!outside.join(".vsh").exists());
@@ -1836,6 +1851,9 @@ fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     for attempt in 0..2 {
         let late = vsh(&["commit", &delete, "--workspace", ws], None);
         assert_eq!(late.status.code(), Some(1), "{attempt}: {}", stderr(&late));
+        // Headed by what happened, not by the layer that said it.
+        let head = stderr(&late).lines().next().unwrap_or_default().to_owned();
+        assert!(head.starts_with("vsh: ") && head.contains("expired"), "{attempt}: {}", stderr(&late));
         assert!(
             stderr(&late).contains(&format!("next: `vsh rerun {}`", &delete[..12])),
             "{attempt}: {}",

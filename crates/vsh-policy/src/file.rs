@@ -595,6 +595,33 @@ pub fn render_policy(policy: &TransactionPolicy) -> String {
         out.push('\n');
     }
     out.push_str(&toml::to_string(&document).unwrap_or_default());
+    out.push_str(&unset_sections(policy));
+    out
+}
+
+/// Commented examples of the sections `policy` leaves unset, so the text
+/// `vsh policy show` prints is a file to start from (docs/policy.md says
+/// what each key does).
+fn unset_sections(policy: &TransactionPolicy) -> String {
+    let mut out = String::new();
+    if !policy.calls().rules().iter().any(|rule| rule.label == RuleLabel::Custom) {
+        out.push_str(
+            "\n# Refuse accesses to paths of your own (access: all, reads, mutations, or\n\
+             # any of create, modify, delete, rename-source, rename-destination,\n\
+             # content-read, directory-read, metadata-read):\n\
+             # [[protect]]\n# pattern = \"migrations/**\"\n# access = [\"modify\", \"delete\"]\n\
+             # reason = \"applied migrations are history; add a new one instead\"\n",
+        );
+    }
+    if policy.calls().writable_roots().is_none() {
+        out.push_str("\n# Let programs write only below these directories, in [defaults]:\n# writable_roots = [\"src\", \"tests\"]\n");
+    }
+    if policy.command_scratch().is_none() {
+        out.push_str(
+            "\n# Directories real commands write outside the transaction (build outputs,\n\
+             # caches), kept between runs:\n# [commands]\n# scratch = [\"target\", \"node_modules\"]\n",
+        );
+    }
     out
 }
 
@@ -1087,6 +1114,37 @@ rewrite_escalate_ratio = 1
         let rendered = render_policy(&TransactionPolicy::from_profile(PolicyProfile::Balanced, None));
         assert!(rendered.contains("#   `**/.env*/**` denies all (secret)"), "{rendered}");
         assert!(rendered.contains("deny_touched_paths = "), "defaults included: {rendered}");
+    }
+
+    /// The commented examples `vsh policy show` ends with are valid keys:
+    /// each one, uncommented where it belongs, makes a file that parses and
+    /// sets what it says.
+    #[test]
+    fn the_rendered_policy_ends_with_examples_of_the_sections_it_leaves_unset() {
+        let rendered = render_policy(&TransactionPolicy::from_profile(PolicyProfile::Balanced, None));
+        let example = |first: &str| -> String {
+            let start = rendered.find(first).unwrap_or_else(|| panic!("{first} in {rendered}"));
+            rendered[start..]
+                .lines()
+                .take_while(|line| line.starts_with("# ") && !line.is_empty())
+                .flat_map(|line| [&line[2..], "\n"])
+                .collect()
+        };
+        let protect = PolicyFile::parse(&format!("{rendered}{}", example("# [[protect]]"))).unwrap();
+        let rule = protect.calls().rules().iter().find(|rule| rule.label == RuleLabel::Custom).unwrap();
+        assert_eq!(rule.pattern.as_str(), "migrations/**");
+        let commands = PolicyFile::parse(&format!("{rendered}{}", example("# [commands]"))).unwrap();
+        assert_eq!(commands.command_scratch().unwrap(), ["target", "node_modules"]);
+        let roots = rendered.replace("\n[defaults]\n", &format!("\n[defaults]\n{}", example("# writable_roots")));
+        let roots = PolicyFile::parse(&roots).unwrap();
+        assert_eq!(roots.calls().writable_roots().unwrap().len(), 2);
+        // A policy that sets them all has no examples left.
+        let all = render_policy(&roots);
+        let all = PolicyFile::parse(&format!("{all}{}", example("# [[protect]]"))).unwrap();
+        let all = PolicyFile::parse(&format!("{}{}", render_policy(&all), example("# [commands]"))).unwrap();
+        assert!(!render_policy(&all).contains("\n# [[protect]]"), "{}", render_policy(&all));
+        assert!(!render_policy(&all).contains("# writable_roots"));
+        assert!(!render_policy(&all).contains("# [commands]"));
     }
 
     #[test]

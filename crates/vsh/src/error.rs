@@ -39,8 +39,10 @@ pub enum VshError {
     /// stopped by it.
     #[error("the workspace's recorded policy {0}: record the policy again with `vsh init --force`")]
     WorkspacePolicyForged(&'static str),
-    /// The store (blobs, transaction records) failed.
-    #[error("store error")]
+    /// The store (blobs, transaction records) failed, or refused a step
+    /// (an approval that expired, a state that does not allow it): its own
+    /// message heads the error, each says what failed.
+    #[error(transparent)]
     Store(#[from] vsh_store::StoreError),
     /// The program failed: an uncaught exception, a budget limit, or a terminal
     /// virtual-filesystem error.

@@ -54,7 +54,7 @@ pub struct ErrorDocument {
     pub schema: ErrorSchema,
     /// Which kind of failure.
     pub kind: ErrorKind,
-    /// The error with its causes, in one line (`store error: ...`).
+    /// The error with its causes, in one line (`commit failed: ...`).
     pub message: String,
     /// Its causes, outermost first.
     pub causes: Vec<String>,
