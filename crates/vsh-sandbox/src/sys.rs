@@ -72,6 +72,8 @@ pub(crate) fn seccomp_set_filter(program: &[libc::sock_filter]) -> io::Result<()
 pub(crate) struct ExecImage {
     /// The program, opened `O_PATH | O_CLOEXEC` by the parent.
     fd: std::os::fd::OwnedFd,
+    /// The program's path, for a script (see [`exec_image`]).
+    path: std::ffi::CString,
     /// Owners of the strings `argv` and `envp` point into.
     _strings: Vec<std::ffi::CString>,
     /// Null-terminated pointer arrays into `_strings`.
@@ -101,6 +103,7 @@ impl ExecImage {
         let cstring = |text: &std::ffi::OsStr| {
             std::ffi::CString::new(text.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
         };
+        let path = cstring(program.as_os_str())?;
         let mut strings = Vec::with_capacity(argv.len() + envp.len());
         for arg in argv {
             strings.push(cstring(arg)?);
@@ -112,7 +115,7 @@ impl ExecImage {
         let envp_ptrs: Vec<*const libc::c_char> =
             pointers.split_off(argv.len()).into_iter().chain(std::iter::once(std::ptr::null())).collect();
         pointers.push(std::ptr::null());
-        Ok(ExecImage { fd, _strings: strings, argv: pointers, envp: envp_ptrs })
+        Ok(ExecImage { fd, path, _strings: strings, argv: pointers, envp: envp_ptrs })
     }
 }
 
@@ -123,6 +126,13 @@ impl ExecImage {
 /// the program's directories, so a child that dropped to another uid still
 /// runs a program the parent could reach (Landlock and the file's own mode
 /// still decide).
+///
+/// A script (`#!`) cannot run that way: the kernel hands its interpreter
+/// `/dev/fd/N`, which a close-on-exec descriptor no longer names once the
+/// exec happens, and the call fails with `ENOENT` (execveat(2)). Then the
+/// program is executed by its path, which the interpreter opens again (a
+/// tool directory's path leads to it in the child's namespace); if that
+/// fails too, its error is returned, as it says more (`EACCES`).
 pub(crate) fn exec_image(image: &ExecImage) -> io::Error {
     // SAFETY: the descriptor is open (owned by `image`), the path is an empty C string, and
     // `argv`/`envp` are null-terminated arrays of pointers to NUL-terminated strings owned by
@@ -136,6 +146,16 @@ pub(crate) fn exec_image(image: &ExecImage) -> io::Error {
             image.envp.as_ptr(),
             libc::AT_EMPTY_PATH,
         );
+    }
+    let by_descriptor = io::Error::last_os_error();
+    if by_descriptor.raw_os_error() != Some(libc::ENOENT) {
+        return by_descriptor;
+    }
+    // SAFETY: `path` is a NUL-terminated string and `argv`/`envp` null-terminated arrays of
+    // pointers to NUL-terminated strings, all owned by `image`, which outlives the call; on
+    // success the call does not return.
+    unsafe {
+        libc::execve(image.path.as_ptr(), image.argv.as_ptr(), image.envp.as_ptr());
     }
     io::Error::last_os_error()
 }

@@ -1265,3 +1265,38 @@ fn node_starts_in_a_candidate_and_reads_and_writes_the_workspace() {
     assert_eq!(stdout_of(&result), "2d711642\n", "{result:?}");
     assert_eq!(ws.vfs.read(&VPath::parse("out.txt").unwrap()).unwrap().as_ref(), b"HELLO");
 }
+
+/// A script outside the workspace (`npm`, `pytest`, `zcat` are scripts) is
+/// a command like any program, named by its path or through a symlink: the
+/// kernel cannot run a script from a close-on-exec descriptor, so the child
+/// falls back to its path.
+#[test]
+fn a_script_outside_the_workspace_runs_as_the_command_directly_or_through_a_symlink() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(_processes) = fuse_available() else { return };
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = tools.path().join("greet");
+    std::fs::write(&script, "#!/bin/sh\necho \"greet $1\" > greeted.txt\ncat greeted.txt\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let link = tools.path().join("greet-link");
+    std::os::unix::fs::symlink(&script, &link).unwrap();
+    for (program, word) in [(&script, "direct"), (&link, "linked")] {
+        let mut ws = Workspace::with(&files());
+        let mut config = CommandConfig::new(ws.root());
+        config.tools.push(tools.path().to_owned());
+        let argv = [program.to_str().unwrap().to_owned(), word.to_owned()];
+        let outcome = MontyExecutor::in_process()
+            .execute_command(
+                &argv,
+                &mut ws.vfs,
+                &CallPolicy::balanced_default(None),
+                &ExecutionLimits::default(),
+                &config,
+                &Uninterrupted,
+            )
+            .unwrap_or_else(|error| panic!("{word}: {error:?}"));
+        assert_eq!(String::from_utf8_lossy(&outcome.stdout), format!("greet {word}\n"));
+        assert_eq!(ws.diff(), [("greeted.txt".to_owned(), DiffKind::Create)], "{word}");
+    }
+}
