@@ -241,8 +241,14 @@ fn a_confined_bash_program_is_real_bash_through_the_same_pipeline() {
     runtime.commit(receipt.transaction, 1).unwrap();
     assert_eq!(std::fs::read_to_string(dir.path().join("src/app.py")).unwrap(), "def greet():\n    return 'bye'\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("src/util.py")).unwrap(), "HELLO = 'bye'\n");
-    // A secret stays invisible to real bash too, and the attempt denies.
-    let denied = runtime.preview(&bash("cat .env; echo x > new.txt").with_mode(RunMode::Auto)).unwrap();
-    assert_eq!(denied.state, TransactionState::Denied);
-    assert!(!dir.path().join("new.txt").exists());
+    // A secret stays invisible to real bash too: it is refused at its
+    // lookup, which learns nothing and is no denial, and the receipt warns.
+    let looked = runtime.preview(&bash("cat .env || echo refused; test -e .env || echo absent")).unwrap();
+    assert_eq!(looked.state, TransactionState::AutoApproved, "{:?}", looked.decision);
+    assert_eq!(String::from_utf8_lossy(looked.output.stdout_bytes()), "refused\nabsent\n");
+    assert!(
+        looked.warnings.iter().any(|w| matches!(w, vsh::Warning::HiddenLooks { looks: 2 })),
+        "{:?}",
+        looked.warnings
+    );
 }

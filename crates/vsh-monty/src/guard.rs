@@ -269,6 +269,31 @@ impl<'a> OsHost<'a> {
         denied
     }
 
+    /// [`OsHost::authorize`] for a look at `path` that only asks what is
+    /// there (`exists()`, `stat`, a command's lookup of a name), to answer
+    /// it. A path a rule hides (a secret, a protected path of the
+    /// operator's) is refused as unreadable, and the refusal is counted
+    /// ([`crate::ExecutionStats::hidden_looks`]) but not recorded as a
+    /// denial: the answer is the same whether it is there or not, so the
+    /// look learns nothing, and tools look for such names all the time
+    /// (dotenv loaders for `.env`, git for every tracked file). Reading or
+    /// changing it is still a denial; so is a look the policy refuses for
+    /// another reason (vsh's data, a way out of the workspace).
+    pub(crate) fn look(&mut self, path: &VPath, guest: &str) -> Result<Grant<MetadataRead>, Fault> {
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
+        match self.refusal(path, AccessKind::MetadataRead, guest)? {
+            None => Ok(Grant::new(path.clone())),
+            Some(denied) if matches!(denied.label, vsh_policy::RuleLabel::Secret | vsh_policy::RuleLabel::Custom) => {
+                self.meter.stats.hidden_looks += 1;
+                Err(Fault::Guest(oserror::os_error(EACCES, guest)))
+            }
+            Some(denied) => {
+                self.record_denial(denied)?;
+                Err(Fault::Guest(oserror::os_error(EACCES, guest)))
+            }
+        }
+    }
+
     /// [`OsHost::authorize`] for a write to `path`: `Modify` if something is
     /// there (`exists`), `Create` if not.
     pub(crate) fn authorize_write(&mut self, path: &VPath, exists: bool, guest: &str) -> Result<Grant<Write>, Fault> {

@@ -256,7 +256,7 @@ impl OsHost<'_> {
 
     fn probe(&mut self, guest: &str, predicate: Predicate) -> Result<bool, Fault> {
         let target = self.target(guest, "")?;
-        let grant = self.authorize::<MetadataRead>(&target.path, guest)?;
+        let grant = self.look(&target.path, guest)?;
         let last = match predicate {
             Predicate::IsSymlink => grant,
             Predicate::Exists | Predicate::IsFile | Predicate::IsDir => self.follow(grant, guest)?,
@@ -280,7 +280,7 @@ impl OsHost<'_> {
     }
 
     fn stat(&mut self, target: &Target<'_>) -> Result<MontyObject, Fault> {
-        let grant = self.authorize::<MetadataRead>(&target.path, target.guest)?;
+        let grant = self.look(&target.path, target.guest)?;
         let last = self.follow(grant, target.guest)?;
         let metadata = self.metadata(&last).map_err(|error| vfs_fault(error, target.guest))?;
         let permissions = i64::from(metadata.mode & vsh_types::MODE_MASK);

@@ -203,6 +203,12 @@ pub struct ExecutionStats {
     /// Accesses refused by the call policy, each retry counted (the `denied`
     /// list names each distinct refusal once).
     pub denied_accesses: u64,
+    /// Looks (`exists()`, `stat`, a command's lookup of a name) at paths a
+    /// rule hides, answered as unreadable and not denials: a warning of
+    /// the run's own receipt, not kept in its evidence (whose layout is
+    /// the other counters').
+    #[serde(skip)]
+    pub hidden_looks: u64,
     /// Host footprint of the returned value (0 unless the run completed).
     pub result_bytes: u64,
     /// `vsh_glob` and `vsh_search` calls whose results were cut at

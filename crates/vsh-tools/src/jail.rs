@@ -109,9 +109,15 @@ impl Host {
             super::Root::Dir(dir) => dir.lstat(&rel).map(|stat| stat.map(|stat| stat.kind)),
             super::Root::Image(image) => image.lstat(&rel).map(|stat| stat.map(|stat| stat.kind)),
         };
+        let image = matches!(inner.dir, super::Root::Image(_));
         match kind {
             Ok(Some(HostKind::Symlink)) => Err(self.symlink_escape(abs, &rel)),
             Ok(_) | Err(HostError::NotADirectory { .. }) => Ok(rel),
+            // An image's policy refuses the look at a path it hides, which
+            // is no denial; the operation itself is then refused, and
+            // recorded as the denial it is (an image never follows a link
+            // out of itself, whatever the look said).
+            Err(refused) if image && refused.errno() == Some(13) => Ok(rel),
             Err(HostError::SymlinkInPath { path }) => Err(self.symlink_escape(abs, &path)),
             Err(source) => Err(PathError::Io { path: abs.to_path_buf(), source }),
         }

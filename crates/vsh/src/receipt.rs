@@ -221,6 +221,14 @@ pub enum Warning {
         /// How many result lists were cut.
         lists: u64,
     },
+    /// The program looked at paths the policy hides (`exists()`, `stat`, a
+    /// command's lookup of a name: a dotenv loader's `.env`, git's tracked
+    /// files): each was answered as unreadable, whether it is there or not,
+    /// and none is a denial (reading or changing one is).
+    HiddenLooks {
+        /// How many looks, each repeat counted.
+        looks: u64,
+    },
     /// The scratch directories (build outputs kept between runs: `target/`
     /// and the like) were emptied before this run's commands, so they built
     /// from nothing: what was there had been built from work never
@@ -267,9 +275,16 @@ impl std::fmt::Display for Warning {
             ),
             Self::OwnPolicy { profile, digest } => write!(
                 f,
-                "decided under profile {} ({}), a policy of its own, not the workspace's recorded policy",
+                "decided under a policy of its own (profile {}, digest {}), not the workspace's recorded policy",
                 profile.name(),
                 digest.short()
+            ),
+            Self::HiddenLooks { looks } => write!(
+                f,
+                "the program looked {looks} time{} at paths the policy hides (a secret such as .env, or a \
+                 [[protect]] rule's): each was answered as unreadable, there or not, and is no denial; a \
+                 program or test that needs one fails where it reads it (vsh policy show lists the rules)",
+                if *looks == 1 { "" } else { "s" }
             ),
         }
     }

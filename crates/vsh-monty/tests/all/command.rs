@@ -121,15 +121,21 @@ fn what_a_process_reads_is_in_the_read_set_with_its_facets() {
 }
 
 #[test]
-fn a_secret_is_invisible_and_refused_and_the_refusal_is_recorded() {
+fn a_secret_is_invisible_and_refused_and_the_look_is_counted() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
-    let outcome = ws.command(&["/bin/sh", "-c", "ls -a; cat .env || echo refused"]).unwrap();
+    let outcome =
+        ws.command(&["/bin/sh", "-c", "ls -a; cat .env || echo refused; echo x > .env || echo kept"]).unwrap();
     let listing = String::from_utf8_lossy(&outcome.stdout);
     assert!(!listing.contains(".env"), "{listing}");
-    assert!(listing.ends_with("refused\n"), "{listing}");
+    assert!(listing.ends_with("refused\nkept\n"), "{listing}");
     assert!(String::from_utf8_lossy(&outcome.stderr).contains("Permission denied"));
-    assert!(!outcome.denied.is_empty(), "the refusal denies the transaction");
+    // The kernel only ever looks the name up: refused, the same answer
+    // whether it is there or not, so counted and never a denial.
+    assert!(outcome.denied.is_empty(), "{:?}", outcome.denied);
+    assert!(outcome.stats.hidden_looks >= 2, "{:?}", outcome.stats);
+    assert!(ws.diff().is_empty());
+    assert_eq!(ws.host_file(".env").unwrap(), b"SECRET=1\n");
 }
 
 #[test]
@@ -800,7 +806,7 @@ fn the_candidate_is_where_the_workspace_is_and_covers_it() {
     assert_eq!(stdout, format!("{root}\nhello world\nrefused\n"), "{}", String::from_utf8_lossy(&outcome.stderr));
     assert_eq!(ws.diff(), [("abs.txt".to_owned(), DiffKind::Create)], "a write by absolute path is in the image");
     assert!(ws.host_file("abs.txt").is_none(), "and never on the host");
-    assert!(!outcome.denied.is_empty(), "the secret is refused by absolute path too");
+    assert_eq!(outcome.stats.hidden_looks, 1, "the secret is refused by absolute path too");
 }
 
 /// The sysroot of the toolchain running these tests (`rustc --print sysroot`).

@@ -97,13 +97,24 @@ fn listings_hide_protected_children_but_charge_them() {
 }
 
 #[test]
-fn probing_a_protected_path_answers_false_and_is_recorded() {
+fn probing_a_protected_path_answers_false_and_is_counted_but_no_denial() {
     let mut ws = Workspace::with(&[(".env", b"x")]);
-    let outcome = ws.outcome("from pathlib import Path\n(Path('.env').exists(), Path('.env').is_file())");
-    assert_eq!(outcome.value.py_repr(), "(False, False)");
-    // The same refusal twice: listed once, counted twice.
-    assert_eq!(outcome.denied.iter().map(|d| d.access).collect::<Vec<_>>(), vec![AccessKind::MetadataRead]);
-    assert_eq!(outcome.stats.denied_accesses, 2);
+    let outcome = ws.outcome(
+        "from pathlib import Path\n\
+         (Path('.env').exists(), Path('.env').is_file(), Path('.env.local').exists(), Path('sub/.env').is_dir())",
+    );
+    assert_eq!(outcome.value.py_repr(), "(False, False, False, False)");
+    // A look learns nothing (absent or hidden, the answer is the same): no
+    // denial, each counted.
+    assert!(outcome.denied.is_empty(), "{:?}", outcome.denied);
+    assert_eq!((outcome.stats.denied_accesses, outcome.stats.hidden_looks), (0, 4));
+    // Reading it is a denial; so is a stat through a way out of the workspace.
+    let read =
+        ws.outcome("from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass");
+    assert_eq!(read.denied.iter().map(|d| d.access).collect::<Vec<_>>(), vec![AccessKind::ContentRead]);
+    let outside = ws.outcome("from pathlib import Path\nPath('/etc/passwd').exists()");
+    assert_eq!(outside.denied.iter().map(|d| d.access).collect::<Vec<_>>(), vec![AccessKind::MetadataRead]);
+    assert_eq!(outside.stats.hidden_looks, 0);
 }
 
 #[test]

@@ -86,7 +86,29 @@ impl Image {
             Err(error) => Err(error),
         }
     }
+
+    /// [`Image::meta`] before `request` (a read or a write of `path`): a
+    /// path the policy hides answers the look as unreadable, which is no
+    /// denial, so the request itself is made, refused and recorded as the
+    /// denial it is, and the look's error is returned.
+    fn meta_before(
+        &self,
+        path: &VPath,
+        op: &'static str,
+        request: impl FnOnce() -> FsRequest,
+    ) -> Result<Option<ImageStat>, HostError> {
+        match self.meta(path) {
+            Err(refused) if refused.errno() == Some(EACCES) => {
+                let _refused_too = self.serve(op, path, request());
+                Err(refused)
+            }
+            other => other,
+        }
+    }
 }
+
+/// `EACCES`: refused by the policy.
+const EACCES: i32 = 13;
 
 /// `EIO`: an answer of the wrong kind.
 const fn libc_eio() -> i32 {
@@ -103,7 +125,8 @@ impl ImageRoot for Image {
     }
 
     fn read(&self, path: &VPath, max_bytes: u64) -> Result<(Vec<u8>, ImageStat), HostError> {
-        let stat = self.meta(path)?.ok_or_else(|| HostError::NotFound { path: path.clone() })?;
+        let read = || FsRequest::Read { path: protocol_path(path) };
+        let stat = self.meta_before(path, "read", read)?.ok_or_else(|| HostError::NotFound { path: path.clone() })?;
         if stat.kind != HostKind::File {
             return Err(HostError::NotAFile { path: path.clone() });
         }
@@ -117,7 +140,8 @@ impl ImageRoot for Image {
     }
 
     fn write(&self, path: &VPath, bytes: &[u8]) -> Result<ImageStat, HostError> {
-        if let Some(existing) = self.meta(path)?
+        let write = || FsRequest::Write { path: protocol_path(path), data: bytes.to_vec() };
+        if let Some(existing) = self.meta_before(path, "write", write)?
             && existing.kind != HostKind::File
         {
             return Err(HostError::NotAFile { path: path.clone() });

@@ -234,6 +234,7 @@ fn add_stats(total: &mut ExecutionStats, step: &ExecutionStats) {
     total.evidence_bytes += step.evidence_bytes;
     total.output_bytes += step.output_bytes;
     total.denied_accesses += step.denied_accesses;
+    total.hidden_looks += step.hidden_looks;
     total.result_bytes += step.result_bytes;
     total.truncated_results += step.truncated_results;
     total.skipped_nodes += step.skipped_nodes;

@@ -381,6 +381,12 @@ pub struct ExecutionDocument {
     /// Accesses the policy refused, each retry counted (`denied` names each
     /// distinct refusal once).
     pub denied_accesses: u64,
+    /// Looks at paths the policy hides (`exists()`, `stat`, a command's
+    /// lookup of a name), answered as unreadable and not denials; 0 in a
+    /// receipt rebuilt from a stored transaction, whose evidence does not
+    /// keep them.
+    #[serde(default)]
+    pub hidden_looks: u64,
     /// Result lists cut at their bound.
     pub truncated_results: u64,
     /// Guest running time, nanoseconds.
@@ -513,6 +519,7 @@ impl From<&Receipt> for ReceiptDocument {
                 directory_entries: stats.directory_entries,
                 output_bytes: stats.output_bytes,
                 denied_accesses: stats.denied_accesses,
+                hidden_looks: stats.hidden_looks,
                 truncated_results: stats.truncated_results,
                 duration_ns: stats.duration_ns,
             },

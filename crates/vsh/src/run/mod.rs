@@ -520,6 +520,9 @@ impl Runs {
         if outcome.stats.truncated_results > 0 {
             warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
         }
+        if outcome.stats.hidden_looks > 0 {
+            warnings.push(crate::Warning::HiddenLooks { looks: outcome.stats.hidden_looks });
+        }
         if !outcome.scratch_emptied.is_empty() {
             warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
         }
