@@ -353,3 +353,39 @@ fn a_hidden_name_made_or_removed_beside_a_listing_is_no_conflict_and_a_visible_o
         "{stale:?}"
     );
 }
+
+/// A rule that protects a path's content only (`access = ["content-read"]`)
+/// keeps it wherever the program goes: the path cannot be renamed away (nor
+/// a directory above it) to be read under a name no rule covers, and a run
+/// that deletes or overwrites it, as it may, never has its bytes shown in
+/// its own review.
+#[test]
+fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a_review() {
+    let dir = workspace(&[("config/prod.yml", "db_password: TOPSECRET\n"), ("readme", "ok\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"config/prod.yml\"\naccess = [\"content-read\"]\n";
+    let runtime = Runtime::open(config(dir.path()).with_policy_text(policy)).unwrap();
+    let before = tree(dir.path());
+    for (what, program) in [
+        ("rename it", "import os\nos.rename('config/prod.yml', 'x.txt')\nopen('x.txt').read()"),
+        ("rename its directory", "import os\nos.rename('config', 'c2')\nopen('c2/prod.yml').read()"),
+        ("move it with vsh_move", "vsh_move('config', 'c3')\nopen('c3/prod.yml').read()"),
+    ] {
+        let receipt = runtime.preview(&RunRequest::new(program));
+        let text = format!("{receipt:?}");
+        assert!(!text.contains("TOPSECRET"), "{what}: {text}");
+        match receipt {
+            Ok(receipt) => assert_eq!(receipt.state, TransactionState::Denied, "{what}"),
+            Err(vsh::VshError::Execution(_)) => {}
+            Err(other) => panic!("{what}: {other:?}"),
+        }
+    }
+    // Deleting and overwriting it are allowed; the review shows neither
+    // side of what it held.
+    for program in ["vsh_remove('config/prod.yml')", "vsh_write('config/prod.yml', 'db_password: new\\n')"] {
+        let receipt = runtime.preview(&RunRequest::new(program).with_detail(vsh::ReceiptDetail::Full)).unwrap();
+        assert_ne!(receipt.state, TransactionState::Denied, "{program}");
+        let review = &receipt.review[0];
+        assert_eq!(review.hunks, Err(vsh::NoHunks::Protected), "{program}: {review:?}");
+    }
+    assert_eq!(tree(dir.path()), before);
+}

@@ -546,7 +546,7 @@ impl CallPolicy {
     /// outside the writable roots; the error names the first such rule in
     /// canonical order, and the allow-list only when no rule refuses.
     pub fn authorize(&self, path: &VPath, access: AccessKind) -> Result<(), DeniedAccess> {
-        if let Some(rule) = self.first_rule(path, AccessSet::single(access)) {
+        if let Some(rule) = self.first_rule(path, denied_with(access)) {
             return Err(DeniedAccess {
                 path: path.clone(),
                 access,
@@ -612,6 +612,12 @@ impl CallPolicy {
                 .filter(|rule| split.matched_by(&rule.pattern))
                 .fold(AccessSet::NONE, |denied, rule| denied.union(rule.access))
         });
+        // A path protected from any read may not be renamed away either.
+        let by_rules = if by_rules.intersects(AccessSet::READS) {
+            by_rules.union(AccessSet::single(AccessKind::RenameSource))
+        } else {
+            by_rules
+        };
         match &self.writable {
             Some(writable) if !writable.contains(path) => by_rules.union(AccessSet::MUTATIONS),
             _ => by_rules,
@@ -629,12 +635,28 @@ impl CallPolicy {
             RuleLabel::RuntimeData => {
                 format!("runtime data is always protected (rule `{rule}`); no policy change allows this access")
             }
+            // A refusal recorded against the path a program gave for one
+            // below it that it cannot see names no rule (see vsh-monty's
+            // `OsHost::as_named`).
+            RuleLabel::Custom if self.rule(rule).is_none() => {
+                "remove or narrow the `[[protect]]` rule that protects a \
+                                                              path inside it (vsh policy show lists the rules)"
+                    .to_owned()
+            }
             RuleLabel::Custom => {
                 let mut remedy = format!("remove or narrow the `[[protect]]` rule `{rule}`");
                 if let Some(reason) = self.rule(rule).and_then(|rule| rule.reason.as_deref()) {
                     let _ = write!(remedy, " (reason: {reason})");
                 }
-                if denied.rule_access != AccessSet::single(denied.access) {
+                if !denied.rule_access.contains(denied.access) {
+                    // A rename refused because the rule protects the path's
+                    // reads: moving it elsewhere would read it unprotected.
+                    let _ = write!(
+                        remedy,
+                        " (it protects the path's reads, which a rename would leave behind: its access is {})",
+                        denied.rule_access
+                    );
+                } else if denied.rule_access != AccessSet::single(denied.access) {
                     let _ = write!(remedy, ", or drop `{}` from its access list", denied.access);
                 }
                 remedy
@@ -650,6 +672,7 @@ impl CallPolicy {
     }
 
     /// The first rule (canonical order) that matches `path` and denies one of `access`.
+    /// (A rule denying a read of a path also denies moving it: see [`denied_with`].)
     fn first_rule(&self, path: &VPath, access: AccessSet) -> Option<&ProtectedRule> {
         with_components(path, |split| {
             self.candidate_rules(split)
@@ -702,6 +725,19 @@ impl CallPolicy {
                 canon::put_seq(out, writable.roots.iter());
             }
         }
+    }
+}
+
+/// The rule accesses that refuse `access`: itself, and for a rename's
+/// source every read too. A path protected from reading keeps that
+/// protection only where it is: renamed (the path, or a directory above it,
+/// which a tree move authorizes path by path), it would be read under a name
+/// no rule covers and renamed back, or reviewed as the rename's content. So a
+/// rule that denies any read of a path denies moving it away as well.
+fn denied_with(access: AccessKind) -> AccessSet {
+    match access {
+        AccessKind::RenameSource => AccessSet::single(access).union(AccessSet::READS),
+        _ => AccessSet::single(access),
     }
 }
 
@@ -1296,11 +1332,20 @@ mod tests {
                 let matching: Vec<&ProtectedRule> =
                     policy.rules().iter().filter(|rule| rule.pattern.matches(&path)).collect();
                 for access in AccessKind::ALL {
-                    let expected = matching.iter().find(|rule| rule.access.contains(access));
+                    // A rename's source is refused by a rule that denies it
+                    // or any read (a path protected from reading stays put).
+                    let refuses = |rule: &&&ProtectedRule| {
+                        rule.access.contains(access)
+                            || (access == AccessKind::RenameSource && rule.access.intersects(AccessSet::READS))
+                    };
+                    let expected = matching.iter().find(refuses);
                     let refused = policy.authorize(&path, access).err().map(|denied| denied.rule);
                     prop_assert_eq!(refused, expected.map(|rule| rule.pattern.as_str().to_owned()), "{} {:?}", path, access);
                 }
-                let denied = matching.iter().fold(AccessSet::NONE, |all, rule| all.union(rule.access));
+                let mut denied = matching.iter().fold(AccessSet::NONE, |all, rule| all.union(rule.access));
+                if denied.intersects(AccessSet::READS) {
+                    denied = denied.union(AccessSet::single(AccessKind::RenameSource));
+                }
                 prop_assert_eq!(policy.denied_accesses(&path), denied, "{}", path);
             }
         }

@@ -292,9 +292,20 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
 impl VirtualFs {
     /// Review text for every file-content change in `entries`, within `limits`.
     /// Reading before-content for review records a content dependency on paths
-    /// whose before-state the commit checks anyway.
-    pub fn review(&mut self, entries: &[DiffEntry], limits: ReviewLimits) -> Result<Vec<FileReview>, VfsError> {
+    /// whose before-state the commit checks anyway. A path `unreadable` names
+    /// (one the policy protects from reading) never has its before-content
+    /// shown ([`NoHunks::Protected`]): a run may delete or overwrite a file it
+    /// may not read, and its receipt must not read it for it.
+    pub fn review(
+        &mut self,
+        entries: &[DiffEntry],
+        limits: ReviewLimits,
+        unreadable: &dyn Fn(&VPath) -> bool,
+    ) -> Result<Vec<FileReview>, VfsError> {
         review_entries(entries, limits, |entry, side| {
+            if side == Side::Before && unreadable(&entry.path) {
+                return Ok(Err(NoHunks::Protected));
+            }
             if side == Side::After && entry.after.is_some_and(|state| state.kind == NodeKind::Symlink) {
                 return self.read_link(&entry.path).map(Ok);
             }
@@ -356,16 +367,19 @@ mod tests {
         vfs.write(&p("new.txt"), Arc::from(&b"fresh\n"[..])).unwrap();
         vfs.mkdir(&p("d"), 0o755).unwrap();
         let diff = vfs.canonical_diff().unwrap();
-        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default(), &|_| false).unwrap();
         let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
         assert_eq!(by_path("a.txt").unwrap(), "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
         assert_eq!(by_path("bin"), Err(NoHunks::Binary));
         assert_eq!(by_path("gone.txt").unwrap(), "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n");
         assert_eq!(by_path("new.txt").unwrap(), "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+fresh\n");
         assert_eq!(by_path("d"), Err(NoHunks::NotFileContent));
-        let tight = vfs.review(diff.entries(), ReviewLimits { max_file_bytes: 8, max_total_bytes: 1 << 20 }).unwrap();
+        let tight = vfs
+            .review(diff.entries(), ReviewLimits { max_file_bytes: 8, max_total_bytes: 1 << 20 }, &|_| false)
+            .unwrap();
         assert_eq!(tight.iter().find(|r| r.path.as_str() == "a.txt").unwrap().hunks, Err(NoHunks::TooLarge));
-        let spent = vfs.review(diff.entries(), ReviewLimits { max_file_bytes: 1024, max_total_bytes: 30 }).unwrap();
+        let spent =
+            vfs.review(diff.entries(), ReviewLimits { max_file_bytes: 1024, max_total_bytes: 30 }, &|_| false).unwrap();
         assert_eq!(spent.iter().find(|r| r.path.as_str() == "new.txt").unwrap().hunks, Err(NoHunks::BudgetSpent));
     }
 
@@ -387,7 +401,7 @@ mod tests {
         // Mostly bytes that are not UTF-8: binary still.
         vfs.write(&p("image.bin"), Arc::from(&[0xff_u8, 0xfe, 0x80, b'a'][..])).unwrap();
         let diff = vfs.canonical_diff().unwrap();
-        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default(), &|_| false).unwrap();
         let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
         assert_eq!(
             by_path("build.sh").unwrap(),
@@ -408,7 +422,7 @@ mod tests {
         script.push(b'\n');
         vfs.write(&p("build.sh"), Arc::from(&script[..])).unwrap();
         let diff = vfs.canonical_diff().unwrap();
-        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default(), &|_| false).unwrap();
         let hunks = review[0].hunks.clone().unwrap();
         assert!(hunks.contains(&format!("+curl x | sh #\\134{}\n", "\\377".repeat(300))), "{hunks}");
         assert!(hunks.ends_with("a backslash as \\134\n"), "{hunks}");
@@ -433,7 +447,7 @@ mod tests {
         vfs.rmdir(&p("was-dir")).unwrap();
         vfs.symlink(&p("was-dir"), b"/etc").unwrap();
         let diff = vfs.canonical_diff().unwrap();
-        let review = vfs.review(diff.entries(), ReviewLimits::default()).unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default(), &|_| false).unwrap();
         let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
         assert_eq!(
             by_path("retarget").unwrap(),

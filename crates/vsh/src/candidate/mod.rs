@@ -558,7 +558,9 @@ impl CandidateWorkspace {
         let state = &mut *state;
         let diff = promotable(&state.vfs.canonical_diff()?, &state.touched, &state.seeded)?;
         let limits = ReviewLimits { max_file_bytes: 4 << 20, max_total_bytes: 64 << 20 };
-        let reviews = state.vfs.review(diff.entries(), limits)?;
+        let calls = self.runtime.runs().policy().calls();
+        let unreadable = |path: &VPath| calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err();
+        let reviews = state.vfs.review(diff.entries(), limits, &unreadable)?;
         let mut text = String::new();
         for (entry, review) in diff.entries().iter().zip(&reviews) {
             match &review.hunks {

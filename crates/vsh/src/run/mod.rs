@@ -504,7 +504,11 @@ impl Runs {
 
         check()?;
         let review = match request.detail {
-            ReceiptDetail::Full => vfs.review(diff.entries(), ReviewLimits::default())?,
+            ReceiptDetail::Full => {
+                let calls = self.policy.calls();
+                let unreadable = |path: &VPath| calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err();
+                vfs.review(diff.entries(), ReviewLimits::default(), &unreadable)?
+            }
             ReceiptDetail::Changes | ReceiptDetail::Compact => Vec::new(),
         };
         check()?;
