@@ -171,13 +171,15 @@ impl Reader<'_> {
             }
             value.extend(std::iter::repeat_n(b' ', std::mem::take(&mut spaces)));
             match c {
-                b'\\' => match self.next()? {
-                    b'\n' => {}
-                    b't' => value.push(b'\t'),
-                    b'b' => value.push(0x08),
-                    b'n' => value.push(b'\n'),
-                    escaped @ (b'\\' | b'"') => value.push(escaped),
-                    _ => return None,
+                // git reads the end of the file as a newline: a backslash
+                // there continues the value onto nothing (`get_next_char`).
+                b'\\' => match self.next() {
+                    None | Some(b'\n') => {}
+                    Some(b't') => value.push(b'\t'),
+                    Some(b'b') => value.push(0x08),
+                    Some(b'n') => value.push(b'\n'),
+                    Some(escaped @ (b'\\' | b'"')) => value.push(escaped),
+                    Some(_) => return None,
                 },
                 b'"' => quote = !quote,
                 other => value.push(other),
@@ -305,6 +307,8 @@ mod tests {
             parse(b"[remote \"o\\\"x\\\\\"]\n\turl = y\n").unwrap(),
             [setting("remote", Some("o\"x\\"), "url", Some("y"))]
         );
+        // The end of the file is a newline to git, after a backslash too.
+        assert_eq!(parse(b"[core]\n\tpager = less \\").unwrap(), [setting("core", None, "pager", Some("less "))]);
         // What git refuses: a stray line, a key before any section, an open quote.
         for bad in ["# Setup\n```ini\n[core]\n", "pager = less\n", "[core]\n\tpager = \"less\n", "[co re]\n"] {
             assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
@@ -325,6 +329,11 @@ mod tests {
             "[submodule \"m\"]\n\tupdate = !evil\n",
             "[include]\n\tpath = ../settings.ini\n",
             "[pager]\n\tlog = evil\n",
+            // A backslash at the very end continues onto the end of the
+            // file, which git reads as a newline: the key is set.
+            "[core]\n\tfsmonitor = touch /tmp/x \\",
+            "[alias]\n\tst = !cmd \\",
+            "[include]\n\tpath = other.cfg\\",
         ];
         for text in starting {
             assert!(starts_programs(text.as_bytes()), "{text:?}");
