@@ -3509,3 +3509,63 @@ fn a_timeout_too_long_to_represent_means_no_limit_and_never_a_panic() {
         assert!(String::from_utf8_lossy(&output.stdout).contains("state        auto-approved"), "{timeout}");
     }
 }
+
+/// The pids of `parent`'s children, from `/proc`.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid ...`: the comm may hold spaces and parentheses.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        if after.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(parent) {
+            children.push(pid);
+        }
+    }
+    children
+}
+
+/// A vsh killed outright (SIGKILL, the OOM killer) takes its Monty worker
+/// with it, at once, even inside one long native call of the program.
+#[test]
+fn a_monty_worker_dies_with_a_vsh_killed_outright() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "--workspace", ws, "--timeout", "60s", "-"])
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"while True:\n    pass\n").unwrap();
+    }
+    let started = std::time::Instant::now();
+    let workers = loop {
+        let workers = children_of(child.id());
+        if !workers.is_empty() {
+            break workers;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no worker was started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Let it get into the program.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    for worker in workers {
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{worker}/stat"))
+                .is_ok_and(|stat| !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+        };
+        while alive() {
+            assert!(killed.elapsed() < std::time::Duration::from_secs(5), "worker {worker} outlived vsh");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}

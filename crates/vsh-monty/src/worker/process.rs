@@ -121,6 +121,37 @@ pub(crate) struct Launch<'a> {
     pub(crate) args: &'a [String],
 }
 
+/// Run `job` on the one thread workers are spawned from, which lives as
+/// long as the process: `PR_SET_PDEATHSIG` fires when the thread that
+/// forked a child ends, and a pool spawns from whichever thread asks (a
+/// server's request threads come and go), while a worker must die with the
+/// process and only then.
+fn on_spawner_thread<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Result<T, WorkerError> {
+    type Job = Box<dyn FnOnce() + Send>;
+    static SPAWNER: std::sync::OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>> = std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        thread::Builder::new()
+            .name("vsh-monty-spawner".to_owned())
+            .stack_size(HELPER_STACK)
+            .spawn(move || {
+                for job in queue {
+                    job();
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(jobs))
+    });
+    let unavailable = || WorkerError::Transport { source: io::Error::other("the worker spawner thread is gone") };
+    let spawner = spawner.as_ref().ok_or_else(unavailable)?;
+    let (done, result) = std::sync::mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let _ = done.send(job());
+    });
+    lock(spawner).send(job).map_err(|_| unavailable())?;
+    result.recv().map_err(|_| unavailable())
+}
+
 impl WorkerProcess {
     /// Spawn the worker at `program` confined by `policy`, and wait up to
     /// `handshake` for a greeting carrying `identity`. Its pid is in
@@ -138,17 +169,26 @@ impl WorkerProcess {
         let program_text = program.to_str().ok_or_else(|| WorkerError::Config {
             reason: format!("worker path {} is not valid UTF-8", program.display()),
         })?;
-        let spawned = ConfinedCommand::new(program_text)
-            .args(args)
-            .sandbox_policy(policy)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .current_dir("/")
-            .new_process_group()
-            .spawn(context)
-            .map_err(|source| WorkerError::Spawn { source })?;
-        let mut child = spawned.into_child();
+        let (program_text, args, context) = (program_text.to_owned(), args.to_vec(), context.clone());
+        // Killed when the process that spawned it dies (a vsh killed
+        // outright, by SIGKILL or the OOM killer), as commands are: from the
+        // spawner thread, which lives as long as the process, since the
+        // kernel ties the signal to the spawning thread.
+        let spawned = on_spawner_thread(move || {
+            ConfinedCommand::new(&program_text)
+                .args(&args)
+                .sandbox_policy(policy)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .current_dir("/")
+                .new_process_group()
+                .kill_when_parent_ends()
+                .spawn(&context)
+                .map(vsh_sandbox::ConfinedChild::into_child)
+        })
+        .and_then(|spawned| spawned.map_err(|source| WorkerError::Spawn { source }))?;
+        let mut child = spawned;
         let pid = child.id();
         lock(registry).insert(pid);
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
