@@ -9,6 +9,24 @@
 #![allow(clippy::disallowed_methods)]
 #![forbid(unsafe_code)]
 
+/// `eprintln!` that never panics: a stderr that cannot be written (a full
+/// device, a reader gone) loses the message, never the command or its
+/// result.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (see `say!`).
+macro_rules! say_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod args;
 mod demo;
 mod doctor;
@@ -129,8 +147,8 @@ fn main() -> ExitCode {
             let code = vsh_error.map_or(EXIT_ERROR, |error| {
                 closed_exit_code(error).filter(|_| output.detailed).unwrap_or_else(|| error_exit_code(error))
             });
-            eprintln!("vsh: {}", render::error_chain(error.as_ref()));
-            eprint!("{}", failure::advice(vsh_error, remedies, hint));
+            say!("vsh: {}", render::error_chain(error.as_ref()));
+            say_part!("{}", failure::advice(vsh_error, remedies, hint));
             if json {
                 // Errors are JSON too for a program that asked for JSON, on stdout.
                 let document = failure::document(error.as_ref()).with_exit_code(code);
@@ -167,7 +185,7 @@ fn quiet_on_closed_stdout() {
             }
             // Any other failed write (a full disk, say): an error, said
             // plainly; whatever the command did before stands.
-            eprintln!("vsh: {message}");
+            say!("vsh: {message}");
             std::process::exit(i32::from(EXIT_ERROR));
         }
         default(info);
@@ -317,7 +335,7 @@ impl CommandSettings {
             let real = std::fs::canonicalize(&absolute).unwrap_or_else(|_| absolute.clone());
             let home = std::env::var_os("HOME").map(|home| std::fs::canonicalize(&home).unwrap_or(home.into()));
             if real.parent().is_none() || home.is_some_and(|home| home.starts_with(&real)) {
-                eprintln!(
+                say!(
                     "vsh: warning: --tool {}: commands may read everything under it (other workspaces, credentials \
                      in a home directory), not only the tool; give the tool's own directory",
                     tool.display()
@@ -332,7 +350,7 @@ impl CommandSettings {
             && let Some(abi) = vsh::lower::vsh_sandbox::probe().landlock_abi
             && abi < UNIX_SOCKETS_GOVERNED_FROM
         {
-            eprintln!(
+            say!(
                 "vsh: warning: --allow-unix-sockets: this kernel's Landlock (ABI {abi}) does not govern connecting \
                  to socket files (ABI {UNIX_SOCKETS_GOVERNED_FROM} does), so commands may reach any unix socket \
                  they can name, a host daemon's included"
@@ -377,7 +395,7 @@ impl CommandSettings {
 /// stderr once it has waited a second, and gives up after `timeout`.
 fn lock_wait(timeout: std::time::Duration) -> vsh::LockWait {
     vsh::LockWait::within(timeout).with_notice(std::time::Duration::from_secs(1), move |_| {
-        eprintln!(
+        say!(
             "vsh: waiting for another vsh process to finish committing, recovering or running commands in \
              this workspace (giving up after {:.1} s; see --lock-timeout)",
             timeout.as_secs_f64()
@@ -582,7 +600,7 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
     let cwd = working_dir_in(&exec.options.common.root());
     let stdin = exec.stdin.as_deref().map(read_command_input).transpose()?;
     if stdin.is_none() && !output.quiet && input_waiting() {
-        eprintln!(
+        say!(
             "vsh: warning: the command reads nothing: what this shell gives vsh on its standard input is not \
              passed on; give it with `--stdin -` (or --stdin FILE)"
         );
@@ -789,7 +807,7 @@ fn run_program(
     }
     let on_stale = |attempt: u32, error: &vsh::VshError| {
         if let vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { total, .. }) = error {
-            eprintln!(
+            say!(
                 "vsh: the workspace changed under the commit ({total} conflicting path{}); running the program \
                  again on the current workspace (retry {attempt} of {})",
                 if *total == 1 { "" } else { "s" },
@@ -833,10 +851,10 @@ fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<Option<u8>, Box<d
     };
     write_streams(stdout, stderr)?;
     if !output.quiet {
-        eprintln!("vsh: {}", render::outcome_line(receipt));
+        say!("vsh: {}", render::outcome_line(receipt));
     }
     for warning in &receipt.warnings {
-        eprintln!("vsh: warning: {warning}");
+        say!("vsh: warning: {warning}");
     }
     Ok(cut_output(stdout, stderr))
 }
@@ -868,7 +886,7 @@ fn write_streams(stdout: &[u8], stderr: &[u8]) -> std::io::Result<()> {
 fn cut_output(stdout: &[u8], stderr: &[u8]) -> Option<u8> {
     let cut = vsh::lower::vsh_monty::capture_was_cut;
     (cut(stdout) || cut(stderr)).then(|| {
-        eprintln!(
+        say!(
             "vsh: error: the program printed more than --max-output allows, so the middle of its output was left \
              out (marked in it): what --raw printed is not all of it; raise --max-output (for example 64MiB)"
         );
@@ -885,7 +903,7 @@ fn raw_failure(error: Box<dyn std::error::Error>, output: Output) -> Result<u8, 
     };
     write_streams(stdout, stderr)?;
     if !output.quiet {
-        eprintln!("vsh: the program failed ({failure}): nothing of it is kept (--accept-failure keeps it)");
+        say!("vsh: the program failed ({failure}): nothing of it is kept (--accept-failure keeps it)");
     }
     // Its own status, as the command's would be (a status vsh cannot pass
     // on, or output vsh cut, is 1).
@@ -948,7 +966,7 @@ fn run_interruptible(
 fn warn_if_overridden(runtime: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
     match runtime.workspace_policy_text() {
         Err(vsh::VshError::WorkspacePolicyForged(why)) => {
-            eprintln!(
+            say!(
                 "vsh: the workspace's recorded policy {why}; this run is decided under profile {} ({}) \
                  and its transaction records that policy",
                 runtime.policy().profile().name(),
@@ -1095,7 +1113,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         let said = |grants: &vsh::CommandGrants| {
             if grants.is_default() { "nothing beyond the defaults".to_owned() } else { render::grants_text(grants) }
         };
-        eprintln!(
+        say!(
             "vsh: warning: this run's commands are granted other than the first run's (first: {}; now: {}); \
              give --env, --pass-env, --allow-network, --allow-port, --allow-unix-sockets and --tool again for the \
              same",
@@ -1132,7 +1150,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         Interruptible::Interrupted(code) => return Ok(code),
     };
     if !output.quiet && !rerun.stored.common.json {
-        eprintln!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
+        say!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
     }
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
@@ -1233,13 +1251,13 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
         Err(error) => return Err(error.into()),
     };
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
-        eprintln!(
+        say!(
             "vsh: made a new workspace at {} (its data in .vsh/ there{})",
             root.display(),
             if init { "" } else { "; `vsh init` records a policy for it" }
         );
         if let Some(enclosing) = root.parent().and_then(args::workspace_at_or_above) {
-            eprintln!(
+            say!(
                 "vsh: warning: it lies inside the workspace at {}, whose programs can never change or remove it; \
                  give that workspace's directory (or none, from inside it) to use it instead",
                 enclosing.display()
@@ -1248,7 +1266,7 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     }
     let startup = runtime.startup_recovery();
     if !startup.is_empty() {
-        eprint!("vsh: recovered interrupted commits first: {}", render::recovery_text(startup));
+        say_part!("vsh: recovered interrupted commits first: {}", render::recovery_text(startup));
     }
     Ok(runtime)
 }
@@ -1281,15 +1299,15 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
         anstream::print!("{}", render::receipt_text(receipt));
     } else if let Some(denial) = render::denial_line(receipt) {
         // Quiet prints errors: a denial is the one outcome that is one.
-        eprintln!("vsh: {denial}");
+        say!("vsh: {denial}");
     }
     // Things the operator must know even when stdout goes to a program.
     for warning in &receipt.warnings {
-        eprintln!("vsh: warning: {warning}");
+        say!("vsh: warning: {warning}");
     }
     if let Some(commit) = &receipt.commit {
         for kept in &commit.kept {
-            eprintln!(
+            say!(
                 "vsh: {} was written by someone else during the commit; its old node is kept at {}",
                 render::shown(kept.path.as_str(), false),
                 kept.kept
@@ -1451,9 +1469,9 @@ fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<vsh::lower::vsh
         return Ok(salvaged);
     }
     match salvaged.damaged_at {
-        None => eprintln!("vsh: the transaction log is whole: nothing to salvage"),
+        None => say!("vsh: the transaction log is whole: nothing to salvage"),
         Some(at) => {
-            eprintln!(
+            say!(
                 "vsh: the transaction log was damaged at byte {at}: kept the {} before it; the {} from the damage \
                  on are lost, and what they recorded with them (every byte of the damaged log is kept in \
                  .vsh/data/{})",
@@ -1462,7 +1480,7 @@ fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<vsh::lower::vsh
                 salvaged.kept_as.as_deref().unwrap_or("txlog.damaged")
             );
             for id in &salvaged.voided {
-                eprintln!(
+                say!(
                     "vsh:   {}  a lost change may have committed, rejected or finished it: it can never be \
                      committed as it is (recovery settles a commit under way; vsh rerun makes the work again)",
                     id.short()

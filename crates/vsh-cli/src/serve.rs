@@ -544,7 +544,7 @@ impl VshServer {
         let roots: Vec<PathBuf> = listed.roots.iter().filter_map(|root| file_uri_path(&root.uri)).collect();
         let cwd = std::env::current_dir().ok();
         let chosen = choose_root(&roots, found, cwd.as_deref())?;
-        eprintln!("vsh serve: workspace {}", chosen.display());
+        say!("vsh serve: workspace {}", chosen.display());
         Ok(chosen)
     }
 
@@ -568,7 +568,7 @@ impl VshServer {
 /// A cancelled request's result (the client no longer waits for it), logged
 /// on stderr for the operator.
 fn cancelled(context: &RequestContext<RoleServer>, tool: &str, what: &str) -> CallToolResult {
-    eprintln!("vsh serve: request {} ({tool}) was cancelled by the client; {what}", context.id);
+    say!("vsh serve: request {} ({tool}) was cancelled by the client; {what}", context.id);
     failure(&ErrorDocument::new(&VshError::Cancelled, &[]))
 }
 

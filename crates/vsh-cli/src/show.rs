@@ -28,7 +28,7 @@ pub(crate) fn say_left_out(receipt: &vsh::Receipt, full: bool) {
         .count();
     if left_out > 0 {
         let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
-        eprintln!(
+        say!(
             "vsh: the hunks of {left_out} changed file{} are not shown (over {} a file or {} in all){}",
             if left_out == 1 { "" } else { "s" },
             crate::human_bytes(limits.max_file_bytes),

@@ -1898,6 +1898,29 @@ fn an_output_that_cannot_be_written_is_an_error_said_plainly_and_the_commit_stan
         assert!(stderr.contains("No space left on device"), "{args:?}: {stderr}");
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "b\n", "the commit landed");
+    // A stderr that cannot be written loses its messages, never the
+    // command: the receipt is printed, the commit lands, and with both
+    // streams unwritable vsh still exits 1, not with a panic or an abort.
+    let quiet_errors = |args: &[&str], stdout: std::process::Stdio| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(stdout)
+            .stderr(full())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut &stdin, b"from pathlib import Path\nPath('a.txt').write_text('c\\n')").unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let committed = quiet_errors(&["run", "--mode", "auto", "--workspace", ws, "-"], std::process::Stdio::piped());
+    assert_eq!(committed.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&committed.stdout).contains("committed"));
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "c\n");
+    let neither = quiet_errors(&["log", "--workspace", ws], full().into());
+    assert_eq!(neither.status.code(), Some(1));
 }
 
 #[test]
