@@ -518,7 +518,17 @@ pub(crate) fn run_command(
 ) -> Result<BashOutcome, ExecutionError> {
     let mut dispatcher = Dispatcher::new(OsHost::new(vfs, policy, limits, started), interrupt);
     let call = CommandCall { argv: line.argv, env: &config.env, timeout: None, cwd: line.cwd, stdin: line.stdin };
-    let end = dispatcher.run_in_candidate(&call, config)?;
+    let end = match dispatcher.run_in_candidate(&call, config) {
+        Ok(end) => end,
+        // A budget that ran out while the command was being set up (the
+        // sandbox's own look at the mount is served as a request too) is
+        // the run's error, not a failed setup's.
+        Err(_) if dispatcher.stopped() => {
+            let end = BashEnd { exit_code: -1, stdout: Vec::new(), stderr: Vec::new(), ending: Ending::Completed };
+            return conclude_bash(Ok(end), &mut dispatcher, limits, started);
+        }
+        Err(error) => return Err(error),
+    };
     let ending = {
         use std::os::unix::process::ExitStatusExt as _;
         end.status.signal().map_or(Ending::Completed, Ending::Signalled)

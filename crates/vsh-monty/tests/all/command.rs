@@ -1306,3 +1306,18 @@ fn a_script_outside_the_workspace_runs_as_the_command_directly_or_through_a_syml
         assert_eq!(ws.diff(), [("greeted.txt".to_owned(), DiffKind::Create)], "{word}");
     }
 }
+
+/// An os-calls budget too small for even the sandbox's own look at the
+/// mount ends the run with that limit, not a failed setup.
+#[test]
+fn an_os_calls_budget_spent_while_the_command_is_set_up_is_the_limit() {
+    let Some(_processes) = fuse_available() else { return };
+    for max in [0, 1, 2] {
+        let mut ws = Workspace::with(&files());
+        let limits = ExecutionLimits { max_os_calls: max, ..ExecutionLimits::default() };
+        match ws.command_with(&["/bin/cat", "a.txt"], &limits) {
+            Err(ExecutionError::Limit { limit, .. }) => assert_eq!(limit.limit, vsh_monty::LimitKind::OsCalls, "{max}"),
+            other => panic!("{max}: {other:?}"),
+        }
+    }
+}
