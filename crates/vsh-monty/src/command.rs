@@ -599,20 +599,43 @@ impl Dispatcher<'_> {
     }
 
     /// A directory the policy hides (a secrets directory, vsh's data) is no
-    /// place for `program` to start: say so, rather than fail to mount.
+    /// place for `program` to start: say so, rather than fail to mount. Nor
+    /// is anything but a directory of the image: a symlink on the way (to
+    /// `/etc`, to a secret) is never followed out of the workspace, and a
+    /// file or nothing is no directory.
     #[expect(clippy::result_large_err, reason = "see `crate::execute`")]
-    fn check_working_dir(&self, program: &str, cwd: &str) -> Result<(), ExecutionError> {
-        if let Ok(at) = vsh_types::VPath::parse(cwd)
-            && !at.is_root()
-            && let Err(denied) = self.host.policy().authorize(&at, vsh_policy::AccessKind::MetadataRead)
-        {
-            return Err(tool_error(ToolError::Spawn {
+    fn check_working_dir(&mut self, program: &str, cwd: &str) -> Result<(), ExecutionError> {
+        let refused = |why: String| {
+            tool_error(ToolError::Spawn {
                 program: program.to_owned(),
                 source: std::io::Error::new(
                     std::io::ErrorKind::PermissionDenied,
-                    format!("it cannot start in {cwd}: {denied}"),
+                    format!("it cannot start in {cwd}: {why}"),
                 ),
-            }));
+            })
+        };
+        let Ok(at) = vsh_types::VPath::parse(cwd) else { return Ok(()) };
+        if at.is_root() {
+            return Ok(());
+        }
+        if let Err(denied) = self.host.policy().authorize(&at, vsh_policy::AccessKind::MetadataRead) {
+            return Err(refused(denied.to_string()));
+        }
+        let mut on_the_way = at.ancestors();
+        on_the_way.push(at);
+        for dir in on_the_way.into_iter().filter(|dir| !dir.is_root()) {
+            let kind = match self.host.authorize::<crate::guard::MetadataRead>(&dir, cwd) {
+                Ok(grant) => self.host.kind(&grant).map_err(|source| ExecutionError::Vfs { source })?,
+                Err(_) => return Err(refused(format!("{dir} cannot be looked at"))),
+            };
+            match kind {
+                Some(vsh_types::NodeKind::Directory) => {}
+                Some(vsh_types::NodeKind::Symlink) => {
+                    return Err(refused(format!("{dir} is a symbolic link, which is never followed")));
+                }
+                Some(vsh_types::NodeKind::File) => return Err(refused(format!("{dir} is not a directory"))),
+                None => return Err(refused(format!("{dir} does not exist"))),
+            }
         }
         Ok(())
     }

@@ -1321,3 +1321,42 @@ fn an_os_calls_budget_spent_while_the_command_is_set_up_is_the_limit() {
         }
     }
 }
+
+/// A command starts in a directory of the image and nowhere else: a
+/// symlink on the way (to the host's `/etc`, to a secret) is never
+/// followed, and a file or a missing name is refused before anything runs.
+#[test]
+fn a_command_never_starts_through_a_symlink_or_outside_a_directory() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    std::os::unix::fs::symlink("/etc", ws.root().join("etclink")).unwrap();
+    std::os::unix::fs::symlink("notes", ws.root().join("noteslink")).unwrap();
+    let argv = ["/bin/pwd".to_owned()];
+    let config = CommandConfig::new(ws.root());
+    let policy = CallPolicy::balanced_default(None);
+    let limits = ExecutionLimits::default();
+    for (cwd, why) in [
+        ("etclink", "symbolic link"),
+        ("noteslink", "symbolic link"),
+        ("etclink/ssl", "symbolic link"),
+        ("a.txt", "not a directory"),
+        ("missing", "does not exist"),
+    ] {
+        let line = vsh_monty::CommandLine { argv: &argv, cwd, stdin: b"" };
+        let ran = MontyExecutor::in_process().execute_command_in(
+            line,
+            &mut ws.vfs,
+            &policy,
+            &limits,
+            &config,
+            &Uninterrupted,
+        );
+        let error = format!("{:?}", ran.as_ref().map(|outcome| String::from_utf8_lossy(&outcome.stdout).into_owned()));
+        assert!(ran.is_err() && error.contains(why), "{cwd}: {error}");
+    }
+    let line = vsh_monty::CommandLine { argv: &argv, cwd: "notes", stdin: b"" };
+    let ran =
+        MontyExecutor::in_process().execute_command_in(line, &mut ws.vfs, &policy, &limits, &config, &Uninterrupted);
+    let stdout = String::from_utf8_lossy(&ran.unwrap().stdout).into_owned();
+    assert_eq!(stdout, format!("{}/notes\n", ws.root().display()));
+}
