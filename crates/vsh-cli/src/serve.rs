@@ -85,8 +85,12 @@ const ROOTS_WAIT: Duration = Duration::from_secs(10);
 #[serde(deny_unknown_fields)]
 pub(crate) struct RunParams {
     /// The program: Monty, a Python subset, or a Bash script (see the
-    /// server's instructions for what works).
-    code: String,
+    /// server's instructions for what works); for `language` `command`, the
+    /// command as a JSON array (`["cargo", "test"]`) or object (`{"argv":
+    /// [...], "cwd": "...", "stdin": "..."}`), given as JSON itself or as a
+    /// string holding it. An array or object given as JSON is a command
+    /// whatever `language` is missing.
+    code: ProgramParam,
     /// `monty` (the default), `bash` (the vsh-bash-bounded-v1 profile) or,
     /// when the server runs real commands, `command` (the program is the
     /// command's argv as a JSON array, `["cargo", "test"]`, or
@@ -108,6 +112,17 @@ pub(crate) struct RunParams {
     /// fixing, a test that is meant to fail); without it such a run is an
     /// error and nothing of it is kept.
     accept_failure: Option<bool>,
+}
+
+/// `vsh_run`'s `code`: a program's text, or a real command given as JSON.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum ProgramParam {
+    /// Monty or Bash source, or a command's JSON as text.
+    Text(String),
+    /// A real command's argv (an array of strings), or an object with
+    /// `argv` and optional `cwd` and `stdin`.
+    Command(serde_json::Value),
 }
 
 /// A run's own limits, each at most the server's (which the operator sets
@@ -595,7 +610,32 @@ impl VshServer {
             None | Some("changes") => vsh::ReceiptDetail::Changes,
             Some(other) => return refused(format!("detail {other:?}: give compact, changes or full")),
         };
+        let (code, given_as_json) = match &params.code {
+            ProgramParam::Text(text) => (text.clone(), false),
+            ProgramParam::Command(value @ (serde_json::Value::Array(_) | serde_json::Value::Object(_))) => {
+                (value.to_string(), true)
+            }
+            ProgramParam::Command(other) => {
+                return refused(format!(
+                    "code is {other}: give a program as a string, or for language \"command\" the argv as an array"
+                ));
+            }
+        };
         let language = match params.language.as_deref() {
+            Some("monty" | "bash") if given_as_json => {
+                return refused(
+                    "code given as a JSON array or object is a real command: give language \"command\" (or none)"
+                        .to_owned(),
+                );
+            }
+            None if given_as_json && self.options.commands.is_some() => vsh::Language::Command,
+            None if given_as_json => {
+                return refused(
+                    "code given as a JSON array or object is a real command, and this server runs no real commands \
+                     (its operator starts it with --commands)"
+                        .to_owned(),
+                );
+            }
             None | Some("monty") => vsh::Language::Monty,
             Some("bash") => vsh::Language::Bash,
             Some("command") if self.options.commands.is_some() => vsh::Language::Command,
@@ -627,8 +667,7 @@ impl VshServer {
         let run_cancel = cancel.clone();
         let result = self
             .blocking(&context.peer, move |runtime| {
-                let mut request =
-                    RunRequest::new(&params.code).with_mode(mode).with_detail(detail).with_language(language);
+                let mut request = RunRequest::new(&code).with_mode(mode).with_detail(detail).with_language(language);
                 request = request.with_budget(budget);
                 if let Some(intent) = &params.intent {
                     request = request.with_intent(intent);
@@ -770,10 +809,32 @@ impl VshServer {
                 Ok(id) => id,
                 Err(error) => return failure(&ErrorDocument::new(&error, &[])),
             };
-            if let Ok(Some(record)) = runtime.transaction(id)
-                && record.state == TransactionState::Committed
-            {
-                return refused(format!("transaction {} is committed: there is nothing to discard", id.short()));
+            if let Ok(Some(record)) = runtime.transaction(id) {
+                match record.state {
+                    TransactionState::Committed => {
+                        return refused(format!(
+                            "transaction {} is committed: there is nothing to discard",
+                            id.short()
+                        ));
+                    }
+                    // Discarding twice, or work that can never commit
+                    // anyway, changes nothing and says so (a retry after a
+                    // lost answer is no error).
+                    TransactionState::Rejected
+                    | TransactionState::Denied
+                    | TransactionState::Expired
+                    | TransactionState::Stale
+                    | TransactionState::Failed => {
+                        let document = vsh::document::TransactionDocument::new(&record, None, "");
+                        let summary = format!(
+                            "transaction {} is already {}: it can never be committed; nothing changed",
+                            record.id.short(),
+                            record.state.name()
+                        );
+                        return success(&RecordDocument::new(document), summary);
+                    }
+                    _ => {}
+                }
             }
             match runtime.reject(id, crate::now_ms()) {
                 Ok(record) => {

@@ -145,9 +145,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     let other =
         call(&client, "vsh_run", json!({"code": "from pathlib import Path\nPath('d.txt').write_text('d')"})).await;
     let other_id = other.document["transaction"].as_str().unwrap().to_owned();
-    let discarded = call(&client, "vsh_discard", json!({"transaction": &other_id})).await;
-    assert_eq!(discarded.document["state"], "rejected");
-    assert!(call(&client, "vsh_commit", json!({"transaction": &other_id})).await.is_error);
+    discarded_once(&client, &other_id).await;
     assert!(!ws.join("d.txt").exists());
     bash_is_one_more_language(&client, &ws).await;
     // A tool that does not exist is a protocol error, and the server still answers.
@@ -170,6 +168,17 @@ async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
         assert_eq!(hints.read_only_hint, Some(read_only), "{}", tool.name);
         assert_eq!(hints.destructive_hint, (!read_only).then_some(true), "{}", tool.name);
     }
+}
+
+/// Discarding `id` rejects it; a retry (after a lost answer) is told it is
+/// done, not an error; it can never be committed.
+async fn discarded_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
+    let discarded = call(client, "vsh_discard", json!({"transaction": id})).await;
+    assert_eq!(discarded.document["state"], "rejected");
+    let again = call(client, "vsh_discard", json!({"transaction": id})).await;
+    assert!(!again.is_error && again.text.contains("already rejected"), "{}", again.text);
+    assert_eq!(again.document["state"], "rejected");
+    assert!(call(client, "vsh_commit", json!({"transaction": id})).await.is_error);
 }
 
 /// A retry of `id`'s commit after a lost answer is told it landed, not
@@ -616,6 +625,19 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     assert_eq!(run.document["stdout"], "HELLO\n");
     assert_eq!(run.document["state"], "committed", "{}", run.document);
     assert_eq!(std::fs::read_to_string(ws.join("out.txt")).unwrap(), "hi\n");
+    // The argv as JSON itself, as a model naturally sends it: a command,
+    // with or without `language`; an object too. Not as a Monty program.
+    let as_array = json!({"code": ["/bin/sh", "-c", "echo array > array.txt"], "mode": "auto"});
+    let run = call(&client, "vsh_run", as_array).await;
+    assert_eq!(
+        (run.document["language"].as_str(), run.document["state"].as_str()),
+        (Some("command"), Some("committed"))
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("array.txt")).unwrap(), "array\n");
+    let as_object = json!({"code": {"argv": ["cat"], "stdin": "in\n"}, "language": "command"});
+    assert_eq!(call(&client, "vsh_run", as_object).await.document["stdout"], "in\n");
+    let as_monty = call(&client, "vsh_run", json!({"code": ["true"], "language": "monty"})).await;
+    assert!(as_monty.is_error && as_monty.text.contains("language \"command\""), "{}", as_monty.text);
     let program = "from pathlib import Path\nPath('notes.txt').write_text('edited\\n')\nvsh_exec(['cat', 'notes.txt'])";
     let nested = call(&client, "vsh_run", json!({"code": program})).await;
     assert!(!nested.is_error, "{}", nested.document);
