@@ -30,6 +30,25 @@ def test_a_preview_writes_nothing_and_its_commit_lands_once(workspace: pathlib.P
     assert (workspace / "b.txt").read_text() == "ALPHA\n"
 
 
+def test_a_receipt_lists_its_changes_by_default_and_show_reviews_them(runtime: Callable[[], vsh.Runtime]) -> None:
+    rt = runtime()
+    receipt = rt.preview(WRITE_B)
+    assert [change["path"] for change in receipt.changes] == ["b.txt"]
+    assert rt.preview(WRITE_B, detail="compact").changes == []
+    # A held preview made with compact detail still shows what it changes.
+    compact = rt.preview(WRITE_B, detail="compact")
+    shown = rt.show(compact.transaction)
+    assert shown is not None and [change["path"] for change in shown.changes] == ["b.txt"]
+    assert shown.to_dict()["review"] == []
+    reviewed = rt.show(compact.transaction, review=True)
+    assert reviewed is not None
+    hunks = reviewed.to_dict()["review"][0]["hunks"]
+    assert reviewed.to_dict()["review"][0]["path"] == "b.txt" and "+ALPHA" in hunks
+    pending = rt.preview("from pathlib import Path\nPath('a.txt').unlink()")
+    stored = rt.show(pending.transaction, review=True)
+    assert stored is not None and "-alpha" in stored.to_dict()["review"][0]["hunks"]
+
+
 def test_a_discarded_preview_can_never_commit(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:
     rt = runtime()
     for _ in range(70):  # more than the 64 previews a runtime holds

@@ -196,7 +196,7 @@ class Runtime:
         *,
         language: Literal["monty", "bash", "command"] = "monty",
         intent: Optional[str] = None,
-        detail: Literal["compact", "changes", "full"] = "compact",
+        detail: Literal["compact", "changes", "full"] = "changes",
         budget: Optional[Budget] = None,
         cancel: Optional[Cancellation] = None,
     ) -> Receipt:
@@ -207,7 +207,7 @@ class Runtime:
         *,
         language: Literal["monty", "bash", "command"] = "monty",
         intent: Optional[str] = None,
-        detail: Literal["compact", "changes", "full"] = "compact",
+        detail: Literal["compact", "changes", "full"] = "changes",
         mode: Literal["auto", "preview"] = "auto",
         budget: Optional[Budget] = None,
         cancel: Optional[Cancellation] = None,
@@ -223,5 +223,5 @@ class Runtime:
         """Reject a transaction: it can never be committed."""
     def pending(self) -> list[dict[str, Any]]:
         """The transactions waiting for an approval or a commit."""
-    def show(self, transaction: str) -> Optional[Receipt]:
-        """A stored transaction's receipt."""
+    def show(self, transaction: str, *, review: bool = False) -> Optional[Receipt]:
+        """A stored transaction's receipt, with its changed paths; ``review=True`` adds each text file's hunks."""

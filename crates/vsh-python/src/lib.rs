@@ -603,7 +603,7 @@ impl Runtime {
     }
 
     /// Run `code` against a virtual image of the workspace and decide; write nothing.
-    #[pyo3(signature = (code, *, language="monty", intent=None, detail="compact", budget=None, cancel=None))]
+    #[pyo3(signature = (code, *, language="monty", intent=None, detail="changes", budget=None, cancel=None))]
     #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn preview(
         &self,
@@ -621,7 +621,7 @@ impl Runtime {
     }
 
     /// Run `code` and, in mode `auto` (the default), commit it if the policy auto-approves.
-    #[pyo3(signature = (code, *, language="monty", intent=None, detail="compact", mode="auto", budget=None, cancel=None))]
+    #[pyo3(signature = (code, *, language="monty", intent=None, detail="changes", mode="auto", budget=None, cancel=None))]
     #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn run(
         &self,
@@ -729,11 +729,23 @@ impl Runtime {
         from_json(py, &serde_json::Value::Array(rows))
     }
 
-    /// A stored transaction's receipt, or `None` when vsh keeps none.
-    fn show(&self, py: Python<'_>, transaction: &str) -> PyResult<Option<Receipt>> {
+    /// A stored transaction's receipt, with its changed paths, or `None`
+    /// when vsh keeps none; with `review=True` each changed text file's
+    /// hunks too (`Receipt.to_dict()["review"]`), from verified bytes only,
+    /// as `vsh show` gives them (128 KiB a file, 1 MiB in all; a file past
+    /// either has none, and says why).
+    #[pyo3(signature = (transaction, *, review=false))]
+    fn show(&self, py: Python<'_>, transaction: &str, review: bool) -> PyResult<Option<Receipt>> {
         let id = self.resolve(py, transaction)?;
         let runtime = Arc::clone(&self.inner);
-        match detached(py, || runtime.show(id))? {
+        let shown = detached(py, || {
+            let Some(mut receipt) = runtime.show(id)? else { return Ok(None) };
+            if review && receipt.review.is_empty() {
+                receipt.review = runtime.review(id)?;
+            }
+            Ok(Some(receipt))
+        })?;
+        match shown {
             Ok(Some(receipt)) => Ok(Some(Receipt::new(py, &receipt)?)),
             Ok(None) => Ok(None),
             Err(error) => Err(py_error(py, &error, &[])),

@@ -442,7 +442,13 @@ impl Runtime {
     /// review: it shows work made under another policy too (its artifact must
     /// still bind), which only [`Runtime::approve`] and [`Runtime::commit`] refuse.
     pub fn show(&self, transaction: TransactionId) -> Result<Option<Receipt>, VshError> {
-        if let Some(receipt) = self.previews.receipt(transaction) {
+        if let Some(mut receipt) = self.previews.receipt(transaction) {
+            // A review lists what changed, whatever detail the run asked for.
+            if receipt.changes.is_empty()
+                && let Some(artifact) = self.previews.artifact(transaction)
+            {
+                receipt.changes = artifact.diff.entries().to_vec();
+            }
             return Ok(Some(receipt));
         }
         let Some(record) = self.records.get(transaction)? else { return Ok(None) };
