@@ -116,12 +116,28 @@ impl PendingRow {
                     format!("$ {}", shown(&command.line, true).replace('\t', "\\t"))
                 })
             }
+            // A program without an intent: its first line that does
+            // something (not an import), so the row says what it is.
+            Some(stored) if intent.is_empty() => first_line(&stored.code),
             // An agent's text.
             _ => shown(&intent, false).into_owned(),
         };
         let command = stored.and_then(vsh::StoredProgram::command_argv);
         Self { record, receipt, intent, label, command }
     }
+}
+
+/// The first line of `code` that is neither blank, a comment nor an
+/// import, as `# line`, cut at 60 characters; empty when there is none.
+fn first_line(code: &str) -> String {
+    let Some(line) = code.lines().map(str::trim).find(|line| {
+        !line.is_empty() && !line.starts_with('#') && !line.starts_with("import ") && !line.starts_with("from ")
+    }) else {
+        return String::new();
+    };
+    let cut: String = line.chars().take(60).collect();
+    let more = if cut.len() < line.len() { "..." } else { "" };
+    format!("# {}{more}", shown(&cut, true))
 }
 
 fn risk_flags(receipt: Option<&Receipt>) -> Vec<String> {
@@ -133,7 +149,7 @@ fn risk_flags(receipt: Option<&Receipt>) -> Vec<String> {
     }
 }
 
-/// `vsh pending` as a table: short id, age, state, paths changed, risk flags, intent.
+/// `vsh pending` as a table: short id, when it was made, state, paths changed, risk flags, intent.
 pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -141,16 +157,16 @@ pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
         "{}",
         paint(
             style::STRONG,
-            &format!("{:<12}  {:<10}  {:<16}  {:>5}  {:<28}  intent", "id", "age", "state", "paths", "flags")
+            &format!("{:<12}  {:<12}  {:<16}  {:>5}  {:<28}  intent", "id", "when", "state", "paths", "flags")
         )
     );
     for row in rows {
-        let age = relative(row.record.created_ms, now).trim_end_matches(" ago").to_owned();
+        let when = relative(row.record.created_ms, now);
         let paths = row.receipt.as_ref().map_or_else(|| "-".to_owned(), |receipt| receipt.changed_paths.to_string());
         let flags = risk_flags(row.receipt.as_ref()).join(",");
         let _ = writeln!(
             out,
-            "{:<12}  {age:<10}  {:<16}  {paths:>5}  {}  {}",
+            "{:<12}  {when:<12}  {:<16}  {paths:>5}  {}  {}",
             row.record.id.short(),
             row.record.state.name(),
             // Padded before it is styled, so the column holds with or without colour.
@@ -181,9 +197,14 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
             _ => paint(style::PENDING, &state),
         };
         let approver = row.record.approval.as_ref().map_or_else(|| "-".to_owned(), |grant| grant.principal().short());
+        // Denied work says why.
+        let why = match row.receipt.as_ref().map(|receipt| &receipt.decision) {
+            Some(RuntimeDecision::Denied(manifest)) => format!("  [{}]", manifest.reason.name()),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "{:<12}  {:<12}  {state}  {paths:>5}  {approver:<12}  {}",
+            "{:<12}  {:<12}  {state}  {paths:>5}  {approver:<12}  {}{why}",
             row.record.id.short(),
             relative(row.record.updated_ms, now),
             row.label

@@ -82,6 +82,12 @@ fn exit_codes_follow_the_table_row_by_row() {
     assert!(dir.path().join("old.txt").exists());
     let early = vsh(&["commit", &id_of(&pending), "--workspace", ws], None);
     assert_eq!(code(&early), Some(4), "{}", String::from_utf8_lossy(&early.stderr));
+    // Quiet still says which work waits, so its id is not lost.
+    let quiet = vsh(&["run", "-q", "--workspace", ws, "--mode", "auto", "-"], Some(delete));
+    let said = String::from_utf8_lossy(&quiet.stderr);
+    assert_eq!(code(&quiet), Some(4));
+    assert!(quiet.stdout.is_empty() && said.lines().count() == 1, "{said}");
+    assert!(said.contains("is pending-approval") && said.contains("vsh approve "), "{said}");
 
     // 5: asked to commit, and policy denied it.
     let denied = vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(secret));
@@ -1006,7 +1012,11 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
     assert_eq!(log.status.code(), Some(0));
     assert_eq!(lines.len(), 3, "{table}");
     assert!(lines[1].starts_with(&denied[..12]) && lines[1].contains("denied"), "newest first: {table}");
+    // Without an intent, a program is named by its first line that does
+    // something; denied work says why.
+    assert!(lines[1].ends_with("# try:  [protected-access-attempt]"), "{table}");
     assert!(lines[2].starts_with(&committed[..12]) && lines[2].contains("committed"), "{table}");
+    assert!(lines[2].ends_with("add b"), "{table}");
     let only = vsh(&["log", "--state", "committed", "--workspace", ws, "--json"], None);
     let rows: serde_json::Value = serde_json::from_slice(&only.stdout).unwrap();
     assert_eq!(rows["schema"], "vsh.log/1");

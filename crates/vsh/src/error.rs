@@ -148,7 +148,7 @@ pub enum VshError {
     /// terminal, no transaction. `changes` is what the script had changed by then, for
     /// diagnosis only (`changes_complete` false if even that could not be
     /// computed).
-    #[error("the bash script or command failed")]
+    #[error("the program failed")]
     Bash {
         /// The failure, with the script's streams.
         #[source]
