@@ -406,7 +406,8 @@ fn scratch_directories_are_never_cleared_under_a_running_command_and_are_cleared
         std::thread::spawn(move || runtime.preview(&RunRequest::new(&code).with_language(Language::Command)))
     };
     let started = Instant::now();
-    while !built.exists() {
+    // Made, then written: wait for what it writes, not the name.
+    while std::fs::read(&built).ok().as_deref() != Some(b"artefact\n") {
         assert!(started.elapsed() < Duration::from_mins(1), "the command never wrote its scratch file");
         std::thread::sleep(Duration::from_millis(20));
     }

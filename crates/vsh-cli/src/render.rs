@@ -779,13 +779,15 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
 /// What a recovery did, for people: a summary line, then one line per
 /// transaction and per path an operator should know about.
 pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
+    let settled = report.settled_committed.len() + report.settled_failed.len();
     let mut text = format!(
-        "rolled forward {}, rolled back {}, cleaned {}, unresolved {}, conflicts {}\n",
+        "rolled forward {}, rolled back {}, cleaned {}, unresolved {}, conflicts {}{}\n",
         report.rolled_forward.len(),
         report.rolled_back.len(),
         report.cleaned.len(),
         report.unresolved.len(),
-        report.conflicts.len()
+        report.conflicts.len(),
+        if settled > 0 { format!(", settled {settled}") } else { String::new() }
     );
     let paths = |transaction: &vsh::TransactionId| match report.paths_of(*transaction) {
         Some(1) => " (1 path)".to_owned(),
@@ -797,6 +799,20 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
     }
     for transaction in &report.rolled_back {
         let _ = writeln!(text, "  rolled back (failed, before state restored): {transaction}{}", paths(transaction));
+    }
+    for transaction in &report.settled_committed {
+        let _ = writeln!(
+            text,
+            "  settled as committed: {transaction} (its log lost how its commit ended; the workspace holds every \
+             change it made)"
+        );
+    }
+    for transaction in &report.settled_failed {
+        let _ = writeln!(
+            text,
+            "  settled as failed: {transaction} (its log lost how its commit ended; the workspace holds none of \
+             its changes)"
+        );
     }
     for (transaction, path) in &report.changed_since_commit {
         let _ = writeln!(

@@ -2441,6 +2441,43 @@ fn a_damaged_transaction_log_says_how_to_salvage_it_and_recover_salvages_it() {
     assert!(said.contains("the log's header is damaged") && !said.contains("--salvage-log` keeps"), "{said}");
 }
 
+/// A commit whose log lost how it ended (the damaged frames were its last)
+/// is settled by what the workspace holds: every change it made there, it
+/// committed; none of them, it failed; anything else stays for the operator.
+#[test]
+fn a_salvaged_commit_is_settled_by_what_the_workspace_holds() {
+    for (after_commit, settled) in [(None, Some("committed")), (Some("edited by hand\n"), None)] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().to_str().unwrap();
+        write(dir.path(), "a.txt", "a\n");
+        let create = "from pathlib import Path\nPath('b.txt').write_text('b')";
+        let committed = vsh(&["run", "--mode", "auto", "--workspace", ws, "-"], Some(create));
+        assert_eq!(committed.status.code(), Some(0));
+        let id = id_of(&committed);
+        if let Some(text) = after_commit {
+            write(dir.path(), "b.txt", text);
+        }
+        // Its last frames lost: the record as it was while it committed.
+        let mut log = std::fs::read(dir.path().join(".vsh/data/txlog")).unwrap();
+        let last = log.len() - 5;
+        log[last] ^= 0x40;
+        std::fs::write(dir.path().join(".vsh/data/txlog"), &log).unwrap();
+        let salvaged = vsh(&["recover", "--salvage-log", "--json", "--workspace", ws], None);
+        let report: serde_json::Value = serde_json::from_slice(&salvaged.stdout).unwrap();
+        let state = valid_document(&vsh(&["show", "--json", &id, "--workspace", ws], None))["record"]["state"].clone();
+        if let Some(done) = settled {
+            assert_eq!(report["settled_committed"][0], id.as_str(), "{report}");
+            assert!(report["unresolved"].as_array().unwrap().is_empty(), "{report}");
+            assert_eq!(state, done);
+            assert_eq!(salvaged.status.code(), Some(0));
+        } else {
+            assert!(report["settled_committed"].as_array().unwrap().is_empty(), "{report}");
+            assert_eq!(report["unresolved"][0]["transaction"], id.as_str(), "{report}");
+            assert_eq!(state, "recovery-required");
+        }
+    }
+}
+
 #[test]
 fn no_workspace_is_made_in_a_home_directory_the_root_or_a_shared_temporary_directory() {
     let home = tempfile::tempdir().unwrap();

@@ -95,6 +95,7 @@ mod plan;
 mod recover;
 mod restore;
 mod revalidate;
+mod settle;
 mod store_ledger;
 mod txndir;
 mod validate;
@@ -113,6 +114,7 @@ pub use format::{Left, LeftReason};
 pub use ledger::{CommitLedger, LedgerError, MemoryLedger, NoLedger, from_states, permitted_move};
 pub use recover::{KeptNode, LeftPath, RecoveryConflict, RecoveryConflictReason, RecoveryReport, Unresolved};
 pub use restore::RestoreReport;
+pub use settle::Settled;
 pub use store_ledger::StoreLedger;
 
 use apply::{ApplyFailure, Syncs};
@@ -952,6 +954,19 @@ impl CommitSession<'_> {
     /// way aside, never deleting it (see [`RestoreReport`]).
     pub fn restore(&self, transaction: TransactionId, ledger: &dyn CommitLedger) -> Result<RestoreReport, CommitError> {
         self.restore_with_faults(transaction, ledger, &NoFaults)
+    }
+
+    /// Settle a commit whose record lost how it ended (left Committing or
+    /// `RecoveryRequired` with nothing kept, as a salvaged log leaves one)
+    /// by what the workspace holds against `entries`, its diff (see
+    /// [`Settled`]).
+    pub fn settle(
+        &self,
+        transaction: TransactionId,
+        entries: &[vsh_types::DiffEntry],
+        ledger: &dyn CommitLedger,
+    ) -> Result<Settled, CommitError> {
+        self.committer.settle_locked(transaction, entries, ledger)
     }
 
     /// [`CommitSession::restore`], asking `faults` after each step.

@@ -83,6 +83,14 @@ pub struct RecoveryReport {
     /// Rollbacks settled as far as they safely could: what is left needs an
     /// operator, but recovery will not act on it again, so commits go on.
     pub unresolved: Vec<Unresolved>,
+    /// Commits whose record lost how they ended (nothing of them kept),
+    /// settled by the workspace holding every change they made: Committed
+    /// (see [`crate::CommitSession::settle`]; the caller settles them, with
+    /// their diffs, which recovery does not have).
+    pub settled_committed: Vec<TransactionId>,
+    /// Such commits settled by the workspace holding none of their changes:
+    /// Failed.
+    pub settled_failed: Vec<TransactionId>,
     /// Paths of rolled-forward transactions that someone changed after the
     /// commit point; theirs, and left alone.
     pub changed_since_commit: Vec<(TransactionId, VPath)>,

@@ -1475,3 +1475,52 @@ fn a_commit_whose_reservation_a_machine_crash_lost_is_cleaned_and_can_commit_aga
     }
     Ok(())
 }
+
+/// A commit whose record lost how it ended (left Committing or
+/// `RecoveryRequired` with nothing kept, as a salvaged log leaves one) is
+/// settled by what the workspace holds against its diff: none of its
+/// changes, Failed; all of them, Committed; anything else, left alone.
+#[test]
+fn a_commit_whose_record_lost_how_it_ended_is_settled_by_the_workspace() -> Result {
+    use vsh_commit::Settled;
+    let data = tempfile::tempdir()?;
+    let blobs = support::external_blobs(data.path())?;
+    let wait = vsh_host::LockWait::default();
+    // Nothing written: failed.
+    let trial = Trial::new(&blobs)?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
+    let entries = trial.run.diff.entries();
+    let settled = trial.ws.committer.session(&wait)?.settle(trial.run.transaction, entries, &ledger)?;
+    assert_eq!((settled, ledger.get(trial.run.transaction)), (Settled::Failed, Some(TransactionState::Failed)));
+    // Landed (committed under a ledger that then lost it): committed.
+    let trial = Trial::new(&blobs)?;
+    trial.ws.committer.commit(&trial.run.request(&blobs))?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::Committing);
+    let entries = trial.run.diff.entries();
+    let settled = trial.ws.committer.session(&wait)?.settle(trial.run.transaction, entries, &ledger)?;
+    assert_eq!((settled, ledger.get(trial.run.transaction)), (Settled::Committed, Some(TransactionState::Committed)));
+    // Landed, then one of its paths changed by hand: neither, left alone.
+    let trial = Trial::new(&blobs)?;
+    trial.ws.committer.commit(&trial.run.request(&blobs))?;
+    let changed = trial
+        .run
+        .diff
+        .entries()
+        .iter()
+        .find(|entry| entry.after.is_some_and(|after| after.kind == vsh_types::NodeKind::File))
+        .unwrap();
+    std::fs::write(trial.ws.root.join(changed.path.as_str()), b"by hand")?;
+    let ledger = MemoryLedger::new();
+    ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
+    let entries = trial.run.diff.entries();
+    let settled = trial.ws.committer.session(&wait)?.settle(trial.run.transaction, entries, &ledger)?;
+    assert_eq!(settled, Settled::Neither(vec![changed.path.clone()]));
+    assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::RecoveryRequired));
+    // A record in any other state is not one to settle.
+    ledger.insert(trial.run.transaction, TransactionState::Approved);
+    let settled = trial.ws.committer.session(&wait)?.settle(trial.run.transaction, entries, &ledger)?;
+    assert_eq!(settled, Settled::NotLost);
+    Ok(())
+}

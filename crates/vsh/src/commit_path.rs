@@ -4,7 +4,6 @@
 
 use vsh_commit::{CommitRequest, Committer, MemoryContents, RecoveryReport, RestoreReport, StoreLedger};
 use vsh_host::LockWait;
-use vsh_store::TransactionStore;
 use vsh_types::{CanonicalDiff, ReadSet, TransactionId};
 
 use crate::VshError;
@@ -33,11 +32,11 @@ impl CommitPath {
         committer: Committer,
         lock_wait: LockWait,
         faults: Option<CommitFaults>,
-        transactions: &TransactionStore,
+        records: &Records,
         now_ms: u64,
     ) -> Result<Self, VshError> {
         let (startup_recovery, recovery_deferred) = match committer.try_session()? {
-            Some(session) => (session.recover(&StoreLedger::recovery(transactions, now_ms))?, false),
+            Some(session) => (recover_and_settle(&session, records, now_ms)?, false),
             None => (RecoveryReport::default(), true),
         };
         Ok(Self { committer, lock_wait, faults, startup_recovery, recovery_deferred })
@@ -54,22 +53,22 @@ impl CommitPath {
     }
 
     /// Run recovery, waiting for the commit lock as configured.
-    pub(crate) fn recover(&self, transactions: &TransactionStore, now_ms: u64) -> Result<RecoveryReport, VshError> {
+    pub(crate) fn recover(&self, records: &Records, now_ms: u64) -> Result<RecoveryReport, VshError> {
         let session = self.committer.session(&self.lock_wait)?;
-        Ok(session.recover(&StoreLedger::recovery(transactions, now_ms))?)
+        recover_and_settle(&session, records, now_ms)
     }
 
     /// An operator's restore of a transaction recovery left unresolved, after
     /// a recovery that must come out clean.
     pub(crate) fn restore(
         &self,
-        transactions: &TransactionStore,
+        records: &Records,
         transaction: TransactionId,
         now_ms: u64,
     ) -> Result<RestoreReport, VshError> {
         let session = self.committer.session(&self.lock_wait)?;
-        let ledger = StoreLedger::recovery(transactions, now_ms);
-        let report = session.recover(&ledger)?;
+        let report = recover_and_settle(&session, records, now_ms)?;
+        let ledger = StoreLedger::recovery(records.transactions(), now_ms);
         if !report.is_clean() {
             return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
         }
@@ -94,7 +93,7 @@ impl CommitPath {
     ) -> Result<CommitReceipt, VshError> {
         let transactions = records.transactions();
         let session = self.committer.session(&self.lock_wait)?;
-        let report = session.recover(&StoreLedger::recovery(transactions, now))?;
+        let report = recover_and_settle(&session, records, now)?;
         if !report.is_clean() {
             return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
         }
@@ -107,4 +106,37 @@ impl CommitPath {
             None => session.commit(&request, &ledger)?,
         })
     }
+}
+
+/// Recovery in `session`, then each commit whose record lost how it ended
+/// (unresolved with nothing kept, as a salvaged log leaves one) settled by
+/// what the workspace holds against its stored diff
+/// ([`vsh_commit::CommitSession::settle`]): landed, Committed; never written,
+/// Failed; the rest stays unresolved for the operator. A diff that cannot be
+/// loaded leaves its transaction unresolved too.
+fn recover_and_settle(
+    session: &vsh_commit::CommitSession<'_>,
+    records: &Records,
+    now_ms: u64,
+) -> Result<RecoveryReport, VshError> {
+    let ledger = StoreLedger::recovery(records.transactions(), now_ms);
+    let mut report = session.recover(&ledger)?;
+    let mut unresolved = Vec::with_capacity(report.unresolved.len());
+    for left in std::mem::take(&mut report.unresolved) {
+        if left.directory.is_some() {
+            unresolved.push(left);
+            continue;
+        }
+        let Ok(diff) = records.stored_diff(left.transaction) else {
+            unresolved.push(left);
+            continue;
+        };
+        match session.settle(left.transaction, diff.entries(), &ledger)? {
+            vsh_commit::Settled::Committed => report.settled_committed.push(left.transaction),
+            vsh_commit::Settled::Failed => report.settled_failed.push(left.transaction),
+            vsh_commit::Settled::NotLost | vsh_commit::Settled::Neither(_) => unresolved.push(left),
+        }
+    }
+    report.unresolved = unresolved;
+    Ok(report)
 }

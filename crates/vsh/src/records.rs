@@ -156,6 +156,11 @@ impl Records {
         recorded_policy(&self.data, &self.key)
     }
 
+    /// The data directory.
+    pub(crate) fn data(&self) -> &vsh_store::DataDir {
+        &self.data
+    }
+
     /// The transaction store.
     pub(crate) fn transactions(&self) -> &TransactionStore {
         &self.transactions
@@ -299,6 +304,13 @@ impl Records {
         }
         self.run_policy(&artifact)?;
         Ok(artifact)
+    }
+
+    /// The diff a stored transaction's artifact binds (its id re-derived
+    /// from its binding by the store), whatever policy made it: what a
+    /// commit whose record lost how it ended is settled against.
+    pub(crate) fn stored_diff(&self, transaction: TransactionId) -> Result<vsh_types::CanonicalDiff, VshError> {
+        Ok(self.transactions.load_artifact(&self.blobs, transaction, &self.limits)?.diff)
     }
 
     /// A stored transaction's diff, dependencies and receipt, rebuilt from its

@@ -80,6 +80,13 @@ pub struct RecoveryDocument {
     pub kept: Vec<TransactionKeptDocument>,
     /// Rollbacks settled as far as they safely could: what is left needs an operator.
     pub unresolved: Vec<UnresolvedDocument>,
+    /// Commits whose record lost how they ended (a salvaged log), settled
+    /// as committed: the workspace holds every change each made.
+    #[serde(default)]
+    pub settled_committed: Vec<String>,
+    /// Such commits settled as failed: the workspace holds none of their changes.
+    #[serde(default)]
+    pub settled_failed: Vec<String>,
     /// What could not be decided; each blocks commits until resolved.
     pub conflicts: Vec<ConflictDocument>,
     /// What `vsh recover --salvage-log` did first, when it was asked.
@@ -201,6 +208,8 @@ impl From<&RecoveryReport> for RecoveryDocument {
             rolled_forward: hex(&report.rolled_forward),
             rolled_back: hex(&report.rolled_back),
             cleaned: hex(&report.cleaned),
+            settled_committed: hex(&report.settled_committed),
+            settled_failed: hex(&report.settled_failed),
             paths: report
                 .paths
                 .iter()

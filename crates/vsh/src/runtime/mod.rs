@@ -83,7 +83,7 @@ impl Runtime {
     /// conflict), waiting for the commit lock as configured
     /// ([`crate::RuntimeConfig::with_lock_wait`]).
     pub fn recover(&self) -> Result<RecoveryReport, VshError> {
-        self.commits.recover(self.records.transactions(), clock_ms())
+        self.commits.recover(&self.records, clock_ms())
     }
 
     /// An operator's decision for a transaction whose rollback recovery left
@@ -92,7 +92,7 @@ impl Runtime {
     /// moved aside into vsh's runtime directory (`.vsh/recovered/<tx>/`),
     /// never deleted; the transaction becomes Failed.
     pub fn restore(&self, transaction: TransactionId) -> Result<RestoreReport, VshError> {
-        self.commits.restore(self.records.transactions(), transaction, clock_ms())
+        self.commits.restore(&self.records, transaction, clock_ms())
     }
 
     /// Record `text`, a policy file (see [`vsh_policy::PolicyFile`]), as this
@@ -296,7 +296,7 @@ impl Runtime {
         if !matches!(record.state, TransactionState::Revalidating | TransactionState::Committing) {
             return Ok(record);
         }
-        self.commits.recover(self.records.transactions(), clock_ms())?;
+        self.commits.recover(&self.records, clock_ms())?;
         self.sources().record(transaction)
     }
 

@@ -85,14 +85,14 @@ impl Runtime {
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }
-        let commits = CommitPath::open(committer, lock_wait.clone(), faults, &transactions, clock_ms())?;
+        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key.clone());
+        let commits = CommitPath::open(committer, lock_wait.clone(), faults, &records, clock_ms())?;
         let confined_bash = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
         let scratch = scratch
             .or_else(|| policy.command_scratch().map(<[String]>::to_vec))
             .unwrap_or_else(|| crate::config::DEFAULT_SCRATCH.iter().map(|name| (*name).to_owned()).collect());
-        let scratch_dirs = if commands || confined_bash { scratch_dirs(&data, scratch)? } else { Vec::new() };
-        let scratch_lock = data.scratch_lock();
-        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key.clone());
+        let scratch_dirs = if commands || confined_bash { scratch_dirs(records.data(), scratch)? } else { Vec::new() };
+        let scratch_lock = records.data().scratch_lock();
         let runs =
             Runs::new(workspace, layout.excluded(), snapshot_limits, executor, policy, hook.as_ref(), durable_previews)
                 .with_run_policy(run_policy)
