@@ -344,9 +344,10 @@ pub(crate) struct ShowArgs {
     pub(crate) stored: Stored,
     #[command(flatten)]
     pub(crate) state_exit: StateExit,
-    /// Every changed text file's hunks, up to 64 MiB a file and 1 GiB in all
-    /// (without it: 128 KiB a file and 1 MiB in all; the files past either
-    /// are listed without hunks, and a line on stderr says so).
+    /// Every changed text file's hunks, up to 64 MiB a file and 1 GiB of
+    /// hunks in all (without it: 128 KiB a file and 1 MiB of hunks in all;
+    /// the files past either are listed without hunks, and a line on stderr,
+    /// and a warning in --json, says so).
     #[arg(long)]
     pub(crate) full: bool,
 }

@@ -1294,7 +1294,10 @@ pub(crate) fn shown_receipt(mut receipt: vsh::Receipt, hunks: bool) -> vsh::Rece
 
 fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(), Box<dyn std::error::Error>> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&vsh::document::ReceiptDocument::from(receipt))?);
+        let mut document = vsh::document::ReceiptDocument::from(receipt);
+        // A run's review is made within the default limits.
+        document.warnings.extend(show::left_out(receipt, false));
+        println!("{}", serde_json::to_string_pretty(&document)?);
     } else if !output.quiet {
         anstream::print!("{}", render::receipt_text(receipt));
     } else if let Some(denial) = render::denial_line(receipt) {

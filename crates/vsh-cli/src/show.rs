@@ -21,21 +21,30 @@ const FULL_REVIEW: vsh::ReviewLimits = vsh::ReviewLimits { max_file_bytes: 64 <<
 /// hunks for their size (`full`: within [`FULL_REVIEW`], else the default
 /// limits, and then the `vsh show --full` that shows them).
 pub(crate) fn say_left_out(receipt: &vsh::Receipt, full: bool) {
+    if let Some(note) = left_out(receipt, full) {
+        say!("vsh: {note}");
+    }
+}
+
+/// What the review of `receipt` (made within [`FULL_REVIEW`] when `full`,
+/// else the default limits) left out, and how to see it; `None` when
+/// nothing. JSON carries it among the receipt's warnings.
+pub(crate) fn left_out(receipt: &vsh::Receipt, full: bool) -> Option<String> {
     let left_out = receipt
         .review
         .iter()
         .filter(|review| matches!(review.hunks, Err(vsh::NoHunks::TooLarge | vsh::NoHunks::BudgetSpent)))
         .count();
-    if left_out > 0 {
+    (left_out > 0).then(|| {
         let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
-        say!(
-            "vsh: the hunks of {left_out} changed file{} are not shown (over {} a file or {} in all){}",
+        format!(
+            "the hunks of {left_out} changed file{} are not shown (over {} a file or {} of hunks in all){}",
             if left_out == 1 { "" } else { "s" },
             crate::human_bytes(limits.max_file_bytes),
             crate::human_bytes(limits.max_total_bytes),
             if full { String::new() } else { format!(": vsh show {} --full shows them", receipt.transaction.short()) }
-        );
-    }
+        )
+    })
 }
 
 /// `vsh show TX`: the receipt with every changed path's hunks (`full`:
@@ -74,7 +83,7 @@ pub(crate) fn show(
     if json {
         let record = runtime.transaction(id)?;
         let intent = runtime.stored_program(id)?;
-        let document = vsh::document::ShowDocument::new(
+        let mut document = vsh::document::ShowDocument::new(
             &receipt,
             record.as_ref().map(|record| {
                 vsh::document::TransactionDocument::new(
@@ -88,6 +97,7 @@ pub(crate) fn show(
             runtime.run_policy(id)?.as_ref(),
             intent.map(|stored| stored.code),
         );
+        document.receipt.warnings.extend(left_out(&receipt, full));
         println!("{}", serde_json::to_string_pretty(&document)?);
         return Ok(exit_code(&receipt, Asked::Review, output.detailed));
     }

@@ -32,7 +32,8 @@ use vsh_types::{BlobId, CanonicalDiff, DiffEntry, NodeKind, NodeState, SnapshotI
 pub use base::{HiddenNames, SnapshotLimits};
 pub use error::VfsError;
 pub use review::{
-    FileReview, NoHunks, ReviewLimits, Side, hides_text, live_content_if_unchanged, review_entries, unified_hunks,
+    FileReview, NoHunks, READ_PER_SHOWN, ReviewLimits, Side, hides_text, live_content_if_unchanged, review_entries,
+    unified_hunks,
 };
 pub use vsh_types::{Dependency, ReadSet, names_digest};
 

@@ -40,9 +40,17 @@ pub fn live_content_if_unchanged(workspace: &CapDir, path: &VPath, state: &NodeS
 pub struct ReviewLimits {
     /// Largest before or after side of one file that gets hunks (default 128 KiB).
     pub max_file_bytes: u64,
-    /// Total bytes of content read for review in one diff (default 1 MiB).
+    /// Total bytes of hunks shown for one diff (default 1 MiB): what a
+    /// reviewer reads, so a change of a few lines in many files is shown
+    /// whole. The content read to make them is bounded too, at
+    /// [`READ_PER_SHOWN`] times this.
     pub max_total_bytes: u64,
 }
+
+/// How many bytes of content a review may read for each byte of hunks it
+/// may show ([`ReviewLimits::max_total_bytes`]): a few changed lines of a
+/// large file cost the whole file to find.
+pub const READ_PER_SHOWN: u64 = 16;
 
 impl Default for ReviewLimits {
     fn default() -> Self {
@@ -61,7 +69,9 @@ pub enum NoHunks {
     Binary,
     /// One side is larger than [`ReviewLimits::max_file_bytes`].
     TooLarge,
-    /// The diff's review budget ([`ReviewLimits::max_total_bytes`]) was spent.
+    /// The diff's review budget was spent: the hunks shown reached
+    /// [`ReviewLimits::max_total_bytes`], or the content read to make them
+    /// [`READ_PER_SHOWN`] times that.
     BudgetSpent,
     /// The before state is no longer what the workspace holds, so its bytes
     /// are not shown (only hash-verified bytes are).
@@ -229,7 +239,8 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
     limits: ReviewLimits,
     mut content: impl FnMut(&DiffEntry, Side) -> Result<Result<B, NoHunks>, E>,
 ) -> Result<Vec<FileReview>, E> {
-    let mut spent = 0u64;
+    let (mut shown, mut read) = (0u64, 0u64);
+    let max_read = limits.max_total_bytes.saturating_mul(READ_PER_SHOWN);
     let mut out = Vec::new();
     for entry in entries {
         // A directory has no content to show: a side that is one counts as
@@ -249,10 +260,10 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
             || after_state.is_some_and(|s| s.size > limits.max_file_bytes)
         {
             Err(NoHunks::TooLarge)
-        } else if spent.saturating_add(sizes) > limits.max_total_bytes {
+        } else if shown >= limits.max_total_bytes || read.saturating_add(sizes) > max_read {
             Err(NoHunks::BudgetSpent)
         } else {
-            spent += sizes;
+            read += sizes;
             let mut side = |present: bool, side: Side| -> Result<Result<Option<B>, NoHunks>, E> {
                 if !present {
                     return Ok(Ok(None));
@@ -283,6 +294,16 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
                 }
                 (Err(reason), _) | (_, Err(reason)) => Err(reason),
             }
+        };
+        // Hunks past what is left of the budget are left out whole (a
+        // smaller file's after them may still fit).
+        let hunks = match hunks {
+            Ok(text) if shown.saturating_add(text.len() as u64) > limits.max_total_bytes => Err(NoHunks::BudgetSpent),
+            Ok(text) => {
+                shown += text.len() as u64;
+                Ok(text)
+            }
+            other => other,
         };
         out.push(FileReview { path: entry.path.clone(), hunks });
     }
@@ -381,6 +402,36 @@ mod tests {
         let spent =
             vfs.review(diff.entries(), ReviewLimits { max_file_bytes: 1024, max_total_bytes: 30 }, &|_| false).unwrap();
         assert_eq!(spent.iter().find(|r| r.path.as_str() == "new.txt").unwrap().hunks, Err(NoHunks::BudgetSpent));
+    }
+
+    /// The budget counts the hunks shown, not the files' sizes: a one-line
+    /// change in each of 60 files of 40 KB (2.4 MB read) is shown whole
+    /// within 1 MiB; the content read is bounded too, at 16 times that.
+    #[test]
+    fn the_review_budget_counts_the_hunks_shown_and_bounds_what_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = (0..4000).fold(String::new(), |mut body, line| {
+            let _ = writeln!(body, "line {line}");
+            body
+        });
+        for file in 0..60 {
+            std::fs::write(dir.path().join(format!("f{file:02}.txt")), &body).unwrap();
+        }
+        let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
+        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        for file in 0..60 {
+            let path = VPath::parse(&format!("f{file:02}.txt")).unwrap();
+            vfs.write(&path, Arc::from(body.replace("line 7\n", "LINE 7\n").into_bytes())).unwrap();
+        }
+        let diff = vfs.canonical_diff().unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default(), &|_| false).unwrap();
+        assert!(review.iter().all(|file| file.hunks.as_ref().is_ok_and(|hunks| hunks.contains("+LINE 7"))));
+        // 64 KiB of hunks at most: 1 MiB read, 12 of the files.
+        let limits = ReviewLimits { max_file_bytes: 128 << 10, max_total_bytes: 64 << 10 };
+        let review = vfs.review(diff.entries(), limits, &|_| false).unwrap();
+        let shown = review.iter().filter(|file| file.hunks.is_ok()).count();
+        assert_eq!(shown, (16 * (64 << 10)) / (2 * body.len()), "{shown}");
+        assert!(review[shown..].iter().all(|file| file.hunks == Err(NoHunks::BudgetSpent)));
     }
 
     /// An image over a workspace holding a two-line `build.sh`.
