@@ -3494,6 +3494,28 @@ fn git_diff_and_status_in_a_candidate_read_the_repository_without_writing_it() {
     // The configuration is vsh's: the command reads it and cannot change it.
     let receipt = exec("(echo x > /tmp/.gitconfig) 2>/dev/null || git config --global core.checkStat");
     assert_eq!(receipt["stdout"], "minimal\n", "{receipt}");
+    // A worktree of the repository (its `.git` a file naming a directory
+    // outside it) is a workspace like any: git reads the repository, and
+    // an edit is no write into a repository.
+    let tree = tempfile::tempdir().unwrap();
+    let worktree = tree.path().join("agent");
+    git(&["worktree", "add", "-q", worktree.to_str().unwrap(), "-b", "agent"]);
+    let ran = vsh(
+        &[
+            "exec",
+            "--workspace",
+            worktree.to_str().unwrap(),
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "echo four >> a.txt; git diff --stat; git status --short",
+        ],
+        None,
+    );
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(receipt["stdout"], " a.txt | 1 +\n 1 file changed, 1 insertion(+)\n M a.txt\n", "{receipt}");
+    assert_eq!(receipt["state"], "auto-approved", "{receipt}");
 }
 
 #[test]

@@ -62,6 +62,50 @@ pub const BASH_CONFINED_PROFILE: &str = "vsh-bash-confined-v1";
 pub const GIT_CONFIG: &str =
     "[core]\n\tcheckStat = minimal\n\ttrustctime = false\n[diff]\n\tautoRefreshIndex = false\n";
 
+/// The repository of a workspace that is a git worktree (`git worktree add`,
+/// a common way to give each agent its own checkout): its `.git` is a file
+/// naming a directory outside the workspace, with the repository's common
+/// directory beside it. Commands read both (never write: they are tool
+/// directories), and git is told the worktree is safe to use although
+/// those directories are not the command user's.
+struct WorktreeGit {
+    /// The worktree's git directory and the repository's common one.
+    dirs: Vec<std::path::PathBuf>,
+}
+
+impl WorktreeGit {
+    /// The worktree's directories when `dot_git`, the bytes of the
+    /// workspace `root`'s `.git` file, names one (`gitdir: DIR`, relative
+    /// to `root` or absolute), with the common directory its `commondir`
+    /// names; `None` when it names none.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the repository's directories lie outside the workspace, named by its .git file: host paths \
+                  resolved as git resolves them, then only granted to commands for reading"
+    )]
+    fn of(root: &Path, dot_git: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(dot_git).ok()?;
+        let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+        let gitdir = std::fs::canonicalize(root.join(named)).ok()?;
+        let mut dirs = vec![gitdir.clone()];
+        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir"))
+            && let Ok(common) = std::fs::canonicalize(gitdir.join(common.trim()))
+        {
+            dirs.push(common);
+        }
+        Some(Self { dirs })
+    }
+
+    /// The commands' git configuration: [`GIT_CONFIG`], and, in a worktree,
+    /// the worktree safe although its git directories are another user's.
+    fn config(worktree: Option<&Self>) -> String {
+        match worktree {
+            Some(_) => format!("{GIT_CONFIG}[safe]\n\tdirectory = *\n"),
+            None => GIT_CONFIG.to_owned(),
+        }
+    }
+}
+
 /// The most processes a command's user may have (`RLIMIT_NPROC`): a build
 /// starts many, a fork bomb stops here. The kernel does not apply it to
 /// root, and counts per user, machine-wide: a host running as root runs
@@ -598,6 +642,32 @@ impl Dispatcher<'_> {
         }
     }
 
+    /// `mount` with a private `/tmp` and `/dev/shm`, vsh's git configuration
+    /// in it, and, when the workspace is a git worktree ([`WorktreeGit`]),
+    /// its repository's directories to read. The `.git` file is read from
+    /// the image, where no program may change it.
+    fn with_worktree_git(&mut self, mount: FuseMount, root: &Path) -> FuseMount {
+        let dot_git = vsh_types::VPath::parse(".git").expect("a plain name");
+        let worktree = if self.host.policy().authorize(&dot_git, vsh_policy::AccessKind::ContentRead).is_ok()
+            && let Ok(grant) = self.host.authorize::<crate::guard::ContentRead>(&dot_git, ".git")
+            && matches!(self.host.kind(&grant), Ok(Some(vsh_types::NodeKind::File)))
+            && matches!(self.host.file_size(&grant), Ok(size) if size <= 4096)
+            && let Ok(bytes) = self.host.read(&grant)
+        {
+            WorktreeGit::of(root, &bytes)
+        } else {
+            None
+        };
+        let mut mount = mount
+            .with_private_tmp(COMMAND_TMP_BYTES)
+            .with_private_shm(COMMAND_SHM_BYTES)
+            .with_tmp_file(".gitconfig", WorktreeGit::config(worktree.as_ref()));
+        for dir in worktree.iter().flat_map(|worktree| &worktree.dirs) {
+            mount = mount.with_tool_dir(dir);
+        }
+        mount
+    }
+
     /// A directory the policy hides (a secrets directory, vsh's data) is no
     /// place for `program` to start: say so, rather than fail to mount. Nor
     /// is anything but a directory of the image: a symlink on the way (to
@@ -664,10 +734,7 @@ impl Dispatcher<'_> {
         };
         let limits = self.host.meter.limits();
         let (mount, mounted) = FuseMount::open(&config.root).map_err(tool_error)?;
-        let mut mount = mount
-            .with_private_tmp(COMMAND_TMP_BYTES)
-            .with_private_shm(COMMAND_SHM_BYTES)
-            .with_tmp_file(".gitconfig", GIT_CONFIG);
+        let mut mount = self.with_worktree_git(mount, &config.root);
         for tool in &config.tools {
             mount = mount.with_tool_dir(tool);
         }

@@ -202,6 +202,11 @@ fn starts_programs(vfs: &mut VirtualFs, path: &VPath, size: u64) -> Result<bool,
 /// symlink: each hook-named symlink in `.git/hooks` and in the directory
 /// `core.hooksPath` names, resolved within the workspace.
 fn hook_targets(vfs: &mut VirtualFs) -> Result<BTreeSet<VPath>, VshError> {
+    // A worktree's `.git` is a file naming a directory outside the
+    // workspace: it has no hooks here, and nothing below it.
+    if vfs.kind(&VPath::parse(".git").expect("a plain name"))? != Some(NodeKind::Directory) {
+        return Ok(BTreeSet::new());
+    }
     let mut dirs: Vec<VPath> = VPath::parse(".git/hooks").into_iter().collect();
     if let Ok(config) = VPath::parse(".git/config")
         && vfs.kind(&config)? == Some(NodeKind::File)
