@@ -386,6 +386,14 @@ fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a
         assert_ne!(receipt.state, TransactionState::Denied, "{program}");
         let review = &receipt.review[0];
         assert_eq!(review.hunks, Err(vsh::NoHunks::Protected), "{program}: {review:?}");
+        // Nor its digest, which would confirm a guess at the bytes: not in
+        // the run's receipt, nor in a later show of it.
+        let before = receipt.changes[0].before.unwrap();
+        assert_eq!((before.content, before.stamp), (None, None), "{program}");
+        assert_eq!(before.size, 23, "its size is no secret to a content-read rule");
+        if let Some(shown) = runtime.show(receipt.transaction).unwrap() {
+            assert_eq!(shown.changes[0].before.unwrap().content, None, "{program}");
+        }
     }
     assert_eq!(tree(dir.path()), before);
 }

@@ -594,7 +594,18 @@ pub fn render_policy(policy: &TransactionPolicy) -> String {
         out.push_str(&rule);
         out.push('\n');
     }
-    out.push_str(&toml::to_string(&document).unwrap_or_default());
+    let mut text = toml::to_string(&document).unwrap_or_default();
+    if policy.calls().writable_roots().is_none() {
+        // In its table, so uncommenting it there is all it takes.
+        let example =
+            "[defaults]\n# Let programs write only below these directories:\n# writable_roots = [\"src\", \"tests\"]\n";
+        if text.starts_with("[defaults]\n") {
+            text = text.replacen("[defaults]\n", example, 1);
+        } else {
+            text = text.replacen("\n[defaults]\n", &format!("\n{example}"), 1);
+        }
+    }
+    out.push_str(&text);
     out.push_str(&unset_sections(policy));
     out
 }
@@ -612,9 +623,6 @@ fn unset_sections(policy: &TransactionPolicy) -> String {
              # [[protect]]\n# pattern = \"migrations/**\"\n# access = [\"modify\", \"delete\"]\n\
              # reason = \"applied migrations are history; add a new one instead\"\n",
         );
-    }
-    if policy.calls().writable_roots().is_none() {
-        out.push_str("\n# Let programs write only below these directories, in [defaults]:\n# writable_roots = [\"src\", \"tests\"]\n");
     }
     if policy.command_scratch().is_none() {
         out.push_str(
@@ -1135,8 +1143,9 @@ rewrite_escalate_ratio = 1
         assert_eq!(rule.pattern.as_str(), "migrations/**");
         let commands = PolicyFile::parse(&format!("{rendered}{}", example("# [commands]"))).unwrap();
         assert_eq!(commands.command_scratch().unwrap(), ["target", "node_modules"]);
-        let roots = rendered.replace("\n[defaults]\n", &format!("\n[defaults]\n{}", example("# writable_roots")));
-        let roots = PolicyFile::parse(&roots).unwrap();
+        // Uncommented where it stands.
+        let roots = rendered.replace("# writable_roots = ", "writable_roots = ");
+        let roots = PolicyFile::parse(&roots).unwrap_or_else(|error| panic!("{error}\n{rendered}"));
         assert_eq!(roots.calls().writable_roots().unwrap().len(), 2);
         // A policy that sets them all has no examples left.
         let all = render_policy(&roots);

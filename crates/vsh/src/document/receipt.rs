@@ -269,7 +269,9 @@ pub struct NodeDocument {
     /// Permission bits, in octal (`"644"`).
     pub mode: String,
     /// The content's digest, 64 hex digits (files and symlinks); none for a
-    /// file deleted without being read, which has a `stamp` instead.
+    /// file deleted without being read, which has a `stamp` instead, and
+    /// none for the before state of a path the policy protects from
+    /// reading (a digest would confirm a guess at its bytes).
     pub content: Option<String>,
     /// For a file deleted without being read: the version deleted, by
     /// identity and times (the commit checks it instead of the bytes).

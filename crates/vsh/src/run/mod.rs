@@ -112,14 +112,39 @@ fn worth_saying(name: &str) -> bool {
 /// A Bash script's or a command's failure as the facade's error: a
 /// cancellation, or a terminal failure with what it changed so far (for
 /// diagnosis only).
-fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs) -> VshError {
+/// `entries` as a receipt shows them to whoever ran the program: a path
+/// `calls` protects from reading has no before content digest (nor
+/// stamp), since a digest of bytes the program may not read would confirm
+/// its guesses at them (write a guess, compare the digests). What is
+/// committed and what a reviewer's review reads are the diff itself.
+pub(crate) fn shown_changes(
+    entries: &[vsh_types::DiffEntry],
+    calls: &vsh_policy::CallPolicy,
+) -> Vec<vsh_types::DiffEntry> {
+    entries
+        .iter()
+        .map(|entry| {
+            let mut entry = entry.clone();
+            if let Some(before) = entry.before.as_mut()
+                && before.kind != vsh_types::NodeKind::Directory
+                && calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
+            {
+                before.content = None;
+                before.stamp = None;
+            }
+            entry
+        })
+        .collect()
+}
+
+fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs, calls: &vsh_policy::CallPolicy) -> VshError {
     use vsh_monty::ExecutionError;
     match error {
         ExecutionError::Cancelled { .. } => VshError::Cancelled,
         error @ ExecutionError::Bash { .. } => {
             let diff = vfs.canonical_diff();
             let changes_complete = diff.is_ok();
-            let changes = diff.map(|diff| diff.entries().to_vec()).unwrap_or_default();
+            let changes = diff.map(|diff| shown_changes(diff.entries(), calls)).unwrap_or_default();
             VshError::Bash { source: Box::new(error), changes, changes_complete }
         }
         error => VshError::Execution(Box::new(error)),
@@ -135,7 +160,7 @@ fn script_end(
     ran: Result<vsh_monty::BashOutcome, vsh_monty::ExecutionError>,
     profile: &str,
     accept_failure: bool,
-    vfs: &mut VirtualFs,
+    (vfs, calls): (&mut VirtualFs, &vsh_policy::CallPolicy),
 ) -> Result<Executed, VshError> {
     match ran {
         Ok(outcome) => Ok(Executed::of_script(profile, outcome)),
@@ -153,7 +178,7 @@ fn script_end(
             scratch_emptied: Vec::new(),
             waited_ns: 0,
         }),
-        Err(error) => Err(bash_failure(error, vfs)),
+        Err(error) => Err(bash_failure(error, vfs, calls)),
     }
 }
 
@@ -540,7 +565,7 @@ impl Runs {
             diff: diff.digest(),
             changed_paths: diff.len(),
             changes: match request.detail {
-                ReceiptDetail::Full | ReceiptDetail::Changes => diff.entries().to_vec(),
+                ReceiptDetail::Full | ReceiptDetail::Changes => shown_changes(diff.entries(), self.policy.calls()),
                 ReceiptDetail::Compact => Vec::new(),
             },
             review,
@@ -663,7 +688,7 @@ impl Runs {
                         )
                     }
                 };
-                script_end(ran, bash.profile.name(), request.accept_failure, vfs)
+                script_end(ran, bash.profile.name(), request.accept_failure, (vfs, self.policy.calls()))
             }
             language @ Language::Session => Err(VshError::LanguageUnavailable { language }),
             language @ Language::Command => {
@@ -679,7 +704,7 @@ impl Runs {
                     commands,
                     cancel,
                 );
-                script_end(ran, vsh_monty::COMMAND_PROFILE, request.accept_failure, vfs)
+                script_end(ran, vsh_monty::COMMAND_PROFILE, request.accept_failure, (vfs, self.policy.calls()))
             }
         }
     }

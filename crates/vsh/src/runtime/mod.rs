@@ -370,6 +370,7 @@ impl Runtime {
         // incremental start, never its correctness.
         let _ = self.runs.scratch_committed(transaction);
         let mut receipt = committable.receipt;
+        receipt.changes = crate::run::shown_changes(&receipt.changes, self.runs.policy().calls());
         receipt.state = TransactionState::Committed;
         receipt.commit = Some(commit);
         receipt.timings =
@@ -447,7 +448,7 @@ impl Runtime {
             if receipt.changes.is_empty()
                 && let Some(artifact) = self.previews.artifact(transaction)
             {
-                receipt.changes = artifact.diff.entries().to_vec();
+                receipt.changes = crate::run::shown_changes(artifact.diff.entries(), self.runs.policy().calls());
             }
             return Ok(Some(receipt));
         }
@@ -455,7 +456,9 @@ impl Runtime {
         if record.artifact.is_none() {
             return Ok(None);
         }
-        Ok(Some(self.records.stored_receipt(transaction, record.state)?))
+        let mut receipt = self.records.stored_receipt(transaction, record.state)?;
+        receipt.changes = crate::run::shown_changes(&receipt.changes, self.runs.policy().calls());
+        Ok(Some(receipt))
     }
 
     /// Transactions waiting for a decision or a commit: `PendingApproval`,
