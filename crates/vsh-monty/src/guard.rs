@@ -638,9 +638,44 @@ impl<'a> OsHost<'a> {
         self.vfs.unlink(grant.path())
     }
 
-    /// Remove the empty directory at the grant's path.
-    pub(crate) fn rmdir(&mut self, grant: &Grant<Delete>) -> Result<(), VfsError> {
-        self.vfs.rmdir(grant.path())
+    /// Remove the empty directory at the grant's path. A directory the
+    /// guest sees as empty that holds hidden names is refused (see
+    /// [`OsHost::refuse_hidden_contents`]), so the answer never depends on
+    /// what is hidden there.
+    pub(crate) fn rmdir(&mut self, grant: &Grant<Delete>, guest: &str) -> Result<(), Fault> {
+        self.refuse_hidden_contents(grant.path(), guest)?;
+        self.vfs.rmdir(grant.path()).map_err(|error| vfs_fault(error, guest))
+    }
+
+    /// Before `dir` is removed or replaced by a rename: when it holds names
+    /// and every one is hidden from the guest (a secret, vsh's data), the
+    /// change would remove what it may not see, and whether it fails
+    /// ("not empty") would tell what is hidden there. It is refused as a
+    /// tree walk refuses it, recorded against `dir` (the run is denied), so
+    /// the only way to learn what is hidden is one that is on record. A
+    /// directory with a name the guest sees fails as not empty as it is.
+    pub(crate) fn refuse_hidden_contents(&mut self, dir: &VPath, guest: &str) -> Result<(), Fault> {
+        if self.vfs.kind(dir).map_err(|error| vfs_fault(error, guest))? != Some(NodeKind::Directory) {
+            return Ok(());
+        }
+        let listed = self.authorize::<DirectoryRead>(dir, guest)?;
+        let names = self.vfs.read_dir(dir).map_err(|error| vfs_fault(error, guest))?;
+        let mut hidden = None;
+        for name in &*names {
+            let Ok(child) = dir.child(name) else { return Ok(()) };
+            if !self.is_hidden(&listed, &child, guest)? {
+                return Ok(());
+            }
+            hidden.get_or_insert(child);
+        }
+        // Refused as its removal, or, where a rule hides it but lets it be
+        // removed, as the look the removal needs.
+        if let Some(child) = hidden {
+            self.authorize_below::<Delete>(&child, dir, guest)?;
+            self.authorize_below::<MetadataRead>(&child, dir, guest)?;
+            self.authorize_below::<ContentRead>(&child, dir, guest)?;
+        }
+        Ok(())
     }
 
     /// Copy the file `source` to `destination`.
@@ -710,6 +745,8 @@ impl<'a> OsHost<'a> {
         }
         let destination_exists = self.vfs.exists(landing.path()).map_err(fault)?;
         self.authorize_write(&destination.path, destination_exists, source.guest).map_err(refused)?;
+        // A directory replaced whole: refused if it holds only hidden names.
+        self.refuse_hidden_contents(&destination.path, destination.guest).map_err(refused)?;
         if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {
             for (descendant, _) in self.descendants(&moved, &fault)? {
                 self.authorize_below::<RenameSource>(&descendant, &source.path, source.guest).map_err(refused)?;

@@ -179,7 +179,7 @@ impl OsHost<'_> {
             OsFunctionCall::Rmdir(guest) => {
                 let target = self.target(&guest, null_message)?;
                 let grant = self.authorize::<Delete>(&target.path, target.guest)?;
-                self.rmdir(&grant).map_err(|error| vfs_fault(error, target.guest))?;
+                self.rmdir(&grant, target.guest)?;
                 Ok(MontyObject::None)
             }
             OsFunctionCall::Rename(RenameCallArgs { src, dst }) => {

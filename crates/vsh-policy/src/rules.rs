@@ -630,6 +630,11 @@ impl CallPolicy {
     pub fn remedy(&self, denied: &DeniedAccess) -> String {
         let rule = &denied.rule;
         match denied.label {
+            // Recorded against the path a program gave for one below it it
+            // cannot see: no rule is named (see `RuleLabel::Custom` below).
+            RuleLabel::Secret if self.rule(rule).is_none() => {
+                "a built-in secret rule that hides a path inside it (disable with defaults.secrets = false)".to_owned()
+            }
             RuleLabel::Secret => format!("built-in secret rule `{rule}` (disable with defaults.secrets = false)"),
             RuleLabel::Git => format!("built-in git rule `{rule}` (disable with defaults.git = false)"),
             RuleLabel::RuntimeData => {

@@ -28,7 +28,7 @@ impl OsHost<'_> {
             }
             Some(NodeKind::Directory) if !recursive => {
                 let grant = self.authorize::<Delete>(&target.path, guest)?;
-                self.rmdir(&grant).map_err(fault)
+                self.rmdir(&grant, guest)
             }
             Some(NodeKind::Directory) => {
                 if target.path.is_root() {

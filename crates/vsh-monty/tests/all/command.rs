@@ -1360,3 +1360,19 @@ fn a_command_never_starts_through_a_symlink_or_outside_a_directory() {
     let stdout = String::from_utf8_lossy(&ran.unwrap().stdout).into_owned();
     assert_eq!(stdout, format!("{}/notes\n", ws.root().display()));
 }
+
+/// A real command cannot tell whether a directory that lists as empty
+/// holds a hidden name either: its `rmdir` or `mv -T` onto it is refused
+/// and on record, while a truly empty one is removed.
+#[test]
+fn a_command_removing_a_directory_that_holds_only_hidden_names_is_refused_and_recorded() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&[("deploy/.env", b"K=1"), ("empty/.keep", b""), ("a.txt", b"a")]);
+    let script = "rm empty/.keep; rmdir empty && echo removed; rmdir deploy || echo refused; mkdir e; \
+                  mv -T e deploy || echo refused";
+    let outcome = ws.command(&["/bin/sh", "-c", script]).unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(String::from_utf8_lossy(&outcome.stdout), "removed\nrefused\nrefused\n");
+    assert!(String::from_utf8_lossy(&outcome.stderr).contains("Permission denied"));
+    assert!(outcome.denied.iter().all(|denied| denied.path.as_str() == "deploy"), "{:?}", outcome.denied);
+    assert!(!outcome.denied.is_empty());
+}

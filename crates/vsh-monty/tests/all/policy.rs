@@ -187,3 +187,21 @@ fn a_symlink_to_a_protected_file_is_refused_at_the_target() {
     assert_eq!(outcome.value.py_repr(), s("[Errno 13] Permission denied: 'innocent.txt'"));
     assert_eq!(outcome.denied[0].path.as_str(), ".env");
 }
+
+/// A directory that lists as empty but holds a hidden name cannot be
+/// removed or replaced by a rename without that being on record: whether
+/// it fails would tell what is hidden there. A truly empty one can.
+#[test]
+fn removing_or_replacing_a_directory_that_holds_only_hidden_names_is_refused_and_recorded() {
+    let mut ws = Workspace::with(&[("deploy/.env", b"K=1"), ("empty/.keep", b""), ("a.txt", b"a")]);
+    let outcome = ws.outcome(
+        "import os\nos.remove('empty/.keep')\nr = []\nfor call in [lambda: os.rmdir('deploy'), lambda: os.mkdir('e'), \
+         lambda: os.replace('e', 'deploy'), lambda: os.rmdir('empty')]:\n    try:\n        call()\n        \
+         r.append('ok')\n    except OSError as error:\n        r.append(type(error).__name__)\n(os.listdir('deploy'), r)",
+    );
+    assert_eq!(outcome.value.py_repr(), "([], ['PermissionError', 'ok', 'PermissionError', 'ok'])");
+    let denied: Vec<(String, AccessKind)> =
+        outcome.denied.iter().map(|denied| (denied.path.to_string(), denied.access)).collect();
+    assert_eq!(denied, [("deploy".to_owned(), AccessKind::Delete)], "recorded against the path given, once");
+    assert!(!outcome.denied[0].rule.contains(".env"), "{:?}", outcome.denied);
+}
