@@ -397,3 +397,26 @@ fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a
     }
     assert_eq!(tree(dir.path()), before);
 }
+
+/// A path a rule hides from every read, though the rule lets it be
+/// deleted: removing it answers the same whether it is there or not (a
+/// refused look, on record), by every way a program removes a file.
+#[test]
+fn removing_a_hidden_path_answers_the_same_whether_it_is_there_or_not() {
+    let dir = workspace(&[("config/prod.yml", "db_password: TOPSECRET\n"), ("readme", "ok\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"config/prod*.yml\"\naccess = [\"reads\"]\n";
+    let runtime = Runtime::open(config(dir.path()).with_policy_text(policy)).unwrap();
+    let program = |call: &str| {
+        format!(
+            "import os\nfrom pathlib import Path\nr = []\nfor p in ['config/prod.yml', 'config/prod2.yml']:\n    \
+             try:\n        {call}\n        r.append('removed')\n    except OSError as error:\n        \
+             r.append(type(error).__name__)\nr"
+        )
+    };
+    for call in ["os.remove(p)", "os.unlink(p)", "Path(p).unlink()", "vsh_remove(p)"] {
+        let (value, receipt) = attempt(&runtime, &program(call));
+        assert_eq!(value, "['PermissionError', 'PermissionError']", "{call}");
+        assert_eq!(denied(&receipt), ["config/prod.yml", "config/prod2.yml"], "{call}");
+    }
+    assert!(dir.path().join("config/prod.yml").exists());
+}

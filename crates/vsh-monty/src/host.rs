@@ -170,14 +170,19 @@ impl OsHost<'_> {
                 self.mkdir(&target, parents, exist_ok)?;
                 Ok(MontyObject::None)
             }
+            // A removal looks first, as `vsh_remove` does: a path a rule
+            // hides is refused (its look or its removal) whether it is
+            // there or not, never removed or missing by what is hidden.
             OsFunctionCall::Unlink(guest) => {
                 let target = self.target(&guest, null_message)?;
+                self.authorize_look_before(&target.path, Intent::Access(AccessKind::Delete), target.guest)?;
                 let grant = self.authorize::<Delete>(&target.path, target.guest)?;
                 self.unlink(&grant).map_err(|error| vfs_fault(error, target.guest))?;
                 Ok(MontyObject::None)
             }
             OsFunctionCall::Rmdir(guest) => {
                 let target = self.target(&guest, null_message)?;
+                self.authorize_look_before(&target.path, Intent::Access(AccessKind::Delete), target.guest)?;
                 let grant = self.authorize::<Delete>(&target.path, target.guest)?;
                 self.rmdir(&grant, target.guest)?;
                 Ok(MontyObject::None)
