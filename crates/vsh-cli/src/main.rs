@@ -621,31 +621,89 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
         .map_err(|error| with_tool_hint(error, &argv, &exec.options))
 }
 
-/// A command that could not be executed (status 126 or 127) whose program
-/// leads outside what commands may read (a virtualenv's `python` linking
-/// to a pyenv or uv installation, a script whose `#!` interpreter lives
-/// there): the same command with that installation given as a tool, as
-/// the error's next step.
+/// A command that could not be executed (status 126 or 127, or refused at
+/// its exec) whose program leads outside what commands may read: the same
+/// command with what it needs given as tools, as the error's next step. A
+/// program named by a path, or found on the command's `PATH`, leads out
+/// through a symlink or its `#!` interpreter (a virtualenv's `python`
+/// linking to a pyenv or uv installation); one found only on the user's
+/// own `PATH` (a virtualenv's `pytest`) needs its directory too, and the
+/// command's `PATH` to lead there.
 fn with_tool_hint(
     error: Box<dyn std::error::Error>,
     argv: &[String],
     options: &args::RunOptions,
 ) -> Box<dyn std::error::Error> {
-    let Some(vsh::VshError::Bash { source, .. }) = error.downcast_ref::<vsh::VshError>() else { return error };
-    let vsh::lower::vsh_monty::ExecutionError::Bash { exit_code: 126 | 127, .. } = source.as_ref() else {
-        return error;
+    use vsh::lower::vsh_monty::ExecutionError;
+    let could_not_start = match error.downcast_ref::<vsh::VshError>() {
+        Some(vsh::VshError::Bash { source, .. }) => {
+            matches!(source.as_ref(), ExecutionError::Bash { exit_code: 126 | 127, .. })
+        }
+        Some(vsh::VshError::Execution(source)) => matches!(
+            source.as_ref(),
+            ExecutionError::Command {
+                source: vsh::lower::vsh_sandbox::ToolError::Setup { stage: "execveat", .. }
+                    | vsh::lower::vsh_sandbox::ToolError::Spawn { .. }
+            }
+        ),
+        _ => false,
     };
-    let Some(program) = argv.first().filter(|program| program.contains('/')) else { return error };
+    let Some(program) = argv.first().filter(|_| could_not_start) else { return error };
     let root = options.common.root();
-    let tools: Vec<std::path::PathBuf> =
+    let mut tools: Vec<std::path::PathBuf> =
         options.command.tools.iter().filter_map(|tool| std::fs::canonicalize(tool).ok()).collect();
-    let Some(installation) = failure::installation_outside(std::path::Path::new(program), &root, &tools) else {
-        return error;
+    let given = tools.len();
+    let command_path = options.command.env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value.clone());
+    let mut path_env = None;
+    let found = if program.contains('/') {
+        Some(std::path::PathBuf::from(program))
+    } else if let Some(found) = on_path(program, command_path.as_deref().unwrap_or("/usr/local/bin:/usr/bin:/bin")) {
+        Some(found)
+    } else {
+        // Only the user's own PATH has it: its directory, and a PATH to it.
+        let found = std::env::var("PATH").ok().and_then(|user| on_path(program, &user));
+        if let Some(dir) =
+            found.as_ref().and_then(|found| found.parent()).and_then(|dir| std::fs::canonicalize(dir).ok())
+        {
+            let rest = command_path.clone().unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
+            path_env = Some(format!("PATH={}:{rest}", dir.display()));
+            // A `bin` is an installation's: the whole of it (a virtualenv's
+            // `pyvenv.cfg` lies beside its `bin`).
+            let installation = match dir.parent() {
+                Some(parent) if dir.file_name().is_some_and(|name| name == "bin") && parent.parent().is_some() => {
+                    parent.to_path_buf()
+                }
+                _ => dir,
+            };
+            tools.push(installation);
+        }
+        found
     };
+    if let Some(installation) = found.and_then(|found| failure::installation_outside(&found, &root, &tools)) {
+        tools.push(installation);
+    }
+    if tools.len() == given {
+        return error;
+    }
     match error.downcast::<vsh::VshError>() {
         Ok(source) => {
-            let mut again = vec!["vsh".to_owned(), "exec".to_owned(), "--tool".to_owned()];
-            again.push(installation.display().to_string());
+            // The command line again: every tool (those given first), the
+            // variables given, and the PATH that leads to the program.
+            let mut again = vec!["vsh".to_owned(), "exec".to_owned()];
+            for tool in &tools {
+                again.push("--tool".to_owned());
+                again.push(tool.display().to_string());
+            }
+            for (key, value) in &options.command.env {
+                if !(key == "PATH" && path_env.is_some()) {
+                    again.push("--env".to_owned());
+                    again.push(format!("{key}={value}"));
+                }
+            }
+            if let Some(path) = path_env {
+                again.push("--env".to_owned());
+                again.push(path);
+            }
             again.push("--".to_owned());
             again.extend(argv.iter().cloned());
             let hint = shlex::try_join(again.iter().map(String::as_str)).ok();
@@ -653,6 +711,17 @@ fn with_tool_hint(
         }
         Err(error) => error,
     }
+}
+
+/// Where `program` is on the `PATH` `path`: the first executable file of
+/// that name in its directories.
+fn on_path(program: &str, path: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    path.split(':').filter(|dir| dir.starts_with('/')).map(|dir| std::path::Path::new(dir).join(program)).find(
+        |candidate| {
+            std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        },
+    )
 }
 
 /// Whether this process's standard input holds something a user meant for

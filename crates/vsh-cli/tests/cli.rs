@@ -3668,3 +3668,48 @@ fn a_monty_worker_dies_with_a_vsh_killed_outright() {
         }
     }
 }
+
+/// A program found only on the user's own PATH, in an installation outside
+/// the workspace whose interpreter lives in another (a virtualenv's
+/// `pytest` and its pyenv `python3`): the error's next step is a command
+/// line that runs it, and does.
+#[test]
+fn a_program_installed_outside_the_workspace_gets_a_next_step_that_runs_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !fuse_available() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (inst, venv) = (outside.path().join("inst"), outside.path().join("venv"));
+    std::fs::create_dir_all(inst.join("bin")).unwrap();
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::copy("/bin/sh", inst.join("bin/sh")).unwrap();
+    std::os::unix::fs::symlink(inst.join("bin/sh"), venv.join("bin/python3")).unwrap();
+    let greet = venv.join("bin/greet");
+    std::fs::write(&greet, format!("#!{}\necho greeted\n", venv.join("bin/python3").display())).unwrap();
+    std::fs::set_permissions(&greet, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let run = |args: &[String]| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", venv.join("bin").display()))
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let failed = run(&["exec".to_owned(), "--".to_owned(), "greet".to_owned()]);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    let next = stderr.lines().find_map(|line| line.strip_prefix("vsh: next: `")).unwrap_or_else(|| panic!("{stderr}"));
+    let next = shlex::split(next.trim_end_matches('`')).unwrap();
+    let tools: Vec<&str> = next.windows(2).filter(|pair| pair[0] == "--tool").map(|pair| pair[1].as_str()).collect();
+    assert_eq!(tools.len(), 2, "{next:?}");
+    assert!(tools[0].ends_with("/venv") && tools[1].ends_with("/inst"), "{next:?}");
+    let ran = run(&next[1..]);
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(String::from_utf8_lossy(&ran.stdout).contains("| greeted"), "{}", String::from_utf8_lossy(&ran.stdout));
+}
