@@ -49,6 +49,20 @@ def test_a_receipt_lists_its_changes_by_default_and_show_reviews_them(runtime: C
     assert stored is not None and "-alpha" in stored.to_dict()["review"][0]["hunks"]
 
 
+def test_commit_and_reject_again_change_nothing_and_say_what_is(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:
+    rt = runtime()
+    committed = rt.commit(rt.preview(WRITE_B).transaction)
+    again = rt.commit(committed.transaction)
+    assert again.state == "committed" and again.transaction == committed.transaction
+    shown = rt.show(committed.transaction)
+    assert shown is not None and [change["path"] for change in shown.changes] == ["b.txt"]
+    assert (workspace / "b.txt").read_text() == "ALPHA\n"
+    pending = rt.preview("from pathlib import Path\nPath('a.txt').unlink()")
+    first = rt.reject(pending.transaction)
+    second = rt.reject(pending.transaction)
+    assert first["state"] == second["state"] == "rejected"
+
+
 def test_a_discarded_preview_can_never_commit(workspace: pathlib.Path, runtime: Callable[[], vsh.Runtime]) -> None:
     rt = runtime()
     for _ in range(70):  # more than the 64 previews a runtime holds
@@ -322,6 +336,12 @@ def test_real_commands_run_when_enabled_and_only_then(workspace: pathlib.Path) -
     assert rt.run(fed, language="command").state == "committed"
     assert (workspace / "shout.txt").read_text() == "QUIET\n"
     assert rt.preview("vsh_exec(['wc', '-c'], input=b'four')").value == (0, "4\n", "")
+    # A failing command says why in str(error): the end of what it printed,
+    # on stdout where a test runner reports.
+    failing = json.dumps(["/bin/sh", "-c", "echo 'FAILED test_total - assert 8 == 6'; exit 1"])
+    with pytest.raises(vsh.ExecutionError) as failed:
+        rt.preview(failing, language="command")
+    assert str(failed.value).endswith("FAILED test_total - assert 8 == 6"), str(failed.value)
 
 
 def test_the_gil_is_released_while_a_program_runs(runtime: Callable[[], vsh.Runtime]) -> None:

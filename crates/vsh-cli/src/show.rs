@@ -68,7 +68,7 @@ pub(crate) fn show(
             println!("transaction  {id}");
             anstream::print!("{}", render::record_text(&record, now));
             anstream::print!("{}", render::history_text(&runtime.history(id)?, now));
-            println!("(nothing more is stored for {} work: its receipt was printed when it ran)", record.state.name());
+            println!("(nothing more is stored for {} work: its receipt went to whoever ran it)", record.state.name());
         }
         return Ok(if output.detailed { state_exit_code(record.state).unwrap_or(EXIT_ERROR) } else { EXIT_OK });
     };

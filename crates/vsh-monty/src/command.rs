@@ -1024,9 +1024,13 @@ impl Dispatcher<'_> {
                 guest(ExcType::TimeoutError, format!("command {program} timed out after {seconds} seconds"))
             }
             Ok(end) if call.check && exit_code(end.status) != 0 => {
-                let stderr = String::from_utf8_lossy(&end.stderr);
+                // Where the command said why: its stderr, or its stdout when
+                // it wrote nothing there (pytest, jest, go test, make report
+                // failures on stdout).
+                let said = if end.stderr.iter().all(u8::is_ascii_whitespace) { &end.stdout } else { &end.stderr };
+                let said = String::from_utf8_lossy(said);
                 let tail: String = {
-                    let chars: Vec<char> = stderr.trim_end().chars().collect();
+                    let chars: Vec<char> = said.trim_end().chars().collect();
                     chars[chars.len().saturating_sub(CHECK_STDERR_CHARS)..].iter().collect()
                 };
                 let status = exit_code(end.status);

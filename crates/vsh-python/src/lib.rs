@@ -59,7 +59,20 @@ fn json_loads(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
 fn py_error(py: Python<'_>, error: &RustError, remedies: &[String]) -> PyErr {
     let document = ErrorDocument::new(error, remedies);
     let value = serde_json::to_value(&document).unwrap_or_default();
-    let message = document.message.clone();
+    let mut message = document.message.clone();
+    // A failed command's or script's message ends with the end of what it
+    // said (its stderr, else its stdout: a test runner reports there), so
+    // `str(error)` says why, as the CLI's and MCP's text do.
+    let said = [&document.stderr, &document.stdout]
+        .into_iter()
+        .flatten()
+        .map(|text| text.trim_end())
+        .find(|text| !text.is_empty());
+    if let Some(said) = said {
+        let lines: Vec<&str> = said.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        message = format!("{message}\n{tail}");
+    }
     let err = match error {
         RustError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => StaleError::new_err(message),
         RustError::Commit(vsh::lower::vsh_commit::CommitError::RecoveryPending { .. }) => {
@@ -655,6 +668,20 @@ impl Runtime {
         let Some(hook) = &self.hook else {
             return match detached(py, || runtime.commit(id, now_ms()))? {
                 Ok(receipt) => Receipt::new(py, &receipt),
+                // Committing twice (a retry after a lost answer) writes
+                // nothing again and says what was committed, as the CLI
+                // and MCP do.
+                Err(vsh::VshError::NotCommittable { state: TransactionState::Committed, .. }) => {
+                    match detached(py, || runtime.show(id))? {
+                        Ok(Some(receipt)) => Receipt::new(py, &receipt),
+                        Ok(None) => Err(py_error(
+                            py,
+                            &vsh::VshError::NotCommittable { transaction: id, state: TransactionState::Committed },
+                            &[],
+                        )),
+                        Err(error) => Err(py_error(py, &error, &[])),
+                    }
+                }
                 Err(error) => Err(py_error(py, &error, &[])),
             };
         };
@@ -705,12 +732,21 @@ impl Runtime {
         detached(py, || runtime.discard_preview(id))?.map_err(|error| py_error(py, &error, &[]))
     }
 
-    /// Reject a transaction: it can never be committed. The record, as a dict.
+    /// Reject a transaction: it can never be committed. The record, as a
+    /// dict. Rejecting it again changes nothing and returns the record.
     fn reject(&self, py: Python<'_>, transaction: &str) -> PyResult<Py<PyAny>> {
         let id = self.resolve(py, transaction)?;
         let runtime = Arc::clone(&self.inner);
         match detached(py, || runtime.reject(id, now_ms()))? {
             Ok(record) => record_dict(py, &record),
+            Err(vsh::VshError::Store(vsh::lower::vsh_store::StoreError::WrongState {
+                state: TransactionState::Rejected,
+                ..
+            })) => match detached(py, || runtime.transaction(id))? {
+                Ok(Some(record)) => record_dict(py, &record),
+                Ok(None) => Err(py_error(py, &vsh::VshError::UnknownTransaction(id), &[])),
+                Err(error) => Err(py_error(py, &error, &[])),
+            },
             Err(error) => Err(py_error(py, &error, &[])),
         }
     }

@@ -42,10 +42,17 @@ pub(crate) struct Preview {
     contents: MemoryContents,
 }
 
+/// The receipts of previews this runtime committed, kept for a commit
+/// asked again (a retry after a lost answer) and a review (`show`): a
+/// process-local preview's artifact is never stored, so nothing else
+/// could answer.
+const MAX_COMMITTED: usize = 64;
+
 /// The previews of one runtime.
 #[derive(Debug, Default)]
 pub(crate) struct Previews {
     held: Mutex<HashMap<TransactionId, Preview>>,
+    committed: Mutex<std::collections::VecDeque<Receipt>>,
 }
 
 impl Previews {
@@ -177,6 +184,23 @@ impl Previews {
     /// The dependencies (read set) of `transaction`'s preview, if held.
     pub(crate) fn dependencies(&self, transaction: TransactionId) -> Option<ReadSet> {
         self.lock().get(&transaction).map(|preview| preview.artifact.read_set.clone())
+    }
+
+    /// Keep the receipt of a preview this runtime committed (the last
+    /// [`MAX_COMMITTED`]).
+    pub(crate) fn remember_committed(&self, receipt: Receipt) {
+        let mut committed = self.committed.lock().unwrap_or_else(PoisonError::into_inner);
+        if committed.len() >= MAX_COMMITTED {
+            committed.pop_front();
+        }
+        committed.push_back(receipt);
+    }
+
+    /// The receipt of `transaction`'s commit, if this runtime committed it
+    /// from a preview it held (and still remembers it).
+    pub(crate) fn committed(&self, transaction: TransactionId) -> Option<Receipt> {
+        let committed = self.committed.lock().unwrap_or_else(PoisonError::into_inner);
+        committed.iter().rev().find(|receipt| receipt.transaction == transaction).cloned()
     }
 
     /// Stop holding `transaction`'s preview; whether it was held.

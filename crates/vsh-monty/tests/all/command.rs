@@ -546,11 +546,16 @@ fn vsh_exec_passes_its_environment_and_reads_are_recorded() {
     assert!(reads.get(&VPath::parse("src/main.rs").unwrap()).is_some_and(|read| read.content.is_some()), "{reads:?}");
     // check=True: a failing command raises, with the end of what it said;
     // a passing one returns as ever.
-    let checked = "try:\n    vsh_exec(['/bin/sh', '-c', 'echo 1 != 2 >&2; exit 3'], check=True)\n    r = 'no'\n\
-                   except RuntimeError as error:\n    r = str(error)\n\
+    let checked = "r = []\nfor script in ['echo ran >&1; echo 1 != 2 >&2; exit 3', 'echo FAILED test_x; exit 1']:\n    \
+                   try:\n        vsh_exec(['/bin/sh', '-c', script], check=True)\n        r.append('no')\n    \
+                   except RuntimeError as error:\n        r.append(str(error))\n\
                    (r, vsh_exec(['true'], check=True))";
     let outcome = ws.run_with_commands(checked).unwrap();
-    assert_eq!(outcome.value.py_repr(), "(\"command '/bin/sh' exited 3: 1 != 2\", (0, '', ''))");
+    // Its stderr, or its stdout when it said nothing there (as a test runner does).
+    assert_eq!(
+        outcome.value.py_repr(),
+        "([\"command '/bin/sh' exited 3: 1 != 2\", \"command '/bin/sh' exited 1: FAILED test_x\"], (0, '', ''))"
+    );
 }
 
 #[test]

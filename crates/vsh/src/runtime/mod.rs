@@ -309,6 +309,7 @@ impl Runtime {
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
         let started = Instant::now();
+        let committable_from_memory = self.previews.holds(transaction);
         let committable = match state {
             TransactionState::AutoApproved => match self.previews.get(transaction) {
                 Some(preview) => Committable {
@@ -375,6 +376,9 @@ impl Runtime {
         receipt.commit = Some(commit);
         receipt.timings =
             StageTimings { commit: elapsed_ns(started), total: elapsed_ns(started), ..StageTimings::default() };
+        if committable_from_memory {
+            self.previews.remember_committed(receipt.clone());
+        }
         Ok(receipt)
     }
 
@@ -454,7 +458,8 @@ impl Runtime {
         }
         let Some(record) = self.records.get(transaction)? else { return Ok(None) };
         if record.artifact.is_none() {
-            return Ok(None);
+            // A preview this runtime committed: its commit's receipt.
+            return Ok(self.previews.committed(transaction));
         }
         let mut receipt = self.records.stored_receipt(transaction, record.state)?;
         receipt.changes = crate::run::shown_changes(&receipt.changes, self.runs.policy().calls());
