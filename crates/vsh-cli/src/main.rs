@@ -1557,7 +1557,8 @@ fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<vsh::lower::vsh
             for id in &salvaged.voided {
                 say!(
                     "vsh:   {}  a lost change may have committed, rejected or finished it: it can never be \
-                     committed as it is (recovery settles a commit under way; vsh rerun makes the work again)",
+                     committed as it is (recovery settles it by what the workspace holds: committed if every \
+                     change it makes is there, failed if none is; vsh rerun makes the work again)",
                     id.short()
                 );
             }

@@ -803,15 +803,15 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
     for transaction in &report.settled_committed {
         let _ = writeln!(
             text,
-            "  settled as committed: {transaction} (its log lost how its commit ended; the workspace holds every \
-             change it made)"
+            "  settled as committed: {transaction} (its log lost how it ended; the workspace holds every change it \
+             makes)"
         );
     }
     for transaction in &report.settled_failed {
         let _ = writeln!(
             text,
-            "  settled as failed: {transaction} (its log lost how its commit ended; the workspace holds none of \
-             its changes)"
+            "  settled as failed: {transaction} (its log lost how it ended; the workspace holds none of its \
+             changes, and it can never be committed now)"
         );
     }
     for (transaction, path) in &report.changed_since_commit {

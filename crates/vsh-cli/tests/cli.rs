@@ -2432,9 +2432,11 @@ fn a_damaged_transaction_log_says_how_to_salvage_it_and_recover_salvages_it() {
     assert_eq!(report["salvage"]["kept_as"], "txlog.damaged.1", "{report}");
     assert_eq!(std::fs::read(dir.path().join(".vsh/data/txlog.damaged.1")).unwrap(), log);
     // The record as it was before the lost change, voided: it may have been
-    // rejected (it was) or committed since, so it can never be committed now.
+    // rejected (it was) or committed since; the workspace holds none of its
+    // change, so it failed, and can never be committed now.
+    assert_eq!(report["settled_failed"][0], id.as_str(), "{report}");
     let logged = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
-    assert!(logged.contains(&id[..12]) && logged.contains("rejected"), "{logged}");
+    assert!(logged.contains(&id[..12]) && logged.contains("failed"), "{logged}");
     assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(1));
     assert!(dir.path().join("a.txt").exists());
     // A damaged header verifies nothing: there is nothing to salvage, and the
@@ -2483,6 +2485,31 @@ fn a_salvaged_commit_is_settled_by_what_the_workspace_holds() {
             assert_eq!(state, "recovery-required");
         }
     }
+}
+
+/// Work that was approved and committed in frames the damage took (its
+/// kept record still pending) is settled as committed, not voided: the
+/// workspace holds its change.
+#[test]
+fn salvaged_work_whose_approval_and_commit_were_lost_is_settled_as_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let delete = "from pathlib import Path\nPath('a.txt').unlink()";
+    let pending = vsh(&["run", "--workspace", ws, "-"], Some(delete));
+    let id = id_of(&pending);
+    let kept = std::fs::read(dir.path().join(".vsh/data/txlog")).unwrap().len();
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(0));
+    assert!(!dir.path().join("a.txt").exists());
+    // The first frame after the pending record is damaged: approval and commit lost.
+    let mut log = std::fs::read(dir.path().join(".vsh/data/txlog")).unwrap();
+    log[kept + 5] ^= 0x40;
+    std::fs::write(dir.path().join(".vsh/data/txlog"), &log).unwrap();
+    let report = valid_document(&vsh(&["recover", "--salvage-log", "--json", "--workspace", ws], None));
+    assert_eq!(report["settled_committed"][0], id.as_str(), "{report}");
+    let shown = valid_document(&vsh(&["show", "--json", &id, "--workspace", ws], None));
+    assert_eq!(shown["record"]["state"], "committed", "{shown}");
 }
 
 #[test]

@@ -1012,9 +1012,20 @@ fn io<T>(inner: &mut Inner, op: &'static str, result: Result<T, BackendError>) -
 /// could still lead to a commit ([`void_approval`]'s, and work pending
 /// approval, which a lost frame may have rejected) can no longer; a commit
 /// under way may have finished (and cleaned up) in a lost version, so its
-/// outcome is unknown: `RecoveryRequired`, which recovery settles by its
-/// evidence or leaves to an operator, never taken for one that wrote nothing.
+/// outcome is unknown: `RecoveryRequired`, which recovery settles by what the
+/// workspace holds against its stored diff or leaves to an operator, never
+/// taken for one that wrote nothing. So is work that could still have been
+/// committed in a lost version and whose artifact is stored (its diff is
+/// what recovery compares): it landed, or it is voided as failed.
 fn void_salvaged(mut record: TransactionRecord) -> TransactionRecord {
+    let committable = matches!(
+        record.state,
+        TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
+    );
+    if committable && record.artifact.is_some() {
+        record.state = TransactionState::RecoveryRequired;
+        return record;
+    }
     record = void_approval(record);
     record.state = match record.state {
         TransactionState::PendingApproval => TransactionState::Rejected,
