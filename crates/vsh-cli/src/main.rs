@@ -920,7 +920,9 @@ fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<Option<u8>, Box<d
     };
     write_streams(stdout, stderr)?;
     if !output.quiet {
-        say!("vsh: {}", render::outcome_line(receipt));
+        // Denied work says why, as -q's line does.
+        let line = render::denial_line(receipt).unwrap_or_else(|| render::outcome_line(receipt));
+        say!("vsh: {line}");
     }
     for warning in &receipt.warnings {
         say!("vsh: warning: {warning}");

@@ -797,7 +797,7 @@ impl VshServer {
     #[tool(
         description = "Discard a transaction: a preview or pending work becomes rejected and can never be \
             committed.",
-        annotations(read_only_hint = false, destructive_hint = true, open_world_hint = false)
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn vsh_discard(
         &self,

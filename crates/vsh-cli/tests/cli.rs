@@ -2708,6 +2708,14 @@ fn exec_raw_prints_the_commands_own_output_and_the_outcome_in_one_line() {
     let accepted = vsh(&["exec", "--raw", "--accept-failure", "--workspace", ws, "--", "sh", "-c", failing], None);
     assert!(String::from_utf8_lossy(&accepted.stderr).contains(", the program exited 3"), "{accepted:?}");
     assert_eq!(accepted.status.code(), Some(3), "{accepted:?}");
+    // Denied work says why in its one line (git may not write .git).
+    let denied = vsh(
+        &["exec", "--raw", "--workspace", ws, "--", "sh", "-c", "echo x > .git-not; mkdir -p .git; echo y > .git/x"],
+        None,
+    );
+    let said = String::from_utf8_lossy(&denied.stderr);
+    assert_eq!(denied.status.code(), Some(5), "{said}");
+    assert!(said.contains("is denied (protected-access-attempt): ") && said.contains(".git"), "{said}");
     // Output vsh had to cut is never passed off as whole.
     let long = "seq 1 200000";
     let cut = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", long], None);

@@ -167,6 +167,13 @@ async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
         let read_only = ["vsh_show", "vsh_pending"].contains(&tool.name.as_ref());
         assert_eq!(hints.read_only_hint, Some(read_only), "{}", tool.name);
         assert_eq!(hints.destructive_hint, (!read_only).then_some(true), "{}", tool.name);
+        // Asking again changes nothing more for commit and discard; a run is new work each time.
+        if ["vsh_commit", "vsh_discard"].contains(&tool.name.as_ref()) {
+            assert_eq!(hints.idempotent_hint, Some(true), "{}", tool.name);
+        }
+        if tool.name == "vsh_run" {
+            assert_eq!(hints.idempotent_hint, Some(false));
+        }
     }
 }
 
