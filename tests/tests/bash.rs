@@ -247,7 +247,8 @@ fn a_confined_bash_program_is_real_bash_through_the_same_pipeline() {
     assert_eq!(looked.state, TransactionState::AutoApproved, "{:?}", looked.decision);
     assert_eq!(String::from_utf8_lossy(looked.output.stdout_bytes()), "refused\nabsent\n");
     assert!(
-        looked.warnings.iter().any(|w| matches!(w, vsh::Warning::HiddenLooks { looks: 2 })),
+        looked.warnings.iter().any(|w| matches!(w, vsh::Warning::HiddenLooks { looks: 2, paths }
+            if paths.iter().map(vsh::VPath::as_str).collect::<Vec<_>>() == [".env"])),
         "{:?}",
         looked.warnings
     );

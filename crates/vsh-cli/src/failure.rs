@@ -222,7 +222,7 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             );
         }
         Some(VshError::Bash { source, changes, .. }) => {
-            if let ExecutionError::Bash { stdout, stderr, denied, .. } = source.as_ref() {
+            if let ExecutionError::Bash { stdout, stderr, denied, stats, .. } = source.as_ref() {
                 for line in String::from_utf8_lossy(stdout).lines() {
                     let _ = writeln!(text, "vsh: program output | {}", render::shown(line, true));
                 }
@@ -230,6 +230,12 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                     let _ = writeln!(text, "vsh: program stderr | {}", render::shown(line, true));
                 }
                 write_denials(&mut text, denied, remedies);
+                // Its looks at hidden paths may be why it failed.
+                if stats.hidden_looks > 0 {
+                    let looked =
+                        vsh::Warning::HiddenLooks { looks: stats.hidden_looks, paths: stats.hidden_paths.clone() };
+                    let _ = writeln!(text, "vsh: warning: {}", render::shown(&looked.to_string(), true));
+                }
             }
             if !changes.is_empty() {
                 let _ = writeln!(

@@ -275,6 +275,9 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
             let _ = write!(summary, "\n  ... and {} more", document.changes.len() - 50);
         }
     }
+    for warning in &document.warnings {
+        let _ = write!(summary, "\nnote: {}", readable(warning));
+    }
     if let Some(hint) = &document.hint {
         let _ = write!(summary, "\nnext: {hint}");
     }

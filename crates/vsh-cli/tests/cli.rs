@@ -2158,7 +2158,10 @@ fn exec_never_shows_a_secret_and_a_failing_command_commits_nothing() {
     assert_eq!(receipt["execution"]["denied_accesses"], 0, "{receipt}");
     assert!(receipt["execution"]["hidden_looks"].as_u64().unwrap() >= 2, "{receipt}");
     let warnings = receipt["warnings"].as_array().unwrap();
-    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("paths the policy hides")), "{receipt}");
+    assert!(
+        warnings.iter().any(|w| w.as_str().unwrap().contains("paths the policy hides (.env, .env.local)")),
+        "{receipt}"
+    );
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "x\n");
     std::fs::remove_file(dir.path().join("b.txt")).unwrap();
     let failing = vsh(&["exec", "--workspace", ws, "--mode", "auto", "--", "sh", "-c", "echo x > c.txt; exit 4"], None);

@@ -672,6 +672,14 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     for line in ["exit status: 1", "stdout:\nran 3 tests", "stderr:\nAssertionError: 1 != 2"] {
         assert!(failed.text.contains(line), "{line}: {}", failed.text);
     }
+    // One that failed for want of a hidden file says so, naming it.
+    let hidden = call(&client, "vsh_run", json!({"code": ["cat", ".env.test"], "language": "command"})).await;
+    assert!(
+        hidden.is_error
+            && hidden.text.contains("note: the program looked 1 time at paths the policy hides (.env.test)"),
+        "{}",
+        hidden.text
+    );
     // Kept to its last 16 KiB in the text (the structured result has more).
     let argv = json!(["/bin/sh", "-c", "yes x | head -c 40000 >&2; echo last line >&2; exit 1"]).to_string();
     let long = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;

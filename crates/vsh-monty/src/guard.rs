@@ -284,7 +284,11 @@ impl<'a> OsHost<'a> {
         match self.refusal(path, AccessKind::MetadataRead, guest)? {
             None => Ok(Grant::new(path.clone())),
             Some(denied) if matches!(denied.label, vsh_policy::RuleLabel::Secret | vsh_policy::RuleLabel::Custom) => {
-                self.meter.stats.hidden_looks += 1;
+                let stats = &mut self.meter.stats;
+                stats.hidden_looks += 1;
+                if stats.hidden_paths.len() < crate::limits::MAX_HIDDEN_PATHS && !stats.hidden_paths.contains(path) {
+                    stats.hidden_paths.push(path.clone());
+                }
                 Err(Fault::Guest(oserror::os_error(EACCES, guest)))
             }
             Some(denied) => {

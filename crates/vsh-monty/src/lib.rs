@@ -153,7 +153,7 @@ pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};
 pub use error::{BashFailure, CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};
 pub use executor::MontyExecutor;
 pub use interrupt::{Interrupt, Uninterrupted};
-pub use limits::{ExecutionBudget, ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind};
+pub use limits::{ExecutionBudget, ExecutionLimits, ExecutionStats, LimitExceeded, LimitKind, MAX_HIDDEN_PATHS};
 pub use monty_types::MontyObject;
 pub use path::VIRTUAL_ROOT;
 pub use run::{BashOutcome, MontyOutcome, execute};

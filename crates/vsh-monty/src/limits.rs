@@ -183,6 +183,10 @@ impl ExecutionLimits {
     }
 }
 
+/// How many distinct paths of hidden looks a run names
+/// ([`ExecutionStats::hidden_paths`]).
+pub const MAX_HIDDEN_PATHS: usize = 8;
+
 /// What one run used. Counters only grow by successful charges.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecutionStats {
@@ -209,6 +213,10 @@ pub struct ExecutionStats {
     /// the other counters').
     #[serde(skip)]
     pub hidden_looks: u64,
+    /// The first [`MAX_HIDDEN_PATHS`] distinct paths of those looks, as the
+    /// program named them (for the warning; not kept in the evidence).
+    #[serde(skip)]
+    pub hidden_paths: Vec<vsh_types::VPath>,
     /// Host footprint of the returned value (0 unless the run completed).
     pub result_bytes: u64,
     /// `vsh_glob` and `vsh_search` calls whose results were cut at

@@ -228,6 +228,8 @@ pub enum Warning {
     HiddenLooks {
         /// How many looks, each repeat counted.
         looks: u64,
+        /// The first paths looked at, as the program named them.
+        paths: Vec<vsh_types::VPath>,
     },
     /// The scratch directories (build outputs kept between runs: `target/`
     /// and the like) were emptied before this run's commands, so they built
@@ -279,13 +281,22 @@ impl std::fmt::Display for Warning {
                 profile.name(),
                 digest.short()
             ),
-            Self::HiddenLooks { looks } => write!(
-                f,
-                "the program looked {looks} time{} at paths the policy hides (a secret such as .env, or a \
-                 [[protect]] rule's): each was answered as unreadable, there or not, and is no denial; a \
-                 program or test that needs one fails where it reads it (vsh policy show lists the rules)",
-                if *looks == 1 { "" } else { "s" }
-            ),
+            Self::HiddenLooks { looks, paths } => {
+                let named: Vec<&str> = paths.iter().map(vsh_types::VPath::as_str).collect();
+                write!(
+                    f,
+                    "the program looked {looks} time{} at paths the policy hides ({}{}): each was answered as \
+                     unreadable, there or not, and is no denial; a program or test that needs one fails where it \
+                     reads it (vsh policy show lists the rules)",
+                    if *looks == 1 { "" } else { "s" },
+                    named.join(", "),
+                    if *looks > paths.len() as u64 && paths.len() >= vsh_monty::MAX_HIDDEN_PATHS {
+                        ", ..."
+                    } else {
+                        ""
+                    }
+                )
+            }
         }
     }
 }

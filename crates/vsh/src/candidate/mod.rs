@@ -235,6 +235,11 @@ fn add_stats(total: &mut ExecutionStats, step: &ExecutionStats) {
     total.output_bytes += step.output_bytes;
     total.denied_accesses += step.denied_accesses;
     total.hidden_looks += step.hidden_looks;
+    for path in &step.hidden_paths {
+        if total.hidden_paths.len() < vsh_monty::MAX_HIDDEN_PATHS && !total.hidden_paths.contains(path) {
+            total.hidden_paths.push(path.clone());
+        }
+    }
     total.result_bytes += step.result_bytes;
     total.truncated_results += step.truncated_results;
     total.skipped_nodes += step.skipped_nodes;

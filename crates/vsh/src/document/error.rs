@@ -94,6 +94,11 @@ pub struct ErrorDocument {
     /// 0123abcd...`), else the advice the text gives, as sentences (raise a
     /// limit with its option, give a program's directory with `--tool`).
     pub hint: Option<String>,
+    /// What the operator should know about the failed run, as a receipt's
+    /// warnings (its looks at paths the policy hides, which may be why it
+    /// failed).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// The first [`vsh_policy::MAX_LISTED_DENIALS`] of a failed run's refusals,
@@ -147,6 +152,7 @@ impl ErrorDocument {
             denied: Vec::new(),
             denied_total: None,
             hint: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -165,9 +171,16 @@ impl ErrorDocument {
             }
             VshError::PolicyChanged(id) => document.hint = Some(format!("vsh rerun {}", id.short())),
             VshError::Bash { source, changes, .. } => {
-                if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, failure, .. } =
+                if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, failure, stats } =
                     source.as_ref()
                 {
+                    if stats.hidden_looks > 0 {
+                        let looked = crate::Warning::HiddenLooks {
+                            looks: stats.hidden_looks,
+                            paths: stats.hidden_paths.clone(),
+                        };
+                        document.warnings.push(looked.to_string());
+                    }
                     document.stdout = Some(String::from_utf8_lossy(stdout).into_owned());
                     document.stderr = Some(String::from_utf8_lossy(stderr).into_owned());
                     document.status = Some(*exit_code);

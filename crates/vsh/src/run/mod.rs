@@ -550,7 +550,10 @@ impl Runs {
             warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
         }
         if outcome.stats.hidden_looks > 0 {
-            warnings.push(crate::Warning::HiddenLooks { looks: outcome.stats.hidden_looks });
+            warnings.push(crate::Warning::HiddenLooks {
+                looks: outcome.stats.hidden_looks,
+                paths: outcome.stats.hidden_paths.clone(),
+            });
         }
         if !outcome.scratch_emptied.is_empty() {
             warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
