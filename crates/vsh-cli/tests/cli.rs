@@ -3554,6 +3554,22 @@ fn git_diff_and_status_in_a_candidate_read_the_repository_without_writing_it() {
     let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
     assert_eq!(receipt["stdout"], " a.txt | 1 +\n 1 file changed, 1 insertion(+)\n M a.txt\n", "{receipt}");
     assert_eq!(receipt["state"], "auto-approved", "{receipt}");
+    // A `.git` file naming some other directory (a hostile archive's
+    // `gitdir: /root/.ssh`) grants nothing: only a worktree's own git
+    // directory, naming this `.git` back, is read.
+    let elsewhere = tempfile::tempdir().unwrap();
+    write(elsewhere.path(), "HEAD", "ref: refs/heads/main\n");
+    write(elsewhere.path(), "id_key", "PRIVATE\n");
+    let hostile = tree.path().join("hostile");
+    write(&hostile, ".git", &format!("gitdir: {}\n", elsewhere.path().display()));
+    let key = elsewhere.path().join("id_key");
+    let ran =
+        vsh(&["exec", "--workspace", hostile.to_str().unwrap(), "--json", "--", "cat", key.to_str().unwrap()], None);
+    assert_ne!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stdout));
+    assert!(
+        !String::from_utf8_lossy(&ran.stdout).contains("PRIVATE")
+            && !String::from_utf8_lossy(&ran.stderr).contains("PRIVATE")
+    );
 }
 
 #[test]

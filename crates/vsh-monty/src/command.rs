@@ -87,13 +87,23 @@ impl WorktreeGit {
         let text = std::str::from_utf8(dot_git).ok()?;
         let named = text.lines().next()?.strip_prefix("gitdir:")?.trim();
         let gitdir = std::fs::canonicalize(root.join(named)).ok()?;
-        let mut dirs = vec![gitdir.clone()];
-        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir"))
-            && let Ok(common) = std::fs::canonicalize(gitdir.join(common.trim()))
-        {
-            dirs.push(common);
+        // Only a worktree's own git directory, as `git worktree add` makes
+        // it: its `gitdir` file names this workspace's `.git` back, and its
+        // common directory is a repository. A `.git` file naming anything
+        // else (`gitdir: /root/.ssh`, from a hostile archive) grants nothing.
+        let back = std::fs::read_to_string(gitdir.join("gitdir")).ok()?;
+        let back = std::fs::canonicalize(gitdir.join(back.trim())).ok()?;
+        if back != std::fs::canonicalize(root.join(".git")).ok()? || !gitdir.join("HEAD").is_file() {
+            return None;
         }
-        Some(Self { dirs })
+        let common = std::fs::read_to_string(gitdir.join("commondir")).ok()?;
+        let common = std::fs::canonicalize(gitdir.join(common.trim())).ok()?;
+        let repository =
+            ["objects", "refs"].iter().all(|dir| common.join(dir).is_dir()) && common.join("HEAD").is_file();
+        if !repository || !gitdir.starts_with(&common) || gitdir == common {
+            return None;
+        }
+        Some(Self { dirs: vec![gitdir, common] })
     }
 
     /// The commands' git configuration: [`GIT_CONFIG`], and, in a worktree,
