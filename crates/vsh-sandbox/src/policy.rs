@@ -18,9 +18,11 @@ pub(crate) const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib
 /// other programs linked with OpenSSL refuse to start when it exists and cannot be read; it
 /// holds settings, never keys), and the public tables libraries look things up in without a
 /// network: media types (`mime.types`: Python's `mimetypes`, and so `http.server`, raises when
-/// it exists and cannot be read), service ports and protocol numbers. The rest of `/etc`
-/// (shadow, ssh keys, `/etc/ssl/private`, credentials) stays unreadable. Absent ones are
-/// skipped.
+/// it exists and cannot be read), service ports and protocol numbers, and the public
+/// certificates TLS trusts (the certificate directories only: npm, pip and git read the bundle
+/// a configuration names, and fail without a word when they cannot, network or not). The rest
+/// of `/etc` (shadow, ssh keys, `/etc/ssl/private`, credentials) stays unreadable. Absent ones
+/// are skipped.
 pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -34,6 +36,10 @@ pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/mime.types",
     "/etc/services",
     "/etc/protocols",
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust",
 ];
 
 /// Python's site configuration in `/etc` (Debian links `sitecustomize.py`
@@ -52,22 +58,11 @@ pub(crate) const SYSTEM_ETC_PYTHON: &[&str] = &[
 
 /// What a child that reaches a network reads to use it: name resolution
 /// (hosts, resolver and its configuration; systemd's
-/// resolver files, where `/etc/resolv.conf` points on many systems) and the
-/// certificates TLS trusts (the certificate directories only: never
-/// `/etc/ssl/private`). Only with a network ([`NetworkAccess::Loopback`],
+/// resolver files, where `/etc/resolv.conf` points on many systems). Only with a network ([`NetworkAccess::Loopback`],
 /// [`NetworkAccess::All`] or [`SandboxPolicy::allow_loopback_tcp`] ports).
 /// Absent ones are skipped.
-pub(crate) const NETWORK_ETC_FILES: &[&str] = &[
-    "/etc/hosts",
-    "/etc/host.conf",
-    "/etc/resolv.conf",
-    "/etc/gai.conf",
-    "/etc/ssl/certs",
-    "/etc/ca-certificates",
-    "/etc/pki/tls/certs",
-    "/etc/pki/ca-trust",
-    "/run/systemd/resolve",
-];
+pub(crate) const NETWORK_ETC_FILES: &[&str] =
+    &["/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf", "/run/systemd/resolve"];
 
 /// Devices a confined child can read and write. Absent ones are skipped.
 pub(crate) const SYSTEM_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/urandom"];

@@ -788,8 +788,14 @@ fn a_command_reads_the_public_tables_of_etc_without_a_network_and_nothing_privat
                    socket.getprotobyname('udp'))\n";
     let outcome = ws.command(&["python3", "-c", program]).unwrap_or_else(|error| panic!("{error:?}"));
     assert_eq!(String::from_utf8_lossy(&outcome.stdout), "text/html 80 17\n");
+    // The public certificates TLS trusts (npm reads the bundle its
+    // configuration names, network or not).
+    if std::path::Path::new("/etc/ssl/certs").is_dir() {
+        let listed = ws.command(&["/bin/sh", "-c", "ls /etc/ssl/certs > /dev/null && echo LISTED"]);
+        assert!(stdout_of(&listed).contains("LISTED"), "{listed:?}");
+    }
     // The rest of /etc stays refused (the baseline reads it unconfined).
-    for (private, read) in [("/etc/shadow", "cat"), ("/etc/ssh", "ls")] {
+    for (private, read) in [("/etc/shadow", "cat"), ("/etc/ssh", "ls"), ("/etc/ssl/private", "ls")] {
         if std::path::Path::new(private).exists() {
             assert!(unconfined(&ws.root(), &format!("{read} {private}")).status.success(), "{private}");
             let refused = ws.command(&["/bin/sh", "-c", &format!("{read} {private} && echo READ")]);
