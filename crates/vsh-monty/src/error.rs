@@ -267,7 +267,11 @@ pub enum WorkerError {
         reason: String,
     },
     /// The worker is a different build than this library.
-    #[error("worker build identity {found} does not match {expected}")]
+    #[error(
+        "the worker program is another build of vsh than this one (a VSH_WORKER, --worker or worker path naming \
+         an older or newer binary?): use the worker built with it (for the Python package, unset VSH_WORKER to \
+         use the one it bundles); worker {found}, expected {expected}"
+    )]
     Identity {
         /// This library's build identity.
         expected: String,
@@ -337,6 +341,18 @@ mod tests {
     use monty_types::ExcType;
 
     use super::*;
+
+    /// A worker of another build says what to do, naming the variable that
+    /// usually put it there.
+    #[test]
+    fn a_worker_of_another_build_says_which_to_use() {
+        let text = WorkerError::Identity { expected: "vsh 0.1.0 build a".into(), found: "vsh 0.1.0 build b".into() }
+            .to_string();
+        assert!(text.starts_with("the worker program is another build of vsh"), "{text}");
+        assert!(
+            text.contains("unset VSH_WORKER") && text.ends_with("worker vsh 0.1.0 build b, expected vsh 0.1.0 build a")
+        );
+    }
 
     #[test]
     fn text_is_cut_on_a_character_boundary_with_the_marker() {
