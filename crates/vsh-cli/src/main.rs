@@ -1459,6 +1459,11 @@ fn approve_command(
             }
             return Ok(EXIT_OK);
         }
+        // Work already committed needs no approval: nothing changes, said so.
+        Err(vsh::VshError::NotApprovable { state: TransactionState::Committed, .. }) => {
+            let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+            return print_settled_again(runtime, &record, json, output, now, "committed", "nothing to approve");
+        }
         Err(error) => return Err(failure::with_rerun_hint(id, error)),
     };
     if json {

@@ -3239,6 +3239,10 @@ fn work_committed_at_once_stays_on_record_with_its_changes() {
     assert!(text.contains("+new"), "its hunks: {text}");
     // Nothing of it waits.
     assert!(!String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).contains(&id[..12]));
+    // Approving it changes nothing, and says so.
+    let approved = vsh(&["approve", &id, "--workspace", ws], None);
+    assert_eq!(approved.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&approved.stdout).contains("already committed"), "{approved:?}");
 }
 
 #[test]
