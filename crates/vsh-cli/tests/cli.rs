@@ -3574,6 +3574,19 @@ fn git_diff_and_status_in_a_candidate_read_the_repository_without_writing_it() {
         !String::from_utf8_lossy(&ran.stdout).contains("PRIVATE")
             && !String::from_utf8_lossy(&ran.stderr).contains("PRIVATE")
     );
+    // Worktrees inside a bare repository: the common directory holds the
+    // sibling worktrees, and is not granted (git there needs a --tool).
+    let bare = tree.path().join("proj.git");
+    git(&["clone", "-q", "--bare", ".", bare.to_str().unwrap()]);
+    for name in ["main", "feature"] {
+        let made = Command::new("git").args(["worktree", "add", "-q", name]).current_dir(&bare).output().unwrap();
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    }
+    write(&bare.join("feature"), "sibling.txt", "SIBLING\n");
+    let main = bare.join("main");
+    let ran =
+        vsh(&["exec", "--workspace", main.to_str().unwrap(), "--json", "--", "cat", "../feature/sibling.txt"], None);
+    assert!(!String::from_utf8_lossy(&ran.stdout).contains("SIBLING"), "{}", String::from_utf8_lossy(&ran.stdout));
 }
 
 #[test]

@@ -103,6 +103,13 @@ impl WorktreeGit {
         if !repository || !gitdir.starts_with(&common) || gitdir == common {
             return None;
         }
+        // The common directory is granted whole: never one that holds the
+        // workspace (a bare repository with its worktrees inside it, whose
+        // siblings a command would read) or lies inside it.
+        let root = std::fs::canonicalize(root).ok()?;
+        if root.starts_with(&common) || common.starts_with(&root) {
+            return None;
+        }
         Some(Self { dirs: vec![gitdir, common] })
     }
 
