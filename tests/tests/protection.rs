@@ -390,9 +390,13 @@ fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a
         // the run's receipt, nor in a later show of it.
         let before = receipt.changes[0].before.unwrap();
         assert_eq!((before.content, before.stamp), (None, None), "{program}");
+        // Nor the diff's digest, an unkeyed hash over that digest.
+        assert!(receipt.diff_withheld, "{program}");
+        assert_eq!(vsh::document::ReceiptDocument::from(&receipt).diff, "withheld");
         assert_eq!(before.size, 23, "its size is no secret to a content-read rule");
         if let Some(shown) = runtime.show(receipt.transaction).unwrap() {
             assert_eq!(shown.changes[0].before.unwrap().content, None, "{program}");
+            assert!(shown.diff_withheld, "{program}");
         }
     }
     assert_eq!(tree(dir.path()), before);

@@ -719,7 +719,11 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
     let _ = writeln!(
         out,
         "diff         {} ({} changed path{})",
-        receipt.diff.short(),
+        if receipt.diff_withheld {
+            "withheld (it names what a read-protected path held)".to_owned()
+        } else {
+            receipt.diff.short()
+        },
         receipt.changed_paths,
         if receipt.changed_paths == 1 { "" } else { "s" }
     );

@@ -353,6 +353,12 @@ pub struct Receipt {
     pub decision: RuntimeDecision,
     /// The canonical diff's digest.
     pub diff: DiffDigest,
+    /// Whether the diff names the before content of a path the policy
+    /// protects from reading: its digest is then left out of what the
+    /// receipt shows (its documents and text), since it is an unkeyed hash
+    /// over those bytes' digest and would confirm a guess at them. `diff`
+    /// still holds it for the host.
+    pub diff_withheld: bool,
     /// Number of changed paths.
     pub changed_paths: usize,
     /// The changed paths (only with [`crate::ReceiptDetail::Full`] or

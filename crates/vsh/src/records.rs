@@ -364,6 +364,8 @@ fn receipt_of(
         state,
         decision: evidence.decision,
         diff: artifact.diff.digest(),
+        // Decided by the runtime, which knows the policy (`Runtime::show`).
+        diff_withheld: false,
         changed_paths: artifact.diff.len(),
         changes: artifact.diff.entries().to_vec(),
         review: Vec::new(),

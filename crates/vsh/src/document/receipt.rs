@@ -26,7 +26,9 @@ pub struct ReceiptDocument {
     pub state: String,
     /// The policy decision, with its evidence.
     pub decision: DecisionDocument,
-    /// The canonical diff's digest, 64 hex digits.
+    /// The canonical diff's digest, 64 hex digits; `withheld` when the diff
+    /// names the before content of a path the policy protects from reading
+    /// (the digest would confirm a guess at those bytes).
     pub diff: String,
     /// How many paths the diff changes.
     pub changed_paths: u64,
@@ -490,7 +492,7 @@ impl From<&Receipt> for ReceiptDocument {
             base_snapshot: receipt.base_snapshot.to_hex(),
             state: receipt.state.name().to_owned(),
             decision: (&receipt.decision).into(),
-            diff: receipt.diff.to_hex(),
+            diff: if receipt.diff_withheld { "withheld".to_owned() } else { receipt.diff.to_hex() },
             changed_paths: receipt.changed_paths as u64,
             changes: receipt.changes.iter().map(Into::into).collect(),
             review: receipt.review.iter().map(Into::into).collect(),

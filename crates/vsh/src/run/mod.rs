@@ -137,6 +137,15 @@ pub(crate) fn shown_changes(
         .collect()
 }
 
+/// Whether `entries` name the before content of a path `calls` protects
+/// from reading (see [`crate::Receipt::diff_withheld`]).
+pub(crate) fn names_unreadable_content(entries: &[vsh_types::DiffEntry], calls: &vsh_policy::CallPolicy) -> bool {
+    entries.iter().any(|entry| {
+        entry.before.is_some_and(|before| before.content.is_some() && before.kind != vsh_types::NodeKind::Directory)
+            && calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
+    })
+}
+
 fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs, calls: &vsh_policy::CallPolicy) -> VshError {
     use vsh_monty::ExecutionError;
     match error {
@@ -566,6 +575,7 @@ impl Runs {
             state,
             decision,
             diff: diff.digest(),
+            diff_withheld: names_unreadable_content(diff.entries(), self.policy.calls()),
             changed_paths: diff.len(),
             changes: match request.detail {
                 ReceiptDetail::Full | ReceiptDetail::Changes => shown_changes(diff.entries(), self.policy.calls()),

@@ -371,7 +371,9 @@ impl Runtime {
         // incremental start, never its correctness.
         let _ = self.runs.scratch_committed(transaction);
         let mut receipt = committable.receipt;
-        receipt.changes = crate::run::shown_changes(&receipt.changes, self.runs.policy().calls());
+        let calls = self.runs.policy().calls();
+        receipt.diff_withheld = crate::run::names_unreadable_content(committable.diff.entries(), calls);
+        receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
         receipt.state = TransactionState::Committed;
         receipt.commit = Some(commit);
         receipt.timings =
@@ -462,7 +464,9 @@ impl Runtime {
             return Ok(self.previews.committed(transaction));
         }
         let mut receipt = self.records.stored_receipt(transaction, record.state)?;
-        receipt.changes = crate::run::shown_changes(&receipt.changes, self.runs.policy().calls());
+        let calls = self.runs.policy().calls();
+        receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
+        receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
         Ok(Some(receipt))
     }
 
