@@ -214,7 +214,11 @@ impl ConfinedCommand {
                     var
                 })
                 .collect();
-            let image = crate::sys::ExecImage::new(&program_path, &argv, &envp)
+            // A script is executed again by the name it was given (its
+            // interpreter's `$0`), which leads to the same file.
+            let named = std::path::Path::new(self.program.as_str());
+            let by_name = if named.is_absolute() { named } else { program_path.as_path() };
+            let image = crate::sys::ExecImage::new(&program_path, by_name, &argv, &envp)
                 .map_err(|source| ToolError::Spawn { program: self.program.clone(), source })?;
             setup.exec_by_descriptor(image);
         }

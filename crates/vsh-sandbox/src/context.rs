@@ -142,7 +142,10 @@ fn canonical_grant(path: &Path) -> io::Result<PathBuf> {
 
 /// Resolve a program as [`ToolContext::check_exec`] describes.
 /// The first executable regular file named `program` (a bare name, no `/`)
-/// in the directories of `path` (a `PATH` value), canonical; `None` when
+/// in the directories of `path` (a `PATH` value), as its directory and
+/// name (a symlink not resolved: a program that acts on the name it was
+/// started as, `xzcat` linking to `xz`, or a virtualenv's `python`, must
+/// be started as that name); `None` when
 /// there is none. Only directories beneath the system directories
 /// (`/usr`, `/bin`, `/sbin`, `/lib`, `/lib64`) or beneath one of `also` are
 /// looked in here: any other directory (relative, in a workspace, anywhere
@@ -170,7 +173,7 @@ pub fn find_on_path(program: &str, path: &str, also: &[PathBuf]) -> Result<Optio
         let candidate = dir.join(program);
         let Ok(metadata) = fs::metadata(&candidate) else { continue };
         if metadata.is_file() && metadata.permissions().mode() & 0o111 != 0 {
-            return Ok(fs::canonicalize(&candidate).ok());
+            return Ok(Some(candidate));
         }
     }
     Ok(None)

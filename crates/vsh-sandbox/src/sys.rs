@@ -88,9 +88,11 @@ unsafe impl Send for ExecImage {}
 unsafe impl Sync for ExecImage {}
 
 impl ExecImage {
-    /// Open `program` and lay out `argv` and `envp` (each `KEY=VALUE`).
+    /// Open `program` and lay out `argv` and `envp` (each `KEY=VALUE`);
+    /// `by_name` is the path a script is executed by (see [`exec_image`]).
     pub(crate) fn new(
         program: &std::path::Path,
+        by_name: &std::path::Path,
         argv: &[&std::ffi::OsStr],
         envp: &[std::ffi::OsString],
     ) -> io::Result<ExecImage> {
@@ -103,7 +105,7 @@ impl ExecImage {
         let cstring = |text: &std::ffi::OsStr| {
             std::ffi::CString::new(text.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
         };
-        let path = cstring(program.as_os_str())?;
+        let path = cstring(by_name.as_os_str())?;
         let mut strings = Vec::with_capacity(argv.len() + envp.len());
         for arg in argv {
             strings.push(cstring(arg)?);

@@ -1387,3 +1387,38 @@ fn a_command_removing_a_directory_that_holds_only_hidden_names_is_refused_and_re
     assert!(outcome.denied.iter().all(|denied| denied.path.as_str() == "deploy"), "{:?}", outcome.denied);
     assert!(!outcome.denied.is_empty());
 }
+
+/// A program found on the command's PATH through a symlink starts under
+/// the name it was found by, as a shell starts it: `xzcat` linking to `xz`
+/// decompresses, a virtualenv's `python` keeps its environment, and a
+/// script's `$0` is the link.
+#[test]
+fn a_program_found_through_a_symlink_starts_under_that_name() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(_processes) = fuse_available() else { return };
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", tools.path().join("mysh")).unwrap();
+    let script = tools.path().join("named");
+    std::fs::write(&script, "#!/bin/sh\nbasename \"$0\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(&script, tools.path().join("named-link")).unwrap();
+    let mut ws = Workspace::with(&files());
+    let mut config = CommandConfig::new(ws.root());
+    config.tools.push(tools.path().to_owned());
+    config.env.push(("PATH".to_owned(), format!("{}:/usr/bin:/bin", tools.path().display())));
+    for (argv, expected) in [(vec!["mysh", "-c", "basename \"$0\""], "mysh\n"), (vec!["named-link"], "named-link\n")] {
+        let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
+        let outcome = MontyExecutor::in_process()
+            .execute_command(
+                &argv,
+                &mut ws.vfs,
+                &CallPolicy::balanced_default(None),
+                &ExecutionLimits::default(),
+                &config,
+                &Uninterrupted,
+            )
+            .unwrap_or_else(|error| panic!("{argv:?}: {error:?}"));
+        assert_eq!(String::from_utf8_lossy(&outcome.stdout), expected, "{argv:?}");
+    }
+}
