@@ -682,7 +682,10 @@ fn with_tool_hint(
     if let Some(installation) = found.and_then(|found| failure::installation_outside(&found, &root, &tools)) {
         tools.push(installation);
     }
-    if tools.len() == given {
+    // Never a directory that would grant too much: the root, a top-level
+    // directory (`/etc`, `/root`, `/tmp`), a home, or one holding
+    // credentials (`~/.cargo` holds the registry's token).
+    if tools.len() == given || !tools[given..].iter().all(|tool| safe_to_suggest(tool)) {
         return error;
     }
     match error.downcast::<vsh::VshError>() {
@@ -711,6 +714,28 @@ fn with_tool_hint(
         }
         Err(error) => error,
     }
+}
+
+/// Whether `dir` is a directory vsh may suggest as a `--tool`: at least two
+/// levels deep, not a home directory nor in `/etc`, `/proc`, `/sys`, `/dev`
+/// or `/run`, and holding none of the files tools keep credentials in.
+fn safe_to_suggest(dir: &std::path::Path) -> bool {
+    const CREDENTIALS: [&str; 8] = [
+        "credentials.toml",
+        "credentials",
+        ".credentials.json",
+        ".netrc",
+        ".git-credentials",
+        ".pypirc",
+        ".npmrc",
+        "auth.json",
+    ];
+    let depth = dir.components().count();
+    let a_home = std::env::home_dir().as_deref() == Some(dir) || (dir.starts_with("/home") && depth == 3);
+    depth >= 3
+        && !a_home
+        && !["/etc", "/proc", "/sys", "/dev", "/run"].iter().any(|top| dir.starts_with(top))
+        && !CREDENTIALS.iter().any(|name| dir.join(name).exists())
 }
 
 /// Where `program` is on the `PATH` `path`: the first executable file of
@@ -1669,6 +1694,21 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A suggested --tool never grants the root, a top-level directory, a
+    /// home, or a directory holding credentials.
+    #[test]
+    fn a_tool_is_suggested_only_where_it_grants_no_more_than_an_installation() {
+        let dir = tempfile::tempdir().unwrap();
+        let install = dir.path().join("versions/3.11.7");
+        std::fs::create_dir_all(&install).unwrap();
+        assert!(safe_to_suggest(&install));
+        for wide in ["/", "/etc", "/root", "/tmp", "/home/someone", "/etc/ssl", "/proc/self"] {
+            assert!(!safe_to_suggest(std::path::Path::new(wide)), "{wide}");
+        }
+        std::fs::write(install.join("credentials.toml"), "token").unwrap();
+        assert!(!safe_to_suggest(&install), "a directory holding a registry token");
+    }
 
     /// Every state has the code the help text gives it; a commit under way
     /// or interrupted is an error, never "auto-approved (nothing written)".
