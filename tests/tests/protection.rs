@@ -417,10 +417,25 @@ fn removing_a_hidden_path_answers_the_same_whether_it_is_there_or_not() {
              r.append(type(error).__name__)\nr"
         )
     };
-    for call in ["os.remove(p)", "os.unlink(p)", "Path(p).unlink()", "vsh_remove(p)"] {
+    for call in [
+        "os.remove(p)",
+        "os.unlink(p)",
+        "Path(p).unlink()",
+        "vsh_remove(p)",
+        // Replacing it by a rename: made or replaced by what is hidden.
+        "Path('x.txt').write_text('x')\n        os.replace('x.txt', p)",
+        "Path('y.txt').write_text('y')\n        vsh_move('y.txt', p)",
+    ] {
         let (value, receipt) = attempt(&runtime, &program(call));
         assert_eq!(value, "['PermissionError', 'PermissionError']", "{call}");
         assert_eq!(denied(&receipt), ["config/prod.yml", "config/prod2.yml"], "{call}");
     }
+    // A recursive removal of the directory that holds it: refused, on record.
+    let (value, receipt) = attempt(
+        &runtime,
+        "try:\n    vsh_remove('config', recursive=True)\n    r = 'removed'\nexcept OSError as e:\n    r = type(e).__name__\nr",
+    );
+    assert_eq!(value, "'PermissionError'");
+    assert_eq!(denied(&receipt), ["config"]);
     assert!(dir.path().join("config/prod.yml").exists());
 }

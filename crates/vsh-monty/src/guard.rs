@@ -699,6 +699,14 @@ impl<'a> OsHost<'a> {
         let fault = |error: VfsError| vfs_fault(error, guest);
         let descendants: Vec<VPath> = self.descendants(root, &fault)?.into_iter().map(|(path, _)| path).collect();
         let mut refusal = self.policy.authorize_tree(root.path(), &descendants, AccessKind::Delete).err();
+        // A path a rule hides, though it lets it be deleted, is removed only
+        // by what cannot see it: the walk is refused as its look, so what the
+        // receipt lists never tells what was hidden there.
+        if refusal.is_none() {
+            refusal = descendants
+                .iter()
+                .find_map(|descendant| self.policy.authorize(descendant, AccessKind::MetadataRead).err());
+        }
         if refusal.is_none() {
             // A nested workspace's vsh data directory goes nowhere either.
             for descendant in &descendants {
@@ -747,6 +755,11 @@ impl<'a> OsHost<'a> {
         if source_kind.is_none() {
             return Err(fault(VfsError::NotFound { path: source.path.clone() }));
         }
+        // The destination is looked at first, as any write's is: one a rule
+        // hides is refused there or not, never replaced or made by what is
+        // hidden.
+        self.authorize_look_before(&destination.path, Intent::Access(AccessKind::RenameDestination), source.guest)
+            .map_err(refused)?;
         let destination_exists = self.vfs.exists(landing.path()).map_err(fault)?;
         self.authorize_write(&destination.path, destination_exists, source.guest).map_err(refused)?;
         // A directory replaced whole: refused if it holds only hidden names.
