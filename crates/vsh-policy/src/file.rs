@@ -807,13 +807,17 @@ fn scratch_name(field: &str, value: &toml::Value) -> Result<String, PolicyFileEr
     let plain = components.iter().all(|component| VPath::from_component(component).is_ok());
     // Not vsh's data or a repository's, at any depth, in any case.
     let reserved = components.iter().any(|name| name.eq_ignore_ascii_case(".vsh") || name.eq_ignore_ascii_case(".git"));
-    if !plain || components.len() > MAX_SCRATCH_DEPTH || reserved {
+    // A path, never a pattern: `*` or `**/target` would match nothing and
+    // leave every build output in the diff.
+    let pattern = text.contains(['*', '?', '[', ']']);
+    if !plain || components.len() > MAX_SCRATCH_DEPTH || reserved || pattern {
         return Err(PolicyFileError::InvalidScratch {
             field: field.to_owned(),
             value: shorten(text),
             problem: format!(
                 "a scratch directory is a relative path of at most {MAX_SCRATCH_DEPTH} plain names \
-                 (not in .vsh or .git), or __pycache__"
+                 (not in .vsh or .git, no pattern: each one names one directory, such as \
+                 crates/app/target), or __pycache__"
             ),
         });
     }
@@ -1629,5 +1633,10 @@ writable_roots = ["src", "docs"]
             (0..65).map(|n| format!("\"d{n}\"")).collect::<Vec<_>>().join(", ")
         );
         assert!(matches!(PolicyFile::parse(&too_many), Err(PolicyFileError::InvalidScratch { .. })));
+        // Paths, never patterns: a pattern would match nothing.
+        for pattern in ["*", "**/target", "crates/*/target", "build?", "[ab]"] {
+            let text = format!("version = 1\n[commands]\nscratch = [\"{pattern}\"]\n");
+            assert!(matches!(PolicyFile::parse(&text), Err(PolicyFileError::InvalidScratch { .. })), "{pattern}");
+        }
     }
 }
