@@ -52,7 +52,7 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
     pub(crate) color: ColorWhen,
     /// Print no receipt or confirmation, only errors and warnings (denied
-    /// work, and work left waiting for a reviewer, is one line on stderr;
+    /// work, and work left waiting for a reviewer or a commit, is one line on stderr;
     /// JSON is still printed when --json asks for it; vsh exec --raw prints
     /// the command's own output).
     #[arg(short, long, global = true)]

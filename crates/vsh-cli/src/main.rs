@@ -1399,8 +1399,11 @@ fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(
     } else if let Some(denial) = render::denial_line(receipt) {
         // Quiet prints errors: a denial is the one outcome that is one.
         say!("vsh: {denial}");
-    } else if receipt.state == TransactionState::PendingApproval {
-        // Work waiting for a reviewer must not be lost for want of its id.
+    } else if receipt.state == TransactionState::PendingApproval
+        || (receipt.state == TransactionState::AutoApproved && receipt.changed_paths > 0)
+    {
+        // Work waiting for a reviewer, or for its commit, must not be lost
+        // for want of its id.
         say!("vsh: {}", render::outcome_line(receipt));
     }
     // Things the operator must know even when stdout goes to a program.

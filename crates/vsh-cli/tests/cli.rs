@@ -61,6 +61,11 @@ fn exit_codes_follow_the_table_row_by_row() {
         assert_eq!(code(&preview), Some(0), "{program}: {}", String::from_utf8_lossy(&preview.stderr));
     }
     assert!(!dir.path().join("b.txt").exists());
+    // Quiet keeps a preview that waits for its commit: one line, its id and next step.
+    let quiet = vsh(&["run", "-q", "--workspace", ws, "-"], Some(create));
+    let said = String::from_utf8_lossy(&quiet.stderr);
+    assert!(quiet.stdout.is_empty() && said.lines().count() == 1, "{said}");
+    assert!(said.contains("is auto-approved, 1 changed path; next: vsh commit "), "{said}");
     // With --detailed-exitcode, a preview exits with its state: 3 auto-approved, 4 pending, 5 denied.
     for (program, state) in [(create, 3), (delete, 4), (secret, 5)] {
         let preview = vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(program));

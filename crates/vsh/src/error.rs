@@ -37,7 +37,10 @@ pub enum VshError {
     /// `vsh init` short). Nothing runs under it; recording a policy again
     /// (`vsh init`) replaces it, and a run given a policy of its own is not
     /// stopped by it.
-    #[error("the workspace's recorded policy {0}: record the policy again with `vsh init --force`")]
+    #[error(
+        "the workspace's recorded policy {0}: record your policy again with `vsh init --force --policy FILE` (or \
+         --profile P; without either, the default profile replaces it)"
+    )]
     WorkspacePolicyForged(&'static str),
     /// The store (blobs, transaction records) failed, or refused a step
     /// (an approval that expired, a state that does not allow it): its own
