@@ -125,9 +125,8 @@ pub(crate) fn shown_changes(
         .iter()
         .map(|entry| {
             let mut entry = entry.clone();
-            if let Some(before) = entry.before.as_mut()
-                && before.kind != vsh_types::NodeKind::Directory
-                && calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
+            if before_unreadable(&entry, calls)
+                && let Some(before) = entry.before.as_mut()
             {
                 before.content = None;
                 before.stamp = None;
@@ -140,10 +139,16 @@ pub(crate) fn shown_changes(
 /// Whether `entries` name the before content of a path `calls` protects
 /// from reading (see [`crate::Receipt::diff_withheld`]).
 pub(crate) fn names_unreadable_content(entries: &[vsh_types::DiffEntry], calls: &vsh_policy::CallPolicy) -> bool {
-    entries.iter().any(|entry| {
-        entry.before.is_some_and(|before| before.content.is_some() && before.kind != vsh_types::NodeKind::Directory)
-            && calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
-    })
+    entries
+        .iter()
+        .any(|entry| entry.before.is_some_and(|before| before.content.is_some()) && before_unreadable(entry, calls))
+}
+
+/// Whether `entry` starts from a state whose content (a directory has
+/// none) `calls` protects from reading.
+fn before_unreadable(entry: &vsh_types::DiffEntry, calls: &vsh_policy::CallPolicy) -> bool {
+    entry.before.is_some_and(|before| before.kind != vsh_types::NodeKind::Directory)
+        && calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
 }
 
 fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs, calls: &vsh_policy::CallPolicy) -> VshError {
