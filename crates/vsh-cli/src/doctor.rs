@@ -237,7 +237,47 @@ fn workspace(path: &Path) -> Vec<Check> {
             "the transaction store cannot be read; keep a copy of .vsh/data, then vsh recover --salvage-log",
         )),
     }
+    checks.push(stored_work(&runtime));
     checks
+}
+
+/// Whether the work waiting for a decision or a commit can still be
+/// committed as the store holds it: every artifact loads and binds, every
+/// content a commit reads is there intact.
+fn stored_work(runtime: &vsh::Runtime) -> Check {
+    let faults = match runtime.stored_work_faults() {
+        Ok(faults) => faults,
+        // The pending check above reports an unreadable store.
+        Err(error) => {
+            return Check::not_ok("stored", Status::Fail, render::error_chain(&error), "see the pending check");
+        }
+    };
+    let Some((first, error)) = faults.first() else {
+        return Check::ok("stored", "every waiting transaction's stored work is there, intact");
+    };
+    let detail = if faults.len() == 1 {
+        format!("{} cannot be committed: {}", first.short(), render::error_chain(error))
+    } else {
+        let others: Vec<String> = faults[1..].iter().take(8).map(|(id, _)| id.short()).collect();
+        format!(
+            "{} waiting transactions cannot be committed; {} (the first): {}; also {}{}",
+            faults.len(),
+            first.short(),
+            render::error_chain(error),
+            others.join(", "),
+            if faults.len() > 9 { ", ..." } else { "" }
+        )
+    };
+    Check::not_ok(
+        "stored",
+        Status::Fail,
+        detail,
+        format!(
+            "vsh cannot repair what it stored: reject the work (vsh reject {0}) and make it again (vsh rerun {0} \
+             runs its program again on the workspace as it is now, while its artifact loads)",
+            first.short()
+        ),
+    )
 }
 
 /// Why the workspace at `path` did not open, and what to do about it:
@@ -248,6 +288,12 @@ fn unopened(path: &Path, error: &vsh::VshError) -> Check {
     let advised = crate::failure::advice_for(error);
     let remedy = if let Some(advice) = advised.first() {
         advice.clone()
+    } else if error.category() == vsh::ErrorCategory::Policy {
+        // The error names what happened to the recorded policy; the way out
+        // is to record one again (a data directory's ownership is not it).
+        "record the workspace's policy again: vsh init --force --policy FILE with the policy you mean (or \
+         --profile P; vsh policy show prints the default one to start from)"
+            .to_owned()
     } else if matches!(error, vsh::VshError::AuthorityKeyInWorkspace(_)) {
         // A home directory (or another above vsh's key) made a workspace by
         // mistake: every project below finds it.

@@ -2,7 +2,7 @@
 // Tests and benchmarks build and inspect their fixtures by path.
 #![allow(clippy::disallowed_methods)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn vsh(args: &[&str], stdin: Option<&str>) -> Output {
@@ -1427,24 +1427,55 @@ fn doctor_tells_a_user_who_is_not_root_that_real_commands_need_root() {
     assert!(fuse["remedy"].as_str().unwrap().starts_with("run vsh as root"), "{fuse}");
 }
 
-#[test]
-fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_to_do() {
+/// `vsh doctor --json` on `ws` with the authority key at `key` and nothing
+/// else in the environment.
+fn doctor_with_key(ws: &Path, key: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["doctor", "--json", "--workspace", ws.to_str().unwrap()])
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", key)
+        .output()
+        .unwrap()
+}
+
+/// A directory `ws` in a new temporary directory, and where an authority
+/// key of its own goes there.
+fn keyed_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
     let key = dir.path().join("authority.key");
-    let doctor = |key: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(["doctor", "--json", "--workspace", ws.to_str().unwrap()])
-            .env_clear()
-            .env("VSH_AUTHORITY_KEY", key)
-            .output()
-            .unwrap()
-    };
-    let status = |report: &serde_json::Value, name: &str| {
-        let check = report["checks"].as_array().unwrap().iter().find(|check| check["name"] == name).cloned();
-        check.unwrap_or_else(|| panic!("no {name} check: {report}"))
-    };
+    (dir, ws, key)
+}
+
+/// vsh with `args`, the authority key at `key`, nothing else in the
+/// environment, and `stdin` as its input.
+fn vsh_with_key(args: &[&str], key: &Path, stdin: Option<&str>) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(args)
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The check called `name` in a doctor's report.
+fn check_named(report: &serde_json::Value, name: &str) -> serde_json::Value {
+    let check = report["checks"].as_array().unwrap().iter().find(|check| check["name"] == name).cloned();
+    check.unwrap_or_else(|| panic!("no {name} check: {report}"))
+}
+
+#[test]
+fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_to_do() {
+    let (dir, ws, key) = keyed_workspace();
+    let doctor = |key: &Path| doctor_with_key(&ws, key);
+    let status = check_named;
     // A directory that is not a workspace is reported as such, and not made one.
     let bare = serde_json::from_slice::<serde_json::Value>(&doctor(&key).stdout).unwrap();
     assert_eq!(status(&bare, "workspace")["status"], "info", "{bare}");
@@ -1524,6 +1555,55 @@ fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_t
             || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(),
         "{text}"
     );
+}
+
+/// Two findings of outside probes: after the recorded policy was edited the
+/// doctor advised the data directory's ownership, and it said nothing of
+/// waiting work whose stored content was gone until its commit failed.
+#[test]
+fn doctor_names_waiting_work_it_cannot_commit_and_how_to_record_a_policy_again() {
+    let (_dir, ws, key) = keyed_workspace();
+    let doctor = |key: &Path| doctor_with_key(&ws, key);
+    let init = vsh_with_key(&["init", "--workspace", ws.to_str().unwrap()], &key, None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    let status = check_named;
+    // A recorded policy changed behind vsh's back: the way out is to record
+    // one again, not the data directory's ownership.
+    let recorded = ws.join(".vsh/data/policy.toml");
+    let policy = std::fs::read(&recorded).unwrap();
+    std::fs::write(&recorded, [&policy[..], b"# edited\n"].concat()).unwrap();
+    let found = serde_json::from_slice::<serde_json::Value>(&doctor(&key).stdout).unwrap();
+    let workspace = status(&found, "workspace");
+    assert_eq!(workspace["status"], "fail", "{workspace}");
+    assert!(workspace["remedy"].as_str().unwrap().starts_with("record the workspace's policy again"), "{workspace}");
+    std::fs::write(&recorded, &policy).unwrap();
+    // Waiting work whose stored content is gone cannot be committed: the
+    // doctor names it and says to reject it and make it again.
+    let program = "from pathlib import Path\nPath('big.txt').write_text('x' * 100000)\n";
+    let run = vsh_with_key(&["run", "--json", "--workspace", ws.to_str().unwrap(), "-"], &key, Some(program));
+    let receipt: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(receipt["state"], "auto-approved", "{receipt}");
+    let id = receipt["transaction"].as_str().unwrap()[..12].to_owned();
+    let content = receipt["changes"][0]["after"]["content"].as_str().unwrap().to_owned();
+    let blob = ws.join(".vsh/data/blobs").join(&content[..2]).join(&content[2..]);
+    assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored")["status"], "ok");
+    let bytes = std::fs::read(&blob).unwrap();
+    for damage in [None, Some(b"not the content".to_vec())] {
+        match &damage {
+            None => std::fs::remove_file(&blob).unwrap(),
+            Some(other) => std::fs::write(&blob, other).unwrap(),
+        }
+        let output = doctor(&key);
+        let found = serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap();
+        let stored = status(&found, "stored");
+        assert_eq!(stored["status"], "fail", "{stored}");
+        let detail = stored["detail"].as_str().unwrap();
+        assert!(detail.starts_with(&format!("{id} cannot be committed")) && detail.contains(&content), "{stored}");
+        assert!(stored["remedy"].as_str().unwrap().contains(&format!("vsh reject {id}")), "{stored}");
+        assert_eq!(output.status.code(), Some(1));
+    }
+    std::fs::write(&blob, &bytes).unwrap();
+    assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored")["status"], "ok");
 }
 
 /// The committed schema of the document `json` names in its `schema` field

@@ -306,6 +306,36 @@ impl Records {
         Ok(artifact)
     }
 
+    /// What would stop each transaction still waiting for a decision or a
+    /// commit ([`Records::pending`]) from being committed, as far as the
+    /// store alone can tell: an artifact that no longer loads or binds, or a
+    /// content the commit reads from the blob store that is missing or
+    /// corrupt (re-hashed). Each such transaction with its first fault, in
+    /// the order `pending` lists them; what `vsh doctor` checks.
+    pub(crate) fn stored_work_faults(&self) -> Result<Vec<(TransactionId, VshError)>, VshError> {
+        let mut faults = Vec::new();
+        for record in self.pending()? {
+            if let Err(fault) = self.check_stored(record.id) {
+                faults.push((record.id, fault));
+            }
+        }
+        Ok(faults)
+    }
+
+    /// `Ok` if `transaction`'s artifact loads and binds, and every content
+    /// its commit would read from the blob store is there intact.
+    fn check_stored(&self, transaction: TransactionId) -> Result<(), VshError> {
+        let artifact = self.load_bound(transaction)?;
+        for id in artifact.stored_content_blobs() {
+            match self.blobs.status(id)? {
+                vsh_store::BlobStatus::Intact => {}
+                vsh_store::BlobStatus::Missing => return Err(StoreError::MissingBlob { id }.into()),
+                vsh_store::BlobStatus::Corrupt { path } => return Err(StoreError::CorruptBlob { id, path }.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// The diff a stored transaction's artifact binds (its id re-derived
     /// from its binding by the store), whatever policy made it: what a
     /// commit whose record lost how it ended is settled against.

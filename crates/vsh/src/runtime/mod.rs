@@ -477,6 +477,20 @@ impl Runtime {
         self.records.pending()
     }
 
+    /// Each transaction still waiting for a decision or a commit whose
+    /// stored work could not be committed as it stands, with why: its
+    /// artifact no longer loads or binds, or a content its commit reads from
+    /// the blob store is missing or corrupt (every such blob is re-hashed,
+    /// so this reads all the stored work). What `vsh doctor` checks; such
+    /// work can only be rejected, or made again (`vsh rerun`).
+    ///
+    /// # Errors
+    ///
+    /// When the transaction records cannot be read.
+    pub fn stored_work_faults(&self) -> Result<Vec<(TransactionId, VshError)>, VshError> {
+        self.records.stored_work_faults()
+    }
+
     /// Forget an auto-approved preview without committing it (it becomes
     /// `Rejected`). Returns whether this runtime held it.
     pub fn discard_preview(&self, transaction: TransactionId) -> Result<bool, VshError> {
