@@ -382,6 +382,9 @@ fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a
     // Deleting and overwriting it are allowed; the review shows neither
     // side of what it held.
     for program in ["vsh_remove('config/prod.yml')", "vsh_write('config/prod.yml', 'db_password: new\\n')"] {
+        // Changed just now, so its stamp does not stand for its bytes and the
+        // diff hashes it (the case whose digest must be withheld).
+        put(dir.path(), "config/prod.yml", "db_password: TOPSECRET\n");
         let receipt = runtime.preview(&RunRequest::new(program).with_detail(vsh::ReceiptDetail::Full)).unwrap();
         assert_ne!(receipt.state, TransactionState::Denied, "{program}");
         let review = &receipt.review[0];
@@ -400,6 +403,49 @@ fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a
         }
     }
     assert_eq!(tree(dir.path()), before);
+}
+
+/// An outside probe's oracle: a file protected from reading could be
+/// overwritten with a guess at its bytes, and the right guess made no change
+/// ("0 changed paths", nothing kept), so each run answered "is the secret
+/// X?", from Monty, Bash and real commands alike. Any overwrite is now a
+/// change, and the diff knows the file's before state by its stamp: no
+/// digest of the secret reaches the diff, its digest or the transaction id.
+#[test]
+fn overwriting_a_file_protected_from_reading_with_its_own_bytes_is_still_a_change() {
+    let secret = "db_password=tiger\n";
+    let dir = workspace(&[("config/prod.ini", secret), ("readme", "ok\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"config/prod.ini\"\naccess = [\"content-read\"]\n";
+    let runtime =
+        Runtime::open(config(dir.path()).with_policy_text(policy).with_commands().with_bash(vsh::BashConfig::new()))
+            .unwrap();
+    // Past the clock's tick since the files were written: stamps stand for bytes.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let mut requests = Vec::new();
+    for guess in ["db_password=lion\\n", "db_password=tiger\\n"] {
+        requests.push(("monty", vsh::Language::Monty, format!("vsh_write('config/prod.ini', '{guess}')")));
+        requests.push(("bash", vsh::Language::Bash, format!("printf '{guess}' > config/prod.ini")));
+        if vsh_integration_tests::candidates_available() {
+            let argv = format!("[\"/bin/sh\", \"-c\", \"printf '{guess}' > config/prod.ini\"]");
+            requests.push(("command", vsh::Language::Command, argv));
+        }
+    }
+    let mut outcomes = Vec::new();
+    for (who, language, code) in &requests {
+        let request = RunRequest::new(code).with_language(*language).with_detail(vsh::ReceiptDetail::Changes);
+        let receipt = runtime.preview(&request).unwrap_or_else(|error| panic!("{who}: {error:?}"));
+        assert_eq!(receipt.state, TransactionState::AutoApproved, "{who}");
+        assert_eq!(receipt.changes.len(), 1, "{who} {code}: every guess changes the file: {:?}", receipt.changes);
+        let change = &receipt.changes[0];
+        assert_eq!((change.path.as_str(), change.kind), ("config/prod.ini", vsh::DiffKind::Modify), "{who}");
+        assert!(!receipt.diff_withheld, "{who}: no digest of the secret to withhold");
+        outcomes.push((receipt.changes.len(), change.kind, change.before.map(|before| before.size)));
+    }
+    assert!(outcomes.windows(2).all(|pair| pair[0] == pair[1]), "the right guess looks like a wrong one: {outcomes:?}");
+    // The right guess commits as any change, and the file holds its bytes.
+    let right = runtime.preview(&RunRequest::new("vsh_write('config/prod.ini', 'db_password=tiger\\n')")).unwrap();
+    assert_eq!(runtime.commit(right.transaction, 0).unwrap().state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("config/prod.ini")).unwrap(), secret);
 }
 
 /// A path a rule hides from every read, though the rule lets it be

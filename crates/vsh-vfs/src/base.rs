@@ -100,36 +100,42 @@ pub(crate) struct Base {
     /// Directory entries left out of listings so far (names no guest can spell).
     pub(crate) unlisted: u64,
     /// The names a listing's recorded names digest leaves out: those the
-    /// policy hides from programs (see [`HiddenNames`]).
-    pub(crate) hidden: Option<HiddenNames>,
+    /// policy hides from programs (see [`PathRule`]).
+    pub(crate) hidden: Option<PathRule>,
+    /// The files whose bytes a program may not read: a diff knows their
+    /// before states by stamp, never by digest (see
+    /// [`crate::VirtualFs::with_unreadable_contents`]).
+    pub(crate) unreadable: Option<PathRule>,
     /// The wall clock when this base was opened, nanoseconds since the Unix
     /// epoch (0 if the clock reads earlier): no observation of the base is
     /// older, so it bounds from below the time every stamp was taken.
     pub(crate) opened_at_ns: i128,
 }
 
-/// The names a program never sees in a listing (the ones its policy hides):
-/// a listing's names digest leaves them out (see
-/// [`crate::VirtualFs::with_hidden_names`]); the commit's revalidation must
-/// leave out the same ones.
+/// A rule over paths that the policy makes and the image applies: the
+/// names a program never sees in a listing (the ones its policy hides; a
+/// listing's names digest leaves them out, see
+/// [`crate::VirtualFs::with_hidden_names`], and the commit's revalidation
+/// must leave out the same ones), or the files whose bytes a program may not
+/// read (see [`crate::VirtualFs::with_unreadable_contents`]).
 #[derive(Clone)]
-pub struct HiddenNames(std::sync::Arc<dyn Fn(&VPath) -> bool + Send + Sync>);
+pub struct PathRule(std::sync::Arc<dyn Fn(&VPath) -> bool + Send + Sync>);
 
-impl HiddenNames {
-    /// The names `hides` says are hidden.
-    pub fn new(hides: impl Fn(&VPath) -> bool + Send + Sync + 'static) -> Self {
-        Self(std::sync::Arc::new(hides))
+impl PathRule {
+    /// The paths `holds` says the rule holds for.
+    pub fn new(holds: impl Fn(&VPath) -> bool + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(holds))
     }
 
-    /// Whether `path` is hidden.
-    pub fn hides(&self, path: &VPath) -> bool {
+    /// Whether the rule holds for `path`.
+    pub fn holds(&self, path: &VPath) -> bool {
         (self.0)(path)
     }
 }
 
-impl std::fmt::Debug for HiddenNames {
+impl std::fmt::Debug for PathRule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HiddenNames")
+        f.write_str("PathRule")
     }
 }
 
@@ -193,6 +199,7 @@ impl Base {
             listed_kinds: PathMap::default(),
             unlisted: 0,
             hidden: None,
+            unreadable: None,
             opened_at_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |since| i128::try_from(since.as_nanos()).unwrap_or(0)),
@@ -605,7 +612,7 @@ impl Base {
             Some(hidden) => names_digest(
                 names
                     .iter()
-                    .filter(|name| path.child(name).is_ok_and(|child| !hidden.hides(&child)))
+                    .filter(|name| path.child(name).is_ok_and(|child| !hidden.holds(&child)))
                     .map(String::as_str),
             ),
             None => names_digest(names.iter().map(String::as_str)),

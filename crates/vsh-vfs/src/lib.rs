@@ -29,7 +29,7 @@ use std::sync::Arc;
 use vsh_host::CapDir;
 use vsh_types::{BlobId, CanonicalDiff, DiffEntry, NodeKind, NodeState, SnapshotId, VPath};
 
-pub use base::{HiddenNames, SnapshotLimits};
+pub use base::{PathRule, SnapshotLimits};
 pub use error::VfsError;
 pub use review::{
     FileReview, NoHunks, READ_PER_SHOWN, ReviewLimits, Side, hides_text, live_content_if_unchanged, review_entries,
@@ -242,13 +242,28 @@ impl VirtualFs {
         Self { base: Base::new(dir, excluded, limits), overlay: OverlayMap::default(), effects: Vec::new(), renames: 0 }
     }
 
-    /// Leave the names `hidden` hides out of every listing's recorded names
-    /// digest (the names a program never sees: the policy's hidden paths), so
-    /// a hidden name made or removed under a listed directory is no conflict.
-    /// The commit's revalidation must leave out the same names.
+    /// Leave the names `hidden` holds for out of every listing's recorded
+    /// names digest (the names a program never sees: the policy's hidden
+    /// paths), so a hidden name made or removed under a listed directory is
+    /// no conflict. The commit's revalidation must leave out the same names.
     #[must_use]
-    pub fn with_hidden_names(mut self, hidden: HiddenNames) -> Self {
+    pub fn with_hidden_names(mut self, hidden: PathRule) -> Self {
         self.base.hidden = Some(hidden);
+        self
+    }
+
+    /// Know the before state of each base file `unreadable` holds for (a
+    /// file whose bytes the policy never lets a program read) by its stamp
+    /// in a diff, as a file deleted unread is, never by its digest: a
+    /// program that overwrote such a file with a guess at its bytes then
+    /// changes it whether or not the guess was right (an identical file was
+    /// no change, so the diff answered "is the secret X?"), and no digest
+    /// of the bytes reaches the diff, its digest or the transaction id. A
+    /// stamp taken moments after the file last changed is not settled: then
+    /// the file is hashed, as any other.
+    #[must_use]
+    pub fn with_unreadable_contents(mut self, unreadable: PathRule) -> Self {
+        self.base.unreadable = Some(unreadable);
         self
     }
 
@@ -1062,8 +1077,10 @@ impl VirtualFs {
         let mut entries = Vec::new();
         for (path, after) in afters {
             // A file that ends absent is not read to be deleted: unread, it
-            // is known by its stamp (BRIEF §3).
-            let before = if after.is_none() { self.base_state_for_delete(&path)? } else { self.base_state(&path)? };
+            // is known by its stamp (BRIEF §3). Nor is a file a program may
+            // not read read to be changed.
+            let unread = after.is_none() || self.base.unreadable.as_ref().is_some_and(|rule| rule.holds(&path));
+            let before = if unread { self.base_state_unread(&path)? } else { self.base_state(&path)? };
             if let Some(entry) = DiffEntry::between(path, before, after) {
                 entries.push(entry);
             }
@@ -1119,9 +1136,9 @@ impl VirtualFs {
         self.base.state(path)
     }
 
-    /// [`Self::base_state`] of a path the diff deletes (see
-    /// `Base::state_for_delete`).
-    fn base_state_for_delete(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+    /// [`Self::base_state`] of a path the diff deletes, or changes while a
+    /// program may not read it (see `Base::state_for_delete`).
+    fn base_state_unread(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
         if !self.base_reachable(path)? {
             return Ok(None);
         }

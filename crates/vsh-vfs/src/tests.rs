@@ -588,6 +588,53 @@ fn a_file_deleted_unread_is_known_by_its_stamp_and_not_read() {
     assert!(!reopened.base_holds(&p("gone.txt"), gone.as_ref()).unwrap());
 }
 
+/// An outside probe's oracle: a file whose bytes a program may not read
+/// could still be overwritten, and an overwrite with its very bytes made an
+/// empty diff, so each run answered "is the secret X?".
+#[test]
+fn a_file_a_program_may_not_read_is_changed_by_any_overwrite_and_known_by_its_stamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "config/prod.ini", b"db_password=tiger\n");
+    write(root, "plain.txt", b"same\n");
+    let unreadable = crate::PathRule::new(|path: &VPath| path.as_str() == "config/prod.ini");
+    let diff_after = |guess: &[u8], aged: bool| {
+        let mut vfs = vfs_over(root).with_unreadable_contents(unreadable.clone());
+        if aged {
+            age(&mut vfs);
+        } else {
+            fresh(&mut vfs);
+        }
+        vfs.write(&p("config/prod.ini"), Arc::from(guess)).unwrap();
+        vfs.write(&p("plain.txt"), Arc::from(&b"same\n"[..])).unwrap();
+        let diff = vfs.canonical_diff().unwrap();
+        let hashed = vfs.read_set().entries.get(&p("config/prod.ini")).and_then(|dependency| dependency.content);
+        (diff, hashed)
+    };
+    let stamp = disk_stamp(root, &p("config/prod.ini"));
+    let mut befores = Vec::new();
+    for guess in [&b"db_password=tiger\n"[..], b"db_password=lion\n"] {
+        let (diff, hashed) = diff_after(guess, true);
+        assert_eq!(hashed, None, "the protected file was not read to make the diff");
+        // An ordinary file written back unchanged is no change; the protected
+        // one is changed whether or not the guess was right.
+        assert_eq!(diff.len(), 1, "{diff:?}");
+        let entry = &diff.entries()[0];
+        assert_eq!((entry.path.as_str(), entry.kind), ("config/prod.ini", DiffKind::Modify));
+        let before = entry.before.unwrap();
+        assert_eq!((before.content, before.stamp), (None, stamp), "no digest of the secret");
+        assert_eq!(before.check(), Ok(()));
+        assert_eq!(entry.after, Some(NodeState::file_with(guess, 0o644)));
+        befores.push(before);
+    }
+    assert_eq!(befores[0], befores[1], "the before state is the same whatever the guess");
+    // Changed moments before the image was opened, its stamp does not stand
+    // for its bytes: it is hashed, as any file.
+    let (fresh_diff, _) = diff_after(b"db_password=lion\n", false);
+    let before = fresh_diff.entries()[0].before.unwrap();
+    assert_eq!(before, NodeState::file_with(b"db_password=tiger\n", 0o644 & !umask()));
+}
+
 #[test]
 fn a_file_moved_away_is_known_by_its_digest_and_the_diff_is_the_same_every_time() {
     // Found by the replay proptest: `a/x` renamed to `a/y` (its mode changed
@@ -800,7 +847,7 @@ fn a_listings_names_digest_leaves_out_the_hidden_names() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a.txt", b"a");
     write(dir.path(), ".env", b"S=1");
-    let hidden = crate::HiddenNames::new(|path: &VPath| path.file_name() == Some(".env"));
+    let hidden = crate::PathRule::new(|path: &VPath| path.file_name() == Some(".env"));
     let mut vfs = vfs_over(dir.path()).with_hidden_names(hidden);
     assert_eq!(vfs.read_dir(&VPath::root()).unwrap(), vec![".env".to_owned(), "a.txt".to_owned()]);
     let names = vfs.read_set().entries.get(&VPath::root()).and_then(|dependency| dependency.names);

@@ -148,7 +148,12 @@ pub(crate) fn names_unreadable_content(entries: &[vsh_types::DiffEntry], calls: 
 /// none) `calls` protects from reading.
 fn before_unreadable(entry: &vsh_types::DiffEntry, calls: &vsh_policy::CallPolicy) -> bool {
     entry.before.is_some_and(|before| before.kind != vsh_types::NodeKind::Directory)
-        && calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
+        && content_unreadable(&entry.path, calls)
+}
+
+/// Whether `calls` refuses a program reading the bytes at `path`.
+fn content_unreadable(path: &VPath, calls: &vsh_policy::CallPolicy) -> bool {
+    calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err()
 }
 
 fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs, calls: &vsh_policy::CallPolicy) -> VshError {
@@ -302,7 +307,10 @@ pub(crate) struct Runs {
     /// workspace's (whether or not the policy's text could be recorded).
     own_policy: bool,
     /// The names the policy hides from programs (see [`Runs::fresh_image`]).
-    hidden_names: vsh_vfs::HiddenNames,
+    hidden_names: vsh_vfs::PathRule,
+    /// The files whose bytes the policy never lets a program read (see
+    /// [`Runs::fresh_image`]).
+    unreadable: vsh_vfs::PathRule,
 }
 
 impl Runs {
@@ -318,7 +326,9 @@ impl Runs {
         let mut hook_encoding = Vec::new();
         canon::put_option(&mut hook_encoding, hook);
         let calls = policy.calls().clone();
-        let hidden_names = vsh_vfs::HiddenNames::new(move |path| calls.is_hidden(path));
+        let hidden_names = vsh_vfs::PathRule::new(move |path| calls.is_hidden(path));
+        let calls = policy.calls().clone();
+        let unreadable = vsh_vfs::PathRule::new(move |path| content_unreadable(path, &calls));
         Self {
             workspace,
             excluded,
@@ -342,6 +352,7 @@ impl Runs {
             env_key: vsh_types::AuthorityKey::unauthenticated().mac_key(ENV_KEY_DOMAIN),
             own_policy: false,
             hidden_names,
+            unreadable,
         }
     }
 
@@ -417,10 +428,13 @@ impl Runs {
 
     /// A new image of the workspace, with nothing observed yet; the names
     /// the policy hides from programs are left out of its listings' names
-    /// digests, as the commit engine (given the same rules) leaves them out.
+    /// digests, as the commit engine (given the same rules) leaves them out;
+    /// a file whose bytes the policy never lets a program read enters a diff
+    /// by its stamp, never its digest (an identical overwrite is a change).
     pub(crate) fn fresh_image(&self) -> VirtualFs {
         VirtualFs::new(Arc::clone(&self.workspace), self.excluded.clone(), self.snapshot_limits)
             .with_hidden_names(self.hidden_names.clone())
+            .with_unreadable_contents(self.unreadable.clone())
     }
 
     /// The profile a failing Bash program or command in `language` ran
