@@ -2244,7 +2244,7 @@ fn exec_never_shows_a_secret_and_a_failing_command_commits_nothing() {
     assert!(receipt["execution"]["hidden_looks"].as_u64().unwrap() >= 2, "{receipt}");
     let warnings = receipt["warnings"].as_array().unwrap();
     assert!(
-        warnings.iter().any(|w| w.as_str().unwrap().contains("paths the policy hides (.env, .env.local)")),
+        warnings.iter().any(|w| w.as_str().unwrap().contains("paths hidden from it (.env, .env.local;")),
         "{receipt}"
     );
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "x\n");

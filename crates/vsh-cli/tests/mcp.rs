@@ -675,8 +675,7 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     // One that failed for want of a hidden file says so, naming it.
     let hidden = call(&client, "vsh_run", json!({"code": ["cat", ".env.test"], "language": "command"})).await;
     assert!(
-        hidden.is_error
-            && hidden.text.contains("note: the program looked 1 time at paths the policy hides (.env.test)"),
+        hidden.is_error && hidden.text.contains("note: the program looked 1 time at paths hidden from it (.env.test;"),
         "{}",
         hidden.text
     );

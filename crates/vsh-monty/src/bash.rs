@@ -117,7 +117,7 @@ impl OsHost<'_> {
             FsRequest::Stat { path, follow } => {
                 let target = self.target(&path, "")?;
                 let grant = self.look(&target.path, target.guest)?;
-                let last = if follow { self.follow(grant, target.guest)? } else { grant };
+                let last = if follow { self.follow_look(grant, target.guest)? } else { grant };
                 let metadata = self.metadata(&last).map_err(|error| vfs_fault(error, target.guest))?;
                 Ok(FsReply::Meta(meta_of(&metadata)))
             }

@@ -284,17 +284,80 @@ impl<'a> OsHost<'a> {
         match self.refusal(path, AccessKind::MetadataRead, guest)? {
             None => Ok(Grant::new(path.clone())),
             Some(denied) if matches!(denied.label, vsh_policy::RuleLabel::Secret | vsh_policy::RuleLabel::Custom) => {
-                let stats = &mut self.meter.stats;
-                stats.hidden_looks += 1;
-                if stats.hidden_paths.len() < crate::limits::MAX_HIDDEN_PATHS && !stats.hidden_paths.contains(path) {
-                    stats.hidden_paths.push(path.clone());
-                }
-                Err(Fault::Guest(oserror::os_error(EACCES, guest)))
+                Err(self.looked_in_vain(path, guest))
             }
             Some(denied) => {
                 self.record_denial(denied)?;
                 Err(Fault::Guest(oserror::os_error(EACCES, guest)))
             }
+        }
+    }
+
+    /// Count a look at `path` answered as unreadable without a denial
+    /// ([`crate::ExecutionStats::hidden_looks`]), and the answer: `EACCES`.
+    fn looked_in_vain(&mut self, path: &VPath, guest: &str) -> Fault {
+        self.count_look(path);
+        Fault::Guest(oserror::os_error(EACCES, guest))
+    }
+
+    fn count_look(&mut self, path: &VPath) {
+        let stats = &mut self.meter.stats;
+        stats.hidden_looks += 1;
+        if stats.hidden_paths.len() < crate::limits::MAX_HIDDEN_PATHS && !stats.hidden_paths.contains(path) {
+            stats.hidden_paths.push(path.clone());
+        }
+    }
+
+    /// A look's refusal `fault` (an [`OsHost::look`], a follow of a symlink
+    /// for one): a symlink in the workspace that leads out of it is answered
+    /// as unreadable and counted as a look, no denial, as a hidden path is
+    /// (`is_file()` of every entry, a walk that stats what it meets: a
+    /// project's `.venv/bin/python -> /usr/bin/python3` is no attempt at
+    /// anything, and the answer is the same whatever lies outside); any
+    /// other refusal is a denial, recorded. Other faults pass unchanged.
+    pub(crate) fn settle_look(&mut self, fault: Fault) -> Result<Fault, Fault> {
+        match fault {
+            // A path the program named outside the workspace (refused at the
+            // root) stays a denial: that is an attempt, not a walk that met a link.
+            Fault::Refused(refused)
+                if refused.1.label == vsh_policy::RuleLabel::OutsideWorkspace && !refused.1.path.is_root() =>
+            {
+                let (error, denied) = *refused;
+                self.count_look(&denied.path);
+                Ok(Fault::Guest(error))
+            }
+            Fault::Refused(refused) => {
+                let (error, denied) = *refused;
+                self.record_denial(denied)?;
+                Ok(Fault::Guest(error))
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// [`OsHost::follow`] for a look (`exists()`, `is_file()`, `stat`): each
+    /// hop is a look ([`OsHost::look`]), and a hop out of the workspace is
+    /// answered as unreadable and counted, no denial ([`OsHost::settle_look`]).
+    pub(crate) fn follow_look(
+        &mut self,
+        grant: Grant<MetadataRead>,
+        guest: &str,
+    ) -> Result<Grant<MetadataRead>, Fault> {
+        let mut current = grant;
+        let mut hops = 0;
+        loop {
+            if self.kind(&current).map_err(|error| vfs_fault(error, guest))? != Some(NodeKind::Symlink) {
+                return Ok(current);
+            }
+            hops += 1;
+            if hops > MAX_SYMLINK_HOPS {
+                return Err(Fault::Guest(oserror::os_error(ELOOP, guest)));
+            }
+            let link_target = self.vfs.read_link(current.path()).map_err(|error| vfs_fault(error, guest))?;
+            let Some(next) = path::link_destination(current.path(), &link_target) else {
+                return Err(self.looked_in_vain(&current.path, guest));
+            };
+            current = self.look(&next, guest)?;
         }
     }
 

@@ -240,22 +240,14 @@ impl OsHost<'_> {
     /// that is missing, unreachable, refused or malformed. Budgets and terminal
     /// VFS errors still end the run; a refusal is still recorded.
     fn predicate(&mut self, guest: &str, predicate: Predicate) -> Result<MontyObject, Fault> {
-        match self.probe(guest, predicate) {
-            Ok(answer) => Ok(MontyObject::Bool(answer)),
-            Err(Fault::Guest(_)) => Ok(MontyObject::Bool(false)),
-            Err(Fault::Refused(refused)) => {
-                self.record_denial(refused.1)?;
-                Ok(MontyObject::Bool(false))
-            }
-            Err(Fault::ThroughSymlink { at, guest }) => match self.through_symlink(at, &guest) {
-                Fault::Refused(refused) => {
-                    self.record_denial(refused.1)?;
-                    Ok(MontyObject::Bool(false))
-                }
-                Fault::Guest(_) => Ok(MontyObject::Bool(false)),
-                fatal => Err(fatal),
-            },
-            Err(fatal) => Err(fatal),
+        let fault = match self.probe(guest, predicate) {
+            Ok(answer) => return Ok(MontyObject::Bool(answer)),
+            Err(Fault::ThroughSymlink { at, guest }) => self.through_symlink(at, &guest),
+            Err(fault) => fault,
+        };
+        match self.settle_look(fault)? {
+            Fault::Guest(_) => Ok(MontyObject::Bool(false)),
+            fatal => Err(fatal),
         }
     }
 
@@ -264,7 +256,7 @@ impl OsHost<'_> {
         let grant = self.look(&target.path, guest)?;
         let last = match predicate {
             Predicate::IsSymlink => grant,
-            Predicate::Exists | Predicate::IsFile | Predicate::IsDir => self.follow(grant, guest)?,
+            Predicate::Exists | Predicate::IsFile | Predicate::IsDir => self.follow_look(grant, guest)?,
         };
         let kind = self.kind(&last).map_err(|error| vfs_fault(error, guest))?;
         Ok(match predicate {
@@ -286,7 +278,7 @@ impl OsHost<'_> {
 
     fn stat(&mut self, target: &Target<'_>) -> Result<MontyObject, Fault> {
         let grant = self.look(&target.path, target.guest)?;
-        let last = self.follow(grant, target.guest)?;
+        let last = self.follow_look(grant, target.guest)?;
         let metadata = self.metadata(&last).map_err(|error| vfs_fault(error, target.guest))?;
         let permissions = i64::from(metadata.mode & vsh_types::MODE_MASK);
         Ok(match metadata.kind {

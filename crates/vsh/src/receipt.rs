@@ -223,8 +223,10 @@ pub enum Warning {
     },
     /// The program looked at paths the policy hides (`exists()`, `stat`, a
     /// command's lookup of a name: a dotenv loader's `.env`, git's tracked
-    /// files): each was answered as unreadable, whether it is there or not,
-    /// and none is a denial (reading or changing one is).
+    /// files), or followed a symlink out of the workspace to look
+    /// (`is_file()` of a `.venv/bin/python -> /usr/bin/python3`): each was
+    /// answered as unreadable, whether it is there or not, and none is a
+    /// denial (reading or changing one is).
     HiddenLooks {
         /// How many looks, each repeat counted.
         looks: u64,
@@ -285,9 +287,10 @@ impl std::fmt::Display for Warning {
                 let named: Vec<&str> = paths.iter().map(vsh_types::VPath::as_str).collect();
                 write!(
                     f,
-                    "the program looked {looks} time{} at paths the policy hides ({}{}): each was answered as \
-                     unreadable, there or not, and is no denial; a program or test that needs one fails where it \
-                     reads it (vsh policy show lists the rules)",
+                    "the program looked {looks} time{} at paths hidden from it ({}{}; the policy hides them, or a \
+                     symlink there leads out of the workspace): each was answered as unreadable, there or not, and \
+                     is no denial; a program or test that needs one fails where it reads it (vsh policy show lists \
+                     the rules)",
                     if *looks == 1 { "" } else { "s" },
                     named.join(", "),
                     if *looks > paths.len() as u64 && paths.len() >= vsh_monty::MAX_HIDDEN_PATHS {

@@ -503,3 +503,19 @@ fn an_interrupt_ends_a_bash_run_that_computes_or_calls_the_host() {
         }
     }
 }
+
+/// A Bash test of a symlink that leads out of the workspace (`[ -f
+/// outlink ]`, a `.venv/bin/python -> /usr/bin/python3`) is a look like
+/// Monty's `is_file()`: answered as unreadable, counted, no denial.
+#[test]
+fn a_bash_test_through_a_symlink_out_of_the_workspace_is_no_denial() {
+    for mode in MODES {
+        let mut ws = Workspace::with(&files()).in_mode(mode);
+        std::os::unix::fs::symlink("/etc/passwd", ws.root().join("outlink")).unwrap();
+        let outcome =
+            ws.bash("if [ -f outlink ]; then echo file; else echo no; fi; [ -e outlink ] || echo gone").unwrap();
+        assert_eq!(text(&outcome.stdout), "no\ngone\n", "{mode:?}");
+        assert!(outcome.denied.is_empty(), "{mode:?}: {:?}", outcome.denied);
+        assert!(outcome.stats.hidden_looks >= 1, "{mode:?}: {:?}", outcome.stats);
+    }
+}

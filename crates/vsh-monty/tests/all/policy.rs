@@ -117,6 +117,41 @@ fn probing_a_protected_path_answers_false_and_is_counted_but_no_denial() {
     assert_eq!(outside.stats.hidden_looks, 0);
 }
 
+/// An outside probe walked a project whose symlinks lead out of it
+/// (`outlink -> /etc/passwd`, `uplink -> ../..`, as a `.venv/bin/python ->
+/// /usr/bin/python3` does) with `is_file()`: the answer was `False`, yet the
+/// whole run was denied, with nothing raised for the program to notice.
+/// Such a look is answered as unreadable and counted, no denial; reading
+/// through the link still is one.
+#[test]
+fn a_look_through_a_symlink_that_leads_out_of_the_workspace_is_no_denial() {
+    let mut ws = Workspace::with(&[("a.txt", b"a"), (".env", b"S=1")]);
+    for (link, target) in [("outlink", "/etc/passwd"), ("uplink", "../.."), ("envlink", ".env")] {
+        std::os::unix::fs::symlink(target, ws.root().join(link)).unwrap();
+    }
+    let outcome = ws.outcome(
+        "from pathlib import Path\nimport os\n\
+         files = sorted(p.name for p in Path('/workspace').iterdir() if p.is_file())\n\
+         there = [Path(n).exists() for n in ['outlink', 'uplink', 'envlink']]\n\
+         stats = []\n\
+         for n in ['outlink', 'envlink']:\n    try:\n        os.stat(n)\n        stats.append('stat')\n    \
+         except PermissionError:\n        stats.append('EACCES')\n\
+         (files, there, stats, Path('outlink').is_symlink())",
+    );
+    assert_eq!(
+        outcome.value.py_repr(),
+        "(['a.txt'], [False, False, False], ['EACCES', 'EACCES'], True)",
+        "unreadable, there or not"
+    );
+    assert!(outcome.denied.is_empty(), "a look is no denial: {:?}", outcome.denied);
+    assert_eq!(outcome.stats.denied_accesses, 0);
+    assert_eq!(outcome.stats.hidden_looks, 8, "each look counted: {:?}", outcome.stats.hidden_paths);
+    // Reading through the link is still refused and denied.
+    let read = ws
+        .outcome("from pathlib import Path\ntry:\n    Path('outlink').read_text()\nexcept PermissionError:\n    pass");
+    assert_eq!(read.denied.len(), 1, "{:?}", read.denied);
+}
+
 #[test]
 fn git_metadata_is_readable_but_never_changed() {
     let mut ws = Workspace::with(&[(".git/config", b"[core]\n")]);

@@ -385,7 +385,8 @@ pub struct ExecutionDocument {
     /// Accesses the policy refused, each retry counted (`denied` names each
     /// distinct refusal once).
     pub denied_accesses: u64,
-    /// Looks at paths the policy hides (`exists()`, `stat`, a command's
+    /// Looks at paths hidden from the program (the policy hides them, or a
+    /// symlink there leads out of the workspace: `exists()`, `stat`, a command's
     /// lookup of a name), answered as unreadable and not denials; 0 in a
     /// receipt rebuilt from a stored transaction, whose evidence does not
     /// keep them.
