@@ -343,22 +343,12 @@ impl<'a> OsHost<'a> {
         grant: Grant<MetadataRead>,
         guest: &str,
     ) -> Result<Grant<MetadataRead>, Fault> {
-        let mut current = grant;
-        let mut hops = 0;
-        loop {
-            if self.kind(&current).map_err(|error| vfs_fault(error, guest))? != Some(NodeKind::Symlink) {
-                return Ok(current);
-            }
-            hops += 1;
-            if hops > MAX_SYMLINK_HOPS {
-                return Err(Fault::Guest(oserror::os_error(ELOOP, guest)));
-            }
-            let link_target = self.vfs.read_link(current.path()).map_err(|error| vfs_fault(error, guest))?;
-            let Some(next) = path::link_destination(current.path(), &link_target) else {
-                return Err(self.looked_in_vain(&current.path, guest));
-            };
-            current = self.look(&next, guest)?;
-        }
+        self.follow_by(
+            grant,
+            guest,
+            |host, next| host.look(next, guest),
+            |host, link, _| host.looked_in_vain(link, guest),
+        )
     }
 
     /// [`OsHost::authorize`] for a write to `path`: `Modify` if something is
@@ -515,6 +505,29 @@ impl<'a> OsHost<'a> {
     /// its last component (see the `host` module's documentation): access `A`
     /// is authorized for every hop, and a hop out of the workspace is refused.
     pub(crate) fn follow<A: Access>(&mut self, grant: Grant<A>, guest: &str) -> Result<Grant<A>, Fault> {
+        self.follow_by(
+            grant,
+            guest,
+            |host, next| host.authorize::<A>(next, guest),
+            |_, link, target| {
+                let attempt = format!("{guest} -> {}", String::from_utf8_lossy(target));
+                let denied = DeniedAccess::outside(&attempt, link.clone(), A::KIND);
+                Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied)))
+            },
+        )
+    }
+
+    /// Follow a symlink in `grant`'s last component, at most
+    /// [`MAX_SYMLINK_HOPS`] hops: each hop to a path of the workspace granted
+    /// (or refused) by `hop`, a hop out of it (the link, its target) answered
+    /// by `out`.
+    fn follow_by<A>(
+        &mut self,
+        grant: Grant<A>,
+        guest: &str,
+        mut hop: impl FnMut(&mut Self, &VPath) -> Result<Grant<A>, Fault>,
+        out: impl FnOnce(&mut Self, &VPath, &[u8]) -> Fault,
+    ) -> Result<Grant<A>, Fault> {
         let mut current = grant;
         let mut hops = 0;
         loop {
@@ -527,11 +540,9 @@ impl<'a> OsHost<'a> {
             }
             let link_target = self.vfs.read_link(current.path()).map_err(|error| vfs_fault(error, guest))?;
             let Some(next) = path::link_destination(current.path(), &link_target) else {
-                let attempt = format!("{guest} -> {}", String::from_utf8_lossy(&link_target));
-                let denied = DeniedAccess::outside(&attempt, current.path, A::KIND);
-                return Err(Fault::Refused(Box::new((oserror::os_error(EACCES, guest), denied))));
+                return Err(out(self, current.path(), &link_target));
             };
-            current = self.authorize::<A>(&next, guest)?;
+            current = hop(self, &next)?;
         }
     }
 
