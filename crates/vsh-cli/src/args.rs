@@ -15,13 +15,17 @@ use vsh::{PolicyProfile, RunMode};
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0   the command did what it was asked: a preview was made (whatever its
-      decision), a commit landed (or had already), a review was shown
+      decision: a denied or pending preview exits 0, its receipt says which;
+      --detailed-exitcode exits with it), a commit landed (or had already),
+      a review was shown
   1   error
   2   usage error
-  4   not committed: the transaction awaits approval
-  5   not committed: policy denied the transaction, or refused the program
-      an access it did not catch (a Bash program or command: one that then
-      failed); either way the denied work is kept on record (vsh log)
+  4   not committed (a commit was asked for: vsh commit, --mode auto): the
+      transaction awaits approval
+  5   not committed: policy denied the transaction a commit was asked for,
+      or refused the program an access it did not catch (even in a preview;
+      a Bash program or command: one that then failed); either way the
+      denied work is kept on record (vsh log)
   6   not committed: the workspace changed under it (stale; the conflicting
       paths are listed)
   75  gave up waiting for another vsh process (--lock-timeout)
