@@ -40,12 +40,29 @@ pub(crate) fn with_remedies(runtime: &vsh::Runtime, error: VshError) -> Box<dyn 
     if remedies.is_empty() { Box::new(error) } else { Box::new(Failure { source: error, remedies, hint: None }) }
 }
 
-/// Attach the next command to run when `error` is a stale commit of
-/// `transaction`: run its program again.
-pub(crate) fn with_rerun_hint(transaction: vsh::TransactionId, error: VshError) -> Box<dyn std::error::Error> {
+/// Attach the next command to run when `error` is a commit or approval of
+/// `transaction` that did not happen: run its program again when it can
+/// never be committed now (stale, expired, made under a policy since
+/// replaced), approve it first when it waits for that.
+pub(crate) fn with_rerun_hint(
+    runtime: &vsh::Runtime,
+    transaction: vsh::TransactionId,
+    error: VshError,
+) -> Box<dyn std::error::Error> {
     use vsh::TransactionState as S;
     let short = transaction.short();
+    let mut remedies = Vec::new();
     let hint = match &error {
+        // Made under a policy since replaced: approve would refuse it.
+        VshError::NotCommittable { state: S::PendingApproval, .. }
+            if runtime.decided_under_another_policy(transaction) =>
+        {
+            remedies.push(
+                "the workspace's policy changed since it was made, so approve refuses it: run its program again"
+                    .to_owned(),
+            );
+            Some(format!("vsh rerun {short}"))
+        }
         // Work that can never be committed now: its program can run again.
         VshError::Commit(CommitError::Stale { .. })
         | VshError::Store(
@@ -63,7 +80,7 @@ pub(crate) fn with_rerun_hint(transaction: vsh::TransactionId, error: VshError) 
         _ => None,
     };
     match hint {
-        Some(hint) => Box::new(Failure { source: error, remedies: Vec::new(), hint: Some(hint) }),
+        Some(hint) => Box::new(Failure { source: error, remedies, hint: Some(hint) }),
         None => Box::new(error),
     }
 }
@@ -261,6 +278,10 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             }
             if let Some((denied, _)) = other.refused_run() {
                 write_denials(&mut text, denied, remedies);
+            } else {
+                for remedy in remedies {
+                    let _ = writeln!(text, "vsh: {remedy}");
+                }
             }
             for advice in advice_for(other) {
                 let _ = writeln!(text, "vsh: {advice}");

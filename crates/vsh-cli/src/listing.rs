@@ -25,7 +25,11 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
         .map(|record| {
             let receipt = runtime.show(record.id).ok().flatten();
             let stored = runtime.stored_program(record.id).ok().flatten();
-            render::PendingRow::new(record, receipt, stored.as_ref())
+            let waits_for_approval = record.state == vsh::TransactionState::PendingApproval;
+            let id = record.id;
+            let mut row = render::PendingRow::new(record, receipt, stored.as_ref());
+            row.policy_changed = waits_for_approval && runtime.decided_under_another_policy(id);
+            row
         })
         .collect()
 }

@@ -1389,13 +1389,27 @@ pub(crate) fn shown_receipt(mut receipt: vsh::Receipt, hunks: bool) -> vsh::Rece
 }
 
 fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(), Box<dyn std::error::Error>> {
+    print_receipt_next(receipt, json, output, None)
+}
+
+/// [`print_receipt`], its text saying `next` is what to do next when given.
+fn print_receipt_next(
+    receipt: &vsh::Receipt,
+    json: bool,
+    output: Output,
+    next: Option<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
     if json {
         let mut document = vsh::document::ReceiptDocument::from(receipt);
         // A run's review is made within the default limits.
         document.warnings.extend(show::left_out(receipt, false));
         println!("{}", serde_json::to_string_pretty(&document)?);
     } else if !output.quiet {
-        anstream::print!("{}", render::receipt_text(receipt));
+        let text = match next {
+            Some(next) => render::receipt_text_next(receipt, Some(next)),
+            None => render::receipt_text(receipt),
+        };
+        anstream::print!("{text}");
     } else if let Some(denial) = render::denial_line(receipt) {
         // Quiet prints errors: a denial is the one outcome that is one.
         say!("vsh: {denial}");
@@ -1440,7 +1454,7 @@ fn commit_command(
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
             print_settled_again(runtime, &record, json, output, now, "committed", "nothing was written again")
         }
-        Err(error) => Err(failure::with_rerun_hint(id, error)),
+        Err(error) => Err(failure::with_rerun_hint(runtime, id, error)),
     }
 }
 
@@ -1492,7 +1506,7 @@ fn approve_command(
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
             return print_settled_again(runtime, &record, json, output, now, "committed", "nothing to approve");
         }
-        Err(error) => return Err(failure::with_rerun_hint(id, error)),
+        Err(error) => return Err(failure::with_rerun_hint(runtime, id, error)),
     };
     if json {
         print_record(runtime, &record)?;

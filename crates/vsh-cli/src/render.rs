@@ -98,6 +98,9 @@ pub(crate) struct PendingRow {
     pub(crate) label: String,
     /// A real command's argv, for the JSON rows.
     pub(crate) command: Option<Vec<String>>,
+    /// Made under a policy since replaced: approve refuses it, only a
+    /// rerun makes it again (`policy-changed` among the flags).
+    pub(crate) policy_changed: bool,
 }
 
 impl PendingRow {
@@ -123,7 +126,7 @@ impl PendingRow {
             _ => shown(&intent, false).into_owned(),
         };
         let command = stored.and_then(vsh::StoredProgram::command_argv);
-        Self { record, receipt, intent, label, command }
+        Self { record, receipt, intent, label, command, policy_changed: false }
     }
 }
 
@@ -163,7 +166,11 @@ pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
     for row in rows {
         let when = relative(row.record.created_ms, now);
         let paths = row.receipt.as_ref().map_or_else(|| "-".to_owned(), |receipt| receipt.changed_paths.to_string());
-        let flags = risk_flags(row.receipt.as_ref()).join(",");
+        let mut flags = risk_flags(row.receipt.as_ref());
+        if row.policy_changed {
+            flags.insert(0, "policy-changed".to_owned());
+        }
+        let flags = flags.join(",");
         let _ = writeln!(
             out,
             "{:<12}  {when:<12}  {:<16}  {paths:>5}  {}  {}",
@@ -689,6 +696,12 @@ fn next_step(receipt: &Receipt) -> Option<String> {
 const MAX_LISTED_CHANGES: usize = 50;
 
 pub(crate) fn receipt_text(receipt: &Receipt) -> String {
+    receipt_text_next(receipt, next_step(receipt))
+}
+
+/// [`receipt_text`] with `next` as what to do next (a review that knows
+/// more than the receipt: the policy changed since it was made).
+pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "transaction  {}", receipt.transaction);
     let _ = writeln!(out, "snapshot     {}", receipt.base_snapshot);
@@ -708,7 +721,7 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
         }
         RuntimeDecision::AutoApproved => {}
     }
-    if let Some(next) = next_step(receipt) {
+    if let Some(next) = next {
         let _ = writeln!(out, "  next       {next}");
     }
     if let RuntimeDecision::PendingApproval(vsh::RiskManifest { metrics, .. })

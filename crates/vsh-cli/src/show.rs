@@ -2,7 +2,7 @@
 
 use vsh::{Runtime, TransactionId};
 
-use crate::{Asked, EXIT_ERROR, EXIT_OK, Output, exit_code, print_receipt, render, state_exit_code};
+use crate::{Asked, EXIT_ERROR, EXIT_OK, Output, exit_code, print_receipt_next, render, state_exit_code};
 
 /// The digest of the policy that decided `receipt`, when its decision names it.
 fn decided_under(receipt: &vsh::Receipt) -> Option<vsh::lower::vsh_types::PolicyDigest> {
@@ -101,7 +101,10 @@ pub(crate) fn show(
         println!("{}", serde_json::to_string_pretty(&document)?);
         return Ok(exit_code(&receipt, Asked::Review, output.detailed));
     }
-    print_receipt(&receipt, json, output)?;
+    // Work made under a policy since replaced can only be made again.
+    let rerun = (receipt.state == vsh::TransactionState::PendingApproval && runtime.decided_under_another_policy(id))
+        .then(|| format!("vsh rerun {} (the policy changed since it was made: approve refuses it)", id.short()));
+    print_receipt_next(&receipt, json, output, rerun)?;
     if !output.quiet {
         if let Some(record) = runtime.transaction(id)? {
             anstream::print!("{}", render::record_text(&record, now));

@@ -991,11 +991,30 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("made under a different policy"), "{stderr}");
     assert!(stderr.contains(&format!("vsh rerun {}", &id[..12])), "{stderr}");
+    // Every other way to it says the same, never to approve it (ux49 M4):
+    // a commit's next step, the review's, and the pending list's flags.
+    let commit = vsh(&["commit", &id[..8], "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&commit.stderr);
+    assert_eq!(commit.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("policy changed since it was made"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("next: `vsh rerun {}`", &id[..12])) && !stderr.contains("vsh approve"),
+        "{stderr}"
+    );
+    let shown = vsh(&["show", &id[..8], "--workspace", ws], None);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains(&format!("  next       vsh rerun {}", &id[..12])), "{text}");
+    let pending = vsh(&["pending", "--workspace", ws], None);
+    let table = String::from_utf8_lossy(&pending.stdout);
+    assert!(table.lines().any(|row| row.starts_with(&id[..12]) && row.contains("policy-changed")), "{table}");
     // Rerun: the same program and intent, a new transaction, under strict.
     let rerun = vsh(&["--detailed-exitcode", "rerun", &id[..8], "--workspace", ws], None);
     assert_eq!(rerun.status.code(), Some(4), "{}", String::from_utf8_lossy(&rerun.stderr));
     let new_id = id_of(&rerun);
     assert_ne!(new_id, id);
+    let pending = vsh(&["pending", "--workspace", ws], None);
+    let table = String::from_utf8_lossy(&pending.stdout);
+    assert!(!table.lines().any(|row| row.starts_with(&new_id[..12]) && row.contains("policy-changed")), "{table}");
     assert_eq!(vsh(&["approve", &new_id[..8], "--workspace", ws], None).status.code(), Some(0));
     assert_eq!(vsh(&["commit", &new_id[..8], "--workspace", ws], None).status.code(), Some(0));
     assert!(!dir.path().join("old.txt").exists());

@@ -599,6 +599,15 @@ impl Runtime {
         self.records.run_policy(&artifact)
     }
 
+    /// Whether approving or committing `transaction` would be refused
+    /// because its stored work was decided under another policy than this
+    /// runtime's ([`VshError::PolicyChanged`]): only `rerun` makes such work
+    /// again. `false` for work not stored, or refused for another reason.
+    pub fn decided_under_another_policy(&self, transaction: TransactionId) -> bool {
+        self.records.get(transaction).ok().flatten().is_some_and(|record| record.artifact.is_some())
+            && matches!(self.records.load_verified(transaction), Err(VshError::PolicyChanged(_)))
+    }
+
     /// A transaction's artifact, from this process's previews or the store,
     /// its program and policy checked against its binding; `None` when only
     /// its record is stored.
