@@ -163,44 +163,61 @@ fn missing_program_advice(program: &str) -> String {
     advice
 }
 
-/// The installation a command's `program` (a path) leads to when it lies
-/// outside what commands may read (the system directories, the workspace
-/// `root`, the `tools`): where a symlink to it points (a virtualenv's
-/// `python`), or where the interpreter its `#!` line names does, taken up
-/// to the directory holding its `bin/` (a pyenv or uv installation, with
-/// its `lib/`). `None` when it stays inside, or cannot be looked at.
-pub(crate) fn installation_outside(
+/// The installations a command's `program` leads to that lie outside what
+/// commands may read (the system directories, the workspace `root`, the
+/// `tools`): its own, where it or a symlink to it lies (a virtualenv's
+/// `pytest`, a virtualenv's `python` linking to a pyenv installation), and
+/// for a script the one of the interpreter its `#!` line names; each taken
+/// up to the directory holding its `bin/` (a virtualenv with its
+/// `pyvenv.cfg`, a pyenv or uv installation with its `lib/`). Empty when
+/// all stays inside, or cannot be looked at.
+pub(crate) fn installations_outside(
     program: &std::path::Path,
     root: &std::path::Path,
     tools: &[std::path::PathBuf],
-) -> Option<std::path::PathBuf> {
+) -> Vec<std::path::PathBuf> {
     use std::io::Read as _;
     const SYSTEM: [&str; 5] = ["/usr", "/bin", "/sbin", "/lib", "/lib64"];
-    let root = std::fs::canonicalize(root).ok()?;
-    let path = if program.is_absolute() { program.to_path_buf() } else { std::env::current_dir().ok()?.join(program) };
-    let mut target = std::fs::canonicalize(&path).ok()?;
-    // A script: the interpreter on its `#!` line decides.
+    let Ok(root) = std::fs::canonicalize(root) else { return Vec::new() };
+    let path = if program.is_absolute() {
+        program.to_path_buf()
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => cwd.join(program),
+            Err(_) => return Vec::new(),
+        }
+    };
+    let Ok(own) = std::fs::canonicalize(&path) else { return Vec::new() };
+    let mut targets = vec![path.clone(), own.clone()];
+    // A script: the interpreter on its `#!` line too.
     let mut head = [0_u8; 256];
-    let read = std::fs::File::open(&target).and_then(|mut file| file.read(&mut head)).unwrap_or(0);
+    let read = std::fs::File::open(&own).and_then(|mut file| file.read(&mut head)).unwrap_or(0);
     if let Some(line) = head[..read].strip_prefix(b"#!") {
         let line = String::from_utf8_lossy(line.split(|byte| *byte == b'\n').next().unwrap_or_default()).into_owned();
         if let Some(interpreter) = line.split_whitespace().next().and_then(|first| std::fs::canonicalize(first).ok()) {
-            target = interpreter;
+            targets.push(interpreter);
         }
     }
-    let inside = |dir: &std::path::Path| target.starts_with(dir);
-    if inside(&root)
-        || SYSTEM.iter().any(|dir| inside(std::path::Path::new(dir)))
-        || tools.iter().any(|tool| inside(tool))
-    {
-        return None;
+    let mut found: Vec<std::path::PathBuf> = Vec::new();
+    for target in targets {
+        let inside = |dir: &std::path::Path| target.starts_with(dir);
+        if inside(&root)
+            || SYSTEM.iter().any(|dir| inside(std::path::Path::new(dir)))
+            || tools.iter().chain(&found).any(|tool| inside(tool))
+        {
+            continue;
+        }
+        let installation = target
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.file_name().is_some_and(|name| name == "bin"))
+            .and_then(std::path::Path::parent)
+            .or_else(|| target.parent());
+        if let Some(installation) = installation.filter(|dir| dir.parent().is_some()) {
+            found.push(installation.to_path_buf());
+        }
     }
-    let installation = target
-        .ancestors()
-        .find(|dir| dir.file_name().is_some_and(|name| name == "bin"))
-        .and_then(std::path::Path::parent)
-        .or_else(|| target.parent())?;
-    (installation.parent().is_some()).then(|| installation.to_path_buf())
+    found
 }
 
 /// What to print on stderr beyond the error chain: conflicting paths, the

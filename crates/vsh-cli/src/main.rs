@@ -665,7 +665,7 @@ fn with_tool_hint(
         if let Some(dir) =
             found.as_ref().and_then(|found| found.parent()).and_then(|dir| std::fs::canonicalize(dir).ok())
         {
-            let rest = command_path.clone().unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
+            let rest = command_path.as_deref().unwrap_or("/usr/local/bin:/usr/bin:/bin");
             path_env = Some(format!("PATH={}:{rest}", dir.display()));
             // A `bin` is an installation's: the whole of it (a virtualenv's
             // `pyvenv.cfg` lies beside its `bin`).
@@ -679,8 +679,17 @@ fn with_tool_hint(
         }
         found
     };
-    if let Some(installation) = found.and_then(|found| failure::installation_outside(&found, &root, &tools)) {
-        tools.push(installation);
+    let rest = command_path.clone().unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
+    if let Some(sysroot) = found.as_deref().and_then(|found| rustup_toolchain(found, &root)) {
+        // A rustup proxy (`~/.cargo/bin/cargo`) needs rustup's own state
+        // and `~/.cargo` holds the registry's token: the toolchain it would
+        // run is what the command needs, first on its PATH.
+        tools.truncate(given);
+        path_env = Some(format!("PATH={}/bin:{rest}", sysroot.display()));
+        tools.push(sysroot);
+    } else if let Some(found) = found {
+        let outside = failure::installations_outside(&found, &root, &tools);
+        tools.extend(outside);
     }
     // Never a directory that would grant too much: the root, a top-level
     // directory (`/etc`, `/root`, `/tmp`), a home, or one holding
@@ -710,10 +719,50 @@ fn with_tool_hint(
             again.push("--".to_owned());
             again.extend(argv.iter().cloned());
             let hint = shlex::try_join(again.iter().map(String::as_str)).ok();
-            Box::new(failure::Failure { source: *source, remedies: Vec::new(), hint })
+            let why = format!(
+                "{} could not start: it, or what it runs (its #! interpreter, where its links lead), lies outside \
+                 what commands can read (the workspace, the system directories, each --tool)",
+                render::shown(program, true)
+            );
+            Box::new(failure::Failure { source: *source, remedies: vec![why], hint })
         }
         Err(error) => error,
     }
+}
+
+/// The toolchain a rustup proxy runs in `root` (`found` is such a proxy:
+/// the same file as the `rustup` beside it, as rustup installs them):
+/// `rustc --print sysroot` asked there through the proxy beside it (so a
+/// `rust-toolchain.toml` counts), installing nothing, within 10 s. `None`
+/// for any other program, or when the answer is not a directory.
+fn rustup_toolchain(found: &std::path::Path, root: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = found.parent()?;
+    let (proxy, rustup) = (std::fs::metadata(found).ok()?, std::fs::metadata(dir.join("rustup")).ok()?);
+    if (proxy.dev(), proxy.ino()) != (rustup.dev(), rustup.ino()) {
+        return None;
+    }
+    let mut child = std::process::Command::new(dir.join("rustc"))
+        .args(["--print", "sysroot"])
+        .current_dir(root)
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let started = std::time::Instant::now();
+    while child.try_wait().ok()?.is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().ok()?;
+    let sysroot = std::path::PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
+    (output.status.success() && sysroot.is_absolute() && sysroot.is_dir()).then_some(sysroot)
 }
 
 /// Whether `dir` is a directory vsh may suggest as a `--tool`: at least two

@@ -3887,4 +3887,55 @@ fn a_program_installed_outside_the_workspace_gets_a_next_step_that_runs_it() {
     let ran = run(&next[1..]);
     assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
     assert!(String::from_utf8_lossy(&ran.stdout).contains("| greeted"), "{}", String::from_utf8_lossy(&ran.stdout));
+    // Named by its path, the script's own installation is given too, not
+    // only its interpreter's (ux49 M2: a venv's pytest outside the workspace).
+    let failed = run(&["exec".to_owned(), "--".to_owned(), greet.display().to_string()]);
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("lies outside what commands can read"), "{failed:?}");
+    let next = next_step_of(&failed);
+    let tools: Vec<&str> = next.windows(2).filter(|pair| pair[0] == "--tool").map(|pair| pair[1].as_str()).collect();
+    assert!(tools.len() == 2 && tools[0].ends_with("/venv") && tools[1].ends_with("/inst"), "{next:?}");
+    let ran = run(&next[1..]);
+    assert!(String::from_utf8_lossy(&ran.stdout).contains("| greeted"), "{}", String::from_utf8_lossy(&ran.stderr));
+    // A link into another installation (a venv's `python`): both, since
+    // the link's own (the venv's `pyvenv.cfg`) decides what it runs with.
+    let python = venv.join("bin/python3").display().to_string();
+    let next = next_step_of(&run(&["exec".to_owned(), "--".to_owned(), python, "-c".to_owned(), "echo".to_owned()]));
+    let tools: Vec<&str> = next.windows(2).filter(|pair| pair[0] == "--tool").map(|pair| pair[1].as_str()).collect();
+    assert!(tools.len() == 2 && tools[0].ends_with("/venv") && tools[1].ends_with("/inst"), "{next:?}");
+    // A rustup proxy (`~/.cargo/bin/cargo`, the same file as `rustup`) is
+    // given as the toolchain it would run, never `~/.cargo` (ux49 M1).
+    let (home, toolchain) = (outside.path().join("cargo-home/bin"), outside.path().join("toolchain"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(toolchain.join("bin")).unwrap();
+    let script = |path: &Path, text: &str| {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script(&home.join("rustup"), "#!/bin/sh\necho proxied\n");
+    std::fs::hard_link(home.join("rustup"), home.join("cargo")).unwrap();
+    script(&home.join("rustc"), &format!("#!/bin/sh\necho {}\n", toolchain.display()));
+    script(&toolchain.join("bin/cargo"), "#!/bin/sh\necho built by the toolchain\n");
+    let run = |args: &[String]| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", home.display()))
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let next = next_step_of(&run(&["exec".to_owned(), "--".to_owned(), "cargo".to_owned()]));
+    let tools: Vec<&str> = next.windows(2).filter(|pair| pair[0] == "--tool").map(|pair| pair[1].as_str()).collect();
+    assert_eq!(tools, [toolchain.to_str().unwrap()], "{next:?}");
+    assert!(next.contains(&format!("PATH={}/bin:/usr/local/bin:/usr/bin:/bin", toolchain.display())), "{next:?}");
+    let ran = run(&next[1..]);
+    assert!(String::from_utf8_lossy(&ran.stdout).contains("| built by the toolchain"), "{ran:?}");
+}
+
+/// The command line of a failed run's `next:` step, split as a shell would.
+fn next_step_of(failed: &Output) -> Vec<String> {
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    let next = stderr.lines().find_map(|line| line.strip_prefix("vsh: next: `")).unwrap_or_else(|| panic!("{stderr}"));
+    shlex::split(next.trim_end_matches('`')).unwrap()
 }
