@@ -537,3 +537,43 @@ fn a_receipt_carries_the_changes_and_the_hunks_only_when_asked() {
     assert_eq!(full.changes, changes.changes);
     assert_eq!(full.review.len(), 1, "{:?}", full.review);
 }
+
+/// A new user built a nested crate (`crates/core`) and found its whole
+/// `target/` in the diff, with no word of why (ux49 M10): a build's output
+/// or a tool's cache that is not a scratch directory is named in a warning,
+/// with how to make it one; a directory of that name that is no build's
+/// output (no `Cargo.toml` beside it) is not.
+#[test]
+fn a_build_output_directory_in_the_diff_is_named_with_how_to_make_it_scratch() {
+    let dir = workspace(&[("crates/core/Cargo.toml", "[package]\n"), ("web/package.json", "{}\n")]);
+    let runtime = runtime(&dir);
+    let program = "from pathlib import Path\n\
+                   for p in ['crates/core/target/debug/a', 'crates/core/target/debug/b', 'web/node_modules/x/i.js',\n\
+                             'src/target/plain.txt', 'lib/.mypy_cache/m.json', 'notes.txt']:\n\
+                   \x20   Path(p).parent.mkdir(parents=True, exist_ok=True)\n\
+                   \x20   Path(p).write_text('x')";
+    let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
+    let named: Vec<(String, u64)> = receipt
+        .warnings
+        .iter()
+        .find_map(|warning| match warning {
+            vsh::Warning::BuildOutput { dirs } => {
+                Some(dirs.iter().map(|(dir, paths)| (dir.as_str().to_owned(), *paths)).collect())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{:?}", receipt.warnings));
+    // Each directory with the new paths under it, itself and `debug/` included.
+    assert_eq!(
+        named,
+        [("crates/core/target".to_owned(), 4), ("lib/.mypy_cache".to_owned(), 2), ("web/node_modules".to_owned(), 3)]
+    );
+    let text = receipt.warnings.iter().map(ToString::to_string).collect::<String>();
+    assert!(text.contains(r#"scratch = ["crates/core/target", "lib/.mypy_cache", "web/node_modules", ...]"#), "{text}");
+    // Nothing of the kind: no warning.
+    let other =
+        "from pathlib import Path\nPath('src/target').mkdir(parents=True)\nPath('src/target/o.txt').write_text('x')";
+    let plain = runtime.preview(&RunRequest::new(other)).unwrap();
+    assert_eq!(plain.changed_paths, 3);
+    assert!(!plain.warnings.iter().any(|warning| matches!(warning, vsh::Warning::BuildOutput { .. })));
+}

@@ -233,6 +233,15 @@ pub enum Warning {
         /// The first paths looked at, as the program named them.
         paths: Vec<vsh_types::VPath>,
     },
+    /// New paths under directories that look like a build's output or a
+    /// tool's cache (a `target/` beside a `Cargo.toml`, a `node_modules/`
+    /// beside a `package.json`, `.mypy_cache/` and the like) that are not
+    /// scratch directories, so they are in the diff: a nested crate's
+    /// `crates/core/target` is scratch only when the policy names it.
+    BuildOutput {
+        /// Each such directory, with how many new paths the diff has under it.
+        dirs: Vec<(vsh_types::VPath, u64)>,
+    },
     /// The scratch directories (build outputs kept between runs: `target/`
     /// and the like) were emptied before this run's commands, so they built
     /// from nothing: what was there had been built from work never
@@ -267,6 +276,22 @@ impl std::fmt::Display for Warning {
                      they held was built from work never committed ({}), which the workspace does not hold; builds \
                      stay incremental from one committed change to the next",
                     named.join(", ")
+                )
+            }
+            Self::BuildOutput { dirs } => {
+                let named: Vec<String> = dirs
+                    .iter()
+                    .map(|(dir, paths)| format!("{dir} ({paths} new path{})", if *paths == 1 { "" } else { "s" }))
+                    .collect();
+                let scratch: Vec<String> = dirs.iter().map(|(dir, _)| format!("{:?}", dir.as_str())).collect();
+                write!(
+                    f,
+                    "{} looks like build output or a cache, and is in the diff: to keep it between runs and out of \
+                     every diff, name it among the scratch directories, `scratch = [{}, ...]` under [commands] in \
+                     the policy (the list replaces the defaults: vsh policy show prints them), then vsh init --force \
+                     --policy FILE",
+                    named.join(", "),
+                    scratch.join(", ")
                 )
             }
             Self::ResultsCut { lists } => write!(

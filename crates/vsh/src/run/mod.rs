@@ -109,6 +109,50 @@ fn worth_saying(name: &str) -> bool {
     !matches!(name, "__pycache__" | ".pytest_cache")
 }
 
+/// Directories that hold a build's output or a tool's cache: the name, and
+/// the file its parent holds when it is one (`None`: the name alone says).
+const BUILD_OUTPUT: [(&str, Option<&str>); 8] = [
+    ("target", Some("Cargo.toml")),
+    ("node_modules", Some("package.json")),
+    (".mypy_cache", None),
+    (".ruff_cache", None),
+    (".tox", None),
+    (".nox", None),
+    (".next", Some("package.json")),
+    (".gradle", None),
+];
+
+/// The most directories a [`crate::Warning::BuildOutput`] names.
+const MAX_BUILD_OUTPUT_DIRS: usize = 8;
+
+/// The directories of [`BUILD_OUTPUT`] that `diff` creates paths under
+/// (the topmost one on each path), with how many: scratch directories are
+/// never in a diff, so these are not ones.
+fn build_output(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Vec<(VPath, u64)> {
+    let mut found: Vec<(VPath, u64)> = Vec::new();
+    for entry in diff.entries().iter().filter(|entry| entry.kind == vsh_types::DiffKind::Create) {
+        let Some(dir) = entry.path.ancestors().into_iter().chain([entry.path.clone()]).find(|dir| {
+            let Some(name) = dir.file_name() else { return false };
+            BUILD_OUTPUT.iter().any(|(build, marker)| {
+                *build == name
+                    && marker.is_none_or(|marker| {
+                        dir.parent()
+                            .and_then(|parent| parent.child(marker).ok())
+                            .is_some_and(|marker| vfs.kind(&marker).ok().flatten() == Some(vsh_types::NodeKind::File))
+                    })
+            })
+        }) else {
+            continue;
+        };
+        if let Some((_, count)) = found.iter_mut().find(|(known, _)| *known == dir) {
+            *count += 1;
+        } else if found.len() < MAX_BUILD_OUTPUT_DIRS {
+            found.push((dir, 1));
+        }
+    }
+    found
+}
+
 /// A Bash script's or a command's failure as the facade's error: a
 /// cancellation, or a terminal failure with what it changed so far (for
 /// diagnosis only).
@@ -585,6 +629,11 @@ impl Runs {
         }
         if !outcome.scratch_emptied.is_empty() {
             warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
+        }
+        // After the binding: what it looks at here is no dependency.
+        let built = build_output(vfs, &diff);
+        if !built.is_empty() {
+            warnings.push(crate::Warning::BuildOutput { dirs: built });
         }
         timings.bind_and_store = elapsed_ns(stage_start);
 
