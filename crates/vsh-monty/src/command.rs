@@ -143,6 +143,64 @@ pub const COMMAND_USER: (u32, u32) = (65_533, 65_533);
 /// (`PYTHONPYCACHEPREFIX`), never beside the sources.
 pub const PYCACHE_SCRATCH: &str = "__pycache__";
 
+/// What a command without a network gets in its environment besides what it
+/// is given (which wins): package managers that would retry a fetch for a
+/// minute and more fail it at once.
+const OFFLINE_ENV: [(&str, &str); 2] = [("npm_config_fetch_retries", "0"), ("PIP_RETRIES", "0")];
+
+/// What a command without a network finds in `/etc/hosts`: the loopback
+/// names only (the host's may name machines of its network).
+const OFFLINE_HOSTS: &str = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+
+/// `mount` and `env` for a command without a network. No resolver can be
+/// reached: a name is looked up in files only, and a lookup fails at once
+/// ("not known") instead of waiting on a resolver as a temporary failure;
+/// and package managers that retry a failed fetch for a minute and more
+/// (npm 70 s) are told not to, unless `env` says otherwise.
+fn offline(mount: FuseMount, env: &mut Vec<(String, String)>) -> FuseMount {
+    for (key, value) in OFFLINE_ENV {
+        if !env.iter().any(|(known, _)| known == key) {
+            env.push(((*key).to_owned(), (*value).to_owned()));
+        }
+    }
+    mount
+        .with_etc_file("nsswitch.conf", offline_nsswitch(&read_etc("nsswitch.conf")))
+        .with_etc_file("hosts", OFFLINE_HOSTS)
+}
+
+/// The host's `/etc/<name>`, or nothing (at most 64 KiB).
+fn read_etc(name: &str) -> String {
+    use std::io::Read as _;
+    let mut text = String::new();
+    // The host's configuration, read by the parent: no path of the workspace.
+    #[expect(clippy::disallowed_methods, reason = "a system file of the host, not the workspace")]
+    let file = std::fs::File::open(Path::new("/etc").join(name));
+    if let Ok(file) = file {
+        let _ = file.take(64 << 10).read_to_string(&mut text);
+    }
+    text
+}
+
+/// `nsswitch` (the host's `nsswitch.conf`) with host names looked up in
+/// files only: its `hosts:` line replaced (or added).
+fn offline_nsswitch(nsswitch: &str) -> String {
+    let mut out = String::new();
+    let mut hosts = false;
+    for line in nsswitch.lines() {
+        if line.trim_start().starts_with("hosts:") {
+            hosts = true;
+            out.push_str("hosts: files\n");
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !hosts {
+        out.push_str("hosts: files\n");
+    }
+    out
+}
+
 /// The name of build tools' output directory (`target`): a scratch
 /// directory of that name is bound only where the directory beside it holds
 /// one of [`BUILD_MANIFESTS`], so a project of another kind keeps its own
@@ -756,6 +814,9 @@ impl Dispatcher<'_> {
             mount = mount.with_tool_dir(tool);
         }
         let mut env = call.env.to_vec();
+        if config.network == vsh_sandbox::NetworkAccess::None {
+            mount = offline(mount, &mut env);
+        }
         let mut mount_points = Vec::new();
         let mut scratch_dirs = Vec::new();
         for (inside, dir) in &config.scratch {

@@ -121,6 +121,8 @@ pub struct FuseMount {
     tmp_files: Vec<(String, Vec<u8>)>,
     /// The size of the child's private `/dev/shm`, if it gets one.
     shm_bytes: Option<u64>,
+    /// Files shown at `/etc/<name>` instead of the host's: `(name, bytes)`.
+    etc_files: Vec<(String, Vec<u8>)>,
     /// The user namespace every scratch directory is idmapped through, and
     /// the storage uid and gid it maps.
     idmap: Option<(Arc<OwnedFd>, (u32, u32))>,
@@ -168,6 +170,7 @@ impl FuseMount {
             tmp_scratch: Vec::new(),
             tmp_files: Vec::new(),
             shm_bytes: None,
+            etc_files: Vec::new(),
             idmap: None,
         };
         Ok((mount, waiter))
@@ -238,6 +241,19 @@ impl FuseMount {
     #[must_use]
     pub fn with_tmp_file(mut self, name: &str, bytes: impl Into<Vec<u8>>) -> Self {
         self.tmp_files.push((name.to_owned(), bytes.into()));
+        self
+    }
+
+    /// Show the child `bytes` at `/etc/<name>` (one plain name) instead of
+    /// the host's file there, readable, never writable: a file of a small
+    /// tmpfs mounted over the host's, in the child's namespace only. Nothing
+    /// is shown where the host has no regular file of that name. For a
+    /// configuration that must differ in a sandbox (a command without a
+    /// network resolves host names from files only, so a lookup fails at
+    /// once instead of waiting on a resolver it cannot reach).
+    #[must_use]
+    pub fn with_etc_file(mut self, name: &str, bytes: impl Into<Vec<u8>>) -> Self {
+        self.etc_files.push((name.to_owned(), bytes.into()));
         self
     }
 
@@ -329,6 +345,8 @@ pub(crate) enum Grant {
     Write,
     /// Read, write and execute (the candidate, a scratch directory).
     WriteExecute,
+    /// Read one file (a file shown in `/etc`).
+    ReadFile,
 }
 
 fn c_path(path: &Path) -> Result<CString, ToolError> {
@@ -367,7 +385,39 @@ fn private_covers(mount: &FuseMount) -> Result<(Vec<(OwnedFd, CString)>, Vec<Pat
         covers.push((tmpfs(bytes, "1777", "private /dev/shm (tmpfs)", false)?, c_path(Path::new(SHM))?));
         paths.push(PathBuf::from(SHM));
     }
+    covers.extend(etc_covers(&mount.etc_files)?);
     Ok((covers, paths))
+}
+
+/// The most bytes of the files shown in `/etc` ([`FuseMount::with_etc_file`]).
+const ETC_FILES_BYTES: u64 = 1 << 20;
+
+/// Each of `files` as a detached mount of one file, with the path in `/etc`
+/// it covers; those the host has no regular file for are left out.
+fn etc_covers(files: &[(String, Vec<u8>)]) -> Result<Vec<(OwnedFd, CString)>, ToolError> {
+    use rustix::mount::OpenTreeFlags;
+    let shown: Vec<&(String, Vec<u8>)> = files
+        .iter()
+        .filter(|(name, _)| std::fs::symlink_metadata(Path::new("/etc").join(name)).is_ok_and(|meta| meta.is_file()))
+        .collect();
+    if shown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total: u64 = shown.iter().map(|(_, bytes)| bytes.len() as u64).sum();
+    if total > ETC_FILES_BYTES {
+        return Err(ToolError::InvalidPolicy { reason: format!("the files shown in /etc hold {total} bytes") });
+    }
+    let holder = tmpfs(ETC_FILES_BYTES, "0755", "files shown in /etc (tmpfs)", false)?;
+    let mut covers = Vec::new();
+    for (name, bytes) in shown {
+        tmp_file(&holder, name, bytes)?;
+        let flags =
+            OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_SYMLINK_NOFOLLOW;
+        let file = rustix::mount::open_tree(&holder, name.as_str(), flags)
+            .map_err(|errno| ToolError::Setup { stage: "a file shown in /etc", source: errno.into() })?;
+        covers.push((file, c_path(&Path::new("/etc").join(name))?));
+    }
+    Ok(covers)
 }
 
 /// The private `/tmp` of `bytes`, if the child gets one, holding `files`.
@@ -573,6 +623,9 @@ impl PreparedMount {
         let mut grants = vec![(self.candidate.as_fd(), Grant::WriteExecute)];
         for (private, _) in self.covers.iter().filter(|(_, path)| [c"/tmp", SHM_C].contains(&path.as_c_str())) {
             grants.push((private.as_fd(), Grant::Write));
+        }
+        for (file, _) in self.covers.iter().filter(|(_, path)| path.to_bytes().starts_with(b"/etc/")) {
+            grants.push((file.as_fd(), Grant::ReadFile));
         }
         grants.extend(self.tools.iter().map(|(tool, _)| (tool.as_fd(), Grant::ReadExecute)));
         grants.extend(self.scratch.iter().map(|(dir, _)| (dir.as_fd(), Grant::WriteExecute)));

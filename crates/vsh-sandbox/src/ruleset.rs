@@ -115,6 +115,7 @@ pub(crate) fn build(
             Grant::ReadExecute => exec,
             Grant::Write => write,
             Grant::WriteExecute => write | AccessFs::Execute,
+            Grant::ReadFile => BitFlags::from(AccessFs::ReadFile),
         };
         created = created.add_rule(PathBeneath::new(*dir, access & handled)).map_err(landlock_error)?;
     }

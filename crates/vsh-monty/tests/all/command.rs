@@ -965,6 +965,39 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
     drop(host);
 }
 
+/// A new user's `npm install` without a network waited 70 s before it
+/// failed (ux49 M11): the resolver could not be reached, a temporary
+/// failure, retried. Without a network a name is looked up in files only
+/// (loopback names), so a lookup fails at once, and package managers are
+/// told not to retry; a variable given wins. With a network, the host's
+/// resolver configuration is the command's.
+#[test]
+fn without_a_network_a_name_lookup_fails_at_once_and_package_managers_do_not_retry() {
+    use vsh_sandbox::NetworkAccess;
+    let Some(_processes) = fuse_available() else { return };
+    let script = "import os, socket, time\n\
+                  started = time.monotonic()\n\
+                  try:\n    socket.getaddrinfo('registry.npmjs.org', 443); print('resolved')\n\
+                  except socket.gaierror as e:\n    print('lookup', e.errno, time.monotonic() - started < 2)\n\
+                  print(socket.getaddrinfo('localhost', 80)[0][4][0] in ('127.0.0.1', '::1'))\n\
+                  print([l.split()[0] for l in open('/etc/nsswitch.conf') if l.startswith('hosts:')])\n\
+                  print(os.environ.get('npm_config_fetch_retries'), os.environ.get('PIP_RETRIES'))\n";
+    let mut ws = Workspace::with(&files());
+    let outcome = ws.command_on(&["python3", "-c", script], NetworkAccess::None).unwrap();
+    let printed = String::from_utf8_lossy(&outcome.stdout).into_owned();
+    // EAI_NONAME (-2), within two seconds; loopback names still resolve.
+    assert_eq!(printed, "lookup -2 True\nTrue\n['hosts:']\n0 0\n", "{printed}");
+    let hosts = ws.command_on(&["cat", "/etc/hosts", "/etc/nsswitch.conf"], NetworkAccess::None).unwrap();
+    let shown = String::from_utf8_lossy(&hosts.stdout).into_owned();
+    assert!(shown.starts_with("127.0.0.1\tlocalhost\n::1\t") && shown.contains("\nhosts: files\n"), "{shown}");
+    // With a network, the host's files (and no variable of vsh's).
+    let host_hosts = std::fs::read_to_string("/etc/hosts").unwrap();
+    let online = ws
+        .command_on(&["sh", "-c", "cat /etc/hosts; echo \"[$npm_config_fetch_retries]\""], NetworkAccess::All)
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&online.stdout), format!("{host_hosts}[]\n"));
+}
+
 #[test]
 fn a_fifo_or_socket_in_a_directory_leaves_the_rest_of_it_listable_to_a_command() {
     let Some(_processes) = fuse_available() else { return };
