@@ -688,6 +688,11 @@ fn next_step(receipt: &Receipt) -> Option<String> {
             Some("nothing: it changes no path (so it is not kept: vsh show will not find it)".to_owned())
         }
         vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved => Some(format!("vsh commit {short}")),
+        // Never committable now: its program can run again on the workspace
+        // as it is (a failed commit was rolled back, its changes undone).
+        vsh::TransactionState::Stale | vsh::TransactionState::Expired | vsh::TransactionState::Failed => {
+            Some(format!("vsh rerun {short}"))
+        }
         _ => None,
     }
 }
@@ -713,6 +718,11 @@ pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> Stri
             let _ = writeln!(out, "  reason     {}", manifest.reason.name());
             for denied in &manifest.denied {
                 let _ = writeln!(out, "  denied     {}", shown(&denied.to_string(), true));
+            }
+            // A ceiling (too many deletions, too large a change) names no
+            // access: its remedy is the threshold to raise.
+            if manifest.denied.is_empty() && !manifest.remedy.is_empty() {
+                let _ = writeln!(out, "  to allow   {}", shown(&manifest.remedy, true));
             }
         }
         RuntimeDecision::PendingApproval(manifest) => {

@@ -251,6 +251,14 @@ fn profiles_and_policy_files_change_the_decision() {
     assert!(String::from_utf8_lossy(&denied.stdout).contains("PermissionError"));
     assert!(!ws.join("b.txt").exists());
 
+    // A ceiling names no access: the text receipt gives the threshold to
+    // raise, as -q and the review do (ux49 L3).
+    std::fs::write(&policy, "version = 1\n[thresholds]\nescalate_touched_paths = 1\ndeny_touched_paths = 1\n").unwrap();
+    let two = format!("{create}\nPath('/workspace/c.txt').write_text('c')");
+    let ceiling = vsh(&["run", "--workspace", ws_arg, "--policy", policy.to_str().unwrap(), "-"], Some(&two));
+    let text = String::from_utf8_lossy(&ceiling.stdout);
+    assert!(text.contains("decision     denied") && text.contains("  to allow   raise thresholds."), "{text}");
+
     std::fs::write(&policy, "version = 1\n[thresholds]\ndeny_touched_paths = \"lots\"\n").unwrap();
     let bad = vsh(&["run", "--workspace", ws_arg, "--policy", policy.to_str().unwrap(), "-"], Some(create));
     assert_eq!(bad.status.code(), Some(1));
@@ -1417,6 +1425,10 @@ fn a_stale_auto_run_is_run_again_on_the_current_workspace_with_retry_stale() {
         .filter_map(|row| row.split_whitespace().find(|word| ["stale", "committed"].contains(word)))
         .collect();
     assert_eq!(states, ["committed", "stale"], "each attempt is its own transaction, newest first: {log}");
+    // The stale one's review says what to do with it (ux49 L4).
+    let stale = log.lines().find(|row| row.contains("stale")).and_then(|row| row.split_whitespace().next()).unwrap();
+    let review = String::from_utf8_lossy(&vsh(&["show", stale, "--workspace", ws], None).stdout).into_owned();
+    assert!(review.contains(&format!("  next       vsh rerun {stale}")), "{review}");
     // A preview never commits, so it has nothing to retry.
     assert_eq!(vsh(&["run", "--retry-stale", "1", "--workspace", ws, "-"], Some("1")).status.code(), Some(2));
 }

@@ -627,7 +627,9 @@ fn unset_sections(policy: &TransactionPolicy) -> String {
     if policy.command_scratch().is_none() {
         out.push_str(
             "\n# Directories real commands write outside the transaction (build outputs,\n\
-             # caches), kept between runs:\n# [commands]\n# scratch = [\"target\", \"node_modules\"]\n",
+             # caches), kept between runs; the list replaces the defaults, so keep the\n\
+             # ones you want (a nested crate's or package's is named whole):\n# [commands]\n\
+             # scratch = [\"target\", \"node_modules/.cache\", \"__pycache__\", \".pytest_cache\", \"crates/app/target\"]\n",
         );
     }
     out
@@ -1146,7 +1148,12 @@ rewrite_escalate_ratio = 1
         let rule = protect.calls().rules().iter().find(|rule| rule.label == RuleLabel::Custom).unwrap();
         assert_eq!(rule.pattern.as_str(), "migrations/**");
         let commands = PolicyFile::parse(&format!("{rendered}{}", example("# [commands]"))).unwrap();
-        assert_eq!(commands.command_scratch().unwrap(), ["target", "node_modules"]);
+        // Uncommented, it keeps every default (the list replaces them) and
+        // names a nested crate's.
+        let scratch = commands.command_scratch().unwrap();
+        let defaults = ["target", "node_modules/.cache", "__pycache__", ".pytest_cache"];
+        assert!(defaults.iter().all(|name| scratch.iter().any(|kept| kept == name)), "{scratch:?}");
+        assert_eq!(scratch.last().map(String::as_str), Some("crates/app/target"));
         // Uncommented where it stands.
         let roots = rendered.replace("# writable_roots = ", "writable_roots = ");
         let roots = PolicyFile::parse(&roots).unwrap_or_else(|error| panic!("{error}\n{rendered}"));
