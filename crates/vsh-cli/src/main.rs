@@ -680,7 +680,7 @@ fn with_tool_hint(
         found
     };
     let rest = command_path.clone().unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
-    if let Some(sysroot) = found.as_deref().and_then(|found| rustup_toolchain(found, &root)) {
+    if let Some(sysroot) = found.as_deref().and_then(rustup_toolchain) {
         // A rustup proxy (`~/.cargo/bin/cargo`) needs rustup's own state
         // and `~/.cargo` holds the registry's token: the toolchain it would
         // run is what the command needs, first on its PATH.
@@ -730,12 +730,14 @@ fn with_tool_hint(
     }
 }
 
-/// The toolchain a rustup proxy runs in `root` (`found` is such a proxy:
+/// The toolchain a rustup proxy runs by default (`found` is such a proxy:
 /// the same file as the `rustup` beside it, as rustup installs them):
-/// `rustc --print sysroot` asked there through the proxy beside it (so a
-/// `rust-toolchain.toml` counts), installing nothing, within 10 s. `None`
-/// for any other program, or when the answer is not a directory.
-fn rustup_toolchain(found: &std::path::Path, root: &std::path::Path) -> Option<std::path::PathBuf> {
+/// `rustc --print sysroot` asked through the proxy beside it, installing
+/// nothing, within 10 s. Asked in `/`, never in the workspace: a
+/// `rust-toolchain.toml` there may name a toolchain by path, whose `rustc`
+/// would then run here, unconfined, with the user's rights. `None` for any
+/// other program, or when the answer is not a directory.
+fn rustup_toolchain(found: &std::path::Path) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::MetadataExt as _;
     let dir = found.parent()?;
     let (proxy, rustup) = (std::fs::metadata(found).ok()?, std::fs::metadata(dir.join("rustup")).ok()?);
@@ -744,7 +746,7 @@ fn rustup_toolchain(found: &std::path::Path, root: &std::path::Path) -> Option<s
     }
     let mut child = std::process::Command::new(dir.join("rustc"))
         .args(["--print", "sysroot"])
-        .current_dir(root)
+        .current_dir("/")
         .env("RUSTUP_AUTO_INSTALL", "0")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

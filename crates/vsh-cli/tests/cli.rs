@@ -3936,7 +3936,17 @@ fn a_program_installed_outside_the_workspace_gets_a_next_step_that_runs_it() {
     };
     script(&home.join("rustup"), "#!/bin/sh\necho proxied\n");
     std::fs::hard_link(home.join("rustup"), home.join("cargo")).unwrap();
-    script(&home.join("rustc"), &format!("#!/bin/sh\necho {}\n", toolchain.display()));
+    // Asked outside the workspace, whose rust-toolchain.toml could name a
+    // toolchain by path (a program of the workspace's, run unconfined).
+    let (pinned, cwd) = (outside.path().join("pinned"), std::fs::canonicalize(dir.path()).unwrap());
+    std::fs::create_dir_all(&pinned).unwrap();
+    let answer = format!(
+        "#!/bin/sh\nif [ \"$(pwd -P)\" = {:?} ]; then echo {}; else echo {}; fi\n",
+        cwd.display().to_string(),
+        pinned.display(),
+        toolchain.display()
+    );
+    script(&home.join("rustc"), &answer);
     script(&toolchain.join("bin/cargo"), "#!/bin/sh\necho built by the toolchain\n");
     let run = |args: &[String]| {
         Command::new(env!("CARGO_BIN_EXE_vsh"))
