@@ -775,9 +775,10 @@ pub(crate) struct RunOptions {
 #[derive(Debug, Args)]
 pub(crate) struct CommandArgs {
     /// Set a variable in real commands' environment (repeatable); they get
-    /// PATH, HOME=/tmp, LANG, `GIT_OPTIONAL_LOCKS=0` and Python's bytecode
-    /// settings (`PYTHONPYCACHEPREFIX` or `PYTHONDONTWRITEBYTECODE`) and
-    /// nothing else of vsh's environment.
+    /// PATH, HOME=/tmp, LANG, `GIT_OPTIONAL_LOCKS=0`, Python's bytecode
+    /// settings (`PYTHONPYCACHEPREFIX` or `PYTHONDONTWRITEBYTECODE`), without
+    /// a network `npm_config_fetch_retries=0` and `PIP_RETRIES=0` (a fetch
+    /// fails at once), and nothing else of vsh's environment.
     /// NAME is letters, digits and _, not starting with a digit.
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = variable)]
     pub(crate) env: Vec<(String, String)>,
