@@ -344,6 +344,21 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
                 .to_owned(),
         );
     }
+    match error.exceeded_limit() {
+        Some(LimitKind::ReadCallBytes) => advice.push(
+            "a program reads a file whole, even for read(n), readline() or a loop over its lines, and one read \
+             takes at most 4 MiB: look into a large file with a real command instead (vsh exec -- head FILE, or \
+             vsh run --commands and vsh_exec(['head', '-c', '4096', 'FILE']))"
+                .to_owned(),
+        ),
+        Some(LimitKind::ReadBytes) => advice.push(
+            "a run reads at most 64 MiB in all (4 GiB with --commands): read less, for a search give it a \
+             directory (vsh_search('text', path='src')), since vsh_search and vsh_glob walk every directory below \
+             theirs, node_modules/ and .venv/ too"
+                .to_owned(),
+        ),
+        _ => {}
+    }
     if matches!(error, VshError::Bash { changes, .. } if !changes.is_empty()) {
         advice.push("run it with --accept-failure to keep a failing run's changes as its outcome".to_owned());
     }

@@ -1229,6 +1229,13 @@ fn budgets_come_from_the_command_line_in_human_units_and_limits_speak_them() {
         assert_eq!(vsh(&args, Some("1")).status.code(), Some(2), "{bad:?}");
     }
     assert_eq!(vsh(&["run", "--max-memory", "512MiB", "--workspace", ws, "-"], Some("1 + 1")).status.code(), Some(0));
+    // A budget no flag raises says what to do instead (ux49 M8): a program
+    // reads a file whole, even for read(10).
+    std::fs::write(dir.path().join("big.log"), vec![b'x'; 5 << 20]).unwrap();
+    let peek = vsh(&["run", "--workspace", ws, "-"], Some("open('big.log').read(10)"));
+    let stderr = String::from_utf8_lossy(&peek.stderr);
+    assert_eq!(peek.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("read-call-bytes") && stderr.contains("vsh exec -- head FILE"), "{stderr}");
 }
 
 #[test]
