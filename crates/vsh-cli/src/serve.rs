@@ -1018,9 +1018,20 @@ impl ServerHandler for VshServer {
                 "vsh runs your programs against a virtual image of the workspace and commits their changes \
                  exactly once, under the workspace's policy. Preview with vsh_run, read the receipt, commit \
                  with vsh_commit. You cannot approve your own work: an operator does.\n\nThis server's limits \
-                 per run: {per_run}; a tool result carries at most {} characters of each text.\n\n{GUIDE}",
+                 per run: {per_run}; a tool result carries at most {} characters of each text.\n\n{}",
                 self.options.bounds.max_chars,
+                guide_for_agents(),
             ))
+    }
+}
+
+/// The guest guide as an agent reads it: without the note to vsh's own
+/// developers on which test runs its examples.
+fn guide_for_agents() -> String {
+    let note_start = GUIDE.find("Every example below is run by the test");
+    match note_start.and_then(|start| GUIDE[start..].find("\n\n").map(|end| (start, start + end + 2))) {
+        Some((start, end)) => format!("{}{}", &GUIDE[..start], &GUIDE[end..]),
+        None => GUIDE.to_owned(),
     }
 }
 

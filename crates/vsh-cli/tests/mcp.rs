@@ -57,6 +57,10 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     let info = client.peer_info().expect("the server introduced itself");
     assert_eq!(info.server_info.as_ref().map(|server| server.name.as_str()), Some("vsh"));
     assert!(info.instructions.as_deref().is_some_and(|text| text.contains("vsh_read")), "the guide rides along");
+    // Without the note to vsh's developers (ux49 L8), its next paragraph kept.
+    let instructions = info.instructions.as_deref().unwrap_or_default();
+    assert!(!instructions.contains("every_example_in_the_guest_guide_runs"), "{instructions}");
+    assert!(instructions.contains("## Files: `pathlib`, `os` and `open`"), "{instructions}");
     the_tools_and_their_hints(&client).await;
 
     // A preview writes nothing; committing it does, exactly once.
