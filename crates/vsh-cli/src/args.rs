@@ -313,6 +313,13 @@ impl Common {
             Some(dir) => {
                 format!("{} is not a vsh workspace (it has no .vsh); `vsh init` or `vsh run` makes one", dir.display())
             }
+            // Where vsh would refuse to make one (`/`, a home, `/tmp`), it
+            // does not suggest making one.
+            None if crate::refuse_as_a_new_workspace(&root).is_err() => format!(
+                "not in a vsh workspace: neither {} nor any directory above it has a .vsh; run vsh in a \
+                 project's directory (cd there, or give --workspace DIR)",
+                root.display()
+            ),
             None => format!(
                 "not in a vsh workspace: neither {} nor any directory above it has a .vsh; \
                  `vsh init` or `vsh run` makes one, or give --workspace",

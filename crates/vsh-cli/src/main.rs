@@ -1370,8 +1370,8 @@ pub(crate) fn refuse_as_a_new_workspace(dir: &std::path::Path) -> Result<(), Str
         return Ok(());
     };
     Err(format!(
-        "{} is {what}, not a project: vsh makes no workspace there; cd into a project's directory, or give \
-         --workspace DIR",
+        "{} is {what}, not a project: vsh makes no workspace there; run vsh in a project's directory (cd \
+         there, or give --workspace DIR naming it)",
         dir.display()
     ))
 }

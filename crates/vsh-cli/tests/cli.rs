@@ -2664,6 +2664,12 @@ fn no_workspace_is_made_in_a_home_directory_the_root_or_a_shared_temporary_direc
         assert_eq!(refused.status.code(), Some(1), "{}: {stderr}", dir.display());
         assert!(stderr.contains(", not a project: vsh makes no workspace there"), "{stderr}");
         assert!(!dir.join(".vsh").exists(), "{}", dir.display());
+        // Nor does a command that needs one there suggest making one (ux49 L6).
+        if args.len() == 2 {
+            let pending = in_dir(&dir, &["pending"], home.path());
+            let stderr = String::from_utf8_lossy(&pending.stderr);
+            assert!(stderr.contains("run vsh in a project's directory") && !stderr.contains("vsh init"), "{stderr}");
+        }
     }
     assert!(!home.path().join(".vsh").exists());
     // A project below is one, and then the home above it is never found.
