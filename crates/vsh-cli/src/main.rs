@@ -527,7 +527,13 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
 /// Exit with clap's usage error (exit 2) for options that conflict.
 fn usage_conflict(message: &str) -> ! {
     let mut command = <args::Cli as clap::CommandFactory>::command();
-    exit_usage(&command.error(clap::error::ErrorKind::ArgumentConflict, message))
+    // The usage line of the subcommand given (`vsh run ...`), not vsh's own.
+    command.build();
+    let given = std::env::args().skip(1).find(|arg| command.find_subcommand(arg).is_some());
+    match given.and_then(|name| command.find_subcommand_mut(&name)) {
+        Some(subcommand) => exit_usage(&subcommand.error(clap::error::ErrorKind::ArgumentConflict, message)),
+        None => exit_usage(&command.error(clap::error::ErrorKind::ArgumentConflict, message)),
+    }
 }
 
 /// `vsh exec ls -la`, the command without `--` before it: clap's "unexpected

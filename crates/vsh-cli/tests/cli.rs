@@ -651,6 +651,12 @@ fn every_command_has_help_and_usage_errors_exit_2() {
     assert_eq!(vsh(&["--version"], None).status.code(), Some(0));
     assert_eq!(vsh(&["commit"], None).status.code(), Some(2));
     assert_eq!(vsh(&["recover", "--restore"], None).status.code(), Some(2));
+    // A conflict between flags vsh checks itself shows the subcommand's
+    // usage line, as clap's own errors do (ux49 L5).
+    let conflict = vsh(&["run", "--confined", "-"], Some("1"));
+    let stderr = String::from_utf8_lossy(&conflict.stderr);
+    assert_eq!(conflict.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--confined is for Bash programs") && stderr.contains("Usage: vsh run "), "{stderr}");
 }
 
 /// Appends to `a.txt` once, right after the commit installed its new content,
