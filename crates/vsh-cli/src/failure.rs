@@ -135,13 +135,22 @@ fn filled_the_disk(error: &VshError) -> bool {
 /// outside the system directories.
 fn missing_program(error: &VshError) -> Option<String> {
     let VshError::Execution(execution) = error else { return None };
-    let ExecutionError::Command { source: ToolError::Spawn { program, source } } = execution.as_ref() else {
-        return None;
-    };
-    if source.kind() != std::io::ErrorKind::NotFound || program.contains('/') {
-        return None;
+    match execution.as_ref() {
+        ExecutionError::Command { source: ToolError::Spawn { program, source } }
+            if source.kind() == std::io::ErrorKind::NotFound && !program.contains('/') =>
+        {
+            Some(missing_program_advice(program))
+        }
+        // The same from a Monty program's `vsh_exec`, which raised it.
+        ExecutionError::Exception { exception, .. }
+            if exception.type_name == "FileNotFoundError" && exception.traceback.contains("vsh_exec(") =>
+        {
+            let program =
+                exception.message.strip_prefix("[Errno 2] No such file or directory: '")?.strip_suffix('\'')?;
+            (!program.is_empty() && !program.contains(['/', '\''])).then(|| missing_program_advice(program))
+        }
+        _ => None,
     }
-    Some(missing_program_advice(program))
 }
 
 /// How to let a command find `program`, a bare name found on no directory

@@ -2491,6 +2491,14 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     }
     // Nothing is made for a command that cannot start: not a workspace.
     assert!(!dir.path().join(".vsh").exists(), "a workspace was made for a program that is nowhere");
+    // A Monty program's vsh_exec raises FileNotFoundError; the error says
+    // the same (ux49 L1).
+    let program = "vsh_exec(['vsh-no-such-program'], check=True)";
+    let ran = vsh(&["run", "--commands", "--workspace", ws, "-"], Some(program));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("FileNotFoundError"), "{stderr}");
+    assert!(stderr.contains("`vsh-no-such-program` is not on the command's PATH"), "{stderr}");
 }
 
 #[test]
