@@ -284,3 +284,40 @@ fn committing_one_transaction_from_many_runtimes_at_once_commits_it_once_and_tel
         assert!(!dir.path().join("old.txt").exists());
     }
 }
+
+/// A runtime that decides under the workspace's recorded policy neither
+/// runs, approves nor commits once the operator records another (found
+/// through `vsh serve`, a runtime that lives for a whole session): it says
+/// so, and a runtime opened again works under the new one. A runtime given
+/// a policy of its own goes on under it.
+#[test]
+fn a_runtime_stops_deciding_under_a_workspace_policy_recorded_again_since_it_opened() {
+    let dir = vsh_integration_tests::workspace(&[("a.txt", "a"), ("old.txt", "old\n")]);
+    let config = || vsh_integration_tests::config(dir.path());
+    let create = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
+    let watching = Runtime::open(config()).unwrap();
+    // Paranoid is not the workspace's (balanced): a policy of its own.
+    let own = Runtime::open(config().with_policy_profile(PolicyProfile::Paranoid)).unwrap();
+    let held = watching.preview(&RunRequest::new(create)).unwrap();
+    let pending = watching.preview(&RunRequest::new(DELETE)).unwrap();
+    assert_eq!(pending.state, TransactionState::PendingApproval);
+    watching.check_policy_current().unwrap();
+    // The operator records another policy, from another runtime.
+    Runtime::open(config().with_policy_profile(PolicyProfile::Strict))
+        .unwrap()
+        .record_workspace_policy("version = 1\nprofile = \"strict\"\n")
+        .unwrap();
+    let replaced = |outcome: Result<(), VshError>| matches!(outcome, Err(VshError::WorkspacePolicyReplaced));
+    assert!(replaced(watching.check_policy_current()));
+    assert!(replaced(watching.commit(held.transaction, 1_000).map(drop)));
+    assert!(replaced(watching.preview(&RunRequest::new(create)).map(drop)));
+    assert!(replaced(watching.approve(pending.transaction, PrincipalId::digest(b"op"), 1_000, 9_000).map(drop)));
+    assert!(!dir.path().join("b.txt").exists(), "nothing committed under the replaced policy");
+    assert_eq!(VshError::WorkspacePolicyReplaced.category(), vsh::ErrorCategory::Policy);
+    // A runtime opened now decides under the new policy.
+    let now = Runtime::open(config()).unwrap();
+    assert_eq!(now.preview(&RunRequest::new(create)).unwrap().state, TransactionState::PendingApproval);
+    // One with a policy of its own is not stopped.
+    own.check_policy_current().unwrap();
+    assert_eq!(own.preview(&RunRequest::new(create)).unwrap().state, TransactionState::PendingApproval);
+}

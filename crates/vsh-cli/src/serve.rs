@@ -203,7 +203,9 @@ pub(crate) struct ServeOptions {
 #[derive(Clone)]
 pub(crate) struct VshServer {
     options: Arc<ServeOptions>,
-    runtime: Arc<tokio::sync::OnceCell<Arc<Runtime>>>,
+    /// The runtime, once a call opened it; opened again when the
+    /// workspace's policy was recorded again since (`vsh init --force`).
+    runtime: Arc<tokio::sync::Mutex<Option<Arc<Runtime>>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -506,37 +508,46 @@ impl VshServer {
     pub(crate) fn new(options: ServeOptions) -> Self {
         Self {
             options: Arc::new(options),
-            runtime: Arc::new(tokio::sync::OnceCell::new()),
+            runtime: Arc::new(tokio::sync::Mutex::new(None)),
             tool_router: Self::tool_router(),
         }
     }
 
-    /// The server's runtime, opened at the first call that needs it; a
-    /// failure to open is the call's error, and the next call tries again.
+    /// The server's runtime, opened at the first call that needs it, and
+    /// again at a call after the operator recorded the workspace's policy
+    /// again (`vsh init --force`): every call works under the policy
+    /// recorded now, as every vsh command does (what the old runtime held
+    /// in memory, previews made under the replaced policy, is dropped with
+    /// it). A failure to open is the call's error, and the next call tries
+    /// again.
     async fn runtime(&self, peer: &Peer<RoleServer>) -> Result<Arc<Runtime>, CallToolResult> {
-        self.runtime
-            .get_or_try_init(|| async {
-                let workspace = self.workspace(peer).await.map_err(refused)?;
-                let commands = self.options.commands.clone();
-                let opened = tokio::task::spawn_blocking(move || {
-                    let mut config = crate::runtime_config(&workspace)
-                        .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Configuration, error.as_ref())))?;
-                    if let Some(commands) = &commands {
-                        config = commands.apply(config).with_commands();
-                    }
-                    crate::open(config).map_err(|error| {
-                        failure(&match error.downcast_ref::<VshError>() {
-                            Some(error) => ErrorDocument::new(error, &[]),
-                            None => ErrorDocument::other(ErrorKind::Configuration, error.as_ref()),
-                        })
-                    })
+        let mut held = self.runtime.lock().await;
+        if let Some(runtime) = held.as_ref() {
+            match runtime.check_policy_current() {
+                Err(VshError::WorkspacePolicyReplaced) => *held = None,
+                _ => return Ok(Arc::clone(runtime)),
+            }
+        }
+        let workspace = self.workspace(peer).await.map_err(refused)?;
+        let commands = self.options.commands.clone();
+        let opened = tokio::task::spawn_blocking(move || {
+            let mut config = crate::runtime_config(&workspace)
+                .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Configuration, error.as_ref())))?;
+            if let Some(commands) = &commands {
+                config = commands.apply(config).with_commands();
+            }
+            crate::open(config).map_err(|error| {
+                failure(&match error.downcast_ref::<VshError>() {
+                    Some(error) => ErrorDocument::new(error, &[]),
+                    None => ErrorDocument::other(ErrorKind::Configuration, error.as_ref()),
                 })
-                .await
-                .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Other, &error)))??;
-                Ok(Arc::new(opened))
             })
-            .await
-            .cloned()
+        })
+        .await
+        .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Other, &error)))??;
+        let opened = Arc::new(opened);
+        *held = Some(Arc::clone(&opened));
+        Ok(opened)
     }
 
     /// The workspace directory for this server's runtime.

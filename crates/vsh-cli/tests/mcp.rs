@@ -787,3 +787,41 @@ fn an_oversized_or_unparsable_line_is_answered_and_the_server_goes_on() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// A new user tightened the policy (`vsh init --force --profile strict`)
+/// while an agent was connected, and the agent went on auto-approving and
+/// committing under the old one (ux50, High). Each call now works under the
+/// policy recorded at that moment: the server opens its runtime again, and
+/// what it held under the replaced policy is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() {
+    let (dir, ws, key) = scratch();
+    std::fs::write(ws.join("keep.txt"), "keep\n").unwrap();
+    let ws_arg = ws.to_str().unwrap();
+    let init = |profile: &str| {
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["init", "-q", "--force", "--profile", profile, "--workspace", ws_arg])
+            .env_clear()
+            .env("VSH_AUTHORITY_KEY", &key)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    init("balanced");
+    let (client, _log) = serve_with(Recorder::default(), &["--workspace", ws_arg], dir.path(), &key).await;
+    let before = call(&client, "vsh_run", json!({"code": "vsh_write('before.txt', 'x')"})).await;
+    assert_eq!(before.document["state"], "auto-approved", "{}", before.text);
+    let before_id = before.document["transaction"].as_str().unwrap().to_owned();
+    init("strict");
+    // Work made under the replaced policy is not committed.
+    let commit = call(&client, "vsh_commit", json!({"transaction": before_id})).await;
+    assert!(commit.is_error, "{}", commit.text);
+    assert!(!ws.join("before.txt").exists(), "committed under the replaced policy");
+    // New work is decided under the policy recorded now: strict holds it.
+    let after = call(&client, "vsh_run", json!({"code": "vsh_write('after.txt', 'y')"})).await;
+    assert_eq!(after.document["state"], "pending-approval", "{}", after.text);
+    let after_id = after.document["transaction"].as_str().unwrap().to_owned();
+    assert!(call(&client, "vsh_commit", json!({"transaction": after_id})).await.is_error);
+    assert!(!ws.join("after.txt").exists());
+    client.cancel().await.unwrap();
+}

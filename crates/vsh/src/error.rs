@@ -42,6 +42,16 @@ pub enum VshError {
          --profile P; without either, the default profile replaces it)"
     )]
     WorkspacePolicyForged(&'static str),
+    /// The workspace's policy was recorded again (`vsh init --force`) since
+    /// this runtime opened under the one recorded before: a runtime that
+    /// decides under the workspace's policy neither runs, approves nor
+    /// commits under one the operator has replaced. Open a runtime again
+    /// (a new vsh command; `vsh serve` does so itself) to work under it.
+    #[error(
+        "the workspace's policy was recorded again since this runtime opened: it no longer runs, approves or \
+         commits under the old one; open it again to work under the policy recorded now"
+    )]
+    WorkspacePolicyReplaced,
     /// The store (blobs, transaction records) failed, or refused a step
     /// (an approval that expired, a state that does not allow it): its own
     /// message heads the error, each says what failed.
@@ -389,7 +399,10 @@ impl VshError {
             | Self::WorkerNotFound
             | Self::Worker(_)
             | Self::CandidateUnavailable(_) => C::Configuration,
-            Self::PolicyFile(_) | Self::PolicyChanged(_) | Self::WorkspacePolicyForged(_) => C::Policy,
+            Self::PolicyFile(_)
+            | Self::PolicyChanged(_)
+            | Self::WorkspacePolicyForged(_)
+            | Self::WorkspacePolicyReplaced => C::Policy,
             Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } => C::Store,
             Self::Execution(_)
             | Self::Vfs(_)

@@ -75,6 +75,16 @@ pub(crate) fn recorded_policy(
     Ok(Some(policy))
 }
 
+/// The workspace's recorded policy file as it read when a runtime that
+/// decides under it opened ([`Records::watching_policy`]).
+#[derive(Debug, PartialEq, Eq)]
+enum PolicyFileAtOpen {
+    /// None was recorded (the default profile).
+    Absent,
+    /// Its bytes.
+    Read(Vec<u8>),
+}
+
 /// A transaction ready to commit: what to apply, the new contents its
 /// artifact carries, and the receipt to complete.
 pub(crate) struct Committable {
@@ -94,6 +104,9 @@ pub(crate) struct Records {
     limits: ArtifactLimits,
     /// The digest of the active policy: artifacts made under another are refused.
     policy: PolicyDigest,
+    /// The workspace's recorded policy file as it read when the runtime
+    /// opened, when the runtime decides under it ([`Records::watching_policy`]).
+    watched_policy: Option<PolicyFileAtOpen>,
     /// The data directory's path in the workspace when it lies there, which
     /// every policy protects (for parsing an artifact's per-run policy).
     protected_data: Option<vsh_types::VPath>,
@@ -110,7 +123,44 @@ impl Records {
         protected_data: Option<vsh_types::VPath>,
         key: vsh_types::AuthorityKey,
     ) -> Self {
-        Self { transactions, blobs, data, limits: ArtifactLimits::default(), policy, protected_data, key }
+        Self {
+            transactions,
+            blobs,
+            data,
+            limits: ArtifactLimits::default(),
+            policy,
+            protected_data,
+            key,
+            watched_policy: None,
+        }
+    }
+
+    /// Watch the workspace's recorded policy file, as it reads now (or that
+    /// none is recorded): the runtime decides under it, and refuses to go on
+    /// once it reads otherwise ([`Records::check_policy_current`]).
+    pub(crate) fn watching_policy(mut self) -> Result<Self, VshError> {
+        self.watched_policy = Some(self.policy_file()?);
+        Ok(self)
+    }
+
+    /// The workspace's recorded policy file as it reads now.
+    fn policy_file(&self) -> Result<PolicyFileAtOpen, VshError> {
+        let bytes = self
+            .data
+            .read_setting(WORKSPACE_POLICY_FILE, vsh_policy::MAX_POLICY_FILE_BYTES)
+            .map_err(VshError::DataDirectory)?;
+        Ok(bytes.map_or(PolicyFileAtOpen::Absent, PolicyFileAtOpen::Read))
+    }
+
+    /// `Ok` unless this runtime decides under the workspace's recorded policy
+    /// and the file no longer reads as it did when the runtime opened
+    /// ([`VshError::WorkspacePolicyReplaced`]): recorded again, removed, or
+    /// changed by hand. One read of a small file.
+    pub(crate) fn check_policy_current(&self) -> Result<(), VshError> {
+        match &self.watched_policy {
+            Some(at_open) if self.policy_file()? != *at_open => Err(VshError::WorkspacePolicyReplaced),
+            _ => Ok(()),
+        }
     }
 
     /// The lock over real commands' scratch directories, which also

@@ -131,6 +131,20 @@ impl Runtime {
         self.runs.policy()
     }
 
+    /// `Ok` unless this runtime decides under the workspace's recorded
+    /// policy and that policy was recorded again (or changed) since it
+    /// opened ([`VshError::WorkspacePolicyReplaced`]). Every run, approval
+    /// and commit checks it first; a long-lived host (a server) asks it
+    /// before each request and opens a new runtime instead.
+    ///
+    /// # Errors
+    ///
+    /// [`VshError::WorkspacePolicyReplaced`], or the data directory's error
+    /// reading the file.
+    pub fn check_policy_current(&self) -> Result<(), VshError> {
+        self.records.check_policy_current()
+    }
+
     /// Run a program and preview its effect, whatever the request's mode.
     pub fn preview(&self, request: &RunRequest<'_>) -> Result<Receipt, VshError> {
         self.run(&request.clone().with_mode(RunMode::Preview))
@@ -181,6 +195,7 @@ impl Runtime {
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
         let started = Instant::now();
+        self.records.check_policy_current()?;
         let ran = self.runs.run(request, cancel, &self.records, started)?;
         self.settle(request, ran, cancel, started)
     }
@@ -224,6 +239,7 @@ impl Runtime {
     pub(crate) fn promote(&self, concluding: Concluding<'_, '_>, started: Instant) -> Result<Receipt, VshError> {
         let request = concluding.request.clone();
         let cancel = ExecutionCancellation::new();
+        self.records.check_policy_current()?;
         let ran = self.runs.conclude(concluding, &self.records, &|| Ok(()))?;
         self.settle(&request, ran, &cancel, started)
     }
@@ -244,6 +260,7 @@ impl Runtime {
         issued_ms: u64,
         expires_ms: u64,
     ) -> Result<TransactionRecord, VshError> {
+        self.records.check_policy_current()?;
         let record = self.sources().record(transaction)?;
         if record.state != TransactionState::PendingApproval {
             return Err(VshError::NotApprovable { transaction, state: record.state });
@@ -281,6 +298,7 @@ impl Runtime {
         now_ms: u64,
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
+        self.records.check_policy_current()?;
         let record = self.settle_in_flight(transaction)?;
         self.gate.check(&self.sources(), transaction, record.state)?;
         self.commit_unhooked(transaction, record.state, now_ms, cancel)
@@ -429,6 +447,7 @@ impl Runtime {
         let (state, receipt) = match self.gate.resolve(&self.sources(), event, &decision, now_ms)? {
             Verdict::Settled(state) => (state, None),
             Verdict::Commit(state) => {
+                self.records.check_policy_current()?;
                 let receipt = self.commit_unhooked(event.transaction(), state, now_ms, cancel)?;
                 (receipt.state, Some(receipt))
             }

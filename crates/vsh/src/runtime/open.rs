@@ -85,7 +85,10 @@ impl Runtime {
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }
-        let records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key.clone());
+        let mut records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key.clone());
+        if !own_policy {
+            records = records.watching_policy()?;
+        }
         let commits = CommitPath::open(committer, lock_wait.clone(), faults, &records, clock_ms())?;
         let confined_bash = bash.is_some_and(|bash| bash.profile == crate::BashProfile::Confined);
         let scratch = scratch
