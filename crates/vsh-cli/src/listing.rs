@@ -25,10 +25,15 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
         .map(|record| {
             let receipt = runtime.show(record.id).ok().flatten();
             let stored = runtime.stored_program(record.id).ok().flatten();
-            let waits_for_approval = record.state == vsh::TransactionState::PendingApproval;
+            let waiting = matches!(
+                record.state,
+                vsh::TransactionState::PendingApproval
+                    | vsh::TransactionState::Approved
+                    | vsh::TransactionState::AutoApproved
+            );
             let id = record.id;
             let mut row = render::PendingRow::new(record, receipt, stored.as_ref());
-            row.policy_changed = waits_for_approval && runtime.decided_under_another_policy(id);
+            row.policy_changed = waiting && runtime.decided_under_another_policy(id);
             row
         })
         .collect()
@@ -40,6 +45,7 @@ fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocum
         .map(|row| {
             let mut document = vsh::document::TransactionDocument::new(&row.record, row.receipt.as_ref(), &row.intent);
             document.command.clone_from(&row.command);
+            document.policy_changed = row.policy_changed;
             document
         })
         .collect()

@@ -999,7 +999,18 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(text.contains("intent       drop the old file"), "{text}");
     assert!(text.contains("  | Path('old.txt').unlink()"), "{text}");
+    // Auto-approved work waiting for its commit, made under the same policy.
+    let auto =
+        id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('n.txt').write_text('n')")));
     assert_eq!(vsh(&["init", "--profile", "strict", "--workspace", ws], None).status.code(), Some(0));
+    // It is told to rerun as well (ux50): its review, its row and its JSON row.
+    let shown = vsh(&["show", &auto[..8], "--workspace", ws], None);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains(&format!("  next       vsh rerun {}", &auto[..12])), "{text}");
+    let rows = vsh(&["pending", "--workspace", ws, "--json"], None);
+    let rows: serde_json::Value = serde_json::from_slice(&rows.stdout).unwrap();
+    let row = rows["transactions"].as_array().unwrap().iter().find(|row| row["transaction"] == auto.as_str()).unwrap();
+    assert_eq!(row["policy_changed"], true, "{rows}");
     let refused = vsh(&["approve", &id[..8], "--workspace", ws], None);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");

@@ -55,6 +55,10 @@ pub struct TransactionDocument {
     /// exec`, MCP language=command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// Made under a policy the workspace has since replaced: approve and
+    /// commit refuse it; only `vsh rerun` makes it again.
+    #[serde(default)]
+    pub policy_changed: bool,
 }
 
 impl TransactionDocument {
@@ -81,6 +85,7 @@ impl TransactionDocument {
             flags,
             intent: intent.to_owned(),
             command: None,
+            policy_changed: false,
         }
     }
 
