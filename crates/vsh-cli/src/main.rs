@@ -1139,16 +1139,61 @@ fn policy_show(runtime: &Runtime, json: bool) -> Result<u8, Box<dyn std::error::
     print_policy(runtime.policy(), text, recorded, json)
 }
 
+/// The runtime `command` works with: `recover` reports startup recovery
+/// itself, as its result. A recorded policy that does not verify stops
+/// every decision, not the operator's view: what waits and what happened
+/// are listed, and the default policy is shown to start a file from (then
+/// `None`: `policy show` is done).
+fn open_for(
+    command: &Command,
+    config: &RuntimeConfig,
+    json: bool,
+) -> Result<Option<Runtime>, Box<dyn std::error::Error>> {
+    if matches!(command, Command::Recover(_)) {
+        return Ok(Some(Runtime::open(config.clone())?));
+    }
+    match open(config.clone()) {
+        Ok(runtime) => Ok(Some(runtime)),
+        Err(error) if forged_policy(error.as_ref()) && matches!(command, Command::Policy { .. }) => {
+            say!("vsh: warning: {error}");
+            default_policy_with(
+                json,
+                "# The workspace's recorded policy does not verify, and nothing runs under it: the\n\
+                 # default policy, to start a file from (edit it, then `vsh init --force --policy FILE`).\n",
+            )?;
+            Ok(None)
+        }
+        Err(error) if forged_policy(error.as_ref()) && matches!(command, Command::Pending(_) | Command::Log(_)) => {
+            say!(
+                "vsh: warning: {error}; listed regardless (nothing runs, is approved or committed until it is \
+                 recorded again)"
+            );
+            Ok(Some(open(config.clone().with_policy_profile(vsh::PolicyProfile::default()))?))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Whether `error` is a recorded policy that does not verify.
+fn forged_policy(error: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(error.downcast_ref::<vsh::VshError>(), Some(vsh::VshError::WorkspacePolicyForged(_)))
+}
+
 /// `vsh policy show` where no workspace is found: the policy a new
 /// workspace runs under until `vsh init` records one.
 fn default_policy_show(json: bool) -> Result<u8, Box<dyn std::error::Error>> {
+    default_policy_with(
+        json,
+        "# No vsh workspace here: the policy a new workspace runs under until `vsh init`\n\
+         # records one (save this as a file, edit it, then `vsh init --policy FILE`).\n",
+    )
+}
+
+/// The default profile's policy, rendered after `header`, as text or `vsh.policy/1`.
+fn default_policy_with(json: bool, header: &str) -> Result<u8, Box<dyn std::error::Error>> {
     use vsh::lower::vsh_policy::{PolicyProfile, TransactionPolicy};
     let policy = TransactionPolicy::from_profile(PolicyProfile::default(), None);
-    let text = format!(
-        "# No vsh workspace here: the policy a new workspace runs under until `vsh init`\n\
-         # records one (save this as a file, edit it, then `vsh init --policy FILE`).\n{}",
-        vsh::lower::vsh_policy::render_policy(&policy)
-    );
+    let text = format!("{header}{}", vsh::lower::vsh_policy::render_policy(&policy));
     print_policy(&policy, text, false, json)
 }
 
@@ -1704,9 +1749,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         Command::Recover(recover) if recover.salvage_log => Some(salvage_log(&config, output)?),
         _ => None,
     };
-    // `recover` reports startup recovery itself, as its result.
-    let runtime =
-        if matches!(command, Command::Recover(_)) { Runtime::open(config.clone())? } else { open(config.clone())? };
+    let Some(runtime) = open_for(command, &config, common.json)? else { return Ok(EXIT_OK) };
     let id = transaction.map(|name| runtime.resolve(name)).transpose()?;
     // A transaction made under a per-run policy is reviewed, approved and
     // committed under that policy.

@@ -1631,6 +1631,20 @@ fn doctor_names_waiting_work_it_cannot_commit_and_how_to_record_a_policy_again()
     let workspace = status(&found, "workspace");
     assert_eq!(workspace["status"], "fail", "{workspace}");
     assert!(workspace["remedy"].as_str().unwrap().starts_with("record the workspace's policy again"), "{workspace}");
+    // What the remedy points to works in that state (ux50): the policy to
+    // start from, and what waits or happened, each with the warning.
+    let ws_arg = ws.to_str().unwrap();
+    let shown = vsh_with_key(&["policy", "show", "--workspace", ws_arg], &key, None);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert!(String::from_utf8_lossy(&shown.stdout).starts_with("# The workspace's recorded policy does not verify"));
+    for listing in ["pending", "log"] {
+        let listed = vsh_with_key(&[listing, "--workspace", ws_arg], &key, None);
+        let stderr = String::from_utf8_lossy(&listed.stderr);
+        assert_eq!(listed.status.code(), Some(0), "{listing}: {stderr}");
+        assert!(stderr.contains("listed regardless"), "{listing}: {stderr}");
+    }
+    // Nothing runs under it.
+    assert_eq!(vsh_with_key(&["run", "--workspace", ws_arg, "-"], &key, Some("1")).status.code(), Some(1));
     std::fs::write(&recorded, &policy).unwrap();
     // Waiting work whose stored content is gone cannot be committed: the
     // doctor names it and says to reject it and make it again.
