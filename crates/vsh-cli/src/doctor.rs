@@ -272,11 +272,19 @@ fn stored_work(runtime: &vsh::Runtime) -> Check {
         "stored",
         Status::Fail,
         detail,
-        format!(
-            "vsh cannot repair what it stored: reject the work (vsh reject {0}) and make it again (vsh rerun {0} \
-             runs its program again on the workspace as it is now, while its artifact loads)",
-            first.short()
-        ),
+        if runtime.stored_program(*first).is_ok_and(|program| program.is_some()) {
+            format!(
+                "vsh cannot repair what it stored: reject the work (vsh reject {0}) and make it again (vsh rerun {0} \
+                 runs its program again on the workspace as it is now)",
+                first.short()
+            )
+        } else {
+            format!(
+                "vsh cannot repair what it stored, its program included: reject the work (vsh reject {0}) and make \
+                 it again from its source",
+                first.short()
+            )
+        },
     )
 }
 

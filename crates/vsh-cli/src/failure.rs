@@ -126,6 +126,28 @@ fn no_candidate(error: &VshError) -> bool {
         if *stage == "open /dev/fuse" || *stage == "candidate mount")
 }
 
+/// Whether `error`, or an error it was caused by, is a stored blob missing
+/// or corrupt.
+fn damaged_store(error: &VshError) -> bool {
+    use vsh::lower::vsh_store::StoreError;
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = next {
+        // Itself, boxed (as a commit's cause is), or inside vsh's error.
+        let store = cause
+            .downcast_ref::<StoreError>()
+            .or_else(|| cause.downcast_ref::<Box<StoreError>>().map(AsRef::as_ref))
+            .or_else(|| match cause.downcast_ref::<VshError>() {
+                Some(VshError::Store(store)) => Some(store),
+                _ => None,
+            });
+        if matches!(store, Some(StoreError::MissingBlob { .. } | StoreError::CorruptBlob { .. })) {
+            return true;
+        }
+        next = cause.source();
+    }
+    false
+}
+
 /// Whether a real command was stopped for the disk space it took.
 fn filled_the_disk(error: &VshError) -> bool {
     matches!(error.exceeded_limit(), Some(LimitKind::DiskSpace | LimitKind::DiskNodes))
@@ -350,6 +372,13 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         advice.push(
             "the command was stopped before it filled the disk that holds its scratch directories (target/ and the \
              like), and what it wrote there was freed"
+                .to_owned(),
+        );
+    }
+    if damaged_store(error) {
+        advice.push(
+            "what vsh stored is damaged and cannot be repaired: `vsh doctor` names the waiting work it belongs to; \
+             reject that work (vsh reject TX) and make it again"
                 .to_owned(),
         );
     }

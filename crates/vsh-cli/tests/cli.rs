@@ -1668,11 +1668,25 @@ fn doctor_names_waiting_work_it_cannot_commit_and_how_to_record_a_policy_again()
         assert_eq!(stored["status"], "fail", "{stored}");
         let detail = stored["detail"].as_str().unwrap();
         assert!(detail.starts_with(&format!("{id} cannot be committed")) && detail.contains(&content), "{stored}");
-        assert!(stored["remedy"].as_str().unwrap().contains(&format!("vsh reject {id}")), "{stored}");
+        let remedy = stored["remedy"].as_str().unwrap();
+        assert!(remedy.contains(&format!("vsh reject {id}")) && remedy.contains("vsh rerun"), "{stored}");
         assert_eq!(output.status.code(), Some(1));
     }
     std::fs::write(&blob, &bytes).unwrap();
     assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored")["status"], "ok");
+    // The artifact and the commit's contents gone: the doctor suggests no
+    // rerun (the program went with them), and a commit that fails on them
+    // says where to look (ux50 L6).
+    std::fs::remove_dir_all(ws.join(".vsh/data/blobs")).unwrap();
+    let gone = status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored");
+    let remedy = gone["remedy"].as_str().unwrap();
+    assert!(remedy.contains(&format!("vsh reject {id}")) && !remedy.contains("vsh rerun"), "{gone}");
+    std::fs::create_dir(ws.join(".vsh/data/blobs")).unwrap();
+    std::fs::write(ws.join(".vsh/data/blobs/.keep"), "").unwrap();
+    let commit = vsh_with_key(&["commit", &id, "--workspace", ws.to_str().unwrap()], &key, None);
+    let stderr = String::from_utf8_lossy(&commit.stderr);
+    assert_eq!(commit.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`vsh doctor` names the waiting work it belongs to"), "{stderr}");
 }
 
 /// The committed schema of the document `json` names in its `schema` field
