@@ -737,12 +737,14 @@ fn with_tool_hint(
 }
 
 /// The toolchain a rustup proxy runs by default (`found` is such a proxy:
-/// the same file as the `rustup` beside it, as rustup installs them):
-/// `rustc --print sysroot` asked through the proxy beside it, installing
-/// nothing, within 10 s. Asked in `/`, never in the workspace: a
-/// `rust-toolchain.toml` there may name a toolchain by path, whose `rustc`
-/// would then run here, unconfined, with the user's rights. `None` for any
-/// other program, or when the answer is not a directory.
+/// the same file as the `rustup` beside it, as rustup installs them): read
+/// from rustup's own state, never by running anything. `RUSTUP_TOOLCHAIN`,
+/// else `default_toolchain` in `$RUSTUP_HOME/settings.toml` (`~/.rustup`),
+/// names a directory of `$RUSTUP_HOME/toolchains` (a short name such as
+/// `stable` the one whose name starts with it) that holds `bin/rustc`.
+/// Nothing of the workspace is looked at: a repository could ship a fake
+/// proxy beside a program, and its `rustc` must never run here, unconfined.
+/// `None` for any other program, or when rustup's state says nothing.
 fn rustup_toolchain(found: &std::path::Path) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::MetadataExt as _;
     let dir = found.parent()?;
@@ -750,27 +752,35 @@ fn rustup_toolchain(found: &std::path::Path) -> Option<std::path::PathBuf> {
     if (proxy.dev(), proxy.ino()) != (rustup.dev(), rustup.ino()) {
         return None;
     }
-    let mut child = std::process::Command::new(dir.join("rustc"))
-        .args(["--print", "sysroot"])
-        .current_dir("/")
-        .env("RUSTUP_AUTO_INSTALL", "0")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let started = std::time::Instant::now();
-    while child.try_wait().ok()?.is_none() {
-        if started.elapsed() > std::time::Duration::from_secs(10) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    let home = match std::env::var_os("RUSTUP_HOME") {
+        Some(home) => std::path::PathBuf::from(home),
+        None => std::env::home_dir()?.join(".rustup"),
+    };
+    let name = if let Ok(name) = std::env::var("RUSTUP_TOOLCHAIN") {
+        name
+    } else {
+        let settings: toml::Table = std::fs::read_to_string(home.join("settings.toml")).ok()?.parse().ok()?;
+        settings.get("default_toolchain")?.as_str()?.to_owned()
+    };
+    if name.is_empty() || name.contains(['/', '\0']) || name.starts_with('.') {
+        return None;
     }
-    let output = child.wait_with_output().ok()?;
-    let sysroot = std::path::PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
-    (output.status.success() && sysroot.is_absolute() && sysroot.is_dir()).then_some(sysroot)
+    let toolchains = home.join("toolchains");
+    let exact = toolchains.join(&name);
+    let sysroot = if exact.is_dir() {
+        exact
+    } else {
+        let prefix = format!("{name}-");
+        let mut named: Vec<std::path::PathBuf> = std::fs::read_dir(&toolchains)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_name().to_str().is_some_and(|file| file.starts_with(&prefix)))
+            .map(|entry| entry.path())
+            .collect();
+        named.sort();
+        named.into_iter().next()?
+    };
+    sysroot.join("bin/rustc").is_file().then_some(sysroot)
 }
 
 /// Whether `dir` is a directory vsh may suggest as a `--tool`: at least two

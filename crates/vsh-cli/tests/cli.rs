@@ -3992,39 +3992,37 @@ fn a_program_installed_outside_the_workspace_gets_a_next_step_that_runs_it() {
     let tools: Vec<&str> = next.windows(2).filter(|pair| pair[0] == "--tool").map(|pair| pair[1].as_str()).collect();
     assert!(tools.len() == 2 && tools[0].ends_with("/venv") && tools[1].ends_with("/inst"), "{next:?}");
     // A rustup proxy (`~/.cargo/bin/cargo`, the same file as `rustup`) is
-    // given as the toolchain it would run, never `~/.cargo` (ux49 M1).
-    let (home, toolchain) = (outside.path().join("cargo-home/bin"), outside.path().join("toolchain"));
+    // given as the toolchain it would run, never `~/.cargo` (ux49 M1), read
+    // from rustup's settings: nothing beside the proxy runs, since a
+    // repository can ship a fake one (sec50 F2: its `rustc` ran as root).
+    let (home, rustup_home) = (outside.path().join("cargo-home/bin"), outside.path().join("rustup-home"));
+    let toolchain = rustup_home.join("toolchains/stable-x86_64-test");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(toolchain.join("bin")).unwrap();
+    std::fs::write(rustup_home.join("settings.toml"), "version = \"12\"\ndefault_toolchain = \"stable\"\n").unwrap();
     let script = |path: &Path, text: &str| {
         std::fs::write(path, text).unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     };
     script(&home.join("rustup"), "#!/bin/sh\necho proxied\n");
     std::fs::hard_link(home.join("rustup"), home.join("cargo")).unwrap();
-    // Asked outside the workspace, whose rust-toolchain.toml could name a
-    // toolchain by path (a program of the workspace's, run unconfined).
-    let (pinned, cwd) = (outside.path().join("pinned"), std::fs::canonicalize(dir.path()).unwrap());
-    std::fs::create_dir_all(&pinned).unwrap();
-    let answer = format!(
-        "#!/bin/sh\nif [ \"$(pwd -P)\" = {:?} ]; then echo {}; else echo {}; fi\n",
-        cwd.display().to_string(),
-        pinned.display(),
-        toolchain.display()
-    );
-    script(&home.join("rustc"), &answer);
+    let ran_beside = outside.path().join("ran-beside");
+    script(&home.join("rustc"), &format!("#!/bin/sh\ntouch {}\n", ran_beside.display()));
+    script(&toolchain.join("bin/rustc"), "#!/bin/sh\n");
     script(&toolchain.join("bin/cargo"), "#!/bin/sh\necho built by the toolchain\n");
     let run = |args: &[String]| {
         Command::new(env!("CARGO_BIN_EXE_vsh"))
             .args(args)
             .env_clear()
             .env("PATH", format!("{}:/usr/bin:/bin", home.display()))
+            .env("RUSTUP_HOME", &rustup_home)
             .current_dir(dir.path())
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap()
     };
     let next = next_step_of(&run(&["exec".to_owned(), "--".to_owned(), "cargo".to_owned()]));
+    assert!(!ran_beside.exists(), "vsh ran a program beside the proxy");
     let tools: Vec<&str> = next.windows(2).filter(|pair| pair[0] == "--tool").map(|pair| pair[1].as_str()).collect();
     assert_eq!(tools, [toolchain.to_str().unwrap()], "{next:?}");
     assert!(next.contains(&format!("PATH={}/bin:/usr/local/bin:/usr/bin:/bin", toolchain.display())), "{next:?}");
