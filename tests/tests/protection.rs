@@ -485,3 +485,38 @@ fn removing_a_hidden_path_answers_the_same_whether_it_is_there_or_not() {
     assert_eq!(denied(&receipt), ["config"]);
     assert!(dir.path().join("config/prod.yml").exists());
 }
+
+/// The same probe's next step (sec50 F1): a mode change keeps a protected
+/// file's bytes and an append extends them, so the after state's digest was
+/// a digest of the secret (or of the secret and a known suffix), shown in
+/// the receipt, checked against guesses offline. No digest of either side
+/// of such a change is shown, and the diff's own digest is withheld.
+#[test]
+fn a_mode_change_or_an_append_of_a_file_protected_from_reading_shows_no_digest_of_it() {
+    let dir = workspace(&[("creds.cfg", "api_key=hunter2\n"), ("readme", "ok\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"creds.cfg\"\naccess = [\"content-read\"]\n";
+    let runtime = Runtime::open(config(dir.path()).with_policy_text(policy).with_bash(vsh::BashConfig::new())).unwrap();
+    let secret_digest = vsh::lower::vsh_types::BlobId::of(b"api_key=hunter2\n").to_hex();
+    let appended_digest = vsh::lower::vsh_types::BlobId::of(b"api_key=hunter2\n!").to_hex();
+    for (who, language, code) in [
+        ("bash chmod", vsh::Language::Bash, "chmod 600 creds.cfg"),
+        ("monty append", vsh::Language::Monty, "vsh_write('creds.cfg', '!', append=True)"),
+        ("bash append", vsh::Language::Bash, "printf '!' >> creds.cfg"),
+    ] {
+        let request = RunRequest::new(code).with_language(language).with_detail(vsh::ReceiptDetail::Full);
+        let receipt = runtime.preview(&request).unwrap_or_else(|error| panic!("{who}: {error:?}"));
+        assert_ne!(receipt.state, TransactionState::Denied, "{who}");
+        assert_eq!(receipt.changes.len(), 1, "{who}: {:?}", receipt.changes);
+        let change = &receipt.changes[0];
+        for state in [change.before, change.after].into_iter().flatten() {
+            assert_eq!((state.content, state.stamp), (None, None), "{who}: {change:?}");
+        }
+        assert!(receipt.diff_withheld, "{who}");
+        let document = format!("{:?}", vsh::document::ReceiptDocument::from(&receipt));
+        assert!(!document.contains(&secret_digest) && !document.contains(&appended_digest), "{who}: {document}");
+        if let Some(shown) = runtime.show(receipt.transaction).unwrap() {
+            let document = format!("{:?}", vsh::document::ReceiptDocument::from(&shown));
+            assert!(!document.contains(&secret_digest) && !document.contains(&appended_digest), "{who}: {document}");
+        }
+    }
+}

@@ -157,9 +157,10 @@ fn build_output(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Vec<(VPath, u64)> 
 /// cancellation, or a terminal failure with what it changed so far (for
 /// diagnosis only).
 /// `entries` as a receipt shows them to whoever ran the program: a path
-/// `calls` protects from reading has no before content digest (nor
-/// stamp), since a digest of bytes the program may not read would confirm
-/// its guesses at them (write a guess, compare the digests). What is
+/// `calls` protects from reading has no content digest (nor stamp) on
+/// either side, since a digest of bytes the program may not read, or of
+/// bytes made from them (a mode change, an append), would confirm its
+/// guesses at them (compute the digest of a guess, compare). What is
 /// committed and what a reviewer's review reads are the diff itself.
 pub(crate) fn shown_changes(
     entries: &[vsh_types::DiffEntry],
@@ -169,20 +170,28 @@ pub(crate) fn shown_changes(
         .iter()
         .map(|entry| {
             let mut entry = entry.clone();
-            if before_unreadable(&entry, calls)
-                && let Some(before) = entry.before.as_mut()
-            {
-                before.content = None;
-                before.stamp = None;
+            if before_unreadable(&entry, calls) {
+                // Nor the after state's digest: a mode change keeps the
+                // bytes, an append extends them, so it is a digest of the
+                // protected bytes too (a guess checked offline).
+                for state in [entry.before.as_mut(), entry.after.as_mut()].into_iter().flatten() {
+                    if state.kind != vsh_types::NodeKind::Directory {
+                        state.content = None;
+                        state.stamp = None;
+                    }
+                }
             }
             entry
         })
         .collect()
 }
 
-/// Whether `entries` name the before content of a path `calls` protects
-/// from reading (see [`crate::Receipt::diff_withheld`]).
+/// Whether `entries` name a digest of the content of a path `calls`
+/// protects from reading (see [`crate::Receipt::diff_withheld`]).
 pub(crate) fn names_unreadable_content(entries: &[vsh_types::DiffEntry], calls: &vsh_policy::CallPolicy) -> bool {
+    // An after state made from the protected bytes (a mode change, an
+    // append) was made by reading them, so its before state carries their
+    // digest too; one made of the program's own bytes alone tells nothing.
     entries
         .iter()
         .any(|entry| entry.before.is_some_and(|before| before.content.is_some()) && before_unreadable(entry, calls))
