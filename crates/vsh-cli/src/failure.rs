@@ -225,7 +225,14 @@ pub(crate) fn installations_outside(
     let read = std::fs::File::open(&own).and_then(|mut file| file.read(&mut head)).unwrap_or(0);
     if let Some(line) = head[..read].strip_prefix(b"#!") {
         let line = String::from_utf8_lossy(line.split(|byte| *byte == b'\n').next().unwrap_or_default()).into_owned();
-        if let Some(interpreter) = line.split_whitespace().next().and_then(|first| std::fs::canonicalize(first).ok()) {
+        // Only a program can be one: a directory or a data file named there
+        // (`#!/root/.config`) is no installation to give.
+        if let Some(interpreter) = line
+            .split_whitespace()
+            .next()
+            .and_then(|first| std::fs::canonicalize(first).ok())
+            .filter(|interpreter| executable_file(interpreter))
+        {
             targets.push(interpreter);
         }
     }
@@ -249,6 +256,12 @@ pub(crate) fn installations_outside(
         }
     }
     found
+}
+
+/// Whether `path` is a regular file someone may execute.
+fn executable_file(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// What to print on stderr beyond the error chain: conflicting paths, the

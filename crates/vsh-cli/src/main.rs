@@ -803,6 +803,25 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
         && !a_home
         && !["/etc", "/proc", "/sys", "/dev", "/run"].iter().any(|top| dir.starts_with(top))
         && !CREDENTIALS.iter().any(|name| dir.join(name).exists())
+        && !holds_secrets(dir)
+}
+
+/// Whether the secret rules every policy starts from (`.ssh/`, `.kube/config`,
+/// `.config/gcloud/`, `*.pem`, ...) hide `dir`, a directory above it, or
+/// one of its first 1,000 entries, taking its absolute path as a path of a
+/// workspace at `/`.
+fn holds_secrets(dir: &std::path::Path) -> bool {
+    let secrets = vsh::lower::vsh_policy::CallPolicy::balanced_default(None);
+    let hidden = |path: &std::path::Path| {
+        path.strip_prefix("/")
+            .ok()
+            .and_then(|relative| relative.to_str())
+            .and_then(|relative| vsh::VPath::parse(relative).ok())
+            .is_some_and(|path| secrets.is_hidden(&path))
+    };
+    hidden(dir)
+        || std::fs::read_dir(dir)
+            .map_or(true, |entries| entries.filter_map(Result::ok).take(1000).any(|entry| hidden(&entry.path())))
 }
 
 /// Where `program` is on the `PATH` `path`: the first executable file of

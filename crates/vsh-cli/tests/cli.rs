@@ -3991,6 +3991,26 @@ fn a_program_installed_outside_the_workspace_gets_a_next_step_that_runs_it() {
     let next = next_step_of(&run(&["exec".to_owned(), "--".to_owned(), python, "-c".to_owned(), "echo".to_owned()]));
     let tools: Vec<&str> = next.windows(2).filter(|pair| pair[0] == "--tool").map(|pair| pair[1].as_str()).collect();
     assert!(tools.len() == 2 && tools[0].ends_with("/venv") && tools[1].ends_with("/inst"), "{next:?}");
+    // Never a directory of credentials, whatever a script's `#!` names
+    // (sec50 F3): a data file or a directory is no interpreter, and an
+    // installation holding a secret (an `id_rsa` beside its `bin/`) is not
+    // suggested.
+    let (kube, keys) = (outside.path().join("home/.kube"), outside.path().join("keys"));
+    std::fs::create_dir_all(&kube).unwrap();
+    std::fs::write(kube.join("config"), "token: x\n").unwrap();
+    std::fs::create_dir_all(keys.join("bin")).unwrap();
+    std::fs::copy("/bin/sh", keys.join("bin/sh")).unwrap();
+    std::fs::write(keys.join("id_rsa"), "KEY\n").unwrap();
+    for (name, interpreter) in
+        [("kube.sh", kube.join("config")), ("conf.sh", kube.clone()), ("keys.sh", keys.join("bin/sh"))]
+    {
+        let script = dir.path().join(name);
+        std::fs::write(&script, format!("#!{}\necho hi\n", interpreter.display())).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let failed = run(&["exec".to_owned(), "--".to_owned(), format!("./{name}")]);
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(!stderr.contains("--tool"), "{name}: {stderr}");
+    }
     // A rustup proxy (`~/.cargo/bin/cargo`, the same file as `rustup`) is
     // given as the toolchain it would run, never `~/.cargo` (ux49 M1), read
     // from rustup's settings: nothing beside the proxy runs, since a
