@@ -391,37 +391,43 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
 fn budget_within(ceiling: &ExecutionBudget, requested: Option<&BudgetParams>) -> Result<ExecutionBudget, String> {
     let mut budget = ceiling.clone();
     let Some(requested) = requested else { return Ok(budget) };
-    let check = |name: &str, asked: Option<u64>, most: u64, flag: &str| -> Result<Option<u64>, String> {
+    let check = |name: &str, asked: Option<u64>, most: u64, flag: Option<&str>| -> Result<Option<u64>, String> {
         match asked {
             None => Ok(None),
             Some(0) => Err(format!("budget.{name} must be positive")),
-            Some(asked) if asked > most => Err(format!(
-                "budget.{name} {asked} is above this server's {most}; the operator raises it with `vsh serve {flag}`"
-            )),
+            Some(asked) if asked > most => Err(match flag {
+                Some(flag) => format!(
+                    "budget.{name} {asked} is above this server's {most}; the operator raises it with `vsh serve \
+                     {flag}`"
+                ),
+                None => {
+                    format!("budget.{name} {asked} is above {most}, the most any run here may have (no flag raises it)")
+                }
+            }),
             Some(asked) => Ok(Some(asked)),
         }
     };
     let most_ms = u64::try_from(ceiling.max_duration.as_millis()).unwrap_or(u64::MAX);
-    if let Some(ms) = check("timeout_ms", requested.timeout_ms, most_ms, "--timeout")? {
+    if let Some(ms) = check("timeout_ms", requested.timeout_ms, most_ms, Some("--timeout"))? {
         budget.max_duration = Duration::from_millis(ms);
     }
-    if let Some(calls) = check("max_os_calls", requested.max_os_calls, ceiling.max_os_calls, "--max-os-calls")? {
+    if let Some(calls) = check("max_os_calls", requested.max_os_calls, ceiling.max_os_calls, Some("--max-os-calls"))? {
         budget.max_os_calls = calls;
     }
     if let Some(bytes) =
-        check("max_output_bytes", requested.max_output_bytes, ceiling.max_output_bytes, "--max-output")?
+        check("max_output_bytes", requested.max_output_bytes, ceiling.max_output_bytes, Some("--max-output"))?
     {
         budget.max_output_bytes = bytes;
     }
     if let Some(bytes) =
-        check("max_memory_bytes", requested.max_memory_bytes, ceiling.max_memory_bytes, "--max-memory")?
+        check("max_memory_bytes", requested.max_memory_bytes, ceiling.max_memory_bytes, Some("--max-memory"))?
     {
         budget.max_memory_bytes = bytes;
     }
-    if let Some(bytes) = check("max_read_bytes", requested.max_read_bytes, ceiling.max_read_bytes, "(no flag)")? {
+    if let Some(bytes) = check("max_read_bytes", requested.max_read_bytes, ceiling.max_read_bytes, None)? {
         budget.max_read_bytes = bytes;
     }
-    if let Some(bytes) = check("max_write_bytes", requested.max_write_bytes, ceiling.max_write_bytes, "(no flag)")? {
+    if let Some(bytes) = check("max_write_bytes", requested.max_write_bytes, ceiling.max_write_bytes, None)? {
         budget.max_write_bytes = bytes;
     }
     Ok(budget)
@@ -1126,5 +1132,9 @@ mod tests {
         assert!(budget_within(&ceiling, Some(&zero)).is_err());
         let memory = BudgetParams { max_memory_bytes: Some(u64::MAX), ..BudgetParams::default() };
         assert!(budget_within(&ceiling, Some(&memory)).unwrap_err().contains("--max-memory"));
+        // A limit no flag raises names none (sec50: it named `vsh serve (no flag)`).
+        let read = BudgetParams { max_read_bytes: Some(u64::MAX), ..BudgetParams::default() };
+        let error = budget_within(&ceiling, Some(&read)).unwrap_err();
+        assert!(error.contains("no flag raises it") && !error.contains("vsh serve"), "{error}");
     }
 }
