@@ -25,15 +25,9 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
         .map(|record| {
             let receipt = runtime.show(record.id).ok().flatten();
             let stored = runtime.stored_program(record.id).ok().flatten();
-            let waiting = matches!(
-                record.state,
-                vsh::TransactionState::PendingApproval
-                    | vsh::TransactionState::Approved
-                    | vsh::TransactionState::AutoApproved
-            );
             let id = record.id;
             let mut row = render::PendingRow::new(record, receipt, stored.as_ref());
-            row.policy_changed = waiting && runtime.decided_under_another_policy(id);
+            row.policy_changed = runtime.decided_under_another_policy(id);
             row
         })
         .collect()

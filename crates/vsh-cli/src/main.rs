@@ -661,9 +661,11 @@ fn with_tool_hint(
     let given = tools.len();
     let command_path = options.command.env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value.clone());
     let mut path_env = None;
+    // What the command's PATH holds besides a directory the hint puts first.
+    let rest = command_path.as_deref().unwrap_or("/usr/local/bin:/usr/bin:/bin");
     let found = if program.contains('/') {
         Some(std::path::PathBuf::from(program))
-    } else if let Some(found) = on_path(program, command_path.as_deref().unwrap_or("/usr/local/bin:/usr/bin:/bin")) {
+    } else if let Some(found) = on_path(program, rest) {
         Some(found)
     } else {
         // Only the user's own PATH has it: its directory, and a PATH to it.
@@ -671,7 +673,6 @@ fn with_tool_hint(
         if let Some(dir) =
             found.as_ref().and_then(|found| found.parent()).and_then(|dir| std::fs::canonicalize(dir).ok())
         {
-            let rest = command_path.as_deref().unwrap_or("/usr/local/bin:/usr/bin:/bin");
             path_env = Some(format!("PATH={}:{rest}", dir.display()));
             // A `bin` is an installation's: the whole of it (a virtualenv's
             // `pyvenv.cfg` lies beside its `bin`).
@@ -685,7 +686,6 @@ fn with_tool_hint(
         }
         found
     };
-    let rest = command_path.clone().unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
     if let Some(sysroot) = found.as_deref().and_then(rustup_toolchain) {
         // A rustup proxy (`~/.cargo/bin/cargo`) needs rustup's own state
         // and `~/.cargo` holds the registry's token: the toolchain it would

@@ -102,11 +102,7 @@ pub(crate) fn show(
         return Ok(exit_code(&receipt, Asked::Review, output.detailed));
     }
     // Work made under a policy since replaced can only be made again.
-    let waiting = matches!(
-        receipt.state,
-        vsh::TransactionState::PendingApproval | vsh::TransactionState::Approved | vsh::TransactionState::AutoApproved
-    );
-    let rerun = (waiting && runtime.decided_under_another_policy(id)).then(|| {
+    let rerun = runtime.decided_under_another_policy(id).then(|| {
         format!("vsh rerun {} (the policy changed since it was made: approve and commit refuse it)", id.short())
     });
     print_receipt_next(&receipt, json, output, rerun)?;

@@ -153,9 +153,6 @@ fn build_output(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Vec<(VPath, u64)> 
     found
 }
 
-/// A Bash script's or a command's failure as the facade's error: a
-/// cancellation, or a terminal failure with what it changed so far (for
-/// diagnosis only).
 /// `entries` as a receipt shows them to whoever ran the program: a path
 /// `calls` protects from reading has no content digest (nor stamp) on
 /// either side, since a digest of bytes the program may not read, or of
@@ -209,6 +206,9 @@ fn content_unreadable(path: &VPath, calls: &vsh_policy::CallPolicy) -> bool {
     calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err()
 }
 
+/// A Bash script's or a command's failure as the facade's error: a
+/// cancellation, or a terminal failure with what it changed so far (for
+/// diagnosis only).
 fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs, calls: &vsh_policy::CallPolicy) -> VshError {
     use vsh_monty::ExecutionError;
     match error {
@@ -612,7 +612,7 @@ impl Runs {
         let review = match request.detail {
             ReceiptDetail::Full => {
                 let calls = self.policy.calls();
-                let unreadable = |path: &VPath| calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err();
+                let unreadable = |path: &VPath| content_unreadable(path, calls);
                 vfs.review(diff.entries(), ReviewLimits::default(), &unreadable)?
             }
             ReceiptDetail::Changes | ReceiptDetail::Compact => Vec::new(),

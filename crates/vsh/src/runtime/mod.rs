@@ -618,12 +618,24 @@ impl Runtime {
         self.records.run_policy(&artifact)
     }
 
-    /// Whether approving or committing `transaction` would be refused
-    /// because its stored work was decided under another policy than this
-    /// runtime's ([`VshError::PolicyChanged`]): only `rerun` makes such work
-    /// again. `false` for work not stored, or refused for another reason.
+    /// Whether `transaction` waits for a decision or a commit (pending,
+    /// approved, or an auto-approved stored preview) that approving or
+    /// committing would refuse because its stored work was decided under
+    /// another policy than this runtime's ([`VshError::PolicyChanged`]):
+    /// only `rerun` makes such work again. `false` for work that does not
+    /// wait, is not stored, or is refused for another reason.
     pub fn decided_under_another_policy(&self, transaction: TransactionId) -> bool {
-        self.records.get(transaction).ok().flatten().is_some_and(|record| record.artifact.is_some())
+        let waiting = |state| {
+            matches!(
+                state,
+                TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
+            )
+        };
+        self.records
+            .get(transaction)
+            .ok()
+            .flatten()
+            .is_some_and(|record| record.artifact.is_some() && waiting(record.state))
             && matches!(self.records.load_verified(transaction), Err(VshError::PolicyChanged(_)))
     }
 
