@@ -561,14 +561,8 @@ pub(crate) struct RerunArgs {
     /// their hunks).
     #[arg(long)]
     pub(crate) full: bool,
-    /// Let a Monty program run real commands, as `vsh run --commands` lets it
-    /// (one that ran with them gets them again without it). A real
-    /// command (vsh exec) and a Bash program that ran in real bash (run
-    /// --confined) run as they did without it. Their environment, tools and
-    /// network are this command line's (--env, --tool, ...), not the first
-    /// run's.
-    #[arg(long)]
-    pub(crate) commands: bool,
+    #[command(flatten)]
+    pub(crate) again: RerunCommands,
     /// A Bash program's or a real command's non-zero exit status is its
     /// outcome, as `run --accept-failure` makes it (asked again: the first
     /// run's choice is not kept).
@@ -582,6 +576,26 @@ pub(crate) struct RerunArgs {
     pub(crate) command: CommandArgs,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
+}
+
+/// How a rerun's real commands run: whether a Monty program gets them, and
+/// with whose grants.
+#[derive(Debug, Args)]
+pub(crate) struct RerunCommands {
+    /// Let a Monty program run real commands, as `vsh run --commands` lets it
+    /// (one that ran with them gets them again without it). A real
+    /// command (vsh exec) and a Bash program that ran in real bash (run
+    /// --confined) run as they did without it. Their commands get the first
+    /// run's grants again (its tools, network, ports and unix sockets, and
+    /// each of its variables from vsh's own environment when the value is
+    /// the first run's, which vsh checks by a keyed digest: it keeps no
+    /// value), and this command line's (--env, --tool, ...) besides.
+    #[arg(long)]
+    pub(crate) commands: bool,
+    /// Grant the commands only what this command line gives (--env, --tool,
+    /// ...), not the first run's grants too.
+    #[arg(long)]
+    pub(crate) no_first_grants: bool,
 }
 
 #[derive(Debug, Args)]

@@ -61,7 +61,7 @@ pub(crate) fn with_rerun_hint(
                 "the workspace's policy changed since it was made, so approve refuses it: run its program again"
                     .to_owned(),
             );
-            Some(format!("vsh rerun {short}"))
+            Some(rerun_line(runtime, transaction))
         }
         // Work that can never be committed now: its program can run again.
         VshError::Commit(CommitError::Stale { .. })
@@ -70,18 +70,41 @@ pub(crate) fn with_rerun_hint(
             | vsh::lower::vsh_store::StoreError::PreviewExpired { .. },
         )
         | VshError::NotCommittable { state: S::Stale | S::Expired | S::Rejected | S::Failed, .. } => {
-            Some(format!("vsh rerun {short}"))
+            Some(rerun_line(runtime, transaction))
         }
         VshError::NotCommittable { state: S::PendingApproval, .. } => {
             Some(format!("vsh show {short} && vsh approve {short} && vsh commit {short}"))
         }
         VshError::NotApprovable { state: S::AutoApproved, .. } => Some(format!("vsh commit {short}")),
-        VshError::NotApprovable { state: S::Expired, .. } => Some(format!("vsh rerun {short}")),
+        VshError::NotApprovable { state: S::Expired, .. } => Some(rerun_line(runtime, transaction)),
         _ => None,
     };
     match hint {
         Some(hint) => Box::new(Failure { source: error, remedies, hint: Some(hint) }),
         None => Box::new(error),
+    }
+}
+
+/// `vsh rerun TX` as it must be typed for the work's commands to get their
+/// grants again: with `--env NAME=VALUE` for each of the first run's
+/// variables whose value vsh's own environment cannot give again (vsh keeps
+/// only a keyed digest of it, and the value here is not the one it digests).
+pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> String {
+    let names = runtime.show(transaction).ok().flatten().and_then(|receipt| receipt.grants).map(|grants| grants.env);
+    let again = |name: &String| {
+        std::env::var(name)
+            .is_ok_and(|value| matches!(runtime.granted_value_is(transaction, name, &value), Ok(Some(true))))
+    };
+    let missing: Vec<String> = names
+        .unwrap_or_default()
+        .iter()
+        .filter(|name| !again(name))
+        .map(|name| format!(" --env {name}=VALUE"))
+        .collect();
+    if missing.is_empty() {
+        format!("vsh rerun {}", transaction.short())
+    } else {
+        format!("vsh rerun {}{} (the first run's values: vsh keeps none)", transaction.short(), missing.concat())
     }
 }
 

@@ -377,6 +377,63 @@ impl CommandSettings {
                 == Ok(None)
     }
 
+    /// These settings with a first run's grants (`first`) added, for `vsh
+    /// rerun`: its tools, network, ports and unix sockets, and each of its
+    /// variables this command line does not set, from vsh's own environment
+    /// when `first_value_is(name, value)` (the first run's keyed digest) says
+    /// the value is the first run's. A variable that cannot be given again so
+    /// is a usage error naming it: vsh keeps no variable's value.
+    fn with_first_grants(
+        mut self,
+        first: &vsh::CommandGrants,
+        first_value_is: impl Fn(&str, &str) -> Result<Option<bool>, vsh::VshError>,
+    ) -> Result<Self, vsh::VshError> {
+        for tool in first.tools.iter().map(std::path::PathBuf::from) {
+            if !self.tools.contains(&tool) {
+                self.tools.push(tool);
+            }
+        }
+        self.network = self.network.or(match first.network.as_str() {
+            "loopback" => Some(vsh::lower::vsh_sandbox::NetworkAccess::Loopback),
+            "all" => Some(vsh::lower::vsh_sandbox::NetworkAccess::All),
+            _ => None,
+        });
+        for port in &first.ports {
+            if !self.ports.contains(port) {
+                self.ports.push(*port);
+            }
+        }
+        self.unix_sockets |= first.unix_sockets;
+        let mut missing = Vec::new();
+        for name in &first.env {
+            if let Some((_, value)) = self.env.iter().find(|(given, _)| given == name) {
+                if first_value_is(name, value)? == Some(false) {
+                    say!("vsh: warning: {name} is given another value than the first run's");
+                }
+                continue;
+            }
+            match std::env::var(name) {
+                Ok(value) if first_value_is(name, &value)? == Some(true) => self.env.push((name.clone(), value)),
+                _ => missing.push(name.as_str()),
+            }
+        }
+        if !missing.is_empty() {
+            let flags: Vec<String> = missing.iter().map(|name| format!("--env {name}=VALUE")).collect();
+            let (listed, them) = match missing.split_last() {
+                Some((last, [])) => ((*last).to_owned(), "it"),
+                Some((last, rest)) => (format!("{} and {last}", rest.join(", ")), "them"),
+                None => unreachable!("missing is not empty"),
+            };
+            usage_conflict(&format!(
+                "the first run's commands were given {listed}, whose values vsh does not keep (only a keyed \
+                 digest, which vsh's own environment does not match): give {them} again ({}), or run without \
+                 (--no-first-grants: this command line's grants only)",
+                flags.join(" ")
+            ));
+        }
+        Ok(self)
+    }
+
     /// `config` with these settings.
     pub(crate) fn apply(&self, config: RuntimeConfig) -> RuntimeConfig {
         let config = config
@@ -1304,18 +1361,24 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     // Real programs run again as they ran: a command, and Bash that ran in
     // real bash, in a candidate; a Monty program's vsh_exec when it had
     // them (its record holds what its commands were granted) or is asked.
-    if rerun.commands && stored.language != vsh::Language::Monty {
+    if rerun.again.commands && stored.language != vsh::Language::Monty {
         usage_conflict("--commands is for a Monty program's transaction (vsh_exec)");
     }
     let first_grants = runtime.show(id)?.and_then(|receipt| receipt.grants);
     let real = match stored.language {
         vsh::Language::Command => RealCommands::Commands,
         vsh::Language::Bash if ran_in_real_bash(&runtime, id)? => RealCommands::ConfinedBash,
-        vsh::Language::Monty if rerun.commands || first_grants.is_some() => RealCommands::Commands,
+        vsh::Language::Monty if rerun.again.commands || first_grants.is_some() => RealCommands::Commands,
         _ => RealCommands::None,
     };
     if real != RealCommands::None {
-        let mut config = CommandSettings::resolve(&rerun.command)?.apply(config()?);
+        let mut settings = CommandSettings::resolve(&rerun.command)?;
+        if let Some(first) = &first_grants
+            && !rerun.again.no_first_grants
+        {
+            settings = settings.with_first_grants(first, |name, value| runtime.granted_value_is(id, name, value))?;
+        }
+        let mut config = settings.apply(config()?);
         config = match real {
             RealCommands::ConfinedBash => config.with_bash(vsh::BashConfig::confined()),
             _ => config.with_commands(),
@@ -1340,10 +1403,10 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         let said = |grants: &vsh::CommandGrants| {
             if grants.is_default() { "nothing beyond the defaults".to_owned() } else { render::grants_text(grants) }
         };
+        let remedy =
+            if rerun.again.no_first_grants { "; without --no-first-grants they get the first run's too" } else { "" };
         say!(
-            "vsh: warning: this run's commands are granted other than the first run's (first: {}; now: {}); \
-             give --env, --pass-env, --allow-network, --allow-port, --allow-unix-sockets and --tool again for the \
-             same",
+            "vsh: warning: this run's commands are granted other than the first run's (first: {}; now: {}){remedy}",
             said(&first),
             said(&now)
         );

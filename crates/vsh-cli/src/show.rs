@@ -102,9 +102,19 @@ pub(crate) fn show(
         return Ok(exit_code(&receipt, Asked::Review, output.detailed));
     }
     // Work made under a policy since replaced can only be made again.
-    let rerun = runtime.decided_under_another_policy(id).then(|| {
-        format!("vsh rerun {} (the policy changed since it was made: approve and commit refuse it)", id.short())
-    });
+    let rerun = if runtime.decided_under_another_policy(id) {
+        Some(format!(
+            "{} (the policy changed since it was made: approve and commit refuse it)",
+            crate::failure::rerun_line(runtime, id)
+        ))
+    } else if matches!(
+        receipt.state,
+        vsh::TransactionState::Stale | vsh::TransactionState::Expired | vsh::TransactionState::Failed
+    ) {
+        Some(crate::failure::rerun_line(runtime, id))
+    } else {
+        None
+    };
     print_receipt_next(&receipt, json, output, rerun)?;
     if !output.quiet {
         if let Some(record) = runtime.transaction(id)? {

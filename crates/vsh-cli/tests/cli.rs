@@ -3395,7 +3395,7 @@ fn what_a_commands_run_was_granted_is_recorded_by_name_shown_and_asked_for_again
     let plain = vsh(&["exec", "--workspace", ws, "--", "true"], None);
     assert!(!String::from_utf8_lossy(&plain.stdout).contains("grants"));
     // Run again without them: vsh says what the first run had.
-    let again = vsh(&["rerun", &id, "--workspace", ws], None);
+    let again = vsh(&["rerun", &id, "--workspace", ws, "--no-first-grants"], None);
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(
         stderr.contains("(first: env API_TOKEN, MODE; network loopback; now: nothing beyond the defaults)"),
@@ -3686,6 +3686,64 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     // --commands is for a Monty program's transaction.
     let refused = vsh(&["rerun", id, "--workspace", ws, "--commands"], None);
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+}
+
+#[test]
+fn rerun_gives_the_commands_the_first_runs_grants_again_and_a_variable_only_its_first_value() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tools = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\n");
+    let greet = tools.path().join("greet");
+    std::fs::write(&greet, "#!/bin/sh\necho tool ran\n").unwrap();
+    std::fs::set_permissions(&greet, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let tool = tools.path().to_str().unwrap();
+    // The command reads a.txt, runs the granted tool and prints the variable.
+    let script = format!("cat a.txt > out.txt && {} >> out.txt && echo \"$GREETING\" >> out.txt", greet.display());
+    let ran = vsh(
+        &["exec", "--workspace", ws, "--json", "--env", "GREETING=hello", "--tool", tool, "--", "sh", "-c", &script],
+        None,
+    );
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    let id =
+        serde_json::from_slice::<serde_json::Value>(&ran.stdout).unwrap()["transaction"].as_str().unwrap().to_owned();
+    write(dir.path(), "a.txt", "two\n");
+    // Stale: the hint names the variable vsh's environment cannot give again.
+    let stale = vsh(&["commit", &id, "--workspace", ws], None);
+    assert_eq!(stale.status.code(), Some(6), "{}", String::from_utf8_lossy(&stale.stderr));
+    let said = String::from_utf8_lossy(&stale.stderr);
+    assert!(said.contains(&format!("vsh rerun {} --env GREETING=VALUE", &id[..12])), "{said}");
+    let shown = vsh(&["show", &id, "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&shown.stdout);
+    assert!(said.contains(&format!("vsh rerun {} --env GREETING=VALUE", &id[..12])), "{said}");
+    // With the first value in vsh's environment, the plain command is the hint.
+    let stale = vsh_env(&["commit", &id, "--workspace", ws], &[("GREETING", "hello")], "");
+    let said = String::from_utf8_lossy(&stale.stderr);
+    assert!(said.contains(&format!("`vsh rerun {}`", &id[..12])), "{said}");
+    // Without the variable, or with another value, rerun refuses before running.
+    for env in [&[][..], &[("GREETING", "bye")][..]] {
+        let refused = vsh_env(&["rerun", &id, "--workspace", ws], env, "");
+        assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains("given GREETING") && said.contains("--env GREETING=VALUE"), "{said}");
+        assert!(said.contains("--no-first-grants"), "{said}");
+    }
+    // With the first value: the tool and the variable again, as they were.
+    let again = vsh_env(&["rerun", &id, "--workspace", ws, "--mode", "auto"], &[("GREETING", "hello")], "");
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("granted other"), "{again:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).unwrap(), "two\ntool ran\nhello\n");
+    // A value given on the command line is used, with a word that it differs.
+    let given = vsh(&["rerun", &id, "--workspace", ws, "--json", "--env", "GREETING=hi"], None);
+    assert!(given.status.success(), "{}", String::from_utf8_lossy(&given.stderr));
+    assert!(String::from_utf8_lossy(&given.stderr).contains("GREETING is given another value"), "{given:?}");
+    // Only this command line's grants: the tool is out of the command's reach.
+    let bare = vsh(&["rerun", &id, "--workspace", ws, "--no-first-grants"], None);
+    assert_eq!(bare.status.code(), Some(1), "{}", String::from_utf8_lossy(&bare.stderr));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("granted other than the first run's"), "{bare:?}");
 }
 
 #[test]

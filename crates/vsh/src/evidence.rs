@@ -12,11 +12,17 @@ use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
 use vsh_vfs::Effect;
 
-/// Version of the evidence encoding: 4 adds a Monty program that raised
-/// after a refusal ([`EvidenceOutput::MontyRaised`]), in the same layout as
-/// 3, which adds what real commands were granted; 3, 2 (either language's
-/// output) and 1 (a Monty value and stdout) are still read.
-const EVIDENCE_VERSION: u8 = 4;
+/// Version of the evidence encoding: 5 adds the keyed digests of the values
+/// of the variables real commands were granted ([`Evidence::env_values`]);
+/// 4 adds a Monty program that raised after a refusal
+/// ([`EvidenceOutput::MontyRaised`]), in the same layout as 3, which adds
+/// what real commands were granted; 4, 3, 2 (either language's output) and 1
+/// (a Monty value and stdout) are still read. Each is written only where it
+/// is needed, so an older vsh still reads the rest.
+const EVIDENCE_VERSION: u8 = 5;
+
+/// The version that first wrote [`EvidenceOutput::MontyRaised`].
+const RAISED_VERSION: u8 = 4;
 
 /// The deepest value nesting kept as evidence. Encoding and decoding recurse
 /// once per level, so the bound keeps both far from the stack's limit.
@@ -90,6 +96,24 @@ pub(crate) struct Evidence {
     pub(crate) effects: Vec<Effect>,
     /// What its real commands were granted, when it could run any.
     pub(crate) grants: Option<crate::CommandGrants>,
+    /// The keyed digest (`run::env_value_mac`) of each granted variable's
+    /// value, in the order of `grants.env` (version 5 on; empty before):
+    /// `vsh rerun` gives a variable of its own environment to the commands
+    /// again only when its value is the first run's.
+    pub(crate) env_values: Vec<[u8; 32]>,
+}
+
+/// Versions 3 and 4's layout, for artifacts written before the values of
+/// granted variables were recorded.
+#[derive(Deserialize)]
+struct EvidenceV4 {
+    version: u8,
+    nonce: [u8; 16],
+    decision: Decision,
+    output: EvidenceOutput,
+    stats: ExecutionStats,
+    effects: Vec<Effect>,
+    grants: Option<crate::CommandGrants>,
 }
 
 /// Version 2's layout, for artifacts written before grants were recorded.
@@ -125,8 +149,30 @@ impl Evidence {
         grants: Option<crate::CommandGrants>,
     ) -> Self {
         // Version 4 only where it is needed, so an older vsh still reads the rest.
-        let version = if matches!(output, EvidenceOutput::MontyRaised { .. }) { EVIDENCE_VERSION } else { 3 };
-        Self { version, nonce, decision, output, stats: stats.clone(), effects, grants }
+        let version = if matches!(output, EvidenceOutput::MontyRaised { .. }) { RAISED_VERSION } else { 3 };
+        Self { version, nonce, decision, output, stats: stats.clone(), effects, grants, env_values: Vec::new() }
+    }
+
+    /// This evidence with the keyed digests of the granted variables'
+    /// values (`values`, in the order of the grants' names): version 5 when
+    /// there are any.
+    pub(crate) fn with_env_values(mut self, values: Vec<[u8; 32]>) -> Self {
+        if !values.is_empty() {
+            self.version = EVIDENCE_VERSION;
+        }
+        self.env_values = values;
+        self
+    }
+
+    /// The keyed digest of the value granted variable `name` had, when this
+    /// evidence keeps one (version 5 on).
+    pub(crate) fn env_value(&self, name: &str) -> Option<&[u8; 32]> {
+        let names = &self.grants.as_ref()?.env;
+        // Recorded in step: one name, one digest.
+        if names.len() != self.env_values.len() {
+            return None;
+        }
+        names.iter().position(|granted| granted == name).map(|at| &self.env_values[at])
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -146,6 +192,7 @@ impl Evidence {
                     stats: old.stats,
                     effects: old.effects,
                     grants: None,
+                    env_values: Vec::new(),
                 }
             }
             Some(2) => {
@@ -158,10 +205,24 @@ impl Evidence {
                     stats: old.stats,
                     effects: old.effects,
                     grants: None,
+                    env_values: Vec::new(),
                 }
             }
             // Version 4's layout is version 3's, with one more kind of output.
-            Some(3 | 4) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
+            Some(3 | 4) => {
+                let old: EvidenceV4 = postcard::from_bytes(bytes).map_err(|_| EvidenceError::Malformed)?;
+                Self {
+                    version: old.version,
+                    nonce: old.nonce,
+                    decision: old.decision,
+                    output: old.output,
+                    stats: old.stats,
+                    effects: old.effects,
+                    grants: old.grants,
+                    env_values: Vec::new(),
+                }
+            }
+            Some(&EVIDENCE_VERSION) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
             Some(&other) => return Err(EvidenceError::Version(other)),
             None => return Err(EvidenceError::Malformed),
         };
@@ -219,7 +280,8 @@ mod tests {
         let evidence =
             Evidence::new([8; 16], Decision::AutoApproved, bash, &ExecutionStats::default(), Vec::new(), None);
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
-        assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Version(5)));
+        assert_eq!(Evidence::decode(b"\x06junk"), Err(EvidenceError::Version(6)));
+        assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b"\x02junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b""), Err(EvidenceError::Malformed));
         let mut deep = MontyObject::None;
@@ -330,5 +392,16 @@ mod tests {
             Some(grants),
         );
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
+        // Version 3 keeps no value digest; version 5 keeps one per granted name.
+        assert_eq!(evidence.encode()[0], 3);
+        assert_eq!(Evidence::decode(&evidence.encode()).unwrap().env_value("TOKEN"), None);
+        let valued = evidence.with_env_values(vec![[6; 32]]);
+        assert_eq!(valued.encode()[0], 5);
+        let read = Evidence::decode(&valued.encode()).unwrap();
+        assert_eq!(read, valued);
+        assert_eq!((read.env_value("TOKEN"), read.env_value("PATH")), (Some(&[6; 32]), None));
+        // Digests out of step with the names are none of theirs.
+        let unmatched = Evidence { env_values: vec![[6; 32], [7; 32]], ..read };
+        assert_eq!(unmatched.env_value("TOKEN"), None);
     }
 }

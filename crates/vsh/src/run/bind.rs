@@ -39,7 +39,8 @@ impl Runs {
             &outcome.stats,
             vfs.effects().to_vec(),
             self.command_grants(request),
-        );
+        )
+        .with_env_values(self.granted_env_values(request));
         let evidence_bytes = evidence.encode();
         let intent = request.intent.unwrap_or("");
         let binding = TransactionBinding::new(BindingDigests {
@@ -140,7 +141,7 @@ impl Runs {
         // What every command gets is no grant (a variable set otherwise is).
         let every = vsh_monty::CommandConfig::new("/").env;
         self.runs_commands(request).then(|| crate::CommandGrants {
-            env: self.command_env.iter().filter(|pair| !every.contains(pair)).map(|(name, _)| name.clone()).collect(),
+            env: self.granted_env(&every).map(|(name, _)| name.clone()).collect(),
             tools: self.command_tools.iter().map(|tool| tool.display().to_string()).collect(),
             network: match self.command_network {
                 vsh_sandbox::NetworkAccess::None => "none",
@@ -151,6 +152,21 @@ impl Runs {
             ports: self.command_ports.clone(),
             unix_sockets: self.command_unix_sockets,
         })
+    }
+
+    /// The keyed digest of each variable's value in [`Runs::command_grants`]'s
+    /// `env`, in its order (empty when the run's program runs no command).
+    fn granted_env_values(&self, request: &RunRequest<'_>) -> Vec<[u8; 32]> {
+        if !self.runs_commands(request) {
+            return Vec::new();
+        }
+        let every = vsh_monty::CommandConfig::new("/").env;
+        self.granted_env(&every).map(|(_, value)| super::env_value_mac(&self.env_key, value)).collect()
+    }
+
+    /// The variables commands get besides `every` (what every command gets).
+    fn granted_env<'a>(&'a self, every: &'a [(String, String)]) -> impl Iterator<Item = &'a (String, String)> + 'a {
+        self.command_env.iter().filter(move |pair| !every.contains(pair))
     }
 
     /// The digest of everything a run's outcome depends on besides the program

@@ -417,6 +417,12 @@ impl Runs {
         self
     }
 
+    /// Whether `value` is the variable value whose keyed digest
+    /// ([`env_value_mac`]) is `digest` (compared in constant time).
+    pub(crate) fn is_env_value(&self, digest: &[u8; 32], value: &str) -> bool {
+        blake3::Hash::from_bytes(*digest) == blake3::Hash::from_bytes(env_value_mac(&self.env_key, value))
+    }
+
     /// Give real commands these tool directories and scratch directories,
     /// whose lock and taints `scratch_lock` holds.
     pub(crate) fn with_command_dirs(

@@ -542,6 +542,24 @@ impl Runtime {
         Ok(artifact.program.map(|code| StoredProgram { language, code, intent: artifact.intent }))
     }
 
+    /// Whether `value` is the value variable `name` had when `transaction`'s
+    /// real commands were granted it (compared by its keyed digest: vsh keeps
+    /// no variable's value). `None` when the transaction's record keeps no
+    /// digest of `name`: its commands were not granted it, it was stored
+    /// before vsh kept them, or only its record is stored. `vsh rerun` gives
+    /// a variable of its own environment again only on `Some(true)`.
+    pub fn granted_value_is(
+        &self,
+        transaction: TransactionId,
+        name: &str,
+        value: &str,
+    ) -> Result<Option<bool>, VshError> {
+        let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(None) };
+        let evidence = crate::evidence::Evidence::decode(&artifact.evidence)
+            .map_err(|source| VshError::Evidence { transaction, source })?;
+        Ok(evidence.env_value(name).map(|digest| self.runs.is_env_value(digest, value)))
+    }
+
     /// The review of a transaction: each changed path with its unified text
     /// hunks, or why it has none ([`vsh_vfs::NoHunks`]). Bytes are
     /// hash-verified: after-states from the blob store, before-states from the
