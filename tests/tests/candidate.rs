@@ -701,4 +701,16 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     assert_eq!(undone.changed_paths, 1, "NOTES alone");
     runtime.commit(undone.transaction, 2).unwrap();
     assert_eq!(printed(&build("")), "v3\n", "the output built from v9 was not reused");
+    // A change written to a temporary file renamed over its target (as `sed
+    // -i` writes) is on disk whole once committed, and the temporary file on
+    // no disk: the build stays incremental, and no warning names the work.
+    assert_eq!(printed(&build("touch target/mark; ")), "v3\n");
+    let renamed = build("sleep 0.02; echo v4 > src.tmp; mv src.tmp src.txt; ");
+    assert_eq!(printed(&renamed), "v4\n");
+    assert_eq!(renamed.changed_paths, 1, "src.txt alone");
+    runtime.commit(renamed.transaction, 3).unwrap();
+    let incremental = build("");
+    assert_eq!(printed(&incremental), "v4\n");
+    assert!(scratch.join("mark").exists(), "a change renamed into place keeps the build incremental");
+    assert!(incremental.warnings.is_empty(), "{:?}", incremental.warnings);
 }

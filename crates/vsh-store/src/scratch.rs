@@ -173,7 +173,7 @@ impl ScratchLock {
     /// `node_modules%2F.cache`) held anything (none: there was nothing to
     /// lose worth a word, as a bytecode cache rebuilt in a moment), sorted:
     /// a transaction's id whose work was never committed, or a run's
-    /// provisional name (`run-...`, one that failed or was stopped).
+    /// provisional name (`run-...`, one not kept or that undid a change).
     ///
     /// # Errors
     ///

@@ -380,6 +380,31 @@ impl VirtualFs {
         Ok(self.base_state(path)?.as_ref() == expected)
     }
 
+    /// Whether the image surely holds nothing at `path`, judged by the run's
+    /// own changes alone (no base node is looked at, nothing is observed):
+    /// the run removed it or an ancestor, or replaced an ancestor by a file,
+    /// a symlink or a directory of its own that holds no such entry. `false`
+    /// when only the base could tell.
+    pub fn absent_by_own_changes(&self, path: &VPath) -> bool {
+        let mut base_visible = true;
+        for ancestor in path.ancestors() {
+            if ancestor.is_root() {
+                continue;
+            }
+            match self.overlay.get(&ancestor) {
+                Some(Overlay::Tombstone | Overlay::File { .. } | Overlay::Symlink { .. }) => return true,
+                Some(Overlay::Dir { opaque, .. }) => base_visible &= !opaque,
+                None if !base_visible => return true,
+                None => {}
+            }
+        }
+        match self.overlay.get(path) {
+            Some(Overlay::Tombstone) => true,
+            Some(_) => false,
+            None => !base_visible,
+        }
+    }
+
     // ----- resolution -----
 
     /// Resolve every proper ancestor of `path`; returns whether base nodes still

@@ -877,3 +877,27 @@ fn a_directory_shows_no_time_so_hidden_names_coming_and_going_tell_nothing() {
     assert_eq!(before, after);
     assert_eq!(after, [0.0, 0.0, 1_577_836_800.0].map(f64::to_bits), "a file keeps its own time");
 }
+
+#[test]
+fn a_path_is_absent_by_the_runs_own_changes_only_when_they_removed_it_or_what_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "kept.txt", b"k\n");
+    write(root, "old/inner.txt", b"i\n");
+    let mut vfs = vfs_over(root);
+    // Made and renamed away, as `sed -i` writes its temporary file.
+    vfs.write(&p("tmp.sed"), Arc::from(&b"new\n"[..])).unwrap();
+    vfs.rename(&p("tmp.sed"), &p("kept.txt")).unwrap();
+    // A directory removed, and one made where the base had nothing.
+    vfs.remove_tree(&p("old")).unwrap();
+    vfs.mkdir(&p("fresh"), 0o755).unwrap();
+    let observed = vfs.read_set().clone();
+    let absent = |vfs: &VirtualFs, path: &str| vfs.absent_by_own_changes(&p(path));
+    assert!(absent(&vfs, "tmp.sed"), "renamed away");
+    assert!(absent(&vfs, "old") && absent(&vfs, "old/inner.txt"), "removed, with what it held");
+    assert!(absent(&vfs, "fresh/x"), "a directory of its own holds nothing it did not make");
+    assert!(absent(&vfs, "kept.txt/x"), "under a file it wrote, nothing can be");
+    assert!(!absent(&vfs, "kept.txt") && !absent(&vfs, "fresh"), "written or made there");
+    assert!(!absent(&vfs, "untouched.txt") && !absent(&vfs, "sub/x"), "only the base could tell");
+    assert_eq!(vfs.read_set(), &observed, "asking observes nothing");
+}

@@ -248,7 +248,9 @@ pub enum Warning {
     /// committed, which the workspace does not hold.
     ScratchEmptied {
         /// Each earlier run that left them so: its transaction's id, or
-        /// `run-...` for one that failed or was stopped (never kept).
+        /// `run-...` for one that was not kept (it failed or was stopped) or
+        /// that undid a change of its own (what was built from the change
+        /// may pass for fresh after a commit of its diff).
         uncommitted: Vec<String>,
     },
 }
@@ -264,7 +266,7 @@ impl std::fmt::Display for Warning {
                     .iter()
                     .map(|name| {
                         if name.starts_with("run-") {
-                            "a run that failed or was stopped"
+                            "a run not kept (failed, stopped) or that undid a change of its own"
                         } else {
                             name.get(..12).unwrap_or(name)
                         }

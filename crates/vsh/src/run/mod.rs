@@ -886,15 +886,18 @@ pub(crate) fn env_value_mac(key: &vsh_types::MacKey, value: &str) -> [u8; 32] {
     key.mac().update(value.as_bytes()).finalize()
 }
 
-/// Whether `diff` holds every path `vfs`'s effects name: committing it then
-/// gives each of them a time newer than anything built while the run had it.
+/// Whether `diff` holds every path `vfs`'s effects name that the image still
+/// holds: committing it then gives each of them a time newer than anything
+/// built while the run had it. A path the run made and removed again (a
+/// temporary file renamed over its target, as `sed -i` writes) is in no diff
+/// and on no disk after the commit, so nothing built from it can pass for
+/// fresh: a build tool finds it missing.
 fn diff_holds_every_change(vfs: &VirtualFs, diff: &CanonicalDiff) -> bool {
     let changed: std::collections::HashSet<&VPath> = diff.entries().iter().map(|entry| &entry.path).collect();
+    let holds = |path: &VPath| changed.contains(path) || vfs.absent_by_own_changes(path);
     vfs.effects().iter().all(|effect| match effect {
-        Effect::Write(path) | Effect::Mkdir(path) | Effect::Remove(path) | Effect::SetMode(path) => {
-            changed.contains(path)
-        }
-        Effect::Rename { from, to } => changed.contains(from) && changed.contains(to),
+        Effect::Write(path) | Effect::Mkdir(path) | Effect::Remove(path) | Effect::SetMode(path) => holds(path),
+        Effect::Rename { from, to } => holds(from) && holds(to),
     })
 }
 
