@@ -1441,6 +1441,17 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     };
     if !output.quiet && !rerun.stored.common.json {
         say!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
+        // The first work still waits for a decision or its commit: say how
+        // to drop it, or it stays in `vsh pending` beside the new.
+        let waiting = runtime.transaction(id)?.is_some_and(|record| {
+            matches!(
+                record.state,
+                TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
+            ) && record.artifact.is_some()
+        });
+        if waiting && receipt.transaction != id {
+            say!("vsh: {} still waits (vsh pending lists it); `vsh reject {}` drops it", id.short(), id.short());
+        }
     }
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));

@@ -133,8 +133,18 @@ impl PendingRow {
 /// The first line of `code` that is neither blank, a comment nor an
 /// import, as `# line`, cut at 60 characters; empty when there is none.
 fn first_line(code: &str) -> String {
+    // A block's opener alone (`try:`) or a shell's options say nothing of what it does.
+    let says_nothing = |line: &str| {
+        matches!(line.strip_suffix(':').map(str::trim_end), Some("try" | "else" | "finally"))
+            || line.starts_with("set -")
+            || line.starts_with("set +")
+    };
     let Some(line) = code.lines().map(str::trim).find(|line| {
-        !line.is_empty() && !line.starts_with('#') && !line.starts_with("import ") && !line.starts_with("from ")
+        !line.is_empty()
+            && !line.starts_with('#')
+            && !line.starts_with("import ")
+            && !line.starts_with("from ")
+            && !says_nothing(line)
     }) else {
         return String::new();
     };
@@ -154,30 +164,37 @@ fn risk_flags(receipt: Option<&Receipt>) -> Vec<String> {
 
 /// `vsh pending` as a table: short id, when it was made, state, paths changed, risk flags, intent.
 pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
+    let flags: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let mut flags = risk_flags(row.receipt.as_ref());
+            if row.policy_changed {
+                flags.insert(0, "policy-changed".to_owned());
+            }
+            flags.join(",")
+        })
+        .collect();
+    // As wide as the widest row's flags: the intent column stays in line.
+    let width = flags.iter().map(String::len).max().unwrap_or(0).max("flags".len());
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{}",
         paint(
             style::STRONG,
-            &format!("{:<12}  {:<12}  {:<16}  {:>5}  {:<28}  intent", "id", "when", "state", "paths", "flags")
+            &format!("{:<12}  {:<12}  {:<16}  {:>5}  {:<width$}  intent", "id", "when", "state", "paths", "flags")
         )
     );
-    for row in rows {
+    for (row, flags) in rows.iter().zip(&flags) {
         let when = relative(row.record.created_ms, now);
         let paths = row.receipt.as_ref().map_or_else(|| "-".to_owned(), |receipt| receipt.changed_paths.to_string());
-        let mut flags = risk_flags(row.receipt.as_ref());
-        if row.policy_changed {
-            flags.insert(0, "policy-changed".to_owned());
-        }
-        let flags = flags.join(",");
         let _ = writeln!(
             out,
             "{:<12}  {when:<12}  {:<16}  {paths:>5}  {}  {}",
             row.record.id.short(),
             row.record.state.name(),
             // Padded before it is styled, so the column holds with or without colour.
-            paint(style::FLAG, &format!("{flags:<28}")),
+            paint(style::FLAG, &format!("{flags:<width$}")),
             row.label
         );
     }
@@ -916,6 +933,43 @@ mod tests {
     use vsh::lower::vsh_commit::{Conflict, ConflictReason};
 
     use super::*;
+
+    #[test]
+    fn a_pending_row_is_labelled_by_a_line_that_says_something_and_its_intent_column_stays_in_line() {
+        assert_eq!(
+            first_line("import os\ntry:\n    vsh_write('a', 'b')\nexcept OSError:\n    pass"),
+            "# vsh_write('a', 'b')"
+        );
+        assert_eq!(first_line("#!/bin/bash\nset -euo pipefail\nsed -i s/a/b/ f"), "# sed -i s/a/b/ f");
+        assert_eq!(first_line("with open('f') as f:\n    pass"), "# with open('f') as f:");
+        let row = |id: &[u8], policy_changed: bool, label: &str| {
+            let record = vsh::TransactionRecord::new(
+                vsh::TransactionId::digest(id),
+                vsh::SnapshotId::digest(b"base"),
+                vsh::TransactionState::PendingApproval,
+                0,
+            );
+            let mut row = PendingRow::new(record, None, None);
+            row.policy_changed = policy_changed;
+            row.label = label.to_owned();
+            row
+        };
+        let table = pending_table(&[row(b"a", false, "first"), row(b"b", true, "second")], 0);
+        // Where each line's intent starts, its colour aside.
+        let plain = |line: &str| {
+            let mut out = String::new();
+            let mut rest = line;
+            while let Some((before, after)) = rest.split_once('\x1b') {
+                out.push_str(before);
+                rest = after.split_once('m').map_or("", |(_, tail)| tail);
+            }
+            out + rest
+        };
+        let columns: Vec<usize> = table.lines().map(|line| plain(line).rfind(' ').unwrap()).collect();
+        assert_eq!(columns.len(), 3, "{table}");
+        assert!(columns.iter().all(|column| *column == columns[0]), "{table}");
+        assert!(plain(&table).contains("policy-changed  second"), "{table}");
+    }
 
     #[test]
     fn counts_read_as_english_and_the_root_is_named_in_a_stale_list() {
