@@ -382,9 +382,14 @@ fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a
     // Deleting and overwriting it are allowed; the review shows neither
     // side of what it held.
     for program in ["vsh_remove('config/prod.yml')", "vsh_write('config/prod.yml', 'db_password: new\\n')"] {
-        // Changed just now, so its stamp does not stand for its bytes and the
-        // diff hashes it (the case whose digest must be withheld).
+        // Deleted just after it changed, its stamp does not stand for its
+        // bytes and the diff hashes it (the case whose digest must be
+        // withheld); an overwrite of it is refused then (see
+        // a_guess_at_a_file_protected_from_reading_...), so it waits.
         put(dir.path(), "config/prod.yml", "db_password: TOPSECRET\n");
+        if program.starts_with("vsh_write") {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+        }
         let receipt = runtime.preview(&RunRequest::new(program).with_detail(vsh::ReceiptDetail::Full)).unwrap();
         assert_ne!(receipt.state, TransactionState::Denied, "{program}");
         let review = &receipt.review[0];
@@ -438,7 +443,9 @@ fn overwriting_a_file_protected_from_reading_with_its_own_bytes_is_still_a_chang
         assert_eq!(receipt.changes.len(), 1, "{who} {code}: every guess changes the file: {:?}", receipt.changes);
         let change = &receipt.changes[0];
         assert_eq!((change.path.as_str(), change.kind), ("config/prod.ini", vsh::DiffKind::Modify), "{who}");
-        assert!(!receipt.diff_withheld, "{who}: no digest of the secret to withhold");
+        // Withheld alike: an after state made of the program's own bytes
+        // is not told from one made of the protected bytes (a mode change).
+        assert!(receipt.diff_withheld, "{who}");
         outcomes.push((receipt.changes.len(), change.kind, change.before.map(|before| before.size)));
     }
     assert!(outcomes.windows(2).all(|pair| pair[0] == pair[1]), "the right guess looks like a wrong one: {outcomes:?}");
@@ -496,6 +503,8 @@ fn a_mode_change_or_an_append_of_a_file_protected_from_reading_shows_no_digest_o
     let dir = workspace(&[("creds.cfg", "api_key=hunter2\n"), ("readme", "ok\n")]);
     let policy = "version = 1\n[[protect]]\npattern = \"creds.cfg\"\naccess = [\"content-read\"]\n";
     let runtime = Runtime::open(config(dir.path()).with_policy_text(policy).with_bash(vsh::BashConfig::new())).unwrap();
+    // Past the clock's tick since the files were written: stamps stand for bytes.
+    std::thread::sleep(std::time::Duration::from_millis(150));
     let secret_digest = vsh::lower::vsh_types::BlobId::of(b"api_key=hunter2\n").to_hex();
     let appended_digest = vsh::lower::vsh_types::BlobId::of(b"api_key=hunter2\n!").to_hex();
     for (who, language, code) in [
@@ -519,4 +528,60 @@ fn a_mode_change_or_an_append_of_a_file_protected_from_reading_shows_no_digest_o
             assert!(!document.contains(&secret_digest) && !document.contains(&appended_digest), "{who}: {document}");
         }
     }
+}
+
+/// sec51 F1: appending to a private file protected from reading makes its
+/// digest known to the run, and a world-readable copy of a right guess
+/// raised the `permission-change` flag (pending) where a wrong one was
+/// auto-approved. sec51 F2: a file changed moments before the run (the
+/// agent's own commit of an append) was hashed, and an overwrite with its
+/// very bytes was no change. Neither the decision nor the diff may depend on
+/// whether the guess was right.
+#[test]
+fn a_guess_at_a_file_protected_from_reading_decides_nothing_and_one_changed_moments_ago_is_refused_whatever_the_guess()
+{
+    use std::os::unix::fs::PermissionsExt;
+    let secret = "pw=tiger\n";
+    let dir = workspace(&[("creds.cfg", secret), ("readme", "ok\n")]);
+    let creds = dir.path().join("creds.cfg");
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let policy = "version = 1\n[[protect]]\npattern = \"creds.cfg\"\naccess = [\"content-read\"]\n";
+    let runtime = Runtime::open(config(dir.path()).with_policy_text(policy).with_bash(vsh::BashConfig::new())).unwrap();
+    let guesses = ["pw=lion\\n", "pw=tiger\\n"];
+    // Changed just now: an overwrite is refused, right guess or wrong; one
+    // the clock has passed by is a change, right guess or wrong. Never no change.
+    let mut refused = 0;
+    for _ in 0..5 {
+        for guess in guesses {
+            std::fs::write(&creds, secret).unwrap();
+            match runtime.preview(&RunRequest::new(&format!("vsh_write('creds.cfg', '{guess}')"))) {
+                Err(error) => {
+                    assert!(
+                        matches!(&error, vsh::VshError::Vfs(vsh::lower::vsh_vfs::VfsError::UnsettledUnreadable { path })
+                            if path.as_str() == "creds.cfg"),
+                        "{error:?}"
+                    );
+                    refused += 1;
+                }
+                Ok(receipt) => assert_eq!(receipt.changed_paths, 1, "{guess}: {:?}", receipt.changes),
+            }
+        }
+    }
+    assert!(refused > 0, "a file written just before the run is refused");
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let mut decisions = Vec::new();
+    for guess in guesses {
+        for (language, code) in [
+            (
+                vsh::Language::Monty,
+                format!("vsh_write('creds.cfg', 'X', append=True)\nvsh_write('copy.txt', '{guess}')"),
+            ),
+            (vsh::Language::Bash, format!("printf X >> creds.cfg\nprintf '{guess}' > copy.txt")),
+        ] {
+            let receipt = runtime.preview(&RunRequest::new(&code).with_language(language)).unwrap();
+            assert_eq!(receipt.state, TransactionState::AutoApproved, "{code}: {:?}", receipt.decision);
+            decisions.push((language, receipt.changed_paths, format!("{:?}", receipt.decision)));
+        }
+    }
+    assert_eq!(decisions[..2], decisions[2..], "the right guess decides as a wrong one");
 }

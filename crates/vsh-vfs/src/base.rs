@@ -554,6 +554,24 @@ impl Base {
         self.state(path)
     }
 
+    /// The before state of a base file whose bytes a program may not read
+    /// ([`crate::VirtualFs::with_unreadable_contents`]): by its settled stamp,
+    /// never by its digest, even when the run's own append or copy hashed
+    /// it. One whose stamp is not settled is refused
+    /// ([`VfsError::UnsettledUnreadable`]) rather than hashed. Other kinds
+    /// are known as any other node.
+    pub(crate) fn state_unreadable(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        let opened_at_ns = self.opened_at_ns;
+        let Some((kind, size, mode)) = self.metadata(path)? else { return Ok(None) };
+        if kind != NodeKind::File {
+            return self.state(path);
+        }
+        match settled_stamp(&self.observed_node(path).stat, opened_at_ns) {
+            Some(stamp) => Ok(Some(NodeState::unread_file(size, mode, stamp))),
+            None => Err(VfsError::UnsettledUnreadable { path: path.clone() }),
+        }
+    }
+
     /// The sorted child names of a base directory, recorded as a listing dependency.
     pub(crate) fn names(&mut self, path: &VPath) -> Result<Arc<Vec<String>>, VfsError> {
         let node = self.peek(path)?.ok_or_else(|| VfsError::NotFound { path: path.clone() })?;

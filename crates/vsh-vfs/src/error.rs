@@ -98,6 +98,20 @@ pub enum VfsError {
         /// The path.
         path: VPath,
     },
+    /// A file whose bytes the policy never lets a program read changed so
+    /// shortly before the run (less than 100 ms) that its stamp does not yet
+    /// stand for its content, and the run changed it: its before state could
+    /// be known only by its digest, and a digest would tell whether the run
+    /// wrote its very bytes. Refused whatever the file and the run hold (so
+    /// the refusal tells nothing either); a run a moment later finds it settled.
+    #[error(
+        "{path} changed less than 100 ms before the run, and its bytes are protected from reading: what it held \
+         cannot be known without them yet; run again in a moment"
+    )]
+    UnsettledUnreadable {
+        /// The path.
+        path: VPath,
+    },
     /// A snapshot limit was reached.
     #[error("snapshot limit {limit} exceeded at {path}: {attempted} > {max}")]
     SnapshotLimit {
@@ -138,7 +152,10 @@ impl From<HostError> for VfsError {
 impl VfsError {
     /// Whether the error ends the run (the guest must not see or catch it).
     pub fn is_terminal(&self) -> bool {
-        matches!(self, Self::BaseChanged { .. } | Self::SnapshotLimit { .. } | Self::Host(_))
+        matches!(
+            self,
+            Self::BaseChanged { .. } | Self::UnsettledUnreadable { .. } | Self::SnapshotLimit { .. } | Self::Host(_)
+        )
     }
 
     /// Whether the error names a node the guest cannot be shown (a special
@@ -163,7 +180,12 @@ impl VfsError {
             Self::SymlinkInPath { .. } => 40,
             Self::RootMutation | Self::SpecialFile { .. } | Self::NonUtf8Name { .. } | Self::CrossesMount { .. } => 13,
             Self::Inaccessible { errno, .. } => *errno,
-            Self::BaseChanged { .. } | Self::SnapshotLimit { .. } | Self::Host(_) => return None,
+            Self::BaseChanged { .. }
+            | Self::UnsettledUnreadable { .. }
+            | Self::SnapshotLimit { .. }
+            | Self::Host(_) => {
+                return None;
+            }
         })
     }
 }

@@ -258,9 +258,10 @@ impl VirtualFs {
     /// program that overwrote such a file with a guess at its bytes then
     /// changes it whether or not the guess was right (an identical file was
     /// no change, so the diff answered "is the secret X?"), and no digest
-    /// of the bytes reaches the diff, its digest or the transaction id. A
-    /// stamp taken moments after the file last changed is not settled: then
-    /// the file is hashed, as any other.
+    /// of the bytes reaches the diff, its digest or the transaction id, even
+    /// when the run's own append or copy read them. A file changed moments
+    /// before the run (its stamp not yet settled) that the run changes is
+    /// refused ([`VfsError::UnsettledUnreadable`]), never hashed.
     #[must_use]
     pub fn with_unreadable_contents(mut self, unreadable: PathRule) -> Self {
         self.base.unreadable = Some(unreadable);
@@ -1104,8 +1105,14 @@ impl VirtualFs {
             // A file that ends absent is not read to be deleted: unread, it
             // is known by its stamp (BRIEF §3). Nor is a file a program may
             // not read read to be changed.
-            let unread = after.is_none() || self.base.unreadable.as_ref().is_some_and(|rule| rule.holds(&path));
-            let before = if unread { self.base_state_unread(&path)? } else { self.base_state(&path)? };
+            // A deletion tells nothing of the bytes, whatever its before state.
+            let before = if after.is_none() {
+                self.base_state_unread(&path)?
+            } else if self.base.unreadable.as_ref().is_some_and(|rule| rule.holds(&path)) {
+                self.base_state_unreadable(&path)?
+            } else {
+                self.base_state(&path)?
+            };
             if let Some(entry) = DiffEntry::between(path, before, after) {
                 entries.push(entry);
             }
@@ -1168,6 +1175,15 @@ impl VirtualFs {
             return Ok(None);
         }
         self.base.state_for_delete(path)
+    }
+
+    /// The base state of a path whose bytes a program may not read, by its
+    /// stamp whatever the run did (see [`VirtualFs::with_unreadable_contents`]).
+    fn base_state_unreadable(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
+        if !self.base_reachable(path)? {
+            return Ok(None);
+        }
+        self.base.state_unreadable(path)
     }
 
     /// The final (virtual) state of `path`, or `None` when absent.

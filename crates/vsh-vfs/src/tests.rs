@@ -598,13 +598,17 @@ fn a_file_a_program_may_not_read_is_changed_by_any_overwrite_and_known_by_its_st
     write(root, "config/prod.ini", b"db_password=tiger\n");
     write(root, "plain.txt", b"same\n");
     let unreadable = crate::PathRule::new(|path: &VPath| path.as_str() == "config/prod.ini");
-    let diff_after = |guess: &[u8], aged: bool| {
+    let image = |aged: bool| {
         let mut vfs = vfs_over(root).with_unreadable_contents(unreadable.clone());
         if aged {
             age(&mut vfs);
         } else {
             fresh(&mut vfs);
         }
+        vfs
+    };
+    let diff_after = |guess: &[u8], aged: bool| {
+        let mut vfs = image(aged);
         vfs.write(&p("config/prod.ini"), Arc::from(guess)).unwrap();
         vfs.write(&p("plain.txt"), Arc::from(&b"same\n"[..])).unwrap();
         let diff = vfs.canonical_diff().unwrap();
@@ -628,11 +632,24 @@ fn a_file_a_program_may_not_read_is_changed_by_any_overwrite_and_known_by_its_st
         befores.push(before);
     }
     assert_eq!(befores[0], befores[1], "the before state is the same whatever the guess");
+    // An append reads the bytes to make the file's new content: the before
+    // state is still its stamp, and writing the secret back is a change.
+    let mut vfs = image(true);
+    vfs.append(&p("config/prod.ini"), b"#").unwrap();
+    vfs.write(&p("config/prod.ini"), Arc::from(&b"db_password=tiger\n"[..])).unwrap();
+    let diff = vfs.canonical_diff().unwrap();
+    assert_eq!(diff.len(), 1, "{diff:?}");
+    assert_eq!(diff.entries()[0].before.unwrap(), befores[0], "by its stamp, not the digest the append made");
     // Changed moments before the image was opened, its stamp does not stand
-    // for its bytes: it is hashed, as any file.
-    let (fresh_diff, _) = diff_after(b"db_password=lion\n", false);
-    let before = fresh_diff.entries()[0].before.unwrap();
-    assert_eq!(before, NodeState::file_with(b"db_password=tiger\n", 0o644 & !umask()));
+    // for its bytes, and a digest would answer the guess: refused, right
+    // guess or wrong.
+    for guess in [&b"db_password=tiger\n"[..], b"db_password=lion\n"] {
+        let mut vfs = image(false);
+        vfs.write(&p("config/prod.ini"), Arc::from(guess)).unwrap();
+        let refused = vfs.canonical_diff().unwrap_err();
+        assert!(matches!(&refused, VfsError::UnsettledUnreadable { path } if path.as_str() == "config/prod.ini"));
+        assert!(refused.is_terminal());
+    }
 }
 
 #[test]

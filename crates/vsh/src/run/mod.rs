@@ -67,8 +67,16 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
 /// Whether `diff` writes a non-empty file that its group or others may read
 /// with the content of a file the run read that only its owner could
 /// ([`vsh_policy::PolicyInput::widens_private_content`]): a private file's
-/// mode is the one its read recorded, else the base's (recorded too).
-fn widens_private_content(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
+/// mode is the one its read recorded, else the base's (recorded too). A file
+/// whose bytes the policy never lets a program read (`unreadable`) is no
+/// such source: the program could not have copied them, only guessed them,
+/// and a flag raised by a right guess would tell the guess was right (the
+/// run's own append of it reads its bytes, and so records a digest).
+fn widens_private_content(
+    vfs: &mut VirtualFs,
+    diff: &CanonicalDiff,
+    unreadable: &vsh_vfs::PathRule,
+) -> Result<bool, VshError> {
     const READ_BY_OTHERS: u32 = 0o044;
     let opened = |state: &vsh_types::NodeState| {
         state.kind == vsh_types::NodeKind::File && state.size > 0 && state.mode & READ_BY_OTHERS != 0
@@ -82,7 +90,9 @@ fn widens_private_content(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<b
         .read_set()
         .entries
         .iter()
-        .filter(|(_, dependency)| dependency.content.is_some_and(|content| written.contains(&content)))
+        .filter(|(path, dependency)| {
+            dependency.content.is_some_and(|content| written.contains(&content)) && !unreadable.holds(path)
+        })
         .map(|(path, dependency)| (path.clone(), dependency.clone()))
         .collect();
     for (path, dependency) in read {
@@ -186,12 +196,15 @@ pub(crate) fn shown_changes(
 /// Whether `entries` name a digest of the content of a path `calls`
 /// protects from reading (see [`crate::Receipt::diff_withheld`]).
 pub(crate) fn names_unreadable_content(entries: &[vsh_types::DiffEntry], calls: &vsh_policy::CallPolicy) -> bool {
-    // An after state made from the protected bytes (a mode change, an
-    // append) was made by reading them, so its before state carries their
-    // digest too; one made of the program's own bytes alone tells nothing.
-    entries
-        .iter()
-        .any(|entry| entry.before.is_some_and(|before| before.content.is_some()) && before_unreadable(entry, calls))
+    // The before state of such a path is known by its stamp, never its
+    // digest, but an after state may be made from the protected bytes (a
+    // mode change keeps them, an append extends them), and nothing in the
+    // diff tells it from one made of the program's own bytes: any digest on
+    // either side withholds it.
+    entries.iter().any(|entry| {
+        before_unreadable(entry, calls)
+            && [entry.before, entry.after].into_iter().flatten().any(|state| state.content.is_some())
+    })
 }
 
 /// Whether `entry` starts from a state whose content (a directory has
@@ -603,7 +616,7 @@ impl Runs {
         let stage_start = Instant::now();
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff);
-        let widens_private_content = widens_private_content(vfs, &diff)?;
+        let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
