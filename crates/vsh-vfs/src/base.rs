@@ -230,7 +230,12 @@ impl Base {
             };
             for entry in entries {
                 let child = std::str::from_utf8(&entry.name).ok().and_then(|name| dir.child(name).ok());
-                if child.as_ref().is_some_and(|child| self.is_excluded(child)) {
+                // Neither vsh's data nor a name the policy hides: the count
+                // reaches the program (a denial's remedy, a decision that
+                // turns on it), so it must count only what a listing shows.
+                if child.as_ref().is_some_and(|child| {
+                    self.is_excluded(child) || self.hidden.as_ref().is_some_and(|hidden| hidden.holds(child))
+                }) {
                     continue;
                 }
                 count += 1;

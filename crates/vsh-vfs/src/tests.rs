@@ -756,6 +756,14 @@ fn counting_base_nodes_leaves_out_the_excluded_and_stops_past_the_bound() {
     assert_eq!(vfs.count_base_nodes(0).unwrap(), 1);
     // Counting records nothing: the run depends on none of it.
     assert!(vfs.read_set().entries.is_empty());
+    // Nor does it count what the policy hides from listings (sec51 F4: a
+    // denial's remedy named the count, which then told how many were hidden).
+    for file in [".env", "secrets/k1", "secrets/k2", "d/.env.local"] {
+        write(root, file, b"s");
+    }
+    let hidden = crate::PathRule::new(|path: &VPath| matches!(path.as_str(), "secrets" | ".env" | "d/.env.local"));
+    let vfs = vfs_over(root).with_hidden_names(hidden);
+    assert_eq!(vfs.count_base_nodes(u64::MAX).unwrap(), 6, "the six visible nodes alone");
 }
 
 #[test]
