@@ -248,7 +248,7 @@ pub(crate) fn is_workspace(dir: &Path) -> bool {
 /// Whether `dir` is a workspace whose `.vsh` this user owns: the only kind
 /// vsh finds by itself (as git's `safe.directory` asks of a `.git`), so
 /// another user's `/tmp/.vsh` never takes over the runs under `/tmp`.
-fn is_own_workspace(dir: &Path) -> bool {
+pub(crate) fn is_own_workspace(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     std::fs::symlink_metadata(dir.join(VSH_DIR))
         .is_ok_and(|meta| meta.is_dir() && meta.uid() == vsh::lower::vsh_sandbox::effective_uid())

@@ -444,6 +444,27 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
     Some(PathBuf::from(decoded.as_ref()))
 }
 
+/// Refuse a root the client chose (`chosen`) that is not yet a workspace of
+/// this user, unless the operator started the server in it (`found` is it,
+/// or the current directory `cwd` lies within it): opening it would make a
+/// workspace there, and an agent's client must not make vsh write in a
+/// directory the operator never named (`/etc`, `~/.ssh`: sec51 F3).
+pub(crate) fn made_here_or_already(chosen: &Path, found: &Path, cwd: Option<&Path>) -> Result<(), String> {
+    let chosen_canonical = chosen.canonicalize().unwrap_or_else(|_| chosen.to_path_buf());
+    let operators = found.canonicalize().is_ok_and(|found| found == chosen_canonical)
+        || cwd.and_then(|cwd| cwd.canonicalize().ok()).is_some_and(|cwd| cwd.starts_with(&chosen_canonical));
+    if operators || crate::args::is_own_workspace(&chosen_canonical) {
+        return Ok(());
+    }
+    Err(format!(
+        "the client offers {} as the workspace, and it is no vsh workspace yet: vsh serve makes none where a \
+         client says, only where its operator does; run `vsh init --workspace {}` first, or start vsh serve there \
+         (or with --workspace DIR)",
+        chosen.display(),
+        chosen.display()
+    ))
+}
+
 /// The workspace among the directories the client offers as roots: the one
 /// found from the current directory if it lies within a root, else the only
 /// root, else the root holding the current directory. Never a directory
@@ -579,6 +600,7 @@ impl VshServer {
         let roots: Vec<PathBuf> = listed.roots.iter().filter_map(|root| file_uri_path(&root.uri)).collect();
         let cwd = std::env::current_dir().ok();
         let chosen = choose_root(&roots, found, cwd.as_deref())?;
+        made_here_or_already(&chosen, found, cwd.as_deref())?;
         say!("vsh serve: workspace {}", chosen.display());
         Ok(chosen)
     }
@@ -1116,6 +1138,24 @@ mod tests {
         assert!(error.contains("--workspace"), "{error}");
         // No usable root (missing): the directory found.
         assert_eq!(choose_root(&[dir.path().join("gone")], &elsewhere, None).unwrap(), elsewhere);
+    }
+
+    #[test]
+    fn a_client_chooses_only_a_workspace_or_where_the_operator_started_the_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, other, made) = (dir.path().join("project"), dir.path().join("etc"), dir.path().join("made"));
+        for path in [project.join("src"), other.clone(), made.join(".vsh")] {
+            std::fs::create_dir_all(path).unwrap();
+        }
+        // Started in the project (or below it): the client's root there is the operator's.
+        assert!(made_here_or_already(&project, &project, Some(&project)).is_ok());
+        assert!(made_here_or_already(&project, &other, Some(&project.join("src"))).is_ok());
+        // A workspace vsh init made: any client may name it.
+        assert!(made_here_or_already(&made, &project, Some(&project)).is_ok());
+        // Anything else the client names is refused, with what to do.
+        let error = made_here_or_already(&other, &project, Some(&project)).unwrap_err();
+        assert!(error.contains("no vsh workspace yet") && error.contains("vsh init --workspace"), "{error}");
+        assert!(!other.join(".vsh").exists(), "nothing was made");
     }
 
     #[test]

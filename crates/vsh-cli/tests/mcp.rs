@@ -567,13 +567,25 @@ async fn without_workspace_the_server_works_in_the_root_the_client_offers() {
     let uri = format!("file://{}", root.canonicalize().unwrap().display());
     let handler =
         Recorder { roots: Some(vec![uri, "https://example.com/not-a-directory".to_owned()]), ..Recorder::default() };
+    let program = json!({"code": "from pathlib import Path\nPath('made.txt').write_text('here')", "mode": "auto"});
+    // Not yet a workspace, and the server was started elsewhere: the client
+    // makes none there (sec51 F3: a client offered /etc), and says how.
+    let (client, _log) = serve_with(handler.clone(), &[], &elsewhere, &key).await;
+    let refused = call(&client, "vsh_run", program.clone()).await;
+    assert!(refused.is_error && refused.text.contains("vsh init --workspace"), "{}", refused.text);
+    assert!(!root.join(".vsh").exists() && !root.join("made.txt").exists());
+    client.cancel().await.unwrap();
+    // Once the operator made it one, the client's root is the workspace.
+    let init = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["init", "--workspace"])
+        .arg(&root)
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", &key)
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
     let (client, _log) = serve_with(handler, &[], &elsewhere, &key).await;
-    let run = call(
-        &client,
-        "vsh_run",
-        json!({"code": "from pathlib import Path\nPath('made.txt').write_text('here')", "mode": "auto"}),
-    )
-    .await;
+    let run = call(&client, "vsh_run", program).await;
     assert_eq!(run.document["state"], "committed", "{}", run.text);
     assert_eq!(std::fs::read_to_string(root.join("made.txt")).unwrap(), "here");
     assert!(!elsewhere.join("made.txt").exists() && !elsewhere.join(".vsh").exists());
