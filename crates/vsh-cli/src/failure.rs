@@ -274,11 +274,26 @@ pub(crate) fn installations_outside(
             .find(|dir| dir.file_name().is_some_and(|name| name == "bin"))
             .and_then(std::path::Path::parent)
             .or_else(|| target.parent());
-        if let Some(installation) = installation.filter(|dir| dir.parent().is_some()) {
+        let Some(installation) = installation.filter(|dir| dir.parent().is_some()) else { continue };
+        if whole_installation(installation) {
             found.push(installation.to_path_buf());
+        } else {
+            // A dot-directory of a home (`~/.local`, `~/.cargo`) holds more
+            // than programs (`~/.local/share` keeps tools' credentials):
+            // only its programs and their libraries.
+            found.extend(["bin", "lib"].map(|part| installation.join(part)).into_iter().filter(|dir| dir.is_dir()));
         }
     }
     found
+}
+
+/// Whether `dir`, the directory holding a program's `bin/`, may be given to
+/// commands whole: not a dot-directory (`.local`, `.cargo`: a home's, which
+/// keeps more than programs), unless it is a virtualenv (its `pyvenv.cfg`),
+/// which holds nothing else and needs its top to work.
+pub(crate) fn whole_installation(dir: &std::path::Path) -> bool {
+    let dotted = dir.file_name().is_some_and(|name| name.as_encoded_bytes().starts_with(b"."));
+    !dotted || dir.join("pyvenv.cfg").is_file()
 }
 
 /// Whether `path` is a regular file someone may execute.

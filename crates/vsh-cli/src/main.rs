@@ -858,6 +858,7 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
     let a_home = std::env::home_dir().as_deref() == Some(dir) || (dir.starts_with("/home") && depth == 3);
     depth >= 3
         && !a_home
+        && failure::whole_installation(dir)
         && !["/etc", "/proc", "/sys", "/dev", "/run"].iter().any(|top| dir.starts_with(top))
         && !CREDENTIALS.iter().any(|name| dir.join(name).exists())
         && !holds_secrets(dir)
@@ -1928,6 +1929,30 @@ mod tests {
         }
         std::fs::write(install.join("credentials.toml"), "token").unwrap();
         assert!(!safe_to_suggest(&install), "a directory holding a registry token");
+        // A home's dot-directory is more than an installation (sec51 F6:
+        // `~/.local/share` keeps a keyring's passwords): its bin and lib
+        // are suggested, not it; a virtualenv named `.venv` is one whole.
+        let home = dir.path().join("home");
+        let script = dir.path().join("fmt.sh");
+        for part in [".local/bin", ".local/lib/python3.12", ".local/share/python_keyring", ".venv/bin"] {
+            std::fs::create_dir_all(home.join(part)).unwrap();
+        }
+        std::fs::write(home.join(".venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        for program in [".local/bin/black", ".venv/bin/python"] {
+            std::fs::copy("/bin/true", home.join(program)).unwrap();
+        }
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::write(&script, format!("#!{}\n", home.join(".local/bin/black").display())).unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let found = failure::installations_outside(&script, &workspace, &[]);
+        let home = home.canonicalize().unwrap();
+        assert!(found.contains(&home.join(".local/bin")) && found.contains(&home.join(".local/lib")), "{found:?}");
+        assert!(!found.iter().any(|dir| dir.ends_with(".local") || dir.ends_with("share")), "{found:?}");
+        assert!(!safe_to_suggest(&home.join(".local")));
+        let venv = failure::installations_outside(&home.join(".venv/bin/python"), &workspace, &[]);
+        assert_eq!(venv, vec![home.join(".venv")]);
+        assert!(safe_to_suggest(&home.join(".venv")));
     }
 
     /// Every state has the code the help text gives it; a commit under way
