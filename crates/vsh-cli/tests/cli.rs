@@ -1677,6 +1677,18 @@ fn doctor_names_waiting_work_it_cannot_commit_and_how_to_record_a_policy_again()
     }
     std::fs::write(&blob, &bytes).unwrap();
     assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored")["status"], "ok");
+    // A mode change keeps the workspace's own bytes: nothing of it is in the
+    // blob store, and nothing is missing (ux51: doctor failed every chmod).
+    std::fs::write(ws.join("tool.sh"), "echo hi\n").unwrap();
+    let chmod = vsh_with_key(
+        &["run", "--json", "--language", "bash", "--workspace", ws.to_str().unwrap(), "-"],
+        &key,
+        Some("chmod 755 tool.sh"),
+    );
+    let receipt: serde_json::Value = serde_json::from_slice(&chmod.stdout).unwrap();
+    assert_eq!(receipt["state"], "pending-approval", "{receipt}");
+    assert_eq!(receipt["changes"][0]["kind"], "mode", "{receipt}");
+    assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored")["status"], "ok");
     // The artifact and the commit's contents gone: the doctor suggests no
     // rerun (the program went with them), and a commit that fails on them
     // says where to look (ux50 L6).

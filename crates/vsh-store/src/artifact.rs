@@ -424,9 +424,16 @@ impl PendingArtifact {
 
     /// The contents the diff's after states need that the artifact does not
     /// carry: what a commit reads from the blob store, and what must be
-    /// durable there before the artifact is.
+    /// durable there before the artifact is. A mode change keeps the
+    /// workspace's bytes (its commit sets the mode, and reads no content), so
+    /// its after state's content is none of them.
     pub fn stored_content_blobs(&self) -> impl Iterator<Item = BlobId> + '_ {
-        self.diff.content_blobs().filter(|id| !self.contents.contains_key(id))
+        self.diff
+            .entries()
+            .iter()
+            .filter(|entry| entry.kind != vsh_types::DiffKind::MetadataChange)
+            .filter_map(|entry| entry.after.and_then(|state| state.content))
+            .filter(|id| !self.contents.contains_key(id))
     }
 }
 
