@@ -1543,10 +1543,13 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     if new {
         refuse_as_a_new_workspace(&root)?;
     }
+    // Whatever `.vsh` was there before (a symlink a repository shipped, a
+    // file) is the workspace's, not this command's to remove.
+    let made_here = new && std::fs::symlink_metadata(root.join(".vsh")).is_err();
     let runtime = match Runtime::open(config) {
         Ok(runtime) => runtime,
         // A workspace this command was making is not left half made.
-        Err(error) if new => {
+        Err(error) if made_here => {
             let _ = std::fs::remove_dir_all(root.join(".vsh"));
             return Err(error.into());
         }

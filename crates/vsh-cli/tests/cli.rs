@@ -3703,6 +3703,27 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
 }
 
+/// sec51: a repository that ships `.vsh` as a symlink (or a file) is refused
+/// as a workspace, and what it shipped stays: vsh removes only a `.vsh` it
+/// made itself.
+#[test]
+fn a_vsh_entry_the_workspace_already_had_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, outside) = (dir.path().join("repo"), dir.path().join("outside"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join(".vsh")).unwrap();
+    let ran = vsh(&["run", "--workspace", ws.to_str().unwrap(), "-"], Some("1"));
+    assert_ne!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(std::fs::symlink_metadata(ws.join(".vsh")).unwrap().file_type().is_symlink(), "the symlink stays");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing made where it points");
+    std::fs::remove_file(ws.join(".vsh")).unwrap();
+    std::fs::write(ws.join(".vsh"), "mine\n").unwrap();
+    let ran = vsh(&["run", "--workspace", ws.to_str().unwrap(), "-"], Some("1"));
+    assert_ne!(ran.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(ws.join(".vsh")).unwrap(), "mine\n", "the file stays");
+}
+
 #[test]
 fn rerun_gives_the_commands_the_first_runs_grants_again_and_a_variable_only_its_first_value() {
     if !fuse_available() {
