@@ -643,6 +643,39 @@ fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_direc
     assert_eq!(run(&plain, "ls target; cat target/built 2>/dev/null; echo end"), "end\n");
 }
 
+/// sec51 F5: what commands leave in the scratch directories is bounded for
+/// the next run: past the bound they are cleared after the run that filled
+/// them, and its receipt says so; within it they are kept.
+#[test]
+fn scratch_directories_past_their_bound_are_cleared_after_the_run_that_filled_them() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = workspace(&[("Cargo.toml", ""), ("src.txt", "v1\n")]);
+    let run = |runtime: &Runtime, script: &str| {
+        let code = command(&["/bin/sh", "-c", script]);
+        runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap()
+    };
+    let printed = |receipt: &vsh::Receipt| match &receipt.output {
+        ExecutionOutput::Bash(result) => String::from_utf8_lossy(&result.stdout).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    let within = Runtime::open(config(dir.path()).with_commands()).unwrap();
+    let built = run(&within, "head -c 65536 /dev/zero > target/out");
+    assert!(!built.warnings.iter().any(|warning| matches!(warning, vsh::Warning::ScratchCleared { .. })));
+    assert_eq!(printed(&run(&within, "ls target")), "out\n", "within the bound: kept");
+    drop(within);
+    let bounded = Runtime::open(config(dir.path()).with_commands().with_scratch_bound(0)).unwrap();
+    let filled = run(&bounded, "head -c 65536 /dev/zero > target/more");
+    let cleared = filled.warnings.iter().find_map(|warning| match warning {
+        vsh::Warning::ScratchCleared { bytes, max } => Some((*bytes, *max)),
+        _ => None,
+    });
+    let (bytes, max) = cleared.unwrap_or_else(|| panic!("{:?}", filled.warnings));
+    assert!(bytes >= 2 * 65536 && max == 0, "{bytes} {max}");
+    assert_eq!(printed(&run(&bounded, "ls target; echo end")), "end\n", "past the bound: cleared");
+}
+
 #[test]
 fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps_the_build_incremental() {
     if !candidates_available() {

@@ -452,10 +452,12 @@ const TICK: Duration = Duration::from_millis(20);
 /// Keeps a real command from filling the disk that holds its scratch
 /// directories (the one place it writes to the host's disk; its image is
 /// memory, its `/tmp` a bounded tmpfs): while it runs, that filesystem may
-/// lose at most half the space available when it started, and never go
-/// below a reserve of 2 % of its size (at most 1 GiB) available; the same
+/// lose at most half the space available when it started, and never more
+/// than the scratch directories' bound
+/// ([`vsh_types::space::MAX_SCRATCH_BYTES`]), nor go below a reserve of 2 %
+/// of its size (at most 64 MiB) available; the same
 /// for its inodes, where the filesystem counts them (a reserve of 2 %, at
-/// most 1,000,000: empty files fill a disk too). The space is read
+/// most 100,000: empty files fill a disk too). The space is read
 /// (`statvfs`) at every tick; a command past it is stopped as by any limit
 /// ([`LimitKind::DiskSpace`], [`LimitKind::DiskNodes`]). Another program's
 /// writes to the same disk count too: the guard keeps the disk from
@@ -482,7 +484,7 @@ impl DiskGuard {
         Some(Self {
             path: path.to_owned(),
             available: space.available,
-            may_lose: vsh_types::space::may_take(space.available, space.size, vsh_types::space::MAX_RESERVE_BYTES),
+            may_lose: may_lose(space.available, space.size),
             inodes_available: space.inodes_available,
             inodes_may_lose: vsh_types::space::may_take(
                 space.inodes_available,
@@ -505,6 +507,13 @@ impl DiskGuard {
             None
         }
     }
+}
+
+/// The bytes a filesystem with `available` of `size` bytes may lose while a
+/// command runs (see [`DiskGuard`]).
+fn may_lose(available: u64, size: u64) -> u64 {
+    vsh_types::space::may_take(available, size, vsh_types::space::MAX_RESERVE_BYTES)
+        .min(vsh_types::space::MAX_SCRATCH_BYTES)
 }
 
 /// The run's image, counters and refusals while a command runs: lent by
@@ -1145,6 +1154,17 @@ impl Dispatcher<'_> {
 #[cfg(test)]
 mod tests {
     use super::capture;
+
+    /// sec51 F5: a command filled 19 GB of a 63 GB-free disk in scratch,
+    /// half of what was free: one run's commands may take half, and never
+    /// more than the scratch directories' bound.
+    #[test]
+    fn a_command_may_take_half_the_free_disk_and_never_past_the_scratch_bound() {
+        const GB: u64 = 1 << 30;
+        assert_eq!(super::may_lose(10 * GB, 200 * GB), 5 * GB);
+        assert_eq!(super::may_lose(100 * GB, 200 * GB), vsh_types::space::MAX_SCRATCH_BYTES);
+        assert_eq!(super::may_lose(0, 200 * GB), 0);
+    }
 
     /// `total` bytes: lines `line 0`, `line 1`, ... each padded to 10 bytes.
     fn lines(count: usize) -> Vec<u8> {

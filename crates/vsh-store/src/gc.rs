@@ -69,7 +69,7 @@ impl Default for RetentionConfig {
             max_records_per_call: 10_000,
             max_blobs_per_call: 10_000,
             artifact_limits: ArtifactLimits::default(),
-            max_scratch_bytes: Some(20 << 30),
+            max_scratch_bytes: Some(vsh_types::space::MAX_SCRATCH_BYTES),
         }
     }
 }

@@ -294,13 +294,29 @@ impl ScratchLock {
     /// [`StoreError::DataDir`] when the data directory cannot be read or an
     /// entry cannot be removed (what was removed before stays removed).
     pub fn collect(&self, max_bytes: Option<u64>) -> Result<ScratchReport, StoreError> {
-        let mut report = ScratchReport::default();
-        let Some(_exclusive) =
+        let Some(exclusive) =
             self.dir.try_lock_exclusive(&Self::lock_path()).map_err(|source| failed(&Self::lock_path(), source))?
         else {
-            report.busy = true;
-            return Ok(report);
+            return Ok(ScratchReport { busy: true, ..ScratchReport::default() });
         };
+        self.bound(&exclusive, max_bytes)
+    }
+
+    /// Bytes available to vsh on the filesystem holding the scratch
+    /// directories, `None` when it cannot be read: a run compares it before
+    /// and after its commands to learn whether they wrote much there.
+    pub fn available(&self) -> Option<u64> {
+        self.dir.space().ok().map(|space| space.available)
+    }
+
+    /// [`ScratchLock::collect`] for a holder of the lock (`held`): a run whose
+    /// commands wrote much, bounding what the directories keep for the next.
+    ///
+    /// # Errors
+    ///
+    /// As [`ScratchLock::collect`].
+    pub fn bound(&self, _held: &LockGuard, max_bytes: Option<u64>) -> Result<ScratchReport, StoreError> {
+        let mut report = ScratchReport::default();
         let dirs = self.scratch_dirs(true)?;
         report.bytes = dirs.iter().map(|(_, bytes)| *bytes).fold(0, u64::saturating_add);
         if dirs.is_empty() || max_bytes.is_none_or(|max| report.bytes <= max) {

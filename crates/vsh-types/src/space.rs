@@ -15,6 +15,12 @@ pub const MAX_RESERVE_BYTES: u64 = 64 << 20;
 /// The most inodes the reserve holds back.
 pub const MAX_RESERVE_NODES: u64 = 100_000;
 
+/// The most bytes real commands' scratch directories (build outputs and
+/// caches kept between runs) may hold: one run's commands may add no more
+/// than this while they run, and a run after which they hold more clears
+/// them, as `vsh gc` does (its default bound).
+pub const MAX_SCRATCH_BYTES: u64 = 20 << 30;
+
 /// The units (bytes or inodes) a filesystem of `total` units keeps
 /// available whatever runs take: 2 % of it, at most `max_reserve`.
 #[must_use]

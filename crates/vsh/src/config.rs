@@ -41,6 +41,7 @@ pub struct RuntimeConfig {
     pub(crate) command_env: Vec<(String, String)>,
     pub(crate) command_tools: Vec<std::path::PathBuf>,
     pub(crate) scratch: Option<Vec<String>>,
+    pub(crate) scratch_bound: u64,
     pub(crate) command_network: vsh_sandbox::NetworkAccess,
     pub(crate) command_ports: Vec<u16>,
     pub(crate) command_unix_sockets: bool,
@@ -196,6 +197,7 @@ impl RuntimeConfig {
             command_env: Vec::new(),
             command_tools: Vec::new(),
             scratch: None,
+            scratch_bound: vsh_types::space::MAX_SCRATCH_BYTES,
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
             command_unix_sockets: false,
@@ -379,6 +381,18 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_scratch<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.scratch = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The most bytes the scratch directories keep for the next run
+    /// (default [`vsh_types::space::MAX_SCRATCH_BYTES`], 20 GiB): a run
+    /// whose commands took much of their filesystem (1 GiB, or this bound if
+    /// it is less) measures them afterwards, and clears them when they hold
+    /// more, with [`crate::Warning::ScratchCleared`]. While commands run, the
+    /// filesystem may lose no more than 20 GiB whatever this says.
+    #[must_use]
+    pub fn with_scratch_bound(mut self, max_bytes: u64) -> Self {
+        self.scratch_bound = max_bytes;
         self
     }
 

@@ -253,6 +253,15 @@ pub enum Warning {
         /// may pass for fresh after a commit of its diff).
         uncommitted: Vec<String>,
     },
+    /// The scratch directories held more than their bound after this run's
+    /// commands (they wrote that much there) and were cleared: the next run
+    /// builds from nothing.
+    ScratchCleared {
+        /// What they held.
+        bytes: u64,
+        /// Their bound ([`vsh_types::space::MAX_SCRATCH_BYTES`]).
+        max: u64,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -280,6 +289,13 @@ impl std::fmt::Display for Warning {
                     named.join(", ")
                 )
             }
+            Self::ScratchCleared { bytes, max } => write!(
+                f,
+                "the scratch directories (target/ and the like) held {} MiB after this run's commands, past \
+                 their bound of {} MiB, and were cleared: the next build starts from nothing",
+                bytes.div_ceil(1 << 20),
+                max >> 20
+            ),
             Self::BuildOutput { dirs } => {
                 let named: Vec<String> = dirs
                     .iter()

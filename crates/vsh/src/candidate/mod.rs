@@ -678,6 +678,7 @@ impl CandidateWorkspace {
             stats: state.stats.clone(),
             denied: state.denied.clone(),
             scratch_emptied: Vec::new(),
+            scratch_cleared: 0,
             waited_ns: 0,
         };
         let concluding = Concluding { request: &request, vfs: &mut state.vfs, diff, outcome, timings };
@@ -728,6 +729,7 @@ fn failed_script(error: VshError, profile: &str) -> Result<Executed, (VshError, 
             stats,
             denied,
             scratch_emptied: Vec::new(),
+            scratch_cleared: 0,
             waited_ns: 0,
         }),
         other => {

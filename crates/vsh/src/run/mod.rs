@@ -55,6 +55,7 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
                     stats,
                     denied,
                     scratch_emptied: Vec::new(),
+                    scratch_cleared: 0,
                     waited_ns: 0,
                 })
             }
@@ -261,6 +262,7 @@ fn script_end(
             stats,
             denied,
             scratch_emptied: Vec::new(),
+            scratch_cleared: 0,
             waited_ns: 0,
         }),
         Err(error) => Err(bash_failure(error, vfs, calls)),
@@ -301,6 +303,10 @@ pub(crate) struct Executed {
     pub(crate) scratch_emptied: Vec<String>,
     /// How long it waited for the scratch directories before it ran.
     pub(crate) waited_ns: u64,
+    /// The bytes the scratch directories held past their bound after its
+    /// commands, when they were cleared for it (see
+    /// [`crate::Warning::ScratchCleared`]); 0 when they were not.
+    pub(crate) scratch_cleared: u64,
 }
 
 impl Executed {
@@ -316,6 +322,7 @@ impl Executed {
             stats: outcome.stats,
             denied: outcome.denied,
             scratch_emptied: Vec::new(),
+            scratch_cleared: 0,
             waited_ns: 0,
         }
     }
@@ -358,6 +365,9 @@ pub(crate) struct Runs {
     /// How long a run waits for another run's commands to leave the scratch
     /// directories (the runtime's lock wait, notice included).
     scratch_wait: vsh_host::LockWait,
+    /// The most bytes the scratch directories keep after a run whose
+    /// commands wrote much there.
+    scratch_bound: u64,
     /// What network real commands reach.
     command_network: vsh_sandbox::NetworkAccess,
     /// The TCP ports real commands may connect to.
@@ -412,6 +422,7 @@ impl Runs {
             scratch: Vec::new(),
             scratch_lock: None,
             scratch_wait: vsh_host::LockWait::default(),
+            scratch_bound: vsh_types::space::MAX_SCRATCH_BYTES,
             command_network: vsh_sandbox::NetworkAccess::None,
             command_ports: Vec::new(),
             command_unix_sockets: false,
@@ -449,6 +460,13 @@ impl Runs {
         self.scratch = scratch;
         self.scratch_lock = Some(scratch_lock);
         self.scratch_wait = scratch_wait;
+        self
+    }
+
+    /// Keep at most `max_bytes` in the scratch directories after a run whose
+    /// commands wrote much there (see [`crate::RuntimeConfig::with_scratch_bound`]).
+    pub(crate) fn with_scratch_bound(mut self, max_bytes: u64) -> Self {
+        self.scratch_bound = max_bytes;
         self
     }
 
@@ -658,6 +676,9 @@ impl Runs {
         if !outcome.scratch_emptied.is_empty() {
             warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
         }
+        if outcome.scratch_cleared > 0 {
+            warnings.push(crate::Warning::ScratchCleared { bytes: outcome.scratch_cleared, max: self.scratch_bound });
+        }
         // After the binding: what it looks at here is no dependency.
         let built = build_output(vfs, &diff);
         if !built.is_empty() {
@@ -718,11 +739,22 @@ impl Runs {
             }
             _ => None,
         };
+        let available = scratch.as_ref().and_then(|(lock, ..)| lock.available());
         let mut executed = self.execute_language(request, vfs, cancel, commands);
         if let Some((lock, held, emptied, waited_ns)) = scratch {
+            // Commands that wrote much there: the directories keep no more
+            // than their bound for the next run (measured only then: a
+            // walk of a large `target/` is not every run's cost).
+            let wrote = available.zip(lock.available()).map_or(0, |(before, after)| before.saturating_sub(after));
+            let cleared = if wrote >= SCRATCH_MEASURED_PAST.min(self.scratch_bound) {
+                lock.bound(&held, Some(self.scratch_bound)).map_err(VshError::DataDirectory)?
+            } else {
+                vsh_store::ScratchReport::default()
+            };
             if let Ok(executed) = &mut executed {
                 executed.scratch_emptied = emptied;
                 executed.waited_ns = waited_ns;
+                executed.scratch_cleared = cleared.bytes_removed;
             }
             if filled_the_disk(&executed) {
                 // A command stopped for the disk space it took: what it wrote
@@ -771,6 +803,7 @@ impl Runs {
                     stats: outcome.stats,
                     denied: outcome.denied,
                     scratch_emptied: Vec::new(),
+                    scratch_cleared: 0,
                     waited_ns: 0,
                 })
             }
@@ -890,6 +923,11 @@ fn hold_scratch(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// How much a run's commands must take of the scratch directories'
+/// filesystem (what it had available before them, less after) for the
+/// directories to be measured against their bound after the run.
+const SCRATCH_MEASURED_PAST: u64 = 1 << 30;
 
 /// The domain of the subkey commands' variable values are hashed under.
 const ENV_KEY_DOMAIN: &str = "vsh 2026 command env values v1";

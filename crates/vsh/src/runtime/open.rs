@@ -44,6 +44,7 @@ impl Runtime {
             command_env,
             command_tools,
             scratch,
+            scratch_bound,
             command_network,
             command_ports,
             command_unix_sockets,
@@ -103,6 +104,7 @@ impl Runtime {
                 .with_bash(bash)
                 .with_commands(commands, command_env)
                 .with_command_dirs(command_tools, scratch_dirs, scratch_lock, lock_wait)
+                .with_scratch_bound(scratch_bound)
                 .with_command_network(command_network, command_ports, command_unix_sockets);
         Ok(Self { runs, records, previews: Previews::default(), commits, gate: HookGate::new(hook) })
     }
