@@ -1046,7 +1046,7 @@ impl Dispatcher<'_> {
 /// The Monty function that runs a real command in a candidate.
 pub(crate) const EXEC_NAME: &str = "vsh_exec";
 
-/// How much of a failing command's stderr `vsh_exec(..., check=True)`
+/// How much of each stream of a failing command `vsh_exec(..., check=True)`
 /// puts in its exception: its end, where a test or compiler says why.
 const CHECK_STDERR_CHARS: usize = 2_000;
 
@@ -1063,7 +1063,7 @@ impl Dispatcher<'_> {
     /// charged and recorded as the program's own, and return `(exit_code,
     /// stdout, stderr)` whatever the status (the program decides what a
     /// failure means), or with `check` raise `RuntimeError` for a non-zero
-    /// one, its message ending with the command's last stderr (a failing
+    /// one, its message ending with the end of each stream it wrote (a failing
     /// test fails the run, as `subprocess.run(check=True)` would). A program that
     /// cannot be started is `FileNotFoundError` or `PermissionError`, the
     /// call's own timeout `TimeoutError` (what the command changed before
@@ -1111,17 +1111,22 @@ impl Dispatcher<'_> {
                 guest(ExcType::TimeoutError, format!("command {program} timed out after {seconds} seconds"))
             }
             Ok(end) if call.check && exit_code(end.status) != 0 => {
-                // Where the command said why: its stderr, or its stdout when
-                // it wrote nothing there (pytest, jest, go test, make report
-                // failures on stdout).
-                let said = if end.stderr.iter().all(u8::is_ascii_whitespace) { &end.stdout } else { &end.stderr };
-                let said = String::from_utf8_lossy(said);
-                let tail: String = {
+                // Where the command said why: the end of each stream it
+                // wrote (pytest and jest report failures on stdout, cargo
+                // test its panics on stdout and its summary on stderr).
+                let tail = |bytes: &[u8]| -> Option<String> {
+                    let said = String::from_utf8_lossy(bytes);
                     let chars: Vec<char> = said.trim_end().chars().collect();
-                    chars[chars.len().saturating_sub(CHECK_STDERR_CHARS)..].iter().collect()
+                    (!said.trim().is_empty())
+                        .then(|| chars[chars.len().saturating_sub(CHECK_STDERR_CHARS)..].iter().collect())
+                };
+                let said = match (tail(&end.stdout), tail(&end.stderr)) {
+                    (Some(out), Some(err)) => format!("\n[stdout, its end]\n{out}\n[stderr, its end]\n{err}"),
+                    (Some(only), None) | (None, Some(only)) => only,
+                    (None, None) => "(it wrote nothing)".to_owned(),
                 };
                 let status = exit_code(end.status);
-                guest(ExcType::RuntimeError, format!("command {program} exited {status}: {tail}"))
+                guest(ExcType::RuntimeError, format!("command {program} exited {status}: {said}"))
             }
             Ok(end) => {
                 let text = |bytes: &[u8]| MontyObject::String(String::from_utf8_lossy(bytes).into_owned());

@@ -551,10 +551,12 @@ fn vsh_exec_passes_its_environment_and_reads_are_recorded() {
                    except RuntimeError as error:\n        r.append(str(error))\n\
                    (r, vsh_exec(['true'], check=True))";
     let outcome = ws.run_with_commands(checked).unwrap();
-    // Its stderr, or its stdout when it said nothing there (as a test runner does).
+    // The end of each stream it wrote, each named when both were (cargo
+    // test's panic is on stdout, its summary on stderr: ux51), or the one.
     assert_eq!(
         outcome.value.py_repr(),
-        "([\"command '/bin/sh' exited 3: 1 != 2\", \"command '/bin/sh' exited 1: FAILED test_x\"], (0, '', ''))"
+        "([\"command '/bin/sh' exited 3: \\n[stdout, its end]\\nran\\n[stderr, its end]\\n1 != 2\", \
+         \"command '/bin/sh' exited 1: FAILED test_x\"], (0, '', ''))"
     );
 }
 
