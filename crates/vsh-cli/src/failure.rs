@@ -491,7 +491,18 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
                 .to_owned(),
         );
     }
-    if OFFLINE.iter().any(|sign| printed.contains(sign)) {
+    // The sandbox refuses `socket()` (EPERM) without a network: a test's own
+    // server, `cargo fix`'s lock listener.
+    let refused_socket = ["Operation not permitted", "[Errno 1]", "EPERM"].iter().any(|sign| printed.contains(sign))
+        && ["socket", "bind", "listen", "connect", "TCP"].iter().any(|sign| printed.contains(sign));
+    if refused_socket {
+        advice.push(
+            "if it was refused a socket: a real command has no network, not even a socket of its own, unless it \
+             is given `--allow-network loopback` (a private loopback: a test's server and client reach each \
+             other, nothing outside does)"
+                .to_owned(),
+        );
+    } else if OFFLINE.iter().any(|sign| printed.contains(sign)) {
         advice.push(
             "if it needed the network: a real command has none unless it is given `--allow-network loopback|all` \
              or `--allow-port PORT`"

@@ -3703,6 +3703,25 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
 }
 
+/// ux51: a command refused a socket (a test's own server, `cargo clippy
+/// --fix`'s lock listener) is told which flag gives it one.
+#[test]
+fn a_command_refused_a_socket_is_told_to_ask_for_a_loopback() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let serve = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print('bound')";
+    let refused = vsh(&["exec", "--workspace", ws, "--", "python3", "-c", serve], None);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("refused a socket") && said.contains("--allow-network loopback"), "{said}");
+    let given = vsh(&["exec", "--workspace", ws, "--allow-network", "loopback", "--", "python3", "-c", serve], None);
+    assert_eq!(given.status.code(), Some(0), "{}", String::from_utf8_lossy(&given.stderr));
+    assert!(String::from_utf8_lossy(&given.stdout).contains("bound"));
+}
+
 /// sec51: a repository that ships `.vsh` as a symlink (or a file) is refused
 /// as a workspace, and what it shipped stays: vsh removes only a `.vsh` it
 /// made itself.
