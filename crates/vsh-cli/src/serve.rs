@@ -289,6 +289,16 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
     result
 }
 
+/// What an agent can do with work made under a policy since replaced: it
+/// has no `vsh rerun`, but runs its program again with `vsh_run`.
+fn policy_replaced_advice(id: vsh::TransactionId) -> String {
+    format!(
+        "the workspace's policy changed since it was made: it can never be approved or committed; run its \
+         program again with vsh_run (vsh_show {0} gives it), and vsh_discard {0} drops this one",
+        id.short()
+    )
+}
+
 /// A request the server refuses before vsh acts on it.
 fn refused(message: impl Into<String>) -> CallToolResult {
     let error = std::io::Error::new(std::io::ErrorKind::InvalidInput, message.into());
@@ -300,11 +310,14 @@ fn refused(message: impl Into<String>) -> CallToolResult {
 fn bounded_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocument, String) {
     let mut document = ReceiptDocument::from(receipt);
     document.bound(bounds);
-    let summary = receipt_summary(receipt, &document);
+    let summary = receipt_summary(receipt, &document, false);
     (document, summary)
 }
 
-fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String {
+/// [`bounded_receipt`]'s summary; `replaced`: the work was made under a
+/// policy the workspace has since replaced, so it is never approved nor
+/// committed, and the agent is told what it can do instead.
+fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced: bool) -> String {
     let mut text = format!(
         "transaction {} is {}; {} changed path{}",
         receipt.transaction.short(),
@@ -312,7 +325,16 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument) -> String
         receipt.changed_paths,
         if receipt.changed_paths == 1 { "" } else { "s" }
     );
+    if replaced {
+        let _ = write!(
+            text,
+            "
+{}",
+            policy_replaced_advice(receipt.transaction)
+        );
+    }
     match &receipt.decision {
+        _ if replaced => {}
         vsh::RuntimeDecision::Denied(manifest) => {
             let _ = write!(text, "\ndenied ({}): {}", manifest.reason.name(), manifest.remedy);
             // Each refused access, as a failed run's text names them.
@@ -780,22 +802,29 @@ impl VshServer {
                     .map(|record| {
                         let receipt = runtime.show(record.id).ok().flatten();
                         let stored = runtime.stored_program(record.id).ok().flatten();
+                        let replaced = runtime.decided_under_another_policy(record.id);
                         let document = vsh::document::TransactionDocument::new(
                             record,
                             receipt.as_ref(),
                             stored.as_ref().map_or("", |stored| stored.intent.as_str()),
                         )
-                        .with_program(stored.as_ref());
+                        .with_program(stored.as_ref())
+                        .with_policy_changed(replaced);
                         // As `vsh pending` shows it: the intent, else the command line that ran.
                         let row = crate::render::PendingRow::new(*record, receipt, stored.as_ref());
                         let paths = row.receipt.as_ref().map_or(0, |receipt| receipt.changed_paths);
                         lines.push(format!(
-                            "{} {} {}, made {}: {}",
+                            "{} {} {}, made {}: {}{}",
                             record.id.short(),
                             record.state.name(),
                             crate::render::counted(paths as u64, "path"),
                             crate::render::relative(record.created_ms, now),
-                            if row.label.is_empty() { "(no intent given)" } else { &row.label }
+                            if row.label.is_empty() { "(no intent given)" } else { &row.label },
+                            if replaced {
+                                " (made under a policy since replaced: never committed; run it again with vsh_run)"
+                            } else {
+                                ""
+                            }
                         ));
                         document
                     })
@@ -920,6 +949,9 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
                     document.hint = Some("the workspace changed: run the program again with vsh_run".to_owned());
                 }
+                _ if runtime.decided_under_another_policy(id) || matches!(error, VshError::PolicyChanged(_)) => {
+                    document.hint = Some(policy_replaced_advice(id));
+                }
                 _ => {}
             }
             failure(&document)
@@ -959,7 +991,11 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
         stored.map(|stored| stored.code),
     );
     document.bound(bounds);
-    let mut summary = receipt_summary(&receipt, &document.receipt);
+    let replaced = runtime.decided_under_another_policy(id);
+    if let Some(record) = document.record.as_mut() {
+        record.policy_changed = replaced;
+    }
+    let mut summary = receipt_summary(&receipt, &document.receipt, replaced);
     // What the review left without hunks for its size is said, with how to get it.
     let left_out: Vec<&str> = document
         .receipt

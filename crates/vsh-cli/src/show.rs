@@ -92,6 +92,7 @@ pub(crate) fn show(
                     intent.as_ref().map_or("", |stored| stored.intent.as_str()),
                 )
                 .with_program(intent.as_ref())
+                .with_policy_changed(runtime.decided_under_another_policy(id))
             }),
             &runtime.history(id)?,
             runtime.run_policy(id)?.as_ref(),

@@ -1032,6 +1032,10 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     let pending = vsh(&["pending", "--workspace", ws], None);
     let table = String::from_utf8_lossy(&pending.stdout);
     assert!(table.lines().any(|row| row.starts_with(&id[..12]) && row.contains("policy-changed")), "{table}");
+    // Its review's JSON says so as the pending list's does (ux51).
+    let shown = vsh(&["show", &id[..12], "--json", "--workspace", ws], None);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["record"]["policy_changed"], true, "{shown}");
     // Rerun: the same program and intent, a new transaction, under strict.
     let rerun = vsh(&["--detailed-exitcode", "rerun", &id[..8], "--workspace", ws], None);
     assert_eq!(rerun.status.code(), Some(4), "{}", String::from_utf8_lossy(&rerun.stderr));

@@ -829,6 +829,17 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     let commit = call(&client, "vsh_commit", json!({"transaction": before_id})).await;
     assert!(commit.is_error, "{}", commit.text);
     assert!(!ws.join("before.txt").exists(), "committed under the replaced policy");
+    // The agent is told so, and what it can do (it has no `vsh rerun`): in
+    // the commit's hint, its review and the pending list (ux51).
+    let hint = commit.document["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains("vsh_run") && !hint.contains("vsh rerun"), "{}", commit.text);
+    let shown = call(&client, "vsh_show", json!({"transaction": before_id})).await;
+    assert_eq!(shown.document["record"]["policy_changed"], true, "{}", shown.text);
+    assert!(shown.text.contains("policy changed") && !shown.text.contains("vsh_commit"), "{}", shown.text);
+    let pending = call(&client, "vsh_pending", json!({})).await;
+    let rows = pending.document["transactions"].as_array().unwrap();
+    assert!(rows.iter().any(|row| row["policy_changed"] == true), "{}", pending.text);
+    assert!(pending.text.contains("policy since replaced"), "{}", pending.text);
     // New work is decided under the policy recorded now: strict holds it.
     let after = call(&client, "vsh_run", json!({"code": "vsh_write('after.txt', 'y')"})).await;
     assert_eq!(after.document["state"], "pending-approval", "{}", after.text);

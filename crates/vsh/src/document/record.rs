@@ -95,6 +95,14 @@ impl TransactionDocument {
         self.command = stored.and_then(crate::StoredProgram::command_argv);
         self
     }
+
+    /// This document saying whether it was made under a policy the workspace
+    /// has since replaced ([`crate::Runtime::decided_under_another_policy`]).
+    #[must_use]
+    pub fn with_policy_changed(mut self, changed: bool) -> Self {
+        self.policy_changed = changed;
+        self
+    }
 }
 
 /// An approval.
