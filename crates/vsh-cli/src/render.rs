@@ -62,7 +62,12 @@ pub(crate) fn record_text(record: &vsh::TransactionRecord, now: u64) -> String {
             local_time(grant.issued_ms()),
         );
     }
-    if let Some(expires) = record.pending_expires_ms {
+    // Only work that still waits expires.
+    let waiting = matches!(
+        record.state,
+        vsh::TransactionState::PendingApproval | vsh::TransactionState::Approved | vsh::TransactionState::AutoApproved
+    );
+    if let Some(expires) = record.pending_expires_ms.filter(|_| waiting) {
         let _ = writeln!(out, "expires      {} ({})", local_time(expires), relative(expires, now));
     }
     out
@@ -563,7 +568,14 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
                 }
             }
             Err(reason) => {
-                let _ = writeln!(out, "    ({})", no_hunks_reason(*reason));
+                let reason = match reason {
+                    // Committed: the old bytes were replaced in the workspace, and vsh keeps none.
+                    NoHunks::Unavailable if receipt.state == vsh::TransactionState::Committed => {
+                        "the old content is not kept once committed: the workspace holds the new"
+                    }
+                    other => no_hunks_reason(*other),
+                };
+                let _ = writeln!(out, "    ({reason})");
             }
         }
     }

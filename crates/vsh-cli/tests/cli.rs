@@ -3707,6 +3707,25 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
 }
 
+/// ux51: a review of committed work says why the old side is gone (the
+/// commit replaced it; vsh keeps none), not that the workspace lost it, and
+/// shows no expiry: committed work never expires.
+#[test]
+fn a_committed_change_is_shown_as_committed_without_an_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\ntwo\n");
+    let ws = dir.path().to_str().unwrap();
+    let run = vsh(&["run", "--workspace", ws, "-"], Some("vsh_write('a.txt', 'one\\nTWO\\n')"));
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let id = id_of(&run);
+    let waiting = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
+    assert!(waiting.contains("\nexpires "), "a preview waits, and expires: {waiting}");
+    assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(0));
+    let text = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
+    assert!(text.contains("(the old content is not kept once committed: the workspace holds the new)"), "{text}");
+    assert!(!text.contains("\nexpires ") && !text.contains("no longer in the workspace"), "{text}");
+}
+
 /// ux51: a command refused a socket (a test's own server, `cargo clippy
 /// --fix`'s lock listener) is told which flag gives it one.
 #[test]
