@@ -22,10 +22,10 @@ Exit codes:
   2   usage error
   4   not committed (a commit was asked for: vsh commit, --mode auto): the
       transaction awaits approval
-  5   not committed: policy denied the transaction a commit was asked for,
-      or refused the program an access it did not catch (even in a preview;
-      a Bash program or command: one that then failed); either way the
-      denied work is kept on record (vsh log)
+  5   not committed: policy denied the transaction a commit (or an
+      approval) was asked for, or refused the program an access it did not
+      catch (even in a preview; a Bash program or command: one that then
+      failed); either way the denied work is kept on record (vsh log)
   6   not committed: the workspace changed under it (stale; the conflicting
       paths are listed)
   75  gave up waiting for another vsh process (--lock-timeout)

@@ -77,12 +77,21 @@ pub(crate) fn with_rerun_hint(
         }
         VshError::NotApprovable { state: S::AutoApproved, .. } => Some(format!("vsh commit {short}")),
         VshError::NotApprovable { state: S::Expired, .. } => Some(rerun_line(runtime, transaction)),
+        // Nothing of denied work is kept to approve or run again.
+        VshError::NotApprovable { state: S::Denied, .. } | VshError::NotCommittable { state: S::Denied, .. } => {
+            remedies.push(format!(
+                "denied work is never approved nor committed (`vsh log` gives why {short} was denied): record a \
+                 policy that allows such work (`vsh policy show > p.toml`, edit it, `vsh init --force --policy \
+                 p.toml`), then run the program again"
+            ));
+            None
+        }
         _ => None,
     };
-    match hint {
-        Some(hint) => Box::new(Failure { source: error, remedies, hint: Some(hint) }),
-        None => Box::new(error),
+    if hint.is_none() && remedies.is_empty() {
+        return Box::new(error);
     }
+    Box::new(Failure { source: error, remedies, hint })
 }
 
 /// `vsh rerun TX` as it must be typed for the work's commands to get their

@@ -1209,6 +1209,8 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let refused = vsh(&["approve", &denied, "--workspace", ws], None);
     assert_eq!(refused.status.code(), Some(5), "{refused:?}");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be approved: it is denied"), "{refused:?}");
+    // With what to do instead (ux50 L10).
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("record a policy that allows such work"), "{refused:?}");
     // A budget that ran out keeps the program's output and names the option that raises it.
     let slow = "print('progress 1')\nwhile True:\n    pass";
     let timed = vsh(&["run", "--timeout", "1s", "--workspace", ws, "-"], Some(slow));
