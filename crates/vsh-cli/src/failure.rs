@@ -210,6 +210,22 @@ fn missing_program(error: &VshError) -> Option<String> {
 /// How to let a command find `program`, a bare name found on no directory
 /// of its `PATH`, outside the system directories.
 fn missing_program_advice(program: &str) -> String {
+    const BUILTINS: [&str; 22] = [
+        "cd", "export", "source", ".", "alias", "unalias", "set", "unset", "exit", "eval", "exec", "ulimit", "umask",
+        "read", "shift", "trap", "wait", "pushd", "popd", "history", "declare", "local",
+    ];
+    if program.contains(char::is_whitespace) {
+        return format!(
+            "`{program}` is one argument holding spaces, taken as a program's name: give each word as an \
+             argument of its own (vsh exec -- ls -la), or a shell line to a shell (vsh exec -- sh -c '{program}')"
+        );
+    }
+    if BUILTINS.contains(&program) {
+        return format!(
+            "`{program}` is a shell builtin, not a program: run it in a shell with what it is for \
+             (vsh exec -- sh -c '{program} ... && ...')"
+        );
+    }
     let mut advice = format!(
         "`{program}` is not on the command's PATH (/usr/local/bin:/usr/bin:/bin unless --env PATH=... \
          says otherwise); give its directory: --tool DIR --env PATH=DIR:/usr/local/bin:/usr/bin:/bin"
@@ -363,10 +379,14 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                 }
             }
             if !changes.is_empty() {
+                let unless = if failure_may_be_accepted(source) {
+                    "a failed script or command is not committable unless run with --accept-failure"
+                } else {
+                    "a script that failed so is never committable, --accept-failure or not"
+                };
                 let _ = writeln!(
                     text,
-                    "vsh: it had changed {} path{} (nothing is stored: a failed script or command is not \
-                     committable unless run with --accept-failure):",
+                    "vsh: it had changed {} path{} (nothing is stored: {unless}):",
                     changes.len(),
                     if changes.len() == 1 { "" } else { "s" }
                 );
@@ -457,7 +477,8 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         ),
         _ => {}
     }
-    if matches!(error, VshError::Bash { changes, .. } if !changes.is_empty()) {
+    if matches!(error, VshError::Bash { changes, source, .. } if !changes.is_empty() && failure_may_be_accepted(source))
+    {
         advice.push("run it with --accept-failure to keep a failing run's changes as its outcome".to_owned());
     }
     match error {
@@ -482,7 +503,15 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
                 .to_owned(),
         );
     }
-    let printed = failed_output(error);
+    advice.extend(advice_from_output(&failed_output(error)));
+    advice
+}
+
+/// What a failure's chain and output (`printed`) say to do: signs of a
+/// program that is no program, of a missing network, of a Bash program
+/// that needed real bash or a Monty program that needed commands.
+fn advice_from_output(printed: &str) -> Vec<String> {
+    let mut advice = Vec::new();
     if printed.contains("command not available in the vsh-bash-bounded-v1 profile") {
         advice.push(
             "a Bash program runs in vsh's bounded interpreter, which has no installed programs; `vsh run --confined \
@@ -499,6 +528,15 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
              a real command confined in a candidate of the workspace and returns (exit_code, stdout, stderr)"
                 .to_owned(),
         );
+    }
+    // A program named with a `/` and spaces, one argument: the shell that
+    // starts it says `exec: NAME: not found`.
+    let spaced = printed.lines().find_map(|line| {
+        let name = line.split_once("exec: ")?.1.strip_suffix(": not found")?;
+        name.contains(char::is_whitespace).then_some(name)
+    });
+    if let Some(name) = spaced {
+        advice.push(missing_program_advice(name));
     }
     // The sandbox refuses `socket()` (EPERM) without a network: a test's own
     // server, `cargo fix`'s lock listener.
@@ -519,6 +557,19 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         );
     }
     advice
+}
+
+/// Whether `--accept-failure` makes a run that failed so its outcome: a
+/// non-zero exit status or a signal, not a budget, a command outside the
+/// profile or a script that does not parse.
+fn failure_may_be_accepted(source: &ExecutionError) -> bool {
+    matches!(
+        source,
+        ExecutionError::Bash {
+            failure: vsh::lower::vsh_monty::BashFailure::Exit(_) | vsh::lower::vsh_monty::BashFailure::Signal(_),
+            ..
+        }
+    )
 }
 
 /// The error's chain, and what a failed Bash program or command printed on

@@ -3709,6 +3709,53 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
 }
 
+/// ux51: a shell builtin, or a command line given as one argument, gets
+/// advice that works, not "give its directory: --tool DIR".
+#[test]
+fn a_builtin_or_a_command_line_in_one_argument_is_told_how_to_run_it() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let said = |argv: &[&str]| {
+        let mut args = vec!["exec", "--workspace", ws, "--"];
+        args.extend(argv);
+        let output = vsh(&args, None);
+        assert_ne!(output.status.code(), Some(0));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let builtin = said(&["cd", "/"]);
+    assert!(builtin.contains("`cd` is a shell builtin") && !builtin.contains("--tool DIR"), "{builtin}");
+    for line in ["ls -la", "sed -i s/a/b/ f.txt"] {
+        let text = said(&[line]);
+        assert!(text.contains("is one argument holding spaces") && !text.contains("--tool DIR"), "{text}");
+        assert!(text.contains(&format!("sh -c '{line}'")), "{text}");
+    }
+}
+
+/// ux51: `--accept-failure` is suggested only where it would help: a script
+/// that exited non-zero, not one that ran a command outside the profile.
+#[test]
+fn accept_failure_is_advised_only_for_a_failure_it_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let run = |extra: &[&str], script: &str| {
+        let mut args = vec!["run", "--language", "bash", "--workspace", ws];
+        args.extend(extra);
+        args.push("-");
+        String::from_utf8_lossy(&vsh(&args, Some(script)).stderr).into_owned()
+    };
+    let exited = run(&[], "echo x > a.txt\nexit 3");
+    assert!(exited.contains("unless run with --accept-failure"), "{exited}");
+    for extra in [&[][..], &["--accept-failure"][..]] {
+        let outside = run(extra, "echo x > a.txt\ncargo build");
+        assert!(outside.contains("never committable, --accept-failure or not"), "{outside}");
+        assert!(!outside.contains("unless run with --accept-failure"), "{outside}");
+        assert!(!outside.contains("run it with --accept-failure"), "{outside}");
+    }
+}
+
 /// ux51: a review of committed work says why the old side is gone (the
 /// commit replaced it; vsh keeps none), not that the workspace lost it, and
 /// shows no expiry: committed work never expires.
