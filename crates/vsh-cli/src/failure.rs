@@ -207,6 +207,11 @@ fn missing_program(error: &VshError) -> Option<String> {
     }
 }
 
+/// How cargo builds with the crates it has already downloaded.
+const CARGO_OFFLINE: &str = "for the crates cargo has already downloaded, without the network: --tool \
+     ~/.cargo/registry --env CARGO_HOME=\"$HOME/.cargo\" -- cargo ... --offline (the registry only: ~/.cargo also \
+     holds the registry's token)";
+
 /// How to let a command find `program`, a bare name found on no directory
 /// of its `PATH`, outside the system directories.
 fn missing_program_advice(program: &str) -> String {
@@ -234,10 +239,9 @@ fn missing_program_advice(program: &str) -> String {
         advice.push_str(
             "\nvsh:   for rustup's toolchain: --tool \"$(rustc --print sysroot)\" \
              --env PATH=\"$(rustc --print sysroot)/bin:/usr/local/bin:/usr/bin:/bin\"\
-             \nvsh:   and for the crates cargo has already downloaded, without the network: \
-             --tool ~/.cargo/registry --env CARGO_HOME=\"$HOME/.cargo\" -- cargo ... --offline \
-             (the registry only: ~/.cargo also holds the registry's token)",
+             \nvsh:   and ",
         );
+        advice.push_str(CARGO_OFFLINE);
     }
     advice
 }
@@ -528,6 +532,12 @@ fn advice_from_output(printed: &str) -> Vec<String> {
              a real command confined in a candidate of the workspace and returns (exit_code, stdout, stderr)"
                 .to_owned(),
         );
+    }
+    // cargo that could not fetch its dependencies (no network, or offline
+    // without its registry).
+    let cargo_fetch = ["index.crates.io", "no matching package named", "as a dependency of package"];
+    if cargo_fetch.iter().any(|sign| printed.contains(sign)) {
+        advice.push(format!("if cargo needed crates: {CARGO_OFFLINE}"));
     }
     // A program named with a `/` and spaces, one argument: the shell that
     // starts it says `exec: NAME: not found`.

@@ -3725,6 +3725,10 @@ fn a_builtin_or_a_command_line_in_one_argument_is_told_how_to_run_it() {
         assert_ne!(output.status.code(), Some(0));
         String::from_utf8_lossy(&output.stderr).into_owned()
     };
+    // cargo that could not fetch a dependency (ux50 L9): the offline registry.
+    let fetch = "echo 'error: no matching package named `anyhow` found' >&2; exit 101";
+    let cargo = said(&["sh", "-c", fetch]);
+    assert!(cargo.contains("--tool ~/.cargo/registry") && cargo.contains("--offline"), "{cargo}");
     let builtin = said(&["cd", "/"]);
     assert!(builtin.contains("`cd` is a shell builtin") && !builtin.contains("--tool DIR"), "{builtin}");
     for line in ["ls -la", "sed -i s/a/b/ f.txt"] {
