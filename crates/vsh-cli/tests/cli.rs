@@ -1070,7 +1070,7 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
     assert!(lines[1].starts_with(&denied[..12]) && lines[1].contains("denied"), "newest first: {table}");
     // Without an intent, a program is named by its first line that does
     // something; denied work says why.
-    assert!(lines[1].ends_with("# try:  [protected-access-attempt]"), "{table}");
+    assert!(lines[1].ends_with("# Path('.env').write_text('x')  [protected-access-attempt]"), "{table}");
     assert!(lines[2].starts_with(&committed[..12]) && lines[2].contains("committed"), "{table}");
     assert!(lines[2].ends_with("add b"), "{table}");
     let only = vsh(&["log", "--state", "committed", "--workspace", ws, "--json"], None);
@@ -1392,6 +1392,9 @@ fn show_reviews_stored_work_from_verified_bytes_only() {
     )
     .unwrap();
     assert_eq!(vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None).status.code(), Some(0));
+    // Past the clock's tick since notes.txt was written: an overwrite of a
+    // file protected from reading is refused until its stamp settles.
+    std::thread::sleep(std::time::Duration::from_millis(150));
     let program =
         "from pathlib import Path\nPath('a.txt').write_text('one\\nTWO\\n')\nPath('notes.txt').write_text('mine\\n')";
     let run = vsh(&["run", "--workspace", ws, "-"], Some(program));
@@ -1695,6 +1698,11 @@ fn doctor_names_waiting_work_it_cannot_commit_and_how_to_record_a_policy_again()
     assert_eq!(receipt["state"], "pending-approval", "{receipt}");
     assert_eq!(receipt["changes"][0]["kind"], "mode", "{receipt}");
     assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored")["status"], "ok");
+    let chmod_id = receipt["transaction"].as_str().unwrap();
+    assert_eq!(
+        vsh_with_key(&["reject", chmod_id, "--workspace", ws.to_str().unwrap()], &key, None).status.code(),
+        Some(0)
+    );
     // The artifact and the commit's contents gone: the doctor suggests no
     // rerun (the program went with them), and a commit that fails on them
     // says where to look (ux50 L6).
