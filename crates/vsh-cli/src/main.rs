@@ -526,6 +526,7 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     // Whatever the workspace recorded before (even a policy this build
     // refuses) does not stand in the way of recording a new one.
     let config = runtime_config(&init.common.root())?.with_policy_profile(vsh::PolicyProfile::Balanced);
+    let root = config.workspace_root().to_owned();
     let runtime = open_as(config, true)?;
     // The digest of what the workspace records, `None` for a recorded policy
     // that cannot be taken (it does not parse, or its MAC does not verify).
@@ -544,8 +545,10 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
             || ("one this build cannot read or verify".to_owned(), ""),
             |digest| (digest.short(), " (vsh policy show prints the recorded one)"),
         );
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
         return Err(format!(
-            "the workspace already records a policy ({old}); give --force to replace it with {what}{show}"
+            "the workspace at {} already records a policy ({old}); give --force to replace it with {what}{show}",
+            root.display()
         )
         .into());
     }
@@ -1555,13 +1558,15 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
         }
         Err(error) => return Err(error.into()),
     };
+    // Where it is, whatever the command line called it (`.`, `..`).
+    let shown = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         say!(
             "vsh: made a new workspace at {} (its data in .vsh/ there{})",
-            root.display(),
+            shown.display(),
             if init { "" } else { "; `vsh init` records a policy for it" }
         );
-        if let Some(enclosing) = root.parent().and_then(args::workspace_at_or_above) {
+        if let Some(enclosing) = shown.parent().and_then(args::workspace_at_or_above) {
             say!(
                 "vsh: warning: it lies inside the workspace at {}, whose programs can never change or remove it; \
                  give that workspace's directory (or none, from inside it) to use it instead",

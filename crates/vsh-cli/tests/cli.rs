@@ -909,6 +909,10 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     let replace = vsh(&["init", "--profile", "balanced", "--workspace", ws], None);
     assert_eq!(replace.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&replace.stderr).contains("give --force"), "{replace:?}");
+    // It names the workspace it found, which may be above the directory (ux51).
+    let found = std::fs::canonicalize(ws).unwrap();
+    let message = format!("the workspace at {} already records a policy", found.display());
+    assert!(String::from_utf8_lossy(&replace.stderr).contains(&message), "{replace:?}");
     assert_eq!(vsh(&["init", "--profile", "strict", "--workspace", ws], None).status.code(), Some(0));
     assert_eq!(vsh(&["init", "--profile", "balanced", "--force", "--workspace", ws], None).status.code(), Some(0));
     assert_eq!(vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(other)).status.code(), Some(3));
@@ -1994,6 +1998,22 @@ fn a_command_that_makes_a_workspace_says_so_and_warns_when_it_is_inside_another(
     let sub = dir.path().join("sub");
     let nested = vsh(&["run", "--workspace", sub.to_str().unwrap(), "-"], Some("1"));
     assert!(stderr(&nested).contains(&format!("it lies inside the workspace at {ws}")), "{nested:?}");
+    // Named as `.`, it is said where it is, and the enclosing one is found (ux51).
+    std::fs::create_dir(dir.path().join("sub2")).unwrap();
+    let dotted = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["init", "--workspace", "."])
+        .current_dir(dir.path().join("sub2"))
+        .env_clear()
+        .output()
+        .unwrap();
+    let said = stderr(&dotted);
+    let sub2 = std::fs::canonicalize(dir.path().join("sub2")).unwrap();
+    assert!(said.contains(&format!("made a new workspace at {} ", sub2.display())), "{said}");
+    assert!(said.contains("it lies inside the workspace at"), "{said}");
+    // The outer workspace's programs cannot remove it, and are told why.
+    let removal = vsh(&["run", "--language", "bash", "--workspace", ws, "-"], Some("rm -rf sub2"));
+    let said = format!("{}{}", String::from_utf8_lossy(&removal.stdout), stderr(&removal));
+    assert!(said.contains("a nested workspace's .vsh"), "{said}");
 }
 
 #[test]

@@ -263,7 +263,11 @@ impl<'a> OsHost<'a> {
             // Neither its path nor its rule's pattern (`**/id_rsa` names the
             // file, an operator's rule may spell a whole path) is shown.
             denied.path = named.clone();
-            let hiding = if runtime_data { "vsh data inside it" } else { "a rule that hides a path inside it" };
+            let hiding = if runtime_data {
+                "a vsh workspace's data (a nested workspace's .vsh, which no run changes) inside it"
+            } else {
+                "a rule that hides a path inside it"
+            };
             format!("{hiding}; not shown").clone_into(&mut denied.rule);
         }
         denied
