@@ -800,7 +800,20 @@ pub(crate) struct CommandArgs {
     /// settings (`PYTHONPYCACHEPREFIX` or `PYTHONDONTWRITEBYTECODE`), without
     /// a network `npm_config_fetch_retries=0` and `PIP_RETRIES=0` (a fetch
     /// fails at once), and nothing else of vsh's environment.
-    /// NAME is letters, digits and _, not starting with a digit.
+    /// NAME is letters, digits and _, not starting with a digit. A variable
+    /// that steers a loader or an interpreter is refused: `LD_*`, `DYLD_*`,
+    /// `GLIBC_TUNABLES`, `BASH_ENV`, `ENV`, `SHELLOPTS`, `BASHOPTS`,
+    /// `PROMPT_COMMAND`, `PS4`, `BASH_FUNC_*`, `PYTHONPATH`, `PYTHONSTARTUP`,
+    /// `PYTHONHOME`, `PYTHONUSERBASE`, `PYTHONBREAKPOINT`, `PYTHONWARNINGS`,
+    /// `PYTHONINSPECT`, `NODE_OPTIONS`, `NODE_PATH`, `PERL5OPT`, `PERL5LIB`,
+    /// `PERLLIB`, `PERL5DB`, `RUBYOPT`, `RUBYLIB`, `CLASSPATH`,
+    /// `JAVA_TOOL_OPTIONS`, `_JAVA_OPTIONS`, `JDK_JAVA_OPTIONS`, `LUA_INIT`,
+    /// and git's that run commands or inject configuration: `GIT_SSH`,
+    /// `GIT_SSH_COMMAND`, `GIT_EXEC_PATH`, `GIT_TEMPLATE_DIR`, `GIT_ASKPASS`,
+    /// `GIT_PROXY_COMMAND`, `GIT_EXTERNAL_DIFF`, `GIT_CONFIG_PARAMETERS`,
+    /// `GIT_CONFIG_COUNT`, `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM`,
+    /// `GIT_CONFIG_KEY_*`, `GIT_CONFIG_VALUE_*`. A command may set one for
+    /// itself (`sh -c 'PYTHONPATH=src pytest'`).
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = variable)]
     pub(crate) env: Vec<(String, String)>,
     /// Pass this variable of vsh's own environment to real commands
@@ -908,6 +921,21 @@ mod tests {
     #[test]
     fn the_grammar_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `--env`'s help names every variable the sandbox refuses to grant
+    /// (ux51: the refusal was documented nowhere a user looks).
+    #[test]
+    fn the_env_help_names_every_refused_variable() {
+        let mut command = Cli::command();
+        let exec = command.find_subcommand_mut("exec").unwrap();
+        let help = exec.render_long_help().to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        for name in vsh::lower::vsh_sandbox::ENV_DENIED_NAMES {
+            assert!(help.contains(&format!("`{name}`")), "{name}");
+        }
+        for prefix in vsh::lower::vsh_sandbox::ENV_DENIED_PREFIXES {
+            assert!(help.contains(&format!("`{prefix}*`")), "{prefix}");
+        }
     }
 
     #[test]

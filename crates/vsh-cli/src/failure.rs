@@ -444,6 +444,15 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     if let Some(program) = missing_program(error) {
         advice.push(program);
     }
+    if let VshError::Execution(execution) = error
+        && let ExecutionError::Command { source: ToolError::EnvDenied { name } } = execution.as_ref()
+    {
+        advice.push(format!(
+            "vsh grants no variable that steers a loader or an interpreter (LD_*, PYTHONPATH, NODE_OPTIONS, ...: \
+             `vsh exec --help` lists them); the command may set it for itself, in its candidate: vsh exec -- sh -c \
+             '{name}=... COMMAND' (or the tool's own setting: pytest's `pythonpath`, a package.json script)"
+        ));
+    }
     if let Some(option) = raising_option(error) {
         advice.push(format!("to give the program more, raise it with `{option}`"));
     }

@@ -3757,6 +3757,10 @@ fn a_builtin_or_a_command_line_in_one_argument_is_told_how_to_run_it() {
     let fetch = "echo 'error: no matching package named `anyhow` found' >&2; exit 101";
     let cargo = said(&["sh", "-c", fetch]);
     assert!(cargo.contains("--tool ~/.cargo/registry") && cargo.contains("--offline"), "{cargo}");
+    // A refused variable: what the command can do instead (ux51).
+    let refused = vsh(&["exec", "--workspace", ws, "--env", "PYTHONPATH=src", "--", "true"], None);
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(text.contains("sh -c 'PYTHONPATH=... COMMAND'"), "{text}");
     let builtin = said(&["cd", "/"]);
     assert!(builtin.contains("`cd` is a shell builtin") && !builtin.contains("--tool DIR"), "{builtin}");
     for line in ["ls -la", "sed -i s/a/b/ f.txt"] {

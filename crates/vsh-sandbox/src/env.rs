@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 
 /// Exact names that inject code into a dynamic loader, a shell, or a language runtime.
-const DENIED_NAMES: &[&str] = &[
+pub const DENIED_NAMES: &[&str] = &[
     // glibc's loader tunables (memory allocator behaviour; CVE-2023-4911).
     "GLIBC_TUNABLES",
     // Shells: startup files, options and hooks that run commands.
@@ -64,7 +64,7 @@ const DENIED_NAMES: &[&str] = &[
 /// Name prefixes with the same effect: every `LD_*` variable of the dynamic loader (`LD_PRELOAD`,
 /// `LD_LIBRARY_PATH`, `LD_AUDIT`, ...), macOS's `DYLD_*`, bash's exported functions
 /// (`BASH_FUNC_name%%`), and git's numbered configuration entries.
-const DENIED_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"];
+pub const DENIED_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"];
 
 /// Whether `name` is on the denylist of variables that can hijack a loader or an interpreter.
 ///

@@ -82,7 +82,7 @@ pub use command::{
     ConfinedChild, ConfinedCommand, input_file, kill_process_group, wait_readable, wait_readable_spinning,
 };
 pub use context::{EXEC_SEARCH_PATH, ExecGrant, ToolContext, find_on_path};
-pub use env::env_denylisted;
+pub use env::{DENIED_NAMES as ENV_DENIED_NAMES, DENIED_PREFIXES as ENV_DENIED_PREFIXES, env_denylisted};
 pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
 pub use namespace::{CandidateMissing, FuseMount, MountWaiter, candidate_support};
