@@ -229,10 +229,13 @@ fn text_tail(stream: &str) -> std::borrow::Cow<'_, str> {
     if total <= MAX_TEXT_STREAM_CHARS {
         return std::borrow::Cow::Borrowed(stream);
     }
-    let skipped = total - MAX_TEXT_STREAM_CHARS;
-    let start = stream.char_indices().nth(skipped).map_or(stream.len(), |(at, _)| at);
+    let cut = stream.char_indices().nth(total - MAX_TEXT_STREAM_CHARS).map_or(stream.len(), |(at, _)| at);
+    // From the start of a line: the text never begins mid-line.
+    let start = stream[cut..].find('\n').map_or(cut, |newline| cut + newline + 1);
+    let skipped = stream[..start].chars().count();
     std::borrow::Cow::Owned(format!(
-        "[... the first {skipped} characters are in the structured result ...]\n{}",
+        "[... {skipped} characters before these are left out of this text; the structured result has the \
+         stream (cut to the server's --max-text, head and tail, when longer) ...]\n{}",
         &stream[start..]
     ))
 }
@@ -746,6 +749,15 @@ impl VshServer {
                     }
                     Err(error) => {
                         let mut document = ErrorDocument::new(&error, &runtime.remedies(&error));
+                        // What the command line advises, for the agent to pass on
+                        // to its operator (a tool directory, a longer timeout).
+                        let advice = crate::failure::advice_for(&error);
+                        if document.hint.is_none() && !advice.is_empty() {
+                            document.hint = Some(format!(
+                                "for the operator, who starts vsh serve: {}",
+                                advice.join("; ").replace("\nvsh:   ", "; ")
+                            ));
+                        }
                         document.bound(bounds);
                         failure(&document)
                     }

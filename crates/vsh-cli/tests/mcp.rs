@@ -695,10 +695,14 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
         "{}",
         hidden.text
     );
+    // A program not found: what the command line advises, for the operator (ux51).
+    let missing = call(&client, "vsh_run", json!({"code": ["cargo-nowhere"], "language": "command"})).await;
+    let hint = missing.document["hint"].as_str().unwrap_or_default();
+    assert!(hint.starts_with("for the operator") && hint.contains("--tool DIR"), "{}", missing.text);
     // Kept to its last 16 KiB in the text (the structured result has more).
     let argv = json!(["/bin/sh", "-c", "yes x | head -c 40000 >&2; echo last line >&2; exit 1"]).to_string();
     let long = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;
-    assert!(long.text.contains("characters are in the structured result") && long.text.ends_with("last line\n"));
+    assert!(long.text.contains("characters before these are left out") && long.text.ends_with("last line\n"));
     assert!(long.text.len() < 20_000, "{}", long.text.len());
     assert!(long.document["stderr"].as_str().unwrap().len() > 40_000);
     // A passing one's too, and a run that changes nothing has nothing to commit.
