@@ -3485,6 +3485,18 @@ fn work_committed_at_once_stays_on_record_with_its_changes() {
     let approved = vsh(&["approve", &id, "--workspace", ws], None);
     assert_eq!(approved.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&approved.stdout).contains("already committed"), "{approved:?}");
+    // Work that changes nothing, committed at once, is done and kept on no
+    // record, as a preview of it is not (ux51: anonymous log rows).
+    let empty = vsh(&["run", "--mode", "auto", "--json", "--workspace", ws, "-"], Some("print(1)"));
+    assert_eq!(empty.status.code(), Some(0), "{}", String::from_utf8_lossy(&empty.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&empty.stdout).unwrap();
+    assert_eq!(
+        (&receipt["state"], &receipt["changed_paths"]),
+        (&serde_json::json!("committed"), &serde_json::json!(0))
+    );
+    let log: serde_json::Value =
+        serde_json::from_slice(&vsh(&["log", "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!(log["transactions"].as_array().unwrap().len(), 1, "the first run's alone: {log}");
 }
 
 #[test]

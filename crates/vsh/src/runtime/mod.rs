@@ -222,7 +222,11 @@ impl Runtime {
             self.discard_cancelled(transaction)?;
             return Err(VshError::Cancelled);
         }
-        if request.mode == RunMode::Auto && state == TransactionState::AutoApproved {
+        if request.mode == RunMode::Auto && state == TransactionState::AutoApproved && receipt.changed_paths == 0 {
+            // Nothing to write: done, and, as a preview that changes nothing,
+            // kept on no record (a log row saying nothing of what ran).
+            receipt.state = TransactionState::Committed;
+        } else if request.mode == RunMode::Auto && state == TransactionState::AutoApproved {
             let committed = self.commit_cancellable(transaction, clock_ms(), cancel)?;
             receipt.state = committed.state;
             receipt.commit = committed.commit;
