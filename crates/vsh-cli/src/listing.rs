@@ -40,6 +40,7 @@ fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocum
             let mut document = vsh::document::TransactionDocument::new(&row.record, row.receipt.as_ref(), &row.intent);
             document.command.clone_from(&row.command);
             document.policy_changed = row.policy_changed;
+            document.label.clone_from(&row.label);
             document
         })
         .collect()

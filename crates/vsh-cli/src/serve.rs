@@ -824,6 +824,8 @@ impl VshServer {
                         .with_policy_changed(replaced);
                         // As `vsh pending` shows it: the intent, else the command line that ran.
                         let row = crate::render::PendingRow::new(*record, receipt, stored.as_ref());
+                        let mut document = document;
+                        document.label.clone_from(&row.label);
                         let paths = row.receipt.as_ref().map_or(0, |receipt| receipt.changed_paths);
                         lines.push(format!(
                             "{} {} {}, made {}: {}{}",

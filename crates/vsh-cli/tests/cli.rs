@@ -1077,6 +1077,15 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
     assert!(lines[1].ends_with("# Path('.env').write_text('x')  [protected-access-attempt]"), "{table}");
     assert!(lines[2].starts_with(&committed[..12]) && lines[2].contains("committed"), "{table}");
     assert!(lines[2].ends_with("add b"), "{table}");
+    // The JSON rows say the same (ux51): the label, and why it was denied.
+    let rows: serde_json::Value =
+        serde_json::from_slice(&vsh(&["log", "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!(rows["transactions"][0]["label"], "# Path('.env').write_text('x')", "{rows}");
+    assert_eq!(rows["transactions"][0]["denied"], "protected-access-attempt", "{rows}");
+    assert_eq!(
+        (&rows["transactions"][1]["label"], &rows["transactions"][1]["denied"]),
+        (&serde_json::json!("add b"), &serde_json::Value::Null)
+    );
     let only = vsh(&["log", "--state", "committed", "--workspace", ws, "--json"], None);
     let rows: serde_json::Value = serde_json::from_slice(&only.stdout).unwrap();
     assert_eq!(rows["schema"], "vsh.log/1");

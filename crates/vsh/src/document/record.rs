@@ -59,6 +59,15 @@ pub struct TransactionDocument {
     /// commit refuse it; only `vsh rerun` makes it again.
     #[serde(default)]
     pub policy_changed: bool,
+    /// What the listings' text shows for it: its intent, else a real
+    /// command's command line after `$ `, else its program's first line
+    /// that does something after `# ` (empty when nothing is stored).
+    #[serde(default)]
+    pub label: String,
+    /// Why the policy denied it (`protected-access-attempt`, ...), when it
+    /// was denied and its receipt is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied: Option<String>,
 }
 
 impl TransactionDocument {
@@ -86,6 +95,11 @@ impl TransactionDocument {
             intent: intent.to_owned(),
             command: None,
             policy_changed: false,
+            label: intent.to_owned(),
+            denied: match receipt.map(|receipt| &receipt.decision) {
+                Some(RuntimeDecision::Denied(manifest)) => Some(manifest.reason.name().to_owned()),
+                _ => None,
+            },
         }
     }
 
