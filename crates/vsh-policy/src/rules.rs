@@ -666,10 +666,40 @@ impl CallPolicy {
                 }
                 remedy
             }
-            RuleLabel::WritableRoots => format!(
-                "add a root containing `{}` to defaults.writable_roots (now {rule}), or remove defaults.writable_roots",
-                denied.path
-            ),
+            RuleLabel::WritableRoots => {
+                let mut remedy = format!(
+                    "add a root containing `{}` to defaults.writable_roots (now {rule}), or remove \
+                     defaults.writable_roots",
+                    denied.path
+                );
+                // A file made beside a root of its directory that names a
+                // file (a name with an extension: `index.js`): the temporary
+                // file of a tool that edits the root in place (`sed -i`,
+                // `perl -pi`, an editor), named anew each run.
+                let parent = denied.path.parent();
+                let a_file = |root: &VPath| {
+                    root.as_str()
+                        .rsplit('/')
+                        .next()
+                        .and_then(|name| name.get(1..))
+                        .is_some_and(|rest| rest.contains('.'))
+                };
+                let beside_a_root = self.writable_roots().is_some_and(|roots| {
+                    roots.iter().any(|root| root.parent() == parent && *root != denied.path && a_file(root))
+                });
+                if beside_a_root && denied.access == AccessKind::Create {
+                    let dir = parent
+                        .filter(|dir| !dir.is_root())
+                        .map_or("the workspace's top".to_owned(), |dir| format!("`{dir}`"));
+                    let _ = write!(
+                        remedy,
+                        " (a tool that edits a file in place, sed -i or perl -pi, writes a temporary file beside it \
+                         and renames it over the file: a root for the file alone refuses that; make its directory, \
+                         {dir}, a root, or edit it with a program: vsh_patch)"
+                    );
+                }
+                remedy
+            }
             RuleLabel::OutsideWorkspace => {
                 format!("{rule}: nothing outside the workspace is reachable; no policy change allows this access")
             }
@@ -1262,6 +1292,16 @@ mod tests {
             "add a root containing `src/x` to defaults.writable_roots (now writable_roots = [\"config\", \
              \"notes\"]), or remove defaults.writable_roots"
         );
+        // A file made beside a file that is a root: an in-place editor's
+        // temporary file, whose name changes every run (ux51); beside
+        // directories only, not.
+        assert!(!remedy("sedX1y2Z3", AccessKind::Create).contains("temporary file"));
+        let top = CallPolicy::new(Vec::new()).with_writable_roots([p("index.js"), p("src")]);
+        let temporary = top.remedy(&top.authorize(&p("sedX1y2Z3"), AccessKind::Create).unwrap_err());
+        assert!(temporary.contains("writes a temporary file beside it") && temporary.contains("the workspace's top"));
+        let nested = CallPolicy::new(Vec::new()).with_writable_roots([p("web/index.js")]);
+        let denied = nested.authorize(&p("web/sedQ"), AccessKind::Create).unwrap_err();
+        assert!(nested.remedy(&denied).contains("make its directory, `web`, a root"), "{}", nested.remedy(&denied));
     }
 
     proptest! {
