@@ -568,8 +568,10 @@ impl Base {
     pub(crate) fn state_unreadable(&mut self, path: &VPath) -> Result<Option<NodeState>, VfsError> {
         let opened_at_ns = self.opened_at_ns;
         let Some((kind, size, mode)) = self.metadata(path)? else { return Ok(None) };
-        if kind != NodeKind::File {
-            return self.state(path);
+        match kind {
+            NodeKind::File => {}
+            NodeKind::Symlink => return Err(VfsError::UnreadableSymlinkReplaced { path: path.clone() }),
+            NodeKind::Directory => return self.state(path),
         }
         match settled_stamp(&self.observed_node(path).stat, opened_at_ns) {
             Some(stamp) => Ok(Some(NodeState::unread_file(size, mode, stamp))),
@@ -734,7 +736,12 @@ impl Base {
                     canon::put_u8(&mut out, node.kind.tag());
                     canon::put_u64(&mut out, node.size);
                     canon::put_u32(&mut out, node.mode);
-                    canon::put_option(&mut out, node.digest.as_ref());
+                    // Never the digest of bytes a program may not read, even
+                    // when the run's own append or delete hashed them: the
+                    // snapshot id is shown to the program, and an unkeyed
+                    // hash over that digest checks its guesses offline.
+                    let hidden = self.unreadable.as_ref().is_some_and(|rule| rule.holds(path));
+                    canon::put_option(&mut out, node.digest.as_ref().filter(|_| !hidden));
                 }
             }
         }

@@ -112,6 +112,18 @@ pub enum VfsError {
         /// The path.
         path: VPath,
     },
+    /// A symlink whose target the policy never lets a program read was
+    /// replaced by the run: its before state is its target's digest, so
+    /// the diff would tell whether the run wrote its very target. Refused
+    /// whatever the run wrote; deleting it is allowed.
+    #[error(
+        "{path} is a symlink whose target is protected from reading: a run may delete it, not replace it (what it \
+         pointed to could be told only by its target)"
+    )]
+    UnreadableSymlinkReplaced {
+        /// The path.
+        path: VPath,
+    },
     /// A snapshot limit was reached.
     #[error("snapshot limit {limit} exceeded at {path}: {attempted} > {max}")]
     SnapshotLimit {
@@ -154,7 +166,11 @@ impl VfsError {
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
-            Self::BaseChanged { .. } | Self::UnsettledUnreadable { .. } | Self::SnapshotLimit { .. } | Self::Host(_)
+            Self::BaseChanged { .. }
+                | Self::UnsettledUnreadable { .. }
+                | Self::UnreadableSymlinkReplaced { .. }
+                | Self::SnapshotLimit { .. }
+                | Self::Host(_)
         )
     }
 
@@ -182,6 +198,7 @@ impl VfsError {
             Self::Inaccessible { errno, .. } => *errno,
             Self::BaseChanged { .. }
             | Self::UnsettledUnreadable { .. }
+            | Self::UnreadableSymlinkReplaced { .. }
             | Self::SnapshotLimit { .. }
             | Self::Host(_) => {
                 return None;

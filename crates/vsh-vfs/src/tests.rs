@@ -926,3 +926,53 @@ fn a_path_is_absent_by_the_runs_own_changes_only_when_they_removed_it_or_what_ho
     assert!(!absent(&vfs, "untouched.txt") && !absent(&vfs, "sub/x"), "only the base could tell");
     assert_eq!(vfs.read_set(), &observed, "asking observes nothing");
 }
+
+/// sec52 N1: the snapshot id, shown in every receipt, hashed the content
+/// digest of a file protected from reading once the run's append (or a
+/// delete) had hashed it: guesses were checked against it offline.
+#[test]
+fn the_snapshot_id_holds_no_digest_of_a_file_a_program_may_not_read() {
+    let snapshot_after_append = |secret: &[u8]| {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "creds.cfg", secret);
+        write(dir.path(), "plain.txt", b"same\n");
+        let unreadable = crate::PathRule::new(|path: &VPath| path.as_str() == "creds.cfg");
+        let mut vfs = vfs_over(dir.path()).with_unreadable_contents(unreadable);
+        age(&mut vfs);
+        vfs.append(&p("creds.cfg"), b"#").unwrap();
+        vfs.read(&p("plain.txt")).unwrap();
+        vfs.snapshot_id()
+    };
+    assert_eq!(snapshot_after_append(b"pin=1111\n"), snapshot_after_append(b"pin=2222\n"));
+    // Other files' bytes are still in it.
+    let plain = |bytes: &[u8]| {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "plain.txt", bytes);
+        let mut vfs = vfs_over(dir.path());
+        vfs.read(&p("plain.txt")).unwrap();
+        vfs.snapshot_id()
+    };
+    assert_ne!(plain(b"aaaa\n"), plain(b"bbbb\n"));
+}
+
+/// sec52 N2: a symlink whose target is protected from reading, replaced
+/// by one to the same target, was no change: a guess checked in one run.
+/// Replacing it is refused, right guess or wrong; deleting it is allowed.
+#[test]
+fn a_symlink_a_program_may_not_read_is_deleted_but_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("vault-4821", dir.path().join("key")).unwrap();
+    let unreadable = crate::PathRule::new(|path: &VPath| path.as_str() == "key");
+    for guess in [&b"vault-4821"[..], b"vault-0000"] {
+        let mut vfs = vfs_over(dir.path()).with_unreadable_contents(unreadable.clone());
+        age(&mut vfs);
+        vfs.unlink(&p("key")).unwrap();
+        vfs.symlink(&p("key"), guess).unwrap();
+        let refused = vfs.canonical_diff().unwrap_err();
+        assert!(matches!(&refused, VfsError::UnreadableSymlinkReplaced { path } if path.as_str() == "key"));
+    }
+    let mut vfs = vfs_over(dir.path()).with_unreadable_contents(unreadable);
+    age(&mut vfs);
+    vfs.unlink(&p("key")).unwrap();
+    assert_eq!(vfs.canonical_diff().unwrap().len(), 1);
+}
