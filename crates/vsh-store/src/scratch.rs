@@ -54,6 +54,10 @@ const TAINTS: &str = "scratch.taint";
 /// The file, beside `scratch/`, naming (as 64 hex digits) the grants of the
 /// commands that last used the scratch directories.
 const GRANTS: &str = "scratch.grants";
+/// The file, beside `scratch/`, holding (in decimal) the bytes available on
+/// the filesystem when the scratch directories were last measured against
+/// their bound ([`ScratchLock::due_for_bound`]).
+const CHECKED: &str = "scratch.checked";
 
 /// The lock over the scratch directories, on a handle of its own.
 #[derive(Debug)]
@@ -258,6 +262,7 @@ impl ScratchLock {
         let expected = [
             (SCRATCH_LOCK, HostKind::File, None),
             (GRANTS, HostKind::File, Some(64)),
+            (CHECKED, HostKind::File, Some(20)),
             (TAINTS, HostKind::Directory, None),
             (SCRATCH, HostKind::Directory, None),
         ];
@@ -275,6 +280,58 @@ impl ScratchLock {
                 return Err(failed(&path, source));
             }
         }
+        Ok(())
+    }
+
+    /// With the lock held (`_held`): whether the scratch directories are
+    /// due to be measured against their bound, the filesystem holding them
+    /// having `available` bytes now: when it had `past` bytes more or still
+    /// more when they were last measured ([`ScratchLock::measured`]), or
+    /// they never were. So what runs leave there is measured once at least
+    /// `past` bytes went, however many runs took them. When more is
+    /// available than then (something was freed), that is recorded instead.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the record cannot be read or written.
+    pub fn due_for_bound(&self, _held: &LockGuard, available: u64, past: u64) -> Result<bool, StoreError> {
+        let path = VPath::from_component(CHECKED).expect("a plain component");
+        let recorded = match self.dir.read_only().read_file(&path, 20) {
+            Ok(read) => std::str::from_utf8(&read.bytes).ok().and_then(|text| text.parse::<u64>().ok()),
+            Err(HostError::NotFound { .. }) => None,
+            Err(source) => return Err(failed(&path, source)),
+        };
+        match recorded {
+            Some(then) if then.saturating_sub(available) < past => {
+                if available > then {
+                    self.write_checked(available)?;
+                }
+                Ok(false)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// With the lock held (`_held`): the scratch directories were measured
+    /// (and cleared if past their bound) with `available` bytes on their
+    /// filesystem.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DataDir`] when the record cannot be written.
+    pub fn measured(&self, _held: &LockGuard, available: u64) -> Result<(), StoreError> {
+        self.write_checked(available)
+    }
+
+    fn write_checked(&self, available: u64) -> Result<(), StoreError> {
+        let path = VPath::from_component(CHECKED).expect("a plain component");
+        match self.dir.remove_file(&path) {
+            Ok(()) | Err(HostError::NotFound { .. }) => {}
+            Err(source) => return Err(failed(&path, source)),
+        }
+        self.dir
+            .create_file_exclusive_unsynced(&path, available.to_string().as_bytes(), 0o600)
+            .map_err(|source| failed(&path, source))?;
         Ok(())
     }
 
@@ -552,6 +609,32 @@ mod tests {
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
         // A taint's name is one plain file name.
         assert!(lock.taint("../x").is_err() && lock.taint("").is_err());
+    }
+
+    #[test]
+    fn scratch_is_due_for_its_bound_once_its_filesystem_lost_enough_since_it_was_last_measured() {
+        let (dir, data, _outside) = built();
+        let lock = data.scratch_lock();
+        let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
+        let held = lock.exclusive(&wait).unwrap();
+        // Never measured: due.
+        assert!(lock.due_for_bound(&held, 1_000, 10).unwrap());
+        lock.measured(&held, 1_000).unwrap();
+        // Small losses, run after run, add up (sec52: each run under the
+        // trigger left its bytes, and none was ever measured).
+        assert!(!lock.due_for_bound(&held, 995, 10).unwrap());
+        assert!(!lock.due_for_bound(&held, 991, 10).unwrap());
+        assert!(lock.due_for_bound(&held, 990, 10).unwrap());
+        // More available than when measured: that is the new mark.
+        assert!(!lock.due_for_bound(&held, 2_000, 10).unwrap());
+        assert!(!lock.due_for_bound(&held, 1_995, 10).unwrap());
+        assert!(lock.due_for_bound(&held, 1_990, 10).unwrap());
+        // A record that is not a number is as none.
+        lock.measured(&held, 1_990).unwrap();
+        assert!(!lock.due_for_bound(&held, 1_990, 10).unwrap());
+        std::fs::write(dir.path().join("data").join(super::CHECKED), b"garbage").unwrap();
+        assert!(lock.due_for_bound(&held, 1_990, 10).unwrap());
+        lock.check().unwrap();
     }
 
     #[test]

@@ -739,15 +739,24 @@ impl Runs {
             }
             _ => None,
         };
-        let available = scratch.as_ref().and_then(|(lock, ..)| lock.available());
         let mut executed = self.execute_language(request, vfs, cancel, commands);
         if let Some((lock, held, emptied, waited_ns)) = scratch {
-            // Commands that wrote much there: the directories keep no more
-            // than their bound for the next run (measured only then: a
-            // walk of a large `target/` is not every run's cost).
-            let wrote = available.zip(lock.available()).map_or(0, |(before, after)| before.saturating_sub(after));
-            let cleared = if wrote >= SCRATCH_MEASURED_PAST.min(self.scratch_bound) {
-                lock.bound(&held, Some(self.scratch_bound)).map_err(VshError::DataDirectory)?
+            // Once their filesystem lost much since they were last measured
+            // (this run's commands, or earlier runs' a little at a time),
+            // the directories keep no more than their bound for the next
+            // run; measured only then: a walk of a large `target/` is not
+            // every run's cost.
+            let past = SCRATCH_MEASURED_PAST.min(self.scratch_bound);
+            let due = match lock.available() {
+                Some(now) => lock.due_for_bound(&held, now, past).map_err(VshError::DataDirectory)?,
+                None => false,
+            };
+            let cleared = if due {
+                let report = lock.bound(&held, Some(self.scratch_bound)).map_err(VshError::DataDirectory)?;
+                if let Some(now) = lock.available() {
+                    lock.measured(&held, now).map_err(VshError::DataDirectory)?;
+                }
+                report
             } else {
                 vsh_store::ScratchReport::default()
             };
@@ -924,9 +933,9 @@ fn hold_scratch(
     }
 }
 
-/// How much a run's commands must take of the scratch directories'
-/// filesystem (what it had available before them, less after) for the
-/// directories to be measured against their bound after the run.
+/// How much the scratch directories' filesystem must have lost since they
+/// were last measured for a run to measure them against their bound after
+/// its commands.
 const SCRATCH_MEASURED_PAST: u64 = 1 << 30;
 
 /// The domain of the subkey commands' variable values are hashed under.
