@@ -857,8 +857,14 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
         ".npmrc",
         "auth.json",
     ];
+    // What a home holds and an installation does not: whatever else it
+    // holds (credentials a level down, `.config/gh/hosts.yml`) comes with it.
+    const HOME_MARKS: [&str; 8] =
+        [".config", ".local", ".ssh", ".gnupg", ".cache", ".bashrc", ".profile", ".bash_history"];
     let depth = dir.components().count();
-    let a_home = std::env::home_dir().as_deref() == Some(dir) || (dir.starts_with("/home") && depth == 3);
+    let a_home = std::env::home_dir().as_deref() == Some(dir)
+        || (dir.starts_with("/home") && depth == 3)
+        || HOME_MARKS.iter().any(|mark| std::fs::symlink_metadata(dir.join(mark)).is_ok());
     depth >= 3
         && !a_home
         && failure::whole_installation(dir)
@@ -1961,6 +1967,13 @@ mod tests {
         let venv = failure::installations_outside(&home.join(".venv/bin/python"), &workspace, &[]);
         assert_eq!(venv, vec![home.join(".venv")]);
         assert!(safe_to_suggest(&home.join(".venv")));
+        // A directory that looks like a home is none to give (sec52 N4:
+        // `#!DIR/bin/prog` with `DIR/.config/gh/hosts.yml`).
+        let homelike = dir.path().join("users/bob");
+        std::fs::create_dir_all(homelike.join("bin")).unwrap();
+        assert!(safe_to_suggest(&homelike));
+        std::fs::create_dir_all(homelike.join(".config/gh")).unwrap();
+        assert!(!safe_to_suggest(&homelike));
     }
 
     /// Every state has the code the help text gives it; a commit under way
