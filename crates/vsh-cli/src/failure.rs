@@ -88,6 +88,9 @@ pub(crate) fn with_rerun_hint(
         }
         _ => None,
     };
+    if hint.as_deref().is_some_and(|hint| hint.starts_with("vsh rerun") && hint.contains(" --env ")) {
+        remedies.push(RERUN_VALUES.to_owned());
+    }
     if hint.is_none() && remedies.is_empty() {
         return Box::new(error);
     }
@@ -110,12 +113,13 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
         .filter(|name| !again(name))
         .map(|name| format!(" --env {name}=VALUE"))
         .collect();
-    if missing.is_empty() {
-        format!("vsh rerun {}", transaction.short())
-    } else {
-        format!("vsh rerun {}{} (the first run's values: vsh keeps none)", transaction.short(), missing.concat())
-    }
+    format!("vsh rerun {}{}", transaction.short(), missing.concat())
 }
+
+/// What a [`rerun_line`] that names variables leaves to the operator: their
+/// values, which vsh does not keep.
+const RERUN_VALUES: &str =
+    "give each --env the value the first run's commands had (vsh keeps no variable's value, only a keyed digest)";
 
 /// The `VshError` inside a command's error, the remedies and hint attached to it.
 pub(crate) fn unwrap<'e>(
@@ -220,10 +224,17 @@ fn missing_program_advice(program: &str) -> String {
         "read", "shift", "trap", "wait", "pushd", "popd", "history", "declare", "local",
     ];
     if program.contains(char::is_whitespace) {
+        let words: Vec<&str> = program.split_whitespace().collect();
         return format!(
             "`{program}` is one argument holding spaces, taken as a program's name: give each word as an \
-             argument of its own (vsh exec -- ls -la), or a shell line to a shell (vsh exec -- sh -c '{program}')"
+             argument of its own (vsh exec -- {}), or a shell line to a shell (vsh exec -- sh -c '{program}')",
+            words.join(" ")
         );
+    }
+    if program == "source" {
+        // sh (dash) has no `source`: its `.` is the same.
+        return "`source` is a shell builtin, not a program, and sh's is `.`: vsh exec -- sh -c '. ./FILE && ...'"
+            .to_owned();
     }
     if BUILTINS.contains(&program) {
         return format!(
@@ -354,6 +365,9 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
     match error {
         Some(VshError::Commit(CommitError::Stale { conflicts, total })) => {
             text.push_str(&render::stale_text(conflicts, *total));
+            for remedy in remedies {
+                let _ = writeln!(text, "vsh: {remedy}");
+            }
         }
         Some(VshError::AmbiguousTransaction { candidates, total, .. }) => {
             text.push_str(&render::candidates_text(candidates, *total));

@@ -957,14 +957,15 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
             let mut document = ErrorDocument::new(&error, &[]);
             document.bound(bounds);
             match &error {
+                // Made under a policy since replaced, whatever it waits for.
+                _ if runtime.decided_under_another_policy(id) || matches!(error, VshError::PolicyChanged(_)) => {
+                    document.hint = Some(policy_replaced_advice(id));
+                }
                 VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => {
                     document.hint = Some(format!("awaiting approval: the operator runs `vsh approve {}`", id.short()));
                 }
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
                     document.hint = Some("the workspace changed: run the program again with vsh_run".to_owned());
-                }
-                _ if runtime.decided_under_another_policy(id) || matches!(error, VshError::PolicyChanged(_)) => {
-                    document.hint = Some(policy_replaced_advice(id));
                 }
                 _ => {}
             }

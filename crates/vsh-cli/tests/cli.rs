@@ -3787,8 +3787,11 @@ fn a_builtin_or_a_command_line_in_one_argument_is_told_how_to_run_it() {
     for line in ["ls -la", "sed -i s/a/b/ f.txt"] {
         let text = said(&[line]);
         assert!(text.contains("is one argument holding spaces") && !text.contains("--tool DIR"), "{text}");
-        assert!(text.contains(&format!("sh -c '{line}'")), "{text}");
+        assert!(text.contains(&format!("sh -c '{line}'")) && text.contains(&format!("vsh exec -- {line})")), "{text}");
     }
+    // sh's `source` is `.` (ux52: the advice was a line dash refuses).
+    let source = said(&["source", "env.sh"]);
+    assert!(source.contains("sh -c '. ./FILE"), "{source}");
 }
 
 /// ux51: `--accept-failure` is suggested only where it would help: a script
@@ -3899,7 +3902,8 @@ fn rerun_gives_the_commands_the_first_runs_grants_again_and_a_variable_only_its_
     let stale = vsh(&["commit", &id, "--workspace", ws], None);
     assert_eq!(stale.status.code(), Some(6), "{}", String::from_utf8_lossy(&stale.stderr));
     let said = String::from_utf8_lossy(&stale.stderr);
-    assert!(said.contains(&format!("vsh rerun {} --env GREETING=VALUE", &id[..12])), "{said}");
+    assert!(said.contains(&format!("`vsh rerun {} --env GREETING=VALUE`", &id[..12])), "runs as pasted: {said}");
+    assert!(said.contains("give each --env the value the first run's commands had"), "{said}");
     let shown = vsh(&["show", &id, "--workspace", ws], None);
     let said = String::from_utf8_lossy(&shown.stdout);
     assert!(said.contains(&format!("vsh rerun {} --env GREETING=VALUE", &id[..12])), "{said}");

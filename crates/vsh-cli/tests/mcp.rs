@@ -850,5 +850,11 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     let after_id = after.document["transaction"].as_str().unwrap().to_owned();
     assert!(call(&client, "vsh_commit", json!({"transaction": after_id})).await.is_error);
     assert!(!ws.join("after.txt").exists());
+    // Pending work whose policy is then replaced is never approved: its
+    // commit's hint says what the agent can do, not "await approval" (ux52).
+    init("balanced");
+    let pending = call(&client, "vsh_commit", json!({"transaction": after_id})).await;
+    let hint = pending.document["hint"].as_str().unwrap_or_default();
+    assert!(pending.is_error && hint.contains("vsh_run") && !hint.contains("vsh approve"), "{}", pending.text);
     client.cancel().await.unwrap();
 }
