@@ -636,8 +636,18 @@ fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_direc
     // A plain run plants something and changes nothing; the next plain run finds it.
     assert_eq!(run(&plain, "echo planted > target/code; ls target"), "code\n");
     assert_eq!(run(&plain, "ls target"), "code\n", "runs granted alike share the directories");
-    // A run given a token finds them empty, and leaves what it built.
-    assert_eq!(run(&granted, "ls target; echo \"$TOKEN\" > target/built; ls target"), "built\n");
+    // A run given a token finds them empty, leaves what it built, and its
+    // receipt says why it built from nothing (ux52); a run granted alike
+    // after it says nothing.
+    let code = command(&["/bin/sh", "-c", "ls target; echo \"$TOKEN\" > target/built; ls target"]);
+    let regranted = granted.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+    assert!(regranted.warnings.contains(&vsh::Warning::ScratchRegranted), "{:?}", regranted.warnings);
+    match &regranted.output {
+        ExecutionOutput::Bash(result) => assert_eq!(String::from_utf8_lossy(&result.stdout), "built\n"),
+        other => panic!("{other:?}"),
+    }
+    let alike = granted.run(&RunRequest::new(&command(&["true"])).with_language(Language::Command)).unwrap();
+    assert!(!alike.warnings.contains(&vsh::Warning::ScratchRegranted), "{:?}", alike.warnings);
     assert_eq!(run(&granted, "cat target/built"), "tok-1\n", "and its next run builds on it");
     // The next plain run finds nothing of the token's run.
     assert_eq!(run(&plain, "ls target; cat target/built 2>/dev/null; echo end"), "end\n");

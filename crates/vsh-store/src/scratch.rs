@@ -194,10 +194,7 @@ impl ScratchLock {
             return Ok(taints);
         }
         let dirs = self.scratch_dirs(false)?;
-        let held = dirs.iter().any(|(dir, _)| {
-            dir.file_name().is_some_and(worth_saying)
-                && self.dir.list_dir(dir).map_or(true, |entries| !entries.is_empty())
-        });
+        let held = self.hold_anything(&dirs, worth_saying);
         self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
         for name in &taints {
             self.untaint(name)?;
@@ -218,14 +215,20 @@ impl ScratchLock {
     /// planted by a run without the secrets this one is given), nor reads
     /// what they built (a build given a token may keep it in its outputs).
     /// Runs granted alike share the directories, and their builds stay
-    /// incremental. Whether it cleared.
+    /// incremental. `None` when it kept them; when it cleared them, whether
+    /// one `worth_saying` (by its stored name) held anything.
     ///
     /// # Errors
     ///
     /// [`StoreError::DataDir`] when the record cannot be read or written or a
     /// scratch directory cannot be emptied (the record is then left out, so
     /// the next run clears again).
-    pub fn clear_unless_granted(&self, _held: &LockGuard, grants: &[u8; 32]) -> Result<bool, StoreError> {
+    pub fn clear_unless_granted(
+        &self,
+        _held: &LockGuard,
+        grants: &[u8; 32],
+        worth_saying: &dyn Fn(&str) -> bool,
+    ) -> Result<Option<bool>, StoreError> {
         let path = VPath::from_component(GRANTS).expect("a plain component");
         let wanted = blake3::Hash::from_bytes(*grants).to_hex();
         let recorded = match self.dir.read_only().read_file(&path, 64) {
@@ -234,18 +237,28 @@ impl ScratchLock {
             Err(source) => return Err(failed(&path, source)),
         };
         if recorded.as_deref() == Some(wanted.as_bytes()) {
-            return Ok(false);
+            return Ok(None);
         }
         match self.dir.remove_file(&path) {
             Ok(()) | Err(HostError::NotFound { .. }) => {}
             Err(source) => return Err(failed(&path, source)),
         }
         let dirs = self.scratch_dirs(false)?;
+        let held = self.hold_anything(&dirs, worth_saying);
         self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
         self.dir
             .create_file_exclusive_unsynced(&path, wanted.as_bytes(), 0o600)
             .map_err(|source| failed(&path, source))?;
-        Ok(true)
+        Ok(Some(held))
+    }
+
+    /// Whether one of `dirs` `worth_saying` (by its stored name) holds
+    /// anything (or cannot be listed).
+    fn hold_anything(&self, dirs: &[(VPath, u64)], worth_saying: &dyn Fn(&str) -> bool) -> bool {
+        dirs.iter().any(|(dir, _)| {
+            dir.file_name().is_some_and(worth_saying)
+                && self.dir.list_dir(dir).map_or(true, |entries| !entries.is_empty())
+        })
     }
 
     /// Whether the scratch state is what a run can use: `scratch.lock` and
@@ -645,17 +658,19 @@ mod tests {
         let held = lock.exclusive(&wait).unwrap();
         let (plain, token) = ([1_u8; 32], [2_u8; 32]);
         // Nothing recorded (an older vsh built it): emptied, then recorded.
-        assert!(lock.clear_unless_granted(&held, &plain).unwrap());
+        let all = |_: &str| true;
+        assert_eq!(lock.clear_unless_granted(&held, &plain, &all).unwrap(), Some(true), "it held a build");
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
         // The same grants again: what they built is kept.
         std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
-        assert!(!lock.clear_unless_granted(&held, &plain).unwrap());
+        assert_eq!(lock.clear_unless_granted(&held, &plain, &all).unwrap(), None);
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 1);
-        // Other grants: emptied first; and back again, emptied again.
-        assert!(lock.clear_unless_granted(&held, &token).unwrap());
+        // Other grants: emptied first, saying whether it lost anything
+        // worth a word; and back again, emptied again.
+        assert_eq!(lock.clear_unless_granted(&held, &token, &|name| name != "target").unwrap(), Some(false));
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
         std::fs::write(data.scratch_dir("node_modules/.cache").unwrap().join("secret"), b"tok").unwrap();
-        assert!(lock.clear_unless_granted(&held, &plain).unwrap());
+        assert_eq!(lock.clear_unless_granted(&held, &plain, &all).unwrap(), Some(true));
         assert_eq!(entries(&data.scratch_dir("node_modules/.cache").unwrap()), 0);
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
     }

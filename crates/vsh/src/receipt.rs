@@ -253,6 +253,11 @@ pub enum Warning {
         /// may pass for fresh after a commit of its diff).
         uncommitted: Vec<String>,
     },
+    /// The scratch directories held a build that was emptied before this
+    /// run's commands: the commands that made it were granted otherwise
+    /// (tools, variables, network), and the directories belong to one set of
+    /// grants at a time, so this run built from nothing.
+    ScratchRegranted,
     /// The scratch directories held more than their bound after this run's
     /// commands (they wrote that much there) and were cleared: the next run
     /// builds from nothing.
@@ -289,6 +294,12 @@ impl std::fmt::Display for Warning {
                     named.join(", ")
                 )
             }
+            Self::ScratchRegranted => f.write_str(
+                "the scratch directories (target/ and the like) were emptied first, a build from nothing: the \
+                 commands that built them were granted otherwise (--tool, --env, --allow-network, ...), and \
+                 commands granted otherwise never share them; give each run the same grants to keep builds \
+                 incremental",
+            ),
             Self::ScratchCleared { bytes, max } => write!(
                 f,
                 "the scratch directories (target/ and the like) held {} MiB after this run's commands, past \

@@ -679,6 +679,7 @@ impl CandidateWorkspace {
             denied: state.denied.clone(),
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
+            scratch_regranted: false,
             waited_ns: 0,
         };
         let concluding = Concluding { request: &request, vfs: &mut state.vfs, diff, outcome, timings };
@@ -730,6 +731,7 @@ fn failed_script(error: VshError, profile: &str) -> Result<Executed, (VshError, 
             denied,
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
+            scratch_regranted: false,
             waited_ns: 0,
         }),
         other => {

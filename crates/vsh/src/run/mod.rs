@@ -56,6 +56,7 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
                     denied,
                     scratch_emptied: Vec::new(),
                     scratch_cleared: 0,
+                    scratch_regranted: false,
                     waited_ns: 0,
                 })
             }
@@ -263,6 +264,7 @@ fn script_end(
             denied,
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
+            scratch_regranted: false,
             waited_ns: 0,
         }),
         Err(error) => Err(bash_failure(error, vfs, calls)),
@@ -307,6 +309,10 @@ pub(crate) struct Executed {
     /// commands, when they were cleared for it (see
     /// [`crate::Warning::ScratchCleared`]); 0 when they were not.
     pub(crate) scratch_cleared: u64,
+    /// The scratch directories held a build that was emptied first, since
+    /// the commands that made it were granted otherwise (see
+    /// [`crate::Warning::ScratchRegranted`]).
+    pub(crate) scratch_regranted: bool,
 }
 
 impl Executed {
@@ -323,6 +329,7 @@ impl Executed {
             denied: outcome.denied,
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
+            scratch_regranted: false,
             waited_ns: 0,
         }
     }
@@ -676,6 +683,9 @@ impl Runs {
         if !outcome.scratch_emptied.is_empty() {
             warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
         }
+        if outcome.scratch_regranted {
+            warnings.push(crate::Warning::ScratchRegranted);
+        }
         if outcome.scratch_cleared > 0 {
             warnings.push(crate::Warning::ScratchCleared { bytes: outcome.scratch_cleared, max: self.scratch_bound });
         }
@@ -731,16 +741,18 @@ impl Runs {
                 let waited_ns = elapsed_ns(waiting);
                 let emptied = lock.clear_if_tainted(&held, &worth_saying).map_err(VshError::DataDirectory)?;
                 let grants = command_grants(commands, &self.policy.digest(), &self.env_key);
-                lock.clear_unless_granted(&held, &grants).map_err(VshError::DataDirectory)?;
+                let regranted =
+                    lock.clear_unless_granted(&held, &grants, &worth_saying).map_err(VshError::DataDirectory)?
+                        == Some(true);
                 // Recorded before anything runs, so a run that never ends
                 // (vsh killed, a panic) leaves it: the next run clears.
                 lock.taint(taint).map_err(VshError::DataDirectory)?;
-                Some((lock, held, emptied, waited_ns))
+                Some((lock, held, emptied, waited_ns, regranted))
             }
             _ => None,
         };
         let mut executed = self.execute_language(request, vfs, cancel, commands);
-        if let Some((lock, held, emptied, waited_ns)) = scratch {
+        if let Some((lock, held, emptied, waited_ns, regranted)) = scratch {
             // Once their filesystem lost much since they were last measured
             // (this run's commands, or earlier runs' a little at a time),
             // the directories keep no more than their bound for the next
@@ -764,6 +776,7 @@ impl Runs {
                 executed.scratch_emptied = emptied;
                 executed.waited_ns = waited_ns;
                 executed.scratch_cleared = cleared.bytes_removed;
+                executed.scratch_regranted = regranted;
             }
             if filled_the_disk(&executed) {
                 // A command stopped for the disk space it took: what it wrote
@@ -813,6 +826,7 @@ impl Runs {
                     denied: outcome.denied,
                     scratch_emptied: Vec::new(),
                     scratch_cleared: 0,
+                    scratch_regranted: false,
                     waited_ns: 0,
                 })
             }
