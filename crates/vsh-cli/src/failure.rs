@@ -524,11 +524,16 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         _ => {}
     }
     if matches!(error, VshError::UnknownTransaction(_) | VshError::NoSuchTransaction(_)) {
-        advice.push(
-            "a preview that changes nothing is not kept, so its id is never found; `vsh log` and `vsh pending` list \
-             the kept ones"
-                .to_owned(),
-        );
+        let searched = crate::OPENED
+            .get()
+            .map(|root| {
+                format!("it was looked for in the workspace at {} (--workspace DIR names another); ", root.display())
+            })
+            .unwrap_or_default();
+        advice.push(format!(
+            "{searched}a preview that changes nothing is not kept, so its id is never found; `vsh log` and `vsh \
+             pending` list the kept ones"
+        ));
     }
     advice.extend(advice_from_output(&failed_output(error)));
     advice

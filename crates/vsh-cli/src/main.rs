@@ -77,6 +77,10 @@ const GUIDE: &str = include_str!("../../../docs/guest.md");
 /// (a workspace made by opening it).
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// The workspace this invocation opened, for messages that must say which
+/// (a transaction looked for in the wrong one).
+pub(crate) static OPENED: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
 /// The argument that makes this binary serve as its own confined Monty worker.
 const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
 
@@ -552,7 +556,22 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
         )
         .into());
     }
+    // Waiting work made under the policy being replaced: approve and commit
+    // refuse it from now on.
+    let voided = if runtime.policy().digest() == new {
+        0
+    } else {
+        runtime.pending()?.iter().filter(|record| matches!(runtime.run_policy(record.id), Ok(None))).count()
+    };
     let digest = runtime.record_workspace_policy(&text)?;
+    if voided > 0 && !output.quiet {
+        say!(
+            "vsh: {} made under the policy replaced now: approve and commit refuse {} (vsh pending flags \
+             policy-changed; vsh rerun TX makes the work again, vsh reject TX drops it)",
+            render::counted(voided as u64, "waiting transaction"),
+            if voided == 1 { "it" } else { "them" }
+        );
+    }
     if init.common.json {
         let recorded = documents::InitDocument::new(what, digest.to_hex());
         println!("{}", serde_json::to_string_pretty(&recorded)?);
@@ -1566,6 +1585,7 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     };
     // Where it is, whatever the command line called it (`.`, `..`).
     let shown = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+    let _ = OPENED.set(shown.clone());
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         say!(
             "vsh: made a new workspace at {} (its data in .vsh/ there{})",

@@ -1006,7 +1006,11 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     // Auto-approved work waiting for its commit, made under the same policy.
     let auto =
         id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('n.txt').write_text('n')")));
-    assert_eq!(vsh(&["init", "--profile", "strict", "--workspace", ws], None).status.code(), Some(0));
+    let strict = vsh(&["init", "--profile", "strict", "--workspace", ws], None);
+    assert_eq!(strict.status.code(), Some(0));
+    // Recording it says what it leaves uncommittable (ux52).
+    let said = String::from_utf8_lossy(&strict.stderr);
+    assert!(said.contains("2 waiting transactions made under the policy replaced now"), "{said}");
     // It is told to rerun as well (ux50): its review, its row and its JSON row.
     let shown = vsh(&["show", &auto[..8], "--workspace", ws], None);
     let text = String::from_utf8_lossy(&shown.stdout);
@@ -2862,6 +2866,9 @@ fn failures_a_new_user_meets_say_what_to_do() {
     let shown = vsh(&["show", &id, "--workspace", ws], None);
     assert_eq!(shown.status.code(), Some(1));
     assert!(stderr(&shown).contains("a preview that changes nothing is not kept"), "{}", stderr(&shown));
+    // And where it was looked for (ux52: from the wrong workspace).
+    let searched = format!("looked for in the workspace at {}", std::fs::canonicalize(ws).unwrap().display());
+    assert!(stderr(&shown).contains(&searched), "{}", stderr(&shown));
     // A command that wanted the network is told it has none unless given it.
     let offline = "echo 'curl: (6) Could not resolve host: example.com' >&2; exit 6";
     let ran = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", offline], None);
