@@ -642,9 +642,11 @@ pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocume
             if document.stdout.is_none() {
                 document.stdout = program_output(vsh_error).map(str::to_owned);
             }
-            // The next command, or else what the text advises.
+            // The next command, or else what the text advises: the remedies
+            // no refusal carries (a denial's are in `denied`), then advice.
             document.hint = hint.map(str::to_owned).or_else(|| {
-                let advice = advice_for(vsh_error);
+                let mut advice: Vec<String> = if document.denied.is_empty() { remedies.to_vec() } else { Vec::new() };
+                advice.extend(advice_for(vsh_error));
                 (!advice.is_empty()).then(|| advice.join("; ").replace("\nvsh:   ", "; "))
             });
             document

@@ -620,6 +620,15 @@ fn usage_conflict(message: &str) -> ! {
 fn suggest_separator(error: &mut clap::Error) {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let args: Vec<String> = std::env::args_os().map(|arg| arg.to_string_lossy().into_owned()).collect();
+    // A command about stored work named none: where the ids are (ux52).
+    let about_work = ["show", "approve", "commit", "reject", "rerun"];
+    if error.kind() == ErrorKind::MissingRequiredArgument
+        && args.get(1).is_some_and(|command| about_work.contains(&command.as_str()))
+    {
+        let tip = "`vsh pending` lists the work that waits, `vsh log` what finished; give its id (or a prefix)";
+        error.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![tip.into()]));
+        return;
+    }
     if error.kind() != ErrorKind::UnknownArgument
         || args.get(1).is_none_or(|command| command != "exec")
         || args.iter().any(|arg| arg == "--")
@@ -1368,7 +1377,15 @@ fn schema_command(name: Option<&str>, write: Option<&std::path::Path>) -> Result
             }
         }
         Some(wanted) => {
-            let (_, schema) = schemas.iter().find(|(name, _)| *name == wanted).ok_or_else(|| {
+            // `vsh.show/1`, or its short name: `show`, `vsh.show`.
+            let is_wanted = |name: &str| {
+                name == wanted
+                    || name
+                        .strip_prefix("vsh.")
+                        .and_then(|rest| rest.split_once('/'))
+                        .is_some_and(|(short, _)| short == wanted || wanted.strip_prefix("vsh.") == Some(short))
+            };
+            let (_, schema) = schemas.iter().find(|(name, _)| is_wanted(name)).ok_or_else(|| {
                 let names: Vec<&str> = schemas.iter().map(|(name, _)| *name).collect();
                 format!("no document is named {wanted:?}; the names are {}", names.join(", "))
             })?;
@@ -1777,6 +1794,14 @@ fn reject_command(
         Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Rejected, .. })) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
             return print_settled_again(runtime, &record, json, output, now, "rejected", "nothing changed");
+        }
+        Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Committed, .. })) => {
+            return Err(format!(
+                "{id} cannot be rejected: it is committed, its changes on disk; undo them with new work (a \
+                 program that writes back what `vsh show {}` says was there, or git)",
+                id.short()
+            )
+            .into());
         }
         Err(vsh::VshError::Store(StoreError::WrongState { state, .. })) => {
             return Err(format!("{id} cannot be rejected: it is {}", state.name()).into());

@@ -1226,8 +1226,11 @@ fn errors_say_what_to_do_and_are_json_when_json_was_asked_for() {
     let refused = vsh(&["approve", &denied, "--workspace", ws], None);
     assert_eq!(refused.status.code(), Some(5), "{refused:?}");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be approved: it is denied"), "{refused:?}");
-    // With what to do instead (ux50 L10).
+    // With what to do instead (ux50 L10), in JSON too (ux52).
     assert!(String::from_utf8_lossy(&refused.stderr).contains("record a policy that allows such work"), "{refused:?}");
+    let refused = vsh(&["approve", &denied, "--json", "--workspace", ws], None);
+    let error: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert!(error["hint"].as_str().is_some_and(|hint| hint.contains("record a policy that allows")), "{error}");
     // A budget that ran out keeps the program's output and names the option that raises it.
     let slow = "print('progress 1')\nwhile True:\n    pass";
     let timed = vsh(&["run", "--timeout", "1s", "--workspace", ws, "-"], Some(slow));
@@ -1793,6 +1796,11 @@ fn the_committed_json_schemas_are_the_ones_the_document_types_generate() {
     let one = vsh(&["schema", "vsh.error/1"], None);
     let schema: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
     assert_eq!(schema["properties"]["schema"]["const"], "vsh.error/1");
+    // Its short names too (ux52).
+    for short in ["error", "vsh.error"] {
+        let same: serde_json::Value = serde_json::from_slice(&vsh(&["schema", short], None).stdout).unwrap();
+        assert_eq!(same, schema, "{short}");
+    }
     let unknown = vsh(&["schema", "vsh.nothing/1"], None);
     assert_eq!(unknown.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("vsh.receipt/1"));
@@ -3501,6 +3509,14 @@ fn work_committed_at_once_stays_on_record_with_its_changes() {
     let approved = vsh(&["approve", &id, "--workspace", ws], None);
     assert_eq!(approved.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&approved.stdout).contains("already committed"), "{approved:?}");
+    // Rejecting it cannot undo it, and says what does (ux52).
+    let rejected = vsh(&["reject", &id, "--workspace", ws], None);
+    assert_eq!(rejected.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&rejected.stderr).contains("undo them with new work"), "{rejected:?}");
+    // A command about stored work given no id says where the ids are (ux52).
+    let bare = vsh(&["commit", "--workspace", ws], None);
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("`vsh pending` lists the work that waits"), "{bare:?}");
     // Work that changes nothing, committed at once, is done and kept on no
     // record, as a preview of it is not (ux51: anonymous log rows).
     let empty = vsh(&["run", "--mode", "auto", "--json", "--workspace", ws, "-"], Some("print(1)"));
