@@ -1619,7 +1619,7 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     }
     let startup = runtime.startup_recovery();
     if !startup.is_empty() {
-        say_part!("vsh: recovered interrupted commits first: {}", render::recovery_text(startup));
+        say_part!("vsh: recovered interrupted commits first: {}", render::recovery_text_within(startup, 5));
     }
     Ok(runtime)
 }

@@ -835,6 +835,13 @@ pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> Stri
 /// What a recovery did, for people: a summary line, then one line per
 /// transaction and per path an operator should know about.
 pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
+    recovery_text_within(report, usize::MAX)
+}
+
+/// [`recovery_text`] listing at most `max_paths` of each unresolved
+/// commit's paths, and how many more `vsh recover` lists: what every other
+/// command says first, before its own output (sec50: hundreds of lines).
+pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usize) -> String {
     let settled = report.settled_committed.len() + report.settled_failed.len();
     let mut text = format!(
         "rolled forward {}, rolled back {}, cleaned {}, unresolved {}, conflicts {}{}\n",
@@ -890,8 +897,15 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
     for unresolved in &report.unresolved {
         let state = unresolved.state.map_or("unknown", |state| state.name());
         let _ = writeln!(text, "  unresolved: {} ({state})", unresolved.transaction);
-        for left in &unresolved.paths {
+        for left in unresolved.paths.iter().take(max_paths) {
             let _ = writeln!(text, "    {}", shown(&left.to_string(), false));
+        }
+        if let Some(more) = unresolved.paths.len().checked_sub(max_paths).filter(|more| *more > 0) {
+            let _ = writeln!(
+                text,
+                "    and {more} more path{} (vsh recover lists them all)",
+                if more == 1 { "" } else { "s" }
+            );
         }
         if unresolved.directory.is_none() {
             // No evidence: the record never heard how the commit ended.
@@ -1013,6 +1027,26 @@ mod tests {
         assert!(!text.contains("before state restored"), "{text}");
         let restored = vsh::RestoreReport { transaction: Some(transaction), ..vsh::RestoreReport::default() };
         assert!(restore_text(&restored).contains("failed: before state restored"));
+        // Every other command's first words list a few of its paths, and
+        // say how many more `vsh recover` lists (sec50: hundreds of lines).
+        let left = |index: u32| vsh::lower::vsh_commit::LeftPath {
+            path: vsh::VPath::parse(&format!("f{index}.txt")).unwrap(),
+            operation: index,
+            action: "install",
+            reason: vsh::lower::vsh_commit::LeftReason::Ambiguous,
+            kept: None,
+        };
+        let many = vsh::Unresolved {
+            transaction,
+            directory: Some(vsh::VPath::parse("txn/x").unwrap()),
+            state: Some(vsh::TransactionState::RecoveryRequired),
+            paths: (0..300).map(left).collect(),
+        };
+        let report = vsh::RecoveryReport { unresolved: vec![many], ..vsh::RecoveryReport::default() };
+        let short = recovery_text_within(&report, 5);
+        assert!(short.contains("f4.txt") && !short.contains("f5.txt"), "{short}");
+        assert!(short.contains("and 295 more paths (vsh recover lists them all)"), "{short}");
+        assert!(recovery_text(&report).contains("f299.txt"));
     }
 
     #[test]
