@@ -571,7 +571,8 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
                 let reason = match reason {
                     // Committed: the old bytes were replaced in the workspace, and vsh keeps none.
                     NoHunks::Unavailable if receipt.state == vsh::TransactionState::Committed => {
-                        "the old content is not kept once committed: the workspace holds the new"
+                        "its old content is kept a day after the commit, up to 1 MiB a file and 16 MiB in all, and \
+                         only where the program could read it: not here now"
                     }
                     other => no_hunks_reason(*other),
                 };

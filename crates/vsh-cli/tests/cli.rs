@@ -3839,9 +3839,8 @@ fn accept_failure_is_advised_only_for_a_failure_it_accepts() {
     }
 }
 
-/// ux51: a review of committed work says why the old side is gone (the
-/// commit replaced it; vsh keeps none), not that the workspace lost it, and
-/// shows no expiry: committed work never expires.
+/// ux51: a review of committed work keeps its old side (the commit kept
+/// the bytes it replaced), and shows no expiry: committed work never expires.
 #[test]
 fn a_committed_change_is_shown_as_committed_without_an_expiry() {
     let dir = tempfile::tempdir().unwrap();
@@ -3853,8 +3852,9 @@ fn a_committed_change_is_shown_as_committed_without_an_expiry() {
     let waiting = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
     assert!(waiting.contains("\nexpires "), "a preview waits, and expires: {waiting}");
     assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(0));
+    // Its review still has both sides: the commit kept what it replaced.
     let text = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
-    assert!(text.contains("(the old content is not kept once committed: the workspace holds the new)"), "{text}");
+    assert!(text.contains("    -two\n") && text.contains("    +TWO\n"), "{text}");
     assert!(!text.contains("\nexpires ") && !text.contains("no longer in the workspace"), "{text}");
 }
 

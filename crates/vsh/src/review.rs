@@ -65,10 +65,17 @@ pub(crate) fn stored_review(
                 .filter(|target| vsh_types::BlobId::of(target) == digest)
                 .ok_or(NoHunks::Unavailable),
             (Side::Before, None) if state.kind == NodeKind::Symlink => Err(NoHunks::Unavailable),
-            // By digest, or for a file deleted unread by its stamp.
-            (Side::Before, _) => {
-                vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &state).ok_or(NoHunks::Unavailable)
-            }
+            // By digest, or for a file deleted unread by its stamp; once
+            // committed, from what the commit kept of it (by digest).
+            (Side::Before, content) => match vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &state) {
+                Some(bytes) => Ok(bytes),
+                None => match content {
+                    Some(digest) if records.blobs().status(digest)? == vsh_store::BlobStatus::Intact => {
+                        Ok(records.blobs().get(digest, state.size)?)
+                    }
+                    _ => Err(NoHunks::Unavailable),
+                },
+            },
         })
     })
 }

@@ -32,6 +32,13 @@ use crate::records::{Committable, Records};
 use crate::request::{RunMode, RunRequest};
 use crate::run::{Concluding, Ran, Runs, clock_ms, elapsed_ns};
 
+/// The most bytes of one file a commit keeps of what it replaces, for the
+/// review of committed work ([`Runtime::show`]).
+pub(crate) const KEPT_BEFORE_FILE_BYTES: u64 = 1 << 20;
+
+/// The most bytes in all a commit keeps of what it replaces.
+pub(crate) const KEPT_BEFORE_BYTES: u64 = 16 << 20;
+
 /// A vsh runtime over one workspace.
 ///
 /// Runs are independent: each captures a fresh observed snapshot. Commits are
@@ -366,6 +373,7 @@ impl Runtime {
         // stored artifact carries.
         let (unwritten, mut contents) = self.previews.commit_parts(transaction);
         contents.extend(committable.contents);
+        self.keep_before_contents(&committable.diff);
         let result = self.commits.commit(
             &self.records,
             transaction,
@@ -404,6 +412,35 @@ impl Runtime {
             self.previews.remember_committed(receipt.clone());
         }
         Ok(receipt)
+    }
+
+    /// Keep the bytes a commit of `diff` is about to replace, for its review
+    /// afterwards (`vsh show` of committed work): each modified or deleted
+    /// file the program could read, known by its digest and still holding
+    /// it, at most [`KEPT_BEFORE_FILE_BYTES`] a file and
+    /// [`KEPT_BEFORE_BYTES`] in all, stored in the blob store unsynced. No
+    /// record refers to them, so garbage collection removes them once past
+    /// its grace (a day by default). Best effort: a file that cannot be read
+    /// or stored is left out, and the commit goes on.
+    fn keep_before_contents(&self, diff: &vsh_types::CanonicalDiff) {
+        let calls = self.runs.policy().calls();
+        let mut budget = KEPT_BEFORE_BYTES;
+        for entry in diff.entries() {
+            let Some(before) = entry.before.filter(|before| before.kind == vsh_types::NodeKind::File) else {
+                continue;
+            };
+            let Some(digest) = before.content else { continue };
+            if before.size > KEPT_BEFORE_FILE_BYTES
+                || before.size > budget
+                || calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
+            {
+                continue;
+            }
+            if let Some(bytes) = vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before) {
+                budget -= before.size;
+                let _ = self.records.blobs().put_expected_deferred(&bytes, digest);
+            }
+        }
     }
 
     /// Clean up after a request whose receipt was never delivered: a process-local
