@@ -796,7 +796,7 @@ pub(crate) struct RunOptions {
 #[derive(Debug, Args)]
 pub(crate) struct CommandArgs {
     /// Set a variable in real commands' environment (repeatable); they get
-    /// PATH, HOME=/tmp, LANG, `GIT_OPTIONAL_LOCKS=0`, Python's bytecode
+    /// PATH, HOME=/tmp, LANG, `GIT_OPTIONAL_LOCKS=0`, `GIT_CONFIG_NOSYSTEM=1`, Python's bytecode
     /// settings (`PYTHONPYCACHEPREFIX` or `PYTHONDONTWRITEBYTECODE`), without
     /// a network `npm_config_fetch_retries=0` and `PIP_RETRIES=0` (a fetch
     /// fails at once), and nothing else of vsh's environment.

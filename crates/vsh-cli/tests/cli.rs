@@ -3990,6 +3990,10 @@ fn git_diff_and_status_in_a_candidate_read_the_repository_without_writing_it() {
         assert_eq!(receipt["state"], "auto-approved", "{script}: {receipt}");
         assert_eq!(receipt["stdout"], "", "{script}: {receipt}");
     }
+    // The system's git, whatever the host's /etc/gitconfig says (ux53: a
+    // host file the command may not read stopped git at once).
+    let receipt = exec("echo $GIT_CONFIG_NOSYSTEM; PATH=/usr/bin:/bin git status --porcelain");
+    assert_eq!(receipt["stdout"], "1\n", "{receipt}");
     // A change the command makes is seen, and only it.
     let receipt = exec("echo three >> b.txt; git status --porcelain; git diff --stat");
     assert_eq!(receipt["state"], "auto-approved", "{receipt}");

@@ -280,8 +280,10 @@ impl CommandConfig {
     /// `__pycache__` in the diff), `GIT_OPTIONAL_LOCKS=0` (`git status` and
     /// `git diff` read `.git` without refreshing its index: `.git` is
     /// read-only to a command, and the refresh would be a denied write; with
-    /// [`GIT_CONFIG`] at `/tmp/.gitconfig`) and nothing else; no tools, no
-    /// scratch, no network.
+    /// [`GIT_CONFIG`] at `/tmp/.gitconfig`), `GIT_CONFIG_NOSYSTEM=1` (the
+    /// host's `/etc/gitconfig` is none of a command's: unreadable to it,
+    /// git would stop at once) and nothing else; no tools, no scratch, no
+    /// network.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
@@ -291,6 +293,7 @@ impl CommandConfig {
                 ("LANG".to_owned(), "C.UTF-8".to_owned()),
                 ("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()),
                 ("GIT_OPTIONAL_LOCKS".to_owned(), "0".to_owned()),
+                ("GIT_CONFIG_NOSYSTEM".to_owned(), "1".to_owned()),
             ],
             tools: Vec::new(),
             scratch: Vec::new(),
