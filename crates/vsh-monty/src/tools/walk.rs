@@ -163,7 +163,7 @@ impl<'a> OsHost<'a> {
         let looked = self.authorize::<MetadataRead>(&target.path, target.guest)?;
         let mut hits = Hits { results: Vec::new(), max_results, truncated: false };
         if self.kind(&looked).map_err(|error| vfs_fault(error, target.guest))? == Some(NodeKind::File) {
-            self.search_file(&target.path, target.guest, target.guest, matcher, &mut hits)?;
+            self.search_file(&target.path, target.guest, target.guest, matcher, &mut hits, false)?;
         } else {
             let listing = self.walk_root(target)?;
             {
@@ -174,7 +174,7 @@ impl<'a> OsHost<'a> {
                     Some(NodeKind::File) => {
                         let relative = child.relative_to(&root).unwrap_or_default();
                         let shown = path::guest_child(guest, relative);
-                        let go_on = host.search_file(child, &shown, guest, matcher, &mut hits)?;
+                        let go_on = host.search_file(child, &shown, guest, matcher, &mut hits, true)?;
                         Ok(if go_on { Step::Skip } else { Step::Stop })
                     }
                     _ => Ok(Step::Skip),
@@ -184,7 +184,11 @@ impl<'a> OsHost<'a> {
         Ok((hits.results, hits.truncated))
     }
 
-    /// Search one file; `false` once the results are full.
+    /// Search one file; `false` once the results are full. Within a walk
+    /// (`walking`), a file larger than one read may take (the read-call
+    /// bound, 4 MiB by default: a build's binary, a data file) is left out,
+    /// as a file that is not UTF-8 text is: one such file must not end a
+    /// search of a tree. Named alone, it is read (and the bound says so).
     fn search_file(
         &mut self,
         file: &VPath,
@@ -192,6 +196,7 @@ impl<'a> OsHost<'a> {
         guest: &str,
         matcher: &Matcher,
         hits: &mut Hits,
+        walking: bool,
     ) -> Result<bool, Fault> {
         let grant = match self.authorize::<ContentRead>(file, guest) {
             Ok(grant) => grant,
@@ -199,6 +204,9 @@ impl<'a> OsHost<'a> {
             Err(other) => return Err(other),
         };
         let size = self.file_size(&grant).map_err(|error| vfs_fault(error, guest))?;
+        if walking && size > self.meter.limits().max_io_call_bytes {
+            return Ok(true);
+        }
         self.meter.charge_read_call(size)?;
         let read = self.read(&grant);
         let Some(bytes) = self.representable_value(read, guest)? else { return Ok(true) };

@@ -406,6 +406,19 @@ fn vsh_glob_matches_in_order_and_reports_truncation() {
     }
 }
 
+/// ux53: one file larger than a read may take (a build's binary, a data
+/// file) ended a search of the whole tree, uncatchably; a walk leaves it
+/// out, as it leaves out a file that is not text. Named alone, it is read,
+/// and the bound says so.
+#[test]
+fn vsh_search_of_a_tree_leaves_out_a_file_larger_than_one_read() {
+    let big = format!("needle\n{}", "x".repeat(5 << 20));
+    let mut ws = Workspace::with(&[("src/a.txt", b"a needle\n"), ("data/big.csv", big.as_bytes())]);
+    assert_eq!(ws.eval("[h['path'] for h in vsh_search('needle')]"), "['/workspace/src/a.txt']");
+    let alone = ws.run("vsh_search('needle', 'data/big.csv')").unwrap_err();
+    assert!(format!("{alone:?}").contains("ReadCallBytes"), "{alone:?}");
+}
+
 #[test]
 fn vsh_search_lines_columns_and_truncation() {
     for mode in MODES {
