@@ -558,7 +558,13 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     }
     // Waiting work made under the policy being replaced: approve and commit
     // refuse it from now on.
-    let voided = if runtime.policy().digest() == new {
+    // The policy in force: the recorded one (unknown when it does not
+    // verify), else the default this runtime was opened with.
+    let in_force = match recorded {
+        Some(recorded) => recorded,
+        None => Some(runtime.policy().digest()),
+    };
+    let voided = if in_force == Some(new) {
         0
     } else {
         runtime.pending()?.iter().filter(|record| matches!(runtime.run_policy(record.id), Ok(None))).count()

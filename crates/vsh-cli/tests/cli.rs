@@ -1011,6 +1011,9 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     // Recording it says what it leaves uncommittable (ux52).
     let said = String::from_utf8_lossy(&strict.stderr);
     assert!(said.contains("2 waiting transactions made under the policy replaced now"), "{said}");
+    // Recording it again replaces nothing, and says nothing of it (ux53).
+    let again = vsh(&["init", "--profile", "strict", "--workspace", ws], None);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("replaced now"), "{again:?}");
     // It is told to rerun as well (ux50): its review, its row and its JSON row.
     let shown = vsh(&["show", &auto[..8], "--workspace", ws], None);
     let text = String::from_utf8_lossy(&shown.stdout);
