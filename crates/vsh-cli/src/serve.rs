@@ -732,6 +732,8 @@ impl VshServer {
             .map(|token| report_progress(context.peer.clone(), token, budget.max_duration));
         let bounds = self.options.bounds;
         let run_cancel = cancel.clone();
+        // What the server would have given: the agent's own budget may be what ended the run.
+        let (allowed, given) = (ceiling.max_duration, budget.max_duration);
         let result = self
             .blocking(&context.peer, move |runtime| {
                 let mut request = RunRequest::new(&code).with_mode(mode).with_detail(detail).with_language(language);
@@ -750,9 +752,20 @@ impl VshServer {
                     Err(error) => {
                         let mut document = ErrorDocument::new(&error, &runtime.remedies(&error));
                         // What the command line advises, for the agent to pass on
-                        // to its operator (a tool directory, a longer timeout).
+                        // to its operator (a tool directory, a longer timeout);
+                        // a time the agent's own budget set is the agent's to raise.
                         let advice = crate::failure::advice_for(&error);
-                        if document.hint.is_none() && !advice.is_empty() {
+                        let own_time =
+                            matches!(error.exceeded_limit(), Some(vsh::lower::vsh_monty::LimitKind::Duration))
+                                && given < allowed;
+                        if own_time {
+                            document.hint = Some(format!(
+                                "the budget this call gave ({:.1} s) ended it; this server allows up to {:.1} s: \
+                                 raise budget.timeout_ms",
+                                given.as_secs_f64(),
+                                allowed.as_secs_f64()
+                            ));
+                        } else if document.hint.is_none() && !advice.is_empty() {
                             document.hint = Some(format!(
                                 "for the operator, who starts vsh serve: {}",
                                 advice.join("; ").replace("\nvsh:   ", "; ")

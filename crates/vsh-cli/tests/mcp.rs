@@ -477,6 +477,14 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let lower = call(&client, "vsh_run", json!({"code": "print('x' * 100)", "budget": {"max_output_bytes": 10}})).await;
     assert!(lower.is_error && lower.document["kind"] == "execution", "{}", lower.document);
     assert!(lower.document["message"].as_str().unwrap().contains("output"), "{}", lower.document);
+    // A run its own budget's time ended is the agent's to give more (ux53).
+    let short = call(&client, "vsh_run", json!({"code": "while True:\n    pass", "budget": {"timeout_ms": 300}})).await;
+    let hint = short.document["hint"].as_str().unwrap_or_default();
+    assert!(
+        short.is_error && hint.contains("raise budget.timeout_ms") && !hint.contains("--timeout"),
+        "{}",
+        short.text
+    );
 
     // Long stdout, a long value and long hunks are cut, and the result says so.
     let program =
