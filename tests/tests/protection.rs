@@ -585,3 +585,49 @@ fn a_guess_at_a_file_protected_from_reading_decides_nothing_and_one_changed_mome
     }
     assert_eq!(decisions[..2], decisions[2..], "the right guess decides as a wrong one");
 }
+
+/// sec53 F1: a `content-read` rule on a symlink protects where it points,
+/// as it protects a file's bytes: `readlink` (bounded Bash, a real
+/// command's, which FUSE serves) and any follow of it (Monty's `stat()`,
+/// whose size told the target among sized candidates) are denied, right
+/// target or wrong; a look at the link itself is not.
+#[test]
+fn the_target_of_a_symlink_protected_from_reading_is_neither_read_nor_followed() {
+    let dir = workspace(&[("vault-4821", "x"), ("vault-1111", "xx"), ("sub/x", "x")]);
+    std::os::unix::fs::symlink("vault-4821", dir.path().join("key.lnk")).unwrap();
+    std::os::unix::fs::symlink("sub", dir.path().join("dir.lnk")).unwrap();
+    let policy = "version = 1\n[[protect]]\npattern = \"*.lnk\"\naccess = [\"content-read\"]\n";
+    let runtime =
+        Runtime::open(config(dir.path()).with_policy_text(policy).with_commands().with_bash(vsh::BashConfig::new()))
+            .unwrap();
+    let mut requests = vec![
+        ("monty stat", vsh::Language::Monty, "from pathlib import Path\nPath('key.lnk').stat().st_size".to_owned()),
+        ("monty read", vsh::Language::Monty, "from pathlib import Path\nPath('key.lnk').read_text()".to_owned()),
+        ("bash readlink", vsh::Language::Bash, "readlink key.lnk".to_owned()),
+        ("bash test", vsh::Language::Bash, "[ -e key.lnk ] && echo there".to_owned()),
+        // A path below it: whether it leads out was a denial, inside an
+        // ELOOP the program could catch.
+        (
+            "monty below",
+            vsh::Language::Monty,
+            "try:\n    open('dir.lnk/x').read()\nexcept OSError:\n    pass".to_owned(),
+        ),
+    ];
+    if vsh_integration_tests::candidates_available() {
+        requests.push(("command readlink", vsh::Language::Command, r#"["readlink", "key.lnk"]"#.to_owned()));
+        requests.push(("command ls", vsh::Language::Command, r#"["ls", "-l", "key.lnk"]"#.to_owned()));
+    }
+    for (who, language, code) in &requests {
+        let outcome = runtime.preview(&RunRequest::new(code).with_language(*language));
+        let text = format!("{outcome:?}");
+        assert!(!text.contains("vault-4821") && !text.contains("4821"), "{who}: {text}");
+        match outcome {
+            Ok(receipt) => assert_eq!(receipt.state, TransactionState::Denied, "{who}: {receipt:?}"),
+            Err(error) => assert!(error.refused_accesses().is_some(), "{who}: {error:?}"),
+        }
+    }
+    // The link itself may be looked at.
+    let look = "from pathlib import Path\nPath('key.lnk').is_symlink()";
+    let receipt = runtime.preview(&RunRequest::new(look)).unwrap();
+    assert_eq!(receipt.state, TransactionState::AutoApproved, "{:?}", receipt.decision);
+}

@@ -484,6 +484,10 @@ impl<'a> OsHost<'a> {
     pub(crate) fn through_symlink(&mut self, at: VPath, guest: &str) -> Fault {
         let mut link = at;
         for _ in 0..MAX_SYMLINK_HOPS {
+            // Where a protected link leads is its content: refused as a read of it.
+            if let Err(refused @ Fault::Refused(_)) = self.authorize::<ContentRead>(&link, guest) {
+                return refused;
+            }
             let target = match self.vfs.read_link(&link) {
                 Ok(target) => target,
                 Err(error) if error.is_terminal() => return Fault::Vfs(error),
@@ -542,7 +546,8 @@ impl<'a> OsHost<'a> {
             if hops > MAX_SYMLINK_HOPS {
                 return Err(Fault::Guest(oserror::os_error(ELOOP, guest)));
             }
-            let link_target = self.vfs.read_link(current.path()).map_err(|error| vfs_fault(error, guest))?;
+            let link = current.path().clone();
+            let link_target = self.link_target(&link, guest)?;
             let Some(next) = path::link_destination(current.path(), &link_target) else {
                 return Err(out(self, current.path(), &link_target));
             };
@@ -573,10 +578,14 @@ impl<'a> OsHost<'a> {
         self.vfs.metadata(grant.path())
     }
 
-    /// A symlink's target (what any grant on the link may see: it is the hop
-    /// a follow would take).
-    pub(crate) fn read_link<A>(&mut self, grant: &Grant<A>) -> Result<Arc<[u8]>, VfsError> {
-        self.vfs.read_link(&grant.path)
+    /// A symlink's target, for a `readlink` or a follow of it: a link's
+    /// target is its content, so its content read is authorized first (a
+    /// `content-read` rule on a link protects where it points, as it
+    /// protects a file's bytes; sec53: `readlink`, and `stat()` through the
+    /// link sized against candidates, told it).
+    pub(crate) fn link_target(&mut self, link: &VPath, guest: &str) -> Result<Arc<[u8]>, Fault> {
+        self.authorize::<ContentRead>(link, guest)?;
+        self.vfs.read_link(link).map_err(|error| vfs_fault(error, guest))
     }
 
     /// Set a node's permission bits.
