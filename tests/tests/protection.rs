@@ -439,7 +439,9 @@ fn overwriting_a_file_protected_from_reading_with_its_own_bytes_is_still_a_chang
     for (who, language, code) in &requests {
         let request = RunRequest::new(code).with_language(*language).with_detail(vsh::ReceiptDetail::Changes);
         let receipt = runtime.preview(&request).unwrap_or_else(|error| panic!("{who}: {error:?}"));
-        assert_eq!(receipt.state, TransactionState::AutoApproved, "{who}");
+        // Held for a reviewer whatever it wrote: bytes the program may not
+        // read are judged as ones that may start programs (git-repository).
+        assert_eq!(receipt.state, TransactionState::PendingApproval, "{who}");
         assert_eq!(receipt.changes.len(), 1, "{who} {code}: every guess changes the file: {:?}", receipt.changes);
         let change = &receipt.changes[0];
         assert_eq!((change.path.as_str(), change.kind), ("config/prod.ini", vsh::DiffKind::Modify), "{who}");
@@ -449,9 +451,12 @@ fn overwriting_a_file_protected_from_reading_with_its_own_bytes_is_still_a_chang
         outcomes.push((receipt.changes.len(), change.kind, change.before.map(|before| before.size)));
     }
     assert!(outcomes.windows(2).all(|pair| pair[0] == pair[1]), "the right guess looks like a wrong one: {outcomes:?}");
-    // The right guess commits as any change, and the file holds its bytes.
+    // The right guess commits as any change once approved, and the file holds its bytes.
     let right = runtime.preview(&RunRequest::new("vsh_write('config/prod.ini', 'db_password=tiger\\n')")).unwrap();
-    assert_eq!(runtime.commit(right.transaction, 0).unwrap().state, TransactionState::Committed);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let reviewer = vsh::lower::vsh_types::PrincipalId::digest(b"reviewer");
+    runtime.approve(right.transaction, reviewer, now, now + 60_000).unwrap();
+    assert_eq!(runtime.commit(right.transaction, now).unwrap().state, TransactionState::Committed);
     assert_eq!(std::fs::read_to_string(dir.path().join("config/prod.ini")).unwrap(), secret);
 }
 
@@ -579,11 +584,38 @@ fn a_guess_at_a_file_protected_from_reading_decides_nothing_and_one_changed_mome
             (vsh::Language::Bash, format!("printf X >> creds.cfg\nprintf '{guess}' > copy.txt")),
         ] {
             let receipt = runtime.preview(&RunRequest::new(&code).with_language(language)).unwrap();
-            assert_eq!(receipt.state, TransactionState::AutoApproved, "{code}: {:?}", receipt.decision);
-            decisions.push((language, receipt.changed_paths, format!("{:?}", receipt.decision)));
+            assert_ne!(receipt.state, TransactionState::Denied, "{code}: {:?}", receipt.decision);
+            // What it decides, not the metrics (the guess's own length is in them).
+            let flags = match &receipt.decision {
+                vsh::RuntimeDecision::PendingApproval(manifest) => manifest.flags.clone(),
+                _ => Vec::new(),
+            };
+            decisions.push((language, receipt.changed_paths, receipt.state, flags));
         }
     }
     assert_eq!(decisions[..2], decisions[2..], "the right guess decides as a wrong one");
+}
+
+/// sec53 F3: the git-repository judge parsed the bytes of a file protected
+/// from reading after an append, so its flag told whether they are git
+/// configuration and which section they end in. Such a file is judged as
+/// one that may start programs, whatever it holds.
+#[test]
+fn the_git_judge_reads_no_bytes_a_program_may_not_read() {
+    let dir = workspace(&[("a.cfg", "[auth]\n\ttoken = abc123\n"), ("b.cfg", "pin=4821\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"*.cfg\"\naccess = [\"content-read\"]\n";
+    let runtime = Runtime::open(config(dir.path()).with_policy_text(policy)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let flags = |file: &str| {
+        let code = format!("vsh_write('{file}', '[core]\\n\\tfsmonitor = x\\n', append=True)");
+        let receipt = runtime.preview(&RunRequest::new(&code)).unwrap();
+        let flags = match &receipt.decision {
+            vsh::RuntimeDecision::PendingApproval(manifest) => manifest.flags.clone(),
+            _ => Vec::new(),
+        };
+        (receipt.state, flags)
+    };
+    assert_eq!(flags("a.cfg"), flags("b.cfg"), "git configuration or not, decided alike");
 }
 
 /// sec53 F1: a `content-read` rule on a symlink protects where it points,

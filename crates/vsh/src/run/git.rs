@@ -68,11 +68,15 @@ const GIT_SECTIONS: [&str; 32] = [
 /// any file holding git configuration that starts a program
 /// ([`super::gitconfig::starts_programs`]). What cannot be looked at
 /// counts as such a write (a reviewer decides), never as a failed run.
-pub(crate) fn writes_into_a_git_repository(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> bool {
-    judged(vfs, diff).unwrap_or(true)
+pub(crate) fn writes_into_a_git_repository(
+    vfs: &mut VirtualFs,
+    diff: &CanonicalDiff,
+    unreadable: &vsh_vfs::PathRule,
+) -> bool {
+    judged(vfs, diff, unreadable).unwrap_or(true)
 }
 
-fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
+fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff, unreadable: &vsh_vfs::PathRule) -> Result<bool, VshError> {
     let mut repositories: BTreeMap<VPath, bool> = BTreeMap::new();
     let mut hook_targets: Option<BTreeSet<VPath>> = None;
     for entry in diff.entries() {
@@ -88,6 +92,13 @@ fn judged(vfs: &mut VirtualFs, diff: &CanonicalDiff) -> Result<bool, VshError> {
         if matches!(after.kind, NodeKind::File | NodeKind::Symlink)
             && (HOOKS.contains(&name) || runs_at_hooks(&entry.path))
         {
+            return Ok(true);
+        }
+        // A file whose bytes the policy keeps from the program is judged
+        // without reading them: as one that may start programs, whatever it
+        // holds (sec53: reading them answered whether they parse as git
+        // configuration, and in which section they end).
+        if after.kind == NodeKind::File && unreadable.holds(&entry.path) {
             return Ok(true);
         }
         if after.kind == NodeKind::File {

@@ -640,7 +640,7 @@ impl Runs {
         let Concluding { request, vfs, diff, outcome, mut timings } = concluding;
         let stage_start = Instant::now();
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
-        let git_repository = git::writes_into_a_git_repository(vfs, &diff);
+        let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
