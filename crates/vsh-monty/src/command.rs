@@ -466,7 +466,7 @@ const TICK: Duration = Duration::from_millis(20);
 /// writes to the same disk count too: the guard keeps the disk from
 /// filling, whoever fills it.
 #[derive(Debug, Clone)]
-struct DiskGuard {
+pub(crate) struct DiskGuard {
     /// A path on the filesystem (a scratch directory).
     path: PathBuf,
     /// Bytes available when the command started.
@@ -914,13 +914,23 @@ impl Dispatcher<'_> {
             interrupted: AtomicBool::new(false),
             group: AtomicU32::new(0),
         });
-        let disk = config.scratch.first().and_then(|(_, dir)| DiskGuard::new(dir));
+        let disk = self.run_disk_guard(config);
         let supervised =
             self.supervise(command, &shared, mounted, call.timeout, cap, (uid, gid), mount_points, disk.as_ref());
         // Whatever happened, the image comes back (a server still running
         // answers `EIO` from now on).
         self.take_back(&shared);
         supervised
+    }
+
+    /// The disk guard of this run's commands: made at its first command, on
+    /// the filesystem of `config`'s scratch directories, and shared by every
+    /// later one (see [`DiskGuard`]).
+    fn run_disk_guard(&mut self, config: &CommandConfig) -> Option<DiskGuard> {
+        if self.disk_guard.is_none() {
+            self.disk_guard = config.scratch.first().and_then(|(_, dir)| DiskGuard::new(dir));
+        }
+        self.disk_guard.clone()
     }
 
     /// Serve the candidate and supervise `command` in it until both are over.

@@ -48,6 +48,10 @@ pub(crate) struct Dispatcher<'a> {
     pub(crate) nested_bash: Option<vsh_bash::BashLimits>,
     /// Where `vsh_exec` runs its commands, when the host enabled them.
     pub(crate) nested_command: Option<&'a crate::CommandConfig>,
+    /// The disk guard of this run's commands, made at its first: every
+    /// later command of the run counts from the same start, so the run's
+    /// commands together lose no more than one command may (sec53).
+    pub(crate) disk_guard: Option<crate::command::DiskGuard>,
 }
 
 /// What a Monty run may call besides the `vsh_*` functions.
@@ -61,7 +65,7 @@ pub(crate) struct Nested<'a> {
 
 impl<'a> Dispatcher<'a> {
     pub(crate) fn new(host: OsHost<'a>, interrupt: &'a dyn Interrupt) -> Self {
-        Self { host, stop: None, interrupt, nested_bash: None, nested_command: None }
+        Self { host, stop: None, interrupt, nested_bash: None, nested_command: None, disk_guard: None }
     }
 
     /// Enable what `nested` enables.

@@ -385,11 +385,28 @@ impl ScratchLock {
     /// # Errors
     ///
     /// As [`ScratchLock::collect`].
-    pub fn bound(&self, _held: &LockGuard, max_bytes: Option<u64>) -> Result<ScratchReport, StoreError> {
+    pub fn bound(&self, held: &LockGuard, max_bytes: Option<u64>) -> Result<ScratchReport, StoreError> {
+        self.bound_by(held, |_| max_bytes)
+    }
+
+    /// [`ScratchLock::bound`] for a run, relative to their filesystem too:
+    /// they keep at most `max_bytes`, and at most half of what the
+    /// filesystem would have available without them (`available` now, plus
+    /// what they hold), so a small disk is never left full by builds that
+    /// each stayed under the absolute bound (sec53).
+    ///
+    /// # Errors
+    ///
+    /// As [`ScratchLock::collect`].
+    pub fn bound_within(&self, held: &LockGuard, max_bytes: u64, available: u64) -> Result<ScratchReport, StoreError> {
+        self.bound_by(held, |held_bytes| Some(max_bytes.min(available.saturating_add(held_bytes) / 2)))
+    }
+
+    fn bound_by(&self, _held: &LockGuard, limit: impl Fn(u64) -> Option<u64>) -> Result<ScratchReport, StoreError> {
         let mut report = ScratchReport::default();
         let dirs = self.scratch_dirs(true)?;
         report.bytes = dirs.iter().map(|(_, bytes)| *bytes).fold(0, u64::saturating_add);
-        if dirs.is_empty() || max_bytes.is_none_or(|max| report.bytes <= max) {
+        if dirs.is_empty() || limit(report.bytes).is_none_or(|max| report.bytes <= max) {
             return Ok(report);
         }
         for (dir, bytes) in dirs {
@@ -622,6 +639,22 @@ mod tests {
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
         // A taint's name is one plain file name.
         assert!(lock.taint("../x").is_err() && lock.taint("").is_err());
+    }
+
+    #[test]
+    fn scratch_keeps_at_most_half_of_what_its_filesystem_would_have_without_it() {
+        let (_dir, data, _outside) = built();
+        let lock = data.scratch_lock();
+        let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
+        let held = lock.exclusive(&wait).unwrap();
+        // Plenty available: kept, whatever the absolute bound allows.
+        let kept = lock.bound_within(&held, u64::MAX, 1 << 40).unwrap();
+        assert!(kept.bytes > 0 && kept.cleared.is_empty(), "{kept:?}");
+        // Less available than it holds (sec53: a small disk left full by
+        // runs each under the 20 GiB bound): cleared.
+        let cleared = lock.bound_within(&held, u64::MAX, kept.bytes / 2).unwrap();
+        assert_eq!(cleared.bytes_removed, kept.bytes, "{cleared:?}");
+        assert_eq!(lock.bound_within(&held, u64::MAX, 0).unwrap().bytes_removed, 0, "nothing left to clear");
     }
 
     #[test]

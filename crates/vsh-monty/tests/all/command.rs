@@ -1155,6 +1155,36 @@ fn a_command_that_would_fill_the_disk_of_its_scratch_directories_is_stopped() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "stopped, not waited out");
 }
 
+/// sec53 F2: each `vsh_exec` of one Monty run counted the disk from its own
+/// start, so six commands each taking under half of what was left filled a
+/// small disk within one run. The run's commands share one start: together
+/// they take no more than one command may.
+#[test]
+fn the_commands_of_one_run_together_take_no_more_of_the_disk_than_one_may() {
+    let Some(_processes) = fuse_available() else { return };
+    let disk = SmallDisk::mount("64m");
+    let mut ws = Workspace::with(&files());
+    let policy = CallPolicy::balanced_default(None);
+    let mut config = CommandConfig::new(ws.root());
+    config.scratch = vec![("out".to_owned(), disk.0.path().to_path_buf())];
+    // Each writes 16 MB, well within half of what is left when it starts;
+    // the second's total passes half of what the run started with.
+    let program = "r = []\nfor i in range(3):\n    r.append(vsh_exec(['/bin/sh', '-c', \
+                   'head -c 16000000 /dev/zero > out/f' + str(i)])[0])\nr";
+    let ran = MontyExecutor::in_process().execute_with_commands(
+        program,
+        &mut ws.vfs,
+        &policy,
+        &ExecutionLimits::default(),
+        &config,
+        &Uninterrupted,
+    );
+    match ran {
+        Err(ExecutionError::Limit { limit, .. }) => assert_eq!(limit.limit, vsh_monty::LimitKind::DiskSpace),
+        other => panic!("the run's commands together took more than half: {other:?}"),
+    }
+}
+
 #[test]
 fn a_command_that_would_use_up_the_inodes_of_its_scratch_directories_is_stopped() {
     let Some(_processes) = fuse_available() else { return };

@@ -680,6 +680,7 @@ impl CandidateWorkspace {
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
             scratch_regranted: false,
+            scratch_limit: 0,
             waited_ns: 0,
         };
         let concluding = Concluding { request: &request, vfs: &mut state.vfs, diff, outcome, timings };
@@ -732,6 +733,7 @@ fn failed_script(error: VshError, profile: &str) -> Result<Executed, (VshError, 
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
             scratch_regranted: false,
+            scratch_limit: 0,
             waited_ns: 0,
         }),
         other => {

@@ -57,6 +57,7 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
                     scratch_emptied: Vec::new(),
                     scratch_cleared: 0,
                     scratch_regranted: false,
+                    scratch_limit: 0,
                     waited_ns: 0,
                 })
             }
@@ -265,6 +266,7 @@ fn script_end(
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
             scratch_regranted: false,
+            scratch_limit: 0,
             waited_ns: 0,
         }),
         Err(error) => Err(bash_failure(error, vfs, calls)),
@@ -313,6 +315,8 @@ pub(crate) struct Executed {
     /// the commands that made it were granted otherwise (see
     /// [`crate::Warning::ScratchRegranted`]).
     pub(crate) scratch_regranted: bool,
+    /// The bound the scratch directories were measured against, when they were.
+    pub(crate) scratch_limit: u64,
 }
 
 impl Executed {
@@ -330,6 +334,7 @@ impl Executed {
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
             scratch_regranted: false,
+            scratch_limit: 0,
             waited_ns: 0,
         }
     }
@@ -687,7 +692,8 @@ impl Runs {
             warnings.push(crate::Warning::ScratchRegranted);
         }
         if outcome.scratch_cleared > 0 {
-            warnings.push(crate::Warning::ScratchCleared { bytes: outcome.scratch_cleared, max: self.scratch_bound });
+            warnings
+                .push(crate::Warning::ScratchCleared { bytes: outcome.scratch_cleared, max: outcome.scratch_limit });
         }
         // After the binding: what it looks at here is no dependency.
         let built = build_output(vfs, &diff);
@@ -758,13 +764,17 @@ impl Runs {
             // the directories keep no more than their bound for the next
             // run; measured only then: a walk of a large `target/` is not
             // every run's cost.
-            let past = SCRATCH_MEASURED_PAST.min(self.scratch_bound);
-            let due = match lock.available() {
+            let available = lock.available();
+            // 1 GiB, or less on a disk that has less to lose.
+            let past = SCRATCH_MEASURED_PAST.min(self.scratch_bound).min(available.unwrap_or(0) / 4);
+            let due = match available {
                 Some(now) => lock.due_for_bound(&held, now, past).map_err(VshError::DataDirectory)?,
                 None => false,
             };
-            let cleared = if due {
-                let report = lock.bound(&held, Some(self.scratch_bound)).map_err(VshError::DataDirectory)?;
+            let mut limit = self.scratch_bound;
+            let cleared = if let Some(now) = available.filter(|_| due) {
+                let report = lock.bound_within(&held, self.scratch_bound, now).map_err(VshError::DataDirectory)?;
+                limit = limit.min(now.saturating_add(report.bytes) / 2);
                 if let Some(now) = lock.available() {
                     lock.measured(&held, now).map_err(VshError::DataDirectory)?;
                 }
@@ -776,6 +786,7 @@ impl Runs {
                 executed.scratch_emptied = emptied;
                 executed.waited_ns = waited_ns;
                 executed.scratch_cleared = cleared.bytes_removed;
+                executed.scratch_limit = limit;
                 executed.scratch_regranted = regranted;
             }
             if filled_the_disk(&executed) {
@@ -827,6 +838,7 @@ impl Runs {
                     scratch_emptied: Vec::new(),
                     scratch_cleared: 0,
                     scratch_regranted: false,
+                    scratch_limit: 0,
                     waited_ns: 0,
                 })
             }
