@@ -3017,6 +3017,7 @@ fn commands_get_only_the_variables_granted() {
         // Python's bytecode goes to its scratch directory (a default scratch
         // name); without a network, package managers do not retry.
         [
+            "GIT_CONFIG_NOSYSTEM",
             "GIT_OPTIONAL_LOCKS",
             "HOME",
             "LANG",
