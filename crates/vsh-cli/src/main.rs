@@ -558,24 +558,26 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     }
     // Waiting work made under the policy being replaced: approve and commit
     // refuse it from now on.
-    // The policy in force: the recorded one (unknown when it does not
-    // verify), else the default this runtime was opened with.
-    let in_force = match recorded {
-        Some(recorded) => recorded,
-        None => Some(runtime.policy().digest()),
-    };
-    let voided = if in_force == Some(new) {
-        0
-    } else {
-        runtime.pending()?.iter().filter(|record| matches!(runtime.run_policy(record.id), Ok(None))).count()
-    };
+    // Waiting work the workspace's policy decides, before and after: what
+    // the new one voids, and what it makes committable again.
+    let committable = || committable_waiting(&init.common.root());
+    let before = committable();
     let digest = runtime.record_workspace_policy(&text)?;
+    let after = committable();
+    let voided = before.iter().filter(|id| !after.contains(id)).count();
+    let revived = after.iter().filter(|id| !before.contains(id)).count();
     if voided > 0 && !output.quiet {
         say!(
             "vsh: {} made under the policy replaced now: approve and commit refuse {} (vsh pending flags \
              policy-changed; vsh rerun TX makes the work again, vsh reject TX drops it)",
             render::counted(voided as u64, "waiting transaction"),
             if voided == 1 { "it" } else { "them" }
+        );
+    }
+    if revived > 0 && !output.quiet {
+        say!(
+            "vsh: {} made under this policy can be approved and committed again",
+            render::counted(revived as u64, "waiting transaction")
         );
     }
     if init.common.json {
@@ -588,6 +590,27 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
         );
     }
     Ok(EXIT_OK)
+}
+
+/// The waiting work (made under the workspace's policy) that the
+/// workspace at `root`'s recorded policy lets be approved and committed:
+/// none when it cannot be opened under it.
+fn committable_waiting(root: &std::path::Path) -> Vec<vsh::TransactionId> {
+    let Ok(config) = runtime_config(root) else { return Vec::new() };
+    let Ok(runtime) = Runtime::open(config) else { return Vec::new() };
+    runtime.pending().map_or_else(
+        |_| Vec::new(),
+        |records| {
+            records
+                .iter()
+                .filter(|record| {
+                    matches!(runtime.run_policy(record.id), Ok(None))
+                        && !runtime.decided_under_another_policy(record.id)
+                })
+                .map(|record| record.id)
+                .collect()
+        },
+    )
 }
 
 fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {

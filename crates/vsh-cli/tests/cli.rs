@@ -1014,6 +1014,19 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     // Recording it again replaces nothing, and says nothing of it (ux53).
     let again = vsh(&["init", "--profile", "strict", "--workspace", ws], None);
     assert!(!String::from_utf8_lossy(&again.stderr).contains("replaced now"), "{again:?}");
+    // Back to the policy the work was made under: committable again, and
+    // said so (ux54); then strict once more.
+    let back = vsh(&["init", "--force", "--profile", "balanced", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&back.stderr);
+    assert!(
+        said.contains("2 waiting transactions made under this policy can be approved and committed again"),
+        "{said}"
+    );
+    assert!(!said.contains("replaced now"), "{said}");
+    let strict = vsh(&["init", "--force", "--profile", "strict", "--workspace", ws], None);
+    assert!(
+        String::from_utf8_lossy(&strict.stderr).contains("2 waiting transactions made under the policy replaced now")
+    );
     // It is told to rerun as well (ux50): its review, its row and its JSON row.
     let shown = vsh(&["show", &auto[..8], "--workspace", ws], None);
     let text = String::from_utf8_lossy(&shown.stdout);
