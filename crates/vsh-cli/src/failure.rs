@@ -77,6 +77,16 @@ pub(crate) fn with_rerun_hint(
         }
         VshError::NotApprovable { state: S::AutoApproved, .. } => Some(format!("vsh commit {short}")),
         VshError::NotApprovable { state: S::Expired, .. } => Some(rerun_line(runtime, transaction)),
+        // A full disk: the commit wrote nothing and its work failed for good.
+        error if disk_full(error) => {
+            remedies.push(
+                "the disk holding the workspace's data is full: free space (`vsh gc --scratch` empties the build \
+                 caches), then make the work again (this commit wrote nothing, and the work cannot be committed \
+                 now)"
+                    .to_owned(),
+            );
+            Some(rerun_line(runtime, transaction))
+        }
         // Nothing of denied work is kept to approve or run again.
         VshError::NotApprovable { state: S::Denied, .. } | VshError::NotCommittable { state: S::Denied, .. } => {
             remedies.push(format!(
@@ -114,6 +124,23 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
         .map(|name| format!(" --env {name}=VALUE"))
         .collect();
     format!("vsh rerun {}{}", transaction.short(), missing.concat())
+}
+
+/// Whether `error` came of a full disk (`ENOSPC`, or the store's own
+/// reserve).
+pub(crate) fn disk_full(error: &VshError) -> bool {
+    const ENOSPC: i32 = 28;
+    if matches!(error, VshError::StoreSpace { .. }) {
+        return true;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(now) = cause {
+        if now.downcast_ref::<std::io::Error>().is_some_and(|io| io.raw_os_error() == Some(ENOSPC)) {
+            return true;
+        }
+        cause = now.source();
+    }
+    false
 }
 
 /// What a [`rerun_line`] that names variables leaves to the operator: their
@@ -658,6 +685,22 @@ pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocume
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ux54: a commit that found the disk full wrote nothing, failed its
+    /// work for good and said nothing of what to do.
+    #[test]
+    fn a_full_disk_is_known_in_any_error_that_carries_it() {
+        let full = |errno: i32| {
+            VshError::Workspace(vsh::lower::vsh_host::HostError::Io {
+                op: "write",
+                path: vsh::VPath::root(),
+                source: std::io::Error::from_raw_os_error(errno),
+            })
+        };
+        assert!(disk_full(&full(28)));
+        assert!(!disk_full(&full(13)));
+        assert!(disk_full(&VshError::StoreSpace { needed: 2, available: 1, reserve: 1 }));
+    }
 
     #[test]
     fn a_failed_runs_refusals_are_printed_up_to_the_bound_then_counted() {
