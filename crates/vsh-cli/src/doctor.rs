@@ -149,6 +149,49 @@ fn worker() -> Check {
     }
 }
 
+/// Who may write the workspace's data, and the space its disk has left:
+/// another user who may write `.vsh` can replace its policy and records,
+/// and a full disk stops every run and commit.
+fn data_directory_state(path: &Path) -> Vec<Check> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut checks = Vec::new();
+    let open_to_others: Vec<String> = [".vsh", ".vsh/data"]
+        .iter()
+        .filter(|dir| std::fs::symlink_metadata(path.join(dir)).is_ok_and(|meta| meta.mode() & 0o022 != 0))
+        .map(|dir| (*dir).to_owned())
+        .collect();
+    if !open_to_others.is_empty() {
+        checks.push(Check::not_ok(
+            "permissions",
+            Status::Fail,
+            format!(
+                "{} may be written by its group or by others, who can then replace the policy and the records",
+                open_to_others.join(" and ")
+            ),
+            format!("chmod go-w {} (from {})", open_to_others.join(" "), path.display()),
+        ));
+    }
+    if let Ok(space) = vsh::lower::vsh_sandbox::fs_space(&path.join(".vsh")) {
+        let reserve =
+            vsh::lower::vsh_types::space::reserve(space.size, vsh::lower::vsh_types::space::MAX_RESERVE_BYTES);
+        let low = space.available <= reserve.saturating_mul(4);
+        if low {
+            let status = if space.available <= reserve { Status::Fail } else { Status::Warn };
+            checks.push(Check::not_ok(
+                "space",
+                status,
+                format!(
+                    "the disk holding .vsh has {} MiB available ({} MiB is the reserve runs and commits keep)",
+                    space.available >> 20,
+                    reserve >> 20
+                ),
+                "free space on that disk (vsh gc --scratch empties the build caches kept between runs)",
+            ));
+        }
+    }
+    checks
+}
+
 /// The workspace: its data directory, policy, recovery and pending work.
 fn workspace(path: &Path) -> Vec<Check> {
     if !path.join(".vsh").is_dir() {
@@ -165,6 +208,15 @@ fn workspace(path: &Path) -> Vec<Check> {
             Status::Info,
             format!("{} is not a vsh workspace yet (no .vsh)", path.display()),
             remedy,
+        )];
+    }
+    // Another user's data: every other command refuses it.
+    if let Err(refused) = crate::args::refuse_anothers_workspace(path) {
+        return vec![Check::not_ok(
+            "workspace",
+            Status::Fail,
+            refused,
+            "vsh refuses it in every command: remove that .vsh (or have its owner do it), then vsh init",
         )];
     }
     let config = match runtime_config(path) {
@@ -192,6 +244,7 @@ fn workspace(path: &Path) -> Vec<Check> {
             policy.digest().short()
         ),
     )];
+    checks.extend(data_directory_state(path));
     let recovery = runtime.startup_recovery();
     checks.push(if runtime.recovery_deferred() {
         Check::not_ok(

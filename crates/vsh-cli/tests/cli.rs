@@ -1574,6 +1574,52 @@ fn check_named(report: &serde_json::Value, name: &str) -> serde_json::Value {
     check.unwrap_or_else(|| panic!("no {name} check: {report}"))
 }
 
+/// ux54: doctor said ok for a `.vsh` others may write (who can then
+/// replace the policy), another user's `.vsh` (which every command
+/// refuses) and a full disk.
+#[test]
+fn doctor_fails_a_data_directory_others_may_write_or_own_and_a_full_disk() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (_dir, ws, key) = keyed_workspace();
+    let init = vsh_with_key(&["init", "--workspace", ws.to_str().unwrap()], &key, None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    let report = || serde_json::from_slice::<serde_json::Value>(&doctor_with_key(&ws, &key).stdout).unwrap();
+    let vsh_dir = ws.join(".vsh");
+    let mode = std::fs::metadata(&vsh_dir).unwrap().permissions().mode();
+    std::fs::set_permissions(&vsh_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let permissions = check_named(&report(), "permissions");
+    assert_eq!(permissions["status"], "fail", "{permissions}");
+    assert!(permissions["remedy"].as_str().unwrap().starts_with("chmod go-w .vsh"), "{permissions}");
+    std::fs::set_permissions(&vsh_dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    assert!(report()["checks"].as_array().unwrap().iter().all(|check| check["name"] != "permissions"));
+    if is_root() {
+        std::os::unix::fs::chown(&vsh_dir, Some(65534), None).unwrap();
+        let workspace = check_named(&report(), "workspace");
+        assert_eq!(workspace["status"], "fail", "{workspace}");
+        assert!(workspace["detail"].as_str().unwrap().contains("belongs to another user"), "{workspace}");
+        std::os::unix::fs::chown(&vsh_dir, Some(0), None).unwrap();
+        // A workspace on a disk with little left (a tmpfs of 8 MiB, filled).
+        let disk = tempfile::tempdir().unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8m", "vsh-doctor-disk"])
+            .arg(disk.path())
+            .status()
+            .unwrap();
+        assert!(mounted.success());
+        let small = disk.path().join("ws");
+        std::fs::create_dir(&small).unwrap();
+        let init = vsh_with_key(&["init", "--workspace", small.to_str().unwrap()], &key, None);
+        assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+        let mut fill = std::fs::File::create(disk.path().join("fill")).unwrap();
+        let _ = std::io::Write::write_all(&mut fill, &vec![0_u8; 8 << 20]);
+        drop(fill);
+        let found = serde_json::from_slice::<serde_json::Value>(&doctor_with_key(&small, &key).stdout).unwrap();
+        let _ = Command::new("umount").arg("-l").arg(disk.path()).status();
+        let space = check_named(&found, "space");
+        assert_eq!(space["status"], "fail", "{space}");
+    }
+}
+
 #[test]
 fn doctor_checks_the_kernel_the_worker_the_key_and_the_workspace_and_says_what_to_do() {
     let (dir, ws, key) = keyed_workspace();
