@@ -663,3 +663,34 @@ fn the_target_of_a_symlink_protected_from_reading_is_neither_read_nor_followed()
     let receipt = runtime.preview(&RunRequest::new(look)).unwrap();
     assert_eq!(receipt.state, TransactionState::AutoApproved, "{:?}", receipt.decision);
 }
+
+/// sec54 F1: work an operator made under a per-run policy (`--profile
+/// strict` drops the workspace's `[[protect]]` rules) may read a file the
+/// workspace's policy protects; its snapshot id hashed that file's digest,
+/// and an agent reviewing it under the workspace's policy (MCP `vsh_show`)
+/// checked guesses offline. Such a review withholds the snapshot id.
+#[test]
+fn a_review_withholds_the_snapshot_of_work_that_read_what_the_readers_policy_protects() {
+    let dir = workspace(&[("creds.cfg", "pin=4821\n"), ("readme", "ok\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"creds.cfg\"\naccess = [\"content-read\"]\n";
+    Runtime::open(config(dir.path())).unwrap().record_workspace_policy(policy).unwrap();
+    let operator = Runtime::open(
+        config(dir.path())
+            .with_policy_profile(vsh::PolicyProfile::Strict)
+            .with_durable_previews(vsh::DurablePreviews::default()),
+    )
+    .unwrap();
+    let program = "from pathlib import Path\nPath('readme').write_text(Path('creds.cfg').read_text())";
+    let made = operator.preview(&RunRequest::new(program)).unwrap();
+    assert_ne!(made.state, TransactionState::Denied, "{:?}", made.decision);
+    drop(operator);
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let shown = reader.show(made.transaction).unwrap().expect("stored");
+    assert!(shown.snapshot_withheld, "{shown:?}");
+    let document = vsh::document::ReceiptDocument::from(&shown);
+    assert_eq!(document.base_snapshot, "withheld");
+    assert!(!format!("{document:?}").contains(&made.base_snapshot.to_hex()));
+    // Work that read nothing so protected shows its snapshot.
+    let plain = reader.preview(&RunRequest::new("vsh_write('b.txt', 'b')")).unwrap();
+    assert!(!plain.snapshot_withheld);
+}

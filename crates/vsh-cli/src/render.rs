@@ -739,7 +739,11 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
 pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "transaction  {}", receipt.transaction);
-    let _ = writeln!(out, "snapshot     {}", receipt.base_snapshot);
+    if receipt.snapshot_withheld {
+        let _ = writeln!(out, "snapshot     withheld (the run read what this policy protects)");
+    } else {
+        let _ = writeln!(out, "snapshot     {}", receipt.base_snapshot);
+    }
     let _ = writeln!(out, "state        {}", receipt.state.name());
     let _ =
         writeln!(out, "decision     {}", paint(decision_style(&receipt.decision), decision_name(&receipt.decision)));

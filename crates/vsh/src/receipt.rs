@@ -416,6 +416,11 @@ pub struct Receipt {
     /// over those bytes' digest and would confirm a guess at them. `diff`
     /// still holds it for the host.
     pub diff_withheld: bool,
+    /// Whether the run read, by digest, the bytes of a path the policy of
+    /// whoever reads this receipt protects from reading (work made under a
+    /// per-run policy that allowed it): `base_snapshot` is then left out of
+    /// what the receipt shows, for the same reason as `diff_withheld`.
+    pub snapshot_withheld: bool,
     /// Number of changed paths.
     pub changed_paths: usize,
     /// The changed paths (only with [`crate::ReceiptDetail::Full`] or

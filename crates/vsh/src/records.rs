@@ -446,6 +446,7 @@ fn receipt_of(
         diff: artifact.diff.digest(),
         // Decided by the runtime, which knows the policy (`Runtime::show`).
         diff_withheld: false,
+        snapshot_withheld: false,
         changed_paths: artifact.diff.len(),
         changes: artifact.diff.entries().to_vec(),
         review: Vec::new(),

@@ -490,7 +490,11 @@ impl From<&Receipt> for ReceiptDocument {
         Self {
             schema: ReceiptSchema,
             transaction: receipt.transaction.to_hex(),
-            base_snapshot: receipt.base_snapshot.to_hex(),
+            base_snapshot: if receipt.snapshot_withheld {
+                "withheld".to_owned()
+            } else {
+                receipt.base_snapshot.to_hex()
+            },
             state: receipt.state.name().to_owned(),
             decision: (&receipt.decision).into(),
             diff: if receipt.diff_withheld { "withheld".to_owned() } else { receipt.diff.to_hex() },

@@ -709,6 +709,7 @@ impl Runs {
             decision,
             diff: diff.digest(),
             diff_withheld: names_unreadable_content(diff.entries(), self.policy.calls()),
+            snapshot_withheld: false,
             changed_paths: diff.len(),
             changes: match request.detail {
                 ReceiptDetail::Full | ReceiptDetail::Changes => shown_changes(diff.entries(), self.policy.calls()),
