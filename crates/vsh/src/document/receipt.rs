@@ -19,7 +19,9 @@ pub struct ReceiptDocument {
     pub schema: ReceiptSchema,
     /// The transaction id, 64 hex digits.
     pub transaction: String,
-    /// The observed snapshot the run depended on, 64 hex digits.
+    /// The observed snapshot the run depended on, 64 hex digits, or
+    /// `withheld` when the run read, by digest, what the reader's policy
+    /// protects from reading (work made under a per-run policy).
     pub base_snapshot: String,
     /// The transaction's state when the receipt was made (`auto-approved`,
     /// `pending-approval`, `denied`, `committed`, ...).
