@@ -694,3 +694,38 @@ fn a_review_withholds_the_snapshot_of_work_that_read_what_the_readers_policy_pro
     let plain = reader.preview(&RunRequest::new("vsh_write('b.txt', 'b')")).unwrap();
     assert!(!plain.snapshot_withheld);
 }
+
+/// sec54 F2: what a commit keeps of the bytes it replaces (for the review of
+/// committed work) is never kept at the commit's cost: on a disk with too
+/// little left, nothing is kept and the commit lands.
+#[test]
+fn a_commit_keeps_what_it_replaces_only_where_the_disk_has_room() {
+    if !vsh_integration_tests::is_root() {
+        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root to mount a small disk");
+        return;
+    }
+    let disk = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "vsh-keep-disk"])
+        .arg(disk.path())
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let ws = disk.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let old = "o".repeat(900_000);
+    std::fs::write(ws.join("big.txt"), &old).unwrap();
+    let runtime = Runtime::open(config(&ws)).unwrap();
+    let edit = "from pathlib import Path\nt = Path('big.txt').read_text()\nPath('big.txt').write_text('n' + t[1:])";
+    let made = runtime.preview(&RunRequest::new(edit)).unwrap();
+    // Leave about 3 MiB: room for the commit, not for four times the old bytes.
+    let available = |path: &std::path::Path| vsh::lower::vsh_sandbox::fs_space(path).unwrap().available;
+    let fill = available(disk.path()).saturating_sub(3 << 20);
+    std::fs::write(disk.path().join("fill"), vec![0_u8; usize::try_from(fill).unwrap()]).unwrap();
+    let committed = runtime.commit(made.transaction, 0);
+    let old_blob = vsh::lower::vsh_types::BlobId::of(old.as_bytes()).to_hex();
+    let kept = ws.join(".vsh/data/blobs").join(&old_blob[..2]).join(&old_blob[2..]).exists();
+    let _ = std::process::Command::new("umount").arg("-l").arg(disk.path()).status();
+    assert_eq!(committed.unwrap().state, TransactionState::Committed);
+    assert!(!kept, "nothing kept where the disk has no room for it");
+}

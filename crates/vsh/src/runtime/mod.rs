@@ -418,7 +418,9 @@ impl Runtime {
     /// afterwards (`vsh show` of committed work): each modified or deleted
     /// file the program could read, known by its digest and still holding
     /// it, at most [`KEPT_BEFORE_FILE_BYTES`] a file and
-    /// [`KEPT_BEFORE_BYTES`] in all, stored in the blob store unsynced. No
+    /// [`KEPT_BEFORE_BYTES`] in all, and only while the store may take four
+    /// times as much of its disk (the commit's own room first), stored in the
+    /// blob store unsynced. No
     /// record refers to them, so garbage collection removes them once past
     /// its grace (a day by default). Best effort: a file that cannot be read
     /// or stored is left out, and the commit goes on.
@@ -435,6 +437,11 @@ impl Runtime {
                 || calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
             {
                 continue;
+            }
+            // Never at the commit's cost: only within what the store may
+            // take of its disk now (sec54: a nearly full disk failed the commit).
+            if self.records.check_store_space(before.size.saturating_mul(4)).is_err() {
+                return;
             }
             if let Some(bytes) = vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before) {
                 budget -= before.size;
