@@ -77,6 +77,11 @@ pub(crate) fn run(json: bool, quiet: bool) -> Result<u8, Box<dyn std::error::Err
     if !unchanged || workspace.join("notes/leak.txt").exists() {
         return Err("the demo observed a change that should not have happened".into());
     }
+    say!(
+        silent,
+        "\nnext: on a project of your own, `vsh init` there, then `vsh run PROGRAM` or `vsh exec -- COMMAND`, \
+         `vsh pending`, `vsh commit TX` (README: On your own project)"
+    );
     if quiet && !json {
         println!("vsh demo: previewed, committed and denied as expected");
     }

@@ -185,6 +185,8 @@ fn demo_runs_twice_and_reports_both_receipts() {
         assert!(stdout.contains("state        committed"), "{stdout}");
         assert!(stdout.contains("3 open items"), "{stdout}");
         assert!(stdout.contains("decision     denied"), "{stdout}");
+        // It ends with where to go from here (ux53).
+        assert!(stdout.trim_end().ends_with("(README: On your own project)"), "{stdout}");
     }
     // Quiet: one line saying it held.
     let quiet = vsh(&["demo", "-q"], None);

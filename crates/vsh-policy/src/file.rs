@@ -139,6 +139,20 @@ const MAX_SCRATCH_DEPTH: usize = 8;
 /// The most scratch directories a policy file may name.
 const MAX_SCRATCH: usize = 64;
 
+/// What to write for a missing key (a policy file's first line).
+fn missing_hint(field: &str) -> &'static str {
+    if field == "version" { " (a policy file starts with `version = 1`)" } else { "" }
+}
+
+/// Where a key given at the top that belongs in a table goes.
+fn unknown_hint(field: &str) -> &'static str {
+    match field {
+        "writable_roots" | "secrets" | "git" => " (it belongs in the `[defaults]` table)",
+        "scratch" => " (it belongs in the `[commands]` table)",
+        _ => "",
+    }
+}
+
 /// Why a policy file was refused. Every variant about the document's content
 /// names the field ([`PolicyFileError::field`]).
 #[derive(Debug, thiserror::Error)]
@@ -181,13 +195,13 @@ pub enum PolicyFileError {
         message: String,
     },
     /// A required key is missing.
-    #[error("`{field}` is missing")]
+    #[error("`{field}` is missing{}", missing_hint(field))]
     MissingField {
         /// The missing field.
         field: String,
     },
     /// A key that the table does not define.
-    #[error("`{field}` is not a known key; expected one of: {expected}")]
+    #[error("`{field}` is not a known key; expected one of: {expected}{}", unknown_hint(field))]
     UnknownField {
         /// The unknown key, as a path.
         field: String,
@@ -1510,7 +1524,12 @@ access = ["rename-source", "rename-destination", "metadata-read", "directory-rea
                 v1("colour = 1"),
                 "`colour` is not a known key; expected one of: version, profile, thresholds, protect, defaults, commands",
             ),
-            ("profile = \"strict\"".to_owned(), "`version` is missing"),
+            ("profile = \"strict\"".to_owned(), "`version` is missing (a policy file starts with `version = 1`)"),
+            (
+                v1("writable_roots = [\"src\"]"),
+                "`writable_roots` is not a known key; expected one of: version, profile, thresholds, protect, \
+                 defaults, commands (it belongs in the `[defaults]` table)",
+            ),
             ("version = 3".to_owned(), "`version` is 3; this build reads version 1"),
             (
                 v1("[thresholds]\ndeny_changed_bytes = \"512XB\""),
