@@ -652,7 +652,8 @@ fn the_target_of_a_symlink_protected_from_reading_is_neither_read_nor_followed()
     for (who, language, code) in &requests {
         let outcome = runtime.preview(&RunRequest::new(code).with_language(*language));
         let text = format!("{outcome:?}");
-        assert!(!text.contains("vault-4821") && !text.contains("4821"), "{who}: {text}");
+        // The target's name (its digits alone may occur in a random digest).
+        assert!(!text.contains("vault-4821"), "{who}: {text}");
         match outcome {
             Ok(receipt) => assert_eq!(receipt.state, TransactionState::Denied, "{who}: {receipt:?}"),
             Err(error) => assert!(error.refused_accesses().is_some(), "{who}: {error:?}"),
