@@ -116,6 +116,14 @@ struct EvidenceV4 {
     grants: Option<crate::CommandGrants>,
 }
 
+impl From<EvidenceV4> for Evidence {
+    /// An older layout's evidence, with no value digests (version 5 on).
+    fn from(old: EvidenceV4) -> Self {
+        let EvidenceV4 { version, nonce, decision, output, stats, effects, grants } = old;
+        Self { version, nonce, decision, output, stats, effects, grants, env_values: Vec::new() }
+    }
+}
+
 /// Version 2's layout, for artifacts written before grants were recorded.
 #[derive(Deserialize)]
 struct EvidenceV2 {
@@ -197,31 +205,11 @@ impl Evidence {
             }
             Some(2) => {
                 let old: EvidenceV2 = postcard::from_bytes(bytes).map_err(|_| EvidenceError::Malformed)?;
-                Self {
-                    version: old.version,
-                    nonce: old.nonce,
-                    decision: old.decision,
-                    output: old.output,
-                    stats: old.stats,
-                    effects: old.effects,
-                    grants: None,
-                    env_values: Vec::new(),
-                }
+                let EvidenceV2 { version, nonce, decision, output, stats, effects } = old;
+                EvidenceV4 { version, nonce, decision, output, stats, effects, grants: None }.into()
             }
             // Version 4's layout is version 3's, with one more kind of output.
-            Some(3 | 4) => {
-                let old: EvidenceV4 = postcard::from_bytes(bytes).map_err(|_| EvidenceError::Malformed)?;
-                Self {
-                    version: old.version,
-                    nonce: old.nonce,
-                    decision: old.decision,
-                    output: old.output,
-                    stats: old.stats,
-                    effects: old.effects,
-                    grants: old.grants,
-                    env_values: Vec::new(),
-                }
-            }
+            Some(3 | 4) => postcard::from_bytes::<EvidenceV4>(bytes).map_err(|_| EvidenceError::Malformed)?.into(),
             Some(&EVIDENCE_VERSION) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
             Some(&other) => return Err(EvidenceError::Version(other)),
             None => return Err(EvidenceError::Malformed),

@@ -329,11 +329,12 @@ impl Records {
         &self,
         transaction: TransactionId,
         state: TransactionState,
-    ) -> Result<Receipt, VshError> {
+    ) -> Result<(Receipt, vsh_types::ReadSet), VshError> {
         let artifact = self.load_bound(transaction)?;
         let evidence =
             Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
-        Ok(receipt_of(transaction, state, &artifact, evidence))
+        let receipt = receipt_of(transaction, state, &artifact, evidence);
+        Ok((receipt, artifact.read_set))
     }
 
     /// Load a stored artifact that binds to `transaction` (the store checks

@@ -530,18 +530,16 @@ impl Runtime {
             // A preview this runtime committed: its commit's receipt.
             return Ok(self.previews.committed(transaction));
         }
-        let mut receipt = self.records.stored_receipt(transaction, record.state)?;
+        let (mut receipt, reads) = self.records.stored_receipt(transaction, record.state)?;
         let calls = self.runs.policy().calls();
         receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
         // Work made under a per-run policy may have read, by digest, what
         // this runtime's policy protects: its snapshot id hashes that digest.
-        if let Some(artifact) = self.stored_artifact(transaction)? {
-            let read_protected = artifact.read_set.entries.iter().any(|(path, dependency)| {
-                dependency.content.is_some() && calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err()
-            });
-            receipt.snapshot_withheld = read_protected;
-            receipt.diff_withheld |= read_protected;
-        }
+        let read_protected = reads.entries.iter().any(|(path, dependency)| {
+            dependency.content.is_some() && calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err()
+        });
+        receipt.snapshot_withheld = read_protected;
+        receipt.diff_withheld |= read_protected;
         receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
         Ok(Some(receipt))
     }
