@@ -703,6 +703,16 @@ impl VshServer {
                         .to_owned(),
                 );
             }
+            // A string that holds a command's argv as JSON would only build
+            // a list as Python and change nothing (ux54 #7): say how it runs.
+            None if looks_like_argv(&code) => {
+                return refused(
+                    "code is a string holding a JSON array of strings (or an object with \"argv\"): as a Monty \
+                     program that only builds a value and changes nothing. To run it as a real command, give code \
+                     as the array itself, or language \"command\""
+                        .to_owned(),
+                );
+            }
             None | Some("monty") => vsh::Language::Monty,
             Some("bash") => vsh::Language::Bash,
             Some("command") if self.options.commands.is_some() => vsh::Language::Command,
@@ -1160,6 +1170,16 @@ pub(crate) fn serve(options: ServeOptions) -> Result<u8, Box<dyn std::error::Err
         Ok::<(), Box<dyn std::error::Error>>(())
     })?;
     Ok(crate::EXIT_OK)
+}
+
+/// Whether a program's text is a command's argv written as JSON: a
+/// non-empty array of strings, or an object with an `argv` key.
+fn looks_like_argv(code: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(code.trim()) {
+        Ok(serde_json::Value::Array(items)) => !items.is_empty() && items.iter().all(serde_json::Value::is_string),
+        Ok(serde_json::Value::Object(fields)) => fields.contains_key("argv"),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

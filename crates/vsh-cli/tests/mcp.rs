@@ -669,6 +669,15 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     assert_eq!(call(&client, "vsh_run", as_object).await.document["stdout"], "in\n");
     let as_monty = call(&client, "vsh_run", json!({"code": ["true"], "language": "monty"})).await;
     assert!(as_monty.is_error && as_monty.text.contains("language \"command\""), "{}", as_monty.text);
+    // ux54 #7: the argv as a string, no language: refused, not a Monty list that "changes nothing".
+    for code in ["[\"rm\", \"notes.txt\"]", " {\"argv\": [\"rm\", \"notes.txt\"]}\n"] {
+        let as_text = call(&client, "vsh_run", json!({"code": code, "mode": "auto"})).await;
+        assert!(as_text.is_error && as_text.text.contains("language \"command\""), "{}", as_text.text);
+    }
+    assert!(ws.join("notes.txt").exists());
+    // A Monty program that builds a list of other values is still one.
+    let listed = call(&client, "vsh_run", json!({"code": "[1, 'a']"})).await;
+    assert!(!listed.is_error, "{}", listed.text);
     let program = "from pathlib import Path\nPath('notes.txt').write_text('edited\\n')\nvsh_exec(['cat', 'notes.txt'])";
     let nested = call(&client, "vsh_run", json!({"code": program})).await;
     assert!(!nested.is_error, "{}", nested.document);
