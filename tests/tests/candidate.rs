@@ -653,6 +653,45 @@ fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_direc
     assert_eq!(run(&plain, "ls target; cat target/built 2>/dev/null; echo end"), "end\n");
 }
 
+/// ux54 #4: a policy replaced by one that only moves a threshold emptied
+/// the scratch directories and blamed the commands' grants. What a build
+/// may keep is what the policy's rules let it read: a threshold keeps the
+/// build, a rule changed empties it, and the receipt names the policy.
+#[test]
+fn scratch_is_kept_across_a_threshold_change_and_emptied_for_changed_rules_saying_so() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = workspace(&[("src.txt", "v1\n"), ("Cargo.toml", "")]);
+    let policy = |threshold: u32, rule: &str| {
+        let text = format!(
+            "version = 1\n[thresholds]\nescalate_touched_paths = {threshold}\n[[protect]]\npattern = \"{rule}\"\n\
+             access = \"mutations\"\n"
+        );
+        Arc::new(Runtime::open(config(dir.path()).with_commands().with_policy_text(text)).unwrap())
+    };
+    let run = |runtime: &Arc<Runtime>, script: &str| {
+        let code = command(&["/bin/sh", "-c", script]);
+        let receipt = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+        let ExecutionOutput::Bash(result) = &receipt.output else { panic!("{:?}", receipt.output) };
+        (String::from_utf8_lossy(&result.stdout).into_owned(), receipt.warnings.clone())
+    };
+    let (_, first) = run(&policy(500, "config/**"), "echo built > target/out");
+    assert!(!first.contains(&vsh::Warning::ScratchRepolicied), "{first:?}");
+    // A threshold moved: the build is kept, and nothing is said.
+    let (listed, warnings) = run(&policy(400, "config/**"), "ls target");
+    assert_eq!(listed, "out\n", "{warnings:?}");
+    assert!(
+        !warnings.iter().any(|w| matches!(w, vsh::Warning::ScratchRegranted | vsh::Warning::ScratchRepolicied)),
+        "{warnings:?}"
+    );
+    // A rule changed: emptied first, and the policy is named, not the grants.
+    let (listed, warnings) = run(&policy(400, "secrets/**"), "ls target; echo end");
+    assert_eq!(listed, "end\n");
+    assert!(warnings.contains(&vsh::Warning::ScratchRepolicied), "{warnings:?}");
+    assert!(!warnings.contains(&vsh::Warning::ScratchRegranted), "{warnings:?}");
+}
+
 /// sec51 F5: what commands leave in the scratch directories is bounded for
 /// the next run: past the bound they are cleared after the run that filled
 /// them, and its receipt says so; within it they are kept.

@@ -545,11 +545,14 @@ fn a_receipt_carries_the_changes_and_the_hunks_only_when_asked() {
 /// output (no `Cargo.toml` beside it) is not.
 #[test]
 fn a_build_output_directory_in_the_diff_is_named_with_how_to_make_it_scratch() {
-    let dir = workspace(&[("crates/core/Cargo.toml", "[package]\n"), ("web/package.json", "{}\n")]);
+    let dir =
+        workspace(&[("crates/core/Cargo.toml", "[package]\n"), ("web/package.json", "{}\n"), ("c/Makefile", "all:\n")]);
     let runtime = runtime(&dir);
+    // ux54 #6: and `build/` beside a Makefile.
     let program = "from pathlib import Path\n\
                    for p in ['crates/core/target/debug/a', 'crates/core/target/debug/b', 'web/node_modules/x/i.js',\n\
-                             'src/target/plain.txt', 'lib/.mypy_cache/m.json', 'notes.txt']:\n\
+                             'src/target/plain.txt', 'lib/.mypy_cache/m.json', 'notes.txt', 'c/build/calc.o',\n\
+                             'src/build/plain.txt']:\n\
                    \x20   Path(p).parent.mkdir(parents=True, exist_ok=True)\n\
                    \x20   Path(p).write_text('x')";
     let receipt = runtime.preview(&RunRequest::new(program)).unwrap();
@@ -566,10 +569,18 @@ fn a_build_output_directory_in_the_diff_is_named_with_how_to_make_it_scratch() {
     // Each directory with the new paths under it, itself and `debug/` included.
     assert_eq!(
         named,
-        [("crates/core/target".to_owned(), 4), ("lib/.mypy_cache".to_owned(), 2), ("web/node_modules".to_owned(), 3)]
+        [
+            ("c/build".to_owned(), 2),
+            ("crates/core/target".to_owned(), 4),
+            ("lib/.mypy_cache".to_owned(), 2),
+            ("web/node_modules".to_owned(), 3)
+        ]
     );
     let text = receipt.warnings.iter().map(ToString::to_string).collect::<String>();
-    assert!(text.contains(r#"scratch = ["crates/core/target", "lib/.mypy_cache", "web/node_modules", ...]"#), "{text}");
+    assert!(
+        text.contains(r#"scratch = ["c/build", "crates/core/target", "lib/.mypy_cache", "web/node_modules", ...]"#),
+        "{text}"
+    );
     // Nothing of the kind: no warning.
     let other =
         "from pathlib import Path\nPath('src/target').mkdir(parents=True)\nPath('src/target/o.txt').write_text('x')";

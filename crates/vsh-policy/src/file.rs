@@ -819,7 +819,9 @@ fn scratch_name(field: &str, value: &toml::Value) -> Result<String, PolicyFileEr
     let toml::Value::String(text) = value else {
         return Err(wrong_type(field, "a string", value));
     };
-    let components: Vec<&str> = text.split('/').collect();
+    // A directory written as one (`build/`, as .gitignore has it) is that directory.
+    let name = text.strip_suffix('/').unwrap_or(text);
+    let components: Vec<&str> = name.split('/').collect();
     let plain = components.iter().all(|component| VPath::from_component(component).is_ok());
     // Not vsh's data or a repository's, at any depth, in any case.
     let reserved = components.iter().any(|name| name.eq_ignore_ascii_case(".vsh") || name.eq_ignore_ascii_case(".git"));
@@ -837,7 +839,7 @@ fn scratch_name(field: &str, value: &toml::Value) -> Result<String, PolicyFileEr
             ),
         });
     }
-    Ok(text.clone())
+    Ok(name.to_owned())
 }
 
 /// One writable root: a workspace-relative path without `..`, not the root.
@@ -1663,6 +1665,13 @@ writable_roots = ["src", "docs"]
         for pattern in ["*", "**/target", "crates/*/target", "build?", "[ab]"] {
             let text = format!("version = 1\n[commands]\nscratch = [\"{pattern}\"]\n");
             assert!(matches!(PolicyFile::parse(&text), Err(PolicyFileError::InvalidScratch { .. })), "{pattern}");
+        }
+        // ux54 #6: a directory written as .gitignore writes it is that directory; a slash alone is none.
+        let slashed = PolicyFile::parse("version = 1\n[commands]\nscratch = [\"build/\", \"crates/app/target/\"]\n");
+        assert_eq!(slashed.unwrap().command_scratch(), Some(&["build".to_owned(), "crates/app/target".to_owned()][..]));
+        for odd in ["/", "build//", "/build", "./build"] {
+            let text = format!("version = 1\n[commands]\nscratch = [\"{odd}\"]\n");
+            assert!(matches!(PolicyFile::parse(&text), Err(PolicyFileError::InvalidScratch { .. })), "{odd}");
         }
     }
 }

@@ -64,7 +64,7 @@ pub use error::StoreError;
 pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
 pub use gc::{BlobSweep, GcReport, RetentionConfig};
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
-pub use scratch::{ScratchLock, ScratchReport};
+pub use scratch::{Regranted, ScratchLock, ScratchReport};
 pub use txn::{
     CommitOutcome, CommitStep, EXPIRE_BATCH, LogStats, RecordVersion, Salvaged, TransactionStore, TxStoreConfig,
 };

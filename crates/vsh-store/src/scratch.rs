@@ -54,6 +54,18 @@ const TAINTS: &str = "scratch.taint";
 /// The file, beside `scratch/`, naming (as 64 hex digits) the grants of the
 /// commands that last used the scratch directories.
 const GRANTS: &str = "scratch.grants";
+/// The most `scratch.grants` holds: two digests in hex and a space.
+const GRANTS_RECORD_BYTES: u64 = 129;
+
+/// Why [`ScratchLock::clear_unless_granted`] emptied the scratch directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Regranted {
+    /// Whether one worth a word held anything.
+    pub held: bool,
+    /// Whether only what the policy lets commands read changed (the
+    /// workspace's policy was replaced), not the commands' own grants.
+    pub access_changed: bool,
+}
 /// The file, beside `scratch/`, holding (in decimal) the bytes available on
 /// the filesystem when the scratch directories were last measured against
 /// their bound ([`ScratchLock::due_for_bound`]).
@@ -208,15 +220,15 @@ impl ScratchLock {
 
     /// With [`ScratchLock::exclusive`] held (`_held`): when the scratch
     /// directories were last used by commands granted otherwise than
-    /// `grants` (a digest of what this run's commands are granted: their
-    /// environment, network and tools), or by a vsh that did not record it,
-    /// empty them first, and record `grants` as theirs. So no run executes
-    /// what commands granted otherwise left there (bytecode or a build
-    /// planted by a run without the secrets this one is given), nor reads
-    /// what they built (a build given a token may keep it in its outputs).
+    /// `grants`, or under other `access` (a digest of what the policy lets
+    /// commands read), or by a vsh that did not record it, empty them first,
+    /// and record both as theirs. So no run executes what commands granted
+    /// otherwise left there (bytecode or a build planted by a run without the
+    /// secrets this one is given), nor reads what they built (a build given a
+    /// token, or a file the policy protects now, may keep it in its outputs).
     /// Runs granted alike share the directories, and their builds stay
-    /// incremental. `None` when it kept them; when it cleared them, whether
-    /// one `worth_saying` (by its stored name) held anything.
+    /// incremental. `None` when it kept them; when it cleared them, why and
+    /// whether one `worth_saying` (by its stored name) held anything.
     ///
     /// # Errors
     ///
@@ -226,12 +238,15 @@ impl ScratchLock {
     pub fn clear_unless_granted(
         &self,
         _held: &LockGuard,
+        access: &[u8; 32],
         grants: &[u8; 32],
         worth_saying: &dyn Fn(&str) -> bool,
-    ) -> Result<Option<bool>, StoreError> {
+    ) -> Result<Option<Regranted>, StoreError> {
         let path = VPath::from_component(GRANTS).expect("a plain component");
-        let wanted = blake3::Hash::from_bytes(*grants).to_hex();
-        let recorded = match self.dir.read_only().read_file(&path, 64) {
+        let (access_hex, grants_hex) =
+            (blake3::Hash::from_bytes(*access).to_hex(), blake3::Hash::from_bytes(*grants).to_hex());
+        let wanted = format!("{access_hex} {grants_hex}");
+        let recorded = match self.dir.read_only().read_file(&path, GRANTS_RECORD_BYTES) {
             Ok(read) => Some(read.bytes),
             Err(HostError::NotFound { .. }) => None,
             Err(source) => return Err(failed(&path, source)),
@@ -239,6 +254,12 @@ impl ScratchLock {
         if recorded.as_deref() == Some(wanted.as_bytes()) {
             return Ok(None);
         }
+        // Only a record of this layout tells which half changed.
+        let access_changed = recorded.as_deref().is_some_and(|recorded| {
+            recorded.len() == wanted.len()
+                && recorded.get(..access_hex.len()) != Some(access_hex.as_bytes())
+                && recorded.get(access_hex.len()..) == Some(&wanted.as_bytes()[access_hex.len()..])
+        });
         match self.dir.remove_file(&path) {
             Ok(()) | Err(HostError::NotFound { .. }) => {}
             Err(source) => return Err(failed(&path, source)),
@@ -249,7 +270,7 @@ impl ScratchLock {
         self.dir
             .create_file_exclusive_unsynced(&path, wanted.as_bytes(), 0o600)
             .map_err(|source| failed(&path, source))?;
-        Ok(Some(held))
+        Ok(Some(Regranted { held, access_changed }))
     }
 
     /// Whether one of `dirs` `worth_saying` (by its stored name) holds
@@ -274,7 +295,7 @@ impl ScratchLock {
     pub fn check(&self) -> Result<(), StoreError> {
         let expected = [
             (SCRATCH_LOCK, HostKind::File, None),
-            (GRANTS, HostKind::File, Some(64)),
+            (GRANTS, HostKind::File, Some(GRANTS_RECORD_BYTES)),
             (CHECKED, HostKind::File, Some(20)),
             (TAINTS, HostKind::Directory, None),
             (SCRATCH, HostKind::Directory, None),
@@ -690,21 +711,30 @@ mod tests {
         let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
         let held = lock.exclusive(&wait).unwrap();
         let (plain, token) = ([1_u8; 32], [2_u8; 32]);
+        let (policy, other_policy) = ([7_u8; 32], [8_u8; 32]);
+        let cleared = |held, access_changed| Some(super::Regranted { held, access_changed });
         // Nothing recorded (an older vsh built it): emptied, then recorded.
         let all = |_: &str| true;
-        assert_eq!(lock.clear_unless_granted(&held, &plain, &all).unwrap(), Some(true), "it held a build");
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), cleared(true, false));
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
         // The same grants again: what they built is kept.
         std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
-        assert_eq!(lock.clear_unless_granted(&held, &plain, &all).unwrap(), None);
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), None);
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 1);
         // Other grants: emptied first, saying whether it lost anything
         // worth a word; and back again, emptied again.
-        assert_eq!(lock.clear_unless_granted(&held, &token, &|name| name != "target").unwrap(), Some(false));
+        let not_target = |name: &str| name != "target";
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &not_target).unwrap(), cleared(false, false));
         assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
         std::fs::write(data.scratch_dir("node_modules/.cache").unwrap().join("secret"), b"tok").unwrap();
-        assert_eq!(lock.clear_unless_granted(&held, &plain, &all).unwrap(), Some(true));
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), cleared(true, false));
         assert_eq!(entries(&data.scratch_dir("node_modules/.cache").unwrap()), 0);
+        // What the policy lets commands read changed, and only that: emptied, saying so.
+        std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
+        assert_eq!(lock.clear_unless_granted(&held, &other_policy, &plain, &all).unwrap(), cleared(true, true));
+        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        // Both changed: the grants are named, not the policy.
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &all).unwrap(), cleared(false, false));
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
     }
 }

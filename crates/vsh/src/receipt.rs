@@ -258,6 +258,11 @@ pub enum Warning {
     /// (tools, variables, network), and the directories belong to one set of
     /// grants at a time, so this run built from nothing.
     ScratchRegranted,
+    /// The scratch directories held a build that was emptied before this
+    /// run's commands: the workspace's policy was replaced since, and lets
+    /// commands read or write otherwise (a build may keep what it read), so
+    /// this run built from nothing; runs after it are incremental again.
+    ScratchRepolicied,
     /// The scratch directories held more than their bound after this run's
     /// commands (they wrote that much there) and were cleared: the next run
     /// builds from nothing.
@@ -299,6 +304,11 @@ impl std::fmt::Display for Warning {
                  commands that built them were granted otherwise (--tool, --env, --allow-network, ...), and \
                  commands granted otherwise never share them; give each run the same grants to keep builds \
                  incremental",
+            ),
+            Self::ScratchRepolicied => f.write_str(
+                "the scratch directories (target/ and the like) were emptied first, a build from nothing: the \
+                 workspace's policy changed what commands may read or write since they were built (a build may \
+                 keep what it read); builds are incremental again from this run on",
             ),
             Self::ScratchCleared { bytes, max } => write!(
                 f,

@@ -56,7 +56,7 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
                     denied,
                     scratch_emptied: Vec::new(),
                     scratch_cleared: 0,
-                    scratch_regranted: false,
+                    scratch_regranted: None,
                     scratch_limit: 0,
                     waited_ns: 0,
                 })
@@ -124,8 +124,13 @@ fn worth_saying(name: &str) -> bool {
 
 /// Directories that hold a build's output or a tool's cache: the name, and
 /// the file its parent holds when it is one (`None`: the name alone says).
-const BUILD_OUTPUT: [(&str, Option<&str>); 8] = [
+const BUILD_OUTPUT: [(&str, Option<&str>); 13] = [
     ("target", Some("Cargo.toml")),
+    ("build", Some("Makefile")),
+    ("build", Some("makefile")),
+    ("build", Some("CMakeLists.txt")),
+    ("build", Some("meson.build")),
+    ("build", Some("pyproject.toml")),
     ("node_modules", Some("package.json")),
     (".mypy_cache", None),
     (".ruff_cache", None),
@@ -265,7 +270,7 @@ fn script_end(
             denied,
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
-            scratch_regranted: false,
+            scratch_regranted: None,
             scratch_limit: 0,
             waited_ns: 0,
         }),
@@ -297,6 +302,15 @@ pub(crate) struct Ran {
     pub(crate) contents: vsh_commit::MemoryContents,
 }
 
+/// Why the scratch directories were emptied before a run's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScratchRegrant {
+    /// The commands that built them were granted otherwise.
+    Grants,
+    /// The workspace's policy lets commands read or write otherwise now.
+    Policy,
+}
+
 /// What a program produced, in either language.
 pub(crate) struct Executed {
     pub(crate) output: EvidenceOutput,
@@ -312,9 +326,9 @@ pub(crate) struct Executed {
     /// [`crate::Warning::ScratchCleared`]); 0 when they were not.
     pub(crate) scratch_cleared: u64,
     /// The scratch directories held a build that was emptied first, since
-    /// the commands that made it were granted otherwise (see
-    /// [`crate::Warning::ScratchRegranted`]).
-    pub(crate) scratch_regranted: bool,
+    /// the commands that made it were granted otherwise or ran under other
+    /// rules (see [`crate::Warning::ScratchRegranted`]).
+    pub(crate) scratch_regranted: Option<ScratchRegrant>,
     /// The bound the scratch directories were measured against, when they were.
     pub(crate) scratch_limit: u64,
 }
@@ -333,7 +347,7 @@ impl Executed {
             denied: outcome.denied,
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
-            scratch_regranted: false,
+            scratch_regranted: None,
             scratch_limit: 0,
             waited_ns: 0,
         }
@@ -688,8 +702,10 @@ impl Runs {
         if !outcome.scratch_emptied.is_empty() {
             warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
         }
-        if outcome.scratch_regranted {
-            warnings.push(crate::Warning::ScratchRegranted);
+        match outcome.scratch_regranted {
+            Some(ScratchRegrant::Grants) => warnings.push(crate::Warning::ScratchRegranted),
+            Some(ScratchRegrant::Policy) => warnings.push(crate::Warning::ScratchRepolicied),
+            None => {}
         }
         if outcome.scratch_cleared > 0 {
             warnings
@@ -747,10 +763,12 @@ impl Runs {
                 let held = hold_scratch(lock, request, cancel, &self.scratch_wait)?;
                 let waited_ns = elapsed_ns(waiting);
                 let emptied = lock.clear_if_tainted(&held, &worth_saying).map_err(VshError::DataDirectory)?;
-                let grants = command_grants(commands, &self.policy.digest(), &self.env_key);
-                let regranted =
-                    lock.clear_unless_granted(&held, &grants, &worth_saying).map_err(VshError::DataDirectory)?
-                        == Some(true);
+                let grants = command_grants(commands, &self.env_key);
+                let access = command_access(self.policy.calls());
+                let regranted = lock
+                    .clear_unless_granted(&held, &access, &grants, &worth_saying)
+                    .map_err(VshError::DataDirectory)?
+                    .filter(|regranted| regranted.held);
                 // Recorded before anything runs, so a run that never ends
                 // (vsh killed, a panic) leaves it: the next run clears.
                 lock.taint(taint).map_err(VshError::DataDirectory)?;
@@ -788,7 +806,9 @@ impl Runs {
                 executed.waited_ns = waited_ns;
                 executed.scratch_cleared = cleared.bytes_removed;
                 executed.scratch_limit = limit;
-                executed.scratch_regranted = regranted;
+                executed.scratch_regranted = regranted.map(|regranted| {
+                    if regranted.access_changed { ScratchRegrant::Policy } else { ScratchRegrant::Grants }
+                });
             }
             if filled_the_disk(&executed) {
                 // A command stopped for the disk space it took: what it wrote
@@ -838,7 +858,7 @@ impl Runs {
                     denied: outcome.denied,
                     scratch_emptied: Vec::new(),
                     scratch_cleared: 0,
-                    scratch_regranted: false,
+                    scratch_regranted: None,
                     scratch_limit: 0,
                     waited_ns: 0,
                 })
@@ -1009,21 +1029,27 @@ fn still_wanted(
     Ok(())
 }
 
+/// A digest of what the policy's rules let commands read and write (its
+/// protected paths and writable roots, not its thresholds): the scratch
+/// directories belong to one at a time, since a build may keep what it read
+/// (`vsh_store::ScratchLock::clear_unless_granted`).
+fn command_access(calls: &vsh_policy::CallPolicy) -> [u8; 32] {
+    use vsh_types::canon::Canonical as _;
+    let mut hasher = blake3::Hasher::new_derive_key("vsh 2026 command access v1");
+    hasher.update(&calls.to_canonical_bytes());
+    *hasher.finalize().as_bytes()
+}
+
 /// A digest of what `commands` are granted (environment variables, network,
-/// ports, tools, running unisolated) under `policy` (which decides what of
-/// the image they may read): the scratch directories belong to one such set
-/// at a time (`vsh_store::ScratchLock::clear_unless_granted`). The per-call
-/// environment a program gives `vsh_exec` is the program's own, not a grant.
-fn command_grants(
-    commands: &vsh_monty::CommandConfig,
-    policy: &vsh_types::PolicyDigest,
-    env_key: &vsh_types::MacKey,
-) -> [u8; 32] {
+/// ports, tools, running unisolated): the scratch directories belong to one
+/// such set at a time (`vsh_store::ScratchLock::clear_unless_granted`). The
+/// per-call environment a program gives `vsh_exec` is the program's own, not
+/// a grant.
+fn command_grants(commands: &vsh_monty::CommandConfig, env_key: &vsh_types::MacKey) -> [u8; 32] {
     // Every field named: a new one does not compile until it is judged a grant or not.
     let vsh_monty::CommandConfig { root: _, env, tools, scratch: _, network, connect_ports, unix_sockets, unisolated } =
         commands;
-    let mut hasher = blake3::Hasher::new_derive_key("vsh 2026 command grants v2");
-    hasher.update(policy.as_bytes());
+    let mut hasher = blake3::Hasher::new_derive_key("vsh 2026 command grants v3");
     hasher.update(&[u8::from(*unisolated), u8::from(*unix_sockets)]);
     let mut env = env.clone();
     env.sort();
@@ -1065,27 +1091,26 @@ fn filled_the_disk(executed: &Result<Executed, VshError>) -> bool {
 
 #[cfg(test)]
 mod grants_tests {
-    use super::{ENV_KEY_DOMAIN, command_grants, env_value_mac};
+    use super::{ENV_KEY_DOMAIN, command_access, command_grants, env_value_mac};
 
     fn key() -> vsh_types::MacKey {
         vsh_types::AuthorityKey::from_bytes([1; 32]).mac_key(ENV_KEY_DOMAIN)
     }
 
     #[test]
-    fn what_commands_are_granted_and_the_policy_decide_the_grants_and_nothing_else() {
+    fn what_commands_are_granted_decides_the_grants_and_nothing_else() {
         let config = || {
             let mut config = vsh_monty::CommandConfig::new(std::path::Path::new("/w"));
             config.env = vec![("A".to_owned(), "1".to_owned()), ("B".to_owned(), "2".to_owned())];
             config
         };
-        let policy = vsh_types::PolicyDigest::digest(b"balanced");
-        let base = command_grants(&config(), &policy, &key());
+        let base = command_grants(&config(), &key());
         // The order the grants were given in, the root and the scratch paths are not grants.
         let mut same = config();
         same.env.reverse();
         same.root = "/elsewhere".into();
         same.scratch = vec![("target".to_owned(), "/data/scratch/target".into())];
-        assert_eq!(command_grants(&same, &policy, &key()), base);
+        assert_eq!(command_grants(&same, &key()), base);
         let mut token = config();
         token.env.push(("TOKEN".to_owned(), "t".to_owned()));
         let mut value = config();
@@ -1109,13 +1134,23 @@ mod grants_tests {
             ("unisolated", &unisolated),
             ("unix sockets", &sockets),
         ] {
-            assert_ne!(command_grants(other, &policy, &key()), base, "{what}");
+            assert_ne!(command_grants(other, &key()), base, "{what}");
         }
-        assert_ne!(
-            command_grants(&config(), &vsh_types::PolicyDigest::digest(b"permissive"), &key()),
-            base,
-            "the policy"
-        );
+    }
+
+    /// What the policy's rules let commands read and write decides the
+    /// access digest; a threshold does not (ux54 #4).
+    #[test]
+    fn the_rules_of_a_policy_decide_the_command_access_and_its_thresholds_do_not() {
+        let policy = |text: &str| vsh_policy::PolicyFile::parse(text).unwrap();
+        let base = policy("version = 1\n");
+        let threshold = policy("version = 1\n[thresholds]\nescalate_touched_paths = 7\n");
+        let rule = policy("version = 1\n[[protect]]\npattern = \"config/**\"\naccess = \"reads\"\n");
+        let roots = policy("version = 1\n[defaults]\nwritable_roots = [\"src\"]\n");
+        assert_ne!(threshold.digest(), base.digest());
+        assert_eq!(command_access(threshold.calls()), command_access(base.calls()));
+        assert_ne!(command_access(rule.calls()), command_access(base.calls()));
+        assert_ne!(command_access(roots.calls()), command_access(base.calls()));
     }
 
     /// A variable's value is kept only by its MAC under the authority key:
@@ -1126,10 +1161,9 @@ mod grants_tests {
     fn the_digests_of_command_grants_are_keyed_by_the_authority() {
         let mut commands = vsh_monty::CommandConfig::new("/w");
         commands.env.push(("TOKEN".to_owned(), "1234".to_owned()));
-        let policy = vsh_types::PolicyDigest::digest(b"p");
         let two = vsh_types::AuthorityKey::from_bytes([2; 32]).mac_key(ENV_KEY_DOMAIN);
-        assert_eq!(command_grants(&commands, &policy, &key()), command_grants(&commands, &policy, &key()));
-        assert_ne!(command_grants(&commands, &policy, &key()), command_grants(&commands, &policy, &two));
+        assert_eq!(command_grants(&commands, &key()), command_grants(&commands, &key()));
+        assert_ne!(command_grants(&commands, &key()), command_grants(&commands, &two));
         assert_ne!(env_value_mac(&key(), "1234"), env_value_mac(&two, "1234"));
     }
 }
