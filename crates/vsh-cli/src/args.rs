@@ -135,7 +135,8 @@ pub(crate) enum Command {
     Doctor(Common),
     /// Approve a pending transaction.
     Approve(ApproveArgs),
-    /// Reject a pending transaction.
+    /// Reject a pending transaction (one already rejected, denied, expired,
+    /// stale or failed is left as it is: exit 0).
     Reject(Stored),
     /// Commit an approved transaction (revalidated against the live workspace).
     Commit(CommitArgs),

@@ -1689,6 +1689,7 @@ fn print_receipt_next(
         let mut document = vsh::document::ReceiptDocument::from(receipt);
         // A run's review is made within the default limits.
         document.warnings.extend(show::left_out(receipt, false));
+        document.next = render::json_next(receipt, next);
         println!("{}", serde_json::to_string_pretty(&document)?);
     } else if !output.quiet {
         let text = match next {
@@ -1832,6 +1833,26 @@ fn reject_command(
             )
             .into());
         }
+        // Work that can never commit anyway: nothing to reject, as a second reject.
+        Err(vsh::VshError::Store(StoreError::WrongState {
+            state:
+                state @ (TransactionState::Denied
+                | TransactionState::Expired
+                | TransactionState::Stale
+                | TransactionState::Failed),
+            ..
+        })) => {
+            let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+            return print_settled_again(
+                runtime,
+                &record,
+                json,
+                output,
+                now,
+                state.name(),
+                "it can never be committed; nothing changed",
+            );
+        }
         Err(vsh::VshError::Store(StoreError::WrongState { state, .. })) => {
             return Err(format!("{id} cannot be rejected: it is {}", state.name()).into());
         }
@@ -1871,9 +1892,7 @@ pub(crate) fn print_record(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let receipt = runtime.show(record.id)?;
     let stored = runtime.stored_program(record.id)?;
-    let intent = stored.as_ref().map(|stored| stored.intent.as_str()).unwrap_or_default();
-    let document =
-        vsh::document::TransactionDocument::new(record, receipt.as_ref(), intent).with_program(stored.as_ref());
+    let document = render::record_document(record, receipt.as_ref(), stored.as_ref());
     println!("{}", serde_json::to_string_pretty(&vsh::document::RecordDocument::new(document))?);
     Ok(())
 }

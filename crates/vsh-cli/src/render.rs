@@ -116,22 +116,39 @@ impl PendingRow {
         stored: Option<&vsh::StoredProgram>,
     ) -> Self {
         let intent = stored.map(|stored| stored.intent.clone()).unwrap_or_default();
-        let label = match stored {
-            // Quoted by shlex already: its backslashes are the shell's, so
-            // only what could start a line or drive the terminal is escaped.
-            Some(stored) if intent.is_empty() && stored.language == vsh::Language::Command => {
-                parse_command(&stored.code).map_or_else(String::new, |command| {
-                    format!("$ {}", shown(&command.line, true).replace('\t', "\\t"))
-                })
-            }
-            // A program without an intent: its first line that does
-            // something (not an import), so the row says what it is.
-            Some(stored) if intent.is_empty() => first_line(&stored.code),
-            // An agent's text.
-            _ => shown(&intent, false).into_owned(),
-        };
+        let label = label_of(&intent, stored);
         let command = stored.and_then(vsh::StoredProgram::command_argv);
         Self { record, receipt, intent, label, command, policy_changed: false }
+    }
+}
+
+/// `record`'s document (`vsh.record/1`) with its stored program's intent,
+/// command line and label, as the listings show it.
+pub(crate) fn record_document(
+    record: &vsh::TransactionRecord,
+    receipt: Option<&Receipt>,
+    stored: Option<&vsh::StoredProgram>,
+) -> vsh::document::TransactionDocument {
+    let intent = stored.map_or("", |stored| stored.intent.as_str());
+    let mut document = vsh::document::TransactionDocument::new(record, receipt, intent).with_program(stored);
+    document.label = label_of(intent, stored);
+    document
+}
+
+/// What the listings show for work: its intent, else a real command's
+/// command line after `$ `, else its program's first line that does
+/// something after `# `; escaped so it can never draw a row of its own.
+fn label_of(intent: &str, stored: Option<&vsh::StoredProgram>) -> String {
+    match stored {
+        // Quoted by shlex already: its backslashes are the shell's, so
+        // only what could start a line or drive the terminal is escaped.
+        Some(stored) if intent.is_empty() && stored.language == vsh::Language::Command => parse_command(&stored.code)
+            .map_or_else(String::new, |command| format!("$ {}", shown(&command.line, true).replace('\t', "\\t"))),
+        // A program without an intent: its first line that does
+        // something (not an import), so the row says what it is.
+        Some(stored) if intent.is_empty() => first_line(&stored.code),
+        // An agent's text.
+        _ => shown(intent, false).into_owned(),
     }
 }
 
@@ -725,6 +742,12 @@ fn next_step(receipt: &Receipt) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// What to do next for a JSON document: `next` when the caller knows
+/// better (a rerun), else the receipt's; only a command, never a sentence.
+pub(crate) fn json_next(receipt: &Receipt, next: Option<String>) -> Option<String> {
+    next.or_else(|| next_step(receipt)).filter(|next| next.starts_with("vsh "))
 }
 
 /// The changed paths a text receipt without its review lists, at most.

@@ -933,7 +933,8 @@ impl VshServer {
                     | TransactionState::Expired
                     | TransactionState::Stale
                     | TransactionState::Failed => {
-                        let document = vsh::document::TransactionDocument::new(&record, None, "");
+                        let stored = runtime.stored_program(id).ok().flatten();
+                        let document = crate::render::record_document(&record, None, stored.as_ref());
                         let summary = format!(
                             "transaction {} is already {}: it can never be committed; nothing changed",
                             record.id.short(),
@@ -946,7 +947,8 @@ impl VshServer {
             }
             match runtime.reject(id, crate::now_ms()) {
                 Ok(record) => {
-                    let document = vsh::document::TransactionDocument::new(&record, None, "");
+                    let stored = runtime.stored_program(id).ok().flatten();
+                    let document = crate::render::record_document(&record, None, stored.as_ref());
                     let summary = format!("transaction {} is {}", record.id.short(), record.state.name());
                     success(&RecordDocument::new(document), summary)
                 }
@@ -1018,12 +1020,9 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     }
     let record = runtime.transaction(id)?;
     let stored = runtime.stored_program(id)?;
-    let intent = stored.as_ref().map_or("", |stored| stored.intent.as_str()).to_owned();
     let mut document = ShowDocument::new(
         &receipt,
-        record.as_ref().map(|record| {
-            vsh::document::TransactionDocument::new(record, Some(&receipt), &intent).with_program(stored.as_ref())
-        }),
+        record.as_ref().map(|record| crate::render::record_document(record, Some(&receipt), stored.as_ref())),
         &runtime.history(id)?,
         runtime.run_policy(id)?.as_ref(),
         stored.map(|stored| stored.code),

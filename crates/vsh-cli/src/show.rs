@@ -80,28 +80,6 @@ pub(crate) fn show(
     if !output.quiet {
         say_left_out(&receipt, full);
     }
-    if json {
-        let record = runtime.transaction(id)?;
-        let intent = runtime.stored_program(id)?;
-        let mut document = vsh::document::ShowDocument::new(
-            &receipt,
-            record.as_ref().map(|record| {
-                vsh::document::TransactionDocument::new(
-                    record,
-                    Some(&receipt),
-                    intent.as_ref().map_or("", |stored| stored.intent.as_str()),
-                )
-                .with_program(intent.as_ref())
-                .with_policy_changed(runtime.decided_under_another_policy(id))
-            }),
-            &runtime.history(id)?,
-            runtime.run_policy(id)?.as_ref(),
-            intent.map(|stored| stored.code),
-        );
-        document.receipt.warnings.extend(left_out(&receipt, full));
-        println!("{}", serde_json::to_string_pretty(&document)?);
-        return Ok(exit_code(&receipt, Asked::Review, output.detailed));
-    }
     // Work made under a policy since replaced can only be made again.
     let rerun = if runtime.decided_under_another_policy(id) {
         Some(format!(
@@ -116,6 +94,24 @@ pub(crate) fn show(
     } else {
         None
     };
+    if json {
+        let record = runtime.transaction(id)?;
+        let intent = runtime.stored_program(id)?;
+        let mut document = vsh::document::ShowDocument::new(
+            &receipt,
+            record.as_ref().map(|record| {
+                crate::render::record_document(record, Some(&receipt), intent.as_ref())
+                    .with_policy_changed(runtime.decided_under_another_policy(id))
+            }),
+            &runtime.history(id)?,
+            runtime.run_policy(id)?.as_ref(),
+            intent.map(|stored| stored.code),
+        );
+        document.receipt.warnings.extend(left_out(&receipt, full));
+        document.receipt.next = render::json_next(&receipt, rerun);
+        println!("{}", serde_json::to_string_pretty(&document)?);
+        return Ok(exit_code(&receipt, Asked::Review, output.detailed));
+    }
     print_receipt_next(&receipt, json, output, rerun)?;
     if !output.quiet {
         if let Some(record) = runtime.transaction(id)? {

@@ -1918,6 +1918,12 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     assert!(shown["receipt"]["review"][0]["hunks"].as_str().unwrap().contains("+two"), "{shown}");
     assert_eq!(shown["history"][0]["state"], "pending-approval");
     assert!(shown["program"].as_str().unwrap().contains("write_text"));
+    // ux53 #5: the record is labelled as the listings label it, intent or not.
+    assert_eq!(shown["record"]["label"], "# Path('a.txt').write_text('two\\n')", "{shown}");
+    // And says what to do next, as the text does.
+    let short = &id[..12];
+    assert_eq!(shown["receipt"]["next"], format!("vsh approve {short} && vsh commit {short}"));
+    assert_eq!(pending["next"], shown["receipt"]["next"]);
     valid_document(&vsh(&["pending", "--json", "--workspace", ws], None));
     let approved = valid_document(&vsh(&["approve", "--json", &id, "--workspace", ws], None));
     assert_eq!((approved["state"].as_str(), approved["transaction"].as_str()), (Some("approved"), Some(id.as_str())));
@@ -1931,6 +1937,16 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     let again = vsh(&["reject", other["transaction"].as_str().unwrap(), "--workspace", ws], None);
     assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
     assert!(String::from_utf8_lossy(&again.stdout).contains("already rejected"));
+    // Denied work can never commit: rejecting it changes nothing and says so, exit 0 (ux53 #7).
+    let denied_id = denied["transaction"].as_str().unwrap();
+    let final_already = vsh(&["reject", denied_id, "--workspace", ws], None);
+    assert_eq!(final_already.status.code(), Some(0), "{}", String::from_utf8_lossy(&final_already.stderr));
+    assert!(String::from_utf8_lossy(&final_already.stdout).contains("already denied"));
+    let as_json = valid_document(&vsh(&["reject", "--json", denied_id, "--workspace", ws], None));
+    assert_eq!(
+        (as_json["state"].as_str(), as_json["label"].as_str()),
+        (Some("denied"), Some("# Path('.env').read_text()"))
+    );
     let committed = valid_document(&vsh(&["commit", "--json", &id, "--workspace", ws], None));
     assert_eq!(committed["state"], "committed");
     assert!(committed["commit"]["verified_paths"].as_u64().unwrap() >= 1);

@@ -75,6 +75,12 @@ pub struct ReceiptDocument {
     pub grants: Option<crate::CommandGrants>,
     /// What the operator should know about a run that still succeeded.
     pub warnings: Vec<String>,
+    /// The command that takes the work on (`vsh approve TX && vsh commit
+    /// TX`, `vsh commit TX`, `vsh rerun TX`), as the text receipt's `next`
+    /// line gives it; `null` when there is nothing to do or the document was
+    /// not made by the CLI.
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// One step of a candidate workspace's session.
@@ -558,6 +564,7 @@ impl From<&Receipt> for ReceiptDocument {
             }),
             grants: receipt.grants.clone(),
             warnings: receipt.warnings.iter().map(ToString::to_string).collect(),
+            next: None,
         }
     }
 }
