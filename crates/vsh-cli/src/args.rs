@@ -404,8 +404,9 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) budget: BudgetArgs,
     /// The most characters of each text a tool result carries (stdout, the
-    /// value, the program, all hunks together); longer texts keep their head
-    /// and tail, and the result says what was cut.
+    /// value, the program, all hunks together, each path list's JSON);
+    /// longer texts keep their head and tail, lists their first paths, and
+    /// the result says what was cut.
     #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(256..=16_777_216))]
     pub(crate) max_text: u32,
     /// Let agents run real commands: `vsh_run`'s language "command" (the

@@ -158,9 +158,10 @@ pub(crate) struct TransactionParams {
 pub(crate) struct ShowParams {
     /// The transaction id, or a unique prefix of at least 6 hex digits.
     transaction: String,
-    /// Review only these changed paths, each up to 64 MiB (the whole review
-    /// stops at 128 KiB a file and 1 MiB in all): for the files a first look
-    /// lists without hunks.
+    /// Review only these changed paths, a directory standing for every
+    /// changed path beneath it, each up to 64 MiB (the whole review stops at
+    /// 128 KiB a file and 1 MiB in all): for the files a first look lists
+    /// without hunks, or a large change a directory at a time.
     paths: Option<Vec<String>>,
 }
 
@@ -380,6 +381,14 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced:
                 crate::render::shown(entry.path.as_str(), false),
                 crate::render::state_text(entry.before.as_ref()),
                 crate::render::state_text(entry.after.as_ref())
+            );
+        }
+        if receipt.changes.len() > listed {
+            let _ = write!(
+                text,
+                "\n  ... and {} more paths: vsh_show {} with paths=[\"a/dir\"] lists those under a directory",
+                receipt.changes.len() - listed,
+                receipt.transaction.short()
             );
         }
     } else if receipt.changed_paths > 0 {
@@ -1005,14 +1014,24 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     let mut receipt = runtime.show(id)?.ok_or(VshError::UnknownTransaction(id))?;
     let mut not_changed = Vec::new();
     if let Some(paths) = &params.paths {
-        let asked: std::collections::BTreeSet<vsh::VPath> =
-            paths.iter().filter_map(|path| vsh::VPath::parse(path).ok()).collect();
+        // A path asks for itself and, a directory, for every changed path beneath it.
+        let named: Vec<vsh::VPath> = paths.iter().filter_map(|path| vsh::VPath::parse(path).ok()).collect();
+        let selects = |asked: &vsh::VPath, path: &vsh::VPath| path.is_within(asked);
+        let asked: std::collections::BTreeSet<vsh::VPath> = receipt
+            .changes
+            .iter()
+            .filter(|entry| named.iter().any(|asked| selects(asked, &entry.path)))
+            .map(|entry| entry.path.clone())
+            .collect();
         let limits = vsh::ReviewLimits { max_file_bytes: 64 << 20, max_total_bytes: 256 << 20 };
         receipt.review = runtime.review_paths(id, limits, &asked)?;
         receipt.changes.retain(|entry| asked.contains(&entry.path));
         not_changed = paths
             .iter()
-            .filter(|path| !receipt.changes.iter().any(|entry| entry.path.as_str() == path.as_str()))
+            .filter(|path| {
+                vsh::VPath::parse(path)
+                    .map_or(true, |named| !receipt.changes.iter().any(|entry| selects(&named, &entry.path)))
+            })
             .cloned()
             .collect();
     } else if receipt.review.is_empty() {

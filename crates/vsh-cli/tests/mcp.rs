@@ -505,6 +505,26 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let shown = call(&client, "vsh_show", json!({"transaction": id})).await;
     assert_eq!(shown.document["program"], program, "a program that fits is whole");
     assert_eq!(shown.document["receipt"]["review"][0]["no_hunks"], "budget-spent");
+    // ux55 #1: the path lists are bounded too, in characters as well as in
+    // paths, and a directory reviews what is beneath it.
+    let many = "from pathlib import Path\nPath('many').mkdir()\nfor n in range(60):\n    \
+                Path(f'many/f{n:02}.txt').write_text('x')\nPath('other.txt').write_text('o')";
+    let run = call(&client, "vsh_run", json!({"code": many, "detail": "full"})).await;
+    let listed = run.document["changes"].as_array().unwrap().len();
+    let reviewed = run.document["review"].as_array().unwrap().len();
+    assert!((1..10).contains(&listed) && (1..20).contains(&reviewed), "{listed} {reviewed}: {}", run.document);
+    let serialized = run.document.to_string().len();
+    assert!(serialized < 8 * 400 + 4_000, "{serialized}: {}", run.document);
+    let notes = run.document["warnings"].to_string();
+    assert!(notes.contains(&format!("changes lists the first {listed} of 62 paths")), "{notes}");
+    assert!(run.text.contains(&format!("... and {} more paths: vsh_show", 62 - listed)), "{}", run.text);
+    let id = run.document["transaction"].as_str().unwrap().to_owned();
+    let below = call(&client, "vsh_show", json!({"transaction": id, "paths": ["many", "gone"]})).await;
+    let notes = below.document["receipt"]["warnings"].to_string();
+    assert!(notes.contains("of 61 paths"), "many/ and its 60 files: {notes}");
+    assert!(below.text.contains("not changed by this transaction: \"gone\""), "{}", below.text);
+    let changes = below.document["receipt"]["changes"].as_array().unwrap();
+    assert!(changes.iter().all(|entry| entry["path"].as_str().unwrap().starts_with("many")), "{changes:?}");
     client.cancel().await.unwrap();
 }
 

@@ -44,6 +44,22 @@ pub(crate) fn cut(text: &str, max: usize) -> Option<String> {
     Some(out)
 }
 
+/// How many of `entries`, from the first, fit `bounds`: at most
+/// `max_paths`, and `size` of those kept adds up to at most `max_chars`
+/// (the first is always kept).
+fn listed_within<T>(entries: &[T], bounds: TextBounds, size: impl Fn(&T) -> usize) -> usize {
+    let mut used = 0_usize;
+    let mut kept = 0;
+    for entry in entries.iter().take(bounds.max_paths) {
+        used = used.saturating_add(size(entry));
+        if used > bounds.max_chars && kept > 0 {
+            break;
+        }
+        kept += 1;
+    }
+    kept
+}
+
 impl ReceiptDocument {
     /// Cut what the program produced to `bounds`: stdout and its base64 keep
     /// their head and tail, a value whose JSON is too long becomes
@@ -97,21 +113,30 @@ impl ReceiptDocument {
                 self.value = serde_json::json!({ "$repr": short });
             }
         }
-        if self.changes.len() > bounds.max_paths {
+        // Each path list: at most `max_paths` entries, and at most `max`
+        // characters of JSON (a review's entries counted without their
+        // hunks, which share their own budget below).
+        let total = self.changes.len();
+        let kept = listed_within(&self.changes, bounds, |entry| serde_json::to_string(entry).map_or(0, |t| t.len()));
+        if kept < total {
             self.warnings.push(format!(
-                "changes lists the first {} of {} paths for this reader",
-                bounds.max_paths,
-                self.changes.len()
+                "changes lists the first {kept} of {total} paths for this reader (at most {} paths and {max} \
+                 characters)",
+                bounds.max_paths
             ));
-            self.changes.truncate(bounds.max_paths);
+            self.changes.truncate(kept);
         }
-        if self.review.len() > bounds.max_paths {
+        let total = self.review.len();
+        let kept = listed_within(&self.review, bounds, |review| {
+            serde_json::to_string(review).map_or(0, |t| t.len()) - review.hunks.as_ref().map_or(0, String::len)
+        });
+        if kept < total {
             self.warnings.push(format!(
-                "review lists the first {} of {} paths for this reader",
-                bounds.max_paths,
-                self.review.len()
+                "review lists the first {kept} of {total} paths for this reader (at most {} paths and {max} \
+                 characters)",
+                bounds.max_paths
             ));
-            self.review.truncate(bounds.max_paths);
+            self.review.truncate(kept);
         }
         let mut left = max;
         let mut spent = 0_usize;
