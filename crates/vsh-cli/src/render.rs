@@ -527,6 +527,7 @@ fn no_hunks_reason(reason: NoHunks) -> &'static str {
         NoHunks::BudgetSpent => "review budget spent",
         NoHunks::Unavailable => "its content is not available: not kept, or no longer in the workspace",
         NoHunks::Protected => "protected content",
+        NoHunks::Renamed => "renamed: its change is shown at the path it moved to (`rename from` names this one)",
     }
 }
 

@@ -78,6 +78,9 @@ pub enum NoHunks {
     Unavailable,
     /// The policy protects the file's content from reading.
     Protected,
+    /// The file was deleted as the source of a rename: the review of the
+    /// path it moved to shows its change (`rename from` names this path).
+    Renamed,
 }
 
 /// Which side of a change [`review_entries`] asks the content of.
@@ -121,6 +124,132 @@ pub fn unified_hunks(path: &VPath, before: Option<&str>, after: Option<&str>) ->
     let new_name = if after.is_some() { header_name("b/", path) } else { "/dev/null".to_owned() };
     let diff = TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""));
     diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string()
+}
+
+/// The review of a rename from `from` to `to`: `rename from` and `rename
+/// to` lines, as git writes them, then the hunks between the file's old
+/// text and its new one (none when the bytes are the same).
+fn rename_hunks(from: &VPath, to: &VPath, before: &[u8], after: &[u8]) -> Option<String> {
+    let mut text = format!("rename from {}\nrename to {}\n", header_name("", from), header_name("", to));
+    if before == after {
+        return Some(text);
+    }
+    let (Some((Some(old), old_escaped)), Some((Some(new), new_escaped))) =
+        (side_text(Some(&before), None, true), side_text(Some(&after), None, true))
+    else {
+        return None;
+    };
+    let diff = TextDiff::from_lines(old.as_ref(), new.as_ref());
+    let _ = write!(
+        text,
+        "{}",
+        diff.unified_diff().context_radius(3).header(&header_name("a/", from), &header_name("b/", to))
+    );
+    if old_escaped || new_escaped {
+        text.push_str(ESCAPED_NOTE);
+    }
+    Some(text)
+}
+
+/// How similar a deleted file's bytes and a created file's must be for the
+/// two to be reviewed as one file renamed (git's default is 50%).
+const MIN_RENAME_SIMILARITY: f32 = 0.5;
+/// The most deleted files one created file is compared with, and the most
+/// comparisons one review makes: pairing is a reviewer's aid, bounded.
+const MAX_RENAME_CANDIDATES: usize = 8;
+const MAX_RENAME_COMPARISONS: usize = 512;
+
+/// A created file paired with the deleted file it was renamed from.
+struct Renamed<B> {
+    /// The deleted entry's index.
+    from: usize,
+    before: B,
+    after: B,
+}
+
+/// How alike two files' bytes are, from 0 to 1: 1 for the same bytes, the
+/// share of lines alike for two texts, 0 otherwise.
+fn similarity(before: &[u8], after: &[u8]) -> f32 {
+    if before == after {
+        return 1.0;
+    }
+    match (std::str::from_utf8(before), std::str::from_utf8(after)) {
+        (Ok(old), Ok(new)) if is_text(before) && is_text(after) => TextDiff::from_lines(old, new).ratio(),
+        _ => 0.0,
+    }
+}
+
+/// Pair each created file (of `entries`, within `limits`) with a deleted
+/// file in the same directory or of the same name whose bytes it mostly
+/// keeps, the most alike first: a rename, or a rename with an edit, is
+/// reviewed as one change instead of two whole files. Every byte compared
+/// comes from `content`, which refuses what the reader may not read, and
+/// counts against `read` within `max_read`.
+fn pair_renames<B: AsRef<[u8]>, E>(
+    entries: &[DiffEntry],
+    limits: ReviewLimits,
+    max_read: u64,
+    read: &mut u64,
+    content: &mut impl FnMut(&DiffEntry, Side) -> Result<Result<B, NoHunks>, E>,
+) -> Result<std::collections::HashMap<usize, Renamed<B>>, E> {
+    let small_file = |state: Option<NodeState>| {
+        state.is_some_and(|state| state.kind == NodeKind::File && state.size <= limits.max_file_bytes)
+    };
+    let deleted: Vec<usize> = (0..entries.len())
+        .filter(|&index| small_file(entries[index].before) && entries[index].after.is_none())
+        .collect();
+    let mut paired = std::collections::HashMap::new();
+    if deleted.is_empty() {
+        return Ok(paired);
+    }
+    let related = |from: &VPath, to: &VPath| from.parent() == to.parent() || from.file_name() == to.file_name();
+    let mut befores: std::collections::HashMap<usize, Option<B>> = std::collections::HashMap::new();
+    let mut taken = std::collections::HashSet::new();
+    let mut comparisons = 0;
+    for (index, entry) in entries.iter().enumerate() {
+        if entry.before.is_some() || !small_file(entry.after) || comparisons >= MAX_RENAME_COMPARISONS {
+            continue;
+        }
+        let candidates: Vec<usize> = deleted
+            .iter()
+            .copied()
+            .filter(|from| !taken.contains(from) && related(&entries[*from].path, &entry.path))
+            .take(MAX_RENAME_CANDIDATES)
+            .collect();
+        let size = entry.after.map_or(0, |state| state.size);
+        if candidates.is_empty() || read.saturating_add(size) > max_read {
+            continue;
+        }
+        *read += size;
+        let Ok(after) = content(entry, Side::After)? else { continue };
+        let mut best: Option<(usize, f32)> = None;
+        for from in candidates {
+            comparisons += 1;
+            if let std::collections::hash_map::Entry::Vacant(vacant) = befores.entry(from) {
+                let size = entries[from].before.map_or(0, |state| state.size);
+                if read.saturating_add(size) > max_read {
+                    break;
+                }
+                *read += size;
+                vacant.insert(content(&entries[from], Side::Before)?.ok());
+            }
+            let Some(Some(before)) = befores.get(&from) else { continue };
+            let score = similarity(before.as_ref(), after.as_ref());
+            if score >= MIN_RENAME_SIMILARITY && best.is_none_or(|(_, known)| score > known) {
+                best = Some((from, score));
+            }
+            if score >= 1.0 {
+                break;
+            }
+        }
+        if let Some((from, _)) = best
+            && let Some(Some(before)) = befores.remove(&from)
+        {
+            taken.insert(from);
+            paired.insert(index, Renamed { from, before, after });
+        }
+    }
+    Ok(paired)
 }
 
 /// `prefix` and `path` as a unified diff's header names them, quoted as git
@@ -259,8 +388,29 @@ pub fn review_entries<B: AsRef<[u8]>, E>(
 ) -> Result<Vec<FileReview>, E> {
     let (mut shown, mut read) = (0u64, 0u64);
     let max_read = limits.max_total_bytes.saturating_mul(READ_PER_SHOWN);
+    let renamed = pair_renames(entries, limits, max_read, &mut read, &mut content)?;
+    let renamed_away: std::collections::HashSet<usize> = renamed.values().map(|renamed| renamed.from).collect();
     let mut out = Vec::new();
-    for entry in entries {
+    for (index, entry) in entries.iter().enumerate() {
+        if renamed_away.contains(&index) {
+            out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::Renamed) });
+            continue;
+        }
+        if let Some(pair) = renamed.get(&index) {
+            let hunks =
+                match rename_hunks(&entries[pair.from].path, &entry.path, pair.before.as_ref(), pair.after.as_ref()) {
+                    Some(text) if shown.saturating_add(text.len() as u64) > limits.max_total_bytes => {
+                        Err(NoHunks::BudgetSpent)
+                    }
+                    Some(text) => {
+                        shown += text.len() as u64;
+                        Ok(text)
+                    }
+                    None => Err(NoHunks::Binary),
+                };
+            out.push(FileReview { path: entry.path.clone(), hunks });
+            continue;
+        }
         // A directory has no content to show: a side that is one counts as
         // absent, so a directory replaced by a symlink shows where it points.
         let (before_state, after_state) = (
@@ -499,6 +649,62 @@ mod tests {
             "--- a/build.sh\n+++ b/build.sh\n@@ -1,2 +1,2 @@\n #!/bin/sh\n-echo building\n+echo building\\033[2J\\000\n\
              \\ bytes that are not UTF-8 and control characters are shown as \\ooo (octal), a backslash as \\134\n"
         );
+    }
+
+    /// ux55 #2: a rename with a one-line edit was reviewed as two whole
+    /// files of the same size, the edit hidden in them. A created file that
+    /// mostly keeps a deleted file's lines (in its directory, or of its name)
+    /// is reviewed as that file renamed: the edit alone in its hunks.
+    #[test]
+    fn a_rename_is_reviewed_as_one_change_and_its_edit_stands_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = (0..12).fold(String::new(), |mut body, n| {
+            let _ = write!(body, "def test_{n}():\n    assert total({n}) == {n}\n");
+            body
+        });
+        std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+        std::fs::create_dir_all(dir.path().join("mod3")).unwrap();
+        std::fs::write(dir.path().join("tests/test_basket.py"), &body).unwrap();
+        std::fs::write(dir.path().join("mod3/f.txt"), "same\n").unwrap();
+        std::fs::write(dir.path().join("mod3/image.bin"), [0xff_u8, 0, 1, 2]).unwrap();
+        std::fs::write(dir.path().join("tests/other.py"), "x = 1\n").unwrap();
+        std::fs::write(dir.path().join("gone.txt"), "nothing alike\n").unwrap();
+        let host = Arc::new(vsh_host::CapDir::open(dir.path()).unwrap());
+        let mut vfs = VirtualFs::new(host, vec![], SnapshotLimits::default());
+        let p = |s: &str| VPath::parse(s).unwrap();
+        vfs.unlink(&p("tests/test_basket.py")).unwrap();
+        let edited = body.replace("total(7) == 7", "total(7) == 8");
+        vfs.write(&p("tests/test_shop.py"), Arc::from(edited.as_bytes())).unwrap();
+        // A directory moved: its files, the same bytes, are renames with no hunks (binary ones too).
+        vfs.rename(&p("mod3"), &p("modthree")).unwrap();
+        // A file made anew beside a deleted one it is nothing like: two changes.
+        vfs.unlink(&p("gone.txt")).unwrap();
+        vfs.write(&p("fresh.txt"), Arc::from(&b"brand new\n"[..])).unwrap();
+        let diff = vfs.canonical_diff().unwrap();
+        let review = vfs.review(diff.entries(), ReviewLimits::default(), &|_| false).unwrap();
+        let by_path = |name: &str| review.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
+        assert_eq!(
+            by_path("tests/test_shop.py").unwrap(),
+            "rename from tests/test_basket.py\nrename to tests/test_shop.py\n--- a/tests/test_basket.py\n\
+             +++ b/tests/test_shop.py\n@@ -13,7 +13,7 @@\n \
+             def test_6():\n     assert total(6) == 6\n def test_7():\n-    assert total(7) == 7\n\
+             +    assert total(7) == 8\n def test_8():\n     assert total(8) == 8\n def test_9():\n"
+        );
+        assert_eq!(by_path("tests/test_basket.py"), Err(NoHunks::Renamed));
+        assert_eq!(by_path("modthree/f.txt").unwrap(), "rename from mod3/f.txt\nrename to modthree/f.txt\n");
+        assert_eq!(by_path("mod3/f.txt"), Err(NoHunks::Renamed));
+        assert_eq!(
+            by_path("modthree/image.bin").unwrap(),
+            "rename from mod3/image.bin\nrename to modthree/image.bin\n"
+        );
+        assert_eq!(by_path("fresh.txt").unwrap(), "--- /dev/null\n+++ b/fresh.txt\n@@ -0,0 +1 @@\n+brand new\n");
+        assert_eq!(by_path("gone.txt").unwrap(), "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-nothing alike\n");
+        // A file the reader may not read is never paired (its bytes never compared).
+        let protected =
+            vfs.review(diff.entries(), ReviewLimits::default(), &|path| path.as_str() == "mod3/f.txt").unwrap();
+        let hunks = |name: &str| protected.iter().find(|r| r.path.as_str() == name).unwrap().hunks.clone();
+        assert_eq!(hunks("mod3/f.txt"), Err(NoHunks::Protected));
+        assert_eq!(hunks("modthree/f.txt").unwrap(), "--- /dev/null\n+++ b/modthree/f.txt\n@@ -0,0 +1 @@\n+same\n");
     }
 
     #[test]

@@ -578,6 +578,7 @@ impl CandidateWorkspace {
                         vsh_vfs::NoHunks::BudgetSpent => "review budget spent",
                         vsh_vfs::NoHunks::Unavailable => "before state no longer on disk",
                         vsh_vfs::NoHunks::Protected => "protected",
+                        vsh_vfs::NoHunks::Renamed => "renamed: shown at the path it moved to",
                     };
                     let _ = writeln!(
                         text,

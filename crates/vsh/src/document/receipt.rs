@@ -351,7 +351,8 @@ pub struct ReviewDocument {
     /// Unified hunks (`--- a/...`, `+++ b/...`), when there are any.
     pub hunks: Option<String>,
     /// Why there are none: `not-file-content`, `binary`, `too-large`,
-    /// `budget-spent`, `unavailable`, `protected`.
+    /// `budget-spent`, `unavailable`, `protected`, `renamed` (deleted as the source of
+    /// a rename: the review of the path it moved to shows the change).
     pub no_hunks: Option<String>,
 }
 
@@ -364,6 +365,7 @@ pub(crate) fn no_hunks_name(reason: NoHunks) -> &'static str {
         NoHunks::BudgetSpent => "budget-spent",
         NoHunks::Unavailable => "unavailable",
         NoHunks::Protected => "protected",
+        NoHunks::Renamed => "renamed",
     }
 }
 
