@@ -723,6 +723,17 @@ fn scratch_directories_past_their_bound_are_cleared_after_the_run_that_filled_th
     let (bytes, max) = cleared.unwrap_or_else(|| panic!("{:?}", filled.warnings));
     assert!(bytes >= 2 * 65536 && max == 0, "{bytes} {max}");
     assert_eq!(printed(&run(&bounded, "ls target; echo end")), "end\n", "past the bound: cleared");
+    // sec55 F1: a tree of directories too deep to measure by path (or to
+    // empty one level a stack frame) is past any bound, and is cleared
+    // without harm to vsh; the next run finds it gone.
+    let code = command(&[
+        "/usr/bin/python3",
+        "-c",
+        "import os\nos.chdir('target')\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')",
+    ]);
+    let deep = bounded.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+    assert!(deep.warnings.contains(&vsh::Warning::ScratchCleared { bytes: u64::MAX, max: 0 }), "{:?}", deep.warnings);
+    assert_eq!(printed(&run(&bounded, "ls target; echo end")), "end\n");
 }
 
 #[test]

@@ -347,6 +347,29 @@ impl WritableDir {
         self.rename_with(from, to, RenameFlags::NOREPLACE, "renameat2")
     }
 
+    /// Move the entry `raw` of the directory `from` (a handle beneath this
+    /// one) to this directory's own entry `to`, never replacing anything
+    /// ([`HostError::AlreadyExists`] then): so a tree of any depth is emptied
+    /// by lifting what is deep up, never by descending into it.
+    pub(crate) fn hoist_entry(&self, from: &WritableDir, raw: &[u8], to: &VPath) -> Result<(), HostError> {
+        use std::os::unix::ffi::OsStrExt as _;
+        self.counters.write();
+        let leaf = std::ffi::OsStr::new(to.as_str());
+        match retry_intr(|| {
+            rfs::renameat_with(
+                &from.dir.fd,
+                std::ffi::OsStr::from_bytes(raw),
+                &self.dir.fd,
+                leaf,
+                RenameFlags::NOREPLACE,
+            )
+        }) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => Err(HostError::AlreadyExists { path: to.clone() }),
+            Err(errno) => Err(HostError::io("renameat2", to, errno)),
+        }
+    }
+
     /// Give the entry `raw` of this directory itself (a name no [`VPath`] can
     /// spell: not UTF-8) the name `to`, never replacing anything: so a tree
     /// someone else wrote can be emptied whatever its names.
@@ -355,8 +378,11 @@ impl WritableDir {
         self.counters.write();
         let (to_parent, to_leaf) = self.open_parent(to).map_err(|failure| failure.into_error("open", to))?;
         let from = std::ffi::OsStr::from_bytes(raw);
-        retry_intr(|| rfs::renameat_with(&self.dir.fd, from, &to_parent, to_leaf, RenameFlags::NOREPLACE))
-            .map_err(|errno| HostError::io("renameat2", to, errno))
+        match retry_intr(|| rfs::renameat_with(&self.dir.fd, from, &to_parent, to_leaf, RenameFlags::NOREPLACE)) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => Err(HostError::AlreadyExists { path: to.clone() }),
+            Err(errno) => Err(HostError::io("renameat2", to, errno)),
+        }
     }
 
     fn rename_with(&self, from: &VPath, to: &VPath, flags: RenameFlags, op: &'static str) -> Result<(), HostError> {

@@ -66,33 +66,77 @@ impl WritableDir {
     }
 }
 
-/// Remove everything inside the directory `dir`.
+/// Remove everything inside the directory `dir`, however deep.
 ///
-/// Files go first, on a few threads when there are many: most of an unlink's
-/// cost is freeing the inode's blocks, which happens outside the directory's
-/// lock, so unlinks in one directory overlap. Directories (and anything the
-/// listing could not classify) are then removed one at a time.
+/// Never recursive, and never more than two directories open: each pass
+/// unlinks the files at the top, then empties each directory there of its
+/// own files and lifts what else it holds (directories, names no path can
+/// spell) up to the top under a fresh name, and removes it. So a tree a
+/// command built 30,000 levels deep costs one pass a level, never a stack
+/// frame or a descriptor a level, nor a path longer than two names.
+///
+/// Files are unlinked on a few threads when there are many: most of an
+/// unlink's cost is freeing the inode's blocks, which happens outside the
+/// directory's lock, so unlinks in one directory overlap.
 fn empty(dir: &WritableDir) -> Result<(), HostError> {
-    let mut files: Vec<VPath> = Vec::new();
-    let mut others: Vec<VPath> = Vec::new();
-    for (index, entry) in dir.list_dir(&VPath::root())?.into_iter().enumerate() {
-        // A name no path can spell (not UTF-8, written there by someone
-        // else) is renamed to one first, then removed as any other.
-        let name = if let Ok(name) = VPath::from_component_bytes(&entry.name) {
-            name
-        } else {
-            let spelled = VPath::from_component(&format!(".vsh-unspellable-{}-{index}", std::process::id()))
-                .expect("a plain component");
-            dir.rename_raw_entry(&entry.name, &spelled)?;
-            spelled
-        };
-        match entry.kind {
-            Some(HostKind::File | HostKind::Symlink | HostKind::Other) => files.push(name),
-            Some(HostKind::Directory) | None => others.push(name),
+    let mut lifted = 0_u64;
+    loop {
+        let mut files: Vec<VPath> = Vec::new();
+        let mut others: Vec<Vec<u8>> = Vec::new();
+        for entry in dir.list_dir(&VPath::root())? {
+            match (entry.kind, VPath::from_component_bytes(&entry.name)) {
+                (Some(HostKind::File | HostKind::Symlink | HostKind::Other), Ok(name)) => files.push(name),
+                _ => others.push(entry.name),
+            }
+        }
+        // `unlinkat` without `AT_REMOVEDIR` never removes (or enters) a
+        // directory, so a stale kind fails safe: that name is emptied as one.
+        others.extend(unlink_all(dir, &files).into_iter().map(|name| name.as_str().as_bytes().to_vec()));
+        if others.is_empty() {
+            return Ok(());
+        }
+        for raw in others {
+            // Under a name a path can spell, at the top (a name that is not
+            // UTF-8, someone else's, is lifted to one in place).
+            let name = match VPath::from_component_bytes(&raw) {
+                Ok(name) => name,
+                Err(_) => fresh_name(&mut lifted, |to| dir.rename_raw_entry(&raw, to))?,
+            };
+            let Some(stat) = dir.lstat(&name)? else { continue };
+            if stat.kind != HostKind::Directory {
+                match dir.remove_file(&name) {
+                    Ok(()) | Err(HostError::NotFound { .. }) => continue,
+                    Err(error) => return Err(error),
+                }
+            }
+            if stat.mode & OWNER_ACCESS != OWNER_ACCESS {
+                dir.set_mode(&name, stat.mode | OWNER_ACCESS)?;
+            }
+            let inner = WritableDir::new(Arc::new(dir.open_subdir(&name)?));
+            let mut files: Vec<VPath> = Vec::new();
+            let mut deeper: Vec<Vec<u8>> = Vec::new();
+            for entry in inner.list_dir(&VPath::root())? {
+                match (entry.kind, VPath::from_component_bytes(&entry.name)) {
+                    (Some(HostKind::File | HostKind::Symlink | HostKind::Other), Ok(name)) => files.push(name),
+                    _ => deeper.push(entry.name),
+                }
+            }
+            deeper.extend(unlink_all(&inner, &files).into_iter().map(|name| name.as_str().as_bytes().to_vec()));
+            for raw in deeper {
+                fresh_name(&mut lifted, |to| dir.hoist_entry(&inner, &raw, to))?;
+            }
+            drop(inner);
+            match dir.remove_dir(&name) {
+                Ok(()) | Err(HostError::NotFound { .. }) => {}
+                Err(error) => return Err(error),
+            }
         }
     }
-    // `unlinkat` without `AT_REMOVEDIR` never removes (or enters) a
-    // directory, so a stale kind fails safe: that name takes the full walk.
+}
+
+/// Unlink each of `names` in `dir`, on a few threads when there are many;
+/// the names that could not be unlinked (a directory listed as a file).
+fn unlink_all(dir: &WritableDir, names: &[VPath]) -> Vec<VPath> {
     let unlink = |names: &[VPath]| -> Vec<VPath> {
         names
             .iter()
@@ -100,20 +144,30 @@ fn empty(dir: &WritableDir) -> Result<(), HostError> {
             .cloned()
             .collect()
     };
-    let workers = files.len().div_ceil(UNLINKS_PER_WORKER).clamp(1, MAX_UNLINK_WORKERS);
-    let failed: Vec<VPath> = if workers == 1 {
-        unlink(&files)
-    } else {
-        let chunk = files.len().div_ceil(workers);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = files.chunks(chunk).map(|names| scope.spawn(move || unlink(names))).collect();
-            handles.into_iter().flat_map(|handle| handle.join().expect("an unlinking thread panicked")).collect()
-        })
-    };
-    for name in failed.iter().chain(&others) {
-        dir.remove_tree(name)?;
+    let workers = names.len().div_ceil(UNLINKS_PER_WORKER).clamp(1, MAX_UNLINK_WORKERS);
+    if workers == 1 {
+        return unlink(names);
     }
-    Ok(())
+    let chunk = names.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = names.chunks(chunk).map(|names| scope.spawn(move || unlink(names))).collect();
+        handles.into_iter().flat_map(|handle| handle.join().expect("an unlinking thread panicked")).collect()
+    })
+}
+
+/// Put an entry at a fresh name with `place` (which never replaces
+/// anything), trying the next name while one is taken; the name it took.
+fn fresh_name(lifted: &mut u64, mut place: impl FnMut(&VPath) -> Result<(), HostError>) -> Result<VPath, HostError> {
+    loop {
+        let name =
+            VPath::from_component(&format!(".vsh-lifted-{}-{lifted}", std::process::id())).expect("a plain component");
+        *lifted += 1;
+        match place(&name) {
+            Ok(()) => return Ok(name),
+            Err(HostError::AlreadyExists { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -176,5 +230,49 @@ mod tests {
         std::fs::write(root.join("scratch").join(unspellable), b"x").unwrap();
         writable.remove_tree(&p("scratch")).unwrap();
         assert!(!root.join("scratch").exists());
+    }
+
+    /// sec55 F1: a command built a chain of directories thousands deep in
+    /// a scratch directory, and emptying it (one stack frame and one open
+    /// directory a level) aborted vsh, run after run. It is emptied on a
+    /// small stack, a directory without owner access and a name already
+    /// taken by what it lifts among it, and nothing outside is touched.
+    #[test]
+    fn a_tree_thousands_deep_is_emptied_on_a_small_stack() {
+        use rustix::fs::{Mode, OFlags, mkdirat, openat};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("scratch")).unwrap();
+        std::fs::write(dir.path().join("outside.txt"), b"keep").unwrap();
+        // A name the emptying would lift to, taken already.
+        std::fs::create_dir(root.join("scratch").join(format!(".vsh-lifted-{}-0", std::process::id()))).unwrap();
+        let mut at =
+            openat(rustix::fs::CWD, root.join("scratch"), OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()).unwrap();
+        for level in 0..6_000 {
+            mkdirat(&at, "d", Mode::from_raw_mode(0o755)).unwrap();
+            if level % 1_000 == 0 {
+                let file = openat(&at, "f", OFlags::CREATE | OFlags::WRONLY, Mode::from_raw_mode(0o644)).unwrap();
+                drop(file);
+                rustix::fs::symlinkat("/", &at, "up").unwrap();
+            }
+            let next = openat(&at, "d", OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()).unwrap();
+            if level == 3_000 {
+                rustix::fs::chmodat(&at, "d", Mode::from_raw_mode(0o500), rustix::fs::AtFlags::empty()).unwrap();
+            }
+            at = next;
+        }
+        drop(at);
+        let writable = WritableDir::open_or_create_trusted(&root).unwrap();
+        std::thread::Builder::new()
+            .stack_size(128 << 10)
+            .spawn(move || {
+                writable.empty_dir(&p("scratch")).unwrap();
+                writable.remove_tree(&p("scratch")).unwrap();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(!root.join("scratch").exists());
+        assert_eq!(std::fs::read(dir.path().join("outside.txt")).unwrap(), b"keep");
     }
 }

@@ -427,7 +427,8 @@ impl ScratchLock {
         let mut report = ScratchReport::default();
         let dirs = self.scratch_dirs(true)?;
         report.bytes = dirs.iter().map(|(_, bytes)| *bytes).fold(0, u64::saturating_add);
-        if dirs.is_empty() || limit(report.bytes).is_none_or(|max| report.bytes <= max) {
+        // A tree too deep to measure (`u64::MAX`) is past any bound.
+        if dirs.is_empty() || limit(report.bytes).is_none_or(|max| report.bytes <= max && report.bytes != u64::MAX) {
             return Ok(report);
         }
         for (dir, bytes) in dirs {
@@ -476,12 +477,17 @@ impl ScratchLock {
     }
 
     /// The bytes every node below `dir` takes on disk (see
-    /// [`ScratchReport::bytes`]; symlinks not followed).
+    /// [`ScratchReport::bytes`]; symlinks not followed), or `u64::MAX` for
+    /// a tree too deep to measure by path ([`MAX_MEASURED_PATH_BYTES`]): a
+    /// command built it so, and it is past any bound.
     fn size(&self, dir: &VPath) -> Result<u64, StoreError> {
         const BLOCK: u64 = 4096;
         let mut total = 0_u64;
         let mut stack = vec![dir.clone()];
         while let Some(current) = stack.pop() {
+            if current.as_str().len() > MAX_MEASURED_PATH_BYTES {
+                return Ok(u64::MAX);
+            }
             let Some(stat) = self.dir.lstat(&current).map_err(|source| failed(&current, source))? else { continue };
             if stat.kind != HostKind::Directory {
                 total = total.saturating_add(stat.size.max(stat.allocated).max(BLOCK));
@@ -499,6 +505,11 @@ impl ScratchLock {
         Ok(total)
     }
 }
+
+/// The longest path below the data directory a scratch measurement walks
+/// (the kernel resolves at most 4,096 bytes): a deeper tree is too deep to
+/// measure, and cleared.
+const MAX_MEASURED_PATH_BYTES: usize = 3_072;
 
 /// The child `name` of `dir`, if vsh can name it (a name that is not UTF-8
 /// cannot be reached through a `VPath`: it is not measured, and clearing

@@ -267,7 +267,7 @@ pub enum Warning {
     /// commands (they wrote that much there) and were cleared: the next run
     /// builds from nothing.
     ScratchCleared {
-        /// What they held.
+        /// What they held (`u64::MAX`: a tree too deep to measure).
         bytes: u64,
         /// Their bound ([`vsh_types::space::MAX_SCRATCH_BYTES`]).
         max: u64,
@@ -309,6 +309,10 @@ impl std::fmt::Display for Warning {
                 "the scratch directories (target/ and the like) were emptied first, a build from nothing: the \
                  workspace's policy changed what commands may read or write since they were built (a build may \
                  keep what it read); builds are incremental again from this run on",
+            ),
+            Self::ScratchCleared { bytes: u64::MAX, .. } => f.write_str(
+                "the scratch directories (target/ and the like) held a tree of directories too deep to measure \
+                 after this run's commands, and were cleared: the next build starts from nothing",
             ),
             Self::ScratchCleared { bytes, max } => write!(
                 f,
