@@ -696,6 +696,39 @@ fn a_review_withholds_the_snapshot_of_work_that_read_what_the_readers_policy_pro
     assert!(!plain.snapshot_withheld);
 }
 
+/// sec55 F2: the same for work that only looked at what the reader's policy
+/// hides whole (its size and mode were cracked from the snapshot id), or
+/// listed a directory under another policy (a hidden name among the names).
+/// Work made under the reader's own policy that reads and lists keeps it.
+#[test]
+fn a_review_withholds_the_snapshot_of_work_that_looked_at_or_listed_what_the_reader_hides() {
+    let dir = workspace(&[("vault.cfg", "k\n"), ("readme", "ok\n"), ("src/a.txt", "a\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"vault.cfg\"\naccess = \"all\"\n";
+    Runtime::open(config(dir.path())).unwrap().record_workspace_policy(policy).unwrap();
+    let durable = || config(dir.path()).with_durable_previews(vsh::DurablePreviews::default());
+    let operator = Runtime::open(durable().with_policy_profile(vsh::PolicyProfile::Strict)).unwrap();
+    let looked = "from pathlib import Path\nPath('readme').write_text(str(Path('vault.cfg').stat().st_size))";
+    let listed = "import os\nfrom pathlib import Path\nPath('readme').write_text(str(len(os.listdir('src'))))";
+    let made: Vec<_> = [looked, listed]
+        .iter()
+        .map(|program| {
+            let made = operator.preview(&RunRequest::new(program)).unwrap();
+            assert_ne!(made.state, TransactionState::Denied, "{:?}", made.decision);
+            made.transaction
+        })
+        .collect();
+    drop(operator);
+    let own = Runtime::open(durable()).unwrap();
+    let read = "import os\nfrom pathlib import Path\nPath('readme').write_text(str(os.listdir('src')) + Path('src/a.txt').read_text())";
+    let kept = own.preview(&RunRequest::new(read)).unwrap().transaction;
+    drop(own);
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    for transaction in made {
+        assert!(reader.show(transaction).unwrap().expect("stored").snapshot_withheld, "{transaction:?}");
+    }
+    assert!(!reader.show(kept).unwrap().expect("stored").snapshot_withheld);
+}
+
 /// sec54 F2: what a commit keeps of the bytes it replaces (for the review of
 /// committed work) is never kept at the commit's cost: on a disk with too
 /// little left, nothing is kept and the commit lands.

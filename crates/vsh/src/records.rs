@@ -329,12 +329,13 @@ impl Records {
         &self,
         transaction: TransactionId,
         state: TransactionState,
-    ) -> Result<(Receipt, vsh_types::ReadSet), VshError> {
+    ) -> Result<(Receipt, vsh_types::ReadSet, vsh_types::PolicyDigest), VshError> {
         let artifact = self.load_bound(transaction)?;
         let evidence =
             Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
         let receipt = receipt_of(transaction, state, &artifact, evidence);
-        Ok((receipt, artifact.read_set))
+        let policy = artifact.binding.digests().policy;
+        Ok((receipt, artifact.read_set, policy))
     }
 
     /// Load a stored artifact that binds to `transaction` (the store checks

@@ -530,13 +530,20 @@ impl Runtime {
             // A preview this runtime committed: its commit's receipt.
             return Ok(self.previews.committed(transaction));
         }
-        let (mut receipt, reads) = self.records.stored_receipt(transaction, record.state)?;
+        let (mut receipt, reads, policy) = self.records.stored_receipt(transaction, record.state)?;
         let calls = self.runs.policy().calls();
         receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
-        // Work made under a per-run policy may have read, by digest, what
-        // this runtime's policy protects: its snapshot id hashes that digest.
+        // Work made under a per-run policy may have read what this
+        // runtime's policy protects (a file's bytes, its size and mode, a
+        // directory's names, a hidden name among a listing's): its snapshot
+        // id hashes what it read, so the id would confirm guesses at it.
+        let refused = |path: &vsh_types::VPath, access| calls.authorize(path, access).is_err();
+        let other_policy = policy != self.runs.policy().digest();
         let read_protected = reads.entries.iter().any(|(path, dependency)| {
-            dependency.content.is_some() && calls.authorize(path, vsh_policy::AccessKind::ContentRead).is_err()
+            use vsh_policy::AccessKind::{ContentRead, DirectoryRead, MetadataRead};
+            (dependency.content.is_some() && refused(path, ContentRead))
+                || ((dependency.kind.is_some() || dependency.size_mode.is_some()) && refused(path, MetadataRead))
+                || (dependency.names.is_some() && (other_policy || refused(path, DirectoryRead)))
         });
         receipt.snapshot_withheld = read_protected;
         receipt.diff_withheld |= read_protected;
