@@ -763,3 +763,39 @@ fn a_commit_keeps_what_it_replaces_only_where_the_disk_has_room() {
     assert_eq!(committed.unwrap().state, TransactionState::Committed);
     assert!(!kept, "nothing kept where the disk has no room for it");
 }
+
+/// sec55 F3: keeping file by file, each while the disk had room for it,
+/// left no room for the commit's own staging: a commit that fit failed.
+/// What is kept is stored once the commit has landed, never before.
+#[test]
+fn what_a_commit_keeps_never_takes_the_room_its_staging_needs() {
+    if !vsh_integration_tests::is_root() {
+        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root to mount a small disk");
+        return;
+    }
+    let disk = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64m", "vsh-keep-disk"])
+        .arg(disk.path())
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let ws = disk.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    for n in 0..12 {
+        std::fs::write(ws.join(format!("f{n:02}.txt")), format!("{n}").repeat(900_000)).unwrap();
+    }
+    let runtime = Runtime::open(config(&ws)).unwrap();
+    let edit = "from pathlib import Path\nfor n in range(12):\n    p = Path(f'f{n:02}.txt')\n    \
+                p.write_text('x' + p.read_text()[1:])";
+    let made = runtime.preview(&RunRequest::new(edit)).unwrap();
+    // Room for the commit's 10.8 MB, not for that and 12 kept files besides.
+    let available = |path: &std::path::Path| vsh::lower::vsh_sandbox::fs_space(path).unwrap().available;
+    let fill = available(disk.path()).saturating_sub(14 << 20);
+    std::fs::write(disk.path().join("fill"), vec![0_u8; usize::try_from(fill).unwrap()]).unwrap();
+    let committed = runtime.commit(made.transaction, 0);
+    let written = std::fs::read_to_string(ws.join("f11.txt")).map(|text| text.starts_with('x'));
+    let _ = std::process::Command::new("umount").arg("-l").arg(disk.path()).status();
+    assert_eq!(committed.map(|receipt| receipt.state).map_err(|e| e.to_string()), Ok(TransactionState::Committed));
+    assert!(written.unwrap());
+}

@@ -373,7 +373,10 @@ impl Runtime {
         // stored artifact carries.
         let (unwritten, mut contents) = self.previews.commit_parts(transaction);
         contents.extend(committable.contents);
-        self.keep_before_contents(&committable.diff);
+        // Read now, while the workspace holds them; stored only once the
+        // commit has landed, so they never take the room its staging needs
+        // nor outlive a commit that failed (sec55 F3).
+        let befores = self.read_before_contents(&committable.diff);
         let result = self.commits.commit(
             &self.records,
             transaction,
@@ -397,6 +400,7 @@ impl Runtime {
             }
             result => result?,
         };
+        self.keep_before_contents(befores);
         // Best effort: a taint left behind costs the next build its
         // incremental start, never its correctness.
         let _ = self.runs.scratch_committed(transaction);
@@ -414,19 +418,16 @@ impl Runtime {
         Ok(receipt)
     }
 
-    /// Keep the bytes a commit of `diff` is about to replace, for its review
-    /// afterwards (`vsh show` of committed work): each modified or deleted
-    /// file the program could read, known by its digest and still holding
-    /// it, at most [`KEPT_BEFORE_FILE_BYTES`] a file and
-    /// [`KEPT_BEFORE_BYTES`] in all, and only while the store may take four
-    /// times as much of its disk (the commit's own room first), stored in the
-    /// blob store unsynced. No
-    /// record refers to them, so garbage collection removes them once past
-    /// its grace (a day by default). Best effort: a file that cannot be read
-    /// or stored is left out, and the commit goes on.
-    fn keep_before_contents(&self, diff: &vsh_types::CanonicalDiff) {
+    /// The bytes a commit of `diff` is about to replace, to keep for its
+    /// review afterwards (`vsh show` of committed work): each modified or
+    /// deleted file the program could read, known by its digest and still
+    /// holding it, at most [`KEPT_BEFORE_FILE_BYTES`] a file and
+    /// [`KEPT_BEFORE_BYTES`] in all. Best effort: a file that cannot be read
+    /// is left out.
+    fn read_before_contents(&self, diff: &vsh_types::CanonicalDiff) -> Vec<(Vec<u8>, vsh_types::BlobId)> {
         let calls = self.runs.policy().calls();
         let mut budget = KEPT_BEFORE_BYTES;
+        let mut befores = Vec::new();
         for entry in diff.entries() {
             let Some(before) = entry.before.filter(|before| before.kind == vsh_types::NodeKind::File) else {
                 continue;
@@ -438,15 +439,26 @@ impl Runtime {
             {
                 continue;
             }
-            // Never at the commit's cost: only within what the store may
-            // take of its disk now (sec54: a nearly full disk failed the commit).
-            if self.records.check_store_space(before.size.saturating_mul(4)).is_err() {
-                return;
-            }
             if let Some(bytes) = vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before) {
                 budget -= before.size;
-                let _ = self.records.blobs().put_expected_deferred(&bytes, digest);
+                befores.push((bytes, digest));
             }
+        }
+        befores
+    }
+
+    /// Keep `befores` (read by [`Runtime::read_before_contents`] before a
+    /// commit that has landed since) in the blob store, unsynced, each only
+    /// while the store may take four times as much of its disk. No record
+    /// refers to them, so garbage collection removes them once past its
+    /// grace (a day by default). Best effort: one that cannot be stored is
+    /// left out.
+    fn keep_before_contents(&self, befores: Vec<(Vec<u8>, vsh_types::BlobId)>) {
+        for (bytes, digest) in befores {
+            if self.records.check_store_space((bytes.len() as u64).saturating_mul(4)).is_err() {
+                return;
+            }
+            let _ = self.records.blobs().put_expected_deferred(&bytes, digest);
         }
     }
 
