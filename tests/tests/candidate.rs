@@ -736,6 +736,35 @@ fn scratch_directories_past_their_bound_are_cleared_after_the_run_that_filled_th
     assert_eq!(printed(&run(&bounded, "ls target; echo end")), "end\n");
 }
 
+/// ux55 #3: a build that writes a file into the workspace (cargo's
+/// `Cargo.lock`, ignored by git) made uncommitted work every run, and every
+/// next run built from nothing with no word of why. The warning names what
+/// that stored work changed and the commit that ends it.
+#[test]
+fn emptied_scratch_names_what_the_uncommitted_work_changed_and_how_to_end_it() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = workspace(&[("Cargo.toml", "[package]\n"), ("src.txt", "v1\n")]);
+    let runtime =
+        Runtime::open(config(dir.path()).with_commands().with_durable_previews(vsh::DurablePreviews::default()))
+            .unwrap();
+    let run = |script: &str| {
+        let code = command(&["/bin/sh", "-c", script]);
+        runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap()
+    };
+    let locked = run("touch target/mark; echo lock > Cargo.lock");
+    assert_eq!(locked.changed_paths, 1);
+    let next = run("ls target; echo end");
+    let changes = next.warnings.iter().find_map(|warning| match warning {
+        vsh::Warning::ScratchEmptied { uncommitted, changes } => Some((uncommitted.clone(), changes.clone())),
+        _ => None,
+    });
+    assert_eq!(changes, Some((vec![locked.transaction.to_hex()], vec!["create Cargo.lock".to_owned()])));
+    let text = next.warnings.iter().map(ToString::to_string).collect::<String>();
+    assert!(text.contains(&format!("(vsh commit {})", &locked.transaction.to_hex()[..12])), "{text}");
+}
+
 #[test]
 fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps_the_build_incremental() {
     if !candidates_available() {
@@ -770,7 +799,8 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     // so, naming the work never committed.
     let rebuilt = build("test -e target/mark && echo kept; touch target/mark; ");
     assert_eq!(printed(&rebuilt), "v1\n");
-    let emptied = vsh::Warning::ScratchEmptied { uncommitted: vec![changed.transaction.to_hex()] };
+    // (Discarded: nothing of what it changed is stored to name.)
+    let emptied = vsh::Warning::ScratchEmptied { uncommitted: vec![changed.transaction.to_hex()], changes: vec![] };
     assert!(rebuilt.warnings.contains(&emptied), "{:?}", rebuilt.warnings);
     assert!(emptied.to_string().contains(&changed.transaction.to_hex()[..12]), "{emptied}");
     // A change that is committed: the commit's new file is newer than the

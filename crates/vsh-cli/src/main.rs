@@ -1160,7 +1160,9 @@ fn print_raw(receipt: &vsh::Receipt, output: Output) -> Result<Option<u8>, Box<d
         say!("vsh: {line}");
     }
     for warning in &receipt.warnings {
-        say!("vsh: warning: {warning}");
+        // A warning may name paths (a build directory, uncommitted work's
+        // changes): escaped, as every path a terminal shows is.
+        say!("vsh: warning: {}", render::shown(&warning.to_string(), true));
     }
     Ok(cut_output(stdout, stderr))
 }
@@ -1709,7 +1711,9 @@ fn print_receipt_next(
     }
     // Things the operator must know even when stdout goes to a program.
     for warning in &receipt.warnings {
-        say!("vsh: warning: {warning}");
+        // A warning may name paths (a build directory, uncommitted work's
+        // changes): escaped, as every path a terminal shows is.
+        say!("vsh: warning: {}", render::shown(&warning.to_string(), true));
     }
     if let Some(commit) = &receipt.commit {
         for kept in &commit.kept {

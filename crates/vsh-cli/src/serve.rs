@@ -410,7 +410,7 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced:
         let _ = write!(text, "\nraised:\n{}", readable(&text_tail(exception)));
     }
     for warning in &document.warnings {
-        let _ = write!(text, "\nnote: {warning}");
+        let _ = write!(text, "\nnote: {}", readable(warning));
     }
     for review in &document.review {
         if let Some(hunks) = &review.hunks {

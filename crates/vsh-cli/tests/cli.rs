@@ -3796,6 +3796,27 @@ fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     assert!(!stdout.contains('\r'), "{stdout}");
 }
 
+/// A warning that names a path (here the build output under a directory
+/// whose name clears the screen) shows it escaped, as every other path.
+#[test]
+fn a_warning_that_names_a_path_escapes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = dir.path().join("app\x1b[2J");
+    std::fs::create_dir(&evil).unwrap();
+    std::fs::write(evil.join("Cargo.toml"), "[package]\n").unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let program =
+        "from pathlib import Path\nPath('app\\x1b[2J/target').mkdir()\nPath('app\\x1b[2J/target/o').write_text('x')";
+    let ran = vsh(&["run", "--workspace", ws, "-"], Some(program));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(stderr.contains("warning: app\\x1b[2J/target"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    // And with --raw, where the program's own output goes first.
+    let raw = vsh(&["run", "--raw", "--workspace", ws, "-"], Some(program));
+    let stderr = String::from_utf8_lossy(&raw.stderr);
+    assert!(stderr.contains("warning: app\\x1b[2J/target") && !stderr.contains('\x1b'), "{stderr:?}");
+}
+
 #[test]
 fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now() {
     if !fuse_available() {

@@ -252,6 +252,10 @@ pub enum Warning {
         /// that undid a change of its own (what was built from the change
         /// may pass for fresh after a commit of its diff).
         uncommitted: Vec<String>,
+        /// What that work changed, as far as it is stored (`create
+        /// Cargo.lock`: a build that writes a file into the workspace makes
+        /// work of every run until that work is committed), at most a few.
+        changes: Vec<String>,
     },
     /// The scratch directories held a build that was emptied before this
     /// run's commands: the commands that made it were granted otherwise
@@ -280,25 +284,7 @@ impl std::fmt::Display for Warning {
             Self::BlobRepaired { id, path } => {
                 write!(f, "blob {} at {} was corrupt; repaired from this run's content", id.short(), path.display())
             }
-            Self::ScratchEmptied { uncommitted } => {
-                let named: Vec<&str> = uncommitted
-                    .iter()
-                    .map(|name| {
-                        if name.starts_with("run-") {
-                            "a run not kept (failed, stopped) or that undid a change of its own"
-                        } else {
-                            name.get(..12).unwrap_or(name)
-                        }
-                    })
-                    .collect();
-                write!(
-                    f,
-                    "the scratch directories (target/ and the like) were emptied first, a build from nothing: what \
-                     they held was built from work never committed ({}), which the workspace does not hold; builds \
-                     stay incremental from one committed change to the next",
-                    named.join(", ")
-                )
-            }
+            Self::ScratchEmptied { uncommitted, changes } => scratch_emptied(f, uncommitted, changes),
             Self::ScratchRegranted => f.write_str(
                 "the scratch directories (target/ and the like) were emptied first, a build from nothing: the \
                  commands that built them were granted otherwise (--tool, --env, --allow-network, ...), and \
@@ -370,6 +356,37 @@ impl std::fmt::Display for Warning {
             }
         }
     }
+}
+
+/// [`Warning::ScratchEmptied`] as text.
+fn scratch_emptied(f: &mut std::fmt::Formatter<'_>, uncommitted: &[String], changes: &[String]) -> std::fmt::Result {
+    let named: Vec<&str> = uncommitted
+        .iter()
+        .map(|name| {
+            if name.starts_with("run-") {
+                "a run not kept (failed, stopped) or that undid a change of its own"
+            } else {
+                name.get(..12).unwrap_or(name)
+            }
+        })
+        .collect();
+    write!(
+        f,
+        "the scratch directories (target/ and the like) were emptied first, a build from nothing: what \
+             they held was built from work never committed ({}), which the workspace does not hold; builds \
+             stay incremental from one committed change to the next",
+        named.join(", ")
+    )?;
+    if let (false, Some(first)) = (changes.is_empty(), uncommitted.first()) {
+        write!(
+            f,
+            ". That work changed {}: a build that writes into the workspace (a lock file) makes such \
+                 work every run until it is committed once (vsh commit {})",
+            changes.join(", "),
+            first.get(..12).unwrap_or(first)
+        )?;
+    }
+    Ok(())
 }
 
 /// What a run's real commands were granted beyond what every command gets:

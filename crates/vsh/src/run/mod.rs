@@ -115,6 +115,36 @@ pub(crate) fn command_argv(code: &str) -> Option<Vec<String>> {
     command::argv(code).ok().map(|command| command.argv)
 }
 
+/// The most changes of uncommitted work a [`crate::Warning::ScratchEmptied`] names.
+const MAX_NAMED_CHANGES: usize = 3;
+
+/// What the stored work `names` (transaction ids) changed, as `create
+/// Cargo.lock`, at most [`MAX_NAMED_CHANGES`] and a count of the rest: for
+/// a warning, so work that is not stored (any more) is left out.
+fn stored_changes(records: &Records, names: &[String]) -> Vec<String> {
+    let mut changes = Vec::new();
+    let mut more = 0_usize;
+    for name in names {
+        let Ok(id) = vsh_types::TransactionId::parse_hex(name) else { continue };
+        let Ok(Some(record)) = records.get(id) else { continue };
+        if record.artifact.is_none() {
+            continue;
+        }
+        let Ok((receipt, _, _)) = records.stored_receipt(id, record.state) else { continue };
+        for entry in &receipt.changes {
+            if changes.len() < MAX_NAMED_CHANGES {
+                changes.push(format!("{} {}", entry.kind.name(), entry.path));
+            } else {
+                more += 1;
+            }
+        }
+    }
+    if more > 0 {
+        changes.push(format!("and {more} more"));
+    }
+    changes
+}
+
 /// Whether emptying the scratch directory stored as `name` is worth a
 /// warning ([`crate::Warning::ScratchEmptied`]): a build's outputs are;
 /// Python's bytecode and pytest's cache, rebuilt in a moment, are not.
@@ -700,7 +730,10 @@ impl Runs {
             });
         }
         if !outcome.scratch_emptied.is_empty() {
-            warnings.push(crate::Warning::ScratchEmptied { uncommitted: outcome.scratch_emptied.clone() });
+            warnings.push(crate::Warning::ScratchEmptied {
+                uncommitted: outcome.scratch_emptied.clone(),
+                changes: stored_changes(records, &outcome.scratch_emptied),
+            });
         }
         match outcome.scratch_regranted {
             Some(ScratchRegrant::Grants) => warnings.push(crate::Warning::ScratchRegranted),
