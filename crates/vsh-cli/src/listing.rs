@@ -78,14 +78,19 @@ pub(crate) fn log(runtime: &Runtime, log: &LogArgs, now: u64) -> Outcome {
         .filter(|record| log.state.as_deref().is_none_or(|state| record.state.name() == state))
         .collect();
     finished.sort_by_key(|record| std::cmp::Reverse((record.updated_ms, record.id)));
+    let total = finished.len();
     finished.truncate(usize::try_from(log.limit).unwrap_or(usize::MAX));
     let rows = rows(runtime, finished);
     if log.common.json {
-        println!("{}", serde_json::to_string_pretty(&vsh::document::LogDocument::new(documents(&rows)))?);
+        let document = vsh::document::LogDocument::new(documents(&rows), total as u64);
+        println!("{}", serde_json::to_string_pretty(&document)?);
     } else if rows.is_empty() {
         println!("no finished transactions");
     } else {
         anstream::print!("{}", render::log_table(&rows, now));
+        if total > rows.len() {
+            println!("... {} older (--limit N lists more)", total - rows.len());
+        }
     }
     Ok(EXIT_OK)
 }

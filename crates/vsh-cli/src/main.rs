@@ -1553,7 +1553,19 @@ fn man_page() -> Result<String, Box<dyn std::error::Error>> {
     let mut roff = Vec::new();
     clap_mangen::Man::new(command).render(&mut roff)?;
     let mut page = String::new();
+    // The exit-code table (clap's after-help, its EXTRA section) is laid
+    // out by hand: set without filling, a man page's EXIT STATUS.
+    let mut in_table = false;
     for line in String::from_utf8(roff)?.lines() {
+        if line.starts_with(".SH ") && in_table {
+            page.push_str(".fi\n");
+            in_table = false;
+        }
+        if line == ".SH EXTRA" {
+            page.push_str(".SH \"EXIT STATUS\"\n.nf\n");
+            in_table = true;
+            continue;
+        }
         match line.strip_prefix("vsh\\-").and_then(|rest| rest.strip_suffix("(1)")) {
             Some(name) => {
                 page.push_str("\\fBvsh ");
@@ -1567,6 +1579,9 @@ fn man_page() -> Result<String, Box<dyn std::error::Error>> {
             None => page.push_str(line),
         }
         page.push('\n');
+    }
+    if in_table {
+        page.push_str(".fi\n");
     }
     Ok(page)
 }
@@ -1796,6 +1811,30 @@ fn approve_command(
         Err(vsh::VshError::NotApprovable { state: TransactionState::Committed, .. }) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
             return print_settled_again(runtime, &record, json, output, now, "committed", "nothing to approve");
+        }
+        // Auto-approved work needs no approval either: nothing changes, and
+        // the line says what does commit it (a loop of `vsh approve TX &&
+        // vsh commit TX` over the queue goes on).
+        Err(vsh::VshError::NotApprovable { state: TransactionState::AutoApproved, .. })
+            if !runtime.decided_under_another_policy(id) =>
+        {
+            if let Some(record) = runtime.transaction(id)? {
+                if json {
+                    print_record(runtime, &record)?;
+                } else if !output.quiet {
+                    println!(
+                        "{}  auto-approved: nothing to approve; next: vsh commit {}",
+                        record.id,
+                        record.id.short()
+                    );
+                }
+                return Ok(EXIT_OK);
+            }
+            return Err(failure::with_rerun_hint(
+                runtime,
+                id,
+                vsh::VshError::NotApprovable { transaction: id, state: TransactionState::AutoApproved },
+            ));
         }
         Err(error) => return Err(failure::with_rerun_hint(runtime, id, error)),
     };

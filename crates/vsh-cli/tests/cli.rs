@@ -940,6 +940,10 @@ fn completions_and_the_man_page_come_from_the_grammar() {
     assert!(page.contains(".SH NAME") && page.contains("\\fBvsh init\\fR"), "{page}");
     // It names no page that is not shipped.
     assert!(!page.contains("(1)"), "{page}");
+    // The exit-code table keeps its layout (ux55 #10): set without filling, through to the next section.
+    let table = page.split(".SH \"EXIT STATUS\"\n.nf\n").nth(1).unwrap_or_else(|| panic!("{page}"));
+    let (table, _) = table.split_once(".SH ").unwrap_or((table, ""));
+    assert!(table.contains("  130, 143, 129\n") && table.lines().last() == Some(".fi"), "{table}");
 }
 
 #[test]
@@ -1113,6 +1117,14 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
     assert_eq!(rows["schema"], "vsh.log/1");
     assert_eq!(rows["transactions"].as_array().unwrap().len(), 1);
     assert_eq!(rows["transactions"][0]["transaction"], committed.as_str());
+    assert_eq!(rows["total"], 1);
+    // A list cut at its limit says how many it left out (ux55 #8).
+    let cut = vsh(&["log", "--limit", "1", "--workspace", ws], None);
+    let table = String::from_utf8_lossy(&cut.stdout);
+    assert_eq!(table.lines().last(), Some("... 1 older (--limit N lists more)"), "{table}");
+    let cut: serde_json::Value =
+        serde_json::from_slice(&vsh(&["log", "--limit", "1", "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!((cut["transactions"].as_array().unwrap().len(), &cut["total"]), (1, &serde_json::json!(2)));
     assert_eq!(vsh(&["log", "--state", "sideways", "--workspace", ws], None).status.code(), Some(2));
     assert_eq!(vsh(&["log", "--limit", "0", "--workspace", ws], None).status.code(), Some(2));
     let gc = vsh(&["gc", "--workspace", ws, "--json"], None);
@@ -2161,12 +2173,15 @@ fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     write(dir.path(), "old.txt", "old\n");
     let ws = dir.path().to_str().unwrap();
     let stderr = |output: &Output| String::from_utf8_lossy(&output.stderr).into_owned();
-    // An auto-approved preview needs no approval: commit it.
+    // An auto-approved preview needs no approval: nothing to do, exit 0 (a
+    // loop of approve && commit over the queue goes on), and commit it (ux55 #7).
     let auto = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('n.txt').write_text('n')"));
     let auto = id_of(&auto);
     let approve = vsh(&["approve", &auto, "--workspace", ws], None);
-    assert_eq!(approve.status.code(), Some(1));
-    assert!(stderr(&approve).contains(&format!("next: `vsh commit {}`", &auto[..12])), "{}", stderr(&approve));
+    assert_eq!(approve.status.code(), Some(0), "{}", stderr(&approve));
+    let said = String::from_utf8_lossy(&approve.stdout);
+    assert!(said.contains(&format!("auto-approved: nothing to approve; next: vsh commit {}", &auto[..12])), "{said}");
+    assert_eq!(vsh(&["commit", &auto, "--workspace", ws], None).status.code(), Some(0));
     // An approval that lapsed: the transaction is expired, and its program can run again.
     let delete = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('old.txt').unlink()"));
     let delete = id_of(&delete);

@@ -151,14 +151,18 @@ impl PendingDocument {
 pub struct LogDocument {
     /// `vsh.log/1`.
     pub schema: LogSchema,
-    /// The finished transactions.
+    /// The finished transactions, newest first.
     pub transactions: Vec<TransactionDocument>,
+    /// How many finished transactions there are (of the state asked for):
+    /// more than `transactions` holds when the list stopped at its limit.
+    #[serde(default)]
+    pub total: u64,
 }
 
 impl LogDocument {
-    /// The list of `transactions`.
-    pub fn new(transactions: Vec<TransactionDocument>) -> Self {
-        Self { schema: LogSchema, transactions }
+    /// The list of `transactions`, the first of `total`.
+    pub fn new(transactions: Vec<TransactionDocument>, total: u64) -> Self {
+        Self { schema: LogSchema, transactions, total }
     }
 }
 
