@@ -360,8 +360,16 @@ pub(crate) struct ShowArgs {
     /// hunks in all (without it: 128 KiB a file and 1 MiB of hunks in all;
     /// the files past either are listed without hunks, and a line on stderr,
     /// and a warning in --json, says so).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stat")]
     pub(crate) full: bool,
+    /// Only each changed path, its kind and its states: no hunks, every
+    /// path listed (to read a large change's shape first).
+    #[arg(long)]
+    pub(crate) stat: bool,
+    /// Only these changed paths (a directory: every changed path beneath
+    /// it), as paths of the workspace.
+    #[arg(value_name = "PATH")]
+    pub(crate) paths: Vec<String>,
 }
 
 #[derive(Debug, Args)]

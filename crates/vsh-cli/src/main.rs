@@ -2025,7 +2025,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Log(log), _) => listing::log(&runtime, log, now),
         (Command::Policy { .. }, _) => policy_show(&runtime, common.json),
         (Command::Gc(gc), _) => listing::gc(&runtime, gc, output.quiet, now),
-        (Command::Show(show), Some(id)) => show::show(&runtime, id, show.full, common.json, output, now),
+        (Command::Show(show), Some(id)) => show::show(&runtime, id, show, common.json, output, now),
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
         (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),

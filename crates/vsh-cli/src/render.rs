@@ -727,7 +727,7 @@ pub(crate) fn denial_line(receipt: &Receipt) -> Option<String> {
 }
 
 /// What to do next with the work a receipt describes, if anything.
-fn next_step(receipt: &Receipt) -> Option<String> {
+pub(crate) fn next_step(receipt: &Receipt) -> Option<String> {
     let short = receipt.transaction.short();
     match receipt.state {
         vsh::TransactionState::PendingApproval => Some(format!("vsh approve {short} && vsh commit {short}")),
@@ -761,6 +761,12 @@ pub(crate) fn receipt_text(receipt: &Receipt) -> String {
 /// [`receipt_text`] with `next` as what to do next (a review that knows
 /// more than the receipt: the policy changed since it was made).
 pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> String {
+    receipt_text_listing(receipt, next, MAX_LISTED_CHANGES)
+}
+
+/// [`receipt_text_next`] listing at most `max_listed` changed paths when it
+/// has no review (`vsh show --stat`: every one).
+pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_listed: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "transaction  {}", receipt.transaction);
     if receipt.snapshot_withheld {
@@ -810,7 +816,7 @@ pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> Stri
     );
     // Without the review, the changed paths (a long list cut short).
     let listed = if receipt.review.is_empty() { receipt.changes.len() } else { 0 };
-    for entry in receipt.changes.iter().take(listed.min(MAX_LISTED_CHANGES)) {
+    for entry in receipt.changes.iter().take(listed.min(max_listed)) {
         let _ = writeln!(
             out,
             "  {:<7} {}  [{} -> {}]",
@@ -820,11 +826,11 @@ pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> Stri
             state_text(entry.after.as_ref())
         );
     }
-    if listed > MAX_LISTED_CHANGES {
+    if listed > max_listed {
         let _ = writeln!(
             out,
             "  ... and {} more (vsh show {} lists them all, with their hunks)",
-            listed - MAX_LISTED_CHANGES,
+            listed - max_listed,
             receipt.transaction.short()
         );
     }

@@ -47,6 +47,61 @@ pub(crate) fn left_out(receipt: &vsh::Receipt, full: bool) -> Option<String> {
     })
 }
 
+/// Give `receipt` the review `args` ask for: only the changed paths they
+/// name (a directory: every changed path beneath it; a name that matches
+/// none is said on stderr), no hunks for `--stat`, within the full limits
+/// for `--full`.
+fn review_as_asked(
+    runtime: &Runtime,
+    receipt: &mut vsh::Receipt,
+    args: &crate::args::ShowArgs,
+    output: Output,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (id, full) = (receipt.transaction, args.full);
+    if !args.paths.is_empty() {
+        // A path asks for itself and, a directory, for every changed path beneath it.
+        let mut asked = Vec::new();
+        for path in &args.paths {
+            let trimmed = path.trim_end_matches('/');
+            let named = if trimmed.is_empty() || trimmed == "." {
+                vsh::VPath::root()
+            } else {
+                vsh::VPath::parse(trimmed.strip_prefix("./").unwrap_or(trimmed))
+                    .map_err(|error| format!("{path:?} is not a path of the workspace: {error}"))?
+            };
+            asked.push((path, named));
+        }
+        receipt.changes.retain(|entry| asked.iter().any(|(_, named)| entry.path.is_within(named)));
+        for (path, named) in &asked {
+            if !receipt.changes.iter().any(|entry| entry.path.is_within(named)) && !output.quiet {
+                eprintln!(
+                    "vsh: {} is not changed by this transaction (nor anything beneath it)",
+                    render::shown(path, false)
+                );
+            }
+        }
+        receipt.review.clear();
+    }
+    if args.stat {
+        receipt.review.clear();
+    } else {
+        let selected: std::collections::BTreeSet<vsh::VPath> =
+            receipt.changes.iter().map(|entry| entry.path.clone()).collect();
+        let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
+        if !args.paths.is_empty() {
+            receipt.review = runtime.review_paths(id, limits, &selected)?;
+        } else if full {
+            receipt.review = runtime.review_within(id, FULL_REVIEW)?;
+        } else if receipt.review.is_empty() {
+            receipt.review = runtime.review(id)?;
+        }
+        if !output.quiet {
+            say_left_out(receipt, full);
+        }
+    }
+    Ok(())
+}
+
 /// `vsh show TX`: the receipt with every changed path's hunks (`full`:
 /// within [`FULL_REVIEW`], else the default limits, saying on stderr what
 /// they left out), then the record (state, times, approval, expiry), the
@@ -54,11 +109,12 @@ pub(crate) fn left_out(receipt: &vsh::Receipt, full: bool) -> Option<String> {
 pub(crate) fn show(
     runtime: &Runtime,
     id: TransactionId,
-    full: bool,
+    args: &crate::args::ShowArgs,
     json: bool,
     output: Output,
     now: u64,
 ) -> Result<u8, Box<dyn std::error::Error>> {
+    let full = args.full;
     let Some(mut receipt) = runtime.show(id)? else {
         // Denied work keeps its record only; its receipt was printed when it ran.
         let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
@@ -72,14 +128,7 @@ pub(crate) fn show(
         }
         return Ok(if output.detailed { state_exit_code(record.state).unwrap_or(EXIT_ERROR) } else { EXIT_OK });
     };
-    if full {
-        receipt.review = runtime.review_within(id, FULL_REVIEW)?;
-    } else if receipt.review.is_empty() {
-        receipt.review = runtime.review(id)?;
-    }
-    if !output.quiet {
-        say_left_out(&receipt, full);
-    }
+    review_as_asked(runtime, &mut receipt, args, output)?;
     // Work made under a policy since replaced can only be made again.
     let rerun = if runtime.decided_under_another_policy(id) {
         Some(format!(
@@ -112,7 +161,12 @@ pub(crate) fn show(
         println!("{}", serde_json::to_string_pretty(&document)?);
         return Ok(exit_code(&receipt, Asked::Review, output.detailed));
     }
-    print_receipt_next(&receipt, json, output, rerun)?;
+    if args.stat && !output.quiet {
+        let next = rerun.or_else(|| render::next_step(&receipt));
+        anstream::print!("{}", render::receipt_text_listing(&receipt, next, usize::MAX));
+    } else {
+        print_receipt_next(&receipt, json, output, rerun)?;
+    }
     if !output.quiet {
         if let Some(record) = runtime.transaction(id)? {
             anstream::print!("{}", render::record_text(&record, now));

@@ -3811,6 +3811,42 @@ fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     assert!(!stdout.contains('\r'), "{stdout}");
 }
 
+/// ux55 #4: a large review could not be narrowed or read by its shape
+/// first. `vsh show TX PATH...` reviews those paths (a directory: what is
+/// beneath it), and `--stat` lists every changed path without hunks.
+#[test]
+fn show_narrows_to_paths_and_directories_and_stat_lists_every_path() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["a", "b"] {
+        for n in 0..30 {
+            write(dir.path(), &format!("{d}/f{n:02}.txt"), &format!("line {n}\n"));
+        }
+    }
+    let ws = dir.path().to_str().unwrap();
+    let program = "for p in vsh_glob('*/*.txt'):\n    vsh_patch(p, 'line', 'LINE')";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
+    let text = |args: &[&str]| {
+        let mut all = vec!["show", id.as_str(), "--workspace", ws];
+        all.extend_from_slice(args);
+        let output = vsh(&all, None);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (one, _) = text(&["a/f07.txt"]);
+    assert!(one.contains("    -line 7\n    +LINE 7\n"), "{one}");
+    assert_eq!(one.matches("    --- a/").count(), 1, "{one}");
+    let (below, said) = text(&["b/", "nope"]);
+    assert_eq!(below.matches("    --- a/b/").count(), 30, "{below}");
+    assert!(!below.contains("--- a/a/"), "{below}");
+    assert!(said.contains("nope is not changed by this transaction"), "{said}");
+    let (stat, _) = text(&["--stat"]);
+    assert_eq!(stat.lines().filter(|line| line.starts_with("  modify  ")).count(), 60, "{stat}");
+    assert!(!stat.contains("@@") && !stat.contains("and 10 more"), "{stat}");
+    let json = vsh(&["show", "--json", id.as_str(), "a", "--workspace", ws], None);
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(document["receipt"]["review"].as_array().unwrap().len(), 30, "{document}");
+}
+
 /// A warning that names a path (here the build output under a directory
 /// whose name clears the screen) shows it escaped, as every other path.
 #[test]
