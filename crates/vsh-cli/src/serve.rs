@@ -820,7 +820,7 @@ impl VshServer {
         let bounds = self.options.bounds;
         self.blocking(&context.peer, move |runtime| match show(runtime, &params, bounds) {
             Ok((document, summary)) => success(&document, summary),
-            Err(error) => failure(&ErrorDocument::new(&error, &[])),
+            Err(error) => transaction_failure(&error),
         })
         .await
     }
@@ -924,7 +924,7 @@ impl VshServer {
         self.blocking(&context.peer, move |runtime| {
             let id = match runtime.resolve(&params.transaction) {
                 Ok(id) => id,
-                Err(error) => return failure(&ErrorDocument::new(&error, &[])),
+                Err(error) => return transaction_failure(&error),
             };
             if let Ok(Some(record)) = runtime.transaction(id) {
                 match record.state {
@@ -972,7 +972,7 @@ impl VshServer {
 fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds: TextBounds) -> CallToolResult {
     let id = match runtime.resolve(name) {
         Ok(id) => id,
-        Err(error) => return failure(&ErrorDocument::new(&error, &[])),
+        Err(error) => return transaction_failure(&error),
     };
     match runtime.commit_cancellable(id, crate::now_ms(), cancel) {
         Ok(receipt) => {
@@ -1112,6 +1112,22 @@ fn unfit_request(request: &CustomRequest) -> ErrorData {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for VshServer {
+    /// The router's call, with an unknown tool's error naming the tools
+    /// there are (an agent takes `vsh_exec`, a Monty function, for one).
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        if !self.tool_router.has_route(&request.name) {
+            let tools: Vec<String> =
+                self.tool_router.list_all().into_iter().map(|tool| tool.name.into_owned()).collect();
+            return Err(ErrorData::invalid_params(unknown_tool(&request.name, &tools), None));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -1188,6 +1204,33 @@ pub(crate) fn serve(options: ServeOptions) -> Result<u8, Box<dyn std::error::Err
         Ok::<(), Box<dyn std::error::Error>>(())
     })?;
     Ok(crate::EXIT_OK)
+}
+
+/// A failure to find the transaction a call names: an id that is never
+/// found is most often a preview that changed nothing (never kept).
+fn transaction_failure(error: &VshError) -> CallToolResult {
+    let mut document = ErrorDocument::new(error, &[]);
+    if matches!(error, VshError::UnknownTransaction(_) | VshError::NoSuchTransaction(_)) {
+        document.hint = Some(
+            "a run that changes nothing is not kept, so its id is never found; vsh_pending lists the work that \
+             waits"
+                .to_owned(),
+        );
+    }
+    failure(&document)
+}
+
+/// The error for a call of `name`, a tool this server does not have.
+fn unknown_tool(name: &str, tools: &[String]) -> String {
+    let mut message = format!("no tool named {name:?}: the tools are {}", tools.join(", "));
+    if matches!(name, "vsh_exec" | "vsh_bash" | "vsh_read" | "vsh_write" | "vsh_patch" | "vsh_search" | "vsh_glob") {
+        let _ = write!(
+            message,
+            "; {name}(...) is a function a vsh_run program calls (vsh_exec on a server started with --commands; \
+             vsh_run with language \"command\" runs one command as the whole program)"
+        );
+    }
+    message
 }
 
 /// Whether a program's text is a command's argv written as JSON: a

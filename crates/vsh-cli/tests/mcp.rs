@@ -473,6 +473,19 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let unknown = client.call_tool(CallToolRequestParams::new("vsh_run").with_arguments(malformed)).await.unwrap();
     assert_eq!(unknown.is_error, Some(true));
     assert!(format!("{:?}", unknown.content).contains("max_wishes"), "{unknown:?}");
+    // A tool it does not have is an error naming those it has, and where a
+    // Monty function of the same name belongs (ux55 #9).
+    let params =
+        CallToolRequestParams::new("vsh_exec").with_arguments(json!({"argv": ["ls"]}).as_object().unwrap().clone());
+    let unknown = client.call_tool(params).await.unwrap_err().to_string();
+    assert!(unknown.contains("vsh_run, ") && unknown.contains("a function a vsh_run program calls"), "{unknown}");
+    // An id never found (a run that changed nothing is not kept, once its
+    // server is gone) says so.
+    for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {
+        let missing = call(&client, tool, json!({"transaction": "abcdef12"})).await;
+        let hint = missing.document["hint"].as_str().unwrap_or_default();
+        assert!(missing.is_error && hint.contains("changes nothing is not kept"), "{tool}: {}", missing.text);
+    }
     // Below it: the run's own, lower limit applies.
     let lower = call(&client, "vsh_run", json!({"code": "print('x' * 100)", "budget": {"max_output_bytes": 10}})).await;
     assert!(lower.is_error && lower.document["kind"] == "execution", "{}", lower.document);
