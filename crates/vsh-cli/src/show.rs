@@ -38,11 +38,16 @@ pub(crate) fn left_out(receipt: &vsh::Receipt, full: bool) -> Option<String> {
     (left_out > 0).then(|| {
         let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
         format!(
-            "the hunks of {left_out} changed file{} are not shown (over {} a file or {} of hunks in all){}",
-            if left_out == 1 { "" } else { "s" },
+            "{left_out} changed file{} not reviewed (over {} a file or {} of hunks in all){}",
+            if left_out == 1 { " was" } else { "s were" },
             crate::human_bytes(limits.max_file_bytes),
             crate::human_bytes(limits.max_total_bytes),
-            if full { String::new() } else { format!(": vsh show {} --full shows them", receipt.transaction.short()) }
+            if full {
+                String::new()
+            } else {
+                // Not yet looked at: some may be binary, which no review shows as hunks.
+                format!(": vsh show {} --full reviews them (a binary one has no hunks)", receipt.transaction.short())
+            }
         )
     })
 }

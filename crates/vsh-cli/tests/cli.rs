@@ -2722,20 +2722,20 @@ fn show_full_reviews_files_past_the_default_limits_and_show_says_what_it_left_ou
     let id = receipt["transaction"].as_str().unwrap();
     // run --full says so too, pointing to the show that has them.
     let full_run = vsh(&["run", "--workspace", ws, "--full", "-"], Some(edit));
-    assert!(String::from_utf8_lossy(&full_run.stderr).contains("--full shows them"), "{full_run:?}");
+    assert!(String::from_utf8_lossy(&full_run.stderr).contains("--full reviews them"), "{full_run:?}");
     // And --json among the receipt's warnings, for a program that reads it.
     let json_run = valid_document(&vsh(&["run", "--workspace", ws, "--full", "--json", "-"], Some(edit)));
     let warnings = json_run["warnings"].as_array().unwrap();
-    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("--full shows them")), "{json_run}");
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("--full reviews them")), "{json_run}");
     let json_show = valid_document(&vsh(&["show", "--json", id, "--workspace", ws], None));
-    assert!(json_show["receipt"]["warnings"].to_string().contains("--full shows them"), "{json_show}");
+    assert!(json_show["receipt"]["warnings"].to_string().contains("--full reviews them"), "{json_show}");
     let shown = vsh(&["show", id, "--workspace", ws], None);
     let (stdout, stderr) = (String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&shown.stderr));
     assert!(!stdout.contains("+LINE FIVE"), "{stdout}");
     assert!(
         stderr.contains(&format!(
-            "the hunks of 1 changed file are not shown (over 128 KiB a file or 1 MiB of hunks in all): vsh show {} \
-             --full",
+            "1 changed file was not reviewed (over 128 KiB a file or 1 MiB of hunks in all): vsh show {} \
+             --full reviews them",
             &id[..12]
         )),
         "{stderr}"
