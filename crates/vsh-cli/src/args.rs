@@ -535,9 +535,9 @@ pub(crate) struct GcArgs {
     pub(crate) grace: Option<Duration>,
 }
 
-/// `vsh gc --grace`: a duration of at least ten minutes.
+/// `vsh gc --grace`: a duration of at least twenty minutes.
 fn grace_duration(text: &str) -> Result<Duration, String> {
-    let duration = positive_duration(text)?;
+    let duration = humantime::parse_duration(text).map_err(|error| error.to_string())?;
     let least = Duration::from_millis(2 * vsh::lower::vsh_store::REFRESH_AFTER_MS);
     if duration < least {
         return Err(format!("{text:?} is less than 20m: a run in progress may need what it stored"));
@@ -991,6 +991,11 @@ mod tests {
             &["commit", "abc", "--lock-timeout", "soon"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} parsed");
+        }
+        // A grace of no time says the least there is (ux55).
+        for short in ["0s", "5m"] {
+            let error = parse(&["gc", "--grace", short]).unwrap_err().to_string();
+            assert!(error.contains("is less than 20m"), "{error}");
         }
         let Command::Approve(approve) =
             parse(&["approve", "abc", "--principal", "ann", "--ttl=60", "-w", "/w"]).unwrap().command

@@ -281,6 +281,13 @@ fn missing_program_advice(program: &str) -> String {
         );
         advice.push_str(CARGO_OFFLINE);
     }
+    // A name on none of the operator's own directories either is most
+    // likely mistyped (`pyhton3`).
+    if let Some(path) = std::env::var_os("PATH")
+        && !std::env::split_paths(&path).any(|dir| dir.is_absolute() && dir.join(program).is_file())
+    {
+        let _ = write!(advice, "\nvsh:   `{program}` is on no directory of your own PATH either: check its name");
+    }
     advice
 }
 

@@ -368,7 +368,12 @@ pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: 
             ConflictReason::Kind { expected, actual } => format!("was {}, is {}", kind(expected), kind(actual)),
             ConflictReason::Metadata => "size or mode changed".to_owned(),
             ConflictReason::Content => "content changed".to_owned(),
-            ConflictReason::Listing => "the names in it changed".to_owned(),
+            // Only the names' digest is kept: which name it was is not known.
+            ConflictReason::Listing => {
+                "the names in it changed: a file was created, removed or renamed there since the run listed it \
+                 (a review saved there is one)"
+                    .to_owned()
+            }
             ConflictReason::Precondition => "no longer its state before the change".to_owned(),
             ConflictReason::Unreadable => "can no longer be reached or read".to_owned(),
             _ => "changed".to_owned(),
@@ -1039,7 +1044,7 @@ mod tests {
         assert_eq!(counted(3, "dependency"), "3 dependencies");
         assert_eq!(counted(1, "dependency"), "1 dependency");
         let root = [Conflict { path: vsh::VPath::root(), reason: ConflictReason::Listing }];
-        assert!(stale_text(&root, 1).contains("  (the workspace's root)  the names in it changed\n"));
+        assert!(stale_text(&root, 1).contains("  (the workspace's root)  the names in it changed: a file was created"));
     }
 
     #[test]

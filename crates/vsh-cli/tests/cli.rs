@@ -2695,6 +2695,21 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     }
     // Nothing is made for a command that cannot start: not a workspace.
     assert!(!dir.path().join(".vsh").exists(), "a workspace was made for a program that is nowhere");
+    // A name on none of the operator's own PATH either is likely a typo; one
+    // there is not (ux55).
+    let own = tempfile::tempdir().unwrap();
+    std::fs::write(own.path().join("vsh-only-mine"), "#!/bin/sh\n").unwrap();
+    let own_path = format!("{}:/usr/bin:/bin", own.path().display());
+    for (program, typo) in [("pyhton3-vsh", true), ("vsh-only-mine", false)] {
+        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", ws, "--", program])
+            .env_clear()
+            .env("PATH", &own_path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(stderr.contains("on no directory of your own PATH either: check its name"), typo, "{stderr}");
+    }
     // A Monty program's vsh_exec raises FileNotFoundError; the error says
     // the same (ux49 L1).
     let program = "vsh_exec(['vsh-no-such-program'], check=True)";
