@@ -410,6 +410,38 @@ fn a_path_protected_from_reading_is_neither_moved_away_to_be_read_nor_shown_by_a
     assert_eq!(tree(dir.path()), before);
 }
 
+/// sec56 F1: a file a run created at a path protected from reading was shown
+/// whole in every review of the work (an agent read an operator's freshly
+/// generated credential with `vsh_show`, and a secret an operator's per-run
+/// policy let a run copy there). Neither side of such a path is shown, nor
+/// its digest, in the run's receipt or any later review.
+#[test]
+fn a_file_created_where_reads_are_protected_is_never_shown_in_a_review() {
+    let dir = workspace(&[("readme", "ok\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"creds/**\"\naccess = [\"content-read\"]\n";
+    Runtime::open(config(dir.path())).unwrap().record_workspace_policy(policy).unwrap();
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let program = "vsh_mkdir('creds')\nvsh_write('creds/api2', 'tok-5e1f0c9a')\nvsh_write('notes', 'n')";
+    let made = runtime.preview(&RunRequest::new(program).with_detail(vsh::ReceiptDetail::Full)).unwrap();
+    assert_ne!(made.state, TransactionState::Denied, "{:?}", made.decision);
+    let reviewed = |receipt: &vsh::Receipt, review: &[vsh::FileReview]| {
+        let text = format!("{receipt:?}{review:?}");
+        assert!(!text.contains("tok-5e1f0c9a"), "{text}");
+        let api = review.iter().find(|r| r.path.as_str() == "creds/api2").expect("reviewed");
+        assert_eq!(api.hunks, Err(vsh::NoHunks::Protected));
+        let change = receipt.changes.iter().find(|c| c.path.as_str() == "creds/api2").unwrap();
+        assert_eq!(change.after.unwrap().content, None);
+        assert!(receipt.diff_withheld);
+        // The rest of the work is reviewed as ever.
+        assert!(review.iter().any(|r| r.path.as_str() == "notes" && r.hunks.is_ok()));
+    };
+    reviewed(&made, &made.review);
+    drop(runtime);
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let shown = reader.show(made.transaction).unwrap().expect("stored");
+    reviewed(&shown, &reader.review(made.transaction).unwrap());
+}
+
 /// An outside probe's oracle: a file protected from reading could be
 /// overwritten with a guess at its bytes, and the right guess made no change
 /// ("0 changed paths", nothing kept), so each run answered "is the secret
@@ -724,7 +756,11 @@ fn a_review_withholds_the_snapshot_of_work_that_looked_at_or_listed_what_the_rea
     drop(own);
     let reader = Runtime::open(config(dir.path())).unwrap();
     for transaction in made {
-        assert!(reader.show(transaction).unwrap().expect("stored").snapshot_withheld, "{transaction:?}");
+        let shown = reader.show(transaction).unwrap().expect("stored");
+        assert!(shown.snapshot_withheld, "{transaction:?}");
+        // Nor the counters that measured the same reads (sec56 F2: the
+        // bytes read gave the hidden file's size).
+        assert_eq!((shown.execution.read_bytes, shown.execution.directory_entries), (0, 0), "{transaction:?}");
     }
     assert!(!reader.show(kept).unwrap().expect("stored").snapshot_withheld);
 }

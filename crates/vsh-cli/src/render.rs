@@ -266,6 +266,9 @@ pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
         "scratch directories in use by a run, left alone".to_owned()
     } else if scratch.cleared.is_empty() {
         format!("scratch directories hold {} bytes", scratch.bytes)
+    } else if scratch.bytes_removed == u64::MAX {
+        // `u64::MAX`: a tree too deep, or under a name too odd, to measure.
+        format!("cleared scratch directories {} (a tree vsh could not measure)", scratch.cleared.join(", "))
     } else {
         format!("cleared scratch directories {} ({} bytes)", scratch.cleared.join(", "), scratch.bytes_removed)
     };
@@ -844,11 +847,15 @@ pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_
         let _ = writeln!(out, "grants       {}", grants_text(grants));
     }
     let stats = &receipt.execution;
-    let _ = writeln!(
-        out,
-        "execution    {} os calls, {} B read, {} B written, {} denied, {} truncated result lists",
-        stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses, stats.truncated_results
-    );
+    if receipt.snapshot_withheld {
+        let _ = writeln!(out, "execution    withheld (its counters measured what this policy protects)");
+    } else {
+        let _ = writeln!(
+            out,
+            "execution    {} os calls, {} B read, {} B written, {} denied, {} truncated result lists",
+            stats.os_calls, stats.read_bytes, stats.write_bytes, stats.denied_accesses, stats.truncated_results
+        );
+    }
     if stats.skipped_nodes > 0 {
         let _ = writeln!(
             out,

@@ -478,8 +478,9 @@ impl ScratchLock {
 
     /// The bytes every node below `dir` takes on disk (see
     /// [`ScratchReport::bytes`]; symlinks not followed), or `u64::MAX` for
-    /// a tree too deep to measure by path ([`MAX_MEASURED_PATH_BYTES`]): a
-    /// command built it so, and it is past any bound.
+    /// a tree too deep to measure by path ([`MAX_MEASURED_PATH_BYTES`]) or
+    /// holding a name no path can spell: a command built it so, and it is
+    /// past any bound.
     fn size(&self, dir: &VPath) -> Result<u64, StoreError> {
         const BLOCK: u64 = 4096;
         let mut total = 0_u64;
@@ -497,9 +498,11 @@ impl ScratchLock {
                 total = total.saturating_add(stat.size.max(stat.allocated).max(BLOCK));
             }
             for entry in self.dir.list_dir(&current).map_err(|source| failed(&current, source))? {
-                if let Some(child) = child(&current, &entry.name) {
-                    stack.push(child);
-                }
+                // A name no path can spell (not UTF-8) hides what is below
+                // it from the walk: past any bound, as too deep a tree is
+                // (sec56 F3: a command filled the disk beneath one).
+                let Some(child) = child(&current, &entry.name) else { return Ok(u64::MAX) };
+                stack.push(child);
             }
         }
         Ok(total)
@@ -512,8 +515,8 @@ impl ScratchLock {
 const MAX_MEASURED_PATH_BYTES: usize = 3_072;
 
 /// The child `name` of `dir`, if vsh can name it (a name that is not UTF-8
-/// cannot be reached through a `VPath`: it is not measured, and clearing
-/// its directory fails naming it).
+/// cannot be reached through a `VPath`: the tree holding it is past any
+/// bound, and clearing renames it to one first).
 fn child(dir: &VPath, name: &[u8]) -> Option<VPath> {
     std::str::from_utf8(name).ok().and_then(|name| dir.child(name).ok())
 }
@@ -602,6 +605,20 @@ mod tests {
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
         // Measured again: nothing left.
         assert_eq!(data.scratch_lock().collect(Some(8)).unwrap().bytes, 0);
+    }
+
+    /// sec56 F3: what lay beneath a name that is not UTF-8 was never
+    /// measured, and a command filled the disk there past the bound.
+    #[test]
+    fn scratch_beneath_a_name_no_path_can_spell_is_past_any_bound() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let (dir, data, _outside) = built();
+        let hidden = dir.path().join("data/scratch/target").join(std::ffi::OsStr::from_bytes(b"bad\xffname"));
+        std::fs::create_dir_all(&hidden).unwrap();
+        std::fs::write(hidden.join("big"), vec![0_u8; 1 << 16]).unwrap();
+        let report = data.scratch_lock().collect(Some(1 << 30)).unwrap();
+        assert!(report.cleared.contains(&"target".to_owned()), "{report:?}");
+        assert_eq!(entries(&dir.path().join("data/scratch/target")), 0);
     }
 
     #[test]

@@ -480,9 +480,10 @@ impl VirtualFs {
     /// Review text for every file-content change in `entries`, within `limits`.
     /// Reading before-content for review records a content dependency on paths
     /// whose before-state the commit checks anyway. A path `unreadable` names
-    /// (one the policy protects from reading) never has its before-content
-    /// shown ([`NoHunks::Protected`]): a run may delete or overwrite a file it
-    /// may not read, and its receipt must not read it for it.
+    /// (one the policy protects from reading) never has its content shown,
+    /// before or after ([`NoHunks::Protected`]): a run may delete or overwrite
+    /// a file it may not read, and its receipt must not read it for it; what
+    /// a run writes there is that file's content to whoever reads a review.
     pub fn review(
         &mut self,
         entries: &[DiffEntry],
@@ -490,7 +491,7 @@ impl VirtualFs {
         unreadable: &dyn Fn(&VPath) -> bool,
     ) -> Result<Vec<FileReview>, VfsError> {
         review_entries(entries, limits, |entry, side| {
-            if side == Side::Before && unreadable(&entry.path) {
+            if unreadable(&entry.path) {
                 return Ok(Err(NoHunks::Protected));
             }
             if side == Side::After && entry.after.is_some_and(|state| state.kind == NodeKind::Symlink) {

@@ -447,10 +447,12 @@ pub struct Receipt {
     /// over those bytes' digest and would confirm a guess at them. `diff`
     /// still holds it for the host.
     pub diff_withheld: bool,
-    /// Whether the run read, by digest, the bytes of a path the policy of
-    /// whoever reads this receipt protects from reading (work made under a
-    /// per-run policy that allowed it): `base_snapshot` is then left out of
-    /// what the receipt shows, for the same reason as `diff_withheld`.
+    /// Whether the run read what the policy of whoever reads this receipt
+    /// protects (a file's bytes, or the size or mode of what it hides, or a
+    /// directory's names under another policy: work made under a per-run
+    /// policy that allowed it): `base_snapshot` is then left out of what the
+    /// receipt shows, for the same reason as `diff_withheld`, and the
+    /// execution counters, which measured the same reads, are zero.
     pub snapshot_withheld: bool,
     /// Number of changed paths.
     pub changed_paths: usize,

@@ -34,9 +34,12 @@ pub(crate) fn stored_review(
         None => artifact.diff.entries().to_vec(),
     };
     vsh_vfs::review_entries(&entries, limits, |entry, side| {
-        // The after state is the program's own output; the before state is
-        // the workspace's, and a protected one is never shown.
-        if side == Side::Before && calls.authorize(&entry.path, AccessKind::ContentRead).is_err() {
+        // Neither side of a path protected from reading is shown: the
+        // before state is the workspace's, and the after state, made by
+        // whoever ran it (an operator's per-run policy may have let it copy
+        // a secret there, or it generated one), is the protected file's
+        // content to whoever reads this review (sec56 F1).
+        if calls.authorize(&entry.path, AccessKind::ContentRead).is_err() {
             return Ok(Err(NoHunks::Protected));
         }
         let state = match side {

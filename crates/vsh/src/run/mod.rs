@@ -215,7 +215,7 @@ pub(crate) fn shown_changes(
         .iter()
         .map(|entry| {
             let mut entry = entry.clone();
-            if before_unreadable(&entry, calls) {
+            if side_unreadable(&entry, calls) {
                 // Nor the after state's digest: a mode change keeps the
                 // bytes, an append extends them, so it is a digest of the
                 // protected bytes too (a guess checked offline).
@@ -240,15 +240,16 @@ pub(crate) fn names_unreadable_content(entries: &[vsh_types::DiffEntry], calls: 
     // diff tells it from one made of the program's own bytes: any digest on
     // either side withholds it.
     entries.iter().any(|entry| {
-        before_unreadable(entry, calls)
+        side_unreadable(entry, calls)
             && [entry.before, entry.after].into_iter().flatten().any(|state| state.content.is_some())
     })
 }
 
-/// Whether `entry` starts from a state whose content (a directory has
-/// none) `calls` protects from reading.
-fn before_unreadable(entry: &vsh_types::DiffEntry, calls: &vsh_policy::CallPolicy) -> bool {
-    entry.before.is_some_and(|before| before.kind != vsh_types::NodeKind::Directory)
+/// Whether `entry` has a state, before or after, whose content (a
+/// directory has none) `calls` protects from reading: a file the run made
+/// there is that path's protected content to whoever reads the receipt.
+fn side_unreadable(entry: &vsh_types::DiffEntry, calls: &vsh_policy::CallPolicy) -> bool {
+    [entry.before, entry.after].into_iter().flatten().any(|state| state.kind != vsh_types::NodeKind::Directory)
         && content_unreadable(&entry.path, calls)
 }
 

@@ -559,6 +559,11 @@ impl Runtime {
         });
         receipt.snapshot_withheld = read_protected;
         receipt.diff_withheld |= read_protected;
+        if read_protected {
+            // Its counters measured the same reads (bytes read, entries
+            // listed: a hidden file's size, a directory's hidden names).
+            receipt.execution = vsh_monty::ExecutionStats::default();
+        }
         receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
         Ok(Some(receipt))
     }
