@@ -728,6 +728,11 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
              passed on; give it with `--stdin -` (or --stdin FILE)"
         );
     }
+    if !output.quiet
+        && let Some(note) = argv.first().and_then(|program| other_program_note(program, &exec.options))
+    {
+        say!("vsh: note: {note}");
+    }
     let code = if cwd.is_none() && stdin.is_none() {
         serde_json::to_string(&argv)?
     } else {
@@ -950,6 +955,46 @@ fn holds_secrets(dir: &std::path::Path) -> bool {
 
 /// Where `program` is on the `PATH` `path`: the first executable file of
 /// that name in its directories.
+/// When the command's `PATH` finds `program` in the system directories but
+/// the operator's own `PATH` finds another one first (pyenv's or a
+/// virtualenv's `python3` over `/usr/bin/python3`), say which runs and how
+/// to run the other: a command that runs the wrong interpreter fails later,
+/// far from the cause (no module named ...).
+fn other_program_note(program: &str, options: &args::RunOptions) -> Option<String> {
+    if program.contains('/') {
+        return None;
+    }
+    let command_path = options.command.env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value.as_str());
+    let command_path = command_path.unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    let runs = on_path(program, command_path)?;
+    let theirs = on_path(program, &std::env::var("PATH").ok()?)?;
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b || std::fs::canonicalize(a).ok().zip(std::fs::canonicalize(b).ok()).is_some_and(|(a, b)| a == b)
+    };
+    if same(&runs, &theirs) || ["/usr/", "/bin/", "/sbin/"].iter().any(|system| theirs.starts_with(system)) {
+        return None;
+    }
+    let dir = theirs.parent()?;
+    // An installation's `bin` (a virtualenv, a toolchain) or a version
+    // manager's `shims` (pyenv, rbenv, nodenv) needs the directory above it.
+    let installation = dir.parent().filter(|_| dir.ends_with("bin") || dir.ends_with("shims")).unwrap_or(dir);
+    let mut note = format!(
+        "`{program}` runs {} here (the command's PATH is {command_path}), not {} that your own PATH finds first",
+        render::shown(&runs.display().to_string(), true),
+        render::shown(&theirs.display().to_string(), true),
+    );
+    if safe_to_suggest(installation) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            note,
+            "; to run that one: --tool {} --env PATH={}:{command_path}",
+            render::shown(&installation.display().to_string(), true),
+            render::shown(&dir.display().to_string(), true)
+        );
+    }
+    Some(note)
+}
+
 fn on_path(program: &str, path: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
     path.split(':').filter(|dir| dir.starts_with('/')).map(|dir| std::path::Path::new(dir).join(program)).find(

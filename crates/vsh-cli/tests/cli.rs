@@ -2695,6 +2695,31 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     }
     // Nothing is made for a command that cannot start: not a workspace.
     assert!(!dir.path().join(".vsh").exists(), "a workspace was made for a program that is nowhere");
+    // A program the command's PATH finds in the system directories while
+    // the operator's finds another first (pyenv's python3 over
+    // /usr/bin/python3) is named, with how to run the operator's (ux56).
+    let venv = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(venv.path().join("env/bin")).unwrap();
+    std::fs::copy("/bin/true", venv.path().join("env/bin/true")).unwrap();
+    for (path, noted) in
+        [(format!("{}/env/bin:/usr/bin:/bin", venv.path().display()), true), ("/usr/bin:/bin".to_owned(), false)]
+    {
+        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", ws, "--", "true"])
+            .env_clear()
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(0), "{stderr}");
+        let expected = format!(
+            "to run that one: --tool {}/env --env PATH={}/env/bin:",
+            venv.path().display(),
+            venv.path().display()
+        );
+        assert_eq!(stderr.contains(&expected), noted, "{stderr}");
+        assert_eq!(stderr.contains("that your own PATH finds first"), noted, "{stderr}");
+    }
     // A name on none of the operator's own PATH either is likely a typo; one
     // there is not (ux55).
     let own = tempfile::tempdir().unwrap();
