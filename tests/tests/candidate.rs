@@ -755,14 +755,33 @@ fn emptied_scratch_names_what_the_uncommitted_work_changed_and_how_to_end_it() {
     };
     let locked = run("touch target/mark; echo lock > Cargo.lock");
     assert_eq!(locked.changed_paths, 1);
-    let next = run("ls target; echo end");
-    let changes = next.warnings.iter().find_map(|warning| match warning {
-        vsh::Warning::ScratchEmptied { uncommitted, changes } => Some((uncommitted.clone(), changes.clone())),
-        _ => None,
-    });
-    assert_eq!(changes, Some((vec![locked.transaction.to_hex()], vec!["create Cargo.lock".to_owned()])));
+    let emptied = |receipt: &vsh::Receipt| {
+        receipt.warnings.iter().find_map(|warning| match warning {
+            vsh::Warning::ScratchEmptied { uncommitted, changes, again } => {
+                Some((uncommitted.clone(), changes.clone(), again.clone()))
+            }
+            _ => None,
+        })
+    };
+    // The next run makes the change again (cargo writes its lock each
+    // time): the warning names the earlier work and what it changed, and
+    // this run as the one to commit (ux56 #1).
+    let next = run("ls target; touch target/mark; echo lock > Cargo.lock");
+    let (uncommitted, changes, again) = emptied(&next).unwrap_or_else(|| panic!("{:?}", next.warnings));
+    assert_eq!((uncommitted, changes), (vec![locked.transaction.to_hex()], vec!["create Cargo.lock".to_owned()]));
+    assert_eq!(again, Some(next.transaction.to_hex()));
     let text = next.warnings.iter().map(ToString::to_string).collect::<String>();
-    assert!(text.contains(&format!("(vsh commit {})", &locked.transaction.to_hex()[..12])), "{text}");
+    assert!(
+        text.contains("and this run did again")
+            && text.contains(&format!("(vsh commit {})", &next.transaction.to_hex()[..12])),
+        "{text}"
+    );
+    // Committed as told, the next build is incremental.
+    runtime.commit(next.transaction, 1).unwrap();
+    let after = run("ls target; echo lock > Cargo.lock");
+    assert!(emptied(&after).is_none(), "{:?}", after.warnings);
+    let ExecutionOutput::Bash(result) = &after.output else { panic!("{:?}", after.output) };
+    assert_eq!(String::from_utf8_lossy(&result.stdout), "mark\n");
 }
 
 #[test]
@@ -800,7 +819,8 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     let rebuilt = build("test -e target/mark && echo kept; touch target/mark; ");
     assert_eq!(printed(&rebuilt), "v1\n");
     // (Discarded: nothing of what it changed is stored to name.)
-    let emptied = vsh::Warning::ScratchEmptied { uncommitted: vec![changed.transaction.to_hex()], changes: vec![] };
+    let emptied =
+        vsh::Warning::ScratchEmptied { uncommitted: vec![changed.transaction.to_hex()], changes: vec![], again: None };
     assert!(rebuilt.warnings.contains(&emptied), "{:?}", rebuilt.warnings);
     assert!(emptied.to_string().contains(&changed.transaction.to_hex()[..12]), "{emptied}");
     // A change that is committed: the commit's new file is newer than the

@@ -256,6 +256,10 @@ pub enum Warning {
         /// Cargo.lock`: a build that writes a file into the workspace makes
         /// work of every run until that work is committed), at most a few.
         changes: Vec<String>,
+        /// This run's own transaction, when it made one of those changes
+        /// again: committing it (not the earlier work, which it replaces)
+        /// keeps the next build incremental.
+        again: Option<String>,
     },
     /// The scratch directories held a build that was emptied before this
     /// run's commands: the commands that made it were granted otherwise
@@ -284,7 +288,9 @@ impl std::fmt::Display for Warning {
             Self::BlobRepaired { id, path } => {
                 write!(f, "blob {} at {} was corrupt; repaired from this run's content", id.short(), path.display())
             }
-            Self::ScratchEmptied { uncommitted, changes } => scratch_emptied(f, uncommitted, changes),
+            Self::ScratchEmptied { uncommitted, changes, again } => {
+                scratch_emptied(f, uncommitted, changes, again.as_deref())
+            }
             Self::ScratchRegranted => f.write_str(
                 "the scratch directories (target/ and the like) were emptied first, a build from nothing: the \
                  commands that built them were granted otherwise (--tool, --env, --allow-network, ...), and \
@@ -359,7 +365,12 @@ impl std::fmt::Display for Warning {
 }
 
 /// [`Warning::ScratchEmptied`] as text.
-fn scratch_emptied(f: &mut std::fmt::Formatter<'_>, uncommitted: &[String], changes: &[String]) -> std::fmt::Result {
+fn scratch_emptied(
+    f: &mut std::fmt::Formatter<'_>,
+    uncommitted: &[String],
+    changes: &[String],
+    again: Option<&str>,
+) -> std::fmt::Result {
     let named: Vec<&str> = uncommitted
         .iter()
         .map(|name| {
@@ -377,13 +388,15 @@ fn scratch_emptied(f: &mut std::fmt::Formatter<'_>, uncommitted: &[String], chan
              stay incremental from one committed change to the next",
         named.join(", ")
     )?;
-    if let (false, Some(first)) = (changes.is_empty(), uncommitted.first()) {
+    let commit = again.or(uncommitted.first().map(String::as_str));
+    if let (false, Some(commit)) = (changes.is_empty(), commit) {
         write!(
             f,
-            ". That work changed {}: a build that writes into the workspace (a lock file) makes such \
+            ". That work changed {}{}: a build that writes into the workspace (a lock file) makes such \
                  work every run until it is committed once (vsh commit {})",
             changes.join(", "),
-            first.get(..12).unwrap_or(first)
+            if again.is_some() { ", and this run did again" } else { "" },
+            commit.get(..12).unwrap_or(commit)
         )?;
     }
     Ok(())

@@ -731,9 +731,18 @@ impl Runs {
             });
         }
         if !outcome.scratch_emptied.is_empty() {
+            let changes = stored_changes(records, &outcome.scratch_emptied);
+            // This run made one of those changes again (a build writes its
+            // lock file each time): committing this one is what ends it.
+            let again = state != TransactionState::Denied
+                && diff
+                    .entries()
+                    .iter()
+                    .any(|entry| changes.contains(&format!("{} {}", entry.kind.name(), entry.path)));
             warnings.push(crate::Warning::ScratchEmptied {
                 uncommitted: outcome.scratch_emptied.clone(),
-                changes: stored_changes(records, &outcome.scratch_emptied),
+                changes,
+                again: again.then(|| artifact.binding.transaction().to_hex()),
             });
         }
         match outcome.scratch_regranted {
