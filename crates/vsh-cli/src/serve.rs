@@ -163,6 +163,10 @@ pub(crate) struct ShowParams {
     /// 128 KiB a file and 1 MiB in all): for the files a first look lists
     /// without hunks, or a large change a directory at a time.
     paths: Option<Vec<String>>,
+    /// `full` (the default: each changed path and its hunks), `changes`
+    /// (each changed path with its states, no hunks: a large change's shape
+    /// first) or `compact` (the outcome alone).
+    detail: Option<String>,
 }
 
 /// `vsh_pending` takes nothing.
@@ -809,7 +813,8 @@ impl VshServer {
     /// A stored transaction's review.
     #[tool(
         description = "Show a transaction's review: its receipt with every changed path's text hunks, \
-        its state history, and its program. The transaction is its id or a unique prefix of 6+ hex digits.",
+        its state history, and its program. The transaction is its id or a unique prefix of 6+ hex digits; \
+        paths narrows it (a directory: what is beneath it), detail=changes lists the paths without hunks.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn vsh_show(
@@ -818,6 +823,11 @@ impl VshServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let bounds = self.options.bounds;
+        if let Some(other) =
+            params.detail.as_deref().filter(|detail| !matches!(*detail, "full" | "changes" | "compact"))
+        {
+            return refused(format!("detail {other:?}: give full, changes or compact"));
+        }
         self.blocking(&context.peer, move |runtime| match show(runtime, &params, bounds) {
             Ok((document, summary)) => success(&document, summary),
             Err(error) => transaction_failure(&error),
@@ -1011,6 +1021,12 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
 /// The review of the transaction `name` names, bounded for the reader.
 fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(ShowDocument, String), VshError> {
     let id = runtime.resolve(&params.transaction)?;
+    let detail = match params.detail.as_deref() {
+        Some("changes") => vsh::ReceiptDetail::Changes,
+        Some("compact") => vsh::ReceiptDetail::Compact,
+        // Anything else was refused before (`vsh_show`).
+        _ => vsh::ReceiptDetail::Full,
+    };
     let mut receipt = runtime.show(id)?.ok_or(VshError::UnknownTransaction(id))?;
     let mut not_changed = Vec::new();
     if let Some(paths) = &params.paths {
@@ -1034,8 +1050,16 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
             })
             .cloned()
             .collect();
-    } else if receipt.review.is_empty() {
+    } else if receipt.review.is_empty() && detail == vsh::ReceiptDetail::Full {
         receipt.review = runtime.review(id)?;
+    }
+    match detail {
+        vsh::ReceiptDetail::Full => {}
+        vsh::ReceiptDetail::Changes => receipt.review.clear(),
+        vsh::ReceiptDetail::Compact => {
+            receipt.review.clear();
+            receipt.changes.clear();
+        }
     }
     let record = runtime.transaction(id)?;
     let stored = runtime.stored_program(id)?;

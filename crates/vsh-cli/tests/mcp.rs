@@ -538,6 +538,14 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     assert!(below.text.contains("not changed by this transaction: \"gone\""), "{}", below.text);
     let changes = below.document["receipt"]["changes"].as_array().unwrap();
     assert!(changes.iter().all(|entry| entry["path"].as_str().unwrap().starts_with("many")), "{changes:?}");
+    // A large change's shape first, without hunks; or the outcome alone (ux56 #2).
+    let shape = call(&client, "vsh_show", json!({"transaction": id, "detail": "changes"})).await;
+    assert!(shape.document["receipt"]["review"].as_array().unwrap().is_empty(), "{}", shape.document);
+    assert!(!shape.document["receipt"]["changes"].as_array().unwrap().is_empty());
+    let outcome = call(&client, "vsh_show", json!({"transaction": id, "detail": "compact"})).await;
+    assert!(outcome.document["receipt"]["changes"].as_array().unwrap().is_empty(), "{}", outcome.document);
+    let wrong = call(&client, "vsh_show", json!({"transaction": id, "detail": "hunks"})).await;
+    assert!(wrong.is_error && wrong.text.contains("give full, changes or compact"), "{}", wrong.text);
     client.cancel().await.unwrap();
 }
 

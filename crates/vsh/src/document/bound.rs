@@ -133,7 +133,7 @@ impl ReceiptDocument {
         if kept < total {
             self.warnings.push(format!(
                 "review lists the first {kept} of {total} paths for this reader (at most {} paths and {max} \
-                 characters)",
+                 characters besides their hunks, which have as many)",
                 bounds.max_paths
             ));
             self.review.truncate(kept);
