@@ -1802,6 +1802,12 @@ fn commit_command(
             Ok(exit_code(&receipt, Asked::Commit, output.detailed))
         }
         Err(vsh::VshError::NotCommittable { state: TransactionState::Committed, .. }) => {
+            // A commit asked again answers as the first did, in JSON: the
+            // receipt of the committed work (a retry reads the same document).
+            if json && let Some(receipt) = runtime.show(id)? {
+                print_receipt(&receipt, json, output)?;
+                return Ok(exit_code(&receipt, Asked::Commit, output.detailed));
+            }
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
             print_settled_again(runtime, &record, json, output, now, "committed", "nothing was written again")
         }
@@ -1887,11 +1893,12 @@ fn approve_command(
         print_record(runtime, &record)?;
     } else if !output.quiet {
         println!(
-            "{}  {} by {name} (principal {}) for {}",
+            "{}  {} by {name} (principal {}) for {}; next: vsh commit {}",
             record.id,
             record.state.name(),
             principal.short(),
-            humantime::format_duration(approve.ttl)
+            humantime::format_duration(approve.ttl),
+            record.id.short()
         );
     }
     Ok(EXIT_OK)
@@ -2075,7 +2082,15 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),
         (Command::Recover(_), Some(id)) => {
-            let restored = runtime.restore(id)?;
+            // Nothing to restore is no failed commit: said as what it is.
+            let restored = runtime.restore(id).map_err(|error| -> Box<dyn std::error::Error> {
+                match error {
+                    vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Restore { reason, .. }) => {
+                        format!("nothing to restore for {}: {reason}", id.short()).into()
+                    }
+                    error => error.into(),
+                }
+            })?;
             if common.json {
                 println!("{}", serde_json::to_string_pretty(&vsh::document::RestoreDocument::from(&restored))?);
             } else {

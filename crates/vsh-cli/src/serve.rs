@@ -940,7 +940,9 @@ impl VshServer {
                 match record.state {
                     TransactionState::Committed => {
                         return refused(format!(
-                            "transaction {} is committed: there is nothing to discard",
+                            "transaction {0} is committed: there is nothing to discard, its changes are on disk; to \
+                             undo them, run a program that writes back what vsh_show {0} says was there (or \
+                             restores it from git: git show HEAD:PATH), reviewed like any change",
                             id.short()
                         ));
                     }

@@ -291,6 +291,9 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     assert!(text.contains("+b"), "the review has its hunks: {text}");
     let approved = vsh(&["approve", &id[..8], "--workspace", ws], None);
     assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    // It says what comes next (ux56).
+    let said = String::from_utf8_lossy(&approved.stdout);
+    assert!(said.trim_end().ends_with(&format!("; next: vsh commit {}", &id[..12])), "{said}");
     let committed = vsh(&["commit", &id[..8], "--workspace", ws, "--json"], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "b");
@@ -734,6 +737,11 @@ fn recover_names_what_a_racing_writer_left_and_restore_puts_the_before_state_bac
     assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stdout));
     let again = cli(&["recover", "--workspace", ws_arg, "--restore", &id]);
     assert_eq!(again.status.code(), Some(1), "a settled transaction has nothing to restore");
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        said.contains(&format!("nothing to restore for {}", &id[..12])) && !said.contains("commit failed"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -1962,11 +1970,17 @@ fn every_json_output_is_valid_against_its_committed_schema() {
     let committed = valid_document(&vsh(&["commit", "--json", &id, "--workspace", ws], None));
     assert_eq!(committed["state"], "committed");
     assert!(committed["commit"]["verified_paths"].as_u64().unwrap() >= 1);
+    // Asked again, the same document: the committed work's receipt (ux56 #5).
+    let again = valid_document(&vsh(&["commit", "--json", &id, "--workspace", ws], None));
+    assert_eq!((again["schema"].as_str(), again["state"].as_str()), (Some("vsh.receipt/1"), Some("committed")));
+    assert_eq!(again["changes"], committed["changes"]);
     let log = valid_document(&vsh(&["log", "--json", "--workspace", ws], None));
     assert!(log["transactions"].as_array().unwrap().iter().any(|row| row["transaction"] == id.as_str()));
     valid_document(&vsh(&["gc", "--json", "--workspace", ws], None));
     valid_document(&vsh(&["recover", "--json", "--workspace", ws], None));
-    valid_document(&vsh(&["recover", "--json", "--restore", &id, "--workspace", ws], None));
+    let restore = valid_document(&vsh(&["recover", "--json", "--restore", &id, "--workspace", ws], None));
+    // Work that committed whole has nothing to restore, and says how to undo it (ux56 #7).
+    assert!(restore["message"].as_str().unwrap().contains("it committed whole"), "{restore}");
     // A committed transaction cannot be rejected: said in a line, no store jargon.
     let late = vsh(&["reject", &id, "--workspace", ws], None);
     assert_eq!(late.status.code(), Some(1));

@@ -200,6 +200,12 @@ async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
     assert_eq!(again.document["state"], "committed", "{}", again.text);
     let discard = call(client, "vsh_discard", json!({"transaction": &id[..8]})).await;
     assert!(discard.is_error && discard.text.contains("committed: there is nothing to discard"), "{}", discard.text);
+    // And how to undo it instead (ux56 #6).
+    assert!(
+        discard.text.contains(&format!("writes back what vsh_show {} says was there", &id[..12])),
+        "{}",
+        discard.text
+    );
 }
 
 /// The text names what changed (what many hosts show the model): each

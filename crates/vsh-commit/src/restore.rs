@@ -96,6 +96,11 @@ impl Committer {
                     report.nothing_kept = true;
                     Ok(report)
                 }
+                Some(TransactionState::Committed) => Err(refused(
+                    transaction,
+                    "it committed whole, and nothing of it is waiting for a restore (to undo its changes: new \
+                     work that writes back what vsh show says was there)",
+                )),
                 _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),
             };
         }

@@ -636,6 +636,13 @@ impl CallPolicy {
                 "a built-in secret rule that hides a path inside it (disable with defaults.secrets = false)".to_owned()
             }
             RuleLabel::Secret => format!("built-in secret rule `{rule}` (disable with defaults.secrets = false)"),
+            // git itself cannot change .git in a run (a checkout, a stash):
+            // what an agent can do instead comes first (ux56).
+            RuleLabel::Git if denied.access.is_mutation() => format!(
+                "built-in git rule `{rule}`: a run never changes .git (to restore a file, read it with git show \
+                 HEAD:PATH and write it; the change is reviewed like any other); an operator may allow it with \
+                 defaults.git = false"
+            ),
             RuleLabel::Git => format!("built-in git rule `{rule}` (disable with defaults.git = false)"),
             RuleLabel::RuntimeData => {
                 format!("runtime data is always protected (rule `{rule}`); no policy change allows this access")
@@ -1275,6 +1282,14 @@ mod tests {
         );
         assert_eq!(
             remedy(".git/HEAD", AccessKind::Modify),
+            "built-in git rule `**/.git/**`: a run never changes .git (to restore a file, read it with git show HEAD:PATH \
+             and write it; the change is reviewed like any other); an operator may allow it with defaults.git = false"
+        );
+        // A read the git rule refuses (a policy that hides .git) is the operator's alone.
+        let hidden =
+            CallPolicy::balanced_default(None).with_rules([rule("**/.git/**", AccessSet::READS, RuleLabel::Git)]);
+        assert_eq!(
+            hidden.remedy(&hidden.authorize(&p(".git/HEAD"), AccessKind::ContentRead).unwrap_err()),
             "built-in git rule `**/.git/**` (disable with defaults.git = false)"
         );
         assert_eq!(
