@@ -216,6 +216,25 @@ fn filled_the_disk(error: &VshError) -> bool {
     matches!(error.exceeded_limit(), Some(LimitKind::DiskSpace | LimitKind::DiskNodes))
 }
 
+/// For a Monty program that used what this Monty does not have (the
+/// guide's "Does not work" table, `vsh guide`): what to use instead.
+fn monty_instead(error: &VshError) -> Option<String> {
+    const INSTEAD: [(&str, &str); 6] = [
+        ("module 'os' has no attribute 'walk'", "os.walk: vsh_glob('**/*') lists a tree (or iterdir() in a loop)"),
+        ("'module' object has no attribute 'path'", "os.path: pathlib.Path and / (Path('a') / 'b', .name, .suffix)"),
+        ("module 'os' has no attribute 'getcwd'", "os.getcwd: the working directory is /workspace"),
+        ("has no attribute 'glob'", "Path.glob: vsh_glob(pattern, path)"),
+        ("has no attribute 'rglob'", "Path.rglob: vsh_glob('**/' + pattern, path)"),
+        ("unsupported operand type(s) for %", "% formatting: f-strings or str.format"),
+    ];
+    let VshError::Execution(execution) = error else { return None };
+    let ExecutionError::Exception { exception, .. } = execution.as_ref() else { return None };
+    INSTEAD
+        .iter()
+        .find(|(message, _)| exception.message.contains(message))
+        .map(|(_, instead)| format!("this Monty has no {instead}; `vsh guide` lists what else to use instead"))
+}
+
 /// For a command whose program was not found: how to let it find one
 /// outside the system directories.
 fn missing_program(error: &VshError) -> Option<String> {
@@ -491,6 +510,9 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     let mut advice = Vec::new();
     if let Some(program) = missing_program(error) {
         advice.push(program);
+    }
+    if let Some(instead) = monty_instead(error) {
+        advice.push(instead);
     }
     if let VshError::Execution(execution) = error
         && let ExecutionError::Command { source: ToolError::EnvDenied { name } } = execution.as_ref()

@@ -3865,6 +3865,25 @@ fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     assert!(!stdout.contains('\r'), "{stdout}");
 }
 
+/// ux56 #8: what this Monty lacks (the guide's "Does not work" table) got
+/// a bare Python error; each says what to use instead.
+#[test]
+fn a_program_using_what_monty_lacks_is_told_what_to_use_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    for (program, instead) in [
+        ("import os\nfor r, d, f in os.walk('.'):\n    print(r)", "no os.walk: vsh_glob('**/*') lists a tree"),
+        ("import os\nos.path.join('a', 'b')", "no os.path: pathlib.Path and /"),
+        ("from pathlib import Path\nlist(Path('.').glob('*'))", "no Path.glob: vsh_glob(pattern, path)"),
+        ("'%d' % 3", "no % formatting: f-strings or str.format"),
+    ] {
+        let ran = vsh(&["run", "--workspace", ws, "-"], Some(program));
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&format!("vsh: this Monty has {instead}")), "{program}: {stderr}");
+    }
+}
+
 /// ux55 #4: a large review could not be narrowed or read by its shape
 /// first. `vsh show TX PATH...` reviews those paths (a directory: what is
 /// beneath it), and `--stat` lists every changed path without hunks.
