@@ -176,3 +176,38 @@ pub fn candidates_available() -> bool {
     );
     available
 }
+
+/// A tmpfs of `size` (`16m`) mounted for one test, unmounted when dropped:
+/// a small disk to fill (mounting needs root, as real commands do).
+pub struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    /// Mount one.
+    ///
+    /// # Panics
+    ///
+    /// When it cannot be made or mounted.
+    #[must_use]
+    pub fn mount(size: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "vsh-test-disk"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a tmpfs (as root)");
+        Self(dir)
+    }
+
+    /// Where it is mounted.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}

@@ -569,15 +569,6 @@ fn a_file_a_command_makes_is_created_however_it_is_written_so_a_modify_rule_leav
     assert_eq!(written.decision, vsh::RuntimeDecision::AutoApproved, "{:?}", written.decision);
 }
 
-/// A tmpfs of 64 MiB for one test, unmounted when dropped.
-struct SmallDisk(tempfile::TempDir);
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
-    }
-}
-
 /// A command stopped before it filled the disk of the scratch directories
 /// leaves nothing there: what it wrote is freed before the run returns.
 #[test]
@@ -585,15 +576,9 @@ fn a_command_stopped_for_the_disk_space_it_took_has_what_it_wrote_freed_at_once(
     if !candidates_available() {
         return;
     }
-    let disk = SmallDisk(tempfile::tempdir().unwrap());
-    let status = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64m", "vsh-test-disk"])
-        .arg(disk.0.path())
-        .status()
-        .unwrap();
-    assert!(status.success(), "mount a tmpfs (the candidate tests run as root)");
+    let disk = vsh_integration_tests::SmallDisk::mount("64m");
     let dir = workspace(&[("src.txt", "v1\n"), ("Cargo.toml", "")]);
-    let data = disk.0.path().join("data");
+    let data = disk.path().join("data");
     let runtime = Runtime::open(config(dir.path()).with_commands().with_data_directory(&data)).unwrap();
     let code = command(&[
         "/bin/sh",

@@ -163,37 +163,15 @@ fn a_preview_that_changes_nothing_is_never_stored_to_wait_for_a_commit() {
     assert_eq!(waiting, [write.transaction]);
 }
 
-/// A tmpfs of `size` mounted for one test (the workspace), unmounted when dropped.
-struct SmallDisk(tempfile::TempDir);
-
-impl SmallDisk {
-    fn mount(size: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "vsh-test-disk"])
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        assert!(status.success(), "mount a tmpfs (as root)");
-        Self(dir)
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
-    }
-}
-
 #[test]
 fn work_kept_for_a_later_commit_never_takes_more_than_half_the_disk_left() {
     // Mounting needs root, as real commands do.
     if !vsh_integration_tests::candidates_available() {
         return;
     }
-    let disk = SmallDisk::mount("40m");
-    put(disk.0.path(), "a.txt", "a");
-    let runtime = Runtime::open(durable(&disk.0, DurablePreviews::default())).unwrap();
+    let disk = vsh_integration_tests::SmallDisk::mount("40m");
+    put(disk.path(), "a.txt", "a");
+    let runtime = Runtime::open(config(disk.path()).with_durable_previews(DurablePreviews::default())).unwrap();
     // Files of 4 MiB (one write call's most) of distinct bytes each.
     let files = |count: usize| {
         format!(
@@ -206,20 +184,20 @@ fn work_kept_for_a_later_commit_never_takes_more_than_half_the_disk_left() {
     assert_eq!(kept.state, TransactionState::AutoApproved);
     // Eight files, of which the store holds three: 20 MiB of the 28 or so
     // left, more than half of it: refused, nothing stored.
-    let before = tree(&disk.0.path().join(".vsh/data/blobs"));
+    let before = tree(&disk.path().join(".vsh/data/blobs"));
     let refused = runtime.preview(&RunRequest::new(&files(8)));
     let Err(VshError::StoreSpace { needed, available, .. }) = refused else { panic!("{refused:?}") };
     assert_eq!(needed, 5 * (4 << 20), "what the store does not hold yet");
     assert!(needed > available / 2, "{needed} of {available}");
-    assert_eq!(tree(&disk.0.path().join(".vsh/data/blobs")), before);
+    assert_eq!(tree(&disk.path().join(".vsh/data/blobs")), before);
     // What was kept still commits.
     runtime.commit(kept.transaction, now_ms()).unwrap();
-    assert!(disk.0.path().join("big2.bin").is_file());
+    assert!(disk.path().join("big2.bin").is_file());
     // Small contents (carried inside the artifact) count too: 70 files of
     // 60 KiB, 4.1 MiB, on a disk of 8 MiB.
-    let small = SmallDisk::mount("8m");
-    put(small.0.path(), "a.txt", "a");
-    let runtime = Runtime::open(durable(&small.0, DurablePreviews::default())).unwrap();
+    let small = vsh_integration_tests::SmallDisk::mount("8m");
+    put(small.path(), "a.txt", "a");
+    let runtime = Runtime::open(config(small.path()).with_durable_previews(DurablePreviews::default())).unwrap();
     let many = "from pathlib import Path\nfor i in range(70):\n    Path(f'/workspace/s{i}.txt').write_text(str(i % 10) * (60 << 10) + str(i))";
     let refused = runtime.preview(&RunRequest::new(many));
     let Err(VshError::StoreSpace { needed, .. }) = refused else { panic!("{refused:?}") };

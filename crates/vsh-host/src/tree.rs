@@ -81,17 +81,7 @@ impl WritableDir {
 fn empty(dir: &WritableDir) -> Result<(), HostError> {
     let mut lifted = 0_u64;
     loop {
-        let mut files: Vec<VPath> = Vec::new();
-        let mut others: Vec<Vec<u8>> = Vec::new();
-        for entry in dir.list_dir(&VPath::root())? {
-            match (entry.kind, VPath::from_component_bytes(&entry.name)) {
-                (Some(HostKind::File | HostKind::Symlink | HostKind::Other), Ok(name)) => files.push(name),
-                _ => others.push(entry.name),
-            }
-        }
-        // `unlinkat` without `AT_REMOVEDIR` never removes (or enters) a
-        // directory, so a stale kind fails safe: that name is emptied as one.
-        others.extend(unlink_all(dir, &files).into_iter().map(|name| name.as_str().as_bytes().to_vec()));
+        let others = unlink_files(dir)?;
         if others.is_empty() {
             return Ok(());
         }
@@ -113,16 +103,7 @@ fn empty(dir: &WritableDir) -> Result<(), HostError> {
                 dir.set_mode(&name, stat.mode | OWNER_ACCESS)?;
             }
             let inner = WritableDir::new(Arc::new(dir.open_subdir(&name)?));
-            let mut files: Vec<VPath> = Vec::new();
-            let mut deeper: Vec<Vec<u8>> = Vec::new();
-            for entry in inner.list_dir(&VPath::root())? {
-                match (entry.kind, VPath::from_component_bytes(&entry.name)) {
-                    (Some(HostKind::File | HostKind::Symlink | HostKind::Other), Ok(name)) => files.push(name),
-                    _ => deeper.push(entry.name),
-                }
-            }
-            deeper.extend(unlink_all(&inner, &files).into_iter().map(|name| name.as_str().as_bytes().to_vec()));
-            for raw in deeper {
+            for raw in unlink_files(&inner)? {
                 fresh_name(&mut lifted, |to| dir.hoist_entry(&inner, &raw, to))?;
             }
             drop(inner);
@@ -132,6 +113,24 @@ fn empty(dir: &WritableDir) -> Result<(), HostError> {
             }
         }
     }
+}
+
+/// Unlink the files (and symlinks, and what else is not a directory) `dir`
+/// holds under names a path can spell; the raw names of what is left: its
+/// directories and whatever has a name no path can spell.
+fn unlink_files(dir: &WritableDir) -> Result<Vec<Vec<u8>>, HostError> {
+    let mut files: Vec<VPath> = Vec::new();
+    let mut others: Vec<Vec<u8>> = Vec::new();
+    for entry in dir.list_dir(&VPath::root())? {
+        match (entry.kind, VPath::from_component_bytes(&entry.name)) {
+            (Some(HostKind::File | HostKind::Symlink | HostKind::Other), Ok(name)) => files.push(name),
+            _ => others.push(entry.name),
+        }
+    }
+    // `unlinkat` without `AT_REMOVEDIR` never removes (or enters) a
+    // directory, so a stale kind fails safe: that name is emptied as one.
+    others.extend(unlink_all(dir, &files).into_iter().map(|name| name.as_str().as_bytes().to_vec()));
+    Ok(others)
 }
 
 /// Unlink each of `names` in `dir`, on a few threads when there are many;
