@@ -322,6 +322,27 @@ fn bounded_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocume
     (document, summary)
 }
 
+/// A commit's receipt bounded for the reader, and its summary without
+/// the run's output (the agent read it when it ran; the structured result
+/// still holds it): a commit's text is what the commit did.
+fn committed_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocument, String) {
+    let mut document = ReceiptDocument::from(receipt);
+    document.bound(bounds);
+    let mut quiet = document.clone();
+    let had_output = !(quiet.stdout.is_empty() && quiet.stderr.is_empty());
+    quiet.stdout.clear();
+    quiet.stderr.clear();
+    let mut summary = receipt_summary(receipt, &quiet, false);
+    if had_output {
+        let _ = write!(
+            summary,
+            "\n(the run's output is in the structured result, and vsh_show {} gives it)",
+            receipt.transaction.short()
+        );
+    }
+    (document, summary)
+}
+
 /// [`bounded_receipt`]'s summary; `replaced`: the work was made under a
 /// policy the workspace has since replaced, so it is never approved nor
 /// committed, and the agent is told what it can do instead.
@@ -988,7 +1009,7 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
     };
     match runtime.commit_cancellable(id, crate::now_ms(), cancel) {
         Ok(receipt) => {
-            let (document, summary) = bounded_receipt(&receipt, bounds);
+            let (document, summary) = committed_receipt(&receipt, bounds);
             success(&document, summary)
         }
         // Exactly once, and a retry after a lost answer is told so: the
@@ -996,7 +1017,7 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
         Err(VshError::NotCommittable { state: TransactionState::Committed, .. })
             if let Ok(Some(receipt)) = runtime.show(id) =>
         {
-            let (document, summary) = bounded_receipt(&receipt, bounds);
+            let (document, summary) = committed_receipt(&receipt, bounds);
             success(&document, format!("already committed: nothing was written again\n{summary}"))
         }
         Err(error) => {

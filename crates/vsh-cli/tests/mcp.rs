@@ -39,6 +39,14 @@ async fn call(client: &rmcp::Peer<rmcp::RoleClient>, tool: &'static str, argumen
     Outcome { is_error: result.is_error == Some(true), document, text }
 }
 
+/// A commit landed, and its text is what the commit did, not the run's
+/// output (`printed`) again: the structured result keeps it.
+fn commit_text_leaves_out_the_output(committed: &Outcome, printed: &str) {
+    assert_eq!(committed.document["state"], "committed", "{}", committed.text);
+    assert!(!committed.text.contains(printed.trim_end()) && committed.text.contains("vsh_show"), "{}", committed.text);
+    assert_eq!(committed.document["stdout"], printed);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,7 +87,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     let shown = call(&client, "vsh_show", json!({"transaction": &id[..8]})).await;
     assert!(shown.document["receipt"]["review"][0]["hunks"].as_str().unwrap().contains("+ALPHA"), "{}", shown.document);
     let committed = call(&client, "vsh_commit", json!({"transaction": &id[..8]})).await;
-    assert_eq!(committed.document["state"], "committed", "{}", committed.text);
+    commit_text_leaves_out_the_output(&committed, "made b\n");
     assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "ALPHA\n");
     committed_once(&client, &id).await;
 

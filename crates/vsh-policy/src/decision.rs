@@ -58,7 +58,8 @@ pub struct RiskMetrics {
     /// Sum of the before and after sizes of every entry but mode-only changes.
     pub changed_bytes: u64,
     /// Deleted paths per 10,000 observed base nodes, at most 10,000; 0 when no
-    /// base node was observed.
+    /// base node was observed. A file deleted whose very bytes the diff
+    /// creates elsewhere (moved) is no loss, and is left out.
     pub delete_ratio_bps: u32,
     /// Files whose execute bits changed, or created with an execute bit set.
     pub executable_changes: u64,
@@ -89,7 +90,27 @@ impl RiskMetrics {
         rewrite_escalate_ratio_bps: u32,
     ) -> Self {
         let mut metrics = Self { renamed, ..Self::default() };
+        // A file deleted whose very bytes the diff creates elsewhere (a move,
+        // a directory renamed) loses nothing: the delete ratio, which guards
+        // against losing what the workspace held, leaves it out.
+        let created: std::collections::HashSet<vsh_types::BlobId> = diff
+            .iter()
+            .filter(|entry| entry.kind == DiffKind::Create)
+            .filter_map(|entry| {
+                entry.after.filter(|state| state.kind == NodeKind::File).and_then(|state| state.content)
+            })
+            .collect();
+        let mut moved = 0_u64;
         for entry in diff {
+            if entry.kind == DiffKind::Delete
+                && entry
+                    .before
+                    .filter(|state| state.kind == NodeKind::File)
+                    .and_then(|state| state.content)
+                    .is_some_and(|content| created.contains(&content))
+            {
+                moved += 1;
+            }
             metrics.touched += 1;
             match entry.kind {
                 DiffKind::Create => metrics.created += 1,
@@ -113,7 +134,8 @@ impl RiskMetrics {
             }
         }
         if observed_base_nodes > 0 {
-            let ratio = u128::from(metrics.deleted) * u128::from(MAX_RATIO_BPS) / u128::from(observed_base_nodes);
+            let lost = metrics.deleted.saturating_sub(moved);
+            let ratio = u128::from(lost) * u128::from(MAX_RATIO_BPS) / u128::from(observed_base_nodes);
             metrics.delete_ratio_bps = u32::try_from(ratio.min(u128::from(MAX_RATIO_BPS))).unwrap_or(MAX_RATIO_BPS);
         }
         metrics
@@ -617,6 +639,29 @@ mod tests {
         assert_eq!(RiskMetrics::measure(&deletes, 0, 8).delete_ratio_bps, 5_000);
         assert_eq!(RiskMetrics::measure(&deletes, 0, 3).delete_ratio_bps, 10_000);
         assert_eq!(RiskMetrics::measure(&deletes, 0, u64::MAX).delete_ratio_bps, 0);
+    }
+
+    /// ux56: a directory moved read as deleting most of what the run saw.
+    /// A file deleted whose very bytes are created elsewhere loses nothing;
+    /// other bytes, or no digest to tell (a file protected from reading),
+    /// count as lost.
+    #[test]
+    fn a_file_moved_whole_is_no_loss_to_the_delete_ratio() {
+        let (a, b, c) =
+            (NodeState::file_with(b"a", 0o644), NodeState::file_with(b"b", 0o644), NodeState::file_with(b"c", 0o644));
+        let unknown = NodeState { content: None, ..NodeState::file_with(b"d", 0o644) };
+        let diff = [
+            entry("old/a", Some(a), None),
+            entry("new/a", None, Some(a)),
+            entry("old/b", Some(b), None),
+            entry("new/b", None, Some(NodeState::file_with(b"b edited", 0o644))),
+            entry("old/c", Some(c), None),
+            entry("old/d", Some(unknown), None),
+            entry("new/d", None, Some(NodeState::file_with(b"d", 0o644))),
+        ];
+        let metrics = RiskMetrics::measure(&diff, 1, 8);
+        assert_eq!(metrics.deleted, 4, "every delete is still counted as one");
+        assert_eq!(metrics.delete_ratio_bps, 3 * 10_000 / 8, "b, c and d are lost; a moved");
     }
 
     /// Name, before, after, ratio in basis points, whether it is a rewrite.
