@@ -363,24 +363,9 @@ pub(crate) fn candidates_text(candidates: &[vsh::TransactionId], total: usize) -
 /// A stale commit's conflicting paths, one a line, with what changed, and how
 /// many more there are beyond the listed ones.
 pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: usize) -> String {
-    use vsh::lower::vsh_commit::ConflictReason;
-    let kind = |kind: Option<vsh::NodeKind>| kind.map_or("nothing", |kind| kind.name());
     let mut text = String::from("vsh: the workspace changed under the transaction:\n");
     for conflict in conflicts {
-        let what = match conflict.reason {
-            ConflictReason::Kind { expected, actual } => format!("was {}, is {}", kind(expected), kind(actual)),
-            ConflictReason::Metadata => "size or mode changed".to_owned(),
-            ConflictReason::Content => "content changed".to_owned(),
-            // Only the names' digest is kept: which name it was is not known.
-            ConflictReason::Listing => {
-                "the names in it changed: a file was created, removed or renamed there since the run listed it \
-                 (a review saved there is one)"
-                    .to_owned()
-            }
-            ConflictReason::Precondition => "no longer its state before the change".to_owned(),
-            ConflictReason::Unreadable => "can no longer be reached or read".to_owned(),
-            _ => "changed".to_owned(),
-        };
+        let what = conflict.reason.to_string();
         let path = if conflict.path.is_root() { "(the workspace's root)" } else { conflict.path.as_str() };
         let _ = writeln!(text, "  {}  {what}", shown(path, false));
     }

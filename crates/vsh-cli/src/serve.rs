@@ -256,6 +256,10 @@ fn readable(text: &str) -> String {
 /// A tool's failure, as `isError` with a `vsh.error/1` document.
 fn failure(document: &ErrorDocument) -> CallToolResult {
     let mut summary = format!("error ({:?}): {}", document.kind, document.message);
+    // A stale commit: what changed at each path, as the command line says it.
+    for (path, change) in document.paths.iter().zip(&document.path_changes) {
+        let _ = write!(summary, "\nchanged: {}  {change}", crate::render::shown(path, false));
+    }
     for denial in &document.denied {
         let _ = write!(summary, "\ndenied: {} {} ({}: {})", denial.access, denial.path, denial.rule, denial.label);
         if let Some(remedy) = &denial.remedy {

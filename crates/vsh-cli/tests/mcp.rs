@@ -493,6 +493,15 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
         CallToolRequestParams::new("vsh_exec").with_arguments(json!({"argv": ["ls"]}).as_object().unwrap().clone());
     let unknown = client.call_tool(params).await.unwrap_err().to_string();
     assert!(unknown.contains("vsh_run, ") && unknown.contains("a function a vsh_run program calls"), "{unknown}");
+    // A stale commit says what changed at each path (ux56).
+    std::fs::write(ws.join("src.txt"), "one\n").unwrap();
+    let read = call(&client, "vsh_run", json!({"code": "vsh_write('out.txt', vsh_read('src.txt'))"})).await;
+    std::fs::write(ws.join("src.txt"), "two, longer\n").unwrap();
+    let stale =
+        call(&client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
+    // (Its size changed: 4 bytes, then 12.)
+    assert!(stale.is_error && stale.text.contains("changed: src.txt  size or mode changed"), "{}", stale.text);
+    assert_eq!(stale.document["path_changes"], json!(["size or mode changed"]), "{}", stale.document);
     // An id never found (a run that changed nothing is not kept, once its
     // server is gone) says so.
     for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {

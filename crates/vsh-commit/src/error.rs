@@ -34,6 +34,25 @@ pub enum ConflictReason {
     Unreadable,
 }
 
+impl std::fmt::Display for ConflictReason {
+    /// What changed, for whoever must decide what to do about it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = |kind: Option<NodeKind>| kind.map_or("nothing", NodeKind::name);
+        match self {
+            Self::Kind { expected, actual } => write!(f, "was {}, is {}", kind(*expected), kind(*actual)),
+            Self::Metadata => f.write_str("size or mode changed"),
+            Self::Content => f.write_str("content changed"),
+            // Only the names' digest is kept: which name it was is not known.
+            Self::Listing => f.write_str(
+                "the names in it changed: a file was created, removed or renamed there since the run listed it \
+                 (a review saved there is one)",
+            ),
+            Self::Precondition => f.write_str("no longer its state before the change"),
+            Self::Unreadable => f.write_str("can no longer be reached or read"),
+        }
+    }
+}
+
 /// One conflicting path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict {

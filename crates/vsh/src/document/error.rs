@@ -64,6 +64,10 @@ pub struct ErrorDocument {
     pub exit_code: Option<u8>,
     /// A stale commit's conflicting paths (the first ones, in path order).
     pub paths: Vec<String>,
+    /// What changed at each of `paths`, in the same order (`content
+    /// changed`, `was nothing, is file`, ...).
+    #[serde(default)]
+    pub path_changes: Vec<String>,
     /// How many paths conflict in all.
     pub total_conflicts: Option<u64>,
     /// The transactions an ambiguous prefix names (the first ones).
@@ -141,6 +145,7 @@ impl ErrorDocument {
             causes,
             exit_code: None,
             paths: Vec::new(),
+            path_changes: Vec::new(),
             total_conflicts: None,
             candidates: Vec::new(),
             total_candidates: None,
@@ -163,6 +168,7 @@ impl ErrorDocument {
         match error {
             VshError::Commit(CommitError::Stale { conflicts, total }) => {
                 document.paths = conflicts.iter().map(|conflict| conflict.path.to_string()).collect();
+                document.path_changes = conflicts.iter().map(|conflict| conflict.reason.to_string()).collect();
                 document.total_conflicts = Some(*total as u64);
             }
             VshError::AmbiguousTransaction { candidates, total, .. } => {
