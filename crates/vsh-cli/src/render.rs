@@ -259,18 +259,31 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
     out
 }
 
+/// `bytes` as a person reads a size: exact below 1 KiB, else to a tenth
+/// of its unit.
+fn about_bytes(bytes: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let value = bytes as f64;
+    match bytes {
+        0..1024 => format!("{bytes} bytes"),
+        1024..1_048_576 => format!("{:.1} KiB", value / 1024.0),
+        1_048_576..1_073_741_824 => format!("{:.1} MiB", value / 1_048_576.0),
+        _ => format!("{:.1} GiB", value / 1_073_741_824.0),
+    }
+}
+
 /// What `vsh gc` removed.
 pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
     let scratch = &report.scratch;
     let scratch = if scratch.busy {
         "scratch directories in use by a run, left alone".to_owned()
-    } else if scratch.cleared.is_empty() {
-        format!("scratch directories hold {} bytes", scratch.bytes)
     } else if scratch.bytes_removed == u64::MAX {
         // `u64::MAX`: a tree too deep, or under a name too odd, to measure.
         format!("cleared scratch directories {} (a tree vsh could not measure)", scratch.cleared.join(", "))
+    } else if scratch.bytes_removed > 0 {
+        format!("cleared scratch directories {} ({})", scratch.cleared.join(", "), about_bytes(scratch.bytes_removed))
     } else {
-        format!("cleared scratch directories {} ({} bytes)", scratch.cleared.join(", "), scratch.bytes_removed)
+        format!("scratch directories hold {}", about_bytes(scratch.bytes))
     };
     format!(
         "expired {} transactions, forgot {} finished ones{}; removed {} of {} blobs examined and {} temporary files; {scratch}\n",

@@ -1158,6 +1158,10 @@ fn the_log_lists_finished_work_newest_first_and_gc_reports_what_it_removed() {
     assert!(scratch.is_dir() && !scratch.join("debug").exists());
     let text = String::from_utf8_lossy(&vsh(&["gc", "--workspace", ws], None).stdout).into_owned();
     assert!(text.contains("scratch directories hold 0 bytes"), "{text}");
+    // A size a person reads (ux56): 98,537,936 bytes is about 94 MiB.
+    std::fs::write(scratch.join("big"), vec![0_u8; 3 << 19]).unwrap();
+    let text = String::from_utf8_lossy(&vsh(&["gc", "--workspace", ws], None).stdout).into_owned();
+    assert!(text.contains("scratch directories hold 1.5 MiB"), "{text}");
 }
 
 #[test]

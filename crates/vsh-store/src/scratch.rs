@@ -85,8 +85,9 @@ pub struct ScratchReport {
     /// more, and at least one 4 KiB block per node (so empty files and
     /// space allocated past a file's end count).
     pub bytes: u64,
-    /// The scratch directories cleared, by the name a policy gives them
-    /// (`node_modules/.cache`; stored as `node_modules%2F.cache`).
+    /// The scratch directories cleared that held anything, by the name a
+    /// policy gives them (`node_modules/.cache`; stored as
+    /// `node_modules%2F.cache`).
     pub cleared: Vec<String>,
     /// Bytes removed.
     pub bytes_removed: u64,
@@ -434,8 +435,11 @@ impl ScratchLock {
         for (dir, bytes) in dirs {
             self.clear([dir.clone()])?;
             report.bytes_removed = report.bytes_removed.saturating_add(bytes);
-            let stored = dir.file_name().unwrap_or_default();
-            report.cleared.push(stored.replace("%2F", "/").replace("%25", "%"));
+            // Named only when it held something: an empty one lost nothing.
+            if bytes > 0 {
+                let stored = dir.file_name().unwrap_or_default();
+                report.cleared.push(stored.replace("%2F", "/").replace("%25", "%"));
+            }
         }
         // Nothing is left that a taint could warn about.
         for name in self.taints()? {
@@ -603,8 +607,11 @@ mod tests {
             assert_eq!(entries(&dir.path().join("data/scratch").join(name)), 0, "{name}");
         }
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
-        // Measured again: nothing left.
+        // Measured again: nothing left; cleared again, only the one that
+        // held anything is named (ux56: an empty directory lost nothing).
         assert_eq!(data.scratch_lock().collect(Some(8)).unwrap().bytes, 0);
+        std::fs::write(dir.path().join("data/scratch/target/again"), b"x").unwrap();
+        assert_eq!(data.scratch_lock().collect(Some(0)).unwrap().cleared, ["target"]);
     }
 
     /// sec56 F3: what lay beneath a name that is not UTF-8 was never
