@@ -765,6 +765,69 @@ fn a_review_withholds_the_snapshot_of_work_that_looked_at_or_listed_what_the_rea
     assert!(!reader.show(kept).unwrap().expect("stored").snapshot_withheld);
 }
 
+/// sec57 F1, F2: an operator's run under a per-run policy moved a file the
+/// workspace protects from reading to a readable path, printed it and
+/// returned it, and an agent read all three with `vsh_show`; it also created
+/// files the workspace hides whole, whose names, sizes and modes the review
+/// listed. Reviewed under the workspace's policy, such work shows no output,
+/// hunk or digest, and no hidden path.
+#[test]
+fn a_review_of_work_that_touched_what_the_reader_protects_shows_none_of_it() {
+    let dir = workspace(&[("private/salary.txt", "4321\n"), ("notes/keep.txt", "k\n")]);
+    let policy = "version = 1\n[[protect]]\npattern = \"private/**\"\naccess = [\"content-read\"]\n\
+                  [[protect]]\npattern = \"hr/**\"\naccess = \"all\"\n";
+    Runtime::open(config(dir.path())).unwrap().record_workspace_policy(policy).unwrap();
+    let durable = || config(dir.path()).with_durable_previews(vsh::DurablePreviews::default());
+    let operator = Runtime::open(durable().with_policy_profile(vsh::PolicyProfile::Strict)).unwrap();
+    let program = "vsh_move('private/salary.txt', 'notes/salary.txt')\nt = vsh_read('notes/salary.txt')\n\
+                   print(t)\nvsh_mkdir('hr')\nvsh_write('hr/offer-bob.txt', 'x' * 777)\nt";
+    let made = operator.preview(&RunRequest::new(program)).unwrap();
+    assert_ne!(made.state, TransactionState::Denied, "{:?}", made.decision);
+    drop(operator);
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let shown = reader.show(made.transaction).unwrap().expect("stored");
+    let review = reader.review(made.transaction).unwrap();
+    let text = format!("{shown:?}{review:?}");
+    assert!(!text.contains("4321"), "{text}");
+    assert!(!text.contains("offer-bob") && !text.contains("777"), "{text}");
+    assert!(shown.snapshot_withheld && shown.diff_withheld);
+    assert!(shown.warnings.contains(&vsh::Warning::Withheld) && shown.warnings.contains(&vsh::Warning::HiddenChanges));
+    assert!(
+        shown.changes.iter().all(|change| [change.before, change.after].iter().flatten().all(|s| s.content.is_none()))
+    );
+    assert!(review.iter().all(|file| file.hunks == Err(vsh::NoHunks::Protected)), "{review:?}");
+    assert!(review.iter().any(|file| file.path.as_str() == "notes/salary.txt"));
+    // Under the policy it was made under, its reviewer sees it whole.
+    drop(reader);
+    let own = Runtime::open(durable().with_policy_profile(vsh::PolicyProfile::Strict)).unwrap();
+    let whole = own.show(made.transaction).unwrap().expect("stored");
+    assert!(format!("{whole:?}").contains("offer-bob") && !whole.snapshot_withheld);
+    // A move alone, reading nothing: the moved bytes are still the protected ones.
+    own.reject(made.transaction, 1).unwrap();
+    drop(own);
+    let own =
+        Runtime::open(durable().with_policy_profile(vsh::PolicyProfile::Strict).with_bash(vsh::BashConfig::new()))
+            .unwrap();
+    let moved = own
+        .preview(&RunRequest::new("mv private/salary.txt notes/pay.txt").with_language(vsh::Language::Bash))
+        .unwrap();
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let review = reader.review(moved.transaction).unwrap();
+    assert!(review.iter().all(|file| file.hunks == Err(vsh::NoHunks::Protected)), "{review:?}");
+    let shown = reader.show(moved.transaction).unwrap().expect("stored");
+    assert!(!format!("{shown:?}{review:?}").contains("4321") && shown.snapshot_withheld, "{shown:?}");
+    // Touching such a path at all taints what the run printed, even with
+    // nothing read that this policy protects.
+    drop(reader);
+    own.reject(moved.transaction, 2).unwrap();
+    let removed = own.preview(&RunRequest::new("vsh_remove('private/salary.txt')\nprint('gone')")).unwrap();
+    drop(own);
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let shown = reader.show(removed.transaction).unwrap().expect("stored");
+    assert!(shown.warnings.contains(&vsh::Warning::Withheld), "{shown:?}");
+    assert!(!format!("{:?}", shown.output).contains("gone"), "{:?}", shown.output);
+}
+
 /// sec54 F2: what a commit keeps of the bytes it replaces (for the review of
 /// committed work) is never kept at the commit's cost: on a disk with too
 /// little left, nothing is kept and the commit lands.

@@ -907,7 +907,8 @@ fn rustup_toolchain(found: &std::path::Path) -> Option<std::path::PathBuf> {
 
 /// Whether `dir` is a directory vsh may suggest as a `--tool`: at least two
 /// levels deep, not a home directory nor in `/etc`, `/proc`, `/sys`, `/dev`
-/// or `/run`, and holding none of the files tools keep credentials in.
+/// or `/run`, not writable by others, holding no vsh workspace (nor one a
+/// level down), and none of the files tools keep credentials in.
 fn safe_to_suggest(dir: &std::path::Path) -> bool {
     const CREDENTIALS: [&str; 8] = [
         "credentials.toml",
@@ -927,8 +928,21 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
     let a_home = std::env::home_dir().as_deref() == Some(dir)
         || (dir.starts_with("/home") && depth == 3)
         || HOME_MARKS.iter().any(|mark| std::fs::symlink_metadata(dir.join(mark)).is_ok());
+    // A directory others may write (`/var/tmp`), or one that holds a vsh
+    // workspace (its own or a level down: a scratch area of projects), gives
+    // a command what is not the installation's (sec57 F5).
+    let shared = std::fs::metadata(dir).map_or(true, |meta| {
+        use std::os::unix::fs::PermissionsExt as _;
+        meta.permissions().mode() & 0o002 != 0
+    });
+    let workspaces = dir.join(".vsh").exists()
+        || std::fs::read_dir(dir).map_or(true, |entries| {
+            entries.filter_map(Result::ok).take(1000).any(|entry| entry.path().join(".vsh").exists())
+        });
     depth >= 3
         && !a_home
+        && !shared
+        && !workspaces
         && failure::whole_installation(dir)
         && !["/etc", "/proc", "/sys", "/dev", "/run"].iter().any(|top| dir.starts_with(top))
         && !CREDENTIALS.iter().any(|name| dir.join(name).exists())

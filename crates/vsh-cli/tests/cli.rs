@@ -2738,6 +2738,26 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
         assert_eq!(stderr.contains(&expected), noted, "{stderr}");
         assert_eq!(stderr.contains("that your own PATH finds first"), noted, "{stderr}");
     }
+    // An installation others may write, or one that holds a workspace, is
+    // named but never suggested as a tool (sec57 F5).
+    for spoil in ["writable", "workspace"] {
+        use std::os::unix::fs::PermissionsExt as _;
+        let env = venv.path().join("env");
+        if spoil == "writable" {
+            std::fs::set_permissions(&env, std::fs::Permissions::from_mode(0o777)).unwrap();
+        } else {
+            std::fs::set_permissions(&env, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::create_dir_all(env.join("project/.vsh")).unwrap();
+        }
+        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", ws, "--", "true"])
+            .env_clear()
+            .env("PATH", format!("{}/env/bin:/usr/bin:/bin", venv.path().display()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert!(stderr.contains("that your own PATH finds first") && !stderr.contains("--tool"), "{spoil}: {stderr}");
+    }
     // A name on none of the operator's own PATH either is likely a typo; one
     // there is not (ux55).
     let own = tempfile::tempdir().unwrap();

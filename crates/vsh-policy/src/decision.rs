@@ -93,22 +93,26 @@ impl RiskMetrics {
         // A file deleted whose very bytes the diff creates elsewhere (a move,
         // a directory renamed) loses nothing: the delete ratio, which guards
         // against losing what the workspace held, leaves it out.
-        let created: std::collections::HashSet<vsh_types::BlobId> = diff
-            .iter()
-            .filter(|entry| entry.kind == DiffKind::Create)
-            .filter_map(|entry| {
-                entry.after.filter(|state| state.kind == NodeKind::File).and_then(|state| state.content)
-            })
-            .collect();
+        // Each created file excuses one deleted file of its bytes, never
+        // more: one copy kept of a hundred identical files loses ninety-nine
+        // (sec57 F3).
+        let mut created: std::collections::HashMap<vsh_types::BlobId, u64> = std::collections::HashMap::new();
+        for content in diff.iter().filter(|entry| entry.kind == DiffKind::Create).filter_map(|entry| {
+            entry.after.filter(|state| state.kind == NodeKind::File).and_then(|state| state.content)
+        }) {
+            *created.entry(content).or_default() += 1;
+        }
         let mut moved = 0_u64;
         for entry in diff {
             if entry.kind == DiffKind::Delete
-                && entry
+                && let Some(left) = entry
                     .before
                     .filter(|state| state.kind == NodeKind::File)
                     .and_then(|state| state.content)
-                    .is_some_and(|content| created.contains(&content))
+                    .and_then(|content| created.get_mut(&content))
+                && *left > 0
             {
+                *left -= 1;
                 moved += 1;
             }
             metrics.touched += 1;
@@ -658,10 +662,12 @@ mod tests {
             entry("old/c", Some(c), None),
             entry("old/d", Some(unknown), None),
             entry("new/d", None, Some(NodeState::file_with(b"d", 0o644))),
+            // One copy kept of two identical files: one is lost (sec57 F3).
+            entry("old/a2", Some(a), None),
         ];
-        let metrics = RiskMetrics::measure(&diff, 1, 8);
-        assert_eq!(metrics.deleted, 4, "every delete is still counted as one");
-        assert_eq!(metrics.delete_ratio_bps, 3 * 10_000 / 8, "b, c and d are lost; a moved");
+        let metrics = RiskMetrics::measure(&diff, 1, 10);
+        assert_eq!(metrics.deleted, 5, "every delete is still counted as one");
+        assert_eq!(metrics.delete_ratio_bps, 4 * 10_000 / 10, "b, c, d and one of the a's are lost; one a moved");
     }
 
     /// Name, before, after, ratio in basis points, whether it is a rewrite.

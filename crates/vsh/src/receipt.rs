@@ -261,6 +261,14 @@ pub enum Warning {
         /// keeps the next build incremental.
         again: Option<String>,
     },
+    /// Work made under another policy read or touched what this runtime's
+    /// policy protects: its output, hunks, digests, snapshot and counters
+    /// are withheld from this review (review it under the policy it was
+    /// made under).
+    Withheld,
+    /// Work made under another policy changed paths this runtime's policy
+    /// hides: they are not listed, nor counted in the decision's sizes.
+    HiddenChanges,
     /// The scratch directories held a build that was emptied before this
     /// run's commands: the commands that made it were granted otherwise
     /// (tools, variables, network), and the directories belong to one set of
@@ -296,6 +304,14 @@ impl std::fmt::Display for Warning {
                  commands that built them were granted otherwise (--tool, --env, --allow-network, ...), and \
                  commands granted otherwise never share them; give each run the same grants to keep builds \
                  incremental",
+            ),
+            Self::Withheld => f.write_str(
+                "this work was made under another policy and read or touched what this policy protects: its \
+                 output, hunks and digests are withheld here (review it under the policy it was made under)",
+            ),
+            Self::HiddenChanges => f.write_str(
+                "this work was made under another policy and changed paths this policy hides: they are not \
+                 listed here, nor counted in the decision's sizes",
             ),
             Self::ScratchRepolicied => f.write_str(
                 "the scratch directories (target/ and the like) were emptied first, a build from nothing: the \

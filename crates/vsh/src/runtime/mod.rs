@@ -545,27 +545,73 @@ impl Runtime {
         let (mut receipt, reads, policy) = self.records.stored_receipt(transaction, record.state)?;
         let calls = self.runs.policy().calls();
         receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
-        // Work made under a per-run policy may have read what this
-        // runtime's policy protects (a file's bytes, its size and mode, a
-        // directory's names, a hidden name among a listing's): its snapshot
-        // id hashes what it read, so the id would confirm guesses at it.
+        let view = self.reader_view(&receipt.changes, &reads, policy);
+        receipt.snapshot_withheld = view.tainted;
+        receipt.diff_withheld |= view.tainted;
+        if view.tainted {
+            // Its counters measured the same reads (bytes read, entries
+            // listed: a hidden file's size, a directory's hidden names), and
+            // what it printed or returned may be what it read.
+            receipt.execution = vsh_monty::ExecutionStats::default();
+            withhold_output(&mut receipt.output);
+            receipt.warnings.push(crate::Warning::Withheld);
+        }
+        if view.other_policy {
+            // What this policy hides from a look is not listed at all (its
+            // name, size and mode), nor counted in the sizes of the decision.
+            let listed = receipt.changes.len();
+            receipt.changes.retain(|entry| !hides(calls, &entry.path));
+            let hidden = listed - receipt.changes.len();
+            if hidden > 0 {
+                receipt.changed_paths = receipt.changed_paths.saturating_sub(hidden);
+                if let crate::RuntimeDecision::PendingApproval(manifest) = &mut receipt.decision {
+                    manifest.metrics = vsh_policy::RiskMetrics::default();
+                }
+                if let crate::RuntimeDecision::Denied(manifest) = &mut receipt.decision {
+                    manifest.metrics = vsh_policy::RiskMetrics::default();
+                }
+                receipt.warnings.push(crate::Warning::HiddenChanges);
+            }
+        }
+        receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
+        if view.tainted {
+            for entry in &mut receipt.changes {
+                for state in [entry.before.as_mut(), entry.after.as_mut()].into_iter().flatten() {
+                    state.content = None;
+                    state.stamp = None;
+                }
+            }
+        }
+        Ok(Some(receipt))
+    }
+
+    /// What this runtime's policy must withhold of stored work (`entries`
+    /// its diff, `reads` its read set, `policy` the digest it was bound to).
+    /// Work made under a per-run policy may have read what this policy
+    /// protects (a file's bytes, its size and mode, a directory's names, a
+    /// hidden name among a listing's): its snapshot id hashes what it read,
+    /// so the id would confirm guesses at it. And work made under another
+    /// policy that touched a path this one protects from a read (a rename
+    /// out of it) may carry those bytes anywhere it wrote and in its output
+    /// (sec57 F1): tainted, its hunks, digests and output are withheld.
+    fn reader_view(
+        &self,
+        entries: &[vsh_types::DiffEntry],
+        reads: &vsh_types::ReadSet,
+        policy: vsh_types::PolicyDigest,
+    ) -> ReaderView {
+        use vsh_policy::AccessKind::{ContentRead, DirectoryRead, MetadataRead};
+        let calls = self.runs.policy().calls();
         let refused = |path: &vsh_types::VPath, access| calls.authorize(path, access).is_err();
         let other_policy = policy != self.runs.policy().digest();
         let read_protected = reads.entries.iter().any(|(path, dependency)| {
-            use vsh_policy::AccessKind::{ContentRead, DirectoryRead, MetadataRead};
             (dependency.content.is_some() && refused(path, ContentRead))
                 || ((dependency.kind.is_some() || dependency.size_mode.is_some()) && refused(path, MetadataRead))
                 || (dependency.names.is_some() && (other_policy || refused(path, DirectoryRead)))
         });
-        receipt.snapshot_withheld = read_protected;
-        receipt.diff_withheld |= read_protected;
-        if read_protected {
-            // Its counters measured the same reads (bytes read, entries
-            // listed: a hidden file's size, a directory's hidden names).
-            receipt.execution = vsh_monty::ExecutionStats::default();
-        }
-        receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
-        Ok(Some(receipt))
+        let touched_protected = other_policy
+            && entries.iter().any(|entry| refused(&entry.path, ContentRead) || refused(&entry.path, MetadataRead));
+        ReaderView { tainted: read_protected || touched_protected, other_policy }
     }
 
     /// Transactions waiting for a decision or a commit: `PendingApproval`,
@@ -681,6 +727,24 @@ impl Runtime {
         only: Option<&std::collections::BTreeSet<vsh_types::VPath>>,
     ) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
+        let calls = self.runs.policy().calls();
+        let view = self.reader_view(artifact.diff.entries(), &artifact.read_set, artifact.binding.digests().policy);
+        let shown = |path: &vsh_types::VPath| {
+            !(view.other_policy && hides(calls, path)) && only.is_none_or(|only| only.contains(path))
+        };
+        if view.tainted {
+            // Nothing of it is shown as text here (see `reader_view`).
+            return Ok(artifact
+                .diff
+                .entries()
+                .iter()
+                .filter(|entry| shown(&entry.path))
+                .map(|entry| vsh_vfs::FileReview { path: entry.path.clone(), hunks: Err(vsh_vfs::NoHunks::Protected) })
+                .collect());
+        }
+        let listed: std::collections::BTreeSet<vsh_types::VPath> =
+            artifact.diff.entries().iter().map(|entry| entry.path.clone()).filter(|path| shown(path)).collect();
+        let only = Some(&listed);
         // Work that can never commit: `vsh gc` may have collected its contents.
         let collected = self.records.get(transaction)?.is_some_and(|record| record.state.was_refused());
         crate::review::stored_review(
@@ -815,5 +879,47 @@ impl Runtime {
     /// The dependencies (read set) of an auto-approved preview this runtime holds.
     pub fn dependencies(&self, transaction: TransactionId) -> Option<ReadSet> {
         self.previews.dependencies(transaction)
+    }
+}
+
+/// What a reader's policy withholds of stored work (see `Runtime::reader_view`).
+struct ReaderView {
+    /// Its hunks, digests, snapshot, counters and output are withheld.
+    tainted: bool,
+    /// It was bound to another policy than the reader's.
+    other_policy: bool,
+}
+
+/// Whether `calls` hides `path` from a look (its name, size and mode).
+fn hides(calls: &vsh_policy::CallPolicy, path: &vsh_types::VPath) -> bool {
+    calls.authorize(path, vsh_policy::AccessKind::MetadataRead).is_err()
+}
+
+/// `output` with nothing a program printed or returned: the value is
+/// `None`, the streams are empty, an exception is a line saying so, a
+/// session's steps keep their kind and status alone.
+fn withhold_output(output: &mut crate::ExecutionOutput) {
+    use crate::ExecutionOutput;
+    match output {
+        ExecutionOutput::Monty { value, stdout } => {
+            *value = vsh_monty::MontyObject::None;
+            stdout.clear();
+        }
+        ExecutionOutput::Bash(result) => {
+            result.stdout.clear();
+            result.stderr.clear();
+        }
+        ExecutionOutput::MontyRaised { exception, stdout } => {
+            "(withheld under this policy)".clone_into(exception);
+            stdout.clear();
+        }
+        ExecutionOutput::Session { steps } => {
+            for step in steps {
+                step.value = None;
+                step.stdout.clear();
+                step.stderr.clear();
+                step.program.clear();
+            }
+        }
     }
 }
