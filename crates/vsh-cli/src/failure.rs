@@ -217,8 +217,9 @@ fn filled_the_disk(error: &VshError) -> bool {
 }
 
 /// For a Monty program that used what this Monty does not have (the
-/// guide's "Does not work" table, `vsh guide`): what to use instead.
-fn monty_instead(error: &VshError) -> Option<String> {
+/// guide's "Does not work" table, `vsh guide`): what it lacks, and what to
+/// use instead (`os.walk: vsh_glob('**/*') lists a tree`).
+pub(crate) fn monty_instead(error: &VshError) -> Option<&'static str> {
     const INSTEAD: [(&str, &str); 6] = [
         ("module 'os' has no attribute 'walk'", "os.walk: vsh_glob('**/*') lists a tree (or iterdir() in a loop)"),
         ("'module' object has no attribute 'path'", "os.path: pathlib.Path and / (Path('a') / 'b', .name, .suffix)"),
@@ -229,10 +230,7 @@ fn monty_instead(error: &VshError) -> Option<String> {
     ];
     let VshError::Execution(execution) = error else { return None };
     let ExecutionError::Exception { exception, .. } = execution.as_ref() else { return None };
-    INSTEAD
-        .iter()
-        .find(|(message, _)| exception.message.contains(message))
-        .map(|(_, instead)| format!("this Monty has no {instead}; `vsh guide` lists what else to use instead"))
+    INSTEAD.iter().find(|(message, _)| exception.message.contains(message)).map(|(_, instead)| *instead)
 }
 
 /// For a command whose program was not found: how to let it find one
@@ -512,7 +510,7 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         advice.push(program);
     }
     if let Some(instead) = monty_instead(error) {
-        advice.push(instead);
+        advice.push(format!("this Monty has no {instead}; `vsh guide` lists what else to use instead"));
     }
     if let VshError::Execution(execution) = error
         && let ExecutionError::Command { source: ToolError::EnvDenied { name } } = execution.as_ref()
@@ -612,8 +610,9 @@ fn advice_from_output(printed: &str) -> Vec<String> {
         || printed.contains("module 'os' has no attribute 'popen'")
     {
         advice.push(
-            "a Monty program runs no processes of its own: `vsh run --commands` gives it vsh_exec(argv), which runs \
-             a real command confined in a candidate of the workspace and returns (exit_code, stdout, stderr)"
+            "a Monty program runs no processes of its own: it calls vsh_exec(argv) instead (a run given \
+             --commands, or a server started with it, has it), which runs a real command confined in a candidate \
+             of the workspace and returns (exit_code, stdout, stderr)"
                 .to_owned(),
         );
     }

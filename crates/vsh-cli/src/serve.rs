@@ -806,7 +806,13 @@ impl VshServer {
                         let own_time =
                             matches!(error.exceeded_limit(), Some(vsh::lower::vsh_monty::LimitKind::Duration))
                                 && given < allowed;
-                        if own_time {
+                        if let Some(instead) = crate::failure::monty_instead(&error) {
+                            // The agent's own program: the agent can fix it.
+                            document.hint = Some(format!(
+                                "this Monty has no {instead}; this server's instructions list what else to use \
+                                 instead"
+                            ));
+                        } else if own_time {
                             document.hint = Some(format!(
                                 "the budget this call gave ({:.1} s) ended it; this server allows up to {:.1} s: \
                                  raise budget.timeout_ms",

@@ -3063,9 +3063,9 @@ fn failures_a_new_user_meets_say_what_to_do() {
     assert!(stderr(&ran).contains("vsh: program stderr | e\\r"), "{}", stderr(&ran));
     // A program that imports subprocess is told about vsh_exec.
     let spawn = vsh(&["run", "--workspace", ws, "-"], Some("import subprocess\nsubprocess.run(['ls'])"));
-    assert!(stderr(&spawn).contains("`vsh run --commands` gives it vsh_exec(argv)"), "{}", stderr(&spawn));
+    assert!(stderr(&spawn).contains("it calls vsh_exec(argv) instead (a run given --commands"), "{}", stderr(&spawn));
     let system = vsh(&["run", "--workspace", ws, "-"], Some("import os\nos.system('ls')"));
-    assert!(stderr(&system).contains("`vsh run --commands` gives it vsh_exec(argv)"), "{}", stderr(&system));
+    assert!(stderr(&system).contains("it calls vsh_exec(argv) instead (a run given --commands"), "{}", stderr(&system));
     let fine = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", "echo broken >&2; exit 6"], None);
     assert!(!stderr(&fine).contains("--allow-network"), "only when it looks like it: {}", stderr(&fine));
     // A Bash file that calls an installed program, run in the bounded interpreter.

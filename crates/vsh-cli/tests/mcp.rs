@@ -487,6 +487,11 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let unknown = client.call_tool(CallToolRequestParams::new("vsh_run").with_arguments(malformed)).await.unwrap();
     assert_eq!(unknown.is_error, Some(true));
     assert!(format!("{:?}", unknown.content).contains("max_wishes"), "{unknown:?}");
+    // What this Monty lacks gets the alternative, addressed to the agent
+    // that wrote the program, not to the operator (ux57).
+    let walked = call(&client, "vsh_run", json!({"code": "import os\nfor r, d, f in os.walk('.'):\n    pass"})).await;
+    let hint = walked.document["hint"].as_str().unwrap_or_default();
+    assert!(hint.starts_with("this Monty has no os.walk: vsh_glob") && !hint.contains("operator"), "{}", walked.text);
     // A tool it does not have is an error naming those it has, and where a
     // Monty function of the same name belongs (ux55 #9).
     let params =
