@@ -997,14 +997,21 @@ fn other_program_note(program: &str, options: &args::RunOptions) -> Option<Strin
         render::shown(&runs.display().to_string(), true),
         render::shown(&theirs.display().to_string(), true),
     );
-    if safe_to_suggest(installation) {
+    // And where it leads: a virtualenv's python links to a pyenv or uv
+    // installation, which the command needs too (ux57).
+    let mut tools = vec![installation.to_path_buf()];
+    for outside in failure::installations_outside(&theirs, &options.common.root(), &tools) {
+        if !tools.iter().any(|tool| outside.starts_with(tool)) {
+            tools.push(outside);
+        }
+    }
+    if tools.iter().all(|tool| safe_to_suggest(tool)) {
         use std::fmt::Write as _;
-        let _ = write!(
-            note,
-            "; to run that one: --tool {} --env PATH={}:{command_path}",
-            render::shown(&installation.display().to_string(), true),
-            render::shown(&dir.display().to_string(), true)
-        );
+        let _ = write!(note, "; to run that one:");
+        for tool in &tools {
+            let _ = write!(note, " --tool {}", render::shown(&tool.display().to_string(), true));
+        }
+        let _ = write!(note, " --env PATH={}:{command_path}", render::shown(&dir.display().to_string(), true));
     }
     Some(note)
 }

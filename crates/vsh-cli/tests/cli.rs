@@ -2718,7 +2718,11 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     // /usr/bin/python3) is named, with how to run the operator's (ux56).
     let venv = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(venv.path().join("env/bin")).unwrap();
-    std::fs::copy("/bin/true", venv.path().join("env/bin/true")).unwrap();
+    // A virtualenv's program links to its interpreter's installation, which
+    // the note names as a tool too (ux57).
+    std::fs::create_dir_all(venv.path().join("inst/bin")).unwrap();
+    std::fs::copy("/bin/true", venv.path().join("inst/bin/true")).unwrap();
+    std::os::unix::fs::symlink("../../inst/bin/true", venv.path().join("env/bin/true")).unwrap();
     for (path, noted) in
         [(format!("{}/env/bin:/usr/bin:/bin", venv.path().display()), true), ("/usr/bin:/bin".to_owned(), false)]
     {
@@ -2730,11 +2734,8 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&ran.stderr);
         assert_eq!(ran.status.code(), Some(0), "{stderr}");
-        let expected = format!(
-            "to run that one: --tool {}/env --env PATH={}/env/bin:",
-            venv.path().display(),
-            venv.path().display()
-        );
+        let expected =
+            format!("to run that one: --tool {0}/env --tool {0}/inst --env PATH={0}/env/bin:", venv.path().display());
         assert_eq!(stderr.contains(&expected), noted, "{stderr}");
         assert_eq!(stderr.contains("that your own PATH finds first"), noted, "{stderr}");
     }

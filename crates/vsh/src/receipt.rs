@@ -408,7 +408,7 @@ fn scratch_emptied(
     if let (false, Some(commit)) = (changes.is_empty(), commit) {
         write!(
             f,
-            ". That work changed {}{}: a build that writes into the workspace (a lock file) makes such \
+            ". That work made these changes: {}{}; a build that writes into the workspace (a lock file) makes such \
                  work every run until it is committed once (vsh commit {})",
             changes.join(", "),
             if again.is_some() { ", and this run did again" } else { "" },
