@@ -366,6 +366,12 @@ pub(crate) struct ShowArgs {
     /// path listed (to read a large change's shape first).
     #[arg(long)]
     pub(crate) stat: bool,
+    /// Show, for your eyes at this terminal, the hunks the policy withholds
+    /// from programs and agents (what a run wrote where reads are protected,
+    /// what work made under a per-run policy touched). Never offered to an
+    /// agent: MCP's `vsh_show` withholds them.
+    #[arg(long, conflicts_with = "stat")]
+    pub(crate) protected: bool,
     /// Only these changed paths (a directory: every changed path beneath
     /// it), as paths of the workspace.
     #[arg(value_name = "PATH")]

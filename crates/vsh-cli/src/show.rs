@@ -93,7 +93,16 @@ fn review_as_asked(
         let selected: std::collections::BTreeSet<vsh::VPath> =
             receipt.changes.iter().map(|entry| entry.path.clone()).collect();
         let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
-        if !args.paths.is_empty() {
+        if args.protected {
+            receipt.review = runtime
+                .review_as_operator(id, limits)?
+                .into_iter()
+                .filter(|review| args.paths.is_empty() || selected.contains(&review.path))
+                .collect();
+            if !output.quiet {
+                say!("vsh: --protected: these hunks include what the policy withholds from programs and agents");
+            }
+        } else if !args.paths.is_empty() {
             receipt.review = runtime.review_paths(id, limits, &selected)?;
         } else if full {
             receipt.review = runtime.review_within(id, FULL_REVIEW)?;

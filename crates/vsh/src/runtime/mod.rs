@@ -709,6 +709,36 @@ impl Runtime {
         self.review_of(transaction, limits, None)
     }
 
+    /// The review of a stored transaction as its operator, at the host's
+    /// terminal, may read it: within `limits`, with nothing the policy hides
+    /// from programs withheld (what an agent writes where reads are
+    /// protected, the bytes a per-run policy's work moved). The operator can
+    /// read the workspace's files anyway; an agent never gets this (MCP and
+    /// programs review with [`Runtime::review`]). Only bytes that still hash
+    /// to the diff's states are shown, as always.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::review`].
+    pub fn review_as_operator(
+        &self,
+        transaction: TransactionId,
+        limits: vsh_vfs::ReviewLimits,
+    ) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
+        let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
+        let collected = self.records.get(transaction)?.is_some_and(|record| record.state.was_refused());
+        crate::review::stored_review(
+            &self.records,
+            &self.previews,
+            self.runs.workspace(),
+            &vsh_policy::CallPolicy::new(Vec::new()),
+            &artifact,
+            collected,
+            limits,
+            None,
+        )
+    }
+
     /// [`Runtime::review_within`] of `paths` alone (the changed paths among
     /// them): a reader pages through a large diff a few files at a time.
     pub fn review_paths(
