@@ -792,11 +792,9 @@ fn a_review_of_work_that_touched_what_the_reader_protects_shows_none_of_it() {
     assert!(!text.contains("offer-bob") && !text.contains("777"), "{text}");
     assert!(shown.snapshot_withheld && shown.diff_withheld);
     assert!(shown.warnings.contains(&vsh::Warning::Withheld) && shown.warnings.contains(&vsh::Warning::HiddenChanges));
-    assert!(
-        shown.changes.iter().all(|change| [change.before, change.after].iter().flatten().all(|s| s.content.is_none()))
-    );
-    assert!(review.iter().all(|file| file.hunks == Err(vsh::NoHunks::Protected)), "{review:?}");
-    assert!(review.iter().any(|file| file.path.as_str() == "notes/salary.txt"));
+    // Not even the paths it made: their names may be what it read (sec58 2).
+    assert!(shown.changes.is_empty() && review.is_empty(), "{shown:?} {review:?}");
+    assert!(shown.changed_paths > 0, "how many it changed is said");
     // Under the policy it was made under, its reviewer sees it whole.
     drop(reader);
     let own = Runtime::open(durable().with_policy_profile(vsh::PolicyProfile::Strict)).unwrap();

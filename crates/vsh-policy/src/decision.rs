@@ -49,9 +49,11 @@ pub struct RiskMetrics {
     pub touched: u64,
     /// Created paths.
     pub created: u64,
-    /// Paths whose content or kind changed.
+    /// Paths whose content or kind changed (but a file replaced by what is
+    /// not one, counted as deleted).
     pub modified: u64,
-    /// Deleted paths.
+    /// Deleted paths, and files replaced by a directory or a symlink (their
+    /// bytes are gone as surely).
     pub deleted: u64,
     /// Renames the program performed (from the effect ledger).
     pub renamed: u64,
@@ -119,6 +121,10 @@ impl RiskMetrics {
             match entry.kind {
                 DiffKind::Create => metrics.created += 1,
                 DiffKind::Delete => metrics.deleted += 1,
+                // A file replaced by a directory or a symlink is as lost as
+                // one deleted, and counted so (sec58 1: replacing every file
+                // with an empty directory was auto-approved).
+                DiffKind::Modify if replaces_a_file(entry) => metrics.deleted += 1,
                 DiffKind::Modify => metrics.modified += 1,
                 DiffKind::MetadataChange => metrics.mode_changes += 1,
             }
@@ -158,11 +164,20 @@ pub fn is_content_rewrite(entry: &DiffEntry, rewrite_escalate_ratio_bps: u32) ->
     let (Some(before), Some(after)) = (entry.before.as_ref(), entry.after.as_ref()) else {
         return false;
     };
+    // A file replaced by what is not one is counted as deleted instead.
     if before.kind != NodeKind::File || after.kind != NodeKind::File || before.size == 0 {
         return false;
     }
     let kept = u128::from(MAX_RATIO_BPS - rewrite_escalate_ratio_bps.min(MAX_RATIO_BPS));
     after.size == 0 || u128::from(after.size) * u128::from(MAX_RATIO_BPS) < u128::from(before.size) * kept
+}
+
+/// Whether `entry` replaces a file by what is not one (a directory, a
+/// symlink): its bytes are gone as surely as a deleted file's.
+pub fn replaces_a_file(entry: &DiffEntry) -> bool {
+    entry.kind == DiffKind::Modify
+        && entry.before.is_some_and(|state| state.kind == NodeKind::File)
+        && entry.after.is_some_and(|state| state.kind != NodeKind::File)
 }
 
 fn size_of(state: Option<&NodeState>) -> u64 {

@@ -655,6 +655,29 @@ mod tests {
         assert_eq!(denied(&policy.evaluate(&PolicyInput::new(&three))).reason, DenyReason::TooManyDeletions);
     }
 
+    /// sec58 1: replacing every file with an empty directory (or a symlink)
+    /// was a modification, and auto-approved; it loses the files as surely as
+    /// deleting them, and the delete ceilings judge it so.
+    #[test]
+    fn files_replaced_by_directories_or_links_count_as_deleted() {
+        let limits =
+            PolicyThresholds { deny_delete_ratio_bps: 5_000, delete_ratio_min_paths: 3, ..PolicyThresholds::default() };
+        let policy = thresholds_policy(limits);
+        let file = || Some(NodeState::file_with(b"source code", 0o644));
+        let replaced = [
+            DiffEntry::between(p("a.rs"), file(), Some(NodeState::directory(0o755))).unwrap(),
+            DiffEntry::between(p("b.rs"), file(), Some(NodeState::directory(0o755))).unwrap(),
+            DiffEntry::between(p("c.rs"), file(), Some(NodeState::symlink(b"/dev/null"))).unwrap(),
+        ];
+        let input = PolicyInput { diff: &replaced, observed_base_nodes: 4, ..PolicyInput::default() };
+        let decision = policy.evaluate(&input);
+        assert_eq!(denied(&decision).reason, DenyReason::DeleteRatio);
+        assert_eq!((denied(&decision).metrics.deleted, denied(&decision).metrics.modified), (3, 0));
+        // One alone is no ceiling, and still waits for a reviewer.
+        let one = PolicyInput { diff: &replaced[..1], observed_base_nodes: 4, ..PolicyInput::default() };
+        assert!(flags(&policy.evaluate(&one)).contains(&RiskFlag::Deletion));
+    }
+
     #[test]
     fn ceiling_delete_ratio() {
         let limits =

@@ -976,7 +976,9 @@ impl Runs {
     /// `PolicyThresholds::delete_ratio_count_bound`), so no run pays for the
     /// workspace's size.
     fn base_nodes_for_ratio(&self, vfs: &VirtualFs, diff: &[DiffEntry]) -> Result<u64, VshError> {
-        let deleted = diff.iter().filter(|entry| entry.after.is_none()).count() as u64;
+        // A file replaced by a directory or a symlink counts as deleted, as the policy counts it.
+        let deleted =
+            diff.iter().filter(|entry| entry.after.is_none() || vsh_policy::replaces_a_file(entry)).count() as u64;
         match self.policy.thresholds().delete_ratio_count_bound(deleted) {
             None => Ok(0),
             Some(enough) => Ok(vfs.count_base_nodes(enough)?),

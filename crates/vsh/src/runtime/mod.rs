@@ -546,15 +546,12 @@ impl Runtime {
         let calls = self.runs.policy().calls();
         receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
         let view = self.reader_view(&receipt.changes, &reads, policy);
-        receipt.snapshot_withheld = view.tainted;
-        receipt.diff_withheld |= view.tainted;
-        if view.tainted {
+        receipt.snapshot_withheld = view.snapshot_withheld;
+        receipt.diff_withheld |= view.snapshot_withheld;
+        if view.snapshot_withheld {
             // Its counters measured the same reads (bytes read, entries
-            // listed: a hidden file's size, a directory's hidden names), and
-            // what it printed or returned may be what it read.
+            // listed: a hidden file's size, a directory's hidden names).
             receipt.execution = vsh_monty::ExecutionStats::default();
-            withhold_output(&mut receipt.output);
-            receipt.warnings.push(crate::Warning::Withheld);
         }
         if view.other_policy {
             // What this policy hides from a look is not listed at all (its
@@ -564,14 +561,17 @@ impl Runtime {
             let hidden = listed - receipt.changes.len();
             if hidden > 0 {
                 receipt.changed_paths = receipt.changed_paths.saturating_sub(hidden);
-                if let crate::RuntimeDecision::PendingApproval(manifest) = &mut receipt.decision {
-                    manifest.metrics = vsh_policy::RiskMetrics::default();
-                }
-                if let crate::RuntimeDecision::Denied(manifest) = &mut receipt.decision {
-                    manifest.metrics = vsh_policy::RiskMetrics::default();
-                }
+                withhold_metrics(&mut receipt.decision);
                 receipt.warnings.push(crate::Warning::HiddenChanges);
             }
+        }
+        if view.tainted {
+            // What it printed or returned, and the names and sizes of what
+            // it made, may be what it read (sec58 2: a directory per line).
+            withhold_output(&mut receipt.output);
+            receipt.changes.clear();
+            withhold_metrics(&mut receipt.decision);
+            receipt.warnings.push(crate::Warning::Withheld);
         }
         receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
         if view.tainted {
@@ -609,9 +609,13 @@ impl Runtime {
                 || ((dependency.kind.is_some() || dependency.size_mode.is_some()) && refused(path, MetadataRead))
                 || (dependency.names.is_some() && (other_policy || refused(path, DirectoryRead)))
         });
-        let touched_protected = other_policy
-            && entries.iter().any(|entry| refused(&entry.path, ContentRead) || refused(&entry.path, MetadataRead));
-        ReaderView { tainted: read_protected || touched_protected, other_policy }
+        let touched_protected =
+            entries.iter().any(|entry| refused(&entry.path, ContentRead) || refused(&entry.path, MetadataRead));
+        // Under this very policy the program could read none of it (vsh's
+        // own hashing of a protected before state is no read of the
+        // program's): only the snapshot id, which hashes that digest, is withheld.
+        let tainted = other_policy && (read_protected || touched_protected);
+        ReaderView { snapshot_withheld: read_protected || tainted, tainted, other_policy }
     }
 
     /// Transactions waiting for a decision or a commit: `PendingApproval`,
@@ -763,14 +767,8 @@ impl Runtime {
             !(view.other_policy && hides(calls, path)) && only.is_none_or(|only| only.contains(path))
         };
         if view.tainted {
-            // Nothing of it is shown as text here (see `reader_view`).
-            return Ok(artifact
-                .diff
-                .entries()
-                .iter()
-                .filter(|entry| shown(&entry.path))
-                .map(|entry| vsh_vfs::FileReview { path: entry.path.clone(), hunks: Err(vsh_vfs::NoHunks::Protected) })
-                .collect());
+            // Nothing of it is shown here, not even its paths (see `reader_view`).
+            return Ok(Vec::new());
         }
         let listed: std::collections::BTreeSet<vsh_types::VPath> =
             artifact.diff.entries().iter().map(|entry| entry.path.clone()).filter(|path| shown(path)).collect();
@@ -914,7 +912,10 @@ impl Runtime {
 
 /// What a reader's policy withholds of stored work (see `Runtime::reader_view`).
 struct ReaderView {
-    /// Its hunks, digests, snapshot, counters and output are withheld.
+    /// Its snapshot id (and the diff's digest) are withheld.
+    snapshot_withheld: bool,
+    /// Its output, changed paths, hunks, digests, counters and the
+    /// decision's sizes are withheld too.
     tainted: bool,
     /// It was bound to another policy than the reader's.
     other_policy: bool,
@@ -923,6 +924,15 @@ struct ReaderView {
 /// Whether `calls` hides `path` from a look (its name, size and mode).
 fn hides(calls: &vsh_policy::CallPolicy, path: &vsh_types::VPath) -> bool {
     calls.authorize(path, vsh_policy::AccessKind::MetadataRead).is_err()
+}
+
+/// `decision` without the sizes and counts of the diff it judged.
+fn withhold_metrics(decision: &mut crate::RuntimeDecision) {
+    match decision {
+        crate::RuntimeDecision::PendingApproval(manifest) => manifest.metrics = vsh_policy::RiskMetrics::default(),
+        crate::RuntimeDecision::Denied(manifest) => manifest.metrics = vsh_policy::RiskMetrics::default(),
+        crate::RuntimeDecision::AutoApproved => {}
+    }
 }
 
 /// `output` with nothing a program printed or returned: the value is
