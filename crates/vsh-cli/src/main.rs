@@ -931,14 +931,15 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
     // A directory others may write (`/var/tmp`), or one that holds a vsh
     // workspace (its own or a level down: a scratch area of projects), gives
     // a command what is not the installation's (sec57 F5).
-    let shared = std::fs::metadata(dir).map_or(true, |meta| {
-        use std::os::unix::fs::PermissionsExt as _;
-        meta.permissions().mode() & 0o002 != 0
-    });
-    let workspaces = dir.join(".vsh").exists()
-        || std::fs::read_dir(dir).map_or(true, |entries| {
-            entries.filter_map(Result::ok).take(1000).any(|entry| entry.path().join(".vsh").exists())
-        });
+    // (Group-writable too, and its `bin`, where a command's program is: sec58 3.)
+    let writable_by_others = |path: &std::path::Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|meta| {
+            use std::os::unix::fs::PermissionsExt as _;
+            meta.permissions().mode() & 0o022 != 0
+        })
+    };
+    let shared = std::fs::metadata(dir).is_err() || writable_by_others(dir) || writable_by_others(&dir.join("bin"));
+    let workspaces = holds_a_workspace(dir);
     depth >= 3
         && !a_home
         && !shared
@@ -947,6 +948,37 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
         && !["/etc", "/proc", "/sys", "/dev", "/run"].iter().any(|top| dir.starts_with(top))
         && !CREDENTIALS.iter().any(|name| dir.join(name).exists())
         && !holds_secrets(dir)
+}
+
+/// Whether `dir` is a vsh workspace or holds one within two levels (a
+/// directory of projects), looking at 2,000 entries at most; one it cannot
+/// list counts as holding one.
+fn holds_a_workspace(dir: &std::path::Path) -> bool {
+    let mut budget = 2_000_usize;
+    let mut level = vec![dir.to_path_buf()];
+    // The directory itself, its children, its grandchildren: each may be
+    // one; only the first two levels are listed.
+    for depth in 0..3 {
+        let mut next = Vec::new();
+        for here in &level {
+            if here.join(".vsh").exists() {
+                return true;
+            }
+            if depth == 2 {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(here) else { return true };
+            for entry in entries.filter_map(Result::ok) {
+                let Some(left) = budget.checked_sub(1) else { return true };
+                budget = left;
+                if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                    next.push(entry.path());
+                }
+            }
+        }
+        level = next;
+    }
+    false
 }
 
 /// Whether the secret rules every policy starts from (`.ssh/`, `.kube/config`,

@@ -301,14 +301,30 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
     result
 }
 
-/// What an agent can do with work made under a policy since replaced: it
-/// has no `vsh rerun`, but runs its program again with `vsh_run`.
-fn policy_replaced_advice(id: vsh::TransactionId) -> String {
+/// What an agent can do with work made under another policy than the
+/// server's: work its operator made under a policy given to that run alone
+/// is the operator's to decide (sec58 4: an agent was told it could never be
+/// committed, and discarded it); work made under a policy since replaced it
+/// runs again with `vsh_run` (it has no `vsh rerun`).
+fn policy_replaced_advice(runtime: &Runtime, id: vsh::TransactionId) -> String {
+    if operators_own(runtime, id) {
+        return format!(
+            "it was made under a policy its operator gave that run, not this workspace's: only the operator \
+             reviews, approves and commits it, on the command line (vsh show {0}); leave it to them",
+            id.short()
+        );
+    }
     format!(
         "the workspace's policy changed since it was made: it can never be approved or committed; run its \
          program again with vsh_run (vsh_show {0} gives it), and vsh_discard {0} drops this one",
         id.short()
     )
+}
+
+/// Whether `id` is work its operator made under a policy given to that run
+/// alone (`vsh run --profile`, `--policy`): the operator's to decide.
+fn operators_own(runtime: &Runtime, id: vsh::TransactionId) -> bool {
+    runtime.run_policy(id).ok().flatten().is_some_and(|policy| policy.digest != runtime.policy().digest())
 }
 
 /// A request the server refuses before vsh acts on it.
@@ -322,7 +338,7 @@ fn refused(message: impl Into<String>) -> CallToolResult {
 fn bounded_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocument, String) {
     let mut document = ReceiptDocument::from(receipt);
     document.bound(bounds);
-    let summary = receipt_summary(receipt, &document, false);
+    let summary = receipt_summary(receipt, &document, None);
     (document, summary)
 }
 
@@ -336,7 +352,7 @@ fn committed_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocu
     let had_output = !(quiet.stdout.is_empty() && quiet.stderr.is_empty());
     quiet.stdout.clear();
     quiet.stderr.clear();
-    let mut summary = receipt_summary(receipt, &quiet, false);
+    let mut summary = receipt_summary(receipt, &quiet, None);
     if had_output {
         let _ = write!(
             summary,
@@ -350,7 +366,7 @@ fn committed_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocu
 /// [`bounded_receipt`]'s summary; `replaced`: the work was made under a
 /// policy the workspace has since replaced, so it is never approved nor
 /// committed, and the agent is told what it can do instead.
-fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced: bool) -> String {
+fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced: Option<&str>) -> String {
     let mut text = format!(
         "transaction {} is {}; {} changed path{}",
         receipt.transaction.short(),
@@ -358,16 +374,11 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced:
         receipt.changed_paths,
         if receipt.changed_paths == 1 { "" } else { "s" }
     );
-    if replaced {
-        let _ = write!(
-            text,
-            "
-{}",
-            policy_replaced_advice(receipt.transaction)
-        );
+    if let Some(advice) = replaced {
+        let _ = write!(text, "\n{advice}");
     }
     match &receipt.decision {
-        _ if replaced => {}
+        _ if replaced.is_some() => {}
         vsh::RuntimeDecision::Denied(manifest) => {
             let _ = write!(text, "\ndenied ({}): {}", manifest.reason.name(), manifest.remedy);
             // Each refused access, as a failed run's text names them.
@@ -967,6 +978,11 @@ impl VshServer {
                 Ok(id) => id,
                 Err(error) => return transaction_failure(&error),
             };
+            // Work its operator made under a policy given to that run alone
+            // is theirs to decide, not an agent's (sec58 4).
+            if operators_own(runtime, id) {
+                return refused(policy_replaced_advice(runtime, id));
+            }
             if let Ok(Some(record)) = runtime.transaction(id) {
                 match record.state {
                     TransactionState::Committed => {
@@ -1036,7 +1052,7 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
             match &error {
                 // Made under a policy since replaced, whatever it waits for.
                 _ if runtime.decided_under_another_policy(id) || matches!(error, VshError::PolicyChanged(_)) => {
-                    document.hint = Some(policy_replaced_advice(id));
+                    document.hint = Some(policy_replaced_advice(runtime, id));
                 }
                 VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => {
                     document.hint = Some(format!("awaiting approval: the operator runs `vsh approve {}`", id.short()));
@@ -1108,7 +1124,8 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     if let Some(record) = document.record.as_mut() {
         record.policy_changed = replaced;
     }
-    let mut summary = receipt_summary(&receipt, &document.receipt, replaced);
+    let advice = replaced.then(|| policy_replaced_advice(runtime, id));
+    let mut summary = receipt_summary(&receipt, &document.receipt, advice.as_deref());
     // What the review left without hunks for its size is said, with how to get it.
     let left_out: Vec<&str> = document
         .receipt

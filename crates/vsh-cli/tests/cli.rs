@@ -2741,14 +2741,22 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     }
     // An installation others may write, or one that holds a workspace, is
     // named but never suggested as a tool (sec57 F5).
-    for spoil in ["writable", "workspace"] {
+    // (And group-writable, its bin writable, a workspace two levels down: sec58 3.)
+    for spoil in ["writable", "group", "bin", "workspace", "deeper"] {
         use std::os::unix::fs::PermissionsExt as _;
         let env = venv.path().join("env");
-        if spoil == "writable" {
-            std::fs::set_permissions(&env, std::fs::Permissions::from_mode(0o777)).unwrap();
-        } else {
-            std::fs::set_permissions(&env, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::create_dir_all(env.join("project/.vsh")).unwrap();
+        let mode = |path: &std::path::Path, mode| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+        mode(&env, 0o755).unwrap();
+        mode(&env.join("bin"), 0o755).unwrap();
+        match spoil {
+            "writable" => mode(&env, 0o777).unwrap(),
+            "group" => mode(&env, 0o775).unwrap(),
+            "bin" => mode(&env.join("bin"), 0o777).unwrap(),
+            "workspace" => std::fs::create_dir_all(env.join("project/.vsh")).unwrap(),
+            _ => {
+                std::fs::remove_dir_all(env.join("project")).unwrap();
+                std::fs::create_dir_all(env.join("projects/one/.vsh")).unwrap();
+            }
         }
         let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
             .args(["exec", "--workspace", ws, "--", "true"])

@@ -942,5 +942,24 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     let pending = call(&client, "vsh_commit", json!({"transaction": after_id})).await;
     let hint = pending.document["hint"].as_str().unwrap_or_default();
     assert!(pending.is_error && hint.contains("vsh_run") && !hint.contains("vsh approve"), "{}", pending.text);
+    // Work its operator made under a policy given to that run alone is the
+    // operator's: the agent is told so, and cannot discard it (sec58 4).
+    let mut operator = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "--json", "--profile", "strict", "--workspace", ws_arg, "-"])
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", &key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut operator.stdin.take().unwrap(), b"vsh_write('ops.txt', 'o')").unwrap();
+    let made: Value = serde_json::from_slice(&operator.wait_with_output().unwrap().stdout).unwrap();
+    let ops_id = made["transaction"].as_str().unwrap().to_owned();
+    let shown = call(&client, "vsh_show", json!({"transaction": ops_id})).await;
+    assert!(shown.text.contains("only the operator reviews, approves and commits it"), "{}", shown.text);
+    let discard = call(&client, "vsh_discard", json!({"transaction": ops_id})).await;
+    assert!(discard.is_error && discard.text.contains("leave it to them"), "{}", discard.text);
+    let still = call(&client, "vsh_pending", json!({})).await;
+    assert!(still.document["transactions"].to_string().contains(&ops_id), "{}", still.text);
     client.cancel().await.unwrap();
 }
