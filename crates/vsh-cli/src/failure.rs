@@ -512,6 +512,14 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     if let Some(instead) = monty_instead(error) {
         advice.push(format!("this Monty has no {instead}; `vsh guide` lists what else to use instead"));
     }
+    if let VshError::NotCommittable { state: vsh::TransactionState::Stale, .. } = error {
+        // Asked again after a stale commit (ux57 #7): what stale means here.
+        advice.push(
+            "it went stale: the workspace changed under what it read or changed since it was made (the commit \
+             that found so named the paths), so it can never be committed as it is"
+                .to_owned(),
+        );
+    }
     if let VshError::Execution(execution) = error
         && let ExecutionError::Command { source: ToolError::EnvDenied { name } } = execution.as_ref()
     {

@@ -2185,6 +2185,26 @@ fn a_usage_error_asked_for_json_is_a_json_error_too() {
     }
 }
 
+/// ux57 #7: a second commit of stale work said only "cannot be committed
+/// from state stale"; it says what stale means and what to do.
+#[test]
+fn committing_stale_work_again_says_what_stale_means() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some("vsh_write('b.txt', vsh_read('a.txt'))")));
+    write(dir.path(), "a.txt", "changed, and longer\n");
+    for attempt in 0..2 {
+        let late = vsh(&["commit", &id, "--workspace", ws], None);
+        let stderr = String::from_utf8_lossy(&late.stderr);
+        assert_eq!(late.status.code(), Some(6), "{attempt}: {stderr}");
+        assert!(stderr.contains(&format!("vsh rerun {}", &id[..12])), "{attempt}: {stderr}");
+        if attempt == 1 {
+            assert!(stderr.contains("it went stale: the workspace changed under what it read"), "{stderr}");
+        }
+    }
+}
+
 #[test]
 fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     let dir = tempfile::tempdir().unwrap();
