@@ -58,6 +58,17 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
         println!("no pending transactions");
     } else {
         anstream::print!("{}", render::pending_table(&rows, now));
+        if rows.len() > 1 {
+            // A long queue's shape in one line (ux57 #5).
+            let count = |state: vsh::TransactionState| rows.iter().filter(|row| row.record.state == state).count();
+            println!(
+                "{} waiting: {} pending approval, {} approved, {} auto-approved (to commit)",
+                rows.len(),
+                count(vsh::TransactionState::PendingApproval),
+                count(vsh::TransactionState::Approved),
+                count(vsh::TransactionState::AutoApproved)
+            );
+        }
     }
     Ok(EXIT_OK)
 }
