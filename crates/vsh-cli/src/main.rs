@@ -938,8 +938,31 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
             meta.permissions().mode() & 0o022 != 0
         })
     };
-    let shared = std::fs::metadata(dir).is_err() || writable_by_others(dir) || writable_by_others(&dir.join("bin"));
-    let workspaces = holds_a_workspace(dir);
+    // Nor one another user owns, nor one whose programs in `bin` others may
+    // write, nor one holding credentials a level down (sec59 F3).
+    let owner_ok = std::fs::metadata(dir).is_ok_and(|meta| {
+        use std::os::unix::fs::MetadataExt as _;
+        meta.uid() == 0 || meta.uid() == vsh::lower::vsh_sandbox::effective_uid()
+    });
+    let shared = !owner_ok
+        || writable_by_others(dir)
+        || writable_by_others(&dir.join("bin"))
+        || std::fs::read_dir(dir.join("bin")).is_ok_and(|entries| {
+            // A program's own mode (a link's is no mode: where it leads).
+            entries.filter_map(Result::ok).take(1000).any(|entry| {
+                std::fs::metadata(entry.path()).is_ok_and(|meta| {
+                    use std::os::unix::fs::PermissionsExt as _;
+                    meta.permissions().mode() & 0o022 != 0
+                })
+            })
+        });
+    let credentials_below = std::fs::read_dir(dir).map_or(true, |entries| {
+        entries.filter_map(Result::ok).take(1000).any(|entry| {
+            let child = entry.path();
+            child.is_dir() && (child.join(".ssh").exists() || CREDENTIALS.iter().any(|name| child.join(name).exists()))
+        })
+    });
+    let workspaces = holds_a_workspace(dir) || credentials_below;
     depth >= 3
         && !a_home
         && !shared
@@ -950,21 +973,21 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
         && !holds_secrets(dir)
 }
 
-/// Whether `dir` is a vsh workspace or holds one within two levels (a
+/// Whether `dir` is a vsh workspace or holds one within three levels (a
 /// directory of projects), looking at 2,000 entries at most; one it cannot
 /// list counts as holding one.
 fn holds_a_workspace(dir: &std::path::Path) -> bool {
     let mut budget = 2_000_usize;
     let mut level = vec![dir.to_path_buf()];
-    // The directory itself, its children, its grandchildren: each may be
-    // one; only the first two levels are listed.
-    for depth in 0..3 {
+    // The directory itself and three levels below it: each may be one;
+    // only the first three levels are listed (sec59 F3: three levels down).
+    for depth in 0..4 {
         let mut next = Vec::new();
         for here in &level {
             if here.join(".vsh").exists() {
                 return true;
             }
-            if depth == 2 {
+            if depth == 3 {
                 continue;
             }
             let Ok(entries) = std::fs::read_dir(here) else { return true };

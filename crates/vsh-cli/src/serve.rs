@@ -399,7 +399,9 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced:
             );
         }
         vsh::RuntimeDecision::AutoApproved
-            if receipt.state == TransactionState::AutoApproved && receipt.changed_paths == 0 =>
+            if receipt.state == TransactionState::AutoApproved
+                && receipt.changed_paths == 0
+                && !receipt.warnings.contains(&vsh::Warning::Withheld) =>
         {
             text.push_str("\nit changes nothing: there is nothing to commit (and nothing is kept of it)");
         }
@@ -918,10 +920,13 @@ impl VshServer {
                             crate::render::counted(paths as u64, "path"),
                             crate::render::relative(record.created_ms, now),
                             if row.label.is_empty() { "(no intent given)" } else { &row.label },
-                            if replaced {
-                                " (made under a policy since replaced: never committed; run it again with vsh_run)"
-                            } else {
+                            if !replaced {
                                 ""
+                            } else if operators_own(runtime, record.id) {
+                                // The operator's own work: theirs to decide (sec59 F4).
+                                " (made under a policy its operator gave that run: the operator decides it)"
+                            } else {
+                                " (made under a policy since replaced: never committed; run it again with vsh_run)"
                             }
                         ));
                         document

@@ -2734,6 +2734,40 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     }
     // Nothing is made for a command that cannot start: not a workspace.
     assert!(!dir.path().join(".vsh").exists(), "a workspace was made for a program that is nowhere");
+    // A name on none of the operator's own PATH either is likely a typo; one
+    // there is not (ux55).
+    let own = tempfile::tempdir().unwrap();
+    std::fs::write(own.path().join("vsh-only-mine"), "#!/bin/sh\n").unwrap();
+    let own_path = format!("{}:/usr/bin:/bin", own.path().display());
+    for (program, typo) in [("pyhton3-vsh", true), ("vsh-only-mine", false)] {
+        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", ws, "--", program])
+            .env_clear()
+            .env("PATH", &own_path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(stderr.contains("on no directory of your own PATH either: check its name"), typo, "{stderr}");
+    }
+    // A Monty program's vsh_exec raises FileNotFoundError; the error says
+    // the same (ux49 L1).
+    let program = "vsh_exec(['vsh-no-such-program'], check=True)";
+    let ran = vsh(&["run", "--commands", "--workspace", ws, "-"], Some(program));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("FileNotFoundError"), "{stderr}");
+    assert!(stderr.contains("`vsh-no-such-program` is not on the command's PATH"), "{stderr}");
+}
+
+/// ux56 #3, sec57 F5, sec58 3, sec59 F3: the note when the operator's PATH
+/// finds another program than the command's, and the tools it suggests.
+#[test]
+fn the_path_note_names_the_operators_program_and_suggests_only_safe_tools() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
     // A program the command's PATH finds in the system directories while
     // the operator's finds another first (pyenv's python3 over
     // /usr/bin/python3) is named, with how to run the operator's (ux56).
@@ -2763,7 +2797,9 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     // An installation others may write, or one that holds a workspace, is
     // named but never suggested as a tool (sec57 F5).
     // (And group-writable, its bin writable, a workspace two levels down: sec58 3.)
-    for spoil in ["writable", "group", "bin", "workspace", "deeper"] {
+    // (And a workspace three levels down, credentials a level down, a
+    // program in bin others may write, another user's directory: sec59 F3.)
+    for spoil in ["writable", "group", "bin", "workspace", "deeper", "deepest", "credentials", "program", "owner"] {
         use std::os::unix::fs::PermissionsExt as _;
         let env = venv.path().join("env");
         let mode = |path: &std::path::Path, mode| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
@@ -2774,9 +2810,26 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
             "group" => mode(&env, 0o775).unwrap(),
             "bin" => mode(&env.join("bin"), 0o777).unwrap(),
             "workspace" => std::fs::create_dir_all(env.join("project/.vsh")).unwrap(),
-            _ => {
+            "deeper" => {
                 std::fs::remove_dir_all(env.join("project")).unwrap();
                 std::fs::create_dir_all(env.join("projects/one/.vsh")).unwrap();
+            }
+            "deepest" => {
+                std::fs::remove_dir_all(env.join("projects")).unwrap();
+                std::fs::create_dir_all(env.join("work/projects/one/.vsh")).unwrap();
+            }
+            "credentials" => {
+                std::fs::remove_dir_all(env.join("work")).unwrap();
+                std::fs::create_dir_all(env.join("home/.ssh")).unwrap();
+            }
+            "program" => {
+                std::fs::remove_dir_all(env.join("home")).unwrap();
+                mode(&venv.path().join("inst/bin/true"), 0o777).unwrap();
+                mode(&env.join("bin/true"), 0o777).unwrap();
+            }
+            _ => {
+                mode(&venv.path().join("inst/bin/true"), 0o755).unwrap();
+                std::os::unix::fs::chown(&env, Some(65534), None).unwrap();
             }
         }
         let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
@@ -2788,29 +2841,6 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
         let stderr = String::from_utf8_lossy(&ran.stderr);
         assert!(stderr.contains("that your own PATH finds first") && !stderr.contains("--tool"), "{spoil}: {stderr}");
     }
-    // A name on none of the operator's own PATH either is likely a typo; one
-    // there is not (ux55).
-    let own = tempfile::tempdir().unwrap();
-    std::fs::write(own.path().join("vsh-only-mine"), "#!/bin/sh\n").unwrap();
-    let own_path = format!("{}:/usr/bin:/bin", own.path().display());
-    for (program, typo) in [("pyhton3-vsh", true), ("vsh-only-mine", false)] {
-        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(["exec", "--workspace", ws, "--", program])
-            .env_clear()
-            .env("PATH", &own_path)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&ran.stderr);
-        assert_eq!(stderr.contains("on no directory of your own PATH either: check its name"), typo, "{stderr}");
-    }
-    // A Monty program's vsh_exec raises FileNotFoundError; the error says
-    // the same (ux49 L1).
-    let program = "vsh_exec(['vsh-no-such-program'], check=True)";
-    let ran = vsh(&["run", "--commands", "--workspace", ws, "-"], Some(program));
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("FileNotFoundError"), "{stderr}");
-    assert!(stderr.contains("`vsh-no-such-program` is not on the command's PATH"), "{stderr}");
 }
 
 #[test]

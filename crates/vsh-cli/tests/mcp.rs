@@ -961,5 +961,6 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     assert!(discard.is_error && discard.text.contains("leave it to them"), "{}", discard.text);
     let still = call(&client, "vsh_pending", json!({})).await;
     assert!(still.document["transactions"].to_string().contains(&ops_id), "{}", still.text);
+    assert!(still.text.contains("the operator decides it"), "{}", still.text);
     client.cancel().await.unwrap();
 }

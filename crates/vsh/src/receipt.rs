@@ -262,9 +262,10 @@ pub enum Warning {
         again: Option<String>,
     },
     /// Work made under another policy read or touched what this runtime's
-    /// policy protects: its output, changed paths, hunks, digests, snapshot,
-    /// counters and the decision's sizes are withheld from this review
-    /// (review it under the policy it was made under).
+    /// policy protects: its output, changed paths and their count, hunks,
+    /// digests, snapshot, counters, the decision's sizes and risk flags are
+    /// withheld from this review (review it under the policy it was made
+    /// under).
     Withheld,
     /// Work made under another policy changed paths this runtime's policy
     /// hides: they are not listed, nor counted in the decision's sizes.
@@ -307,8 +308,8 @@ impl std::fmt::Display for Warning {
             ),
             Self::Withheld => f.write_str(
                 "this work was made under another policy and read or touched what this policy protects: its \
-                 output, changed paths, hunks and digests are withheld here (review it under the policy it was made \
-                 under)",
+                 output, changed paths (and how many), hunks, digests and risk flags are withheld here (review it \
+                 under the policy it was made under)",
             ),
             Self::HiddenChanges => f.write_str(
                 "this work was made under another policy and changed paths this policy hides: they are not \

@@ -571,6 +571,12 @@ impl Runtime {
             withhold_output(&mut receipt.output);
             receipt.changes.clear();
             withhold_metrics(&mut receipt.decision);
+            // How many paths it changed, and the flags its sizes raised, may
+            // be what it read too (sec59 F2: one path per byte's value).
+            receipt.changed_paths = 0;
+            if let crate::RuntimeDecision::PendingApproval(manifest) = &mut receipt.decision {
+                manifest.flags.clear();
+            }
             receipt.warnings.push(crate::Warning::Withheld);
         }
         receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
