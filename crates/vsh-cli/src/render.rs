@@ -547,7 +547,13 @@ pub(crate) fn review_text(receipt: &Receipt) -> String {
         RuntimeDecision::AutoApproved => writeln!(out, "  decision: {}", decision("auto-approved")),
         RuntimeDecision::PendingApproval(manifest) => {
             let flags: Vec<String> = manifest.flags.iter().map(|flag| paint(style::FLAG, flag.name())).collect();
-            writeln!(out, "  decision: {} (risk: {})", decision("pending approval"), flags.join(", "))
+            // What became of it since, where it is no longer waiting (ux57).
+            let since = match receipt.state {
+                vsh::TransactionState::Approved => ", then approved",
+                vsh::TransactionState::Committed => ", then approved and committed",
+                _ => "",
+            };
+            writeln!(out, "  decision: {} (risk: {}){since}", decision("pending approval"), flags.join(", "))
         }
         RuntimeDecision::Denied(manifest) => {
             let _ = writeln!(out, "  decision: {} ({})", decision("denied"), manifest.reason.name());

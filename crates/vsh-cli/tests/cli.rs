@@ -4190,6 +4190,23 @@ fn a_committed_change_is_shown_as_committed_without_an_expiry() {
     assert!(!text.contains("\nexpires ") && !text.contains("no longer in the workspace"), "{text}");
 }
 
+/// ux57: the review of work approved and committed still read "decision:
+/// pending approval"; it says what became of it.
+#[test]
+fn a_review_says_what_became_of_work_that_waited_for_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some("vsh_remove('old.txt')")));
+    let review = |id: &str| String::from_utf8_lossy(&vsh(&["show", id, "--workspace", ws], None).stdout).into_owned();
+    assert!(review(&id).contains("decision: pending approval (risk: deletion)\n"), "{}", review(&id));
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+    assert!(review(&id).contains("decision: pending approval (risk: deletion), then approved\n"), "{}", review(&id));
+    assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(0));
+    let text = review(&id);
+    assert!(text.contains("decision: pending approval (risk: deletion), then approved and committed\n"), "{text}");
+}
+
 /// ux51: a command refused a socket (a test's own server, `cargo clippy
 /// --fix`'s lock listener) is told which flag gives it one.
 #[test]
