@@ -136,7 +136,9 @@ pub(crate) enum Command {
     /// Approve a pending transaction.
     Approve(ApproveArgs),
     /// Reject a pending transaction (one already rejected, denied, expired,
-    /// stale or failed is left as it is: exit 0).
+    /// stale or failed is left as it is: exit 0). `discard` is another name
+    /// for it, as MCP's `vsh_discard` is.
+    #[command(visible_alias = "discard")]
     Reject(Stored),
     /// Commit an approved transaction (revalidated against the live workspace).
     Commit(CommitArgs),
@@ -998,6 +1000,8 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} parsed");
         }
+        // `discard`, MCP's word, is `reject` (ux57).
+        assert!(matches!(parse(&["discard", "abc"]).unwrap().command, Command::Reject(_)));
         // A grace of no time says the least there is (ux55).
         for short in ["0s", "5m"] {
             let error = parse(&["gc", "--grace", short]).unwrap_err().to_string();
