@@ -827,18 +827,26 @@ fn a_review_of_work_that_touched_what_the_reader_protects_shows_none_of_it() {
     assert!(!format!("{:?}", shown.output).contains("gone"), "{:?}", shown.output);
 }
 
+/// A small disk of `size` holding an empty workspace directory `ws`, or
+/// `None` where mounting one is not possible (not root; a failure under
+/// `VSH_REQUIRE_SANDBOX`).
+fn workspace_on_a_small_disk(size: &str) -> Option<(vsh_integration_tests::SmallDisk, std::path::PathBuf)> {
+    if !vsh_integration_tests::is_root() {
+        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root to mount a small disk");
+        return None;
+    }
+    let disk = vsh_integration_tests::SmallDisk::mount(size);
+    let ws = disk.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    Some((disk, ws))
+}
+
 /// sec54 F2: what a commit keeps of the bytes it replaces (for the review of
 /// committed work) is never kept at the commit's cost: on a disk with too
 /// little left, nothing is kept and the commit lands.
 #[test]
 fn a_commit_keeps_what_it_replaces_only_where_the_disk_has_room() {
-    if !vsh_integration_tests::is_root() {
-        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root to mount a small disk");
-        return;
-    }
-    let disk = vsh_integration_tests::SmallDisk::mount("16m");
-    let ws = disk.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
+    let Some((disk, ws)) = workspace_on_a_small_disk("16m") else { return };
     let old = "o".repeat(900_000);
     std::fs::write(ws.join("big.txt"), &old).unwrap();
     let runtime = Runtime::open(config(&ws)).unwrap();
@@ -861,13 +869,7 @@ fn a_commit_keeps_what_it_replaces_only_where_the_disk_has_room() {
 /// What is kept is stored once the commit has landed, never before.
 #[test]
 fn what_a_commit_keeps_never_takes_the_room_its_staging_needs() {
-    if !vsh_integration_tests::is_root() {
-        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root to mount a small disk");
-        return;
-    }
-    let disk = vsh_integration_tests::SmallDisk::mount("64m");
-    let ws = disk.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
+    let Some((disk, ws)) = workspace_on_a_small_disk("64m") else { return };
     for n in 0..12 {
         std::fs::write(ws.join(format!("f{n:02}.txt")), format!("{n}").repeat(900_000)).unwrap();
     }

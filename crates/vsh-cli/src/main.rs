@@ -1942,26 +1942,18 @@ fn approve_command(
         // Auto-approved work needs no approval either: nothing changes, and
         // the line says what does commit it (a loop of `vsh approve TX &&
         // vsh commit TX` over the queue goes on).
-        Err(vsh::VshError::NotApprovable { state: TransactionState::AutoApproved, .. })
+        Err(error @ vsh::VshError::NotApprovable { state: TransactionState::AutoApproved, .. })
             if !runtime.decided_under_another_policy(id) =>
         {
-            if let Some(record) = runtime.transaction(id)? {
-                if json {
-                    print_record(runtime, &record)?;
-                } else if !output.quiet {
-                    println!(
-                        "{}  auto-approved: nothing to approve; next: vsh commit {}",
-                        record.id,
-                        record.id.short()
-                    );
-                }
-                return Ok(EXIT_OK);
+            let Some(record) = runtime.transaction(id)? else {
+                return Err(failure::with_rerun_hint(runtime, id, error));
+            };
+            if json {
+                print_record(runtime, &record)?;
+            } else if !output.quiet {
+                println!("{}  auto-approved: nothing to approve; next: vsh commit {}", record.id, record.id.short());
             }
-            return Err(failure::with_rerun_hint(
-                runtime,
-                id,
-                vsh::VshError::NotApprovable { transaction: id, state: TransactionState::AutoApproved },
-            ));
+            return Ok(EXIT_OK);
         }
         Err(error) => return Err(failure::with_rerun_hint(runtime, id, error)),
     };

@@ -5,6 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// `vsh ARGS` with an empty environment but `PATH` (the operator's own).
+fn vsh_on_path(args: &[&str], path: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vsh")).args(args).env_clear().env("PATH", path).output().unwrap()
+}
+
 fn vsh(args: &[&str], stdin: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
     command.args(args).env_clear();
@@ -2740,12 +2745,7 @@ fn exec_of_a_program_it_cannot_find_says_how_to_give_one() {
     std::fs::write(own.path().join("vsh-only-mine"), "#!/bin/sh\n").unwrap();
     let own_path = format!("{}:/usr/bin:/bin", own.path().display());
     for (program, typo) in [("pyhton3-vsh", true), ("vsh-only-mine", false)] {
-        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(["exec", "--workspace", ws, "--", program])
-            .env_clear()
-            .env("PATH", &own_path)
-            .output()
-            .unwrap();
+        let ran = vsh_on_path(&["exec", "--workspace", ws, "--", program], &own_path);
         let stderr = String::from_utf8_lossy(&ran.stderr);
         assert_eq!(stderr.contains("on no directory of your own PATH either: check its name"), typo, "{stderr}");
     }
@@ -2781,12 +2781,7 @@ fn the_path_note_names_the_operators_program_and_suggests_only_safe_tools() {
     for (path, noted) in
         [(format!("{}/env/bin:/usr/bin:/bin", venv.path().display()), true), ("/usr/bin:/bin".to_owned(), false)]
     {
-        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(["exec", "--workspace", ws, "--", "true"])
-            .env_clear()
-            .env("PATH", &path)
-            .output()
-            .unwrap();
+        let ran = vsh_on_path(&["exec", "--workspace", ws, "--", "true"], &path);
         let stderr = String::from_utf8_lossy(&ran.stderr);
         assert_eq!(ran.status.code(), Some(0), "{stderr}");
         let expected =
@@ -2832,12 +2827,10 @@ fn the_path_note_names_the_operators_program_and_suggests_only_safe_tools() {
                 std::os::unix::fs::chown(&env, Some(65534), None).unwrap();
             }
         }
-        let ran = Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(["exec", "--workspace", ws, "--", "true"])
-            .env_clear()
-            .env("PATH", format!("{}/env/bin:/usr/bin:/bin", venv.path().display()))
-            .output()
-            .unwrap();
+        let ran = vsh_on_path(
+            &["exec", "--workspace", ws, "--", "true"],
+            &format!("{}/env/bin:/usr/bin:/bin", venv.path().display()),
+        );
         let stderr = String::from_utf8_lossy(&ran.stderr);
         assert!(stderr.contains("that your own PATH finds first") && !stderr.contains("--tool"), "{spoil}: {stderr}");
     }
