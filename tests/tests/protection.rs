@@ -825,6 +825,31 @@ fn a_review_of_work_that_touched_what_the_reader_protects_shows_none_of_it() {
     let shown = reader.show(removed.transaction).unwrap().expect("stored");
     assert!(shown.warnings.contains(&vsh::Warning::Withheld), "{shown:?}");
     assert!(!format!("{:?}", shown.output).contains("gone"), "{:?}", shown.output);
+    // Nor the status it exited with: a byte it chose, here one it read
+    // (sec60 N1: `exit $(od ... private/db.conf)`).
+    drop(reader);
+    let own =
+        Runtime::open(durable().with_policy_profile(vsh::PolicyProfile::Strict).with_bash(vsh::BashConfig::new()))
+            .unwrap();
+    own.reject(removed.transaction, 3).unwrap();
+    let exited = own
+        .preview(
+            &RunRequest::new("touch notes/n\nexit $(wc -c < private/salary.txt)")
+                .with_language(vsh::Language::Bash)
+                .with_failure_accepted(),
+        )
+        .unwrap();
+    let status = |receipt: &vsh::Receipt| match &receipt.output {
+        vsh::ExecutionOutput::Bash(result) => result.exit_code,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(status(&exited), 5, "the run's own receipt says how it ended");
+    drop(own);
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let shown = reader.show(exited.transaction).unwrap().expect("stored");
+    assert!(shown.output_withheld() && status(&shown) != 5, "{:?}", shown.output);
+    let document = vsh::document::ReceiptDocument::from(&shown);
+    assert_eq!(document.exit_code, None);
 }
 
 /// A small disk of `size` holding an empty workspace directory `ws`, or

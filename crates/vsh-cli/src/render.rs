@@ -638,7 +638,7 @@ fn metrics_text(m: &vsh::RiskMetrics) -> String {
 
 /// A readable, multi-line receipt, styled (see [`style`]).
 /// The program's streams, its value (Monty) or its profile and status (Bash).
-fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
+fn output_text(out: &mut String, output: &vsh::ExecutionOutput, receipt_withheld: bool) {
     for (name, bytes) in [("stdout", output.stdout_bytes()), ("stderr", output.stderr_bytes())] {
         let text = String::from_utf8_lossy(bytes);
         if !text.is_empty() {
@@ -659,7 +659,8 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput) {
     }
     if let vsh::ExecutionOutput::Bash(result) = output {
         let label = if result.profile == vsh::lower::vsh_monty::COMMAND_PROFILE { "command" } else { "bash" };
-        let _ = writeln!(out, "{label:<12} exited {} (profile {})", result.exit_code, result.profile);
+        let status = if receipt_withheld { "(withheld)".to_owned() } else { result.exit_code.to_string() };
+        let _ = writeln!(out, "{label:<12} exited {status} (profile {})", result.profile);
     }
 
     if let vsh::ExecutionOutput::Session { steps } = output {
@@ -712,6 +713,7 @@ pub(crate) fn outcome_line(receipt: &Receipt) -> String {
     );
     if let vsh::ExecutionOutput::Bash(result) = &receipt.output
         && result.exit_code != 0
+        && !receipt.output_withheld()
     {
         let _ = write!(line, ", the program exited {}", result.exit_code);
     }
@@ -846,7 +848,7 @@ pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_
             receipt.transaction.short()
         );
     }
-    output_text(&mut out, &receipt.output);
+    output_text(&mut out, &receipt.output, receipt.output_withheld());
     if let Some(grants) = receipt.grants.as_ref().filter(|grants| !grants.is_default()) {
         let _ = writeln!(out, "grants       {}", grants_text(grants));
     }

@@ -308,7 +308,7 @@ impl std::fmt::Display for Warning {
             ),
             Self::Withheld => f.write_str(
                 "this work was made under another policy and read or touched what this policy protects: its \
-                 output, changed paths (and how many), hunks, digests and risk flags are withheld here (review it \
+                 output and exit status, changed paths (and how many), hunks, digests and risk flags are withheld here (review it \
                  under the policy it was made under)",
             ),
             Self::HiddenChanges => f.write_str(
@@ -508,6 +508,15 @@ pub struct Receipt {
     pub grants: Option<CommandGrants>,
     /// What the operator should know (a repaired blob, ...); usually empty.
     pub warnings: Vec<Warning>,
+}
+
+impl Receipt {
+    /// Whether this reader's policy withholds the run's output, its exit
+    /// status among it ([`Warning::Withheld`]): what it printed, returned or
+    /// exited with may be what it read.
+    pub fn output_withheld(&self) -> bool {
+        self.warnings.contains(&Warning::Withheld)
+    }
 }
 
 /// The policy a transaction was made under when its run overrode the

@@ -518,6 +518,8 @@ impl From<&Receipt> for ReceiptDocument {
                 _ => None,
             },
             exit_code: match &receipt.output {
+                // Withheld from this reader with the rest of the output.
+                _ if receipt.output_withheld() => None,
                 crate::ExecutionOutput::Bash(result) => Some(result.exit_code),
                 _ => None,
             },
