@@ -229,10 +229,11 @@ pub(crate) struct StateExit {
 #[derive(Debug, Args)]
 pub(crate) struct Common {
     /// The workspace directory (default: the nearest directory at or above
-    /// the current one that holds a .vsh directory, as git finds a repository;
-    /// else the top of the git repository the current directory is in, if
-    /// it is not your home directory and its .git is yours; else the current
-    /// directory).
+    /// the current one that holds a .vsh directory, as git finds a repository,
+    /// but not one above the git repository you are in that is itself in no
+    /// repository; else the top of the git repository the current directory
+    /// is in, if it is not your home directory and its .git is yours; else
+    /// the current directory).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -292,6 +293,35 @@ pub(crate) fn repository_at_or_above(dir: &Path) -> Option<&Path> {
     (top.parent().is_some() && home.as_deref() != Some(top) && owned).then_some(top)
 }
 
+/// The workspace vsh finds from `cwd`: the nearest workspace at or above
+/// it, else the top of the git repository it is in, else `cwd`. A git
+/// repository is a project: a workspace above its top that is in no
+/// repository itself (a directory of projects, made a workspace by a run
+/// there) does not take the projects below it (ux58 1: one `vsh run` in
+/// the projects' directory took every project's `init` and builds); one in a
+/// repository (the superproject of a submodule) does.
+pub(crate) fn found_workspace(cwd: &Path) -> &Path {
+    let workspace = workspace_at_or_above(cwd);
+    let repository = repository_at_or_above(cwd);
+    match (workspace, repository) {
+        (Some(workspace), Some(top))
+            if workspace != top && top.starts_with(workspace) && repository_at_or_above(workspace).is_none() =>
+        {
+            top
+        }
+        (Some(workspace), _) => workspace,
+        (None, Some(top)) => top,
+        (None, None) => cwd,
+    }
+}
+
+/// The workspace above the git repository `cwd` is in that
+/// [`found_workspace`] passed over, if there is one.
+pub(crate) fn passed_over_workspace(cwd: &Path) -> Option<&Path> {
+    let found = found_workspace(cwd);
+    workspace_at_or_above(cwd).filter(|workspace| *workspace != found)
+}
+
 impl Common {
     /// The workspace: `--workspace`, else the nearest directory at or above
     /// the current one holding `.vsh`, else the top of the git repository
@@ -302,7 +332,7 @@ impl Common {
             return dir.clone();
         }
         let Ok(cwd) = std::env::current_dir() else { return PathBuf::from(".") };
-        workspace_at_or_above(&cwd).or_else(|| repository_at_or_above(&cwd)).map_or(cwd.clone(), Path::to_path_buf)
+        found_workspace(&cwd).to_path_buf()
     }
 
     /// The workspace, which must be one already (vsh has run there): for the
@@ -323,11 +353,21 @@ impl Common {
                  project's directory (cd there, or give --workspace DIR)",
                 root.display()
             ),
-            None => format!(
-                "not in a vsh workspace: neither {} nor any directory above it has a .vsh; \
-                 `vsh init` or `vsh run` makes one, or give --workspace",
-                root.display()
-            ),
+            None => match std::env::current_dir().ok().as_deref().and_then(passed_over_workspace) {
+                Some(above) => format!(
+                    "not in a vsh workspace: {} is a git repository without a .vsh of its own; the workspace at \
+                     {} above it is a directory of projects, not this one: `vsh init` makes this project one, or \
+                     give --workspace {} for that one",
+                    root.display(),
+                    above.display(),
+                    above.display()
+                ),
+                None => format!(
+                    "not in a vsh workspace: neither {} nor any directory above it has a .vsh; \
+                     `vsh init` or `vsh run` makes one, or give --workspace",
+                    root.display()
+                ),
+            },
         })
     }
 }

@@ -26,11 +26,13 @@ pub(crate) struct InitDocument {
     pub(crate) policy: String,
     /// The recorded policy's digest, 64 hex digits.
     pub(crate) digest: String,
+    /// The workspace's directory, the one whose policy this is.
+    pub(crate) workspace: String,
 }
 
 impl InitDocument {
-    pub(crate) fn new(policy: String, digest: String) -> Self {
-        Self { schema: INIT.to_owned(), policy, digest }
+    pub(crate) fn new(policy: String, digest: String, workspace: String) -> Self {
+        Self { schema: INIT.to_owned(), policy, digest, workspace }
     }
 }
 

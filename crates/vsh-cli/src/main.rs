@@ -580,12 +580,17 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
             render::counted(revived as u64, "waiting transaction")
         );
     }
+    // Which directory it set up: the one found may lie above where it ran
+    // (ux58 1: a parent made a workspace earlier took a project's init).
+    let workspace = std::fs::canonicalize(init.common.root()).unwrap_or_else(|_| init.common.root());
     if init.common.json {
-        let recorded = documents::InitDocument::new(what, digest.to_hex());
+        let recorded = documents::InitDocument::new(what, digest.to_hex(), workspace.display().to_string());
         println!("{}", serde_json::to_string_pretty(&recorded)?);
     } else if !output.quiet {
         println!(
-            "recorded {what} as the workspace's policy ({}); every command uses it unless told otherwise",
+            "recorded {what} as the policy of the workspace at {} ({}); every command run in it uses it unless \
+             told otherwise",
+            render::shown(&workspace.to_string_lossy(), false),
             digest.short()
         );
     }
@@ -1779,7 +1784,8 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
         if let Some(enclosing) = shown.parent().and_then(args::workspace_at_or_above) {
             say!(
                 "vsh: warning: it lies inside the workspace at {}, whose programs can never change or remove it; \
-                 give that workspace's directory (or none, from inside it) to use it instead",
+                 give --workspace {} to use that one instead",
+                enclosing.display(),
                 enclosing.display()
             );
         }

@@ -2668,6 +2668,67 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     }
 }
 
+/// ux58 1: one `vsh run` in a directory of projects made it a workspace,
+/// which then took every git project below it: their `vsh init` recorded
+/// the policy above them (saying nowhere where), and their builds' `target/`
+/// were no scratch directory. A workspace above a repository that is in no
+/// repository itself passes over it; a superproject's takes its submodules.
+#[test]
+fn a_directory_of_projects_made_a_workspace_does_not_take_the_repositories_below_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let repo = projects.join("calc");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    write(&repo, "src/a.txt", "a\n");
+    let vsh_in = |cwd: &Path, args: &[&str], stdin: &str| {
+        Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .env_clear()
+            .env("HOME", dir.path().join("home"))
+            .current_dir(cwd)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write as _;
+                child.stdin.take().unwrap().write_all(stdin.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap()
+    };
+    let first = vsh_in(&projects, &["run", "-"], "1");
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    assert!(projects.join(".vsh").is_dir());
+    // Commands about stored work, from inside the project, say why they find none.
+    let pending = vsh_in(&repo.join("src"), &["pending"], "");
+    assert_ne!(pending.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&pending.stderr).into_owned();
+    assert!(said.contains(&format!("--workspace {}", projects.display())) && said.contains("vsh init"), "{said}");
+    // `vsh init` from inside it makes the project its own workspace, and says which.
+    let init = vsh_in(&repo.join("src"), &["init"], "");
+    assert_eq!(init.status.code(), Some(0), "{init:?}");
+    assert!(repo.join(".vsh").is_dir(), "{init:?}");
+    let real = std::fs::canonicalize(&repo).unwrap();
+    assert!(String::from_utf8_lossy(&init.stdout).contains(&format!("workspace at {}", real.display())), "{init:?}");
+    let json = vsh_in(&repo, &["init", "--json", "--force"], "");
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(document["workspace"], real.display().to_string(), "{document}");
+    // And runs there are the project's.
+    let ran =
+        vsh_in(&repo.join("src"), &["run", "--json", "-"], "from pathlib import Path\nPath('src/a.txt').read_text()");
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    // A superproject's workspace (a repository itself) takes a submodule below it.
+    let outer = dir.path().join("outer");
+    std::fs::create_dir_all(outer.join(".git")).unwrap();
+    std::fs::create_dir_all(outer.join("vendor/lib")).unwrap();
+    std::fs::write(outer.join("vendor/lib/.git"), "gitdir: ../../.git/modules/lib\n").unwrap();
+    assert_eq!(vsh_in(&outer, &["init"], "").status.code(), Some(0));
+    let inner = vsh_in(&outer.join("vendor/lib"), &["pending", "--json"], "");
+    assert_eq!(inner.status.code(), Some(0), "{inner:?}");
+    assert!(!outer.join("vendor/lib/.vsh").exists());
+}
+
 #[test]
 fn exec_starts_the_command_where_the_user_is_and_the_commit_keeps_it() {
     if !fuse_available() {
