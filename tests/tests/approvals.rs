@@ -321,3 +321,75 @@ fn a_runtime_stops_deciding_under_a_workspace_policy_recorded_again_since_it_ope
     own.check_policy_current().unwrap();
     assert_eq!(own.preview(&RunRequest::new(create)).unwrap().state, TransactionState::PendingApproval);
 }
+
+/// sec59 F1: each run was judged alone against the workspace as it stood,
+/// so an agent allowed to commit auto-approved work cut every file to just
+/// over half, run after run (99% of a tree gone in seven commits), and
+/// could rewrite a file whole at its size in one. A file's loss is now
+/// measured from its bytes and added to what unreviewed commits took since
+/// a reviewer last saw it; a review, or a change made outside vsh, starts
+/// afresh.
+#[test]
+fn cuts_made_in_auto_approved_steps_add_up_and_a_review_starts_afresh() {
+    let mut text = String::new();
+    for line in 0..40 {
+        std::fmt::Write::write_fmt(&mut text, format_args!("{:<59}\n", format!("line {line:04} of the module")))
+            .unwrap();
+    }
+    assert_eq!(text.len(), 40 * 60);
+    let dir = workspace(&[("src/a.py", &text), ("src/b.py", &text)]);
+    let runtime = open(&dir);
+    let cut = "from pathlib import Path\nfor p in ['src/a.py', 'src/b.py']:\n    t = Path(p).read_text()\n    \
+               Path(p).write_text(t[: len(t) // 2 + 60])";
+    let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
+    let rewrite = |receipt: &vsh::Receipt| match &receipt.decision {
+        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::ContentRewrite),
+        _ => false,
+    };
+    // 40 lines to 21: 19 lost of 40, auto-approved and committed.
+    let first = run(cut);
+    assert_eq!(first.state, TransactionState::Committed, "{:?}", first.decision);
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/a.py")).unwrap().len(), 21 * 60);
+    // 21 lines to 11 (and a part): alone a loss of under half, but 29 of the 40 lines reviewed.
+    let second = run(cut);
+    assert_eq!(second.state, TransactionState::PendingApproval, "{:?}", second.decision);
+    assert!(rewrite(&second), "{:?}", second.decision);
+    // Reviewed and committed: what it left is what a reviewer saw.
+    runtime.approve(second.transaction, PrincipalId::digest(b"reviewer"), 1_000, 61_000).unwrap();
+    assert_eq!(runtime.commit(second.transaction, 2_000).unwrap().state, TransactionState::Committed);
+    let third = run(cut);
+    assert_eq!(third.state, TransactionState::Committed, "{:?}", third.decision);
+    // A change made outside vsh is someone's own: the cut after it starts afresh too.
+    std::fs::write(dir.path().join("src/a.py"), &text).unwrap();
+    std::fs::write(dir.path().join("src/b.py"), &text).unwrap();
+    let fresh = run(cut);
+    assert_eq!(fresh.state, TransactionState::Committed, "{:?}", fresh.decision);
+    // A file rewritten whole at its size loses all of it in one run.
+    let junk = "from pathlib import Path\nt = Path('src/a.py').read_text()\nPath('src/a.py').write_text('x' * len(t))";
+    let rewritten = run(junk);
+    assert_eq!(rewritten.state, TransactionState::PendingApproval, "{:?}", rewritten.decision);
+    assert!(rewrite(&rewritten), "{:?}", rewritten.decision);
+    // A line added loses nothing, whatever came before.
+    runtime.reject(rewritten.transaction, 3_000).unwrap();
+    let added = run("from pathlib import Path\nPath('src/b.py').write_text(Path('src/b.py').read_text() + 'more\\n')");
+    assert_eq!(added.state, TransactionState::Committed, "{:?}", added.decision);
+    // A line edited in place loses the word it changed, not its line: a
+    // one-line file's version bumped is no rewrite.
+    std::fs::write(dir.path().join("VERSION"), "1.0.0\n").unwrap();
+    let bumped = run("from pathlib import Path\nPath('VERSION').write_text('1.0.1\\n')");
+    assert_eq!(bumped.state, TransactionState::Committed, "{:?}", bumped.decision);
+}
+
+/// The loss history is the authority key's: bytes planted or changed in
+/// the data directory are refused by every run that modifies a file,
+/// with a typed error naming the file, and nothing is decided.
+#[test]
+fn a_loss_history_changed_without_the_authority_key_is_refused() {
+    let dir = workspace(&[("a.txt", "one\ntwo\n")]);
+    let runtime = open(&dir);
+    std::fs::write(dir.path().join(".vsh/data/loss-history"), b"VSHLOS01\0\0\0\0forged").unwrap();
+    let edit = "from pathlib import Path\nPath('a.txt').write_text('one\\n')";
+    let refused = runtime.run(&RunRequest::new(edit).with_mode(RunMode::Auto));
+    assert!(matches!(refused, Err(VshError::DataDirectory(StoreError::CorruptLossHistory { .. }))), "{refused:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\n");
+}

@@ -14,10 +14,23 @@
 //! after.size == 0  ||  after.size * 10000 < before.size * (10000 - rewrite_escalate_ratio_bps)
 //! ```
 //!
-//! The policy sees only sizes and content digests, not the bytes, so a rewrite
-//! that keeps the size (or grows the file) is not flagged by this rule, however
-//! different the new content is; a growing file still counts toward the byte
-//! ceilings.
+//! That is the rule on sizes alone. Where the caller measured the bytes
+//! ([`PolicyInput::losses`](crate::PolicyInput::losses), a [`ContentLoss`]
+//! per modified file: the runtime always does), the rule is on what was lost
+//! instead, and over the file's unreviewed history: the bytes of its content
+//! as a reviewer last saw it that this diff and the unreviewed commits since
+//! removed ([`content_lost`]: lines, as a multiset, so a moved line is kept and
+//! a line replaced is lost, whatever the sizes), against its size then:
+//!
+//! ```text
+//! reviewed_size > 0  &&  (after.size == 0  ||  (earlier_lost + lost) * 10000 > r_bps * reviewed_size)
+//! ```
+//!
+//! With no earlier loss this is the size rule for a file cut down (a cut
+//! loses at least what it removes), and it also catches a file rewritten at
+//! its size; with earlier loss it catches the same cut made in steps, each
+//! auto-approved alone (sec59 F1: 99% of a tree emptied in seven commits).
+//! A growing file still counts toward the byte ceilings.
 
 use std::fmt;
 
@@ -69,8 +82,145 @@ pub struct RiskMetrics {
     pub symlink_changes: u64,
     /// Entries whose only change is the permission bits.
     pub mode_changes: u64,
-    /// Existing files emptied or shrunk beyond the rewrite ratio.
+    /// Existing files emptied, or that lost more than the rewrite ratio of
+    /// the content a reviewer last saw (see [`is_lossy_rewrite`]; without a
+    /// measure, shrunk beyond it).
     pub rewritten: u64,
+}
+
+/// What a modified file lost of its content, as the caller measured it
+/// from the bytes (see the [module documentation](self#content-rewrites)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentLoss {
+    /// The file.
+    pub path: VPath,
+    /// Bytes of its content before the diff that its content after does not
+    /// keep ([`content_lost`]).
+    pub lost: u64,
+    /// Bytes that unreviewed (auto-approved) commits removed from it since
+    /// a reviewer last saw it; 0 when none changed it since.
+    pub earlier_lost: u64,
+    /// Its size when a reviewer last saw it: its size before the diff when
+    /// no unreviewed commit changed it since.
+    pub reviewed_size: u64,
+}
+
+/// The bytes of `before` that `after` does not keep, at two grains. First
+/// lines (a newline ends one; the last may have none), as a multiset: each
+/// line of `before` is kept as often as an identical line is in `after`,
+/// wherever it is, so a moved line is kept. Then, between the lines left on
+/// each side, tokens (a run of letters, digits, `_` and non-ASCII bytes, a
+/// run of whitespace, or any other single byte) the same way: a line edited
+/// in place (`1.0.0` to `1.0.1`) loses the tokens it changed, not the line.
+/// A file cut by half loses what was cut; one rewritten at its size with
+/// other words loses them. Linear in the two sizes. What it cannot see is a
+/// rewrite that keeps the tokens and changes only their order.
+pub fn content_lost(before: &[u8], after: &[u8]) -> u64 {
+    let (lost_lines, new_lines) = unmatched(lines_of(before), lines_of(after));
+    let (lost_tokens, _) = unmatched(tokens_in(lost_lines), tokens_in(new_lines));
+    lost_tokens.iter().map(|token| token.len() as u64).sum()
+}
+
+fn lines_of(bytes: &[u8]) -> Vec<&[u8]> {
+    bytes.split_inclusive(|byte| *byte == b'\n').collect()
+}
+
+fn tokens_in(parts: Vec<&[u8]>) -> Vec<&[u8]> {
+    parts.into_iter().flat_map(tokens_of).flat_map(chunks_of).collect()
+}
+
+/// A token longer than 64 bytes (a minified line's word, a base64 blob, a
+/// binary file's run) cut where its content says: after a byte where a
+/// rolling hash of the bytes before it has its low six bits clear (every 64
+/// bytes on average), and at most every 256. A byte changed or put in
+/// changes the chunks around it, not the token's: a one-byte edit to a
+/// megabyte word loses a chunk or two, not the megabyte.
+fn chunks_of(token: &[u8]) -> Vec<&[u8]> {
+    const SHORT: usize = 64;
+    const LONGEST: usize = 256;
+    if token.len() <= SHORT {
+        return vec![token];
+    }
+    let mut chunks = Vec::with_capacity(token.len() / SHORT + 1);
+    let (mut start, mut hash) = (0, 0_u64);
+    for (at, byte) in token.iter().enumerate() {
+        hash = (hash << 1).wrapping_add(gear(*byte));
+        if hash.trailing_zeros() >= 6 || at + 1 - start == LONGEST {
+            chunks.push(&token[start..=at]);
+            start = at + 1;
+            hash = 0;
+        }
+    }
+    if start < token.len() {
+        chunks.push(&token[start..]);
+    }
+    chunks
+}
+
+/// A fixed pseudo-random 64-bit value per byte (`SplitMix64` of it), the
+/// rolling hash's table.
+fn gear(byte: u8) -> u64 {
+    let mut value = u64::from(byte).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    value ^ (value >> 31)
+}
+
+/// The parts of `before` no equal part of `after` keeps, and the parts of
+/// `after` that keep none, each side in its order (parts as a multiset).
+fn unmatched<'a>(before: Vec<&'a [u8]>, after: Vec<&'a [u8]>) -> (Vec<&'a [u8]>, Vec<&'a [u8]>) {
+    let mut left: std::collections::HashMap<&[u8], u64> = std::collections::HashMap::new();
+    for part in &after {
+        *left.entry(part).or_default() += 1;
+    }
+    let mut lost = Vec::new();
+    for part in before {
+        match left.get_mut(part) {
+            Some(count) if *count > 0 => *count -= 1,
+            _ => lost.push(part),
+        }
+    }
+    let mut fresh = Vec::new();
+    for part in after {
+        if let Some(count) = left.get_mut(part).filter(|count| **count > 0) {
+            *count -= 1;
+            fresh.push(part);
+        }
+    }
+    (lost, fresh)
+}
+
+/// `line`'s tokens: runs of word bytes (letters, digits, `_`, non-ASCII),
+/// runs of whitespace, and every other byte alone.
+fn tokens_of(line: &[u8]) -> Vec<&[u8]> {
+    #[derive(PartialEq, Clone, Copy)]
+    enum Class {
+        Word,
+        Space,
+        Other,
+    }
+    let class = |byte: u8| {
+        if byte.is_ascii_alphanumeric() || byte == b'_' || byte >= 0x80 {
+            Class::Word
+        } else if byte.is_ascii_whitespace() {
+            Class::Space
+        } else {
+            Class::Other
+        }
+    };
+    let mut tokens = Vec::new();
+    let mut start = 0;
+    for at in 1..=line.len() {
+        let ends = at == line.len() || {
+            let (previous, next) = (class(line[at - 1]), class(line[at]));
+            previous != next || previous == Class::Other
+        };
+        if ends {
+            tokens.push(&line[start..at]);
+            start = at;
+        }
+    }
+    tokens
 }
 
 impl RiskMetrics {
@@ -91,6 +241,21 @@ impl RiskMetrics {
         observed_base_nodes: u64,
         rewrite_escalate_ratio_bps: u32,
     ) -> Self {
+        Self::measure_with_losses(diff, renamed, observed_base_nodes, rewrite_escalate_ratio_bps, &[])
+    }
+
+    /// [`RiskMetrics::measure_with_ratio`], with the content rewrites of the
+    /// modified files `losses` names (sorted by path) judged on what they
+    /// lost ([`is_lossy_rewrite`]) rather than on their sizes.
+    pub fn measure_with_losses(
+        diff: &[DiffEntry],
+        renamed: u64,
+        observed_base_nodes: u64,
+        rewrite_escalate_ratio_bps: u32,
+        losses: &[ContentLoss],
+    ) -> Self {
+        let loss_of =
+            |path: &VPath| losses.binary_search_by(|loss| loss.path.cmp(path)).ok().and_then(|index| losses.get(index));
         let mut metrics = Self { renamed, ..Self::default() };
         // A file deleted whose very bytes the diff creates elsewhere (a move,
         // a directory renamed) loses nothing: the delete ratio, which guards
@@ -128,7 +293,11 @@ impl RiskMetrics {
                 DiffKind::Modify => metrics.modified += 1,
                 DiffKind::MetadataChange => metrics.mode_changes += 1,
             }
-            if is_content_rewrite(entry, rewrite_escalate_ratio_bps) {
+            let rewritten = match loss_of(&entry.path) {
+                Some(loss) => is_lossy_rewrite(entry, loss, rewrite_escalate_ratio_bps),
+                None => is_content_rewrite(entry, rewrite_escalate_ratio_bps),
+            };
+            if rewritten {
                 metrics.rewritten += 1;
             }
             if entry.kind != DiffKind::MetadataChange {
@@ -171,6 +340,40 @@ pub fn is_content_rewrite(entry: &DiffEntry, rewrite_escalate_ratio_bps: u32) ->
     let kept = u128::from(MAX_RATIO_BPS - rewrite_escalate_ratio_bps.min(MAX_RATIO_BPS));
     after.size == 0 || u128::from(after.size) * u128::from(MAX_RATIO_BPS) < u128::from(before.size) * kept
 }
+
+/// Whether `entry`, a change to a file that `loss` measured, rewrites the
+/// content a reviewer last saw beyond the ratio: a Modify of a file that
+/// stays a file, whose reviewed size was not 0, leaving it empty or having
+/// lost, with the unreviewed commits before it, more than
+/// `rewrite_escalate_ratio_bps / 10000` of that size (see the [module
+/// documentation](self#content-rewrites)).
+pub fn is_lossy_rewrite(entry: &DiffEntry, loss: &ContentLoss, rewrite_escalate_ratio_bps: u32) -> bool {
+    if entry.kind != DiffKind::Modify {
+        return false;
+    }
+    let (Some(before), Some(after)) = (entry.before.as_ref(), entry.after.as_ref()) else {
+        return false;
+    };
+    if before.kind != NodeKind::File || after.kind != NodeKind::File {
+        return false;
+    }
+    if is_content_rewrite(entry, rewrite_escalate_ratio_bps) {
+        return true;
+    }
+    let total = u128::from(loss.earlier_lost) + u128::from(loss.lost);
+    let ratio = u128::from(rewrite_escalate_ratio_bps.min(MAX_RATIO_BPS));
+    // A ratio of 1 asks for emptied files only: what a file lost never is.
+    ratio < u128::from(MAX_RATIO_BPS)
+        && loss.reviewed_size > 0
+        && total > u128::from(UNCOUNTED_LOSS_BYTES)
+        && total * u128::from(MAX_RATIO_BPS) > ratio * u128::from(loss.reviewed_size)
+}
+
+/// A loss of at most this many bytes (over a file's unreviewed history) is
+/// no rewrite by what it lost, whatever the file's size: a small file's
+/// value changed (`"old"` to `"new"`) is an edit. The rule on sizes still
+/// holds for it: cut below the ratio, or emptied, it is one.
+pub const UNCOUNTED_LOSS_BYTES: u64 = 64;
 
 /// Whether `entry` replaces a file by what is not one (a directory, a
 /// symlink): its bytes are gone as surely as a deleted file's.
@@ -251,7 +454,9 @@ pub enum RiskFlag {
     /// A path's permission bits changed (alone or with its content), or a
     /// file or directory was made writable by every user (`o+w`).
     PermissionChange,
-    /// An existing file was emptied, or shrunk by more than the rewrite ratio
+    /// An existing file was emptied, or lost more than the rewrite ratio of
+    /// the content a reviewer last saw, in this diff and the unreviewed
+    /// commits since (without a measure of its bytes: shrunk by more than it)
     /// (see the [module documentation](self#content-rewrites)).
     ContentRewrite,
     /// The diff writes both a `HEAD` and a `config` file in one directory:
@@ -691,6 +896,90 @@ mod tests {
     fn sized(size: u64) -> NodeState {
         // Distinct content per size, so equal sizes still differ in content.
         NodeState { size, ..NodeState::file_with(&size.to_le_bytes(), 0o644) }
+    }
+
+    #[test]
+    fn content_lost_counts_the_lines_not_kept() {
+        assert_eq!(content_lost(b"", b"anything\n"), 0);
+        assert_eq!(content_lost(b"a\nb\n", b"a\nb\n"), 0);
+        assert_eq!(content_lost(b"a\nb\n", b"b\na\n"), 0, "a moved line is kept");
+        assert_eq!(content_lost(b"a\nb\nc\n", b"a\nc\n"), 2, "b's line is lost");
+        assert_eq!(content_lost(b"aaaa\n", b"bbbb\n"), 4, "a word replaced at its size: lost");
+        assert_eq!(content_lost(b"x\nx\nx\n", b"x\n"), 4, "a line kept once covers one copy");
+        assert_eq!(content_lost(b"last", b"last\n"), 0, "its word is kept");
+        assert_eq!(content_lost(b"one\ntwo", b""), 7);
+        // A line edited in place loses the tokens it changed.
+        assert_eq!(content_lost(b"version = 1.0.0\n", b"version = 1.0.1\n"), 1);
+        assert_eq!(content_lost(b"x = old_name(a, b)\n", b"x = new_name(a, b)\n"), 8);
+        // A cut loses what it cut, to the byte.
+        let text: Vec<u8> = (0..100).flat_map(|line| format!("line {line:03} here\n").into_bytes()).collect();
+        assert_eq!(content_lost(&text, &text[..700]), text.len() as u64 - 700);
+        // Other words at the same size lose what they replace.
+        assert_eq!(content_lost(b"alpha beta\n", b"gamma delt\n"), 9);
+        // A byte changed in, or put into, a long word loses a chunk or two of it.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let word: Vec<u8> = (0..100_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                b"abcdefghijklmnopqrstuvwxyz0123456789"[(state % 36) as usize]
+            })
+            .collect();
+        let mut changed = word.clone();
+        changed[50_000] = b'z';
+        assert!((1..=512).contains(&content_lost(&word, &changed)), "{}", content_lost(&word, &changed));
+        let mut inserted = word.clone();
+        inserted.insert(30_000, b'z');
+        assert!((1..=512).contains(&content_lost(&word, &inserted)), "{}", content_lost(&word, &inserted));
+        let uniform = vec![b'o'; 900_000];
+        let mut edited = uniform.clone();
+        edited[0] = b'n';
+        assert!(content_lost(&uniform, &edited) <= 256, "{}", content_lost(&uniform, &edited));
+        // And a long word replaced whole loses all of it.
+        let other: Vec<u8> = word.iter().map(u8::to_ascii_uppercase).collect();
+        assert_eq!(content_lost(&word, &other), word.len() as u64);
+    }
+
+    #[test]
+    fn a_loss_is_judged_against_the_reviewed_size_over_unreviewed_commits() {
+        let file = |bytes: &[u8]| NodeState::file_with(bytes, 0o644);
+        let modify = entry("f", Some(file(&[b'a'; 100])), Some(file(&[b'b'; 100])));
+        let loss = |lost, earlier_lost, reviewed_size| ContentLoss {
+            path: VPath::parse("f").unwrap(),
+            lost,
+            earlier_lost,
+            reviewed_size,
+        };
+        // Balanced ratio 0.5: more than half of what the reviewer saw, lost.
+        assert!(!is_lossy_rewrite(&modify, &loss(500, 0, 1_000), 5_000), "half is not more than half");
+        assert!(is_lossy_rewrite(&modify, &loss(501, 0, 1_000), 5_000));
+        // A same-size rewrite is one: the sizes say nothing of it.
+        assert!(!is_content_rewrite(&modify, 5_000));
+        assert!(is_lossy_rewrite(&modify, &loss(1_000, 0, 1_000), 5_000));
+        // Earlier unreviewed losses add up: a cut in two steps is one cut.
+        assert!(!is_lossy_rewrite(&modify, &loss(250, 250, 1_000), 5_000));
+        assert!(is_lossy_rewrite(&modify, &loss(250, 251, 1_000), 5_000));
+        // What no reviewer saw (a file made empty, then filled unreviewed) is no loss.
+        assert!(!is_lossy_rewrite(&modify, &loss(1_000, 0, 0), 5_000));
+        // A few bytes are an edit, however small the file: its value changed.
+        assert!(!is_lossy_rewrite(&modify, &loss(UNCOUNTED_LOSS_BYTES, 0, 100), 5_000));
+        assert!(is_lossy_rewrite(&modify, &loss(UNCOUNTED_LOSS_BYTES, 1, 100), 5_000));
+        // A ratio of 1: only emptying escalates, whatever was lost.
+        assert!(!is_lossy_rewrite(&modify, &loss(5_000, 5_000, 1_000), 10_000));
+        // The rule on sizes still holds: a small file cut below half is one.
+        let cut = entry("f", Some(file(b"0123456789")), Some(file(b"0123")));
+        assert!(is_lossy_rewrite(&cut, &loss(6, 0, 10), 5_000));
+        // Emptied is always one.
+        let emptied = entry("f", Some(file(b"x")), Some(file(b"")));
+        assert!(is_lossy_rewrite(&emptied, &loss(0, 0, 1_000), 5_000));
+        // Not a file either side, or not a modify: never.
+        assert!(!is_lossy_rewrite(&entry("f", Some(file(b"x")), None), &loss(1, 0, 1), 5_000));
+        // The metrics use the measure for the paths it names, sizes for the rest.
+        let other = entry("g", Some(file(&[b'a'; 100])), Some(file(&[b'c'; 100])));
+        let diff = [modify.clone(), other];
+        assert_eq!(RiskMetrics::measure_with_losses(&diff, 0, 0, 5_000, &[loss(100, 0, 100)]).rewritten, 1);
+        assert_eq!(RiskMetrics::measure_with_losses(&diff, 0, 0, 5_000, &[]).rewritten, 0);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! deny_deleted_paths = 1000
 //! deny_delete_ratio = 0.5          # fractions in (0, 1], rounded to 1/10000
 //! delete_ratio_min_paths = 25
-//! rewrite_escalate_ratio = 0.5     # a file shrunk by more than this share, or emptied, escalates
+//! rewrite_escalate_ratio = 0.5     # a file that loses more than this share, or is emptied, escalates
 //!
 //! [[protect]]                      # extra protected patterns, any number of them
 //! pattern = "config/prod/**"       # the pattern language of `vsh_policy::pattern`

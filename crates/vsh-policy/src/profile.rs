@@ -8,7 +8,8 @@
 //! | Paranoid | 25 / 1 MiB | 5,000 / 128 MiB / 500 / 25% (10) | 0.1 | yes |
 //!
 //! The rewrite ratio drives [`RiskFlag::ContentRewrite`]: an existing file that
-//! shrinks to less than `1 - ratio` of its size, or to nothing, escalates (see
+//! loses more than `ratio` of the content a reviewer last saw (in one diff or
+//! over unreviewed commits), or is emptied, escalates (see
 //! [`is_content_rewrite`]).
 //!
 //! [`RiskFlag::ContentRewrite`]: crate::RiskFlag::ContentRewrite

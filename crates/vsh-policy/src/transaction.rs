@@ -37,7 +37,8 @@ use vsh_types::{DiffEntry, DiffKind, NodeKind, PolicyDigest, VPath};
 
 use crate::access::AccessKind;
 use crate::decision::{
-    CeilingBreach, Decision, Denial, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest, RiskMetrics,
+    CeilingBreach, ContentLoss, Decision, Denial, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest,
+    RiskMetrics,
 };
 use crate::profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
 use crate::rules::{CallPolicy, DeniedAccess};
@@ -69,6 +70,11 @@ pub struct PolicyInput<'a> {
     /// private key or config copied out, `cp db.yml copy.yml`), as the
     /// caller found it: raises [`RiskFlag::PermissionChange`].
     pub widens_private_content: bool,
+    /// What each modified file lost of its content, measured from the bytes
+    /// and its unreviewed history, sorted by path: its content rewrite is
+    /// judged on that ([`crate::decision::is_lossy_rewrite`]); a modified
+    /// file not named here is judged on its sizes.
+    pub losses: &'a [ContentLoss],
 }
 
 impl<'a> PolicyInput<'a> {
@@ -168,11 +174,12 @@ impl TransactionPolicy {
 
     /// Decide on a transaction (see the [module documentation](self) for the order).
     pub fn evaluate(&self, input: &PolicyInput<'_>) -> Decision {
-        let metrics = RiskMetrics::measure_with_ratio(
+        let metrics = RiskMetrics::measure_with_losses(
             input.diff,
             input.renames,
             input.observed_base_nodes,
             self.thresholds.rewrite_escalate_ratio_bps,
+            input.losses,
         );
         if !input.denied.is_empty() {
             let listed = input.denied.iter().take(MAX_LISTED_DENIALS).map(|denied| self.explain(denied)).collect();

@@ -155,6 +155,18 @@ impl DataDir {
         self.dir.sync_dir(&VPath::root()).map_err(failed)
     }
 
+    /// Remove the settings file `name`, durably (the directory fsynced); one
+    /// that is not there is no error.
+    pub fn remove_setting(&self, name: &str) -> Result<(), StoreError> {
+        let path = setting_path(name)?;
+        let failed = |source| StoreError::DataDir { path: path.clone(), source };
+        match self.dir.remove_file(&path) {
+            Ok(()) => self.dir.sync_dir(&VPath::root()).map_err(failed),
+            Err(HostError::NotFound { .. }) => Ok(()),
+            Err(source) => Err(failed(source)),
+        }
+    }
+
     /// The real storage backend over this directory (a second handle to it),
     /// for [`crate::BlobStore::open_with`] and [`crate::TransactionStore::open_with`].
     pub fn backend(&self) -> Result<Arc<dyn StoreBackend>, StoreError> {

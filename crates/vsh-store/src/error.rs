@@ -299,6 +299,16 @@ pub enum StoreError {
         /// The transaction.
         id: TransactionId,
     },
+    /// The workspace's loss history (`loss-history`) does not decode or
+    /// verify under the authority key.
+    #[error(
+        "the workspace's loss history (loss-history in its data directory) is corrupt: {reason}; remove the file \
+         to start afresh (every file's content then counts as reviewed as it stands)"
+    )]
+    CorruptLossHistory {
+        /// What failed.
+        reason: &'static str,
+    },
     /// A pending-approval artifact failed to decode or verify.
     #[error("artifact {blob} is invalid")]
     Artifact {

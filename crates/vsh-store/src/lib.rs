@@ -45,6 +45,7 @@ mod datadir;
 mod error;
 mod faulty;
 mod gc;
+mod history;
 mod legacy;
 mod record;
 mod scratch;
@@ -63,6 +64,7 @@ pub use datadir::{DataDir, SCRATCH};
 pub use error::StoreError;
 pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
 pub use gc::{BlobSweep, GcReport, RetentionConfig};
+pub use history::{LOSS_HISTORY_FILE, LossHistory, MAX_LOSS_ENTRIES, MAX_LOSS_HISTORY_BYTES, UnreviewedLoss};
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
 pub use scratch::{Regranted, ScratchLock, ScratchReport};
 pub use txn::{

@@ -83,6 +83,8 @@ impl CommitPath {
     /// `unwritten` is the record of a process-local preview, created in the
     /// same append as its reservation; `contents` are new contents held in
     /// memory (a process-local preview's), staged before the blob store's.
+    /// `landed` runs once the commit has landed, still in the session (no
+    /// other commit can change the workspace meanwhile).
     pub(crate) fn commit(
         &self,
         records: &Records,
@@ -90,6 +92,7 @@ impl CommitPath {
         (diff, reads, contents): (&CanonicalDiff, &ReadSet, &MemoryContents),
         unwritten: Option<&vsh_store::TransactionRecord>,
         now: u64,
+        landed: &dyn Fn(),
     ) -> Result<CommitReceipt, VshError> {
         let transactions = records.transactions();
         let session = self.committer.session(&self.lock_wait)?;
@@ -101,10 +104,12 @@ impl CommitPath {
         let reservation = transactions.reserve_revalidating(transaction, now, unwritten)?;
         let ledger = StoreLedger::reserved(transactions, reservation, now);
         let request = CommitRequest::new(transaction, diff, reads, records.blobs()).with_contents(contents);
-        Ok(match &self.faults {
+        let receipt = match &self.faults {
             Some(faults) => session.commit_with_faults(&request, &ledger, faults.0.as_ref())?,
             None => session.commit(&request, &ledger)?,
-        })
+        };
+        landed();
+        Ok(receipt)
     }
 }
 

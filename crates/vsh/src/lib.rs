@@ -19,6 +19,7 @@ mod error;
 mod evidence;
 mod hook;
 mod hook_gate;
+mod losses;
 mod previews;
 mod receipt;
 mod records;

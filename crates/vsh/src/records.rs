@@ -206,6 +206,16 @@ impl Records {
         recorded_policy(&self.data, &self.key)
     }
 
+    /// The workspace's loss history (an empty one where none is kept).
+    pub(crate) fn loss_history(&self) -> Result<vsh_store::LossHistory, VshError> {
+        vsh_store::LossHistory::read(&self.data, &self.key).map_err(VshError::DataDirectory)
+    }
+
+    /// Replace the workspace's loss history with `history`.
+    pub(crate) fn write_loss_history(&self, history: &vsh_store::LossHistory) -> Result<(), VshError> {
+        history.write(&self.data, &self.key).map_err(VshError::DataDirectory)
+    }
+
     /// The data directory.
     pub(crate) fn data(&self) -> &vsh_store::DataDir {
         &self.data

@@ -222,7 +222,8 @@ pub struct MetricsDocument {
     pub symlink_changes: u64,
     /// Entries whose only change is the permission bits.
     pub mode_changes: u64,
-    /// Existing files emptied or shrunk beyond the rewrite ratio.
+    /// Existing files emptied, or that lost more than the rewrite ratio of
+    /// the content a reviewer last saw.
     pub rewritten: u64,
 }
 

@@ -692,6 +692,11 @@ impl Runs {
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
+        let losses = if diff.entries().iter().any(|entry| entry.kind == vsh_types::DiffKind::Modify) {
+            crate::losses::at_run(vfs, self.workspace(), diff.entries(), &records.loss_history()?)?
+        } else {
+            Vec::new()
+        };
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
@@ -699,6 +704,7 @@ impl Runs {
             observed_base_nodes: base_nodes,
             git_repository,
             widens_private_content,
+            losses: &losses,
         });
         timings.policy = elapsed_ns(stage_start);
 

@@ -377,12 +377,22 @@ impl Runtime {
         // commit has landed, so they never take the room its staging needs
         // nor outlive a commit that failed (sec55 F3).
         let befores = self.read_before_contents(&committable.diff);
+        // What it takes from each file it modifies, measured against the
+        // bytes it replaces and recorded once it has landed (sec59 F1).
+        let reviewed = state == TransactionState::Approved;
+        let measured = if reviewed {
+            std::collections::BTreeMap::new()
+        } else {
+            crate::losses::befores(self.runs.workspace(), committable.diff.entries())
+        };
+        let record_losses = || self.record_losses(committable.diff.entries(), reviewed, &measured);
         let result = self.commits.commit(
             &self.records,
             transaction,
             (&committable.diff, &committable.reads, &contents),
             unwritten.as_ref(),
             now_ms,
+            &record_losses,
         );
 
         // The reservation was consumed whatever the outcome: the preview cannot be committed again.
@@ -416,6 +426,22 @@ impl Runtime {
             self.previews.remember_committed(receipt.clone());
         }
         Ok(receipt)
+    }
+
+    /// Record in the workspace's loss history what a commit of `entries`
+    /// that has just landed took ([`crate::losses::record`]). Best effort:
+    /// the commit stands whatever happens here; a history that cannot be
+    /// read stays as it is, and the next run says so.
+    fn record_losses(
+        &self,
+        entries: &[vsh_types::DiffEntry],
+        reviewed: bool,
+        befores: &std::collections::BTreeMap<vsh_types::VPath, Vec<u8>>,
+    ) {
+        let Ok(mut history) = self.records.loss_history() else { return };
+        if crate::losses::record(&mut history, self.runs.workspace(), entries, reviewed, befores) {
+            let _ = self.records.write_loss_history(&history);
+        }
     }
 
     /// The bytes a commit of `diff` is about to replace, to keep for its
