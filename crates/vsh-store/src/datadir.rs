@@ -130,12 +130,29 @@ impl DataDir {
     /// one, and the directory fsynced. A reader sees the old file or the new
     /// one, never part of either.
     pub fn write_setting(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.replace_setting(name, bytes, true)
+    }
+
+    /// [`DataDir::write_setting`] without the `fsync`s: a reader still sees
+    /// the old file or the new one, but a machine crash (not a process's)
+    /// may leave the old one, or one cut short or empty, which the file's
+    /// own checks must refuse.
+    pub fn write_setting_unsynced(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.replace_setting(name, bytes, false)
+    }
+
+    fn replace_setting(&self, name: &str, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
         let path = setting_path(name)?;
         let failed = |source| StoreError::DataDir { path: path.clone(), source };
         let mut written = None;
         for _ in 0..crate::tempname::ATTEMPTS {
             let temp = crate::tempname::next(&VPath::root());
-            match self.dir.create_file_exclusive(&temp, bytes, 0o600) {
+            let created = if durable {
+                self.dir.create_file_exclusive(&temp, bytes, 0o600)
+            } else {
+                self.dir.create_file_exclusive_unsynced(&temp, bytes, 0o600).map(|(stat, _)| stat)
+            };
+            match created {
                 Ok(_) => {
                     written = Some(temp);
                     break;
@@ -151,6 +168,9 @@ impl DataDir {
         if let Err(source) = self.dir.rename(&temp, &path) {
             let _ = self.dir.remove_file(&temp);
             return Err(failed(source));
+        }
+        if !durable {
+            return Ok(());
         }
         self.dir.sync_dir(&VPath::root()).map_err(failed)
     }

@@ -168,13 +168,15 @@ impl LossHistory {
         }
     }
 
-    /// Replace the history `data` holds with this one, whole
-    /// ([`DataDir::write_setting`]); an empty one removes the file.
+    /// Replace the history `data` holds with this one, whole and unsynced
+    /// ([`DataDir::write_setting_unsynced`]: a commit pays no `fsync` for
+    /// it; after a machine crash the file may be the one before, or fail its
+    /// MAC and be refused); an empty one removes the file.
     pub fn write(&self, data: &DataDir, key: &AuthorityKey) -> Result<(), StoreError> {
         if self.is_empty() {
             return data.remove_setting(LOSS_HISTORY_FILE);
         }
-        data.write_setting(LOSS_HISTORY_FILE, &self.encode(key))
+        data.write_setting_unsynced(LOSS_HISTORY_FILE, &self.encode(key))
     }
 }
 
