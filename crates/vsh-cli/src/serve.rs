@@ -1065,6 +1065,22 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
                     document.hint = Some("the workspace changed: run the program again with vsh_run".to_owned());
                 }
+                // Asked again after it went stale, or after it lapsed (ux58 5).
+                VshError::NotCommittable { state: TransactionState::Stale, .. } => {
+                    document.hint = Some(
+                        "it went stale: the workspace changed under what it read or changed since it was made (the \
+                         first commit of it named the paths), so it can never be committed: run the program again \
+                         with vsh_run"
+                            .to_owned(),
+                    );
+                }
+                VshError::NotCommittable {
+                    state: TransactionState::Expired | TransactionState::Rejected | TransactionState::Failed,
+                    ..
+                } => {
+                    document.hint =
+                        Some("it can never be committed now: run the program again with vsh_run".to_owned());
+                }
                 _ => {}
             }
             failure(&document)

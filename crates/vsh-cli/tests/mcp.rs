@@ -507,6 +507,11 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     // (Its size changed: 4 bytes, then 12.)
     assert!(stale.is_error && stale.text.contains("changed: src.txt  size or mode changed"), "{}", stale.text);
     assert_eq!(stale.document["path_changes"], json!(["size or mode changed"]), "{}", stale.document);
+    // Asked again, it says what stale means and what to do (ux58 5: no hint at all).
+    let again =
+        call(&client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
+    let hint = again.document["hint"].as_str().unwrap_or_default();
+    assert!(again.is_error && hint.contains("went stale") && hint.contains("vsh_run"), "{}", again.text);
     // An id never found (a run that changed nothing is not kept, once its
     // server is gone) says so.
     for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {
