@@ -1851,6 +1851,14 @@ fn print_receipt_next(
         // for want of its id.
         say!("vsh: {}", render::outcome_line(receipt));
     }
+    // Cut at --max-output: said whatever the mode (ux58 4: only --raw did).
+    let cut = vsh::lower::vsh_monty::capture_was_cut;
+    if cut(receipt.output.stdout_bytes()) || cut(receipt.output.stderr_bytes()) {
+        say!(
+            "vsh: warning: the program printed more than --max-output allows, so the middle of its output was left \
+             out (marked in it); raise --max-output (for example 64MiB) to keep it all"
+        );
+    }
     // Things the operator must know even when stdout goes to a program.
     for warning in &receipt.warnings {
         // A warning may name paths (a build directory, uncommitted work's

@@ -636,16 +636,49 @@ fn metrics_text(m: &vsh::RiskMetrics) -> String {
     text
 }
 
+/// A stream of more lines than this shows its first [`OUTPUT_HEAD_LINES`]
+/// and last [`OUTPUT_TAIL_LINES`] in a receipt.
+const MAX_OUTPUT_LINES: usize = 200;
+/// The first lines of a long stream a receipt shows.
+const OUTPUT_HEAD_LINES: usize = 40;
+/// The last lines of a long stream a receipt shows (a test run's summary).
+const OUTPUT_TAIL_LINES: usize = 100;
+
 /// A readable, multi-line receipt, styled (see [`style`]).
 /// The program's streams, its value (Monty) or its profile and status (Bash).
-fn output_text(out: &mut String, output: &vsh::ExecutionOutput, receipt_withheld: bool) {
+/// Returns how many lines of the program's streams it shows.
+fn output_text(out: &mut String, output: &vsh::ExecutionOutput, receipt_withheld: bool) -> usize {
+    let mut shown_lines = 0;
     for (name, bytes) in [("stdout", output.stdout_bytes()), ("stderr", output.stderr_bytes())] {
         let text = String::from_utf8_lossy(bytes);
         if !text.is_empty() {
             let _ = writeln!(out, "{name}");
-            for line in text.split_terminator('\n') {
+            let lines: Vec<&str> = text.split_terminator('\n').collect();
+            // A long output shows its head and its tail: the receipt around
+            // it stays on the screen (ux58 4: 78,000 lines scrolled it away).
+            let (head, tail) =
+                if lines.len() > MAX_OUTPUT_LINES { (OUTPUT_HEAD_LINES, OUTPUT_TAIL_LINES) } else { (lines.len(), 0) };
+            for line in &lines[..head] {
                 let _ = writeln!(out, "  | {}", shown(line, true));
             }
+            if tail > 0 {
+                let _ = writeln!(
+                    out,
+                    "  | {}",
+                    paint(
+                        style::STRONG,
+                        &format!(
+                            "[{} lines not shown here: --json holds the whole {name}; vsh exec --raw prints a \
+                             command's own output]",
+                            lines.len() - head - tail
+                        )
+                    )
+                );
+                for line in &lines[lines.len() - tail..] {
+                    let _ = writeln!(out, "  | {}", shown(line, true));
+                }
+            }
+            shown_lines += head + tail;
         }
     }
     if let Some(value) = output.monty_value() {
@@ -677,6 +710,7 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput, receipt_withheld
             );
         }
     }
+    shown_lines
 }
 
 /// What a run's real commands were granted beyond the defaults, one line.
@@ -809,7 +843,7 @@ pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_
         }
         RuntimeDecision::AutoApproved => {}
     }
-    if let Some(next) = next {
+    if let Some(next) = &next {
         let _ = writeln!(out, "  next       {next}");
     }
     if let RuntimeDecision::PendingApproval(vsh::RiskManifest { metrics, .. })
@@ -828,27 +862,8 @@ pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_
         receipt.changed_paths,
         if receipt.changed_paths == 1 { "" } else { "s" }
     );
-    // Without the review, the changed paths (a long list cut short).
-    let listed = if receipt.review.is_empty() { receipt.changes.len() } else { 0 };
-    for entry in receipt.changes.iter().take(listed.min(max_listed)) {
-        let _ = writeln!(
-            out,
-            "  {:<7} {}  [{} -> {}]",
-            entry.kind.name(),
-            shown(entry.path.as_str(), false),
-            state_text(entry.before.as_ref()),
-            state_text(entry.after.as_ref())
-        );
-    }
-    if listed > max_listed {
-        let _ = writeln!(
-            out,
-            "  ... and {} more (vsh show {} lists them all, with their hunks)",
-            listed - max_listed,
-            receipt.transaction.short()
-        );
-    }
-    output_text(&mut out, &receipt.output, receipt.output_withheld());
+    changes_listing(&mut out, receipt, max_listed);
+    let printed = output_text(&mut out, &receipt.output, receipt.output_withheld());
     if let Some(grants) = receipt.grants.as_ref().filter(|grants| !grants.is_default()) {
         let _ = writeln!(out, "grants       {}", grants_text(grants));
     }
@@ -882,8 +897,41 @@ pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_
     if !receipt.review.is_empty() {
         out.push_str(&review_text(receipt));
     }
+    // Past a screen of output, what to do next is said again at the end.
+    if printed > REPEAT_NEXT_AFTER_LINES
+        && let Some(next) = next
+    {
+        let _ = writeln!(out, "next         {next}");
+    }
     out
 }
+
+/// Without the review, the changed paths (a long list cut short at `max_listed`).
+fn changes_listing(out: &mut String, receipt: &Receipt, max_listed: usize) {
+    let listed = if receipt.review.is_empty() { receipt.changes.len() } else { 0 };
+    for entry in receipt.changes.iter().take(listed.min(max_listed)) {
+        let _ = writeln!(
+            out,
+            "  {:<7} {}  [{} -> {}]",
+            entry.kind.name(),
+            shown(entry.path.as_str(), false),
+            state_text(entry.before.as_ref()),
+            state_text(entry.after.as_ref())
+        );
+    }
+    if listed > max_listed {
+        let _ = writeln!(
+            out,
+            "  ... and {} more (vsh show {} lists them all, with their hunks)",
+            listed - max_listed,
+            receipt.transaction.short()
+        );
+    }
+}
+
+/// How many lines of program output push a receipt's `next` off a screen:
+/// past them it is said again at the end.
+const REPEAT_NEXT_AFTER_LINES: usize = 20;
 
 /// What a recovery did, for people: a summary line, then one line per
 /// transaction and per path an operator should know about.

@@ -3274,6 +3274,18 @@ fn exec_raw_prints_the_commands_own_output_and_the_outcome_in_one_line() {
         text
     });
     assert!(whole.stdout == expected.as_bytes(), "{} bytes", whole.stdout.len());
+    // In a receipt too, the cut is said; and a long output shows its head
+    // and tail, then what to do next again (ux58 4: 78,000 lines).
+    let receipt = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", &format!("{long}; touch made")], None);
+    let (said, printed) = (String::from_utf8_lossy(&receipt.stderr), String::from_utf8_lossy(&receipt.stdout));
+    assert!(said.contains("warning: the program printed more than --max-output allows"), "{said}");
+    assert!(printed.lines().count() < 250, "{} lines", printed.lines().count());
+    assert!(printed.contains("  | 1\n") && printed.contains("  | 40\n") && !printed.contains("  | 41\n"), "{printed}");
+    assert!(printed.contains("lines not shown here: --json holds the whole stdout"), "{printed}");
+    assert!(printed.trim_end().lines().last().unwrap().starts_with("next         vsh commit"), "{printed}");
+    let json = vsh(&["exec", "--json", "--max-output", "8MiB", "--workspace", ws, "--", "sh", "-c", long], None);
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(document["stdout"].as_str().unwrap(), expected, "--json holds it whole");
 }
 
 #[test]
