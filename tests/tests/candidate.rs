@@ -599,8 +599,8 @@ fn a_command_stopped_for_the_disk_space_it_took_has_what_it_wrote_freed_at_once(
 /// An outside probe planted Python bytecode in the scratch directories from
 /// a run that changed nothing, and a later run given a token executed it.
 /// The scratch directories belong to one set of grants at a time: a run
-/// granted otherwise finds them empty, and so does the next plain run (what
-/// the token's run built may hold the token).
+/// granted otherwise finds them empty, and the next plain run finds its own
+/// again, never what the token's run built (which may hold the token).
 #[test]
 fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_directories() {
     if !candidates_available() {
@@ -634,8 +634,18 @@ fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_direc
     let alike = granted.run(&RunRequest::new(&command(&["true"])).with_language(Language::Command)).unwrap();
     assert!(!alike.warnings.contains(&vsh::Warning::ScratchRegranted), "{:?}", alike.warnings);
     assert_eq!(run(&granted, "cat target/built"), "tok-1\n", "and its next run builds on it");
-    // The next plain run finds nothing of the token's run.
-    assert_eq!(run(&plain, "ls target; cat target/built 2>/dev/null; echo end"), "end\n");
+    // The next plain run finds nothing of the token's run, but its own
+    // builds again, kept aside for it (ux58 3: a `git status` between two
+    // `cargo test`s made the second build from nothing); and so does the
+    // token's next run.
+    assert_eq!(run(&plain, "ls target; cat target/built 2>/dev/null; echo end"), "code\nend\n");
+    assert_eq!(run(&granted, "ls target; cat target/built"), "built\ntok-1\n");
+    // One set is kept aside, the last one's: a third set of grants finds
+    // nothing, and the plain runs' builds are gone after it.
+    let third =
+        Arc::new(Runtime::open(config(dir.path()).with_commands().with_command_env([("TOKEN", "tok-2")])).unwrap());
+    assert_eq!(run(&third, "ls target; echo end"), "end\n");
+    assert_eq!(run(&plain, "ls target; echo end"), "end\n");
 }
 
 /// ux54 #4: a policy replaced by one that only moves a threshold emptied

@@ -33,8 +33,11 @@
 //! network, tools. What a run's commands leave in the scratch directories
 //! is code the next run may execute (Python's bytecode, a build's outputs)
 //! and data it may read, so the directories belong to one set of grants at
-//! a time: a run granted otherwise than the last empties them first
-//! ([`ScratchLock::clear_unless_granted`]).
+//! a time: a run granted otherwise than the last finds them empty
+//! ([`ScratchLock::clear_unless_granted`]). The builds of the set before it
+//! are kept aside (`scratch.aside/`), never given to another set, and trade
+//! places with the current ones when a run of that set comes back: one
+//! plain `git status` between two granted builds costs the second nothing.
 
 use std::sync::Arc;
 
@@ -54,6 +57,13 @@ const TAINTS: &str = "scratch.taint";
 /// The file, beside `scratch/`, naming (as 64 hex digits) the grants of the
 /// commands that last used the scratch directories.
 const GRANTS: &str = "scratch.grants";
+/// The scratch directories of the grants before the last change of grants,
+/// kept aside for them (`scratch.aside/<name>`), and their record.
+const ASIDE: &str = "scratch.aside";
+const ASIDE_GRANTS: &str = "scratch.aside.grants";
+/// Where `scratch/` passes while it and `scratch.aside/` trade places; one
+/// left by a crash is removed by the next change of grants.
+const SWAP: &str = "scratch.swap";
 /// The most `scratch.grants` holds: two digests in hex and a space.
 const GRANTS_RECORD_BYTES: u64 = 129;
 
@@ -222,14 +232,18 @@ impl ScratchLock {
     /// With [`ScratchLock::exclusive`] held (`_held`): when the scratch
     /// directories were last used by commands granted otherwise than
     /// `grants`, or under other `access` (a digest of what the policy lets
-    /// commands read), or by a vsh that did not record it, empty them first,
-    /// and record both as theirs. So no run executes what commands granted
-    /// otherwise left there (bytecode or a build planted by a run without the
-    /// secrets this one is given), nor reads what they built (a build given a
-    /// token, or a file the policy protects now, may keep it in its outputs).
-    /// Runs granted alike share the directories, and their builds stay
-    /// incremental. `None` when it kept them; when it cleared them, why and
-    /// whether one `worth_saying` (by its stored name) held anything.
+    /// commands read), or by a vsh that did not record it, give this run
+    /// empty ones, and record both as theirs: the ones it replaces are kept
+    /// aside for their own grants (in place of any kept before), and when
+    /// the ones kept aside are this run's own, they trade places instead. So
+    /// no run executes what commands granted otherwise left there (bytecode
+    /// or a build planted by a run without the secrets this one is given),
+    /// nor reads what they built (a build given a token, or a file the policy
+    /// protects now, may keep it in its outputs). Runs granted alike share
+    /// the directories, and their builds stay incremental, across one other
+    /// set of grants in between too. `None` when it kept them or got its own
+    /// back; otherwise why, and whether one of those it replaced
+    /// `worth_saying` (by its stored name) held anything.
     ///
     /// # Errors
     ///
@@ -255,23 +269,104 @@ impl ScratchLock {
         if recorded.as_deref() == Some(wanted.as_bytes()) {
             return Ok(None);
         }
+        let (aside, aside_record, swap) = (component(ASIDE), component(ASIDE_GRANTS), component(SWAP));
+        let aside_recorded = match self.dir.read_only().read_file(&aside_record, GRANTS_RECORD_BYTES) {
+            Ok(read) => Some(read.bytes),
+            Err(HostError::NotFound { .. }) => None,
+            Err(source) => return Err(failed(&aside_record, source)),
+        };
+        // Records first: a crash from here on leaves none, and the next run
+        // empties what it finds.
+        for record in [&path, &aside_record] {
+            match self.dir.remove_file(record) {
+                Ok(()) | Err(HostError::NotFound { .. }) => {}
+                Err(source) => return Err(failed(record, source)),
+            }
+        }
+        self.remove_whole(&swap)?;
+        let is_dir = |dir: &VPath| {
+            self.dir.read_only().lstat(dir).map(|stat| stat.is_some_and(|stat| stat.kind == HostKind::Directory))
+        };
+        let root = component(SCRATCH);
+        // The directories the run's commands are given: there again after
+        // whatever moves below.
+        let dirs = self.scratch_dirs(false)?;
+        // This grant set's own builds, set aside at the last change: they
+        // trade places with the others', which are kept aside in turn (ux58
+        // 3: a `git status` between two `cargo test`s emptied `target/`).
+        if aside_recorded.as_deref() == Some(wanted.as_bytes()) && is_dir(&aside).map_err(|e| failed(&aside, e))? {
+            let current = is_dir(&root).map_err(|source| failed(&root, source))?;
+            if current {
+                self.dir.rename_noreplace(&root, &swap).map_err(|source| failed(&root, source))?;
+            }
+            self.dir.rename_noreplace(&aside, &root).map_err(|source| failed(&aside, source))?;
+            if current {
+                self.dir.rename_noreplace(&swap, &aside).map_err(|source| failed(&swap, source))?;
+                self.set_aside_record(recorded.as_deref())?;
+            }
+            self.make_again(&dirs)?;
+            self.dir
+                .create_file_exclusive_unsynced(&path, wanted.as_bytes(), 0o600)
+                .map_err(|source| failed(&path, source))?;
+            return Ok(None);
+        }
         // Only a record of this layout tells which half changed.
         let access_changed = recorded.as_deref().is_some_and(|recorded| {
             recorded.len() == wanted.len()
                 && recorded.get(..access_hex.len()) != Some(access_hex.as_bytes())
                 && recorded.get(access_hex.len()..) == Some(&wanted.as_bytes()[access_hex.len()..])
         });
-        match self.dir.remove_file(&path) {
-            Ok(()) | Err(HostError::NotFound { .. }) => {}
-            Err(source) => return Err(failed(&path, source)),
-        }
-        let dirs = self.scratch_dirs(false)?;
         let held = self.hold_anything(&dirs, worth_saying);
-        self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
+        // The builds of the grants before this run's are kept aside for
+        // them, in place of any kept before; without a record of whose they
+        // are, they are emptied.
+        self.remove_whole(&aside)?;
+        if recorded.is_some() && is_dir(&root).map_err(|source| failed(&root, source))? {
+            self.dir.rename_noreplace(&root, &aside).map_err(|source| failed(&root, source))?;
+            self.set_aside_record(recorded.as_deref())?;
+            self.make_again(&dirs)?;
+        } else {
+            self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
+        }
         self.dir
             .create_file_exclusive_unsynced(&path, wanted.as_bytes(), 0o600)
             .map_err(|source| failed(&path, source))?;
         Ok(Some(Regranted { held, access_changed }))
+    }
+
+    /// Make `scratch/` and each of `dirs` in it where they are not: empty,
+    /// with the modes `DataDir::scratch_dir` gives them.
+    fn make_again(&self, dirs: &[(VPath, u64)]) -> Result<(), StoreError> {
+        let root = component(SCRATCH);
+        match self.dir.create_dir(&root, 0o700) {
+            Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
+            Err(source) => return Err(failed(&root, source)),
+        }
+        for (dir, _) in dirs {
+            match self.dir.create_dir(dir, 0o777) {
+                Ok(()) | Err(HostError::AlreadyExists { .. }) => {}
+                Err(source) => return Err(failed(dir, source)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Record whose builds `scratch.aside/` holds (`recorded`, the record
+    /// `scratch.grants` held for them).
+    fn set_aside_record(&self, recorded: Option<&[u8]>) -> Result<(), StoreError> {
+        let Some(recorded) = recorded else { return Ok(()) };
+        let path = component(ASIDE_GRANTS);
+        self.dir.create_file_exclusive_unsynced(&path, recorded, 0o600).map_err(|source| failed(&path, source))?;
+        Ok(())
+    }
+
+    /// Remove `dir` and everything below it, if it is there (emptied first,
+    /// two directories open at a time, never following a link).
+    fn remove_whole(&self, dir: &VPath) -> Result<(), StoreError> {
+        match self.dir.read_only().lstat(dir).map_err(|source| failed(dir, source))? {
+            None => Ok(()),
+            Some(_) => self.dir.remove_tree(dir).map_err(|source| failed(dir, source)),
+        }
     }
 
     /// Whether one of `dirs` `worth_saying` (by its stored name) holds
@@ -300,6 +395,8 @@ impl ScratchLock {
             (CHECKED, HostKind::File, Some(20)),
             (TAINTS, HostKind::Directory, None),
             (SCRATCH, HostKind::Directory, None),
+            (ASIDE, HostKind::Directory, None),
+            (ASIDE_GRANTS, HostKind::File, Some(GRANTS_RECORD_BYTES)),
         ];
         for (name, kind, max) in expected {
             let path = VPath::from_component(name).expect("a plain component");
@@ -426,7 +523,9 @@ impl ScratchLock {
 
     fn bound_by(&self, _held: &LockGuard, limit: impl Fn(u64) -> Option<u64>) -> Result<ScratchReport, StoreError> {
         let mut report = ScratchReport::default();
-        let dirs = self.scratch_dirs(true)?;
+        // Builds kept aside for other grants count, and go, with the rest.
+        let mut dirs = self.scratch_dirs(true)?;
+        dirs.extend(self.dirs_in(ASIDE, true)?);
         report.bytes = dirs.iter().map(|(_, bytes)| *bytes).fold(0, u64::saturating_add);
         // A tree too deep to measure (`u64::MAX`) is past any bound.
         if dirs.is_empty() || limit(report.bytes).is_none_or(|max| report.bytes <= max && report.bytes != u64::MAX) {
@@ -436,9 +535,9 @@ impl ScratchLock {
             self.clear([dir.clone()])?;
             report.bytes_removed = report.bytes_removed.saturating_add(bytes);
             // Named only when it held something: an empty one lost nothing.
-            if bytes > 0 {
-                let stored = dir.file_name().unwrap_or_default();
-                report.cleared.push(stored.replace("%2F", "/").replace("%25", "%"));
+            let name = dir.file_name().unwrap_or_default().replace("%2F", "/").replace("%25", "%");
+            if bytes > 0 && !report.cleared.contains(&name) {
+                report.cleared.push(name);
             }
         }
         // Nothing is left that a taint could warn about.
@@ -450,7 +549,13 @@ impl ScratchLock {
 
     /// Every scratch directory, with the bytes it holds when `measure`d (else 0).
     fn scratch_dirs(&self, measure: bool) -> Result<Vec<(VPath, u64)>, StoreError> {
-        let root = VPath::from_component(SCRATCH).expect("a plain component");
+        self.dirs_in(SCRATCH, measure)
+    }
+
+    /// Every directory in `root` (`scratch` or `scratch.aside`), with the
+    /// bytes it holds when `measure`d (else 0).
+    fn dirs_in(&self, root: &str, measure: bool) -> Result<Vec<(VPath, u64)>, StoreError> {
+        let root = component(root);
         let names = match self.dir.list_dir(&root) {
             Ok(entries) => entries,
             Err(HostError::NotFound { .. }) => return Ok(Vec::new()),
@@ -523,6 +628,11 @@ const MAX_MEASURED_PATH_BYTES: usize = 3_072;
 /// bound, and clearing renames it to one first).
 fn child(dir: &VPath, name: &[u8]) -> Option<VPath> {
     std::str::from_utf8(name).ok().and_then(|name| dir.child(name).ok())
+}
+
+/// A name directly in the data directory.
+fn component(name: &str) -> VPath {
+    VPath::from_component(name).expect("a plain component")
 }
 
 fn failed(path: &VPath, source: HostError) -> StoreError {
@@ -740,36 +850,60 @@ mod tests {
     }
 
     #[test]
-    fn scratch_belongs_to_one_set_of_grants_and_other_grants_find_it_empty() {
-        let (_dir, data, outside) = built();
+    fn scratch_belongs_to_one_set_of_grants_and_the_one_before_is_kept_aside_for_its_own() {
+        let (dir, data, outside) = built();
         let lock = data.scratch_lock();
         let wait = vsh_host::LockWait::within(std::time::Duration::from_secs(5));
         let held = lock.exclusive(&wait).unwrap();
         let (plain, token) = ([1_u8; 32], [2_u8; 32]);
         let (policy, other_policy) = ([7_u8; 32], [8_u8; 32]);
         let cleared = |held, access_changed| Some(super::Regranted { held, access_changed });
+        let target = || entries(&data.scratch_dir("target").unwrap());
+        let cache = || entries(&data.scratch_dir("node_modules/.cache").unwrap());
         // Nothing recorded (an older vsh built it): emptied, then recorded.
         let all = |_: &str| true;
         assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), cleared(true, false));
-        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        assert_eq!(target(), 0);
         // The same grants again: what they built is kept.
         std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
         assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), None);
-        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 1);
-        // Other grants: emptied first, saying whether it lost anything
-        // worth a word; and back again, emptied again.
+        assert_eq!(target(), 1);
+        // Other grants find nothing, saying whether what they replaced held
+        // anything worth a word...
         let not_target = |name: &str| name != "target";
         assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &not_target).unwrap(), cleared(false, false));
-        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        assert_eq!(target(), 0);
         std::fs::write(data.scratch_dir("node_modules/.cache").unwrap().join("secret"), b"tok").unwrap();
-        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), cleared(true, false));
-        assert_eq!(entries(&data.scratch_dir("node_modules/.cache").unwrap()), 0);
-        // What the policy lets commands read changed, and only that: emptied, saying so.
-        std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
+        // ... and the grants before get theirs back, never the others' (ux58
+        // 3: a `git status` between two builds emptied `target/`).
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), None);
+        assert_eq!((target(), cache()), (1, 0));
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &all).unwrap(), None);
+        assert_eq!((target(), cache()), (0, 1));
+        // What the policy lets commands read changed, and only that: nothing
+        // kept for it, saying so.
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), None);
         assert_eq!(lock.clear_unless_granted(&held, &other_policy, &plain, &all).unwrap(), cleared(true, true));
-        assert_eq!(entries(&data.scratch_dir("target").unwrap()), 0);
+        assert_eq!(target(), 0);
         // Both changed: the grants are named, not the policy.
         assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &all).unwrap(), cleared(false, false));
+        // One set is kept aside, the last: the token's went when the plain
+        // one's was set aside, and the plain one's when the other policy's was.
+        assert_eq!(cache(), 0);
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), cleared(false, false));
+        assert_eq!(target(), 0);
+        // Builds kept aside count toward the bound, and go with the rest.
+        std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
+        assert!(lock.clear_unless_granted(&held, &other_policy, &token, &all).unwrap().is_some());
+        assert!(dir.path().join("data/scratch.aside/target/built").exists());
+        let report = lock.bound(&held, Some(0)).unwrap();
+        assert!(report.bytes > 0 && report.cleared.contains(&"target".to_owned()), "{report:?}");
+        assert!(!dir.path().join("data/scratch.aside/target/built").exists());
+        lock.check().unwrap();
+        // A swap a crash left half done is cleaned up by the next change.
+        std::fs::create_dir_all(dir.path().join("data/scratch.swap/target")).unwrap();
+        assert!(lock.clear_unless_granted(&held, &other_policy, &plain, &all).unwrap().is_some());
+        assert!(!dir.path().join("data/scratch.swap").exists());
         assert_eq!(std::fs::read(outside).unwrap(), b"keep me");
     }
 }
