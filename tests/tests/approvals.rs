@@ -373,11 +373,54 @@ fn cuts_made_in_auto_approved_steps_add_up_and_a_review_starts_afresh() {
     runtime.reject(rewritten.transaction, 3_000).unwrap();
     let added = run("from pathlib import Path\nPath('src/b.py').write_text(Path('src/b.py').read_text() + 'more\\n')");
     assert_eq!(added.state, TransactionState::Committed, "{:?}", added.decision);
+    // Padded first (nothing lost), then cut to the padding: judged against
+    // the size a reviewer saw, not the padded one (sec61 F1).
+    std::fs::write(dir.path().join("src/c.py"), &text).unwrap();
+    let pad = "from pathlib import Path\nt = Path('src/c.py').read_text()\n\
+               Path('src/c.py').write_text(t + ''.join(f'pad {i}\\n' for i in range(1000)))";
+    assert_eq!(run(pad).state, TransactionState::Committed);
+    let gut = "from pathlib import Path\nt = Path('src/c.py').read_text()\nPath('src/c.py').write_text(t[2400:])";
+    let gutted = run(gut);
+    assert_eq!(gutted.state, TransactionState::PendingApproval, "{:?}", gutted.decision);
+    assert!(rewrite(&gutted), "{:?}", gutted.decision);
+    runtime.reject(gutted.transaction, 3_500).unwrap();
+    // A reviewer is told what earlier unreviewed commits took: the review
+    // shows only this run's part (sec61 F2).
+    let nibble = "from pathlib import Path\nt = Path('src/c.py').read_text()\nPath('src/c.py').write_text(t[60:])";
+    let preview = |code: &str| runtime.run(&RunRequest::new(code)).unwrap();
+    let nibbled = preview(nibble);
+    let earlier = |receipt: &vsh::Receipt| {
+        receipt.warnings.iter().any(|warning| {
+            matches!(warning, vsh::Warning::EarlierLosses { files, .. } if files[0].starts_with("src/c.py: 0 of its 2400"))
+        })
+    };
+    assert!(!earlier(&nibbled), "padding took nothing: {:?}", nibbled.warnings);
+    let cut_c = "from pathlib import Path\nt = Path('src/c.py').read_text()\nPath('src/c.py').write_text(t[1200:])";
+    assert_eq!(run(cut_c).state, TransactionState::Committed);
+    let again = preview(nibble);
+    let listed = |receipt: &vsh::Receipt| {
+        receipt.warnings.iter().any(|warning| {
+            matches!(warning, vsh::Warning::EarlierLosses { files, .. } if files == &["src/c.py: 1200 of its 2400 reviewed bytes"])
+        })
+    };
+    assert!(listed(&again), "{:?}", again.warnings);
+    assert!(listed(&runtime.show(again.transaction).unwrap().unwrap()));
     // A line edited in place loses the word it changed, not its line: a
     // one-line file's version bumped is no rewrite.
     std::fs::write(dir.path().join("VERSION"), "1.0.0\n").unwrap();
     let bumped = run("from pathlib import Path\nPath('VERSION').write_text('1.0.1\\n')");
     assert_eq!(bumped.state, TransactionState::Committed, "{:?}", bumped.decision);
+    // A file too large to measure, with no unreviewed history, is judged
+    // on its sizes: a line a real command appends is no rewrite (sec61 U1).
+    if vsh_integration_tests::candidates_available() {
+        std::fs::write(dir.path().join("big.log"), "x".repeat(17 << 20)).unwrap();
+        let commands = Runtime::open(config(dir.path()).with_commands()).unwrap();
+        let append = RunRequest::new(r#"["/bin/sh", "-c", "echo more >> big.log"]"#)
+            .with_language(vsh::Language::Command)
+            .with_mode(RunMode::Auto);
+        let appended = commands.run(&append).unwrap();
+        assert_eq!(appended.state, TransactionState::Committed, "{:?}", appended.decision);
+    }
 }
 
 /// The loss history is the authority key's: bytes planted or changed in

@@ -15,13 +15,27 @@ use vsh_vfs::{ContentSource, VirtualFs};
 
 use crate::VshError;
 
-/// The largest file whose loss is measured from its bytes (either side): a
-/// larger one counts as losing all it held.
+/// The largest file whose loss is measured from its bytes, before the
+/// change; a file may grow to [`MEASURED_AFTER_BYTES`] and still be
+/// measured (a small file padded into a large one is).
 pub(crate) const MEASURED_FILE_BYTES: u64 = 16 << 20;
 
-/// The most bytes (both sides) measured for one transaction; past it, a
-/// file counts as losing all it held.
+/// The largest a measured file may be after the change.
+pub(crate) const MEASURED_AFTER_BYTES: u64 = 64 << 20;
+
+/// The most bytes (both sides) measured for one transaction.
 pub(crate) const MEASURED_BYTES: u64 = 128 << 20;
+
+/// Whether a change from `before` to `after` is measured from its bytes,
+/// with `budget` bytes left to measure (taken from it when it is).
+fn within_bounds(before: &NodeState, after: &NodeState, budget: &mut u64) -> bool {
+    let sides = before.size.saturating_add(after.size);
+    let within = before.size <= MEASURED_FILE_BYTES && after.size <= MEASURED_AFTER_BYTES && sides <= *budget;
+    if within {
+        *budget -= sides;
+    }
+    within
+}
 
 /// The before and after states of `entry` when it changes a file's content
 /// and both sides are known by their digests (a file the program may not
@@ -41,10 +55,13 @@ fn measured(entry: &DiffEntry) -> Option<(NodeState, NodeState)> {
 /// policy: its bytes as `vfs` holds them after the run against the
 /// workspace's before them (read through `workspace`, not recorded: the
 /// commit checks that state anyway), with what `history` says unreviewed
-/// commits took from it earlier. A file too large to measure, or whose
-/// before bytes the disk no longer holds, loses all it held. With a
-/// history that has no room left, a file it does not hold yet that loses
-/// anything loses all its reviewed content (its loss could not be recorded).
+/// commits took from it earlier. A file whose before bytes the disk no
+/// longer holds loses all it held. A file too large to measure is judged on
+/// its sizes alone, unless unreviewed commits changed it since it was
+/// reviewed: then it loses all it held (a small file padded past the bound
+/// by one run, then cut by the next, is caught). Where the history has no
+/// room for every file this run would add to it, each of those loses all
+/// its reviewed content (its loss could not be recorded).
 pub(crate) fn at_run(
     vfs: &mut VirtualFs,
     workspace: &CapDir,
@@ -53,11 +70,14 @@ pub(crate) fn at_run(
 ) -> Result<Vec<ContentLoss>, VshError> {
     let mut budget = MEASURED_BYTES;
     let mut losses = Vec::new();
+    let mut new_paths = 0_usize;
     for entry in entries {
         let Some((before, after)) = measured(entry) else { continue };
-        let sides = before.size.saturating_add(after.size);
-        let lost = if before.size <= MEASURED_FILE_BYTES && after.size <= MEASURED_FILE_BYTES && sides <= budget {
-            budget -= sides;
+        let earlier = before.content.and_then(|content| history.get(&entry.path, content));
+        if !history.contains(&entry.path) {
+            new_paths += 1;
+        }
+        let lost = if within_bounds(&before, &after, &mut budget) {
             let after_bytes = match vfs.content_source(&entry.path)? {
                 Some(ContentSource::Bytes(bytes)) => Some(bytes.to_vec()),
                 // Moved or copied from another base file, unread.
@@ -68,20 +88,49 @@ pub(crate) fn at_run(
                 (Some(old), Some(new)) => vsh_policy::content_lost(&old, &new),
                 _ => before.size,
             }
-        } else {
+        } else if earlier.is_some_and(|loss| loss.reviewed_size > 0) {
             before.size
+        } else {
+            continue;
         };
-        let earlier = before.content.and_then(|content| history.get(&entry.path, content));
-        let (mut earlier_lost, reviewed_size) =
-            earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
-        if earlier.is_none() && history.is_full() && lost > 0 {
-            earlier_lost = reviewed_size;
-        }
+        let (earlier_lost, reviewed_size) = earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
         losses.push(ContentLoss { path: entry.path.clone(), lost, earlier_lost, reviewed_size });
+    }
+    if history.len().saturating_add(new_paths) > vsh_store::MAX_LOSS_ENTRIES {
+        for loss in &mut losses {
+            if !history.contains(&loss.path) {
+                loss.earlier_lost = loss.reviewed_size;
+            }
+        }
     }
     // Diff entries are in path order already; sorted again for the policy's search.
     losses.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(losses)
+}
+
+/// What unreviewed commits took from the files `entries` modify before
+/// them, as `history` says (`path: N of its M reviewed bytes`), for a
+/// reviewer, as [`crate::Warning::EarlierLosses`]: a review shows only its own diff, and approving
+/// it accepts what they took too (sec61 F2).
+pub(crate) fn earlier(history: &LossHistory, entries: &[DiffEntry]) -> Option<crate::Warning> {
+    const LISTED: usize = 5;
+    let files: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| {
+            let (before, _) = measured(entry)?;
+            let loss = history.get(&entry.path, before.content?)?;
+            (loss.lost > 0 && loss.reviewed_size > 0).then(|| {
+                format!(
+                    "{}: {} of its {} reviewed bytes",
+                    entry.path,
+                    loss.lost.min(loss.reviewed_size),
+                    loss.reviewed_size
+                )
+            })
+        })
+        .collect();
+    let total = files.len();
+    (total > 0).then(|| crate::Warning::EarlierLosses { files: files.into_iter().take(LISTED).collect(), total })
 }
 
 /// The before bytes of the files `entries` modify, read from `workspace`
@@ -91,11 +140,9 @@ pub(crate) fn befores(workspace: &CapDir, entries: &[DiffEntry]) -> BTreeMap<VPa
     let mut read = BTreeMap::new();
     for entry in entries {
         let Some((before, after)) = measured(entry) else { continue };
-        let sides = before.size.saturating_add(after.size);
-        if before.size > MEASURED_FILE_BYTES || after.size > MEASURED_FILE_BYTES || sides > budget {
+        if !within_bounds(&before, &after, &mut budget) {
             continue;
         }
-        budget -= sides;
         if let Some(bytes) = vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &before) {
             read.insert(entry.path.clone(), bytes);
         }
@@ -105,12 +152,16 @@ pub(crate) fn befores(workspace: &CapDir, entries: &[DiffEntry]) -> BTreeMap<VPa
 
 /// Record in `history` what a commit of `entries` that has landed took:
 /// after a reviewed commit (a person approved it) every path it changed
-/// starts afresh; after an unreviewed one each modified file's loss (its
-/// `befores` against what `workspace` holds now) adds to what earlier
-/// unreviewed commits took since it was reviewed, and every other path it
-/// changed starts afresh (made or deleted: no reviewed content of its own
-/// is left to lose). A mode change alone changes nothing. Returns whether
-/// `history` changed.
+/// starts afresh; after an unreviewed one each modified file keeps the size
+/// a reviewer last saw (its size before, when none is recorded) and adds
+/// its loss (its `befores` against what `workspace` holds now) to what
+/// earlier unreviewed commits took, even a loss of nothing (sec61 F1: a
+/// file padded unreviewed, then cut, was judged against its padded size);
+/// a file too large to measure adds all it held when it has a record, and
+/// is left to the size rule when it has none; every other path it changed
+/// starts afresh (made or deleted: no reviewed content of its own is left
+/// to lose). A mode change alone changes nothing. Returns whether `history`
+/// changed.
 pub(crate) fn record(
     history: &mut LossHistory,
     workspace: &CapDir,
@@ -123,26 +174,35 @@ pub(crate) fn record(
         if entry.kind == DiffKind::MetadataChange {
             continue;
         }
-        let measured = measured(entry).filter(|_| !reviewed);
-        let Some((before, after)) = measured else {
-            changed |= history.contains(&entry.path);
+        let forget = |history: &mut LossHistory| {
+            let held = history.contains(&entry.path);
             history.remove(&entry.path);
+            held
+        };
+        let Some((before, after)) = measured(entry).filter(|_| !reviewed) else {
+            changed |= forget(history);
             continue;
         };
-        let lost = match (befores.get(&entry.path), vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &after))
-        {
-            (Some(old), Some(new)) => vsh_policy::content_lost(old, &new),
-            _ => before.size,
+        let (Some(old_content), Some(content)) = (before.content, after.content) else { continue };
+        let earlier = history.get(&entry.path, old_content);
+        let lost = match befores.get(&entry.path) {
+            Some(old) => match vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &after) {
+                Some(new) => vsh_policy::content_lost(old, &new),
+                None => before.size,
+            },
+            // Too large to measure (or gone from the disk before the commit).
+            None if earlier.is_some() => before.size,
+            None => {
+                changed |= forget(history);
+                continue;
+            }
         };
-        let earlier = before.content.and_then(|content| history.get(&entry.path, content));
         let (earlier_lost, reviewed_size) = earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
-        let total = earlier_lost.saturating_add(lost);
-        let Some(content) = after.content else { continue };
-        if total == 0 || reviewed_size == 0 {
-            changed |= history.contains(&entry.path);
-            history.remove(&entry.path);
+        if reviewed_size == 0 {
+            changed |= forget(history);
         } else if history.contains(&entry.path) || !history.is_full() {
-            history.set(entry.path.clone(), UnreviewedLoss { content, reviewed_size, lost: total });
+            let lost = earlier_lost.saturating_add(lost);
+            history.set(entry.path.clone(), UnreviewedLoss { content, reviewed_size, lost });
             changed = true;
         }
     }

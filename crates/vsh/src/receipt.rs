@@ -280,6 +280,17 @@ pub enum Warning {
     /// commands read or write otherwise (a build may keep what it read), so
     /// this run built from nothing; runs after it are incremental again.
     ScratchRepolicied,
+    /// Files this work modifies that auto-approved commits had already cut
+    /// since a reviewer last saw them (the workspace's loss history): its
+    /// diff shows only its own part, and approving it accepts what those
+    /// commits took too (`path: N of its M reviewed bytes` each, at most a
+    /// few).
+    EarlierLosses {
+        /// One line per file.
+        files: Vec<String>,
+        /// How many files in all.
+        total: usize,
+    },
     /// The scratch directories held more than their bound after this run's
     /// commands (they wrote that much there) and were cleared: the next run
     /// builds from nothing.
@@ -311,6 +322,20 @@ impl std::fmt::Display for Warning {
                  output and exit status, changed paths (and how many), hunks, digests and risk flags are withheld here (review it \
                  under the policy it was made under)",
             ),
+            Self::EarlierLosses { files, total } => {
+                write!(
+                    f,
+                    "auto-approved commits since a reviewer last saw {} already took from {} (this diff shows only \
+                     its own part; approving it accepts what they took too, and `vsh log` lists them): {}",
+                    if *total == 1 { "this file" } else { "these files" },
+                    if *total == 1 { "it" } else { "them" },
+                    files.join("; ")
+                )?;
+                if *total > files.len() {
+                    write!(f, "; and {} more", total - files.len())?;
+                }
+                Ok(())
+            }
             Self::HiddenChanges => f.write_str(
                 "this work was made under another policy and changed paths this policy hides: they are not \
                  listed here, nor counted in the decision's sizes",

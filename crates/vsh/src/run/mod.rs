@@ -679,6 +679,23 @@ impl Runs {
         Ok(ran)
     }
 
+    /// What each file `entries` modify loses, with its unreviewed history
+    /// ([`crate::losses::at_run`]), and what that history took before this
+    /// run, for its reviewer ([`crate::losses::earlier`]).
+    fn losses(
+        &self,
+        vfs: &mut VirtualFs,
+        entries: &[vsh_types::DiffEntry],
+        records: &Records,
+    ) -> Result<(Vec<vsh_policy::ContentLoss>, Option<crate::Warning>), VshError> {
+        if !entries.iter().any(|entry| entry.kind == vsh_types::DiffKind::Modify) {
+            return Ok((Vec::new(), None));
+        }
+        let history = records.loss_history()?;
+        let losses = crate::losses::at_run(vfs, self.workspace(), entries, &history)?;
+        Ok((losses, crate::losses::earlier(&history, entries)))
+    }
+
     /// The stages after the diff, for a run or a candidate's promotion:
     /// policy, review, bind and store. `check` is called between stages.
     pub(crate) fn conclude(
@@ -692,11 +709,7 @@ impl Runs {
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
-        let losses = if diff.entries().iter().any(|entry| entry.kind == vsh_types::DiffKind::Modify) {
-            crate::losses::at_run(vfs, self.workspace(), diff.entries(), &records.loss_history()?)?
-        } else {
-            Vec::new()
-        };
+        let (losses, earlier_losses) = self.losses(vfs, diff.entries(), records)?;
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
@@ -729,6 +742,9 @@ impl Runs {
             self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome)?;
         if outcome.stats.truncated_results > 0 {
             warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
+        }
+        if let Some(earlier) = earlier_losses.filter(|_| state != TransactionState::Denied) {
+            warnings.push(earlier);
         }
         if outcome.stats.hidden_looks > 0 {
             warnings.push(crate::Warning::HiddenLooks {

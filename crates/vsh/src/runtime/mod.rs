@@ -572,6 +572,19 @@ impl Runtime {
         let calls = self.runs.policy().calls();
         receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
         let view = self.reader_view(&receipt.changes, &reads, policy);
+        // Work still to be decided or committed, under the policy it was
+        // made under: what auto-approved commits took from the files it
+        // modifies before it (sec61 F2).
+        if !view.other_policy
+            && matches!(
+                record.state,
+                TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
+            )
+            && let Ok(history) = self.records.loss_history()
+            && let Some(earlier) = crate::losses::earlier(&history, &receipt.changes)
+        {
+            receipt.warnings.push(earlier);
+        }
         receipt.snapshot_withheld = view.snapshot_withheld;
         receipt.diff_withheld |= view.snapshot_withheld;
         if view.snapshot_withheld {
