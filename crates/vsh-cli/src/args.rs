@@ -93,6 +93,10 @@ pub(crate) enum Command {
     /// data directory; every later command uses it unless told otherwise.
     Init(InitArgs),
     /// Run a program (a file, or - for stdin) against the workspace's virtual image.
+    ///
+    /// A program starts at the workspace's root wherever you run vsh from:
+    /// its relative paths are the workspace's (`src/app.py`, not `app.py`
+    /// from `src/`). A command (`vsh exec`) starts where you are.
     Run(RunArgs),
     /// Run a real command (after --) in a confined candidate of the workspace:
     /// what it changes is previewed, decided and committed like a program's.

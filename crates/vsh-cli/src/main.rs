@@ -634,6 +634,20 @@ fn run_command(run: &RunArgs, output: Output) -> Result<u8, Box<dyn std::error::
     } else {
         RealCommands::None
     };
+    // Unlike a command, a program starts at the root (ux58 2: a relative
+    // path from `src/` failed, or wrote elsewhere, with nothing said).
+    let root = run.options.common.root();
+    if !output.quiet
+        && let Some(inside) = working_dir_in(&root)
+    {
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        say!(
+            "vsh: note: a program starts at the workspace's root ({}), not in {inside}/ where you are: its relative \
+             paths are the root's ({inside}/NAME for a file here); `vsh exec` starts a command here",
+            render::shown(&root.to_string_lossy(), false),
+            inside = render::shown(&inside, false),
+        );
+    }
     run_program(run, &code, language, output, real, None)
 }
 

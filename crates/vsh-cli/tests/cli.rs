@@ -2766,6 +2766,14 @@ fn exec_starts_the_command_where_the_user_is_and_the_commit_keeps_it() {
     let at_root = vsh(&["exec", "--workspace", dir.path().to_str().unwrap(), "--json", "--", "cat", "top.txt"], None);
     let receipt: serde_json::Value = serde_json::from_slice(&at_root.stdout).unwrap();
     assert_eq!(receipt["stdout"], "top\n", "{receipt}");
+    // A program starts at the root, not here, and vsh says so (ux58 2).
+    let program = dir.path().join("p.py");
+    std::fs::write(&program, "1").unwrap();
+    let ran = exec(&["run", program.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert!(said.contains("a program starts at the workspace's root") && said.contains("src/app/NAME"), "{said}");
+    let at_root = vsh(&["run", "--workspace", dir.path().to_str().unwrap(), program.to_str().unwrap()], None);
+    assert!(!String::from_utf8_lossy(&at_root.stderr).contains("starts at the workspace's root"), "{at_root:?}");
 }
 
 #[test]
