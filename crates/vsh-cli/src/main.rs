@@ -926,19 +926,10 @@ fn rustup_toolchain(found: &std::path::Path) -> Option<std::path::PathBuf> {
 
 /// Whether `dir` is a directory vsh may suggest as a `--tool`: at least two
 /// levels deep, not a home directory nor in `/etc`, `/proc`, `/sys`, `/dev`
-/// or `/run`, not writable by others, holding no vsh workspace (nor one a
-/// level down), and none of the files tools keep credentials in.
+/// or `/run`, owned by this user or root, none of the secret rules hiding
+/// it or an entry of it, and a tree that is wholly an installation's
+/// ([`a_clean_tree`]).
 fn safe_to_suggest(dir: &std::path::Path) -> bool {
-    const CREDENTIALS: [&str; 8] = [
-        "credentials.toml",
-        "credentials",
-        ".credentials.json",
-        ".netrc",
-        ".git-credentials",
-        ".pypirc",
-        ".npmrc",
-        "auth.json",
-    ];
     // What a home holds and an installation does not: whatever else it
     // holds (credentials a level down, `.config/gh/hosts.yml`) comes with it.
     const HOME_MARKS: [&str; 8] =
@@ -947,81 +938,76 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
     let a_home = std::env::home_dir().as_deref() == Some(dir)
         || (dir.starts_with("/home") && depth == 3)
         || HOME_MARKS.iter().any(|mark| std::fs::symlink_metadata(dir.join(mark)).is_ok());
-    // A directory others may write (`/var/tmp`), or one that holds a vsh
-    // workspace (its own or a level down: a scratch area of projects), gives
-    // a command what is not the installation's (sec57 F5).
-    // (Group-writable too, and its `bin`, where a command's program is: sec58 3.)
-    let writable_by_others = |path: &std::path::Path| {
-        std::fs::symlink_metadata(path).is_ok_and(|meta| {
-            use std::os::unix::fs::PermissionsExt as _;
-            meta.permissions().mode() & 0o022 != 0
-        })
-    };
-    // Nor one another user owns, nor one whose programs in `bin` others may
-    // write, nor one holding credentials a level down (sec59 F3).
-    let owner_ok = std::fs::metadata(dir).is_ok_and(|meta| {
-        use std::os::unix::fs::MetadataExt as _;
-        meta.uid() == 0 || meta.uid() == vsh::lower::vsh_sandbox::effective_uid()
-    });
-    let shared = !owner_ok
-        || writable_by_others(dir)
-        || writable_by_others(&dir.join("bin"))
-        || std::fs::read_dir(dir.join("bin")).is_ok_and(|entries| {
-            // A program's own mode (a link's is no mode: where it leads).
-            entries.filter_map(Result::ok).take(1000).any(|entry| {
-                std::fs::metadata(entry.path()).is_ok_and(|meta| {
-                    use std::os::unix::fs::PermissionsExt as _;
-                    meta.permissions().mode() & 0o022 != 0
-                })
-            })
-        });
-    let credentials_below = std::fs::read_dir(dir).map_or(true, |entries| {
-        entries.filter_map(Result::ok).take(1000).any(|entry| {
-            let child = entry.path();
-            child.is_dir() && (child.join(".ssh").exists() || CREDENTIALS.iter().any(|name| child.join(name).exists()))
-        })
-    });
-    let workspaces = holds_a_workspace(dir) || credentials_below;
     depth >= 3
         && !a_home
-        && !shared
-        && !workspaces
         && failure::whole_installation(dir)
         && !["/etc", "/proc", "/sys", "/dev", "/run"].iter().any(|top| dir.starts_with(top))
-        && !CREDENTIALS.iter().any(|name| dir.join(name).exists())
         && !holds_secrets(dir)
+        && a_clean_tree(dir)
 }
 
-/// Whether `dir` is a vsh workspace or holds one within three levels (a
-/// directory of projects), looking at 2,000 entries at most; one it cannot
-/// list counts as holding one.
-fn holds_a_workspace(dir: &std::path::Path) -> bool {
-    let mut budget = 2_000_usize;
-    let mut level = vec![dir.to_path_buf()];
-    // The directory itself and three levels below it: each may be one;
-    // only the first three levels are listed (sec59 F3: three levels down).
-    for depth in 0..4 {
-        let mut next = Vec::new();
-        for here in &level {
-            if here.join(".vsh").exists() {
-                return true;
+/// Whether the whole tree at `dir` is what an installation is, walked to
+/// its last entry (at most [`MAX_SUGGESTED_TREE_ENTRIES`]; a larger tree, or
+/// one that cannot be listed, is not): no node another user owns (root
+/// aside), no directory or file its group or others may write, no vsh
+/// workspace, nothing named as tools keep credentials (sec57 F5, sec58 3,
+/// sec59 F3, and sec60 N2: each check had stopped a level or three down,
+/// and the shapes past it were suggested; following one let a command read
+/// a nested workspace's protected file and a token).
+fn a_clean_tree(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    const CREDENTIALS: [&str; 14] = [
+        "credentials.toml",
+        "credentials",
+        "credentials.json",
+        ".credentials.json",
+        ".netrc",
+        ".git-credentials",
+        ".pypirc",
+        ".npmrc",
+        "auth.json",
+        ".aws",
+        ".ssh",
+        ".gnupg",
+        ".kube",
+        ".docker",
+    ];
+    let me = vsh::lower::vsh_sandbox::effective_uid();
+    let clean = |meta: &std::fs::Metadata| (meta.uid() == 0 || meta.uid() == me) && meta.mode() & 0o022 == 0;
+    if !std::fs::symlink_metadata(dir).is_ok_and(|meta| clean(&meta)) {
+        return false;
+    }
+    let mut budget = MAX_SUGGESTED_TREE_ENTRIES;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(here) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&here) else { return false };
+        for entry in entries {
+            let Ok(entry) = entry else { return false };
+            let Some(left) = budget.checked_sub(1) else { return false };
+            budget = left;
+            let name = entry.file_name();
+            if name == ".vsh" || CREDENTIALS.iter().any(|credential| name == *credential) {
+                return false;
             }
-            if depth == 3 {
+            // A link's own mode is none; where it leads is judged where it is.
+            let Ok(meta) = entry.metadata() else { return false };
+            if meta.file_type().is_symlink() {
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(here) else { return true };
-            for entry in entries.filter_map(Result::ok) {
-                let Some(left) = budget.checked_sub(1) else { return true };
-                budget = left;
-                if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                    next.push(entry.path());
-                }
+            if !clean(&meta) {
+                return false;
+            }
+            if meta.is_dir() {
+                pending.push(entry.path());
             }
         }
-        level = next;
     }
-    false
+    true
 }
+
+/// The most entries [`a_clean_tree`] walks: a Rust toolchain holds some
+/// 54,000, a Python installation some 40,000.
+const MAX_SUGGESTED_TREE_ENTRIES: usize = 250_000;
 
 /// Whether the secret rules every policy starts from (`.ssh/`, `.kube/config`,
 /// `.config/gcloud/`, `*.pem`, ...) hide `dir`, a directory above it, or
@@ -2266,6 +2252,46 @@ mod tests {
         assert!(safe_to_suggest(&homelike));
         std::fs::create_dir_all(homelike.join(".config/gh")).unwrap();
         assert!(!safe_to_suggest(&homelike));
+    }
+
+    /// sec60 N2: each check stopped a level or three down, and the shapes
+    /// just past it were suggested. The whole tree is walked.
+    #[test]
+    fn a_tool_is_suggested_only_when_its_whole_tree_is_an_installations() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let shape = |name: &str, make: &dyn Fn(&std::path::Path)| {
+            let root = dir.path().join(name);
+            std::fs::create_dir_all(root.join("bin")).unwrap();
+            std::fs::create_dir_all(root.join("lib/python3/site")).unwrap();
+            std::fs::write(root.join("lib/python3/site/mod.py"), "x = 1\n").unwrap();
+            make(&root);
+            safe_to_suggest(&root)
+        };
+        assert!(shape("clean", &|_| {}));
+        let open_dir = |root: &std::path::Path, at: &str| {
+            std::fs::create_dir_all(root.join(at)).unwrap();
+            std::fs::set_permissions(root.join(at), std::fs::Permissions::from_mode(0o777)).unwrap();
+        };
+        assert!(!shape("lib-777", &|root| open_dir(root, "lib")));
+        assert!(!shape("deep-777", &|root| open_dir(root, "a/b/c/d/e")));
+        assert!(!shape("group-file", &|root| {
+            let file = root.join("lib/python3/site/mod.py");
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o664)).unwrap();
+        }));
+        assert!(!shape("workspace-4-down", &|root| std::fs::create_dir_all(root.join("x/y/z/w/.vsh")).unwrap()));
+        assert!(!shape("credentials-2-down", &|root| {
+            std::fs::create_dir_all(root.join("a/b")).unwrap();
+            std::fs::write(root.join("a/b/credentials.json"), "{}").unwrap();
+        }));
+        assert!(!shape("aws", &|root| std::fs::create_dir_all(root.join("a/.aws")).unwrap()));
+        if vsh::lower::vsh_sandbox::effective_uid() == 0 {
+            assert!(!shape("another-owner", &|root| {
+                std::os::unix::fs::chown(root.join("lib/python3/site/mod.py"), Some(65534), None).unwrap();
+            }));
+        }
+        // A link to what lies outside is judged where it leads, not here.
+        assert!(shape("link", &|root| std::os::unix::fs::symlink("/usr/bin/env", root.join("bin/env")).unwrap()));
     }
 
     /// Every state has the code the help text gives it; a commit under way
