@@ -1185,7 +1185,7 @@ mod tests {
         assert!(!candidates_text(&ids, 2).contains("... and"));
         let conflicts = [Conflict { path: vsh::VPath::parse("a/b.txt").unwrap(), reason: ConflictReason::Content }];
         let text = stale_text(&conflicts, 3);
-        assert!(text.contains("  a/b.txt  content changed\n"), "{text}");
+        assert!(text.contains("  a/b.txt  content changed since the run read it\n"), "{text}");
         assert!(text.contains("... and 2 more"), "{text}");
     }
 

@@ -506,7 +506,12 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
         call(&client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
     // (Its size changed: 4 bytes, then 12.)
     assert!(stale.is_error && stale.text.contains("changed: src.txt  size or mode changed"), "{}", stale.text);
-    assert_eq!(stale.document["path_changes"], json!(["size or mode changed"]), "{}", stale.document);
+    assert_eq!(
+        stale.document["path_changes"],
+        json!(["size or mode changed since the run looked at it"]),
+        "{}",
+        stale.document
+    );
     // Asked again, it says what stale means and what to do (ux58 5: no hint at all).
     let again =
         call(&client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;

@@ -40,8 +40,8 @@ impl std::fmt::Display for ConflictReason {
         let kind = |kind: Option<NodeKind>| kind.map_or("nothing", NodeKind::name);
         match self {
             Self::Kind { expected, actual } => write!(f, "was {}, is {}", kind(*expected), kind(*actual)),
-            Self::Metadata => f.write_str("size or mode changed"),
-            Self::Content => f.write_str("content changed"),
+            Self::Metadata => f.write_str("size or mode changed since the run looked at it"),
+            Self::Content => f.write_str("content changed since the run read it"),
             // Only the names' digest is kept: which name it was is not known.
             Self::Listing => f.write_str(
                 "the names in it changed: a file was created, removed or renamed there since the run listed it \

@@ -433,10 +433,28 @@ fn scratch_emptied(
     )?;
     let commit = again.or(uncommitted.first().map(String::as_str));
     if let (false, Some(commit)) = (changes.is_empty(), commit) {
+        // A lock file a build writes is the usual cause; an edit of one's
+        // own, made again, is another (ux58 8: it was blamed on a lock file).
+        const LOCK_FILES: [&str; 8] = [
+            "Cargo.lock",
+            "package-lock.json",
+            "yarn.lock",
+            "pnpm-lock.yaml",
+            "poetry.lock",
+            "uv.lock",
+            "Gemfile.lock",
+            "go.sum",
+        ];
+        let locks = changes.iter().any(|change| LOCK_FILES.iter().any(|lock| change.ends_with(lock)));
+        let why = if locks {
+            "a build that writes into the workspace (a lock file) makes such work every run until it is committed once"
+        } else {
+            "an edit built on and never committed makes each build after it start from nothing until it is \
+             committed once"
+        };
         write!(
             f,
-            ". That work made these changes: {}{}; a build that writes into the workspace (a lock file) makes such \
-                 work every run until it is committed once (vsh commit {})",
+            ". That work made these changes: {}{}; {why} (vsh commit {})",
             changes.join(", "),
             if again.is_some() { ", and this run did again" } else { "" },
             commit.get(..12).unwrap_or(commit)
@@ -573,5 +591,28 @@ impl StoredProgram {
     /// A real command's argv, when the program is one.
     pub fn command_argv(&self) -> Option<Vec<String>> {
         (self.language == crate::Language::Command).then(|| crate::run::command_argv(&self.code)).flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Warning;
+
+    /// ux58 8: the rebuild was blamed on a lock file when the change made
+    /// again was the user's own edit.
+    #[test]
+    fn an_emptied_build_blames_a_lock_file_only_when_one_was_changed() {
+        let text = |change: &str| {
+            Warning::ScratchEmptied {
+                uncommitted: vec!["a".repeat(64)],
+                changes: vec![change.to_owned()],
+                again: Some("b".repeat(64)),
+            }
+            .to_string()
+        };
+        let lock = text("modify Cargo.lock");
+        assert!(lock.contains("(a lock file)") && lock.contains("vsh commit bbbbbbbbbbbb"), "{lock}");
+        let edit = text("modify src/consts.rs");
+        assert!(!edit.contains("lock file") && edit.contains("an edit built on and never committed"), "{edit}");
     }
 }
