@@ -400,11 +400,22 @@ fn cuts_made_in_auto_approved_steps_add_up_and_a_review_starts_afresh() {
     let again = preview(nibble);
     let listed = |receipt: &vsh::Receipt| {
         receipt.warnings.iter().any(|warning| {
-            matches!(warning, vsh::Warning::EarlierLosses { files, .. } if files == &["src/c.py: 1200 of its 2400 reviewed bytes"])
+            matches!(warning, vsh::Warning::EarlierLosses { files, .. } if files == &["src/c.py: 1200 of its 2400 reviewed bytes taken before this run"])
         })
     };
     assert!(listed(&again), "{:?}", again.warnings);
     assert!(listed(&runtime.show(again.transaction).unwrap().unwrap()));
+    // Grown, then put back to exactly what a reviewer saw (a dependency
+    // tried and dropped): no rewrite, though it shrinks below half (ux59 4).
+    std::fs::write(dir.path().join("src/d.py"), &text).unwrap();
+    let grow = "from pathlib import Path\nt = Path('src/d.py').read_text()\nPath('src/d.py').write_text(t + 'x = 1\\n' * 1000)";
+    assert_eq!(run(grow).state, TransactionState::Committed);
+    let back = format!("from pathlib import Path\nPath('src/d.py').write_text({text:?})");
+    let restored = run(&back);
+    assert_eq!(restored.state, TransactionState::Committed, "{:?}", restored.decision);
+    // And it starts afresh there: a cut of under half is an edit again.
+    let cut_d = "from pathlib import Path\nt = Path('src/d.py').read_text()\nPath('src/d.py').write_text(t[:1300])";
+    assert_eq!(run(cut_d).state, TransactionState::Committed);
     // A line edited in place loses the word it changed, not its line: a
     // one-line file's version bumped is no rewrite.
     std::fs::write(dir.path().join("VERSION"), "1.0.0\n").unwrap();
@@ -420,7 +431,23 @@ fn cuts_made_in_auto_approved_steps_add_up_and_a_review_starts_afresh() {
             .with_mode(RunMode::Auto);
         let appended = commands.run(&append).unwrap();
         assert_eq!(appended.state, TransactionState::Committed, "{:?}", appended.decision);
+        // But overwritten with junk of its size, it loses all it held (sec62 G1).
+        let junk = RunRequest::new(r#"["/bin/sh", "-c", "tr x y < big.log > t && mv t big.log"]"#)
+            .with_language(vsh::Language::Command)
+            .with_mode(RunMode::Auto);
+        let overwritten = commands.run(&junk).unwrap();
+        assert_eq!(overwritten.state, TransactionState::PendingApproval, "{:?}", overwritten.decision);
+        assert!(rewrite(&overwritten), "{:?}", overwritten.decision);
     }
+    // Auto-approved work is nobody's to approve: no word of earlier losses
+    // on it (ux59 5), though the history holds some for this file.
+    let added_c = run("from pathlib import Path\nPath('src/c.py').write_text(Path('src/c.py').read_text() + 'x\\n')");
+    assert_eq!(added_c.state, TransactionState::Committed, "{:?}", added_c.decision);
+    assert!(
+        !added_c.warnings.iter().any(|w| matches!(w, vsh::Warning::EarlierLosses { .. })),
+        "{:?}",
+        added_c.warnings
+    );
 }
 
 /// The loss history is the authority key's: bytes planted or changed in

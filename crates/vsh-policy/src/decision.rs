@@ -103,6 +103,9 @@ pub struct ContentLoss {
     /// Its size when a reviewer last saw it: its size before the diff when
     /// no unreviewed commit changed it since.
     pub reviewed_size: u64,
+    /// Whether the diff puts back exactly the content a reviewer last saw
+    /// (a dependency tried and dropped): no rewrite, whatever the sizes.
+    pub restores_reviewed: bool,
 }
 
 /// The bytes of `before` that `after` does not keep, at two grains. First
@@ -354,7 +357,7 @@ pub fn is_lossy_rewrite(entry: &DiffEntry, loss: &ContentLoss, rewrite_escalate_
     let (Some(before), Some(after)) = (entry.before.as_ref(), entry.after.as_ref()) else {
         return false;
     };
-    if before.kind != NodeKind::File || after.kind != NodeKind::File {
+    if before.kind != NodeKind::File || after.kind != NodeKind::File || loss.restores_reviewed {
         return false;
     }
     if is_content_rewrite(entry, rewrite_escalate_ratio_bps) {
@@ -950,6 +953,7 @@ mod tests {
             lost,
             earlier_lost,
             reviewed_size,
+            restores_reviewed: false,
         };
         // Balanced ratio 0.5: more than half of what the reviewer saw, lost.
         assert!(!is_lossy_rewrite(&modify, &loss(500, 0, 1_000), 5_000), "half is not more than half");
@@ -967,6 +971,11 @@ mod tests {
         assert!(is_lossy_rewrite(&modify, &loss(UNCOUNTED_LOSS_BYTES, 1, 100), 5_000));
         // A ratio of 1: only emptying escalates, whatever was lost.
         assert!(!is_lossy_rewrite(&modify, &loss(5_000, 5_000, 1_000), 10_000));
+        // What a reviewer last saw, put back, is none, whatever the sizes.
+        let back = entry("f", Some(file(&[b'a'; 3_000])), Some(file(&[b'b'; 1_000])));
+        let restored = ContentLoss { restores_reviewed: true, ..loss(2_000, 2_000, 1_000) };
+        assert!(!is_lossy_rewrite(&back, &restored, 5_000));
+        assert!(is_lossy_rewrite(&back, &loss(2_000, 0, 3_000), 5_000));
         // The rule on sizes still holds: a small file cut below half is one.
         let cut = entry("f", Some(file(b"0123456789")), Some(file(b"0123")));
         assert!(is_lossy_rewrite(&cut, &loss(6, 0, 10), 5_000));

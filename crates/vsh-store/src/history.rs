@@ -32,8 +32,8 @@ const MAGIC: &[u8; 8] = b"VSHLOS01";
 const MAC_DOMAIN: &str = "vsh 2026 loss history v1";
 /// Magic and entry count.
 const HEADER: usize = 8 + 4;
-/// Path length, content, reviewed size, lost bytes.
-const ENTRY_FIXED: usize = 2 + 32 + 8 + 8;
+/// Path length, content, reviewed content, reviewed size, lost bytes.
+const ENTRY_FIXED: usize = 2 + 32 + 32 + 8 + 8;
 const TAG: usize = 32;
 
 /// What unreviewed commits took from one file.
@@ -41,6 +41,8 @@ const TAG: usize = 32;
 pub struct UnreviewedLoss {
     /// The content the last unreviewed commit left in the file.
     pub content: BlobId,
+    /// The file's content when a reviewer last saw it (its digest).
+    pub reviewed: BlobId,
     /// The file's size when a reviewer last saw it.
     pub reviewed_size: u64,
     /// Bytes of that content the unreviewed commits since removed.
@@ -95,8 +97,9 @@ impl LossHistory {
     }
 
     /// The file's bytes: the magic, the count, each entry in path order
-    /// (path length `u16`, path, content, reviewed size `u64`, lost `u64`,
-    /// little-endian), then the MAC under `key` over all of it.
+    /// (path length `u16`, path, content, reviewed content, reviewed size
+    /// `u64`, lost `u64`, little-endian), then the MAC under `key` over all
+    /// of it.
     pub fn encode(&self, key: &AuthorityKey) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER + TAG + self.entries.len() * (ENTRY_FIXED + 32));
         out.extend_from_slice(MAGIC);
@@ -106,6 +109,7 @@ impl LossHistory {
             out.extend_from_slice(&(name.len() as u16).to_le_bytes());
             out.extend_from_slice(name);
             out.extend_from_slice(loss.content.as_bytes());
+            out.extend_from_slice(loss.reviewed.as_bytes());
             out.extend_from_slice(&loss.reviewed_size.to_le_bytes());
             out.extend_from_slice(&loss.lost.to_le_bytes());
         }
@@ -149,9 +153,10 @@ impl LossHistory {
                 return Err(corrupt("its entries are not in strictly increasing path order"));
             }
             let content = BlobId::from_bytes(reader.array().ok_or(corrupt("it is cut short"))?);
+            let reviewed = BlobId::from_bytes(reader.array().ok_or(corrupt("it is cut short"))?);
             let reviewed_size = reader.u64().ok_or(corrupt("it is cut short"))?;
             let lost = reader.u64().ok_or(corrupt("it is cut short"))?;
-            history.entries.insert(path.clone(), UnreviewedLoss { content, reviewed_size, lost });
+            history.entries.insert(path.clone(), UnreviewedLoss { content, reviewed, reviewed_size, lost });
             previous = Some(path);
         }
         if !reader.bytes.is_empty() {
@@ -221,7 +226,12 @@ mod tests {
 
     fn sample() -> LossHistory {
         let mut history = LossHistory::default();
-        let loss = |seed: &[u8], reviewed_size, lost| UnreviewedLoss { content: BlobId::of(seed), reviewed_size, lost };
+        let loss = |seed: &[u8], reviewed_size, lost| UnreviewedLoss {
+            content: BlobId::of(seed),
+            reviewed: BlobId::of(&[seed, b" as reviewed"].concat()),
+            reviewed_size,
+            lost,
+        };
         history.set(VPath::parse("src/b.py").unwrap(), loss(b"b", 1_500, 749));
         history.set(VPath::parse("src/a.py").unwrap(), loss(b"a", 10, 3));
         history.set(VPath::parse("caf\u{e9}/\u{1f600}").unwrap(), loss(b"c", u64::MAX, u64::MAX));
@@ -274,7 +284,7 @@ mod tests {
         let entry = |name: &str| {
             let mut out = (name.len() as u16).to_le_bytes().to_vec();
             out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(&[0; 48]);
+            out.extend_from_slice(&[0; 80]);
             out
         };
         let body = |names: &[&str]| {

@@ -56,10 +56,8 @@ fn measured(entry: &DiffEntry) -> Option<(NodeState, NodeState)> {
 /// workspace's before them (read through `workspace`, not recorded: the
 /// commit checks that state anyway), with what `history` says unreviewed
 /// commits took from it earlier. A file whose before bytes the disk no
-/// longer holds loses all it held. A file too large to measure is judged on
-/// its sizes alone, unless unreviewed commits changed it since it was
-/// reviewed: then it loses all it held (a small file padded past the bound
-/// by one run, then cut by the next, is caught). Where the history has no
+/// longer holds loses all it held. A file too large to measure loses
+/// nothing when the change appends to it, and all it held otherwise. Where the history has no
 /// room for every file this run would add to it, each of those loses all
 /// its reviewed content (its loss could not be recorded).
 pub(crate) fn at_run(
@@ -88,13 +86,20 @@ pub(crate) fn at_run(
                 (Some(old), Some(new)) => vsh_policy::content_lost(&old, &new),
                 _ => before.size,
             }
-        } else if earlier.is_some_and(|loss| loss.reviewed_size > 0) {
-            before.size
         } else {
-            continue;
+            // Too large to hold both sides: an append (a log, a CSV grown by
+            // rows) loses nothing; anything else counts as losing all it held
+            // (sec62 G1: a 17 MiB file overwritten with junk of its size).
+            let appended = match vfs.content_source(&entry.path)? {
+                Some(ContentSource::Bytes(bytes)) => appends_to(workspace, &entry.path, &before, &bytes),
+                _ => false,
+            };
+            if appended { 0 } else { before.size }
         };
         let (earlier_lost, reviewed_size) = earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
-        losses.push(ContentLoss { path: entry.path.clone(), lost, earlier_lost, reviewed_size });
+        // Back to exactly what a reviewer saw (ux59 4: a dependency tried, then dropped).
+        let restores_reviewed = earlier.is_some_and(|loss| after.content == Some(loss.reviewed));
+        losses.push(ContentLoss { path: entry.path.clone(), lost, earlier_lost, reviewed_size, restores_reviewed });
     }
     if history.len().saturating_add(new_paths) > vsh_store::MAX_LOSS_ENTRIES {
         for loss in &mut losses {
@@ -108,8 +113,36 @@ pub(crate) fn at_run(
     Ok(losses)
 }
 
+/// Whether `after` begins with the content `before` describes of the file
+/// at `path` in `workspace`, read a MiB at a time (never held whole) and
+/// checked against its digest as it is read.
+fn appends_to(workspace: &CapDir, path: &VPath, before: &NodeState, after: &[u8]) -> bool {
+    const PIECE: u32 = 1 << 20;
+    let Some(expected) = before.content else { return false };
+    if (after.len() as u64) < before.size {
+        return false;
+    }
+    let mut hasher = vsh_types::BlobId::plain_hasher();
+    let mut offset = 0_u64;
+    while offset < before.size {
+        let Ok(read) = workspace.read_file_range(path, offset, PIECE) else { return false };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let same = start
+            .checked_add(read.bytes.len())
+            .and_then(|end| after.get(start..end))
+            .is_some_and(|prefix| prefix == read.bytes.as_slice());
+        if read.bytes.is_empty() || !same {
+            return false;
+        }
+        hasher.update(&read.bytes);
+        offset += read.bytes.len() as u64;
+    }
+    offset == before.size && vsh_types::BlobId::from_plain_hasher(&hasher) == expected
+}
+
 /// What unreviewed commits took from the files `entries` modify before
-/// them, as `history` says (`path: N of its M reviewed bytes`), for a
+/// them, as `history` says (`path: N of its M reviewed bytes taken before
+/// this run`), for a
 /// reviewer, as [`crate::Warning::EarlierLosses`]: a review shows only its own diff, and approving
 /// it accepts what they took too (sec61 F2).
 pub(crate) fn earlier(history: &LossHistory, entries: &[DiffEntry]) -> Option<crate::Warning> {
@@ -121,7 +154,7 @@ pub(crate) fn earlier(history: &LossHistory, entries: &[DiffEntry]) -> Option<cr
             let loss = history.get(&entry.path, before.content?)?;
             (loss.lost > 0 && loss.reviewed_size > 0).then(|| {
                 format!(
-                    "{}: {} of its {} reviewed bytes",
+                    "{}: {} of its {} reviewed bytes taken before this run",
                     entry.path,
                     loss.lost.min(loss.reviewed_size),
                     loss.reviewed_size
@@ -157,8 +190,8 @@ pub(crate) fn befores(workspace: &CapDir, entries: &[DiffEntry]) -> BTreeMap<VPa
 /// its loss (its `befores` against what `workspace` holds now) to what
 /// earlier unreviewed commits took, even a loss of nothing (sec61 F1: a
 /// file padded unreviewed, then cut, was judged against its padded size);
-/// a file too large to measure adds all it held when it has a record, and
-/// is left to the size rule when it has none; every other path it changed
+/// a file too large to measure adds what its sizes say it lost at least
+/// (its run judged it an append, or it was let through); every other path it changed
 /// starts afresh (made or deleted: no reviewed content of its own is left
 /// to lose). A mode change alone changes nothing. Returns whether `history`
 /// changed.
@@ -190,19 +223,19 @@ pub(crate) fn record(
                 Some(new) => vsh_policy::content_lost(old, &new),
                 None => before.size,
             },
-            // Too large to measure (or gone from the disk before the commit).
-            None if earlier.is_some() => before.size,
-            None => {
-                changed |= forget(history);
-                continue;
-            }
+            // Too large to measure: its run judged it an append or a loss of
+            // all it held, and it was not approved by a person; what its
+            // sizes say it lost at least is recorded.
+            None => before.size.saturating_sub(after.size),
         };
         let (earlier_lost, reviewed_size) = earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
-        if reviewed_size == 0 {
+        let reviewed = earlier.map_or(old_content, |loss| loss.reviewed);
+        // Back to what a reviewer saw: nothing of it is lost any more.
+        if reviewed_size == 0 || content == reviewed {
             changed |= forget(history);
         } else if history.contains(&entry.path) || !history.is_full() {
             let lost = earlier_lost.saturating_add(lost);
-            history.set(entry.path.clone(), UnreviewedLoss { content, reviewed_size, lost });
+            history.set(entry.path.clone(), UnreviewedLoss { content, reviewed, reviewed_size, lost });
             changed = true;
         }
     }

@@ -280,11 +280,11 @@ pub enum Warning {
     /// commands read or write otherwise (a build may keep what it read), so
     /// this run built from nothing; runs after it are incremental again.
     ScratchRepolicied,
-    /// Files this work modifies that auto-approved commits had already cut
-    /// since a reviewer last saw them (the workspace's loss history): its
-    /// diff shows only its own part, and approving it accepts what those
-    /// commits took too (`path: N of its M reviewed bytes` each, at most a
-    /// few).
+    /// Files this work, waiting for approval, modifies that auto-approved
+    /// commits had already cut since a reviewer last saw them (the
+    /// workspace's loss history): its diff shows only its own part, and
+    /// approving it accepts what those commits took too (`path: N of its M
+    /// reviewed bytes taken before this run` each, at most a few).
     EarlierLosses {
         /// One line per file.
         files: Vec<String>,
@@ -323,12 +323,12 @@ impl std::fmt::Display for Warning {
                  under the policy it was made under)",
             ),
             Self::EarlierLosses { files, total } => {
+                let (these, them) = if *total == 1 { ("this file", "it") } else { ("these files", "them") };
                 write!(
                     f,
-                    "auto-approved commits since a reviewer last saw {} already took from {} (this diff shows only \
-                     its own part; approving it accepts what they took too, and `vsh log` lists them): {}",
-                    if *total == 1 { "this file" } else { "these files" },
-                    if *total == 1 { "it" } else { "them" },
+                    "the decision counts what auto-approved commits took from {these} since a reviewer last saw \
+                     {them}, and this diff shows only its own part: {}; approving this work accepts all of it and \
+                     starts {them} afresh (until then, each change that removes from {them} waits for approval)",
                     files.join("; ")
                 )?;
                 if *total > files.len() {

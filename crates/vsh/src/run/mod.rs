@@ -743,7 +743,8 @@ impl Runs {
         if outcome.stats.truncated_results > 0 {
             warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
         }
-        if let Some(earlier) = earlier_losses.filter(|_| state != TransactionState::Denied) {
+        // For its reviewer: auto-approved work is nobody's to approve (ux59 5).
+        if let Some(earlier) = earlier_losses.filter(|_| state == TransactionState::PendingApproval) {
             warnings.push(earlier);
         }
         if outcome.stats.hidden_looks > 0 {

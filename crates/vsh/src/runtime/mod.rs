@@ -576,10 +576,7 @@ impl Runtime {
         // made under: what auto-approved commits took from the files it
         // modifies before it (sec61 F2).
         if !view.other_policy
-            && matches!(
-                record.state,
-                TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
-            )
+            && matches!(record.state, TransactionState::PendingApproval | TransactionState::Approved)
             && let Ok(history) = self.records.loss_history()
             && let Some(earlier) = crate::losses::earlier(&history, &receipt.changes)
         {
