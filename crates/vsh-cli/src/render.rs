@@ -668,8 +668,8 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput, receipt_withheld
                     paint(
                         style::STRONG,
                         &format!(
-                            "[{} lines not shown here: --json holds the whole {name}; vsh exec --raw prints a \
-                             command's own output]",
+                            "[{} lines not shown here: --json holds all vsh kept of {name}; vsh exec --raw prints \
+                             a command's own output]",
                             lines.len() - head - tail
                         )
                     )

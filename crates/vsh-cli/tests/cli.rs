@@ -3289,11 +3289,16 @@ fn exec_raw_prints_the_commands_own_output_and_the_outcome_in_one_line() {
     assert!(said.contains("warning: the program printed more than --max-output allows"), "{said}");
     assert!(printed.lines().count() < 250, "{} lines", printed.lines().count());
     assert!(printed.contains("  | 1\n") && printed.contains("  | 40\n") && !printed.contains("  | 41\n"), "{printed}");
-    assert!(printed.contains("lines not shown here: --json holds the whole stdout"), "{printed}");
+    assert!(printed.contains("lines not shown here: --json holds all vsh kept of stdout"), "{printed}");
     assert!(printed.trim_end().lines().last().unwrap().starts_with("next         vsh commit"), "{printed}");
     let json = vsh(&["exec", "--json", "--max-output", "8MiB", "--workspace", ws, "--", "sh", "-c", long], None);
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(document["stdout"].as_str().unwrap(), expected, "--json holds it whole");
+    assert!(!document["warnings"].to_string().contains("--max-output"), "{}", document["warnings"]);
+    // A document of output cut at --max-output says so (ux59 3: MCP did not).
+    let cut_json = vsh(&["exec", "--json", "--workspace", ws, "--", "sh", "-c", long], None);
+    let document: serde_json::Value = serde_json::from_slice(&cut_json.stdout).unwrap();
+    assert!(document["warnings"].to_string().contains("more than --max-output allows"), "{}", document["warnings"]);
 }
 
 #[test]

@@ -568,7 +568,21 @@ impl From<&Receipt> for ReceiptDocument {
                     .collect(),
             }),
             grants: receipt.grants.clone(),
-            warnings: receipt.warnings.iter().map(ToString::to_string).collect(),
+            warnings: receipt
+                .warnings
+                .iter()
+                .map(ToString::to_string)
+                // A cut at --max-output, said where the document is read
+                // (ux59 3: an agent was told only of its own reader's cut).
+                .chain(
+                    (vsh_monty::capture_was_cut(stdout) || vsh_monty::capture_was_cut(receipt.output.stderr_bytes()))
+                        .then(|| {
+                            "the program printed more than --max-output allows: the middle of its output was left \
+                             out (marked in it where it was), and the sizes here are of what was kept"
+                                .to_owned()
+                        }),
+                )
+                .collect(),
             next: None,
         }
     }
