@@ -291,7 +291,36 @@ fn workspace(path: &Path) -> Vec<Check> {
         )),
     }
     checks.push(stored_work(&runtime));
+    checks.push(loss_history(&runtime));
     checks
+}
+
+/// Whether the workspace's loss history verifies: one that does not stops
+/// every run that modifies a file (sec61 F6: doctor said all was well).
+fn loss_history(runtime: &vsh::Runtime) -> Check {
+    let (path, files) = runtime.loss_history_files();
+    match files {
+        Ok(0) => Check::ok("history", "no file has lost content to auto-approved commits since its review"),
+        Ok(files) => Check::ok(
+            "history",
+            format!(
+                "{} changed by auto-approved commits since a reviewer last saw {} (their losses add up)",
+                render::counted(files as u64, "file"),
+                if files == 1 { "it" } else { "them" }
+            ),
+        ),
+        Err(error) => Check::not_ok(
+            "history",
+            Status::Fail,
+            render::error_chain(&error),
+            format!(
+                "every run that modifies a file is refused until it is gone: find out who changed the data \
+                 directory, then remove {} (each file's content then counts as reviewed as it stands, and the \
+                 losses before are forgotten)",
+                render::shown(&path.to_string_lossy(), false)
+            ),
+        ),
+    }
 }
 
 /// Whether the work waiting for a decision or a commit can still be

@@ -1800,6 +1800,17 @@ fn doctor_names_waiting_work_it_cannot_commit_and_how_to_record_a_policy_again()
     }
     std::fs::write(&blob, &bytes).unwrap();
     assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "stored")["status"], "ok");
+    // A loss history changed behind vsh's back: every run that modifies a
+    // file is refused, and the doctor says so and which file to remove (sec61 F6).
+    assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "history")["status"], "ok");
+    let history = ws.join(".vsh/data/loss-history");
+    std::fs::write(&history, b"VSHLOS01 planted").unwrap();
+    let output = doctor(&key);
+    let found = status(&serde_json::from_slice(&output.stdout).unwrap(), "history");
+    assert_eq!(found["status"], "fail", "{found}");
+    assert!(found["remedy"].as_str().unwrap().contains(history.to_str().unwrap()), "{found}");
+    assert_eq!(output.status.code(), Some(1));
+    std::fs::remove_file(&history).unwrap();
     // A mode change keeps the workspace's own bytes: nothing of it is in the
     // blob store, and nothing is missing (ux51: doctor failed every chmod).
     std::fs::write(ws.join("tool.sh"), "echo hi\n").unwrap();

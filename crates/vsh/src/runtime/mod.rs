@@ -667,6 +667,16 @@ impl Runtime {
         self.records.pending()
     }
 
+    /// Where the workspace's loss history is kept (the file `loss-history`
+    /// in the data directory), and how many files auto-approved commits
+    /// changed since a reviewer last saw them: [`VshError::DataDirectory`]
+    /// when it cannot be read, or does not verify under the authority key
+    /// (`StoreError::CorruptLossHistory`). What `vsh doctor` checks.
+    pub fn loss_history_files(&self) -> (std::path::PathBuf, Result<usize, VshError>) {
+        let path = self.records.data().dir().display_path().join(vsh_store::LOSS_HISTORY_FILE);
+        (path, self.records.loss_history().map(|history| history.len()))
+    }
+
     /// Each transaction still waiting for a decision or a commit whose
     /// stored work could not be committed as it stands, with why: its
     /// artifact no longer loads or binds, or a content its commit reads from
