@@ -235,7 +235,7 @@ pub(crate) struct Common {
     /// The workspace directory (default: the nearest directory at or above
     /// the current one that holds a .vsh directory, as git finds a repository,
     /// but not one above the git repository you are in that is itself in no
-    /// repository; else the top of the git repository the current directory
+    /// repository and has no recorded policy; else the top of the git repository the current directory
     /// is in, if it is not your home directory and its .git is yours; else
     /// the current directory).
     #[arg(short, long, value_name = "DIR")]
@@ -283,33 +283,52 @@ pub(crate) fn workspace_at_or_above(dir: &Path) -> Option<&Path> {
 }
 
 /// The top of the git repository `dir` is in (the nearest directory at or
-/// above it holding a `.git` directory or file), when it is one vsh may
+/// above it holding a repository, [`a_repository_at`]), when it is one vsh may
 /// take for a workspace: never the filesystem root or the home directory
 /// (a home kept in git is not a project), and only a `.git` this user owns
 /// (as git's `safe.directory` asks: another user's `/tmp/.git` must not
 /// choose the workspace).
 pub(crate) fn repository_at_or_above(dir: &Path) -> Option<&Path> {
     use std::os::unix::fs::MetadataExt as _;
-    let top = dir.ancestors().find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())?;
+    let top = dir.ancestors().find(|dir| a_repository_at(dir))?;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let owned = std::fs::symlink_metadata(top.join(".git"))
         .is_ok_and(|meta| meta.uid() == vsh::lower::vsh_sandbox::effective_uid());
     (top.parent().is_some() && home.as_deref() != Some(top) && owned).then_some(top)
 }
 
+/// Whether `dir` holds a git repository as git takes one: a `.git`
+/// directory with a `HEAD` file, or a `.git` file naming one (`gitdir:`, a
+/// submodule's or a worktree's). An empty `.git`, a stray file or a broken
+/// link is none (sec63 D1: any entry named `.git` passed a workspace over).
+fn a_repository_at(dir: &Path) -> bool {
+    let git = dir.join(".git");
+    if git.join("HEAD").is_file() {
+        return true;
+    }
+    std::fs::symlink_metadata(&git).is_ok_and(|meta| meta.is_file() && meta.len() <= 4096)
+        && std::fs::read(&git).is_ok_and(|bytes| bytes.starts_with(b"gitdir: "))
+}
+
 /// The workspace vsh finds from `cwd`: the nearest workspace at or above
 /// it, else the top of the git repository it is in, else `cwd`. A git
 /// repository is a project: a workspace above its top that is in no
-/// repository itself (a directory of projects, made a workspace by a run
-/// there) does not take the projects below it (ux58 1: one `vsh run` in
-/// the projects' directory took every project's `init` and builds); one in a
-/// repository (the superproject of a submodule) does.
+/// repository itself and has no recorded policy (a directory of projects,
+/// made a workspace by a run there, not by `vsh init`) does not take the
+/// projects below it (ux58 1: one `vsh run` in the projects' directory took
+/// every project's `init` and builds); one in a repository (the
+/// superproject of a submodule), or whose policy was recorded, does (sec63
+/// D1: a repository unpacked into an initialised workspace must not escape
+/// its policy).
 pub(crate) fn found_workspace(cwd: &Path) -> &Path {
     let workspace = workspace_at_or_above(cwd);
     let repository = repository_at_or_above(cwd);
     match (workspace, repository) {
         (Some(workspace), Some(top))
-            if workspace != top && top.starts_with(workspace) && repository_at_or_above(workspace).is_none() =>
+            if workspace != top
+                && top.starts_with(workspace)
+                && repository_at_or_above(workspace).is_none()
+                && std::fs::symlink_metadata(workspace.join(".vsh/data/policy.toml")).is_err() =>
         {
             top
         }

@@ -956,21 +956,42 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
 /// a nested workspace's protected file and a token).
 fn a_clean_tree(dir: &std::path::Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
-    const CREDENTIALS: [&str; 14] = [
+    // (sec63 T1: a name left out let a command read a token beside a tool.)
+    const CREDENTIALS: [&str; 34] = [
         "credentials.toml",
         "credentials",
         "credentials.json",
         ".credentials.json",
+        "service-account.json",
         ".netrc",
         ".git-credentials",
+        ".git",
         ".pypirc",
         ".npmrc",
+        ".yarnrc.yml",
         "auth.json",
         ".aws",
         ".ssh",
         ".gnupg",
         ".kube",
+        "kubeconfig",
         ".docker",
+        ".gradle",
+        ".m2",
+        ".terraformrc",
+        ".terraform.d",
+        ".boto",
+        ".htpasswd",
+        ".password-store",
+        ".env",
+        "secrets.yaml",
+        "secrets.yml",
+        "secrets.json",
+        "token",
+        ".bash_history",
+        ".zsh_history",
+        ".python_history",
+        ".psql_history",
     ];
     let me = vsh::lower::vsh_sandbox::effective_uid();
     let clean = |meta: &std::fs::Metadata| (meta.uid() == 0 || meta.uid() == me) && meta.mode() & 0o022 == 0;
@@ -986,11 +1007,16 @@ fn a_clean_tree(dir: &std::path::Path) -> bool {
             let Some(left) = budget.checked_sub(1) else { return false };
             budget = left;
             let name = entry.file_name();
-            if name == ".vsh" || CREDENTIALS.iter().any(|credential| name == *credential) {
-                return false;
-            }
             // A link's own mode is none; where it leads is judged where it is.
             let Ok(meta) = entry.metadata() else { return false };
+            // A name tools keep credentials under: a dot-directory whatever
+            // it is, any other only as a file (a package of code named
+            // `credentials`, docker's in Python's site-packages, is code).
+            let named = CREDENTIALS.iter().any(|credential| name == *credential)
+                && (name.as_encoded_bytes().starts_with(b".") || !meta.is_dir());
+            if name == ".vsh" || named {
+                return false;
+            }
             if meta.file_type().is_symlink() {
                 continue;
             }
@@ -2285,6 +2311,12 @@ mod tests {
             std::fs::write(root.join("a/b/credentials.json"), "{}").unwrap();
         }));
         assert!(!shape("aws", &|root| std::fs::create_dir_all(root.join("a/.aws")).unwrap()));
+        for name in [".git", ".gradle", "token", ".zsh_history", "service-account.json"] {
+            assert!(!shape(&format!("named-{name}"), &|root| std::fs::write(root.join("lib").join(name), "t").unwrap()));
+        }
+        // A package of code named so is code (docker's, in site-packages).
+        assert!(shape("package", &|root| std::fs::create_dir_all(root.join("lib/docker/credentials")).unwrap()));
+        assert!(!shape("dot-dir", &|root| std::fs::create_dir_all(root.join("lib/.gradle")).unwrap()));
         if vsh::lower::vsh_sandbox::effective_uid() == 0 {
             assert!(!shape("another-owner", &|root| {
                 std::os::unix::fs::chown(root.join("lib/python3/site/mod.py"), Some(65534), None).unwrap();

@@ -2634,6 +2634,7 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     std::fs::create_dir(dir.path().join("repo")).unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir(repo.join(".git")).unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     write(&repo, "src/deep/a.txt", "a\n");
     let from = |cwd: &Path, code: &str| {
         Command::new(env!("CARGO_BIN_EXE_vsh"))
@@ -2664,6 +2665,7 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     assert!(dir.path().join("plain/.vsh").is_dir() && !dir.path().join(".vsh").exists());
     // A home kept in git is not a project: the current directory.
     std::fs::create_dir_all(dir.path().join("home/.git")).unwrap();
+    std::fs::write(dir.path().join("home/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::create_dir_all(dir.path().join("home/projects/foo")).unwrap();
     let in_home = from(&dir.path().join("home/projects/foo"), "1");
     assert_eq!(in_home.status.code(), Some(0), "{}", String::from_utf8_lossy(&in_home.stderr));
@@ -2671,6 +2673,7 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     // Another user's .git does not choose the workspace either (root runs the tests and can give it away).
     if is_root() {
         std::fs::create_dir_all(dir.path().join("shared/.git")).unwrap();
+        std::fs::write(dir.path().join("shared/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(dir.path().join("shared/mine")).unwrap();
         std::os::unix::fs::chown(dir.path().join("shared/.git"), Some(65534), Some(65534)).unwrap();
         let mine = from(&dir.path().join("shared/mine"), "1");
@@ -2690,6 +2693,7 @@ fn a_directory_of_projects_made_a_workspace_does_not_take_the_repositories_below
     let projects = dir.path().join("projects");
     let repo = projects.join("calc");
     std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     write(&repo, "src/a.txt", "a\n");
     let vsh_in = |cwd: &Path, args: &[&str], stdin: &str| {
         Command::new(env!("CARGO_BIN_EXE_vsh"))
@@ -2732,12 +2736,33 @@ fn a_directory_of_projects_made_a_workspace_does_not_take_the_repositories_below
     // A superproject's workspace (a repository itself) takes a submodule below it.
     let outer = dir.path().join("outer");
     std::fs::create_dir_all(outer.join(".git")).unwrap();
+    std::fs::write(outer.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::create_dir_all(outer.join("vendor/lib")).unwrap();
     std::fs::write(outer.join("vendor/lib/.git"), "gitdir: ../../.git/modules/lib\n").unwrap();
     assert_eq!(vsh_in(&outer, &["init"], "").status.code(), Some(0));
     let inner = vsh_in(&outer.join("vendor/lib"), &["pending", "--json"], "");
     assert_eq!(inner.status.code(), Some(0), "{inner:?}");
     assert!(!outer.join("vendor/lib/.vsh").exists());
+    // A workspace whose policy was recorded keeps a repository unpacked
+    // into it, and an entry named .git that is no repository is none
+    // (sec63 D1: an empty .git escaped a strict policy).
+    let initialised = dir.path().join("initialised");
+    std::fs::create_dir_all(initialised.join("vendor/pkg/.git")).unwrap();
+    std::fs::write(initialised.join("vendor/pkg/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(initialised.join("vendor/junk/.git")).unwrap();
+    assert_eq!(vsh_in(&initialised, &["init", "--profile", "strict"], "").status.code(), Some(0));
+    for below in ["vendor/pkg", "vendor/junk"] {
+        let listed = vsh_in(&initialised.join(below), &["pending", "--json"], "");
+        assert_eq!(listed.status.code(), Some(0), "{below}: {listed:?}");
+        let ran = vsh_in(&initialised.join(below), &["run", "-"], "1");
+        assert_eq!(ran.status.code(), Some(0), "{below}: {ran:?}");
+        assert!(!initialised.join(below).join(".vsh").exists(), "{below}");
+    }
+    // A directory of projects made a workspace by a run, with an empty
+    // .git below: no repository, so the workspace above is used.
+    std::fs::create_dir_all(projects.join("notes/.git")).unwrap();
+    let notes = vsh_in(&projects.join("notes"), &["pending", "--json"], "");
+    assert_eq!(notes.status.code(), Some(0), "{notes:?}");
 }
 
 #[test]
