@@ -640,12 +640,19 @@ fn a_run_granted_otherwise_never_finds_what_other_runs_left_in_the_scratch_direc
     // token's next run.
     assert_eq!(run(&plain, "ls target; cat target/built 2>/dev/null; echo end"), "code\nend\n");
     assert_eq!(run(&granted, "ls target; cat target/built"), "built\ntok-1\n");
-    // One set is kept aside, the last one's: a third set of grants finds
-    // nothing, and the plain runs' builds are gone after it.
+    // Two sets are kept aside: a third set of grants finds nothing, and
+    // both others find their own again after it (ux59 1).
     let third =
         Arc::new(Runtime::open(config(dir.path()).with_commands().with_command_env([("TOKEN", "tok-2")])).unwrap());
+    assert_eq!(run(&third, "ls target; echo end > target/third; echo end"), "end\n");
+    assert_eq!(run(&plain, "ls target; echo end"), "code\nend\n");
+    assert_eq!(run(&granted, "cat target/built"), "tok-1\n");
+    // A fourth set discards the oldest kept (the third's was kept last but
+    // one), never handing any set another's build.
+    let fourth =
+        Arc::new(Runtime::open(config(dir.path()).with_commands().with_command_env([("TOKEN", "tok-3")])).unwrap());
+    assert_eq!(run(&fourth, "ls target; echo done > target/fourth; echo end"), "end\n");
     assert_eq!(run(&third, "ls target; echo end"), "end\n");
-    assert_eq!(run(&plain, "ls target; echo end"), "end\n");
 }
 
 /// ux54 #4: a policy replaced by one that only moves a threshold emptied

@@ -34,10 +34,11 @@
 //! is code the next run may execute (Python's bytecode, a build's outputs)
 //! and data it may read, so the directories belong to one set of grants at
 //! a time: a run granted otherwise than the last finds them empty
-//! ([`ScratchLock::clear_unless_granted`]). The builds of the set before it
-//! are kept aside (`scratch.aside/`), never given to another set, and trade
-//! places with the current ones when a run of that set comes back: one
-//! plain `git status` between two granted builds costs the second nothing.
+//! ([`ScratchLock::clear_unless_granted`]). The builds of the two sets
+//! before it are kept aside (`scratch.aside/`, `scratch.aside2/`), never
+//! given to another set, and trade places with the current ones when a run
+//! of that set comes back: a plain `git status` between two granted builds
+//! costs the second nothing, nor does a third set of grants.
 
 use std::sync::Arc;
 
@@ -57,10 +58,15 @@ const TAINTS: &str = "scratch.taint";
 /// The file, beside `scratch/`, naming (as 64 hex digits) the grants of the
 /// commands that last used the scratch directories.
 const GRANTS: &str = "scratch.grants";
-/// The scratch directories of the grants before the last change of grants,
-/// kept aside for them (`scratch.aside/<name>`), and their record.
+/// The scratch directories of the two sets of grants before the current
+/// one, kept aside for them (`scratch.aside/<name>`, the later set, and
+/// `scratch.aside2/<name>`), each with its record.
 const ASIDE: &str = "scratch.aside";
 const ASIDE_GRANTS: &str = "scratch.aside.grants";
+const ASIDE2: &str = "scratch.aside2";
+const ASIDE2_GRANTS: &str = "scratch.aside2.grants";
+/// The places kept aside, the latest first.
+const SLOTS: [(&str, &str); 2] = [(ASIDE, ASIDE_GRANTS), (ASIDE2, ASIDE2_GRANTS)];
 /// Where `scratch/` passes while it and `scratch.aside/` trade places; one
 /// left by a crash is removed by the next change of grants.
 const SWAP: &str = "scratch.swap";
@@ -234,14 +240,15 @@ impl ScratchLock {
     /// `grants`, or under other `access` (a digest of what the policy lets
     /// commands read), or by a vsh that did not record it, give this run
     /// empty ones, and record both as theirs: the ones it replaces are kept
-    /// aside for their own grants (in place of any kept before), and when
-    /// the ones kept aside are this run's own, they trade places instead. So
+    /// aside for their own grants (two sets are kept, the oldest goes; ones
+    /// holding nothing displace none), and when a set kept aside is this
+    /// run's own, it trades places with them instead. So
     /// no run executes what commands granted otherwise left there (bytecode
     /// or a build planted by a run without the secrets this one is given),
     /// nor reads what they built (a build given a token, or a file the policy
     /// protects now, may keep it in its outputs). Runs granted alike share
-    /// the directories, and their builds stay incremental, across one other
-    /// set of grants in between too. `None` when it kept them or got its own
+    /// the directories, and their builds stay incremental, across two other
+    /// sets of grants in between too. `None` when it kept them or got its own
     /// back; otherwise why, and whether one of those it replaced
     /// `worth_saying` (by its stored name) held anything.
     ///
@@ -269,15 +276,20 @@ impl ScratchLock {
         if recorded.as_deref() == Some(wanted.as_bytes()) {
             return Ok(None);
         }
-        let (aside, aside_record, swap) = (component(ASIDE), component(ASIDE_GRANTS), component(SWAP));
-        let aside_recorded = match self.dir.read_only().read_file(&aside_record, GRANTS_RECORD_BYTES) {
-            Ok(read) => Some(read.bytes),
-            Err(HostError::NotFound { .. }) => None,
-            Err(source) => return Err(failed(&aside_record, source)),
-        };
-        // Records first: a crash from here on leaves none, and the next run
-        // empties what it finds.
-        for record in [&path, &aside_record] {
+        let swap = component(SWAP);
+        let mut slots = Vec::with_capacity(SLOTS.len());
+        for (dir, record) in SLOTS {
+            let (dir, record) = (component(dir), component(record));
+            let held = match self.dir.read_only().read_file(&record, GRANTS_RECORD_BYTES) {
+                Ok(read) => Some(read.bytes),
+                Err(HostError::NotFound { .. }) => None,
+                Err(source) => return Err(failed(&record, source)),
+            };
+            slots.push((dir, record, held));
+        }
+        // Records first: a crash from here on leaves none, and the next
+        // change of grants empties or discards what it finds.
+        for record in std::iter::once(&path).chain(slots.iter().map(|(_, record, _)| record)) {
             match self.dir.remove_file(record) {
                 Ok(()) | Err(HostError::NotFound { .. }) => {}
                 Err(source) => return Err(failed(record, source)),
@@ -285,24 +297,42 @@ impl ScratchLock {
         }
         self.remove_whole(&swap)?;
         let is_dir = |dir: &VPath| {
-            self.dir.read_only().lstat(dir).map(|stat| stat.is_some_and(|stat| stat.kind == HostKind::Directory))
+            self.dir
+                .read_only()
+                .lstat(dir)
+                .map(|stat| stat.is_some_and(|stat| stat.kind == HostKind::Directory))
+                .map_err(|source| failed(dir, source))
         };
         let root = component(SCRATCH);
         // The directories the run's commands are given: there again after
         // whatever moves below.
         let dirs = self.scratch_dirs(false)?;
-        // This grant set's own builds, set aside at the last change: they
-        // trade places with the others', which are kept aside in turn (ux58
-        // 3: a `git status` between two `cargo test`s emptied `target/`).
-        if aside_recorded.as_deref() == Some(wanted.as_bytes()) && is_dir(&aside).map_err(|e| failed(&aside, e))? {
-            let current = is_dir(&root).map_err(|source| failed(&root, source))?;
+        let current = is_dir(&root)?;
+        // This grant set's own builds, set aside at an earlier change: they
+        // trade places with the current ones, which are kept aside in their
+        // place (ux58 3: a `git status` between two `cargo test`s emptied
+        // `target/`; ux59 1: so did a third set of grants).
+        let mut own = None;
+        for (index, (dir, _, held)) in slots.iter().enumerate() {
+            if held.as_deref() == Some(wanted.as_bytes()) && is_dir(dir)? {
+                own = Some(index);
+                break;
+            }
+        }
+        if let Some(index) = own {
+            let dir = &slots[index].0;
             if current {
                 self.dir.rename_noreplace(&root, &swap).map_err(|source| failed(&root, source))?;
             }
-            self.dir.rename_noreplace(&aside, &root).map_err(|source| failed(&aside, source))?;
+            self.dir.rename_noreplace(dir, &root).map_err(|source| failed(dir, source))?;
             if current {
-                self.dir.rename_noreplace(&swap, &aside).map_err(|source| failed(&swap, source))?;
-                self.set_aside_record(recorded.as_deref())?;
+                self.dir.rename_noreplace(&swap, dir).map_err(|source| failed(&swap, source))?;
+            }
+            for (at, (dir, record, held)) in slots.iter().enumerate() {
+                // The current ones take the slot's place; without a record
+                // of whose they are, they are discarded.
+                let held = if at == index { recorded.as_deref().filter(|_| current) } else { held.as_deref() };
+                self.keep_aside(dir, record, held)?;
             }
             self.make_again(&dirs)?;
             self.dir
@@ -318,20 +348,43 @@ impl ScratchLock {
         });
         let held = self.hold_anything(&dirs, worth_saying);
         // The builds of the grants before this run's are kept aside for
-        // them, in place of any kept before; without a record of whose they
-        // are, they are emptied.
-        self.remove_whole(&aside)?;
-        if recorded.is_some() && is_dir(&root).map_err(|source| failed(&root, source))? {
-            self.dir.rename_noreplace(&root, &aside).map_err(|source| failed(&root, source))?;
-            self.set_aside_record(recorded.as_deref())?;
+        // them, the latest first, the oldest discarded; builds of nothing
+        // (a `git status`) displace none, and builds without a record of
+        // whose they are are emptied.
+        if recorded.is_some() && current && self.hold_anything(&dirs, &|_| true) {
+            let (latest, oldest) = (&slots[0], &slots[1]);
+            self.remove_whole(&oldest.0)?;
+            if is_dir(&latest.0)? {
+                self.dir.rename_noreplace(&latest.0, &oldest.0).map_err(|source| failed(&latest.0, source))?;
+            }
+            self.keep_aside(&oldest.0, &oldest.1, latest.2.as_deref())?;
+            self.dir.rename_noreplace(&root, &latest.0).map_err(|source| failed(&root, source))?;
+            self.keep_aside(&latest.0, &latest.1, recorded.as_deref())?;
             self.make_again(&dirs)?;
         } else {
             self.clear(dirs.into_iter().map(|(dir, _)| dir))?;
+            for (dir, record, held) in &slots {
+                self.keep_aside(dir, record, held.as_deref())?;
+            }
         }
         self.dir
             .create_file_exclusive_unsynced(&path, wanted.as_bytes(), 0o600)
             .map_err(|source| failed(&path, source))?;
         Ok(Some(Regranted { held, access_changed }))
+    }
+
+    /// Keep `dir` aside for the grants `held` records (writing `record`),
+    /// or, without a record, discard it.
+    fn keep_aside(&self, dir: &VPath, record: &VPath, held: Option<&[u8]>) -> Result<(), StoreError> {
+        match held {
+            Some(held) => {
+                self.dir
+                    .create_file_exclusive_unsynced(record, held, 0o600)
+                    .map_err(|source| failed(record, source))?;
+                Ok(())
+            }
+            None => self.remove_whole(dir),
+        }
     }
 
     /// Make `scratch/` and each of `dirs` in it where they are not: empty,
@@ -348,15 +401,6 @@ impl ScratchLock {
                 Err(source) => return Err(failed(dir, source)),
             }
         }
-        Ok(())
-    }
-
-    /// Record whose builds `scratch.aside/` holds (`recorded`, the record
-    /// `scratch.grants` held for them).
-    fn set_aside_record(&self, recorded: Option<&[u8]>) -> Result<(), StoreError> {
-        let Some(recorded) = recorded else { return Ok(()) };
-        let path = component(ASIDE_GRANTS);
-        self.dir.create_file_exclusive_unsynced(&path, recorded, 0o600).map_err(|source| failed(&path, source))?;
         Ok(())
     }
 
@@ -397,6 +441,8 @@ impl ScratchLock {
             (SCRATCH, HostKind::Directory, None),
             (ASIDE, HostKind::Directory, None),
             (ASIDE_GRANTS, HostKind::File, Some(GRANTS_RECORD_BYTES)),
+            (ASIDE2, HostKind::Directory, None),
+            (ASIDE2_GRANTS, HostKind::File, Some(GRANTS_RECORD_BYTES)),
         ];
         for (name, kind, max) in expected {
             let path = VPath::from_component(name).expect("a plain component");
@@ -525,7 +571,9 @@ impl ScratchLock {
         let mut report = ScratchReport::default();
         // Builds kept aside for other grants count, and go, with the rest.
         let mut dirs = self.scratch_dirs(true)?;
-        dirs.extend(self.dirs_in(ASIDE, true)?);
+        for (slot, _) in SLOTS {
+            dirs.extend(self.dirs_in(slot, true)?);
+        }
         report.bytes = dirs.iter().map(|(_, bytes)| *bytes).fold(0, u64::saturating_add);
         // A tree too deep to measure (`u64::MAX`) is past any bound.
         if dirs.is_empty() || limit(report.bytes).is_none_or(|max| report.bytes <= max && report.bytes != u64::MAX) {
@@ -885,20 +933,28 @@ mod tests {
         assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), None);
         assert_eq!(lock.clear_unless_granted(&held, &other_policy, &plain, &all).unwrap(), cleared(true, true));
         assert_eq!(target(), 0);
-        // Both changed: the grants are named, not the policy.
-        assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &all).unwrap(), cleared(false, false));
-        // One set is kept aside, the last: the token's went when the plain
-        // one's was set aside, and the plain one's when the other policy's was.
-        assert_eq!(cache(), 0);
-        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), cleared(false, false));
-        assert_eq!(target(), 0);
-        // Builds kept aside count toward the bound, and go with the rest.
-        std::fs::write(data.scratch_dir("target").unwrap().join("built"), b"x").unwrap();
+        // Two sets are kept aside, the latest first: the token's came back
+        // across the other policy's run.
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &all).unwrap(), None);
+        assert_eq!((target(), cache()), (0, 1));
+        let (third, fourth) = ([3_u8; 32], [4_u8; 32]);
+        // A third set: the oldest set kept (the other policy's) goes, and
+        // the plain one's build is still kept for it (ux59 1).
         assert!(lock.clear_unless_granted(&held, &other_policy, &token, &all).unwrap().is_some());
-        assert!(dir.path().join("data/scratch.aside/target/built").exists());
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), None);
+        assert_eq!((target(), cache()), (1, 0));
+        // A set that built nothing (a `git status`) displaces no kept build.
+        assert!(lock.clear_unless_granted(&held, &policy, &third, &all).unwrap().is_some());
+        assert!(lock.clear_unless_granted(&held, &policy, &fourth, &all).unwrap().is_some());
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &plain, &all).unwrap(), None);
+        assert_eq!((target(), cache()), (1, 0));
+        assert_eq!(lock.clear_unless_granted(&held, &policy, &token, &all).unwrap(), None);
+        assert_eq!((target(), cache()), (0, 1));
+        // Builds kept aside count toward the bound, and go with the rest.
+        assert!(dir.path().join("data/scratch.aside2/target/built").exists());
         let report = lock.bound(&held, Some(0)).unwrap();
         assert!(report.bytes > 0 && report.cleared.contains(&"target".to_owned()), "{report:?}");
-        assert!(!dir.path().join("data/scratch.aside/target/built").exists());
+        assert!(!dir.path().join("data/scratch.aside2/target/built").exists());
         lock.check().unwrap();
         // A swap a crash left half done is cleaned up by the next change.
         std::fs::create_dir_all(dir.path().join("data/scratch.swap/target")).unwrap();

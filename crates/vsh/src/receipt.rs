@@ -314,8 +314,8 @@ impl std::fmt::Display for Warning {
             Self::ScratchRegranted => f.write_str(
                 "the scratch directories (target/ and the like) were empty for this run, a build from nothing: \
                  the commands that built them were granted otherwise (--tool, --env, --allow-network, ...), and \
-                 commands granted otherwise never share them (the builds of the last other set of grants are kept \
-                 aside for it); give each run the same grants to keep builds incremental",
+                 commands granted otherwise never share them (the builds of the last two other sets of grants are \
+                 kept aside for them); give each run the same grants to keep builds incremental",
             ),
             Self::Withheld => f.write_str(
                 "this work was made under another policy and read or touched what this policy protects: its \
