@@ -463,3 +463,65 @@ fn a_loss_history_changed_without_the_authority_key_is_refused() {
     assert!(matches!(refused, Err(VshError::DataDirectory(StoreError::CorruptLossHistory { .. }))), "{refused:?}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\n");
 }
+
+/// sec64 F1: a data directory that refused the loss history's write after
+/// a commit landed (immutable, full, read-only) dropped the update without
+/// a word, and the next cut counted the cut file as reviewed. The commit
+/// stands, and its receipt says what was not recorded.
+#[test]
+fn a_loss_history_the_data_directory_refuses_is_said_on_the_commit() {
+    if !vsh_integration_tests::is_root() {
+        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root for chattr +i");
+        return;
+    }
+    let mut text = String::new();
+    for line in 0..40 {
+        std::fmt::Write::write_fmt(&mut text, format_args!("line {line:04}\n")).unwrap();
+    }
+    let dir = workspace(&[("a.txt", &text)]);
+    let runtime = open(&dir);
+    let data = dir.path().join(".vsh/data");
+    let chattr = |flag: &str| std::process::Command::new("chattr").args([flag, data.to_str().unwrap()]).status();
+    if !chattr("+i").is_ok_and(|status| status.success()) {
+        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "chattr +i failed on the test's filesystem");
+        return;
+    }
+    let cut =
+        "from pathlib import Path\nt = Path('a.txt').read_text()\nPath('a.txt').write_text(t[: len(t) // 2 + 20])";
+    let committed = runtime.run(&RunRequest::new(cut).with_mode(RunMode::Auto));
+    assert!(chattr("-i").is_ok_and(|status| status.success()));
+    let committed = committed.unwrap();
+    assert_eq!(committed.state, TransactionState::Committed, "{:?}", committed.decision);
+    assert!(
+        committed.warnings.iter().any(|warning| matches!(warning, vsh::Warning::LossHistoryUnrecorded { .. })),
+        "{:?}",
+        committed.warnings
+    );
+    assert!(!data.join("loss-history").exists());
+}
+
+/// ux60: both items a lead approved had gone stale under the agent's later
+/// commits; approve succeeded and every commit then failed. Approving
+/// revalidates first: stale work is refused, naming the paths, and stays
+/// pending for a reject or a run again.
+#[test]
+fn approving_work_the_workspace_moved_under_is_refused_as_stale() {
+    let dir = workspace(&[("old.txt", "old\n"), ("keep.txt", "keep\n")]);
+    let runtime = open(&dir);
+    let pending = runtime.run(&RunRequest::new(DELETE)).unwrap();
+    assert_eq!(pending.state, TransactionState::PendingApproval);
+    std::fs::write(dir.path().join("old.txt"), "edited meanwhile\n").unwrap();
+    let refused = runtime.approve(pending.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000);
+    match refused {
+        Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { conflicts, .. })) => {
+            assert!(conflicts.iter().any(|conflict| conflict.path.as_str() == "old.txt"), "{conflicts:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let record = runtime.transaction(pending.transaction).unwrap().unwrap();
+    assert_eq!(record.state, TransactionState::PendingApproval);
+    assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile\n");
+    // Put back, it is approvable again.
+    std::fs::write(dir.path().join("old.txt"), "old\n").unwrap();
+    runtime.approve(pending.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000).unwrap();
+}

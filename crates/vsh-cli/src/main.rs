@@ -956,8 +956,18 @@ fn safe_to_suggest(dir: &std::path::Path) -> bool {
 /// a nested workspace's protected file and a token).
 fn a_clean_tree(dir: &std::path::Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
-    // (sec63 T1: a name left out let a command read a token beside a tool.)
-    const CREDENTIALS: [&str; 34] = [
+    // (sec63 T1, sec64 F2: a name left out let a command read a token or a
+    // key beside a tool.) Compared without case; keys by their prefix too
+    // (`id_rsa.bak`).
+    const KEY_PREFIXES: [&str; 4] = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
+    const CREDENTIALS: [&str; 41] = [
+        ".oci",
+        ".databrickscfg",
+        "wallet.dat",
+        ".lesshst",
+        ".viminfo",
+        "token.txt",
+        "private.key",
         "credentials.toml",
         "credentials",
         "credentials.json",
@@ -1012,8 +1022,10 @@ fn a_clean_tree(dir: &std::path::Path) -> bool {
             // A name tools keep credentials under: a dot-directory whatever
             // it is, any other only as a file (a package of code named
             // `credentials`, docker's in Python's site-packages, is code).
-            let named = CREDENTIALS.iter().any(|credential| name == *credential)
-                && (name.as_encoded_bytes().starts_with(b".") || !meta.is_dir());
+            let lower = name.to_string_lossy().to_ascii_lowercase();
+            let named = (CREDENTIALS.iter().any(|credential| lower == *credential)
+                || KEY_PREFIXES.iter().any(|prefix| lower.starts_with(prefix)))
+                && (lower.starts_with('.') || !meta.is_dir());
             if name == ".vsh" || named {
                 return false;
             }
@@ -1804,15 +1816,15 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         say!(
             "vsh: made a new workspace at {} (its data in .vsh/ there{})",
-            shown.display(),
+            render::shown(&shown.to_string_lossy(), false),
             if init { "" } else { "; `vsh init` records a policy for it" }
         );
         if let Some(enclosing) = shown.parent().and_then(args::workspace_at_or_above) {
             say!(
                 "vsh: warning: it lies inside the workspace at {}, whose programs can never change or remove it; \
                  give --workspace {} to use that one instead",
-                enclosing.display(),
-                enclosing.display()
+                render::shown(&enclosing.to_string_lossy(), false),
+                render::shown(&enclosing.to_string_lossy(), false)
             );
         }
     }
@@ -2311,7 +2323,7 @@ mod tests {
             std::fs::write(root.join("a/b/credentials.json"), "{}").unwrap();
         }));
         assert!(!shape("aws", &|root| std::fs::create_dir_all(root.join("a/.aws")).unwrap()));
-        for name in [".git", ".gradle", "token", ".zsh_history", "service-account.json"] {
+        for name in [".git", ".gradle", "token", ".zsh_history", "service-account.json", "id_rsa.bak", "TOKEN"] {
             assert!(!shape(&format!("named-{name}"), &|root| std::fs::write(root.join("lib").join(name), "t").unwrap()));
         }
         // A package of code named so is code (docker's, in site-packages).

@@ -900,6 +900,17 @@ fn index32(index: usize) -> u32 {
 }
 
 impl CommitSession<'_> {
+    /// [`Committer::revalidate`] in this session: validate the diff and
+    /// check every dependency and precondition against the workspace as it
+    /// is, applying nothing (whether approving the work could lead to a
+    /// commit).
+    pub fn revalidate(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
+        let committer = self.committer;
+        validate::validate(request.diff.entries(), &committer.excluded)?;
+        revalidate::revalidate(&committer.view(), request.diff.entries(), request.reads, request.max_conflicts)
+            .map(drop)
+    }
+
     /// Recover every interrupted commit on this workspace (see the module
     /// docs of `recover.rs`, summarized in the crate docs). A commit in this
     /// session does this first if the caller has not, and refuses to run if

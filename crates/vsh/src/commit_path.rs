@@ -52,6 +52,19 @@ impl CommitPath {
         self.recovery_deferred
     }
 
+    /// Whether `transaction`'s stored work could still commit on the
+    /// workspace as it is (every dependency and precondition holds),
+    /// waiting for the commit lock as configured; applies nothing.
+    pub(crate) fn revalidate(
+        &self,
+        records: &Records,
+        transaction: TransactionId,
+        (diff, reads): (&CanonicalDiff, &ReadSet),
+    ) -> Result<(), VshError> {
+        let session = self.committer.session(&self.lock_wait)?;
+        session.revalidate(&CommitRequest::new(transaction, diff, reads, records.blobs())).map_err(VshError::Commit)
+    }
+
     /// Run recovery, waiting for the commit lock as configured.
     pub(crate) fn recover(&self, records: &Records, now_ms: u64) -> Result<RecoveryReport, VshError> {
         let session = self.committer.session(&self.lock_wait)?;

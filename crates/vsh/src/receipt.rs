@@ -291,6 +291,13 @@ pub enum Warning {
         /// How many files in all.
         total: usize,
     },
+    /// The commit landed, but the workspace's loss history could not be
+    /// updated after it (the data directory refused the write): what it
+    /// took from the files it changed is not counted in later judgments.
+    LossHistoryUnrecorded {
+        /// Why, as the error said it.
+        reason: String,
+    },
     /// The scratch directories held more than their bound after this run's
     /// commands (they wrote that much there) and were cleared: the next run
     /// builds from nothing.
@@ -322,20 +329,13 @@ impl std::fmt::Display for Warning {
                  output and exit status, changed paths (and how many), hunks, digests and risk flags are withheld here (review it \
                  under the policy it was made under)",
             ),
-            Self::EarlierLosses { files, total } => {
-                let (these, them) = if *total == 1 { ("this file", "it") } else { ("these files", "them") };
-                write!(
-                    f,
-                    "the decision counts what auto-approved commits took from {these} since a reviewer last saw \
-                     {them}, and this diff shows only its own part: {}; approving this work accepts all of it and \
-                     starts {them} afresh (until then, each change that removes from {them} waits for approval)",
-                    files.join("; ")
-                )?;
-                if *total > files.len() {
-                    write!(f, "; and {} more", total - files.len())?;
-                }
-                Ok(())
-            }
+            Self::EarlierLosses { files, total } => earlier_losses(f, files, *total),
+            Self::LossHistoryUnrecorded { reason } => write!(
+                f,
+                "the commit landed, but the loss history could not be updated after it ({reason}): what it took \
+                 from the files it changed is not counted when later auto-approved work is judged; make the data \
+                 directory writable again (vsh doctor checks it)"
+            ),
             Self::HiddenChanges => f.write_str(
                 "this work was made under another policy and changed paths this policy hides: they are not \
                  listed here, nor counted in the decision's sizes",
@@ -408,6 +408,22 @@ impl std::fmt::Display for Warning {
 }
 
 /// [`Warning::ScratchEmptied`] as text.
+/// [`Warning::EarlierLosses`] for people.
+fn earlier_losses(f: &mut std::fmt::Formatter<'_>, files: &[String], total: usize) -> std::fmt::Result {
+    let (these, them) = if total == 1 { ("this file", "it") } else { ("these files", "them") };
+    write!(
+        f,
+        "the decision counts what auto-approved commits took from {these} since a reviewer last saw \
+                     {them}, and this diff shows only its own part: {}; approving this work accepts all of it and \
+                     starts {them} afresh (until then, each change that removes from {them} waits for approval)",
+        files.join("; ")
+    )?;
+    if total > files.len() {
+        write!(f, "; and {} more", total - files.len())?;
+    }
+    Ok(())
+}
+
 fn scratch_emptied(
     f: &mut std::fmt::Formatter<'_>,
     uncommitted: &[String],

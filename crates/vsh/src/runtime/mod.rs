@@ -238,6 +238,14 @@ impl Runtime {
             receipt.state = committed.state;
             receipt.commit = committed.commit;
             receipt.timings.commit = committed.timings.commit;
+            // What the commit itself had to say (the loss history it could
+            // not record).
+            receipt.warnings.extend(
+                committed
+                    .warnings
+                    .into_iter()
+                    .filter(|warning| matches!(warning, crate::Warning::LossHistoryUnrecorded { .. })),
+            );
         }
         receipt.timings.total = elapsed_ns(started);
         Ok(receipt)
@@ -263,7 +271,10 @@ impl Runtime {
     /// Approve a pending transaction on behalf of `principal` (an opaque label's
     /// digest: vsh binds it, authenticating it is the host's job), valid from
     /// `issued_ms` until `expires_ms` (exclusive, milliseconds since the Unix
-    /// epoch). The transaction must have been made under the active policy.
+    /// epoch). The transaction must have been made under the active policy,
+    /// and could still commit on the workspace as it is: stale work is
+    /// refused with [`vsh_commit::CommitError::Stale`] naming the paths, and
+    /// stays pending (reject it, or run its program again).
     pub fn approve(
         &self,
         transaction: TransactionId,
@@ -276,7 +287,11 @@ impl Runtime {
         if record.state != TransactionState::PendingApproval {
             return Err(VshError::NotApprovable { transaction, state: record.state });
         }
-        self.records.load_verified(transaction)?;
+        let (artifact, _) = self.records.load_verified(transaction)?;
+        // Work the workspace has moved under can never commit: approving it
+        // would only send its reviewer to a stale commit (ux60: both items a
+        // lead approved had gone stale under the agent's later commits).
+        self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set))?;
         let grant = ApprovalGrant::new(transaction, principal, issued_ms, expires_ms)?;
         Ok(self.records.transactions().approve(transaction, &grant)?)
     }
@@ -385,7 +400,12 @@ impl Runtime {
         } else {
             crate::losses::befores(self.runs.workspace(), committable.diff.entries())
         };
-        let record_losses = || self.record_losses(committable.diff.entries(), reviewed, &measured);
+        let unrecorded = std::cell::RefCell::new(None);
+        let record_losses = || {
+            if let Err(error) = self.record_losses(committable.diff.entries(), reviewed, &measured) {
+                *unrecorded.borrow_mut() = Some(error);
+            }
+        };
         let result = self.commits.commit(
             &self.records,
             transaction,
@@ -420,6 +440,11 @@ impl Runtime {
         receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
         receipt.state = TransactionState::Committed;
         receipt.commit = Some(commit);
+        // Said, never dropped (sec64 F1: a data directory that refused the
+        // write forgot the commit's loss, and nothing said so).
+        if let Some(reason) = unrecorded.into_inner() {
+            receipt.warnings.push(crate::Warning::LossHistoryUnrecorded { reason });
+        }
         receipt.timings =
             StageTimings { commit: elapsed_ns(started), total: elapsed_ns(started), ..StageTimings::default() };
         if committable_from_memory {
@@ -429,19 +454,30 @@ impl Runtime {
     }
 
     /// Record in the workspace's loss history what a commit of `entries`
-    /// that has just landed took ([`crate::losses::record`]). Best effort:
-    /// the commit stands whatever happens here; a history that cannot be
-    /// read stays as it is, and the next run says so.
+    /// that has just landed took ([`crate::losses::record`]). The commit
+    /// stands whatever happens here; a history that cannot be read stays as
+    /// it is (the next run says so), and one that cannot be written is the
+    /// error's text, for the receipt's warning.
     fn record_losses(
         &self,
         entries: &[vsh_types::DiffEntry],
         reviewed: bool,
         befores: &std::collections::BTreeMap<vsh_types::VPath, Vec<u8>>,
-    ) {
-        let Ok(mut history) = self.records.loss_history() else { return };
+    ) -> Result<(), String> {
+        let Ok(mut history) = self.records.loss_history() else { return Ok(()) };
         if crate::losses::record(&mut history, self.runs.workspace(), entries, reviewed, befores) {
-            let _ = self.records.write_loss_history(&history);
+            self.records.write_loss_history(&history).map_err(|error| {
+                let mut text = error.to_string();
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    text.push_str(": ");
+                    text.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                text
+            })?;
         }
+        Ok(())
     }
 
     /// The bytes a commit of `diff` is about to replace, to keep for its
