@@ -525,3 +525,24 @@ fn approving_work_the_workspace_moved_under_is_refused_as_stale() {
     std::fs::write(dir.path().join("old.txt"), "old\n").unwrap();
     runtime.approve(pending.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000).unwrap();
 }
+
+/// sec64 F5: a run touching more paths than an artifact may hold was
+/// denied (past `deny_touched_paths`) but failed as "artifact ... is
+/// invalid", and nothing was recorded. It is denied, and its record kept.
+#[test]
+fn denied_work_too_large_for_an_artifact_is_still_denied_and_recorded() {
+    let dir = workspace(&[("keep.txt", "keep\n")]);
+    let runtime = open(&dir);
+    let many = "for d in range(101):\n    vsh_mkdir(f'd{d}')\nfor i in range(100001):\n    vsh_write(f'd{i // 1000}/f{i}', '')";
+    let budget = vsh::ExecutionBudget {
+        max_os_calls: 200_000,
+        max_duration: std::time::Duration::from_mins(2),
+        max_request_duration: std::time::Duration::from_mins(3),
+        ..Default::default()
+    };
+    let denied = runtime.run(&RunRequest::new(many).with_budget(budget)).unwrap();
+    assert_eq!(denied.state, TransactionState::Denied, "{:?}", denied.decision);
+    let record = runtime.transaction(denied.transaction).unwrap().expect("kept on record");
+    assert_eq!(record.state, TransactionState::Denied);
+    assert!(!dir.path().join("d0").exists());
+}

@@ -104,7 +104,13 @@ impl Runs {
         } else if state == TransactionState::Denied {
             // Denied work is kept for review (`vsh show`: what it changed and
             // what it was refused), never its contents: it can never commit.
-            transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits())?;
+            // Work too large for an artifact (more diff entries than one may
+            // hold) keeps its record alone: `vsh log` still says it was
+            // denied (sec64 F5: it failed as an invalid artifact, unrecorded).
+            match transactions.create_with_artifact(records.blobs(), &record, &artifact, records.limits()) {
+                Err(vsh_store::StoreError::Artifact { .. }) => transactions.create(&record)?,
+                other => drop(other?),
+            }
         } else if state != TransactionState::AutoApproved {
             transactions.create(&record)?;
         }
