@@ -556,6 +556,24 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
         )
         .into());
     }
+    // The very policy recorded already, to the byte: nothing to record, and
+    // said so (ux60: a second `vsh init` said it had recorded one).
+    let same_text = |recorded: &str| recorded.trim_end() == text.trim_end();
+    if recorded == Some(Some(new)) && runtime.workspace_policy_text().ok().flatten().is_some_and(|old| same_text(&old))
+    {
+        let workspace = std::fs::canonicalize(&root).unwrap_or(root);
+        if init.common.json {
+            let recorded = documents::InitDocument::new(what, new.to_hex(), workspace.display().to_string());
+            println!("{}", serde_json::to_string_pretty(&recorded)?);
+        } else if !output.quiet {
+            println!(
+                "the workspace at {} already records {what} ({}); nothing changed",
+                render::shown(&workspace.to_string_lossy(), false),
+                new.short()
+            );
+        }
+        return Ok(EXIT_OK);
+    }
     // Waiting work made under the policy being replaced: approve and commit
     // refuse it from now on.
     // Waiting work the workspace's policy decides, before and after: what

@@ -929,7 +929,11 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     let found = std::fs::canonicalize(ws).unwrap();
     let message = format!("the workspace at {} already records a policy", found.display());
     assert!(String::from_utf8_lossy(&replace.stderr).contains(&message), "{replace:?}");
-    assert_eq!(vsh(&["init", "--profile", "strict", "--workspace", ws], None).status.code(), Some(0));
+    // The same one again changes nothing, and says so (ux60: it said "recorded").
+    let again = vsh(&["init", "--profile", "strict", "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(said.contains("already records the strict profile") && said.contains("nothing changed"), "{said}");
     assert_eq!(vsh(&["init", "--profile", "balanced", "--force", "--workspace", ws], None).status.code(), Some(0));
     assert_eq!(vsh(&["--detailed-exitcode", "run", "--workspace", ws, "-"], Some(other)).status.code(), Some(3));
 }
