@@ -2632,6 +2632,26 @@ fn exec_git_status_and_diff_read_the_repository_without_writing_it() {
     assert_eq!(std::fs::read(dir.path().join(".git/index")).unwrap(), index);
 }
 
+/// vsh run in `cwd` with `args` and `stdin`, nothing of this process's
+/// environment but `HOME` (so that it finds the workspace by itself).
+fn vsh_at(cwd: &Path, home: &Path, args: &[&str], stdin: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .env_clear()
+        .env("HOME", home)
+        .current_dir(cwd)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(stdin.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap()
+}
+
 #[test]
 fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     let dir = tempfile::tempdir().unwrap();
@@ -2640,23 +2660,7 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     std::fs::create_dir(repo.join(".git")).unwrap();
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     write(&repo, "src/deep/a.txt", "a\n");
-    let from = |cwd: &Path, code: &str| {
-        Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .env_clear()
-            .env("HOME", dir.path().join("home"))
-            .current_dir(cwd)
-            .args(["run", "--json", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write as _;
-                child.stdin.take().unwrap().write_all(code.as_bytes())?;
-                child.wait_with_output()
-            })
-            .unwrap()
-    };
+    let from = |cwd: &Path, code: &str| vsh_at(cwd, &dir.path().join("home"), &["run", "--json", "-"], code);
     // From a subdirectory of the repository: the repository is the workspace.
     let ran = from(&repo.join("src/deep"), "from pathlib import Path\nPath('src/deep/a.txt').read_text()");
     assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
@@ -2699,23 +2703,7 @@ fn a_directory_of_projects_made_a_workspace_does_not_take_the_repositories_below
     std::fs::create_dir_all(repo.join(".git")).unwrap();
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     write(&repo, "src/a.txt", "a\n");
-    let vsh_in = |cwd: &Path, args: &[&str], stdin: &str| {
-        Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .env_clear()
-            .env("HOME", dir.path().join("home"))
-            .current_dir(cwd)
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write as _;
-                child.stdin.take().unwrap().write_all(stdin.as_bytes())?;
-                child.wait_with_output()
-            })
-            .unwrap()
-    };
+    let vsh_in = |cwd: &Path, args: &[&str], stdin: &str| vsh_at(cwd, &dir.path().join("home"), args, stdin);
     let first = vsh_in(&projects, &["run", "-"], "1");
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     assert!(projects.join(".vsh").is_dir());
