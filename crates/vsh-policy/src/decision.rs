@@ -26,6 +26,12 @@
 //! reviewed_size > 0  &&  (after.size == 0  ||  (earlier_lost + lost) * 10000 > r_bps * reviewed_size)
 //! ```
 //!
+//! Where the caller still holds the reviewed content's bytes, the loss is
+//! measured against them directly ([`ContentLoss::since_reviewed`]) and
+//! replaces `earlier_lost + lost`: what an unreviewed commit added and a
+//! later one removed again was never the reviewer's (a helper written,
+//! then rewritten, over a refactoring session).
+//!
 //! With no earlier loss this is the size rule for a file cut down (a cut
 //! loses at least what it removes), and it also catches a file rewritten at
 //! its size; with earlier loss it catches the same cut made in steps, each
@@ -103,6 +109,13 @@ pub struct ContentLoss {
     /// Its size when a reviewer last saw it: its size before the diff when
     /// no unreviewed commit changed it since.
     pub reviewed_size: u64,
+    /// Bytes of the content a reviewer last saw that the content after the
+    /// diff does not keep, measured against that content's own bytes where
+    /// the caller still has them ([`content_lost`]); `None` where it does
+    /// not. When known it is the loss judged, instead of `earlier_lost +
+    /// lost`: what unreviewed commits added and a later one removed again
+    /// was never the reviewer's, and is no loss (ux59 5e).
+    pub since_reviewed: Option<u64>,
     /// Whether the diff puts back exactly the content a reviewer last saw
     /// (a dependency tried and dropped): no rewrite, whatever the sizes.
     pub restores_reviewed: bool,
@@ -363,7 +376,10 @@ pub fn is_lossy_rewrite(entry: &DiffEntry, loss: &ContentLoss, rewrite_escalate_
     if is_content_rewrite(entry, rewrite_escalate_ratio_bps) {
         return true;
     }
-    let total = u128::from(loss.earlier_lost) + u128::from(loss.lost);
+    let total = match loss.since_reviewed {
+        Some(since) => u128::from(since),
+        None => u128::from(loss.earlier_lost) + u128::from(loss.lost),
+    };
     let ratio = u128::from(rewrite_escalate_ratio_bps.min(MAX_RATIO_BPS));
     // A ratio of 1 asks for emptied files only: what a file lost never is.
     ratio < u128::from(MAX_RATIO_BPS)
@@ -953,6 +969,7 @@ mod tests {
             lost,
             earlier_lost,
             reviewed_size,
+            since_reviewed: None,
             restores_reviewed: false,
         };
         // Balanced ratio 0.5: more than half of what the reviewer saw, lost.
@@ -964,6 +981,13 @@ mod tests {
         // Earlier unreviewed losses add up: a cut in two steps is one cut.
         assert!(!is_lossy_rewrite(&modify, &loss(250, 250, 1_000), 5_000));
         assert!(is_lossy_rewrite(&modify, &loss(250, 251, 1_000), 5_000));
+        // Measured against the reviewed bytes themselves, that measure is
+        // judged alone: what unreviewed commits added and took again is none.
+        let direct =
+            |lost, earlier_lost, since| ContentLoss { since_reviewed: Some(since), ..loss(lost, earlier_lost, 1_000) };
+        assert!(!is_lossy_rewrite(&modify, &direct(400, 400, 0), 5_000));
+        assert!(!is_lossy_rewrite(&modify, &direct(400, 400, 500), 5_000));
+        assert!(is_lossy_rewrite(&modify, &direct(0, 0, 501), 5_000));
         // What no reviewer saw (a file made empty, then filled unreviewed) is no loss.
         assert!(!is_lossy_rewrite(&modify, &loss(1_000, 0, 0), 5_000));
         // A few bytes are an edit, however small the file: its value changed.

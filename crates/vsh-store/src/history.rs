@@ -81,6 +81,12 @@ impl LossHistory {
         self.entries.remove(path);
     }
 
+    /// The content a reviewer last saw of each file it holds (what garbage
+    /// collection keeps, for runs to measure against).
+    pub fn reviewed_contents(&self) -> impl Iterator<Item = BlobId> + '_ {
+        self.entries.values().map(|loss| loss.reviewed)
+    }
+
     /// How many files it holds.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -37,6 +37,23 @@ fn within_bounds(before: &NodeState, after: &NodeState, budget: &mut u64) -> boo
     within
 }
 
+/// The bytes of a content a reviewer saw, by its digest, where the store
+/// still holds them (a commit keeps what it replaces, and garbage
+/// collection keeps what the loss history names): verified against the
+/// digest, `None` when missing, damaged or larger than asked.
+pub(crate) type ReviewedBytes<'a> = dyn Fn(vsh_types::BlobId, u64) -> Option<Vec<u8>> + 'a;
+
+/// The reviewed content `loss` names, from `reviewed_bytes`, when its size
+/// is within `budget` (taken from it when it is).
+fn reviewed_within(reviewed_bytes: &ReviewedBytes<'_>, loss: &UnreviewedLoss, budget: &mut u64) -> Option<Vec<u8>> {
+    if loss.reviewed_size > MEASURED_FILE_BYTES || loss.reviewed_size > *budget {
+        return None;
+    }
+    let bytes = reviewed_bytes(loss.reviewed, loss.reviewed_size)?;
+    *budget -= loss.reviewed_size;
+    Some(bytes)
+}
+
 /// The before and after states of `entry` when it changes a file's content
 /// and both sides are known by their digests (a file the program may not
 /// read is known by its stamp alone, and judged on its sizes).
@@ -56,7 +73,10 @@ fn measured(entry: &DiffEntry) -> Option<(NodeState, NodeState)> {
 /// workspace's before them (read through `workspace`, not recorded: the
 /// commit checks that state anyway), with what `history` says unreviewed
 /// commits took from it earlier. A file whose before bytes the disk no
-/// longer holds loses all it held. A file too large to measure loses
+/// longer holds loses all it held. Where the history names the content a
+/// reviewer last saw and `reviewed_bytes` still has it, the file's loss
+/// since is measured against those bytes too ([`ContentLoss::since_reviewed`]:
+/// what unreviewed commits added and took again is none of it). A file too large to measure loses
 /// nothing when the change appends to it, and all it held otherwise. Where the history has no
 /// room for every file this run would add to it, each of those loses all
 /// its reviewed content (its loss could not be recorded).
@@ -65,6 +85,7 @@ pub(crate) fn at_run(
     workspace: &CapDir,
     entries: &[DiffEntry],
     history: &LossHistory,
+    reviewed_bytes: &ReviewedBytes<'_>,
 ) -> Result<Vec<ContentLoss>, VshError> {
     let mut budget = MEASURED_BYTES;
     let mut losses = Vec::new();
@@ -75,6 +96,7 @@ pub(crate) fn at_run(
         if !history.contains(&entry.path) {
             new_paths += 1;
         }
+        let mut since_reviewed = None;
         let lost = if within_bounds(&before, &after, &mut budget) {
             let after_bytes = match vfs.content_source(&entry.path)? {
                 Some(ContentSource::Bytes(bytes)) => Some(bytes.to_vec()),
@@ -83,7 +105,12 @@ pub(crate) fn at_run(
                 None => None,
             };
             match (vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &before), after_bytes) {
-                (Some(old), Some(new)) => vsh_policy::content_lost(&old, &new),
+                (Some(old), Some(new)) => {
+                    since_reviewed = earlier
+                        .and_then(|loss| reviewed_within(reviewed_bytes, &loss, &mut budget))
+                        .map(|reviewed| vsh_policy::content_lost(&reviewed, &new));
+                    vsh_policy::content_lost(&old, &new)
+                }
                 _ => before.size,
             }
         } else {
@@ -99,7 +126,14 @@ pub(crate) fn at_run(
         let (earlier_lost, reviewed_size) = earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
         // Back to exactly what a reviewer saw (ux59 4: a dependency tried, then dropped).
         let restores_reviewed = earlier.is_some_and(|loss| after.content == Some(loss.reviewed));
-        losses.push(ContentLoss { path: entry.path.clone(), lost, earlier_lost, reviewed_size, restores_reviewed });
+        losses.push(ContentLoss {
+            path: entry.path.clone(),
+            lost,
+            earlier_lost,
+            reviewed_size,
+            since_reviewed,
+            restores_reviewed,
+        });
     }
     if history.len().saturating_add(new_paths) > vsh_store::MAX_LOSS_ENTRIES {
         for loss in &mut losses {
@@ -188,7 +222,9 @@ pub(crate) fn befores(workspace: &CapDir, entries: &[DiffEntry]) -> BTreeMap<VPa
 /// starts afresh; after an unreviewed one each modified file keeps the size
 /// a reviewer last saw (its size before, when none is recorded) and adds
 /// its loss (its `befores` against what `workspace` holds now) to what
-/// earlier unreviewed commits took, even a loss of nothing (sec61 F1: a
+/// earlier unreviewed commits took, or, where `reviewed_bytes` still has
+/// the content a reviewer last saw, records what is lost of that content
+/// now, even a loss of nothing (sec61 F1: a
 /// file padded unreviewed, then cut, was judged against its padded size);
 /// a file too large to measure adds what its sizes say it lost at least
 /// (its run judged it an append, or it was let through); every other path it changed
@@ -201,8 +237,10 @@ pub(crate) fn record(
     entries: &[DiffEntry],
     reviewed: bool,
     befores: &BTreeMap<VPath, Vec<u8>>,
+    reviewed_bytes: &ReviewedBytes<'_>,
 ) -> bool {
     let mut changed = false;
+    let mut budget = MEASURED_BYTES;
     for entry in entries {
         if entry.kind == DiffKind::MetadataChange {
             continue;
@@ -218,26 +256,42 @@ pub(crate) fn record(
         };
         let (Some(old_content), Some(content)) = (before.content, after.content) else { continue };
         let earlier = history.get(&entry.path, old_content);
+        let (earlier_lost, reviewed_size) = earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
         let lost = match befores.get(&entry.path) {
             Some(old) => match vsh_vfs::live_content_if_unchanged(workspace, &entry.path, &after) {
-                Some(new) => vsh_policy::content_lost(old, &new),
-                None => before.size,
+                // Against the reviewed bytes, where the store still holds
+                // them: what this loses of them in all (ux59 5e).
+                Some(new) => match earlier.and_then(|loss| reviewed_within(reviewed_bytes, &loss, &mut budget)) {
+                    Some(reviewed) => Lost::SinceReviewed(vsh_policy::content_lost(&reviewed, &new)),
+                    None => Lost::ThisCommit(vsh_policy::content_lost(old, &new)),
+                },
+                None => Lost::ThisCommit(before.size),
             },
             // Too large to measure: its run judged it an append or a loss of
             // all it held, and it was not approved by a person; what its
             // sizes say it lost at least is recorded.
-            None => before.size.saturating_sub(after.size),
+            None => Lost::ThisCommit(before.size.saturating_sub(after.size)),
         };
-        let (earlier_lost, reviewed_size) = earlier.map_or((0, before.size), |loss| (loss.lost, loss.reviewed_size));
         let reviewed = earlier.map_or(old_content, |loss| loss.reviewed);
         // Back to what a reviewer saw: nothing of it is lost any more.
         if reviewed_size == 0 || content == reviewed {
             changed |= forget(history);
         } else if history.contains(&entry.path) || !history.is_full() {
-            let lost = earlier_lost.saturating_add(lost);
+            let lost = match lost {
+                Lost::SinceReviewed(lost) => lost,
+                Lost::ThisCommit(lost) => earlier_lost.saturating_add(lost),
+            };
             history.set(entry.path.clone(), UnreviewedLoss { content, reviewed, reviewed_size, lost });
             changed = true;
         }
     }
     changed
+}
+
+/// What a commit took from a file: measured against the content a reviewer
+/// last saw (all that is lost of it), or against the content it replaced
+/// (added to what was lost before).
+enum Lost {
+    SinceReviewed(u64),
+    ThisCommit(u64),
 }

@@ -692,7 +692,8 @@ impl Runs {
             return Ok((Vec::new(), None));
         }
         let history = records.loss_history()?;
-        let losses = crate::losses::at_run(vfs, self.workspace(), entries, &history)?;
+        let reviewed = |id, max| records.blobs().get(id, max).ok();
+        let losses = crate::losses::at_run(vfs, self.workspace(), entries, &history, &reviewed)?;
         Ok((losses, crate::losses::earlier(&history, entries)))
     }
 

@@ -465,7 +465,8 @@ impl Runtime {
         befores: &std::collections::BTreeMap<vsh_types::VPath, Vec<u8>>,
     ) -> Result<(), String> {
         let Ok(mut history) = self.records.loss_history() else { return Ok(()) };
-        if crate::losses::record(&mut history, self.runs.workspace(), entries, reviewed, befores) {
+        let reviewed_bytes = |id, max| self.records.blobs().get(id, max).ok();
+        if crate::losses::record(&mut history, self.runs.workspace(), entries, reviewed, befores, &reviewed_bytes) {
             self.records.write_loss_history(&history).map_err(|error| {
                 let mut text = error.to_string();
                 let mut source = std::error::Error::source(&error);
@@ -958,11 +959,16 @@ impl Runtime {
     /// Expire lapsed approvals, drop old finished transactions and delete
     /// unreferenced blobs, within `retention`'s bounds. Pending approvals are
     /// never collected before they expire, and content held for this runtime's
-    /// previews is kept. Real commands' scratch directories are cleared when
+    /// previews is kept, as is the reviewed content the loss history names
+    /// (what later runs measure a file's loss against). Real commands' scratch directories are cleared when
     /// together they hold more than [`RetentionConfig::max_scratch_bytes`],
     /// unless a run is using them ([`vsh_store::ScratchReport::busy`]).
     pub fn collect_garbage(&self, now_ms: u64, retention: &RetentionConfig) -> Result<GcReport, VshError> {
-        let keep = self.previews.blobs();
+        let mut keep = self.previews.blobs();
+        // A history that does not verify is refused by every run anyway.
+        if let Ok(history) = self.records.loss_history() {
+            keep.extend(history.reviewed_contents());
+        }
         let mut report = self.records.transactions().gc(self.records.blobs(), now_ms, retention, &keep)?;
         report.scratch =
             self.records.scratch().collect(retention.max_scratch_bytes).map_err(VshError::DataDirectory)?;
