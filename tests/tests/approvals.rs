@@ -567,8 +567,9 @@ fn a_loss_history_the_data_directory_refuses_is_said_on_the_commit() {
 
 /// ux60: both items a lead approved had gone stale under the agent's later
 /// commits; approve succeeded and every commit then failed. Approving
-/// revalidates first: stale work is refused, naming the paths, and stays
-/// pending for a reject or a run again.
+/// revalidates first: stale work is refused, naming the paths, and is
+/// recorded stale, as a commit that finds it so records it (ux61 2: left
+/// pending, every hint sent its reviewer back to approve it).
 #[test]
 fn approving_work_the_workspace_moved_under_is_refused_as_stale() {
     let dir = workspace(&[("old.txt", "old\n"), ("keep.txt", "keep\n")]);
@@ -577,18 +578,22 @@ fn approving_work_the_workspace_moved_under_is_refused_as_stale() {
     assert_eq!(pending.state, TransactionState::PendingApproval);
     std::fs::write(dir.path().join("old.txt"), "edited meanwhile\n").unwrap();
     let refused = runtime.approve(pending.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000);
-    match refused {
-        Err(VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { conflicts, .. })) => {
-            assert!(conflicts.iter().any(|conflict| conflict.path.as_str() == "old.txt"), "{conflicts:?}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let error = refused.expect_err("stale work is not approved");
+    assert!(matches!(error, VshError::ApprovalStale { transaction, .. } if transaction == pending.transaction));
+    let (conflicts, total) = error.stale_conflicts().expect("names what changed");
+    assert!(conflicts.iter().any(|conflict| conflict.path.as_str() == "old.txt") && total == 1, "{conflicts:?}");
+    assert_eq!(error.category(), vsh::ErrorCategory::Approval);
     let record = runtime.transaction(pending.transaction).unwrap().unwrap();
-    assert_eq!(record.state, TransactionState::PendingApproval);
+    assert_eq!(record.state, TransactionState::Stale);
+    assert!(runtime.pending().unwrap().iter().all(|waiting| waiting.id != pending.transaction), "no longer waiting");
     assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile\n");
-    // Put back, it is approvable again.
+    // Stale for good, as a commit's stale: put back, it is still not approvable.
     std::fs::write(dir.path().join("old.txt"), "old\n").unwrap();
-    runtime.approve(pending.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000).unwrap();
+    let again = runtime.approve(pending.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000);
+    assert!(matches!(again, Err(VshError::NotApprovable { state: TransactionState::Stale, .. })), "{again:?}");
+    // Work whose reads still hold is approved as before.
+    let fresh = runtime.run(&RunRequest::new(DELETE)).unwrap();
+    runtime.approve(fresh.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000).unwrap();
 }
 
 /// sec64 F5: a run touching more paths than an artifact may hold was

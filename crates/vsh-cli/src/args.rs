@@ -26,8 +26,8 @@ Exit codes:
       approval) was asked for, or refused the program an access it did not
       catch (even in a preview; a Bash program or command: one that then
       failed); either way the denied work is kept on record (vsh log)
-  6   not committed: the workspace changed under it (stale; the conflicting
-      paths are listed)
+  6   not committed or approved: the workspace changed under it (stale, for
+      good; the conflicting paths are listed)
   75  gave up waiting for another vsh process (--lock-timeout)
   130, 143, 129
       interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,
@@ -1024,7 +1024,7 @@ mod tests {
         let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
         assert!(readme.contains(EXIT_CODES), "README.md must hold the table of args::EXIT_CODES verbatim");
         let help = Cli::command().render_long_help().to_string();
-        assert!(help.contains("6   not committed: the workspace changed under it"), "{help}");
+        assert!(help.contains("6   not committed or approved: the workspace changed under it"), "{help}");
     }
 
     #[test]

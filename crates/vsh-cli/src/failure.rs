@@ -65,6 +65,8 @@ pub(crate) fn with_rerun_hint(
         }
         // Work that can never be committed now: its program can run again.
         VshError::Commit(CommitError::Stale { .. })
+        | VshError::ApprovalStale { .. }
+        | VshError::NotApprovable { state: S::Stale, .. }
         | VshError::Store(
             vsh::lower::vsh_store::StoreError::ApprovalExpired { .. }
             | vsh::lower::vsh_store::StoreError::PreviewExpired { .. },
@@ -414,8 +416,8 @@ fn write_denials(text: &mut String, denied: &[vsh::DeniedAccess], remedies: &[St
 pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option<&str>) -> String {
     let mut text = String::new();
     match error {
-        Some(VshError::Commit(CommitError::Stale { conflicts, total })) => {
-            text.push_str(&render::stale_text(conflicts, *total));
+        Some(stale) if let Some((conflicts, total)) = stale.stale_conflicts() => {
+            text.push_str(&render::stale_text(conflicts, total));
             for remedy in remedies {
                 let _ = writeln!(text, "vsh: {remedy}");
             }
@@ -512,11 +514,13 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     if let Some(instead) = monty_instead(error) {
         advice.push(format!("this Monty has no {instead}; `vsh guide` lists what else to use instead"));
     }
-    if let VshError::NotCommittable { state: vsh::TransactionState::Stale, .. } = error {
+    if let VshError::NotCommittable { state: vsh::TransactionState::Stale, .. }
+    | VshError::NotApprovable { state: vsh::TransactionState::Stale, .. } = error
+    {
         // Asked again after a stale commit (ux57 #7): what stale means here.
         advice.push(
             "it went stale: the workspace changed under what it read or changed since it was made (the commit \
-             that found so named the paths), so it can never be committed as it is"
+             or approval that found so named the paths), so it can never be committed as it is"
                 .to_owned(),
         );
     }

@@ -233,6 +233,8 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
     match error {
         vsh::VshError::Commit(CommitError::LockTimeout { .. }) | vsh::VshError::ScratchBusy { .. } => EXIT_BUSY,
         vsh::VshError::Commit(CommitError::Stale { .. })
+        | vsh::VshError::ApprovalStale { .. }
+        | vsh::VshError::NotApprovable { state: TransactionState::Stale, .. }
         | vsh::VshError::NotCommittable { state: TransactionState::Stale, .. } => EXIT_STALE,
         vsh::VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => EXIT_PENDING,
         vsh::VshError::NotCommittable { state: TransactionState::Denied, .. }

@@ -2226,6 +2226,38 @@ fn committing_stale_work_again_says_what_stale_means() {
     }
 }
 
+/// ux61 2: approving pending work the workspace moved under exited 6 but
+/// left it pending, so `vsh commit` sent its reviewer back to approve and
+/// `vsh pending` listed it forever. It is recorded stale: every command
+/// agrees, with exit 6, and sends to `vsh rerun`.
+#[test]
+fn approving_stale_work_records_it_stale_for_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('old.txt').unlink()")));
+    write(dir.path(), "old.txt", "edited meanwhile, longer\n");
+    let rerun = format!("vsh rerun {}", &id[..12]);
+    let approve = vsh(&["approve", &id, "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&approve.stderr);
+    assert_eq!(approve.status.code(), Some(6), "{stderr}");
+    assert!(stderr.contains("cannot be approved: the workspace changed under it since its run"), "{stderr}");
+    assert!(stderr.contains("old.txt  size or mode changed since the run looked at it"), "{stderr}");
+    assert!(stderr.contains(&rerun), "{stderr}");
+    for args in [["approve", id.as_str()], ["commit", id.as_str()]] {
+        let again = vsh(&[args[0], args[1], "--workspace", ws], None);
+        let stderr = String::from_utf8_lossy(&again.stderr);
+        assert_eq!(again.status.code(), Some(6), "{args:?}: {stderr}");
+        assert!(stderr.contains(&rerun) && stderr.contains("it went stale"), "{args:?}: {stderr}");
+    }
+    let pending = vsh(&["pending", "--workspace", ws], None);
+    assert!(!String::from_utf8_lossy(&pending.stdout).contains(&id[..12]), "no longer waiting");
+    let json = vsh(&["approve", &id, "--workspace", ws, "--json"], None);
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(document["kind"], "approval", "{document}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile, longer\n");
+}
+
 #[test]
 fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     let dir = tempfile::tempdir().unwrap();

@@ -751,6 +751,22 @@ impl TransactionStore {
         })
     }
 
+    /// Record that a transaction pending approval went stale: an approval
+    /// found that the workspace changed under it since its run, so it can
+    /// never commit (`PendingApproval` to `Stale`). Any other state is
+    /// [`StoreError::WrongState`].
+    pub fn mark_stale(&self, id: TransactionId, now_ms: u64) -> Result<TransactionRecord, StoreError> {
+        use TransactionState as S;
+        self.mutate("mark transaction stale", |state| {
+            let record = live(state, id)?;
+            if record.state != S::PendingApproval {
+                return Err(StoreError::WrongState { id, op: "mark stale", state: record.state });
+            }
+            let version = successor(record, now_ms, |version| version.state = S::Stale)?;
+            Ok(Change::done(vec![LogEntry::Version(version)], version))
+        })
+    }
+
     /// Move every record due at `now_ms` to `Expired`: pending requests past
     /// their pending expiry and approvals whose grant has lapsed (expiry is
     /// exclusive: `now_ms == expires` is due). At most [`EXPIRE_BATCH`] per

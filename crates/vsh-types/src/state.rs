@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// ```text
 /// Created -> Running -> VirtualComplete -> Denied | AutoApproved | PendingApproval | Failed
-/// PendingApproval  -> Approved | Denied | Rejected | Expired | Failed
+/// PendingApproval  -> Approved | Denied | Rejected | Expired | Stale | Failed
 /// AutoApproved     -> PendingApproval | Rejected | Reserved | Expired | Failed
 /// Approved         -> Reserved | Expired | Rejected
 /// Reserved         -> Revalidating | Failed
@@ -93,7 +93,7 @@ impl TransactionState {
             (S::Created, S::Running | S::Failed)
                 | (S::Running, S::VirtualComplete | S::Failed)
                 | (S::VirtualComplete, S::Denied | S::AutoApproved | S::PendingApproval | S::Failed)
-                | (S::PendingApproval, S::Approved | S::Denied | S::Rejected | S::Expired | S::Failed)
+                | (S::PendingApproval, S::Approved | S::Denied | S::Rejected | S::Expired | S::Stale | S::Failed)
                 | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Failed)
                 | (S::Approved, S::Reserved | S::Expired | S::Rejected)
                 | (S::Reserved, S::Revalidating | S::Failed)

@@ -103,6 +103,19 @@ pub enum VshError {
         /// Its state.
         state: TransactionState,
     },
+    /// An approval found that the workspace changed under the work since its
+    /// run (`source` is the [`vsh_commit::CommitError::Stale`] naming what
+    /// changed): it can never commit, and its record is `Stale` now.
+    #[error(
+        "transaction {transaction} cannot be approved: the workspace changed under it since its run, so it can never be committed (it is stale now)"
+    )]
+    ApprovalStale {
+        /// The transaction.
+        transaction: TransactionId,
+        /// What revalidation found.
+        #[source]
+        source: Box<vsh_commit::CommitError>,
+    },
     /// A stored artifact's binding does not derive its transaction id: it was
     /// tampered with or belongs to another transaction. Nothing was committed.
     #[error("the artifact of transaction {0} does not bind to it")]
@@ -387,6 +400,21 @@ impl VshError {
         }
     }
 
+    /// What changed under stale work, with how many paths did, where this
+    /// error says the work went stale (a commit's revalidation, or an
+    /// approval's).
+    pub fn stale_conflicts(&self) -> Option<(&[vsh_commit::Conflict], usize)> {
+        let commit = match self {
+            Self::Commit(commit) => commit,
+            Self::ApprovalStale { source, .. } => source.as_ref(),
+            _ => return None,
+        };
+        match commit {
+            vsh_commit::CommitError::Stale { conflicts, total } => Some((conflicts, *total)),
+            _ => None,
+        }
+    }
+
     /// The category this error belongs to.
     pub fn category(&self) -> ErrorCategory {
         use ErrorCategory as C;
@@ -431,6 +459,7 @@ impl VshError {
             | Self::TransactionName(_)
             | Self::NotCommittable { .. }
             | Self::NotApprovable { .. }
+            | Self::ApprovalStale { .. }
             | Self::HookRequired(_)
             | Self::NoHook
             | Self::HookHandler(_)

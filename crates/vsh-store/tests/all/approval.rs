@@ -183,6 +183,26 @@ fn reject_applies_to_pending_auto_approved_and_approved_only() -> Result {
     Ok(())
 }
 
+/// An approval that finds the workspace changed under pending work records
+/// it stale, and only pending work (ux61 2: it stayed pending, and every
+/// hint sent its reviewer back to approve it). The state survives a reopen.
+#[test]
+fn mark_stale_applies_to_pending_work_only() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let id = pending(&store, b"moved under")?;
+    assert_eq!(store.mark_stale(id, 5)?.state, S::Stale);
+    assert_eq!(self::store(dir.path())?.get(id)?.map(|record| record.state), Some(S::Stale));
+    assert!(matches!(store.mark_stale(id, 6), Err(StoreError::WrongState { op: "mark stale", state: S::Stale, .. })));
+    let approved = pending(&store, b"approved already")?;
+    store.approve(approved, &ApprovalGrant::new(approved, alice(), 1, 100)?)?;
+    assert!(matches!(store.mark_stale(approved, 7), Err(StoreError::WrongState { state: S::Approved, .. })));
+    let auto = record(b"auto", S::AutoApproved);
+    store.create(&auto)?;
+    assert!(matches!(store.mark_stale(auto.id, 7), Err(StoreError::WrongState { state: S::AutoApproved, .. })));
+    Ok(())
+}
+
 #[test]
 fn create_rejected_writes_a_record_and_its_rejection_in_one_append() -> Result {
     let dir = tempfile::tempdir()?;

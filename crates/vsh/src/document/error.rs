@@ -2,7 +2,6 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use vsh_commit::CommitError;
 
 use super::{ChangeDocument, DenialDocument};
 use crate::{ErrorCategory, VshError};
@@ -166,10 +165,10 @@ impl ErrorDocument {
     pub fn new(error: &VshError, remedies: &[String]) -> Self {
         let mut document = Self::other(ErrorKind::of(error), error);
         match error {
-            VshError::Commit(CommitError::Stale { conflicts, total }) => {
+            stale if let Some((conflicts, total)) = stale.stale_conflicts() => {
                 document.paths = conflicts.iter().map(|conflict| conflict.path.to_string()).collect();
                 document.path_changes = conflicts.iter().map(|conflict| conflict.reason.to_string()).collect();
-                document.total_conflicts = Some(*total as u64);
+                document.total_conflicts = Some(total as u64);
             }
             VshError::AmbiguousTransaction { candidates, total, .. } => {
                 document.candidates = candidates.iter().map(vsh_types::TransactionId::to_hex).collect();

@@ -273,8 +273,8 @@ impl Runtime {
     /// `issued_ms` until `expires_ms` (exclusive, milliseconds since the Unix
     /// epoch). The transaction must have been made under the active policy,
     /// and could still commit on the workspace as it is: stale work is
-    /// refused with [`vsh_commit::CommitError::Stale`] naming the paths, and
-    /// stays pending (reject it, or run its program again).
+    /// refused with [`VshError::ApprovalStale`] naming the paths, and its
+    /// record becomes `Stale` (it can never commit: run its program again).
     pub fn approve(
         &self,
         transaction: TransactionId,
@@ -291,7 +291,15 @@ impl Runtime {
         // Work the workspace has moved under can never commit: approving it
         // would only send its reviewer to a stale commit (ux60: both items a
         // lead approved had gone stale under the agent's later commits).
-        self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set))?;
+        // Stale work is recorded so (ux61 2: it stayed pending, and every
+        // hint sent its reviewer back to approve it).
+        match self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
+            Err(VshError::Commit(source @ vsh_commit::CommitError::Stale { .. })) => {
+                self.records.transactions().mark_stale(transaction, issued_ms)?;
+                return Err(VshError::ApprovalStale { transaction, source: Box::new(source) });
+            }
+            result => result?,
+        }
         let grant = ApprovalGrant::new(transaction, principal, issued_ms, expires_ms)?;
         Ok(self.records.transactions().approve(transaction, &grant)?)
     }
