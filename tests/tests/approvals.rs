@@ -596,6 +596,32 @@ fn approving_work_the_workspace_moved_under_is_refused_as_stale() {
     runtime.approve(fresh.transaction, PrincipalId::digest(b"lead"), 1_000, 61_000).unwrap();
 }
 
+/// ux61 1: a rerun was not linked to the work it ran again, so the `next`
+/// of stale work, followed twice, applied its work twice. A rerun's
+/// evidence names the transaction it ran again, and `reruns_of` follows
+/// those links, chains included; a new run of the same program is no
+/// rerun.
+#[test]
+fn reruns_are_linked_to_the_work_they_ran_again() {
+    let dir = workspace(&[("old.txt", "old\n"), ("keep.txt", "keep\n")]);
+    let runtime = open(&dir);
+    let first = runtime.run(&RunRequest::new(DELETE)).unwrap().transaction;
+    let rerun = runtime.run(&RunRequest::new(DELETE).with_rerun_of(first)).unwrap().transaction;
+    let unrelated = runtime.run(&RunRequest::new(DELETE)).unwrap().transaction;
+    let again = runtime.run(&RunRequest::new(DELETE).with_rerun_of(rerun)).unwrap().transaction;
+    assert_eq!(runtime.transaction(rerun).unwrap().unwrap().state, TransactionState::PendingApproval);
+    let ids = |of| runtime.reruns_of(of).unwrap().into_iter().map(|record| record.id).collect::<Vec<_>>();
+    assert_eq!(ids(first), [rerun, again]);
+    assert_eq!(ids(rerun), [again]);
+    assert!(ids(unrelated).is_empty() && ids(again).is_empty());
+    // The link is bound into the transaction: the same program run as a
+    // rerun of another is another transaction.
+    assert_ne!(rerun, unrelated);
+    // Opened again, the links are read from the store.
+    drop(runtime);
+    assert_eq!(open(&dir).reruns_of(first).unwrap().len(), 2);
+}
+
 /// sec64 F5: a run touching more paths than an artifact may hold was
 /// denied (past `deny_touched_paths`) but failed as "artifact ... is
 /// invalid", and nothing was recorded. It is denied, and its record kept.

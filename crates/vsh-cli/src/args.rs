@@ -649,6 +649,11 @@ pub(crate) struct RerunArgs {
     /// run's choice is not kept).
     #[arg(long)]
     pub(crate) accept_failure: bool,
+    /// Run it even though it was run again already and that run is
+    /// committed or waiting (without it, vsh refuses: its work would be
+    /// done twice).
+    #[arg(long = "again")]
+    pub(crate) once_more: bool,
     /// The run's budget: a real command, real Bash or a Monty program with
     /// --commands gets a command's (10 min), anything else a program's.
     #[command(flatten)]

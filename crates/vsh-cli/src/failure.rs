@@ -100,6 +100,18 @@ pub(crate) fn with_rerun_hint(
         }
         _ => None,
     };
+    // A rerun's `vsh show` line says why in words: those go with the
+    // remedies, the command alone is the hint.
+    let hint = match hint {
+        Some(line) if line.starts_with("vsh show ") => match line.split_once(" (") {
+            Some((command, why)) => {
+                remedies.push(why.trim_end_matches(')').to_owned());
+                Some(command.to_owned())
+            }
+            None => Some(line),
+        },
+        hint => hint,
+    };
     if hint.as_deref().is_some_and(|hint| hint.starts_with("vsh rerun") && hint.contains(" --env ")) {
         remedies.push(RERUN_VALUES.to_owned());
     }
@@ -114,6 +126,16 @@ pub(crate) fn with_rerun_hint(
 /// variables whose value vsh's own environment cannot give again (vsh keeps
 /// only a keyed digest of it, and the value here is not the one it digests).
 pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> String {
+    // Run again already, and that work is committed or waiting: running it
+    // once more would do the work twice (ux61 1).
+    if let Some(rerun) = live_rerun(runtime, transaction) {
+        return format!(
+            "vsh show {} (it was run again as {}, {}: running it once more would do its work twice)",
+            rerun.id.short(),
+            rerun.id.short(),
+            rerun.state.name()
+        );
+    }
     let names = runtime.show(transaction).ok().flatten().and_then(|receipt| receipt.grants).map(|grants| grants.env);
     let again = |name: &String| {
         std::env::var(name)
@@ -126,6 +148,47 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
         .map(|name| format!(" --env {name}=VALUE"))
         .collect();
     format!("vsh rerun {}{}", transaction.short(), missing.concat())
+}
+
+/// The latest run of `transaction`'s program again (`vsh rerun`, or a
+/// rerun of one) that is committed or may still be: its work is done, or
+/// will be, so running the first again would do it twice. Best effort:
+/// `None` when the store cannot say.
+pub(crate) fn live_rerun(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> Option<vsh::TransactionRecord> {
+    use vsh::TransactionState as S;
+    runtime.reruns_of(transaction).ok()?.into_iter().rev().find(|record| {
+        matches!(
+            record.state,
+            S::Committed
+                | S::PendingApproval
+                | S::Approved
+                | S::AutoApproved
+                | S::Reserved
+                | S::Revalidating
+                | S::Committing
+                | S::RecoveryRequired
+        )
+    })
+}
+
+/// `vsh rerun TX` of work whose rerun is committed or waiting: refused,
+/// naming it (ux61 1: the `next` of stale work, followed twice, applied
+/// its work twice); `--again` runs it anyway.
+pub(crate) fn refuse_work_done_again(
+    runtime: &vsh::Runtime,
+    transaction: vsh::TransactionId,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Some(done) = live_rerun(runtime, transaction) else { return Ok(()) };
+    Err(format!(
+        "transaction {} was run again already, as {} ({}): running it once more would do its work twice; `vsh \
+         show {}` shows that run, and `vsh rerun {} --again` runs it once more anyway",
+        transaction.short(),
+        done.id.short(),
+        done.state.name(),
+        done.id.short(),
+        transaction.short()
+    )
+    .into())
 }
 
 /// Whether `error` came of a full disk (`ENOSPC`, or the store's own

@@ -1625,6 +1625,9 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if rerun.again.commands && stored.language != vsh::Language::Monty {
         usage_conflict("--commands is for a Monty program's transaction (vsh_exec)");
     }
+    if !rerun.once_more {
+        failure::refuse_work_done_again(&runtime, id)?;
+    }
     let first_grants = runtime.show(id)?.and_then(|receipt| receipt.grants);
     let real = match stored.language {
         vsh::Language::Command => RealCommands::Commands,
@@ -1686,7 +1689,8 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         .with_language(stored.language)
         .with_mode(mode)
         .with_detail(detail(rerun.full))
-        .with_budget(budget);
+        .with_budget(budget)
+        .with_rerun_of(id);
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }
@@ -1701,23 +1705,29 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         Interruptible::Interrupted(code) => return Ok(code),
     };
     if !output.quiet && !rerun.stored.common.json {
-        say!("vsh: ran the program of {} again as {}", id.short(), receipt.transaction.short());
-        // The first work still waits for a decision or its commit: say how
-        // to drop it, or it stays in `vsh pending` beside the new.
-        let waiting = runtime.transaction(id)?.is_some_and(|record| {
-            matches!(
-                record.state,
-                TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
-            ) && record.artifact.is_some()
-        });
-        if waiting && receipt.transaction != id {
-            say!("vsh: {} still waits (vsh pending lists it); `vsh reject {}` drops it", id.short(), id.short());
-        }
+        say_ran_again(&runtime, id, receipt.transaction)?;
     }
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     print_receipt(&shown_receipt(receipt, rerun.full), rerun.stored.common.json, output)?;
     Ok(code)
+}
+
+/// What `vsh rerun` of `id` made, as `again`, on stderr; and, when the
+/// first work still waits for a decision or its commit, how to drop it (or
+/// it stays in `vsh pending` beside the new).
+fn say_ran_again(runtime: &Runtime, id: vsh::TransactionId, again: vsh::TransactionId) -> Result<(), vsh::VshError> {
+    say!("vsh: ran the program of {} again as {}", id.short(), again.short());
+    let waiting = runtime.transaction(id)?.is_some_and(|record| {
+        matches!(
+            record.state,
+            TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
+        ) && record.artifact.is_some()
+    });
+    if waiting && again != id {
+        say!("vsh: {} still waits (vsh pending lists it); `vsh reject {}` drops it", id.short(), id.short());
+    }
+    Ok(())
 }
 
 /// Whether transaction `id`'s Bash program ran in real bash (`run

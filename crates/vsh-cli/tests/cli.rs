@@ -2258,6 +2258,44 @@ fn approving_stale_work_records_it_stale_for_every_command() {
     assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile, longer\n");
 }
 
+/// ux61 1: stale work's `next` was `vsh rerun TX` even once it had been
+/// run again and committed, and following it again applied the work a
+/// second time. A rerun is linked to what it ran: running the first again
+/// is refused (exit 1, naming the rerun) unless `--again`, and its `next`
+/// is the rerun's `vsh show`.
+#[test]
+fn work_run_again_and_committed_is_not_run_again_by_its_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let append = "from pathlib import Path\np = Path('CHANGES.md')\n\
+                  p.write_text((p.read_text() if p.exists() else '') + '- fix\\n')";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(append)));
+    write(dir.path(), "CHANGES.md", "# Changes\n");
+    assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(6));
+    let rerun = vsh(&["rerun", &id, "--mode", "auto", "--workspace", ws], None);
+    assert_eq!(rerun.status.code(), Some(0), "{}", String::from_utf8_lossy(&rerun.stderr));
+    let second = id_of(&rerun);
+    assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes\n- fix\n");
+    // Its next is the rerun's review now, in the error and in `show`.
+    let commit = vsh(&["commit", &id, "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&commit.stderr);
+    assert!(stderr.contains(&format!("next: `vsh show {}`", &second[..12])), "{stderr}");
+    assert!(stderr.contains(&format!("it was run again as {}, committed", &second[..12])), "{stderr}");
+    let show = vsh(&["show", &id, "--workspace", ws], None);
+    assert!(String::from_utf8_lossy(&show.stdout).contains(&format!("vsh show {}", &second[..12])));
+    // Run again once more: refused, and nothing written.
+    let twice = vsh(&["rerun", &id, "--mode", "auto", "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&twice.stderr);
+    assert_eq!(twice.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("was run again already, as {} (committed)", &second[..12])), "{stderr}");
+    assert!(stderr.contains("--again"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes\n- fix\n");
+    // Asked for, it runs.
+    let forced = vsh(&["rerun", &id, "--mode", "auto", "--again", "--workspace", ws], None);
+    assert_eq!(forced.status.code(), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes\n- fix\n- fix\n");
+}
+
 #[test]
 fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     let dir = tempfile::tempdir().unwrap();
@@ -4222,7 +4260,8 @@ fn rerun_runs_a_real_command_and_real_bash_again_on_the_workspace_as_it_is_now()
     assert_eq!(again["profile"], "vsh-bash-confined-v1", "{again}");
     assert_eq!(again["changed_paths"], 1, "{again}");
     // And the budget is the operator's to set, as for run.
-    let short = vsh(&["rerun", id, "--workspace", ws, "--timeout", "300ms"], None);
+    // (--again: the rerun above waits, and would otherwise be named instead.)
+    let short = vsh(&["rerun", id, "--workspace", ws, "--again", "--timeout", "300ms"], None);
     assert_eq!(short.status.code(), Some(1), "{}", String::from_utf8_lossy(&short.stderr));
     assert!(String::from_utf8_lossy(&short.stderr).contains("duration limit 0.3 s"), "{short:?}");
     // A Monty program's vsh_exec alike: it ran with commands, so it runs
@@ -4436,11 +4475,12 @@ fn rerun_gives_the_commands_the_first_runs_grants_again_and_a_variable_only_its_
     assert!(!String::from_utf8_lossy(&again.stderr).contains("granted other"), "{again:?}");
     assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).unwrap(), "two\ntool ran\nhello\n");
     // A value given on the command line is used, with a word that it differs.
-    let given = vsh(&["rerun", &id, "--workspace", ws, "--json", "--env", "GREETING=hi"], None);
+    // (--again: the rerun above is committed, and would otherwise be named instead.)
+    let given = vsh(&["rerun", &id, "--workspace", ws, "--again", "--json", "--env", "GREETING=hi"], None);
     assert!(given.status.success(), "{}", String::from_utf8_lossy(&given.stderr));
     assert!(String::from_utf8_lossy(&given.stderr).contains("GREETING is given another value"), "{given:?}");
     // Only this command line's grants: the tool is out of the command's reach.
-    let bare = vsh(&["rerun", &id, "--workspace", ws, "--no-first-grants"], None);
+    let bare = vsh(&["rerun", &id, "--workspace", ws, "--again", "--no-first-grants"], None);
     assert_eq!(bare.status.code(), Some(1), "{}", String::from_utf8_lossy(&bare.stderr));
     assert!(String::from_utf8_lossy(&bare.stderr).contains("granted other than the first run's"), "{bare:?}");
 }

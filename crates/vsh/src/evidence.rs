@@ -12,14 +12,18 @@ use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
 use vsh_vfs::Effect;
 
-/// Version of the evidence encoding: 5 adds the keyed digests of the values
+/// Version of the evidence encoding: 6 adds the transaction whose program
+/// `vsh rerun` ran again ([`Evidence::rerun_of`]); 5 adds the keyed digests of the values
 /// of the variables real commands were granted ([`Evidence::env_values`]);
 /// 4 adds a Monty program that raised after a refusal
 /// ([`EvidenceOutput::MontyRaised`]), in the same layout as 3, which adds
 /// what real commands were granted; 4, 3, 2 (either language's output) and 1
 /// (a Monty value and stdout) are still read. Each is written only where it
 /// is needed, so an older vsh still reads the rest.
-const EVIDENCE_VERSION: u8 = 5;
+const EVIDENCE_VERSION: u8 = 6;
+
+/// The version that first wrote [`Evidence::env_values`].
+const ENV_VALUES_VERSION: u8 = 5;
 
 /// The version that first wrote [`EvidenceOutput::MontyRaised`].
 const RAISED_VERSION: u8 = 4;
@@ -101,6 +105,32 @@ pub(crate) struct Evidence {
     /// `vsh rerun` gives a variable of its own environment to the commands
     /// again only when its value is the first run's.
     pub(crate) env_values: Vec<[u8; 32]>,
+    /// The transaction whose stored program this run ran again (`vsh
+    /// rerun`), by its id's bytes (version 6 on; `None` before): what
+    /// tells a rerun from a new run of the same program, so that work is
+    /// not run again once a rerun of it is committed or waiting (ux61 1).
+    pub(crate) rerun_of: Option<[u8; 32]>,
+}
+
+/// Version 5's layout, for artifacts written before reruns were linked.
+#[derive(Deserialize)]
+struct EvidenceV5 {
+    version: u8,
+    nonce: [u8; 16],
+    decision: Decision,
+    output: EvidenceOutput,
+    stats: ExecutionStats,
+    effects: Vec<Effect>,
+    grants: Option<crate::CommandGrants>,
+    env_values: Vec<[u8; 32]>,
+}
+
+impl From<EvidenceV5> for Evidence {
+    /// Version 5's evidence, linked to no earlier run.
+    fn from(old: EvidenceV5) -> Self {
+        let EvidenceV5 { version, nonce, decision, output, stats, effects, grants, env_values } = old;
+        Self { version, nonce, decision, output, stats, effects, grants, env_values, rerun_of: None }
+    }
 }
 
 /// Versions 3 and 4's layout, for artifacts written before the values of
@@ -120,7 +150,7 @@ impl From<EvidenceV4> for Evidence {
     /// An older layout's evidence, with no value digests (version 5 on).
     fn from(old: EvidenceV4) -> Self {
         let EvidenceV4 { version, nonce, decision, output, stats, effects, grants } = old;
-        Self { version, nonce, decision, output, stats, effects, grants, env_values: Vec::new() }
+        Self { version, nonce, decision, output, stats, effects, grants, env_values: Vec::new(), rerun_of: None }
     }
 }
 
@@ -158,7 +188,17 @@ impl Evidence {
     ) -> Self {
         // Version 4 only where it is needed, so an older vsh still reads the rest.
         let version = if matches!(output, EvidenceOutput::MontyRaised { .. }) { RAISED_VERSION } else { 3 };
-        Self { version, nonce, decision, output, stats: stats.clone(), effects, grants, env_values: Vec::new() }
+        Self {
+            version,
+            nonce,
+            decision,
+            output,
+            stats: stats.clone(),
+            effects,
+            grants,
+            env_values: Vec::new(),
+            rerun_of: None,
+        }
     }
 
     /// This evidence with the keyed digests of the granted variables'
@@ -166,9 +206,19 @@ impl Evidence {
     /// there are any.
     pub(crate) fn with_env_values(mut self, values: Vec<[u8; 32]>) -> Self {
         if !values.is_empty() {
-            self.version = EVIDENCE_VERSION;
+            self.version = self.version.max(ENV_VALUES_VERSION);
         }
         self.env_values = values;
+        self
+    }
+
+    /// This evidence, as a run of transaction `of`'s stored program again
+    /// (`vsh rerun`): version 6 when it is one.
+    pub(crate) fn with_rerun_of(mut self, of: Option<vsh_types::TransactionId>) -> Self {
+        if of.is_some() {
+            self.version = EVIDENCE_VERSION;
+        }
+        self.rerun_of = of.map(|id| *id.as_bytes());
         self
     }
 
@@ -201,6 +251,7 @@ impl Evidence {
                     effects: old.effects,
                     grants: None,
                     env_values: Vec::new(),
+                    rerun_of: None,
                 }
             }
             Some(2) => {
@@ -210,6 +261,9 @@ impl Evidence {
             }
             // Version 4's layout is version 3's, with one more kind of output.
             Some(3 | 4) => postcard::from_bytes::<EvidenceV4>(bytes).map_err(|_| EvidenceError::Malformed)?.into(),
+            Some(&ENV_VALUES_VERSION) => {
+                postcard::from_bytes::<EvidenceV5>(bytes).map_err(|_| EvidenceError::Malformed)?.into()
+            }
             Some(&EVIDENCE_VERSION) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
             Some(&other) => return Err(EvidenceError::Version(other)),
             None => return Err(EvidenceError::Malformed),
@@ -268,7 +322,8 @@ mod tests {
         let evidence =
             Evidence::new([8; 16], Decision::AutoApproved, bash, &ExecutionStats::default(), Vec::new(), None);
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
-        assert_eq!(Evidence::decode(b"\x06junk"), Err(EvidenceError::Version(6)));
+        assert_eq!(Evidence::decode(b"\x07junk"), Err(EvidenceError::Version(7)));
+        assert_eq!(Evidence::decode(b"\x06junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b"\x02junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b""), Err(EvidenceError::Malformed));
@@ -388,6 +443,15 @@ mod tests {
         let read = Evidence::decode(&valued.encode()).unwrap();
         assert_eq!(read, valued);
         assert_eq!((read.env_value("TOKEN"), read.env_value("PATH")), (Some(&[6; 32]), None));
+        // Version 6 links a rerun to the transaction it ran again; the
+        // versions before it read as linked to none.
+        assert_eq!(read.rerun_of, None);
+        let first = vsh_types::TransactionId::from_bytes([9; 32]);
+        let linked = read.clone().with_rerun_of(Some(first));
+        assert_eq!(linked.encode()[0], 6);
+        let reread = Evidence::decode(&linked.encode()).unwrap();
+        assert_eq!((reread.rerun_of, reread.env_value("TOKEN")), (Some([9; 32]), Some(&[6; 32])));
+        assert_eq!(read.clone().with_rerun_of(None).encode(), read.encode(), "unlinked stays version 5");
         // Digests out of step with the names are none of theirs.
         let unmatched = Evidence { env_values: vec![[6; 32], [7; 32]], ..read };
         assert_eq!(unmatched.env_value("TOKEN"), None);

@@ -95,6 +95,10 @@ pub struct RunRequest<'a> {
     /// committable like any other) instead of a failed run, which stores
     /// nothing. Default `false`: a failing command commits nothing.
     pub accept_failure: bool,
+    /// The transaction whose stored program this request runs again (`vsh
+    /// rerun`), bound into the new transaction's evidence: what
+    /// [`crate::Runtime::reruns_of`] follows.
+    pub rerun_of: Option<vsh_types::TransactionId>,
 }
 
 impl<'a> RunRequest<'a> {
@@ -108,7 +112,16 @@ impl<'a> RunRequest<'a> {
             detail: ReceiptDetail::Compact,
             budget: ExecutionBudget::default(),
             accept_failure: false,
+            rerun_of: None,
         }
+    }
+
+    /// Run transaction `of`'s stored program again, as its rerun (see
+    /// [`RunRequest::rerun_of`]).
+    #[must_use]
+    pub fn with_rerun_of(mut self, of: vsh_types::TransactionId) -> Self {
+        self.rerun_of = Some(of);
+        self
     }
 
     /// Accept a non-zero exit status of a Bash program or a real command as

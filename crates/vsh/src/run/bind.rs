@@ -40,7 +40,8 @@ impl Runs {
             vfs.effects().to_vec(),
             self.command_grants(request),
         )
-        .with_env_values(self.granted_env_values(request));
+        .with_env_values(self.granted_env_values(request))
+        .with_rerun_of(request.rerun_of);
         let evidence_bytes = evidence.encode();
         let intent = request.intent.unwrap_or("");
         let binding = TransactionBinding::new(BindingDigests {

@@ -36,6 +36,10 @@ use crate::run::{Concluding, Ran, Runs, clock_ms, elapsed_ns};
 /// review of committed work ([`Runtime::show`]).
 pub(crate) const KEPT_BEFORE_FILE_BYTES: u64 = 1 << 20;
 
+/// The most records, the latest made since a transaction, whose artifacts
+/// [`Runtime::reruns_of`] reads.
+pub const RERUNS_SCANNED: usize = 1_000;
+
 /// The most bytes in all a commit keeps of what it replaces.
 pub(crate) const KEPT_BEFORE_BYTES: u64 = 16 << 20;
 
@@ -937,6 +941,37 @@ impl Runtime {
                 None => Err(VshError::UnknownTransaction(transaction)),
             },
         }
+    }
+
+    /// The runs of `transaction`'s stored program again (`vsh rerun`,
+    /// [`RunRequest::with_rerun_of`]) and theirs in turn, oldest first: each
+    /// record the store holds, made since, whose evidence names it or one
+    /// of them as what it ran again. Reads the artifacts of at most
+    /// [`RERUNS_SCANNED`] of the latest records made since. A rerun that
+    /// is committed or still waiting means running the first again would
+    /// do its work twice (ux61 1).
+    pub fn reruns_of(&self, transaction: TransactionId) -> Result<Vec<TransactionRecord>, VshError> {
+        let Some(first) = self.records.get(transaction)? else { return Ok(Vec::new()) };
+        let mut later: Vec<TransactionRecord> = self
+            .transactions()?
+            .into_iter()
+            .filter(|record| {
+                record.id != transaction && record.created_ms >= first.created_ms && record.artifact.is_some()
+            })
+            .collect();
+        later.sort_by_key(|record| (record.created_ms, record.id));
+        let skipped = later.len().saturating_sub(RERUNS_SCANNED);
+        let mut linked = std::collections::BTreeSet::from([transaction]);
+        let mut reruns = Vec::new();
+        for record in later.into_iter().skip(skipped) {
+            let Ok(artifact) = self.records.load_bound(record.id) else { continue };
+            let Ok(evidence) = crate::evidence::Evidence::decode(&artifact.evidence) else { continue };
+            if evidence.rerun_of.is_some_and(|of| linked.contains(&TransactionId::from_bytes(of))) {
+                linked.insert(record.id);
+                reruns.push(record);
+            }
+        }
+        Ok(reruns)
     }
 
     /// Every transaction record the store holds (garbage collection drops old
