@@ -191,6 +191,18 @@ pub(crate) fn refuse_work_done_again(
     .into())
 }
 
+/// The command line's advice for a failing run whose changes
+/// `--accept-failure` would have kept.
+pub(crate) const ACCEPT_FAILURE_ADVICE: &str =
+    "run it with --accept-failure to keep a failing run's changes as its outcome";
+
+/// Whether `error` is a Bash program's or a real command's failure that
+/// changed something, and whose failure could have been accepted as its
+/// outcome (`--accept-failure`; MCP's `accept_failure`).
+pub(crate) fn failure_keeps_changes(error: &VshError) -> bool {
+    matches!(error, VshError::Bash { changes, source, .. } if !changes.is_empty() && failure_may_be_accepted(source))
+}
+
 /// Whether `error` came of a full disk (`ENOSPC`, or the store's own
 /// reserve).
 pub(crate) fn disk_full(error: &VshError) -> bool {
@@ -633,9 +645,8 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         ),
         _ => {}
     }
-    if matches!(error, VshError::Bash { changes, source, .. } if !changes.is_empty() && failure_may_be_accepted(source))
-    {
-        advice.push("run it with --accept-failure to keep a failing run's changes as its outcome".to_owned());
+    if failure_keeps_changes(error) {
+        advice.push(ACCEPT_FAILURE_ADVICE.to_owned());
     }
     match error {
         // A frame's damage: the frames before it are salvaged.

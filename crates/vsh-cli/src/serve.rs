@@ -815,7 +815,11 @@ impl VshServer {
                         // What the command line advises, for the agent to pass on
                         // to its operator (a tool directory, a longer timeout);
                         // a time the agent's own budget set is the agent's to raise.
-                        let advice = crate::failure::advice_for(&error);
+                        let mut advice = crate::failure::advice_for(&error);
+                        // The agent keeps a failing run's changes itself (ux61 5:
+                        // it was sent to the operator for a flag serve has not).
+                        let acceptable = crate::failure::failure_keeps_changes(&error);
+                        advice.retain(|line| line != crate::failure::ACCEPT_FAILURE_ADVICE);
                         let own_time =
                             matches!(error.exceeded_limit(), Some(vsh::lower::vsh_monty::LimitKind::Duration))
                                 && given < allowed;
@@ -825,6 +829,12 @@ impl VshServer {
                                 "this Monty has no {instead}; this server's instructions list what else to use \
                                  instead"
                             ));
+                        } else if acceptable && advice.is_empty() {
+                            document.hint = Some(
+                                "pass \"accept_failure\": true to keep a failing run's changes as its outcome, \
+                                 for review"
+                                    .to_owned(),
+                            );
                         } else if own_time {
                             document.hint = Some(format!(
                                 "the budget this call gave ({:.1} s) ended it; this server allows up to {:.1} s: \

@@ -248,6 +248,15 @@ async fn bash_is_one_more_language(client: &rmcp::Peer<rmcp::RoleClient>, ws: &P
         failed.text
     );
     assert!(!ws.join("h.txt").exists());
+    // The agent keeps them itself: no flag of serve's to ask the operator
+    // for (ux61 5: `vsh serve --accept-failure` does not exist).
+    assert_eq!(
+        failed.document["hint"],
+        "pass \"accept_failure\": true to keep a failing run's changes as its outcome, for review",
+        "{}",
+        failed.document
+    );
+    assert!(!failed.text.contains("--accept-failure"), "{}", failed.text);
     // What a program printed reaches the text with its control characters
     // escaped (the structured result keeps the bytes).
     let drawn = call(client, "vsh_run", json!({"code": "printf 'a\\033[2Jb\\r\\n'", "language": "bash"})).await;
