@@ -338,6 +338,20 @@ pub(crate) fn found_workspace(cwd: &Path) -> &Path {
     }
 }
 
+/// The workspace `dir` lies inside, when vsh run there would find that one
+/// rather than make `dir` a workspace of its own (a workspace above a git
+/// repository that [`found_workspace`] passes over is no such one): a
+/// `--workspace DIR` naming a directory of a workspace most likely meant
+/// that workspace (ux61 3).
+pub(crate) fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
+    if is_workspace(dir) {
+        return None;
+    }
+    let real = std::fs::canonicalize(dir).ok()?;
+    let found = found_workspace(&real);
+    (found != real && is_own_workspace(found)).then(|| found.to_path_buf())
+}
+
 /// The workspace above the git repository `cwd` is in that
 /// [`found_workspace`] passed over, if there is one.
 pub(crate) fn passed_over_workspace(cwd: &Path) -> Option<&Path> {
@@ -366,9 +380,18 @@ impl Common {
             return Ok(root);
         }
         Err(match &self.workspace {
-            Some(dir) => {
-                format!("{} is not a vsh workspace (it has no .vsh); `vsh init` or `vsh run` makes one", dir.display())
-            }
+            Some(dir) => match enclosing_workspace(dir) {
+                Some(enclosing) => format!(
+                    "{} is not a vsh workspace: it lies inside the workspace at {}; give --workspace {}",
+                    dir.display(),
+                    enclosing.display(),
+                    enclosing.display()
+                ),
+                None => format!(
+                    "{} is not a vsh workspace (it has no .vsh); `vsh init` or `vsh run` makes one",
+                    dir.display()
+                ),
+            },
             // Where vsh would refuse to make one (`/`, a home, `/tmp`), it
             // does not suggest making one.
             None if crate::refuse_as_a_new_workspace(&root).is_err() => format!(

@@ -276,6 +276,7 @@ fn serve_command(args: &args::ServeArgs) -> Result<u8, Box<dyn std::error::Error
             return Err(format!("--workspace {}: no such directory", dir.display()).into());
         }
         refuse_as_a_new_workspace(dir)?;
+        refuse_inside_another(dir)?;
     }
     serve::serve(serve::ServeOptions {
         workspace: match &args.common.workspace {
@@ -1816,9 +1817,24 @@ pub(crate) fn refuse_as_a_new_workspace(dir: &std::path::Path) -> Result<(), Str
     ))
 }
 
+/// An error when `dir`, not a workspace yet, lies inside one that vsh run
+/// there would use (ux61 3: a mistyped `--workspace` made a nested
+/// workspace under the default policy, which every later command there
+/// used): only `vsh init` makes a workspace inside another.
+pub(crate) fn refuse_inside_another(dir: &std::path::Path) -> Result<(), String> {
+    let Some(enclosing) = args::enclosing_workspace(dir) else { return Ok(()) };
+    let (dir, enclosing) = (dir.to_string_lossy(), enclosing.to_string_lossy());
+    let (dir, enclosing) = (render::shown(&dir, false), render::shown(&enclosing, false));
+    Err(format!(
+        "{dir} lies inside the workspace at {enclosing}: vsh makes no workspace inside another unasked (its \
+         policy would not apply there, nor its pending work show); give --workspace {enclosing}, or `vsh init \
+         --workspace {dir}` to make {dir} a workspace of its own"
+    ))
+}
+
 /// [`open`], for `vsh init` (`init`) or any other command: a workspace made
 /// by this command (`vsh run` where none was) is said so on stderr, and one
-/// made inside another workspace is warned about.
+/// inside another workspace is made only by `vsh init`, with a warning.
 fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::error::Error>> {
     let root = config.workspace_root().to_owned();
     if config.data_directory().is_none() {
@@ -1827,6 +1843,9 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     let new = config.data_directory().is_none() && !args::is_workspace(&root);
     if new {
         refuse_as_a_new_workspace(&root)?;
+        if !init {
+            refuse_inside_another(&root)?;
+        }
     }
     // Whatever `.vsh` was there before (a symlink a repository shipped, a
     // file) is the workspace's, not this command's to remove.

@@ -2129,8 +2129,13 @@ fn a_preview_lists_what_it_changes_and_prints_hunks_only_when_asked() {
     assert!(text.contains(&format!("  ... and 10 more (vsh show {} lists them all", &id_of(&preview)[..12])), "{text}");
 }
 
+/// A workspace is made inside another only by `vsh init`, with a warning;
+/// `vsh run --workspace SUB` of a directory of a workspace is refused,
+/// naming the enclosing one, as is `vsh pending --workspace SUB` (ux61 3:
+/// a mistyped `--workspace` made a nested workspace under the default
+/// policy, which every later command there used).
 #[test]
-fn a_command_that_makes_a_workspace_says_so_and_warns_when_it_is_inside_another() {
+fn a_command_that_makes_a_workspace_says_so_and_only_init_makes_one_inside_another() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "sub/f.txt", "f\n");
     let ws = dir.path().to_str().unwrap();
@@ -2149,7 +2154,29 @@ fn a_command_that_makes_a_workspace_says_so_and_warns_when_it_is_inside_another(
     assert!(other.path().join(".vsh").is_dir());
     let sub = dir.path().join("sub");
     let nested = vsh(&["run", "--workspace", sub.to_str().unwrap(), "-"], Some("1"));
-    assert!(stderr(&nested).contains(&format!("it lies inside the workspace at {ws}")), "{nested:?}");
+    assert_eq!(nested.status.code(), Some(1), "{nested:?}");
+    let said = stderr(&nested);
+    assert!(said.contains(&format!("lies inside the workspace at {ws}: vsh makes no workspace")), "{said}");
+    assert!(said.contains(&format!("give --workspace {ws}, or `vsh init --workspace")), "{said}");
+    assert!(!sub.join(".vsh").exists(), "nothing made");
+    let listed = vsh(&["pending", "--workspace", sub.to_str().unwrap()], None);
+    let said = stderr(&listed);
+    assert!(said.contains(&format!("it lies inside the workspace at {ws}; give --workspace {ws}")), "{said}");
+    let served = vsh(&["serve", "--workspace", sub.to_str().unwrap()], Some(""));
+    assert!(!served.status.success() && stderr(&served).contains("vsh makes no workspace inside"), "{served:?}");
+    // Run from inside it without --workspace, the enclosing one is used.
+    let inside = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "-"])
+        .current_dir(&sub)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(inside.status.success() && !sub.join(".vsh").exists(), "{inside:?}");
+    // `vsh init` makes one there when asked, and warns.
+    let made = vsh(&["init", "--workspace", sub.to_str().unwrap()], None);
+    assert!(stderr(&made).contains(&format!("it lies inside the workspace at {ws}")), "{made:?}");
+    assert!(sub.join(".vsh").is_dir());
     // Named as `.`, it is said where it is, and the enclosing one is found (ux51).
     std::fs::create_dir(dir.path().join("sub2")).unwrap();
     let dotted = Command::new(env!("CARGO_BIN_EXE_vsh"))
