@@ -765,6 +765,56 @@ fn a_review_withholds_the_snapshot_of_work_that_looked_at_or_listed_what_the_rea
     assert!(!reader.show(kept).unwrap().expect("stored").snapshot_withheld);
 }
 
+/// ux61 4: a policy recorded after work was made, which only narrowed what
+/// may change (`writable_roots`, a rule refusing a modification), withheld
+/// that work's whole review as if its run had read what the policy
+/// protects. The policy it was made under is known (kept when replaced)
+/// and refuses the same reads: its review is shown. A policy that hides
+/// more still withholds it.
+#[test]
+fn a_policy_that_only_narrows_changes_withholds_no_earlier_review() {
+    let dir = workspace(&[("vault.cfg", "k\n"), ("old.txt", "old\n"), ("src/a.txt", "a\n")]);
+    let first = "version = 1\n[[protect]]\npattern = \"vault.cfg\"\naccess = \"all\"\n";
+    Runtime::open(config(dir.path())).unwrap().record_workspace_policy(first).unwrap();
+    let listed_and_deleted = "import os\nfrom pathlib import Path\nprint(os.listdir('src'))\nPath('old.txt').unlink()";
+    let made = Runtime::open(config(dir.path())).unwrap().preview(&RunRequest::new(listed_and_deleted)).unwrap();
+    assert_eq!(made.state, TransactionState::PendingApproval, "{:?}", made.decision);
+    let narrower = format!(
+        "{first}[[protect]]\npattern = \"pyproject.toml\"\naccess = \"modify\"\n[defaults]\nwritable_roots = [\"src\"]\n"
+    );
+    Runtime::open(config(dir.path())).unwrap().record_workspace_policy(&narrower).unwrap();
+    let archived: Vec<_> = std::fs::read_dir(dir.path().join(".vsh/data"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("policy-"))
+        .collect();
+    assert_eq!(archived.len(), 1, "the replaced policy is kept: {archived:?}");
+    assert_eq!(std::fs::read_to_string(&archived[0]).unwrap(), first);
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let shown = reader.show(made.transaction).unwrap().expect("stored");
+    assert!(!shown.snapshot_withheld && !shown.diff_withheld, "{shown:?}");
+    assert!(!shown.warnings.contains(&vsh::Warning::Withheld), "{:?}", shown.warnings);
+    assert_eq!(shown.changes.len(), 1, "{shown:?}");
+    assert_eq!(shown.changes[0].path.as_str(), "old.txt");
+    assert!(format!("{:?}", shown.output).contains("a.txt"), "{:?}", shown.output);
+    assert_eq!(reader.review(made.transaction).unwrap().len(), 1);
+    // A policy that hides more than the one it was made under: its listing
+    // may hold a name this one hides, so it is withheld as before.
+    drop(reader);
+    let hiding = format!("{narrower}[[protect]]\npattern = \"src/**\"\naccess = \"all\"\n");
+    let hiding = hiding.replace("writable_roots = [\"src\"]", "writable_roots = [\"docs\"]");
+    Runtime::open(config(dir.path())).unwrap().record_workspace_policy(&hiding).unwrap();
+    let reader = Runtime::open(config(dir.path())).unwrap();
+    let shown = reader.show(made.transaction).unwrap().expect("stored");
+    assert!(shown.snapshot_withheld && shown.warnings.contains(&vsh::Warning::Withheld), "{shown:?}");
+    assert!(shown.changes.is_empty() && reader.review(made.transaction).unwrap().is_empty());
+    // A kept policy is taken only for the digest it parses to: one planted
+    // under the name of the policy the work was made under is none.
+    std::fs::write(&archived[0], &hiding).unwrap();
+    let shown = reader.show(made.transaction).unwrap().expect("stored");
+    assert!(shown.snapshot_withheld && shown.changes.is_empty(), "{shown:?}");
+}
+
 /// sec57 F1, F2: an operator's run under a per-run policy moved a file the
 /// workspace protects from reading to a readable path, printed it and
 /// returned it, and an agent read all three with `vsh_show`; it also created

@@ -599,6 +599,24 @@ impl CallPolicy {
         access.iter().try_for_each(|kind| self.authorize(path, kind))
     }
 
+    /// Whether `other` refuses exactly the reads this one refuses: the same
+    /// rules deny a read, in the same order, each denying the same reads
+    /// (what either denies of mutations, and the writable roots, aside).
+    /// Work made under one read nothing the other hides.
+    pub fn reads_like(&self, other: &CallPolicy) -> bool {
+        let reads = |policy: &'_ CallPolicy| -> Vec<(Pattern, AccessSet)> {
+            policy
+                .rules
+                .iter()
+                .filter_map(|rule| {
+                    let access = rule.access.intersection(AccessSet::READS);
+                    (!access.is_empty()).then(|| (rule.pattern.clone(), access))
+                })
+                .collect()
+        };
+        reads(self) == reads(other)
+    }
+
     /// Whether a listing should hide this child: some read access to it is denied.
     pub fn is_hidden(&self, path: &VPath) -> bool {
         self.first_rule(path, AccessSet::READS).is_some()

@@ -14,6 +14,12 @@ use crate::{DurablePreviews, VshError};
 /// The settings file in the data directory that holds the workspace's policy.
 pub(crate) const WORKSPACE_POLICY_FILE: &str = "policy.toml";
 
+/// The settings file that keeps a policy the workspace recorded once, by
+/// its digest (`policy-<64 hex digits>`), after another replaced it.
+fn archived_policy_name(digest: vsh_types::PolicyDigest) -> String {
+    format!("policy-{}", digest.to_hex())
+}
+
 /// What starts the recorded policy's last line, before its MAC in hex.
 const POLICY_MAC_PREFIX: &str = "# vsh authority MAC: ";
 
@@ -196,8 +202,45 @@ impl Records {
                 limit: vsh_policy::MAX_POLICY_FILE_BYTES,
             }));
         }
+        // The policy it replaces is kept, for reviews of work made under it
+        // (`known_policy`); best effort: without it such reviews withhold more.
+        if let Ok(Some(old)) = self.workspace_policy_text()
+            && let Ok(file) = vsh_policy::PolicyFile::from_toml(&old)
+        {
+            let digest = file.policy(self.protected_data.as_ref()).digest();
+            let _ = self.data.write_setting(&archived_policy_name(digest), old.as_bytes());
+        }
         self.data.write_setting(WORKSPACE_POLICY_FILE, signed.as_bytes()).map_err(VshError::DataDirectory)?;
         Ok(policy.digest())
+    }
+
+    /// The policy whose digest is `digest`, when this workspace knows it:
+    /// `run_policy` (a per-run policy's text, from its artifact), a
+    /// built-in profile, or a policy the workspace recorded before the one
+    /// it records now (kept as `policy-<digest>` when replaced). Each is
+    /// taken only if it parses to that very digest, so a file planted under
+    /// such a name is no policy of anyone's.
+    pub(crate) fn known_policy(
+        &self,
+        digest: vsh_types::PolicyDigest,
+        run_policy: Option<&str>,
+    ) -> Option<vsh_policy::TransactionPolicy> {
+        let data = self.protected_data.as_ref();
+        let parsed = |text: &str| {
+            vsh_policy::PolicyFile::from_toml(text).ok().map(|file| file.policy(data)).filter(|p| p.digest() == digest)
+        };
+        if let Some(policy) = run_policy.and_then(parsed) {
+            return Some(policy);
+        }
+        if let Some(policy) = vsh_policy::PolicyProfile::ALL
+            .into_iter()
+            .map(|profile| vsh_policy::TransactionPolicy::from_profile(profile, data))
+            .find(|policy| policy.digest() == digest)
+        {
+            return Some(policy);
+        }
+        let bytes = self.data.read_setting(&archived_policy_name(digest), vsh_policy::MAX_POLICY_FILE_BYTES).ok()??;
+        parsed(std::str::from_utf8(&bytes).ok()?)
     }
 
     /// The text of the policy the workspace recorded, if it recorded one,

@@ -620,7 +620,13 @@ impl Runtime {
         let (mut receipt, reads, policy) = self.records.stored_receipt(transaction, record.state)?;
         let calls = self.runs.policy().calls();
         receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
-        let view = self.reader_view(&receipt.changes, &reads, policy);
+        let made_under = if policy == self.runs.policy().digest() {
+            None
+        } else {
+            let run_policy = self.run_policy(transaction)?.map(|run| run.text);
+            self.made_under(policy, run_policy.as_deref())
+        };
+        let view = self.reader_view(&receipt.changes, &reads, policy, made_under.as_ref());
         // Work still to be decided or committed, under the policy it was
         // made under: what auto-approved commits took from the files it
         // modifies before it (sec61 F2).
@@ -676,6 +682,17 @@ impl Runtime {
         Ok(Some(receipt))
     }
 
+    /// The policy work bound to `policy` was made under, when it is not
+    /// this runtime's and the workspace knows it (`run_policy`: a per-run
+    /// policy's text; see `Records::known_policy`).
+    fn made_under(
+        &self,
+        policy: vsh_types::PolicyDigest,
+        run_policy: Option<&str>,
+    ) -> Option<vsh_policy::TransactionPolicy> {
+        (policy != self.runs.policy().digest()).then(|| self.records.known_policy(policy, run_policy)).flatten()
+    }
+
     /// What this runtime's policy must withhold of stored work (`entries`
     /// its diff, `reads` its read set, `policy` the digest it was bound to).
     /// Work made under a per-run policy may have read what this policy
@@ -685,27 +702,33 @@ impl Runtime {
     /// policy that touched a path this one protects from a read (a rename
     /// out of it) may carry those bytes anywhere it wrote and in its output
     /// (sec57 F1): tainted, its hunks, digests and output are withheld.
+    /// Unless `made_under`, the policy it was made under, is known and
+    /// refuses exactly the reads this one refuses (ux61 4: a policy that
+    /// only narrowed what may change withheld every earlier review).
     fn reader_view(
         &self,
         entries: &[vsh_types::DiffEntry],
         reads: &vsh_types::ReadSet,
         policy: vsh_types::PolicyDigest,
+        made_under: Option<&vsh_policy::TransactionPolicy>,
     ) -> ReaderView {
         use vsh_policy::AccessKind::{ContentRead, DirectoryRead, MetadataRead};
         let calls = self.runs.policy().calls();
         let refused = |path: &vsh_types::VPath, access| calls.authorize(path, access).is_err();
         let other_policy = policy != self.runs.policy().digest();
+        // What its program could read is what a program may read now.
+        let other_reads = other_policy && !made_under.is_some_and(|made| made.calls().reads_like(calls));
         let read_protected = reads.entries.iter().any(|(path, dependency)| {
             (dependency.content.is_some() && refused(path, ContentRead))
                 || ((dependency.kind.is_some() || dependency.size_mode.is_some()) && refused(path, MetadataRead))
-                || (dependency.names.is_some() && (other_policy || refused(path, DirectoryRead)))
+                || (dependency.names.is_some() && (other_reads || refused(path, DirectoryRead)))
         });
         let touched_protected =
             entries.iter().any(|entry| refused(&entry.path, ContentRead) || refused(&entry.path, MetadataRead));
         // Under this very policy the program could read none of it (vsh's
         // own hashing of a protected before state is no read of the
         // program's): only the snapshot id, which hashes that digest, is withheld.
-        let tainted = other_policy && (read_protected || touched_protected);
+        let tainted = other_reads && (read_protected || touched_protected);
         ReaderView { snapshot_withheld: read_protected || tainted, tainted, other_policy }
     }
 
@@ -863,7 +886,9 @@ impl Runtime {
     ) -> Result<Vec<vsh_vfs::FileReview>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(Vec::new()) };
         let calls = self.runs.policy().calls();
-        let view = self.reader_view(artifact.diff.entries(), &artifact.read_set, artifact.binding.digests().policy);
+        let policy = artifact.binding.digests().policy;
+        let made_under = self.made_under(policy, artifact.policy.as_deref());
+        let view = self.reader_view(artifact.diff.entries(), &artifact.read_set, policy, made_under.as_ref());
         let shown = |path: &vsh_types::VPath| {
             !(view.other_policy && hides(calls, path)) && only.is_none_or(|only| only.contains(path))
         };
