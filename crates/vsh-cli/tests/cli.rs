@@ -4228,6 +4228,20 @@ fn show_narrows_to_paths_and_directories_and_stat_lists_every_path() {
     let json = vsh(&["show", "--json", id.as_str(), "a", "--workspace", ws], None);
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(document["receipt"]["review"].as_array().unwrap().len(), 30, "{document}");
+    // A path a rename made, asked for alone, is still that rename (ux61 8:
+    // it was a whole new file); the path it left says where it went.
+    let moved = "vsh_write('b/g.txt', vsh_read('b/f03.txt'))\nvsh_remove('b/f03.txt')";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(moved)));
+    let show = |path: &str| {
+        String::from_utf8_lossy(&vsh(&["show", id.as_str(), path, "--workspace", ws], None).stdout).into_owned()
+    };
+    let made = show("b/g.txt");
+    assert!(
+        made.contains("    rename from b/f03.txt\n    rename to b/g.txt\n") && !made.contains("/dev/null"),
+        "{made}"
+    );
+    let left = show("b/f03.txt");
+    assert!(left.contains("renamed: its change is shown at the path it moved to") && !left.contains("+++"), "{left}");
 }
 
 /// A warning that names a path (here the build output under a directory

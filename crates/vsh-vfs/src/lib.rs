@@ -33,7 +33,7 @@ pub use base::{PathRule, SnapshotLimits};
 pub use error::VfsError;
 pub use review::{
     FileReview, NoHunks, READ_PER_SHOWN, ReviewLimits, Side, hides_text, live_content_if_unchanged, review_entries,
-    unified_hunks,
+    review_entries_of, unified_hunks,
 };
 pub use vsh_types::{Dependency, ReadSet, names_digest};
 

@@ -187,6 +187,7 @@ fn similarity(before: &[u8], after: &[u8]) -> f32 {
 /// counts against `read` within `max_read`.
 fn pair_renames<B: AsRef<[u8]>, E>(
     entries: &[DiffEntry],
+    wanted: &dyn Fn(usize) -> bool,
     limits: ReviewLimits,
     max_read: u64,
     read: &mut u64,
@@ -216,6 +217,10 @@ fn pair_renames<B: AsRef<[u8]>, E>(
             .filter(|from| !taken.contains(from) && related(&entries[*from].path, &entry.path))
             .take(MAX_RENAME_CANDIDATES)
             .collect();
+        // Only pairs a review shows are worth reading for.
+        if !wanted(index) && !candidates.iter().any(|from| wanted(*from)) {
+            continue;
+        }
         let size = entry.after.map_or(0, |state| state.size);
         if candidates.is_empty() || read.saturating_add(size) > max_read {
             continue;
@@ -384,14 +389,30 @@ fn side_text<B: AsRef<[u8]>>(
 pub fn review_entries<B: AsRef<[u8]>, E>(
     entries: &[DiffEntry],
     limits: ReviewLimits,
+    content: impl FnMut(&DiffEntry, Side) -> Result<Result<B, NoHunks>, E>,
+) -> Result<Vec<FileReview>, E> {
+    review_entries_of(entries, &|_| true, limits, content)
+}
+
+/// [`review_entries`] of the entries `wanted` names only (by index into
+/// `entries`), in order: a rename is paired against every entry, so a path
+/// asked for alone that a rename made or left is still shown as that rename
+/// (ux61 8: its new path alone was a whole new file).
+pub fn review_entries_of<B: AsRef<[u8]>, E>(
+    entries: &[DiffEntry],
+    wanted: &dyn Fn(usize) -> bool,
+    limits: ReviewLimits,
     mut content: impl FnMut(&DiffEntry, Side) -> Result<Result<B, NoHunks>, E>,
 ) -> Result<Vec<FileReview>, E> {
     let (mut shown, mut read) = (0u64, 0u64);
     let max_read = limits.max_total_bytes.saturating_mul(READ_PER_SHOWN);
-    let renamed = pair_renames(entries, limits, max_read, &mut read, &mut content)?;
+    let renamed = pair_renames(entries, wanted, limits, max_read, &mut read, &mut content)?;
     let renamed_away: std::collections::HashSet<usize> = renamed.values().map(|renamed| renamed.from).collect();
     let mut out = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
+        if !wanted(index) {
+            continue;
+        }
         if renamed_away.contains(&index) {
             out.push(FileReview { path: entry.path.clone(), hunks: Err(NoHunks::Renamed) });
             continue;

@@ -17,6 +17,9 @@ use crate::records::Records;
 /// store failure),
 /// before-states from the workspace when, and only when, its live bytes
 /// still hash to the recorded state and `calls` lets a program read them.
+/// A set of workspace paths.
+type PathSet = std::collections::BTreeSet<vsh_types::VPath>;
+
 #[allow(clippy::too_many_arguments, reason = "the runtime's parts a review reads, each once")]
 pub(crate) fn stored_review(
     records: &Records,
@@ -26,14 +29,16 @@ pub(crate) fn stored_review(
     artifact: &vsh_store::PendingArtifact,
     collected: bool,
     limits: ReviewLimits,
-    only: Option<&std::collections::BTreeSet<vsh_types::VPath>>,
+    (visible, only): (Option<&PathSet>, Option<&PathSet>),
 ) -> Result<Vec<FileReview>, VshError> {
     let inline = &artifact.contents;
-    let entries: Vec<vsh_types::DiffEntry> = match only {
+    // What the reader may not see takes no part, not even as a rename's other end.
+    let entries: Vec<vsh_types::DiffEntry> = match visible {
         Some(paths) => artifact.diff.entries().iter().filter(|entry| paths.contains(&entry.path)).cloned().collect(),
         None => artifact.diff.entries().to_vec(),
     };
-    vsh_vfs::review_entries(&entries, limits, |entry, side| {
+    let wanted = |index: usize| only.is_none_or(|paths| entries.get(index).is_some_and(|e| paths.contains(&e.path)));
+    vsh_vfs::review_entries_of(&entries, &wanted, limits, |entry, side| {
         // Neither side of a path protected from reading is shown: the
         // before state is the workspace's, and the after state, made by
         // whoever ran it (an operator's per-run policy may have let it copy

@@ -863,7 +863,7 @@ impl Runtime {
             &artifact,
             collected,
             limits,
-            None,
+            (None, None),
         )
     }
 
@@ -889,16 +889,17 @@ impl Runtime {
         let policy = artifact.binding.digests().policy;
         let made_under = self.made_under(policy, artifact.policy.as_deref());
         let view = self.reader_view(artifact.diff.entries(), &artifact.read_set, policy, made_under.as_ref());
-        let shown = |path: &vsh_types::VPath| {
-            !(view.other_policy && hides(calls, path)) && only.is_none_or(|only| only.contains(path))
-        };
         if view.tainted {
             // Nothing of it is shown here, not even its paths (see `reader_view`).
             return Ok(Vec::new());
         }
-        let listed: std::collections::BTreeSet<vsh_types::VPath> =
-            artifact.diff.entries().iter().map(|entry| entry.path.clone()).filter(|path| shown(path)).collect();
-        let only = Some(&listed);
+        let visible: std::collections::BTreeSet<vsh_types::VPath> = artifact
+            .diff
+            .entries()
+            .iter()
+            .map(|entry| entry.path.clone())
+            .filter(|path| !(view.other_policy && hides(calls, path)))
+            .collect();
         // Work that can never commit: `vsh gc` may have collected its contents.
         let collected = self.records.get(transaction)?.is_some_and(|record| record.state.was_refused());
         crate::review::stored_review(
@@ -909,7 +910,7 @@ impl Runtime {
             &artifact,
             collected,
             limits,
-            only,
+            (Some(&visible), only),
         )
     }
 
