@@ -139,12 +139,15 @@ pub(crate) enum Command {
     Doctor(Common),
     /// Approve a pending transaction.
     Approve(ApproveArgs),
-    /// Reject a pending transaction (one already rejected, denied, expired,
-    /// stale or failed is left as it is: exit 0). `discard` is another name
-    /// for it, as MCP's `vsh_discard` is.
+    /// Reject a transaction that waits: pending, approved or an auto-approved
+    /// preview (one already rejected, denied, expired, stale or failed is
+    /// left as it is: exit 0). `discard` is another name for it, as MCP's
+    /// `vsh_discard` is.
     #[command(visible_alias = "discard")]
     Reject(Stored),
-    /// Commit an approved transaction (revalidated against the live workspace).
+    /// Commit an approved transaction or an auto-approved preview, exactly
+    /// once (revalidated against the live workspace first: stale work
+    /// writes nothing, exit 6).
     Commit(CommitArgs),
     /// Finish or roll back interrupted commits; with --restore, put a
     /// transaction that recovery left unresolved back into its before state.

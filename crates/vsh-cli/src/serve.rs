@@ -338,8 +338,27 @@ fn refused(message: impl Into<String>) -> CallToolResult {
 fn bounded_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocument, String) {
     let mut document = ReceiptDocument::from(receipt);
     document.bound(bounds);
+    document.next = agent_next(receipt);
     let summary = receipt_summary(receipt, &document, None);
     (document, summary)
+}
+
+/// What takes `receipt`'s work on from here, for the structured result's
+/// `next` (ux60 3: always `null`): the agent's `vsh_commit` of work it may
+/// commit, the operator's `vsh approve` of work waiting for one; `None`
+/// when nothing does (committed, denied, or nothing changed).
+fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
+    let short = receipt.transaction.short();
+    match receipt.state {
+        TransactionState::AutoApproved
+            if receipt.changed_paths > 0 || receipt.warnings.contains(&vsh::Warning::Withheld) =>
+        {
+            Some(format!("vsh_commit {short}"))
+        }
+        TransactionState::Approved => Some(format!("vsh_commit {short}")),
+        TransactionState::PendingApproval => Some(format!("vsh approve {short}")),
+        _ => None,
+    }
 }
 
 /// A commit's receipt bounded for the reader, and its summary without
@@ -1155,6 +1174,8 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     if let Some(record) = document.record.as_mut() {
         record.policy_changed = replaced;
     }
+    // Work made under a replaced policy is never committed: nothing is next.
+    document.receipt.next = agent_next(&receipt).filter(|_| !replaced);
     let advice = replaced.then(|| policy_replaced_advice(runtime, id));
     let mut summary = receipt_summary(&receipt, &document.receipt, advice.as_deref());
     // What the review left without hunks for its size is said, with how to get it.

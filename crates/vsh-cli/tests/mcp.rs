@@ -98,12 +98,12 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
         json!({"code": "from pathlib import Path\nPath('c.txt').write_text('c')", "mode": "auto"}),
     )
     .await;
-    assert_eq!(auto.document["state"], "committed");
+    assert!(auto.document["state"] == "committed" && auto.document["next"].is_null(), "{}", auto.document);
     assert!(ws.join("c.txt").exists());
 
     // Work the policy escalates waits for the operator; the agent cannot commit it.
     let delete = call(&client, "vsh_run", json!({"code": "from pathlib import Path\nPath('a.txt').unlink()"})).await;
-    assert_eq!(delete.document["state"], "pending-approval", "{}", delete.text);
+    waiting_work_names_the_operators_step(&client, &delete).await;
     let pending_id = delete.document["transaction"].as_str().unwrap().to_owned();
     let pending = call(&client, "vsh_pending", json!({})).await;
     assert!(
@@ -202,6 +202,16 @@ async fn discarded_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
 
 /// A retry of `id`'s commit after a lost answer is told it landed, not
 /// that it failed; committed work cannot be discarded, and says so.
+/// Work waiting for approval names the operator's `vsh approve` as what
+/// comes next, in the run's structured result and in `vsh_show`'s.
+async fn waiting_work_names_the_operators_step(client: &rmcp::Peer<rmcp::RoleClient>, waiting: &Outcome) {
+    assert_eq!(waiting.document["state"], "pending-approval", "{}", waiting.text);
+    let id = waiting.document["transaction"].as_str().unwrap();
+    assert_eq!(waiting.document["next"], format!("vsh approve {}", &id[..12]), "{}", waiting.document);
+    let shown = call(client, "vsh_show", json!({"transaction": &id[..8]})).await;
+    assert_eq!(shown.document["receipt"]["next"], waiting.document["next"], "{}", shown.document);
+}
+
 async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
     let again = call(client, "vsh_commit", json!({"transaction": &id[..8]})).await;
     assert!(!again.is_error && again.text.starts_with("already committed"), "{}", again.text);
@@ -221,6 +231,9 @@ async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
 /// with compact.
 async fn the_text_names_what_changed(client: &rmcp::Peer<rmcp::RoleClient>, create: &str, preview: &Outcome) {
     assert!(preview.text.contains("\nchanges:\n  create b.txt  [- -> file "), "{}", preview.text);
+    // What comes next, in the structured result too (ux60 3: always null).
+    let short = &preview.document["transaction"].as_str().unwrap()[..12];
+    assert_eq!(preview.document["next"], format!("vsh_commit {short}"), "{}", preview.document);
     let full = call(client, "vsh_run", json!({"code": create, "detail": "full"})).await;
     assert!(full.text.contains("+ALPHA") && full.text.contains("create b.txt"), "{}", full.text);
     let compact = call(client, "vsh_run", json!({"code": create, "detail": "compact"})).await;

@@ -77,8 +77,10 @@ pub struct ReceiptDocument {
     pub warnings: Vec<String>,
     /// The command that takes the work on (`vsh approve TX && vsh commit
     /// TX`, `vsh commit TX`, `vsh rerun TX`), as the text receipt's `next`
-    /// line gives it; `null` when there is nothing to do or the document was
-    /// not made by the CLI.
+    /// line gives it; from `vsh serve`, the agent's tool call
+    /// (`vsh_commit TX`) or the operator's command it waits for (`vsh
+    /// approve TX`); `null` when there is nothing to do or the document was
+    /// made by neither.
     #[serde(default)]
     pub next: Option<String>,
 }
