@@ -846,11 +846,16 @@ fn a_review_of_work_that_touched_what_the_reader_protects_shows_none_of_it() {
     assert!(shown.changes.is_empty() && review.is_empty(), "{shown:?} {review:?}");
     // Nor how many: a count can be a byte's value (sec59 F2).
     assert_eq!(shown.changed_paths, 0);
+    // Nor its program, whose text names what it read (sec65 L2); a rerun,
+    // the operator's, still has it.
+    assert!(reader.stored_program(made.transaction).unwrap().is_none());
+    assert!(reader.program_to_run_again(made.transaction).unwrap().is_some_and(|p| p.code.contains("salary")));
     // Under the policy it was made under, its reviewer sees it whole.
     drop(reader);
     let own = Runtime::open(durable().with_policy_profile(vsh::PolicyProfile::Strict)).unwrap();
     let whole = own.show(made.transaction).unwrap().expect("stored");
     assert!(format!("{whole:?}").contains("offer-bob") && !whole.snapshot_withheld);
+    assert!(own.stored_program(made.transaction).unwrap().is_some_and(|p| p.code.contains("salary")));
     // A move alone, reading nothing: the moved bytes are still the protected ones.
     own.reject(made.transaction, 1).unwrap();
     drop(own);

@@ -1618,8 +1618,9 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     };
     let mut runtime = open(config()?)?;
     let id = runtime.resolve(&rerun.stored.transaction)?;
-    let stored =
-        runtime.stored_program(id)?.ok_or_else(|| format!("transaction {id} has no stored program to run again"))?;
+    let stored = runtime
+        .program_to_run_again(id)?
+        .ok_or_else(|| format!("transaction {id} has no stored program to run again"))?;
     // Real programs run again as they ran: a command, and Bash that ran in
     // real bash, in a candidate; a Monty program's vsh_exec when it had
     // them (its record holds what its commands were granted) or is asked.

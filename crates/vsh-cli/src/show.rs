@@ -200,7 +200,8 @@ pub(crate) fn show(
                 id.short()
             );
         }
-        if let Some(stored) = runtime.stored_program(id)? {
+        let program = if args.protected { runtime.program_to_run_again(id)? } else { runtime.stored_program(id)? };
+        if let Some(stored) = program {
             anstream::print!("{}", render::program_text(&stored));
         }
     }

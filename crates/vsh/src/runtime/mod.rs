@@ -783,16 +783,36 @@ impl Runtime {
         self.records.resolve(name, &self.previews.unwritten_ids())
     }
 
-    /// The program text and intent a transaction was made from, for a review
-    /// or for running it again ([`crate::RunRequest::new`] with them makes a
-    /// new transaction on the current workspace under the current policy).
-    /// `None` when nothing is stored (a denied run's record, a preview another
-    /// process held in memory, an artifact of the first format).
+    /// The program text and intent a transaction was made from, for a
+    /// review. `None` when nothing is stored (a denied run's record, a
+    /// preview another process held in memory, an artifact of the first
+    /// format), and when this runtime's policy withholds the work's review
+    /// (work made under another policy that read or touched what this one
+    /// protects: sec65 L2, its command line named the paths, as its output
+    /// would have).
     pub fn stored_program(&self, transaction: TransactionId) -> Result<Option<StoredProgram>, VshError> {
         let Some(artifact) = self.stored_artifact(transaction)? else { return Ok(None) };
+        let policy = artifact.binding.digests().policy;
+        let made_under = self.made_under(policy, artifact.policy.as_deref());
+        if self.reader_view(artifact.diff.entries(), &artifact.read_set, policy, made_under.as_ref()).tainted {
+            return Ok(None);
+        }
+        Ok(Self::program_of(artifact))
+    }
+
+    /// [`Runtime::stored_program`], whatever this runtime's policy
+    /// withholds: for running it again ([`crate::RunRequest::new`] with it
+    /// makes a new transaction on the current workspace under the current
+    /// policy), or for an operator who asked for all of it (`vsh show
+    /// --protected`); never for a program or an agent.
+    pub fn program_to_run_again(&self, transaction: TransactionId) -> Result<Option<StoredProgram>, VshError> {
+        Ok(self.stored_artifact(transaction)?.and_then(Self::program_of))
+    }
+
+    fn program_of(artifact: vsh_store::PendingArtifact) -> Option<StoredProgram> {
         let language = crate::evidence::Evidence::decode(&artifact.evidence)
             .map_or(crate::Language::Monty, |evidence| evidence.output.language());
-        Ok(artifact.program.map(|code| StoredProgram { language, code, intent: artifact.intent }))
+        artifact.program.map(|code| StoredProgram { language, code, intent: artifact.intent })
     }
 
     /// Whether `value` is the value variable `name` had when `transaction`'s
