@@ -563,6 +563,33 @@ fn a_loss_history_the_data_directory_refuses_is_said_on_the_commit() {
         committed.warnings
     );
     assert!(!data.join("loss-history").exists());
+    // Once there is a history file, a directory that refuses new entries
+    // still takes the update, written over in place (sec65 L1: the update
+    // was lost and the next cut started afresh).
+    // (The failed write of what the commit replaced stopped this runtime's
+    // blob store: a new one reads the disk afresh.)
+    assert!(runtime.is_stopped());
+    drop(runtime);
+    let runtime = open(&dir);
+    let added = "from pathlib import Path\nPath('a.txt').write_text(Path('a.txt').read_text() + 'one more\\n')";
+    assert_eq!(
+        runtime.run(&RunRequest::new(added).with_mode(RunMode::Auto)).unwrap().state,
+        TransactionState::Committed
+    );
+    let before = std::fs::read(data.join("loss-history")).unwrap();
+    assert!(chattr("+i").is_ok_and(|status| status.success()));
+    let cut_more = runtime.run(&RunRequest::new(cut).with_mode(RunMode::Auto));
+    assert!(chattr("-i").is_ok_and(|status| status.success()));
+    let cut_more = cut_more.unwrap();
+    assert!(
+        !cut_more.warnings.iter().any(|warning| matches!(warning, vsh::Warning::LossHistoryUnrecorded { .. })),
+        "{:?}",
+        cut_more.warnings
+    );
+    assert_ne!(std::fs::read(data.join("loss-history")).unwrap(), before, "updated in place");
+    // And it speaks: the next cut adds up with this one.
+    let third = runtime.run(&RunRequest::new(cut).with_mode(RunMode::Auto)).unwrap();
+    assert_eq!(third.state, TransactionState::PendingApproval, "{:?}", third.decision);
 }
 
 /// ux60: both items a lead approved had gone stale under the agent's later

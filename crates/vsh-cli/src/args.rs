@@ -331,14 +331,37 @@ pub(crate) fn found_workspace(cwd: &Path) -> &Path {
             if workspace != top
                 && top.starts_with(workspace)
                 && repository_at_or_above(workspace).is_none()
-                && std::fs::symlink_metadata(workspace.join(".vsh/data/policy.toml")).is_err() =>
+                && !records_a_policy(workspace) =>
         {
             top
         }
-        (Some(workspace), _) => workspace,
+        (Some(workspace), _) => governing_workspace(workspace),
         (None, Some(top)) => top,
         (None, None) => cwd,
     }
+}
+
+/// Whether the workspace at `dir` records a policy of its own (`vsh init`
+/// made it; a `.vsh` a command made implicitly records none).
+fn records_a_policy(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(".vsh/data/policy.toml")).is_ok()
+}
+
+/// The workspace whose policy governs `workspace`: itself, unless it records
+/// no policy and lies inside a workspace that records one (sec66 S2: a
+/// `.vsh` made through a bind mount of a workspace's directory, or by an
+/// older vsh, took that directory out of the workspace's strict policy,
+/// silently). Only `vsh init` makes a workspace inside another.
+fn governing_workspace(workspace: &Path) -> &Path {
+    if records_a_policy(workspace) {
+        return workspace;
+    }
+    workspace
+        .ancestors()
+        .skip(1)
+        .filter(|dir| dir.parent().is_some())
+        .find(|dir| is_own_workspace(dir) && records_a_policy(dir))
+        .unwrap_or(workspace)
 }
 
 /// The workspace `dir` lies inside, when vsh run there would find that one
@@ -347,7 +370,7 @@ pub(crate) fn found_workspace(cwd: &Path) -> &Path {
 /// `--workspace DIR` naming a directory of a workspace most likely meant
 /// that workspace (ux61 3).
 pub(crate) fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
-    if is_workspace(dir) {
+    if is_workspace(dir) && records_a_policy(dir) {
         return None;
     }
     let real = std::fs::canonicalize(dir).ok()?;
@@ -380,6 +403,20 @@ impl Common {
     pub(crate) fn existing_root(&self) -> Result<PathBuf, String> {
         let root = self.root();
         if is_workspace(&root) {
+            // A `.vsh` inside a workspace whose policy governs it is not one
+            // of its own (sec66 S2): named, not used.
+            if self.workspace.is_some()
+                && let Some(enclosing) = enclosing_workspace(&root)
+            {
+                return Err(format!(
+                    "{} holds a .vsh with no policy of its own inside the workspace at {}, whose policy governs \
+                     it: give --workspace {}, or `vsh init --workspace {}` to make it a workspace of its own",
+                    root.display(),
+                    enclosing.display(),
+                    enclosing.display(),
+                    root.display()
+                ));
+            }
             return Ok(root);
         }
         Err(match &self.workspace {

@@ -1844,9 +1844,11 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     let new = config.data_directory().is_none() && !args::is_workspace(&root);
     if new {
         refuse_as_a_new_workspace(&root)?;
-        if !init {
-            refuse_inside_another(&root)?;
-        }
+    }
+    // A workspace inside another is made, or used without a policy of its
+    // own, only by `vsh init` (ux61 3, sec66 S2).
+    if config.data_directory().is_none() && !init {
+        refuse_inside_another(&root)?;
     }
     // Whatever `.vsh` was there before (a symlink a repository shipped, a
     // file) is the workspace's, not this command's to remove.

@@ -636,7 +636,8 @@ impl VshServer {
     }
 
     /// The server's runtime, opened at the first call that needs it, and
-    /// again at a call after the operator recorded the workspace's policy
+    /// again at a call after a storage failure stopped it, or after the
+    /// operator recorded the workspace's policy
     /// again (`vsh init --force`): every call works under the policy
     /// recorded now, as every vsh command does (what the old runtime held
     /// in memory, previews made under the replaced policy, is dropped with
@@ -647,6 +648,10 @@ impl VshServer {
         if let Some(runtime) = held.as_ref() {
             match runtime.check_policy_current() {
                 Err(VshError::WorkspacePolicyReplaced) => *held = None,
+                // A storage failure stopped it (a full disk, a read-only
+                // data directory): the next call gets a runtime that reads
+                // the disk afresh, not the stopped one's error forever.
+                _ if runtime.is_stopped() => *held = None,
                 _ => return Ok(Arc::clone(runtime)),
             }
         }

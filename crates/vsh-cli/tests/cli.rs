@@ -2195,6 +2195,53 @@ fn a_command_that_makes_a_workspace_says_so_and_only_init_makes_one_inside_anoth
     assert!(said.contains("a nested workspace's .vsh"), "{said}");
 }
 
+/// sec66 S2: a `.vsh` with no policy of its own inside a workspace that
+/// records one (made through a bind mount of a directory, or by an older
+/// vsh) took that directory out of the workspace's strict policy, silently.
+/// The enclosing workspace's policy governs it; only `vsh init` makes it a
+/// workspace of its own.
+#[test]
+fn a_stray_workspace_without_a_policy_inside_another_is_governed_by_it() {
+    let outer = tempfile::tempdir().unwrap();
+    let ws = outer.path().to_str().unwrap();
+    write(outer.path(), "sub/f.txt", "f\n");
+    assert!(vsh(&["init", "-q", "--profile", "strict", "--workspace", ws], None).status.success());
+    // A workspace made elsewhere by a run (no policy recorded), moved in.
+    let other = tempfile::tempdir().unwrap();
+    assert!(vsh(&["run", "-q", "--workspace", other.path().to_str().unwrap(), "-"], Some("1")).status.success());
+    let sub = outer.path().join("sub");
+    std::fs::rename(other.path().join(".vsh"), sub.join(".vsh")).unwrap();
+    let in_sub = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .current_dir(&sub)
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let held = in_sub(&["run", "--mode", "auto", "--json", "-"], "vsh_write('g.txt', 'g')");
+    let receipt: serde_json::Value = serde_json::from_slice(&held.stdout).unwrap();
+    assert_eq!(receipt["state"], "pending-approval", "strict governs it: {receipt}");
+    assert!(!sub.join("g.txt").exists());
+    let listed = vsh(&["pending", "--workspace", ws], None);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&receipt["transaction"].as_str().unwrap()[..12]));
+    let named = vsh(&["pending", "--workspace", sub.to_str().unwrap()], None);
+    let said = String::from_utf8_lossy(&named.stderr);
+    assert!(!named.status.success() && said.contains(&format!("inside the workspace at {ws}")), "{said}");
+    let ran = vsh(&["run", "--workspace", sub.to_str().unwrap(), "-"], Some("1"));
+    assert!(!ran.status.success() && String::from_utf8_lossy(&ran.stderr).contains("vsh init --workspace"), "{ran:?}");
+    // Made a workspace of its own on purpose, it is one.
+    assert!(vsh(&["init", "-q", "--workspace", sub.to_str().unwrap()], None).status.success());
+    let own = in_sub(&["run", "--mode", "auto", "--json", "-"], "vsh_write('g.txt', 'g')");
+    let receipt: serde_json::Value = serde_json::from_slice(&own.stdout).unwrap();
+    assert_eq!(receipt["state"], "committed", "{receipt}");
+}
+
 #[test]
 fn a_usage_error_asked_for_json_is_a_json_error_too() {
     let dir = tempfile::tempdir().unwrap();

@@ -996,3 +996,38 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     assert!(still.text.contains("the operator decides it"), "{}", still.text);
     client.cancel().await.unwrap();
 }
+
+/// A storage failure stopped the server's runtime for good: its blob store,
+/// poisoned by a write the data directory refused, made every later call
+/// fail until the server was restarted. The next call opens a runtime
+/// that reads the disk afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_a_storage_failure_stopped_is_opened_again() {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status.lines().any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(2) == Some("0"))
+    });
+    if !root {
+        assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root for chattr +i");
+        return;
+    }
+    let (dir, ws, key) = scratch();
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    let ws_arg = ws.to_str().unwrap();
+    let (client, _log) = serve_with(Recorder::default(), &["--workspace", ws_arg], dir.path(), &key).await;
+    // Opened, with no blob stored yet.
+    let first = call(&client, "vsh_pending", json!({})).await;
+    assert!(!first.is_error && !ws.join(".vsh/data/blobs").exists(), "{}", first.text);
+    let data = ws.join(".vsh/data");
+    let chattr = |flag: &str| std::process::Command::new("chattr").args([flag, data.to_str().unwrap()]).status();
+    assert!(chattr("+i").is_ok_and(|status| status.success()), "chattr +i");
+    // Storing its contents needs a new directory there, which the data
+    // directory refuses: the blob store stops.
+    let edit = json!({"code": "vsh_write('a.txt', 'a, edited\\n')", "mode": "auto"});
+    let edited = call(&client, "vsh_run", edit).await;
+    assert!(chattr("-i").is_ok_and(|status| status.success()), "chattr -i");
+    assert!(edited.is_error && edited.text.contains("create blob directory"), "{}", edited.text);
+    let after = call(&client, "vsh_run", json!({"code": "vsh_write('c.txt', 'c')", "mode": "auto"})).await;
+    assert!(!after.is_error && after.document["state"] == "committed", "{}", after.text);
+    assert_eq!(std::fs::read_to_string(ws.join("c.txt")).unwrap(), "c");
+    client.cancel().await.unwrap();
+}

@@ -262,6 +262,18 @@ impl WritableDir {
         Ok(fstat(file.as_fd(), path)?.size)
     }
 
+    /// Replace the bytes of the existing regular file at `path` with `bytes`
+    /// in place (truncated, then written; no `fsync`), never through a
+    /// symlink: for a file that cannot be replaced by a rename (its
+    /// directory refuses new entries). Not atomic: a reader, or a crash, may
+    /// see it empty or cut short, which the file's own checks must refuse.
+    /// Errors as for [`WritableDir::append`].
+    pub fn overwrite_unsynced(&self, path: &VPath, bytes: &[u8]) -> Result<(), HostError> {
+        self.counters.write();
+        let mut file = self.open_regular_for_write(path, OFlags::TRUNC)?;
+        file.write_all(bytes).map_err(|source| HostError::Io { op: "write", path: path.clone(), source })
+    }
+
     /// Cut the existing regular file at `path` to `len` bytes (no-op when it is
     /// already that short) and fsync it. Errors as for [`WritableDir::append`].
     pub fn truncate(&self, path: &VPath, len: u64) -> Result<(), HostError> {

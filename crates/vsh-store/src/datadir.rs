@@ -141,6 +141,15 @@ impl DataDir {
         self.replace_setting(name, bytes, false)
     }
 
+    /// Write `bytes` over the existing settings file `name` in place, unsynced
+    /// ([`vsh_host::WritableDir::overwrite_unsynced`]): where the directory
+    /// refuses the new entry a replacement needs (made immutable, out of
+    /// inodes). Not atomic: the file's own checks must refuse one cut short.
+    pub fn overwrite_setting_unsynced(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = setting_path(name)?;
+        self.dir.overwrite_unsynced(&path, bytes).map_err(|source| StoreError::DataDir { path, source })
+    }
+
     fn replace_setting(&self, name: &str, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
         let path = setting_path(name)?;
         let failed = |source| StoreError::DataDir { path: path.clone(), source };

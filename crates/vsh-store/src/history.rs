@@ -182,12 +182,20 @@ impl LossHistory {
     /// Replace the history `data` holds with this one, whole and unsynced
     /// ([`DataDir::write_setting_unsynced`]: a commit pays no `fsync` for
     /// it; after a machine crash the file may be the one before, or fail its
-    /// MAC and be refused); an empty one removes the file.
+    /// MAC and be refused), or, where the directory refuses the replacement,
+    /// written over in place ([`DataDir::overwrite_setting_unsynced`]: a
+    /// reader or a crash meanwhile may find it cut short, and refuse it). An
+    /// empty history is written too. On failure, the replacement's error.
     pub fn write(&self, data: &DataDir, key: &AuthorityKey) -> Result<(), StoreError> {
-        if self.is_empty() {
-            return data.remove_setting(LOSS_HISTORY_FILE);
+        let bytes = self.encode(key);
+        // Kept even when empty, so that a directory that later refuses new
+        // entries (made immutable, out of inodes) still has a file to write
+        // over in place (sec65 L1: the update was lost, and the next cut
+        // started afresh).
+        match data.write_setting_unsynced(LOSS_HISTORY_FILE, &bytes) {
+            Ok(()) => Ok(()),
+            Err(error) => data.overwrite_setting_unsynced(LOSS_HISTORY_FILE, &bytes).map_err(|_| error),
         }
-        data.write_setting_unsynced(LOSS_HISTORY_FILE, &self.encode(key))
     }
 }
 

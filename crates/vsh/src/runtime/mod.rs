@@ -137,6 +137,14 @@ impl Runtime {
         self.records.workspace_policy_text()
     }
 
+    /// Whether a storage failure stopped this runtime's stores (a failed
+    /// write whose outcome on disk is unknown poisons them: every later
+    /// call is [`vsh_store::StoreError::Poisoned`]). A long-lived host (a
+    /// server) opens a new runtime instead, which reads the disk afresh.
+    pub fn is_stopped(&self) -> bool {
+        self.records.blobs().is_poisoned() || self.records.transactions().is_poisoned()
+    }
+
     /// The active policy.
     pub fn policy(&self) -> &TransactionPolicy {
         self.runs.policy()
