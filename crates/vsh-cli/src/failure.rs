@@ -126,11 +126,12 @@ pub(crate) fn with_rerun_hint(
 /// variables whose value vsh's own environment cannot give again (vsh keeps
 /// only a keyed digest of it, and the value here is not the one it digests).
 pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> String {
-    // Run again already, and that work is committed or waiting: running it
-    // once more would do the work twice (ux61 1).
+    // Run again already (or it is a rerun, and another run of the same
+    // work is), and that work is committed or waiting: running it once
+    // more would do the work twice (ux61 1, ux62 1).
     if let Some(rerun) = live_rerun(runtime, transaction) {
         return format!(
-            "vsh show {} (it was run again as {}, {}: running it once more would do its work twice)",
+            "vsh show {} (another run of the same work, {}, is {}: running it once more would do that work twice)",
             rerun.id.short(),
             rerun.id.short(),
             rerun.state.name()
@@ -150,13 +151,19 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
     format!("vsh rerun {}{}", transaction.short(), missing.concat())
 }
 
-/// The latest run of `transaction`'s program again (`vsh rerun`, or a
-/// rerun of one) that is committed or may still be: its work is done, or
-/// will be, so running the first again would do it twice. Best effort:
+/// The latest other run of the same work as `transaction` (its lineage:
+/// the work it ran again, if it is a rerun, and every rerun of that; ux62
+/// finding 1) that is committed or may still be: its work is done, or will
+/// be, so running `transaction` again would do it twice. Best effort:
 /// `None` when the store cannot say.
 pub(crate) fn live_rerun(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> Option<vsh::TransactionRecord> {
     use vsh::TransactionState as S;
-    runtime.reruns_of(transaction).ok()?.into_iter().rev().find(|record| {
+    let origin = runtime.rerun_origin(transaction).ok()?;
+    let mut lineage = runtime.reruns_of(origin).ok()?;
+    if origin != transaction {
+        lineage.insert(0, runtime.transaction(origin).ok()??);
+    }
+    lineage.into_iter().rev().filter(|record| record.id != transaction).find(|record| {
         matches!(
             record.state,
             S::Committed
@@ -180,8 +187,8 @@ pub(crate) fn refuse_work_done_again(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let Some(done) = live_rerun(runtime, transaction) else { return Ok(()) };
     Err(format!(
-        "transaction {} was run again already, as {} ({}): running it once more would do its work twice; `vsh \
-         show {}` shows that run, and `vsh rerun {} --again` runs it once more anyway",
+        "another run of the work of transaction {}, {}, is {}: running it once more would do that work twice; \
+         `vsh show {}` shows that run, and `vsh rerun {} --again` runs it once more anyway",
         transaction.short(),
         done.id.short(),
         done.state.name(),

@@ -2354,20 +2354,58 @@ fn work_run_again_and_committed_is_not_run_again_by_its_next() {
     let commit = vsh(&["commit", &id, "--workspace", ws], None);
     let stderr = String::from_utf8_lossy(&commit.stderr);
     assert!(stderr.contains(&format!("next: `vsh show {}`", &second[..12])), "{stderr}");
-    assert!(stderr.contains(&format!("it was run again as {}, committed", &second[..12])), "{stderr}");
+    assert!(stderr.contains(&format!("another run of the same work, {}, is committed", &second[..12])), "{stderr}");
     let show = vsh(&["show", &id, "--workspace", ws], None);
     assert!(String::from_utf8_lossy(&show.stdout).contains(&format!("vsh show {}", &second[..12])));
     // Run again once more: refused, and nothing written.
     let twice = vsh(&["rerun", &id, "--mode", "auto", "--workspace", ws], None);
     let stderr = String::from_utf8_lossy(&twice.stderr);
     assert_eq!(twice.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("was run again already, as {} (committed)", &second[..12])), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "another run of the work of transaction {}, {}, is committed",
+            &id[..12],
+            &second[..12]
+        )),
+        "{stderr}"
+    );
     assert!(stderr.contains("--again"), "{stderr}");
     assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes\n- fix\n");
+
     // Asked for, it runs.
     let forced = vsh(&["rerun", &id, "--mode", "auto", "--again", "--workspace", ws], None);
     assert_eq!(forced.status.code(), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes\n- fix\n- fix\n");
+}
+
+/// ux62 1: a rerun that went stale in turn advertised `vsh rerun` of
+/// itself, and once the first work was run again and committed, following
+/// that applied the work a second time. Every run of the same work (the
+/// first, its reruns, theirs) is one lineage: none is run again while
+/// another is committed or waiting.
+#[test]
+fn a_rerun_of_a_rerun_is_the_same_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let append = "from pathlib import Path\np = Path('CHANGES.md')\n\
+                  p.write_text((p.read_text() if p.exists() else '') + '- entry\\n')";
+    let first = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(append)));
+    write(dir.path(), "CHANGES.md", "# Changes\n");
+    let rerun = id_of(&vsh(&["rerun", &first, "--workspace", ws], None));
+    write(dir.path(), "CHANGES.md", "# Changes (dev)\n");
+    // The rerun went stale too: the first runs again, and commits.
+    assert_eq!(vsh(&["commit", &rerun, "--workspace", ws], None).status.code(), Some(6));
+    let again = vsh(&["rerun", &first, "--mode", "auto", "--workspace", ws], None);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    let landed = id_of(&again);
+    // The stale rerun's own hint and rerun name the run that landed.
+    let commit = vsh(&["commit", &rerun, "--workspace", ws], None);
+    assert!(String::from_utf8_lossy(&commit.stderr).contains(&format!("next: `vsh show {}`", &landed[..12])));
+    let twice = vsh(&["rerun", &rerun, "--mode", "auto", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&twice.stderr);
+    assert_eq!(twice.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("{}, is committed", &landed[..12])), "{said}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes (dev)\n- entry\n");
 }
 
 #[test]

@@ -1028,6 +1028,28 @@ impl Runtime {
         Ok(reruns)
     }
 
+    /// The first transaction of the lineage `transaction` belongs to: the
+    /// one whose program it ran again (`vsh rerun`), and that one's in turn,
+    /// as far as the store still holds them (at most [`RERUNS_SCANNED`]
+    /// steps); `transaction` itself when it is no rerun. With
+    /// [`Runtime::reruns_of`] it gives every run of the same work, so that
+    /// a rerun of a rerun is never the work done twice (ux62 1).
+    pub fn rerun_origin(&self, transaction: TransactionId) -> Result<TransactionId, VshError> {
+        let mut at = transaction;
+        for _ in 0..RERUNS_SCANNED {
+            let Some(artifact) = self.stored_artifact(at).ok().flatten() else { break };
+            let Some(of) = crate::evidence::Evidence::decode(&artifact.evidence).ok().and_then(|e| e.rerun_of) else {
+                break;
+            };
+            let of = TransactionId::from_bytes(of);
+            if of == at || self.records.get(of)?.is_none() {
+                break;
+            }
+            at = of;
+        }
+        Ok(at)
+    }
+
     /// Every transaction record the store holds (garbage collection drops old
     /// terminal ones), in no particular order.
     pub fn transactions(&self) -> Result<Vec<TransactionRecord>, VshError> {
