@@ -649,6 +649,39 @@ fn reruns_are_linked_to_the_work_they_ran_again() {
     assert_eq!(open(&dir).reruns_of(first).unwrap().len(), 2);
 }
 
+/// ux62 3: pending work the workspace had moved under looked approvable in
+/// every listing, review and commit until someone tried to approve it. A
+/// listing, a review and a commit revalidate it first (applying nothing)
+/// and record it stale, as approving it does; work still current is left
+/// waiting.
+#[test]
+fn stale_pending_work_is_recorded_stale_by_any_look_at_it() {
+    let dir = workspace(&[("old.txt", "old\n"), ("keep.txt", "keep\n"), ("other.txt", "o\n")]);
+    let runtime = open(&dir);
+    let delete_other = "from pathlib import Path\nPath('/workspace/other.txt').unlink()";
+    let listed = runtime.run(&RunRequest::new(DELETE)).unwrap().transaction;
+    let shown = runtime.run(&RunRequest::new(delete_other)).unwrap().transaction;
+    std::fs::write(dir.path().join("old.txt"), "edited meanwhile\n").unwrap();
+    std::fs::write(dir.path().join("other.txt"), "edited too\n").unwrap();
+    let current = runtime.run(&RunRequest::new("from pathlib import Path\nPath('/workspace/keep.txt').unlink()"));
+    let current = current.unwrap().transaction;
+    let state = |id| runtime.transaction(id).unwrap().unwrap().state;
+    // The review of one says what it is.
+    assert_eq!(runtime.show(shown).unwrap().unwrap().state, TransactionState::Stale);
+    assert_eq!(state(shown), TransactionState::Stale);
+    // The listing leaves out the other, recorded stale; the current one waits.
+    let waiting: Vec<_> = runtime.pending().unwrap().into_iter().map(|record| record.id).collect();
+    assert_eq!(waiting, [current]);
+    assert_eq!(state(listed), TransactionState::Stale);
+    assert_eq!(state(current), TransactionState::PendingApproval);
+    // A commit of pending work the workspace moved under says it is stale.
+    let late = runtime.run(&RunRequest::new(delete_other)).unwrap().transaction;
+    std::fs::write(dir.path().join("other.txt"), "edited again, longer\n").unwrap();
+    let refused = runtime.commit(late, 2_000);
+    assert!(matches!(refused, Err(VshError::NotCommittable { state: TransactionState::Stale, .. })), "{refused:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile\n");
+}
+
 /// sec64 F5: a run touching more paths than an artifact may hold was
 /// denied (past `deny_touched_paths`) but failed as "artifact ... is
 /// invalid", and nothing was recorded. It is denied, and its record kept.

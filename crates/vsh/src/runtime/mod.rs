@@ -36,6 +36,9 @@ use crate::run::{Concluding, Ran, Runs, clock_ms, elapsed_ns};
 /// review of committed work ([`Runtime::show`]).
 pub(crate) const KEPT_BEFORE_FILE_BYTES: u64 = 1 << 20;
 
+/// The most pending transactions one [`Runtime::pending`] revalidates.
+pub const STALE_CHECKS_PER_LISTING: usize = 200;
+
 /// The most records, the latest made since a transaction, whose artifacts
 /// [`Runtime::reruns_of`] reads.
 pub const RERUNS_SCANNED: usize = 1_000;
@@ -347,6 +350,12 @@ impl Runtime {
         self.records.check_policy_current()?;
         let record = self.settle_in_flight(transaction)?;
         self.gate.check(&self.sources(), transaction, record.state)?;
+        // Pending work the workspace moved under can never commit: said so
+        // now, not after an approval (ux62 3). (A hook deciding it is asked
+        // above, and its decision's commit finds it stale.)
+        if record.state == TransactionState::PendingApproval && self.settle_stale(transaction)? {
+            return Err(VshError::NotCommittable { transaction, state: TransactionState::Stale });
+        }
         self.commit_unhooked(transaction, record.state, now_ms, cancel)
     }
 
@@ -620,6 +629,8 @@ impl Runtime {
             }
             return Ok(Some(receipt));
         }
+        // Pending work the workspace moved under is shown as what it is.
+        self.settle_stale(transaction)?;
         let Some(record) = self.records.get(transaction)? else { return Ok(None) };
         if record.artifact.is_none() {
             // A preview this runtime committed: its commit's receipt.
@@ -743,8 +754,46 @@ impl Runtime {
     /// Transactions waiting for a decision or a commit: `PendingApproval`,
     /// `Approved`, and durable auto-approved previews (stored with their
     /// artifact by [`crate::RuntimeConfig::with_durable_previews`], until they expire).
+    /// Work pending approval that the workspace has moved under is recorded
+    /// stale first, as approving it would (ux62 3: it looked approvable
+    /// until someone tried), and is not listed; at most
+    /// [`STALE_CHECKS_PER_LISTING`] are checked, the oldest first.
     pub fn pending(&self) -> Result<Vec<TransactionRecord>, VshError> {
-        self.records.pending()
+        let mut waiting = self.records.pending()?;
+        let mut stale = std::collections::BTreeSet::new();
+        let mut oldest: Vec<&TransactionRecord> =
+            waiting.iter().filter(|record| record.state == TransactionState::PendingApproval).collect();
+        oldest.sort_by_key(|record| (record.created_ms, record.id));
+        for record in oldest.into_iter().take(STALE_CHECKS_PER_LISTING) {
+            if self.settle_stale(record.id)? {
+                stale.insert(record.id);
+            }
+        }
+        waiting.retain(|record| !stale.contains(&record.id));
+        Ok(waiting)
+    }
+
+    /// Record `transaction`, pending approval under this runtime's policy,
+    /// stale when the workspace has moved under it (its revalidation, under
+    /// the commit lock, applying nothing: what approving it finds). Returns
+    /// whether it did. Work in any other state, made under another policy,
+    /// or whose artifact does not load is left as it is.
+    fn settle_stale(&self, transaction: TransactionId) -> Result<bool, VshError> {
+        if self.records.get(transaction)?.is_none_or(|record| record.state != TransactionState::PendingApproval) {
+            return Ok(false);
+        }
+        let Ok((artifact, _)) = self.records.load_verified(transaction) else { return Ok(false) };
+        match self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
+            Err(VshError::Commit(vsh_commit::CommitError::Stale { .. })) => {
+                match self.records.transactions().mark_stale(transaction, clock_ms()) {
+                    Ok(_) => Ok(true),
+                    // Decided meanwhile (approved, rejected): as it is now.
+                    Err(vsh_store::StoreError::WrongState { .. }) => Ok(false),
+                    Err(error) => Err(error.into()),
+                }
+            }
+            _ => Ok(false),
+        }
     }
 
     /// Where the workspace's loss history is kept (the file `loss-history`
