@@ -6,6 +6,7 @@
 //! steps escalates as the one cut it adds up to (sec59 F1).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use vsh_host::CapDir;
 use vsh_policy::ContentLoss;
@@ -176,10 +177,18 @@ fn appends_to(workspace: &CapDir, path: &VPath, before: &NodeState, after: &[u8]
 
 /// What unreviewed commits took from the files `entries` modify before
 /// them, as `history` says (`path: N of its M reviewed bytes taken before
-/// this run`), for a
-/// reviewer, as [`crate::Warning::EarlierLosses`]: a review shows only its own diff, and approving
-/// it accepts what they took too (sec61 F2).
-pub(crate) fn earlier(history: &LossHistory, entries: &[DiffEntry]) -> Option<crate::Warning> {
+/// this run`), for a reviewer, as [`crate::Warning::EarlierLosses`]: a
+/// review shows only its own diff, and approving it accepts what they took
+/// too (sec61 F2). With `this_run` (the run's own measure, at run time),
+/// each line adds what is lost with this run; with a rewrite ratio under
+/// 1, the most that may be lost before a change waits for a review (ux62
+/// 4: the reviewer had to work it out).
+pub(crate) fn earlier(
+    history: &LossHistory,
+    entries: &[DiffEntry],
+    this_run: Option<&[ContentLoss]>,
+    ratio_bps: u32,
+) -> Option<crate::Warning> {
     const LISTED: usize = 5;
     let files: Vec<String> = entries
         .iter()
@@ -187,12 +196,23 @@ pub(crate) fn earlier(history: &LossHistory, entries: &[DiffEntry]) -> Option<cr
             let (before, _) = measured(entry)?;
             let loss = history.get(&entry.path, before.content?)?;
             (loss.lost > 0 && loss.reviewed_size > 0).then(|| {
-                format!(
+                let mut line = format!(
                     "{}: {} of its {} reviewed bytes taken before this run",
                     entry.path,
                     loss.lost.min(loss.reviewed_size),
                     loss.reviewed_size
-                )
+                );
+                let now = this_run
+                    .and_then(|losses| losses.iter().find(|now| now.path == entry.path))
+                    .map(|now| now.since_reviewed.unwrap_or(now.earlier_lost.saturating_add(now.lost)));
+                if let Some(total) = now {
+                    let _ = write!(line, ", {} with this run", total.min(loss.reviewed_size));
+                }
+                if ratio_bps < 10_000 {
+                    let allowed = u128::from(loss.reviewed_size) * u128::from(ratio_bps) / 10_000;
+                    let _ = write!(line, " (more than {allowed} in all waits for a review)");
+                }
+                line
             })
         })
         .collect();

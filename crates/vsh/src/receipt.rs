@@ -415,7 +415,7 @@ fn earlier_losses(f: &mut std::fmt::Formatter<'_>, files: &[String], total: usiz
         f,
         "the decision counts what auto-approved commits took from {these} since a reviewer last saw \
                      {them}, and this diff shows only its own part: {}; approving this work accepts all of it and \
-                     starts {them} afresh (until then, each change that removes from {them} waits for approval)",
+                     starts {them} afresh",
         files.join("; ")
     )?;
     if total > files.len() {

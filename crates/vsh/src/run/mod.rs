@@ -694,7 +694,9 @@ impl Runs {
         let history = records.loss_history()?;
         let reviewed = |id, max| records.blobs().get(id, max).ok();
         let losses = crate::losses::at_run(vfs, self.workspace(), entries, &history, &reviewed)?;
-        Ok((losses, crate::losses::earlier(&history, entries)))
+        let ratio = self.policy.thresholds().rewrite_escalate_ratio_bps;
+        let earlier = crate::losses::earlier(&history, entries, Some(&losses), ratio);
+        Ok((losses, earlier))
     }
 
     /// The stages after the diff, for a run or a candidate's promotion:

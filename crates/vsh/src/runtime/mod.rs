@@ -652,7 +652,12 @@ impl Runtime {
         if !view.other_policy
             && matches!(record.state, TransactionState::PendingApproval | TransactionState::Approved)
             && let Ok(history) = self.records.loss_history()
-            && let Some(earlier) = crate::losses::earlier(&history, &receipt.changes)
+            && let Some(earlier) = crate::losses::earlier(
+                &history,
+                &receipt.changes,
+                None,
+                self.runs.policy().thresholds().rewrite_escalate_ratio_bps,
+            )
         {
             receipt.warnings.push(earlier);
         }
