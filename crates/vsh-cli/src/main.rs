@@ -1866,17 +1866,19 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     let shown = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
     let _ = OPENED.set(shown.clone());
     if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
-        say!(
-            "vsh: made a new workspace at {} (its data in .vsh/ there{})",
-            render::shown(&shown.to_string_lossy(), false),
-            if init { "" } else { "; `vsh init` records a policy for it" }
-        );
+        let here = shown.to_string_lossy();
+        let here = render::shown(&here, false);
+        // `vsh init` says what it made itself, with the policy (ux62 5).
+        if !init {
+            say!("vsh: made a new workspace at {here} (its data in .vsh/ there; `vsh init` records a policy for it)");
+        }
         if let Some(enclosing) = shown.parent().and_then(args::workspace_at_or_above) {
+            let enclosing = enclosing.to_string_lossy();
+            let enclosing = render::shown(&enclosing, false);
             say!(
-                "vsh: warning: it lies inside the workspace at {}, whose programs can never change or remove it; \
-                 give --workspace {} to use that one instead",
-                render::shown(&enclosing.to_string_lossy(), false),
-                render::shown(&enclosing.to_string_lossy(), false)
+                "vsh: note: {here} lies inside the workspace at {enclosing}: from now on its own policy governs \
+                 it, not that one's, and that workspace's programs can neither change nor remove it (removing \
+                 {here}/.vsh gives it back to {enclosing})"
             );
         }
     }
