@@ -778,8 +778,17 @@ fn emptied_scratch_names_what_the_uncommitted_work_changed_and_how_to_end_it() {
             && text.contains(&format!("(vsh commit {})", &next.transaction.to_hex()[..12])),
         "{text}"
     );
-    // Committed as told, the next build is incremental.
-    runtime.commit(next.transaction, 1).unwrap();
+    // Made again and committed at once (mode auto), it asks for no commit
+    // any more (ux62 7: it named the very transaction just committed); the
+    // next build is incremental.
+    let code = command(&["/bin/sh", "-c", "ls target; touch target/mark; echo lock > Cargo.lock"]);
+    let auto = RunRequest::new(&code).with_language(Language::Command).with_mode(vsh::RunMode::Auto);
+    let committed = runtime.run(&auto).unwrap();
+    assert_eq!(committed.state, vsh::TransactionState::Committed, "{:?}", committed.decision);
+    let (_, changes, again) = emptied(&committed).unwrap_or_else(|| panic!("{:?}", committed.warnings));
+    assert!(changes.is_empty() && again.is_none(), "{changes:?} {again:?}");
+    let text = committed.warnings.iter().map(ToString::to_string).collect::<String>();
+    assert!(!text.contains("vsh commit"), "{text}");
     let after = run("ls target; echo lock > Cargo.lock");
     assert!(emptied(&after).is_none(), "{:?}", after.warnings);
     let ExecutionOutput::Bash(result) = &after.output else { panic!("{:?}", after.output) };

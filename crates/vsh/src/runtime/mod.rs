@@ -261,6 +261,9 @@ impl Runtime {
                     .into_iter()
                     .filter(|warning| matches!(warning, crate::Warning::LossHistoryUnrecorded { .. })),
             );
+            if receipt.state == TransactionState::Committed {
+                committed_as_asked(&mut receipt.warnings, transaction);
+            }
         }
         receipt.timings.total = elapsed_ns(started);
         Ok(receipt)
@@ -469,6 +472,7 @@ impl Runtime {
         receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
         receipt.state = TransactionState::Committed;
         receipt.commit = Some(commit);
+        committed_as_asked(&mut receipt.warnings, transaction);
         // Said, never dropped (sec64 F1: a data directory that refused the
         // write forgot the commit's loss, and nothing said so).
         if let Some(reason) = unrecorded.into_inner() {
@@ -1191,6 +1195,20 @@ struct ReaderView {
 /// Whether `calls` hides `path` from a look (its name, size and mode).
 fn hides(calls: &vsh_policy::CallPolicy, path: &vsh_types::VPath) -> bool {
     calls.authorize(path, vsh_policy::AccessKind::MetadataRead).is_err()
+}
+
+/// `warnings` of `transaction`, now committed: a scratch warning that asked
+/// for this very commit (it made the uncommitted change again) asks no more
+/// (ux62 7: it named the transaction just committed).
+fn committed_as_asked(warnings: &mut [crate::Warning], transaction: TransactionId) {
+    for warning in warnings {
+        if let crate::Warning::ScratchEmptied { changes, again, .. } = warning
+            && again.as_deref() == Some(transaction.to_hex().as_str())
+        {
+            *again = None;
+            changes.clear();
+        }
+    }
 }
 
 /// `decision` without the sizes and counts of the diff it judged.
