@@ -125,16 +125,41 @@ pub struct ContentLoss {
 /// lines (a newline ends one; the last may have none), as a multiset: each
 /// line of `before` is kept as often as an identical line is in `after`,
 /// wherever it is, so a moved line is kept. Then, between the lines left on
-/// each side, tokens (a run of letters, digits, `_` and non-ASCII bytes, a
-/// run of whitespace, or any other single byte) the same way: a line edited
-/// in place (`1.0.0` to `1.0.1`) loses the tokens it changed, not the line.
-/// A file cut by half loses what was cut; one rewritten at its size with
-/// other words loses them. Linear in the two sizes. What it cannot see is a
-/// rewrite that keeps the tokens and changes only their order.
+/// each side, words (a run of letters, digits, `_` and non-ASCII bytes) the
+/// same way: the changed lines lose the words no changed line keeps, and
+/// their spacing and punctuation in proportion (spacing and punctuation,
+/// which every program shares, keep nothing by themselves; lines of
+/// nothing else are measured by them). A line edited in place (`1.0.0` to
+/// `1.0.1`) loses the word it changed and its share, not the line; a line
+/// broken over several (a formatter) loses nothing. A file cut by half
+/// loses what was cut; one rewritten at its size with other words loses
+/// them. Linear in the two sizes. What it cannot see is a rewrite that
+/// keeps the words and changes only their order.
 pub fn content_lost(before: &[u8], after: &[u8]) -> u64 {
     let (lost_lines, new_lines) = unmatched(lines_of(before), lines_of(after));
-    let (lost_tokens, _) = unmatched(tokens_in(lost_lines), tokens_in(new_lines));
-    lost_tokens.iter().map(|token| token.len() as u64).sum()
+    let changed: u64 = lost_lines.iter().map(|line| line.len() as u64).sum();
+    let (old_tokens, new_tokens) = (tokens_in(lost_lines), tokens_in(new_lines));
+    let bytes = |tokens: &[&[u8]]| tokens.iter().map(|token| token.len() as u64).sum::<u64>();
+    let old_words: Vec<&[u8]> = old_tokens.iter().copied().filter(|token| is_word(token)).collect();
+    let new_words: Vec<&[u8]> = new_tokens.iter().copied().filter(|token| is_word(token)).collect();
+    let words = bytes(&old_words);
+    if words == 0 {
+        // Only spacing and punctuation changed: measured by those alone.
+        return bytes(&unmatched(old_tokens, new_tokens).0);
+    }
+    // The changed lines lose their words that no changed line keeps, and
+    // the spacing and punctuation between them in proportion: spacing and
+    // punctuation alone keep nothing (ux62 2: a module replaced by
+    // unrelated code kept most of its bytes as the spaces, parentheses and
+    // colons every program has).
+    let lost_words = bytes(&unmatched(old_words, new_words).0);
+    u64::try_from(u128::from(changed) * u128::from(lost_words) / u128::from(words)).unwrap_or(u64::MAX)
+}
+
+/// Whether `token` is a word's (or a long word's chunk): its first byte a
+/// letter, a digit, `_` or non-ASCII.
+fn is_word(token: &[u8]) -> bool {
+    token.first().is_some_and(|byte| byte.is_ascii_alphanumeric() || *byte == b'_' || *byte >= 0x80)
 }
 
 fn lines_of(bytes: &[u8]) -> Vec<&[u8]> {
@@ -923,18 +948,28 @@ mod tests {
         assert_eq!(content_lost(b"a\nb\n", b"a\nb\n"), 0);
         assert_eq!(content_lost(b"a\nb\n", b"b\na\n"), 0, "a moved line is kept");
         assert_eq!(content_lost(b"a\nb\nc\n", b"a\nc\n"), 2, "b's line is lost");
-        assert_eq!(content_lost(b"aaaa\n", b"bbbb\n"), 4, "a word replaced at its size: lost");
+        assert_eq!(content_lost(b"aaaa\n", b"bbbb\n"), 5, "a word replaced at its size: lost, its line with it");
         assert_eq!(content_lost(b"x\nx\nx\n", b"x\n"), 4, "a line kept once covers one copy");
         assert_eq!(content_lost(b"last", b"last\n"), 0, "its word is kept");
         assert_eq!(content_lost(b"one\ntwo", b""), 7);
-        // A line edited in place loses the tokens it changed.
+        // A line edited in place loses the words it changed, and their share
+        // of its spacing and punctuation: 1 of its 10 word bytes of 16, 8 of 11 of 19.
         assert_eq!(content_lost(b"version = 1.0.0\n", b"version = 1.0.1\n"), 1);
-        assert_eq!(content_lost(b"x = old_name(a, b)\n", b"x = new_name(a, b)\n"), 8);
+        assert_eq!(content_lost(b"x = old_name(a, b)\n", b"x = new_name(a, b)\n"), 13);
+        // Spacing and punctuation alone keep nothing: unrelated code, with the
+        // same keywords' worth of nothing in common, loses its lines (ux62 2).
+        assert_eq!(content_lost(b"def area(w, h):\n    return w * h\n", b"class Row:\n    pass\n"), 33);
+        // A line broken over several (a formatter) keeps its words: nothing lost.
+        assert_eq!(content_lost(b"call(alpha, beta)\n", b"call(\n    alpha,\n    beta,\n)\n"), 0);
+        // Spacing changed alone loses nothing; lines of punctuation alone are
+        // measured by their punctuation.
+        assert_eq!(content_lost(b"a  =  1\n", b"a = 1\n"), 0);
+        assert_eq!(content_lost(b"{\n}\n", b"(\n}\n"), 1);
         // A cut loses what it cut, to the byte.
         let text: Vec<u8> = (0..100).flat_map(|line| format!("line {line:03} here\n").into_bytes()).collect();
         assert_eq!(content_lost(&text, &text[..700]), text.len() as u64 - 700);
         // Other words at the same size lose what they replace.
-        assert_eq!(content_lost(b"alpha beta\n", b"gamma delt\n"), 9);
+        assert_eq!(content_lost(b"alpha beta\n", b"gamma delt\n"), 11);
         // A byte changed in, or put into, a long word loses a chunk or two of it.
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let word: Vec<u8> = (0..100_000)
