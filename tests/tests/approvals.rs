@@ -520,6 +520,26 @@ fn listed(receipt: &vsh::Receipt, line: &str) -> bool {
     receipt.warnings.iter().any(|warning| matches!(warning, vsh::Warning::EarlierLosses { files, .. } if one(files)))
 }
 
+/// A commit reads each version of a modified file once for each thing it
+/// must know of it, never twice for one: the bytes it held once, to measure
+/// what it takes (the loss history) and to keep them for a later review;
+/// once to revalidate it, for the run's dependency on it and the commit's
+/// precondition together; the bytes it left once as installed, and once
+/// for the history. Four reads of the workspace, where there were six.
+#[test]
+fn a_commit_reads_what_it_replaces_once() {
+    let dir = workspace(&[("a.txt", "one\ntwo\nthree\n"), ("b.txt", "b\n")]);
+    let runtime = open(&dir);
+    let edit = "from pathlib import Path\nPath('a.txt').write_text('one\\ntwo\\n')";
+    let preview = runtime.run(&RunRequest::new(edit)).unwrap();
+    assert_eq!(preview.state, TransactionState::AutoApproved, "{:?}", preview.decision);
+    let before = runtime.host_counters();
+    runtime.commit(preview.transaction, 1_000).unwrap();
+    let reads = runtime.host_counters().reads - before.reads;
+    assert_eq!(reads, 4, "measured and kept; revalidated; verified; recorded");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\n");
+}
+
 /// The loss history is the authority key's: bytes planted or changed in
 /// the data directory are refused by every run that modifies a file,
 /// with a typed error naming the file, and nothing is decided.

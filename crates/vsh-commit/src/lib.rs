@@ -410,7 +410,12 @@ impl Committer {
     }
 
     fn view(&self) -> LiveView<'_> {
-        LiveView { dir: &self.workspace, excluded: &self.excluded, hidden: self.protection.as_ref() }
+        LiveView {
+            dir: &self.workspace,
+            excluded: &self.excluded,
+            hidden: self.protection.as_ref(),
+            hashed: std::cell::RefCell::default(),
+        }
     }
 
     /// Revalidate only: validate the diff, take the lock, check every

@@ -42,12 +42,22 @@ pub(crate) struct Children {
     pub(crate) unlisted: u64,
 }
 
+/// What identifies one version of a file: its identity, size and
+/// modification time.
+pub(crate) type Version = (vsh_host::FileIdentity, u64, i128);
+
 /// Either a value or the conflict that prevented observing it.
 pub(crate) type Observed<T> = Result<T, ConflictReason>;
 
 /// A read-only view of the live workspace.
 pub(crate) struct LiveView<'a> {
     pub(crate) dir: &'a CapDir,
+    /// Each file hashed through this view, with what its read saw (identity,
+    /// size, modification time): a later look at the same version of the
+    /// same file (a revalidation checks a modified file it read twice: its
+    /// content dependency and its precondition) takes the digest instead of
+    /// reading it again. A view lives for one check.
+    pub(crate) hashed: std::cell::RefCell<std::collections::HashMap<VPath, (Version, BlobId)>>,
     /// Paths hidden from runs: the runtime directory and any data directory inside the workspace.
     pub(crate) excluded: &'a [VPath],
     /// The protection rules runs were given: the names they hide from a
@@ -109,7 +119,7 @@ impl LiveView<'_> {
         changed: ConflictReason,
     ) -> Result<Observed<BlobId>, CommitError> {
         let read = match kind {
-            NodeKind::File => self.dir.hash_file(path).map(|(digest, _)| digest),
+            NodeKind::File => self.hash_file(path).map(|(digest, _)| digest),
             NodeKind::Symlink => self.dir.read_link(path, LINK_TARGET_MAX).map(|target| BlobId::of(&target)),
             NodeKind::Directory => return Ok(Err(changed)),
         };
@@ -117,6 +127,13 @@ impl LiveView<'_> {
             Ok(digest) => Ok(Ok(digest)),
             Err(error) => classify(error, "read", path, changed).map(Err),
         }
+    }
+
+    /// [`CapDir::hash_file`], noted in [`LiveView::hashed`].
+    fn hash_file(&self, path: &VPath) -> Result<(BlobId, vsh_host::HostStat), vsh_host::HostError> {
+        let (digest, read) = self.dir.hash_file(path)?;
+        self.hashed.borrow_mut().insert(path.clone(), ((read.identity, read.size, read.mtime_ns), digest));
+        Ok((digest, read))
     }
 
     /// The names digest of the directory at `path`, as a run records it: child
@@ -190,7 +207,12 @@ impl LiveView<'_> {
         if kind == NodeKind::File {
             // The bytes must be those of the node `stat` describes: a file
             // written between the lstat and the read is not the one checked.
-            return match self.dir.hash_file(path) {
+            if let Some((version, digest)) = self.hashed.borrow().get(path)
+                && *version == (stat.identity, stat.size, stat.mtime_ns)
+            {
+                return Ok(Ok(Some(*digest) == expected.content));
+            }
+            return match self.hash_file(path) {
                 Ok((digest, read)) => {
                     Ok(if read.identity != stat.identity || read.size != stat.size || read.mtime_ns != stat.mtime_ns {
                         Err(ConflictReason::Precondition)

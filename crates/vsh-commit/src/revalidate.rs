@@ -294,7 +294,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("file"), b"f").unwrap();
         let workspace = Arc::new(CapDir::open(dir.path()).unwrap());
-        let view = LiveView { dir: &workspace, excluded: &[], hidden: None };
+        let view = LiveView { dir: &workspace, excluded: &[], hidden: None, hashed: std::cell::RefCell::default() };
         let gone = VPath::parse("gone").unwrap();
         let below_a_file = VPath::parse("file/below").unwrap();
         for (dependency, reason) in facets() {
@@ -313,5 +313,29 @@ mod tests {
         assert_eq!(check_dependency(&view, &below_a_file, &absent).unwrap(), None);
         // One that records nothing about the path holds wherever it is.
         assert_eq!(check_dependency(&view, &gone, &Dependency::default()).unwrap(), None);
+    }
+
+    /// A file hashed for a dependency is not read again for the
+    /// precondition while it is the same version; a new version is.
+    #[test]
+    fn a_view_hashes_one_version_of_a_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), b"one").unwrap();
+        let workspace = Arc::new(CapDir::open(dir.path()).unwrap());
+        let view = LiveView { dir: &workspace, excluded: &[], hidden: None, hashed: std::cell::RefCell::default() };
+        let path = VPath::parse("file").unwrap();
+        let read = Dependency { content: Some(BlobId::of(b"one")), ..Dependency::default() };
+        assert_eq!(check_dependency(&view, &path, &read).unwrap(), None);
+        let state = vsh_types::NodeState::file_with(b"one", 0o644);
+        let stat = workspace.lstat(&path).unwrap().unwrap();
+        let reads = workspace.counters().snapshot().reads;
+        assert_eq!(view.matches_state(&path, &stat, &state).unwrap(), Ok(true));
+        assert_eq!(workspace.counters().snapshot().reads, reads, "the same version: not read again");
+        // Written anew at the same size: another version, read and told apart.
+        std::fs::remove_file(dir.path().join("file")).unwrap();
+        std::fs::write(dir.path().join("file"), b"two").unwrap();
+        let stat = workspace.lstat(&path).unwrap().unwrap();
+        assert_eq!(view.matches_state(&path, &stat, &state).unwrap(), Ok(false));
+        assert_eq!(workspace.counters().snapshot().reads, reads + 1);
     }
 }

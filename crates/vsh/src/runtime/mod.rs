@@ -423,7 +423,6 @@ impl Runtime {
         // Read now, while the workspace holds them; stored only once the
         // commit has landed, so they never take the room its staging needs
         // nor outlive a commit that failed (sec55 F3).
-        let befores = self.read_before_contents(&committable.diff);
         // What it takes from each file it modifies, measured against the
         // bytes it replaces and recorded once it has landed (sec59 F1).
         let reviewed = state == TransactionState::Approved;
@@ -432,6 +431,8 @@ impl Runtime {
         } else {
             crate::losses::befores(self.runs.workspace(), committable.diff.entries())
         };
+        // (Each file read once: what was measured is kept from those bytes.)
+        let befores = self.read_before_contents(&committable.diff, &measured);
         let unrecorded = std::cell::RefCell::new(None);
         let record_losses = || {
             if let Err(error) = self.record_losses(committable.diff.entries(), reviewed, &measured) {
@@ -517,10 +518,14 @@ impl Runtime {
     /// The bytes a commit of `diff` is about to replace, to keep for its
     /// review afterwards (`vsh show` of committed work): each modified or
     /// deleted file the program could read, known by its digest and still
-    /// holding it, at most [`KEPT_BEFORE_FILE_BYTES`] a file and
+    /// holding it (from `read`, the bytes read for the same states already), at most [`KEPT_BEFORE_FILE_BYTES`] a file and
     /// [`KEPT_BEFORE_BYTES`] in all. Best effort: a file that cannot be read
     /// is left out.
-    fn read_before_contents(&self, diff: &vsh_types::CanonicalDiff) -> Vec<(Vec<u8>, vsh_types::BlobId)> {
+    fn read_before_contents(
+        &self,
+        diff: &vsh_types::CanonicalDiff,
+        read: &std::collections::BTreeMap<vsh_types::VPath, Vec<u8>>,
+    ) -> Vec<(Vec<u8>, vsh_types::BlobId)> {
         let calls = self.runs.policy().calls();
         let mut budget = KEPT_BEFORE_BYTES;
         let mut befores = Vec::new();
@@ -535,7 +540,14 @@ impl Runtime {
             {
                 continue;
             }
-            if let Some(bytes) = vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before) {
+            // Read already (to measure what the commit takes), and checked
+            // against the same state then; else read now.
+            let bytes = read
+                .get(&entry.path)
+                .filter(|bytes| bytes.len() as u64 == before.size)
+                .cloned()
+                .or_else(|| vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before));
+            if let Some(bytes) = bytes {
                 budget -= before.size;
                 befores.push((bytes, digest));
             }
