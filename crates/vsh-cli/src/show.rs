@@ -76,7 +76,20 @@ fn review_as_asked(
             };
             asked.push((path, named));
         }
+        let changed = receipt.changes.len();
         receipt.changes.retain(|entry| asked.iter().any(|(_, named)| entry.path.is_within(named)));
+        // Nothing it asked for: no review to print (ux62: a whole header, then exit 0).
+        if changed > 0 && receipt.changes.is_empty() {
+            let listed: Vec<String> = args.paths.iter().map(|path| render::shown(path, false).into_owned()).collect();
+            return Err(format!(
+                "transaction {} changes none of {} (nor anything beneath): `vsh show {} --stat` lists every path it \
+                 changes",
+                id.short(),
+                listed.join(", "),
+                id.short()
+            )
+            .into());
+        }
         for (path, named) in &asked {
             if !receipt.changes.iter().any(|entry| entry.path.is_within(named)) && !output.quiet {
                 eprintln!(

@@ -4309,6 +4309,11 @@ fn show_narrows_to_paths_and_directories_and_stat_lists_every_path() {
     assert_eq!(below.matches("    --- a/b/").count(), 30, "{below}");
     assert!(!below.contains("--- a/a/"), "{below}");
     assert!(said.contains("nope is not changed by this transaction"), "{said}");
+    // Only paths it does not change: an error naming them, no header (ux62).
+    let none = vsh(&["show", id.as_str(), "nope", "also/not", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(1), "{said}");
+    assert!(none.stdout.is_empty() && said.contains("changes none of nope, also/not"), "{said}");
     let (stat, _) = text(&["--stat"]);
     assert_eq!(stat.lines().filter(|line| line.starts_with("  modify  ")).count(), 60, "{stat}");
     assert!(!stat.contains("@@") && !stat.contains("and 10 more"), "{stat}");
