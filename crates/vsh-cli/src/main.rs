@@ -1876,9 +1876,10 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
             let enclosing = enclosing.to_string_lossy();
             let enclosing = render::shown(&enclosing, false);
             say!(
-                "vsh: note: {here} lies inside the workspace at {enclosing}: from now on its own policy governs \
-                 it, not that one's, and that workspace's programs can neither change nor remove it (removing \
-                 {here}/.vsh gives it back to {enclosing})"
+                "vsh: note: {here} lies inside the workspace at {enclosing}: vsh commands run in {here} use its \
+                 own policy and data from now on; runs in {enclosing} still change its files under that \
+                 workspace's policy, but can never remove it or its .vsh (removing {here}/.vsh makes it part of \
+                 {enclosing} again)"
             );
         }
     }

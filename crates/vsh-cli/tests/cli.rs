@@ -2188,7 +2188,10 @@ fn a_command_that_makes_a_workspace_says_so_and_only_init_makes_one_inside_anoth
     let said = stderr(&dotted);
     let sub2 = std::fs::canonicalize(dir.path().join("sub2")).unwrap();
     assert!(said.contains(&format!("{} lies inside the workspace at", sub2.display())), "{said}");
-    assert!(said.contains("from now on its own policy governs it"), "{said}");
+    assert!(
+        said.contains("use its own policy and data from now on") && said.contains("still change its files"),
+        "{said}"
+    );
     // `vsh init` says what it made once, with its policy (ux62 5).
     assert!(!said.contains("made a new workspace"), "{said}");
     // The outer workspace's programs cannot remove it, and are told why.
