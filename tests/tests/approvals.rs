@@ -691,19 +691,34 @@ fn stale_pending_work_is_recorded_stale_by_any_look_at_it() {
     let current = runtime.run(&RunRequest::new("from pathlib import Path\nPath('/workspace/keep.txt').unlink()"));
     let current = current.unwrap().transaction;
     let state = |id| runtime.transaction(id).unwrap().unwrap().state;
-    // The review of one says what it is.
-    assert_eq!(runtime.show(shown).unwrap().unwrap().state, TransactionState::Stale);
+    // The review of one says what it is, and what changed under it (ux63 1).
+    let review = runtime.show(shown).unwrap().unwrap();
+    assert_eq!(review.state, TransactionState::Stale);
+    assert!(
+        review
+            .warnings
+            .iter()
+            .any(|w| matches!(w, vsh::Warning::FoundStale { paths, total: 1 } if paths[0].starts_with("other.txt: "))),
+        "{:?}",
+        review.warnings
+    );
     assert_eq!(state(shown), TransactionState::Stale);
-    // The listing leaves out the other, recorded stale; the current one waits.
-    let waiting: Vec<_> = runtime.pending().unwrap().into_iter().map(|record| record.id).collect();
-    assert_eq!(waiting, [current]);
+    // The listing leaves out the other, recorded stale, and names it and
+    // what changed; the current one waits.
+    let (waiting, found) = runtime.pending_and_stale().unwrap();
+    assert_eq!(waiting.iter().map(|record| record.id).collect::<Vec<_>>(), [current]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].transaction, listed);
+    let named = |error: &vsh::lower::vsh_commit::CommitError, path: &str| matches!(error, vsh::lower::vsh_commit::CommitError::Stale { conflicts, .. } if conflicts[0].path.as_str() == path);
+    assert!(named(&found[0].stale, "old.txt"), "{:?}", found[0].stale);
     assert_eq!(state(listed), TransactionState::Stale);
     assert_eq!(state(current), TransactionState::PendingApproval);
     // A commit of pending work the workspace moved under says it is stale.
     let late = runtime.run(&RunRequest::new(delete_other)).unwrap().transaction;
     std::fs::write(dir.path().join("other.txt"), "edited again, longer\n").unwrap();
     let refused = runtime.commit(late, 2_000);
-    assert!(matches!(refused, Err(VshError::NotCommittable { state: TransactionState::Stale, .. })), "{refused:?}");
+    assert!(matches!(&refused, Err(VshError::Commit(error)) if named(error, "other.txt")), "{refused:?}");
+    assert_eq!(state(late), TransactionState::Stale);
     assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile\n");
 }
 

@@ -601,8 +601,8 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     {
         // Asked again after a stale commit (ux57 #7): what stale means here.
         advice.push(
-            "it went stale: the workspace changed under what it read or changed since it was made (the commit \
-             or approval that found so named the paths), so it can never be committed as it is"
+            "it went stale: the workspace changed under what it read or changed since it was made (the vsh \
+             command that found so named the paths then), so it can never be committed as it is"
                 .to_owned(),
         );
     }

@@ -49,7 +49,11 @@ fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocum
 /// `vsh pending`: work waiting for a decision or a commit.
 pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
     // Newest first, as `vsh log` lists.
-    let mut waiting = runtime.pending()?;
+    let (mut waiting, stale) = runtime.pending_and_stale()?;
+    // What went stale is said, with what changed (ux63 1: dropped without a word).
+    for found in &stale {
+        say!("vsh: {}", crate::render::found_stale_text(found));
+    }
     waiting.sort_by_key(|record| std::cmp::Reverse((record.created_ms, record.id)));
     let rows = rows(runtime, waiting);
     if json {

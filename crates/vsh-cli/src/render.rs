@@ -799,6 +799,31 @@ pub(crate) fn json_next(receipt: &Receipt, next: Option<String>) -> Option<Strin
     next.or_else(|| next_step(receipt)).filter(|next| next.starts_with("vsh "))
 }
 
+/// Pending work a listing found stale (and recorded so), in one line: what
+/// changed under it, and what to do.
+pub(crate) fn found_stale_text(found: &vsh::FoundStale) -> String {
+    let changed = match &found.stale {
+        vsh::lower::vsh_commit::CommitError::Stale { conflicts, total } => {
+            let mut listed: Vec<String> = conflicts
+                .iter()
+                .take(3)
+                .map(|conflict| format!("{}: {}", shown(conflict.path.as_str(), false), conflict.reason))
+                .collect();
+            if *total > listed.len() {
+                listed.push(format!("and {} more", total - listed.len()));
+            }
+            listed.join("; ")
+        }
+        other => other.to_string(),
+    };
+    format!(
+        "{} went stale, and is recorded so: the workspace changed under it since its run ({changed}); it can \
+         never be committed: `vsh rerun {}` runs its program again",
+        found.transaction.short(),
+        found.transaction.short()
+    )
+}
+
 /// The changed paths a text receipt without its review lists, at most.
 const MAX_LISTED_CHANGES: usize = 50;
 

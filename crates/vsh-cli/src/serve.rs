@@ -923,8 +923,8 @@ impl VshServer {
         Parameters(_): Parameters<NoParams>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        self.blocking(&context.peer, move |runtime| match runtime.pending() {
-            Ok(mut records) => {
+        self.blocking(&context.peer, move |runtime| match runtime.pending_and_stale() {
+            Ok((mut records, stale)) => {
                 // Newest first: an agent looks for the run it just made.
                 records.sort_by_key(|record| std::cmp::Reverse(record.created_ms));
                 let now = crate::now_ms();
@@ -966,7 +966,14 @@ impl VshServer {
                         document
                     })
                     .collect();
-                let summary = if rows.is_empty() { "nothing is waiting".to_owned() } else { lines.join("\n") };
+                // What went stale is said, with what changed (ux63 1).
+                for found in &stale {
+                    lines.push(
+                        crate::render::found_stale_text(found)
+                            .replace(&format!("`vsh rerun {}`", found.transaction.short()), "vsh_run"),
+                    );
+                }
+                let summary = if lines.is_empty() { "nothing is waiting".to_owned() } else { lines.join("\n") };
                 success(&PendingDocument::new(rows), summary)
             }
             Err(error) => failure(&ErrorDocument::new(&error, &[])),
@@ -1102,9 +1109,9 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 // Asked again after it went stale, or after it lapsed (ux58 5).
                 VshError::NotCommittable { state: TransactionState::Stale, .. } => {
                     document.hint = Some(
-                        "it went stale: the workspace changed under what it read or changed since it was made (the \
-                         first commit of it named the paths), so it can never be committed: run the program again \
-                         with vsh_run"
+                        "it went stale: the workspace changed under what it read or changed since it was made (what \
+                         found so named the paths then), so it can never be committed: run the program again with \
+                         vsh_run"
                             .to_owned(),
                     );
                 }

@@ -2334,6 +2334,18 @@ fn approving_stale_work_records_it_stale_for_every_command() {
     let json = vsh(&["approve", &id, "--workspace", ws, "--json"], None);
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(document["kind"], "approval", "{document}");
+    // A listing that finds pending work stale says so, naming what changed
+    // (ux63 1: it dropped the work without a word).
+    write(dir.path(), "two.txt", "two\n");
+    let two = id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('two.txt').unlink()")));
+    write(dir.path(), "two.txt", "two, edited\n");
+    let listed = vsh(&["pending", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&listed.stderr);
+    assert!(said.contains(&format!("{} went stale, and is recorded so", &two[..12])), "{said}");
+    assert!(
+        said.contains("(two.txt: size or mode changed") && said.contains(&format!("`vsh rerun {}`", &two[..12])),
+        "{said}"
+    );
     assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile, longer\n");
 }
 

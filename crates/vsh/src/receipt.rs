@@ -291,6 +291,15 @@ pub enum Warning {
         /// How many files in all.
         total: usize,
     },
+    /// This look at pending work found the workspace changed under it since
+    /// its run (its revalidation, applying nothing) and recorded it stale:
+    /// it can never be committed; its program can run again.
+    FoundStale {
+        /// Each path that changed, with how (`path: reason`), the first few.
+        paths: Vec<String>,
+        /// How many paths changed in all.
+        total: usize,
+    },
     /// The commit landed, but the workspace's loss history could not be
     /// updated after it (the data directory refused the write): what it
     /// took from the files it changed is not counted in later judgments.
@@ -330,6 +339,7 @@ impl std::fmt::Display for Warning {
                  under the policy it was made under)",
             ),
             Self::EarlierLosses { files, total } => earlier_losses(f, files, *total),
+            Self::FoundStale { paths, total } => found_stale(f, paths, *total),
             Self::LossHistoryUnrecorded { reason } => write!(
                 f,
                 "the commit landed, but the loss history could not be updated after it ({reason}): what it took \
@@ -405,6 +415,17 @@ impl std::fmt::Display for Warning {
             }
         }
     }
+}
+
+/// [`Warning::FoundStale`] for people.
+fn found_stale(f: &mut std::fmt::Formatter<'_>, paths: &[String], total: usize) -> std::fmt::Result {
+    let more = if total > paths.len() { format!("; and {} more", total - paths.len()) } else { String::new() };
+    write!(
+        f,
+        "the workspace changed under this work since its run ({}{more}): it is stale now, recorded so, and can \
+         never be committed; its program can run again on the workspace as it is",
+        paths.join("; ")
+    )
 }
 
 /// [`Warning::ScratchEmptied`] as text.

@@ -36,6 +36,16 @@ use crate::run::{Concluding, Ran, Runs, clock_ms, elapsed_ns};
 /// review of committed work ([`Runtime::show`]).
 pub(crate) const KEPT_BEFORE_FILE_BYTES: u64 = 1 << 20;
 
+/// Pending work [`Runtime::pending_and_stale`] found stale, and recorded so.
+#[derive(Debug)]
+pub struct FoundStale {
+    /// The transaction.
+    pub transaction: TransactionId,
+    /// What its revalidation found: [`vsh_commit::CommitError::Stale`],
+    /// naming each path that changed.
+    pub stale: vsh_commit::CommitError,
+}
+
 /// The most pending transactions one [`Runtime::pending`] revalidates.
 pub const STALE_CHECKS_PER_LISTING: usize = 200;
 
@@ -356,8 +366,10 @@ impl Runtime {
         // Pending work the workspace moved under can never commit: said so
         // now, not after an approval (ux62 3). (A hook deciding it is asked
         // above, and its decision's commit finds it stale.)
-        if record.state == TransactionState::PendingApproval && self.settle_stale(transaction)? {
-            return Err(VshError::NotCommittable { transaction, state: TransactionState::Stale });
+        if record.state == TransactionState::PendingApproval
+            && let Some(stale) = self.settle_stale(transaction)?
+        {
+            return Err(VshError::Commit(stale));
         }
         self.commit_unhooked(transaction, record.state, now_ms, cancel)
     }
@@ -645,8 +657,9 @@ impl Runtime {
             }
             return Ok(Some(receipt));
         }
-        // Pending work the workspace moved under is shown as what it is.
-        self.settle_stale(transaction)?;
+        // Pending work the workspace moved under is shown as what it is,
+        // with what changed under it.
+        let found = self.settle_stale(transaction)?;
         let Some(record) = self.records.get(transaction)? else { return Ok(None) };
         if record.artifact.is_none() {
             // A preview this runtime committed: its commit's receipt.
@@ -719,6 +732,16 @@ impl Runtime {
                 }
             }
         }
+        if let Some(vsh_commit::CommitError::Stale { conflicts, total }) = found {
+            receipt.warnings.push(crate::Warning::FoundStale {
+                paths: conflicts
+                    .iter()
+                    .take(5)
+                    .map(|conflict| format!("{}: {}", conflict.path, conflict.reason))
+                    .collect(),
+                total,
+            });
+        }
         Ok(Some(receipt))
     }
 
@@ -780,40 +803,48 @@ impl Runtime {
     /// until someone tried), and is not listed; at most
     /// [`STALE_CHECKS_PER_LISTING`] are checked, the oldest first.
     pub fn pending(&self) -> Result<Vec<TransactionRecord>, VshError> {
+        Ok(self.pending_and_stale()?.0)
+    }
+
+    /// [`Runtime::pending`], with the work it found stale and recorded so:
+    /// each with the [`vsh_commit::CommitError::Stale`] that names what
+    /// changed (ux63 1: a listing that dropped such work said nothing).
+    pub fn pending_and_stale(&self) -> Result<(Vec<TransactionRecord>, Vec<FoundStale>), VshError> {
         let mut waiting = self.records.pending()?;
-        let mut stale = std::collections::BTreeSet::new();
+        let mut stale = Vec::new();
         let mut oldest: Vec<&TransactionRecord> =
             waiting.iter().filter(|record| record.state == TransactionState::PendingApproval).collect();
         oldest.sort_by_key(|record| (record.created_ms, record.id));
         for record in oldest.into_iter().take(STALE_CHECKS_PER_LISTING) {
-            if self.settle_stale(record.id)? {
-                stale.insert(record.id);
+            if let Some(found) = self.settle_stale(record.id)? {
+                stale.push(FoundStale { transaction: record.id, stale: found });
             }
         }
-        waiting.retain(|record| !stale.contains(&record.id));
-        Ok(waiting)
+        waiting.retain(|record| !stale.iter().any(|found| found.transaction == record.id));
+        Ok((waiting, stale))
     }
 
     /// Record `transaction`, pending approval under this runtime's policy,
     /// stale when the workspace has moved under it (its revalidation, under
     /// the commit lock, applying nothing: what approving it finds). Returns
-    /// whether it did. Work in any other state, made under another policy,
-    /// or whose artifact does not load is left as it is.
-    fn settle_stale(&self, transaction: TransactionId) -> Result<bool, VshError> {
+    /// the stale error naming what changed when it did. Work in any other
+    /// state, made under another policy, or whose artifact does not load is
+    /// left as it is.
+    fn settle_stale(&self, transaction: TransactionId) -> Result<Option<vsh_commit::CommitError>, VshError> {
         if self.records.get(transaction)?.is_none_or(|record| record.state != TransactionState::PendingApproval) {
-            return Ok(false);
+            return Ok(None);
         }
-        let Ok((artifact, _)) = self.records.load_verified(transaction) else { return Ok(false) };
+        let Ok((artifact, _)) = self.records.load_verified(transaction) else { return Ok(None) };
         match self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
-            Err(VshError::Commit(vsh_commit::CommitError::Stale { .. })) => {
+            Err(VshError::Commit(stale @ vsh_commit::CommitError::Stale { .. })) => {
                 match self.records.transactions().mark_stale(transaction, clock_ms()) {
-                    Ok(_) => Ok(true),
+                    Ok(_) => Ok(Some(stale)),
                     // Decided meanwhile (approved, rejected): as it is now.
-                    Err(vsh_store::StoreError::WrongState { .. }) => Ok(false),
+                    Err(vsh_store::StoreError::WrongState { .. }) => Ok(None),
                     Err(error) => Err(error.into()),
                 }
             }
-            _ => Ok(false),
+            _ => Ok(None),
         }
     }
 
