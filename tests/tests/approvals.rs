@@ -471,11 +471,13 @@ fn what_unreviewed_commits_added_and_took_again_is_no_loss() {
     let runtime = open(&dir);
     let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
     // Step `i`: the file before its helper, then a 500-byte helper of its own (ten
-    // lines of one word each, so none of its bytes is kept by the next).
+    // lines of one word each, a word of its own on each line, so none of
+    // its bytes is kept by the next, nor is the next a renaming of it).
     let helper = |path: &str, step: usize| {
         format!(
             "from pathlib import Path\nt = Path('{path}').read_text()\nk = t.find('helper_')\n\
-             Path('{path}').write_text((t if k < 0 else t[:k]) + ''.join(f'helper_{step}_part_{{i:03}}_' + 'x' * 30 + '\\n' for i in range(10)))"
+             w = lambda i: chr(97 + {step}) * 5 + chr(97 + i) * 35\n\
+             Path('{path}').write_text((t if k < 0 else t[:k]) + 'helper_\\n' + ''.join(w(i) + '\\n' for i in range(10)))"
         )
     };
     for step in 0..8 {

@@ -137,6 +137,11 @@ pub struct ContentLoss {
 /// keeps the words and changes only their order.
 pub fn content_lost(before: &[u8], after: &[u8]) -> u64 {
     let (lost_lines, new_lines) = unmatched(lines_of(before), lines_of(after));
+    // A name changed throughout (`customer` to `client`) loses the name,
+    // not every line it is on (ux63 3).
+    if let Some(renamed) = renamed_bytes(before, &lost_lines, &new_lines) {
+        return renamed;
+    }
     let changed: u64 = lost_lines.iter().map(|line| line.len() as u64).sum();
     let (old_tokens, new_tokens) = (tokens_in(lost_lines), tokens_in(new_lines));
     let bytes = |tokens: &[&[u8]]| tokens.iter().map(|token| token.len() as u64).sum::<u64>();
@@ -154,6 +159,82 @@ pub fn content_lost(before: &[u8], after: &[u8]) -> u64 {
     // colons every program has).
     let lost_words = bytes(&unmatched(old_words, new_words).0);
     u64::try_from(u128::from(changed) * u128::from(lost_words) / u128::from(words)).unwrap_or(u64::MAX)
+}
+
+/// The longest part of an identifier taken for a name.
+const MAX_NAME_BYTES: usize = 64;
+
+/// The most names one change may rename and be judged a renaming.
+const MAX_RENAMED_NAMES: usize = 8;
+
+/// When the changed lines of `before` (`lost`) become the new ones
+/// (`new`), line for line, by nothing but a few names changed throughout
+/// (parts of identifiers: `add_customer` to `add_client`, `getCustomer` to
+/// `getClient`), each always into the same new name, no two into one, and
+/// none into a name `before` already has: the bytes of those names, once
+/// each. Such a change can be undone by naming them back, so it loses the
+/// names, not the lines they are on. `None` for anything else.
+fn renamed_bytes(before: &[u8], lost: &[&[u8]], new: &[&[u8]]) -> Option<u64> {
+    if lost.is_empty() || lost.len() != new.len() {
+        return None;
+    }
+    let mut renames: std::collections::HashMap<&[u8], &[u8]> = std::collections::HashMap::new();
+    for (old_line, new_line) in lost.iter().zip(new) {
+        let (old_parts, new_parts) = (name_parts(old_line), name_parts(new_line));
+        if old_parts.len() != new_parts.len() {
+            return None;
+        }
+        for (old, new) in old_parts.into_iter().zip(new_parts) {
+            if old == new {
+                continue;
+            }
+            // A name is a word, and short: a long run (a minified line, a
+            // base64 blob) is no name, and is measured by its chunks.
+            let name = |part: &[u8]| is_word(part) && part.len() <= MAX_NAME_BYTES;
+            if !name(old) || !name(new) || *renames.entry(old).or_insert(new) != new {
+                return None;
+            }
+        }
+    }
+    let targets: std::collections::HashSet<&[u8]> = renames.values().copied().collect();
+    if renames.is_empty() || renames.len() > MAX_RENAMED_NAMES || targets.len() != renames.len() {
+        return None;
+    }
+    let existing: std::collections::HashSet<&[u8]> = lines_of(before).into_iter().flat_map(name_parts).collect();
+    if targets.iter().any(|target| existing.contains(target)) {
+        return None;
+    }
+    Some(renames.keys().map(|name| name.len() as u64).sum())
+}
+
+/// `line`'s tokens ([`tokens_of`]) with each word cut into the parts of an
+/// identifier: at `_`, where lower case turns upper (`getCustomer`), and
+/// where letters and digits meet.
+fn name_parts(line: &[u8]) -> Vec<&[u8]> {
+    let mut parts = Vec::new();
+    for token in tokens_of(line) {
+        if !is_word(token) {
+            parts.push(token);
+            continue;
+        }
+        let mut start = 0;
+        for at in 1..=token.len() {
+            let ends = at == token.len() || {
+                let (previous, next) = (token[at - 1], token[at]);
+                previous == b'_'
+                    || next == b'_'
+                    || (previous.is_ascii_lowercase() && next.is_ascii_uppercase())
+                    || (previous.is_ascii_digit() != next.is_ascii_digit()
+                        && previous.is_ascii_alphanumeric()
+                        && next.is_ascii_alphanumeric())
+            };
+            if ends {
+                parts.push(&token[start..at]);
+                start = at;
+            }
+        }
+    }
+    parts
 }
 
 /// Whether `token` is a word's (or a long word's chunk): its first byte a
@@ -948,17 +1029,30 @@ mod tests {
         assert_eq!(content_lost(b"a\nb\n", b"a\nb\n"), 0);
         assert_eq!(content_lost(b"a\nb\n", b"b\na\n"), 0, "a moved line is kept");
         assert_eq!(content_lost(b"a\nb\nc\n", b"a\nc\n"), 2, "b's line is lost");
-        assert_eq!(content_lost(b"aaaa\n", b"bbbb\n"), 5, "a word replaced at its size: lost, its line with it");
+        assert_eq!(content_lost(b"aaaa\n", b"bbbb\n"), 4, "a word replaced at its size: lost");
         assert_eq!(content_lost(b"x\nx\nx\n", b"x\n"), 4, "a line kept once covers one copy");
         assert_eq!(content_lost(b"last", b"last\n"), 0, "its word is kept");
         assert_eq!(content_lost(b"one\ntwo", b""), 7);
         // A line edited in place loses the words it changed, and their share
-        // of its spacing and punctuation: 1 of its 10 word bytes of 16, 8 of 11 of 19.
+        // of its spacing and punctuation (1 of its 10 word bytes of 16; `1`
+        // is no new name, the line has one); an identifier's part renamed,
+        // the part.
         assert_eq!(content_lost(b"version = 1.0.0\n", b"version = 1.0.1\n"), 1);
-        assert_eq!(content_lost(b"x = old_name(a, b)\n", b"x = new_name(a, b)\n"), 13);
+        assert_eq!(content_lost(b"x = old_name(a, b)\n", b"x = new_name(a, b)\n"), 3);
+        assert_eq!(content_lost(b"x = old_name(a, b)\n", b"x = new_name(b, a)\n"), 13, "more than names");
         // Spacing and punctuation alone keep nothing: unrelated code, with the
         // same keywords' worth of nothing in common, loses its lines (ux62 2).
         assert_eq!(content_lost(b"def area(w, h):\n    return w * h\n", b"class Row:\n    pass\n"), 33);
+        // A name changed throughout loses the name once, not its lines (ux63 3).
+        let module = b"def add_customer(customer_id):\n    customers[customer_id] = Customer()\n    return getCustomer(customer_id)\n";
+        let renamed =
+            b"def add_client(client_id):\n    clients[client_id] = Client()\n    return getClient(client_id)\n";
+        assert_eq!(content_lost(module, renamed), 25, "customer, customers and Customer, once each");
+        // Not when two names become one (`a` into `b`, which the file has), nor
+        // for a change of more than names.
+        assert!(content_lost(b"x = a + 1\ny = b\n", b"x = b + 1\ny = b\n") > 0);
+        assert_eq!(content_lost(b"x = a\ny = b\n", b"x = b\ny = b\n"), 3, "a, and its share of its line");
+        assert!(content_lost(module, b"def add_client(client_id):\n    pass\n    return getClient(client_id)\n") > 25);
         // A line broken over several (a formatter) keeps its words: nothing lost.
         assert_eq!(content_lost(b"call(alpha, beta)\n", b"call(\n    alpha,\n    beta,\n)\n"), 0);
         // Spacing changed alone loses nothing; lines of punctuation alone are
@@ -969,7 +1063,9 @@ mod tests {
         let text: Vec<u8> = (0..100).flat_map(|line| format!("line {line:03} here\n").into_bytes()).collect();
         assert_eq!(content_lost(&text, &text[..700]), text.len() as u64 - 700);
         // Other words at the same size lose what they replace.
-        assert_eq!(content_lost(b"alpha beta\n", b"gamma delt\n"), 11);
+        assert_eq!(content_lost(b"alpha beta\n", b"gamma delt\n"), 9, "two names, renamed");
+        // Not one name into one: beta is kept where it moved, both alphas lost with their share.
+        assert_eq!(content_lost(b"alpha beta\nalpha\n", b"gamma delt\nbeta\n"), 12);
         // A byte changed in, or put into, a long word loses a chunk or two of it.
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let word: Vec<u8> = (0..100_000)
