@@ -406,7 +406,7 @@ fn cuts_made_in_auto_approved_steps_add_up_and_a_review_starts_afresh() {
     // much may go before a change waits (half, balanced: ux62 4).
     let earlier = "src/c.py: 1200 of its 2400 reviewed bytes taken before this run";
     let waits = "(more than 1200 in all waits for a review)";
-    assert!(listed(&again, &format!("{earlier}, 1500 with this run {waits}")), "{:?}", again.warnings);
+    assert!(listed(&again, &format!("{earlier}, 1500 in all with this run {waits}")), "{:?}", again.warnings);
     assert!(listed(&runtime.show(again.transaction).unwrap().unwrap(), &format!("{earlier} {waits}")));
     // Grown, then put back to exactly what a reviewer saw (a dependency
     // tried and dropped): no rewrite, though it shrinks below half (ux59 4).

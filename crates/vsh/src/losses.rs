@@ -206,7 +206,7 @@ pub(crate) fn earlier(
                     .and_then(|losses| losses.iter().find(|now| now.path == entry.path))
                     .map(|now| now.since_reviewed.unwrap_or(now.earlier_lost.saturating_add(now.lost)));
                 if let Some(total) = now {
-                    let _ = write!(line, ", {} with this run", total.min(loss.reviewed_size));
+                    let _ = write!(line, ", {} in all with this run", total.min(loss.reviewed_size));
                 }
                 if ratio_bps < 10_000 {
                     let allowed = u128::from(loss.reviewed_size) * u128::from(ratio_bps) / 10_000;
