@@ -345,8 +345,9 @@ fn bounded_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocume
 
 /// What takes `receipt`'s work on from here, for the structured result's
 /// `next` (ux60 3: always `null`): the agent's `vsh_commit` of work it may
-/// commit, the operator's `vsh approve` of work waiting for one; `None`
-/// when nothing does (committed, denied, or nothing changed).
+/// commit, the operator's `vsh approve` of work waiting for one, `vsh_run`
+/// again for work gone stale or expired; `None` when nothing does
+/// (committed, denied, rejected, or nothing changed).
 fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
     let short = receipt.transaction.short();
     match receipt.state {
@@ -357,6 +358,8 @@ fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
         }
         TransactionState::Approved => Some(format!("vsh_commit {short}")),
         TransactionState::PendingApproval => Some(format!("vsh approve {short}")),
+        // Work that can never commit as it is: its program, run again (ux63 5).
+        TransactionState::Stale | TransactionState::Expired => Some("vsh_run".to_owned()),
         _ => None,
     }
 }

@@ -539,6 +539,9 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
         call(&client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
     let hint = again.document["hint"].as_str().unwrap_or_default();
     assert!(again.is_error && hint.contains("went stale") && hint.contains("vsh_run"), "{}", again.text);
+    // Its review names the same next step (ux63 5: null).
+    let shown = call(&client, "vsh_show", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
+    assert_eq!(shown.document["receipt"]["next"], "vsh_run", "{}", shown.document);
     // An id never found (a run that changed nothing is not kept, once its
     // server is gone) says so.
     for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {
