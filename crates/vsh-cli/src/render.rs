@@ -26,7 +26,9 @@ pub(crate) fn local_time(ms: u64) -> String {
 
 /// How far `at` is from `now` (milliseconds), as a person says it: "in 14 min", "3 s ago".
 pub(crate) fn relative(at: u64, now: u64) -> String {
-    let (span, future) = if at >= now { (at - now, true) } else { (now - at, false) };
+    // Less than a second ahead is now (a record changed after `now` was
+    // read, within the same command: ux63 "last changed in 0 s").
+    let (span, future) = if at > now.saturating_add(999) { (at - now, true) } else { (now.saturating_sub(at), false) };
     let seconds = span / 1000;
     let amount = match seconds {
         0..60 => format!("{seconds} s"),
@@ -1219,7 +1221,10 @@ mod tests {
         let now = 1_000_000_000;
         assert_eq!(relative(now + 14 * 60_000 + 5_000, now), "in 14 min");
         assert_eq!(relative(now - 3_000, now), "3 s ago");
-        assert_eq!(relative(now, now), "in 0 s");
+        // Now, or less than a second ahead, is now: never "in 0 s".
+        assert_eq!(relative(now, now), "0 s ago");
+        assert_eq!(relative(now + 999, now), "0 s ago");
+        assert_eq!(relative(now + 1_000, now), "in 1 s");
         assert_eq!(relative(now + 59_999, now), "in 59 s");
         assert_eq!(relative(now + 3_600_000 + 120_000, now), "in 1 h 2 min");
         assert_eq!(relative(now - 2 * 86_400_000 - 3_600_000, now), "2 d 1 h ago");
