@@ -516,6 +516,36 @@ fn what_unreviewed_commits_added_and_took_again_is_no_loss() {
     assert_eq!(states.last(), Some(&TransactionState::PendingApproval), "{states:?}");
 }
 
+/// sec68 F2: where the store does not hold the reviewed content, a file's
+/// losses are summed step by step, and each step's renaming of up to eight
+/// names counted only the names: two steps renamed every word. A step of
+/// several is measured without that allowance.
+#[test]
+fn renames_in_steps_measured_alone_add_up() {
+    let mut text = String::new();
+    for line in 0..40 {
+        std::fmt::Write::write_fmt(&mut text, format_args!("alpha beta gamma delta {line:04}\n")).unwrap();
+    }
+    let dir = workspace(&[("m.txt", &text)]);
+    let runtime = open(&dir);
+    let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
+    let rename = |pairs: &str| {
+        format!(
+            "from pathlib import Path\nt = Path('m.txt').read_text()\nfor a, b in [{pairs}]:\n    \
+             t = ' '.join(b if w == a else w for w in t.split(' '))\nPath('m.txt').write_text(t)"
+        )
+    };
+    // Two names renamed throughout, from the reviewed content: the names.
+    let first = run(&rename("('alpha', 'one'), ('beta', 'two')"));
+    assert_eq!(first.state, TransactionState::Committed, "{:?}", first.decision);
+    // The store no longer holds the reviewed content (a file over 1 MiB never has it kept).
+    let hex = blake3::hash(text.as_bytes()).to_hex().to_string();
+    std::fs::remove_file(dir.path().join(".vsh/data/blobs").join(&hex[..2]).join(&hex[2..])).unwrap();
+    // Every other word renamed next: measured alone, it loses them.
+    let second = run(&rename("('gamma', 'three'), ('delta', 'four'), ('one', 'five'), ('two', 'six')"));
+    assert_eq!(second.state, TransactionState::PendingApproval, "{:?}", second.decision);
+}
+
 /// Whether `receipt` warns of earlier losses in exactly one file, as `line`.
 fn listed(receipt: &vsh::Receipt, line: &str) -> bool {
     let one = |files: &[String]| files == [line];

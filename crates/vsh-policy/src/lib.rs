@@ -45,7 +45,8 @@ pub mod transaction;
 pub use access::{AccessKind, AccessSet};
 pub use decision::{
     CeilingBreach, ContentLoss, Decision, Denial, DenyManifest, DenyReason, MAX_LISTED_DENIALS, RiskFlag, RiskManifest,
-    RiskMetrics, UNCOUNTED_LOSS_BYTES, content_lost, is_content_rewrite, is_lossy_rewrite, replaces_a_file,
+    RiskMetrics, UNCOUNTED_LOSS_BYTES, content_lost, content_lost_in_step, is_content_rewrite, is_lossy_rewrite,
+    replaces_a_file,
 };
 pub use file::{
     MAX_POLICY_FILE_BYTES, MAX_REASON_BYTES, POLICY_FILE_VERSION, PolicyFile, PolicyFileError, parse_size,

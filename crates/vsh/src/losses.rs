@@ -110,7 +110,13 @@ pub(crate) fn at_run(
                     since_reviewed = earlier
                         .and_then(|loss| reviewed_within(reviewed_bytes, &loss, &mut budget))
                         .map(|reviewed| vsh_policy::content_lost(&reviewed, &new));
-                    vsh_policy::content_lost(&old, &new)
+                    // One step of several, summed: no allowance for names
+                    // renamed, which steps could take eight at a time (sec68 F2).
+                    if earlier.is_some() && since_reviewed.is_none() {
+                        vsh_policy::content_lost_in_step(&old, &new)
+                    } else {
+                        vsh_policy::content_lost(&old, &new)
+                    }
                 }
                 _ => before.size,
             }
@@ -283,7 +289,9 @@ pub(crate) fn record(
                 // them: what this loses of them in all (ux59 5e).
                 Some(new) => match earlier.and_then(|loss| reviewed_within(reviewed_bytes, &loss, &mut budget)) {
                     Some(reviewed) => Lost::SinceReviewed(vsh_policy::content_lost(&reviewed, &new)),
-                    None => Lost::ThisCommit(vsh_policy::content_lost(old, &new)),
+                    // The first unreviewed step starts from the reviewed content.
+                    None if earlier.is_none() => Lost::ThisCommit(vsh_policy::content_lost(old, &new)),
+                    None => Lost::ThisCommit(vsh_policy::content_lost_in_step(old, &new)),
                 },
                 None => Lost::ThisCommit(before.size),
             },
