@@ -190,12 +190,24 @@ const MAX_RENAMED_NAMES: usize = 8;
 /// each. Such a change can be undone by naming them back, so it loses the
 /// names, not the lines they are on. `None` for anything else.
 fn renamed_bytes(before: &[u8], lost: &[&[u8]], new: &[&[u8]]) -> Option<u64> {
+    // By parts of identifiers (`customer` in `add_customer`), else by whole
+    // words (ux64 F1: `balance_cents` to `balance` drops a part).
+    renamed_by(name_parts, before, lost, new).or_else(|| renamed_by(tokens_of, before, lost, new))
+}
+
+/// [`renamed_bytes`] with names cut from lines by `cut`.
+fn renamed_by<'a>(
+    cut: fn(&'a [u8]) -> Vec<&'a [u8]>,
+    before: &'a [u8],
+    lost: &[&'a [u8]],
+    new: &[&'a [u8]],
+) -> Option<u64> {
     if lost.is_empty() || lost.len() != new.len() {
         return None;
     }
     let mut renames: std::collections::HashMap<&[u8], &[u8]> = std::collections::HashMap::new();
     for (old_line, new_line) in lost.iter().zip(new) {
-        let (old_parts, new_parts) = (name_parts(old_line), name_parts(new_line));
+        let (old_parts, new_parts) = (cut(old_line), cut(new_line));
         if old_parts.len() != new_parts.len() {
             return None;
         }
@@ -219,7 +231,7 @@ fn renamed_bytes(before: &[u8], lost: &[&[u8]], new: &[&[u8]]) -> Option<u64> {
     if renames.is_empty() || renames.len() > MAX_RENAMED_NAMES || targets.len() != renames.len() {
         return None;
     }
-    let existing: std::collections::HashSet<&[u8]> = lines_of(before).into_iter().flat_map(name_parts).collect();
+    let existing: std::collections::HashSet<&[u8]> = lines_of(before).into_iter().flat_map(cut).collect();
     if targets.iter().any(|target| existing.contains(target)) {
         return None;
     }
@@ -1067,6 +1079,11 @@ mod tests {
         let renamed =
             b"def add_client(client_id):\n    clients[client_id] = Client()\n    return getClient(client_id)\n";
         assert_eq!(content_lost(module, renamed), 25, "customer, customers and Customer, once each");
+        // A part dropped or added throughout is a renaming of whole words (ux64 F1).
+        let cents = b"balance_cents = 0\nreturn balance_cents\n";
+        assert_eq!(content_lost(cents, b"balance = 0\nreturn balance\n"), 13, "balance_cents, once");
+        // Not into a word the file has: two names would become one.
+        assert!(content_lost(b"balance_cents = 0\nbalance = 1\n", b"balance = 0\nbalance = 1\n") > 13);
         // Not for numbers: values changed throughout are measured as words (sec68 F1).
         let prices = b"apple 9.99\npear 9.99\nplum 9.99\n";
         assert_eq!(

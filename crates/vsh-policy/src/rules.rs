@@ -658,7 +658,7 @@ impl CallPolicy {
             // what an agent can do instead comes first (ux56).
             RuleLabel::Git if denied.access.is_mutation() => format!(
                 "built-in git rule `{rule}`: a run never changes .git, so change the files themselves (to restore \
-                 one, read it with git show HEAD:PATH and write it; to move one, mv); the change is reviewed like \
+                 one, read it with git show HEAD:PATH and write it, which discards its uncommitted changes; to move one, mv); the change is reviewed like \
                  any other; an operator may allow .git changes with defaults.git = false"
             ),
             RuleLabel::Git => format!("built-in git rule `{rule}` (disable with defaults.git = false)"),
@@ -1301,7 +1301,7 @@ mod tests {
         assert_eq!(
             remedy(".git/HEAD", AccessKind::Modify),
             "built-in git rule `**/.git/**`: a run never changes .git, so change the files themselves (to restore one, \
-             read it with git show HEAD:PATH and write it; to move one, mv); the change is reviewed like any other; an \
+             read it with git show HEAD:PATH and write it, which discards its uncommitted changes; to move one, mv); the change is reviewed like any other; an \
              operator may allow .git changes with defaults.git = false"
         );
         // A read the git rule refuses (a policy that hides .git) is the operator's alone.

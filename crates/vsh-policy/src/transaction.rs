@@ -1009,7 +1009,7 @@ mod tests {
             .map(|denial| (denial.rule.as_str(), denial.label, denial.rule_access, denial.remedy.as_str()))
             .collect();
         let git = "built-in git rule `**/.git/**`: a run never changes .git, so change the files themselves (to restore one, \
-                   read it with git show HEAD:PATH and write it; to move one, mv); the change is reviewed like any other; \
+                   read it with git show HEAD:PATH and write it, which discards its uncommitted changes; to move one, mv); the change is reviewed like any other; \
                    an operator may allow .git changes with defaults.git = false";
         let runtime = "runtime data is always protected (rule `**/.vsh/**`); no policy change allows this access";
         let roots = "add a root containing `Makefile` to defaults.writable_roots (now writable_roots = [\".git\", \
