@@ -546,6 +546,30 @@ fn renames_in_steps_measured_alone_add_up() {
     assert_eq!(second.state, TransactionState::PendingApproval, "{:?}", second.decision);
 }
 
+/// ux63 4, ux64 F2: a first `content-rewrite` escalation said neither which
+/// file nor by how much. Its receipt names each, with the numbers and the
+/// limit.
+#[test]
+fn a_rewrite_escalation_names_the_file_and_the_numbers() {
+    let mut text = String::new();
+    for line in 0..40 {
+        std::fmt::Write::write_fmt(&mut text, format_args!("{:<59}\n", format!("line {line:04} of it"))).unwrap();
+    }
+    let dir = workspace(&[("x.py", &text), ("y.py", "y\n")]);
+    let runtime = open(&dir);
+    let cut = "from pathlib import Path\nt = Path('x.py').read_text()\nPath('x.py').write_text(t[:960])";
+    let receipt = runtime.run(&RunRequest::new(cut).with_mode(RunMode::Auto)).unwrap();
+    assert_eq!(receipt.state, TransactionState::PendingApproval, "{:?}", receipt.decision);
+    // 24 of its 40 lines of 60 bytes cut; half of 2400 is the limit.
+    let line = "x.py: 1440 of its 2400 reviewed bytes lost in all with this run (more than 1200 waits for a review)";
+    assert!(
+        receipt.warnings.iter().any(|w| matches!(w, vsh::Warning::Rewritten { files, total: 1 } if files == &[line])),
+        "{:?}",
+        receipt.warnings
+    );
+    assert!(receipt.warnings.iter().any(|w| w.to_string().starts_with("content-rewrite: x.py: 1440")));
+}
+
 /// Whether `receipt` warns of earlier losses in exactly one file, as `line`.
 fn listed(receipt: &vsh::Receipt, line: &str) -> bool {
     let one = |files: &[String]| files == [line];

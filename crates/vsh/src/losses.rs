@@ -226,6 +226,37 @@ pub(crate) fn earlier(
     (total > 0).then(|| crate::Warning::EarlierLosses { files: files.into_iter().take(LISTED).collect(), total })
 }
 
+/// The files `entries` modify that `losses` (this run's measure, sorted by
+/// path) judge rewritten past `ratio_bps` of what a reviewer last saw
+/// ([`vsh_policy::is_lossy_rewrite`]), with the numbers that decided it, as
+/// [`crate::Warning::Rewritten`] (`path: N of its M reviewed bytes lost in
+/// all with this run (more than H waits for a review)`); files whose
+/// earlier losses [`earlier`] lists already are left to it.
+pub(crate) fn rewritten(entries: &[DiffEntry], losses: &[ContentLoss], ratio_bps: u32) -> Option<crate::Warning> {
+    const LISTED: usize = 5;
+    let files: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| {
+            let loss = losses.binary_search_by(|loss| loss.path.cmp(&entry.path)).ok().map(|at| &losses[at])?;
+            if loss.earlier_lost > 0 || !vsh_policy::is_lossy_rewrite(entry, loss, ratio_bps) {
+                return None;
+            }
+            let total = loss.since_reviewed.unwrap_or(loss.lost).min(loss.reviewed_size);
+            let mut line = format!(
+                "{}: {total} of its {} reviewed bytes lost in all with this run",
+                entry.path, loss.reviewed_size
+            );
+            if ratio_bps < 10_000 {
+                let allowed = u128::from(loss.reviewed_size) * u128::from(ratio_bps) / 10_000;
+                let _ = write!(line, " (more than {allowed} waits for a review)");
+            }
+            Some(line)
+        })
+        .collect();
+    let total = files.len();
+    (total > 0).then(|| crate::Warning::Rewritten { files: files.into_iter().take(LISTED).collect(), total })
+}
+
 /// The before bytes of the files `entries` modify, read from `workspace`
 /// while it holds them (before a commit), within the measuring bounds.
 pub(crate) fn befores(workspace: &CapDir, entries: &[DiffEntry]) -> BTreeMap<VPath, Vec<u8>> {

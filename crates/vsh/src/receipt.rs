@@ -291,6 +291,16 @@ pub enum Warning {
         /// How many files in all.
         total: usize,
     },
+    /// Files this work, waiting for approval, was judged to rewrite
+    /// (`content-rewrite`), with the numbers that decided it (`path: N of
+    /// its M reviewed bytes lost in all with this run (more than H waits for
+    /// a review)` each, at most a few).
+    Rewritten {
+        /// One line per file.
+        files: Vec<String>,
+        /// How many files in all.
+        total: usize,
+    },
     /// This look at pending work found the workspace changed under it since
     /// its run (its revalidation, applying nothing) and recorded it stale:
     /// it can never be committed; its program can run again.
@@ -340,6 +350,10 @@ impl std::fmt::Display for Warning {
             ),
             Self::EarlierLosses { files, total } => earlier_losses(f, files, *total),
             Self::FoundStale { paths, total } => found_stale(f, paths, *total),
+            Self::Rewritten { files, total } => {
+                let more = if *total > files.len() { format!("; and {} more", total - files.len()) } else { String::new() };
+                write!(f, "content-rewrite: {}{more}", files.join("; "))
+            }
             Self::LossHistoryUnrecorded { reason } => write!(
                 f,
                 "the commit landed, but the loss history could not be updated after it ({reason}): what it took \

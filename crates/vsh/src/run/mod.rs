@@ -746,9 +746,12 @@ impl Runs {
         if outcome.stats.truncated_results > 0 {
             warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
         }
-        // For its reviewer: auto-approved work is nobody's to approve (ux59 5).
-        if let Some(earlier) = earlier_losses.filter(|_| state == TransactionState::PendingApproval) {
-            warnings.push(earlier);
+        // For its reviewer (auto-approved work is nobody's to approve: ux59
+        // 5): what earlier commits took, and which files were judged
+        // rewritten, by how much (ux63 4, ux64 F2: a first escalation said neither).
+        if state == TransactionState::PendingApproval {
+            let ratio = self.policy.thresholds().rewrite_escalate_ratio_bps;
+            warnings.extend(earlier_losses.into_iter().chain(crate::losses::rewritten(diff.entries(), &losses, ratio)));
         }
         if outcome.stats.hidden_looks > 0 {
             warnings.push(crate::Warning::HiddenLooks {
