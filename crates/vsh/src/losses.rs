@@ -217,6 +217,10 @@ pub(crate) fn earlier(
                 if ratio_bps < 10_000 {
                     let allowed = u128::from(loss.reviewed_size) * u128::from(ratio_bps) / 10_000;
                     let _ = write!(line, " (more than {allowed} in all waits for a review)");
+                    // Work waiting for another reason: this is not it (ux64 F5).
+                    if now.is_some_and(|total| u128::from(total) <= allowed) {
+                        line.push_str(", under that: not why this waits");
+                    }
                 }
                 line
             })
@@ -353,4 +357,44 @@ pub(crate) fn record(
 enum Lost {
     SinceReviewed(u64),
     ThisCommit(u64),
+}
+
+#[cfg(test)]
+mod tests {
+    use vsh_store::{LossHistory, UnreviewedLoss};
+    use vsh_types::{BlobId, DiffEntry, DiffKind, NodeState, VPath};
+
+    use super::earlier;
+
+    /// The earlier-losses note of work that waits for another reason says
+    /// the loss is not why (ux64 F5: it read as if it decided).
+    #[test]
+    fn an_earlier_loss_under_the_limit_says_it_is_not_why_work_waits() {
+        let path = VPath::parse("a.py").unwrap();
+        let before = NodeState::file_with(b"now\n", 0o644);
+        let after = NodeState::file_with(b"next\n", 0o644);
+        let entry = DiffEntry { path: path.clone(), kind: DiffKind::Modify, before: Some(before), after: Some(after) };
+        let mut history = LossHistory::default();
+        let reviewed = BlobId::of(b"reviewed");
+        let content = before.content.unwrap();
+        history.set(path.clone(), UnreviewedLoss { content, reviewed, reviewed_size: 1_000, lost: 100 });
+        let loss = |total| vsh_policy::ContentLoss {
+            path: path.clone(),
+            lost: 10,
+            earlier_lost: 100,
+            reviewed_size: 1_000,
+            since_reviewed: Some(total),
+            restores_reviewed: false,
+        };
+        let line = |total| match earlier(&history, std::slice::from_ref(&entry), Some(&[loss(total)]), 5_000) {
+            Some(crate::Warning::EarlierLosses { files, .. }) => files[0].clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            line(110),
+            "a.py: 100 of its 1000 reviewed bytes taken before this run, 110 in all with this run (more than 500 \
+             in all waits for a review), under that: not why this waits"
+        );
+        assert!(!line(600).contains("not why"), "{}", line(600));
+    }
 }
