@@ -331,11 +331,7 @@ fn a_runtime_stops_deciding_under_a_workspace_policy_recorded_again_since_it_ope
 /// afresh.
 #[test]
 fn cuts_made_in_auto_approved_steps_add_up_and_a_review_starts_afresh() {
-    let mut text = String::new();
-    for line in 0..40 {
-        std::fmt::Write::write_fmt(&mut text, format_args!("{:<59}\n", format!("line {line:04} of the module")))
-            .unwrap();
-    }
+    let text = numbered_lines(40, |line| format!("{:<59}\n", format!("line {line:04} of the module")));
     assert_eq!(text.len(), 40 * 60);
     let dir = workspace(&[("src/a.py", &text), ("src/b.py", &text)]);
     let runtime = open(&dir);
@@ -462,10 +458,7 @@ fn cuts_made_in_auto_approved_steps_add_up_and_a_review_starts_afresh() {
 /// not.
 #[test]
 fn what_unreviewed_commits_added_and_took_again_is_no_loss() {
-    let mut text = String::new();
-    for line in 0..50 {
-        std::fmt::Write::write_fmt(&mut text, format_args!("{:<59}\n", format!("reviewed line {line:04}"))).unwrap();
-    }
+    let text = numbered_lines(50, |line| format!("{:<59}\n", format!("reviewed line {line:04}")));
     assert_eq!(text.len(), 3_000);
     let dir = workspace(&[("src/m.py", &text), ("src/n.py", &text)]);
     let runtime = open(&dir);
@@ -522,10 +515,7 @@ fn what_unreviewed_commits_added_and_took_again_is_no_loss() {
 /// several is measured without that allowance.
 #[test]
 fn renames_in_steps_measured_alone_add_up() {
-    let mut text = String::new();
-    for line in 0..40 {
-        std::fmt::Write::write_fmt(&mut text, format_args!("alpha beta gamma delta {line:04}\n")).unwrap();
-    }
+    let text = numbered_lines(40, |line| format!("alpha beta gamma delta {line:04}\n"));
     let dir = workspace(&[("m.txt", &text)]);
     let runtime = open(&dir);
     let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
@@ -551,10 +541,7 @@ fn renames_in_steps_measured_alone_add_up() {
 /// limit.
 #[test]
 fn a_rewrite_escalation_names_the_file_and_the_numbers() {
-    let mut text = String::new();
-    for line in 0..40 {
-        std::fmt::Write::write_fmt(&mut text, format_args!("{:<59}\n", format!("line {line:04} of it"))).unwrap();
-    }
+    let text = numbered_lines(40, |line| format!("{:<59}\n", format!("line {line:04} of it")));
     let dir = workspace(&[("x.py", &text), ("y.py", "y\n")]);
     let runtime = open(&dir);
     let cut = "from pathlib import Path\nt = Path('x.py').read_text()\nPath('x.py').write_text(t[:960])";
@@ -568,6 +555,15 @@ fn a_rewrite_escalation_names_the_file_and_the_numbers() {
         receipt.warnings
     );
     assert!(receipt.warnings.iter().any(|w| w.to_string().starts_with("content-rewrite: x.py: 1440")));
+}
+
+/// `count` lines, the `n`th made by `line(n)`.
+fn numbered_lines(count: usize, line: impl Fn(usize) -> String) -> String {
+    let mut text = String::new();
+    for n in 0..count {
+        text.push_str(&line(n));
+    }
+    text
 }
 
 /// Whether `receipt` warns of earlier losses in exactly one file, as `line`.
@@ -620,10 +616,7 @@ fn a_loss_history_the_data_directory_refuses_is_said_on_the_commit() {
         assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root for chattr +i");
         return;
     }
-    let mut text = String::new();
-    for line in 0..40 {
-        std::fmt::Write::write_fmt(&mut text, format_args!("line {line:04}\n")).unwrap();
-    }
+    let text = numbered_lines(40, |line| format!("line {line:04}\n"));
     let dir = workspace(&[("a.txt", &text)]);
     let runtime = open(&dir);
     let data = dir.path().join(".vsh/data");
@@ -769,6 +762,14 @@ fn stale_pending_work_is_recorded_stale_by_any_look_at_it() {
     assert!(named(&found[0].stale, "old.txt"), "{:?}", found[0].stale);
     assert_eq!(state(listed), TransactionState::Stale);
     assert_eq!(state(current), TransactionState::PendingApproval);
+    // A listing's rows take the receipt without revalidating again; a
+    // review revalidates.
+    let looks = || runtime.host_counters().stats;
+    let before = looks();
+    assert!(runtime.listed_receipt(current).unwrap().is_some());
+    assert_eq!(looks(), before, "no second revalidation for a listed row");
+    assert!(runtime.show(current).unwrap().is_some());
+    assert!(looks() > before, "a review revalidates");
     // A commit of pending work the workspace moved under says it is stale.
     let late = runtime.run(&RunRequest::new(delete_other)).unwrap().transaction;
     std::fs::write(dir.path().join("other.txt"), "edited again, longer\n").unwrap();

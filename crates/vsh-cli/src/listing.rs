@@ -23,7 +23,7 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
     records
         .into_iter()
         .map(|record| {
-            let receipt = runtime.show(record.id).ok().flatten();
+            let receipt = runtime.listed_receipt(record.id).ok().flatten();
             let stored = runtime.stored_program(record.id).ok().flatten();
             let id = record.id;
             let mut row = render::PendingRow::new(record, receipt, stored.as_ref());

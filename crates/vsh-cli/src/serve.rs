@@ -935,7 +935,7 @@ impl VshServer {
                 let rows: Vec<_> = records
                     .iter()
                     .map(|record| {
-                        let receipt = runtime.show(record.id).ok().flatten();
+                        let receipt = runtime.listed_receipt(record.id).ok().flatten();
                         let stored = runtime.stored_program(record.id).ok().flatten();
                         let replaced = runtime.decided_under_another_policy(record.id);
                         let document = vsh::document::TransactionDocument::new(

@@ -2165,13 +2165,7 @@ fn a_command_that_makes_a_workspace_says_so_and_only_init_makes_one_inside_anoth
     let served = vsh(&["serve", "--workspace", sub.to_str().unwrap()], Some(""));
     assert!(!served.status.success() && stderr(&served).contains("vsh makes no workspace inside"), "{served:?}");
     // Run from inside it without --workspace, the enclosing one is used.
-    let inside = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["run", "-"])
-        .current_dir(&sub)
-        .env_clear()
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let inside = vsh_at(&sub, None, &["run", "-"], "");
     assert!(inside.status.success() && !sub.join(".vsh").exists(), "{inside:?}");
     // `vsh init` makes one there when asked, and warns.
     let made = vsh(&["init", "--workspace", sub.to_str().unwrap()], None);
@@ -2216,19 +2210,7 @@ fn a_stray_workspace_without_a_policy_inside_another_is_governed_by_it() {
     assert!(vsh(&["run", "-q", "--workspace", other.path().to_str().unwrap(), "-"], Some("1")).status.success());
     let sub = outer.path().join("sub");
     std::fs::rename(other.path().join(".vsh"), sub.join(".vsh")).unwrap();
-    let in_sub = |args: &[&str], stdin: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(args)
-            .current_dir(&sub)
-            .env_clear()
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let in_sub = |args: &[&str], stdin: &str| vsh_at(&sub, None, args, stdin);
     let held = in_sub(&["run", "--mode", "auto", "--json", "-"], "vsh_write('g.txt', 'g')");
     let receipt: serde_json::Value = serde_json::from_slice(&held.stdout).unwrap();
     assert_eq!(receipt["state"], "pending-approval", "strict governs it: {receipt}");
@@ -2349,6 +2331,21 @@ fn approving_stale_work_records_it_stale_for_every_command() {
     assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile, longer\n");
 }
 
+/// A workspace, and a preview of work that appends `- {entry}` to
+/// CHANGES.md, made stale by the file's being written (`# Changes`) since:
+/// its id.
+fn appending_work_made_stale(entry: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let append = format!(
+        "from pathlib import Path\np = Path('CHANGES.md')\n\
+         p.write_text((p.read_text() if p.exists() else '') + '- {entry}\\n')"
+    );
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(&append)));
+    write(dir.path(), "CHANGES.md", "# Changes\n");
+    (dir, id)
+}
+
 /// ux61 1: stale work's `next` was `vsh rerun TX` even once it had been
 /// run again and committed, and following it again applied the work a
 /// second time. A rerun is linked to what it ran: running the first again
@@ -2356,12 +2353,8 @@ fn approving_stale_work_records_it_stale_for_every_command() {
 /// is the rerun's `vsh show`.
 #[test]
 fn work_run_again_and_committed_is_not_run_again_by_its_next() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, id) = appending_work_made_stale("fix");
     let ws = dir.path().to_str().unwrap();
-    let append = "from pathlib import Path\np = Path('CHANGES.md')\n\
-                  p.write_text((p.read_text() if p.exists() else '') + '- fix\\n')";
-    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(append)));
-    write(dir.path(), "CHANGES.md", "# Changes\n");
     assert_eq!(vsh(&["commit", &id, "--workspace", ws], None).status.code(), Some(6));
     let rerun = vsh(&["rerun", &id, "--mode", "auto", "--workspace", ws], None);
     assert_eq!(rerun.status.code(), Some(0), "{}", String::from_utf8_lossy(&rerun.stderr));
@@ -2402,12 +2395,8 @@ fn work_run_again_and_committed_is_not_run_again_by_its_next() {
 /// another is committed or waiting.
 #[test]
 fn a_rerun_of_a_rerun_is_the_same_work() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, first) = appending_work_made_stale("entry");
     let ws = dir.path().to_str().unwrap();
-    let append = "from pathlib import Path\np = Path('CHANGES.md')\n\
-                  p.write_text((p.read_text() if p.exists() else '') + '- entry\\n')";
-    let first = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(append)));
-    write(dir.path(), "CHANGES.md", "# Changes\n");
     let rerun = id_of(&vsh(&["rerun", &first, "--workspace", ws], None));
     write(dir.path(), "CHANGES.md", "# Changes (dev)\n");
     // The rerun went stale too: the first runs again, and commits.
@@ -2832,11 +2821,14 @@ fn exec_git_status_and_diff_read_the_repository_without_writing_it() {
 }
 
 /// vsh run in `cwd` with `args` and `stdin`, nothing of this process's
-/// environment but `HOME` (so that it finds the workspace by itself).
-fn vsh_at(cwd: &Path, home: &Path, args: &[&str], stdin: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .env_clear()
-        .env("HOME", home)
+/// environment but `HOME` when given (so that it finds the workspace by itself).
+fn vsh_at(cwd: &Path, home: Option<&Path>, args: &[&str], stdin: &str) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
+    command.env_clear();
+    if let Some(home) = home {
+        command.env("HOME", home);
+    }
+    command
         .current_dir(cwd)
         .args(args)
         .stdin(std::process::Stdio::piped())
@@ -2859,7 +2851,7 @@ fn without_a_workspace_above_the_top_of_the_git_repository_is_the_workspace() {
     std::fs::create_dir(repo.join(".git")).unwrap();
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     write(&repo, "src/deep/a.txt", "a\n");
-    let from = |cwd: &Path, code: &str| vsh_at(cwd, &dir.path().join("home"), &["run", "--json", "-"], code);
+    let from = |cwd: &Path, code: &str| vsh_at(cwd, Some(&dir.path().join("home")), &["run", "--json", "-"], code);
     // From a subdirectory of the repository: the repository is the workspace.
     let ran = from(&repo.join("src/deep"), "from pathlib import Path\nPath('src/deep/a.txt').read_text()");
     assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
@@ -2902,7 +2894,7 @@ fn a_directory_of_projects_made_a_workspace_does_not_take_the_repositories_below
     std::fs::create_dir_all(repo.join(".git")).unwrap();
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     write(&repo, "src/a.txt", "a\n");
-    let vsh_in = |cwd: &Path, args: &[&str], stdin: &str| vsh_at(cwd, &dir.path().join("home"), args, stdin);
+    let vsh_in = |cwd: &Path, args: &[&str], stdin: &str| vsh_at(cwd, Some(&dir.path().join("home")), args, stdin);
     let first = vsh_in(&projects, &["run", "-"], "1");
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     assert!(projects.join(".vsh").is_dir());

@@ -419,6 +419,13 @@ async fn serve_with(
     (handler.serve(transport).await.unwrap(), log)
 }
 
+/// Whether the tests run as root (effective uid 0).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status.lines().any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
 /// A scratch directory holding an empty workspace `ws`, and the path of an
 /// authority key beside it.
 fn scratch() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
@@ -721,11 +728,7 @@ async fn without_workspace_the_server_works_in_the_root_the_client_offers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(1) == Some("0"));
-    let available = root && Path::new("/dev/fuse").exists();
+    let available = is_root() && Path::new("/dev/fuse").exists();
     assert!(available || std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root and /dev/fuse");
     if !available {
         return;
@@ -1006,10 +1009,7 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
 /// that reads the disk afresh.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runtime_a_storage_failure_stopped_is_opened_again() {
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
-        status.lines().any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(2) == Some("0"))
-    });
-    if !root {
+    if !is_root() {
         assert!(std::env::var_os("VSH_REQUIRE_SANDBOX").is_none(), "needs root for chattr +i");
         return;
     }

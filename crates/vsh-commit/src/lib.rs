@@ -410,12 +410,7 @@ impl Committer {
     }
 
     fn view(&self) -> LiveView<'_> {
-        LiveView {
-            dir: &self.workspace,
-            excluded: &self.excluded,
-            hidden: self.protection.as_ref(),
-            hashed: std::cell::RefCell::default(),
-        }
+        LiveView::new(&self.workspace, &self.excluded, self.protection.as_ref())
     }
 
     /// Revalidate only: validate the diff, take the lock, check every

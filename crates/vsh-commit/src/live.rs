@@ -66,6 +66,13 @@ pub(crate) struct LiveView<'a> {
     pub(crate) hidden: Option<&'a vsh_policy::CallPolicy>,
 }
 
+impl<'a> LiveView<'a> {
+    /// A view of `dir` with nothing hashed yet (a view lives for one check).
+    pub(crate) fn new(dir: &'a CapDir, excluded: &'a [VPath], hidden: Option<&'a vsh_policy::CallPolicy>) -> Self {
+        Self { dir, excluded, hidden, hashed: std::cell::RefCell::default() }
+    }
+}
+
 /// The vsh kind of a host kind; `None` for FIFOs, sockets and devices.
 pub(crate) fn node_kind(kind: HostKind) -> Option<NodeKind> {
     match kind {

@@ -294,7 +294,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("file"), b"f").unwrap();
         let workspace = Arc::new(CapDir::open(dir.path()).unwrap());
-        let view = LiveView { dir: &workspace, excluded: &[], hidden: None, hashed: std::cell::RefCell::default() };
+        let view = LiveView::new(&workspace, &[], None);
         let gone = VPath::parse("gone").unwrap();
         let below_a_file = VPath::parse("file/below").unwrap();
         for (dependency, reason) in facets() {
@@ -322,7 +322,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("file"), b"one").unwrap();
         let workspace = Arc::new(CapDir::open(dir.path()).unwrap());
-        let view = LiveView { dir: &workspace, excluded: &[], hidden: None, hashed: std::cell::RefCell::default() };
+        let view = LiveView::new(&workspace, &[], None);
         let path = VPath::parse("file").unwrap();
         let read = Dependency { content: Some(BlobId::of(b"one")), ..Dependency::default() };
         assert_eq!(check_dependency(&view, &path, &read).unwrap(), None);

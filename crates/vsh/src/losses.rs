@@ -362,7 +362,7 @@ enum Lost {
 #[cfg(test)]
 mod tests {
     use vsh_store::{LossHistory, UnreviewedLoss};
-    use vsh_types::{BlobId, DiffEntry, DiffKind, NodeState, VPath};
+    use vsh_types::{BlobId, DiffEntry, NodeState, VPath};
 
     use super::earlier;
 
@@ -373,7 +373,7 @@ mod tests {
         let path = VPath::parse("a.py").unwrap();
         let before = NodeState::file_with(b"now\n", 0o644);
         let after = NodeState::file_with(b"next\n", 0o644);
-        let entry = DiffEntry { path: path.clone(), kind: DiffKind::Modify, before: Some(before), after: Some(after) };
+        let entry = DiffEntry::between(path.clone(), Some(before), Some(after)).unwrap();
         let mut history = LossHistory::default();
         let reviewed = BlobId::of(b"reviewed");
         let content = before.content.unwrap();

@@ -73,6 +73,7 @@ pub use record::{
     ApprovalDocument, HistoryDocument, LogDocument, PendingDocument, RecordDocument, RunPolicyDocument, ShowDocument,
     TransactionDocument,
 };
+pub(crate) use report::chain;
 pub use report::{
     ConflictDocument, GcDocument, LeftPathDocument, RecoveryDocument, RestoreDocument, SalvageDocument,
     UnresolvedDocument,

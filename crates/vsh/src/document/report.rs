@@ -190,7 +190,7 @@ pub struct ConflictDocument {
 }
 
 /// An error and its sources, joined.
-fn chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

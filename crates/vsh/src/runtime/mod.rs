@@ -513,16 +513,7 @@ impl Runtime {
         let Ok(mut history) = self.records.loss_history() else { return Ok(()) };
         let reviewed_bytes = |id, max| self.records.blobs().get(id, max).ok();
         if crate::losses::record(&mut history, self.runs.workspace(), entries, reviewed, befores, &reviewed_bytes) {
-            self.records.write_loss_history(&history).map_err(|error| {
-                let mut text = error.to_string();
-                let mut source = std::error::Error::source(&error);
-                while let Some(cause) = source {
-                    text.push_str(": ");
-                    text.push_str(&cause.to_string());
-                    source = cause.source();
-                }
-                text
-            })?;
+            self.records.write_loss_history(&history).map_err(|error| crate::document::chain(&error))?;
         }
         Ok(())
     }
@@ -647,7 +638,19 @@ impl Runtime {
     /// (auto-approved previews). `None` for transactions without either. A
     /// review: it shows work made under another policy too (its artifact must
     /// still bind), which only [`Runtime::approve`] and [`Runtime::commit`] refuse.
+    /// Pending work the workspace moved under is recorded stale first
+    /// ([`crate::Warning::FoundStale`]).
     pub fn show(&self, transaction: TransactionId) -> Result<Option<Receipt>, VshError> {
+        self.receipt_of(transaction, true)
+    }
+
+    /// [`Runtime::show`] for a row of a listing [`Runtime::pending_and_stale`]
+    /// made, which revalidated its pending work already: not again.
+    pub fn listed_receipt(&self, transaction: TransactionId) -> Result<Option<Receipt>, VshError> {
+        self.receipt_of(transaction, false)
+    }
+
+    fn receipt_of(&self, transaction: TransactionId, settle: bool) -> Result<Option<Receipt>, VshError> {
         if let Some(mut receipt) = self.previews.receipt(transaction) {
             // A review lists what changed, whatever detail the run asked for.
             if receipt.changes.is_empty()
@@ -659,7 +662,7 @@ impl Runtime {
         }
         // Pending work the workspace moved under is shown as what it is,
         // with what changed under it.
-        let found = self.settle_stale(transaction)?;
+        let found = if settle { self.settle_stale(transaction)? } else { None };
         let Some(record) = self.records.get(transaction)? else { return Ok(None) };
         if record.artifact.is_none() {
             // A preview this runtime committed: its commit's receipt.
