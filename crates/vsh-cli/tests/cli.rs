@@ -276,6 +276,79 @@ fn profiles_and_policy_files_change_the_decision() {
     );
 }
 
+/// `[[review]]` rules (ux64 F4): deleting a test waits for a reviewer, a
+/// tenth of a test file cut escalates, and the same changes elsewhere are
+/// auto-approved; the receipt and the review say which rule held it.
+#[test]
+fn a_review_rule_has_changes_to_its_paths_wait_and_says_which_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let module: String = (0..30)
+        .map(|i| format!("def case_{i}():\n    assert compute_{i}(value_{i}) == {}\n", i * 7))
+        .collect::<Vec<_>>()
+        .concat();
+    write(&ws, "tests/test_a.py", &module);
+    write(&ws, "tests/test_b.py", "def test_b():\n    assert True\n");
+    write(&ws, "src/app.py", &module);
+    write(&ws, "src/old.py", "old = 1\n");
+    let ws_arg = ws.to_str().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        concat!(
+            "version = 1\n[[review]]\npattern = \"tests/**\"\nchanges = \"delete\"\nreason = \"tests guard the build\"\n",
+            "[[review]]\npattern = \"tests/**\"\nrewrite_escalate_ratio = 0.1\n"
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        vsh(&["init", "--policy", policy.to_str().unwrap(), "--workspace", ws_arg], None).status.code(),
+        Some(0)
+    );
+    let shown = String::from_utf8(vsh(&["policy", "show", "--workspace", ws_arg], None).stdout).unwrap();
+    assert!(shown.contains("[[review]]") && shown.contains("rewrite_escalate_ratio = 0.1"), "{shown}");
+    let auto = |program: &str| {
+        let output = vsh(&["run", "--workspace", ws_arg, "--mode", "auto", "-"], Some(program));
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (text, output)
+    };
+    let cut = |path: &str| {
+        format!(
+            "from pathlib import Path\np = Path('/workspace/{path}')\nt = p.read_text()\np.write_text(t[:len(t) * 7 // 10])"
+        )
+    };
+    // A 30% cut: past the rule's 0.1 under tests/, within the profile's 0.5 elsewhere.
+    let (text, output) = auto(&cut("tests/test_a.py"));
+    assert!(text.contains("pending-approval") && text.contains("content-rewrite"), "{text}");
+    assert!(!text.contains("review-rule"), "a modify is not among the rule's changes: {text}");
+    let numbers = format!(
+        "of its {} reviewed bytes lost in all with this run (more than {} waits for a review)",
+        module.len(),
+        module.len() / 10
+    );
+    assert!(text.contains("content-rewrite: tests/test_a.py: ") && text.contains(&numbers), "{text}");
+    // A review later tells the same (ux65 F1: only the run did).
+    let review = vsh(&["show", "--workspace", ws_arg, &id_of(&output)], None);
+    let review = format!("{}{}", String::from_utf8_lossy(&review.stdout), String::from_utf8_lossy(&review.stderr));
+    assert!(review.contains(&numbers), "{review}");
+    assert_eq!(std::fs::read_to_string(ws.join("tests/test_a.py")).unwrap(), module);
+    let (text, _) = auto(&cut("src/app.py"));
+    assert!(text.contains("committed"), "{text}");
+    assert_ne!(std::fs::read_to_string(ws.join("src/app.py")).unwrap(), module);
+    // Deleting a test waits, and says by which rule; deleting elsewhere waits
+    // only for the profile's deletion flag.
+    let (text, output) = auto("from pathlib import Path\nPath('/workspace/tests/test_b.py').unlink()");
+    assert!(text.contains("risk flags deletion, review-rule"), "{text}");
+    let why = "tests/test_b.py (delete): `tests/**` reviews delete, rewrite ratio 0.1: tests guard the build";
+    assert!(text.contains(why), "{text}");
+    assert!(ws.join("tests/test_b.py").exists());
+    let review = vsh(&["show", "--workspace", ws_arg, &id_of(&output)], None);
+    let review = format!("{}{}", String::from_utf8_lossy(&review.stdout), String::from_utf8_lossy(&review.stderr));
+    assert!(review.contains(why), "{review}");
+    let (text, _) = auto("from pathlib import Path\nPath('/workspace/src/old.py').unlink()");
+    assert!(text.contains("risk flags deletion") && !text.contains("review-rule"), "{text}");
+}
+
 #[test]
 fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_and_commit_it() {
     let dir = tempfile::tempdir().unwrap();

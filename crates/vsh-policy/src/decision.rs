@@ -407,6 +407,18 @@ impl RiskMetrics {
         rewrite_escalate_ratio_bps: u32,
         losses: &[ContentLoss],
     ) -> Self {
+        Self::measure_judged(diff, renamed, observed_base_nodes, &|_| rewrite_escalate_ratio_bps, losses)
+    }
+
+    /// [`RiskMetrics::measure_with_losses`], each modified file's rewrite
+    /// judged by its own ratio (`ratio_of`: a review rule may lower it).
+    pub fn measure_judged(
+        diff: &[DiffEntry],
+        renamed: u64,
+        observed_base_nodes: u64,
+        ratio_of: &dyn Fn(&VPath) -> u32,
+        losses: &[ContentLoss],
+    ) -> Self {
         let loss_of =
             |path: &VPath| losses.binary_search_by(|loss| loss.path.cmp(path)).ok().and_then(|index| losses.get(index));
         let mut metrics = Self { renamed, ..Self::default() };
@@ -446,10 +458,13 @@ impl RiskMetrics {
                 DiffKind::Modify => metrics.modified += 1,
                 DiffKind::MetadataChange => metrics.mode_changes += 1,
             }
-            let rewritten = match loss_of(&entry.path) {
-                Some(loss) => is_lossy_rewrite(entry, loss, rewrite_escalate_ratio_bps),
-                None => is_content_rewrite(entry, rewrite_escalate_ratio_bps),
-            };
+            // Only a modified file can be rewritten: its ratio is asked for
+            // no other entry.
+            let rewritten = entry.kind == DiffKind::Modify
+                && match loss_of(&entry.path) {
+                    Some(loss) => is_lossy_rewrite(entry, loss, ratio_of(&entry.path)),
+                    None => is_content_rewrite(entry, ratio_of(&entry.path)),
+                };
             if rewritten {
                 metrics.rewritten += 1;
             }
@@ -620,10 +635,14 @@ pub enum RiskFlag {
     /// which the `.git` rule does not cover), whose `config` git obeys when
     /// it runs there (`core.pager`, `core.fsmonitor`: programs it starts).
     GitRepository,
+    /// The diff makes a change a review rule of the policy names (`[[review]]`
+    /// in a policy file: `tests/**` deleted or modified), whatever else it
+    /// does (see [`crate::review`]).
+    ReviewRule,
 }
 
 impl RiskFlag {
-    /// The canonical tag: `Mutation`=1 through `GitRepository`=10.
+    /// The canonical tag: `Mutation`=1 through `ReviewRule`=11.
     pub const fn tag(self) -> u8 {
         match self {
             Self::Mutation => 1,
@@ -636,6 +655,7 @@ impl RiskFlag {
             Self::PermissionChange => 8,
             Self::ContentRewrite => 9,
             Self::GitRepository => 10,
+            Self::ReviewRule => 11,
         }
     }
 
@@ -652,6 +672,7 @@ impl RiskFlag {
             Self::PermissionChange => "permission-change",
             Self::ContentRewrite => "content-rewrite",
             Self::GitRepository => "git-repository",
+            Self::ReviewRule => "review-rule",
         }
     }
 }

@@ -27,6 +27,12 @@
 //! access = "all"                   # one name, or an array of names; default "all"
 //! case_sensitive = false           # default false: `DATA.SQLITE` is protected too
 //!
+//! [[review]]                       # paths whose changes wait for a reviewer, any number of them
+//! pattern = "tests/**"
+//! changes = ["delete"]             # create, modify, delete or all; default all (none with a ratio alone)
+//! rewrite_escalate_ratio = 0.1     # optional: a lower content-rewrite ratio for these paths
+//! reason = "tests guard the build" # optional; shown to reviewers
+//!
 //! [defaults]
 //! secrets = true                   # keep the built-in secret rules (default true)
 //! git = true                       # keep the rule that keeps `.git` unchanged (default true)
@@ -50,6 +56,13 @@
 //!   `content-read`, `directory-read`, `create`, `modify`, `delete`,
 //!   `rename-source`, `rename-destination`. An empty list is an error: a rule
 //!   must deny something.
+//! - **`[[review]]`** adds [`ReviewRule`]s (at most [`MAX_REVIEW_RULES`]):
+//!   a diff that makes one of its `changes` (`create`, `modify`, `delete`,
+//!   or `all`; a mode change is a `modify`) to a path its pattern covers
+//!   waits for a reviewer (`review-rule`), and its `rewrite_escalate_ratio`
+//!   lowers the `content-rewrite` ratio of the files it covers. `changes`
+//!   defaults to `all`, or to none when the rule gives a ratio; an empty
+//!   list is an error, as is a rule that gives neither.
 //! - **`[defaults]`** keeps or drops the built-in secret and git rule groups
 //!   ([`DefaultRules`]). The runtime-data rules cannot be dropped: there is no
 //!   key for them. `writable_roots` is an allow-list of workspace-relative paths
@@ -78,8 +91,8 @@
 //! `defaults.writable_roots[0]`. A file is read whole, at most
 //! [`MAX_POLICY_FILE_BYTES`], and must be UTF-8 TOML. When several fields are
 //! wrong, one error is reported, the first found: unknown top-level keys, then
-//! `version`, `profile`, `thresholds`, `protect` (in array order) and
-//! `defaults`.
+//! `version`, `profile`, `thresholds`, `protect` (in array order), `review`
+//! (in array order), `defaults` and `commands`.
 //!
 //! A policy file is operator configuration, not workspace content: it is read
 //! with plain file I/O, never through the workspace's capability handle.
@@ -113,6 +126,7 @@ use vsh_types::VPath;
 use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, PatternError};
 use crate::profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
+use crate::review::{MAX_REVIEW_RULES, REVIEWABLE_CHANGES, ReviewRule};
 use crate::rules::{CallPolicy, DefaultRules, ProtectedRule, RuleLabel};
 use crate::transaction::TransactionPolicy;
 
@@ -128,10 +142,11 @@ pub const MAX_REASON_BYTES: usize = 1024;
 /// The longest key quoted in an error, in characters.
 const MAX_QUOTED_KEY_CHARS: usize = 64;
 
-const TOP_KEYS: &str = "version, profile, thresholds, protect, defaults, commands";
+const TOP_KEYS: &str = "version, profile, thresholds, protect, review, defaults, commands";
 const THRESHOLD_KEYS: &str = "escalate_touched_paths, escalate_changed_bytes, deny_touched_paths, deny_changed_bytes, \
                               deny_deleted_paths, deny_delete_ratio, delete_ratio_min_paths, rewrite_escalate_ratio";
 const PROTECT_KEYS: &str = "pattern, access, reason, case_sensitive";
+const REVIEW_KEYS: &str = "pattern, changes, rewrite_escalate_ratio, reason, case_sensitive";
 const DEFAULTS_KEYS: &str = "secrets, git, writable_roots";
 const COMMANDS_KEYS: &str = "scratch";
 /// The most names a scratch path has (`node_modules/.cache` has two).
@@ -297,6 +312,33 @@ pub enum PolicyFileError {
         /// The field (`protect[N].access`).
         field: String,
     },
+    /// A `[[review]]` change name that is not known.
+    #[error("`{field}` is {name:?}; expected all, create, modify or delete")]
+    UnknownChange {
+        /// The field (`review[N].changes` or `review[N].changes[M]`).
+        field: String,
+        /// The name found (at most 64 characters of it).
+        name: String,
+    },
+    /// A `[[review]]` rule that makes no change wait and sets no ratio.
+    #[error(
+        "`{field}` is empty; name the changes that wait for a reviewer (all, create, modify, delete), or leave \
+         it out: every change waits"
+    )]
+    EmptyChanges {
+        /// The field (`review[N].changes`).
+        field: String,
+    },
+    /// More `[[review]]` rules than [`MAX_REVIEW_RULES`].
+    #[error("`{field}` has {count} rules, more than the limit of {limit}")]
+    TooManyReviewRules {
+        /// The field (`review`).
+        field: String,
+        /// How many the file gives.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A `reason` longer than [`MAX_REASON_BYTES`].
     #[error("`{field}` is {length} bytes, more than the limit of {limit}")]
     ReasonTooLong {
@@ -351,6 +393,9 @@ impl PolicyFileError {
             | Self::Pattern { field, .. }
             | Self::UnknownAccess { field, .. }
             | Self::EmptyAccess { field }
+            | Self::UnknownChange { field, .. }
+            | Self::EmptyChanges { field }
+            | Self::TooManyReviewRules { field, .. }
             | Self::ReasonTooLong { field, .. }
             | Self::InvalidRoot { field, .. }
             | Self::InvalidScratch { field, .. } => Some(field),
@@ -367,6 +412,7 @@ pub struct PolicyFile {
     profile: PolicyProfile,
     thresholds: PolicyThresholds,
     protect: Vec<ProtectedRule>,
+    review: Vec<ReviewRule>,
     defaults: DefaultRules,
     writable_roots: Option<Vec<VPath>>,
     scratch: Option<Vec<String>>,
@@ -424,14 +470,20 @@ impl PolicyFile {
 
     /// The policy this file describes: its profile and thresholds, the chosen
     /// built-in rule groups with the runtime-data rules for `data_dir` (see
-    /// [`CallPolicy::balanced_default`]), its `[[protect]]` rules and its
-    /// writable roots.
+    /// [`CallPolicy::balanced_default`]), its `[[protect]]` rules, its
+    /// writable roots and its `[[review]]` rules.
     pub fn policy(&self, data_dir: Option<&VPath>) -> TransactionPolicy {
         let mut calls = CallPolicy::with_defaults(data_dir, self.defaults).with_rules(self.protect.iter().cloned());
         if let Some(roots) = &self.writable_roots {
             calls = calls.with_writable_roots(roots.iter().cloned());
         }
-        TransactionPolicy::assemble_with_scratch(self.profile, self.thresholds, calls, self.scratch.clone())
+        TransactionPolicy::assemble_with(
+            self.profile,
+            self.thresholds,
+            calls,
+            self.scratch.clone(),
+            self.review.clone(),
+        )
     }
 
     /// The base profile.
@@ -447,6 +499,11 @@ impl PolicyFile {
     /// The `[[protect]]` rules, in file order, each labelled [`RuleLabel::Custom`].
     pub fn protect(&self) -> &[ProtectedRule] {
         &self.protect
+    }
+
+    /// The `[[review]]` rules, in file order.
+    pub fn review(&self) -> &[ReviewRule] {
+        &self.review
     }
 
     /// The built-in rule groups kept.
@@ -468,7 +525,9 @@ impl PolicyFile {
 
     fn from_table(document: &toml::Table) -> Result<PolicyFile, PolicyFileError> {
         for key in document.keys() {
-            if !["version", "profile", "thresholds", "protect", "defaults", "commands"].contains(&key.as_str()) {
+            if !["version", "profile", "thresholds", "protect", "review", "defaults", "commands"]
+                .contains(&key.as_str())
+            {
                 return Err(unknown(&field_of("", key), TOP_KEYS));
             }
         }
@@ -504,6 +563,22 @@ impl PolicyFile {
                 .collect::<Result<_, _>>()?,
             Some(other) => return Err(wrong_type("protect", "an array of tables ([[protect]])", other)),
         };
+        let review = match document.get("review") {
+            None => Vec::new(),
+            Some(toml::Value::Array(entries)) if entries.len() > MAX_REVIEW_RULES => {
+                return Err(PolicyFileError::TooManyReviewRules {
+                    field: "review".to_owned(),
+                    count: entries.len(),
+                    limit: MAX_REVIEW_RULES,
+                });
+            }
+            Some(toml::Value::Array(entries)) => entries
+                .iter()
+                .enumerate()
+                .map(|(index, entry)| parse_review(&format!("review[{index}]"), entry))
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(wrong_type("review", "an array of tables ([[review]])", other)),
+        };
         let (defaults, writable_roots) = match document.get("defaults") {
             None => (DefaultRules::default(), None),
             Some(value) => parse_defaults(table_of("defaults", value)?)?,
@@ -512,7 +587,7 @@ impl PolicyFile {
             None => None,
             Some(value) => parse_commands(table_of("commands", value)?)?,
         };
-        Ok(PolicyFile { profile, thresholds, protect, defaults, writable_roots, scratch })
+        Ok(PolicyFile { profile, thresholds, protect, review, defaults, writable_roots, scratch })
     }
 }
 
@@ -583,6 +658,10 @@ pub fn render_policy(policy: &TransactionPolicy) -> String {
     if !protect.is_empty() {
         document.insert("protect".into(), toml::Value::Array(protect));
     }
+    let review: Vec<toml::Value> = policy.review_rules().iter().map(|rule| review_table(rule, ratio)).collect();
+    if !review.is_empty() {
+        document.insert("review".into(), toml::Value::Array(review));
+    }
     let mut defaults = toml::Table::new();
     let has = |label: RuleLabel| rules.iter().any(|rule| rule.label == label);
     defaults.insert("secrets".into(), toml::Value::Boolean(has(RuleLabel::Secret)));
@@ -624,6 +703,27 @@ pub fn render_policy(policy: &TransactionPolicy) -> String {
     out
 }
 
+/// A review rule as its `[[review]]` table (`changes` left out of a rule
+/// that only sets a ratio, as the file would).
+fn review_table(rule: &ReviewRule, ratio: impl Fn(u32) -> toml::Value) -> toml::Value {
+    let mut table = toml::Table::new();
+    table.insert("pattern".into(), toml::Value::String(rule.pattern.as_str().to_owned()));
+    if rule.changes == REVIEWABLE_CHANGES {
+        table.insert("changes".into(), toml::Value::String("all".into()));
+    } else if !rule.changes.is_empty() {
+        let names = rule.changes.iter().map(|kind| toml::Value::String(kind.name().into())).collect();
+        table.insert("changes".into(), toml::Value::Array(names));
+    }
+    if let Some(bps) = rule.rewrite_ratio_bps {
+        table.insert("rewrite_escalate_ratio".into(), ratio(bps));
+    }
+    if let Some(reason) = &rule.reason {
+        table.insert("reason".into(), toml::Value::String(reason.clone()));
+    }
+    table.insert("case_sensitive".into(), toml::Value::Boolean(!rule.pattern.is_case_insensitive()));
+    toml::Value::Table(table)
+}
+
 /// Commented examples of the sections `policy` leaves unset, so the text
 /// `vsh policy show` prints is a file to start from (docs/policy.md says
 /// what each key does).
@@ -636,6 +736,15 @@ fn unset_sections(policy: &TransactionPolicy) -> String {
              # content-read, directory-read, metadata-read):\n\
              # [[protect]]\n# pattern = \"migrations/**\"\n# access = [\"modify\", \"delete\"]\n\
              # reason = \"applied migrations are history; add a new one instead\"\n",
+        );
+    }
+    if policy.review_rules().is_empty() {
+        out.push_str(
+            "\n# Have changes to paths of your own wait for a reviewer (changes: all, or any\n\
+             # of create, modify, delete), or judge their rewrites by a lower ratio:\n\
+             # [[review]]\n# pattern = \"tests/**\"\n# changes = [\"delete\"]\n\
+             # rewrite_escalate_ratio = 0.1\n\
+             # reason = \"tests guard the build: removing one is a reviewer's call\"\n",
         );
     }
     if policy.command_scratch().is_none() {
@@ -695,6 +804,44 @@ fn parse_protect(prefix: &str, value: &toml::Value) -> Result<ProtectedRule, Pol
             return Err(unknown(&field_of(prefix, key), PROTECT_KEYS));
         }
     }
+    let pattern = rule_pattern(prefix, table)?;
+    let access_field = format!("{prefix}.access");
+    let access = match table.get("access") {
+        None => AccessSet::ALL,
+        Some(value) => names_in(&access_field, value, &access_named, |field| PolicyFileError::EmptyAccess { field })?,
+    };
+    let mut rule = ProtectedRule::new(pattern, access, RuleLabel::Custom);
+    if let Some(reason) = rule_reason(prefix, table)? {
+        rule = rule.with_reason(reason);
+    }
+    Ok(rule)
+}
+
+/// One `[[review]]` entry.
+fn parse_review(prefix: &str, value: &toml::Value) -> Result<ReviewRule, PolicyFileError> {
+    let table = table_of(prefix, value)?;
+    for key in table.keys() {
+        if !["pattern", "changes", "rewrite_escalate_ratio", "reason", "case_sensitive"].contains(&key.as_str()) {
+            return Err(unknown(&field_of(prefix, key), REVIEW_KEYS));
+        }
+    }
+    let pattern = rule_pattern(prefix, table)?;
+    let ratio_field = format!("{prefix}.rewrite_escalate_ratio");
+    let rewrite_ratio_bps = table.get("rewrite_escalate_ratio").map(|value| ratio(&ratio_field, value)).transpose()?;
+    let changes_field = format!("{prefix}.changes");
+    let changes = match table.get("changes") {
+        // A rule that only sets a ratio makes nothing else wait.
+        None if rewrite_ratio_bps.is_some() => AccessSet::NONE,
+        None => REVIEWABLE_CHANGES,
+        Some(value) => names_in(&changes_field, value, &change_named, |field| PolicyFileError::EmptyChanges { field })?,
+    };
+    let reason = rule_reason(prefix, table)?;
+    Ok(ReviewRule { pattern, changes, rewrite_ratio_bps, reason })
+}
+
+/// A rule's `pattern`, ignoring case unless `case_sensitive = true` (on a
+/// case-insensitive filesystem `Config/Prod` is `config/prod`).
+fn rule_pattern(prefix: &str, table: &toml::Table) -> Result<Pattern, PolicyFileError> {
     let pattern_field = format!("{prefix}.pattern");
     let pattern = match table.get("pattern") {
         None => return Err(PolicyFileError::MissingField { field: pattern_field }),
@@ -703,49 +850,64 @@ fn parse_protect(prefix: &str, value: &toml::Value) -> Result<ProtectedRule, Pol
         }
         Some(other) => return Err(wrong_type(&pattern_field, "a string", other)),
     };
-    // Rules ignore case unless asked not to: on a case-insensitive filesystem
-    // `Config/Prod` is `config/prod`.
     let case_field = format!("{prefix}.case_sensitive");
-    let pattern = match table.get("case_sensitive") {
-        None | Some(toml::Value::Boolean(false)) => pattern.case_insensitive(),
-        Some(toml::Value::Boolean(true)) => pattern,
-        Some(other) => return Err(wrong_type(&case_field, "a boolean", other)),
-    };
-    let access_field = format!("{prefix}.access");
-    let access = match table.get("access") {
-        None => AccessSet::ALL,
-        Some(toml::Value::String(name)) => access_named(&access_field, name)?,
-        Some(toml::Value::Array(names)) => {
-            if names.is_empty() {
-                return Err(PolicyFileError::EmptyAccess { field: access_field });
-            }
-            let mut access = AccessSet::NONE;
-            for (index, name) in names.iter().enumerate() {
-                let field = format!("{access_field}[{index}]");
-                match name {
-                    toml::Value::String(name) => access = access.union(access_named(&field, name)?),
-                    other => return Err(wrong_type(&field, "a string", other)),
-                }
-            }
-            access
-        }
-        Some(other) => return Err(wrong_type(&access_field, "a string or an array of strings", other)),
-    };
-    let mut rule = ProtectedRule::new(pattern, access, RuleLabel::Custom);
+    match table.get("case_sensitive") {
+        None | Some(toml::Value::Boolean(false)) => Ok(pattern.case_insensitive()),
+        Some(toml::Value::Boolean(true)) => Ok(pattern),
+        Some(other) => Err(wrong_type(&case_field, "a boolean", other)),
+    }
+}
+
+/// A rule's optional `reason`, at most [`MAX_REASON_BYTES`].
+fn rule_reason(prefix: &str, table: &toml::Table) -> Result<Option<String>, PolicyFileError> {
     let reason_field = format!("{prefix}.reason");
     match table.get("reason") {
-        None => {}
+        None => Ok(None),
         Some(toml::Value::String(reason)) if reason.len() > MAX_REASON_BYTES => {
-            return Err(PolicyFileError::ReasonTooLong {
-                field: reason_field,
-                length: reason.len(),
-                limit: MAX_REASON_BYTES,
-            });
+            Err(PolicyFileError::ReasonTooLong { field: reason_field, length: reason.len(), limit: MAX_REASON_BYTES })
         }
-        Some(toml::Value::String(reason)) => rule = rule.with_reason(reason.clone()),
-        Some(other) => return Err(wrong_type(&reason_field, "a string", other)),
+        Some(toml::Value::String(reason)) => Ok(Some(reason.clone())),
+        Some(other) => Err(wrong_type(&reason_field, "a string", other)),
     }
-    Ok(rule)
+}
+
+/// A name or a non-empty array of names (`access`, `changes`), each read by
+/// `read_one`, united; `empty` is the error for an empty array.
+fn names_in(
+    field: &str,
+    value: &toml::Value,
+    read_one: &dyn Fn(&str, &str) -> Result<AccessSet, PolicyFileError>,
+    empty: fn(String) -> PolicyFileError,
+) -> Result<AccessSet, PolicyFileError> {
+    match value {
+        toml::Value::String(name) => read_one(field, name),
+        toml::Value::Array(names) => {
+            if names.is_empty() {
+                return Err(empty(field.to_owned()));
+            }
+            let mut set = AccessSet::NONE;
+            for (index, name) in names.iter().enumerate() {
+                let item = format!("{field}[{index}]");
+                match name {
+                    toml::Value::String(name) => set = set.union(read_one(&item, name)?),
+                    other => return Err(wrong_type(&item, "a string", other)),
+                }
+            }
+            Ok(set)
+        }
+        other => Err(wrong_type(field, "a string or an array of strings", other)),
+    }
+}
+
+/// A change name of a review rule: `all`, `create`, `modify` or `delete`.
+fn change_named(field: &str, name: &str) -> Result<AccessSet, PolicyFileError> {
+    match name {
+        "all" => Ok(REVIEWABLE_CHANGES),
+        "create" => Ok(AccessSet::single(AccessKind::Create)),
+        "modify" => Ok(AccessSet::single(AccessKind::Modify)),
+        "delete" => Ok(AccessSet::single(AccessKind::Delete)),
+        _ => Err(PolicyFileError::UnknownChange { field: field.to_owned(), name: shorten(name) }),
+    }
 }
 
 /// An access name: a group (`all`, `reads`, `mutations`) or one kind.
@@ -1134,6 +1296,11 @@ rewrite_escalate_ratio = 1
                 "reason = \"production\"\n[[protect]]\npattern = \"**/*.sqlite\"\ncase_sensitive = true\n",
                 "[defaults]\nsecrets = false\nwritable_roots = [\"src\", \"docs\"]\n"
             ),
+            concat!(
+                "version = 1\n[[review]]\npattern = \"tests/**\"\n[[review]]\npattern = \"docs/**\"\n",
+                "changes = [\"delete\", \"create\"]\nrewrite_escalate_ratio = 0.2\nreason = \"docs\"\n",
+                "[[review]]\npattern = \"src/*.rs\"\nrewrite_escalate_ratio = 0.05\ncase_sensitive = true\n"
+            ),
         ];
         for text in texts {
             let policy = PolicyFile::parse(text).unwrap();
@@ -1163,6 +1330,12 @@ rewrite_escalate_ratio = 1
         let protect = PolicyFile::parse(&format!("{rendered}{}", example("# [[protect]]"))).unwrap();
         let rule = protect.calls().rules().iter().find(|rule| rule.label == RuleLabel::Custom).unwrap();
         assert_eq!(rule.pattern.as_str(), "migrations/**");
+        let review = PolicyFile::parse(&format!("{rendered}{}", example("# [[review]]"))).unwrap();
+        let rule = &review.review_rules()[0];
+        assert_eq!(
+            rule.to_string(),
+            "`tests/**` reviews delete, rewrite ratio 0.1: tests guard the build: removing one is a reviewer's call"
+        );
         let commands = PolicyFile::parse(&format!("{rendered}{}", example("# [commands]"))).unwrap();
         // Uncommented, it keeps every default (the list replaces them) and
         // names a nested crate's.
@@ -1178,9 +1351,70 @@ rewrite_escalate_ratio = 1
         let all = render_policy(&roots);
         let all = PolicyFile::parse(&format!("{all}{}", example("# [[protect]]"))).unwrap();
         let all = PolicyFile::parse(&format!("{}{}", render_policy(&all), example("# [commands]"))).unwrap();
+        let all = PolicyFile::parse(&format!("{}{}", render_policy(&all), example("# [[review]]"))).unwrap();
         assert!(!render_policy(&all).contains("\n# [[protect]]"), "{}", render_policy(&all));
+        assert!(!render_policy(&all).contains("\n# [[review]]"), "{}", render_policy(&all));
         assert!(!render_policy(&all).contains("# writable_roots"));
         assert!(!render_policy(&all).contains("# [commands]"));
+    }
+
+    #[test]
+    fn review_rules_parse_with_their_defaults() {
+        let file = PolicyFile::from_toml(&v1(concat!(
+            "[[review]]\npattern = \"tests/**\"\n",
+            "[[review]]\npattern = \"docs/**\"\nrewrite_escalate_ratio = 0.1\n",
+            "[[review]]\npattern = \"src/**\"\nchanges = \"delete\"\nreason = \"kept\"\n",
+            "[[review]]\npattern = \"db/**\"\nchanges = [\"create\", \"modify\"]\nrewrite_escalate_ratio = 0.3\n",
+        )))
+        .unwrap();
+        let rules = file.review();
+        assert_eq!(rules.len(), 4);
+        assert_eq!(rules[0].changes, REVIEWABLE_CHANGES, "every change by default");
+        assert_eq!(rules[0].rewrite_ratio_bps, None);
+        assert!(rules[0].pattern.is_case_insensitive());
+        assert_eq!(rules[1].changes, AccessSet::NONE, "a ratio alone makes nothing else wait");
+        assert_eq!(rules[1].rewrite_ratio_bps, Some(1_000));
+        assert_eq!(rules[2].changes, AccessSet::single(AccessKind::Delete));
+        assert_eq!(rules[2].reason.as_deref(), Some("kept"));
+        assert_eq!(rules[3].changes, AccessSet::single(AccessKind::Create).with(AccessKind::Modify));
+        let policy = file.policy(None);
+        assert_eq!(policy.review_rules().len(), 4);
+        assert_ne!(policy.digest(), PolicyFile::parse(&v1("")).unwrap().digest());
+        // A policy without review rules keeps the digest it had.
+        assert_eq!(PolicyFile::parse(&v1("")).unwrap().digest(), TransactionPolicy::default().digest());
+    }
+
+    #[test]
+    fn review_rule_errors_name_their_field() {
+        let cases: [(&str, &str); 9] = [
+            ("[[review]]\nchanges = \"all\"\n", "review[0].pattern"),
+            ("[[review]]\npattern = \"a//b\"\n", "review[0].pattern"),
+            ("[[review]]\npattern = \"a\"\nchanges = []\n", "review[0].changes"),
+            ("[[review]]\npattern = \"a\"\nchanges = \"rename-source\"\n", "review[0].changes"),
+            ("[[review]]\npattern = \"a\"\nchanges = [\"delete\", \"reads\"]\n", "review[0].changes[1]"),
+            ("[[review]]\npattern = \"a\"\nrewrite_escalate_ratio = 0\n", "review[0].rewrite_escalate_ratio"),
+            ("[[review]]\npattern = \"a\"\naccess = \"all\"\n", "review[0].access"),
+            ("[[review]]\npattern = \"a\"\ncase_sensitive = 1\n", "review[0].case_sensitive"),
+            ("review = 3\n", "review"),
+        ];
+        for (text, field) in cases {
+            let error = PolicyFile::from_toml(&v1(text)).unwrap_err();
+            assert_eq!(error.field(), Some(field), "{text}: {error}");
+        }
+        let many: String = (0..=MAX_REVIEW_RULES)
+            .map(|index| format!("[[review]]\npattern = \"d{index}/**\"\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        let error = PolicyFile::from_toml(&v1(&many)).unwrap_err();
+        assert!(
+            matches!(error, PolicyFileError::TooManyReviewRules { count, .. } if count == MAX_REVIEW_RULES + 1),
+            "{error}"
+        );
+        let most: String = (0..MAX_REVIEW_RULES)
+            .map(|index| format!("[[review]]\npattern = \"d{index}/**\"\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        assert_eq!(PolicyFile::from_toml(&v1(&most)).unwrap().review().len(), MAX_REVIEW_RULES);
     }
 
     #[test]
@@ -1524,13 +1758,13 @@ access = ["rename-source", "rename-destination", "metadata-read", "directory-rea
         let cases = [
             (
                 v1("colour = 1"),
-                "`colour` is not a known key; expected one of: version, profile, thresholds, protect, defaults, commands",
+                "`colour` is not a known key; expected one of: version, profile, thresholds, protect, review, defaults, commands",
             ),
             ("profile = \"strict\"".to_owned(), "`version` is missing (a policy file starts with `version = 1`)"),
             (
                 v1("writable_roots = [\"src\"]"),
                 "`writable_roots` is not a known key; expected one of: version, profile, thresholds, protect, \
-                 defaults, commands (it belongs in the `[defaults]` table)",
+                 review, defaults, commands (it belongs in the `[defaults]` table)",
             ),
             ("version = 3".to_owned(), "`version` is 3; this build reads version 1"),
             (

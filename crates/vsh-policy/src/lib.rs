@@ -21,8 +21,9 @@
 //!   [`profile`] the thresholds of each profile. A [`DenyManifest`] names, for
 //!   every denial, the rule and how the policy would have to change.
 //! - **Policy files.** [`PolicyFile`] reads a TOML document (base profile,
-//!   threshold overrides, extra protected patterns, built-in rule groups,
-//!   writable roots) into the same validated [`TransactionPolicy`]; every bad
+//!   threshold overrides, extra protected patterns, review rules
+//!   ([`ReviewRule`]: paths whose changes wait for a reviewer), built-in rule
+//!   groups, writable roots) into the same validated [`TransactionPolicy`]; every bad
 //!   field is a [`PolicyFileError`] that names it. [`file`](mod@file) documents
 //!   the format.
 //!
@@ -39,6 +40,7 @@ pub mod decision;
 pub mod file;
 pub mod pattern;
 pub mod profile;
+pub mod review;
 pub mod rules;
 pub mod transaction;
 
@@ -54,5 +56,6 @@ pub use file::{
 };
 pub use pattern::{MAX_PATTERN_BYTES, MatchState, Pattern, PatternError};
 pub use profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
+pub use review::{MAX_REVIEW_RULES, REVIEWABLE_CHANGES, ReviewRule};
 pub use rules::{CallPolicy, DefaultRules, DeniedAccess, ProtectedRule, RuleLabel};
 pub use transaction::{POLICY_SCHEMA, PolicyInput, TransactionPolicy};

@@ -41,6 +41,7 @@ use crate::decision::{
     RiskMetrics,
 };
 use crate::profile::{MAX_RATIO_BPS, PolicyConfigError, PolicyProfile, PolicyThresholds};
+use crate::review::{ReviewRule, canonical_review, encode_review};
 use crate::rules::{CallPolicy, DeniedAccess};
 
 /// The schema tag hashed first into every [`PolicyDigest`]. Changing how a
@@ -93,6 +94,8 @@ pub struct TransactionPolicy {
     calls: CallPolicy,
     /// Real commands' scratch directories, when the policy names them.
     scratch: Option<Vec<String>>,
+    /// Paths whose changes wait for a reviewer, sorted and merged by pattern.
+    review: Vec<ReviewRule>,
     digest: PolicyDigest,
 }
 
@@ -114,18 +117,20 @@ impl TransactionPolicy {
     }
 
     pub(crate) fn assemble(profile: PolicyProfile, thresholds: PolicyThresholds, calls: CallPolicy) -> Self {
-        Self::assemble_with_scratch(profile, thresholds, calls, None)
+        Self::assemble_with(profile, thresholds, calls, None, Vec::new())
     }
 
     /// [`TransactionPolicy::assemble`], naming real commands' scratch
-    /// directories. The digest covers them only when named, so a policy
-    /// without them keeps the digest it always had.
-    pub(crate) fn assemble_with_scratch(
+    /// directories and the review rules. The digest covers each only when
+    /// there is one, so a policy without them keeps the digest it always had.
+    pub(crate) fn assemble_with(
         profile: PolicyProfile,
         thresholds: PolicyThresholds,
         calls: CallPolicy,
         scratch: Option<Vec<String>>,
+        review: Vec<ReviewRule>,
     ) -> Self {
+        let review = canonical_review(review);
         let mut bytes = Vec::new();
         canon::put_bytes(&mut bytes, POLICY_SCHEMA.as_bytes());
         canon::put_u8(&mut bytes, profile.tag());
@@ -138,8 +143,45 @@ impl TransactionPolicy {
                 canon::put_bytes(&mut bytes, name.as_bytes());
             }
         }
+        if !review.is_empty() {
+            encode_review(&review, &mut bytes);
+        }
         let digest = PolicyDigest::digest(&bytes);
-        Self { profile, thresholds, calls, scratch, digest }
+        Self { profile, thresholds, calls, scratch, review, digest }
+    }
+
+    /// This policy with `rules` added to its review rules (merged by
+    /// pattern; see [`crate::review`]), its digest computed anew.
+    #[must_use]
+    pub fn with_review(self, rules: impl IntoIterator<Item = ReviewRule>) -> Self {
+        let mut review = self.review;
+        review.extend(rules);
+        Self::assemble_with(self.profile, self.thresholds, self.calls, self.scratch, review)
+    }
+
+    /// The review rules, sorted and merged by pattern.
+    pub fn review_rules(&self) -> &[ReviewRule] {
+        &self.review
+    }
+
+    /// The `content-rewrite` ratio for `path`, in basis points: the
+    /// thresholds' ratio, or a covering review rule's where that is lower.
+    pub fn rewrite_ratio_for(&self, path: &VPath) -> u32 {
+        self.review
+            .iter()
+            .filter_map(|rule| rule.rewrite_ratio_bps.filter(|_| rule.covers(path)))
+            .fold(self.thresholds.rewrite_escalate_ratio_bps, u32::min)
+    }
+
+    /// The entries of `diff` a review rule makes wait for a reviewer, each
+    /// with the first such rule (in pattern order).
+    pub fn waiting_by_rule<'d>(&self, diff: &'d [DiffEntry]) -> Vec<(&'d DiffEntry, &ReviewRule)> {
+        if self.review.is_empty() {
+            return Vec::new();
+        }
+        diff.iter()
+            .filter_map(|entry| self.review.iter().find(|rule| rule.waits_for(entry)).map(|rule| (entry, rule)))
+            .collect()
     }
 
     /// Real commands' scratch directories as the policy names them
@@ -174,13 +216,9 @@ impl TransactionPolicy {
 
     /// Decide on a transaction (see the [module documentation](self) for the order).
     pub fn evaluate(&self, input: &PolicyInput<'_>) -> Decision {
-        let metrics = RiskMetrics::measure_with_losses(
-            input.diff,
-            input.renames,
-            input.observed_base_nodes,
-            self.thresholds.rewrite_escalate_ratio_bps,
-            input.losses,
-        );
+        let ratio_of = |path: &VPath| self.rewrite_ratio_for(path);
+        let metrics =
+            RiskMetrics::measure_judged(input.diff, input.renames, input.observed_base_nodes, &ratio_of, input.losses);
         if !input.denied.is_empty() {
             let listed = input.denied.iter().take(MAX_LISTED_DENIALS).map(|denied| self.explain(denied)).collect();
             return self.deny_protected(DenyReason::ProtectedAccessAttempt, listed, input.denied.len() as u64, metrics);
@@ -223,6 +261,9 @@ impl TransactionPolicy {
         }
         if input.git_repository || writes_a_git_repository(input.diff) {
             flags.push(RiskFlag::GitRepository);
+        }
+        if self.review.iter().any(|rule| input.diff.iter().any(|entry| rule.waits_for(entry))) {
+            flags.push(RiskFlag::ReviewRule);
         }
         if flags.is_empty() {
             Decision::AutoApproved
@@ -360,7 +401,7 @@ impl TransactionPolicy {
 
 /// A ratio in basis points as the fraction a policy file writes (`0.5`, `1`,
 /// `0.0001`).
-fn fraction(bps: u64) -> String {
+pub(crate) fn fraction(bps: u64) -> String {
     let scale = u64::from(MAX_RATIO_BPS);
     let whole = bps / scale;
     let part = bps % scale;
@@ -410,8 +451,8 @@ fn deny_setuid_files(diff: &[DiffEntry], metrics: RiskMetrics, policy: PolicyDig
     }))
 }
 
-/// The access a diff entry exercises.
-fn mutation_of(kind: DiffKind) -> AccessKind {
+/// The access a diff entry exercises (a mode change is a `Modify`).
+pub(crate) fn mutation_of(kind: DiffKind) -> AccessKind {
     match kind {
         DiffKind::Create => AccessKind::Create,
         DiffKind::Delete => AccessKind::Delete,
@@ -493,6 +534,88 @@ mod tests {
             Decision::PendingApproval(manifest) => &manifest.flags,
             other => panic!("expected pending approval, got {other:?}"),
         }
+    }
+
+    fn review(pattern: &str, changes: AccessSet, ratio: Option<u32>) -> ReviewRule {
+        ReviewRule {
+            pattern: Pattern::parse(pattern).unwrap().case_insensitive(),
+            changes,
+            rewrite_ratio_bps: ratio,
+            reason: Some("tests guard the build".into()),
+        }
+    }
+
+    #[test]
+    fn a_review_rule_makes_the_changes_it_names_wait_and_nothing_else() {
+        let reviewed =
+            policy(PolicyProfile::Balanced).with_review([review("tests/**", crate::review::REVIEWABLE_CHANGES, None)]);
+        assert_ne!(reviewed.digest(), policy(PolicyProfile::Balanced).digest());
+        for diff in [
+            vec![modify("tests/test_a.py")],
+            vec![create("tests/new.py", b"x")],
+            vec![chmod("tests/a.py", 0o644, 0o600)],
+        ] {
+            let decision = reviewed.evaluate(&PolicyInput::new(&diff));
+            assert!(flags(&decision).contains(&RiskFlag::ReviewRule), "{diff:?}: {decision:?}");
+        }
+        // Outside its pattern, and without it, the same change goes through.
+        let elsewhere = [modify("src/a.py"), create("testsuite/a.py", b"x")];
+        assert_eq!(reviewed.evaluate(&PolicyInput::new(&elsewhere)), Decision::AutoApproved);
+        let plain = policy(PolicyProfile::Balanced);
+        assert_eq!(plain.evaluate(&PolicyInput::new(&[modify("tests/test_a.py")])), Decision::AutoApproved);
+        // Mixed: the rule names the entry that waits.
+        let diff = [modify("src/a.py"), modify("tests/test_b.py")];
+        let waiting = reviewed.waiting_by_rule(&diff);
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].0.path.as_str(), "tests/test_b.py");
+        assert_eq!(waiting[0].1.pattern.as_str(), "tests/**");
+        // Only the changes it names.
+        let deletions = policy(PolicyProfile::Balanced).with_review([review(
+            "tests/**",
+            AccessSet::single(AccessKind::Delete),
+            None,
+        )]);
+        assert_eq!(deletions.evaluate(&PolicyInput::new(&[modify("tests/test_a.py")])), Decision::AutoApproved);
+        let decision = deletions.evaluate(&PolicyInput::new(&[delete("tests/test_a.py")]));
+        assert_eq!(flags(&decision), &[RiskFlag::Deletion, RiskFlag::ReviewRule]);
+        // A review rule never lets through what a deny rule refuses.
+        let denying = TransactionPolicy::new(
+            PolicyProfile::Balanced,
+            PolicyThresholds::for_profile(PolicyProfile::Balanced),
+            CallPolicy::balanced_default(None).with_rules([ProtectedRule::new(
+                Pattern::parse("tests/**").unwrap(),
+                AccessSet::MUTATIONS,
+                RuleLabel::Custom,
+            )]),
+        )
+        .unwrap()
+        .with_review([review("tests/**", crate::review::REVIEWABLE_CHANGES, None)]);
+        let decision = denying.evaluate(&PolicyInput::new(&[modify("tests/test_a.py")]));
+        assert_eq!(denied(&decision).reason, DenyReason::ProtectedMutation);
+    }
+
+    #[test]
+    fn a_review_rule_lowers_the_rewrite_ratio_of_the_files_it_covers_only() {
+        let cut = |path: &str| {
+            DiffEntry::between(
+                p(path),
+                Some(NodeState::file_with(&[b'x'; 1000], 0o644)),
+                Some(NodeState::file_with(&[b'x'; 700], 0o644)),
+            )
+            .unwrap()
+        };
+        let reviewed = policy(PolicyProfile::Balanced).with_review([
+            review("tests/**", AccessSet::NONE, Some(1_000)),
+            review("**/*.py", AccessSet::NONE, Some(9_000)),
+        ]);
+        assert_eq!(reviewed.rewrite_ratio_for(&p("tests/a.py")), 1_000, "the smallest covering ratio");
+        assert_eq!(reviewed.rewrite_ratio_for(&p("src/a.py")), 5_000, "never above the thresholds'");
+        assert_eq!(reviewed.rewrite_ratio_for(&p("src/a.rs")), 5_000);
+        // 30% cut: past 0.1 under tests/, within 0.5 elsewhere.
+        assert_eq!(flags(&reviewed.evaluate(&PolicyInput::new(&[cut("tests/a.py")]))), &[RiskFlag::ContentRewrite]);
+        assert_eq!(reviewed.evaluate(&PolicyInput::new(&[cut("src/a.py")])), Decision::AutoApproved);
+        // A ratio-only rule makes no other change wait.
+        assert_eq!(reviewed.evaluate(&PolicyInput::new(&[modify("tests/a.py")])), Decision::AutoApproved);
     }
 
     #[test]

@@ -12,7 +12,9 @@ use vsh_monty::{ExecutionStats, MontyObject};
 use vsh_policy::Decision;
 use vsh_vfs::Effect;
 
-/// Version of the evidence encoding: 6 adds the transaction whose program
+/// Version of the evidence encoding: 7 adds what a reviewer is told of the
+/// decision ([`Evidence::notes`]: the numbers of a `content-rewrite`, the
+/// losses before the run, the review rules); 6 adds the transaction whose program
 /// `vsh rerun` ran again ([`Evidence::rerun_of`]); 5 adds the keyed digests of the values
 /// of the variables real commands were granted ([`Evidence::env_values`]);
 /// 4 adds a Monty program that raised after a refusal
@@ -20,7 +22,10 @@ use vsh_vfs::Effect;
 /// what real commands were granted; 4, 3, 2 (either language's output) and 1
 /// (a Monty value and stdout) are still read. Each is written only where it
 /// is needed, so an older vsh still reads the rest.
-const EVIDENCE_VERSION: u8 = 6;
+const EVIDENCE_VERSION: u8 = 7;
+
+/// The version that first wrote [`Evidence::rerun_of`].
+const RERUN_VERSION: u8 = 6;
 
 /// The version that first wrote [`Evidence::env_values`].
 const ENV_VALUES_VERSION: u8 = 5;
@@ -110,6 +115,80 @@ pub(crate) struct Evidence {
     /// tells a rerun from a new run of the same program, so that work is
     /// not run again once a rerun of it is committed or waiting (ux61 1).
     pub(crate) rerun_of: Option<[u8; 32]>,
+    /// What the reviewer of pending work is told of its decision, as the
+    /// run judged it (version 7 on; empty before): what a review shows
+    /// again, however much later (ux64 F7, ux65 F1: the numbers were the
+    /// run's alone).
+    pub(crate) notes: Vec<DecisionNote>,
+}
+
+/// One thing a reviewer is told of a decision ([`Evidence::notes`]): the
+/// lines of a [`crate::Warning`] of that kind and how many there were.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum DecisionNote {
+    /// [`crate::Warning::EarlierLosses`].
+    EarlierLosses { lines: Vec<String>, total: u64 },
+    /// [`crate::Warning::Rewritten`].
+    Rewritten { lines: Vec<String>, total: u64 },
+    /// [`crate::Warning::ReviewRules`].
+    ReviewRules { lines: Vec<String>, total: u64 },
+}
+
+impl DecisionNote {
+    /// The note a warning is, if it is one.
+    pub(crate) fn of(warning: &crate::Warning) -> Option<Self> {
+        let total = |total: usize| total as u64;
+        match warning {
+            crate::Warning::EarlierLosses { files, total: all } => {
+                Some(Self::EarlierLosses { lines: files.clone(), total: total(*all) })
+            }
+            crate::Warning::Rewritten { files, total: all } => {
+                Some(Self::Rewritten { lines: files.clone(), total: total(*all) })
+            }
+            crate::Warning::ReviewRules { paths, total: all } => {
+                Some(Self::ReviewRules { lines: paths.clone(), total: total(*all) })
+            }
+            _ => None,
+        }
+    }
+
+    /// The warning it was.
+    pub(crate) fn to_warning(&self) -> crate::Warning {
+        let total = |total: u64| usize::try_from(total).unwrap_or(usize::MAX);
+        match self {
+            Self::EarlierLosses { lines, total: all } => {
+                crate::Warning::EarlierLosses { files: lines.clone(), total: total(*all) }
+            }
+            Self::Rewritten { lines, total: all } => {
+                crate::Warning::Rewritten { files: lines.clone(), total: total(*all) }
+            }
+            Self::ReviewRules { lines, total: all } => {
+                crate::Warning::ReviewRules { paths: lines.clone(), total: total(*all) }
+            }
+        }
+    }
+}
+
+/// Version 6's layout, for artifacts written before decision notes.
+#[derive(Deserialize)]
+struct EvidenceV6 {
+    version: u8,
+    nonce: [u8; 16],
+    decision: Decision,
+    output: EvidenceOutput,
+    stats: ExecutionStats,
+    effects: Vec<Effect>,
+    grants: Option<crate::CommandGrants>,
+    env_values: Vec<[u8; 32]>,
+    rerun_of: Option<[u8; 32]>,
+}
+
+impl From<EvidenceV6> for Evidence {
+    /// Version 6's evidence, with no notes.
+    fn from(old: EvidenceV6) -> Self {
+        let EvidenceV6 { version, nonce, decision, output, stats, effects, grants, env_values, rerun_of } = old;
+        Self { version, nonce, decision, output, stats, effects, grants, env_values, rerun_of, notes: Vec::new() }
+    }
 }
 
 /// Version 5's layout, for artifacts written before reruns were linked.
@@ -129,7 +208,7 @@ impl From<EvidenceV5> for Evidence {
     /// Version 5's evidence, linked to no earlier run.
     fn from(old: EvidenceV5) -> Self {
         let EvidenceV5 { version, nonce, decision, output, stats, effects, grants, env_values } = old;
-        Self { version, nonce, decision, output, stats, effects, grants, env_values, rerun_of: None }
+        EvidenceV6 { version, nonce, decision, output, stats, effects, grants, env_values, rerun_of: None }.into()
     }
 }
 
@@ -150,7 +229,7 @@ impl From<EvidenceV4> for Evidence {
     /// An older layout's evidence, with no value digests (version 5 on).
     fn from(old: EvidenceV4) -> Self {
         let EvidenceV4 { version, nonce, decision, output, stats, effects, grants } = old;
-        Self { version, nonce, decision, output, stats, effects, grants, env_values: Vec::new(), rerun_of: None }
+        EvidenceV5 { version, nonce, decision, output, stats, effects, grants, env_values: Vec::new() }.into()
     }
 }
 
@@ -198,6 +277,7 @@ impl Evidence {
             grants,
             env_values: Vec::new(),
             rerun_of: None,
+            notes: Vec::new(),
         }
     }
 
@@ -216,9 +296,20 @@ impl Evidence {
     /// (`vsh rerun`): version 6 when it is one.
     pub(crate) fn with_rerun_of(mut self, of: Option<vsh_types::TransactionId>) -> Self {
         if of.is_some() {
-            self.version = EVIDENCE_VERSION;
+            self.version = self.version.max(RERUN_VERSION);
         }
         self.rerun_of = of.map(|id| *id.as_bytes());
+        self
+    }
+
+    /// This evidence with what a reviewer is told of its decision (the
+    /// warnings among `warnings` that are [`DecisionNote`]s): version 7
+    /// when there are any.
+    pub(crate) fn with_notes(mut self, warnings: &[crate::Warning]) -> Self {
+        self.notes = warnings.iter().filter_map(DecisionNote::of).collect();
+        if !self.notes.is_empty() {
+            self.version = EVIDENCE_VERSION;
+        }
         self
     }
 
@@ -252,6 +343,7 @@ impl Evidence {
                     grants: None,
                     env_values: Vec::new(),
                     rerun_of: None,
+                    notes: Vec::new(),
                 }
             }
             Some(2) => {
@@ -263,6 +355,9 @@ impl Evidence {
             Some(3 | 4) => postcard::from_bytes::<EvidenceV4>(bytes).map_err(|_| EvidenceError::Malformed)?.into(),
             Some(&ENV_VALUES_VERSION) => {
                 postcard::from_bytes::<EvidenceV5>(bytes).map_err(|_| EvidenceError::Malformed)?.into()
+            }
+            Some(&RERUN_VERSION) => {
+                postcard::from_bytes::<EvidenceV6>(bytes).map_err(|_| EvidenceError::Malformed)?.into()
             }
             Some(&EVIDENCE_VERSION) => postcard::from_bytes::<Self>(bytes).map_err(|_| EvidenceError::Malformed)?,
             Some(&other) => return Err(EvidenceError::Version(other)),
@@ -322,7 +417,8 @@ mod tests {
         let evidence =
             Evidence::new([8; 16], Decision::AutoApproved, bash, &ExecutionStats::default(), Vec::new(), None);
         assert_eq!(Evidence::decode(&evidence.encode()).unwrap(), evidence);
-        assert_eq!(Evidence::decode(b"\x07junk"), Err(EvidenceError::Version(7)));
+        assert_eq!(Evidence::decode(b"\x08junk"), Err(EvidenceError::Version(8)));
+        assert_eq!(Evidence::decode(b"\x07junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b"\x06junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b"\x05junk"), Err(EvidenceError::Malformed));
         assert_eq!(Evidence::decode(b"\x02junk"), Err(EvidenceError::Malformed));
@@ -452,6 +548,23 @@ mod tests {
         let reread = Evidence::decode(&linked.encode()).unwrap();
         assert_eq!((reread.rerun_of, reread.env_value("TOKEN")), (Some([9; 32]), Some(&[6; 32])));
         assert_eq!(read.clone().with_rerun_of(None).encode(), read.encode(), "unlinked stays version 5");
+        // Version 7 keeps what the reviewer was told; those before it read
+        // with nothing to tell, and only the notes make a version 7.
+        assert!(reread.notes.is_empty());
+        let told = [
+            crate::Warning::ResultsCut { lists: 1 },
+            crate::Warning::Rewritten { files: vec!["a.py: 90 of its 100 reviewed bytes lost".into()], total: 3 },
+            crate::Warning::ReviewRules { paths: vec!["tests/a.py (delete): `tests/**`".into()], total: 1 },
+        ];
+        let noted = linked.clone().with_notes(&told);
+        assert_eq!(noted.encode()[0], 7);
+        let reread = Evidence::decode(&noted.encode()).unwrap();
+        assert_eq!(reread.rerun_of, Some([9; 32]));
+        let shown: Vec<crate::Warning> = reread.notes.iter().map(DecisionNote::to_warning).collect();
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!(shown[0].to_string(), told[1].to_string());
+        assert_eq!(shown[1].to_string(), told[2].to_string());
+        assert_eq!(linked.clone().with_notes(&told[..1]).encode(), linked.encode(), "nothing noted stays version 6");
         // Digests out of step with the names are none of theirs.
         let unmatched = Evidence { env_values: vec![[6; 32], [7; 32]], ..read };
         assert_eq!(unmatched.env_value("TOKEN"), None);

@@ -188,12 +188,14 @@ fn appends_to(workspace: &CapDir, path: &VPath, before: &NodeState, after: &[u8]
 /// too (sec61 F2). With `this_run` (the run's own measure, at run time),
 /// each line adds what is lost with this run; with a rewrite ratio under
 /// 1, the most that may be lost before a change waits for a review (ux62
-/// 4: the reviewer had to work it out).
+/// 4: the reviewer had to work it out). `ratio_of` is each file's ratio
+/// ([`vsh_policy::TransactionPolicy::rewrite_ratio_for`]: a review rule may
+/// lower it).
 pub(crate) fn earlier(
     history: &LossHistory,
     entries: &[DiffEntry],
     this_run: Option<&[ContentLoss]>,
-    ratio_bps: u32,
+    ratio_of: &dyn Fn(&VPath) -> u32,
 ) -> Option<crate::Warning> {
     const LISTED: usize = 5;
     let files: Vec<String> = entries
@@ -214,6 +216,7 @@ pub(crate) fn earlier(
                 if let Some(total) = now {
                     let _ = write!(line, ", {} in all with this run", total.min(loss.reviewed_size));
                 }
+                let ratio_bps = ratio_of(&entry.path);
                 if ratio_bps < 10_000 {
                     let allowed = u128::from(loss.reviewed_size) * u128::from(ratio_bps) / 10_000;
                     let _ = write!(line, " (more than {allowed} in all waits for a review)");
@@ -236,12 +239,17 @@ pub(crate) fn earlier(
 /// [`crate::Warning::Rewritten`] (`path: N of its M reviewed bytes lost in
 /// all with this run (more than H waits for a review)`); files whose
 /// earlier losses [`earlier`] lists already are left to it.
-pub(crate) fn rewritten(entries: &[DiffEntry], losses: &[ContentLoss], ratio_bps: u32) -> Option<crate::Warning> {
+pub(crate) fn rewritten(
+    entries: &[DiffEntry],
+    losses: &[ContentLoss],
+    ratio_of: &dyn Fn(&VPath) -> u32,
+) -> Option<crate::Warning> {
     const LISTED: usize = 5;
     let files: Vec<String> = entries
         .iter()
         .filter_map(|entry| {
             let loss = losses.binary_search_by(|loss| loss.path.cmp(&entry.path)).ok().map(|at| &losses[at])?;
+            let ratio_bps = ratio_of(&entry.path);
             if loss.earlier_lost > 0 || !vsh_policy::is_lossy_rewrite(entry, loss, ratio_bps) {
                 return None;
             }
@@ -386,7 +394,7 @@ mod tests {
             since_reviewed: Some(total),
             restores_reviewed: false,
         };
-        let line = |total| match earlier(&history, std::slice::from_ref(&entry), Some(&[loss(total)]), 5_000) {
+        let line = |total| match earlier(&history, std::slice::from_ref(&entry), Some(&[loss(total)]), &|_| 5_000) {
             Some(crate::Warning::EarlierLosses { files, .. }) => files[0].clone(),
             other => panic!("{other:?}"),
         };

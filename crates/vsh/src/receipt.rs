@@ -301,6 +301,15 @@ pub enum Warning {
         /// How many files in all.
         total: usize,
     },
+    /// Changes this work, waiting for approval, makes that a review rule of
+    /// the policy makes wait for a reviewer (`[[review]]` in a policy file;
+    /// `path (change): rule` each, at most a few).
+    ReviewRules {
+        /// One line per path.
+        paths: Vec<String>,
+        /// How many paths in all.
+        total: usize,
+    },
     /// This look at pending work found the workspace changed under it since
     /// its run (its revalidation, applying nothing) and recorded it stale:
     /// it can never be committed; its program can run again.
@@ -350,10 +359,10 @@ impl std::fmt::Display for Warning {
             ),
             Self::EarlierLosses { files, total } => earlier_losses(f, files, *total),
             Self::FoundStale { paths, total } => found_stale(f, paths, *total),
-            Self::Rewritten { files, total } => {
-                let more = if *total > files.len() { format!("; and {} more", total - files.len()) } else { String::new() };
-                write!(f, "content-rewrite: {}{more}", files.join("; "))
+            Self::ReviewRules { paths, total } => {
+                listed(f, "review-rule: the policy has these changes wait for a reviewer: ", paths, *total)
             }
+            Self::Rewritten { files, total } => listed(f, "content-rewrite: ", files, *total),
             Self::LossHistoryUnrecorded { reason } => write!(
                 f,
                 "the commit landed, but the loss history could not be updated after it ({reason}): what it took \
@@ -643,6 +652,33 @@ impl StoredProgram {
     pub fn command_argv(&self) -> Option<Vec<String>> {
         (self.language == crate::Language::Command).then(|| crate::run::command_argv(&self.code)).flatten()
     }
+}
+
+/// `head`, then `lines` joined with `; `, and how many of `total` are left out.
+fn listed(f: &mut std::fmt::Formatter<'_>, head: &str, lines: &[String], total: usize) -> std::fmt::Result {
+    write!(f, "{head}{}", lines.join("; "))?;
+    if total > lines.len() {
+        write!(f, "; and {} more", total - lines.len())?;
+    }
+    Ok(())
+}
+
+/// The changes of `entries` a review rule of `policy` makes wait for a
+/// reviewer, as [`Warning::ReviewRules`] (`path (change): rule`, at most a
+/// few), or `None` when there is none.
+pub(crate) fn by_review_rules(
+    policy: &vsh_policy::TransactionPolicy,
+    entries: &[vsh_types::DiffEntry],
+) -> Option<Warning> {
+    const LISTED: usize = 5;
+    let waiting = policy.waiting_by_rule(entries);
+    let total = waiting.len();
+    let paths = waiting
+        .into_iter()
+        .take(LISTED)
+        .map(|(entry, rule)| format!("{} ({}): {rule}", entry.path, entry.kind.name()))
+        .collect();
+    (total > 0).then_some(Warning::ReviewRules { paths, total })
 }
 
 #[cfg(test)]

@@ -377,18 +377,21 @@ impl Records {
     }
 
     /// A stored transaction's receipt, rebuilt from its bound artifact under
-    /// whatever policy made it: for a review, never for a commit.
+    /// whatever policy made it, with what it read, that policy's digest and
+    /// what its reviewer was told of its decision: for a review, never for a
+    /// commit.
     pub(crate) fn stored_receipt(
         &self,
         transaction: TransactionId,
         state: TransactionState,
-    ) -> Result<(Receipt, vsh_types::ReadSet, vsh_types::PolicyDigest), VshError> {
+    ) -> Result<StoredReceipt, VshError> {
         let artifact = self.load_bound(transaction)?;
         let evidence =
             Evidence::decode(&artifact.evidence).map_err(|source| VshError::Evidence { transaction, source })?;
+        let notes = evidence.notes.iter().map(crate::evidence::DecisionNote::to_warning).collect();
         let receipt = receipt_of(transaction, state, &artifact, evidence);
         let policy = artifact.binding.digests().policy;
-        Ok((receipt, artifact.read_set, policy))
+        Ok(StoredReceipt { receipt, reads: artifact.read_set, policy, notes })
     }
 
     /// Load a stored artifact that binds to `transaction` (the store checks
@@ -481,6 +484,20 @@ impl Records {
 
 /// The receipt an artifact and its evidence describe (no timings: they were
 /// the run's, not this reading's).
+/// [`Records::stored_receipt`]: a stored transaction's receipt and what a
+/// review of it needs besides.
+pub(crate) struct StoredReceipt {
+    /// The receipt, rebuilt from the artifact.
+    pub(crate) receipt: Receipt,
+    /// What the run read.
+    pub(crate) reads: vsh_types::ReadSet,
+    /// The policy it was bound to.
+    pub(crate) policy: vsh_types::PolicyDigest,
+    /// What its reviewer was told of the decision, as the run judged it
+    /// (evidence version 7 on; empty before).
+    pub(crate) notes: Vec<crate::Warning>,
+}
+
 fn receipt_of(
     transaction: TransactionId,
     state: TransactionState,

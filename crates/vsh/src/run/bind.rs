@@ -20,7 +20,9 @@ use crate::{VshError, Warning};
 
 impl Runs {
     /// Bind the run into its transaction id and store what a commit will need:
-    /// the record, the final contents, and for pending work the durable artifact.
+    /// the record, the final contents, and for pending work the durable
+    /// artifact; `notes` are what its reviewer is told of the decision,
+    /// kept in its evidence.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn bind_and_store(
         &self,
@@ -31,6 +33,7 @@ impl Runs {
         state: TransactionState,
         decision: &Decision,
         outcome: &super::Executed,
+        notes: &[Warning],
     ) -> Result<(PendingArtifact, Vec<Warning>, Contents), VshError> {
         let evidence = Evidence::new(
             self.next_nonce(),
@@ -41,7 +44,8 @@ impl Runs {
             self.command_grants(request),
         )
         .with_env_values(self.granted_env_values(request))
-        .with_rerun_of(request.rerun_of);
+        .with_rerun_of(request.rerun_of)
+        .with_notes(notes);
         let evidence_bytes = evidence.encode();
         let intent = request.intent.unwrap_or("");
         let binding = TransactionBinding::new(BindingDigests {

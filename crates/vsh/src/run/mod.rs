@@ -130,7 +130,9 @@ fn stored_changes(records: &Records, names: &[String]) -> Vec<String> {
         if record.artifact.is_none() {
             continue;
         }
-        let Ok((receipt, _, _)) = records.stored_receipt(id, record.state) else { continue };
+        let Ok(crate::records::StoredReceipt { receipt, .. }) = records.stored_receipt(id, record.state) else {
+            continue;
+        };
         for entry in &receipt.changes {
             if changes.len() < MAX_NAMED_CHANGES {
                 changes.push(format!("{} {}", entry.kind.name(), entry.path));
@@ -694,9 +696,29 @@ impl Runs {
         let history = records.loss_history()?;
         let reviewed = |id, max| records.blobs().get(id, max).ok();
         let losses = crate::losses::at_run(vfs, self.workspace(), entries, &history, &reviewed)?;
-        let ratio = self.policy.thresholds().rewrite_escalate_ratio_bps;
-        let earlier = crate::losses::earlier(&history, entries, Some(&losses), ratio);
+        let ratio_of = |path: &VPath| self.policy.rewrite_ratio_for(path);
+        let earlier = crate::losses::earlier(&history, entries, Some(&losses), &ratio_of);
         Ok((losses, earlier))
+    }
+
+    /// What the reviewer of pending work is told of its decision
+    /// (auto-approved work is nobody's to approve: ux59 5): what earlier
+    /// commits took (`earlier`), which files were judged rewritten, by how
+    /// much (ux63 4, ux64 F2: a first escalation said neither), and which
+    /// review rules hold it; kept in its evidence, so that every review
+    /// tells the same (ux65 F1).
+    fn decision_notes(
+        &self,
+        earlier: Option<crate::Warning>,
+        entries: &[vsh_types::DiffEntry],
+        losses: &[vsh_policy::ContentLoss],
+    ) -> Vec<crate::Warning> {
+        let ratio_of = |path: &VPath| self.policy.rewrite_ratio_for(path);
+        earlier
+            .into_iter()
+            .chain(crate::losses::rewritten(entries, losses, &ratio_of))
+            .chain(crate::receipt::by_review_rules(&self.policy, entries))
+            .collect()
     }
 
     /// The stages after the diff, for a run or a candidate's promotion:
@@ -741,18 +763,17 @@ impl Runs {
             Decision::AutoApproved => TransactionState::AutoApproved,
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
+        let notes = if state == TransactionState::PendingApproval {
+            self.decision_notes(earlier_losses, diff.entries(), &losses)
+        } else {
+            Vec::new()
+        };
         let (artifact, mut warnings, contents) =
-            self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome)?;
+            self.bind_and_store(records, request, vfs, &diff, state, &decision, &outcome, &notes)?;
         if outcome.stats.truncated_results > 0 {
             warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
         }
-        // For its reviewer (auto-approved work is nobody's to approve: ux59
-        // 5): what earlier commits took, and which files were judged
-        // rewritten, by how much (ux63 4, ux64 F2: a first escalation said neither).
-        if state == TransactionState::PendingApproval {
-            let ratio = self.policy.thresholds().rewrite_escalate_ratio_bps;
-            warnings.extend(earlier_losses.into_iter().chain(crate::losses::rewritten(diff.entries(), &losses, ratio)));
-        }
+        warnings.extend(notes);
         if outcome.stats.hidden_looks > 0 {
             warnings.push(crate::Warning::HiddenLooks {
                 looks: outcome.stats.hidden_looks,

@@ -668,7 +668,8 @@ impl Runtime {
             // A preview this runtime committed: its commit's receipt.
             return Ok(self.previews.committed(transaction));
         }
-        let (mut receipt, reads, policy) = self.records.stored_receipt(transaction, record.state)?;
+        let crate::records::StoredReceipt { mut receipt, reads, policy, notes } =
+            self.records.stored_receipt(transaction, record.state)?;
         let calls = self.runs.policy().calls();
         receipt.diff_withheld = crate::run::names_unreadable_content(&receipt.changes, calls);
         let made_under = if policy == self.runs.policy().digest() {
@@ -678,18 +679,21 @@ impl Runtime {
             self.made_under(policy, run_policy.as_deref())
         };
         let view = self.reader_view(&receipt.changes, &reads, policy, made_under.as_ref());
-        // Work still to be decided or committed, under the policy it was
-        // made under: what auto-approved commits took from the files it
-        // modifies before it (sec61 F2).
+        // What its reviewer was told of the decision when it ran (ux65 F1:
+        // the numbers of a rewrite, the rules that hold it), under the
+        // policy it was made under. Work stored before the evidence kept
+        // them, still to be decided or committed: what auto-approved commits
+        // took from the files it modifies before it (sec61 F2).
+        if !view.other_policy {
+            receipt.warnings.extend(notes.iter().cloned());
+        }
         if !view.other_policy
+            && notes.is_empty()
             && matches!(record.state, TransactionState::PendingApproval | TransactionState::Approved)
             && let Ok(history) = self.records.loss_history()
-            && let Some(earlier) = crate::losses::earlier(
-                &history,
-                &receipt.changes,
-                None,
-                self.runs.policy().thresholds().rewrite_escalate_ratio_bps,
-            )
+            && let Some(earlier) = crate::losses::earlier(&history, &receipt.changes, None, &|path| {
+                self.runs.policy().rewrite_ratio_for(path)
+            })
         {
             receipt.warnings.push(earlier);
         }
