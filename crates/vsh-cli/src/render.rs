@@ -1066,7 +1066,10 @@ pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
             "{transaction}  marked failed; nothing was restored: none of it was kept (its log lost how its \
              commit ended), so the workspace is as the commit left it: check it by hand\n"
         ),
-        Some(transaction) => format!("{transaction}  failed: before state restored\n"),
+        Some(transaction) if report.changed_by_others.is_empty() && report.never_held.is_empty() => {
+            format!("{transaction}  failed: before state restored\n")
+        }
+        Some(transaction) => format!("{transaction}  failed: before state restored but for the paths named below\n"),
         None => "nothing to restore\n".to_owned(),
     };
     for path in &report.restored {
@@ -1074,6 +1077,15 @@ pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
     }
     for (path, aside) in &report.moved_aside {
         let _ = writeln!(text, "  moved aside {} -> {aside}", shown(path.as_str(), false));
+    }
+    for path in &report.never_held {
+        let _ = writeln!(
+            text,
+            "  not restored, left as is: {} (a writer racing the commit put another node in its way, which the \
+             commit moved instead of the before node, and vsh never held that: the node moved aside above is \
+             theirs; the path's before content is in vsh show)",
+            shown(path.as_str(), false)
+        );
     }
     for path in &report.changed_by_others {
         let _ =

@@ -514,7 +514,7 @@ pub(crate) struct Found {
     /// Whether a valid completion marker for this plan is durable.
     marker_valid: bool,
     pub(crate) plan: Read<(Plan, PlanDigest)>,
-    journal: Option<Journal>,
+    pub(crate) journal: Option<Journal>,
     pub(crate) settled: Option<Settled>,
 }
 

@@ -8,6 +8,7 @@
 //! | the entry | restore |
 //! |---|---|
 //! | its old node is still at `quarantine.<i>` | move the node at the path aside (if any), then move the old node back |
+//! | `quarantine.<i>` holds a node that is not the old one (a writer racing the commit swapped the path between its check and the move, sec69 F1) | move that node aside; the path keeps what it holds, and unless that is the before state, the path is listed as not put back |
 //! | it did not exist before | move the node at the path aside (if any) |
 //! | only its mode was changed | set the before mode |
 //! | it was restored, but someone changed it since (a state mismatch) | nothing can be put back: listed as changed by others |
@@ -45,6 +46,11 @@ pub struct RestoreReport {
     /// Paths whose before state could not be put back because someone
     /// changed them after the rollback restored them; left as they are.
     pub changed_by_others: Vec<VPath>,
+    /// Paths whose before node vsh never held: a writer racing the commit
+    /// put another node there between its check and its move, so the move
+    /// took theirs (moved aside now, listed in `moved_aside`), and the path
+    /// does not hold the before state; left as they are.
+    pub never_held: Vec<VPath>,
     /// Nothing of the transaction was kept to restore from: its record was
     /// still Committing (or `RecoveryRequired`) without a directory, so its
     /// log lost how the commit ended. Its record is now Failed, as the
@@ -145,8 +151,11 @@ impl Committer {
         let mut order: Vec<u32> = entries.keys().copied().collect();
         order.sort_by(|a, b| plan.entries[*b as usize].path.cmp(&plan.entries[*a as usize].path));
         let aside = self.aside_root(transaction);
+        // What each quarantine moved, by the journal: the old node's inode.
+        let witnesses = found.journal.as_ref().map(|journal| crate::recover::intents(journal, plan.operations.len()).1);
+        let moved = |index: usize| witnesses.as_ref().and_then(|all| all.get(index)).map(|(ino, _)| *ino);
         for entry_index in order {
-            self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &aside, &mut report)?;
+            self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &aside, &moved, &mut report)?;
             check(faults, FaultPoint::Restored(entry_index))?;
         }
         // The renames must be durable before the record says the before state holds.
@@ -158,7 +167,9 @@ impl Committer {
         Ok(report)
     }
 
-    /// Restore one entry with left operations (see the module docs).
+    /// Restore one entry with left operations (see the module docs);
+    /// `moved` is the inode number a quarantine's journaled intent names.
+    #[allow(clippy::too_many_arguments)]
     fn restore_entry(
         &self,
         txn: &TxnDir,
@@ -166,6 +177,7 @@ impl Committer {
         entry_index: u32,
         lefts: &[(usize, LeftReason)],
         aside: &VPath,
+        moved: &dyn Fn(usize) -> Option<u64>,
         report: &mut RestoreReport,
     ) -> Result<(), CommitError> {
         let transaction = plan.transaction;
@@ -181,10 +193,31 @@ impl Committer {
                 let slot = txn.quarantine_slot(index);
                 internal(&self.workspace, &slot)
                     .map_err(|reason| restore_error(transaction, &slot, reason))?
-                    .map(|_| slot)
+                    .map(|stat| (slot, stat))
             }
             None => None,
         };
+        // The node kept is the old one only if it is the node the intent
+        // named, or (no inode known) one that holds the before state.
+        let foreign = match (&kept, quarantine) {
+            (Some((slot, stat)), Some(index)) => match moved(index).filter(|ino| *ino != 0) {
+                Some(ino) => stat.identity.ino != ino,
+                None => !crate::apply::holds(&self.view(), slot, entry.before.as_ref(), None)?,
+            },
+            _ => false,
+        };
+        if foreign && let Some((slot, _)) = &kept {
+            // A racing writer's node, never the before state: moved aside
+            // as theirs; what the path holds stays, and is the before state
+            // or is listed as not put back.
+            let to = self.move_to_aside(aside, &entry.path, slot)?;
+            report.moved_aside.push((entry.path.clone(), to));
+            if !crate::apply::holds(&self.view(), &entry.path, entry.before.as_ref(), None)? {
+                report.never_held.push(entry.path.clone());
+            }
+            return Ok(());
+        }
+        let kept = kept.map(|(slot, _)| slot);
         let mode_only = lefts.iter().all(|(index, _)| {
             matches!(plan.operations[*index].action, Action::SetDirMode { .. } | Action::SetFileMode { .. })
         });

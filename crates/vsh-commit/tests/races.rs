@@ -320,6 +320,84 @@ fn a_writer_taking_the_path_while_the_old_node_is_quarantined_keeps_its_file() -
     Ok(())
 }
 
+/// A writer that swaps `a.txt` for a symlink out of the workspace once the
+/// intents are durable (its file kept at `a.bak`), so the commit's
+/// quarantine moves the symlink; once the commit has installed its new
+/// `a.txt`, it removes that, and puts its file back when `puts_back`
+/// (sec69 F1).
+struct SwapForASymlink {
+    root: PathBuf,
+    puts_back: bool,
+    step: Mutex<u8>,
+}
+
+impl FaultInjector for SwapForASymlink {
+    fn crash_at(&self, point: FaultPoint) -> bool {
+        let (path, theirs) = (self.root.join("a.txt"), self.root.join("a.bak"));
+        let mut step = self.step.lock().unwrap();
+        match (*step, point) {
+            (0, FaultPoint::CommitStatePersisted) => {
+                std::fs::rename(&path, &theirs).unwrap();
+                std::os::unix::fs::symlink("/etc/hostname", &path).unwrap();
+                *step = 1;
+            }
+            (1, FaultPoint::OperationApplied(_))
+                if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_file()) =>
+            {
+                std::fs::remove_file(&path).unwrap();
+                if self.puts_back {
+                    std::fs::rename(&theirs, &path).unwrap();
+                }
+                *step = 2;
+            }
+            _ => {}
+        }
+        false
+    }
+}
+
+/// A restore never puts back a node the commit's quarantine took from a
+/// racing writer (it is not the before node): it moves it aside as theirs,
+/// and says so when the path does not hold the before state (sec69 F1: it
+/// put a symlink out of the workspace back and said the before state was
+/// restored).
+#[test]
+fn a_restore_moves_aside_a_node_a_racing_writer_had_quarantined_and_never_calls_it_the_before_state() -> Result {
+    let fixture = fixture()?;
+    for puts_back in [true, false] {
+        let trial = Trial::new(&fixture.blobs)?;
+        let ledger = MemoryLedger::new();
+        let transaction = trial.run.transaction;
+        ledger.insert(transaction, TransactionState::Revalidating);
+        let writer = SwapForASymlink { root: trial.ws.root.clone(), puts_back, step: Mutex::new(0) };
+        let result = trial.ws.committer.commit_with_faults(&trial.run.request(&fixture.blobs), &ledger, &writer);
+        assert_eq!(*writer.step.lock().unwrap(), 2, "the writer acted twice");
+        assert!(matches!(result, Err(CommitError::Unresolved { .. })), "{result:?}");
+        assert_eq!(ledger.get(transaction), Some(TransactionState::RecoveryRequired));
+        let report = trial.ws.committer.session(&LockWait::default())?.restore(transaction, &ledger)?;
+        let a = p("a.txt");
+        assert!(!report.restored.contains(&a), "{report:?}");
+        let (_, aside) = report.moved_aside.iter().find(|(path, _)| *path == a).expect("the symlink moved aside");
+        assert_eq!(std::fs::read_link(trial.ws.root.join(aside.as_str()))?, Path::new("/etc/hostname"));
+        let now = trial.ws.tree();
+        if puts_back {
+            // The path holds the before state (the writer's own file back).
+            assert!(report.never_held.is_empty(), "{report:?}");
+            assert_eq!(now, fixture.before, "{:?}", tree_difference(&now, &fixture.before));
+        } else {
+            // Nothing holds the before node but the writer's copy: the path
+            // is named, left as it is, and no bytes are lost.
+            assert_eq!(report.never_held, vec![a.clone()], "{report:?}");
+            assert!(!now.contains_key("a.txt"));
+            assert_eq!(std::fs::read(trial.ws.root.join("a.bak"))?, b"alpha");
+            assert!(without(&without(&now, "a.bak"), "a.txt") == without(&fixture.before, "a.txt"));
+        }
+        assert_eq!(ledger.get(transaction), Some(TransactionState::Failed));
+        assert!(trial.ws.no_transaction_dirs(), "{report:?}");
+    }
+    Ok(())
+}
+
 /// Makes the directory at its path 0o711 once the intents are durable.
 struct ChmodKeep(std::path::PathBuf);
 impl FaultInjector for ChmodKeep {

@@ -281,6 +281,10 @@ pub struct RestoreDocument {
     pub moved_aside: Vec<MovedDocument>,
     /// Paths someone changed after the rollback, left as they are.
     pub changed_by_others: Vec<String>,
+    /// Paths whose before node vsh never held (a writer racing the commit
+    /// put another node in its way, which the commit moved instead: moved
+    /// aside now), and that do not hold the before state; left as they are.
+    pub never_held: Vec<String>,
     /// Nothing of the transaction was kept to restore from (its log lost how
     /// its commit ended): it is marked failed, nothing was put back, and the
     /// workspace is as the commit left it.
@@ -308,6 +312,7 @@ impl From<&RestoreReport> for RestoreDocument {
                 .map(|(path, aside)| MovedDocument { path: path.to_string(), moved_to: aside.to_string() })
                 .collect(),
             changed_by_others: report.changed_by_others.iter().map(ToString::to_string).collect(),
+            never_held: report.never_held.iter().map(ToString::to_string).collect(),
             nothing_kept: report.nothing_kept,
         }
     }
