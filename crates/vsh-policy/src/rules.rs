@@ -60,7 +60,7 @@ use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, fold};
 
 /// Secret patterns of the default policy (all access denied).
-const DEFAULT_SECRET_PATTERNS: [&str; 37] = [
+const DEFAULT_SECRET_PATTERNS: [&str; 50] = [
     "**/.env*/**",
     "**/?*.env",
     "**/*.pem",
@@ -91,6 +91,20 @@ const DEFAULT_SECRET_PATTERNS: [&str; 37] = [
     "**/.dockercfg",
     "**/.docker/config.json",
     "**/.kube/config*",
+    "**/kubeconfig",
+    "**/*.kubeconfig",
+    // Registries' and tools' token stores (sec69 F2).
+    "**/.cargo/credentials",
+    "**/.cargo/credentials.toml",
+    "**/.config/gh/hosts.yml",
+    "**/.gem/credentials",
+    "**/.terraformrc",
+    "**/terraform.rc",
+    "**/.terraform.d/credentials.tfrc.json",
+    "**/.htpasswd",
+    "**/.boto",
+    "**/.databrickscfg",
+    "**/*service[-_]account*.json",
     "**/id_rsa",
     "**/id_rsa.pub",
     "**/id_dsa",
@@ -894,6 +908,35 @@ mod tests {
 
     fn rule(pattern: &str, access: AccessSet, label: RuleLabel) -> ProtectedRule {
         ProtectedRule::new(Pattern::parse(pattern).unwrap(), access, label)
+    }
+
+    #[test]
+    fn defaults_hide_registries_and_tools_token_stores() {
+        let policy = CallPolicy::balanced_default(None);
+        for denied in [
+            ".cargo/credentials.toml",
+            "home/.cargo/credentials",
+            ".config/gh/hosts.yml",
+            ".gem/credentials",
+            ".terraformrc",
+            "terraform.rc",
+            ".terraform.d/credentials.tfrc.json",
+            "web/.htpasswd",
+            ".boto",
+            ".databrickscfg",
+            "kubeconfig",
+            "ops/prod.kubeconfig",
+            "gcp/service-account.json",
+            "my-service_account-key.json",
+        ] {
+            for access in AccessKind::ALL {
+                assert!(policy.authorize(&p(denied), access).is_err(), "{denied} {access:?}");
+            }
+            assert!(policy.is_hidden(&p(denied)), "{denied}");
+        }
+        for allowed in [".cargo/config.toml", ".config/gh/config.yml", "service-account.yaml"] {
+            assert!(policy.authorize(&p(allowed), AccessKind::ContentRead).is_ok(), "{allowed}");
+        }
     }
 
     #[test]
