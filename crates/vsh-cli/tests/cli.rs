@@ -3624,16 +3624,19 @@ fn commands_get_only_the_variables_granted() {
             "LANG",
             "PATH",
             "PIP_RETRIES",
+            "PYTEST_ADDOPTS",
             "PYTHONPYCACHEPREFIX",
             "npm_config_fetch_retries"
         ],
         "nothing of vsh's own environment: {receipt}"
     );
-    let granted = exec(&["--env", "COLOR=blue", "--pass-env", "GRANTED"]);
+    let granted = exec(&["--env", "COLOR=blue", "--pass-env", "GRANTED", "--env", "PYTEST_ADDOPTS=-x"]);
     assert_eq!(granted.status.code(), Some(0), "{}", String::from_utf8_lossy(&granted.stderr));
     let granted: serde_json::Value = serde_json::from_slice(&granted.stdout).unwrap();
     let stdout = granted["stdout"].as_str().unwrap();
     assert!(stdout.contains("COLOR=blue\n") && stdout.contains("GRANTED=from-vsh\n"), "{stdout}");
+    // pytest's options granted are kept, its cache's place after them.
+    assert!(stdout.contains("PYTEST_ADDOPTS=-x -o cache_dir="), "{stdout}");
     assert!(!stdout.contains("secret-token"), "{stdout}");
     // Mistakes in the command line are usage errors, and nothing runs.
     let missing = exec(&["--pass-env", "NOT_SET_ANYWHERE"]);
@@ -3894,6 +3897,58 @@ fn the_policy_file_names_the_scratch_directories() {
     assert_eq!(paths, ["target", "target/out"], "build is scratch, target is not: {receipt}");
     let kept = Path::new(ws).join(".vsh/data/scratch/build/out");
     assert_eq!(std::fs::read_to_string(kept).unwrap(), "x\n");
+}
+
+/// pytest keeps its cache in its rootdir, the directory it runs in when no
+/// config names one: from `tests/` too it goes to the workspace's
+/// `.pytest_cache` scratch, never into the diff (ux65 F2); with no such
+/// scratch directory, the cache in the diff is named with how to keep it
+/// out. The command here places its cache as pytest does (`cache_dir` from
+/// `PYTEST_ADDOPTS`, split as a shell would; else `.pytest_cache` where it
+/// runs), so the test needs no pytest.
+#[test]
+fn pytest_keeps_its_cache_in_the_scratch_directory_from_any_directory() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A space and a quote in the workspace's path: the option is quoted.
+    let ws = dir.path().join("it's ws");
+    write(&ws, "tests/test_a.py", "def test_a():\n    pass\n");
+    let like_pytest = "import os, shlex\nopts = shlex.split(os.environ.get('PYTEST_ADDOPTS', ''))\n\
+                       at = [o.split('=', 1)[1] for o in opts if o.startswith('cache_dir=')]\n\
+                       cache = at[-1] if at else '.pytest_cache'\n\
+                       os.makedirs(os.path.join(cache, 'v', 'cache'), exist_ok=True)\n\
+                       open(os.path.join(cache, 'v', 'cache', 'lastfailed'), 'w').write('{}')\n";
+    write(dir.path(), "like_pytest.py", like_pytest);
+    assert_eq!(vsh(&["init", "-q", "--workspace", ws.to_str().unwrap()], None).status.code(), Some(0));
+    let run = |policy: &str| {
+        let file = dir.path().join("policy.toml");
+        std::fs::write(&file, policy).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--policy", file.to_str().unwrap(), "--json", "--stdin"])
+            .arg(dir.path().join("like_pytest.py"))
+            .args(["--", "python3", "-"])
+            .current_dir(ws.join("tests"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let receipt = run("version = 1\n");
+    assert_eq!(receipt["changes"], serde_json::json!([]), "{receipt}");
+    let kept = ws.join(".vsh/data/scratch/.pytest_cache/v/cache/lastfailed");
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "{}");
+    // Without it among the scratch directories, the cache is in the diff,
+    // and the receipt says how to keep it out.
+    let receipt = run("version = 1\n[commands]\nscratch = [\"target\"]\n");
+    let paths: Vec<&str> =
+        receipt["changes"].as_array().unwrap().iter().map(|change| change["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"tests/.pytest_cache/v/cache/lastfailed"), "{receipt}");
+    let warnings = receipt["warnings"].to_string();
+    assert!(warnings.contains("tests/.pytest_cache") && warnings.contains("scratch = ["), "{warnings}");
 }
 
 #[test]

@@ -143,6 +143,22 @@ pub const COMMAND_USER: (u32, u32) = (65_533, 65_533);
 /// (`PYTHONPYCACHEPREFIX`), never beside the sources.
 pub const PYCACHE_SCRATCH: &str = "__pycache__";
 
+/// The scratch name of pytest's cache at the workspace's root, where every
+/// pytest a command runs keeps it (`PYTEST_ADDOPTS=-o cache_dir=...`).
+const PYTEST_SCRATCH: &str = ".pytest_cache";
+
+/// Tell pytest to keep its cache at `dir`: `-o cache_dir=DIR` added to
+/// `PYTEST_ADDOPTS` (after what the command was given, which pytest splits
+/// as a shell would, so the path is quoted).
+fn pytest_cache_at(env: &mut Vec<(String, String)>, dir: &Path) {
+    let quoted = format!("'{}'", dir.to_string_lossy().replace('\'', "'\\''"));
+    let option = format!("-o cache_dir={quoted}");
+    match env.iter_mut().find(|(key, _)| key == "PYTEST_ADDOPTS") {
+        Some((_, value)) => *value = format!("{value} {option}"),
+        None => env.push(("PYTEST_ADDOPTS".to_owned(), option)),
+    }
+}
+
 /// What a command without a network gets in its environment besides what it
 /// is given (which wins): package managers that would retry a fetch for a
 /// minute and more fail it at once.
@@ -797,6 +813,44 @@ impl Dispatcher<'_> {
         Ok(())
     }
 
+    /// Bind `config`'s scratch directories into `mount` (those that apply
+    /// to this image), telling Python and pytest where theirs are through
+    /// `env`: the mount, the paths bound in the candidate, and the host
+    /// directories bound.
+    fn bind_scratch<'c>(
+        &mut self,
+        mut mount: FuseMount,
+        env: &mut Vec<(String, String)>,
+        config: &'c CommandConfig,
+    ) -> (FuseMount, Vec<String>, Vec<&'c PathBuf>) {
+        let mut mount_points = Vec::new();
+        let mut scratch_dirs = Vec::new();
+        for (inside, dir) in &config.scratch {
+            if inside == PYCACHE_SCRATCH {
+                // Python writes its bytecode into a directory of its own,
+                // never beside the sources.
+                mount = mount.with_tmp_scratch(PYCACHE_AT, dir);
+                env.retain(|(key, _)| key != "PYTHONDONTWRITEBYTECODE" && key != "PYTHONPYCACHEPREFIX");
+                env.push(("PYTHONPYCACHEPREFIX".to_owned(), format!("/tmp/{PYCACHE_AT}")));
+                scratch_dirs.push(dir);
+                continue;
+            }
+            if !self.scratch_applies(inside) {
+                continue;
+            }
+            mount = mount.with_scratch(inside, dir);
+            if inside == PYTEST_SCRATCH {
+                // pytest keeps its cache in its rootdir, which is where it is
+                // invoked when no config names one (`tests/`): there too it
+                // goes to the workspace's scratch (ux65 F2).
+                pytest_cache_at(env, &config.root.join(PYTEST_SCRATCH));
+            }
+            mount_points.push(inside.clone());
+            scratch_dirs.push(dir);
+        }
+        (mount, mount_points, scratch_dirs)
+    }
+
     /// Run one command in a candidate of this run's image, its requests
     /// served on the candidate's own thread until it and its mount are
     /// gone. Each stream keeps at most half the run's output budget.
@@ -829,25 +883,7 @@ impl Dispatcher<'_> {
         if config.network == vsh_sandbox::NetworkAccess::None {
             mount = offline(mount, &mut env);
         }
-        let mut mount_points = Vec::new();
-        let mut scratch_dirs = Vec::new();
-        for (inside, dir) in &config.scratch {
-            if inside == PYCACHE_SCRATCH {
-                // Python writes its bytecode into a directory of its own,
-                // never beside the sources.
-                mount = mount.with_tmp_scratch(PYCACHE_AT, dir);
-                env.retain(|(key, _)| key != "PYTHONDONTWRITEBYTECODE" && key != "PYTHONPYCACHEPREFIX");
-                env.push(("PYTHONPYCACHEPREFIX".to_owned(), format!("/tmp/{PYCACHE_AT}")));
-                scratch_dirs.push(dir);
-                continue;
-            }
-            if !self.scratch_applies(inside) {
-                continue;
-            }
-            mount = mount.with_scratch(inside, dir);
-            mount_points.push(inside.clone());
-            scratch_dirs.push(dir);
-        }
+        let (mut mount, mount_points, scratch_dirs) = self.bind_scratch(mount, &mut env, config);
         // Never root: the process-count limit would not hold, and a root process
         // needs no permission bits. A uid of the command's own, so the limit is
         // its own; held until the command's processes are gone (this returns).

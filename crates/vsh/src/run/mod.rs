@@ -156,7 +156,7 @@ fn worth_saying(name: &str) -> bool {
 
 /// Directories that hold a build's output or a tool's cache: the name, and
 /// the file its parent holds when it is one (`None`: the name alone says).
-const BUILD_OUTPUT: [(&str, Option<&str>); 13] = [
+const BUILD_OUTPUT: [(&str, Option<&str>); 14] = [
     ("target", Some("Cargo.toml")),
     ("build", Some("Makefile")),
     ("build", Some("makefile")),
@@ -165,6 +165,7 @@ const BUILD_OUTPUT: [(&str, Option<&str>); 13] = [
     ("build", Some("pyproject.toml")),
     ("node_modules", Some("package.json")),
     (".mypy_cache", None),
+    (".pytest_cache", None),
     (".ruff_cache", None),
     (".tox", None),
     (".nox", None),
