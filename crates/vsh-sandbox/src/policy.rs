@@ -20,7 +20,9 @@ pub(crate) const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib
 /// network: media types (`mime.types`: Python's `mimetypes`, and so `http.server`, raises when
 /// it exists and cannot be read), service ports and protocol numbers, and the public
 /// certificates TLS trusts (the certificate directories only: npm, pip and git read the bundle
-/// a configuration names, and fail without a word when they cannot, network or not). The rest
+/// a configuration names, and fail without a word when they cannot, network or not), and the
+/// distribution's name and version (`os-release` and the `*-release`/`*_version` files: pip's
+/// user agent reads `/etc/debian_version` through `distro`, and crashed without it, ux65 F4). The rest
 /// of `/etc` (shadow, ssh keys, `/etc/ssl/private`, credentials) stays unreadable. Absent ones
 /// are skipped.
 pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
@@ -40,6 +42,16 @@ pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/ca-certificates",
     "/etc/pki/tls/certs",
     "/etc/pki/ca-trust",
+    "/etc/os-release",
+    "/etc/lsb-release",
+    "/etc/debian_version",
+    "/etc/redhat-release",
+    "/etc/system-release",
+    "/etc/fedora-release",
+    "/etc/centos-release",
+    "/etc/alpine-release",
+    "/etc/arch-release",
+    "/etc/SuSE-release",
 ];
 
 /// Python's site configuration in `/etc` (Debian links `sitecustomize.py`

@@ -320,6 +320,14 @@ fn reading_root_and_shadow_is_denied() {
     }
     let passwd = confined_ok(ConfinedCommand::new("/bin/cat").arg("/etc/passwd"), &any_context());
     assert!(passwd.success, "the granted /etc files stay readable: {}", passwd.describe());
+    // The distribution's identity, which pip reads for its user agent
+    // (ux65 F4: it crashed), where this machine has it.
+    let release = ["/etc/debian_version", "/etc/redhat-release", "/etc/alpine-release", "/etc/os-release"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())
+        .expect("a distribution release file");
+    let read = confined_ok(ConfinedCommand::new("/bin/cat").arg(release), &any_context());
+    assert!(read.success, "{release}: {}", read.describe());
 }
 
 #[test]
