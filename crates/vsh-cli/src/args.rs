@@ -108,6 +108,13 @@ pub(crate) enum Command {
     /// and under the policy in force now, as a new transaction (for work that
     /// went stale, or was made under a policy since changed).
     Rerun(RerunArgs),
+    /// Undo committed work: new work that puts back what the transaction
+    /// replaced (each path's bytes, mode, or nothing), decided, reviewed and
+    /// committed like any run. Refused where the workspace changed since the
+    /// transaction's commit (it never overwrites what came after) or where
+    /// the store no longer holds what it replaced (a commit keeps up to 1
+    /// MiB a file, until vsh gc).
+    Revert(RevertArgs),
     /// List transactions waiting for approval or commit.
     Pending(Common),
     /// List finished transactions, newest first: committed, rejected,
@@ -192,6 +199,7 @@ impl Command {
             Self::Run(run) => Some(&run.options.state_exit),
             Self::Exec(exec) => Some(&exec.options.state_exit),
             Self::Rerun(rerun) => Some(&rerun.state_exit),
+            Self::Revert(revert) => Some(&revert.state_exit),
             Self::Show(show) => Some(&show.state_exit),
             Self::Commit(commit) => Some(&commit.state_exit),
             _ => None,
@@ -205,6 +213,7 @@ impl Command {
             Self::Run(run) => run.common.json,
             Self::Exec(exec) => exec.options.common.json,
             Self::Rerun(rerun) => rerun.stored.common.json,
+            Self::Revert(revert) => revert.stored.common.json,
             Self::Gc(gc) => gc.common.json,
             Self::Pending(common)
             | Self::Doctor(common)
@@ -723,6 +732,23 @@ pub(crate) struct RerunArgs {
     pub(crate) budget: BudgetArgs,
     #[command(flatten)]
     pub(crate) command: CommandArgs,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+}
+
+/// `vsh revert`.
+#[derive(Debug, Args)]
+pub(crate) struct RevertArgs {
+    #[command(flatten)]
+    pub(crate) stored: Stored,
+    #[command(flatten)]
+    pub(crate) state_exit: StateExit,
+    /// Preview only (review it, then vsh commit), or commit when auto-approved.
+    #[arg(long, value_enum, default_value = "preview")]
+    pub(crate) mode: Mode,
+    /// Print each changed path's hunks (the review) too.
+    #[arg(long)]
+    pub(crate) full: bool,
     #[command(flatten)]
     pub(crate) lock: LockArgs,
 }

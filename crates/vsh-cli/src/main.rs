@@ -125,6 +125,7 @@ fn main() -> ExitCode {
         Command::Run(run) => run_command(&run, output),
         Command::Exec(exec) => exec_command(&exec, output),
         Command::Rerun(rerun) => rerun_command(&rerun, output),
+        Command::Revert(revert) => revert_command(&revert, output),
         Command::Demo { json } => demo::run(json, output.quiet),
         Command::Doctor(common) => doctor::doctor(&common.root(), common.json),
         Command::Serve(args) => serve_command(&args),
@@ -233,6 +234,7 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
     match error {
         vsh::VshError::Commit(CommitError::LockTimeout { .. }) | vsh::VshError::ScratchBusy { .. } => EXIT_BUSY,
         vsh::VshError::Commit(CommitError::Stale { .. })
+        | vsh::VshError::RevertChanged { .. }
         | vsh::VshError::ApprovalStale { .. }
         | vsh::VshError::NotApprovable { state: TransactionState::Stale, .. }
         | vsh::VshError::NotCommittable { state: TransactionState::Stale, .. } => EXIT_STALE,
@@ -1712,6 +1714,27 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     print_receipt(&shown_receipt(receipt, rerun.full), rerun.stored.common.json, output)?;
+    Ok(code)
+}
+
+/// `vsh revert TX`: new work that puts back what a committed transaction
+/// replaced.
+fn revert_command(revert: &args::RevertArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
+    let config =
+        runtime_config(&revert.stored.common.existing_root()?)?.with_lock_wait(lock_wait(revert.lock.lock_timeout));
+    let runtime = open(config)?;
+    let id = runtime.resolve(&revert.stored.transaction)?;
+    let mode = match revert.mode {
+        args::Mode::Preview => vsh::RunMode::Preview,
+        args::Mode::Auto => vsh::RunMode::Auto,
+    };
+    let receipt = runtime.revert(id, mode)?;
+    if !output.quiet && !revert.stored.common.json {
+        say!("vsh: made {} to revert {}", receipt.transaction.short(), id.short());
+    }
+    let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
+    let code = exit_code(&receipt, asked, output.detailed);
+    print_receipt(&shown_receipt(receipt, revert.full), revert.stored.common.json, output)?;
     Ok(code)
 }
 

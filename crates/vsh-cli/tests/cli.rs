@@ -3899,6 +3899,62 @@ fn the_policy_file_names_the_scratch_directories() {
     assert_eq!(std::fs::read_to_string(kept).unwrap(), "x\n");
 }
 
+/// `vsh revert` (ux65 F3): new work that puts back what a committed
+/// transaction replaced (bytes, modes, deleted files, and no created ones),
+/// reviewed and committed like any run; refused once the workspace moved
+/// on, and for work that is not committed.
+#[test]
+fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "a.txt", "one\ntwo\n");
+    write(&ws, "d/k.txt", "keep\n");
+    let ws_arg = ws.to_str().unwrap();
+    assert_eq!(vsh(&["init", "-q", "--workspace", ws_arg], None).status.code(), Some(0));
+    let before = |path: &str| std::fs::read(ws.join(path)).ok();
+    let (a, k) = (before("a.txt"), before("d/k.txt"));
+    let mode = |path: &str| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(ws.join(path)).unwrap().permissions()) & 0o7777
+    };
+    let modes = (mode("a.txt"), mode("d/k.txt"));
+    let program = "from pathlib import Path\nPath('/workspace/a.txt').write_text('one\\ntwo\\nthree\\n')\n\
+                   Path('/workspace/d/k.txt').unlink()\nPath('/workspace/n.txt').write_text('new\\n')";
+    let id = id_of(&vsh(&["run", "--workspace", ws_arg, "-"], Some(program)));
+    let land = |id: &str| {
+        assert_eq!(vsh(&["approve", "-q", "--workspace", ws_arg, id], None).status.code(), Some(0));
+        let committed = vsh(&["commit", "-q", "--workspace", ws_arg, id], None);
+        assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    };
+    land(&id);
+    assert_eq!(before("n.txt").as_deref(), Some(&b"new\n"[..]));
+    // Not committed work is not reverted.
+    let waiting = id_of(&vsh(
+        &["run", "--workspace", ws_arg, "-"],
+        Some("from pathlib import Path\nPath('/workspace/n.txt').unlink()"),
+    ));
+    let refused = vsh(&["revert", "--workspace", ws_arg, &waiting], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("only committed work can be reverted"));
+    // The revert is work of its own: deleting n.txt waits for a review.
+    let revert = vsh(&["revert", "--workspace", ws_arg, "--mode", "auto", &id], None);
+    let text = String::from_utf8_lossy(&revert.stdout);
+    assert_eq!(revert.status.code(), Some(4), "{text}{}", String::from_utf8_lossy(&revert.stderr));
+    assert!(
+        text.contains("pending-approval") && text.contains("delete  n.txt") && text.contains("create  d/k.txt"),
+        "{text}"
+    );
+    assert!(before("n.txt").is_some(), "nothing is written before its commit");
+    land(&id_of(&revert));
+    assert_eq!((before("a.txt"), before("d/k.txt"), before("n.txt")), (a, k, None));
+    assert_eq!((mode("a.txt"), mode("d/k.txt")), modes);
+    // The workspace no longer holds what the first work left: refused,
+    // naming the paths, exit 6 as for stale work.
+    let again = vsh(&["revert", "--workspace", ws_arg, &id], None);
+    assert_eq!(again.status.code(), Some(6));
+    let error = String::from_utf8_lossy(&again.stderr);
+    assert!(error.contains("the workspace changed since") && error.contains("a.txt"), "{error}");
+}
+
 /// pytest keeps its cache in its rootdir, the directory it runs in when no
 /// config names one: from `tests/` too it goes to the workspace's
 /// `.pytest_cache` scratch, never into the diff (ux65 F2); with no such

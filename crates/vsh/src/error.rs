@@ -94,6 +94,39 @@ pub enum VshError {
         /// Its state.
         state: TransactionState,
     },
+    /// Only committed work can be reverted ([`crate::Runtime::revert`]).
+    #[error("transaction {transaction} is {}: only committed work can be reverted", state.name())]
+    NotRevertible {
+        /// The transaction.
+        transaction: TransactionId,
+        /// Its state.
+        state: TransactionState,
+    },
+    /// The workspace no longer holds what the transaction to revert left at
+    /// these paths: a revert would overwrite what came after. Nothing was made.
+    #[error(
+        "the workspace changed since {} was committed, at {}: a revert would overwrite that (change those paths \
+         back by new work instead)",
+        transaction.short(),
+        display_paths(.paths)
+    )]
+    RevertChanged {
+        /// The transaction to revert.
+        transaction: TransactionId,
+        /// Every path changed since.
+        paths: Vec<vsh_types::VPath>,
+    },
+    /// What the transaction to revert replaced at `path` cannot be put back.
+    /// Nothing was made.
+    #[error("cannot revert {} at {path}: {reason}", transaction.short())]
+    RevertUnavailable {
+        /// The transaction to revert.
+        transaction: TransactionId,
+        /// The path.
+        path: vsh_types::VPath,
+        /// Why.
+        reason: String,
+    },
     /// The transaction is in a state that cannot be approved: only work
     /// pending approval can (denied work never; committed work needs none).
     #[error("transaction {transaction} cannot be approved: it is {}, and only pending-approval work is approved", state.name())]
@@ -431,7 +464,9 @@ impl VshError {
             | Self::PolicyChanged(_)
             | Self::WorkspacePolicyForged(_)
             | Self::WorkspacePolicyReplaced => C::Policy,
-            Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } => C::Store,
+            Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } | Self::RevertUnavailable { .. } => {
+                C::Store
+            }
             Self::Execution(_)
             | Self::Vfs(_)
             | Self::ResultNesting { .. }
@@ -452,13 +487,15 @@ impl VshError {
             | Self::EphemeralCapacity { .. }
             | Self::DurablePreviewCapacity { .. }
             | Self::StoreSpace { .. }
-            | Self::SeedChanged { .. } => C::Commit,
+            | Self::SeedChanged { .. }
+            | Self::RevertChanged { .. } => C::Commit,
             Self::UnknownTransaction(_)
             | Self::NoSuchTransaction(_)
             | Self::AmbiguousTransaction { .. }
             | Self::TransactionName(_)
             | Self::NotCommittable { .. }
             | Self::NotApprovable { .. }
+            | Self::NotRevertible { .. }
             | Self::ApprovalStale { .. }
             | Self::HookRequired(_)
             | Self::NoHook
@@ -490,6 +527,12 @@ mod tests {
             (VshError::IntentTooLarge { length: 9, max: 8 }, ErrorCategory::Execution),
             (VshError::EphemeralCapacity { entries: 64, bytes: 0 }, ErrorCategory::Commit),
             (VshError::SeedChanged { paths: vec![vsh_types::VPath::root()] }, ErrorCategory::Commit),
+            (VshError::RevertChanged { transaction: id, paths: vec![vsh_types::VPath::root()] }, ErrorCategory::Commit),
+            (
+                VshError::RevertUnavailable { transaction: id, path: vsh_types::VPath::root(), reason: "gone".into() },
+                ErrorCategory::Store,
+            ),
+            (VshError::NotRevertible { transaction: id, state: TransactionState::Denied }, ErrorCategory::Approval),
             (VshError::CandidatePromoted, ErrorCategory::Execution),
             (
                 VshError::CandidateUnavailable(vsh_sandbox::CandidateMissing::Privilege { uid: 1000 }),

@@ -73,6 +73,9 @@ pub enum StepKind {
     /// A file written through the seed `Host` over the candidate
     /// ([`crate::CandidateWorkspace::host`]).
     HostWrite,
+    /// What a committed transaction replaced, written back
+    /// ([`crate::Runtime::revert`]; its program is the transaction's id).
+    Revert,
 }
 
 impl StepKind {
@@ -86,7 +89,7 @@ impl StepKind {
         }
     }
 
-    /// `monty`, `bash`, `command`, `restore-exported`, `restore-seeded` or `host-write`.
+    /// `monty`, `bash`, `command`, `restore-exported`, `restore-seeded`, `host-write` or `revert`.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Monty => "monty",
@@ -95,6 +98,7 @@ impl StepKind {
             Self::RestoreExported => "restore-exported",
             Self::RestoreSeeded => "restore-seeded",
             Self::HostWrite => "host-write",
+            Self::Revert => "revert",
         }
     }
 }

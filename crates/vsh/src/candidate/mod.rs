@@ -29,7 +29,7 @@
 //! namespace; nothing is copied anywhere).
 
 mod host;
-mod seed;
+pub(crate) mod seed;
 
 pub use seed::{SeedFile, SeedNode};
 
@@ -674,16 +674,11 @@ impl CandidateWorkspace {
             .with_intent(&intent)
             .with_mode(RunMode::Auto)
             .with_detail(ReceiptDetail::Full);
-        let outcome = Executed {
-            output: EvidenceOutput::Session { steps: state.steps.clone() },
-            stats: state.stats.clone(),
-            denied: state.denied.clone(),
-            scratch_emptied: Vec::new(),
-            scratch_cleared: 0,
-            scratch_regranted: None,
-            scratch_limit: 0,
-            waited_ns: 0,
-        };
+        let outcome = Executed::of_output(
+            EvidenceOutput::Session { steps: state.steps.clone() },
+            state.stats.clone(),
+            state.denied.clone(),
+        );
         let concluding = Concluding { request: &request, vfs: &mut state.vfs, diff, outcome, timings };
         let receipt = self.runtime.promote(concluding, started).map_err(|error| match error {
             VshError::Vfs(error) => stale_if_changed(error),
@@ -696,7 +691,7 @@ impl CandidateWorkspace {
 
 /// The session's transcript: every step's kind, program, exit status,
 /// whether it was kept and whether it ran unisolated, as JSON.
-fn transcript(steps: &[SessionStep]) -> String {
+pub(crate) fn transcript(steps: &[SessionStep]) -> String {
     let steps: Vec<TranscriptStep<'_>> = steps
         .iter()
         .map(|step| TranscriptStep {
@@ -767,7 +762,13 @@ fn is_duration_limit(error: &vsh_monty::ExecutionError) -> bool {
 }
 
 /// A step's record from what it produced.
-fn session_step(kind: StepKind, program: &str, output: EvidenceOutput, kept: bool, unisolated: bool) -> SessionStep {
+pub(crate) fn session_step(
+    kind: StepKind,
+    program: &str,
+    output: EvidenceOutput,
+    kept: bool,
+    unisolated: bool,
+) -> SessionStep {
     let (profile, exit_code, value, stdout, stderr) = match output {
         EvidenceOutput::Monty { value, stdout } => (String::new(), 0, Some(value), stdout.into_bytes(), Vec::new()),
         EvidenceOutput::Bash { profile, exit_code, stdout, stderr } => (profile, exit_code, None, stdout, stderr),

@@ -159,7 +159,7 @@ impl CandidateWorkspace {
 }
 
 /// The bytes of the file or symlink at `path` in the image.
-fn content(vfs: &mut VirtualFs, path: &VPath) -> Result<Vec<u8>, VshError> {
+pub(crate) fn content(vfs: &mut VirtualFs, path: &VPath) -> Result<Vec<u8>, VshError> {
     let source = vfs
         .content_source(path)?
         .ok_or_else(|| VshError::InvalidSeed { path: path.clone(), reason: "no content in the image".to_owned() })?;
@@ -169,7 +169,7 @@ fn content(vfs: &mut VirtualFs, path: &VPath) -> Result<Vec<u8>, VshError> {
 /// Make `file` what the image holds at its path, as a guest could: every
 /// path is authorized as a write (a protected path is refused), a
 /// directory's parents must exist, what is in the way is replaced.
-fn apply(vfs: &mut VirtualFs, policy: &vsh_policy::CallPolicy, file: &SeedFile) -> Result<(), String> {
+pub(crate) fn apply(vfs: &mut VirtualFs, policy: &vsh_policy::CallPolicy, file: &SeedFile) -> Result<(), String> {
     let access = if file.node.is_some() { vsh_policy::AccessKind::Modify } else { vsh_policy::AccessKind::Delete };
     policy.authorize(&file.path, access).map_err(|denied| format!("refused by the policy ({})", denied.rule))?;
     let error = |error: vsh_vfs::VfsError| error.to_string();

@@ -50,16 +50,8 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
     match ran {
         Err(VshError::Execution(error)) => match *error {
             vsh_monty::ExecutionError::Exception { exception, stdout, stats, denied } if !denied.is_empty() => {
-                Ok(Executed {
-                    output: EvidenceOutput::MontyRaised { exception: exception.to_string(), stdout },
-                    stats,
-                    denied,
-                    scratch_emptied: Vec::new(),
-                    scratch_cleared: 0,
-                    scratch_regranted: None,
-                    scratch_limit: 0,
-                    waited_ns: 0,
-                })
+                let output = EvidenceOutput::MontyRaised { exception: exception.to_string(), stdout };
+                Ok(Executed::of_output(output, stats, denied))
             }
             error => Err(VshError::Execution(Box::new(error))),
         },
@@ -368,23 +360,34 @@ pub(crate) struct Executed {
 }
 
 impl Executed {
-    /// A Bash script's or a command's successful end under `profile`.
-    fn of_script(profile: &str, outcome: vsh_monty::BashOutcome) -> Self {
+    /// A run that produced `output`, with its statistics and the accesses
+    /// the policy refused it, and no scratch directories to tell of.
+    pub(crate) fn of_output(
+        output: EvidenceOutput,
+        stats: vsh_monty::ExecutionStats,
+        denied: Vec<vsh_policy::DeniedAccess>,
+    ) -> Self {
         Self {
-            output: EvidenceOutput::Bash {
-                profile: profile.to_owned(),
-                exit_code: 0,
-                stdout: outcome.stdout,
-                stderr: outcome.stderr,
-            },
-            stats: outcome.stats,
-            denied: outcome.denied,
+            output,
+            stats,
+            denied,
             scratch_emptied: Vec::new(),
             scratch_cleared: 0,
             scratch_regranted: None,
             scratch_limit: 0,
             waited_ns: 0,
         }
+    }
+
+    /// A Bash script's or a command's successful end under `profile`.
+    fn of_script(profile: &str, outcome: vsh_monty::BashOutcome) -> Self {
+        let output = EvidenceOutput::Bash {
+            profile: profile.to_owned(),
+            exit_code: 0,
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+        };
+        Self::of_output(output, outcome.stats, outcome.denied)
     }
 }
 

@@ -1,0 +1,136 @@
+//! [`Runtime::revert`]: new work that puts back what a committed transaction
+//! replaced, through the same diff, policy, review and commit as any run.
+
+use std::time::Instant;
+
+use vsh_types::{DiffEntry, NodeKind, NodeState, TransactionId, TransactionState};
+use vsh_vfs::VirtualFs;
+
+use super::Runtime;
+use crate::VshError;
+use crate::candidate::{SeedFile, SeedNode};
+use crate::evidence::EvidenceOutput;
+use crate::receipt::{Receipt, StageTimings, StepKind};
+use crate::request::{Language, ReceiptDetail, RunMode, RunRequest};
+use crate::run::{Concluding, Executed, elapsed_ns};
+
+impl Runtime {
+    /// New work that reverts committed transaction `transaction`: every
+    /// path it changed gets back what it held before (a file its bytes and
+    /// mode, a directory, a symlink, or nothing), as one transaction of its
+    /// own, decided by the policy, reviewed and committed like any run
+    /// (`mode`: [`RunMode::Preview`] keeps it for a review or a commit,
+    /// [`RunMode::Auto`] commits it at once when the policy auto-approves
+    /// it). Its program is the session transcript of one `revert` step
+    /// naming the transaction, and its intent says so.
+    ///
+    /// It never overwrites what came after: every path must still hold
+    /// what the transaction left there (revalidated again at its commit).
+    ///
+    /// # Errors
+    ///
+    /// [`VshError::NotRevertible`] for work that is not committed;
+    /// [`VshError::RevertChanged`] naming every path the workspace changed
+    /// since (nothing is made then); [`VshError::RevertUnavailable`] for a
+    /// path whose before content the store no longer holds (a commit keeps
+    /// what it replaces up to 1 MiB a file, until
+    /// garbage collection removes it) or never read (a file the policy
+    /// protects from reading); the run's errors otherwise. The diff's
+    /// entries are in path order, so parents are written before what they
+    /// hold.
+    pub fn revert(&self, transaction: TransactionId, mode: RunMode) -> Result<Receipt, VshError> {
+        let started = Instant::now();
+        let record = self.sources().record(transaction)?;
+        if record.state != TransactionState::Committed {
+            return Err(VshError::NotRevertible { transaction, state: record.state });
+        }
+        self.records.check_policy_current()?;
+        let diff = self.records.stored_diff(transaction)?;
+        let diffing = Instant::now();
+        let mut vfs = self.runs.fresh_image();
+        let mut changed = Vec::new();
+        for entry in diff.entries() {
+            if !vfs.base_holds(&entry.path, entry.after.as_ref())? {
+                changed.push(entry.path.clone());
+            }
+        }
+        if !changed.is_empty() {
+            return Err(VshError::RevertChanged { transaction, paths: changed });
+        }
+        let files = diff
+            .entries()
+            .iter()
+            .map(|entry| self.put_back(&mut vfs, transaction, entry))
+            .collect::<Result<Vec<_>, _>>()?;
+        let calls = self.runs.policy().calls();
+        for file in &files {
+            crate::candidate::seed::apply(&mut vfs, calls, file).map_err(|reason| VshError::RevertUnavailable {
+                transaction,
+                path: file.path.clone(),
+                reason,
+            })?;
+        }
+        let program = transaction.to_hex();
+        let steps = vec![crate::candidate::session_step(
+            StepKind::Revert,
+            &program,
+            EvidenceOutput::Bash { profile: String::new(), exit_code: 0, stdout: Vec::new(), stderr: Vec::new() },
+            true,
+            false,
+        )];
+        let transcript = crate::candidate::transcript(&steps);
+        let intent = format!("revert {}", transaction.short());
+        let request = RunRequest::new(&transcript)
+            .with_language(Language::Session)
+            .with_intent(&intent)
+            .with_mode(mode)
+            .with_detail(ReceiptDetail::Full);
+        let canonical = vfs.canonical_diff()?;
+        let timings = StageTimings { diff: elapsed_ns(diffing), ..StageTimings::default() };
+        let outcome =
+            Executed::of_output(EvidenceOutput::Session { steps }, vsh_monty::ExecutionStats::default(), Vec::new());
+        self.promote(Concluding { request: &request, vfs: &mut vfs, diff: canonical, outcome, timings }, started)
+    }
+
+    /// What `entry`'s path held before `transaction`, as a file to write
+    /// back: its bytes from the store (those a commit kept), or, for a
+    /// change of mode alone, from the workspace.
+    fn put_back(
+        &self,
+        vfs: &mut VirtualFs,
+        transaction: TransactionId,
+        entry: &DiffEntry,
+    ) -> Result<SeedFile, VshError> {
+        let unavailable = |reason: &str| VshError::RevertUnavailable {
+            transaction,
+            path: entry.path.clone(),
+            reason: reason.to_owned(),
+        };
+        let node = match entry.before {
+            None => None,
+            Some(NodeState { kind: NodeKind::Directory, mode, .. }) => Some(SeedNode::Directory { mode }),
+            Some(before) => {
+                let Some(content) = before.content else {
+                    return Err(unavailable("its content was never read (the policy protects it from reading)"));
+                };
+                let bytes =
+                    if entry.after.is_some_and(|after| after.kind == before.kind && after.content == Some(content)) {
+                        // Only its mode changed: the bytes are the workspace's.
+                        crate::candidate::seed::content(vfs, &entry.path)?
+                    } else {
+                        self.records.blobs().get(content, before.size).map_err(|_| {
+                            unavailable(
+                                "the content it replaced is no longer stored (a commit keeps what it replaces up to 1 \
+                             MiB a file, until vsh gc removes it)",
+                            )
+                        })?
+                    };
+                Some(match before.kind {
+                    NodeKind::Symlink => SeedNode::Symlink { target: bytes },
+                    _ => SeedNode::File { bytes, mode: before.mode },
+                })
+            }
+        };
+        Ok(SeedFile { path: entry.path.clone(), node, before: entry.after })
+    }
+}
