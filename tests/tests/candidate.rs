@@ -516,6 +516,11 @@ fn permissions_a_command_changes_with_the_content_or_opens_to_everyone_wait_for_
         // A private file's content copied into one others may read.
         "cp db.yml copy.yml; chmod 644 copy.yml",
         "cat db.yml > leak.txt",
+        // In any other form as well (sec69 F3: only an exact copy waited).
+        "cat db.yml >> README.md",
+        "(echo x; cat db.yml) > copy2.yml",
+        "base64 db.yml > b64.txt",
+        "sed s/password/PASSWORD/ db.yml > c3.yml",
     ] {
         assert_eq!(flags(script), [vsh::RiskFlag::PermissionChange], "{script}");
         assert_eq!(tree(dir.path()), before, "{script}: nothing is written");

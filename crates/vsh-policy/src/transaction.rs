@@ -66,10 +66,11 @@ pub struct PolicyInput<'a> {
     /// does a diff that writes a `HEAD` and a `config` in one directory
     /// whatever the caller found.
     pub git_repository: bool,
-    /// Whether the diff writes a file others may read (`g+r` or `o+r`) with
-    /// the content of a file the run read that only its owner could (a
-    /// private key or config copied out, `cp db.yml copy.yml`), as the
-    /// caller found it: raises [`RiskFlag::PermissionChange`].
+    /// Whether the diff writes a file others may read (`g+r` or `o+r`) in a
+    /// run that read the content of a file only its owner could (a private
+    /// key or config copied out, `cp db.yml copy.yml`, or in any other form:
+    /// appended, encoded, edited), as the caller found it: raises
+    /// [`RiskFlag::PermissionChange`].
     pub widens_private_content: bool,
     /// What each modified file lost of its content, measured from the bytes
     /// and its unreviewed history, sorted by path: its content rewrite is

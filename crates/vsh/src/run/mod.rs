@@ -59,35 +59,39 @@ fn raised_after_refusal(ran: Result<Executed, VshError>) -> Result<Executed, Vsh
     }
 }
 
-/// Whether `diff` writes a non-empty file that its group or others may read
-/// with the content of a file the run read that only its owner could
-/// ([`vsh_policy::PolicyInput::widens_private_content`]): a private file's
-/// mode is the one its read recorded, else the base's (recorded too). A file
-/// whose bytes the policy never lets a program read (`unreadable`) is no
-/// such source: the program could not have copied them, only guessed them,
-/// and a flag raised by a right guess would tell the guess was right (the
-/// run's own append of it reads its bytes, and so records a digest).
+/// Whether `diff` writes content into a non-empty file that its group or
+/// others may read, in a run that read the content of a file only its owner
+/// could ([`vsh_policy::PolicyInput::widens_private_content`]): a private
+/// file's mode is the one its read recorded, else the base's (recorded
+/// too). Any such write, not only a copy of the very bytes: appended to
+/// another file, prefixed, encoded or edited, the private bytes are as
+/// readable (sec69 F3: only an exact copy waited). A file whose bytes the
+/// policy never lets a program read (`unreadable`) is no such source: the
+/// program could not have copied them, only guessed them, and a flag raised
+/// by a right guess would tell the guess was right (the run's own append of
+/// it reads its bytes, and so records a digest).
 fn widens_private_content(
     vfs: &mut VirtualFs,
     diff: &CanonicalDiff,
     unreadable: &vsh_vfs::PathRule,
 ) -> Result<bool, VshError> {
     const READ_BY_OTHERS: u32 = 0o044;
-    let opened = |state: &vsh_types::NodeState| {
-        state.kind == vsh_types::NodeKind::File && state.size > 0 && state.mode & READ_BY_OTHERS != 0
+    let readable_write = |entry: &&vsh_types::DiffEntry| {
+        entry.after.is_some_and(|after| {
+            after.kind == vsh_types::NodeKind::File
+                && after.size > 0
+                && after.mode & READ_BY_OTHERS != 0
+                && entry.before.and_then(|before| before.content) != after.content
+        })
     };
-    let written: std::collections::BTreeSet<vsh_types::BlobId> =
-        diff.entries().iter().filter_map(|entry| entry.after.filter(opened).and_then(|after| after.content)).collect();
-    if written.is_empty() {
+    if !diff.entries().iter().any(|entry| readable_write(&entry)) {
         return Ok(false);
     }
     let read: Vec<(VPath, vsh_types::Dependency)> = vfs
         .read_set()
         .entries
         .iter()
-        .filter(|(path, dependency)| {
-            dependency.content.is_some_and(|content| written.contains(&content)) && !unreadable.holds(path)
-        })
+        .filter(|(path, dependency)| dependency.content.is_some() && !unreadable.holds(path))
         .map(|(path, dependency)| (path.clone(), dependency.clone()))
         .collect();
     for (path, dependency) in read {
