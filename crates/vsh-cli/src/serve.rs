@@ -385,22 +385,25 @@ fn committed_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocu
     (document, summary)
 }
 
-/// [`bounded_receipt`]'s summary; `replaced`: the work was made under a
-/// policy the workspace has since replaced, so it is never approved nor
-/// committed, and the agent is told what it can do instead.
-fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced: Option<&str>) -> String {
-    let mut text = format!(
-        "transaction {} is {}; {} changed path{}",
-        receipt.transaction.short(),
-        receipt.state.name(),
-        receipt.changed_paths,
-        if receipt.changed_paths == 1 { "" } else { "s" }
-    );
-    if let Some(advice) = replaced {
-        let _ = write!(text, "\n{advice}");
-    }
+/// What `receipt`'s decision and state leave to do, for
+/// [`receipt_summary`]'s text.
+fn decision_text(text: &mut String, receipt: &vsh::Receipt) {
     match &receipt.decision {
-        _ if replaced.is_some() => {}
+        // Work that can never commit as it is says what to do (ux64 nit,
+        // ux65 F8: its review said only its state).
+        _ if matches!(receipt.state, TransactionState::Stale | TransactionState::Expired) => {
+            let why = if receipt.state == TransactionState::Stale {
+                "the workspace changed under what it read or changed since it was made"
+            } else {
+                "its approval or preview lapsed"
+            };
+            let _ = write!(
+                text,
+                "
+it can never be committed ({why}): run its program again with vsh_run, a new transaction on the \
+                 workspace as it is now"
+            );
+        }
         vsh::RuntimeDecision::Denied(manifest) => {
             let _ = write!(text, "\ndenied ({}): {}", manifest.reason.name(), manifest.remedy);
             // Each refused access, as a failed run's text names them.
@@ -431,6 +434,25 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced:
             let _ = write!(text, "\nauto-approved: vsh_commit {} applies it", receipt.transaction.short());
         }
         vsh::RuntimeDecision::AutoApproved | vsh::RuntimeDecision::PendingApproval(_) => {}
+    }
+}
+
+/// [`bounded_receipt`]'s summary; `replaced`: the work was made under a
+/// policy the workspace has since replaced, so it is never approved nor
+/// committed, and the agent is told what it can do instead.
+fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced: Option<&str>) -> String {
+    let mut text = format!(
+        "transaction {} is {}; {} changed path{}",
+        receipt.transaction.short(),
+        receipt.state.name(),
+        receipt.changed_paths,
+        if receipt.changed_paths == 1 { "" } else { "s" }
+    );
+    if let Some(advice) = replaced {
+        let _ = write!(text, "\n{advice}");
+    }
+    if replaced.is_none() {
+        decision_text(&mut text, receipt);
     }
     // The changes as the reader asked for them: each path with its states
     // (as many as the document lists), then, at the end, the hunks.

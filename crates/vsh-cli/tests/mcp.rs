@@ -549,6 +549,12 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     // Its review names the same next step (ux63 5: null).
     let shown = call(&client, "vsh_show", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
     assert_eq!(shown.document["receipt"]["next"], "vsh_run", "{}", shown.document);
+    // And its text (ux65 F8: it said only "is stale").
+    assert!(
+        shown.text.contains("can never be committed (the workspace changed") && shown.text.contains("vsh_run"),
+        "{}",
+        shown.text
+    );
     // An id never found (a run that changed nothing is not kept, once its
     // server is gone) says so.
     for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {
