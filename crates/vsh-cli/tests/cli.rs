@@ -3955,6 +3955,52 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     assert!(error.contains("the workspace changed since") && error.contains("a.txt"), "{error}");
 }
 
+/// A revert puts back files the work removed without reading them (`rm`:
+/// their commit keeps their bytes, ux66 F1), and never removes a directory
+/// the work made that holds something added since (sec70 F1: it deleted it).
+#[test]
+fn revert_puts_back_files_removed_unread_and_keeps_what_was_added_since() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "old/notes.txt", "unread notes\n");
+    write(&ws, "keep.txt", "k\n");
+    let ws_arg = ws.to_str().unwrap();
+    assert_eq!(vsh(&["init", "-q", "--workspace", ws_arg], None).status.code(), Some(0));
+    let exec = |script: &str| {
+        let output = vsh(&["exec", "--workspace", ws_arg, "--json", "--", "sh", "-c", script], None);
+        let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        receipt["transaction"].as_str().unwrap().to_owned()
+    };
+    let land = |id: &str| {
+        assert_eq!(vsh(&["approve", "-q", "--workspace", ws_arg, id], None).status.code(), Some(0));
+        let committed = vsh(&["commit", "-q", "--workspace", ws_arg, id], None);
+        assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+    };
+    // A file changed moments ago is hashed even unread (its stamp is not
+    // settled yet): past that, a removal records its stamp alone.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let removed = exec("rm old/notes.txt");
+    land(&removed);
+    assert!(!ws.join("old/notes.txt").exists());
+    let made = exec("mkdir made && echo first > made/one.txt");
+    land(&made);
+    // Someone adds a file to the directory the work made.
+    std::fs::write(ws.join("made/theirs.txt"), "theirs\n").unwrap();
+    let refused = vsh(&["revert", "--workspace", ws_arg, &made], None);
+    assert_eq!(refused.status.code(), Some(6), "{}", String::from_utf8_lossy(&refused.stdout));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("made/theirs.txt"));
+    assert_eq!(std::fs::read_to_string(ws.join("made/theirs.txt")).unwrap(), "theirs\n");
+    // The removal comes back, bytes and all.
+    let revert = vsh(&["revert", "--workspace", ws_arg, "--json", &removed], None);
+    assert_eq!(revert.status.code(), Some(0), "{}", String::from_utf8_lossy(&revert.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&revert.stdout).unwrap();
+    land(receipt["transaction"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(ws.join("old/notes.txt")).unwrap(), "unread notes\n");
+}
+
 /// pytest keeps its cache in its rootdir, the directory it runs in when no
 /// config names one: from `tests/` too it goes to the workspace's
 /// `.pytest_cache` scratch, never into the diff (ux65 F2); with no such

@@ -60,7 +60,7 @@ use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, fold};
 
 /// Secret patterns of the default policy (all access denied).
-const DEFAULT_SECRET_PATTERNS: [&str; 50] = [
+const DEFAULT_SECRET_PATTERNS: [&str; 51] = [
     "**/.env*/**",
     "**/?*.env",
     "**/*.pem",
@@ -91,12 +91,12 @@ const DEFAULT_SECRET_PATTERNS: [&str; 50] = [
     "**/.dockercfg",
     "**/.docker/config.json",
     "**/.kube/config*",
-    "**/kubeconfig",
-    "**/*.kubeconfig",
+    "**/kubeconfig*",
+    "**/*.kubeconfig*",
     // Registries' and tools' token stores (sec69 F2).
     "**/.cargo/credentials",
     "**/.cargo/credentials.toml",
-    "**/.config/gh/hosts.yml",
+    "**/.config/gh/hosts.*",
     "**/.gem/credentials",
     "**/.terraformrc",
     "**/terraform.rc",
@@ -104,7 +104,8 @@ const DEFAULT_SECRET_PATTERNS: [&str; 50] = [
     "**/.htpasswd",
     "**/.boto",
     "**/.databrickscfg",
-    "**/*service[-_]account*.json",
+    "**/*service[-_]account*.json*",
+    "**/*serviceaccount*.json*",
     "**/id_rsa",
     "**/id_rsa.pub",
     "**/id_dsa",
@@ -927,6 +928,13 @@ mod tests {
             "kubeconfig",
             "ops/prod.kubeconfig",
             "gcp/service-account.json",
+            "kubeconfig.yaml",
+            "ops/kubeconfig.yml",
+            "prod.kubeconfig.yml",
+            "serviceaccount.json",
+            "service-account.json~",
+            "service-account.json.bak",
+            ".config/gh/hosts.yaml",
             "my-service_account-key.json",
         ] {
             for access in AccessKind::ALL {

@@ -309,6 +309,16 @@ pub enum StoreError {
         /// What failed.
         reason: &'static str,
     },
+    /// The workspace's record of unread contents (`unread-contents`) does
+    /// not decode or verify under the authority key.
+    #[error(
+        "the workspace's record of the files commits removed unread (unread-contents in its data directory) is \
+         corrupt: {reason}; remove the file (only `vsh revert` of such a removal needs it)"
+    )]
+    CorruptUnreadContents {
+        /// What failed.
+        reason: &'static str,
+    },
     /// A pending-approval artifact failed to decode or verify.
     #[error("artifact {blob} is invalid")]
     Artifact {

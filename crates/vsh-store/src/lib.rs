@@ -46,6 +46,7 @@ mod error;
 mod faulty;
 mod gc;
 mod history;
+mod kept;
 mod legacy;
 mod record;
 mod scratch;
@@ -65,6 +66,7 @@ pub use error::StoreError;
 pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
 pub use gc::{BlobSweep, GcReport, RetentionConfig};
 pub use history::{LOSS_HISTORY_FILE, LossHistory, MAX_LOSS_ENTRIES, MAX_LOSS_HISTORY_BYTES, UnreviewedLoss};
+pub use kept::{MAX_UNREAD_CONTENTS_BYTES, MAX_UNREAD_ENTRIES, UNREAD_CONTENTS_FILE, UnreadContents};
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
 pub use scratch::{Regranted, ScratchLock, ScratchReport};
 pub use txn::{

@@ -259,6 +259,27 @@ impl Records {
         history.write(&self.data, &self.key).map_err(VshError::DataDirectory)
     }
 
+    /// Where the bytes are of files commits removed or replaced unread
+    /// ([`vsh_store::UnreadContents`]).
+    pub(crate) fn unread_contents(&self) -> Result<vsh_store::UnreadContents, VshError> {
+        vsh_store::UnreadContents::read(&self.data, &self.key).map_err(VshError::DataDirectory)
+    }
+
+    /// Name the bytes `kept` (each a path, the state its diff recorded and
+    /// the content's digest) in the workspace's unread contents. Best
+    /// effort, as the bytes themselves are kept: a record that cannot be
+    /// read is started afresh.
+    pub(crate) fn name_unread_contents(&self, kept: &[(vsh_types::VPath, vsh_types::NodeState, vsh_types::BlobId)]) {
+        if kept.is_empty() {
+            return;
+        }
+        let mut contents = self.unread_contents().unwrap_or_default();
+        for (path, state, content) in kept {
+            contents.insert(path, state, *content);
+        }
+        let _ = contents.write(&self.data, &self.key);
+    }
+
     /// The data directory.
     pub(crate) fn data(&self) -> &vsh_store::DataDir {
         &self.data

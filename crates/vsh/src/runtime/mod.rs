@@ -529,15 +529,25 @@ impl Runtime {
         &self,
         diff: &vsh_types::CanonicalDiff,
         read: &std::collections::BTreeMap<vsh_types::VPath, Vec<u8>>,
-    ) -> Vec<(Vec<u8>, vsh_types::BlobId)> {
+    ) -> KeptBefores {
         let calls = self.runs.policy().calls();
         let mut budget = KEPT_BEFORE_BYTES;
         let mut befores = Vec::new();
+        let mut unread = Vec::new();
         for entry in diff.entries() {
             let Some(before) = entry.before.filter(|before| before.kind == vsh_types::NodeKind::File) else {
                 continue;
             };
-            let Some(digest) = before.content else { continue };
+            // A file the work removed or replaced unread is known by its
+            // stamp alone: kept by the digest of its bytes as read now, and
+            // named for `vsh revert` (ux66 F1, sec70 F3: a deletion could
+            // not be reverted).
+            let removed_unread = before.content.is_none()
+                && before.stamp.is_some()
+                && entry.after.is_none_or(|after| after.kind != vsh_types::NodeKind::File || after.content.is_some());
+            if before.content.is_none() && !removed_unread {
+                continue;
+            }
             if before.size > KEPT_BEFORE_FILE_BYTES
                 || before.size > budget
                 || calls.authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err()
@@ -553,10 +563,14 @@ impl Runtime {
                 .or_else(|| vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before));
             if let Some(bytes) = bytes {
                 budget -= before.size;
+                let digest = before.content.unwrap_or_else(|| vsh_types::BlobId::of(&bytes));
+                if before.content.is_none() {
+                    unread.push((entry.path.clone(), before, digest));
+                }
                 befores.push((bytes, digest));
             }
         }
-        befores
+        KeptBefores { befores, unread }
     }
 
     /// Keep `befores` (read by [`Runtime::read_before_contents`] before a
@@ -565,13 +579,18 @@ impl Runtime {
     /// refers to them, so garbage collection removes them once past its
     /// grace (a day by default). Best effort: one that cannot be stored is
     /// left out.
-    fn keep_before_contents(&self, befores: Vec<(Vec<u8>, vsh_types::BlobId)>) {
-        for (bytes, digest) in befores {
+    fn keep_before_contents(&self, kept: KeptBefores) {
+        let mut stored = std::collections::BTreeSet::new();
+        for (bytes, digest) in kept.befores {
             if self.records.check_store_space((bytes.len() as u64).saturating_mul(4)).is_err() {
-                return;
+                break;
             }
-            let _ = self.records.blobs().put_expected_deferred(&bytes, digest);
+            if self.records.blobs().put_expected_deferred(&bytes, digest).is_ok() {
+                stored.insert(digest);
+            }
         }
+        let named: Vec<_> = kept.unread.into_iter().filter(|(_, _, digest)| stored.contains(digest)).collect();
+        self.records.name_unread_contents(&named);
     }
 
     /// Clean up after a request whose receipt was never delivered: a process-local
@@ -1296,4 +1315,13 @@ fn withhold_output(output: &mut crate::ExecutionOutput) {
         // undone), are bytes and bits its program chose: none is shown.
         ExecutionOutput::Session { steps } => steps.clear(),
     }
+}
+
+/// The bytes a commit replaces, read before it lands
+/// ([`Runtime::read_before_contents`]): each with its digest, and those of
+/// files the work removed or replaced unread with their path and recorded
+/// state, to name in the workspace's unread contents.
+struct KeptBefores {
+    befores: Vec<(Vec<u8>, vsh_types::BlobId)>,
+    unread: Vec<(vsh_types::VPath, vsh_types::NodeState, vsh_types::BlobId)>,
 }

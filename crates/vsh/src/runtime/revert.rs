@@ -54,6 +54,11 @@ impl Runtime {
                 changed.push(entry.path.clone());
             }
         }
+        // A directory it made holds only what it made: a name added since
+        // would go with the directory (sec70 F1: a later file was deleted).
+        if changed.is_empty() {
+            changed = added_since(&mut vfs, &diff)?;
+        }
         if !changed.is_empty() {
             return Err(VshError::RevertChanged { transaction, paths: changed });
         }
@@ -110,8 +115,18 @@ impl Runtime {
             None => None,
             Some(NodeState { kind: NodeKind::Directory, mode, .. }) => Some(SeedNode::Directory { mode }),
             Some(before) => {
-                let Some(content) = before.content else {
-                    return Err(unavailable("its content was never read (the policy protects it from reading)"));
+                // Removed or replaced unread: its bytes are named by the
+                // state its diff recorded, where its commit kept them.
+                let unread = || self.records.unread_contents().ok().and_then(|kept| kept.get(&entry.path, &before));
+                let Some(content) = before.content.or_else(unread) else {
+                    let protected =
+                        self.runs.policy().calls().authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err();
+                    return Err(unavailable(if protected {
+                        "its content was never read (the policy protects it from reading), so vsh never kept it"
+                    } else {
+                        "the work removed or replaced it unread, and no commit kept its bytes (a commit keeps up \
+                         to 1 MiB a file, until vsh gc removes it)"
+                    }));
                 };
                 let bytes =
                     if entry.after.is_some_and(|after| after.kind == before.kind && after.content == Some(content)) {
@@ -119,10 +134,12 @@ impl Runtime {
                         crate::candidate::seed::content(vfs, &entry.path)?
                     } else {
                         self.records.blobs().get(content, before.size).map_err(|_| {
-                            unavailable(
+                            unavailable(if before.kind == NodeKind::Symlink {
+                                "the target of the symlink it replaced is not kept"
+                            } else {
                                 "the content it replaced is no longer stored (a commit keeps what it replaces up to 1 \
-                             MiB a file, until vsh gc removes it)",
-                            )
+                                 MiB a file, until vsh gc removes it)"
+                            })
                         })?
                     };
                 Some(match before.kind {
@@ -133,4 +150,25 @@ impl Runtime {
         };
         Ok(SeedFile { path: entry.path.clone(), node, before: entry.after })
     }
+}
+
+/// The paths in directories `diff` made (or made of what was not a
+/// directory) that `diff` did not make: added since, they would go with
+/// the directory a revert removes.
+fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<Vec<vsh_types::VPath>, VshError> {
+    let made: std::collections::BTreeSet<&vsh_types::VPath> = diff.entries().iter().map(|entry| &entry.path).collect();
+    let is_dir = |state: &NodeState| state.kind == NodeKind::Directory;
+    let mut added = Vec::new();
+    for entry in diff.entries() {
+        if !entry.after.is_some_and(|after| is_dir(&after)) || entry.before.is_some_and(|before| is_dir(&before)) {
+            continue;
+        }
+        for name in vfs.read_dir(&entry.path)? {
+            let child = entry.path.child(&name).unwrap_or_else(|_| entry.path.clone());
+            if !made.contains(&child) {
+                added.push(child);
+            }
+        }
+    }
+    Ok(added)
 }
