@@ -12,6 +12,7 @@
 //! | it did not exist before | move the node at the path aside (if any) |
 //! | only its mode was changed | set the before mode |
 //! | it was restored, but someone changed it since (a state mismatch) | nothing can be put back: listed as changed by others |
+//! | the node at its path changed after the rollback settled (its ctime is later than the settled record's mtime: a commit since landed there) | the path is left as it is, listed as changed by others; its old node, if kept, is moved aside |
 //!
 //! Each step is one rename or chmod, and each is decided from the disk, so a
 //! crash during a restore is finished by running it again. When every entry
@@ -57,6 +58,17 @@ pub struct RestoreReport {
     /// operator asked, and nothing was put back: the workspace is as the
     /// commit left it.
     pub nothing_kept: bool,
+}
+
+/// What every entry's restore needs besides the entry: where nodes go
+/// aside, the inode each quarantine's journaled intent names, and the
+/// entries whose path held, when the restore began, a node changed after
+/// the rollback settled.
+#[derive(Clone, Copy)]
+struct EntryContext<'a> {
+    aside: &'a VPath,
+    moved: &'a dyn Fn(usize) -> Option<u64>,
+    later: &'a std::collections::BTreeSet<u32>,
 }
 
 /// Why a restore refused.
@@ -154,8 +166,26 @@ impl Committer {
         // What each quarantine moved, by the journal: the old node's inode.
         let witnesses = found.journal.as_ref().map(|journal| crate::recover::intents(journal, plan.operations.len()).1);
         let moved = |index: usize| witnesses.as_ref().and_then(|all| all.get(index)).map(|(ino, _)| *ino);
+        // When the rollback settled: a node at a path changed after it is
+        // later work (a commit since), never undone by this restore.
+        let settled_at = self
+            .workspace
+            .lstat(&txn.settled())
+            .map_err(CommitError::host("restore", &txn.settled()))?
+            .map_or(i128::MAX, |stat| stat.mtime_ns);
+        // Judged before this restore moves anything: moving a node aside
+        // changes its directory's ctime too.
+        let mut later = std::collections::BTreeSet::new();
+        for &entry_index in &order {
+            let path = &plan.entries[entry_index as usize].path;
+            let found = observe(&self.workspace, path).map_err(|reason| restore_error(transaction, path, reason))?;
+            if found.is_some_and(|stat| stat.ctime_ns > settled_at) {
+                later.insert(entry_index);
+            }
+        }
+        let context = EntryContext { aside: &aside, moved: &moved, later: &later };
         for entry_index in order {
-            self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &aside, &moved, &mut report)?;
+            self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &context, &mut report)?;
             check(faults, FaultPoint::Restored(entry_index))?;
         }
         // The renames must be durable before the record says the before state holds.
@@ -167,19 +197,17 @@ impl Committer {
         Ok(report)
     }
 
-    /// Restore one entry with left operations (see the module docs);
-    /// `moved` is the inode number a quarantine's journaled intent names.
-    #[allow(clippy::too_many_arguments)]
+    /// Restore one entry with left operations (see the module docs).
     fn restore_entry(
         &self,
         txn: &TxnDir,
         plan: &Plan,
         entry_index: u32,
         lefts: &[(usize, LeftReason)],
-        aside: &VPath,
-        moved: &dyn Fn(usize) -> Option<u64>,
+        context: &EntryContext<'_>,
         report: &mut RestoreReport,
     ) -> Result<(), CommitError> {
+        let EntryContext { aside, moved, later } = *context;
         let transaction = plan.transaction;
         let entry = &plan.entries[entry_index as usize];
         if lefts.iter().all(|(_, reason)| *reason == LeftReason::StateMismatch) {
@@ -238,6 +266,18 @@ impl Committer {
         }
         let occupied =
             observe(&self.workspace, &entry.path).map_err(|reason| restore_error(transaction, &entry.path, reason))?;
+        if occupied.is_some() && later.contains(&entry_index) {
+            // Changed after the rollback settled: work since (another
+            // commit landed there), which a restore of this transaction
+            // never undoes (sec70 F2: it put an old version back over two
+            // later commits). The old node is kept aside; the path is left.
+            if let Some(slot) = &kept {
+                let to = self.move_to_aside(aside, &entry.path, slot)?;
+                report.moved_aside.push((entry.path.clone(), to));
+            }
+            report.changed_by_others.push(entry.path.clone());
+            return Ok(());
+        }
         if occupied.is_some() {
             let to = self.move_aside(aside, &entry.path)?;
             report.moved_aside.push((entry.path.clone(), to));
