@@ -1975,8 +1975,10 @@ fn print_receipt_next(
              out (marked in it); raise --max-output (for example 64MiB) to keep it all"
         );
     }
-    // Things the operator must know even when stdout goes to a program.
-    for warning in &receipt.warnings {
+    // Things the operator must know even when stdout goes to a program
+    // (why work waits is in the text receipt's decision already).
+    let in_text = !json && !output.quiet;
+    for warning in receipt.warnings.iter().filter(|warning| !(in_text && render::is_decision_note(warning))) {
         // A warning may name paths (a build directory, uncommitted work's
         // changes): escaped, as every path a terminal shows is.
         say!("vsh: warning: {}", render::shown(&warning.to_string(), true));

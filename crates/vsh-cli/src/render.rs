@@ -700,6 +700,17 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput, receipt_withheld
 
     if let vsh::ExecutionOutput::Session { steps } = output {
         for (index, step) in steps.iter().enumerate() {
+            if step.kind == vsh::StepKind::Revert {
+                // Its program is the reverted transaction's id.
+                let _ = writeln!(
+                    out,
+                    "step {:<7} revert of {}: what it replaced, put back (vsh show {} reviews it)",
+                    index + 1,
+                    shown(&step.program, true),
+                    shown(step.program.get(..12).unwrap_or(&step.program), true)
+                );
+                continue;
+            }
             let kept = if step.kept { "kept" } else { "undone" };
             let unisolated = if step.unisolated { ", unisolated" } else { "" };
             let _ = writeln!(
@@ -791,6 +802,10 @@ pub(crate) fn next_step(receipt: &Receipt) -> Option<String> {
         vsh::TransactionState::Stale | vsh::TransactionState::Expired | vsh::TransactionState::Failed => {
             Some(format!("vsh rerun {short}"))
         }
+        // Nothing: how to undo it, should it be wrong (ux66 F7).
+        vsh::TransactionState::Committed if receipt.changed_paths > 0 => {
+            Some(format!("done; to undo it: vsh revert {short}"))
+        }
         _ => None,
     }
 }
@@ -839,6 +854,16 @@ pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> Stri
     receipt_text_listing(receipt, next, MAX_LISTED_CHANGES)
 }
 
+/// Whether `warning` says why work waits for a reviewer (the numbers of a
+/// rewrite, the review rules that hold it, what earlier commits took): the
+/// text receipt shows it in its decision, not among the warnings.
+pub(crate) fn is_decision_note(warning: &vsh::Warning) -> bool {
+    matches!(
+        warning,
+        vsh::Warning::Rewritten { .. } | vsh::Warning::ReviewRules { .. } | vsh::Warning::EarlierLosses { .. }
+    )
+}
+
 /// [`receipt_text_next`] listing at most `max_listed` changed paths when it
 /// has no review (`vsh show --stat`: every one).
 pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_listed: usize) -> String {
@@ -869,6 +894,11 @@ pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_
             let _ = writeln!(out, "  risk flags {}", flags.join(", "));
         }
         RuntimeDecision::AutoApproved => {}
+    }
+    // Why it waits, in the receipt itself (ux66 F3: on stderr after it,
+    // `vsh show | less` lost it).
+    for note in receipt.warnings.iter().filter(|warning| is_decision_note(warning)) {
+        let _ = writeln!(out, "  why        {}", shown(&note.to_string(), true));
     }
     if let Some(next) = &next {
         let _ = writeln!(out, "  next       {next}");

@@ -342,9 +342,13 @@ fn a_review_rule_has_changes_to_its_paths_wait_and_says_which_rule() {
     let why = "tests/test_b.py (delete): `tests/**` reviews delete, rewrite ratio 0.1: tests guard the build";
     assert!(text.contains(why), "{text}");
     assert!(ws.join("tests/test_b.py").exists());
+    // In the review's decision, on stdout (ux66 F3: on stderr, after it).
     let review = vsh(&["show", "--workspace", ws_arg, &id_of(&output)], None);
-    let review = format!("{}{}", String::from_utf8_lossy(&review.stdout), String::from_utf8_lossy(&review.stderr));
-    assert!(review.contains(why), "{review}");
+    let review = String::from_utf8_lossy(&review.stdout);
+    assert!(
+        review.contains(&format!("  why        review-rule: the policy has these changes wait for a reviewer: {why}")),
+        "{review}"
+    );
     let (text, _) = auto("from pathlib import Path\nPath('/workspace/src/old.py').unlink()");
     assert!(text.contains("risk flags deletion") && !text.contains("review-rule"), "{text}");
 }
@@ -3927,6 +3931,9 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     };
     land(&id);
     assert_eq!(before("n.txt").as_deref(), Some(&b"new\n"[..]));
+    // Its review says how to undo it (ux66 F7).
+    let review = String::from_utf8_lossy(&vsh(&["show", "--workspace", ws_arg, &id], None).stdout).into_owned();
+    assert!(review.contains(&format!("to undo it: vsh revert {}", &id[..12])), "{review}");
     // Not committed work is not reverted.
     let waiting = id_of(&vsh(
         &["run", "--workspace", ws_arg, "-"],
@@ -3944,6 +3951,7 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
         "{text}"
     );
     assert!(before("n.txt").is_some(), "nothing is written before its commit");
+    assert!(text.contains(&format!("revert of {id}")), "its step names what it reverts: {text}");
     land(&id_of(&revert));
     assert_eq!((before("a.txt"), before("d/k.txt"), before("n.txt")), (a, k, None));
     assert_eq!((mode("a.txt"), mode("d/k.txt")), modes);
