@@ -3956,11 +3956,21 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     assert_eq!((before("a.txt"), before("d/k.txt"), before("n.txt")), (a, k, None));
     assert_eq!((mode("a.txt"), mode("d/k.txt")), modes);
     // The workspace no longer holds what the first work left: refused,
-    // naming the paths, exit 6 as for stale work.
+    // naming the paths and the later work in the way (the revert itself,
+    // ux66 F2), exit 6 as for stale work.
     let again = vsh(&["revert", "--workspace", ws_arg, &id], None);
     assert_eq!(again.status.code(), Some(6));
     let error = String::from_utf8_lossy(&again.stderr);
+    let reverted = id_of(&revert);
     assert!(error.contains("the workspace changed since") && error.contains("a.txt"), "{error}");
+    assert!(error.contains(&format!("by later work {}", &reverted[..12])), "{error}");
+    let json = vsh(&["revert", "--workspace", ws_arg, "--json", &id], None);
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(document["later_work"], serde_json::json!([reverted]), "{document}");
+    assert!(
+        document["paths"].as_array().is_some_and(|paths| paths.contains(&serde_json::json!("a.txt"))),
+        "{document}"
+    );
 }
 
 /// A revert puts back files the work removed without reading them (`rm`:

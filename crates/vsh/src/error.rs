@@ -105,16 +105,19 @@ pub enum VshError {
     /// The workspace no longer holds what the transaction to revert left at
     /// these paths: a revert would overwrite what came after. Nothing was made.
     #[error(
-        "the workspace changed since {} was committed, at {}: a revert would overwrite that (change those paths \
-         back by new work instead)",
+        "the workspace changed since {} was committed, at {}{}: a revert would overwrite that",
         transaction.short(),
-        display_paths(.paths)
+        display_paths(.paths),
+        later_work(.later)
     )]
     RevertChanged {
         /// The transaction to revert.
         transaction: TransactionId,
         /// Every path changed since.
         paths: Vec<vsh_types::VPath>,
+        /// Committed work since that changed them, oldest first (a few):
+        /// none when the change was made outside vsh.
+        later: Vec<TransactionId>,
     },
     /// What the transaction to revert replaced at `path` cannot be put back.
     /// Nothing was made.
@@ -360,6 +363,20 @@ pub enum VshError {
 }
 
 /// Paths as one comma-separated list.
+/// What stands in a revert's way, for [`VshError::RevertChanged`]'s message.
+fn later_work(later: &[TransactionId]) -> String {
+    if later.is_empty() {
+        return " (by no work vsh committed: an edit made outside it; change those paths back by new work \
+                instead)"
+            .to_owned();
+    }
+    let named: Vec<String> = later.iter().map(TransactionId::short).collect();
+    format!(
+        " (by later work {}: revert that first, newest first, or change those paths back by new work)",
+        named.join(", ")
+    )
+}
+
 fn display_paths(paths: &[vsh_types::VPath]) -> String {
     paths.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
@@ -527,7 +544,10 @@ mod tests {
             (VshError::IntentTooLarge { length: 9, max: 8 }, ErrorCategory::Execution),
             (VshError::EphemeralCapacity { entries: 64, bytes: 0 }, ErrorCategory::Commit),
             (VshError::SeedChanged { paths: vec![vsh_types::VPath::root()] }, ErrorCategory::Commit),
-            (VshError::RevertChanged { transaction: id, paths: vec![vsh_types::VPath::root()] }, ErrorCategory::Commit),
+            (
+                VshError::RevertChanged { transaction: id, paths: vec![vsh_types::VPath::root()], later: Vec::new() },
+                ErrorCategory::Commit,
+            ),
             (
                 VshError::RevertUnavailable { transaction: id, path: vsh_types::VPath::root(), reason: "gone".into() },
                 ErrorCategory::Store,

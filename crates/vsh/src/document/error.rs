@@ -73,6 +73,11 @@ pub struct ErrorDocument {
     pub candidates: Vec<String>,
     /// How many it names in all.
     pub total_candidates: Option<u64>,
+    /// For a refused revert: the committed work since that changed its
+    /// paths, oldest first (the first few; none when an edit made outside
+    /// vsh did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub later_work: Vec<String>,
     /// A failed run's captured stdout (an uncaught exception, a budget that ran out).
     pub stdout: Option<String>,
     /// A failed Bash program's or real command's stderr (invalid UTF-8 replaced).
@@ -148,6 +153,7 @@ impl ErrorDocument {
             total_conflicts: None,
             candidates: Vec::new(),
             total_candidates: None,
+            later_work: Vec::new(),
             stdout: None,
             stderr: None,
             status: None,
@@ -175,6 +181,12 @@ impl ErrorDocument {
                 document.total_candidates = Some(*total as u64);
             }
             VshError::PolicyChanged(id) => document.hint = Some(format!("vsh rerun {}", id.short())),
+            VshError::RevertChanged { paths, later, .. } => {
+                document.paths = paths.iter().map(ToString::to_string).collect();
+                document.path_changes = vec!["changed since the transaction was committed".to_owned(); paths.len()];
+                document.later_work = later.iter().map(vsh_types::TransactionId::to_hex).collect();
+                document.hint = later.last().map(|newest| format!("vsh revert {}", newest.short()));
+            }
             VshError::Bash { source, changes, .. } => {
                 if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, failure, stats } =
                     source.as_ref()

@@ -14,6 +14,12 @@ use crate::receipt::{Receipt, StageTimings, StepKind};
 use crate::request::{Language, ReceiptDetail, RunMode, RunRequest};
 use crate::run::{Concluding, Executed, elapsed_ns};
 
+/// The most later commits a refused revert names.
+const LATER_NAMED: usize = 5;
+
+/// The most later commits a refused revert looks through.
+const LATER_SCANNED: usize = 200;
+
 impl Runtime {
     /// New work that reverts committed transaction `transaction`: every
     /// path it changed gets back what it held before (a file its bytes and
@@ -60,7 +66,8 @@ impl Runtime {
             changed = added_since(&mut vfs, &diff)?;
         }
         if !changed.is_empty() {
-            return Err(VshError::RevertChanged { transaction, paths: changed });
+            let later = self.later_work(&record, &changed);
+            return Err(VshError::RevertChanged { transaction, paths: changed, later });
         }
         let files = diff
             .entries()
@@ -95,6 +102,28 @@ impl Runtime {
         let outcome =
             Executed::of_output(EvidenceOutput::Session { steps }, vsh_monty::ExecutionStats::default(), Vec::new());
         self.promote(Concluding { request: &request, vfs: &mut vfs, diff: canonical, outcome, timings }, started)
+    }
+
+    /// The committed work after `record` that changed any of `paths`
+    /// (what stands in a revert's way, ux66 F2), oldest first: at most
+    /// [`LATER_NAMED`], of the [`LATER_SCANNED`] commits after it.
+    fn later_work(&self, record: &vsh_store::TransactionRecord, paths: &[vsh_types::VPath]) -> Vec<TransactionId> {
+        let Ok(mut records) = self.records.transactions().list() else { return Vec::new() };
+        records.retain(|other| {
+            other.state == TransactionState::Committed && other.id != record.id && other.updated_ms >= record.updated_ms
+        });
+        records.sort_by_key(|other| (other.updated_ms, other.sequence));
+        records
+            .iter()
+            .take(LATER_SCANNED)
+            .filter(|other| {
+                self.records
+                    .stored_diff(other.id)
+                    .is_ok_and(|diff| diff.entries().iter().any(|entry| paths.contains(&entry.path)))
+            })
+            .map(|other| other.id)
+            .take(LATER_NAMED)
+            .collect()
     }
 
     /// What `entry`'s path held before `transaction`, as a file to write
