@@ -80,11 +80,16 @@ pub(crate) struct PolicyCheckDocument {
     pub(crate) profile: String,
     /// Its policy's digest, 64 hex digits.
     pub(crate) digest: String,
+    /// What in it does nothing, or not what it may seem to (a review rule
+    /// whose ratio cannot lower the thresholds', two that differ only in
+    /// case): it is valid all the same.
+    #[serde(default)]
+    pub(crate) notes: Vec<String>,
 }
 
 impl PolicyCheckDocument {
-    pub(crate) fn new(file: String, profile: String, digest: String) -> Self {
-        Self { schema: POLICY_CHECK.to_owned(), file, profile, digest }
+    pub(crate) fn new(file: String, profile: String, digest: String, notes: Vec<String>) -> Self {
+        Self { schema: POLICY_CHECK.to_owned(), file, profile, digest, notes }
     }
 }
 

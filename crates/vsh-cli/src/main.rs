@@ -1564,15 +1564,20 @@ fn print_policy(
 /// `vsh policy check FILE`.
 fn policy_check(file: &std::path::Path, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let policy = vsh::lower::vsh_policy::TransactionPolicy::from_file(file)?;
+    let notes = policy.review_notes();
     if json {
         let document = documents::PolicyCheckDocument::new(
             file.display().to_string(),
             policy.profile().name().to_owned(),
             policy.digest().to_hex(),
+            notes,
         );
         println!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         println!("{}: valid; profile {}, digest {}", file.display(), policy.profile().name(), policy.digest().short());
+        for note in notes {
+            say!("vsh: note: {}", render::shown(&note, true));
+        }
     }
     Ok(EXIT_OK)
 }

@@ -307,6 +307,13 @@ fn a_review_rule_has_changes_to_its_paths_wait_and_says_which_rule() {
     );
     let shown = String::from_utf8(vsh(&["policy", "show", "--workspace", ws_arg], None).stdout).unwrap();
     assert!(shown.contains("[[review]]") && shown.contains("rewrite_escalate_ratio = 0.1"), "{shown}");
+    // A rule that does nothing is valid, and noted (ux66 F6).
+    let idle = dir.path().join("idle.toml");
+    std::fs::write(&idle, "version = 1\n[[review]]\npattern = \"docs/**\"\nrewrite_escalate_ratio = 0.9\n").unwrap();
+    let checked = vsh(&["policy", "check", idle.to_str().unwrap()], None);
+    assert_eq!(checked.status.code(), Some(0));
+    let note = String::from_utf8_lossy(&checked.stderr);
+    assert!(note.contains("vsh: note: review rule `docs/**` has no effect"), "{note}");
     let auto = |program: &str| {
         let output = vsh(&["run", "--workspace", ws_arg, "--mode", "auto", "-"], Some(program));
         let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));

@@ -174,6 +174,41 @@ impl TransactionPolicy {
             .fold(self.thresholds.rewrite_escalate_ratio_bps, u32::min)
     }
 
+    /// What in the review rules does nothing, or not what it may seem to
+    /// (for `vsh policy check`, ux66 F6): a rule that makes no change wait
+    /// and whose ratio is not below the thresholds' (a rule cannot raise
+    /// it); two rules that cover the same paths, their patterns differing
+    /// only in case where both ignore it (they are two rules, not one).
+    pub fn review_notes(&self) -> Vec<String> {
+        let global = self.thresholds.rewrite_escalate_ratio_bps;
+        let mut notes = Vec::new();
+        for rule in &self.review {
+            if rule.changes.is_empty() && rule.rewrite_ratio_bps.is_some_and(|bps| bps >= global) {
+                notes.push(format!(
+                    "review rule `{}` has no effect: its rewrite_escalate_ratio {} is not below \
+                     thresholds.rewrite_escalate_ratio {} (a rule can only lower it)",
+                    rule.pattern,
+                    fraction(u64::from(rule.rewrite_ratio_bps.unwrap_or(global))),
+                    fraction(u64::from(global))
+                ));
+            }
+        }
+        for (index, rule) in self.review.iter().enumerate() {
+            for other in &self.review[index + 1..] {
+                if rule.pattern.is_case_insensitive()
+                    && other.pattern.is_case_insensitive()
+                    && rule.pattern.as_str().eq_ignore_ascii_case(other.pattern.as_str())
+                {
+                    notes.push(format!(
+                        "review rules `{}` and `{}` cover the same paths (both ignore case): each applies as written",
+                        rule.pattern, other.pattern
+                    ));
+                }
+            }
+        }
+        notes
+    }
+
     /// The entries of `diff` a review rule makes wait for a reviewer, each
     /// with the first such rule (in pattern order).
     pub fn waiting_by_rule<'d>(&self, diff: &'d [DiffEntry]) -> Vec<(&'d DiffEntry, &ReviewRule)> {
@@ -593,6 +628,21 @@ mod tests {
         .with_review([review("tests/**", crate::review::REVIEWABLE_CHANGES, None)]);
         let decision = denying.evaluate(&PolicyInput::new(&[modify("tests/test_a.py")]));
         assert_eq!(denied(&decision).reason, DenyReason::ProtectedMutation);
+    }
+
+    #[test]
+    fn review_rules_that_do_nothing_or_overlap_are_noted() {
+        let reviewed = policy(PolicyProfile::Balanced).with_review([
+            review("docs/**", AccessSet::NONE, Some(9_000)),
+            review("src/**", AccessSet::NONE, Some(1_000)),
+            review("Tests/**", AccessSet::single(AccessKind::Delete), None),
+            review("tests/**", AccessSet::single(AccessKind::Modify), None),
+        ]);
+        let notes = reviewed.review_notes();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("`docs/**` has no effect") && notes[0].contains("0.9") && notes[0].contains("0.5"));
+        assert!(notes[1].contains("`Tests/**` and `tests/**` cover the same paths"), "{notes:?}");
+        assert!(policy(PolicyProfile::Balanced).review_notes().is_empty());
     }
 
     #[test]
