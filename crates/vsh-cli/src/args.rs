@@ -134,7 +134,7 @@ pub(crate) enum Command {
     Show(ShowArgs),
     #[allow(clippy::doc_markdown, reason = "this text is --help, where backticks would show")]
     /// Serve the Model Context Protocol on stdin and stdout for an agent:
-    /// tools vsh_run, vsh_show, vsh_pending, vsh_commit and vsh_discard (no
+    /// tools vsh_run, vsh_show, vsh_pending, vsh_commit, vsh_discard and vsh_revert (no
     /// approve tool: the operator approves with `vsh approve`). Without
     /// --workspace, the workspace is the one root the client offers (or the
     /// root holding the current directory), else the one found from here.

@@ -2127,8 +2127,8 @@ fn reject_command(
         }
         Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Committed, .. })) => {
             return Err(format!(
-                "{id} cannot be rejected: it is committed, its changes on disk; undo them with new work (a \
-                 program that writes back what `vsh show {}` says was there, or git)",
+                "{id} cannot be rejected: it is committed, its changes on disk; to undo them: vsh revert {} \
+                 (new work that puts back what it replaced, decided and reviewed like any change)",
                 id.short()
             )
             .into());

@@ -1,7 +1,7 @@
 //! `vsh serve`: an MCP server on stdio (the official Rust SDK, `rmcp`) that
 //! gives an agent the transactional workflow except approving its own work.
 //!
-//! Tools: `vsh_run`, `vsh_show`, `vsh_pending`, `vsh_commit`, `vsh_discard`.
+//! Tools: `vsh_run`, `vsh_show`, `vsh_pending`, `vsh_commit`, `vsh_discard`, `vsh_revert`.
 //! There is no approve tool: an operator approves with `vsh approve` (pending
 //! work is durable, so it works across processes), and `vsh_commit` of work
 //! awaiting approval says which command the operator runs. Every result is a
@@ -150,6 +150,18 @@ pub(crate) struct BudgetParams {
 pub(crate) struct TransactionParams {
     /// The transaction id, or a unique prefix of at least 6 hex digits.
     transaction: String,
+}
+
+/// What `vsh_revert` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RevertParams {
+    /// The committed transaction to revert: its id, or a unique prefix of at
+    /// least 6 hex digits.
+    transaction: String,
+    /// `preview` (the default: nothing is written; commit it later with
+    /// `vsh_commit`) or `auto` (commit at once if the policy auto-approves).
+    mode: Option<String>,
 }
 
 /// What `vsh_show` takes.
@@ -1033,6 +1045,43 @@ impl VshServer {
         result
     }
 
+    /// Undo committed work, as new work.
+    #[tool(
+        description = "Revert committed work: new work that puts back what the transaction replaced (each \
+        path's bytes and mode; files it deleted come back, files it made go), decided by the policy like any \
+        run. mode preview (the default) leaves it for vsh_commit, or for an operator's approval where the policy \
+        asks for one; auto commits it when the policy auto-approves it. Refused, making nothing, where later \
+        work changed those paths (the result names it: revert that first) or the bytes it replaced are no \
+        longer kept.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn vsh_revert(
+        &self,
+        Parameters(params): Parameters<RevertParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let bounds = self.options.bounds;
+        self.blocking(&context.peer, move |runtime| {
+            let mode = match params.mode.as_deref() {
+                None | Some("preview") => RunMode::Preview,
+                Some("auto") => RunMode::Auto,
+                Some(other) => return refused(format!("mode {other:?}: give preview or auto")),
+            };
+            let id = match runtime.resolve(&params.transaction) {
+                Ok(id) => id,
+                Err(error) => return transaction_failure(&error),
+            };
+            match runtime.revert(id, mode) {
+                Ok(receipt) => {
+                    let (document, summary) = bounded_receipt(&receipt, bounds);
+                    success(&document, summary)
+                }
+                Err(error) => failure(&ErrorDocument::new(&error, &[])),
+            }
+        })
+        .await
+    }
+
     /// Drop work that should not be committed.
     #[tool(
         description = "Discard a transaction: a preview or pending work becomes rejected and can never be \
@@ -1059,8 +1108,8 @@ impl VshServer {
                     TransactionState::Committed => {
                         return refused(format!(
                             "transaction {0} is committed: there is nothing to discard, its changes are on disk; to \
-                             undo them, run a program that writes back what vsh_show {0} says was there (or \
-                             restores it from git: git show HEAD:PATH), reviewed like any change",
+                             undo them, vsh_revert {0} makes new work that puts back what it replaced, decided and \
+                             reviewed like any change",
                             id.short()
                         ));
                     }

@@ -4299,7 +4299,10 @@ fn work_committed_at_once_stays_on_record_with_its_changes() {
     // Rejecting it cannot undo it, and says what does (ux52).
     let rejected = vsh(&["reject", &id, "--workspace", ws], None);
     assert_eq!(rejected.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&rejected.stderr).contains("undo them with new work"), "{rejected:?}");
+    assert!(
+        String::from_utf8_lossy(&rejected.stderr).contains(&format!("to undo them: vsh revert {}", &id[..12])),
+        "{rejected:?}"
+    );
     // A command about stored work given no id says where the ids are (ux52).
     let bare = vsh(&["commit", "--workspace", ws], None);
     assert_eq!(bare.status.code(), Some(2));

@@ -167,13 +167,13 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     client.cancel().await.unwrap();
 }
 
-/// The five tools (none approves), each with the hints a host uses to let
+/// The six tools (none approves), each with the hints a host uses to let
 /// the read-only ones run unasked.
 async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
     let listed = client.list_all_tools().await.unwrap();
     let mut tools: Vec<String> = listed.iter().map(|tool| tool.name.to_string()).collect();
     tools.sort();
-    assert_eq!(tools, ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_run", "vsh_show"]);
+    assert_eq!(tools, ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_revert", "vsh_run", "vsh_show"]);
     for tool in &listed {
         let hints = tool.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", tool.name));
         let read_only = ["vsh_show", "vsh_pending"].contains(&tool.name.as_ref());
@@ -183,8 +183,9 @@ async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
         if ["vsh_commit", "vsh_discard"].contains(&tool.name.as_ref()) {
             assert_eq!(hints.idempotent_hint, Some(true), "{}", tool.name);
         }
-        if tool.name == "vsh_run" {
-            assert_eq!(hints.idempotent_hint, Some(false));
+        // A run and a revert are new work each time.
+        if ["vsh_run", "vsh_revert"].contains(&tool.name.as_ref()) {
+            assert_eq!(hints.idempotent_hint, Some(false), "{}", tool.name);
         }
     }
 }
@@ -218,12 +219,15 @@ async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
     assert_eq!(again.document["state"], "committed", "{}", again.text);
     let discard = call(client, "vsh_discard", json!({"transaction": &id[..8]})).await;
     assert!(discard.is_error && discard.text.contains("committed: there is nothing to discard"), "{}", discard.text);
-    // And how to undo it instead (ux56 #6).
-    assert!(
-        discard.text.contains(&format!("writes back what vsh_show {} says was there", &id[..12])),
-        "{}",
-        discard.text
-    );
+    // And how to undo it instead (ux56 #6): a revert, new work.
+    assert!(discard.text.contains(&format!("vsh_revert {} makes new work", &id[..12])), "{}", discard.text);
+    let reverted = call(client, "vsh_revert", json!({"transaction": &id[..8]})).await;
+    assert!(!reverted.is_error, "{}", reverted.text);
+    // Work of its own, undoing what the commit changed.
+    assert_ne!(reverted.document["transaction"], json!(id), "{}", reverted.text);
+    assert!(reverted.document["changes"].as_array().is_some_and(|changes| !changes.is_empty()), "{}", reverted.text);
+    let twice = call(client, "vsh_revert", json!({"transaction": &id[..8], "mode": "sideways"})).await;
+    assert!(twice.is_error && twice.text.contains("give preview or auto"), "{}", twice.text);
 }
 
 /// The text names what changed (what many hosts show the model): each

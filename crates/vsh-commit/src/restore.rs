@@ -116,8 +116,8 @@ impl Committer {
                 }
                 Some(TransactionState::Committed) => Err(refused(
                     transaction,
-                    "it committed whole, and nothing of it is waiting for a restore (to undo its changes: new \
-                     work that writes back what vsh show says was there)",
+                    "it committed whole, and nothing of it is waiting for a restore (to undo its changes: vsh \
+                     revert, new work that puts back what it replaced)",
                 )),
                 _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),
             };
