@@ -399,7 +399,27 @@ fn unopened(path: &Path, error: &vsh::VshError) -> Check {
 }
 
 fn recovery_summary(report: &vsh::RecoveryReport) -> String {
-    render::recovery_text(report).lines().next().unwrap_or_default().to_owned()
+    let mut summary = render::recovery_text(report).lines().next().unwrap_or_default().to_owned();
+    // Which work, so the operator need not run `vsh recover` to learn it
+    // (ux66 F4: it then said all zeros, the doctor having done it).
+    let named = |label: &str, ids: &[vsh::TransactionId]| {
+        (!ids.is_empty()).then(|| {
+            let shown: Vec<String> = ids.iter().take(8).map(vsh::TransactionId::short).collect();
+            let more = if ids.len() > 8 { format!(" and {} more", ids.len() - 8) } else { String::new() };
+            format!("{label} {}{more}", shown.join(", "))
+        })
+    };
+    let parts: Vec<String> = [
+        named("rolled forward (committed):", &report.rolled_forward),
+        named("rolled back (failed, its changes undone; vsh rerun TX makes the work again):", &report.rolled_back),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !parts.is_empty() {
+        summary = format!("{summary}; {}", parts.join("; "));
+    }
+    summary
 }
 
 /// The key that signs approvals and commit records.

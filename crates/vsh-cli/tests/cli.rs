@@ -1534,6 +1534,37 @@ fn a_kill_during_commit_is_reported_by_the_next_command_whatever_it_is() {
     }
 }
 
+/// `vsh doctor` as the first command after a killed commit names the work
+/// it recovered (ux66 F4: only counts, and `vsh recover` then said zeros).
+#[test]
+fn doctor_after_a_killed_commit_names_the_work_it_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "a.txt", "alpha");
+    let key = dir.path().join("authority.key");
+    // The child of the test above, killed once its first operation applied.
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["a_kill_during_commit_is_reported_by_the_next_command_whatever_it_is", "--exact", "--nocapture"])
+        .env(KILLED_CHILD, "applied")
+        .env("VSH_CLI_TEST_WS", &ws)
+        .env("VSH_AUTHORITY_KEY", &key)
+        .output()
+        .unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&child.status), Some(9));
+    let vsh_keyed = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_vsh")).args(args).env_clear().env("VSH_AUTHORITY_KEY", &key).output().unwrap()
+    };
+    let doctor = vsh_keyed(&["doctor", "--workspace", ws.to_str().unwrap()]);
+    let text = format!("{}{}", String::from_utf8_lossy(&doctor.stdout), String::from_utf8_lossy(&doctor.stderr));
+    let log = String::from_utf8_lossy(&vsh_keyed(&["log", "--workspace", ws.to_str().unwrap()]).stdout).into_owned();
+    let row = log.lines().find(|row| row.contains("failed")).unwrap_or_else(|| panic!("{log}"));
+    let short = row.split_whitespace().next().unwrap();
+    assert!(
+        text.contains(&format!("rolled back (failed, its changes undone; vsh rerun TX makes the work again): {short}")),
+        "{text}"
+    );
+}
+
 #[test]
 fn show_reviews_stored_work_from_verified_bytes_only() {
     let dir = tempfile::tempdir().unwrap();
