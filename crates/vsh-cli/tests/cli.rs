@@ -2444,6 +2444,18 @@ fn approving_stale_work_records_it_stale_for_every_command() {
         "{said}"
     );
     assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "edited meanwhile, longer\n");
+    // Every later review of it says where it differs (ux64 F6: said once,
+    // to whoever looked first, then lost).
+    for _ in 0..2 {
+        let review = vsh(&["show", &two, "--workspace", ws], None);
+        let said = String::from_utf8_lossy(&review.stderr);
+        assert!(
+            said.contains(
+                "stale: the workspace differs now from what this work read or changed, at two.txt: size or mode changed"
+            ),
+            "{said}"
+        );
+    }
 }
 
 /// A workspace, and a preview of work that appends `- {entry}` to

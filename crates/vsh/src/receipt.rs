@@ -323,6 +323,15 @@ pub enum Warning {
         /// How many paths changed in all.
         total: usize,
     },
+    /// A review of work recorded stale earlier: where the workspace
+    /// differs now from what it read or changed (ux64 F6: the paths were
+    /// said once, to whoever looked first, and then lost).
+    StaleAt {
+        /// Each path that differs, with how (`path: reason`), the first few.
+        paths: Vec<String>,
+        /// How many paths differ in all.
+        total: usize,
+    },
     /// The commit landed, but the workspace's loss history could not be
     /// updated after it (the data directory refused the write): what it
     /// took from the files it changed is not counted in later judgments.
@@ -363,16 +372,14 @@ impl std::fmt::Display for Warning {
             ),
             Self::EarlierLosses { files, total } => earlier_losses(f, files, *total),
             Self::FoundStale { paths, total } => found_stale(f, paths, *total),
+            Self::StaleAt { paths, total } => {
+                listed(f, "stale: the workspace differs now from what this work read or changed, at ", paths, *total)
+            }
             Self::ReviewRules { paths, total } => {
                 listed(f, "review-rule: the policy has these changes wait for a reviewer: ", paths, *total)
             }
             Self::Rewritten { files, total } => listed(f, "content-rewrite: ", files, *total),
-            Self::LossHistoryUnrecorded { reason } => write!(
-                f,
-                "the commit landed, but the loss history could not be updated after it ({reason}): what it took \
-                 from the files it changed is not counted when later auto-approved work is judged; make the data \
-                 directory writable again (vsh doctor checks it)"
-            ),
+            Self::LossHistoryUnrecorded { reason } => loss_history_unrecorded(f, reason),
             Self::HiddenChanges => f.write_str(
                 "this work was made under another policy and changed paths this policy hides: they are not \
                  listed here, nor counted in the decision's sizes",
@@ -452,6 +459,16 @@ fn found_stale(f: &mut std::fmt::Formatter<'_>, paths: &[String], total: usize) 
         "the workspace changed under this work since its run ({}{more}): it is stale now, recorded so, and can \
          never be committed; its program can run again on the workspace as it is",
         paths.join("; ")
+    )
+}
+
+/// [`Warning::LossHistoryUnrecorded`] as text.
+fn loss_history_unrecorded(f: &mut std::fmt::Formatter<'_>, reason: &str) -> std::fmt::Result {
+    write!(
+        f,
+        "the commit landed, but the loss history could not be updated after it ({reason}): what it took from the \
+         files it changed is not counted when later auto-approved work is judged; make the data directory writable \
+         again (vsh doctor checks it)"
     )
 }
 

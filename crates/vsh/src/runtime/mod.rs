@@ -759,15 +759,20 @@ impl Runtime {
                 }
             }
         }
+        let listed = |conflicts: &[vsh_commit::Conflict]| -> Vec<String> {
+            conflicts.iter().take(5).map(|conflict| format!("{}: {}", conflict.path, conflict.reason)).collect()
+        };
         if let Some(vsh_commit::CommitError::Stale { conflicts, total }) = found {
-            receipt.warnings.push(crate::Warning::FoundStale {
-                paths: conflicts
-                    .iter()
-                    .take(5)
-                    .map(|conflict| format!("{}: {}", conflict.path, conflict.reason))
-                    .collect(),
-                total,
-            });
+            receipt.warnings.push(crate::Warning::FoundStale { paths: listed(&conflicts), total });
+        } else if settle && record.state == TransactionState::Stale && !view.other_policy {
+            // Recorded stale earlier: what differs now, each time it is
+            // reviewed (revalidated, applying nothing).
+            if let Ok((artifact, _)) = self.records.load_verified(transaction)
+                && let Err(VshError::Commit(vsh_commit::CommitError::Stale { conflicts, total })) =
+                    self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set))
+            {
+                receipt.warnings.push(crate::Warning::StaleAt { paths: listed(&conflicts), total });
+            }
         }
         Ok(Some(receipt))
     }
