@@ -792,7 +792,9 @@ pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocume
             }
             // The next command, or else what the text advises: the remedies
             // no refusal carries (a denial's are in `denied`), then advice.
-            document.hint = hint.map(str::to_owned).or_else(|| {
+            // What the document itself knows to do next (a revert's later
+            // work to revert first) stands unless the caller knows better.
+            document.hint = hint.map(str::to_owned).or(document.hint.take()).or_else(|| {
                 let mut advice: Vec<String> = if document.denied.is_empty() { remedies.to_vec() } else { Vec::new() };
                 advice.extend(advice_for(vsh_error));
                 (!advice.is_empty()).then(|| advice.join("; ").replace("\nvsh:   ", "; "))

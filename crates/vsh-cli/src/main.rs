@@ -152,7 +152,11 @@ fn main() -> ExitCode {
             let code = vsh_error.map_or(EXIT_ERROR, |error| {
                 closed_exit_code(error).filter(|_| output.detailed).unwrap_or_else(|| error_exit_code(error))
             });
-            say!("vsh: {}", render::error_chain(error.as_ref()));
+            // An error may quote a path a program named (a file whose name
+            // clears the screen, sec71 F2): each line shown escaped.
+            let chain = render::error_chain(error.as_ref());
+            let lines: Vec<_> = chain.lines().map(|line| render::shown(line, true)).collect();
+            say!("vsh: {}", lines.join("\n"));
             say_part!("{}", failure::advice(vsh_error, remedies, hint));
             if json {
                 // Errors are JSON too for a program that asked for JSON, on stdout.

@@ -704,9 +704,8 @@ fn output_text(out: &mut String, output: &vsh::ExecutionOutput, receipt_withheld
                 // Its program is the reverted transaction's id.
                 let _ = writeln!(
                     out,
-                    "step {:<7} revert of {}: what it replaced, put back (vsh show {} reviews it)",
+                    "step {:<7} revert of {}: what it replaced, put back",
                     index + 1,
-                    shown(&step.program, true),
                     shown(step.program.get(..12).unwrap_or(&step.program), true)
                 );
                 continue;
@@ -799,12 +798,28 @@ pub(crate) fn next_step(receipt: &Receipt) -> Option<String> {
         vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved => Some(format!("vsh commit {short}")),
         // Never committable now: its program can run again on the workspace
         // as it is (a failed commit was rolled back, its changes undone).
+        // A revert is made again by reverting again (a session does not
+        // run again: ux67 F3).
         vsh::TransactionState::Stale | vsh::TransactionState::Expired | vsh::TransactionState::Failed => {
-            Some(format!("vsh rerun {short}"))
+            Some(reverted_by(receipt).map_or_else(
+                || format!("vsh rerun {short}"),
+                |of| format!("vsh revert {}", of.get(..12).unwrap_or(of)),
+            ))
         }
         // Nothing: how to undo it, should it be wrong (ux66 F7).
         vsh::TransactionState::Committed if receipt.changed_paths > 0 => {
             Some(format!("done; to undo it: vsh revert {short}"))
+        }
+        _ => None,
+    }
+}
+
+/// The transaction `receipt`'s work reverts, when it is a revert (its one
+/// step's program is that transaction's id).
+fn reverted_by(receipt: &Receipt) -> Option<&str> {
+    match &receipt.output {
+        vsh::ExecutionOutput::Session { steps } => {
+            steps.iter().find(|step| step.kind == vsh::StepKind::Revert).map(|step| step.program.as_str())
         }
         _ => None,
     }

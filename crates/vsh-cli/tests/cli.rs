@@ -4001,7 +4001,7 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
         "{text}"
     );
     assert!(before("n.txt").is_some(), "nothing is written before its commit");
-    assert!(text.contains(&format!("revert of {id}")), "its step names what it reverts: {text}");
+    assert!(text.contains(&format!("revert of {}: what it replaced", &id[..12])), "its step names it: {text}");
     land(&id_of(&revert));
     assert_eq!((before("a.txt"), before("d/k.txt"), before("n.txt")), (a, k, None));
     assert_eq!((mode("a.txt"), mode("d/k.txt")), modes);
@@ -4017,6 +4017,7 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     let json = vsh(&["revert", "--workspace", ws_arg, "--json", &id], None);
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(document["later_work"], serde_json::json!([reverted]), "{document}");
+    assert_eq!(document["hint"], serde_json::json!(format!("vsh revert {}", &reverted[..12])), "{document}");
     assert!(
         document["paths"].as_array().is_some_and(|paths| paths.contains(&serde_json::json!("a.txt"))),
         "{document}"
@@ -4050,11 +4051,16 @@ fn revert_puts_back_files_removed_unread_and_keeps_what_was_added_since() {
     // A file changed moments ago is hashed even unread (its stamp is not
     // settled yet): past that, a removal records its stamp alone.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let removed = exec("rm old/notes.txt");
+    std::os::unix::fs::symlink("keep.txt", ws.join("link")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let removed = exec("rm old/notes.txt link");
     land(&removed);
     assert!(!ws.join("old/notes.txt").exists());
     let made = exec("mkdir made && echo first > made/one.txt");
     land(&made);
+    // Python's bytecode cache beside it goes with it (ux67 F4: it blocked the undo).
+    std::fs::create_dir_all(ws.join("made/__pycache__")).unwrap();
+    std::fs::write(ws.join("made/__pycache__/one.cpython-311.pyc"), "pyc").unwrap();
     // Someone adds a file to the directory the work made.
     std::fs::write(ws.join("made/theirs.txt"), "theirs\n").unwrap();
     let refused = vsh(&["revert", "--workspace", ws_arg, &made], None);
@@ -4067,6 +4073,16 @@ fn revert_puts_back_files_removed_unread_and_keeps_what_was_added_since() {
     let receipt: serde_json::Value = serde_json::from_slice(&revert.stdout).unwrap();
     land(receipt["transaction"].as_str().unwrap());
     assert_eq!(std::fs::read_to_string(ws.join("old/notes.txt")).unwrap(), "unread notes\n");
+    // A symlink's target is kept as a file's bytes are (ux67 F1).
+    assert_eq!(std::fs::read_link(ws.join("link")).unwrap(), Path::new("keep.txt"));
+    // Once what was added since is gone, the made directory is reverted,
+    // its cache with it.
+    std::fs::remove_file(ws.join("made/theirs.txt")).unwrap();
+    let revert = vsh(&["revert", "--workspace", ws_arg, "--json", &made], None);
+    assert_eq!(revert.status.code(), Some(0), "{}", String::from_utf8_lossy(&revert.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&revert.stdout).unwrap();
+    land(receipt["transaction"].as_str().unwrap());
+    assert!(!ws.join("made").exists());
 }
 
 /// pytest keeps its cache in its rootdir, the directory it runs in when no

@@ -179,7 +179,16 @@ impl Committer {
         for &entry_index in &order {
             let path = &plan.entries[entry_index as usize].path;
             let found = observe(&self.workspace, path).map_err(|reason| restore_error(transaction, path, reason))?;
-            if found.is_some_and(|stat| stat.ctime_ns > settled_at) {
+            // A path found empty whose directory changed since is work since
+            // too (a later commit deleted or renamed it, sec71 F1): the
+            // directory's ctime says its names changed after the rollback.
+            let changed = match found {
+                Some(stat) => stat.ctime_ns > settled_at,
+                None => path.parent().is_some_and(|parent| {
+                    observe(&self.workspace, &parent).ok().flatten().is_some_and(|stat| stat.ctime_ns > settled_at)
+                }),
+            };
+            if changed {
                 later.insert(entry_index);
             }
         }
@@ -266,7 +275,7 @@ impl Committer {
         }
         let occupied =
             observe(&self.workspace, &entry.path).map_err(|reason| restore_error(transaction, &entry.path, reason))?;
-        if occupied.is_some() && later.contains(&entry_index) {
+        if later.contains(&entry_index) && (kept.is_some() || occupied.is_some()) {
             // Changed after the rollback settled: work since (another
             // commit landed there), which a restore of this transaction
             // never undoes (sec70 F2: it put an old version back over two

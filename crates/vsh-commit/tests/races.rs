@@ -405,27 +405,35 @@ fn a_restore_moves_aside_a_node_a_racing_writer_had_quarantined_and_never_calls_
 #[test]
 fn a_restore_leaves_a_path_changed_after_the_rollback_and_keeps_the_old_node_aside() -> Result {
     let fixture = fixture()?;
-    let trial = Trial::new(&fixture.blobs)?;
-    let writer = writer(&trial, "a.txt", Write::Create, |point, path| {
-        matches!(point, FaultPoint::OperationApplied(_)) && std::fs::symlink_metadata(path).is_err()
-    });
-    let raced = race(&fixture, &trial, &writer)?;
-    assert_eq!(check_outcome(&trial, &fixture, &writer, &raced, "create"), "unresolved");
-    // Later work lands on the path (as a commit installs: a new file renamed over it).
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let later = trial.ws.root.join(".later");
-    std::fs::write(&later, b"a later commit")?;
-    std::fs::rename(&later, trial.ws.root.join("a.txt"))?;
-    let ledger = MemoryLedger::new();
-    ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
-    let report = trial.ws.committer.session(&LockWait::default())?.restore(trial.run.transaction, &ledger)?;
-    let a = p("a.txt");
-    assert_eq!(std::fs::read(trial.ws.root.join("a.txt"))?, b"a later commit", "{report:?}");
-    assert_eq!(report.changed_by_others, vec![a.clone()]);
-    assert!(!report.restored.contains(&a), "{report:?}");
-    let (_, aside) = report.moved_aside.iter().find(|(path, _)| *path == a).expect("the old node kept aside");
-    assert_eq!(std::fs::read(trial.ws.root.join(aside.as_str()))?, b"alpha");
-    assert!(trial.ws.no_transaction_dirs(), "{report:?}");
+    // Later work lands on the path (as a commit installs: a new file
+    // renamed over it), or deletes it (sec71 F1: the old file came back).
+    for deletes in [false, true] {
+        let trial = Trial::new(&fixture.blobs)?;
+        let writer = writer(&trial, "a.txt", Write::Create, |point, path| {
+            matches!(point, FaultPoint::OperationApplied(_)) && std::fs::symlink_metadata(path).is_err()
+        });
+        let raced = race(&fixture, &trial, &writer)?;
+        assert_eq!(check_outcome(&trial, &fixture, &writer, &raced, "create"), "unresolved");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if deletes {
+            std::fs::remove_file(trial.ws.root.join("a.txt"))?;
+        } else {
+            let later = trial.ws.root.join(".later");
+            std::fs::write(&later, b"a later commit")?;
+            std::fs::rename(&later, trial.ws.root.join("a.txt"))?;
+        }
+        let ledger = MemoryLedger::new();
+        ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
+        let report = trial.ws.committer.session(&LockWait::default())?.restore(trial.run.transaction, &ledger)?;
+        let a = p("a.txt");
+        let now = std::fs::read(trial.ws.root.join("a.txt")).ok();
+        assert_eq!(now, (!deletes).then(|| b"a later commit".to_vec()), "{report:?}");
+        assert_eq!(report.changed_by_others, vec![a.clone()]);
+        assert!(!report.restored.contains(&a), "{report:?}");
+        let (_, aside) = report.moved_aside.iter().find(|(path, _)| *path == a).expect("the old node kept aside");
+        assert_eq!(std::fs::read(trial.ws.root.join(aside.as_str()))?, b"alpha");
+        assert!(trial.ws.no_transaction_dirs(), "{report:?}");
+    }
     Ok(())
 }
 

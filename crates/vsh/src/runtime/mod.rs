@@ -535,7 +535,11 @@ impl Runtime {
         let mut befores = Vec::new();
         let mut unread = Vec::new();
         for entry in diff.entries() {
-            let Some(before) = entry.before.filter(|before| before.kind == vsh_types::NodeKind::File) else {
+            // A symlink's target is kept as a file's bytes are (ux67 F1).
+            let kept_kind = |before: &vsh_types::NodeState| {
+                matches!(before.kind, vsh_types::NodeKind::File | vsh_types::NodeKind::Symlink)
+            };
+            let Some(before) = entry.before.filter(kept_kind) else {
                 continue;
             };
             // A file the work removed or replaced unread is known by its
@@ -556,11 +560,19 @@ impl Runtime {
             }
             // Read already (to measure what the commit takes), and checked
             // against the same state then; else read now.
-            let bytes = read
-                .get(&entry.path)
-                .filter(|bytes| bytes.len() as u64 == before.size)
-                .cloned()
-                .or_else(|| vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before));
+            let bytes = if before.kind == vsh_types::NodeKind::Symlink {
+                // Its target, while the link holds the one the diff names.
+                self.runs
+                    .workspace()
+                    .read_link(&entry.path, before.size)
+                    .ok()
+                    .filter(|target| before.content == Some(vsh_types::BlobId::of(target)))
+            } else {
+                read.get(&entry.path)
+                    .filter(|bytes| bytes.len() as u64 == before.size)
+                    .cloned()
+                    .or_else(|| vsh_vfs::live_content_if_unchanged(self.runs.workspace(), &entry.path, &before))
+            };
             if let Some(bytes) = bytes {
                 budget -= before.size;
                 let digest = before.content.unwrap_or_else(|| vsh_types::BlobId::of(&bytes));

@@ -69,10 +69,17 @@ impl Runtime {
             let later = self.later_work(&record, &changed);
             return Err(VshError::RevertChanged { transaction, paths: changed, later });
         }
+        // Read once; one that does not verify is its own error (sec71 F3:
+        // it read as "no commit kept its bytes").
+        let unread = if diff.entries().iter().any(|entry| entry.before.is_some_and(|before| before.content.is_none())) {
+            self.records.unread_contents()?
+        } else {
+            vsh_store::UnreadContents::default()
+        };
         let files = diff
             .entries()
             .iter()
-            .map(|entry| self.put_back(&mut vfs, transaction, entry))
+            .map(|entry| self.put_back(&mut vfs, transaction, entry, &unread))
             .collect::<Result<Vec<_>, _>>()?;
         let calls = self.runs.policy().calls();
         for file in &files {
@@ -134,6 +141,7 @@ impl Runtime {
         vfs: &mut VirtualFs,
         transaction: TransactionId,
         entry: &DiffEntry,
+        unread: &vsh_store::UnreadContents,
     ) -> Result<SeedFile, VshError> {
         let unavailable = |reason: &str| VshError::RevertUnavailable {
             transaction,
@@ -146,15 +154,16 @@ impl Runtime {
             Some(before) => {
                 // Removed or replaced unread: its bytes are named by the
                 // state its diff recorded, where its commit kept them.
-                let unread = || self.records.unread_contents().ok().and_then(|kept| kept.get(&entry.path, &before));
-                let Some(content) = before.content.or_else(unread) else {
+                let Some(content) = before.content.or_else(|| unread.get(&entry.path, &before)) else {
                     let protected =
                         self.runs.policy().calls().authorize(&entry.path, vsh_policy::AccessKind::ContentRead).is_err();
                     return Err(unavailable(if protected {
                         "its content was never read (the policy protects it from reading), so vsh never kept it"
+                    } else if before.size > super::KEPT_BEFORE_FILE_BYTES {
+                        "it was larger than the 1 MiB of a file a commit keeps, so vsh never kept it"
                     } else {
-                        "the work removed or replaced it unread, and no commit kept its bytes (a commit keeps up \
-                         to 1 MiB a file, until vsh gc removes it)"
+                        "the work removed or replaced it unread, and its commit did not keep its bytes (a commit \
+                         keeps up to 1 MiB a file and 16 MiB in all, until vsh gc removes them)"
                     }));
                 };
                 let bytes =
@@ -163,11 +172,11 @@ impl Runtime {
                         crate::candidate::seed::content(vfs, &entry.path)?
                     } else {
                         self.records.blobs().get(content, before.size).map_err(|_| {
-                            unavailable(if before.kind == NodeKind::Symlink {
-                                "the target of the symlink it replaced is not kept"
+                            unavailable(if before.size > super::KEPT_BEFORE_FILE_BYTES {
+                                "it was larger than the 1 MiB of a file a commit keeps, so vsh never kept it"
                             } else {
-                                "the content it replaced is no longer stored (a commit keeps what it replaces up to 1 \
-                                 MiB a file, until vsh gc removes it)"
+                                "what it replaced is not stored (a commit keeps up to 1 MiB a file and 16 MiB in \
+                                 all, until vsh gc removes them)"
                             })
                         })?
                     };
@@ -184,6 +193,12 @@ impl Runtime {
 /// The paths in directories `diff` made (or made of what was not a
 /// directory) that `diff` did not make: added since, they would go with
 /// the directory a revert removes.
+/// Caches tools make beside what they read (Python's bytecode, pytest's and
+/// type checkers' caches): one added since to a directory a revert removes
+/// goes with it, rebuilt at the next run (ux67 F4: an import blocked the
+/// undo of a package).
+const CACHES: [&str; 4] = ["__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"];
+
 fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<Vec<vsh_types::VPath>, VshError> {
     let made: std::collections::BTreeSet<&vsh_types::VPath> = diff.entries().iter().map(|entry| &entry.path).collect();
     let is_dir = |state: &NodeState| state.kind == NodeKind::Directory;
@@ -194,7 +209,8 @@ fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<V
         }
         for name in vfs.read_dir(&entry.path)? {
             let child = entry.path.child(&name).unwrap_or_else(|_| entry.path.clone());
-            if !made.contains(&child) {
+            let cache = CACHES.contains(&name.as_str()) && vfs.kind(&child)? == Some(NodeKind::Directory);
+            if !made.contains(&child) && !cache {
                 added.push(child);
             }
         }
