@@ -3953,6 +3953,26 @@ fn the_policy_file_names_the_scratch_directories() {
     assert_eq!(std::fs::read_to_string(kept).unwrap(), "x\n");
 }
 
+/// An error that quotes a path shows it escaped, as a receipt does (sec71
+/// F2: a revert's refusal printed a name that cleared the terminal).
+#[test]
+fn an_error_naming_a_path_shows_it_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let name = "a\u{1b}[2Jb.txt";
+    write(&ws, name, "one\n");
+    let ws_arg = ws.to_str().unwrap();
+    let program = format!("from pathlib import Path\nPath('/workspace/{}').write_text('two\\n')", "a\\x1b[2Jb.txt");
+    let made = vsh(&["run", "--workspace", ws_arg, "--mode", "auto", "-"], Some(&program));
+    assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
+    let id = id_of(&made);
+    std::fs::write(ws.join(name), "three\n").unwrap();
+    let refused = vsh(&["revert", "--workspace", ws_arg, &id], None);
+    assert_eq!(refused.status.code(), Some(6));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("a\\x1b[2Jb.txt") && !stderr.contains('\u{1b}'), "{stderr:?}");
+}
+
 /// `vsh revert` (ux65 F3): new work that puts back what a committed
 /// transaction replaced (bytes, modes, deleted files, and no created ones),
 /// reviewed and committed like any run; refused once the workspace moved
