@@ -4095,9 +4095,15 @@ fn revert_puts_back_files_removed_unread_and_keeps_what_was_added_since() {
     assert_eq!(std::fs::read_to_string(ws.join("old/notes.txt")).unwrap(), "unread notes\n");
     // A symlink's target is kept as a file's bytes are (ux67 F1).
     assert_eq!(std::fs::read_link(ws.join("link")).unwrap(), Path::new("keep.txt"));
+    // A directory of a cache's name holding anything else is no cache.
+    std::fs::write(ws.join("made/__pycache__/notes.txt"), "mine").unwrap();
+    std::fs::remove_file(ws.join("made/theirs.txt")).unwrap();
+    let refused = vsh(&["revert", "--workspace", ws_arg, &made], None);
+    assert_eq!(refused.status.code(), Some(6), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("made/__pycache__"));
     // Once what was added since is gone, the made directory is reverted,
     // its cache with it.
-    std::fs::remove_file(ws.join("made/theirs.txt")).unwrap();
+    std::fs::remove_file(ws.join("made/__pycache__/notes.txt")).unwrap();
     let revert = vsh(&["revert", "--workspace", ws_arg, "--json", &made], None);
     assert_eq!(revert.status.code(), Some(0), "{}", String::from_utf8_lossy(&revert.stderr));
     let receipt: serde_json::Value = serde_json::from_slice(&revert.stdout).unwrap();

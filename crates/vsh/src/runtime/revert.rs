@@ -196,7 +196,7 @@ impl Runtime {
 /// Caches tools make beside what they read (Python's bytecode, pytest's and
 /// type checkers' caches): one added since to a directory a revert removes
 /// goes with it, rebuilt at the next run (ux67 F4: an import blocked the
-/// undo of a package).
+/// undo of a package), when it is one ([`is_cache`]).
 const CACHES: [&str; 4] = ["__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"];
 
 fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<Vec<vsh_types::VPath>, VshError> {
@@ -209,11 +209,33 @@ fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<V
         }
         for name in vfs.read_dir(&entry.path)? {
             let child = entry.path.child(&name).unwrap_or_else(|_| entry.path.clone());
-            let cache = CACHES.contains(&name.as_str()) && vfs.kind(&child)? == Some(NodeKind::Directory);
+            let cache = CACHES.contains(&name.as_str()) && is_cache(vfs, &child, &name)?;
             if !made.contains(&child) && !cache {
                 added.push(child);
             }
         }
     }
     Ok(added)
+}
+
+/// Whether the directory `dir` (named `name`, one of [`CACHES`]) is the
+/// tool's cache and holds nothing else: `__pycache__` only `.pyc` files,
+/// the others their `CACHEDIR.TAG` (which pytest, mypy and ruff write). A
+/// symlink or a file of such a name, or one holding anything else, is not.
+fn is_cache(vfs: &mut VirtualFs, dir: &vsh_types::VPath, name: &str) -> Result<bool, VshError> {
+    if vfs.kind(dir)? != Some(NodeKind::Directory) {
+        return Ok(false);
+    }
+    let children = vfs.read_dir(dir)?;
+    if name == "__pycache__" {
+        for child in &children {
+            let Ok(path) = dir.child(child) else { return Ok(false) };
+            let pyc = std::path::Path::new(child).extension().is_some_and(|extension| extension == "pyc");
+            if !pyc || vfs.kind(&path)? != Some(NodeKind::File) {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    Ok(children.iter().any(|child| child == "CACHEDIR.TAG"))
 }
