@@ -4026,22 +4026,36 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     assert_eq!((before("a.txt"), before("d/k.txt"), before("n.txt")), (a, k, None));
     assert_eq!((mode("a.txt"), mode("d/k.txt")), modes);
     // The workspace no longer holds what the first work left: refused,
-    // naming the paths and the later work in the way (the revert itself,
-    // ux66 F2), exit 6 as for stale work.
+    // naming the paths and the later work in the way, here its own revert
+    // (ux66 F2, ux67 F2), exit 6 as for stale work.
     let again = vsh(&["revert", "--workspace", ws_arg, &id], None);
     assert_eq!(again.status.code(), Some(6));
     let error = String::from_utf8_lossy(&again.stderr);
     let reverted = id_of(&revert);
     assert!(error.contains("the workspace changed since") && error.contains("a.txt"), "{error}");
-    assert!(error.contains(&format!("by later work {}", &reverted[..12])), "{error}");
+    assert!(error.contains(&format!("it was reverted already, by {}", &reverted[..12])), "{error}");
     let json = vsh(&["revert", "--workspace", ws_arg, "--json", &id], None);
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(document["later_work"], serde_json::json!([reverted]), "{document}");
-    assert_eq!(document["hint"], serde_json::json!(format!("vsh revert {}", &reverted[..12])), "{document}");
     assert!(
         document["paths"].as_array().is_some_and(|paths| paths.contains(&serde_json::json!("a.txt"))),
         "{document}"
     );
+    // Later work, then an edit outside vsh: reverting the later work would
+    // not clear the way, and it says so instead of sending you there.
+    let auto = |program: &str| id_of(&vsh(&["run", "--workspace", ws_arg, "--mode", "auto", "-"], Some(program)));
+    let first = auto("from pathlib import Path\nPath('/workspace/c.txt').write_text('1\\n')");
+    let second = auto("from pathlib import Path\nPath('/workspace/c.txt').write_text('2\\n')");
+    std::fs::write(ws.join("c.txt"), "3, by hand\n").unwrap();
+    let refused = vsh(&["revert", "--workspace", ws_arg, "--json", &first], None);
+    let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    let message = document["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("by later work {} and by edits made outside vsh", &second[..12])), "{document}");
+    assert_eq!(document["hint"], serde_json::Value::Null, "{document}");
+    std::fs::write(ws.join("c.txt"), "2\n").unwrap();
+    let refused = vsh(&["revert", "--workspace", ws_arg, "--json", &first], None);
+    let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(document["hint"], serde_json::json!(format!("vsh revert {}", &second[..12])), "{document}");
 }
 
 /// A revert puts back files the work removed without reading them (`rm`:

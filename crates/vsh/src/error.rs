@@ -108,7 +108,7 @@ pub enum VshError {
         "the workspace changed since {} was committed, at {}{}: a revert would overwrite that",
         transaction.short(),
         display_paths(.paths),
-        later_work(.later)
+        later_work(.later, *.reverted_by, *.outside)
     )]
     RevertChanged {
         /// The transaction to revert.
@@ -118,6 +118,12 @@ pub enum VshError {
         /// Committed work since that changed them, oldest first (a few):
         /// none when the change was made outside vsh.
         later: Vec<TransactionId>,
+        /// The committed work among them that reverts this transaction
+        /// already.
+        reverted_by: Option<TransactionId>,
+        /// Whether some path holds what no later work left: an edit made
+        /// outside vsh, which reverting later work would not undo.
+        outside: bool,
     },
     /// What the transaction to revert replaced at `path` cannot be put back.
     /// Nothing was made.
@@ -364,17 +370,25 @@ pub enum VshError {
 
 /// Paths as one comma-separated list.
 /// What stands in a revert's way, for [`VshError::RevertChanged`]'s message.
-fn later_work(later: &[TransactionId]) -> String {
-    if later.is_empty() {
-        return " (by no work vsh committed: an edit made outside it; change those paths back by new work \
-                instead)"
-            .to_owned();
+fn later_work(later: &[TransactionId], reverted_by: Option<TransactionId>, outside: bool) -> String {
+    if let Some(revert) = reverted_by {
+        return format!(" (it was reverted already, by {})", revert.short());
     }
     let named: Vec<String> = later.iter().map(TransactionId::short).collect();
-    format!(
-        " (by later work {}: revert that first, newest first, or change those paths back by new work)",
-        named.join(", ")
-    )
+    match (named.is_empty(), outside) {
+        (true, _) => " (by an edit made outside vsh: change those paths back by new work instead)".to_owned(),
+        (false, false) => {
+            format!(
+                " (by later work {}: revert that first, newest first, or change those paths back by new work)",
+                named.join(", ")
+            )
+        }
+        (false, true) => format!(
+            " (by later work {} and by edits made outside vsh since, which reverting that work would not undo: \
+             change those paths back by new work instead)",
+            named.join(", ")
+        ),
+    }
 }
 
 fn display_paths(paths: &[vsh_types::VPath]) -> String {
@@ -545,7 +559,13 @@ mod tests {
             (VshError::EphemeralCapacity { entries: 64, bytes: 0 }, ErrorCategory::Commit),
             (VshError::SeedChanged { paths: vec![vsh_types::VPath::root()] }, ErrorCategory::Commit),
             (
-                VshError::RevertChanged { transaction: id, paths: vec![vsh_types::VPath::root()], later: Vec::new() },
+                VshError::RevertChanged {
+                    transaction: id,
+                    paths: vec![vsh_types::VPath::root()],
+                    later: Vec::new(),
+                    reverted_by: None,
+                    outside: true,
+                },
                 ErrorCategory::Commit,
             ),
             (

@@ -181,11 +181,13 @@ impl ErrorDocument {
                 document.total_candidates = Some(*total as u64);
             }
             VshError::PolicyChanged(id) => document.hint = Some(format!("vsh rerun {}", id.short())),
-            VshError::RevertChanged { paths, later, .. } => {
+            VshError::RevertChanged { paths, later, reverted_by, outside, .. } => {
                 document.paths = paths.iter().map(ToString::to_string).collect();
                 document.path_changes = vec!["changed since the transaction was committed".to_owned(); paths.len()];
                 document.later_work = later.iter().map(vsh_types::TransactionId::to_hex).collect();
-                document.hint = later.last().map(|newest| format!("vsh revert {}", newest.short()));
+                document.hint = (reverted_by.is_none() && !outside)
+                    .then(|| later.last().map(|newest| format!("vsh revert {}", newest.short())))
+                    .flatten();
             }
             VshError::Bash { source, changes, .. } => {
                 if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, failure, stats } =

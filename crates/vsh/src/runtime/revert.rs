@@ -66,8 +66,8 @@ impl Runtime {
             changed = added_since(&mut vfs, &diff)?;
         }
         if !changed.is_empty() {
-            let later = self.later_work(&record, &changed);
-            return Err(VshError::RevertChanged { transaction, paths: changed, later });
+            let (later, reverted_by, outside) = self.later_work(&record, &changed, &mut vfs);
+            return Err(VshError::RevertChanged { transaction, paths: changed, later, reverted_by, outside });
         }
         // Read once; one that does not verify is its own error (sec71 F3:
         // it read as "no commit kept its bytes").
@@ -113,24 +113,59 @@ impl Runtime {
 
     /// The committed work after `record` that changed any of `paths`
     /// (what stands in a revert's way, ux66 F2), oldest first: at most
-    /// [`LATER_NAMED`], of the [`LATER_SCANNED`] commits after it.
-    fn later_work(&self, record: &vsh_store::TransactionRecord, paths: &[vsh_types::VPath]) -> Vec<TransactionId> {
-        let Ok(mut records) = self.records.transactions().list() else { return Vec::new() };
+    /// [`LATER_NAMED`], of the [`LATER_SCANNED`] commits after it; the one
+    /// among them that is a revert of `record` itself, if any; and whether
+    /// any of `paths` holds what none of them left (an edit made outside
+    /// vsh, ux67 F2: reverting the later work would not clear the way).
+    fn later_work(
+        &self,
+        record: &vsh_store::TransactionRecord,
+        paths: &[vsh_types::VPath],
+        vfs: &mut VirtualFs,
+    ) -> (Vec<TransactionId>, Option<TransactionId>, bool) {
+        let Ok(mut records) = self.records.transactions().list() else { return (Vec::new(), None, true) };
         records.retain(|other| {
             other.state == TransactionState::Committed && other.id != record.id && other.updated_ms >= record.updated_ms
         });
         records.sort_by_key(|other| (other.updated_ms, other.sequence));
-        records
-            .iter()
-            .take(LATER_SCANNED)
-            .filter(|other| {
-                self.records
-                    .stored_diff(other.id)
-                    .is_ok_and(|diff| diff.entries().iter().any(|entry| paths.contains(&entry.path)))
-            })
-            .map(|other| other.id)
-            .take(LATER_NAMED)
-            .collect()
+        let mut later = Vec::new();
+        let mut reverted_by = None;
+        // Each path's state as the newest later work left it.
+        let mut left: std::collections::BTreeMap<&vsh_types::VPath, Option<NodeState>> =
+            std::collections::BTreeMap::new();
+        for other in records.iter().take(LATER_SCANNED) {
+            let Ok(diff) = self.records.stored_diff(other.id) else { continue };
+            let mut touched = false;
+            for entry in diff.entries() {
+                if let Some(path) = paths.iter().find(|path| **path == entry.path) {
+                    left.insert(path, entry.after);
+                    touched = true;
+                }
+            }
+            if !touched {
+                continue;
+            }
+            if reverted_by.is_none() && self.reverts(other.id) == Some(record.id) {
+                reverted_by = Some(other.id);
+            }
+            if later.len() < LATER_NAMED {
+                later.push(other.id);
+            }
+        }
+        let outside = paths.iter().any(|path| match left.get(path) {
+            None => true,
+            Some(state) => !vfs.base_holds(path, state.as_ref()).unwrap_or(false),
+        });
+        (later, reverted_by, outside)
+    }
+
+    /// The transaction stored work `id` reverts, when it is a revert.
+    fn reverts(&self, id: TransactionId) -> Option<TransactionId> {
+        let record = self.records.get(id).ok()??;
+        let stored = self.records.stored_receipt(id, record.state).ok()?;
+        let crate::ExecutionOutput::Session { steps } = &stored.receipt.output else { return None };
+        let step = steps.iter().find(|step| step.kind == StepKind::Revert)?;
+        TransactionId::parse_hex(&step.program).ok()
     }
 
     /// What `entry`'s path held before `transaction`, as a file to write
