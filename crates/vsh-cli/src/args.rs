@@ -525,6 +525,10 @@ pub(crate) struct ApproveArgs {
     /// How long the approval lasts (15m, 2h, 900 seconds); at most 30 days.
     #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = approval_window)]
     pub(crate) ttl: Duration,
+    /// Commit it at once, once approved (`vsh approve TX && vsh commit TX`
+    /// in one): prints the commit's receipt, and exits as `vsh commit` does.
+    #[arg(long)]
+    pub(crate) commit: bool,
 }
 
 /// `vsh policy`.

@@ -2287,6 +2287,12 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Policy { .. }, _) => policy_show(&runtime, common.json),
         (Command::Gc(gc), _) => listing::gc(&runtime, gc, output.quiet, now),
         (Command::Show(show), Some(id)) => show::show(&runtime, id, show, common.json, output, now),
+        (Command::Approve(approve), Some(id)) if approve.commit => {
+            // Said by the commit's receipt; an approval that did not happen is the error.
+            let quiet = Output { quiet: true, ..output };
+            approve_command(&runtime, id, approve, false, quiet, now)?;
+            commit_command(&runtime, id, common.json, output, now)
+        }
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
         (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),

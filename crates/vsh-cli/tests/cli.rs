@@ -4077,10 +4077,13 @@ fn revert_puts_back_files_removed_unread_and_keeps_what_was_added_since() {
         let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         receipt["transaction"].as_str().unwrap().to_owned()
     };
+    // Approved and committed in one (`approve --commit`, ux67 F6): the
+    // commit's receipt, and its exit code.
     let land = |id: &str| {
-        assert_eq!(vsh(&["approve", "-q", "--workspace", ws_arg, id], None).status.code(), Some(0));
-        let committed = vsh(&["commit", "-q", "--workspace", ws_arg, id], None);
-        assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
+        let landed = vsh(&["approve", "--commit", "--workspace", ws_arg, id], None);
+        assert_eq!(landed.status.code(), Some(0), "{}", String::from_utf8_lossy(&landed.stderr));
+        let text = String::from_utf8_lossy(&landed.stdout);
+        assert!(text.contains("state        committed"), "{text}");
     };
     // A file changed moments ago is hashed even unread (its stamp is not
     // settled yet): past that, a removal records its stamp alone.
