@@ -157,7 +157,10 @@ fn main() -> ExitCode {
             let chain = render::error_chain(error.as_ref());
             let lines: Vec<_> = chain.lines().map(|line| render::shown(line, true)).collect();
             say!("vsh: {}", lines.join("\n"));
-            say_part!("{}", failure::advice(vsh_error, remedies, hint));
+            let advice = failure::advice(vsh_error, remedies, hint);
+            for line in advice.lines() {
+                say!("{}", render::shown(line, true));
+            }
             if json {
                 // Errors are JSON too for a program that asked for JSON, on stdout.
                 let document = failure::document(error.as_ref()).with_exit_code(code);

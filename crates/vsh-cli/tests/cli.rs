@@ -4112,6 +4112,14 @@ fn revert_puts_back_files_removed_unread_and_keeps_what_was_added_since() {
     assert_eq!(std::fs::read_to_string(ws.join("old/notes.txt")).unwrap(), "unread notes\n");
     // A symlink's target is kept as a file's bytes are (ux67 F1).
     assert_eq!(std::fs::read_link(ws.join("link")).unwrap(), Path::new("keep.txt"));
+    // A secret put there is named by its directory, never by itself
+    // (sec72 F1: the refusal named it to whoever asked, an agent too).
+    std::fs::write(ws.join("made/.env.production"), "KEY=1\n").unwrap();
+    let refused = vsh(&["revert", "--workspace", ws_arg, "--json", &made], None);
+    let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert!(!document.to_string().contains(".env"), "{document}");
+    assert!(document["paths"].as_array().is_some_and(|paths| paths.contains(&serde_json::json!("made"))), "{document}");
+    std::fs::remove_file(ws.join("made/.env.production")).unwrap();
     // A directory of a cache's name holding anything else is no cache.
     std::fs::write(ws.join("made/__pycache__/notes.txt"), "mine").unwrap();
     std::fs::remove_file(ws.join("made/theirs.txt")).unwrap();

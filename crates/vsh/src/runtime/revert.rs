@@ -63,11 +63,25 @@ impl Runtime {
         // A directory it made holds only what it made: a name added since
         // would go with the directory (sec70 F1: a later file was deleted).
         if changed.is_empty() {
-            changed = added_since(&mut vfs, &diff)?;
+            changed = added_since(&mut vfs, self.runs.policy().calls(), &diff)?;
         }
         if !changed.is_empty() {
             let (later, reverted_by, outside) = self.later_work(&record, &changed, &mut vfs);
-            return Err(VshError::RevertChanged { transaction, paths: changed, later, reverted_by, outside });
+            // A path the policy hides is named by the nearest directory it
+            // does not (sec72 F1: a user's secrets put into a directory the
+            // agent made were named to the agent).
+            let calls = self.runs.policy().calls();
+            let mut paths: Vec<vsh_types::VPath> = changed
+                .into_iter()
+                .map(|mut path| {
+                    while calls.is_hidden(&path) {
+                        path = path.parent().unwrap_or_default();
+                    }
+                    path
+                })
+                .collect();
+            paths.dedup();
+            return Err(VshError::RevertChanged { transaction, paths, later, reverted_by, outside });
         }
         // Read once; one that does not verify is its own error (sec71 F3:
         // it read as "no commit kept its bytes").
@@ -228,13 +242,18 @@ impl Runtime {
 /// The paths in directories `diff` made (or made of what was not a
 /// directory) that `diff` did not make: added since, they would go with
 /// the directory a revert removes.
-/// Caches tools make beside what they read (Python's bytecode, pytest's and
-/// type checkers' caches): one added since to a directory a revert removes
-/// goes with it, rebuilt at the next run (ux67 F4: an import blocked the
-/// undo of a package), when it is one ([`is_cache`]).
-const CACHES: [&str; 4] = ["__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"];
+/// Python's bytecode cache beside what it imported: one added since to a
+/// directory a revert removes goes with it, rebuilt at the next import
+/// (ux67 F4: an import blocked the undo of a package), when it is one
+/// ([`is_cache`]). The tools' caches (`.pytest_cache` and the like) are
+/// not taken along: their layouts hold what they hold (sec72 F2).
+const CACHES: [&str; 1] = ["__pycache__"];
 
-fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<Vec<vsh_types::VPath>, VshError> {
+fn added_since(
+    vfs: &mut VirtualFs,
+    calls: &vsh_policy::CallPolicy,
+    diff: &vsh_types::CanonicalDiff,
+) -> Result<Vec<vsh_types::VPath>, VshError> {
     let made: std::collections::BTreeSet<&vsh_types::VPath> = diff.entries().iter().map(|entry| &entry.path).collect();
     let is_dir = |state: &NodeState| state.kind == NodeKind::Directory;
     let mut added = Vec::new();
@@ -244,7 +263,7 @@ fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<V
         }
         for name in vfs.read_dir(&entry.path)? {
             let child = entry.path.child(&name).unwrap_or_else(|_| entry.path.clone());
-            let cache = CACHES.contains(&name.as_str()) && is_cache(vfs, &child, &name)?;
+            let cache = CACHES.contains(&name.as_str()) && is_cache(vfs, calls, &child, &name)?;
             if !made.contains(&child) && !cache {
                 added.push(child);
             }
@@ -253,24 +272,29 @@ fn added_since(vfs: &mut VirtualFs, diff: &vsh_types::CanonicalDiff) -> Result<V
     Ok(added)
 }
 
-/// Whether the directory `dir` (named `name`, one of [`CACHES`]) is the
-/// tool's cache and holds nothing else: `__pycache__` only `.pyc` files,
-/// the others their `CACHEDIR.TAG` (which pytest, mypy and ruff write). A
-/// symlink or a file of such a name, or one holding anything else, is not.
-fn is_cache(vfs: &mut VirtualFs, dir: &vsh_types::VPath, name: &str) -> Result<bool, VshError> {
-    if vfs.kind(dir)? != Some(NodeKind::Directory) {
+/// Whether the directory `dir` (named `name`, one of [`CACHES`]) is
+/// Python's bytecode cache and holds nothing else: regular `.pyc` files,
+/// none of them hidden by `calls`, none over [`super::KEPT_BEFORE_FILE_BYTES`]
+/// (a revert of the revert could not put it back). A symlink or a file of
+/// such a name, or one holding anything else, is not.
+fn is_cache(
+    vfs: &mut VirtualFs,
+    calls: &vsh_policy::CallPolicy,
+    dir: &vsh_types::VPath,
+    name: &str,
+) -> Result<bool, VshError> {
+    if name != "__pycache__" || vfs.kind(dir)? != Some(NodeKind::Directory) {
         return Ok(false);
     }
-    let children = vfs.read_dir(dir)?;
-    if name == "__pycache__" {
-        for child in &children {
-            let Ok(path) = dir.child(child) else { return Ok(false) };
-            let pyc = std::path::Path::new(child).extension().is_some_and(|extension| extension == "pyc");
-            if !pyc || vfs.kind(&path)? != Some(NodeKind::File) {
-                return Ok(false);
-            }
+    for child in vfs.read_dir(dir)? {
+        let Ok(path) = dir.child(&child) else { return Ok(false) };
+        let pyc = std::path::Path::new(&child).extension().is_some_and(|extension| extension == "pyc");
+        let small = vfs
+            .base_state_of(&path)?
+            .is_some_and(|state| state.kind == NodeKind::File && state.size <= super::KEPT_BEFORE_FILE_BYTES);
+        if !pyc || !small || calls.is_hidden(&path) {
+            return Ok(false);
         }
-        return Ok(true);
     }
-    Ok(children.iter().any(|child| child == "CACHEDIR.TAG"))
+    Ok(true)
 }
