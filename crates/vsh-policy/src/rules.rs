@@ -60,11 +60,14 @@ use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, fold};
 
 /// Secret patterns of the default policy (all access denied).
-const DEFAULT_SECRET_PATTERNS: [&str; 51] = [
+const DEFAULT_SECRET_PATTERNS: [&str; 50] = [
     "**/.env*/**",
     "**/?*.env",
     "**/*.pem",
     "**/*.key",
+    // Their backup and editor copies (`server.key~`, `server.key.bak`, sec72 F4).
+    "**/*.pem[~.]*",
+    "**/*.key[~.]*",
     "**/*.p12",
     "**/*.pfx",
     "**/*.jks",
@@ -78,17 +81,17 @@ const DEFAULT_SECRET_PATTERNS: [&str; 51] = [
     "**/.azure/**",
     "**/.config/gcloud/**",
     "**/secrets/**",
-    "**/credentials.json",
-    "**/*_credentials.json",
-    "**/.git-credentials",
-    "**/.netrc",
-    "**/_netrc",
-    "**/.pgpass",
-    "**/.my.cnf",
-    "**/.pypirc",
-    "**/.s3cfg",
-    "**/.vault-token",
-    "**/.dockercfg",
+    "**/credentials.json*",
+    "**/*_credentials.json*",
+    "**/.git-credentials*",
+    "**/.netrc*",
+    "**/_netrc*",
+    "**/.pgpass*",
+    "**/.my.cnf*",
+    "**/.pypirc*",
+    "**/.s3cfg*",
+    "**/.vault-token*",
+    "**/.dockercfg*",
     "**/.docker/config.json",
     "**/.kube/config*",
     "**/kubeconfig*",
@@ -98,21 +101,19 @@ const DEFAULT_SECRET_PATTERNS: [&str; 51] = [
     "**/.cargo/credentials.toml",
     "**/.config/gh/hosts.*",
     "**/.gem/credentials",
-    "**/.terraformrc",
+    "**/.terraformrc*",
     "**/terraform.rc",
     "**/.terraform.d/credentials.tfrc.json",
-    "**/.htpasswd",
+    "**/.htpasswd*",
     "**/.boto",
-    "**/.databrickscfg",
+    "**/.databrickscfg*",
     "**/*service[-_]account*.json*",
     "**/*serviceaccount*.json*",
-    "**/id_rsa",
-    "**/id_rsa.pub",
-    "**/id_dsa",
-    "**/id_ecdsa",
-    "**/id_ecdsa_sk",
-    "**/id_ed25519",
-    "**/id_ed25519_sk",
+    // Key files with any suffix (`.pub`, `_sk`, an editor's `~`, `.bak`).
+    "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
+    "**/id_ed25519*",
 ];
 
 /// The runtime-data pattern of the default policy (all access denied): vsh's
@@ -935,6 +936,15 @@ mod tests {
             "service-account.json~",
             "service-account.json.bak",
             ".config/gh/hosts.yaml",
+            // Backup and editor copies (sec72 F4).
+            ".netrc~",
+            "home/id_rsa~",
+            "id_ed25519.bak",
+            "server.key.bak",
+            "tls/server.pem~",
+            "credentials.json.bak",
+            ".git-credentials.old",
+            ".pgpass.orig",
             "my-service_account-key.json",
         ] {
             for access in AccessKind::ALL {
@@ -942,7 +952,9 @@ mod tests {
             }
             assert!(policy.is_hidden(&p(denied)), "{denied}");
         }
-        for allowed in [".cargo/config.toml", ".config/gh/config.yml", "service-account.yaml"] {
+        for allowed in
+            [".cargo/config.toml", ".config/gh/config.yml", "service-account.yaml", "keyboard.py", "pemmican.txt"]
+        {
             assert!(policy.authorize(&p(allowed), AccessKind::ContentRead).is_ok(), "{allowed}");
         }
     }
