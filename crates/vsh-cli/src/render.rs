@@ -816,7 +816,7 @@ pub(crate) fn next_step(receipt: &Receipt) -> Option<String> {
 
 /// The transaction `receipt`'s work reverts, when it is a revert (its one
 /// step's program is that transaction's id).
-fn reverted_by(receipt: &Receipt) -> Option<&str> {
+pub(crate) fn reverted_by(receipt: &Receipt) -> Option<&str> {
     match &receipt.output {
         vsh::ExecutionOutput::Session { steps } => {
             steps.iter().find(|step| step.kind == vsh::StepKind::Revert).map(|step| step.program.as_str())

@@ -4024,6 +4024,9 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     assert!(text.contains(&format!("revert of {}: what it replaced", &id[..12])), "its step names it: {text}");
     land(&id_of(&revert));
     assert_eq!((before("a.txt"), before("d/k.txt"), before("n.txt")), (a, k, None));
+    // The reverted work's review says so (ux66 F7).
+    let review = String::from_utf8_lossy(&vsh(&["show", "--workspace", ws_arg, &id], None).stdout).into_owned();
+    assert!(review.contains(&format!("reverted by {}", &id_of(&revert)[..12])), "{review}");
     assert_eq!((mode("a.txt"), mode("d/k.txt")), modes);
     // The workspace no longer holds what the first work left: refused,
     // naming the paths and the later work in the way, here its own revert
@@ -4056,6 +4059,13 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     let refused = vsh(&["revert", "--workspace", ws_arg, "--json", &first], None);
     let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
     assert_eq!(document["hint"], serde_json::json!(format!("vsh revert {}", &second[..12])), "{document}");
+    // A revert gone stale is made again by reverting again, not by a
+    // rerun, which cannot run it (ux67 F3).
+    let stale = id_of(&vsh(&["revert", "--workspace", ws_arg, &second], None));
+    std::fs::write(ws.join("c.txt"), "2, edited again\n").unwrap();
+    assert_eq!(vsh(&["commit", "--workspace", ws_arg, &stale], None).status.code(), Some(6));
+    let review = String::from_utf8_lossy(&vsh(&["show", "--workspace", ws_arg, &stale], None).stdout).into_owned();
+    assert!(review.contains(&format!("next       vsh revert {}", &second[..12])), "{review}");
 }
 
 /// A revert puts back files the work removed without reading them (`rm`:

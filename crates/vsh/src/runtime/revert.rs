@@ -173,6 +173,27 @@ impl Runtime {
         (later, reverted_by, outside)
     }
 
+    /// The committed revert of `transaction`, if one of the 200 commits
+    /// after it is one (ux66 F7: a review of reverted work never said so).
+    ///
+    /// # Errors
+    ///
+    /// When the transaction records cannot be read.
+    pub fn reverted_by(&self, transaction: TransactionId) -> Result<Option<TransactionId>, VshError> {
+        let Some(record) = self.records.get(transaction)? else { return Ok(None) };
+        if record.state != TransactionState::Committed {
+            return Ok(None);
+        }
+        let mut records = self.records.transactions().list()?;
+        records.retain(|other| {
+            other.state == TransactionState::Committed
+                && other.id != transaction
+                && other.updated_ms >= record.updated_ms
+        });
+        records.sort_by_key(|other| (other.updated_ms, other.sequence));
+        Ok(records.iter().take(LATER_SCANNED).map(|other| other.id).find(|id| self.reverts(*id) == Some(transaction)))
+    }
+
     /// The transaction stored work `id` reverts, when it is a revert.
     fn reverts(&self, id: TransactionId) -> Option<TransactionId> {
         let record = self.records.get(id).ok()??;
