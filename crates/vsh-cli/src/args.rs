@@ -841,6 +841,15 @@ pub(crate) enum Mode {
     Auto,
 }
 
+impl From<Mode> for vsh::RunMode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Preview => Self::Preview,
+            Mode::Auto => Self::Auto,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Profile {
     Balanced,

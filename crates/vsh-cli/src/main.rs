@@ -1691,10 +1691,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
             said(&now)
         );
     }
-    let mode = match rerun.mode {
-        args::Mode::Preview => vsh::RunMode::Preview,
-        args::Mode::Auto => vsh::RunMode::Auto,
-    };
+    let mode = vsh::RunMode::from(rerun.mode);
     // The budget a run of the same kind gets from `vsh run` or `vsh exec`.
     let budget = rerun.budget.budget_over(if real == RealCommands::None {
         stored.language.default_budget()
@@ -1736,10 +1733,7 @@ fn revert_command(revert: &args::RevertArgs, output: Output) -> Result<u8, Box<d
         runtime_config(&revert.stored.common.existing_root()?)?.with_lock_wait(lock_wait(revert.lock.lock_timeout));
     let runtime = open(config)?;
     let id = runtime.resolve(&revert.stored.transaction)?;
-    let mode = match revert.mode {
-        args::Mode::Preview => vsh::RunMode::Preview,
-        args::Mode::Auto => vsh::RunMode::Auto,
-    };
+    let mode = vsh::RunMode::from(revert.mode);
     let receipt = runtime.revert(id, mode)?;
     if !output.quiet && !revert.stored.common.json {
         say!("vsh: made {} to revert {}", receipt.transaction.short(), id.short());

@@ -778,10 +778,9 @@ impl VshServer {
         Parameters(params): Parameters<RunParams>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let mode = match params.mode.as_deref() {
-            None | Some("preview") => RunMode::Preview,
-            Some("auto") => RunMode::Auto,
-            Some(other) => return refused(format!("mode {other:?}: give preview or auto")),
+        let mode = match run_mode(params.mode.as_deref()) {
+            Ok(mode) => mode,
+            Err(refusal) => return refusal,
         };
         let detail = match params.detail.as_deref() {
             Some("compact") => vsh::ReceiptDetail::Compact,
@@ -1062,10 +1061,9 @@ impl VshServer {
     ) -> CallToolResult {
         let bounds = self.options.bounds;
         self.blocking(&context.peer, move |runtime| {
-            let mode = match params.mode.as_deref() {
-                None | Some("preview") => RunMode::Preview,
-                Some("auto") => RunMode::Auto,
-                Some(other) => return refused(format!("mode {other:?}: give preview or auto")),
+            let mode = match run_mode(params.mode.as_deref()) {
+                Ok(mode) => mode,
+                Err(refusal) => return refusal,
             };
             let id = match runtime.resolve(&params.transaction) {
                 Ok(id) => id,
@@ -1430,6 +1428,16 @@ fn transaction_failure(error: &VshError) -> CallToolResult {
         );
     }
     failure(&document)
+}
+
+/// A tool's `mode`: `preview` (the default) or `auto`; anything else is
+/// the call's refusal.
+fn run_mode(given: Option<&str>) -> Result<RunMode, CallToolResult> {
+    match given {
+        None | Some("preview") => Ok(RunMode::Preview),
+        Some("auto") => Ok(RunMode::Auto),
+        Some(other) => Err(refused(format!("mode {other:?}: give preview or auto"))),
+    }
 }
 
 /// The error for a call of `name`, a tool this server does not have.

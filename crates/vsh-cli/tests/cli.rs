@@ -3973,6 +3973,15 @@ fn an_error_naming_a_path_shows_it_escaped() {
     assert!(stderr.contains("a\\x1b[2Jb.txt") && !stderr.contains('\u{1b}'), "{stderr:?}");
 }
 
+/// Approve pending work `id` in workspace `ws` and commit it, in one
+/// (`approve --commit`, ux67 F6): exit 0, and the commit's receipt.
+fn approve_and_commit(ws: &str, id: &str) {
+    let landed = vsh(&["approve", "--commit", "--workspace", ws, id], None);
+    assert_eq!(landed.status.code(), Some(0), "{}", String::from_utf8_lossy(&landed.stderr));
+    let text = String::from_utf8_lossy(&landed.stdout);
+    assert!(text.contains("state        committed"), "{text}");
+}
+
 /// `vsh revert` (ux65 F3): new work that puts back what a committed
 /// transaction replaced (bytes, modes, deleted files, and no created ones),
 /// reviewed and committed like any run; refused once the workspace moved
@@ -3994,11 +4003,7 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     let program = "from pathlib import Path\nPath('/workspace/a.txt').write_text('one\\ntwo\\nthree\\n')\n\
                    Path('/workspace/d/k.txt').unlink()\nPath('/workspace/n.txt').write_text('new\\n')";
     let id = id_of(&vsh(&["run", "--workspace", ws_arg, "-"], Some(program)));
-    let land = |id: &str| {
-        assert_eq!(vsh(&["approve", "-q", "--workspace", ws_arg, id], None).status.code(), Some(0));
-        let committed = vsh(&["commit", "-q", "--workspace", ws_arg, id], None);
-        assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
-    };
+    let land = |id: &str| approve_and_commit(ws_arg, id);
     land(&id);
     assert_eq!(before("n.txt").as_deref(), Some(&b"new\n"[..]));
     // Its review says how to undo it (ux66 F7).
@@ -4087,14 +4092,7 @@ fn revert_puts_back_files_removed_unread_and_keeps_what_was_added_since() {
         let receipt: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         receipt["transaction"].as_str().unwrap().to_owned()
     };
-    // Approved and committed in one (`approve --commit`, ux67 F6): the
-    // commit's receipt, and its exit code.
-    let land = |id: &str| {
-        let landed = vsh(&["approve", "--commit", "--workspace", ws_arg, id], None);
-        assert_eq!(landed.status.code(), Some(0), "{}", String::from_utf8_lossy(&landed.stderr));
-        let text = String::from_utf8_lossy(&landed.stdout);
-        assert!(text.contains("state        committed"), "{text}");
-    };
+    let land = |id: &str| approve_and_commit(ws_arg, id);
     // A file changed moments ago is hashed even unread (its stamp is not
     // settled yet): past that, a removal records its stamp alone.
     std::thread::sleep(std::time::Duration::from_millis(300));

@@ -174,7 +174,8 @@ impl Runtime {
     }
 
     /// The committed revert of `transaction`, if one of the 200 commits
-    /// after it is one (ux66 F7: a review of reverted work never said so).
+    /// after it is one (ux66 F7: a review of reverted work never said so);
+    /// none, reading no other record, while the workspace holds all it left.
     ///
     /// # Errors
     ///
@@ -182,6 +183,20 @@ impl Runtime {
     pub fn reverted_by(&self, transaction: TransactionId) -> Result<Option<TransactionId>, VshError> {
         let Some(record) = self.records.get(transaction)? else { return Ok(None) };
         if record.state != TransactionState::Committed {
+            return Ok(None);
+        }
+        // While the workspace holds all it left, nothing reverted it: no
+        // record is read (a review of committed work is the common case).
+        let Ok(diff) = self.records.stored_diff(transaction) else { return Ok(None) };
+        let mut vfs = self.runs.fresh_image();
+        let mut holds = true;
+        for entry in diff.entries() {
+            holds &= vfs.base_holds(&entry.path, entry.after.as_ref()).unwrap_or(false);
+            if !holds {
+                break;
+            }
+        }
+        if holds {
             return Ok(None);
         }
         let mut records = self.records.transactions().list()?;
