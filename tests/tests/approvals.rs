@@ -801,3 +801,75 @@ fn denied_work_too_large_for_an_artifact_is_still_denied_and_recorded() {
     assert_eq!(record.state, TransactionState::Denied);
     assert!(!dir.path().join("d0").exists());
 }
+
+/// ux64 F3: an agent writes a whole file from what an earlier run read;
+/// the user's edit made since would be dropped unseen. A file replaced or
+/// removed unread whose content differs from what vsh last saw of it (a
+/// run's read, read-only runs too, or a commit's after state) waits for a
+/// reviewer, `unseen-change`, whatever its size; a file unchanged since,
+/// one the run read first, and one vsh never saw go as before.
+#[test]
+fn a_file_changed_since_vsh_saw_it_and_replaced_unread_waits_for_a_reviewer() {
+    let text = numbered_lines(100, |line| format!("line {line}\n"));
+    let dir = workspace(&[("a.txt", &text), ("b.txt", "b\n"), ("never.txt", "n\n")]);
+    let runtime = open(&dir);
+    let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
+    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
+        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
+        _ => false,
+    };
+    let noted = |receipt: &vsh::Receipt| -> Vec<String> {
+        receipt
+            .warnings
+            .iter()
+            .filter_map(|warning| match warning {
+                vsh::Warning::UnseenChanges { files, .. } => Some(files.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+    // Read only: no diff, nothing stored but what it saw.
+    let read = run("from pathlib import Path\nprint(len(Path('a.txt').read_text()))");
+    assert_eq!(read.state, TransactionState::Committed, "{:?}", read.decision);
+    std::fs::write(dir.path().join("a.txt"), format!("{text}mine\n")).unwrap();
+    // The whole file written from the earlier read: the user's line would go.
+    let blind = format!("from pathlib import Path\nPath('a.txt').write_text({text:?} + 'agent\\n')");
+    let first = run(&blind);
+    assert_eq!(first.state, TransactionState::PendingApproval, "{:?}", first.decision);
+    assert!(unseen(&first), "{:?}", first.decision);
+    assert_eq!(noted(&first), ["a.txt (changed since a run read it; replaced unread)"]);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), format!("{text}mine\n"));
+    // Run again as it was, it waits again: what it left pending is no sighting.
+    assert!(unseen(&run(&blind)));
+    // Read first: the change is the program's to keep, and it does.
+    let edit = "from pathlib import Path\nPath('a.txt').write_text(Path('a.txt').read_text() + 'agent\\n')";
+    let kept = run(edit);
+    assert_eq!(kept.state, TransactionState::Committed, "{:?}", kept.decision);
+    // Unchanged since that commit left it: written unread, as before.
+    let again = format!("from pathlib import Path\nPath('a.txt').write_text({:?})", format!("{text}mine\nagent\n2\n"));
+    let unchanged = run(&again);
+    assert_eq!(unchanged.state, TransactionState::Committed, "{:?}", unchanged.decision);
+    // Changed after a commit, then removed unread: named with that commit.
+    std::fs::write(dir.path().join("a.txt"), "theirs\n").unwrap();
+    let removed = run("import os\nos.remove('a.txt')");
+    assert!(unseen(&removed), "{:?}", removed.decision);
+    let by = unchanged.transaction.short();
+    assert_eq!(noted(&removed), [format!("a.txt (changed since {by} committed it; removed unread)")]);
+    assert!(dir.path().join("a.txt").exists());
+    // A file vsh never saw is not judged.
+    let never = run("from pathlib import Path\nPath('never.txt').write_text('x\\n')");
+    assert_eq!(never.state, TransactionState::Committed, "{:?}", never.decision);
+    // The pending review says it again, however much later.
+    let shown = runtime.show(first.transaction).unwrap().unwrap();
+    assert!(shown.warnings.iter().any(|w| w.to_string().contains("a.txt (changed since a run read it")), "{shown:?}");
+    // What a runtime with durable previews (the CLI's, a server's) saw is
+    // another process's to judge by; a process-local preview keeps it in its
+    // process (it writes nothing to the store) until its next commit.
+    let durable = || Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let read = "from pathlib import Path\nprint(Path('b.txt').read_text())";
+    durable().run(&RunRequest::new(read).with_mode(RunMode::Auto)).unwrap();
+    std::fs::write(dir.path().join("b.txt"), "b\nmine\n").unwrap();
+    let blind = "from pathlib import Path\nPath('b.txt').write_text('b\\nagent\\n')";
+    assert!(unseen(&durable().run(&RunRequest::new(blind).with_mode(RunMode::Auto)).unwrap()));
+}

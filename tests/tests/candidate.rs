@@ -873,3 +873,38 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     assert!(scratch.join("mark").exists(), "a change renamed into place keeps the build incremental");
     assert!(incremental.warnings.is_empty(), "{:?}", incremental.warnings);
 }
+
+/// A real command that replaces a file unread (`>`, `cp` over it) after
+/// the user changed it since a command read it waits for a reviewer
+/// (`unseen-change`); one that reads it first (`sed -i`, `>>` appends to
+/// it) goes as before.
+#[test]
+fn a_command_that_replaces_unread_a_file_changed_since_vsh_saw_it_waits_for_a_reviewer() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = fixture();
+    let runtime = runtime(&dir);
+    let run = |script: &str| {
+        let code = command(&["/bin/sh", "-c", script]);
+        runtime.run(&RunRequest::new(&code).with_language(Language::Command).with_mode(vsh::RunMode::Auto)).unwrap()
+    };
+    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
+        vsh::RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
+        _ => false,
+    };
+    assert_eq!(run("cat docs/notes.txt README.md > /dev/null").state, TransactionState::Committed);
+    put(dir.path(), "docs/notes.txt", "notes\nmine\n");
+    put(dir.path(), "README.md", "# demo\nhello world\nmine\n");
+    let before = tree(dir.path());
+    for script in ["echo new > docs/notes.txt", "cp src/app.py README.md"] {
+        let replaced = run(script);
+        assert!(unseen(&replaced), "{script}: {:?}", replaced.decision);
+        assert_eq!(tree(dir.path()), before, "{script}: nothing is written");
+    }
+    for script in ["sed -i s/notes/NOTES/ docs/notes.txt", "echo more >> README.md"] {
+        let edited = run(script);
+        assert_eq!(edited.state, TransactionState::Committed, "{script}: {:?}", edited.decision);
+    }
+    assert_eq!(std::fs::read_to_string(dir.path().join("docs/notes.txt")).unwrap(), "NOTES\nmine\n");
+}

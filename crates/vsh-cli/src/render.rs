@@ -875,7 +875,10 @@ pub(crate) fn receipt_text_next(receipt: &Receipt, next: Option<String>) -> Stri
 pub(crate) fn is_decision_note(warning: &vsh::Warning) -> bool {
     matches!(
         warning,
-        vsh::Warning::Rewritten { .. } | vsh::Warning::ReviewRules { .. } | vsh::Warning::EarlierLosses { .. }
+        vsh::Warning::Rewritten { .. }
+            | vsh::Warning::ReviewRules { .. }
+            | vsh::Warning::EarlierLosses { .. }
+            | vsh::Warning::UnseenChanges { .. }
     )
 }
 

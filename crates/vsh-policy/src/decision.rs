@@ -639,10 +639,16 @@ pub enum RiskFlag {
     /// in a policy file: `tests/**` deleted or modified), whatever else it
     /// does (see [`crate::review`]).
     ReviewRule,
+    /// The diff replaces a file the run never read whose content differs
+    /// from what vsh last saw of it (read by earlier work, or left by a
+    /// commit): it was changed since, outside vsh or by other work, and this
+    /// run overwrote that change without seeing it (ux64 F3: an agent that
+    /// writes a whole file from an earlier read drops the user's edit).
+    UnseenChange,
 }
 
 impl RiskFlag {
-    /// The canonical tag: `Mutation`=1 through `ReviewRule`=11.
+    /// The canonical tag: `Mutation`=1 through `UnseenChange`=12.
     pub const fn tag(self) -> u8 {
         match self {
             Self::Mutation => 1,
@@ -656,6 +662,7 @@ impl RiskFlag {
             Self::ContentRewrite => 9,
             Self::GitRepository => 10,
             Self::ReviewRule => 11,
+            Self::UnseenChange => 12,
         }
     }
 
@@ -673,6 +680,7 @@ impl RiskFlag {
             Self::ContentRewrite => "content-rewrite",
             Self::GitRepository => "git-repository",
             Self::ReviewRule => "review-rule",
+            Self::UnseenChange => "unseen-change",
         }
     }
 }
@@ -1313,6 +1321,8 @@ mod tests {
             RiskFlag::PermissionChange,
             RiskFlag::ContentRewrite,
             RiskFlag::GitRepository,
+            RiskFlag::ReviewRule,
+            RiskFlag::UnseenChange,
         ];
         for (index, flag) in flags.iter().enumerate() {
             assert_eq!(usize::from(flag.tag()), index + 1);
@@ -1320,6 +1330,7 @@ mod tests {
         assert!(flags.windows(2).all(|pair| pair[0] < pair[1]));
         assert_eq!(RiskFlag::ExecutableChange.to_string(), "executable-change");
         assert_eq!(RiskFlag::ContentRewrite.to_string(), "content-rewrite");
+        assert_eq!(RiskFlag::UnseenChange.to_string(), "unseen-change");
         assert_eq!(DenyReason::DeleteRatio.to_string(), "delete-ratio");
         assert_eq!(DenyReason::ProtectedAccessAttempt.tag(), 1);
         let policy = PolicyDigest::digest(b"p");

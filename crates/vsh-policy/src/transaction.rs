@@ -77,6 +77,10 @@ pub struct PolicyInput<'a> {
     /// judged on that ([`crate::decision::is_lossy_rewrite`]); a modified
     /// file not named here is judged on its sizes.
     pub losses: &'a [ContentLoss],
+    /// Whether the diff replaces a file the run never read whose content
+    /// differs from what vsh last saw of it, as the caller found it in its
+    /// records: raises [`RiskFlag::UnseenChange`].
+    pub unseen_changes: bool,
 }
 
 impl<'a> PolicyInput<'a> {
@@ -300,6 +304,9 @@ impl TransactionPolicy {
         }
         if self.review.iter().any(|rule| input.diff.iter().any(|entry| rule.waits_for(entry))) {
             flags.push(RiskFlag::ReviewRule);
+        }
+        if input.unseen_changes {
+            flags.push(RiskFlag::UnseenChange);
         }
         if flags.is_empty() {
             Decision::AutoApproved
@@ -628,6 +635,18 @@ mod tests {
         .with_review([review("tests/**", crate::review::REVIEWABLE_CHANGES, None)]);
         let decision = denying.evaluate(&PolicyInput::new(&[modify("tests/test_a.py")]));
         assert_eq!(denied(&decision).reason, DenyReason::ProtectedMutation);
+    }
+
+    #[test]
+    fn an_unseen_change_waits_under_every_profile() {
+        for profile in PolicyProfile::ALL {
+            let policy = policy(profile);
+            let diff = [modify("src/a.py")];
+            let unseen = PolicyInput { unseen_changes: true, ..PolicyInput::new(&diff) };
+            assert!(flags(&policy.evaluate(&unseen)).contains(&RiskFlag::UnseenChange), "{profile:?}");
+            let seen = policy.evaluate(&PolicyInput::new(&diff));
+            assert!(!matches!(&seen, Decision::PendingApproval(m) if m.flags.contains(&RiskFlag::UnseenChange)));
+        }
     }
 
     #[test]

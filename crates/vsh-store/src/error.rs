@@ -319,6 +319,16 @@ pub enum StoreError {
         /// What failed.
         reason: &'static str,
     },
+    /// The workspace's record of what vsh last saw of its files
+    /// (`seen-contents`) does not decode or verify under the authority key.
+    #[error(
+        "the workspace's record of what vsh last saw of its files (seen-contents in its data directory) is \
+         corrupt: {reason}; remove the file to start afresh"
+    )]
+    CorruptSeenContents {
+        /// What failed.
+        reason: &'static str,
+    },
     /// A pending-approval artifact failed to decode or verify.
     #[error("artifact {blob} is invalid")]
     Artifact {

@@ -15,6 +15,7 @@
 use vsh_types::canon::Canonical;
 use vsh_types::{AuthorityKey, BlobId, NodeState, VPath};
 
+use crate::index::{IndexFormat, KeyedIndex, index_file};
 use crate::{DataDir, StoreError};
 
 /// The settings file that holds a workspace's unread contents.
@@ -23,17 +24,18 @@ pub const UNREAD_CONTENTS_FILE: &str = "unread-contents";
 /// The most entries it holds; the oldest go first.
 pub const MAX_UNREAD_ENTRIES: usize = 10_000;
 
-const MAGIC: &[u8; 8] = b"VSHUNR01";
-const MAC_DOMAIN: &str = "vsh 2026 unread contents v1";
 const KEY_DOMAIN: &str = "vsh 2026 unread content key v1";
-/// Magic and entry count.
-const HEADER: usize = 8 + 4;
-/// Key and content.
-const ENTRY: usize = 32 + 32;
-const TAG: usize = 32;
+
+const FORMAT: IndexFormat = IndexFormat {
+    file: UNREAD_CONTENTS_FILE,
+    magic: b"VSHUNR01",
+    mac_domain: "vsh 2026 unread contents v1",
+    max_entries: MAX_UNREAD_ENTRIES,
+    corrupt: |reason| StoreError::CorruptUnreadContents { reason },
+};
 
 /// The largest file it may be.
-pub const MAX_UNREAD_CONTENTS_BYTES: u64 = (HEADER + MAX_UNREAD_ENTRIES * ENTRY + TAG) as u64;
+pub const MAX_UNREAD_CONTENTS_BYTES: u64 = FORMAT.max_bytes::<32>();
 
 /// The digests of files commits removed or replaced unread, each by the
 /// path and the state its diff recorded ([`UnreadContents::key`]), oldest
@@ -41,7 +43,7 @@ pub const MAX_UNREAD_CONTENTS_BYTES: u64 = (HEADER + MAX_UNREAD_ENTRIES * ENTRY 
 /// (format in `docs/store-format.md`, "Unread contents").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UnreadContents {
-    entries: Vec<([u8; 32], BlobId)>,
+    index: KeyedIndex<32>,
 }
 
 impl UnreadContents {
@@ -57,100 +59,32 @@ impl UnreadContents {
 
     /// The content of the file at `path` in `state`, if a commit named it.
     pub fn get(&self, path: &VPath, state: &NodeState) -> Option<BlobId> {
-        let key = Self::key(path, state);
-        self.entries.iter().rev().find(|(known, _)| *known == key).map(|(_, content)| *content)
+        self.index.get(&Self::key(path, state)).map(|content| BlobId::from_bytes(*content))
     }
 
     /// Name `content` as the bytes of the file at `path` in `state`: the
     /// newest entry; the oldest go past [`MAX_UNREAD_ENTRIES`].
     pub fn insert(&mut self, path: &VPath, state: &NodeState, content: BlobId) {
-        let key = Self::key(path, state);
-        self.entries.retain(|(known, _)| *known != key);
-        self.entries.push((key, content));
-        if self.entries.len() > MAX_UNREAD_ENTRIES {
-            let over = self.entries.len() - MAX_UNREAD_ENTRIES;
-            self.entries.drain(..over);
-        }
+        self.index.insert(Self::key(path, state), *content.as_bytes(), MAX_UNREAD_ENTRIES);
     }
 
     /// How many entries it holds.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.index.len()
     }
 
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.index.len() == 0
     }
 
     /// The contents it names (for garbage collection to keep).
     pub fn contents(&self) -> impl Iterator<Item = BlobId> + '_ {
-        self.entries.iter().map(|(_, content)| *content)
-    }
-
-    /// The file's bytes: the magic, the count (`u32`, little-endian), each
-    /// entry oldest first (key, content), then the MAC under `key` over all
-    /// of it.
-    pub fn encode(&self, key: &AuthorityKey) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER + self.entries.len() * ENTRY + TAG);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        for (entry, content) in &self.entries {
-            out.extend_from_slice(entry);
-            out.extend_from_slice(content.as_bytes());
-        }
-        let tag = key.mac(MAC_DOMAIN).update(&out).finalize();
-        out.extend_from_slice(&tag);
-        out
-    }
-
-    /// Decode and verify what [`UnreadContents::encode`] wrote under `key`;
-    /// anything else is [`StoreError::CorruptUnreadContents`].
-    pub fn decode(bytes: &[u8], key: &AuthorityKey) -> Result<Self, StoreError> {
-        let corrupt = |reason| StoreError::CorruptUnreadContents { reason };
-        if bytes.len() < HEADER + TAG || bytes.len() as u64 > MAX_UNREAD_CONTENTS_BYTES {
-            return Err(corrupt("its length is out of bounds"));
-        }
-        let (body, tag) = bytes.split_at(bytes.len() - TAG);
-        if !key.mac(MAC_DOMAIN).update(body).verify(tag) {
-            return Err(corrupt("its MAC under the authority key does not verify"));
-        }
-        let (magic, rest) = body.split_at(8);
-        if magic != MAGIC {
-            return Err(corrupt("its magic is not VSHUNR01"));
-        }
-        let (count, rest) = rest.split_at(4);
-        let count = u32::from_le_bytes(count.try_into().map_err(|_| corrupt("it is cut short"))?) as usize;
-        if count > MAX_UNREAD_ENTRIES || rest.len() != count * ENTRY {
-            return Err(corrupt("its entry count does not match its length"));
-        }
-        let entries = rest
-            .chunks_exact(ENTRY)
-            .map(|entry| {
-                let (key, content) = entry.split_at(32);
-                let key: [u8; 32] = key.try_into().expect("32 bytes");
-                let content: [u8; 32] = content.try_into().expect("32 bytes");
-                (key, BlobId::from_bytes(content))
-            })
-            .collect();
-        Ok(Self { entries })
-    }
-
-    /// What `data` holds (none where it holds no file).
-    pub fn read(data: &DataDir, key: &AuthorityKey) -> Result<Self, StoreError> {
-        match data.read_setting(UNREAD_CONTENTS_FILE, MAX_UNREAD_CONTENTS_BYTES)? {
-            Some(bytes) => Self::decode(&bytes, key),
-            None => Ok(Self::default()),
-        }
-    }
-
-    /// Replace what `data` holds with this, whole and unsynced (as the loss
-    /// history is written: a machine crash may leave the one before, or one
-    /// whose MAC fails and is refused).
-    pub fn write(&self, data: &DataDir, key: &AuthorityKey) -> Result<(), StoreError> {
-        data.write_setting_unsynced(UNREAD_CONTENTS_FILE, &self.encode(key))
+        self.index.values().map(|content| BlobId::from_bytes(*content))
     }
 }
+
+index_file!(UnreadContents, FORMAT, 32);
 
 #[cfg(test)]
 mod tests {

@@ -46,10 +46,12 @@ mod error;
 mod faulty;
 mod gc;
 mod history;
+mod index;
 mod kept;
 mod legacy;
 mod record;
 mod scratch;
+mod seen;
 mod tempname;
 pub mod txlog;
 mod txn;
@@ -69,6 +71,7 @@ pub use history::{LOSS_HISTORY_FILE, LossHistory, MAX_LOSS_ENTRIES, MAX_LOSS_HIS
 pub use kept::{MAX_UNREAD_CONTENTS_BYTES, MAX_UNREAD_ENTRIES, UNREAD_CONTENTS_FILE, UnreadContents};
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
 pub use scratch::{Regranted, ScratchLock, ScratchReport};
+pub use seen::{MAX_SEEN_CONTENTS_BYTES, MAX_SEEN_ENTRIES, SEEN_CONTENTS_FILE, SeenContents, Sighting};
 pub use txn::{
     CommitOutcome, CommitStep, EXPIRE_BATCH, LogStats, RecordVersion, Salvaged, TransactionStore, TxStoreConfig,
 };

@@ -123,6 +123,9 @@ pub struct VirtualFs {
     overlay: OverlayMap,
     effects: Vec<Effect>,
     renames: u64,
+    /// The base files whose content the guest read ([`VirtualFs::read`],
+    /// [`VirtualFs::read_range`]), by their base path.
+    shown: BTreeSet<VPath>,
 }
 
 /// The overlay's entries, and how many times they were changed: every change
@@ -239,7 +242,13 @@ impl VirtualFs {
     /// directory, when it lies inside the workspace) are invisible: absent to
     /// lookups and missing from listings.
     pub fn new(dir: Arc<CapDir>, excluded: Vec<VPath>, limits: SnapshotLimits) -> Self {
-        Self { base: Base::new(dir, excluded, limits), overlay: OverlayMap::default(), effects: Vec::new(), renames: 0 }
+        Self {
+            base: Base::new(dir, excluded, limits),
+            overlay: OverlayMap::default(),
+            effects: Vec::new(),
+            renames: 0,
+            shown: BTreeSet::new(),
+        }
     }
 
     /// Leave the names `hidden` holds for out of every listing's recorded
@@ -626,15 +635,37 @@ impl VirtualFs {
         }
     }
 
+    /// The base files whose content the guest read, whole or a piece
+    /// ([`VirtualFs::read`], [`VirtualFs::read_range`]), by their base path
+    /// (a copy's reader read its origin's): what the program saw, as
+    /// against the content dependencies the read set also records for what
+    /// it only replaced or moved.
+    pub fn shown_contents(&self) -> &BTreeSet<VPath> {
+        &self.shown
+    }
+
+    /// Note that the guest read the content of base file `path`.
+    fn show(&mut self, path: &VPath) {
+        if !self.shown.contains(path) {
+            self.shown.insert(path.clone());
+        }
+    }
+
     /// Read a file's bytes. Symlinks are not followed.
     pub fn read(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
         match self.require(path)? {
-            Node::Base(NodeKind::File) => self.base.content(path),
+            Node::Base(NodeKind::File) => {
+                let bytes = self.base.content(path)?;
+                self.show(path);
+                Ok(bytes)
+            }
             Node::File => match self.overlay.get(path) {
                 Some(Overlay::File { content: ContentSource::Bytes(bytes), .. }) => Ok(Arc::clone(bytes)),
                 Some(Overlay::File { content: ContentSource::Base(origin), .. }) => {
                     let origin = origin.clone();
-                    self.base.content(&origin)
+                    let bytes = self.base.content(&origin)?;
+                    self.show(&origin);
+                    Ok(bytes)
                 }
                 _ => unreachable!("resolved overlay file"),
             },
@@ -652,14 +683,20 @@ impl VirtualFs {
     /// a slice at a time.
     pub fn read_range(&mut self, path: &VPath, offset: u64, length: u32) -> Result<Vec<u8>, VfsError> {
         match self.require(path)? {
-            Node::Base(NodeKind::File) => self.base.content_range(path, offset, length),
+            Node::Base(NodeKind::File) => {
+                let piece = self.base.content_range(path, offset, length)?;
+                self.show(path);
+                Ok(piece)
+            }
             Node::File => match self.overlay.get(path) {
                 Some(Overlay::File { content: ContentSource::Bytes(bytes), .. }) => {
                     Ok(base::slice_of(bytes, offset, length).to_vec())
                 }
                 Some(Overlay::File { content: ContentSource::Base(origin), .. }) => {
                     let origin = origin.clone();
-                    self.base.content_range(&origin, offset, length)
+                    let piece = self.base.content_range(&origin, offset, length)?;
+                    self.show(&origin);
+                    Ok(piece)
                 }
                 _ => unreachable!("resolved overlay file"),
             },

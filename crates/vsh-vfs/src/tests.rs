@@ -976,3 +976,30 @@ fn a_symlink_a_program_may_not_read_is_deleted_but_never_replaced() {
     vfs.unlink(&p("key")).unwrap();
     assert_eq!(vfs.canonical_diff().unwrap().len(), 1);
 }
+
+/// What the guest read is told apart from what it only replaced, copied or
+/// moved: all of those record the content in the read set (a commit's
+/// precondition), only a read (whole, a piece, or a copy's, of its origin)
+/// shows it.
+#[test]
+fn only_what_the_guest_read_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["whole.txt", "piece.txt", "origin.txt", "replaced.txt", "copied.txt", "moved.txt"] {
+        write(dir.path(), name, name.as_bytes());
+    }
+    let mut vfs = vfs_over(dir.path());
+    vfs.read(&p("whole.txt")).unwrap();
+    assert_eq!(vfs.read_range(&p("piece.txt"), 1, 2).unwrap(), b"ie");
+    vfs.copy_file(&p("origin.txt"), &p("copy.txt")).unwrap();
+    assert_eq!(&*vfs.read(&p("copy.txt")).unwrap(), b"origin.txt");
+    vfs.write(&p("replaced.txt"), Arc::from(&b"new"[..])).unwrap();
+    vfs.copy_file(&p("copied.txt"), &p("elsewhere.txt")).unwrap();
+    vfs.rename(&p("moved.txt"), &p("there.txt")).unwrap();
+    let diff = vfs.canonical_diff().unwrap();
+    assert!(diff.entries().iter().any(|entry| entry.path == p("replaced.txt")));
+    let shown: Vec<&str> = vfs.shown_contents().iter().map(VPath::as_str).collect();
+    assert_eq!(shown, ["origin.txt", "piece.txt", "whole.txt"]);
+    for name in ["replaced.txt", "copied.txt", "moved.txt"] {
+        assert!(vfs.read_set().entries[&p(name)].content.is_some(), "{name}: recorded, not shown");
+    }
+}

@@ -132,6 +132,8 @@ pub(crate) enum DecisionNote {
     Rewritten { lines: Vec<String>, total: u64 },
     /// [`crate::Warning::ReviewRules`].
     ReviewRules { lines: Vec<String>, total: u64 },
+    /// [`crate::Warning::UnseenChanges`].
+    UnseenChanges { lines: Vec<String>, total: u64 },
 }
 
 impl DecisionNote {
@@ -147,6 +149,9 @@ impl DecisionNote {
             }
             crate::Warning::ReviewRules { paths, total: all } => {
                 Some(Self::ReviewRules { lines: paths.clone(), total: total(*all) })
+            }
+            crate::Warning::UnseenChanges { files, total: all } => {
+                Some(Self::UnseenChanges { lines: files.clone(), total: total(*all) })
             }
             _ => None,
         }
@@ -164,6 +169,9 @@ impl DecisionNote {
             }
             Self::ReviewRules { lines, total: all } => {
                 crate::Warning::ReviewRules { paths: lines.clone(), total: total(*all) }
+            }
+            Self::UnseenChanges { lines, total: all } => {
+                crate::Warning::UnseenChanges { files: lines.clone(), total: total(*all) }
             }
         }
     }
@@ -555,15 +563,17 @@ mod tests {
             crate::Warning::ResultsCut { lists: 1 },
             crate::Warning::Rewritten { files: vec!["a.py: 90 of its 100 reviewed bytes lost".into()], total: 3 },
             crate::Warning::ReviewRules { paths: vec!["tests/a.py (delete): `tests/**`".into()], total: 1 },
+            crate::Warning::UnseenChanges { files: vec!["a.py: changed since 0a1b read it".into()], total: 2 },
         ];
         let noted = linked.clone().with_notes(&told);
         assert_eq!(noted.encode()[0], 7);
         let reread = Evidence::decode(&noted.encode()).unwrap();
         assert_eq!(reread.rerun_of, Some([9; 32]));
         let shown: Vec<crate::Warning> = reread.notes.iter().map(DecisionNote::to_warning).collect();
-        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!(shown.len(), 3, "{shown:?}");
         assert_eq!(shown[0].to_string(), told[1].to_string());
         assert_eq!(shown[1].to_string(), told[2].to_string());
+        assert_eq!(shown[2].to_string(), told[3].to_string());
         assert_eq!(linked.clone().with_notes(&told[..1]).encode(), linked.encode(), "nothing noted stays version 6");
         // Digests out of step with the names are none of theirs.
         let unmatched = Evidence { env_values: vec![[6; 32], [7; 32]], ..read };

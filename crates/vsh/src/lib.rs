@@ -27,6 +27,7 @@ mod request;
 mod review;
 mod run;
 mod runtime;
+mod unseen;
 
 pub use cancel::ExecutionCancellation;
 pub use candidate::{

@@ -314,6 +314,17 @@ pub enum Warning {
         /// How many paths in all.
         total: usize,
     },
+    /// Files this work, waiting for approval, replaced or removed without
+    /// reading them, whose content differs from what vsh last saw of them
+    /// (`unseen-change`: changed since, outside vsh or by other work; `path:
+    /// changed since TX read it; this run replaced it unread` each, at most
+    /// a few).
+    UnseenChanges {
+        /// One line per file.
+        files: Vec<String>,
+        /// How many files in all.
+        total: usize,
+    },
     /// This look at pending work found the workspace changed under it since
     /// its run (its revalidation, applying nothing) and recorded it stale:
     /// it can never be committed; its program can run again.
@@ -350,6 +361,10 @@ pub enum Warning {
     },
 }
 
+/// [`Warning::UnseenChanges`]' head.
+const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw them, overwritten by this run without \
+                              being read (a program that reads a file before it writes it keeps such a change): ";
+
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -379,6 +394,7 @@ impl std::fmt::Display for Warning {
                 listed(f, "review-rule: the policy has these changes wait for a reviewer: ", paths, *total)
             }
             Self::Rewritten { files, total } => listed(f, "content-rewrite: ", files, *total),
+            Self::UnseenChanges { files, total } => listed(f, UNSEEN_CHANGES, files, *total),
             Self::LossHistoryUnrecorded { reason } => loss_history_unrecorded(f, reason),
             Self::HiddenChanges => f.write_str(
                 "this work was made under another policy and changed paths this policy hides: they are not \

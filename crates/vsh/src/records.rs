@@ -118,6 +118,11 @@ pub(crate) struct Records {
     protected_data: Option<vsh_types::VPath>,
     /// The authority key: the recorded policy's MAC is made and checked with it.
     key: vsh_types::AuthorityKey,
+    /// What runs whose previews stay in this process saw, newest last, not
+    /// yet in the workspace's record of what vsh last saw: such a run
+    /// writes nothing to the store; the next write of the record (a
+    /// commit's) takes them.
+    unsaved_sightings: std::sync::Mutex<Vec<(vsh_types::VPath, vsh_store::Sighting)>>,
 }
 
 impl Records {
@@ -138,6 +143,7 @@ impl Records {
             protected_data,
             key,
             watched_policy: None,
+            unsaved_sightings: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -278,6 +284,47 @@ impl Records {
             contents.insert(path, state, *content);
         }
         let _ = contents.write(&self.data, &self.key);
+    }
+
+    /// What vsh last saw of the workspace's files
+    /// ([`vsh_store::SeenContents`]), with what this process's runs saw
+    /// and have not written yet; none where the record does not verify (it
+    /// only ever makes work wait for a reviewer: started afresh).
+    pub(crate) fn seen_contents(&self) -> vsh_store::SeenContents {
+        let mut seen = vsh_store::SeenContents::read(&self.data, &self.key).unwrap_or_default();
+        for (path, sighting) in self.unsaved_sightings.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter()
+        {
+            seen.insert(path, *sighting);
+        }
+        seen
+    }
+
+    /// Record `sightings` (each a path and what was seen there) as what vsh
+    /// saw last, after `seen` ([`Records::seen_contents`]): written when
+    /// `write` (with what earlier runs left unsaved) and that changes
+    /// anything, else kept in this process for the next write. Best effort:
+    /// a write refused leaves the record before it.
+    pub(crate) fn note_sightings(
+        &self,
+        mut seen: vsh_store::SeenContents,
+        sightings: impl IntoIterator<Item = (vsh_types::VPath, vsh_store::Sighting)>,
+        write: bool,
+    ) {
+        let mut unsaved = self.unsaved_sightings.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !write {
+            unsaved.extend(sightings);
+            let over = unsaved.len().saturating_sub(vsh_store::MAX_SEEN_ENTRIES);
+            unsaved.drain(..over);
+            return;
+        }
+        let mut changed = !unsaved.is_empty();
+        unsaved.clear();
+        for (path, sighting) in sightings {
+            changed |= seen.insert(&path, sighting);
+        }
+        if changed {
+            let _ = seen.write(&self.data, &self.key);
+        }
     }
 
     /// The data directory.

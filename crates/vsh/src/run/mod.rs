@@ -712,20 +712,22 @@ impl Runs {
     /// What the reviewer of pending work is told of its decision
     /// (auto-approved work is nobody's to approve: ux59 5): what earlier
     /// commits took (`earlier`), which files were judged rewritten, by how
-    /// much (ux63 4, ux64 F2: a first escalation said neither), and which
-    /// review rules hold it; kept in its evidence, so that every review
+    /// much (ux63 4, ux64 F2: a first escalation said neither), which
+    /// review rules hold it, and which files it replaced unseen; kept in its evidence, so that every review
     /// tells the same (ux65 F1).
     fn decision_notes(
         &self,
         earlier: Option<crate::Warning>,
         entries: &[vsh_types::DiffEntry],
         losses: &[vsh_policy::ContentLoss],
+        unseen: &[crate::unseen::UnseenChange],
     ) -> Vec<crate::Warning> {
         let ratio_of = |path: &VPath| self.policy.rewrite_ratio_for(path);
         earlier
             .into_iter()
             .chain(crate::losses::rewritten(entries, losses, &ratio_of))
             .chain(crate::receipt::by_review_rules(&self.policy, entries))
+            .chain(crate::unseen::note(unseen))
             .collect()
     }
 
@@ -739,6 +741,9 @@ impl Runs {
     ) -> Result<Ran, VshError> {
         let Concluding { request, vfs, diff, outcome, mut timings } = concluding;
         let stage_start = Instant::now();
+        // First, before anything below reads the image for its own ends
+        // (the git judgment reads `HEAD` and `config` files).
+        let unseen = crate::unseen::judge(vfs, diff.entries(), records, self.durable_previews.is_some());
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
@@ -751,6 +756,7 @@ impl Runs {
             git_repository,
             widens_private_content,
             losses: &losses,
+            unseen_changes: !unseen.is_empty(),
         });
         timings.policy = elapsed_ns(stage_start);
 
@@ -772,7 +778,7 @@ impl Runs {
             Decision::PendingApproval(_) => TransactionState::PendingApproval,
         };
         let notes = if state == TransactionState::PendingApproval {
-            self.decision_notes(earlier_losses, diff.entries(), &losses)
+            self.decision_notes(earlier_losses, diff.entries(), &losses, &unseen)
         } else {
             Vec::new()
         };
