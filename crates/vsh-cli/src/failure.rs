@@ -121,6 +121,23 @@ pub(crate) fn with_rerun_hint(
     Box::new(Failure { source: error, remedies, hint })
 }
 
+/// `Err` when `transaction` is a revert: it has no program to run again,
+/// reverting again makes it (sec73 F2: the rerun failed with "language
+/// session is not available").
+pub(crate) fn refuse_rerun_of_revert(
+    runtime: &vsh::Runtime,
+    transaction: vsh::TransactionId,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Some(receipt) = runtime.show(transaction)? else { return Ok(()) };
+    let Some(original) = crate::render::reverted_by(&receipt) else { return Ok(()) };
+    let original = original.get(..12).unwrap_or(original);
+    Err(format!(
+        "transaction {} is a revert of {original}, not a program to run again: `vsh revert {original}` makes it again",
+        transaction.short()
+    )
+    .into())
+}
+
 /// `vsh rerun TX` as it must be typed for the work's commands to get their
 /// grants again: with `--env NAME=VALUE` for each of the first run's
 /// variables whose value vsh's own environment cannot give again (vsh keeps
@@ -137,7 +154,12 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
             rerun.state.name()
         );
     }
-    let names = runtime.show(transaction).ok().flatten().and_then(|receipt| receipt.grants).map(|grants| grants.env);
+    let receipt = runtime.show(transaction).ok().flatten();
+    // A revert has no program: it is made again by reverting again (sec73 F2).
+    if let Some(original) = receipt.as_ref().and_then(crate::render::reverted_by) {
+        return format!("vsh revert {}", original.get(..12).unwrap_or(original));
+    }
+    let names = receipt.and_then(|receipt| receipt.grants).map(|grants| grants.env);
     let again = |name: &String| {
         std::env::var(name)
             .is_ok_and(|value| matches!(runtime.granted_value_is(transaction, name, &value), Ok(Some(true))))

@@ -1632,6 +1632,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     };
     let mut runtime = open(config()?)?;
     let id = runtime.resolve(&rerun.stored.transaction)?;
+    failure::refuse_rerun_of_revert(&runtime, id)?;
     let stored = runtime
         .program_to_run_again(id)?
         .ok_or_else(|| format!("transaction {id} has no stored program to run again"))?;

@@ -370,8 +370,12 @@ fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
         }
         TransactionState::Approved => Some(format!("vsh_commit {short}")),
         TransactionState::PendingApproval => Some(format!("vsh approve {short}")),
-        // Work that can never commit as it is: its program, run again (ux63 5).
-        TransactionState::Stale | TransactionState::Expired => Some("vsh_run".to_owned()),
+        // Work that can never commit as it is: its program, run again (ux63
+        // 5); a revert has none, it is reverted again (sec73 F2).
+        TransactionState::Stale | TransactionState::Expired => Some(
+            crate::render::reverted_by(receipt)
+                .map_or_else(|| "vsh_run".to_owned(), |of| format!("vsh_revert {}", of.get(..12).unwrap_or(of))),
+        ),
         _ => None,
     }
 }

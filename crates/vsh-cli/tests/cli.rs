@@ -4064,6 +4064,17 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     let refused = vsh(&["revert", "--workspace", ws_arg, "--json", &first], None);
     let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
     assert_eq!(document["hint"], serde_json::json!(format!("vsh revert {}", &second[..12])), "{document}");
+    // An edit outside vsh between the work and the later work: reverting
+    // the later work would leave it in the way just the same (ux68 M1).
+    let first = auto("from pathlib import Path\nPath('/workspace/d.txt').write_text('1\\n')");
+    std::fs::write(ws.join("d.txt"), "1\nby hand\n").unwrap();
+    let append = "from pathlib import Path\np = Path('/workspace/d.txt')\np.write_text(p.read_text() + '2\\n')";
+    let later = auto(append);
+    let refused = vsh(&["revert", "--workspace", ws_arg, "--json", &first], None);
+    let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    let message = document["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("by later work {} and by edits made outside vsh", &later[..12])), "{document}");
+    assert_eq!(document["hint"], serde_json::Value::Null, "{document}");
     // A revert gone stale is made again by reverting again, not by a
     // rerun, which cannot run it (ux67 F3).
     let stale = id_of(&vsh(&["revert", "--workspace", ws_arg, &second], None));
@@ -4071,6 +4082,15 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     assert_eq!(vsh(&["commit", "--workspace", ws_arg, &stale], None).status.code(), Some(6));
     let review = String::from_utf8_lossy(&vsh(&["show", "--workspace", ws_arg, &stale], None).stdout).into_owned();
     assert!(review.contains(&format!("next       vsh revert {}", &second[..12])), "{review}");
+    // So does the refused commit, and a rerun of the revert says what does
+    // (sec73 F2: the hint was `vsh rerun`, which cannot run a revert).
+    let refused = vsh(&["commit", "--workspace", ws_arg, "--json", &stale], None);
+    let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(document["hint"], serde_json::json!(format!("vsh revert {}", &second[..12])), "{document}");
+    let rerun = vsh(&["rerun", "--workspace", ws_arg, &stale], None);
+    assert_ne!(rerun.status.code(), Some(0));
+    let error = String::from_utf8_lossy(&rerun.stderr);
+    assert!(error.contains(&format!("`vsh revert {}` makes it again", &second[..12])), "{error}");
 }
 
 /// A revert puts back files the work removed without reading them (`rm`:

@@ -89,7 +89,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     let committed = call(&client, "vsh_commit", json!({"transaction": &id[..8]})).await;
     commit_text_leaves_out_the_output(&committed, "made b\n");
     assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "ALPHA\n");
-    committed_once(&client, &id).await;
+    committed_once(&client, &ws, &id).await;
 
     // Auto mode commits what the policy auto-approves.
     let auto = call(
@@ -213,7 +213,17 @@ async fn waiting_work_names_the_operators_step(client: &rmcp::Peer<rmcp::RoleCli
     assert_eq!(shown.document["receipt"]["next"], waiting.document["next"], "{}", shown.document);
 }
 
-async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
+/// A revert of `id` gone stale (`revert`, of a commit that made `b.txt`)
+/// is reverted again: it has no program to run again (sec73 F2).
+async fn a_stale_revert_is_reverted_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, id: &str, revert: &str) {
+    std::fs::write(ws.join("b.txt"), "ALPHA\nedited\n").unwrap();
+    let stale = call(client, "vsh_show", json!({"transaction": &revert[..8]})).await;
+    assert_eq!(stale.document["receipt"]["state"], "stale", "{}", stale.document);
+    assert_eq!(stale.document["receipt"]["next"], format!("vsh_revert {}", &id[..12]), "{}", stale.document);
+    std::fs::write(ws.join("b.txt"), "ALPHA\n").unwrap();
+}
+
+async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, id: &str) {
     let again = call(client, "vsh_commit", json!({"transaction": &id[..8]})).await;
     assert!(!again.is_error && again.text.starts_with("already committed"), "{}", again.text);
     assert_eq!(again.document["state"], "committed", "{}", again.text);
@@ -228,6 +238,7 @@ async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
     assert!(reverted.document["changes"].as_array().is_some_and(|changes| !changes.is_empty()), "{}", reverted.text);
     let twice = call(client, "vsh_revert", json!({"transaction": &id[..8], "mode": "sideways"})).await;
     assert!(twice.is_error && twice.text.contains("give preview or auto"), "{}", twice.text);
+    a_stale_revert_is_reverted_again(client, ws, id, reverted.document["transaction"].as_str().unwrap()).await;
 }
 
 /// The text names what changed (what many hosts show the model): each

@@ -66,7 +66,7 @@ impl Runtime {
             changed = added_since(&mut vfs, self.runs.policy().calls(), &diff)?;
         }
         if !changed.is_empty() {
-            let (later, reverted_by, outside) = self.later_work(&record, &changed, &mut vfs);
+            let (later, reverted_by, outside) = self.later_work(&record, &diff, &changed, &mut vfs);
             // A path the policy hides is named by the nearest directory it
             // does not (sec72 F1: a user's secrets put into a directory the
             // agent made were named to the agent).
@@ -125,15 +125,18 @@ impl Runtime {
         self.promote(Concluding { request: &request, vfs: &mut vfs, diff: canonical, outcome, timings }, started)
     }
 
-    /// The committed work after `record` that changed any of `paths`
-    /// (what stands in a revert's way, ux66 F2), oldest first: at most
-    /// [`LATER_NAMED`], of the [`LATER_SCANNED`] commits after it; the one
-    /// among them that is a revert of `record` itself, if any; and whether
-    /// any of `paths` holds what none of them left (an edit made outside
-    /// vsh, ux67 F2: reverting the later work would not clear the way).
+    /// The committed work after `record` (whose diff is `diff`) that changed
+    /// any of `paths` (what stands in a revert's way, ux66 F2), oldest
+    /// first: at most [`LATER_NAMED`], of the [`LATER_SCANNED`] commits
+    /// after it; the one among them that is a revert of `record` itself, if
+    /// any; and whether any of `paths` was edited outside vsh: it holds what
+    /// none of them left (ux67 F2), or a later work found it other than the
+    /// work before it left it (ux68 M1: an edit between two commits, which
+    /// reverting the later work, or reverting anything, never clears).
     fn later_work(
         &self,
         record: &vsh_store::TransactionRecord,
+        diff: &vsh_types::CanonicalDiff,
         paths: &[vsh_types::VPath],
         vfs: &mut VirtualFs,
     ) -> (Vec<TransactionId>, Option<TransactionId>, bool) {
@@ -144,15 +147,23 @@ impl Runtime {
         records.sort_by_key(|other| (other.updated_ms, other.sequence));
         let mut later = Vec::new();
         let mut reverted_by = None;
-        // Each path's state as the newest later work left it.
-        let mut left: std::collections::BTreeMap<&vsh_types::VPath, Option<NodeState>> =
-            std::collections::BTreeMap::new();
+        let mut outside = false;
+        // Each path's state as the newest work left it: the reverted work
+        // first (absent, for a name added under a directory it made).
+        let mut left: std::collections::BTreeMap<&vsh_types::VPath, Option<NodeState>> = paths
+            .iter()
+            .map(|path| {
+                let entry = diff.entries().binary_search_by(|entry| entry.path.cmp(path)).ok();
+                (path, entry.and_then(|at| diff.entries()[at].after))
+            })
+            .collect();
         for other in records.iter().take(LATER_SCANNED) {
             let Ok(diff) = self.records.stored_diff(other.id) else { continue };
             let mut touched = false;
             for entry in diff.entries() {
                 if let Some(path) = paths.iter().find(|path| **path == entry.path) {
-                    left.insert(path, entry.after);
+                    let before = left.insert(path, entry.after).flatten();
+                    outside |= !same_node(before.as_ref(), entry.before.as_ref());
                     touched = true;
                 }
             }
@@ -166,9 +177,9 @@ impl Runtime {
                 later.push(other.id);
             }
         }
-        let outside = paths.iter().any(|path| match left.get(path) {
-            None => true,
-            Some(state) => !vfs.base_holds(path, state.as_ref()).unwrap_or(false),
+        outside |= paths.iter().any(|path| {
+            let state = left.get(path).copied().flatten();
+            !vfs.base_holds(path, state.as_ref()).unwrap_or(false)
         });
         (later, reverted_by, outside)
     }
@@ -333,4 +344,21 @@ fn is_cache(
         }
     }
     Ok(true)
+}
+
+/// Whether `left` (what one work left at a path) and `found` (what the
+/// next work found there) are the same node: kind, mode and size, and the
+/// content where both know it by its digest (a state recorded by its stamp
+/// alone knows none).
+fn same_node(left: Option<&NodeState>, found: Option<&NodeState>) -> bool {
+    match (left, found) {
+        (None, None) => true,
+        (Some(left), Some(found)) => {
+            left.kind == found.kind
+                && left.mode == found.mode
+                && left.size == found.size
+                && (left.content.is_none() || found.content.is_none() || left.content == found.content)
+        }
+        _ => false,
+    }
 }
