@@ -708,17 +708,19 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     advice
 }
 
+/// The advice's words for a Bash program that needed real bash.
+pub(crate) const BOUNDED_BASH: &str =
+    "a Bash program runs in vsh's bounded interpreter, which has no installed programs";
+
 /// What a failure's chain and output (`printed`) say to do: signs of a
 /// program that is no program, of a missing network, of a Bash program
 /// that needed real bash or a Monty program that needed commands.
 fn advice_from_output(printed: &str) -> Vec<String> {
     let mut advice = Vec::new();
     if printed.contains("command not available in the vsh-bash-bounded-v1 profile") {
-        advice.push(
-            "a Bash program runs in vsh's bounded interpreter, which has no installed programs; `vsh run --confined \
-             FILE` runs it in real bash in a candidate, where they are"
-                .to_owned(),
-        );
+        advice.push(format!(
+            "{BOUNDED_BASH}; `vsh run --confined FILE` runs it in real bash in a candidate, where they are"
+        ));
     }
     if printed.contains("No module named 'subprocess'")
         || printed.contains("module 'os' has no attribute 'system'")

@@ -856,6 +856,7 @@ impl VshServer {
             .get_progress_token()
             .map(|token| report_progress(context.peer.clone(), token, budget.max_duration));
         let bounds = self.options.bounds;
+        let runs_commands = self.options.commands.is_some();
         let run_cancel = cancel.clone();
         // What the server would have given: the agent's own budget may be what ended the run.
         let (allowed, given) = (ceiling.max_duration, budget.max_duration);
@@ -897,6 +898,16 @@ impl VshServer {
                             document.hint = Some(
                                 "pass \"accept_failure\": true to keep a failing run's changes as its outcome, \
                                  for review"
+                                    .to_owned(),
+                            );
+                        } else if runs_commands && advice.iter().any(|line| line.contains(crate::failure::BOUNDED_BASH))
+                        {
+                            // The agent may run real bash here itself (ux68 M5:
+                            // it was sent to the operator).
+                            document.hint = Some(
+                                "this server runs real commands: vsh_run with \"language\": \"command\" and \
+                                 \"code\": [\"bash\", \"-c\", SCRIPT] runs the script in real bash, confined in a \
+                                 candidate of the workspace"
                                     .to_owned(),
                             );
                         } else if own_time {

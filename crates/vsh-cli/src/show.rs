@@ -213,11 +213,7 @@ pub(crate) fn show(
                 policy.digest.short()
             );
         } else if decided_under(&receipt).is_some_and(|digest| digest != runtime.policy().digest()) {
-            println!(
-                "policy       the workspace's policy changed since this was made: approve refuses it; \
-                 `vsh rerun {}` makes new work under the policy in force",
-                id.short()
-            );
+            println!("policy       {}", policy_changed_line(&receipt));
         }
         let program = if args.protected { runtime.program_to_run_again(id)? } else { runtime.stored_program(id)? };
         if let Some(stored) = program {
@@ -225,4 +221,20 @@ pub(crate) fn show(
         }
     }
     Ok(exit_code(&receipt, Asked::Review, output.detailed))
+}
+
+/// What `vsh show` says of work made under a workspace policy replaced
+/// since: what approving it does now, and what makes it again, for work
+/// that could still be approved; only the fact, for work that is over
+/// (ux68 M3: committed work was told `vsh rerun`, which would do it twice).
+fn policy_changed_line(receipt: &vsh::Receipt) -> String {
+    use vsh::TransactionState as S;
+    match receipt.state {
+        S::PendingApproval | S::AutoApproved | S::Approved => format!(
+            "the workspace's policy changed since this was made: approve refuses it; `vsh rerun {}` makes new work \
+             under the policy in force",
+            receipt.transaction.short()
+        ),
+        _ => format!("made under the workspace's policy as it was then, since replaced ({})", receipt.state.name()),
+    }
 }

@@ -422,9 +422,16 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     // changes it, its approval is refused as before.
     let run = vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('a.txt').unlink()"));
     let id = id_of(&run);
+    let done = id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('d.txt').unlink()")));
+    assert_eq!(vsh(&["approve", "--commit", &done, "--workspace", ws], None).status.code(), Some(0));
     assert_eq!(vsh(&["init", "--workspace", ws, "--profile", "strict"], None).status.code(), Some(0));
     let shown = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
     assert!(shown.contains("the workspace's policy changed since this was made"), "{shown}");
+    // Committed work is told no more than that (ux68 M3: running it again
+    // would do it twice).
+    let shown = String::from_utf8_lossy(&vsh(&["show", &done, "--workspace", ws], None).stdout).into_owned();
+    assert!(shown.contains("policy       made under the workspace's policy as it was then, since replaced"), "{shown}");
+    assert!(!shown.contains("vsh rerun"), "{shown}");
     let refused = vsh(&["approve", &id, "--workspace", ws], None);
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("vsh rerun"), "{refused:?}");

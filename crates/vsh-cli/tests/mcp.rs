@@ -767,6 +767,12 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     );
     let nested = call(&plain, "vsh_run", json!({"code": "vsh_exec(['true'])"})).await;
     assert!(nested.is_error, "{}", nested.document);
+    let bash = call(&plain, "vsh_run", json!({"code": "make test", "language": "bash"})).await;
+    assert!(
+        bash.document["hint"].as_str().is_some_and(|hint| hint.contains("vsh run --confined")),
+        "{}",
+        bash.document
+    );
     plain.cancel().await.unwrap();
     // With it: a command is a run like any, and so is a program's vsh_exec, with the operator's environment.
     let serve_args = ["--workspace", ws_arg, "--commands", "--env", "GREETING=hi"];
@@ -856,7 +862,18 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     assert!(quiet.text.contains("exit status: 0") && quiet.text.contains("stderr:\nwarned"), "{}", quiet.text);
     assert!(quiet.text.contains("nothing to commit") && !quiet.text.contains("vsh_commit"), "{}", quiet.text);
     pending_names_the_command(&client).await;
+    bash_that_needs_programs_is_pointed_at_commands(&client).await;
     client.cancel().await.unwrap();
+}
+
+/// A Bash program that calls an installed program fails in the bounded
+/// interpreter; on a server that runs real commands the agent is told how
+/// to run it in real bash itself (ux68 M5: it was sent to the operator).
+async fn bash_that_needs_programs_is_pointed_at_commands(client: &rmcp::Peer<rmcp::RoleClient>) {
+    let bash = call(client, "vsh_run", json!({"code": "make test", "language": "bash"})).await;
+    let hint = bash.document["hint"].as_str().unwrap_or_default();
+    assert!(bash.is_error && hint.contains("\"code\": [\"bash\", \"-c\", SCRIPT]"), "{}", bash.document);
+    assert!(!hint.contains("for the operator"), "{hint}");
 }
 
 /// `vsh_pending`'s text says what each preview of a command ran, as `vsh
