@@ -115,7 +115,8 @@ pub(crate) enum Command {
     /// the store no longer holds what it replaced (a commit keeps up to 1
     /// MiB a file, until vsh gc).
     Revert(RevertArgs),
-    /// List transactions waiting for approval or commit.
+    /// List transactions waiting for approval or commit, and interrupted
+    /// commits waiting for an operator (vsh recover --restore TX).
     Pending(Common),
     /// List finished transactions, newest first: committed, rejected,
     /// expired, stale, failed, denied.

@@ -254,9 +254,11 @@ fn workspace(path: &Path) -> Vec<Check> {
             "run vsh doctor again when it is done",
         )
     } else if recovery.needs_attention() {
+        // The workspace is not as any work left it until an operator
+        // settles it: a failure, not a warning (ux68 M4).
         Check::not_ok(
             "recovery",
-            Status::Warn,
+            Status::Fail,
             format!("interrupted commits need an operator: {}", recovery_summary(recovery)),
             "run vsh recover to see which paths, and vsh recover --restore TX to put one back",
         )

@@ -50,6 +50,14 @@ fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocum
 pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
     // Newest first, as `vsh log` lists.
     let (mut waiting, stale) = runtime.pending_and_stale()?;
+    // A commit an operator must settle waits too (ux68 M4: it was in no list).
+    let recovering: Vec<_> = runtime
+        .transactions()?
+        .into_iter()
+        .filter(|record| record.state == TransactionState::RecoveryRequired)
+        .collect();
+    let settle: Vec<String> = recovering.iter().map(|record| record.id.short()).collect();
+    waiting.extend(recovering);
     // What went stale is said, with what changed (ux63 1: dropped without a word).
     for found in &stale {
         say!("vsh: {}", crate::render::found_stale_text(found));
@@ -62,6 +70,12 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
         println!("no pending transactions");
     } else {
         anstream::print!("{}", render::pending_table(&rows, now));
+        for id in &settle {
+            println!(
+                "{id} is an interrupted commit whose paths someone else changed meanwhile: `vsh recover` names \
+                 them, `vsh recover --restore {id}` puts the workspace back as it was before it"
+            );
+        }
         if rows.len() > 1 {
             // A long queue's shape in one line (ux57 #5).
             let count = |state: vsh::TransactionState| rows.iter().filter(|row| row.record.state == state).count();

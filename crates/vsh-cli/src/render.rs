@@ -806,6 +806,9 @@ pub(crate) fn next_step(receipt: &Receipt) -> Option<String> {
                 |of| format!("vsh revert {}", of.get(..12).unwrap_or(of)),
             ))
         }
+        // A commit interrupted while someone else changed its paths: only
+        // an operator settles it (ux68 M4: no step was named).
+        vsh::TransactionState::RecoveryRequired => Some(format!("vsh recover --restore {short}")),
         // Nothing: how to undo it, should it be wrong (ux66 F7).
         vsh::TransactionState::Committed if receipt.changed_paths > 0 => {
             Some(format!("done; to undo it: vsh revert {short}"))

@@ -784,6 +784,17 @@ impl vsh::lower::vsh_commit::FaultInjector for AppendAfterInstall {
 
 #[test]
 fn recover_names_what_a_racing_writer_left_and_restore_puts_the_before_state_back() {
+    racing_writer_left_and_restored(false);
+}
+
+/// The same, for work whose preview was durable (the command line's): its
+/// review has a receipt of its own, whose next step is the restore too.
+#[test]
+fn recover_names_what_a_racing_writer_left_in_durable_work_and_show_names_the_restore() {
+    racing_writer_left_and_restored(true);
+}
+
+fn racing_writer_left_and_restored(durable: bool) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     write(&ws, "a.txt", "alpha");
@@ -791,13 +802,12 @@ fn recover_names_what_a_racing_writer_left_and_restore_puts_the_before_state_bac
     let key = dir.path().join("authority.key");
     let worker = vsh::WorkerConfig::new(env!("CARGO_BIN_EXE_vsh")).with_args(["__vsh-monty-worker"]);
     let writer = std::sync::Arc::new(AppendAfterInstall { path: ws.join("a.txt"), done: false.into() });
-    let runtime = vsh::Runtime::open(
-        vsh::RuntimeConfig::new(&ws)
-            .with_worker(worker)
-            .with_authority_key_file(&key)
-            .with_commit_fault_injector(writer),
-    )
-    .unwrap();
+    let config = vsh::RuntimeConfig::new(&ws)
+        .with_worker(worker)
+        .with_authority_key_file(&key)
+        .with_commit_fault_injector(writer);
+    let config = if durable { config.with_durable_previews(vsh::DurablePreviews::default()) } else { config };
+    let runtime = vsh::Runtime::open(config).unwrap();
     let program = "from pathlib import Path\nPath('a.txt').write_text('changed')\nPath('b.txt').write_text('new b')";
     let receipt = runtime.run(&vsh::RunRequest::new(program).with_mode(vsh::RunMode::Auto)).unwrap_err();
     assert!(matches!(receipt, vsh::VshError::Commit(_)), "{receipt:?}");
@@ -821,6 +831,17 @@ fn recover_names_what_a_racing_writer_left_and_restore_puts_the_before_state_bac
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(value["unresolved"][0]["transaction"], id.as_str());
     assert_eq!(value["unresolved"][0]["paths"][0]["path"], "a.txt");
+    // It waits for an operator, and every place one looks says so (ux68 M4).
+    let pending = String::from_utf8_lossy(&cli(&["pending", "--workspace", ws_arg]).stdout).into_owned();
+    assert!(pending.contains(&id[..12]) && pending.contains("recovery-required"), "{pending}");
+    assert!(pending.contains(&format!("vsh recover --restore {}", &id[..12])), "{pending}");
+    let listed: serde_json::Value =
+        serde_json::from_slice(&cli(&["pending", "--workspace", ws_arg, "--json"]).stdout).unwrap();
+    assert_eq!(listed["transactions"][0]["state"], "recovery-required", "{listed}");
+    let shown = String::from_utf8_lossy(&cli(&["show", "--workspace", ws_arg, &id]).stdout).into_owned();
+    assert!(shown.contains(&format!("next       vsh recover --restore {}", &id[..12])), "{shown}");
+    let doctor = cli(&["doctor", "--workspace", ws_arg]);
+    assert_eq!(doctor.status.code(), Some(1), "{}", String::from_utf8_lossy(&doctor.stdout));
 
     let restored = cli(&["recover", "--workspace", ws_arg, "--restore", &id]);
     let stdout = String::from_utf8_lossy(&restored.stdout);
