@@ -5421,3 +5421,56 @@ fn next_step_of(failed: &Output) -> Vec<String> {
     let next = stderr.lines().find_map(|line| line.strip_prefix("vsh: next: `")).unwrap_or_else(|| panic!("{stderr}"));
     shlex::split(next.trim_end_matches('`')).unwrap()
 }
+
+/// A revert refused for a path the policy in force hides (work made under
+/// an operator's per-run policy that let it write a secret) names the
+/// nearest directory it does not hide, never the hidden name (sec73 F1).
+#[test]
+fn a_refused_revert_never_names_a_path_the_policy_hides() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "a.txt", "a\n");
+    let ws_arg = ws.to_str().unwrap();
+    let open = dir.path().join("open.toml");
+    std::fs::write(&open, "version = 1\n[defaults]\nsecrets = false\n").unwrap();
+    let made = vsh(
+        &[
+            "exec",
+            "--workspace",
+            ws_arg,
+            "--policy",
+            open.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "mkdir -p keys; echo k > keys/.env.prod-payments-key; echo k > .env.prod-payments-key",
+        ],
+        None,
+    );
+    let id = id_of(&made);
+    let approved = vsh(&["approve", "--commit", "--workspace", ws_arg, &id], None);
+    assert_eq!(approved.status.code(), Some(0), "{approved:?}");
+    assert!(ws.join(".env.prod-payments-key").exists());
+    for format in [None, Some("--json")] {
+        let mut args = vec!["revert", "--workspace", ws_arg, &id];
+        args.extend(format);
+        let refused = vsh(&args, None);
+        assert_ne!(refused.status.code(), Some(0), "{refused:?}");
+        let said = format!("{}{}", String::from_utf8_lossy(&refused.stdout), String::from_utf8_lossy(&refused.stderr));
+        assert!(said.contains("cannot revert"), "{said}");
+        assert!(!said.contains(".env.prod"), "a hidden name is never said: {said}");
+    }
+    // One whose bytes were never kept (over 1 MiB, removed unread) alike.
+    write(&ws, "big/.env.huge", &"x".repeat(2 << 20));
+    let removed =
+        vsh(&["exec", "--workspace", ws_arg, "--policy", open.to_str().unwrap(), "--", "rm", "big/.env.huge"], None);
+    let id = id_of(&removed);
+    assert_eq!(vsh(&["approve", "--commit", "--workspace", ws_arg, &id], None).status.code(), Some(0));
+    let refused = vsh(&["revert", "--workspace", ws_arg, &id], None);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("cannot revert") && said.contains("at big:"), "{said}");
+    assert!(!said.contains(".env.huge"), "a hidden name is never said: {said}");
+}

@@ -71,15 +71,7 @@ impl Runtime {
             // does not (sec72 F1: a user's secrets put into a directory the
             // agent made were named to the agent).
             let calls = self.runs.policy().calls();
-            let mut paths: Vec<vsh_types::VPath> = changed
-                .into_iter()
-                .map(|mut path| {
-                    while calls.is_hidden(&path) {
-                        path = path.parent().unwrap_or_default();
-                    }
-                    path
-                })
-                .collect();
+            let mut paths: Vec<vsh_types::VPath> = changed.into_iter().map(|path| visible(calls, path)).collect();
             paths.dedup();
             return Err(VshError::RevertChanged { transaction, paths, later, reverted_by, outside });
         }
@@ -99,7 +91,7 @@ impl Runtime {
         for file in &files {
             crate::candidate::seed::apply(&mut vfs, calls, file).map_err(|reason| VshError::RevertUnavailable {
                 transaction,
-                path: file.path.clone(),
+                path: visible(calls, file.path.clone()),
                 reason,
             })?;
         }
@@ -241,7 +233,7 @@ impl Runtime {
     ) -> Result<SeedFile, VshError> {
         let unavailable = |reason: &str| VshError::RevertUnavailable {
             transaction,
-            path: entry.path.clone(),
+            path: visible(self.runs.policy().calls(), entry.path.clone()),
             reason: reason.to_owned(),
         };
         let node = match entry.before {
@@ -361,4 +353,14 @@ fn same_node(left: Option<&NodeState>, found: Option<&NodeState>) -> bool {
         }
         _ => false,
     }
+}
+
+/// `path`, or the nearest directory above it the policy `calls` does not
+/// hide: what a refusal names (sec72 F1, sec73 F1: a hidden name reached
+/// the agent through a revert's error).
+fn visible(calls: &vsh_policy::CallPolicy, mut path: vsh_types::VPath) -> vsh_types::VPath {
+    while calls.is_hidden(&path) {
+        path = path.parent().unwrap_or_default();
+    }
+    path
 }
