@@ -103,7 +103,7 @@ fn pending_work_carries_its_small_contents_in_its_artifact_and_commits_them_from
 }
 
 #[test]
-fn a_lapsed_approval_expires_and_never_commits() {
+fn a_lapsed_approval_never_commits_and_the_work_waits_for_another() {
     let dir = workspace(&[("old.txt", "old\n")]);
     let before = tree(dir.path());
     let runtime = open(&dir);
@@ -111,15 +111,19 @@ fn a_lapsed_approval_expires_and_never_commits() {
     runtime.approve(pending.transaction, PrincipalId::digest(b"r"), 1_000, 2_000).unwrap();
     // The window is exclusive at its end.
     let lapsed = runtime.commit(pending.transaction, 2_000);
-    assert!(matches!(lapsed, Err(VshError::Store(StoreError::ApprovalExpired { now_ms: 2_000, .. }))), "{lapsed:?}");
-    assert_eq!(runtime.transaction(pending.transaction).unwrap().unwrap().state, TransactionState::Expired);
+    assert!(matches!(lapsed, Err(VshError::Store(StoreError::ApprovalLapsed { now_ms: 2_000, .. }))), "{lapsed:?}");
     assert_eq!(tree(dir.path()), before);
-    let again = runtime.approve(pending.transaction, PrincipalId::digest(b"r"), 3_000, 4_000);
+    // The work is not lost with its approval (ux68 M6): it waits for one
+    // again, and commits under a new one.
+    assert_eq!(runtime.transaction(pending.transaction).unwrap().unwrap().state, TransactionState::PendingApproval);
+    let again = runtime.commit(pending.transaction, 2_500);
     assert!(
-        matches!(again, Err(VshError::NotApprovable { state: TransactionState::Expired, .. })),
-        "expired work is never approved again: {again:?}"
+        matches!(again, Err(VshError::NotCommittable { state: TransactionState::PendingApproval, .. })),
+        "{again:?}"
     );
-    assert_eq!(runtime.transaction(pending.transaction).unwrap().unwrap().state, TransactionState::Expired);
+    runtime.approve(pending.transaction, PrincipalId::digest(b"r"), 3_000, 4_000).unwrap();
+    assert_eq!(runtime.commit(pending.transaction, 3_500).unwrap().state, TransactionState::Committed);
+    assert!(!dir.path().join("old.txt").exists());
 }
 
 #[test]

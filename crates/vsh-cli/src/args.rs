@@ -524,6 +524,7 @@ pub(crate) struct ApproveArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) principal: Option<String>,
     /// How long the approval lasts (15m, 2h, 900 seconds); at most 30 days.
+    /// Not committed by then, the work waits for an approval again.
     #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = approval_window)]
     pub(crate) ttl: Duration,
     /// Commit it at once, once approved (`vsh approve TX && vsh commit TX`

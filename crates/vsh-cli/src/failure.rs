@@ -74,6 +74,10 @@ pub(crate) fn with_rerun_hint(
         | VshError::NotCommittable { state: S::Stale | S::Expired | S::Rejected | S::Failed, .. } => {
             Some(rerun_line(runtime, transaction))
         }
+        // Its approval lapsed before its commit: it waits for another (ux68 M6).
+        VshError::Store(vsh::lower::vsh_store::StoreError::ApprovalLapsed { .. }) => {
+            Some(format!("vsh show {short} && vsh approve --commit {short}"))
+        }
         VshError::NotCommittable { state: S::PendingApproval, .. } => {
             Some(format!("vsh show {short} && vsh approve {short} && vsh commit {short}"))
         }

@@ -2050,18 +2050,6 @@ fn approve_command(
         // reject or commit does.
         Err(vsh::VshError::NotApprovable { state: TransactionState::Approved, .. }) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
-            if let Some(grant) = record.approval.as_ref().filter(|grant| grant.expires_ms() <= now) {
-                // Approved, but the approval lapsed (the record moves to
-                // expired at its next change): no longer committable.
-                return Err(format!(
-                    "transaction {} was approved, but its approval lapsed {}; it cannot be approved again: \
-                     `vsh rerun {}` runs its program again",
-                    record.id.short(),
-                    render::relative(grant.expires_ms(), now),
-                    record.id.short()
-                )
-                .into());
-            }
             if json {
                 print_record(runtime, &record)?;
             } else if !output.quiet {

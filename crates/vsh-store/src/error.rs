@@ -275,6 +275,22 @@ pub enum StoreError {
         /// The caller's clock.
         now_ms: u64,
     },
+    /// The approval lapsed before the work was committed; the work waits
+    /// for an approval again (durably `PendingApproval`, its grant dropped).
+    #[error(
+        "the approval of transaction {} lapsed {} ago, before its commit: the work waits for an approval again \
+         (an approval lasts its --ttl; `vsh approve --commit` approves and commits in one)",
+        id.short(),
+        elapsed(*expires_ms, *now_ms)
+    )]
+    ApprovalLapsed {
+        /// The transaction.
+        id: TransactionId,
+        /// When the grant expired.
+        expires_ms: u64,
+        /// The caller's clock.
+        now_ms: u64,
+    },
     /// The record changed since the reservation last moved it (someone else
     /// transitioned it), so the reservation no longer holds.
     #[error("the reservation of transaction {id} was lost: the record changed under it")]

@@ -126,16 +126,26 @@ impl TransactionRecord {
     }
 
     /// Whether this record is due to expire at `now_ms`: a pending request or
-    /// a durable auto-approved preview past its expiry, or an approval whose
-    /// grant has lapsed.
+    /// a durable auto-approved preview past its expiry, or approved work
+    /// whose grant has lapsed past it too (while its grant holds, the grant
+    /// governs).
     pub fn is_due_to_expire(&self, now_ms: u64) -> bool {
+        let past_window = self.pending_expires_ms.is_some_and(|expires| now_ms >= expires);
         match self.state {
-            TransactionState::PendingApproval | TransactionState::AutoApproved => {
-                self.pending_expires_ms.is_some_and(|expires| now_ms >= expires)
-            }
-            TransactionState::Approved => self.approval.is_some_and(|grant| grant.is_expired_at(now_ms)),
+            TransactionState::PendingApproval | TransactionState::AutoApproved => past_window,
+            TransactionState::Approved => past_window && self.approval.is_some_and(|grant| grant.is_expired_at(now_ms)),
             _ => false,
         }
+    }
+
+    /// Whether this record is approved work whose grant has lapsed at
+    /// `now_ms` within its own window (or with none): it waits for an
+    /// approval again ([`crate::TransactionStore::expire_due`],
+    /// [`crate::TransactionStore::reserve`]).
+    pub fn has_lapsed_approval(&self, now_ms: u64) -> bool {
+        self.state == TransactionState::Approved
+            && self.approval.is_some_and(|grant| grant.is_expired_at(now_ms))
+            && !self.is_due_to_expire(now_ms)
     }
 
     /// The next version of this record: same identity, `sequence + 1`.
@@ -223,6 +233,9 @@ pub(crate) fn check_successor(previous: &TransactionRecord, next: &TransactionRe
         _ => return Err("version replaces or removes the artifact"),
     };
     match (previous.approval, next.approval) {
+        // A lapsed approval is dropped as the work waits for one again.
+        (Some(_), None)
+            if previous.state == TransactionState::Approved && next.state == TransactionState::PendingApproval => {}
         (Some(before), after) if after != Some(before) => return Err("version changes the grant"),
         (None, Some(_))
             if !(previous.state == TransactionState::PendingApproval && next.state == TransactionState::Approved) =>

@@ -706,8 +706,9 @@ impl TransactionStore {
     }
 
     /// Approve a pending transaction: `PendingApproval -> Approved`, recording
-    /// `grant` (which must name `id`: [`StoreError::GrantMismatch`]). Any other
-    /// state is [`StoreError::WrongState`]. A request whose pending expiry has
+    /// `grant` (which must name `id`: [`StoreError::GrantMismatch`]); approved
+    /// work whose grant lapsed goes back to `PendingApproval` first, in the
+    /// same append. Any other state is [`StoreError::WrongState`]. A request whose pending expiry has
     /// passed at `grant.issued_ms()` is moved to `Expired` durably and
     /// [`StoreError::ApprovalExpired`] returned.
     pub fn approve(&self, id: TransactionId, grant: &ApprovalGrant) -> Result<TransactionRecord, StoreError> {
@@ -716,23 +717,32 @@ impl TransactionStore {
         }
         let now_ms = grant.issued_ms();
         self.mutate("approve transaction", |state| {
-            let record = live(state, id)?;
+            let mut record = *live(state, id)?;
+            let mut entries = Vec::new();
+            // Approved before, its approval lapsed since: it waits for one
+            // again, and this is it (ux68 M6), in the same append.
+            if record.has_lapsed_approval(now_ms) {
+                record = successor(&record, now_ms, |version| {
+                    version.state = TransactionState::PendingApproval;
+                    version.approval = None;
+                })?;
+                entries.push(LogEntry::Version(record));
+            }
             if record.state != TransactionState::PendingApproval {
                 return Err(StoreError::WrongState { id, op: "approve", state: record.state });
             }
             if record.is_due_to_expire(now_ms) {
-                let expired = successor(record, now_ms, |version| version.state = TransactionState::Expired)?;
+                let expired = successor(&record, now_ms, |version| version.state = TransactionState::Expired)?;
                 let expires_ms = record.pending_expires_ms.unwrap_or(now_ms);
-                return Ok(Change {
-                    entries: vec![LogEntry::Version(expired)],
-                    outcome: Err(StoreError::ApprovalExpired { id, expires_ms, now_ms }),
-                });
+                entries.push(LogEntry::Version(expired));
+                return Ok(Change { entries, outcome: Err(StoreError::ApprovalExpired { id, expires_ms, now_ms }) });
             }
-            let version = successor(record, now_ms, |version| {
+            let version = successor(&record, now_ms, |version| {
                 version.state = TransactionState::Approved;
                 version.approval = Some(*grant);
             })?;
-            Ok(Change::done(vec![LogEntry::Version(version)], version))
+            entries.push(LogEntry::Version(version));
+            Ok(Change::done(entries, version))
         })
     }
 
@@ -767,11 +777,12 @@ impl TransactionStore {
         })
     }
 
-    /// Move every record due at `now_ms` to `Expired`: pending requests past
-    /// their pending expiry and approvals whose grant has lapsed (expiry is
-    /// exclusive: `now_ms == expires` is due). At most [`EXPIRE_BATCH`] per
-    /// call, in id order, in one fsynced append; call again while the result
-    /// is full. Returns the expired ids.
+    /// Move every record due at `now_ms` to `Expired` (pending requests,
+    /// approved work and durable previews past their pending expiry), and
+    /// approved work whose grant has lapsed back to `PendingApproval`, its
+    /// grant dropped (expiry is exclusive: `now_ms == expires` is due). At
+    /// most [`EXPIRE_BATCH`] records per call, in id order, in one fsynced
+    /// append. Returns the expired ids.
     pub fn expire_due(&self, now_ms: u64) -> Result<Vec<TransactionId>, StoreError> {
         self.expire_due_bounded(now_ms, EXPIRE_BATCH)
     }
@@ -780,11 +791,20 @@ impl TransactionStore {
         self.mutate("expire transactions", |state| {
             let mut entries = Vec::new();
             let mut ids = Vec::new();
-            for record in state.records().values().filter(|record| record.is_due_to_expire(now_ms)).take(max) {
-                entries.push(LogEntry::Version(successor(record, now_ms, |version| {
-                    version.state = TransactionState::Expired;
-                })?));
-                ids.push(record.id);
+            let due =
+                |record: &&TransactionRecord| record.is_due_to_expire(now_ms) || record.has_lapsed_approval(now_ms);
+            for record in state.records().values().filter(due).take(max) {
+                if record.is_due_to_expire(now_ms) {
+                    entries.push(LogEntry::Version(successor(record, now_ms, |version| {
+                        version.state = TransactionState::Expired;
+                    })?));
+                    ids.push(record.id);
+                } else {
+                    entries.push(LogEntry::Version(successor(record, now_ms, |version| {
+                        version.state = TransactionState::PendingApproval;
+                        version.approval = None;
+                    })?));
+                }
             }
             Ok(Change::done(entries, ids))
         })
@@ -794,9 +814,11 @@ impl TransactionStore {
     ///
     /// An `AutoApproved` transaction, or an `Approved` one whose grant has not
     /// expired at `now_ms`, moves to `Reserved`. An `Approved` one whose grant
-    /// has expired (`now_ms >= expires`) is moved to `Expired` durably and
-    /// [`StoreError::ApprovalExpired`] returned; any other state (a second
-    /// reservation included) is [`StoreError::NotReservable`].
+    /// has expired (`now_ms >= expires`) moves back to `PendingApproval`
+    /// durably, its grant dropped, and [`StoreError::ApprovalLapsed`] is
+    /// returned (or, when the work's own pending expiry has passed too, to
+    /// `Expired` with [`StoreError::ApprovalExpired`]); any other state (a
+    /// second reservation included) is [`StoreError::NotReservable`].
     pub fn reserve(&self, id: TransactionId, now_ms: u64) -> Result<CommitReservation, StoreError> {
         self.mutate("reserve transaction", |state| {
             let record = live(state, id)?;
@@ -1083,11 +1105,24 @@ fn reservable(record: &TransactionRecord, now_ms: u64) -> Result<Result<(), Chan
     use TransactionState as S;
     let id = record.id;
     match (record.state, record.approval) {
-        (S::Approved, Some(grant)) if grant.is_expired_at(now_ms) => {
+        // The work itself past its window: over.
+        (S::Approved, Some(grant)) if record.is_due_to_expire(now_ms) => {
             let expired = successor(record, now_ms, |version| version.state = S::Expired)?;
             Ok(Err(Change {
                 entries: vec![LogEntry::Version(expired)],
                 outcome: Err(StoreError::ApprovalExpired { id, expires_ms: grant.expires_ms(), now_ms }),
+            }))
+        }
+        // Only the approval lapsed: the work waits for one again (ux68 M6:
+        // it was expired, to be run and reviewed again).
+        (S::Approved, Some(grant)) if grant.is_expired_at(now_ms) => {
+            let waiting = successor(record, now_ms, |version| {
+                version.state = S::PendingApproval;
+                version.approval = None;
+            })?;
+            Ok(Err(Change {
+                entries: vec![LogEntry::Version(waiting)],
+                outcome: Err(StoreError::ApprovalLapsed { id, expires_ms: grant.expires_ms(), now_ms }),
             }))
         }
         (S::AutoApproved, _) if record.is_due_to_expire(now_ms) => {

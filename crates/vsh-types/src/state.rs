@@ -95,7 +95,7 @@ impl TransactionState {
                 | (S::VirtualComplete, S::Denied | S::AutoApproved | S::PendingApproval | S::Failed)
                 | (S::PendingApproval, S::Approved | S::Denied | S::Rejected | S::Expired | S::Stale | S::Failed)
                 | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Failed)
-                | (S::Approved, S::Reserved | S::Expired | S::Rejected)
+                | (S::Approved, S::Reserved | S::Expired | S::Rejected | S::PendingApproval)
                 | (S::Reserved, S::Revalidating | S::Failed)
                 | (S::Revalidating, S::Committing | S::Stale | S::Failed)
                 | (S::Committing, S::Committed | S::RecoveryRequired | S::Failed)

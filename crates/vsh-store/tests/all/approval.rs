@@ -70,11 +70,23 @@ fn reserve_at_the_expiry_instant_is_expired_and_that_is_durable() -> Result {
     assert_eq!(Some(reservation.base_snapshot()), store.get(early)?.map(|record| record.base_snapshot));
     assert!(matches!(
         store.reserve(late, 5_000),
-        Err(StoreError::ApprovalExpired { id, expires_ms: 5_000, now_ms: 5_000 }) if id == late
+        Err(StoreError::ApprovalLapsed { id, expires_ms: 5_000, now_ms: 5_000 }) if id == late
     ));
+    // The work waits for an approval again, durably (ux68 M6).
     let reopened = self::store(dir.path())?;
-    assert_eq!(reopened.get(late)?.map(|record| record.state), Some(S::Expired));
-    assert!(matches!(reopened.reserve(late, 1), Err(StoreError::NotReservable { state: S::Expired, .. })));
+    assert_eq!(reopened.get(late)?.map(|record| (record.state, record.approval)), Some((S::PendingApproval, None)));
+    assert!(matches!(reopened.reserve(late, 1), Err(StoreError::NotReservable { state: S::PendingApproval, .. })));
+    // Past its own window too, it is over.
+    let windowed = record(b"windowed", S::PendingApproval).with_pending_expiry(6_000);
+    store.create(&windowed)?;
+    store.approve(windowed.id, &ApprovalGrant::new(windowed.id, alice(), 1_000, 5_000)?)?;
+    assert_eq!(store.reserve(windowed.id, 5_999).map(|reserved| reserved.state()).ok(), None);
+    assert_eq!(store.get(windowed.id)?.map(|record| record.state), Some(S::PendingApproval), "lapsed, in its window");
+    let over = record(b"over", S::PendingApproval).with_pending_expiry(6_000);
+    store.create(&over)?;
+    store.approve(over.id, &ApprovalGrant::new(over.id, alice(), 1_000, 5_000)?)?;
+    assert!(matches!(store.reserve(over.id, 6_000), Err(StoreError::ApprovalExpired { .. })));
+    assert_eq!(self::store(dir.path())?.get(over.id)?.map(|record| record.state), Some(S::Expired));
     // A reservation may give up straight away.
     assert_eq!(store.finish(reservation, CommitOutcome::Failed, 5_000)?.state, S::Failed);
     Ok(())
@@ -236,14 +248,23 @@ fn pending_requests_and_grants_expire_at_the_exclusive_edge() -> Result {
     let approved = pending(&store, b"approved")?;
     store.approve(approved, &ApprovalGrant::new(approved, alice(), 1_000, 8_000)?)?;
     assert_eq!(store.expire_due(7_999)?, Vec::<TransactionId>::new());
-    assert_eq!(store.expire_due(8_000)?, vec![approved]);
+    assert_eq!(store.get(approved)?.map(|record| record.state), Some(S::Approved));
+    // A lapsed approval is dropped: the work waits for one again (ux68 M6).
+    assert_eq!(store.expire_due(8_000)?, Vec::<TransactionId>::new());
+    let waiting = store.get(approved)?.unwrap();
+    assert_eq!((waiting.state, waiting.approval), (S::PendingApproval, None));
     assert_eq!(store.expire_due(9_999)?, Vec::<TransactionId>::new());
     assert_eq!(store.expire_due(10_000)?, vec![request.id]);
     assert_eq!(store.expire_due(u64::MAX)?, Vec::<TransactionId>::new());
     let reopened = self::store(dir.path())?;
     assert_eq!(reopened.get(request.id)?.map(|record| record.state), Some(S::Expired));
-    assert_eq!(reopened.get(approved)?.map(|record| record.state), Some(S::Expired));
+    assert_eq!(reopened.get(approved)?.map(|record| record.state), Some(S::PendingApproval));
     assert_eq!(reopened.get(forever)?.map(|record| record.state), Some(S::PendingApproval));
+    // Approved again, it commits under the new grant.
+    store.approve(approved, &ApprovalGrant::new(approved, alice(), 11_000, 20_000)?)?;
+    assert_eq!(store.reserve(approved, 12_000)?.state(), S::Reserved);
+    let states: Vec<_> = store.history(approved)?.iter().map(|version| version.record.state).collect();
+    assert_eq!(states, [S::PendingApproval, S::Approved, S::PendingApproval, S::Approved, S::Reserved]);
     Ok(())
 }
 
@@ -299,8 +320,8 @@ fn a_commit_reservation_is_seen_at_once_and_made_durable_by_the_next_append() ->
     let late = pending(&txs, b"late")?;
     txs.approve(late, &ApprovalGrant::new(late, alice(), 1_000, 5_000)?)?;
     let approved = counting.counts();
-    assert!(matches!(txs.reserve_revalidating(late, 5_000, None), Err(StoreError::ApprovalExpired { .. })));
-    assert_eq!(steps(approved), (1, 1), "the expiry is appended and fsynced");
+    assert!(matches!(txs.reserve_revalidating(late, 5_000, None), Err(StoreError::ApprovalLapsed { .. })));
+    assert_eq!(steps(approved), (1, 1), "the lapse is appended and fsynced");
     Ok(())
 }
 
@@ -342,10 +363,10 @@ fn reserving_for_a_commit_is_one_append_and_may_create_the_record_in_it() -> Res
         Err(StoreError::InvalidRecord { .. })
     ));
     assert_eq!(store.stats()?.frames, frames);
-    // An expired approval is expired, durably, as by reserve.
+    // A lapsed approval is dropped, durably, as by reserve.
     let late = pending(&store, b"late")?;
     store.approve(late, &ApprovalGrant::new(late, alice(), 1_000, 5_000)?)?;
-    assert!(matches!(store.reserve_revalidating(late, 5_000, None), Err(StoreError::ApprovalExpired { .. })));
-    assert_eq!(self::store(dir.path())?.get(late)?.map(|record| record.state), Some(S::Expired));
+    assert!(matches!(store.reserve_revalidating(late, 5_000, None), Err(StoreError::ApprovalLapsed { .. })));
+    assert_eq!(self::store(dir.path())?.get(late)?.map(|record| record.state), Some(S::PendingApproval));
     Ok(())
 }

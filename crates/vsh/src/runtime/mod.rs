@@ -297,7 +297,8 @@ impl Runtime {
         &self.runs
     }
 
-    /// Approve a pending transaction on behalf of `principal` (an opaque label's
+    /// Approve a pending transaction (or approved work whose approval
+    /// lapsed) on behalf of `principal` (an opaque label's
     /// digest: vsh binds it, authenticating it is the host's job), valid from
     /// `issued_ms` until `expires_ms` (exclusive, milliseconds since the Unix
     /// epoch). The transaction must have been made under the active policy,
@@ -313,7 +314,9 @@ impl Runtime {
     ) -> Result<TransactionRecord, VshError> {
         self.records.check_policy_current()?;
         let record = self.sources().record(transaction)?;
-        if record.state != TransactionState::PendingApproval {
+        // Approved work whose approval lapsed waits for another: this one
+        // (ux68 M6).
+        if record.state != TransactionState::PendingApproval && !record.has_lapsed_approval(issued_ms) {
             return Err(VshError::NotApprovable { transaction, state: record.state });
         }
         let (artifact, _) = self.records.load_verified(transaction)?;
