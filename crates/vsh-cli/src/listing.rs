@@ -28,6 +28,7 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
             let id = record.id;
             let mut row = render::PendingRow::new(record, receipt, stored.as_ref());
             row.policy_changed = runtime.decided_under_another_policy(id);
+            row.approver = crate::show::approver_name(runtime, &row.record);
             row
         })
         .collect()
@@ -41,6 +42,9 @@ fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocum
             document.command.clone_from(&row.command);
             document.policy_changed = row.policy_changed;
             document.label.clone_from(&row.label);
+            if let Some(approval) = &mut document.approval {
+                approval.name.clone_from(&row.approver);
+            }
             document
         })
         .collect()

@@ -2045,7 +2045,11 @@ fn approve_command(
     let principal = vsh::PrincipalId::digest(name.as_bytes());
     let expires = now.saturating_add(u64::try_from(approve.ttl.as_millis()).unwrap_or(u64::MAX));
     let record = match runtime.approve(id, principal, now, expires) {
-        Ok(record) => record,
+        Ok(record) => {
+            // Who it was, for every later review (ux68 M2).
+            runtime.record_principal_name(&name);
+            record
+        }
         // Approving twice changes nothing and says so, as a second
         // reject or commit does.
         Err(vsh::VshError::NotApprovable { state: TransactionState::Approved, .. }) => {
@@ -2182,7 +2186,8 @@ pub(crate) fn print_record(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let receipt = runtime.show(record.id)?;
     let stored = runtime.stored_program(record.id)?;
-    let document = render::record_document(record, receipt.as_ref(), stored.as_ref());
+    let document = render::record_document(record, receipt.as_ref(), stored.as_ref())
+        .with_approver_name(show::approver_name(runtime, record));
     println!("{}", serde_json::to_string_pretty(&vsh::document::RecordDocument::new(document))?);
     Ok(())
 }

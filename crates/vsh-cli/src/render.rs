@@ -41,7 +41,7 @@ pub(crate) fn relative(at: u64, now: u64) -> String {
 
 /// A stored transaction's record, for `vsh show`: its state, when it was made,
 /// who approved it and until when, and when it expires.
-pub(crate) fn record_text(record: &vsh::TransactionRecord, now: u64) -> String {
+pub(crate) fn record_text(record: &vsh::TransactionRecord, approver: Option<&str>, now: u64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -57,9 +57,10 @@ pub(crate) fn record_text(record: &vsh::TransactionRecord, now: u64) -> String {
         } else {
             format!("{}, no longer needed", record.state.name())
         };
+        let by = approver.map_or_else(String::new, |name| format!("{} ", shown(name, false)));
         let _ = writeln!(
             out,
-            "approved     by principal {} at {}, {window}",
+            "approved     by {by}(principal {}) at {}, {window}",
             grant.principal().short(),
             local_time(grant.issued_ms()),
         );
@@ -108,6 +109,8 @@ pub(crate) struct PendingRow {
     /// Made under a policy since replaced: approve refuses it, only a
     /// rerun makes it again (`policy-changed` among the flags).
     pub(crate) policy_changed: bool,
+    /// The approver's name, where the workspace recorded it (ux68 M2).
+    pub(crate) approver: Option<String>,
 }
 
 impl PendingRow {
@@ -120,7 +123,7 @@ impl PendingRow {
         let intent = stored.map(|stored| stored.intent.clone()).unwrap_or_default();
         let label = label_of(&intent, stored);
         let command = stored.and_then(vsh::StoredProgram::command_argv);
-        Self { record, receipt, intent, label, command, policy_changed: false }
+        Self { record, receipt, intent, label, command, policy_changed: false, approver: None }
     }
 }
 
@@ -226,6 +229,17 @@ pub(crate) fn pending_table(rows: &[PendingRow], now: u64) -> String {
 }
 
 /// `vsh log` as a table: when it finished, short id, state, paths changed, intent.
+/// An approver's name as the log's column shows it: escaped, at most 12
+/// characters (the eleventh and twelfth give way to `…` when longer).
+fn approver_column(name: &str) -> String {
+    let name = shown(name, false);
+    if name.chars().count() <= 12 {
+        name.into_owned()
+    } else {
+        format!("{}…", name.chars().take(11).collect::<String>())
+    }
+}
+
 pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -244,7 +258,11 @@ pub(crate) fn log_table(rows: &[PendingRow], now: u64) -> String {
             vsh::TransactionState::Denied | vsh::TransactionState::Failed => paint(style::DENIED, &state),
             _ => paint(style::PENDING, &state),
         };
-        let approver = row.record.approval.as_ref().map_or_else(|| "-".to_owned(), |grant| grant.principal().short());
+        let approver = match (&row.approver, &row.record.approval) {
+            (Some(name), Some(_)) => approver_column(name),
+            (None, Some(grant)) => grant.principal().short(),
+            (_, None) => "-".to_owned(),
+        };
         // Denied work says why.
         let why = match row.receipt.as_ref().map(|receipt| &receipt.decision) {
             Some(RuntimeDecision::Denied(manifest)) => format!("  [{}]", manifest.reason.name()),

@@ -149,7 +149,7 @@ pub(crate) fn show(
             crate::print_record(runtime, &record)?;
         } else if !output.quiet {
             println!("transaction  {id}");
-            anstream::print!("{}", render::record_text(&record, now));
+            anstream::print!("{}", render::record_text(&record, approver_name(runtime, &record).as_deref(), now));
             anstream::print!("{}", render::history_text(&runtime.history(id)?, now));
             println!("(nothing more is stored for {} work: its receipt went to whoever ran it)", record.state.name());
             if record.state == vsh::TransactionState::RecoveryRequired {
@@ -187,6 +187,7 @@ pub(crate) fn show(
             record.as_ref().map(|record| {
                 crate::render::record_document(record, Some(&receipt), intent.as_ref())
                     .with_policy_changed(runtime.decided_under_another_policy(id))
+                    .with_approver_name(approver_name(runtime, record))
             }),
             &runtime.history(id)?,
             runtime.run_policy(id)?.as_ref(),
@@ -205,7 +206,7 @@ pub(crate) fn show(
     }
     if !output.quiet {
         if let Some(record) = runtime.transaction(id)? {
-            anstream::print!("{}", render::record_text(&record, now));
+            anstream::print!("{}", render::record_text(&record, approver_name(runtime, &record).as_deref(), now));
         }
         anstream::print!("{}", render::history_text(&runtime.history(id)?, now));
         if let Some(policy) = runtime.run_policy(id)? {
@@ -240,4 +241,9 @@ fn policy_changed_line(receipt: &vsh::Receipt) -> String {
         ),
         _ => format!("made under the workspace's policy as it was then, since replaced ({})", receipt.state.name()),
     }
+}
+
+/// The name of whoever approved `record`, where the workspace recorded it.
+pub(crate) fn approver_name(runtime: &Runtime, record: &vsh::TransactionRecord) -> Option<String> {
+    record.approval.as_ref().and_then(|grant| runtime.principal_name(&grant.principal()))
 }

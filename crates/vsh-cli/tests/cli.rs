@@ -525,7 +525,11 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let review = vsh(&["show", &id, "--workspace", ws], None);
     let review = String::from_utf8_lossy(&review.stdout);
     let ann = vsh::PrincipalId::digest(b"ann").short();
-    assert!(review.contains(&format!("approved     by principal {ann} at ")), "{review}");
+    // Who approved it, by name, however much later (ux68 M2: the digest alone).
+    assert!(review.contains(&format!("approved     by ann (principal {ann}) at ")), "{review}");
+    let record: serde_json::Value =
+        serde_json::from_slice(&vsh(&["show", &id, "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!(record["record"]["approval"]["name"], "ann", "{record}");
     assert!(
         // 60 s from the approval, shown a moment later (up to 10 s on a busy machine).
         review.contains("valid until ")
@@ -535,6 +539,8 @@ fn pending_work_is_listed_approved_and_committed_from_the_command_line() {
     let committed = vsh(&["commit", &id, "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0), "{}", String::from_utf8_lossy(&committed.stderr));
     assert!(!dir.path().join("old.txt").exists());
+    let log = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
+    assert!(log.lines().any(|line| line.starts_with(&id[..12]) && line.contains("  ann  ")), "{log}");
     assert_eq!(
         String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout),
         "no pending transactions\n"

@@ -345,6 +345,16 @@ pub enum StoreError {
         /// What failed.
         reason: &'static str,
     },
+    /// The workspace's record of its approvers' names (`principal-names`)
+    /// does not decode or verify under the authority key.
+    #[error(
+        "the workspace's record of its approvers' names (principal-names in its data directory) is corrupt: \
+         {reason}; remove the file (approvals are then shown by their digests)"
+    )]
+    CorruptPrincipalNames {
+        /// What failed.
+        reason: &'static str,
+    },
     /// A pending-approval artifact failed to decode or verify.
     #[error("artifact {blob} is invalid")]
     Artifact {

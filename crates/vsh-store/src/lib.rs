@@ -49,6 +49,7 @@ mod history;
 mod index;
 mod kept;
 mod legacy;
+mod principals;
 mod record;
 mod scratch;
 mod seen;
@@ -69,6 +70,9 @@ pub use faulty::{FaultCounts, FaultPlan, FaultyBackend};
 pub use gc::{BlobSweep, GcReport, RetentionConfig};
 pub use history::{LOSS_HISTORY_FILE, LossHistory, MAX_LOSS_ENTRIES, MAX_LOSS_HISTORY_BYTES, UnreviewedLoss};
 pub use kept::{MAX_UNREAD_CONTENTS_BYTES, MAX_UNREAD_ENTRIES, UNREAD_CONTENTS_FILE, UnreadContents};
+pub use principals::{
+    MAX_PRINCIPAL_NAME_BYTES, MAX_PRINCIPAL_NAMES, MAX_PRINCIPAL_NAMES_BYTES, PRINCIPAL_NAMES_FILE, PrincipalNames,
+};
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
 pub use scratch::{Regranted, ScratchLock, ScratchReport};
 pub use seen::{MAX_SEEN_CONTENTS_BYTES, MAX_SEEN_ENTRIES, SEEN_CONTENTS_FILE, SeenContents, Sighting};

@@ -327,6 +327,20 @@ impl Records {
         }
     }
 
+    /// The names recorded for approvers' digests (none where the record
+    /// does not verify: the digests are shown instead).
+    pub(crate) fn principal_names(&self) -> vsh_store::PrincipalNames {
+        vsh_store::PrincipalNames::read(&self.data, &self.key).unwrap_or_default()
+    }
+
+    /// Record `name` behind its digest, best effort.
+    pub(crate) fn record_principal_name(&self, name: &str) {
+        let mut names = self.principal_names();
+        if names.insert(name) {
+            let _ = names.write(&self.data, &self.key);
+        }
+    }
+
     /// The data directory.
     pub(crate) fn data(&self) -> &vsh_store::DataDir {
         &self.data

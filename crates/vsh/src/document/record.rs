@@ -86,6 +86,7 @@ impl TransactionDocument {
             updated_ms: record.updated_ms,
             approval: record.approval.as_ref().map(|grant| ApprovalDocument {
                 principal: grant.principal().to_hex(),
+                name: None,
                 issued_ms: grant.issued_ms(),
                 expires_ms: grant.expires_ms(),
             }),
@@ -117,6 +118,16 @@ impl TransactionDocument {
         self.policy_changed = changed;
         self
     }
+
+    /// The same, its approval naming `name` as its approver's (where the
+    /// workspace recorded it: [`crate::Runtime::principal_name`]).
+    #[must_use]
+    pub fn with_approver_name(mut self, name: Option<String>) -> Self {
+        if let Some(approval) = &mut self.approval {
+            approval.name = name;
+        }
+        self
+    }
 }
 
 /// An approval.
@@ -124,6 +135,10 @@ impl TransactionDocument {
 pub struct ApprovalDocument {
     /// The approving principal's digest, 64 hex digits.
     pub principal: String,
+    /// The name it digests, where the workspace recorded it (the command
+    /// line records the name `vsh approve` digested); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// When it was given, milliseconds since the Unix epoch.
     pub issued_ms: u64,
     /// When it lapses.

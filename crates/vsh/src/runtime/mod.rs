@@ -120,6 +120,21 @@ impl Runtime {
         self.commits.restore(&self.records, transaction, clock_ms())
     }
 
+    /// Record `name` as the name behind its principal digest
+    /// ([`PrincipalId::digest`] of its bytes), so that reviews name who
+    /// approved work ([`Runtime::principal_name`]). Best effort, in the
+    /// workspace's MAC'd record of names (`vsh_store::PrincipalNames`): a name
+    /// over 64 bytes, or a record that cannot be written, leaves the digest
+    /// alone to be shown.
+    pub fn record_principal_name(&self, name: &str) {
+        self.records.record_principal_name(name);
+    }
+
+    /// The name recorded for `principal`, if one was and it digests to it.
+    pub fn principal_name(&self, principal: &PrincipalId) -> Option<String> {
+        self.records.principal_names().name_of(principal)
+    }
+
     /// Record `text`, a policy file (see [`vsh_policy::PolicyFile`]), as this
     /// workspace's policy in its trusted data directory, where no guest can
     /// reach it: every runtime opened later without an explicit profile or
