@@ -846,6 +846,9 @@ fn a_file_changed_since_vsh_saw_it_and_replaced_unread_waits_for_a_reviewer() {
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), format!("{text}mine\n"));
     // Run again as it was, it waits again: what it left pending is no sighting.
     assert!(unseen(&run(&blind)));
+    // A search through the file shows the program no more than what
+    // matches: no read of it (sec74 F2).
+    assert!(unseen(&run(&format!("vsh_search('NO_SUCH_TEXT')\n{blind}"))));
     // Read first: the change is the program's to keep, and it does.
     let edit = "from pathlib import Path\nPath('a.txt').write_text(Path('a.txt').read_text() + 'agent\\n')";
     let kept = run(edit);
@@ -876,4 +879,86 @@ fn a_file_changed_since_vsh_saw_it_and_replaced_unread_waits_for_a_reviewer() {
     std::fs::write(dir.path().join("b.txt"), "b\nmine\n").unwrap();
     let blind = "from pathlib import Path\nPath('b.txt').write_text('b\\nagent\\n')";
     assert!(unseen(&durable().run(&RunRequest::new(blind).with_mode(RunMode::Auto)).unwrap()));
+    // A record that does not verify judges nothing as seen: every file
+    // replaced unread waits (sec74 F3: a damaged one let them through).
+    let record = dir.path().join(".vsh/data/seen-contents");
+    let mut bytes = std::fs::read(&record).unwrap();
+    bytes[20] ^= 1;
+    std::fs::write(&record, bytes).unwrap();
+    let blind = "from pathlib import Path\nPath('never.txt').write_text('y\\n')";
+    let judged = durable().run(&RunRequest::new(blind).with_mode(RunMode::Auto)).unwrap();
+    assert!(unseen(&judged), "{:?}", judged.decision);
+    assert_eq!(noted(&judged), ["never.txt (vsh's record of what it saw does not verify; replaced unread)"]);
+}
+
+/// Runs at the same moment each note what they read; none overwrites
+/// another's sightings (sec74 F4: 30 parallel runs kept 7).
+#[test]
+fn runs_at_the_same_moment_all_keep_what_they_saw() {
+    const RUNS: usize = 32;
+    let files: Vec<(String, String)> = (0..RUNS).map(|n| (format!("r{n}.txt"), format!("{n}\n"))).collect();
+    let named: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), text.as_str())).collect();
+    let dir = workspace(&named);
+    let durable = || Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let runtimes: Vec<Runtime> = (0..RUNS).map(|_| durable()).collect();
+    let start = std::sync::Barrier::new(RUNS);
+    std::thread::scope(|scope| {
+        for (n, runtime) in runtimes.iter().enumerate() {
+            let start = &start;
+            scope.spawn(move || {
+                let read = format!("from pathlib import Path\nPath('r{n}.txt').read_text()");
+                start.wait();
+                runtime.run(&RunRequest::new(&read)).unwrap();
+            });
+        }
+    });
+    let runtime = durable();
+    for n in 0..RUNS {
+        std::fs::write(dir.path().join(format!("r{n}.txt")), format!("{n}\nmine\n")).unwrap();
+        let blind = format!("from pathlib import Path\nPath('r{n}.txt').write_text('{n}\\nagent\\n')");
+        let receipt = runtime.run(&RunRequest::new(&blind)).unwrap();
+        let flags = match &receipt.decision {
+            RuntimeDecision::PendingApproval(manifest) => manifest.flags.clone(),
+            _ => Vec::new(),
+        };
+        assert!(flags.contains(&vsh::RiskFlag::UnseenChange), "r{n}.txt: {:?}", receipt.decision);
+    }
+}
+
+/// A session (an agent's connection) judges by what it saw itself: a
+/// change another made since, through vsh or not, is one it never saw
+/// (ux69 H1: the user's own `vsh exec` commit counted as seen), while the
+/// content its own work wrote is known to it, whoever committed that work.
+#[test]
+fn a_session_judges_by_what_it_saw_itself() {
+    let dir = workspace(&[("a.txt", "one\ntwo\n"), ("b.txt", "b\n")]);
+    let open = |session: &str| {
+        Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default()).with_session(session))
+            .unwrap()
+    };
+    let (agent, human) = (open("agent"), open(""));
+    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
+        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
+        _ => false,
+    };
+    let auto = |runtime: &Runtime, code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
+    auto(&agent, "from pathlib import Path\nPath('a.txt').read_text()");
+    // The user edits through vsh: any run's newest sighting is theirs.
+    let edit = "from pathlib import Path\np = Path('a.txt')\np.write_text(p.read_text() + 'mine\\n')";
+    assert_eq!(auto(&human, edit).state, TransactionState::Committed);
+    let blind = "from pathlib import Path\nPath('a.txt').write_text('one\\ntwo\\nagent\\n')";
+    let judged = auto(&agent, blind);
+    assert!(unseen(&judged), "the agent never saw the user's line: {:?}", judged.decision);
+    assert!(!unseen(&auto(&human, blind)), "any run's view: the user's commit is the newest sighting");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nagent\n");
+    // Its own work, committed by someone else, is content it knows.
+    let own = "from pathlib import Path\np = Path('b.txt')\np.write_text(p.read_text() + 'agent\\n')";
+    let preview = agent.run(&RunRequest::new(own)).unwrap();
+    assert_eq!(human.commit(preview.transaction, now()).unwrap().state, TransactionState::Committed);
+    let again = auto(&agent, "from pathlib import Path\nPath('b.txt').write_text('b\\nmore\\n')");
+    assert_eq!(again.state, TransactionState::Committed, "{:?}", again.decision);
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }

@@ -874,10 +874,12 @@ fn a_build_from_a_change_never_committed_is_not_reused_and_a_committed_one_keeps
     assert!(incremental.warnings.is_empty(), "{:?}", incremental.warnings);
 }
 
-/// A real command that replaces a file unread (`>`, `cp` over it) after
-/// the user changed it since a command read it waits for a reviewer
-/// (`unseen-change`); one that reads it first (`sed -i`, `>>` appends to
-/// it) goes as before.
+/// A real command that replaces a file unread (`>`, `cp` over it, a write
+/// into its middle: sec74 F1), or removes it (ux69 H3), after the user
+/// changed it since the program read it waits for a reviewer
+/// (`unseen-change`); what a real command read in between is no sighting
+/// (a test run reads sources it never shows: ux69 H2); one that reads it
+/// first (`sed -i`, `>>` appends to it) goes as before.
 #[test]
 fn a_command_that_replaces_unread_a_file_changed_since_vsh_saw_it_waits_for_a_reviewer() {
     if !candidates_available() {
@@ -893,11 +895,20 @@ fn a_command_that_replaces_unread_a_file_changed_since_vsh_saw_it_waits_for_a_re
         vsh::RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
         _ => false,
     };
-    assert_eq!(run("cat docs/notes.txt README.md > /dev/null").state, TransactionState::Committed);
+    let read = "from pathlib import Path\nfor p in ['docs/notes.txt', 'README.md']:\n    Path(p).read_text()";
+    assert_eq!(runtime.run(&RunRequest::new(read)).unwrap().changed_paths, 0);
     put(dir.path(), "docs/notes.txt", "notes\nmine\n");
     put(dir.path(), "README.md", "# demo\nhello world\nmine\n");
+    assert_eq!(run("cat docs/notes.txt README.md > /dev/null").state, TransactionState::Committed);
+    // Settled: a removal knows the file by its stamp alone, not its digest.
+    std::thread::sleep(Duration::from_millis(300));
     let before = tree(dir.path());
-    for script in ["echo new > docs/notes.txt", "cp src/app.py README.md"] {
+    for script in [
+        "echo new > docs/notes.txt",
+        "cp src/app.py README.md",
+        "printf XY | dd of=README.md conv=notrunc 2>/dev/null",
+        "rm docs/notes.txt",
+    ] {
         let replaced = run(script);
         assert!(unseen(&replaced), "{script}: {:?}", replaced.decision);
         assert_eq!(tree(dir.path()), before, "{script}: nothing is written");

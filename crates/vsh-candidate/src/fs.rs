@@ -440,11 +440,14 @@ impl<B: Backend> CandidateFs<B> {
     }
 
     /// Load `ino`'s content into its buffer, if not yet.
-    fn load(&self, state: &mut State, ino: u64, path: &str) -> Result<(), Errno> {
+    fn load(&self, state: &mut State, ino: u64, path: &str, to_change: bool) -> Result<(), Errno> {
         if state.buffers.get(&ino).is_some_and(|buffer| buffer.loaded) {
             return Ok(());
         }
-        let FsReply::Bytes(bytes) = self.call(FsRequest::Read { path: path.to_owned() })? else {
+        // Loaded for a write, the bytes are not what the process read.
+        let path = path.to_owned();
+        let request = if to_change { FsRequest::Load { path } } else { FsRequest::Read { path } };
+        let FsReply::Bytes(bytes) = self.call(request)? else {
             return Err(unexpected());
         };
         let buffer = state.buffers.entry(ino).or_default();
@@ -453,13 +456,14 @@ impl<B: Backend> CandidateFs<B> {
         Ok(())
     }
 
-    /// Load the content of the file behind `ino` into its buffer, if not yet.
-    fn load_ino(&self, state: &mut State, ino: INodeNo) -> Result<(), Errno> {
+    /// Load the content of the file behind `ino` into its buffer, if not
+    /// yet: for the process to read, or `to_change` (a write's copy-up).
+    fn load_ino(&self, state: &mut State, ino: INodeNo, to_change: bool) -> Result<(), Errno> {
         if state.orphans.contains_key(&ino.0) {
             return Ok(());
         }
         let path = state.inodes.path(ino)?;
-        self.load(state, ino.0, &path)
+        self.load(state, ino.0, &path, to_change)
     }
 
     /// Write `ino`'s buffer back if it changed.
@@ -602,7 +606,7 @@ impl<B: Backend> CandidateFs<B> {
                 buffer.data.clear();
                 buffer.loaded = true;
             } else {
-                self.load(&mut state, ino.0, &path)?;
+                self.load(&mut state, ino.0, &path, true)?;
             }
             let length = self.check_size(size)?;
             let old = state.buffers.get(&ino.0).map_or(0, |buffer| buffer.data.len());
@@ -955,7 +959,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
                 Err(errno) => reply.error(errno),
             };
         }
-        if let Err(errno) = self.load_ino(&mut state, ino) {
+        if let Err(errno) = self.load_ino(&mut state, ino, false) {
             return reply.error(errno);
         }
         let data = state.buffers.get(&ino.0).map_or(&[][..], |buffer| &buffer.data[..]);
@@ -987,7 +991,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
     ) {
         let _linger = Linger(self);
         let mut state = self.lock();
-        if let Err(errno) = self.load_ino(&mut state, ino) {
+        if let Err(errno) = self.load_ino(&mut state, ino, true) {
             return reply.error(errno);
         }
         let Ok(start) = usize::try_from(offset) else { return reply.error(Errno::EFBIG) };

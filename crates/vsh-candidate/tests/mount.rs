@@ -75,14 +75,17 @@ impl Image {
 
     fn serve(&mut self, request: FsRequest) -> Result<FsReply, i32> {
         if let Some(path) = match &request {
-            FsRequest::Read { path } | FsRequest::Stat { path, .. } | FsRequest::ReadDir { path, .. } => Some(path),
+            FsRequest::Read { path }
+            | FsRequest::Load { path }
+            | FsRequest::Stat { path, .. }
+            | FsRequest::ReadDir { path, .. } => Some(path),
             _ => None,
         } && path.ends_with("/.env")
         {
             return Err(EACCES);
         }
         match request {
-            FsRequest::Read { path } => match self.nodes.get(&path) {
+            FsRequest::Read { path } | FsRequest::Load { path } => match self.nodes.get(&path) {
                 Some(Node::File(data, _)) => Ok(FsReply::Bytes(data.clone())),
                 Some(_) => Err(EISDIR),
                 None => Err(ENOENT),

@@ -308,10 +308,12 @@ pub(crate) fn runtime_config(workspace: &std::path::Path) -> Result<RuntimeConfi
     let worker = vsh::WorkerConfig::new(exe).with_args([WORKER_ARGUMENT]);
     // The command line is a host that offers Bash: a program asks for it by
     // its language (`--language bash`, a `.sh` file, the MCP `language`).
+    // An agent that drives the command line names its session itself.
     Ok(RuntimeConfig::new(workspace)
         .with_worker(worker)
         .with_durable_previews(vsh::DurablePreviews::default())
-        .with_bash(vsh::BashConfig::new()))
+        .with_bash(vsh::BashConfig::new())
+        .with_session(std::env::var("VSH_SESSION").unwrap_or_default()))
 }
 
 /// Real commands' environment, tools and network, resolved from the command

@@ -223,6 +223,9 @@ pub(crate) struct VshServer {
     /// The runtime, once a call opened it; opened again when the
     /// workspace's policy was recorded again since (`vsh init --force`).
     runtime: Arc<tokio::sync::Mutex<Option<Arc<Runtime>>>>,
+    /// This connection's session: what its agent's programs read and its
+    /// work wrote is its own view of the workspace (`unseen-change`).
+    session: String,
     tool_router: ToolRouter<Self>,
 }
 
@@ -669,9 +672,11 @@ fn follow_cancellation(
 impl VshServer {
     /// The server `options` describe.
     pub(crate) fn new(options: ServeOptions) -> Self {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         Self {
             options: Arc::new(options),
             runtime: Arc::new(tokio::sync::Mutex::new(None)),
+            session: format!("serve-{}-{nanos:x}", std::process::id()),
             tool_router: Self::tool_router(),
         }
     }
@@ -698,9 +703,11 @@ impl VshServer {
         }
         let workspace = self.workspace(peer).await.map_err(refused)?;
         let commands = self.options.commands.clone();
+        let session = self.session.clone();
         let opened = tokio::task::spawn_blocking(move || {
             let mut config = crate::runtime_config(&workspace)
-                .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Configuration, error.as_ref())))?;
+                .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Configuration, error.as_ref())))?
+                .with_session(session);
             if let Some(commands) = &commands {
                 config = commands.apply(config).with_commands();
             }

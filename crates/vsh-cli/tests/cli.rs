@@ -5480,3 +5480,41 @@ fn a_refused_revert_never_names_a_path_the_policy_hides() {
     assert!(said.contains("cannot revert") && said.contains("at big:"), "{said}");
     assert!(!said.contains(".env.huge"), "a hidden name is never said: {said}");
 }
+
+/// `$VSH_SESSION` names the session of an agent that drives the command
+/// line: a change made since through vsh by someone else is one that
+/// session never saw (`unseen-change`), as it is for a `vsh serve`
+/// connection.
+#[test]
+fn vsh_session_gives_an_agent_on_the_command_line_a_view_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", "one\ntwo\n");
+    let ws = dir.path().to_str().unwrap();
+    let as_agent = |args: &[&str], program: &str| {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .env_clear()
+            .env("VSH_SESSION", "agent-7")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(program.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let read = as_agent(&["run", "--workspace", ws, "-"], "from pathlib import Path\nPath('a.txt').read_text()");
+    assert_eq!(read.status.code(), Some(0), "{read:?}");
+    let edit = "from pathlib import Path\np = Path('a.txt')\np.write_text(p.read_text() + 'mine\\n')";
+    assert_eq!(vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(edit)).status.code(), Some(0));
+    let blind = "from pathlib import Path\nPath('a.txt').write_text('one\\ntwo\\nagent\\n')";
+    let judged = as_agent(&["run", "--workspace", ws, "--mode", "auto", "-"], blind);
+    let said = String::from_utf8_lossy(&judged.stdout);
+    assert_eq!(judged.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("why        unseen-change: ") && said.contains("a.txt (changed since a run read it"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
+}

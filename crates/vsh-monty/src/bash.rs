@@ -80,6 +80,10 @@ impl OsHost<'_> {
                 let target = self.target(&path, "")?;
                 Ok(FsReply::Bytes(self.read_file(&target)?.to_vec()))
             }
+            FsRequest::Load { path } => {
+                let target = self.target(&path, "")?;
+                Ok(FsReply::Bytes(self.read_file_to_change(&target)?.to_vec()))
+            }
             FsRequest::ReadRange { path, offset, length } => {
                 let target = self.target(&path, "")?;
                 Ok(FsReply::Bytes(self.read_file_range(&target, offset, length)?))

@@ -189,11 +189,15 @@ impl<'a> OsHost<'a> {
     /// through its grants.
     pub(crate) fn lend_image(&mut self) -> VirtualFs {
         let empty = VirtualFs::new(Arc::clone(self.vfs.host()), Vec::new(), vsh_vfs::SnapshotLimits::default());
-        std::mem::replace(self.vfs, empty)
+        let mut lent = std::mem::replace(self.vfs, empty);
+        // What the command reads, the program did not see.
+        lent.serving_commands(true);
+        lent
     }
 
     /// Take back the image [`OsHost::lend_image`] lent.
-    pub(crate) fn return_image(&mut self, vfs: VirtualFs) {
+    pub(crate) fn return_image(&mut self, mut vfs: VirtualFs) {
+        vfs.serving_commands(false);
         *self.vfs = vfs;
     }
 
@@ -596,6 +600,12 @@ impl<'a> OsHost<'a> {
     /// The bytes of the file at the grant's path.
     pub(crate) fn read(&mut self, grant: &Grant<ContentRead>) -> Result<Arc<[u8]>, VfsError> {
         self.vfs.read(grant.path())
+    }
+
+    /// The bytes of the file at the grant's path, to change them: not
+    /// counted shown ([`VirtualFs::read_unshown`]).
+    pub(crate) fn read_unshown(&mut self, grant: &Grant<ContentRead>) -> Result<Arc<[u8]>, VfsError> {
+        self.vfs.read_unshown(grant.path())
     }
 
     /// What a first piece of the file at the grant's path costs the host

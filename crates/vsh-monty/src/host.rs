@@ -299,6 +299,17 @@ impl OsHost<'_> {
         self.read(&last).map_err(|error| vfs_fault(error, target.guest))
     }
 
+    /// [`OsHost::read_file`], for a change: the bytes a candidate's server
+    /// loads before a write into them, which the process did not read (the
+    /// image does not count them shown: [`vsh_vfs::VirtualFs::shown_contents`]).
+    pub(crate) fn read_file_to_change(&mut self, target: &Target<'_>) -> Result<Arc<[u8]>, Fault> {
+        let grant = self.authorize::<ContentRead>(&target.path, target.guest)?;
+        let last = self.follow(grant, target.guest)?;
+        let size = self.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        self.meter.charge_read_call(size)?;
+        self.read_unshown(&last).map_err(|error| vfs_fault(error, target.guest))
+    }
+
     /// Authorize, charge, then read up to `length` bytes of a file from
     /// `offset` (charged what the file holds there, not what was asked for,
     /// and, the first time, the whole file, which the host reads to hash it).

@@ -133,6 +133,15 @@ impl DataDir {
         self.replace_setting(name, bytes, true)
     }
 
+    /// Hold the settings file `name` for a read, change and write of it
+    /// that no other process (nor thread) interleaves: an exclusive lock
+    /// on `<name>.lock` beside it (made if missing), released when the
+    /// guard drops. Blocks while another holds it.
+    pub fn lock_setting(&self, name: &str) -> Result<vsh_host::LockGuard, StoreError> {
+        let path = setting_path(&format!("{name}.lock"))?;
+        self.dir.lock_exclusive(&path).map_err(|source| StoreError::DataDir { path, source })
+    }
+
     /// [`DataDir::write_setting`] without the `fsync`s: a reader still sees
     /// the old file or the new one, but a machine crash (not a process's)
     /// may leave the old one, or one cut short or empty, which the file's

@@ -21,8 +21,9 @@ use crate::{DataDir, StoreError};
 /// The settings file that holds what vsh last saw of a workspace's files.
 pub const SEEN_CONTENTS_FILE: &str = "seen-contents";
 
-/// The most paths it holds; the ones seen longest ago go first.
-pub const MAX_SEEN_ENTRIES: usize = 512;
+/// The most entries it holds (a sighting of any run is one, a session's
+/// three); the ones seen longest ago go first.
+pub const MAX_SEEN_ENTRIES: usize = 1024;
 
 const KEY_DOMAIN: &str = "vsh 2026 seen content key v1";
 
@@ -80,23 +81,65 @@ pub struct SeenContents {
 }
 
 impl SeenContents {
-    /// The key of `path`: BLAKE3 derived under its own context over the
-    /// path's canonical encoding.
-    fn key(path: &VPath) -> [u8; 32] {
+    /// The key of what `session` (`""`: any run) saw at `path`, or, with
+    /// `content`, whether it ever saw that content there: BLAKE3 derived
+    /// under its own context over the session's length and bytes, the
+    /// path's canonical encoding and the content's digest if any.
+    fn key(session: &str, path: &VPath, content: Option<&BlobId>) -> [u8; 32] {
         let mut hasher = blake3::Hasher::new_derive_key(KEY_DOMAIN);
+        hasher.update(&(session.len() as u64).to_le_bytes());
+        hasher.update(session.as_bytes());
         hasher.update(&path.to_canonical_bytes());
+        match content {
+            None => hasher.update(&[0]),
+            Some(content) => hasher.update(&[1]).update(content.as_bytes()),
+        };
         *hasher.finalize().as_bytes()
     }
 
     /// What vsh last saw at `path`, if it holds it.
     pub fn get(&self, path: &VPath) -> Option<Sighting> {
-        self.index.get(&Self::key(path)).map(Sighting::from_value)
+        self.get_for(None, path)
+    }
+
+    /// What `session` last saw at `path` (`None`: any run), if it holds it.
+    pub fn get_for(&self, session: Option<&str>, path: &VPath) -> Option<Sighting> {
+        self.index.get(&Self::key(session.unwrap_or(""), path, None)).map(Sighting::from_value)
+    }
+
+    /// Whether `session` ever saw `content` at `path` (read it, or wrote
+    /// it), as far as the record reaches.
+    pub fn knows(&self, session: &str, path: &VPath, content: &BlobId) -> bool {
+        self.index.get(&Self::key(session, path, Some(content))).is_some()
+    }
+
+    /// Record that `session` wrote `content` at `path` (work it made, not
+    /// yet on disk): content it saw, but no sighting of what is there.
+    /// Whether anything changed.
+    pub fn know(&mut self, session: &str, path: &VPath, content: &BlobId) -> bool {
+        let value = Sighting { content: Some(*content), committed_by: None }.to_value();
+        self.index.insert(Self::key(session, path, Some(content)), value, MAX_SEEN_ENTRIES)
     }
 
     /// Record `sighting` as the newest at `path`; the oldest go past
     /// [`MAX_SEEN_ENTRIES`]. Whether anything changed.
     pub fn insert(&mut self, path: &VPath, sighting: Sighting) -> bool {
-        self.index.insert(Self::key(path), sighting.to_value(), MAX_SEEN_ENTRIES)
+        self.insert_for(None, path, sighting)
+    }
+
+    /// Record `sighting` as the newest at `path` for any run and, with a
+    /// `session`, as that session's newest and as content it saw there.
+    /// Whether anything changed.
+    pub fn insert_for(&mut self, session: Option<&str>, path: &VPath, sighting: Sighting) -> bool {
+        let value = sighting.to_value();
+        let mut changed = self.index.insert(Self::key("", path, None), value, MAX_SEEN_ENTRIES);
+        if let Some(session) = session.filter(|session| !session.is_empty()) {
+            changed |= self.index.insert(Self::key(session, path, None), value, MAX_SEEN_ENTRIES);
+            if let Some(content) = &sighting.content {
+                changed |= self.index.insert(Self::key(session, path, Some(content)), value, MAX_SEEN_ENTRIES);
+            }
+        }
+        changed
     }
 
     /// How many paths it holds.
@@ -141,6 +184,24 @@ mod tests {
         assert_eq!(seen.len(), MAX_SEEN_ENTRIES);
         assert_eq!((seen.get(&path("a.py")), seen.get(&path("b.py"))), (None, None), "the oldest went first");
         assert_eq!(seen.get(&path(&format!("f{}", MAX_SEEN_ENTRIES - 1))), Some(read));
+    }
+
+    #[test]
+    fn a_session_knows_every_content_it_saw_and_any_run_the_newest() {
+        let mut seen = SeenContents::default();
+        let (one, two) = (BlobId::of(b"one"), BlobId::of(b"two"));
+        let read = |content| Sighting { content: Some(content), committed_by: None };
+        seen.insert_for(Some("agent"), &path("a.py"), read(one));
+        seen.insert_for(Some("agent"), &path("a.py"), read(two));
+        assert!(seen.knows("agent", &path("a.py"), &one) && seen.knows("agent", &path("a.py"), &two));
+        assert!(!seen.knows("other", &path("a.py"), &one), "another session saw nothing");
+        assert!(!seen.knows("agent", &path("b.py"), &one), "nor at another path");
+        // Another run's sighting is any run's newest, not the session's.
+        let three = BlobId::of(b"three");
+        seen.insert(&path("a.py"), read(three));
+        assert_eq!(seen.get(&path("a.py")), Some(read(three)));
+        assert_eq!(seen.get_for(Some("agent"), &path("a.py")), Some(read(two)));
+        assert!(!seen.knows("agent", &path("a.py"), &three));
     }
 
     #[test]

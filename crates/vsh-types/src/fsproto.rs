@@ -15,6 +15,15 @@ pub enum FsRequest {
         /// The file.
         path: String,
     },
+    /// A file's bytes, to change them (following a final symlink): what a
+    /// candidate's server loads before a write into the middle of a file
+    /// or a truncation to a non-zero size. Served as [`FsRequest::Read`]
+    /// is, but the process has not read them: a file only changed this
+    /// way was not read by the run (the image does not count it shown).
+    Load {
+        /// The file.
+        path: String,
+    },
     /// Replace a file's bytes, creating it if missing.
     Write {
         /// The file.
@@ -139,7 +148,7 @@ impl FsRequest {
     /// The name of the request's kind, for messages.
     pub fn name(&self) -> &'static str {
         match self {
-            Self::Read { .. } | Self::ReadRange { .. } => "read",
+            Self::Read { .. } | Self::Load { .. } | Self::ReadRange { .. } => "read",
             Self::Write { .. } | Self::WriteBack { .. } | Self::Charge { .. } => "write",
             Self::Append { .. } => "append",
             Self::Mkdir { .. } => "mkdir",

@@ -126,6 +126,11 @@ pub struct VirtualFs {
     /// The base files whose content the guest read ([`VirtualFs::read`],
     /// [`VirtualFs::read_range`]), by their base path.
     shown: BTreeSet<VPath>,
+    /// Those the program read itself, not a real command it ran
+    /// ([`VirtualFs::serving_commands`]).
+    seen: BTreeSet<VPath>,
+    /// Whether the guest reading now is a real command.
+    commands_reading: bool,
 }
 
 /// The overlay's entries, and how many times they were changed: every change
@@ -248,6 +253,8 @@ impl VirtualFs {
             effects: Vec::new(),
             renames: 0,
             shown: BTreeSet::new(),
+            seen: BTreeSet::new(),
+            commands_reading: false,
         }
     }
 
@@ -644,19 +651,50 @@ impl VirtualFs {
         &self.shown
     }
 
+    /// Those of [`VirtualFs::shown_contents`] the program read itself, not
+    /// a real command it ran (a test run reads sources it never shows the
+    /// program: ux69 H2): what the program saw of the base.
+    pub fn seen_contents(&self) -> &BTreeSet<VPath> {
+        &self.seen
+    }
+
+    /// Whether the reads from now on are a real command's (`true`, while
+    /// the image serves a candidate's processes) or the program's own.
+    pub fn serving_commands(&mut self, commands: bool) {
+        self.commands_reading = commands;
+    }
+
     /// Note that the guest read the content of base file `path`.
     fn show(&mut self, path: &VPath) {
         if !self.shown.contains(path) {
             self.shown.insert(path.clone());
         }
+        if !self.commands_reading && !self.seen.contains(path) {
+            self.seen.insert(path.clone());
+        }
     }
 
     /// Read a file's bytes. Symlinks are not followed.
     pub fn read(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
+        self.read_shown(path, true)
+    }
+
+    /// [`VirtualFs::read`], for bytes the guest does not get to see whole: a
+    /// change it makes without reading (a write into the middle of a file
+    /// it never read), a search that shows it only the lines that match.
+    /// Recorded as a read is, but not counted among
+    /// [`VirtualFs::shown_contents`].
+    pub fn read_unshown(&mut self, path: &VPath) -> Result<Arc<[u8]>, VfsError> {
+        self.read_shown(path, false)
+    }
+
+    fn read_shown(&mut self, path: &VPath, shown: bool) -> Result<Arc<[u8]>, VfsError> {
         match self.require(path)? {
             Node::Base(NodeKind::File) => {
                 let bytes = self.base.content(path)?;
-                self.show(path);
+                if shown {
+                    self.show(path);
+                }
                 Ok(bytes)
             }
             Node::File => match self.overlay.get(path) {
@@ -664,7 +702,9 @@ impl VirtualFs {
                 Some(Overlay::File { content: ContentSource::Base(origin), .. }) => {
                     let origin = origin.clone();
                     let bytes = self.base.content(&origin)?;
-                    self.show(&origin);
+                    if shown {
+                        self.show(&origin);
+                    }
                     Ok(bytes)
                 }
                 _ => unreachable!("resolved overlay file"),

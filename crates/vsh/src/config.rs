@@ -45,6 +45,7 @@ pub struct RuntimeConfig {
     pub(crate) command_network: vsh_sandbox::NetworkAccess,
     pub(crate) command_ports: Vec<u16>,
     pub(crate) command_unix_sockets: bool,
+    pub(crate) session: Option<String>,
 }
 
 /// The scratch directories real commands get by default
@@ -192,6 +193,7 @@ impl RuntimeConfig {
             authority: Authority::DefaultFile,
             allowed_mounts: Vec::new(),
             durable_previews: None,
+            session: None,
             bash: None,
             commands: false,
             command_env: Vec::new(),
@@ -413,6 +415,21 @@ impl RuntimeConfig {
         variables: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
         self.command_env.extend(variables.into_iter().map(|(key, value)| (key.into(), value.into())));
+        self
+    }
+
+    /// The session this runtime's work belongs to: one agent's connection
+    /// (`vsh serve` makes one per server), or whatever label a caller gives
+    /// its runs (`$VSH_SESSION` for the command line). What a session's
+    /// programs read and its work wrote is its own view of the workspace: a
+    /// run of it that replaces a file unread waits for a reviewer
+    /// (`unseen-change`) when the file holds content the session never saw
+    /// there, whoever changed it since, through vsh or not; without a
+    /// session, when it differs from what any run last saw. An empty label
+    /// is none.
+    #[must_use]
+    pub fn with_session(mut self, session: impl Into<String>) -> Self {
+        self.session = Some(session.into()).filter(|session| !session.is_empty());
         self
     }
 

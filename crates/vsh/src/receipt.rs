@@ -363,7 +363,8 @@ pub enum Warning {
 
 /// [`Warning::UnseenChanges`]' head.
 const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw them, overwritten by this run without \
-                              being read (a program that reads a file before it writes it keeps such a change): ";
+                              being read; approving it drops those changes: to keep them, discard it and run a \
+                              program that reads each file before it writes it: ";
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

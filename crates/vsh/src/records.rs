@@ -122,7 +122,11 @@ pub(crate) struct Records {
     /// yet in the workspace's record of what vsh last saw: such a run
     /// writes nothing to the store; the next write of the record (a
     /// commit's) takes them.
-    unsaved_sightings: std::sync::Mutex<Vec<(vsh_types::VPath, vsh_store::Sighting)>>,
+    unsaved_sightings: std::sync::Mutex<Vec<crate::unseen::Noted>>,
+    /// The session this runtime's work belongs to (an agent's connection:
+    /// [`crate::RuntimeConfig::with_session`]), whose sightings are its own
+    /// as well as any run's.
+    session: Option<String>,
 }
 
 impl Records {
@@ -144,7 +148,19 @@ impl Records {
             key,
             watched_policy: None,
             unsaved_sightings: std::sync::Mutex::new(Vec::new()),
+            session: None,
         }
+    }
+
+    /// The same, its work belonging to `session` (see [`Records::session`]).
+    pub(crate) fn with_session(mut self, session: Option<String>) -> Self {
+        self.session = session.filter(|session| !session.is_empty());
+        self
+    }
+
+    /// The session this runtime's work belongs to, if any.
+    pub(crate) fn session(&self) -> Option<&str> {
+        self.session.as_deref()
     }
 
     /// Watch the workspace's recorded policy file, as it reads now (or that
@@ -288,43 +304,52 @@ impl Records {
 
     /// What vsh last saw of the workspace's files
     /// ([`vsh_store::SeenContents`]), with what this process's runs saw
-    /// and have not written yet; none where the record does not verify (it
-    /// only ever makes work wait for a reviewer: started afresh).
+    /// and have not written yet; none where the record does not verify
+    /// (the next run that reads a file starts it afresh).
     pub(crate) fn seen_contents(&self) -> vsh_store::SeenContents {
-        let mut seen = vsh_store::SeenContents::read(&self.data, &self.key).unwrap_or_default();
-        for (path, sighting) in self.unsaved_sightings.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter()
-        {
-            seen.insert(path, *sighting);
-        }
-        seen
+        self.seen_contents_verified().0
     }
 
-    /// Record `sightings` (each a path and what was seen there) as what vsh
-    /// saw last, after `seen` ([`Records::seen_contents`]): written when
-    /// `write` (with what earlier runs left unsaved) and that changes
-    /// anything, else kept in this process for the next write. Best effort:
-    /// a write refused leaves the record before it.
-    pub(crate) fn note_sightings(
-        &self,
-        mut seen: vsh_store::SeenContents,
-        sightings: impl IntoIterator<Item = (vsh_types::VPath, vsh_store::Sighting)>,
-        write: bool,
-    ) {
+    /// [`Records::seen_contents`], and whether the record was there but did
+    /// not verify (damaged, or written without the authority key).
+    pub(crate) fn seen_contents_verified(&self) -> (vsh_store::SeenContents, bool) {
+        let (mut seen, corrupt) = match vsh_store::SeenContents::read(&self.data, &self.key) {
+            Ok(seen) => (seen, false),
+            Err(vsh_store::StoreError::CorruptSeenContents { .. }) => (vsh_store::SeenContents::default(), true),
+            Err(_) => (vsh_store::SeenContents::default(), false),
+        };
+        for noted in self.unsaved_sightings.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
+            noted.apply(&mut seen, self.session());
+        }
+        (seen, corrupt)
+    }
+
+    /// Record `noted` (what runs saw, and what this session's work wrote)
+    /// in the workspace's record, after `seen` ([`Records::seen_contents`]):
+    /// written when `write` (with what earlier runs left unsaved) and that
+    /// changes anything, else kept in this process for the next write.
+    /// Best effort: a write refused leaves the record before it.
+    pub(crate) fn note_sightings(&self, seen: vsh_store::SeenContents, noted: Vec<crate::unseen::Noted>, write: bool) {
+        let session = self.session();
         let mut unsaved = self.unsaved_sightings.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !write {
-            unsaved.extend(sightings);
+            unsaved.extend(noted);
             let over = unsaved.len().saturating_sub(vsh_store::MAX_SEEN_ENTRIES);
             unsaved.drain(..over);
             return;
         }
-        let mut changed = !unsaved.is_empty();
-        unsaved.clear();
-        for (path, sighting) in sightings {
-            changed |= seen.insert(&path, sighting);
+        let mut probe = seen;
+        if unsaved.is_empty() && !noted.iter().any(|noted| noted.apply(&mut probe, session)) {
+            return;
         }
-        if changed {
-            let _ = seen.write(&self.data, &self.key);
+        // Read again under the lock, so that runs at the same moment add
+        // up, never overwrite each other's (sec74 F4).
+        let Ok(_held) = self.data.lock_setting(vsh_store::SEEN_CONTENTS_FILE) else { return };
+        let mut current = vsh_store::SeenContents::read(&self.data, &self.key).unwrap_or_default();
+        for noted in unsaved.drain(..).chain(noted) {
+            noted.apply(&mut current, session);
         }
+        let _ = current.write(&self.data, &self.key);
     }
 
     /// The names recorded for approvers' digests (none where the record

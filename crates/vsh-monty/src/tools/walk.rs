@@ -208,7 +208,9 @@ impl<'a> OsHost<'a> {
             return Ok(true);
         }
         self.meter.charge_read_call(size)?;
-        let read = self.read(&grant);
+        // A search shows the program the lines that match, not the file:
+        // it is not counted as read (sec74 F2).
+        let read = self.read_unshown(&grant);
         let Some(bytes) = self.representable_value(read, guest)? else { return Ok(true) };
         let Ok(text) = std::str::from_utf8(&bytes) else { return Ok(true) };
         for (index, line) in text.split('\n').enumerate() {

@@ -709,6 +709,23 @@ impl Runs {
         Ok((losses, earlier))
     }
 
+    /// [`Runs::losses`], and the files `entries` replace unread that changed
+    /// since vsh saw them ([`crate::unseen::judge`], which notes what the
+    /// program read).
+    #[allow(clippy::type_complexity)]
+    fn losses_and_unseen(
+        &self,
+        vfs: &mut VirtualFs,
+        entries: &[vsh_types::DiffEntry],
+        records: &Records,
+    ) -> Result<(Vec<vsh_policy::ContentLoss>, Option<crate::Warning>, Vec<crate::unseen::UnseenChange>), VshError>
+    {
+        let (losses, earlier) = self.losses(vfs, entries, records)?;
+        let write = self.durable_previews.is_some();
+        let unseen = crate::unseen::judge(vfs, (entries, &losses), records, &self.unreadable, write);
+        Ok((losses, earlier, unseen))
+    }
+
     /// What the reviewer of pending work is told of its decision
     /// (auto-approved work is nobody's to approve: ux59 5): what earlier
     /// commits took (`earlier`), which files were judged rewritten, by how
@@ -741,13 +758,12 @@ impl Runs {
     ) -> Result<Ran, VshError> {
         let Concluding { request, vfs, diff, outcome, mut timings } = concluding;
         let stage_start = Instant::now();
-        // First, before anything below reads the image for its own ends
-        // (the git judgment reads `HEAD` and `config` files).
-        let unseen = crate::unseen::judge(vfs, diff.entries(), records, self.durable_previews.is_some());
+        // Before anything below reads the image for its own ends (the git
+        // judgment reads `HEAD` and `config` files).
+        let (losses, earlier_losses, unseen) = self.losses_and_unseen(vfs, diff.entries(), records)?;
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
-        let (losses, earlier_losses) = self.losses(vfs, diff.entries(), records)?;
         let decision = self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,

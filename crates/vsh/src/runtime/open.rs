@@ -48,6 +48,7 @@ impl Runtime {
             command_network,
             command_ports,
             command_unix_sockets,
+            session,
         } = config;
         let command_env = crate::run::command_env(command_env)?;
         let worker = worker_config(execution, max_idle_workers)?;
@@ -86,7 +87,8 @@ impl Runtime {
         if let Some(inside) = &protected_data {
             committer = committer.with_excluded(inside.clone());
         }
-        let mut records = Records::new(transactions, blobs, data, policy.digest(), protected_data, key.clone());
+        let mut records =
+            Records::new(transactions, blobs, data, policy.digest(), protected_data, key.clone()).with_session(session);
         if !own_policy {
             records = records.watching_policy()?;
         }
