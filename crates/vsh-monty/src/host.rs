@@ -292,22 +292,23 @@ impl OsHost<'_> {
 
     /// Authorize, size, charge, then read a file's bytes.
     pub(crate) fn read_file(&mut self, target: &Target<'_>) -> Result<Arc<[u8]>, Fault> {
-        let grant = self.authorize::<ContentRead>(&target.path, target.guest)?;
-        let last = self.follow(grant, target.guest)?;
-        let size = self.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?;
-        self.meter.charge_read_call(size)?;
-        self.read(&last).map_err(|error| vfs_fault(error, target.guest))
+        self.read_file_shown(target, true)
     }
 
     /// [`OsHost::read_file`], for a change: the bytes a candidate's server
     /// loads before a write into them, which the process did not read (the
     /// image does not count them shown: [`vsh_vfs::VirtualFs::shown_contents`]).
     pub(crate) fn read_file_to_change(&mut self, target: &Target<'_>) -> Result<Arc<[u8]>, Fault> {
+        self.read_file_shown(target, false)
+    }
+
+    fn read_file_shown(&mut self, target: &Target<'_>, shown: bool) -> Result<Arc<[u8]>, Fault> {
         let grant = self.authorize::<ContentRead>(&target.path, target.guest)?;
         let last = self.follow(grant, target.guest)?;
         let size = self.file_size(&last).map_err(|error| vfs_fault(error, target.guest))?;
         self.meter.charge_read_call(size)?;
-        self.read_unshown(&last).map_err(|error| vfs_fault(error, target.guest))
+        let read = if shown { self.read(&last) } else { self.read_unshown(&last) };
+        read.map_err(|error| vfs_fault(error, target.guest))
     }
 
     /// Authorize, charge, then read up to `length` bytes of a file from
