@@ -1,7 +1,8 @@
 //! `vsh serve`: an MCP server on stdio (the official Rust SDK, `rmcp`) that
 //! gives an agent the transactional workflow except approving its own work.
 //!
-//! Tools: `vsh_run`, `vsh_show`, `vsh_pending`, `vsh_commit`, `vsh_discard`, `vsh_revert`.
+//! Tools: `vsh_run`, `vsh_show`, `vsh_pending`, `vsh_commit`, `vsh_discard`, `vsh_revert`,
+//! `vsh_wait`.
 //! There is no approve tool: an operator approves with `vsh approve` (pending
 //! work is durable, so it works across processes), and `vsh_commit` of work
 //! awaiting approval says which command the operator runs. Every result is a
@@ -163,6 +164,23 @@ pub(crate) struct RevertParams {
     /// `vsh_commit`) or `auto` (commit at once if the policy auto-approves).
     mode: Option<String>,
 }
+
+/// What `vsh_wait` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WaitParams {
+    /// The transaction waiting for an operator's approval: its id, or a
+    /// unique prefix of at least 6 hex digits.
+    transaction: String,
+    /// The most to wait, in milliseconds (default 300000, at most 1800000).
+    timeout_ms: Option<u64>,
+}
+
+/// How long `vsh_wait` waits unless told, and at most.
+const WAIT_DEFAULT: Duration = Duration::from_mins(5);
+const WAIT_MAX: Duration = Duration::from_mins(30);
+/// How often `vsh_wait` looks at the transaction's record.
+const WAIT_EVERY: Duration = Duration::from_millis(250);
 
 /// What `vsh_show` takes.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -437,8 +455,9 @@ it can never be committed ({why}): run its program again with vsh_run, a new tra
             let flags: Vec<&str> = manifest.flags.iter().map(|flag| flag.name()).collect();
             let _ = write!(
                 text,
-                "\nawaiting an operator's approval (risk: {}); they run `vsh approve {}`",
+                "\nawaiting an operator's approval (risk: {}); they run `vsh approve {}`, and vsh_wait {} waits for it",
                 flags.join(", "),
+                receipt.transaction.short(),
                 receipt.transaction.short()
             );
         }
@@ -1098,6 +1117,92 @@ impl VshServer {
                 }
                 Err(error) => failure(&ErrorDocument::new(&error, &[])),
             }
+        })
+        .await
+    }
+
+    /// Wait for an operator's decision on work waiting for one.
+    #[tool(
+        description = "Wait until a transaction waiting for an operator's approval is decided (approved, \
+        rejected, or found stale or expired), or until timeout_ms (default 300000, at most 1800000) passes: \
+        instead of polling vsh_show. Returns the transaction's review as vsh_show with detail=compact does, \
+        its state and what comes next (vsh_commit once approved); reports progress while it waits, and a \
+        cancelled request stops waiting.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn vsh_wait(
+        &self,
+        Parameters(params): Parameters<WaitParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let limit = match params.timeout_ms.map(Duration::from_millis) {
+            Some(asked) if asked > WAIT_MAX => {
+                return refused(format!(
+                    "timeout_ms {}: at most {} (wait again for longer)",
+                    asked.as_millis(),
+                    WAIT_MAX.as_millis()
+                ));
+            }
+            Some(asked) => asked,
+            None => WAIT_DEFAULT,
+        };
+        let progress =
+            context.meta.get_progress_token().map(|token| report_progress(context.peer.clone(), token, limit));
+        let started = Instant::now();
+        let transaction = params.transaction.clone();
+        let waited = loop {
+            let asked = transaction.clone();
+            let state = self
+                .blocking(&context.peer, move |runtime| {
+                    let found = runtime
+                        .resolve(&asked)
+                        .and_then(|id| runtime.transaction(id)?.ok_or(VshError::UnknownTransaction(id)));
+                    match found {
+                        Ok(record) => success(&record.state.name(), String::new()),
+                        Err(error) => transaction_failure(&error),
+                    }
+                })
+                .await;
+            if state.is_error == Some(true) {
+                break Err(state);
+            }
+            let waiting = state.structured_content.as_ref().and_then(serde_json::Value::as_str)
+                == Some(TransactionState::PendingApproval.name());
+            if !waiting || started.elapsed() >= limit {
+                break Ok(waiting);
+            }
+            tokio::select! {
+                () = context.ct.cancelled() => break Ok(true),
+                () = tokio::time::sleep(WAIT_EVERY.min(limit.saturating_sub(started.elapsed()))) => {}
+            }
+        };
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        let still = match waited {
+            Ok(still) => still,
+            Err(result) => return result,
+        };
+        if context.ct.is_cancelled() {
+            return cancelled(&context, "vsh_wait", "the wait was stopped; the transaction is as it was");
+        }
+        let bounds = self.options.bounds;
+        let show_params =
+            ShowParams { transaction: params.transaction, paths: None, detail: Some("compact".to_owned()) };
+        let waited_ms = started.elapsed().as_millis();
+        self.blocking(&context.peer, move |runtime| match show(runtime, &show_params, bounds) {
+            Ok((document, summary)) => {
+                let head = if still {
+                    format!(
+                        "still waiting for an operator's approval after {} s; vsh_wait again to go on waiting\n",
+                        waited_ms / 1000
+                    )
+                } else {
+                    format!("decided after {} s\n", waited_ms / 1000)
+                };
+                success(&document, format!("{head}{summary}"))
+            }
+            Err(error) => transaction_failure(&error),
         })
         .await
     }

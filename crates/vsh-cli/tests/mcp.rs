@@ -122,15 +122,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
         refused.document
     );
     assert!(ws.join("a.txt").exists());
-    // The operator approves from the command line, another process.
-    let approved = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["approve", &pending_id, "--workspace"])
-        .arg(&ws)
-        .env_clear()
-        .env("VSH_AUTHORITY_KEY", &key)
-        .output()
-        .unwrap();
-    assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    the_agent_waits_for_the_operators_approval(&client, &ws, &key, &pending_id).await;
     let landed = call(&client, "vsh_commit", json!({"transaction": &pending_id})).await;
     assert_eq!(landed.document["state"], "committed", "{}", landed.text);
     assert!(!landed.text.contains("awaiting"), "committed work awaits nothing: {}", landed.text);
@@ -167,16 +159,52 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     client.cancel().await.unwrap();
 }
 
-/// The six tools (none approves), each with the hints a host uses to let
+/// The operator approves `id` from the command line, another process, a
+/// moment later; the agent's `vsh_wait` returns then, approved, with
+/// `vsh_commit` next (ux65 F7: it could only poll). A short wait says it is
+/// still waiting; a wait past the most is refused.
+async fn the_agent_waits_for_the_operators_approval(
+    client: &rmcp::Peer<rmcp::RoleClient>,
+    ws: &Path,
+    key: &Path,
+    id: &str,
+) {
+    let short = call(client, "vsh_wait", json!({"transaction": &id[..8], "timeout_ms": 300})).await;
+    assert!(!short.is_error && short.text.starts_with("still waiting"), "{}", short.text);
+    assert_eq!(short.document["receipt"]["state"], "pending-approval", "{}", short.document);
+    let long = call(client, "vsh_wait", json!({"transaction": id, "timeout_ms": 3_600_000})).await;
+    assert!(long.is_error && long.text.contains("at most 1800000"), "{}", long.text);
+    let (ws, key, approving) = (ws.to_owned(), key.to_owned(), id.to_owned());
+    let operator = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["approve", &approving, "--workspace"])
+            .arg(&ws)
+            .env_clear()
+            .env("VSH_AUTHORITY_KEY", &key)
+            .output()
+            .unwrap()
+    });
+    let started = std::time::Instant::now();
+    let waited = call(client, "vsh_wait", json!({"transaction": id})).await;
+    let approved = operator.join().unwrap();
+    assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
+    assert!(started.elapsed() < std::time::Duration::from_mins(1), "it returned once decided");
+    assert!(!waited.is_error && waited.text.starts_with("decided after"), "{}", waited.text);
+    assert_eq!(waited.document["receipt"]["state"], "approved", "{}", waited.document);
+    assert_eq!(waited.document["receipt"]["next"], format!("vsh_commit {}", &id[..12]), "{}", waited.document);
+}
+
+/// The seven tools (none approves), each with the hints a host uses to let
 /// the read-only ones run unasked.
 async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
     let listed = client.list_all_tools().await.unwrap();
     let mut tools: Vec<String> = listed.iter().map(|tool| tool.name.to_string()).collect();
     tools.sort();
-    assert_eq!(tools, ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_revert", "vsh_run", "vsh_show"]);
+    assert_eq!(tools, ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_revert", "vsh_run", "vsh_show", "vsh_wait"]);
     for tool in &listed {
         let hints = tool.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", tool.name));
-        let read_only = ["vsh_show", "vsh_pending"].contains(&tool.name.as_ref());
+        let read_only = ["vsh_show", "vsh_pending", "vsh_wait"].contains(&tool.name.as_ref());
         assert_eq!(hints.read_only_hint, Some(read_only), "{}", tool.name);
         assert_eq!(hints.destructive_hint, (!read_only).then_some(true), "{}", tool.name);
         // Asking again changes nothing more for commit and discard; a run is new work each time.
