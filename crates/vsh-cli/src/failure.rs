@@ -52,6 +52,19 @@ pub(crate) fn with_rerun_hint(
     use vsh::TransactionState as S;
     let short = transaction.short();
     let mut remedies = Vec::new();
+    // Stale before this command: where the workspace differs now, again
+    // (ux68 L1: "the command that found so named the paths then").
+    if let VshError::NotCommittable { state: S::Stale, .. } | VshError::NotApprovable { state: S::Stale, .. } = &error
+        && let Ok(Some(receipt)) = runtime.show(transaction)
+    {
+        remedies.extend(
+            receipt
+                .warnings
+                .iter()
+                .filter(|warning| matches!(warning, vsh::Warning::StaleAt { .. }))
+                .map(ToString::to_string),
+        );
+    }
     let hint = match &error {
         // Made under a policy since replaced: approve would refuse it.
         VshError::NotCommittable { state: S::PendingApproval, .. }

@@ -2432,6 +2432,11 @@ fn committing_stale_work_again_says_what_stale_means() {
         assert!(stderr.contains(&format!("vsh rerun {}", &id[..12])), "{attempt}: {stderr}");
         if attempt == 1 {
             assert!(stderr.contains("it went stale: the workspace changed under what it read"), "{stderr}");
+            // Where, again (ux68 L1: only the first command named it).
+            assert!(
+                stderr.contains("stale: the workspace differs now from what this work read or changed, at a.txt"),
+                "{stderr}"
+            );
         }
     }
 }
