@@ -200,6 +200,14 @@ pub(crate) fn judge(
     unreadable: &vsh_vfs::PathRule,
     write: bool,
 ) -> Vec<UnseenChange> {
+    let shown = vfs.seen_contents().iter().take(NOTED_PER_RUN).cloned().collect();
+    let mut noted = noted_of_run(shown, vfs.read_set(), entries);
+    // What only a session keeps, without one is nothing to note.
+    noted.retain(|noted| records.session().is_some() || matches!(noted, Noted::Seen(..)));
+    // Nothing to judge and nothing to note (most runs): the record is not read.
+    if noted.is_empty() && unread_replacements(vfs.shown_contents(), entries).is_empty() {
+        return Vec::new();
+    }
     let (seen, corrupt) = records.seen_contents_verified();
     let workspace = std::sync::Arc::clone(vfs.host());
     let mut unseen = if corrupt {
@@ -215,8 +223,6 @@ pub(crate) fn judge(
         change.removed
             || losses.binary_search_by(|loss| loss.path.cmp(&change.path)).map_or(true, |at| losses[at].lost > 0)
     });
-    let shown = vfs.seen_contents().iter().take(NOTED_PER_RUN).cloned().collect();
-    let noted = noted_of_run(shown, vfs.read_set(), entries);
     records.note_sightings(seen, noted, write);
     unseen
 }
