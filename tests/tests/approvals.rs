@@ -957,8 +957,71 @@ fn a_session_judges_by_what_it_saw_itself() {
     assert_eq!(human.commit(preview.transaction, now()).unwrap().state, TransactionState::Committed);
     let again = auto(&agent, "from pathlib import Path\nPath('b.txt').write_text('b\\nmore\\n')");
     assert_eq!(again.state, TransactionState::Committed, "{:?}", again.decision);
+    // What it wrote whole over a change it never saw, once a reviewer let
+    // it through, it knows: it wrote every byte of it.
+    let whole = auto(&agent, "from pathlib import Path\nPath('a.txt').write_text('all new\\n')");
+    assert!(unseen(&whole), "{:?}", whole.decision);
+    human.approve(whole.transaction, PrincipalId::digest(b"r"), now(), now() + 60_000).unwrap();
+    assert_eq!(human.commit(whole.transaction, now()).unwrap().state, TransactionState::Committed);
+    let next = auto(&agent, "from pathlib import Path\nPath('a.txt').write_text('newer\\n')");
+    assert!(!unseen(&next), "{:?}", next.decision);
+    // A revert of another's commit puts back what it replaced, where the
+    // workspace holds what that commit left: its own judgment (ux70 F5).
+    let theirs = auto(&human, "from pathlib import Path\np = Path('b.txt')\np.write_text(p.read_text() + 'theirs\\n')");
+    assert_eq!(theirs.state, TransactionState::Committed);
+    let reverted = agent.revert(theirs.transaction, RunMode::Auto).unwrap();
+    assert!(!unseen(&reverted), "{:?}", reverted.decision);
 }
 
 fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// What a change it never saw could slip through: an append's commit (it
+/// kept the change, so it made it count as seen: sec75 F2), a line the user
+/// deleted put back (no loss: sec75 F3); and what drops nothing: a move of
+/// the file (ux70 F4), a revert of a commit (ux70 F5).
+#[test]
+fn a_change_never_seen_does_not_pass_through_an_append_nor_a_line_put_back() {
+    let text = numbered_lines(20, |line| format!("line {line}\n"));
+    let dir = workspace(&[("a.txt", &text), ("b.txt", &text), ("c.txt", &text), ("d.txt", "d\n")]);
+    let runtime = open(&dir);
+    let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
+    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
+        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
+        _ => false,
+    };
+    run("from pathlib import Path\nfor p in ['a.txt', 'b.txt', 'c.txt']:\n    Path(p).read_text()");
+    // The user edits a.txt; an append, blind, keeps it (and is let through) ...
+    std::fs::write(dir.path().join("a.txt"), text.replace("line 5\n", "line 5, mine\n")).unwrap();
+    let append = "with open('a.txt', 'a') as f:\n    f.write('appended\\n')";
+    assert_eq!(run(append).state, TransactionState::Committed);
+    // ... but does not make the user's line count as seen.
+    let blind = |path: &str| format!("from pathlib import Path\nPath('{path}').write_text({text:?} + 'agent\\n')");
+    assert!(unseen(&run(&blind("a.txt"))), "the user's line would go");
+    // The user deletes a line; writing it back is no loss, still a change dropped.
+    std::fs::write(dir.path().join("b.txt"), text.replace("line 7\n", "")).unwrap();
+    assert!(unseen(&run(&blind("b.txt"))), "the user's deletion would be undone");
+    // A move of a file the user changed keeps what it holds.
+    std::fs::write(dir.path().join("c.txt"), format!("{text}mine\n")).unwrap();
+    let moved = run("import os\nos.rename('c.txt', 'e.txt')");
+    assert!(!unseen(&moved), "{:?}", moved.decision);
+}
+
+/// A hold on the record of what vsh saw that is never let go (whoever can
+/// write vsh's data directory) costs a run its sightings after a few
+/// seconds, never the run (sec75 F6: it hung).
+#[test]
+fn a_run_never_waits_for_the_record_of_what_vsh_saw_for_long() {
+    let dir = workspace(&[("a.txt", "a\n")]);
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    runtime.run(&RunRequest::new("1")).unwrap();
+    let lock = std::fs::File::create(dir.path().join(".vsh/data/seen-contents.lock")).unwrap();
+    lock.lock().unwrap();
+    let started = std::time::Instant::now();
+    let read = runtime.run(&RunRequest::new("from pathlib import Path\nPath('a.txt').read_text()")).unwrap();
+    assert_eq!(read.changed_paths, 0);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "gave up waiting: {:?}", started.elapsed());
+    assert!(!dir.path().join(".vsh/data/seen-contents").exists(), "nothing noted while another held it");
+    lock.unlock().unwrap();
 }

@@ -908,6 +908,9 @@ fn a_command_that_replaces_unread_a_file_changed_since_vsh_saw_it_waits_for_a_re
         "cp src/app.py README.md",
         "printf XY | dd of=README.md conv=notrunc 2>/dev/null",
         "rm docs/notes.txt",
+        // A command that read the file and replaced it whole read it no
+        // more than one that did not (sec75 F1).
+        "cat README.md > /dev/null; cp src/app.py README.md",
     ] {
         let replaced = run(script);
         assert!(unseen(&replaced), "{script}: {:?}", replaced.decision);

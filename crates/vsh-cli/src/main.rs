@@ -245,7 +245,9 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
         | vsh::VshError::ApprovalStale { .. }
         | vsh::VshError::NotApprovable { state: TransactionState::Stale, .. }
         | vsh::VshError::NotCommittable { state: TransactionState::Stale, .. } => EXIT_STALE,
-        vsh::VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => EXIT_PENDING,
+        // Its approval lapsed: it awaits another (ux70 F3: exit 1).
+        vsh::VshError::NotCommittable { state: TransactionState::PendingApproval, .. }
+        | vsh::VshError::Store(vsh::lower::vsh_store::StoreError::ApprovalLapsed { .. }) => EXIT_PENDING,
         vsh::VshError::NotCommittable { state: TransactionState::Denied, .. }
         | vsh::VshError::NotApprovable { state: TransactionState::Denied, .. } => EXIT_DENIED,
         // A name that cannot name a transaction is a usage error.

@@ -805,9 +805,20 @@ pub(crate) fn denial_line(receipt: &Receipt) -> Option<String> {
 }
 
 /// What to do next with the work a receipt describes, if anything.
+/// Whether `receipt`'s work waits for a reviewer with `flag` among its risks.
+fn has_flag(receipt: &Receipt, flag: vsh::RiskFlag) -> bool {
+    matches!(&receipt.decision, RuntimeDecision::PendingApproval(manifest) if manifest.flags.contains(&flag))
+}
+
 pub(crate) fn next_step(receipt: &Receipt) -> Option<String> {
     let short = receipt.transaction.short();
     match receipt.state {
+        // Approving unseen-change work drops a change someone made: say so
+        // with the step (ux70 F6).
+        vsh::TransactionState::PendingApproval if has_flag(receipt, vsh::RiskFlag::UnseenChange) => Some(format!(
+            "vsh approve {short} && vsh commit {short} drops the change named above; vsh reject {short} keeps it \
+             (then rewrite from a fresh read)"
+        )),
         vsh::TransactionState::PendingApproval => Some(format!("vsh approve {short} && vsh commit {short}")),
         // A run that changed nothing has nothing to commit.
         vsh::TransactionState::AutoApproved | vsh::TransactionState::Approved if receipt.changed_paths == 0 => {
@@ -849,6 +860,13 @@ pub(crate) fn reverted_by(receipt: &Receipt) -> Option<&str> {
 /// What to do next for a JSON document: `next` when the caller knows
 /// better (a rerun), else the receipt's; only a command, never a sentence.
 pub(crate) fn json_next(receipt: &Receipt, next: Option<String>) -> Option<String> {
+    if next.is_none()
+        && receipt.state == vsh::TransactionState::PendingApproval
+        && has_flag(receipt, vsh::RiskFlag::UnseenChange)
+    {
+        // Review first: approving drops a change (the text says which).
+        return Some(format!("vsh show {}", receipt.transaction.short()));
+    }
     next.or_else(|| next_step(receipt)).filter(|next| next.starts_with("vsh "))
 }
 

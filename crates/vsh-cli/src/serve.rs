@@ -390,6 +390,14 @@ fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
             Some(format!("vsh_commit {short}"))
         }
         TransactionState::Approved => Some(format!("vsh_commit {short}")),
+        // Its approval would drop a change the agent never saw: discard
+        // it and write again from what it reads (ux70 F6).
+        TransactionState::PendingApproval
+            if matches!(&receipt.decision, vsh::RuntimeDecision::PendingApproval(manifest)
+                if manifest.flags.contains(&vsh::RiskFlag::UnseenChange)) =>
+        {
+            Some(format!("vsh_discard {short}"))
+        }
         TransactionState::PendingApproval => Some(format!("vsh approve {short}")),
         // Work that can never commit as it is: its program, run again (ux63
         // 5); a revert has none, it is reverted again (sec73 F2).
@@ -453,13 +461,20 @@ it can never be committed ({why}): run its program again with vsh_run, a new tra
         }
         vsh::RuntimeDecision::PendingApproval(manifest) if receipt.state == TransactionState::PendingApproval => {
             let flags: Vec<&str> = manifest.flags.iter().map(|flag| flag.name()).collect();
+            let short = receipt.transaction.short();
             let _ = write!(
                 text,
-                "\nawaiting an operator's approval (risk: {}); they run `vsh approve {}`, and vsh_wait {} waits for it",
-                flags.join(", "),
-                receipt.transaction.short(),
-                receipt.transaction.short()
+                "\nawaiting an operator's approval (risk: {}); they run `vsh approve {short}`, and vsh_wait {short} \
+                 waits for it",
+                flags.join(", ")
             );
+            if manifest.flags.contains(&vsh::RiskFlag::UnseenChange) {
+                let _ = write!(
+                    text,
+                    "\napproving it drops a change this connection never saw (unseen-change above): vsh_discard \
+                     {short}, then vsh_run a program that reads each file and writes from what it read"
+                );
+            }
         }
         vsh::RuntimeDecision::AutoApproved
             if receipt.state == TransactionState::AutoApproved
@@ -695,7 +710,12 @@ impl VshServer {
         Self {
             options: Arc::new(options),
             runtime: Arc::new(tokio::sync::Mutex::new(None)),
-            session: format!("serve-{}-{nanos:x}", std::process::id()),
+            // `VSH_SESSION` in the server's environment keeps one view across
+            // restarts of the client (ux70 F1); else one of its own.
+            session: std::env::var("VSH_SESSION")
+                .ok()
+                .filter(|session| !session.is_empty())
+                .unwrap_or_else(|| format!("serve-{}-{nanos:x}", std::process::id())),
             tool_router: Self::tool_router(),
         }
     }

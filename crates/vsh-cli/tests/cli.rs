@@ -2602,7 +2602,7 @@ fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     assert_eq!(vsh(&["approve", &delete, "--workspace", ws, "--ttl", "1"], None).status.code(), Some(0));
     std::thread::sleep(std::time::Duration::from_millis(1200));
     let late = vsh(&["commit", &delete, "--workspace", ws], None);
-    assert_eq!(late.status.code(), Some(1), "{}", stderr(&late));
+    assert_eq!(late.status.code(), Some(4), "awaits an approval again: {}", stderr(&late));
     // Headed by what happened, not by the layer that said it.
     let head = stderr(&late).lines().next().unwrap_or_default().to_owned();
     assert!(head.starts_with("vsh: ") && head.contains("lapsed"), "{}", stderr(&late));
@@ -5521,5 +5521,11 @@ fn vsh_session_gives_an_agent_on_the_command_line_a_view_of_its_own() {
         said.contains("why        unseen-change: ") && said.contains("a.txt (changed since a run read it"),
         "{said}"
     );
+    // The next step says what approving does (ux70 F6); a script is sent to the review.
+    assert!(said.contains("drops the change named above; vsh reject "), "{said}");
+    let judged = as_agent(&["run", "--workspace", ws, "--json", "-"], blind);
+    let document: serde_json::Value = serde_json::from_slice(&judged.stdout).unwrap();
+    let id = document["transaction"].as_str().unwrap();
+    assert_eq!(document["next"], format!("vsh show {}", &id[..12]), "{document}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
 }

@@ -152,6 +152,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     discarded_once(&client, &other_id).await;
     assert!(!ws.join("d.txt").exists());
     bash_is_one_more_language(&client, &ws).await;
+    a_blind_write_over_a_change_it_never_saw_is_to_be_discarded(&client, &ws).await;
     // A tool that does not exist is a protocol error, and the server still answers.
     let unknown = client.call_tool(CallToolRequestParams::new("vsh_approve")).await;
     assert!(unknown.is_err(), "{unknown:?}");
@@ -193,6 +194,23 @@ async fn the_agent_waits_for_the_operators_approval(
     assert!(!waited.is_error && waited.text.starts_with("decided after"), "{}", waited.text);
     assert_eq!(waited.document["receipt"]["state"], "approved", "{}", waited.document);
     assert_eq!(waited.document["receipt"]["next"], format!("vsh_commit {}", &id[..12]), "{}", waited.document);
+}
+
+/// This connection reads `u.txt`; the user edits it; a whole-file write
+/// from the earlier read waits (`unseen-change`), and what comes next is
+/// to discard it and write from a fresh read, not the operator's approval
+/// (ux70 F6: it named `vsh approve`, which drops the edit).
+async fn a_blind_write_over_a_change_it_never_saw_is_to_be_discarded(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path) {
+    std::fs::write(ws.join("u.txt"), "one\n").unwrap();
+    let read = call(client, "vsh_run", json!({"code": "vsh_read('u.txt')"})).await;
+    assert!(!read.is_error, "{}", read.text);
+    std::fs::write(ws.join("u.txt"), "one\nmine\n").unwrap();
+    let blind = call(client, "vsh_run", json!({"code": "vsh_write('u.txt', 'one\\nagent\\n')"})).await;
+    let id = blind.document["transaction"].as_str().unwrap();
+    assert_eq!(blind.document["next"], format!("vsh_discard {}", &id[..12]), "{}", blind.document);
+    assert!(blind.text.contains("u.txt (changed since a run read it; replaced unread)"), "{}", blind.text);
+    assert!(blind.text.contains("approving it drops a change this connection never saw"), "{}", blind.text);
+    assert!(!call(client, "vsh_discard", json!({"transaction": id})).await.is_error);
 }
 
 /// The seven tools (none approves), each with the hints a host uses to let
@@ -1099,4 +1117,49 @@ async fn a_runtime_a_storage_failure_stopped_is_opened_again() {
     assert!(!after.is_error && after.document["state"] == "committed", "{}", after.text);
     assert_eq!(std::fs::read_to_string(ws.join("c.txt")).unwrap(), "c");
     client.cancel().await.unwrap();
+}
+
+/// `VSH_SESSION` in a server's environment keeps its agent's view across
+/// restarts (ux70 F1: a restarted client was a new session, judged by
+/// what any run last saw, so another's commit counted as seen).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_named_by_vsh_session_keeps_its_view_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("u.txt"), "one\n").unwrap();
+    let key = dir.path().join("authority.key");
+    let start = || {
+        TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_vsh")).configure(|cmd| {
+            cmd.args(["serve", "--workspace"])
+                .arg(&ws)
+                .env_clear()
+                .env("VSH_AUTHORITY_KEY", &key)
+                .env("VSH_SESSION", "agent-1");
+        }))
+        .unwrap()
+    };
+    let first = ().serve(start()).await.unwrap();
+    assert!(!call(&first, "vsh_run", json!({"code": "vsh_read('u.txt')"})).await.is_error);
+    first.cancel().await.unwrap();
+    // Someone else edits it through vsh, reading it first.
+    let mut edit = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "--mode", "auto", "--workspace"])
+        .arg(&ws)
+        .arg("-")
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", &key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut edit.stdin.take().unwrap(), b"vsh_write('u.txt', vsh_read('u.txt') + 'theirs\\n')")
+        .unwrap();
+    assert!(edit.wait().unwrap().success());
+    let second = ().serve(start()).await.unwrap();
+    let blind = call(&second, "vsh_run", json!({"code": "vsh_write('u.txt', 'one\\nagent\\n')"})).await;
+    let id = blind.document["transaction"].as_str().unwrap();
+    assert_eq!(blind.document["next"], format!("vsh_discard {}", &id[..12]), "{}", blind.document);
+    assert_eq!(std::fs::read_to_string(ws.join("u.txt")).unwrap(), "one\ntheirs\n");
+    second.cancel().await.unwrap();
 }

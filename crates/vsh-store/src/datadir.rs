@@ -136,10 +136,13 @@ impl DataDir {
     /// Hold the settings file `name` for a read, change and write of it
     /// that no other process (nor thread) interleaves: an exclusive lock
     /// on `<name>.lock` beside it (made if missing), released when the
-    /// guard drops. Blocks while another holds it.
-    pub fn lock_setting(&self, name: &str) -> Result<vsh_host::LockGuard, StoreError> {
+    /// guard drops. Waits while another holds it, at most `wait`
+    /// (`HostError::LockTimeout` past it: sec75 F6, a held lock hung vsh).
+    pub fn lock_setting(&self, name: &str, wait: std::time::Duration) -> Result<vsh_host::LockGuard, StoreError> {
         let path = setting_path(&format!("{name}.lock"))?;
-        self.dir.lock_exclusive(&path).map_err(|source| StoreError::DataDir { path, source })
+        self.dir
+            .lock_exclusive_within(&path, &vsh_host::LockWait::within(wait))
+            .map_err(|source| StoreError::DataDir { path, source })
     }
 
     /// [`DataDir::write_setting`] without the `fsync`s: a reader still sees

@@ -871,7 +871,8 @@ impl VirtualFs {
 
     /// Append to a file, creating it if missing. Returns the new length.
     pub fn append(&mut self, path: &VPath, bytes: &[u8]) -> Result<u64, VfsError> {
-        let existing = match self.read(path) {
+        // Appending shows the guest nothing of what the file held.
+        let existing = match self.read_unshown(path) {
             Ok(existing) => Some(existing),
             Err(VfsError::NotFound { .. }) => None,
             Err(other) => return Err(other),

@@ -495,9 +495,6 @@ impl VshError {
             | Self::PolicyChanged(_)
             | Self::WorkspacePolicyForged(_)
             | Self::WorkspacePolicyReplaced => C::Policy,
-            Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } | Self::RevertUnavailable { .. } => {
-                C::Store
-            }
             Self::Execution(_)
             | Self::Vfs(_)
             | Self::ResultNesting { .. }
@@ -533,7 +530,16 @@ impl VshError {
             | Self::HookHandler(_)
             | Self::HookEventMismatch(_)
             | Self::HookReasonLimit { .. }
-            | Self::IncompleteHookEvidence(_) => C::Approval,
+            | Self::IncompleteHookEvidence(_)
+            // The way to a commit, not vsh's records (ux70 F3).
+            | Self::Store(
+                vsh_store::StoreError::ApprovalLapsed { .. }
+                | vsh_store::StoreError::ApprovalExpired { .. }
+                | vsh_store::StoreError::PreviewExpired { .. },
+            ) => C::Approval,
+            Self::Store(_) | Self::ArtifactBinding(_) | Self::Evidence { .. } | Self::RevertUnavailable { .. } => {
+                C::Store
+            }
         }
     }
 }
@@ -551,6 +557,10 @@ mod tests {
             (VshError::PolicyChanged(id), ErrorCategory::Policy),
             (VshError::ArtifactBinding(id), ErrorCategory::Store),
             (VshError::Store(vsh_store::StoreError::DataDirIsRoot), ErrorCategory::Store),
+            (
+                VshError::Store(vsh_store::StoreError::ApprovalLapsed { id, expires_ms: 1, now_ms: 2 }),
+                ErrorCategory::Approval,
+            ),
             (VshError::Cancelled, ErrorCategory::Execution),
             (VshError::InvalidCommand { reason: "empty".into() }, ErrorCategory::Execution),
             (VshError::LanguageUnavailable { language: crate::Language::Bash }, ErrorCategory::Execution),

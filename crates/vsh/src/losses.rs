@@ -157,7 +157,7 @@ pub(crate) fn at_run(
 /// Whether `after` begins with the content `before` describes of the file
 /// at `path` in `workspace`, read a MiB at a time (never held whole) and
 /// checked against its digest as it is read.
-fn appends_to(workspace: &CapDir, path: &VPath, before: &NodeState, after: &[u8]) -> bool {
+pub(crate) fn appends_to(workspace: &CapDir, path: &VPath, before: &NodeState, after: &[u8]) -> bool {
     const PIECE: u32 = 1 << 20;
     let Some(expected) = before.content else { return false };
     if (after.len() as u64) < before.size {

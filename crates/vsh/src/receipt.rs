@@ -364,7 +364,7 @@ pub enum Warning {
 /// [`Warning::UnseenChanges`]' head.
 const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw them, overwritten by this run without \
                               being read; approving it drops those changes: to keep them, discard it and run a \
-                              program that reads each file before it writes it: ";
+                              program that reads each file and writes from what it read: ";
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

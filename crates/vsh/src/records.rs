@@ -129,6 +129,9 @@ pub(crate) struct Records {
     session: Option<String>,
 }
 
+/// How long a run waits for another's hold on the record of what vsh saw.
+const SEEN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 impl Records {
     pub(crate) fn new(
         transactions: TransactionStore,
@@ -344,7 +347,9 @@ impl Records {
         }
         // Read again under the lock, so that runs at the same moment add
         // up, never overwrite each other's (sec74 F4).
-        let Ok(_held) = self.data.lock_setting(vsh_store::SEEN_CONTENTS_FILE) else { return };
+        // Best effort: a lock someone holds past a few seconds costs this
+        // run's sightings, never the run.
+        let Ok(_held) = self.data.lock_setting(vsh_store::SEEN_CONTENTS_FILE, SEEN_LOCK_WAIT) else { return };
         let mut current = vsh_store::SeenContents::read(&self.data, &self.key).unwrap_or_default();
         for noted in unsaved.drain(..).chain(noted) {
             noted.apply(&mut current, session);

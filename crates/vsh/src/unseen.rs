@@ -76,18 +76,21 @@ const HASHED_UNREAD_BYTES: u64 = 16 << 20;
 /// still match the stamp, within [`HASHED_UNREAD_BYTES`]), unless
 /// `unreadable` holds it (ux69 H3: a removal was never judged).
 fn at_run(
-    shown: &BTreeSet<VPath>,
+    read: &BTreeSet<VPath>,
     entries: &[DiffEntry],
     (seen, session): (&SeenContents, Option<&str>),
     workspace: &vsh_host::CapDir,
     unreadable: &vsh_vfs::PathRule,
 ) -> Vec<UnseenChange> {
+    // What the diff leaves somewhere: a file removed with its content put
+    // elsewhere (a move, a rename) drops nothing (ux70 F4).
+    let left: BTreeSet<BlobId> = entries.iter().filter_map(|entry| entry.after?.content).collect();
     entries
         .iter()
         .filter(|entry| matches!(entry.kind, DiffKind::Modify | DiffKind::Delete))
         .filter_map(|entry| {
             let before = entry.before.filter(|before| before.kind == NodeKind::File)?;
-            if shown.contains(&entry.path) {
+            if read.contains(&entry.path) {
                 return None;
             }
             // The session's own view first (ux69 H1: another's commit, or
@@ -107,7 +110,7 @@ fn at_run(
             let known = match own {
                 Some((session, _)) => seen.knows(session, &entry.path, &content),
                 None => last.content == Some(content),
-            };
+            } || (entry.kind == DiffKind::Delete && left.contains(&content));
             (!known).then(|| UnseenChange {
                 path: entry.path.clone(),
                 removed: entry.kind == DiffKind::Delete,
@@ -120,12 +123,12 @@ fn at_run(
 /// The files `entries` replace or remove whose content the run never read
 /// (`shown`), each as an [`UnseenChange`] that vsh's record could not
 /// judge (it did not verify).
-fn unread_replacements(shown: &BTreeSet<VPath>, entries: &[DiffEntry]) -> Vec<UnseenChange> {
+fn unread_replacements(read: &BTreeSet<VPath>, entries: &[DiffEntry]) -> Vec<UnseenChange> {
     entries
         .iter()
         .filter(|entry| matches!(entry.kind, DiffKind::Modify | DiffKind::Delete))
         .filter(|entry| entry.before.is_some_and(|before| before.kind == NodeKind::File))
-        .filter(|entry| !shown.contains(&entry.path))
+        .filter(|entry| !read.contains(&entry.path))
         .map(|entry| UnseenChange { path: entry.path.clone(), removed: entry.kind == DiffKind::Delete, last: None })
         .collect()
 }
@@ -133,11 +136,19 @@ fn unread_replacements(shown: &BTreeSet<VPath>, entries: &[DiffEntry]) -> Vec<Un
 /// What a run or a commit adds to the workspace's record of what vsh saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Noted {
-    /// What was seen at a path (a run's read, a commit's after state).
+    /// What a run's program read at a path.
     Seen(VPath, Sighting),
-    /// Content the session's own work wrote at a path (not on disk yet):
-    /// content the session saw there, no sighting of what is there.
+    /// Content the session's own work wrote at a path, where it wrote from
+    /// what it knew (a file it made, or read): content the session saw
+    /// there, no sighting of what is there.
     Wrote(VPath, BlobId),
+    /// What a commit left at a path (`sighting`), over what it found there
+    /// (`over`, when its diff knows it): any run's newest sighting, when
+    /// the commit was `reviewed`, made the path, or found what was last
+    /// seen there; a commit of work that changed a file unseen (an append,
+    /// judged no loss) would otherwise make the change it kept count as
+    /// seen (sec75 F2). Never a session's.
+    Left { path: VPath, sighting: Sighting, over: Option<BlobId>, trusted: bool },
 }
 
 impl Noted {
@@ -147,6 +158,10 @@ impl Noted {
         match self {
             Self::Seen(path, sighting) => seen.insert_for(session, path, *sighting),
             Self::Wrote(path, content) => session.is_some_and(|session| seen.know(session, path, content)),
+            Self::Left { path, sighting, over, trusted } => {
+                let follows = *trusted || seen.get(path).is_none_or(|last| over.is_some() && last.content == *over);
+                follows && seen.insert(path, *sighting)
+            }
         }
     }
 }
@@ -158,21 +173,38 @@ impl Noted {
 /// sources it never shows: ux69 H2), what it only replaced, nor what it
 /// found absent (a write's precondition looks as well). With what it wrote
 /// (`entries`' after states), for its session.
-fn noted_of_run(shown: Vec<VPath>, reads: &ReadSet, entries: &[DiffEntry]) -> Vec<Noted> {
+fn noted_of_run(
+    shown: Vec<VPath>,
+    reads: &ReadSet,
+    entries: &[DiffEntry],
+    (read, losses): (&BTreeSet<VPath>, &[vsh_policy::ContentLoss]),
+) -> Vec<Noted> {
     let seen = shown.into_iter().filter_map(|path| {
         let content = reads.entries.get(&path)?.content?;
         Some(Noted::Seen(path, Sighting { content: Some(content), committed_by: None }))
     });
-    let wrote = entries.iter().take(NOTED_PER_RUN).filter_map(|entry| {
-        let after = entry.after.filter(|after| after.kind == NodeKind::File)?;
-        Some(Noted::Wrote(entry.path.clone(), after.content?))
-    });
+    // Written from what it knew: a file it made, one it read, or one it
+    // wrote whole, keeping nothing of what it held (sec75 F2: a blind
+    // append's result holds a change it never saw).
+    let whole = |entry: &DiffEntry| {
+        entry.before.is_some_and(|before| {
+            losses.binary_search_by(|loss| loss.path.cmp(&entry.path)).is_ok_and(|at| losses[at].lost >= before.size)
+        })
+    };
+    let wrote = entries
+        .iter()
+        .filter(|entry| entry.before.is_none() || read.contains(&entry.path) || whole(entry))
+        .take(NOTED_PER_RUN)
+        .filter_map(|entry| {
+            let after = entry.after.filter(|after| after.kind == NodeKind::File)?;
+            Some(Noted::Wrote(entry.path.clone(), after.content?))
+        });
     seen.chain(wrote).collect()
 }
 
 /// What the commit of `transaction`, which changed `entries`, left: each
 /// file's content where its diff knows it, and each path it removed.
-pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId) -> Vec<Noted> {
+pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId, reviewed: bool) -> Vec<Noted> {
     entries
         .iter()
         .filter_map(move |entry| {
@@ -181,9 +213,53 @@ pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId)
                 Some(after) if after.kind == NodeKind::File => Some(after.content?),
                 Some(_) => return None,
             };
-            Some(Noted::Seen(entry.path.clone(), Sighting { content, committed_by: Some(transaction) }))
+            Some(Noted::Left {
+                path: entry.path.clone(),
+                sighting: Sighting { content, committed_by: Some(transaction) },
+                over: entry.before.and_then(|before| before.content),
+                trusted: reviewed || entry.before.is_none(),
+            })
         })
         .collect()
+}
+
+/// The files the run read: its program's own reads, and a real command's
+/// where its change keeps most of what the file held (an edit in place,
+/// `sed -i`: losing at most half, `losses`); a command that read a file
+/// and then replaced most of it (`cat f; cp g f`) read it no more than one
+/// that did not (sec75 F1).
+fn read_by_run(vfs: &VirtualFs, entries: &[DiffEntry], losses: &[vsh_policy::ContentLoss]) -> BTreeSet<VPath> {
+    let mut read = vfs.seen_contents().clone();
+    for entry in entries {
+        if read.contains(&entry.path) || !vfs.shown_contents().contains(&entry.path) {
+            continue;
+        }
+        let Some(before) = entry.before.filter(|before| before.kind == NodeKind::File) else { continue };
+        let kept = entry.kind == DiffKind::Modify
+            && losses
+                .binary_search_by(|loss| loss.path.cmp(&entry.path))
+                .is_ok_and(|at| losses[at].lost.saturating_mul(2) <= before.size);
+        if kept {
+            read.insert(entry.path.clone());
+        }
+    }
+    read
+}
+
+/// Whether `change` keeps every byte the file held, in front (an append),
+/// as `vfs` holds its new bytes and `workspace` its old: no loss of anyone's.
+fn appends(change: &UnseenChange, entries: &[DiffEntry], vfs: &mut VirtualFs, workspace: &vsh_host::CapDir) -> bool {
+    if change.removed {
+        return false;
+    }
+    let Ok(at) = entries.binary_search_by(|entry| entry.path.cmp(&change.path)) else { return false };
+    let Some(before) = entries[at].before else { return false };
+    match vfs.content_source(&change.path) {
+        Ok(Some(vsh_vfs::ContentSource::Bytes(bytes))) => {
+            crate::losses::appends_to(workspace, &change.path, &before, &bytes)
+        }
+        _ => false,
+    }
 }
 
 /// The files `entries` replace or remove unread that changed since vsh
@@ -198,31 +274,47 @@ pub(crate) fn judge(
     (entries, losses): (&[DiffEntry], &[vsh_policy::ContentLoss]),
     records: &Records,
     unreadable: &vsh_vfs::PathRule,
-    write: bool,
+    (write, revert): (bool, bool),
 ) -> Vec<UnseenChange> {
+    let read = read_by_run(vfs, entries, losses);
     let shown = vfs.seen_contents().iter().take(NOTED_PER_RUN).cloned().collect();
-    let mut noted = noted_of_run(shown, vfs.read_set(), entries);
+    let mut noted = noted_of_run(shown, vfs.read_set(), entries, (&read, losses));
     // What only a session keeps, without one is nothing to note.
     noted.retain(|noted| records.session().is_some() || matches!(noted, Noted::Seen(..)));
+    // A revert puts back what a commit replaced, where the workspace holds
+    // what it left (checked before): its own judgment (ux70 F5).
+    let candidates = if revert { Vec::new() } else { unread_replacements(&read, entries) };
     // Nothing to judge and nothing to note (most runs): the record is not read.
-    if noted.is_empty() && unread_replacements(vfs.shown_contents(), entries).is_empty() {
+    if noted.is_empty() && candidates.is_empty() {
         return Vec::new();
     }
     let (seen, corrupt) = records.seen_contents_verified();
     let workspace = std::sync::Arc::clone(vfs.host());
-    let mut unseen = if corrupt {
+    let mut unseen = if candidates.is_empty() {
+        Vec::new()
+    } else if corrupt {
         // What vsh saw cannot be told: every file replaced unread waits
         // (sec74 F3: a damaged record let them all through).
-        unread_replacements(vfs.shown_contents(), entries)
+        candidates
     } else {
-        at_run(vfs.shown_contents(), entries, (&seen, records.session()), &workspace, unreadable)
+        at_run(&read, entries, (&seen, records.session()), &workspace, unreadable)
     };
-    // A change that keeps every byte of the file (an append) drops nothing
-    // of anyone's: only a loss is judged.
-    unseen.retain(|change| {
-        change.removed
-            || losses.binary_search_by(|loss| loss.path.cmp(&change.path)).map_or(true, |at| losses[at].lost > 0)
-    });
+    // A change that keeps every byte the file held, in front (an append),
+    // drops nothing of anyone's (a line put back where one was deleted
+    // does: sec75 F3).
+    unseen.retain(|change| !appends(change, entries, vfs, &workspace));
+    // Content the session knew, written over blind, is written from what it knew.
+    if let Some(session) = records.session() {
+        for entry in entries.iter().filter(|entry| !read.contains(&entry.path)) {
+            let (Some(before), Some(after)) = (entry.before, entry.after) else { continue };
+            if let (Some(was), Some(now)) = (before.content, after.content)
+                && after.kind == NodeKind::File
+                && seen.knows(session, &entry.path, &was)
+            {
+                noted.push(Noted::Wrote(entry.path.clone(), now));
+            }
+        }
+    }
     records.note_sightings(seen, noted, write);
     unseen
 }

@@ -718,11 +718,14 @@ impl Runs {
         vfs: &mut VirtualFs,
         entries: &[vsh_types::DiffEntry],
         records: &Records,
+        outcome: &Executed,
     ) -> Result<(Vec<vsh_policy::ContentLoss>, Option<crate::Warning>, Vec<crate::unseen::UnseenChange>), VshError>
     {
         let (losses, earlier) = self.losses(vfs, entries, records)?;
         let write = self.durable_previews.is_some();
-        let unseen = crate::unseen::judge(vfs, (entries, &losses), records, &self.unreadable, write);
+        let revert = matches!(&outcome.output, EvidenceOutput::Session { steps }
+            if steps.iter().any(|step| step.kind == crate::receipt::StepKind::Revert));
+        let unseen = crate::unseen::judge(vfs, (entries, &losses), records, &self.unreadable, (write, revert));
         Ok((losses, earlier, unseen))
     }
 
@@ -760,7 +763,7 @@ impl Runs {
         let stage_start = Instant::now();
         // Before anything below reads the image for its own ends (the git
         // judgment reads `HEAD` and `config` files).
-        let (losses, earlier_losses, unseen) = self.losses_and_unseen(vfs, diff.entries(), records)?;
+        let (losses, earlier_losses, unseen) = self.losses_and_unseen(vfs, diff.entries(), records, &outcome)?;
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;

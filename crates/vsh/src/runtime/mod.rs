@@ -469,7 +469,7 @@ impl Runtime {
             if let Err(error) = self.record_losses(committable.diff.entries(), reviewed, &measured) {
                 *unrecorded.borrow_mut() = Some(error);
             }
-            let left = crate::unseen::noted_of_commit(committable.diff.entries(), transaction);
+            let left = crate::unseen::noted_of_commit(committable.diff.entries(), transaction, reviewed);
             self.records.note_sightings(self.records.seen_contents(), left, true);
         };
         let result = self.commits.commit(
