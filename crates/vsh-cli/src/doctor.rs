@@ -294,7 +294,29 @@ fn workspace(path: &Path) -> Vec<Check> {
     }
     checks.push(stored_work(&runtime));
     checks.push(loss_history(&runtime));
+    checks.push(seen_contents(&runtime));
     checks
+}
+
+/// Whether the record of what vsh last saw of files verifies: one that does
+/// not makes every run that replaces a file unread wait for a reviewer, and
+/// the next run that reads a file starts it afresh, forgetting what it held
+/// (sec75 F7: doctor said all was well).
+fn seen_contents(runtime: &vsh::Runtime) -> Check {
+    let (path, entries) = runtime.seen_contents_files();
+    match entries {
+        Ok(entries) => Check::ok("seen", format!("vsh's record of what it saw of files holds {entries} entries")),
+        Err(error) => Check::not_ok(
+            "seen",
+            Status::Warn,
+            render::error_chain(&error),
+            format!(
+                "every run that replaces a file unread waits for a reviewer until a run that reads a file starts \
+                 it afresh, forgetting what it held: find out who changed the data directory, then remove {}",
+                render::shown(&path.to_string_lossy(), false)
+            ),
+        ),
+    }
 }
 
 /// Whether the workspace's loss history verifies: one that does not stops

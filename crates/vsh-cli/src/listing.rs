@@ -83,12 +83,14 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
         if rows.len() > 1 {
             // A long queue's shape in one line (ux57 #5).
             let count = |state: vsh::TransactionState| rows.iter().filter(|row| row.record.state == state).count();
+            let interrupted = count(vsh::TransactionState::RecoveryRequired);
             println!(
-                "{} waiting: {} pending approval, {} approved, {} auto-approved (to commit)",
+                "{} waiting: {} pending approval, {} approved, {} auto-approved (to commit){}",
                 rows.len(),
                 count(vsh::TransactionState::PendingApproval),
                 count(vsh::TransactionState::Approved),
-                count(vsh::TransactionState::AutoApproved)
+                count(vsh::TransactionState::AutoApproved),
+                if interrupted > 0 { format!(", {interrupted} interrupted (to recover)") } else { String::new() }
             );
         }
     }

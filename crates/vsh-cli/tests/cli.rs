@@ -1964,6 +1964,15 @@ fn doctor_names_waiting_work_it_cannot_commit_and_how_to_record_a_policy_again()
     assert!(found["remedy"].as_str().unwrap().contains(history.to_str().unwrap()), "{found}");
     assert_eq!(output.status.code(), Some(1));
     std::fs::remove_file(&history).unwrap();
+    // The record of what vsh saw changed behind its back: a warning, with
+    // what it costs and which file to remove (sec75 F7: all was well).
+    let seen = ws.join(".vsh/data/seen-contents");
+    std::fs::write(&seen, b"VSHSEE01 planted").unwrap();
+    let found = status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "seen");
+    assert_eq!(found["status"], "warn", "{found}");
+    assert!(found["remedy"].as_str().unwrap().contains(seen.to_str().unwrap()), "{found}");
+    std::fs::remove_file(&seen).unwrap();
+    assert_eq!(status(&serde_json::from_slice(&doctor(&key).stdout).unwrap(), "seen")["status"], "ok");
     // A mode change keeps the workspace's own bytes: nothing of it is in the
     // blob store, and nothing is missing (ux51: doctor failed every chmod).
     std::fs::write(ws.join("tool.sh"), "echo hi\n").unwrap();

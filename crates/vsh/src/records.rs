@@ -371,6 +371,11 @@ impl Records {
         }
     }
 
+    /// The authority key its settings files are MAC'd under.
+    pub(crate) fn key(&self) -> &vsh_types::AuthorityKey {
+        &self.key
+    }
+
     /// The data directory.
     pub(crate) fn data(&self) -> &vsh_store::DataDir {
         &self.data

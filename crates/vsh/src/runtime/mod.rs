@@ -922,6 +922,18 @@ impl Runtime {
         (path, self.records.loss_history().map(|history| history.len()))
     }
 
+    /// Where the workspace's record of what vsh last saw of its files is
+    /// (`seen-contents`), and how many entries it holds:
+    /// [`VshError::DataDirectory`] when it cannot be read, or does not
+    /// verify under the authority key (`StoreError::CorruptSeenContents`:
+    /// every run that replaces a file unread waits for a reviewer, until a
+    /// run starts it afresh). What `vsh doctor` checks.
+    pub fn seen_contents_files(&self) -> (std::path::PathBuf, Result<usize, VshError>) {
+        let path = self.records.data().dir().display_path().join(vsh_store::SEEN_CONTENTS_FILE);
+        let read = vsh_store::SeenContents::read(self.records.data(), self.records.key()).map(|seen| seen.len());
+        (path, read.map_err(VshError::DataDirectory))
+    }
+
     /// Each transaction still waiting for a decision or a commit whose
     /// stored work could not be committed as it stands, with why: its
     /// artifact no longer loads or binds, or a content its commit reads from
