@@ -1006,6 +1006,20 @@ fn a_change_never_seen_does_not_pass_through_an_append_nor_a_line_put_back() {
     std::fs::write(dir.path().join("c.txt"), format!("{text}mine\n")).unwrap();
     let moved = run("import os\nos.rename('c.txt', 'e.txt')");
     assert!(!unseen(&moved), "{:?}", moved.decision);
+    // The user removes a file the program read; writing it whole again
+    // undoes that removal unseen (ux71 M1).
+    run("from pathlib import Path\nPath('d.txt').read_text()");
+    std::fs::remove_file(dir.path().join("d.txt")).unwrap();
+    let made = run("from pathlib import Path\nPath('d.txt').write_text('d, again\\n')");
+    assert!(unseen(&made), "{:?}", made.decision);
+    assert!(!dir.path().join("d.txt").exists());
+    // A file never seen is made as before.
+    assert_eq!(run("from pathlib import Path\nPath('new.txt').write_text('n')").state, TransactionState::Committed);
+    // One a commit removed is made again as before: that removal was seen.
+    let removal = run("import os\nos.remove('new.txt')");
+    runtime.approve(removal.transaction, PrincipalId::digest(b"r"), 1_000, u64::MAX).unwrap();
+    assert_eq!(runtime.commit(removal.transaction, 2_000).unwrap().state, TransactionState::Committed);
+    assert_eq!(run("from pathlib import Path\nPath('new.txt').write_text('n2')").state, TransactionState::Committed);
 }
 
 /// A hold on the record of what vsh saw that is never let go (whoever can
@@ -1024,4 +1038,26 @@ fn a_run_never_waits_for_the_record_of_what_vsh_saw_for_long() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "gave up waiting: {:?}", started.elapsed());
     assert!(!dir.path().join(".vsh/data/seen-contents").exists(), "nothing noted while another held it");
     lock.unlock().unwrap();
+}
+
+/// A Bash script's reads show the program nothing it writes back from (a
+/// `grep -q`, a redirection that reads nothing): a rewrite after them of a
+/// file changed since the program read it waits (sec76 H2, M1).
+#[test]
+fn a_bash_scripts_reads_are_no_reading_of_the_file_it_rewrites() {
+    let dir = workspace(&[("a.txt", "one\ntwo\n")]);
+    let runtime = Runtime::open(config(dir.path()).with_bash(vsh::BashConfig::new())).unwrap();
+    runtime.run(&RunRequest::new("from pathlib import Path\nPath('a.txt').read_text()")).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\ntwo\nmine\n").unwrap();
+    for script in ["grep -q nothing a.txt; printf 'one\\ntwo\\nagent\\n' > a.txt", ": < a.txt; printf 'one\\n' > a.txt"]
+    {
+        let request = RunRequest::new(script).with_language(vsh::Language::Bash).with_mode(RunMode::Auto);
+        let receipt = runtime.run(&request).unwrap();
+        let flags = match &receipt.decision {
+            RuntimeDecision::PendingApproval(manifest) => manifest.flags.clone(),
+            _ => Vec::new(),
+        };
+        assert!(flags.contains(&vsh::RiskFlag::UnseenChange), "{script}: {:?}", receipt.decision);
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
+    }
 }

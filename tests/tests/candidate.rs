@@ -895,7 +895,8 @@ fn a_command_that_replaces_unread_a_file_changed_since_vsh_saw_it_waits_for_a_re
         vsh::RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
         _ => false,
     };
-    let read = "from pathlib import Path\nfor p in ['docs/notes.txt', 'README.md']:\n    Path(p).read_text()";
+    let read =
+        "from pathlib import Path\nfor p in ['docs/notes.txt', 'README.md', 'src/app.py']:\n    Path(p).read_text()";
     assert_eq!(runtime.run(&RunRequest::new(read)).unwrap().changed_paths, 0);
     put(dir.path(), "docs/notes.txt", "notes\nmine\n");
     put(dir.path(), "README.md", "# demo\nhello world\nmine\n");
@@ -908,17 +909,28 @@ fn a_command_that_replaces_unread_a_file_changed_since_vsh_saw_it_waits_for_a_re
         "cp src/app.py README.md",
         "printf XY | dd of=README.md conv=notrunc 2>/dev/null",
         "rm docs/notes.txt",
-        // A command that read the file and replaced it whole read it no
-        // more than one that did not (sec75 F1).
+        // A command's read is no reading of the program's: it read the
+        // file and replaced it (sec75 F1), or searched it (sec76 H1) ...
         "cat README.md > /dev/null; cp src/app.py README.md",
+        "grep -q nothing docs/notes.txt; echo new > docs/notes.txt",
+        // ... and so even an edit in place waits, for a file changed since
+        // the program read it (a reviewer sees only the edit's own change).
+        "sed -i s/notes/NOTES/ docs/notes.txt",
     ] {
         let replaced = run(script);
         assert!(unseen(&replaced), "{script}: {:?}", replaced.decision);
         assert_eq!(tree(dir.path()), before, "{script}: nothing is written");
     }
-    for script in ["sed -i s/notes/NOTES/ docs/notes.txt", "echo more >> README.md"] {
+    // A Monty program's write after a command read the file alike (sec76 H1).
+    let after_grep = "vsh_exec(['grep', '-rn', 'TODO', '.'])\nvsh_write('docs/notes.txt', 'notes\\nagent\\n')";
+    let judged = runtime.run(&RunRequest::new(after_grep).with_mode(vsh::RunMode::Auto)).unwrap();
+    assert!(unseen(&judged), "{:?}", judged.decision);
+    assert_eq!(tree(dir.path()), before);
+    // An edit in place of a file unchanged since the program read it, and
+    // an append, go as before.
+    for script in ["sed -i s/greet/hello/ src/app.py", "echo more >> README.md"] {
         let edited = run(script);
         assert_eq!(edited.state, TransactionState::Committed, "{script}: {:?}", edited.decision);
     }
-    assert_eq!(std::fs::read_to_string(dir.path().join("docs/notes.txt")).unwrap(), "NOTES\nmine\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/app.py")).unwrap(), "def hello():\n    return 'hello'\n");
 }

@@ -2092,6 +2092,15 @@ fn approve_command(
         }
         Err(error) => return Err(failure::with_rerun_hint(runtime, id, error)),
     };
+    // Approving unseen-change work drops a change someone made: said once
+    // more, where the approval is given (ux71 M2).
+    if let Ok(Some(receipt)) = runtime.show(id)
+        && let Some(note) =
+            receipt.warnings.iter().find(|warning| matches!(warning, vsh::Warning::UnseenChanges { .. }))
+        && !output.quiet
+    {
+        say!("vsh: warning: its commit drops changes made since they were last seen ({note})");
+    }
     if json {
         print_record(runtime, &record)?;
     } else if !output.quiet {

@@ -1170,6 +1170,7 @@ impl VshServer {
             context.meta.get_progress_token().map(|token| report_progress(context.peer.clone(), token, limit));
         let started = Instant::now();
         let transaction = params.transaction.clone();
+        let mut first_look = None;
         let waited = loop {
             let asked = transaction.clone();
             let state = self
@@ -1186,10 +1187,18 @@ impl VshServer {
             if state.is_error == Some(true) {
                 break Err(state);
             }
-            let waiting = state.structured_content.as_ref().and_then(serde_json::Value::as_str)
-                == Some(TransactionState::PendingApproval.name());
-            if !waiting || started.elapsed() >= limit {
-                break Ok(waiting);
+            let name = state.structured_content.as_ref().and_then(serde_json::Value::as_str).unwrap_or_default();
+            let waiting = name == TransactionState::PendingApproval.name();
+            // A commit under way ends in a moment: its outcome is the answer
+            // (ux71 M3: "committing", with nothing next).
+            let moving = [TransactionState::Reserved, TransactionState::Revalidating, TransactionState::Committing]
+                .iter()
+                .any(|state| state.name() == name);
+            if first_look.is_none() {
+                first_look = Some(waiting || moving);
+            }
+            if !(waiting || moving) || started.elapsed() >= limit {
+                break Ok(waiting || moving);
             }
             tokio::select! {
                 () = context.ct.cancelled() => break Ok(true),
@@ -1217,6 +1226,9 @@ impl VshServer {
                         "still waiting for an operator's approval after {} s; vsh_wait again to go on waiting\n",
                         waited_ms / 1000
                     )
+                } else if first_look == Some(false) {
+                    // ux71 L3: nothing waited for a decision.
+                    "nothing to wait for: it was not waiting for an operator's approval\n".to_owned()
                 } else {
                     format!("decided after {} s\n", waited_ms / 1000)
                 };

@@ -5536,5 +5536,10 @@ fn vsh_session_gives_an_agent_on_the_command_line_a_view_of_its_own() {
     let document: serde_json::Value = serde_json::from_slice(&judged.stdout).unwrap();
     let id = document["transaction"].as_str().unwrap();
     assert_eq!(document["next"], format!("vsh show {}", &id[..12]), "{document}");
+    // Approving it says once more what its commit drops (ux71 M2).
+    let approved = vsh(&["approve", "--workspace", ws, id], None);
+    assert_eq!(approved.status.code(), Some(0), "{approved:?}");
+    let said = String::from_utf8_lossy(&approved.stderr);
+    assert!(said.contains("warning: its commit drops changes made since") && said.contains("a.txt"), "{said}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
 }

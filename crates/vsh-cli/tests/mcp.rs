@@ -175,6 +175,12 @@ async fn the_agent_waits_for_the_operators_approval(
     assert_eq!(short.document["receipt"]["state"], "pending-approval", "{}", short.document);
     let long = call(client, "vsh_wait", json!({"transaction": id, "timeout_ms": 3_600_000})).await;
     assert!(long.is_error && long.text.contains("at most 1800000"), "{}", long.text);
+    // Work that waits for no one is said to (ux71 L3: "decided").
+    let preview = call(client, "vsh_run", json!({"code": "vsh_write('w.txt', 'w')"})).await;
+    let preview_id = preview.document["transaction"].as_str().unwrap();
+    let nothing = call(client, "vsh_wait", json!({"transaction": preview_id})).await;
+    assert!(nothing.text.starts_with("nothing to wait for"), "{}", nothing.text);
+    assert!(!call(client, "vsh_discard", json!({"transaction": preview_id})).await.is_error);
     let (ws, key, approving) = (ws.to_owned(), key.to_owned(), id.to_owned());
     let operator = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(700));

@@ -41,6 +41,8 @@ const LISTED: usize = 5;
 pub(crate) struct UnseenChange {
     path: VPath,
     removed: bool,
+    /// The run made the file where someone removed it since it was seen.
+    made: bool,
     /// What vsh last saw there; `None` when its record did not verify.
     last: Option<Sighting>,
 }
@@ -50,6 +52,9 @@ impl UnseenChange {
     fn line(&self) -> String {
         let what = if self.removed { "removed" } else { "replaced" };
         let path = &self.path;
+        if self.made {
+            return format!("{path} (removed since it was last seen; made again unread)");
+        }
         let Some(last) = self.last else {
             return format!("{path} (vsh's record of what it saw does not verify; {what} unread)");
         };
@@ -114,10 +119,29 @@ fn at_run(
             (!known).then(|| UnseenChange {
                 path: entry.path.clone(),
                 removed: entry.kind == DiffKind::Delete,
+                made: false,
                 last: Some(last),
             })
         })
+        .chain(made_again(entries, seen))
         .collect()
+}
+
+/// The files `entries` make where any run last saw one that is gone:
+/// removed since outside vsh (a commit's removal is seen), and a run that
+/// writes it whole from an earlier read undoes that removal unseen (ux71
+/// M1).
+fn made_again<'a>(entries: &'a [DiffEntry], seen: &'a SeenContents) -> impl Iterator<Item = UnseenChange> + 'a {
+    entries.iter().filter(|entry| entry.kind == DiffKind::Create).filter_map(move |entry| {
+        entry.after.filter(|after| after.kind == NodeKind::File)?;
+        let last = seen.get(&entry.path)?;
+        last.content.is_some().then(|| UnseenChange {
+            path: entry.path.clone(),
+            removed: false,
+            made: true,
+            last: Some(last),
+        })
+    })
 }
 
 /// The files `entries` replace or remove whose content the run never read
@@ -129,7 +153,12 @@ fn unread_replacements(read: &BTreeSet<VPath>, entries: &[DiffEntry]) -> Vec<Uns
         .filter(|entry| matches!(entry.kind, DiffKind::Modify | DiffKind::Delete))
         .filter(|entry| entry.before.is_some_and(|before| before.kind == NodeKind::File))
         .filter(|entry| !read.contains(&entry.path))
-        .map(|entry| UnseenChange { path: entry.path.clone(), removed: entry.kind == DiffKind::Delete, last: None })
+        .map(|entry| UnseenChange {
+            path: entry.path.clone(),
+            removed: entry.kind == DiffKind::Delete,
+            made: false,
+            last: None,
+        })
         .collect()
 }
 
@@ -223,27 +252,27 @@ pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId,
         .collect()
 }
 
-/// The files the run read: its program's own reads, and a real command's
-/// where its change keeps most of what the file held (an edit in place,
-/// `sed -i`: losing at most half, `losses`); a command that read a file
-/// and then replaced most of it (`cat f; cp g f`) read it no more than one
-/// that did not (sec75 F1).
-fn read_by_run(vfs: &VirtualFs, entries: &[DiffEntry], losses: &[vsh_policy::ContentLoss]) -> BTreeSet<VPath> {
-    let mut read = vfs.seen_contents().clone();
-    for entry in entries {
-        if read.contains(&entry.path) || !vfs.shown_contents().contains(&entry.path) {
-            continue;
-        }
-        let Some(before) = entry.before.filter(|before| before.kind == NodeKind::File) else { continue };
-        let kept = entry.kind == DiffKind::Modify
-            && losses
-                .binary_search_by(|loss| loss.path.cmp(&entry.path))
-                .is_ok_and(|at| losses[at].lost.saturating_mul(2) <= before.size);
-        if kept {
-            read.insert(entry.path.clone());
-        }
-    }
-    read
+/// How a run is judged.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judging {
+    /// Write what the run saw to the store now (a runtime whose previews
+    /// are durable), else keep it in the process until its next commit.
+    pub(crate) write: bool,
+    /// The run is a revert, which checks its paths for itself.
+    pub(crate) revert: bool,
+    /// The run's reads are its program's: a Monty program's, not a Bash
+    /// script's nor a real command's, whose reads (a `grep -q`, a test
+    /// suite, `: < f`) show the program nothing it could write back from
+    /// (sec76 H1, H2, M1).
+    pub(crate) program_reads: bool,
+}
+
+/// The files the run read: its Monty program's own reads (never a real
+/// command's, `vsh_exec` or `vsh exec`, nor a Bash script's: a search or a
+/// test run reads files it shows nobody, and reading them cannot tell a
+/// stale rewrite from an edit in place: sec75 F1, sec76 H1).
+fn read_by_run(vfs: &VirtualFs, judging: Judging) -> BTreeSet<VPath> {
+    if judging.program_reads { vfs.seen_contents().clone() } else { BTreeSet::new() }
 }
 
 /// Whether `change` keeps every byte the file held, in front (an append),
@@ -274,23 +303,24 @@ pub(crate) fn judge(
     (entries, losses): (&[DiffEntry], &[vsh_policy::ContentLoss]),
     records: &Records,
     unreadable: &vsh_vfs::PathRule,
-    (write, revert): (bool, bool),
+    judging: Judging,
 ) -> Vec<UnseenChange> {
-    let read = read_by_run(vfs, entries, losses);
-    let shown = vfs.seen_contents().iter().take(NOTED_PER_RUN).cloned().collect();
+    let read = read_by_run(vfs, judging);
+    let shown = read.iter().take(NOTED_PER_RUN).cloned().collect();
     let mut noted = noted_of_run(shown, vfs.read_set(), entries, (&read, losses));
     // What only a session keeps, without one is nothing to note.
     noted.retain(|noted| records.session().is_some() || matches!(noted, Noted::Seen(..)));
     // A revert puts back what a commit replaced, where the workspace holds
     // what it left (checked before): its own judgment (ux70 F5).
-    let candidates = if revert { Vec::new() } else { unread_replacements(&read, entries) };
+    let candidates = if judging.revert { Vec::new() } else { unread_replacements(&read, entries) };
+    let creates = !judging.revert && entries.iter().any(|entry| entry.kind == DiffKind::Create);
     // Nothing to judge and nothing to note (most runs): the record is not read.
-    if noted.is_empty() && candidates.is_empty() {
+    if noted.is_empty() && candidates.is_empty() && !creates {
         return Vec::new();
     }
     let (seen, corrupt) = records.seen_contents_verified();
     let workspace = std::sync::Arc::clone(vfs.host());
-    let mut unseen = if candidates.is_empty() {
+    let mut unseen = if candidates.is_empty() && !creates {
         Vec::new()
     } else if corrupt {
         // What vsh saw cannot be told: every file replaced unread waits
@@ -315,7 +345,7 @@ pub(crate) fn judge(
             }
         }
     }
-    records.note_sightings(seen, noted, write);
+    records.note_sightings(seen, noted, judging.write);
     unseen
 }
 

@@ -718,14 +718,17 @@ impl Runs {
         vfs: &mut VirtualFs,
         entries: &[vsh_types::DiffEntry],
         records: &Records,
-        outcome: &Executed,
+        (outcome, language): (&Executed, Language),
     ) -> Result<(Vec<vsh_policy::ContentLoss>, Option<crate::Warning>, Vec<crate::unseen::UnseenChange>), VshError>
     {
         let (losses, earlier) = self.losses(vfs, entries, records)?;
-        let write = self.durable_previews.is_some();
-        let revert = matches!(&outcome.output, EvidenceOutput::Session { steps }
-            if steps.iter().any(|step| step.kind == crate::receipt::StepKind::Revert));
-        let unseen = crate::unseen::judge(vfs, (entries, &losses), records, &self.unreadable, (write, revert));
+        let judging = crate::unseen::Judging {
+            write: self.durable_previews.is_some(),
+            revert: matches!(&outcome.output, EvidenceOutput::Session { steps }
+                if steps.iter().any(|step| step.kind == crate::receipt::StepKind::Revert)),
+            program_reads: !matches!(language, Language::Bash | Language::Command),
+        };
+        let unseen = crate::unseen::judge(vfs, (entries, &losses), records, &self.unreadable, judging);
         Ok((losses, earlier, unseen))
     }
 
@@ -763,7 +766,8 @@ impl Runs {
         let stage_start = Instant::now();
         // Before anything below reads the image for its own ends (the git
         // judgment reads `HEAD` and `config` files).
-        let (losses, earlier_losses, unseen) = self.losses_and_unseen(vfs, diff.entries(), records, &outcome)?;
+        let (losses, earlier_losses, unseen) =
+            self.losses_and_unseen(vfs, diff.entries(), records, (&outcome, request.language))?;
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
