@@ -427,6 +427,10 @@ fn committed_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocu
             receipt.transaction.short()
         );
     }
+    // How to undo it, as the command line's receipt says (ux71 L7).
+    if receipt.changed_paths > 0 {
+        let _ = write!(summary, "\nto undo it: vsh_revert {}", receipt.transaction.short());
+    }
     (document, summary)
 }
 

@@ -45,6 +45,8 @@ fn commit_text_leaves_out_the_output(committed: &Outcome, printed: &str) {
     assert_eq!(committed.document["state"], "committed", "{}", committed.text);
     assert!(!committed.text.contains(printed.trim_end()) && committed.text.contains("vsh_show"), "{}", committed.text);
     assert_eq!(committed.document["stdout"], printed);
+    let id = committed.document["transaction"].as_str().unwrap();
+    assert!(committed.text.ends_with(&format!("to undo it: vsh_revert {}", &id[..12])), "{}", committed.text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
