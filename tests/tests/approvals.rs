@@ -1061,3 +1061,44 @@ fn a_bash_scripts_reads_are_no_reading_of_the_file_it_rewrites() {
         assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
     }
 }
+
+/// A patch reads none of the file for the program: one that failed, or one
+/// that matched, does not make a whole rewrite after it count as written
+/// from a read; a read that did not decode gave the program nothing either
+/// (sec77). A patch alone is an edit in place, never judged, and after it
+/// the agent's own view goes on (a patch of content it knew is known).
+#[test]
+fn a_patch_or_a_failed_read_is_no_reading_of_the_file() {
+    let text = numbered_lines(30, |line| format!("return {line}\n"));
+    let dir = workspace(&[("a.py", &text), ("b.py", &text)]);
+    std::fs::write(dir.path().join("c.py"), b"caf\xe9\n").unwrap();
+    let runtime = Runtime::open(config(dir.path()).with_session("agent")).unwrap();
+    let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
+    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
+        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
+        _ => false,
+    };
+    run("vsh_read('a.py')\nvsh_read('b.py')\nvsh_read('c.py', True)");
+    std::fs::write(dir.path().join("a.py"), text.replace("return 5\n", "return 5000  # HUMAN\n")).unwrap();
+    std::fs::write(dir.path().join("c.py"), b"caf\xe9\nmine\n").unwrap();
+    let old = format!("{:?}", text.replace("return 9\n", "return 9  # AGENT\n"));
+    for fallback in [
+        format!(
+            "try:\n    vsh_patch('a.py', 'return 5\\n', 'return 50\\n')\nexcept ValueError:\n    vsh_write('a.py', {old})"
+        ),
+        format!("vsh_patch('a.py', 'return 7\\n', 'return 7\\n')\nvsh_write('a.py', {old})"),
+        "try:\n    vsh_read('c.py')\nexcept UnicodeDecodeError:\n    vsh_write('c.py', 'cafe\\n')".to_owned(),
+    ] {
+        let receipt = run(&fallback);
+        assert!(unseen(&receipt), "{fallback}: {:?}", receipt.decision);
+    }
+    assert!(std::fs::read_to_string(dir.path().join("a.py")).unwrap().contains("HUMAN"));
+    // A patch alone keeps the human's line; after a patch of content the
+    // agent knew, its whole rewrite of the result is its own.
+    let patched = run("vsh_patch('a.py', 'return 9\\n', 'return 9  # AGENT\\n')");
+    assert_eq!(patched.state, TransactionState::Committed, "{:?}", patched.decision);
+    assert!(std::fs::read_to_string(dir.path().join("a.py")).unwrap().contains("HUMAN"));
+    assert_eq!(run("vsh_patch('b.py', 'return 9\\n', 'return 90\\n')").state, TransactionState::Committed);
+    let own = format!("vsh_write('b.py', {:?})", text.replace("return 9\n", "return 90\n").replace("return 1\n", ""));
+    assert_eq!(run(&own).state, TransactionState::Committed);
+}

@@ -602,6 +602,21 @@ impl<'a> OsHost<'a> {
         self.vfs.read(grant.path())
     }
 
+    /// Whether the guest read the content of base file `path` already.
+    pub(crate) fn vfs_shown(&self, path: &VPath) -> bool {
+        self.vfs.shown_contents().contains(path)
+    }
+
+    /// Take back that the guest read `path` ([`VirtualFs::unshow`]).
+    pub(crate) fn unshow(&mut self, path: &VPath, shown_before: bool) {
+        self.vfs.unshow(path, shown_before);
+    }
+
+    /// Note an edit in place of `path` ([`VirtualFs::note_edited_in_place`]).
+    pub(crate) fn note_edited_in_place(&mut self, path: &VPath) -> Result<(), VfsError> {
+        self.vfs.note_edited_in_place(path)
+    }
+
     /// The bytes of the file at the grant's path, to change them: not
     /// counted shown ([`VirtualFs::read_unshown`]).
     pub(crate) fn read_unshown(&mut self, grant: &Grant<ContentRead>) -> Result<Arc<[u8]>, VfsError> {

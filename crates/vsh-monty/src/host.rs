@@ -114,8 +114,7 @@ impl OsHost<'_> {
             OsFunctionCall::IsSymlink(guest) => self.predicate(&guest, Predicate::IsSymlink),
             OsFunctionCall::ReadText(guest) => {
                 let target = self.target(&guest, null_message)?;
-                let bytes = self.read_file(&target)?;
-                decode_text(&bytes).map(MontyObject::String).map_err(Fault::Guest)
+                self.read_text_file(&target, decode_text).map(MontyObject::String)
             }
             OsFunctionCall::ReadBytes(guest) => {
                 let target = self.target(&guest, null_message)?;
@@ -293,6 +292,22 @@ impl OsHost<'_> {
     /// Authorize, size, charge, then read a file's bytes.
     pub(crate) fn read_file(&mut self, target: &Target<'_>) -> Result<Arc<[u8]>, Fault> {
         self.read_file_shown(target, true)
+    }
+
+    /// [`OsHost::read_file`] decoded by `decode`: bytes that do not decode
+    /// raise, and gave the program nothing, so they are not counted shown
+    /// (sec77: a failed read made a blind rewrite after it pass).
+    pub(crate) fn read_text_file(
+        &mut self,
+        target: &Target<'_>,
+        decode: fn(&[u8]) -> Result<String, MontyException>,
+    ) -> Result<String, Fault> {
+        let shown_before = self.vfs_shown(&target.path);
+        let bytes = self.read_file(target)?;
+        decode(&bytes).map_err(|error| {
+            self.unshow(&target.path, shown_before);
+            Fault::Guest(error)
+        })
     }
 
     /// [`OsHost::read_file`], for a change: the bytes a candidate's server

@@ -131,6 +131,8 @@ pub struct VirtualFs {
     seen: BTreeSet<VPath>,
     /// Whether the guest reading now is a real command.
     commands_reading: bool,
+    /// The content each file an edit in place (a patch) left, by path.
+    in_place: BTreeMap<VPath, BlobId>,
 }
 
 /// The overlay's entries, and how many times they were changed: every change
@@ -255,6 +257,7 @@ impl VirtualFs {
             shown: BTreeSet::new(),
             seen: BTreeSet::new(),
             commands_reading: false,
+            in_place: BTreeMap::new(),
         }
     }
 
@@ -656,6 +659,33 @@ impl VirtualFs {
     /// program: ux69 H2): what the program saw of the base.
     pub fn seen_contents(&self) -> &BTreeSet<VPath> {
         &self.seen
+    }
+
+    /// Take back that the guest read `path` (its read gave it nothing: the
+    /// bytes did not decode), when no read before this one showed it:
+    /// `shown_before` is whether [`VirtualFs::shown_contents`] held it then.
+    pub fn unshow(&mut self, path: &VPath, shown_before: bool) {
+        if !shown_before {
+            self.shown.remove(path);
+            self.seen.remove(path);
+        }
+    }
+
+    /// Note that the content `path` holds now is an edit in place of what
+    /// it held (a patch: the guest read none of it, and kept all it did not
+    /// replace): see [`VirtualFs::edited_in_place`].
+    pub fn note_edited_in_place(&mut self, path: &VPath) -> Result<(), VfsError> {
+        if let Some(ContentSource::Bytes(bytes)) = self.content_source(path)? {
+            let digest = BlobId::of(&bytes);
+            self.in_place.insert(path.clone(), digest);
+        }
+        Ok(())
+    }
+
+    /// The content each file an edit in place left, by path: a diff entry
+    /// whose new content is this is that edit's, not a rewrite's.
+    pub fn edited_in_place(&self) -> &BTreeMap<VPath, BlobId> {
+        &self.in_place
     }
 
     /// Whether the reads from now on are a real command's (`true`, while

@@ -275,6 +275,20 @@ fn read_by_run(vfs: &VirtualFs, judging: Judging) -> BTreeSet<VPath> {
     if judging.program_reads { vfs.seen_contents().clone() } else { BTreeSet::new() }
 }
 
+/// The files `entries` change whose new content is an edit in place's (a
+/// patch's, [`VirtualFs::edited_in_place`]): it kept all it did not
+/// replace, so it drops no one's change, though it read none of the file.
+fn edited_in_place(vfs: &VirtualFs, entries: &[DiffEntry]) -> BTreeSet<VPath> {
+    entries
+        .iter()
+        .filter(|entry| {
+            let edited = vfs.edited_in_place().get(&entry.path);
+            edited.is_some() && entry.after.and_then(|after| after.content).as_ref() == edited
+        })
+        .map(|entry| entry.path.clone())
+        .collect()
+}
+
 /// Whether `change` keeps every byte the file held, in front (an append),
 /// as `vfs` holds its new bytes and `workspace` its old: no loss of anyone's.
 fn appends(change: &UnseenChange, entries: &[DiffEntry], vfs: &mut VirtualFs, workspace: &vsh_host::CapDir) -> bool {
@@ -308,6 +322,13 @@ pub(crate) fn judge(
     let read = read_by_run(vfs, judging);
     let shown = read.iter().take(NOTED_PER_RUN).cloned().collect();
     let mut noted = noted_of_run(shown, vfs.read_set(), entries, (&read, losses));
+    // Not judged as replaced unread, nor known for it: an edit in place.
+    let program_read = read.clone();
+    let edited = edited_in_place(vfs, entries);
+    // A session's edit in place of content it knew is content it knows.
+    let known_edits = records.session().is_some() && !edited.is_empty();
+    let mut read = read;
+    read.extend(edited);
     // What only a session keeps, without one is nothing to note.
     noted.retain(|noted| records.session().is_some() || matches!(noted, Noted::Seen(..)));
     // A revert puts back what a commit replaced, where the workspace holds
@@ -315,7 +336,7 @@ pub(crate) fn judge(
     let candidates = if judging.revert { Vec::new() } else { unread_replacements(&read, entries) };
     let creates = !judging.revert && entries.iter().any(|entry| entry.kind == DiffKind::Create);
     // Nothing to judge and nothing to note (most runs): the record is not read.
-    if noted.is_empty() && candidates.is_empty() && !creates {
+    if noted.is_empty() && candidates.is_empty() && !creates && !known_edits {
         return Vec::new();
     }
     let (seen, corrupt) = records.seen_contents_verified();
@@ -335,7 +356,7 @@ pub(crate) fn judge(
     unseen.retain(|change| !appends(change, entries, vfs, &workspace));
     // Content the session knew, written over blind, is written from what it knew.
     if let Some(session) = records.session() {
-        for entry in entries.iter().filter(|entry| !read.contains(&entry.path)) {
+        for entry in entries.iter().filter(|entry| !program_read.contains(&entry.path)) {
             let (Some(before), Some(after)) = (entry.before, entry.after) else { continue };
             if let (Some(was), Some(now)) = (before.content, after.content)
                 && after.kind == NodeKind::File

@@ -297,11 +297,11 @@ impl OsHost<'_> {
     fn vsh_read(&mut self, a: &mut Args<'_>) -> Result<MontyObject, Fault> {
         let (guest, binary) = (a.path()?, a.boolean()?);
         let target = self.target(&guest, NUL_MESSAGE)?;
-        let bytes = self.read_file(&target)?;
         if binary {
-            Ok(MontyObject::Bytes(bytes.to_vec()))
+            Ok(MontyObject::Bytes(self.read_file(&target)?.to_vec()))
         } else {
-            Ok(MontyObject::String(decode_strict(&bytes)?.to_owned()))
+            let text = self.read_text_file(&target, |bytes| decode_strict(bytes).map(str::to_owned))?;
+            Ok(MontyObject::String(text))
         }
     }
 
@@ -365,7 +365,10 @@ impl OsHost<'_> {
             _ => return Err(value_error(format!("{func}() count must be positive"))),
         };
         let target = self.target(&guest, NUL_MESSAGE)?;
-        let bytes = self.read_file(&target)?;
+        // A patch shows the program none of the file (sec77: a failed one
+        // made the rewrite the program fell back to pass); its own write
+        // is an edit in place of what the file held.
+        let bytes = self.read_file_to_change(&target)?;
         let text = decode_strict(&bytes)?;
         let found = text.match_indices(old.as_str()).take(count).count();
         if found == 0 {
@@ -373,6 +376,7 @@ impl OsHost<'_> {
         }
         let patched = text.replacen(old.as_str(), &new, found);
         self.write_file(&target, patched.into_bytes(), WriteKind::Replace)?;
+        self.note_edited_in_place(&target.path).map_err(|error| crate::host::vfs_fault(error, target.guest))?;
         Ok(int(found))
     }
 }
