@@ -818,10 +818,7 @@ fn a_file_changed_since_vsh_saw_it_and_replaced_unread_waits_for_a_reviewer() {
     let dir = workspace(&[("a.txt", &text), ("b.txt", "b\n"), ("never.txt", "n\n")]);
     let runtime = open(&dir);
     let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
-    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
-        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
-        _ => false,
-    };
+    let unseen = waits_unseen;
     let noted = |receipt: &vsh::Receipt| -> Vec<String> {
         receipt
             .warnings
@@ -917,11 +914,7 @@ fn runs_at_the_same_moment_all_keep_what_they_saw() {
         std::fs::write(dir.path().join(format!("r{n}.txt")), format!("{n}\nmine\n")).unwrap();
         let blind = format!("from pathlib import Path\nPath('r{n}.txt').write_text('{n}\\nagent\\n')");
         let receipt = runtime.run(&RunRequest::new(&blind)).unwrap();
-        let flags = match &receipt.decision {
-            RuntimeDecision::PendingApproval(manifest) => manifest.flags.clone(),
-            _ => Vec::new(),
-        };
-        assert!(flags.contains(&vsh::RiskFlag::UnseenChange), "r{n}.txt: {:?}", receipt.decision);
+        assert!(waits_unseen(&receipt), "r{n}.txt: {:?}", receipt.decision);
     }
 }
 
@@ -937,10 +930,7 @@ fn a_session_judges_by_what_it_saw_itself() {
             .unwrap()
     };
     let (agent, human) = (open("agent"), open(""));
-    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
-        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
-        _ => false,
-    };
+    let unseen = waits_unseen;
     let auto = |runtime: &Runtime, code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
     auto(&agent, "from pathlib import Path\nPath('a.txt').read_text()");
     // The user edits through vsh: any run's newest sighting is theirs.
@@ -987,10 +977,7 @@ fn a_change_never_seen_does_not_pass_through_an_append_nor_a_line_put_back() {
     let dir = workspace(&[("a.txt", &text), ("b.txt", &text), ("c.txt", &text), ("d.txt", "d\n")]);
     let runtime = open(&dir);
     let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
-    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
-        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
-        _ => false,
-    };
+    let unseen = waits_unseen;
     run("from pathlib import Path\nfor p in ['a.txt', 'b.txt', 'c.txt']:\n    Path(p).read_text()");
     // The user edits a.txt; an append, blind, keeps it (and is let through) ...
     std::fs::write(dir.path().join("a.txt"), text.replace("line 5\n", "line 5, mine\n")).unwrap();
@@ -1053,11 +1040,7 @@ fn a_bash_scripts_reads_are_no_reading_of_the_file_it_rewrites() {
     {
         let request = RunRequest::new(script).with_language(vsh::Language::Bash).with_mode(RunMode::Auto);
         let receipt = runtime.run(&request).unwrap();
-        let flags = match &receipt.decision {
-            RuntimeDecision::PendingApproval(manifest) => manifest.flags.clone(),
-            _ => Vec::new(),
-        };
-        assert!(flags.contains(&vsh::RiskFlag::UnseenChange), "{script}: {:?}", receipt.decision);
+        assert!(waits_unseen(&receipt), "{script}: {:?}", receipt.decision);
         assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
     }
 }
@@ -1074,10 +1057,7 @@ fn a_patch_or_a_failed_read_is_no_reading_of_the_file() {
     std::fs::write(dir.path().join("c.py"), b"caf\xe9\n").unwrap();
     let runtime = Runtime::open(config(dir.path()).with_session("agent")).unwrap();
     let run = |code: &str| runtime.run(&RunRequest::new(code).with_mode(RunMode::Auto)).unwrap();
-    let unseen = |receipt: &vsh::Receipt| match &receipt.decision {
-        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
-        _ => false,
-    };
+    let unseen = waits_unseen;
     run("vsh_read('a.py')\nvsh_read('b.py')\nvsh_read('c.py', True)");
     std::fs::write(dir.path().join("a.py"), text.replace("return 5\n", "return 5000  # HUMAN\n")).unwrap();
     std::fs::write(dir.path().join("c.py"), b"caf\xe9\nmine\n").unwrap();
@@ -1101,4 +1081,12 @@ fn a_patch_or_a_failed_read_is_no_reading_of_the_file() {
     assert_eq!(run("vsh_patch('b.py', 'return 9\\n', 'return 90\\n')").state, TransactionState::Committed);
     let own = format!("vsh_write('b.py', {:?})", text.replace("return 9\n", "return 90\n").replace("return 1\n", ""));
     assert_eq!(run(&own).state, TransactionState::Committed);
+}
+
+/// Whether `receipt`'s work waits for a reviewer with `unseen-change`.
+fn waits_unseen(receipt: &vsh::Receipt) -> bool {
+    match &receipt.decision {
+        RuntimeDecision::PendingApproval(manifest) => manifest.flags.contains(&vsh::RiskFlag::UnseenChange),
+        _ => false,
+    }
 }
