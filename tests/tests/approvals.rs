@@ -1002,6 +1002,17 @@ fn a_change_never_seen_does_not_pass_through_an_append_nor_a_line_put_back() {
     assert!(!dir.path().join("d.txt").exists());
     // A file never seen is made as before.
     assert_eq!(run("from pathlib import Path\nPath('new.txt').write_text('n')").state, TransactionState::Committed);
+    // An approved move of a file changed since it was seen carries what
+    // was last seen there: a reviewer of a move sees no content (ux72 H).
+    run("from pathlib import Path\nPath('f.txt').write_text('f\\n')");
+    run("from pathlib import Path\nPath('f.txt').read_text()");
+    std::fs::write(dir.path().join("f.txt"), "f\nmine\n").unwrap();
+    let rename = run("import os\nos.rename('f.txt', 'g.txt')");
+    assert!(!unseen(&rename), "{:?}", rename.decision);
+    runtime.approve(rename.transaction, PrincipalId::digest(b"r"), 1_000, u64::MAX).unwrap();
+    assert_eq!(runtime.commit(rename.transaction, 2_000).unwrap().state, TransactionState::Committed);
+    assert!(unseen(&run("from pathlib import Path\nPath('g.txt').write_text('f\\nagent\\n')")));
+    assert_eq!(std::fs::read_to_string(dir.path().join("g.txt")).unwrap(), "f\nmine\n");
     // One a commit removed is made again as before: that removal was seen.
     let removal = run("import os\nos.remove('new.txt')");
     runtime.approve(removal.transaction, PrincipalId::digest(b"r"), 1_000, u64::MAX).unwrap();

@@ -2099,7 +2099,9 @@ fn approve_command(
             receipt.warnings.iter().find(|warning| matches!(warning, vsh::Warning::UnseenChanges { .. }))
         && !output.quiet
     {
-        say!("vsh: warning: its commit drops changes made since they were last seen ({note})");
+        say!(
+            "vsh: warning: its commit loses any change made since the files were last seen that its diff does not keep ({note})"
+        );
     }
     if json {
         print_record(runtime, &record)?;

@@ -816,8 +816,8 @@ pub(crate) fn next_step(receipt: &Receipt) -> Option<String> {
         // Approving unseen-change work drops a change someone made: say so
         // with the step (ux70 F6).
         vsh::TransactionState::PendingApproval if has_flag(receipt, vsh::RiskFlag::UnseenChange) => Some(format!(
-            "vsh approve {short} && vsh commit {short} drops the change named above; vsh reject {short} keeps it \
-             (then rewrite from a fresh read)"
+            "vsh show {short}: approving commits the diff as shown, losing any change named above it does not \
+             keep; vsh reject {short} keeps them (then rewrite from a fresh read)"
         )),
         vsh::TransactionState::PendingApproval => Some(format!("vsh approve {short} && vsh commit {short}")),
         // A run that changed nothing has nothing to commit.

@@ -475,8 +475,9 @@ it can never be committed ({why}): run its program again with vsh_run, a new tra
             if manifest.flags.contains(&vsh::RiskFlag::UnseenChange) {
                 let _ = write!(
                     text,
-                    "\napproving it drops a change this connection never saw (unseen-change above): vsh_discard \
-                     {short}, then vsh_run a program that reads each file and writes from what it read"
+                    "\napproving it may drop a change this connection never saw (unseen-change above): vsh_discard \
+                     {short}, then vsh_run a program that reads each file and writes from what it read (or runs \
+                     the command after reading them)"
                 );
             }
         }

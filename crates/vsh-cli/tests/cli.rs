@@ -5531,7 +5531,7 @@ fn vsh_session_gives_an_agent_on_the_command_line_a_view_of_its_own() {
         "{said}"
     );
     // The next step says what approving does (ux70 F6); a script is sent to the review.
-    assert!(said.contains("drops the change named above; vsh reject "), "{said}");
+    assert!(said.contains("approving commits the diff as shown, losing any change named above it does not"), "{said}");
     let judged = as_agent(&["run", "--workspace", ws, "--json", "-"], blind);
     let document: serde_json::Value = serde_json::from_slice(&judged.stdout).unwrap();
     let id = document["transaction"].as_str().unwrap();
@@ -5540,6 +5540,6 @@ fn vsh_session_gives_an_agent_on_the_command_line_a_view_of_its_own() {
     let approved = vsh(&["approve", "--workspace", ws, id], None);
     assert_eq!(approved.status.code(), Some(0), "{approved:?}");
     let said = String::from_utf8_lossy(&approved.stderr);
-    assert!(said.contains("warning: its commit drops changes made since") && said.contains("a.txt"), "{said}");
+    assert!(said.contains("warning: its commit loses any change made since") && said.contains("a.txt"), "{said}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
 }

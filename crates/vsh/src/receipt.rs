@@ -362,9 +362,10 @@ pub enum Warning {
 }
 
 /// [`Warning::UnseenChanges`]' head.
-const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw them, overwritten by this run without \
-                              being read; approving it drops those changes: to keep them, discard it and run a \
-                              program that reads each file and writes from what it read: ";
+const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw them, which this run replaced without its \
+                              program reading them: approving it commits the diff as shown, and a change it does not \
+                              keep is lost; to keep such changes, discard it and run a program that reads each file \
+                              and writes from what it read (or runs the command after reading them): ";
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

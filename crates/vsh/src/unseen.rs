@@ -178,6 +178,12 @@ pub(crate) enum Noted {
     /// judged no loss) would otherwise make the change it kept count as
     /// seen (sec75 F2). Never a session's.
     Left { path: VPath, sighting: Sighting, over: Option<BlobId>, trusted: bool },
+    /// A commit moved a file from one path to another (its content removed
+    /// at `from`, made at `to`): what was last seen at `from` is what was
+    /// last seen at `to`, and `from` is gone (`removed`). A reviewer of a
+    /// move sees no content, so its commit makes none seen (ux72 H: an
+    /// approved rename made a change it carried count as seen).
+    Moved { from: VPath, to: VPath, removed: Sighting },
 }
 
 impl Noted {
@@ -190,6 +196,14 @@ impl Noted {
             Self::Left { path, sighting, over, trusted } => {
                 let follows = *trusted || seen.get(path).is_none_or(|last| over.is_some() && last.content == *over);
                 follows && seen.insert(path, *sighting)
+            }
+            Self::Moved { from, to, removed } => {
+                let carried = seen.get(from);
+                let mut changed = seen.insert(from, *removed);
+                if let Some(carried) = carried {
+                    changed |= seen.insert(to, carried);
+                }
+                changed
             }
         }
     }
@@ -234,8 +248,27 @@ fn noted_of_run(
 /// What the commit of `transaction`, which changed `entries`, left: each
 /// file's content where its diff knows it, and each path it removed.
 pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId, reviewed: bool) -> Vec<Noted> {
-    entries
+    // Moves: a file made with the content of a file removed.
+    let mut removed: std::collections::BTreeMap<BlobId, &VPath> = entries
         .iter()
+        .filter(|entry| entry.kind == DiffKind::Delete)
+        .filter_map(|entry| Some((entry.before.filter(|before| before.kind == NodeKind::File)?.content?, &entry.path)))
+        .collect();
+    let mut moved: std::collections::BTreeMap<&VPath, &VPath> = std::collections::BTreeMap::new();
+    for entry in entries.iter().filter(|entry| entry.kind == DiffKind::Create) {
+        if let Some(content) = entry.after.filter(|after| after.kind == NodeKind::File).and_then(|after| after.content)
+            && let Some(from) = removed.remove(&content)
+        {
+            moved.insert(&entry.path, from);
+        }
+    }
+    let gone = Sighting { content: None, committed_by: Some(transaction) };
+    let carried =
+        moved.iter().map(|(to, from)| Noted::Moved { from: (*from).clone(), to: (*to).clone(), removed: gone });
+    let sources: BTreeSet<&VPath> = moved.values().copied().collect();
+    let rest: Vec<Noted> = entries
+        .iter()
+        .filter(|entry| !moved.contains_key(&entry.path) && !sources.contains(&entry.path))
         .filter_map(move |entry| {
             let content = match entry.after {
                 None => None,
@@ -249,7 +282,8 @@ pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId,
                 trusted: reviewed || entry.before.is_none(),
             })
         })
-        .collect()
+        .collect();
+    carried.chain(rest).collect()
 }
 
 /// How a run is judged.
