@@ -43,6 +43,9 @@ pub(crate) struct UnseenChange {
     removed: bool,
     /// The run made the file where someone removed it since it was seen.
     made: bool,
+    /// The run's reads were a real command's or a Bash script's, which are
+    /// not its program's reading (ux72 L3: the line did not say so).
+    by_commands: bool,
     /// What vsh last saw there; `None` when its record did not verify.
     last: Option<Sighting>,
 }
@@ -50,6 +53,19 @@ pub(crate) struct UnseenChange {
 impl UnseenChange {
     /// The line a reviewer reads.
     fn line(&self) -> String {
+        let line = self.judged();
+        if self.by_commands {
+            // What it read for itself is not named as the program's.
+            return format!(
+                "{}; a command's or a Bash script's reading is not the program's)",
+                &line[..line.len() - 1]
+            );
+        }
+        line
+    }
+
+    /// The line without who read what.
+    fn judged(&self) -> String {
         let what = if self.removed { "removed" } else { "replaced" };
         let path = &self.path;
         if self.made {
@@ -120,6 +136,7 @@ fn at_run(
                 path: entry.path.clone(),
                 removed: entry.kind == DiffKind::Delete,
                 made: false,
+                by_commands: false,
                 last: Some(last),
             })
         })
@@ -139,6 +156,7 @@ fn made_again<'a>(entries: &'a [DiffEntry], seen: &'a SeenContents) -> impl Iter
             path: entry.path.clone(),
             removed: false,
             made: true,
+            by_commands: false,
             last: Some(last),
         })
     })
@@ -157,6 +175,7 @@ fn unread_replacements(read: &BTreeSet<VPath>, entries: &[DiffEntry]) -> Vec<Uns
             path: entry.path.clone(),
             removed: entry.kind == DiffKind::Delete,
             made: false,
+            by_commands: false,
             last: None,
         })
         .collect()
@@ -388,6 +407,9 @@ pub(crate) fn judge(
     // drops nothing of anyone's (a line put back where one was deleted
     // does: sec75 F3).
     unseen.retain(|change| !appends(change, entries, vfs, &workspace));
+    for change in &mut unseen {
+        change.by_commands = !judging.program_reads;
+    }
     // Content the session knew, written over blind, is written from what it knew.
     if let Some(session) = records.session() {
         for entry in entries.iter().filter(|entry| !program_read.contains(&entry.path)) {
