@@ -837,13 +837,21 @@ fn racing_writer_left_and_restored(durable: bool) {
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(value["unresolved"][0]["transaction"], id.as_str());
     assert_eq!(value["unresolved"][0]["paths"][0]["path"], "a.txt");
-    // It waits for an operator, and every place one looks says so (ux68 M4).
+    // It waits for an operator, and every place one looks says so (ux68 M4),
+    // the queue's count line too, beside other waiting work (ux69 L12).
+    let program = dir.path().join("other.py");
+    std::fs::write(&program, "from pathlib import Path\nPath('c.txt').write_text('c')").unwrap();
+    assert_eq!(cli(&["run", "--workspace", ws_arg, program.to_str().unwrap()]).status.code(), Some(0));
     let pending = String::from_utf8_lossy(&cli(&["pending", "--workspace", ws_arg]).stdout).into_owned();
     assert!(pending.contains(&id[..12]) && pending.contains("recovery-required"), "{pending}");
+    assert!(pending.contains("2 waiting: ") && pending.contains(", 1 interrupted (to recover)"), "{pending}");
     assert!(pending.contains(&format!("vsh recover --restore {}", &id[..12])), "{pending}");
     let listed: serde_json::Value =
         serde_json::from_slice(&cli(&["pending", "--workspace", ws_arg, "--json"]).stdout).unwrap();
-    assert_eq!(listed["transactions"][0]["state"], "recovery-required", "{listed}");
+    assert!(
+        listed["transactions"].as_array().unwrap().iter().any(|row| row["state"] == "recovery-required"),
+        "{listed}"
+    );
     let shown = String::from_utf8_lossy(&cli(&["show", "--workspace", ws_arg, &id]).stdout).into_owned();
     assert!(shown.contains(&format!("next       vsh recover --restore {}", &id[..12])), "{shown}");
     let doctor = cli(&["doctor", "--workspace", ws_arg]);

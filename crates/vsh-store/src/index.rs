@@ -142,7 +142,8 @@ impl<const V: usize> KeyedIndex<V> {
 }
 
 /// The file methods of a type that wraps a [`KeyedIndex`] of `$value`-byte
-/// values in a field `index`, under the format `$format`: `encode`,
+/// values in a field `index`, under the format `$format`: `len`,
+/// `is_empty`, `encode`,
 /// `decode` (anything else is the format's error), `read` (none where the
 /// data directory holds no file) and `write` (whole and unsynced, as the
 /// loss history is written: a machine crash may leave the one before, or
@@ -150,6 +151,16 @@ impl<const V: usize> KeyedIndex<V> {
 macro_rules! index_file {
     ($name:ident, $format:expr, $value:literal) => {
         impl $name {
+            /// How many entries it holds.
+            pub fn len(&self) -> usize {
+                self.index.len()
+            }
+
+            /// Whether it holds none.
+            pub fn is_empty(&self) -> bool {
+                self.index.len() == 0
+            }
+
             /// The file's bytes: the magic, the count (`u32`,
             /// little-endian), each entry oldest first, then the MAC under
             /// `key` over all of it (`docs/store-format.md`).

@@ -68,16 +68,6 @@ impl UnreadContents {
         self.index.insert(Self::key(path, state), *content.as_bytes(), MAX_UNREAD_ENTRIES);
     }
 
-    /// How many entries it holds.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.index.len() == 0
-    }
-
     /// The contents it names (for garbage collection to keep).
     pub fn contents(&self) -> impl Iterator<Item = BlobId> + '_ {
         self.index.values().map(|content| BlobId::from_bytes(*content))

@@ -63,16 +63,6 @@ impl PrincipalNames {
         let principal = PrincipalId::digest(name.as_bytes());
         self.index.insert(*principal.as_bytes(), padded, MAX_PRINCIPAL_NAMES)
     }
-
-    /// How many names it holds.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.index.len() == 0
-    }
 }
 
 index_file!(PrincipalNames, FORMAT, 64);

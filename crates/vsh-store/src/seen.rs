@@ -141,16 +141,6 @@ impl SeenContents {
         }
         changed
     }
-
-    /// How many paths it holds.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.index.len() == 0
-    }
 }
 
 index_file!(SeenContents, FORMAT, 64);

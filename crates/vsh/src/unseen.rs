@@ -51,33 +51,27 @@ pub(crate) struct UnseenChange {
 }
 
 impl UnseenChange {
-    /// The line a reviewer reads.
+    /// The line a reviewer reads: the path, and why in parentheses.
     fn line(&self) -> String {
-        let line = self.judged();
-        if self.by_commands {
-            // What it read for itself is not named as the program's.
-            return format!(
-                "{}; a command's or a Bash script's reading is not the program's)",
-                &line[..line.len() - 1]
-            );
-        }
-        line
+        // What a script or a command read for itself is not the program's.
+        let commands =
+            if self.by_commands { "; a command's or a Bash script's reading is not the program's" } else { "" };
+        format!("{} ({}{commands})", self.path, self.reason())
     }
 
-    /// The line without who read what.
-    fn judged(&self) -> String {
+    /// Why it waits, without who read what.
+    fn reason(&self) -> String {
         let what = if self.removed { "removed" } else { "replaced" };
-        let path = &self.path;
         if self.made {
-            return format!("{path} (removed since it was last seen; made again unread)");
+            return "removed since it was last seen; made again unread".to_owned();
         }
         let Some(last) = self.last else {
-            return format!("{path} (vsh's record of what it saw does not verify; {what} unread)");
+            return format!("vsh's record of what it saw does not verify; {what} unread");
         };
         match (last.committed_by, last.content) {
-            (None, _) => format!("{path} (changed since a run read it; {what} unread)"),
-            (Some(by), Some(_)) => format!("{path} (changed since {} committed it; {what} unread)", by.short()),
-            (Some(by), None) => format!("{path} (made again since {} removed it; {what} unread)", by.short()),
+            (None, _) => format!("changed since a run read it; {what} unread"),
+            (Some(by), Some(_)) => format!("changed since {} committed it; {what} unread", by.short()),
+            (Some(by), None) => format!("made again since {} removed it; {what} unread", by.short()),
         }
     }
 }
@@ -103,9 +97,9 @@ fn at_run(
     workspace: &vsh_host::CapDir,
     unreadable: &vsh_vfs::PathRule,
 ) -> Vec<UnseenChange> {
-    // What the diff leaves somewhere: a file removed with its content put
-    // elsewhere (a move, a rename) drops nothing (ux70 F4).
-    let left: BTreeSet<BlobId> = entries.iter().filter_map(|entry| entry.after?.content).collect();
+    // A file removed with its content put elsewhere (a move, a rename)
+    // drops nothing (ux70 F4).
+    let moved_away: BTreeSet<&VPath> = moves(entries).into_values().collect();
     entries
         .iter()
         .filter(|entry| matches!(entry.kind, DiffKind::Modify | DiffKind::Delete))
@@ -131,7 +125,7 @@ fn at_run(
             let known = match own {
                 Some((session, _)) => seen.knows(session, &entry.path, &content),
                 None => last.content == Some(content),
-            } || (entry.kind == DiffKind::Delete && left.contains(&content));
+            } || moved_away.contains(&entry.path);
             (!known).then(|| UnseenChange {
                 path: entry.path.clone(),
                 removed: entry.kind == DiffKind::Delete,
@@ -264,23 +258,30 @@ fn noted_of_run(
     seen.chain(wrote).collect()
 }
 
-/// What the commit of `transaction`, which changed `entries`, left: each
-/// file's content where its diff knows it, and each path it removed.
-pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId, reviewed: bool) -> Vec<Noted> {
-    // Moves: a file made with the content of a file removed.
+/// The moves in `entries`: each file written with the content of a file
+/// removed (known by its digest), by the path it went to, from the path it
+/// left; each removed file goes to one path at most.
+fn moves(entries: &[DiffEntry]) -> std::collections::BTreeMap<&VPath, &VPath> {
     let mut removed: std::collections::BTreeMap<BlobId, &VPath> = entries
         .iter()
         .filter(|entry| entry.kind == DiffKind::Delete)
         .filter_map(|entry| Some((entry.before.filter(|before| before.kind == NodeKind::File)?.content?, &entry.path)))
         .collect();
-    let mut moved: std::collections::BTreeMap<&VPath, &VPath> = std::collections::BTreeMap::new();
-    for entry in entries.iter().filter(|entry| entry.kind == DiffKind::Create) {
+    let mut moved = std::collections::BTreeMap::new();
+    for entry in entries.iter().filter(|entry| matches!(entry.kind, DiffKind::Create | DiffKind::Modify)) {
         if let Some(content) = entry.after.filter(|after| after.kind == NodeKind::File).and_then(|after| after.content)
             && let Some(from) = removed.remove(&content)
         {
             moved.insert(&entry.path, from);
         }
     }
+    moved
+}
+
+/// What the commit of `transaction`, which changed `entries`, left: each
+/// file's content where its diff knows it, and each path it removed.
+pub(crate) fn noted_of_commit(entries: &[DiffEntry], transaction: TransactionId, reviewed: bool) -> Vec<Noted> {
+    let moved = moves(entries);
     let gone = Sighting { content: None, committed_by: Some(transaction) };
     let carried =
         moved.iter().map(|(to, from)| Noted::Moved { from: (*from).clone(), to: (*to).clone(), removed: gone });
