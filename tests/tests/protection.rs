@@ -160,6 +160,57 @@ fn case_variants_of_protected_names_are_protected() {
     assert_eq!(tree(dir.path()), before);
 }
 
+/// sec72 F4: a backup of a protected directory (`.aws.bak/`, `secrets.old/`)
+/// held its secrets in the open, to a program and to a real command alike.
+#[test]
+fn copies_of_protected_directories_are_protected_like_them() {
+    let dir = workspace(&[("readme.txt", "r\n")]);
+    put(dir.path(), ".aws.bak/credentials", "aws_secret_access_key=1\n");
+    put(dir.path(), "secrets.old/db.txt", "password\n");
+    put(dir.path(), "deploy/.ssh~/id_work", "key\n");
+    put(dir.path(), "prod.env.2026-12-01", "TOKEN=1\n");
+    put(dir.path(), ".aws-sam/build.toml", "not a secret\n");
+    let before = tree(dir.path());
+    let runtime = Runtime::open(config(dir.path())).unwrap();
+    let (listing, _) =
+        attempt(&runtime, "from pathlib import Path\nsorted(p.name for p in Path('/workspace').iterdir())");
+    assert_eq!(listing, "['.aws-sam', 'deploy', 'readme.txt']", "copies of secrets are hidden");
+    for (path, program) in [
+        (".aws.bak/credentials", "Path('/workspace/.aws.bak/credentials').read_text()"),
+        ("secrets.old/db.txt", "Path('/workspace/secrets.old/db.txt').read_text()"),
+        ("deploy/.ssh~/id_work", "Path('/workspace/deploy/.ssh~/id_work').read_text()"),
+        ("prod.env.2026-12-01", "Path('/workspace/prod.env.2026-12-01').read_text()"),
+        ("secrets.old/new", "Path('/workspace/secrets.old/new').write_text('x')"),
+    ] {
+        let receipt = refused_and_denied(&runtime, &format!("from pathlib import Path\n{program}"), path);
+        assert_eq!(denied(&receipt), vec![path.to_owned()], "{path}");
+    }
+    if vsh_integration_tests::candidates_available() {
+        let commands = Runtime::open(config(dir.path()).with_commands()).unwrap();
+        let probe =
+            RunRequest::new(r#"["/bin/sh", "-c", "ls -a; cat .aws.bak/credentials secrets.old/db.txt; ls -a deploy"]"#)
+                .with_language(vsh::Language::Command)
+                .with_failure_accepted();
+        let receipt = commands.preview(&probe).unwrap();
+        let vsh::ExecutionOutput::Bash(result) = &receipt.output else { panic!("{:?}", receipt.output) };
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&result.stdout).into_owned(),
+            String::from_utf8_lossy(&result.stderr).into_owned(),
+        );
+        assert!(
+            !stdout.contains(".aws.bak") && !stdout.contains("secrets.old") && !stdout.contains(".ssh~"),
+            "{stdout}"
+        );
+        assert!(stdout.contains(".aws-sam") && stdout.contains("readme.txt"), "{stdout}");
+        assert!(!stdout.contains("aws_secret") && !stdout.contains("password"), "{stdout}");
+        // A command's look at a hidden name is answered as unreadable and
+        // counted, not recorded as a denial (see the guard's `look`).
+        assert!(stderr.contains(".aws.bak/credentials: Permission denied"), "{stderr}");
+        assert_eq!(receipt.changed_paths, 0);
+    }
+    assert_eq!(tree(dir.path()), before);
+}
+
 #[test]
 fn reads_never_cross_a_mount_point_inside_the_workspace() {
     if !vsh_integration_tests::in_own_mount_namespace("reads_never_cross_a_mount_point_inside_the_workspace") {

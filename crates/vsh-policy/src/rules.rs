@@ -22,13 +22,26 @@
 //! | `**/.vsh/**` (and the configured data directory's subtree) | all | runtime-data | vsh's own state, at any depth |
 //! | `**/.git/**` | mutations | git | repository metadata: readable, never changed |
 //!
-//! `.env*` requires the name to *start* with `.env`: `env.txt` and `my.env.bak`
+//! `.env*` requires the name to *start* with `.env`: `env.txt` and `my.env.example`
 //! are not protected. A project's `.npmrc` is not protected (npm reads it for its
 //! settings, and a refused read would fail every npm command in a candidate); name
 //! it in a policy file's rules where it holds a token. Every built-in rule ignores case (`.ENV`,
 //! `SECRETS/`, `ID_RSA`, `.GIT/config` are protected like their lower-case
 //! forms): on a case-insensitive filesystem they are the same files. `*` is a wildcard only in rules, so a file
 //! literally named `*.key` is protected by `**/*.key` like any other `.key` file.
+//!
+//! # Copies
+//!
+//! A copy of a protected path is protected like it, by the names backup tools,
+//! editors and people give copies: a path one of whose names is another's
+//! followed by `~`, by a separator (`.`, `_`, `-`, a space) and a word of
+//! backup (`bak`, `backup`, `old`, `orig`, `original`, `save`, `sav`, `copy`,
+//! `prev`, `previous`, `tmp`, any case, digits may follow), or by a separator
+//! and a number or date alone, is refused what the rules refuse its original
+//! if they refuse any read of it: `.aws.bak/credentials`, `secrets-old/`,
+//! `.ssh~`, `prod.env.2026-12-01` (sec72 F4). A rule that refuses only
+//! changes (`.git`) does not reach copies. The denial names the original's
+//! rule.
 //!
 //! [`CallPolicy::with_defaults`] chooses the groups: the secret and git rules may
 //! be left out ([`DefaultRules`]); the runtime-data rules never can.
@@ -646,6 +659,13 @@ impl CallPolicy {
                 .filter(|rule| split.matched_by(&rule.pattern))
                 .fold(AccessSet::NONE, |denied, rule| denied.union(rule.access))
         });
+        // A copy is refused what its original's read-protecting rules refuse.
+        let by_rules = with_original(path, |split| {
+            self.candidate_rules(split)
+                .filter(|rule| rule.access.intersects(AccessSet::READS) && split.matched_by(&rule.pattern))
+                .fold(by_rules, |denied, rule| denied.union(rule.access))
+        })
+        .unwrap_or(by_rules);
         // A path protected from any read may not be renamed away either.
         let by_rules = if by_rules.intersects(AccessSet::READS) {
             by_rules.union(AccessSet::single(AccessKind::RenameSource))
@@ -755,6 +775,14 @@ impl CallPolicy {
                 .filter(|rule| rule.access.intersects(access))
                 .find(|rule| split.matched_by(&rule.pattern))
         })
+        .or_else(|| {
+            with_original(path, |split| {
+                self.candidate_rules(split)
+                    .filter(|rule| rule.access.intersects(access) && rule.access.intersects(AccessSet::READS))
+                    .find(|rule| split.matched_by(&rule.pattern))
+            })
+            .flatten()
+        })
     }
 
     /// The rules `split` may match ([`RuleIndex`]), in canonical order.
@@ -839,6 +867,63 @@ fn canonical_rules(rules: Vec<ProtectedRule>) -> Vec<ProtectedRule> {
         .collect()
 }
 
+/// The words a backup or editor copy's name adds after its original's name
+/// (`secrets.bak`, `.aws_old`, `id_rsa-backup2`), compared ignoring case.
+const COPY_WORDS: [&str; 11] =
+    ["bak", "backup", "old", "orig", "original", "save", "sav", "copy", "prev", "previous", "tmp"];
+
+/// The name `name` is a copy of, by the names backup tools, editors and
+/// people give copies: a trailing `~`; a separator (`.`, `_`, `-`, a space)
+/// and one of [`COPY_WORDS`], optionally followed by digits and separators
+/// (`.bak2`, `-old-2026-12-01`, ` copy 2`); or a separator and digits and
+/// separators alone (`.1`, `-2026-12-01`). Applied until nothing more is
+/// stripped; `None` when `name` is no copy's name (or would be empty).
+fn copy_original(name: &str) -> Option<&str> {
+    let strip_once = |name: &str| -> Option<usize> {
+        if let Some(rest) = name.strip_suffix('~') {
+            return Some(rest.len());
+        }
+        let is_separator = |c: char| matches!(c, '.' | '_' | '-' | ' ');
+        // Trailing digits and separators (a number, a date), then a word.
+        let without_number = name.trim_end_matches(|c: char| c.is_ascii_digit() || is_separator(c));
+        let number = &name[without_number.len()..];
+        if number.bytes().any(|b| b.is_ascii_digit()) {
+            // `.1`, `-2026-12-01`: the separator that opened the number goes too.
+            let opened = number.starts_with(is_separator);
+            if opened {
+                return Some(without_number.len());
+            }
+        }
+        COPY_WORDS.iter().find_map(|word| {
+            let cut = without_number.len().checked_sub(word.len() + 1)?;
+            let (stem, tail) = without_number.split_at(cut);
+            let (separator, found) = tail.split_at(1);
+            (separator.starts_with(is_separator) && found.eq_ignore_ascii_case(word)).then_some(stem.len())
+        })
+    };
+    let mut end = name.len();
+    while let Some(shorter) = strip_once(&name[..end]) {
+        if shorter == 0 {
+            return None;
+        }
+        end = shorter;
+    }
+    (end < name.len()).then(|| &name[..end])
+}
+
+/// Call `f` with the components of the original of `path` when one of its
+/// components names a copy ([`copy_original`]: `.aws.bak/credentials` is a
+/// copy of `.aws/credentials`), each such component replaced by its
+/// original's name; `None`, without calling `f`, when none does.
+fn with_original<R>(path: &VPath, f: impl FnOnce(&Split<'_>) -> R) -> Option<R> {
+    if !path.components().any(|name| copy_original(name).is_some()) {
+        return None;
+    }
+    let components: Vec<&str> = path.components().map(|name| copy_original(name).unwrap_or(name)).collect();
+    let joined = components.join("/");
+    Some(f(&Split { path: &joined, components: &components, folded: std::cell::OnceCell::new() }))
+}
+
 /// Call `f` with the components of `path`, without allocating for paths of up to
 /// 32 components (authorization runs on every guest call).
 fn with_components<R>(path: &VPath, f: impl FnOnce(&Split<'_>) -> R) -> R {
@@ -910,6 +995,69 @@ mod tests {
 
     fn rule(pattern: &str, access: AccessSet, label: RuleLabel) -> ProtectedRule {
         ProtectedRule::new(Pattern::parse(pattern).unwrap(), access, label)
+    }
+
+    #[test]
+    fn a_copy_is_named_after_its_original_by_backup_and_editor_conventions() {
+        for (copy, original) in [
+            ("secrets.bak", Some("secrets")),
+            (".aws.bak", Some(".aws")),
+            (".ssh~", Some(".ssh")),
+            (".gnupg_old", Some(".gnupg")),
+            ("secrets-backup2", Some("secrets")),
+            ("Secrets.BAK", Some("Secrets")),
+            ("secrets copy 2", Some("secrets")),
+            (".aws.1", Some(".aws")),
+            (".aws-2026-12-01", Some(".aws")),
+            (".aws.bak.old~", Some(".aws")),
+            ("secrets.orig.", Some("secrets")),
+            (".bak", None),
+            ("~", None),
+            (".aws-sam", None),
+            ("secrets", None),
+            ("python3.11", None),
+            ("bakery", None),
+            ("notes.txt", None),
+            ("file-", None),
+        ] {
+            assert_eq!(copy_original(copy), original, "{copy}");
+        }
+    }
+
+    #[test]
+    fn copies_of_protected_paths_are_protected_like_them_and_nothing_else_is() {
+        let policy = CallPolicy::balanced_default(None);
+        // sec72 F4: a backup of a protected directory held its secrets in the open.
+        for denied in [
+            ".aws.bak/credentials",
+            "home/.ssh.old/id_ed25519_work",
+            "secrets.bak/db.txt",
+            "deploy/secrets~/token",
+            "SECRETS-backup/token",
+            ".gnupg_2026-12-01/pubring.kbx",
+            ".azure.orig",
+            ".vsh.bak/store",
+            "conf/.env.local.bak",
+        ] {
+            for access in AccessKind::ALL {
+                assert!(policy.authorize(&p(denied), access).is_err(), "{denied} {access:?}");
+            }
+            assert!(policy.is_hidden(&p(denied)), "{denied}");
+            assert!(policy.denied_accesses(&p(denied)).contains(AccessKind::ContentRead), "{denied}");
+        }
+        let denial = policy.authorize(&p(".aws.bak/credentials"), AccessKind::ContentRead).unwrap_err();
+        assert_eq!((denial.rule.as_str(), denial.label), ("**/.aws/**", RuleLabel::Secret));
+        for allowed in [".aws-sam/build/template.yaml", "secrets_manager/api.py", "notes.bak", "src/old/main.rs"] {
+            for access in AccessKind::ALL {
+                assert!(policy.authorize(&p(allowed), access).is_ok(), "{allowed} {access:?}");
+            }
+        }
+        // A rule that only refuses changes (.git) does not reach copies: a
+        // `.git.bak` is the agent's to clean up.
+        for access in AccessKind::ALL {
+            assert!(policy.authorize(&p(".git.bak/config"), access).is_ok(), "{access:?}");
+        }
+        assert!(policy.authorize(&p(".git/config"), AccessKind::Modify).is_err());
     }
 
     #[test]
@@ -1033,7 +1181,7 @@ mod tests {
         for allowed in [
             "src/main.rs",
             "env.txt",
-            "my.env.bak",
+            "my.env.example",
             "environment/.keep",
             ".npmrc",
             "docker/config.json",
