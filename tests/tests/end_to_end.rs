@@ -352,21 +352,44 @@ fn touching_one_file_in_twenty_thousand_reads_only_that_file() {
     assert_eq!(std::fs::read_to_string(dir.path().join("d042/f00042.txt")).unwrap(), "PAYLOAD\n");
 }
 
+/// A program that raises after writing keeps nothing and stores no
+/// transaction; the error says what it had changed (ux65 F6: it said
+/// nothing of it, as a failed Bash program's did).
 #[test]
-fn a_program_that_raises_is_an_execution_error_and_changes_nothing() {
-    let dir = workspace(&[("a.txt", "a\n")]);
+fn a_program_that_raises_is_an_execution_error_that_names_its_changes_and_changes_nothing() {
+    let dir = workspace(&[("a.txt", "a\n"), ("gone.txt", "g\n")]);
     let before = tree(dir.path());
     let runtime = runtime(&dir);
-    let program = "from pathlib import Path\nPath('/workspace/a.txt').write_text('x')\nraise ValueError('boom')";
-    match runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)) {
-        Err(VshError::Execution(error)) => match *error {
-            vsh::lower::vsh_monty::ExecutionError::Exception { exception, .. } => {
-                assert_eq!(exception.type_name, "ValueError");
-            }
-            other => panic!("expected an exception, got {other:?}"),
-        },
-        other => panic!("expected an exception, got {other:?}"),
-    }
+    let program = "from pathlib import Path\nPath('/workspace/a.txt').write_text('x')\n\
+                   Path('/workspace/new.txt').write_text('n')\nPath('/workspace/gone.txt').unlink()\n\
+                   Path('/workspace/undone.txt').write_text('u')\nPath('/workspace/undone.txt').unlink()\n\
+                   raise ValueError('boom')";
+    let error = runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)).unwrap_err();
+    let VshError::Raised { source, changes, changes_complete } = &error else { panic!("{error:?}") };
+    let vsh::lower::vsh_monty::ExecutionError::Exception { exception, .. } = source.as_ref() else {
+        panic!("expected an exception, got {source:?}")
+    };
+    assert_eq!(exception.type_name, "ValueError");
+    assert!(changes_complete);
+    let named: Vec<(String, &str)> =
+        changes.iter().map(|change| (change.path.to_string(), change.kind.name())).collect();
+    let expected = [("a.txt", "modify"), ("gone.txt", "delete"), ("new.txt", "create")];
+    assert_eq!(named, expected.map(|(path, kind)| (path.to_owned(), kind)));
+    assert_eq!(error.execution().map(ToString::to_string), Some(source.to_string()));
+    assert!(runtime.transactions().unwrap().is_empty(), "nothing is stored");
+    // One that changed nothing (or undid what it changed) is the plain error.
+    let undone = "from pathlib import Path\nPath('/workspace/u.txt').write_text('u')\n\
+                  Path('/workspace/u.txt').unlink()\nraise ValueError('boom')";
+    let error = runtime.run(&RunRequest::new(undone)).unwrap_err();
+    assert!(matches!(error, VshError::Execution(_)), "{error:?}");
+    // A budget that ran out after a write names the write too.
+    let endless = "from pathlib import Path\nPath('/workspace/a.txt').write_text('y')\nwhile True:\n    pass";
+    let budget =
+        vsh::ExecutionBudget { max_duration: std::time::Duration::from_millis(300), ..vsh::ExecutionBudget::default() };
+    let error = runtime.run(&RunRequest::new(endless).with_budget(budget)).unwrap_err();
+    let VshError::Raised { changes, .. } = &error else { panic!("{error:?}") };
+    assert_eq!(changes.len(), 1);
+    assert_eq!(error.exceeded_limit(), Some(vsh::lower::vsh_monty::LimitKind::Duration));
     assert_eq!(tree(dir.path()), before);
 }
 

@@ -135,8 +135,8 @@ pub(crate) enum Command {
     Show(ShowArgs),
     #[allow(clippy::doc_markdown, reason = "this text is --help, where backticks would show")]
     /// Serve the Model Context Protocol on stdin and stdout for an agent:
-    /// tools vsh_run, vsh_show, vsh_pending, vsh_commit, vsh_discard, vsh_revert and
-    /// vsh_wait (no approve tool: the operator approves with `vsh approve`;
+    /// tools vsh_run, vsh_rerun, vsh_show, vsh_pending, vsh_commit, vsh_discard,
+    /// vsh_revert and vsh_wait (no approve tool: the operator approves with `vsh approve`;
     /// vsh_wait waits for it). Without
     /// --workspace, the workspace is the one root the client offers (or the
     /// root holding the current directory), else the one found from here.

@@ -284,11 +284,8 @@ pub(crate) fn unwrap<'e>(
 /// The program's output carried by a failed run (an uncaught exception, a
 /// budget that ran out), whatever ended it.
 fn program_output(error: &VshError) -> Option<&str> {
-    match error {
-        VshError::Execution(execution) => match execution.as_ref() {
-            ExecutionError::Exception { stdout, .. } | ExecutionError::Limit { stdout, .. } => Some(stdout.as_str()),
-            _ => None,
-        },
+    match error.execution()? {
+        ExecutionError::Exception { stdout, .. } | ExecutionError::Limit { stdout, .. } => Some(stdout.as_str()),
         _ => None,
     }
 }
@@ -351,16 +348,14 @@ pub(crate) fn monty_instead(error: &VshError) -> Option<&'static str> {
         ("has no attribute 'rglob'", "Path.rglob: vsh_glob('**/' + pattern, path)"),
         ("unsupported operand type(s) for %", "% formatting: f-strings or str.format"),
     ];
-    let VshError::Execution(execution) = error else { return None };
-    let ExecutionError::Exception { exception, .. } = execution.as_ref() else { return None };
+    let Some(ExecutionError::Exception { exception, .. }) = error.execution() else { return None };
     INSTEAD.iter().find(|(message, _)| exception.message.contains(message)).map(|(_, instead)| *instead)
 }
 
 /// For a command whose program was not found: how to let it find one
 /// outside the system directories.
 fn missing_program(error: &VshError) -> Option<String> {
-    let VshError::Execution(execution) = error else { return None };
-    match execution.as_ref() {
+    match error.execution()? {
         ExecutionError::Command { source: ToolError::Spawn { program, source } }
             if source.kind() == std::io::ErrorKind::NotFound && !program.contains('/') =>
         {
@@ -570,22 +565,12 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                     let _ = writeln!(text, "vsh: warning: {}", render::shown(&looked.to_string(), true));
                 }
             }
-            if !changes.is_empty() {
-                let unless = if failure_may_be_accepted(source) {
-                    "a failed script or command is not committable unless run with --accept-failure"
-                } else {
-                    "a script that failed so is never committable, --accept-failure or not"
-                };
-                let _ = writeln!(
-                    text,
-                    "vsh: it had changed {} path{} (nothing is stored: {unless}):",
-                    changes.len(),
-                    if changes.len() == 1 { "" } else { "s" }
-                );
-                for change in changes.iter().take(20) {
-                    let _ = writeln!(text, "vsh:   {:<7} {}", change.kind.name(), change.path);
-                }
-            }
+            let unless = if failure_may_be_accepted(source) {
+                "a failed script or command is not committable unless run with --accept-failure"
+            } else {
+                "a script that failed so is never committable, --accept-failure or not"
+            };
+            write_changes(&mut text, changes, unless);
             if let Some(error) = error {
                 for advice in advice_for(error).iter().filter(|advice| !advice.contains("--accept-failure")) {
                     let _ = writeln!(text, "vsh: {advice}");
@@ -603,6 +588,13 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
                     let _ = writeln!(text, "vsh: {remedy}");
                 }
             }
+            if let VshError::Raised { changes, .. } = other {
+                write_changes(
+                    &mut text,
+                    changes,
+                    "a Monty program that raises, or runs out of a budget, keeps nothing",
+                );
+            }
             for advice in advice_for(other) {
                 let _ = writeln!(text, "vsh: {advice}");
             }
@@ -613,6 +605,26 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
         let _ = writeln!(text, "vsh: next: `{hint}`");
     }
     text
+}
+
+/// What a failed program had changed, none of it stored (`why`), as
+/// `vsh:   create  notes.txt` lines, the first 20.
+fn write_changes(text: &mut String, changes: &[vsh::DiffEntry], why: &str) {
+    if changes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "vsh: it had changed {} path{} (nothing is stored: {why}):",
+        changes.len(),
+        if changes.len() == 1 { "" } else { "s" }
+    );
+    for change in changes.iter().take(20) {
+        let _ = writeln!(text, "vsh:   {:<7} {}", change.kind.name(), change.path);
+    }
+    if changes.len() > 20 {
+        let _ = writeln!(text, "vsh:   ... and {} more", changes.len() - 20);
+    }
 }
 
 /// What a program prints when it found no network (DNS or routes).

@@ -1768,7 +1768,7 @@ fn say_ran_again(runtime: &Runtime, id: vsh::TransactionId, again: vsh::Transact
 
 /// Whether transaction `id`'s Bash program ran in real bash (`run
 /// --confined`), as its stored receipt's profile says.
-fn ran_in_real_bash(runtime: &Runtime, id: vsh::TransactionId) -> Result<bool, vsh::VshError> {
+pub(crate) fn ran_in_real_bash(runtime: &Runtime, id: vsh::TransactionId) -> Result<bool, vsh::VshError> {
     Ok(runtime.show(id)?.is_some_and(|receipt| {
         matches!(&receipt.output, vsh::ExecutionOutput::Bash(result) if result.profile == vsh::lower::vsh_monty::BASH_CONFINED_PROFILE)
     }))

@@ -1,8 +1,8 @@
 //! `vsh serve`: an MCP server on stdio (the official Rust SDK, `rmcp`) that
 //! gives an agent the transactional workflow except approving its own work.
 //!
-//! Tools: `vsh_run`, `vsh_show`, `vsh_pending`, `vsh_commit`, `vsh_discard`, `vsh_revert`,
-//! `vsh_wait`.
+//! Tools: `vsh_run`, `vsh_rerun`, `vsh_show`, `vsh_pending`, `vsh_commit`, `vsh_discard`,
+//! `vsh_revert`, `vsh_wait`.
 //! There is no approve tool: an operator approves with `vsh approve` (pending
 //! work is durable, so it works across processes), and `vsh_commit` of work
 //! awaiting approval says which command the operator runs. Every result is a
@@ -165,6 +165,25 @@ pub(crate) struct RevertParams {
     mode: Option<String>,
 }
 
+/// What `vsh_rerun` takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RerunParams {
+    /// The transaction whose program runs again: its id, or a unique prefix
+    /// of at least 6 hex digits.
+    transaction: String,
+    /// `preview` (the default: nothing is written; commit it later with
+    /// `vsh_commit`) or `auto` (commit at once if the policy auto-approves).
+    mode: Option<String>,
+    /// `changes` (the default), `full` or `compact`, as for `vsh_run`.
+    detail: Option<String>,
+    /// Run it even where another run of the same work is committed or
+    /// waiting (which would do that work twice).
+    again: Option<bool>,
+    /// As `vsh_run`'s: a Bash program's or a command's non-zero exit is its outcome.
+    accept_failure: Option<bool>,
+}
+
 /// What `vsh_wait` takes.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -311,10 +330,16 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
     if let Some(stderr) = document.stderr.as_deref().filter(|stderr| !stderr.is_empty()) {
         let _ = write!(summary, "\nstderr:\n{}", readable(&text_tail(stderr)));
     }
-    // What the failed program had changed (nothing of it is kept unless it
-    // runs again with accept_failure).
+    // What the failed program had changed: nothing of it is kept, unless a
+    // Bash program or a command (it has an exit status) runs again with
+    // accept_failure; a Monty program that raised keeps nothing (ux65 F6).
     if !document.changes.is_empty() {
-        let _ = write!(summary, "\nit had changed (not kept; accept_failure=true keeps a failing run's work):");
+        let why = if document.status.is_some() {
+            "not kept; accept_failure=true keeps a failing run's work"
+        } else {
+            "not kept: a Monty program that raises keeps nothing; fix it, or catch the exception, and run it again"
+        };
+        let _ = write!(summary, "\nit had changed ({why}):");
         for change in document.changes.iter().take(50) {
             let _ = write!(summary, "\n  {:<6} {}", change.kind, crate::render::shown(&change.path, false));
         }
@@ -338,7 +363,7 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
 /// server's: work its operator made under a policy given to that run alone
 /// is the operator's to decide (sec58 4: an agent was told it could never be
 /// committed, and discarded it); work made under a policy since replaced it
-/// runs again with `vsh_run` (it has no `vsh rerun`).
+/// runs again with `vsh_rerun`.
 fn policy_replaced_advice(runtime: &Runtime, id: vsh::TransactionId) -> String {
     if operators_own(runtime, id) {
         return format!(
@@ -349,7 +374,7 @@ fn policy_replaced_advice(runtime: &Runtime, id: vsh::TransactionId) -> String {
     }
     format!(
         "the workspace's policy changed since it was made: it can never be approved or committed; run its \
-         program again with vsh_run (vsh_show {0} gives it), and vsh_discard {0} drops this one",
+         program again with vsh_rerun {0}, and vsh_discard {0} drops this one",
         id.short()
     )
 }
@@ -401,10 +426,12 @@ fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
         TransactionState::PendingApproval => Some(format!("vsh approve {short}")),
         // Work that can never commit as it is: its program, run again (ux63
         // 5); a revert has none, it is reverted again (sec73 F2).
-        TransactionState::Stale | TransactionState::Expired => Some(
-            crate::render::reverted_by(receipt)
-                .map_or_else(|| "vsh_run".to_owned(), |of| format!("vsh_revert {}", of.get(..12).unwrap_or(of))),
-        ),
+        TransactionState::Stale | TransactionState::Expired => {
+            Some(crate::render::reverted_by(receipt).map_or_else(
+                || format!("vsh_rerun {short}"),
+                |of| format!("vsh_revert {}", of.get(..12).unwrap_or(of)),
+            ))
+        }
         _ => None,
     }
 }
@@ -449,8 +476,9 @@ fn decision_text(text: &mut String, receipt: &vsh::Receipt) {
             let _ = write!(
                 text,
                 "
-it can never be committed ({why}): run its program again with vsh_run, a new transaction on the \
-                 workspace as it is now"
+it can never be committed ({why}): run its program again with vsh_rerun {}, a new transaction on \
+                 the workspace as it is now",
+                receipt.transaction.short()
             );
         }
         vsh::RuntimeDecision::Denied(manifest) => {
@@ -814,6 +842,74 @@ impl VshServer {
     }
 }
 
+/// What a run's result is told with: the server's bounds, whether it runs
+/// real commands, and the time the server allows a run and this one was given.
+#[derive(Clone, Copy)]
+struct RunReport {
+    bounds: TextBounds,
+    runs_commands: bool,
+    allowed: Duration,
+    given: Duration,
+}
+
+/// A run's (`vsh_run`, `vsh_rerun`) tool result: its bounded receipt, or
+/// its failure with the advice an agent can act on.
+fn ran_result(runtime: &Runtime, ran: Result<vsh::Receipt, VshError>, report: RunReport) -> CallToolResult {
+    let RunReport { bounds, runs_commands, allowed, given } = report;
+    let error = match ran {
+        Ok(receipt) => {
+            let (document, summary) = bounded_receipt(&receipt, bounds);
+            return success(&document, summary);
+        }
+        Err(error) => error,
+    };
+    let mut document = ErrorDocument::new(&error, &runtime.remedies(&error));
+    // What the command line advises, for the agent to pass on
+    // to its operator (a tool directory, a longer timeout);
+    // a time the agent's own budget set is the agent's to raise.
+    let mut advice = crate::failure::advice_for(&error);
+    // The agent keeps a failing run's changes itself (ux61 5:
+    // it was sent to the operator for a flag serve has not).
+    let acceptable = crate::failure::failure_keeps_changes(&error);
+    advice.retain(|line| line != crate::failure::ACCEPT_FAILURE_ADVICE);
+    let own_time =
+        matches!(error.exceeded_limit(), Some(vsh::lower::vsh_monty::LimitKind::Duration)) && given < allowed;
+    if let Some(instead) = crate::failure::monty_instead(&error) {
+        // The agent's own program: the agent can fix it.
+        document.hint = Some(format!(
+            "this Monty has no {instead}; this server's instructions list what else to use \
+                     instead"
+        ));
+    } else if acceptable && advice.is_empty() {
+        document.hint = Some(
+            "pass \"accept_failure\": true to keep a failing run's changes as its outcome, \
+                     for review"
+                .to_owned(),
+        );
+    } else if runs_commands && advice.iter().any(|line| line.contains(crate::failure::BOUNDED_BASH)) {
+        // The agent may run real bash here itself (ux68 M5:
+        // it was sent to the operator).
+        document.hint = Some(
+            "this server runs real commands: vsh_run with \"language\": \"command\" and \
+                     \"code\": [\"bash\", \"-c\", SCRIPT] runs the script in real bash, confined in a \
+                     candidate of the workspace"
+                .to_owned(),
+        );
+    } else if own_time {
+        document.hint = Some(format!(
+            "the budget this call gave ({:.1} s) ended it; this server allows up to {:.1} s: \
+                     raise budget.timeout_ms",
+            given.as_secs_f64(),
+            allowed.as_secs_f64()
+        ));
+    } else if document.hint.is_none() && !advice.is_empty() {
+        document.hint =
+            Some(format!("for the operator, who starts vsh serve: {}", advice.join("; ").replace("\nvsh:   ", "; ")));
+    }
+    document.bound(bounds);
+    failure(&document)
+}
+
 /// A cancelled request's result (the client no longer waits for it), logged
 /// on stderr for the operator.
 fn cancelled(context: &RequestContext<RoleServer>, tool: &str, what: &str) -> CallToolResult {
@@ -837,11 +933,9 @@ impl VshServer {
             Ok(mode) => mode,
             Err(refusal) => return refusal,
         };
-        let detail = match params.detail.as_deref() {
-            Some("compact") => vsh::ReceiptDetail::Compact,
-            Some("full") => vsh::ReceiptDetail::Full,
-            None | Some("changes") => vsh::ReceiptDetail::Changes,
-            Some(other) => return refused(format!("detail {other:?}: give compact, changes or full")),
+        let detail = match receipt_detail(params.detail.as_deref()) {
+            Ok(detail) => detail,
+            Err(refusal) => return refusal,
         };
         let (code, given_as_json) = match &params.code {
             ProgramParam::Text(text) => (text.clone(), false),
@@ -921,63 +1015,8 @@ impl VshServer {
                 if params.accept_failure == Some(true) {
                     request = request.with_failure_accepted();
                 }
-                match runtime.run_cancellable(&request, &run_cancel) {
-                    Ok(receipt) => {
-                        let (document, summary) = bounded_receipt(&receipt, bounds);
-                        success(&document, summary)
-                    }
-                    Err(error) => {
-                        let mut document = ErrorDocument::new(&error, &runtime.remedies(&error));
-                        // What the command line advises, for the agent to pass on
-                        // to its operator (a tool directory, a longer timeout);
-                        // a time the agent's own budget set is the agent's to raise.
-                        let mut advice = crate::failure::advice_for(&error);
-                        // The agent keeps a failing run's changes itself (ux61 5:
-                        // it was sent to the operator for a flag serve has not).
-                        let acceptable = crate::failure::failure_keeps_changes(&error);
-                        advice.retain(|line| line != crate::failure::ACCEPT_FAILURE_ADVICE);
-                        let own_time =
-                            matches!(error.exceeded_limit(), Some(vsh::lower::vsh_monty::LimitKind::Duration))
-                                && given < allowed;
-                        if let Some(instead) = crate::failure::monty_instead(&error) {
-                            // The agent's own program: the agent can fix it.
-                            document.hint = Some(format!(
-                                "this Monty has no {instead}; this server's instructions list what else to use \
-                                 instead"
-                            ));
-                        } else if acceptable && advice.is_empty() {
-                            document.hint = Some(
-                                "pass \"accept_failure\": true to keep a failing run's changes as its outcome, \
-                                 for review"
-                                    .to_owned(),
-                            );
-                        } else if runs_commands && advice.iter().any(|line| line.contains(crate::failure::BOUNDED_BASH))
-                        {
-                            // The agent may run real bash here itself (ux68 M5:
-                            // it was sent to the operator).
-                            document.hint = Some(
-                                "this server runs real commands: vsh_run with \"language\": \"command\" and \
-                                 \"code\": [\"bash\", \"-c\", SCRIPT] runs the script in real bash, confined in a \
-                                 candidate of the workspace"
-                                    .to_owned(),
-                            );
-                        } else if own_time {
-                            document.hint = Some(format!(
-                                "the budget this call gave ({:.1} s) ended it; this server allows up to {:.1} s: \
-                                 raise budget.timeout_ms",
-                                given.as_secs_f64(),
-                                allowed.as_secs_f64()
-                            ));
-                        } else if document.hint.is_none() && !advice.is_empty() {
-                            document.hint = Some(format!(
-                                "for the operator, who starts vsh serve: {}",
-                                advice.join("; ").replace("\nvsh:   ", "; ")
-                            ));
-                        }
-                        document.bound(bounds);
-                        failure(&document)
-                    }
-                }
+                let ran = runtime.run_cancellable(&request, &run_cancel);
+                ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed, given })
             })
             .await;
         watcher.abort();
@@ -1062,7 +1101,7 @@ impl VshServer {
                                 // The operator's own work: theirs to decide (sec59 F4).
                                 " (made under a policy its operator gave that run: the operator decides it)"
                             } else {
-                                " (made under a policy since replaced: never committed; run it again with vsh_run)"
+                                " (made under a policy since replaced: never committed; run it again with vsh_rerun)"
                             }
                         ));
                         document
@@ -1070,10 +1109,10 @@ impl VshServer {
                     .collect();
                 // What went stale is said, with what changed (ux63 1).
                 for found in &stale {
-                    lines.push(
-                        crate::render::found_stale_text(found)
-                            .replace(&format!("`vsh rerun {}`", found.transaction.short()), "vsh_run"),
-                    );
+                    lines.push(crate::render::found_stale_text(found).replace(
+                        &format!("`vsh rerun {}`", found.transaction.short()),
+                        &format!("vsh_rerun {}", found.transaction.short()),
+                    ));
                 }
                 let summary = if lines.is_empty() { "nothing is waiting".to_owned() } else { lines.join("\n") };
                 success(&PendingDocument::new(rows), summary)
@@ -1144,6 +1183,85 @@ impl VshServer {
             }
         })
         .await
+    }
+
+    /// Run a transaction's program again as new work.
+    #[tool(
+        description = "Run a transaction's stored program again, with its intent, as a new transaction \
+        decided by the policy in force now: for work gone stale (the workspace changed under it), expired, \
+        rejected, denied or made under a policy since replaced. mode, detail and accept_failure as for \
+        vsh_run; the run gets this server's limits. Refused, running nothing, for a revert (vsh_revert makes \
+        it again), a real command on a server that runs none, and work another run of which is committed or \
+        waiting (again=true runs it anyway).",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn vsh_rerun(
+        &self,
+        Parameters(params): Parameters<RerunParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let mode = match run_mode(params.mode.as_deref()) {
+            Ok(mode) => mode,
+            Err(refusal) => return refusal,
+        };
+        let detail = match receipt_detail(params.detail.as_deref()) {
+            Ok(detail) => detail,
+            Err(refusal) => return refusal,
+        };
+        let cancel = ExecutionCancellation::new();
+        let watcher = follow_cancellation(&context, &cancel);
+        let (budget, command_budget) = (self.options.budget.clone(), self.options.command_budget.clone());
+        let longest = budget.max_duration.max(command_budget.max_duration);
+        let progress =
+            context.meta.get_progress_token().map(|token| report_progress(context.peer.clone(), token, longest));
+        let bounds = self.options.bounds;
+        let runs_commands = self.options.commands.is_some();
+        let run_cancel = cancel.clone();
+        let result = self
+            .blocking(&context.peer, move |runtime| {
+                let id = match runtime.resolve(&params.transaction) {
+                    Ok(id) => id,
+                    Err(error) => return transaction_failure(&error),
+                };
+                let stored = match runtime.program_to_run_again(id) {
+                    Ok(stored) => stored,
+                    Err(error) => return transaction_failure(&error),
+                };
+                if let Some(why) =
+                    rerun_refusal(runtime, id, stored.as_ref(), runs_commands, params.again == Some(true))
+                {
+                    return refused(why);
+                }
+                let Some(stored) = stored else { return refused("no stored program".to_owned()) };
+                // The budget `vsh_run` gives a run of the same kind.
+                let reaches_commands = stored.language == vsh::Language::Command
+                    || stored.language == vsh::Language::Monty && runs_commands;
+                let budget = if reaches_commands { command_budget } else { budget };
+                let mut request = RunRequest::new(&stored.code)
+                    .with_language(stored.language)
+                    .with_mode(mode)
+                    .with_detail(detail)
+                    .with_budget(budget.clone())
+                    .with_rerun_of(id);
+                if !stored.intent.is_empty() {
+                    request = request.with_intent(&stored.intent);
+                }
+                if params.accept_failure == Some(true) {
+                    request = request.with_failure_accepted();
+                }
+                let ran = runtime.run_cancellable(&request, &run_cancel);
+                let given = budget.max_duration;
+                ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed: given, given })
+            })
+            .await;
+        watcher.abort();
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        if cancel.is_cancelled() {
+            return cancelled(&context, "vsh_rerun", "the run was stopped and nothing was stored");
+        }
+        result
     }
 
     /// Wait for an operator's decision on work waiting for one.
@@ -1340,23 +1458,26 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                     document.hint = Some(format!("awaiting approval: the operator runs `vsh approve {}`", id.short()));
                 }
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
-                    document.hint = Some("the workspace changed: run the program again with vsh_run".to_owned());
+                    document.hint =
+                        Some(format!("the workspace changed: run the program again with vsh_rerun {}", id.short()));
                 }
                 // Asked again after it went stale, or after it lapsed (ux58 5).
                 VshError::NotCommittable { state: TransactionState::Stale, .. } => {
-                    document.hint = Some(
+                    document.hint = Some(format!(
                         "it went stale: the workspace changed under what it read or changed since it was made (what \
                          found so named the paths then), so it can never be committed: run the program again with \
-                         vsh_run"
-                            .to_owned(),
-                    );
+                         vsh_rerun {}",
+                        id.short()
+                    ));
                 }
                 VshError::NotCommittable {
                     state: TransactionState::Expired | TransactionState::Rejected | TransactionState::Failed,
                     ..
                 } => {
-                    document.hint =
-                        Some("it can never be committed now: run the program again with vsh_run".to_owned());
+                    document.hint = Some(format!(
+                        "it can never be committed now: run the program again with vsh_rerun {}",
+                        id.short()
+                    ));
                 }
                 _ => {}
             }
@@ -1596,6 +1717,61 @@ fn transaction_failure(error: &VshError) -> CallToolResult {
 
 /// A tool's `mode`: `preview` (the default) or `auto`; anything else is
 /// the call's refusal.
+fn receipt_detail(given: Option<&str>) -> Result<vsh::ReceiptDetail, CallToolResult> {
+    match given {
+        Some("compact") => Ok(vsh::ReceiptDetail::Compact),
+        Some("full") => Ok(vsh::ReceiptDetail::Full),
+        None | Some("changes") => Ok(vsh::ReceiptDetail::Changes),
+        Some(other) => Err(refused(format!("detail {other:?}: give compact, changes or full"))),
+    }
+}
+
+/// Why `vsh_rerun` cannot run `id`'s program again here, as the agent's
+/// next step: a revert (reverted again instead), work with no program, a
+/// real command or real bash on a server that runs none, or work another
+/// run of which is committed or waiting (unless `again`).
+fn rerun_refusal(
+    runtime: &Runtime,
+    id: vsh::TransactionId,
+    stored: Option<&vsh::StoredProgram>,
+    runs_commands: bool,
+    again: bool,
+) -> Option<String> {
+    let short = id.short();
+    if let Some(original) = runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
+        let original = original.get(..12).unwrap_or(original);
+        return Some(format!(
+            "transaction {short} is a revert of {original}, not a program to run again: vsh_revert {original} makes it again"
+        ));
+    }
+    let Some(stored) = stored else {
+        return Some(format!("transaction {short} has no stored program to run again"));
+    };
+    if stored.language == vsh::Language::Command && !runs_commands {
+        return Some(format!(
+            "transaction {short} is a real command, and this server runs no real commands (its operator starts it \
+             with --commands); the operator can run it again with vsh rerun {short}"
+        ));
+    }
+    if stored.language == vsh::Language::Bash && crate::ran_in_real_bash(runtime, id).unwrap_or(false) {
+        return Some(format!(
+            "transaction {short} ran in real bash, which this server runs only as a command: vsh_run with \
+             \"language\": \"command\" and \"code\": [\"bash\", \"-c\", SCRIPT] (vsh_show {short} gives the script), \
+             on a server started with --commands"
+        ));
+    }
+    if !again && let Some(done) = crate::failure::live_rerun(runtime, id) {
+        return Some(format!(
+            "another run of the work of {short}, {}, is {}: running it once more would do that work twice; \
+             vsh_show {} shows that run, and again=true runs it once more anyway",
+            done.id.short(),
+            done.state.name(),
+            done.id.short()
+        ));
+    }
+    None
+}
+
 fn run_mode(given: Option<&str>) -> Result<RunMode, CallToolResult> {
     match given {
         None | Some("preview") => Ok(RunMode::Preview),

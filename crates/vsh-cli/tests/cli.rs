@@ -148,6 +148,19 @@ fn exit_codes_follow_the_table_row_by_row() {
     let broken = vsh(&["run", "--workspace", ws, "-"], Some("raise ValueError('no')"));
     assert_eq!(code(&broken), Some(1));
     assert!(String::from_utf8_lossy(&broken.stderr).contains("ValueError"));
+    // What it had changed before it raised is named, and kept nowhere (ux65 F6).
+    let wrote = vsh(
+        &["run", "--workspace", ws, "-"],
+        Some("from pathlib import Path\nPath('half.txt').write_text('h')\nraise ValueError('no')"),
+    );
+    let stderr = String::from_utf8_lossy(&wrote.stderr);
+    assert_eq!(code(&wrote), Some(1));
+    assert!(
+        stderr.contains("it had changed 1 path (nothing is stored: a Monty program that raises")
+            && stderr.contains("vsh:   create  half.txt"),
+        "{stderr}"
+    );
+    assert!(!Path::new(ws).join("half.txt").exists());
     assert_eq!(vsh(&["run", "--mode", "sideways", "x.py"], None).status.code(), Some(2));
     // --detailed-exitcode only where the result is a transaction's state:
     // after the command's name it is unknown elsewhere, before it refused.

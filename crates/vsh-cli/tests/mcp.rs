@@ -227,7 +227,10 @@ async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
     let listed = client.list_all_tools().await.unwrap();
     let mut tools: Vec<String> = listed.iter().map(|tool| tool.name.to_string()).collect();
     tools.sort();
-    assert_eq!(tools, ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_revert", "vsh_run", "vsh_show", "vsh_wait"]);
+    assert_eq!(
+        tools,
+        ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_rerun", "vsh_revert", "vsh_run", "vsh_show", "vsh_wait"]
+    );
     for tool in &listed {
         let hints = tool.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", tool.name));
         let read_only = ["vsh_show", "vsh_pending", "vsh_wait"].contains(&tool.name.as_ref());
@@ -238,7 +241,7 @@ async fn the_tools_and_their_hints(client: &rmcp::Peer<rmcp::RoleClient>) {
             assert_eq!(hints.idempotent_hint, Some(true), "{}", tool.name);
         }
         // A run and a revert are new work each time.
-        if ["vsh_run", "vsh_revert"].contains(&tool.name.as_ref()) {
+        if ["vsh_run", "vsh_rerun", "vsh_revert"].contains(&tool.name.as_ref()) {
             assert_eq!(hints.idempotent_hint, Some(false), "{}", tool.name);
         }
     }
@@ -568,6 +571,87 @@ async fn a_cancelled_run_stops_and_concurrent_requests_do_not_wait_for_each_othe
     client.cancel().await.unwrap();
 }
 
+/// A program that raised after writing names what it had changed, kept
+/// nowhere, and not `accept_failure`, which is for Bash and commands (ux65 F6).
+async fn a_failed_program_names_what_it_had_changed(client: &rmcp::Peer<rmcp::RoleClient>) {
+    let raised = call(
+        client,
+        "vsh_run",
+        json!({"code": "from pathlib import Path\nPath('half.txt').write_text('h')\nraise ValueError('no')"}),
+    )
+    .await;
+    assert!(raised.is_error && raised.document["changes"][0]["path"] == "half.txt", "{}", raised.document);
+    assert!(
+        raised.text.contains("a Monty program that raises keeps nothing")
+            && raised.text.contains("half.txt")
+            && !raised.text.contains("accept_failure"),
+        "{}",
+        raised.text
+    );
+}
+
+/// A stale commit says what changed at each path (ux56), and what to do.
+async fn a_stale_commit_says_what_changed_and_runs_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path) {
+    std::fs::write(ws.join("src.txt"), "one\n").unwrap();
+    let read = call(client, "vsh_run", json!({"code": "vsh_write('out.txt', vsh_read('src.txt'))"})).await;
+    std::fs::write(ws.join("src.txt"), "two, longer\n").unwrap();
+    let stale =
+        call(client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
+    // (Its size changed: 4 bytes, then 12.)
+    assert!(stale.is_error && stale.text.contains("changed: src.txt  size or mode changed"), "{}", stale.text);
+    assert_eq!(
+        stale.document["path_changes"],
+        json!(["size or mode changed since the run looked at it"]),
+        "{}",
+        stale.document
+    );
+    // Asked again, it says what stale means and what to do (ux58 5: no hint at all).
+    let again =
+        call(client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
+    let hint = again.document["hint"].as_str().unwrap_or_default();
+    let stale_id = read.document["transaction"].as_str().unwrap();
+    let rerun_it = format!("vsh_rerun {}", &stale_id[..12]);
+    assert!(again.is_error && hint.contains("went stale") && hint.contains(&rerun_it), "{}", again.text);
+    // Its review names the same next step (ux63 5: null).
+    let shown = call(client, "vsh_show", json!({"transaction": stale_id})).await;
+    assert_eq!(shown.document["receipt"]["next"], rerun_it, "{}", shown.document);
+    // And its text (ux65 F8: it said only "is stale").
+    assert!(
+        shown.text.contains("can never be committed (the workspace changed") && shown.text.contains(&rerun_it),
+        "{}",
+        shown.text
+    );
+    stale_work_runs_again(client, ws, stale_id).await;
+}
+
+/// `vsh_rerun` runs stale work's program again as new work, on the
+/// workspace as it is now, and it commits (ux65 F8: there was no rerun tool).
+async fn stale_work_runs_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, stale_id: &str) {
+    let rerun = call(client, "vsh_rerun", json!({"transaction": &stale_id[..8], "mode": "auto"})).await;
+    assert!(!rerun.is_error && rerun.document["state"] == "committed", "{}", rerun.text);
+    assert_ne!(rerun.document["transaction"], stale_id);
+    assert_eq!(std::fs::read_to_string(ws.join("out.txt")).unwrap(), "two, longer\n");
+    // Once more would do that work twice: refused, unless asked again.
+    let twice = call(client, "vsh_rerun", json!({"transaction": stale_id})).await;
+    assert!(twice.is_error && twice.text.contains("again=true") && twice.text.contains("committed"), "{}", twice.text);
+    let forced = call(client, "vsh_rerun", json!({"transaction": stale_id, "again": true})).await;
+    assert!(!forced.is_error && forced.document["state"] == "auto-approved", "{}", forced.text);
+    // A revert has no program: it is reverted again instead.
+    let made_id = rerun.document["transaction"].as_str().unwrap();
+    let revert = call(client, "vsh_revert", json!({"transaction": made_id})).await;
+    let of_revert = call(client, "vsh_rerun", json!({"transaction": revert.document["transaction"]})).await;
+    assert!(
+        of_revert.is_error && of_revert.text.contains(&format!("vsh_revert {}", &made_id[..12])),
+        "{}",
+        of_revert.text
+    );
+    // A run with no such id says so; a bad mode is refused before anything runs.
+    let missing = call(client, "vsh_rerun", json!({"transaction": "abcdef12"})).await;
+    assert!(missing.is_error, "{}", missing.text);
+    let sideways = call(client, "vsh_rerun", json!({"transaction": stale_id, "mode": "sideways"})).await;
+    assert!(sideways.is_error, "{}", sideways.text);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let (dir, ws, key) = scratch();
@@ -596,34 +680,7 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
         CallToolRequestParams::new("vsh_exec").with_arguments(json!({"argv": ["ls"]}).as_object().unwrap().clone());
     let unknown = client.call_tool(params).await.unwrap_err().to_string();
     assert!(unknown.contains("vsh_run, ") && unknown.contains("a function a vsh_run program calls"), "{unknown}");
-    // A stale commit says what changed at each path (ux56).
-    std::fs::write(ws.join("src.txt"), "one\n").unwrap();
-    let read = call(&client, "vsh_run", json!({"code": "vsh_write('out.txt', vsh_read('src.txt'))"})).await;
-    std::fs::write(ws.join("src.txt"), "two, longer\n").unwrap();
-    let stale =
-        call(&client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
-    // (Its size changed: 4 bytes, then 12.)
-    assert!(stale.is_error && stale.text.contains("changed: src.txt  size or mode changed"), "{}", stale.text);
-    assert_eq!(
-        stale.document["path_changes"],
-        json!(["size or mode changed since the run looked at it"]),
-        "{}",
-        stale.document
-    );
-    // Asked again, it says what stale means and what to do (ux58 5: no hint at all).
-    let again =
-        call(&client, "vsh_commit", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
-    let hint = again.document["hint"].as_str().unwrap_or_default();
-    assert!(again.is_error && hint.contains("went stale") && hint.contains("vsh_run"), "{}", again.text);
-    // Its review names the same next step (ux63 5: null).
-    let shown = call(&client, "vsh_show", json!({"transaction": read.document["transaction"].as_str().unwrap()})).await;
-    assert_eq!(shown.document["receipt"]["next"], "vsh_run", "{}", shown.document);
-    // And its text (ux65 F8: it said only "is stale").
-    assert!(
-        shown.text.contains("can never be committed (the workspace changed") && shown.text.contains("vsh_run"),
-        "{}",
-        shown.text
-    );
+    a_stale_commit_says_what_changed_and_runs_again(&client, &ws).await;
     // An id never found (a run that changed nothing is not kept, once its
     // server is gone) says so.
     for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {
@@ -635,6 +692,7 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let lower = call(&client, "vsh_run", json!({"code": "print('x' * 100)", "budget": {"max_output_bytes": 10}})).await;
     assert!(lower.is_error && lower.document["kind"] == "execution", "{}", lower.document);
     assert!(lower.document["message"].as_str().unwrap().contains("output"), "{}", lower.document);
+    a_failed_program_names_what_it_had_changed(&client).await;
     // A run its own budget's time ended is the agent's to give more (ux53).
     let short = call(&client, "vsh_run", json!({"code": "while True:\n    pass", "budget": {"timeout_ms": 300}})).await;
     let hint = short.document["hint"].as_str().unwrap_or_default();
@@ -1049,10 +1107,15 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     let commit = call(&client, "vsh_commit", json!({"transaction": before_id})).await;
     assert!(commit.is_error, "{}", commit.text);
     assert!(!ws.join("before.txt").exists(), "committed under the replaced policy");
-    // The agent is told so, and what it can do (it has no `vsh rerun`): in
-    // the commit's hint, its review and the pending list (ux51).
+    // The agent is told so, and what it can do (its tool, not the command
+    // line's `vsh rerun`): in the commit's hint, its review and the pending
+    // list (ux51).
     let hint = commit.document["hint"].as_str().unwrap_or_default();
-    assert!(hint.contains("vsh_run") && !hint.contains("vsh rerun"), "{}", commit.text);
+    assert!(
+        hint.contains(&format!("vsh_rerun {}", &before_id[..12])) && !hint.contains("vsh rerun"),
+        "{}",
+        commit.text
+    );
     let shown = call(&client, "vsh_show", json!({"transaction": before_id})).await;
     assert_eq!(shown.document["record"]["policy_changed"], true, "{}", shown.text);
     assert!(shown.text.contains("policy changed") && !shown.text.contains("vsh_commit"), "{}", shown.text);
@@ -1071,7 +1134,10 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     init("balanced");
     let pending = call(&client, "vsh_commit", json!({"transaction": after_id})).await;
     let hint = pending.document["hint"].as_str().unwrap_or_default();
-    assert!(pending.is_error && hint.contains("vsh_run") && !hint.contains("vsh approve"), "{}", pending.text);
+    assert!(pending.is_error && hint.contains("vsh_rerun") && !hint.contains("vsh approve"), "{}", pending.text);
+    // Run again, it is decided under the policy in force now.
+    let again = call(&client, "vsh_rerun", json!({"transaction": after_id})).await;
+    assert_eq!(again.document["state"], "auto-approved", "{}", again.text);
     // Work its operator made under a policy given to that run alone is the
     // operator's: the agent is told so, and cannot discard it (sec58 4).
     let mut operator = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))

@@ -61,6 +61,21 @@ pub enum VshError {
     /// virtual-filesystem error.
     #[error("execution failed")]
     Execution(#[source] Box<vsh_monty::ExecutionError>),
+    /// A Monty program raised an exception it did not catch, or ran out of
+    /// a budget, after it had changed the virtual image: terminal, no
+    /// transaction, as [`VshError::Execution`]. `changes` is what it had
+    /// changed by then, for diagnosis only: none of it is kept (ux65 F6);
+    /// `changes_complete` is false if even that could not be computed.
+    #[error("execution failed")]
+    Raised {
+        /// The exception or the budget, with the program's output.
+        #[source]
+        source: Box<vsh_monty::ExecutionError>,
+        /// The diagnostic diff.
+        changes: Vec<vsh_types::DiffEntry>,
+        /// Whether `changes` is the whole diagnostic diff.
+        changes_complete: bool,
+    },
     /// The virtual image failed while computing the diff.
     #[error("virtual filesystem error")]
     Vfs(#[from] vsh_vfs::VfsError),
@@ -424,26 +439,29 @@ impl VshError {
     /// refusal): the refused accesses and the output it printed.
     pub fn refused_run(&self) -> Option<(&[vsh_policy::DeniedAccess], &str)> {
         use vsh_monty::ExecutionError;
+        match self.execution()? {
+            ExecutionError::Exception { denied, stdout, .. } | ExecutionError::Limit { denied, stdout, .. }
+                if !denied.is_empty() =>
+            {
+                Some((denied.as_slice(), stdout.as_str()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The program's failure, for [`VshError::Execution`] and
+    /// [`VshError::Raised`] (not a Bash program's: [`VshError::Bash`]).
+    pub fn execution(&self) -> Option<&vsh_monty::ExecutionError> {
         match self {
-            Self::Execution(execution) => match execution.as_ref() {
-                ExecutionError::Exception { denied, stdout, .. } | ExecutionError::Limit { denied, stdout, .. }
-                    if !denied.is_empty() =>
-                {
-                    Some((denied.as_slice(), stdout.as_str()))
-                }
-                _ => None,
-            },
+            Self::Execution(execution) | Self::Raised { source: execution, .. } => Some(execution),
             _ => None,
         }
     }
 
     /// The budget a run ran out of, when that is what ended it.
     pub fn exceeded_limit(&self) -> Option<vsh_monty::LimitKind> {
-        match self {
-            Self::Execution(execution) => match execution.as_ref() {
-                vsh_monty::ExecutionError::Limit { limit, .. } => Some(limit.limit),
-                _ => None,
-            },
+        match self.execution()? {
+            vsh_monty::ExecutionError::Limit { limit, .. } => Some(limit.limit),
             _ => None,
         }
     }
@@ -496,6 +514,7 @@ impl VshError {
             | Self::WorkspacePolicyForged(_)
             | Self::WorkspacePolicyReplaced => C::Policy,
             Self::Execution(_)
+            | Self::Raised { .. }
             | Self::Vfs(_)
             | Self::ResultNesting { .. }
             | Self::RequestDeadline(_)

@@ -54,7 +54,7 @@ async def session_of(vsh, workspace, log):
             init = await session.initialize()
             check(init.server_info.name == "vsh", f"server name: {init.server_info}")
             tools = sorted(tool.name for tool in (await session.list_tools()).tools)
-            check(tools == ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_revert", "vsh_run", "vsh_show", "vsh_wait"], f"tools: {tools}")
+            check(tools == ["vsh_commit", "vsh_discard", "vsh_pending", "vsh_rerun", "vsh_revert", "vsh_run", "vsh_show", "vsh_wait"], f"tools: {tools}")
 
             code = "from pathlib import Path\nPath('b.txt').write_text(Path('a.txt').read_text().upper())"
             error, preview, _ = await call(session, "vsh_run", {"code": code})

@@ -215,6 +215,9 @@ impl ErrorDocument {
                     document.stdout = Some(stdout.to_owned());
                     (document.denied, document.denied_total) = listed_denials(denied, remedies);
                 }
+                if let VshError::Raised { changes, .. } = other {
+                    document.changes = changes.iter().map(Into::into).collect();
+                }
             }
         }
         document

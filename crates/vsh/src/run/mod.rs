@@ -274,6 +274,25 @@ fn bash_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs, calls: &v
     }
 }
 
+/// A Monty program's failure as the facade's error: an uncaught exception
+/// or a budget that ran out, after the program changed the image, with what
+/// it had changed ([`VshError::Raised`], for diagnosis only: nothing is
+/// kept); any other failure, or one that changed nothing, as it is.
+fn monty_failure(error: vsh_monty::ExecutionError, vfs: &mut VirtualFs, calls: &vsh_policy::CallPolicy) -> VshError {
+    use vsh_monty::ExecutionError;
+    if !matches!(error, ExecutionError::Exception { .. } | ExecutionError::Limit { .. }) || vfs.effects().is_empty() {
+        return VshError::Execution(Box::new(error));
+    }
+    let diff = vfs.canonical_diff();
+    let changes_complete = diff.is_ok();
+    let changes = diff.map(|diff| shown_changes(diff.entries(), calls)).unwrap_or_default();
+    if changes.is_empty() && changes_complete {
+        // Changes it undid itself (a file made and removed): none.
+        return VshError::Execution(Box::new(error));
+    }
+    VshError::Raised { source: Box::new(error), changes, changes_complete }
+}
+
 /// How a Bash program or a real command ended, as the facade takes it: its
 /// outcome; with `accept_failure`, a non-zero exit status too (recorded);
 /// a non-zero exit after the policy refused it an access too, so the
@@ -662,7 +681,12 @@ impl Runs {
         // for a taint's name and, below, for comparing its changes with the diff.
         let taint = if self.scratch.is_empty() { String::new() } else { provisional_taint() };
         let outcome =
-            raised_after_refusal(self.execute_with(request, &mut vfs, cancel, &self.command_config(), &taint))?;
+            match raised_after_refusal(self.execute_with(request, &mut vfs, cancel, &self.command_config(), &taint)) {
+                Err(VshError::Execution(error)) if request.language == Language::Monty => {
+                    return Err(monty_failure(*error, &mut vfs, self.policy.calls()));
+                }
+                outcome => outcome?,
+            };
         timings.wait = outcome.waited_ns;
         timings.execute = elapsed_ns(stage_start).saturating_sub(outcome.waited_ns);
         check()?;

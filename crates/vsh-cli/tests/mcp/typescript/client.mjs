@@ -44,7 +44,7 @@ await client.connect(transport);
 check(client.getServerVersion().name === "vsh", `server: ${JSON.stringify(client.getServerVersion())}`);
 const tools = (await client.listTools()).tools.map((tool) => tool.name).sort();
 check(
-  JSON.stringify(tools) === JSON.stringify(["vsh_commit", "vsh_discard", "vsh_pending", "vsh_revert", "vsh_run", "vsh_show", "vsh_wait"]),
+  JSON.stringify(tools) === JSON.stringify(["vsh_commit", "vsh_discard", "vsh_pending", "vsh_rerun", "vsh_revert", "vsh_run", "vsh_show", "vsh_wait"]),
   `tools: ${tools}`,
 );
 
