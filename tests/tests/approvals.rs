@@ -1105,3 +1105,49 @@ fn waits_unseen(receipt: &vsh::Receipt) -> bool {
         _ => false,
     }
 }
+
+/// ux67 F5, sec73 F4: a revert of auto-approved work that only removes what
+/// that work made waited for a reviewer (the `deletion` flag), and one of a
+/// large creation was denied by the delete ratio; it loses nothing the
+/// workspace held before that work, and is auto-approved. Anything else a
+/// revert removes (what reviewed work made, what the workspace held) is
+/// still a deletion.
+#[test]
+fn a_revert_that_removes_only_what_auto_approved_work_made_is_no_deletion() {
+    let dir = workspace(&[("keep.txt", "keep\n")]);
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let auto = |program: &str| runtime.run(&RunRequest::new(program).with_mode(RunMode::Auto)).unwrap();
+    // Forty files in a new directory: more than the delete ratio allows of
+    // the workspace once they are gone.
+    let many = "from pathlib import Path\nPath('gen').mkdir()\nfor i in range(40):\n    \
+                Path(f'gen/f{i}.txt').write_text(f'{i}\\n')\nPath('one.txt').write_text('1\\n')";
+    let made = auto(many);
+    assert_eq!(made.state, TransactionState::Committed, "{:?}", made.decision);
+    let undone = runtime.revert(made.transaction, RunMode::Auto).unwrap();
+    assert_eq!(undone.state, TransactionState::Committed, "{:?}", undone.decision);
+    assert!(!dir.path().join("gen").exists() && !dir.path().join("one.txt").exists());
+    assert!(dir.path().join("keep.txt").exists());
+    // Reverting that revert makes them again (its commit kept what it removed).
+    let again = runtime.revert(undone.transaction, RunMode::Auto).unwrap();
+    assert_eq!(again.state, TransactionState::Committed, "{:?}", again.decision);
+    assert_eq!(std::fs::read_to_string(dir.path().join("gen/f7.txt")).unwrap(), "7\n");
+    // Work a reviewer approved: undoing what it made is reviewed too.
+    let reviewed = runtime
+        .run(&RunRequest::new("from pathlib import Path\nPath('keep.txt').unlink()\nPath('r.txt').write_text('r\\n')"))
+        .unwrap();
+    assert_eq!(reviewed.state, TransactionState::PendingApproval, "{:?}", reviewed.decision);
+    runtime.approve(reviewed.transaction, PrincipalId::digest(b"r"), now(), now() + 60_000).unwrap();
+    assert_eq!(runtime.commit(reviewed.transaction, now()).unwrap().state, TransactionState::Committed);
+    let back = runtime.revert(reviewed.transaction, RunMode::Auto).unwrap();
+    let RuntimeDecision::PendingApproval(manifest) = &back.decision else { panic!("{:?}", back.decision) };
+    assert!(manifest.flags.contains(&vsh::RiskFlag::Deletion), "{:?}", manifest.flags);
+    // Auto-approved work that removed a file and made one: its revert
+    // removes only what it made, and puts the file back.
+    let swap = auto("from pathlib import Path\nPath('gen/f1.txt').unlink()\nPath('s.txt').write_text('s\\n')");
+    assert_eq!(swap.state, TransactionState::PendingApproval, "a removal waits: {:?}", swap.decision);
+    let made_only = auto("from pathlib import Path\nPath('t.txt').write_text('t\\n')");
+    assert_eq!(made_only.state, TransactionState::Committed);
+    // Edited since: the revert is refused (the file is not what the work made).
+    std::fs::write(dir.path().join("t.txt"), "t\nby hand\n").unwrap();
+    assert!(matches!(runtime.revert(made_only.transaction, RunMode::Auto), Err(VshError::RevertChanged { .. })));
+}

@@ -274,6 +274,10 @@ async fn waiting_work_names_the_operators_step(client: &rmcp::Peer<rmcp::RoleCli
 /// is reverted again: it has no program to run again (sec73 F2).
 async fn a_stale_revert_is_reverted_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, id: &str, revert: &str) {
     std::fs::write(ws.join("b.txt"), "ALPHA\nedited\n").unwrap();
+    // Undoing auto-approved work's creation is auto-approved (ux67 F5); its
+    // commit finds the workspace changed.
+    let refused = call(client, "vsh_commit", json!({"transaction": &revert[..8]})).await;
+    assert!(refused.is_error, "{}", refused.text);
     let stale = call(client, "vsh_show", json!({"transaction": &revert[..8]})).await;
     assert_eq!(stale.document["receipt"]["state"], "stale", "{}", stale.document);
     assert_eq!(stale.document["receipt"]["next"], format!("vsh_revert {}", &id[..12]), "{}", stale.document);
@@ -293,6 +297,7 @@ async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, id: &s
     // Work of its own, undoing what the commit changed.
     assert_ne!(reverted.document["transaction"], json!(id), "{}", reverted.text);
     assert!(reverted.document["changes"].as_array().is_some_and(|changes| !changes.is_empty()), "{}", reverted.text);
+    assert_eq!(reverted.document["state"], "auto-approved", "{}", reverted.text);
     let twice = call(client, "vsh_revert", json!({"transaction": &id[..8], "mode": "sideways"})).await;
     assert!(twice.is_error && twice.text.contains("give preview or auto"), "{}", twice.text);
     a_stale_revert_is_reverted_again(client, ws, id, reverted.document["transaction"].as_str().unwrap()).await;

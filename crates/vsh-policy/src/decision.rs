@@ -407,18 +407,23 @@ impl RiskMetrics {
         rewrite_escalate_ratio_bps: u32,
         losses: &[ContentLoss],
     ) -> Self {
-        Self::measure_judged(diff, renamed, observed_base_nodes, &|_| rewrite_escalate_ratio_bps, losses)
+        Self::measure_judged(diff, renamed, observed_base_nodes, &|_| rewrite_escalate_ratio_bps, losses, &[])
     }
 
     /// [`RiskMetrics::measure_with_losses`], each modified file's rewrite
-    /// judged by its own ratio (`ratio_of`: a review rule may lower it).
+    /// judged by its own ratio (`ratio_of`: a review rule may lower it);
+    /// the removals at `undone` (sorted: see
+    /// [`crate::PolicyInput::undone_creations`]) are no deletions, and
+    /// count toward neither `deleted` nor the delete ratio.
     pub fn measure_judged(
         diff: &[DiffEntry],
         renamed: u64,
         observed_base_nodes: u64,
         ratio_of: &dyn Fn(&VPath) -> u32,
         losses: &[ContentLoss],
+        undone: &[VPath],
     ) -> Self {
+        let is_undone = |entry: &DiffEntry| entry.kind == DiffKind::Delete && undone.binary_search(&entry.path).is_ok();
         let loss_of =
             |path: &VPath| losses.binary_search_by(|loss| loss.path.cmp(path)).ok().and_then(|index| losses.get(index));
         let mut metrics = Self { renamed, ..Self::default() };
@@ -437,6 +442,7 @@ impl RiskMetrics {
         let mut moved = 0_u64;
         for entry in diff {
             if entry.kind == DiffKind::Delete
+                && !is_undone(entry)
                 && let Some(left) = entry
                     .before
                     .filter(|state| state.kind == NodeKind::File)
@@ -450,6 +456,8 @@ impl RiskMetrics {
             metrics.touched += 1;
             match entry.kind {
                 DiffKind::Create => metrics.created += 1,
+                // It undoes a creation: nothing the workspace held is lost.
+                DiffKind::Delete if is_undone(entry) => {}
                 DiffKind::Delete => metrics.deleted += 1,
                 // A file replaced by a directory or a symlink is as lost as
                 // one deleted, and counted so (sec58 1: replacing every file

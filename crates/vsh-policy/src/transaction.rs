@@ -81,6 +81,12 @@ pub struct PolicyInput<'a> {
     /// differs from what vsh last saw of it, as the caller found it in its
     /// records: raises [`RiskFlag::UnseenChange`].
     pub unseen_changes: bool,
+    /// Paths whose removal undoes what committed, auto-approved work made
+    /// there, the very node it made, as a revert of that work found them
+    /// (sorted): such a removal loses nothing the workspace held before
+    /// that work, so it is no deletion to the [`RiskFlag::Deletion`] flag,
+    /// `deny_deleted_paths` or the delete ratio (ux67 F5, sec73 F4).
+    pub undone_creations: &'a [VPath],
 }
 
 impl<'a> PolicyInput<'a> {
@@ -257,8 +263,14 @@ impl TransactionPolicy {
     /// Decide on a transaction (see the [module documentation](self) for the order).
     pub fn evaluate(&self, input: &PolicyInput<'_>) -> Decision {
         let ratio_of = |path: &VPath| self.rewrite_ratio_for(path);
-        let metrics =
-            RiskMetrics::measure_judged(input.diff, input.renames, input.observed_base_nodes, &ratio_of, input.losses);
+        let metrics = RiskMetrics::measure_judged(
+            input.diff,
+            input.renames,
+            input.observed_base_nodes,
+            &ratio_of,
+            input.losses,
+            input.undone_creations,
+        );
         if !input.denied.is_empty() {
             let listed = input.denied.iter().take(MAX_LISTED_DENIALS).map(|denied| self.explain(denied)).collect();
             return self.deny_protected(DenyReason::ProtectedAccessAttempt, listed, input.denied.len() as u64, metrics);
@@ -898,6 +910,66 @@ mod tests {
         let two = [delete("a"), delete("b")];
         let input = PolicyInput { diff: &two, observed_base_nodes: 2, ..PolicyInput::default() };
         assert_eq!(flags(&policy.evaluate(&input)), [RiskFlag::Deletion]);
+    }
+
+    /// ux67 F5, sec73 F4: a revert that removes only what auto-approved
+    /// work made waited for a reviewer (deletion), or was denied by the
+    /// delete ratio; it loses nothing the workspace held before that work.
+    #[test]
+    fn removals_that_undo_creations_are_no_deletions() {
+        let limits = PolicyThresholds {
+            deny_delete_ratio_bps: 5_000,
+            delete_ratio_min_paths: 3,
+            deny_deleted_paths: 3,
+            ..PolicyThresholds::default()
+        };
+        let policy = thresholds_policy(limits);
+        let four = [delete("a"), delete("b"), delete("c"), delete("d")];
+        let all: Vec<VPath> = ["a", "b", "c", "d"].map(p).to_vec();
+        let input = |undone: &'static [&'static str]| -> Vec<VPath> { undone.iter().map(|name| p(name)).collect() };
+        let undoing =
+            PolicyInput { diff: &four, observed_base_nodes: 4, undone_creations: &all, ..PolicyInput::default() };
+        assert!(matches!(policy.evaluate(&undoing), Decision::AutoApproved), "{:?}", policy.evaluate(&undoing));
+        // Without them: too many deletions.
+        let plain = PolicyInput { diff: &four, observed_base_nodes: 4, ..PolicyInput::default() };
+        assert_eq!(denied(&policy.evaluate(&plain)).reason, DenyReason::TooManyDeletions);
+        // Three of four undone: one deletion, flagged, under every ceiling.
+        let three = input(&["a", "b", "d"]);
+        let one_left =
+            PolicyInput { diff: &four, observed_base_nodes: 4, undone_creations: &three, ..PolicyInput::default() };
+        assert_eq!(flags(&policy.evaluate(&one_left)), [RiskFlag::Deletion]);
+        // The ceilings count only what is lost: of three removals one undone
+        // leaves two, under the ratio's minimum of three paths.
+        let one = input(&["c"]);
+        let two_lost =
+            PolicyInput { diff: &four[..3], observed_base_nodes: 4, undone_creations: &one, ..PolicyInput::default() };
+        let decision = policy.evaluate(&two_lost);
+        assert_eq!(flags(&decision), [RiskFlag::Deletion]);
+        let three_of_four = PolicyInput { diff: &four[..3], observed_base_nodes: 4, ..PolicyInput::default() };
+        assert_eq!(denied(&policy.evaluate(&three_of_four)).reason, DenyReason::DeleteRatio);
+        // An undone removal excuses no other: the bytes a diff makes
+        // elsewhere (a move put back) excuse a removal of those bytes only
+        // where that removal would count.
+        let moved_back = [
+            DiffEntry::between(p("a"), Some(NodeState::file_with(b"moved", 0o644)), None).unwrap(),
+            delete("b"),
+            delete("c"),
+            delete("d"),
+            create("e", b"moved"),
+        ];
+        let a = input(&["a"]);
+        let undone_move =
+            PolicyInput { diff: &moved_back, observed_base_nodes: 6, undone_creations: &a, ..PolicyInput::default() };
+        assert_eq!(denied(&policy.evaluate(&undone_move)).reason, DenyReason::DeleteRatio);
+        // A path named that the diff does not remove is nothing.
+        let elsewhere = input(&["z"]);
+        let unrelated = PolicyInput {
+            diff: &four[..1],
+            observed_base_nodes: 9,
+            undone_creations: &elsewhere,
+            ..PolicyInput::default()
+        };
+        assert_eq!(flags(&policy.evaluate(&unrelated)), [RiskFlag::Deletion]);
     }
 
     #[test]

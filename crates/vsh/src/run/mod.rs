@@ -778,6 +778,35 @@ impl Runs {
             .collect()
     }
 
+    /// The policy's decision on `diff`, with what the image and the records
+    /// tell of it: the observed base, a git repository written into, private
+    /// content widened, a revert's undone creations, and (`judged`) the
+    /// files' losses and whether any replaced a change never seen.
+    fn decide(
+        &self,
+        vfs: &mut VirtualFs,
+        diff: &CanonicalDiff,
+        outcome: &Executed,
+        records: &Records,
+        (losses, unseen_changes): (&[vsh_policy::ContentLoss], bool),
+    ) -> Result<Decision, VshError> {
+        let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
+        let git_repository = git::writes_into_a_git_repository(vfs, diff, &self.unreadable);
+        let widens_private_content = widens_private_content(vfs, diff, &self.unreadable)?;
+        let undone_creations = crate::runtime::revert::undone_creations(outcome, diff.entries(), records);
+        Ok(self.policy.evaluate(&PolicyInput {
+            diff: diff.entries(),
+            denied: &outcome.denied,
+            renames: vfs.renames(),
+            observed_base_nodes: base_nodes,
+            git_repository,
+            widens_private_content,
+            losses,
+            unseen_changes,
+            undone_creations: &undone_creations,
+        }))
+    }
+
     /// The stages after the diff, for a run or a candidate's promotion:
     /// policy, review, bind and store. `check` is called between stages.
     pub(crate) fn conclude(
@@ -792,19 +821,7 @@ impl Runs {
         // judgment reads `HEAD` and `config` files).
         let (losses, earlier_losses, unseen) =
             self.losses_and_unseen(vfs, diff.entries(), records, (&outcome, request.language))?;
-        let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
-        let git_repository = git::writes_into_a_git_repository(vfs, &diff, &self.unreadable);
-        let widens_private_content = widens_private_content(vfs, &diff, &self.unreadable)?;
-        let decision = self.policy.evaluate(&PolicyInput {
-            diff: diff.entries(),
-            denied: &outcome.denied,
-            renames: vfs.renames(),
-            observed_base_nodes: base_nodes,
-            git_repository,
-            widens_private_content,
-            losses: &losses,
-            unseen_changes: !unseen.is_empty(),
-        });
+        let decision = self.decide(vfs, &diff, &outcome, records, (&losses, !unseen.is_empty()))?;
         timings.policy = elapsed_ns(stage_start);
 
         check()?;

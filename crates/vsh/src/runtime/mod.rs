@@ -12,7 +12,7 @@
 //! and whether a commit needs the hook first. Opening is in [`open`].
 
 mod open;
-mod revert;
+pub(crate) mod revert;
 mod worker_digest;
 
 use std::time::Instant;

@@ -338,6 +338,46 @@ fn is_cache(
     Ok(true)
 }
 
+/// The paths whose removal in a revert's diff (`entries`) undoes what the
+/// reverted work made there, when that work was auto-approved: the node it
+/// made, as it left it ([`same_node`]; the revert refused to be made unless
+/// every path held what the work left). Sorted, as `entries` are. Empty for
+/// any run that is no revert, for reverted work a reviewer approved (a
+/// reviewed creation's undoing is reviewed too), and where the reverted
+/// work's record cannot be read (every removal then counts as one).
+/// `outcome` names the reverted transaction in its revert step.
+pub(crate) fn undone_creations(
+    outcome: &Executed,
+    entries: &[DiffEntry],
+    records: &crate::records::Records,
+) -> Vec<vsh_types::VPath> {
+    let EvidenceOutput::Session { steps } = &outcome.output else { return Vec::new() };
+    let Some(step) = steps.iter().find(|step| step.kind == StepKind::Revert) else { return Vec::new() };
+    let Ok(reverted) = TransactionId::parse_hex(&step.program) else { return Vec::new() };
+    if !matches!(records.get(reverted), Ok(Some(record)) if record.state == TransactionState::Committed) {
+        return Vec::new();
+    }
+    let auto_approved = records
+        .stored_receipt(reverted, TransactionState::Committed)
+        .is_ok_and(|stored| matches!(stored.receipt.decision, vsh_policy::Decision::AutoApproved));
+    if !auto_approved {
+        return Vec::new();
+    }
+    let Ok(made) = records.stored_diff(reverted) else { return Vec::new() };
+    let made: std::collections::HashMap<&vsh_types::VPath, &NodeState> = made
+        .entries()
+        .iter()
+        .filter(|entry| entry.before.is_none())
+        .filter_map(|entry| entry.after.as_ref().map(|after| (&entry.path, after)))
+        .collect();
+    entries
+        .iter()
+        .filter(|entry| entry.after.is_none())
+        .filter(|entry| made.get(&entry.path).is_some_and(|after| same_node(Some(after), entry.before.as_ref())))
+        .map(|entry| entry.path.clone())
+        .collect()
+}
+
 /// Whether `left` (what one work left at a path) and `found` (what the
 /// next work found there) are the same node: kind, mode and size, and the
 /// content where both know it by its digest (a state recorded by its stamp
