@@ -159,7 +159,8 @@ pub(crate) enum Command {
     /// writes nothing, exit 6).
     Commit(CommitArgs),
     /// Finish or roll back interrupted commits; with --restore, put a
-    /// transaction that recovery left unresolved back into its before state.
+    /// transaction that recovery left unresolved back into its before state,
+    /// or with --keep, keep the workspace as it is.
     Recover(RecoverArgs),
     /// Copy the example workspace to a temporary directory, preview a program
     /// there, commit it, and print both receipts.
@@ -796,14 +797,19 @@ pub(crate) struct RecoverArgs {
     pub(crate) common: Common,
     /// Put this unresolved transaction's paths back into their before state;
     /// whatever is in the way is moved aside under .vsh/recovered/, never deleted.
-    #[arg(long, value_name = "TX")]
+    #[arg(long, value_name = "TX", conflicts_with = "keep")]
     pub(crate) restore: Option<String>,
+    /// Resolve this unresolved transaction by keeping the workspace as it is
+    /// (after checking it, or setting it right by hand): nothing is put
+    /// back; what the commit had moved aside is kept under .vsh/recovered/.
+    #[arg(long, value_name = "TX")]
+    pub(crate) keep: Option<String>,
     /// First salvage a damaged transaction log (every command fails with
     /// "transaction log is corrupt"): keep the records before the damage,
     /// void whatever of them could still be committed (vsh rerun makes it
     /// again), and keep the damaged log's bytes in .vsh/data/txlog.damaged.N.
     /// A whole log is left as it is.
-    #[arg(long, conflicts_with = "restore")]
+    #[arg(long, conflicts_with_all = ["restore", "keep"])]
     pub(crate) salvage_log: bool,
     #[command(flatten)]
     pub(crate) lock: LockArgs,

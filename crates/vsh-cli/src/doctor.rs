@@ -260,7 +260,8 @@ fn workspace(path: &Path) -> Vec<Check> {
             "recovery",
             Status::Fail,
             format!("interrupted commits need an operator: {}", recovery_summary(recovery)),
-            "run vsh recover to see which paths, and vsh recover --restore TX to put one back",
+            "run vsh recover to see which paths, then vsh recover --restore TX to put one back, or vsh recover \
+             --keep TX to keep the workspace as it is",
         )
     } else if recovery.is_empty() {
         Check::ok("recovery", "no interrupted commit")

@@ -77,7 +77,8 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
         for id in &settle {
             println!(
                 "{id} is an interrupted commit whose paths someone else changed meanwhile: `vsh recover` names \
-                 them, `vsh recover --restore {id}` puts the workspace back as it was before it"
+                 them, `vsh recover --restore {id}` puts the workspace back as it was before it, and `vsh recover \
+                 --keep {id}` keeps it as it is"
             );
         }
         if rows.len() > 1 {

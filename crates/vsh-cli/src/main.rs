@@ -2250,7 +2250,9 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         Command::Commit(commit) => {
             (&commit.stored.common, Some(&commit.stored.transaction), Some(commit.lock.lock_timeout))
         }
-        Command::Recover(recover) => (&recover.common, recover.restore.as_ref(), Some(recover.lock.lock_timeout)),
+        Command::Recover(recover) => {
+            (&recover.common, recover.restore.as_ref().or(recover.keep.as_ref()), Some(recover.lock.lock_timeout))
+        }
         other => unreachable!("{other:?} is handled by main"),
     };
     let root = match common.existing_root() {
@@ -2302,12 +2304,15 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
         (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),
-        (Command::Recover(_), Some(id)) => {
+        (Command::Recover(recover), Some(id)) => {
             // Nothing to restore is no failed commit: said as what it is.
-            let restored = runtime.restore(id).map_err(|error| -> Box<dyn std::error::Error> {
+            let keep = recover.keep.is_some();
+            let resolved = if keep { runtime.keep_as_found(id) } else { runtime.restore(id) };
+            let restored = resolved.map_err(|error| -> Box<dyn std::error::Error> {
                 match error {
                     vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Restore { reason, .. }) => {
-                        format!("nothing to restore for {}: {reason}", id.short()).into()
+                        let what = if keep { "keep" } else { "restore" };
+                        format!("nothing to {what} for {}: {reason}", id.short()).into()
                     }
                     error => error.into(),
                 }

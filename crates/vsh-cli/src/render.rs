@@ -1128,7 +1128,7 @@ pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usiz
                 text,
                 "    the transaction log lost how this commit ended, and nothing of it is kept (a commit \
                  removes its directory only once it has finished): the workspace holds whichever state \
-                 it reached; check it, then mark it failed with: vsh recover --restore {}",
+                 it reached; check it, then mark it failed with: vsh recover --keep {}",
                 unresolved.transaction
             );
             continue;
@@ -1136,7 +1136,8 @@ pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usiz
         let _ = writeln!(
             text,
             "    someone else changed these paths during the commit; to put the before state back \
-             (moving their nodes aside, never deleting them): vsh recover --restore {}",
+             (moving their nodes aside, never deleting them): vsh recover --restore {0}; to keep the workspace \
+             as it is (what the commit moved aside is kept): vsh recover --keep {0}",
             unresolved.transaction
         );
     }
@@ -1149,6 +1150,10 @@ pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usiz
 /// What a restore did, for people.
 pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
     let mut text = match report.transaction {
+        Some(transaction) if report.kept && !report.nothing_kept => format!(
+            "{transaction}  failed: kept as it is, as the operator asked; nothing was put back, and what the \
+             commit had moved aside from its paths is kept under vsh's runtime directory (listed below)\n"
+        ),
         Some(transaction) if report.nothing_kept => format!(
             "{transaction}  marked failed; nothing was restored: none of it was kept (its log lost how its \
              commit ended), so the workspace is as the commit left it: check it by hand\n"
@@ -1161,6 +1166,9 @@ pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
     };
     for path in &report.restored {
         let _ = writeln!(text, "  restored {}", shown(path.as_str(), false));
+    }
+    for path in &report.left_as_found {
+        let _ = writeln!(text, "  left as it is: {}", shown(path.as_str(), false));
     }
     for (path, aside) in &report.moved_aside {
         let _ = writeln!(text, "  moved aside {} -> {aside}", shown(path.as_str(), false));

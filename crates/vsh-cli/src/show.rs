@@ -153,7 +153,10 @@ pub(crate) fn show(
             anstream::print!("{}", render::history_text(&runtime.history(id)?, now));
             println!("(nothing more is stored for {} work: its receipt went to whoever ran it)", record.state.name());
             if record.state == vsh::TransactionState::RecoveryRequired {
-                println!("next       vsh recover --restore {}", id.short());
+                println!(
+                    "next       vsh recover --restore {0} (or, to keep the workspace as it is: vsh recover --keep {0})",
+                    id.short()
+                );
             }
         }
         return Ok(if output.detailed { state_exit_code(record.state).unwrap_or(EXIT_ERROR) } else { EXIT_OK });

@@ -803,17 +803,24 @@ impl vsh::lower::vsh_commit::FaultInjector for AppendAfterInstall {
 
 #[test]
 fn recover_names_what_a_racing_writer_left_and_restore_puts_the_before_state_back() {
-    racing_writer_left_and_restored(false);
+    racing_writer_left_and_restored(false, false);
+}
+
+/// ux66 F5: the operator's other resolution keeps the workspace as it is
+/// (the writer's bytes stay); what the commit had taken is moved aside.
+#[test]
+fn recover_keep_leaves_the_workspace_as_it_is_and_keeps_what_the_commit_took() {
+    racing_writer_left_and_restored(false, true);
 }
 
 /// The same, for work whose preview was durable (the command line's): its
 /// review has a receipt of its own, whose next step is the restore too.
 #[test]
 fn recover_names_what_a_racing_writer_left_in_durable_work_and_show_names_the_restore() {
-    racing_writer_left_and_restored(true);
+    racing_writer_left_and_restored(true, false);
 }
 
-fn racing_writer_left_and_restored(durable: bool) {
+fn racing_writer_left_and_restored(durable: bool, keep: bool) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     write(&ws, "a.txt", "alpha");
@@ -869,6 +876,27 @@ fn racing_writer_left_and_restored(durable: bool) {
     assert!(shown.contains(&format!("next       vsh recover --restore {}", &id[..12])), "{shown}");
     let doctor = cli(&["doctor", "--workspace", ws_arg]);
     assert_eq!(doctor.status.code(), Some(1), "{}", String::from_utf8_lossy(&doctor.stdout));
+    assert!(stdout.contains(&format!("vsh recover --keep {id}")), "{stdout}");
+    if keep {
+        let both = cli(&["recover", "--workspace", ws_arg, "--restore", &id, "--keep", &id]);
+        assert_eq!(both.status.code(), Some(2), "one resolution at a time");
+        let kept = cli(&["recover", "--workspace", ws_arg, "--keep", &id]);
+        let stdout = String::from_utf8_lossy(&kept.stdout);
+        assert_eq!(kept.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&kept.stderr));
+        assert!(stdout.contains("failed: kept as it is") && stdout.contains("  left as it is: a.txt\n"), "{stdout}");
+        assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"changed +theirs", "the workspace is kept");
+        assert_eq!(std::fs::read(ws.join("b.txt")).unwrap(), b"bravo");
+        let aside = stdout.lines().find_map(|line| line.strip_prefix("  moved aside a.txt -> ")).expect("aside");
+        assert_eq!(std::fs::read(ws.join(aside)).unwrap(), b"alpha", "what the commit took is kept");
+        let json = cli(&["recover", "--workspace", ws_arg, "--json"]);
+        assert_eq!(json.status.code(), Some(0), "nothing left: {}", String::from_utf8_lossy(&json.stdout));
+        let shown = String::from_utf8_lossy(&cli(&["show", "--workspace", ws_arg, &id]).stdout).into_owned();
+        assert!(shown.contains("failed") && !shown.contains("vsh recover"), "{shown}");
+        let again = cli(&["recover", "--workspace", ws_arg, "--keep", &id]);
+        assert_eq!(again.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&again.stderr).contains(&format!("nothing to keep for {}", &id[..12])));
+        return;
+    }
 
     let restored = cli(&["recover", "--workspace", ws_arg, "--restore", &id]);
     let stdout = String::from_utf8_lossy(&restored.stdout);

@@ -987,6 +987,26 @@ impl CommitSession<'_> {
         ledger: &dyn CommitLedger,
         faults: &dyn FaultInjector,
     ) -> Result<RestoreReport, CommitError> {
-        self.committer.restore_locked(transaction, ledger, faults)
+        self.committer.restore_locked(transaction, ledger, faults, false)
+    }
+
+    /// An operator's other decision for a transaction recovery left
+    /// unresolved: keep the workspace as it is. Nothing is put back; the
+    /// nodes the commit had taken from its paths (in its quarantine: the
+    /// before nodes, or a racing writer's) are moved aside into
+    /// `recovered/<transaction>/`, never deleted; the record becomes Failed
+    /// and the commit's directory is removed ([`RestoreReport::kept`]).
+    pub fn keep(&self, transaction: TransactionId, ledger: &dyn CommitLedger) -> Result<RestoreReport, CommitError> {
+        self.keep_with_faults(transaction, ledger, &NoFaults)
+    }
+
+    /// [`CommitSession::keep`], asking `faults` after each step.
+    pub fn keep_with_faults(
+        &self,
+        transaction: TransactionId,
+        ledger: &dyn CommitLedger,
+        faults: &dyn FaultInjector,
+    ) -> Result<RestoreReport, CommitError> {
+        self.committer.restore_locked(transaction, ledger, faults, true)
     }
 }

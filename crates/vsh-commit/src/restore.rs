@@ -20,6 +20,12 @@
 //! directory is removed (no old node is aside by then). A crash during
 //! that cleanup is finished by the next restore or the next recovery, which
 //! both read Failed with a settled record as "restored, not yet cleaned".
+//!
+//! The operator's other resolution, keep ([`crate::CommitSession::keep`]),
+//! puts nothing back: every path is left as it is, the node each quarantine
+//! holds is moved aside the same way, and the record ends Failed, saying so
+//! ([`RestoreReport::kept`]). A restore after an interrupted keep finds the
+//! quarantined nodes aside already and puts nothing back either.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +64,13 @@ pub struct RestoreReport {
     /// operator asked, and nothing was put back: the workspace is as the
     /// commit left it.
     pub nothing_kept: bool,
+    /// The operator kept the workspace as recovery found it
+    /// ([`crate::CommitSession::keep`]): nothing was put back; the nodes
+    /// the commit had taken from its paths (their before nodes, or a racing
+    /// writer's) are in `moved_aside`, the paths in `left_as_found`.
+    pub kept: bool,
+    /// With `kept`: every path the commit left unresolved, as it is now.
+    pub left_as_found: Vec<VPath>,
 }
 
 /// What every entry's restore needs besides the entry: where nodes go
@@ -85,14 +98,21 @@ impl Committer {
             .expect("valid constant names")
     }
 
+    /// An operator's resolution of an unresolved transaction: restore the
+    /// before state, or (`keep`) keep every path as it is, moving only the
+    /// nodes the commit had taken aside into `recovered/` (never deleting
+    /// them). Either ends the record Failed and removes the commit's
+    /// directory; each step is decided from the disk, so an interrupted
+    /// resolution is finished by running it again.
     pub(crate) fn restore_locked(
         &self,
         transaction: TransactionId,
         ledger: &dyn CommitLedger,
         faults: &dyn FaultInjector,
+        keep: bool,
     ) -> Result<RestoreReport, CommitError> {
         let txn = TxnDir::new(&self.txn_root(), transaction);
-        let mut report = RestoreReport { transaction: Some(transaction), ..RestoreReport::default() };
+        let mut report = RestoreReport { transaction: Some(transaction), kept: keep, ..RestoreReport::default() };
         let state = ledger.state(transaction).map_err(|source| CommitError::Ledger {
             transaction,
             step: "read the state",
@@ -166,17 +186,43 @@ impl Committer {
         // What each quarantine moved, by the journal: the old node's inode.
         let witnesses = found.journal.as_ref().map(|journal| crate::recover::intents(journal, plan.operations.len()).1);
         let moved = |index: usize| witnesses.as_ref().and_then(|all| all.get(index)).map(|(ino, _)| *ino);
-        // When the rollback settled: a node at a path changed after it is
-        // later work (a commit since), never undone by this restore.
+        let later = self.changed_since_settled(&txn, plan, &order)?;
+        let context = EntryContext { aside: &aside, moved: &moved, later: &later };
+        for entry_index in order {
+            if keep {
+                self.keep_entry(&txn, plan, entry_index, &entries[&entry_index], &aside, &mut report)?;
+            } else {
+                self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &context, &mut report)?;
+            }
+            check(faults, FaultPoint::Restored(entry_index))?;
+        }
+        // The renames must be durable before the record says the before state holds.
+        self.workspace.syncfs().map_err(|source| CommitError::Host { op: "syncfs", path: txn.root.clone(), source })?;
+        if state.is_some() {
+            ledger.failed(transaction).map_err(|source| CommitError::Ledger { transaction, step: "failed", source })?;
+        }
+        txn.clean(&self.workspace, Cleanup::Restored, faults)?;
+        Ok(report)
+    }
+
+    /// The entries (of `order`) whose path changed after the rollback
+    /// settled: later work (a commit since), never undone by a restore.
+    /// Judged before a restore moves anything: moving a node aside changes
+    /// its directory's ctime too.
+    fn changed_since_settled(
+        &self,
+        txn: &TxnDir,
+        plan: &Plan,
+        order: &[u32],
+    ) -> Result<std::collections::BTreeSet<u32>, CommitError> {
+        let transaction = plan.transaction;
         let settled_at = self
             .workspace
             .lstat(&txn.settled())
             .map_err(CommitError::host("restore", &txn.settled()))?
             .map_or(i128::MAX, |stat| stat.mtime_ns);
-        // Judged before this restore moves anything: moving a node aside
-        // changes its directory's ctime too.
         let mut later = std::collections::BTreeSet::new();
-        for &entry_index in &order {
+        for &entry_index in order {
             let path = &plan.entries[entry_index as usize].path;
             let found = observe(&self.workspace, path).map_err(|reason| restore_error(transaction, path, reason))?;
             // A path found empty whose directory changed since is work since
@@ -192,18 +238,36 @@ impl Committer {
                 later.insert(entry_index);
             }
         }
-        let context = EntryContext { aside: &aside, moved: &moved, later: &later };
-        for entry_index in order {
-            self.restore_entry(&txn, plan, entry_index, &entries[&entry_index], &context, &mut report)?;
-            check(faults, FaultPoint::Restored(entry_index))?;
+        Ok(later)
+    }
+
+    /// Keep one entry with left operations as it is: the node the commit's
+    /// quarantine holds for it, if any (its before node, or a racing
+    /// writer's), goes aside; the path is not touched.
+    fn keep_entry(
+        &self,
+        txn: &TxnDir,
+        plan: &Plan,
+        entry_index: u32,
+        lefts: &[(usize, LeftReason)],
+        aside: &VPath,
+        report: &mut RestoreReport,
+    ) -> Result<(), CommitError> {
+        let entry = &plan.entries[entry_index as usize];
+        for (index, _) in lefts {
+            if plan.operations[*index].action != Action::Quarantine {
+                continue;
+            }
+            let slot = txn.quarantine_slot(*index);
+            let held =
+                internal(&self.workspace, &slot).map_err(|reason| restore_error(plan.transaction, &slot, reason))?;
+            if held.is_some() {
+                let to = self.move_to_aside(aside, &entry.path, &slot)?;
+                report.moved_aside.push((entry.path.clone(), to));
+            }
         }
-        // The renames must be durable before the record says the before state holds.
-        self.workspace.syncfs().map_err(|source| CommitError::Host { op: "syncfs", path: txn.root.clone(), source })?;
-        if state.is_some() {
-            ledger.failed(transaction).map_err(|source| CommitError::Ledger { transaction, step: "failed", source })?;
-        }
-        txn.clean(&self.workspace, Cleanup::Restored, faults)?;
-        Ok(report)
+        report.left_as_found.push(entry.path.clone());
+        Ok(())
     }
 
     /// Restore one entry with left operations (see the module docs).

@@ -437,6 +437,71 @@ fn a_restore_leaves_a_path_changed_after_the_rollback_and_keeps_the_old_node_asi
     Ok(())
 }
 
+/// ux66 F5: an unresolved transaction had no resolution but a restore, so an
+/// operator who had set the workspace right by hand could only put the
+/// before state back over it. Keep leaves every path as it is, moves the
+/// nodes the commit had taken aside (never deleting them), ends the record
+/// Failed and removes the commit's directory; a crash at any step of it is
+/// finished by running it again.
+#[test]
+fn keep_leaves_the_workspace_as_it_is_and_moves_aside_what_the_commit_took() -> Result {
+    let fixture = fixture()?;
+    for crash_at in [None, Some(0_u32)] {
+        let trial = Trial::new(&fixture.blobs)?;
+        let writer = writer(&trial, "a.txt", Write::Create, |point, path| {
+            matches!(point, FaultPoint::OperationApplied(_)) && std::fs::symlink_metadata(path).is_err()
+        });
+        let raced = race(&fixture, &trial, &writer)?;
+        assert_eq!(check_outcome(&trial, &fixture, &writer, &raced, "create"), "unresolved");
+        let found = trial.ws.tree();
+        let ledger = MemoryLedger::new();
+        ledger.insert(trial.run.transaction, TransactionState::RecoveryRequired);
+        let session = trial.ws.committer.session(&LockWait::default())?;
+        if let Some(step) = crash_at {
+            let crashed =
+                session.keep_with_faults(trial.run.transaction, &ledger, &CrashAt::new(FaultPoint::Restored(step)));
+            assert!(matches!(crashed, Err(CommitError::FaultInjected(_))), "{crashed:?}");
+            assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::RecoveryRequired));
+        }
+        let report = session.keep(trial.run.transaction, &ledger)?;
+        assert!(report.kept && report.restored.is_empty(), "{report:?}");
+        assert!(report.left_as_found.contains(&p("a.txt")), "{report:?}");
+        assert_eq!(trial.ws.tree(), found, "{:?}", tree_difference(&trial.ws.tree(), &found));
+        // The before node the commit had quarantined is aside, whole.
+        let aside: Vec<Vec<u8>> = report
+            .moved_aside
+            .iter()
+            .filter(|(path, _)| *path == p("a.txt"))
+            .map(|(_, aside)| std::fs::read(trial.ws.root.join(aside.as_str())).unwrap())
+            .collect();
+        if crash_at.is_none() {
+            assert_eq!(aside, vec![b"alpha".to_vec()], "{report:?}");
+        }
+        assert_eq!(ledger.get(trial.run.transaction), Some(TransactionState::Failed));
+        assert!(trial.ws.no_transaction_dirs(), "{report:?}");
+        let recovered = walk_files(&trial.ws.root.join(".vsh/recovered"));
+        assert!(recovered.iter().any(|bytes| bytes == b"alpha"), "nothing is deleted: {recovered:?}");
+        // Nothing is left to resolve.
+        assert!(session.keep(trial.run.transaction, &ledger).is_err());
+    }
+    Ok(())
+}
+
+/// Every file's bytes beneath `root`.
+fn walk_files(root: &Path) -> Vec<Vec<u8>> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(root) else { return found };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk_files(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            found.push(bytes);
+        }
+    }
+    found
+}
+
 /// Makes the directory at its path 0o711 once the intents are durable.
 struct ChmodKeep(std::path::PathBuf);
 impl FaultInjector for ChmodKeep {

@@ -71,13 +71,15 @@ impl CommitPath {
         recover_and_settle(&session, records, now_ms)
     }
 
-    /// An operator's restore of a transaction recovery left unresolved, after
-    /// a recovery that must come out clean.
+    /// An operator's restore of a transaction recovery left unresolved (or,
+    /// with `keep`, its keeping of the workspace as it is), after a recovery
+    /// that must come out clean.
     pub(crate) fn restore(
         &self,
         records: &Records,
         transaction: TransactionId,
         now_ms: u64,
+        keep: bool,
     ) -> Result<RestoreReport, VshError> {
         let session = self.committer.session(&self.lock_wait)?;
         let report = recover_and_settle(&session, records, now_ms)?;
@@ -85,7 +87,7 @@ impl CommitPath {
         if !report.is_clean() {
             return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
         }
-        Ok(session.restore(transaction, &ledger)?)
+        Ok(if keep { session.keep(transaction, &ledger)? } else { session.restore(transaction, &ledger)? })
     }
 
     /// Reserve, revalidate and apply a bound transaction, moving its record

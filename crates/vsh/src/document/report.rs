@@ -289,6 +289,14 @@ pub struct RestoreDocument {
     /// its commit ended): it is marked failed, nothing was put back, and the
     /// workspace is as the commit left it.
     pub nothing_kept: bool,
+    /// The operator kept the workspace as it was (`vsh recover --keep`):
+    /// nothing was put back; `moved_aside` names the nodes the commit had
+    /// taken from its paths (their before nodes, or a racing writer's).
+    #[serde(default)]
+    pub kept: bool,
+    /// With `kept`: every path the commit left unresolved, as it is now.
+    #[serde(default)]
+    pub left_as_found: Vec<String>,
 }
 
 /// A node moved aside.
@@ -314,6 +322,8 @@ impl From<&RestoreReport> for RestoreDocument {
             changed_by_others: report.changed_by_others.iter().map(ToString::to_string).collect(),
             never_held: report.never_held.iter().map(ToString::to_string).collect(),
             nothing_kept: report.nothing_kept,
+            kept: report.kept,
+            left_as_found: report.left_as_found.iter().map(ToString::to_string).collect(),
         }
     }
 }

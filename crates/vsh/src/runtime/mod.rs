@@ -117,7 +117,17 @@ impl Runtime {
     /// moved aside into vsh's runtime directory (`.vsh/recovered/<tx>/`),
     /// never deleted; the transaction becomes Failed.
     pub fn restore(&self, transaction: TransactionId) -> Result<RestoreReport, VshError> {
-        self.commits.restore(&self.records, transaction, clock_ms())
+        self.commits.restore(&self.records, transaction, clock_ms(), false)
+    }
+
+    /// The operator's other decision for such a transaction: keep the
+    /// workspace as it is (the operator checked it, or set it right by
+    /// hand). Nothing is put back; what the commit had moved aside (the
+    /// before nodes, or a racing writer's) goes into `.vsh/recovered/<tx>/`,
+    /// never deleted; the transaction becomes Failed, its report saying it
+    /// was kept ([`RestoreReport::kept`]).
+    pub fn keep_as_found(&self, transaction: TransactionId) -> Result<RestoreReport, VshError> {
+        self.commits.restore(&self.records, transaction, clock_ms(), true)
     }
 
     /// Record `name` as the name behind its principal digest
