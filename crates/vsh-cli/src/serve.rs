@@ -402,10 +402,12 @@ fn bounded_receipt(receipt: &vsh::Receipt, bounds: TextBounds) -> (ReceiptDocume
 }
 
 /// What takes `receipt`'s work on from here, for the structured result's
-/// `next` (ux60 3: always `null`): the agent's `vsh_commit` of work it may
-/// commit, the operator's `vsh approve` of work waiting for one, `vsh_run`
-/// again for work gone stale or expired; `None` when nothing does
-/// (committed, denied, rejected, or nothing changed).
+/// `next` (ux60 3: always `null`), always one of the agent's own tools with
+/// the transaction (ux65 F7): `vsh_commit` of work it may commit, `vsh_wait`
+/// for the operator's approval of work waiting for one (`vsh_discard` where
+/// approving would drop a change it never saw), `vsh_rerun` of work gone
+/// stale or expired (`vsh_revert` of a revert's original); `None` when
+/// nothing does (committed, denied, rejected, or nothing changed).
 fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
     let short = receipt.transaction.short();
     match receipt.state {
@@ -423,7 +425,9 @@ fn agent_next(receipt: &vsh::Receipt) -> Option<String> {
         {
             Some(format!("vsh_discard {short}"))
         }
-        TransactionState::PendingApproval => Some(format!("vsh approve {short}")),
+        // The agent's own step: wait for the operator's `vsh approve` (ux65
+        // F7: `next` named a command only the operator runs).
+        TransactionState::PendingApproval => Some(format!("vsh_wait {short}")),
         // Work that can never commit as it is: its program, run again (ux63
         // 5); a revert has none, it is reverted again (sec73 F2).
         TransactionState::Stale | TransactionState::Expired => {
@@ -1455,7 +1459,10 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                     document.hint = Some(policy_replaced_advice(runtime, id));
                 }
                 VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => {
-                    document.hint = Some(format!("awaiting approval: the operator runs `vsh approve {}`", id.short()));
+                    document.hint = Some(format!(
+                        "awaiting approval: the operator runs `vsh approve {0}`; vsh_wait {0} waits for it",
+                        id.short()
+                    ));
                 }
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
                     document.hint =

@@ -260,12 +260,13 @@ async fn discarded_once(client: &rmcp::Peer<rmcp::RoleClient>, id: &str) {
 
 /// A retry of `id`'s commit after a lost answer is told it landed, not
 /// that it failed; committed work cannot be discarded, and says so.
-/// Work waiting for approval names the operator's `vsh approve` as what
+/// Work waiting for approval names the agent's `vsh_wait` as what
 /// comes next, in the run's structured result and in `vsh_show`'s.
 async fn waiting_work_names_the_operators_step(client: &rmcp::Peer<rmcp::RoleClient>, waiting: &Outcome) {
     assert_eq!(waiting.document["state"], "pending-approval", "{}", waiting.text);
     let id = waiting.document["transaction"].as_str().unwrap();
-    assert_eq!(waiting.document["next"], format!("vsh approve {}", &id[..12]), "{}", waiting.document);
+    assert_eq!(waiting.document["next"], format!("vsh_wait {}", &id[..12]), "{}", waiting.document);
+    assert!(waiting.text.contains(&format!("they run `vsh approve {}`", &id[..12])), "{}", waiting.text);
     let shown = call(client, "vsh_show", json!({"transaction": &id[..8]})).await;
     assert_eq!(shown.document["receipt"]["next"], waiting.document["next"], "{}", shown.document);
 }
