@@ -1,6 +1,8 @@
 //! The commands that list and tidy the store: `vsh pending`, `vsh log` and
 //! `vsh gc`.
 
+use std::fmt::Write as _;
+
 use vsh::{Runtime, TransactionState};
 
 use crate::args::LogArgs;
@@ -29,6 +31,11 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
             let mut row = render::PendingRow::new(record, receipt, stored.as_ref());
             row.policy_changed = runtime.decided_under_another_policy(id);
             row.approver = crate::show::approver_name(runtime, &row.record);
+            // A rerun names the work it ran again (its intent is that work's).
+            row.rerun_of = runtime.rerun_origin(id).ok().filter(|origin| *origin != id);
+            if let Some(origin) = row.rerun_of {
+                let _ = write!(row.label, " (rerun of {})", origin.short());
+            }
             row
         })
         .collect()
@@ -42,6 +49,7 @@ fn documents(rows: &[render::PendingRow]) -> Vec<vsh::document::TransactionDocum
             document.command.clone_from(&row.command);
             document.policy_changed = row.policy_changed;
             document.label.clone_from(&row.label);
+            document.rerun_of = row.rerun_of.map(|origin| origin.to_hex());
             if let Some(approval) = &mut document.approval {
                 approval.name.clone_from(&row.approver);
             }

@@ -111,6 +111,8 @@ pub(crate) struct PendingRow {
     pub(crate) policy_changed: bool,
     /// The approver's name, where the workspace recorded it (ux68 M2).
     pub(crate) approver: Option<String>,
+    /// The first work whose program this one ran again, when it is a rerun.
+    pub(crate) rerun_of: Option<vsh::TransactionId>,
 }
 
 impl PendingRow {
@@ -123,7 +125,7 @@ impl PendingRow {
         let intent = stored.map(|stored| stored.intent.clone()).unwrap_or_default();
         let label = label_of(&intent, stored);
         let command = stored.and_then(vsh::StoredProgram::command_argv);
-        Self { record, receipt, intent, label, command, policy_changed: false, approver: None }
+        Self { record, receipt, intent, label, command, policy_changed: false, approver: None, rerun_of: None }
     }
 }
 

@@ -2636,6 +2636,20 @@ fn a_rerun_of_a_rerun_is_the_same_work() {
     assert_eq!(twice.status.code(), Some(1), "{said}");
     assert!(said.contains(&format!("{}, is committed", &landed[..12])), "{said}");
     assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes (dev)\n- entry\n");
+    // The log says which runs are runs of the same work, the first named
+    // (the first itself, stale and never run again, is still waiting).
+    let log = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
+    let line = |id: &str| log.lines().find(|line| line.starts_with(&id[..12])).unwrap_or_default().to_owned();
+    for run in [&rerun, &landed] {
+        assert!(line(run).ends_with(&format!("(rerun of {})", &first[..12])), "{log}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&vsh(&["log", "--workspace", ws, "--json"], None).stdout).unwrap();
+    let rows = json["transactions"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{json}");
+    assert!(rows.iter().all(|row| row["rerun_of"] == first.as_str()), "{json}");
+    let pending = String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).into_owned();
+    assert!(pending.contains(&first[..12]) && !pending.contains("rerun of"), "{pending}");
 }
 
 #[test]

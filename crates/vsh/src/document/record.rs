@@ -68,6 +68,10 @@ pub struct TransactionDocument {
     /// was denied and its receipt is stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub denied: Option<String>,
+    /// The first transaction whose program this one ran again (`vsh
+    /// rerun`, MCP `vsh_rerun`), and that one's in turn, when it is a rerun.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<String>,
 }
 
 impl TransactionDocument {
@@ -101,6 +105,7 @@ impl TransactionDocument {
                 Some(RuntimeDecision::Denied(manifest)) => Some(manifest.reason.name().to_owned()),
                 _ => None,
             },
+            rerun_of: None,
         }
     }
 
