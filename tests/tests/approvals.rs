@@ -1151,3 +1151,31 @@ fn a_revert_that_removes_only_what_auto_approved_work_made_is_no_deletion() {
     std::fs::write(dir.path().join("t.txt"), "t\nby hand\n").unwrap();
     assert!(matches!(runtime.revert(made_only.transaction, RunMode::Auto), Err(VshError::RevertChanged { .. })));
 }
+
+/// ux71 M4: work held with the `rename` flag said nothing of the renames,
+/// which the diff shows only by what they left (a `patch -b` backup: a
+/// file made with the old bytes, the file written anew). Its review names
+/// them, when it runs and whenever it is shown.
+#[test]
+fn work_held_for_its_renames_names_them() {
+    let dir = workspace(&[("a.txt", "a\n"), ("f.txt", "one\n")]);
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let program = "from pathlib import Path\nPath('f.txt').rename('f.txt.orig')\nPath('f.txt').write_text('two\\n')";
+    let receipt = runtime.run(&RunRequest::new(program)).unwrap();
+    let RuntimeDecision::PendingApproval(manifest) = &receipt.decision else { panic!("{:?}", receipt.decision) };
+    assert!(manifest.flags.contains(&vsh::RiskFlag::Rename), "{:?}", manifest.flags);
+    let renamed = |warnings: &[vsh::Warning]| {
+        warnings.iter().find_map(|warning| match warning {
+            vsh::Warning::Renamed { renames, total } => Some((renames.clone(), *total)),
+            _ => None,
+        })
+    };
+    let expected = (vec!["f.txt -> f.txt.orig".to_owned()], 1);
+    assert_eq!(renamed(&receipt.warnings), Some(expected.clone()), "{:?}", receipt.warnings);
+    let shown = runtime.show(receipt.transaction).unwrap().unwrap();
+    assert_eq!(renamed(&shown.warnings), Some(expected), "{:?}", shown.warnings);
+    // Work that renames nothing says nothing of renames.
+    let plain = runtime.run(&RunRequest::new("from pathlib import Path\nPath('a.txt').unlink()")).unwrap();
+    assert_eq!(plain.state, TransactionState::PendingApproval);
+    assert_eq!(renamed(&plain.warnings), None, "{:?}", plain.warnings);
+}

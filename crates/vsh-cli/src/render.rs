@@ -920,6 +920,7 @@ pub(crate) fn is_decision_note(warning: &vsh::Warning) -> bool {
             | vsh::Warning::ReviewRules { .. }
             | vsh::Warning::EarlierLosses { .. }
             | vsh::Warning::UnseenChanges { .. }
+            | vsh::Warning::Renamed { .. }
     )
 }
 

@@ -325,6 +325,15 @@ pub enum Warning {
         /// How many files in all.
         total: usize,
     },
+    /// Why work waits with the `rename` flag: the renames its program made
+    /// (`from -> to`, the first few), which the diff shows only by what
+    /// they left (ux71 M4: a `patch -b` backup waited with no word why).
+    Renamed {
+        /// One line per rename.
+        renames: Vec<String>,
+        /// How many renames in all.
+        total: usize,
+    },
     /// This look at pending work found the workspace changed under it since
     /// its run (its revalidation, applying nothing) and recorded it stale:
     /// it can never be committed; its program can run again.
@@ -367,6 +376,10 @@ const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw th
                               keep is lost; to keep such changes, discard it and run a program that reads each file \
                               and writes from what it read (or runs the command after reading them): ";
 
+const RENAMED: &str = "rename: the program renamed paths, which the diff shows only by what they left (a path made \
+                       with another's bytes, one written anew or gone), as a backup by `patch -b` or an editor, or \
+                       a move, leaves: ";
+
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -397,6 +410,7 @@ impl std::fmt::Display for Warning {
             }
             Self::Rewritten { files, total } => listed(f, "content-rewrite: ", files, *total),
             Self::UnseenChanges { files, total } => listed(f, UNSEEN_CHANGES, files, *total),
+            Self::Renamed { renames, total } => listed(f, RENAMED, renames, *total),
             Self::LossHistoryUnrecorded { reason } => loss_history_unrecorded(f, reason),
             Self::HiddenChanges => f.write_str(
                 "this work was made under another policy and changed paths this policy hides: they are not \
@@ -700,6 +714,26 @@ fn listed(f: &mut std::fmt::Formatter<'_>, head: &str, lines: &[String], total: 
         write!(f, "; and {} more", total - lines.len())?;
     }
     Ok(())
+}
+
+/// What a reviewer of work `decision` holds with the `rename` flag is told
+/// of it ([`Warning::Renamed`]): the renames among `effects` (`from -> to`,
+/// at most a few); `None` for work not held so.
+pub(crate) fn renamed(decision: &vsh_policy::Decision, effects: &[vsh_vfs::Effect]) -> Option<Warning> {
+    const LISTED: usize = 5;
+    let vsh_policy::Decision::PendingApproval(manifest) = decision else { return None };
+    if !manifest.flags.contains(&vsh_policy::RiskFlag::Rename) {
+        return None;
+    }
+    let all: Vec<(&vsh_types::VPath, &vsh_types::VPath)> = effects
+        .iter()
+        .filter_map(|effect| match effect {
+            vsh_vfs::Effect::Rename { from, to } => Some((from, to)),
+            _ => None,
+        })
+        .collect();
+    let renames = all.iter().take(LISTED).map(|(from, to)| format!("{from} -> {to}")).collect();
+    (!all.is_empty()).then_some(Warning::Renamed { renames, total: all.len() })
 }
 
 /// The changes of `entries` a review rule of `policy` makes wait for a

@@ -622,11 +622,13 @@ fn receipt_of(
     evidence: Evidence,
 ) -> Receipt {
     // What the run's statistics still say to whoever reads it later.
-    let warnings = if evidence.stats.truncated_results > 0 {
+    let mut warnings = if evidence.stats.truncated_results > 0 {
         vec![crate::Warning::ResultsCut { lists: evidence.stats.truncated_results }]
     } else {
         Vec::new()
     };
+    // Why it waits with the rename flag, from the renames its evidence keeps.
+    warnings.extend(crate::receipt::renamed(&evidence.decision, &evidence.effects));
     Receipt {
         transaction,
         base_snapshot: artifact.binding.digests().snapshot,

@@ -852,6 +852,7 @@ impl Runs {
             warnings.push(crate::Warning::ResultsCut { lists: outcome.stats.truncated_results });
         }
         warnings.extend(notes);
+        warnings.extend(crate::receipt::renamed(&decision, vfs.effects()));
         if outcome.stats.hidden_looks > 0 {
             warnings.push(crate::Warning::HiddenLooks {
                 looks: outcome.stats.hidden_looks,
