@@ -74,16 +74,7 @@ impl Image {
     }
 
     fn serve(&mut self, request: FsRequest) -> Result<FsReply, i32> {
-        if let Some(path) = match &request {
-            FsRequest::Read { path }
-            | FsRequest::Load { path }
-            | FsRequest::Stat { path, .. }
-            | FsRequest::ReadDir { path, .. } => Some(path),
-            _ => None,
-        } && path.ends_with("/.env")
-        {
-            return Err(EACCES);
-        }
+        refuse_or_fail(&request)?;
         match request {
             FsRequest::Read { path } | FsRequest::Load { path } => match self.nodes.get(&path) {
                 Some(Node::File(data, _)) => Ok(FsReply::Bytes(data.clone())),
@@ -190,6 +181,27 @@ impl Backend for Memory {
     }
 }
 
+/// `.env` is refused; a look at `panics` panics, as a server that fails in
+/// a way no errno says (sec78 F1: a panic in the policy's judgment of a name).
+fn refuse_or_fail(request: &FsRequest) -> Result<(), i32> {
+    if let Some(path) = match request {
+        FsRequest::Read { path }
+        | FsRequest::Load { path }
+        | FsRequest::Stat { path, .. }
+        | FsRequest::ReadDir { path, .. } => Some(path),
+        _ => None,
+    } && path.ends_with("/.env")
+    {
+        return Err(EACCES);
+    }
+    if let FsRequest::Stat { path, .. } = request
+        && path.ends_with("/panics")
+    {
+        panic!("the backend failed on {path}");
+    }
+    Ok(())
+}
+
 fn workspace(files: &[(&str, &str)]) -> Memory {
     let memory = Memory::default();
     {
@@ -208,6 +220,7 @@ fn workspace(files: &[(&str, &str)]) -> Memory {
     memory
 }
 
+#[derive(Debug)]
 struct Ran {
     code: Option<i32>,
     stdout: String,
@@ -228,6 +241,13 @@ fn fuse_available() -> bool {
 /// Run `script` with `sh -c` in a confined child whose working directory
 /// is the candidate of `memory`, mounted only in the child's namespace.
 fn run(memory: &Memory, script: &str) -> Ran {
+    let (ran, served) = run_served(memory, script);
+    served.expect("serving ends with the mount");
+    ran
+}
+
+/// [`run`], with how serving ended.
+fn run_served(memory: &Memory, script: &str) -> (Ran, std::io::Result<()>) {
     let dir = tempfile::tempdir().unwrap();
     let mountpoint = dir.path().join("candidate");
     std::fs::create_dir(&mountpoint).unwrap();
@@ -252,12 +272,26 @@ fn run(memory: &Memory, script: &str) -> Ran {
         "the parent's namespace never sees the candidate"
     );
     let output = child.into_child().wait_with_output().unwrap();
-    serving.join().expect("serving ends with the mount");
-    Ran {
+    let served = serving.join();
+    let ran = Ran {
         code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    (ran, served)
+}
+
+/// A server that panics ends serving with an error, which its caller
+/// must take as the command's failure however the command exited (sec78
+/// F1: the command exited 0 and its partial writes were committed).
+#[test]
+fn a_server_that_panics_ends_serving_with_an_error_whatever_the_command_exits_with() {
+    if !fuse_available() {
+        return;
     }
+    let memory = workspace(&[("a.txt", "alpha\n")]);
+    let (ran, served) = run_served(&memory, "echo half > half.txt; cat panics; echo done");
+    assert!(served.is_err(), "{ran:?}");
 }
 
 fn rustix_ids() -> (u32, u32) {

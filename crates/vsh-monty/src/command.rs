@@ -1085,8 +1085,12 @@ impl Dispatcher<'_> {
             let stderr = streams.next().unwrap_or_default();
             Ok((status, timed_out, stdout, stderr))
         });
-        let _ = serving.join();
+        // A server that failed (a panic, a device error) may have failed the
+        // command's accesses however it exited: its changes are not its
+        // outcome (sec78 F1: a panic's half-written work was committed).
+        let served = serving.join();
         let (status, timed_out, stdout, stderr) = outcome?;
+        served.map_err(|error| setup_error("serve the candidate", error))?;
         let status = status.ok_or_else(|| setup_error("wait", std::io::Error::other("no exit status")))?;
         Ok(CommandEnd { status, timed_out, stdout, stderr })
     }

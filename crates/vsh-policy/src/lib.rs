@@ -36,6 +36,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+mod copies;
 pub mod decision;
 pub mod file;
 pub mod pattern;

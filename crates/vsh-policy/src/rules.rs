@@ -33,15 +33,17 @@
 //! # Copies
 //!
 //! A copy of a protected path is protected like it, by the names backup tools,
-//! editors and people give copies: a path one of whose names is another's
-//! followed by `~`, by a separator (`.`, `_`, `-`, a space) and a word of
-//! backup (`bak`, `backup`, `old`, `orig`, `original`, `save`, `sav`, `copy`,
-//! `prev`, `previous`, `tmp`, any case, digits may follow), or by a separator
-//! and a number or date alone, is refused what the rules refuse its original
-//! if they refuse any read of it: `.aws.bak/credentials`, `secrets-old/`,
-//! `.ssh~`, `prod.env.2026-12-01` (sec72 F4). A rule that refuses only
-//! changes (`.git`) does not reach copies. The denial names the original's
-//! rule.
+//! editors, package managers and people give copies (`crate::copies`): a
+//! path one of whose names is another's followed by `~`, by a separator and
+//! a word of backup (`bak`, `old`, `orig`, `copy`, `swp`, `rpmsave`,
+//! `dpkg-old` and the like, any case, digits may follow), or by a separator
+//! and a number or date; preceded by `Copy of `; an Emacs `#name#`; a Vim
+//! `.name.swp`; or such a suffix before an extension (`credentials
+//! copy.json`, `credentials (1).json`), is refused what the rules refuse its
+//! original if they refuse any read of it: `.aws.bak/credentials`,
+//! `secrets - Copy/`, `.ssh.~1~`, `prod.env.2026-12-01` (sec72 F4, sec78 F2).
+//! A rule that refuses only changes (`.git`) does not reach copies. The
+//! denial names the original's rule; its remedy says which original.
 //!
 //! [`CallPolicy::with_defaults`] chooses the groups: the secret and git rules may
 //! be left out ([`DefaultRules`]); the runtime-data rules never can.
@@ -73,14 +75,11 @@ use crate::access::{AccessKind, AccessSet};
 use crate::pattern::{Pattern, fold};
 
 /// Secret patterns of the default policy (all access denied).
-const DEFAULT_SECRET_PATTERNS: [&str; 50] = [
+const DEFAULT_SECRET_PATTERNS: [&str; 48] = [
     "**/.env*/**",
     "**/?*.env",
     "**/*.pem",
     "**/*.key",
-    // Their backup and editor copies (`server.key~`, `server.key.bak`, sec72 F4).
-    "**/*.pem[~.]*",
-    "**/*.key[~.]*",
     "**/*.p12",
     "**/*.pfx",
     "**/*.jks",
@@ -660,12 +659,13 @@ impl CallPolicy {
                 .fold(AccessSet::NONE, |denied, rule| denied.union(rule.access))
         });
         // A copy is refused what its original's read-protecting rules refuse.
-        let by_rules = with_original(path, |split| {
-            self.candidate_rules(split)
-                .filter(|rule| rule.access.intersects(AccessSet::READS) && split.matched_by(&rule.pattern))
-                .fold(by_rules, |denied, rule| denied.union(rule.access))
-        })
-        .unwrap_or(by_rules);
+        let by_rules = originals_of(path).iter().fold(by_rules, |denied, original| {
+            with_split(original, |split| {
+                self.candidate_rules(split)
+                    .filter(|rule| rule.access.intersects(AccessSet::READS) && split.matched_by(&rule.pattern))
+                    .fold(denied, |denied, rule| denied.union(rule.access))
+            })
+        });
         // A path protected from any read may not be renamed away either.
         let by_rules = if by_rules.intersects(AccessSet::READS) {
             by_rules.union(AccessSet::single(AccessKind::RenameSource))
@@ -682,6 +682,21 @@ impl CallPolicy {
     /// reviewer: which rule to remove or narrow, which `[defaults]` switch turns
     /// it off, or that nothing can (runtime data).
     pub fn remedy(&self, denied: &DeniedAccess) -> String {
+        let remedy = self.remedy_of_rule(denied);
+        // A copy is refused by its original's rule: say so (ux73 M2).
+        match self.rule(&denied.rule) {
+            Some(rule) if !with_components(&denied.path, |split| split.matched_by(&rule.pattern)) => {
+                let originals = originals_of(&denied.path);
+                match originals.iter().find(|original| with_split(original, |split| split.matched_by(&rule.pattern))) {
+                    Some(original) => format!("{remedy}; it protects `{}` as a copy of `{original}`", denied.path),
+                    None => remedy,
+                }
+            }
+            _ => remedy,
+        }
+    }
+
+    fn remedy_of_rule(&self, denied: &DeniedAccess) -> String {
         let rule = &denied.rule;
         match denied.label {
             // Recorded against the path a program gave for one below it it
@@ -776,12 +791,13 @@ impl CallPolicy {
                 .find(|rule| split.matched_by(&rule.pattern))
         })
         .or_else(|| {
-            with_original(path, |split| {
-                self.candidate_rules(split)
-                    .filter(|rule| rule.access.intersects(access) && rule.access.intersects(AccessSet::READS))
-                    .find(|rule| split.matched_by(&rule.pattern))
+            originals_of(path).iter().find_map(|original| {
+                with_split(original, |split| {
+                    self.candidate_rules(split)
+                        .filter(|rule| rule.access.intersects(access) && rule.access.intersects(AccessSet::READS))
+                        .find(|rule| split.matched_by(&rule.pattern))
+                })
             })
-            .flatten()
         })
     }
 
@@ -867,61 +883,16 @@ fn canonical_rules(rules: Vec<ProtectedRule>) -> Vec<ProtectedRule> {
         .collect()
 }
 
-/// The words a backup or editor copy's name adds after its original's name
-/// (`secrets.bak`, `.aws_old`, `id_rsa-backup2`), compared ignoring case.
-const COPY_WORDS: [&str; 11] =
-    ["bak", "backup", "old", "orig", "original", "save", "sav", "copy", "prev", "previous", "tmp"];
-
-/// The name `name` is a copy of, by the names backup tools, editors and
-/// people give copies: a trailing `~`; a separator (`.`, `_`, `-`, a space)
-/// and one of [`COPY_WORDS`], optionally followed by digits and separators
-/// (`.bak2`, `-old-2026-12-01`, ` copy 2`); or a separator and digits and
-/// separators alone (`.1`, `-2026-12-01`). Applied until nothing more is
-/// stripped; `None` when `name` is no copy's name (or would be empty).
-fn copy_original(name: &str) -> Option<&str> {
-    let strip_once = |name: &str| -> Option<usize> {
-        if let Some(rest) = name.strip_suffix('~') {
-            return Some(rest.len());
-        }
-        let is_separator = |c: char| matches!(c, '.' | '_' | '-' | ' ');
-        // Trailing digits and separators (a number, a date), then a word.
-        let without_number = name.trim_end_matches(|c: char| c.is_ascii_digit() || is_separator(c));
-        let number = &name[without_number.len()..];
-        if number.bytes().any(|b| b.is_ascii_digit()) {
-            // `.1`, `-2026-12-01`: the separator that opened the number goes too.
-            let opened = number.starts_with(is_separator);
-            if opened {
-                return Some(without_number.len());
-            }
-        }
-        COPY_WORDS.iter().find_map(|word| {
-            let cut = without_number.len().checked_sub(word.len() + 1)?;
-            let (stem, tail) = without_number.split_at(cut);
-            let (separator, found) = tail.split_at(1);
-            (separator.starts_with(is_separator) && found.eq_ignore_ascii_case(word)).then_some(stem.len())
-        })
-    };
-    let mut end = name.len();
-    while let Some(shorter) = strip_once(&name[..end]) {
-        if shorter == 0 {
-            return None;
-        }
-        end = shorter;
-    }
-    (end < name.len()).then(|| &name[..end])
+/// The paths `path` may be a copy of ([`crate::copies::original_paths`]).
+fn originals_of(path: &VPath) -> Vec<String> {
+    let components: Vec<&str> = path.components().collect();
+    crate::copies::original_paths(&components)
 }
 
-/// Call `f` with the components of the original of `path` when one of its
-/// components names a copy ([`copy_original`]: `.aws.bak/credentials` is a
-/// copy of `.aws/credentials`), each such component replaced by its
-/// original's name; `None`, without calling `f`, when none does.
-fn with_original<R>(path: &VPath, f: impl FnOnce(&Split<'_>) -> R) -> Option<R> {
-    if !path.components().any(|name| copy_original(name).is_some()) {
-        return None;
-    }
-    let components: Vec<&str> = path.components().map(|name| copy_original(name).unwrap_or(name)).collect();
-    let joined = components.join("/");
-    Some(f(&Split { path: &joined, components: &components, folded: std::cell::OnceCell::new() }))
+/// Call `f` with `path` (a `/`-joined relative path) split into components.
+fn with_split<R>(path: &str, f: impl FnOnce(&Split<'_>) -> R) -> R {
+    let components: Vec<&str> = path.split('/').collect();
+    f(&Split { path, components: &components, folded: std::cell::OnceCell::new() })
 }
 
 /// Call `f` with the components of `path`, without allocating for paths of up to
@@ -998,33 +969,6 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_is_named_after_its_original_by_backup_and_editor_conventions() {
-        for (copy, original) in [
-            ("secrets.bak", Some("secrets")),
-            (".aws.bak", Some(".aws")),
-            (".ssh~", Some(".ssh")),
-            (".gnupg_old", Some(".gnupg")),
-            ("secrets-backup2", Some("secrets")),
-            ("Secrets.BAK", Some("Secrets")),
-            ("secrets copy 2", Some("secrets")),
-            (".aws.1", Some(".aws")),
-            (".aws-2026-12-01", Some(".aws")),
-            (".aws.bak.old~", Some(".aws")),
-            ("secrets.orig.", Some("secrets")),
-            (".bak", None),
-            ("~", None),
-            (".aws-sam", None),
-            ("secrets", None),
-            ("python3.11", None),
-            ("bakery", None),
-            ("notes.txt", None),
-            ("file-", None),
-        ] {
-            assert_eq!(copy_original(copy), original, "{copy}");
-        }
-    }
-
-    #[test]
     fn copies_of_protected_paths_are_protected_like_them_and_nothing_else_is() {
         let policy = CallPolicy::balanced_default(None);
         // sec72 F4: a backup of a protected directory held its secrets in the open.
@@ -1038,6 +982,21 @@ mod tests {
             ".azure.orig",
             ".vsh.bak/store",
             "conf/.env.local.bak",
+            // sec78 F2.
+            ".ssh.~1~/id_work",
+            "Copy of .aws/credentials",
+            "secrets - Copy (2)/db.txt",
+            "credentials (1).json",
+            ".docker/config copy.json",
+            ".id_rsa.swp",
+            "#credentials.json#",
+            "etc/.netrc.dpkg-old",
+            "secrets.2026-01-01T10:00:00Z/token",
+            "日本/秘密/secrets.bak/x",
+            "old-secrets/token",
+            ".ssh./id_work",
+            "credentials_old.json",
+            "terraform.tfstate.backup (1)",
         ] {
             for access in AccessKind::ALL {
                 assert!(policy.authorize(&p(denied), access).is_err(), "{denied} {access:?}");
@@ -1047,7 +1006,21 @@ mod tests {
         }
         let denial = policy.authorize(&p(".aws.bak/credentials"), AccessKind::ContentRead).unwrap_err();
         assert_eq!((denial.rule.as_str(), denial.label), ("**/.aws/**", RuleLabel::Secret));
-        for allowed in [".aws-sam/build/template.yaml", "secrets_manager/api.py", "notes.bak", "src/old/main.rs"] {
+        let remedy = policy.remedy(&denial);
+        assert!(remedy.ends_with("; it protects `.aws.bak/credentials` as a copy of `.aws/credentials`"), "{remedy}");
+        let original = policy.authorize(&p(".aws/credentials"), AccessKind::ContentRead).unwrap_err();
+        assert!(!policy.remedy(&original).contains("as a copy of"), "{}", policy.remedy(&original));
+        for allowed in [
+            ".aws-sam/build/template.yaml",
+            "secrets_manager/api.py",
+            "notes.bak",
+            "src/old/main.rs",
+            // Any UTF-8 name is judged, never cut inside a character (sec78 F1).
+            "café.txt",
+            "docs/résumé.md",
+            "数据.csv",
+            "é",
+        ] {
             for access in AccessKind::ALL {
                 assert!(policy.authorize(&p(allowed), access).is_ok(), "{allowed} {access:?}");
             }
@@ -1100,9 +1073,14 @@ mod tests {
             }
             assert!(policy.is_hidden(&p(denied)), "{denied}");
         }
-        for allowed in
-            [".cargo/config.toml", ".config/gh/config.yml", "service-account.yaml", "keyboard.py", "pemmican.txt"]
-        {
+        for allowed in [
+            ".cargo/config.toml",
+            ".config/gh/config.yml",
+            "service-account.yaml",
+            "keyboard.py",
+            "pemmican.txt",
+            "docs/api.key.md",
+        ] {
             assert!(policy.authorize(&p(allowed), AccessKind::ContentRead).is_ok(), "{allowed}");
         }
     }
