@@ -615,7 +615,7 @@ fn write_changes(text: &mut String, changes: &[vsh::DiffEntry], why: &str) {
     }
     let _ = writeln!(
         text,
-        "vsh: it had changed {} path{} (nothing is stored: {why}):",
+        "vsh: before it failed, the program had changed {} path{} in its image (nothing is stored: {why}):",
         changes.len(),
         if changes.len() == 1 { "" } else { "s" }
     );

@@ -407,7 +407,7 @@ pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: 
     if total > conflicts.len() {
         let _ = writeln!(text, "  ... and {} more", total - conflicts.len());
     }
-    text.push_str("vsh: run the program again on the current workspace (a new transaction)\n");
+    text.push_str("vsh: it can never be committed as it is: make it again on the current workspace (a new transaction; the next step says how)\n");
     text
 }
 
@@ -1154,8 +1154,8 @@ pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usiz
 pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
     let mut text = match report.transaction {
         Some(transaction) if report.kept && !report.nothing_kept => format!(
-            "{transaction}  failed: kept as it is, as the operator asked; nothing was put back, and what the \
-             commit had moved aside from its paths is kept under vsh's runtime directory (listed below)\n"
+            "{transaction}  failed: the workspace is kept as it is, as the operator asked: nothing was put back, \
+             and each path holds what the commit, and anyone writing meanwhile, left there\n"
         ),
         Some(transaction) if report.nothing_kept => format!(
             "{transaction}  marked failed; nothing was restored: none of it was kept (its log lost how its \
@@ -1174,7 +1174,16 @@ pub(crate) fn restore_text(report: &vsh::RestoreReport) -> String {
         let _ = writeln!(text, "  left as it is: {}", shown(path.as_str(), false));
     }
     for (path, aside) in &report.moved_aside {
-        let _ = writeln!(text, "  moved aside {} -> {aside}", shown(path.as_str(), false));
+        if report.kept {
+            // Not the path's node: what the commit had taken from it (ux73 M4).
+            let _ = writeln!(
+                text,
+                "  kept aside what the commit had taken from {} (its before state, or a racing writer's): {aside}",
+                shown(path.as_str(), false)
+            );
+        } else {
+            let _ = writeln!(text, "  moved aside {} -> {aside}", shown(path.as_str(), false));
+        }
     }
     for path in &report.never_held {
         let _ = writeln!(

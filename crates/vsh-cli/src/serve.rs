@@ -337,7 +337,8 @@ fn failure(document: &ErrorDocument) -> CallToolResult {
         let why = if document.status.is_some() {
             "not kept; accept_failure=true keeps a failing run's work"
         } else {
-            "not kept: a Monty program that raises keeps nothing; fix it, or catch the exception, and run it again"
+            "not kept: a Monty program that fails (an exception it does not catch, or a budget it runs out of) \
+             keeps nothing; fix it and run it again"
         };
         let _ = write!(summary, "\nit had changed ({why}):");
         for change in document.changes.iter().take(50) {
@@ -477,12 +478,15 @@ fn decision_text(text: &mut String, receipt: &vsh::Receipt) {
             } else {
                 "its approval or preview lapsed"
             };
+            let again = match crate::render::reverted_by(receipt) {
+                // A revert has no program: it is made again (ux73 H2).
+                Some(of) => format!("revert it again with vsh_revert {}", of.get(..12).unwrap_or(of)),
+                None => format!("run its program again with vsh_rerun {}", receipt.transaction.short()),
+            };
             let _ = write!(
                 text,
                 "
-it can never be committed ({why}): run its program again with vsh_rerun {}, a new transaction on \
-                 the workspace as it is now",
-                receipt.transaction.short()
+it can never be committed ({why}): {again}, a new transaction on the workspace as it is now"
             );
         }
         vsh::RuntimeDecision::Denied(manifest) => {
@@ -1193,9 +1197,9 @@ impl VshServer {
     #[tool(
         description = "Run a transaction's stored program again, with its intent, as a new transaction \
         decided by the policy in force now: for work gone stale (the workspace changed under it), expired, \
-        rejected, denied or made under a policy since replaced. mode, detail and accept_failure as for \
-        vsh_run; the run gets this server's limits. Refused, running nothing, for a revert (vsh_revert makes \
-        it again), a real command on a server that runs none, and work another run of which is committed or \
+        denied or made under a policy since replaced. mode, detail and accept_failure as for \
+        vsh_run; the run gets this server's limits. Refused, running nothing, for work an operator rejected, \
+        a revert (vsh_revert makes it again), a real command on a server that runs none, and work another run of which is committed or \
         waiting (again=true runs it anyway).",
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
@@ -1465,26 +1469,28 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                     ));
                 }
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
-                    document.hint =
-                        Some(format!("the workspace changed: run the program again with vsh_rerun {}", id.short()));
+                    document.hint = Some(format!("the workspace changed: {}", make_again(runtime, id)));
                 }
                 // Asked again after it went stale, or after it lapsed (ux58 5).
                 VshError::NotCommittable { state: TransactionState::Stale, .. } => {
                     document.hint = Some(format!(
                         "it went stale: the workspace changed under what it read or changed since it was made (what \
-                         found so named the paths then), so it can never be committed: run the program again with \
-                         vsh_rerun {}",
-                        id.short()
+                         found so named the paths then), so it can never be committed: {}",
+                        make_again(runtime, id)
                     ));
                 }
-                VshError::NotCommittable {
-                    state: TransactionState::Expired | TransactionState::Rejected | TransactionState::Failed,
-                    ..
-                } => {
-                    document.hint = Some(format!(
-                        "it can never be committed now: run the program again with vsh_rerun {}",
-                        id.short()
-                    ));
+                // The operator said no: theirs to decide again, not the
+                // agent's to run again (ux73 H1: following the hint, an
+                // agent committed rejected work in auto mode).
+                VshError::NotCommittable { state: TransactionState::Rejected, .. } => {
+                    document.hint = Some(
+                        "an operator rejected it: it is not to be committed; ask the operator before doing that \
+                         work again"
+                            .to_owned(),
+                    );
+                }
+                VshError::NotCommittable { state: TransactionState::Expired | TransactionState::Failed, .. } => {
+                    document.hint = Some(format!("it can never be committed now: {}", make_again(runtime, id)));
                 }
                 _ => {}
             }
@@ -1733,6 +1739,16 @@ fn receipt_detail(given: Option<&str>) -> Result<vsh::ReceiptDetail, CallToolRes
     }
 }
 
+/// How stale or lapsed work `id` is made again: its program run again with
+/// `vsh_rerun`, or, for a revert (which has none), its original reverted
+/// again (ux73 H2: a stale revert was sent to `vsh_rerun`, which refuses it).
+fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> String {
+    match runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
+        Some(of) => format!("revert it again with vsh_revert {}", of.get(..12).unwrap_or(of)),
+        None => format!("run the program again with vsh_rerun {}", id.short()),
+    }
+}
+
 /// Why `vsh_rerun` cannot run `id`'s program again here, as the agent's
 /// next step: a revert (reverted again instead), work with no program, a
 /// real command or real bash on a server that runs none, or work another
@@ -1749,6 +1765,46 @@ fn rerun_refusal(
         let original = original.get(..12).unwrap_or(original);
         return Some(format!(
             "transaction {short} is a revert of {original}, not a program to run again: vsh_revert {original} makes it again"
+        ));
+    }
+    let state = runtime.transaction(id).ok().flatten().map(|record| record.state);
+    // The operator said no to it: running it again is theirs to decide
+    // (ux73 H1: an agent re-ran rejected work in auto mode and committed it).
+    if state == Some(TransactionState::Rejected) {
+        return Some(format!(
+            "transaction {short} was rejected by an operator: it is not to be run again by an agent; ask the operator \
+             (who can run it again with vsh rerun {short})"
+        ));
+    }
+    // Work the operator ran under a policy of their own: its program is
+    // theirs, which vsh_show does not give an agent (sec78 F3: a rerun's
+    // error and stored program gave it).
+    if operators_own(runtime, id) {
+        return Some(format!(
+            "transaction {short} was made under a policy its operator gave that run: only the operator runs it \
+             again (vsh rerun {short})"
+        ));
+    }
+    // Itself committed or waiting: a run of it again would do its work
+    // twice (sec78 F4: only other runs of the same work were asked).
+    if !again
+        && !runtime.decided_under_another_policy(id)
+        && let Some(state) = state.filter(|state| {
+            matches!(
+                state,
+                TransactionState::Committed
+                    | TransactionState::PendingApproval
+                    | TransactionState::Approved
+                    | TransactionState::AutoApproved
+                    | TransactionState::Reserved
+                    | TransactionState::Revalidating
+                    | TransactionState::Committing
+            )
+        })
+    {
+        return Some(format!(
+            "transaction {short} is {} itself: running it again would do its work twice; again=true runs it anyway",
+            state.name()
         ));
     }
     let Some(stored) = stored else {

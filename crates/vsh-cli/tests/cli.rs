@@ -156,7 +156,7 @@ fn exit_codes_follow_the_table_row_by_row() {
     let stderr = String::from_utf8_lossy(&wrote.stderr);
     assert_eq!(code(&wrote), Some(1));
     assert!(
-        stderr.contains("it had changed 1 path (nothing is stored: a Monty program that raises")
+        stderr.contains("the program had changed 1 path in its image (nothing is stored: a Monty program that raises")
             && stderr.contains("vsh:   create  half.txt"),
         "{stderr}"
     );
@@ -883,10 +883,20 @@ fn racing_writer_left_and_restored(durable: bool, keep: bool) {
         let kept = cli(&["recover", "--workspace", ws_arg, "--keep", &id]);
         let stdout = String::from_utf8_lossy(&kept.stdout);
         assert_eq!(kept.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&kept.stderr));
-        assert!(stdout.contains("failed: kept as it is") && stdout.contains("  left as it is: a.txt\n"), "{stdout}");
+        assert!(
+            stdout.contains("failed: the workspace is kept as it is") && stdout.contains("  left as it is: a.txt\n"),
+            "{stdout}"
+        );
         assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"changed +theirs", "the workspace is kept");
         assert_eq!(std::fs::read(ws.join("b.txt")).unwrap(), b"bravo");
-        let aside = stdout.lines().find_map(|line| line.strip_prefix("  moved aside a.txt -> ")).expect("aside");
+        let aside = stdout
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(
+                    "  kept aside what the commit had taken from a.txt (its before state, or a racing writer's): ",
+                )
+            })
+            .expect("aside");
         assert_eq!(std::fs::read(ws.join(aside)).unwrap(), b"alpha", "what the commit took is kept");
         let json = cli(&["recover", "--workspace", ws_arg, "--json"]);
         assert_eq!(json.status.code(), Some(0), "nothing left: {}", String::from_utf8_lossy(&json.stdout));

@@ -125,6 +125,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     );
     assert!(ws.join("a.txt").exists());
     the_agent_waits_for_the_operators_approval(&client, &ws, &key, &pending_id).await;
+    an_agent_never_runs_again_what_the_operator_rejected(&client, &ws, &key).await;
     let landed = call(&client, "vsh_commit", json!({"transaction": &pending_id})).await;
     assert_eq!(landed.document["state"], "committed", "{}", landed.text);
     assert!(!landed.text.contains("awaiting"), "committed work awaits nothing: {}", landed.text);
@@ -204,6 +205,39 @@ async fn the_agent_waits_for_the_operators_approval(
     assert_eq!(waited.document["receipt"]["next"], format!("vsh_commit {}", &id[..12]), "{}", waited.document);
 }
 
+/// ux73 H1: after the operator rejected auto-approved work, the agent was
+/// told to run it again, and `vsh_rerun` in auto mode committed it. Now
+/// the hint says the operator rejected it, and `vsh_rerun` refuses.
+async fn an_agent_never_runs_again_what_the_operator_rejected(
+    client: &rmcp::Peer<rmcp::RoleClient>,
+    ws: &Path,
+    key: &Path,
+) {
+    let made = call(client, "vsh_run", json!({"code": "vsh_write('danger.txt', 'x')"})).await;
+    assert_eq!(made.document["state"], "auto-approved", "{}", made.text);
+    let id = made.document["transaction"].as_str().unwrap();
+    let rejected = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["reject", id, "--workspace"])
+        .arg(ws)
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", key)
+        .output()
+        .unwrap();
+    assert_eq!(rejected.status.code(), Some(0), "{}", String::from_utf8_lossy(&rejected.stderr));
+    let commit = call(client, "vsh_commit", json!({"transaction": id})).await;
+    let hint = commit.document["hint"].as_str().unwrap_or_default();
+    assert!(
+        commit.is_error && hint.contains("an operator rejected it") && !hint.contains("vsh_rerun"),
+        "{}",
+        commit.text
+    );
+    for mode in ["auto", "preview"] {
+        let again = call(client, "vsh_rerun", json!({"transaction": id, "mode": mode, "again": true})).await;
+        assert!(again.is_error && again.text.contains("rejected by an operator"), "{}", again.text);
+    }
+    assert!(!ws.join("danger.txt").exists());
+}
+
 /// This connection reads `u.txt`; the user edits it; a whole-file write
 /// from the earlier read waits (`unseen-change`), and what comes next is
 /// to discard it and write from a fresh read, not the operator's approval
@@ -278,8 +312,16 @@ async fn a_stale_revert_is_reverted_again(client: &rmcp::Peer<rmcp::RoleClient>,
     // Undoing auto-approved work's creation is auto-approved (ux67 F5); its
     // commit finds the workspace changed.
     let refused = call(client, "vsh_commit", json!({"transaction": &revert[..8]})).await;
-    assert!(refused.is_error, "{}", refused.text);
+    // A revert has no program: it is reverted again (ux73 H2: the hint
+    // and the review's text sent the agent to vsh_rerun, which refuses it).
+    let again = format!("vsh_revert {}", &id[..12]);
+    let hint = refused.document["hint"].as_str().unwrap_or_default();
+    assert!(refused.is_error && hint.contains(&again) && !hint.contains("vsh_rerun"), "{}", refused.text);
+    let asked_again = call(client, "vsh_commit", json!({"transaction": &revert[..8]})).await;
+    let hint = asked_again.document["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains(&again) && !hint.contains("vsh_rerun"), "{}", asked_again.text);
     let stale = call(client, "vsh_show", json!({"transaction": &revert[..8]})).await;
+    assert!(stale.text.contains(&again) && !stale.text.contains("vsh_rerun"), "{}", stale.text);
     assert_eq!(stale.document["receipt"]["state"], "stale", "{}", stale.document);
     assert_eq!(stale.document["receipt"]["next"], format!("vsh_revert {}", &id[..12]), "{}", stale.document);
     std::fs::write(ws.join("b.txt"), "ALPHA\n").unwrap();
@@ -588,8 +630,9 @@ async fn a_failed_program_names_what_it_had_changed(client: &rmcp::Peer<rmcp::Ro
     .await;
     assert!(raised.is_error && raised.document["changes"][0]["path"] == "half.txt", "{}", raised.document);
     assert!(
-        raised.text.contains("a Monty program that raises keeps nothing")
-            && raised.text.contains("half.txt")
+        raised.text.contains(
+            "a Monty program that fails (an exception it does not catch, or a budget it runs out of) keeps nothing"
+        ) && raised.text.contains("half.txt")
             && !raised.text.contains("accept_failure"),
         "{}",
         raised.text
@@ -640,10 +683,13 @@ async fn stale_work_runs_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path,
     // Once more would do that work twice: refused, unless asked again.
     let twice = call(client, "vsh_rerun", json!({"transaction": stale_id})).await;
     assert!(twice.is_error && twice.text.contains("again=true") && twice.text.contains("committed"), "{}", twice.text);
+    // Nor is work that is itself committed run again (sec78 F4).
+    let made_id = rerun.document["transaction"].as_str().unwrap();
+    let itself = call(client, "vsh_rerun", json!({"transaction": made_id})).await;
+    assert!(itself.is_error && itself.text.contains("is committed itself"), "{}", itself.text);
     let forced = call(client, "vsh_rerun", json!({"transaction": stale_id, "again": true})).await;
     assert!(!forced.is_error && forced.document["state"] == "auto-approved", "{}", forced.text);
     // A revert has no program: it is reverted again instead.
-    let made_id = rerun.document["transaction"].as_str().unwrap();
     let revert = call(client, "vsh_revert", json!({"transaction": made_id})).await;
     let of_revert = call(client, "vsh_rerun", json!({"transaction": revert.document["transaction"]})).await;
     assert!(
@@ -1161,6 +1207,11 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     assert!(shown.text.contains("only the operator reviews, approves and commits it"), "{}", shown.text);
     let discard = call(&client, "vsh_discard", json!({"transaction": ops_id})).await;
     assert!(discard.is_error && discard.text.contains("leave it to them"), "{}", discard.text);
+    // Nor run it again, which would give its program (sec78 F3: a rerun's
+    // error and stored program did, where vsh_show does not).
+    let rerun = call(&client, "vsh_rerun", json!({"transaction": ops_id, "again": true})).await;
+    assert!(rerun.is_error && rerun.text.contains("only the operator runs it again"), "{}", rerun.text);
+    assert!(!rerun.text.contains("ops.txt"), "{}", rerun.text);
     let still = call(&client, "vsh_pending", json!({})).await;
     assert!(still.document["transactions"].to_string().contains(&ops_id), "{}", still.text);
     assert!(still.text.contains("the operator decides it"), "{}", still.text);

@@ -136,10 +136,13 @@ impl Committer {
                 }
                 Some(TransactionState::Committed) => Err(refused(
                     transaction,
-                    "it committed whole, and nothing of it is waiting for a restore (to undo its changes: vsh \
+                    "it committed whole, and nothing of it is waiting for an operator (to undo its changes: vsh \
                      revert, new work that puts back what it replaced)",
                 )),
-                _ => Err(refused(transaction, "nothing of this transaction is waiting for a restore")),
+                _ => Err(refused(
+                    transaction,
+                    "nothing of this transaction is waiting for an operator (it was resolved already, or never left unresolved)",
+                )),
             };
         }
         // A directory an earlier version left is read in this layout; one

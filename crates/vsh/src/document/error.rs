@@ -89,8 +89,10 @@ pub struct ErrorDocument {
     /// absent when it exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
-    /// What a failed Bash program had changed by then, for diagnosis only
-    /// (nothing of it is stored or committable).
+    /// What a failed program (a Bash program, a real command, or a Monty
+    /// program that raised or ran out of a budget) had changed in its image
+    /// before it failed, for diagnosis only: none of it was kept, stored
+    /// or committable.
     pub changes: Vec<ChangeDocument>,
     /// The accesses the policy refused a run, each with its rule and remedy
     /// (the first [`vsh_policy::MAX_LISTED_DENIALS`] distinct ones).
