@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use vsh::lower::vsh_commit::{CommitError, FaultInjector, FaultPoint};
+use vsh::lower::vsh_commit::{CommitError, CrashAt, FaultInjector, FaultPoint};
 use vsh::{BlobId, PrincipalId, RunMode, RunRequest, Runtime, RuntimeDecision, TransactionState, VshError, Warning};
 use vsh_integration_tests::{Entry, config, tree, workspace};
 
@@ -326,4 +326,57 @@ fn a_workspace_that_is_or_lies_inside_a_vsh_runtime_directory_is_refused() {
     // no transactions, no data) is a workspace like any other.
     std::fs::create_dir_all(elsewhere.path().join("dotfiles/.vsh/notes")).unwrap();
     assert!(Runtime::open(config(&elsewhere.path().join("dotfiles/.vsh/notes"))).is_ok());
+}
+
+/// ux66 F4: a commit killed before it changed anything ended Failed, and
+/// reviewed work had to be run and approved again. Recovery now gives the
+/// work back to commit again (`Approved` with its grant, or `AutoApproved`), and
+/// it commits; work whose contents were never durable (a process-local
+/// preview) still fails, having nothing to commit from.
+#[test]
+fn a_commit_killed_before_it_changed_anything_is_released_to_commit_again() {
+    for (point, durable) in [
+        (FaultPoint::PlanSynced, true),
+        (FaultPoint::StageSynced, true),
+        (FaultPoint::Revalidated, true),
+        (FaultPoint::PlanSynced, false),
+    ] {
+        let dir = workspace(&[("a.txt", "one\n"), ("b.txt", "bee\n")]);
+        let before = tree(dir.path());
+        let base = || {
+            let config = config(dir.path());
+            if durable { config.with_durable_previews(vsh::DurablePreviews::default()) } else { config }
+        };
+        let killed = Runtime::open(base().with_commit_fault_injector(Arc::new(CrashAt::new(point)))).unwrap();
+        // Reviewed work (a deletion waits for a reviewer); without durable
+        // previews, auto-approved work, whose record its commit makes.
+        let program = if durable {
+            "from pathlib import Path\nPath('/workspace/a.txt').write_text('two\\n')\nPath('/workspace/b.txt').unlink()"
+        } else {
+            "from pathlib import Path\nPath('/workspace/a.txt').write_text('two\\n')"
+        };
+        let receipt = killed.preview(&RunRequest::new(program)).unwrap();
+        let waits = if durable { TransactionState::PendingApproval } else { TransactionState::AutoApproved };
+        assert_eq!(receipt.state, waits, "{:?}", receipt.decision);
+        approved(&killed, &receipt);
+        let error = killed.commit(receipt.transaction, 2_000).unwrap_err();
+        assert!(matches!(error, VshError::Commit(CommitError::FaultInjected(_))), "{point:?}: {error:?}");
+        drop(killed);
+        assert_eq!(tree(dir.path()), before, "{point:?}: nothing was applied");
+        // The next process's recovery releases it: approved again, to commit.
+        let runtime = Runtime::open(base()).unwrap();
+        let report = runtime.startup_recovery();
+        let state = runtime.transaction(receipt.transaction).unwrap().map(|record| record.state);
+        if !durable {
+            assert_eq!(state, Some(TransactionState::Failed), "{point:?}: {report:?}");
+            assert!(report.released.is_empty(), "{report:?}");
+            continue;
+        }
+        assert_eq!(state, Some(TransactionState::Approved), "{point:?}: {report:?}");
+        assert_eq!(report.released, vec![receipt.transaction], "{point:?}: {report:?}");
+        let committed = runtime.commit(receipt.transaction, 3_000).unwrap();
+        assert_eq!(committed.state, TransactionState::Committed, "{point:?}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "two\n");
+        assert!(!dir.path().join("b.txt").exists());
+    }
 }

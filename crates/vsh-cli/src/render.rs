@@ -1079,7 +1079,18 @@ pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usiz
         let _ = writeln!(text, "  rolled forward (committed): {transaction}{}", paths(transaction));
     }
     for transaction in &report.rolled_back {
-        let _ = writeln!(text, "  rolled back (failed, before state restored): {transaction}{}", paths(transaction));
+        if report.released.contains(transaction) {
+            // Killed before it applied anything: its work commits again (ux66 F4).
+            let _ = writeln!(
+                text,
+                "  released: {transaction} (its commit was killed before it changed anything; the work is approved \
+                 again: vsh commit {} commits it)",
+                transaction.short()
+            );
+        } else {
+            let _ =
+                writeln!(text, "  rolled back (failed, before state restored): {transaction}{}", paths(transaction));
+        }
     }
     for transaction in &report.settled_committed {
         let _ = writeln!(

@@ -115,6 +115,14 @@ pub trait CommitLedger {
     /// `Revalidating`, `Committing` or `RecoveryRequired` → `Failed`).
     fn failed(&self, transaction: TransactionId) -> Result<(), LedgerError>;
 
+    /// A recovery found the commit killed before it applied anything
+    /// (`Reserved` or `Revalidating`): the ledger may give the work back to
+    /// commit again (to `AutoApproved` or `Approved`), or fail it; returns
+    /// the state it moved to. The default fails it.
+    fn released(&self, transaction: TransactionId) -> Result<TransactionState, LedgerError> {
+        self.failed(transaction).map(|()| TransactionState::Failed)
+    }
+
     /// The transaction's current state, `None` if the ledger does not know it.
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError>;
 

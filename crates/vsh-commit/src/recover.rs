@@ -91,6 +91,10 @@ pub struct RecoveryReport {
     /// Such commits settled by the workspace holding none of their changes:
     /// Failed.
     pub settled_failed: Vec<TransactionId>,
+    /// Of `rolled_back`, the commits killed before they applied anything
+    /// whose ledger gave the work back to commit again (`AutoApproved` or
+    /// `Approved`, see [`CommitLedger::released`]).
+    pub released: Vec<TransactionId>,
     /// Paths of rolled-forward transactions that someone changed after the
     /// commit point; theirs, and left alone.
     pub changed_since_commit: Vec<(TransactionId, VPath)>,
@@ -406,7 +410,15 @@ impl Committer {
                     report.changed_since_commit.extend(changed.into_iter().map(|path| (transaction, path)));
                     report.kept.extend(kept);
                 }
-                Ok(Outcome::RolledBack) => report.rolled_back.push(transaction),
+                Ok(Outcome::RolledBack) => {
+                    report.rolled_back.push(transaction);
+                    if matches!(
+                        ledger.state(transaction),
+                        Ok(Some(TransactionState::AutoApproved | TransactionState::Approved))
+                    ) {
+                        report.released.push(transaction);
+                    }
+                }
                 Ok(Outcome::Cleaned) => report.cleaned.push(transaction),
                 Ok(Outcome::Unresolved(unresolved)) => report.unresolved.push(unresolved),
                 Err(conflict) => report.conflicts.push(conflict),
@@ -441,8 +453,13 @@ impl Committer {
                 // Reservations are taken under the commit lock this recovery
                 // holds: the committer that took this one is gone, and it never
                 // created a directory, so it never touched the workspace.
-                TransactionState::Reserved | TransactionState::Revalidating => match ledger.failed(transaction) {
-                    Ok(()) => report.rolled_back.push(transaction),
+                TransactionState::Reserved | TransactionState::Revalidating => match ledger.released(transaction) {
+                    Ok(state) => {
+                        report.rolled_back.push(transaction);
+                        if state != TransactionState::Failed {
+                            report.released.push(transaction);
+                        }
+                    }
                     Err(error) => report.conflicts.push(RecoveryConflict {
                         transaction: Some(transaction),
                         path: self.txn_root(),
@@ -1008,7 +1025,7 @@ impl Resolver<'_> {
             return self.finish(Cleanup::Restored, Outcome::Cleaned);
         }
         if settled.left.is_empty() {
-            if open && let Err(error) = self.ledger.failed(self.transaction) {
+            if open && let Err(error) = self.fail_or_release(state) {
                 return Ok(Err(self.ledger_conflict(error)));
             }
             let outcome = if open || undid { Outcome::RolledBack } else { Outcome::Cleaned };
@@ -1036,6 +1053,19 @@ impl Resolver<'_> {
         self.finish(Cleanup::KeepEvidence, Outcome::Unresolved(unresolved))
     }
 
+    /// The end of a rollback that leaves the before state: a commit killed
+    /// before it applied anything (its record still `Reserved` or
+    /// `Revalidating`) is released, to commit again where the ledger allows
+    /// ([`CommitLedger::released`], ux66 F4); any other fails.
+    fn fail_or_release(&self, state: Option<TransactionState>) -> Result<(), crate::ledger::LedgerError> {
+        match state {
+            Some(TransactionState::Reserved | TransactionState::Revalidating) => {
+                self.ledger.released(self.transaction).map(drop)
+            }
+            _ => self.ledger.failed(self.transaction),
+        }
+    }
+
     /// No valid plan: nothing can have been journaled or staged (the plan is
     /// synced first), so anything else in the directory is unexplained.
     fn without_plan(&self, found: &Found) -> Result<Resolved, CommitError> {
@@ -1050,7 +1080,7 @@ impl Resolver<'_> {
             Err(error) => return Ok(Err(self.conflict(&self.txn.root, RecoveryConflictReason::Host(error)))),
         }
         let open = found.state.is_some_and(|state| OPEN.contains(&state));
-        if open && let Err(error) = self.ledger.failed(self.transaction) {
+        if open && let Err(error) = self.fail_or_release(found.state) {
             return Ok(Err(self.ledger_conflict(error)));
         }
         self.finish(Cleanup::Restored, if open { Outcome::RolledBack } else { Outcome::Cleaned })

@@ -125,6 +125,21 @@ impl CommitLedger for StoreLedger<'_> {
         self.end(transaction, CommitOutcome::Failed, from_states::FAILED, TransactionState::Failed)
     }
 
+    /// Durable work goes back to its approval, to commit again; work whose
+    /// contents were never durable fails ([`TransactionStore::release_reservation`]).
+    /// A reservation this ledger holds is its commit's own, which fails it.
+    fn released(&self, transaction: TransactionId) -> Result<TransactionState, LedgerError> {
+        if self.held().as_ref().is_some_and(|reservation| reservation.transaction() == transaction) {
+            return self.failed(transaction).map(|()| TransactionState::Failed);
+        }
+        match self.store.get(transaction).map_err(storage)?.map(|record| record.state) {
+            Some(TransactionState::Reserved | TransactionState::Revalidating) => {
+                Ok(self.store.release_reservation(transaction, self.now_ms).map_err(storage)?.state)
+            }
+            _ => self.failed(transaction).map(|()| TransactionState::Failed),
+        }
+    }
+
     fn state(&self, transaction: TransactionId) -> Result<Option<TransactionState>, LedgerError> {
         Ok(self.store.get(transaction).map_err(storage)?.map(|record| record.state))
     }

@@ -761,6 +761,30 @@ impl TransactionStore {
         })
     }
 
+    /// Release the reservation of a commit a recovery found killed before it
+    /// applied anything (`Reserved` or `Revalidating`): durable work (it has
+    /// its artifact) goes back to where the reservation took it, `Approved`
+    /// with its grant or `AutoApproved`, to commit again; work whose
+    /// contents were never durable (a process-local preview, made with its
+    /// reservation) is `Failed`. Any other state is
+    /// [`StoreError::WrongState`]. Returns the record as it is now.
+    pub fn release_reservation(&self, id: TransactionId, now_ms: u64) -> Result<TransactionRecord, StoreError> {
+        use TransactionState as S;
+        self.mutate("release a killed commit's reservation", |state| {
+            let record = live(state, id)?;
+            if !matches!(record.state, S::Reserved | S::Revalidating) {
+                return Err(StoreError::WrongState { id, op: "release", state: record.state });
+            }
+            let back = match (record.artifact, record.approval) {
+                (None, _) => S::Failed,
+                (Some(_), Some(_)) => S::Approved,
+                (Some(_), None) => S::AutoApproved,
+            };
+            let version = successor(record, now_ms, |version| version.state = back)?;
+            Ok(Change::done(vec![LogEntry::Version(version)], version))
+        })
+    }
+
     /// Record that a transaction pending approval went stale: an approval
     /// found that the workspace changed under it since its run, so it can
     /// never commit (`PendingApproval` to `Stale`). Any other state is

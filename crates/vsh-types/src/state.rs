@@ -8,15 +8,17 @@ use serde::{Deserialize, Serialize};
 /// Created -> Running -> VirtualComplete -> Denied | AutoApproved | PendingApproval | Failed
 /// PendingApproval  -> Approved | Denied | Rejected | Expired | Stale | Failed
 /// AutoApproved     -> PendingApproval | Rejected | Reserved | Expired | Failed
-/// Approved         -> Reserved | Expired | Rejected
-/// Reserved         -> Revalidating | Failed
-/// Revalidating     -> Committing | Stale | Failed
+/// Approved         -> Reserved | Expired | Rejected | PendingApproval
+/// Reserved         -> Revalidating | Failed | AutoApproved | Approved
+/// Revalidating     -> Committing | Stale | Failed | AutoApproved | Approved
 /// Committing       -> Committed | RecoveryRequired | Failed
 /// RecoveryRequired -> Committed | Failed
 /// ```
 ///
 /// `Committing -> Failed` is the rollback of a commit that did not pass its
-/// completion marker. Terminal states: Denied, Rejected, Expired, Committed, Stale, Failed.
+/// completion marker. `Reserved` or `Revalidating` back to `AutoApproved` or
+/// `Approved` is a recovery's release of a commit killed before it applied
+/// anything: the work, durable and unchanged, may commit again. Terminal states: Denied, Rejected, Expired, Committed, Stale, Failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum TransactionState {
@@ -96,8 +98,8 @@ impl TransactionState {
                 | (S::PendingApproval, S::Approved | S::Denied | S::Rejected | S::Expired | S::Stale | S::Failed)
                 | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Failed)
                 | (S::Approved, S::Reserved | S::Expired | S::Rejected | S::PendingApproval)
-                | (S::Reserved, S::Revalidating | S::Failed)
-                | (S::Revalidating, S::Committing | S::Stale | S::Failed)
+                | (S::Reserved, S::Revalidating | S::Failed | S::AutoApproved | S::Approved)
+                | (S::Revalidating, S::Committing | S::Stale | S::Failed | S::AutoApproved | S::Approved)
                 | (S::Committing, S::Committed | S::RecoveryRequired | S::Failed)
                 | (S::RecoveryRequired, S::Committed | S::Failed)
         )
@@ -187,6 +189,11 @@ mod tests {
         assert!(S::Reserved.transition(S::Revalidating).is_ok());
         assert!(S::PendingApproval.transition(S::Reserved).is_err());
         assert!(S::Committed.transition(S::Failed).is_err());
+        // A commit killed before it applied anything goes back to its approval.
+        for released in [S::AutoApproved, S::Approved] {
+            assert!(S::Reserved.can_transition(released) && S::Revalidating.can_transition(released));
+            assert!(!S::Committing.can_transition(released) && !S::RecoveryRequired.can_transition(released));
+        }
         // Every state except Created is reachable from Created.
         let mut reached = vec![S::Created];
         let mut frontier = vec![S::Created];

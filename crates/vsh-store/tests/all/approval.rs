@@ -370,3 +370,43 @@ fn reserving_for_a_commit_is_one_append_and_may_create_the_record_in_it() -> Res
     assert_eq!(self::store(dir.path())?.get(late)?.map(|record| record.state), Some(S::PendingApproval));
     Ok(())
 }
+
+/// ux66 F4: a commit killed before it applied anything (`Reserved` or
+/// `Revalidating`) is released: durable work back where its reservation took
+/// it, an approval with its grant, to commit again; work with no artifact (a
+/// process-local preview, its contents gone with its process) fails; any
+/// other state is refused, and the release is durable.
+#[test]
+fn a_released_reservation_gives_durable_work_back_to_its_approval() -> Result {
+    let dir = tempfile::tempdir()?;
+    let store = store(dir.path())?;
+    let reviewed = pending(&store, b"reviewed")?;
+    store.set_artifact(reviewed, BlobId::of(b"reviewed artifact"))?;
+    let grant = ApprovalGrant::new(reviewed, alice(), 1_000, 9_000)?;
+    store.approve(reviewed, &grant)?;
+    let reservation = store.reserve(reviewed, 2_000)?;
+    drop(reservation);
+    let released = store.release_reservation(reviewed, 2_100)?;
+    assert_eq!((released.state, released.approval), (S::Approved, Some(grant)));
+    // It reserves again, and a second release from Revalidating holds too.
+    let auto = record(b"auto", S::AutoApproved);
+    store.create(&auto)?;
+    store.set_artifact(auto.id, BlobId::of(b"auto artifact"))?;
+    drop(store.reserve_revalidating(auto.id, 3_000, None)?);
+    assert_eq!(store.release_reservation(auto.id, 3_100)?.state, S::AutoApproved);
+    drop(store.reserve_revalidating(auto.id, 3_200, None)?);
+    // Nothing to commit from: failed.
+    let local = record(b"local", S::AutoApproved);
+    drop(store.reserve_revalidating(local.id, 4_000, Some(&local))?);
+    assert_eq!(store.release_reservation(local.id, 4_100)?.state, S::Failed);
+    // Only a reservation is released.
+    assert!(matches!(
+        store.release_reservation(reviewed, 5_000),
+        Err(StoreError::WrongState { op: "release", state: S::Approved, .. })
+    ));
+    let reopened = self::store(dir.path())?;
+    assert_eq!(reopened.get(reviewed)?.map(|record| record.state), Some(S::Approved));
+    assert_eq!(reopened.get(auto.id)?.map(|record| record.state), Some(S::Revalidating));
+    assert_eq!(reopened.get(local.id)?.map(|record| record.state), Some(S::Failed));
+    Ok(())
+}

@@ -87,6 +87,10 @@ pub struct RecoveryDocument {
     /// Such commits settled as failed: the workspace holds none of their changes.
     #[serde(default)]
     pub settled_failed: Vec<String>,
+    /// Of `rolled_back`, the commits killed before they applied anything,
+    /// whose work is approved (or auto-approved) again, to commit again.
+    #[serde(default)]
+    pub released: Vec<String>,
     /// What could not be decided; each blocks commits until resolved.
     pub conflicts: Vec<ConflictDocument>,
     /// What `vsh recover --salvage-log` did first, when it was asked.
@@ -210,6 +214,7 @@ impl From<&RecoveryReport> for RecoveryDocument {
             cleaned: hex(&report.cleaned),
             settled_committed: hex(&report.settled_committed),
             settled_failed: hex(&report.settled_failed),
+            released: hex(&report.released),
             paths: report
                 .paths
                 .iter()
