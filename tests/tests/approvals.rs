@@ -1160,7 +1160,10 @@ fn a_revert_that_removes_only_what_auto_approved_work_made_is_no_deletion() {
 fn work_held_for_its_renames_names_them() {
     let dir = workspace(&[("a.txt", "a\n"), ("f.txt", "one\n")]);
     let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
-    let program = "from pathlib import Path\nPath('f.txt').rename('f.txt.orig')\nPath('f.txt').write_text('two\\n')";
+    // As `patch -b` does: the file renamed to its backup, a temporary file
+    // written and renamed over it (ux74 L4: said so).
+    let program = "from pathlib import Path\nPath('f.txt').rename('f.txt.orig')\n\
+                   Path('f.tmp').write_text('two\\n')\nPath('f.tmp').rename('f.txt')";
     let receipt = runtime.run(&RunRequest::new(program)).unwrap();
     let RuntimeDecision::PendingApproval(manifest) = &receipt.decision else { panic!("{:?}", receipt.decision) };
     assert!(manifest.flags.contains(&vsh::RiskFlag::Rename), "{:?}", manifest.flags);
@@ -1170,7 +1173,7 @@ fn work_held_for_its_renames_names_them() {
             _ => None,
         })
     };
-    let expected = (vec!["f.txt -> f.txt.orig".to_owned()], 1);
+    let expected = (vec!["f.txt -> f.txt.orig".to_owned(), "f.tmp -> f.txt (a file this run made)".to_owned()], 2);
     assert_eq!(renamed(&receipt.warnings), Some(expected.clone()), "{:?}", receipt.warnings);
     let shown = runtime.show(receipt.transaction).unwrap().unwrap();
     assert_eq!(renamed(&shown.warnings), Some(expected), "{:?}", shown.warnings);

@@ -66,6 +66,16 @@ pub(crate) fn with_rerun_hint(
         );
     }
     let hint = match &error {
+        // An operator said no: not the next step of whoever asked to commit
+        // it (ux74 H1: an agent on the command line followed `vsh rerun`
+        // and committed rejected work).
+        VshError::NotCommittable { state: S::Rejected, .. } => {
+            remedies.push(format!(
+                "an operator rejected it: it is not to be committed; doing that work again is theirs to decide \
+                 (an operator may run it again with vsh rerun {short})"
+            ));
+            None
+        }
         // Made under a policy since replaced: approve would refuse it.
         VshError::NotCommittable { state: S::PendingApproval, .. }
             if runtime.decided_under_another_policy(transaction) =>
@@ -84,7 +94,7 @@ pub(crate) fn with_rerun_hint(
             vsh::lower::vsh_store::StoreError::ApprovalExpired { .. }
             | vsh::lower::vsh_store::StoreError::PreviewExpired { .. },
         )
-        | VshError::NotCommittable { state: S::Stale | S::Expired | S::Rejected | S::Failed, .. } => {
+        | VshError::NotCommittable { state: S::Stale | S::Expired | S::Failed, .. } => {
             Some(rerun_line(runtime, transaction))
         }
         // Its approval lapsed before its commit: it waits for another (ux68 M6).
@@ -224,6 +234,15 @@ pub(crate) fn refuse_work_done_again(
     runtime: &vsh::Runtime,
     transaction: vsh::TransactionId,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    // An operator said no to it: running it again takes saying so (ux74 H1).
+    if runtime.transaction(transaction)?.is_some_and(|record| record.state == vsh::TransactionState::Rejected) {
+        let short = transaction.short();
+        return Err(format!(
+            "transaction {short} was rejected by an operator; `vsh rerun {short} --again` runs its program again \
+             anyway, as new work"
+        )
+        .into());
+    }
     let Some(done) = live_rerun(runtime, transaction) else { return Ok(()) };
     Err(format!(
         "another run of the work of transaction {}, {}, is {}: running it once more would do that work twice; \
@@ -653,7 +672,7 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         // Asked again after a stale commit (ux57 #7): what stale means here.
         advice.push(
             "it went stale: the workspace changed under what it read or changed since it was made (the vsh \
-             command that found so named the paths then), so it can never be committed as it is"
+             command that found it stale named the paths), so it can never be committed as it is"
                 .to_owned(),
         );
     }

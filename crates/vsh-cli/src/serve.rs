@@ -200,6 +200,8 @@ const WAIT_DEFAULT: Duration = Duration::from_mins(5);
 const WAIT_MAX: Duration = Duration::from_mins(30);
 /// How often `vsh_wait` looks at the transaction's record.
 const WAIT_EVERY: Duration = Duration::from_millis(250);
+/// Every how many looks `vsh_wait` revalidates the work (about every 5 s).
+const WAIT_REVALIDATE_EVERY: u32 = 20;
 
 /// What `vsh_show` takes.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -1092,9 +1094,15 @@ impl VshServer {
                         .with_program(stored.as_ref())
                         .with_policy_changed(replaced);
                         // As `vsh pending` shows it: the intent, else the command line that ran.
-                        let row = crate::render::PendingRow::new(*record, receipt, stored.as_ref());
+                        let mut row = crate::render::PendingRow::new(*record, receipt, stored.as_ref());
+                        // A rerun names the work it ran again, as `vsh pending` does (ux74 L2).
+                        let origin = runtime.rerun_origin(record.id).ok().filter(|origin| *origin != record.id);
+                        if let Some(origin) = origin {
+                            let _ = write!(row.label, " (rerun of {})", origin.short());
+                        }
                         let mut document = document;
                         document.label.clone_from(&row.label);
+                        document.rerun_of = origin.map(|origin| origin.to_hex());
                         let paths = row.receipt.as_ref().map_or(0, |receipt| receipt.changed_paths);
                         lines.push(format!(
                             "{} {} {}, made {}: {}{}",
@@ -1302,13 +1310,22 @@ impl VshServer {
         let started = Instant::now();
         let transaction = params.transaction.clone();
         let mut first_look = None;
+        let mut looks = 0_u32;
         let waited = loop {
             let asked = transaction.clone();
+            // Every few seconds the work is revalidated, as a review does, so
+            // work the workspace moved under ends the wait as stale (ux74 M1:
+            // the wait ran out its time and then showed it stale).
+            let revalidate = looks % WAIT_REVALIDATE_EVERY == WAIT_REVALIDATE_EVERY - 1;
+            looks += 1;
             let state = self
                 .blocking(&context.peer, move |runtime| {
-                    let found = runtime
-                        .resolve(&asked)
-                        .and_then(|id| runtime.transaction(id)?.ok_or(VshError::UnknownTransaction(id)));
+                    let found = runtime.resolve(&asked).and_then(|id| {
+                        if revalidate {
+                            runtime.show(id)?;
+                        }
+                        runtime.transaction(id)?.ok_or(VshError::UnknownTransaction(id))
+                    });
                     match found {
                         Ok(record) => success(&record.state.name(), String::new()),
                         Err(error) => transaction_failure(&error),
@@ -1357,6 +1374,11 @@ impl VshServer {
                         "still waiting for an operator's approval after {} s; vsh_wait again to go on waiting\n",
                         waited_ms / 1000
                     )
+                } else if first_look == Some(false)
+                    && document.record.as_ref().is_some_and(|record| record.state == TransactionState::Rejected.name())
+                {
+                    // ux74 L7: it said only that it was not waiting.
+                    "nothing to wait for: it was rejected (by an operator, or discarded with vsh_discard)\n".to_owned()
                 } else if first_look == Some(false) {
                     // ux71 L3: nothing waited for a decision.
                     "nothing to wait for: it was not waiting for an operator's approval\n".to_owned()
@@ -1474,8 +1496,8 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 // Asked again after it went stale, or after it lapsed (ux58 5).
                 VshError::NotCommittable { state: TransactionState::Stale, .. } => {
                     document.hint = Some(format!(
-                        "it went stale: the workspace changed under what it read or changed since it was made (what \
-                         found so named the paths then), so it can never be committed: {}",
+                        "it went stale: the workspace changed under what it read or changed since it was made (the \
+                         call that found it stale named the paths), so it can never be committed: {}",
                         make_again(runtime, id)
                     ));
                 }
@@ -1484,8 +1506,8 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 // agent committed rejected work in auto mode).
                 VshError::NotCommittable { state: TransactionState::Rejected, .. } => {
                     document.hint = Some(
-                        "an operator rejected it: it is not to be committed; ask the operator before doing that \
-                         work again"
+                        "an operator rejected it (or it was discarded with vsh_discard): it is not to be \
+                         committed; ask the operator before doing that work again"
                             .to_owned(),
                     );
                 }
@@ -1772,8 +1794,8 @@ fn rerun_refusal(
     // (ux73 H1: an agent re-ran rejected work in auto mode and committed it).
     if state == Some(TransactionState::Rejected) {
         return Some(format!(
-            "transaction {short} was rejected by an operator: it is not to be run again by an agent; ask the operator \
-             (who can run it again with vsh rerun {short})"
+            "transaction {short} was rejected by an operator (or discarded with vsh_discard): it is not to be run \
+             again by an agent; ask the operator (who can run it again with vsh rerun {short})"
         ));
     }
     // Work the operator ran under a policy of their own: its program is

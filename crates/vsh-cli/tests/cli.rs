@@ -47,6 +47,19 @@ fn id_of(output: &Output) -> String {
     line.split_whitespace().last().expect("an id").to_owned()
 }
 
+/// Rejected work's commit says an operator rejected it, with no step to do
+/// it anyway; a rerun of it takes --again (ux74 H1: an agent on the command
+/// line followed `vsh rerun` to commit it).
+fn rejected_work_is_no_next_step(ws: &str, id: &str) {
+    let refused = vsh(&["commit", "--workspace", ws, id], None);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("an operator rejected it") && !said.contains("next: `vsh rerun"), "{said}");
+    let rerun = vsh(&["rerun", id, "--mode", "auto", "--workspace", ws], None);
+    assert_eq!(rerun.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&rerun.stderr).contains("--again"), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert_eq!(vsh(&["rerun", id, "--again", "--workspace", ws], None).status.code(), Some(0));
+}
+
 #[test]
 fn exit_codes_follow_the_table_row_by_row() {
     let dir = tempfile::tempdir().unwrap();
@@ -143,6 +156,7 @@ fn exit_codes_follow_the_table_row_by_row() {
         code(&vsh(&args, None))
     };
     assert_eq!((commit(false), commit(true)), (Some(1), Some(7)), "a rejected commit");
+    rejected_work_is_no_next_step(ws, &id_of(&rejected));
 
     // 1: an error; 2: usage.
     let broken = vsh(&["run", "--workspace", ws, "-"], Some("raise ValueError('no')"));

@@ -236,6 +236,23 @@ async fn an_agent_never_runs_again_what_the_operator_rejected(
         assert!(again.is_error && again.text.contains("rejected by an operator"), "{}", again.text);
     }
     assert!(!ws.join("danger.txt").exists());
+    // A wait for it says why there is nothing to wait for (ux74 L7).
+    let waited = call(client, "vsh_wait", json!({"transaction": id})).await;
+    assert!(waited.text.starts_with("nothing to wait for: it was rejected (by an operator"), "{}", waited.text);
+    // Work the workspace moves under while it waits ends the wait, stale
+    // (ux74 M1: the wait ran out its time).
+    std::fs::write(ws.join("s.txt"), "s\n").unwrap();
+    std::fs::write(ws.join("gone.txt"), "g\n").unwrap();
+    let program = "from pathlib import Path\nvsh_write('s2.txt', vsh_read('s.txt'))\nPath('gone.txt').unlink()";
+    let waiting = call(client, "vsh_run", json!({"code": program})).await;
+    assert_eq!(waiting.document["state"], "pending-approval", "{}", waiting.text);
+    std::fs::write(ws.join("s.txt"), "s, edited\n").unwrap();
+    let started = std::time::Instant::now();
+    let waited =
+        call(client, "vsh_wait", json!({"transaction": waiting.document["transaction"], "timeout_ms": 20_000})).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "it ended once stale: {}", waited.text);
+    assert_eq!(waited.document["receipt"]["state"], "stale", "{}", waited.text);
+    assert!(!waited.text.starts_with("still waiting"), "{}", waited.text);
 }
 
 /// This connection reads `u.txt`; the user edits it; a whole-file write
@@ -676,6 +693,18 @@ async fn a_stale_commit_says_what_changed_and_runs_again(client: &rmcp::Peer<rmc
 /// `vsh_rerun` runs stale work's program again as new work, on the
 /// workspace as it is now, and it commits (ux65 F8: there was no rerun tool).
 async fn stale_work_runs_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, stale_id: &str) {
+    let waiting = call(client, "vsh_rerun", json!({"transaction": &stale_id[..8]})).await;
+    let listed = call(client, "vsh_pending", json!({})).await;
+    let row = listed.document["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["transaction"] == waiting.document["transaction"])
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["rerun_of"], stale_id, "{}", listed.document);
+    assert!(listed.text.contains(&format!("(rerun of {})", &stale_id[..12])), "{}", listed.text);
+    assert!(!call(client, "vsh_discard", json!({"transaction": waiting.document["transaction"]})).await.is_error);
     let rerun = call(client, "vsh_rerun", json!({"transaction": &stale_id[..8], "mode": "auto"})).await;
     assert!(!rerun.is_error && rerun.document["state"] == "committed", "{}", rerun.text);
     assert_ne!(rerun.document["transaction"], stale_id);

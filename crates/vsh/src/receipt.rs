@@ -725,14 +725,24 @@ pub(crate) fn renamed(decision: &vsh_policy::Decision, effects: &[vsh_vfs::Effec
     if !manifest.flags.contains(&vsh_policy::RiskFlag::Rename) {
         return None;
     }
-    let all: Vec<(&vsh_types::VPath, &vsh_types::VPath)> = effects
-        .iter()
-        .filter_map(|effect| match effect {
-            vsh_vfs::Effect::Rename { from, to } => Some((from, to)),
-            _ => None,
-        })
-        .collect();
-    let renames = all.iter().take(LISTED).map(|(from, to)| format!("{from} -> {to}")).collect();
+    // A path the run made (written, or renamed into) and then renamed is
+    // a tool's temporary file saved over another (ux74 L4): said so.
+    let mut made = std::collections::HashSet::new();
+    let mut all: Vec<String> = Vec::new();
+    for effect in effects {
+        match effect {
+            vsh_vfs::Effect::Write(path) | vsh_vfs::Effect::Mkdir(path) => {
+                made.insert(path);
+            }
+            vsh_vfs::Effect::Rename { from, to } => {
+                let own = if made.contains(from) { " (a file this run made)" } else { "" };
+                all.push(format!("{from} -> {to}{own}"));
+                made.insert(to);
+            }
+            vsh_vfs::Effect::Remove(_) | vsh_vfs::Effect::SetMode(_) => {}
+        }
+    }
+    let renames = all.iter().take(LISTED).cloned().collect();
     (!all.is_empty()).then_some(Warning::Renamed { renames, total: all.len() })
 }
 
