@@ -853,13 +853,44 @@ impl VshServer {
 }
 
 /// What a run's result is told with: the server's bounds, whether it runs
-/// real commands, and the time the server allows a run and this one was given.
-#[derive(Clone, Copy)]
+/// real commands, and the budget the server allows a run and this one was given.
 struct RunReport {
     bounds: TextBounds,
     runs_commands: bool,
-    allowed: Duration,
-    given: Duration,
+    allowed: ExecutionBudget,
+    given: ExecutionBudget,
+}
+
+/// When the agent's own budget, lower than the server's, is what ended a
+/// run (`kind`): the advice to raise it, naming `budget`'s parameter (ux53
+/// for the time; ux74 M2: memory and output were sent to the operator).
+fn own_limit_advice(
+    kind: vsh::lower::vsh_monty::LimitKind,
+    given: &ExecutionBudget,
+    allowed: &ExecutionBudget,
+) -> Option<String> {
+    use vsh::lower::vsh_monty::LimitKind as K;
+    let bytes = |given: u64, allowed: u64, name: &str| {
+        (given < allowed).then(|| {
+            format!("the budget this call gave ({given} bytes) ended it; this server allows up to {allowed}: raise budget.{name}")
+        })
+    };
+    match kind {
+        K::Duration if given.max_duration < allowed.max_duration => Some(format!(
+            "the budget this call gave ({:.1} s) ended it; this server allows up to {:.1} s: raise budget.timeout_ms",
+            given.max_duration.as_secs_f64(),
+            allowed.max_duration.as_secs_f64()
+        )),
+        K::Memory => bytes(given.max_memory_bytes, allowed.max_memory_bytes, "max_memory_bytes"),
+        K::OutputBytes => bytes(given.max_output_bytes, allowed.max_output_bytes, "max_output_bytes"),
+        K::ReadBytes => bytes(given.max_read_bytes, allowed.max_read_bytes, "max_read_bytes"),
+        K::WriteBytes => bytes(given.max_write_bytes, allowed.max_write_bytes, "max_write_bytes"),
+        K::OsCalls if given.max_os_calls < allowed.max_os_calls => Some(format!(
+            "the budget this call gave ({} calls) ended it; this server allows up to {}: raise budget.max_os_calls",
+            given.max_os_calls, allowed.max_os_calls
+        )),
+        _ => None,
+    }
 }
 
 /// A run's (`vsh_run`, `vsh_rerun`) tool result: its bounded receipt, or
@@ -882,8 +913,7 @@ fn ran_result(runtime: &Runtime, ran: Result<vsh::Receipt, VshError>, report: Ru
     // it was sent to the operator for a flag serve has not).
     let acceptable = crate::failure::failure_keeps_changes(&error);
     advice.retain(|line| line != crate::failure::ACCEPT_FAILURE_ADVICE);
-    let own_time =
-        matches!(error.exceeded_limit(), Some(vsh::lower::vsh_monty::LimitKind::Duration)) && given < allowed;
+    let own_limit = error.exceeded_limit().and_then(|kind| own_limit_advice(kind, &given, &allowed));
     if let Some(instead) = crate::failure::monty_instead(&error) {
         // The agent's own program: the agent can fix it.
         document.hint = Some(format!(
@@ -905,13 +935,8 @@ fn ran_result(runtime: &Runtime, ran: Result<vsh::Receipt, VshError>, report: Ru
                      candidate of the workspace"
                 .to_owned(),
         );
-    } else if own_time {
-        document.hint = Some(format!(
-            "the budget this call gave ({:.1} s) ended it; this server allows up to {:.1} s: \
-                     raise budget.timeout_ms",
-            given.as_secs_f64(),
-            allowed.as_secs_f64()
-        ));
+    } else if let Some(own) = own_limit {
+        document.hint = Some(own);
     } else if document.hint.is_none() && !advice.is_empty() {
         document.hint =
             Some(format!("for the operator, who starts vsh serve: {}", advice.join("; ").replace("\nvsh:   ", "; ")));
@@ -1014,7 +1039,7 @@ impl VshServer {
         let runs_commands = self.options.commands.is_some();
         let run_cancel = cancel.clone();
         // What the server would have given: the agent's own budget may be what ended the run.
-        let (allowed, given) = (ceiling.max_duration, budget.max_duration);
+        let (allowed, given) = (ceiling.clone(), budget.clone());
         let result = self
             .blocking(&context.peer, move |runtime| {
                 let mut request = RunRequest::new(&code).with_mode(mode).with_detail(detail).with_language(language);
@@ -1266,8 +1291,7 @@ impl VshServer {
                     request = request.with_failure_accepted();
                 }
                 let ran = runtime.run_cancellable(&request, &run_cancel);
-                let given = budget.max_duration;
-                ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed: given, given })
+                ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed: budget.clone(), given: budget })
             })
             .await;
         watcher.abort();

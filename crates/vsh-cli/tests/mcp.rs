@@ -773,6 +773,9 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let lower = call(&client, "vsh_run", json!({"code": "print('x' * 100)", "budget": {"max_output_bytes": 10}})).await;
     assert!(lower.is_error && lower.document["kind"] == "execution", "{}", lower.document);
     assert!(lower.document["message"].as_str().unwrap().contains("output"), "{}", lower.document);
+    // Its own budget is the agent's to raise, not the operator's (ux74 M2).
+    let hint = lower.document["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains("raise budget.max_output_bytes") && !hint.contains("operator"), "{}", lower.text);
     a_failed_program_names_what_it_had_changed(&client).await;
     // A run its own budget's time ended is the agent's to give more (ux53).
     let short = call(&client, "vsh_run", json!({"code": "while True:\n    pass", "budget": {"timeout_ms": 300}})).await;
