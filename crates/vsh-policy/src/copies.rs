@@ -9,14 +9,103 @@
 /// The words a copy's name adds after its original's name (`secrets.bak`,
 /// `.aws_old`, `id_rsa-backup2`, `secrets - Copy`, `config.dpkg-old`,
 /// `.id_rsa.swp`), compared ignoring case.
-const COPY_WORDS: [&str; 30] = [
-    "bak", "backup", "old", "orig", "original", "save", "sav", "copy", "prev", "previous", "tmp", "new", "dist",
-    "rpmsave", "rpmnew", "rpmorig", "dpkg", "ucf", "swp", "swo", "swn", "autosave", "bkp", "bk", "back", "saved",
-    "archive", "last", "keep", "disabled",
+const COPY_WORDS: [&str; 68] = [
+    "bak",
+    "backup",
+    "old",
+    "orig",
+    "original",
+    "save",
+    "sav",
+    "copy",
+    "prev",
+    "previous",
+    "tmp",
+    "new",
+    "dist",
+    "rpmsave",
+    "rpmnew",
+    "rpmorig",
+    "dpkg",
+    "ucf",
+    "swp",
+    "swo",
+    "swn",
+    "swx",
+    "swa",
+    "un",
+    "autosave",
+    "bkp",
+    "bk",
+    "back",
+    "saved",
+    "archive",
+    "last",
+    "keep",
+    "disabled",
+    // Sync tools and merges (sec79 F1): Dropbox, OneDrive, git mergetool.
+    "conflict",
+    "conflicted",
+    "local",
+    "remote",
+    "base",
+    "merged",
+    "mine",
+    "theirs",
+    "desktop",
+    "laptop",
+    // Snapshots and archives of the original.
+    "before",
+    "pre",
+    "snapshot",
+    "stash",
+    "trash",
+    "deleted",
+    "moved",
+    "og",
+    "gz",
+    "tar",
+    "tgz",
+    "zip",
+    "bz2",
+    "xz",
+    "7z",
+    // Other languages' "copy" (Explorer, Finder, GNOME in their locales).
+    "kopie",
+    "copie",
+    "copia",
+    "kopia",
+    "cópia",
+    "копия",
+    "コピー",
+    "のコピー",
+    "副本",
+    "복사본",
 ];
 
-/// Prefixes a copy's name puts before its original's (`Copy of secrets`).
-const COPY_PREFIXES: [&str; 3] = ["copy of ", "copy_of_", "copy-of-"];
+/// Prefixes a copy's name puts before its original's (`Copy of secrets`),
+/// compared ignoring case.
+const COPY_PREFIXES: [&str; 10] = [
+    "copy of ",
+    "copy_of_",
+    "copy-of-",
+    "backup of ",
+    "kopie von ",
+    "copie de ",
+    "copia de ",
+    "copia di ",
+    "cópia de ",
+    "kopia ",
+];
+
+/// Words inside a parenthesis that make it a copy's mark, wherever in it
+/// (`credentials (John's conflicted copy 2026-01-01).json`,
+/// `.ssh (Case Conflict)`), compared ignoring case.
+const PARENTHESIZED: [&str; 8] = ["copy", "conflict", "kopie", "copie", "copia", "backup", "副本", "コピー"];
+
+/// Markers a sync tool puts between a copy's original name and the rest
+/// (Syncthing's `.sync-conflict-DATE-TIME-DEVICE`, `OneDrive`'s `-DESKTOP-ID`).
+const SYNC_MARKERS: [&str; 3] = [".sync-conflict-", "-DESKTOP-", "-LAPTOP-"];
 
 /// Words a copy's name puts before its original's, then a separator
 /// (`old-secrets`, `backup_id_rsa`, `old.ssh` of `.ssh`).
@@ -24,7 +113,12 @@ const PREFIX_WORDS: [&str; 8] = ["old", "backup", "bak", "bkp", "copy", "orig", 
 
 /// A character that separates a copy's suffix from its original's name.
 fn is_separator(c: char) -> bool {
-    matches!(c, '.' | '_' | '-' | ' ' | '~' | '(' | ')')
+    matches!(c, '.' | '_' | '-' | ' ' | '~' | '(' | ')' | '[' | ']' | '+' | '@' | ',')
+}
+
+/// Whether `text` equals `word`, ignoring case (any script's).
+fn same_word(text: &str, word: &str) -> bool {
+    text.eq_ignore_ascii_case(word) || (!word.is_ascii() && text.to_lowercase() == word.to_lowercase())
 }
 
 /// One convention's step back toward the original: `name` less one copy
@@ -38,9 +132,28 @@ fn step(name: &str) -> Option<&str> {
         return Some(rest);
     }
     for prefix in COPY_PREFIXES {
-        if name.len() > prefix.len() && name.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix)) {
+        if name.len() > prefix.len() && name.get(..prefix.len()).is_some_and(|head| same_word(head, prefix)) {
             return name.get(prefix.len()..);
         }
+    }
+    // `Copy (2) of name`.
+    if name.get(..6).is_some_and(|head| head.eq_ignore_ascii_case("copy ("))
+        && let Some(close) = name.find(") of ")
+        && name[6..close].bytes().all(|b| b.is_ascii_digit())
+    {
+        return name.get(close + 5..).filter(|rest| !rest.is_empty());
+    }
+    for marker in SYNC_MARKERS {
+        if let Some(at) = name.find(marker).filter(|at| *at > 0) {
+            return Some(&name[..at]);
+        }
+    }
+    // A parenthesis that says it is a copy: ` (John's conflicted copy 2026-01-01)`.
+    if name.ends_with(')')
+        && let Some(open) = name.rfind('(').filter(|open| *open > 0)
+        && PARENTHESIZED.iter().any(|word| name[open..].to_lowercase().contains(&word.to_lowercase()))
+    {
+        return Some(name[..open].trim_end_matches(is_separator)).filter(|stem| !stem.is_empty());
     }
     for word in PREFIX_WORDS {
         let Some(head) = name.get(..word.len()) else { continue };
@@ -72,7 +185,7 @@ fn step(name: &str) -> Option<&str> {
     let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit() || is_separator(c));
     COPY_WORDS.iter().find_map(|word| {
         let cut = trimmed.len().checked_sub(word.len())?;
-        if !trimmed.get(cut..)?.eq_ignore_ascii_case(word) {
+        if !same_word(trimmed.get(cut..)?, word) {
             return None;
         }
         let stem = trimmed.get(..cut)?.strip_suffix(is_separator)?;
@@ -96,10 +209,10 @@ fn stripped(name: &str) -> Option<&str> {
     (at.len() < name.len()).then_some(at)
 }
 
-/// Whether `name` is a Vim swap file's (`.name.swp`).
+/// Whether `name` is a Vim swap or undo file's (`.name.swp`, `.name.un~`).
 fn is_swap(name: &str) -> bool {
     name.len() > 4
-        && ["swp", "swo", "swn"]
+        && ["swp", "swo", "swn", "swx", "swa", "un~"]
             .iter()
             .any(|ext| name.get(name.len() - 3..).is_some_and(|end| end.eq_ignore_ascii_case(ext)))
 }
@@ -205,6 +318,27 @@ mod tests {
             ("credentials.json.rpmsave", &["credentials.json"]),
             (".netrc.dpkg-old", &[".netrc"]),
             ("secrets.2026-01-01T10:00:00Z", &["secrets"]),
+            // sec79 F1: other locales, sync tools, merges, undo files, more words.
+            ("secrets - Kopie", &["secrets"]),
+            ("secrets - Копия", &["secrets"]),
+            ("secrets - 副本", &["secrets"]),
+            ("credentials のコピー.json", &["credentials.json"]),
+            ("Kopie von secrets", &["secrets"]),
+            ("Copie de secrets", &["secrets"]),
+            ("credentials (John's conflicted copy 2026-01-01).json", &["credentials.json"]),
+            (".ssh (Case Conflict)", &[".ssh"]),
+            ("credentials.sync-conflict-20260101-120000-ABCDEFG.json", &["credentials", "credentials.json"]),
+            (".ssh.sync-conflict-20260101-120000-ABCDEFG", &[".ssh"]),
+            (".credentials.json.un~", &[".credentials.json", "credentials.json"]),
+            (".id_rsa.swx", &[".id_rsa", "id_rsa"]),
+            ("credentials_LOCAL_1234.json", &["credentials.json"]),
+            ("credentials-DESKTOP-ABC123.json", &["credentials", "credentials.json"]),
+            ("Copy (2) of id_rsa", &["id_rsa"]),
+            ("Backup of credentials.json", &["credentials.json"]),
+            (".ssh.bak.gz", &[".ssh"]),
+            (".ssh[1]", &[".ssh"]),
+            (".ssh+bak", &[".ssh"]),
+            ("secrets.zip", &["secrets"]),
             // Names that are no copy's.
             (".bak", &[]),
             ("~", &[]),

@@ -104,17 +104,32 @@ pub struct FileReview {
 /// Whether `c` can change how a reviewer reads the text around it without
 /// showing itself: a bidirectional control (the overrides, embeddings,
 /// isolates and marks, U+061C among them), a zero-width character (U+200B
-/// to U+200D, U+2060, U+FEFF) or a line or paragraph separator (U+2028,
-/// U+2029). Every review escapes them, as it does control characters.
+/// to U+200D, U+2060, U+FEFF), a line or paragraph separator (U+2028,
+/// U+2029), another format character (the soft hyphen, the invisible
+/// operators, the tag characters U+E0000 to U+E0FFF and the like) or a
+/// filler that draws nothing (U+3164, U+FFA0). Every review escapes them, as
+/// it does control characters. (Variation selectors are left: emoji use them.)
 pub fn hides_text(c: char) -> bool {
+    // Unicode's format characters (category Cf) and the separators that
+    // draw nothing (sec79 F3: a tag character hid in a path's line).
     matches!(
         c,
-        '\u{061c}'
+        '\u{00ad}'
+            | '\u{034f}'
+            | '\u{061c}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{17b4}'..='\u{17b5}'
+            | '\u{180e}'
             | '\u{200b}'..='\u{200f}'
             | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'
-            | '\u{2066}'..='\u{2069}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
             | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fffb}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
     )
 }
 
@@ -532,6 +547,17 @@ impl VirtualFs {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn characters_that_draw_nothing_are_told_from_those_that_do() {
+        for hidden in ['\u{202e}', '\u{200b}', '\u{00ad}', '\u{2064}', '\u{e0001}', '\u{e007f}', '\u{3164}', '\u{fffb}']
+        {
+            assert!(hides_text(hidden), "{:x}", u32::from(hidden));
+        }
+        for shown in ['a', 'é', '数', '\u{fe0f}', '\u{1f600}', ' '] {
+            assert!(!hides_text(shown), "{:x}", u32::from(shown));
+        }
+    }
+
     use std::sync::Arc;
 
     use super::*;
