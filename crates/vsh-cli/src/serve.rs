@@ -850,6 +850,33 @@ impl VshServer {
             Err(error) => failure(&ErrorDocument::other(ErrorKind::Other, &error)),
         }
     }
+
+    /// Run a program (`work`: `vsh_run`'s, `vsh_rerun`'s) on the blocking
+    /// pool, cancelled by the client's `notifications/cancelled` and
+    /// reporting progress until `deadline` when the request carries a
+    /// token; a cancelled run's result says it was stopped.
+    async fn cancellable_run(
+        &self,
+        context: &RequestContext<RoleServer>,
+        tool: &'static str,
+        deadline: Duration,
+        work: impl FnOnce(&Runtime, &ExecutionCancellation) -> CallToolResult + Send + 'static,
+    ) -> CallToolResult {
+        let cancel = ExecutionCancellation::new();
+        let watcher = follow_cancellation(context, &cancel);
+        let progress =
+            context.meta.get_progress_token().map(|token| report_progress(context.peer.clone(), token, deadline));
+        let run_cancel = cancel.clone();
+        let result = self.blocking(&context.peer, move |runtime| work(runtime, &run_cancel)).await;
+        watcher.abort();
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        if cancel.is_cancelled() {
+            return cancelled(context, tool, "the run was stopped and nothing was stored");
+        }
+        result
+    }
 }
 
 /// What a run's result is told with: the server's bounds, whether it runs
@@ -1029,39 +1056,24 @@ impl VshServer {
             Ok(budget) => budget,
             Err(message) => return refused(message),
         };
-        let cancel = ExecutionCancellation::new();
-        let watcher = follow_cancellation(&context, &cancel);
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| report_progress(context.peer.clone(), token, budget.max_duration));
         let bounds = self.options.bounds;
         let runs_commands = self.options.commands.is_some();
-        let run_cancel = cancel.clone();
         // What the server would have given: the agent's own budget may be what ended the run.
         let (allowed, given) = (ceiling.clone(), budget.clone());
-        let result = self
-            .blocking(&context.peer, move |runtime| {
-                let mut request = RunRequest::new(&code).with_mode(mode).with_detail(detail).with_language(language);
-                request = request.with_budget(budget);
-                if let Some(intent) = &params.intent {
-                    request = request.with_intent(intent);
-                }
-                if params.accept_failure == Some(true) {
-                    request = request.with_failure_accepted();
-                }
-                let ran = runtime.run_cancellable(&request, &run_cancel);
-                ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed, given })
-            })
-            .await;
-        watcher.abort();
-        if let Some(progress) = progress {
-            progress.abort();
-        }
-        if cancel.is_cancelled() {
-            return cancelled(&context, "vsh_run", "the run was stopped and nothing was stored");
-        }
-        result
+        let deadline = budget.max_duration;
+        self.cancellable_run(&context, "vsh_run", deadline, move |runtime, run_cancel| {
+            let mut request = RunRequest::new(&code).with_mode(mode).with_detail(detail).with_language(language);
+            request = request.with_budget(budget);
+            if let Some(intent) = &params.intent {
+                request = request.with_intent(intent);
+            }
+            if params.accept_failure == Some(true) {
+                request = request.with_failure_accepted();
+            }
+            let ran = runtime.run_cancellable(&request, run_cancel);
+            ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed, given })
+        })
+        .await
     }
 
     /// A stored transaction's review.
@@ -1249,59 +1261,43 @@ impl VshServer {
             Ok(detail) => detail,
             Err(refusal) => return refusal,
         };
-        let cancel = ExecutionCancellation::new();
-        let watcher = follow_cancellation(&context, &cancel);
         let (budget, command_budget) = (self.options.budget.clone(), self.options.command_budget.clone());
         let longest = budget.max_duration.max(command_budget.max_duration);
-        let progress =
-            context.meta.get_progress_token().map(|token| report_progress(context.peer.clone(), token, longest));
         let bounds = self.options.bounds;
         let runs_commands = self.options.commands.is_some();
-        let run_cancel = cancel.clone();
-        let result = self
-            .blocking(&context.peer, move |runtime| {
-                let id = match runtime.resolve(&params.transaction) {
-                    Ok(id) => id,
-                    Err(error) => return transaction_failure(&error),
-                };
-                let stored = match runtime.program_to_run_again(id) {
-                    Ok(stored) => stored,
-                    Err(error) => return transaction_failure(&error),
-                };
-                if let Some(why) =
-                    rerun_refusal(runtime, id, stored.as_ref(), runs_commands, params.again == Some(true))
-                {
-                    return refused(why);
-                }
-                let Some(stored) = stored else { return refused("no stored program".to_owned()) };
-                // The budget `vsh_run` gives a run of the same kind.
-                let reaches_commands = stored.language == vsh::Language::Command
-                    || stored.language == vsh::Language::Monty && runs_commands;
-                let budget = if reaches_commands { command_budget } else { budget };
-                let mut request = RunRequest::new(&stored.code)
-                    .with_language(stored.language)
-                    .with_mode(mode)
-                    .with_detail(detail)
-                    .with_budget(budget.clone())
-                    .with_rerun_of(id);
-                if !stored.intent.is_empty() {
-                    request = request.with_intent(&stored.intent);
-                }
-                if params.accept_failure == Some(true) {
-                    request = request.with_failure_accepted();
-                }
-                let ran = runtime.run_cancellable(&request, &run_cancel);
-                ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed: budget.clone(), given: budget })
-            })
-            .await;
-        watcher.abort();
-        if let Some(progress) = progress {
-            progress.abort();
-        }
-        if cancel.is_cancelled() {
-            return cancelled(&context, "vsh_rerun", "the run was stopped and nothing was stored");
-        }
-        result
+        self.cancellable_run(&context, "vsh_rerun", longest, move |runtime, run_cancel| {
+            let id = match runtime.resolve(&params.transaction) {
+                Ok(id) => id,
+                Err(error) => return transaction_failure(&error),
+            };
+            let stored = match runtime.program_to_run_again(id) {
+                Ok(stored) => stored,
+                Err(error) => return transaction_failure(&error),
+            };
+            if let Some(why) = rerun_refusal(runtime, id, stored.as_ref(), runs_commands, params.again == Some(true)) {
+                return refused(why);
+            }
+            let Some(stored) = stored else { return refused("no stored program".to_owned()) };
+            // The budget `vsh_run` gives a run of the same kind.
+            let reaches_commands =
+                stored.language == vsh::Language::Command || stored.language == vsh::Language::Monty && runs_commands;
+            let budget = if reaches_commands { command_budget } else { budget };
+            let mut request = RunRequest::new(&stored.code)
+                .with_language(stored.language)
+                .with_mode(mode)
+                .with_detail(detail)
+                .with_budget(budget.clone())
+                .with_rerun_of(id);
+            if !stored.intent.is_empty() {
+                request = request.with_intent(&stored.intent);
+            }
+            if params.accept_failure == Some(true) {
+                request = request.with_failure_accepted();
+            }
+            let ran = runtime.run_cancellable(&request, run_cancel);
+            ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed: budget.clone(), given: budget })
+        })
+        .await
     }
 
     /// Wait for an operator's decision on work waiting for one.
