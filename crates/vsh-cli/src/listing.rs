@@ -91,15 +91,25 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
         }
         if rows.len() > 1 {
             // A long queue's shape in one line (ux57 #5).
-            let count = |state: vsh::TransactionState| rows.iter().filter(|row| row.record.state == state).count();
+            // Work made under a policy since replaced is counted apart: it can
+            // never be approved or committed (ux74 L6: it counted as "to commit").
+            let count = |state: vsh::TransactionState| {
+                rows.iter().filter(|row| row.record.state == state && !row.policy_changed).count()
+            };
             let interrupted = count(vsh::TransactionState::RecoveryRequired);
+            let replaced = rows.iter().filter(|row| row.policy_changed).count();
             println!(
-                "{} waiting: {} pending approval, {} approved, {} auto-approved (to commit){}",
+                "{} waiting: {} pending approval, {} approved, {} auto-approved (to commit){}{}",
                 rows.len(),
                 count(vsh::TransactionState::PendingApproval),
                 count(vsh::TransactionState::Approved),
                 count(vsh::TransactionState::AutoApproved),
-                if interrupted > 0 { format!(", {interrupted} interrupted (to recover)") } else { String::new() }
+                if interrupted > 0 { format!(", {interrupted} interrupted (to recover)") } else { String::new() },
+                if replaced > 0 {
+                    format!(", {replaced} made under a policy since replaced (to run again)")
+                } else {
+                    String::new()
+                }
             );
         }
     }

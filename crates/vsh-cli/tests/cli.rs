@@ -1286,6 +1286,12 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     let pending = vsh(&["pending", "--workspace", ws], None);
     let table = String::from_utf8_lossy(&pending.stdout);
     assert!(!table.lines().any(|row| row.starts_with(&new_id[..12]) && row.contains("policy-changed")), "{table}");
+    // The count line counts the work made under the old policy apart: it is
+    // never approved nor committed (ux74 L6: it counted as to commit).
+    assert!(
+        table.contains("3 waiting: 1 pending approval, 0 approved, 0 auto-approved (to commit), 2 made under a policy since replaced"),
+        "{table}"
+    );
     assert_eq!(vsh(&["approve", &new_id[..8], "--workspace", ws], None).status.code(), Some(0));
     assert_eq!(vsh(&["commit", &new_id[..8], "--workspace", ws], None).status.code(), Some(0));
     assert!(!dir.path().join("old.txt").exists());
