@@ -1503,23 +1503,30 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 // Made under a policy since replaced, whatever it waits for.
                 _ if runtime.decided_under_another_policy(id) || matches!(error, VshError::PolicyChanged(_)) => {
                     document.hint = Some(policy_replaced_advice(runtime, id));
+                    if !operators_own(runtime, id) {
+                        document.next = Some(format!("vsh_rerun {}", id.short()));
+                    }
                 }
                 VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => {
                     document.hint = Some(format!(
                         "awaiting approval: the operator runs `vsh approve {0}`; vsh_wait {0} waits for it",
                         id.short()
                     ));
+                    document.next = Some(format!("vsh_wait {}", id.short()));
                 }
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
-                    document.hint = Some(format!("the workspace changed: {}", make_again(runtime, id)));
+                    let (again, call) = make_again(runtime, id);
+                    document.hint = Some(format!("the workspace changed: {again}"));
+                    document.next = Some(call);
                 }
                 // Asked again after it went stale, or after it lapsed (ux58 5).
                 VshError::NotCommittable { state: TransactionState::Stale, .. } => {
+                    let (again, call) = make_again(runtime, id);
                     document.hint = Some(format!(
                         "it went stale: the workspace changed under what it read or changed since it was made (the \
-                         call that found it stale named the paths), so it can never be committed: {}",
-                        make_again(runtime, id)
+                         call that found it stale named the paths), so it can never be committed: {again}"
                     ));
+                    document.next = Some(call);
                 }
                 // The operator said no: theirs to decide again, not the
                 // agent's to run again (ux73 H1: following the hint, an
@@ -1532,7 +1539,9 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                     );
                 }
                 VshError::NotCommittable { state: TransactionState::Expired | TransactionState::Failed, .. } => {
-                    document.hint = Some(format!("it can never be committed now: {}", make_again(runtime, id)));
+                    let (again, call) = make_again(runtime, id);
+                    document.hint = Some(format!("it can never be committed now: {again}"));
+                    document.next = Some(call);
                 }
                 _ => {}
             }
@@ -1784,10 +1793,13 @@ fn receipt_detail(given: Option<&str>) -> Result<vsh::ReceiptDetail, CallToolRes
 /// How stale or lapsed work `id` is made again: its program run again with
 /// `vsh_rerun`, or, for a revert (which has none), its original reverted
 /// again (ux73 H2: a stale revert was sent to `vsh_rerun`, which refuses it).
-fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> String {
-    match runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
-        Some(of) => format!("revert it again with vsh_revert {}", of.get(..12).unwrap_or(of)),
-        None => format!("run the program again with vsh_rerun {}", id.short()),
+fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> (String, String) {
+    if let Some(of) = runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
+        let call = format!("vsh_revert {}", of.get(..12).unwrap_or(of));
+        (format!("revert it again with {call}"), call)
+    } else {
+        let call = format!("vsh_rerun {}", id.short());
+        (format!("run the program again with {call}"), call)
     }
 }
 

@@ -123,6 +123,7 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
         "{}",
         refused.document
     );
+    assert_eq!(refused.document["next"], json!(format!("vsh_wait {}", &pending_id[..12])), "{}", refused.document);
     assert!(ws.join("a.txt").exists());
     the_agent_waits_for_the_operators_approval(&client, &ws, &key, &pending_id).await;
     an_agent_never_runs_again_what_the_operator_rejected(&client, &ws, &key).await;
@@ -334,6 +335,7 @@ async fn a_stale_revert_is_reverted_again(client: &rmcp::Peer<rmcp::RoleClient>,
     let again = format!("vsh_revert {}", &id[..12]);
     let hint = refused.document["hint"].as_str().unwrap_or_default();
     assert!(refused.is_error && hint.contains(&again) && !hint.contains("vsh_rerun"), "{}", refused.text);
+    assert_eq!(refused.document["next"], json!(again), "{}", refused.document);
     let asked_again = call(client, "vsh_commit", json!({"transaction": &revert[..8]})).await;
     let hint = asked_again.document["hint"].as_str().unwrap_or_default();
     assert!(hint.contains(&again) && !hint.contains("vsh_rerun"), "{}", asked_again.text);
@@ -678,6 +680,8 @@ async fn a_stale_commit_says_what_changed_and_runs_again(client: &rmcp::Peer<rmc
     let stale_id = read.document["transaction"].as_str().unwrap();
     let rerun_it = format!("vsh_rerun {}", &stale_id[..12]);
     assert!(again.is_error && hint.contains("went stale") && hint.contains(&rerun_it), "{}", again.text);
+    // As one call too, as a receipt's `next` (ux73 M1).
+    assert_eq!((&stale.document["next"], &again.document["next"]), (&json!(rerun_it), &json!(rerun_it)));
     // Its review names the same next step (ux63 5: null).
     let shown = call(client, "vsh_show", json!({"transaction": stale_id})).await;
     assert_eq!(shown.document["receipt"]["next"], rerun_it, "{}", shown.document);
@@ -1195,6 +1199,7 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     // line's `vsh rerun`): in the commit's hint, its review and the pending
     // list (ux51).
     let hint = commit.document["hint"].as_str().unwrap_or_default();
+    assert_eq!(commit.document["next"], json!(format!("vsh_rerun {}", &before_id[..12])), "{}", commit.document);
     assert!(
         hint.contains(&format!("vsh_rerun {}", &before_id[..12])) && !hint.contains("vsh rerun"),
         "{}",

@@ -104,6 +104,11 @@ pub struct ErrorDocument {
     /// 0123abcd...`), else the advice the text gives, as sentences (raise a
     /// limit with its option, give a program's directory with `--tool`).
     pub hint: Option<String>,
+    /// The next step as one call, where there is one: over MCP the agent's
+    /// own tool with the transaction (`vsh_rerun 0123abcd...`, `vsh_wait
+    /// ...`), as a receipt's `next` (ux73 M1: only `hint`'s prose said it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
     /// What the operator should know about the failed run, as a receipt's
     /// warnings (its looks at paths the policy hides, which may be why it
     /// failed).
@@ -164,6 +169,7 @@ impl ErrorDocument {
             denied: Vec::new(),
             denied_total: None,
             hint: None,
+            next: None,
             warnings: Vec::new(),
         }
     }
