@@ -1609,8 +1609,28 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     }
     // Work made under a replaced policy is never committed: nothing is next.
     document.receipt.next = agent_next(&receipt).filter(|_| !replaced);
+    // Work another run of which is committed or waiting is not run again:
+    // that run is what to look at (ux73 L7: `next` said vsh_rerun, refused).
+    let done = document
+        .receipt
+        .next
+        .as_deref()
+        .is_some_and(|next| next.starts_with("vsh_rerun "))
+        .then(|| crate::failure::live_rerun(runtime, id))
+        .flatten();
+    if let Some(done) = &done {
+        document.receipt.next = Some(format!("vsh_show {}", done.id.short()));
+    }
     let advice = replaced.then(|| policy_replaced_advice(runtime, id));
     let mut summary = receipt_summary(&receipt, &document.receipt, advice.as_deref());
+    if let Some(done) = &done {
+        let _ = write!(
+            summary,
+            "\nanother run of this work, {0}, is {1}: running it again would do that work twice; vsh_show {0} shows it",
+            done.id.short(),
+            done.state.name()
+        );
+    }
     // What the review left without hunks for its size is said, with how to get it.
     let left_out: Vec<&str> = document
         .receipt

@@ -716,6 +716,16 @@ async fn stale_work_runs_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path,
     // Once more would do that work twice: refused, unless asked again.
     let twice = call(client, "vsh_rerun", json!({"transaction": stale_id})).await;
     assert!(twice.is_error && twice.text.contains("again=true") && twice.text.contains("committed"), "{}", twice.text);
+    // The stale work's review now points at the run that landed, not at a
+    // rerun it would refuse (ux73 L7).
+    let shown = call(client, "vsh_show", json!({"transaction": stale_id})).await;
+    let landed = rerun.document["transaction"].as_str().unwrap();
+    assert_eq!(shown.document["receipt"]["next"], json!(format!("vsh_show {}", &landed[..12])), "{}", shown.document);
+    assert!(
+        shown.text.contains(&format!("another run of this work, {}, is committed", &landed[..12])),
+        "{}",
+        shown.text
+    );
     // Nor is work that is itself committed run again (sec78 F4).
     let made_id = rerun.document["transaction"].as_str().unwrap();
     let itself = call(client, "vsh_rerun", json!({"transaction": made_id})).await;
