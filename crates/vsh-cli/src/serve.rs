@@ -991,12 +991,8 @@ impl VshServer {
         Parameters(params): Parameters<RunParams>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let mode = match run_mode(params.mode.as_deref()) {
-            Ok(mode) => mode,
-            Err(refusal) => return refusal,
-        };
-        let detail = match receipt_detail(params.detail.as_deref()) {
-            Ok(detail) => detail,
+        let (mode, detail) = match run_and_detail(params.mode.as_deref(), params.detail.as_deref()) {
+            Ok(chosen) => chosen,
             Err(refusal) => return refusal,
         };
         let (code, given_as_json) = match &params.code {
@@ -1253,12 +1249,8 @@ impl VshServer {
         Parameters(params): Parameters<RerunParams>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let mode = match run_mode(params.mode.as_deref()) {
-            Ok(mode) => mode,
-            Err(refusal) => return refusal,
-        };
-        let detail = match receipt_detail(params.detail.as_deref()) {
-            Ok(detail) => detail,
+        let (mode, detail) = match run_and_detail(params.mode.as_deref(), params.detail.as_deref()) {
+            Ok(chosen) => chosen,
             Err(refusal) => return refusal,
         };
         let (budget, command_budget) = (self.options.budget.clone(), self.options.command_budget.clone());
@@ -1801,6 +1793,11 @@ fn transaction_failure(error: &VshError) -> CallToolResult {
 
 /// A tool's `mode`: `preview` (the default) or `auto`; anything else is
 /// the call's refusal.
+/// A run's `mode` and `detail` (`vsh_run`'s, `vsh_rerun`'s), or the refusal of either.
+fn run_and_detail(mode: Option<&str>, detail: Option<&str>) -> Result<(RunMode, vsh::ReceiptDetail), CallToolResult> {
+    Ok((run_mode(mode)?, receipt_detail(detail)?))
+}
+
 fn receipt_detail(given: Option<&str>) -> Result<vsh::ReceiptDetail, CallToolResult> {
     match given {
         Some("compact") => Ok(vsh::ReceiptDetail::Compact),

@@ -237,20 +237,32 @@ pub(crate) fn originals(name: &str) -> Vec<String> {
             add(undotted);
         }
     }
-    if let Some(dot) = name.rfind('.').filter(|dot| *dot > 0) {
-        let (stem, extension) = (&name[..dot], &name[dot + 1..]);
-        // A dot after a separator begins a dotfile's name (`Copy of .ssh`), no extension.
-        let plain = (1..=10).contains(&extension.len())
-            && extension.bytes().all(|b| b.is_ascii_alphanumeric())
-            && !stem.ends_with([' ', '.', '_', '-']);
-        if plain
-            && !COPY_WORDS.iter().any(|word| extension.eq_ignore_ascii_case(word))
-            && let Some(original) = stripped(stem)
-        {
-            add(&format!("{original}.{extension}"));
-        }
+    if let Some((stem, extension)) = before_extension(name)
+        && let Some(original) = stripped(stem)
+    {
+        add(&format!("{original}.{extension}"));
     }
     found
+}
+
+/// `name`'s stem and plain extension (1 to 10 ASCII letters and digits, no
+/// copy word), where a copy's suffix may stand before it (`credentials
+/// copy.json`); `None` for a name without one.
+fn before_extension(name: &str) -> Option<(&str, &str)> {
+    let dot = name.rfind('.').filter(|dot| *dot > 0)?;
+    let (stem, extension) = (&name[..dot], &name[dot + 1..]);
+    // A dot after a separator begins a dotfile's name (`Copy of .ssh`), no extension.
+    let plain = (1..=10).contains(&extension.len())
+        && extension.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !stem.ends_with([' ', '.', '_', '-'])
+        && !COPY_WORDS.iter().any(|word| extension.eq_ignore_ascii_case(word));
+    plain.then_some((stem, extension))
+}
+
+/// Whether `name` is a copy's ([`originals`] not empty), allocating nothing:
+/// what every authorization asks of each name first.
+pub(crate) fn is_copy(name: &str) -> bool {
+    stripped(name).is_some() || before_extension(name).is_some_and(|(stem, _)| stripped(stem).is_some())
 }
 
 /// The paths `components` (a path's names) may be a copy of: each name that
@@ -372,6 +384,7 @@ mod tests {
             ("naïve copy.txt", &["naïve.txt"]),
         ] {
             assert_eq!(originals(copy), expected.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>(), "{copy}");
+            assert_eq!(is_copy(copy), !expected.is_empty(), "{copy}");
         }
     }
 

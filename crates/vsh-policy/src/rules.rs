@@ -885,6 +885,10 @@ fn canonical_rules(rules: Vec<ProtectedRule>) -> Vec<ProtectedRule> {
 
 /// The paths `path` may be a copy of ([`crate::copies::original_paths`]).
 fn originals_of(path: &VPath) -> Vec<String> {
+    // Most paths name no copy: nothing is allocated for them.
+    if !path.components().any(crate::copies::is_copy) {
+        return Vec::new();
+    }
     let components: Vec<&str> = path.components().collect();
     crate::copies::original_paths(&components)
 }

@@ -357,15 +357,14 @@ pub(crate) fn undone_creations(
     if !matches!(records.get(reverted), Ok(Some(record)) if record.state == TransactionState::Committed) {
         return Vec::new();
     }
-    let auto_approved = records
-        .stored_receipt(reverted, TransactionState::Committed)
-        .is_ok_and(|stored| matches!(stored.receipt.decision, vsh_policy::Decision::AutoApproved));
-    if !auto_approved {
+    // One read of its artifact: the decision and the diff (the receipt's changes).
+    let Ok(stored) = records.stored_receipt(reverted, TransactionState::Committed) else { return Vec::new() };
+    if !matches!(stored.receipt.decision, vsh_policy::Decision::AutoApproved) {
         return Vec::new();
     }
-    let Ok(made) = records.stored_diff(reverted) else { return Vec::new() };
-    let made: std::collections::HashMap<&vsh_types::VPath, &NodeState> = made
-        .entries()
+    let made: std::collections::HashMap<&vsh_types::VPath, &NodeState> = stored
+        .receipt
+        .changes
         .iter()
         .filter(|entry| entry.before.is_none())
         .filter_map(|entry| entry.after.as_ref().map(|after| (&entry.path, after)))
