@@ -150,8 +150,9 @@ pub(crate) enum Command {
     Approve(ApproveArgs),
     /// Reject a transaction that waits: pending, approved or an auto-approved
     /// preview (one already rejected, denied, expired, stale or failed is
-    /// left as it is: exit 0). `discard` is another name for it, as MCP's
-    /// `vsh_discard` is.
+    /// left as it is: exit 0), with every other run of the same work (`vsh
+    /// rerun`) that could still commit, each named. `discard` is another name
+    /// for it (MCP's `vsh_discard` rejects the one run it names).
     #[command(visible_alias = "discard")]
     Reject(Stored),
     /// Commit an approved transaction or an auto-approved preview, exactly

@@ -207,11 +207,7 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
 /// `None` when the store cannot say.
 pub(crate) fn live_rerun(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> Option<vsh::TransactionRecord> {
     use vsh::TransactionState as S;
-    let origin = runtime.rerun_origin(transaction).ok()?;
-    let mut lineage = runtime.reruns_of(origin).ok()?;
-    if origin != transaction {
-        lineage.insert(0, runtime.transaction(origin).ok()??);
-    }
+    let lineage = runtime.runs_of_same_work(transaction).ok()?;
     lineage.into_iter().rev().filter(|record| record.id != transaction).find(|record| {
         matches!(
             record.state,

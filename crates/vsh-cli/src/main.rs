@@ -2132,7 +2132,19 @@ fn reject_command(
         Ok(record) => record,
         Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Rejected, .. })) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
-            return print_settled_again(runtime, &record, json, output, now, "rejected", "nothing changed");
+            // Its other runs are rejected with it, also when it was
+            // rejected before they were made.
+            let also = runtime.reject_other_runs(id, now)?;
+            if also.is_empty() {
+                return print_settled_again(runtime, &record, json, output, now, "rejected", "nothing changed");
+            }
+            if json {
+                print_record_with(runtime, &record, &also)?;
+            } else if !output.quiet {
+                println!("{}  already rejected {}", record.id, render::relative(record.updated_ms, now));
+                print_also_rejected(&also);
+            }
+            return Ok(EXIT_OK);
         }
         Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Committed, .. })) => {
             return Err(format!(
@@ -2167,12 +2179,23 @@ fn reject_command(
         }
         Err(error) => return Err(error.into()),
     };
+    // The operator said no to the work: every run of it that could still
+    // commit goes with it (sec79 F2).
+    let also = runtime.reject_other_runs(id, now)?;
     if json {
-        print_record(runtime, &record)?;
+        print_record_with(runtime, &record, &also)?;
     } else if !output.quiet {
         println!("{}  {}", record.id, record.state.name());
+        print_also_rejected(&also);
     }
     Ok(EXIT_OK)
+}
+
+/// `vsh reject`'s lines for the other runs of the same work it rejected.
+fn print_also_rejected(also: &[vsh::TransactionRecord]) {
+    for record in also {
+        println!("{}  rejected with it: a run of the same program (vsh rerun)", record.id);
+    }
 }
 
 /// A decision asked for again (a second commit, a second reject): the
@@ -2199,11 +2222,21 @@ pub(crate) fn print_record(
     runtime: &Runtime,
     record: &vsh::TransactionRecord,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    print_record_with(runtime, record, &[])
+}
+
+/// [`print_record`], naming the other runs of the same work rejected with it.
+fn print_record_with(
+    runtime: &Runtime,
+    record: &vsh::TransactionRecord,
+    also_rejected: &[vsh::TransactionRecord],
+) -> Result<(), Box<dyn std::error::Error>> {
     let receipt = runtime.show(record.id)?;
     let stored = runtime.stored_program(record.id)?;
     let document = render::record_document(record, receipt.as_ref(), stored.as_ref())
         .with_approver_name(show::approver_name(runtime, record));
-    println!("{}", serde_json::to_string_pretty(&vsh::document::RecordDocument::new(document))?);
+    let document = vsh::document::RecordDocument::new(document).with_also_rejected(also_rejected);
+    println!("{}", serde_json::to_string_pretty(&document)?);
     Ok(())
 }
 

@@ -1847,6 +1847,21 @@ fn rerun_refusal(
              again by an agent; ask the operator (who can run it again with vsh rerun {short})"
         ));
     }
+    // So was another run of the same work: a run of this one would be that
+    // work once more (sec79 F2: a rerun of the stale first run of rejected
+    // work).
+    if let Some(rejected) = runtime
+        .runs_of_same_work(id)
+        .ok()
+        .and_then(|runs| runs.into_iter().rev().find(|run| run.state == TransactionState::Rejected))
+    {
+        return Some(format!(
+            "another run of the work of {short}, {0}, was rejected by an operator (or discarded with vsh_discard): \
+             the work is not to be run again by an agent; ask the operator (who can run it again with vsh rerun \
+             {short})",
+            rejected.id.short()
+        ));
+    }
     // Work the operator ran under a policy of their own: its program is
     // theirs, which vsh_show does not give an agent (sec78 F3: a rerun's
     // error and stored program gave it).

@@ -2682,6 +2682,57 @@ fn a_rerun_of_a_rerun_is_the_same_work() {
     assert!(pending.contains(&first[..12]) && !pending.contains("rerun of"), "{pending}");
 }
 
+/// sec79 F2: an operator's rejection covered the transaction named, not a
+/// run of the same program an agent had made before it (`rerun --again`),
+/// which was approved and committed afterwards. A rejection rejects every
+/// run of the same work that could still commit, and names them; rejecting
+/// again after another run was made rejects that one too.
+#[test]
+fn a_rejection_rejects_every_run_of_the_same_work() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let first =
+        id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('old.txt').unlink()")));
+    let sibling = id_of(&vsh(&["rerun", &first, "--again", "--workspace", ws], None));
+    let unrelated =
+        id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('old.txt').unlink()")));
+    let state = |id: &str| {
+        let json: serde_json::Value =
+            serde_json::from_slice(&vsh(&["show", id, "--workspace", ws, "--json"], None).stdout).unwrap();
+        json["record"]["state"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(state(&sibling), "pending-approval");
+    let reject = vsh(&["reject", &first, "--workspace", ws, "--json"], None);
+    assert_eq!(reject.status.code(), Some(0), "{}", String::from_utf8_lossy(&reject.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&reject.stdout).unwrap();
+    assert_eq!(json["also_rejected"], serde_json::json!([sibling]), "{json}");
+    assert_eq!(
+        (state(&first), state(&sibling), state(&unrelated)),
+        ("rejected".into(), "rejected".into(), "pending-approval".into())
+    );
+    assert_eq!(vsh(&["approve", &sibling, "--workspace", ws], None).status.code(), Some(1));
+    rejected_work_is_no_next_step(ws, &sibling);
+    // The --again run just made (above) is rejected by a second rejection.
+    let last = vsh(&["pending", "--workspace", ws, "--json"], None);
+    let json: serde_json::Value = serde_json::from_slice(&last.stdout).unwrap();
+    let open: Vec<String> = json["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["state"] == "pending-approval" && row["transaction"] != unrelated.as_str())
+        .map(|row| row["transaction"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(open.len(), 1, "{json}");
+    let again = vsh(&["reject", &first, "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(said.contains("already rejected"), "{said}");
+    assert!(said.contains(&format!("{}  rejected with it: a run of the same program", open[0])), "{said}");
+    assert_eq!(state(&open[0]), "rejected");
+    assert_eq!(state(&unrelated), "pending-approval");
+    assert!(dir.path().join("old.txt").exists());
+}
+
 #[test]
 fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     let dir = tempfile::tempdir().unwrap();

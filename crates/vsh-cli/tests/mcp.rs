@@ -237,6 +237,7 @@ async fn an_agent_never_runs_again_what_the_operator_rejected(
         assert!(again.is_error && again.text.contains("rejected by an operator"), "{}", again.text);
     }
     assert!(!ws.join("danger.txt").exists());
+    a_rejection_covers_every_run_of_the_work(client, ws, key).await;
     // A wait for it says why there is nothing to wait for (ux74 L7).
     let waited = call(client, "vsh_wait", json!({"transaction": id})).await;
     assert!(waited.text.starts_with("nothing to wait for: it was rejected (by an operator"), "{}", waited.text);
@@ -254,6 +255,46 @@ async fn an_agent_never_runs_again_what_the_operator_rejected(
     assert!(started.elapsed() < std::time::Duration::from_secs(15), "it ended once stale: {}", waited.text);
     assert_eq!(waited.document["receipt"]["state"], "stale", "{}", waited.text);
     assert!(!waited.text.starts_with("still waiting"), "{}", waited.text);
+}
+
+/// sec79 F2: an operator's rejection covered the one transaction named,
+/// and a run of the same work the agent had made before it
+/// (`again=true`) committed afterwards; so could a run made after it from
+/// an earlier, committed run. The rejection rejects every run that could
+/// still commit, and `vsh_rerun` refuses work any run of which was rejected.
+async fn a_rejection_covers_every_run_of_the_work(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, key: &Path) {
+    let program = "from pathlib import Path\np = Path('log.txt')\np.write_text((p.read_text() if p.exists() else '') + 'entry\\n')";
+    let first = call(client, "vsh_run", json!({"code": program})).await;
+    let first = first.document["transaction"].as_str().unwrap().to_owned();
+    assert!(!call(client, "vsh_commit", json!({"transaction": first})).await.is_error);
+    let rerun = |again: bool| {
+        let first = first.clone();
+        async move { call(client, "vsh_rerun", json!({"transaction": first, "again": again})).await }
+    };
+    let second = rerun(true).await;
+    assert_eq!(second.document["state"], "auto-approved", "{}", second.text);
+    let second = second.document["transaction"].as_str().unwrap().to_owned();
+    let third = rerun(true).await.document["transaction"].as_str().unwrap().to_owned();
+    let rejected = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["reject", &second, "--workspace"])
+        .arg(ws)
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", key)
+        .output()
+        .unwrap();
+    assert_eq!(rejected.status.code(), Some(0), "{}", String::from_utf8_lossy(&rejected.stderr));
+    let said = String::from_utf8_lossy(&rejected.stdout);
+    assert!(said.contains(&format!("{third}  rejected with it")), "{said}");
+    let commit = call(client, "vsh_commit", json!({"transaction": third})).await;
+    assert!(commit.is_error, "{}", commit.text);
+    let again = rerun(true).await;
+    assert!(
+        again.is_error && again.text.contains(&format!("another run of the work of {}", &first[..12])),
+        "{}",
+        again.text
+    );
+    assert!(again.text.contains("was rejected by an operator"), "{}", again.text);
+    assert_eq!(std::fs::read_to_string(ws.join("log.txt")).unwrap(), "entry\n");
 }
 
 /// This connection reads `u.txt`; the user edits it; a whole-file write

@@ -732,21 +732,31 @@ impl Runtime {
         detached(py, || runtime.discard_preview(id))?.map_err(|error| py_error(py, &error, &[]))
     }
 
-    /// Reject a transaction: it can never be committed. The record, as a
-    /// dict. Rejecting it again changes nothing and returns the record.
+    /// Reject a transaction: it can never be committed, nor can any other
+    /// run of the same work (`vsh rerun`) that still could: those are
+    /// rejected with it, listed under `also_rejected`. The record, as a
+    /// dict. Rejecting it again changes nothing else and returns the record.
     fn reject(&self, py: Python<'_>, transaction: &str) -> PyResult<Py<PyAny>> {
         let id = self.resolve(py, transaction)?;
         let runtime = Arc::clone(&self.inner);
-        match detached(py, || runtime.reject(id, now_ms()))? {
-            Ok(record) => record_dict(py, &record),
-            Err(vsh::VshError::Store(vsh::lower::vsh_store::StoreError::WrongState {
-                state: TransactionState::Rejected,
-                ..
-            })) => match detached(py, || runtime.transaction(id))? {
-                Ok(Some(record)) => record_dict(py, &record),
-                Ok(None) => Err(py_error(py, &vsh::VshError::UnknownTransaction(id), &[])),
-                Err(error) => Err(py_error(py, &error, &[])),
-            },
+        let rejected = detached(py, || {
+            let record = match runtime.reject(id, now_ms()) {
+                Ok(record) => record,
+                Err(vsh::VshError::Store(vsh::lower::vsh_store::StoreError::WrongState {
+                    state: TransactionState::Rejected,
+                    ..
+                })) => runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?,
+                Err(error) => return Err(error),
+            };
+            let also = runtime.reject_other_runs(id, now_ms())?;
+            Ok((record, also))
+        })?;
+        match rejected {
+            Ok((record, also)) => {
+                let document =
+                    RecordDocument::new(TransactionDocument::new(&record, None, "")).with_also_rejected(&also);
+                from_json(py, &serde_json::to_value(&document).unwrap_or_default())
+            }
             Err(error) => Err(py_error(py, &error, &[])),
         }
     }

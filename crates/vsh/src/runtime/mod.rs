@@ -371,6 +371,34 @@ impl Runtime {
         })
     }
 
+    /// Reject every other run of the same work as `transaction` (its first
+    /// run and every rerun of that: [`Runtime::runs_of_same_work`]) that could
+    /// still be committed (`PendingApproval`, `AutoApproved`, `Approved`), and
+    /// return them as they are now. An operator's rejection of work covers
+    /// every run of it, not the one transaction named (sec79 F2: a rerun an
+    /// agent made before the rejection committed afterwards). A run that moved
+    /// on meanwhile (committed, say) is left as it is. An agent's discard of
+    /// one preview is [`Runtime::reject`] alone: it may keep a newer run.
+    pub fn reject_other_runs(
+        &self,
+        transaction: TransactionId,
+        now_ms: u64,
+    ) -> Result<Vec<TransactionRecord>, VshError> {
+        use TransactionState as S;
+        let mut rejected = Vec::new();
+        for run in self.runs_of_same_work(transaction)? {
+            if run.id == transaction || !matches!(run.state, S::PendingApproval | S::AutoApproved | S::Approved) {
+                continue;
+            }
+            match self.reject(run.id, now_ms) {
+                Ok(record) => rejected.push(record),
+                Err(VshError::Store(vsh_store::StoreError::WrongState { .. })) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(rejected)
+    }
+
     /// Commit a transaction: an auto-approved preview of this runtime, or an
     /// approved pending transaction (from this or an earlier runtime). It is
     /// revalidated against the live workspace first; stale work writes nothing.
@@ -1235,6 +1263,18 @@ impl Runtime {
             at = of;
         }
         Ok(at)
+    }
+
+    /// Every run of the same work as `transaction` the store holds: the first
+    /// ([`Runtime::rerun_origin`]) and every rerun of it and of its reruns
+    /// ([`Runtime::reruns_of`]), oldest first, `transaction` among them.
+    pub fn runs_of_same_work(&self, transaction: TransactionId) -> Result<Vec<TransactionRecord>, VshError> {
+        let origin = self.rerun_origin(transaction)?;
+        let mut runs = self.reruns_of(origin)?;
+        if let Some(first) = self.records.get(origin)? {
+            runs.insert(0, first);
+        }
+        Ok(runs)
     }
 
     /// Every transaction record the store holds (garbage collection drops old
