@@ -182,9 +182,17 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
         );
     }
     let receipt = runtime.show(transaction).ok().flatten();
-    // A revert has no program: it is made again by reverting again (sec73 F2).
+    // A revert has no program: it is made again by reverting again (sec73
+    // F2), unless what made this one stale stands in that one's way too.
     if let Some(original) = receipt.as_ref().and_then(crate::render::reverted_by) {
-        return format!("vsh revert {}", original.get(..12).unwrap_or(original));
+        let short = original.get(..12).unwrap_or(original);
+        return match revert_blocked(runtime, original) {
+            Some(paths) => format!(
+                "vsh show {short} (no revert of {short} can be made now: the workspace changed at {paths} since it \
+                 was committed, and a revert never overwrites that; change them back by new work instead: vsh run)"
+            ),
+            None => format!("vsh revert {short}"),
+        };
     }
     let names = receipt.and_then(|receipt| receipt.grants).map(|grants| grants.env);
     let again = |name: &String| {
@@ -198,6 +206,27 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
         .map(|name| format!(" --env {name}=VALUE"))
         .collect();
     format!("vsh rerun {}{}", transaction.short(), missing.concat())
+}
+
+/// Where the workspace stands in the way of a revert of committed work
+/// `original` (64 hex digits) now, named for the reader (a few paths, then
+/// how many more); `None` when one could be made, or vsh cannot say (the
+/// revert itself then says why). A revert that went stale is made again by
+/// reverting its original again, which is refused while a path it would
+/// put back changed since (ux74 M3: the step named was refused every time).
+pub(crate) fn revert_blocked(runtime: &vsh::Runtime, original: &str) -> Option<String> {
+    const NAMED: usize = 3;
+    let id = runtime.resolve(original).ok()?;
+    let paths = runtime.revert_blocked_at(id).ok()?;
+    if paths.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> =
+        paths.iter().take(NAMED).map(|path| crate::render::shown(path.as_str(), false).into_owned()).collect();
+    if paths.len() > NAMED {
+        named.push(format!("{} more", paths.len() - NAMED));
+    }
+    Some(named.join(", "))
 }
 
 /// The latest other run of the same work as `transaction` (its lineage:

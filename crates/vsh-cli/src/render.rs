@@ -869,7 +869,13 @@ pub(crate) fn json_next(receipt: &Receipt, next: Option<String>) -> Option<Strin
         // Review first: approving drops a change (the text says which).
         return Some(format!("vsh show {}", receipt.transaction.short()));
     }
-    next.or_else(|| next_step(receipt)).filter(|next| next.starts_with("vsh "))
+    // A command with why after it (`vsh show X (why)`): the command.
+    next.or_else(|| next_step(receipt)).filter(|next| next.starts_with("vsh ")).map(|next| {
+        match next.split_once(" (") {
+            Some((command, _)) => command.to_owned(),
+            None => next,
+        }
+    })
 }
 
 /// Pending work a listing found stale (and recorded so), in one line: what

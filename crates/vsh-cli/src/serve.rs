@@ -265,8 +265,17 @@ pub(crate) struct VshServer {
     /// This connection's session: what its agent's programs read and its
     /// work wrote is its own view of the workspace (`unseen-change`).
     session: String,
+    /// The work this server's agent discarded itself (`vsh_discard`): a
+    /// rejection of its own, which does not stop it running another run of
+    /// the same work again, as an operator's rejection does (the store
+    /// records no rejecter). At most [`DISCARDS_KEPT`]; past that, or after
+    /// a restart, its discards count as an operator's: refused, not allowed.
+    discarded: Arc<std::sync::Mutex<std::collections::BTreeSet<vsh::TransactionId>>>,
     tool_router: ToolRouter<Self>,
 }
+
+/// The most discards a server remembers as its agent's own.
+const DISCARDS_KEPT: usize = 4_096;
 
 /// A tool's result: `document` as structured content, `summary` as text.
 fn success(document: &impl serde::Serialize, summary: String) -> CallToolResult {
@@ -759,6 +768,7 @@ impl VshServer {
                 .ok()
                 .filter(|session| !session.is_empty())
                 .unwrap_or_else(|| format!("serve-{}-{nanos:x}", std::process::id())),
+            discarded: Arc::default(),
             tool_router: Self::tool_router(),
         }
     }
@@ -1257,6 +1267,7 @@ impl VshServer {
         let longest = budget.max_duration.max(command_budget.max_duration);
         let bounds = self.options.bounds;
         let runs_commands = self.options.commands.is_some();
+        let discarded = Arc::clone(&self.discarded);
         self.cancellable_run(&context, "vsh_rerun", longest, move |runtime, run_cancel| {
             let id = match runtime.resolve(&params.transaction) {
                 Ok(id) => id,
@@ -1266,7 +1277,9 @@ impl VshServer {
                 Ok(stored) => stored,
                 Err(error) => return transaction_failure(&error),
             };
-            if let Some(why) = rerun_refusal(runtime, id, stored.as_ref(), runs_commands, params.again == Some(true)) {
+            let own = discarded.lock().map(|set| set.clone()).unwrap_or_default();
+            let asked = Rerun { runs_commands, again: params.again == Some(true), discarded: &own };
+            if let Some(why) = rerun_refusal(runtime, id, stored.as_ref(), &asked) {
                 return refused(why);
             }
             let Some(stored) = stored else { return refused("no stored program".to_owned()) };
@@ -1415,6 +1428,7 @@ impl VshServer {
         Parameters(params): Parameters<TransactionParams>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
+        let discarded = Arc::clone(&self.discarded);
         self.blocking(&context.peer, move |runtime| {
             let id = match runtime.resolve(&params.transaction) {
                 Ok(id) => id,
@@ -1457,6 +1471,11 @@ impl VshServer {
             }
             match runtime.reject(id, crate::now_ms()) {
                 Ok(record) => {
+                    if let Ok(mut own) = discarded.lock()
+                        && own.len() < DISCARDS_KEPT
+                    {
+                        own.insert(id);
+                    }
                     let stored = runtime.stored_program(id).ok().flatten();
                     let document = crate::render::record_document(&record, None, stored.as_ref());
                     let summary = format!("transaction {} is {}", record.id.short(), record.state.name());
@@ -1509,7 +1528,7 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
                     let (again, call) = make_again(runtime, id);
                     document.hint = Some(format!("the workspace changed: {again}"));
-                    document.next = Some(call);
+                    document.next = call;
                 }
                 // Asked again after it went stale, or after it lapsed (ux58 5).
                 VshError::NotCommittable { state: TransactionState::Stale, .. } => {
@@ -1518,7 +1537,7 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                         "it went stale: the workspace changed under what it read or changed since it was made (the \
                          call that found it stale named the paths), so it can never be committed: {again}"
                     ));
-                    document.next = Some(call);
+                    document.next = call;
                 }
                 // The operator said no: theirs to decide again, not the
                 // agent's to run again (ux73 H1: following the hint, an
@@ -1533,7 +1552,7 @@ fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds:
                 VshError::NotCommittable { state: TransactionState::Expired | TransactionState::Failed, .. } => {
                     let (again, call) = make_again(runtime, id);
                     document.hint = Some(format!("it can never be committed now: {again}"));
-                    document.next = Some(call);
+                    document.next = call;
                 }
                 _ => {}
             }
@@ -1613,7 +1632,13 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     if let Some(done) = &done {
         document.receipt.next = Some(format!("vsh_show {}", done.id.short()));
     }
-    let advice = replaced.then(|| policy_replaced_advice(runtime, id));
+    let blocked = blocked_revert(runtime, &receipt);
+    if blocked.is_some() {
+        document.receipt.next = None;
+    }
+    let advice = replaced
+        .then(|| policy_replaced_advice(runtime, id))
+        .or_else(|| blocked.map(|again| format!("it can never be committed: {again}")));
     let mut summary = receipt_summary(&receipt, &document.receipt, advice.as_deref());
     if let Some(done) = &done {
         let _ = write!(
@@ -1623,25 +1648,7 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
             done.state.name()
         );
     }
-    // What the review left without hunks for its size is said, with how to get it.
-    let left_out: Vec<&str> = document
-        .receipt
-        .review
-        .iter()
-        .filter(|review| matches!(review.no_hunks.as_deref(), Some("too-large" | "budget-spent")))
-        .map(|review| review.path.as_str())
-        .collect();
-    if !left_out.is_empty() {
-        let listed: Vec<String> = left_out.iter().take(20).map(|path| format!("{path:?}")).collect();
-        let _ = write!(
-            summary,
-            "\nnote: {} left without hunks (too large, or past the review's or this text's budget); vsh_show \
-             with paths=[...] reviews a few at a time: [{}{}]",
-            crate::render::counted(left_out.len() as u64, "changed path"),
-            listed.join(", "),
-            if left_out.len() > 20 { ", ..." } else { "" }
-        );
-    }
+    note_left_out(&mut summary, &document);
     if !not_changed.is_empty() {
         let named: Vec<String> = not_changed.iter().map(|path| format!("{path:?}")).collect();
         let _ = write!(summary, "\nnote: not changed by this transaction: {}", named.join(", "));
@@ -1810,14 +1817,68 @@ fn receipt_detail(given: Option<&str>) -> Result<vsh::ReceiptDetail, CallToolRes
 /// How stale or lapsed work `id` is made again: its program run again with
 /// `vsh_rerun`, or, for a revert (which has none), its original reverted
 /// again (ux73 H2: a stale revert was sent to `vsh_rerun`, which refuses it).
-fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> (String, String) {
+/// A revert none can be made of again while the workspace stands in its
+/// original's way says so, and has no call next (ux74 M3).
+fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> (String, Option<String>) {
     if let Some(of) = runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
-        let call = format!("vsh_revert {}", of.get(..12).unwrap_or(of));
-        (format!("revert it again with {call}"), call)
+        let short = of.get(..12).unwrap_or(of);
+        if let Some(paths) = crate::failure::revert_blocked(runtime, of) {
+            return (
+                format!(
+                    "no revert of {short} can be made now: the workspace changed at {paths} since {short} was \
+                     committed, and a revert never overwrites that; change them back by new work instead (vsh_run)"
+                ),
+                None,
+            );
+        }
+        let call = format!("vsh_revert {short}");
+        (format!("revert it again with {call}"), Some(call))
     } else {
         let call = format!("vsh_rerun {}", id.short());
-        (format!("run the program again with {call}"), call)
+        (format!("run the program again with {call}"), Some(call))
     }
+}
+
+/// What a review left without hunks for its size, said in `summary`, with
+/// how to get it.
+fn note_left_out(summary: &mut String, document: &ShowDocument) {
+    let left_out: Vec<&str> = document
+        .receipt
+        .review
+        .iter()
+        .filter(|review| matches!(review.no_hunks.as_deref(), Some("too-large" | "budget-spent")))
+        .map(|review| review.path.as_str())
+        .collect();
+    if !left_out.is_empty() {
+        let listed: Vec<String> = left_out.iter().take(20).map(|path| format!("{path:?}")).collect();
+        let _ = write!(
+            summary,
+            "\nnote: {} left without hunks (too large, or past the review's or this text's budget); vsh_show \
+             with paths=[...] reviews a few at a time: [{}{}]",
+            crate::render::counted(left_out.len() as u64, "changed path"),
+            listed.join(", "),
+            if left_out.len() > 20 { ", ..." } else { "" }
+        );
+    }
+}
+
+/// For a revert gone stale or lapsed whose original the workspace stands
+/// in the way of, why it is not reverted again (ux74 M3); `None` otherwise.
+fn blocked_revert(runtime: &Runtime, receipt: &vsh::Receipt) -> Option<String> {
+    (matches!(receipt.state, TransactionState::Stale | TransactionState::Expired)
+        && crate::render::reverted_by(receipt).is_some())
+    .then(|| make_again(runtime, receipt.transaction))
+    .and_then(|(again, call)| call.is_none().then_some(again))
+}
+
+/// What a `vsh_rerun` call asks, beside the work: whether this server
+/// runs real commands, whether the agent asked `again`, and the work it
+/// discarded itself (its own rejections, which do not stop it).
+#[derive(Clone, Copy)]
+struct Rerun<'a> {
+    runs_commands: bool,
+    again: bool,
+    discarded: &'a std::collections::BTreeSet<vsh::TransactionId>,
 }
 
 /// Why `vsh_rerun` cannot run `id`'s program again here, as the agent's
@@ -1828,9 +1889,9 @@ fn rerun_refusal(
     runtime: &Runtime,
     id: vsh::TransactionId,
     stored: Option<&vsh::StoredProgram>,
-    runs_commands: bool,
-    again: bool,
+    asked: &Rerun<'_>,
 ) -> Option<String> {
+    let Rerun { runs_commands, again, discarded } = *asked;
     let short = id.short();
     if let Some(original) = runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
         let original = original.get(..12).unwrap_or(original);
@@ -1841,7 +1902,7 @@ fn rerun_refusal(
     let state = runtime.transaction(id).ok().flatten().map(|record| record.state);
     // The operator said no to it: running it again is theirs to decide
     // (ux73 H1: an agent re-ran rejected work in auto mode and committed it).
-    if state == Some(TransactionState::Rejected) {
+    if state == Some(TransactionState::Rejected) && !discarded.contains(&id) {
         return Some(format!(
             "transaction {short} was rejected by an operator (or discarded with vsh_discard): it is not to be run \
              again by an agent; ask the operator (who can run it again with vsh rerun {short})"
@@ -1850,11 +1911,9 @@ fn rerun_refusal(
     // So was another run of the same work: a run of this one would be that
     // work once more (sec79 F2: a rerun of the stale first run of rejected
     // work).
-    if let Some(rejected) = runtime
-        .runs_of_same_work(id)
-        .ok()
-        .and_then(|runs| runs.into_iter().rev().find(|run| run.state == TransactionState::Rejected))
-    {
+    if let Some(rejected) = runtime.runs_of_same_work(id).ok().and_then(|runs| {
+        runs.into_iter().rev().find(|run| run.state == TransactionState::Rejected && !discarded.contains(&run.id))
+    }) {
         return Some(format!(
             "another run of the work of {short}, {0}, was rejected by an operator (or discarded with vsh_discard): \
              the work is not to be run again by an agent; ask the operator (who can run it again with vsh rerun \

@@ -171,9 +171,8 @@ pub(crate) fn show(
     } else if matches!(
         receipt.state,
         vsh::TransactionState::Stale | vsh::TransactionState::Expired | vsh::TransactionState::Failed
-    ) && render::reverted_by(&receipt).is_none()
-    {
-        // (A revert is made again by reverting again: its next step says so.)
+    ) {
+        // (A revert is made again by reverting again, when that can be.)
         Some(crate::failure::rerun_line(runtime, id))
     } else if receipt.state == vsh::TransactionState::Committed
         && let Some(revert) = runtime.reverted_by(id)?

@@ -4267,11 +4267,33 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     let message = document["message"].as_str().unwrap_or_default();
     assert!(message.contains(&format!("by later work {} and by edits made outside vsh", &later[..12])), "{document}");
     assert_eq!(document["hint"], serde_json::Value::Null, "{document}");
-    // A revert gone stale is made again by reverting again, not by a
-    // rerun, which cannot run it (ux67 F3).
-    let stale = id_of(&vsh(&["revert", "--workspace", ws_arg, &second], None));
+    a_stale_revert_is_made_again_by_reverting_again(&ws, &second);
+}
+
+/// A revert gone stale is made again by reverting again, not by a rerun,
+/// which cannot run it (ux67 F3), once nothing stands in that revert's way.
+fn a_stale_revert_is_made_again_by_reverting_again(ws: &Path, second: &str) {
+    let ws_arg = ws.to_str().unwrap();
+    let stale = id_of(&vsh(&["revert", "--workspace", ws_arg, second], None));
     std::fs::write(ws.join("c.txt"), "2, edited again\n").unwrap();
     assert_eq!(vsh(&["commit", "--workspace", ws_arg, &stale], None).status.code(), Some(6));
+    // While the edit that made it stale stands in the way of any revert,
+    // it is not sent there (ux74 M3: that step was refused every time).
+    let review = String::from_utf8_lossy(&vsh(&["show", "--workspace", ws_arg, &stale], None).stdout).into_owned();
+    assert!(review.contains(&format!("next       vsh show {} (no revert of", &second[..12])), "{review}");
+    assert!(review.contains("the workspace changed at c.txt since it was committed"), "{review}");
+    let refused = vsh(&["commit", "--workspace", ws_arg, "--json", &stale], None);
+    let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(document["hint"], serde_json::json!(format!("vsh show {}", &second[..12])), "{document}");
+    let said = vsh(&["commit", "--workspace", ws_arg, &stale], None);
+    let said = String::from_utf8_lossy(&said.stderr);
+    assert!(said.contains("change them back by new work instead: vsh run"), "{said}");
+    let shown: serde_json::Value =
+        serde_json::from_slice(&vsh(&["show", "--workspace", ws_arg, "--json", &stale], None).stdout).unwrap();
+    assert_eq!(shown["receipt"]["next"], serde_json::json!(format!("vsh show {}", &second[..12])), "{shown}");
+    assert_eq!(vsh(&["revert", "--workspace", ws_arg, second], None).status.code(), Some(6));
+    // Once the path holds what the work left again, it is reverted again.
+    std::fs::write(ws.join("c.txt"), "2\n").unwrap();
     let review = String::from_utf8_lossy(&vsh(&["show", "--workspace", ws_arg, &stale], None).stdout).into_owned();
     assert!(review.contains(&format!("next       vsh revert {}", &second[..12])), "{review}");
     // So does the refused commit, and a rerun of the revert says what does

@@ -373,10 +373,24 @@ async fn a_stale_revert_is_reverted_again(client: &rmcp::Peer<rmcp::RoleClient>,
     let refused = call(client, "vsh_commit", json!({"transaction": &revert[..8]})).await;
     // A revert has no program: it is reverted again (ux73 H2: the hint
     // and the review's text sent the agent to vsh_rerun, which refuses it).
-    let again = format!("vsh_revert {}", &id[..12]);
+    // While the edit that made it stale stands in the way of any revert,
+    // it is not sent there (ux74 M3: that step was refused every time).
     let hint = refused.document["hint"].as_str().unwrap_or_default();
-    assert!(refused.is_error && hint.contains(&again) && !hint.contains("vsh_rerun"), "{}", refused.text);
-    assert_eq!(refused.document["next"], json!(again), "{}", refused.document);
+    assert!(
+        refused.is_error && hint.contains(&format!("no revert of {} can be made now", &id[..12])),
+        "{}",
+        refused.text
+    );
+    assert!(hint.contains("changed at b.txt") && !hint.contains("vsh_rerun"), "{}", refused.text);
+    assert_eq!(refused.document["next"], json!(null), "{}", refused.document);
+    let blocked = call(client, "vsh_show", json!({"transaction": &revert[..8]})).await;
+    assert!(blocked.text.contains("change them back by new work instead (vsh_run)"), "{}", blocked.text);
+    assert_eq!(blocked.document["receipt"]["next"], json!(null), "{}", blocked.document);
+    let refused = call(client, "vsh_revert", json!({"transaction": &id[..8]})).await;
+    assert!(refused.is_error, "{}", refused.text);
+    // Once the path holds what the work left again, it is reverted again.
+    std::fs::write(ws.join("b.txt"), "ALPHA\n").unwrap();
+    let again = format!("vsh_revert {}", &id[..12]);
     let asked_again = call(client, "vsh_commit", json!({"transaction": &revert[..8]})).await;
     let hint = asked_again.document["hint"].as_str().unwrap_or_default();
     assert!(hint.contains(&again) && !hint.contains("vsh_rerun"), "{}", asked_again.text);
@@ -384,7 +398,6 @@ async fn a_stale_revert_is_reverted_again(client: &rmcp::Peer<rmcp::RoleClient>,
     assert!(stale.text.contains(&again) && !stale.text.contains("vsh_rerun"), "{}", stale.text);
     assert_eq!(stale.document["receipt"]["state"], "stale", "{}", stale.document);
     assert_eq!(stale.document["receipt"]["next"], format!("vsh_revert {}", &id[..12]), "{}", stale.document);
-    std::fs::write(ws.join("b.txt"), "ALPHA\n").unwrap();
 }
 
 async fn committed_once(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, id: &str) {

@@ -54,17 +54,7 @@ impl Runtime {
         let diff = self.records.stored_diff(transaction)?;
         let diffing = Instant::now();
         let mut vfs = self.runs.fresh_image();
-        let mut changed = Vec::new();
-        for entry in diff.entries() {
-            if !vfs.base_holds(&entry.path, entry.after.as_ref())? {
-                changed.push(entry.path.clone());
-            }
-        }
-        // A directory it made holds only what it made: a name added since
-        // would go with the directory (sec70 F1: a later file was deleted).
-        if changed.is_empty() {
-            changed = added_since(&mut vfs, self.runs.policy().calls(), &diff)?;
-        }
+        let changed = self.changed_since(&mut vfs, &diff)?;
         if !changed.is_empty() {
             let (later, reverted_by, outside) = self.later_work(&record, &diff, &changed, &mut vfs);
             // A path the policy hides is named by the nearest directory it
@@ -115,6 +105,52 @@ impl Runtime {
         let outcome =
             Executed::of_output(EvidenceOutput::Session { steps }, vsh_monty::ExecutionStats::default(), Vec::new());
         self.promote(Concluding { request: &request, vfs: &mut vfs, diff: canonical, outcome, timings }, started)
+    }
+
+    /// The paths at which the workspace no longer holds what committed
+    /// transaction `transaction` left there, each named by the nearest
+    /// directory the policy does not hide: what a [`Runtime::revert`] of
+    /// it would refuse now ([`VshError::RevertChanged`]); empty when one
+    /// could be made. For what to say of a revert gone stale, whose
+    /// original can only be reverted again once nothing stands in the way
+    /// (ux74 M3: the step named was refused every time).
+    ///
+    /// # Errors
+    ///
+    /// [`VshError::NotRevertible`] for work that is not committed; the
+    /// store's and the workspace's errors.
+    pub fn revert_blocked_at(&self, transaction: TransactionId) -> Result<Vec<vsh_types::VPath>, VshError> {
+        let record = self.sources().record(transaction)?;
+        if record.state != TransactionState::Committed {
+            return Err(VshError::NotRevertible { transaction, state: record.state });
+        }
+        let diff = self.records.stored_diff(transaction)?;
+        let changed = self.changed_since(&mut self.runs.fresh_image(), &diff)?;
+        let calls = self.runs.policy().calls();
+        let mut paths: Vec<vsh_types::VPath> = changed.into_iter().map(|path| visible(calls, path)).collect();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// The paths of `diff` at which `vfs`'s base no longer holds what it
+    /// left, or else the names added since under a directory it made (it
+    /// holds only what it made, and a name added since would go with it:
+    /// sec70 F1, a later file was deleted).
+    fn changed_since(
+        &self,
+        vfs: &mut VirtualFs,
+        diff: &vsh_types::CanonicalDiff,
+    ) -> Result<Vec<vsh_types::VPath>, VshError> {
+        let mut changed = Vec::new();
+        for entry in diff.entries() {
+            if !vfs.base_holds(&entry.path, entry.after.as_ref())? {
+                changed.push(entry.path.clone());
+            }
+        }
+        if changed.is_empty() {
+            changed = added_since(vfs, self.runs.policy().calls(), diff)?;
+        }
+        Ok(changed)
     }
 
     /// The committed work after `record` (whose diff is `diff`) that changed
