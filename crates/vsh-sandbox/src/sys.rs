@@ -216,8 +216,13 @@ pub(crate) fn close_inherited_on_exec() -> io::Result<()> {
 /// system calls only (runs between `fork` and `exec`).
 pub(crate) fn enter_pid_namespace() -> io::Result<()> {
     // SAFETY: CLONE_NEWPID changes only which namespace this process's
-    // later children are born into; nothing of the calling process changes.
-    if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+    // later children are born into; CLONE_NEWIPC gives this process (and
+    // so the command) a System V IPC namespace of its own, empty, which
+    // the kernel destroys with every segment, queue and semaphore in it
+    // when the last process in it ends (sec80 F1: a command's segments
+    // stayed on the host and passed a granted secret to a later run). No
+    // memory of the calling process changes.
+    if unsafe { libc::unshare(libc::CLONE_NEWPID | libc::CLONE_NEWIPC) } != 0 {
         return Err(io::Error::last_os_error());
     }
     // `alive`: the supervisor holds its write end while it lives.

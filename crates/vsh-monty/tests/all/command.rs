@@ -682,6 +682,48 @@ fn a_command_gets_a_private_tmp_of_its_own() {
     assert!(ws.diff().is_empty(), "/tmp is not the workspace");
 }
 
+/// sec80 F1: a command's System V shared memory segment (and its queues
+/// and semaphores) stayed on the host after the run, where a later run
+/// without the first one's grants read what it held. Each command has an
+/// IPC namespace of its own, gone with it.
+#[test]
+fn a_commands_system_v_ipc_objects_stay_its_own_and_end_with_it() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    // A key of this process's own, so parallel runs never meet.
+    let key = 0x7600_0000 | (std::process::id() & 0xffff);
+    let make = format!(
+        "python3 -c \"import ctypes; l = ctypes.CDLL(None); print('ESCAPED' if l.shmget({key}, 4096, 0o1666) >= 0 and \
+         l.msgget({key}, 0o1666) >= 0 else 'no')\""
+    );
+    // The segment's and the queue's ids under the key, -1 where none is.
+    let look = format!(
+        "python3 -c \"import ctypes; l = ctypes.CDLL(None); print(l.shmget({key}, 0, 0), l.msgget({key}, 0))\""
+    );
+    let root = ws.root();
+    let on_host = || String::from_utf8_lossy(&unconfined(&root, &look).stdout).trim().to_owned();
+    // The baseline: unconfined, the objects are made on the host (and
+    // removed again: IPC_RMID is 0).
+    let baseline = unconfined(&root, &make);
+    assert!(String::from_utf8_lossy(&baseline.stdout).contains("ESCAPED"), "{baseline:?}");
+    let ids = on_host();
+    assert_ne!(ids, "-1 -1", "the baseline's objects are on the host");
+    let (shm, msg) = ids.split_once(' ').unwrap();
+    let remove = format!(
+        "python3 -c \"import ctypes; l = ctypes.CDLL(None); print(l.shmctl({shm}, 0, None), l.msgctl({msg}, 0, None))\""
+    );
+    assert_eq!(String::from_utf8_lossy(&unconfined(&root, &remove).stdout).trim(), "0 0");
+    assert_eq!(on_host(), "-1 -1");
+    // In a candidate the command makes them in its own namespace...
+    let confined = ws.command(&["/bin/sh", "-c", &make]);
+    assert_eq!(stdout_of(&confined).trim(), "ESCAPED", "{confined:?}");
+    // ...which the host never sees, nor does the next command.
+    assert_eq!(on_host(), "-1 -1", "nothing of the command's stays on the host");
+    let later = ws.command(&["/bin/sh", "-c", &look]);
+    assert_eq!(stdout_of(&later).trim(), "-1 -1", "{later:?}");
+    assert!(ws.diff().is_empty());
+}
+
 #[test]
 fn a_command_runs_in_its_own_pid_namespace_under_an_init_that_reaps() {
     let Some(_processes) = fuse_available() else { return };
