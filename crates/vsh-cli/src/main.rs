@@ -2015,7 +2015,30 @@ fn commit_command(
     output: Output,
     now: u64,
 ) -> Result<u8, Box<dyn std::error::Error>> {
-    match runtime.commit(id, now) {
+    // Ctrl-C, SIGTERM or SIGHUP stop a commit that has not begun, and let
+    // one that has run to its end (ux75 M2: the signal ended the process
+    // mid-commit, and the next command rolled its files back).
+    let interrupts = interrupt::Interrupts::install()?;
+    let committed = runtime.commit_cancellable(id, now, &interrupts.arm());
+    if let Some(signal) = interrupts.received() {
+        let name = interrupt::Interrupts::name(signal);
+        // After a hangup stderr may be gone: the exit code still says it.
+        let said = if matches!(committed, Err(vsh::VshError::Cancelled)) {
+            format!(
+                "vsh: interrupted ({name}) before the commit changed anything: nothing was committed, and {0} \
+                 waits as it did (vsh commit {0} commits it)\n",
+                id.short()
+            )
+        } else {
+            format!("vsh: interrupted ({name}) once the commit had begun: it ran to its end, as below\n")
+        };
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), said.as_bytes());
+        if matches!(committed, Err(vsh::VshError::Cancelled)) {
+            return Ok(interrupt::Interrupts::exit_code(signal));
+        }
+    }
+    drop(interrupts);
+    match committed {
         Ok(receipt) => {
             print_receipt(&receipt, json, output)?;
             Ok(exit_code(&receipt, Asked::Commit, output.detailed))

@@ -4430,6 +4430,59 @@ fn pytest_keeps_its_cache_in_the_scratch_directory_from_any_directory() {
     assert!(warnings.contains("tests/.pytest_cache") && warnings.contains("scratch = ["), "{warnings}");
 }
 
+/// ux75 M2: Ctrl-C during `vsh commit` ended the process mid-commit,
+/// saying nothing; its files stayed in the workspace until the next vsh
+/// command rolled them back and failed the approved work. A signal now
+/// stops a commit that has not begun (exit 130, the work waiting as it
+/// was) or lets one that has run to its end (exit 0, committed): either
+/// way it is said, and nothing is left for a later command to recover.
+#[test]
+fn an_interrupted_commit_stops_before_it_begins_or_runs_to_its_end() {
+    for delay in [150, 400, 900] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.txt", "a\n");
+        let ws = dir.path().to_str().unwrap();
+        write(dir.path(), "gen/.keep", "");
+        let program = "for i in range(1500):\n    vsh_write(f'gen/f{i}.txt', 'x' * 2000)";
+        let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
+        assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
+        let child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["commit", &id, "--workspace", ws])
+            .env_clear()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let files = std::fs::read_dir(dir.path().join("gen")).map_or(0, Iterator::count) - 1;
+        let state = {
+            let shown = vsh(&["show", &id, "--workspace", ws, "--json"], None);
+            let json: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+            json["record"]["state"].as_str().unwrap_or_default().to_owned()
+        };
+        match output.status.code() {
+            // Stopped before it began: nothing written, the work waits.
+            Some(130) => {
+                assert!(stderr.contains("interrupted (SIGINT) before the commit changed anything"), "{stderr}");
+                assert_eq!((files, state.as_str()), (0, "approved"), "{delay} ms: {stderr}");
+            }
+            // Begun: it finished, whole, and said so if the signal came in time.
+            Some(0) => assert_eq!((files, state.as_str()), (1500, "committed"), "{delay} ms: {stderr}"),
+            other => panic!("{delay} ms: exit {other:?} ({files} files, {state}): {stderr}"),
+        }
+        // Nothing was left for the next command to recover.
+        let log = vsh(&["log", "--workspace", ws], None);
+        assert!(
+            !String::from_utf8_lossy(&log.stderr).contains("recovered"),
+            "{}",
+            String::from_utf8_lossy(&log.stderr)
+        );
+    }
+}
+
 #[test]
 fn an_interrupted_exec_kills_the_command_tree_commits_nothing_and_exits_128_plus_the_signal() {
     if !fuse_available() {
