@@ -1152,6 +1152,33 @@ fn a_revert_that_removes_only_what_auto_approved_work_made_is_no_deletion() {
     assert!(matches!(runtime.revert(made_only.transaction, RunMode::Auto), Err(VshError::RevertChanged { .. })));
 }
 
+/// ux75 M3: the revert of reviewed work that made many files was denied by
+/// the delete ratio, and no reviewer could approve it: the only way to undo
+/// it was to record a looser policy. Undoing reviewed creations waits for a
+/// reviewer (`deletion`), under no ceiling (vsh-policy
+/// `removals_that_undo_reviewed_creations_wait_for_a_reviewer`: a removal
+/// of what the workspace held before still counts toward them).
+#[test]
+fn the_revert_of_reviewed_work_that_made_many_files_waits_for_a_reviewer() {
+    let dir = workspace(&[("keep.txt", "keep\n")]);
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    // 150 files and a removal: it waits for a reviewer, who approves it.
+    let many = "from pathlib import Path\nPath('gen').mkdir()\nfor i in range(150):\n    \
+                Path(f'gen/f{i}.txt').write_text(f'{i}\\n')\nPath('keep.txt').unlink()";
+    let made = runtime.run(&RunRequest::new(many)).unwrap();
+    assert_eq!(made.state, TransactionState::PendingApproval, "{:?}", made.decision);
+    runtime.approve(made.transaction, PrincipalId::digest(b"r"), now(), now() + 60_000).unwrap();
+    assert_eq!(runtime.commit(made.transaction, now()).unwrap().state, TransactionState::Committed);
+    // Its revert removes 151 of 151 nodes: waits, with the deletion flag.
+    let back = runtime.revert(made.transaction, RunMode::Auto).unwrap();
+    let RuntimeDecision::PendingApproval(manifest) = &back.decision else { panic!("{:?}", back.decision) };
+    assert!(manifest.flags.contains(&vsh::RiskFlag::Deletion), "{:?}", manifest.flags);
+    runtime.approve(back.transaction, PrincipalId::digest(b"r"), now(), now() + 60_000).unwrap();
+    assert_eq!(runtime.commit(back.transaction, now()).unwrap().state, TransactionState::Committed);
+    assert!(!dir.path().join("gen").exists());
+    assert_eq!(std::fs::read_to_string(dir.path().join("keep.txt")).unwrap(), "keep\n");
+}
+
 /// ux71 M4: work held with the `rename` flag said nothing of the renames,
 /// which the diff shows only by what they left (a `patch -b` backup: a
 /// file made with the old bytes, the file written anew). Its review names

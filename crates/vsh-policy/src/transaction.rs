@@ -87,6 +87,13 @@ pub struct PolicyInput<'a> {
     /// that work, so it is no deletion to the [`RiskFlag::Deletion`] flag,
     /// `deny_deleted_paths` or the delete ratio (ux67 F5, sec73 F4).
     pub undone_creations: &'a [VPath],
+    /// The same for committed work a reviewer approved: such a removal is
+    /// still a deletion to the [`RiskFlag::Deletion`] flag (undoing
+    /// reviewed work is reviewed), but to no ceiling (`deny_deleted_paths`,
+    /// the delete ratio), which guard what the workspace held before: the
+    /// undoing of many reviewed creations waits for a reviewer instead of
+    /// being denied outright (ux75 M3).
+    pub undone_reviewed_creations: &'a [VPath],
 }
 
 impl<'a> PolicyInput<'a> {
@@ -291,14 +298,29 @@ impl TransactionPolicy {
         if let Some(denied) = deny_setuid_files(input.diff, metrics, self.digest) {
             return denied;
         }
-        if let Some((reason, ceiling, remedy)) = self.ceiling(&metrics, input.observed_base_nodes) {
+        // The ceilings count no undone creation, reviewed or not.
+        let ceiling_metrics = if input.undone_reviewed_creations.is_empty() {
+            metrics
+        } else {
+            let mut undone = [input.undone_creations, input.undone_reviewed_creations].concat();
+            undone.sort_unstable();
+            RiskMetrics::measure_judged(
+                input.diff,
+                input.renames,
+                input.observed_base_nodes,
+                &ratio_of,
+                input.losses,
+                &undone,
+            )
+        };
+        if let Some((reason, ceiling, remedy)) = self.ceiling(&ceiling_metrics, input.observed_base_nodes) {
             return Decision::Denied(DenyManifest {
                 reason,
                 denied: Vec::new(),
                 denied_total: 0,
                 ceiling: Some(ceiling),
                 remedy,
-                metrics,
+                metrics: ceiling_metrics,
                 policy: self.digest,
             });
         }
@@ -970,6 +992,56 @@ mod tests {
             ..PolicyInput::default()
         };
         assert_eq!(flags(&policy.evaluate(&unrelated)), [RiskFlag::Deletion]);
+    }
+
+    /// ux75 M3: the revert of reviewed work that made many files was
+    /// denied by the delete ratio (and by `deny_deleted_paths`), a dead end
+    /// no reviewer could approve. Its undone creations count toward no
+    /// ceiling, and still flag a deletion: it waits for a reviewer.
+    #[test]
+    fn removals_that_undo_reviewed_creations_wait_for_a_reviewer() {
+        let limits = PolicyThresholds {
+            deny_delete_ratio_bps: 5_000,
+            delete_ratio_min_paths: 3,
+            deny_deleted_paths: 3,
+            ..PolicyThresholds::default()
+        };
+        let policy = thresholds_policy(limits);
+        let four = [delete("a"), delete("b"), delete("c"), delete("d")];
+        let all: Vec<VPath> = ["a", "b", "c", "d"].map(p).to_vec();
+        let reviewed = PolicyInput {
+            diff: &four,
+            observed_base_nodes: 4,
+            undone_reviewed_creations: &all,
+            ..PolicyInput::default()
+        };
+        let decision = policy.evaluate(&reviewed);
+        assert_eq!(flags(&decision), [RiskFlag::Deletion], "{decision:?}");
+        // The manifest still counts what it removes.
+        let Decision::PendingApproval(manifest) = &decision else { unreachable!() };
+        assert_eq!(manifest.metrics.deleted, 4);
+        // One removal that undoes nothing of it counts toward the ceilings
+        // alone: one, under them; four such are denied.
+        let three: Vec<VPath> = ["a", "b", "c"].map(p).to_vec();
+        let one_more = PolicyInput {
+            diff: &four,
+            observed_base_nodes: 4,
+            undone_reviewed_creations: &three,
+            ..PolicyInput::default()
+        };
+        assert_eq!(flags(&policy.evaluate(&one_more)), [RiskFlag::Deletion]);
+        let none = PolicyInput { diff: &four, observed_base_nodes: 4, ..PolicyInput::default() };
+        assert_eq!(denied(&policy.evaluate(&none)).reason, DenyReason::TooManyDeletions);
+        // With auto-approved work's undone creations beside them: both excused.
+        let (auto, rest) = (vec![p("a"), p("b")], vec![p("c"), p("d")]);
+        let both = PolicyInput {
+            diff: &four,
+            observed_base_nodes: 4,
+            undone_creations: &auto,
+            undone_reviewed_creations: &rest,
+            ..PolicyInput::default()
+        };
+        assert_eq!(flags(&policy.evaluate(&both)), [RiskFlag::Deletion]);
     }
 
     #[test]

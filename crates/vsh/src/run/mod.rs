@@ -793,7 +793,9 @@ impl Runs {
         let base_nodes = self.base_nodes_for_ratio(vfs, diff.entries())?;
         let git_repository = git::writes_into_a_git_repository(vfs, diff, &self.unreadable);
         let widens_private_content = widens_private_content(vfs, diff, &self.unreadable)?;
-        let undone_creations = crate::runtime::revert::undone_creations(outcome, diff.entries(), records);
+        let (undone, reviewed) = crate::runtime::revert::undone_creations(outcome, diff.entries(), records);
+        let (undone_creations, undone_reviewed_creations) =
+            if reviewed { (Vec::new(), undone) } else { (undone, Vec::new()) };
         Ok(self.policy.evaluate(&PolicyInput {
             diff: diff.entries(),
             denied: &outcome.denied,
@@ -804,6 +806,7 @@ impl Runs {
             losses,
             unseen_changes,
             undone_creations: &undone_creations,
+            undone_reviewed_creations: &undone_reviewed_creations,
         }))
     }
 

@@ -375,29 +375,30 @@ fn is_cache(
 }
 
 /// The paths whose removal in a revert's diff (`entries`) undoes what the
-/// reverted work made there, when that work was auto-approved: the node it
-/// made, as it left it ([`same_node`]; the revert refused to be made unless
-/// every path held what the work left). Sorted, as `entries` are. Empty for
-/// any run that is no revert, for reverted work a reviewer approved (a
-/// reviewed creation's undoing is reviewed too), and where the reverted
-/// work's record cannot be read (every removal then counts as one).
-/// `outcome` names the reverted transaction in its revert step.
+/// reverted work made there: the node it made, as it left it
+/// ([`same_node`]; the revert refused to be made unless every path held
+/// what the work left). Sorted, as `entries` are, and whether a reviewer
+/// approved that work (`true`: a reviewed creation's undoing is reviewed
+/// too, [`vsh_policy::PolicyInput::undone_reviewed_creations`]) or it was
+/// auto-approved ([`vsh_policy::PolicyInput::undone_creations`]). Empty
+/// for any run that is no revert, and where the reverted work's record
+/// cannot be read (every removal then counts as one). `outcome` names the
+/// reverted transaction in its revert step.
 pub(crate) fn undone_creations(
     outcome: &Executed,
     entries: &[DiffEntry],
     records: &crate::records::Records,
-) -> Vec<vsh_types::VPath> {
-    let EvidenceOutput::Session { steps } = &outcome.output else { return Vec::new() };
-    let Some(step) = steps.iter().find(|step| step.kind == StepKind::Revert) else { return Vec::new() };
-    let Ok(reverted) = TransactionId::parse_hex(&step.program) else { return Vec::new() };
+) -> (Vec<vsh_types::VPath>, bool) {
+    let none = (Vec::new(), false);
+    let EvidenceOutput::Session { steps } = &outcome.output else { return none };
+    let Some(step) = steps.iter().find(|step| step.kind == StepKind::Revert) else { return none };
+    let Ok(reverted) = TransactionId::parse_hex(&step.program) else { return none };
     if !matches!(records.get(reverted), Ok(Some(record)) if record.state == TransactionState::Committed) {
-        return Vec::new();
+        return none;
     }
     // One read of its artifact: the decision and the diff (the receipt's changes).
-    let Ok(stored) = records.stored_receipt(reverted, TransactionState::Committed) else { return Vec::new() };
-    if !matches!(stored.receipt.decision, vsh_policy::Decision::AutoApproved) {
-        return Vec::new();
-    }
+    let Ok(stored) = records.stored_receipt(reverted, TransactionState::Committed) else { return none };
+    let reviewed = !matches!(stored.receipt.decision, vsh_policy::Decision::AutoApproved);
     let made: std::collections::HashMap<&vsh_types::VPath, &NodeState> = stored
         .receipt
         .changes
@@ -405,12 +406,13 @@ pub(crate) fn undone_creations(
         .filter(|entry| entry.before.is_none())
         .filter_map(|entry| entry.after.as_ref().map(|after| (&entry.path, after)))
         .collect();
-    entries
+    let undone = entries
         .iter()
         .filter(|entry| entry.after.is_none())
         .filter(|entry| made.get(&entry.path).is_some_and(|after| same_node(Some(after), entry.before.as_ref())))
         .map(|entry| entry.path.clone())
-        .collect()
+        .collect();
+    (undone, reviewed)
 }
 
 /// Whether `left` (what one work left at a path) and `found` (what the
