@@ -208,6 +208,43 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
     format!("vsh rerun {}{}", transaction.short(), missing.concat())
 }
 
+/// A run whose commit in the same call (`--mode auto`) found the workspace
+/// changed under it: the error, naming the run's record (stale) and its
+/// rerun as the next step, when the store holds exactly one stale record of
+/// this program made since `since_ms` (concurrent runs of the same program
+/// are told apart by nothing else: then `--retry-stale` is named instead).
+pub(crate) fn stale_run(
+    runtime: &vsh::Runtime,
+    error: VshError,
+    request: &vsh::RunRequest<'_>,
+    since_ms: u64,
+) -> Box<dyn std::error::Error> {
+    let mut made: Vec<vsh::TransactionId> = runtime
+        .transactions()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|record| record.state == vsh::TransactionState::Stale && record.created_ms >= since_ms)
+        .filter(|record| {
+            runtime.stored_program(record.id).ok().flatten().is_some_and(|stored| {
+                stored.code == request.code && stored.intent == request.intent.unwrap_or_default()
+            })
+        })
+        .map(|record| record.id)
+        .collect();
+    let (mut remedies, hint) = match made.pop() {
+        Some(id) if made.is_empty() => {
+            (vec![format!("its record is {}, stale", id.short())], Some(rerun_line(runtime, id)))
+        }
+        _ => (Vec::new(), None),
+    };
+    remedies.push(
+        "`--retry-stale N` runs the program again on the workspace as it is, up to N times, when its commit finds \
+         the workspace changed"
+            .to_owned(),
+    );
+    Box::new(Failure { source: error, remedies, hint })
+}
+
 /// Where the workspace stands in the way of a revert of committed work
 /// `original` (64 hex digits) now, named for the reader (a few paths, then
 /// how many more); `None` when one could be made, or vsh cannot say (the

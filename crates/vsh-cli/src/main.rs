@@ -1436,6 +1436,7 @@ fn run_interruptible(
     mut on_stale: impl FnMut(u32, &vsh::VshError),
 ) -> Result<Interruptible, Box<dyn std::error::Error>> {
     let interrupts = interrupt::Interrupts::install()?;
+    let since = now_ms();
     let mut attempt = 0;
     loop {
         let cancel = interrupts.arm();
@@ -1456,6 +1457,11 @@ fn run_interruptible(
                     ),
                 );
                 return Ok(Interruptible::Interrupted(interrupt::Interrupts::exit_code(signal)));
+            }
+            // Its commit found the workspace changed: the run's record is
+            // stale, and the next step is its rerun (ux75 M1: none was said).
+            Err(error @ vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. })) => {
+                return Err(failure::stale_run(runtime, error, request, since));
             }
             outcome => {
                 let receipt = outcome.map_err(|error| failure::with_remedies(runtime, error))?;

@@ -407,7 +407,9 @@ pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: 
     if total > conflicts.len() {
         let _ = writeln!(text, "  ... and {} more", total - conflicts.len());
     }
-    text.push_str("vsh: it can never be committed as it is: make it again on the current workspace (a new transaction; the next step says how)\n");
+    text.push_str(
+        "vsh: it can never be committed as it is: make it again on the current workspace (a new transaction)\n",
+    );
     text
 }
 

@@ -1715,6 +1715,48 @@ fn show_reviews_stored_work_from_verified_bytes_only() {
     assert!(!text.contains("zwei"), "{text}");
 }
 
+/// ux75 M1: an auto run whose commit found the workspace changed said "the
+/// next step says how" and named neither its record nor a next step. It
+/// names its stale record and its rerun, and `--retry-stale`.
+#[test]
+fn a_stale_auto_run_names_its_record_and_its_rerun() {
+    use std::io::{BufRead as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "config.txt", "v1\n");
+    let ws = dir.path().to_str().unwrap();
+    let held = HeldLock::take(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["run", "--mode", "auto", "--lock-timeout", "60", "--workspace", ws, "-"])
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program =
+        "from pathlib import Path\nc = Path('config.txt').read_text()\nPath('out.txt').write_text('from ' + c)";
+    child.stdin.take().unwrap().write_all(program.as_bytes()).unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("waiting for another vsh process") {
+        let mut line = String::new();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "the run ended before it waited: {seen}");
+        seen.push_str(&line);
+    }
+    write(dir.path(), "config.txt", "v2\n");
+    drop(held);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(6), "{seen}{rest}");
+    let log = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
+    let stale = log.lines().find(|row| row.contains("stale")).and_then(|row| row.split_whitespace().next()).unwrap();
+    assert!(rest.contains(&format!("its record is {stale}, stale")), "{rest}");
+    assert!(rest.contains(&format!("next: `vsh rerun {stale}`")), "{rest}");
+    assert!(rest.contains("--retry-stale N"), "{rest}");
+    assert!(!dir.path().join("out.txt").exists());
+}
+
 #[test]
 fn a_stale_auto_run_is_run_again_on_the_current_workspace_with_retry_stale() {
     use std::io::{BufRead as _, Write as _};
