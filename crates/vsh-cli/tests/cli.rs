@@ -1720,13 +1720,30 @@ fn show_reviews_stored_work_from_verified_bytes_only() {
 /// names its stale record and its rerun, and `--retry-stale`.
 #[test]
 fn a_stale_auto_run_names_its_record_and_its_rerun() {
-    use std::io::{BufRead as _, Write as _};
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "config.txt", "v1\n");
     let ws = dir.path().to_str().unwrap();
-    let held = HeldLock::take(dir.path());
+    let (output, said) = auto_run_made_stale(dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(6), "{said}");
+    let log = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
+    let stale = log.lines().find(|row| row.contains("stale")).and_then(|row| row.split_whitespace().next()).unwrap();
+    assert!(said.contains(&format!("its record is {stale}, stale")), "{said}");
+    assert!(said.contains(&format!("next: `vsh rerun {stale}`")), "{said}");
+    assert!(said.contains("--retry-stale N"), "{said}");
+    assert!(!dir.path().join("out.txt").exists());
+}
+
+/// An auto run of a program that reads `config.txt` (v1) in `dir`, whose
+/// commit waits for a lock this test holds while it changes config.txt
+/// (v2): the run's output and its stderr, from its wait on.
+fn auto_run_made_stale(dir: &Path, more: &[&str]) -> (Output, String) {
+    use std::io::{BufRead as _, Write as _};
+    write(dir, "config.txt", "v1\n");
+    let ws = dir.to_str().unwrap();
+    let held = HeldLock::take(dir);
     let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["run", "--mode", "auto", "--lock-timeout", "60", "--workspace", ws, "-"])
+        .args(["run", "--mode", "auto", "--lock-timeout", "60", "--workspace", ws])
+        .args(more)
+        .arg("-")
         .env_clear()
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -1743,53 +1760,20 @@ fn a_stale_auto_run_names_its_record_and_its_rerun() {
         assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "the run ended before it waited: {seen}");
         seen.push_str(&line);
     }
-    write(dir.path(), "config.txt", "v2\n");
+    write(dir, "config.txt", "v2\n");
     drop(held);
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(6), "{seen}{rest}");
-    let log = String::from_utf8_lossy(&vsh(&["log", "--workspace", ws], None).stdout).into_owned();
-    let stale = log.lines().find(|row| row.contains("stale")).and_then(|row| row.split_whitespace().next()).unwrap();
-    assert!(rest.contains(&format!("its record is {stale}, stale")), "{rest}");
-    assert!(rest.contains(&format!("next: `vsh rerun {stale}`")), "{rest}");
-    assert!(rest.contains("--retry-stale N"), "{rest}");
-    assert!(!dir.path().join("out.txt").exists());
+    std::io::Read::read_to_string(&mut stderr, &mut seen).unwrap();
+    (child.wait_with_output().unwrap(), seen)
 }
 
 #[test]
 fn a_stale_auto_run_is_run_again_on_the_current_workspace_with_retry_stale() {
-    use std::io::{BufRead as _, Write as _};
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "config.txt", "v1\n");
     let ws = dir.path().to_str().unwrap();
     // The commit waits for a lock this test holds: the program has run on v1
     // by then, and the test changes config.txt before letting the commit go.
-    let held = HeldLock::take(dir.path());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["run", "--mode", "auto", "--retry-stale", "2", "--lock-timeout", "60", "--workspace", ws, "-"])
-        .env_clear()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let program =
-        "from pathlib import Path\nc = Path('config.txt').read_text()\nPath('out.txt').write_text('from ' + c)";
-    child.stdin.take().unwrap().write_all(program.as_bytes()).unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    while !seen.contains("waiting for another vsh process") {
-        let mut line = String::new();
-        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "the run ended before it waited: {seen}");
-        seen.push_str(&line);
-    }
-    write(dir.path(), "config.txt", "v2\n");
-    drop(held);
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{seen}{rest}");
+    let (output, rest) = auto_run_made_stale(dir.path(), &["--retry-stale", "2"]);
+    assert_eq!(output.status.code(), Some(0), "{rest}");
     assert!(
         rest.contains("(1 conflicting path); running the program again on the current workspace (retry 1 of 2)"),
         "{rest}"

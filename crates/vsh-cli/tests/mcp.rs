@@ -217,14 +217,7 @@ async fn an_agent_never_runs_again_what_the_operator_rejected(
     let made = call(client, "vsh_run", json!({"code": "vsh_write('danger.txt', 'x')"})).await;
     assert_eq!(made.document["state"], "auto-approved", "{}", made.text);
     let id = made.document["transaction"].as_str().unwrap();
-    let rejected = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["reject", id, "--workspace"])
-        .arg(ws)
-        .env_clear()
-        .env("VSH_AUTHORITY_KEY", key)
-        .output()
-        .unwrap();
-    assert_eq!(rejected.status.code(), Some(0), "{}", String::from_utf8_lossy(&rejected.stderr));
+    operator_rejects(ws, key, id);
     let commit = call(client, "vsh_commit", json!({"transaction": id})).await;
     let hint = commit.document["hint"].as_str().unwrap_or_default();
     assert!(
@@ -257,6 +250,19 @@ async fn an_agent_never_runs_again_what_the_operator_rejected(
     assert!(!waited.text.starts_with("still waiting"), "{}", waited.text);
 }
 
+/// The operator's `vsh reject ID`, from the command line: what it printed.
+fn operator_rejects(ws: &Path, key: &Path, id: &str) -> String {
+    let rejected = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["reject", id, "--workspace"])
+        .arg(ws)
+        .env_clear()
+        .env("VSH_AUTHORITY_KEY", key)
+        .output()
+        .unwrap();
+    assert_eq!(rejected.status.code(), Some(0), "{}", String::from_utf8_lossy(&rejected.stderr));
+    String::from_utf8_lossy(&rejected.stdout).into_owned()
+}
+
 /// sec79 F2: an operator's rejection covered the one transaction named,
 /// and a run of the same work the agent had made before it
 /// (`again=true`) committed afterwards; so could a run made after it from
@@ -275,15 +281,7 @@ async fn a_rejection_covers_every_run_of_the_work(client: &rmcp::Peer<rmcp::Role
     assert_eq!(second.document["state"], "auto-approved", "{}", second.text);
     let second = second.document["transaction"].as_str().unwrap().to_owned();
     let third = rerun(true).await.document["transaction"].as_str().unwrap().to_owned();
-    let rejected = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
-        .args(["reject", &second, "--workspace"])
-        .arg(ws)
-        .env_clear()
-        .env("VSH_AUTHORITY_KEY", key)
-        .output()
-        .unwrap();
-    assert_eq!(rejected.status.code(), Some(0), "{}", String::from_utf8_lossy(&rejected.stderr));
-    let said = String::from_utf8_lossy(&rejected.stdout);
+    let said = operator_rejects(ws, key, &second);
     assert!(said.contains(&format!("{third}  rejected with it")), "{said}");
     let commit = call(client, "vsh_commit", json!({"transaction": third})).await;
     assert!(commit.is_error, "{}", commit.text);
