@@ -1629,8 +1629,28 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
         .is_some_and(|next| next.starts_with("vsh_rerun "))
         .then(|| crate::failure::live_rerun(runtime, id))
         .flatten();
-    if let Some(done) = &done {
-        document.receipt.next = Some(format!("vsh_show {}", done.id.short()));
+    // What takes that other run on is the agent's next step (ux75 M5: an
+    // operator's rerun waits, and the agent was told to look at it, and in
+    // the same text to run the work again).
+    let other = done.as_ref().map(|done| {
+        let short = done.id.short();
+        let (call, what) = match done.state {
+            TransactionState::PendingApproval => (format!("vsh_wait {short}"), "vsh_wait {0} waits for its approval"),
+            TransactionState::Approved | TransactionState::AutoApproved => {
+                (format!("vsh_commit {short}"), "vsh_commit {0} commits it")
+            }
+            _ => (format!("vsh_show {short}"), "vsh_show {0} shows it"),
+        };
+        let text = format!(
+            "it can never be committed: another run of this work, {short}, is {}: running it again would do that \
+             work twice; {}",
+            done.state.name(),
+            what.replace("{0}", &short)
+        );
+        (call, text)
+    });
+    if let Some((call, _)) = &other {
+        document.receipt.next = Some(call.clone());
     }
     let blocked = blocked_revert(runtime, &receipt);
     if blocked.is_some() {
@@ -1638,16 +1658,9 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     }
     let advice = replaced
         .then(|| policy_replaced_advice(runtime, id))
-        .or_else(|| blocked.map(|again| format!("it can never be committed: {again}")));
+        .or_else(|| blocked.map(|again| format!("it can never be committed: {again}")))
+        .or_else(|| other.map(|(_, text)| text));
     let mut summary = receipt_summary(&receipt, &document.receipt, advice.as_deref());
-    if let Some(done) = &done {
-        let _ = write!(
-            summary,
-            "\nanother run of this work, {0}, is {1}: running it again would do that work twice; vsh_show {0} shows it",
-            done.id.short(),
-            done.state.name()
-        );
-    }
     note_left_out(&mut summary, &document);
     if !not_changed.is_empty() {
         let named: Vec<String> = not_changed.iter().map(|path| format!("{path:?}")).collect();

@@ -760,7 +760,23 @@ async fn stale_work_runs_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path,
         .unwrap_or_default();
     assert_eq!(row["rerun_of"], stale_id, "{}", listed.document);
     assert!(listed.text.contains(&format!("(rerun of {})", &stale_id[..12])), "{}", listed.text);
-    assert!(!call(client, "vsh_discard", json!({"transaction": waiting.document["transaction"]})).await.is_error);
+    // That run waits: it is the next step, and the text no longer also says
+    // to run the work again (ux75 M5).
+    let waiting_id = waiting.document["transaction"].as_str().unwrap();
+    let (state, next) = match waiting.document["state"].as_str() {
+        Some("pending-approval") => ("pending-approval", "vsh_wait"),
+        _ => ("auto-approved", "vsh_commit"),
+    };
+    assert_eq!(waiting.document["state"], state, "{}", waiting.text);
+    let shown = call(client, "vsh_show", json!({"transaction": stale_id})).await;
+    assert_eq!(shown.document["receipt"]["next"], json!(format!("{next} {}", &waiting_id[..12])), "{}", shown.text);
+    assert!(!shown.text.contains("vsh_rerun"), "{}", shown.text);
+    assert!(
+        shown.text.contains(&format!("another run of this work, {}, is {state}", &waiting_id[..12])),
+        "{}",
+        shown.text
+    );
+    assert!(!call(client, "vsh_discard", json!({"transaction": waiting_id})).await.is_error);
     let rerun = call(client, "vsh_rerun", json!({"transaction": &stale_id[..8], "mode": "auto"})).await;
     assert!(!rerun.is_error && rerun.document["state"] == "committed", "{}", rerun.text);
     assert_ne!(rerun.document["transaction"], stale_id);
