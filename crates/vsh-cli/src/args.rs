@@ -647,13 +647,16 @@ fn approval_window(text: &str) -> Result<Duration, String> {
 impl ApproveArgs {
     /// The approving principal's name: `--principal`, else the user's.
     pub(crate) fn principal(&self) -> String {
-        self.principal.clone().unwrap_or_else(|| {
-            std::env::var("USER")
-                .ok()
-                .filter(|user| !user.is_empty())
-                .unwrap_or_else(|| format!("uid:{}", vsh::lower::vsh_sandbox::effective_uid()))
-        })
+        self.principal.clone().unwrap_or_else(default_principal)
     }
+}
+
+/// The approving principal's name when none is given: `$USER`, else `uid:N`.
+pub(crate) fn default_principal() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|user| !user.is_empty())
+        .unwrap_or_else(|| format!("uid:{}", vsh::lower::vsh_sandbox::effective_uid()))
 }
 
 /// A duration an operator writes (`30s`, `1m 30s`, `500ms`), more than zero.
@@ -709,6 +712,7 @@ pub(crate) struct LogArgs {
     pub(crate) limit: u64,
 }
 
+#[expect(clippy::struct_excessive_bools, reason = "independent command-line switches, one flag each")]
 #[derive(Debug, Args)]
 pub(crate) struct RerunArgs {
     #[command(flatten)]
@@ -735,6 +739,14 @@ pub(crate) struct RerunArgs {
     /// done twice).
     #[arg(long = "again")]
     pub(crate) once_more: bool,
+    /// Approve the new run at once when it waits for a review and its
+    /// changes are byte for byte TX's (the same paths, each found and left
+    /// holding the same bytes and mode): the review TX had holds for it (an
+    /// edit of a file the work only looked at made TX stale). Otherwise it
+    /// waits, as any run. The approval is recorded as `vsh approve` records
+    /// one ($USER, 15 minutes).
+    #[arg(long)]
+    pub(crate) approve_same: bool,
     /// The run's budget: a real command, real Bash or a Monty program with
     /// --commands gets a command's (10 min), anything else a program's.
     #[command(flatten)]

@@ -86,6 +86,17 @@ pub(crate) fn with_rerun_hint(
             );
             Some(rerun_line(runtime, transaction))
         }
+        // Found stale by an approval: the operator's review can carry over
+        // to a rerun that makes the same changes (ux75 H1).
+        VshError::ApprovalStale { .. } | VshError::NotApprovable { state: S::Stale, .. }
+            if live_rerun(runtime, transaction).is_none() =>
+        {
+            remedies.push(format!(
+                "`vsh rerun {short} --approve-same` runs it again and approves that run at once if its changes are \
+                 byte for byte these"
+            ));
+            Some(rerun_line(runtime, transaction))
+        }
         // Work that can never be committed now: its program can run again.
         VshError::Commit(CommitError::Stale { .. })
         | VshError::ApprovalStale { .. }

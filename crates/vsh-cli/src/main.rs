@@ -1731,10 +1731,53 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if !output.quiet && !rerun.stored.common.json {
         say_ran_again(&runtime, id, receipt.transaction)?;
     }
+    let receipt = if rerun.approve_same { approve_same(&runtime, id, receipt, output)? } else { receipt };
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     print_receipt(&shown_receipt(receipt, rerun.full), rerun.stored.common.json, output)?;
     Ok(code)
+}
+
+/// `vsh rerun TX --approve-same`: the rerun `receipt` approved, when it
+/// waits for a review and makes TX's changes byte for byte (the operator's
+/// review of TX holds for it), as `vsh approve` records an approval; else
+/// as it is, saying why on stderr. Returns the receipt as it is now.
+fn approve_same(
+    runtime: &Runtime,
+    id: vsh::TransactionId,
+    mut receipt: vsh::Receipt,
+    output: Output,
+) -> Result<vsh::Receipt, Box<dyn std::error::Error>> {
+    let again = receipt.transaction;
+    if receipt.state != TransactionState::PendingApproval {
+        return Ok(receipt);
+    }
+    if !runtime.same_changes(id, again)? {
+        if !output.quiet {
+            say!(
+                "vsh: {} changes other than {} did (vsh show {} reviews it): it waits for a review of its own",
+                again.short(),
+                id.short(),
+                again.short()
+            );
+        }
+        return Ok(receipt);
+    }
+    let name = args::default_principal();
+    let now = now_ms();
+    let expires = now.saturating_add(15 * 60 * 1000);
+    let record = runtime.approve(again, vsh::PrincipalId::digest(name.as_bytes()), now, expires)?;
+    runtime.record_principal_name(&name);
+    receipt.state = record.state;
+    if !output.quiet {
+        say!(
+            "vsh: approved {} by {name}: its changes are byte for byte the ones {} made; next: vsh commit {}",
+            again.short(),
+            id.short(),
+            again.short()
+        );
+    }
+    Ok(receipt)
 }
 
 /// `vsh revert TX`: new work that puts back what a committed transaction

@@ -2559,6 +2559,50 @@ fn committing_stale_work_again_says_what_stale_means() {
 /// left it pending, so `vsh commit` sent its reviewer back to approve and
 /// `vsh pending` listed it forever. It is recorded stale: every command
 /// agrees, with exit 6, and sends to `vsh rerun`.
+/// ux75 H1: pending work that only looked at a file (test discovery stats
+/// every file) went stale when someone edited it, and the operator had to
+/// rerun it and review the same changes again. `vsh rerun --approve-same`
+/// carries the review over to a rerun whose changes are byte for byte the
+/// same, and only then; the stale approval names it.
+#[test]
+fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "README.md", "readme\n");
+    write(dir.path(), "old.txt", "old\n");
+    write(dir.path(), "notes.txt", "notes\n");
+    let ws = dir.path().to_str().unwrap();
+    // It looks at README.md's size only, and removes old.txt: it waits.
+    let looks = "from pathlib import Path\nn = Path('README.md').stat().st_size\nPath('old.txt').unlink()";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(looks)));
+    write(dir.path(), "README.md", "readme, edited meanwhile\n");
+    let approve = vsh(&["approve", &id, "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&approve.stderr);
+    assert_eq!(approve.status.code(), Some(6), "{stderr}");
+    assert!(stderr.contains(&format!("`vsh rerun {} --approve-same`", &id[..12])), "{stderr}");
+    let rerun = vsh(&["rerun", &id, "--approve-same", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    assert_eq!(rerun.status.code(), Some(0), "{said}");
+    let again = id_of(&rerun);
+    assert!(said.contains(&format!("approved {}", &again[..12])), "{said}");
+    assert_eq!(vsh(&["commit", &again, "--workspace", ws], None).status.code(), Some(0));
+    assert!(!dir.path().join("old.txt").exists());
+    // Work whose changes the edit changed is reviewed anew.
+    write(dir.path(), "gone.txt", "gone\n");
+    let appends = "from pathlib import Path\np = Path('notes.txt')\np.write_text(p.read_text() + 'more\\n')\n\
+                   Path('gone.txt').unlink()";
+    let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(appends)));
+    write(dir.path(), "notes.txt", "notes, edited meanwhile\n");
+    assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(6));
+    let rerun = vsh(&["rerun", &id, "--approve-same", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    let again = id_of(&rerun);
+    assert!(said.contains(&format!("{} changes other than {} did", &again[..12], &id[..12])), "{said}");
+    let shown: serde_json::Value =
+        serde_json::from_slice(&vsh(&["show", &again, "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!(shown["record"]["state"], "pending-approval", "{shown}");
+    assert!(dir.path().join("gone.txt").exists());
+}
+
 #[test]
 fn approving_stale_work_records_it_stale_for_every_command() {
     let dir = tempfile::tempdir().unwrap();

@@ -1265,6 +1265,19 @@ impl Runtime {
         Ok(at)
     }
 
+    /// Whether stored transactions `first` and `second` make the same
+    /// changes, byte for byte: the same paths, each found holding the same
+    /// node and left holding the same node (kind, mode, size, content
+    /// digest, symlink target). What `vsh rerun --approve-same` asks before
+    /// it carries a review of `first` over to `second` (ux75 H1).
+    ///
+    /// # Errors
+    ///
+    /// When either's artifact cannot be read or does not verify.
+    pub fn same_changes(&self, first: TransactionId, second: TransactionId) -> Result<bool, VshError> {
+        Ok(self.records.stored_diff(first)? == self.records.stored_diff(second)?)
+    }
+
     /// Every run of the same work as `transaction` the store holds: the first
     /// ([`Runtime::rerun_origin`]) and every rerun of it and of its reruns
     /// ([`Runtime::reruns_of`]), oldest first, `transaction` among them.
