@@ -193,7 +193,10 @@ impl ConfinedCommand {
         // The candidate and a private /tmp are written beneath the roots of
         // detached mounts, which no path names yet.
         let mount = match self.fuse_mount.take() {
-            Some(mount) => Some(PreparedMount::new(mount, self.current_dir.as_deref(), self.policy.runs_as())?),
+            Some(mount) => {
+                let shown = crate::namespace::shown_paths(&self.policy, cx);
+                Some(PreparedMount::new(mount, self.current_dir.as_deref(), self.policy.runs_as(), shown)?)
+            }
             None => None,
         };
         let granted = mount.as_ref().map(PreparedMount::grants).unwrap_or_default();

@@ -15,7 +15,9 @@
 //! `/tmp` and the candidate at its target (`move_mount`; a target beneath
 //! `/tmp` gets its directories made in the new tmpfs first), changes into
 //! its working directory, and only then changes its uid and confines
-//! itself. The kernel asks the server from the moment the filesystem is
+//! itself. Everything is attached on a root of the child's own (a small
+//! read-only tmpfs, [`shown_paths`] of the host shown in it read-only), into
+//! which the child pivots: the rest of the host's tree does not exist for it. The kernel asks the server from the moment the filesystem is
 //! made (the parent's ruleset checks the root), so the parent says so on a
 //! pipe right then (one byte, which [`MountWaiter::wait`] reads) and the
 //! server must start waiting before the spawn: the spawn returns only once
@@ -330,6 +332,14 @@ pub(crate) struct PreparedMount {
     target: CString,
     /// Scratch directories (detached clones), attached inside the candidate.
     scratch: Vec<(OwnedFd, CString)>,
+    /// The child's root: a small read-only tmpfs holding the directories,
+    /// empty files and symlinks every other mount is attached on (see
+    /// [`PreparedMount::apply`]). Every attach path above is relative to it.
+    root: OwnedFd,
+    /// What the root shows of the host (detached clones, read-only unless
+    /// granted writing), each at its own path, relative: the system
+    /// directories, `/etc`, the devices, the paths the policy names.
+    binds: Vec<(OwnedFd, CString)>,
     /// The working directory (entered after mounting).
     pub(crate) cwd: Option<CString>,
     /// The uid and gid to change to after mounting.
@@ -367,7 +377,8 @@ fn detach(fs: &OwnedFd, stage: &'static str, read_only: bool) -> Result<OwnedFd,
 
 /// Where POSIX shared memory lives ([`FuseMount::with_private_shm`]).
 const SHM: &str = "/dev/shm";
-const SHM_C: &std::ffi::CStr = c"/dev/shm";
+/// [`SHM`] relative to the child's root, as the prepared mounts name it.
+const SHM_C: &std::ffi::CStr = c"dev/shm";
 
 /// The child's private `/tmp` and `/dev/shm`, those it gets, each with the
 /// path it covers.
@@ -515,10 +526,253 @@ fn chain(cover: &Path, path: &Path) -> Result<Vec<CString>, ToolError> {
     Ok(dirs)
 }
 
+/// Where a host's daemons put their unix sockets, shown (read-only) to a
+/// command given the host's network ([`crate::NetworkAccess::All`]).
+const HOST_SOCKET_DIRS: &[&str] = &["/run", "/var/run"];
+
+/// A host path the child's root shows at its own path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Shown {
+    /// The absolute path.
+    pub(crate) path: PathBuf,
+    /// Shown writable (a write root of the policy); else read-only.
+    pub(crate) writable: bool,
+    /// An absent path is an error (the policy named it); else skipped.
+    pub(crate) required: bool,
+}
+
+/// What a candidate's command sees of the host, besides its candidate, its
+/// private `/tmp` and `/dev/shm`, its tool and scratch directories: the
+/// system directories, the whole of `/etc` (its Landlock ruleset still lets
+/// it read only what `SYSTEM_ETC_FILES` names there: the rest can be named,
+/// as on any host, and not read), the devices, the dynamic loaders, with a
+/// network the resolver's files outside `/etc`, and every path the policy
+/// and the tool context grant. Nothing else of the host exists for it.
+pub(crate) fn shown_paths(policy: &crate::SandboxPolicy, context: &crate::ToolContext) -> Vec<Shown> {
+    use crate::policy::{DYNAMIC_LOADERS, NETWORK_ETC_FILES, SYSTEM_DEVICES, SYSTEM_DIRS};
+    let system = |path: &&str| Shown { path: PathBuf::from(path), writable: false, required: false };
+    let mut shown: Vec<Shown> = SYSTEM_DIRS.iter().chain(&["/etc"]).chain(SYSTEM_DEVICES).map(system).collect();
+    shown.extend(DYNAMIC_LOADERS.iter().map(system));
+    if policy.reaches_network() {
+        shown.extend(NETWORK_ETC_FILES.iter().map(system));
+    }
+    // The host's network is its daemons' unix sockets too (`docker.sock`,
+    // a database's): where they live.
+    if policy.network_access() == crate::NetworkAccess::All {
+        shown.extend(HOST_SOCKET_DIRS.iter().map(system));
+    }
+    let granted = |paths: &[PathBuf], writable: bool| -> Vec<Shown> {
+        paths.iter().map(|path| Shown { path: path.clone(), writable, required: true }).collect()
+    };
+    shown.extend(granted(policy.read_paths(), false));
+    shown.extend(granted(policy.exec_paths(), false));
+    shown.extend(granted(policy.write_paths(), true));
+    shown.extend(context.granted_programs().map(|path| Shown {
+        path: path.to_owned(),
+        writable: false,
+        required: true,
+    }));
+    shown
+}
+
+/// `path` (absolute) without its leading `/`, as the prepared mounts name
+/// what is attached beneath the child's root.
+fn relative_c(path: &std::ffi::CStr) -> CString {
+    let bytes = path.to_bytes();
+    let inside = bytes.strip_prefix(b"/").unwrap_or(bytes);
+    // A part of a C string holds no NUL byte.
+    CString::new(inside).unwrap_or_default()
+}
+
+/// Make the directories of `path` (absolute) in the root `root`, `path`
+/// itself too when `whole` (else only its parents), mode `0755`.
+fn root_dirs(root: &OwnedFd, path: &Path, whole: bool) -> Result<(), ToolError> {
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage: "command root (tmpfs)", source: errno.into() };
+    let inside = path.strip_prefix("/").unwrap_or(path);
+    let mut at = PathBuf::new();
+    let count = inside.components().count();
+    for (index, component) in inside.components().enumerate() {
+        if index + 1 == count && !whole {
+            break;
+        }
+        at.push(component);
+        match rustix::fs::mkdirat(root, &at, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(errno) => return Err(setup(errno)),
+        }
+    }
+    Ok(())
+}
+
+/// The most bytes the child's root holds (directories, empty files and
+/// symlinks only).
+const ROOT_BYTES: u64 = 1 << 20;
+
+/// The child's root, made in the parent: a tmpfs holding what `shown`
+/// needs to be attached on (a directory, an empty file, or the host's
+/// symlink again, whose target is shown in turn), the detached clones to
+/// attach there, relative, and the host directories shown (what is
+/// beneath them is the host's). Also `/dev` (`fd`, `stdin`, `stdout`,
+/// `stderr` as links into `/proc/self/fd`), `/proc` and `/tmp`.
+#[expect(clippy::type_complexity, reason = "the three parts of one root, built together")]
+fn command_root(mut shown: Vec<Shown>) -> Result<(OwnedFd, Vec<(OwnedFd, CString)>, Vec<PathBuf>), ToolError> {
+    let root = tmpfs(ROOT_BYTES, "0755", "command root (tmpfs)", false)?;
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage: "command root (tmpfs)", source: errno.into() };
+    for dir in ["/dev", "/proc", "/tmp"] {
+        root_dirs(&root, Path::new(dir), true)?;
+    }
+    for (name, target) in [
+        ("dev/fd", "/proc/self/fd"),
+        ("dev/stdin", "/proc/self/fd/0"),
+        ("dev/stdout", "/proc/self/fd/1"),
+        ("dev/stderr", "/proc/self/fd/2"),
+    ] {
+        rustix::fs::symlinkat(target, &root, name).map_err(setup)?;
+    }
+    // Ancestors first, so a directory is attached before what is in it.
+    shown.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut queue: std::collections::VecDeque<Shown> = shown.into();
+    let mut binds = Vec::new();
+    let mut bound: Vec<PathBuf> = Vec::new();
+    let mut linked: Vec<PathBuf> = Vec::new();
+    while let Some(mut item) = queue.pop_front() {
+        if !item.path.is_absolute() {
+            return Err(ToolError::InvalidPolicy {
+                reason: format!("{} is not an absolute path", item.path.display()),
+            });
+        }
+        // Where it is, its directories' symlinks followed (a loader under
+        // `/lib64 -> usr/lib64` is shown with `/usr`).
+        if let (Some(parent), Some(name)) = (item.path.parent(), item.path.file_name())
+            && let Ok(real) = std::fs::canonicalize(parent)
+        {
+            item.path = real.join(name);
+        }
+        if bound.iter().chain(&linked).any(|done| item.path.starts_with(done)) {
+            continue;
+        }
+        let meta = match std::fs::symlink_metadata(&item.path) {
+            Ok(meta) => meta,
+            Err(_) if !item.required => continue,
+            Err(source) => return Err(ToolError::AllowedPath { path: item.path, source }),
+        };
+        let inside = item.path.strip_prefix("/").unwrap_or(&item.path).to_owned();
+        if inside.as_os_str().is_empty() {
+            return Err(ToolError::InvalidPolicy { reason: "the root directory cannot be shown whole".to_owned() });
+        }
+        root_dirs(&root, &item.path, false)?;
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&item.path)
+                .map_err(|source| ToolError::AllowedPath { path: item.path.clone(), source })?;
+            match rustix::fs::symlinkat(&target, &root, &inside) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(errno) => return Err(setup(errno)),
+            }
+            if let Ok(real) = std::fs::canonicalize(&item.path) {
+                queue.push_back(Shown { path: real, ..item.clone() });
+            }
+            linked.push(item.path);
+            continue;
+        }
+        if meta.is_dir() {
+            match rustix::fs::mkdirat(&root, &inside, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(errno) => return Err(setup(errno)),
+            }
+        } else {
+            let flags = OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+            drop(rustix::fs::openat(&root, &inside, flags, Mode::from_raw_mode(0o644)).map_err(setup)?);
+        }
+        let clone = clone_whole_tree(&item.path)?;
+        if !item.writable {
+            crate::sys::read_only_mount(clone.as_fd(), true)
+                .map_err(|source| ToolError::Setup { stage: "command root (read-only host path)", source })?;
+        }
+        binds.push((clone, relative_c(&c_path(&item.path)?)));
+        if meta.is_dir() {
+            bound.push(item.path);
+        }
+    }
+    Ok((root, binds, bound))
+}
+
+/// The candidate's FUSE filesystem on `device`, its files `ids`', detached.
+fn candidate_fs(device: &OwnedFd, (uid, gid): (u32, u32)) -> Result<OwnedFd, ToolError> {
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage: "candidate mount", source: errno.into() };
+    let fs = rustix::mount::fsopen("fuse", FsOpenFlags::FSOPEN_CLOEXEC).map_err(setup)?;
+    for (key, value) in [
+        ("source", "vsh-candidate".to_owned()),
+        ("fd", device.as_raw_fd().to_string()),
+        ("rootmode", "40000".to_owned()),
+        ("user_id", uid.to_string()),
+        ("group_id", gid.to_string()),
+    ] {
+        rustix::mount::fsconfig_set_string(&fs, key, value).map_err(setup)?;
+    }
+    for flag in ["allow_other", "default_permissions"] {
+        rustix::mount::fsconfig_set_flag(&fs, flag).map_err(setup)?;
+    }
+    detach(&fs, "candidate mount", false)
+}
+
+/// `tools`, the host's root among them shown as each directory in it (a
+/// tool directory is attached on the child's root, which holds its own
+/// `/dev`, `/proc`, `/tmp`, and has no `/sys`): what `--tool /` asked,
+/// everything the host has, read-only.
+fn tools_beneath_the_root(tools: Vec<PathBuf>) -> Vec<PathBuf> {
+    if !tools.iter().any(|tool| tool == Path::new("/")) {
+        return tools;
+    }
+    let mut expanded: Vec<PathBuf> = tools.into_iter().filter(|tool| tool != Path::new("/")).collect();
+    let entries = std::fs::read_dir("/").into_iter().flatten().flatten();
+    for entry in entries {
+        let own = ["dev", "proc", "sys", "tmp"].iter().any(|name| entry.file_name() == *name);
+        if !own && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            expanded.push(entry.path());
+        }
+    }
+    expanded
+}
+
+/// A detached clone of the host path `path` with every mount beneath it
+/// (a container's `/etc/hosts`, say); a symlink at `path` is not followed.
+fn clone_whole_tree(path: &Path) -> Result<OwnedFd, ToolError> {
+    use rustix::mount::OpenTreeFlags;
+    let flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+        | OpenTreeFlags::AT_SYMLINK_NOFOLLOW
+        | OpenTreeFlags::AT_RECURSIVE;
+    rustix::mount::open_tree(rustix::fs::CWD, path, flags)
+        .map_err(|errno| ToolError::AllowedPath { path: path.to_owned(), source: errno.into() })
+}
+
+/// A new `/proc` for the calling process's pid namespace (the child's own:
+/// it runs in it by now), showing processes only (`subset=pid`, where the
+/// kernel has it), never `/proc/sys` or the kernel's tables. Raw calls on
+/// static strings: runs between `fork` and `exec`.
+fn own_proc() -> std::io::Result<OwnedFd> {
+    let fs = rustix::mount::fsopen(c"proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    match rustix::mount::fsconfig_set_string(&fs, c"subset", c"pid") {
+        Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+        Err(errno) => return Err(errno.into()),
+    }
+    rustix::mount::fsconfig_create(&fs)?;
+    let attributes =
+        MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV | MountAttrFlags::MOUNT_ATTR_NOEXEC;
+    Ok(rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attributes)?)
+}
+
 impl PreparedMount {
     /// Make `mount`'s detached filesystems for a child that runs as `ids`
     /// (else as the parent's uid and gid) in `cwd`.
-    pub(crate) fn new(mount: FuseMount, cwd: Option<&Path>, ids: Option<(u32, u32)>) -> Result<Self, ToolError> {
+    pub(crate) fn new(
+        mount: FuseMount,
+        cwd: Option<&Path>,
+        ids: Option<(u32, u32)>,
+        shown: Vec<Shown>,
+    ) -> Result<Self, ToolError> {
+        let mut mount = mount;
+        mount.tools = tools_beneath_the_root(std::mem::take(&mut mount.tools));
         let target = &mount.target;
         if !target.is_absolute() || target == Path::new("/") || target == Path::new("/tmp") {
             return Err(ToolError::InvalidPolicy {
@@ -527,21 +781,7 @@ impl PreparedMount {
         }
         let (uid, gid) =
             ids.unwrap_or_else(|| (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw()));
-        let setup = |errno: rustix::io::Errno| ToolError::Setup { stage: "candidate mount", source: errno.into() };
-        let fs = rustix::mount::fsopen("fuse", FsOpenFlags::FSOPEN_CLOEXEC).map_err(setup)?;
-        for (key, value) in [
-            ("source", "vsh-candidate".to_owned()),
-            ("fd", mount.device.as_raw_fd().to_string()),
-            ("rootmode", "40000".to_owned()),
-            ("user_id", uid.to_string()),
-            ("group_id", gid.to_string()),
-        ] {
-            rustix::mount::fsconfig_set_string(&fs, key, value).map_err(setup)?;
-        }
-        for flag in ["allow_other", "default_permissions"] {
-            rustix::mount::fsconfig_set_flag(&fs, flag).map_err(setup)?;
-        }
-        let candidate = detach(&fs, "candidate mount", false)?;
+        let candidate = candidate_fs(&mount.device, (uid, gid))?;
         // The filesystem exists from here on, and the kernel asks its server
         // (the ruleset's checks of the root already do): serving starts now.
         rustix::io::write(&mount.mounted, &[1])
@@ -570,6 +810,18 @@ impl PreparedMount {
         let mut tools = Vec::new();
         for tool in &mount.tools {
             tools.push((clone_tree(tool)?, c_path(tool)?));
+        }
+        let (root, binds, bound) = command_root(shown)?;
+        // Every path something is attached on exists in the root (what is
+        // beneath a cover is made there by the child, `dirs`; what is
+        // beneath a host directory shown is the host's).
+        let attached = cover_paths.iter().chain(&mount.tools).chain(std::iter::once(target));
+        for path in attached {
+            let made_elsewhere = cover_paths.iter().any(|cover| path.starts_with(cover) && path != cover)
+                || bound.iter().any(|dir| path.starts_with(dir));
+            if !made_elsewhere {
+                root_dirs(&root, path, true)?;
+            }
         }
         let mut scratch = Vec::new();
         for (inside, dir) in &mount.scratch {
@@ -604,14 +856,21 @@ impl PreparedMount {
                     .map_err(|source| ToolError::Setup { stage: "idmapped scratch directory", source })?;
             }
         }
+        crate::sys::read_only_mount(root.as_fd(), false)
+            .map_err(|source| ToolError::Setup { stage: "command root (tmpfs)", source })?;
+        let relative = |list: Vec<(OwnedFd, CString)>| -> Vec<(OwnedFd, CString)> {
+            list.into_iter().map(|(fd, at)| (fd, relative_c(&at))).collect()
+        };
         Ok(Self {
-            target: c_path(target)?,
+            target: relative_c(&c_path(target)?),
             _device: mount.device,
-            covers,
-            dirs,
-            tools,
+            covers: relative(covers),
+            dirs: dirs.iter().map(|dir| relative_c(dir)).collect(),
+            tools: relative(tools),
             candidate,
-            scratch,
+            scratch: relative(scratch),
+            root,
+            binds,
             cwd: cwd.map(c_path).transpose()?,
             ids,
         })
@@ -621,10 +880,10 @@ impl PreparedMount {
     /// by descriptor, and what it may do beneath each.
     pub(crate) fn grants(&self) -> Vec<(BorrowedFd<'_>, Grant)> {
         let mut grants = vec![(self.candidate.as_fd(), Grant::WriteExecute)];
-        for (private, _) in self.covers.iter().filter(|(_, path)| [c"/tmp", SHM_C].contains(&path.as_c_str())) {
+        for (private, _) in self.covers.iter().filter(|(_, path)| [c"tmp", SHM_C].contains(&path.as_c_str())) {
             grants.push((private.as_fd(), Grant::Write));
         }
-        for (file, _) in self.covers.iter().filter(|(_, path)| path.to_bytes().starts_with(b"/etc/")) {
+        for (file, _) in self.covers.iter().filter(|(_, path)| path.to_bytes().starts_with(b"etc/")) {
             grants.push((file.as_fd(), Grant::ReadFile));
         }
         grants.extend(self.tools.iter().map(|(tool, _)| (tool.as_fd(), Grant::ReadExecute)));
@@ -632,20 +891,33 @@ impl PreparedMount {
         grants
     }
 
-    /// Leave the parent's mount namespace and attach the mounts. Runs in the
-    /// child between `fork` and `exec`: raw calls on prepared data only.
+    /// Leave the parent's mount namespace, attach the mounts on the
+    /// prepared root, and make it the child's root (`pivot_root`): the host's
+    /// tree is gone from the child's namespace, so no path outside what is
+    /// shown can even be looked up (sec80 F2: Landlock refuses reading a
+    /// file, not `stat`ing it, and a command learned the size and time of
+    /// another workspace's secrets). Its `/proc` is a new one, of its own
+    /// pid namespace. Runs in the child between `fork` and `exec`: raw calls
+    /// on prepared data only.
     pub(crate) fn apply(&self) -> std::io::Result<()> {
-        use rustix::mount::MountPropagationFlags;
+        use rustix::mount::{MountPropagationFlags, UnmountFlags};
+        let root = self.root.as_fd();
         let attach = |mount: &OwnedFd, at: &std::ffi::CStr| {
-            rustix::mount::move_mount(mount, c"", rustix::fs::CWD, at, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
+            rustix::mount::move_mount(mount, c"", root, at, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
         };
         crate::sys::unshare_mount_namespace()?;
         rustix::mount::mount_change(c"/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE)?;
+        // The root needs a place in the namespace to be pivoted to.
+        rustix::mount::move_mount(root, c"", rustix::fs::CWD, c"/tmp", MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)?;
+        for (bind, at) in &self.binds {
+            attach(bind, at)?;
+        }
+        attach(&own_proc()?, c"proc")?;
         for (cover, at) in &self.covers {
             attach(cover, at)?;
         }
         for dir in &self.dirs {
-            match rustix::fs::mkdir(dir.as_c_str(), Mode::from_raw_mode(0o755)) {
+            match rustix::fs::mkdirat(root, dir.as_c_str(), Mode::from_raw_mode(0o755)) {
                 Ok(()) | Err(rustix::io::Errno::EXIST) => {}
                 Err(errno) => return Err(errno.into()),
             }
@@ -657,6 +929,10 @@ impl PreparedMount {
         for (dir, at) in &self.scratch {
             attach(dir, at)?;
         }
+        rustix::process::fchdir(root)?;
+        rustix::process::pivot_root(c".", c".")?;
+        rustix::mount::unmount(c".", UnmountFlags::DETACH)?;
+        rustix::process::chdir(c"/")?;
         if let Some(cwd) = &self.cwd {
             rustix::process::chdir(cwd.as_c_str())?;
         }

@@ -583,3 +583,25 @@ pub(crate) fn idmap_mount(mount: BorrowedFd<'_>, userns: BorrowedFd<'_>) -> io::
     };
     if result < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
+
+/// Make the detached mount `mount` (and, `recursive`, every mount beneath
+/// it) read-only (`mount_setattr(MOUNT_ATTR_RDONLY)`): nothing is written
+/// through it, not a byte nor a timestamp, whatever the permission bits.
+pub(crate) fn read_only_mount(mount: BorrowedFd<'_>, recursive: bool) -> io::Result<()> {
+    let attr = libc::mount_attr { attr_set: libc::MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    let flags = libc::AT_EMPTY_PATH | if recursive { libc::AT_RECURSIVE } else { 0 };
+    // SAFETY: the descriptor is open for the call, the path is an empty C
+    // string (AT_EMPTY_PATH: the descriptor itself), and the attribute
+    // struct is ours, alive for the call, with its exact size passed.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            mount.as_raw_fd(),
+            c"".as_ptr(),
+            flags,
+            &raw const attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    if result < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}

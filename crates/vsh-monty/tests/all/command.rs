@@ -386,7 +386,17 @@ fn escapes_that_work_unconfined_fail_in_the_candidate() {
     let host_secret = ws.root().join(".env");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    // Another workspace's secret, outside every path a command is shown.
+    let elsewhere = tempfile::tempdir_in("/var/tmp").unwrap();
+    let other_secret = elsewhere.path().join(".env");
+    std::fs::write(&other_secret, "TOKEN=elsewhere\n").unwrap();
+    std::fs::set_permissions(elsewhere.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let attempts = [
+        // Its size and time by `stat`, which Landlock does not judge (sec80
+        // F2): the host's tree is not the command's root.
+        ("stat", format!("stat -c %s {} && echo ESCAPED", other_secret.display())),
+        // A timestamp of a host directory (sec80 F4).
+        ("utime", "touch /var/tmp && echo ESCAPED".to_owned()),
         // The real workspace, through the parent process's root.
         ("proc", format!("cat /proc/$PPID/root{} && echo ESCAPED", host_secret.display())),
         // ptrace (PTRACE_TRACEME), a new mount namespace, a new session.
@@ -952,8 +962,9 @@ fn the_network_switch_gives_none_a_private_loopback_or_the_hosts() {
     let Some(_processes) = fuse_available() else { return };
     let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = host.local_addr().unwrap().port();
-    // A host daemon's unix socket, at a path the command can name (its /tmp is private).
-    let daemon_dir = tempfile::Builder::new().prefix("vsh-daemon-").tempdir_in("/var/tmp").unwrap();
+    // A host daemon's unix socket, where daemons keep them (/run: the rest
+    // of the host, /var/tmp say, does not exist for a command).
+    let daemon_dir = tempfile::Builder::new().prefix("vsh-daemon-").tempdir_in("/run").unwrap();
     let daemon = daemon_dir.path().join("daemon.sock");
     let _daemon = std::os::unix::net::UnixListener::bind(&daemon).unwrap();
     // Anyone may connect, as to a daemon that serves every user (the command runs as another uid).
