@@ -828,8 +828,13 @@ impl Dispatcher<'_> {
         for (inside, dir) in &config.scratch {
             if inside == PYCACHE_SCRATCH {
                 // Python writes its bytecode into a directory of its own,
-                // never beside the sources.
-                mount = mount.with_tmp_scratch(PYCACHE_AT, dir);
+                // never beside the sources; of it only the workspace's own
+                // modules' is kept (beneath the workspace's path in the
+                // tree Python mirrors there): the system's is compiled
+                // again each run, so no run leaves code in it for another
+                // (sec80 F3: a run planted the stdlib's `json`).
+                let mirror = config.root.strip_prefix("/").unwrap_or(&config.root);
+                mount = mount.with_tmp_scratch_beneath(PYCACHE_AT, mirror, dir);
                 env.retain(|(key, _)| key != "PYTHONDONTWRITEBYTECODE" && key != "PYTHONPYCACHEPREFIX");
                 env.push(("PYTHONPYCACHEPREFIX".to_owned(), format!("/tmp/{PYCACHE_AT}")));
                 scratch_dirs.push(dir);

@@ -117,8 +117,9 @@ pub struct FuseMount {
     tools: Vec<PathBuf>,
     /// Host directories bound over paths inside the candidate: `(inside, dir)`.
     scratch: Vec<(PathBuf, PathBuf)>,
-    /// Host directories bound at `/tmp/<name>`: `(name, dir)`.
-    tmp_scratch: Vec<(String, PathBuf)>,
+    /// Host directories bound at `/tmp/<name>/<beneath>`: `(name,
+    /// beneath, dir)`, `beneath` relative (empty: at `/tmp/<name>`).
+    tmp_scratch: Vec<(String, PathBuf, PathBuf)>,
     /// Files written into the private `/tmp` before the child starts.
     tmp_files: Vec<(String, Vec<u8>)>,
     /// The size of the child's private `/dev/shm`, if it gets one.
@@ -230,7 +231,22 @@ impl FuseMount {
     /// `PYTHONPYCACHEPREFIX`).
     #[must_use]
     pub fn with_tmp_scratch(mut self, name: &str, dir: impl Into<PathBuf>) -> Self {
-        self.tmp_scratch.push((name.to_owned(), dir.into()));
+        self.tmp_scratch.push((name.to_owned(), PathBuf::new(), dir.into()));
+        self
+    }
+
+    /// Bind the host directory `dir` at `/tmp/<name>/<beneath>` (`beneath`
+    /// relative and plain) in the child's private `/tmp`, kept between runs;
+    /// `/tmp/<name>` and the directories down to it are the run's own,
+    /// writable by anyone (mode `1777`, as `/tmp`) and gone with it. For a
+    /// cache of which only a part may be kept: Python's bytecode of the
+    /// workspace's own modules (beneath the workspace's path in the
+    /// `PYTHONPYCACHEPREFIX` tree), never of the system's, whose cache an
+    /// earlier run could have planted code in that every later Python would
+    /// run (sec80 F3).
+    #[must_use]
+    pub fn with_tmp_scratch_beneath(mut self, name: &str, beneath: &Path, dir: impl Into<PathBuf>) -> Self {
+        self.tmp_scratch.push((name.to_owned(), beneath.to_owned(), dir.into()));
         self
     }
 
@@ -386,7 +402,13 @@ const SHM_C: &std::ffi::CStr = c"dev/shm";
 fn private_covers(mount: &FuseMount) -> Result<(Vec<(OwnedFd, CString)>, Vec<PathBuf>), ToolError> {
     let mut covers = Vec::new();
     let mut paths = Vec::new();
-    if let Some(tmp) = private_tmp(mount.tmp_bytes, &mount.tmp_files)? {
+    let run_dirs: Vec<PathBuf> = mount
+        .tmp_scratch
+        .iter()
+        .filter(|(_, beneath, _)| !beneath.as_os_str().is_empty())
+        .map(|(name, beneath, _)| Path::new(name).join(beneath))
+        .collect();
+    if let Some(tmp) = private_tmp(mount.tmp_bytes, &mount.tmp_files, &run_dirs)? {
         covers.push((tmp, c_path(Path::new("/tmp"))?));
         paths.push(PathBuf::from("/tmp"));
     }
@@ -432,7 +454,11 @@ fn etc_covers(files: &[(String, Vec<u8>)]) -> Result<Vec<(OwnedFd, CString)>, To
 }
 
 /// The private `/tmp` of `bytes`, if the child gets one, holding `files`.
-fn private_tmp(bytes: Option<u64>, files: &[(String, Vec<u8>)]) -> Result<Option<OwnedFd>, ToolError> {
+fn private_tmp(
+    bytes: Option<u64>,
+    files: &[(String, Vec<u8>)],
+    run_dirs: &[PathBuf],
+) -> Result<Option<OwnedFd>, ToolError> {
     let Some(bytes) = bytes else {
         return match files.first() {
             Some((name, _)) => {
@@ -444,6 +470,23 @@ fn private_tmp(bytes: Option<u64>, files: &[(String, Vec<u8>)]) -> Result<Option
     let tmp = tmpfs(bytes, "1777", "private /tmp (tmpfs)", false)?;
     for (name, content) in files {
         tmp_file(&tmp, name, content)?;
+    }
+    // Each run directory down to (and with) a kept directory's mount point,
+    // the run's own: anyone's to write in, as `/tmp` is.
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage: "private /tmp directory", source: errno.into() };
+    for path in run_dirs {
+        let mut at = PathBuf::new();
+        for component in path.components() {
+            let std::path::Component::Normal(part) = component else {
+                return Err(ToolError::InvalidPolicy { reason: format!("{} is no plain path", path.display()) });
+            };
+            at.push(part);
+            match rustix::fs::mkdirat(&tmp, &at, Mode::from_raw_mode(0o1777)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(errno) => return Err(setup(errno)),
+            }
+            rustix::fs::chmodat(&tmp, &at, Mode::from_raw_mode(0o1777), rustix::fs::AtFlags::empty()).map_err(setup)?;
+        }
     }
     Ok(Some(tmp))
 }
@@ -833,7 +876,7 @@ impl PreparedMount {
             }
             scratch.push((clone_tree(dir)?, c_path(&target.join(inside))?));
         }
-        for (name, dir) in &mount.tmp_scratch {
+        for (name, beneath, dir) in &mount.tmp_scratch {
             let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0']);
             if mount.tmp_bytes.is_none() || !plain {
                 return Err(ToolError::InvalidPolicy {
@@ -842,8 +885,11 @@ impl PreparedMount {
                     ),
                 });
             }
-            let at = Path::new("/tmp").join(name);
-            dirs.push(c_path(&at)?);
+            // (The directories beneath `name` were made with the private /tmp.)
+            let at = Path::new("/tmp").join(name).join(beneath);
+            if beneath.as_os_str().is_empty() {
+                dirs.push(c_path(&at)?);
+            }
             scratch.push((clone_tree(dir)?, c_path(&at)?));
         }
         if let Some((userns, (uid, gid))) = &mount.idmap {

@@ -1293,6 +1293,63 @@ fn python_bytecode_goes_to_its_scratch_directory_and_never_into_the_diff() {
     assert!(plain.diff().is_empty(), "{:?}", plain.diff());
 }
 
+/// sec80 F3: a run that changed nothing (so kept nothing) planted bytecode
+/// for the system's `json` in the kept bytecode cache, and every later
+/// Python command of the workspace ran it. Only the workspace's own
+/// modules' bytecode is kept; the system's is the run's alone.
+#[test]
+fn a_run_leaves_no_bytecode_of_the_systems_modules_for_the_next() {
+    let Some(_processes) = fuse_available() else { return };
+    let plant = "import importlib.util, importlib._bootstrap_external as b, json, os\n\
+                 src = json.__file__\n\
+                 st = os.stat(src)\n\
+                 code = compile(\"print('PLANTED')\", src, 'exec')\n\
+                 path = importlib.util.cache_from_source(src)\n\
+                 os.makedirs(os.path.dirname(path), exist_ok=True)\n\
+                 open(path, 'wb').write(b._code_to_timestamp_pyc(code, st.st_mtime, st.st_size))\n";
+    let import = "import json; print('imported')";
+    // The baseline: a cache kept whole runs what was planted.
+    let kept = scratch_dir();
+    let python = |script: &str| {
+        std::process::Command::new("python3")
+            .args(["-c", script])
+            .env("PYTHONPYCACHEPREFIX", kept.path())
+            .output()
+            .unwrap()
+    };
+    assert!(python(plant).status.success());
+    assert_eq!(String::from_utf8_lossy(&python(import).stdout), "PLANTED\nimported\n", "the baseline");
+    // In candidates: the next run imports the system's own.
+    let mut ws = Workspace::with(&[("pkg/__init__.py", b""), ("pkg/mod.py", b"VALUE = 41\n")]);
+    let pycache = scratch_dir();
+    let planted = command_with_scratch(&mut ws, &["python3", "-c", plant], &[("__pycache__", pycache.path())]);
+    assert!(planted.is_ok(), "{planted:?}");
+    let script = format!("{import}; import sys; sys.path.insert(0, '.'); import pkg.mod");
+    let next = command_with_scratch(&mut ws, &["python3", "-c", &script], &[("__pycache__", pycache.path())]).unwrap();
+    assert_eq!(String::from_utf8_lossy(&next.stdout), "imported\n");
+    // What was kept: the workspace's modules' bytecode, nothing of the system's.
+    let kept_names = walk_names(pycache.path());
+    assert!(kept_names.iter().any(|name| name.starts_with("mod.")), "{kept_names:?}");
+    assert!(walk_dirs(pycache.path()).iter().all(|dir| !dir.contains("python3")), "{:?}", walk_dirs(pycache.path()));
+}
+
+/// Every directory beneath `dir`, as a path relative to it.
+fn walk_dirs(dir: &std::path::Path) -> Vec<String> {
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            dirs.push(path.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            dirs.extend(
+                walk_dirs(&path)
+                    .into_iter()
+                    .map(|inner| format!("{}/{inner}", path.file_name().unwrap().to_string_lossy())),
+            );
+        }
+    }
+    dirs
+}
+
 /// Every file name beneath `dir`.
 fn walk_names(dir: &std::path::Path) -> Vec<String> {
     let mut names = Vec::new();
