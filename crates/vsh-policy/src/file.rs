@@ -160,6 +160,64 @@ fn missing_hint(field: &str) -> &'static str {
 }
 
 /// Where a key given at the top that belongs in a table goes.
+/// Where in `text` (a policy document) the field path `field` is
+/// (`protect[0].access[1]`, `thresholds.deny_changed_bytes`): the line and
+/// column (from 1, in characters) of its key, or of the element an index
+/// names; `None` when the text has no such place (a missing key).
+pub fn locate(text: &str, field: &str) -> Option<(usize, usize)> {
+    use toml::de::{DeTable, DeValue};
+    let document = DeTable::parse(text).ok()?;
+    let mut table = document.get_ref();
+    let mut value: Option<&toml::Spanned<DeValue<'_>>> = None;
+    let mut at = None;
+    for part in field.split('.') {
+        let (key, indexes) = part.split_once('[').map_or((part, ""), |(key, rest)| (key, rest));
+        if !key.is_empty() {
+            if let Some(DeValue::Table(inner)) = value.map(toml::Spanned::get_ref) {
+                table = inner;
+            } else if value.is_some() {
+                return None;
+            }
+            let (name, found) = table.iter().find(|(name, _)| name.get_ref().as_ref() == key)?;
+            at = Some(name.span().start);
+            value = Some(found);
+        }
+        for index in indexes.split('[').filter(|index| !index.is_empty()) {
+            let index: usize = index.trim_end_matches(']').parse().ok()?;
+            let DeValue::Array(items) = value?.get_ref() else { return None };
+            let item = items.get(index)?;
+            at = Some(item.span().start);
+            value = Some(item);
+        }
+    }
+    let offset = at?;
+    let before = text.get(..offset)?;
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |last| last.chars().count()) + 1;
+    Some((line, column))
+}
+
+/// The last key of a field path (`protect[0].acess`: `acess`).
+fn last_key(field: &str) -> &str {
+    field.rsplit('.').next().unwrap_or(field)
+}
+
+/// `" (did you mean `x`?)"` for the one of `expected` (a comma-separated
+/// list) closest to `found`, when one is close (a typo, a letter missing or
+/// swapped, a singular for a plural); empty otherwise.
+pub(crate) fn did_you_mean(found: &str, expected: &str) -> String {
+    let found = found.trim_matches('`');
+    expected
+        .split(',')
+        .map(|candidate| candidate.trim().trim_matches('`'))
+        .filter(|candidate| !candidate.is_empty() && *candidate != found)
+        .map(|candidate| (strsim::damerau_levenshtein(found, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 4) && *distance < candidate.len())
+        .min()
+        .map(|(_, candidate)| format!(" (did you mean `{candidate}`?)"))
+        .unwrap_or_default()
+}
+
 fn unknown_hint(field: &str) -> &'static str {
     match field {
         "writable_roots" | "secrets" | "git" => " (it belongs in the `[defaults]` table)",
@@ -168,11 +226,26 @@ fn unknown_hint(field: &str) -> &'static str {
     }
 }
 
+/// The access names a `[[protect]]` rule takes.
+const ACCESS_NAMES: &str = "all, reads, mutations, metadata-read, content-read, directory-read, create, modify, delete, \
+                            rename-source, rename-destination";
+
 /// Why a policy file was refused. Every variant about the document's content
 /// names the field ([`PolicyFileError::field`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyFileError {
+    /// A refusal of a policy file's content, with the file and where in it
+    /// (the key or value the refusal names, when it can be found).
+    #[error("{error} (in {}{})", path.display(), at.map_or_else(String::new, |(line, column)| format!(", line {line}, column {column}")))]
+    In {
+        /// The file.
+        path: PathBuf,
+        /// The line and column (from 1, in characters) of what is refused.
+        at: Option<(usize, usize)>,
+        /// The refusal.
+        error: Box<PolicyFileError>,
+    },
     /// The file could not be opened or read.
     #[error("cannot read the policy file {}", path.display())]
     Read {
@@ -216,7 +289,11 @@ pub enum PolicyFileError {
         field: String,
     },
     /// A key that the table does not define.
-    #[error("`{field}` is not a known key; expected one of: {expected}{}", unknown_hint(field))]
+    #[error(
+        "`{field}` is not a known key{}; expected one of: {expected}{}",
+        did_you_mean(last_key(field), expected),
+        unknown_hint(field)
+    )]
     UnknownField {
         /// The unknown key, as a path.
         field: String,
@@ -297,8 +374,9 @@ pub enum PolicyFileError {
     },
     /// An access name that is not known.
     #[error(
-        "`{field}` is {name:?}; expected all, reads, mutations, metadata-read, content-read, directory-read, \
-         create, modify, delete, rename-source or rename-destination"
+        "`{field}` is {name:?}{}; expected all, reads, mutations, metadata-read, content-read, directory-read, \
+         create, modify, delete, rename-source or rename-destination",
+        did_you_mean(name, ACCESS_NAMES)
     )]
     UnknownAccess {
         /// The field (`protect[N].access` or `protect[N].access[M]`).
@@ -313,7 +391,10 @@ pub enum PolicyFileError {
         field: String,
     },
     /// A `[[review]]` change name that is not known.
-    #[error("`{field}` is {name:?}; expected all, create, modify or delete")]
+    #[error(
+        "`{field}` is {name:?}{}; expected all, create, modify or delete",
+        did_you_mean(name, "all, create, modify, delete")
+    )]
     UnknownChange {
         /// The field (`review[N].changes` or `review[N].changes[M]`).
         field: String,
@@ -378,6 +459,7 @@ impl PolicyFileError {
     /// syntax).
     pub fn field(&self) -> Option<&str> {
         match self {
+            Self::In { error, .. } => error.field(),
             Self::Read { .. } | Self::NotAFile { .. } | Self::TooLarge { .. } | Self::NotUtf8 | Self::Syntax { .. } => {
                 None
             }
@@ -465,7 +547,10 @@ impl PolicyFile {
             return Err(PolicyFileError::TooLarge { size: bytes.len() as u64, limit: MAX_POLICY_FILE_BYTES });
         }
         let text = String::from_utf8(bytes).map_err(|_| PolicyFileError::NotUtf8)?;
-        Self::from_toml(&text)
+        Self::from_toml(&text).map_err(|error| {
+            let at = error.field().and_then(|field| locate(&text, field));
+            PolicyFileError::In { path: path.to_owned(), at, error: Box::new(error) }
+        })
     }
 
     /// The policy this file describes: its profile and thresholds, the chosen
@@ -1057,8 +1142,15 @@ pub fn parse_size(text: &str) -> Result<u64, &'static str> {
     }
     let number: u64 = trimmed[..digits].parse().map_err(|_| "the number is too large")?;
     let unit = trimmed[digits..].trim_start();
+    if unit.starts_with(['.', ',']) {
+        return Err("a size is a whole number: write 1536MiB, not 1.5GiB");
+    }
     let units: [(&str, u64); 6] =
         [("", 1), ("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)];
+    let decimal = ["kB", "KB", "MB", "GB", "TB", "K", "M", "G", "T"];
+    if decimal.iter().any(|name| name.eq_ignore_ascii_case(unit)) {
+        return Err("decimal units are not taken: write KiB, MiB, GiB or TiB (powers of 1024)");
+    }
     let (_, multiplier) = units
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case(unit))
@@ -1436,6 +1528,50 @@ rewrite_escalate_ratio = 1
         for text in ["", "MiB", "-1MiB", "1.5GiB", "1MB", "1 KB", "1 MiB x", "16777216TiB", "99999999999999999999"] {
             assert!(parse_size(text).is_err(), "{text}");
         }
+        // ux75 M4: each says what is wrong with it, not "unknown unit".
+        assert_eq!(parse_size("1.5GiB"), Err("a size is a whole number: write 1536MiB, not 1.5GiB"));
+        for text in ["2GB", "2 gb", "5M", "10k"] {
+            assert_eq!(
+                parse_size(text),
+                Err("decimal units are not taken: write KiB, MiB, GiB or TiB (powers of 1024)"),
+                "{text}"
+            );
+        }
+    }
+
+    /// ux75 M4: a misspelt key or name got the list of what is known and no
+    /// "did you mean", and no refusal of a file's content said where in the
+    /// file it is.
+    #[test]
+    fn a_refusal_says_where_it_is_and_what_was_likely_meant() {
+        assert_eq!(did_you_mean("acess", PROTECT_KEYS), " (did you mean `access`?)");
+        assert_eq!(did_you_mean("threshold", TOP_KEYS), " (did you mean `thresholds`?)");
+        assert_eq!(did_you_mean("delet", ACCESS_NAMES), " (did you mean `delete`?)");
+        assert_eq!(did_you_mean("modfiy", "all, create, modify, delete"), " (did you mean `modify`?)");
+        assert_eq!(did_you_mean("zebra", PROTECT_KEYS), "");
+        assert_eq!(did_you_mean("x", TOP_KEYS), "");
+        let text = "version = 1\n\n[[protect]]\npattern = \"a/**\"\naccess = [\"delete\"]\n\n[[protect]]\n\
+                    pattern = \"b/**\"\naccess = [\"create\", \"delet\"]\n  acess = 1\n";
+        assert_eq!(locate(text, "protect[1].acess"), Some((10, 3)));
+        assert_eq!(locate(text, "protect[1].access[1]"), Some((9, 21)));
+        assert_eq!(locate(text, "protect[0].pattern"), Some((4, 1)));
+        assert_eq!(locate(text, "protect[2].pattern"), None);
+        assert_eq!(locate(text, "thresholds.deny_touched_paths"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(&file, text.replace("  acess = 1\n", "")).unwrap();
+        let refused = PolicyFile::read(&file).unwrap_err();
+        assert_eq!(refused.field(), Some("protect[1].access[1]"));
+        let said = refused.to_string();
+        assert!(said.contains("is \"delet\" (did you mean `delete`?); expected all"), "{said}");
+        assert!(said.ends_with(&format!("(in {}, line 9, column 21)", file.display())), "{said}");
+        std::fs::write(&file, "version = 1\n[threshold]\n").unwrap();
+        let said = PolicyFile::read(&file).unwrap_err().to_string();
+        assert!(
+            said.starts_with("`threshold` is not a known key (did you mean `thresholds`?); expected one of"),
+            "{said}"
+        );
+        assert!(said.ends_with("line 2, column 2)"), "{said}");
     }
 
     #[test]
