@@ -230,6 +230,26 @@ pub(crate) fn stale_run(
     request: &vsh::RunRequest<'_>,
     since_ms: u64,
 ) -> Box<dyn std::error::Error> {
+    let (mut remedies, hint) = match stale_record(runtime, request, since_ms) {
+        Some(id) => (vec![format!("its record is {}, stale", id.short())], Some(rerun_line(runtime, id))),
+        None => (Vec::new(), None),
+    };
+    remedies.push(
+        "`--retry-stale N` runs the program again on the workspace as it is, up to N times, when its commit finds \
+         the workspace changed"
+            .to_owned(),
+    );
+    Box::new(Failure { source: error, remedies, hint })
+}
+
+/// The stale record a run of `request` begun at `since_ms` left when its
+/// commit found the workspace changed: the one stale record of this program
+/// and intent made since, if exactly one is.
+pub(crate) fn stale_record(
+    runtime: &vsh::Runtime,
+    request: &vsh::RunRequest<'_>,
+    since_ms: u64,
+) -> Option<vsh::TransactionId> {
     let mut made: Vec<vsh::TransactionId> = runtime
         .transactions()
         .unwrap_or_default()
@@ -242,18 +262,8 @@ pub(crate) fn stale_run(
         })
         .map(|record| record.id)
         .collect();
-    let (mut remedies, hint) = match made.pop() {
-        Some(id) if made.is_empty() => {
-            (vec![format!("its record is {}, stale", id.short())], Some(rerun_line(runtime, id)))
-        }
-        _ => (Vec::new(), None),
-    };
-    remedies.push(
-        "`--retry-stale N` runs the program again on the workspace as it is, up to N times, when its commit finds \
-         the workspace changed"
-            .to_owned(),
-    );
-    Box::new(Failure { source: error, remedies, hint })
+    let one = made.pop();
+    one.filter(|_| made.is_empty())
 }
 
 /// Where the workspace stands in the way of a revert of committed work

@@ -896,6 +896,9 @@ struct RunReport {
     runs_commands: bool,
     allowed: ExecutionBudget,
     given: ExecutionBudget,
+    /// When the run began (milliseconds since the epoch): a stale commit's
+    /// record is looked for among those made since.
+    since_ms: u64,
 }
 
 /// When the agent's own budget, lower than the server's, is what ended a
@@ -932,8 +935,13 @@ fn own_limit_advice(
 
 /// A run's (`vsh_run`, `vsh_rerun`) tool result: its bounded receipt, or
 /// its failure with the advice an agent can act on.
-fn ran_result(runtime: &Runtime, ran: Result<vsh::Receipt, VshError>, report: RunReport) -> CallToolResult {
-    let RunReport { bounds, runs_commands, allowed, given } = report;
+fn ran_result(
+    runtime: &Runtime,
+    request: &RunRequest<'_>,
+    ran: Result<vsh::Receipt, VshError>,
+    report: RunReport,
+) -> CallToolResult {
+    let RunReport { bounds, runs_commands, allowed, given, since_ms } = report;
     let error = match ran {
         Ok(receipt) => {
             let (document, summary) = bounded_receipt(&receipt, bounds);
@@ -951,7 +959,20 @@ fn ran_result(runtime: &Runtime, ran: Result<vsh::Receipt, VshError>, report: Ru
     let acceptable = crate::failure::failure_keeps_changes(&error);
     advice.retain(|line| line != crate::failure::ACCEPT_FAILURE_ADVICE);
     let own_limit = error.exceeded_limit().and_then(|kind| own_limit_advice(kind, &given, &allowed));
-    if let Some(instead) = crate::failure::monty_instead(&error) {
+    let stale = matches!(error, VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))
+        .then(|| crate::failure::stale_record(runtime, request, since_ms))
+        .flatten();
+    if let Some(stale) = stale {
+        // Its auto commit found the workspace changed (ux75 M1: no record,
+        // no next step was named).
+        let call = format!("vsh_rerun {}", stale.short());
+        document.hint = Some(format!(
+            "the workspace changed under its commit: its record, {}, is stale; {call} runs the program again on \
+             the workspace as it is now",
+            stale.short()
+        ));
+        document.next = Some(call);
+    } else if let Some(instead) = crate::failure::monty_instead(&error) {
         // The agent's own program: the agent can fix it.
         document.hint = Some(format!(
             "this Monty has no {instead}; this server's instructions list what else to use \
@@ -1076,8 +1097,9 @@ impl VshServer {
             if params.accept_failure == Some(true) {
                 request = request.with_failure_accepted();
             }
+            let since_ms = crate::now_ms();
             let ran = runtime.run_cancellable(&request, run_cancel);
-            ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed, given })
+            ran_result(runtime, &request, ran, RunReport { bounds, runs_commands, allowed, given, since_ms })
         })
         .await
     }
@@ -1299,8 +1321,10 @@ impl VshServer {
             if params.accept_failure == Some(true) {
                 request = request.with_failure_accepted();
             }
+            let since_ms = crate::now_ms();
             let ran = runtime.run_cancellable(&request, run_cancel);
-            ran_result(runtime, ran, RunReport { bounds, runs_commands, allowed: budget.clone(), given: budget })
+            let report = RunReport { bounds, runs_commands, allowed: budget.clone(), given: budget, since_ms };
+            ran_result(runtime, &request, ran, report)
         })
         .await
     }

@@ -687,6 +687,7 @@ async fn a_cancelled_run_stops_and_concurrent_requests_do_not_wait_for_each_othe
     assert_eq!(slow.is_error, Some(true), "the slow run ends at its own 3 s limit");
     let slow_document = slow.structured_content.unwrap();
     assert_eq!(slow_document["kind"], "execution", "{slow_document}");
+    an_auto_run_gone_stale_names_its_record(&client, &ws).await;
     client.cancel().await.unwrap();
 }
 
@@ -744,6 +745,30 @@ async fn a_stale_commit_says_what_changed_and_runs_again(client: &rmcp::Peer<rmc
         shown.text
     );
     stale_work_runs_again(client, ws, stale_id).await;
+}
+
+/// ux75 M1: an auto run whose commit found the workspace changed was an
+/// error with no record named and no next step. It names its stale record
+/// and `vsh_rerun` of it. (The program reads, then computes for a few
+/// seconds, while the file it read is edited.)
+async fn an_auto_run_gone_stale_names_its_record(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path) {
+    std::fs::write(ws.join("cfg.txt"), "v1\n").unwrap();
+    let edited = ws.join("cfg.txt");
+    let editor = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        std::fs::write(edited, "v2, edited meanwhile\n").unwrap();
+    });
+    let program = "c = vsh_read('cfg.txt')\nx = 0\nfor i in range(100000000):\n    x += i\nvsh_write('cfg.out', c)";
+    let ran = call(client, "vsh_run", json!({"code": program, "mode": "auto"})).await;
+    editor.await.unwrap();
+    assert!(ran.is_error, "{}", ran.text);
+    let next = ran.document["next"].as_str().unwrap_or_default().to_owned();
+    let stale = next.strip_prefix("vsh_rerun ").unwrap_or_else(|| panic!("{}", ran.document));
+    let hint = ran.document["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains(&format!("its record, {stale}, is stale")), "{}", ran.document);
+    let shown = call(client, "vsh_show", json!({"transaction": stale})).await;
+    assert_eq!(shown.document["receipt"]["state"], "stale", "{}", shown.document);
+    assert!(!ws.join("cfg.out").exists());
 }
 
 /// `vsh_rerun` runs stale work's program again as new work, on the
