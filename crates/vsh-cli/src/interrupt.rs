@@ -9,7 +9,8 @@
 //! 128 plus the signal's number, as a shell reports a death by it. A second
 //! signal ends the process at once, as before, and so does any signal once
 //! the run is over (printing its receipt). A commit that has already begun
-//! is not cancelled: its own outcome stands.
+//! is not cancelled, by the first signal nor any other (only `SIGKILL`
+//! ends it, and recovery settles that): its own outcome stands.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,6 +43,24 @@ impl Interrupts {
             let (current, received, over) = (Arc::clone(&current), Arc::clone(&received), Arc::clone(&over));
             std::thread::Builder::new().name("vsh-signals".to_owned()).spawn(move || {
                 for signal in signals.forever() {
+                    // A commit that has begun is never stopped halfway, by
+                    // any number of signals (sec81 1: a second Ctrl-C left
+                    // the workspace half-written until a later command
+                    // rolled it back): it ends in a moment, as it ends.
+                    let entered = current
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_ref()
+                        .is_some_and(ExecutionCancellation::commit_entered);
+                    if entered && !over.load(Ordering::Acquire) {
+                        if received.swap(signal, Ordering::AcqRel) != 0 {
+                            let _ = std::io::Write::write_all(
+                                &mut std::io::stderr(),
+                                b"vsh: the commit has begun and is never stopped halfway: it ends in a moment\n",
+                            );
+                        }
+                        continue;
+                    }
                     if received.swap(signal, Ordering::AcqRel) != 0 || over.load(Ordering::Acquire) {
                         // The second one, or the run is over: leave now, as
                         // the default would have.

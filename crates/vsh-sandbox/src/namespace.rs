@@ -367,9 +367,8 @@ pub(crate) struct PreparedMount {
 pub(crate) enum Grant {
     /// Read and execute (a tool directory).
     ReadExecute,
-    /// Read and write (the private `/tmp`).
-    Write,
-    /// Read, write and execute (the candidate, a scratch directory).
+    /// Read, write and execute (the candidate, a scratch directory, the
+    /// private `/tmp` and `/dev/shm`).
     WriteExecute,
     /// Read one file (a file shown in `/etc`).
     ReadFile,
@@ -926,8 +925,11 @@ impl PreparedMount {
     /// by descriptor, and what it may do beneath each.
     pub(crate) fn grants(&self) -> Vec<(BorrowedFd<'_>, Grant)> {
         let mut grants = vec![(self.candidate.as_fd(), Grant::WriteExecute)];
+        // Executable too, as the candidate is: a build runs what it made
+        // there (`cargo test`'s doctests, a test's script in `tmp_path`;
+        // ux76 H1: they failed with EACCES), and nothing there is the host's.
         for (private, _) in self.covers.iter().filter(|(_, path)| [c"tmp", SHM_C].contains(&path.as_c_str())) {
-            grants.push((private.as_fd(), Grant::Write));
+            grants.push((private.as_fd(), Grant::WriteExecute));
         }
         for (file, _) in self.covers.iter().filter(|(_, path)| path.to_bytes().starts_with(b"etc/")) {
             grants.push((file.as_fd(), Grant::ReadFile));

@@ -113,7 +113,6 @@ pub(crate) fn build(
     for (dir, grant) in granted {
         let access = match grant {
             Grant::ReadExecute => exec,
-            Grant::Write => write,
             Grant::WriteExecute => write | AccessFs::Execute,
             Grant::ReadFile => BitFlags::from(AccessFs::ReadFile),
         };

@@ -659,6 +659,20 @@ fn long_output_keeps_its_head_and_tail() {
     assert!(text.contains("bytes left out]"), "{text}");
 }
 
+/// ux76 H1: nothing a command wrote in its private `/tmp` could run, so
+/// `cargo test`'s doctests (built there) and a test's script in pytest's
+/// `tmp_path` failed with EACCES. It runs there as in the candidate.
+#[test]
+fn a_command_runs_what_it_wrote_in_its_private_tmp() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let script = "printf '#!/bin/sh\\necho ran from tmp\\n' > /tmp/s.sh && chmod +x /tmp/s.sh && /tmp/s.sh && \
+                  cp /tmp/s.sh /dev/shm/s.sh && /dev/shm/s.sh";
+    let outcome = ws.command(&["/bin/sh", "-c", script]).unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(String::from_utf8_lossy(&outcome.stdout), "ran from tmp\nran from tmp\n");
+    assert!(ws.diff().is_empty());
+}
+
 #[test]
 fn a_command_gets_a_private_tmp_of_its_own() {
     let Some(_processes) = fuse_available() else { return };
