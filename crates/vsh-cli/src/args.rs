@@ -739,12 +739,14 @@ pub(crate) struct RerunArgs {
     /// done twice).
     #[arg(long = "again")]
     pub(crate) once_more: bool,
-    /// Approve the new run at once when it waits for a review and its
-    /// changes are byte for byte TX's (the same paths, each found and left
-    /// holding the same bytes and mode): the review TX had holds for it (an
-    /// edit of a file the work only looked at made TX stale). Otherwise it
-    /// waits, as any run. The approval is recorded as `vsh approve` records
-    /// one ($USER, 15 minutes).
+    /// Approve the new run at once when it waits for a review, TX went
+    /// stale or lapsed waiting for one (no run of its work rejected, its
+    /// policy still the workspace's), and its changes are byte for byte TX's
+    /// (the same paths, each found and left holding the same bytes and
+    /// mode): the review TX was waiting for holds for it (an edit of a file
+    /// the work only looked at made TX stale). Otherwise it waits, as any
+    /// run. The approval is recorded as `vsh approve` records one ($USER,
+    /// else uid:N; 15 minutes).
     #[arg(long)]
     pub(crate) approve_same: bool,
     /// The run's budget: a real command, real Bash or a Monty program with

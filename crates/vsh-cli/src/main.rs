@@ -1752,6 +1752,27 @@ fn approve_same(
     if receipt.state != TransactionState::PendingApproval {
         return Ok(receipt);
     }
+    // A review carries over only from work that went stale or lapsed
+    // waiting for one: not from work an operator rejected, work made under
+    // a policy since replaced, nor work that still waits (approve that
+    // instead) (sec81 3).
+    let first = runtime.transaction(id)?.map(|record| record.state);
+    let rejected = runtime.runs_of_same_work(id)?.iter().any(|run| run.state == TransactionState::Rejected);
+    let why_not = if rejected {
+        Some("an operator rejected a run of this work".to_owned())
+    } else if runtime.decided_under_another_policy(id) {
+        Some(format!("{} was made under a policy since replaced", id.short()))
+    } else if !matches!(first, Some(TransactionState::Stale | TransactionState::Expired)) {
+        Some(format!("{} did not go stale or lapse waiting for a review", id.short()))
+    } else {
+        None
+    };
+    if let Some(why) = why_not {
+        if !output.quiet {
+            say!("vsh: {} waits for a review of its own: {why}, so no review of it carries over", again.short());
+        }
+        return Ok(receipt);
+    }
     if !runtime.same_changes(id, again)? {
         if !output.quiet {
             say!(

@@ -2586,6 +2586,20 @@ fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
     assert!(said.contains(&format!("approved {}", &again[..12])), "{said}");
     assert_eq!(vsh(&["commit", &again, "--workspace", ws], None).status.code(), Some(0));
     assert!(!dir.path().join("old.txt").exists());
+    // Nor from work an operator rejected, nor work that still waits (sec81 3).
+    write(dir.path(), "kept.txt", "kept\n");
+    let removes = "from pathlib import Path\nPath('kept.txt').unlink()";
+    let waiting = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(removes)));
+    let copy = vsh(&["rerun", &waiting, "--again", "--approve-same", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&copy.stderr);
+    assert!(said.contains("did not go stale or lapse waiting for a review"), "{said}");
+    assert_eq!(vsh(&["reject", &waiting, "--workspace", ws], None).status.code(), Some(0));
+    let copy = vsh(&["rerun", &waiting, "--again", "--approve-same", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&copy.stderr);
+    assert!(said.contains("an operator rejected a run of this work"), "{said}");
+    let shown: serde_json::Value =
+        serde_json::from_slice(&vsh(&["show", &id_of(&copy), "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!(shown["record"]["state"], "pending-approval", "{shown}");
     // Work whose changes the edit changed is reviewed anew.
     write(dir.path(), "gone.txt", "gone\n");
     let appends = "from pathlib import Path\np = Path('notes.txt')\np.write_text(p.read_text() + 'more\\n')\n\
