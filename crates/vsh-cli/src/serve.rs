@@ -1220,8 +1220,12 @@ impl VshServer {
         let watcher = follow_cancellation(&context, &cancel);
         let bounds = self.options.bounds;
         let commit_cancel = cancel.clone();
+        let discarded = Arc::clone(&self.discarded);
         let result = self
-            .blocking(&context.peer, move |runtime| commit(runtime, &params.transaction, &commit_cancel, bounds))
+            .blocking(&context.peer, move |runtime| {
+                let own = discarded.lock().map(|set| set.clone()).unwrap_or_default();
+                commit(runtime, &params.transaction, &commit_cancel, bounds, &own)
+            })
             .await;
         watcher.abort();
         if cancel.is_cancelled() {
@@ -1309,9 +1313,11 @@ impl VshServer {
             let reaches_commands =
                 stored.language == vsh::Language::Command || stored.language == vsh::Language::Monty && runs_commands;
             let budget = if reaches_commands { command_budget } else { budget };
+            // Run as a preview, then committed here when asked: a
+            // rejection of the work given while it ran covers it (sec81 2).
             let mut request = RunRequest::new(&stored.code)
                 .with_language(stored.language)
-                .with_mode(mode)
+                .with_mode(RunMode::Preview)
                 .with_detail(detail)
                 .with_budget(budget.clone())
                 .with_rerun_of(id);
@@ -1322,7 +1328,22 @@ impl VshServer {
                 request = request.with_failure_accepted();
             }
             let since_ms = crate::now_ms();
-            let ran = runtime.run_cancellable(&request, run_cancel);
+            let mut ran = runtime.run_cancellable(&request, run_cancel);
+            if let Ok(receipt) = &ran {
+                if let Some(refusal) = rejected_with_its_work(runtime, receipt.transaction, &own) {
+                    return refusal;
+                }
+                if mode == RunMode::Auto && receipt.state == TransactionState::AutoApproved {
+                    ran = if receipt.changed_paths == 0 {
+                        // Nothing to write: done, as an auto run says.
+                        let mut done = receipt.clone();
+                        done.state = TransactionState::Committed;
+                        Ok(done)
+                    } else {
+                        runtime.commit_cancellable(receipt.transaction, crate::now_ms(), run_cancel)
+                    };
+                }
+            }
             let report = RunReport { bounds, runs_commands, allowed: budget.clone(), given: budget, since_ms };
             ran_result(runtime, &request, ran, report)
         })
@@ -1513,11 +1534,20 @@ impl VshServer {
 }
 
 /// `vsh_commit`: commit the transaction `name` names unless `cancel` wins first.
-fn commit(runtime: &Runtime, name: &str, cancel: &ExecutionCancellation, bounds: TextBounds) -> CallToolResult {
+fn commit(
+    runtime: &Runtime,
+    name: &str,
+    cancel: &ExecutionCancellation,
+    bounds: TextBounds,
+    discarded: &std::collections::BTreeSet<vsh::TransactionId>,
+) -> CallToolResult {
     let id = match runtime.resolve(name) {
         Ok(id) => id,
         Err(error) => return transaction_failure(&error),
     };
+    if let Some(refusal) = rejected_with_its_work(runtime, id, discarded) {
+        return refusal;
+    }
     match runtime.commit_cancellable(id, crate::now_ms(), cancel) {
         Ok(receipt) => {
             let (document, summary) = committed_receipt(&receipt, bounds);
@@ -1874,6 +1904,34 @@ fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> (String, Option<Stri
         let call = format!("vsh_rerun {}", id.short());
         (format!("run the program again with {call}"), Some(call))
     }
+}
+
+/// Work another run of which an operator rejected (not this server's own
+/// discard), made while the rejection was being given (sec81 2: a
+/// `vsh_rerun` running when the operator rejected its first run was
+/// recorded after, and committed): rejected with it, and the refusal to
+/// return; `None` for any other work.
+fn rejected_with_its_work(
+    runtime: &Runtime,
+    id: vsh::TransactionId,
+    discarded: &std::collections::BTreeSet<vsh::TransactionId>,
+) -> Option<CallToolResult> {
+    let state = runtime.transaction(id).ok().flatten()?.state;
+    if !matches!(state, TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved)
+    {
+        return None;
+    }
+    let runs = runtime.runs_of_same_work(id).ok()?;
+    let rejected = runs
+        .iter()
+        .find(|run| run.id != id && run.state == TransactionState::Rejected && !discarded.contains(&run.id))?;
+    let _ = runtime.reject(id, crate::now_ms());
+    Some(refused(format!(
+        "another run of this work, {}, was rejected by an operator (or discarded with vsh_discard): {} is rejected \
+         with it and is not to be committed; ask the operator",
+        rejected.id.short(),
+        id.short()
+    )))
 }
 
 /// What a review left without hunks for its size, said in `summary`, with

@@ -687,8 +687,32 @@ async fn a_cancelled_run_stops_and_concurrent_requests_do_not_wait_for_each_othe
     assert_eq!(slow.is_error, Some(true), "the slow run ends at its own 3 s limit");
     let slow_document = slow.structured_content.unwrap();
     assert_eq!(slow_document["kind"], "execution", "{slow_document}");
-    an_auto_run_gone_stale_names_its_record(&client, &ws).await;
     client.cancel().await.unwrap();
+}
+
+/// sec81 2: an operator's rejection given while the agent's `vsh_rerun`
+/// of the work ran did not cover the run, recorded after it, which the
+/// agent then committed. The rerun finds the rejection when it ends: its
+/// run is rejected with the work, in preview and in auto mode, and a
+/// commit of any such run is refused.
+async fn a_rejection_given_while_a_rerun_runs_covers_it(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, key: &Path) {
+    let program = "vsh_exec(['sleep', '4'])\nvsh_write('slow.txt', 'slow')";
+    let first = call(client, "vsh_run", json!({"code": program})).await;
+    assert_eq!(first.document["state"], "auto-approved", "{}", first.text);
+    let first = first.document["transaction"].as_str().unwrap().to_owned();
+    for mode in ["preview", "auto"] {
+        let (at, key, rejecting) = (ws.to_owned(), key.to_owned(), first.clone());
+        let operator = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+            operator_rejects(&at, &key, &rejecting)
+        });
+        let rerun = call(client, "vsh_rerun", json!({"transaction": first, "again": true, "mode": mode})).await;
+        operator.await.unwrap();
+        assert!(rerun.is_error && rerun.text.contains("was rejected by an operator"), "{mode}: {}", rerun.text);
+        assert!(!ws.join("slow.txt").exists(), "{mode}");
+    }
+    let pending = call(client, "vsh_pending", json!({})).await;
+    assert!(!pending.text.contains(&first[..12]), "{}", pending.text);
 }
 
 /// A program that raised after writing names what it had changed, kept
@@ -749,8 +773,8 @@ async fn a_stale_commit_says_what_changed_and_runs_again(client: &rmcp::Peer<rmc
 
 /// ux75 M1: an auto run whose commit found the workspace changed was an
 /// error with no record named and no next step. It names its stale record
-/// and `vsh_rerun` of it. (The program reads, then computes for a few
-/// seconds, while the file it read is edited.)
+/// and `vsh_rerun` of it. (The program reads, then sleeps in a command for
+/// a few seconds, while the file it read is edited.)
 async fn an_auto_run_gone_stale_names_its_record(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path) {
     std::fs::write(ws.join("cfg.txt"), "v1\n").unwrap();
     let edited = ws.join("cfg.txt");
@@ -758,7 +782,7 @@ async fn an_auto_run_gone_stale_names_its_record(client: &rmcp::Peer<rmcp::RoleC
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         std::fs::write(edited, "v2, edited meanwhile\n").unwrap();
     });
-    let program = "c = vsh_read('cfg.txt')\nx = 0\nfor i in range(100000000):\n    x += i\nvsh_write('cfg.out', c)";
+    let program = "c = vsh_read('cfg.txt')\nvsh_exec(['sleep', '4'])\nvsh_write('cfg.out', c)";
     let ran = call(client, "vsh_run", json!({"code": program, "mode": "auto"})).await;
     editor.await.unwrap();
     assert!(ran.is_error, "{}", ran.text);
@@ -1164,9 +1188,16 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     let quiet = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;
     assert!(quiet.text.contains("exit status: 0") && quiet.text.contains("stderr:\nwarned"), "{}", quiet.text);
     assert!(quiet.text.contains("nothing to commit") && !quiet.text.contains("vsh_commit"), "{}", quiet.text);
-    pending_names_the_command(&client).await;
-    bash_that_needs_programs_is_pointed_at_commands(&client).await;
+    while_commands_run(&client, &ws, &key).await;
     client.cancel().await.unwrap();
+}
+
+/// What a server that runs commands does while they run (they sleep).
+async fn while_commands_run(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, key: &Path) {
+    pending_names_the_command(client).await;
+    bash_that_needs_programs_is_pointed_at_commands(client).await;
+    an_auto_run_gone_stale_names_its_record(client, ws).await;
+    a_rejection_given_while_a_rerun_runs_covers_it(client, ws, key).await;
 }
 
 /// A Bash program that calls an installed program fails in the bounded
