@@ -353,6 +353,19 @@ impl CommandSettings {
             // A directory holding a home is more than a tool: say what it gives.
             // Judged where it really is (`..` and symlinks resolved).
             let real = std::fs::canonicalize(&absolute).unwrap_or_else(|_| absolute.clone());
+            // The command has its own of these: the host's would replace
+            // them (sec81 5: `--tool /proc` gave the host's processes).
+            if let Some(own) = ["/proc", "/sys", "/dev"]
+                .iter()
+                .find(|own| real.starts_with(own))
+                .or_else(|| (real == std::path::Path::new("/tmp")).then_some(&"/tmp"))
+            {
+                usage_conflict(&format!(
+                    "--tool {}: commands have a {own} of their own, which the host's is not shown over; give the \
+                     directory holding the tool",
+                    tool.display()
+                ));
+            }
             let home = std::env::var_os("HOME").map(|home| std::fs::canonicalize(&home).unwrap_or(home.into()));
             if real.parent().is_none() || home.is_some_and(|home| home.starts_with(&real)) {
                 say!(
@@ -454,8 +467,24 @@ impl CommandSettings {
         Ok(self)
     }
 
-    /// `config` with these settings.
+    /// `config` with these settings. A tool directory that holds the
+    /// workspace is said to show the command the workspace's real files and
+    /// whatever else is beside it (sec81 5: `--tool` of a workspace's parent
+    /// gave another workspace's `.env`, with no warning).
     pub(crate) fn apply(&self, config: RuntimeConfig) -> RuntimeConfig {
+        let workspace =
+            std::fs::canonicalize(config.workspace_root()).unwrap_or_else(|_| config.workspace_root().to_owned());
+        for tool in &self.tools {
+            let real = std::fs::canonicalize(tool).unwrap_or_else(|_| tool.clone());
+            if workspace.starts_with(&real) && real.parent().is_some() {
+                say!(
+                    "vsh: warning: --tool {}: it holds the workspace, so commands may read everything under it \
+                     (other workspaces, their secrets, this one's files as they are on disk), not only the tool; \
+                     give the tool's own directory",
+                    tool.display()
+                );
+            }
+        }
         let config = config
             .with_command_env(self.env.clone())
             .with_command_tools(self.tools.clone())

@@ -4840,6 +4840,31 @@ fn a_tool_directory_that_holds_a_home_is_warned_about() {
     assert!(run(dir.path().join("home").to_str().unwrap()), "the home");
     assert!(run(dir.path().to_str().unwrap()), "a directory above the home");
     assert!(!run(dir.path().join("home/.cargo").to_str().unwrap()), "a tool's own directory");
+    // sec81 5: a directory holding the workspace, away from any home, is
+    // said to give other workspaces; the command's own /proc, /dev, /sys and
+    // /tmp are never replaced by the host's.
+    let parent = tempfile::tempdir().unwrap();
+    let inner = parent.path().join("ws");
+    std::fs::create_dir(&inner).unwrap();
+    let warned = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "-q", "--workspace", inner.to_str().unwrap(), "--tool"])
+        .arg(parent.path())
+        .args(["--", "true"])
+        .env_clear()
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&warned.stderr);
+    assert!(said.contains("it holds the workspace, so commands may read everything under it"), "{said}");
+    for own in ["/proc", "/proc/self", "/dev", "/sys", "/tmp"] {
+        let refused = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "--workspace", ws, "--tool", own, "--", "true"])
+            .env_clear()
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{own}: {said}");
+        assert!(said.contains("commands have a") && said.contains("of their own"), "{own}: {said}");
+    }
 }
 
 #[test]

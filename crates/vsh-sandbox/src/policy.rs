@@ -22,7 +22,8 @@ pub(crate) const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib
 /// certificates TLS trusts (the certificate directories only: npm, pip and git read the bundle
 /// a configuration names, and fail without a word when they cannot, network or not), and the
 /// distribution's name and version (`os-release` and the `*-release`/`*_version` files: pip's
-/// user agent reads `/etc/debian_version` through `distro`, and crashed without it, ux65 F4). The rest
+/// user agent reads `/etc/debian_version` through `distro`, and crashed without it, ux65 F4), and
+/// the JDK's and Maven's settings. The rest
 /// of `/etc` (shadow, ssh keys, `/etc/ssl/private`, credentials) stays unreadable. Absent ones
 /// are skipped.
 pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
@@ -52,6 +53,15 @@ pub(crate) const SYSTEM_ETC_FILES: &[&str] = &[
     "/etc/alpine-release",
     "/etc/arch-release",
     "/etc/SuSE-release",
+    // The JDK's and Maven's configuration (`java.security`, `settings.xml`
+    // templates): without it `java` and `javac` do not start (ux76 H3).
+    "/etc/java",
+    "/etc/java-8-openjdk",
+    "/etc/java-11-openjdk",
+    "/etc/java-17-openjdk",
+    "/etc/java-21-openjdk",
+    "/etc/java-25-openjdk",
+    "/etc/maven",
 ];
 
 /// Python's site configuration in `/etc` (Debian links `sitecustomize.py`
