@@ -184,6 +184,36 @@ fn offline(mount: FuseMount, env: &mut Vec<(String, String)>) -> FuseMount {
         .with_etc_file("hosts", OFFLINE_HOSTS)
 }
 
+/// The command's user named in its `/etc/passwd` and its group in
+/// `/etc/group` (the host's, with a line each for `ids` where they have
+/// none): `whoami`, Python's `getpass.getuser()` and Node's
+/// `os.userInfo()` failed for a uid no name is given to (ux76). Its home
+/// is `/tmp`, as its `HOME` is.
+fn with_own_user(mount: FuseMount, (uid, gid): (u32, u32)) -> FuseMount {
+    use std::fmt::Write as _;
+    let named = |table: &str, id: u32| {
+        table.lines().any(|line| line.split(':').nth(2).and_then(|field| field.parse::<u32>().ok()) == Some(id))
+    };
+    let mut passwd = read_etc("passwd");
+    let mut group = read_etc("group");
+    let mut mount = mount;
+    if !named(&passwd, uid) {
+        if !passwd.is_empty() && !passwd.ends_with('\n') {
+            passwd.push('\n');
+        }
+        let _ = writeln!(passwd, "vsh:x:{uid}:{gid}:vsh command:/tmp:/bin/sh");
+        mount = mount.with_etc_file("passwd", passwd);
+    }
+    if !named(&group, gid) {
+        if !group.is_empty() && !group.ends_with('\n') {
+            group.push('\n');
+        }
+        let _ = writeln!(group, "vsh:x:{gid}:");
+        mount = mount.with_etc_file("group", group);
+    }
+    mount
+}
+
 /// The host's `/etc/<name>`, or nothing (at most 64 KiB).
 fn read_etc(name: &str) -> String {
     use std::io::Read as _;
@@ -907,6 +937,7 @@ impl Dispatcher<'_> {
             Some(_) => COMMAND_USER,
             None => (vsh_sandbox::effective_uid(), vsh_sandbox::effective_gid()),
         };
+        let mount = with_own_user(mount, (uid, gid));
         // The candidate and the private /tmp are writable by descriptor (see
         // `FuseMount`): no path of the host is.
         // The run's memory budget bounds each of the command's processes

@@ -659,6 +659,24 @@ fn long_output_keeps_its_head_and_tail() {
     assert!(text.contains("bytes left out]"), "{text}");
 }
 
+/// ux76: `whoami`, Python's `getpass.getuser()` and Node's `os.userInfo()`
+/// failed: the command's uid had no name. Its `/etc/passwd` and
+/// `/etc/group` name it and its group, home `/tmp`.
+#[test]
+fn a_commands_user_has_a_name() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let script = "whoami && id -gn && python3 -c 'import getpass, pwd, os; print(getpass.getuser(), pwd.getpwuid(os.getuid()).pw_dir)'";
+    let outcome = ws.command(&["/bin/sh", "-c", script]).unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(
+        String::from_utf8_lossy(&outcome.stdout),
+        "vsh\nvsh\nvsh /tmp\n",
+        "{}",
+        String::from_utf8_lossy(&outcome.stderr)
+    );
+    assert!(ws.diff().is_empty());
+}
+
 /// ux76 H1: nothing a command wrote in its private `/tmp` could run, so
 /// `cargo test`'s doctests (built there) and a test's script in pytest's
 /// `tmp_path` failed with EACCES. It runs there as in the candidate.
