@@ -883,11 +883,21 @@ fn advice_from_output(printed: &str) -> Vec<String> {
     // server, `cargo fix`'s lock listener.
     let refused_socket = ["Operation not permitted", "[Errno 1]", "EPERM"].iter().any(|sign| printed.contains(sign))
         && ["socket", "bind", "listen", "connect", "TCP"].iter().any(|sign| printed.contains(sign));
-    if refused_socket {
+    // A unix socket is another flag (ux76: Python's multiprocessing Manager
+    // and forkserver were sent to the loopback, which gives none).
+    let unix = ["AF_UNIX", "multiprocessing", "forkserver", "unix socket"].iter().any(|sign| printed.contains(sign));
+    if refused_socket && unix {
+        advice.push(
+            "if it was refused a unix socket: a real command makes none unless it is given `--allow-unix-sockets` \
+             (Python's multiprocessing Manager and forkserver, a test's local daemon need one); \
+             `--allow-network loopback` gives TCP on a private loopback, not unix sockets"
+                .to_owned(),
+        );
+    } else if refused_socket {
         advice.push(
             "if it was refused a socket: a real command has no network, not even a socket of its own, unless it \
              is given `--allow-network loopback` (a private loopback: a test's server and client reach each \
-             other, nothing outside does)"
+             other, nothing outside does), or `--allow-unix-sockets` for a unix socket"
                 .to_owned(),
         );
     } else if OFFLINE.iter().any(|sign| printed.contains(sign)) {

@@ -5319,6 +5319,14 @@ fn a_command_refused_a_socket_is_told_to_ask_for_a_loopback() {
     let given = vsh(&["exec", "--workspace", ws, "--allow-network", "loopback", "--", "python3", "-c", serve], None);
     assert_eq!(given.status.code(), Some(0), "{}", String::from_utf8_lossy(&given.stderr));
     assert!(String::from_utf8_lossy(&given.stdout).contains("bound"));
+    // A unix socket is told the flag that gives one (ux76: multiprocessing's
+    // Manager was sent to the loopback).
+    let manager = "import multiprocessing; m = multiprocessing.Manager(); print('managed')";
+    let refused = vsh(&["exec", "--workspace", ws, "--", "python3", "-c", manager], None);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("refused a unix socket") && said.contains("--allow-unix-sockets"), "{said}");
+    let given = vsh(&["exec", "--workspace", ws, "--allow-unix-sockets", "--", "python3", "-c", manager], None);
+    assert_eq!(given.status.code(), Some(0), "{}", String::from_utf8_lossy(&given.stderr));
 }
 
 /// sec51: a repository that ships `.vsh` as a symlink (or a file) is refused
