@@ -23,7 +23,9 @@
 //! | `**/.git/**` | mutations | git | repository metadata: readable, never changed |
 //!
 //! `.env*` requires the name to *start* with `.env`: `env.txt` and `my.env.example`
-//! are not protected. A project's `.npmrc` is not protected (npm reads it for its
+//! are not protected. Nor are public certificate bundles (`cacert.pem`,
+//! `cacerts.pem`, `ca-bundle.pem`, `ca-certificates.pem`, any case) by
+//! `**/*.pem`: certifi's, which pip vendors, is in every virtualenv. A project's `.npmrc` is not protected (npm reads it for its
 //! settings, and a refused read would fail every npm command in a candidate); name
 //! it in a policy file's rules where it holds a token. Every built-in rule ignores case (`.ENV`,
 //! `SECRETS/`, `ID_RSA`, `.GIT/config` are protected like their lower-case
@@ -136,6 +138,10 @@ fn default_runtime_pattern() -> String {
 
 /// Repository-metadata patterns of the default policy (mutations denied).
 const DEFAULT_GIT_PATTERNS: [&str; 1] = ["**/.git/**"];
+
+/// The names public certificate bundles go by, which the built-in `**/*.pem`
+/// rule leaves readable (see `Split::covered_by`).
+const PUBLIC_CERTIFICATE_BUNDLES: [&str; 4] = ["cacert.pem", "cacerts.pem", "ca-bundle.pem", "ca-certificates.pem"];
 
 /// Why a rule exists; reported with every denial.
 ///
@@ -655,14 +661,14 @@ impl CallPolicy {
     pub fn denied_accesses(&self, path: &VPath) -> AccessSet {
         let by_rules = with_components(path, |split| {
             self.candidate_rules(split)
-                .filter(|rule| split.matched_by(&rule.pattern))
+                .filter(|rule| split.covered_by(rule))
                 .fold(AccessSet::NONE, |denied, rule| denied.union(rule.access))
         });
         // A copy is refused what its original's read-protecting rules refuse.
         let by_rules = originals_of(path).iter().fold(by_rules, |denied, original| {
             with_split(original, |split| {
                 self.candidate_rules(split)
-                    .filter(|rule| rule.access.intersects(AccessSet::READS) && split.matched_by(&rule.pattern))
+                    .filter(|rule| rule.access.intersects(AccessSet::READS) && split.covered_by(rule))
                     .fold(denied, |denied, rule| denied.union(rule.access))
             })
         });
@@ -685,9 +691,9 @@ impl CallPolicy {
         let remedy = self.remedy_of_rule(denied);
         // A copy is refused by its original's rule: say so (ux73 M2).
         match self.rule(&denied.rule) {
-            Some(rule) if !with_components(&denied.path, |split| split.matched_by(&rule.pattern)) => {
+            Some(rule) if !with_components(&denied.path, |split| split.covered_by(rule)) => {
                 let originals = originals_of(&denied.path);
-                match originals.iter().find(|original| with_split(original, |split| split.matched_by(&rule.pattern))) {
+                match originals.iter().find(|original| with_split(original, |split| split.covered_by(rule))) {
                     Some(original) => format!("{remedy}; it protects `{}` as a copy of `{original}`", denied.path),
                     None => remedy,
                 }
@@ -788,14 +794,14 @@ impl CallPolicy {
         with_components(path, |split| {
             self.candidate_rules(split)
                 .filter(|rule| rule.access.intersects(access))
-                .find(|rule| split.matched_by(&rule.pattern))
+                .find(|rule| split.covered_by(rule))
         })
         .or_else(|| {
             originals_of(path).iter().find_map(|original| {
                 with_split(original, |split| {
                     self.candidate_rules(split)
                         .filter(|rule| rule.access.intersects(access) && rule.access.intersects(AccessSet::READS))
-                        .find(|rule| split.matched_by(&rule.pattern))
+                        .find(|rule| split.covered_by(rule))
                 })
             })
         })
@@ -928,6 +934,27 @@ struct Split<'a> {
 impl<'a> Split<'a> {
     fn new(path: &'a VPath, components: &'a [&'a str]) -> Self {
         Self { path: path.as_str(), components, folded: std::cell::OnceCell::new() }
+    }
+
+    /// Whether `rule` covers the path: its pattern matches, and the path is
+    /// not a public certificate bundle the built-in `**/*.pem` rule would
+    /// otherwise refuse (`cacert.pem`: certifi's, which pip vendors, so a
+    /// workspace's virtualenv could not be made and its TLS clients could
+    /// not read their trust store; ux76 H2). A bundle of public CA
+    /// certificates holds no secret; a key named so is not one vsh guards.
+    fn covered_by(&self, rule: &ProtectedRule) -> bool {
+        self.matched_by(&rule.pattern) && !self.is_public_bundle_under(rule)
+    }
+
+    /// Whether the path is one of [`PUBLIC_CERTIFICATE_BUNDLES`] and `rule`
+    /// the built-in secret rule for `.pem` files.
+    fn is_public_bundle_under(&self, rule: &ProtectedRule) -> bool {
+        rule.label == RuleLabel::Secret
+            && rule.pattern.as_str() == "**/*.pem"
+            && self
+                .components
+                .last()
+                .is_some_and(|name| PUBLIC_CERTIFICATE_BUNDLES.iter().any(|bundle| bundle.eq_ignore_ascii_case(name)))
     }
 
     /// Whether `pattern` matches, comparing folded forms if it is case-insensitive.
@@ -1304,6 +1331,32 @@ mod tests {
             CallPolicy::balanced_default(None).with_rules([rule("private/**", AccessSet::ALL, RuleLabel::Custom)]);
         assert!(extended.is_hidden(&p("private/notes")));
         assert!(extended.is_hidden(&p(".env")));
+    }
+
+    /// ux76 H2: a virtualenv's `certifi/cacert.pem` (every pip has one) was
+    /// refused by the built-in `**/*.pem` rule: `python3 -m venv` failed and
+    /// TLS clients could not read their trust store. Public certificate
+    /// bundles are left to it; keys are not, nor does an operator's own rule
+    /// leave them.
+    #[test]
+    fn public_certificate_bundles_are_no_secret_of_the_built_in_pem_rule() {
+        let policy = CallPolicy::balanced_default(None);
+        let readable = |path: &str| policy.authorize(&p(path), AccessKind::ContentRead).is_ok();
+        for bundle in [
+            ".venv/lib/python3.11/site-packages/certifi/cacert.pem",
+            "pip/_vendor/certifi/CACERT.PEM",
+            "certs/ca-bundle.pem",
+            "ca-certificates.pem",
+            "botocore/cacert.pem.bak",
+        ] {
+            assert!(readable(bundle), "{bundle}");
+        }
+        for key in ["certs/server.pem", "cacert.pem.key", "my-cacert.pem", "tls/ca-key.pem", "cacert.pem/private.pem"] {
+            assert!(!readable(key), "{key}");
+        }
+        let own = CallPolicy::new(vec![rule("**/*.pem", AccessSet::ALL, RuleLabel::Custom)]);
+        assert!(own.authorize(&p("certifi/cacert.pem"), AccessKind::ContentRead).is_err());
+        assert!(!policy.is_hidden(&p("certifi/cacert.pem")));
     }
 
     #[test]
