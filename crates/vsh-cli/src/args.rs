@@ -140,6 +140,7 @@ pub(crate) enum Command {
     /// vsh_wait waits for it). Without
     /// --workspace, the workspace is the one root the client offers (or the
     /// root holding the current directory), else the one found from here.
+    #[command(visible_alias = "mcp")]
     Serve(ServeArgs),
     /// Check what this machine and workspace give vsh: the kernel's Landlock
     /// and seccomp, the worker's sandbox, a confined worker running a program,
@@ -190,8 +191,8 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR", conflicts_with = "name")]
         write: Option<PathBuf>,
     },
-    /// Print the man page (roff) on stdout; `cargo xtask man` writes it to `docs/vsh.1`.
-    #[command(hide = true)]
+    /// Print the man page (roff) on stdout (`vsh man | man -l -`); `cargo
+    /// xtask man` writes it to `docs/vsh.1`.
     Man,
 }
 
@@ -1196,6 +1197,8 @@ mod tests {
         }
         // `discard`, MCP's word, is `reject` (ux57).
         assert!(matches!(parse(&["discard", "abc"]).unwrap().command, Command::Reject(_)));
+        // What MCP users type (ux75 L6).
+        assert!(matches!(parse(&["mcp"]).unwrap().command, Command::Serve(_)));
         // A grace of no time says the least there is (ux55).
         for short in ["0s", "5m"] {
             let error = parse(&["gc", "--grace", short]).unwrap_err().to_string();

@@ -583,7 +583,13 @@ fn receipt_summary(receipt: &vsh::Receipt, document: &ReceiptDocument, replaced:
             );
         }
     } else if receipt.changed_paths > 0 {
-        text.push_str("\n(detail \"changes\" names each changed path; \"full\" adds its hunks)");
+        // Named as a call every tool's reader can make (ux75 L2: `vsh_wait`
+        // said to pass `detail`, which it does not take).
+        let _ = write!(
+            text,
+            "\n(vsh_show {} with detail \"changes\" names each changed path; \"full\" adds its hunks)",
+            receipt.transaction.short()
+        );
     }
     if let Some(code) = document.exit_code {
         let _ = write!(text, "\nexit status: {code}");

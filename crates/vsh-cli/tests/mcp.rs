@@ -176,6 +176,10 @@ async fn the_agent_waits_for_the_operators_approval(
 ) {
     let short = call(client, "vsh_wait", json!({"transaction": &id[..8], "timeout_ms": 300})).await;
     assert!(!short.is_error && short.text.starts_with("still waiting"), "{}", short.text);
+    // The way to its paths is a call it can make (ux75 L2: `detail`, which
+    // vsh_wait does not take).
+    let more = format!("vsh_show {} with detail \"changes\" names each changed path", &id[..12]);
+    assert!(short.text.contains(&more), "{}", short.text);
     assert_eq!(short.document["receipt"]["state"], "pending-approval", "{}", short.document);
     let long = call(client, "vsh_wait", json!({"transaction": id, "timeout_ms": 3_600_000})).await;
     assert!(long.is_error && long.text.contains("at most 1800000"), "{}", long.text);
