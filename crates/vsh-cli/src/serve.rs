@@ -1256,6 +1256,7 @@ impl VshServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let bounds = self.options.bounds;
+        let discarded = Arc::clone(&self.discarded);
         self.blocking(&context.peer, move |runtime| {
             let mode = match run_mode(params.mode.as_deref()) {
                 Ok(mode) => mode,
@@ -1265,6 +1266,15 @@ impl VshServer {
                 Ok(id) => id,
                 Err(error) => return transaction_failure(&error),
             };
+            let own = discarded.lock().map(|set| set.clone()).unwrap_or_default();
+            if let Some(rejected) = rejected_revert_of(runtime, id, &own) {
+                return refused(format!(
+                    "a revert of {0}, {1}, was rejected by an operator (or discarded with vsh_discard): {0} is not \
+                     to be reverted again by an agent; ask the operator (who can with vsh revert {0})",
+                    id.short(),
+                    rejected.short()
+                ));
+            }
             match runtime.revert(id, mode) {
                 Ok(receipt) => {
                     let (document, summary) = bounded_receipt(&receipt, bounds);
@@ -1928,16 +1938,46 @@ fn rejected_with_its_work(
         return None;
     }
     let runs = runtime.runs_of_same_work(id).ok()?;
-    let rejected = runs
+    let rerun = runs
         .iter()
-        .find(|run| run.id != id && run.state == TransactionState::Rejected && !discarded.contains(&run.id))?;
+        .find(|run| run.id != id && run.state == TransactionState::Rejected && !discarded.contains(&run.id))
+        .map(|run| run.id);
+    // A revert's "runs" are the reverts of the same work (sec81 6).
+    let reverting =
+        runtime.show(id).ok().flatten().and_then(|receipt| {
+            crate::render::reverted_by(&receipt).and_then(|original| runtime.resolve(original).ok())
+        });
+    let rejected = rerun.or_else(|| {
+        reverting.and_then(|original| rejected_revert_of(runtime, original, discarded).filter(|other| *other != id))
+    })?;
     let _ = runtime.reject(id, crate::now_ms());
     Some(refused(format!(
         "another run of this work, {}, was rejected by an operator (or discarded with vsh_discard): {} is rejected \
          with it and is not to be committed; ask the operator",
-        rejected.id.short(),
+        rejected.short(),
         id.short()
     )))
+}
+
+/// A revert of committed work `original` that an operator rejected (not
+/// this server's own discard), made since `original` was committed, if any:
+/// the operator said no to undoing it, which no agent's revert of it again
+/// gets round (sec81 6). Reads the stored receipts of the rejected records
+/// made since.
+fn rejected_revert_of(
+    runtime: &Runtime,
+    original: vsh::TransactionId,
+    discarded: &std::collections::BTreeSet<vsh::TransactionId>,
+) -> Option<vsh::TransactionId> {
+    let since = runtime.transaction(original).ok()??.updated_ms;
+    let hex = original.to_hex();
+    runtime.transactions().ok()?.into_iter().find_map(|record| {
+        (record.state == TransactionState::Rejected && record.created_ms >= since && !discarded.contains(&record.id))
+            .then(|| runtime.show(record.id).ok().flatten())
+            .flatten()
+            .filter(|receipt| crate::render::reverted_by(receipt) == Some(hex.as_str()))
+            .map(|_| record.id)
+    })
 }
 
 /// What a review left without hunks for its size, said in `summary`, with

@@ -297,6 +297,14 @@ async fn a_rejection_covers_every_run_of_the_work(client: &rmcp::Peer<rmcp::Role
     );
     assert!(again.text.contains("was rejected by an operator"), "{}", again.text);
     assert_eq!(std::fs::read_to_string(ws.join("log.txt")).unwrap(), "entry\n");
+    // Nor is a revert an operator rejected made again (sec81 6).
+    let revert = call(client, "vsh_revert", json!({"transaction": first})).await;
+    assert!(!revert.is_error, "{}", revert.text);
+    operator_rejects(ws, key, revert.document["transaction"].as_str().unwrap());
+    let again = call(client, "vsh_revert", json!({"transaction": first, "mode": "auto"})).await;
+    assert!(again.is_error && again.text.contains("a revert of"), "{}", again.text);
+    assert!(again.text.contains("was rejected by an operator"), "{}", again.text);
+    assert_eq!(std::fs::read_to_string(ws.join("log.txt")).unwrap(), "entry\n");
 }
 
 /// This connection reads `u.txt`; the user edits it; a whole-file write
