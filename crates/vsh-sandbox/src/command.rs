@@ -200,7 +200,7 @@ impl ConfinedCommand {
             None => None,
         };
         let granted = mount.as_ref().map(PreparedMount::grants).unwrap_or_default();
-        let (mut setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support, &granted)?;
+        let (mut setup, stage_reader) = ChildSetup::prepare(&self.policy, cx, &support, &granted, mount.is_some())?;
         drop(granted);
         if self.policy.runs_as().is_some() {
             // The new uid may not be able to search the program's directories

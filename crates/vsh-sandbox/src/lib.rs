@@ -30,7 +30,8 @@
 //!   (`socket` for every family, `AF_UNIX` too unless [`SandboxPolicy::allow_unix_sockets`],
 //!   `socketpair` for every family but `AF_UNIX`, ptrace and `process_vm_*`, the mount family,
 //!   `unshare`/`setns`, `bpf`, keyrings, `io_uring`, `perf_event_open`, `userfaultfd`, kexec,
-//!   modules, `setsid`/`setpgid`, terminal injection ioctls, and more; see [`SandboxPolicy`]).
+//!   modules, `setsid`/`setpgid`, terminal injection ioctls, System V IPC for a child in the
+//!   host's IPC namespace (a candidate's child has its own), and more; see [`SandboxPolicy`]).
 //! - **`no_new_privs`**, **rlimits**, **all capabilities dropped**, and optionally another uid
 //!   and gid ([`SandboxPolicy::run_as`]).
 //!

@@ -26,7 +26,7 @@ use seccompiler::{
 
 /// What the filter must allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[expect(clippy::struct_excessive_bools, reason = "four independent switches, one bit each of the program's slot")]
+#[expect(clippy::struct_excessive_bools, reason = "five independent switches, one bit each of the program's slot")]
 pub(crate) struct FilterSpec {
     /// The full deny list (confined), or only what keeps the process group killable.
     pub(crate) confined: bool,
@@ -37,6 +37,11 @@ pub(crate) struct FilterSpec {
     pub(crate) inet: bool,
     /// Whether `AF_UNIX` sockets may be made with `socket` (`socketpair` always may).
     pub(crate) unix: bool,
+    /// Whether the child shares the host's System V IPC namespace (it has
+    /// no namespaces of its own: no candidate): then its System V IPC calls are
+    /// refused, or its segments and queues would outlive it on the host and
+    /// carry what it put there to anyone (sec80 F1).
+    pub(crate) shared_ipc: bool,
 }
 
 // Classic BPF opcodes (`<linux/bpf_common.h>`) for the hand-written search tree.
@@ -151,13 +156,30 @@ const DENIED_ALWAYS_ARCH: &[libc::c_long] = &[
 #[cfg(not(target_arch = "x86_64"))]
 const DENIED_ALWAYS_ARCH: &[libc::c_long] = &[];
 
+/// System V IPC: denied to a confined child in the host's IPC namespace.
+const SYSV_IPC: &[libc::c_long] = &[
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmdt,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+];
+
 /// Denied for every child: leaving the process group, so a group kill always reaches it.
 const GROUP_ESCAPES: &[libc::c_long] = &[libc::SYS_setsid, libc::SYS_setpgid];
 
-/// The program for `spec`, compiled on first use and then copied: there are only sixteen.
+/// The program for `spec`, compiled on first use and then copied: there are only thirty-two.
 pub(crate) fn program(spec: FilterSpec) -> Result<Vec<libc::sock_filter>, seccompiler::BackendError> {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 16] = [const { OnceLock::new() }; 16];
-    let slot = &PROGRAMS[usize::from(spec.confined) * 8
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 32] = [const { OnceLock::new() }; 32];
+    let slot = &PROGRAMS[usize::from(spec.shared_ipc) * 16
+        + usize::from(spec.confined) * 8
         + usize::from(spec.tcp) * 4
         + usize::from(spec.inet) * 2
         + usize::from(spec.unix)];
@@ -325,6 +347,11 @@ fn deny_rules(spec: FilterSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, secco
     for &nr in DENIED_ALWAYS.iter().chain(DENIED_ALWAYS_ARCH) {
         rules.insert(nr, Vec::new());
     }
+    if spec.shared_ipc {
+        for &nr in SYSV_IPC {
+            rules.insert(nr, Vec::new());
+        }
+    }
 
     // clone(flags, ...) with any namespace flag.
     let clone_rules = CLONE_NAMESPACE_FLAGS
@@ -462,8 +489,8 @@ mod tests {
 
     #[test]
     fn the_confined_filter_denies_exactly_the_deny_list() {
-        let program =
-            build(FilterSpec { confined: true, tcp: false, inet: false, unix: true }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: true, tcp: false, inet: false, unix: true, shared_ipc: false })
+            .expect("the filter compiles");
         assert!(program.len() < 4096, "{} instructions", program.len());
         // Written from the policy's documentation, not taken from the constants above.
         let mut denied: Vec<u32> = [
@@ -550,10 +577,30 @@ mod tests {
         }
     }
 
+    /// sec80 F1 beyond candidates: a confined child without namespaces of
+    /// its own shares the host's System V IPC namespace, so its System V calls
+    /// are refused; a candidate's child, in its own, keeps them.
+    #[test]
+    fn a_child_in_the_hosts_ipc_namespace_is_refused_system_v_ipc() {
+        let shared = build(FilterSpec { confined: true, tcp: false, inet: false, unix: true, shared_ipc: true })
+            .expect("the filter compiles");
+        let own = build(FilterSpec { confined: true, tcp: false, inet: false, unix: true, shared_ipc: false })
+            .expect("the filter compiles");
+        let loose = build(FilterSpec { confined: false, tcp: false, inet: false, unix: true, shared_ipc: true })
+            .expect("the filter compiles");
+        for number in
+            [libc::SYS_shmget, libc::SYS_shmat, libc::SYS_msgget, libc::SYS_msgsnd, libc::SYS_semget, libc::SYS_semop]
+        {
+            assert_eq!(run(&shared, AUDIT_ARCH, nr(number), [0; 6]), errno(libc::EPERM), "{number}");
+            assert_eq!(run(&own, AUDIT_ARCH, nr(number), [0; 6]), ALLOW, "{number}");
+            assert_eq!(run(&loose, AUDIT_ARCH, nr(number), [0; 6]), ALLOW, "{number}: a group-only child");
+        }
+    }
+
     #[test]
     fn the_confined_filter_checks_arguments() {
-        let program =
-            build(FilterSpec { confined: true, tcp: false, inet: false, unix: true }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: true, tcp: false, inet: false, unix: true, shared_ipc: false })
+            .expect("the filter compiles");
         let call = |number: libc::c_long, args: [u64; 6]| run(&program, AUDIT_ARCH, nr(number), args);
         let eperm = errno(libc::EPERM);
         let stream = arg(libc::SOCK_STREAM | libc::SOCK_CLOEXEC);
@@ -581,8 +628,8 @@ mod tests {
 
     #[test]
     fn a_tcp_grant_allows_tcp_streams_only() {
-        let program =
-            build(FilterSpec { confined: true, tcp: true, inet: false, unix: true }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: true, tcp: true, inet: false, unix: true, shared_ipc: false })
+            .expect("the filter compiles");
         let socket = |family: libc::c_int, kind: libc::c_int, protocol: libc::c_int| {
             run(&program, AUDIT_ARCH, nr(libc::SYS_socket), [arg(family), arg(kind), arg(protocol), 0, 0, 0])
         };
@@ -600,8 +647,8 @@ mod tests {
 
     #[test]
     fn a_network_of_its_own_allows_inet_and_netlink_sockets_and_nothing_else() {
-        let program =
-            build(FilterSpec { confined: true, tcp: false, inet: true, unix: true }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: true, tcp: false, inet: true, unix: true, shared_ipc: false })
+            .expect("the filter compiles");
         let socket = |family: libc::c_int, kind: libc::c_int, protocol: libc::c_int| {
             run(&program, AUDIT_ARCH, nr(libc::SYS_socket), [arg(family), arg(kind), arg(protocol), 0, 0, 0])
         };
@@ -621,7 +668,8 @@ mod tests {
     fn without_unix_sockets_socket_is_denied_for_every_family_and_only_stream_pairs_stay() {
         let eperm = errno(libc::EPERM);
         for (tcp, inet) in [(false, false), (true, false), (false, true)] {
-            let program = build(FilterSpec { confined: true, tcp, inet, unix: false }).expect("the filter compiles");
+            let program = build(FilterSpec { confined: true, tcp, inet, unix: false, shared_ipc: false })
+                .expect("the filter compiles");
             let call = |number: libc::c_long, family: libc::c_int, kind: libc::c_int| {
                 run(&program, AUDIT_ARCH, nr(number), [arg(family), arg(kind), 0, 0, 0, 0])
             };
@@ -644,8 +692,8 @@ mod tests {
     #[test]
     fn foreign_architectures_are_killed_and_x32_is_denied() {
         for confined in [false, true] {
-            let program =
-                build(FilterSpec { confined, tcp: false, inet: false, unix: false }).expect("the filter compiles");
+            let program = build(FilterSpec { confined, tcp: false, inet: false, unix: false, shared_ipc: false })
+                .expect("the filter compiles");
             let i386 = 0x03 | 0x4000_0000; // EM_386 | little-endian
             assert_eq!(run(&program, i386, 1, [0; 6]), libc::SECCOMP_RET_KILL_PROCESS);
             #[cfg(target_arch = "x86_64")]
@@ -657,8 +705,8 @@ mod tests {
 
     #[test]
     fn group_only_denies_only_the_group_escapes() {
-        let program =
-            build(FilterSpec { confined: false, tcp: false, inet: false, unix: true }).expect("the filter compiles");
+        let program = build(FilterSpec { confined: false, tcp: false, inet: false, unix: true, shared_ipc: false })
+            .expect("the filter compiles");
         for number in 0..600 {
             let expected = if [nr(libc::SYS_setsid), nr(libc::SYS_setpgid)].contains(&number) {
                 errno(libc::EPERM)
@@ -671,7 +719,8 @@ mod tests {
 
     #[test]
     fn consecutive_denials_merge_into_ranges() {
-        let entries = entries(FilterSpec { confined: true, tcp: false, inet: false, unix: true }).expect("entries");
+        let entries = entries(FilterSpec { confined: true, tcp: false, inet: false, unix: true, shared_ipc: false })
+            .expect("entries");
         let open_tree = nr(libc::SYS_open_tree);
         let mount_api =
             entries.iter().find(|entry| (entry.first..=entry.last).contains(&open_tree)).expect("open_tree");
@@ -682,9 +731,9 @@ mod tests {
     #[test]
     fn cached_programs_equal_fresh_ones() {
         for spec in [
-            FilterSpec { confined: true, tcp: false, inet: false, unix: true },
-            FilterSpec { confined: false, tcp: true, inet: false, unix: true },
-            FilterSpec { confined: true, tcp: false, inet: false, unix: false },
+            FilterSpec { confined: true, tcp: false, inet: false, unix: true, shared_ipc: false },
+            FilterSpec { confined: false, tcp: true, inet: false, unix: true, shared_ipc: false },
+            FilterSpec { confined: true, tcp: false, inet: false, unix: false, shared_ipc: false },
         ] {
             let cached = program(spec).expect("compiles");
             assert!(same_program(&cached, &program(spec).expect("compiles")));

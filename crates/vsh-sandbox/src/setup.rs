@@ -120,7 +120,8 @@ pub(crate) struct ChildSetup {
 }
 
 impl ChildSetup {
-    /// Prepare the setup of a child under `policy` on a kernel with `support`.
+    /// Prepare the setup of a child under `policy` on a kernel with `support`
+    /// (`own_namespaces`: it will have a candidate, and namespaces of its own).
     ///
     /// A mechanism the kernel lacks is left out; the caller has already checked that the
     /// resulting levels meet the policy's floors.
@@ -129,6 +130,7 @@ impl ChildSetup {
         context: &ToolContext,
         support: &KernelSupport,
         granted: &[(BorrowedFd<'_>, crate::namespace::Grant)],
+        own_namespaces: bool,
     ) -> Result<(Self, StageReader), ToolError> {
         let confined = policy.mode() == Mode::Confined;
         let landlock = match support.landlock_rights_abi() {
@@ -141,6 +143,10 @@ impl ChildSetup {
                 tcp: policy.has_tcp_grants(),
                 inet: policy.opens_inet(),
                 unix: policy.unix_sockets_allowed(),
+                // A child with a candidate has a System V IPC namespace of
+                // its own (`sys::enter_pid_namespace`); one without shares
+                // the host's, where its calls are refused.
+                shared_ipc: confined && !own_namespaces,
             };
             let program = seccomp::program(spec)
                 .map_err(|error| ToolError::Setup { stage: "seccomp filter", source: io::Error::other(error) })?;
@@ -344,7 +350,8 @@ mod tests {
     fn a_failed_stage_reaches_the_parent_through_the_pipe() {
         let context = ToolContext::new(crate::ExecGrant::Any);
         let support = KernelSupport::emulated(None, false);
-        let (setup, reader) = ChildSetup::prepare(&SandboxPolicy::new(), &context, &support, &[]).expect("prepare");
+        let (setup, reader) =
+            ChildSetup::prepare(&SandboxPolicy::new(), &context, &support, &[], false).expect("prepare");
         assert_eq!(reader.failed_stage(), None, "nothing reported yet");
         let error = setup.fail(Stage::Landlock, io::Error::from_raw_os_error(libc::EPERM));
         assert_eq!(error.raw_os_error(), Some(libc::EPERM));
