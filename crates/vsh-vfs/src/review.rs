@@ -138,7 +138,26 @@ pub fn unified_hunks(path: &VPath, before: Option<&str>, after: Option<&str>) ->
     let old_name = if before.is_some() { header_name("a/", path) } else { "/dev/null".to_owned() };
     let new_name = if after.is_some() { header_name("b/", path) } else { "/dev/null".to_owned() };
     let diff = TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""));
-    diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string()
+    rows_ended(diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string())
+}
+
+/// `hunks` with a newline after each carriage return that ends a line on
+/// its own (the diff splits lines there too): each line of the diff is a
+/// row of its own where the review is shown, its `\r` escaped, never two
+/// lines on one row under a header that counts them as two (sec80 F5).
+fn rows_ended(hunks: String) -> String {
+    if !hunks.contains('\r') {
+        return hunks;
+    }
+    let mut rows = String::with_capacity(hunks.len() + 8);
+    let mut chars = hunks.chars().peekable();
+    while let Some(c) = chars.next() {
+        rows.push(c);
+        if c == '\r' && chars.peek() != Some(&'\n') {
+            rows.push('\n');
+        }
+    }
+    rows
 }
 
 /// The review of a rename from `from` to `to`: `rename from` and `rename
@@ -155,11 +174,9 @@ fn rename_hunks(from: &VPath, to: &VPath, before: &[u8], after: &[u8]) -> Option
         return None;
     };
     let diff = TextDiff::from_lines(old.as_ref(), new.as_ref());
-    let _ = write!(
-        text,
-        "{}",
-        diff.unified_diff().context_radius(3).header(&header_name("a/", from), &header_name("b/", to))
-    );
+    let hunks =
+        diff.unified_diff().context_radius(3).header(&header_name("a/", from), &header_name("b/", to)).to_string();
+    text.push_str(&rows_ended(hunks));
     if old_escaped || new_escaped {
         text.push_str(ESCAPED_NOTE);
     }
@@ -585,6 +602,16 @@ mod tests {
         assert!(
             unified_hunks(&VPath::parse("a\nb").unwrap(), None, Some("x\n")).lines().nth(2).unwrap().starts_with("@@")
         );
+    }
+
+    #[test]
+    fn a_line_ended_by_a_carriage_return_is_a_row_of_its_own() {
+        let path = VPath::parse("t.txt").unwrap();
+        let hunks = unified_hunks(&path, None, Some("a\x1b[31mb\r\x1b[Kc\nd\r\n"));
+        let rows: Vec<&str> = hunks.split('\n').skip(3).filter(|row| !row.is_empty()).collect();
+        assert_eq!(rows, ["+a\x1b[31mb\r", "+\x1b[Kc", "+d\r"], "{hunks:?}");
+        assert!(hunks.contains("@@ -0,0 +1,3 @@"), "{hunks:?}");
+        assert!(!hunks.contains("\r\n\n"), "a CRLF line stays one: {hunks:?}");
     }
 
     #[test]
