@@ -413,6 +413,21 @@ pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: 
     text
 }
 
+/// Whether `receipt`'s work waited for a reviewer and has been approved
+/// since (ux75 L9: a committed receipt read "decision pending-approval"
+/// alone, as if it still waited).
+fn was_reviewed(receipt: &Receipt) -> bool {
+    matches!(receipt.decision, RuntimeDecision::PendingApproval(_))
+        && matches!(
+            receipt.state,
+            vsh::TransactionState::Approved
+                | vsh::TransactionState::Reserved
+                | vsh::TransactionState::Revalidating
+                | vsh::TransactionState::Committing
+                | vsh::TransactionState::Committed
+        )
+}
+
 fn decision_name(decision: &RuntimeDecision) -> &'static str {
     match decision {
         RuntimeDecision::Denied(_) => "denied",
@@ -943,8 +958,12 @@ pub(crate) fn receipt_text_listing(receipt: &Receipt, next: Option<String>, max_
         let _ = writeln!(out, "snapshot     {}", receipt.base_snapshot);
     }
     let _ = writeln!(out, "state        {}", receipt.state.name());
-    let _ =
-        writeln!(out, "decision     {}", paint(decision_style(&receipt.decision), decision_name(&receipt.decision)));
+    let _ = writeln!(
+        out,
+        "decision     {}{}",
+        paint(decision_style(&receipt.decision), decision_name(&receipt.decision)),
+        if was_reviewed(receipt) { ", then approved by a reviewer" } else { "" }
+    );
     match &receipt.decision {
         RuntimeDecision::Denied(manifest) => {
             let _ = writeln!(out, "  reason     {}", manifest.reason.name());

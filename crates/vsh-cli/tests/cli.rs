@@ -2584,7 +2584,11 @@ fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
     assert_eq!(rerun.status.code(), Some(0), "{said}");
     let again = id_of(&rerun);
     assert!(said.contains(&format!("approved {}", &again[..12])), "{said}");
-    assert_eq!(vsh(&["commit", &again, "--workspace", ws], None).status.code(), Some(0));
+    let committed = vsh(&["commit", &again, "--workspace", ws], None);
+    assert_eq!(committed.status.code(), Some(0));
+    // Its receipt says it was reviewed (ux75 L9: "pending-approval" alone).
+    let text = String::from_utf8_lossy(&committed.stdout);
+    assert!(text.contains("decision     pending-approval, then approved by a reviewer"), "{text}");
     assert!(!dir.path().join("old.txt").exists());
     // Nor from work an operator rejected, nor work that still waits (sec81 3).
     write(dir.path(), "kept.txt", "kept\n");
