@@ -492,10 +492,18 @@ pub(crate) fn counted(count: u64, noun: &str) -> String {
 /// to look like two entries of a review shows as one. With `keep_tabs`
 /// (content lines) a tab stays a tab; in a path (`keep_tabs` false) a
 /// backslash is doubled, so an escape in a name is told from the same
-/// characters typed.
+/// characters typed, and a name not in composed form (NFC) has its
+/// combining marks escaped.
 pub(crate) fn shown(text: &str, keep_tabs: bool) -> std::borrow::Cow<'_, str> {
+    // A path not in composed form (NFC) has its combining marks escaped:
+    // `e\u{301}.txt` beside `é.txt`, never two names that look alike (sec80
+    // F5: a decomposed twin of a file was shown as the same name).
+    let decomposed = !keep_tabs && !unicode_normalization::is_nfc(text);
     let escaped = |c: char| {
-        (c.is_control() && !(keep_tabs && c == '\t')) || vsh::lower::vsh_vfs::hides_text(c) || (!keep_tabs && c == '\\')
+        (c.is_control() && !(keep_tabs && c == '\t'))
+            || vsh::lower::vsh_vfs::hides_text(c)
+            || (!keep_tabs && c == '\\')
+            || (decomposed && unicode_normalization::char::canonical_combining_class(c) != 0)
     };
     if !text.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(text);
@@ -1353,6 +1361,10 @@ mod tests {
             ("+line\u{2028}sep\u{61c}", true, "+line\\u{2028}sep\\u{61c}"),
             ("+evil\rgood", true, "+evil\\rgood"),
             ("+\tkept\\n", true, "+\tkept\\n"),
+            // sec80 F5: a decomposed name beside its composed twin.
+            ("e\u{301}.txt", false, "e\\u{301}.txt"),
+            ("\u{e9}.txt", false, "\u{e9}.txt"),
+            ("+e\u{301}", true, "+e\u{301}"),
         ];
         for (text, keep_tabs, expected) in cases {
             assert_eq!(shown(text, keep_tabs), expected, "{text:?}");
