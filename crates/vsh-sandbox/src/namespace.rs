@@ -945,9 +945,10 @@ impl PreparedMount {
     /// shown can even be looked up (sec80 F2: Landlock refuses reading a
     /// file, not `stat`ing it, and a command learned the size and time of
     /// another workspace's secrets). Its `/proc` is a new one, of its own
-    /// pid namespace. Runs in the child between `fork` and `exec`: raw calls
-    /// on prepared data only.
-    pub(crate) fn apply(&self) -> std::io::Result<()> {
+    /// pid namespace, returned for the child's ruleset to let it be read.
+    /// Runs in the child between `fork` and `exec`: raw calls on prepared
+    /// data only.
+    pub(crate) fn apply(&self) -> std::io::Result<OwnedFd> {
         use rustix::mount::{MountPropagationFlags, UnmountFlags};
         let root = self.root.as_fd();
         let attach = |mount: &OwnedFd, at: &std::ffi::CStr| {
@@ -960,7 +961,8 @@ impl PreparedMount {
         for (bind, at) in &self.binds {
             attach(bind, at)?;
         }
-        attach(&own_proc()?, c"proc")?;
+        let proc = own_proc()?;
+        attach(&proc, c"proc")?;
         for (cover, at) in &self.covers {
             attach(cover, at)?;
         }
@@ -984,7 +986,7 @@ impl PreparedMount {
         if let Some(cwd) = &self.cwd {
             rustix::process::chdir(cwd.as_c_str())?;
         }
-        Ok(())
+        Ok(proc)
     }
 
     /// Change to the prepared uid and gid (after [`PreparedMount::apply`]:

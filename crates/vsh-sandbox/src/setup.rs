@@ -237,8 +237,9 @@ impl ChildSetup {
         if self.private_loopback {
             sys::private_loopback().map_err(|error| self.fail(Stage::Network, error))?;
         }
+        let mut own_proc = None;
         if let Some(mount) = &self.mount {
-            mount.apply().map_err(|error| self.fail(Stage::Mount, error))?;
+            own_proc = Some(mount.apply().map_err(|error| self.fail(Stage::Mount, error))?);
             mount.change_ids().map_err(|error| self.fail(Stage::Ids, error))?;
         }
         match (namespaced, self.parent) {
@@ -259,6 +260,13 @@ impl ChildSetup {
         }
         rustix::thread::set_no_new_privs(true).map_err(|errno| self.fail(Stage::NoNewPrivs, errno.into()))?;
         if let Some(ruleset) = &self.landlock {
+            // Its own /proc (its processes, nothing of the host's: a pid
+            // namespace of its own, `subset=pid`) is readable: `ps`,
+            // psutil, a sanitizer's look at its own maps (ux76).
+            if let Some(proc) = &own_proc {
+                sys::landlock_allow_reading(ruleset.as_fd(), proc.as_fd())
+                    .map_err(|error| self.fail(Stage::Landlock, error))?;
+            }
             sys::landlock_restrict_self(ruleset.as_fd()).map_err(|error| self.fail(Stage::Landlock, error))?;
         }
         if self.drop_capabilities {

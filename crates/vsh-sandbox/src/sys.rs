@@ -53,6 +53,40 @@ pub(crate) fn landlock_restrict_self(ruleset: BorrowedFd<'_>) -> io::Result<()> 
     if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
+/// `struct landlock_path_beneath_attr` (`<linux/landlock.h>`), packed as the kernel reads it.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const LANDLOCK_RULE_PATH_BENEATH: u32 = 1;
+/// `LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR` (ABI 1).
+const LANDLOCK_READ: u64 = (1 << 2) | (1 << 3);
+
+/// `landlock_add_rule(ruleset, PATH_BENEATH, {read files, read directories; dir})`:
+/// let the ruleset read beneath `dir` (a mount the child made itself, after
+/// the parent built the ruleset: its own `/proc`).
+///
+/// Async-signal-safe.
+pub(crate) fn landlock_allow_reading(ruleset: BorrowedFd<'_>, dir: BorrowedFd<'_>) -> io::Result<()> {
+    let attr = PathBeneathAttr { allowed_access: LANDLOCK_READ, parent_fd: dir.as_raw_fd() };
+    // SAFETY: the call takes two borrowed (open) descriptors' numbers and a
+    // pointer to `attr`, ours and alive for the call, in the layout the
+    // kernel reads for PATH_BENEATH; it writes no memory of ours.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &raw const attr,
+            0_u32,
+        )
+    };
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
 /// `seccomp(SECCOMP_SET_MODE_FILTER, 0, program)`: install a filter on the calling thread.
 ///
 /// Async-signal-safe. Needs `no_new_privs` (or `CAP_SYS_ADMIN`).

@@ -659,6 +659,25 @@ fn long_output_keeps_its_head_and_tail() {
     assert!(text.contains("bytes left out]"), "{text}");
 }
 
+/// ux76: `ps`, psutil and a sanitizer's look at its own maps failed: its
+/// `/proc` was unreadable. It reads its own, which holds its processes
+/// alone (a pid namespace of its own) and none of the kernel's tables.
+#[test]
+fn a_command_reads_its_own_proc_and_nothing_of_the_hosts() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let script = "grep -c '^Name:' /proc/self/status; ps -e -o pid= | wc -l; test -e /proc/meminfo || echo no-meminfo; \
+                  test -e /proc/sys || echo no-sys";
+    let outcome = ws.command(&["/bin/sh", "-c", script]).unwrap_or_else(|error| panic!("{error:?}"));
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
+    assert_eq!(lines[0], "1", "{stdout}");
+    // vsh's init, the shell, ps (and wc): a handful, never the host's hundreds.
+    let processes: usize = lines[1].parse().unwrap();
+    assert!((3..=6).contains(&processes), "{stdout}");
+    assert_eq!(&lines[2..], ["no-meminfo", "no-sys"], "{stdout}");
+}
+
 /// ux76: `whoami`, Python's `getpass.getuser()` and Node's `os.userInfo()`
 /// failed: the command's uid had no name. Its `/etc/passwd` and
 /// `/etc/group` name it and its group, home `/tmp`.
