@@ -818,6 +818,8 @@ impl Runtime {
             if let crate::RuntimeDecision::PendingApproval(manifest) = &mut receipt.decision {
                 manifest.flags.clear();
             }
+            // Nor the names its renames moved, which are paths it made.
+            receipt.warnings.retain(|warning| !matches!(warning, crate::Warning::Renamed { .. }));
             receipt.warnings.push(crate::Warning::Withheld);
         }
         receipt.changes = crate::run::shown_changes(&receipt.changes, calls);
