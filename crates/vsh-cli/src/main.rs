@@ -571,7 +571,13 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     };
     // A policy this build refuses is refused before anything is made: a
     // workspace left behind would run under the default profile.
-    let new = vsh::lower::vsh_policy::PolicyFile::from_toml(&text)?.policy(None).digest();
+    let new = match &init.policy {
+        // A refusal names the file, and where in it (ux77 4).
+        Some(path) => vsh::lower::vsh_policy::PolicyFile::from_toml_at(&text, path)?,
+        None => vsh::lower::vsh_policy::PolicyFile::from_toml(&text)?,
+    }
+    .policy(None)
+    .digest();
     // Whatever the workspace recorded before (even a policy this build
     // refuses) does not stand in the way of recording a new one.
     let config = runtime_config(&init.common.root())?.with_policy_profile(vsh::PolicyProfile::Balanced);

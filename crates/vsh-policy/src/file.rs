@@ -197,6 +197,19 @@ pub fn locate(text: &str, field: &str) -> Option<(usize, usize)> {
     Some((line, column))
 }
 
+/// `error`'s causes, each after `: ` (a pattern's or a threshold's reason),
+/// for [`PolicyFileError::In`], which shows them in its own message.
+fn causes(error: &PolicyFileError) -> String {
+    let mut text = String::new();
+    let mut cause = std::error::Error::source(error);
+    while let Some(reason) = cause {
+        text.push_str(": ");
+        text.push_str(&reason.to_string());
+        cause = reason.source();
+    }
+    text
+}
+
 /// The last key of a field path (`protect[0].acess`: `acess`).
 fn last_key(field: &str) -> &str {
     field.rsplit('.').next().unwrap_or(field)
@@ -237,13 +250,14 @@ const ACCESS_NAMES: &str = "all, reads, mutations, metadata-read, content-read, 
 pub enum PolicyFileError {
     /// A refusal of a policy file's content, with the file and where in it
     /// (the key or value the refusal names, when it can be found).
-    #[error("{error} (in {}{})", path.display(), at.map_or_else(String::new, |(line, column)| format!(", line {line}, column {column}")))]
+    #[error("{error}{}\n  at {}{}", causes(error), path.display(), at.map_or_else(String::new, |(line, column)| format!(", line {line}, column {column}")))]
     In {
         /// The file.
         path: PathBuf,
         /// The line and column (from 1, in characters) of what is refused.
         at: Option<(usize, usize)>,
-        /// The refusal.
+        /// The refusal (whose own cause, a pattern's or a threshold's, is
+        /// this error's: ux77 4 found it dropped).
         error: Box<PolicyFileError>,
     },
     /// The file could not be opened or read.
@@ -547,8 +561,14 @@ impl PolicyFile {
             return Err(PolicyFileError::TooLarge { size: bytes.len() as u64, limit: MAX_POLICY_FILE_BYTES });
         }
         let text = String::from_utf8(bytes).map_err(|_| PolicyFileError::NotUtf8)?;
-        Self::from_toml(&text).map_err(|error| {
-            let at = error.field().and_then(|field| locate(&text, field));
+        Self::from_toml_at(&text, path)
+    }
+
+    /// [`PolicyFile::from_toml`] of `text`, read from `path`: a refusal of its
+    /// content names the file and where in it ([`PolicyFileError::In`]).
+    pub fn from_toml_at(text: &str, path: &Path) -> Result<PolicyFile, PolicyFileError> {
+        Self::from_toml(text).map_err(|error| {
+            let at = error.field().and_then(|field| locate(text, field));
             PolicyFileError::In { path: path.to_owned(), at, error: Box::new(error) }
         })
     }
@@ -1564,14 +1584,19 @@ rewrite_escalate_ratio = 1
         assert_eq!(refused.field(), Some("protect[1].access[1]"));
         let said = refused.to_string();
         assert!(said.contains("is \"delet\" (did you mean `delete`?); expected all"), "{said}");
-        assert!(said.ends_with(&format!("(in {}, line 9, column 21)", file.display())), "{said}");
+        assert!(said.ends_with(&format!("\n  at {}, line 9, column 21", file.display())), "{said}");
         std::fs::write(&file, "version = 1\n[threshold]\n").unwrap();
         let said = PolicyFile::read(&file).unwrap_err().to_string();
         assert!(
             said.starts_with("`threshold` is not a known key (did you mean `thresholds`?); expected one of"),
             "{said}"
         );
-        assert!(said.ends_with("line 2, column 2)"), "{said}");
+        assert!(said.ends_with("line 2, column 2"), "{said}");
+        // A refusal's own cause is said with it (ux77 4: it was dropped).
+        std::fs::write(&file, "version = 1\n[[protect]]\npattern = \"a/[b\"\n").unwrap();
+        let said = PolicyFile::read(&file).unwrap_err().to_string();
+        assert!(said.starts_with("`protect[0].pattern` is not a valid pattern: "), "{said}");
+        assert!(said.contains("\n  at ") && said.ends_with("line 3, column 1"), "{said}");
     }
 
     #[test]
