@@ -155,7 +155,7 @@ pub(crate) enum Command {
     /// rerun`) that could still commit, each named. `discard` is another name
     /// for it (MCP's `vsh_discard` rejects the one run it names).
     #[command(visible_alias = "discard")]
-    Reject(Stored),
+    Reject(RejectArgs),
     /// Commit an approved transaction or an auto-approved preview, exactly
     /// once (revalidated against the live workspace first: stale work
     /// writes nothing, exit 6).
@@ -227,7 +227,7 @@ impl Command {
             Self::Policy { action: PolicyAction::Check { json, .. } } | Self::Demo { json } => *json,
             Self::Log(log) => log.common.json,
             Self::Show(show) => show.stored.common.json,
-            Self::Reject(stored) => stored.common.json,
+            Self::Reject(reject) => reject.stored.common.json,
             Self::Approve(approve) => approve.stored.common.json,
             Self::Commit(commit) => commit.stored.common.json,
             Self::Recover(recover) => recover.common.json,
@@ -489,6 +489,17 @@ pub(crate) struct Stored {
     pub(crate) transaction: String,
     #[command(flatten)]
     pub(crate) common: Common,
+}
+
+/// `vsh reject`.
+#[derive(Debug, Args)]
+pub(crate) struct RejectArgs {
+    #[command(flatten)]
+    pub(crate) stored: Stored,
+    /// Reject this run alone, not the other runs of the same work (`vsh
+    /// rerun`): to drop an old run and keep its rerun.
+    #[arg(long)]
+    pub(crate) only: bool,
 }
 
 /// `vsh show`.

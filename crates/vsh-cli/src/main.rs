@@ -1866,7 +1866,11 @@ fn say_ran_again(runtime: &Runtime, id: vsh::TransactionId, again: vsh::Transact
         ) && record.artifact.is_some()
     });
     if waiting && again != id {
-        say!("vsh: {} still waits (vsh pending lists it); `vsh reject {}` drops it", id.short(), id.short());
+        say!(
+            "vsh: {} still waits (vsh pending lists it); `vsh reject --only {}` drops it and keeps this run",
+            id.short(),
+            id.short()
+        );
     }
     Ok(())
 }
@@ -2251,25 +2255,41 @@ fn approve_command(
 fn reject_command(
     runtime: &Runtime,
     id: vsh::TransactionId,
+    only: bool,
     json: bool,
     output: Output,
     now: u64,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     use vsh::lower::vsh_store::StoreError;
+    // Its other runs are rejected with it (unless --only), also when it
+    // was settled before they were made, or can never commit itself (ux77
+    // 2: a stale first run's rejection left its waiting rerun).
+    let others = || if only { Ok(Vec::new()) } else { runtime.reject_other_runs(id, now) };
     let record = match runtime.reject(id, now) {
         Ok(record) => record,
-        Err(vsh::VshError::Store(StoreError::WrongState { state: TransactionState::Rejected, .. })) => {
+        Err(vsh::VshError::Store(StoreError::WrongState {
+            state:
+                state @ (TransactionState::Rejected
+                | TransactionState::Denied
+                | TransactionState::Expired
+                | TransactionState::Stale
+                | TransactionState::Failed),
+            ..
+        })) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
-            // Its other runs are rejected with it, also when it was
-            // rejected before they were made.
-            let also = runtime.reject_other_runs(id, now)?;
+            let also = others()?;
+            let nothing = if state == TransactionState::Rejected {
+                "nothing changed"
+            } else {
+                "it can never be committed; nothing changed"
+            };
             if also.is_empty() {
-                return print_settled_again(runtime, &record, json, output, now, "rejected", "nothing changed");
+                return print_settled_again(runtime, &record, json, output, now, state.name(), nothing);
             }
             if json {
                 print_record_with(runtime, &record, &also)?;
             } else if !output.quiet {
-                println!("{}  already rejected {}", record.id, render::relative(record.updated_ms, now));
+                println!("{}  already {} {}", record.id, state.name(), render::relative(record.updated_ms, now));
                 print_also_rejected(&also);
             }
             return Ok(EXIT_OK);
@@ -2282,26 +2302,6 @@ fn reject_command(
             )
             .into());
         }
-        // Work that can never commit anyway: nothing to reject, as a second reject.
-        Err(vsh::VshError::Store(StoreError::WrongState {
-            state:
-                state @ (TransactionState::Denied
-                | TransactionState::Expired
-                | TransactionState::Stale
-                | TransactionState::Failed),
-            ..
-        })) => {
-            let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
-            return print_settled_again(
-                runtime,
-                &record,
-                json,
-                output,
-                now,
-                state.name(),
-                "it can never be committed; nothing changed",
-            );
-        }
         Err(vsh::VshError::Store(StoreError::WrongState { state, .. })) => {
             return Err(format!("{id} cannot be rejected: it is {}", state.name()).into());
         }
@@ -2309,7 +2309,7 @@ fn reject_command(
     };
     // The operator said no to the work: every run of it that could still
     // commit goes with it (sec79 F2).
-    let also = runtime.reject_other_runs(id, now)?;
+    let also = others()?;
     if json {
         print_record_with(runtime, &record, &also)?;
     } else if !output.quiet {
@@ -2406,7 +2406,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         Command::Gc(gc) => (&gc.common, None, None),
         Command::Log(log) => (&log.common, None, None),
         Command::Show(show) => (&show.stored.common, Some(&show.stored.transaction), None),
-        Command::Reject(stored) => (&stored.common, Some(&stored.transaction), None),
+        Command::Reject(reject) => (&reject.stored.common, Some(&reject.stored.transaction), None),
         Command::Approve(approve) => (&approve.stored.common, Some(&approve.stored.transaction), None),
         Command::Commit(commit) => {
             (&commit.stored.common, Some(&commit.stored.transaction), Some(commit.lock.lock_timeout))
@@ -2463,7 +2463,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             commit_command(&runtime, id, common.json, output, now)
         }
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
-        (Command::Reject(_), Some(id)) => reject_command(&runtime, id, common.json, output, now),
+        (Command::Reject(reject), Some(id)) => reject_command(&runtime, id, reject.only, common.json, output, now),
         (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),
         (Command::Recover(recover), Some(id)) => {
             // Nothing to restore is no failed commit: said as what it is.

@@ -2821,6 +2821,44 @@ fn a_rejection_rejects_every_run_of_the_same_work() {
     assert!(dir.path().join("old.txt").exists());
 }
 
+/// ux77 1, 2: the rejection of a stale first run (the usual reason to run
+/// it again) said "nothing changed" and left its waiting rerun; and the
+/// hint to drop the first run after a rerun rejected the rerun too.
+/// `--only` rejects the one run.
+#[test]
+fn a_stale_runs_rejection_takes_its_reruns_and_only_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "README.md", "readme\n");
+    write(dir.path(), "old.txt", "old\n");
+    let ws = dir.path().to_str().unwrap();
+    let state = |id: &str| {
+        let json: serde_json::Value =
+            serde_json::from_slice(&vsh(&["show", id, "--workspace", ws, "--json"], None).stdout).unwrap();
+        json["record"]["state"].as_str().unwrap_or_default().to_owned()
+    };
+    let looks = "from pathlib import Path\nn = Path('README.md').stat().st_size\nPath('old.txt').unlink()";
+    let first = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(looks)));
+    write(dir.path(), "README.md", "readme, edited\n");
+    assert_eq!(vsh(&["approve", &first, "--workspace", ws], None).status.code(), Some(6));
+    assert_eq!(state(&first), "stale");
+    let rerun = vsh(&["rerun", &first, "--workspace", ws], None);
+    let again = id_of(&rerun);
+    // A pending first run's hint keeps the rerun (checked below); the
+    // stale one's rejection takes it.
+    let rejected = vsh(&["reject", &first, "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&rejected.stdout);
+    assert!(said.contains("already stale") && said.contains(&format!("{again}  rejected with it")), "{said}");
+    assert_eq!(state(&again), "rejected");
+    // --only drops the one run and keeps its rerun.
+    let waiting = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(looks)));
+    let rerun = vsh(&["rerun", &waiting, "--again", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    assert!(said.contains(&format!("`vsh reject --only {}` drops it", &waiting[..12])), "{said}");
+    let kept = id_of(&rerun);
+    assert_eq!(vsh(&["reject", "--only", &waiting, "--workspace", ws], None).status.code(), Some(0));
+    assert_eq!((state(&waiting), state(&kept)), ("rejected".to_owned(), "pending-approval".to_owned()));
+}
+
 #[test]
 fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     let dir = tempfile::tempdir().unwrap();
