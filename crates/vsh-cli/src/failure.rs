@@ -89,7 +89,11 @@ pub(crate) fn with_rerun_hint(
         // Found stale by an approval: the operator's review can carry over
         // to a rerun that makes the same changes (ux75 H1).
         VshError::ApprovalStale { .. } | VshError::NotApprovable { state: S::Stale, .. }
-            if live_rerun(runtime, transaction).is_none() =>
+            if live_rerun(runtime, transaction).is_none()
+                && !runtime.show(transaction).ok().flatten().is_some_and(|receipt| {
+                    // A revert is no program to run again (ux77 3).
+                    crate::render::reverted_by(&receipt).is_some()
+                }) =>
         {
             remedies.push(format!(
                 "`vsh rerun {short} --approve-same` runs it again and approves that run at once if its changes are \
@@ -168,9 +172,19 @@ pub(crate) fn refuse_rerun_of_revert(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let Some(receipt) = runtime.show(transaction)? else { return Ok(()) };
     let Some(original) = crate::render::reverted_by(&receipt) else { return Ok(()) };
-    let original = original.get(..12).unwrap_or(original);
+    let short = original.get(..12).unwrap_or(original);
+    // Not to a revert that would be refused (ux77 3).
+    if let Some(paths) = revert_blocked(runtime, original) {
+        return Err(format!(
+            "transaction {} is a revert of {short}, not a program to run again, and no revert of {short} can be \
+             made now: the workspace changed at {paths} since it was committed, and a revert never overwrites \
+             that; change them back by new work instead",
+            transaction.short()
+        )
+        .into());
+    }
     Err(format!(
-        "transaction {} is a revert of {original}, not a program to run again: `vsh revert {original}` makes it again",
+        "transaction {} is a revert of {short}, not a program to run again: `vsh revert {short}` makes it again",
         transaction.short()
     )
     .into())

@@ -4414,6 +4414,12 @@ fn a_stale_revert_is_made_again_by_reverting_again(ws: &Path, second: &str) {
     let said = vsh(&["commit", "--workspace", ws_arg, &stale], None);
     let said = String::from_utf8_lossy(&said.stderr);
     assert!(said.contains("change them back by new work instead: vsh run"), "{said}");
+    // Nor does a rerun of it, or its approval, send there (ux77 3).
+    let rerun = vsh(&["rerun", "--workspace", ws_arg, &stale], None);
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    assert!(said.contains(&format!("no revert of {} can be made now", &second[..12])), "{said}");
+    let approve = vsh(&["approve", "--workspace", ws_arg, &stale], None);
+    assert!(!String::from_utf8_lossy(&approve.stderr).contains("--approve-same"));
     let shown: serde_json::Value =
         serde_json::from_slice(&vsh(&["show", "--workspace", ws_arg, "--json", &stale], None).stdout).unwrap();
     assert_eq!(shown["receipt"]["next"], serde_json::json!(format!("vsh show {}", &second[..12])), "{shown}");
