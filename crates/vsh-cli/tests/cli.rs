@@ -1282,7 +1282,7 @@ fn a_policy_change_refuses_the_old_approval_and_rerun_makes_new_work_under_the_n
     assert_ne!(new_id, id);
     // The first work still waits beside it: rerun says how to drop it.
     let said = String::from_utf8_lossy(&rerun.stderr);
-    assert!(said.contains(&format!("`vsh reject {}` drops it", &id[..12])), "{said}");
+    assert!(said.contains(&format!("`vsh reject --only {}` drops it", &id[..12])), "{said}");
     let pending = vsh(&["pending", "--workspace", ws], None);
     let table = String::from_utf8_lossy(&pending.stdout);
     assert!(!table.lines().any(|row| row.starts_with(&new_id[..12]) && row.contains("policy-changed")), "{table}");
