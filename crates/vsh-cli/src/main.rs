@@ -1767,6 +1767,11 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         say_ran_again(&runtime, id, receipt.transaction)?;
     }
     let receipt = if rerun.approve_same { approve_same(&runtime, id, receipt, output)? } else { receipt };
+    // Approved at once in auto mode: committed, as auto mode asks (ux77:
+    // it was left approved, exit 4).
+    if mode == vsh::RunMode::Auto && receipt.state == TransactionState::Approved {
+        return commit_command(&runtime, receipt.transaction, rerun.stored.common.json, output, now_ms());
+    }
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     print_receipt(&shown_receipt(receipt, rerun.full), rerun.stored.common.json, output)?;

@@ -2590,6 +2590,16 @@ fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
     let text = String::from_utf8_lossy(&committed.stdout);
     assert!(text.contains("decision     pending-approval, then approved by a reviewer"), "{text}");
     assert!(!dir.path().join("old.txt").exists());
+    // In auto mode the approved rerun is committed at once (ux77).
+    write(dir.path(), "old2.txt", "old\n");
+    let looks2 = "from pathlib import Path\nn = Path('README.md').stat().st_size\nPath('old2.txt').unlink()";
+    let id2 = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(looks2)));
+    write(dir.path(), "README.md", "readme, edited twice\n");
+    assert_eq!(vsh(&["approve", &id2, "--workspace", ws], None).status.code(), Some(6));
+    let auto =
+        vsh(&["--detailed-exitcode", "rerun", &id2, "--approve-same", "--mode", "auto", "--workspace", ws], None);
+    assert_eq!(auto.status.code(), Some(0), "{}", String::from_utf8_lossy(&auto.stderr));
+    assert!(!dir.path().join("old2.txt").exists());
     // Nor from work an operator rejected, nor work that still waits (sec81 3).
     write(dir.path(), "kept.txt", "kept\n");
     let removes = "from pathlib import Path\nPath('kept.txt').unlink()";
