@@ -340,6 +340,22 @@ pub(crate) fn refuse_work_done_again(
         )
         .into());
     }
+    // Itself committed: a run of it again is its work twice (ux77: an
+    // appending program's rerun of committed work appended twice; MCP
+    // refused it already, sec78 F4). (Work still waiting is run again to
+    // see it anew, as an operator does; its rerun's hint says how to drop
+    // the first.)
+    if let Some(record) = runtime.transaction(transaction)?
+        && record.state == vsh::TransactionState::Committed
+    {
+        let short = transaction.short();
+        return Err(format!(
+            "transaction {short} is {} itself: running it again would do its work twice; `vsh rerun {short} \
+             --again` runs it once more anyway",
+            record.state.name()
+        )
+        .into());
+    }
     let Some(done) = live_rerun(runtime, transaction) else { return Ok(()) };
     Err(format!(
         "another run of the work of transaction {}, {}, is {}: running it once more would do that work twice; \

@@ -2734,6 +2734,12 @@ fn work_run_again_and_committed_is_not_run_again_by_its_next() {
     assert!(stderr.contains("--again"), "{stderr}");
     assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes\n- fix\n");
 
+    // Nor is the committed run itself run again (ux77: it appended twice).
+    let itself = vsh(&["rerun", &second, "--mode", "auto", "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&itself.stderr);
+    assert_eq!(itself.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("{} is committed itself", &second[..12])) && said.contains("--again"), "{said}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("CHANGES.md")).unwrap(), "# Changes\n- fix\n");
     // Asked for, it runs.
     let forced = vsh(&["rerun", &id, "--mode", "auto", "--again", "--workspace", ws], None);
     assert_eq!(forced.status.code(), Some(0), "{}", String::from_utf8_lossy(&forced.stderr));
