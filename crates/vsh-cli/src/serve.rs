@@ -1937,6 +1937,12 @@ fn rejected_with_its_work(
     {
         return None;
     }
+    // Most commits find no rejected record at all: the lineage (whose
+    // artifacts are read) is looked at only when one exists.
+    let records = runtime.transactions().ok()?;
+    if !records.iter().any(|record| record.state == TransactionState::Rejected && !discarded.contains(&record.id)) {
+        return None;
+    }
     let runs = runtime.runs_of_same_work(id).ok()?;
     let rerun = runs
         .iter()

@@ -934,20 +934,25 @@ mod tests {
         assert_eq!(flags(&policy.evaluate(&input)), [RiskFlag::Deletion]);
     }
 
-    /// ux67 F5, sec73 F4: a revert that removes only what auto-approved
-    /// work made waited for a reviewer (deletion), or was denied by the
-    /// delete ratio; it loses nothing the workspace held before that work.
-    #[test]
-    fn removals_that_undo_creations_are_no_deletions() {
+    /// A policy denying 3 deletions or half the base (of at least 3 paths),
+    /// four removals and their four paths: what the undo tests judge.
+    fn four_removals() -> (TransactionPolicy, [DiffEntry; 4], Vec<VPath>) {
         let limits = PolicyThresholds {
             deny_delete_ratio_bps: 5_000,
             delete_ratio_min_paths: 3,
             deny_deleted_paths: 3,
             ..PolicyThresholds::default()
         };
-        let policy = thresholds_policy(limits);
         let four = [delete("a"), delete("b"), delete("c"), delete("d")];
-        let all: Vec<VPath> = ["a", "b", "c", "d"].map(p).to_vec();
+        (thresholds_policy(limits), four, ["a", "b", "c", "d"].map(p).to_vec())
+    }
+
+    /// ux67 F5, sec73 F4: a revert that removes only what auto-approved
+    /// work made waited for a reviewer (deletion), or was denied by the
+    /// delete ratio; it loses nothing the workspace held before that work.
+    #[test]
+    fn removals_that_undo_creations_are_no_deletions() {
+        let (policy, four, all) = four_removals();
         let input = |undone: &'static [&'static str]| -> Vec<VPath> { undone.iter().map(|name| p(name)).collect() };
         let undoing =
             PolicyInput { diff: &four, observed_base_nodes: 4, undone_creations: &all, ..PolicyInput::default() };
@@ -1000,15 +1005,7 @@ mod tests {
     /// ceiling, and still flag a deletion: it waits for a reviewer.
     #[test]
     fn removals_that_undo_reviewed_creations_wait_for_a_reviewer() {
-        let limits = PolicyThresholds {
-            deny_delete_ratio_bps: 5_000,
-            delete_ratio_min_paths: 3,
-            deny_deleted_paths: 3,
-            ..PolicyThresholds::default()
-        };
-        let policy = thresholds_policy(limits);
-        let four = [delete("a"), delete("b"), delete("c"), delete("d")];
-        let all: Vec<VPath> = ["a", "b", "c", "d"].map(p).to_vec();
+        let (policy, four, all) = four_removals();
         let reviewed = PolicyInput {
             diff: &four,
             observed_base_nodes: 4,
