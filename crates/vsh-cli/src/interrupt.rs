@@ -13,7 +13,7 @@
 //! ends it, and recovery settles that): its own outcome stands.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -22,64 +22,59 @@ use vsh::ExecutionCancellation;
 /// The signals that cancel a run.
 const CANCELLING: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
-/// The signal handlers of one run. Dropped, it leaves the signals acting as
-/// their defaults do (the process ends): the thread stays, and does that. (Un-
-/// registering them would leave them ignored: the registry never puts the
-/// default action back.)
+/// What the one signal thread of the process and the phase in progress
+/// share.
+#[derive(Default)]
+struct Shared {
+    current: Mutex<Option<ExecutionCancellation>>,
+    received: AtomicI32,
+    over: AtomicBool,
+    /// Whether a signal during a commit was told it cannot stop it (said
+    /// once, however many come).
+    told: AtomicBool,
+}
+
+/// The process's signal thread, started by the first [`Interrupts::install`].
+/// One for the process: a second `Signals` would be a second thread, and the
+/// first, its phase over, would end the process at a signal the second's
+/// phase catches (a rerun's commit after its run did that).
+static SHARED: OnceLock<Arc<Shared>> = OnceLock::new();
+
+/// One phase of the command line in which signals are caught (a run, a
+/// commit, an approval and the commit after it). Dropped, it leaves the
+/// signals acting as their defaults do (the process ends): the thread stays,
+/// and does that. (Un-registering them would leave them ignored: the registry
+/// never puts the default action back.)
 pub(crate) struct Interrupts {
-    current: Arc<Mutex<Option<ExecutionCancellation>>>,
-    received: Arc<AtomicI32>,
-    over: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
 impl Interrupts {
-    /// Receive the cancelling signals on a thread until dropped.
+    /// Catch the cancelling signals until the handle is dropped. A process
+    /// has one phase at a time: the command line installs one per step and
+    /// hands it down.
     pub(crate) fn install() -> std::io::Result<Self> {
-        let mut signals = Signals::new(CANCELLING)?;
-        let current: Arc<Mutex<Option<ExecutionCancellation>>> = Arc::default();
-        let received = Arc::new(AtomicI32::new(0));
-        let over = Arc::new(AtomicBool::new(false));
-        {
-            let (current, received, over) = (Arc::clone(&current), Arc::clone(&received), Arc::clone(&over));
-            std::thread::Builder::new().name("vsh-signals".to_owned()).spawn(move || {
-                for signal in signals.forever() {
-                    // A commit that has begun is never stopped halfway, by
-                    // any number of signals (sec81 1: a second Ctrl-C left
-                    // the workspace half-written until a later command
-                    // rolled it back): it ends in a moment, as it ends.
-                    let entered = current
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .as_ref()
-                        .is_some_and(ExecutionCancellation::commit_entered);
-                    if entered && !over.load(Ordering::Acquire) {
-                        if received.swap(signal, Ordering::AcqRel) != 0 {
-                            let _ = std::io::Write::write_all(
-                                &mut std::io::stderr(),
-                                b"vsh: the commit has begun and is never stopped halfway: it ends in a moment\n",
-                            );
-                        }
-                        continue;
-                    }
-                    if received.swap(signal, Ordering::AcqRel) != 0 || over.load(Ordering::Acquire) {
-                        // The second one, or the run is over: leave now, as
-                        // the default would have.
-                        let _ = signal_hook::low_level::emulate_default_handler(signal);
-                    }
-                    if let Some(cancel) = current.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-                        cancel.cancel();
-                    }
-                }
-            })?;
-        }
-        Ok(Self { current, received, over })
+        let shared = if let Some(shared) = SHARED.get() {
+            Arc::clone(shared)
+        } else {
+            let shared = Arc::new(Shared::default());
+            let signals = Signals::new(CANCELLING)?;
+            let serving = Arc::clone(&shared);
+            std::thread::Builder::new().name("vsh-signals".to_owned()).spawn(move || serve(signals, &serving))?;
+            Arc::clone(SHARED.get_or_init(|| shared))
+        };
+        *shared.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        shared.received.store(0, Ordering::Release);
+        shared.told.store(false, Ordering::Release);
+        shared.over.store(false, Ordering::Release);
+        Ok(Self { shared })
     }
 
     /// A fresh cancellation handle for the next attempt of the run, which
     /// the next signal cancels (at once, if one already came).
     pub(crate) fn arm(&self) -> ExecutionCancellation {
         let cancel = ExecutionCancellation::new();
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
+        *self.shared.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
         if self.received().is_some() {
             cancel.cancel();
         }
@@ -88,7 +83,7 @@ impl Interrupts {
 
     /// The first signal received, if any.
     pub(crate) fn received(&self) -> Option<i32> {
-        Some(self.received.load(Ordering::Acquire)).filter(|signal| *signal != 0)
+        Some(self.shared.received.load(Ordering::Acquire)).filter(|signal| *signal != 0)
     }
 
     /// The exit code for a run `signal` cancelled: 128 plus its number.
@@ -109,6 +104,43 @@ impl Interrupts {
 
 impl Drop for Interrupts {
     fn drop(&mut self) {
-        self.over.store(true, Ordering::Release);
+        self.shared.over.store(true, Ordering::Release);
+    }
+}
+
+/// The signal thread: each signal, by the phase it finds.
+fn serve(mut signals: Signals, shared: &Shared) {
+    for signal in signals.forever() {
+        let over = shared.over.load(Ordering::Acquire);
+        // A commit that has begun is never stopped halfway, by any number of
+        // signals (sec81 1: a second Ctrl-C left the workspace half-written
+        // until a later command rolled it back): it ends in a moment, as it
+        // ends.
+        let entered = shared
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(ExecutionCancellation::commit_entered);
+        if entered && !over {
+            if shared.received.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire).is_err()
+                && !shared.told.swap(true, Ordering::AcqRel)
+            {
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    b"vsh: the commit has begun and is never stopped halfway: it ends in a moment\n",
+                );
+            }
+            continue;
+        }
+        // The first signal of a phase is kept (its name is the one said).
+        if shared.received.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire).is_err() || over {
+            // The second one, or no phase catches it: leave now, as the
+            // default would have.
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+        }
+        if let Some(cancel) = shared.current.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            cancel.cancel();
+        }
     }
 }

@@ -1352,12 +1352,13 @@ fn run_program(
             );
         }
     };
-    let receipt = match run_interruptible(&runtime, &request, run.retry_stale, on_stale) {
-        Ok(Interruptible::Done(receipt)) => *receipt,
-        Ok(Interruptible::Interrupted(code)) => return Ok(code),
-        Err(error) if run.raw => return raw_failure(error, output),
-        Err(error) => return Err(error),
-    };
+    let receipt =
+        match run_interruptible(&runtime, &request, &interrupt::Interrupts::install()?, run.retry_stale, on_stale) {
+            Ok(Interruptible::Done(receipt)) => *receipt,
+            Ok(Interruptible::Interrupted(code)) => return Ok(code),
+            Err(error) if run.raw => return raw_failure(error, output),
+            Err(error) => return Err(error),
+        };
     let asked = if run.mode() == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, run.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
     if run.raw {
@@ -1467,10 +1468,10 @@ enum Interruptible {
 fn run_interruptible(
     runtime: &Runtime,
     request: &RunRequest<'_>,
+    interrupts: &interrupt::Interrupts,
     retries: u32,
     mut on_stale: impl FnMut(u32, &vsh::VshError),
 ) -> Result<Interruptible, Box<dyn std::error::Error>> {
-    let interrupts = interrupt::Interrupts::install()?;
     let since = now_ms();
     let mut attempt = 0;
     loop {
@@ -1759,7 +1760,10 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         }
         request = request.with_failure_accepted();
     }
-    let receipt = match run_interruptible(&runtime, &request, 0, |_, _| {})? {
+    // One phase for the run and the commit auto mode may make after it: a
+    // signal between them is the commit's (it has not begun) to stop.
+    let interrupts = interrupt::Interrupts::install()?;
+    let receipt = match run_interruptible(&runtime, &request, &interrupts, 0, |_, _| {})? {
         Interruptible::Done(receipt) => *receipt,
         Interruptible::Interrupted(code) => return Ok(code),
     };
@@ -1770,7 +1774,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     // Approved at once in auto mode: committed, as auto mode asks (ux77:
     // it was left approved, exit 4).
     if mode == vsh::RunMode::Auto && receipt.state == TransactionState::Approved {
-        return commit_command(&runtime, receipt.transaction, rerun.stored.common.json, output, now_ms());
+        return commit_command(&runtime, receipt.transaction, rerun.stored.common.json, output, now_ms(), &interrupts);
     }
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
@@ -2128,11 +2132,11 @@ fn commit_command(
     json: bool,
     output: Output,
     now: u64,
+    interrupts: &interrupt::Interrupts,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     // Ctrl-C, SIGTERM or SIGHUP stop a commit that has not begun, and let
     // one that has run to its end (ux75 M2: the signal ended the process
     // mid-commit, and the next command rolled its files back).
-    let interrupts = interrupt::Interrupts::install()?;
     let committed = runtime.commit_cancellable(id, now, &interrupts.arm());
     if let Some(signal) = interrupts.received() {
         let name = interrupt::Interrupts::name(signal);
@@ -2151,7 +2155,6 @@ fn commit_command(
             return Ok(interrupt::Interrupts::exit_code(signal));
         }
     }
-    drop(interrupts);
     match committed {
         Ok(receipt) => {
             print_receipt(&receipt, json, output)?;
@@ -2169,6 +2172,44 @@ fn commit_command(
         }
         Err(error) => Err(failure::with_rerun_hint(runtime, id, error)),
     }
+}
+
+/// `vsh approve --commit TX`: the approval, then its commit, in one phase of
+/// caught signals (installed before the runtime opened): a signal before the
+/// approval approves nothing, one after it commits nothing, and each says
+/// what stands.
+fn approve_and_commit(
+    runtime: &Runtime,
+    id: vsh::TransactionId,
+    approve: &args::ApproveArgs,
+    json: bool,
+    output: Output,
+    now: u64,
+    interrupts: &interrupt::Interrupts,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    let interrupted = |signal: i32, what: String| {
+        // After a hangup stderr may be gone: the exit code still says it.
+        let name = interrupt::Interrupts::name(signal);
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("vsh: interrupted ({name}) before the {what}\n").as_bytes(),
+        );
+        interrupt::Interrupts::exit_code(signal)
+    };
+    if let Some(signal) = interrupts.received() {
+        return Ok(interrupted(signal, "approval: nothing was approved or committed".to_owned()));
+    }
+    // Said by the commit's receipt; an approval that did not happen is the error.
+    approve_command(runtime, id, approve, false, Output { quiet: true, ..output }, now)?;
+    if let Some(signal) = interrupts.received() {
+        let what = format!(
+            "commit: nothing was committed; {0} is approved and waits for its commit (vsh commit {0} commits it, \
+             vsh reject {0} rejects it)",
+            id.short()
+        );
+        return Ok(interrupted(signal, what));
+    }
+    commit_command(runtime, id, json, output, now, interrupts)
 }
 
 /// `vsh approve TX`. Approving twice changes nothing and says so (exit 0),
@@ -2434,6 +2475,11 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     if let Some(timeout) = timeout {
         config = config.with_lock_wait(lock_wait(timeout));
     }
+    // A commit, or an approval and its commit, catches Ctrl-C from the
+    // start: a signal before the commit begins stops it with a line saying
+    // what stands (ux77 F5: the default ended vsh silently, mid-approval).
+    let committing = matches!(command, Command::Commit(_) | Command::Approve(args::ApproveArgs { commit: true, .. }));
+    let interrupts = committing.then(interrupt::Interrupts::install).transpose()?;
     let salvaged = match command {
         Command::Recover(recover) if recover.salvage_log => Some(salvage_log(&config, output)?),
         _ => None,
@@ -2461,15 +2507,14 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Policy { .. }, _) => policy_show(&runtime, common.json),
         (Command::Gc(gc), _) => listing::gc(&runtime, gc, output.quiet, now),
         (Command::Show(show), Some(id)) => show::show(&runtime, id, show, common.json, output, now),
-        (Command::Approve(approve), Some(id)) if approve.commit => {
-            // Said by the commit's receipt; an approval that did not happen is the error.
-            let quiet = Output { quiet: true, ..output };
-            approve_command(&runtime, id, approve, false, quiet, now)?;
-            commit_command(&runtime, id, common.json, output, now)
+        (Command::Approve(approve), Some(id)) if let Some(interrupts) = &interrupts => {
+            approve_and_commit(&runtime, id, approve, common.json, output, now, interrupts)
         }
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
         (Command::Reject(reject), Some(id)) => reject_command(&runtime, id, reject.only, common.json, output, now),
-        (Command::Commit(_), Some(id)) => commit_command(&runtime, id, common.json, output, now),
+        (Command::Commit(_), Some(id)) => {
+            commit_command(&runtime, id, common.json, output, now, interrupts.as_ref().expect("installed for a commit"))
+        }
         (Command::Recover(recover), Some(id)) => {
             // Nothing to restore is no failed commit: said as what it is.
             let keep = recover.keep.is_some();

@@ -4636,6 +4636,59 @@ fn an_interrupted_commit_stops_before_it_begins_or_runs_to_its_end() {
     }
 }
 
+/// ux77 F5: Ctrl-C during `vsh approve --commit` ended vsh with no word
+/// while it approved, the work left approved for anything to commit. From
+/// its start the command now catches the signal: before the approval nothing
+/// is approved; after it, nothing is committed and the line says the work
+/// is approved; once the commit has begun it runs to its end. Always exit
+/// 130 with a line, or 0 committed.
+#[test]
+fn an_interrupted_approval_and_commit_says_what_stands() {
+    let mut seen = std::collections::BTreeSet::new();
+    for delay in [30, 60, 120, 250, 600] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().to_str().unwrap();
+        write(dir.path(), "gen/.keep", "");
+        let program = "for i in range(1500):\n    vsh_write(f'gen/f{i}.txt', 'x' * 2000)";
+        let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
+        let child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["approve", "--commit", &id, "--workspace", ws])
+            .env_clear()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let files = std::fs::read_dir(dir.path().join("gen")).map_or(0, Iterator::count) - 1;
+        let shown = vsh(&["show", &id, "--workspace", ws, "--json"], None);
+        let json: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+        let state = json["record"]["state"].as_str().unwrap_or_default().to_owned();
+        let outcome = match output.status.code() {
+            Some(130) if stderr.contains("interrupted (SIGINT) before the approval: nothing was approved") => {
+                assert_eq!((files, state.as_str()), (0, "pending-approval"), "{delay} ms: {stderr}");
+                "before the approval"
+            }
+            Some(130) if stderr.contains("interrupted (SIGINT) before the commit") => {
+                assert!(stderr.contains(&format!("vsh commit {}", &id[..12])), "{stderr}");
+                assert_eq!((files, state.as_str()), (0, "approved"), "{delay} ms: {stderr}");
+                "approved, not committed"
+            }
+            Some(0) => {
+                assert_eq!((files, state.as_str()), (1500, "committed"), "{delay} ms: {stderr}");
+                "committed"
+            }
+            other => panic!("{delay} ms: exit {other:?} ({files} files, {state}): {stderr}"),
+        };
+        seen.insert(outcome);
+    }
+    // The signal came before the commit in one of them at least (30 ms is
+    // after the approval here, and before its commit begins).
+    assert!(seen.iter().any(|outcome| *outcome != "committed"), "{seen:?}");
+}
+
 #[test]
 fn an_interrupted_exec_kills_the_command_tree_commits_nothing_and_exits_128_plus_the_signal() {
     if !fuse_available() {
