@@ -130,6 +130,13 @@ impl WorktreeGit {
 /// command's fork bomb never stops another's `fork`.
 pub const COMMAND_PROCESSES: u64 = 256;
 
+/// The most descriptors each of a command's processes may open
+/// (`RLIMIT_NOFILE`, hard): it starts with 1024 (soft,
+/// [`vsh_sandbox::OPEN_FILES_SOFT`]) and may raise it to this, as on a usual
+/// host (ux76: a hard 1024 stopped `ulimit -n 4096` and file watchers). The
+/// kernel charges open files to the command's memory group.
+pub const COMMAND_OPEN_FILES: u64 = 65_536;
+
 /// The uid and gid what commands keep between runs (scratch directories)
 /// is stored as under a root host, whatever uid of
 /// [`vsh_sandbox::COMMAND_UIDS`] each run had (the scratch directories are
@@ -951,6 +958,7 @@ impl Dispatcher<'_> {
         }
         let mut child_limits = sandbox.limits().clone();
         child_limits.processes = Some(COMMAND_PROCESSES);
+        child_limits.open_files = Some(COMMAND_OPEN_FILES);
         // The run's memory budget bounds each of the command's processes.
         child_limits.data_bytes = Some(limits.max_memory_bytes);
         let mut sandbox = sandbox.rlimits(child_limits);

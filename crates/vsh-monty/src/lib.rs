@@ -145,9 +145,9 @@ mod worker;
 
 pub use bash::{ServedRequest, serve_request};
 pub use command::{
-    BASH_CONFINED_PROFILE, BUILD_MANIFESTS, BUILD_SCRATCH_NAME, COMMAND_PROCESSES, COMMAND_PROFILE, COMMAND_SHM_BYTES,
-    COMMAND_TMP_BYTES, COMMAND_USER, CommandConfig, CommandLine, GIT_CONFIG, PYCACHE_SCRATCH, capture_was_cut,
-    is_working_dir,
+    BASH_CONFINED_PROFILE, BUILD_MANIFESTS, BUILD_SCRATCH_NAME, COMMAND_OPEN_FILES, COMMAND_PROCESSES, COMMAND_PROFILE,
+    COMMAND_SHM_BYTES, COMMAND_TMP_BYTES, COMMAND_USER, CommandConfig, CommandLine, GIT_CONFIG, PYCACHE_SCRATCH,
+    capture_was_cut, is_working_dir,
 };
 pub use compat::{PYTHON_MAX_DEPTH, ResultCompatibility};
 pub use error::{BashFailure, CompatibilityError, ExecutionError, GuestException, TRUNCATION_MARKER, WorkerError};

@@ -87,7 +87,7 @@ pub use env::{DENIED_NAMES as ENV_DENIED_NAMES, DENIED_PREFIXES as ENV_DENIED_PR
 pub use error::ToolError;
 pub use kernel::{KernelSupport, NEWEST_REVIEWED_LANDLOCK_ABI, probe};
 pub use namespace::{CandidateMissing, FuseMount, MountWaiter, candidate_support};
-pub use policy::{FsSpace, NetworkAccess, ResourceLimits, SandboxPolicy, fs_space};
+pub use policy::{FsSpace, NetworkAccess, OPEN_FILES_SOFT, ResourceLimits, SandboxPolicy, fs_space};
 pub use report::{Axis, AxisReport, Enforcement, EnforcementReport};
 pub use uids::{COMMAND_UIDS, CommandUser};
 

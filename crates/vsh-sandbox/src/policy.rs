@@ -117,12 +117,19 @@ pub struct ResourceLimits {
     pub data_bytes: Option<u64>,
     /// `RLIMIT_FSIZE`, the largest file the child can write, in bytes (`SIGXFSZ` beyond).
     pub file_size_bytes: Option<u64>,
-    /// `RLIMIT_NOFILE`, the number of open descriptors.
+    /// `RLIMIT_NOFILE`, the number of open descriptors: the hard limit. The
+    /// soft limit starts at [`OPEN_FILES_SOFT`] or this, whichever is lower
+    /// (above 1024 `select` fails), and a program may raise it up to this
+    /// (as Go's runtime and `ulimit -n` do), as it may on a usual host.
     pub open_files: Option<u64>,
     /// `RLIMIT_NPROC`, the number of processes of the child's uid, counted system-wide.
     /// The kernel does not enforce it for uid 0: combine it with [`SandboxPolicy::run_as`].
     pub processes: Option<u64>,
 }
+
+/// The soft `RLIMIT_NOFILE` a child starts with at most: what `select` can
+/// watch (`FD_SETSIZE`), as a usual Linux session starts.
+pub const OPEN_FILES_SOFT: u64 = 1024;
 
 impl ResourceLimits {
     /// No limits: every resource as inherited.

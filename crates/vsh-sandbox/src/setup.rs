@@ -316,10 +316,12 @@ fn clamped_limits(limits: &ResourceLimits, confined: bool) -> Vec<(Resource, Rli
         (Resource::As, limits.address_space_bytes),
         (Resource::Data, limits.data_bytes),
         (Resource::Fsize, limits.file_size_bytes),
-        (Resource::Nofile, limits.open_files),
         (Resource::Nproc, limits.processes),
     ];
     wanted.extend(exact.into_iter().filter_map(|(resource, value)| value.map(|value| (resource, value, value))));
+    if let Some(open_files) = limits.open_files {
+        wanted.push((Resource::Nofile, open_files.min(crate::OPEN_FILES_SOFT), open_files));
+    }
     if confined {
         wanted.push((Resource::Core, 0, 0));
     }

@@ -1476,6 +1476,29 @@ fn a_target_scratch_directory_is_bound_only_beside_a_build_manifest() {
     assert_eq!(paths, ["rs/target", "rs/target/new.txt"]);
 }
 
+/// ux76: a command's descriptors were capped at 1024, hard: `ulimit -n
+/// 4096` failed, and a runtime that raises its soft limit (Go's) could not.
+/// It starts at 1024 (what `select` can watch) and may raise it to the
+/// command's own ceiling, never past it.
+#[test]
+fn a_command_starts_with_1024_descriptors_and_may_raise_them_to_its_ceiling() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&[]);
+    let script = "ulimit -Sn; ulimit -Hn; ulimit -n 4096 && ulimit -n; ulimit -n 70000 2>/dev/null || echo refused";
+    let result = ws.command_with(&["/bin/bash", "-c", script], &ExecutionLimits::for_commands());
+    // Never past what vsh itself may have (the kernel refuses raising a hard limit).
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let own: u64 = limits
+        .lines()
+        .find_map(|line| line.strip_prefix("Max open files"))
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|hard| hard.parse().ok())
+        .unwrap_or(u64::MAX);
+    let ceiling = own.min(vsh_monty::COMMAND_OPEN_FILES);
+    assert!(ceiling >= 4096, "this test needs a hard limit of 4096 descriptors at least: {ceiling}");
+    assert_eq!(stdout_of(&result), format!("1024\n{ceiling}\n4096\nrefused\n"), "{result:?}");
+}
+
 #[test]
 fn the_memory_budget_bounds_each_process_of_a_command() {
     let Some(_processes) = fuse_available() else { return };
