@@ -5163,6 +5163,53 @@ fn the_operator_can_see_what_a_run_wrote_where_reads_are_protected() {
     assert!(said.contains("--protected: these hunks include what the policy withholds"), "{said}");
 }
 
+/// ux78 H1: a rule denying `modify` (and `delete`) refused commands a new
+/// file whenever they set its mode after making it (`install -m`, `cp -p`,
+/// `chmod` after `>`, Python's `shutil.copy`), as a modify of the new file,
+/// and `sed -i` of a protected file was refused as a modify of sed's
+/// temporary file. A mode set on a file the run made is part of its
+/// creation, as a write is; the protected file itself is still refused,
+/// under its own name.
+#[test]
+fn a_rule_denying_modify_lets_commands_add_files_with_modes_and_names_the_file_it_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "template.sql", "select 1;\n");
+    write(dir.path(), "migrations/001.sql", "create table a;\n");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[protect]]\npattern = \"migrations/**\"\naccess = [\"modify\", \"delete\"]\n",
+    )
+    .unwrap();
+    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    for command in [
+        "install -m 640 template.sql migrations/002.sql",
+        "cp -p template.sql migrations/002.sql",
+        "echo x > migrations/002.sql && chmod 600 migrations/002.sql",
+        "python3 -c 'import shutil; shutil.copy(\"template.sql\", \"migrations/002.sql\")'",
+        "mkdir -m 700 migrations/new && echo y > migrations/new/a.sql",
+    ] {
+        let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", command], None);
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(0), "{command}: {stderr}");
+        let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+        assert_ne!(receipt["state"], "denied", "{command}: {receipt}");
+        assert!(receipt["changes"].as_array().unwrap().iter().all(|change| change["kind"] == "create"), "{receipt}");
+    }
+    let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sed", "-i", "s/a/b/", "migrations/001.sql"], None);
+    assert_eq!(ran.status.code(), Some(5), "{}", String::from_utf8_lossy(&ran.stderr));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    let denied = &receipt["decision"]["denied"];
+    assert_eq!(denied.as_array().map(Vec::len), Some(1), "{receipt}");
+    assert_eq!(
+        (&denied[0]["path"], &denied[0]["access"]),
+        (&"migrations/001.sql".into(), &"modify".into()),
+        "{receipt}"
+    );
+}
+
 /// ux56 #8: what this Monty lacks (the guide's "Does not work" table) got
 /// a bare Python error; each says what to use instead.
 #[test]

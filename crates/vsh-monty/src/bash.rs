@@ -15,7 +15,7 @@ use vsh_types::NodeKind;
 
 use crate::dispatch::{Dispatcher, Stop};
 use crate::drive::Reply;
-use crate::guard::{Create, DirectoryRead, Intent, MetadataRead, Modify};
+use crate::guard::{Create, DirectoryRead, Intent, MetadataRead};
 use crate::host::{Fault, OsHost, Target, WriteKind, vfs_fault};
 use crate::oserror::{EACCES, EIO};
 
@@ -147,11 +147,16 @@ impl OsHost<'_> {
             }
             FsRequest::Chmod { path, mode } => {
                 let target = self.target(&path, "")?;
-                let grant =
-                    self.authorize_look_before(&target.path, Intent::Access(AccessKind::Modify), target.guest)?;
+                let grant = self.authorize_look_before(&target.path, Intent::Write, target.guest)?;
                 let last = self.follow(grant, target.guest)?;
-                let modify = self.authorize::<Modify>(last.path(), target.guest)?;
-                self.set_mode(&modify, mode).map_err(|error| vfs_fault(error, target.guest))?;
+                // A change of mode is what the diff will call it, as a
+                // write is: part of a creation where the base held nothing
+                // (ux78 H1: `install -m`, `cp -p`, `shutil.copy` and sed's
+                // temporary file were refused a new file by a rule that
+                // denies only `modify`).
+                let changes = self.in_base(&last).map_err(|error| vfs_fault(error, target.guest))?;
+                let write = self.authorize_write(last.path(), changes, target.guest)?;
+                self.set_mode(&write, mode).map_err(|error| vfs_fault(error, target.guest))?;
                 Ok(FsReply::Done)
             }
             FsRequest::Symlink { path, target: pointee } => {

@@ -366,6 +366,20 @@ impl<'a> OsHost<'a> {
         Ok(Grant::new(path.clone()))
     }
 
+    /// [`OsHost::authorize`] for removing `path` (and, for a directory,
+    /// what is beneath it), as the diff will call it: a `Delete` where the
+    /// base held the path; a node this run made and removes again deletes
+    /// nothing, and is removed without one (ux78 H1: a rule denying
+    /// `delete` refused a tool's own temporary file). Nothing beneath a path
+    /// the base did not hold is the base's either.
+    pub(crate) fn authorize_removal(&mut self, path: &VPath, guest: &str) -> Result<Grant<Delete>, Fault> {
+        if self.vfs.in_base(path).map_err(|error| vfs_fault(error, guest))? {
+            return self.authorize::<Delete>(path, guest);
+        }
+        self.meter.charge_evidence(1, path.as_str().len() as u64)?;
+        Ok(Grant::new(path.clone()))
+    }
+
     /// [`OsHost::authorize`] for the look a change to `path` starts from
     /// ([`MetadataRead`]: what is there decides what the change is), made by
     /// a program that means `intent`. When the policy refuses the look, the
@@ -592,8 +606,9 @@ impl<'a> OsHost<'a> {
         self.vfs.read_link(link).map_err(|error| vfs_fault(error, guest))
     }
 
-    /// Set a node's permission bits.
-    pub(crate) fn set_mode(&mut self, grant: &Grant<Modify>, mode: u32) -> Result<(), VfsError> {
+    /// Set a node's permission bits: a write, `Create` or `Modify` as the
+    /// diff will call it ([`OsHost::authorize_write`]).
+    pub(crate) fn set_mode(&mut self, grant: &Grant<Write>, mode: u32) -> Result<(), VfsError> {
         self.vfs.set_mode(&grant.path, mode)
     }
 
@@ -809,6 +824,11 @@ impl<'a> OsHost<'a> {
     /// only the path the guest gave; nothing changes.
     pub(crate) fn remove_tree(&mut self, root: &Grant<Delete>, guest: &str) -> Result<(), Fault> {
         let fault = |error: VfsError| vfs_fault(error, guest);
+        // A tree this run made deletes nothing of the base's
+        // ([`OsHost::authorize_removal`]).
+        if !self.vfs.in_base(root.path()).map_err(fault)? {
+            return self.vfs.remove_tree(root.path()).map_err(fault);
+        }
         let descendants: Vec<VPath> = self.descendants(root, &fault)?.into_iter().map(|(path, _)| path).collect();
         let mut refusal = self.policy.authorize_tree(root.path(), &descendants, AccessKind::Delete).err();
         // A path a rule hides, though it lets it be deleted, is removed only
@@ -838,8 +858,9 @@ impl<'a> OsHost<'a> {
     }
 
     /// Rename with every path authorized first: the source (`RenameSource`,
-    /// `Delete`) and each of its descendants (`RenameSource`), the destination
-    /// (`RenameDestination`, then `Create` or `Modify`) and each path the
+    /// and `Delete` where the base held it) and each of its descendants
+    /// (`RenameSource`), the destination (`RenameDestination`, then `Modify`
+    /// where it replaces what the base held, else `Create`) and each path the
     /// descendants land on (`RenameDestination`). One refusal leaves everything
     /// unchanged.
     pub(crate) fn rename(&mut self, source: &Target<'_>, destination: &Target<'_>) -> Result<(), Fault> {
@@ -861,7 +882,13 @@ impl<'a> OsHost<'a> {
             other => other,
         };
         let moved = self.authorize::<RenameSource>(&source.path, source.guest).map_err(refused)?;
-        self.authorize::<Delete>(&source.path, source.guest).map_err(refused)?;
+        // Each side is what the diff will call it, as a write is: moving a
+        // node the base did not hold deletes nothing (ux78 H1: `sed -i` of a
+        // protected file was refused as a delete of sed's own temporary
+        // file, and never named the file it meant to change).
+        if self.in_base(&moved).map_err(fault)? {
+            self.authorize::<Delete>(&source.path, source.guest).map_err(refused)?;
+        }
         let landing = self.authorize::<RenameDestination>(&destination.path, source.guest).map_err(refused)?;
         let source_kind = self.kind(&moved).map_err(fault)?;
         if source_kind.is_none() {
@@ -872,8 +899,8 @@ impl<'a> OsHost<'a> {
         // hidden.
         self.authorize_look_before(&destination.path, Intent::Access(AccessKind::RenameDestination), source.guest)
             .map_err(refused)?;
-        let destination_exists = self.vfs.exists(landing.path()).map_err(fault)?;
-        self.authorize_write(&destination.path, destination_exists, source.guest).map_err(refused)?;
+        let replaces = self.vfs.exists(landing.path()).map_err(fault)? && self.in_base(&landing).map_err(fault)?;
+        self.authorize_write(&destination.path, replaces, source.guest).map_err(refused)?;
         // A directory replaced whole: refused if it holds only hidden names.
         self.refuse_hidden_contents(&destination.path, destination.guest).map_err(refused)?;
         if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {

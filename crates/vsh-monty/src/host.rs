@@ -30,7 +30,7 @@ use vsh_types::{NodeKind, VPath};
 use vsh_vfs::{DEFAULT_DIR_MODE, VfsError};
 
 pub(crate) use crate::guard::OsHost;
-use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, Intent, MetadataRead, Modify, Write};
+use crate::guard::{ContentRead, Create, DirectoryRead, Grant, Intent, MetadataRead, Modify, Write};
 use crate::limits::LimitExceeded;
 use crate::oserror::{self, EACCES, EEXIST, EISDIR, ELOOP, ENOENT};
 use crate::path;
@@ -175,14 +175,14 @@ impl OsHost<'_> {
             OsFunctionCall::Unlink(guest) => {
                 let target = self.target(&guest, null_message)?;
                 self.authorize_look_before(&target.path, Intent::Access(AccessKind::Delete), target.guest)?;
-                let grant = self.authorize::<Delete>(&target.path, target.guest)?;
+                let grant = self.authorize_removal(&target.path, target.guest)?;
                 self.unlink(&grant).map_err(|error| vfs_fault(error, target.guest))?;
                 Ok(MontyObject::None)
             }
             OsFunctionCall::Rmdir(guest) => {
                 let target = self.target(&guest, null_message)?;
                 self.authorize_look_before(&target.path, Intent::Access(AccessKind::Delete), target.guest)?;
-                let grant = self.authorize::<Delete>(&target.path, target.guest)?;
+                let grant = self.authorize_removal(&target.path, target.guest)?;
                 self.rmdir(&grant, target.guest)?;
                 Ok(MontyObject::None)
             }

@@ -6,7 +6,7 @@ use vsh_types::NodeKind;
 use vsh_vfs::VfsError;
 
 use super::args::value_error;
-use crate::guard::{ContentRead, Create, Delete, DirectoryRead, Grant, Intent, MetadataRead};
+use crate::guard::{ContentRead, Create, DirectoryRead, Grant, Intent, MetadataRead};
 use crate::host::{Fault, OsHost, Target, vfs_fault};
 use crate::oserror::{self, EACCES, EEXIST, EISDIR, ELOOP, ENOENT, ENOTDIR};
 use crate::path;
@@ -23,18 +23,18 @@ impl OsHost<'_> {
             None if missing_ok => Ok(()),
             None => Err(Fault::Guest(oserror::os_error(ENOENT, guest))),
             Some(NodeKind::File | NodeKind::Symlink) => {
-                let grant = self.authorize::<Delete>(&target.path, guest)?;
+                let grant = self.authorize_removal(&target.path, guest)?;
                 self.unlink(&grant).map_err(fault)
             }
             Some(NodeKind::Directory) if !recursive => {
-                let grant = self.authorize::<Delete>(&target.path, guest)?;
+                let grant = self.authorize_removal(&target.path, guest)?;
                 self.rmdir(&grant, guest)
             }
             Some(NodeKind::Directory) => {
                 if target.path.is_root() {
                     return Err(Fault::Guest(oserror::os_error(EACCES, guest)));
                 }
-                let grant = self.authorize::<Delete>(&target.path, guest)?;
+                let grant = self.authorize_removal(&target.path, guest)?;
                 self.remove_tree(&grant, guest)
             }
         }
