@@ -464,6 +464,38 @@ fn damaged_store(error: &VshError) -> bool {
 }
 
 /// Whether a real command was stopped for the disk space it took.
+/// What a run that reached one of its image's bounds (`SnapshotLimits`)
+/// can do (ux78 M1: "snapshot limit `max_materialized_file_bytes` exceeded"
+/// was all it was told).
+fn snapshot_limit_advice(limit: &str, path: &str, attempted: u64, max: u64) -> String {
+    // Whole MiB as the limits are, a tenth for what went past one.
+    #[expect(clippy::cast_precision_loss, reason = "a size shown to a tenth of a MiB")]
+    let size = |bytes: u64| {
+        let mib = bytes as f64 / f64::from(1 << 20);
+        if bytes.is_multiple_of(1 << 20) { format!("{mib:.0} MiB") } else { format!("{mib:.1} MiB") }
+    };
+    let path = render::shown(path, false);
+    match limit {
+        "max_materialized_file_bytes" => format!(
+            "{path} ({}) is larger than the {} a run may hold of one file to change or read whole: nothing was \
+             changed; change a file that large outside vsh, or keep it out of what the run rewrites (a command may \
+             still read it in parts)",
+            size(attempted),
+            size(max)
+        ),
+        "max_materialized_bytes" => format!(
+            "the run held {} of the workspace's files to change or read whole, past its {}: nothing was changed; \
+             make the run touch fewer or smaller files (split the work into several runs)",
+            size(attempted),
+            size(max)
+        ),
+        _ => format!(
+            "the run looked at more than {max} paths of the workspace (at {path}): nothing was changed; give it a \
+             narrower directory to walk"
+        ),
+    }
+}
+
 fn filled_the_disk(error: &VshError) -> bool {
     matches!(error.exceeded_limit(), Some(LimitKind::DiskSpace | LimitKind::DiskNodes))
 }
@@ -819,6 +851,12 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
              reject that work (vsh reject TX) and make it again"
                 .to_owned(),
         );
+    }
+    if let Some(ExecutionError::Vfs {
+        source: vsh::lower::vsh_vfs::VfsError::SnapshotLimit { limit, path, attempted, max },
+    }) = error.execution()
+    {
+        advice.push(snapshot_limit_advice(limit, path.as_str(), *attempted, *max));
     }
     match error.exceeded_limit() {
         Some(LimitKind::ReadCallBytes) => advice.push(

@@ -5210,6 +5210,26 @@ fn a_rule_denying_modify_lets_commands_add_files_with_modes_and_names_the_file_i
     );
 }
 
+/// ux78 M1: a command that changed a file past the 256 MiB a run holds of
+/// one file was told "snapshot limit `max_materialized_file_bytes` exceeded
+/// at big.dat: 314572800 > 268435456" and nothing else.
+#[test]
+fn a_file_too_large_to_change_is_named_with_its_size_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    // Sparse: 300 MiB of size, no blocks.
+    std::fs::File::create(dir.path().join("big.dat")).unwrap().set_len(300 << 20).unwrap();
+    let ran = vsh(&["exec", "--workspace", ws, "--", "sh", "-c", "printf x >> big.dat"], None);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("big.dat (300 MiB) is larger than the 256 MiB a run may hold of one file")
+            && stderr.contains("nothing was changed; change a file that large outside vsh"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::metadata(dir.path().join("big.dat")).unwrap().len(), 300 << 20);
+}
+
 /// ux56 #8: what this Monty lacks (the guide's "Does not work" table) got
 /// a bare Python error; each says what to use instead.
 #[test]
