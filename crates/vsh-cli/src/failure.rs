@@ -2,6 +2,7 @@
 //! on stdout, as `vsh.error/1`) what went wrong and what to do about it.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use vsh::VshError;
 use vsh::document::{ErrorDocument, ErrorKind};
@@ -792,14 +793,109 @@ fn write_changes(text: &mut String, changes: &[vsh::DiffEntry], why: &str) {
 }
 
 /// What a program prints when it found no network (DNS or routes).
-const OFFLINE: [&str; 6] = [
+const OFFLINE: [&str; 8] = [
     "Could not resolve host",
     "Temporary failure in name resolution",
     "Name or service not known",
     "Network is unreachable",
     "nodename nor servname",
     "getaddrinfo",
+    // pip, whose index it could not reach (ux78: "from versions: none").
+    "No matching distribution found for",
+    "Could not find a version that satisfies the requirement",
 ];
+
+/// The workspace and tool directories real commands are shown, once a run's
+/// settings are known ([`note_shown`]): for advice on paths a command named
+/// and could not reach.
+static SHOWN: std::sync::OnceLock<(PathBuf, Vec<PathBuf>)> = std::sync::OnceLock::new();
+
+/// Remember what real commands of this process's run are shown: the
+/// workspace and the `--tool` directories.
+pub(crate) fn note_shown(workspace: &Path, tools: &[PathBuf]) {
+    let _ = SHOWN.set((workspace.to_owned(), tools.to_owned()));
+}
+
+/// The host's directories a command is shown besides the workspace and its
+/// tools, and its own that share their names with the host's (`/proc`,
+/// devices). (Its `/tmp` is its own too, but a path there that the host
+/// also holds is most likely the host's.)
+const SHOWN_SYSTEM: [&str; 12] =
+    ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys", "/run"];
+
+/// `path` with `.` and `..` taken lexically.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// What a failed command's output (`printed`) names that leads out of the
+/// workspace `root`, where it cannot follow (ux78 M2: `npm install
+/// ../lib`, a monorepo's `shared -> ../libs/shared` failed with "No such
+/// file", "Permission denied" or "Read-only file system", and nothing said
+/// why): each a phrase, and the directory `--tool` would show. A path the
+/// host does not hold, or one the command is shown, is no such path.
+fn outside_the_workspace(printed: &str, root: &Path, tools: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    let separators = |c: char| c.is_whitespace() || "'\"`()[]<>,;=".contains(c);
+    for token in printed.split(separators).map(|token| token.trim_end_matches([':', '.'])) {
+        if found.len() == 3 {
+            break;
+        }
+        if !token.contains('/') || token.contains("://") || token.len() > 1024 {
+            continue;
+        }
+        let path = lexical(&root.join(token));
+        let shown = |path: &Path| {
+            tools.iter().any(|tool| path.starts_with(tool))
+                || SHOWN_SYSTEM.iter().any(|system| path.starts_with(system))
+        };
+        let finding = if root.starts_with(&path) {
+            // A directory on the way to the workspace, which it is shown.
+            None
+        } else if path.starts_with(root) {
+            // A symlink on its way that leads out.
+            let mut walked = root.to_owned();
+            path.strip_prefix(root).ok().and_then(|rest| {
+                rest.components().find_map(|component| {
+                    walked.push(component);
+                    let target = std::fs::read_link(&walked).ok()?;
+                    let landing = lexical(&walked.parent()?.join(&target));
+                    (!landing.starts_with(root) && !shown(&landing) && landing.exists()).then(|| {
+                        let name = walked.strip_prefix(root).unwrap_or(&walked).display().to_string();
+                        (format!("{name}, a symlink to {}", target.display()), landing)
+                    })
+                })
+            })
+        } else if !shown(&path)
+            && (path.exists() || path.parent().is_some_and(|parent| parent != Path::new("/") && parent.is_dir()))
+        {
+            // The first directory of it beyond the workspace's parents.
+            let common = root.ancestors().find(|ancestor| path.starts_with(ancestor)).unwrap_or(Path::new("/"));
+            let beyond = path.strip_prefix(common).ok().and_then(|rest| rest.components().next());
+            let dir = beyond.map_or_else(|| path.clone(), |first| common.join(first));
+            let dir = if dir.is_dir() { dir } else { path.parent().map_or_else(|| path.clone(), Path::to_owned) };
+            Some((format!("{token}, outside the workspace"), dir))
+        } else {
+            None
+        };
+        if let Some(finding) = finding
+            && !found.iter().any(|(said, _)| *said == finding.0)
+        {
+            found.push(finding);
+        }
+    }
+    found
+}
 
 /// What the operator can do about `error`, a sentence each (the text's
 /// `vsh: ...` lines, the JSON document's `hint` when it has no command).
@@ -907,6 +1003,37 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     advice
 }
 
+/// What a failed command's output (`printed`) says of what it was not
+/// shown, for a workspace `root` and `tools` directories: paths out of the
+/// workspace, and a repository above it.
+fn advice_on_what_is_shown(printed: &str, root: &Path, tools: &[PathBuf]) -> Vec<String> {
+    let mut advice = Vec::new();
+    let outside = outside_the_workspace(printed, root, tools);
+    if let Some((_, dir)) = outside.first() {
+        let named: Vec<&str> = outside.iter().map(|(said, _)| said.as_str()).collect();
+        advice.push(format!(
+            "it named {}: a real command sees only the workspace, the system's directories and what `--tool \
+             DIR` shows it, read-only (`vsh exec --tool {} -- ...`)",
+            render::shown(&named.join("; "), false),
+            render::shown(&dir.display().to_string(), false)
+        ));
+    }
+    // git looked for its repository above a workspace that is a
+    // directory of one (ux78 M3).
+    let repository = root.ancestors().skip(1).find(|dir| dir.join(".git").exists());
+    if printed.contains("not a git repository")
+        && let Some(repository) = repository
+    {
+        advice.push(format!(
+            "the workspace is a directory of the git repository {0}: a command is shown the workspace only, \
+             not the rest of the repository or its .git, so git finds none; to run git in commands make the \
+             repository's root the workspace (vsh init --workspace {0})",
+            render::shown(&repository.display().to_string(), false)
+        ));
+    }
+    advice
+}
+
 /// The advice's words for a Bash program that needed real bash.
 pub(crate) const BOUNDED_BASH: &str =
     "a Bash program runs in vsh's bounded interpreter, which has no installed programs";
@@ -946,6 +1073,9 @@ fn advice_from_output(printed: &str) -> Vec<String> {
     });
     if let Some(name) = spaced {
         advice.push(missing_program_advice(name));
+    }
+    if let Some((root, tools)) = SHOWN.get() {
+        advice.extend(advice_on_what_is_shown(printed, root, tools));
     }
     // The sandbox refuses `socket()` (EPERM) without a network: a test's own
     // server, `cargo fix`'s lock listener.
@@ -1041,6 +1171,60 @@ pub(crate) fn document(error: &(dyn std::error::Error + 'static)) -> ErrorDocume
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ux78 M2, M3: a command that reached for a path out of the workspace
+    /// (a monorepo's symlink, `npm install ../lib`) or for the repository
+    /// above it failed with the tool's own words only. Each is named, with
+    /// the `--tool` that shows it; what the command is shown, or the host
+    /// does not hold, is not.
+    #[test]
+    fn paths_a_failed_command_could_not_reach_are_named_with_what_shows_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(dir.path()).unwrap();
+        let root = top.join("repo/ws");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(top.join("repo/libs/shared")).unwrap();
+        std::fs::write(top.join("repo/libs/shared/util.py"), "x = 1\n").unwrap();
+        std::fs::create_dir_all(top.join("repo/leftpad")).unwrap();
+        std::fs::write(top.join("repo/leftpad/package.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("../libs/shared", root.join("shared")).unwrap();
+        let advice = |printed: &str, tools: &[PathBuf]| advice_on_what_is_shown(printed, &root, tools).join("\n");
+        let said = advice("cat: shared/util.py: No such file or directory", &[]);
+        assert!(said.contains("it named shared, a symlink to ../libs/shared"), "{said}");
+        assert!(said.contains(&format!("--tool {}", top.join("repo/libs/shared").display())), "{said}");
+        let said = advice("npm error enoent Could not read package.json: ../leftpad/package.json", &[]);
+        assert!(said.contains("../leftpad/package.json, outside the workspace"), "{said}");
+        assert!(said.contains(&format!("--tool {} ", top.join("repo/leftpad").display())), "{said}");
+        let absolute = format!("open '{}/repo/leftpad/package.json'", top.display());
+        assert!(advice(&absolute, &[]).contains("outside the workspace"));
+        // Shown to it: its tools, the system, the workspace and its way there.
+        assert_eq!(advice(&absolute, &[top.join("repo/leftpad")]), "");
+        for shown in [
+            "cat: /etc/shadow: Permission denied",
+            "src/main.rs:1: error",
+            &format!("any parent up to mount point {}", top.join("repo").display()),
+        ] {
+            assert_eq!(advice(shown, &[]), "", "{shown}");
+        }
+        // The host holds nothing there.
+        assert_eq!(advice("cat: ../nothing/here.txt: No such file or directory", &[]), "");
+        // A repository above the workspace.
+        let git = "fatal: not a git repository (or any of the parent directories): .git";
+        assert_eq!(advice(git, &[]), "", "no repository above it yet");
+        std::fs::create_dir(top.join("repo/.git")).unwrap();
+        let said = advice(git, &[]);
+        assert!(
+            said.contains(&format!(
+                "the workspace is a directory of the git repository {}",
+                top.join("repo").display()
+            )),
+            "{said}"
+        );
+        // pip, offline.
+        let pip = "ERROR: Could not find a version that satisfies the requirement six (from versions: none)\n\
+                   ERROR: No matching distribution found for six";
+        assert!(advice_from_output(pip).iter().any(|said| said.starts_with("if it needed the network")));
+    }
 
     /// ux54: a commit that found the disk full wrote nothing, failed its
     /// work for good and said nothing of what to do.

@@ -474,6 +474,9 @@ impl CommandSettings {
     pub(crate) fn apply(&self, config: RuntimeConfig) -> RuntimeConfig {
         let workspace =
             std::fs::canonicalize(config.workspace_root()).unwrap_or_else(|_| config.workspace_root().to_owned());
+        let tools: Vec<_> =
+            self.tools.iter().map(|tool| std::fs::canonicalize(tool).unwrap_or_else(|_| tool.clone())).collect();
+        failure::note_shown(&workspace, &tools);
         for tool in &self.tools {
             let real = std::fs::canonicalize(tool).unwrap_or_else(|_| tool.clone());
             if workspace.starts_with(&real) && real.parent().is_some() {
