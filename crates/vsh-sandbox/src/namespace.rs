@@ -356,11 +356,25 @@ pub(crate) struct PreparedMount {
     /// granted writing), each at its own path, relative: the system
     /// directories, `/etc`, the devices, the paths the policy names.
     binds: Vec<(OwnedFd, CString)>,
+    /// What covers each entry of the child's `/proc` it is not shown
+    /// ([`PROC_SHOWN`]), by name: a read-only clone of `/dev/null` for a
+    /// file, an empty read-only tmpfs for a directory ([`proc_covers`]).
+    proc_covers: Vec<(OwnedFd, CString)>,
     /// The working directory (entered after mounting).
     pub(crate) cwd: Option<CString>,
     /// The uid and gid to change to after mounting.
     pub(crate) ids: Option<(u32, u32)>,
 }
+
+/// The entries of `/proc` besides its processes' that a command is shown:
+/// the links to its own process (`self`, `mounts`, `net`), and what tools
+/// read of the machine they run on (`free` and psutil `meminfo`, Node's
+/// `os.cpus()` `cpuinfo` and `stat`, `uptime`, `top`'s `loadavg`, the
+/// kernel's `version`; ux76, ux78). Every other entry (`/proc/sys`, the
+/// kernel's tables and symbols, devices', drivers' and interrupts' state,
+/// the host's locks and disks) is covered, whatever the kernel adds.
+const PROC_SHOWN: [&[u8]; 10] =
+    [b"self", b"thread-self", b"mounts", b"net", b"cpuinfo", b"meminfo", b"stat", b"uptime", b"loadavg", b"version"];
 
 /// What the child may do beneath the root of one of the prepared mounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,6 +409,9 @@ const SHM: &str = "/dev/shm";
 /// [`SHM`] relative to the child's root, as the prepared mounts name it.
 const SHM_C: &std::ffi::CStr = c"dev/shm";
 
+/// Where the private `/tmp` is attached a second time.
+const VAR_TMP: &str = "/var/tmp";
+
 /// The child's private `/tmp` and `/dev/shm`, those it gets, each with the
 /// path it covers.
 #[expect(clippy::type_complexity, reason = "a pair of lists built together")]
@@ -408,8 +425,18 @@ fn private_covers(mount: &FuseMount) -> Result<(Vec<(OwnedFd, CString)>, Vec<Pat
         .map(|(name, beneath, _)| Path::new(name).join(beneath))
         .collect();
     if let Some(tmp) = private_tmp(mount.tmp_bytes, &mount.tmp_files, &run_dirs)? {
+        // The same tmpfs at `/var/tmp` too, where tools that want room for
+        // larger files look (ux76: `mktemp -p /var/tmp`, `sort`'s and
+        // systemd's temporaries failed with no such directory).
+        let flags = rustix::mount::OpenTreeFlags::OPEN_TREE_CLONE
+            | rustix::mount::OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | rustix::mount::OpenTreeFlags::AT_EMPTY_PATH;
+        let var_tmp = rustix::mount::open_tree(&tmp, c"", flags)
+            .map_err(|errno| ToolError::Setup { stage: "private /var/tmp", source: errno.into() })?;
         covers.push((tmp, c_path(Path::new("/tmp"))?));
         paths.push(PathBuf::from("/tmp"));
+        covers.push((var_tmp, c_path(Path::new(VAR_TMP))?));
+        paths.push(PathBuf::from(VAR_TMP));
     }
     if let Some(bytes) = mount.shm_bytes
         && std::fs::symlink_metadata(SHM).is_ok_and(|meta| meta.is_dir())
@@ -789,19 +816,113 @@ fn clone_whole_tree(path: &Path) -> Result<OwnedFd, ToolError> {
 }
 
 /// A new `/proc` for the calling process's pid namespace (the child's own:
-/// it runs in it by now), showing processes only (`subset=pid`, where the
-/// kernel has it), never `/proc/sys` or the kernel's tables. Raw calls on
-/// static strings: runs between `fork` and `exec`.
+/// it runs in it by now): its processes, and the entries [`PROC_SHOWN`]
+/// names once [`cover_proc`] has covered the rest. Raw calls on static
+/// strings: runs between `fork` and `exec`.
 fn own_proc() -> std::io::Result<OwnedFd> {
     let fs = rustix::mount::fsopen(c"proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
-    match rustix::mount::fsconfig_set_string(&fs, c"subset", c"pid") {
-        Ok(()) | Err(rustix::io::Errno::INVAL) => {}
-        Err(errno) => return Err(errno.into()),
-    }
+    // Processes of another uid are not there at all: vsh's init (root),
+    // made before the namespaces, would show the host's mounts, network and
+    // vsh's command line (sec82 1).
+    rustix::mount::fsconfig_set_string(&fs, c"hidepid", c"invisible")?;
     rustix::mount::fsconfig_create(&fs)?;
     let attributes =
         MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV | MountAttrFlags::MOUNT_ATTR_NOEXEC;
     Ok(rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attributes)?)
+}
+
+/// The entries of the host's `/proc` that are not shown ([`PROC_SHOWN`]),
+/// each with whether it is a directory: a fresh `/proc` of this kernel has
+/// the same (read once).
+fn unshown_proc_entries() -> &'static [(CString, bool)] {
+    static ENTRIES: std::sync::OnceLock<Vec<(CString, bool)>> = std::sync::OnceLock::new();
+    ENTRIES.get_or_init(|| {
+        let Ok(listing) = std::fs::read_dir("/proc") else { return Vec::new() };
+        let mut entries: Vec<(CString, bool)> = listing
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let name = entry.file_name().into_encoded_bytes();
+                let kind = entry.file_type().ok()?;
+                let unshown = !name.first().is_none_or(u8::is_ascii_digit) && !PROC_SHOWN.contains(&name.as_slice());
+                (unshown && (kind.is_file() || kind.is_dir()))
+                    .then(|| Some((CString::new(name).ok()?, kind.is_dir())))?
+            })
+            .collect();
+        entries.sort();
+        entries
+    })
+}
+
+/// A cover for each entry of a fresh `/proc` that is not shown
+/// ([`unshown_proc_entries`]), with its name: a read-only clone of
+/// `/dev/null` for a file, of an empty read-only tmpfs for a directory.
+/// Made here, in the parent: the child, once in a mount namespace of its
+/// own, can no longer clone a detached mount made in this one.
+fn proc_covers() -> Result<Vec<(OwnedFd, CString)>, ToolError> {
+    use rustix::mount::OpenTreeFlags;
+    let stage = "covers of /proc";
+    let setup = |errno: rustix::io::Errno| ToolError::Setup { stage, source: errno.into() };
+    let null = rustix::mount::open_tree(
+        rustix::fs::CWD,
+        "/dev/null",
+        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+    )
+    .map_err(setup)?;
+    crate::sys::read_only_mount(null.as_fd(), false).map_err(|source| ToolError::Setup { stage, source })?;
+    let empty = tmpfs(4096, "0555", stage, true)?;
+    let clone = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_EMPTY_PATH;
+    unshown_proc_entries()
+        .iter()
+        .map(|(name, dir)| {
+            let cover = rustix::mount::open_tree(if *dir { &empty } else { &null }, c"", clone).map_err(setup)?;
+            Ok((cover, name.clone()))
+        })
+        .collect()
+}
+
+/// Cover the entries of the attached `/proc` (`proc`, its mount) that it
+/// is not shown with `covers`, and check that nothing else is there but
+/// its processes and [`PROC_SHOWN`]: an entry this kernel's `/proc` had
+/// not when the covers were made fails the setup (`EACCES`), never shown
+/// uncovered. Raw calls and a buffer on the stack: runs between `fork` and
+/// `exec`.
+fn cover_proc(proc: &OwnedFd, covers: &[(OwnedFd, CString)]) -> std::io::Result<()> {
+    use rustix::fs::{OFlags, RawDir};
+    for (cover, name) in covers {
+        match rustix::mount::move_mount(cover, c"", proc, name, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(errno) => return Err(errno.into()),
+        }
+    }
+    let listing = rustix::fs::openat(proc, c".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let mut buffer = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut entries = RawDir::new(&listing, &mut buffer);
+    while let Some(entry) = entries.next() {
+        let entry = entry?;
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        let known = bytes.first().is_none_or(|first| first.is_ascii_digit() || *first == b'.')
+            || PROC_SHOWN.contains(&bytes)
+            || covers.iter().any(|(_, covered)| covered.as_c_str() == name);
+        if !known {
+            return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a candidate may be mounted at `target`: an absolute path, not
+/// `/` or where the child's own `/tmp` goes.
+fn check_target(target: &Path) -> Result<(), ToolError> {
+    if !target.is_absolute() || [Path::new("/"), Path::new("/tmp"), Path::new(VAR_TMP)].contains(&target) {
+        return Err(ToolError::InvalidPolicy {
+            reason: format!(
+                "{} cannot hold a candidate: it must be absolute, not /, /tmp or /var/tmp",
+                target.display()
+            ),
+        });
+    }
+    Ok(())
 }
 
 impl PreparedMount {
@@ -816,11 +937,7 @@ impl PreparedMount {
         let mut mount = mount;
         mount.tools = tools_beneath_the_root(std::mem::take(&mut mount.tools));
         let target = &mount.target;
-        if !target.is_absolute() || target == Path::new("/") || target == Path::new("/tmp") {
-            return Err(ToolError::InvalidPolicy {
-                reason: format!("{} cannot hold a candidate: it must be absolute, not / or /tmp", target.display()),
-            });
-        }
+        check_target(target)?;
         let (uid, gid) =
             ids.unwrap_or_else(|| (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw()));
         let candidate = candidate_fs(&mount.device, (uid, gid))?;
@@ -916,6 +1033,7 @@ impl PreparedMount {
             scratch: relative(scratch),
             root,
             binds,
+            proc_covers: proc_covers()?,
             cwd: cwd.map(c_path).transpose()?,
             ids,
         })
@@ -963,6 +1081,7 @@ impl PreparedMount {
         }
         let proc = own_proc()?;
         attach(&proc, c"proc")?;
+        cover_proc(&proc, &self.proc_covers)?;
         for (cover, at) in &self.covers {
             attach(cover, at)?;
         }

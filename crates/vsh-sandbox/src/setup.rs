@@ -111,6 +111,10 @@ pub(crate) struct ChildSetup {
     mount: Option<PreparedMount>,
     /// A private network namespace with only a loopback interface, made first.
     private_loopback: bool,
+    /// Whether a namespaced child (one with a mount of its own) gets an
+    /// empty network namespace: it has no network, and its `/proc/net`
+    /// shows none of the host's sockets, routes or interfaces (sec82 1).
+    no_network: bool,
     /// The memory group the child joins first, bounding its whole tree.
     memory: Option<std::sync::Arc<crate::cgroup::MemoryGroup>>,
     /// The parent's process id, when the child is killed as its parent
@@ -164,6 +168,10 @@ impl ChildSetup {
             exec: None,
             mount: None,
             private_loopback: confined && policy.network_access() == crate::NetworkAccess::Loopback,
+            // (Granted ports are the host's loopback's: its namespace stays.)
+            no_network: confined
+                && policy.network_access() == crate::NetworkAccess::None
+                && policy.tcp_connect_ports().next().is_none(),
             memory: match policy.tree_memory() {
                 Some(bytes) if confined && crate::cgroup::MemoryGroup::available() => Some(std::sync::Arc::new(
                     crate::cgroup::MemoryGroup::create(bytes)
@@ -236,6 +244,8 @@ impl ChildSetup {
         }
         if self.private_loopback {
             sys::private_loopback().map_err(|error| self.fail(Stage::Network, error))?;
+        } else if self.no_network && namespaced {
+            sys::private_network().map_err(|error| self.fail(Stage::Network, error))?;
         }
         let mut own_proc = None;
         if let Some(mount) = &self.mount {
@@ -261,8 +271,9 @@ impl ChildSetup {
         rustix::thread::set_no_new_privs(true).map_err(|errno| self.fail(Stage::NoNewPrivs, errno.into()))?;
         if let Some(ruleset) = &self.landlock {
             // Its own /proc (its processes, nothing of the host's: a pid
-            // namespace of its own, `subset=pid`) is readable: `ps`,
-            // psutil, a sanitizer's look at its own maps (ux76).
+            // namespace of its own, `hidepid=invisible`, every entry but
+            // `PROC_SHOWN` covered) is readable: `ps`, psutil, a sanitizer's
+            // look at its own maps, `free` (ux76).
             if let Some(proc) = &own_proc {
                 sys::landlock_allow_reading(ruleset.as_fd(), proc.as_fd())
                     .map_err(|error| self.fail(Stage::Landlock, error))?;

@@ -496,12 +496,19 @@ pub(crate) fn map_large_allocations() {
 }
 
 /// Give the calling process a network namespace of its own
-/// (`unshare(CLONE_NEWNET)`) and bring its loopback interface up: the only
-/// interface there is. Async-signal-safe: system calls on stack data only.
-pub(crate) fn private_loopback() -> io::Result<()> {
+/// (`unshare(CLONE_NEWNET)`), its loopback interface down: no network at
+/// all. Async-signal-safe: one system call.
+pub(crate) fn private_network() -> io::Result<()> {
     // SAFETY: CLONE_NEWNET unshares only the network namespace; no memory or
     // descriptor table changes (the forked child has a single thread).
-    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.map_err(io::Error::from)?;
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.map_err(io::Error::from)
+}
+
+/// Give the calling process a network namespace of its own
+/// ([`private_network`]) and bring its loopback interface up: the only
+/// interface there is. Async-signal-safe: system calls on stack data only.
+pub(crate) fn private_loopback() -> io::Result<()> {
+    private_network()?;
     // SAFETY: socket takes three integers and returns a new descriptor or -1.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {

@@ -391,12 +391,15 @@ fn escapes_that_work_unconfined_fail_in_the_candidate() {
     let other_secret = elsewhere.path().join(".env");
     std::fs::write(&other_secret, "TOKEN=elsewhere\n").unwrap();
     std::fs::set_permissions(elsewhere.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let open_dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    std::fs::set_permissions(open_dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
     let attempts = [
         // Its size and time by `stat`, which Landlock does not judge (sec80
         // F2): the host's tree is not the command's root.
         ("stat", format!("stat -c %s {} && echo ESCAPED", other_secret.display())),
-        // A timestamp of a host directory (sec80 F4).
-        ("utime", "touch /var/tmp && echo ESCAPED".to_owned()),
+        // A timestamp of a world-writable host directory (sec80 F4; the
+        // command's own /var/tmp is its private /tmp, not the host's).
+        ("utime", format!("test -d {0} && touch {0} && echo ESCAPED", open_dir.path().display())),
         // The real workspace, through the parent process's root.
         ("proc", format!("cat /proc/$PPID/root{} && echo ESCAPED", host_secret.display())),
         // ptrace (PTRACE_TRACEME), a new mount namespace, a new session.
@@ -666,16 +669,33 @@ fn long_output_keeps_its_head_and_tail() {
 fn a_command_reads_its_own_proc_and_nothing_of_the_hosts() {
     let Some(_processes) = fuse_available() else { return };
     let mut ws = Workspace::with(&files());
-    let script = "grep -c '^Name:' /proc/self/status; ps -e -o pid= | wc -l; test -e /proc/meminfo || echo no-meminfo; \
-                  test -e /proc/sys || echo no-sys";
+    // A listener of the host's, which the host's /proc/net/tcp lists (the baseline).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = format!("{:04X}", listener.local_addr().unwrap().port());
+    let host_tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    assert!(host_tcp.contains(&format!("0100007F:{port}")), "{host_tcp}");
+    let script = "grep -c '^Name:' /proc/self/status; ps -e -o pid= | wc -l; test -e /proc/1 || echo no-init; \
+                  grep -c '^MemTotal:' /proc/meminfo; grep -c '^processor' /proc/cpuinfo; cut -d' ' -f1 /proc/uptime; \
+                  ls /proc/sys | wc -l; wc -c < /proc/kallsyms; cat /proc/self/net/tcp | wc -l";
     let outcome = ws.command(&["/bin/sh", "-c", script]).unwrap_or_else(|error| panic!("{error:?}"));
     let stdout = String::from_utf8_lossy(&outcome.stdout);
     let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
+    assert_eq!(lines.len(), 9, "{stdout}{}", String::from_utf8_lossy(&outcome.stderr));
     assert_eq!(lines[0], "1", "{stdout}");
-    // vsh's init, the shell, ps (and wc): a handful, never the host's hundreds.
+    // The shell, ps (and wc): a handful, never the host's hundreds, and not
+    // vsh's init (made before the namespaces: sec82 1).
     let processes: usize = lines[1].parse().unwrap();
-    assert!((3..=6).contains(&processes), "{stdout}");
-    assert_eq!(&lines[2..], ["no-meminfo", "no-sys"], "{stdout}");
+    assert!((2..=5).contains(&processes), "{stdout}");
+    assert_eq!(lines[2], "no-init", "{stdout}");
+    // What tools read of the machine (ux76: `free`, Node's `os.cpus()`).
+    assert_eq!(lines[3], "1", "{stdout}");
+    let host_cpus =
+        std::fs::read_to_string("/proc/cpuinfo").unwrap().lines().filter(|l| l.starts_with("processor")).count();
+    assert_eq!(lines[4], host_cpus.to_string(), "{stdout}");
+    assert!(lines[5].parse::<f64>().is_ok_and(|seconds| seconds > 0.0), "{stdout}");
+    // No kernel table or setting, no socket of the host's.
+    assert_eq!(&lines[6..], ["0", "0", "1"], "{stdout}");
+    drop(listener);
 }
 
 /// ux76: `whoami`, Python's `getpass.getuser()` and Node's `os.userInfo()`
@@ -853,6 +873,24 @@ fn a_directory_shows_one_fixed_time_run_after_run() {
     let again = stdout_of(&ws.command(&["/bin/sh", "-c", "stat -c %Y ."]));
     assert_eq!(first, "946684800\n946684800\n", "2000-01-01, whatever the host says");
     assert_eq!(again, "946684800\n");
+}
+
+/// ux76: `/var/tmp` did not exist in a command's root, and `mktemp -p
+/// /var/tmp` failed. It is the command's private `/tmp` again: writable,
+/// executable, gone with the command, never the host's.
+#[test]
+fn a_command_has_its_private_tmp_at_var_tmp_too() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let marker = format!("vsh-var-tmp-{}", std::process::id());
+    let script = format!(
+        "f=$(mktemp -p /var/tmp) && echo made > /var/tmp/{marker} && cat /tmp/{marker} && \
+         printf '#!/bin/sh\necho ran\n' > \"$f\" && chmod +x \"$f\" && \"$f\""
+    );
+    let outcome = ws.command(&["/bin/sh", "-c", &script]).unwrap_or_else(|error| panic!("{error:?}"));
+    assert_eq!(stdout_of(&Ok(outcome)), "made\nran\n");
+    assert!(!std::path::Path::new("/var/tmp").join(&marker).exists(), "the host's /var/tmp is not the command's");
+    assert!(ws.diff().is_empty(), "{:?}", ws.diff());
 }
 
 #[test]
