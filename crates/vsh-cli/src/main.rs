@@ -1803,7 +1803,8 @@ fn approve_same(
     // waiting for one: not from work an operator rejected, work made under
     // a policy since replaced, nor work that still waits (approve that
     // instead) (sec81 3).
-    let first = runtime.transaction(id)?.map(|record| record.state);
+    let first_record = runtime.transaction(id)?;
+    let first = first_record.as_ref().map(|record| record.state);
     let rejected = runtime.runs_of_same_work(id)?.iter().any(|run| run.state == TransactionState::Rejected);
     let why_not = if rejected {
         Some("an operator rejected a run of this work".to_owned())
@@ -1838,8 +1839,23 @@ fn approve_same(
     runtime.record_principal_name(&name);
     receipt.state = record.state;
     if !output.quiet {
+        // Whether anyone had approved them (sec82 3: work that only went
+        // stale waiting had its approval told as a review carried over).
+        let seen = match first_record.as_ref().and_then(|record| record.approval.as_ref()) {
+            Some(grant) => {
+                let by = runtime.principal_name(&grant.principal()).unwrap_or_else(|| grant.principal().short());
+                format!("which {by} approved")
+            }
+            None => format!(
+                "which no one had approved: this approval is yours, unseen unless you reviewed {} (vsh show {} \
+                 reviews them; vsh reject {} withdraws it)",
+                id.short(),
+                again.short(),
+                again.short()
+            ),
+        };
         say!(
-            "vsh: approved {} by {name}: its changes are byte for byte the ones {} made; next: vsh commit {}",
+            "vsh: approved {} by {name}: its changes are byte for byte the ones {} made, {seen}; next: vsh commit {}",
             again.short(),
             id.short(),
             again.short()

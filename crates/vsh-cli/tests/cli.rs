@@ -2584,6 +2584,9 @@ fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
     assert_eq!(rerun.status.code(), Some(0), "{said}");
     let again = id_of(&rerun);
     assert!(said.contains(&format!("approved {}", &again[..12])), "{said}");
+    // No one had approved the first run's changes: the approval is said to
+    // be the operator's own, not a review carried over (sec82 3).
+    assert!(said.contains("which no one had approved: this approval is yours"), "{said}");
     let committed = vsh(&["commit", &again, "--workspace", ws], None);
     assert_eq!(committed.status.code(), Some(0));
     // Its receipt says it was reviewed (ux75 L9: "pending-approval" alone).

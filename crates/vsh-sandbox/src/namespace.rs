@@ -563,6 +563,16 @@ pub(crate) fn clone_tree(dir: &Path) -> Result<OwnedFd, ToolError> {
         .map_err(|errno| ToolError::AllowedPath { path: dir.to_owned(), source: errno.into() })
 }
 
+/// A detached clone of the scratch directory `dir` ([`clone_tree`]) where
+/// set-user-id bits and device nodes mean nothing: what a command leaves
+/// there is kept between runs, unreviewed (sec82 4).
+fn scratch_clone(dir: &Path) -> Result<OwnedFd, ToolError> {
+    let clone = clone_tree(dir)?;
+    crate::sys::inert_mount(clone.as_fd())
+        .map_err(|source| ToolError::Setup { stage: "scratch directory (nosuid, nodev)", source })?;
+    Ok(clone)
+}
+
 /// The outermost ancestor of `dir` (below `/`) that a process of `ids`
 /// cannot search, if any.
 fn unsearchable_ancestor(dir: &Path, (uid, gid): (u32, u32)) -> Option<PathBuf> {
@@ -990,7 +1000,7 @@ impl PreparedMount {
                     reason: format!("scratch path {} must be relative and plain", inside.display()),
                 });
             }
-            scratch.push((clone_tree(dir)?, c_path(&target.join(inside))?));
+            scratch.push((scratch_clone(dir)?, c_path(&target.join(inside))?));
         }
         for (name, beneath, dir) in &mount.tmp_scratch {
             let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0']);
@@ -1006,7 +1016,7 @@ impl PreparedMount {
             if beneath.as_os_str().is_empty() {
                 dirs.push(c_path(&at)?);
             }
-            scratch.push((clone_tree(dir)?, c_path(&at)?));
+            scratch.push((scratch_clone(dir)?, c_path(&at)?));
         }
         if let Some((userns, (uid, gid))) = &mount.idmap {
             let owner = (rustix::process::Uid::from_raw(*uid), rustix::process::Gid::from_raw(*gid));

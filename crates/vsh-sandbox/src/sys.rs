@@ -629,7 +629,21 @@ pub(crate) fn idmap_mount(mount: BorrowedFd<'_>, userns: BorrowedFd<'_>) -> io::
 /// it) read-only (`mount_setattr(MOUNT_ATTR_RDONLY)`): nothing is written
 /// through it, not a byte nor a timestamp, whatever the permission bits.
 pub(crate) fn read_only_mount(mount: BorrowedFd<'_>, recursive: bool) -> io::Result<()> {
-    let attr = libc::mount_attr { attr_set: libc::MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    set_mount_attributes(mount, libc::MOUNT_ATTR_RDONLY, recursive)
+}
+
+/// Make the detached mount `mount` one whose set-user-id bits and device
+/// nodes mean nothing (`MOUNT_ATTR_NOSUID`, `MOUNT_ATTR_NODEV`): what a
+/// command leaves in a directory kept between runs (a scratch directory)
+/// never raises a later process's privileges nor opens a device (sec82 4).
+pub(crate) fn inert_mount(mount: BorrowedFd<'_>) -> io::Result<()> {
+    set_mount_attributes(mount, libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV, false)
+}
+
+/// `mount_setattr` of `attr_set` on the detached mount `mount` (and,
+/// `recursive`, every mount beneath it).
+fn set_mount_attributes(mount: BorrowedFd<'_>, attr_set: u64, recursive: bool) -> io::Result<()> {
+    let attr = libc::mount_attr { attr_set, attr_clr: 0, propagation: 0, userns_fd: 0 };
     let flags = libc::AT_EMPTY_PATH | if recursive { libc::AT_RECURSIVE } else { 0 };
     // SAFETY: the descriptor is open for the call, the path is an empty C
     // string (AT_EMPTY_PATH: the descriptor itself), and the attribute

@@ -1181,6 +1181,24 @@ fn a_program_inside_the_workspace_is_the_candidates_file_never_the_hosts() {
     }
 }
 
+/// sec82 4: a command left a set-user-id binary and device-like nodes in a
+/// scratch directory, which is kept between runs, unreviewed. It is
+/// mounted `nosuid` and `nodev`: nothing left there raises a later
+/// process's privileges or opens a device.
+#[test]
+fn scratch_directories_are_mounted_nosuid_and_nodev() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let scratch = tempfile::tempdir().unwrap();
+    let target = format!("{}/out", ws.root().display());
+    let script = format!("grep ' {target} ' /proc/self/mountinfo | cut -d' ' -f6");
+    let outcome = command_with_scratch(&mut ws, &["/bin/sh", "-c", &script], &[("out", scratch.path())])
+        .unwrap_or_else(|error| panic!("{error:?}"));
+    let options = String::from_utf8_lossy(&outcome.stdout).trim().to_owned();
+    let options: Vec<&str> = options.split(',').collect();
+    assert!(options.contains(&"nosuid") && options.contains(&"nodev"), "{options:?}");
+}
+
 /// Run `argv` in a candidate of `ws` whose scratch directories are `scratch`.
 fn command_with_scratch(
     ws: &mut Workspace,
