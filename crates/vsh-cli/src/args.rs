@@ -761,6 +761,8 @@ pub(crate) struct RerunArgs {
     /// else uid:N; 15 minutes).
     #[arg(long)]
     pub(crate) approve_same: bool,
+    #[command(flatten)]
+    pub(crate) scratch: ScratchArgs,
     /// The run's budget: a real command, real Bash or a Monty program with
     /// --commands gets a command's (10 min), anything else a program's.
     #[command(flatten)]
@@ -1008,6 +1010,8 @@ pub(crate) struct RunOptions {
     #[arg(long, conflicts_with = "json")]
     pub(crate) raw: bool,
     #[command(flatten)]
+    pub(crate) scratch: ScratchArgs,
+    #[command(flatten)]
     pub(crate) command: CommandArgs,
     #[command(flatten)]
     pub(crate) budget: BudgetArgs,
@@ -1067,6 +1071,19 @@ pub(crate) struct CommandArgs {
     /// daemon's included: vsh warns when the kernel's ABI is older.
     #[arg(long)]
     pub(crate) allow_unix_sockets: bool,
+}
+
+/// What a run's real commands find in the scratch directories (`vsh run`,
+/// `vsh exec`, `vsh rerun`).
+#[derive(Debug, Args)]
+pub(crate) struct ScratchArgs {
+    /// Start real commands with empty scratch directories (target/ and the
+    /// like): a build from nothing earlier runs left there. Runs granted
+    /// alike share them, and a run's commands may leave there what a later
+    /// one executes (bytecode, a test binary newer than its sources), so a
+    /// result that must rest on the workspace alone is built fresh.
+    #[arg(long)]
+    pub(crate) fresh_scratch: bool,
 }
 
 /// `NAME=VALUE`.

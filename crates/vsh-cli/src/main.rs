@@ -1345,6 +1345,9 @@ fn run_program(
         }
         request = request.with_failure_accepted();
     }
+    if run.scratch.fresh_scratch {
+        request = request.with_fresh_scratch();
+    }
     let on_stale = |attempt: u32, error: &vsh::VshError| {
         if let vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { total, .. }) = error {
             say!(
@@ -1762,6 +1765,9 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
             usage_conflict("--accept-failure is for Bash programs and real commands (a Monty program raises)");
         }
         request = request.with_failure_accepted();
+    }
+    if rerun.scratch.fresh_scratch {
+        request = request.with_fresh_scratch();
     }
     // One phase for the run and the commit auto mode may make after it: a
     // signal between them is the commit's (it has not begun) to stop.

@@ -5233,6 +5233,35 @@ fn a_file_too_large_to_change_is_named_with_its_size_and_what_to_do() {
     assert_eq!(std::fs::metadata(dir.path().join("big.dat")).unwrap().len(), 300 << 20);
 }
 
+/// sec82 2: the scratch directories are shared by runs granted alike, and a
+/// run that changed nothing left there what the next one executed (a
+/// planted bytecode file). `--fresh-scratch` starts a run's commands with
+/// them empty, for a result that rests on the workspace alone.
+#[test]
+fn fresh_scratch_starts_the_commands_with_nothing_an_earlier_run_left() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "Cargo.toml", "[package]\nname = \"x\"\n");
+    let exec = |extra: &[&str], script: &str| {
+        let mut args = vec!["exec", "--workspace", ws, "--json"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", script]);
+        let ran = vsh(&args, None);
+        assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+        serde_json::from_slice::<serde_json::Value>(&ran.stdout).unwrap()
+    };
+    let planted = exec(&[], "mkdir -p target && echo planted > target/left");
+    assert_eq!(planted["changes"], serde_json::json!([]), "{planted}");
+    // Shared with the next run granted alike (the baseline).
+    assert_eq!(exec(&[], "cat target/left 2>/dev/null || echo none")["stdout"], "planted\n");
+    let fresh = exec(&["--fresh-scratch"], "cat target/left 2>/dev/null || echo none");
+    assert_eq!(fresh["stdout"], "none\n", "{fresh}");
+    assert_eq!(fresh["warnings"], serde_json::json!([]), "{fresh}");
+}
+
 /// ux56 #8: what this Monty lacks (the guide's "Does not work" table) got
 /// a bare Python error; each says what to use instead.
 #[test]

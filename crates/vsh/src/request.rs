@@ -99,6 +99,12 @@ pub struct RunRequest<'a> {
     /// rerun`), bound into the new transaction's evidence: what
     /// [`crate::Runtime::reruns_of`] follows.
     pub rerun_of: Option<vsh_types::TransactionId>,
+    /// Whether real commands start with empty scratch directories (build
+    /// outputs and caches): a build from nothing an earlier run left there.
+    /// Runs with the same grants share them, and a run's commands may leave
+    /// there what a later run executes (bytecode, a test binary newer than
+    /// its sources). Default `false`: builds stay incremental.
+    pub fresh_scratch: bool,
 }
 
 impl<'a> RunRequest<'a> {
@@ -113,7 +119,16 @@ impl<'a> RunRequest<'a> {
             budget: ExecutionBudget::default(),
             accept_failure: false,
             rerun_of: None,
+            fresh_scratch: false,
         }
+    }
+
+    /// Start real commands with empty scratch directories (see
+    /// [`RunRequest::fresh_scratch`]).
+    #[must_use]
+    pub fn with_fresh_scratch(mut self) -> Self {
+        self.fresh_scratch = true;
+        self
     }
 
     /// Run transaction `of`'s stored program again, as its rerun (see

@@ -937,7 +937,12 @@ impl Runs {
                 let waiting = Instant::now();
                 let held = hold_scratch(lock, request, cancel, &self.scratch_wait)?;
                 let waited_ns = elapsed_ns(waiting);
-                let emptied = lock.clear_if_tainted(&held, &worth_saying).map_err(VshError::DataDirectory)?;
+                // Asked for a build from nothing: emptied as a taint empties them.
+                if request.fresh_scratch {
+                    lock.taint(FRESH_SCRATCH).map_err(VshError::DataDirectory)?;
+                }
+                let mut emptied = lock.clear_if_tainted(&held, &worth_saying).map_err(VshError::DataDirectory)?;
+                emptied.retain(|name| name != FRESH_SCRATCH);
                 let grants = command_grants(commands, &self.env_key);
                 let access = command_access(self.policy.calls());
                 let regranted = lock
@@ -1117,6 +1122,10 @@ impl Runs {
         }
     }
 }
+
+/// The taint a run that asks for fresh scratch directories records for
+/// itself ([`RunRequest::fresh_scratch`]): not a run's work, never reported.
+const FRESH_SCRATCH: &str = "fresh";
 
 /// A name for a run's scratch taint until its transaction has an id: this
 /// process's id, the time, and a count.
