@@ -317,7 +317,8 @@ def test_real_commands_run_when_enabled_and_only_then(workspace: pathlib.Path) -
         assert not os.environ.get("VSH_REQUIRE_SANDBOX"), "real commands need root and /dev/fuse"
         pytest.skip("real commands need root and /dev/fuse")
     argv = json.dumps(["/bin/sh", "-c", "echo $GREETING > out.txt; tr a-z A-Z < a.txt"])
-    with pytest.raises(vsh.ExecutionError):
+    # The refusal says what opens the language (ux78 L2).
+    with pytest.raises(vsh.ExecutionError, match=r"commands=True"):
         vsh.Runtime(workspace).run(argv, language="command")
     with pytest.raises(ValueError):
         vsh.Runtime(workspace, network="loopback")

@@ -465,6 +465,27 @@ fn damaged_store(error: &VshError) -> bool {
 }
 
 /// Whether a real command was stopped for the disk space it took.
+/// What to do about a run that gave up waiting for another vsh, or reached
+/// one of its image's bounds.
+fn advice_on_waits_and_bounds(error: &VshError) -> Vec<String> {
+    let mut advice = Vec::new();
+    // Gave up waiting for another vsh (ux78 L5: no next step was said).
+    if matches!(error, VshError::Commit(CommitError::LockTimeout { .. }) | VshError::ScratchBusy { .. }) {
+        advice.push(
+            "nothing was done: run it again once the other finishes, or wait longer with --lock-timeout SECS \
+             (`vsh pending` lists work under way)"
+                .to_owned(),
+        );
+    }
+    if let Some(ExecutionError::Vfs {
+        source: vsh::lower::vsh_vfs::VfsError::SnapshotLimit { limit, path, attempted, max },
+    }) = error.execution()
+    {
+        advice.push(snapshot_limit_advice(limit, path.as_str(), *attempted, *max));
+    }
+    advice
+}
+
 /// What a run that reached one of its image's bounds (`SnapshotLimits`)
 /// can do (ux78 M1: "snapshot limit `max_materialized_file_bytes` exceeded"
 /// was all it was told).
@@ -948,12 +969,7 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
                 .to_owned(),
         );
     }
-    if let Some(ExecutionError::Vfs {
-        source: vsh::lower::vsh_vfs::VfsError::SnapshotLimit { limit, path, attempted, max },
-    }) = error.execution()
-    {
-        advice.push(snapshot_limit_advice(limit, path.as_str(), *attempted, *max));
-    }
+    advice.extend(advice_on_waits_and_bounds(error));
     match error.exceeded_limit() {
         Some(LimitKind::ReadCallBytes) => advice.push(
             "a program reads a file whole, even for read(n), readline() or a loop over its lines, and one read \

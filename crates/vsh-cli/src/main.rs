@@ -2358,7 +2358,7 @@ fn reject_command(
                 return print_settled_again(runtime, &record, json, output, now, state.name(), nothing);
             }
             if json {
-                print_record_with(runtime, &record, &also)?;
+                print_record_with(runtime, &record, Some(&also))?;
             } else if !output.quiet {
                 println!("{}  already {} {}", record.id, state.name(), render::relative(record.updated_ms, now));
                 print_also_rejected(&also);
@@ -2382,7 +2382,7 @@ fn reject_command(
     // commit goes with it (sec79 F2).
     let also = others()?;
     if json {
-        print_record_with(runtime, &record, &also)?;
+        print_record_with(runtime, &record, Some(&also))?;
     } else if !output.quiet {
         println!("{}  {}", record.id, record.state.name());
         print_also_rejected(&also);
@@ -2421,20 +2421,23 @@ pub(crate) fn print_record(
     runtime: &Runtime,
     record: &vsh::TransactionRecord,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    print_record_with(runtime, record, &[])
+    print_record_with(runtime, record, None)
 }
 
 /// [`print_record`], naming the other runs of the same work rejected with it.
 fn print_record_with(
     runtime: &Runtime,
     record: &vsh::TransactionRecord,
-    also_rejected: &[vsh::TransactionRecord],
+    also_rejected: Option<&[vsh::TransactionRecord]>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let receipt = runtime.show(record.id)?;
     let stored = runtime.stored_program(record.id)?;
     let document = render::record_document(record, receipt.as_ref(), stored.as_ref())
         .with_approver_name(show::approver_name(runtime, record));
-    let document = vsh::document::RecordDocument::new(document).with_also_rejected(also_rejected);
+    let mut document = vsh::document::RecordDocument::new(document);
+    if let Some(also) = also_rejected {
+        document = document.with_also_rejected(also);
+    }
     println!("{}", serde_json::to_string_pretty(&document)?);
     Ok(())
 }

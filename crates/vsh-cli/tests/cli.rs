@@ -677,6 +677,8 @@ fn commands_that_need_the_commit_lock_wait_visibly_and_give_up_with_exit_75() {
         assert_eq!(output.status.code(), Some(75), "{waiting:?}: {stderr}");
         assert!(stderr.contains("waiting for another vsh process"), "{waiting:?}: {stderr}");
         assert!(stderr.contains("gave up after"), "{waiting:?}: {stderr}");
+        // And what to do next (ux78 L5).
+        assert!(stderr.contains("wait longer with --lock-timeout SECS"), "{waiting:?}: {stderr}");
     }
     // The timeout also comes from the environment.
     let mut command = Command::new(env!("CARGO_BIN_EXE_vsh"));
@@ -710,6 +712,7 @@ fn exec_waits_for_another_runs_commands_within_the_lock_timeout_and_says_so() {
     assert_eq!(output.status.code(), Some(75), "{stderr}");
     assert!(stderr.contains("waiting for another vsh process"), "{stderr}");
     assert!(stderr.contains("scratch directories") && stderr.contains("gave up after"), "{stderr}");
+    assert!(stderr.contains("wait longer with --lock-timeout SECS"), "{stderr}");
     assert!(started.elapsed() < std::time::Duration::from_secs(20), "the lock timeout, not the run's deadline");
     drop(held);
     let ran = vsh(&["exec", "--workspace", ws, "--lock-timeout", "1.5", "--", "true"], None);
@@ -2819,6 +2822,16 @@ fn a_rejection_rejects_every_run_of_the_same_work() {
         ("rejected".into(), "rejected".into(), "pending-approval".into())
     );
     assert_eq!(vsh(&["approve", &sibling, "--workspace", ws], None).status.code(), Some(1));
+    // A rejection of work with no other run says so with `[]` (ux77 F8);
+    // an approval's record has no such key.
+    let lone =
+        id_of(&vsh(&["run", "--workspace", ws, "-"], Some("from pathlib import Path\nPath('lone').write_text('x')")));
+    let approved = vsh(&["approve", &lone, "--workspace", ws, "--json"], None);
+    let json: serde_json::Value = serde_json::from_slice(&approved.stdout).unwrap();
+    assert!(json.get("also_rejected").is_none(), "{json}");
+    let reject = vsh(&["reject", &lone, "--workspace", ws, "--json"], None);
+    let json: serde_json::Value = serde_json::from_slice(&reject.stdout).unwrap();
+    assert_eq!(json["also_rejected"], serde_json::json!([]), "{json}");
     rejected_work_is_no_next_step(ws, &sibling);
     // The --again run just made (above) is rejected by a second rejection.
     let last = vsh(&["pending", "--workspace", ws, "--json"], None);

@@ -215,6 +215,9 @@ fn last_key(field: &str) -> &str {
     field.rsplit('.').next().unwrap_or(field)
 }
 
+/// The profiles' names, for "did you mean".
+const PROFILE_NAMES: &str = "balanced, strict, paranoid";
+
 /// `" (did you mean `x`?)"` for the one of `expected` (a comma-separated
 /// list) closest to `found`, when one is close (a typo, a letter missing or
 /// swapped, a singular for a plural); empty otherwise.
@@ -335,7 +338,7 @@ pub enum PolicyFileError {
         supported: i64,
     },
     /// A `profile` that is not balanced, strict or paranoid.
-    #[error("`{field}` is {name:?}; expected balanced, strict or paranoid")]
+    #[error("`{field}` is {name:?}{}; expected balanced, strict or paranoid", did_you_mean(.name, PROFILE_NAMES))]
     UnknownProfile {
         /// The field (`profile`).
         field: String,
@@ -1568,6 +1571,9 @@ rewrite_escalate_ratio = 1
         assert_eq!(did_you_mean("threshold", TOP_KEYS), " (did you mean `thresholds`?)");
         assert_eq!(did_you_mean("delet", ACCESS_NAMES), " (did you mean `delete`?)");
         assert_eq!(did_you_mean("modfiy", "all, create, modify, delete"), " (did you mean `modify`?)");
+        // ux78 L8: a profile's name too.
+        let profile = PolicyFile::from_toml("version = 1\nprofile = \"balaced\"\n").unwrap_err().to_string();
+        assert!(profile.contains("is \"balaced\" (did you mean `balanced`?); expected balanced"), "{profile}");
         assert_eq!(did_you_mean("zebra", PROTECT_KEYS), "");
         assert_eq!(did_you_mean("x", TOP_KEYS), "");
         let text = "version = 1\n\n[[protect]]\npattern = \"a/**\"\naccess = [\"delete\"]\n\n[[protect]]\n\

@@ -73,6 +73,15 @@ fn py_error(py: Python<'_>, error: &RustError, remedies: &[String]) -> PyErr {
         let tail = lines[lines.len().saturating_sub(20)..].join("\n");
         message = format!("{message}\n{tail}");
     }
+    // What makes the language available, in this module's words (ux78 L2:
+    // the CLI and MCP name `--commands`; here it was left unsaid).
+    if let RustError::LanguageUnavailable { language } = error {
+        let opens = match language {
+            vsh::Language::Bash => "vsh.Runtime(workspace, bash=True)",
+            _ => "vsh.Runtime(workspace, commands=True) (it needs what `vsh doctor` checks: /dev/fuse, root)",
+        };
+        message = format!("{message}: open the runtime with {opens}");
+    }
     let err = match error {
         RustError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => StaleError::new_err(message),
         RustError::Commit(vsh::lower::vsh_commit::CommitError::RecoveryPending { .. }) => {

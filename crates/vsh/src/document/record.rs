@@ -21,22 +21,24 @@ pub struct RecordDocument {
     /// The record.
     #[serde(flatten)]
     pub record: TransactionDocument,
-    /// The other runs of the same work (`vsh rerun`) a rejection rejected
-    /// with it ([`crate::Runtime::reject_other_runs`]), 64 hex digits each.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also_rejected: Vec<String>,
+    /// For a rejection: the other runs of the same work (`vsh rerun`) it
+    /// rejected with it ([`crate::Runtime::reject_other_runs`]), 64 hex
+    /// digits each, `[]` when none (ux77 F8: a consumer had to tell a
+    /// missing key from none). Absent from any other record's document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub also_rejected: Option<Vec<String>>,
 }
 
 impl RecordDocument {
     /// The document of `record`.
     pub fn new(record: TransactionDocument) -> Self {
-        Self { schema: RecordSchema, record, also_rejected: Vec::new() }
+        Self { schema: RecordSchema, record, also_rejected: None }
     }
 
     /// The same, naming the other runs of the same work rejected with it.
     #[must_use]
     pub fn with_also_rejected(mut self, also: &[TransactionRecord]) -> Self {
-        self.also_rejected = also.iter().map(|record| record.id.to_hex()).collect();
+        self.also_rejected = Some(also.iter().map(|record| record.id.to_hex()).collect());
         self
     }
 }
