@@ -2336,6 +2336,11 @@ fn reject_command(
     // was settled before they were made, or can never commit itself (ux77
     // 2: a stale first run's rejection left its waiting rerun).
     let others = || if only { Ok(Vec::new()) } else { runtime.reject_other_runs(id, now) };
+    // What the operator said no to, for an agent's server to tell from its
+    // own discard (ux77: `--only` was taken for a refusal of the work, and a
+    // restarted server took its agent's discards for an operator's).
+    let scope =
+        if only { vsh::lower::vsh_store::RejectionScope::ThisRun } else { vsh::lower::vsh_store::RejectionScope::Work };
     let record = match runtime.reject(id, now) {
         Ok(record) => record,
         Err(vsh::VshError::Store(StoreError::WrongState {
@@ -2348,6 +2353,9 @@ fn reject_command(
             ..
         })) => {
             let record = runtime.transaction(id)?.ok_or(vsh::VshError::UnknownTransaction(id))?;
+            if state == TransactionState::Rejected {
+                runtime.record_rejection_scope(id, scope);
+            }
             let also = others()?;
             let nothing = if state == TransactionState::Rejected {
                 "nothing changed"
@@ -2378,6 +2386,7 @@ fn reject_command(
         }
         Err(error) => return Err(error.into()),
     };
+    runtime.record_rejection_scope(id, scope);
     // The operator said no to the work: every run of it that could still
     // commit goes with it (sec79 F2).
     let also = others()?;

@@ -1269,8 +1269,8 @@ impl VshServer {
             let own = discarded.lock().map(|set| set.clone()).unwrap_or_default();
             if let Some(rejected) = rejected_revert_of(runtime, id, &own) {
                 return refused(format!(
-                    "a revert of {0}, {1}, was rejected by an operator (or discarded with vsh_discard): {0} is not \
-                     to be reverted again by an agent; ask the operator (who can with vsh revert {0})",
+                    "a revert of {0}, {1}, was rejected by an operator: {0} is not to be reverted again by an agent; \
+                     ask the operator (who can with vsh revert {0})",
                     id.short(),
                     rejected.short()
                 ));
@@ -1532,6 +1532,9 @@ impl VshServer {
             }
             match runtime.reject(id, crate::now_ms()) {
                 Ok(record) => {
+                    // Kept in the store too: another server, or this one
+                    // restarted, knows it for the agent's own.
+                    runtime.record_rejection_scope(id, vsh::lower::vsh_store::RejectionScope::Discarded);
                     if let Ok(mut own) = discarded.lock()
                         && own.len() < DISCARDS_KEPT
                     {
@@ -1613,11 +1616,16 @@ fn commit(
                 // agent's to run again (ux73 H1: following the hint, an
                 // agent committed rejected work in auto mode).
                 VshError::NotCommittable { state: TransactionState::Rejected, .. } => {
-                    document.hint = Some(
-                        "an operator rejected it (or it was discarded with vsh_discard): it is not to be \
-                         committed; ask the operator before doing that work again"
+                    document.hint = Some(match runtime.rejection_scope(id) {
+                        vsh::lower::vsh_store::RejectionScope::Discarded => format!(
+                            "it was discarded with vsh_discard: it is never committed; vsh_rerun {} runs its \
+                             program again as new work",
+                            id.short()
+                        ),
+                        _ => "an operator rejected it: it is not to be committed; ask the operator before doing \
+                              that work again"
                             .to_owned(),
-                    );
+                    });
                 }
                 VshError::NotCommittable { state: TransactionState::Expired | TransactionState::Failed, .. } => {
                     let (again, call) = make_again(runtime, id);
@@ -1940,14 +1948,13 @@ fn rejected_with_its_work(
     // Most commits find no rejected record at all: the lineage (whose
     // artifacts are read) is looked at only when one exists.
     let records = runtime.transactions().ok()?;
-    if !records.iter().any(|record| record.state == TransactionState::Rejected && !discarded.contains(&record.id)) {
+    let scopes = runtime.rejection_scopes();
+    let of_the_work = |record: &vsh::TransactionRecord| refuses_the_work(record, &scopes, discarded);
+    if !records.iter().any(of_the_work) {
         return None;
     }
     let runs = runtime.runs_of_same_work(id).ok()?;
-    let rerun = runs
-        .iter()
-        .find(|run| run.id != id && run.state == TransactionState::Rejected && !discarded.contains(&run.id))
-        .map(|run| run.id);
+    let rerun = runs.iter().find(|run| run.id != id && of_the_work(run)).map(|run| run.id);
     // A revert's "runs" are the reverts of the same work (sec81 6).
     let reverting =
         runtime.show(id).ok().flatten().and_then(|receipt| {
@@ -1958,11 +1965,24 @@ fn rejected_with_its_work(
     })?;
     let _ = runtime.reject(id, crate::now_ms());
     Some(refused(format!(
-        "another run of this work, {}, was rejected by an operator (or discarded with vsh_discard): {} is rejected \
-         with it and is not to be committed; ask the operator",
+        "another run of this work, {}, was rejected by an operator: {} is rejected with it and is not to be \
+         committed; ask the operator",
         rejected.short(),
         id.short()
     )))
+}
+
+/// Whether `record` is a rejection of its work: rejected, neither this
+/// server's own discard nor one the store records as an agent's discard or
+/// an operator's rejection of that run alone (`scopes`).
+fn refuses_the_work(
+    record: &vsh::TransactionRecord,
+    scopes: &vsh::lower::vsh_store::RejectionScopes,
+    discarded: &std::collections::BTreeSet<vsh::TransactionId>,
+) -> bool {
+    record.state == TransactionState::Rejected
+        && !discarded.contains(&record.id)
+        && scopes.scope_of(&record.id).refuses_the_work()
 }
 
 /// A revert of committed work `original` that an operator rejected (not
@@ -1977,8 +1997,9 @@ fn rejected_revert_of(
 ) -> Option<vsh::TransactionId> {
     let since = runtime.transaction(original).ok()??.updated_ms;
     let hex = original.to_hex();
+    let scopes = runtime.rejection_scopes();
     runtime.transactions().ok()?.into_iter().find_map(|record| {
-        (record.state == TransactionState::Rejected && record.created_ms >= since && !discarded.contains(&record.id))
+        (refuses_the_work(&record, &scopes, discarded) && record.created_ms >= since)
             .then(|| runtime.show(record.id).ok().flatten())
             .flatten()
             .filter(|receipt| crate::render::reverted_by(receipt) == Some(hex.as_str()))
@@ -2046,25 +2067,31 @@ fn rerun_refusal(
             "transaction {short} is a revert of {original}, not a program to run again: vsh_revert {original} makes it again"
         ));
     }
-    let state = runtime.transaction(id).ok().flatten().map(|record| record.state);
+    let record = runtime.transaction(id).ok().flatten();
+    let state = record.as_ref().map(|record| record.state);
+    let scopes = runtime.rejection_scopes();
     // The operator said no to it: running it again is theirs to decide
     // (ux73 H1: an agent re-ran rejected work in auto mode and committed it).
-    if state == Some(TransactionState::Rejected) && !discarded.contains(&id) {
+    // Its agent's own discard (this server's or any other's, recorded) and
+    // an operator's rejection of that run alone (`--only`) said nothing of
+    // the work.
+    if record.as_ref().is_some_and(|record| refuses_the_work(record, &scopes, discarded)) {
         return Some(format!(
-            "transaction {short} was rejected by an operator (or discarded with vsh_discard): it is not to be run \
-             again by an agent; ask the operator (who can run it again with vsh rerun {short})"
+            "transaction {short} was rejected by an operator: it is not to be run again by an agent; ask the \
+             operator (who can run it again with vsh rerun {short})"
         ));
     }
     // So was another run of the same work: a run of this one would be that
     // work once more (sec79 F2: a rerun of the stale first run of rejected
     // work).
-    if let Some(rejected) = runtime.runs_of_same_work(id).ok().and_then(|runs| {
-        runs.into_iter().rev().find(|run| run.state == TransactionState::Rejected && !discarded.contains(&run.id))
-    }) {
+    if let Some(rejected) = runtime
+        .runs_of_same_work(id)
+        .ok()
+        .and_then(|runs| runs.into_iter().rev().find(|run| refuses_the_work(run, &scopes, discarded)))
+    {
         return Some(format!(
-            "another run of the work of {short}, {0}, was rejected by an operator (or discarded with vsh_discard): \
-             the work is not to be run again by an agent; ask the operator (who can run it again with vsh rerun \
-             {short})",
+            "another run of the work of {short}, {0}, was rejected by an operator: the work is not to be run again \
+             by an agent; ask the operator (who can run it again with vsh rerun {short})",
             rejected.id.short()
         ));
     }

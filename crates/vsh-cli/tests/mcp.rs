@@ -1477,3 +1477,66 @@ async fn a_server_named_by_vsh_session_keeps_its_view_across_restarts() {
     assert_eq!(std::fs::read_to_string(ws.join("u.txt")).unwrap(), "one\ntheirs\n");
     second.cancel().await.unwrap();
 }
+
+/// ux77: what a rejection said no to was known only to the server that
+/// discarded its own run, for its life; an operator's `vsh reject --only`
+/// (that run alone: its reruns stand) was taken for a refusal of the work,
+/// and a restarted server took its agent's own discards for an operator's.
+/// The store records each rejection's scope: another server lets the agent
+/// run again what it discarded itself, and what an operator rejected alone,
+/// and still refuses work an operator rejected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejections_scope_outlives_the_server_that_knew_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let key = dir.path().join("authority.key");
+    let ws_arg = ws.to_str().unwrap();
+    let program = |name: &str| format!("vsh_write('{name}.txt', 'x')");
+    let (first_server, _log) = serve_with(Recorder::default(), &["--workspace", ws_arg], dir.path(), &key).await;
+    let made = |client: &Client, name: &str| {
+        let code = program(name);
+        let client = client.peer().clone();
+        async move {
+            let made = call(&client, "vsh_run", json!({"code": code})).await;
+            made.document["transaction"].as_str().unwrap().to_owned()
+        }
+    };
+    let discarded = made(&first_server, "own").await;
+    assert!(!call(first_server.peer(), "vsh_discard", json!({"transaction": discarded})).await.is_error);
+    let alone = made(&first_server, "alone").await;
+    let rejected = made(&first_server, "refused").await;
+    first_server.cancel().await.unwrap();
+    let operator = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(args)
+            .args(["--workspace", ws_arg])
+            .env_clear()
+            .env("VSH_AUTHORITY_KEY", &key)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    operator(&["reject", "--only", &alone]);
+    operator(&["reject", &rejected]);
+    // Another server: its agent's own discard and the run rejected alone
+    // are work it may run again; the work an operator rejected is not.
+    let (second_server, _log) = serve_with(Recorder::default(), &["--workspace", ws_arg], dir.path(), &key).await;
+    for id in [&discarded, &alone] {
+        let again = call(second_server.peer(), "vsh_rerun", json!({"transaction": id, "again": true})).await;
+        assert!(!again.is_error, "{id}: {}", again.text);
+    }
+    let commit = call(second_server.peer(), "vsh_commit", json!({"transaction": discarded})).await;
+    assert!(
+        commit.document["hint"].as_str().is_some_and(|hint| hint.contains("discarded with vsh_discard")),
+        "{}",
+        commit.text
+    );
+    let again = call(second_server.peer(), "vsh_rerun", json!({"transaction": rejected, "again": true})).await;
+    assert!(again.is_error && again.text.contains("was rejected by an operator"), "{}", again.text);
+    // An operator's later rejection of the work the agent discarded holds.
+    operator(&["reject", &discarded]);
+    let again = call(second_server.peer(), "vsh_rerun", json!({"transaction": discarded, "again": true})).await;
+    assert!(again.is_error && again.text.contains("rejected by an operator"), "{}", again.text);
+    second_server.cancel().await.unwrap();
+}

@@ -355,6 +355,15 @@ pub enum StoreError {
         /// What failed.
         reason: &'static str,
     },
+    /// The record of what rejections said no to failed to verify or decode.
+    #[error(
+        "the workspace's record of what its rejections refused (rejection-scopes in its data directory) is \
+         corrupt: {reason}; remove the file (every rejection is then taken as an operator's refusal of its work)"
+    )]
+    CorruptRejectionScopes {
+        /// What failed.
+        reason: &'static str,
+    },
     /// A pending-approval artifact failed to decode or verify.
     #[error("artifact {blob} is invalid")]
     Artifact {

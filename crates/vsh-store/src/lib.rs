@@ -51,6 +51,7 @@ mod kept;
 mod legacy;
 mod principals;
 mod record;
+mod rejections;
 mod scratch;
 mod seen;
 mod tempname;
@@ -74,6 +75,9 @@ pub use principals::{
     MAX_PRINCIPAL_NAME_BYTES, MAX_PRINCIPAL_NAMES, MAX_PRINCIPAL_NAMES_BYTES, PRINCIPAL_NAMES_FILE, PrincipalNames,
 };
 pub use record::{ApprovalGrant, CommitReservation, TransactionRecord};
+pub use rejections::{
+    MAX_REJECTION_SCOPES, MAX_REJECTION_SCOPES_BYTES, REJECTION_SCOPES_FILE, RejectionScope, RejectionScopes,
+};
 pub use scratch::{Regranted, ScratchLock, ScratchReport};
 pub use seen::{MAX_SEEN_CONTENTS_BYTES, MAX_SEEN_ENTRIES, SEEN_CONTENTS_FILE, SeenContents, Sighting};
 pub use txn::{

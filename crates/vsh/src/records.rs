@@ -363,6 +363,21 @@ impl Records {
         vsh_store::PrincipalNames::read(&self.data, &self.key).unwrap_or_default()
     }
 
+    /// What rejections said no to (none recorded where the record does not
+    /// verify: every rejection is then the work's).
+    pub(crate) fn rejection_scopes(&self) -> vsh_store::RejectionScopes {
+        vsh_store::RejectionScopes::read(&self.data, &self.key).unwrap_or_default()
+    }
+
+    /// Record what the rejection of `transaction` said no to, best effort
+    /// (a record lost reads as the work's, the safe reading).
+    pub(crate) fn record_rejection_scope(&self, transaction: &TransactionId, scope: vsh_store::RejectionScope) {
+        let mut scopes = self.rejection_scopes();
+        if scopes.insert(transaction, scope) {
+            let _ = scopes.write(&self.data, &self.key);
+        }
+    }
+
     /// Record `name` behind its digest, best effort.
     pub(crate) fn record_principal_name(&self, name: &str) {
         let mut names = self.principal_names();

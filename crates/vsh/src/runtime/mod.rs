@@ -140,6 +140,27 @@ impl Runtime {
         self.records.record_principal_name(name);
     }
 
+    /// What the rejection of `transaction` said no to: the work (every run
+    /// of it), that run alone, or nothing (its agent discarded it), as
+    /// recorded by [`Runtime::record_rejection_scope`]; the work where
+    /// nothing is recorded.
+    pub fn rejection_scope(&self, transaction: TransactionId) -> vsh_store::RejectionScope {
+        self.records.rejection_scopes().scope_of(&transaction)
+    }
+
+    /// Every recorded rejection scope, read once (see
+    /// [`Runtime::rejection_scope`]).
+    pub fn rejection_scopes(&self) -> vsh_store::RejectionScopes {
+        self.records.rejection_scopes()
+    }
+
+    /// Record what the rejection of `transaction` said no to, in the
+    /// workspace's MAC'd record (`vsh_store::RejectionScopes`), best effort:
+    /// a record lost or never made reads as the work's.
+    pub fn record_rejection_scope(&self, transaction: TransactionId, scope: vsh_store::RejectionScope) {
+        self.records.record_rejection_scope(&transaction, scope);
+    }
+
     /// The name recorded for `principal`, if one was and it digests to it.
     pub fn principal_name(&self, principal: &PrincipalId) -> Option<String> {
         self.records.principal_names().name_of(principal)
