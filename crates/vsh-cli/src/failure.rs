@@ -898,7 +898,11 @@ fn outside_the_workspace(printed: &str, root: &Path, tools: &[PathBuf]) -> Vec<(
                 })
             })
         } else if !shown(&path)
-            && (path.exists() || path.parent().is_some_and(|parent| parent != Path::new("/") && parent.is_dir()))
+            && (path.exists()
+                // A name under /tmp is most likely the command's own /tmp's:
+                // the host's counts only where it holds the very path.
+                || (!path.starts_with("/tmp") && !path.starts_with("/var/tmp")
+                    && path.parent().is_some_and(|parent| parent != Path::new("/") && parent.is_dir())))
         {
             // The first directory of it beyond the workspace's parents.
             let common = root.ancestors().find(|ancestor| path.starts_with(ancestor)).unwrap_or(Path::new("/"));
@@ -1032,6 +1036,19 @@ fn advice_on_what_is_shown(printed: &str, root: &Path, tools: &[PathBuf]) -> Vec
              DIR` shows it, read-only (`vsh exec --tool {} -- ...`)",
             render::shown(&named.join("; "), false),
             render::shown(&dir.display().to_string(), false)
+        ));
+    }
+    // A log the command pointed at in its own /tmp (npm's "A complete log
+    // of this run can be found in: /tmp/.npm/_logs/..."), gone with it
+    // (ux78 L7).
+    let in_tmp = printed.split(char::is_whitespace).find(|token| {
+        (token.starts_with("/tmp/") || token.starts_with("/var/tmp/")) && token.to_ascii_lowercase().contains("log")
+    });
+    if let Some(log) = in_tmp {
+        advice.push(format!(
+            "{} was in the command's own /tmp, gone when it ended: to keep a log, have the command write it in the \
+             workspace (npm: --logs-dir=DIR; or sh -c '... ; cp LOG .')",
+            render::shown(log.trim_end_matches(['.', ',', ':', ';']), false)
         ));
     }
     // git looked for its repository above a workspace that is a
@@ -1236,6 +1253,14 @@ mod tests {
             )),
             "{said}"
         );
+        // A log in the command's own /tmp.
+        let npm = "npm error A complete log of this run can be found in: /tmp/.npm/_logs/2026-12-07T00_00_00_000Z-debug-0.log";
+        let said = advice(npm, &[]);
+        assert!(
+            said.contains("/tmp/.npm/_logs/2026-12-07T00_00_00_000Z-debug-0.log was in the command's own /tmp"),
+            "{said}"
+        );
+        assert_eq!(advice("wrote /tmp/output.txt", &[]), "", "not a log");
         // pip, offline.
         let pip = "ERROR: Could not find a version that satisfies the requirement six (from versions: none)\n\
                    ERROR: No matching distribution found for six";
