@@ -831,6 +831,16 @@ const OFFLINE: [&str; 8] = [
 /// and could not reach.
 static SHOWN: std::sync::OnceLock<(PathBuf, Vec<PathBuf>)> = std::sync::OnceLock::new();
 
+/// The policy this process's run decided under, for the same advice: what
+/// of the workspace its commands may see ([`note_policy`]).
+static POLICY: std::sync::OnceLock<vsh::lower::vsh_policy::CallPolicy> = std::sync::OnceLock::new();
+
+/// Remember the policy this process's run decides under (the command line
+/// runs one).
+pub(crate) fn note_policy(policy: &vsh::lower::vsh_policy::CallPolicy) {
+    let _ = POLICY.set(policy.clone());
+}
+
 /// Remember what real commands of this process's run are shown: the
 /// workspace and the `--tool` directories.
 pub(crate) fn note_shown(workspace: &Path, tools: &[PathBuf]) {
@@ -863,10 +873,24 @@ fn lexical(path: &Path) -> PathBuf {
 /// workspace `root`, where it cannot follow (ux78 M2: `npm install
 /// ../lib`, a monorepo's `shared -> ../libs/shared` failed with "No such
 /// file", "Permission denied" or "Read-only file system", and nothing said
-/// why): each a phrase, and the directory `--tool` would show. A path the
-/// host does not hold, or one the command is shown, is no such path.
-fn outside_the_workspace(printed: &str, root: &Path, tools: &[PathBuf]) -> Vec<(String, PathBuf)> {
-    let mut found: Vec<(String, PathBuf)> = Vec::new();
+/// why), a phrase each. Nothing of the host outside the workspace is looked
+/// at (sec83 F1: a walk of what a command printed, as root, told it which
+/// host paths existed, and followed its links into `/proc`): a path out of
+/// it is judged by its name alone, and one in it is walked from the
+/// workspace's root without following a link, through paths `readable`
+/// (the policy lets the command see them), to the first link, which is
+/// named when its target leads out. What the command is shown (its tools,
+/// the system's directories, its own `/tmp`) is no such path.
+fn outside_the_workspace(
+    printed: &str,
+    root: &Path,
+    tools: &[PathBuf],
+    readable: &dyn Fn(&vsh::VPath) -> bool,
+) -> Vec<String> {
+    let shown = |path: &Path| {
+        tools.iter().any(|tool| path.starts_with(tool)) || SHOWN_SYSTEM.iter().any(|system| path.starts_with(system))
+    };
+    let mut found: Vec<String> = Vec::new();
     let separators = |c: char| c.is_whitespace() || "'\"`()[]<>,;=".contains(c);
     for token in printed.split(separators).map(|token| token.trim_end_matches([':', '.'])) {
         if found.len() == 3 {
@@ -875,51 +899,76 @@ fn outside_the_workspace(printed: &str, root: &Path, tools: &[PathBuf]) -> Vec<(
         if !token.contains('/') || token.contains("://") || token.len() > 1024 {
             continue;
         }
+        // An absolute name under /tmp is the command's own /tmp's; one
+        // reached from the workspace (`../x`, a link) is the host's.
+        if ["/tmp/", "/var/tmp/"].iter().any(|tmp| token.starts_with(tmp)) {
+            continue;
+        }
         let path = lexical(&root.join(token));
-        let shown = |path: &Path| {
-            tools.iter().any(|tool| path.starts_with(tool))
-                || SHOWN_SYSTEM.iter().any(|system| path.starts_with(system))
-        };
         let finding = if root.starts_with(&path) {
             // A directory on the way to the workspace, which it is shown.
             None
-        } else if path.starts_with(root) {
-            // A symlink on its way that leads out.
-            let mut walked = root.to_owned();
-            path.strip_prefix(root).ok().and_then(|rest| {
-                rest.components().find_map(|component| {
-                    walked.push(component);
-                    let target = std::fs::read_link(&walked).ok()?;
-                    let landing = lexical(&walked.parent()?.join(&target));
-                    (!landing.starts_with(root) && !shown(&landing) && landing.exists()).then(|| {
-                        let name = walked.strip_prefix(root).unwrap_or(&walked).display().to_string();
-                        (format!("{name}, a symlink to {}", target.display()), landing)
-                    })
-                })
-            })
-        } else if !shown(&path)
-            && (path.exists()
-                // A name under /tmp is most likely the command's own /tmp's:
-                // the host's counts only where it holds the very path.
-                || (!path.starts_with("/tmp") && !path.starts_with("/var/tmp")
-                    && path.parent().is_some_and(|parent| parent != Path::new("/") && parent.is_dir())))
-        {
-            // The first directory of it beyond the workspace's parents.
-            let common = root.ancestors().find(|ancestor| path.starts_with(ancestor)).unwrap_or(Path::new("/"));
-            let beyond = path.strip_prefix(common).ok().and_then(|rest| rest.components().next());
-            let dir = beyond.map_or_else(|| path.clone(), |first| common.join(first));
-            let dir = if dir.is_dir() { dir } else { path.parent().map_or_else(|| path.clone(), Path::to_owned) };
-            Some((format!("{token}, outside the workspace"), dir))
+        } else if let Ok(inside) = path.strip_prefix(root) {
+            link_out_of(root, inside, readable)
+                .filter(|(_, landing)| !shown(landing))
+                .map(|(link, target)| format!("{link}, a symlink to {}", target.display()))
         } else {
-            None
+            (!shown(&path)).then(|| format!("{token}, outside the workspace"))
         };
         if let Some(finding) = finding
-            && !found.iter().any(|(said, _)| *said == finding.0)
+            && !found.contains(&finding)
         {
             found.push(finding);
         }
     }
     found
+}
+
+/// The first symlink on the way to `inside` (relative to the workspace
+/// `root`) when its target leads out of the workspace: its name, and where
+/// it leads (taken by name, never looked at). Walked by descriptor from the
+/// root, no link followed, only through paths `readable`, never into vsh's
+/// data directory; `None` for anything else.
+fn link_out_of(root: &Path, inside: &Path, readable: &dyn Fn(&vsh::VPath) -> bool) -> Option<(String, PathBuf)> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open(root, flags, Mode::empty()).ok()?;
+    let mut walked = PathBuf::new();
+    for component in inside.components() {
+        let std::path::Component::Normal(name) = component else { return None };
+        walked.push(name);
+        let named = vsh::VPath::parse(walked.to_str()?).ok()?;
+        if walked.starts_with(".vsh") || !readable(&named) {
+            return None;
+        }
+        let stat = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Directory => dir = rustix::fs::openat(&dir, name, flags, Mode::empty()).ok()?,
+            FileType::Symlink => {
+                let target = rustix::fs::readlinkat(&dir, name, Vec::new()).ok()?;
+                let target = PathBuf::from(std::ffi::OsString::from(target.to_str().ok()?));
+                let landing = lexical(&root.join(walked.parent()?).join(&target));
+                return (!landing.starts_with(root)).then(|| (walked.display().to_string(), target));
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// What real commands' failure (`error`) says of what they were not shown,
+/// under `policy` (what they may see of the workspace): paths out of the
+/// workspace, a log left in their own `/tmp`, a repository above the
+/// workspace. Nothing where this process ran no command with settings.
+pub(crate) fn shown_advice(error: &VshError, policy: &vsh::lower::vsh_policy::CallPolicy) -> Vec<String> {
+    shown_advice_on(&failed_output(error), policy)
+}
+
+/// [`shown_advice`] for what a failure printed.
+fn shown_advice_on(printed: &str, policy: &vsh::lower::vsh_policy::CallPolicy) -> Vec<String> {
+    let Some((root, tools)) = SHOWN.get() else { return Vec::new() };
+    let readable = |path: &vsh::VPath| policy.authorize(path, vsh::lower::vsh_policy::AccessKind::MetadataRead).is_ok();
+    advice_on_what_is_shown(printed, root, tools, &readable)
 }
 
 /// What the operator can do about `error`, a sentence each (the text's
@@ -1026,16 +1075,21 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
 /// What a failed command's output (`printed`) says of what it was not
 /// shown, for a workspace `root` and `tools` directories: paths out of the
 /// workspace, and a repository above it.
-fn advice_on_what_is_shown(printed: &str, root: &Path, tools: &[PathBuf]) -> Vec<String> {
+fn advice_on_what_is_shown(
+    printed: &str,
+    root: &Path,
+    tools: &[PathBuf],
+    readable: &dyn Fn(&vsh::VPath) -> bool,
+) -> Vec<String> {
     let mut advice = Vec::new();
-    let outside = outside_the_workspace(printed, root, tools);
-    if let Some((_, dir)) = outside.first() {
-        let named: Vec<&str> = outside.iter().map(|(said, _)| said.as_str()).collect();
+    let outside = outside_the_workspace(printed, root, tools, readable);
+    if !outside.is_empty() {
+        // No directory is named to grant (sec83 F2: a command's output
+        // had vsh advise a sibling workspace, or /root).
         advice.push(format!(
             "it named {}: a real command sees only the workspace, the system's directories and what `--tool \
-             DIR` shows it, read-only (`vsh exec --tool {} -- ...`)",
-            render::shown(&named.join("; "), false),
-            render::shown(&dir.display().to_string(), false)
+             DIR` shows it, read-only (all of DIR: never one that holds secrets or another workspace)",
+            render::shown(&outside.join("; "), false)
         ));
     }
     // A log the command pointed at in its own /tmp (npm's "A complete log
@@ -1107,8 +1161,10 @@ fn advice_from_output(printed: &str) -> Vec<String> {
     if let Some(name) = spaced {
         advice.push(missing_program_advice(name));
     }
-    if let Some((root, tools)) = SHOWN.get() {
-        advice.extend(advice_on_what_is_shown(printed, root, tools));
+    // What the command was not shown, under the policy the command line's
+    // run decided under (an agent's server adds it with its own).
+    if let Some(policy) = POLICY.get() {
+        advice.extend(shown_advice_on(printed, policy));
     }
     // The sandbox refuses `socket()` (EPERM) without a network: a test's own
     // server, `cargo fix`'s lock listener.
@@ -1221,26 +1277,40 @@ mod tests {
         std::fs::create_dir_all(top.join("repo/leftpad")).unwrap();
         std::fs::write(top.join("repo/leftpad/package.json"), "{}").unwrap();
         std::os::unix::fs::symlink("../libs/shared", root.join("shared")).unwrap();
-        let advice = |printed: &str, tools: &[PathBuf]| advice_on_what_is_shown(printed, &root, tools).join("\n");
+        // The policy hides `secret/` from commands: nothing in it is walked.
+        std::fs::create_dir(root.join("secret")).unwrap();
+        std::os::unix::fs::symlink("/root/.ssh", root.join("secret/keys")).unwrap();
+        let readable = |path: &vsh::VPath| !path.as_str().starts_with("secret");
+        let advice =
+            |printed: &str, tools: &[PathBuf]| advice_on_what_is_shown(printed, &root, tools, &readable).join("\n");
         let said = advice("cat: shared/util.py: No such file or directory", &[]);
         assert!(said.contains("it named shared, a symlink to ../libs/shared"), "{said}");
-        assert!(said.contains(&format!("--tool {}", top.join("repo/libs/shared").display())), "{said}");
+        // No directory is named to grant (sec83 F2).
+        assert!(!said.contains("--tool /") && said.contains("never one that holds secrets"), "{said}");
         let said = advice("npm error enoent Could not read package.json: ../leftpad/package.json", &[]);
         assert!(said.contains("../leftpad/package.json, outside the workspace"), "{said}");
-        assert!(said.contains(&format!("--tool {} ", top.join("repo/leftpad").display())), "{said}");
-        let absolute = format!("open '{}/repo/leftpad/package.json'", top.display());
-        assert!(advice(&absolute, &[]).contains("outside the workspace"));
-        // Shown to it: its tools, the system, the workspace and its way there.
-        assert_eq!(advice(&absolute, &[top.join("repo/leftpad")]), "");
+        let absolute = "open '/opt/leftpad/package.json'";
+        assert!(advice(absolute, &[]).contains("/opt/leftpad/package.json, outside the workspace"));
+        // A path out of the workspace is judged by its name: nothing of the
+        // host is looked at, so whether it exists is never told (sec83 F1).
+        assert!(advice("cat: ../nothing/here.txt: No such file", &[]).contains("../nothing/here.txt, outside"));
+        assert!(advice("ls: /root/.ssh/id_rsa: Permission denied", &[]).contains("/root/.ssh/id_rsa, outside"));
+        // Nor is a link walked where the policy hides it, or in vsh's data.
+        std::fs::create_dir_all(root.join(".vsh/data/scratch")).unwrap();
+        std::os::unix::fs::symlink("/root", root.join(".vsh/data/scratch/p")).unwrap();
+        for hidden in ["secret/keys/id_rsa: No such file", ".vsh/data/scratch/p/.ssh/x: denied"] {
+            assert_eq!(advice(hidden, &[]), "", "{hidden}");
+        }
+        // Shown to it: its tools, the system, its own /tmp, the workspace and its way there.
+        assert_eq!(advice(absolute, &[PathBuf::from("/opt/leftpad")]), "");
         for shown in [
             "cat: /etc/shadow: Permission denied",
             "src/main.rs:1: error",
+            "wrote /tmp/output.txt",
             &format!("any parent up to mount point {}", top.join("repo").display()),
         ] {
             assert_eq!(advice(shown, &[]), "", "{shown}");
         }
-        // The host holds nothing there.
-        assert_eq!(advice("cat: ../nothing/here.txt: No such file or directory", &[]), "");
         // A repository above the workspace.
         let git = "fatal: not a git repository (or any of the parent directories): .git";
         assert_eq!(advice(git, &[]), "", "no repository above it yet");
@@ -1260,7 +1330,6 @@ mod tests {
             said.contains("/tmp/.npm/_logs/2026-12-07T00_00_00_000Z-debug-0.log was in the command's own /tmp"),
             "{said}"
         );
-        assert_eq!(advice("wrote /tmp/output.txt", &[]), "", "not a log");
         // pip, offline.
         let pip = "ERROR: Could not find a version that satisfies the requirement six (from versions: none)\n\
                    ERROR: No matching distribution found for six";

@@ -32,6 +32,9 @@ struct Shared {
     /// Whether a signal during a commit was told it cannot stop it (said
     /// once, however many come).
     told: AtomicBool,
+    /// Whether a step that is never stopped halfway runs (an approval being
+    /// recorded): a signal then is kept, never acted on at once.
+    holding: AtomicBool,
 }
 
 /// The process's signal thread, started by the first [`Interrupts::install`].
@@ -66,6 +69,7 @@ impl Interrupts {
         *shared.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
         shared.received.store(0, Ordering::Release);
         shared.told.store(false, Ordering::Release);
+        shared.holding.store(false, Ordering::Release);
         shared.over.store(false, Ordering::Release);
         Ok(Self { shared })
     }
@@ -79,6 +83,15 @@ impl Interrupts {
             cancel.cancel();
         }
         cancel
+    }
+
+    /// Keep every signal, acting on none, until the returned guard is
+    /// dropped: for a step that must not end halfway (an approval being
+    /// recorded; sec83 F3: a second Ctrl-C ended vsh there, the work left
+    /// approved and nothing said). The first is [`Interrupts::received`].
+    pub(crate) fn hold(&self) -> Holding<'_> {
+        self.shared.holding.store(true, Ordering::Release);
+        Holding(self)
     }
 
     /// The first signal received, if any.
@@ -102,6 +115,15 @@ impl Interrupts {
     }
 }
 
+/// A step [`Interrupts::hold`] keeps signals from, until dropped.
+pub(crate) struct Holding<'a>(&'a Interrupts);
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        self.0.shared.holding.store(false, Ordering::Release);
+    }
+}
+
 impl Drop for Interrupts {
     fn drop(&mut self) {
         self.shared.over.store(true, Ordering::Release);
@@ -122,6 +144,10 @@ fn serve(mut signals: Signals, shared: &Shared) {
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .is_some_and(ExecutionCancellation::commit_entered);
+        if shared.holding.load(Ordering::Acquire) && !over {
+            let _ = shared.received.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire);
+            continue;
+        }
         if entered && !over {
             if shared.received.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire).is_err()
                 && !shared.told.swap(true, Ordering::AcqRel)

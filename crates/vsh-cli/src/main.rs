@@ -479,6 +479,13 @@ impl CommandSettings {
         failure::note_shown(&workspace, &tools);
         for tool in &self.tools {
             let real = std::fs::canonicalize(tool).unwrap_or_else(|_| tool.clone());
+            if let Some(what) = sensitive_tool(&real, &workspace) {
+                say!(
+                    "vsh: warning: --tool {}: it holds {what}: commands may read all of it, as it is on disk, \
+                     whatever a policy protects there; give the tool's own directory",
+                    tool.display()
+                );
+            }
             if workspace.starts_with(&real) && real.parent().is_some() {
                 say!(
                     "vsh: warning: --tool {}: it holds the workspace, so commands may read everything under it \
@@ -498,6 +505,30 @@ impl CommandSettings {
             None => config,
         }
     }
+}
+
+/// What a `--tool` directory `dir` (its real path) holds that no tool
+/// should show a command (sec83 F2: a failed command's output had vsh
+/// name a sibling workspace, then `/root`, and the grant went through with
+/// no word): another vsh workspace (a `.vsh` in it or in a directory of
+/// it), or a home directory's keys (`.ssh` or `.gnupg` in it or a
+/// directory of it: another user's home, `/root`). `None` for a directory
+/// holding the workspace or `$HOME`, said otherwise.
+fn sensitive_tool(dir: &std::path::Path, workspace: &std::path::Path) -> Option<String> {
+    let holds = |name: &str| {
+        dir.join(name).is_dir()
+            || std::fs::read_dir(dir).is_ok_and(|entries| {
+                entries.filter_map(Result::ok).take(4096).any(|entry| entry.path().join(name).is_dir())
+            })
+    };
+    let home = std::env::var_os("HOME").map(|home| std::fs::canonicalize(&home).unwrap_or(home.into()));
+    if workspace.starts_with(dir) || home.is_some_and(|home| home.starts_with(dir)) {
+        return None;
+    }
+    if holds(".ssh") || holds(".gnupg") {
+        return Some("a home directory's keys".to_owned());
+    }
+    holds(".vsh").then(|| "another vsh workspace".to_owned())
 }
 
 /// How a command that must take the commit lock waits for it: it says so on
@@ -1339,15 +1370,7 @@ fn run_program(
     if let Some(intent) = &run.intent {
         request = request.with_intent(intent);
     }
-    if run.accept_failure {
-        if language == vsh::Language::Monty {
-            usage_conflict("--accept-failure is for Bash programs and real commands (a Monty program raises)");
-        }
-        request = request.with_failure_accepted();
-    }
-    if run.scratch.fresh_scratch {
-        request = request.with_fresh_scratch();
-    }
+    request = with_command_flags(request, run.accept_failure, &run.scratch);
     let on_stale = |attempt: u32, error: &vsh::VshError| {
         if let vsh::VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { total, .. }) = error {
             say!(
@@ -1467,6 +1490,26 @@ enum Interruptible {
     Interrupted(u8),
 }
 
+/// `request` with what `vsh run`, `exec` and `rerun` say of real commands:
+/// a failing one's status accepted as the outcome (refused for a Monty
+/// program, which raises), fresh scratch directories.
+fn with_command_flags<'a>(
+    mut request: RunRequest<'a>,
+    accept_failure: bool,
+    scratch: &args::ScratchArgs,
+) -> RunRequest<'a> {
+    if accept_failure {
+        if request.language == vsh::Language::Monty {
+            usage_conflict("--accept-failure is for Bash programs and real commands (a Monty program raises)");
+        }
+        request = request.with_failure_accepted();
+    }
+    if scratch.fresh_scratch {
+        request = request.with_fresh_scratch();
+    }
+    request
+}
+
 /// Run `request` (again after a stale commit, up to `retries` times, as
 /// [`Runtime::run_retrying_stale`] does) with Ctrl-C, `SIGTERM` and `SIGHUP`
 /// cancelling it instead of ending the process under its commands (see
@@ -1478,6 +1521,7 @@ fn run_interruptible(
     retries: u32,
     mut on_stale: impl FnMut(u32, &vsh::VshError),
 ) -> Result<Interruptible, Box<dyn std::error::Error>> {
+    failure::note_policy(runtime.policy().calls());
     let since = now_ms();
     let mut attempt = 0;
     loop {
@@ -1760,15 +1804,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }
-    if rerun.accept_failure {
-        if stored.language == vsh::Language::Monty {
-            usage_conflict("--accept-failure is for Bash programs and real commands (a Monty program raises)");
-        }
-        request = request.with_failure_accepted();
-    }
-    if rerun.scratch.fresh_scratch {
-        request = request.with_fresh_scratch();
-    }
+    request = with_command_flags(request, rerun.accept_failure, &rerun.scratch);
     // One phase for the run and the commit auto mode may make after it: a
     // signal between them is the commit's (it has not begun) to stop.
     let interrupts = interrupt::Interrupts::install()?;
@@ -1779,11 +1815,17 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if !output.quiet && !rerun.stored.common.json {
         say_ran_again(&runtime, id, receipt.transaction)?;
     }
-    let receipt = if rerun.approve_same { approve_same(&runtime, id, receipt, output)? } else { receipt };
+    let receipt = if rerun.approve_same {
+        let _held = interrupts.hold();
+        approve_same(&runtime, id, receipt, output)?
+    } else {
+        receipt
+    };
     // Approved at once in auto mode: committed, as auto mode asks (ux77:
     // it was left approved, exit 4).
     if mode == vsh::RunMode::Auto && receipt.state == TransactionState::Approved {
-        return commit_command(&runtime, receipt.transaction, rerun.stored.common.json, output, now_ms(), &interrupts);
+        let (json, now) = (rerun.stored.common.json, now_ms());
+        return commit_command(&runtime, receipt.transaction, json, output, now, &interrupts, true);
     }
     let asked = if mode == vsh::RunMode::Auto { Asked::Commit } else { Asked::Review };
     let code = failed_exit_code(&receipt, rerun.accept_failure).unwrap_or(exit_code(&receipt, asked, output.detailed));
@@ -2158,6 +2200,7 @@ fn commit_command(
     output: Output,
     now: u64,
     interrupts: &interrupt::Interrupts,
+    approved_here: bool,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     // Ctrl-C, SIGTERM or SIGHUP stop a commit that has not begun, and let
     // one that has run to its end (ux75 M2: the signal ended the process
@@ -2166,7 +2209,15 @@ fn commit_command(
     if let Some(signal) = interrupts.received() {
         let name = interrupt::Interrupts::name(signal);
         // After a hangup stderr may be gone: the exit code still says it.
-        let said = if matches!(committed, Err(vsh::VshError::Cancelled)) {
+        let said = if matches!(committed, Err(vsh::VshError::Cancelled)) && approved_here {
+            // It waited for an approval before this command (sec83 F3: "waits
+            // as it did" said of work this command had approved).
+            format!(
+                "vsh: interrupted ({name}) before the commit changed anything: nothing was committed; {0} is \
+                 approved and waits for its commit (vsh commit {0} commits it, vsh reject {0} rejects it)\n",
+                id.short()
+            )
+        } else if matches!(committed, Err(vsh::VshError::Cancelled)) {
             format!(
                 "vsh: interrupted ({name}) before the commit changed anything: nothing was committed, and {0} \
                  waits as it did (vsh commit {0} commits it)\n",
@@ -2225,7 +2276,10 @@ fn approve_and_commit(
         return Ok(interrupted(signal, "approval: nothing was approved or committed".to_owned()));
     }
     // Said by the commit's receipt; an approval that did not happen is the error.
-    approve_command(runtime, id, approve, false, Output { quiet: true, ..output }, now)?;
+    {
+        let _held = interrupts.hold();
+        approve_command(runtime, id, approve, false, Output { quiet: true, ..output }, now)?;
+    }
     if let Some(signal) = interrupts.received() {
         let what = format!(
             "commit: nothing was committed; {0} is approved and waits for its commit (vsh commit {0} commits it, \
@@ -2234,7 +2288,7 @@ fn approve_and_commit(
         );
         return Ok(interrupted(signal, what));
     }
-    commit_command(runtime, id, json, output, now, interrupts)
+    commit_command(runtime, id, json, output, now, interrupts, true)
 }
 
 /// `vsh approve TX`. Approving twice changes nothing and says so (exit 0),
@@ -2483,6 +2537,14 @@ fn salvage_log(config: &RuntimeConfig, output: Output) -> Result<vsh::lower::vsh
     Ok(salvaged)
 }
 
+/// The signals a commit, or an approval and its commit, catches from its
+/// start ([`interrupt::Interrupts`]); `None` for any other command.
+fn commit_interrupts(command: &Command) -> std::io::Result<Option<interrupt::Interrupts>> {
+    matches!(command, Command::Commit(_) | Command::Approve(args::ApproveArgs { commit: true, .. }))
+        .then(interrupt::Interrupts::install)
+        .transpose()
+}
+
 fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, transaction, timeout) = match command {
         Command::Pending(common) | Command::Policy { action: args::PolicyAction::Show(common) } => (common, None, None),
@@ -2515,8 +2577,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
     // A commit, or an approval and its commit, catches Ctrl-C from the
     // start: a signal before the commit begins stops it with a line saying
     // what stands (ux77 F5: the default ended vsh silently, mid-approval).
-    let committing = matches!(command, Command::Commit(_) | Command::Approve(args::ApproveArgs { commit: true, .. }));
-    let interrupts = committing.then(interrupt::Interrupts::install).transpose()?;
+    let interrupts = commit_interrupts(command)?;
     let salvaged = match command {
         Command::Recover(recover) if recover.salvage_log => Some(salvage_log(&config, output)?),
         _ => None,
@@ -2550,7 +2611,8 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
         (Command::Reject(reject), Some(id)) => reject_command(&runtime, id, reject.only, common.json, output, now),
         (Command::Commit(_), Some(id)) => {
-            commit_command(&runtime, id, common.json, output, now, interrupts.as_ref().expect("installed for a commit"))
+            let interrupts = interrupts.as_ref().expect("installed for a commit");
+            commit_command(&runtime, id, common.json, output, now, interrupts, false)
         }
         (Command::Recover(recover), Some(id)) => {
             // Nothing to restore is no failed commit: said as what it is.

@@ -960,6 +960,7 @@ fn ran_result(
     // to its operator (a tool directory, a longer timeout);
     // a time the agent's own budget set is the agent's to raise.
     let mut advice = crate::failure::advice_for(&error);
+    advice.extend(crate::failure::shown_advice(&error, runtime.policy().calls()));
     // The agent keeps a failing run's changes itself (ux61 5:
     // it was sent to the operator for a flag serve has not).
     let acceptable = crate::failure::failure_keeps_changes(&error);

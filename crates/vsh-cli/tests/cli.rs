@@ -4676,6 +4676,10 @@ fn an_interrupted_approval_and_commit_says_what_stands() {
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(delay));
         let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        // Twice, at once, as an impatient operator does (sec83 F3: the
+        // second ended vsh while it approved, the work left approved).
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
         let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         let files = std::fs::read_dir(dir.path().join("gen")).map_or(0, Iterator::count) - 1;
@@ -4689,6 +4693,8 @@ fn an_interrupted_approval_and_commit_says_what_stands() {
             }
             Some(130) if stderr.contains("interrupted (SIGINT) before the commit") => {
                 assert!(stderr.contains(&format!("vsh commit {}", &id[..12])), "{stderr}");
+                // It was approved here: never "waits as it did" (sec83 F3).
+                assert!(stderr.contains("is approved and waits for its commit"), "{stderr}");
                 assert_eq!((files, state.as_str()), (0, "approved"), "{delay} ms: {stderr}");
                 "approved, not committed"
             }
@@ -4988,6 +4994,34 @@ fn a_tool_directory_that_holds_a_home_is_warned_about() {
         .unwrap();
     let said = String::from_utf8_lossy(&warned.stderr);
     assert!(said.contains("it holds the workspace, so commands may read everything under it"), "{said}");
+    // sec83 F2: another workspace, or a home's keys (another user's, or
+    // /root), by itself or a directory of it, is warned of too; a tool's
+    // own directory is not.
+    let warns = |tool: &Path| {
+        let output = Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["exec", "-q", "--workspace", ws, "--tool"])
+            .arg(tool)
+            .args(["--", "true"])
+            .env_clear()
+            .env("HOME", dir.path().join("home"))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let others = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(others.path().join("ws2/.vsh")).unwrap();
+    std::fs::create_dir_all(others.path().join("bob/.ssh")).unwrap();
+    std::fs::create_dir_all(others.path().join("tool/bin")).unwrap();
+    for (tool, what) in [
+        (others.path().join("ws2"), "another vsh workspace"),
+        (others.path().join("bob"), "a home directory's keys"),
+        (others.path().to_owned(), "a home directory's keys"),
+    ] {
+        let said = warns(&tool);
+        assert!(said.contains(&format!("it holds {what}: commands may read all of it")), "{}: {said}", tool.display());
+    }
+    assert_eq!(warns(&others.path().join("tool")), "");
     for own in ["/proc", "/proc/self", "/dev", "/sys", "/tmp"] {
         let refused = Command::new(env!("CARGO_BIN_EXE_vsh"))
             .args(["exec", "--workspace", ws, "--tool", own, "--", "true"])
