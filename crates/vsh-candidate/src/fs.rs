@@ -98,8 +98,9 @@ const RANGE_READS_FROM: u64 = 8 << 20;
 /// 1 GiB budget: 262,144 nodes) instead of holding gigabytes here.
 pub const NODE_WRITE_COST: u64 = 4096;
 
-/// The time every directory shows that no process changed through this
-/// filesystem: 2000-01-01, fixed (see [`CandidateFs`]'s attributes).
+/// The time every directory shows whose entries no process changed through
+/// this filesystem: 2000-01-01, fixed (see [`CandidateFs`]'s attributes);
+/// one whose entries a process made, removed or renamed shows when.
 const DIRECTORY_TIME: Duration = Duration::from_hours(262_968);
 
 /// The permission bits a new file gets in the image, before the caller's mode.
@@ -352,6 +353,14 @@ impl<B: Backend> CandidateFs<B> {
     }
 
     /// The path of `name` in the directory `parent`.
+    /// Note that the directory `parent`'s entries changed now: its time
+    /// shows it from here on (ux79 H1: every directory kept its fixed time,
+    /// and Python, which caches a directory's listing until its time
+    /// changes, never found a module the command wrote and then imported).
+    fn entries_changed(&self, parent: INodeNo) {
+        self.lock().written.insert(parent.0, SystemTime::now());
+    }
+
     fn child_of(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
         let parent = self.path_of(parent)?;
         child_path(&parent, name)
@@ -645,6 +654,7 @@ impl<B: Backend> CandidateFs<B> {
         }
         self.charge_node(&path)?;
         self.done(FsRequest::Write { path: path.clone(), data: Vec::new() })?;
+        self.entries_changed(parent);
         self.set_created_mode(&path, mode, umask, DEFAULT_FILE_MODE)?;
         let meta = self.stat(&path)?;
         let mut guard = self.lock();
@@ -667,6 +677,7 @@ impl<B: Backend> CandidateFs<B> {
             _ => {}
         }
         self.done(FsRequest::Remove { path: path.clone(), recursive: false })?;
+        self.entries_changed(parent);
         let mut state = self.lock();
         if let Some(&number) = state.inodes.numbers.get(&path) {
             if meta.kind == NodeType::File {
@@ -864,6 +875,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
         let created = self.child_of(parent, name).and_then(|path| {
             self.charge_node(&path)?;
             self.done(FsRequest::Mkdir { path: path.clone(), recursive: false })?;
+            self.entries_changed(parent);
             self.set_created_mode(&path, mode, umask, DEFAULT_DIR_MODE)?;
             self.entry(&path)
         });
@@ -895,6 +907,7 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
             let target = target.to_str().ok_or(Errno::EINVAL)?.to_owned();
             self.charge_node(&path)?;
             self.done(FsRequest::Symlink { path: path.clone(), target })?;
+            self.entries_changed(parent);
             self.entry(&path)
         });
         match made {
@@ -915,7 +928,11 @@ impl<B: Backend> Filesystem for CandidateFs<B> {
     ) {
         let _linger = Linger(self);
         match self.do_rename((parent, name), (newparent, newname), flags) {
-            Ok(()) => reply.ok(),
+            Ok(()) => {
+                self.entries_changed(parent);
+                self.entries_changed(newparent);
+                reply.ok();
+            }
             Err(errno) => reply.error(errno),
         }
     }

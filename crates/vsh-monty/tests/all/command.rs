@@ -875,6 +875,24 @@ fn a_directory_shows_one_fixed_time_run_after_run() {
     assert_eq!(again, "946684800\n");
 }
 
+/// ux79 H1: every directory showed one fixed time, so Python, which caches
+/// a directory's listing until its time changes, never found a module a
+/// command wrote after its first import (a test generating code, then
+/// importing it). A directory whose entries a process changed shows when.
+#[test]
+fn a_module_a_command_writes_is_found_by_its_next_import() {
+    let Some(_processes) = fuse_available() else { return };
+    let mut ws = Workspace::with(&files());
+    let script = "try:\n    import not_here\nexcept ImportError:\n    pass\n\
+                  import os\nos.makedirs('gen', exist_ok=True)\n\
+                  open('gen_mod.py', 'w').write('X = 1\\n')\nopen('gen/inner.py', 'w').write('Y = 2\\n')\n\
+                  import gen_mod, gen.inner\nprint(gen_mod.X + gen.inner.Y)\n\
+                  before = os.stat('src').st_mtime\nos.rename('notes/todo.md', 'src/todo.md')\n\
+                  print(os.stat('src').st_mtime > before, os.stat('notes').st_mtime > before)";
+    let outcome = ws.command(&["python3", "-c", script]);
+    assert_eq!(stdout_of(&outcome), "3\nTrue True\n", "{outcome:?}");
+}
+
 /// ux76: `/var/tmp` did not exist in a command's root, and `mktemp -p
 /// /var/tmp` failed. It is the command's private `/tmp` again: writable,
 /// executable, gone with the command, never the host's.
