@@ -1468,13 +1468,20 @@ fn cut_output(stdout: &[u8], stderr: &[u8]) -> Option<u8> {
 /// `--raw` for a run that failed: a Bash program's or command's own output
 /// as it printed it and what happened in one line; other errors as usual.
 fn raw_failure(error: Box<dyn std::error::Error>, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
-    let Some(vsh::VshError::Bash { source, .. }) = error.downcast_ref::<vsh::VshError>() else { return Err(error) };
+    let Some(failed @ vsh::VshError::Bash { source, .. }) = error.downcast_ref::<vsh::VshError>() else {
+        return Err(error);
+    };
     let vsh::lower::vsh_monty::ExecutionError::Bash { stdout, stderr, exit_code, failure, .. } = source.as_ref() else {
         return Err(error);
     };
     write_streams(stdout, stderr)?;
     if !output.quiet {
         say!("vsh: the program failed ({failure}): nothing of it is kept (--accept-failure keeps it)");
+        // What to do about it, as without --raw (ux79 M1: the network's,
+        // a path's out of the workspace, a repository's above it).
+        for advice in failure::advice_for(failed).iter().filter(|advice| !advice.contains("--accept-failure")) {
+            say!("vsh: {advice}");
+        }
     }
     // Its own status, as the command's would be (a status vsh cannot pass
     // on, or output vsh cut, is 1).

@@ -3954,6 +3954,11 @@ fn exec_raw_prints_the_commands_own_output_and_the_outcome_in_one_line() {
     assert_eq!((failed.status.code(), failed.stdout.as_slice()), (Some(3), &b"out\n"[..]), "{failed:?}");
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(stderr.starts_with("err\n") && stderr.contains("failed (exit status 3)"), "{stderr}");
+    // And what to do about it, as without --raw (ux79 M1).
+    let offline = "echo 'curl: (6) Could not resolve host: example.com' >&2; exit 6";
+    let failed = vsh(&["exec", "--raw", "--workspace", ws, "--", "sh", "-c", offline], None);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("vsh: if it needed the network"), "{stderr}");
     let accepted = vsh(&["exec", "--raw", "--accept-failure", "--workspace", ws, "--", "sh", "-c", failing], None);
     assert!(String::from_utf8_lossy(&accepted.stderr).contains(", the program exited 3"), "{accepted:?}");
     assert_eq!(accepted.status.code(), Some(3), "{accepted:?}");
@@ -5258,6 +5263,55 @@ fn a_rule_denying_modify_lets_commands_add_files_with_modes_and_names_the_file_i
         (&"migrations/001.sql".into(), &"modify".into()),
         "{receipt}"
     );
+}
+
+/// ux79 H2: a rule denying only `create` refused edits of files the
+/// workspace holds: `sed -i`'s and `os.replace`'s temporary files, and
+/// `rm f; echo > f`, `install` or `tar -x` over a file, were judged creates.
+/// What a command makes and removes again is left to the diff, and a file
+/// the base held is modified however it is rewritten; a file the command
+/// leaves where creating one is denied denies the run, under its name.
+#[test]
+fn a_rule_denying_create_lets_commands_rewrite_what_the_workspace_holds() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "generated/a.txt", "a\n");
+    write(dir.path(), "generated/b.txt", "b\n");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "version = 1\n[[protect]]\npattern = \"generated/**\"\naccess = [\"create\"]\n").unwrap();
+    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    let exec = |script: &str| {
+        let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
+        let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)
+            .unwrap_or_else(|_| panic!("{script}: {}", String::from_utf8_lossy(&ran.stderr)));
+        (ran.status.code(), receipt)
+    };
+    for script in [
+        "sed -i s/a/A/ generated/a.txt",
+        "python3 -c \"import os; open('generated/t.tmp', 'w').write('A'); os.replace('generated/t.tmp', 'generated/a.txt')\"",
+        "rm generated/a.txt && echo A > generated/a.txt",
+        "echo x > generated/scratch.tmp && rm generated/scratch.tmp && echo B > generated/b.txt",
+    ] {
+        let (code, receipt) = exec(script);
+        assert_eq!(code, Some(0), "{script}: {receipt}");
+        assert_ne!(receipt["state"], "denied", "{script}: {receipt}");
+        assert!(receipt["changes"].as_array().unwrap().iter().all(|change| change["kind"] == "modify"), "{receipt}");
+    }
+    // A program's own rewrite of such a file is a modify too.
+    let program = "from pathlib import Path\np = Path('generated/b.txt')\np.unlink()\np.write_text('C')";
+    let ran = vsh(&["run", "--workspace", ws, "--json", "-"], Some(program));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert_ne!(receipt["state"], "denied", "{receipt}");
+    // (A preview whose diff is denied exits 0: its receipt says so.)
+    let (code, receipt) = exec("echo new > generated/c.txt");
+    assert_eq!((code, &receipt["state"]), (Some(0), &serde_json::json!("denied")), "{receipt}");
+    let denied = &receipt["decision"]["denied"][0];
+    assert_eq!((&denied["path"], &denied["access"]), (&"generated/c.txt".into(), &"create".into()), "{receipt}");
 }
 
 /// ux78 M1: a command that changed a file past the 256 MiB a run holds of

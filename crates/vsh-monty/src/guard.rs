@@ -418,11 +418,31 @@ impl<'a> OsHost<'a> {
         self.meter.charge_evidence(1, path.as_str().len() as u64)?;
         match self.refusal(path, access, guest)? {
             None => Ok(()),
+            Some(denied) if self.left_to_the_diff(&denied) => Ok(()),
             Some(denied) => {
                 self.record_denial(denied)?;
                 Err(Fault::Guest(oserror::os_error(EACCES, guest)))
             }
         }
+    }
+
+    /// Whether a real command's refused creation `denied` is left to the
+    /// diff instead (ux79 H2: a rule denying `create` refused `sed -i`'s,
+    /// `os.replace`'s and `ln -sf`'s temporary files, never in the diff, so
+    /// edits of files the workspace holds failed): a command's processes
+    /// make and remove what they like where the policy lets them see, and
+    /// the transaction's decision judges what stays (a file left where a
+    /// rule denies creating one denies the run, naming it). Only the
+    /// operator's rules and writable roots: never a name the policy hides,
+    /// vsh's data, a nested vsh store or `.git` (git meets the refusal and
+    /// stops there, instead of leaving objects for the decision to deny),
+    /// which are refused as they are met; never a program's own call, whose
+    /// `PermissionError` says at once what the policy refuses.
+    fn left_to_the_diff(&self, denied: &DeniedAccess) -> bool {
+        denied.access == AccessKind::Create
+            && self.vfs.is_serving_commands()
+            && matches!(denied.label, vsh_policy::RuleLabel::Custom | vsh_policy::RuleLabel::WritableRoots)
+            && self.policy.authorize(&denied.path, AccessKind::MetadataRead).is_ok()
     }
 
     /// Why `access` to `path` is refused, if it is: a policy rule, or a
@@ -899,7 +919,7 @@ impl<'a> OsHost<'a> {
         // hidden.
         self.authorize_look_before(&destination.path, Intent::Access(AccessKind::RenameDestination), source.guest)
             .map_err(refused)?;
-        let replaces = self.vfs.exists(landing.path()).map_err(fault)? && self.in_base(&landing).map_err(fault)?;
+        let replaces = self.in_base(&landing).map_err(fault)?;
         self.authorize_write(&destination.path, replaces, source.guest).map_err(refused)?;
         // A directory replaced whole: refused if it holds only hidden names.
         self.refuse_hidden_contents(&destination.path, destination.guest).map_err(refused)?;

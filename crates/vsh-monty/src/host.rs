@@ -371,7 +371,10 @@ impl OsHost<'_> {
         if kind == Some(NodeKind::Directory) {
             return Err(Fault::Guest(oserror::os_error(EISDIR, target.guest)));
         }
-        let changes = kind.is_some() && self.in_base(&last).map_err(|error| vfs_fault(error, target.guest))?;
+        // Where the base held something, the diff calls what is left there a
+        // modify, even after the run removed it first (`rm f; echo > f`,
+        // `install` and `tar -x` over a file: ux79 H2).
+        let changes = self.in_base(&last).map_err(|error| vfs_fault(error, target.guest))?;
         let write = self.authorize_write(last.path(), changes, target.guest)?;
         let existing_size = match kind {
             Some(NodeKind::File) => Some(self.file_size(&write).map_err(|error| vfs_fault(error, target.guest))?),

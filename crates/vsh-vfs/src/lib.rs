@@ -694,6 +694,12 @@ impl VirtualFs {
         self.commands_reading = commands;
     }
 
+    /// Whether the image serves a real command's processes now
+    /// ([`VirtualFs::serving_commands`]).
+    pub fn is_serving_commands(&self) -> bool {
+        self.commands_reading
+    }
+
     /// Note that the guest read the content of base file `path`.
     fn show(&mut self, path: &VPath) {
         if !self.shown.contains(path) {
