@@ -1023,6 +1023,13 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
         );
     }
     advice.extend(advice_on_waits_and_bounds(error));
+    if let VshError::RevertRefused { denied, .. } = error {
+        advice.push(format!(
+            "a revert is work like any other, and the policy protects {} from it as from any run: to undo the \
+             change anyway, make it outside vsh",
+            render::shown(denied.path.as_str(), false)
+        ));
+    }
     match error.exceeded_limit() {
         Some(LimitKind::ReadCallBytes) => advice.push(
             "a program reads a file whole, even for read(n), readline() or a loop over its lines, and one read \
@@ -1165,6 +1172,17 @@ fn advice_from_output(printed: &str) -> Vec<String> {
     // run decided under (an agent's server adds it with its own).
     if let Some(policy) = POLICY.get() {
         advice.extend(shown_advice_on(printed, policy));
+    }
+    // Its own /tmp, in memory and bounded, was full (ux79 M5: a bare
+    // ENOSPC, the host's /tmp having room).
+    if printed.contains("No space left on device") || printed.contains("ENOSPC") {
+        advice.push(format!(
+            "if it filled /tmp or /dev/shm: a command's are its own, in memory, {} MiB and {} MiB; have it keep large \
+             temporary files in a scratch directory of the workspace instead, which is never in the diff (--env \
+             TMPDIR=target/tmp beside a Cargo.toml, or a directory the policy's `[commands] scratch` names)",
+            vsh::lower::vsh_monty::COMMAND_TMP_BYTES >> 20,
+            vsh::lower::vsh_monty::COMMAND_SHM_BYTES >> 20
+        ));
     }
     // The sandbox refuses `socket()` (EPERM) without a network: a test's own
     // server, `cargo fix`'s lock listener.
@@ -1329,6 +1347,11 @@ mod tests {
         assert!(
             said.contains("/tmp/.npm/_logs/2026-12-07T00_00_00_000Z-debug-0.log was in the command's own /tmp"),
             "{said}"
+        );
+        // Its own /tmp, full.
+        let full = "head: error writing 'standard output': No space left on device";
+        assert!(
+            advice_from_output(full).iter().any(|said| said.contains("a command's are its own, in memory, 512 MiB"))
         );
         // pip, offline.
         let pip = "ERROR: Could not find a version that satisfies the requirement six (from versions: none)\n\

@@ -29,7 +29,11 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
             let stored = runtime.stored_program(record.id).ok().flatten();
             let id = record.id;
             let mut row = render::PendingRow::new(record, receipt, stored.as_ref());
-            row.policy_changed = runtime.decided_under_another_policy(id);
+            // Work made under a policy of its own (`--profile`, `--policy`)
+            // is approved and committed under it, whatever the workspace's
+            // (ux79 M3: it was listed as made under a policy since replaced).
+            row.policy_changed =
+                runtime.decided_under_another_policy(id) && !matches!(runtime.run_policy(id), Ok(Some(_)));
             row.approver = crate::show::approver_name(runtime, &row.record);
             // A rerun names the work it ran again (its intent is that work's).
             row.rerun_of = runtime.rerun_origin(id).ok().filter(|origin| *origin != id);

@@ -405,6 +405,15 @@ fn a_per_run_policy_is_recorded_with_its_transaction_and_used_to_review_approve_
     assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
     assert!(text.contains("made under a per-run policy (profile strict"), "{text}");
     assert!(text.contains("+b"), "the review has its hunks: {text}");
+    // Listed as waiting for its approval, not as made under a policy since
+    // replaced (ux79 M3).
+    let pending = vsh(&["pending", "--workspace", ws, "--json"], None);
+    let listed: serde_json::Value = serde_json::from_slice(&pending.stdout).unwrap();
+    let row = listed["transactions"].as_array().unwrap().iter().find(|row| row["transaction"] == id.as_str()).cloned();
+    assert_eq!(row.as_ref().map(|row| &row["policy_changed"]), Some(&serde_json::json!(false)), "{listed}");
+    let listed = vsh(&["pending", "--workspace", ws], None);
+    let text = format!("{}{}", String::from_utf8_lossy(&listed.stdout), String::from_utf8_lossy(&listed.stderr));
+    assert!(text.contains("pending-approval") && !text.contains("policy-changed"), "{text}");
     let approved = vsh(&["approve", &id[..8], "--workspace", ws], None);
     assert_eq!(approved.status.code(), Some(0), "{}", String::from_utf8_lossy(&approved.stderr));
     // It says what comes next (ux56).
@@ -5301,6 +5310,39 @@ fn a_rule_denying_create_lets_commands_rewrite_what_the_workspace_holds() {
         assert_ne!(receipt["state"], "denied", "{script}: {receipt}");
         assert!(receipt["changes"].as_array().unwrap().iter().all(|change| change["kind"] == "modify"), "{receipt}");
     }
+    // A revert the policy refuses says so as any refusal does: exit 5, the
+    // access, the rule, what to do (ux79 M4: exit 1, kind "store", a bare
+    // line).
+    let deny_delete = "version = 1\n[[protect]]\npattern = \"kept/**\"\naccess = [\"delete\"]\n";
+    std::fs::write(&policy, deny_delete).unwrap();
+    assert_eq!(
+        vsh(&["init", "--force", "--workspace", ws, "--policy", policy.to_str().unwrap()], None).status.code(),
+        Some(0)
+    );
+    let made = vsh(
+        &["run", "--mode", "auto", "--workspace", ws, "--json", "-"],
+        Some("vsh_mkdir('kept')\nvsh_write('kept/new.txt', 'x')"),
+    );
+    let made: serde_json::Value = serde_json::from_slice(&made.stdout).unwrap();
+    assert_eq!(made["state"], "committed", "{made}");
+    let id = made["transaction"].as_str().unwrap();
+    let revert = vsh(&["revert", id, "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&revert.stderr);
+    assert_eq!(revert.status.code(), Some(5), "{said}");
+    assert!(said.contains(": the policy refuses its delete (kept/**)"), "{said}");
+    assert!(said.contains("to undo the change anyway, make it outside vsh"), "{said}");
+    let json = vsh(&["revert", id, "--workspace", ws, "--json"], None);
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        (&document["kind"], &document["denied"][0]["access"]),
+        (&"policy".into(), &"delete".into()),
+        "{document}"
+    );
+    std::fs::write(&policy, "version = 1\n[[protect]]\npattern = \"generated/**\"\naccess = [\"create\"]\n").unwrap();
+    assert_eq!(
+        vsh(&["init", "--force", "--workspace", ws, "--policy", policy.to_str().unwrap()], None).status.code(),
+        Some(0)
+    );
     // A program's own rewrite of such a file is a modify too.
     let program = "from pathlib import Path\np = Path('generated/b.txt')\np.unlink()\np.write_text('C')";
     let ran = vsh(&["run", "--workspace", ws, "--json", "-"], Some(program));

@@ -140,6 +140,22 @@ pub enum VshError {
         /// outside vsh, which reverting later work would not undo.
         outside: bool,
     },
+    /// The policy refuses the change that would put back what the
+    /// transaction to revert replaced at a path (a rule that denies deleting
+    /// what it created, say). Nothing was made.
+    #[error(
+        "cannot revert {} at {}: the policy refuses its {} ({})",
+        transaction.short(),
+        denied.path,
+        denied.access.name(),
+        denied.rule
+    )]
+    RevertRefused {
+        /// The transaction to revert.
+        transaction: TransactionId,
+        /// The refusal.
+        denied: Box<vsh_policy::DeniedAccess>,
+    },
     /// What the transaction to revert replaced at `path` cannot be put back.
     /// Nothing was made.
     #[error("cannot revert {} at {path}: {reason}", transaction.short())]
@@ -478,6 +494,7 @@ impl VshError {
                 vsh_monty::ExecutionError::Bash { denied, .. } if !denied.is_empty() => Some(denied.as_slice()),
                 _ => None,
             },
+            Self::RevertRefused { denied, .. } => Some(std::slice::from_ref(denied.as_ref())),
             _ => None,
         }
     }
@@ -512,7 +529,8 @@ impl VshError {
             Self::PolicyFile(_)
             | Self::PolicyChanged(_)
             | Self::WorkspacePolicyForged(_)
-            | Self::WorkspacePolicyReplaced => C::Policy,
+            | Self::WorkspacePolicyReplaced
+            | Self::RevertRefused { .. } => C::Policy,
             Self::Execution(_)
             | Self::Raised { .. }
             | Self::Vfs(_)

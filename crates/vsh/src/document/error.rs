@@ -226,6 +226,10 @@ impl ErrorDocument {
                 if let VshError::Raised { changes, .. } = other {
                     document.changes = changes.iter().map(Into::into).collect();
                 }
+                if let VshError::RevertRefused { denied, .. } = other {
+                    (document.denied, document.denied_total) =
+                        listed_denials(std::slice::from_ref(denied.as_ref()), remedies);
+                }
             }
         }
         document

@@ -79,6 +79,17 @@ impl Runtime {
             .collect::<Result<Vec<_>, _>>()?;
         let calls = self.runs.policy().calls();
         for file in &files {
+            // A refusal the agent may be told of is the policy's own, with
+            // its access, rule and remedy (ux79 M4: a bare "refused by the
+            // policy", exit 1, kind store); one of a path the policy hides
+            // names what the program may see, as below.
+            let access =
+                if file.node.is_some() { vsh_policy::AccessKind::Modify } else { vsh_policy::AccessKind::Delete };
+            if let Err(denied) = calls.authorize(&file.path, access)
+                && visible(calls, file.path.clone()) == file.path
+            {
+                return Err(VshError::RevertRefused { transaction, denied: Box::new(denied) });
+            }
             crate::candidate::seed::apply(&mut vfs, calls, file).map_err(|reason| VshError::RevertUnavailable {
                 transaction,
                 path: visible(calls, file.path.clone()),
