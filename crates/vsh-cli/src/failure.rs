@@ -892,7 +892,16 @@ fn outside_the_workspace(
     };
     let mut found: Vec<String> = Vec::new();
     let separators = |c: char| c.is_whitespace() || "'\"`()[]<>,;=".contains(c);
-    for token in printed.split(separators).map(|token| token.trim_end_matches([':', '.'])) {
+    // A module Python could not import names no path: its package, as a
+    // directory of the workspace (ux79 M2: a monorepo's `shared` link).
+    let modules = printed.lines().filter_map(|line| {
+        let named = line.split_once("No module named ")?.1.trim_matches(['\'', '"', ' ']);
+        let package = named.split(['.', '\'', '"']).next()?;
+        (!package.is_empty()).then(|| format!("{package}/__init__.py"))
+    });
+    let tokens = printed.split(separators).map(|token| token.trim_end_matches([':', '.']).to_owned());
+    for token in modules.chain(tokens) {
+        let token = token.as_str();
         if found.len() == 3 {
             break;
         }
@@ -1329,6 +1338,10 @@ mod tests {
         ] {
             assert_eq!(advice(shown, &[]), "", "{shown}");
         }
+        // A module Python could not import, through such a link.
+        let said = advice("ModuleNotFoundError: No module named 'shared'", &[]);
+        assert!(said.contains("it named shared, a symlink to ../libs/shared"), "{said}");
+        assert_eq!(advice("ModuleNotFoundError: No module named 'src.other'", &[]), "", "a directory of its own");
         // A repository above the workspace.
         let git = "fatal: not a git repository (or any of the parent directories): .git";
         assert_eq!(advice(git, &[]), "", "no repository above it yet");
