@@ -1101,7 +1101,19 @@ fn variable_name(name: &str) -> Result<String, String> {
     let mut chars = name.chars();
     let valid = chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
         && chars.all(|rest| rest.is_ascii_alphanumeric() || rest == '_');
-    if valid { Ok(name.to_owned()) } else { Err(format!("{name:?} is not a variable name (letters, digits and _)")) }
+    if !valid {
+        return Err(format!("{name:?} is not a variable name (letters, digits and _)"));
+    }
+    // A usage error, refused before anything runs (ux79 L7: it failed the
+    // command's start, exit 1).
+    if vsh::lower::vsh_sandbox::env_denylisted(std::ffi::OsStr::new(name)) {
+        return Err(format!(
+            "{name} steers a loader or an interpreter, and vsh grants none; the command may set it for itself, \
+             in its candidate: sh -c '{name}=... COMMAND' (or the tool's own setting: pytest's `pythonpath`, a \
+             package.json script)"
+        ));
+    }
+    Ok(name.to_owned())
 }
 
 impl std::ops::Deref for RunArgs {

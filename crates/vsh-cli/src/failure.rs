@@ -469,6 +469,13 @@ fn damaged_store(error: &VshError) -> bool {
 /// one of its image's bounds.
 fn advice_on_waits_and_bounds(error: &VshError) -> Vec<String> {
     let mut advice = Vec::new();
+    if let Some(option) = raising_option(error) {
+        // What became of its work (ux79 L5: a failure said so, a limit not).
+        advice.push(format!(
+            "to give the program more, raise it with `{option}`; nothing of a run a limit stopped is kept, \
+             --accept-failure or not"
+        ));
+    }
     // Gave up waiting for another vsh (ux78 L5: no next step was said).
     if matches!(error, VshError::Commit(CommitError::LockTimeout { .. }) | VshError::ScratchBusy { .. }) {
         advice.push(
@@ -1008,9 +1015,6 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
              `vsh exec --help` lists them); the command may set it for itself, in its candidate: vsh exec -- sh -c \
              '{name}=... COMMAND' (or the tool's own setting: pytest's `pythonpath`, a package.json script)"
         ));
-    }
-    if let Some(option) = raising_option(error) {
-        advice.push(format!("to give the program more, raise it with `{option}`"));
     }
     if no_candidate(error) {
         advice.push(

@@ -3164,6 +3164,8 @@ fn exec_gives_a_command_a_commands_budget_not_a_programs() {
     assert_eq!(timed.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("duration limit 0.5 s exceeded after"), "{stderr}");
     assert!(stderr.contains("raise it with `--timeout`"), "{stderr}");
+    // And that nothing of it is kept (ux79 L5).
+    assert!(stderr.contains("nothing of a run a limit stopped is kept, --accept-failure or not"), "{stderr}");
     // Real Bash in a candidate gets the same.
     let script = dir.path().join("copy.sh");
     std::fs::write(&script, "sleep 1.5; cat big.bin > again.bin\n").unwrap();
@@ -5591,6 +5593,8 @@ fn a_builtin_or_a_command_line_in_one_argument_is_told_how_to_run_it() {
     let refused = vsh(&["exec", "--workspace", ws, "--env", "PYTHONPATH=src", "--", "true"], None);
     let text = String::from_utf8_lossy(&refused.stderr);
     assert!(text.contains("sh -c 'PYTHONPATH=... COMMAND'"), "{text}");
+    // A usage error, as any bad flag is (ux79 L7: it was 1).
+    assert_eq!(refused.status.code(), Some(2), "{text}");
     let builtin = said(&["cd", "/"]);
     assert!(builtin.contains("`cd` is a shell builtin") && !builtin.contains("--tool DIR"), "{builtin}");
     for line in ["ls -la", "sed -i s/a/b/ f.txt"] {
