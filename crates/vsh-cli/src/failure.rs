@@ -8,6 +8,7 @@ use vsh::VshError;
 use vsh::document::{ErrorDocument, ErrorKind};
 use vsh::lower::vsh_commit::CommitError;
 use vsh::lower::vsh_monty::{ExecutionError, LimitKind};
+use vsh::lower::vsh_policy::AccessKind;
 use vsh::lower::vsh_sandbox::ToolError;
 
 use crate::render;
@@ -876,6 +877,12 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// The most distinct names of paths a failure's hint walks.
+const LINK_WALK_NAMES: usize = 256;
+
+/// The most directories a failure's hint steps through, in all.
+const LINK_WALK_STEPS: usize = 4096;
+
 /// What a failed command's output (`printed`) names that leads out of the
 /// workspace `root`, where it cannot follow (ux78 M2: `npm install
 /// ../lib`, a monorepo's `shared -> ../libs/shared` failed with "No such
@@ -892,7 +899,7 @@ fn outside_the_workspace(
     printed: &str,
     root: &Path,
     tools: &[PathBuf],
-    readable: &dyn Fn(&vsh::VPath) -> bool,
+    readable: &dyn Fn(&vsh::VPath, AccessKind) -> bool,
 ) -> Vec<String> {
     let shown = |path: &Path| {
         tools.iter().any(|tool| path.starts_with(tool)) || SHOWN_SYSTEM.iter().any(|system| path.starts_with(system))
@@ -907,8 +914,16 @@ fn outside_the_workspace(
         (!package.is_empty()).then(|| format!("{package}/__init__.py"))
     });
     let tokens = printed.split(separators).map(|token| token.trim_end_matches([':', '.']).to_owned());
+    // Each name once, and a bound on the names walked and on the steps
+    // (sec84 F3: a path 500 directories deep, printed 600 times, cost ten
+    // seconds of walking).
+    let mut looked = std::collections::HashSet::new();
+    let mut steps = LINK_WALK_STEPS;
     for token in modules.chain(tokens) {
         let token = token.as_str();
+        if !token.contains('/') || !looked.insert(token.to_owned()) || looked.len() > LINK_WALK_NAMES {
+            continue;
+        }
         if found.len() == 3 {
             break;
         }
@@ -925,7 +940,7 @@ fn outside_the_workspace(
             // A directory on the way to the workspace, which it is shown.
             None
         } else if let Ok(inside) = path.strip_prefix(root) {
-            link_out_of(root, inside, readable)
+            link_out_of(root, inside, readable, &mut steps)
                 .filter(|(_, landing)| !shown(landing))
                 .map(|(link, target)| format!("{link}, a symlink to {}", target.display()))
         } else {
@@ -945,22 +960,30 @@ fn outside_the_workspace(
 /// it leads (taken by name, never looked at). Walked by descriptor from the
 /// root, no link followed, only through paths `readable`, never into vsh's
 /// data directory; `None` for anything else.
-fn link_out_of(root: &Path, inside: &Path, readable: &dyn Fn(&vsh::VPath) -> bool) -> Option<(String, PathBuf)> {
+fn link_out_of(
+    root: &Path,
+    inside: &Path,
+    readable: &dyn Fn(&vsh::VPath, AccessKind) -> bool,
+    steps: &mut usize,
+) -> Option<(String, PathBuf)> {
     use rustix::fs::{AtFlags, FileType, Mode, OFlags};
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut dir = rustix::fs::open(root, flags, Mode::empty()).ok()?;
     let mut walked = PathBuf::new();
     for component in inside.components() {
         let std::path::Component::Normal(name) = component else { return None };
+        *steps = steps.checked_sub(1)?;
         walked.push(name);
         let named = vsh::VPath::parse(walked.to_str()?).ok()?;
-        if walked.starts_with(".vsh") || !readable(&named) {
+        if walked.starts_with(".vsh") || !readable(&named, AccessKind::MetadataRead) {
             return None;
         }
         let stat = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::Directory => dir = rustix::fs::openat(&dir, name, flags, Mode::empty()).ok()?,
-            FileType::Symlink => {
+            // A link's target is its content: told only where the policy
+            // lets commands read it (sec84 F2: a `content-read` rule's).
+            FileType::Symlink if readable(&named, AccessKind::ContentRead) => {
                 let target = rustix::fs::readlinkat(&dir, name, Vec::new()).ok()?;
                 let target = PathBuf::from(std::ffi::OsString::from(target.to_str().ok()?));
                 let landing = lexical(&root.join(walked.parent()?).join(&target));
@@ -983,7 +1006,7 @@ pub(crate) fn shown_advice(error: &VshError, policy: &vsh::lower::vsh_policy::Ca
 /// [`shown_advice`] for what a failure printed.
 fn shown_advice_on(printed: &str, policy: &vsh::lower::vsh_policy::CallPolicy) -> Vec<String> {
     let Some((root, tools)) = SHOWN.get() else { return Vec::new() };
-    let readable = |path: &vsh::VPath| policy.authorize(path, vsh::lower::vsh_policy::AccessKind::MetadataRead).is_ok();
+    let readable = |path: &vsh::VPath, access: AccessKind| policy.authorize(path, access).is_ok();
     advice_on_what_is_shown(printed, root, tools, &readable)
 }
 
@@ -1099,7 +1122,7 @@ fn advice_on_what_is_shown(
     printed: &str,
     root: &Path,
     tools: &[PathBuf],
-    readable: &dyn Fn(&vsh::VPath) -> bool,
+    readable: &dyn Fn(&vsh::VPath, AccessKind) -> bool,
 ) -> Vec<String> {
     let mut advice = Vec::new();
     let outside = outside_the_workspace(printed, root, tools, readable);
@@ -1311,7 +1334,13 @@ mod tests {
         // The policy hides `secret/` from commands: nothing in it is walked.
         std::fs::create_dir(root.join("secret")).unwrap();
         std::os::unix::fs::symlink("/root/.ssh", root.join("secret/keys")).unwrap();
-        let readable = |path: &vsh::VPath| !path.as_str().starts_with("secret");
+        // ... and `sealed/` from reading (a link's target is its content).
+        std::fs::create_dir(root.join("sealed")).unwrap();
+        std::os::unix::fs::symlink("/srv/prod/db-password", root.join("sealed/lnk")).unwrap();
+        let readable = |path: &vsh::VPath, access: AccessKind| {
+            !path.as_str().starts_with("secret")
+                && (access != AccessKind::ContentRead || !path.as_str().starts_with("sealed"))
+        };
         let advice =
             |printed: &str, tools: &[PathBuf]| advice_on_what_is_shown(printed, &root, tools, &readable).join("\n");
         let said = advice("cat: shared/util.py: No such file or directory", &[]);
@@ -1329,7 +1358,9 @@ mod tests {
         // Nor is a link walked where the policy hides it, or in vsh's data.
         std::fs::create_dir_all(root.join(".vsh/data/scratch")).unwrap();
         std::os::unix::fs::symlink("/root", root.join(".vsh/data/scratch/p")).unwrap();
-        for hidden in ["secret/keys/id_rsa: No such file", ".vsh/data/scratch/p/.ssh/x: denied"] {
+        for hidden in
+            ["secret/keys/id_rsa: No such file", ".vsh/data/scratch/p/.ssh/x: denied", "sealed/lnk/x: No such file"]
+        {
             assert_eq!(advice(hidden, &[]), "", "{hidden}");
         }
         // Shown to it: its tools, the system, its own /tmp, the workspace and its way there.
@@ -1374,6 +1405,25 @@ mod tests {
         let pip = "ERROR: Could not find a version that satisfies the requirement six (from versions: none)\n\
                    ERROR: No matching distribution found for six";
         assert!(advice_from_output(pip).iter().any(|said| said.starts_with("if it needed the network")));
+    }
+
+    /// sec84 F3: a path 500 directories deep, printed 600 times, cost ten
+    /// seconds of walking. Each name is walked once, and the walk stops
+    /// after its steps.
+    #[test]
+    fn the_walk_of_a_failures_paths_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let deep: PathBuf = std::iter::repeat_n("d", 10).collect();
+        std::fs::create_dir_all(root.join(&deep)).unwrap();
+        std::os::unix::fs::symlink("/srv/elsewhere", root.join(&deep).join("lnk")).unwrap();
+        let inside = deep.join("lnk/x");
+        let everything = |_: &vsh::VPath, _: AccessKind| true;
+        let mut few = 5;
+        assert!(link_out_of(&root, &inside, &everything, &mut few).is_none());
+        let mut enough = 20;
+        assert!(link_out_of(&root, &inside, &everything, &mut enough).is_some());
+        assert_eq!(enough, 20 - 11, "one step a directory and one for the link");
     }
 
     /// ux54: a commit that found the disk full wrote nothing, failed its

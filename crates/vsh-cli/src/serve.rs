@@ -1973,17 +1973,23 @@ fn rejected_with_its_work(
     )))
 }
 
-/// Whether `record` is a rejection of its work: rejected, neither this
-/// server's own discard nor one the store records as an agent's discard or
-/// an operator's rejection of that run alone (`scopes`).
+/// Whether `record` is a rejection of its work: rejected, and what the store
+/// records of it says so (an operator's `vsh reject`, also one given after
+/// the agent's own discard: sec84 F1, this server's memory of the discard
+/// let the agent run again work the operator then rejected), neither an
+/// agent's discard nor an operator's rejection of that run alone. Where the
+/// store records nothing (its record lost), this server's own discards
+/// (`discarded`) are its agent's, and the rest the work's.
 fn refuses_the_work(
     record: &vsh::TransactionRecord,
     scopes: &vsh::lower::vsh_store::RejectionScopes,
     discarded: &std::collections::BTreeSet<vsh::TransactionId>,
 ) -> bool {
     record.state == TransactionState::Rejected
-        && !discarded.contains(&record.id)
-        && scopes.scope_of(&record.id).refuses_the_work()
+        && match scopes.recorded(&record.id) {
+            Some(scope) => scope.refuses_the_work(),
+            None => !discarded.contains(&record.id),
+        }
 }
 
 /// A revert of committed work `original` that an operator rejected (not

@@ -1534,9 +1534,15 @@ async fn a_rejections_scope_outlives_the_server_that_knew_it() {
     );
     let again = call(second_server.peer(), "vsh_rerun", json!({"transaction": rejected, "again": true})).await;
     assert!(again.is_error && again.text.contains("was rejected by an operator"), "{}", again.text);
-    // An operator's later rejection of the work the agent discarded holds.
+    // An operator's later rejection of the work the agent discarded holds,
+    // on the very server that remembers the discard too (sec84 F1).
     operator(&["reject", &discarded]);
     let again = call(second_server.peer(), "vsh_rerun", json!({"transaction": discarded, "again": true})).await;
+    assert!(again.is_error && again.text.contains("rejected by an operator"), "{}", again.text);
+    let own = made(&second_server, "own2").await;
+    assert!(!call(second_server.peer(), "vsh_discard", json!({"transaction": own})).await.is_error);
+    operator(&["reject", &own]);
+    let again = call(second_server.peer(), "vsh_rerun", json!({"transaction": own, "again": true})).await;
     assert!(again.is_error && again.text.contains("rejected by an operator"), "{}", again.text);
     second_server.cancel().await.unwrap();
 }

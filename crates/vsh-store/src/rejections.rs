@@ -89,6 +89,14 @@ impl RejectionScopes {
             .unwrap_or(RejectionScope::Work)
     }
 
+    /// What was recorded of the rejection of `transaction`, if anything (a
+    /// value this vsh does not know is the work's).
+    pub fn recorded(&self, transaction: &TransactionId) -> Option<RejectionScope> {
+        self.index
+            .get(transaction.as_bytes())
+            .map(|value| RejectionScope::from_byte(value[0]).unwrap_or(RejectionScope::Work))
+    }
+
     /// Record `scope` for the rejection of `transaction`, replacing what
     /// was recorded; whether anything changed.
     pub fn insert(&mut self, transaction: &TransactionId, scope: RejectionScope) -> bool {
@@ -110,7 +118,9 @@ mod tests {
     fn a_rejection_is_the_works_unless_recorded_otherwise_and_the_newest_record_holds() {
         let mut scopes = RejectionScopes::default();
         assert_eq!(scopes.scope_of(&id(1)), RejectionScope::Work);
+        assert_eq!(scopes.recorded(&id(1)), None);
         assert!(scopes.insert(&id(1), RejectionScope::Discarded));
+        assert_eq!(scopes.recorded(&id(1)), Some(RejectionScope::Discarded));
         assert!(scopes.insert(&id(2), RejectionScope::ThisRun));
         assert_eq!(scopes.scope_of(&id(1)), RejectionScope::Discarded);
         assert_eq!(scopes.scope_of(&id(2)), RejectionScope::ThisRun);
