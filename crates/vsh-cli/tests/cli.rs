@@ -5358,6 +5358,48 @@ fn a_rule_denying_create_lets_commands_rewrite_what_the_workspace_holds() {
     assert_eq!((&denied["path"], &denied["access"]), (&"generated/c.txt".into(), &"create".into()), "{receipt}");
 }
 
+/// ux80 H1: a rule denying `rename-source` (the policy guide's own worked
+/// example, `migrations/**` denying delete and rename-source) refused every
+/// tool that writes a temporary file and renames it (`sed -i`, a new
+/// migration written beside and moved in), naming the temporary file. A
+/// node the run made and moves is no rename of the base's: only its
+/// destination is judged, as a write. Moving a migration away is refused.
+#[test]
+fn a_rule_denying_rename_source_lets_tools_rename_their_own_files() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "migrations/0001.sql", "create table a;\n");
+    write(dir.path(), "src/app.py", "x = 1\n");
+    let policy = dir.path().join("policy.toml");
+    let rules = "version = 1\n[[protect]]\npattern = \"migrations/**\"\naccess = [\"delete\", \"rename-source\"]\n\
+                 [defaults]\nwritable_roots = [\"src\", \"migrations\"]\n";
+    std::fs::write(&policy, rules).unwrap();
+    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    let exec = |script: &str| {
+        let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
+        let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)
+            .unwrap_or_else(|_| panic!("{script}: {}", String::from_utf8_lossy(&ran.stderr)));
+        (ran.status.code(), receipt)
+    };
+    for script in [
+        "sed -i s/a/b/ migrations/0001.sql",
+        "echo 'create index i;' > migrations/.0002.tmp && mv migrations/.0002.tmp migrations/0002.sql",
+        // A file the run made, outside the writable roots, moved into one (sec84).
+        "echo y > new.py && mv new.py src/new.py",
+    ] {
+        let (code, receipt) = exec(script);
+        assert_eq!(code, Some(0), "{script}: {receipt}");
+        assert_ne!(receipt["state"], "denied", "{script}: {receipt}");
+    }
+    let (code, receipt) = exec("mv migrations/0001.sql migrations/0001_old.sql");
+    assert_eq!((code, &receipt["state"]), (Some(5), &serde_json::json!("denied")), "{receipt}");
+    assert_eq!(receipt["decision"]["denied"][0]["path"], "migrations/0001.sql", "{receipt}");
+}
+
 /// ux78 M1: a command that changed a file past the 256 MiB a run holds of
 /// one file was told "snapshot limit `max_materialized_file_bytes` exceeded
 /// at big.dat: 314572800 > 268435456" and nothing else.

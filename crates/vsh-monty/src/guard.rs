@@ -877,10 +877,19 @@ impl<'a> OsHost<'a> {
         self.vfs.remove_tree(root.path()).map_err(fault)
     }
 
-    /// Rename with every path authorized first: the source (`RenameSource`,
-    /// and `Delete` where the base held it) and each of its descendants
-    /// (`RenameSource`), the destination (`RenameDestination`, then `Modify`
-    /// where it replaces what the base held, else `Create`) and each path the
+    /// Whether a rename of `path` moves what the base holds there: a path
+    /// the base holds, or one the policy hides (judged so whether it
+    /// exists or not, which is never told).
+    fn moves_the_bases(&mut self, path: &VPath) -> Result<bool, VfsError> {
+        Ok(self.policy.authorize(path, AccessKind::MetadataRead).is_err() || self.vfs.in_base(path)?)
+    }
+
+    /// Rename with every path authorized first: where the base held the
+    /// source ([`OsHost::moves_the_bases`]), the source (`RenameSource`,
+    /// `Delete`) and each of its descendants the base held (`RenameSource`),
+    /// the destination (`RenameDestination`); always the destination as a
+    /// write (`Modify` where it replaces what the base held, else `Create`)
+    /// and each path the
     /// descendants land on (`RenameDestination`). One refusal leaves everything
     /// unchanged.
     pub(crate) fn rename(&mut self, source: &Target<'_>, destination: &Target<'_>) -> Result<(), Fault> {
@@ -901,15 +910,28 @@ impl<'a> OsHost<'a> {
             Fault::Guest(_) => Fault::Guest(oserror::os_error2(EACCES, source.guest, destination.guest)),
             other => other,
         };
-        let moved = self.authorize::<RenameSource>(&source.path, source.guest).map_err(refused)?;
         // Each side is what the diff will call it, as a write is: moving a
-        // node the base did not hold deletes nothing (ux78 H1: `sed -i` of a
-        // protected file was refused as a delete of sed's own temporary
-        // file, and never named the file it meant to change).
-        if self.in_base(&moved).map_err(fault)? {
+        // node the base did not hold moves nothing of the base's, so it
+        // deletes nothing and is no rename a `rename-source` or
+        // `rename-destination` rule judges, only a write of its destination
+        // (ux78 H1, ux80 H1: `sed -i` and every tool that writes a temporary
+        // file and renames it were refused by such rules, naming the
+        // temporary file). A name the policy hides is judged as ever, so
+        // whether it exists is never told.
+        let of_the_base = self.moves_the_bases(&source.path).map_err(fault)?;
+        let moved = if of_the_base {
+            let moved = self.authorize::<RenameSource>(&source.path, source.guest).map_err(refused)?;
             self.authorize::<Delete>(&source.path, source.guest).map_err(refused)?;
-        }
-        let landing = self.authorize::<RenameDestination>(&destination.path, source.guest).map_err(refused)?;
+            moved
+        } else {
+            self.meter.charge_evidence(1, source.path.as_str().len() as u64)?;
+            Grant::new(source.path.clone())
+        };
+        let landing = if of_the_base {
+            self.authorize::<RenameDestination>(&destination.path, source.guest).map_err(refused)?
+        } else {
+            Grant::new(destination.path.clone())
+        };
         let source_kind = self.kind(&moved).map_err(fault)?;
         if source_kind.is_none() {
             return Err(fault(VfsError::NotFound { path: source.path.clone() }));
@@ -917,14 +939,17 @@ impl<'a> OsHost<'a> {
         // The destination is looked at first, as any write's is: one a rule
         // hides is refused there or not, never replaced or made by what is
         // hidden.
-        self.authorize_look_before(&destination.path, Intent::Access(AccessKind::RenameDestination), source.guest)
-            .map_err(refused)?;
+        let intent = if of_the_base { Intent::Access(AccessKind::RenameDestination) } else { Intent::Write };
+        self.authorize_look_before(&destination.path, intent, source.guest).map_err(refused)?;
         let replaces = self.in_base(&landing).map_err(fault)?;
         self.authorize_write(&destination.path, replaces, source.guest).map_err(refused)?;
         // A directory replaced whole: refused if it holds only hidden names.
         self.refuse_hidden_contents(&destination.path, destination.guest).map_err(refused)?;
         if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {
             for (descendant, _) in self.descendants(&moved, &fault)? {
+                if !self.moves_the_bases(&descendant).map_err(fault)? {
+                    continue;
+                }
                 self.authorize_below::<RenameSource>(&descendant, &source.path, source.guest).map_err(refused)?;
                 if let Some(landing) = descendant.rebase(&source.path, &destination.path) {
                     self.authorize_below::<RenameDestination>(&landing, &destination.path, source.guest)
