@@ -1281,7 +1281,16 @@ impl VshServer {
                     let (document, summary) = bounded_receipt(&receipt, bounds);
                     success(&document, summary)
                 }
-                Err(error) => failure(&ErrorDocument::new(&error, &[])),
+                Err(error) => {
+                    let mut document = ErrorDocument::new(&error, &runtime.remedies(&error));
+                    // A revert the policy refuses says why and what can be
+                    // done (ux80 M1: its hint was null).
+                    if document.hint.is_none() {
+                        let advice = crate::failure::advice_for(&error);
+                        document.hint = (!advice.is_empty()).then(|| advice.join("; "));
+                    }
+                    failure(&document)
+                }
             }
         })
         .await
@@ -1414,6 +1423,11 @@ impl VshServer {
                         runtime.transaction(id)?.ok_or(VshError::UnknownTransaction(id))
                     });
                     match found {
+                        // Made under a policy since replaced, it can never be
+                        // approved: no wait for it (ux80 M4: the wait ran out).
+                        Ok(record) if runtime.decided_under_another_policy(record.id) => {
+                            success(&POLICY_REPLACED, String::new())
+                        }
                         Ok(record) => success(&record.state.name(), String::new()),
                         Err(error) => transaction_failure(&error),
                     }
@@ -1461,11 +1475,26 @@ impl VshServer {
                         "still waiting for an operator's approval after {} s; vsh_wait again to go on waiting\n",
                         waited_ms / 1000
                     )
-                } else if first_look == Some(false)
-                    && document.record.as_ref().is_some_and(|record| record.state == TransactionState::Rejected.name())
+                } else if let Some(id) = runtime
+                    .resolve(&show_params.transaction)
+                    .ok()
+                    .filter(|id| first_look == Some(false) && runtime.decided_under_another_policy(*id))
                 {
-                    // ux74 L7: it said only that it was not waiting.
-                    "nothing to wait for: it was rejected (by an operator, or discarded with vsh_discard)\n".to_owned()
+                    format!(
+                        "nothing to wait for: it was made under a policy since replaced, and can never be approved; \
+                         vsh_rerun {} makes it again under the policy now\n",
+                        id.short()
+                    )
+                } else if let Some(id) = runtime.resolve(&show_params.transaction).ok().filter(|_| {
+                    first_look == Some(false)
+                        && document
+                            .record
+                            .as_ref()
+                            .is_some_and(|record| record.state == TransactionState::Rejected.name())
+                }) {
+                    // ux74 L7: it said only that it was not waiting; ux80 M3:
+                    // by whom, and what that means for the agent.
+                    format!("nothing to wait for: {}\n", rejected_hint(runtime, id))
                 } else if first_look == Some(false) {
                     // ux71 L3: nothing waited for a decision.
                     "nothing to wait for: it was not waiting for an operator's approval\n".to_owned()
@@ -1617,16 +1646,16 @@ fn commit(
                 // agent's to run again (ux73 H1: following the hint, an
                 // agent committed rejected work in auto mode).
                 VshError::NotCommittable { state: TransactionState::Rejected, .. } => {
-                    document.hint = Some(match runtime.rejection_scope(id) {
-                        vsh::lower::vsh_store::RejectionScope::Discarded => format!(
-                            "it was discarded with vsh_discard: it is never committed; vsh_rerun {} runs its \
-                             program again as new work",
-                            id.short()
-                        ),
-                        _ => "an operator rejected it: it is not to be committed; ask the operator before doing \
-                              that work again"
-                            .to_owned(),
-                    });
+                    document.hint = Some(rejected_hint(runtime, id));
+                }
+                // The policy said no (ux80 M1: no hint reached the agent).
+                VshError::NotCommittable { state: TransactionState::Denied, .. } => {
+                    document.hint = Some(format!(
+                        "the policy denied it (vsh_show {} names each denial, its rule and reason): it is never \
+                         committed; do the work again so that it leaves the protected paths alone, or ask the \
+                         operator",
+                        id.short()
+                    ));
                 }
                 VshError::NotCommittable { state: TransactionState::Expired | TransactionState::Failed, .. } => {
                     let (again, call) = make_again(runtime, id);
@@ -1637,6 +1666,31 @@ fn commit(
             }
             failure(&document)
         }
+    }
+}
+
+/// The state `vsh_wait` reads for pending work made under a policy since
+/// replaced: it waits for no approval.
+const POLICY_REPLACED: &str = "policy-replaced";
+
+/// What the agent is told of its rejected run `id`, by what the rejection
+/// said no to (ux80 M3: the tools disagreed after `vsh reject --only`).
+fn rejected_hint(runtime: &Runtime, id: vsh::TransactionId) -> String {
+    use vsh::lower::vsh_store::RejectionScope;
+    let short = id.short();
+    match runtime.rejection_scope(id) {
+        RejectionScope::Discarded => {
+            format!(
+                "it was discarded with vsh_discard: it is never committed; vsh_rerun {short} runs its program again as new work"
+            )
+        }
+        RejectionScope::ThisRun => format!(
+            "an operator rejected this run alone, not its work: it is never committed; vsh_rerun {short} runs its \
+             program again as new work, for the operator to decide"
+        ),
+        RejectionScope::Work => "an operator rejected it: it is not to be committed; ask the operator before doing \
+                                 that work again"
+            .to_owned(),
     }
 }
 

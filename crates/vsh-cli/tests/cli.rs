@@ -5351,6 +5351,18 @@ fn a_rule_denying_create_lets_commands_rewrite_what_the_workspace_holds() {
     let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
     assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
     assert_ne!(receipt["state"], "denied", "{receipt}");
+    // A revert that would make a file where creating one is denied is
+    // refused as a revert that would delete one is (ux80 M2: it was made,
+    // then denied).
+    let removed = vsh(&["exec", "--workspace", ws, "--json", "--", "rm", "generated/b.txt"], None);
+    let removed: serde_json::Value = serde_json::from_slice(&removed.stdout).unwrap();
+    let removed = removed["transaction"].as_str().unwrap().to_owned();
+    let _ = vsh(&["approve", "--commit", &removed, "--workspace", ws], None);
+    assert!(!dir.path().join("generated/b.txt").exists());
+    let revert = vsh(&["revert", &removed, "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&revert.stderr);
+    assert_eq!(revert.status.code(), Some(5), "{said}");
+    assert!(said.contains("at generated/b.txt: the policy refuses its create (generated/**)"), "{said}");
     // (A preview whose diff is denied exits 0: its receipt says so.)
     let (code, receipt) = exec("echo new > generated/c.txt");
     assert_eq!((code, &receipt["state"]), (Some(0), &serde_json::json!("denied")), "{receipt}");

@@ -142,6 +142,11 @@ async fn an_agent_previews_commits_and_cannot_approve_its_own_work_over_mcp() {
     assert!(denial["remedy"].as_str().is_some_and(|remedy| !remedy.is_empty()));
     assert!(leak.text.contains("denied: content-read .env"), "the text names the denial: {}", leak.text);
     assert!(leak.text.contains("raised:\nTraceback") && leak.text.contains("PermissionError"), "{}", leak.text);
+    // Its commit is refused, saying why and where to look (ux80 M1: no hint).
+    let leak_id = leak.document["transaction"].as_str().unwrap().to_owned();
+    let refused = call(&client, "vsh_commit", json!({"transaction": leak_id})).await;
+    let hint = refused.document["hint"].as_str().unwrap_or_default();
+    assert!(refused.is_error && hint.starts_with("the policy denied it (vsh_show"), "{}", refused.text);
     let caught = "from pathlib import Path\ntry:\n    Path('.env').read_text()\nexcept PermissionError:\n    pass";
     let denied = call(&client, "vsh_run", json!({"code": caught})).await;
     assert_eq!(denied.document["decision"]["kind"], "denied", "a caught refusal still denies");
@@ -237,7 +242,7 @@ async fn an_agent_never_runs_again_what_the_operator_rejected(
     a_rejection_covers_every_run_of_the_work(client, ws, key).await;
     // A wait for it says why there is nothing to wait for (ux74 L7).
     let waited = call(client, "vsh_wait", json!({"transaction": id})).await;
-    assert!(waited.text.starts_with("nothing to wait for: it was rejected (by an operator"), "{}", waited.text);
+    assert!(waited.text.starts_with("nothing to wait for: an operator rejected it"), "{}", waited.text);
     // Work the workspace moves under while it waits ends the wait, stale
     // (ux74 M1: the wait ran out its time).
     std::fs::write(ws.join("s.txt"), "s\n").unwrap();
@@ -1370,6 +1375,15 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     let pending = call(&client, "vsh_commit", json!({"transaction": after_id})).await;
     let hint = pending.document["hint"].as_str().unwrap_or_default();
     assert!(pending.is_error && hint.contains("vsh_rerun") && !hint.contains("vsh approve"), "{}", pending.text);
+    // A wait for it ends at once, saying why (ux80 M4: it waited its time out).
+    let started = std::time::Instant::now();
+    let waited = call(&client, "vsh_wait", json!({"transaction": after_id, "timeout_ms": 20_000})).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{}", waited.text);
+    assert!(
+        waited.text.starts_with("nothing to wait for: it was made under a policy since replaced"),
+        "{}",
+        waited.text
+    );
     // Run again, it is decided under the policy in force now.
     let again = call(&client, "vsh_rerun", json!({"transaction": after_id})).await;
     assert_eq!(again.document["state"], "auto-approved", "{}", again.text);
@@ -1526,6 +1540,12 @@ async fn a_rejections_scope_outlives_the_server_that_knew_it() {
         let again = call(second_server.peer(), "vsh_rerun", json!({"transaction": id, "again": true})).await;
         assert!(!again.is_error, "{id}: {}", again.text);
     }
+    // Each tool tells it so (ux80 M3: they disagreed after `--only`).
+    let waited = call(second_server.peer(), "vsh_wait", json!({"transaction": alone})).await;
+    assert!(waited.text.starts_with("nothing to wait for: an operator rejected this run alone"), "{}", waited.text);
+    let commit = call(second_server.peer(), "vsh_commit", json!({"transaction": alone})).await;
+    let hint = commit.document["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains(&format!("vsh_rerun {} runs its program again", &alone[..12])), "{}", commit.text);
     let commit = call(second_server.peer(), "vsh_commit", json!({"transaction": discarded})).await;
     assert!(
         commit.document["hint"].as_str().is_some_and(|hint| hint.contains("discarded with vsh_discard")),

@@ -170,10 +170,15 @@ pub(crate) fn content(vfs: &mut VirtualFs, path: &VPath) -> Result<Vec<u8>, VshE
 /// path is authorized as a write (a protected path is refused), a
 /// directory's parents must exist, what is in the way is replaced.
 pub(crate) fn apply(vfs: &mut VirtualFs, policy: &vsh_policy::CallPolicy, file: &SeedFile) -> Result<(), String> {
-    let access = if file.node.is_some() { vsh_policy::AccessKind::Modify } else { vsh_policy::AccessKind::Delete };
-    policy.authorize(&file.path, access).map_err(|denied| format!("refused by the policy ({})", denied.rule))?;
     let error = |error: vsh_vfs::VfsError| error.to_string();
     let existing = vfs.kind(&file.path).map_err(error)?;
+    // As the diff will call it.
+    let access = match (&file.node, existing) {
+        (None, _) => vsh_policy::AccessKind::Delete,
+        (Some(_), None) => vsh_policy::AccessKind::Create,
+        (Some(_), Some(_)) => vsh_policy::AccessKind::Modify,
+    };
+    policy.authorize(&file.path, access).map_err(|denied| format!("refused by the policy ({})", denied.rule))?;
     let replace = |vfs: &mut VirtualFs, wanted: Option<NodeKind>| -> Result<(), String> {
         match existing {
             Some(NodeKind::Directory) if wanted != Some(NodeKind::Directory) => {

@@ -83,8 +83,14 @@ impl Runtime {
             // its access, rule and remedy (ux79 M4: a bare "refused by the
             // policy", exit 1, kind store); one of a path the policy hides
             // names what the program may see, as below.
-            let access =
-                if file.node.is_some() { vsh_policy::AccessKind::Modify } else { vsh_policy::AccessKind::Delete };
+            // As the diff will call it (ux80 M2: a rule denying `create`
+            // let a revert be made, then denied, where one denying `delete`
+            // refused it).
+            let access = match (&file.node, vfs.kind(&file.path)?) {
+                (None, _) => vsh_policy::AccessKind::Delete,
+                (Some(_), None) => vsh_policy::AccessKind::Create,
+                (Some(_), Some(_)) => vsh_policy::AccessKind::Modify,
+            };
             if let Err(denied) = calls.authorize(&file.path, access)
                 && visible(calls, file.path.clone()) == file.path
             {
