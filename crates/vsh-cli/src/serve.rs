@@ -1495,6 +1495,11 @@ impl VshServer {
                     // ux74 L7: it said only that it was not waiting; ux80 M3:
                     // by whom, and what that means for the agent.
                     format!("nothing to wait for: {}\n", rejected_hint(runtime, id))
+                } else if first_look == Some(false)
+                    && document.record.as_ref().is_some_and(|record| record.state == TransactionState::Approved.name())
+                {
+                    // ux80 L1: approved already, it had been waiting.
+                    "nothing to wait for: an operator has approved it\n".to_owned()
                 } else if first_look == Some(false) {
                     // ux71 L3: nothing waited for a decision.
                     "nothing to wait for: it was not waiting for an operator's approval\n".to_owned()

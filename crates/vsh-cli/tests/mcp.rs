@@ -213,6 +213,9 @@ async fn the_agent_waits_for_the_operators_approval(
     assert!(!waited.is_error && waited.text.starts_with("decided after"), "{}", waited.text);
     assert_eq!(waited.document["receipt"]["state"], "approved", "{}", waited.document);
     assert_eq!(waited.document["receipt"]["next"], format!("vsh_commit {}", &id[..12]), "{}", waited.document);
+    // Asked again, approved already: it says so (ux80 L1).
+    let again = call(client, "vsh_wait", json!({"transaction": id})).await;
+    assert!(again.text.starts_with("nothing to wait for: an operator has approved it"), "{}", again.text);
 }
 
 /// ux73 H1: after the operator rejected auto-approved work, the agent was
