@@ -1425,7 +1425,7 @@ impl VshServer {
                     match found {
                         // Made under a policy since replaced, it can never be
                         // approved: no wait for it (ux80 M4: the wait ran out).
-                        Ok(record) if runtime.decided_under_another_policy(record.id) => {
+                        Ok(record) if policy_since_replaced(runtime, record.id) => {
                             success(&POLICY_REPLACED, String::new())
                         }
                         Ok(record) => success(&record.state.name(), String::new()),
@@ -1478,7 +1478,7 @@ impl VshServer {
                 } else if let Some(id) = runtime
                     .resolve(&show_params.transaction)
                     .ok()
-                    .filter(|id| first_look == Some(false) && runtime.decided_under_another_policy(*id))
+                    .filter(|id| first_look == Some(false) && policy_since_replaced(runtime, *id))
                 {
                     format!(
                         "nothing to wait for: it was made under a policy since replaced, and can never be approved; \
@@ -1672,6 +1672,13 @@ fn commit(
             failure(&document)
         }
     }
+}
+
+/// Whether `id` was decided under the workspace's policy since replaced,
+/// so no approval can come to it: not work made under a policy its operator
+/// gave that run alone, which is approved under it (sec85 F3).
+fn policy_since_replaced(runtime: &Runtime, id: vsh::TransactionId) -> bool {
+    runtime.decided_under_another_policy(id) && !matches!(runtime.run_policy(id), Ok(Some(_)))
 }
 
 /// The state `vsh_wait` reads for pending work made under a policy since

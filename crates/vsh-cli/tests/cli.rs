@@ -5412,6 +5412,44 @@ fn a_rule_denying_rename_source_lets_tools_rename_their_own_files() {
     assert_eq!(receipt["decision"]["denied"][0]["path"], "migrations/0001.sql", "{receipt}");
 }
 
+/// sec85 F1: a move no rename may make (`inbox/**` denying
+/// `rename-destination`) went through in two steps: to a temporary name,
+/// then in, the second judged a write of a node the run made. A node that
+/// is still the base's under another name moves the base's. sec85 F2: a
+/// program's directory moved where its files may not be made was refused
+/// only by the decision, not at its call.
+#[test]
+fn a_move_in_two_steps_is_judged_as_the_move_it_is() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "src/f.txt", "f\n");
+    write(dir.path(), "tree/x.txt", "x\n");
+    write(dir.path(), "inbox/.keep", "");
+    write(dir.path(), "out/.keep", "");
+    let policy = dir.path().join("policy.toml");
+    let rules = "version = 1\n[[protect]]\npattern = \"inbox/**\"\naccess = [\"rename-destination\"]\n\
+                 [[protect]]\npattern = \"out/**/*.sql\"\naccess = [\"create\"]\n";
+    std::fs::write(&policy, rules).unwrap();
+    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    for script in ["mv src/f.txt .tmp && mv .tmp inbox/f.txt", "mv -T tree t3 && mkdir inbox/e && mv -T t3 inbox/e"] {
+        let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
+        let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)
+            .unwrap_or_else(|_| panic!("{script}: {}", String::from_utf8_lossy(&ran.stderr)));
+        assert_eq!(receipt["state"], "denied", "{script}: {receipt}");
+        assert_eq!(receipt["decision"]["denied"][0]["access"], "rename-destination", "{script}: {receipt}");
+    }
+    // A program's own move is refused at its call.
+    let program = "import os\nvsh_mkdir('d')\nvsh_write('d/a.sql', 'x')\nos.rename('d', 'out/sub')";
+    let ran = vsh(&["run", "--workspace", ws, "-"], Some(program));
+    let said = format!("{}{}", String::from_utf8_lossy(&ran.stdout), String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(ran.status.code(), Some(5), "{said}");
+    assert!(said.contains("PermissionError") && said.contains("create of out/sub/a.sql denied"), "{said}");
+}
+
 /// ux78 M1: a command that changed a file past the 256 MiB a run holds of
 /// one file was told "snapshot limit `max_materialized_file_bytes` exceeded
 /// at big.dat: 314572800 > 268435456" and nothing else.

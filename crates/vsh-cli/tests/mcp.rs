@@ -1405,6 +1405,10 @@ async fn the_server_works_under_the_policy_the_operator_records_while_it_runs() 
     let ops_id = made["transaction"].as_str().unwrap().to_owned();
     let shown = call(&client, "vsh_show", json!({"transaction": ops_id})).await;
     assert!(shown.text.contains("only the operator reviews, approves and commits it"), "{}", shown.text);
+    // It waits for its operator, whose policy it was made under: no "never
+    // approved" (sec85 F3).
+    let waited = call(&client, "vsh_wait", json!({"transaction": ops_id, "timeout_ms": 1_000})).await;
+    assert!(waited.text.starts_with("still waiting"), "{}", waited.text);
     let discard = call(&client, "vsh_discard", json!({"transaction": ops_id})).await;
     assert!(discard.is_error && discard.text.contains("leave it to them"), "{}", discard.text);
     // Nor run it again, which would give its program (sec78 F3: a rerun's

@@ -877,11 +877,14 @@ impl<'a> OsHost<'a> {
         self.vfs.remove_tree(root.path()).map_err(fault)
     }
 
-    /// Whether a rename of `path` moves what the base holds there: a path
-    /// the base holds, or one the policy hides (judged so whether it
-    /// exists or not, which is never told).
+    /// Whether a rename of `path` moves what the base holds: a path the base
+    /// holds, a node that is still the base's under another name (moved
+    /// there, unchanged: [`VirtualFs::carries_base`]; sec85 F1), or one the
+    /// policy hides (judged so whether it exists or not, which is never told).
     fn moves_the_bases(&mut self, path: &VPath) -> Result<bool, VfsError> {
-        Ok(self.policy.authorize(path, AccessKind::MetadataRead).is_err() || self.vfs.in_base(path)?)
+        Ok(self.policy.authorize(path, AccessKind::MetadataRead).is_err()
+            || self.vfs.in_base(path)?
+            || self.vfs.carries_base(path)?)
     }
 
     /// Rename with every path authorized first: where the base held the
@@ -947,14 +950,17 @@ impl<'a> OsHost<'a> {
         self.refuse_hidden_contents(&destination.path, destination.guest).map_err(refused)?;
         if source_kind == Some(NodeKind::Directory) && !destination.path.is_strictly_within(&source.path) {
             for (descendant, _) in self.descendants(&moved, &fault)? {
-                if !self.moves_the_bases(&descendant).map_err(fault)? {
-                    continue;
-                }
-                self.authorize_below::<RenameSource>(&descendant, &source.path, source.guest).map_err(refused)?;
-                if let Some(landing) = descendant.rebase(&source.path, &destination.path) {
+                let Some(landing) = descendant.rebase(&source.path, &destination.path) else { continue };
+                if self.moves_the_bases(&descendant).map_err(fault)? {
+                    self.authorize_below::<RenameSource>(&descendant, &source.path, source.guest).map_err(refused)?;
                     self.authorize_below::<RenameDestination>(&landing, &destination.path, source.guest)
                         .map_err(refused)?;
                 }
+                // Where each lands is written there, as the diff will call
+                // it (sec85 F2: a program's directory moved under a rule
+                // denying creation there met no refusal until the decision).
+                let replaces = self.vfs.in_base(&landing).map_err(fault)?;
+                self.authorize_write(&landing, replaces, source.guest).map_err(refused)?;
             }
         }
         self.vfs.rename(&source.path, &destination.path).map_err(fault)

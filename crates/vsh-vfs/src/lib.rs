@@ -1141,6 +1141,22 @@ impl VirtualFs {
         Ok(())
     }
 
+    /// Whether the node at `path`, or anything beneath it, is still the
+    /// base's: a base node, or a file whose content is a base file's (moved
+    /// or copied here, unchanged since). A rename of such a node moves the
+    /// base's, whatever its name now (sec85 F1: a file moved to a temporary
+    /// name, then into a directory no rename may reach).
+    ///
+    /// # Errors
+    ///
+    /// As [`VirtualFs::rename`]'s look at its source.
+    pub fn carries_base(&mut self, path: &VPath) -> Result<bool, VfsError> {
+        if self.kind(path)?.is_none() {
+            return Ok(false);
+        }
+        Ok(self.capture_tree(path)?.1)
+    }
+
     /// Snapshot the subtree at `path` as overlay entries (path relative order),
     /// observing base nodes that have no overlay entry. Directories become opaque.
     /// The tree at `path` as overlay entries, and whether any of it is the
