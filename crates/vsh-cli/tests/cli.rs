@@ -5426,6 +5426,8 @@ fn a_move_in_two_steps_is_judged_as_the_move_it_is() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().to_str().unwrap();
     write(dir.path(), "src/f.txt", "f\n");
+    std::os::unix::fs::symlink("f.txt", dir.path().join("src/link")).unwrap();
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
     write(dir.path(), "tree/x.txt", "x\n");
     write(dir.path(), "inbox/.keep", "");
     write(dir.path(), "out/.keep", "");
@@ -5435,13 +5437,26 @@ fn a_move_in_two_steps_is_judged_as_the_move_it_is() {
     std::fs::write(&policy, rules).unwrap();
     let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
     assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
-    for script in ["mv src/f.txt .tmp && mv .tmp inbox/f.txt", "mv -T tree t3 && mkdir inbox/e && mv -T t3 inbox/e"] {
+    for script in [
+        "mv src/f.txt .tmp && mv .tmp inbox/f.txt",
+        "mv -T tree t3 && mkdir inbox/e && mv -T t3 inbox/e",
+        // Rewritten with its own bytes on the way, or no file at all (sec86).
+        "mv src/f.txt .t && dd if=.t of=.t conv=notrunc status=none && mv .t inbox/f.txt",
+        "mv src/link .t && mv .t inbox/link",
+        "mv empty .t && mv .t inbox/empty",
+    ] {
         let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
         let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)
             .unwrap_or_else(|_| panic!("{script}: {}", String::from_utf8_lossy(&ran.stderr)));
         assert_eq!(receipt["state"], "denied", "{script}: {receipt}");
         assert_eq!(receipt["decision"]["denied"][0]["access"], "rename-destination", "{script}: {receipt}");
     }
+    // A copy the run made is the run's, however it is moved (sec86 F4: it
+    // was judged a rename of the base's file).
+    let copied = "vsh_copy('src/f.txt', 'src/g.txt')\nimport os\nos.rename('src/g.txt', 'inbox/g.txt')";
+    let ran = vsh(&["run", "--workspace", ws, "--json", "-"], Some(copied));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_ne!(receipt["state"], "denied", "{receipt}");
     // A program's own move is refused at its call.
     let program = "import os\nvsh_mkdir('d')\nvsh_write('d/a.sql', 'x')\nos.rename('d', 'out/sub')";
     let ran = vsh(&["run", "--workspace", ws, "-"], Some(program));

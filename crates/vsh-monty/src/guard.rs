@@ -878,13 +878,14 @@ impl<'a> OsHost<'a> {
     }
 
     /// Whether a rename of `path` moves what the base holds: a path the base
-    /// holds, a node that is still the base's under another name (moved
-    /// there, unchanged: [`VirtualFs::carries_base`]; sec85 F1), or one the
-    /// policy hides (judged so whether it exists or not, which is never told).
+    /// holds, a node that is the base's under a name of this run's, or holds
+    /// one (moved there, whatever was written to it since:
+    /// [`VirtualFs::holds_moved_base`]; sec85 F1, sec86), or one the policy
+    /// hides (judged so whether it exists or not, which is never told).
     fn moves_the_bases(&mut self, path: &VPath) -> Result<bool, VfsError> {
         Ok(self.policy.authorize(path, AccessKind::MetadataRead).is_err()
-            || self.vfs.in_base(path)?
-            || self.vfs.carries_base(path)?)
+            || self.vfs.holds_moved_base(path)
+            || self.vfs.in_base(path)?)
     }
 
     /// Rename with every path authorized first: where the base held the

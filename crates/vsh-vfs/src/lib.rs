@@ -123,6 +123,10 @@ pub struct VirtualFs {
     overlay: OverlayMap,
     effects: Vec<Effect>,
     renames: u64,
+    /// The paths of nodes that are the base's under a name of this run's:
+    /// moved there, whatever was written to them since
+    /// ([`VirtualFs::holds_moved_base`]).
+    moved_base: BTreeSet<String>,
     /// The base files whose content the guest read ([`VirtualFs::read`],
     /// [`VirtualFs::read_range`]), by their base path.
     shown: BTreeSet<VPath>,
@@ -202,6 +206,7 @@ pub struct ImageCheckpoint {
     overlay: BTreeMap<VPath, Overlay>,
     effects: Vec<Effect>,
     renames: u64,
+    moved_base: BTreeSet<String>,
 }
 
 /// The resolved state of a path in the virtual image.
@@ -254,6 +259,7 @@ impl VirtualFs {
             overlay: OverlayMap::default(),
             effects: Vec::new(),
             renames: 0,
+            moved_base: BTreeSet::new(),
             shown: BTreeSet::new(),
             seen: BTreeSet::new(),
             commands_reading: false,
@@ -353,7 +359,12 @@ impl VirtualFs {
 
     /// The image's changes as they are now (see [`ImageCheckpoint`]).
     pub fn checkpoint(&self) -> ImageCheckpoint {
-        ImageCheckpoint { overlay: self.overlay.entries.clone(), effects: self.effects.clone(), renames: self.renames }
+        ImageCheckpoint {
+            overlay: self.overlay.entries.clone(),
+            effects: self.effects.clone(),
+            renames: self.renames,
+            moved_base: self.moved_base.clone(),
+        }
     }
 
     /// Put the image's changes back exactly as they were at `checkpoint`:
@@ -364,6 +375,34 @@ impl VirtualFs {
         self.overlay.replace(&checkpoint.overlay);
         self.effects.clone_from(&checkpoint.effects);
         self.renames = checkpoint.renames;
+        self.moved_base.clone_from(&checkpoint.moved_base);
+    }
+
+    /// Whether the node at `path`, or one beneath it, is the base's under a
+    /// name of this run's: moved there from where the base held it (in one
+    /// move or several), whatever was written to it since. A rename of it
+    /// moves the base's (sec85 F1, sec86 F1-F2: a file moved to a temporary
+    /// name, rewritten with its own bytes, then moved on; a symlink or an
+    /// empty directory likewise). A copy is no such node. A lookup of a
+    /// sorted set: no walk of the tree.
+    pub fn holds_moved_base(&self, path: &VPath) -> bool {
+        if self.moved_base.contains(path.as_str()) {
+            return true;
+        }
+        let beneath = if path.is_root() { String::new() } else { format!("{}/", path.as_str()) };
+        self.moved_base.range(beneath.clone()..).next().is_some_and(|moved| moved.starts_with(&beneath))
+    }
+
+    /// Forget that `path` and what is beneath it are moved base nodes: they
+    /// are gone from there.
+    fn forget_moved(&mut self, path: &VPath) {
+        self.moved_base.remove(path.as_str());
+        let beneath = format!("{}/", path.as_str());
+        let gone: Vec<String> =
+            self.moved_base.range(beneath.clone()..).take_while(|moved| moved.starts_with(&beneath)).cloned().collect();
+        for moved in gone {
+            self.moved_base.remove(&moved);
+        }
     }
 
     /// Whether the base holds something at `path`: what a write there
@@ -975,6 +1014,7 @@ impl VirtualFs {
             NodeKind::Directory => Err(VfsError::IsADirectory { path: path.clone() }),
             NodeKind::File | NodeKind::Symlink => {
                 self.overlay.insert(path.clone(), Overlay::Tombstone);
+                self.forget_moved(path);
                 self.effects.push(Effect::Remove(path.clone()));
                 Ok(())
             }
@@ -1018,6 +1058,7 @@ impl VirtualFs {
             self.overlay.remove(&child);
         }
         self.overlay.insert(path.clone(), Overlay::Tombstone);
+        self.forget_moved(path);
     }
 
     /// Set the permission bits of a file or directory (not a symlink).
@@ -1074,15 +1115,18 @@ impl VirtualFs {
             (_, None | Some(_)) => {}
         }
         let (moved, carries_base) = self.capture_tree(from)?;
-        for (path, _) in &moved {
+        for (path, _, _) in &moved {
             check_name_length(&path.rebase(from, to).expect("captured below the source"))?;
         }
         self.tombstone_tree(from);
         if self.overlay.contains_key(to) || self.kind(to)?.is_some() {
             self.tombstone_tree(to);
         }
-        for (path, entry) in moved {
+        for (path, entry, the_bases) in moved {
             let target = path.rebase(from, to).expect("captured below the source");
+            if the_bases {
+                self.moved_base.insert(target.as_str().to_owned());
+            }
             self.overlay.insert(target, entry);
         }
         // Moving only what this run made (a temporary file renamed over its
@@ -1141,33 +1185,20 @@ impl VirtualFs {
         Ok(())
     }
 
-    /// Whether the node at `path`, or anything beneath it, is still the
-    /// base's: a base node, or a file whose content is a base file's (moved
-    /// or copied here, unchanged since). A rename of such a node moves the
-    /// base's, whatever its name now (sec85 F1: a file moved to a temporary
-    /// name, then into a directory no rename may reach).
-    ///
-    /// # Errors
-    ///
-    /// As [`VirtualFs::rename`]'s look at its source.
-    pub fn carries_base(&mut self, path: &VPath) -> Result<bool, VfsError> {
-        if self.kind(path)?.is_none() {
-            return Ok(false);
-        }
-        Ok(self.capture_tree(path)?.1)
-    }
-
     /// Snapshot the subtree at `path` as overlay entries (path relative order),
     /// observing base nodes that have no overlay entry. Directories become opaque.
     /// The tree at `path` as overlay entries, and whether any of it is the
     /// base's (a base node, or a file whose content is still the base's).
-    fn capture_tree(&mut self, path: &VPath) -> Result<(Vec<(VPath, Overlay)>, bool), VfsError> {
+    #[expect(clippy::type_complexity, reason = "each entry with whether it is the base's, built together")]
+    fn capture_tree(&mut self, path: &VPath) -> Result<(Vec<(VPath, Overlay, bool)>, bool), VfsError> {
         let mut out = Vec::new();
         let mut carries_base = false;
         let mut stack = vec![path.clone()];
         while let Some(current) = stack.pop() {
             let node = self.require(&current)?;
             carries_base |= matches!(node, Node::Base(_));
+            // The base's node, here or moved here before.
+            let the_bases = matches!(node, Node::Base(_)) || self.moved_base.contains(current.as_str());
             let entry = match node {
                 Node::Base(NodeKind::File) => {
                     let mode = self.base.metadata(&current)?.map_or(DEFAULT_FILE_MODE, |(_, _, mode)| mode);
@@ -1195,7 +1226,7 @@ impl VirtualFs {
                 }
             }
             carries_base |= matches!(&entry, Overlay::File { content: ContentSource::Base(_), .. });
-            out.push((current, entry));
+            out.push((current, entry, the_bases));
         }
         Ok((out, carries_base))
     }
