@@ -2583,6 +2583,12 @@ fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
     write(dir.path(), "old.txt", "old\n");
     write(dir.path(), "notes.txt", "notes\n");
     let ws = dir.path().to_str().unwrap();
+    // A file changed within the last 100 ms is known by its digest, one
+    // settled by its stamp: both runs see old.txt settled, so each diff
+    // knows it the same way (a first run that saw it fresh makes the rerun's
+    // diff differ, and the rerun wait for a review of its own: the safe
+    // side, which a fresh clone's CI met).
+    std::thread::sleep(std::time::Duration::from_millis(250));
     // It looks at README.md's size only, and removes old.txt: it waits.
     let looks = "from pathlib import Path\nn = Path('README.md').stat().st_size\nPath('old.txt').unlink()";
     let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(looks)));
@@ -2607,6 +2613,7 @@ fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
     assert!(!dir.path().join("old.txt").exists());
     // In auto mode the approved rerun is committed at once (ux77).
     write(dir.path(), "old2.txt", "old\n");
+    std::thread::sleep(std::time::Duration::from_millis(250));
     let looks2 = "from pathlib import Path\nn = Path('README.md').stat().st_size\nPath('old2.txt').unlink()";
     let id2 = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(looks2)));
     write(dir.path(), "README.md", "readme, edited twice\n");
@@ -5441,6 +5448,9 @@ fn a_move_in_two_steps_is_judged_as_the_move_it_is() {
         "mv src/f.txt .t && dd if=.t of=.t conv=notrunc status=none && mv .t inbox/f.txt",
         "mv src/link .t && mv .t inbox/link",
         "mv empty .t && mv .t inbox/empty",
+        // Changed in place before the first move (sec87 F1).
+        "chmod 644 src/f.txt && mv src/f.txt .t && mv .t inbox/f.txt",
+        "dd if=src/f.txt of=src/f.txt conv=notrunc status=none && mv src/f.txt .t && mv .t inbox/f.txt",
     ] {
         let ran = vsh(&["exec", "--workspace", ws, "--json", "--", "sh", "-c", script], None);
         let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout)

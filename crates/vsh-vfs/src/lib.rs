@@ -1197,8 +1197,12 @@ impl VirtualFs {
         while let Some(current) = stack.pop() {
             let node = self.require(&current)?;
             carries_base |= matches!(node, Node::Base(_));
-            // The base's node, here or moved here before.
-            let the_bases = matches!(node, Node::Base(_)) || self.moved_base.contains(current.as_str());
+            // The base's node: where the base holds one (as it is or
+            // changed in place since: a chmod, a rewrite; sec87 F1), or one
+            // moved here before.
+            let the_bases = matches!(node, Node::Base(_))
+                || self.moved_base.contains(current.as_str())
+                || self.in_base(&current)?;
             let entry = match node {
                 Node::Base(NodeKind::File) => {
                     let mode = self.base.metadata(&current)?.map_or(DEFAULT_FILE_MODE, |(_, _, mode)| mode);
