@@ -4617,6 +4617,30 @@ fn pytest_keeps_its_cache_in_the_scratch_directory_from_any_directory() {
     assert!(warnings.contains("tests/.pytest_cache") && warnings.contains("scratch = ["), "{warnings}");
 }
 
+/// `vsh ARGS --workspace WS` sent SIGINT after `delays.0` ms and again
+/// `delays.1` ms later: what it printed and its status, how many files
+/// `gen/` holds besides its `.keep`, and the state of `id` after.
+fn interrupted_twice(args: &[&str], delays: (u64, u64), ws: &Path, id: &str) -> (Output, usize, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(args)
+        .arg("--workspace")
+        .arg(ws)
+        .env_clear()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for delay in [delays.0, delays.1] {
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    }
+    let output = child.wait_with_output().unwrap();
+    let files = std::fs::read_dir(ws.join("gen")).map_or(0, Iterator::count) - 1;
+    let shown = vsh(&["show", id, "--workspace", ws.to_str().unwrap(), "--json"], None);
+    let json: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    (output, files, json["record"]["state"].as_str().unwrap_or_default().to_owned())
+}
+
 /// ux75 M2: Ctrl-C during `vsh commit` ended the process mid-commit,
 /// saying nothing; its files stayed in the workspace until the next vsh
 /// command rolled them back and failed the approved work. A signal now
@@ -4634,27 +4658,10 @@ fn an_interrupted_commit_stops_before_it_begins_or_runs_to_its_end() {
         let program = "for i in range(1500):\n    vsh_write(f'gen/f{i}.txt', 'x' * 2000)";
         let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
         assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
-        let child = Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(["commit", &id, "--workspace", ws])
-            .env_clear()
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
         // Twice, as an impatient operator does (sec81 1: the second ended a
         // begun commit halfway, silently).
-        std::thread::sleep(std::time::Duration::from_millis(40));
-        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
-        let output = child.wait_with_output().unwrap();
+        let (output, files, state) = interrupted_twice(&["commit", &id], (delay, 40), dir.path(), &id);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let files = std::fs::read_dir(dir.path().join("gen")).map_or(0, Iterator::count) - 1;
-        let state = {
-            let shown = vsh(&["show", &id, "--workspace", ws, "--json"], None);
-            let json: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-            json["record"]["state"].as_str().unwrap_or_default().to_owned()
-        };
         match output.status.code() {
             // Stopped before it began: nothing written, the work waits.
             Some(130) => {
@@ -4690,25 +4697,10 @@ fn an_interrupted_approval_and_commit_says_what_stands() {
         write(dir.path(), "gen/.keep", "");
         let program = "for i in range(1500):\n    vsh_write(f'gen/f{i}.txt', 'x' * 2000)";
         let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
-        let child = Command::new(env!("CARGO_BIN_EXE_vsh"))
-            .args(["approve", "--commit", &id, "--workspace", ws])
-            .env_clear()
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
         // Twice, at once, as an impatient operator does (sec83 F3: the
         // second ended vsh while it approved, the work left approved).
-        std::thread::sleep(std::time::Duration::from_millis(3));
-        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
-        let output = child.wait_with_output().unwrap();
+        let (output, files, state) = interrupted_twice(&["approve", "--commit", &id], (delay, 3), dir.path(), &id);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let files = std::fs::read_dir(dir.path().join("gen")).map_or(0, Iterator::count) - 1;
-        let shown = vsh(&["show", &id, "--workspace", ws, "--json"], None);
-        let json: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-        let state = json["record"]["state"].as_str().unwrap_or_default().to_owned();
         let outcome = match output.status.code() {
             Some(130) if stderr.contains("interrupted (SIGINT) before the approval: nothing was approved") => {
                 assert_eq!((files, state.as_str()), (0, "pending-approval"), "{delay} ms: {stderr}");
