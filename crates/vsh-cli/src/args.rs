@@ -61,6 +61,11 @@ pub(crate) struct Cli {
     /// the command's own output).
     #[arg(short, long, global = true)]
     pub(crate) quiet: bool,
+    /// The workspace directory, before the command's name: as the command's
+    /// own --workspace (given in both places, they must name the same
+    /// directory; a command that works on no workspace refuses it).
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
 }
 
 /// When to colour the output.
@@ -214,25 +219,66 @@ impl Command {
     /// Whether the command asked for JSON output (errors are JSON then too).
     pub(crate) fn json(&self) -> bool {
         match self {
-            Self::Init(init) => init.common.json,
-            Self::Run(run) => run.common.json,
-            Self::Exec(exec) => exec.options.common.json,
-            Self::Rerun(rerun) => rerun.stored.common.json,
-            Self::Revert(revert) => revert.stored.common.json,
-            Self::Gc(gc) => gc.common.json,
+            Self::Policy { action: PolicyAction::Check { json, .. } } | Self::Demo { json } => *json,
+            Self::Guide | Self::Completions { .. } | Self::Man | Self::Schema { .. } => false,
+            other => other.common().is_some_and(|common| common.json),
+        }
+    }
+
+    /// The options of a command that works on a workspace.
+    fn common(&self) -> Option<&Common> {
+        Some(match self {
+            Self::Init(init) => &init.common,
+            Self::Run(run) => &run.common,
+            Self::Exec(exec) => &exec.options.common,
+            Self::Rerun(rerun) => &rerun.stored.common,
+            Self::Revert(revert) => &revert.stored.common,
+            Self::Gc(gc) => &gc.common,
             Self::Pending(common)
             | Self::Doctor(common)
             | Self::Serve(ServeArgs { common, .. })
-            | Self::Policy { action: PolicyAction::Show(common) } => common.json,
-            Self::Policy { action: PolicyAction::Check { json, .. } } | Self::Demo { json } => *json,
-            Self::Log(log) => log.common.json,
-            Self::Show(show) => show.stored.common.json,
-            Self::Reject(reject) => reject.stored.common.json,
-            Self::Approve(approve) => approve.stored.common.json,
-            Self::Commit(commit) => commit.stored.common.json,
-            Self::Recover(recover) => recover.common.json,
-            Self::Guide | Self::Completions { .. } | Self::Man | Self::Schema { .. } => false,
-        }
+            | Self::Policy { action: PolicyAction::Show(common) } => common,
+            Self::Log(log) => &log.common,
+            Self::Show(show) => &show.stored.common,
+            Self::Reject(reject) => &reject.stored.common,
+            Self::Approve(approve) => &approve.stored.common,
+            Self::Commit(commit) => &commit.stored.common,
+            Self::Recover(recover) => &recover.common,
+            Self::Policy { action: PolicyAction::Check { .. } }
+            | Self::Demo { .. }
+            | Self::Guide
+            | Self::Completions { .. }
+            | Self::Man
+            | Self::Schema { .. } => return None,
+        })
+    }
+
+    /// [`Self::common`], to change.
+    pub(crate) fn common_mut(&mut self) -> Option<&mut Common> {
+        Some(match self {
+            Self::Init(init) => &mut init.common,
+            Self::Run(run) => &mut run.options.common,
+            Self::Exec(exec) => &mut exec.options.common,
+            Self::Rerun(rerun) => &mut rerun.stored.common,
+            Self::Revert(revert) => &mut revert.stored.common,
+            Self::Gc(gc) => &mut gc.common,
+            Self::Pending(common)
+            | Self::Doctor(common)
+            | Self::Serve(ServeArgs { common, .. })
+            | Self::Policy { action: PolicyAction::Show(common) } => common,
+            Self::Log(log) => &mut log.common,
+            Self::Show(show) => &mut show.stored.common,
+            Self::Reject(reject) => &mut reject.stored.common,
+            Self::Approve(approve) => &mut approve.stored.common,
+            Self::Commit(commit) => &mut commit.stored.common,
+            Self::Recover(recover) => &mut recover.common,
+            Self::Policy { action: PolicyAction::Check { .. } }
+            | Self::Demo { .. }
+            | Self::Guide
+            | Self::Completions { .. }
+            | Self::Man
+            | Self::Schema { .. } => return None,
+        })
     }
 }
 

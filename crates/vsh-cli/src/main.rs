@@ -89,6 +89,30 @@ const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
 #[global_allocator]
 static ALLOCATOR: monty_alloc::LimitedAllocator = monty_alloc::LimitedAllocator;
 
+/// `vsh --workspace DIR CMD`: the directory is the command's own
+/// `--workspace` (ux80 L7), which, given too, must name it as well.
+fn workspace_before_command(cli: &mut args::Cli) -> Result<(), clap::Error> {
+    let Some(dir) = cli.workspace.take() else { return Ok(()) };
+    let refused = |message: &str| {
+        Err(<args::Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ArgumentConflict, message))
+    };
+    match cli.command.common_mut() {
+        Some(common) => match &common.workspace {
+            None => {
+                common.workspace = Some(dir);
+                Ok(())
+            }
+            Some(own) if *own == dir => Ok(()),
+            Some(own) => refused(&format!(
+                "--workspace is given twice, {} before the command's name and {} after it: give one",
+                dir.display(),
+                own.display()
+            )),
+        },
+        None => refused("--workspace is for commands that work on a workspace: this command takes none"),
+    }
+}
+
 fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|argument| argument == WORKER_ARGUMENT) {
         return vsh::lower::vsh_monty::worker_process::worker_main();
@@ -105,6 +129,10 @@ fn main() -> ExitCode {
         }
     };
     cli.color.choice().write_global();
+    let mut cli = cli;
+    if let Err(error) = workspace_before_command(&mut cli) {
+        exit_usage(&error)
+    }
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let json = cli.command.json();
     let detailed = match cli.command.state_exit() {

@@ -60,6 +60,23 @@ fn rejected_work_is_no_next_step(ws: &str, id: &str) {
     assert_eq!(vsh(&["rerun", id, "--again", "--workspace", ws], None).status.code(), Some(0));
 }
 
+/// `--workspace` goes before the command's name too (ux80 L7); given
+/// twice, the two must agree; a command with no workspace refuses it.
+#[test]
+fn the_workspace_is_named_before_or_after_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let program = "from pathlib import Path\nPath('/workspace/b.txt').write_text('b')";
+    assert_eq!(vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(program)).status.code(), Some(0));
+    let before = vsh(&["--workspace", ws, "log"], None);
+    assert!(String::from_utf8_lossy(&before.stdout).contains("committed"), "{before:?}");
+    assert_eq!(vsh(&["-w", ws, "log", "-w", ws], None).status.code(), Some(0));
+    let twice = vsh(&["-w", ws, "log", "-w", "/"], None);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("--workspace is given twice"), "{twice:?}");
+    assert_eq!(vsh(&["-w", ws, "guide"], None).status.code(), Some(2));
+}
+
 #[test]
 fn exit_codes_follow_the_table_row_by_row() {
     let dir = tempfile::tempdir().unwrap();
