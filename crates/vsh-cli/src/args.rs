@@ -309,7 +309,7 @@ pub(crate) struct Common {
 }
 
 /// The directory vsh keeps a workspace's own data in.
-const VSH_DIR: &str = ".vsh";
+pub(crate) const VSH_DIR: &str = ".vsh";
 
 /// Whether `dir` is a workspace (it holds a `.vsh` directory).
 pub(crate) fn is_workspace(dir: &Path) -> bool {

@@ -1702,7 +1702,12 @@ fn print_policy(
 /// `vsh policy check FILE`.
 fn policy_check(file: &std::path::Path, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let policy = vsh::lower::vsh_policy::TransactionPolicy::from_file(file)?;
-    let notes = policy.review_notes();
+    let mut notes = policy.review_notes();
+    if let Ok(cwd) = std::env::current_dir()
+        && let Some(workspace) = args::workspace_at_or_above(&cwd)
+    {
+        notes.extend(unmatched_patterns(&policy, workspace));
+    }
     if json {
         let document = documents::PolicyCheckDocument::new(
             file.display().to_string(),
@@ -1718,6 +1723,72 @@ fn policy_check(file: &std::path::Path, json: bool) -> Result<u8, Box<dyn std::e
         }
     }
     Ok(EXIT_OK)
+}
+
+/// The most entries [`unmatched_patterns`] looks at: a bigger workspace is
+/// not judged.
+const PATTERN_WALK_ENTRIES: usize = 200_000;
+
+/// A note for each of the operator's patterns (`[[protect]]`, `[[review]]`)
+/// that no path in `workspace` matches now (ux80 L6: a misspelt rule
+/// protected nothing, and the check said "valid"): what `.git` and vsh's
+/// data hold is not looked at (nor judged, a pattern into them), no link
+/// is followed, and nothing is said of a workspace of more than
+/// [`PATTERN_WALK_ENTRIES`] entries.
+fn unmatched_patterns(policy: &vsh::lower::vsh_policy::TransactionPolicy, workspace: &std::path::Path) -> Vec<String> {
+    use vsh::lower::vsh_policy::RuleLabel;
+    let protect = policy.calls().rules().iter().filter(|rule| rule.label == RuleLabel::Custom);
+    let mut unmatched: Vec<(&str, &vsh::lower::vsh_policy::Pattern)> = protect
+        .map(|rule| ("[[protect]]", &rule.pattern))
+        .chain(policy.review_rules().iter().map(|rule| ("[[review]]", &rule.pattern)))
+        .filter(|(_, pattern)| {
+            let first = pattern.as_str().split('/').next().unwrap_or_default();
+            first != ".git" && first != args::VSH_DIR
+        })
+        .collect();
+    if unmatched.is_empty() {
+        return Vec::new();
+    }
+    let mut pending = vec![std::path::PathBuf::new()];
+    let mut seen = 0_usize;
+    let mut top = Vec::new();
+    while let Some(relative) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(workspace.join(&relative)) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > PATTERN_WALK_ENTRIES {
+                return Vec::new();
+            }
+            let path = relative.join(entry.file_name());
+            let Some(vpath) = path.to_str().and_then(|path| vsh::VPath::parse(path).ok()) else { continue };
+            unmatched.retain(|(_, pattern)| !pattern.matches(&vpath));
+            if unmatched.is_empty() {
+                return Vec::new();
+            }
+            if relative.as_os_str().is_empty() {
+                top.push(vpath.as_str().to_owned());
+            }
+            let name = entry.file_name();
+            let descend = entry.file_type().is_ok_and(|kind| kind.is_dir()) && name != ".git" && name != args::VSH_DIR;
+            if descend {
+                pending.push(path);
+            }
+        }
+    }
+    let names = top.join(", ");
+    unmatched
+        .into_iter()
+        .map(|(table, pattern)| {
+            // A misspelt first name: the pattern with the name there is.
+            let text = pattern.as_str();
+            let (first, rest) = text.split_once('/').map_or((text, ""), |(first, rest)| (first, rest));
+            let meant = vsh::lower::vsh_policy::closest(first, &names).map_or_else(String::new, |name| {
+                let slash = if rest.is_empty() { "" } else { "/" };
+                format!(" (did you mean `{name}{slash}{rest}`?)")
+            });
+            format!("{table} pattern `{pattern}` matches no path in {} now{meant}", workspace.display())
+        })
+        .collect()
 }
 
 /// `vsh schema [NAME] [--write DIR]`.

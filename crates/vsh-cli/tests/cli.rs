@@ -2331,6 +2331,47 @@ fn vsh_in(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     vsh_fed_in(Some(cwd), args, input)
 }
 
+/// `vsh policy check` in a workspace notes each of the operator's patterns
+/// no path there matches, with the name it likely meant (ux80 L6: a
+/// misspelt rule protected nothing, and the check said "valid").
+#[test]
+fn a_policy_check_names_patterns_that_match_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "migrations/001_init.sql", "create table t;\n");
+    write(dir.path(), "src/app.py", "x = 1\n");
+    write(dir.path(), ".git/HEAD", "ref: refs/heads/main\n");
+    assert_eq!(vsh(&["init", "-q", "--workspace", dir.path().to_str().unwrap()], None).status.code(), Some(0));
+    write(
+        dir.path(),
+        "p.toml",
+        concat!(
+            "version = 1\n[[protect]]\npattern = \"migratoins/**\"\naccess = \"delete\"\n",
+            "[[protect]]\npattern = \"src/*.py\"\naccess = \"delete\"\n",
+            "[[review]]\npattern = \"**/HEAD\"\nchanges = \"delete\"\n",
+            "[[review]]\npattern = \".git/HEAD\"\nchanges = \"delete\"\n",
+        ),
+    );
+    let checked = vsh_in(&dir.path().join("src"), &["policy", "check", "../p.toml"], None);
+    assert_eq!(checked.status.code(), Some(0));
+    let notes = String::from_utf8_lossy(&checked.stderr);
+    let ws = dir.path().display();
+    assert!(
+        notes.contains(&format!(
+            "[[protect]] pattern `migratoins/**` matches no path in {ws} now (did you mean `migrations/**`?)"
+        )),
+        "{notes}"
+    );
+    // What .git holds is not looked at, nor judged; a pattern that matches is not named.
+    assert!(notes.contains("[[review]] pattern `**/HEAD` matches no path"), "{notes}");
+    assert!(!notes.contains("src/"), "{notes}");
+    assert_eq!(notes.lines().count(), 2, "{notes}");
+    // Out of any workspace there is nothing to match against.
+    let outside = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.toml");
+    let elsewhere = vsh_in(outside.path(), &["policy", "check", policy.to_str().unwrap()], None);
+    assert!(elsewhere.stderr.is_empty(), "{elsewhere:?}");
+}
+
 #[test]
 fn commands_find_the_enclosing_workspace_like_git_and_never_make_one_to_read() {
     let dir = tempfile::tempdir().unwrap();

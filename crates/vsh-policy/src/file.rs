@@ -219,9 +219,14 @@ fn last_key(field: &str) -> &str {
 const PROFILE_NAMES: &str = "balanced, strict, paranoid";
 
 /// `" (did you mean `x`?)"` for the one of `expected` (a comma-separated
-/// list) closest to `found`, when one is close (a typo, a letter missing or
-/// swapped, a singular for a plural); empty otherwise.
+/// list) closest to `found`, when one is close ([`closest`]); empty otherwise.
 pub(crate) fn did_you_mean(found: &str, expected: &str) -> String {
+    closest(found, expected).map(|candidate| format!(" (did you mean `{candidate}`?)")).unwrap_or_default()
+}
+
+/// The one of `expected` (a comma-separated list) closest to `found`, when
+/// one is close: a typo, a letter missing or swapped, a singular for a plural.
+pub fn closest<'a>(found: &str, expected: &'a str) -> Option<&'a str> {
     let found = found.trim_matches('`');
     expected
         .split(',')
@@ -230,8 +235,25 @@ pub(crate) fn did_you_mean(found: &str, expected: &str) -> String {
         .map(|candidate| (strsim::damerau_levenshtein(found, candidate), candidate))
         .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 4) && *distance < candidate.len())
         .min()
-        .map(|(_, candidate)| format!(" (did you mean `{candidate}`?)"))
-        .unwrap_or_default()
+        .map(|(_, candidate)| candidate)
+}
+
+/// What an unknown access name likely means: a word for one the policy
+/// calls otherwise (`write`: `mutations`, ux80 L6), else the closest name.
+fn access_hint(name: &str) -> String {
+    let meant = match name.trim().to_ascii_lowercase().as_str() {
+        "write" | "writes" | "mutate" | "mutation" | "change" | "changes" | "edit" | "edits" => {
+            "mutations` (create, modify and delete) or `modify"
+        }
+        "read" | "read-content" | "open" => "reads` (every read) or `content-read",
+        "remove" | "rm" | "unlink" | "deletion" => "delete",
+        "rename" | "move" | "mv" => "rename-source` or `rename-destination",
+        "list" | "ls" | "readdir" | "listing" => "directory-read",
+        "stat" | "metadata" => "metadata-read",
+        "any" | "everything" | "*" => "all",
+        _ => return did_you_mean(name, ACCESS_NAMES),
+    };
+    format!(" (did you mean `{meant}`?)")
 }
 
 fn unknown_hint(field: &str) -> &'static str {
@@ -393,7 +415,7 @@ pub enum PolicyFileError {
     #[error(
         "`{field}` is {name:?}{}; expected all, reads, mutations, metadata-read, content-read, directory-read, \
          create, modify, delete, rename-source or rename-destination",
-        did_you_mean(name, ACCESS_NAMES)
+        access_hint(name)
     )]
     UnknownAccess {
         /// The field (`protect[N].access` or `protect[N].access[M]`).
@@ -1571,6 +1593,11 @@ rewrite_escalate_ratio = 1
         assert_eq!(did_you_mean("threshold", TOP_KEYS), " (did you mean `thresholds`?)");
         assert_eq!(did_you_mean("delet", ACCESS_NAMES), " (did you mean `delete`?)");
         assert_eq!(did_you_mean("modfiy", "all, create, modify, delete"), " (did you mean `modify`?)");
+        // A word the policy calls otherwise gets the policy's name (ux80 L6).
+        assert_eq!(access_hint("write"), " (did you mean `mutations` (create, modify and delete) or `modify`?)");
+        assert_eq!(access_hint("Rename"), " (did you mean `rename-source` or `rename-destination`?)");
+        assert_eq!(access_hint("delet"), " (did you mean `delete`?)");
+        assert_eq!(access_hint("frobnicate"), "");
         // ux78 L8: a profile's name too.
         let profile = PolicyFile::from_toml("version = 1\nprofile = \"balaced\"\n").unwrap_err().to_string();
         assert!(profile.contains("is \"balaced\" (did you mean `balanced`?); expected balanced"), "{profile}");

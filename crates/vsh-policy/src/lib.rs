@@ -52,7 +52,7 @@ pub use decision::{
     replaces_a_file,
 };
 pub use file::{
-    MAX_POLICY_FILE_BYTES, MAX_REASON_BYTES, POLICY_FILE_VERSION, PolicyFile, PolicyFileError, parse_size,
+    MAX_POLICY_FILE_BYTES, MAX_REASON_BYTES, POLICY_FILE_VERSION, PolicyFile, PolicyFileError, closest, parse_size,
     render_policy,
 };
 pub use pattern::{MAX_PATTERN_BYTES, MatchState, Pattern, PatternError};

@@ -85,7 +85,7 @@ pub enum PatternError {
         pattern: String,
     },
     /// The pattern had an empty component (`a//b`, or a trailing `/`).
-    #[error("pattern {pattern:?} has an empty component")]
+    #[error("pattern {pattern:?} has an empty component{}", directory_hint(pattern))]
     EmptyComponent {
         /// The rejected pattern.
         pattern: String,
@@ -128,6 +128,17 @@ pub enum PatternError {
         /// The range's end.
         end: char,
     },
+}
+
+/// For a pattern that names a directory with a trailing `/` (ux80 L6): the
+/// pattern that means the directory and all it holds.
+fn directory_hint(pattern: &str) -> String {
+    match pattern.strip_suffix('/') {
+        Some(directory) if !directory.is_empty() && !directory.split('/').any(str::is_empty) => {
+            format!(" (a directory and all it holds is `{directory}/**`)")
+        }
+        _ => String::new(),
+    }
 }
 
 /// A compiled glob over workspace paths; see the [module documentation](self).
@@ -813,6 +824,10 @@ mod tests {
         assert_eq!(Pattern::parse("/etc"), Err(PatternError::Absolute { pattern: p("/etc") }));
         assert_eq!(Pattern::parse("a//b"), Err(PatternError::EmptyComponent { pattern: p("a//b") }));
         assert_eq!(Pattern::parse("a/"), Err(PatternError::EmptyComponent { pattern: p("a/") }));
+        // A trailing `/` is taken for a directory: the message names the pattern for one (ux80 L6).
+        let trailing = Pattern::parse("migrations/").unwrap_err().to_string();
+        assert!(trailing.ends_with("empty component (a directory and all it holds is `migrations/**`)"), "{trailing}");
+        assert!(!Pattern::parse("a//b/").unwrap_err().to_string().contains("all it holds"));
         assert_eq!(
             Pattern::parse("a/../b"),
             Err(PatternError::DotComponent { pattern: p("a/../b"), component: p("..") })
