@@ -5346,6 +5346,48 @@ fn a_rule_denying_modify_lets_commands_add_files_with_modes_and_names_the_file_i
     );
 }
 
+/// ux81 M3: a rule denying only `delete` refused `install` and `tar -x`
+/// over a file it protects (they unlink it, then write it again): a
+/// command's removal is left to the diff, which calls the file modified;
+/// one the command leaves removed denies the run, under the file's name.
+#[test]
+fn a_rule_denying_delete_lets_commands_write_a_file_again() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "tests/test_a.py", "assert 1\n");
+    write(dir.path(), "template.py", "assert 2\n");
+    let policy = dir.path().join("policy.toml");
+    init_with_policy(ws, &policy, "version = 1\n[[protect]]\npattern = \"tests/**\"\naccess = [\"delete\"]\n");
+    for script in [
+        "install -m 644 template.py tests/test_a.py",
+        "mkdir -p /tmp/t/tests && cp template.py /tmp/t/tests/test_a.py && tar -C /tmp/t -cf /tmp/t.tar tests \
+         && tar -xf /tmp/t.tar",
+    ] {
+        let (code, receipt) = exec_sh_json(ws, script);
+        assert_eq!(code, Some(0), "{script}: {receipt}");
+        assert_ne!(receipt["state"], "denied", "{script}: {receipt}");
+        let changes = receipt["changes"].as_array().unwrap();
+        assert!(changes.iter().all(|change| change["kind"] == "modify" && change["path"] == "tests/test_a.py"));
+        assert_eq!(changes.len(), 1, "{receipt}");
+    }
+    // What the command leaves removed is denied, by its name and access.
+    let (_, receipt) = exec_sh_json(ws, "rm tests/test_a.py");
+    assert_eq!(receipt["state"], "denied", "{receipt}");
+    let denied = &receipt["decision"]["denied"];
+    assert_eq!((&denied[0]["path"], &denied[0]["access"]), (&"tests/test_a.py".into(), &"delete".into()), "{receipt}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("tests/test_a.py")).unwrap(), "assert 1\n");
+    // A program's own removal is refused as it is made.
+    let ran = vsh(
+        &["run", "--workspace", ws, "--json", "-"],
+        Some("from pathlib import Path\ntry:\n    Path('tests/test_a.py').unlink()\nexcept PermissionError:\n    pass"),
+    );
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(receipt["decision"]["reason"], "protected-access-attempt", "{receipt}");
+}
+
 /// ux79 H2: a rule denying only `create` refused edits of files the
 /// workspace holds: `sed -i`'s and `os.replace`'s temporary files, and
 /// `rm f; echo > f`, `install` or `tar -x` over a file, were judged creates.

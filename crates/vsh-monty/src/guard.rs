@@ -426,20 +426,23 @@ impl<'a> OsHost<'a> {
         }
     }
 
-    /// Whether a real command's refused creation `denied` is left to the
-    /// diff instead (ux79 H2: a rule denying `create` refused `sed -i`'s,
-    /// `os.replace`'s and `ln -sf`'s temporary files, never in the diff, so
-    /// edits of files the workspace holds failed): a command's processes
+    /// Whether a real command's refused creation or removal `denied` is
+    /// left to the diff instead (ux79 H2: a rule denying `create` refused
+    /// `sed -i`'s, `os.replace`'s and `ln -sf`'s temporary files, never in
+    /// the diff, so edits of files the workspace holds failed; ux81 M3: one
+    /// denying `delete` refused `install` and `tar -x` over a file, which
+    /// unlink it first and leave it modified): a command's processes
     /// make and remove what they like where the policy lets them see, and
     /// the transaction's decision judges what stays (a file left where a
-    /// rule denies creating one denies the run, naming it). Only the
+    /// rule denies creating one, or gone where one denies deleting it,
+    /// denies the run, naming it). Only the
     /// operator's rules and writable roots: never a name the policy hides,
     /// vsh's data, a nested vsh store or `.git` (git meets the refusal and
     /// stops there, instead of leaving objects for the decision to deny),
     /// which are refused as they are met; never a program's own call, whose
     /// `PermissionError` says at once what the policy refuses.
     fn left_to_the_diff(&self, denied: &DeniedAccess) -> bool {
-        denied.access == AccessKind::Create
+        matches!(denied.access, AccessKind::Create | AccessKind::Delete)
             && self.vfs.is_serving_commands()
             && matches!(denied.label, vsh_policy::RuleLabel::Custom | vsh_policy::RuleLabel::WritableRoots)
             && self.policy.authorize(&denied.path, AccessKind::MetadataRead).is_ok()
