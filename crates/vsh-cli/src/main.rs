@@ -872,7 +872,9 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
     // program text, so a commit or a re-run starts it there with that input.
     let cwd = working_dir_in(&exec.options.common.root());
     let stdin = exec.stdin.as_deref().map(read_command_input).transpose()?;
-    if stdin.is_none() && !output.quiet && input_waiting() {
+    // A warning, printed under -q too (ux81 M2: a script's `-q` run of
+    // `patch < fix.diff` applied nothing without a word).
+    if stdin.is_none() && input_waiting() {
         say!(
             "vsh: warning: the command reads nothing: what this shell gives vsh on its standard input is not \
              passed on; give it with `--stdin -` (or --stdin FILE)"

@@ -3981,6 +3981,15 @@ fn failures_a_new_user_meets_say_what_to_do() {
     };
     let redirected = exec_with("cat", std::fs::File::open(&patch).unwrap().into());
     assert!(stderr(&redirected).contains("give it with `--stdin -`"), "{}", stderr(&redirected));
+    // -q prints warnings: this one too (ux81 M2: a script's `vsh exec -q --
+    // patch -p1 < fix.diff` exited 0 without a word, having applied nothing).
+    let quietly = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "-q", "--workspace", ws, "--", "cat"])
+        .env_clear()
+        .stdin(std::fs::File::open(&patch).unwrap())
+        .output()
+        .unwrap();
+    assert!(stderr(&quietly).contains("give it with `--stdin -`"), "{}", stderr(&quietly));
     // A pipe with bytes already waiting in it is the same mistake.
     let (reader, mut writer) = std::io::pipe().unwrap();
     std::io::Write::write_all(&mut writer, b"piped\n").unwrap();
