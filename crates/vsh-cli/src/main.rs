@@ -625,6 +625,16 @@ pub(crate) fn state_exit_code(state: TransactionState) -> Option<u8> {
 fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (text, what) = if let Some(path) = &init.policy {
         let max = vsh::lower::vsh_policy::MAX_POLICY_FILE_BYTES;
+        // A FIFO, a device or a directory is refused before it is opened
+        // (opening a FIFO waits for a writer), as `vsh policy check` and
+        // `--policy` refuse them (sec88 L3); `-` reads standard input.
+        if path != std::path::Path::new("-") {
+            let metadata =
+                std::fs::metadata(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            if !metadata.is_file() {
+                return Err(Box::new(vsh::lower::vsh_policy::PolicyFileError::NotAFile { path: path.clone() }));
+            }
+        }
         let text = read_text_bounded(path, max, "", "a policy file")?;
         (text, format!("the policy file {}", path.display()))
     } else {

@@ -6162,6 +6162,15 @@ fn an_endless_program_or_policy_file_is_refused_after_its_limit_not_read_into_me
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("longer than 1 MiB, the most a policy file may be"), "{stderr}");
     assert!(!dir.path().join(".vsh/data/policy.toml").exists(), "nothing was recorded");
+    // A FIFO is refused before it is opened, as `policy check` refuses it
+    // (sec88 L3: init waited for a writer, then recorded what it wrote).
+    let fifo = dir.path().join("policy.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let output = vsh(&["init", "--workspace", root, "--policy", fifo.to_str().unwrap()], None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is not a regular file"), "{stderr}");
+    assert!(!dir.path().join(".vsh/data/policy.toml").exists(), "nothing was recorded");
 }
 
 #[test]

@@ -421,7 +421,7 @@ impl Records {
     pub(crate) fn resolve(&self, name: &str, unwritten: &[TransactionId]) -> Result<TransactionId, VshError> {
         let prefix = name.to_ascii_lowercase();
         if prefix.len() < crate::MIN_ID_PREFIX || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(VshError::TransactionName(name.to_owned()));
+            return Err(VshError::TransactionName(named(name)));
         }
         let mut matching: Vec<TransactionId> = self
             .transactions
@@ -665,6 +665,20 @@ fn receipt_of(
     }
 }
 
+/// The most characters of a name that names no transaction an error
+/// repeats (sec88 L1: an agent's 3,000,000-character name came back whole,
+/// twice, in one tool result).
+const SHOWN_NAME_CHARS: usize = 80;
+
+/// `name` as an error repeats it: whole when short, else its head and its
+/// length.
+fn named(name: &str) -> String {
+    match name.char_indices().nth(SHOWN_NAME_CHARS) {
+        None => name.to_owned(),
+        Some((end, _)) => format!("{}... ({} bytes)", &name[..end], name.len()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use vsh_host::CapDir;
@@ -727,6 +741,14 @@ mod tests {
         assert!(matches!(records.resolve("123456", &[full]), Ok(found) if found == full), "no duplicate candidate");
         for bad in ["12345", "12345g", "", &"1".repeat(65), "12 456"] {
             assert!(matches!(records.resolve(bad, &[]), Err(VshError::TransactionName(_))), "{bad:?}");
+        }
+        // A long name comes back cut, with its length (sec88 L1).
+        let long = "é".repeat(100_000);
+        match records.resolve(&long, &[]) {
+            Err(VshError::TransactionName(shown)) => {
+                assert_eq!(shown, format!("{}... (200000 bytes)", "é".repeat(80)));
+            }
+            other => panic!("{other:?}"),
         }
     }
 
