@@ -103,8 +103,10 @@ pub(crate) fn with_rerun_hint(
             ));
             Some(rerun_line(runtime, transaction))
         }
-        // Work that can never be committed now: its program can run again.
+        // Work that can never be committed now: its program can run again
+        // (unless its work is done already, ux81 M4).
         VshError::Commit(CommitError::Stale { .. })
+        | VshError::PolicyChanged(_)
         | VshError::ApprovalStale { .. }
         | VshError::NotApprovable { state: S::Stale, .. }
         | VshError::Store(
@@ -144,10 +146,25 @@ pub(crate) fn with_rerun_hint(
         }
         _ => None,
     };
-    // A rerun's `vsh show` line says why in words: those go with the
-    // remedies, the command alone is the hint.
+    let hint = settled_hint(hint, &mut remedies);
+    if hint.is_none() && remedies.is_empty() {
+        return Box::new(error);
+    }
+    Box::new(Failure { source: error, remedies, hint })
+}
+
+/// [`with_rerun_hint`]'s hint as it is printed, and what it adds to the
+/// remedies.
+fn settled_hint(hint: Option<String>, remedies: &mut Vec<String>) -> Option<String> {
+    // Nothing left to do is said, and no command is next; a `vsh show`
+    // or `vsh reject` line says why in words: those go with the remedies,
+    // the command alone is the hint.
     let hint = match hint {
-        Some(line) if line.starts_with("vsh show ") => match line.split_once(" (") {
+        Some(line) if line.starts_with(NOTHING_LEFT) => {
+            remedies.push(format!("{NOTHING_IS_LEFT}: {}", &line[NOTHING_LEFT.len()..]));
+            None
+        }
+        Some(line) if line.starts_with("vsh show ") || line.starts_with("vsh reject ") => match line.split_once(" (") {
             Some((command, why)) => {
                 remedies.push(why.trim_end_matches(')').to_owned());
                 Some(command.to_owned())
@@ -159,10 +176,7 @@ pub(crate) fn with_rerun_hint(
     if hint.as_deref().is_some_and(|hint| hint.starts_with("vsh rerun") && hint.contains(" --env ")) {
         remedies.push(RERUN_VALUES.to_owned());
     }
-    if hint.is_none() && remedies.is_empty() {
-        return Box::new(error);
-    }
-    Box::new(Failure { source: error, remedies, hint })
+    hint
 }
 
 /// `Err` when `transaction` is a revert: it has no program to run again,
@@ -197,6 +211,17 @@ pub(crate) fn refuse_rerun_of_revert(
 /// variables whose value vsh's own environment cannot give again (vsh keeps
 /// only a keyed digest of it, and the value here is not the one it digests).
 pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> String {
+    // Its work is done already: nothing to run again, and, while it
+    // waits, dropping it is next (ux81 M1, M4); a run of it that landed is
+    // named below.
+    if let Some(done) = work_done(runtime, transaction) {
+        if waits(runtime, transaction) {
+            return format!("vsh reject --only {} ({done}; this drops it)", transaction.short());
+        }
+        if live_rerun(runtime, transaction).is_none() {
+            return format!("{NOTHING_LEFT}{done}");
+        }
+    }
     // Run again already (or it is a rerun, and another run of the same
     // work is), and that work is committed or waiting: running it once
     // more would do the work twice (ux61 1, ux62 1).
@@ -326,6 +351,43 @@ pub(crate) fn live_rerun(runtime: &vsh::Runtime, transaction: vsh::TransactionId
     })
 }
 
+/// How [`rerun_line`] begins when nothing is left to do.
+pub(crate) const NOTHING_LEFT: &str = "nothing: ";
+
+/// How the remedy of work done already begins.
+const NOTHING_IS_LEFT: &str = "nothing is left to do";
+
+/// Why `transaction`'s work is done already, if it is: another run of the
+/// same work is committed (ux81 M4: the first run, made under a policy
+/// since replaced, still said to run it again), or the workspace holds
+/// every change it makes (ux81 M1: an agent's retry was committed, and the
+/// first run's next step, `vsh rerun`, made its changes twice).
+pub(crate) fn work_done(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> Option<String> {
+    if let Some(rerun) =
+        live_rerun(runtime, transaction).filter(|rerun| rerun.state == vsh::TransactionState::Committed)
+    {
+        return Some(format!(
+            "another run of the same work, {}, is committed: running it once more would do that work twice",
+            rerun.id.short()
+        ));
+    }
+    runtime.holds_its_changes(transaction).ok().filter(|holds| *holds).map(|_| {
+        "the workspace holds every change it makes already (other work made them since, or an edit by hand): \
+         running it again would make them twice"
+            .to_owned()
+    })
+}
+
+/// Whether `transaction` waits for an approval or a commit.
+fn waits(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> bool {
+    use vsh::TransactionState as S;
+    runtime
+        .transaction(transaction)
+        .ok()
+        .flatten()
+        .is_some_and(|record| matches!(record.state, S::PendingApproval | S::Approved | S::AutoApproved))
+}
+
 /// `vsh rerun TX` of work whose rerun is committed or waiting: refused,
 /// naming it (ux61 1: the `next` of stale work, followed twice, applied
 /// its work twice); `--again` runs it anyway.
@@ -355,6 +417,16 @@ pub(crate) fn refuse_work_done_again(
             "transaction {short} is {} itself: running it again would do its work twice; `vsh rerun {short} \
              --again` runs it once more anyway",
             record.state.name()
+        )
+        .into());
+    }
+    // What it changes is there already (ux81 M1: an agent's retry was
+    // committed, and the first run's rerun made its changes twice).
+    if live_rerun(runtime, transaction).is_none() && runtime.holds_its_changes(transaction).unwrap_or(false) {
+        let short = transaction.short();
+        return Err(format!(
+            "the workspace holds every change {short} makes already (other work made them since, or an edit by \
+             hand): running it again would make them twice; `vsh rerun {short} --again` runs it anyway"
         )
         .into());
     }
@@ -727,7 +799,8 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
     let mut text = String::new();
     match error {
         Some(stale) if let Some((conflicts, total)) = stale.stale_conflicts() => {
-            text.push_str(&render::stale_text(conflicts, total));
+            let done = remedies.iter().any(|remedy| remedy.starts_with(NOTHING_IS_LEFT));
+            text.push_str(&render::stale_text(conflicts, total, !done));
             for remedy in remedies {
                 let _ = writeln!(text, "vsh: {remedy}");
             }
@@ -736,12 +809,18 @@ pub(crate) fn advice(error: Option<&VshError>, remedies: &[String], hint: Option
             text.push_str(&render::candidates_text(candidates, *total));
         }
         Some(VshError::PolicyChanged(id)) => {
-            let _ = writeln!(
-                text,
-                "vsh: the workspace's policy changed since it was made; `vsh rerun {}` runs its program again \
-                 under the policy in force now, as a new transaction",
-                id.short()
-            );
+            let _ = match hint {
+                Some(_) => writeln!(text, "vsh: the workspace's policy changed since it was made"),
+                None => writeln!(
+                    text,
+                    "vsh: the workspace's policy changed since it was made; `vsh rerun {}` runs its program again \
+                     under the policy in force now, as a new transaction",
+                    id.short()
+                ),
+            };
+            for remedy in remedies {
+                let _ = writeln!(text, "vsh: {remedy}");
+            }
         }
         Some(VshError::Bash { source, changes, .. }) => {
             if let ExecutionError::Bash { stdout, stderr, denied, stats, .. } = source.as_ref() {

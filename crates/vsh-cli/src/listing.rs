@@ -86,6 +86,16 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
         println!("no pending transactions");
     } else {
         anstream::print!("{}", render::pending_table(&rows, now));
+        // Work made under a replaced policy whose work is done already is
+        // not to run again (ux81 M4): said, with how to drop it.
+        let done: Vec<(String, String)> = rows
+            .iter()
+            .filter(|row| row.policy_changed)
+            .filter_map(|row| crate::failure::work_done(runtime, row.record.id).map(|why| (row.record.id.short(), why)))
+            .collect();
+        for (id, why) in &done {
+            println!("{id}: nothing is left to do: {why}; `vsh reject --only {id}` drops it");
+        }
         for id in &settle {
             println!(
                 "{id} is an interrupted commit whose paths someone else changed meanwhile: `vsh recover` names \
@@ -101,7 +111,7 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
                 rows.iter().filter(|row| row.record.state == state && !row.policy_changed).count()
             };
             let interrupted = count(vsh::TransactionState::RecoveryRequired);
-            let replaced = rows.iter().filter(|row| row.policy_changed).count();
+            let replaced = rows.iter().filter(|row| row.policy_changed).count() - done.len();
             println!(
                 "{} waiting: {} pending approval, {} approved, {} auto-approved (to commit){}{}",
                 rows.len(),

@@ -397,7 +397,9 @@ pub(crate) fn candidates_text(candidates: &[vsh::TransactionId], total: usize) -
 
 /// A stale commit's conflicting paths, one a line, with what changed, and how
 /// many more there are beyond the listed ones.
-pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: usize) -> String {
+/// `again`: whether to say the work is to be made again (not when the
+/// workspace holds its changes already).
+pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: usize, again: bool) -> String {
     let mut text = String::from("vsh: the workspace changed under the transaction:\n");
     for conflict in conflicts {
         let what = conflict.reason.to_string();
@@ -407,9 +409,11 @@ pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: 
     if total > conflicts.len() {
         let _ = writeln!(text, "  ... and {} more", total - conflicts.len());
     }
-    text.push_str(
-        "vsh: it can never be committed as it is: make it again on the current workspace (a new transaction)\n",
-    );
+    if again {
+        text.push_str(
+            "vsh: it can never be committed as it is: make it again on the current workspace (a new transaction)\n",
+        );
+    }
     text
 }
 
@@ -1297,7 +1301,10 @@ mod tests {
         assert_eq!(counted(3, "dependency"), "3 dependencies");
         assert_eq!(counted(1, "dependency"), "1 dependency");
         let root = [Conflict { path: vsh::VPath::root(), reason: ConflictReason::Listing }];
-        assert!(stale_text(&root, 1).contains("  (the workspace's root)  the names in it changed: a file was created"));
+        assert!(
+            stale_text(&root, 1, true)
+                .contains("  (the workspace's root)  the names in it changed: a file was created")
+        );
     }
 
     #[test]
@@ -1380,7 +1387,7 @@ mod tests {
         assert!(text.contains("... and 3 more"), "{text}");
         assert!(!candidates_text(&ids, 2).contains("... and"));
         let conflicts = [Conflict { path: vsh::VPath::parse("a/b.txt").unwrap(), reason: ConflictReason::Content }];
-        let text = stale_text(&conflicts, 3);
+        let text = stale_text(&conflicts, 3, true);
         assert!(text.contains("  a/b.txt  content changed since the run read it\n"), "{text}");
         assert!(text.contains("... and 2 more"), "{text}");
     }

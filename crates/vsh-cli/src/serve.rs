@@ -969,7 +969,11 @@ fn ran_result(
     let stale = matches!(error, VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }))
         .then(|| crate::failure::stale_record(runtime, request, since_ms))
         .flatten();
-    if let Some(stale) = stale {
+    if let Some((done, call)) = stale.and_then(|stale| work_done_advice(runtime, stale)) {
+        // What it would change is there already (ux81 M1).
+        document.hint = Some(format!("the workspace changed under its commit: {done}"));
+        document.next = call;
+    } else if let Some(stale) = stale {
         // Its auto commit found the workspace changed (ux75 M1: no record,
         // no next step was named).
         let call = format!("vsh_rerun {}", stale.short());
@@ -1188,6 +1192,10 @@ impl VshServer {
                             } else if operators_own(runtime, record.id) {
                                 // The operator's own work: theirs to decide (sec59 F4).
                                 " (made under a policy its operator gave that run: the operator decides it)"
+                            } else if crate::failure::work_done(runtime, record.id).is_some() {
+                                // Nothing to run again (ux81 M4).
+                                " (made under a policy since replaced, and its work is done already: vsh_show says \
+                                 why; vsh_discard drops it)"
                             } else {
                                 " (made under a policy since replaced: never committed; run it again with vsh_rerun)"
                             }
@@ -1480,11 +1488,16 @@ impl VshServer {
                     .ok()
                     .filter(|id| first_look == Some(false) && policy_since_replaced(runtime, *id))
                 {
-                    format!(
-                        "nothing to wait for: it was made under a policy since replaced, and can never be approved; \
-                         vsh_rerun {} makes it again under the policy now\n",
-                        id.short()
-                    )
+                    match work_done_advice(runtime, id) {
+                        Some((done, _)) => {
+                            format!("nothing to wait for: it was made under a policy since replaced; {done}\n")
+                        }
+                        None => format!(
+                            "nothing to wait for: it was made under a policy since replaced, and can never be \
+                             approved; vsh_rerun {} makes it again under the policy now\n",
+                            id.short()
+                        ),
+                    }
                 } else if let Some(id) = runtime.resolve(&show_params.transaction).ok().filter(|_| {
                     first_look == Some(false)
                         && document
@@ -1621,9 +1634,14 @@ fn commit(
             match &error {
                 // Made under a policy since replaced, whatever it waits for.
                 _ if runtime.decided_under_another_policy(id) || matches!(error, VshError::PolicyChanged(_)) => {
-                    document.hint = Some(policy_replaced_advice(runtime, id));
-                    if !operators_own(runtime, id) {
-                        document.next = Some(format!("vsh_rerun {}", id.short()));
+                    if let Some((done, call)) = work_done_advice(runtime, id) {
+                        document.hint = Some(done);
+                        document.next = call;
+                    } else {
+                        document.hint = Some(policy_replaced_advice(runtime, id));
+                        if !operators_own(runtime, id) {
+                            document.next = Some(format!("vsh_rerun {}", id.short()));
+                        }
                     }
                 }
                 VshError::NotCommittable { state: TransactionState::PendingApproval, .. } => {
@@ -1706,6 +1724,36 @@ fn rejected_hint(runtime: &Runtime, id: vsh::TransactionId) -> String {
     }
 }
 
+/// For work whose `next` would run it again: the other run of the same
+/// work that is committed or waiting, as the agent's next call and what to
+/// tell it.
+fn other_run(runtime: &Runtime, id: vsh::TransactionId, next: Option<&str>) -> Option<(String, String)> {
+    // Work another run of which is committed or waiting is not run again:
+    // that run is what to look at (ux73 L7: `next` said vsh_rerun, refused).
+    let done = next
+        .is_some_and(|next| next.starts_with("vsh_rerun "))
+        .then(|| crate::failure::live_rerun(runtime, id))
+        .flatten()?;
+    // What takes that other run on is the agent's next step (ux75 M5: an
+    // operator's rerun waits, and the agent was told to look at it, and in
+    // the same text to run the work again).
+    let short = done.id.short();
+    let (call, what) = match done.state {
+        TransactionState::PendingApproval => (format!("vsh_wait {short}"), "vsh_wait {0} waits for its approval"),
+        TransactionState::Approved | TransactionState::AutoApproved => {
+            (format!("vsh_commit {short}"), "vsh_commit {0} commits it")
+        }
+        _ => (format!("vsh_show {short}"), "vsh_show {0} shows it"),
+    };
+    let text = format!(
+        "it can never be committed: another run of this work, {short}, is {}: running it again would do that \
+         work twice; {}",
+        done.state.name(),
+        what.replace("{0}", &short)
+    );
+    Some((call, text))
+}
+
 /// The review of the transaction `name` names, bounded for the reader.
 fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(ShowDocument, String), VshError> {
     let id = runtime.resolve(&params.transaction)?;
@@ -1765,35 +1813,7 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     }
     // Work made under a replaced policy is never committed: nothing is next.
     document.receipt.next = agent_next(&receipt).filter(|_| !replaced);
-    // Work another run of which is committed or waiting is not run again:
-    // that run is what to look at (ux73 L7: `next` said vsh_rerun, refused).
-    let done = document
-        .receipt
-        .next
-        .as_deref()
-        .is_some_and(|next| next.starts_with("vsh_rerun "))
-        .then(|| crate::failure::live_rerun(runtime, id))
-        .flatten();
-    // What takes that other run on is the agent's next step (ux75 M5: an
-    // operator's rerun waits, and the agent was told to look at it, and in
-    // the same text to run the work again).
-    let other = done.as_ref().map(|done| {
-        let short = done.id.short();
-        let (call, what) = match done.state {
-            TransactionState::PendingApproval => (format!("vsh_wait {short}"), "vsh_wait {0} waits for its approval"),
-            TransactionState::Approved | TransactionState::AutoApproved => {
-                (format!("vsh_commit {short}"), "vsh_commit {0} commits it")
-            }
-            _ => (format!("vsh_show {short}"), "vsh_show {0} shows it"),
-        };
-        let text = format!(
-            "it can never be committed: another run of this work, {short}, is {}: running it again would do that \
-             work twice; {}",
-            done.state.name(),
-            what.replace("{0}", &short)
-        );
-        (call, text)
-    });
+    let other = other_run(runtime, id, document.receipt.next.as_deref());
     if let Some((call, _)) = &other {
         document.receipt.next = Some(call.clone());
     }
@@ -1801,8 +1821,18 @@ fn show(runtime: &Runtime, params: &ShowParams, bounds: TextBounds) -> Result<(S
     if blocked.is_some() {
         document.receipt.next = None;
     }
-    let advice = replaced
-        .then(|| policy_replaced_advice(runtime, id))
+    // Work done already is not to run again (ux81 M1, M4); a run of it
+    // that landed or waits is named as above.
+    let finished =
+        matches!(receipt.state, TransactionState::Stale | TransactionState::Expired | TransactionState::Failed)
+            || replaced;
+    let done = (finished && other.is_none()).then(|| work_done_advice(runtime, id)).flatten();
+    if let Some((_, call)) = &done {
+        document.receipt.next.clone_from(call);
+    }
+    let advice = done
+        .map(|(text, _)| text)
+        .or_else(|| replaced.then(|| policy_replaced_advice(runtime, id)))
         .or_else(|| blocked.map(|again| format!("it can never be committed: {again}")))
         .or_else(|| other.map(|(_, text)| text));
     let mut summary = receipt_summary(&receipt, &document.receipt, advice.as_deref());
@@ -1978,6 +2008,9 @@ fn receipt_detail(given: Option<&str>) -> Result<vsh::ReceiptDetail, CallToolRes
 /// A revert none can be made of again while the workspace stands in its
 /// original's way says so, and has no call next (ux74 M3).
 fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> (String, Option<String>) {
+    if let Some(done) = work_done_advice(runtime, id) {
+        return done;
+    }
     if let Some(of) = runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
         let short = of.get(..12).unwrap_or(of);
         if let Some(paths) = crate::failure::revert_blocked(runtime, of) {
@@ -1995,6 +2028,26 @@ fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> (String, Option<Stri
         let call = format!("vsh_rerun {}", id.short());
         (format!("run the program again with {call}"), Some(call))
     }
+}
+
+/// What the agent is told of work whose work is done already
+/// ([`crate::failure::work_done`]: another run of it is committed, or the
+/// workspace holds every change it makes), and its next call: nothing to
+/// run again (ux81 M1, M4), and, while it waits, `vsh_discard` drops it.
+fn work_done_advice(runtime: &Runtime, id: vsh::TransactionId) -> Option<(String, Option<String>)> {
+    let done = crate::failure::work_done(runtime, id)?;
+    let waits = runtime.transaction(id).ok().flatten().is_some_and(|record| {
+        matches!(
+            record.state,
+            TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
+        )
+    });
+    Some(if waits {
+        let call = format!("vsh_discard {}", id.short());
+        (format!("nothing is left to do: {done}; {call} drops it"), Some(call))
+    } else {
+        (format!("nothing is left to do: {done}"), None)
+    })
 }
 
 /// Work another run of which an operator rejected (not this server's own
@@ -2222,6 +2275,13 @@ fn rerun_refusal(
             done.id.short(),
             done.state.name(),
             done.id.short()
+        ));
+    }
+    // What it changes is there already (ux81 M1).
+    if !again && runtime.holds_its_changes(id).unwrap_or(false) {
+        return Some(format!(
+            "the workspace holds every change {short} makes already (other work made them since, or an edit by \
+             hand): running it again would make them twice; again=true runs it anyway"
         ));
     }
     None

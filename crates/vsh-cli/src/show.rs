@@ -164,10 +164,12 @@ pub(crate) fn show(
     review_as_asked(runtime, &mut receipt, args, output)?;
     // Work made under a policy since replaced can only be made again.
     let rerun = if runtime.decided_under_another_policy(id) {
-        Some(format!(
-            "{} (the policy changed since it was made: approve and commit refuse it)",
-            crate::failure::rerun_line(runtime, id)
-        ))
+        let line = crate::failure::rerun_line(runtime, id);
+        Some(if line.starts_with("vsh rerun ") {
+            format!("{line} (the policy changed since it was made: approve and commit refuse it)")
+        } else {
+            line
+        })
     } else if matches!(
         receipt.state,
         vsh::TransactionState::Stale | vsh::TransactionState::Expired | vsh::TransactionState::Failed

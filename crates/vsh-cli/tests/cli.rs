@@ -60,6 +60,64 @@ fn rejected_work_is_no_next_step(ws: &str, id: &str) {
     assert_eq!(vsh(&["rerun", id, "--again", "--workspace", ws], None).status.code(), Some(0));
 }
 
+/// Run `program` as a preview in `ws`; its transaction's id.
+fn previewed(ws: &str, program: &str) -> String {
+    let ran = vsh(&["run", "--workspace", ws, "--json", "-"], Some(program));
+    let receipt: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    receipt["transaction"].as_str().unwrap()[..12].to_owned()
+}
+
+/// ux81 M1: an agent's retry made the same change as its first run; one
+/// was committed, the other went stale, and its next step, `vsh rerun`,
+/// made the change twice. Nothing is left to do, and the rerun is refused
+/// (unless asked again); work whose other reads changed runs again as
+/// before. ux81 M4: work made under a replaced policy whose rerun is
+/// committed is not to run again either: dropping it is the next step.
+#[test]
+fn work_whose_changes_are_made_already_is_not_run_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "CHANGELOG", "# log\n");
+    let append = "from pathlib import Path\np = Path('CHANGELOG')\np.write_text(p.read_text() + '- fix\\n')";
+    let (first, retry) = (previewed(ws, append), previewed(ws, append));
+    assert_eq!(vsh(&["commit", "-q", "--workspace", ws, &first], None).status.code(), Some(0));
+    let stale = vsh(&["commit", "--workspace", ws, &retry], None);
+    let said = String::from_utf8_lossy(&stale.stderr);
+    assert_eq!(stale.status.code(), Some(6), "{said}");
+    assert!(said.contains("nothing is left to do: the workspace holds every change it makes already"), "{said}");
+    assert!(!said.contains("vsh rerun") && !said.contains("make it again"), "{said}");
+    let shown = String::from_utf8(vsh(&["show", "--workspace", ws, &retry], None).stdout).unwrap();
+    assert!(shown.contains("next       nothing: the workspace holds every change"), "{shown}");
+    let rerun = vsh(&["rerun", "--workspace", ws, &retry], None);
+    assert_eq!(rerun.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&rerun.stderr).contains(&format!("`vsh rerun {retry} --again`")), "{rerun:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("CHANGELOG")).unwrap(), "# log\n- fix\n");
+    // Its changes made since, but what it read changed too: it runs again.
+    write(dir.path(), "src.txt", "one\n");
+    let copy = previewed(ws, "vsh_write('out.txt', vsh_read('src.txt'))");
+    write(dir.path(), "out.txt", "one\n");
+    write(dir.path(), "src.txt", "two\n");
+    let stale = vsh(&["commit", "--workspace", ws, &copy], None);
+    let said = String::from_utf8_lossy(&stale.stderr);
+    assert!(said.contains(&format!("next: `vsh rerun {copy}`")) && !said.contains("nothing is left"), "{said}");
+    // Made under a policy since replaced, and its rerun committed.
+    let policy = dir.path().join("review.toml");
+    init_with_policy(ws, &policy, "version = 1\n[[review]]\npattern = \"CHANGELOG\"\nchanges = \"modify\"\n");
+    let waiting = previewed(ws, append);
+    assert_eq!(vsh(&["init", "-q", "--force", "--workspace", ws], None).status.code(), Some(0));
+    let landed = vsh(&["rerun", "--workspace", ws, "--mode", "auto", &waiting], None);
+    assert_eq!(landed.status.code(), Some(0), "{landed:?}");
+    let pending = String::from_utf8(vsh(&["pending", "--workspace", ws], None).stdout).unwrap();
+    assert!(
+        pending.contains(&format!("{waiting}: nothing is left to do: another run of the same work"))
+            && pending.contains(&format!("`vsh reject --only {waiting}` drops it")),
+        "{pending}"
+    );
+    let approve = vsh(&["approve", "--workspace", ws, &waiting], None);
+    let said = String::from_utf8_lossy(&approve.stderr);
+    assert!(said.contains(&format!("next: `vsh reject --only {waiting}`")) && !said.contains("vsh rerun"), "{said}");
+}
+
 /// `--workspace` goes before the command's name too (ux80 L7); given
 /// twice, the two must agree; a command with no workspace refuses it.
 #[test]

@@ -791,6 +791,30 @@ async fn a_stale_commit_says_what_changed_and_runs_again(client: &rmcp::Peer<rmc
     stale_work_runs_again(client, ws, stale_id).await;
 }
 
+/// ux81 M1: an agent's retry made the same change as its first run; one
+/// committed, the other went stale, and its `next` was `vsh_rerun`, which
+/// made the change twice. Nothing is left to do, and a rerun is refused.
+async fn a_retry_whose_twin_is_committed_is_done(client: &rmcp::Peer<rmcp::RoleClient>) {
+    let program = "vsh_write('retry.txt', 'once\\n')";
+    let first = call(client, "vsh_run", json!({"code": program})).await;
+    let second = call(client, "vsh_run", json!({"code": program})).await;
+    let id = |outcome: &Outcome| outcome.document["transaction"].as_str().unwrap().to_owned();
+    assert!(!call(client, "vsh_commit", json!({"transaction": id(&first)})).await.is_error);
+    let stale = call(client, "vsh_commit", json!({"transaction": id(&second)})).await;
+    let hint = stale.document["hint"].as_str().unwrap_or_default();
+    assert!(
+        stale.is_error && hint.contains("nothing is left to do: the workspace holds every change"),
+        "{}",
+        stale.text
+    );
+    assert_eq!(stale.document["next"], Value::Null, "{}", stale.document);
+    let shown = call(client, "vsh_show", json!({"transaction": id(&second)})).await;
+    assert!(shown.text.contains("nothing is left to do") && !shown.text.contains("vsh_rerun"), "{}", shown.text);
+    assert_eq!(shown.document["receipt"]["next"], Value::Null, "{}", shown.document);
+    let rerun = call(client, "vsh_rerun", json!({"transaction": id(&second)})).await;
+    assert!(rerun.is_error && rerun.text.contains("again=true runs it anyway"), "{}", rerun.text);
+}
+
 /// ux75 M1: an auto run whose commit found the workspace changed was an
 /// error with no record named and no next step. It names its stale record
 /// and `vsh_rerun` of it. (The program reads, then sleeps in a command for
@@ -913,6 +937,7 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let unknown = client.call_tool(params).await.unwrap_err().to_string();
     assert!(unknown.contains("vsh_run, ") && unknown.contains("a function a vsh_run program calls"), "{unknown}");
     a_stale_commit_says_what_changed_and_runs_again(&client, &ws).await;
+    a_retry_whose_twin_is_committed_is_done(&client).await;
     // An id never found (a run that changed nothing is not kept, once its
     // server is gone) says so.
     for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {

@@ -149,6 +149,47 @@ impl Runtime {
         Ok(paths)
     }
 
+    /// Whether the workspace holds now, at every path transaction
+    /// `transaction` changes (it changes some), what it would leave there,
+    /// and everything else it read is as it read it: work gone stale
+    /// because its very changes were made since, by other work that made
+    /// the same ones or by hand, which a commit can never make and a rerun
+    /// would make twice (ux81 M1: an agent's retry, committed, and its
+    /// first run's `next` was `vsh rerun`). Work that read something that
+    /// changed since (a rerun would compute its changes anew) is not;
+    /// neither is work that changes a path the policy hides (nothing is
+    /// said of what it holds). Its other reads are revalidated as a commit
+    /// would, under the commit lock, applying nothing.
+    ///
+    /// # Errors
+    ///
+    /// The store's (the work's artifact) and the workspace's errors.
+    pub fn holds_its_changes(&self, transaction: TransactionId) -> Result<bool, VshError> {
+        // Under whatever policy made it (work made under one since
+        // replaced is what is asked of most).
+        let artifact = self.records.load_bound(transaction)?;
+        let diff = &artifact.diff;
+        let calls = self.runs.policy().calls();
+        if diff.entries().is_empty() || diff.entries().iter().any(|entry| calls.is_hidden(&entry.path)) {
+            return Ok(false);
+        }
+        let mut vfs = self.runs.fresh_image();
+        for entry in diff.entries() {
+            if !vfs.base_holds(&entry.path, entry.after.as_ref())? {
+                return Ok(false);
+            }
+        }
+        let changed: std::collections::BTreeSet<&vsh_types::VPath> =
+            diff.entries().iter().map(|entry| &entry.path).collect();
+        let mut others = artifact.read_set.clone();
+        others.entries.retain(|path, _| !changed.contains(path));
+        match self.commits.revalidate(&self.records, transaction, (&vsh_types::CanonicalDiff::default(), &others)) {
+            Ok(()) => Ok(true),
+            Err(VshError::Commit(vsh_commit::CommitError::Stale { .. })) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     /// The paths of `diff` at which `vfs`'s base no longer holds what it
     /// left, or else the names added since under a directory it made (it
     /// holds only what it made, and a name added since would go with it:
