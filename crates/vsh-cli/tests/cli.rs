@@ -6481,6 +6481,35 @@ fn a_refused_revert_never_names_a_path_the_policy_hides() {
     assert!(!said.contains(".env.huge"), "a hidden name is never said: {said}");
 }
 
+/// ux80 M5, ux81 M5: after a hand edit, every formatter or `sed -i` run
+/// over the file waited for a reviewer, told a change would be lost, though
+/// it kept the edit. A rewrite that keeps, in place, what changed since vsh
+/// last saw the file is no unseen change; one written from what vsh saw
+/// (an agent's stale copy, by a command) still waits.
+#[test]
+fn a_command_that_keeps_a_hand_edit_in_place_does_not_wait() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "app.py", "import os\n\ndef add(a, b):\n    return a + b\n");
+    let grow = "from pathlib import Path\np = Path('app.py')\np.write_text(p.read_text() + '\\ndef mul(a, b):\\n    return a * b\\n')";
+    assert_eq!(vsh(&["run", "--mode", "auto", "--workspace", ws, "-"], Some(grow)).status.code(), Some(0));
+    let seen = std::fs::read_to_string(dir.path().join("app.py")).unwrap();
+    // By hand, since.
+    std::fs::write(dir.path().join("app.py"), format!("{seen}def div(a,b):\n    return a/b\n")).unwrap();
+    let (code, receipt) = exec_sh_json(ws, "sed -i 's/^import os$/import sys/' app.py");
+    assert_eq!(code, Some(0), "{receipt}");
+    assert_eq!(receipt["state"], "auto-approved", "{receipt}");
+    assert!(!receipt.to_string().contains("unseen-change"), "{receipt}");
+    // Written from what vsh saw, with a change of its own: the edit would be lost.
+    let stale = seen.replace("import os", "import sys").replace('\'', "'\\''");
+    let (_, receipt) = exec_sh_json(ws, &format!("printf '%s' '{stale}' > app.py"));
+    assert_eq!(receipt["state"], "pending-approval", "{receipt}");
+    assert!(receipt.to_string().contains("unseen-change"), "{receipt}");
+}
+
 /// `$VSH_SESSION` names the session of an agent that drives the command
 /// line: a change made since through vsh by someone else is one that
 /// session never saw (`unseen-change`), as it is for a `vsh serve`

@@ -80,6 +80,98 @@ impl UnseenChange {
 /// hashed to tell whether it changed since vsh saw it.
 const HASHED_UNREAD_BYTES: u64 = 16 << 20;
 
+/// The most bytes of each of the three versions of a file
+/// [`keeps_the_change`] compares.
+const KEPT_CHECK_BYTES: u64 = 1 << 20;
+
+/// How long [`keeps_in_place`]'s two line diffs may take before they settle
+/// for an edit script that is not the shortest (larger changes: the check
+/// then says "not kept" more often, never less).
+const KEPT_CHECK_TIME: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Whether `after`, written over `before`, keeps in place every change
+/// made to the file since it held `last` (ux80 M5, ux81 M5: a formatter
+/// run after a hand edit kept the edit, and waited for a reviewer told
+/// that a change would be lost). Line by line: no line the run changed
+/// (`before` to `after`) is in, or beside a removal in, the changes
+/// `last` to `before`; and no line those added is fewer in `after`, nor
+/// one they removed more, than in `before` (an edit script can line up
+/// equal lines more than one way: a line added next to its twin, then
+/// written over with the old text, would otherwise pass). Anything else,
+/// or nothing changed since, is "not kept".
+pub(crate) fn keeps_in_place(last: &[u8], before: &[u8], after: &[u8]) -> bool {
+    use similar::{Algorithm, DiffTag, capture_diff_slices_deadline};
+    let lines = |bytes: &[u8]| bytes.split_inclusive(|byte| *byte == b'\n').map(<[u8]>::to_vec).collect::<Vec<_>>();
+    let (last, before, after) = (lines(last), lines(before), lines(after));
+    let deadline = Some(std::time::Instant::now() + KEPT_CHECK_TIME);
+    let since: Vec<similar::DiffOp> = capture_diff_slices_deadline(Algorithm::Myers, &last, &before, deadline)
+        .into_iter()
+        .filter(|op| op.tag() != DiffTag::Equal)
+        .collect();
+    if since.is_empty() {
+        return false;
+    }
+    let run: Vec<std::ops::Range<usize>> = capture_diff_slices_deadline(Algorithm::Myers, &before, &after, deadline)
+        .into_iter()
+        .filter(|op| op.tag() != DiffTag::Equal)
+        .map(|op| op.old_range())
+        .collect();
+    let touches = |kept: &std::ops::Range<usize>| {
+        // The run's changes are in order: those that start at most at its end.
+        let from = run.partition_point(|change| change.end < kept.start);
+        run[from..].iter().take_while(|change| change.start <= kept.end).any(|change| {
+            if kept.is_empty() {
+                // Lines removed at that point: a change beside it may put them back.
+                true
+            } else if change.is_empty() {
+                // Lines added: only inside what was kept.
+                kept.start < change.start && change.start < kept.end
+            } else {
+                change.start < kept.end && kept.start < change.end
+            }
+        })
+    };
+    if since.iter().any(|op| touches(&op.new_range())) {
+        return false;
+    }
+    let count = |text: &[Vec<u8>], line: &Vec<u8>| text.iter().filter(|other| *other == line).count();
+    since.iter().all(|op| {
+        before[op.new_range()].iter().all(|line| count(&after, line) >= count(&before, line))
+            && last[op.old_range()].iter().all(|line| count(&after, line) <= count(&before, line))
+    })
+}
+
+/// Whether `change`'s new content keeps what changed in the file since vsh
+/// last saw it ([`keeps_in_place`]), where the store still holds what it
+/// saw (content a commit left, in a blob or in that commit's artifact: a
+/// run's reads are not kept) and each version is at most
+/// [`KEPT_CHECK_BYTES`].
+fn keeps_the_change(
+    change: &UnseenChange,
+    entries: &[DiffEntry],
+    vfs: &mut VirtualFs,
+    (workspace, records): (&vsh_host::CapDir, &Records),
+) -> bool {
+    if change.removed || change.made {
+        return false;
+    }
+    let Some(last) = change.last.and_then(|last| last.content) else { return false };
+    let Ok(at) = entries.binary_search_by(|entry| entry.path.cmp(&change.path)) else { return false };
+    let Some(before) = entries[at].before.filter(|before| before.size <= KEPT_CHECK_BYTES) else { return false };
+    let Ok(Some(vsh_vfs::ContentSource::Bytes(after))) = vfs.content_source(&change.path) else { return false };
+    if after.len() as u64 > KEPT_CHECK_BYTES {
+        return false;
+    }
+    // The store's blob, else the bytes the commit that left it carried.
+    let seen = records.blobs().get(last, KEPT_CHECK_BYTES).ok().or_else(|| {
+        let artifact = records.load_bound(change.last?.committed_by?).ok()?;
+        artifact.contents.get(&last).map(|bytes| bytes.to_vec())
+    });
+    let Some(seen) = seen.filter(|seen| BlobId::of(seen) == last) else { return false };
+    let Some(held) = vsh_vfs::live_content_if_unchanged(workspace, &change.path, &before) else { return false };
+    keeps_in_place(&seen, &held, &after)
+}
+
 /// The files `entries` replace or remove whose content the run never read
 /// (`shown`: [`vsh_vfs::VirtualFs::shown_contents`]; the read set records
 /// the content of a file a run only replaced too, as its commit's
@@ -408,6 +500,8 @@ pub(crate) fn judge(
     // drops nothing of anyone's (a line put back where one was deleted
     // does: sec75 F3).
     unseen.retain(|change| !appends(change, entries, vfs, &workspace));
+    // Nor does one that keeps, in place, what changed since (ux81 M5).
+    unseen.retain(|change| !keeps_the_change(change, entries, vfs, (&workspace, records)));
     for change in &mut unseen {
         change.by_commands = !judging.program_reads;
     }
@@ -432,4 +526,71 @@ pub(crate) fn note(changes: &[UnseenChange]) -> Option<crate::Warning> {
     let total = changes.len();
     let files = changes.iter().take(LISTED).map(UnseenChange::line).collect();
     (total > 0).then_some(crate::Warning::UnseenChanges { files, total })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keeps_in_place;
+
+    const LAST: &str = "import os\n\ndef add(a, b):\n    return a + b\n\ndef mul(a, b):\n    return a * b\n";
+
+    /// `LAST` with a hand edit: a function added at the end.
+    fn edited() -> String {
+        format!("{LAST}def div(a,b):\n    return a/b\n")
+    }
+
+    #[test]
+    fn a_change_elsewhere_keeps_the_edit_in_place() {
+        // A formatter's: a blank line added between functions, the edit untouched.
+        let formatted = edited().replacen("\ndef add", "\n\ndef add", 1);
+        assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), formatted.as_bytes()));
+        // Lines added right before or after the edit leave it as it was.
+        let before_it = edited().replacen("def div", "\n\ndef div", 1);
+        assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), before_it.as_bytes()));
+        let after_it = format!("{}# end\n", edited());
+        assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), after_it.as_bytes()));
+    }
+
+    #[test]
+    fn a_rewrite_from_what_was_seen_drops_the_edit() {
+        // Written whole from what was seen, with a change of its own.
+        let stale = LAST.replace("a * b", "b * a");
+        assert!(!keeps_in_place(LAST.as_bytes(), edited().as_bytes(), stale.as_bytes()));
+        // The edit's own lines rewritten (a formatter's of the edit) is not kept either.
+        let reformatted = edited().replace("def div(a,b):", "def div(a, b):");
+        assert!(!keeps_in_place(LAST.as_bytes(), edited().as_bytes(), reformatted.as_bytes()));
+        // Nothing changed since: nothing to keep, nothing said to be kept.
+        assert!(!keeps_in_place(LAST.as_bytes(), LAST.as_bytes(), LAST.as_bytes()));
+    }
+
+    #[test]
+    fn a_removal_put_back_is_not_kept() {
+        // Removed by hand since; the run puts the line back where it was.
+        let removed = LAST.replace("import os\n", "");
+        assert!(!keeps_in_place(LAST.as_bytes(), removed.as_bytes(), LAST.as_bytes()));
+        // Or elsewhere: one more of that line than the file held.
+        let elsewhere = format!("{removed}import os\n");
+        assert!(!keeps_in_place(LAST.as_bytes(), removed.as_bytes(), elsewhere.as_bytes()));
+    }
+
+    #[test]
+    fn a_line_added_beside_its_twin_and_dropped_is_not_kept() {
+        // The twin line an edit script can line up either way: counted.
+        let last = "a\nx\nb\n";
+        let twice = "a\nx\nx\nb\n";
+        assert!(!keeps_in_place(last.as_bytes(), twice.as_bytes(), last.as_bytes()));
+        assert!(!keeps_in_place(last.as_bytes(), twice.as_bytes(), "a\nx\nb\nc\n".as_bytes()));
+        // Which of the twins the run changed cannot be told: not kept.
+        assert!(!keeps_in_place(b"x\n", b"x\nx\n", b"y\nx\n"));
+    }
+
+    #[test]
+    fn an_edit_reordered_or_touched_beside_a_removal_is_not_kept() {
+        // The added lines reordered: every line is there, not as written.
+        assert!(!keeps_in_place(b"a\nb\n", b"a\np\nq\nb\n", b"a\nq\np\nb\n"));
+        // A change right beside lines removed since may be them, changed.
+        assert!(!keeps_in_place(b"a\nb\nc\n", b"a\nc\n", b"a\nC\n"));
+        // Away from the removal, it is kept.
+        assert!(keeps_in_place(b"a\nb\nc\nd\ne\n", b"a\nc\nd\ne\n", b"a\nc\nd\nE\n"));
+    }
 }
