@@ -654,6 +654,9 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     // refuses) does not stand in the way of recording a new one.
     let config = runtime_config(&init.common.root())?.with_policy_profile(vsh::PolicyProfile::Balanced);
     let root = config.workspace_root().to_owned();
+    if !init.force {
+        refuse_carving_out(&root)?;
+    }
     let runtime = open_as(config, true)?;
     // The digest of what the workspace records, `None` for a recorded policy
     // that cannot be taken (it does not parse, or its MAC does not verify).
@@ -2170,6 +2173,82 @@ pub(crate) fn refuse_inside_another(dir: &std::path::Path) -> Result<(), String>
     ))
 }
 
+/// An error when `dir`, with no policy of its own yet, lies inside a
+/// workspace whose policy has rules of the operator's that reach into it
+/// (`[[protect]]`, `[[review]]`, the writable roots): a workspace made
+/// there would run under its own policy, out of those rules (ux82 M2:
+/// `vsh init --workspace packages/billing` took the package out from under
+/// the rule protecting it, unasked, and a change to it was committed).
+/// `--force` makes it anyway. A policy that cannot be read is taken to
+/// reach it.
+fn refuse_carving_out(dir: &std::path::Path) -> Result<(), String> {
+    let Some(enclosing) = args::enclosing_workspace(dir) else { return Ok(()) };
+    let (Ok(real), Ok(top)) = (std::fs::canonicalize(dir), std::fs::canonicalize(&enclosing)) else { return Ok(()) };
+    let Some(relative) = real.strip_prefix(&top).ok().and_then(|relative| relative.to_str()) else { return Ok(()) };
+    let file = top.join(args::VSH_DIR).join("data").join("policy.toml");
+    let rules = match vsh::lower::vsh_policy::TransactionPolicy::from_file(&file) {
+        Ok(policy) => rules_reaching(&policy, relative),
+        Err(_) if !file.exists() => Vec::new(),
+        Err(_) => vec!["its recorded policy, which cannot be read".to_owned()],
+    };
+    if rules.is_empty() {
+        return Ok(());
+    }
+    let shown = |path: &std::path::Path| render::shown(&path.to_string_lossy(), false).into_owned();
+    Err(format!(
+        "{} lies inside the workspace at {}, whose policy reaches into it ({}): a workspace of its own there \
+         would run under its own policy, out of those rules; give --force to make it anyway",
+        shown(&real),
+        shown(&top),
+        rules.join("; ")
+    ))
+}
+
+/// The operator's rules of `policy` that reach the directory `relative`
+/// or what it holds: at most three, named, then how many more.
+fn rules_reaching(policy: &vsh::lower::vsh_policy::TransactionPolicy, relative: &str) -> Vec<String> {
+    use vsh::lower::vsh_policy::{Pattern, RuleLabel};
+    let reaches = |pattern: &Pattern| {
+        let mut state = pattern.start();
+        for name in relative.split('/').filter(|name| !name.is_empty()) {
+            if pattern.is_match(&state) {
+                return true;
+            }
+            state = pattern.step(&state, name);
+        }
+        pattern.is_match(&state) || pattern.can_continue(&state)
+    };
+    let calls = policy.calls();
+    let mut named: Vec<String> = calls
+        .rules()
+        .iter()
+        .filter(|rule| rule.label == RuleLabel::Custom && reaches(&rule.pattern))
+        .map(|rule| match &rule.reason {
+            Some(reason) => format!("[[protect]] `{}`: {reason}", rule.pattern),
+            None => format!("[[protect]] `{}`", rule.pattern),
+        })
+        .chain(
+            policy
+                .review_rules()
+                .iter()
+                .filter(|rule| reaches(&rule.pattern))
+                .map(|rule| format!("[[review]] `{}`", rule.pattern)),
+        )
+        .collect();
+    if let Some(roots) = calls.writable_roots() {
+        named.push(format!(
+            "defaults.writable_roots ({})",
+            roots.iter().map(vsh::VPath::as_str).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if named.len() > 3 {
+        let more = named.len() - 3;
+        named.truncate(3);
+        named.push(format!("and {more} more"));
+    }
+    named.iter().map(|rule| render::shown(rule, false).into_owned()).collect()
+}
+
 /// [`open`], for `vsh init` (`init`) or any other command: a workspace made
 /// by this command (`vsh run` where none was) is said so on stderr, and one
 /// inside another workspace is made only by `vsh init`, with a warning.
@@ -2202,18 +2281,19 @@ fn open_as(config: RuntimeConfig, init: bool) -> Result<Runtime, Box<dyn std::er
     // Where it is, whatever the command line called it (`.`, `..`).
     let shown = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
     let _ = OPENED.set(shown.clone());
-    if new && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+    if new {
         let here = shown.to_string_lossy();
         let here = render::shown(&here, false);
         // `vsh init` says what it made itself, with the policy (ux62 5).
-        if !init {
+        if !init && !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
             say!("vsh: made a new workspace at {here} (its data in .vsh/ there; `vsh init` records a policy for it)");
         }
+        // A warning, under -q too (ux82 M2: it went unsaid).
         if let Some(enclosing) = shown.parent().and_then(args::workspace_at_or_above) {
             let enclosing = enclosing.to_string_lossy();
             let enclosing = render::shown(&enclosing, false);
             say!(
-                "vsh: note: {here} lies inside the workspace at {enclosing}: vsh commands run in {here} use its \
+                "vsh: warning: {here} lies inside the workspace at {enclosing}: vsh commands run in {here} use its \
                  own policy and data from now on; runs in {enclosing} still change its files under that \
                  workspace's policy, but can never remove it or its .vsh (removing {here}/.vsh makes it part of \
                  {enclosing} again)"

@@ -118,6 +118,41 @@ fn work_whose_changes_are_made_already_is_not_run_again() {
     assert!(said.contains(&format!("next: `vsh reject --only {waiting}`")) && !said.contains("vsh rerun"), "{said}");
 }
 
+/// ux82 M2: `vsh init --workspace packages/billing` inside a workspace
+/// whose policy protects the package took it out from under that rule,
+/// unasked and (with -q) unsaid, and a change to it was then committed.
+/// A workspace inside another whose operator's rules reach into it is made
+/// only with --force, and the rules are named; its warning is said under -q.
+#[test]
+fn a_workspace_is_not_carved_out_of_the_rules_that_reach_it_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    write(dir.path(), "packages/billing/src/rates.py", "r = 0.21\n");
+    write(dir.path(), "packages/web/index.js", "1\n");
+    let policy = dir.path().join("p.toml");
+    let text = "version = 1\n[[protect]]\npattern = \"packages/billing/src/**\"\naccess = \"mutations\"\nreason = \"payments team\"\n";
+    init_with_policy(ws, &policy, text);
+    let billing = dir.path().join("packages/billing");
+    let refused = vsh(&["init", "-q", "--workspace", billing.to_str().unwrap()], None);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("[[protect]] `packages/billing/src/**`: payments team") && said.contains("--force"),
+        "{said}"
+    );
+    assert!(!billing.join(".vsh").exists());
+    // One no rule reaches is made as before, and said so under -q too.
+    let web = vsh(&["init", "-q", "--workspace", dir.path().join("packages/web").to_str().unwrap()], None);
+    assert_eq!(web.status.code(), Some(0), "{web:?}");
+    assert!(
+        String::from_utf8_lossy(&web.stderr).contains("warning: ") && dir.path().join("packages/web/.vsh").is_dir()
+    );
+    // Asked for, it is made.
+    let forced = vsh(&["init", "-q", "--force", "--workspace", billing.to_str().unwrap()], None);
+    assert_eq!(forced.status.code(), Some(0), "{forced:?}");
+    assert!(billing.join(".vsh").is_dir());
+}
+
 /// `--workspace` goes before the command's name too (ux80 L7); given
 /// twice, the two must agree; a command with no workspace refuses it.
 #[test]
