@@ -1651,6 +1651,16 @@ fn commit(
                     ));
                     document.next = Some(format!("vsh_wait {}", id.short()));
                 }
+                // Its approval lapsed first: it waits for another (ux82 M1:
+                // no hint, and the text named the operator's command).
+                VshError::Store(vsh::lower::vsh_store::StoreError::ApprovalLapsed { .. }) => {
+                    document.hint = Some(format!(
+                        "its approval lapsed before this commit: it waits for the operator's approval again \
+                         (`vsh approve {0}`); vsh_wait {0} waits for it",
+                        id.short()
+                    ));
+                    document.next = Some(format!("vsh_wait {}", id.short()));
+                }
                 VshError::Commit(vsh::lower::vsh_commit::CommitError::Stale { .. }) => {
                     let (again, call) = make_again(runtime, id);
                     document.hint = Some(format!("the workspace changed: {again}"));

@@ -3092,6 +3092,15 @@ fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     let again = vsh(&["approve", &delete, "--workspace", ws, "--ttl", "1"], None);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
     std::thread::sleep(std::time::Duration::from_millis(1200));
+    // Lapsed, it is listed and shown as waiting for an approval, not as
+    // approved with a commit next (ux82 M1).
+    let shown = String::from_utf8_lossy(&vsh(&["show", &delete, "--workspace", ws], None).stdout).into_owned();
+    assert!(shown.contains(&format!("next       vsh approve {}", &delete[..12])), "{shown}");
+    assert_eq!(vsh(&["approve", &delete, "--workspace", ws, "--ttl", "1"], None).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let pending = String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).into_owned();
+    let row = pending.lines().find(|line| line.starts_with(&delete[..12])).unwrap_or_default().to_owned();
+    assert!(row.contains("pending-approval"), "{pending}");
     let renewed = vsh(&["approve", "--commit", &delete, "--workspace", ws], None);
     assert_eq!(renewed.status.code(), Some(0), "{}", stderr(&renewed));
     assert!(!dir.path().join("old.txt").exists());

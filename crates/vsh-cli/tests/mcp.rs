@@ -194,14 +194,14 @@ async fn the_agent_waits_for_the_operators_approval(
     let nothing = call(client, "vsh_wait", json!({"transaction": preview_id})).await;
     assert!(nothing.text.starts_with("nothing to wait for"), "{}", nothing.text);
     assert!(!call(client, "vsh_discard", json!({"transaction": preview_id})).await.is_error);
-    let (ws, key, approving) = (ws.to_owned(), key.to_owned(), id.to_owned());
+    let (ws_owned, key_owned, approving) = (ws.to_owned(), key.to_owned(), id.to_owned());
     let operator = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(700));
         std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
             .args(["approve", &approving, "--workspace"])
-            .arg(&ws)
+            .arg(&ws_owned)
             .env_clear()
-            .env("VSH_AUTHORITY_KEY", &key)
+            .env("VSH_AUTHORITY_KEY", &key_owned)
             .output()
             .unwrap()
     });
@@ -216,6 +216,39 @@ async fn the_agent_waits_for_the_operators_approval(
     // Asked again, approved already: it says so (ux80 L1).
     let again = call(client, "vsh_wait", json!({"transaction": id})).await;
     assert!(again.text.starts_with("nothing to wait for: an operator has approved it"), "{}", again.text);
+    a_lapsed_approval_waits_for_another(client, ws, key).await;
+}
+
+/// ux82 M1: an approval past its `--ttl` was shown as approved (`vsh_wait`:
+/// "nothing to wait for"), and the commit it led to refused it with no hint.
+/// It waits for another approval, as the agent is told.
+async fn a_lapsed_approval_waits_for_another(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path, key: &Path) {
+    std::fs::write(ws.join("lapse.txt"), "l\n").unwrap();
+    let waiting =
+        call(client, "vsh_run", json!({"code": "from pathlib import Path\nPath('lapse.txt').unlink()"})).await;
+    let id = waiting.document["transaction"].as_str().unwrap().to_owned();
+    let approve_briefly = || {
+        let approved = std::process::Command::new(env!("CARGO_BIN_EXE_vsh"))
+            .args(["approve", &id, "--ttl", "1", "--workspace"])
+            .arg(ws)
+            .env_clear()
+            .env("VSH_AUTHORITY_KEY", key)
+            .output()
+            .unwrap();
+        assert_eq!(approved.status.code(), Some(0), "{approved:?}");
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+    };
+    approve_briefly();
+    let shown = call(client, "vsh_show", json!({"transaction": &id})).await;
+    assert_eq!(shown.document["receipt"]["state"], "pending-approval", "{}", shown.document);
+    assert_eq!(shown.document["receipt"]["next"], format!("vsh_wait {}", &id[..12]), "{}", shown.document);
+    approve_briefly();
+    let late = call(client, "vsh_commit", json!({"transaction": &id})).await;
+    let hint = late.document["hint"].as_str().unwrap_or_default();
+    assert!(late.is_error && hint.contains(&format!("vsh_wait {} waits for it", &id[..12])), "{}", late.text);
+    assert_eq!(late.document["next"], format!("vsh_wait {}", &id[..12]), "{}", late.document);
+    assert!(ws.join("lapse.txt").exists());
+    assert!(!call(client, "vsh_discard", json!({"transaction": &id})).await.is_error);
 }
 
 /// ux73 H1: after the operator rejected auto-approved work, the agent was

@@ -773,6 +773,9 @@ impl Runtime {
         }
         // Pending work the workspace moved under is shown as what it is,
         // with what changed under it.
+        if settle {
+            self.settle_due(transaction);
+        }
         let found = if settle { self.settle_stale(transaction)? } else { None };
         let Some(record) = self.records.get(transaction)? else { return Ok(None) };
         if record.artifact.is_none() {
@@ -936,6 +939,13 @@ impl Runtime {
     /// changed (ux63 1: a listing that dropped such work said nothing).
     pub fn pending_and_stale(&self) -> Result<(Vec<TransactionRecord>, Vec<FoundStale>), VshError> {
         let mut waiting = self.records.pending()?;
+        // What is due now is listed as it is: an approval lapsed waits for
+        // another, work past its window is expired (ux82 M1).
+        let now = clock_ms();
+        if waiting.iter().any(|record| record.has_lapsed_approval(now) || record.is_due_to_expire(now)) {
+            let _ = self.records.transactions().expire_due(now);
+            waiting = self.records.pending()?;
+        }
         let mut stale = Vec::new();
         let mut oldest: Vec<&TransactionRecord> =
             waiting.iter().filter(|record| record.state == TransactionState::PendingApproval).collect();
@@ -947,6 +957,19 @@ impl Runtime {
         }
         waiting.retain(|record| !stale.iter().any(|found| found.transaction == record.id));
         Ok((waiting, stale))
+    }
+
+    /// Settle `transaction` if something about it is due now (ux82 M1: an
+    /// approval past its `--ttl` was shown as approved, its next step a
+    /// commit that then refused it): an approval lapsed sends it back to
+    /// waiting for one, work past its window is expired, as a commit would
+    /// find. Best effort: a store that cannot be written is read as it is.
+    fn settle_due(&self, transaction: TransactionId) {
+        let now = clock_ms();
+        let due = |record: &TransactionRecord| record.has_lapsed_approval(now) || record.is_due_to_expire(now);
+        if self.records.get(transaction).ok().flatten().is_some_and(|record| due(&record)) {
+            let _ = self.records.transactions().expire_due(now);
+        }
     }
 
     /// Record `transaction`, pending approval under this runtime's policy,
