@@ -1050,9 +1050,10 @@ pub(crate) struct RunOptions {
     /// stdout, its stderr on stderr, bytes as they are) instead of the
     /// receipt, and one line on stderr with the transaction, its state and
     /// what to do next: for `vsh exec --raw -- git diff > fix.patch`. A
-    /// program that exits non-zero makes vsh exit with its status (unless
-    /// its work is denied, 5, or waits for approval, 4); output vsh had to
-    /// cut (past --max-output, marked where it was cut) exits 1.
+    /// program that exits non-zero makes vsh exit with its status, whatever
+    /// it is (a program's own 4 or 5 too: the line on stderr says which),
+    /// unless its work is denied (5) or waits for approval (4); output vsh
+    /// had to cut (past --max-output, marked where it was cut) exits 1.
     #[arg(long, conflicts_with = "json")]
     pub(crate) raw: bool,
     #[command(flatten)]
