@@ -32,7 +32,7 @@ Exit codes:
   130, 143, 129
       interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,
       its processes killed, nothing committed (a second signal ends vsh at once)
-With --detailed-exitcode, run, exec, rerun, show and commit exit with the
+With --detailed-exitcode, run, exec, rerun, revert, show and commit exit with the
 transaction's state instead: 0 committed, 3 auto-approved (nothing written),
 4 pending approval (or approved, not yet committed), 5 denied, 6 stale,
 7 rejected, expired, or its commit failed and was rolled back.";
@@ -47,7 +47,7 @@ pub(crate) struct Cli {
     /// Exit with the transaction's state (0 committed, 3 auto-approved, 4
     /// pending, 5 denied, 6 stale, 7 rejected, expired or rolled back) instead
     /// of whether the command did what it was asked: for run, exec, rerun,
-    /// show and commit, before or after the command's name.
+    /// revert, show and commit, before or after the command's name.
     #[arg(long)]
     pub(crate) detailed_exitcode: bool,
     /// Colour the output: auto (on a terminal, unless NO_COLOR is set or
@@ -762,11 +762,12 @@ fn grace_duration(text: &str) -> Result<Duration, String> {
 pub(crate) struct LogArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// Only transactions in this state.
-    #[arg(long, value_name = "STATE", value_parser = ["committed", "rejected", "expired", "stale", "failed", "denied"])]
+    /// Only transactions in this state: committed, rejected, expired,
+    /// stale, failed or denied (work that waits is vsh pending's).
+    #[arg(long, value_name = "STATE", value_parser = finished_state)]
     pub(crate) state: Option<String>,
     /// At most this many, newest first.
-    #[arg(long, value_name = "N", default_value = "20", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value = "20", value_parser = at_least_one)]
     pub(crate) limit: u64,
 }
 
@@ -965,6 +966,30 @@ pub(crate) struct InitArgs {
     /// Replace a policy the workspace already records with another.
     #[arg(long)]
     pub(crate) force: bool,
+}
+
+/// `vsh log --state`: a finished state; one that waits is `vsh pending`'s
+/// (ux82 L6: the refusal listed the finished states alone).
+fn finished_state(text: &str) -> Result<String, String> {
+    const FINISHED: [&str; 6] = ["committed", "rejected", "expired", "stale", "failed", "denied"];
+    if FINISHED.contains(&text) {
+        return Ok(text.to_owned());
+    }
+    let waits = matches!(text, "pending" | "pending-approval" | "approved" | "auto-approved");
+    Err(format!(
+        "vsh log lists finished work: give one of {}{}",
+        FINISHED.join(", "),
+        if waits { " (vsh pending lists work that waits)" } else { "" }
+    ))
+}
+
+/// `vsh log --limit`: a count of at least 1.
+fn at_least_one(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("give at least 1".to_owned()),
+        Ok(count) => Ok(count),
+        Err(_) => Err("give a whole number of at least 1".to_owned()),
+    }
 }
 
 /// The most re-runs `--retry-stale` asks for.

@@ -82,11 +82,11 @@ pub(crate) fn with_rerun_hint(
         VshError::NotCommittable { state: S::PendingApproval, .. }
             if runtime.decided_under_another_policy(transaction) =>
         {
-            remedies.push(
-                "the workspace's policy changed since it was made, so approve refuses it: run its program again"
-                    .to_owned(),
-            );
-            Some(rerun_line(runtime, transaction))
+            let line = rerun_line(runtime, transaction);
+            // Not "run it again" where its work is done (ux82 L1).
+            let again = if line.starts_with("vsh rerun ") { ": run its program again" } else { "" };
+            remedies.push(format!("the workspace's policy changed since it was made, so approve refuses it{again}"));
+            Some(line)
         }
         // Found stale by an approval: the operator's review can carry over
         // to a rerun that makes the same changes (ux75 H1).
@@ -431,9 +431,15 @@ pub(crate) fn refuse_work_done_again(
         .into());
     }
     let Some(done) = live_rerun(runtime, transaction) else { return Ok(()) };
+    // Still waiting itself, it is dropped, not run (ux82 L1).
+    let drop = if waits(runtime, transaction) {
+        format!(", `vsh reject --only {}` drops this one", transaction.short())
+    } else {
+        String::new()
+    };
     Err(format!(
         "another run of the work of transaction {}, {}, is {}: running it once more would do that work twice; \
-         `vsh show {}` shows that run, and `vsh rerun {} --again` runs it once more anyway",
+         `vsh show {}` shows that run{drop}, and `vsh rerun {} --again` runs it once more anyway",
         transaction.short(),
         done.id.short(),
         done.state.name(),

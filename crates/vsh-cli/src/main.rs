@@ -140,7 +140,7 @@ fn main() -> ExitCode {
         None if cli.detailed_exitcode => {
             let error = <args::Cli as clap::CommandFactory>::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "--detailed-exitcode is for run, exec, rerun, show and commit: this command's result is not a \
+                "--detailed-exitcode is for run, exec, rerun, revert, show and commit: this command's result is not a \
                  transaction's state",
             );
             exit_usage(&error)

@@ -2279,9 +2279,15 @@ fn rerun_refusal(
         ));
     }
     if !again && let Some(done) = crate::failure::live_rerun(runtime, id) {
+        // Still waiting itself, it is dropped, not run (ux82 L1).
+        let waits = matches!(
+            state,
+            Some(TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved)
+        );
+        let drop = if waits { format!(", vsh_discard {short} drops this one") } else { String::new() };
         return Some(format!(
             "another run of the work of {short}, {}, is {}: running it once more would do that work twice; \
-             vsh_show {} shows that run, and again=true runs it once more anyway",
+             vsh_show {} shows that run{drop}, and again=true runs it once more anyway",
             done.id.short(),
             done.state.name(),
             done.id.short()

@@ -116,6 +116,19 @@ fn work_whose_changes_are_made_already_is_not_run_again() {
     let approve = vsh(&["approve", "--workspace", ws, &waiting], None);
     let said = String::from_utf8_lossy(&approve.stderr);
     assert!(said.contains(&format!("next: `vsh reject --only {waiting}`")) && !said.contains("vsh rerun"), "{said}");
+    // Its commit and its rerun say the same (ux82 L1).
+    let commit = vsh(&["commit", "--workspace", ws, &waiting], None);
+    let said = String::from_utf8_lossy(&commit.stderr);
+    assert!(
+        said.contains(&format!("next: `vsh reject --only {waiting}`")) && !said.contains("run its program"),
+        "{said}"
+    );
+    let rerun = vsh(&["rerun", "--workspace", ws, &waiting], None);
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    assert!(said.contains(&format!("`vsh reject --only {waiting}` drops this one")), "{said}");
+    // `vsh log` lists finished work; waiting work is `vsh pending`'s.
+    let log = vsh(&["log", "--workspace", ws, "--state", "pending"], None);
+    assert!(String::from_utf8_lossy(&log.stderr).contains("vsh pending lists work that waits"), "{log:?}");
 }
 
 /// ux82 M2: `vsh init --workspace packages/billing` inside a workspace
