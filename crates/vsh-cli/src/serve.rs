@@ -730,15 +730,32 @@ pub(crate) fn choose_root(roots: &[PathBuf], found: &Path, cwd: Option<&Path>) -
     ))
 }
 
-/// Report a run's progress every [`PROGRESS_EVERY`] until aborted.
-fn report_progress(peer: Peer<RoleServer>, token: ProgressToken, deadline: Duration) -> tokio::task::JoinHandle<()> {
+/// What a progress report is of: a run, or a wait for an operator.
+#[derive(Debug, Clone, Copy)]
+enum Progress {
+    Run,
+    Wait,
+}
+
+/// Report a run's (or a wait's) progress every [`PROGRESS_EVERY`] until aborted.
+fn report_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    deadline: Duration,
+    of: Progress,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let started = Instant::now();
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
         loop {
             ticks.tick().await;
             let elapsed = started.elapsed().as_secs_f64();
-            let message = format!("running for {elapsed:.0} s (its time limit is {:.0} s)", deadline.as_secs_f64());
+            let limit = deadline.as_secs_f64();
+            // A wait is not a run (ux82 L4: "running for 1 s").
+            let message = match of {
+                Progress::Run => format!("running for {elapsed:.0} s (its time limit is {limit:.0} s)"),
+                Progress::Wait => format!("waiting for an operator for {elapsed:.0} s (gives up after {limit:.0} s)"),
+            };
             let param = ProgressNotificationParam::new(token.clone(), elapsed)
                 .with_total(deadline.as_secs_f64())
                 .with_message(message);
@@ -880,8 +897,10 @@ impl VshServer {
     ) -> CallToolResult {
         let cancel = ExecutionCancellation::new();
         let watcher = follow_cancellation(context, &cancel);
-        let progress =
-            context.meta.get_progress_token().map(|token| report_progress(context.peer.clone(), token, deadline));
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| report_progress(context.peer.clone(), token, deadline, Progress::Run));
         let run_cancel = cancel.clone();
         let result = self.blocking(&context.peer, move |runtime| work(runtime, &run_cancel)).await;
         watcher.abort();
@@ -1409,8 +1428,10 @@ impl VshServer {
             Some(asked) => asked,
             None => WAIT_DEFAULT,
         };
-        let progress =
-            context.meta.get_progress_token().map(|token| report_progress(context.peer.clone(), token, limit));
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| report_progress(context.peer.clone(), token, limit, Progress::Wait));
         let started = Instant::now();
         let transaction = params.transaction.clone();
         let mut first_look = None;

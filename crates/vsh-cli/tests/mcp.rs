@@ -1098,6 +1098,19 @@ async fn a_long_run_reports_progress() {
     )));
     assert_ne!(client.call_tool(quick).await.unwrap().is_error, Some(true));
     assert_eq!(progress.lock().unwrap().len(), before);
+    // A wait reports as a wait, not as a run (ux82 L4).
+    std::fs::write(ws.join("w.txt"), "w\n").unwrap();
+    let waiting = call(&client, "vsh_run", json!({"code": "from pathlib import Path\nPath('w.txt').unlink()"})).await;
+    let mut wait = CallToolRequestParams::new("vsh_wait").with_arguments(
+        json!({"transaction": waiting.document["transaction"], "timeout_ms": 2500}).as_object().unwrap().clone(),
+    );
+    wait.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::String("wait-1".into()),
+    )));
+    assert_ne!(client.call_tool(wait).await.unwrap().is_error, Some(true));
+    let seen = progress.lock().unwrap()[before..].to_vec();
+    assert!(!seen.is_empty(), "{seen:?}");
+    assert!(seen.iter().all(|note| note.message.as_deref().is_some_and(|m| m.starts_with("waiting for an operator"))));
     client.cancel().await.unwrap();
 }
 
