@@ -6560,6 +6560,13 @@ fn a_command_that_keeps_a_hand_edit_in_place_does_not_wait() {
     assert_eq!(code, Some(0), "{receipt}");
     assert_eq!(receipt["state"], "auto-approved", "{receipt}");
     assert!(!receipt.to_string().contains("unseen-change"), "{receipt}");
+    // Last seen by a run's read, not a commit: judged the same (ux82 M4).
+    write(dir.path(), "lib.py", "import re\n\ndef one():\n    return 1\n");
+    let read = "from pathlib import Path\nPath('lib.py').read_text()";
+    assert_eq!(vsh(&["run", "--workspace", ws, "-"], Some(read)).status.code(), Some(0));
+    std::fs::write(dir.path().join("lib.py"), "import re\n\ndef one():\n    return 1\n# by hand\n").unwrap();
+    let (_, receipt) = exec_sh_json(ws, "sed -i 's/^import re$/import sys/' lib.py");
+    assert_eq!(receipt["state"], "auto-approved", "{receipt}");
     // Written from what vsh saw, with a change of its own: the edit would be lost.
     let stale = seen.replace("import os", "import sys").replace('\'', "'\\''");
     let (_, receipt) = exec_sh_json(ws, &format!("printf '%s' '{stale}' > app.py"));

@@ -517,8 +517,40 @@ pub(crate) fn judge(
             }
         }
     }
+    if judging.write {
+        keep_what_was_read(&noted, &workspace, records);
+    }
     records.note_sightings(seen, noted, judging.write);
     unseen
+}
+
+/// The most files a run's reads keep the bytes of ([`keep_what_was_read`]).
+const KEPT_READS_PER_RUN: usize = 16;
+
+/// The largest file whose read bytes are kept.
+const KEPT_READ_BYTES: u64 = 256 << 10;
+
+/// Keep in the store the bytes of what the run's program read (at most
+/// [`KEPT_READS_PER_RUN`] files of at most [`KEPT_READ_BYTES`], where the
+/// workspace still holds them), so that a later run's rewrite of one
+/// changed since can be judged by what it keeps ([`keeps_the_change`];
+/// ux82 M4: a rerun's `sed -i` after a hand edit waited, the file last
+/// seen by a run's read, whose bytes nothing kept). Best effort and not
+/// made durable: a blob lost is a file judged as before.
+fn keep_what_was_read(noted: &[Noted], workspace: &vsh_host::CapDir, records: &Records) {
+    let read = noted.iter().filter_map(|noted| match noted {
+        Noted::Seen(path, Sighting { content: Some(content), committed_by: None }) => Some((path, *content)),
+        _ => None,
+    });
+    for (path, content) in read.take(KEPT_READS_PER_RUN) {
+        if records.blobs().contains(content).unwrap_or(true) {
+            continue;
+        }
+        let Ok(file) = workspace.read_file(path, KEPT_READ_BYTES) else { continue };
+        if BlobId::of(&file.bytes) == content {
+            let _ = records.blobs().put_expected_deferred(&file.bytes, content);
+        }
+    }
 }
 
 /// What a reviewer is told of `changes`, as [`crate::Warning::UnseenChanges`].
