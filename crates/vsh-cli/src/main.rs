@@ -886,11 +886,12 @@ fn exec_command(exec: &args::ExecArgs, output: Output) -> Result<u8, Box<dyn std
     let cwd = working_dir_in(&exec.options.common.root());
     let stdin = exec.stdin.as_deref().map(read_command_input).transpose()?;
     // A warning, printed under -q too (ux81 M2: a script's `-q` run of
-    // `patch < fix.diff` applied nothing without a word).
+    // `patch < fix.diff` applied nothing without a word), and in the
+    // receipt's JSON (ux82 L10).
     if stdin.is_none() && input_waiting() {
-        say!(
-            "vsh: warning: the command reads nothing: what this shell gives vsh on its standard input is not \
-             passed on; give it with `--stdin -` (or --stdin FILE)"
+        warn(
+            "the command reads nothing: what this shell gives vsh on its standard input is not passed on; give \
+             it with `--stdin -` (or --stdin FILE)",
         );
     }
     if !output.quiet
@@ -2328,6 +2329,17 @@ pub(crate) fn shown_receipt(mut receipt: vsh::Receipt, hunks: bool) -> vsh::Rece
     receipt
 }
 
+/// Warnings of the command line's own about this command, for the
+/// receipt's JSON `warnings` too ([`warn`]).
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Say a warning of the command line's own on stderr (under -q too), and
+/// keep it for the receipt's JSON.
+fn warn(text: &str) {
+    say!("vsh: warning: {text}");
+    WARNINGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(text.to_owned());
+}
+
 fn print_receipt(receipt: &vsh::Receipt, json: bool, output: Output) -> Result<(), Box<dyn std::error::Error>> {
     print_receipt_next(receipt, json, output, None)
 }
@@ -2343,6 +2355,7 @@ fn print_receipt_next(
         let mut document = vsh::document::ReceiptDocument::from(receipt);
         // A run's review is made within the default limits.
         document.warnings.extend(show::left_out(receipt, false));
+        document.warnings.extend(WARNINGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..));
         document.next = render::json_next(receipt, next);
         println!("{}", serde_json::to_string_pretty(&document)?);
     } else if !output.quiet {

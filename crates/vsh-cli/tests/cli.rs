@@ -4105,6 +4105,15 @@ fn failures_a_new_user_meets_say_what_to_do() {
         .output()
         .unwrap();
     assert!(stderr(&quietly).contains("give it with `--stdin -`"), "{}", stderr(&quietly));
+    // And in the receipt's JSON (ux82 L10).
+    let json = Command::new(env!("CARGO_BIN_EXE_vsh"))
+        .args(["exec", "--json", "--workspace", ws, "--", "cat"])
+        .env_clear()
+        .stdin(std::fs::File::open(&patch).unwrap())
+        .output()
+        .unwrap();
+    let receipt: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(receipt["warnings"].to_string().contains("the command reads nothing"), "{receipt}");
     // A pipe with bytes already waiting in it is the same mistake.
     let (reader, mut writer) = std::io::pipe().unwrap();
     std::io::Write::write_all(&mut writer, b"piped\n").unwrap();
