@@ -429,11 +429,29 @@ fn capture(mut stream: impl std::io::Read, cap: usize) -> Vec<u8> {
         return head;
     }
     let room = cap - marker(total).len();
-    let head_kept = head.len().min(room / 2);
-    let tail_kept = tail.len().min(room - head_kept);
+    let mut head_kept = head.len().min(room / 2);
+    let mut tail_kept = tail.len().min(room - head_kept);
+    // Whole lines where one ends in the half of each end nearer the cut
+    // (ux82 L5: a cut in the middle of `998` left a lone `8`).
+    if let Some(end) = head[..head_kept].iter().rposition(|byte| *byte == b'\n')
+        && end + 1 >= head_kept / 2
+    {
+        head_kept = end + 1;
+    }
+    let start = tail.len() - tail_kept;
+    if start > 0
+        && tail[start - 1] != b'\n'
+        && let Some(newline) = tail.range(start..).position(|byte| *byte == b'\n')
+        && newline < tail_kept / 2
+    {
+        tail_kept -= newline + 1;
+    }
     head.truncate(head_kept);
     let omitted = total - head_kept as u64 - tail_kept as u64;
-    head.extend_from_slice(marker(omitted).as_bytes());
+    // After a whole line, the line that says so needs no line break of its own.
+    let said = marker(omitted);
+    let said = if head.ends_with(b"\n") { &said[1..] } else { &said[..] };
+    head.extend_from_slice(said.as_bytes());
     head.extend(tail.range(tail.len() - tail_kept..));
     head
 }
@@ -1286,12 +1304,18 @@ mod tests {
             assert!(kept.len() <= cap, "cap {cap}: {} bytes", kept.len());
             assert!(super::capture_was_cut(&kept), "cap {cap}: a cut capture says so");
             let shown = String::from_utf8(kept).unwrap();
-            let (head, rest) = shown.split_once("\n[vsh: ").unwrap_or_else(|| panic!("cap {cap}: {shown:?}"));
+            let (head, rest) = shown.split_once("[vsh: ").unwrap_or_else(|| panic!("cap {cap}: {shown:?}"));
             let (omitted, tail) = rest.split_once(" bytes left out]\n").unwrap();
             assert!(!head.is_empty() && !tail.is_empty(), "cap {cap}: both ends: {shown:?}");
             assert!(text.starts_with(head.as_bytes()) && text.ends_with(tail.as_bytes()), "cap {cap}");
             let omitted: usize = omitted.parse().unwrap();
             assert_eq!(head.len() + omitted + tail.len(), text.len(), "cap {cap}: every byte accounted for");
+            // Whole lines at both ends (ux82 L5), and no empty line before the cut's.
+            assert!(head.ends_with('\n') && tail.len() % 10 == 0, "cap {cap}: {shown:?}");
         }
+        // A line longer than half an end is cut within it, the cut on a line of its own.
+        let long: Vec<u8> = [vec![b'a'; 500], b"\n".to_vec(), vec![b'b'; 500]].concat();
+        let kept = String::from_utf8(capture(&long[..], 100)).unwrap();
+        assert!(kept.starts_with("aaa") && kept.contains("a\n[vsh: ") && kept.ends_with("bbb"), "{kept:?}");
     }
 }
