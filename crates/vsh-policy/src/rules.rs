@@ -744,7 +744,17 @@ impl CallPolicy {
                         denied.rule_access
                     );
                 } else if denied.rule_access != AccessSet::single(denied.access) {
-                    let _ = write!(remedy, ", or drop `{}` from its access list", denied.access);
+                    // The access list as it would be written, whatever names
+                    // the file gave it (ux82 L2: "drop `modify` from its
+                    // access list" of a rule whose access is "mutations").
+                    let rest: Vec<String> = denied
+                        .rule_access
+                        .iter()
+                        .filter(|kind| *kind != denied.access)
+                        .map(|kind| format!("\"{}\"", kind.name()))
+                        .collect();
+                    let _ =
+                        write!(remedy, ", or leave `{}` out of it: `access = [{}]`", denied.access, rest.join(", "));
                 }
                 remedy
             }
@@ -1563,8 +1573,8 @@ mod tests {
         );
         assert_eq!(
             remedy("config/prod/db.yml", AccessKind::Delete),
-            "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or drop \
-             `delete` from its access list"
+            "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or leave \
+             `delete` out of it: `access = [\"create\", \"modify\", \"rename-source\", \"rename-destination\"]`"
         );
         assert_eq!(remedy("notes", AccessKind::Modify), "remove or narrow the `[[protect]]` rule `notes`");
         assert_eq!(

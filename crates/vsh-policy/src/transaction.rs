@@ -1348,8 +1348,9 @@ mod tests {
         let runtime = "runtime data is always protected (rule `**/.vsh/**`); no policy change allows this access";
         let roots = "add a root containing `Makefile` to defaults.writable_roots (now writable_roots = [\".git\", \
                      \".vsh\", \"config\", \"src\"]), or remove defaults.writable_roots";
-        let custom = "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or drop \
-                      `create` from its access list";
+        let custom = "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or leave \
+                      `create` out of it: `access = [\"modify\", \"delete\", \"rename-source\", \
+                      \"rename-destination\"]`";
         let secret = "built-in secret rule `**/*.pem` (disable with defaults.secrets = false)";
         assert_eq!(
             explained,
