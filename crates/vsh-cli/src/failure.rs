@@ -337,17 +337,19 @@ pub(crate) fn live_rerun(runtime: &vsh::Runtime, transaction: vsh::TransactionId
     use vsh::TransactionState as S;
     let lineage = runtime.runs_of_same_work(transaction).ok()?;
     lineage.into_iter().rev().filter(|record| record.id != transaction).find(|record| {
-        matches!(
-            record.state,
-            S::Committed
-                | S::PendingApproval
-                | S::Approved
-                | S::AutoApproved
-                | S::Reserved
-                | S::Revalidating
-                | S::Committing
-                | S::RecoveryRequired
-        )
+        // A committed run reverted since did not do the work (sec89 L3).
+        let reverted = || runtime.reverted_by(record.id).ok().flatten().is_some();
+        (record.state == S::Committed && !reverted())
+            || matches!(
+                record.state,
+                S::PendingApproval
+                    | S::Approved
+                    | S::AutoApproved
+                    | S::Reserved
+                    | S::Revalidating
+                    | S::Committing
+                    | S::RecoveryRequired
+            )
     })
 }
 

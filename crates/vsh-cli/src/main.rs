@@ -89,6 +89,14 @@ const WORKER_ARGUMENT: &str = "__vsh-monty-worker";
 #[global_allocator]
 static ALLOCATOR: monty_alloc::LimitedAllocator = monty_alloc::LimitedAllocator;
 
+/// Whether `one` and `other` name the same existing directory.
+fn same_directory(one: &std::path::Path, other: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(one), std::fs::canonicalize(other)) {
+        (Ok(one), Ok(other)) => one == other,
+        _ => false,
+    }
+}
+
 /// `vsh --workspace DIR CMD`: the directory is the command's own
 /// `--workspace` (ux80 L7), which, given too, must name it as well.
 fn workspace_before_command(cli: &mut args::Cli) -> Result<(), clap::Error> {
@@ -102,7 +110,8 @@ fn workspace_before_command(cli: &mut args::Cli) -> Result<(), clap::Error> {
                 common.workspace = Some(dir);
                 Ok(())
             }
-            Some(own) if *own == dir => Ok(()),
+            // The same directory however spelt (sec89 L5).
+            Some(own) if *own == dir || same_directory(own, &dir) => Ok(()),
             Some(own) => refused(&format!(
                 "--workspace is given twice, {} before the command's name and {} after it: give one",
                 dir.display(),
@@ -1745,6 +1754,12 @@ fn policy_check(file: &std::path::Path, json: bool) -> Result<u8, Box<dyn std::e
 /// not judged.
 const PATTERN_WALK_ENTRIES: usize = 200_000;
 
+/// The most top-level names, unmatched patterns, and bytes of a pattern's
+/// first name [`unmatched_patterns`] guesses a spelling from and for.
+const SUGGESTED_FROM_NAMES: usize = 2_000;
+const SUGGESTED_PATTERNS: usize = 20;
+const SUGGESTED_NAME_BYTES: usize = 128;
+
 /// A note for each of the operator's patterns (`[[protect]]`, `[[review]]`)
 /// that no path in `workspace` matches now (ux80 L6: a misspelt rule
 /// protected nothing, and the check said "valid"): what `.git` and vsh's
@@ -1781,7 +1796,7 @@ fn unmatched_patterns(policy: &vsh::lower::vsh_policy::TransactionPolicy, worksp
             if unmatched.is_empty() {
                 return Vec::new();
             }
-            if relative.as_os_str().is_empty() {
+            if relative.as_os_str().is_empty() && top.len() < SUGGESTED_FROM_NAMES {
                 top.push(vpath.as_str().to_owned());
             }
             let name = entry.file_name();
@@ -1794,11 +1809,17 @@ fn unmatched_patterns(policy: &vsh::lower::vsh_policy::TransactionPolicy, worksp
     let names = top.join(", ");
     unmatched
         .into_iter()
-        .map(|(table, pattern)| {
-            // A misspelt first name: the pattern with the name there is.
+        .enumerate()
+        .map(|(index, (table, pattern))| {
+            // A misspelt first name: the pattern with the name there is
+            // (for the first patterns, of a usual length: sec89 L4, each
+            // guess is an edit distance to every name).
             let text = pattern.as_str();
             let (first, rest) = text.split_once('/').map_or((text, ""), |(first, rest)| (first, rest));
-            let meant = vsh::lower::vsh_policy::closest(first, &names).map_or_else(String::new, |name| {
+            let guessed = (index < SUGGESTED_PATTERNS && first.len() <= SUGGESTED_NAME_BYTES)
+                .then(|| vsh::lower::vsh_policy::closest(first, &names))
+                .flatten();
+            let meant = guessed.map_or_else(String::new, |name| {
                 let slash = if rest.is_empty() { "" } else { "/" };
                 format!(" (did you mean `{name}{slash}{rest}`?)")
             });

@@ -86,11 +86,24 @@ fn work_whose_changes_are_made_already_is_not_run_again() {
     assert_eq!(stale.status.code(), Some(6), "{said}");
     assert!(said.contains("nothing is left to do: the workspace holds every change it makes already"), "{said}");
     assert!(!said.contains("vsh rerun") && !said.contains("make it again"), "{said}");
+    // Told so while another process holds the commit lock too, without
+    // waiting for it (sec89 M1: the wait's timeout read as "not held", and
+    // the rerun made the change twice).
+    let waiting = previewed(ws, "from pathlib import Path\nPath('CHANGELOG').unlink()");
+    let lock = std::fs::File::open(dir.path().join(".vsh/commit.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let rerun = vsh(&["rerun", "--workspace", ws, "--lock-timeout", "2", &retry], None);
+    // A review does not wait for the lock (60 s by default) at all (sec89 M2).
+    let started = std::time::Instant::now();
     let shown = String::from_utf8(vsh(&["show", "--workspace", ws, &retry], None).stdout).unwrap();
-    assert!(shown.contains("next       nothing: the workspace holds every change"), "{shown}");
-    let rerun = vsh(&["rerun", "--workspace", ws, &retry], None);
-    assert_eq!(rerun.status.code(), Some(1));
+    let listed = vsh(&["pending", "--workspace", ws], None);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30) && listed.status.success(), "{listed:?}");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&waiting), "{listed:?}");
+    drop(lock);
+    assert_eq!(vsh(&["reject", "-q", "--workspace", ws, &waiting], None).status.code(), Some(0));
+    assert_eq!(rerun.status.code(), Some(1), "{rerun:?}");
     assert!(String::from_utf8_lossy(&rerun.stderr).contains(&format!("`vsh rerun {retry} --again`")), "{rerun:?}");
+    assert!(shown.contains("next       nothing: the workspace holds every change"), "{shown}");
     assert_eq!(std::fs::read_to_string(dir.path().join("CHANGELOG")).unwrap(), "# log\n- fix\n");
     // Its changes made since, but what it read changed too: it runs again.
     write(dir.path(), "src.txt", "one\n");
@@ -177,6 +190,9 @@ fn the_workspace_is_named_before_or_after_the_command() {
     let before = vsh(&["--workspace", ws, "log"], None);
     assert!(String::from_utf8_lossy(&before.stdout).contains("committed"), "{before:?}");
     assert_eq!(vsh(&["-w", ws, "log", "-w", ws], None).status.code(), Some(0));
+    // The same directory however spelt (sec89 L5).
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    assert_eq!(vsh(&["-w", ws, "log", "-w", &format!("{ws}/../{name}")], None).status.code(), Some(0));
     let twice = vsh(&["-w", ws, "log", "-w", "/"], None);
     assert_eq!(twice.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&twice.stderr).contains("--workspace is given twice"), "{twice:?}");
@@ -2471,6 +2487,16 @@ fn a_policy_check_names_patterns_that_match_nothing() {
     assert!(notes.contains("[[review]] pattern `**/HEAD` matches no path"), "{notes}");
     assert!(!notes.contains("src/"), "{notes}");
     assert_eq!(notes.lines().count(), 2, "{notes}");
+    // Spellings are guessed for the first 20 patterns only (sec89 L4: each
+    // guess measures against every name).
+    let rule = "[[protect]]\npattern = \"migratoins/aN\"\naccess = \"delete\"\n";
+    let many: Vec<String> = (0..21).map(|n| rule.replace('N', &n.to_string())).collect();
+    let many = many.concat();
+    write(dir.path(), "many.toml", &format!("version = 1\n{many}"));
+    let checked = vsh_in(dir.path(), &["policy", "check", "many.toml"], None);
+    let notes = String::from_utf8_lossy(&checked.stderr);
+    assert_eq!(notes.lines().filter(|line| line.contains("matches no path")).count(), 21, "{notes}");
+    assert_eq!(notes.matches("did you mean").count(), 20, "{notes}");
     // Out of any workspace there is nothing to match against.
     let outside = tempfile::tempdir().unwrap();
     let policy = dir.path().join("p.toml");

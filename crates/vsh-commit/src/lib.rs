@@ -421,6 +421,32 @@ impl Committer {
         revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts).map(drop)
     }
 
+    /// [`Committer::revalidate`] without the commit lock: an advisory
+    /// answer, for what to tell a reader (a commit running meanwhile may be
+    /// seen half applied), never a commit's check, which always takes the
+    /// lock. A reader never waits for a commit.
+    ///
+    /// # Errors
+    ///
+    /// As [`Committer::revalidate`], but for the lock.
+    pub fn revalidate_unlocked(&self, request: &CommitRequest<'_>) -> Result<(), CommitError> {
+        validate::validate(request.diff.entries(), &self.excluded)?;
+        revalidate::revalidate(&self.view(), request.diff.entries(), request.reads, request.max_conflicts).map(drop)
+    }
+
+    /// [`CommitSession::revalidate`] in a session taken only if no one
+    /// holds the commit lock; `None` when someone does (nothing checked).
+    ///
+    /// # Errors
+    ///
+    /// As [`CommitSession::revalidate`].
+    pub fn revalidate_if_free(&self, request: &CommitRequest<'_>) -> Result<Option<()>, CommitError> {
+        match self.try_session()? {
+            Some(session) => session.revalidate(request).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Recover every interrupted commit on this workspace (blocking for the
     /// lock); see [`CommitSession::recover`].
     pub fn recover(&self, ledger: &dyn CommitLedger) -> Result<RecoveryReport, CommitError> {

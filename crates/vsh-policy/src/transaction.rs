@@ -285,7 +285,11 @@ impl TransactionPolicy {
         let mut listed = Vec::new();
         let mut total: u64 = 0;
         for entry in input.diff {
-            if let Err(denial) = self.calls.authorize(&entry.path, mutation_of(entry.kind)) {
+            let refused = accesses_of(entry)
+                .into_iter()
+                .flatten()
+                .find_map(|access| self.calls.authorize(&entry.path, access).err());
+            if let Some(denial) = refused {
                 total += 1;
                 if listed.len() < MAX_LISTED_DENIALS {
                     listed.push(self.explain(&denial));
@@ -526,6 +530,20 @@ fn deny_setuid_files(diff: &[DiffEntry], metrics: RiskMetrics, policy: PolicyDig
         metrics,
         policy,
     }))
+}
+
+/// The accesses a diff entry exercises: its kind's ([`mutation_of`]), or,
+/// for a node replaced by one of another kind (a file by a directory, a
+/// directory by a link), a `Delete` of what was there and a `Create` of
+/// what is (sec89 L1: `rm f; mkdir f` by a command, its removal left to
+/// the diff, passed a rule denying `delete` as a modify).
+fn accesses_of(entry: &DiffEntry) -> [Option<AccessKind>; 2] {
+    match (entry.before, entry.after) {
+        (Some(before), Some(after)) if before.kind != after.kind => {
+            [Some(AccessKind::Delete), Some(AccessKind::Create)]
+        }
+        _ => [Some(mutation_of(entry.kind)), None],
+    }
 }
 
 /// The access a diff entry exercises (a mode change is a `Modify`).
@@ -829,6 +847,34 @@ mod tests {
                 (".git/hooks/pre-commit".to_owned(), AccessKind::Modify),
             ]
         );
+    }
+
+    /// sec89 L1: a node replaced by one of another kind is a delete of what
+    /// was there and a create of what is, as a rule sees it; a rewrite of
+    /// the same kind is a modify.
+    #[test]
+    fn a_node_replaced_by_another_kind_is_a_delete_and_a_create() {
+        let rule = |access| {
+            let calls = CallPolicy::balanced_default(None).with_rules([ProtectedRule::new(
+                Pattern::parse("keep/**").unwrap(),
+                access,
+                RuleLabel::Custom,
+            )]);
+            TransactionPolicy::new(PolicyProfile::Balanced, PolicyThresholds::default(), calls).unwrap()
+        };
+        let file = || Some(NodeState::file_with(b"kept", 0o644));
+        let swapped = [
+            DiffEntry::between(p("keep/a"), file(), Some(NodeState::directory(0o755))).unwrap(),
+            DiffEntry::between(p("keep/b"), file(), Some(NodeState::symlink(b"/etc/shadow"))).unwrap(),
+        ];
+        for access in [AccessKind::Delete, AccessKind::Create] {
+            let decision = rule(AccessSet::single(access)).evaluate(&PolicyInput::new(&swapped));
+            let manifest = denied(&decision);
+            assert_eq!(manifest.denied_total, 2, "{access:?}");
+            assert!(manifest.denied.iter().all(|denial| denial.access == access), "{access:?}");
+        }
+        let decision = rule(AccessSet::single(AccessKind::Delete)).evaluate(&PolicyInput::new(&[modify("keep/c")]));
+        assert!(!matches!(decision, Decision::Denied(_)), "{decision:?}");
     }
 
     #[test]

@@ -863,9 +863,11 @@ impl Runtime {
         } else if settle && record.state == TransactionState::Stale && !view.other_policy {
             // Recorded stale earlier: what differs now, each time it is
             // reviewed (revalidated, applying nothing).
+            // Without the commit lock: a review never waits for a commit
+            // (sec89 M2).
             if let Ok((artifact, _)) = self.records.load_verified(transaction)
                 && let Err(VshError::Commit(vsh_commit::CommitError::Stale { conflicts, total })) =
-                    self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set))
+                    self.commits.revalidate_unlocked(&self.records, transaction, (&artifact.diff, &artifact.read_set))
             {
                 receipt.warnings.push(crate::Warning::StaleAt { paths: listed(&conflicts), total });
             }
@@ -983,7 +985,10 @@ impl Runtime {
             return Ok(None);
         }
         let Ok((artifact, _)) = self.records.load_verified(transaction) else { return Ok(None) };
-        match self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
+        // Under the commit lock, but only if it is free: a listing or a
+        // review never waits for a commit (sec89 M2); work a commit holds
+        // the lock over is left as it is, to be found stale another time.
+        match self.commits.revalidate_if_free(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
             Err(VshError::Commit(stale @ vsh_commit::CommitError::Stale { .. })) => {
                 match self.records.transactions().mark_stale(transaction, clock_ms()) {
                     Ok(_) => Ok(Some(stale)),

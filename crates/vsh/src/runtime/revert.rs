@@ -157,9 +157,11 @@ impl Runtime {
     /// would make twice (ux81 M1: an agent's retry, committed, and its
     /// first run's `next` was `vsh rerun`). Work that read something that
     /// changed since (a rerun would compute its changes anew) is not;
-    /// neither is work that changes a path the policy hides (nothing is
-    /// said of what it holds). Its other reads are revalidated as a commit
-    /// would, under the commit lock, applying nothing.
+    /// neither is work that changes or read a path the policy hides now
+    /// (nothing is said of what it holds). Its other reads are checked as a
+    /// commit's revalidation checks them, without the commit lock: an
+    /// advisory answer (a commit running meanwhile may be seen half
+    /// applied), never a commit's.
     ///
     /// # Errors
     ///
@@ -170,7 +172,10 @@ impl Runtime {
         let artifact = self.records.load_bound(transaction)?;
         let diff = &artifact.diff;
         let calls = self.runs.policy().calls();
-        if diff.entries().is_empty() || diff.entries().iter().any(|entry| calls.is_hidden(&entry.path)) {
+        // Nothing is said of what the policy hides now, changed or read
+        // (sec89 L2: whether a file hidden since had changed).
+        let hidden = diff.entries().iter().map(|entry| &entry.path).chain(artifact.read_set.entries.keys());
+        if diff.entries().is_empty() || hidden.into_iter().any(|path| calls.is_hidden(path)) {
             return Ok(false);
         }
         let mut vfs = self.runs.fresh_image();
@@ -183,7 +188,14 @@ impl Runtime {
             diff.entries().iter().map(|entry| &entry.path).collect();
         let mut others = artifact.read_set.clone();
         others.entries.retain(|path, _| !changed.contains(path));
-        match self.commits.revalidate(&self.records, transaction, (&vsh_types::CanonicalDiff::default(), &others)) {
+        // Without the commit lock (sec89 M1, M2: a wait for it blocked
+        // `vsh pending` and `vsh show`, and its timeout read as "not held",
+        // so work done was run again): an answer for what to tell a reader.
+        match self.commits.revalidate_unlocked(
+            &self.records,
+            transaction,
+            (&vsh_types::CanonicalDiff::default(), &others),
+        ) {
             Ok(()) => Ok(true),
             Err(VshError::Commit(vsh_commit::CommitError::Stale { .. })) => Ok(false),
             Err(error) => Err(error),
