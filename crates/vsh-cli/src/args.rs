@@ -542,6 +542,10 @@ pub(crate) struct Stored {
 pub(crate) struct RejectArgs {
     #[command(flatten)]
     pub(crate) stored: Stored,
+    /// More transactions to reject the same way, one after another (every
+    /// name must name one before any is rejected; not with --json).
+    #[arg(value_name = "TX", conflicts_with = "json")]
+    pub(crate) more: Vec<String>,
     /// Reject this run alone, not the other runs of the same work (`vsh
     /// rerun`): to drop an old run and keep its rerun.
     #[arg(long)]

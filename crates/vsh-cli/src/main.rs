@@ -2685,6 +2685,38 @@ fn reject_command(
     Ok(EXIT_OK)
 }
 
+/// `vsh reject TX TX...` (ux82 L9: four policy-changed runs took four
+/// commands): every name resolved first (a name that names none rejects
+/// nothing), then each rejected as `vsh reject TX` would, in the order
+/// given; one that cannot be is said and the rest go on, and the exit code
+/// is the first failure's.
+fn reject_named(
+    runtime: &Runtime,
+    first: vsh::TransactionId,
+    reject: &args::RejectArgs,
+    json: bool,
+    output: Output,
+    now: u64,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    if reject.more.is_empty() {
+        return reject_command(runtime, first, reject.only, json, output, now);
+    }
+    let mut ids = vec![first];
+    for name in &reject.more {
+        ids.push(runtime.resolve(name)?);
+    }
+    let mut code = EXIT_OK;
+    for id in ids {
+        if let Err(error) = reject_command(runtime, id, reject.only, false, output, now) {
+            say!("vsh: {}: {}", id.short(), render::shown(&error.to_string(), true));
+            if code == EXIT_OK {
+                code = EXIT_ERROR;
+            }
+        }
+    }
+    Ok(code)
+}
+
 /// `vsh reject`'s lines for the other runs of the same work it rejected.
 fn print_also_rejected(also: &[vsh::TransactionRecord]) {
     for record in also {
@@ -2841,7 +2873,7 @@ fn tx_command(command: &Command, output: Output) -> Result<u8, Box<dyn std::erro
             approve_and_commit(&runtime, id, approve, common.json, output, now, interrupts)
         }
         (Command::Approve(approve), Some(id)) => approve_command(&runtime, id, approve, common.json, output, now),
-        (Command::Reject(reject), Some(id)) => reject_command(&runtime, id, reject.only, common.json, output, now),
+        (Command::Reject(reject), Some(id)) => reject_named(&runtime, id, reject, common.json, output, now),
         (Command::Commit(_), Some(id)) => {
             let interrupts = interrupts.as_ref().expect("installed for a commit");
             commit_command(&runtime, id, common.json, output, now, interrupts, false)

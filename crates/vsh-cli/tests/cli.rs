@@ -179,6 +179,34 @@ fn a_workspace_is_not_carved_out_of_the_rules_that_reach_it_unasked() {
     assert!(billing.join(".vsh").is_dir());
 }
 
+/// ux82 L9: `vsh reject` takes several transactions: each rejected as
+/// alone, none when a name names no transaction; not with --json.
+#[test]
+fn several_transactions_are_rejected_in_one_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    for name in ["a", "b", "c"] {
+        write(dir.path(), name, "x\n");
+    }
+    let remove = |name: &str| previewed(ws, &format!("from pathlib import Path\nPath('{name}').unlink()"));
+    let ids: Vec<String> = ["a", "b", "c"].into_iter().map(remove).collect();
+    let state = |id: &str| {
+        let shown = vsh(&["show", "--workspace", ws, "--json", id], None);
+        let document: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+        document["receipt"]["state"].as_str().unwrap_or_default().to_owned()
+    };
+    let unknown = vsh(&["reject", "--workspace", ws, &ids[0], "abcdef1234"], None);
+    assert_eq!(unknown.status.code(), Some(1), "{unknown:?}");
+    assert_eq!(state(&ids[0]), "pending-approval", "nothing is rejected when a name names none");
+    let json = vsh(&["reject", "--workspace", ws, "--json", &ids[0], &ids[1]], None);
+    assert_eq!(json.status.code(), Some(2), "{json:?}");
+    let rejected = vsh(&["reject", "--workspace", ws, &ids[0], &ids[1], &ids[2]], None);
+    assert_eq!(rejected.status.code(), Some(0), "{rejected:?}");
+    for id in &ids {
+        assert_eq!(state(id), "rejected", "{id}");
+    }
+}
+
 /// `--workspace` goes before the command's name too (ux80 L7); given
 /// twice, the two must agree; a command with no workspace refuses it.
 #[test]
