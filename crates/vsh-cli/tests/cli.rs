@@ -2829,13 +2829,16 @@ fn a_rerun_that_makes_the_same_changes_carries_the_review_over() {
     let text = String::from_utf8_lossy(&committed.stdout);
     assert!(text.contains("decision     pending-approval, then approved by a reviewer"), "{text}");
     assert!(!dir.path().join("old.txt").exists());
-    // In auto mode the approved rerun is committed at once (ux77).
+    // In auto mode the approved rerun is committed at once (ux77). Here the
+    // first run sees old2.txt just written (known by its digest), the
+    // rerun settled (by its stamp): the same version of it, the same
+    // changes (a fresh clone's CI met the review refused).
     write(dir.path(), "old2.txt", "old\n");
-    std::thread::sleep(std::time::Duration::from_millis(250));
     let looks2 = "from pathlib import Path\nn = Path('README.md').stat().st_size\nPath('old2.txt').unlink()";
     let id2 = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(looks2)));
     write(dir.path(), "README.md", "readme, edited twice\n");
     assert_eq!(vsh(&["approve", &id2, "--workspace", ws], None).status.code(), Some(6));
+    std::thread::sleep(std::time::Duration::from_millis(250));
     let auto =
         vsh(&["--detailed-exitcode", "rerun", &id2, "--approve-same", "--mode", "auto", "--workspace", ws], None);
     assert_eq!(auto.status.code(), Some(0), "{}", String::from_utf8_lossy(&auto.stderr));

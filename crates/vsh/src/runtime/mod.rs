@@ -1326,7 +1326,30 @@ impl Runtime {
     ///
     /// When either's artifact cannot be read or does not verify.
     pub fn same_changes(&self, first: TransactionId, second: TransactionId) -> Result<bool, VshError> {
-        Ok(self.records.stored_diff(first)? == self.records.stored_diff(second)?)
+        let (one, other) = (self.records.stored_diff(first)?, self.records.stored_diff(second)?);
+        if one == other {
+            return Ok(true);
+        }
+        if one.entries().len() != other.entries().len() {
+            return Ok(false);
+        }
+        // A file one run saw settled (known by its stamp) and the other
+        // within its settling time (known by its digest) is the same version
+        // where the workspace's file still has that stamp and those bytes
+        // (a rerun of work whose first run changed files in the last 100 ms
+        // was refused its carried review).
+        let image = self.runs.fresh_image();
+        let workspace = image.host();
+        Ok(one.entries().iter().zip(other.entries()).all(|(one, other)| {
+            one.path == other.path
+                && one.kind == other.kind
+                && one.after == other.after
+                && (one.before == other.before
+                    || match (one.before, other.before) {
+                        (Some(a), Some(b)) => same_version(workspace, &one.path, a, b),
+                        _ => false,
+                    })
+        }))
     }
 
     /// Every run of the same work as `transaction` the store holds: the first
@@ -1487,4 +1510,26 @@ fn withhold_output(output: &mut crate::ExecutionOutput) {
 struct KeptBefores {
     befores: Vec<(Vec<u8>, vsh_types::BlobId)>,
     unread: Vec<(vsh_types::VPath, vsh_types::NodeState, vsh_types::BlobId)>,
+}
+
+/// Whether the file states `one` and `other` of `path` are one version of
+/// it: the same kind, size and mode, one known by its digest and the other
+/// by its stamp, where the workspace's file has that stamp still and bytes
+/// with that digest.
+fn same_version(
+    workspace: &vsh_host::CapDir,
+    path: &vsh_types::VPath,
+    one: vsh_types::NodeState,
+    other: vsh_types::NodeState,
+) -> bool {
+    if one.kind != vsh_types::NodeKind::File || (one.kind, one.size, one.mode) != (other.kind, other.size, other.mode) {
+        return false;
+    }
+    let (digest, stamped) = match (one.content, other.content) {
+        (Some(digest), None) if other.stamp.is_some() => (digest, other),
+        (None, Some(digest)) if one.stamp.is_some() => (digest, one),
+        _ => return false,
+    };
+    vsh_vfs::live_content_if_unchanged(workspace, path, &stamped)
+        .is_some_and(|bytes| vsh_types::BlobId::of(&bytes) == digest)
 }
