@@ -32,8 +32,7 @@ fn rows(runtime: &Runtime, records: Vec<vsh::TransactionRecord>) -> Vec<render::
             // Work made under a policy of its own (`--profile`, `--policy`)
             // is approved and committed under it, whatever the workspace's
             // (ux79 M3: it was listed as made under a policy since replaced).
-            row.policy_changed =
-                runtime.decided_under_another_policy(id) && !matches!(runtime.run_policy(id), Ok(Some(_)));
+            row.policy_changed = runtime.policy_since_replaced(id);
             row.approver = crate::show::approver_name(runtime, &row.record);
             // A rerun names the work it ran again (its intent is that work's).
             row.rerun_of = runtime.rerun_origin(id).ok().filter(|origin| *origin != id);

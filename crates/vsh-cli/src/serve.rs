@@ -1454,7 +1454,7 @@ impl VshServer {
                     match found {
                         // Made under a policy since replaced, it can never be
                         // approved: no wait for it (ux80 M4: the wait ran out).
-                        Ok(record) if policy_since_replaced(runtime, record.id) => {
+                        Ok(record) if runtime.policy_since_replaced(record.id) => {
                             success(&POLICY_REPLACED, String::new())
                         }
                         Ok(record) => success(&record.state.name(), String::new()),
@@ -1507,7 +1507,7 @@ impl VshServer {
                 } else if let Some(id) = runtime
                     .resolve(&show_params.transaction)
                     .ok()
-                    .filter(|id| first_look == Some(false) && policy_since_replaced(runtime, *id))
+                    .filter(|id| first_look == Some(false) && runtime.policy_since_replaced(*id))
                 {
                     match work_done_advice(runtime, id) {
                         Some((done, _)) => {
@@ -1721,13 +1721,6 @@ fn commit(
             failure(&document)
         }
     }
-}
-
-/// Whether `id` was decided under the workspace's policy since replaced,
-/// so no approval can come to it: not work made under a policy its operator
-/// gave that run alone, which is approved under it (sec85 F3).
-fn policy_since_replaced(runtime: &Runtime, id: vsh::TransactionId) -> bool {
-    runtime.decided_under_another_policy(id) && !matches!(runtime.run_policy(id), Ok(Some(_)))
 }
 
 /// The state `vsh_wait` reads for pending work made under a policy since

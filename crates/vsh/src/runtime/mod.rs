@@ -1228,6 +1228,15 @@ impl Runtime {
         self.records.run_policy(&artifact)
     }
 
+    /// Whether `transaction` waits for an approval that can never come: it
+    /// was decided under the workspace's policy since replaced
+    /// ([`Runtime::decided_under_another_policy`]), not under a policy its
+    /// operator gave that run alone (`run --profile`, `--policy`), under
+    /// which it is approved (sec85 F3, ux79 M3).
+    pub fn policy_since_replaced(&self, transaction: TransactionId) -> bool {
+        self.decided_under_another_policy(transaction) && !matches!(self.run_policy(transaction), Ok(Some(_)))
+    }
+
     /// Whether `transaction` waits for a decision or a commit (pending,
     /// approved, or an auto-approved stored preview) that approving or
     /// committing would refuse because its stored work was decided under
