@@ -92,13 +92,14 @@ const KEPT_CHECK_TIME: std::time::Duration = std::time::Duration::from_millis(20
 /// Whether `after`, written over `before`, keeps in place every change
 /// made to the file since it held `last` (ux80 M5, ux81 M5: a formatter
 /// run after a hand edit kept the edit, and waited for a reviewer told
-/// that a change would be lost). Line by line: no line the run changed
-/// (`before` to `after`) is in, or beside a removal in, the changes
-/// `last` to `before`; and no line those added is fewer in `after`, nor
-/// one they removed more, than in `before` (an edit script can line up
-/// equal lines more than one way: a line added next to its twin, then
-/// written over with the old text, would otherwise pass). Anything else,
-/// or nothing changed since, is "not kept".
+/// that a change would be lost). Line by line: no change of the run
+/// (`before` to `after`) is in or at the edge of a change `last` to
+/// `before`, but blank lines added at its edge (a formatter's spacing);
+/// and no line those added is fewer in `after`, nor one they removed
+/// more, than in `before` (an edit script can line up equal lines more
+/// than one way: a line added next to its twin, then written over with the
+/// old text, would otherwise pass). Anything else, or nothing changed
+/// since, is "not kept".
 pub(crate) fn keeps_in_place(last: &[u8], before: &[u8], after: &[u8]) -> bool {
     use similar::{Algorithm, DiffTag, capture_diff_slices_deadline};
     let lines = |bytes: &[u8]| bytes.split_inclusive(|byte| *byte == b'\n').map(<[u8]>::to_vec).collect::<Vec<_>>();
@@ -111,24 +112,22 @@ pub(crate) fn keeps_in_place(last: &[u8], before: &[u8], after: &[u8]) -> bool {
     if since.is_empty() {
         return false;
     }
-    let run: Vec<std::ops::Range<usize>> = capture_diff_slices_deadline(Algorithm::Myers, &before, &after, deadline)
+    let run: Vec<similar::DiffOp> = capture_diff_slices_deadline(Algorithm::Myers, &before, &after, deadline)
         .into_iter()
         .filter(|op| op.tag() != DiffTag::Equal)
-        .map(|op| op.old_range())
         .collect();
+    // Blank lines added: a formatter's, which change no line's meaning.
+    let blank = |op: &similar::DiffOp| {
+        op.old_range().is_empty() && after[op.new_range()].iter().all(|line| line.trim_ascii().is_empty())
+    };
     let touches = |kept: &std::ops::Range<usize>| {
-        // The run's changes are in order: those that start at most at its end.
-        let from = run.partition_point(|change| change.end < kept.start);
-        run[from..].iter().take_while(|change| change.start <= kept.end).any(|change| {
-            if kept.is_empty() {
-                // Lines removed at that point: a change beside it may put them back.
-                true
-            } else if change.is_empty() {
-                // Lines added: only inside what was kept.
-                kept.start < change.start && change.start < kept.end
-            } else {
-                change.start < kept.end && kept.start < change.end
-            }
+        // The run's changes are in order: those that reach it, or its edges
+        // (sec90 M1: a line moved from beside an edit past it undid it).
+        let from = run.partition_point(|change| change.old_range().end < kept.start);
+        run[from..].iter().take_while(|change| change.old_range().start <= kept.end).any(|change| {
+            let at = change.old_range().start;
+            // Only blank lines added at an edge (or at a removal's point) leave it.
+            !(blank(change) && (at == kept.start || at == kept.end))
         })
     };
     if since.iter().any(|op| touches(&op.new_range())) {
@@ -576,11 +575,27 @@ mod tests {
         // A formatter's: a blank line added between functions, the edit untouched.
         let formatted = edited().replacen("\ndef add", "\n\ndef add", 1);
         assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), formatted.as_bytes()));
-        // Lines added right before or after the edit leave it as it was.
+        // Blank lines added right before or after the edit leave it as it was.
         let before_it = edited().replacen("def div", "\n\ndef div", 1);
         assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), before_it.as_bytes()));
-        let after_it = format!("{}# end\n", edited());
+        let after_it = format!("{}\n", edited());
         assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), after_it.as_bytes()));
+    }
+
+    #[test]
+    fn a_change_at_the_edge_of_the_edit_is_not_kept() {
+        // sec90 M1: a line added before another, moved past it: both lines
+        // are there, the edit's effect is gone.
+        let last = "setup\nrm -rf /data\n";
+        let guarded = "setup\nexit 1\nrm -rf /data\n";
+        assert!(!keeps_in_place(last.as_bytes(), guarded.as_bytes(), b"setup\nrm -rf /data\nexit 1\n"));
+        // A line that is not blank, added at its edge, may change what it means.
+        assert!(!keeps_in_place(last.as_bytes(), guarded.as_bytes(), b"setup\nexit 1\n\"\"\"\nrm -rf /data\n"));
+        let after_it = format!("{}# end\n", edited());
+        assert!(!keeps_in_place(LAST.as_bytes(), edited().as_bytes(), after_it.as_bytes()));
+        // Blank lines are no such change, at its edges; inside it, they change it.
+        assert!(keeps_in_place(last.as_bytes(), guarded.as_bytes(), b"setup\n\nexit 1\n\nrm -rf /data\n"));
+        assert!(!keeps_in_place(b"a\nb\n", b"a\nx\ny\nb\n", b"a\nx\n\ny\nb\n"));
     }
 
     #[test]
