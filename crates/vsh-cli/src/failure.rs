@@ -373,7 +373,7 @@ pub(crate) fn work_done(runtime: &vsh::Runtime, transaction: vsh::TransactionId)
             rerun.id.short()
         ));
     }
-    runtime.holds_its_changes(transaction).ok().filter(|holds| *holds).map(|_| {
+    runtime.holds_its_changes(transaction, false).ok().filter(|holds| *holds).map(|_| {
         "the workspace holds every change it makes already (other work made them since, or an edit by hand): \
          running it again would make them twice"
             .to_owned()
@@ -424,7 +424,9 @@ pub(crate) fn refuse_work_done_again(
     }
     // What it changes is there already (ux81 M1: an agent's retry was
     // committed, and the first run's rerun made its changes twice).
-    if live_rerun(runtime, transaction).is_none() && runtime.holds_its_changes(transaction).unwrap_or(false) {
+    // Waiting for a commit that holds the lock: its answer is known only
+    // after it (sec89 M1), and a lock timeout is the refusal.
+    if live_rerun(runtime, transaction).is_none() && runtime.holds_its_changes(transaction, true)? {
         let short = transaction.short();
         return Err(format!(
             "the workspace holds every change {short} makes already (other work made them since, or an edit by \

@@ -8,7 +8,10 @@
 //! candidate and records nothing as committed; the command then exits with
 //! 128 plus the signal's number, as a shell reports a death by it. A second
 //! signal ends the process at once, as before, and so does any signal once
-//! the run is over (printing its receipt). A commit that has already begun
+//! the run is over (printing its receipt); but one within [`SAME_PRESS`] of
+//! the first is the same impatient press, kept (an approval and commit
+//! stopped between the two said nothing, killed by the second before it
+//! could say what stood). A commit that has already begun
 //! is not cancelled, by the first signal nor any other (only `SIGKILL`
 //! ends it, and recovery settles that): its own outcome stands.
 
@@ -21,6 +24,10 @@ use vsh::ExecutionCancellation;
 
 /// The signals that cancel a run.
 const CANCELLING: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+
+/// How soon after the first a second signal is the same press (Ctrl-C hit
+/// twice), not a second request: kept, never ending the process at once.
+const SAME_PRESS: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the one signal thread of the process and the phase in progress
 /// share.
@@ -35,6 +42,8 @@ struct Shared {
     /// Whether a step that is never stopped halfway runs (an approval being
     /// recorded): a signal then is kept, never acted on at once.
     holding: AtomicBool,
+    /// When the first signal of the phase came.
+    first_at: Mutex<Option<std::time::Instant>>,
 }
 
 /// The process's signal thread, started by the first [`Interrupts::install`].
@@ -71,6 +80,7 @@ impl Interrupts {
         shared.told.store(false, Ordering::Release);
         shared.holding.store(false, Ordering::Release);
         shared.over.store(false, Ordering::Release);
+        *shared.first_at.lock().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(Self { shared })
     }
 
@@ -160,8 +170,17 @@ fn serve(mut signals: Signals, shared: &Shared) {
             continue;
         }
         // The first signal of a phase is kept (its name is the one said).
-        if shared.received.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire).is_err() || over {
-            // The second one, or no phase catches it: leave now, as the
+        let first = shared.received.compare_exchange(0, signal, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        let mut first_at = shared.first_at.lock().unwrap_or_else(PoisonError::into_inner);
+        if first {
+            *first_at = Some(std::time::Instant::now());
+        } else if !over && first_at.is_some_and(|at| at.elapsed() < SAME_PRESS) {
+            // The same press: the first is being acted on.
+            continue;
+        }
+        drop(first_at);
+        if !first || over {
+            // A second request, or no phase catches it: leave now, as the
             // default would have.
             let _ = signal_hook::low_level::emulate_default_handler(signal);
         }

@@ -2308,7 +2308,15 @@ fn rerun_refusal(
         ));
     }
     // What it changes is there already (ux81 M1).
-    if !again && runtime.holds_its_changes(id).unwrap_or(false) {
+    // Waiting for a commit that holds the lock (sec89 M1); past the wait,
+    // refused: whether its work is done cannot be told yet.
+    let holds = if again { Ok(false) } else { runtime.holds_its_changes(id, true) };
+    if let Err(error) = &holds {
+        return Some(format!(
+            "whether the work of {short} is done already cannot be told now ({error}); call vsh_rerun again"
+        ));
+    }
+    if holds.unwrap_or(false) {
         return Some(format!(
             "the workspace holds every change {short} makes already (other work made them since, or an edit by \
              hand): running it again would make them twice; again=true runs it anyway"

@@ -534,15 +534,17 @@ fn deny_setuid_files(diff: &[DiffEntry], metrics: RiskMetrics, policy: PolicyDig
 
 /// The accesses a diff entry exercises: its kind's ([`mutation_of`]), or,
 /// for a node replaced by one of another kind (a file by a directory, a
-/// directory by a link), a `Delete` of what was there and a `Create` of
-/// what is (sec89 L1: `rm f; mkdir f` by a command, its removal left to
-/// the diff, passed a rule denying `delete` as a modify).
-fn accesses_of(entry: &DiffEntry) -> [Option<AccessKind>; 2] {
+/// directory by a link), that `Modify` and a `Delete` of what was there
+/// and a `Create` of what is (sec89 L1: `rm f; mkdir f` by a command, its
+/// removal left to the diff, passed a rule denying `delete` as a modify;
+/// sec90 L1: judged as the delete and the create alone, it passed a rule
+/// denying `modify`, which the commit's own check then refused).
+fn accesses_of(entry: &DiffEntry) -> [Option<AccessKind>; 3] {
     match (entry.before, entry.after) {
         (Some(before), Some(after)) if before.kind != after.kind => {
-            [Some(AccessKind::Delete), Some(AccessKind::Create)]
+            [Some(AccessKind::Modify), Some(AccessKind::Delete), Some(AccessKind::Create)]
         }
-        _ => [Some(mutation_of(entry.kind)), None],
+        _ => [Some(mutation_of(entry.kind)), None, None],
     }
 }
 
@@ -849,11 +851,11 @@ mod tests {
         );
     }
 
-    /// sec89 L1: a node replaced by one of another kind is a delete of what
-    /// was there and a create of what is, as a rule sees it; a rewrite of
-    /// the same kind is a modify.
+    /// sec89 L1, sec90 L1: a node replaced by one of another kind is a
+    /// modify, a delete of what was there and a create of what is, as a
+    /// rule sees it; a rewrite of the same kind is a modify alone.
     #[test]
-    fn a_node_replaced_by_another_kind_is_a_delete_and_a_create() {
+    fn a_node_replaced_by_another_kind_is_a_modify_a_delete_and_a_create() {
         let rule = |access| {
             let calls = CallPolicy::balanced_default(None).with_rules([ProtectedRule::new(
                 Pattern::parse("keep/**").unwrap(),
@@ -867,7 +869,7 @@ mod tests {
             DiffEntry::between(p("keep/a"), file(), Some(NodeState::directory(0o755))).unwrap(),
             DiffEntry::between(p("keep/b"), file(), Some(NodeState::symlink(b"/etc/shadow"))).unwrap(),
         ];
-        for access in [AccessKind::Delete, AccessKind::Create] {
+        for access in [AccessKind::Modify, AccessKind::Delete, AccessKind::Create] {
             let decision = rule(AccessSet::single(access)).evaluate(&PolicyInput::new(&swapped));
             let manifest = denied(&decision);
             assert_eq!(manifest.denied_total, 2, "{access:?}");

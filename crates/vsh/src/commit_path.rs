@@ -65,9 +65,19 @@ impl CommitPath {
         session.revalidate(&CommitRequest::new(transaction, diff, reads, records.blobs())).map_err(VshError::Commit)
     }
 
-    /// [`CommitPath::revalidate`] without the commit lock
-    /// ([`vsh_commit::Committer::revalidate_unlocked`]): advisory, for what
-    /// to tell a reader, who never waits for a commit.
+    /// `f` run while this process holds the commit lock: waiting for it as
+    /// configured (`wait`, a timeout being the error), or only if no one
+    /// holds it (`None` when someone does: a reader never waits for a
+    /// commit, and never sees one half applied).
+    pub(crate) fn under_lock<T>(&self, wait: bool, f: impl FnOnce() -> T) -> Result<Option<T>, VshError> {
+        let session =
+            if wait { Some(self.committer.session(&self.lock_wait)?) } else { self.committer.try_session()? };
+        Ok(session.map(|_session| f()))
+    }
+
+    /// [`CommitPath::revalidate`] without taking the commit lock
+    /// ([`vsh_commit::Committer::revalidate_unlocked`]): for a check made
+    /// while [`CommitPath::under_lock`] holds it.
     pub(crate) fn revalidate_unlocked(
         &self,
         records: &Records,

@@ -863,11 +863,17 @@ impl Runtime {
         } else if settle && record.state == TransactionState::Stale && !view.other_policy {
             // Recorded stale earlier: what differs now, each time it is
             // reviewed (revalidated, applying nothing).
-            // Without the commit lock: a review never waits for a commit
-            // (sec89 M2).
+            // Under the commit lock only if it is free: a review never
+            // waits for a commit (sec89 M2), nor sees one half applied.
             if let Ok((artifact, _)) = self.records.load_verified(transaction)
-                && let Err(VshError::Commit(vsh_commit::CommitError::Stale { conflicts, total })) =
-                    self.commits.revalidate_unlocked(&self.records, transaction, (&artifact.diff, &artifact.read_set))
+                && let Ok(Some(Err(VshError::Commit(vsh_commit::CommitError::Stale { conflicts, total })))) =
+                    self.commits.under_lock(false, || {
+                        self.commits.revalidate_unlocked(
+                            &self.records,
+                            transaction,
+                            (&artifact.diff, &artifact.read_set),
+                        )
+                    })
             {
                 receipt.warnings.push(crate::Warning::StaleAt { paths: listed(&conflicts), total });
             }

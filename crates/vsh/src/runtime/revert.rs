@@ -158,15 +158,20 @@ impl Runtime {
     /// first run's `next` was `vsh rerun`). Work that read something that
     /// changed since (a rerun would compute its changes anew) is not;
     /// neither is work that changes or read a path the policy hides now
-    /// (nothing is said of what it holds). Its other reads are checked as a
-    /// commit's revalidation checks them, without the commit lock: an
-    /// advisory answer (a commit running meanwhile may be seen half
-    /// applied), never a commit's.
+    /// (nothing is said of what it holds).
+    ///
+    /// Checked under the commit lock, so that no commit is seen half
+    /// applied (sec90 L2): a review or a listing (`wait` false) never
+    /// waits for it, and while a commit holds it the answer is `false`
+    /// (nothing is said); a rerun (`wait` true) waits for it as the
+    /// runtime's lock wait allows.
     ///
     /// # Errors
     ///
-    /// The store's (the work's artifact) and the workspace's errors.
-    pub fn holds_its_changes(&self, transaction: TransactionId) -> Result<bool, VshError> {
+    /// The store's (the work's artifact) and the workspace's errors;
+    /// with `wait`, [`vsh_commit::CommitError::LockTimeout`] past the lock
+    /// wait (sec89 M1: read as "not held", and the work was done twice).
+    pub fn holds_its_changes(&self, transaction: TransactionId, wait: bool) -> Result<bool, VshError> {
         // Under whatever policy made it (work made under one since
         // replaced is what is asked of most).
         let artifact = self.records.load_bound(transaction)?;
@@ -178,28 +183,31 @@ impl Runtime {
         if diff.entries().is_empty() || hidden.into_iter().any(|path| calls.is_hidden(path)) {
             return Ok(false);
         }
-        let mut vfs = self.runs.fresh_image();
-        for entry in diff.entries() {
-            if !vfs.base_holds(&entry.path, entry.after.as_ref())? {
-                return Ok(false);
-            }
-        }
+        // What it changes, as it would leave it; what else it read, as it
+        // read it: both under the lock.
         let changed: std::collections::BTreeSet<&vsh_types::VPath> =
             diff.entries().iter().map(|entry| &entry.path).collect();
         let mut others = artifact.read_set.clone();
         others.entries.retain(|path, _| !changed.contains(path));
-        // Without the commit lock (sec89 M1, M2: a wait for it blocked
-        // `vsh pending` and `vsh show`, and its timeout read as "not held",
-        // so work done was run again): an answer for what to tell a reader.
-        match self.commits.revalidate_unlocked(
-            &self.records,
-            transaction,
-            (&vsh_types::CanonicalDiff::default(), &others),
-        ) {
-            Ok(()) => Ok(true),
-            Err(VshError::Commit(vsh_commit::CommitError::Stale { .. })) => Ok(false),
-            Err(error) => Err(error),
-        }
+        let check = || -> Result<bool, VshError> {
+            let mut vfs = self.runs.fresh_image();
+            for entry in diff.entries() {
+                if !vfs.base_holds(&entry.path, entry.after.as_ref())? {
+                    return Ok(false);
+                }
+            }
+            match self.commits.revalidate_unlocked(
+                &self.records,
+                transaction,
+                (&vsh_types::CanonicalDiff::default(), &others),
+            ) {
+                Ok(()) => Ok(true),
+                Err(VshError::Commit(vsh_commit::CommitError::Stale { .. })) => Ok(false),
+                Err(error) => Err(error),
+            }
+        };
+        // Held by a commit, a review or a listing says nothing.
+        self.commits.under_lock(wait, check)?.unwrap_or(Ok(false))
     }
 
     /// The paths of `diff` at which `vfs`'s base no longer holds what it
