@@ -189,6 +189,13 @@ pub(crate) fn refuse_rerun_of_revert(
     let Some(receipt) = runtime.show(transaction)? else { return Ok(()) };
     let Some(original) = crate::render::reverted_by(&receipt) else { return Ok(()) };
     let short = original.get(..12).unwrap_or(original);
+    if let Some(revert) = reverted_already(runtime, original) {
+        return Err(format!(
+            "transaction {} is a revert of {short}, which is reverted already, by {revert}: nothing is left to do",
+            transaction.short()
+        )
+        .into());
+    }
     // Not to a revert that would be refused (ux77 3).
     if let Some(paths) = revert_blocked(runtime, original) {
         return Err(format!(
@@ -238,6 +245,9 @@ pub(crate) fn rerun_line(runtime: &vsh::Runtime, transaction: vsh::TransactionId
     // F2), unless what made this one stale stands in that one's way too.
     if let Some(original) = receipt.as_ref().and_then(crate::render::reverted_by) {
         let short = original.get(..12).unwrap_or(original);
+        if let Some(revert) = reverted_already(runtime, original) {
+            return format!("{NOTHING_LEFT}{short} is reverted already, by {revert}");
+        }
         return match revert_blocked(runtime, original) {
             Some(paths) => format!(
                 "vsh show {short} (no revert of {short} can be made now: the workspace changed at {paths} since it \
@@ -313,6 +323,14 @@ pub(crate) fn stale_record(
 /// revert itself then says why). A revert that went stale is made again by
 /// reverting its original again, which is refused while a path it would
 /// put back changed since (ux74 M3: the step named was refused every time).
+/// The revert that reverted committed work `original` (a prefix of its
+/// id) already, if one did: a revert of it gone stale has nothing left to
+/// do (ux83 M2: it was told to change the paths back by new work).
+pub(crate) fn reverted_already(runtime: &vsh::Runtime, original: &str) -> Option<String> {
+    let id = runtime.resolve(original).ok()?;
+    runtime.reverted_by(id).ok().flatten().map(|revert| revert.short())
+}
+
 pub(crate) fn revert_blocked(runtime: &vsh::Runtime, original: &str) -> Option<String> {
     const NAMED: usize = 3;
     let id = runtime.resolve(original).ok()?;
@@ -351,6 +369,20 @@ pub(crate) fn live_rerun(runtime: &vsh::Runtime, transaction: vsh::TransactionId
                     | S::RecoveryRequired
             )
     })
+}
+
+/// What to do about work that can never be committed as it is, in words:
+/// [`rerun_line`]'s command (`vsh rerun TX` runs its program again, a
+/// revert's `vsh revert`), or that nothing is left to do.
+pub(crate) fn what_next(runtime: &vsh::Runtime, transaction: vsh::TransactionId) -> String {
+    let line = rerun_line(runtime, transaction);
+    if let Some(done) = line.strip_prefix(NOTHING_LEFT) {
+        return format!("{NOTHING_IS_LEFT}: {done}");
+    }
+    let (command, why) = line.split_once(" (").map_or((line.as_str(), ""), |(command, why)| (command, why));
+    let why = why.strip_suffix(')').unwrap_or(why);
+    let what = if command.starts_with("vsh rerun ") { " runs its program again" } else { "" };
+    if why.is_empty() { format!("`{command}`{what}") } else { format!("`{command}`{what} ({why})") }
 }
 
 /// How [`rerun_line`] begins when nothing is left to do.

@@ -75,7 +75,7 @@ pub(crate) fn pending(runtime: &Runtime, json: bool, now: u64) -> Outcome {
     waiting.extend(recovering);
     // What went stale is said, with what changed (ux63 1: dropped without a word).
     for found in &stale {
-        say!("vsh: {}", crate::render::found_stale_text(found));
+        say!("vsh: {}", crate::render::found_stale_text(found, &crate::failure::what_next(runtime, found.transaction)));
     }
     waiting.sort_by_key(|record| std::cmp::Reverse((record.created_ms, record.id)));
     let rows = rows(runtime, waiting);

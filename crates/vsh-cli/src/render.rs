@@ -909,7 +909,9 @@ pub(crate) fn json_next(receipt: &Receipt, next: Option<String>) -> Option<Strin
 
 /// Pending work a listing found stale (and recorded so), in one line: what
 /// changed under it, and what to do.
-pub(crate) fn found_stale_text(found: &vsh::FoundStale) -> String {
+/// `then`: what to do about it (`vsh rerun TX`, a revert's `vsh revert`,
+/// or that nothing is left to do: ux83 M2, it always said `vsh rerun`).
+pub(crate) fn found_stale_text(found: &vsh::FoundStale, then: &str) -> String {
     let changed = match &found.stale {
         vsh::lower::vsh_commit::CommitError::Stale { conflicts, total } => {
             let mut listed: Vec<String> = conflicts
@@ -926,8 +928,7 @@ pub(crate) fn found_stale_text(found: &vsh::FoundStale) -> String {
     };
     format!(
         "{} went stale, and is recorded so: the workspace changed under it since its run ({changed}); it can \
-         never be committed: `vsh rerun {}` runs its program again",
-        found.transaction.short(),
+         never be committed: {then}",
         found.transaction.short()
     )
 }

@@ -1224,10 +1224,7 @@ impl VshServer {
                     .collect();
                 // What went stale is said, with what changed (ux63 1).
                 for found in &stale {
-                    lines.push(crate::render::found_stale_text(found).replace(
-                        &format!("`vsh rerun {}`", found.transaction.short()),
-                        &format!("vsh_rerun {}", found.transaction.short()),
-                    ));
+                    lines.push(crate::render::found_stale_text(found, &make_again(runtime, found.transaction).0));
                 }
                 let summary = if lines.is_empty() { "nothing is waiting".to_owned() } else { lines.join("\n") };
                 success(&PendingDocument::new(rows), summary)
@@ -1310,6 +1307,17 @@ impl VshServer {
                 }
                 Err(error) => {
                     let mut document = ErrorDocument::new(&error, &runtime.remedies(&error));
+                    // The revert there is already, by the agent's own tool
+                    // (the document's hint names the command line's).
+                    match &error {
+                        VshError::RevertWaiting { revert, .. }
+                        | VshError::RevertChanged { reverted_by: Some(revert), .. } => {
+                            let call = format!("vsh_show {}", revert.short());
+                            document.hint = Some(format!("{call} shows it"));
+                            document.next = Some(call);
+                        }
+                        _ => {}
+                    }
                     // A revert the policy refuses says why and what can be
                     // done (ux80 M1: its hint was null).
                     if document.hint.is_none() {
@@ -2037,6 +2045,9 @@ fn make_again(runtime: &Runtime, id: vsh::TransactionId) -> (String, Option<Stri
     }
     if let Some(of) = runtime.show(id).ok().flatten().as_ref().and_then(crate::render::reverted_by) {
         let short = of.get(..12).unwrap_or(of);
+        if let Some(revert) = crate::failure::reverted_already(runtime, of) {
+            return (format!("nothing is left to do: {short} is reverted already, by {revert}"), None);
+        }
         if let Some(paths) = crate::failure::revert_blocked(runtime, of) {
             return (
                 format!(

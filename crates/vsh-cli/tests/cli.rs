@@ -4664,11 +4664,14 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     assert_eq!(again.status.code(), Some(6));
     let error = String::from_utf8_lossy(&again.stderr);
     let reverted = id_of(&revert);
-    assert!(error.contains("the workspace changed since") && error.contains("a.txt"), "{error}");
-    assert!(error.contains(&format!("it was reverted already, by {}", &reverted[..12])), "{error}");
+    // Reverted already, it says so first, and no path (ux83 M1: thousands
+    // of paths came before it).
+    let said = format!("{} is reverted already, by {} (vsh show {})", &id[..12], &reverted[..12], &reverted[..12]);
+    assert!(error.contains(&said) && !error.contains("a.txt"), "{error}");
     let json = vsh(&["revert", "--workspace", ws_arg, "--json", &id], None);
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(document["later_work"], serde_json::json!([reverted]), "{document}");
+    assert_eq!(document["hint"], serde_json::json!(format!("vsh show {}", &reverted[..12])), "{document}");
     assert!(
         document["paths"].as_array().is_some_and(|paths| paths.contains(&serde_json::json!("a.txt"))),
         "{document}"
@@ -4700,6 +4703,36 @@ fn revert_makes_work_that_puts_back_what_a_commit_replaced() {
     assert!(message.contains(&format!("by later work {} and by edits made outside vsh", &later[..12])), "{document}");
     assert_eq!(document["hint"], serde_json::Value::Null, "{document}");
     a_stale_revert_is_made_again_by_reverting_again(&ws, &second);
+}
+
+/// ux83 M2: `vsh revert TX` made another revert each time, five waiting at
+/// once; ux83 M1: a refused revert listed every path changed since in one
+/// line. A revert waits already: refused, naming it; the paths a refusal
+/// lists are the first few, and how many more.
+#[test]
+fn a_revert_is_made_once_and_a_refused_one_names_few_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let program = "vsh_mkdir('gen')\nfor i in range(8):\n    vsh_write(f'gen/f{i}.txt', 'x')";
+    let made = id_of(&vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some(program)));
+    let first = vsh(&["revert", "--workspace", ws, "--json", &made], None);
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let receipt: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    let waiting = receipt["transaction"].as_str().unwrap()[..12].to_owned();
+    let again = vsh(&["revert", "--workspace", ws, &made], None);
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("a revert of {} waits already: {waiting}", &made[..12])), "{said}");
+    assert_eq!(vsh(&["reject", "-q", "--workspace", ws, &waiting], None).status.code(), Some(0));
+    // Changed since by hand at every path: five named, and how many more.
+    for i in 0..8 {
+        write(dir.path(), &format!("gen/f{i}.txt"), "by hand");
+    }
+    let refused = vsh(&["revert", "--workspace", ws, "--json", &made], None);
+    let document: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    let message = document["message"].as_str().unwrap_or_default();
+    assert!(message.contains("gen/f4.txt and 3 more") && !message.contains("gen/f5.txt"), "{document}");
+    assert_eq!(document["total_conflicts"], 8, "{document}");
 }
 
 /// A revert gone stale is made again by reverting again, not by a rerun,

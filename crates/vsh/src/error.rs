@@ -117,19 +117,32 @@ pub enum VshError {
         /// Its state.
         state: TransactionState,
     },
+    /// A revert of the transaction waits already (pending, approved, or an
+    /// auto-approved preview): another would be its work twice (ux83 M2).
+    /// Nothing was made.
+    #[error(
+        "a revert of {} waits already: {} (vsh show {}; approve and commit it, or reject it to make another)",
+        transaction.short(),
+        revert.short(),
+        revert.short()
+    )]
+    RevertWaiting {
+        /// The transaction to revert.
+        transaction: TransactionId,
+        /// The revert of it that waits.
+        revert: TransactionId,
+    },
     /// The workspace no longer holds what the transaction to revert left at
     /// these paths: a revert would overwrite what came after. Nothing was made.
-    #[error(
-        "the workspace changed since {} was committed, at {}{}: a revert would overwrite that",
-        transaction.short(),
-        display_paths(.paths),
-        later_work(.later, *.reverted_by, *.outside)
-    )]
+    #[error("{}", revert_changed(*.transaction, .paths, *.total as usize, .later, *.reverted_by, *.outside))]
     RevertChanged {
         /// The transaction to revert.
         transaction: TransactionId,
-        /// Every path changed since.
+        /// The first paths changed since (at most
+        /// [`crate::MAX_LISTED_REVERT_PATHS`]).
         paths: Vec<vsh_types::VPath>,
+        /// How many paths changed since.
+        total: u32,
         /// Committed work since that changed them, oldest first (a few):
         /// none when the change was made outside vsh.
         later: Vec<TransactionId>,
@@ -401,10 +414,7 @@ pub enum VshError {
 
 /// Paths as one comma-separated list.
 /// What stands in a revert's way, for [`VshError::RevertChanged`]'s message.
-fn later_work(later: &[TransactionId], reverted_by: Option<TransactionId>, outside: bool) -> String {
-    if let Some(revert) = reverted_by {
-        return format!(" (it was reverted already, by {})", revert.short());
-    }
+fn later_work(later: &[TransactionId], outside: bool) -> String {
     let named: Vec<String> = later.iter().map(TransactionId::short).collect();
     match (named.is_empty(), outside) {
         (true, _) => " (by an edit made outside vsh: change those paths back by new work instead)".to_owned(),
@@ -424,6 +434,37 @@ fn later_work(later: &[TransactionId], reverted_by: Option<TransactionId>, outsi
 
 fn display_paths(paths: &[vsh_types::VPath]) -> String {
     paths.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// [`VshError::RevertChanged`]'s message: work reverted already says so
+/// first, and nothing else (ux83 M1: 3,051 paths came before it, in one
+/// line); otherwise the first paths changed since, and by what.
+fn revert_changed(
+    transaction: TransactionId,
+    paths: &[vsh_types::VPath],
+    total: usize,
+    later: &[TransactionId],
+    reverted_by: Option<TransactionId>,
+    outside: bool,
+) -> String {
+    if let Some(revert) = reverted_by {
+        return format!(
+            "{} is reverted already, by {} (vsh show {}): nothing to do",
+            transaction.short(),
+            revert.short(),
+            revert.short()
+        );
+    }
+    let shown = paths.len().min(5);
+    let mut listed = paths.iter().take(shown).map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    if total > shown {
+        listed = format!("{listed} and {} more", total - shown);
+    }
+    format!(
+        "the workspace changed since {} was committed, at {listed}{}: a revert would overwrite that",
+        transaction.short(),
+        later_work(later, outside)
+    )
 }
 
 /// The kind of a [`VshError`], for callers that handle failures by category
@@ -561,6 +602,7 @@ impl VshError {
             | Self::NotCommittable { .. }
             | Self::NotApprovable { .. }
             | Self::NotRevertible { .. }
+            | Self::RevertWaiting { .. }
             | Self::ApprovalStale { .. }
             | Self::HookRequired(_)
             | Self::NoHook
@@ -609,6 +651,7 @@ mod tests {
                 VshError::RevertChanged {
                     transaction: id,
                     paths: vec![vsh_types::VPath::root()],
+                    total: 1,
                     later: Vec::new(),
                     reverted_by: None,
                     outside: true,

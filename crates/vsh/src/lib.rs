@@ -84,6 +84,10 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The fewest hex digits of a transaction id that [`Runtime::resolve`] accepts as a prefix.
 pub const MIN_ID_PREFIX: usize = 6;
 
+/// The most paths a refused revert ([`VshError::RevertChanged`]) lists:
+/// its `total` counts them all.
+pub const MAX_LISTED_REVERT_PATHS: usize = 100;
+
 /// The most candidates [`VshError::AmbiguousTransaction`] lists.
 pub const MAX_LISTED_CANDIDATES: usize = 10;
 

@@ -189,14 +189,19 @@ impl ErrorDocument {
                 document.total_candidates = Some(*total as u64);
             }
             VshError::PolicyChanged(id) => document.hint = Some(format!("vsh rerun {}", id.short())),
-            VshError::RevertChanged { paths, later, reverted_by, outside, .. } => {
+            VshError::RevertChanged { paths, total, later, reverted_by, outside, .. } => {
                 document.paths = paths.iter().map(ToString::to_string).collect();
                 document.path_changes = vec!["changed since the transaction was committed".to_owned(); paths.len()];
+                document.total_conflicts = Some(u64::from(*total));
                 document.later_work = later.iter().map(vsh_types::TransactionId::to_hex).collect();
-                document.hint = (reverted_by.is_none() && !outside)
-                    .then(|| later.last().map(|newest| format!("vsh revert {}", newest.short())))
-                    .flatten();
+                document.hint = match reverted_by {
+                    // Reverted already: that revert is what to look at.
+                    Some(revert) => Some(format!("vsh show {}", revert.short())),
+                    None if !outside => later.last().map(|newest| format!("vsh revert {}", newest.short())),
+                    None => None,
+                };
             }
+            VshError::RevertWaiting { revert, .. } => document.hint = Some(format!("vsh show {}", revert.short())),
             VshError::Bash { source, changes, .. } => {
                 if let vsh_monty::ExecutionError::Bash { exit_code, stdout, stderr, denied, failure, stats } =
                     source.as_ref()

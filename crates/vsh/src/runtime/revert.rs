@@ -51,6 +51,11 @@ impl Runtime {
             return Err(VshError::NotRevertible { transaction, state: record.state });
         }
         self.records.check_policy_current()?;
+        // A revert of it waits already: another would do its work twice
+        // (ux83 M2: five reverts of one commit waited at once).
+        if let Some(revert) = self.waiting_revert_of(transaction)? {
+            return Err(VshError::RevertWaiting { transaction, revert });
+        }
         let diff = self.records.stored_diff(transaction)?;
         let diffing = Instant::now();
         let mut vfs = self.runs.fresh_image();
@@ -63,7 +68,9 @@ impl Runtime {
             let calls = self.runs.policy().calls();
             let mut paths: Vec<vsh_types::VPath> = changed.into_iter().map(|path| visible(calls, path)).collect();
             paths.dedup();
-            return Err(VshError::RevertChanged { transaction, paths, later, reverted_by, outside });
+            let total = u32::try_from(paths.len()).unwrap_or(u32::MAX);
+            paths.truncate(crate::MAX_LISTED_REVERT_PATHS);
+            return Err(VshError::RevertChanged { transaction, paths, total, later, reverted_by, outside });
         }
         // Read once; one that does not verify is its own error (sec71 F3:
         // it read as "no commit kept its bytes").
@@ -327,6 +334,21 @@ impl Runtime {
     }
 
     /// The transaction stored work `id` reverts, when it is a revert.
+    /// A revert of `transaction` that waits (pending, approved, or an
+    /// auto-approved preview), among the newest [`LATER_SCANNED`] waiting
+    /// records.
+    fn waiting_revert_of(&self, transaction: TransactionId) -> Result<Option<TransactionId>, VshError> {
+        let mut waiting = self.records.pending()?;
+        waiting.retain(|record| {
+            matches!(
+                record.state,
+                TransactionState::PendingApproval | TransactionState::Approved | TransactionState::AutoApproved
+            )
+        });
+        waiting.sort_by_key(|record| std::cmp::Reverse((record.created_ms, record.id)));
+        Ok(waiting.iter().take(LATER_SCANNED).map(|record| record.id).find(|id| self.reverts(*id) == Some(transaction)))
+    }
+
     fn reverts(&self, id: TransactionId) -> Option<TransactionId> {
         let record = self.records.get(id).ok()??;
         let stored = self.records.stored_receipt(id, record.state).ok()?;
