@@ -1052,9 +1052,11 @@ fn a_bash_scripts_reads_are_no_reading_of_the_file_it_rewrites() {
         let request = RunRequest::new(script).with_language(vsh::Language::Bash).with_mode(RunMode::Auto);
         let receipt = runtime.run(&request).unwrap();
         assert!(waits_unseen(&receipt), "{script}: {:?}", receipt.decision);
-        // The line says why the script's read did not count (ux72 L3).
-        let line = "a.txt (changed since a run read it; replaced unread; a command's or a Bash script's reading is \
-                    not the program's)";
+        // The line says why the script's read did not count (ux72 L3), and
+        // what to check (ux83 M3).
+        let line = "a.txt (changed since a run read it; rewritten; by a command or a Bash script, which may have \
+                    read it: vsh cannot tell whether it kept that change, reformatted or moved, so check its hunks \
+                    before approving)";
         assert!(receipt.warnings.iter().any(|warning| warning.to_string().contains(line)), "{:?}", receipt.warnings);
         assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\ntwo\nmine\n");
     }

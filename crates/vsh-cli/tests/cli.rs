@@ -6674,6 +6674,10 @@ fn a_command_that_keeps_a_hand_edit_in_place_does_not_wait() {
     let (_, receipt) = exec_sh_json(ws, &format!("printf '%s' '{stale}' > app.py"));
     assert_eq!(receipt["state"], "pending-approval", "{receipt}");
     assert!(receipt.to_string().contains("unseen-change"), "{receipt}");
+    // A command may have read it: not "replaced unread", but what to check (ux83 M3).
+    let said = receipt["warnings"].to_string();
+    assert!(said.contains("rewritten; by a command or a Bash script, which may have read it"), "{said}");
+    assert!(said.contains("check its hunks before approving") && !said.contains("replaced unread"), "{said}");
 }
 
 /// `$VSH_SESSION` names the session of an agent that drives the command

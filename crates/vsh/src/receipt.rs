@@ -373,8 +373,8 @@ pub enum Warning {
 /// [`Warning::UnseenChanges`]' head.
 const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw them, which this run replaced without its \
                               program reading them: approving it commits the diff as shown, and a change it does not \
-                              keep is lost; to keep such changes, discard it and run a program that reads each file \
-                              and writes from what it read (or runs the command after reading them): ";
+                              keep is lost; check in the hunks that each such change is kept, else discard it and \
+                              write each file from a fresh read of it: ";
 
 const RENAMED: &str = "rename: the program renamed paths, which the diff shows only by what they left (a path made \
                        with another's bytes, one written anew or gone), as a backup by `patch -b` or an editor, or \

@@ -53,25 +53,33 @@ pub(crate) struct UnseenChange {
 impl UnseenChange {
     /// The line a reviewer reads: the path, and why in parentheses.
     fn line(&self) -> String {
-        // What a script or a command read for itself is not the program's.
-        let commands =
-            if self.by_commands { "; a command's or a Bash script's reading is not the program's" } else { "" };
-        format!("{} ({}{commands})", self.path, self.reason())
+        // What a script or a command read for itself is not the program's:
+        // it may have read the change and kept it otherwise than in place
+        // (a formatter's), which only its hunks tell (ux83 M3: it read
+        // "replaced unread ... lost" of a change black had kept).
+        if self.by_commands && !self.made {
+            return format!(
+                "{} ({}; by a command or a Bash script, which may have read it: vsh cannot tell whether it kept \
+                 that change, reformatted or moved, so check its hunks before approving)",
+                self.path,
+                self.reason(if self.removed { "removed" } else { "rewritten" })
+            );
+        }
+        format!("{} ({})", self.path, self.reason(if self.removed { "removed unread" } else { "replaced unread" }))
     }
 
-    /// Why it waits, without who read what.
-    fn reason(&self) -> String {
-        let what = if self.removed { "removed" } else { "replaced" };
+    /// Why it waits, without who read what: `what` the run did to it.
+    fn reason(&self, what: &str) -> String {
         if self.made {
             return "removed since it was last seen; made again unread".to_owned();
         }
         let Some(last) = self.last else {
-            return format!("vsh's record of what it saw does not verify; {what} unread");
+            return format!("vsh's record of what it saw does not verify; {what}");
         };
         match (last.committed_by, last.content) {
-            (None, _) => format!("changed since a run read it; {what} unread"),
-            (Some(by), Some(_)) => format!("changed since {} committed it; {what} unread", by.short()),
-            (Some(by), None) => format!("made again since {} removed it; {what} unread", by.short()),
+            (None, _) => format!("changed since a run read it; {what}"),
+            (Some(by), Some(_)) => format!("changed since {} committed it; {what}", by.short()),
+            (Some(by), None) => format!("made again since {} removed it; {what}", by.short()),
         }
     }
 }
