@@ -400,7 +400,11 @@ pub(crate) fn candidates_text(candidates: &[vsh::TransactionId], total: usize) -
 /// `again`: whether to say the work is to be made again (not when the
 /// workspace holds its changes already).
 pub(crate) fn stale_text(conflicts: &[vsh::lower::vsh_commit::Conflict], total: usize, again: bool) -> String {
+    const LISTED: usize = 10;
     let mut text = String::from("vsh: the workspace changed under the transaction:\n");
+    // The first few, then how many more (ux83: 128 lines came before the
+    // conclusion).
+    let conflicts = &conflicts[..conflicts.len().min(LISTED)];
     for conflict in conflicts {
         let what = conflict.reason.to_string();
         let path = if conflict.path.is_root() { "(the workspace's root)" } else { conflict.path.as_str() };
@@ -1391,6 +1395,13 @@ mod tests {
         let text = stale_text(&conflicts, 3, true);
         assert!(text.contains("  a/b.txt  content changed since the run read it\n"), "{text}");
         assert!(text.contains("... and 2 more"), "{text}");
+        // At most ten are listed, however many the commit names.
+        let many: Vec<Conflict> = (0..128)
+            .map(|n| Conflict { path: vsh::VPath::parse(&format!("f{n}")).unwrap(), reason: ConflictReason::Content })
+            .collect();
+        let text = stale_text(&many, 3051, false);
+        assert_eq!(text.lines().filter(|line| line.contains("content changed")).count(), 10, "{text}");
+        assert!(text.contains("... and 3041 more"), "{text}");
     }
 
     #[test]
