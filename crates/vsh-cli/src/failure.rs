@@ -121,6 +121,14 @@ pub(crate) fn with_rerun_hint(
             Some(format!("vsh show {short} && vsh approve --commit {short}"))
         }
         VshError::NotCommittable { state: S::PendingApproval, .. } => {
+            // Approved once, its approval lapsed since: said, whoever found
+            // it lapsed first (ux83: only the first command to find it did).
+            let lapsed = runtime
+                .history(transaction)
+                .is_ok_and(|history| history.iter().any(|version| version.record.state == S::Approved));
+            if lapsed {
+                remedies.push("its approval lapsed before a commit: it waits for another".to_owned());
+            }
             Some(format!("vsh show {short} && vsh approve {short} && vsh commit {short}"))
         }
         VshError::NotApprovable { state: S::AutoApproved, .. } => Some(format!("vsh commit {short}")),

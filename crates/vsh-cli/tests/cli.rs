@@ -3169,6 +3169,9 @@ fn work_that_cannot_be_committed_or_approved_says_what_to_do_next() {
     // approved with a commit next (ux82 M1).
     let shown = String::from_utf8_lossy(&vsh(&["show", &delete, "--workspace", ws], None).stdout).into_owned();
     assert!(shown.contains(&format!("next       vsh approve {}", &delete[..12])), "{shown}");
+    // A commit after that says the approval lapsed too (ux83).
+    let late = vsh(&["commit", &delete, "--workspace", ws], None);
+    assert!(stderr(&late).contains("its approval lapsed before a commit"), "{}", stderr(&late));
     assert_eq!(vsh(&["approve", &delete, "--workspace", ws, "--ttl", "1"], None).status.code(), Some(0));
     std::thread::sleep(std::time::Duration::from_millis(1200));
     let pending = String::from_utf8_lossy(&vsh(&["pending", "--workspace", ws], None).stdout).into_owned();
