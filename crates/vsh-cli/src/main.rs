@@ -2703,7 +2703,8 @@ fn reject_named(
     }
     let mut ids = vec![first];
     for name in &reject.more {
-        ids.push(runtime.resolve(name)?);
+        // Said: none of them is rejected (ux84: it was not).
+        ids.push(runtime.resolve(name).map_err(|error| format!("{error}; nothing was rejected"))?);
     }
     let mut code = EXIT_OK;
     for id in ids {

@@ -43,7 +43,10 @@ fn is_root() -> bool {
 
 fn id_of(output: &Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().find(|line| line.starts_with("transaction")).expect("a transaction line");
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with("transaction"))
+        .unwrap_or_else(|| panic!("a transaction line: {stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
     line.split_whitespace().last().expect("an id").to_owned()
 }
 
@@ -200,6 +203,7 @@ fn several_transactions_are_rejected_in_one_command() {
     };
     let unknown = vsh(&["reject", "--workspace", ws, &ids[0], "abcdef1234"], None);
     assert_eq!(unknown.status.code(), Some(1), "{unknown:?}");
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("nothing was rejected"), "{unknown:?}");
     assert_eq!(state(&ids[0]), "pending-approval", "nothing is rejected when a name names none");
     let json = vsh(&["reject", "--workspace", ws, "--json", &ids[0], &ids[1]], None);
     assert_eq!(json.status.code(), Some(2), "{json:?}");
@@ -4943,7 +4947,7 @@ fn an_interrupted_commit_stops_before_it_begins_or_runs_to_its_end() {
         let ws = dir.path().to_str().unwrap();
         write(dir.path(), "gen/.keep", "");
         let program = "for i in range(1500):\n    vsh_write(f'gen/f{i}.txt', 'x' * 2000)";
-        let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
+        let id = id_of(&vsh(&["run", "--workspace", ws, "--timeout", "60s", "-"], Some(program)));
         assert_eq!(vsh(&["approve", &id, "--workspace", ws], None).status.code(), Some(0));
         // Twice, as an impatient operator does (sec81 1: the second ended a
         // begun commit halfway, silently).
@@ -4983,7 +4987,7 @@ fn an_interrupted_approval_and_commit_says_what_stands() {
         let ws = dir.path().to_str().unwrap();
         write(dir.path(), "gen/.keep", "");
         let program = "for i in range(1500):\n    vsh_write(f'gen/f{i}.txt', 'x' * 2000)";
-        let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some(program)));
+        let id = id_of(&vsh(&["run", "--workspace", ws, "--timeout", "60s", "-"], Some(program)));
         // Twice, at once, as an impatient operator does (sec83 F3: the
         // second ended vsh while it approved, the work left approved).
         let (output, files, state) = interrupted_twice(&["approve", "--commit", &id], (delay, 3), dir.path(), &id);
