@@ -2388,13 +2388,16 @@ fn print_receipt_next(
     } else if let Some(denial) = render::denial_line(receipt) {
         // Quiet prints errors: a denial is the one outcome that is one.
         say!("vsh: {denial}");
-    } else if receipt.state == TransactionState::PendingApproval
-        || (receipt.state == TransactionState::AutoApproved && receipt.changed_paths > 0)
-    {
-        // Work waiting for a reviewer, or for its commit, must not be lost
-        // for want of its id.
-        say!("vsh: {}", render::outcome_line(receipt));
     }
+    // Work waiting for a reviewer, or for its commit, must not be lost for
+    // want of its id: said under -q after the warnings its line points to
+    // ("any change named above": ux84, it came before them).
+    let quiet_outcome = (output.quiet
+        && !json
+        && render::denial_line(receipt).is_none()
+        && (receipt.state == TransactionState::PendingApproval
+            || (receipt.state == TransactionState::AutoApproved && receipt.changed_paths > 0)))
+        .then(|| render::outcome_line(receipt));
     // Cut at --max-output: said whatever the mode (ux58 4: only --raw did).
     let cut = vsh::lower::vsh_monty::capture_was_cut;
     if cut(receipt.output.stdout_bytes()) || cut(receipt.output.stderr_bytes()) {
@@ -2410,6 +2413,9 @@ fn print_receipt_next(
         // A warning may name paths (a build directory, uncommitted work's
         // changes): escaped, as every path a terminal shows is.
         say!("vsh: warning: {}", render::shown(&warning.to_string(), true));
+    }
+    if let Some(line) = quiet_outcome {
+        say!("vsh: {line}");
     }
     if let Some(commit) = &receipt.commit {
         for kept in &commit.kept {

@@ -6681,6 +6681,13 @@ fn a_command_that_keeps_a_hand_edit_in_place_does_not_wait() {
     let (_, receipt) = exec_sh_json(ws, &format!("printf '%s' '{stale}' > app.py"));
     assert_eq!(receipt["state"], "pending-approval", "{receipt}");
     assert!(receipt.to_string().contains("unseen-change"), "{receipt}");
+    // Under -q the warning comes before the line that points to it (ux84).
+    let quiet =
+        vsh(&["exec", "-q", "--workspace", ws, "--", "sh", "-c", &format!("printf '%s' '{stale}' > app.py")], None);
+    let lines = String::from_utf8_lossy(&quiet.stderr).into_owned();
+    let warned = lines.find("warning: unseen-change").unwrap_or(usize::MAX);
+    let pointed = lines.find("is pending-approval").unwrap_or(0);
+    assert!(warned < pointed, "{lines}");
     // A command may have read it: not "replaced unread", but what to check (ux83 M3).
     let said = receipt["warnings"].to_string();
     assert!(said.contains("rewritten; by a command or a Bash script, which may have read it"), "{said}");
