@@ -102,12 +102,14 @@ const KEPT_CHECK_TIME: std::time::Duration = std::time::Duration::from_millis(20
 /// run after a hand edit kept the edit, and waited for a reviewer told
 /// that a change would be lost). Line by line: no change of the run
 /// (`before` to `after`) is in or at the edge of a change `last` to
-/// `before`, but blank lines added at its edge (a formatter's spacing);
-/// and no line those added is fewer in `after`, nor one they removed
-/// more, than in `before` (an edit script can line up equal lines more
-/// than one way: a line added next to its twin, then written over with the
-/// old text, would otherwise pass). Anything else, or nothing changed
-/// since, is "not kept".
+/// `before`, blank lines included; and no line those added is fewer in
+/// `after`, nor one they removed more, than in `before` (an edit script can
+/// line up equal lines more than one way: a line added next to its twin,
+/// then written over with the old text, would otherwise pass). Anything
+/// else, or nothing changed since, is "not kept". It judges whether the
+/// edit's lines stand as they were, not what they mean: a change of the
+/// run's elsewhere that alters their effect (an `alias exit=true` lines
+/// above an `exit 1`) is the run's own change, in its diff.
 pub(crate) fn keeps_in_place(last: &[u8], before: &[u8], after: &[u8]) -> bool {
     use similar::{Algorithm, DiffTag, capture_diff_slices_deadline};
     let lines = |bytes: &[u8]| bytes.split_inclusive(|byte| *byte == b'\n').map(<[u8]>::to_vec).collect::<Vec<_>>();
@@ -124,19 +126,14 @@ pub(crate) fn keeps_in_place(last: &[u8], before: &[u8], after: &[u8]) -> bool {
         .into_iter()
         .filter(|op| op.tag() != DiffTag::Equal)
         .collect();
-    // Blank lines added: a formatter's, which change no line's meaning.
-    let blank = |op: &similar::DiffOp| {
-        op.old_range().is_empty() && after[op.new_range()].iter().all(|line| line.trim_ascii().is_empty())
-    };
+    // Any change that reaches it, or its edges, touches it (sec90 M1: a
+    // line moved from beside an edit past it undid it; sec91 M1: a blank
+    // line added beside one, before a shebang's flag or inside a `\`
+    // continuation, undid it too: no line is harmless everywhere).
     let touches = |kept: &std::ops::Range<usize>| {
-        // The run's changes are in order: those that reach it, or its edges
-        // (sec90 M1: a line moved from beside an edit past it undid it).
+        // The run's changes are in order: those that start at most at its end.
         let from = run.partition_point(|change| change.old_range().end < kept.start);
-        run[from..].iter().take_while(|change| change.old_range().start <= kept.end).any(|change| {
-            let at = change.old_range().start;
-            // Only blank lines added at an edge (or at a removal's point) leave it.
-            !(blank(change) && (at == kept.start || at == kept.end))
-        })
+        run.get(from).is_some_and(|change| change.old_range().start <= kept.end)
     };
     if since.iter().any(|op| touches(&op.new_range())) {
         return false;
@@ -583,11 +580,9 @@ mod tests {
         // A formatter's: a blank line added between functions, the edit untouched.
         let formatted = edited().replacen("\ndef add", "\n\ndef add", 1);
         assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), formatted.as_bytes()));
-        // Blank lines added right before or after the edit leave it as it was.
-        let before_it = edited().replacen("def div", "\n\ndef div", 1);
-        assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), before_it.as_bytes()));
-        let after_it = format!("{}\n", edited());
-        assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), after_it.as_bytes()));
+        // A line added one line away from the edit leaves it as it was.
+        let near = edited().replacen("\ndef mul", "\n# near\ndef mul", 1);
+        assert!(keeps_in_place(LAST.as_bytes(), edited().as_bytes(), near.as_bytes()));
     }
 
     #[test]
@@ -601,8 +596,10 @@ mod tests {
         assert!(!keeps_in_place(last.as_bytes(), guarded.as_bytes(), b"setup\nexit 1\n\"\"\"\nrm -rf /data\n"));
         let after_it = format!("{}# end\n", edited());
         assert!(!keeps_in_place(LAST.as_bytes(), edited().as_bytes(), after_it.as_bytes()));
-        // Blank lines are no such change, at its edges; inside it, they change it.
-        assert!(keeps_in_place(last.as_bytes(), guarded.as_bytes(), b"setup\n\nexit 1\n\nrm -rf /data\n"));
+        // Nor are blank lines harmless at its edges (sec91 M1): one before a
+        // shebang's flag, or inside a `\` continuation, undoes it.
+        assert!(!keeps_in_place(last.as_bytes(), guarded.as_bytes(), b"setup\n\nexit 1\n\nrm -rf /data\n"));
+        assert!(!keeps_in_place(b"#!/bin/sh\nrun\n", b"#!/bin/sh -e\nrun\n", b"\n#!/bin/sh -e\nrun\n"));
         assert!(!keeps_in_place(b"a\nb\n", b"a\nx\ny\nb\n", b"a\nx\n\ny\nb\n"));
     }
 

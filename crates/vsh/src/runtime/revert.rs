@@ -335,8 +335,11 @@ impl Runtime {
 
     /// The transaction stored work `id` reverts, when it is a revert.
     /// A revert of `transaction` that waits (pending, approved, or an
-    /// auto-approved preview), among the newest [`LATER_SCANNED`] waiting
-    /// records.
+    /// auto-approved preview), among every waiting record (sec91 L1: the
+    /// newest 200 alone let 201 previews hide one). Not atomic with the
+    /// revert's own making: two made at the same moment may both wait, and
+    /// the second to commit finds the workspace changed under it unless the
+    /// workspace holds what it saw.
     fn waiting_revert_of(&self, transaction: TransactionId) -> Result<Option<TransactionId>, VshError> {
         let mut waiting = self.records.pending()?;
         waiting.retain(|record| {
@@ -346,7 +349,7 @@ impl Runtime {
             )
         });
         waiting.sort_by_key(|record| std::cmp::Reverse((record.created_ms, record.id)));
-        Ok(waiting.iter().take(LATER_SCANNED).map(|record| record.id).find(|id| self.reverts(*id) == Some(transaction)))
+        Ok(waiting.iter().map(|record| record.id).find(|id| self.reverts(*id) == Some(transaction)))
     }
 
     fn reverts(&self, id: TransactionId) -> Option<TransactionId> {
