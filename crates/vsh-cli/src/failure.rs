@@ -466,7 +466,20 @@ pub(crate) fn refuse_work_done_again(
     // committed, and the first run's rerun made its changes twice).
     // Waiting for a commit that holds the lock: its answer is known only
     // after it (sec89 M1), and a lock timeout is the refusal.
-    if live_rerun(runtime, transaction).is_none() && runtime.holds_its_changes(transaction, true)? {
+    let holds = || match runtime.holds_its_changes(transaction, true) {
+        // Said as what it is (sec91: "commit failed" of a rerun).
+        Err(error @ VshError::Commit(CommitError::LockTimeout { .. })) => Err(Box::new(Failure {
+            source: error,
+            remedies: vec![format!(
+                "another vsh process holds the commit lock: whether the work of {} is done already is known \
+                 only once its commit ends; run the rerun again then (or with a longer --lock-timeout)",
+                transaction.short()
+            )],
+            hint: None,
+        }) as Box<dyn std::error::Error>),
+        other => Ok(other?),
+    };
+    if live_rerun(runtime, transaction).is_none() && holds()? {
         let short = transaction.short();
         return Err(format!(
             "the workspace holds every change {short} makes already (other work made them since, or an edit by \

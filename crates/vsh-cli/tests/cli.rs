@@ -106,6 +106,7 @@ fn work_whose_changes_are_made_already_is_not_run_again() {
     drop(lock);
     assert_eq!(vsh(&["reject", "-q", "--workspace", ws, &waiting], None).status.code(), Some(0));
     assert_eq!(rerun.status.code(), Some(75), "{rerun:?}");
+    assert!(String::from_utf8_lossy(&rerun.stderr).contains("another vsh process holds the commit lock"), "{rerun:?}");
     assert!(!shown.contains("nothing: the workspace holds"), "{shown}");
     assert_eq!(std::fs::read_to_string(dir.path().join("CHANGELOG")).unwrap(), "# log\n- fix\n");
     // The lock free again, the rerun is refused as before.
