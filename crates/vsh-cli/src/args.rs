@@ -621,6 +621,8 @@ pub(crate) enum PolicyAction {
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
     /// Each run's budget, and the most an agent's run may ask for (it can
     /// only lower these).
     #[command(flatten)]

@@ -335,6 +335,7 @@ fn serve_command(args: &args::ServeArgs) -> Result<u8, Box<dyn std::error::Error
         command_budget: args.budget.budget_over(vsh::ExecutionBudget::for_commands()),
         bounds: vsh::document::TextBounds { max_chars: args.max_text as usize, ..Default::default() },
         commands,
+        lock_wait: lock_wait(args.lock.lock_timeout),
     })
 }
 

@@ -253,6 +253,10 @@ pub(crate) struct ServeOptions {
     /// for: a command's defaults
     /// ([`ExecutionBudget::for_commands`]) with the operator's flags.
     pub(crate) command_budget: ExecutionBudget,
+    /// How long a call that needs the commit lock (a commit, a rerun's
+    /// check that its work is not done already) waits for it (sec91: 60 s,
+    /// whatever the operator's `VSH_LOCK_TIMEOUT`).
+    pub(crate) lock_wait: vsh::LockWait,
 }
 
 /// The server: one runtime on one workspace, opened at the first tool call.
@@ -819,10 +823,12 @@ impl VshServer {
         let workspace = self.workspace(peer).await.map_err(refused)?;
         let commands = self.options.commands.clone();
         let session = self.session.clone();
+        let lock_wait = self.options.lock_wait.clone();
         let opened = tokio::task::spawn_blocking(move || {
             let mut config = crate::runtime_config(&workspace)
                 .map_err(|error| failure(&ErrorDocument::other(ErrorKind::Configuration, error.as_ref())))?
-                .with_session(session);
+                .with_session(session)
+                .with_lock_wait(lock_wait);
             if let Some(commands) = &commands {
                 config = commands.apply(config).with_commands();
             }

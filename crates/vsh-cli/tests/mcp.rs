@@ -827,7 +827,7 @@ async fn a_stale_commit_says_what_changed_and_runs_again(client: &rmcp::Peer<rmc
 /// ux81 M1: an agent's retry made the same change as its first run; one
 /// committed, the other went stale, and its `next` was `vsh_rerun`, which
 /// made the change twice. Nothing is left to do, and a rerun is refused.
-async fn a_retry_whose_twin_is_committed_is_done(client: &rmcp::Peer<rmcp::RoleClient>) {
+async fn a_retry_whose_twin_is_committed_is_done(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path) {
     let program = "vsh_write('retry.txt', 'once\\n')";
     let first = call(client, "vsh_run", json!({"code": program})).await;
     let second = call(client, "vsh_run", json!({"code": program})).await;
@@ -846,6 +846,16 @@ async fn a_retry_whose_twin_is_committed_is_done(client: &rmcp::Peer<rmcp::RoleC
     assert_eq!(shown.document["receipt"]["next"], Value::Null, "{}", shown.document);
     let rerun = call(client, "vsh_rerun", json!({"transaction": id(&second)})).await;
     assert!(rerun.is_error && rerun.text.contains("again=true runs it anyway"), "{}", rerun.text);
+    // While a commit holds the lock, the server waits its --lock-timeout
+    // (sec91: 60 s whatever the operator set), then refuses, running nothing.
+    let lock = std::fs::File::open(ws.join(".vsh/commit.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let started = std::time::Instant::now();
+    let held = call(client, "vsh_rerun", json!({"transaction": id(&second)})).await;
+    let waited = started.elapsed();
+    drop(lock);
+    assert!(held.is_error && held.text.contains("cannot be told now"), "{}", held.text);
+    assert!(waited < std::time::Duration::from_secs(30), "{waited:?}");
 }
 
 /// ux75 M1: an auto run whose commit found the workspace changed was an
@@ -945,8 +955,13 @@ async fn stale_work_runs_again(client: &rmcp::Peer<rmcp::RoleClient>, ws: &Path,
 async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let (dir, ws, key) = scratch();
     let ws_arg = ws.to_str().unwrap();
-    let (client, _log) =
-        serve_with(Recorder::default(), &["--workspace", ws_arg, "--max-text", "400"], dir.path(), &key).await;
+    let (client, _log) = serve_with(
+        Recorder::default(),
+        &["--workspace", ws_arg, "--max-text", "400", "--lock-timeout", "1"],
+        dir.path(),
+        &key,
+    )
+    .await;
 
     // Above the server's ceiling: refused, naming the operator's flag.
     let above = call(&client, "vsh_run", json!({"code": "1", "budget": {"timeout_ms": 5000}})).await;
@@ -970,7 +985,7 @@ async fn budgets_stay_within_the_servers_and_long_texts_are_cut_with_a_note() {
     let unknown = client.call_tool(params).await.unwrap_err().to_string();
     assert!(unknown.contains("vsh_run, ") && unknown.contains("a function a vsh_run program calls"), "{unknown}");
     a_stale_commit_says_what_changed_and_runs_again(&client, &ws).await;
-    a_retry_whose_twin_is_committed_is_done(&client).await;
+    a_retry_whose_twin_is_committed_is_done(&client, &ws).await;
     // An id never found (a run that changed nothing is not kept, once its
     // server is gone) says so.
     for tool in ["vsh_commit", "vsh_show", "vsh_discard"] {
