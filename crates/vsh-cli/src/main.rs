@@ -2607,7 +2607,7 @@ fn approve_command(
             record.id,
             record.state.name(),
             principal.short(),
-            humantime::format_duration(approve.ttl),
+            render::spaced_duration(approve.ttl),
             record.id.short()
         );
     }

@@ -566,6 +566,23 @@ fn decision_style(decision: &RuntimeDecision) -> anstyle::Style {
 }
 
 /// A duration in nanoseconds, in the unit a person reads best.
+/// `duration` as humantime writes it, each number apart from its unit and
+/// a minute `min` (`1 day 2 h`, `15 min`, not `1day 2h`, `15m`: ux83 read
+/// "for 1day" as a typo).
+pub(crate) fn spaced_duration(duration: std::time::Duration) -> String {
+    humantime::format_duration(duration)
+        .to_string()
+        .split(' ')
+        .map(|part| match part.find(|c: char| !c.is_ascii_digit()) {
+            // `m` is humantime's minute.
+            Some(at) if at > 0 && &part[at..] == "m" => format!("{} min", &part[..at]),
+            Some(at) if at > 0 => format!("{} {}", &part[..at], &part[at..]),
+            _ => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub(crate) fn human_duration(ns: u64) -> String {
     #[allow(clippy::cast_precision_loss)]
     let value = ns as f64;
@@ -1402,6 +1419,13 @@ mod tests {
         let text = stale_text(&many, 3051, false);
         assert_eq!(text.lines().filter(|line| line.contains("content changed")).count(), 10, "{text}");
         assert!(text.contains("... and 3041 more"), "{text}");
+    }
+
+    #[test]
+    fn a_duration_keeps_each_number_apart_from_its_unit() {
+        assert_eq!(spaced_duration(std::time::Duration::from_hours(24)), "1 day");
+        assert_eq!(spaced_duration(std::time::Duration::from_mins(15)), "15 min");
+        assert_eq!(spaced_duration(std::time::Duration::from_hours(49)), "2 days 1 h");
     }
 
     #[test]
