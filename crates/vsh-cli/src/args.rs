@@ -31,7 +31,8 @@ Exit codes:
   75  gave up waiting for another vsh process (--lock-timeout)
   130, 143, 129
       interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,
-      its processes killed, nothing committed (a second signal ends vsh at once)
+      its processes killed, nothing committed (another signal a second or more
+      after the first ends vsh at once)
 With --detailed-exitcode, run, exec, rerun, revert, show and commit exit with the
 transaction's state instead: 0 committed, 3 auto-approved (nothing written),
 4 pending approval (or approved, not yet committed), 5 denied, 6 stale,

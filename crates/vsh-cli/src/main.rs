@@ -2715,8 +2715,9 @@ fn reject_named(
     }
     let mut code = EXIT_OK;
     for id in ids {
+        // (The error names the transaction itself.)
         if let Err(error) = reject_command(runtime, id, reject.only, false, output, now) {
-            say!("vsh: {}: {}", id.short(), render::shown(&error.to_string(), true));
+            say!("vsh: {}", render::shown(&error.to_string(), true));
             if code == EXIT_OK {
                 code = EXIT_ERROR;
             }

@@ -213,6 +213,15 @@ fn several_transactions_are_rejected_in_one_command() {
     for id in &ids {
         assert_eq!(state(id), "rejected", "{id}");
     }
+    // One that cannot be is said, once by its id, and the rest go on.
+    let committed = id_of(&vsh(&["run", "--workspace", ws, "--mode", "auto", "-"], Some("vsh_write('n', 'n')")));
+    let mixed = vsh(&["reject", "--workspace", ws, &committed, &ids[0]], None);
+    let said = String::from_utf8_lossy(&mixed.stderr);
+    assert_eq!(mixed.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("cannot be rejected: it is committed") && said.matches(&committed[..12]).count() == 2,
+        "{said}"
+    );
 }
 
 /// `--workspace` goes before the command's name too (ux80 L7); given
