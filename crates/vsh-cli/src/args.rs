@@ -27,7 +27,8 @@ Exit codes:
       catch (even in a preview; a Bash program or command: one that then
       failed); either way the denied work is kept on record (vsh log)
   6   not committed or approved: the workspace changed under it (stale, for
-      good; the conflicting paths are listed)
+      good; the conflicting paths are listed); a revert: the workspace no
+      longer holds what it would undo (reverted already, or changed since)
   75  gave up waiting for another vsh process (--lock-timeout)
   130, 143, 129
       interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,

@@ -329,7 +329,9 @@ fn loss_history(runtime: &vsh::Runtime) -> Check {
         Ok(files) => Check::ok(
             "history",
             format!(
-                "{} changed by auto-approved commits since a reviewer last saw {} (their losses add up)",
+                "{} changed by auto-approved commits since a reviewer last saw {}: what those commits removed \
+                 counts toward the removal a later run may make without review (nothing to do; a reviewed change \
+                 of a file starts its count afresh)",
                 render::counted(files as u64, "file"),
                 if files == 1 { "it" } else { "them" }
             ),

@@ -961,11 +961,15 @@ fn with_tool_hint(
     let mut path_env = None;
     // What the command's PATH holds besides a directory the hint puts first.
     let rest = command_path.as_deref().unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    // Whether the command found the program (by its path, or on its PATH)
+    // and could not run it; else it is on no directory of the command's PATH.
+    let mut found_by_the_command = true;
     let found = if program.contains('/') {
         Some(std::path::PathBuf::from(program))
     } else if let Some(found) = on_path(program, rest) {
         Some(found)
     } else {
+        found_by_the_command = false;
         // Only the user's own PATH has it: its directory, and a PATH to it.
         let found = std::env::var("PATH").ok().and_then(|user| on_path(program, &user));
         if let Some(dir) =
@@ -1028,7 +1032,11 @@ fn with_tool_hint(
                  what commands can read (the workspace, the system directories, each --tool)",
                 render::shown(program, true)
             );
-            Box::new(failure::Failure { source: *source, remedies: vec![why], hint })
+            // A program on no directory of the command's PATH is said to be
+            // so by the error's own advice (ux81 L11: also "lies outside
+            // what commands can read", which contradicted it).
+            let remedies = if found_by_the_command { vec![why] } else { Vec::new() };
+            Box::new(failure::Failure { source: *source, remedies, hint })
         }
         Err(error) => error,
     }

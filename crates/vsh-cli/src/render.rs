@@ -1122,10 +1122,14 @@ pub(crate) fn recovery_text(report: &vsh::RecoveryReport) -> String {
 /// command says first, before its own output (sec50: hundreds of lines).
 pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usize) -> String {
     let settled = report.settled_committed.len() + report.settled_failed.len();
+    // A released commit is counted as what it is, not among those rolled
+    // back (ux83 L2: "rolled back 1", then "released" in the details).
+    let released = report.rolled_back.iter().filter(|transaction| report.released.contains(transaction)).count();
     let mut text = format!(
-        "rolled forward {}, rolled back {}, cleaned {}, unresolved {}, conflicts {}{}\n",
+        "rolled forward {}, rolled back {}{}, cleaned {}, unresolved {}, conflicts {}{}\n",
         report.rolled_forward.len(),
-        report.rolled_back.len(),
+        report.rolled_back.len() - released,
+        if released > 0 { format!(", released {released}") } else { String::new() },
         report.cleaned.len(),
         report.unresolved.len(),
         report.conflicts.len(),
@@ -1210,7 +1214,8 @@ pub(crate) fn recovery_text_within(report: &vsh::RecoveryReport, max_paths: usiz
         }
         let _ = writeln!(
             text,
-            "    someone else changed these paths during the commit; to put the before state back \
+            "    every other change of the commit was undone already; someone else changed these paths during \
+             the commit; to put the before state back \
              (moving their nodes aside, never deleting them): vsh recover --restore {0}; to keep the workspace \
              as it is (what the commit moved aside is kept): vsh recover --keep {0}",
             unresolved.transaction
@@ -1278,6 +1283,37 @@ mod tests {
     use vsh::lower::vsh_commit::{Conflict, ConflictReason};
 
     use super::*;
+
+    /// ux83 L2: a commit killed before it changed anything was counted
+    /// "rolled back" in the summary and "released" in the details, and an
+    /// unresolved commit did not say it had put the rest back.
+    #[test]
+    fn a_recovery_summary_counts_released_commits_as_released() {
+        let (released, undone) =
+            (vsh::TransactionId::from_bytes([0xab; 32]), vsh::TransactionId::from_bytes([0xac; 32]));
+        let report = vsh::RecoveryReport {
+            rolled_back: vec![released, undone],
+            released: vec![released],
+            unresolved: vec![vsh::Unresolved {
+                transaction: vsh::TransactionId::from_bytes([0xad; 32]),
+                directory: Some(vsh::VPath::parse(".vsh/txn/ad").unwrap()),
+                state: Some(vsh::TransactionState::RecoveryRequired),
+                paths: Vec::new(),
+            }],
+            ..vsh::RecoveryReport::default()
+        };
+        let text = recovery_text(&report);
+        assert!(
+            text.starts_with("rolled forward 0, rolled back 1, released 1, cleaned 0, unresolved 1, conflicts 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("released: {released}"))
+                && text.contains(&format!("before state restored): {undone}")),
+            "{text}"
+        );
+        assert!(text.contains("every other change of the commit was undone already; someone else changed"), "{text}");
+    }
 
     #[test]
     fn a_pending_row_is_labelled_by_a_line_that_says_something_and_its_intent_column_stays_in_line() {

@@ -1515,8 +1515,8 @@ impl VshServer {
             Ok((document, summary)) => {
                 let head = if still {
                     format!(
-                        "still waiting for an operator's approval after {} s; vsh_wait again to go on waiting\n",
-                        waited_ms / 1000
+                        "still waiting for an operator's approval after {}; vsh_wait again to go on waiting\n",
+                        waited_for(waited_ms)
                     )
                 } else if let Some(id) = runtime
                     .resolve(&show_params.transaction)
@@ -2373,9 +2373,25 @@ fn looks_like_argv(code: &str) -> bool {
     }
 }
 
+/// How long a wait lasted, as said to an agent: tenths of a second under ten
+/// seconds (ux84 L5: a wait of 1,500 ms read "after 1 s"), whole seconds past.
+fn waited_for(waited_ms: u128) -> String {
+    if waited_ms < 10_000 {
+        format!("{}.{} s", waited_ms / 1000, waited_ms % 1000 / 100)
+    } else {
+        format!("{} s", waited_ms / 1000)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_is_said_in_tenths_of_a_second_under_ten_seconds() {
+        let said: Vec<String> = [0, 300, 1_500, 9_999, 10_000, 12_345].into_iter().map(waited_for).collect();
+        assert_eq!(said, ["0.0 s", "0.3 s", "1.5 s", "9.9 s", "10 s", "12 s"]);
+    }
 
     #[test]
     fn the_run_description_names_every_guest_function() {

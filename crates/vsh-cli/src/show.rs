@@ -30,18 +30,31 @@ pub(crate) fn say_left_out(receipt: &vsh::Receipt, full: bool) {
 /// else the default limits) left out, and how to see it; `None` when
 /// nothing. JSON carries it among the receipt's warnings.
 pub(crate) fn left_out(receipt: &vsh::Receipt, full: bool) -> Option<String> {
-    let left_out = receipt
-        .review
-        .iter()
-        .filter(|review| matches!(review.hunks, Err(vsh::NoHunks::TooLarge | vsh::NoHunks::BudgetSpent)))
-        .count();
+    let count = |why: vsh::NoHunks| receipt.review.iter().filter(|review| review.hunks == Err(why)).count();
+    let (too_large, spent) = (count(vsh::NoHunks::TooLarge), count(vsh::NoHunks::BudgetSpent));
+    let left_out = too_large + spent;
     (left_out > 0).then(|| {
         let limits = if full { FULL_REVIEW } else { vsh::ReviewLimits::default() };
+        // Each reason with its own count when both apply (ux83 L4: files
+        // past the budget for the content read were said to be over the
+        // size or the hunks' budget, which none of them was).
+        let counted = |n: usize| if n == left_out { String::new() } else { format!("{n} ") };
+        let mut why = Vec::new();
+        if too_large > 0 {
+            why.push(format!("{}over {} a file", counted(too_large), crate::human_bytes(limits.max_file_bytes)));
+        }
+        if spent > 0 {
+            why.push(format!(
+                "{}past the review's budget of {} of hunks or {} of content read",
+                counted(spent),
+                crate::human_bytes(limits.max_total_bytes),
+                crate::human_bytes(limits.max_total_bytes.saturating_mul(vsh::lower::vsh_vfs::READ_PER_SHOWN))
+            ));
+        }
         format!(
-            "{left_out} changed file{} not reviewed (over {} a file or {} of hunks in all){}",
+            "{left_out} changed file{} not reviewed ({}){}",
             if left_out == 1 { " was" } else { "s were" },
-            crate::human_bytes(limits.max_file_bytes),
-            crate::human_bytes(limits.max_total_bytes),
+            why.join(", "),
             if full {
                 String::new()
             } else {

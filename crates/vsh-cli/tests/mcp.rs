@@ -181,6 +181,9 @@ async fn the_agent_waits_for_the_operators_approval(
 ) {
     let short = call(client, "vsh_wait", json!({"transaction": &id[..8], "timeout_ms": 300})).await;
     assert!(!short.is_error && short.text.starts_with("still waiting"), "{}", short.text);
+    // In tenths of a second (ux84 L5: 1,500 ms read "after 1 s").
+    let after = short.text.split("approval after ").nth(1).and_then(|rest| rest.split(" s;").next());
+    assert!(after.is_some_and(|seconds| seconds.starts_with("0.") && seconds.len() == 3), "{}", short.text);
     // The way to its paths is a call it can make (ux75 L2: `detail`, which
     // vsh_wait does not take).
     let more = format!("vsh_show {} with detail \"changes\" names each changed path", &id[..12]);

@@ -708,9 +708,13 @@ impl CallPolicy {
             // Recorded against the path a program gave for one below it it
             // cannot see: no rule is named (see `RuleLabel::Custom` below).
             RuleLabel::Secret if self.rule(rule).is_none() => {
-                "a built-in secret rule that hides a path inside it (disable with defaults.secrets = false)".to_owned()
+                "set defaults.secrets = false (turns off the built-in secret rules, the one that hides a path inside it \
+                 among them)"
+                    .to_owned()
             }
-            RuleLabel::Secret => format!("built-in secret rule `{rule}` (disable with defaults.secrets = false)"),
+            RuleLabel::Secret => {
+                format!("set defaults.secrets = false (turns off the built-in secret rules, `{rule}` among them)")
+            }
             // git itself cannot change .git in a run (a checkout, a stash):
             // what an agent can do instead comes first (ux56).
             RuleLabel::Git if denied.access.is_mutation() => format!(
@@ -718,7 +722,7 @@ impl CallPolicy {
                  one, read it with git show HEAD:PATH and write it, which discards its uncommitted changes; to move one, mv); the change is reviewed like \
                  any other; an operator may allow .git changes with defaults.git = false"
             ),
-            RuleLabel::Git => format!("built-in git rule `{rule}` (disable with defaults.git = false)"),
+            RuleLabel::Git => format!("set defaults.git = false (turns off the built-in git rules, `{rule}` among them)"),
             RuleLabel::RuntimeData => {
                 format!("runtime data is always protected (rule `{rule}`); no policy change allows this access")
             }
@@ -1552,7 +1556,7 @@ mod tests {
         let remedy = |path: &str, access| policy.remedy(&policy.authorize(&p(path), access).unwrap_err());
         assert_eq!(
             remedy("a/server.pem", AccessKind::ContentRead),
-            "built-in secret rule `**/*.pem` (disable with defaults.secrets = false)"
+            "set defaults.secrets = false (turns off the built-in secret rules, `**/*.pem` among them)"
         );
         assert_eq!(
             remedy(".git/HEAD", AccessKind::Modify),
@@ -1565,7 +1569,7 @@ mod tests {
             CallPolicy::balanced_default(None).with_rules([rule("**/.git/**", AccessSet::READS, RuleLabel::Git)]);
         assert_eq!(
             hidden.remedy(&hidden.authorize(&p(".git/HEAD"), AccessKind::ContentRead).unwrap_err()),
-            "built-in git rule `**/.git/**` (disable with defaults.git = false)"
+            "set defaults.git = false (turns off the built-in git rules, `**/.git/**` among them)"
         );
         assert_eq!(
             remedy("state/blobs", AccessKind::MetadataRead),

@@ -1399,7 +1399,7 @@ mod tests {
         let custom = "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or leave \
                       `create` out of it: `access = [\"modify\", \"delete\", \"rename-source\", \
                       \"rename-destination\"]`";
-        let secret = "built-in secret rule `**/*.pem` (disable with defaults.secrets = false)";
+        let secret = "set defaults.secrets = false (turns off the built-in secret rules, `**/*.pem` among them)";
         assert_eq!(
             explained,
             [
@@ -1424,14 +1424,17 @@ mod tests {
         let decision = policy.evaluate(&input);
         let manifest = denied(&decision);
         assert_eq!(manifest.denied[0].denied_access(), attempt);
-        assert_eq!(manifest.remedy, "built-in secret rule `**/.env*/**` (disable with defaults.secrets = false)");
+        assert_eq!(
+            manifest.remedy,
+            "set defaults.secrets = false (turns off the built-in secret rules, `**/.env*/**` among them)"
+        );
         // Unlisted denials are counted in the remedy.
         let many: Vec<DiffEntry> = (0..70).map(|index| create(&format!("k{index:03}.key"), b"k")).collect();
         let decision = policy.evaluate(&PolicyInput::new(&many));
         // (The secret rule is reported before the allow-list.)
         assert_eq!(
             denied(&decision).remedy,
-            "built-in secret rule `**/*.key` (disable with defaults.secrets = false); and 6 more denials not listed"
+            "set defaults.secrets = false (turns off the built-in secret rules, `**/*.key` among them); and 6 more denials not listed"
         );
     }
 

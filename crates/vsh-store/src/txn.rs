@@ -785,15 +785,16 @@ impl TransactionStore {
         })
     }
 
-    /// Record that a transaction pending approval went stale: an approval
-    /// found that the workspace changed under it since its run, so it can
-    /// never commit (`PendingApproval` to `Stale`). Any other state is
-    /// [`StoreError::WrongState`].
+    /// Record that work waiting for its decision or its commit went stale:
+    /// an approval, a listing or a review found that the workspace changed
+    /// under it since its run, so it can never commit (`PendingApproval`,
+    /// `AutoApproved` or `Approved` to `Stale`; an approval's grant is kept
+    /// as it was). Any other state is [`StoreError::WrongState`].
     pub fn mark_stale(&self, id: TransactionId, now_ms: u64) -> Result<TransactionRecord, StoreError> {
         use TransactionState as S;
         self.mutate("mark transaction stale", |state| {
             let record = live(state, id)?;
-            if record.state != S::PendingApproval {
+            if !matches!(record.state, S::PendingApproval | S::AutoApproved | S::Approved) {
                 return Err(StoreError::WrongState { id, op: "mark stale", state: record.state });
             }
             let version = successor(record, now_ms, |version| version.state = S::Stale)?;

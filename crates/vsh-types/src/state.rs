@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 /// ```text
 /// Created -> Running -> VirtualComplete -> Denied | AutoApproved | PendingApproval | Failed
 /// PendingApproval  -> Approved | Denied | Rejected | Expired | Stale | Failed
-/// AutoApproved     -> PendingApproval | Rejected | Reserved | Expired | Failed
-/// Approved         -> Reserved | Expired | Rejected | PendingApproval
+/// AutoApproved     -> PendingApproval | Rejected | Reserved | Expired | Stale | Failed
+/// Approved         -> Reserved | Expired | Rejected | PendingApproval | Stale
 /// Reserved         -> Revalidating | Failed | AutoApproved | Approved
 /// Revalidating     -> Committing | Stale | Failed | AutoApproved | Approved
 /// Committing       -> Committed | RecoveryRequired | Failed
@@ -18,7 +18,11 @@ use serde::{Deserialize, Serialize};
 /// `Committing -> Failed` is the rollback of a commit that did not pass its
 /// completion marker. `Reserved` or `Revalidating` back to `AutoApproved` or
 /// `Approved` is a recovery's release of a commit killed before it applied
-/// anything: the work, durable and unchanged, may commit again. Terminal states: Denied, Rejected, Expired, Committed, Stale, Failed.
+/// anything: the work, durable and unchanged, may commit again. Work
+/// waiting for its decision or its commit (`PendingApproval`, `AutoApproved`,
+/// `Approved`) becomes `Stale` when a listing, a review or an approval finds
+/// the workspace moved under it (a commit finds it in `Revalidating`).
+/// Terminal states: Denied, Rejected, Expired, Committed, Stale, Failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum TransactionState {
@@ -96,8 +100,8 @@ impl TransactionState {
                 | (S::Running, S::VirtualComplete | S::Failed)
                 | (S::VirtualComplete, S::Denied | S::AutoApproved | S::PendingApproval | S::Failed)
                 | (S::PendingApproval, S::Approved | S::Denied | S::Rejected | S::Expired | S::Stale | S::Failed)
-                | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Failed)
-                | (S::Approved, S::Reserved | S::Expired | S::Rejected | S::PendingApproval)
+                | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Stale | S::Failed)
+                | (S::Approved, S::Reserved | S::Expired | S::Rejected | S::PendingApproval | S::Stale)
                 | (S::Reserved, S::Revalidating | S::Failed | S::AutoApproved | S::Approved)
                 | (S::Revalidating, S::Committing | S::Stale | S::Failed | S::AutoApproved | S::Approved)
                 | (S::Committing, S::Committed | S::RecoveryRequired | S::Failed)

@@ -89,19 +89,6 @@ impl CommitPath {
             .map_err(VshError::Commit)
     }
 
-    /// [`CommitPath::revalidate`] only if no one holds the commit lock;
-    /// `None` when someone does: a listing does not wait for a commit.
-    pub(crate) fn revalidate_if_free(
-        &self,
-        records: &Records,
-        transaction: TransactionId,
-        (diff, reads): (&CanonicalDiff, &ReadSet),
-    ) -> Result<Option<()>, VshError> {
-        self.committer
-            .revalidate_if_free(&CommitRequest::new(transaction, diff, reads, records.blobs()))
-            .map_err(VshError::Commit)
-    }
-
     /// Run recovery, waiting for the commit lock as configured.
     pub(crate) fn recover(&self, records: &Records, now_ms: u64) -> Result<RecoveryReport, VshError> {
         let session = self.committer.session(&self.lock_wait)?;

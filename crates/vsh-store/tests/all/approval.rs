@@ -196,10 +196,12 @@ fn reject_applies_to_pending_auto_approved_and_approved_only() -> Result {
 }
 
 /// An approval that finds the workspace changed under pending work records
-/// it stale, and only pending work (ux61 2: it stayed pending, and every
-/// hint sent its reviewer back to approve it). The state survives a reopen.
+/// it stale (ux61 2: it stayed pending, and every hint sent its reviewer
+/// back to approve it), and so does a listing of approved or auto-approved
+/// work the workspace moved under (ux84 L1: shown as "to commit"); work
+/// decided or in a commit is not. The state survives a reopen.
 #[test]
-fn mark_stale_applies_to_pending_work_only() -> Result {
+fn mark_stale_applies_to_work_waiting_for_its_decision_or_commit() -> Result {
     let dir = tempfile::tempdir()?;
     let store = store(dir.path())?;
     let id = pending(&store, b"moved under")?;
@@ -207,11 +209,17 @@ fn mark_stale_applies_to_pending_work_only() -> Result {
     assert_eq!(self::store(dir.path())?.get(id)?.map(|record| record.state), Some(S::Stale));
     assert!(matches!(store.mark_stale(id, 6), Err(StoreError::WrongState { op: "mark stale", state: S::Stale, .. })));
     let approved = pending(&store, b"approved already")?;
-    store.approve(approved, &ApprovalGrant::new(approved, alice(), 1, 100)?)?;
-    assert!(matches!(store.mark_stale(approved, 7), Err(StoreError::WrongState { state: S::Approved, .. })));
+    let grant = ApprovalGrant::new(approved, alice(), 1, 100)?;
+    store.approve(approved, &grant)?;
+    let stale = store.mark_stale(approved, 7)?;
+    assert_eq!((stale.state, stale.approval.as_ref()), (S::Stale, Some(&grant)));
     let auto = record(b"auto", S::AutoApproved);
     store.create(&auto)?;
-    assert!(matches!(store.mark_stale(auto.id, 7), Err(StoreError::WrongState { state: S::AutoApproved, .. })));
+    assert_eq!(store.mark_stale(auto.id, 7)?.state, S::Stale);
+    assert_eq!(self::store(dir.path())?.get(auto.id)?.map(|record| record.state), Some(S::Stale));
+    let rejected = pending(&store, b"rejected")?;
+    store.reject(rejected, 8)?;
+    assert!(matches!(store.mark_stale(rejected, 9), Err(StoreError::WrongState { state: S::Rejected, .. })));
     Ok(())
 }
 

@@ -37,6 +37,13 @@ use crate::run::{Concluding, Ran, Runs, clock_ms, elapsed_ns};
 /// review of committed work ([`Runtime::show`]).
 pub(crate) const KEPT_BEFORE_FILE_BYTES: u64 = 1 << 20;
 
+/// Whether work in `state` is waiting for its decision or its commit, so
+/// that a listing or a review that finds the workspace moved under it
+/// records it stale ([`vsh_store::TransactionStore::mark_stale`]).
+fn may_go_stale(state: TransactionState) -> bool {
+    matches!(state, TransactionState::PendingApproval | TransactionState::AutoApproved | TransactionState::Approved)
+}
+
 /// Pending work [`Runtime::pending_and_stale`] found stale, and recorded so.
 #[derive(Debug)]
 pub struct FoundStale {
@@ -934,9 +941,10 @@ impl Runtime {
     /// Transactions waiting for a decision or a commit: `PendingApproval`,
     /// `Approved`, and durable auto-approved previews (stored with their
     /// artifact by [`crate::RuntimeConfig::with_durable_previews`], until they expire).
-    /// Work pending approval that the workspace has moved under is recorded
-    /// stale first, as approving it would (ux62 3: it looked approvable
-    /// until someone tried), and is not listed; at most
+    /// Work waiting for its decision or its commit that the workspace has
+    /// moved under is recorded stale first, as approving or committing it
+    /// would (ux62 3: it looked approvable until someone tried; ux84 L1), and
+    /// is not listed; at most
     /// [`STALE_CHECKS_PER_LISTING`] are checked, the oldest first.
     pub fn pending(&self) -> Result<Vec<TransactionRecord>, VshError> {
         Ok(self.pending_and_stale()?.0)
@@ -955,8 +963,7 @@ impl Runtime {
             waiting = self.records.pending()?;
         }
         let mut stale = Vec::new();
-        let mut oldest: Vec<&TransactionRecord> =
-            waiting.iter().filter(|record| record.state == TransactionState::PendingApproval).collect();
+        let mut oldest: Vec<&TransactionRecord> = waiting.iter().filter(|record| may_go_stale(record.state)).collect();
         oldest.sort_by_key(|record| (record.created_ms, record.id));
         for record in oldest.into_iter().take(STALE_CHECKS_PER_LISTING) {
             if let Some(found) = self.settle_stale(record.id)? {
@@ -980,31 +987,34 @@ impl Runtime {
         }
     }
 
-    /// Record `transaction`, pending approval under this runtime's policy,
-    /// stale when the workspace has moved under it (its revalidation, under
-    /// the commit lock, applying nothing: what approving it finds). Returns
-    /// the stale error naming what changed when it did. Work in any other
-    /// state, made under another policy, or whose artifact does not load is
-    /// left as it is.
+    /// Record `transaction` stale when the workspace has moved under it:
+    /// work waiting for its decision or its commit (pending approval,
+    /// approved, auto-approved: ux84 L1, a listing offered `vsh commit` for
+    /// auto-approved work no commit could take), revalidated and recorded
+    /// under the commit lock, applying nothing (what a commit would find).
+    /// Returns the stale error naming what changed when it did. Work in any
+    /// other state, or whose artifact does not load, is left as it is, and
+    /// so is all of it while a commit holds the lock (sec89 M2: a listing
+    /// or a review never waits for one; it is found stale another time).
     fn settle_stale(&self, transaction: TransactionId) -> Result<Option<vsh_commit::CommitError>, VshError> {
-        if self.records.get(transaction)?.is_none_or(|record| record.state != TransactionState::PendingApproval) {
+        if self.records.get(transaction)?.is_none_or(|record| !may_go_stale(record.state)) {
             return Ok(None);
         }
         let Ok((artifact, _)) = self.records.load_verified(transaction) else { return Ok(None) };
-        // Under the commit lock, but only if it is free: a listing or a
-        // review never waits for a commit (sec89 M2); work a commit holds
-        // the lock over is left as it is, to be found stale another time.
-        match self.commits.revalidate_if_free(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
-            Err(VshError::Commit(stale @ vsh_commit::CommitError::Stale { .. })) => {
-                match self.records.transactions().mark_stale(transaction, clock_ms()) {
-                    Ok(_) => Ok(Some(stale)),
-                    // Decided meanwhile (approved, rejected): as it is now.
-                    Err(vsh_store::StoreError::WrongState { .. }) => Ok(None),
-                    Err(error) => Err(error.into()),
+        let found = self.commits.under_lock(false, || {
+            match self.commits.revalidate_unlocked(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
+                Err(VshError::Commit(stale @ vsh_commit::CommitError::Stale { .. })) => {
+                    match self.records.transactions().mark_stale(transaction, clock_ms()) {
+                        Ok(_) => Ok(Some(stale)),
+                        // Decided meanwhile (rejected, expired): as it is now.
+                        Err(vsh_store::StoreError::WrongState { .. }) => Ok(None),
+                        Err(error) => Err(VshError::from(error)),
+                    }
                 }
+                _ => Ok(None),
             }
-            _ => Ok(None),
-        }
+        })?;
+        found.transpose().map(Option::flatten)
     }
 
     /// Where the workspace's loss history is kept (the file `loss-history`
