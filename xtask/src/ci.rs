@@ -16,6 +16,8 @@
 //! 5. `doc`: `cargo doc --workspace --no-deps --locked` with `RUSTDOCFLAGS=-D warnings`.
 //!
 //! `--workspace` matters: the root manifest's `default-members` leaves xtask out.
+//! Every step runs with `CARGO_INCREMENTAL=0` unless the caller set it (see
+//! `without_incremental`).
 
 use std::time::Duration;
 
@@ -41,7 +43,7 @@ pub(crate) fn run(args: &[String]) -> Result {
     ];
     steps.extend(crate::python_sdk::ci_steps()?);
     let mut timings: Vec<(String, Duration)> = Vec::new();
-    for step in steps {
+    for step in steps.into_iter().map(without_incremental) {
         let name = step.name().to_owned();
         let elapsed = step.run()?;
         timings.push((name, elapsed));
@@ -55,6 +57,16 @@ pub(crate) fn run_tidy(args: &[String]) -> Result {
     no_arguments("tidy", args)?;
     Step::cargo("tidy", &["test", "--package", "xtask", "--locked", "--", "tidy::"]).run()?;
     Ok(())
+}
+
+/// `step` with `CARGO_INCREMENTAL=0` unless the caller set it: CI builds
+/// from a clean checkout once, where incremental state is gigabytes written
+/// for nothing (a fresh clone's run held 1.6 GB of it in `target/debug`
+/// alone, and a CI run failed with its disk full). A developer who runs
+/// `cargo xtask ci` between incremental builds keeps them with
+/// `CARGO_INCREMENTAL=1`.
+fn without_incremental(step: Step) -> Step {
+    if std::env::var_os("CARGO_INCREMENTAL").is_some() { step } else { step.env("CARGO_INCREMENTAL", "0") }
 }
 
 /// `-D warnings` added to whatever `RUSTDOCFLAGS` the caller already set.
