@@ -1001,8 +1001,19 @@ impl Runtime {
             return Ok(None);
         }
         let Ok((artifact, _)) = self.records.load_verified(transaction) else { return Ok(None) };
+        // A look without the lock first: most work is not stale, and a
+        // listing then never holds a commit up while it hashes what the
+        // work read (sec91: 0.8 s a row of 400 MB). It may see a commit half
+        // applied; only what it finds stale is checked again under the lock.
+        let request = (&artifact.diff, &artifact.read_set);
+        if !matches!(
+            self.commits.revalidate_unlocked(&self.records, transaction, request),
+            Err(VshError::Commit(vsh_commit::CommitError::Stale { .. }))
+        ) {
+            return Ok(None);
+        }
         let found = self.commits.under_lock(false, || {
-            match self.commits.revalidate_unlocked(&self.records, transaction, (&artifact.diff, &artifact.read_set)) {
+            match self.commits.revalidate_unlocked(&self.records, transaction, request) {
                 Err(VshError::Commit(stale @ vsh_commit::CommitError::Stale { .. })) => {
                     match self.records.transactions().mark_stale(transaction, clock_ms()) {
                         Ok(_) => Ok(Some(stale)),
