@@ -2779,7 +2779,8 @@ fn a_usage_error_asked_for_json_is_a_json_error_too() {
 }
 
 /// ux57 #7: a second commit of stale work said only "cannot be committed
-/// from state stale"; it says what stale means and what to do.
+/// from state stale"; it says what stale means and what to do. ux82 L8: its
+/// JSON named no path: it says where the workspace differs, as the first.
 #[test]
 fn committing_stale_work_again_says_what_stale_means() {
     let dir = tempfile::tempdir().unwrap();
@@ -2787,20 +2788,32 @@ fn committing_stale_work_again_says_what_stale_means() {
     let ws = dir.path().to_str().unwrap();
     let id = id_of(&vsh(&["run", "--workspace", ws, "-"], Some("vsh_write('b.txt', vsh_read('a.txt'))")));
     write(dir.path(), "a.txt", "changed, and longer\n");
+    let mut documents = Vec::new();
     for attempt in 0..2 {
         let late = vsh(&["commit", &id, "--workspace", ws], None);
         let stderr = String::from_utf8_lossy(&late.stderr);
         assert_eq!(late.status.code(), Some(6), "{attempt}: {stderr}");
         assert!(stderr.contains(&format!("vsh rerun {}", &id[..12])), "{attempt}: {stderr}");
-        if attempt == 1 {
-            assert!(stderr.contains("it went stale: the workspace changed under what it read"), "{stderr}");
-            // Where, again (ux68 L1: only the first command named it).
-            assert!(
-                stderr.contains("stale: the workspace differs now from what this work read or changed, at a.txt"),
-                "{stderr}"
-            );
-        }
+        assert!(stderr.contains("a.txt  size or mode changed since the run looked at it"), "{attempt}: {stderr}");
+        assert!(stderr.contains("it can never be committed as it is"), "{attempt}: {stderr}");
+        let json = vsh(&["commit", &id, "--workspace", ws, "--json"], None);
+        assert_eq!(json.status.code(), Some(6));
+        let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(
+            (&document["kind"], &document["paths"]),
+            (&serde_json::json!("commit"), &serde_json::json!(["a.txt"])),
+            "{document}"
+        );
+        documents.push(document);
     }
+    assert_eq!(documents[0], documents[1]);
+    // Put back as it was, it is still stale, recorded so: said so.
+    write(dir.path(), "a.txt", "a\n");
+    let late = vsh(&["commit", &id, "--workspace", ws], None);
+    let stderr = String::from_utf8_lossy(&late.stderr);
+    assert_eq!(late.status.code(), Some(6), "{stderr}");
+    assert!(stderr.contains("it went stale: the workspace changed under what it read"), "{stderr}");
+    assert!(!dir.path().join("b.txt").exists());
 }
 
 /// ux61 2: approving pending work the workspace moved under exited 6 but
@@ -2910,7 +2923,9 @@ fn approving_stale_work_records_it_stale_for_every_command() {
         let again = vsh(&[args[0], args[1], "--workspace", ws], None);
         let stderr = String::from_utf8_lossy(&again.stderr);
         assert_eq!(again.status.code(), Some(6), "{args:?}: {stderr}");
-        assert!(stderr.contains(&rerun) && stderr.contains("it went stale"), "{args:?}: {stderr}");
+        // A commit says where it differs, as the first look did (ux82 L8).
+        let why = if args[0] == "commit" { "old.txt  size or mode changed" } else { "it went stale" };
+        assert!(stderr.contains(&rerun) && stderr.contains(why), "{args:?}: {stderr}");
     }
     let pending = vsh(&["pending", "--workspace", ws], None);
     assert!(!String::from_utf8_lossy(&pending.stdout).contains(&id[..12]), "no longer waiting");

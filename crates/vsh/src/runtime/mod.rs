@@ -447,6 +447,16 @@ impl Runtime {
     ) -> Result<Receipt, VshError> {
         self.records.check_policy_current()?;
         let record = self.settle_in_flight(transaction)?;
+        // Recorded stale before: where the workspace differs now, as the
+        // commit that found it said (ux82 L8: a second commit's error named
+        // no path), when it still does.
+        if record.state == TransactionState::Stale
+            && let Ok((artifact, _)) = self.records.load_verified(transaction)
+            && let Err(VshError::Commit(stale @ vsh_commit::CommitError::Stale { .. })) =
+                self.commits.revalidate(&self.records, transaction, (&artifact.diff, &artifact.read_set))
+        {
+            return Err(VshError::Commit(stale));
+        }
         self.gate.check(&self.sources(), transaction, record.state)?;
         // Pending work the workspace moved under can never commit: said so
         // now, not after an approval (ux62 3). (A hook deciding it is asked
