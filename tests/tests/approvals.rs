@@ -1211,3 +1211,33 @@ fn work_held_for_its_renames_names_them() {
     assert_eq!(plain.state, TransactionState::PendingApproval);
     assert_eq!(renamed(&plain.warnings), None, "{:?}", plain.warnings);
 }
+
+/// sec92 M1: two reruns of one stale transaction, started together, both
+/// checked that no run of the work was committed, then both committed, so
+/// the work was done twice. A rerun commits only while no run of the same
+/// work but those committed when it was decided is committed, checked under
+/// the commit lock; the one refused writes nothing and is recorded failed.
+#[test]
+fn a_rerun_does_not_commit_once_another_run_of_the_work_committed_meanwhile() {
+    const APPEND: &str =
+        "from pathlib import Path\np = Path('/workspace/log.txt')\np.write_text(p.read_text() + 'x\\n')";
+    let dir = workspace(&[("log.txt", "")]);
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let first = runtime.run(&RunRequest::new(APPEND)).unwrap().transaction;
+    std::fs::write(dir.path().join("log.txt"), "by hand\n").unwrap();
+    // Both reruns are decided now, nothing of the work committed.
+    let so_far = runtime.work_done_so_far(first).unwrap();
+    let rerun = || RunRequest::new(APPEND).with_rerun_of(first).with_mode(RunMode::Auto);
+    let landed = runtime.run(&rerun().with_done_so_far(so_far.clone())).unwrap();
+    assert_eq!(landed.state, TransactionState::Committed);
+    let refused = runtime.run(&rerun().with_done_so_far(so_far)).expect_err("the work is done already");
+    let VshError::DoneMeanwhile { transaction, by } = refused else { panic!("{refused:?}") };
+    assert_eq!(by, landed.transaction);
+    assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
+    assert_eq!(runtime.transaction(transaction).unwrap().map(|record| record.state), Some(TransactionState::Failed));
+    assert!(matches!(runtime.commit(transaction, 1), Err(VshError::NotCommittable { .. })));
+    // Decided after that commit, knowing of it (`--again`): it commits.
+    let again = runtime.run(&rerun().with_done_so_far(runtime.work_done_so_far(first).unwrap())).unwrap();
+    assert_eq!(again.state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\nx\n");
+}

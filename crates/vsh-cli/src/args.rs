@@ -28,7 +28,8 @@ Exit codes:
       failed); either way the denied work is kept on record (vsh log)
   6   not committed or approved: the workspace changed under it (stale, for
       good; the conflicting paths are listed); a revert: the workspace no
-      longer holds what it would undo (reverted already, or changed since)
+      longer holds what it would undo (reverted already, or changed since);
+      a rerun: another run of the same work was committed while it ran
   75  gave up waiting for another vsh process (--lock-timeout)
   130, 143, 129
       interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,

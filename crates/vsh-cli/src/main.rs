@@ -279,6 +279,7 @@ fn error_exit_code(error: &vsh::VshError) -> u8 {
         vsh::VshError::Commit(CommitError::LockTimeout { .. }) | vsh::VshError::ScratchBusy { .. } => EXIT_BUSY,
         vsh::VshError::Commit(CommitError::Stale { .. })
         | vsh::VshError::RevertChanged { .. }
+        | vsh::VshError::DoneMeanwhile { .. }
         | vsh::VshError::ApprovalStale { .. }
         | vsh::VshError::NotApprovable { state: TransactionState::Stale, .. }
         | vsh::VshError::NotCommittable { state: TransactionState::Stale, .. } => EXIT_STALE,
@@ -1890,6 +1891,9 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     if rerun.again.commands && stored.language != vsh::Language::Monty {
         usage_conflict("--commands is for a Monty program's transaction (vsh_exec)");
     }
+    // What of its work is committed now, before the check below: a run of
+    // it committed from here on refuses this one's commit (sec92 M1).
+    let done_so_far = runtime.work_done_so_far(id)?;
     if !rerun.once_more {
         failure::refuse_work_done_again(&runtime, id)?;
     }
@@ -1952,7 +1956,8 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
         .with_mode(mode)
         .with_detail(detail(rerun.full))
         .with_budget(budget)
-        .with_rerun_of(id);
+        .with_rerun_of(id)
+        .with_done_so_far(done_so_far);
     if !stored.intent.is_empty() {
         request = request.with_intent(&stored.intent);
     }

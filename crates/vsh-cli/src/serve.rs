@@ -1370,6 +1370,12 @@ impl VshServer {
                 Ok(stored) => stored,
                 Err(error) => return transaction_failure(&error),
             };
+            // What of its work is committed now, before the check: a run of
+            // it committed from here on refuses this one's commit (sec92 M1).
+            let so_far = match runtime.work_done_so_far(id) {
+                Ok(so_far) => so_far,
+                Err(error) => return transaction_failure(&error),
+            };
             let own = discarded.lock().map(|set| set.clone()).unwrap_or_default();
             let asked = Rerun { runs_commands, again: params.again == Some(true), discarded: &own };
             if let Some(why) = rerun_refusal(runtime, id, stored.as_ref(), &asked) {
@@ -1407,7 +1413,7 @@ impl VshServer {
                         done.state = TransactionState::Committed;
                         Ok(done)
                     } else {
-                        runtime.commit_cancellable(receipt.transaction, crate::now_ms(), run_cancel)
+                        runtime.commit_rerun_cancellable(receipt.transaction, crate::now_ms(), run_cancel, &so_far)
                     };
                 }
             }

@@ -122,8 +122,10 @@ impl CommitPath {
     /// `unwritten` is the record of a process-local preview, created in the
     /// same append as its reservation; `contents` are new contents held in
     /// memory (a process-local preview's), staged before the blob store's.
-    /// `landed` runs once the commit has landed, still in the session (no
-    /// other commit can change the workspace meanwhile).
+    /// `guard` runs in the session, after recovery and before the
+    /// reservation: its error is the commit's, nothing written. `landed`
+    /// runs once the commit has landed, still in the session (no other
+    /// commit can change the workspace meanwhile).
     pub(crate) fn commit(
         &self,
         records: &Records,
@@ -131,7 +133,7 @@ impl CommitPath {
         (diff, reads, contents): (&CanonicalDiff, &ReadSet, &MemoryContents),
         unwritten: Option<&vsh_store::TransactionRecord>,
         now: u64,
-        landed: &dyn Fn(),
+        (guard, landed): (&dyn Fn() -> Result<(), VshError>, &dyn Fn()),
     ) -> Result<CommitReceipt, VshError> {
         let transactions = records.transactions();
         let session = self.committer.session(&self.lock_wait)?;
@@ -139,6 +141,7 @@ impl CommitPath {
         if !report.is_clean() {
             return Err(VshError::Commit(vsh_commit::CommitError::RecoveryPending { conflicts: report.conflicts }));
         }
+        guard()?;
         // Reserved and Revalidating (and a preview's record) in one append.
         let reservation = transactions.reserve_revalidating(transaction, now, unwritten)?;
         let ledger = StoreLedger::reserved(transactions, reservation, now);

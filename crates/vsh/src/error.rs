@@ -117,6 +117,24 @@ pub enum VshError {
         /// Its state.
         state: TransactionState,
     },
+    /// A rerun's commit refused: another run of the same work was committed
+    /// since the rerun was decided ([`crate::WorkDoneSoFar`]), so committing
+    /// it too would do the work twice (sec92 M1: two `vsh rerun --mode
+    /// auto` of one stale transaction, started together, both committed).
+    /// Nothing was written.
+    #[error(
+        "transaction {} was not committed: {}, another run of the same work, was committed while it ran; \
+         committing both would do the work twice (vsh show {})",
+        transaction.short(),
+        by.short(),
+        by.short()
+    )]
+    DoneMeanwhile {
+        /// The rerun not committed.
+        transaction: TransactionId,
+        /// The run of the same work committed meanwhile.
+        by: TransactionId,
+    },
     /// A revert of the transaction waits already (pending, approved, or an
     /// auto-approved preview): another would be its work twice (ux83 M2).
     /// Nothing was made.
@@ -594,7 +612,8 @@ impl VshError {
             | Self::DurablePreviewCapacity { .. }
             | Self::StoreSpace { .. }
             | Self::SeedChanged { .. }
-            | Self::RevertChanged { .. } => C::Commit,
+            | Self::RevertChanged { .. }
+            | Self::DoneMeanwhile { .. } => C::Commit,
             Self::UnknownTransaction(_)
             | Self::NoSuchTransaction(_)
             | Self::AmbiguousTransaction { .. }
@@ -663,6 +682,7 @@ mod tests {
                 ErrorCategory::Store,
             ),
             (VshError::NotRevertible { transaction: id, state: TransactionState::Denied }, ErrorCategory::Approval),
+            (VshError::DoneMeanwhile { transaction: id, by: id }, ErrorCategory::Commit),
             (VshError::CandidatePromoted, ErrorCategory::Execution),
             (
                 VshError::CandidateUnavailable(vsh_sandbox::CandidateMissing::Privilege { uid: 1000 }),

@@ -46,7 +46,7 @@ pub use receipt::{
     StoredProgram, Warning,
 };
 pub use request::{Language, ReceiptDetail, RunMode, RunRequest};
-pub use runtime::{FoundStale, RERUNS_SCANNED, Runtime, STALE_CHECKS_PER_LISTING};
+pub use runtime::{FoundStale, RERUNS_SCANNED, Runtime, STALE_CHECKS_PER_LISTING, WorkDoneSoFar};
 
 pub use vsh_commit::{KeptNode, LeftPath, RecoveryConflict, RecoveryReport, RestoreReport, Unresolved};
 pub use vsh_host::LockWait;

@@ -99,6 +99,11 @@ pub struct RunRequest<'a> {
     /// rerun`), bound into the new transaction's evidence: what
     /// [`crate::Runtime::reruns_of`] follows.
     pub rerun_of: Option<vsh_types::TransactionId>,
+    /// For a rerun: the runs of the same work committed when it was decided
+    /// ([`crate::Runtime::work_done_so_far`]). In [`RunMode::Auto`] its
+    /// commit is refused ([`crate::VshError::DoneMeanwhile`]) when another
+    /// was committed since, checked under the commit lock.
+    pub done_so_far: Option<crate::WorkDoneSoFar>,
     /// Whether real commands start with empty scratch directories (build
     /// outputs and caches): a build from nothing an earlier run left there.
     /// Runs with the same grants share them, and a run's commands may leave
@@ -119,6 +124,7 @@ impl<'a> RunRequest<'a> {
             budget: ExecutionBudget::default(),
             accept_failure: false,
             rerun_of: None,
+            done_so_far: None,
             fresh_scratch: false,
         }
     }
@@ -136,6 +142,14 @@ impl<'a> RunRequest<'a> {
     #[must_use]
     pub fn with_rerun_of(mut self, of: vsh_types::TransactionId) -> Self {
         self.rerun_of = Some(of);
+        self
+    }
+
+    /// Commit (in [`RunMode::Auto`]) only while no run of the same work but
+    /// those in `so_far` is committed (see [`RunRequest::done_so_far`]).
+    #[must_use]
+    pub fn with_done_so_far(mut self, so_far: crate::WorkDoneSoFar) -> Self {
+        self.done_so_far = Some(so_far);
         self
     }
 

@@ -44,6 +44,18 @@ fn may_go_stale(state: TransactionState) -> bool {
     matches!(state, TransactionState::PendingApproval | TransactionState::AutoApproved | TransactionState::Approved)
 }
 
+/// The runs of one transaction's work committed at one moment
+/// ([`Runtime::work_done_so_far`]): a rerun decided then commits only while
+/// no other is committed ([`Runtime::commit_rerun_cancellable`],
+/// [`RunRequest::with_done_so_far`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkDoneSoFar {
+    /// The transaction whose work it is (the one run again).
+    work: TransactionId,
+    /// Its runs committed then.
+    committed: std::collections::BTreeSet<TransactionId>,
+}
+
 /// Pending work [`Runtime::pending_and_stale`] found stale, and recorded so.
 #[derive(Debug)]
 pub struct FoundStale {
@@ -313,7 +325,7 @@ impl Runtime {
             // kept on no record (a log row saying nothing of what ran).
             receipt.state = TransactionState::Committed;
         } else if request.mode == RunMode::Auto && state == TransactionState::AutoApproved {
-            let committed = self.commit_cancellable(transaction, clock_ms(), cancel)?;
+            let committed = self.commit_guarded(transaction, clock_ms(), cancel, request.done_so_far.as_ref())?;
             receipt.state = committed.state;
             receipt.commit = committed.commit;
             receipt.timings.commit = committed.timings.commit;
@@ -445,6 +457,77 @@ impl Runtime {
         now_ms: u64,
         cancel: &ExecutionCancellation,
     ) -> Result<Receipt, VshError> {
+        self.commit_guarded(transaction, now_ms, cancel, None)
+    }
+
+    /// [`Runtime::commit_cancellable`] of a rerun (`transaction`) decided
+    /// when the runs of its work committed were `so_far`
+    /// ([`Runtime::work_done_so_far`]): refused with
+    /// [`VshError::DoneMeanwhile`], writing nothing, when another run of
+    /// the same work has been committed since, checked under the commit
+    /// lock (sec92 M1: two reruns of one stale transaction, run together,
+    /// both committed their append).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::commit_cancellable`], and [`VshError::DoneMeanwhile`].
+    pub fn commit_rerun_cancellable(
+        &self,
+        transaction: TransactionId,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+        so_far: &WorkDoneSoFar,
+    ) -> Result<Receipt, VshError> {
+        self.commit_guarded(transaction, now_ms, cancel, Some(so_far))
+    }
+
+    /// The runs of `transaction`'s work committed now (itself, the runs
+    /// of it again and theirs, [`Runtime::runs_of_same_work`]): what a
+    /// rerun of it decided now may find committed at its commit
+    /// ([`Runtime::commit_rerun_cancellable`], [`RunRequest::with_done_so_far`]).
+    ///
+    /// # Errors
+    ///
+    /// The store's, reading records.
+    pub fn work_done_so_far(&self, transaction: TransactionId) -> Result<WorkDoneSoFar, VshError> {
+        let committed = self
+            .runs_of_same_work(transaction)?
+            .into_iter()
+            .filter(|run| run.state == TransactionState::Committed)
+            .map(|run| run.id)
+            .collect();
+        Ok(WorkDoneSoFar { work: transaction, committed })
+    }
+
+    /// [`VshError::DoneMeanwhile`] when a run of `so_far`'s work other
+    /// than `rerun` and those it knew of is committed now; `rerun`, when
+    /// stored as an auto-approved preview, is recorded failed then, so that
+    /// no later commit of it does the work twice (a process-local preview
+    /// is dropped with its refused commit).
+    fn refuse_done_meanwhile(&self, rerun: TransactionId, so_far: &WorkDoneSoFar) -> Result<(), VshError> {
+        let now = self.runs_of_same_work(so_far.work)?;
+        let Some(by) = now.iter().find(|run| {
+            run.state == TransactionState::Committed && run.id != rerun && !so_far.committed.contains(&run.id)
+        }) else {
+            return Ok(());
+        };
+        // Best effort: a record that cannot be moved is left as it is.
+        let _ = self.records.transactions().compare_and_transition(
+            rerun,
+            TransactionState::AutoApproved,
+            TransactionState::Failed,
+            clock_ms(),
+        );
+        Err(VshError::DoneMeanwhile { transaction: rerun, by: by.id })
+    }
+
+    fn commit_guarded(
+        &self,
+        transaction: TransactionId,
+        now_ms: u64,
+        cancel: &ExecutionCancellation,
+        so_far: Option<&WorkDoneSoFar>,
+    ) -> Result<Receipt, VshError> {
         self.records.check_policy_current()?;
         let record = self.settle_in_flight(transaction)?;
         // Recorded stale before: where the workspace differs now, as the
@@ -466,7 +549,11 @@ impl Runtime {
         {
             return Err(VshError::Commit(stale));
         }
-        self.commit_unhooked(transaction, record.state, now_ms, cancel)
+        let guard = |rerun: TransactionId| match so_far {
+            Some(so_far) => self.refuse_done_meanwhile(rerun, so_far),
+            None => Ok(()),
+        };
+        self.commit_unhooked(transaction, record.state, now_ms, cancel, &guard)
     }
 
     /// When another committer has `transaction` in hand (Revalidating or
@@ -484,12 +571,15 @@ impl Runtime {
     }
 
     /// Commit without asking a hook (the caller already did, or none applies).
+    /// `guard`, given the transaction, runs under the commit lock before
+    /// the reservation: an error from it is the commit's, nothing written.
     fn commit_unhooked(
         &self,
         transaction: TransactionId,
         state: TransactionState,
         now_ms: u64,
         cancel: &ExecutionCancellation,
+        guard: &dyn Fn(TransactionId) -> Result<(), VshError>,
     ) -> Result<Receipt, VshError> {
         let started = Instant::now();
         let committable_from_memory = self.previews.holds(transaction);
@@ -554,7 +644,7 @@ impl Runtime {
             (&committable.diff, &committable.reads, &contents),
             unwritten.as_ref(),
             now_ms,
-            &record_losses,
+            (&|| guard(transaction), &record_losses),
         );
 
         // The reservation was consumed whatever the outcome: the preview cannot be committed again.
@@ -747,7 +837,7 @@ impl Runtime {
             Verdict::Settled(state) => (state, None),
             Verdict::Commit(state) => {
                 self.records.check_policy_current()?;
-                let receipt = self.commit_unhooked(event.transaction(), state, now_ms, cancel)?;
+                let receipt = self.commit_unhooked(event.transaction(), state, now_ms, cancel, &|_| Ok(()))?;
                 (receipt.state, Some(receipt))
             }
         };
