@@ -754,11 +754,12 @@ fn report_progress(
         loop {
             ticks.tick().await;
             let elapsed = started.elapsed().as_secs_f64();
-            let limit = deadline.as_secs_f64();
-            // A wait is not a run (ux82 L4: "running for 1 s").
+            // In tenths under ten seconds (ux85: a 1,500 ms wait "gives up
+            // after 2 s"); a wait is not a run (ux82 L4: "running for 1 s").
+            let (took, limit) = (waited_for(started.elapsed().as_millis()), waited_for(deadline.as_millis()));
             let message = match of {
-                Progress::Run => format!("running for {elapsed:.0} s (its time limit is {limit:.0} s)"),
-                Progress::Wait => format!("waiting for an operator for {elapsed:.0} s (gives up after {limit:.0} s)"),
+                Progress::Run => format!("running for {took} (its time limit is {limit})"),
+                Progress::Wait => format!("waiting for an operator for {took} (gives up after {limit})"),
             };
             let param = ProgressNotificationParam::new(token.clone(), elapsed)
                 .with_total(deadline.as_secs_f64())
@@ -1109,12 +1110,12 @@ impl VshServer {
             }
             Some(other) => return refused(format!("language {other:?}: give monty, bash or command")),
         };
-        // A real command, and a Monty program that may run commands
-        // (`vsh_exec`, on a server started with --commands), get a command's
-        // budget, as `vsh exec` and `vsh run --commands` do.
-        let reaches_commands =
-            language == vsh::Language::Command || language == vsh::Language::Monty && self.options.commands.is_some();
-        let ceiling = if reaches_commands { &self.options.command_budget } else { &self.options.budget };
+        // A real command gets a command's budget, as `vsh exec` does; a
+        // Monty program that may run commands (`vsh_exec`, on a server
+        // started with --commands) too, but for its own time, which stays a
+        // program's (ux85 M1: a loop with no vsh_exec ran for 600 s).
+        let ceiling = run_ceiling(language, &self.options);
+        let ceiling = &ceiling;
         let budget = match budget_within(ceiling, params.budget.as_ref()) {
             Ok(budget) => budget,
             Err(message) => return refused(message),
@@ -1123,7 +1124,7 @@ impl VshServer {
         let runs_commands = self.options.commands.is_some();
         // What the server would have given: the agent's own budget may be what ended the run.
         let (allowed, given) = (ceiling.clone(), budget.clone());
-        let deadline = budget.max_duration;
+        let deadline = budget.max_duration.max(budget.command_duration());
         self.cancellable_run(&context, "vsh_run", deadline, move |runtime, run_cancel| {
             let mut request = RunRequest::new(&code).with_mode(mode).with_detail(detail).with_language(language);
             request = request.with_budget(budget);
@@ -1383,9 +1384,11 @@ impl VshServer {
             }
             let Some(stored) = stored else { return refused("no stored program".to_owned()) };
             // The budget `vsh_run` gives a run of the same kind.
-            let reaches_commands =
-                stored.language == vsh::Language::Command || stored.language == vsh::Language::Monty && runs_commands;
-            let budget = if reaches_commands { command_budget } else { budget };
+            let budget = match stored.language {
+                vsh::Language::Command => command_budget,
+                vsh::Language::Monty if runs_commands => command_budget.with_guest_duration(budget.max_duration),
+                _ => budget,
+            };
             // Run as a preview, then committed here when asked: a
             // rejection of the work given while it ran covers it (sec81 2).
             let mut request = RunRequest::new(&stored.code)
@@ -1960,12 +1963,16 @@ impl ServerHandler for VshServer {
             )
         };
         // A run that may reach real commands (language=command, or a Monty
-        // program with vsh_exec) gets a command's budget.
+        // program with vsh_exec) gets a command's budget, a Monty program's
+        // own running time excepted (`run_ceiling`).
         let per_run = match &self.options.commands {
             Some(_) => format!(
-                "a Monty or Bash program {}; a run with real commands (language=command, or vsh_exec) {}",
+                "a Bash program {}; a real command (language=command) {}; a Monty program, which may run \
+                 commands with vsh_exec, a real command's limits but {} ms of its own running time (each \
+                 command it runs gets a command's)",
                 limits(&self.options.budget),
-                limits(&self.options.command_budget)
+                limits(&self.options.command_budget),
+                self.options.budget.max_duration.as_millis()
             ),
             None => limits(&self.options.budget),
         };
@@ -1979,6 +1986,20 @@ impl ServerHandler for VshServer {
                 self.options.bounds.max_chars,
                 guide_for_agents(),
             ))
+    }
+}
+
+/// The most a run of `language` may have on a server with `options`: a
+/// real command a command's budget; a Monty program on a server that runs
+/// commands a command's budget too, but for its own (guest) time, a
+/// program's; anything else a program's.
+fn run_ceiling(language: vsh::Language, options: &ServeOptions) -> ExecutionBudget {
+    match language {
+        vsh::Language::Command => options.command_budget.clone(),
+        vsh::Language::Monty if options.commands.is_some() => {
+            options.command_budget.clone().with_guest_duration(options.budget.max_duration)
+        }
+        _ => options.budget.clone(),
     }
 }
 

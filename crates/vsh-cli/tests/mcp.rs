@@ -1132,6 +1132,8 @@ async fn a_long_run_reports_progress() {
     let seen = progress.lock().unwrap()[before..].to_vec();
     assert!(!seen.is_empty(), "{seen:?}");
     assert!(seen.iter().all(|note| note.message.as_deref().is_some_and(|m| m.starts_with("waiting for an operator"))));
+    // Its limit in tenths of a second (ux85: 2,500 ms was "3 s").
+    assert!(seen.iter().all(|note| note.message.as_deref().is_some_and(|m| m.ends_with("(gives up after 2.5 s)"))));
     client.cancel().await.unwrap();
 }
 
@@ -1186,6 +1188,31 @@ async fn without_workspace_the_server_works_in_the_root_the_client_offers() {
     client.cancel().await.unwrap();
 }
 
+/// On a server with `--commands`, the budgets its instructions state: a
+/// command's for a command and for each command a Monty program runs, and a
+/// program's own running time for the program (ux85 M1).
+async fn budgets_of_programs_and_commands(client: &rmcp::Peer<rmcp::RoleClient>) {
+    // The instructions state both budgets: a program's, and a command's.
+    let instructions = client.peer_info().and_then(|info| info.instructions.clone()).unwrap_or_default();
+    assert!(instructions.contains("a real command (language=command) 600000 ms of running time"), "{instructions}");
+    assert!(
+        instructions.contains("a Monty program, which may run commands with vsh_exec, a real command's limits but 1000 ms of its own running time"),
+        "{instructions}"
+    );
+    // A command, and a command a program runs, get a command's time.
+    let argv = json!(["/bin/sh", "-c", "sleep 1.2; echo slow"]).to_string();
+    let slow = call(client, "vsh_run", json!({"code": argv, "language": "command"})).await;
+    assert!(!slow.is_error, "{}", slow.document);
+    assert_eq!(slow.document["stdout"], "slow\n", "{}", slow.document);
+    let slow = call(client, "vsh_run", json!({"code": "vsh_exec(['sleep', '1.2'])"})).await;
+    assert!(!slow.is_error, "{}", slow.document);
+    assert_eq!(slow.document["value"], json!([0, "", ""]), "{}", slow.document);
+    // A program's own time stays a program's (ux85 M1: a loop ran 600 s).
+    let looping = call(client, "vsh_run", json!({"code": "while True:\n    pass"})).await;
+    assert!(looping.is_error, "{}", looping.document);
+    assert!(looping.text.contains("duration limit 1 s exceeded"), "{}", looping.text);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     let available = is_root() && Path::new("/dev/fuse").exists();
@@ -1216,12 +1243,7 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     // With it: a command is a run like any, and so is a program's vsh_exec, with the operator's environment.
     let serve_args = ["--workspace", ws_arg, "--commands", "--env", "GREETING=hi"];
     let (client, _log) = serve_with(Recorder::default(), &serve_args, dir.path(), &key).await;
-    // The instructions state both budgets: a program's, and a command's.
-    let instructions = client.peer_info().and_then(|info| info.instructions.clone()).unwrap_or_default();
-    assert!(
-        instructions.contains("a run with real commands (language=command, or vsh_exec) 600000 ms"),
-        "{instructions}"
-    );
+    budgets_of_programs_and_commands(&client).await;
     let argv = json!(["/bin/sh", "-c", "echo $GREETING > out.txt; tr a-z A-Z < notes.txt"]).to_string();
     let run = call(&client, "vsh_run", json!({"code": argv, "language": "command", "mode": "auto"})).await;
     assert!(!run.is_error, "{}", run.document);
@@ -1255,14 +1277,6 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     let nested = call(&client, "vsh_run", json!({"code": program})).await;
     assert!(!nested.is_error, "{}", nested.document);
     assert_eq!(nested.document["value"], json!([0, "edited\n", ""]), "{}", nested.document);
-    // Both get a command's budget, not a program's second.
-    let argv = json!(["/bin/sh", "-c", "sleep 1.2; echo slow"]).to_string();
-    let slow = call(&client, "vsh_run", json!({"code": argv, "language": "command"})).await;
-    assert!(!slow.is_error, "{}", slow.document);
-    assert_eq!(slow.document["stdout"], "slow\n", "{}", slow.document);
-    let slow = call(&client, "vsh_run", json!({"code": "vsh_exec(['sleep', '1.2'])"})).await;
-    assert!(!slow.is_error, "{}", slow.document);
-    assert_eq!(slow.document["value"], json!([0, "", ""]), "{}", slow.document);
     // An agent gives a command its input in the program text, and a program
     // gives vsh_exec its own.
     let fed = json!({"argv": ["/bin/sh", "-c", "tr a-z A-Z > shout.txt"], "stdin": "quiet\n"}).to_string();

@@ -661,7 +661,7 @@ pub(crate) struct CommandCall<'c> {
     pub(crate) argv: &'c [String],
     /// Exactly the environment it gets.
     pub(crate) env: &'c [(String, String)],
-    /// Its own time limit, besides the run's ([`ExecutionLimits::max_duration`]).
+    /// Its own time limit, besides the run's ([`ExecutionLimits::command_duration`]).
     pub(crate) timeout: Option<Duration>,
     /// Where in the candidate it starts: a relative path of plain
     /// components (`""`: the root); see [`is_working_dir`].
@@ -1110,11 +1110,11 @@ impl Dispatcher<'_> {
                     Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
                 }
                 if status.is_none() && !killed {
-                    let ended = if started.elapsed() > limits.max_duration {
+                    let ended = if started.elapsed() > limits.command_duration() {
                         Some(Stop::Limit(LimitExceeded {
                             limit: LimitKind::Duration,
                             attempted: nanos(started.elapsed()),
-                            max: nanos(limits.max_duration),
+                            max: nanos(limits.command_duration()),
                         }))
                     } else if self.interrupted() {
                         Some(Stop::Cancelled)

@@ -13,7 +13,7 @@ use vsh_types::canon;
 
 /// Version tag written first by [`ExecutionLimits::encode_canonical`]. Changing
 /// the encoding changes this tag.
-const LIMITS_ENCODING_VERSION: u8 = 2;
+const LIMITS_ENCODING_VERSION: u8 = 3;
 
 /// Per-run budgets of a Monty execution. `Default` gives the documented
 /// defaults.
@@ -100,6 +100,12 @@ pub struct ExecutionLimits {
     /// (a large `vsh_glob` included). Checked in every parent-side loop; the
     /// worker is killed when it passes.
     pub max_request_duration: Duration,
+    /// Each real command's time limit, measured from the run's start like
+    /// `max_duration`, when it is not `max_duration` (default `None`: it
+    /// is): a Monty program that may run commands (`vsh_exec`) keeps its own
+    /// guest time to `max_duration` while its commands get a command's
+    /// ([`ExecutionLimits::with_guest_duration`]).
+    pub max_command_duration: Option<Duration>,
 }
 
 /// The name the public API of vsh uses for [`ExecutionLimits`].
@@ -124,6 +130,7 @@ impl Default for ExecutionLimits {
             max_result_bytes: 1 << 20,
             max_exception_bytes: 256 << 10,
             max_request_duration: Duration::from_secs(10),
+            max_command_duration: None,
         }
     }
 }
@@ -156,6 +163,25 @@ impl ExecutionLimits {
         }
     }
 
+    /// A real command's time limit: [`ExecutionLimits::max_command_duration`]
+    /// when set, else `max_duration`.
+    #[must_use]
+    pub fn command_duration(&self) -> Duration {
+        self.max_command_duration.unwrap_or(self.max_duration)
+    }
+
+    /// This (command) budget for a Monty program that may run commands:
+    /// its own guest time is `guest`, and each command it runs keeps this
+    /// budget's time ([`ExecutionLimits::command_duration`]). A program that
+    /// loops runs no longer for being allowed commands (ux85 M1: `vsh serve
+    /// --commands` gave a Monty program 600 s of guest time).
+    #[must_use]
+    pub fn with_guest_duration(mut self, guest: Duration) -> Self {
+        self.max_command_duration = Some(self.command_duration());
+        self.max_duration = guest;
+        self
+    }
+
     /// Append the canonical encoding (for the runtime-config digest): a version
     /// byte (`2`), then every field in declaration order as a little-endian
     /// `u64`, except the two durations, each its whole seconds as `u64`
@@ -180,6 +206,14 @@ impl ExecutionLimits {
         canon::put_u64(out, self.max_exception_bytes);
         canon::put_u64(out, self.max_request_duration.as_secs());
         canon::put_u32(out, self.max_request_duration.subsec_nanos());
+        match self.max_command_duration {
+            None => canon::put_u8(out, 0),
+            Some(duration) => {
+                canon::put_u8(out, 1);
+                canon::put_u64(out, duration.as_secs());
+                canon::put_u32(out, duration.subsec_nanos());
+            }
+        }
     }
 }
 
@@ -583,14 +617,40 @@ mod tests {
         let limits = ExecutionLimits::default();
         let mut out = Vec::new();
         limits.encode_canonical(&mut out);
-        assert_eq!(out.len(), 1 + 15 * 8 + 4 + 8 + 4);
+        assert_eq!(out.len(), 1 + 15 * 8 + 4 + 8 + 4 + 1);
         assert_eq!(out[0], LIMITS_ENCODING_VERSION);
+        // A command's own time is told apart from none, and from another.
+        let mut commands = Vec::new();
+        limits.clone().with_guest_duration(Duration::from_secs(1)).encode_canonical(&mut commands);
+        assert_eq!(commands.len(), out.len() + 12);
+        assert_ne!(out, commands[..out.len()]);
+        let mut longer = Vec::new();
+        let budget = ExecutionLimits { max_duration: Duration::from_secs(2), ..limits.clone() };
+        budget.with_guest_duration(Duration::from_secs(1)).encode_canonical(&mut longer);
+        assert_ne!(commands, longer);
         let mut other = Vec::new();
         ExecutionLimits { max_duration: Duration::from_millis(1500), ..limits.clone() }.encode_canonical(&mut other);
         assert_ne!(out, other);
         let mut swapped = Vec::new();
         ExecutionLimits { max_read_bytes: limits.max_write_bytes + 1, ..limits }.encode_canonical(&mut swapped);
         assert_ne!(out, swapped);
+    }
+
+    /// ux85 M1: a Monty program allowed commands keeps its own guest time;
+    /// its commands keep the command budget's.
+    #[test]
+    fn a_guest_duration_keeps_the_commands_time() {
+        let commands = ExecutionLimits::for_commands();
+        assert_eq!(commands.command_duration(), Duration::from_mins(10));
+        let monty = commands.clone().with_guest_duration(Duration::from_millis(1500));
+        assert_eq!(
+            (monty.max_duration, monty.command_duration()),
+            (Duration::from_millis(1500), Duration::from_mins(10))
+        );
+        assert_eq!(monty.max_request_duration, commands.max_request_duration);
+        // Twice: the commands' time stays the first budget's.
+        let again = monty.with_guest_duration(Duration::from_secs(3));
+        assert_eq!((again.max_duration, again.command_duration()), (Duration::from_secs(3), Duration::from_mins(10)));
     }
 
     #[test]
