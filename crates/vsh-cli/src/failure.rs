@@ -92,6 +92,11 @@ pub(crate) fn with_rerun_hint(
         // to a rerun that makes the same changes (ux75 H1).
         VshError::ApprovalStale { .. } | VshError::NotApprovable { state: S::Stale, .. }
             if live_rerun(runtime, transaction).is_none()
+                // Work that waited for a review: auto-approved work had
+                // none to carry over (ux85: it was offered).
+                && runtime.history(transaction).is_ok_and(|history| {
+                    history.iter().any(|version| version.record.state == S::PendingApproval)
+                })
                 && !runtime.show(transaction).ok().flatten().is_some_and(|receipt| {
                     // A revert is no program to run again (ux77 3).
                     crate::render::reverted_by(&receipt).is_some()
@@ -1063,13 +1068,15 @@ fn outside_the_workspace(
     let mut steps = LINK_WALK_STEPS;
     for token in modules.chain(tokens) {
         let token = token.as_str();
-        if !token.contains('/') || !looked.insert(token.to_owned()) || looked.len() > LINK_WALK_NAMES {
+        // A name without a `/` too: a link at the workspace's top (ux85 L3:
+        // `cat out.lnk` was not explained, `cat outdir/x` was).
+        if matches!(token, "" | "." | "..") || !looked.insert(token.to_owned()) || looked.len() > LINK_WALK_NAMES {
             continue;
         }
         if found.len() == 3 {
             break;
         }
-        if !token.contains('/') || token.contains("://") || token.len() > 1024 {
+        if token.contains("://") || token.len() > 1024 {
             continue;
         }
         // An absolute name under /tmp is the command's own /tmp's; one
@@ -1167,8 +1174,8 @@ pub(crate) fn advice_for(error: &VshError) -> Vec<String> {
     {
         // Asked again after a stale commit (ux57 #7): what stale means here.
         advice.push(
-            "it went stale: the workspace changed under what it read or changed since it was made (the vsh \
-             command that found it stale named the paths), so it can never be committed as it is"
+            "it went stale: the workspace changed under what it read or changed since it was made, so it can \
+             never be committed as it is"
                 .to_owned(),
         );
     }
@@ -1487,6 +1494,11 @@ mod tests {
             |printed: &str, tools: &[PathBuf]| advice_on_what_is_shown(printed, &root, tools, &readable).join("\n");
         let said = advice("cat: shared/util.py: No such file or directory", &[]);
         assert!(said.contains("it named shared, a symlink to ../libs/shared"), "{said}");
+        // A link at the top, named alone (ux85 L3: a name with no `/` was never looked at).
+        std::os::unix::fs::symlink("../outside.txt", root.join("out.lnk")).unwrap();
+        let said = advice("cat: out.lnk: No such file or directory", &[]);
+        assert!(said.contains("it named out.lnk, a symlink to ../outside.txt"), "{said}");
+        assert!(!said.contains("shared"), "{said}");
         // No directory is named to grant (sec83 F2).
         assert!(!said.contains("--tool /") && said.contains("never one that holds secrets"), "{said}");
         let said = advice("npm error enoent Could not read package.json: ../leftpad/package.json", &[]);

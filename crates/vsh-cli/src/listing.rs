@@ -177,7 +177,7 @@ pub(crate) fn gc(runtime: &Runtime, args: &crate::args::GcArgs, quiet: bool, now
     if json {
         println!("{}", serde_json::to_string_pretty(&vsh::document::GcDocument::from(&report))?);
     } else if !quiet {
-        print!("{}", render::gc_text(&report));
+        print!("{}", render::gc_text(&report, now));
     }
     Ok(EXIT_OK)
 }

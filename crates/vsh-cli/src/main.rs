@@ -632,6 +632,20 @@ pub(crate) fn state_exit_code(state: TransactionState) -> Option<u8> {
     }
 }
 
+/// Run from a directory inside the workspace at `root` (found by walking
+/// up): the way to make a workspace of this directory, likely what was
+/// meant (ux85 L5: only --force was offered, which replaces the enclosing
+/// workspace's policy); empty anywhere else.
+fn workspace_of_this_directory(root: &std::path::Path) -> String {
+    match std::env::current_dir().ok().and_then(|cwd| std::fs::canonicalize(cwd).ok()) {
+        Some(here) if here != root && here.starts_with(root) => format!(
+            "; to make {} a workspace of its own, inside that one: vsh init --workspace .",
+            render::shown(&here.display().to_string(), false)
+        ),
+        _ => String::new(),
+    }
+}
+
 /// `vsh init`: record the workspace's policy in its data directory.
 fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let (text, what) = if let Some(path) = &init.policy {
@@ -687,8 +701,9 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
             |digest| (digest.short(), " (vsh policy show prints the recorded one)"),
         );
         let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let inside = if init.common.workspace.is_none() { workspace_of_this_directory(&root) } else { String::new() };
         return Err(format!(
-            "the workspace at {} already records a policy ({old}); give --force to replace it with {what}{show}",
+            "the workspace at {} already records a policy ({old}); give --force to replace it with {what}{show}{inside}",
             root.display()
         )
         .into());

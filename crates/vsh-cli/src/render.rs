@@ -294,8 +294,9 @@ fn about_bytes(bytes: u64) -> String {
     }
 }
 
-/// What `vsh gc` removed.
-pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
+/// What `vsh gc` removed, and what it kept and why (ux85 L6: "removed 0"
+/// of 236 MB said nothing of why, nor until when), at `now_ms`.
+pub(crate) fn gc_text(report: &vsh::GcReport, now_ms: u64) -> String {
     let scratch = &report.scratch;
     let scratch = if scratch.busy {
         "scratch directories in use by a run, left alone".to_owned()
@@ -307,8 +308,26 @@ pub(crate) fn gc_text(report: &vsh::GcReport) -> String {
     } else {
         format!("scratch directories hold {}", about_bytes(scratch.bytes))
     };
+    let mut kept = Vec::new();
+    if report.blobs_in_use > 0 {
+        kept.push(format!(
+            "{} needed by work on record (waiting work, reverts of committed work)",
+            report.blobs_in_use
+        ));
+    }
+    if report.blobs_in_grace > 0 {
+        let due = report.next_due_ms.map_or(String::new(), |due| {
+            format!(
+                ", the first of them free to go in {}",
+                spaced_duration(std::time::Duration::from_secs(due.saturating_sub(now_ms).div_ceil(60_000) * 60,))
+            )
+        });
+        kept.push(format!("{} within the grace (--grace){due}", report.blobs_in_grace));
+    }
+    let kept = if kept.is_empty() { String::new() } else { format!(" (kept: {})", kept.join("; ")) };
     format!(
-        "expired {} transactions, forgot {} finished ones{}; removed {} of {} blobs examined and {} temporary files; {scratch}\n",
+        "expired {} transactions, forgot {} finished ones{}; removed {} of {} blobs examined{kept} and {} temporary \
+         files; {scratch}\n",
         report.expired.len(),
         report.forgotten.len(),
         if report.compacted { ", compacted the log" } else { "" },

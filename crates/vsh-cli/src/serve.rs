@@ -1714,8 +1714,8 @@ fn commit(
                 VshError::NotCommittable { state: TransactionState::Stale, .. } => {
                     let (again, call) = make_again(runtime, id);
                     document.hint = Some(format!(
-                        "it went stale: the workspace changed under what it read or changed since it was made (the \
-                         call that found it stale named the paths), so it can never be committed: {again}"
+                        "it went stale: the workspace changed under what it read or changed since it was made, so \
+                         it can never be committed: {again}"
                     ));
                     document.next = call;
                 }

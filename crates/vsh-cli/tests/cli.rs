@@ -1317,6 +1317,16 @@ fn init_strict_then_review_approve_by_prefix_and_commit() {
     let found = std::fs::canonicalize(ws).unwrap();
     let message = format!("the workspace at {} already records a policy", found.display());
     assert!(String::from_utf8_lossy(&replace.stderr).contains(&message), "{replace:?}");
+    // From a directory inside it, a workspace of that directory is offered
+    // too (ux85 L5: only --force, which replaces the enclosing one's policy).
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    let inside = vsh_in(&dir.path().join("src"), &["init", "--profile", "balanced"], None);
+    let said = String::from_utf8_lossy(&inside.stderr);
+    assert_eq!(inside.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&message) && said.contains("a workspace of its own, inside that one: vsh init --workspace ."),
+        "{said}"
+    );
     // The same one again changes nothing, and says so (ux60: it said "recorded").
     let again = vsh(&["init", "--profile", "strict", "--workspace", ws], None);
     assert_eq!(again.status.code(), Some(0));
@@ -1599,6 +1609,13 @@ fn gc_frees_what_rejected_work_stored_after_the_grace_the_operator_gives() {
         report["blobs_removed"].as_u64().unwrap()
     };
     assert_eq!(removed(&["gc", "--workspace", ws, "--json"]), 0, "within the default 24 hours");
+    // What it keeps and why, and when the first may go (ux85 L6: "removed 0" alone).
+    let said = String::from_utf8_lossy(&vsh(&["gc", "--workspace", ws], None).stdout).into_owned();
+    assert!(said.contains("needed by work on record"), "{said}");
+    assert!(said.contains("within the grace (--grace), the first of them free to go in 23 h"), "{said}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&vsh(&["gc", "--workspace", ws, "--json"], None).stdout).unwrap();
+    assert_eq!((report["blobs_in_use"].as_u64(), report["blobs_in_grace"].as_u64()), (Some(1), Some(1)), "{report}");
     // The content goes; the artifact stays, for its review and a re-run.
     assert_eq!(removed(&["gc", "--grace", "30m", "--workspace", ws, "--json"]), 1);
     let shown = vsh(&["show", &id, "--workspace", ws], None);
@@ -2990,6 +3007,11 @@ fn a_listing_records_approved_and_auto_approved_work_stale() {
     assert!(shown.contains(&format!("vsh rerun {}", &second[..12])), "{shown}");
     assert_eq!(vsh(&["commit", &second, "--workspace", ws], None).status.code(), Some(6));
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "notes\nA\n");
+    // No review to carry over: none is offered (ux85: `--approve-same`).
+    let approve = vsh(&["approve", &second, "--workspace", ws], None);
+    let said = String::from_utf8_lossy(&approve.stderr);
+    assert_eq!(approve.status.code(), Some(6), "{said}");
+    assert!(said.contains(&format!("vsh rerun {}", &second[..12])) && !said.contains("--approve-same"), "{said}");
     // Approved work, its review found stale: recorded so, its grant kept.
     write(dir.path(), "gone.txt", "gone\n");
     let read_and_delete = "from pathlib import Path\nPath('notes.txt').read_text()\nPath('gone.txt').unlink()";

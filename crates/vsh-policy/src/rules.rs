@@ -724,7 +724,7 @@ impl CallPolicy {
             ),
             RuleLabel::Git => format!("set defaults.git = false (turns off the built-in git rules, `{rule}` among them)"),
             RuleLabel::RuntimeData => {
-                format!("runtime data is always protected (rule `{rule}`); no policy change allows this access")
+                format!("nothing can: vsh's runtime data (rule `{rule}`) is protected whatever the policy says")
             }
             // A refusal recorded against the path a program gave for one
             // below it that it cannot see names no rule (see vsh-monty's
@@ -797,7 +797,9 @@ impl CallPolicy {
                 remedy
             }
             RuleLabel::OutsideWorkspace => {
-                format!("{rule}: nothing outside the workspace is reachable; no policy change allows this access")
+                // Read after "to allow:"; the path is the rule's line already
+                // (ux85 L6: it was said twice).
+                "nothing can: a path outside the workspace is never reachable, whatever the policy says".to_owned()
             }
         }
     }
@@ -1573,7 +1575,19 @@ mod tests {
         );
         assert_eq!(
             remedy("state/blobs", AccessKind::MetadataRead),
-            "runtime data is always protected (rule `state/**`); no policy change allows this access"
+            "nothing can: vsh's runtime data (rule `state/**`) is protected whatever the policy says"
+        );
+        // Read after "to allow:", without the path its rule names already (ux85 L6).
+        let outside = DeniedAccess {
+            path: p("escape.txt"),
+            access: AccessKind::ContentRead,
+            rule: "outside the workspace: \"../escape.txt\"".to_owned(),
+            label: RuleLabel::OutsideWorkspace,
+            rule_access: AccessSet::ALL,
+        };
+        assert_eq!(
+            policy.remedy(&outside),
+            "nothing can: a path outside the workspace is never reachable, whatever the policy says"
         );
         assert_eq!(
             remedy("config/prod/db.yml", AccessKind::Delete),

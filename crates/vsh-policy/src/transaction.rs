@@ -1393,7 +1393,7 @@ mod tests {
         let git = "built-in git rule `**/.git/**`: a run never changes .git, so change the files themselves (to restore one, \
                    read it with git show HEAD:PATH and write it, which discards its uncommitted changes; to move one, mv); the change is reviewed like any other; \
                    an operator may allow .git changes with defaults.git = false";
-        let runtime = "runtime data is always protected (rule `**/.vsh/**`); no policy change allows this access";
+        let runtime = "nothing can: vsh's runtime data (rule `**/.vsh/**`) is protected whatever the policy says";
         let roots = "add a root containing `Makefile` to defaults.writable_roots (now writable_roots = [\".git\", \
                      \".vsh\", \"config\", \"src\"]), or remove defaults.writable_roots";
         let custom = "remove or narrow the `[[protect]]` rule `config/prod/**` (reason: production config), or leave \

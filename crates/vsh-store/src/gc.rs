@@ -106,6 +106,16 @@ pub struct GcReport {
     pub blobs_examined: usize,
     /// Blobs deleted.
     pub blobs_removed: usize,
+    /// Of the blobs examined, those kept because work on record needs them
+    /// (a waiting transaction's artifact and contents, what a revert of
+    /// committed work restores, what vsh saw of files).
+    pub blobs_in_use: usize,
+    /// Of the blobs examined, those no longer needed but kept for the grace
+    /// period (they may belong to a run still being stored).
+    pub blobs_in_grace: usize,
+    /// When the first of those is past the grace (milliseconds since the
+    /// Unix epoch, the caller's clock); `None` when there is none.
+    pub next_due_ms: Option<u64>,
     /// Stale temporary blob files deleted.
     pub temporaries_removed: usize,
     /// How the sweep ended.
@@ -139,6 +149,9 @@ impl TransactionStore {
             compacted,
             blobs_examined: 0,
             blobs_removed: 0,
+            blobs_in_use: 0,
+            blobs_in_grace: 0,
+            next_due_ms: None,
             temporaries_removed: 0,
             blob_sweep: BlobSweep::Complete,
             scratch: crate::ScratchReport::default(),
@@ -238,10 +251,14 @@ impl TransactionStore {
                 report.blobs_examined += 1;
                 last_examined = Some(id);
                 if referenced.contains(&id) {
+                    report.blobs_in_use += 1;
                     continue;
                 }
                 let Some(modified) = blobs.modified_ms(id)? else { continue };
                 if now_ms.saturating_sub(modified) < grace_ms {
+                    report.blobs_in_grace += 1;
+                    let due = modified.saturating_add(grace_ms);
+                    report.next_due_ms = Some(report.next_due_ms.map_or(due, |next| next.min(due)));
                     continue;
                 }
                 blobs.remove(id)?;

@@ -79,8 +79,11 @@ pub enum VshError {
     /// The virtual image failed while computing the diff.
     #[error("virtual filesystem error")]
     Vfs(#[from] vsh_vfs::VfsError),
-    /// The commit failed; `Stale` means the workspace changed and nothing was written.
-    #[error("commit failed")]
+    /// The commit failed; `Stale` means the workspace changed and nothing
+    /// was written. Said "not committed" where the commit never began
+    /// (stale, the lock not had), "commit failed" otherwise (ux85 L6: a
+    /// stale commit read as an error of vsh's).
+    #[error("{}", commit_head(.0))]
     Commit(#[from] vsh_commit::CommitError),
     /// No transaction with this id is known to this runtime.
     #[error("no such transaction {0}")]
@@ -431,6 +434,15 @@ pub enum VshError {
 }
 
 /// Paths as one comma-separated list.
+/// [`VshError::Commit`]'s head: "not committed" for a commit that never
+/// began (nothing was written), "commit failed" for the rest.
+fn commit_head(error: &vsh_commit::CommitError) -> &'static str {
+    match error {
+        vsh_commit::CommitError::Stale { .. } | vsh_commit::CommitError::LockTimeout { .. } => "not committed",
+        _ => "commit failed",
+    }
+}
+
 /// What stands in a revert's way, for [`VshError::RevertChanged`]'s message.
 fn later_work(later: &[TransactionId], outside: bool) -> String {
     let named: Vec<String> = later.iter().map(TransactionId::short).collect();

@@ -326,8 +326,10 @@ pub enum Warning {
         total: usize,
     },
     /// Why work waits with the `rename` flag: the renames its program made
-    /// (`from -> to`, the first few), which the diff shows only by what
-    /// they left (ux71 M4: a `patch -b` backup waited with no word why).
+    /// (`from -> to`, the first few; a file it wrote under a temporary name
+    /// and renamed over another, `to (written through a temporary file)`),
+    /// which the diff shows only by what they left (ux71 M4: a `patch -b`
+    /// backup waited with no word why).
     Renamed {
         /// One line per rename.
         renames: Vec<String>,
@@ -376,9 +378,8 @@ const UNSEEN_CHANGES: &str = "unseen-change: files changed since vsh last saw th
                               keep is lost; check in the hunks that each such change is kept, else discard it and \
                               write each file from a fresh read of it: ";
 
-const RENAMED: &str = "rename: the program renamed paths, which the diff shows only by what they left (a path made \
-                       with another's bytes, one written anew or gone), as a backup by `patch -b` or an editor, or \
-                       a move, leaves: ";
+const RENAMED: &str = "rename: the program moved paths (a move, or a backup as `patch -b` or an editor makes), which \
+                       the diff shows as what they left, a path gone or written anew and one made with its bytes: ";
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -735,8 +736,13 @@ pub(crate) fn renamed(decision: &vsh_policy::Decision, effects: &[vsh_vfs::Effec
                 made.insert(path);
             }
             vsh_vfs::Effect::Rename { from, to } => {
-                let own = if made.contains(from) { " (a file this run made)" } else { "" };
-                all.push(format!("{from} -> {to}{own}"));
+                // Its temporary name, which never was the workspace's, is
+                // left out (ux85 L2: bashkit's `sed -i` file was listed).
+                if made.contains(from) {
+                    all.push(format!("{to} (written through a temporary file)"));
+                } else {
+                    all.push(format!("{from} -> {to}"));
+                }
                 made.insert(to);
             }
             vsh_vfs::Effect::Remove(_) | vsh_vfs::Effect::SetMode(_) => {}

@@ -31,6 +31,18 @@ pub struct GcDocument {
     pub blobs_examined: u64,
     /// Blobs nothing needed any more, deleted.
     pub blobs_removed: u64,
+    /// Of the blobs looked at, those work on record needs (waiting work,
+    /// what a revert of committed work restores, what vsh saw of files).
+    #[serde(default)]
+    pub blobs_in_use: u64,
+    /// Of the blobs looked at, those no longer needed but kept for the
+    /// grace period.
+    #[serde(default)]
+    pub blobs_in_grace: u64,
+    /// When the first of those is past the grace (milliseconds since the
+    /// Unix epoch); null when there is none.
+    #[serde(default)]
+    pub next_due_ms: Option<u64>,
     /// Temporary files left by interrupted writes, deleted.
     pub temporaries_removed: u64,
     /// Bytes in real commands' scratch directories, before clearing.
@@ -52,6 +64,9 @@ impl From<&GcReport> for GcDocument {
             compacted: report.compacted,
             blobs_examined: report.blobs_examined as u64,
             blobs_removed: report.blobs_removed as u64,
+            blobs_in_use: report.blobs_in_use as u64,
+            blobs_in_grace: report.blobs_in_grace as u64,
+            next_due_ms: report.next_due_ms,
             temporaries_removed: report.temporaries_removed as u64,
             scratch_bytes: report.scratch.bytes,
             scratch_cleared: report.scratch.cleared.clone(),
