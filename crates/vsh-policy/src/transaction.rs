@@ -284,9 +284,25 @@ impl TransactionPolicy {
         }
         let mut listed = Vec::new();
         let mut total: u64 = 0;
+        // Directories the diff leaves as symlinks: a path below one that it
+        // removes reads, after the change, whatever the link leads to.
+        let linked: std::collections::BTreeSet<&VPath> = input
+            .diff
+            .iter()
+            .filter(|entry| entry.after.is_some_and(|after| after.kind == vsh_types::NodeKind::Symlink))
+            .map(|entry| &entry.path)
+            .collect();
         for entry in input.diff {
+            // Removed from under a directory made a link: its name reads
+            // other content now, a modify of it (sec92 L1: `rm -r conf; ln
+            // -s c2 conf` passed a rule denying `modify` of conf/app.yml).
+            let relinked = (entry.after.is_none()
+                && !linked.is_empty()
+                && entry.path.ancestors().iter().any(|ancestor| linked.contains(ancestor)))
+            .then_some(AccessKind::Modify);
             let refused = accesses_of(entry)
                 .into_iter()
+                .chain([relinked])
                 .flatten()
                 .find_map(|access| self.calls.authorize(&entry.path, access).err());
             if let Some(denial) = refused {
@@ -877,6 +893,30 @@ mod tests {
         }
         let decision = rule(AccessSet::single(AccessKind::Delete)).evaluate(&PolicyInput::new(&[modify("keep/c")]));
         assert!(!matches!(decision, Decision::Denied(_)), "{decision:?}");
+    }
+
+    /// sec92 L1: a protected file removed from under a directory the diff
+    /// makes a symlink reads other content after it: a modify of it.
+    #[test]
+    fn a_file_removed_under_a_directory_made_a_link_is_modified() {
+        let calls = CallPolicy::balanced_default(None).with_rules([ProtectedRule::new(
+            Pattern::parse("conf/app.yml").unwrap(),
+            AccessSet::single(AccessKind::Modify),
+            RuleLabel::Custom,
+        )]);
+        let policy = TransactionPolicy::new(PolicyProfile::Balanced, PolicyThresholds::default(), calls).unwrap();
+        let relinked = [
+            DiffEntry::between(p("conf"), Some(NodeState::directory(0o755)), Some(NodeState::symlink(b"c2"))).unwrap(),
+            delete("conf/app.yml"),
+        ];
+        let decision = policy.evaluate(&PolicyInput::new(&relinked));
+        let manifest = denied(&decision);
+        assert_eq!((manifest.denied_total, manifest.denied[0].access), (1, AccessKind::Modify), "{manifest:?}");
+        assert_eq!(manifest.denied[0].path, p("conf/app.yml"));
+        // Removed with its directory, nothing made a link: a delete, which the rule allows.
+        let removed =
+            [DiffEntry::between(p("conf"), Some(NodeState::directory(0o755)), None).unwrap(), delete("conf/app.yml")];
+        assert!(!matches!(policy.evaluate(&PolicyInput::new(&removed)), Decision::Denied(_)));
     }
 
     #[test]
