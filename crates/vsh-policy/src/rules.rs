@@ -690,7 +690,7 @@ impl CallPolicy {
     pub fn remedy(&self, denied: &DeniedAccess) -> String {
         let remedy = self.remedy_of_rule(denied);
         // A copy is refused by its original's rule: say so (ux73 M2).
-        match self.rule(&denied.rule) {
+        let remedy = match self.rule(&denied.rule) {
             Some(rule) if !with_components(&denied.path, |split| split.covered_by(rule)) => {
                 let originals = originals_of(&denied.path);
                 match originals.iter().find(|original| with_split(original, |split| split.covered_by(rule))) {
@@ -699,7 +699,57 @@ impl CallPolicy {
                 }
             }
             _ => remedy,
+        };
+        // What else refuses the same access, which narrowing the
+        // `[[protect]]` rule named would meet next (ux85 L1: it led to a
+        // second denial, by the writable roots). The built-in rules' switches
+        // turn whole families off: not followed for one path.
+        if denied.label != RuleLabel::Custom {
+            return remedy;
         }
+        let others: Vec<String> = self
+            .other_denials(denied)
+            .iter()
+            .take(MAX_OTHER_DENIALS)
+            .map(|other| format!("also {}", self.remedy_of_rule(other)))
+            .collect();
+        if others.is_empty() { remedy } else { format!("{remedy}; {}", others.join("; ")) }
+    }
+
+    /// The other rules, and the writable roots, that deny `denied`'s access
+    /// to its path besides the one that refused it, in the order they
+    /// would be met.
+    fn other_denials(&self, denied: &DeniedAccess) -> Vec<DeniedAccess> {
+        let access = denied_with(denied.access);
+        let of = |rule: &ProtectedRule, label: RuleLabel, rule_access: AccessSet| DeniedAccess {
+            path: denied.path.clone(),
+            access: denied.access,
+            rule: rule.pattern.as_str().to_owned(),
+            label,
+            rule_access,
+        };
+        let mut others: Vec<DeniedAccess> = with_components(&denied.path, |split| {
+            self.candidate_rules(split)
+                .filter(|rule| rule.access.intersects(access) && split.covered_by(rule))
+                .filter(|rule| rule.pattern.as_str() != denied.rule)
+                .map(|rule| of(rule, rule.label, rule.access))
+                .collect()
+        });
+        others.sort_by(|a, b| a.rule.cmp(&b.rule));
+        if denied.label != RuleLabel::WritableRoots
+            && let Some(writable) = &self.writable
+            && denied.access.is_mutation()
+            && !writable.contains(&denied.path)
+        {
+            others.push(DeniedAccess {
+                path: denied.path.clone(),
+                access: denied.access,
+                rule: writable.rule.clone(),
+                label: RuleLabel::WritableRoots,
+                rule_access: AccessSet::MUTATIONS,
+            });
+        }
+        others
     }
 
     fn remedy_of_rule(&self, denied: &DeniedAccess) -> String {
@@ -876,6 +926,10 @@ impl CallPolicy {
 /// which a tree move authorizes path by path), it would be read under a name
 /// no rule covers and renamed back, or reviewed as the rename's content. So a
 /// rule that denies any read of a path denies moving it away as well.
+/// The most other refusals of one access a remedy names
+/// ([`CallPolicy::remedy`]).
+const MAX_OTHER_DENIALS: usize = 3;
+
 fn denied_with(access: AccessKind) -> AccessSet {
     match access {
         AccessKind::RenameSource => AccessSet::single(access).union(AccessSet::READS),
@@ -1553,6 +1607,8 @@ mod tests {
             .with_rules([
                 rule("config/prod/**", AccessSet::MUTATIONS, RuleLabel::Custom).with_reason("production config"),
                 rule("notes", AccessSet::single(AccessKind::Modify), RuleLabel::Custom),
+                rule("LICENSE", AccessSet::single(AccessKind::Modify), RuleLabel::Custom),
+                rule("LICEN*", AccessSet::MUTATIONS, RuleLabel::Custom),
             ])
             .with_writable_roots([p("config"), p("notes")]);
         let remedy = |path: &str, access| policy.remedy(&policy.authorize(&p(path), access).unwrap_err());
@@ -1595,6 +1651,14 @@ mod tests {
              `delete` out of it: `access = [\"create\", \"modify\", \"rename-source\", \"rename-destination\"]`"
         );
         assert_eq!(remedy("notes", AccessKind::Modify), "remove or narrow the `[[protect]]` rule `notes`");
+        // What else denies it, met next once the rule named is narrowed (ux85 L1).
+        assert_eq!(
+            remedy("LICENSE", AccessKind::Modify),
+            "remove or narrow the `[[protect]]` rule `LICEN*`, or leave `modify` out of it: `access = \
+             [\"create\", \"delete\", \"rename-source\", \"rename-destination\"]`; also remove or narrow the \
+             `[[protect]]` rule `LICENSE`; also add a root containing `LICENSE` to defaults.writable_roots (now writable_roots = \
+             [\"config\", \"notes\"]), or remove defaults.writable_roots"
+        );
         assert_eq!(
             remedy("src/x", AccessKind::Create),
             "add a root containing `src/x` to defaults.writable_roots (now writable_roots = [\"config\", \
