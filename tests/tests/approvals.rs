@@ -1242,3 +1242,31 @@ fn a_rerun_does_not_commit_once_another_run_of_the_work_committed_meanwhile() {
     assert_eq!(again.state, TransactionState::Committed);
     assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\nx\n");
 }
+
+/// sec93 M1: reruns made as previews, each committed afterwards (`vsh
+/// rerun` then `vsh commit`, MCP's `vsh_commit`), did the work twice: one
+/// decided before another's commit ran after it, on what it left, and was
+/// kept to commit. A rerun decided before such a commit is not kept; one
+/// made before it, committed after, finds what it read changed.
+#[test]
+fn a_rerun_previewed_then_committed_does_not_do_the_work_twice() {
+    const APPEND: &str =
+        "from pathlib import Path\np = Path('/workspace/log.txt')\np.write_text(p.read_text() + 'x\\n')";
+    let dir = workspace(&[("log.txt", "")]);
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let first = runtime.run(&RunRequest::new(APPEND)).unwrap().transaction;
+    std::fs::write(dir.path().join("log.txt"), "by hand\n").unwrap();
+    let so_far = runtime.work_done_so_far(first).unwrap();
+    let rerun = || RunRequest::new(APPEND).with_rerun_of(first).with_done_so_far(so_far.clone());
+    let (one, two) = (runtime.run(&rerun()).unwrap().transaction, runtime.run(&rerun()).unwrap().transaction);
+    assert_eq!(runtime.commit(one, 1).unwrap().state, TransactionState::Committed);
+    assert!(runtime.commit(two, 2).is_err(), "made before that commit: what it read changed");
+    assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
+    // Decided before that commit, run after it: not kept to commit.
+    let late = runtime.run(&rerun()).expect_err("decided before the commit");
+    let VshError::DoneMeanwhile { transaction, by } = late else { panic!("{late:?}") };
+    assert_eq!(by, one);
+    assert_eq!(runtime.transaction(transaction).unwrap().map(|record| record.state), Some(TransactionState::Failed));
+    assert!(matches!(runtime.commit(transaction, 3), Err(VshError::NotCommittable { .. })));
+    assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
+}

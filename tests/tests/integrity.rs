@@ -380,3 +380,42 @@ fn a_commit_killed_before_it_changed_anything_is_released_to_commit_again() {
         assert!(!dir.path().join("b.txt").exists());
     }
 }
+
+/// sec93 M2: a listing that took the commit lock after a commit was killed,
+/// before any recovery ran (its runtime opened while the commit held the
+/// lock), judged waiting work against the half-applied workspace and
+/// recorded it stale for good. Under the lock, recovery runs first, as
+/// before a commit: the waiting work is judged against the workspace put
+/// back, stays waiting, and commits.
+#[test]
+fn a_listing_after_a_killed_commit_recovers_before_it_judges_waiting_work() {
+    let dir = workspace(&[("a.txt", "one\n"), ("b.txt", "bee\n")]);
+    let durable = || config(dir.path()).with_durable_previews(vsh::DurablePreviews::default());
+    // The listing's runtime is open before the commit dies: its own
+    // startup recovery found nothing to do.
+    let lister = Runtime::open(durable()).unwrap();
+    let waiting = lister
+        .preview(&RunRequest::new(
+            "from pathlib import Path\nPath('/workspace/c.txt').write_text(Path('/workspace/a.txt').read_text())",
+        ))
+        .unwrap();
+    assert_eq!(waiting.state, TransactionState::AutoApproved, "{:?}", waiting.decision);
+    let killed =
+        Runtime::open(durable().with_commit_fault_injector(Arc::new(CrashAt::new(FaultPoint::OperationApplied(0)))))
+            .unwrap();
+    let dying = killed
+        .preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/a.txt').write_text('two\\n')"))
+        .unwrap();
+    let error = killed.commit(dying.transaction, 2_000).unwrap_err();
+    assert!(matches!(error, VshError::Commit(CommitError::FaultInjected(_))), "{error:?}");
+    drop(killed);
+    let half = std::fs::read_to_string(dir.path().join("a.txt")).ok();
+    assert_ne!(half.as_deref(), Some("one\n"), "left half applied");
+    let (_, found_stale) = lister.pending_and_stale().unwrap();
+    assert!(found_stale.is_empty(), "nothing is stale once recovered: {found_stale:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n", "recovered");
+    let state = lister.transaction(waiting.transaction).unwrap().map(|record| record.state);
+    assert_eq!(state, Some(TransactionState::AutoApproved));
+    assert_eq!(lister.commit(waiting.transaction, 3_000).unwrap().state, TransactionState::Committed);
+    assert_eq!(std::fs::read_to_string(dir.path().join("c.txt")).unwrap(), "one\n");
+}

@@ -804,7 +804,8 @@ pub(crate) struct RerunArgs {
     pub(crate) accept_failure: bool,
     /// Run it even though it was run again already and that run is
     /// committed or waiting (without it, vsh refuses: its work would be
-    /// done twice).
+    /// done twice; runs of it are looked for among the newest 1,000
+    /// records made since it).
     #[arg(long = "again")]
     pub(crate) once_more: bool,
     /// Approve the new run at once when it waits for a review, TX went

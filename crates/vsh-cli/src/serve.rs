@@ -1396,7 +1396,8 @@ impl VshServer {
                 .with_mode(RunMode::Preview)
                 .with_detail(detail)
                 .with_budget(budget.clone())
-                .with_rerun_of(id);
+                .with_rerun_of(id)
+                .with_done_so_far(so_far.clone());
             if !stored.intent.is_empty() {
                 request = request.with_intent(&stored.intent);
             }

@@ -68,11 +68,25 @@ impl CommitPath {
     /// `f` run while this process holds the commit lock: waiting for it as
     /// configured (`wait`, a timeout being the error), or only if no one
     /// holds it (`None` when someone does: a reader never waits for a
-    /// commit, and never sees one half applied).
-    pub(crate) fn under_lock<T>(&self, wait: bool, f: impl FnOnce() -> T) -> Result<Option<T>, VshError> {
+    /// commit, and never sees one half applied). Recovery runs first, as
+    /// before a commit: a commit killed since this runtime opened left the
+    /// workspace half applied (sec93 M2: a listing then recorded waiting
+    /// work stale for good); `None` when it cannot leave the workspace
+    /// clean (a conflict for the operator, or an error), nothing judged.
+    pub(crate) fn under_lock<T>(
+        &self,
+        records: &Records,
+        wait: bool,
+        now_ms: u64,
+        f: impl FnOnce() -> T,
+    ) -> Result<Option<T>, VshError> {
         let session =
             if wait { Some(self.committer.session(&self.lock_wait)?) } else { self.committer.try_session()? };
-        Ok(session.map(|_session| f()))
+        let Some(session) = session else { return Ok(None) };
+        match recover_and_settle(&session, records, now_ms) {
+            Ok(report) if report.is_clean() => Ok(Some(f())),
+            _ => Ok(None),
+        }
     }
 
     /// [`CommitPath::revalidate`] without taking the commit lock

@@ -310,6 +310,16 @@ impl Runtime {
     ) -> Result<Receipt, VshError> {
         let Ran { artifact, mut receipt, contents } = ran;
         let (transaction, state) = (receipt.transaction, receipt.state);
+        // A rerun decided before another run of its work was committed is
+        // not kept to commit later (sec93 M1: it ran after that commit, on
+        // what it left, and a `vsh commit` of it did the work twice). A
+        // commit after this one changed what this run read or changes (its
+        // before states), so its commit finds it stale.
+        if let Some(so_far) = &request.done_so_far
+            && matches!(state, TransactionState::AutoApproved | TransactionState::PendingApproval)
+        {
+            self.refuse_done_meanwhile(transaction, so_far)?;
+        }
         // A durable preview is already stored with its artifact; any other
         // auto-approved preview lives in this runtime's memory, contents and all.
         if state == TransactionState::AutoApproved && self.runs.durable_preview(state, receipt.changed_paths).is_none()
@@ -500,24 +510,42 @@ impl Runtime {
     }
 
     /// [`VshError::DoneMeanwhile`] when a run of `so_far`'s work other
-    /// than `rerun` and those it knew of is committed now; `rerun`, when
-    /// stored as an auto-approved preview, is recorded failed then, so that
-    /// no later commit of it does the work twice (a process-local preview
-    /// is dropped with its refused commit).
+    /// than `rerun` and those it knew of is committed now (and not
+    /// reverted since); `rerun`, stored and waiting, is recorded failed then,
+    /// so that no later commit of it does the work twice (a process-local
+    /// preview is dropped with its refused commit).
     fn refuse_done_meanwhile(&self, rerun: TransactionId, so_far: &WorkDoneSoFar) -> Result<(), VshError> {
-        let now = self.runs_of_same_work(so_far.work)?;
-        let Some(by) = now.iter().find(|run| {
-            run.state == TransactionState::Committed && run.id != rerun && !so_far.committed.contains(&run.id)
-        }) else {
+        self.refuse_done_by(rerun, so_far.work, |run| !so_far.committed.contains(&run.id))
+    }
+
+    /// [`Runtime::refuse_done_meanwhile`]: a committed run of `work`'s
+    /// lineage other than `rerun` that `new` picks.
+    fn refuse_done_by(
+        &self,
+        rerun: TransactionId,
+        work: TransactionId,
+        new: impl Fn(&TransactionRecord) -> bool,
+    ) -> Result<(), VshError> {
+        let runs = self.runs_of_same_work(work)?;
+        let reverted = |run: &TransactionRecord| self.reverted_by(run.id).ok().flatten().is_some();
+        let Some(by) = runs
+            .iter()
+            .find(|run| run.state == TransactionState::Committed && run.id != rerun && new(run) && !reverted(run))
+        else {
             return Ok(());
         };
-        // Best effort: a record that cannot be moved is left as it is.
-        let _ = self.records.transactions().compare_and_transition(
-            rerun,
-            TransactionState::AutoApproved,
-            TransactionState::Failed,
-            clock_ms(),
-        );
+        // Best effort: a record that cannot be moved is left as it is (an
+        // approved one is refused again by the same check).
+        if let Ok(Some(record)) = self.records.get(rerun)
+            && matches!(record.state, TransactionState::AutoApproved | TransactionState::PendingApproval)
+        {
+            let _ = self.records.transactions().compare_and_transition(
+                rerun,
+                record.state,
+                TransactionState::Failed,
+                clock_ms(),
+            );
+        }
         Err(VshError::DoneMeanwhile { transaction: rerun, by: by.id })
     }
 
@@ -974,7 +1002,7 @@ impl Runtime {
             // waits for a commit (sec89 M2), nor sees one half applied.
             if let Ok((artifact, _)) = self.records.load_verified(transaction)
                 && let Ok(Some(Err(VshError::Commit(vsh_commit::CommitError::Stale { conflicts, total })))) =
-                    self.commits.under_lock(false, || {
+                    self.commits.under_lock(&self.records, false, clock_ms(), || {
                         self.commits.revalidate_unlocked(
                             &self.records,
                             transaction,
@@ -1112,7 +1140,7 @@ impl Runtime {
         ) {
             return Ok(None);
         }
-        let found = self.commits.under_lock(false, || {
+        let found = self.commits.under_lock(&self.records, false, clock_ms(), || {
             match self.commits.revalidate_unlocked(&self.records, transaction, request) {
                 Err(VshError::Commit(stale @ vsh_commit::CommitError::Stale { .. })) => {
                     match self.records.transactions().mark_stale(transaction, clock_ms()) {

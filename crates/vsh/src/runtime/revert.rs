@@ -214,7 +214,7 @@ impl Runtime {
             }
         };
         // Held by a commit, a review or a listing says nothing.
-        self.commits.under_lock(wait, check)?.unwrap_or(Ok(false))
+        self.commits.under_lock(&self.records, wait, super::clock_ms(), check)?.unwrap_or(Ok(false))
     }
 
     /// The paths of `diff` at which `vfs`'s base no longer holds what it
