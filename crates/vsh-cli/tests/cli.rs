@@ -3052,6 +3052,43 @@ fn files_past_the_reviews_read_budget_are_said_to_be() {
     assert!((1..150).contains(&left), "{note}");
 }
 
+/// ux86 M1: a Bash program's `sed -i` of a file that is itself a writable
+/// root was denied for the temporary file bashkit's sed writes beside it,
+/// and the remedy named that file. What the temporary file does is left to
+/// the diff: the edit is auto-approved and commits; a file of that name left
+/// behind is still denied, by the diff.
+#[test]
+fn a_bash_programs_sed_in_place_edits_a_file_that_is_a_writable_root() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "package.json", "{\"name\": \"x\"}\n");
+    write(
+        dir.path(),
+        "pol.toml",
+        "version = 1\nprofile = \"balanced\"\n[defaults]\nwritable_roots = [\"package.json\"]\n",
+    );
+    let ws = dir.path().to_str().unwrap();
+    let policy = dir.path().join("pol.toml");
+    assert_eq!(
+        vsh(&["init", "-q", "--policy", policy.to_str().unwrap(), "--workspace", ws], None).status.code(),
+        Some(0)
+    );
+    let edit = vsh(
+        &["run", "--language", "bash", "--mode", "auto", "--workspace", ws, "-"],
+        Some("sed -i 's/x/y/' package.json"),
+    );
+    let said = String::from_utf8_lossy(&edit.stdout).into_owned() + &String::from_utf8_lossy(&edit.stderr);
+    assert_eq!(edit.status.code(), Some(0), "{said}");
+    assert!(said.contains("state        committed") && !said.contains(".bashkit-sed"), "{said}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("package.json")).unwrap(), "{\"name\": \"y\"}\n");
+    // Left behind, such a file is judged as any other: outside the roots, denied.
+    let left = vsh(
+        &["--detailed-exitcode", "run", "--language", "bash", "--workspace", ws, "-"],
+        Some("echo x > .bashkit-sed-0123abcd.tmp"),
+    );
+    assert_eq!(left.status.code(), Some(5), "{}", String::from_utf8_lossy(&left.stdout));
+    assert!(!dir.path().join(".bashkit-sed-0123abcd.tmp").exists());
+}
+
 /// A workspace, and a preview of work that appends `- {entry}` to
 /// CHANGES.md, made stale by the file's being written (`# Changes`) since:
 /// its id.

@@ -441,9 +441,19 @@ impl<'a> OsHost<'a> {
     /// stops there, instead of leaving objects for the decision to deny),
     /// which are refused as they are met; never a program's own call, whose
     /// `PermissionError` says at once what the policy refuses.
+    /// So is what a Bash program's own `sed -i` does to the temporary
+    /// file it writes beside the file it edits, and renames over it (ux86
+    /// M1: a rule or writable roots naming the file alone denied the run,
+    /// the remedy naming the temporary file): what it leaves is judged by
+    /// the diff, and the rename onto the file is checked as any other.
     fn left_to_the_diff(&self, denied: &DeniedAccess) -> bool {
-        matches!(denied.access, AccessKind::Create | AccessKind::Delete)
-            && self.vfs.is_serving_commands()
+        let by_commands =
+            matches!(denied.access, AccessKind::Create | AccessKind::Delete) && self.vfs.is_serving_commands();
+        let sed_temporary = matches!(
+            denied.access,
+            AccessKind::Create | AccessKind::Delete | AccessKind::Modify | AccessKind::RenameSource
+        ) && is_sed_temporary(&denied.path);
+        (by_commands || sed_temporary)
             && matches!(denied.label, vsh_policy::RuleLabel::Custom | vsh_policy::RuleLabel::WritableRoots)
             && self.policy.authorize(&denied.path, AccessKind::MetadataRead).is_ok()
     }
@@ -969,4 +979,13 @@ impl<'a> OsHost<'a> {
         }
         self.vfs.rename(&source.path, &destination.path).map_err(fault)
     }
+}
+
+/// Whether `path` names the temporary file bashkit's `sed -i` (a Bash
+/// program's) writes beside the file it edits: `.bashkit-sed-HEX.tmp`.
+fn is_sed_temporary(path: &VPath) -> bool {
+    path.file_name()
+        .and_then(|name| name.strip_prefix(".bashkit-sed-"))
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .is_some_and(|hex| !hex.is_empty() && hex.len() <= 32 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
 }
