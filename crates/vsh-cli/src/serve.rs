@@ -737,7 +737,9 @@ pub(crate) fn choose_root(roots: &[PathBuf], found: &Path, cwd: Option<&Path>) -
 /// What a progress report is of: a run, or a wait for an operator.
 #[derive(Debug, Clone, Copy)]
 enum Progress {
-    Run,
+    /// A run; with the program's own (guest) time limit when it is not the
+    /// run's (a Monty program that may run commands, on `--commands`).
+    Run(Option<Duration>),
     Wait,
 }
 
@@ -758,7 +760,13 @@ fn report_progress(
             // after 2 s"); a wait is not a run (ux82 L4: "running for 1 s").
             let (took, limit) = (waited_for(started.elapsed().as_millis()), waited_for(deadline.as_millis()));
             let message = match of {
-                Progress::Run => format!("running for {took} (its time limit is {limit})"),
+                Progress::Run(None) => format!("running for {took} (its time limit is {limit})"),
+                // ux86 L1: "its time limit is 600 s" of a program stopped at 1 s.
+                Progress::Run(Some(own)) => format!(
+                    "running for {took} (the program's own time limit is {}, its commands' time not counted; \
+                     each command it runs has {limit})",
+                    waited_for(own.as_millis())
+                ),
                 Progress::Wait => format!("waiting for an operator for {took} (gives up after {limit})"),
             };
             let param = ProgressNotificationParam::new(token.clone(), elapsed)
@@ -894,12 +902,13 @@ impl VshServer {
     /// Run a program (`work`: `vsh_run`'s, `vsh_rerun`'s) on the blocking
     /// pool, cancelled by the client's `notifications/cancelled` and
     /// reporting progress until `deadline` when the request carries a
-    /// token; a cancelled run's result says it was stopped.
+    /// token (`own_time`: the program's own time limit, when it is not
+    /// `deadline`); a cancelled run's result says it was stopped.
     async fn cancellable_run(
         &self,
         context: &RequestContext<RoleServer>,
         tool: &'static str,
-        deadline: Duration,
+        (deadline, own_time): (Duration, Option<Duration>),
         work: impl FnOnce(&Runtime, &ExecutionCancellation) -> CallToolResult + Send + 'static,
     ) -> CallToolResult {
         let cancel = ExecutionCancellation::new();
@@ -907,7 +916,7 @@ impl VshServer {
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| report_progress(context.peer.clone(), token, deadline, Progress::Run));
+            .map(|token| report_progress(context.peer.clone(), token, deadline, Progress::Run(own_time)));
         let run_cancel = cancel.clone();
         let result = self.blocking(&context.peer, move |runtime| work(runtime, &run_cancel)).await;
         watcher.abort();
@@ -1125,7 +1134,8 @@ impl VshServer {
         // What the server would have given: the agent's own budget may be what ended the run.
         let (allowed, given) = (ceiling.clone(), budget.clone());
         let deadline = budget.max_duration.max(budget.command_duration());
-        self.cancellable_run(&context, "vsh_run", deadline, move |runtime, run_cancel| {
+        let own_time = (budget.max_duration != deadline).then_some(budget.max_duration);
+        self.cancellable_run(&context, "vsh_run", (deadline, own_time), move |runtime, run_cancel| {
             let mut request = RunRequest::new(&code).with_mode(mode).with_detail(detail).with_language(language);
             request = request.with_budget(budget);
             if let Some(intent) = &params.intent {
@@ -1362,7 +1372,7 @@ impl VshServer {
         let bounds = self.options.bounds;
         let runs_commands = self.options.commands.is_some();
         let discarded = Arc::clone(&self.discarded);
-        self.cancellable_run(&context, "vsh_rerun", longest, move |runtime, run_cancel| {
+        self.cancellable_run(&context, "vsh_rerun", (longest, None), move |runtime, run_cancel| {
             let id = match runtime.resolve(&params.transaction) {
                 Ok(id) => id,
                 Err(error) => return transaction_failure(&error),

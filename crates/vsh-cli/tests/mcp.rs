@@ -1191,7 +1191,10 @@ async fn without_workspace_the_server_works_in_the_root_the_client_offers() {
 /// On a server with `--commands`, the budgets its instructions state: a
 /// command's for a command and for each command a Monty program runs, and a
 /// program's own running time for the program (ux85 M1).
-async fn budgets_of_programs_and_commands(client: &rmcp::Peer<rmcp::RoleClient>) {
+async fn budgets_of_programs_and_commands(
+    client: &rmcp::Peer<rmcp::RoleClient>,
+    progress: &std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>,
+) {
     // The instructions state both budgets: a program's, and a command's.
     let instructions = client.peer_info().and_then(|info| info.instructions.clone()).unwrap_or_default();
     assert!(instructions.contains("a real command (language=command) 600000 ms of running time"), "{instructions}");
@@ -1204,9 +1207,14 @@ async fn budgets_of_programs_and_commands(client: &rmcp::Peer<rmcp::RoleClient>)
     let slow = call(client, "vsh_run", json!({"code": argv, "language": "command"})).await;
     assert!(!slow.is_error, "{}", slow.document);
     assert_eq!(slow.document["stdout"], "slow\n", "{}", slow.document);
-    let slow = call(client, "vsh_run", json!({"code": "vsh_exec(['sleep', '1.2'])"})).await;
+    let before = progress.lock().unwrap().len();
+    let slow = call(client, "vsh_run", json!({"code": "vsh_exec(['sleep', '1.5'])"})).await;
     assert!(!slow.is_error, "{}", slow.document);
     assert_eq!(slow.document["value"], json!([0, "", ""]), "{}", slow.document);
+    // Its progress says both limits (ux86 L1: "its time limit is 600 s").
+    let seen = progress.lock().unwrap()[before..].to_vec();
+    let own = "the program's own time limit is 1.0 s, its commands' time not counted; each command it runs has 600 s";
+    assert!(seen.iter().any(|note| note.message.as_deref().is_some_and(|m| m.contains(own))), "{seen:?}");
     // A program's own time stays a program's (ux85 M1: a loop ran 600 s).
     let looping = call(client, "vsh_run", json!({"code": "while True:\n    pass"})).await;
     assert!(looping.is_error, "{}", looping.document);
@@ -1242,8 +1250,10 @@ async fn real_commands_reach_agents_only_when_the_operator_serves_them() {
     plain.cancel().await.unwrap();
     // With it: a command is a run like any, and so is a program's vsh_exec, with the operator's environment.
     let serve_args = ["--workspace", ws_arg, "--commands", "--env", "GREETING=hi"];
-    let (client, _log) = serve_with(Recorder::default(), &serve_args, dir.path(), &key).await;
-    budgets_of_programs_and_commands(&client).await;
+    let recorder = Recorder::default();
+    let progress = std::sync::Arc::clone(&recorder.progress);
+    let (client, _log) = serve_with(recorder, &serve_args, dir.path(), &key).await;
+    budgets_of_programs_and_commands(&client, &progress).await;
     let argv = json!(["/bin/sh", "-c", "echo $GREETING > out.txt; tr a-z A-Z < notes.txt"]).to_string();
     let run = call(&client, "vsh_run", json!({"code": argv, "language": "command", "mode": "auto"})).await;
     assert!(!run.is_error, "{}", run.document);
