@@ -677,6 +677,10 @@ impl BudgetArgs {
         let mut budget = base;
         if let Some(timeout) = self.timeout {
             budget.max_duration = timeout;
+            // The program's own time and its commands' alike, when apart.
+            if budget.max_command_duration.is_some() {
+                budget.max_command_duration = Some(timeout);
+            }
             // The program's own clock ends it first, with its output; the
             // request's deadline is the backstop for waiting and winding down.
             budget.max_request_duration =

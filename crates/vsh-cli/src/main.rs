@@ -1442,7 +1442,7 @@ fn run_program(
             } else {
                 // A run that reaches real programs (a command, `vsh_exec`, real
                 // Bash) gets a command's budget: a build takes minutes, not a second.
-                vsh::ExecutionBudget::for_commands()
+                reaching_commands(language)
             }),
         );
     if let Some(intent) = &run.intent {
@@ -1889,6 +1889,19 @@ fn schema_command(name: Option<&str>, write: Option<&std::path::Path>) -> Result
     Ok(EXIT_OK)
 }
 
+/// The budget of a run of `language` that reaches real programs: a
+/// command's; a Monty program's own running time stays a program's, and
+/// each command it runs with `vsh_exec` gets a command's, as on `vsh serve
+/// --commands` (ux86 L2: a `while True` loop ran ten minutes). `--timeout`
+/// sets both ([`args::BudgetArgs::budget_over`]).
+fn reaching_commands(language: vsh::Language) -> vsh::ExecutionBudget {
+    let commands = vsh::ExecutionBudget::for_commands();
+    match language {
+        vsh::Language::Monty => commands.with_guest_duration(language.default_budget().max_duration),
+        _ => commands,
+    }
+}
+
 /// `vsh rerun TX`: the stored program and intent, run again as a new transaction.
 fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn std::error::Error>> {
     let config = || -> Result<RuntimeConfig, Box<dyn std::error::Error>> {
@@ -1964,7 +1977,7 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     let budget = rerun.budget.budget_over(if real == RealCommands::None {
         stored.language.default_budget()
     } else {
-        vsh::ExecutionBudget::for_commands()
+        reaching_commands(stored.language)
     });
     let mut request = RunRequest::new(&stored.code)
         .with_language(stored.language)

@@ -3676,6 +3676,18 @@ fn run_with_commands_lets_a_monty_program_test_its_own_edit_in_one_transaction()
     assert_eq!(std::fs::read_to_string(dir.path().join("value.txt")).unwrap(), "broken\n");
     let bash = vsh(&["run", "--workspace", ws, "--commands", "--language", "bash", program], None);
     assert_eq!(bash.status.code(), Some(2), "--commands is for Monty");
+    // The program's own time stays a program's, its commands get a
+    // command's (ux86 L2: a loop ran ten minutes); --timeout sets both.
+    let looping = vsh(&["run", "--workspace", ws, "--commands", "-"], Some("while True:\n    pass"));
+    let said = String::from_utf8_lossy(&looping.stderr);
+    assert!(said.contains("duration limit 1 s exceeded"), "{said}");
+    let slow = vsh(&["run", "--workspace", ws, "--commands", "--json", "-"], Some("vsh_exec(['sleep', '1.5'])"));
+    let receipt: serde_json::Value = serde_json::from_slice(&slow.stdout).unwrap();
+    assert_eq!(receipt["value"], serde_json::json!([0, "", ""]), "{receipt}");
+    let bounded =
+        vsh(&["run", "--workspace", ws, "--commands", "--timeout", "1s", "-"], Some("vsh_exec(['sleep', '5'])"));
+    let said = String::from_utf8_lossy(&bounded.stderr);
+    assert!(bounded.status.code() != Some(0) && said.contains("duration limit 1 s exceeded"), "{said}");
 }
 
 #[test]
