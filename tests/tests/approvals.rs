@@ -1190,7 +1190,7 @@ fn work_held_for_its_renames_names_them() {
     let dir = workspace(&[("a.txt", "a\n"), ("f.txt", "one\n")]);
     let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
     // As `patch -b` does: the file renamed to its backup, a temporary file
-    // written and renamed over it (ux74 L4: said so).
+    // written and renamed over it (ux74 L4; not a move of the workspace's).
     let program = "from pathlib import Path\nPath('f.txt').rename('f.txt.orig')\n\
                    Path('f.tmp').write_text('two\\n')\nPath('f.tmp').rename('f.txt')";
     let receipt = runtime.run(&RunRequest::new(program)).unwrap();
@@ -1202,8 +1202,9 @@ fn work_held_for_its_renames_names_them() {
             _ => None,
         })
     };
-    // The temporary file's name is left out (ux85 L2: bashkit's sed's was listed).
-    let expected = (vec!["f.txt -> f.txt.orig".to_owned(), "f.txt (written through a temporary file)".to_owned()], 2);
+    // The temporary file renamed over f.txt moves nothing of the workspace:
+    // not listed (ux85 L2: bashkit's sed's name was; ux86 L6: then as a move).
+    let expected = (vec!["f.txt -> f.txt.orig".to_owned()], 1);
     assert_eq!(renamed(&receipt.warnings), Some(expected.clone()), "{:?}", receipt.warnings);
     let shown = runtime.show(receipt.transaction).unwrap().unwrap();
     assert_eq!(renamed(&shown.warnings), Some(expected), "{:?}", shown.warnings);

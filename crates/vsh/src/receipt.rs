@@ -325,11 +325,11 @@ pub enum Warning {
         /// How many files in all.
         total: usize,
     },
-    /// Why work waits with the `rename` flag: the renames its program made
-    /// (`from -> to`, the first few; a file it wrote under a temporary name
-    /// and renamed over another, `to (written through a temporary file)`),
-    /// which the diff shows only by what they left (ux71 M4: a `patch -b`
-    /// backup waited with no word why).
+    /// Why work waits with the `rename` flag: the renames of the
+    /// workspace's paths its program made (`from -> to`, the first few; not
+    /// a file it made itself and renamed over another, a tool's temporary
+    /// file), which the diff shows only by what they left (ux71 M4: a
+    /// `patch -b` backup waited with no word why).
     Renamed {
         /// One line per rename.
         renames: Vec<String>,
@@ -736,11 +736,11 @@ pub(crate) fn renamed(decision: &vsh_policy::Decision, effects: &[vsh_vfs::Effec
                 made.insert(path);
             }
             vsh_vfs::Effect::Rename { from, to } => {
-                // Its temporary name, which never was the workspace's, is
-                // left out (ux85 L2: bashkit's `sed -i` file was listed).
-                if made.contains(from) {
-                    all.push(format!("{to} (written through a temporary file)"));
-                } else {
+                // A file this run made, renamed over another (a tool's
+                // temporary file: `sed -i`, `patch`), moves nothing of the
+                // workspace: the diff shows the edit, and the flag does not
+                // count it (ux85 L2, ux86 L6: listed as a move).
+                if !made.contains(from) {
                     all.push(format!("{from} -> {to}"));
                 }
                 made.insert(to);
