@@ -734,21 +734,8 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
     let before = committable();
     let digest = runtime.record_workspace_policy(&text)?;
     let after = committable();
-    let voided = before.iter().filter(|id| !after.contains(id)).count();
-    let revived = after.iter().filter(|id| !before.contains(id)).count();
-    if voided > 0 && !output.quiet {
-        say!(
-            "vsh: {} made under the policy replaced now: approve and commit refuse {} (vsh pending flags \
-             policy-changed; vsh rerun TX makes the work again, vsh reject TX drops it)",
-            render::counted(voided as u64, "waiting transaction"),
-            if voided == 1 { "it" } else { "them" }
-        );
-    }
-    if revived > 0 && !output.quiet {
-        say!(
-            "vsh: {} made under this policy can be approved and committed again",
-            render::counted(revived as u64, "waiting transaction")
-        );
+    if !output.quiet {
+        say_waiting_work_changed(&before, &after);
     }
     // Which directory it set up: the one found may lie above where it ran
     // (ux58 1: a parent made a workspace earlier took a project's init).
@@ -764,7 +751,42 @@ fn init_command(init: &InitArgs, output: Output) -> Result<u8, Box<dyn std::erro
             digest.short()
         );
     }
+    if init.policy.is_some() && !output.quiet {
+        note_unmatched_patterns(&text, &workspace);
+    }
     Ok(EXIT_OK)
+}
+
+/// What a new policy did to the waiting work: `before` and `after` are
+/// what could be approved and committed under the old and the new one.
+fn say_waiting_work_changed(before: &[vsh::TransactionId], after: &[vsh::TransactionId]) {
+    let voided = before.iter().filter(|id| !after.contains(id)).count();
+    let revived = after.iter().filter(|id| !before.contains(id)).count();
+    if voided > 0 {
+        say!(
+            "vsh: {} made under the policy replaced now: approve and commit refuse {} (vsh pending flags \
+             policy-changed; vsh rerun TX makes the work again, vsh reject TX drops it)",
+            render::counted(voided as u64, "waiting transaction"),
+            if voided == 1 { "it" } else { "them" }
+        );
+    }
+    if revived > 0 {
+        say!(
+            "vsh: {} made under this policy can be approved and committed again",
+            render::counted(revived as u64, "waiting transaction")
+        );
+    }
+}
+
+/// Each pattern of the policy `text` that matches nothing in `workspace`,
+/// said as `vsh policy check` says it (ux86 L3: `vsh init --policy`
+/// recorded a misspelt rule without a word).
+fn note_unmatched_patterns(text: &str, workspace: &std::path::Path) {
+    if let Ok(policy) = vsh::lower::vsh_policy::PolicyFile::from_toml(text).map(|file| file.policy(None)) {
+        for note in unmatched_patterns(&policy, workspace) {
+            say!("vsh: note: {}", render::shown(&note, true));
+        }
+    }
 }
 
 /// The waiting work (made under the workspace's policy) that the
@@ -1753,10 +1775,12 @@ fn print_policy(
 fn policy_check(file: &std::path::Path, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let policy = vsh::lower::vsh_policy::TransactionPolicy::from_file(file)?;
     let mut notes = policy.review_notes();
-    if let Ok(cwd) = std::env::current_dir()
-        && let Some(workspace) = args::workspace_at_or_above(&cwd)
-    {
-        notes.extend(unmatched_patterns(&policy, workspace));
+    // The workspace it is in, or, before `vsh init`, this directory, the
+    // one init would make one of (ux86 L3: checked first, a misspelt
+    // pattern was said to be valid).
+    if let Ok(cwd) = std::env::current_dir() {
+        let workspace = args::workspace_at_or_above(&cwd).unwrap_or(&cwd).to_owned();
+        notes.extend(unmatched_patterns(&policy, &workspace));
     }
     if json {
         let document = documents::PolicyCheckDocument::new(

@@ -2560,11 +2560,20 @@ fn a_policy_check_names_patterns_that_match_nothing() {
     let notes = String::from_utf8_lossy(&checked.stderr);
     assert_eq!(notes.lines().filter(|line| line.contains("matches no path")).count(), 21, "{notes}");
     assert_eq!(notes.matches("did you mean").count(), 20, "{notes}");
-    // Out of any workspace there is nothing to match against.
-    let outside = tempfile::tempdir().unwrap();
+    // Before `vsh init`, against the directory it would make a workspace
+    // of; and `vsh init --policy` says it too (ux86 L3: checked first, the
+    // misspelling was "valid", and init recorded it without a word).
+    let project = tempfile::tempdir().unwrap();
+    write(project.path(), "migrations/001_init.sql", "create table t;\n");
     let policy = dir.path().join("p.toml");
-    let elsewhere = vsh_in(outside.path(), &["policy", "check", policy.to_str().unwrap()], None);
-    assert!(elsewhere.stderr.is_empty(), "{elsewhere:?}");
+    let before = vsh_in(project.path(), &["policy", "check", policy.to_str().unwrap()], None);
+    let notes = String::from_utf8_lossy(&before.stderr);
+    assert!(notes.contains("`migratoins/**` matches no path") && notes.contains("`migrations/**`"), "{notes}");
+    assert!(!project.path().join(".vsh").exists(), "a check makes no workspace");
+    let init = vsh_in(project.path(), &["init", "--policy", policy.to_str().unwrap()], None);
+    assert_eq!(init.status.code(), Some(0));
+    let notes = String::from_utf8_lossy(&init.stderr);
+    assert!(notes.contains("vsh: note: [[protect]] pattern `migratoins/**` matches no path"), "{notes}");
 }
 
 #[test]
