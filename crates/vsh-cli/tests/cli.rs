@@ -3098,6 +3098,25 @@ fn a_bash_programs_sed_in_place_edits_a_file_that_is_a_writable_root() {
     assert!(!dir.path().join(".bashkit-sed-0123abcd.tmp").exists());
 }
 
+/// The guest guide's "does not work" row for ordering paths is true, and
+/// its alternative works (ux86 L7: `sorted(vsh_glob(...))` raised, the
+/// guide said nothing of it).
+#[test]
+fn ordering_paths_takes_a_key_as_the_guide_says() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "b.md", "b\n");
+    write(dir.path(), "a.md", "a\n");
+    let ws = dir.path().to_str().unwrap();
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guest.md")).unwrap();
+    assert!(guide.contains("| ordering paths (`sorted(vsh_glob(...))`, `p < q`) | `sorted(paths, key=str)` |"));
+    let bare = vsh(&["run", "--workspace", ws, "-"], Some("sorted(vsh_glob('*.md'))"));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("TypeError"), "{bare:?}");
+    let keyed =
+        vsh(&["run", "--workspace", ws, "--json", "-"], Some("[p.name for p in sorted(vsh_glob('*.md'), key=str)]"));
+    let receipt: serde_json::Value = serde_json::from_slice(&keyed.stdout).unwrap();
+    assert_eq!(receipt["value"], serde_json::json!(["a.md", "b.md"]), "{receipt}");
+}
+
 /// A workspace, and a preview of work that appends `- {entry}` to
 /// CHANGES.md, made stale by the file's being written (`# Changes`) since:
 /// its id.

@@ -45,7 +45,7 @@ impl std::fmt::Display for ConflictReason {
             // Only the names' digest is kept: which name it was is not known.
             Self::Listing => f.write_str(
                 "the names in it changed: a file was created, removed or renamed there since the run listed it \
-                 (a review saved there is one)",
+                 (an editor's save, which writes a new file and renames it over the old, is one)",
             ),
             Self::Precondition => f.write_str("no longer its state before the change"),
             Self::Unreadable => f.write_str("can no longer be reached or read"),

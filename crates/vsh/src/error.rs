@@ -406,7 +406,7 @@ pub enum VshError {
     /// runtime's lock wait ([`crate::RuntimeConfig::with_lock_wait`]);
     /// nothing ran.
     #[error(
-        "another vsh run's commands are using this workspace's scratch directories (target/ and the like); \
+        "another vsh run's commands are using this workspace's scratch directories (the policy's build outputs and caches: vsh policy show lists them); \
          gave up after {waited_ms} ms"
     )]
     ScratchBusy {

@@ -219,10 +219,13 @@ pub(crate) fn earlier(
                 let ratio_bps = ratio_of(&entry.path);
                 if ratio_bps < 10_000 {
                     let allowed = u128::from(loss.reviewed_size) * u128::from(ratio_bps) / 10_000;
-                    let _ = write!(line, " (more than {allowed} in all waits for a review)");
-                    // Work waiting for another reason: this is not it (ux64 F5).
+                    // Work waiting for another reason: this is not it (ux64
+                    // F5), said so in so many words (ux86 L7: "under that").
                     if now.is_some_and(|total| u128::from(total) <= allowed) {
-                        line.push_str(", under that: not why this waits");
+                        let _ =
+                            write!(line, " (within the {allowed} that may go without a review: not why this waits)");
+                    } else {
+                        let _ = write!(line, " (more than {allowed} in all waits for a review)");
                     }
                 }
                 line
@@ -400,8 +403,8 @@ mod tests {
         };
         assert_eq!(
             line(110),
-            "a.py: 100 of its 1000 reviewed bytes taken before this run, 110 in all with this run (more than 500 \
-             in all waits for a review), under that: not why this waits"
+            "a.py: 100 of its 1000 reviewed bytes taken before this run, 110 in all with this run (within the 500 \
+             that may go without a review: not why this waits)"
         );
         assert!(!line(600).contains("not why"), "{}", line(600));
     }

@@ -391,7 +391,7 @@ impl std::fmt::Display for Warning {
                 scratch_emptied(f, uncommitted, changes, again.as_deref())
             }
             Self::ScratchRegranted => f.write_str(
-                "the scratch directories (target/ and the like) were empty for this run, a build from nothing: \
+                "the scratch directories (the policy's build outputs and caches: vsh policy show lists them) were empty for this run, a build from nothing: \
                  the commands that built them were granted otherwise (--tool, --env, --allow-network, ...), and \
                  commands granted otherwise never share them (the builds of the last two other sets of grants are \
                  kept aside for them); give each run the same grants to keep builds incremental",
@@ -418,17 +418,17 @@ impl std::fmt::Display for Warning {
                  listed here, nor counted in the decision's sizes",
             ),
             Self::ScratchRepolicied => f.write_str(
-                "the scratch directories (target/ and the like) were emptied first, a build from nothing: the \
+                "the scratch directories (the policy's build outputs and caches: vsh policy show lists them) were emptied first, a build from nothing: the \
                  workspace's policy changed what commands may read or write since they were built (a build may \
                  keep what it read); builds are incremental again from this run on",
             ),
             Self::ScratchCleared { bytes: u64::MAX, .. } => f.write_str(
-                "the scratch directories (target/ and the like) held a tree of directories too deep to measure \
+                "the scratch directories (the policy's build outputs and caches: vsh policy show lists them) held a tree of directories too deep to measure \
                  after this run's commands, and were cleared: the next build starts from nothing",
             ),
             Self::ScratchCleared { bytes, max } => write!(
                 f,
-                "the scratch directories (target/ and the like) held {} MiB after this run's commands, past \
+                "the scratch directories (the policy's build outputs and caches: vsh policy show lists them) held {} MiB after this run's commands, past \
                  their bound of {} MiB, and were cleared: the next build starts from nothing",
                 bytes.div_ceil(1 << 20),
                 max >> 20
@@ -540,7 +540,7 @@ fn scratch_emptied(
         .collect();
     write!(
         f,
-        "the scratch directories (target/ and the like) were emptied first, a build from nothing: what \
+        "the scratch directories (the policy's build outputs and caches: vsh policy show lists them) were emptied first, a build from nothing: what \
              they held was built from work never committed ({}), which the workspace does not hold; builds \
              stay incremental from one committed change to the next",
         named.join(", ")
