@@ -541,6 +541,28 @@ fn tmp_file(tmp: &OwnedFd, name: &str, content: &[u8]) -> Result<(), ToolError> 
 
 /// A new empty tmpfs of `bytes` with root mode `mode`, detached.
 fn tmpfs(bytes: u64, mode: &str, stage: &'static str, read_only: bool) -> Result<OwnedFd, ToolError> {
+    // A new filesystem context each time: one `EBUSY` was seen here once,
+    // with many commands setting up mounts at once on this machine kind
+    // (never reproduced alone); it is tried again, a bounded few times.
+    let mut attempt = 0;
+    loop {
+        match new_tmpfs(bytes, mode, stage, read_only) {
+            Err(ToolError::Setup { source, .. })
+                if attempt < TMPFS_ATTEMPTS
+                    && source.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) =>
+            {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How many times more [`tmpfs`] tries a mount the kernel said was busy.
+const TMPFS_ATTEMPTS: u32 = 3;
+
+fn new_tmpfs(bytes: u64, mode: &str, stage: &'static str, read_only: bool) -> Result<OwnedFd, ToolError> {
     let setup = |errno: rustix::io::Errno| ToolError::Setup { stage, source: errno.into() };
     let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).map_err(setup)?;
     rustix::mount::fsconfig_set_string(&fs, "source", "vsh-tmp").map_err(setup)?;
