@@ -1775,12 +1775,12 @@ fn print_policy(
 fn policy_check(file: &std::path::Path, json: bool) -> Result<u8, Box<dyn std::error::Error>> {
     let policy = vsh::lower::vsh_policy::TransactionPolicy::from_file(file)?;
     let mut notes = policy.review_notes();
-    // The workspace it is in, or, before `vsh init`, this directory, the
-    // one init would make one of (ux86 L3: checked first, a misspelt
-    // pattern was said to be valid).
+    // The workspace it is in, or, before `vsh init`, the directory init
+    // would make one of, found as every command finds it (a repository's
+    // top: ux86 L3, checked first, a misspelt pattern was said to be
+    // valid; ux87 L1, from a subdirectory it judged the subdirectory).
     if let Ok(cwd) = std::env::current_dir() {
-        let workspace = args::workspace_at_or_above(&cwd).unwrap_or(&cwd).to_owned();
-        notes.extend(unmatched_patterns(&policy, &workspace));
+        notes.extend(unmatched_patterns(&policy, args::found_workspace(&cwd)));
     }
     if json {
         let document = documents::PolicyCheckDocument::new(

@@ -2570,6 +2570,13 @@ fn a_policy_check_names_patterns_that_match_nothing() {
     let notes = String::from_utf8_lossy(&before.stderr);
     assert!(notes.contains("`migratoins/**` matches no path") && notes.contains("`migrations/**`"), "{notes}");
     assert!(!project.path().join(".vsh").exists(), "a check makes no workspace");
+    // From a directory inside a repository not yet a workspace: its top, as
+    // `vsh init` there would take (ux87 L1: the subdirectory was judged).
+    write(project.path(), ".git/HEAD", "ref: refs/heads/main\n");
+    let inside = vsh_in(&project.path().join("migrations"), &["policy", "check", policy.to_str().unwrap()], None);
+    let notes = String::from_utf8_lossy(&inside.stderr);
+    assert!(notes.contains("`migratoins/**` matches no path") && notes.contains("`migrations/**`"), "{notes}");
+    assert!(!notes.contains("/migrations now"), "judged the repository's top: {notes}");
     let init = vsh_in(project.path(), &["init", "--policy", policy.to_str().unwrap()], None);
     assert_eq!(init.status.code(), Some(0));
     let notes = String::from_utf8_lossy(&init.stderr);
