@@ -2042,6 +2042,26 @@ fn rerun_command(rerun: &args::RerunArgs, output: Output) -> Result<u8, Box<dyn 
     Ok(code)
 }
 
+/// The first path where the changes of `first` and `second` differ (in
+/// path order): one changes it and the other does not, or they leave it
+/// otherwise (ux87 L4: "changes other than ... did" named none).
+fn where_they_differ(runtime: &Runtime, first: vsh::TransactionId, second: vsh::TransactionId) -> Option<String> {
+    let changes = |id| runtime.show(id).ok().flatten().map(|receipt| receipt.changes);
+    let (one, other) = (changes(first)?, changes(second)?);
+    let of = |changes: &[vsh::DiffEntry], path: &vsh::VPath| changes.iter().find(|entry| &entry.path == path).cloned();
+    let mut paths: Vec<&vsh::VPath> = one.iter().chain(&other).map(|entry| &entry.path).collect();
+    paths.sort();
+    paths.dedup();
+    paths.into_iter().find_map(|path| match (of(&one, path), of(&other, path)) {
+        (Some(a), Some(b)) if a.kind == b.kind && a.after == b.after => None,
+        (Some(_), Some(_)) => Some(format!("{} (left otherwise)", render::shown(path.as_str(), false))),
+        (Some(_), None) => {
+            Some(format!("{} (changed by {} alone)", render::shown(path.as_str(), false), first.short()))
+        }
+        (None, _) => Some(format!("{} (changed by {} alone)", render::shown(path.as_str(), false), second.short())),
+    })
+}
+
 /// `vsh rerun TX --approve-same`: the rerun `receipt` approved, when it
 /// waits for a review and makes TX's changes byte for byte (the operator's
 /// review of TX holds for it), as `vsh approve` records an approval; else
@@ -2081,9 +2101,10 @@ fn approve_same(
     if !runtime.same_changes(id, again)? {
         if !output.quiet {
             say!(
-                "vsh: {} changes other than {} did (vsh show {} reviews it): it waits for a review of its own",
+                "vsh: {} changes other than {} did{} (vsh show {} reviews it): it waits for a review of its own",
                 again.short(),
                 id.short(),
+                where_they_differ(runtime, id, again).map_or(String::new(), |at| format!(", at {at}")),
                 again.short()
             );
         }

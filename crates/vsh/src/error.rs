@@ -142,7 +142,8 @@ pub enum VshError {
     /// auto-approved preview): another would be its work twice (ux83 M2).
     /// Nothing was made.
     #[error(
-        "a revert of {} waits already: {} (vsh show {}; approve and commit it, or reject it to make another)",
+        "a revert of {} waits already: {} (vsh show {}; commit it, approving it first if it waits for a \
+         review, or reject it to make another)",
         transaction.short(),
         revert.short(),
         revert.short()

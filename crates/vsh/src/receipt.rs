@@ -540,9 +540,10 @@ fn scratch_emptied(
         .collect();
     write!(
         f,
-        "the scratch directories (the policy's build outputs and caches: vsh policy show lists them) were emptied first, a build from nothing: what \
-             they held was built from work never committed ({}), which the workspace does not hold; builds \
-             stay incremental from one committed change to the next",
+        "the scratch directories (the policy's build outputs and caches: vsh policy show lists them) were \
+         emptied first, a build from nothing: commands of work never committed ({}) ran with them, so what \
+         they held may have been built from changes the workspace does not hold (vsh does not tell whether \
+         those commands wrote there); builds stay incremental from one committed change to the next",
         named.join(", ")
     )?;
     let commit = again.or(uncommitted.first().map(String::as_str));
