@@ -1259,15 +1259,18 @@ fn a_rerun_previewed_then_committed_does_not_do_the_work_twice() {
     std::fs::write(dir.path().join("log.txt"), "by hand\n").unwrap();
     let so_far = runtime.work_done_so_far(first).unwrap();
     let rerun = || RunRequest::new(APPEND).with_rerun_of(first).with_done_so_far(so_far.clone());
+    let now = || {
+        u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    };
     let (one, two) = (runtime.run(&rerun()).unwrap().transaction, runtime.run(&rerun()).unwrap().transaction);
-    assert_eq!(runtime.commit(one, 1).unwrap().state, TransactionState::Committed);
-    assert!(runtime.commit(two, 2).is_err(), "made before that commit: what it read changed");
+    assert_eq!(runtime.commit(one, now()).unwrap().state, TransactionState::Committed);
+    assert!(runtime.commit(two, now()).is_err(), "made before that commit: what it read changed");
     assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
     // Decided before that commit, run after it: not kept to commit.
     let late = runtime.run(&rerun()).expect_err("decided before the commit");
     let VshError::DoneMeanwhile { transaction, by } = late else { panic!("{late:?}") };
     assert_eq!(by, one);
     assert_eq!(runtime.transaction(transaction).unwrap().map(|record| record.state), Some(TransactionState::Failed));
-    assert!(matches!(runtime.commit(transaction, 3), Err(VshError::NotCommittable { .. })));
+    assert!(matches!(runtime.commit(transaction, now()), Err(VshError::NotCommittable { .. })));
     assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
 }

@@ -934,3 +934,42 @@ fn a_command_that_replaces_unread_a_file_changed_since_vsh_saw_it_waits_for_a_re
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("src/app.py")).unwrap(), "def hello():\n    return 'hello'\n");
 }
+
+/// sec94 M1: work that writes a file it never read (a job file `mktemp`
+/// names) is not stale for another run's commit, so two reruns made as
+/// previews before either was committed, each committed later, did it
+/// twice. A rerun's commit is refused once a run of its work was committed
+/// after it was made; nothing is written, and it is recorded failed.
+#[test]
+fn reruns_made_before_either_committed_commit_once() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = workspace(&[("README.md", "# jobs\n")]);
+    let runtime =
+        Runtime::open(config(dir.path()).with_commands().with_durable_previews(vsh::DurablePreviews::default()))
+            .unwrap();
+    let code = command(&["/bin/sh", "-c", "echo job > \"$(mktemp -p . job.XXXXXX)\""]);
+    let first = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap().transaction;
+    assert!(runtime.discard_preview(first).is_ok());
+    let rerun = || {
+        let so_far = runtime.work_done_so_far(first).unwrap();
+        runtime
+            .run(&RunRequest::new(&code).with_language(Language::Command).with_rerun_of(first).with_done_so_far(so_far))
+    };
+    let (one, two) = (rerun().unwrap().transaction, rerun().unwrap().transaction);
+    let now = || {
+        u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    };
+    assert_eq!(runtime.commit(one, now()).unwrap().state, vsh::TransactionState::Committed);
+    let refused = runtime.commit(two, now()).expect_err("its work is done");
+    assert!(
+        matches!(refused, vsh::VshError::DoneMeanwhile { transaction, by } if transaction == two && by == one),
+        "{refused:?}"
+    );
+    let jobs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|entry| entry.as_ref().unwrap().file_name().to_string_lossy().starts_with("job."));
+    assert_eq!(jobs.count(), 1, "one job file");
+    assert_eq!(runtime.transaction(two).unwrap().map(|record| record.state), Some(vsh::TransactionState::Failed));
+}

@@ -419,3 +419,49 @@ fn a_listing_after_a_killed_commit_recovers_before_it_judges_waiting_work() {
     assert_eq!(lister.commit(waiting.transaction, 3_000).unwrap().state, TransactionState::Committed);
     assert_eq!(std::fs::read_to_string(dir.path().join("c.txt")).unwrap(), "one\n");
 }
+
+/// Writes to `a.txt` right after the commit installed its new content, then
+/// kills the commit there: recovery cannot put `a.txt` back, the commit is
+/// left unresolved for the operator.
+struct TamperThenCrash {
+    root: std::path::PathBuf,
+}
+
+impl FaultInjector for TamperThenCrash {
+    fn crash_at(&self, point: FaultPoint) -> bool {
+        let path = self.root.join("a.txt");
+        if matches!(point, FaultPoint::OperationApplied(_)) && std::fs::read(&path).is_ok_and(|b| b == b"changed") {
+            use std::io::Write;
+            std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b" +theirs").unwrap();
+            return true;
+        }
+        false
+    }
+}
+
+/// sec94 L2: a commit killed while someone wrote to its path is left
+/// unresolved, its paths half applied; a listing judged waiting work
+/// against that and recorded it stale for good. A reader judges nothing
+/// while a commit waits for the operator.
+#[test]
+fn a_listing_judges_nothing_while_a_killed_commit_waits_for_the_operator() {
+    let dir = workspace(&[("a.txt", "alpha"), ("b.txt", "bee")]);
+    let durable = || config(dir.path()).with_durable_previews(vsh::DurablePreviews::default());
+    let lister = Runtime::open(durable()).unwrap();
+    let read_a = "from pathlib import Path\nPath('/workspace/c.txt').write_text(Path('/workspace/a.txt').read_text())";
+    let waiting = lister.preview(&RunRequest::new(read_a)).unwrap();
+    assert_eq!(waiting.state, TransactionState::AutoApproved, "{:?}", waiting.decision);
+    let injector = Arc::new(TamperThenCrash { root: dir.path().to_path_buf() });
+    let killed = Runtime::open(durable().with_commit_fault_injector(injector)).unwrap();
+    let dying = killed
+        .preview(&RunRequest::new("from pathlib import Path\nPath('/workspace/a.txt').write_text('changed')"))
+        .unwrap();
+    assert!(killed.commit(dying.transaction, 2_000).is_err());
+    drop(killed);
+    let (_, found_stale) = lister.pending_and_stale().unwrap();
+    assert!(found_stale.is_empty(), "nothing judged while the operator's decision waits: {found_stale:?}");
+    let state = lister.transaction(waiting.transaction).unwrap().map(|record| record.state);
+    assert_eq!(state, Some(TransactionState::AutoApproved));
+    let report = lister.recover().unwrap();
+    assert_eq!(report.unresolved.len(), 1, "{report:?}");
+}

@@ -72,7 +72,8 @@ impl CommitPath {
     /// before a commit: a commit killed since this runtime opened left the
     /// workspace half applied (sec93 M2: a listing then recorded waiting
     /// work stale for good); `None` when it cannot leave the workspace
-    /// clean (a conflict for the operator, or an error), nothing judged.
+    /// clean (a conflict or an unresolved commit for the operator, or an
+    /// error), nothing judged.
     pub(crate) fn under_lock<T>(
         &self,
         records: &Records,
@@ -83,8 +84,11 @@ impl CommitPath {
         let session =
             if wait { Some(self.committer.session(&self.lock_wait)?) } else { self.committer.try_session()? };
         let Some(session) = session else { return Ok(None) };
+        // Nor while a commit recovery could not settle is left for the
+        // operator (sec94 L2: its paths half applied, a listing recorded
+        // work stale for good that `vsh recover --restore` made committable).
         match recover_and_settle(&session, records, now_ms) {
-            Ok(report) if report.is_clean() => Ok(Some(f())),
+            Ok(report) if report.is_clean() && report.unresolved.is_empty() => Ok(Some(f())),
             _ => Ok(None),
         }
     }

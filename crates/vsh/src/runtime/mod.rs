@@ -518,6 +518,24 @@ impl Runtime {
         self.refuse_done_by(rerun, so_far.work, |run| !so_far.committed.contains(&run.id))
     }
 
+    /// [`VshError::DoneMeanwhile`] when a run of the same work as `rerun`
+    /// (itself a run of stored work again) was committed since `rerun` was
+    /// made at `made_ms` (and not reverted since): reruns made as previews
+    /// before either was committed, each committed later (sec94 M1: work
+    /// that writes a file it never read, a job file, is not stale for the
+    /// other's commit). Times are the records', the callers' clocks.
+    fn refuse_done_since(&self, rerun: TransactionId, made_ms: u64) -> Result<(), VshError> {
+        self.refuse_done_by(rerun, rerun, |run| run.updated_ms >= made_ms)
+    }
+
+    /// When `transaction` (its `record`) is a run of stored work again
+    /// (`vsh rerun`): when its record was made.
+    fn made_as_rerun(&self, transaction: TransactionId, record: &TransactionRecord) -> Option<u64> {
+        let artifact = self.stored_artifact(transaction).ok().flatten()?;
+        let evidence = crate::evidence::Evidence::decode(&artifact.evidence).ok()?;
+        evidence.rerun_of.map(|_| record.created_ms)
+    }
+
     /// [`Runtime::refuse_done_meanwhile`]: a committed run of `work`'s
     /// lineage other than `rerun` that `new` picks.
     fn refuse_done_by(
@@ -577,9 +595,15 @@ impl Runtime {
         {
             return Err(VshError::Commit(stale));
         }
-        let guard = |rerun: TransactionId| match so_far {
-            Some(so_far) => self.refuse_done_meanwhile(rerun, so_far),
-            None => Ok(()),
+        let made_ms = self.made_as_rerun(transaction, &record);
+        let guard = |rerun: TransactionId| {
+            if let Some(so_far) = so_far {
+                self.refuse_done_meanwhile(rerun, so_far)?;
+            }
+            match made_ms {
+                Some(made_ms) => self.refuse_done_since(rerun, made_ms),
+                None => Ok(()),
+            }
         };
         self.commit_unhooked(transaction, record.state, now_ms, cancel, &guard)
     }
