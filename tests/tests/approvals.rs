@@ -1214,6 +1214,20 @@ fn work_held_for_its_renames_names_them() {
     assert_eq!(renamed(&plain.warnings), None, "{:?}", plain.warnings);
 }
 
+/// Appends `x` to log.txt (read first).
+const APPEND: &str = "from pathlib import Path\np = Path('/workspace/log.txt')\np.write_text(p.read_text() + 'x\\n')";
+
+/// A workspace whose log.txt was written by hand after a preview of
+/// [`APPEND`] read it, with durable previews: the workspace, the runtime,
+/// and that stale preview's id.
+fn appending_work_made_stale() -> (tempfile::TempDir, Runtime, vsh::TransactionId) {
+    let dir = workspace(&[("log.txt", "")]);
+    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
+    let first = runtime.run(&RunRequest::new(APPEND)).unwrap().transaction;
+    std::fs::write(dir.path().join("log.txt"), "by hand\n").unwrap();
+    (dir, runtime, first)
+}
+
 /// sec92 M1: two reruns of one stale transaction, started together, both
 /// checked that no run of the work was committed, then both committed, so
 /// the work was done twice. A rerun commits only while no run of the same
@@ -1221,12 +1235,7 @@ fn work_held_for_its_renames_names_them() {
 /// the commit lock; the one refused writes nothing and is recorded failed.
 #[test]
 fn a_rerun_does_not_commit_once_another_run_of_the_work_committed_meanwhile() {
-    const APPEND: &str =
-        "from pathlib import Path\np = Path('/workspace/log.txt')\np.write_text(p.read_text() + 'x\\n')";
-    let dir = workspace(&[("log.txt", "")]);
-    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
-    let first = runtime.run(&RunRequest::new(APPEND)).unwrap().transaction;
-    std::fs::write(dir.path().join("log.txt"), "by hand\n").unwrap();
+    let (dir, runtime, first) = appending_work_made_stale();
     // Both reruns are decided now, nothing of the work committed.
     let so_far = runtime.work_done_so_far(first).unwrap();
     let rerun = || RunRequest::new(APPEND).with_rerun_of(first).with_mode(RunMode::Auto);
@@ -1251,12 +1260,7 @@ fn a_rerun_does_not_commit_once_another_run_of_the_work_committed_meanwhile() {
 /// made before it, committed after, finds what it read changed.
 #[test]
 fn a_rerun_previewed_then_committed_does_not_do_the_work_twice() {
-    const APPEND: &str =
-        "from pathlib import Path\np = Path('/workspace/log.txt')\np.write_text(p.read_text() + 'x\\n')";
-    let dir = workspace(&[("log.txt", "")]);
-    let runtime = Runtime::open(config(dir.path()).with_durable_previews(vsh::DurablePreviews::default())).unwrap();
-    let first = runtime.run(&RunRequest::new(APPEND)).unwrap().transaction;
-    std::fs::write(dir.path().join("log.txt"), "by hand\n").unwrap();
+    let (dir, runtime, first) = appending_work_made_stale();
     let so_far = runtime.work_done_so_far(first).unwrap();
     let rerun = || RunRequest::new(APPEND).with_rerun_of(first).with_done_so_far(so_far.clone());
     let now = || {
@@ -1272,5 +1276,28 @@ fn a_rerun_previewed_then_committed_does_not_do_the_work_twice() {
     assert_eq!(by, one);
     assert_eq!(runtime.transaction(transaction).unwrap().map(|record| record.state), Some(TransactionState::Failed));
     assert!(matches!(runtime.commit(transaction, now()), Err(VshError::NotCommittable { .. })));
+    assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
+}
+
+/// sec95 M2: a run of the work committed, reverted, a rerun decided then,
+/// and the revert itself reverted (the work back): the rerun did the work
+/// twice. What a rerun knows of is the work's runs committed and not
+/// reverted, so one that does its work again since is new to it.
+#[test]
+fn a_rerun_does_not_commit_once_a_revert_of_the_works_revert_brought_it_back() {
+    let (dir, runtime, first) = appending_work_made_stale();
+    let rerun = || RunRequest::new(APPEND).with_rerun_of(first).with_mode(RunMode::Auto);
+    let landed = runtime.run(&rerun().with_done_so_far(runtime.work_done_so_far(first).unwrap())).unwrap();
+    assert_eq!(landed.state, TransactionState::Committed);
+    let undone = runtime.revert(landed.transaction, RunMode::Auto).unwrap();
+    assert_eq!(undone.state, TransactionState::Committed, "{:?}", undone.decision);
+    assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\n");
+    // Decided now: the work is not done.
+    let so_far = runtime.work_done_so_far(first).unwrap();
+    let redone = runtime.revert(undone.transaction, RunMode::Auto).unwrap();
+    assert_eq!(redone.state, TransactionState::Committed, "{:?}", redone.decision);
+    assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
+    let refused = runtime.run(&rerun().with_done_so_far(so_far)).expect_err("the work is back");
+    assert!(matches!(refused, VshError::DoneMeanwhile { by, .. } if by == landed.transaction), "{refused:?}");
     assert_eq!(std::fs::read_to_string(dir.path().join("log.txt")).unwrap(), "by hand\nx\n");
 }

@@ -126,8 +126,8 @@ pub enum VshError {
     /// auto` of one stale transaction, started together, both committed).
     /// Nothing was written.
     #[error(
-        "transaction {} is not to be committed: {}, another run of the same work, was committed while it \
-         ran, and committing both would do the work twice; nothing was written (vsh show {})",
+        "transaction {} is not to be committed: {}, another run of the same work, was committed after it \
+         was made, and committing both would do the work twice; nothing was written (vsh show {})",
         transaction.short(),
         by.short(),
         by.short()

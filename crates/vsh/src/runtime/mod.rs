@@ -500,10 +500,13 @@ impl Runtime {
     ///
     /// The store's, reading records.
     pub fn work_done_so_far(&self, transaction: TransactionId) -> Result<WorkDoneSoFar, VshError> {
+        // Committed and not reverted: a run whose revert is itself reverted
+        // later does its work again (sec95 M2).
         let committed = self
             .runs_of_same_work(transaction)?
             .into_iter()
             .filter(|run| run.state == TransactionState::Committed)
+            .filter(|run| self.reverted_by(run.id).ok().flatten().is_none())
             .map(|run| run.id)
             .collect();
         Ok(WorkDoneSoFar { work: transaction, committed })
@@ -518,22 +521,15 @@ impl Runtime {
         self.refuse_done_by(rerun, so_far.work, |run| !so_far.committed.contains(&run.id))
     }
 
-    /// [`VshError::DoneMeanwhile`] when a run of the same work as `rerun`
-    /// (itself a run of stored work again) was committed since `rerun` was
-    /// made at `made_ms` (and not reverted since): reruns made as previews
-    /// before either was committed, each committed later (sec94 M1: work
-    /// that writes a file it never read, a job file, is not stale for the
-    /// other's commit). Times are the records', the callers' clocks.
+    /// [`VshError::DoneMeanwhile`] when another run of the same work as
+    /// `rerun` (the work it ran again, a rerun of it, or of those) was
+    /// committed since `rerun` was made at `made_ms` (and not reverted
+    /// since): runs made before either was committed, each committed later
+    /// (sec94 M1: work that writes a file it never read, a job file, is not
+    /// stale for the other's commit; sec95 M1: the first run, waiting, after
+    /// its rerun). Times are the records', the callers' clocks.
     fn refuse_done_since(&self, rerun: TransactionId, made_ms: u64) -> Result<(), VshError> {
         self.refuse_done_by(rerun, rerun, |run| run.updated_ms >= made_ms)
-    }
-
-    /// When `transaction` (its `record`) is a run of stored work again
-    /// (`vsh rerun`): when its record was made.
-    fn made_as_rerun(&self, transaction: TransactionId, record: &TransactionRecord) -> Option<u64> {
-        let artifact = self.stored_artifact(transaction).ok().flatten()?;
-        let evidence = crate::evidence::Evidence::decode(&artifact.evidence).ok()?;
-        evidence.rerun_of.map(|_| record.created_ms)
     }
 
     /// [`Runtime::refuse_done_meanwhile`]: a committed run of `work`'s
@@ -595,15 +591,14 @@ impl Runtime {
         {
             return Err(VshError::Commit(stale));
         }
-        let made_ms = self.made_as_rerun(transaction, &record);
+        // Any run of work run again, the first one too (sec95 M1: the first
+        // run, still waiting, committed after its rerun did the work twice).
+        let made_ms = record.created_ms;
         let guard = |rerun: TransactionId| {
             if let Some(so_far) = so_far {
                 self.refuse_done_meanwhile(rerun, so_far)?;
             }
-            match made_ms {
-                Some(made_ms) => self.refuse_done_since(rerun, made_ms),
-                None => Ok(()),
-            }
+            self.refuse_done_since(rerun, made_ms)
         };
         self.commit_unhooked(transaction, record.state, now_ms, cancel, &guard)
     }
