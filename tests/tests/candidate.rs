@@ -976,3 +976,35 @@ fn reruns_made_before_either_committed_commit_once() {
     assert!(matches!(first_again, vsh::VshError::DoneMeanwhile { by, .. } if by == one), "{first_again:?}");
     assert_eq!(jobs.count(), 1, "one job file");
 }
+
+/// sec96 L2: approved work another run of the same work did already stayed
+/// listed approved, its commit refused every time. It is recorded failed.
+#[test]
+fn approved_work_done_by_another_run_is_recorded_failed() {
+    if !candidates_available() {
+        return;
+    }
+    let dir = workspace(&[("README.md", "# jobs\n")]);
+    let config = config(dir.path()).with_commands().with_durable_previews(vsh::DurablePreviews::default());
+    let runtime = Runtime::open(config.with_policy_profile(vsh::PolicyProfile::Strict)).unwrap();
+    let code = command(&["/bin/sh", "-c", "echo job > \"$(mktemp -p . job.XXXXXX)\""]);
+    let now = || {
+        u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    };
+    let approve = |id| runtime.approve(id, PrincipalId::digest(b"lead"), now(), now() + 60_000).unwrap();
+    let first = runtime.run(&RunRequest::new(&code).with_language(Language::Command)).unwrap();
+    assert_eq!(first.state, TransactionState::PendingApproval, "{:?}", first.decision);
+    approve(first.transaction);
+    let so_far = runtime.work_done_so_far(first.transaction).unwrap();
+    let rerun = RunRequest::new(&code).with_language(Language::Command).with_rerun_of(first.transaction);
+    let again = runtime.run(&rerun.with_done_so_far(so_far)).unwrap().transaction;
+    approve(again);
+    assert_eq!(runtime.commit(again, now()).unwrap().state, TransactionState::Committed);
+    let refused = runtime.commit(first.transaction, now()).expect_err("its work is done");
+    assert!(matches!(refused, VshError::DoneMeanwhile { by, .. } if by == again), "{refused:?}");
+    assert_eq!(
+        runtime.transaction(first.transaction).unwrap().map(|record| record.state),
+        Some(TransactionState::Failed)
+    );
+    assert!(runtime.pending().unwrap().iter().all(|record| record.id != first.transaction));
+}

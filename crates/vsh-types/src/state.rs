@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Created -> Running -> VirtualComplete -> Denied | AutoApproved | PendingApproval | Failed
 /// PendingApproval  -> Approved | Denied | Rejected | Expired | Stale | Failed
 /// AutoApproved     -> PendingApproval | Rejected | Reserved | Expired | Stale | Failed
-/// Approved         -> Reserved | Expired | Rejected | PendingApproval | Stale
+/// Approved         -> Reserved | Expired | Rejected | PendingApproval | Stale | Failed
 /// Reserved         -> Revalidating | Failed | AutoApproved | Approved
 /// Revalidating     -> Committing | Stale | Failed | AutoApproved | Approved
 /// Committing       -> Committed | RecoveryRequired | Failed
@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 /// waiting for its decision or its commit (`PendingApproval`, `AutoApproved`,
 /// `Approved`) becomes `Stale` when a listing, a review or an approval finds
 /// the workspace moved under it (a commit finds it in `Revalidating`).
+/// Approved work another run of the same work did already is `Failed`,
+/// its commit refused before it began, as auto-approved work's is.
 /// Terminal states: Denied, Rejected, Expired, Committed, Stale, Failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -100,8 +102,10 @@ impl TransactionState {
                 | (S::Running, S::VirtualComplete | S::Failed)
                 | (S::VirtualComplete, S::Denied | S::AutoApproved | S::PendingApproval | S::Failed)
                 | (S::PendingApproval, S::Approved | S::Denied | S::Rejected | S::Expired | S::Stale | S::Failed)
-                | (S::AutoApproved, S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Stale | S::Failed)
-                | (S::Approved, S::Reserved | S::Expired | S::Rejected | S::PendingApproval | S::Stale)
+                | (
+                    S::AutoApproved | S::Approved,
+                    S::PendingApproval | S::Rejected | S::Reserved | S::Expired | S::Stale | S::Failed
+                )
                 | (S::Reserved, S::Revalidating | S::Failed | S::AutoApproved | S::Approved)
                 | (S::Revalidating, S::Committing | S::Stale | S::Failed | S::AutoApproved | S::Approved)
                 | (S::Committing, S::Committed | S::RecoveryRequired | S::Failed)

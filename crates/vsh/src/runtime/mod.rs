@@ -548,10 +548,14 @@ impl Runtime {
         else {
             return Ok(());
         };
-        // Best effort: a record that cannot be moved is left as it is (an
-        // approved one is refused again by the same check).
+        // Best effort: a record that cannot be moved is left as it is
+        // (refused again by the same check). Approved work too (sec96 L2:
+        // it stayed listed approved, its commit always refused).
         if let Ok(Some(record)) = self.records.get(rerun)
-            && matches!(record.state, TransactionState::AutoApproved | TransactionState::PendingApproval)
+            && matches!(
+                record.state,
+                TransactionState::AutoApproved | TransactionState::PendingApproval | TransactionState::Approved
+            )
         {
             let _ = self.records.transactions().compare_and_transition(
                 rerun,
