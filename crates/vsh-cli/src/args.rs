@@ -29,7 +29,8 @@ Exit codes:
   6   not committed or approved: the workspace changed under it (stale, for
       good; the conflicting paths are listed); a revert: the workspace no
       longer holds what it would undo (reverted already, or changed since);
-      a rerun: another run of the same work was committed while it ran
+      work run again (vsh rerun), or its first run: another run of the same
+      work was committed after it was made
   75  gave up waiting for another vsh process (--lock-timeout)
   130, 143, 129
       interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: the run was stopped,
